@@ -1,0 +1,156 @@
+// Package memstore is the embedded, in-memory queue.Store used by the local
+// server and by tests. It keeps the same contract as the DynamoDB store
+// (internal/storetest) but nothing survives the process.
+package memstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// Store is an in-memory queue.Store, safe for concurrent use.
+type Store struct {
+	mu       sync.Mutex
+	programs map[string]queue.Program
+	tokens   map[string]queue.Token
+}
+
+var _ queue.Store = (*Store)(nil)
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token)}
+}
+
+// CreateProgram implements queue.Store.
+func (s *Store) CreateProgram(ctx context.Context, p queue.Program) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.programs[p.ID]; ok {
+		return queue.ErrConflict
+	}
+	s.programs[p.ID] = p
+	return ctx.Err()
+}
+
+// GetProgram implements queue.Store.
+func (s *Store) GetProgram(ctx context.Context, id string) (queue.Program, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Program{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.programs[id]
+	if !ok {
+		return queue.Program{}, queue.ErrNotFound
+	}
+	return p, nil
+}
+
+// UpdateProgram implements queue.Store.
+func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.programs[p.ID]
+	if !ok || cur.Version != p.Version-1 || cur.Issued != expectIssued {
+		return queue.ErrConflict
+	}
+	p.CreatedAt, p.Issued = cur.CreatedAt, cur.Issued
+	s.programs[p.ID] = p
+	return nil
+}
+
+// IssueTicket implements queue.Store.
+func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Program{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.programs[programID]
+	if !ok {
+		return queue.Program{}, queue.ErrNotFound
+	}
+	p = p.WithTicketIssued(now)
+	s.programs[programID] = p
+	return p, nil
+}
+
+// PutToken implements queue.Store.
+func (s *Store) PutToken(ctx context.Context, t queue.Token) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tokens[t.ID]; ok {
+		return queue.ErrConflict
+	}
+	s.tokens[t.ID] = t
+	return nil
+}
+
+// GetToken implements queue.Store. Like DynamoDB TTL it hides nothing: an
+// item past ExpiresAt is still returned until it is swept.
+func (s *Store) GetToken(ctx context.Context, id string) (queue.Token, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Token{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tokens[id]
+	if !ok {
+		return queue.Token{}, queue.ErrNotFound
+	}
+	return t, nil
+}
+
+// MarkAdmitted implements queue.Store.
+func (s *Store) MarkAdmitted(ctx context.Context, t queue.Token) (queue.Token, error) {
+	return s.mark(ctx, t, func(cur *queue.Token) {
+		cur.AdmittedAt, cur.AdmissionExpiresAt, cur.ExpiresAt = t.AdmittedAt, t.AdmissionExpiresAt, t.ExpiresAt
+	})
+}
+
+// MarkLeft implements queue.Store.
+func (s *Store) MarkLeft(ctx context.Context, t queue.Token) (queue.Token, error) {
+	return s.mark(ctx, t, func(cur *queue.Token) { cur.LeftAt, cur.ExpiresAt = t.LeftAt, t.ExpiresAt })
+}
+
+func (s *Store) mark(ctx context.Context, t queue.Token, set func(*queue.Token)) (queue.Token, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Token{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.tokens[t.ID]
+	if !ok {
+		return queue.Token{}, queue.ErrNotFound
+	}
+	if cur.AdmittedAt.IsZero() && cur.LeftAt.IsZero() {
+		set(&cur)
+		s.tokens[t.ID] = cur
+	}
+	return cur, nil
+}
+
+// Sweep deletes the tokens whose ExpiresAt has passed, as DynamoDB TTL does,
+// and returns how many it removed.
+func (s *Store) Sweep(now time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for id, t := range s.tokens {
+		if !t.ExpiresAt.IsZero() && now.After(t.ExpiresAt) {
+			delete(s.tokens, id)
+			n++
+		}
+	}
+	return n
+}

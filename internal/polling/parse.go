@@ -1,0 +1,123 @@
+package polling
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultTiersSpec is DefaultTiers in the syntax ParseTiers reads.
+const DefaultTiersSpec = "100:1s,1000:5s+-300ms,10000:15s+-500ms,inf:30s+-4s"
+
+// Limits on a tier configuration, so that a typo cannot tell clients to hammer
+// the service or to go away for a day.
+const (
+	MinInterval = 100 * time.Millisecond
+	MaxInterval = 10 * time.Minute
+	maxTiers    = 32
+)
+
+// ParseTiers reads a tier configuration such as DefaultTiersSpec: comma
+// separated bands "MAXPOS:INTERVAL[+-JITTER]", MAXPOS ascending, the last band
+// "inf". Durations use Go syntax (1s, 300ms). The result is validated.
+func ParseTiers(spec string) (Tiers, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, errors.New("polling tiers: empty configuration")
+	}
+	parts := strings.Split(spec, ",")
+	if len(parts) > maxTiers {
+		return nil, fmt.Errorf("polling tiers: %d bands, at most %d allowed", len(parts), maxTiers)
+	}
+	ts := make(Tiers, 0, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		pos, rest, ok := strings.Cut(p, ":")
+		if !ok {
+			return nil, fmt.Errorf("polling tiers: band %d %q: want MAXPOS:INTERVAL[+-JITTER]", i+1, p)
+		}
+		var t Tier
+		switch pos = strings.TrimSpace(pos); pos {
+		case "inf", "*":
+			t.MaxPosition = 0
+		default:
+			n, err := strconv.ParseInt(pos, 10, 64)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("polling tiers: band %d: max position %q is not a whole number ≥ 1 (or inf)", i+1, pos)
+			}
+			t.MaxPosition = n
+		}
+		iv, jit, hasJitter := strings.Cut(rest, "+-")
+		d, err := time.ParseDuration(strings.TrimSpace(iv))
+		if err != nil {
+			return nil, fmt.Errorf("polling tiers: band %d: interval %q: %w", i+1, iv, err)
+		}
+		t.Interval = d
+		if hasJitter {
+			j, err := time.ParseDuration(strings.TrimSpace(jit))
+			if err != nil {
+				return nil, fmt.Errorf("polling tiers: band %d: jitter %q: %w", i+1, jit, err)
+			}
+			t.Jitter = j
+		}
+		ts = append(ts, t)
+	}
+	if err := ts.Validate(); err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+// Validate reports whether the tiers form a usable policy: at least one band,
+// positions strictly ascending, only the last band unbounded, every interval
+// within [MinInterval, MaxInterval], jitter whole milliseconds, non-negative
+// and such that the delay never drops below MinInterval.
+func (ts Tiers) Validate() error {
+	if len(ts) == 0 {
+		return errors.New("polling tiers: no bands")
+	}
+	var prev int64
+	for i, t := range ts {
+		last := i == len(ts)-1
+		switch {
+		case t.MaxPosition == 0 && !last:
+			return fmt.Errorf("polling tiers: band %d is unbounded but not last", i+1)
+		case t.MaxPosition != 0 && last:
+			return fmt.Errorf("polling tiers: last band must be unbounded (inf), got %d", t.MaxPosition)
+		case t.MaxPosition != 0 && t.MaxPosition <= prev:
+			return fmt.Errorf("polling tiers: band %d: max position %d not above %d", i+1, t.MaxPosition, prev)
+		case t.Interval < MinInterval || t.Interval > MaxInterval:
+			return fmt.Errorf("polling tiers: band %d: interval %s outside [%s, %s]", i+1, t.Interval, MinInterval, MaxInterval)
+		case t.Jitter < 0 || t.Jitter%time.Millisecond != 0:
+			return fmt.Errorf("polling tiers: band %d: jitter %s must be whole non-negative milliseconds", i+1, t.Jitter)
+		case t.Interval-t.Jitter < MinInterval:
+			return fmt.Errorf("polling tiers: band %d: jitter %s would bring the delay under %s", i+1, t.Jitter, MinInterval)
+		}
+		prev = t.MaxPosition
+	}
+	return nil
+}
+
+// Spec returns the tiers in the syntax ParseTiers reads.
+func (ts Tiers) Spec() string {
+	var b strings.Builder
+	for i, t := range ts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if t.MaxPosition == 0 {
+			b.WriteString("inf")
+		} else {
+			b.WriteString(strconv.FormatInt(t.MaxPosition, 10))
+		}
+		b.WriteByte(':')
+		b.WriteString(t.Interval.String())
+		if t.Jitter > 0 {
+			b.WriteString("+-")
+			b.WriteString(t.Jitter.String())
+		}
+	}
+	return b.String()
+}

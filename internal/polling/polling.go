@@ -1,0 +1,106 @@
+// Package polling decides how long a waiting client should wait before it
+// polls again: the server-driven adaptive polling at the heart of the
+// waiting room.
+//
+// A Policy turns what the server knows about a waiting token (its position,
+// the program's admission rate) into a retry delay. Tiers is the seed policy:
+// fixed intervals by position band, each with uniform jitter so that clients
+// who entered together do not poll together.
+package polling
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Situation is what a policy may know about one waiting token when it answers.
+type Situation struct {
+	// Position is the number of tickets ahead of the token plus one (1 = next).
+	Position int64
+	// RatePerSecond is the program's admission rate; 0 when unknown or paused.
+	RatePerSecond float64
+}
+
+// Policy chooses the delay before a waiting client's next poll.
+//
+// rng is the jitter source. A nil rng means the runtime's per-thread,
+// lock-free generator (the top-level math/rand/v2 functions); simulators pass
+// a seeded *rand.Rand to be deterministic.
+type Policy interface {
+	RetryAfter(s Situation, rng *rand.Rand) time.Duration
+}
+
+// Fixed is a policy that always answers the same interval, like the
+// pre-adaptive clients that poll every few seconds whatever their place.
+type Fixed time.Duration
+
+// RetryAfter returns the fixed interval.
+func (f Fixed) RetryAfter(Situation, *rand.Rand) time.Duration { return time.Duration(f) }
+
+// String returns the policy's name as the bench CLI spells it ("fixed:3s").
+func (f Fixed) String() string { return "fixed:" + time.Duration(f).String() }
+
+// Tier is one band of a Tiers policy.
+type Tier struct {
+	// MaxPosition is the largest position the tier covers; 0 means no limit
+	// and is allowed only on the last tier.
+	MaxPosition int64
+	// Interval is the centre of the delay.
+	Interval time.Duration
+	// Jitter is the half-width of the uniform jitter around Interval, inclusive
+	// at both ends, at millisecond resolution.
+	Jitter time.Duration
+}
+
+// Tiers is a policy of position bands, ordered by MaxPosition, the last one
+// unbounded. Validate it (or build it with ParseTiers) before use.
+type Tiers []Tier
+
+// DefaultTiers is the seed policy: ≤100: 1 s; ≤1,000: 5 s ±300 ms;
+// ≤10,000: 15 s ±500 ms; beyond: 30 s ±4 s.
+func DefaultTiers() Tiers {
+	return Tiers{
+		{MaxPosition: 100, Interval: time.Second},
+		{MaxPosition: 1000, Interval: 5 * time.Second, Jitter: 300 * time.Millisecond},
+		{MaxPosition: 10000, Interval: 15 * time.Second, Jitter: 500 * time.Millisecond},
+		{MaxPosition: 0, Interval: 30 * time.Second, Jitter: 4 * time.Second},
+	}
+}
+
+// Tier returns the band that covers position. Positions below 1 belong to
+// the first band.
+func (ts Tiers) Tier(position int64) Tier {
+	for _, t := range ts {
+		if t.MaxPosition == 0 || position <= t.MaxPosition {
+			return t
+		}
+	}
+	return ts[len(ts)-1]
+}
+
+// RetryAfter returns the tier's interval plus a uniform integer number of
+// milliseconds in [-Jitter, +Jitter].
+func (ts Tiers) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
+	t := ts.Tier(s.Position)
+	return t.Interval + Jitter(t.Jitter, rng)
+}
+
+// Jitter returns a uniform whole number of milliseconds in [-j, +j]
+// (0 when j < 1 ms), drawn from rng or, when rng is nil, from the runtime's
+// lock-free per-thread generator.
+func Jitter(j time.Duration, rng *rand.Rand) time.Duration {
+	ms := j.Milliseconds()
+	if ms <= 0 {
+		return 0
+	}
+	var n int64
+	if rng == nil {
+		n = rand.Int64N(2*ms + 1)
+	} else {
+		n = rng.Int64N(2*ms + 1)
+	}
+	return time.Duration(n-ms) * time.Millisecond
+}
+
+// String returns the policy's name as the bench CLI spells it.
+func (ts Tiers) String() string { return "tiers" }

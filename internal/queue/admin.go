@@ -1,0 +1,151 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+)
+
+// Settings are the admin-editable fields of a program; nil fields keep their
+// current value (or take the default on creation).
+type Settings struct {
+	AdmissionRatePerSecond *float64
+	Paused                 *bool
+	AdmissionWindow        *time.Duration
+}
+
+// Counters is the admin view of a program.
+type Counters struct {
+	ProgramID       string
+	Issued          int64 // tickets handed out
+	Admitted        int64 // serving counter: tickets admitted, including ones whose holder left
+	Waiting         int64 // Issued − Admitted
+	Rate            float64
+	Paused          bool
+	AdmissionWindow time.Duration
+	CreatedAt       time.Time
+}
+
+func (s Settings) validate() error {
+	if r := s.AdmissionRatePerSecond; r != nil && (math.IsNaN(*r) || *r < 0 || *r > MaxAdmissionRate) {
+		return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be between 0 and %g.", MaxAdmissionRate)
+	}
+	if w := s.AdmissionWindow; w != nil && (*w < MinAdmissionWindow || *w > MaxAdmissionWindow) {
+		return Errorf(KindInvalid, CodeInvalidSettings, "admissionWindowSeconds must be between %d and %d.", int(MinAdmissionWindow.Seconds()), int(MaxAdmissionWindow.Seconds()))
+	}
+	return nil
+}
+
+// PutProgram creates programID with settings (defaults for what is unset) or
+// applies settings to it; created tells which. A rate or pause change takes
+// effect from now without moving the serving counter.
+func (s *Service) PutProgram(ctx context.Context, programID string, set Settings) (c Counters, created bool, err error) {
+	if !ValidProgramID(programID) {
+		return Counters{}, false, errInvalidProgramID()
+	}
+	if err := set.validate(); err != nil {
+		return Counters{}, false, err
+	}
+	for range maxStoreOptimisticTrials {
+		now := s.now()
+		p, err := s.store.GetProgram(ctx, programID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			p = Program{ID: programID, CreatedAt: now.Truncate(time.Millisecond), Rate: DefaultAdmissionRate, AdmissionWindow: DefaultAdmissionWindow}
+			p = p.apply(set, now)
+			p.Version = 1
+			err = s.store.CreateProgram(ctx, p)
+			if err == nil {
+				return p.counters(now), true, nil
+			}
+		case err == nil:
+			p = p.apply(set, now)
+			err = s.store.UpdateProgram(ctx, p, p.Issued)
+			if err == nil {
+				s.cache.put(p, now)
+				return p.counters(now), false, nil
+			}
+		}
+		if !errors.Is(err, ErrConflict) {
+			return Counters{}, false, storeError("put program", err)
+		}
+	}
+	return Counters{}, false, errBusy()
+}
+
+// Program returns programID's counters, read fresh.
+func (s *Service) Program(ctx context.Context, programID string) (Counters, error) {
+	if !ValidProgramID(programID) {
+		return Counters{}, errInvalidProgramID()
+	}
+	p, err := s.store.GetProgram(ctx, programID)
+	if errors.Is(err, ErrNotFound) {
+		return Counters{}, errProgramNotFound()
+	} else if err != nil {
+		return Counters{}, storeError("get program", err)
+	}
+	return p.counters(s.now()), nil
+}
+
+// Admit moves programID's serving counter forward by n now, on top of the
+// automatic admission, never beyond the tickets issued.
+func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counters, error) {
+	if !ValidProgramID(programID) {
+		return Counters{}, errInvalidProgramID()
+	}
+	if n < 1 || n > MaxAdmissionCount {
+		return Counters{}, Errorf(KindInvalid, CodeInvalidCount, "count must be a whole number between 1 and %d.", MaxAdmissionCount)
+	}
+	for range maxStoreOptimisticTrials {
+		now := s.now()
+		p, err := s.store.GetProgram(ctx, programID)
+		if errors.Is(err, ErrNotFound) {
+			return Counters{}, errProgramNotFound()
+		} else if err != nil {
+			return Counters{}, storeError("get program", err)
+		}
+		p = p.Rebased(now, p.Rate, p.Paused, n)
+		err = s.store.UpdateProgram(ctx, p, p.Issued)
+		if err == nil {
+			s.cache.put(p, now)
+			return p.counters(now), nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return Counters{}, storeError("admit", err)
+		}
+	}
+	return Counters{}, errBusy()
+}
+
+func (p Program) apply(set Settings, now time.Time) Program {
+	rate, paused := p.Rate, p.Paused
+	if set.AdmissionRatePerSecond != nil {
+		rate = *set.AdmissionRatePerSecond
+	}
+	if set.Paused != nil {
+		paused = *set.Paused
+	}
+	if set.AdmissionWindow != nil {
+		p.AdmissionWindow = *set.AdmissionWindow
+	}
+	return p.Rebased(now, rate, paused, 0)
+}
+
+func (p Program) counters(now time.Time) Counters {
+	admitted := p.Serving(now)
+	return Counters{
+		ProgramID:       p.ID,
+		Issued:          p.Issued,
+		Admitted:        admitted,
+		Waiting:         p.Issued - admitted,
+		Rate:            p.Rate,
+		Paused:          p.Paused,
+		AdmissionWindow: p.AdmissionWindow,
+		CreatedAt:       p.CreatedAt,
+	}
+}
+
+func errBusy() error {
+	return Errorf(KindUnavailable, CodeBusy, "The program is being changed concurrently; retry.")
+}

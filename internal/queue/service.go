@@ -1,0 +1,279 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/example/waitingroom/internal/polling"
+)
+
+// Service applies the queue's rules on top of a Store. It is safe for
+// concurrent use; build one per process (per Lambda cold start).
+type Service struct {
+	store  Store
+	policy polling.Policy
+	now    func() time.Time
+	rng    *rand.Rand
+	cache  programCache
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithClock replaces time.Now (tests and simulations).
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
+// WithRand makes jitter come from rng instead of the runtime's lock-free
+// per-thread source. A *rand.Rand is not safe for concurrent use: only for
+// single-goroutine tests.
+func WithRand(rng *rand.Rand) Option { return func(s *Service) { s.rng = rng } }
+
+// WithProgramCache lets polls reuse a program read for up to ttl (0: read
+// every time). Admission is computed from the cached anchor and the current
+// time, so a cached program is only stale about admin changes and tickets
+// issued in the meantime; see the README, "How stale is a position".
+func WithProgramCache(ttl time.Duration) Option {
+	return func(s *Service) { s.cache.ttl = ttl }
+}
+
+// NewService returns a Service over store that answers retry delays with
+// policy.
+func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
+	s := &Service{store: store, policy: policy, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	s.cache.entries = make(map[string]cachedProgram)
+	return s
+}
+
+// Enter puts a person in programID's queue. A still-valid token of the same
+// program (presented as existing) is answered again instead, with
+// created=false: a page refresh keeps its place.
+func (s *Service) Enter(ctx context.Context, programID, existing string) (v View, created bool, err error) {
+	if !ValidProgramID(programID) {
+		return View{}, false, errInvalidProgramID()
+	}
+	if existing != "" {
+		if !ValidTokenID(existing) {
+			return View{}, false, Errorf(KindInvalid, CodeInvalidToken, "The queue token is malformed.")
+		}
+		v, err := s.Poll(ctx, programID, existing)
+		switch {
+		case err == nil && (v.Status == StatusWaiting || v.Status == StatusAdmitted):
+			return v, false, nil
+		case err != nil && ErrorKind(err) != KindNotFound:
+			return View{}, false, err
+		}
+		// Unknown, foreign, left or expired: a fresh place.
+	}
+	now := s.now()
+	p, err := s.store.IssueTicket(ctx, programID, now)
+	if errors.Is(err, ErrNotFound) {
+		return View{}, false, errProgramNotFound()
+	} else if err != nil {
+		return View{}, false, storeError("issue ticket", err)
+	}
+	s.cache.put(p, now)
+	t := Token{
+		ID:        NewTokenID(),
+		ProgramID: programID,
+		Ticket:    p.Issued,
+		IssuedAt:  now.Truncate(time.Millisecond),
+		ExpiresAt: now.Add(waitingTokenRetention),
+	}
+	if err := s.store.PutToken(ctx, t); err != nil {
+		// The ticket is lost: a gap the serving counter passes over.
+		return View{}, false, storeError("put token", err)
+	}
+	v, err = s.view(ctx, p, t, now)
+	return v, true, err
+}
+
+// Poll answers where token tokenID stands in programID's queue. A token of
+// another program is reported exactly like an unknown one.
+func (s *Service) Poll(ctx context.Context, programID, tokenID string) (View, error) {
+	t, err := s.token(ctx, programID, tokenID)
+	if err != nil {
+		return View{}, err
+	}
+	now := s.now()
+	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
+		p, err := s.program(ctx, programID, now)
+		if err != nil {
+			return View{}, err
+		}
+		return s.view(ctx, p, t, now)
+	}
+	return s.view(ctx, Program{}, t, now)
+}
+
+// Leave takes a waiting token out of the queue; it then reads LEFT. Leaving
+// twice is not an error; leaving after admission is (ALREADY_ADMITTED).
+func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
+	t, err := s.token(ctx, programID, tokenID)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
+		p, err := s.program(ctx, programID, now)
+		if err != nil {
+			return err
+		}
+		if t.Ticket <= p.Serving(now) {
+			if _, err := s.markAdmitted(ctx, p, t, now); err != nil {
+				return err
+			}
+			return errAlreadyAdmitted()
+		}
+		t.LeftAt = now.Truncate(time.Millisecond)
+		t.ExpiresAt = now.Add(endedTokenRetention)
+		if t, err = s.store.MarkLeft(ctx, t); err != nil {
+			return storeError("mark left", err)
+		}
+	}
+	if t.LeftAt.IsZero() {
+		return errAlreadyAdmitted()
+	}
+	return nil
+}
+
+func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, error) {
+	switch {
+	case !ValidProgramID(programID):
+		return Token{}, errInvalidProgramID()
+	case tokenID == "":
+		return Token{}, Errorf(KindInvalid, CodeMissingToken, "The X-Queue-Token header is required.")
+	case !ValidTokenID(tokenID):
+		return Token{}, Errorf(KindInvalid, CodeInvalidToken, "The queue token is malformed.")
+	}
+	t, err := s.store.GetToken(ctx, tokenID)
+	if errors.Is(err, ErrNotFound) || (err == nil && t.ProgramID != programID) {
+		return Token{}, Errorf(KindNotFound, CodeTokenNotFound, "No such token in this program's queue.")
+	} else if err != nil {
+		return Token{}, storeError("get token", err)
+	}
+	return t, nil
+}
+
+// view derives the token's status at now; p is needed only while the token
+// is neither admitted nor left in the store.
+func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (View, error) {
+	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
+		serving := p.Serving(now)
+		if t.Ticket > serving {
+			pos := t.Ticket - serving
+			sit := polling.Situation{Position: pos}
+			if p.Advancing() {
+				sit.RatePerSecond = p.Rate
+			}
+			return View{
+				TokenID:    t.ID,
+				Status:     StatusWaiting,
+				IssuedAt:   t.IssuedAt,
+				Position:   pos,
+				RetryAfter: s.policy.RetryAfter(sit, s.rng),
+			}, nil
+		}
+		var err error
+		if t, err = s.markAdmitted(ctx, p, t, now); err != nil {
+			return View{}, err
+		}
+	}
+	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt}
+	switch {
+	case !t.LeftAt.IsZero():
+		v.Status, v.LeftAt = StatusLeft, t.LeftAt
+	case now.Before(t.AdmissionExpiresAt):
+		v.Status, v.AdmittedAt, v.ExpiresAt = StatusAdmitted, t.AdmittedAt, t.AdmissionExpiresAt
+	default:
+		v.Status, v.AdmittedAt, v.ExpiresAt = StatusExpired, t.AdmittedAt, t.AdmissionExpiresAt
+	}
+	return v, nil
+}
+
+// markAdmitted records the first sighting of t's admission; if the token
+// changed meanwhile (admitted by a concurrent poll, or left) the stored
+// version wins.
+func (s *Service) markAdmitted(ctx context.Context, p Program, t Token, now time.Time) (Token, error) {
+	window := p.AdmissionWindow
+	if window <= 0 {
+		window = DefaultAdmissionWindow
+	}
+	t.AdmittedAt = now.Truncate(time.Millisecond)
+	t.AdmissionExpiresAt = t.AdmittedAt.Add(window)
+	t.ExpiresAt = t.AdmissionExpiresAt.Add(endedTokenRetention)
+	t, err := s.store.MarkAdmitted(ctx, t)
+	if err != nil {
+		return Token{}, storeError("mark admitted", err)
+	}
+	return t, nil
+}
+
+func (s *Service) program(ctx context.Context, id string, now time.Time) (Program, error) {
+	if p, ok := s.cache.get(id, now); ok {
+		return p, nil
+	}
+	p, err := s.store.GetProgram(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Program{}, errProgramNotFound()
+	} else if err != nil {
+		return Program{}, storeError("get program", err)
+	}
+	s.cache.put(p, now)
+	return p, nil
+}
+
+func errInvalidProgramID() error {
+	return Errorf(KindInvalid, CodeInvalidProgramID, "The program id must be 1 to 64 letters, digits, '-' or '_', starting with a letter or digit.")
+}
+
+func errProgramNotFound() error {
+	return Errorf(KindNotFound, CodeProgramNotFound, "No such program.")
+}
+
+func errAlreadyAdmitted() error {
+	return Errorf(KindConflict, CodeAlreadyAdmitted, "The token has already been admitted; it can no longer leave the queue.")
+}
+
+type cachedProgram struct {
+	p        Program
+	loadedAt time.Time
+}
+
+// programCache keeps recent program reads per function instance.
+type programCache struct {
+	ttl     time.Duration
+	mu      sync.RWMutex
+	entries map[string]cachedProgram
+}
+
+func (c *programCache) get(id string, now time.Time) (Program, bool) {
+	if c.ttl <= 0 {
+		return Program{}, false
+	}
+	c.mu.RLock()
+	e, ok := c.entries[id]
+	c.mu.RUnlock()
+	if !ok || now.Sub(e.loadedAt) >= c.ttl || now.Before(e.loadedAt) {
+		return Program{}, false
+	}
+	return e.p, true
+}
+
+func (c *programCache) put(p Program, now time.Time) {
+	if c.ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[p.ID]; ok && e.p.Version > p.Version {
+		return
+	}
+	c.entries[p.ID] = cachedProgram{p: p, loadedAt: now}
+}
+

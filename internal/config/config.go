@@ -1,0 +1,86 @@
+// Package config reads the service's settings from the environment, once
+// per cold start, and fails fast with a clear message on a bad value.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/example/waitingroom/internal/polling"
+)
+
+// Environment variable names, shared by template.yaml and the local server.
+const (
+	EnvTableName       = "TABLE_NAME"
+	EnvPollTiers       = "POLL_TIERS"
+	EnvProgramCacheTTL = "PROGRAM_CACHE_TTL"
+	EnvDynamoEndpoint  = "DYNAMODB_ENDPOINT"
+	EnvLogLevel        = "LOG_LEVEL"
+)
+
+// DefaultProgramCacheTTL is how long a function instance reuses a program
+// read on the poll path; MaxProgramCacheTTL bounds what may be configured.
+const (
+	DefaultProgramCacheTTL = time.Second
+	MaxProgramCacheTTL     = 10 * time.Second
+)
+
+// Config is the service's configuration.
+type Config struct {
+	// TableName is the DynamoDB table; required unless RequireTable is false.
+	TableName string
+	// Tiers is the polling policy (POLL_TIERS, default polling.DefaultTiersSpec).
+	Tiers polling.Tiers
+	// ProgramCacheTTL bounds how stale a poll's view of the program may be.
+	ProgramCacheTTL time.Duration
+	// DynamoEndpoint overrides the DynamoDB endpoint (local DynamoDB APIs).
+	DynamoEndpoint string
+	// LogLevel is the minimum level logged (LOG_LEVEL: debug, info, warn, error).
+	LogLevel slog.Level
+}
+
+// FromEnv reads the configuration through getenv (os.Getenv in mains). With
+// requireTable, TABLE_NAME must be set.
+func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
+	c := Config{
+		TableName:       strings.TrimSpace(getenv(EnvTableName)),
+		DynamoEndpoint:  strings.TrimSpace(getenv(EnvDynamoEndpoint)),
+		ProgramCacheTTL: DefaultProgramCacheTTL,
+	}
+	var errs []error
+	if requireTable && c.TableName == "" {
+		errs = append(errs, fmt.Errorf("%s is required", EnvTableName))
+	}
+	spec := getenv(EnvPollTiers)
+	if strings.TrimSpace(spec) == "" {
+		spec = polling.DefaultTiersSpec
+	}
+	tiers, err := polling.ParseTiers(spec)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvPollTiers, err))
+	}
+	c.Tiers = tiers
+	if v := strings.TrimSpace(getenv(EnvProgramCacheTTL)); v != "" {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %q is not a duration (e.g. 1s, 500ms)", EnvProgramCacheTTL, v))
+		case d < 0 || d > MaxProgramCacheTTL:
+			errs = append(errs, fmt.Errorf("%s: %s outside [0s, %s]", EnvProgramCacheTTL, d, MaxProgramCacheTTL))
+		default:
+			c.ProgramCacheTTL = d
+		}
+	}
+	if v := strings.TrimSpace(getenv(EnvLogLevel)); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not one of debug, info, warn, error", EnvLogLevel, v))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}

@@ -363,4 +363,3 @@ func (h *Handler) methodNotAllowed(ctx context.Context, req events.APIGatewayV2H
 	resp.Headers["Allow"] = allow
 	return resp
 }
-

@@ -29,7 +29,9 @@ var (
 // ValidProgramID reports whether id is a well-formed program id: 1 to 64
 // characters of ASCII letters, digits, '-' and '_', starting with a letter or
 // digit.
-func ValidProgramID(id string) bool { return len(id) <= programIDMaxLen && programIDPattern.MatchString(id) }
+func ValidProgramID(id string) bool {
+	return len(id) <= programIDMaxLen && programIDPattern.MatchString(id)
+}
 
 // ValidTokenID reports whether id has the shape of a token id (22 base64url
 // characters); it says nothing of whether the token exists.

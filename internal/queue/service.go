@@ -276,4 +276,3 @@ func (c *programCache) put(p Program, now time.Time) {
 	}
 	c.entries[p.ID] = cachedProgram{p: p, loadedAt: now}
 }
-

@@ -1,0 +1,63 @@
+package config_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/polling"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestFromEnv(t *testing.T) {
+	tests := []struct {
+		name         string
+		vars         map[string]string
+		requireTable bool
+		wantErr      string // substring; "" for success
+		check        func(t *testing.T, c config.Config)
+	}{
+		{"Defaults", map[string]string{"TABLE_NAME": "q"}, true, "", func(t *testing.T, c config.Config) {
+			if c.TableName != "q" || c.Tiers.Spec() != polling.DefaultTiersSpec || c.ProgramCacheTTL != time.Second || c.LogLevel != slog.LevelInfo {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{"Custom", map[string]string{"TABLE_NAME": "q", "POLL_TIERS": "50:2s,inf:20s+-2s", "PROGRAM_CACHE_TTL": "250ms", "LOG_LEVEL": "debug", "DYNAMODB_ENDPOINT": "http://127.0.0.1:8000"}, true, "", func(t *testing.T, c config.Config) {
+			if c.Tiers.Spec() != "50:2s,inf:20s+-2s" || c.ProgramCacheTTL != 250*time.Millisecond || c.LogLevel != slog.LevelDebug || c.DynamoEndpoint != "http://127.0.0.1:8000" {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{"CacheOff", map[string]string{"PROGRAM_CACHE_TTL": "0s"}, false, "", func(t *testing.T, c config.Config) {
+			if c.ProgramCacheTTL != 0 {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{"ErrTableMissing", map[string]string{}, true, "TABLE_NAME is required", nil},
+		{"ErrBadTiers", map[string]string{"TABLE_NAME": "q", "POLL_TIERS": "100:1s"}, true, "POLL_TIERS", nil},
+		{"ErrBadTTL", map[string]string{"TABLE_NAME": "q", "PROGRAM_CACHE_TTL": "soon"}, true, "PROGRAM_CACHE_TTL", nil},
+		{"ErrTTLTooLong", map[string]string{"TABLE_NAME": "q", "PROGRAM_CACHE_TTL": "1m"}, true, "outside", nil},
+		{"ErrLogLevel", map[string]string{"TABLE_NAME": "q", "LOG_LEVEL": "loud"}, true, "LOG_LEVEL", nil},
+		{"AllErrorsAtOnce", map[string]string{"POLL_TIERS": "x", "PROGRAM_CACHE_TTL": "y"}, true, "TABLE_NAME", func(t *testing.T, c config.Config) {}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.FromEnv(env(tt.vars), tt.requireTable)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to mention %q", err, tt.wantErr)
+				}
+				if tt.name == "AllErrorsAtOnce" && (!strings.Contains(err.Error(), "POLL_TIERS") || !strings.Contains(err.Error(), "PROGRAM_CACHE_TTL")) {
+					t.Errorf("err = %v, want every problem reported", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}

@@ -1,0 +1,231 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// clock is a settable clock for the service.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func newService(t *testing.T, opts ...queue.Option) (*queue.Service, *clock) {
+	t.Helper()
+	c := &clock{now: t0}
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), append([]queue.Option{queue.WithClock(c.Now)}, opts...)...)
+	return svc, c
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func mustPut(t *testing.T, svc *queue.Service, id string, rate float64, paused bool) {
+	t.Helper()
+	if _, _, err := svc.PutProgram(context.Background(), id, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTokenLifecycle(t *testing.T) {
+	ctx := context.Background()
+	svc, c := newService(t)
+	mustPut(t, svc, "gala", 1, true)
+	var ids []string
+	for i := range 3 {
+		v, created, err := svc.Enter(ctx, "gala", "")
+		if err != nil || !created {
+			t.Fatalf("enter %d: %v created=%v", i, err, created)
+		}
+		if v.Status != queue.StatusWaiting || v.Position != int64(i+1) || v.RetryAfter != time.Second {
+			t.Fatalf("enter %d: %+v", i, v)
+		}
+		ids = append(ids, v.TokenID)
+	}
+	// Paused: nobody moves, however long.
+	c.Advance(time.Hour)
+	if v, _ := svc.Poll(ctx, "gala", ids[2]); v.Position != 3 {
+		t.Fatalf("paused queue moved: %+v", v)
+	}
+	// Resume at 1/s: after 1 s the first is admitted, the others move up.
+	mustPut(t, svc, "gala", 1, false)
+	c.Advance(time.Second)
+	v, err := svc.Poll(ctx, "gala", ids[0])
+	if err != nil || v.Status != queue.StatusAdmitted || !v.AdmittedAt.Equal(c.Now()) || !v.ExpiresAt.Equal(c.Now().Add(queue.DefaultAdmissionWindow)) {
+		t.Fatalf("first after resume: %+v %v", v, err)
+	}
+	if v.Position != 0 || v.RetryAfter != 0 {
+		t.Errorf("admitted view carries position/retry: %+v", v)
+	}
+	if v, _ := svc.Poll(ctx, "gala", ids[2]); v.Status != queue.StatusWaiting || v.Position != 2 {
+		t.Errorf("third: %+v", v)
+	}
+	// Admission is recorded on first sight and does not move afterwards.
+	admittedAt := v.AdmittedAt
+	c.Advance(time.Minute)
+	if v, _ := svc.Poll(ctx, "gala", ids[0]); !v.AdmittedAt.Equal(admittedAt) || v.Status != queue.StatusAdmitted {
+		t.Errorf("admission moved: %+v", v)
+	}
+	// Admitted tokens cannot leave; waiting ones can, and stay LEFT.
+	if err := svc.Leave(ctx, "gala", ids[0]); queue.ErrorKind(err) != queue.KindConflict {
+		t.Errorf("leave after admission: %v, want a conflict", err)
+	}
+	// ids[1] and ids[2] were admitted during the minute; enter a new one to leave.
+	mustPut(t, svc, "gala", 1, true)
+	w, _, _ := svc.Enter(ctx, "gala", "")
+	if err := svc.Leave(ctx, "gala", w.TokenID); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := svc.Poll(ctx, "gala", w.TokenID); v.Status != queue.StatusLeft || v.LeftAt.IsZero() || v.Position != 0 {
+		t.Errorf("after leaving: %+v", v)
+	}
+	// The admission window passes: EXPIRED, and a refresh gets a new place.
+	c.Advance(queue.DefaultAdmissionWindow)
+	if v, _ := svc.Poll(ctx, "gala", ids[0]); v.Status != queue.StatusExpired {
+		t.Errorf("after the window: %+v", v)
+	}
+	v, created, err := svc.Enter(ctx, "gala", ids[0])
+	if err != nil || !created || v.TokenID == ids[0] {
+		t.Errorf("enter with an expired token: %+v created=%v err=%v, want a new token", v, created, err)
+	}
+}
+
+func TestEnterErrors(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := newService(t)
+	mustPut(t, svc, "a", 1, false)
+	mustPut(t, svc, "b", 1, true)
+	other, _, _ := svc.Enter(ctx, "b", "")
+	tests := []struct {
+		name, program, token string
+		wantCode             string
+		wantCreated          bool
+	}{
+		{"UnknownProgram", "nope", "", queue.CodeProgramNotFound, false},
+		{"InvalidProgram", "no way", "", queue.CodeInvalidProgramID, false},
+		{"MalformedToken", "a", "xyz", queue.CodeInvalidToken, false},
+		{"UnknownTokenGetsNewPlace", "a", "unknownTokenFixture001", "", true},
+		{"ForeignTokenGetsNewPlace", "a", other.TokenID, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, created, err := svc.Enter(ctx, tt.program, tt.token)
+			var qe *queue.Error
+			switch {
+			case tt.wantCode != "":
+				if !errors.As(err, &qe) || qe.Code != tt.wantCode {
+					t.Fatalf("err = %v, want code %s", err, tt.wantCode)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case created != tt.wantCreated || v.TokenID == tt.token:
+				t.Errorf("created=%v token=%s", created, v.TokenID)
+			}
+		})
+	}
+}
+
+// TestProgramCacheStaleness: an instance with a program cache sees another
+// instance's admin change at most one TTL late, and never later.
+func TestProgramCacheStaleness(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{now: t0}
+	store := memstore.New()
+	cached := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c.Now), queue.WithProgramCache(time.Second))
+	admin := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c.Now))
+	mustPut(t, admin, "gala", 1, true)
+	w, _, _ := admin.Enter(ctx, "gala", "")
+	if v, err := cached.Poll(ctx, "gala", w.TokenID); err != nil || v.Position != 1 { // fills the cache
+		t.Fatalf("%+v %v", v, err)
+	}
+	if _, err := admin.Admit(ctx, "gala", 1); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(999 * time.Millisecond)
+	if v, _ := cached.Poll(ctx, "gala", w.TokenID); v.Status != queue.StatusWaiting {
+		t.Errorf("within the TTL the cached view is used: %+v", v)
+	}
+	c.Advance(time.Millisecond)
+	if v, _ := cached.Poll(ctx, "gala", w.TokenID); v.Status != queue.StatusAdmitted {
+		t.Errorf("at the TTL the program is read again: %+v", v)
+	}
+}
+
+// TestConcurrentEnters: 500 people entering at once get tickets 1..500,
+// each exactly once, with positions to match.
+func TestConcurrentEnters(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := newService(t)
+	mustPut(t, svc, "rush", 1, true)
+	const n = 500
+	positions := make([]atomic.Int32, n+1)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			v, _, err := svc.Enter(ctx, "rush", "")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if v.Position >= 1 && v.Position <= n {
+				positions[v.Position].Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	for p := 1; p <= n; p++ {
+		if got := positions[p].Load(); got != 1 {
+			t.Errorf("position %d handed out %d times", p, got)
+		}
+	}
+	c, _ := svc.Program(ctx, "rush")
+	if c.Issued != n || c.Waiting != n {
+		t.Errorf("counters %+v", c)
+	}
+}
+
+func TestAdminValidation(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := newService(t)
+	tests := []struct {
+		name string
+		set  queue.Settings
+	}{
+		{"NegativeRate", queue.Settings{AdmissionRatePerSecond: ptr(-1.0)}},
+		{"HugeRate", queue.Settings{AdmissionRatePerSecond: ptr(1e9)}},
+		{"ShortWindow", queue.Settings{AdmissionWindow: ptr(time.Second)}},
+		{"LongWindow", queue.Settings{AdmissionWindow: ptr(48 * time.Hour)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := svc.PutProgram(ctx, "x", tt.set)
+			if queue.ErrorKind(err) != queue.KindInvalid {
+				t.Errorf("err = %v, want invalid", err)
+			}
+		})
+	}
+	for _, n := range []int64{0, -1, queue.MaxAdmissionCount + 1} {
+		mustPut(t, svc, "x", 1, false)
+		if _, err := svc.Admit(ctx, "x", n); queue.ErrorKind(err) != queue.KindInvalid {
+			t.Errorf("Admit(%d) = %v, want invalid", n, err)
+		}
+	}
+	if _, err := svc.Admit(ctx, "nope", 1); queue.ErrorKind(err) != queue.KindNotFound {
+		t.Errorf("Admit on unknown program = %v", err)
+	}
+}

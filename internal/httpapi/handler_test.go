@@ -31,7 +31,7 @@ const seed = 42
 
 // newHandler returns a handler over the fixtures, with a fixed clock and a
 // seeded jitter source, admin routes behind IAM as on AWS.
-func newHandler(t *testing.T, opts ...httpapi.Option) *httpapi.Handler {
+func newHandler(t testing.TB, opts ...httpapi.Option) *httpapi.Handler {
 	t.Helper()
 	store := memstore.New()
 	if err := fixtures.Seed(context.Background(), store, t0); err != nil {
@@ -44,7 +44,7 @@ func newHandler(t *testing.T, opts ...httpapi.Option) *httpapi.Handler {
 	return httpapi.New(svc, opts...)
 }
 
-func loadEvent(t *testing.T, name string) events.APIGatewayV2HTTPRequest {
+func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "events", name+".json"))
 	if err != nil {
@@ -264,3 +264,6 @@ func TestHandlerAdminOnly(t *testing.T) {
 		t.Errorf("queue route on the admin function: status %d, want 404", resp.StatusCode)
 	}
 }
+
+// withSecret serves the admin routes to the bearer secret as well as IAM.
+func withSecret(secret string) httpapi.Option { return httpapi.WithAdminSecret(secret) }

@@ -1,0 +1,347 @@
+// Command bench measures the polling load of the waiting room, Before
+// (clients polling every few seconds) and After (clients sleeping exactly
+// the retryAfterMs the server answers).
+//
+//	bench run      one load test of real HTTP virtual users (loopback only)
+//	bench compare  Before and After load tests, one after the other, side by side
+//	bench simulate the same scenario on a virtual clock, up to millions of users
+//
+// Run "bench COMMAND -h" for the flags. See docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/bench/loadtest"
+	"github.com/example/waitingroom/internal/bench/simulate"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var progress io.Writer
+	if bench.IsTerminal(os.Stderr) {
+		progress = os.Stderr
+	}
+	err := run(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, progress: progress, getenv: os.Getenv})
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// env is the outside world of a command, so that tests can supply it.
+type env struct {
+	stdout, stderr io.Writer
+	// progress receives live progress lines; nil when stderr is not a
+	// terminal.
+	progress io.Writer
+	getenv   func(string) string
+}
+
+var errUsage = errors.New("usage")
+
+const usage = `Usage: bench COMMAND [flags]
+
+Measures the polling load of the waiting room: Before (clients that poll
+every few seconds) and After (clients that sleep the retryAfterMs the server
+answers).
+
+Commands:
+  run       one load test of real HTTP virtual users against a server
+  compare   Before and After load tests on fresh programs, side by side
+  simulate  the same scenario on a virtual clock, no network, up to millions
+            of users, with DynamoDB read units and the AWS price
+
+Run "bench COMMAND -h" for a command's flags.
+`
+
+func run(ctx context.Context, args []string, e env) error {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, usage)
+		return errUsage
+	}
+	switch args[0] {
+	case "run":
+		return cmdLoad(ctx, "run", args[1:], e)
+	case "compare":
+		return cmdLoad(ctx, "compare", args[1:], e)
+	case "simulate":
+		return cmdSimulate(ctx, args[1:], e)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(e.stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(e.stderr, "bench: unknown command %q\n\n%s", args[0], usage)
+	return errUsage
+}
+
+// scenarioFlags are the flags every command shares.
+type scenarioFlags struct {
+	users     int
+	admitRate float64
+	arrival   string
+	timeout   time.Duration
+	jsonOut   bool
+	outDir    string
+}
+
+func (s *scenarioFlags) register(fs *flag.FlagSet, timeout time.Duration, timeoutHelp string) {
+	fs.IntVar(&s.users, "users", 1000, "number of virtual users")
+	fs.Float64Var(&s.admitRate, "admit-rate", 10, "admission rate of the program, people per second; 0 keeps admission paused (then bound the run with -timeout)")
+	fs.StringVar(&s.arrival, "arrival", "burst", "when users enter: burst (all at the start, admission starting once everyone is in) or uniform:DURATION (evenly spread, e.g. uniform:60s)")
+	fs.DurationVar(&s.timeout, "timeout", timeout, timeoutHelp)
+	fs.BoolVar(&s.jsonOut, "json", false, "print the results as a JSON array, one object per policy, instead of a table")
+	fs.StringVar(&s.outDir, "out", "", "also write results.json, report.md and rps.svg (requests per second over time) into this directory")
+}
+
+func (s *scenarioFlags) scenario() (bench.Scenario, error) {
+	arr, err := bench.ParseArrival(s.arrival)
+	if err != nil {
+		return bench.Scenario{}, err
+	}
+	if s.admitRate < 0 || s.admitRate > queue.MaxAdmissionRate {
+		return bench.Scenario{}, fmt.Errorf("-admit-rate %g: want 0 to %g", s.admitRate, queue.MaxAdmissionRate)
+	}
+	sc := bench.Scenario{Users: s.users, Arrival: arr, Rates: bench.ConstantRate(s.admitRate), Timeout: s.timeout}
+	return sc, sc.Validate()
+}
+
+// output prints results and writes the -out directory.
+func (s *scenarioFlags) output(e env, rep bench.Report, results []bench.Result) error {
+	var err error
+	if s.jsonOut {
+		err = bench.WriteJSON(e.stdout, results)
+	} else {
+		err = bench.WriteTable(e.stdout, results)
+	}
+	if err != nil {
+		return err
+	}
+	if s.outDir != "" {
+		if err := bench.WriteDir(s.outDir, rep, results); err != nil {
+			return err
+		}
+		if !s.jsonOut {
+			fmt.Fprintf(e.stdout, "\nwrote %s/{%s,%s,%s}\n", s.outDir, bench.ResultsFile, bench.ReportFile, bench.ChartFile)
+		}
+	}
+	return nil
+}
+
+func newFlagSet(name, synopsis string, e env) *flag.FlagSet {
+	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: bench %s [flags]\n\n%s\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "bench: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+const loadSynopsis = `Virtual users over real HTTP: each enters the queue of a fresh program
+(created through the admin API, its admission rate set from -admit-rate),
+then polls until it sees ADMITTED or -timeout passes, sleeping either a
+fixed interval (-poll fixed:3s, the Before) or exactly each answer's
+retryAfterMs (-poll server, the After). Loopback targets only, unless
+-allow-remote.
+`
+
+const compareSynopsis = `Runs each -poll mode in turn (Before first) on the same scenario, each on
+a fresh program, and prints them side by side with the change in percent.
+` + loadSynopsis
+
+func cmdLoad(ctx context.Context, name string, args []string, e env) error {
+	synopsis, defPoll, pollHelp := loadSynopsis, "server", "how a user waits between polls: server (honour retryAfterMs) or fixed:DURATION (e.g. fixed:3s)"
+	if name == "compare" {
+		synopsis, defPoll, pollHelp = compareSynopsis, "fixed:3s,server", "comma-separated poll modes to compare, the first being the baseline: server or fixed:DURATION"
+	}
+	fs := newFlagSet(name, synopsis, e)
+	var sf scenarioFlags
+	sf.register(fs, 10*time.Minute, "stop each run this long after its start, whether or not everyone was admitted")
+	baseURL := fs.String("url", "http://127.0.0.1:3000", "base URL of the waiting-room server (go run ./cmd/local)")
+	adminToken := fs.String("admin-token", "", "admin bearer secret (default $ADMIN_TOKEN)")
+	polls := fs.String("poll", defPoll, pollHelp)
+	prefix := fs.String("program", "bench", "prefix of the program ids the runs create (a timestamp and the mode are appended)")
+	sampleEvery := fs.Duration("sample-every", 100*time.Millisecond, "period of the admin counter reads that time admissions (for the notification delay)")
+	conns := fs.Int("conns", loadtest.DefaultConns, "maximum HTTP connections shared by the virtual users")
+	allowRemote := fs.Bool("allow-remote", false, "allow a -url that is not a loopback address (never point a load test at a server you do not own)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	sc, err := sf.scenario()
+	if err != nil {
+		return usageError(fs, err)
+	}
+	if sc.Timeout <= 0 {
+		return usageError(fs, errors.New("-timeout must be positive"))
+	}
+	var modes []loadtest.Poll
+	for p := range strings.SplitSeq(*polls, ",") {
+		m, err := loadtest.ParsePoll(p)
+		if err != nil {
+			return usageError(fs, err)
+		}
+		modes = append(modes, m)
+	}
+	if name == "run" && len(modes) != 1 {
+		return usageError(fs, errors.New("-poll: run takes one mode; use compare for several"))
+	}
+	if !*allowRemote {
+		if err := loadtest.CheckLoopback(*baseURL); err != nil {
+			return usageError(fs, err)
+		}
+	}
+	token := *adminToken
+	if token == "" {
+		token = e.getenv("ADMIN_TOKEN")
+	}
+	if token == "" {
+		return usageError(fs, errors.New("an admin token is required: -admin-token or $ADMIN_TOKEN"))
+	}
+
+	stamp := time.Now().UTC().Format("20060102T150405")
+	var results []bench.Result
+	for i, m := range modes {
+		if i > 0 && !pause(ctx, 2*time.Second) { // let the server settle
+			return ctx.Err()
+		}
+		id := programID(*prefix, stamp, m)
+		if !queue.ValidProgramID(id) {
+			return usageError(fs, fmt.Errorf("-program %q makes the invalid program id %q", *prefix, id))
+		}
+		if e.progress != nil {
+			fmt.Fprintf(e.progress, "%s: %d users on program %s, polling %s…\n", name, sc.Users, id, m)
+		}
+		r, err := loadtest.Run(ctx, loadtest.Config{
+			BaseURL: *baseURL, AdminToken: token, ProgramID: id,
+			Scenario: sc, Poll: m, SampleEvery: *sampleEvery, Conns: *conns, Progress: e.progress,
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", m, err)
+		}
+		results = append(results, r)
+	}
+	rep := bench.Report{
+		Title:   fmt.Sprintf("Loopback %s: %s users, %s arrival, admission %s", name, bench.Thousands(int64(sc.Users)), sc.Arrival, sc.Rates),
+		Command: "bench " + name + " " + strings.Join(args, " "),
+	}
+	return sf.output(e, rep, results)
+}
+
+func programID(prefix, stamp string, m loadtest.Poll) string {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	mode := strings.NewReplacer(":", "", ".", "").Replace(m.String())
+	return prefix + "-" + stamp + "-" + mode + "-" + hex.EncodeToString(b[:])
+}
+
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func usageError(fs *flag.FlagSet, err error) error {
+	fmt.Fprintf(fs.Output(), "bench: %v\n(see bench %s -h)\n", err, strings.TrimPrefix(fs.Name(), "bench "))
+	return errUsage
+}
+
+const simulateSynopsis = `The load test's scenario on a virtual clock with no network: users enter
+(burst or uniform), then poll when the policy says until they see ADMITTED.
+Admission is the service's own queue.Program, delays the polling package's
+policies; time advances in whole milliseconds, requests take no time and
+never fail. Deterministic for a given -seed. Adds DynamoDB read units and
+the AWS price of the requests (defaults: us-east-1 list prices as of 2026,
+first volume tier, no free tier).
+`
+
+func cmdSimulate(ctx context.Context, args []string, e env) error {
+	fs := newFlagSet("simulate", simulateSynopsis, e)
+	var sf scenarioFlags
+	sf.register(fs, 0, "virtual time after which the simulation stops (0: when everyone has seen ADMITTED; required with -admit-rate 0)")
+	policyList := fs.String("policy", "fixed:3s,tiers", "comma-separated policies, the first being the baseline: fixed:DURATION or tiers")
+	tiersSpec := fs.String("tiers", polling.DefaultTiersSpec, "the bands of the tiers policy, MAXPOS:INTERVAL[+-JITTER],…,inf:INTERVAL[+-JITTER]")
+	seed := fs.Uint64("seed", 1, "seed of the policies' jitter")
+	p := bench.DefaultPrices()
+	fs.Float64Var(&p.APIGatewayPerMillion, "price-apigw", p.APIGatewayPerMillion, "API Gateway HTTP API, USD per million requests")
+	fs.Float64Var(&p.LambdaRequestsPerMillion, "price-lambda-requests", p.LambdaRequestsPerMillion, "Lambda, USD per million invocations")
+	fs.Float64Var(&p.LambdaPerGBSecond, "price-lambda-gbs", p.LambdaPerGBSecond, "Lambda arm64 duration, USD per GB-second")
+	fs.Float64Var(&p.LambdaMemoryMB, "lambda-memory-mb", p.LambdaMemoryMB, "Lambda memory size, MB")
+	fs.Float64Var(&p.LambdaMsPerRequest, "lambda-ms", p.LambdaMsPerRequest, "billed Lambda duration per request, ms")
+	fs.Float64Var(&p.DynamoReadPerMillion, "price-dynamo-read", p.DynamoReadPerMillion, "DynamoDB on-demand, USD per million read request units")
+	fs.Float64Var(&p.TokenRRUPerPoll, "token-rru", p.TokenRRUPerPoll, "read units of a poll's token read (strongly consistent, under 4 KB: 1)")
+	fs.Float64Var(&p.ProgramReadsPerPoll, "program-reads-per-poll", p.ProgramReadsPerPoll, "program reads (1 RRU each) per poll: 1 without the per-instance program cache, about 0 with it at high request rates")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	sc, err := sf.scenario()
+	if err != nil {
+		return usageError(fs, err)
+	}
+	tiers, err := polling.ParseTiers(*tiersSpec)
+	if err != nil {
+		return usageError(fs, err)
+	}
+	policies, err := bench.DefaultPolicies(tiers).Parse(*policyList)
+	if err != nil {
+		return usageError(fs, err)
+	}
+	if sc.Timeout == 0 && sc.Rates.Final() == 0 {
+		return usageError(fs, errors.New("-admit-rate 0 never admits anyone: set -timeout"))
+	}
+	var results []bench.Result
+	for _, pol := range policies {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := simulate.Run(simulate.Config{Scenario: sc, Policy: pol, Seed: *seed, Prices: p, Progress: e.progress})
+		if err != nil {
+			return fmt.Errorf("%s: %w", pol.Name, err)
+		}
+		results = append(results, r)
+	}
+	rep := bench.Report{
+		Title:   fmt.Sprintf("Simulation: %s users, %s arrival, admission %s", bench.Thousands(int64(sc.Users)), sc.Arrival, sc.Rates),
+		Command: "bench simulate " + strings.Join(args, " "),
+	}
+	return sf.output(e, rep, results)
+}

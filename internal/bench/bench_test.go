@@ -1,0 +1,269 @@
+package bench
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/polling"
+)
+
+func TestParseArrival(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		err  bool
+	}{
+		{in: "burst"},
+		{in: "uniform:60s", want: time.Minute},
+		{in: "uniform:1m30s", want: 90 * time.Second},
+		{in: "uniform:1.5s", want: 1500 * time.Millisecond},
+		{in: "uniform:0s", err: true},
+		{in: "uniform:", err: true},
+		{in: "poisson:1s", err: true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseArrival(tc.in)
+			if (err != nil) != tc.err || got.Over != tc.want {
+				t.Fatalf("ParseArrival(%q) = %v, %v", tc.in, got, err)
+			}
+			if err == nil && got.String() != tc.in && tc.in != "uniform:1m30s" {
+				t.Errorf("String() = %q", got)
+			}
+		})
+	}
+	a := Arrival{Over: 10 * time.Second}
+	if got := a.At(5, 10); got != 5*time.Second {
+		t.Errorf("At(5, 10) = %s, want 5s", got)
+	}
+	if got := (Arrival{}).At(5, 10); got != 0 {
+		t.Errorf("burst At = %s, want 0", got)
+	}
+}
+
+func TestSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    Schedule
+		ok   bool
+		str  string
+	}{
+		{"constant", ConstantRate(10), true, "10/s"},
+		{"paused", ConstantRate(0), true, "0/s"},
+		{"two", Schedule{{0, 0}, {time.Minute, 10}}, true, "0/s@0s,10/s@60s"},
+		{"empty", nil, false, ""},
+		{"late start", Schedule{{time.Second, 1}}, false, ""},
+		{"negative", ConstantRate(-1), false, ""},
+		{"unordered", Schedule{{0, 1}, {time.Minute, 2}, {time.Second, 3}}, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.s.Validate()
+			if (err == nil) != tc.ok {
+				t.Fatalf("Validate() = %v", err)
+			}
+			if tc.ok && tc.s.String() != tc.str {
+				t.Errorf("String() = %q, want %q", tc.s.String(), tc.str)
+			}
+		})
+	}
+}
+
+func TestPoliciesParse(t *testing.T) {
+	ps := DefaultPolicies(polling.DefaultTiers())
+	for _, tc := range []struct {
+		in    string
+		names []string
+		err   bool
+	}{
+		{in: "fixed:3s,tiers", names: []string{"fixed:3s", "tiers"}},
+		{in: " tiers , fixed:500ms ", names: []string{"tiers", "fixed:500ms"}},
+		{in: "fixed:0s", err: true},
+		{in: "fixed", err: true},
+		{in: "tiers:x", err: true},
+		{in: "eta", err: true},
+		{in: ",", err: true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ps.Parse(tc.in)
+			if (err != nil) != tc.err {
+				t.Fatalf("Parse(%q) error %v", tc.in, err)
+			}
+			if len(got) != len(tc.names) {
+				t.Fatalf("Parse(%q) = %d policies, want %d", tc.in, len(got), len(tc.names))
+			}
+			for i, p := range got {
+				if p.Name != tc.names[i] || p.Policy == nil {
+					t.Errorf("policy %d = %q, want %q", i, p.Name, tc.names[i])
+				}
+			}
+		})
+	}
+}
+
+// constPolicy shows how a new policy plugs in.
+type constPolicy time.Duration
+
+func (c constPolicy) RetryAfter(polling.Situation, *rand.Rand) time.Duration {
+	return time.Duration(c)
+}
+
+func TestPoliciesPluggable(t *testing.T) {
+	ps := DefaultPolicies(polling.DefaultTiers())
+	ps["const"] = func(arg string) (polling.Policy, error) {
+		if arg != "" {
+			return nil, errors.New("no argument")
+		}
+		return constPolicy(time.Second), nil
+	}
+	got, err := ps.Parse("fixed:3s,const")
+	if err != nil || len(got) != 2 || got[1].Policy.RetryAfter(polling.Situation{}, nil) != time.Second {
+		t.Fatalf("Parse = %v, %v", got, err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var hundred []float64
+	for i := 100; i >= 1; i-- {
+		hundred = append(hundred, float64(i))
+	}
+	for _, tc := range []struct {
+		name    string
+		samples []float64
+		want    Percentiles
+	}{
+		{"empty", nil, Percentiles{}},
+		{"one", []float64{7}, Percentiles{1, 7, 7, 7, 7}},
+		{"hundred", hundred, Percentiles{100, 50, 95, 99, 100}},
+		{"ten", []float64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, Percentiles{10, 5, 10, 10, 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Summarize(tc.samples); got != tc.want {
+				t.Errorf("Summarize = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCost(t *testing.T) {
+	c := DefaultPrices().Cost(1_000_000, 1_000_000)
+	want := Cost{APIGateway: 1, LambdaRequests: 0.2, LambdaDuration: 1e6 * 0.125 * 0.010 * 0.0000133334, DynamoReads: 0.25}
+	want.Total = want.APIGateway + want.LambdaRequests + want.LambdaDuration + want.DynamoReads
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"apigw", c.APIGateway, want.APIGateway},
+		{"lambda requests", c.LambdaRequests, want.LambdaRequests},
+		{"lambda duration", c.LambdaDuration, want.LambdaDuration},
+		{"dynamo", c.DynamoReads, want.DynamoReads},
+		{"total", c.Total, want.Total},
+	} {
+		if math.Abs(f.got-f.want) > 1e-9 {
+			t.Errorf("%s = %g, want %g", f.name, f.got, f.want)
+		}
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{Thousands(0), "0"},
+		{Thousands(999), "999"},
+		{Thousands(1000), "1,000"},
+		{Thousands(1234567), "1,234,567"},
+		{Thousands(-1234), "-1,234"},
+		{SI(0), "0"},
+		{SI(1500), "1.5k"},
+		{SI(2_000_000), "2M"},
+		{change(100, 17), "−83.0%"},
+		{change(100, 240), "+140.0%"},
+		{change(100, 100), "0%"},
+		{change(0, 5), ""},
+		{USD(0.01234), "$0.0123"},
+		{USD(12.345), "$12.35"},
+		{USD(1234.5), "$1,235"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ raw, want float64 }{{0.3, 1}, {3, 5}, {12, 20}, {200, 200}, {201, 500}} {
+		if got := niceStep(tc.raw); got != tc.want {
+			t.Errorf("niceStep(%g) = %g, want %g", tc.raw, got, tc.want)
+		}
+	}
+}
+
+func sampleResults() []Result {
+	a := Result{Policy: "fixed:3s", Mode: "simulate", Users: 10, Admitted: 10, Requests: 100, Polls: 90,
+		RpsSeries: []int64{10, 0, 0, 30, 0, 0, 30}, PollSeries: []int64{0, 0, 0, 30, 0, 0, 30},
+		ByRoute: map[string]int64{"GET poll 200": 90, "POST enter 201": 10}, NotifyDelayMs: Summarize([]float64{1, 2, 3})}
+	a.Finish(7*time.Second, 90)
+	b := a
+	b.Policy, b.Requests, b.Polls = "tiers", 40, 30
+	b.Finish(7*time.Second, 30)
+	return []Result{a, b}
+}
+
+func TestWriteDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	results := sampleResults()
+	if err := WriteDir(dir, Report{Title: "Test <run>", Command: "bench simulate -users 10"}, results); err != nil {
+		t.Fatal(err)
+	}
+	js, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []Result
+	if err := json.Unmarshal(js, &back); err != nil || len(back) != 2 || back[1].Polls != 30 {
+		t.Fatalf("results.json: %v, %+v", err, back)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, ReportFile))
+	for _, want := range []string{"# Test <run>", "| metric | fixed:3s | tiers | tiers vs fixed:3s |", "| polls (GET) | 90 | 30 | −66.7% |", "](rps.svg)"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	svg, _ := os.ReadFile(filepath.Join(dir, ChartFile))
+	dec := xml.NewDecoder(strings.NewReader(string(svg)))
+	lines := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("rps.svg is not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			lines++
+		}
+	}
+	if lines != 4 { // per second and smoothed, per result
+		t.Errorf("rps.svg has %d polylines, want 4", lines)
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var b strings.Builder
+	if err := WriteTable(&b, sampleResults()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"fixed:3s", "tiers vs fixed:3s", "−60.0%", "notify delay p99"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "latency") || strings.Contains(out, "cost") {
+		t.Errorf("table of simulated results without cost shows latency or cost:\n%s", out)
+	}
+}

@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/example/waitingroom/internal/polling"
+)
+
+// NamedPolicy is a polling policy with the name it was asked for by.
+type NamedPolicy struct {
+	Name   string
+	Policy polling.Policy
+}
+
+// PolicyFactory builds a policy from the text after "NAME:" in a policy
+// list ("" when there is none).
+type PolicyFactory func(arg string) (polling.Policy, error)
+
+// Policies maps a policy name, as -policy spells it, to its factory. It is
+// the one place a new policy (such as a rate-aware "eta") is plugged in.
+type Policies map[string]PolicyFactory
+
+// DefaultPolicies knows "fixed:DUR" (polling.Fixed) and "tiers"
+// (tiers, the seed policy unless -tiers says otherwise).
+func DefaultPolicies(tiers polling.Tiers) Policies {
+	return Policies{
+		"fixed": func(arg string) (polling.Policy, error) {
+			d, err := time.ParseDuration(arg)
+			if err != nil || d < time.Millisecond {
+				return nil, fmt.Errorf("fixed:%s: want a duration of at least 1ms (fixed:3s)", arg)
+			}
+			return polling.Fixed(d), nil
+		},
+		"tiers": func(arg string) (polling.Policy, error) {
+			if arg != "" {
+				return nil, fmt.Errorf("tiers takes no argument; set the bands with -tiers")
+			}
+			return tiers, nil
+		},
+	}
+}
+
+// Names returns the known policy names, sorted.
+func (ps Policies) Names() []string {
+	names := make([]string, 0, len(ps))
+	for n := range ps {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Parse reads a comma-separated policy list such as "fixed:3s,tiers".
+func (ps Policies) Parse(list string) ([]NamedPolicy, error) {
+	var out []NamedPolicy
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, arg, _ := strings.Cut(item, ":")
+		f, ok := ps[name]
+		if !ok {
+			return nil, fmt.Errorf("policy %q: unknown, want one of %s", item, strings.Join(ps.Names(), ", "))
+		}
+		p, err := f(arg)
+		if err != nil {
+			return nil, fmt.Errorf("policy %q: %w", item, err)
+		}
+		out = append(out, NamedPolicy{Name: item, Policy: p})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("policy list %q is empty", list)
+	}
+	return out, nil
+}

@@ -1,0 +1,289 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+)
+
+// row is one line of the comparison table: a label and how to read the
+// value from a result; ok false leaves the cell empty.
+type row struct {
+	label string
+	value func(Result) (v float64, ok bool)
+	// format renders a value.
+	format func(float64) string
+	// compare: whether a change in percent means something for this row.
+	compare bool
+}
+
+func rows(results []Result) []row {
+	var run, sim bool
+	for _, r := range results {
+		run = run || r.LatencyMs != nil
+		sim = sim || r.Cost != nil
+	}
+	integer := func(v float64) string { return Thousands(int64(math.Round(v))) }
+	dec := func(n int) func(float64) string {
+		return func(v float64) string { return strconv.FormatFloat(v, 'f', n, 64) }
+	}
+	seconds := func(v float64) string { return strconv.FormatFloat(v/1000, 'f', 2, 64) + " s" }
+	always := func(f func(Result) float64) func(Result) (float64, bool) {
+		return func(r Result) (float64, bool) { return f(r), true }
+	}
+	notify := func(f func(Percentiles) float64) func(Result) (float64, bool) {
+		return func(r Result) (float64, bool) { return f(r.NotifyDelayMs), r.NotifyDelayMs.Count > 0 }
+	}
+	rs := []row{
+		{"users", always(func(r Result) float64 { return float64(r.Users) }), integer, false},
+		{"admitted", always(func(r Result) float64 { return float64(r.Admitted) }), integer, false},
+		{"requests (enter + polls)", always(func(r Result) float64 { return float64(r.Requests) }), integer, true},
+		{"polls (GET)", always(func(r Result) float64 { return float64(r.Polls) }), integer, true},
+		{"polls per user", always(func(r Result) float64 { return r.PollsPerUser }), dec(2), true},
+		{"requests per user", always(func(r Result) float64 { return r.RequestsPerUser }), dec(2), true},
+		{"polls per admitted user", func(r Result) (float64, bool) { return r.PollsPerAdmitted, r.Admitted > 0 }, dec(2), true},
+		{"duration", always(func(r Result) float64 { return r.DurationSeconds * 1000 }), seconds, false},
+		{"avg requests/s", always(func(r Result) float64 { return r.AvgRps }), dec(1), true},
+		{"peak requests/s (1 s)", always(func(r Result) float64 { return float64(r.PeakRps) }), integer, true},
+		{"peak polls/s (1 s)", always(func(r Result) float64 { return float64(r.PeakPollRps) }), integer, true},
+		{"errors", always(func(r Result) float64 { return float64(r.Errors) }), integer, false},
+	}
+	if run {
+		lat := func(f func(Percentiles) float64) func(Result) (float64, bool) {
+			return func(r Result) (float64, bool) {
+				if r.LatencyMs == nil || r.LatencyMs.Count == 0 {
+					return 0, false
+				}
+				return f(*r.LatencyMs), true
+			}
+		}
+		ms := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " ms" }
+		rs = append(rs,
+			row{"latency p50", lat(func(p Percentiles) float64 { return p.P50 }), ms, false},
+			row{"latency p95", lat(func(p Percentiles) float64 { return p.P95 }), ms, false},
+			row{"latency p99", lat(func(p Percentiles) float64 { return p.P99 }), ms, false},
+		)
+	}
+	rs = append(rs,
+		row{"notify delay p50", notify(func(p Percentiles) float64 { return p.P50 }), seconds, true},
+		row{"notify delay p95", notify(func(p Percentiles) float64 { return p.P95 }), seconds, true},
+		row{"notify delay p99", notify(func(p Percentiles) float64 { return p.P99 }), seconds, true},
+		row{"notify delay max", notify(func(p Percentiles) float64 { return p.Max }), seconds, true},
+	)
+	if sim {
+		cost := func(f func(Cost) float64) func(Result) (float64, bool) {
+			return func(r Result) (float64, bool) {
+				if r.Cost == nil {
+					return 0, false
+				}
+				return f(*r.Cost), true
+			}
+		}
+		usd := USD
+		rs = append(rs,
+			row{"DynamoDB read units", func(r Result) (float64, bool) { return r.DynamoRRU, r.Cost != nil }, integer, true},
+			row{"cost: API Gateway", cost(func(c Cost) float64 { return c.APIGateway }), usd, true},
+			row{"cost: Lambda", cost(func(c Cost) float64 { return c.LambdaRequests + c.LambdaDuration }), usd, true},
+			row{"cost: DynamoDB reads", cost(func(c Cost) float64 { return c.DynamoReads }), usd, true},
+			row{"cost: total", cost(func(c Cost) float64 { return c.Total }), usd, true},
+		)
+	}
+	return rs
+}
+
+// change renders the change from base to v in percent ("−83.1%").
+func change(base, v float64) string {
+	if base == 0 {
+		return ""
+	}
+	c := (v - base) / base * 100
+	s := strconv.FormatFloat(math.Abs(c), 'f', 1, 64) + "%"
+	switch {
+	case s == "0.0%":
+		return "0%"
+	case c < 0:
+		return "−" + s
+	}
+	return "+" + s
+}
+
+// table returns the comparison as cells: a header line, then one line per
+// metric; with two results or more, a column per later result gives its
+// change against the first (negative: a reduction).
+func table(results []Result) [][]string {
+	head := []string{"metric"}
+	for _, r := range results {
+		head = append(head, r.Policy)
+	}
+	for _, r := range results[1:] {
+		head = append(head, r.Policy+" vs "+results[0].Policy)
+	}
+	out := [][]string{head}
+	for _, rw := range rows(results) {
+		line := []string{rw.label}
+		vals := make([]float64, len(results))
+		oks := make([]bool, len(results))
+		for i, r := range results {
+			vals[i], oks[i] = rw.value(r)
+			if oks[i] {
+				line = append(line, rw.format(vals[i]))
+			} else {
+				line = append(line, "–")
+			}
+		}
+		for i := 1; i < len(results); i++ {
+			if rw.compare && oks[0] && oks[i] {
+				line = append(line, change(vals[0], vals[i]))
+			} else {
+				line = append(line, "")
+			}
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// WriteTable prints the side-by-side comparison of results for a terminal:
+// labels left, numbers right-aligned.
+func WriteTable(w io.Writer, results []Result) error {
+	if len(results) == 0 {
+		return nil
+	}
+	lines := table(results)
+	width := 0
+	for _, line := range lines {
+		width = max(width, utf8.RuneCountInString(line[0]))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, line := range lines {
+		line[0] += strings.Repeat(" ", width-utf8.RuneCountInString(line[0]))
+		fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
+	}
+	return tw.Flush()
+}
+
+// USD formats a price: cents above a dollar, four decimals below.
+func USD(v float64) string {
+	switch {
+	case v >= 1000:
+		return "$" + Thousands(int64(math.Round(v)))
+	case v >= 1:
+		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return "$" + strconv.FormatFloat(v, 'f', 4, 64)
+}
+
+// MarkdownTable returns the comparison as a Markdown table.
+func MarkdownTable(results []Result) string {
+	if len(results) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, line := range table(results) {
+		b.WriteString("| " + strings.Join(line, " | ") + " |\n")
+		if i == 0 {
+			b.WriteString("|---" + strings.Repeat("|--:", len(line)-1) + "|\n")
+		}
+	}
+	return b.String()
+}
+
+// WriteJSON writes results as an indented JSON array.
+func WriteJSON(w io.Writer, results []Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(results)
+}
+
+// Report describes a set of results for report.md.
+type Report struct {
+	Title string
+	// Command is the command line that produced the results.
+	Command string
+	// Notes are paragraphs printed under the table.
+	Notes []string
+}
+
+// Files written by WriteDir.
+const (
+	ResultsFile = "results.json"
+	ReportFile  = "report.md"
+	ChartFile   = "rps.svg"
+)
+
+// WriteDir writes results.json, report.md and rps.svg (requests per second
+// over time, one line per result) into dir, creating it if needed.
+func WriteDir(dir string, rep Report, results []Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var js strings.Builder
+	if err := WriteJSON(&js, results); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(js.String()), 0o644); err != nil {
+		return err
+	}
+	chart := Chart{Title: rep.Title + ": requests per second", Results: results}
+	if err := os.WriteFile(filepath.Join(dir, ChartFile), chart.SVG(), 0o644); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", rep.Title)
+	if rep.Command != "" {
+		fmt.Fprintf(&b, "```\n%s\n```\n\n", rep.Command)
+	}
+	if len(results) > 0 {
+		r := results[0]
+		fmt.Fprintf(&b, "%s users, arrival %s, admission %s, mode %s.\n\n", Thousands(int64(r.Users)), r.Arrival, r.AdmitRate, r.Mode)
+	}
+	b.WriteString(MarkdownTable(results))
+	fmt.Fprintf(&b, "\n![requests per second](%s)\n", ChartFile)
+	for _, n := range rep.Notes {
+		fmt.Fprintf(&b, "\n%s\n", n)
+	}
+	b.WriteString("\nRequests by route and status:\n\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "- %s: %s\n", r.Policy, routes(r.ByRoute))
+	}
+	return os.WriteFile(filepath.Join(dir, ReportFile), []byte(b.String()), 0o644)
+}
+
+func routes(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %s", k, Thousands(m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Thousands formats n with comma separators (1,234,567).
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

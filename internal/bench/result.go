@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Result is what one policy did in one run or simulation. Its JSON form is
+// the -json output contract: one object per policy.
+type Result struct {
+	// Policy is the polling policy: "fixed:3s", "server" (the client
+	// honours retryAfterMs), "tiers", …
+	Policy string `json:"policy"`
+	// Mode is "run" (real HTTP) or "simulate" (virtual clock).
+	Mode      string `json:"mode"`
+	ProgramID string `json:"programId,omitempty"`
+	Arrival   string `json:"arrival"`
+	AdmitRate string `json:"admitRate"`
+	Seed      uint64 `json:"seed,omitempty"`
+
+	Users int `json:"users"`
+	// Entered counts users whose enter succeeded.
+	Entered int `json:"entered"`
+	// Admitted counts users who saw ADMITTED before the run ended.
+	Admitted int `json:"admitted"`
+	// Requests counts the queue API requests sent by the virtual users:
+	// enters (POST) plus polls (GET), failures included. Admin requests of
+	// the bench itself are in ByRoute only.
+	Requests int64 `json:"requests"`
+	Enters   int64 `json:"enters"`
+	// Polls counts GET requests (the enter is not a poll).
+	Polls int64 `json:"polls"`
+	// PollsPerUser is Polls / Users.
+	PollsPerUser float64 `json:"pollsPerUser"`
+	// RequestsPerUser is Requests / Users: polls plus the enter.
+	RequestsPerUser float64 `json:"requestsPerUser"`
+	// PollsPerAdmitted is the polls of the admitted users over their
+	// number (0 when nobody was admitted).
+	PollsPerAdmitted float64 `json:"pollsPerAdmitted"`
+
+	// DurationSeconds runs from the start to the last user's ADMITTED or
+	// the timeout.
+	DurationSeconds float64 `json:"durationSeconds"`
+	// AvgRps is Requests / DurationSeconds.
+	AvgRps float64 `json:"avgRps"`
+	// PeakRps is the largest whole-second count in RpsSeries.
+	PeakRps int64 `json:"peakRps"`
+	// PeakPollRps is the largest whole-second count of polls alone: the
+	// peak without a burst of enters.
+	PeakPollRps int64 `json:"peakPollRps"`
+	// RpsSeries counts the queue API requests sent in each second of the run.
+	RpsSeries []int64 `json:"rpsSeries"`
+	// PollSeries counts the polls sent in each second of the run.
+	PollSeries []int64 `json:"pollSeries"`
+
+	// Errors counts failed requests: transport errors, 5xx, and 4xx the
+	// bench did not expect.
+	Errors int64 `json:"errors"`
+	// ByRoute counts requests by "METHOD route status", e.g. "GET poll 200".
+	ByRoute map[string]int64 `json:"byRoute"`
+
+	// LatencyMs is the request latency of the queue API requests (run only).
+	LatencyMs *Percentiles `json:"latencyMs,omitempty"`
+	// NotifyDelayMs is, per admitted user, the time from the instant its
+	// ticket was admitted to the instant it saw ADMITTED.
+	NotifyDelayMs Percentiles `json:"notifyDelayMs"`
+
+	// DynamoRRU is the DynamoDB read request units of the polls (simulate).
+	DynamoRRU float64 `json:"dynamoRRU,omitempty"`
+	// Cost is the AWS price of the requests (simulate).
+	Cost *Cost `json:"costUSD,omitempty"`
+}
+
+// Percentiles summarise a sample exactly (sorted samples, nearest rank).
+type Percentiles struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+}
+
+// Summarize sorts samples in place and returns their nearest-rank
+// percentiles (the p-th percentile is the smallest sample with at least p%
+// of the samples at or below it). An empty sample gives zeros.
+func Summarize(samples []float64) Percentiles {
+	if len(samples) == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(samples)
+	return Percentiles{
+		Count: len(samples),
+		P50:   rank(samples, 50),
+		P95:   rank(samples, 95),
+		P99:   rank(samples, 99),
+		Max:   samples[len(samples)-1],
+	}
+}
+
+func rank(sorted []float64, p float64) float64 {
+	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// Ms converts d to float milliseconds.
+func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Finish fills the fields derived from the counters: the per-user ratios,
+// average and peak rates. duration is the length of the run.
+func (r *Result) Finish(duration time.Duration, pollsOfAdmitted int64) {
+	r.DurationSeconds = duration.Seconds()
+	if r.Users > 0 {
+		r.PollsPerUser = float64(r.Polls) / float64(r.Users)
+		r.RequestsPerUser = float64(r.Requests) / float64(r.Users)
+	}
+	if r.Admitted > 0 {
+		r.PollsPerAdmitted = float64(pollsOfAdmitted) / float64(r.Admitted)
+	}
+	if r.DurationSeconds > 0 {
+		r.AvgRps = float64(r.Requests) / r.DurationSeconds
+	}
+	r.PeakRps, r.PeakPollRps = 0, 0
+	for _, n := range r.RpsSeries {
+		r.PeakRps = max(r.PeakRps, n)
+	}
+	for _, n := range r.PollSeries {
+		r.PeakPollRps = max(r.PeakPollRps, n)
+	}
+}

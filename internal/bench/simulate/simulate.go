@@ -1,0 +1,312 @@
+// Package simulate runs the bench scenario on a virtual clock with no
+// network: every virtual user enters, then polls when the policy says,
+// until it sees ADMITTED. A million users take seconds, and a seed makes a
+// run repeatable.
+//
+// The model is the service's own: admission is a queue.Program (its
+// WithTicketIssued on every enter, Rebased on every rate change, Serving
+// for every answer), the retry delay is the polling.Policy's RetryAfter on
+// the same Situation queue.Service builds. Requests take no time and never
+// fail; time advances in whole milliseconds, the resolution of the
+// service's clock and of retryAfterMs.
+package simulate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// Epoch is the virtual instant at which every simulation starts.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Config is one simulation: a scenario under one policy.
+type Config struct {
+	Scenario bench.Scenario
+	Policy   bench.NamedPolicy
+	// Seed drives the policy's jitter.
+	Seed   uint64
+	Prices bench.Prices
+	// Progress, when not nil, receives a live progress line.
+	Progress io.Writer
+}
+
+// Route keys of bench.Result.ByRoute the simulator fills.
+const (
+	RouteEnter = "POST enter 201"
+	RoutePoll  = "GET poll 200"
+)
+
+// Run simulates cfg and returns its result.
+func Run(cfg Config) (bench.Result, error) {
+	sc := cfg.Scenario
+	if err := sc.Validate(); err != nil {
+		return bench.Result{}, err
+	}
+	if cfg.Policy.Policy == nil {
+		return bench.Result{}, errors.New("simulate: no policy")
+	}
+	if sc.Timeout == 0 && sc.Rates.Final() == 0 {
+		return bench.Result{}, errors.New("simulate: admission ends paused (rate 0): set a timeout")
+	}
+	if sc.Users > math.MaxInt32 {
+		return bench.Result{}, fmt.Errorf("simulate: at most %d users", math.MaxInt32)
+	}
+	s := newSim(cfg)
+	s.run()
+	return s.result(), nil
+}
+
+// sim is the state of one simulation.
+type sim struct {
+	cfg    Config
+	policy polling.Policy
+	rng    *rand.Rand
+	prog   queue.Program
+	now    time.Time // virtual clock, at ms t
+	t      int64     // ms since Epoch
+
+	entered  int
+	admitAt  []int64 // per ticket: ms at which the serving counter passed it
+	admitted int64   // tickets whose admitAt is known
+	wheel    wheel
+
+	seen            int // users who saw ADMITTED
+	pollsOfAdmitted int64
+	delays          []float64
+	requests        int64
+	pollCount       int64
+	series          []int64
+	pollSeries      []int64
+	progress        *bench.Progress
+}
+
+func newSim(cfg Config) *sim {
+	n := cfg.Scenario.Users
+	s := &sim{
+		cfg:     cfg,
+		policy:  cfg.Policy.Policy,
+		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		admitAt: make([]int64, n+1),
+		delays:  make([]float64, 0, n),
+		now:     Epoch,
+	}
+	// The program as the admin PUT creates it, before anyone arrives.
+	s.prog = queue.Program{ID: "sim", CreatedAt: Epoch, AdmissionWindow: queue.DefaultAdmissionWindow, Version: 0}
+	s.wheel.init(4096)
+	if cfg.Progress != nil {
+		s.progress = bench.NewProgress(cfg.Progress, cfg.Policy.Name)
+	}
+	return s
+}
+
+func (s *sim) run() {
+	sc := s.cfg.Scenario
+	n := sc.Users
+	end := int64(math.MaxInt64)
+	if sc.Timeout > 0 {
+		end = sc.Timeout.Milliseconds()
+	}
+	nextUser, nextChange := 0, 0
+	for s.t = 0; s.t < end; s.t++ {
+		s.now = Epoch.Add(time.Duration(s.t) * time.Millisecond)
+		for nextChange < len(sc.Rates) && sc.Rates[nextChange].At.Milliseconds() <= s.t {
+			r := sc.Rates[nextChange].Rate
+			s.prog = s.prog.Rebased(s.now, r, r == 0, 0)
+			nextChange++
+		}
+		for nextUser < n && sc.Arrival.At(nextUser, n).Milliseconds() <= s.t {
+			s.enter()
+			nextUser++
+		}
+		serving := s.prog.Serving(s.now)
+		s.advance(serving)
+		if b := s.wheel.take(s.t); len(b) > 0 {
+			s.countPolls(len(b))
+			for _, x := range b {
+				x.polls++
+				s.answer(x, serving)
+			}
+			s.wheel.giveBack(s.t, b)
+		}
+		if s.seen == n {
+			break
+		}
+		if s.progress != nil && s.t%1000 == 0 {
+			s.progress.Update("virtual %s, entered %d/%d, admitted %d", time.Duration(s.t)*time.Millisecond, nextUser, n, s.seen)
+		}
+	}
+	if s.progress != nil {
+		s.progress.Done()
+	}
+}
+
+// enter issues the next user's ticket and answers it like Service.Enter.
+func (s *sim) enter() {
+	s.prog = s.prog.WithTicketIssued(s.now)
+	s.entered++
+	s.count()
+	serving := s.prog.Serving(s.now)
+	s.advance(serving)
+	s.answer(waiter{ticket: int32(s.prog.Issued)}, serving)
+}
+
+// answer is the service's view of x's token at s.now: ADMITTED ends the
+// user; WAITING schedules its next poll after the policy's delay.
+func (s *sim) answer(x waiter, serving int64) {
+	tk := int64(x.ticket)
+	if tk <= serving {
+		s.seen++
+		s.pollsOfAdmitted += int64(x.polls)
+		s.delays = append(s.delays, float64(s.t-s.admitAt[tk]))
+		return
+	}
+	sit := polling.Situation{Position: tk - serving}
+	if s.prog.Advancing() {
+		sit.RatePerSecond = s.prog.Rate
+	}
+	d := s.policy.RetryAfter(sit, s.rng)
+	ms := max(1, int64((d+time.Millisecond-1)/time.Millisecond))
+	s.wheel.add(s.t, s.t+ms, x)
+}
+
+// advance records the admission instant of the tickets the serving counter
+// passed since the last call.
+func (s *sim) advance(serving int64) {
+	for s.admitted < serving {
+		s.admitted++
+		s.admitAt[s.admitted] = s.t
+	}
+}
+
+// count counts an enter at s.t.
+func (s *sim) count() {
+	sec := s.second()
+	s.requests++
+	s.series[sec]++
+}
+
+// countPolls counts n polls at s.t.
+func (s *sim) countPolls(n int) {
+	sec := s.second()
+	s.requests += int64(n)
+	s.pollCount += int64(n)
+	s.series[sec] += int64(n)
+	s.pollSeries[sec] += int64(n)
+}
+
+// second returns the index of s.t's second in the series, growing them.
+func (s *sim) second() int {
+	sec := int(s.t / 1000)
+	for len(s.series) <= sec {
+		s.series = append(s.series, 0)
+		s.pollSeries = append(s.pollSeries, 0)
+	}
+	return sec
+}
+
+func (s *sim) result() bench.Result {
+	sc := s.cfg.Scenario
+	enters := s.requests - s.pollCount
+	r := bench.Result{
+		Policy:        s.cfg.Policy.Name,
+		Mode:          "simulate",
+		Arrival:       sc.Arrival.String(),
+		AdmitRate:     sc.Rates.String(),
+		Seed:          s.cfg.Seed,
+		Users:         sc.Users,
+		Entered:       s.entered,
+		Admitted:      s.seen,
+		Requests:      s.requests,
+		Enters:        enters,
+		Polls:         s.pollCount,
+		RpsSeries:     s.series,
+		PollSeries:    s.pollSeries,
+		ByRoute:       map[string]int64{RouteEnter: enters, RoutePoll: s.pollCount},
+		NotifyDelayMs: bench.Summarize(s.delays),
+		DynamoRRU:     s.cfg.Prices.RRU(s.pollCount),
+	}
+	cost := s.cfg.Prices.Cost(s.requests, s.pollCount)
+	r.Cost = &cost
+	duration := time.Duration(s.t) * time.Millisecond
+	if sc.Timeout > 0 && s.seen < sc.Users {
+		duration = sc.Timeout
+	}
+	r.Finish(duration, s.pollsOfAdmitted)
+	return r
+}
+
+// waiter is a pending poll: the user's ticket and the polls it has sent.
+// Carrying the user's state in the queue itself keeps a million users
+// cache-friendly: no per-user array is touched on a poll.
+type waiter struct {
+	ticket int32
+	polls  int32
+}
+
+// wheel is a calendar queue of pending polls: one bucket per millisecond,
+// modulo a power-of-two horizon that grows to fit the longest delay.
+type wheel struct {
+	buckets [][]waiter
+	mask    int64
+}
+
+func (w *wheel) init(size int64) {
+	w.buckets = make([][]waiter, size)
+	w.mask = size - 1
+}
+
+// add schedules x at ms at; now is the current ms, whose bucket is
+// detached.
+func (w *wheel) add(now, at int64, x waiter) {
+	if at-now > w.mask {
+		w.grow(now, at-now)
+	}
+	i := at & w.mask
+	w.buckets[i] = append(w.buckets[i], x)
+}
+
+// take detaches the bucket due at ms t.
+func (w *wheel) take(t int64) []waiter {
+	i := t & w.mask
+	b := w.buckets[i]
+	w.buckets[i] = nil
+	return b
+}
+
+// giveBack returns a processed bucket's storage for reuse, unless it is
+// large (a herd of a million would otherwise pin its memory in many
+// buckets).
+func (w *wheel) giveBack(t int64, b []waiter) {
+	i := t & w.mask
+	if cap(b) <= 1<<16 && w.buckets[i] == nil {
+		w.buckets[i] = b[:0]
+	}
+}
+
+// grow widens the horizon beyond horizon ms. An entry's due time is
+// implied by its bucket: the one instant in (now, now+size) congruent to
+// the bucket's index.
+func (w *wheel) grow(now, horizon int64) {
+	size := int64(len(w.buckets))
+	for size <= horizon {
+		size *= 2
+	}
+	old, oldMask := w.buckets, w.mask
+	w.init(size)
+	for i, b := range old {
+		if len(b) == 0 {
+			continue
+		}
+		due := now + (int64(i)-now)&oldMask
+		j := due & w.mask
+		w.buckets[j] = append(w.buckets[j], b...)
+	}
+}

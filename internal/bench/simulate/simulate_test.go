@@ -1,0 +1,198 @@
+package simulate
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/polling"
+)
+
+func fixed(d time.Duration) bench.NamedPolicy {
+	return bench.NamedPolicy{Name: "fixed:" + d.String(), Policy: polling.Fixed(d)}
+}
+
+var tiers = bench.NamedPolicy{Name: "tiers", Policy: polling.DefaultTiers()}
+
+func run(t *testing.T, sc bench.Scenario, p bench.NamedPolicy) bench.Result {
+	t.Helper()
+	r, err := Run(Config{Scenario: sc, Policy: p, Seed: 1, Prices: bench.DefaultPrices()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// sumCeil is Σ ceil(i/k) for i in 1..n: the polls of n users entered in a
+// burst and admitted at rate r, polling every d, with k = r×d tickets
+// admitted per interval (user i is admitted at i/r and sees it at its
+// ceil(i/k)-th poll).
+func sumCeil(n, k int64) int64 {
+	var s int64
+	for i := int64(1); i <= n; i++ {
+		s += (i + k - 1) / k
+	}
+	return s
+}
+
+func TestHandComputable(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		sc         bench.Scenario
+		policy     bench.NamedPolicy
+		polls      int64
+		admitted   int
+		delayMax   float64 // ms
+		delayP50   float64
+		durationMs float64
+	}{
+		{
+			// Ticket 1 is admitted at 1 s, seen at the 3 s poll.
+			name: "one user fixed 3s", sc: bench.Scenario{Users: 1, Rates: bench.ConstantRate(1)},
+			policy: fixed(3 * time.Second), polls: 1, admitted: 1, delayMax: 2000, delayP50: 2000, durationMs: 3000,
+		},
+		{
+			// Position 1 polls after 1 s, exactly when it is admitted.
+			name: "one user tiers", sc: bench.Scenario{Users: 1, Rates: bench.ConstantRate(1)},
+			policy: tiers, polls: 1, admitted: 1, delayMax: 0, delayP50: 0, durationMs: 1000,
+		},
+		{
+			// Position 1 at 0.5/s: admitted at 2 s, polls at 1 s and 2 s.
+			name: "one user tiers slow rate", sc: bench.Scenario{Users: 1, Rates: bench.ConstantRate(0.5)},
+			policy: tiers, polls: 2, admitted: 1, delayMax: 0, delayP50: 0, durationMs: 2000,
+		},
+		{
+			// User i admitted at i s, polling every second: i polls, no delay.
+			name: "ten users in step", sc: bench.Scenario{Users: 10, Rates: bench.ConstantRate(1)},
+			policy: fixed(time.Second), polls: 55, admitted: 10, delayMax: 0, delayP50: 0, durationMs: 10000,
+		},
+		{
+			// The reference case: Σ ceil(i/30); the last (i=1000) admitted at
+			// 100 s, seen at 102 s.
+			name: "1000 at 10/s fixed 3s", sc: bench.Scenario{Users: 1000, Rates: bench.ConstantRate(10)},
+			policy: fixed(3 * time.Second), polls: sumCeil(1000, 30), admitted: 1000, delayMax: 2900, durationMs: 102000,
+			// Delays run 2.9 s, 2.8 s, …, 0 s in each group of 30 (33 groups),
+			// then 2.9 s … 2.0 s: 495 delays ≤ 1.4 s, 528 ≤ 1.5 s.
+			delayP50: 1500,
+		},
+		{
+			// Paused: everyone polls at 3, 6, …, 57 s; the poll due at the
+			// 60 s deadline is not sent.
+			name: "paused 60s", sc: bench.Scenario{Users: 1000, Rates: bench.ConstantRate(0), Timeout: time.Minute},
+			policy: fixed(3 * time.Second), polls: 19000, admitted: 0, durationMs: 60000,
+		},
+		{
+			// A ramp slower than admission: each newcomer finds the queue
+			// drained, waits one ticket (1 s) and sees it at its 3 s poll.
+			name: "drained ramp", sc: bench.Scenario{Users: 10, Arrival: bench.Arrival{Over: 100 * time.Second}, Rates: bench.ConstantRate(1)},
+			policy: fixed(3 * time.Second), polls: 10, admitted: 10, delayMax: 2000, delayP50: 2000, durationMs: 93000,
+		},
+		{
+			// Rate changes go through Program.Rebased: paused for 10 s, then
+			// 1/s: ticket 1 admitted at 11 s, seen at the 12 s poll (4th).
+			name: "schedule", sc: bench.Scenario{Users: 1, Rates: bench.Schedule{{At: 0, Rate: 0}, {At: 10 * time.Second, Rate: 1}}},
+			policy: fixed(3 * time.Second), polls: 4, admitted: 1, delayMax: 1000, delayP50: 1000, durationMs: 12000,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, tc.sc, tc.policy)
+			if r.Polls != tc.polls || r.Admitted != tc.admitted || r.Enters != int64(tc.sc.Users) || r.Requests != r.Polls+r.Enters {
+				t.Errorf("polls %d, admitted %d, enters %d, requests %d; want %d, %d, %d, polls+enters",
+					r.Polls, r.Admitted, r.Enters, r.Requests, tc.polls, tc.admitted, tc.sc.Users)
+			}
+			if d := r.NotifyDelayMs; d.Max != tc.delayMax || d.P50 != tc.delayP50 || d.Count != tc.admitted {
+				t.Errorf("notify delay %+v, want max %g, p50 %g, count %d", d, tc.delayMax, tc.delayP50, tc.admitted)
+			}
+			if got := r.DurationSeconds * 1000; got != tc.durationMs {
+				t.Errorf("duration %g ms, want %g", got, tc.durationMs)
+			}
+			var sum int64
+			for _, n := range r.RpsSeries {
+				sum += n
+			}
+			if sum != r.Requests {
+				t.Errorf("series sums to %d, want %d requests", sum, r.Requests)
+			}
+		})
+	}
+}
+
+func TestPausedRates(t *testing.T) {
+	r := run(t, bench.Scenario{Users: 1000, Rates: bench.ConstantRate(0), Timeout: time.Minute}, fixed(3*time.Second))
+	// The seed's measurement: 1,000 users polling every 3 s is 333 req/s.
+	if want := 20000.0 / 60; math.Abs(r.AvgRps-want) > 1e-9 {
+		t.Errorf("avg rps %g, want %g", r.AvgRps, want)
+	}
+	// A burst polls in lockstep: 1,000 in one second, nothing in the next two.
+	if r.PeakRps != 1000 || r.RpsSeries[3] != 1000 || r.RpsSeries[4] != 0 {
+		t.Errorf("peak %d, series %v", r.PeakRps, r.RpsSeries[:6])
+	}
+	if r.Cost == nil || r.DynamoRRU != 2*19000 {
+		t.Errorf("rru %g, cost %v", r.DynamoRRU, r.Cost)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	sc := bench.Scenario{Users: 5000, Rates: bench.ConstantRate(25)}
+	cfg := Config{Scenario: sc, Policy: tiers, Seed: 7, Prices: bench.DefaultPrices()}
+	a, _ := Run(cfg)
+	b, _ := Run(cfg)
+	if a.Polls != b.Polls || a.NotifyDelayMs != b.NotifyDelayMs || !slices.Equal(a.RpsSeries, b.RpsSeries) {
+		t.Errorf("same seed, different runs: %d vs %d polls", a.Polls, b.Polls)
+	}
+	cfg.Seed = 8
+	c, _ := Run(cfg)
+	if slices.Equal(a.RpsSeries, c.RpsSeries) {
+		t.Errorf("seeds 7 and 8 gave the same series")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"no users", Config{Scenario: bench.Scenario{Rates: bench.ConstantRate(1)}, Policy: tiers}},
+		{"paused forever", Config{Scenario: bench.Scenario{Users: 1, Rates: bench.ConstantRate(0)}, Policy: tiers}},
+		{"no policy", Config{Scenario: bench.Scenario{Users: 1, Rates: bench.ConstantRate(1)}}},
+		{"bad schedule", Config{Scenario: bench.Scenario{Users: 1, Rates: bench.Schedule{{At: time.Second, Rate: 1}}}, Policy: tiers}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Run(tc.cfg); err == nil {
+				t.Error("no error")
+			}
+		})
+	}
+}
+
+// TestReference compares with the reference simulation of the rate-aware
+// policy's issue (burst, constant rate, everyone polls until ADMITTED). Its
+// "polls per user" count the enter too: they are our requests per user.
+func TestReference(t *testing.T) {
+	for _, tc := range []struct {
+		users           int
+		rate            float64
+		fixed, tiers    float64 // requests per user
+		tiersP99Seconds float64
+	}{
+		{1000, 10, 18.2, 17.3, 1.0},
+		{10000, 50, 34.8, 10.0, 3.1},
+		{100000, 200, 84.8, 11.0, 9.9},
+		{1000000, 1000, 168.2, 18.2, 21.8},
+	} {
+		if tc.users > 100000 && testing.Short() {
+			continue
+		}
+		sc := bench.Scenario{Users: tc.users, Rates: bench.ConstantRate(tc.rate)}
+		f, ti := run(t, sc, fixed(3*time.Second)), run(t, sc, tiers)
+		t.Logf("%d at %g/s: requests/user %.2f vs %.2f, tiers p99 %.2f s", tc.users, tc.rate, f.RequestsPerUser, ti.RequestsPerUser, ti.NotifyDelayMs.P99/1000)
+		if math.Abs(f.RequestsPerUser-tc.fixed) > 0.05 || math.Abs(ti.RequestsPerUser-tc.tiers) > 0.1 {
+			t.Errorf("%d users: requests/user %.2f vs %.2f, want %.1f vs %.1f", tc.users, f.RequestsPerUser, ti.RequestsPerUser, tc.fixed, tc.tiers)
+		}
+		if math.Abs(ti.NotifyDelayMs.P99/1000-tc.tiersP99Seconds) > 0.15 {
+			t.Errorf("%d users: tiers p99 %.2f s, want %.1f", tc.users, ti.NotifyDelayMs.P99/1000, tc.tiersP99Seconds)
+		}
+	}
+}

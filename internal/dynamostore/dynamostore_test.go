@@ -1,0 +1,238 @@
+package dynamostore_test
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/dynamotest"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/storetest"
+)
+
+func TestMain(m *testing.M) { dynamotest.Main(m) }
+
+func newClient(t *testing.T) *dynamodb.Client {
+	t.Helper()
+	client, err := dynamostore.NewClient(t.Context(), dynamotest.Endpoint(t))
+	if err != nil {
+		t.Fatalf("NewClient: %v", err)
+	}
+	return client
+}
+
+func TestContract(t *testing.T) {
+	client := newClient(t)
+	storetest.Run(t, func(t *testing.T) queue.Store {
+		return dynamostore.New(client, dynamotest.NewTable(t, client))
+	})
+}
+
+// rawItem reads an item as stored.
+func rawItem(t *testing.T, client *dynamodb.Client, table, pk, sk string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := client.GetItem(t.Context(), &dynamodb.GetItemInput{
+		TableName: &table,
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: pk},
+			"sk": &types.AttributeValueMemberS{Value: sk},
+		},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatalf("GetItem(%s, %s): %v", pk, sk, err)
+	}
+	if len(out.Item) == 0 {
+		t.Fatalf("GetItem(%s, %s): no item", pk, sk)
+	}
+	return out.Item
+}
+
+// checkItem compares item with want, attribute by attribute, as
+// "S:x", "N:1.5", "BOOL:true"; "" wants the attribute absent.
+func checkItem(t *testing.T, item map[string]types.AttributeValue, want map[string]string) {
+	t.Helper()
+	for name, w := range want {
+		g := ""
+		switch v := item[name].(type) {
+		case *types.AttributeValueMemberS:
+			g = "S:" + v.Value
+		case *types.AttributeValueMemberN:
+			g = "N:" + v.Value
+		case *types.AttributeValueMemberBOOL:
+			g = "BOOL:" + strconv.FormatBool(v.Value)
+		case nil:
+		default:
+			g = "unexpected type " + strconv.Quote(name)
+		}
+		if g != w {
+			t.Errorf("attribute %s = %q, want %q", name, g, w)
+		}
+	}
+	for name := range item {
+		if _, ok := want[name]; !ok {
+			t.Errorf("unexpected attribute %s", name)
+		}
+	}
+}
+
+func TestProgramItem(t *testing.T) {
+	ctx := t.Context()
+	client := newClient(t)
+	table := dynamotest.NewTable(t, client)
+	s := dynamostore.New(client, table)
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) // 1772366400000 ms
+	p := queue.Program{
+		ID:              "spring-sale",
+		CreatedAt:       t0,
+		Version:         1,
+		Issued:          0,
+		Rate:            4,
+		Anchor:          t0,
+		DrainAtMs:       float64(t0.UnixMilli()),
+		AdmissionWindow: 10 * time.Minute,
+	}
+	if err := s.CreateProgram(ctx, p); err != nil {
+		t.Fatalf("CreateProgram: %v", err)
+	}
+	want := map[string]string{
+		"pk":                "S:PROGRAM#spring-sale",
+		"sk":                "S:PROGRAM",
+		"programId":         "S:spring-sale",
+		"createdAt":         "N:1772366400000",
+		"version":           "N:1",
+		"issued":            "N:0",
+		"rate":              "N:4",
+		"paused":            "BOOL:false",
+		"advancing":         "BOOL:true",
+		"msPerTicket":       "N:250",
+		"base":              "N:0",
+		"anchorMs":          "N:1772366400000",
+		"drainAtMs":         "N:1772366400000",
+		"admissionWindowMs": "N:600000",
+	}
+	checkItem(t, rawItem(t, client, table, "PROGRAM#spring-sale", "PROGRAM"), want)
+
+	// Paused: not advancing, no time per ticket.
+	upd := p.Rebased(t0.Add(time.Second), 4, true, 0)
+	if err := s.UpdateProgram(ctx, upd, p.Issued); err != nil {
+		t.Fatalf("UpdateProgram: %v", err)
+	}
+	want["version"] = "N:2"
+	want["paused"] = "BOOL:true"
+	want["advancing"] = "BOOL:false"
+	want["msPerTicket"] = "N:0"
+	want["anchorMs"] = "N:1772366401000"
+	want["drainAtMs"] = "N:1772366401000"
+	checkItem(t, rawItem(t, client, table, "PROGRAM#spring-sale", "PROGRAM"), want)
+}
+
+func TestTokenItem(t *testing.T) {
+	ctx := t.Context()
+	client := newClient(t)
+	table := dynamotest.NewTable(t, client)
+	s := dynamostore.New(client, table)
+	issued := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Add(1234 * time.Millisecond)
+	tok := queue.Token{
+		ID:        "AAAAAAAAAAAAAAAAAAAAAA",
+		ProgramID: "spring-sale",
+		Ticket:    42,
+		IssuedAt:  issued,
+		ExpiresAt: issued.Add(48 * time.Hour), // 1772539201.234 s
+	}
+	if err := s.PutToken(ctx, tok); err != nil {
+		t.Fatalf("PutToken: %v", err)
+	}
+	want := map[string]string{
+		"pk":        "S:TOKEN#AAAAAAAAAAAAAAAAAAAAAA",
+		"sk":        "S:TOKEN",
+		"tokenId":   "S:AAAAAAAAAAAAAAAAAAAAAA",
+		"programId": "S:spring-sale",
+		"ticket":    "N:42",
+		"issuedAt":  "N:1772366401234",
+		"ttl":       "N:1772539202", // rounded up: never deleted early
+	}
+	checkItem(t, rawItem(t, client, table, "TOKEN#AAAAAAAAAAAAAAAAAAAAAA", "TOKEN"), want)
+
+	adm := tok
+	adm.AdmittedAt = issued.Add(time.Minute)
+	adm.AdmissionExpiresAt = adm.AdmittedAt.Add(10 * time.Minute)
+	adm.ExpiresAt = adm.AdmissionExpiresAt.Add(24 * time.Hour)
+	if _, err := s.MarkAdmitted(ctx, adm); err != nil {
+		t.Fatalf("MarkAdmitted: %v", err)
+	}
+	want["admittedAt"] = "N:1772366461234"
+	want["admissionExpiresAt"] = "N:1772367061234"
+	want["ttl"] = "N:1772453462"
+	checkItem(t, rawItem(t, client, table, "TOKEN#AAAAAAAAAAAAAAAAAAAAAA", "TOKEN"), want)
+}
+
+func TestCreateTable(t *testing.T) {
+	ctx := t.Context()
+	client := newClient(t)
+	if dynamotest.NoTTL() {
+		t.Skip("the test server has no TTL API")
+	}
+	table := dynamotest.NewTable(t, client)
+
+	// Idempotent: a second call finds the table and TTL in place.
+	if err := dynamostore.CreateTable(ctx, client, table); err != nil {
+		t.Fatalf("second CreateTable: %v", err)
+	}
+
+	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+	if err != nil {
+		t.Fatalf("DescribeTable: %v", err)
+	}
+	td := desc.Table
+	if got, want := td.TableStatus, types.TableStatusActive; got != want {
+		t.Errorf("TableStatus = %s, want %s", got, want)
+	}
+	if td.BillingModeSummary == nil {
+		t.Errorf("BillingModeSummary = nil, want %s", types.BillingModePayPerRequest)
+	} else if got, want := td.BillingModeSummary.BillingMode, types.BillingModePayPerRequest; got != want {
+		t.Errorf("BillingMode = %s, want %s", got, want)
+	}
+	keys := map[string]types.KeyType{}
+	for _, k := range td.KeySchema {
+		keys[aws.ToString(k.AttributeName)] = k.KeyType
+	}
+	if got, want := keys, map[string]types.KeyType{"pk": types.KeyTypeHash, "sk": types.KeyTypeRange}; len(got) != len(want) || got["pk"] != want["pk"] || got["sk"] != want["sk"] {
+		t.Errorf("KeySchema = %v, want %v", got, want)
+	}
+
+	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
+	if err != nil {
+		t.Fatalf("DescribeTimeToLive: %v", err)
+	}
+	d := ttl.TimeToLiveDescription
+	if d == nil {
+		t.Fatal("TimeToLiveDescription = nil")
+	}
+	if got, want := d.TimeToLiveStatus, types.TimeToLiveStatusEnabled; got != want {
+		t.Errorf("TimeToLiveStatus = %s, want %s", got, want)
+	}
+	if got, want := aws.ToString(d.AttributeName), "ttl"; got != want {
+		t.Errorf("TTL attribute = %q, want %q", got, want)
+	}
+}
+
+// A store fault is neither ErrNotFound nor ErrConflict, and says what failed.
+func TestStoreFault(t *testing.T) {
+	client := newClient(t)
+	s := dynamostore.New(client, "no-such-table")
+	_, err := s.IssueTicket(t.Context(), "p", time.Now())
+	if err == nil || errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrConflict) {
+		t.Fatalf("IssueTicket on a missing table: %v, want a store fault", err)
+	}
+	var rnf *types.ResourceNotFoundException
+	if !errors.As(err, &rnf) {
+		t.Errorf("IssueTicket on a missing table: %v, want it to wrap ResourceNotFoundException", err)
+	}
+}

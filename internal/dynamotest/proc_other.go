@@ -1,0 +1,12 @@
+//go:build !unix
+
+package dynamotest
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+func kill(cmd *exec.Cmd) { _ = cmd.Process.Kill() }

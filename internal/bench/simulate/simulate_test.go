@@ -182,8 +182,8 @@ func TestReference(t *testing.T) {
 		{100000, 200, 84.8, 11.0, 9.9},
 		{1000000, 1000, 168.2, 18.2, 21.8},
 	} {
-		if tc.users > 100000 && testing.Short() {
-			continue
+		if tc.users > 100000 && (testing.Short() || raceEnabled) {
+			continue // 10 s normally, minutes under the race detector
 		}
 		sc := bench.Scenario{Users: tc.users, Rates: bench.ConstantRate(tc.rate)}
 		f, ti := run(t, sc, fixed(3*time.Second)), run(t, sc, tiers)

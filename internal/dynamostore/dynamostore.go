@@ -18,15 +18,21 @@
 //	rate               N     admission rate, people per second
 //	paused             BOOL  admission stopped by the admin
 //	advancing          BOOL  !paused && rate > 0: the serving counter grows by itself
-//	msPerTicket        N     1000/rate while advancing, 0 otherwise
 //	base               N     serving counter at anchorMs
 //	anchorMs           N     instant the counter last re-anchored, Unix ms
+//	nextAtMs           N     instant a scheduled admin change takes effect, Unix ms; 0 when none
+//	nextBase           N     serving counter at nextAtMs
+//	nextRate           N     admission rate from nextAtMs
+//	nextPaused         BOOL  paused from nextAtMs
+//	nextAdvancing      BOOL  !nextPaused && nextRate > 0
+//	msPerTicket        N     1000/rate of the settled segment (the next one if scheduled) while it advances, 0 otherwise
 //	drainAtMs          N     instant the counter reaches issued, Unix ms (fractional)
 //	admissionWindowMs  N     how long an admitted token stays valid, ms
 //
-// advancing and msPerTicket are derived from rate and paused; they are
-// stored so that IssueTicket can apply queue.Program.WithTicketIssued inside
-// a single UpdateItem, without reading the program first.
+// advancing, nextAdvancing and msPerTicket are derived from the rates and
+// pauses; they are stored so that IssueTicket can apply
+// queue.Program.WithTicketIssued inside a single UpdateItem, without reading
+// the program first.
 //
 // # Token item
 //
@@ -50,8 +56,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -99,6 +105,11 @@ type programItem struct {
 	MsPerTicket       float64 `dynamodbav:"msPerTicket"`
 	Base              int64   `dynamodbav:"base"`
 	AnchorMs          int64   `dynamodbav:"anchorMs"`
+	NextAtMs          int64   `dynamodbav:"nextAtMs"`
+	NextBase          int64   `dynamodbav:"nextBase"`
+	NextRate          float64 `dynamodbav:"nextRate"`
+	NextPaused        bool    `dynamodbav:"nextPaused"`
+	NextAdvancing     bool    `dynamodbav:"nextAdvancing"`
 	DrainAtMs         float64 `dynamodbav:"drainAtMs"`
 	AdmissionWindowMs int64   `dynamodbav:"admissionWindowMs"`
 }
@@ -166,16 +177,6 @@ func fromTTL(s int64) time.Time {
 	return time.Unix(s, 0).UTC()
 }
 
-// msPerTicket is Program.MsPerTicket with 0 instead of +Inf, which
-// DynamoDB numbers cannot hold; "drainAtMs + msPerTicket" then leaves a
-// stopped program's drainAtMs alone, as WithTicketIssued does.
-func msPerTicket(p queue.Program) float64 {
-	if !p.Advancing() {
-		return 0
-	}
-	return p.MsPerTicket()
-}
-
 func toProgramItem(p queue.Program) programItem {
 	return programItem{
 		PK:                "PROGRAM#" + p.ID,
@@ -186,10 +187,15 @@ func toProgramItem(p queue.Program) programItem {
 		Issued:            p.Issued,
 		Rate:              p.Rate,
 		Paused:            p.Paused,
-		Advancing:         p.Advancing(),
-		MsPerTicket:       msPerTicket(p),
+		Advancing:         queue.Segment{Rate: p.Rate, Paused: p.Paused}.Advancing(),
+		MsPerTicket:       p.StepMs(),
 		Base:              p.Base,
 		AnchorMs:          unixMs(p.Anchor),
+		NextAtMs:          unixMs(p.NextAt),
+		NextBase:          p.NextBase,
+		NextRate:          p.NextRate,
+		NextPaused:        p.NextPaused,
+		NextAdvancing:     !p.NextAt.IsZero() && queue.Segment{Rate: p.NextRate, Paused: p.NextPaused}.Advancing(),
 		DrainAtMs:         p.DrainAtMs,
 		AdmissionWindowMs: p.AdmissionWindow.Milliseconds(),
 	}
@@ -205,6 +211,10 @@ func (it programItem) program() queue.Program {
 		Paused:          it.Paused,
 		Base:            it.Base,
 		Anchor:          fromUnixMs(it.AnchorMs),
+		NextAt:          fromUnixMs(it.NextAtMs),
+		NextBase:        it.NextBase,
+		NextRate:        it.NextRate,
+		NextPaused:      it.NextPaused,
 		DrainAtMs:       it.DrainAtMs,
 		AdmissionWindow: time.Duration(it.AdmissionWindowMs) * time.Millisecond,
 	}
@@ -345,6 +355,11 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 		Set(expression.Name("msPerTicket"), expression.Value(it.MsPerTicket)).
 		Set(expression.Name("base"), expression.Value(it.Base)).
 		Set(expression.Name("anchorMs"), expression.Value(it.AnchorMs)).
+		Set(expression.Name("nextAtMs"), expression.Value(it.NextAtMs)).
+		Set(expression.Name("nextBase"), expression.Value(it.NextBase)).
+		Set(expression.Name("nextRate"), expression.Value(it.NextRate)).
+		Set(expression.Name("nextPaused"), expression.Value(it.NextPaused)).
+		Set(expression.Name("nextAdvancing"), expression.Value(it.NextAdvancing)).
 		Set(expression.Name("drainAtMs"), expression.Value(it.DrainAtMs)).
 		Set(expression.Name("admissionWindowMs"), expression.Value(it.AdmissionWindowMs))
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
@@ -369,67 +384,75 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 	return nil
 }
 
-// The two writes of IssueTicket. DynamoDB evaluates every right-hand side
-// against the item as it was before the update, so the re-anchor's base
-// gets the old issued whatever the order; dynalite applies the actions one
-// after the other, so base is set before issued is incremented, and issued
-// is incremented with SET rather than with an ADD clause it would run
-// first. Every attribute goes through a #name: base and ttl are reserved
-// words.
+// The three writes of IssueTicket. DynamoDB evaluates every right-hand side
+// against the item as it was before the update, so a re-anchor's base gets
+// the old issued whatever the order; dynalite applies the actions one after
+// the other, so base is set before issued is incremented, and issued is
+// incremented with SET rather than with an ADD clause it would run first.
+// Every attribute goes through a #name: base and ttl are reserved words.
 const (
-	// Not drained (or not advancing): the ticket only extends drainAtMs.
-	issueCondition = "attribute_exists(#pk) AND (#advancing = :false OR #drainAtMs > :nowMs)"
-	issueUpdate    = "SET #issued = #issued + :one, #drainAtMs = #drainAtMs + #msPerTicket"
-	// Drained: re-anchor the counter at now on the old issued.
-	reanchorCondition = "attribute_exists(#pk) AND #advancing = :true AND #drainAtMs <= :nowMs"
+	// Not drained, admission stopped, or a change pending: the ticket only
+	// extends drainAtMs.
+	issueCondition = "attribute_exists(#pk) AND (#nextAtMs > :nowMs OR #drainAtMs > :nowMs" +
+		" OR (#nextAtMs = :zero AND #advancing = :false) OR (#nextAtMs <> :zero AND #nextAdvancing = :false))"
+	issueUpdate = "SET #issued = #issued + :one, #drainAtMs = #drainAtMs + #msPerTicket"
+	// Drained, no change scheduled: re-anchor the counter at now on the old issued.
+	reanchorCondition = "attribute_exists(#pk) AND #nextAtMs = :zero AND #advancing = :true AND #drainAtMs <= :nowMs"
 	reanchorUpdate    = "SET #base = #issued, #issued = #issued + :one, #anchorMs = :nowMs, #drainAtMs = :nowMs + #msPerTicket, #version = #version + :one"
+	// Drained under a change that has taken effect: make it current, then re-anchor.
+	foldCondition = "attribute_exists(#pk) AND #nextAtMs <> :zero AND #nextAtMs <= :nowMs AND #nextAdvancing = :true AND #drainAtMs <= :nowMs"
+	foldUpdate    = "SET #base = #issued, #issued = #issued + :one, #anchorMs = :nowMs, #drainAtMs = :nowMs + #msPerTicket, #version = #version + :one," +
+		" #rate = #nextRate, #paused = #nextPaused, #advancing = #nextAdvancing," +
+		" #nextAtMs = :zero, #nextBase = :zero, #nextRate = :zero, #nextPaused = :false, #nextAdvancing = :false"
 )
 
 // IssueTicket implements queue.Store. It applies Program.WithTicketIssued
 // without reading the program: a conditional UpdateItem for the usual case
 // (the queue is not drained), and when that condition fails on an existing
-// program, a second one that re-anchors the drained counter. If the program
-// changed between the two (another caller re-anchored it first), it starts
-// over, at most maxIssueTrials times.
+// program, one of two that re-anchor the drained counter. If the program
+// changed in between (another caller re-anchored it first), it starts over,
+// at most maxIssueTrials times.
 func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
 	nowMs := &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Truncate(time.Millisecond).UnixMilli(), 10)}
-	one := &types.AttributeValueMemberN{Value: "1"}
-	names := map[string]string{
-		"#pk":          "pk",
-		"#advancing":   "advancing",
-		"#drainAtMs":   "drainAtMs",
-		"#msPerTicket": "msPerTicket",
-		"#issued":      "issued",
+	vals := map[string]types.AttributeValue{
+		":false": &types.AttributeValueMemberBOOL{Value: false},
+		":true":  &types.AttributeValueMemberBOOL{Value: true},
+		":zero":  &types.AttributeValueMemberN{Value: "0"},
+		":one":   &types.AttributeValueMemberN{Value: "1"},
+		":nowMs": nowMs,
 	}
-	reanchorNames := map[string]string{"#base": "base", "#anchorMs": "anchorMs", "#version": "version"}
-	maps.Copy(reanchorNames, names) // DynamoDB rejects names and values an expression does not use
-	steps := [...]*dynamodb.UpdateItemInput{{
-		TableName:                           &s.table,
-		Key:                                 programKey(programID),
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		ConditionExpression:                 aws.String(issueCondition),
-		UpdateExpression:                    aws.String(issueUpdate),
-		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":false": &types.AttributeValueMemberBOOL{Value: false},
-			":nowMs": nowMs,
-			":one":   one,
-		},
-	}, {
-		TableName:                           &s.table,
-		Key:                                 programKey(programID),
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		ConditionExpression:                 aws.String(reanchorCondition),
-		UpdateExpression:                    aws.String(reanchorUpdate),
-		ExpressionAttributeNames:            reanchorNames,
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":true":  &types.AttributeValueMemberBOOL{Value: true},
-			":nowMs": nowMs,
-			":one":   one,
-		},
-	}}
+	step := func(cond, update string) *dynamodb.UpdateItemInput {
+		// DynamoDB rejects names and values an expression does not use.
+		expr := cond + " " + update
+		names := map[string]string{}
+		for _, n := range []string{"pk", "advancing", "drainAtMs", "msPerTicket", "issued", "base", "anchorMs", "version",
+			"nextAtMs", "nextBase", "nextRate", "nextPaused", "nextAdvancing", "rate", "paused"} {
+			if containsName(expr, "#"+n) {
+				names["#"+n] = n
+			}
+		}
+		values := map[string]types.AttributeValue{}
+		for k, v := range vals {
+			if containsName(expr, k) {
+				values[k] = v
+			}
+		}
+		return &dynamodb.UpdateItemInput{
+			TableName:                           &s.table,
+			Key:                                 programKey(programID),
+			ReturnValues:                        types.ReturnValueAllNew,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			ConditionExpression:                 aws.String(cond),
+			UpdateExpression:                    aws.String(update),
+			ExpressionAttributeNames:            names,
+			ExpressionAttributeValues:           values,
+		}
+	}
+	steps := [...]*dynamodb.UpdateItemInput{
+		step(issueCondition, issueUpdate),
+		step(reanchorCondition, reanchorUpdate),
+		step(foldCondition, foldUpdate),
+	}
 	for range maxIssueTrials {
 		for _, in := range steps {
 			out, err := s.client.UpdateItem(ctx, in)
@@ -452,6 +475,26 @@ func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time
 		}
 	}
 	return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: program still changing after %d trials", programID, maxIssueTrials)
+}
+
+// containsName reports whether expr uses the placeholder name as a whole
+// token (so "#next" does not match "#nextAtMs").
+func containsName(expr, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(expr[i:], name)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(name)
+		if end == len(expr) || !isNameByte(expr[end]) {
+			return true
+		}
+		i = end
+	}
+}
+
+func isNameByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }
 
 // PutToken implements queue.Store.

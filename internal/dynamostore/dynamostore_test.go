@@ -116,11 +116,16 @@ func TestProgramItem(t *testing.T) {
 		"anchorMs":          "N:1772366400000",
 		"drainAtMs":         "N:1772366400000",
 		"admissionWindowMs": "N:600000",
+		"nextAtMs":          "N:0",
+		"nextBase":          "N:0",
+		"nextRate":          "N:0",
+		"nextPaused":        "BOOL:false",
+		"nextAdvancing":     "BOOL:false",
 	}
 	checkItem(t, rawItem(t, client, table, "PROGRAM#spring-sale", "PROGRAM"), want)
 
 	// Paused: not advancing, no time per ticket.
-	upd := p.Rebased(t0.Add(time.Second), 4, true, 0)
+	upd := p.Rebased(t0.Add(time.Second), 4, true, 0, 0)
 	if err := s.UpdateProgram(ctx, upd, p.Issued); err != nil {
 		t.Fatalf("UpdateProgram: %v", err)
 	}

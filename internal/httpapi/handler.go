@@ -105,7 +105,17 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 			resp = h.errorResponse(ctx, req, &apiError{http.StatusInternalServerError, queue.CodeInternal, "Internal error."})
 		}
 	}()
-	return h.route(ctx, req), nil
+	start := time.Now()
+	resp = h.route(ctx, req)
+	// Access log at debug level: a poll is the hot path and CloudWatch bills
+	// per byte. Never the token itself.
+	h.log.LogAttrs(ctx, slog.LevelDebug, "request",
+		slog.String("requestId", req.RequestContext.RequestID),
+		slog.String("method", req.RequestContext.HTTP.Method),
+		slog.String("path", req.RawPath),
+		slog.Int("status", resp.StatusCode),
+		slog.Duration("duration", time.Since(start)))
+	return resp, nil
 }
 
 // Route patterns, split on '/'.
@@ -263,6 +273,8 @@ type countersBody struct {
 	Paused                 bool    `json:"paused"`
 	AdmissionWindowSeconds int64   `json:"admissionWindowSeconds"`
 	CreatedAt              string  `json:"createdAt"`
+	// EffectiveAt is when the last change takes effect, while it has not.
+	EffectiveAt string `json:"effectiveAt,omitempty"`
 }
 
 // programBody is the admin PUT body; absent fields keep their value.
@@ -331,6 +343,7 @@ func (h *Handler) countersResponse(ctx context.Context, req events.APIGatewayV2H
 		Paused:                 c.Paused,
 		AdmissionWindowSeconds: int64(c.AdmissionWindow / time.Second),
 		CreatedAt:              timeString(c.CreatedAt),
+		EffectiveAt:            timeString(c.EffectiveAt),
 	})
 }
 

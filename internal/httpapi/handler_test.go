@@ -103,7 +103,7 @@ func TestHandlerEvents(t *testing.T) {
 		{"admin-error-bad-json", 400, `{"code":"INVALID_JSON","message":"The body is truncated JSON."}`, nil},
 		{"admin-error-wrong-type", 400, `{"code":"INVALID_JSON","message":"Field \"admissionRatePerSecond\" must be a number."}`, nil},
 		{"admin-error-unknown-field", 400, `{"code":"INVALID_JSON","message":"Unknown field \"rate\"."}`, nil},
-		{"admin-error-negative-rate", 400, `{"code":"INVALID_SETTINGS","message":"admissionRatePerSecond must be between 0 and 100000."}`, nil},
+		{"admin-error-negative-rate", 400, `{"code":"INVALID_SETTINGS","message":"admissionRatePerSecond must be 0 (manual admission only) or between 0.001 and 100000."}`, nil},
 		{"admin-error-negative-count", 400, `{"code":"INVALID_COUNT","message":"count must be a whole number between 1 and 1000000."}`, nil},
 		{"admin-error-absurd-count", 400, `{"code":"INVALID_COUNT","message":"count must be a whole number between 1 and 1000000."}`, nil},
 		{"admin-error-unknown-program", 404, `{"code":"PROGRAM_NOT_FOUND","message":"No such program."}`, nil},

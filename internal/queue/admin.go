@@ -25,11 +25,14 @@ type Counters struct {
 	Paused          bool
 	AdmissionWindow time.Duration
 	CreatedAt       time.Time
+	// EffectiveAt is when the last change (Rate, Paused, an admission)
+	// takes effect, if it has not yet; zero otherwise.
+	EffectiveAt time.Time
 }
 
 func (s Settings) validate() error {
-	if r := s.AdmissionRatePerSecond; r != nil && (math.IsNaN(*r) || *r < 0 || *r > MaxAdmissionRate) {
-		return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be between 0 and %g.", MaxAdmissionRate)
+	if r := s.AdmissionRatePerSecond; r != nil && (math.IsNaN(*r) || *r < 0 || *r > MaxAdmissionRate || *r > 0 && *r < MinAdmissionRate) {
+		return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be 0 (manual admission only) or between %g and %g.", MinAdmissionRate, MaxAdmissionRate)
 	}
 	if w := s.AdmissionWindow; w != nil && (*w < MinAdmissionWindow || *w > MaxAdmissionWindow) {
 		return Errorf(KindInvalid, CodeInvalidSettings, "admissionWindowSeconds must be between %d and %d.", int(MinAdmissionWindow.Seconds()), int(MaxAdmissionWindow.Seconds()))
@@ -53,14 +56,20 @@ func (s *Service) PutProgram(ctx context.Context, programID string, set Settings
 		switch {
 		case errors.Is(err, ErrNotFound):
 			p = Program{ID: programID, CreatedAt: now.Truncate(time.Millisecond), Rate: DefaultAdmissionRate, AdmissionWindow: DefaultAdmissionWindow}
-			p = p.apply(set, now)
+			p = p.apply(set, now, 0)
 			p.Version = 1
 			err = s.store.CreateProgram(ctx, p)
 			if err == nil {
 				return p.counters(now), true, nil
 			}
 		case err == nil:
-			p = p.apply(set, now)
+			if err := s.awaitPending(ctx, p, now); err != nil {
+				return Counters{}, false, err
+			}
+			if p.Pending(now) {
+				continue
+			}
+			p = p.apply(set, now, s.cache.ttl)
 			err = s.store.UpdateProgram(ctx, p, p.Issued)
 			if err == nil {
 				s.cache.put(p, now)
@@ -105,7 +114,14 @@ func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counter
 		} else if err != nil {
 			return Counters{}, storeError("get program", err)
 		}
-		p = p.Rebased(now, p.Rate, p.Paused, n)
+		if err := s.awaitPending(ctx, p, now); err != nil {
+			return Counters{}, err
+		}
+		if p.Pending(now) {
+			continue
+		}
+		settled := p.Settled()
+		p = p.Rebased(now, settled.Rate, settled.Paused, n, s.cache.ttl)
 		err = s.store.UpdateProgram(ctx, p, p.Issued)
 		if err == nil {
 			s.cache.put(p, now)
@@ -118,8 +134,34 @@ func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counter
 	return Counters{}, errBusy()
 }
 
-func (p Program) apply(set Settings, now time.Time) Program {
-	rate, paused := p.Rate, p.Paused
+// awaitPending sleeps until p's pending change (if any) has taken effect,
+// so that a new change can be scheduled after it; the caller then reads the
+// program again. A change is pending for at most the program cache TTL.
+func (s *Service) awaitPending(ctx context.Context, p Program, now time.Time) error {
+	if !p.Pending(now) {
+		return nil
+	}
+	wait := p.NextAt.Sub(now)
+	if wait > maxPendingWait {
+		return errBusy()
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return errBusy()
+	case <-t.C:
+		return nil
+	}
+}
+
+// maxPendingWait bounds how long an admin request waits for the previous
+// change to take effect before answering BUSY.
+const maxPendingWait = 3 * time.Second
+
+func (p Program) apply(set Settings, now time.Time, delay time.Duration) Program {
+	settled := p.Settled()
+	rate, paused := settled.Rate, settled.Paused
 	if set.AdmissionRatePerSecond != nil {
 		rate = *set.AdmissionRatePerSecond
 	}
@@ -129,21 +171,26 @@ func (p Program) apply(set Settings, now time.Time) Program {
 	if set.AdmissionWindow != nil {
 		p.AdmissionWindow = *set.AdmissionWindow
 	}
-	return p.Rebased(now, rate, paused, 0)
+	return p.Rebased(now, rate, paused, 0, delay)
 }
 
 func (p Program) counters(now time.Time) Counters {
 	admitted := p.Serving(now)
-	return Counters{
+	settled := p.Settled()
+	c := Counters{
 		ProgramID:       p.ID,
 		Issued:          p.Issued,
 		Admitted:        admitted,
 		Waiting:         p.Issued - admitted,
-		Rate:            p.Rate,
-		Paused:          p.Paused,
+		Rate:            settled.Rate,
+		Paused:          settled.Paused,
 		AdmissionWindow: p.AdmissionWindow,
 		CreatedAt:       p.CreatedAt,
 	}
+	if p.Pending(now) {
+		c.EffectiveAt = p.NextAt
+	}
+	return c
 }
 
 func errBusy() error {

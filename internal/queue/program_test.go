@@ -13,7 +13,7 @@ var t0 = time.Date(2026, 5, 19, 10, 0, 0, 0, time.UTC)
 // admitting at rate.
 func program(issued, base int64, rate float64, paused bool) queue.Program {
 	p := queue.Program{ID: "p", Issued: issued}
-	return p.Rebased(t0, rate, paused, base)
+	return p.Rebased(t0, rate, paused, base, 0)
 }
 
 func TestServing(t *testing.T) {
@@ -116,7 +116,7 @@ func TestRebased(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := p.Rebased(at, tt.rate, tt.paused, tt.admit)
+			q := p.Rebased(at, tt.rate, tt.paused, tt.admit, 0)
 			if got := q.Serving(at); got != tt.wantNow {
 				t.Errorf("serving at change = %d, want %d", got, tt.wantNow)
 			}

@@ -32,9 +32,10 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = 
 func WithRand(rng *rand.Rand) Option { return func(s *Service) { s.rng = rng } }
 
 // WithProgramCache lets polls reuse a program read for up to ttl (0: read
-// every time). Admission is computed from the cached anchor and the current
-// time, so a cached program is only stale about admin changes and tickets
-// issued in the meantime; see the README, "How stale is a position".
+// every time), and makes admin changes take effect ttl after they are made,
+// so that an instance still using an earlier read computes the same serving
+// counter as one that read the change. Every instance of a deployment must
+// use the same ttl. See the README, "How stale is a position".
 func WithProgramCache(ttl time.Duration) Option {
 	return func(s *Service) { s.cache.ttl = ttl }
 }
@@ -124,7 +125,7 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 		if err != nil {
 			return err
 		}
-		if t.Ticket <= p.Serving(now) {
+		if p.Admits(t.Ticket, now) {
 			if _, err := s.markAdmitted(ctx, p, t, now); err != nil {
 				return err
 			}
@@ -164,12 +165,12 @@ func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, 
 // is neither admitted nor left in the store.
 func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (View, error) {
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
-		serving := p.Serving(now)
-		if t.Ticket > serving {
-			pos := t.Ticket - serving
+		if !p.Admits(t.Ticket, now) {
+			seg := p.Segment(now)
+			pos := t.Ticket - seg.raw(now)
 			sit := polling.Situation{Position: pos}
-			if p.Advancing() {
-				sit.RatePerSecond = p.Rate
+			if seg.Advancing() {
+				sit.RatePerSecond = seg.Rate
 			}
 			return View{
 				TokenID:    t.ID,
@@ -243,6 +244,7 @@ func errAlreadyAdmitted() error {
 type cachedProgram struct {
 	p        Program
 	loadedAt time.Time
+	until    time.Time // Program.CacheableUntil
 }
 
 // programCache keeps recent program reads per function instance.
@@ -259,7 +261,7 @@ func (c *programCache) get(id string, now time.Time) (Program, bool) {
 	c.mu.RLock()
 	e, ok := c.entries[id]
 	c.mu.RUnlock()
-	if !ok || now.Sub(e.loadedAt) >= c.ttl || now.Before(e.loadedAt) {
+	if !ok || !now.Before(e.until) || now.Before(e.loadedAt) {
 		return Program{}, false
 	}
 	return e.p, true
@@ -274,5 +276,5 @@ func (c *programCache) put(p Program, now time.Time) {
 	if e, ok := c.entries[p.ID]; ok && e.p.Version > p.Version {
 		return
 	}
-	c.entries[p.ID] = cachedProgram{p: p, loadedAt: now}
+	c.entries[p.ID] = cachedProgram{p: p, loadedAt: now, until: p.CacheableUntil(now, c.ttl)}
 }

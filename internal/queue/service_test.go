@@ -140,29 +140,42 @@ func TestEnterErrors(t *testing.T) {
 	}
 }
 
-// TestProgramCacheStaleness: an instance with a program cache sees another
-// instance's admin change at most one TTL late, and never later.
-func TestProgramCacheStaleness(t *testing.T) {
+// TestInstancesAgree: two instances with a program cache, one of which
+// makes an admin change the other does not see yet, give the same answers
+// at every instant: the change takes effect one cache TTL after it is made.
+func TestInstancesAgree(t *testing.T) {
 	ctx := context.Background()
 	c := &clock{now: t0}
 	store := memstore.New()
 	cached := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c.Now), queue.WithProgramCache(time.Second))
-	admin := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c.Now))
+	admin := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c.Now), queue.WithProgramCache(time.Second))
 	mustPut(t, admin, "gala", 1, true)
 	w, _, _ := admin.Enter(ctx, "gala", "")
 	if v, err := cached.Poll(ctx, "gala", w.TokenID); err != nil || v.Position != 1 { // fills the cache
 		t.Fatalf("%+v %v", v, err)
 	}
-	if _, err := admin.Admit(ctx, "gala", 1); err != nil {
+	counters, err := admin.Admit(ctx, "gala", 1)
+	if err != nil {
 		t.Fatal(err)
 	}
-	c.Advance(999 * time.Millisecond)
-	if v, _ := cached.Poll(ctx, "gala", w.TokenID); v.Status != queue.StatusWaiting {
-		t.Errorf("within the TTL the cached view is used: %+v", v)
+	if !counters.EffectiveAt.Equal(t0.Add(time.Second)) || counters.Admitted != 0 {
+		t.Errorf("admission answer %+v, want it effective one TTL later", counters)
+	}
+	for _, step := range []time.Duration{500 * time.Millisecond, 499 * time.Millisecond} {
+		c.Advance(step)
+		a, _ := cached.Poll(ctx, "gala", w.TokenID)
+		b, _ := admin.Poll(ctx, "gala", w.TokenID)
+		if a.Status != queue.StatusWaiting || b.Status != queue.StatusWaiting {
+			t.Errorf("before the change takes effect: cached %s, fresh %s; want both WAITING", a.Status, b.Status)
+		}
 	}
 	c.Advance(time.Millisecond)
 	if v, _ := cached.Poll(ctx, "gala", w.TokenID); v.Status != queue.StatusAdmitted {
-		t.Errorf("at the TTL the program is read again: %+v", v)
+		t.Errorf("when the change takes effect: %+v", v)
+	}
+	// A second change waits for the first to take effect, then is scheduled.
+	if _, _, err := admin.PutProgram(ctx, "gala", queue.Settings{Paused: ptr(false)}); err != nil {
+		t.Fatal(err)
 	}
 }
 

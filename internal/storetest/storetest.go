@@ -98,6 +98,18 @@ func programDiff(got, want queue.Program) []string {
 	if !got.Anchor.Equal(want.Anchor) {
 		add("Anchor", got.Anchor, want.Anchor)
 	}
+	if !got.NextAt.Equal(want.NextAt) {
+		add("NextAt", got.NextAt, want.NextAt)
+	}
+	if got.NextBase != want.NextBase {
+		add("NextBase", got.NextBase, want.NextBase)
+	}
+	if got.NextRate != want.NextRate {
+		add("NextRate", got.NextRate, want.NextRate)
+	}
+	if got.NextPaused != want.NextPaused {
+		add("NextPaused", got.NextPaused, want.NextPaused)
+	}
 	if math.Abs(got.DrainAtMs-want.DrainAtMs) > 1e-3 || math.IsNaN(got.DrainAtMs) {
 		add("DrainAtMs", fmt.Sprintf("%.6f", got.DrainAtMs), fmt.Sprintf("%.6f", want.DrainAtMs))
 	}
@@ -232,28 +244,30 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 		{name: "IssueTicket follows rate zero", rate: 0},
 		{name: "IssueTicket follows admission", rate: 2.5, admit: 100},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			orig := program(fmt.Sprintf("follow-%d", i))
-			orig.Paused = tc.pausedBefore
-			if err := s.CreateProgram(ctx, orig); err != nil {
-				t.Fatalf("CreateProgram: %v", err)
-			}
-			upd := orig.Rebased(now, tc.rate, tc.paused, tc.admit)
-			if err := s.UpdateProgram(ctx, upd, orig.Issued); err != nil {
-				t.Fatalf("UpdateProgram: %v", err)
-			}
-			// Once while the queue has people, once long after it drained.
-			want := upd
-			for _, at := range []time.Time{now.Add(ms(1)), now.Add(time.Hour)} {
-				got, err := s.IssueTicket(ctx, orig.ID, at)
-				if err != nil {
-					t.Fatalf("IssueTicket: %v", err)
+		for _, delay := range []time.Duration{0, time.Second} {
+			t.Run(fmt.Sprintf("%s delay %v", tc.name, delay), func(t *testing.T) {
+				orig := program(fmt.Sprintf("follow-%d-%d", i, delay.Milliseconds()))
+				orig.Paused = tc.pausedBefore
+				if err := s.CreateProgram(ctx, orig); err != nil {
+					t.Fatalf("CreateProgram: %v", err)
 				}
-				want = want.WithTicketIssued(at)
-				checkProgram(t, fmt.Sprintf("IssueTicket at %v", at), got, want)
-			}
-			checkStoredProgram(t, s, want)
-		})
+				upd := orig.Rebased(now, tc.rate, tc.paused, tc.admit, delay)
+				if err := s.UpdateProgram(ctx, upd, orig.Issued); err != nil {
+					t.Fatalf("UpdateProgram: %v", err)
+				}
+				// Once while the queue has people, once long after it drained.
+				want := upd
+				for _, at := range []time.Time{now.Add(ms(1)), now.Add(time.Hour)} {
+					got, err := s.IssueTicket(ctx, orig.ID, at)
+					if err != nil {
+						t.Fatalf("IssueTicket: %v", err)
+					}
+					want = want.WithTicketIssued(at)
+					checkProgram(t, fmt.Sprintf("IssueTicket at %v", at), got, want)
+				}
+				checkStoredProgram(t, s, want)
+			})
+		}
 	}
 }
 

@@ -119,7 +119,7 @@ func (s *sim) run() {
 		s.now = Epoch.Add(time.Duration(s.t) * time.Millisecond)
 		for nextChange < len(sc.Rates) && sc.Rates[nextChange].At.Milliseconds() <= s.t {
 			r := sc.Rates[nextChange].Rate
-			s.prog = s.prog.Rebased(s.now, r, r == 0, 0)
+			s.prog = s.prog.Rebased(s.now, r, r == 0, 0, 0)
 			nextChange++
 		}
 		for nextUser < n && sc.Arrival.At(nextUser, n).Milliseconds() <= s.t {
@@ -169,8 +169,8 @@ func (s *sim) answer(x waiter, serving int64) {
 		return
 	}
 	sit := polling.Situation{Position: tk - serving}
-	if s.prog.Advancing() {
-		sit.RatePerSecond = s.prog.Rate
+	if seg := s.prog.Segment(s.now); seg.Advancing() {
+		sit.RatePerSecond = seg.Rate
 	}
 	d := s.policy.RetryAfter(sit, s.rng)
 	ms := max(1, int64((d+time.Millisecond-1)/time.Millisecond))

@@ -23,8 +23,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 
@@ -146,7 +150,9 @@ func TestLocalGeneratesAdminToken(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errs syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-demo-program", ""}, func(string) string { return "" }, &out, &errs) }()
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-demo-program", ""}, func(string) string { return "" }, &out, &errs)
+	}()
 	defer func() { cancel(); <-done }()
 	re := regexp.MustCompile(`generated admin token: ([0-9a-f]{32})`)
 	deadline := time.Now().Add(5 * time.Second)

@@ -60,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	svc := queue.NewService(store, cfg.Tiers, queue.WithProgramCache(cfg.ProgramCacheTTL))
+	svc := cfg.NewService(store)
 
 	secret := getenv("ADMIN_TOKEN")
 	if secret == "" {
@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if m, ok := store.(*memstore.Store); ok {
 		go sweep(ctx, m, time.Minute)
 	}
-	fmt.Fprintf(stdout, "waiting room listening on http://%s (tiers %s", ln.Addr(), cfg.Tiers.Spec())
+	fmt.Fprintf(stdout, "waiting room listening on http://%s (default polling policy %s, tiers %s", ln.Addr(), cfg.PolicyName, cfg.Tiers.Spec())
 	if *demo != "" {
 		fmt.Fprintf(stdout, ", demo program %q at %g/s", *demo, *demoRate)
 	}

@@ -10,12 +10,15 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
 )
 
 // Environment variable names, shared by template.yaml and the local server.
 const (
 	EnvTableName       = "TABLE_NAME"
 	EnvPollTiers       = "POLL_TIERS"
+	EnvPollPolicy      = "POLL_POLICY"
+	EnvPollETA         = "POLL_ETA"
 	EnvProgramCacheTTL = "PROGRAM_CACHE_TTL"
 	EnvDynamoEndpoint  = "DYNAMODB_ENDPOINT"
 	EnvLogLevel        = "LOG_LEVEL"
@@ -32,8 +35,16 @@ const (
 type Config struct {
 	// TableName is the DynamoDB table; required unless RequireTable is false.
 	TableName string
-	// Tiers is the polling policy (POLL_TIERS, default polling.DefaultTiersSpec).
+	// Tiers is the seed polling policy (POLL_TIERS, default polling.DefaultTiersSpec).
 	Tiers polling.Tiers
+	// ETA is the rate-aware policy (POLL_ETA parameters over polling.DefaultETA),
+	// falling back to Tiers.
+	ETA polling.ETA
+	// Policy is the default polling policy of programs that choose none
+	// (POLL_POLICY: "tiers", the default, or "eta").
+	Policy polling.Policy
+	// PolicyName is Policy's name.
+	PolicyName string
 	// ProgramCacheTTL bounds how stale a poll's view of the program may be.
 	ProgramCacheTTL time.Duration
 	// DynamoEndpoint overrides the DynamoDB endpoint (local DynamoDB APIs).
@@ -63,6 +74,20 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		errs = append(errs, fmt.Errorf("%s: %w", EnvPollTiers, err))
 	}
 	c.Tiers = tiers
+	eta, err := polling.ParseETA(getenv(EnvPollETA))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvPollETA, err))
+	}
+	eta.Fallback = tiers
+	c.ETA = eta
+	switch c.PolicyName = strings.TrimSpace(getenv(EnvPollPolicy)); c.PolicyName {
+	case "", "tiers":
+		c.PolicyName, c.Policy = "tiers", tiers
+	case "eta":
+		c.Policy = eta
+	default:
+		errs = append(errs, fmt.Errorf("%s: %q is not one of tiers, eta", EnvPollPolicy, c.PolicyName))
+	}
 	if v := strings.TrimSpace(getenv(EnvProgramCacheTTL)); v != "" {
 		d, err := time.ParseDuration(v)
 		switch {
@@ -83,4 +108,15 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// Policies are the polling policies a program may choose by name.
+func (c Config) Policies() map[string]polling.Policy {
+	return map[string]polling.Policy{"tiers": c.Tiers, "eta": c.ETA}
+}
+
+// NewService builds the queue service the configuration describes over
+// store: the default and named polling policies, the program cache.
+func (c Config) NewService(store queue.Store) *queue.Service {
+	return queue.NewService(store, c.Policy, queue.WithPolicies(c.Policies()), queue.WithProgramCache(c.ProgramCacheTTL))
 }

@@ -35,6 +35,17 @@ func TestFromEnv(t *testing.T) {
 				t.Errorf("%+v", c)
 			}
 		}},
+		{"ETA", map[string]string{"POLL_POLICY": "eta", "POLL_ETA": "fraction=0.8,cap=2m"}, false, "", func(t *testing.T, c config.Config) {
+			eta, ok := c.Policy.(polling.ETA)
+			if !ok || c.PolicyName != "eta" || eta.Fraction != 0.8 || eta.Cap != 2*time.Minute || eta.Fallback == nil {
+				t.Errorf("%+v", c)
+			}
+			if _, ok := c.Policies()["tiers"]; !ok {
+				t.Error("tiers not selectable per program")
+			}
+		}},
+		{"ErrPolicy", map[string]string{"POLL_POLICY": "fastest"}, false, "POLL_POLICY", nil},
+		{"ErrETA", map[string]string{"POLL_ETA": "fraction=2"}, false, "POLL_ETA", nil},
 		{"ErrTableMissing", map[string]string{}, true, "TABLE_NAME is required", nil},
 		{"ErrBadTiers", map[string]string{"TABLE_NAME": "q", "POLL_TIERS": "100:1s"}, true, "POLL_TIERS", nil},
 		{"ErrBadTTL", map[string]string{"TABLE_NAME": "q", "PROGRAM_CACHE_TTL": "soon"}, true, "PROGRAM_CACHE_TTL", nil},

@@ -28,6 +28,10 @@
 //	msPerTicket        N     1000/rate of the settled segment (the next one if scheduled) while it advances, 0 otherwise
 //	drainAtMs          N     instant the counter reaches issued, Unix ms (fractional)
 //	admissionWindowMs  N     how long an admitted token stays valid, ms
+//	policy             S     the program's polling policy; absent for the service's default
+//	manualRate         N     measured pace of manual admissions, people per second; 0 when none
+//	lastAdmitAtMs      N     last manual admission, Unix ms; 0 when none
+//	lastAdmitGapMs     N     gap between the last two manual admissions, ms
 //
 // advancing, nextAdvancing and msPerTicket are derived from the rates and
 // pauses; they are stored so that IssueTicket can apply
@@ -110,6 +114,10 @@ type programItem struct {
 	NextRate          float64 `dynamodbav:"nextRate"`
 	NextPaused        bool    `dynamodbav:"nextPaused"`
 	NextAdvancing     bool    `dynamodbav:"nextAdvancing"`
+	Policy            string  `dynamodbav:"policy,omitempty"`
+	ManualRate        float64 `dynamodbav:"manualRate"`
+	LastAdmitAtMs     int64   `dynamodbav:"lastAdmitAtMs"`
+	LastAdmitGapMs    int64   `dynamodbav:"lastAdmitGapMs"`
 	DrainAtMs         float64 `dynamodbav:"drainAtMs"`
 	AdmissionWindowMs int64   `dynamodbav:"admissionWindowMs"`
 }
@@ -196,6 +204,10 @@ func toProgramItem(p queue.Program) programItem {
 		NextRate:          p.NextRate,
 		NextPaused:        p.NextPaused,
 		NextAdvancing:     !p.NextAt.IsZero() && queue.Segment{Rate: p.NextRate, Paused: p.NextPaused}.Advancing(),
+		Policy:            p.Policy,
+		ManualRate:        p.ManualRate,
+		LastAdmitAtMs:     unixMs(p.LastAdmitAt),
+		LastAdmitGapMs:    p.LastAdmitGap.Milliseconds(),
 		DrainAtMs:         p.DrainAtMs,
 		AdmissionWindowMs: p.AdmissionWindow.Milliseconds(),
 	}
@@ -215,6 +227,10 @@ func (it programItem) program() queue.Program {
 		NextBase:        it.NextBase,
 		NextRate:        it.NextRate,
 		NextPaused:      it.NextPaused,
+		Policy:          it.Policy,
+		ManualRate:      it.ManualRate,
+		LastAdmitAt:     fromUnixMs(it.LastAdmitAtMs),
+		LastAdmitGap:    time.Duration(it.LastAdmitGapMs) * time.Millisecond,
 		DrainAtMs:       it.DrainAtMs,
 		AdmissionWindow: time.Duration(it.AdmissionWindowMs) * time.Millisecond,
 	}
@@ -360,8 +376,16 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 		Set(expression.Name("nextRate"), expression.Value(it.NextRate)).
 		Set(expression.Name("nextPaused"), expression.Value(it.NextPaused)).
 		Set(expression.Name("nextAdvancing"), expression.Value(it.NextAdvancing)).
+		Set(expression.Name("manualRate"), expression.Value(it.ManualRate)).
+		Set(expression.Name("lastAdmitAtMs"), expression.Value(it.LastAdmitAtMs)).
+		Set(expression.Name("lastAdmitGapMs"), expression.Value(it.LastAdmitGapMs)).
 		Set(expression.Name("drainAtMs"), expression.Value(it.DrainAtMs)).
 		Set(expression.Name("admissionWindowMs"), expression.Value(it.AdmissionWindowMs))
+	if it.Policy != "" {
+		upd = upd.Set(expression.Name("policy"), expression.Value(it.Policy))
+	} else {
+		upd = upd.Remove(expression.Name("policy"))
+	}
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
 	if err != nil {
 		return fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)

@@ -121,6 +121,9 @@ func TestProgramItem(t *testing.T) {
 		"nextRate":          "N:0",
 		"nextPaused":        "BOOL:false",
 		"nextAdvancing":     "BOOL:false",
+		"manualRate":        "N:0",
+		"lastAdmitAtMs":     "N:0",
+		"lastAdmitGapMs":    "N:0",
 	}
 	checkItem(t, rawItem(t, client, table, "PROGRAM#spring-sale", "PROGRAM"), want)
 

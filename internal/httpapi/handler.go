@@ -258,9 +258,11 @@ type tokenBody struct {
 	IssuedAt     string `json:"issuedAt"`
 	Position     int64  `json:"position,omitempty"`
 	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
-	AdmittedAt   string `json:"admittedAt,omitempty"`
-	ExpiresAt    string `json:"expiresAt,omitempty"`
-	LeftAt       string `json:"leftAt,omitempty"`
+	// EstimatedWaitMs is present while WAITING when the admission pace is known.
+	EstimatedWaitMs int64  `json:"estimatedWaitMs,omitempty"`
+	AdmittedAt      string `json:"admittedAt,omitempty"`
+	ExpiresAt       string `json:"expiresAt,omitempty"`
+	LeftAt          string `json:"leftAt,omitempty"`
 }
 
 // countersBody is the admin view of a program.
@@ -273,6 +275,8 @@ type countersBody struct {
 	Paused                 bool    `json:"paused"`
 	AdmissionWindowSeconds int64   `json:"admissionWindowSeconds"`
 	CreatedAt              string  `json:"createdAt"`
+	// PollingPolicy is the program's own policy; absent for the default.
+	PollingPolicy string `json:"pollingPolicy,omitempty"`
 	// EffectiveAt is when the last change takes effect, while it has not.
 	EffectiveAt string `json:"effectiveAt,omitempty"`
 }
@@ -282,10 +286,11 @@ type programBody struct {
 	AdmissionRatePerSecond *float64 `json:"admissionRatePerSecond"`
 	Paused                 *bool    `json:"paused"`
 	AdmissionWindowSeconds *int64   `json:"admissionWindowSeconds"`
+	PollingPolicy          *string  `json:"pollingPolicy"`
 }
 
 func (b programBody) settings() (queue.Settings, *apiError) {
-	set := queue.Settings{AdmissionRatePerSecond: b.AdmissionRatePerSecond, Paused: b.Paused}
+	set := queue.Settings{AdmissionRatePerSecond: b.AdmissionRatePerSecond, Paused: b.Paused, PollingPolicy: b.PollingPolicy}
 	if w := b.AdmissionWindowSeconds; w != nil {
 		if *w < 0 || *w > math.MaxInt64/int64(time.Second) {
 			return set, &apiError{http.StatusBadRequest, queue.CodeInvalidSettings, "admissionWindowSeconds is out of range."}
@@ -314,14 +319,15 @@ func (h *Handler) tokenResponse(ctx context.Context, req events.APIGatewayV2HTTP
 		return h.errorResponse(ctx, req, err)
 	}
 	body := tokenBody{
-		TokenID:      v.TokenID,
-		Status:       string(v.Status),
-		IssuedAt:     timeString(v.IssuedAt),
-		Position:     v.Position,
-		RetryAfterMs: v.RetryAfter.Milliseconds(),
-		AdmittedAt:   timeString(v.AdmittedAt),
-		ExpiresAt:    timeString(v.ExpiresAt),
-		LeftAt:       timeString(v.LeftAt),
+		TokenID:         v.TokenID,
+		Status:          string(v.Status),
+		IssuedAt:        timeString(v.IssuedAt),
+		Position:        v.Position,
+		RetryAfterMs:    v.RetryAfter.Milliseconds(),
+		EstimatedWaitMs: v.EstimatedWait.Milliseconds(),
+		AdmittedAt:      timeString(v.AdmittedAt),
+		ExpiresAt:       timeString(v.ExpiresAt),
+		LeftAt:          timeString(v.LeftAt),
 	}
 	resp := response(status, body)
 	if v.Status == queue.StatusWaiting {
@@ -344,6 +350,7 @@ func (h *Handler) countersResponse(ctx context.Context, req events.APIGatewayV2H
 		AdmissionWindowSeconds: int64(c.AdmissionWindow / time.Second),
 		CreatedAt:              timeString(c.CreatedAt),
 		EffectiveAt:            timeString(c.EffectiveAt),
+		PollingPolicy:          c.PollingPolicy,
 	})
 }
 

@@ -73,13 +73,13 @@ func TestHandlerEvents(t *testing.T) {
 		wantHeader map[string]string // headers that must be present with these values
 	}{
 		{"poll-waiting", 200,
-			`{"tokenId":"waitingTokenFixture001","status":"WAITING","issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + waitingMs + `}`,
+			`{"tokenId":"waitingTokenFixture001","status":"WAITING","issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + waitingMs + `,"estimatedWaitMs":23400}`,
 			map[string]string{"Retry-After": "6", "Cache-Control": "no-store", "Content-Type": "application/json; charset=utf-8"}},
 		{"poll-admitted", 200,
 			`{"tokenId":"admittedTokenFixture01","status":"ADMITTED","issuedAt":"2026-05-19T09:20:00.123Z","admittedAt":"2026-05-19T09:59:00.123Z","expiresAt":"2026-05-19T10:09:00.123Z"}`,
 			map[string]string{"Cache-Control": "no-store"}},
 		{"enter-existing-token", 200,
-			`{"tokenId":"waitingTokenFixture001","status":"WAITING","issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + waitingMs + `}`,
+			`{"tokenId":"waitingTokenFixture001","status":"WAITING","issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + waitingMs + `,"estimatedWaitMs":23400}`,
 			map[string]string{"Retry-After": "6"}},
 		{"leave", 204, "", map[string]string{"Cache-Control": "no-store"}},
 		{"error-missing-token", 400, `{"code":"MISSING_TOKEN","message":"The X-Queue-Token header is required."}`, nil},

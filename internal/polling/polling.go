@@ -19,6 +19,10 @@ type Situation struct {
 	Position int64
 	// RatePerSecond is the program's admission rate; 0 when unknown or paused.
 	RatePerSecond float64
+	// Wait is the estimated time until the token is admitted, from the
+	// admission schedule as the server knows it; 0 when unknown (paused,
+	// manual admission without a measured pace).
+	Wait time.Duration
 }
 
 // Policy chooses the delay before a waiting client's next poll.

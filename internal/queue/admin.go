@@ -3,8 +3,12 @@ package queue
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
+	"slices"
 	"time"
+
+	"github.com/example/waitingroom/internal/polling"
 )
 
 // Settings are the admin-editable fields of a program; nil fields keep their
@@ -13,6 +17,9 @@ type Settings struct {
 	AdmissionRatePerSecond *float64
 	Paused                 *bool
 	AdmissionWindow        *time.Duration
+	// PollingPolicy names a policy the service knows (WithPolicies); ""
+	// returns the program to the service's default.
+	PollingPolicy *string
 }
 
 // Counters is the admin view of a program.
@@ -25,12 +32,20 @@ type Counters struct {
 	Paused          bool
 	AdmissionWindow time.Duration
 	CreatedAt       time.Time
+	// PollingPolicy is the program's policy name, "" for the default.
+	PollingPolicy string
 	// EffectiveAt is when the last change (Rate, Paused, an admission)
 	// takes effect, if it has not yet; zero otherwise.
 	EffectiveAt time.Time
 }
 
-func (s Settings) validate() error {
+func (s Settings) validate(policies map[string]polling.Policy) error {
+	if name := s.PollingPolicy; name != nil && *name != "" {
+		if _, ok := policies[*name]; !ok {
+			names := slices.Sorted(maps.Keys(policies))
+			return Errorf(KindInvalid, CodeInvalidSettings, "pollingPolicy must be one of %q, or \"\" for the default.", names)
+		}
+	}
 	if r := s.AdmissionRatePerSecond; r != nil && (math.IsNaN(*r) || *r < 0 || *r > MaxAdmissionRate || *r > 0 && *r < MinAdmissionRate) {
 		return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be 0 (manual admission only) or between %g and %g.", MinAdmissionRate, MaxAdmissionRate)
 	}
@@ -47,7 +62,7 @@ func (s *Service) PutProgram(ctx context.Context, programID string, set Settings
 	if !ValidProgramID(programID) {
 		return Counters{}, false, errInvalidProgramID()
 	}
-	if err := set.validate(); err != nil {
+	if err := set.validate(s.policies); err != nil {
 		return Counters{}, false, err
 	}
 	for range maxStoreOptimisticTrials {
@@ -121,7 +136,7 @@ func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counter
 			continue
 		}
 		settled := p.Settled()
-		p = p.Rebased(now, settled.Rate, settled.Paused, n, s.cache.ttl)
+		p = p.withManualAdmission(n, now).Rebased(now, settled.Rate, settled.Paused, n, s.cache.ttl)
 		err = s.store.UpdateProgram(ctx, p, p.Issued)
 		if err == nil {
 			s.cache.put(p, now)
@@ -171,6 +186,9 @@ func (p Program) apply(set Settings, now time.Time, delay time.Duration) Program
 	if set.AdmissionWindow != nil {
 		p.AdmissionWindow = *set.AdmissionWindow
 	}
+	if set.PollingPolicy != nil {
+		p.Policy = *set.PollingPolicy
+	}
 	return p.Rebased(now, rate, paused, 0, delay)
 }
 
@@ -186,6 +204,7 @@ func (p Program) counters(now time.Time) Counters {
 		Paused:          settled.Paused,
 		AdmissionWindow: p.AdmissionWindow,
 		CreatedAt:       p.CreatedAt,
+		PollingPolicy:   p.Policy,
 	}
 	if p.Pending(now) {
 		c.EffectiveAt = p.NextAt

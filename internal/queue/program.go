@@ -4,6 +4,8 @@ import (
 	"math"
 	"regexp"
 	"time"
+
+	"github.com/example/waitingroom/internal/polling"
 )
 
 // Limits on program settings and admissions.
@@ -105,6 +107,17 @@ type Program struct {
 
 	DrainAtMs       float64 // Unix ms at which the counter reaches Issued
 	AdmissionWindow time.Duration
+
+	// Policy names the polling policy of this program; "" is the
+	// service's default.
+	Policy string
+
+	// The pace of manual admissions, measured: an average of people per
+	// second over the last admissions, when the last one happened, and the
+	// gap before it.
+	ManualRate   float64
+	LastAdmitAt  time.Time
+	LastAdmitGap time.Duration
 }
 
 func (p Program) current() Segment {
@@ -247,4 +260,85 @@ func drainAt(s Segment, issued int64) float64 {
 		at += float64(issued-s.Base) * s.stepMs()
 	}
 	return at
+}
+
+// admittedAt is the first instant at or after from at which segment s
+// admits ticket, and whether it ever does.
+func (s Segment) admittedAt(ticket int64, from time.Time) (time.Time, bool) {
+	if s.raw(from) >= ticket {
+		return from, true
+	}
+	if !s.Advancing() {
+		return time.Time{}, false
+	}
+	// Solve raw(anchor+ms) >= ticket, then settle float error on the exact ms.
+	ms := int64(math.Ceil(float64(ticket-s.Base)*1000/s.Rate - 1e-6))
+	for s.raw(s.Anchor.Add(time.Duration(ms)*time.Millisecond)) < ticket {
+		ms++
+	}
+	for ms > 0 && s.raw(s.Anchor.Add(time.Duration(ms-1)*time.Millisecond)) >= ticket {
+		ms--
+	}
+	return s.Anchor.Add(time.Duration(ms) * time.Millisecond), true
+}
+
+// AdmissionTime is when ticket will be admitted if the schedule the program
+// knows of (its current segment and any scheduled change) holds, and
+// whether that is known at all: not while admission is stopped.
+func (p Program) AdmissionTime(ticket int64, now time.Time) (time.Time, bool) {
+	if p.Pending(now) {
+		if at, ok := p.current().admittedAt(ticket, now); ok && at.Before(p.NextAt) {
+			return at, true
+		}
+		return p.next().admittedAt(ticket, p.NextAt)
+	}
+	return p.Segment(now).admittedAt(ticket, now)
+}
+
+// maxAdmitGap is the longest gap between two manual admissions that still
+// counts as one pace.
+const maxAdmitGap = 10 * time.Minute
+
+// withManualAdmission records a manual admission of n at now in the
+// measured pace.
+func (p Program) withManualAdmission(n int64, now time.Time) Program {
+	gap := now.Sub(p.LastAdmitAt)
+	switch {
+	case p.LastAdmitAt.IsZero() || gap <= 0 || gap > maxAdmitGap:
+		p.ManualRate, p.LastAdmitGap = 0, 0
+	case p.ManualRate == 0:
+		p.ManualRate, p.LastAdmitGap = float64(n)/gap.Seconds(), gap
+	default:
+		p.ManualRate, p.LastAdmitGap = 0.5*p.ManualRate+0.5*float64(n)/gap.Seconds(), gap
+	}
+	p.LastAdmitAt = now.Truncate(time.Millisecond)
+	return p
+}
+
+// MeasuredRate is the pace of manual admissions at now, if they have come
+// at a steady pace recently enough to predict the next: within twice the
+// last gap (plus a second) of the last one.
+func (p Program) MeasuredRate(now time.Time) (float64, bool) {
+	if p.ManualRate <= 0 || now.Sub(p.LastAdmitAt) > 2*p.LastAdmitGap+time.Second {
+		return 0, false
+	}
+	return p.ManualRate, true
+}
+
+// Situation is what a polling policy may know about ticket at now: its
+// position, the admission rate, and the estimated wait, from the schedule
+// when admission is automatic or from the measured pace when it is manual.
+func (p Program) Situation(ticket int64, now time.Time) polling.Situation {
+	seg := p.Segment(now)
+	sit := polling.Situation{Position: ticket - seg.raw(now)}
+	if seg.Advancing() {
+		sit.RatePerSecond = seg.Rate
+	}
+	if at, ok := p.AdmissionTime(ticket, now); ok {
+		sit.Wait = at.Sub(now)
+	} else if r, ok := p.MeasuredRate(now); ok && sit.Position > 0 {
+		sit.RatePerSecond = r
+		sit.Wait = time.Duration(float64(sit.Position) / r * float64(time.Second)).Truncate(time.Millisecond)
+	}
+	return sit
 }

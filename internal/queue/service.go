@@ -13,11 +13,12 @@ import (
 // Service applies the queue's rules on top of a Store. It is safe for
 // concurrent use; build one per process (per Lambda cold start).
 type Service struct {
-	store  Store
-	policy polling.Policy
-	now    func() time.Time
-	rng    *rand.Rand
-	cache  programCache
+	store    Store
+	policy   polling.Policy
+	policies map[string]polling.Policy
+	now      func() time.Time
+	rng      *rand.Rand
+	cache    programCache
 }
 
 // Option configures a Service.
@@ -38,6 +39,21 @@ func WithRand(rng *rand.Rand) Option { return func(s *Service) { s.rng = rng } }
 // use the same ttl. See the README, "How stale is a position".
 func WithProgramCache(ttl time.Duration) Option {
 	return func(s *Service) { s.cache.ttl = ttl }
+}
+
+// WithPolicies names the polling policies a program may choose through the
+// admin API (its "pollingPolicy"); programs that choose none get the
+// service's default.
+func WithPolicies(named map[string]polling.Policy) Option {
+	return func(s *Service) { s.policies = named }
+}
+
+// policyOf is the polling policy of p.
+func (s *Service) policyOf(p Program) polling.Policy {
+	if pol, ok := s.policies[p.Policy]; ok && p.Policy != "" {
+		return pol
+	}
+	return s.policy
 }
 
 // NewService returns a Service over store that answers retry delays with
@@ -166,18 +182,14 @@ func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, 
 func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (View, error) {
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
 		if !p.Admits(t.Ticket, now) {
-			seg := p.Segment(now)
-			pos := t.Ticket - seg.raw(now)
-			sit := polling.Situation{Position: pos}
-			if seg.Advancing() {
-				sit.RatePerSecond = seg.Rate
-			}
+			sit := p.Situation(t.Ticket, now)
 			return View{
-				TokenID:    t.ID,
-				Status:     StatusWaiting,
-				IssuedAt:   t.IssuedAt,
-				Position:   pos,
-				RetryAfter: s.policy.RetryAfter(sit, s.rng),
+				TokenID:       t.ID,
+				Status:        StatusWaiting,
+				IssuedAt:      t.IssuedAt,
+				Position:      sit.Position,
+				EstimatedWait: sit.Wait,
+				RetryAfter:    s.policyOf(p).RetryAfter(sit, s.rng),
 			}, nil
 		}
 		var err error

@@ -51,7 +51,10 @@ type View struct {
 	Position int64
 	// RetryAfter is when to poll next; set only while WAITING.
 	RetryAfter time.Duration
-	AdmittedAt time.Time // ADMITTED and EXPIRED
-	ExpiresAt  time.Time // ADMITTED and EXPIRED: end of the admission window
-	LeftAt     time.Time // LEFT
+	// EstimatedWait is the expected time until admission; set only while
+	// WAITING and when the admission pace is known.
+	EstimatedWait time.Duration
+	AdmittedAt    time.Time // ADMITTED and EXPIRED
+	ExpiresAt     time.Time // ADMITTED and EXPIRED: end of the admission window
+	LeftAt        time.Time // LEFT
 }

@@ -110,6 +110,18 @@ func programDiff(got, want queue.Program) []string {
 	if got.NextPaused != want.NextPaused {
 		add("NextPaused", got.NextPaused, want.NextPaused)
 	}
+	if got.Policy != want.Policy {
+		add("Policy", got.Policy, want.Policy)
+	}
+	if math.Abs(got.ManualRate-want.ManualRate) > 1e-9 {
+		add("ManualRate", got.ManualRate, want.ManualRate)
+	}
+	if !got.LastAdmitAt.Equal(want.LastAdmitAt) {
+		add("LastAdmitAt", got.LastAdmitAt, want.LastAdmitAt)
+	}
+	if got.LastAdmitGap != want.LastAdmitGap {
+		add("LastAdmitGap", got.LastAdmitGap, want.LastAdmitGap)
+	}
 	if math.Abs(got.DrainAtMs-want.DrainAtMs) > 1e-3 || math.IsNaN(got.DrainAtMs) {
 		add("DrainAtMs", fmt.Sprintf("%.6f", got.DrainAtMs), fmt.Sprintf("%.6f", want.DrainAtMs))
 	}
@@ -209,6 +221,8 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			upd.Anchor = t0.Add(ms(9_999))
 			upd.DrainAtMs = unixMs(upd.Anchor)
 			upd.AdmissionWindow = 3 * time.Minute
+			upd.Policy, upd.ManualRate = "eta", 2.75
+			upd.LastAdmitAt, upd.LastAdmitGap = t0.Add(ms(8_000)), ms(1_500)
 			// Fields UpdateProgram must leave alone.
 			upd.Issued, upd.CreatedAt = 999, t0.Add(time.Hour)
 

@@ -1,0 +1,141 @@
+package polling
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ETA is the rate-aware policy: it places the next poll from the estimated
+// wait instead of from the position alone. Far from admission it sleeps a
+// Fraction of the wait (bounded by Floor and Cap), so a change of pace is
+// noticed after a while, not at the end; once the wait fits in Direct it
+// comes back just after the expected admission (Lead later), so the client
+// hears at once with a single poll. Relative jitter spreads the early polls;
+// the final ones are spread by the admissions themselves, one ticket's time
+// apart. Without an estimate (paused, just created, manual admission at no
+// measurable pace) it falls back to Fallback.
+type ETA struct {
+	Fraction float64       // of the wait slept while the wait exceeds Direct, in (0, 1]
+	Floor    time.Duration // shortest delay
+	Cap      time.Duration // longest delay: bounds how late a surprise speed-up is heard
+	Direct   time.Duration // waits up to this are slept through in one go
+	Lead     time.Duration // margin after the expected admission, plus up to Lead of jitter
+	Jitter   float64       // relative jitter of early polls, e.g. 0.05 for ±5 %
+	Fallback Policy
+}
+
+// DefaultETA is the rate-aware policy with the parameters measured in
+// docs/benchmarks.md, falling back to the seed tiers.
+func DefaultETA() ETA {
+	return ETA{
+		Fraction: 0.9,
+		Floor:    time.Second,
+		Cap:      5 * time.Minute,
+		Direct:   20 * time.Second,
+		Lead:     100 * time.Millisecond,
+		Jitter:   0.05,
+		Fallback: DefaultTiers(),
+	}
+}
+
+// RetryAfter implements Policy.
+func (e ETA) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
+	if s.Wait <= 0 {
+		if e.Fallback == nil {
+			return DefaultTiers().RetryAfter(s, rng)
+		}
+		return e.Fallback.RetryAfter(s, rng)
+	}
+	if s.Wait <= e.Direct {
+		d := s.Wait + e.Lead + uniform(e.Lead, rng)
+		return max(d, e.Floor)
+	}
+	d := time.Duration(float64(s.Wait) * e.Fraction)
+	if e.Jitter > 0 {
+		j := time.Duration(float64(d) * e.Jitter)
+		d += uniform(2*j, rng) - j
+	}
+	d = min(max(d, e.Floor), e.Cap)
+	// Never sleep past the point where the rest would fit in Direct: a long
+	// early sleep that lands inside the final window wastes nothing, one
+	// that overshoots the admission is late.
+	if rest := s.Wait - d; rest < 0 {
+		d = s.Wait
+	}
+	return d.Truncate(time.Millisecond)
+}
+
+// uniform returns a uniform duration in [0, max] at millisecond resolution.
+func uniform(max time.Duration, rng *rand.Rand) time.Duration {
+	ms := max.Milliseconds()
+	if ms <= 0 {
+		return 0
+	}
+	if rng == nil {
+		return time.Duration(rand.Int64N(ms+1)) * time.Millisecond
+	}
+	return time.Duration(rng.Int64N(ms+1)) * time.Millisecond
+}
+
+// String returns the policy's name as the bench CLI and POLL_POLICY spell it.
+func (e ETA) String() string { return "eta" }
+
+// Validate reports whether the parameters make a usable policy.
+func (e ETA) Validate() error {
+	switch {
+	case e.Fraction <= 0 || e.Fraction > 1:
+		return fmt.Errorf("eta: fraction %g outside (0, 1]", e.Fraction)
+	case e.Floor < MinInterval || e.Floor > e.Cap:
+		return fmt.Errorf("eta: floor %s must be at least %s and at most the cap", e.Floor, MinInterval)
+	case e.Cap > MaxInterval:
+		return fmt.Errorf("eta: cap %s above %s", e.Cap, MaxInterval)
+	case e.Direct < 0 || e.Direct > e.Cap:
+		return fmt.Errorf("eta: direct %s must be within [0, cap]", e.Direct)
+	case e.Lead < 0 || e.Lead > 5*time.Second:
+		return fmt.Errorf("eta: lead %s outside [0s, 5s]", e.Lead)
+	case e.Jitter < 0 || e.Jitter >= 0.5:
+		return fmt.Errorf("eta: jitter %g outside [0, 0.5)", e.Jitter)
+	}
+	return nil
+}
+
+// ParseETA reads ETA parameters as comma-separated key=value pairs over
+// DefaultETA, e.g. "fraction=0.8,cap=2m,direct=10s"; "" gives the default.
+// Keys: fraction, floor, cap, direct, lead, jitter.
+func ParseETA(spec string) (ETA, error) {
+	e := DefaultETA()
+	for kv := range strings.SplitSeq(spec, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return ETA{}, fmt.Errorf("eta: %q: want key=value", kv)
+		}
+		var err error
+		switch k = strings.TrimSpace(k); k {
+		case "fraction":
+			e.Fraction, err = strconv.ParseFloat(v, 64)
+		case "jitter":
+			e.Jitter, err = strconv.ParseFloat(v, 64)
+		case "floor":
+			e.Floor, err = time.ParseDuration(v)
+		case "cap":
+			e.Cap, err = time.ParseDuration(v)
+		case "direct":
+			e.Direct, err = time.ParseDuration(v)
+		case "lead":
+			e.Lead, err = time.ParseDuration(v)
+		default:
+			return ETA{}, fmt.Errorf("eta: unknown parameter %q (fraction, floor, cap, direct, lead, jitter)", k)
+		}
+		if err != nil {
+			return ETA{}, fmt.Errorf("eta: %s: %w", k, err)
+		}
+	}
+	return e, e.Validate()
+}

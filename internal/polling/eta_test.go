@@ -1,0 +1,82 @@
+package polling_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/polling"
+)
+
+func TestETA(t *testing.T) {
+	eta := polling.DefaultETA()
+	rng := rand.New(rand.NewPCG(3, 4))
+	tests := []struct {
+		name   string
+		sit    polling.Situation
+		lo, hi time.Duration
+	}{
+		{"UnknownFallsBackToTiers", polling.Situation{Position: 500}, 4700 * time.Millisecond, 5300 * time.Millisecond},
+		{"UnknownFrontFallsBackToTiers", polling.Situation{Position: 3}, time.Second, time.Second},
+		{"NearJustAfterAdmission", polling.Situation{Position: 30, RatePerSecond: 10, Wait: 3 * time.Second}, 3100 * time.Millisecond, 3200 * time.Millisecond},
+		{"EdgeOfDirect", polling.Situation{Position: 200, RatePerSecond: 10, Wait: 20 * time.Second}, 20100 * time.Millisecond, 20200 * time.Millisecond},
+		{"TinyWaitKeepsFloor", polling.Situation{Position: 1, RatePerSecond: 100, Wait: 5 * time.Millisecond}, time.Second, time.Second},
+		{"FarAFraction", polling.Situation{Position: 1000, RatePerSecond: 10, Wait: 100 * time.Second}, 85500 * time.Millisecond, 94500 * time.Millisecond},
+		{"VeryFarCapped", polling.Situation{Position: 1e6, RatePerSecond: 10, Wait: 1e5 * time.Second}, 5 * time.Minute, 5 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 500 {
+				got := eta.RetryAfter(tt.sit, rng)
+				if got < tt.lo || got > tt.hi {
+					t.Fatalf("RetryAfter(%+v) = %v, want within [%v, %v]", tt.sit, got, tt.lo, tt.hi)
+				}
+			}
+		})
+	}
+}
+
+// TestETANeverOvershootsFarWaits: an early poll never lands after the
+// expected admission.
+func TestETANeverOvershootsFarWaits(t *testing.T) {
+	eta := polling.DefaultETA()
+	eta.Fraction, eta.Jitter = 1, 0.2
+	for w := 21 * time.Second; w < 10*time.Minute; w += 7 * time.Second {
+		if got := eta.RetryAfter(polling.Situation{Position: 1, RatePerSecond: 1, Wait: w}, nil); got > w {
+			t.Fatalf("wait %v: slept %v", w, got)
+		}
+	}
+}
+
+func TestParseETA(t *testing.T) {
+	tests := []struct {
+		spec    string
+		wantErr bool
+		check   func(polling.ETA) bool
+	}{
+		{"", false, func(e polling.ETA) bool { return e.Fraction == polling.DefaultETA().Fraction }},
+		{"fraction=0.5, cap=1m,direct=5s,lead=50ms,floor=2s,jitter=0", false, func(e polling.ETA) bool {
+			return e.Fraction == 0.5 && e.Cap == time.Minute && e.Direct == 5*time.Second && e.Lead == 50*time.Millisecond && e.Floor == 2*time.Second && e.Jitter == 0
+		}},
+		{"fraction=0", true, nil},
+		{"fraction=1.5", true, nil},
+		{"cap=1h", true, nil},
+		{"floor=10ms", true, nil},
+		{"direct=10m", true, nil},
+		{"lead=-1s", true, nil},
+		{"jitter=0.9", true, nil},
+		{"speed=3", true, nil},
+		{"fraction", true, nil},
+		{"cap=soon", true, nil},
+	}
+	for _, tt := range tests {
+		e, err := polling.ParseETA(tt.spec)
+		if tt.wantErr != (err != nil) {
+			t.Errorf("ParseETA(%q) err = %v, want error %v", tt.spec, err, tt.wantErr)
+			continue
+		}
+		if err == nil && !tt.check(e) {
+			t.Errorf("ParseETA(%q) = %+v", tt.spec, e)
+		}
+	}
+}

@@ -298,8 +298,9 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("simulate", simulateSynopsis, e)
 	var sf scenarioFlags
 	sf.register(fs, 0, "virtual time after which the simulation stops (0: when everyone has seen ADMITTED; required with -admit-rate 0)")
-	policyList := fs.String("policy", "fixed:3s,tiers", "comma-separated policies, the first being the baseline: fixed:DURATION or tiers")
+	policyList := fs.String("policy", "fixed:3s,tiers", "comma-separated policies, the first being the baseline: fixed:DURATION, tiers or eta")
 	tiersSpec := fs.String("tiers", polling.DefaultTiersSpec, "the bands of the tiers policy, MAXPOS:INTERVAL[+-JITTER],…,inf:INTERVAL[+-JITTER]")
+	etaSpec := fs.String("eta", "", "parameters of the eta policy over its defaults, key=value pairs such as fraction=0.8,cap=2m (see polling.ParseETA); it falls back to -tiers")
 	seed := fs.Uint64("seed", 1, "seed of the policies' jitter")
 	p := bench.DefaultPrices()
 	fs.Float64Var(&p.APIGatewayPerMillion, "price-apigw", p.APIGatewayPerMillion, "API Gateway HTTP API, USD per million requests")
@@ -321,7 +322,11 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return usageError(fs, err)
 	}
-	policies, err := bench.DefaultPolicies(tiers).Parse(*policyList)
+	eta, err := polling.ParseETA(*etaSpec)
+	if err != nil {
+		return usageError(fs, err)
+	}
+	policies, err := bench.DefaultPolicies(tiers, eta).Parse(*policyList)
 	if err != nil {
 		return usageError(fs, err)
 	}

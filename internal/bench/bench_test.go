@@ -77,7 +77,7 @@ func TestSchedule(t *testing.T) {
 }
 
 func TestPoliciesParse(t *testing.T) {
-	ps := DefaultPolicies(polling.DefaultTiers())
+	ps := DefaultPolicies(polling.DefaultTiers(), polling.DefaultETA())
 	for _, tc := range []struct {
 		in    string
 		names []string
@@ -88,7 +88,9 @@ func TestPoliciesParse(t *testing.T) {
 		{in: "fixed:0s", err: true},
 		{in: "fixed", err: true},
 		{in: "tiers:x", err: true},
-		{in: "eta", err: true},
+		{in: "eta,tiers", names: []string{"eta", "tiers"}},
+		{in: "eta:fraction=1", err: true},
+		{in: "gamma", err: true},
 		{in: ",", err: true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
@@ -116,7 +118,7 @@ func (c constPolicy) RetryAfter(polling.Situation, *rand.Rand) time.Duration {
 }
 
 func TestPoliciesPluggable(t *testing.T) {
-	ps := DefaultPolicies(polling.DefaultTiers())
+	ps := DefaultPolicies(polling.DefaultTiers(), polling.DefaultETA())
 	ps["const"] = func(arg string) (polling.Policy, error) {
 		if arg != "" {
 			return nil, errors.New("no argument")

@@ -23,10 +23,18 @@ type PolicyFactory func(arg string) (polling.Policy, error)
 // the one place a new policy (such as a rate-aware "eta") is plugged in.
 type Policies map[string]PolicyFactory
 
-// DefaultPolicies knows "fixed:DUR" (polling.Fixed) and "tiers"
-// (tiers, the seed policy unless -tiers says otherwise).
-func DefaultPolicies(tiers polling.Tiers) Policies {
+// DefaultPolicies knows "fixed:DUR" (polling.Fixed), "tiers" (tiers, the
+// seed policy unless -tiers says otherwise) and "eta" (the rate-aware
+// polling.ETA, parameters from -eta, falling back to tiers).
+func DefaultPolicies(tiers polling.Tiers, eta polling.ETA) Policies {
+	eta.Fallback = tiers
 	return Policies{
+		"eta": func(arg string) (polling.Policy, error) {
+			if arg != "" {
+				return nil, fmt.Errorf("eta takes no argument; set its parameters with -eta")
+			}
+			return eta, nil
+		},
 		"fixed": func(arg string) (polling.Policy, error) {
 			d, err := time.ParseDuration(arg)
 			if err != nil || d < time.Millisecond {

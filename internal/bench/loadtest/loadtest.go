@@ -538,7 +538,7 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 		Users:     sc.Users,
 		ByRoute:   map[string]int64{},
 	}
-	seconds := int(end/time.Second) + 1
+	seconds := int((end + time.Second - 1) / time.Second) // the last one may be partial
 	res.RpsSeries = make([]int64, seconds)
 	res.PollSeries = make([]int64, seconds)
 	var lat []float64
@@ -562,7 +562,7 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 		} else {
 			res.Polls++
 		}
-		if s := int(rec.at / time.Second); s < len(res.RpsSeries) {
+		if s := min(int(rec.at/time.Second), seconds-1); s >= 0 {
 			res.RpsSeries[s]++
 			if rec.route == routePoll {
 				res.PollSeries[s]++

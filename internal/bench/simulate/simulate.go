@@ -4,9 +4,9 @@
 // run repeatable.
 //
 // The model is the service's own: admission is a queue.Program (its
-// WithTicketIssued on every enter, Rebased on every rate change, Serving
-// for every answer), the retry delay is the polling.Policy's RetryAfter on
-// the same Situation queue.Service builds. Requests take no time and never
+// WithTicketIssued on every enter, Rebased on every rate change, Admits and
+// Situation for every answer), the retry delay is the polling.Policy's
+// RetryAfter on that Situation, as queue.Service answers a poll. Requests take no time and never
 // fail; time advances in whole milliseconds, the resolution of the
 // service's clock and of retryAfterMs.
 package simulate
@@ -68,10 +68,12 @@ func Run(cfg Config) (bench.Result, error) {
 type sim struct {
 	cfg    Config
 	policy polling.Policy
-	rng    *rand.Rand
-	prog   queue.Program
-	now    time.Time // virtual clock, at ms t
-	t      int64     // ms since Epoch
+	// needs is how much of the Situation the policy reads.
+	needs needs
+	rng   *rand.Rand
+	prog  queue.Program
+	now   time.Time // virtual clock, at ms t
+	t     int64     // ms since Epoch
 
 	entered  int
 	admitAt  []int64 // per ticket: ms at which the serving counter passed it
@@ -98,6 +100,7 @@ func newSim(cfg Config) *sim {
 		delays:  make([]float64, 0, n),
 		now:     Epoch,
 	}
+	s.needs = needsOf(cfg.Policy.Policy)
 	// The program as the admin PUT creates it, before anyone arrives.
 	s.prog = queue.Program{ID: "sim", CreatedAt: Epoch, AdmissionWindow: queue.DefaultAdmissionWindow, Version: 0}
 	s.wheel.init(4096)
@@ -168,13 +171,44 @@ func (s *sim) answer(x waiter, serving int64) {
 		s.delays = append(s.delays, float64(s.t-s.admitAt[tk]))
 		return
 	}
-	sit := polling.Situation{Position: tk - serving}
-	if seg := s.prog.Segment(s.now); seg.Advancing() {
-		sit.RatePerSecond = seg.Rate
+	var sit polling.Situation
+	switch s.needs {
+	case needsPosition:
+		sit.Position = tk - serving // what Situation computes, without the wait estimate
+	case needsAll:
+		sit = s.prog.Situation(tk, s.now)
 	}
 	d := s.policy.RetryAfter(sit, s.rng)
 	ms := max(1, int64((d+time.Millisecond-1)/time.Millisecond))
 	s.wheel.add(s.t, s.t+ms, x)
+}
+
+// needs says how much of the polling.Situation a policy reads. Building
+// all of it (Program.Situation, with its admission-time estimate) costs
+// more than the rest of a simulated poll; a million users at a fixed 3 s
+// are 170 million polls.
+type needs int
+
+const (
+	needsAll      needs = iota // any policy: Program.Situation
+	needsNothing               // polling.Fixed
+	needsPosition              // polling.Tiers reads the position only
+)
+
+// fullSituation makes every policy get Program.Situation (tests compare).
+var fullSituation = false
+
+func needsOf(p polling.Policy) needs {
+	if fullSituation {
+		return needsAll
+	}
+	switch p.(type) {
+	case polling.Fixed:
+		return needsNothing
+	case polling.Tiers:
+		return needsPosition
+	}
+	return needsAll
 }
 
 // advance records the admission instant of the tickets the serving counter
@@ -256,6 +290,11 @@ type waiter struct {
 type wheel struct {
 	buckets [][]waiter
 	mask    int64
+	// spare holds the storage of large processed buckets, handed to the
+	// next empty bucket that receives a poll: a herd that moves from one
+	// bucket to the next every few seconds then reuses one array instead
+	// of regrowing it each time.
+	spare [][]waiter
 }
 
 func (w *wheel) init(size int64) {
@@ -270,6 +309,10 @@ func (w *wheel) add(now, at int64, x waiter) {
 		w.grow(now, at-now)
 	}
 	i := at & w.mask
+	if w.buckets[i] == nil && len(w.spare) > 0 {
+		w.buckets[i] = w.spare[len(w.spare)-1]
+		w.spare = w.spare[:len(w.spare)-1]
+	}
 	w.buckets[i] = append(w.buckets[i], x)
 }
 
@@ -281,13 +324,18 @@ func (w *wheel) take(t int64) []waiter {
 	return b
 }
 
-// giveBack returns a processed bucket's storage for reuse, unless it is
-// large (a herd of a million would otherwise pin its memory in many
-// buckets).
+// giveBack returns a processed bucket's storage for reuse: a small one
+// stays in its bucket, a large one goes to the spares (a few at most, so
+// that a herd of a million does not pin its memory in many buckets).
 func (w *wheel) giveBack(t int64, b []waiter) {
 	i := t & w.mask
-	if cap(b) <= 1<<16 && w.buckets[i] == nil {
-		w.buckets[i] = b[:0]
+	switch {
+	case cap(b) <= 1<<16:
+		if w.buckets[i] == nil {
+			w.buckets[i] = b[:0]
+		}
+	case len(w.spare) < 4:
+		w.spare = append(w.spare, b[:0])
 	}
 }
 

@@ -196,3 +196,23 @@ func TestReference(t *testing.T) {
 		}
 	}
 }
+
+// TestSituationShortcut checks that giving Tiers only the position (and
+// Fixed nothing) changes no result against the full Program.Situation.
+func TestSituationShortcut(t *testing.T) {
+	for _, sc := range []bench.Scenario{
+		{Users: 20000, Rates: bench.ConstantRate(50)},
+		{Users: 5000, Arrival: bench.Arrival{Over: 200 * time.Second}, Rates: bench.ConstantRate(20)},
+		{Users: 3000, Rates: bench.Schedule{{At: 0, Rate: 0}, {At: 30 * time.Second, Rate: 40}}},
+	} {
+		for _, p := range []bench.NamedPolicy{tiers, fixed(3 * time.Second)} {
+			fast := run(t, sc, p)
+			fullSituation = true
+			full := run(t, sc, p)
+			fullSituation = false
+			if fast.Polls != full.Polls || fast.NotifyDelayMs != full.NotifyDelayMs || !slices.Equal(fast.RpsSeries, full.RpsSeries) {
+				t.Errorf("%s, %s: shortcut %d polls, %+v; full %d, %+v", sc.Arrival, p.Name, fast.Polls, fast.NotifyDelayMs, full.Polls, full.NotifyDelayMs)
+			}
+		}
+	}
+}

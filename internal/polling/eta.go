@@ -23,7 +23,7 @@ type ETA struct {
 	Cap      time.Duration // longest delay: bounds how late a surprise speed-up is heard
 	Direct   time.Duration // waits up to this are slept through in one go
 	Lead     time.Duration // margin after the expected admission, plus up to Lead of jitter
-	Jitter   float64       // relative jitter of early polls, e.g. 0.05 for ±5 %
+	Jitter   float64       // relative jitter of early polls: they are shortened by up to 2×Jitter
 	Fallback Policy
 }
 
@@ -53,19 +53,14 @@ func (e ETA) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
 		d := s.Wait + e.Lead + uniform(e.Lead, rng)
 		return max(d, e.Floor)
 	}
-	d := time.Duration(float64(s.Wait) * e.Fraction)
+	d := min(max(time.Duration(float64(s.Wait)*e.Fraction), e.Floor), e.Cap)
+	// Jitter only shortens: a client never sleeps past the cap or past its
+	// share of the wait, and the many clients at the cap do not return in
+	// the same second.
 	if e.Jitter > 0 {
-		j := time.Duration(float64(d) * e.Jitter)
-		d += uniform(2*j, rng) - j
+		d -= uniform(time.Duration(2*e.Jitter*float64(d)), rng)
 	}
-	d = min(max(d, e.Floor), e.Cap)
-	// Never sleep past the point where the rest would fit in Direct: a long
-	// early sleep that lands inside the final window wastes nothing, one
-	// that overshoots the admission is late.
-	if rest := s.Wait - d; rest < 0 {
-		d = s.Wait
-	}
-	return d.Truncate(time.Millisecond)
+	return max(min(d, s.Wait), e.Floor).Truncate(time.Millisecond)
 }
 
 // uniform returns a uniform duration in [0, max] at millisecond resolution.

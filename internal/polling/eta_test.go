@@ -21,8 +21,8 @@ func TestETA(t *testing.T) {
 		{"NearJustAfterAdmission", polling.Situation{Position: 30, RatePerSecond: 10, Wait: 3 * time.Second}, 3100 * time.Millisecond, 3200 * time.Millisecond},
 		{"EdgeOfDirect", polling.Situation{Position: 200, RatePerSecond: 10, Wait: 20 * time.Second}, 20100 * time.Millisecond, 20200 * time.Millisecond},
 		{"TinyWaitKeepsFloor", polling.Situation{Position: 1, RatePerSecond: 100, Wait: 5 * time.Millisecond}, time.Second, time.Second},
-		{"FarAFraction", polling.Situation{Position: 1000, RatePerSecond: 10, Wait: 100 * time.Second}, 85500 * time.Millisecond, 94500 * time.Millisecond},
-		{"VeryFarCapped", polling.Situation{Position: 1e6, RatePerSecond: 10, Wait: 1e5 * time.Second}, 5 * time.Minute, 5 * time.Minute},
+		{"FarAFraction", polling.Situation{Position: 1000, RatePerSecond: 10, Wait: 100 * time.Second}, 81 * time.Second, 90 * time.Second},
+		{"VeryFarCappedAndSpread", polling.Situation{Position: 1e6, RatePerSecond: 10, Wait: 1e5 * time.Second}, 270 * time.Second, 5 * time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,5 +78,17 @@ func TestParseETA(t *testing.T) {
 		if err == nil && !tt.check(e) {
 			t.Errorf("ParseETA(%q) = %+v", tt.spec, e)
 		}
+	}
+}
+
+// TestETASpreadsTheCap: clients far back do not all come back at the cap.
+func TestETASpreadsTheCap(t *testing.T) {
+	eta := polling.DefaultETA()
+	seen := map[time.Duration]bool{}
+	for range 1000 {
+		seen[eta.RetryAfter(polling.Situation{Position: 1e6, RatePerSecond: 10, Wait: time.Hour}, nil)/time.Second] = true
+	}
+	if len(seen) < 20 {
+		t.Errorf("1,000 clients at the cap come back in only %d distinct seconds", len(seen))
 	}
 }

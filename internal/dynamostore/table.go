@@ -4,76 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
-
-// Retry policy of the clients NewClient builds. Every request of the poll
-// path is one or two small reads that DynamoDB answers in milliseconds; a
-// client must answer well inside the Lambda timeout and API Gateway's 30 s,
-// and a client that is told to retry later is cheaper than one held while
-// the SDK backs off for seconds (its default: up to 20 s between attempts).
-// So: three attempts, at most 200 ms apart, then the error goes up and the
-// service answers 503 with a Retry-After.
-const (
-	retryMaxAttempts = 3
-	retryMaxBackoff  = 200 * time.Millisecond
-)
-
-// NewClient returns a DynamoDB client configured from the environment (the
-// Lambda role, AWS_REGION, ...) with the retry policy above. Build it once
-// per cold start and share it.
-//
-// A non-empty endpoint (e.g. "http://127.0.0.1:8000") points the client at
-// a DynamoDB-compatible server instead of AWS; then, for lack of anything
-// better in the environment, the region defaults to us-east-1 and the
-// credentials to static dummy ones, which local servers accept.
-func NewClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
-	opts := []func(*config.LoadOptions) error{
-		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = retryMaxAttempts
-				o.MaxBackoff = retryMaxBackoff
-			})
-		}),
-	}
-	if endpoint != "" && !credentialsInEnv() {
-		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("dynamostore: load AWS config: %w", err)
-	}
-	if endpoint != "" && cfg.Region == "" {
-		cfg.Region = "us-east-1"
-	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	}), nil
-}
-
-// credentialsInEnv reports whether the environment names credentials
-// (keys, a profile, a web identity) that a local endpoint should get rather
-// than dummy ones. Checking the variables avoids resolving the default
-// chain, which outside AWS waits for the instance metadata service to time
-// out.
-func credentialsInEnv() bool {
-	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
-		if os.Getenv(v) != "" {
-			return true
-		}
-	}
-	return false
-}
 
 // CreateTable creates table with the key schema the Store expects (pk and
 // sk, strings), on-demand billing, waits until it is ACTIVE and enables TTL

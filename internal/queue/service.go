@@ -102,12 +102,27 @@ func (s *Service) Enter(ctx context.Context, programID, existing string) (v View
 		IssuedAt:  now.Truncate(time.Millisecond),
 		ExpiresAt: now.Add(waitingTokenRetention),
 	}
-	if err := s.store.PutToken(ctx, t); err != nil {
+	if err := s.putToken(ctx, t); err != nil {
 		// The ticket is lost: a gap the serving counter passes over.
 		return View{}, false, storeError("put token", err)
 	}
 	v, err = s.view(ctx, p, t, now)
 	return v, true, err
+}
+
+// putToken stores the new token t. A conflict on a fresh 128-bit random id
+// can only be this very write, applied by an earlier attempt whose answer
+// was lost (the SDK retries a write that timed out or whose connection
+// dropped): then the token is stored, and the enter succeeded.
+func (s *Service) putToken(ctx context.Context, t Token) error {
+	err := s.store.PutToken(ctx, t)
+	if !errors.Is(err, ErrConflict) {
+		return err
+	}
+	if got, gerr := s.store.GetToken(ctx, t.ID); gerr == nil && got.ProgramID == t.ProgramID && got.Ticket == t.Ticket {
+		return nil
+	}
+	return err
 }
 
 // Poll answers where token tokenID stands in programID's queue. A token of

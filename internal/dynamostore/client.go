@@ -1,0 +1,183 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// The client's time budget. A request must end in the handler's own answer
+// (a JSON 503 with Retry-After when the table misbehaves) before Lambda
+// kills the invocation at its timeout (template.yaml: Timeout 5 s), which
+// API Gateway would turn into a bare error. Every call the store makes is a
+// small read or write that DynamoDB answers in milliseconds, so:
+//
+//   - an attempt that has not been answered in DefaultAttemptTimeout (1 s)
+//     is abandoned and retried on a fresh connection: a hung connection
+//     costs a second, not the invocation;
+//   - DefaultMaxAttempts (3) attempts per call, at most DefaultMaxBackoff
+//     (200 ms) apart; the SDK's default would wait up to 20 s between
+//     attempts, throttling errors included;
+//   - so one call, failing or not, takes at most 3 × 1 s + 2 × 0.2 s =
+//     3.4 s, inside the 5 s;
+//   - a request makes several calls (an enter up to four), so the budget
+//     that holds them is the invocation's deadline, which the Lambda
+//     runtime puts on the context: every call gives up DefaultDeadlineReserve
+//     (500 ms) before it, leaving the handler time to answer 503. A store
+//     that is down, throttled or slow therefore costs a request at most
+//     4.5 s and always ends in a 503.
+//
+// The SDK's retry quota is kept (a token bucket of 500 per client, 14 per
+// retry, 5 per throttled retry, refunded by successes): when the table is
+// down for good an instance stops retrying and answers 503 at once, rather
+// than tripling the load on a table that is already failing.
+const (
+	DefaultMaxAttempts     = 3
+	DefaultMaxBackoff      = 200 * time.Millisecond
+	DefaultAttemptTimeout  = time.Second
+	DefaultDeadlineReserve = 500 * time.Millisecond
+	// retryBaseDelay is the first backoff of a non-throttling error
+	// (DynamoDB's own default); throttling errors start from 1 s, which
+	// DefaultMaxBackoff caps. Each delay is drawn uniformly below its cap.
+	retryBaseDelay = 25 * time.Millisecond
+)
+
+// ClientOptions configures NewClientWithOptions. Zero fields take the
+// defaults above.
+type ClientOptions struct {
+	// Endpoint, if set, points the client at a DynamoDB-compatible server
+	// instead of AWS (see NewClient).
+	Endpoint string
+	// Transport, if set, carries the HTTP requests instead of the SDK's
+	// default transport: tests put internal/faultinject here.
+	Transport http.RoundTripper
+	// MaxAttempts is how many times one call is tried.
+	MaxAttempts int
+	// MaxBackoff caps the delay between two attempts.
+	MaxBackoff time.Duration
+	// AttemptTimeout bounds one attempt, from dialling to reading the
+	// answer's last byte.
+	AttemptTimeout time.Duration
+	// DeadlineReserve: a call whose context has a deadline gives up this
+	// long before it (at most a quarter of the time left), so that the
+	// caller still has time to answer.
+	DeadlineReserve time.Duration
+}
+
+func (o ClientOptions) withDefaults() ClientOptions {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.AttemptTimeout <= 0 {
+		o.AttemptTimeout = DefaultAttemptTimeout
+	}
+	if o.DeadlineReserve <= 0 {
+		o.DeadlineReserve = DefaultDeadlineReserve
+	}
+	return o
+}
+
+// MaxCallDuration is the longest one call of a client with these options
+// can take when its context has no deadline: every attempt timing out, with
+// the longest backoff between them.
+func (o ClientOptions) MaxCallDuration() time.Duration {
+	o = o.withDefaults()
+	return time.Duration(o.MaxAttempts)*o.AttemptTimeout + time.Duration(o.MaxAttempts-1)*o.MaxBackoff
+}
+
+// NewClient returns a DynamoDB client configured from the environment (the
+// Lambda role, AWS_REGION, ...) with the default time budget above. Build it
+// once per cold start and share it.
+//
+// A non-empty endpoint (e.g. "http://127.0.0.1:8000") points the client at
+// a DynamoDB-compatible server instead of AWS; then, for lack of anything
+// better in the environment, the region defaults to us-east-1 and the
+// credentials to static dummy ones, which local servers accept.
+func NewClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
+	return NewClientWithOptions(ctx, ClientOptions{Endpoint: endpoint})
+}
+
+// NewClientWithOptions is NewClient with the retry policy, the timeouts and
+// the transport chosen by o.
+func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Client, error) {
+	o = o.withDefaults()
+	opts := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(so *retry.StandardOptions) {
+				so.MaxAttempts = o.MaxAttempts
+				so.MaxBackoff = o.MaxBackoff
+				so.BaseDelay = retryBaseDelay
+			})
+		}),
+	}
+	if o.Transport == nil {
+		// The SDK's own transport (dial and TLS timeouts tuned per
+		// service, AWS_CA_BUNDLE applied), with the per-attempt timeout on
+		// top.
+		opts = append(opts, config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(o.AttemptTimeout)))
+	}
+	if o.Endpoint != "" && !credentialsInEnv() {
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("dynamostore: load AWS config: %w", err)
+	}
+	if o.Endpoint != "" && cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	return dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
+		if o.Endpoint != "" {
+			do.BaseEndpoint = aws.String(o.Endpoint)
+		}
+		if o.Transport != nil {
+			do.HTTPClient = &http.Client{Transport: o.Transport, Timeout: o.AttemptTimeout}
+		}
+		do.APIOptions = append(do.APIOptions, reserveBeforeDeadline(o.DeadlineReserve))
+	}), nil
+}
+
+// reserveBeforeDeadline makes every call, retries and backoff included,
+// give up reserve (at most a quarter of the time left) before its context's
+// deadline.
+func reserveBeforeDeadline(reserve time.Duration) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("DeadlineReserve",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if deadline, ok := ctx.Deadline(); ok {
+					r := min(reserve, time.Until(deadline)/4)
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithDeadline(ctx, deadline.Add(-r))
+					defer cancel()
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	}
+}
+
+// credentialsInEnv reports whether the environment names credentials
+// (keys, a profile, a web identity) that a local endpoint should get rather
+// than dummy ones. Checking the variables avoids resolving the default
+// chain, which outside AWS waits for the instance metadata service to time
+// out.
+func credentialsInEnv() bool {
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		if os.Getenv(v) != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,382 @@
+package dynamostore_test
+
+// The queue's invariants under concurrency, against the DynamoDB API server:
+// people entering, polling, refreshing and leaving while an admin admits,
+// pauses, resumes and changes the rate, on one function instance and on two
+// that share the table, each with its own program cache.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/dynamotest"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// Sizes: the test server takes about 75 writes a second; 8 people for a few
+// seconds make a few hundred tokens and a couple of thousand calls, enough
+// to interleave every kind of call with every other.
+const (
+	concurrencyWorkers     = 8
+	concurrencyDuration    = 5 * time.Second
+	initialTokensPerWorker = 6
+	maxTokensPerWorker     = 40
+	concurrencyProgram     = "rush"
+)
+
+// observation is what one call told about one token.
+type observation struct {
+	seq      int // per worker, in the order the calls ended
+	instance int
+	op       string // enter, refresh, poll, leave, sweep
+	status   queue.Status
+	position int64 // WAITING only
+}
+
+func (o observation) String() string {
+	s := fmt.Sprintf("#%d %s@%d %s", o.seq, o.op, o.instance, o.status)
+	if o.status == queue.StatusWaiting {
+		s += fmt.Sprintf(" pos %d", o.position)
+	}
+	return s
+}
+
+// history is every observation of one token, in order: each token belongs
+// to one worker, whose calls are sequential.
+type history struct {
+	id          string
+	obs         []observation
+	leaveFailed bool // a leave answered with an error: the token may or may not have left
+}
+
+func (h *history) last() observation { return h.obs[len(h.obs)-1] }
+
+// allowedMoves are the status changes a token may show between two
+// observations (a status may also repeat).
+var allowedMoves = map[[2]queue.Status]bool{
+	{queue.StatusWaiting, queue.StatusAdmitted}: true,
+	{queue.StatusWaiting, queue.StatusLeft}:     true,
+	{queue.StatusAdmitted, queue.StatusExpired}: true,
+}
+
+// tally counts the calls' outcomes that are not observations.
+type tally struct {
+	calls, unavailable, busy atomic.Int64
+}
+
+func TestConcurrency(t *testing.T) {
+	t.Run("OneInstance", func(t *testing.T) { testConcurrency(t, 1) })
+	t.Run("TwoInstances", func(t *testing.T) { testConcurrency(t, 2) })
+}
+
+func testConcurrency(t *testing.T, instances int) {
+	endpoint := dynamotest.Endpoint(t)
+	var (
+		table  string
+		client *dynamodb.Client
+	)
+	// The service clock is the real one, shifted at the end to let the
+	// admission windows run out.
+	var shift atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
+	svcs := make([]*queue.Service, instances)
+	for i := range svcs {
+		// One client per instance, as each Lambda instance has its own.
+		c, err := dynamostore.NewClient(t.Context(), endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			client, table = c, dynamotest.NewTable(t, c)
+		}
+		svcs[i] = queue.NewService(dynamostore.New(c, table), polling.DefaultTiers(),
+			queue.WithProgramCache(time.Second), queue.WithClock(clock))
+	}
+	rate, paused := 4.0, false
+	if _, _, err := svcs[0].PutProgram(t.Context(), concurrencyProgram, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		tl        tally
+		mu        sync.Mutex
+		histories []*history
+		counters  []queue.Counters
+		failures  []string
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, fmt.Sprintf(format, args...))
+	}
+	// unexpected sorts a call's error: store faults and BUSY are counted,
+	// anything else is a failure.
+	unexpected := func(what string, err error) bool {
+		var qe *queue.Error
+		switch {
+		case errors.As(err, &qe) && qe.Code == queue.CodeBusy:
+			tl.busy.Add(1)
+		case errors.As(err, &qe) && qe.Kind == queue.KindUnavailable:
+			tl.unavailable.Add(1)
+		default:
+			fail("%s: %v", what, err)
+			return true
+		}
+		return false
+	}
+	// call runs one request with a Lambda-like deadline.
+	call := func(f func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		tl.calls.Add(1)
+		return f(ctx)
+	}
+
+	deadline := time.Now().Add(concurrencyDuration)
+	var wg sync.WaitGroup
+	for w := range concurrencyWorkers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(instances), uint64(w)))
+			var mine []*history
+			var focus *history
+			seq := 0
+			observe := func(h *history, instance int, op string, v queue.View) {
+				seq++
+				h.obs = append(h.obs, observation{seq: seq, instance: instance, op: op, status: v.Status, position: v.Position})
+			}
+			for time.Now().Before(deadline) {
+				in := rng.IntN(instances)
+				svc := svcs[in]
+				r := rng.Float64()
+				switch {
+				// A crowd arrives first; then mostly polls, as in a real
+				// queue, so that the instances' program caches age between
+				// enters (each enter refreshes its instance's cache).
+				case len(mine) < initialTokensPerWorker || r < 0.08 && len(mine) < maxTokensPerWorker:
+					var v queue.View
+					err := call(func(ctx context.Context) (err error) { v, _, err = svc.Enter(ctx, concurrencyProgram, ""); return })
+					if err != nil {
+						unexpected("enter", err)
+						continue
+					}
+					h := &history{id: v.TokenID}
+					observe(h, in, "enter", v)
+					mine = append(mine, h)
+				case r < 0.12:
+					h := mine[rng.IntN(len(mine))]
+					if h.leaveFailed || h.last().status == queue.StatusLeft {
+						continue
+					}
+					var v queue.View
+					var created bool
+					err := call(func(ctx context.Context) (err error) {
+						v, created, err = svc.Enter(ctx, concurrencyProgram, h.id)
+						return
+					})
+					switch {
+					case err != nil:
+						unexpected("refresh", err)
+					case created:
+						fail("refresh of %s (last %v) got a new token: a still valid token lost its place", h.id, h.last())
+					default:
+						observe(h, in, "refresh", v)
+					}
+				case r < 0.18:
+					// Mostly people still waiting leave; now and then one
+					// who was admitted meanwhile tries.
+					h := mine[rng.IntN(len(mine))]
+					for range 3 {
+						if h.last().status == queue.StatusWaiting {
+							break
+						}
+						h = mine[rng.IntN(len(mine))]
+					}
+					err := call(func(ctx context.Context) error { return svc.Leave(ctx, concurrencyProgram, h.id) })
+					var qe *queue.Error
+					switch {
+					case err == nil:
+						observe(h, in, "leave", queue.View{Status: queue.StatusLeft})
+					case errors.As(err, &qe) && qe.Code == queue.CodeAlreadyAdmitted:
+						observe(h, in, "leave", queue.View{Status: queue.StatusAdmitted})
+					default:
+						h.leaveFailed = true
+						unexpected("leave", err)
+					}
+				default:
+					// People poll their own token again and again (through
+					// whichever instance), and now and then another one's.
+					if focus == nil || focus.last().status == queue.StatusLeft || rng.IntN(4) == 0 {
+						focus = mine[rng.IntN(len(mine))]
+					}
+					h := focus
+					var v queue.View
+					err := call(func(ctx context.Context) (err error) { v, err = svc.Poll(ctx, concurrencyProgram, h.id); return })
+					if err != nil {
+						unexpected("poll", err)
+						continue
+					}
+					observe(h, in, "poll", v)
+				}
+			}
+			mu.Lock()
+			histories = append(histories, mine...)
+			mu.Unlock()
+		})
+	}
+	// The admin: every 400 ms a change or an admission, through a random
+	// instance (the admin function is yet another one; what matters is
+	// that the others learn of it only through the table).
+	wg.Go(func() {
+		rng := rand.New(rand.NewPCG(uint64(instances), 99))
+		for time.Now().Before(deadline) {
+			time.Sleep(400 * time.Millisecond)
+			svc := svcs[rng.IntN(instances)]
+			var c queue.Counters
+			var err error
+			var what string
+			switch op := rng.IntN(5); op {
+			case 0, 1:
+				n := int64(1 + rng.IntN(8))
+				what = fmt.Sprintf("admit %d", n)
+				err = call(func(ctx context.Context) (err error) { c, err = svc.Admit(ctx, concurrencyProgram, n); return })
+			case 2:
+				p := rng.IntN(2) == 0
+				what = fmt.Sprintf("paused=%v", p)
+				err = call(func(ctx context.Context) (err error) {
+					c, _, err = svc.PutProgram(ctx, concurrencyProgram, queue.Settings{Paused: &p})
+					return
+				})
+			case 3:
+				r := []float64{2, 4, 8}[rng.IntN(3)]
+				what = fmt.Sprintf("rate=%g", r)
+				err = call(func(ctx context.Context) (err error) {
+					c, _, err = svc.PutProgram(ctx, concurrencyProgram, queue.Settings{AdmissionRatePerSecond: &r})
+					return
+				})
+			default:
+				what = "read"
+				err = call(func(ctx context.Context) (err error) { c, err = svc.Program(ctx, concurrencyProgram); return })
+			}
+			if err != nil {
+				unexpected(what, err)
+				continue
+			}
+			mu.Lock()
+			counters = append(counters, c)
+			mu.Unlock()
+		}
+	})
+	wg.Wait()
+
+	// The sweep: pause, let the pause and every admission window run out,
+	// and read every token once more. Admitted tokens now read EXPIRED,
+	// waiting ones stay WAITING behind the paused counter.
+	sweepStart := time.Now()
+	ctx := t.Context()
+	paused = true
+	if _, _, err := svcs[0].PutProgram(ctx, concurrencyProgram, queue.Settings{Paused: &paused}); err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	shift.Store(int64(queue.DefaultAdmissionWindow + time.Minute))
+	final, err := svcs[0].Program(ctx, concurrencyProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counters = append(counters, final)
+	var sweep sync.WaitGroup
+	next := atomic.Int64{}
+	for range 4 {
+		sweep.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(histories); i = int(next.Add(1) - 1) {
+				h := histories[i]
+				in := i % instances
+				v, err := svcs[in].Poll(ctx, concurrencyProgram, h.id)
+				if err != nil {
+					fail("sweep poll of %s: %v", h.id, err)
+					continue
+				}
+				h.obs = append(h.obs, observation{seq: 1 << 30, instance: in, op: "sweep", status: v.Status, position: v.Position})
+			}
+		})
+	}
+	sweep.Wait()
+
+	// The checks.
+	for _, f := range failures {
+		t.Error(f)
+	}
+	for _, c := range counters {
+		if c.Admitted > c.Issued || c.Admitted < 0 || c.Waiting != c.Issued-c.Admitted {
+			t.Errorf("counters %+v: admitted above issued", c)
+		}
+	}
+	moves := map[string]int{}
+	for _, h := range histories {
+		for i := 1; i < len(h.obs); i++ {
+			prev, cur := h.obs[i-1], h.obs[i]
+			if prev.status != cur.status {
+				moves[string(prev.status)+"→"+string(cur.status)]++
+				if !allowedMoves[[2]queue.Status{prev.status, cur.status}] {
+					t.Errorf("token %s: status %s → %s\n%s", h.id, prev.status, cur.status, h)
+				}
+			}
+			if prev.status == queue.StatusWaiting && cur.status == queue.StatusWaiting && cur.position > prev.position {
+				t.Errorf("token %s: position %d → %d\n%s", h.id, prev.position, cur.position, h)
+			}
+		}
+		if n := len(h.obs); n > 1 && h.obs[n-2].status == queue.StatusAdmitted && h.obs[n-1].status != queue.StatusExpired {
+			t.Errorf("token %s: not EXPIRED after its admission window\n%s", h.id, h)
+		}
+	}
+	t.Logf("%d instance(s): %d calls, %d tokens, %d store faults, %d BUSY; status moves %v; final %d issued, %d admitted; sweep %v",
+		instances, tl.calls.Load(), len(histories), tl.unavailable.Load(), tl.busy.Load(), moves,
+		final.Issued, final.Admitted, time.Since(sweepStart).Round(time.Millisecond))
+	if tl.unavailable.Load() > tl.calls.Load()/20 {
+		t.Errorf("%d of %d calls failed with a store fault", tl.unavailable.Load(), tl.calls.Load())
+	}
+	if len(histories) < concurrencyWorkers || moves["WAITING→ADMITTED"] == 0 || moves["WAITING→LEFT"] == 0 {
+		t.Errorf("the run did not exercise the queue: %d tokens, moves %v", len(histories), moves)
+	}
+
+	// The tokens as stored: one ticket each, none beyond the counter, and
+	// what every token was told agrees with its ticket.
+	stored := scanTokens(t, client, table)
+	checkTicketsUnique(t, stored)
+	for _, h := range histories {
+		st, ok := stored[h.id]
+		switch {
+		case !ok:
+			t.Errorf("token %s was answered but is not stored", h.id)
+			continue
+		case st.ticket < 1 || st.ticket > final.Issued:
+			t.Errorf("token %s: ticket %d outside 1..%d", h.id, st.ticket, final.Issued)
+		}
+		for _, o := range h.obs {
+			switch {
+			case (o.status == queue.StatusAdmitted || o.status == queue.StatusExpired) && st.ticket > final.Admitted:
+				t.Errorf("token %s: ticket %d seen %s but the counter is at %d\n%s", h.id, st.ticket, o.status, final.Admitted, h)
+			case o.op == "sweep" && o.status == queue.StatusWaiting && o.position != st.ticket-final.Admitted:
+				t.Errorf("token %s: ticket %d at position %d, want %d\n%s", h.id, st.ticket, o.position, st.ticket-final.Admitted, h)
+			}
+		}
+	}
+}
+
+func (h *history) String() string {
+	var b strings.Builder
+	for _, o := range h.obs {
+		b.WriteString("\t" + o.String() + "\n")
+	}
+	return b.String()
+}

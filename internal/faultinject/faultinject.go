@@ -1,0 +1,307 @@
+// Package faultinject is an http.RoundTripper that stands between the AWS
+// SDK and a DynamoDB API server in tests and makes the server misbehave the
+// way a real table does under stress: throttling, internal errors, slow
+// answers and dropped connections. A plan of Rules chooses the faults by
+// operation (the X-Amz-Target header: "DynamoDB_20120810.UpdateItem" is
+// "UpdateItem"), by the request body, by call count or at random with a
+// seeded generator, so that a failing test fails the same way again.
+//
+// Use it as the SDK client's transport:
+//
+//	ft := faultinject.New(nil, 1)
+//	client, _ := dynamostore.NewClientWithOptions(ctx, dynamostore.ClientOptions{Endpoint: url, Transport: ft})
+//	ft.SetRules(faultinject.Rule{Op: "UpdateItem", Count: 1, Action: faultinject.ThroughputExceeded})
+package faultinject
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Action is what a Rule does to a request it applies to.
+type Action int
+
+// Actions. The error answers are shaped as DynamoDB's (JSON 1.0, __type and
+// message, X-Amz-Crc32), so the SDK classifies them as it would the real
+// ones: the two throttling errors and the 500 are retried.
+const (
+	// Pass forwards the request unchanged; with a Delay it is a slow
+	// answer: the server applies the request, the answer comes late.
+	Pass Action = iota
+	// ThroughputExceeded answers 400 ProvisionedThroughputExceededException
+	// without forwarding the request.
+	ThroughputExceeded
+	// Throttling answers 400 ThrottlingException without forwarding.
+	Throttling
+	// InternalServerError answers 500 InternalServerError without
+	// forwarding.
+	InternalServerError
+	// Drop fails the request with a connection reset before it reaches the
+	// server: nothing is applied.
+	Drop
+	// DropResponse forwards the request, lets the server apply it, then
+	// fails it with a connection reset: the caller cannot know it
+	// succeeded.
+	DropResponse
+	// Hold holds the request for Delay before forwarding it: it reaches the
+	// server late, and is applied then (unless the request's context ends
+	// first: then it is not forwarded at all).
+	Hold
+)
+
+var actionNames = [...]string{"Pass", "ThroughputExceeded", "Throttling", "InternalServerError", "Drop", "DropResponse", "Hold"}
+
+func (a Action) String() string {
+	if a >= 0 && int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return "Action(" + strconv.Itoa(int(a)) + ")"
+}
+
+// Rule selects requests and the fault to inject into them. A request is
+// matched by Op and BodyContains; of the requests a rule matches, the first
+// Skip pass, the next Count are faulted (every later one when Count is 0),
+// each with Probability.
+type Rule struct {
+	// Op is the operation name, e.g. "UpdateItem"; "" matches every
+	// operation.
+	Op string
+	// BodyContains, if set, matches only requests whose JSON body contains
+	// it, e.g. "#issued" for the ticket counter's UpdateItem.
+	BodyContains string
+	// Skip lets the first Skip matching requests through untouched.
+	Skip int
+	// Count is how many matching requests (after Skip) are faulted; 0 means
+	// all of them.
+	Count int
+	// Probability, if in (0, 1), faults an eligible request only with
+	// this probability, drawn from the Transport's seeded generator;
+	// 0 means always. A request the draw spares still counts toward Count.
+	Probability float64
+	// Action is the fault.
+	Action Action
+	// Delay holds the request this long before the fault: after the server
+	// answered for Pass and DropResponse, before forwarding for Hold, before
+	// answering for the others.
+	// If the request's context ends first (the SDK's per-attempt timeout,
+	// the caller's deadline), RoundTrip returns the context's error at once,
+	// as a real transport does.
+	Delay time.Duration
+}
+
+// ErrConnectionReset is the error Drop and DropResponse fail a request
+// with: what a real connection reset looks like to an http.Transport user,
+// so the SDK retries it as it would the real one.
+var ErrConnectionReset error = &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+
+// Transport is an http.RoundTripper that injects faults into the requests it
+// forwards to Base. It is safe for concurrent use; the plan can be changed
+// while requests are in flight.
+type Transport struct {
+	base http.RoundTripper
+
+	mu      sync.Mutex
+	rng     *rand.Rand
+	rules   []Rule
+	matched []int // per rule: requests matched since SetRules
+	calls   map[string]int
+	faults  map[string]int
+}
+
+// New returns a Transport forwarding to base (http.DefaultTransport if nil)
+// with an empty plan: every request passes. seed seeds the generator of
+// Probability rules.
+func New(base http.RoundTripper, seed uint64) *Transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &Transport{
+		base:   base,
+		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		calls:  make(map[string]int),
+		faults: make(map[string]int),
+	}
+}
+
+// SetRules replaces the plan and resets the counts; with no rules every
+// request passes. The first rule that faults a request wins; every rule
+// counts the requests it matches, faulted or not.
+func (t *Transport) SetRules(rules ...Rule) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rules = append([]Rule(nil), rules...)
+	t.matched = make([]int, len(rules))
+	clear(t.calls)
+	clear(t.faults)
+}
+
+// Calls returns how many requests for op ("" for all) the Transport has
+// seen since the last SetRules, faulted or not.
+func (t *Transport) Calls(op string) int { return t.count(t.calls, op) }
+
+// Faults returns how many requests for op ("" for all) were faulted since
+// the last SetRules.
+func (t *Transport) Faults(op string) int { return t.count(t.faults, op) }
+
+func (t *Transport) count(m map[string]int, op string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if op != "" {
+		return m[op]
+	}
+	n := 0
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+// Operation returns the DynamoDB operation a request calls, from its
+// X-Amz-Target header ("DynamoDB_20120810.GetItem" gives "GetItem"), or ""
+// if it has none.
+func Operation(req *http.Request) string {
+	target := req.Header.Get("X-Amz-Target")
+	if i := strings.LastIndexByte(target, '.'); i >= 0 {
+		return target[i+1:]
+	}
+	return target
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	op := Operation(req)
+	var body []byte
+	if req.Body != nil {
+		var err error
+		body, err = io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		// A RoundTripper must not modify the request: forward a copy
+		// carrying the bytes just read.
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	rule, faulted := t.choose(op, body)
+	if !faulted {
+		return t.base.RoundTrip(req)
+	}
+	ctx := req.Context()
+	switch rule.Action {
+	case Pass, DropResponse:
+		resp, err := t.base.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		if err := sleep(ctx, rule.Delay); err != nil {
+			discard(resp)
+			return nil, err
+		}
+		if rule.Action == DropResponse {
+			discard(resp)
+			return nil, ErrConnectionReset
+		}
+		return resp, nil
+	}
+	if err := sleep(ctx, rule.Delay); err != nil {
+		return nil, err
+	}
+	switch rule.Action {
+	case Hold:
+		return t.base.RoundTrip(req)
+	case ThroughputExceeded:
+		return errorResponse(req, http.StatusBadRequest, "ProvisionedThroughputExceededException",
+			"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."), nil
+	case Throttling:
+		return errorResponse(req, http.StatusBadRequest, "ThrottlingException", "Rate of requests exceeds the allowed throughput."), nil
+	case InternalServerError:
+		return errorResponse(req, http.StatusInternalServerError, "InternalServerError", "Internal server error"), nil
+	case Drop:
+		return nil, ErrConnectionReset
+	}
+	return nil, fmt.Errorf("faultinject: unknown action %v", rule.Action)
+}
+
+// choose counts the request and returns the rule that faults it, if any.
+func (t *Transport) choose(op string, body []byte) (Rule, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.calls[op]++
+	var chosen Rule
+	faulted := false
+	for i, r := range t.rules {
+		if r.Op != "" && r.Op != op || r.BodyContains != "" && !bytes.Contains(body, []byte(r.BodyContains)) {
+			continue
+		}
+		t.matched[i]++
+		n := t.matched[i] - r.Skip // 1-based among the eligible
+		if faulted || n < 1 || r.Count > 0 && n > r.Count {
+			continue
+		}
+		if r.Probability > 0 && r.Probability < 1 && t.rng.Float64() >= r.Probability {
+			continue
+		}
+		chosen, faulted = r, true
+	}
+	if faulted {
+		t.faults[op]++
+	}
+	return chosen, faulted
+}
+
+// sleep waits d or until ctx ends, whichever is first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// discard reads and closes a response the caller will not see, so that its
+// connection goes back to the pool.
+func discard(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// errorResponse is a DynamoDB error answer.
+func errorResponse(req *http.Request, status int, code, message string) *http.Response {
+	body := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q}`, code, message)
+	h := make(http.Header)
+	h.Set("Content-Type", "application/x-amz-json-1.0")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Amzn-Requestid", "FAULTINJECT")
+	h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10))
+	return &http.Response{
+		Status:        strconv.Itoa(status) + " " + http.StatusText(status),
+		StatusCode:    status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}
+}

@@ -1,0 +1,287 @@
+package faultinject_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/example/waitingroom/internal/faultinject"
+)
+
+// fakeDynamo answers every request with an empty JSON object (a GetItem
+// that found nothing, an UpdateItem with no return values) and counts the
+// requests per operation that reached it.
+type fakeDynamo struct {
+	get, update atomic.Int32
+}
+
+func (f *fakeDynamo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch faultinject.Operation(r) {
+	case "GetItem":
+		f.get.Add(1)
+	case "UpdateItem":
+		f.update.Add(1)
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	_, _ = w.Write([]byte("{}"))
+}
+
+// newClient returns an SDK client that reaches a fakeDynamo through a
+// fault-injecting Transport, trying each call once: these tests look at
+// what one attempt sees.
+func newClient(t *testing.T) (*dynamodb.Client, *faultinject.Transport, *fakeDynamo) {
+	t.Helper()
+	fake := &fakeDynamo{}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	ft := faultinject.New(nil, 7)
+	client := dynamodb.New(dynamodb.Options{
+		Region:           "us-east-1",
+		BaseEndpoint:     aws.String(srv.URL),
+		Credentials:      credentials.NewStaticCredentialsProvider("k", "s", ""),
+		HTTPClient:       &http.Client{Transport: ft},
+		RetryMaxAttempts: 1,
+	})
+	return client, ft, fake
+}
+
+func getItem(ctx context.Context, c *dynamodb.Client) error {
+	_, err := c.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String("t"),
+		Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}},
+	})
+	return err
+}
+
+func updateItem(ctx context.Context, c *dynamodb.Client, expr string) error {
+	_, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String("t"),
+		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}},
+		UpdateExpression:          aws.String(expr),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+	})
+	return err
+}
+
+// retryable is how the SDK's standard retryer classifies err.
+func retryable(err error) bool {
+	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err).Bool()
+}
+
+func throttle(err error) bool {
+	return retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err).Bool()
+}
+
+func TestOperation(t *testing.T) {
+	req := httptest.NewRequest("POST", "/", nil)
+	if got := faultinject.Operation(req); got != "" {
+		t.Errorf("no header: %q", got)
+	}
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.UpdateItem")
+	if got, want := faultinject.Operation(req), "UpdateItem"; got != want {
+		t.Errorf("Operation = %q, want %q", got, want)
+	}
+}
+
+// The error answers are DynamoDB's as the SDK sees them: the modelled error
+// types and codes, retryable, and the throttling ones classified as
+// throttling (which sets the backoff's base).
+func TestErrorAnswers(t *testing.T) {
+	tests := []struct {
+		action   faultinject.Action
+		code     string
+		throttle bool
+		check    func(error) bool
+	}{
+		{faultinject.ThroughputExceeded, "ProvisionedThroughputExceededException", true,
+			func(err error) bool { var e *types.ProvisionedThroughputExceededException; return errors.As(err, &e) }},
+		{faultinject.Throttling, "ThrottlingException", true,
+			func(err error) bool { var e *types.ThrottlingException; return errors.As(err, &e) }},
+		{faultinject.InternalServerError, "InternalServerError", false,
+			func(err error) bool { var e *types.InternalServerError; return errors.As(err, &e) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.action.String(), func(t *testing.T) {
+			client, ft, fake := newClient(t)
+			ft.SetRules(faultinject.Rule{Action: tt.action})
+			err := getItem(t.Context(), client)
+			var apiErr smithy.APIError
+			if !errors.As(err, &apiErr) || apiErr.ErrorCode() != tt.code || !tt.check(err) {
+				t.Fatalf("err = %v, want API error %s of its modelled type", err, tt.code)
+			}
+			if !retryable(err) {
+				t.Errorf("the SDK would not retry %v", err)
+			}
+			if got := throttle(err); got != tt.throttle {
+				t.Errorf("throttle = %v, want %v", got, tt.throttle)
+			}
+			if n := fake.get.Load(); n != 0 {
+				t.Errorf("the server saw %d requests, want 0: an error answer is not forwarded", n)
+			}
+			if got := ft.Faults("GetItem"); got != 1 {
+				t.Errorf("Faults = %d, want 1", got)
+			}
+		})
+	}
+}
+
+func TestDrop(t *testing.T) {
+	for _, tt := range []struct {
+		action  faultinject.Action
+		reached int32 // requests the server saw
+	}{
+		{faultinject.Drop, 0},
+		{faultinject.DropResponse, 1},
+	} {
+		t.Run(tt.action.String(), func(t *testing.T) {
+			client, ft, fake := newClient(t)
+			ft.SetRules(faultinject.Rule{Op: "UpdateItem", Action: tt.action})
+			err := updateItem(t.Context(), client, "ADD n :one")
+			if !errors.Is(err, faultinject.ErrConnectionReset) {
+				t.Fatalf("err = %v, want the connection reset", err)
+			}
+			if !retryable(err) {
+				t.Errorf("the SDK would not retry %v", err)
+			}
+			if got := fake.update.Load(); got != tt.reached {
+				t.Errorf("the server saw %d requests, want %d", got, tt.reached)
+			}
+			// Other operations pass.
+			if err := getItem(t.Context(), client); err != nil {
+				t.Errorf("GetItem: %v", err)
+			}
+		})
+	}
+}
+
+// Skip, Count and BodyContains select which requests are faulted; every
+// rule counts what it matches, and the first rule that faults wins.
+func TestRuleSelection(t *testing.T) {
+	client, ft, fake := newClient(t)
+	ctx := t.Context()
+	ft.SetRules(
+		faultinject.Rule{Op: "UpdateItem", BodyContains: "#issued", Skip: 1, Count: 2, Action: faultinject.InternalServerError},
+		faultinject.Rule{Op: "UpdateItem", Skip: 4, Count: 1, Action: faultinject.Throttling},
+	)
+	var got []string
+	for _, expr := range []string{"ADD #issued :one", "ADD #issued :one", "SET x = :one", "ADD #issued :one", "ADD #issued :one", "ADD #issued :one"} {
+		err := updateItem(ctx, client, expr)
+		var apiErr smithy.APIError
+		switch {
+		case err == nil:
+			got = append(got, "ok")
+		case errors.As(err, &apiErr):
+			got = append(got, apiErr.ErrorCode())
+		default:
+			t.Fatalf("%s: %v", expr, err)
+		}
+	}
+	// #issued 1: skipped; #issued 2: fault 1; SET: not matched by rule 1;
+	// #issued 3: fault 2 (rule 2 matches its 4th request, skipped);
+	// #issued 4: rule 1 exhausted, rule 2's 5th: throttled; then nothing.
+	want := "ok InternalServerError ok InternalServerError ThrottlingException ok"
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("answers:\n got %s\nwant %s", g, want)
+	}
+	if got, want := ft.Calls("UpdateItem"), 6; got != want {
+		t.Errorf("Calls = %d, want %d", got, want)
+	}
+	if got, want := ft.Faults(""), 3; got != want {
+		t.Errorf("Faults = %d, want %d", got, want)
+	}
+	if got, want := fake.update.Load(), int32(3); got != want {
+		t.Errorf("the server saw %d, want %d", got, want)
+	}
+	// A new plan, fresh counts.
+	ft.SetRules()
+	if err := updateItem(ctx, client, "ADD #issued :one"); err != nil || ft.Calls("") != 1 || ft.Faults("") != 0 {
+		t.Errorf("after SetRules(): err %v, calls %d, faults %d", err, ft.Calls(""), ft.Faults(""))
+	}
+}
+
+// A slow answer is applied by the server and then held; the request's
+// context ending cuts the wait short, as a real transport would.
+func TestDelay(t *testing.T) {
+	client, ft, fake := newClient(t)
+	ft.SetRules(faultinject.Rule{Action: faultinject.Pass, Delay: time.Minute})
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := updateItem(ctx, client, "ADD n :one")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want the deadline", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("returned after %v: the delay ignored the context", d)
+	}
+	if got := fake.update.Load(); got != 1 {
+		t.Errorf("the server saw %d requests, want 1: a slow answer is applied", got)
+	}
+
+	// Hold delays the request on its way in: cut short by the context, it
+	// never reaches the server.
+	ft.SetRules(faultinject.Rule{Action: faultinject.Hold, Delay: time.Minute})
+	ctx, cancel = context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if err := updateItem(ctx, client, "ADD n :one"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("held: err = %v, want the deadline", err)
+	}
+	if got := fake.update.Load(); got != 1 {
+		t.Errorf("the server saw %d requests, want still 1: a held request cut short is not forwarded", got)
+	}
+	ft.SetRules(faultinject.Rule{Action: faultinject.Hold, Delay: 50 * time.Millisecond})
+	start = time.Now()
+	if err := updateItem(t.Context(), client, "ADD n :one"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond || fake.update.Load() != 2 {
+		t.Errorf("held 50 ms: answered after %v, server saw %d; want at least the delay, and 2", d, fake.update.Load())
+	}
+
+	// A short delay passes: the answer just comes late.
+	ft.SetRules(faultinject.Rule{Action: faultinject.Pass, Delay: 50 * time.Millisecond})
+	start = time.Now()
+	if err := getItem(t.Context(), client); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Errorf("answered after %v, want at least the delay", d)
+	}
+}
+
+// Probability draws from the seeded generator: the same seed faults the
+// same requests.
+func TestProbabilityIsSeeded(t *testing.T) {
+	pattern := func() string {
+		client, ft, _ := newClient(t)
+		ft.SetRules(faultinject.Rule{Probability: 0.3, Action: faultinject.InternalServerError})
+		var b strings.Builder
+		for range 200 {
+			if getItem(t.Context(), client) != nil {
+				b.WriteByte('x')
+			} else {
+				b.WriteByte('.')
+			}
+		}
+		return b.String()
+	}
+	a, b := pattern(), pattern()
+	if a != b {
+		t.Errorf("same seed, different faults:\n%s\n%s", a, b)
+	}
+	if n := strings.Count(a, "x"); n < 30 || n > 90 {
+		t.Errorf("%d of 200 faulted at p=0.3", n)
+	}
+}

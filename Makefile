@@ -1,0 +1,115 @@
+# Waiting room: build, check, run and deploy. `make` alone lists the targets.
+#
+# Nothing needs installing by hand: the Go tools below are pinned and
+# installed into .tools/ by `make tools` (and by the targets that need
+# them). moto_server (pip install 'moto[server]') and cfn-lint
+# (pip install cfn-lint) come from the machine; `sam` only for deploy.
+
+# Tool versions.
+STATICCHECK_VERSION := v0.8.2
+RIE_VERSION         := v0.0.0-20261030222936-bef5c4ba774d
+
+GO       ?= go
+CFN_LINT ?= cfn-lint
+TOOLS    := $(CURDIR)/.tools
+STATICCHECK := $(TOOLS)/staticcheck/$(STATICCHECK_VERSION)/staticcheck
+RIE         := $(TOOLS)/aws-lambda-rie/$(RIE_VERSION)/aws-lambda-rie
+
+# Build tags of every build and check: lambda.norpc drops aws-lambda-go's
+# unused net/rpc mode; emulator adds the tests that run the bootstraps.
+LAMBDA_TAGS := lambda.norpc
+CHECK_TAGS  := lambda.norpc,emulator
+
+# The functions for Lambda (provided.al2023, arm64): what `sam build` runs.
+LAMBDA_BUILD := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags $(LAMBDA_TAGS) -trimpath -ldflags='-s -w'
+# The same for this machine, for the emulator; with the default cgo
+# setting and without -trimpath, so that it reuses what go test compiled
+# (on a fresh machine that saves recompiling the AWS SDK twice).
+HOST_BUILD := $(GO) build -tags $(LAMBDA_TAGS)
+
+# Core packages for the race detector (slow on 2 cores, so not ./...).
+RACE_PKGS := ./internal/queue/... ./internal/httpapi/... ./internal/memstore/... ./internal/polling/...
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Compile every package.
+	$(GO) build ./...
+
+# sam build (BuildMethod: makefile) runs these in the CodeUri directory
+# with ARTIFACTS_DIR set; template_test.go checks that each function of
+# template.yaml has one and that it builds the right package.
+.PHONY: build-QueueFunction build-AdminFunction
+build-QueueFunction: ## (sam build) The queue function's bootstrap into $(ARTIFACTS_DIR).
+	$(call need,ARTIFACTS_DIR)
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/queue
+build-AdminFunction: ## (sam build) The admin function's bootstrap into $(ARTIFACTS_DIR).
+	$(call need,ARTIFACTS_DIR)
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/admin
+
+.PHONY: bootstrap
+bootstrap: ## Both bootstraps for this machine, into bin/{queue,admin}/bootstrap.
+	$(HOST_BUILD) -o bin/queue/bootstrap ./functions/queue
+	$(HOST_BUILD) -o bin/admin/bootstrap ./functions/admin
+
+.PHONY: run
+run: ## Serve the API locally on an in-memory store (ADDR=host:port, default 127.0.0.1:3000).
+	$(GO) run ./cmd/local $(if $(ADDR),-addr $(ADDR))
+
+.PHONY: test
+test: lint unit race emulator ## Everything CI runs: lint, unit (+DynamoDB, template), race, emulator.
+
+.PHONY: lint
+lint: $(STATICCHECK) ## gofmt, go vet, staticcheck, go mod tidy check, cfn-lint.
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet -tags $(CHECK_TAGS) ./...
+	$(STATICCHECK) -tags $(CHECK_TAGS) ./...
+	$(GO) mod tidy -diff
+	$(CFN_LINT) template.yaml
+
+.PHONY: unit
+unit: ## go test ./...: includes the DynamoDB store tests (moto_server) and template_test.go.
+	$(GO) test -count=1 ./...
+
+.PHONY: race
+race: ## The core packages under the race detector.
+	$(GO) test -race -count=1 $(RACE_PKGS)
+
+.PHONY: emulator integration
+emulator: $(RIE) ## The real bootstraps under aws-lambda-rie, against moto_server, with events/*.json.
+	AWS_LAMBDA_RIE=$(RIE) $(GO) test -count=1 -tags $(CHECK_TAGS) -run TestFunctions -v ./internal/emulator/
+integration: emulator
+
+.PHONY: invoke
+invoke: bootstrap $(RIE) ## Run EVENT=events/<name>.json through its function under the emulator (DYNAMODB_ENDPOINT=url: that API instead of a fresh moto_server).
+	$(GO) run ./cmd/invoke -rie $(RIE) $(EVENT)
+
+.PHONY: tools
+tools: $(STATICCHECK) $(RIE) ## Install the pinned Go tools into .tools/.
+
+$(STATICCHECK):
+	GOBIN=$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(RIE):
+	GOBIN=$(dir $@) $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+.PHONY: deploy
+deploy: ## sam build && sam deploy --guided (needs the SAM CLI and AWS credentials).
+	sam build && sam deploy --guided
+
+.PHONY: clean
+clean: ## Remove build output (not the tools in .tools/).
+	rm -rf bin .aws-sam coverage.out coverage.html
+
+ifneq ($(filter invoke,$(MAKECMDGOALS)),)
+ifeq ($(EVENT),)
+$(error EVENT is required, e.g. make invoke EVENT=events/enter.json)
+endif
+endif
+
+# need,VAR: stop with a message when VAR is empty.
+need = $(if $($(1)),,$(error $(1) is required, e.g. make $@ $(1)=...))

@@ -1,0 +1,198 @@
+// Command invoke runs one sample event through a real function bootstrap
+// under the AWS Lambda Runtime Interface Emulator, the way `sam local
+// invoke` would without Docker: it picks the function from the event's
+// routeKey and template.yaml, gives it the template's environment, and
+// prints the function's response. `make invoke EVENT=events/enter.json`
+// builds the bootstraps and runs it.
+//
+// Without DYNAMODB_ENDPOINT it starts a throwaway moto_server; either way
+// it creates the table if missing and seeds the program and tokens that
+// the sample events refer to (internal/fixtures), unless -seed=false.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/emulator"
+	"github.com/example/waitingroom/internal/fixtures"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/samtemplate"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "invoke:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rie := fs.String("rie", "", "path of aws-lambda-rie (default: $AWS_LAMBDA_RIE, PATH, then .tools)")
+	binDir := fs.String("bin", "bin", "directory holding <function>/bootstrap built for this machine (make bootstrap)")
+	tplPath := fs.String("template", "template.yaml", "SAM template")
+	function := fs.String("function", "", "logical id of the function (default: from the event's routeKey)")
+	endpoint := fs.String("endpoint", os.Getenv(config.EnvDynamoEndpoint), "DynamoDB endpoint (default $"+config.EnvDynamoEndpoint+"; empty: start moto_server)")
+	table := fs.String("table", "waitingroom-local", "table name")
+	seed := fs.Bool("seed", true, "seed the program and tokens the sample events use")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: invoke [flags] EVENT.json\n\nRuns the event through the function's real bootstrap under aws-lambda-rie and prints the response.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("want one event file")
+	}
+	event, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	tpl, err := samtemplate.Load(*tplPath)
+	if err != nil {
+		return err
+	}
+	if *function == "" {
+		if *function, err = functionFor(tpl, event); err != nil {
+			return err
+		}
+	}
+	if *rie == "" {
+		if *rie, err = emulator.Find("."); err != nil {
+			return err
+		}
+	}
+
+	if *endpoint == "" {
+		url, stopMoto, err := startMoto(ctx, stderr)
+		if err != nil {
+			return err
+		}
+		defer stopMoto()
+		*endpoint = url
+	}
+	client, err := dynamostore.NewClient(ctx, *endpoint)
+	if err != nil {
+		return err
+	}
+	if err := dynamostore.CreateTable(ctx, client, *table); err != nil {
+		return err
+	}
+	if *seed {
+		err := fixtures.Seed(ctx, dynamostore.New(client, *table), time.Now())
+		if err != nil && !errors.Is(err, queue.ErrConflict) { // seeded before: fine
+			return err
+		}
+	}
+
+	env, err := emulator.FunctionEnv(tpl, *function, *table, *endpoint)
+	if err != nil {
+		return err
+	}
+	bootstrap := filepath.Join(*binDir, filepath.Base(samtemplate.MainPackage(*function)), "bootstrap")
+	fmt.Fprintf(stderr, "invoke: %s (%s) with %s\n", *function, bootstrap, fs.Arg(0))
+	emu, err := emulator.Start(*rie, bootstrap, env, stderr)
+	if err != nil {
+		return err
+	}
+	defer emu.Stop()
+	resp, err := emu.Invoke(ctx, event)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if json.Indent(&out, resp, "", "  ") != nil {
+		out.Reset()
+		out.Write(resp)
+	}
+	fmt.Fprintln(stdout, out.String())
+	return nil
+}
+
+// functionFor returns the function that API Gateway would invoke for the
+// event: the template's route with the event's routeKey.
+func functionFor(tpl *samtemplate.Template, event []byte) (string, error) {
+	var e struct {
+		RouteKey string `json:"routeKey"`
+	}
+	if err := json.Unmarshal(event, &e); err != nil {
+		return "", fmt.Errorf("event: %w", err)
+	}
+	routes, err := tpl.Routes()
+	if err != nil {
+		return "", err
+	}
+	if id, ok := routes[e.RouteKey]; ok {
+		return id, nil
+	}
+	return "", fmt.Errorf("no route %q in the template (use -function)", e.RouteKey)
+}
+
+// startMoto starts moto_server on a free loopback port and waits until it
+// answers. (Tests use internal/dynamotest, which does the same for a test
+// binary.)
+func startMoto(ctx context.Context, stderr io.Writer) (url string, stop func(), err error) {
+	path, err := exec.LookPath("moto_server")
+	if err != nil {
+		return "", nil, fmt.Errorf("no DYNAMODB_ENDPOINT and moto_server not found (pip install 'moto[server]'): %w", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(path, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // kill reaches what the pyenv shim forks
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop = func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	url = "http://127.0.0.1:" + strconv.Itoa(port)
+	fmt.Fprintf(stderr, "invoke: moto_server on %s\n", url)
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		select {
+		case <-exited:
+			return "", nil, errors.New("moto_server exited before answering")
+		default:
+		}
+		if resp, err := client.Get(url); err == nil {
+			resp.Body.Close()
+			return url, stop, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	return "", nil, errors.New("moto_server not answering after 30s")
+}

@@ -1,0 +1,253 @@
+//go:build emulator
+
+package emulator_test
+
+// The real function binaries, built as for Lambda (for this machine's
+// architecture), under the Runtime Interface Emulator, against moto's
+// DynamoDB API: every sample event in events/ goes to the function that
+// template.yaml routes it to, and must get the status and the body shape
+// that the same handler, wired the same way over the in-memory store,
+// gives. So this checks what the handler tests cannot: the mains' wiring,
+// the template's routing and environment, the DynamoDB store under the
+// real client, and the Lambda runtime's encoding.
+//
+// Run it with `make emulator` (build tag emulator; aws-lambda-rie from
+// `make tools`, moto_server from pip).
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/dynamotest"
+	"github.com/example/waitingroom/internal/emulator"
+	"github.com/example/waitingroom/internal/fixtures"
+	"github.com/example/waitingroom/internal/httpapi"
+	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/samtemplate"
+)
+
+// root is the repository, from this package's directory.
+const root = "../.."
+
+func TestMain(m *testing.M) { dynamotest.Main(m) }
+
+// function is one function of the template, running twice: its bootstrap
+// under the emulator, and the reference handler in this process.
+type function struct {
+	emu *emulator.Emulator
+	ref *httpapi.Handler
+}
+
+func TestFunctions(t *testing.T) {
+	rie := findRIE(t)
+	ctx := t.Context()
+	endpoint := dynamotest.Endpoint(t)
+	client, err := dynamostore.NewClient(ctx, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := dynamotest.NewTable(t, client)
+	tpl, err := samtemplate.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes, err := tpl.Routes()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	mem := memstore.New() // the reference handlers' store
+	fns := map[string]*function{}
+	for _, id := range tpl.FunctionIDs() {
+		fns[id] = startFunction(t, tpl, id, rie, table, endpoint, mem)
+	}
+
+	// Seed both stores at one instant, after the builds: the fixtures'
+	// queue advances in real time from here.
+	now := time.Now()
+	if err := fixtures.Seed(ctx, dynamostore.New(client, table), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := fixtures.Seed(ctx, mem, now); err != nil {
+		t.Fatal(err)
+	}
+
+	files, err := filepath.Glob(filepath.Join(root, "events", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no events in %s/events (%v)", root, err)
+	}
+	slices.Sort(files)
+	// One at a time, in name order, over the same state: the emulator
+	// serves one invocation at a time.
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var req events.APIGatewayV2HTTPRequest
+			if err := json.Unmarshal(raw, &req); err != nil {
+				t.Fatalf("not an HTTP API (payload 2.0) event: %v", err)
+			}
+			id, ok := routes[req.RouteKey]
+			if !ok {
+				t.Fatalf("routeKey %q: no such route in template.yaml", req.RouteKey)
+			}
+			fn := fns[id]
+			payload, err := fn.emu.Invoke(ctx, raw)
+			if err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+			var got events.APIGatewayV2HTTPResponse
+			if err := json.Unmarshal(payload, &got); err != nil {
+				t.Fatalf("%s: response is not an HTTP API response: %v: %s", id, err, payload)
+			}
+			want, err := fn.ref.Handle(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResponse(t, id, got, want)
+		})
+	}
+}
+
+// checkResponse holds the emulator's answer to the reference's: the same
+// status, the same headers, and a body of the same documented shape.
+func checkResponse(t *testing.T, id string, got, want events.APIGatewayV2HTTPResponse) {
+	t.Helper()
+	if got.StatusCode != want.StatusCode {
+		t.Errorf("%s: status %d, want %d\n  body %s\n  want %s", id, got.StatusCode, want.StatusCode, got.Body, want.Body)
+		return
+	}
+	if g, w := slices.Sorted(maps.Keys(got.Headers)), slices.Sorted(maps.Keys(want.Headers)); !slices.Equal(g, w) {
+		t.Errorf("%s: headers %v, want %v", id, g, w)
+	}
+	if g, w := got.Headers["Allow"], want.Headers["Allow"]; g != w {
+		t.Errorf("%s: Allow %q, want %q", id, g, w)
+	}
+	if want.Body == "" {
+		if got.Body != "" {
+			t.Errorf("%s: body %s, want none", id, got.Body)
+		}
+		return
+	}
+	var g, w map[string]any
+	if err := json.Unmarshal([]byte(got.Body), &g); err != nil {
+		t.Fatalf("%s: body is not a JSON object: %v: %s", id, err, got.Body)
+	}
+	if err := json.Unmarshal([]byte(want.Body), &w); err != nil {
+		t.Fatalf("reference body: %v", err)
+	}
+	var required []string
+	switch {
+	case got.StatusCode >= 400:
+		required = []string{"code", "message"}
+		if g["code"] != w["code"] {
+			t.Errorf("%s: error code %v, want %v (%s)", id, g["code"], w["code"], got.Body)
+		}
+	case w["tokenId"] != nil:
+		required = []string{"tokenId", "status", "issuedAt"}
+	case w["programId"] != nil:
+		required = []string{"programId", "issued", "admitted", "waiting"}
+	}
+	for _, k := range required {
+		if s, ok := g[k].(string); ok && s == "" || g[k] == nil {
+			t.Errorf("%s: body lacks %q: %s", id, k, got.Body)
+		}
+	}
+	if gk, wk := slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w)); !slices.Equal(gk, wk) {
+		t.Errorf("%s: body keys %v, want %v\n  body %s\n  want %s", id, gk, wk, got.Body, want.Body)
+	}
+}
+
+// startFunction builds function id's bootstrap and starts it under the
+// emulator with the template's environment, and builds the reference
+// handler over mem, wired as the function's main wires it: the function
+// behind the AWS_IAM routes is the admin one.
+func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie, table, endpoint string, mem queue.Store) *function {
+	t.Helper()
+	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
+	// As make bootstrap builds it: for this machine, with the build
+	// settings of go test so that the packages come from its cache.
+	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", bootstrap, "./"+samtemplate.MainPackage(id))
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", id, err, out)
+	}
+	env, err := emulator.FunctionEnv(tpl, id, table, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer // written by the emulator's process until Stop
+	emu, err := emulator.Start(rie, bootstrap, env, &log)
+	if err != nil {
+		t.Fatalf("%s: %v", id, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s: emulator and function output:\n%s", id, log.String())
+		}
+	})
+	t.Cleanup(emu.Stop) // runs first: the log is complete after it
+
+	vars := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	cfg, err := config.FromEnv(func(k string) string { return vars[k] }, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []httpapi.Option{httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	if isAdmin(t, tpl, id) {
+		opts = append(opts, httpapi.WithIAMAdmin(), httpapi.AdminOnly())
+	}
+	svc := queue.NewService(mem, cfg.Tiers, queue.WithProgramCache(cfg.ProgramCacheTTL))
+	return &function{emu: emu, ref: httpapi.New(svc, opts...)}
+}
+
+func isAdmin(t *testing.T, tpl *samtemplate.Template, id string) bool {
+	t.Helper()
+	f, err := tpl.Function(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range f.Events {
+		if e.Properties.Auth.Authorizer == "AWS_IAM" {
+			return true
+		}
+	}
+	return false
+}
+
+// findRIE returns the emulator's path. Without it the test fails on CI
+// (CI=true), where `make tools` must have installed it, and skips
+// elsewhere.
+func findRIE(t *testing.T) string {
+	t.Helper()
+	rie, err := emulator.Find(root)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%v (CI=true: .ci/run must install it)", err)
+		}
+		t.Skip(err)
+	}
+	return rie
+}

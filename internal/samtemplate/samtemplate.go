@@ -1,0 +1,361 @@
+// Package samtemplate reads the parts of the AWS SAM template
+// (template.yaml) that the code must agree with: the functions with
+// Globals applied, their HTTP API routes, environment, policies and build
+// metadata. template_test.go holds the template to the code with it; the
+// emulator tests and cmd/invoke route sample events and set each
+// function's environment from it, as `sam local` would.
+//
+// CloudFormation's short forms (!Ref, !GetAtt, !Sub, ...) are read as their
+// long forms ({"Ref": ...}, {"Fn::GetAtt": [...]}, {"Fn::Sub": ...}).
+package samtemplate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// DefaultRoute is the route key of an HTTP API's catch-all route; a SAM
+// HttpApi event without Path and Method creates it.
+const DefaultRoute = "$default"
+
+// Template is a SAM template, as much of it as this project reads.
+type Template struct {
+	Transform  any                  `json:"Transform"`
+	Parameters map[string]Parameter `json:"Parameters"`
+	Globals    struct {
+		Function Function `json:"Function"`
+	} `json:"Globals"`
+	Resources map[string]Resource `json:"Resources"`
+	Outputs   map[string]any      `json:"Outputs"`
+}
+
+// Parameter is a template parameter.
+type Parameter struct {
+	Type    string `json:"Type"`
+	Default any    `json:"Default"`
+}
+
+// Resource is a template resource; Properties stay raw until a typed
+// accessor (Function) reads them.
+type Resource struct {
+	Type       string          `json:"Type"`
+	Metadata   map[string]any  `json:"Metadata"`
+	Properties json.RawMessage `json:"Properties"`
+}
+
+// Function is the properties of an AWS::Serverless::Function (or of
+// Globals.Function).
+type Function struct {
+	Runtime       string   `json:"Runtime"`
+	Handler       string   `json:"Handler"`
+	Architectures []string `json:"Architectures"`
+	Timeout       int      `json:"Timeout"`
+	MemorySize    int      `json:"MemorySize"`
+	CodeURI       any      `json:"CodeUri"`
+	Environment   struct {
+		Variables map[string]any `json:"Variables"`
+	} `json:"Environment"`
+	// Policies are managed policy names, SAM policy templates or inline
+	// policy documents, as written.
+	Policies []any            `json:"Policies"`
+	Events   map[string]Event `json:"Events"`
+}
+
+// Event is a function's event source; the Properties are those of an
+// HttpApi event.
+type Event struct {
+	Type       string `json:"Type"`
+	Properties struct {
+		APIID  any    `json:"ApiId"`
+		Path   string `json:"Path"`
+		Method string `json:"Method"`
+		Auth   struct {
+			Authorizer string `json:"Authorizer"`
+		} `json:"Auth"`
+	} `json:"Properties"`
+}
+
+// RouteKey is the HTTP API route key an HttpApi event creates, as API
+// Gateway puts it in the request's routeKey: "ANY /path", or $default for
+// an event without Path and Method.
+func (e Event) RouteKey() string {
+	p := e.Properties
+	if p.Path == "" && p.Method == "" {
+		return DefaultRoute
+	}
+	return strings.ToUpper(p.Method) + " " + p.Path
+}
+
+// Load reads and parses the template at path.
+func Load(path string) (*Template, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Parse parses a template from YAML (or JSON, a subset).
+func Parse(src []byte) (*Template, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		return nil, err
+	}
+	tree, err := toValue(&doc)
+	if err != nil {
+		return nil, err
+	}
+	// Through JSON into the typed structs: the tree holds only what JSON
+	// can, and encoding/json does the field matching.
+	b, err := json.Marshal(tree)
+	if err != nil {
+		return nil, err
+	}
+	var t Template
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// FunctionIDs returns the logical ids of the template's
+// AWS::Serverless::Function resources.
+func (t *Template) FunctionIDs() []string {
+	var ids []string
+	for id, r := range t.Resources {
+		if r.Type == "AWS::Serverless::Function" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// Function returns the properties of function id with Globals.Function
+// applied as SAM applies them: the function's own value wins, and
+// environment variables are merged.
+func (t *Template) Function(id string) (Function, error) {
+	r, ok := t.Resources[id]
+	if !ok || r.Type != "AWS::Serverless::Function" {
+		return Function{}, fmt.Errorf("no AWS::Serverless::Function %q in the template", id)
+	}
+	var f Function
+	if err := json.Unmarshal(r.Properties, &f); err != nil {
+		return Function{}, fmt.Errorf("%s: %w", id, err)
+	}
+	g := t.Globals.Function
+	if f.Runtime == "" {
+		f.Runtime = g.Runtime
+	}
+	if f.Handler == "" {
+		f.Handler = g.Handler
+	}
+	if f.Architectures == nil {
+		f.Architectures = g.Architectures
+	}
+	if f.Timeout == 0 {
+		f.Timeout = g.Timeout
+	}
+	if f.MemorySize == 0 {
+		f.MemorySize = g.MemorySize
+	}
+	if f.CodeURI == nil {
+		f.CodeURI = g.CodeURI
+	}
+	vars := make(map[string]any, len(g.Environment.Variables)+len(f.Environment.Variables))
+	for k, v := range g.Environment.Variables {
+		vars[k] = v
+	}
+	for k, v := range f.Environment.Variables {
+		vars[k] = v
+	}
+	f.Environment.Variables = vars
+	f.Policies = append(append([]any(nil), g.Policies...), f.Policies...)
+	return f, nil
+}
+
+// Properties returns resource id's properties as generic values (nil if
+// there is no such resource).
+func (t *Template) Properties(id string) map[string]any {
+	var props map[string]any
+	if r, ok := t.Resources[id]; ok {
+		_ = json.Unmarshal(r.Properties, &props)
+	}
+	return props
+}
+
+// MainPackage returns the directory of function id's main package by
+// this repository's convention: QueueFunction is built from
+// functions/queue (the Makefile's build-QueueFunction target, which
+// template_test.go checks).
+func MainPackage(id string) string {
+	return "functions/" + strings.ToLower(strings.TrimSuffix(id, "Function"))
+}
+
+// TableRefs maps the logical id of each DynamoDB table in the template to
+// name, for Env: the one table a test or tool created stands for them.
+func (t *Template) TableRefs(name string) map[string]string {
+	refs := map[string]string{}
+	for id, r := range t.Resources {
+		if r.Type == "AWS::DynamoDB::Table" {
+			refs[id] = name
+		}
+	}
+	return refs
+}
+
+// Routes maps each HTTP API route key of the template to the logical id of
+// the function it invokes.
+func (t *Template) Routes() (map[string]string, error) {
+	routes := map[string]string{}
+	for _, id := range t.FunctionIDs() {
+		f, err := t.Function(id)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range f.Events {
+			if e.Type != "HttpApi" {
+				continue
+			}
+			key := e.RouteKey()
+			if other, dup := routes[key]; dup {
+				return nil, fmt.Errorf("route %q goes to both %s and %s", key, other, id)
+			}
+			routes[key] = id
+		}
+	}
+	return routes, nil
+}
+
+// Env returns function id's environment with every value resolved to a
+// string: a literal as written, a !Ref to a parameter as the parameter's
+// default, a !Ref to a resource as refs gives it (for instance the table
+// name that a test created). Anything else is an error.
+func (t *Template) Env(id string, refs map[string]string) (map[string]string, error) {
+	f, err := t.Function(id)
+	if err != nil {
+		return nil, err
+	}
+	env := make(map[string]string, len(f.Environment.Variables))
+	for k, v := range f.Environment.Variables {
+		s, err := t.resolve(v, refs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: environment variable %s: %w", id, k, err)
+		}
+		env[k] = s
+	}
+	return env, nil
+}
+
+func (t *Template) resolve(v any, refs map[string]string) (string, error) {
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case float64, bool:
+		return fmt.Sprint(v), nil
+	case map[string]any:
+		if name, ok := v["Ref"].(string); ok && len(v) == 1 {
+			if p, ok := t.Parameters[name]; ok {
+				if p.Default == nil {
+					return "", fmt.Errorf("parameter %s has no default", name)
+				}
+				return t.resolve(p.Default, refs)
+			}
+			if s, ok := refs[name]; ok {
+				return s, nil
+			}
+			return "", fmt.Errorf("nothing given for !Ref %s", name)
+		}
+	}
+	return "", fmt.Errorf("cannot resolve %v", v)
+}
+
+// intrinsics maps the short-form tags that take the "Fn::" prefix in their
+// long form; !Ref and !Condition are handled apart.
+var intrinsics = map[string]bool{
+	"Base64": true, "Cidr": true, "FindInMap": true, "GetAtt": true, "GetAZs": true,
+	"ImportValue": true, "Join": true, "Select": true, "Split": true, "Sub": true,
+	"Transform": true, "And": true, "Equals": true, "If": true, "Not": true, "Or": true,
+	"ToJsonString": true, "Length": true,
+}
+
+// toValue turns a YAML node into the JSON-shaped value CloudFormation reads,
+// expanding short-form intrinsic functions.
+func toValue(n *yaml.Node) (any, error) {
+	if name, ok := strings.CutPrefix(n.Tag, "!"); ok && !strings.HasPrefix(name, "!") {
+		plain := *n
+		plain.Tag = ""
+		if n.Kind == yaml.ScalarNode {
+			plain.Tag = "!!str" // !Ref 1 names "1", it is not a number
+		}
+		inner, err := toValue(&plain)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case name == "Ref" || name == "Condition":
+			return map[string]any{name: inner}, nil
+		case name == "GetAtt":
+			if s, ok := inner.(string); ok {
+				res, attr, found := strings.Cut(s, ".")
+				if !found {
+					return nil, fmt.Errorf("line %d: !GetAtt %q: want Resource.Attribute", n.Line, s)
+				}
+				inner = []any{res, attr}
+			}
+			return map[string]any{"Fn::GetAtt": inner}, nil
+		case intrinsics[name]:
+			return map[string]any{"Fn::" + name: inner}, nil
+		}
+		return nil, fmt.Errorf("line %d: unknown tag !%s", n.Line, name)
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return toValue(n.Content[0])
+	case yaml.AliasNode:
+		return toValue(n.Alias)
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := toValue(c)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.MappingNode:
+		out := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("line %d: mapping key is not a scalar", k.Line)
+			}
+			v, err := toValue(n.Content[i+1])
+			if err != nil {
+				return nil, err
+			}
+			out[k.Value] = v
+		}
+		return out, nil
+	case yaml.ScalarNode:
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("line %d: unexpected YAML node kind %v", n.Line, n.Kind)
+}

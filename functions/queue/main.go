@@ -16,7 +16,6 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/queue"
 )
 
 func main() {
@@ -31,7 +30,7 @@ func main() {
 	if err != nil {
 		fail("DynamoDB client", err)
 	}
-	svc := queue.NewService(dynamostore.New(client, cfg.TableName), cfg.Tiers, queue.WithProgramCache(cfg.ProgramCacheTTL))
+	svc := cfg.NewService(dynamostore.New(client, cfg.TableName))
 	h := httpapi.New(svc, httpapi.WithLogger(log))
 	lambda.Start(h.Handle)
 }

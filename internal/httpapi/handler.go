@@ -14,6 +14,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,12 +119,38 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	return resp, nil
 }
 
-// Route patterns, split on '/'.
+// Route patterns, split on '/', "*" for the program id; and the Allow
+// header of each, from Routes.
 var (
-	queuePath     = []string{"api", "v1", "queues", "programs", "*"}
-	adminPath     = []string{"api", "v1", "admin", "programs", "*"}
-	admissionPath = []string{"api", "v1", "admin", "programs", "*", "admissions"}
+	queuePath     = pattern(QueuePath)
+	adminPath     = pattern(AdminPath)
+	admissionPath = pattern(AdmissionPath)
+
+	allowQueue     = allow(QueuePath)
+	allowAdmin     = allow(AdminPath)
+	allowAdmission = allow(AdmissionPath)
 )
+
+func pattern(path string) []string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	for i, s := range segs {
+		if strings.HasPrefix(s, "{") {
+			segs[i] = "*"
+		}
+	}
+	return segs
+}
+
+func allow(path string) string {
+	var methods []string
+	for _, r := range Routes {
+		if r.Path == path {
+			methods = append(methods, r.Method)
+		}
+	}
+	slices.Sort(methods)
+	return strings.Join(methods, ", ")
+}
 
 func (h *Handler) route(ctx context.Context, req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	method := req.RequestContext.HTTP.Method
@@ -153,14 +180,14 @@ func (h *Handler) route(ctx context.Context, req events.APIGatewayV2HTTPRequest)
 			}
 			return response(http.StatusNoContent, nil)
 		}
-		return h.methodNotAllowed(ctx, req, "DELETE, GET, POST")
+		return h.methodNotAllowed(ctx, req, allowQueue)
 	}
 	if h.admin == nil {
 		return h.errorResponse(ctx, req, errRouteNotFound)
 	}
 	if id, ok := match(segs, adminPath); ok {
 		if method != http.MethodGet && method != http.MethodPut {
-			return h.methodNotAllowed(ctx, req, "GET, PUT")
+			return h.methodNotAllowed(ctx, req, allowAdmin)
 		}
 		if e := h.admin(req); e != nil {
 			return h.errorResponse(ctx, req, e)
@@ -186,7 +213,7 @@ func (h *Handler) route(ctx context.Context, req events.APIGatewayV2HTTPRequest)
 	}
 	if id, ok := match(segs, admissionPath); ok {
 		if method != http.MethodPost {
-			return h.methodNotAllowed(ctx, req, "POST")
+			return h.methodNotAllowed(ctx, req, allowAdmission)
 		}
 		if e := h.admin(req); e != nil {
 			return h.errorResponse(ctx, req, e)

@@ -20,8 +20,7 @@ import (
 // answer back.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var req events.APIGatewayV2HTTPRequest
-	req = toEvent(r, body)
+	req := toEvent(r, body)
 	var resp events.APIGatewayV2HTTPResponse
 	var tooBig *http.MaxBytesError
 	switch {

@@ -84,8 +84,8 @@ func (s *Service) PutProgram(ctx context.Context, programID string, set Settings
 			if p.Pending(now) {
 				continue
 			}
-			p = p.apply(set, now, s.cache.ttl)
-			err = s.store.UpdateProgram(ctx, p, p.Issued)
+			p = p.apply(set, now, s.changeDelay())
+			err = s.updateProgram(ctx, p)
 			if err == nil {
 				s.cache.put(p, now)
 				return p.counters(now), false, nil
@@ -136,8 +136,8 @@ func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counter
 			continue
 		}
 		settled := p.Settled()
-		p = p.withManualAdmission(n, now).Rebased(now, settled.Rate, settled.Paused, n, s.cache.ttl)
-		err = s.store.UpdateProgram(ctx, p, p.Issued)
+		p = p.withManualAdmission(n, now).Rebased(now, settled.Rate, settled.Paused, n, s.changeDelay())
+		err = s.updateProgram(ctx, p)
 		if err == nil {
 			s.cache.put(p, now)
 			return p.counters(now), nil
@@ -149,6 +149,48 @@ func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counter
 	return Counters{}, errBusy()
 }
 
+// adminWriteBudget bounds how long an admin change may take to be stored.
+// A change takes effect one program-cache TTL after it is stored at the
+// latest, so that every instance that read the program before has dropped
+// that read; it is scheduled at now + TTL + adminWriteBudget, and its write
+// is abandoned past the budget.
+const adminWriteBudget = time.Second
+
+// changeDelay is how long after an admin change it takes effect: nothing
+// without a program cache, the cache TTL plus the write budget with one.
+func (s *Service) changeDelay() time.Duration {
+	if s.cache.ttl <= 0 {
+		return 0
+	}
+	return s.cache.ttl + adminWriteBudget
+}
+
+// updateProgram stores the admin change p within the write budget. A
+// conflict may be the store's retry of a write whose answer was lost after
+// it was applied: if the program as stored is p's change, it succeeded, and
+// must not be applied a second time.
+func (s *Service) updateProgram(ctx context.Context, p Program) error {
+	wctx, cancel := context.WithTimeout(ctx, adminWriteBudget)
+	defer cancel()
+	err := s.store.UpdateProgram(wctx, p, p.Issued)
+	if !errors.Is(err, ErrConflict) {
+		return err
+	}
+	stored, rerr := s.store.GetProgram(ctx, p.ID)
+	if rerr == nil && sameChange(stored, p) {
+		return nil
+	}
+	return err
+}
+
+// sameChange reports whether stored carries the admin change p made: the
+// same version and the same settings and admission state (tickets issued
+// since may have moved Issued and DrainAtMs).
+func sameChange(stored, p Program) bool {
+	stored.Issued, stored.DrainAtMs = p.Issued, p.DrainAtMs
+	return stored.Version == p.Version && stored.Equal(p)
+}
+
 // awaitPending sleeps until p's pending change (if any) has taken effect,
 // so that a new change can be scheduled after it; the caller then reads the
 // program again. A change is pending for at most the program cache TTL.
@@ -157,7 +199,7 @@ func (s *Service) awaitPending(ctx context.Context, p Program, now time.Time) er
 		return nil
 	}
 	wait := p.NextAt.Sub(now)
-	if wait > maxPendingWait {
+	if wait > maxPendingWait || s.cache.ttl <= 0 {
 		return errBusy()
 	}
 	t := time.NewTimer(wait)

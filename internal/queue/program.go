@@ -342,3 +342,13 @@ func (p Program) Situation(ticket int64, now time.Time) polling.Situation {
 	}
 	return sit
 }
+
+// Equal reports whether p and q are the same program state, comparing
+// times as instants.
+func (p Program) Equal(q Program) bool {
+	return p.ID == q.ID && p.CreatedAt.Equal(q.CreatedAt) && p.Version == q.Version && p.Issued == q.Issued &&
+		p.Base == q.Base && p.Rate == q.Rate && p.Paused == q.Paused && p.Anchor.Equal(q.Anchor) &&
+		p.NextAt.Equal(q.NextAt) && p.NextBase == q.NextBase && p.NextRate == q.NextRate && p.NextPaused == q.NextPaused &&
+		p.DrainAtMs == q.DrainAtMs && p.AdmissionWindow == q.AdmissionWindow && p.Policy == q.Policy &&
+		p.ManualRate == q.ManualRate && p.LastAdmitAt.Equal(q.LastAdmitAt) && p.LastAdmitGap == q.LastAdmitGap
+}

@@ -84,6 +84,17 @@ emulator: $(RIE) ## The real bootstraps under aws-lambda-rie, against moto_serve
 	AWS_LAMBDA_RIE=$(RIE) $(GO) test -count=1 -tags $(CHECK_TAGS) -run TestFunctions -v ./internal/emulator/
 integration: emulator
 
+# Every fuzz target, each for FUZZTIME; CI runs a short pass.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./internal/httpapi:FuzzHandler ./internal/polling:FuzzParseTiers
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (default 30s), seeded from events/.
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "== $${t##*:} ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
+	done
+
 .PHONY: invoke
 invoke: bootstrap $(RIE) ## Run EVENT=events/<name>.json through its function under the emulator (DYNAMODB_ENDPOINT=url: that API instead of a fresh moto_server).
 	$(GO) run ./cmd/invoke -rie $(RIE) $(EVENT)

@@ -96,19 +96,29 @@ func run(ctx context.Context, args []string, e env) error {
 
 // scenarioFlags are the flags every command shares.
 type scenarioFlags struct {
-	users     int
-	admitRate float64
-	arrival   string
-	timeout   time.Duration
-	jsonOut   bool
-	outDir    string
+	fs           *flag.FlagSet
+	users        int
+	admitRate    float64
+	rateSchedule string
+	arrival      string
+	abandon      float64
+	timeout      time.Duration
+	cacheTTL     time.Duration
+	seed         uint64
+	jsonOut      bool
+	outDir       string
 }
 
-func (s *scenarioFlags) register(fs *flag.FlagSet, timeout time.Duration, timeoutHelp string) {
+func (s *scenarioFlags) register(fs *flag.FlagSet, timeout time.Duration, timeoutHelp, cacheTTLHelp string) {
+	s.fs = fs
 	fs.IntVar(&s.users, "users", 1000, "number of virtual users")
 	fs.Float64Var(&s.admitRate, "admit-rate", 10, "admission rate of the program, people per second; 0 keeps admission paused (then bound the run with -timeout)")
+	fs.StringVar(&s.rateSchedule, "rate-schedule", "", "admission rate changing over the run instead of -admit-rate: OFFSET:RATE,… from the start of admission, e.g. 0s:200,120s:100,240s:0,300s:200 (halved at 2 min, paused at 4, restarted at 5); rate 0 pauses")
 	fs.StringVar(&s.arrival, "arrival", "burst", "when users enter: burst (all at the start, admission starting once everyone is in) or uniform:DURATION (evenly spread, e.g. uniform:60s)")
+	fs.Float64Var(&s.abandon, "abandon", 0, "fraction of users, in [0, 1), who leave while waiting (DELETE), each at a uniform random instant of its wait; who and when follow -seed")
 	fs.DurationVar(&s.timeout, "timeout", timeout, timeoutHelp)
+	fs.DurationVar(&s.cacheTTL, "cache-ttl", time.Second, cacheTTLHelp)
+	fs.Uint64Var(&s.seed, "seed", 1, "seed of the abandonment draws and, in simulate, of the policies' jitter")
 	fs.BoolVar(&s.jsonOut, "json", false, "print the results as a JSON array, one object per policy, instead of a table")
 	fs.StringVar(&s.outDir, "out", "", "also write results.json, report.md and rps.svg (requests per second over time) into this directory")
 }
@@ -121,8 +131,32 @@ func (s *scenarioFlags) scenario() (bench.Scenario, error) {
 	if s.admitRate < 0 || s.admitRate > queue.MaxAdmissionRate {
 		return bench.Scenario{}, fmt.Errorf("-admit-rate %g: want 0 to %g", s.admitRate, queue.MaxAdmissionRate)
 	}
-	sc := bench.Scenario{Users: s.users, Arrival: arr, Rates: bench.ConstantRate(s.admitRate), Timeout: s.timeout}
+	rates := bench.ConstantRate(s.admitRate)
+	if s.rateSchedule != "" {
+		admitRateSet := false
+		s.fs.Visit(func(f *flag.Flag) { admitRateSet = admitRateSet || f.Name == "admit-rate" })
+		if admitRateSet {
+			return bench.Scenario{}, errors.New("-admit-rate and -rate-schedule: give one of them")
+		}
+		if rates, err = bench.ParseSchedule(s.rateSchedule); err != nil {
+			return bench.Scenario{}, err
+		}
+	}
+	if s.cacheTTL < 0 {
+		return bench.Scenario{}, errors.New("-cache-ttl: negative")
+	}
+	sc := bench.Scenario{Users: s.users, Arrival: arr, Rates: rates, Abandon: s.abandon, Timeout: s.timeout}
 	return sc, sc.Validate()
+}
+
+// admission describes the scenario's admission for a report title:
+// "admission 10/s" or "admission 0s:200,120s:100, 20% leave while waiting".
+func admission(sc bench.Scenario) string {
+	s := "admission " + sc.Rates.String()
+	if sc.Abandon > 0 {
+		s += fmt.Sprintf(", %g%% leave while waiting", sc.Abandon*100)
+	}
+	return s
 }
 
 // output prints results and writes the -out directory.
@@ -173,11 +207,13 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 const loadSynopsis = `Virtual users over real HTTP: each enters the queue of a fresh program
-(created through the admin API, its admission rate set from -admit-rate),
-then polls until it sees ADMITTED or -timeout passes, sleeping either a
-fixed interval (-poll fixed:3s, the Before) or exactly each answer's
-retryAfterMs (-poll server, the After). Loopback targets only, unless
--allow-remote.
+(created paused through the admin API, then set to -admit-rate or to each
+-rate-schedule rate at its offset), then polls until it sees ADMITTED or
+-timeout passes, sleeping either a fixed interval (-poll fixed:3s, the
+Before) or exactly each answer's retryAfterMs (-poll server, the After;
+server:eta creates the program with "pollingPolicy": "eta"). With
+-abandon, that fraction of users leaves (DELETE) at a random instant of
+its wait. Loopback targets only, unless -allow-remote.
 `
 
 const compareSynopsis = `Runs each -poll mode in turn (Before first) on the same scenario, each on
@@ -185,13 +221,14 @@ a fresh program, and prints them side by side with the change in percent.
 ` + loadSynopsis
 
 func cmdLoad(ctx context.Context, name string, args []string, e env) error {
-	synopsis, defPoll, pollHelp := loadSynopsis, "server", "how a user waits between polls: server (honour retryAfterMs) or fixed:DURATION (e.g. fixed:3s)"
+	synopsis, defPoll, pollHelp := loadSynopsis, "server", "how a user waits between polls: server (honour retryAfterMs; the program on the server's default policy), server:POLICY (the program created with that pollingPolicy, e.g. server:eta) or fixed:DURATION (e.g. fixed:3s)"
 	if name == "compare" {
-		synopsis, defPoll, pollHelp = compareSynopsis, "fixed:3s,server", "comma-separated poll modes to compare, the first being the baseline: server or fixed:DURATION"
+		synopsis, defPoll, pollHelp = compareSynopsis, "fixed:3s,server", "comma-separated poll modes to compare, the first being the baseline: server, server:POLICY (e.g. fixed:3s,server:tiers,server:eta) or fixed:DURATION"
 	}
 	fs := newFlagSet(name, synopsis, e)
 	var sf scenarioFlags
-	sf.register(fs, 10*time.Minute, "stop each run this long after its start, whether or not everyone was admitted")
+	sf.register(fs, 10*time.Minute, "stop each run this long after its start, whether or not everyone was admitted",
+		"the server's PROGRAM_CACHE_TTL, by which it delays every admin change: used only to predict each user's admission and place -abandon leaves within the wait")
 	baseURL := fs.String("url", "http://127.0.0.1:3000", "base URL of the waiting-room server (go run ./cmd/local)")
 	adminToken := fs.String("admin-token", "", "admin bearer secret (default $ADMIN_TOKEN)")
 	polls := fs.String("poll", defPoll, pollHelp)
@@ -249,6 +286,7 @@ func cmdLoad(ctx context.Context, name string, args []string, e env) error {
 		r, err := loadtest.Run(ctx, loadtest.Config{
 			BaseURL: *baseURL, AdminToken: token, ProgramID: id,
 			Scenario: sc, Poll: m, SampleEvery: *sampleEvery, Conns: *conns, Progress: e.progress,
+			Seed: sf.seed, CacheTTL: sf.cacheTTL,
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", m, err)
@@ -256,7 +294,7 @@ func cmdLoad(ctx context.Context, name string, args []string, e env) error {
 		results = append(results, r)
 	}
 	rep := bench.Report{
-		Title:   fmt.Sprintf("Loopback %s: %s users, %s arrival, admission %s", name, bench.Thousands(int64(sc.Users)), sc.Arrival, sc.Rates),
+		Title:   fmt.Sprintf("Loopback %s: %s users, %s arrival, %s", name, bench.Thousands(int64(sc.Users)), sc.Arrival, admission(sc)),
 		Command: "bench " + name + " " + strings.Join(args, " "),
 	}
 	return sf.output(e, rep, results)
@@ -286,22 +324,24 @@ func usageError(fs *flag.FlagSet, err error) error {
 }
 
 const simulateSynopsis = `The load test's scenario on a virtual clock with no network: users enter
-(burst or uniform), then poll when the policy says until they see ADMITTED.
-Admission is the service's own queue.Program, delays the polling package's
-policies; time advances in whole milliseconds, requests take no time and
-never fail. Deterministic for a given -seed. Adds DynamoDB read units and
-the AWS price of the requests (defaults: us-east-1 list prices as of 2026,
-first volume tier, no free tier).
+(burst or uniform), then poll when the policy says until they see ADMITTED
+or, with -abandon, stop polling at a random instant of their wait.
+Admission is the service's own queue.Program, with -rate-schedule changes
+taking effect -cache-ttl after their offset as on the server; delays are
+the polling package's policies; time advances in whole milliseconds,
+requests take no time and never fail. Deterministic for a given -seed.
+Adds DynamoDB read units and the AWS price of the requests (defaults:
+us-east-1 list prices as of 2026, first volume tier, no free tier).
 `
 
 func cmdSimulate(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("simulate", simulateSynopsis, e)
 	var sf scenarioFlags
-	sf.register(fs, 0, "virtual time after which the simulation stops (0: when everyone has seen ADMITTED; required with -admit-rate 0)")
+	sf.register(fs, 0, "virtual time after which the simulation stops (0: when everyone has seen ADMITTED or left; required when admission ends paused)",
+		"the service's PROGRAM_CACHE_TTL: every -rate-schedule change after the first takes effect this long after its offset, as the service applies an admin change")
 	policyList := fs.String("policy", "fixed:3s,tiers", "comma-separated policies, the first being the baseline: fixed:DURATION, tiers or eta")
 	tiersSpec := fs.String("tiers", polling.DefaultTiersSpec, "the bands of the tiers policy, MAXPOS:INTERVAL[+-JITTER],…,inf:INTERVAL[+-JITTER]")
 	etaSpec := fs.String("eta", "", "parameters of the eta policy over its defaults, key=value pairs such as fraction=0.8,cap=2m (see polling.ParseETA); it falls back to -tiers")
-	seed := fs.Uint64("seed", 1, "seed of the policies' jitter")
 	p := bench.DefaultPrices()
 	fs.Float64Var(&p.APIGatewayPerMillion, "price-apigw", p.APIGatewayPerMillion, "API Gateway HTTP API, USD per million requests")
 	fs.Float64Var(&p.LambdaRequestsPerMillion, "price-lambda-requests", p.LambdaRequestsPerMillion, "Lambda, USD per million invocations")
@@ -331,21 +371,21 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 		return usageError(fs, err)
 	}
 	if sc.Timeout == 0 && sc.Rates.Final() == 0 {
-		return usageError(fs, errors.New("-admit-rate 0 never admits anyone: set -timeout"))
+		return usageError(fs, errors.New("admission ends paused (rate 0) and never admits everyone: set -timeout"))
 	}
 	var results []bench.Result
 	for _, pol := range policies {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r, err := simulate.Run(simulate.Config{Scenario: sc, Policy: pol, Seed: *seed, Prices: p, Progress: e.progress})
+		r, err := simulate.Run(simulate.Config{Scenario: sc, Policy: pol, Seed: sf.seed, CacheTTL: sf.cacheTTL, Prices: p, Progress: e.progress})
 		if err != nil {
 			return fmt.Errorf("%s: %w", pol.Name, err)
 		}
 		results = append(results, r)
 	}
 	rep := bench.Report{
-		Title:   fmt.Sprintf("Simulation: %s users, %s arrival, admission %s", bench.Thousands(int64(sc.Users)), sc.Arrival, sc.Rates),
+		Title:   fmt.Sprintf("Simulation: %s users, %s arrival, %s", bench.Thousands(int64(sc.Users)), sc.Arrival, admission(sc)),
 		Command: "bench simulate " + strings.Join(args, " "),
 	}
 	return sf.output(e, rep, results)

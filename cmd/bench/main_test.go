@@ -78,6 +78,43 @@ func TestSimulateJSON(t *testing.T) {
 	}
 }
 
+// TestSimulateScheduleAbandon: the changing rate and the abandonment reach
+// the simulator, the same people leave under every policy, and the table
+// states both readings of "polls per user".
+func TestSimulateScheduleAbandon(t *testing.T) {
+	args := []string{"simulate", "-users", "2000", "-rate-schedule", "0s:40,10s:20,20s:0,30s:40", "-abandon", "0.2", "-policy", "tiers,eta"}
+	out, errOut, err := runCmd(t, append(args, "-json")...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	var got []struct {
+		Policy    string  `json:"policy"`
+		AdmitRate string  `json:"admitRate"`
+		Abandon   float64 `json:"abandon"`
+		Left      int     `json:"left"`
+		Admitted  int     `json:"admitted"`
+		Leaves    int64   `json:"leaves"`
+		CacheTTL  int64   `json:"cacheTtlMs"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, r := range got {
+		if r.AdmitRate != "0s:40,10s:20,20s:0,30s:40" || r.Abandon != 0.2 || r.Left != 400 || r.Leaves != 400 || r.Admitted != 1600 || r.CacheTTL != 1000 {
+			t.Errorf("%+v", r)
+		}
+	}
+	out, errOut, err = runCmd(t, args...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	for _, want := range []string{"left while waiting", "polls per user (GETs only)", "requests per user (enter + GETs + DELETE)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestSimulateOut(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sim")
 	out, errOut, err := runCmd(t, "simulate", "-users", "200", "-admit-rate", "0", "-timeout", "30s", "-out", dir)
@@ -122,7 +159,12 @@ func TestUsageErrors(t *testing.T) {
 		{"remote url", []string{"run", "-url", "http://203.0.113.9:3000", "-admin-token", "x"}, "not a loopback address"},
 		{"no admin token", []string{"run"}, "admin token is required"},
 		{"run with two modes", []string{"run", "-poll", "fixed:3s,server", "-admin-token", "x"}, "run takes one mode"},
-		{"bad poll", []string{"compare", "-poll", "tiers", "-admin-token", "x"}, "want server or fixed"},
+		{"bad poll", []string{"compare", "-poll", "tiers", "-admin-token", "x"}, "server:POLICY"},
+		{"bad schedule", []string{"simulate", "-rate-schedule", "10s:5"}, "first change must be at 0"},
+		{"schedule and rate", []string{"simulate", "-admit-rate", "5", "-rate-schedule", "0s:5"}, "give one of them"},
+		{"schedule ends paused", []string{"simulate", "-rate-schedule", "0s:5,10s:0"}, "set -timeout"},
+		{"bad abandon", []string{"simulate", "-abandon", "1"}, "abandon"},
+		{"negative cache ttl", []string{"simulate", "-cache-ttl", "-1s"}, "cache-ttl"},
 		{"bad policy", []string{"simulate", "-policy", "gamma"}, "unknown"},
 		{"bad eta", []string{"simulate", "-policy", "eta", "-eta", "fraction=2"}, "fraction"},
 		{"bad arrival", []string{"simulate", "-arrival", "poisson"}, "want burst or uniform"},
@@ -145,7 +187,7 @@ func TestHelp(t *testing.T) {
 		if !errors.Is(err, flag.ErrHelp) {
 			t.Errorf("%s -h: %v", cmd, err)
 		}
-		for _, want := range []string{"-users", "-admit-rate", "-arrival", "-timeout", "-json", "-out"} {
+		for _, want := range []string{"-users", "-admit-rate", "-rate-schedule", "-abandon", "-cache-ttl", "-seed", "-arrival", "-timeout", "-json", "-out"} {
 			if !strings.Contains(errOut, want) {
 				t.Errorf("%s -h lacks %s", cmd, want)
 			}

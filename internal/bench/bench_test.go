@@ -9,11 +9,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
 )
 
 func TestParseArrival(t *testing.T) {
@@ -58,7 +60,7 @@ func TestSchedule(t *testing.T) {
 	}{
 		{"constant", ConstantRate(10), true, "10/s"},
 		{"paused", ConstantRate(0), true, "0/s"},
-		{"two", Schedule{{0, 0}, {time.Minute, 10}}, true, "0/s@0s,10/s@60s"},
+		{"two", Schedule{{0, 0}, {time.Minute, 10}}, true, "0s:0,60s:10"},
 		{"empty", nil, false, ""},
 		{"late start", Schedule{{time.Second, 1}}, false, ""},
 		{"negative", ConstantRate(-1), false, ""},
@@ -73,6 +75,99 @@ func TestSchedule(t *testing.T) {
 				t.Errorf("String() = %q, want %q", tc.s.String(), tc.str)
 			}
 		})
+	}
+}
+
+func TestParseSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Schedule
+		err  bool
+	}{
+		{in: "0s:200,120s:100,240s:0,300s:200", want: Schedule{{0, 200}, {2 * time.Minute, 100}, {4 * time.Minute, 0}, {5 * time.Minute, 200}}},
+		{in: " 0s:0.5 , 1m30s:10 ", want: Schedule{{0, 0.5}, {90 * time.Second, 10}}},
+		{in: "0s:10", want: ConstantRate(10)},
+		{in: "10s:10", err: true},          // must start at 0
+		{in: "0s:10,5s:1,5s:2", err: true}, // not ascending
+		{in: "0s:-1", err: true},           // negative
+		{in: "0s:0.0001", err: true},       // below the service's minimum
+		{in: "0s:200000", err: true},       // above its maximum
+		{in: "0s:10,later:5", err: true},   // not a duration
+		{in: "0s", err: true},              // no rate
+		{in: "", err: true},                // empty
+		{in: "0s:10,-5s:1", err: true},     // negative offset
+		{in: "0s:10,120s:abc", err: true},  // not a number
+		{in: "0s:200,120s:100,240s:0", want: Schedule{{0, 200}, {2 * time.Minute, 100}, {4 * time.Minute, 0}}}, // ends paused
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseSchedule(tc.in)
+			if (err != nil) != tc.err {
+				t.Fatalf("ParseSchedule(%q) error %v", tc.in, err)
+			}
+			if err != nil {
+				return
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("ParseSchedule(%q) = %v, want %v", tc.in, got, tc.want)
+			}
+			if len(got) > 1 {
+				back, err := ParseSchedule(got.String())
+				if err != nil || !slices.Equal(back, got) {
+					t.Errorf("String() %q does not read back: %v, %v", got.String(), back, err)
+				}
+			}
+		})
+	}
+}
+
+func TestLeaving(t *testing.T) {
+	sc := Scenario{Users: 1001, Abandon: 0.2, Rates: ConstantRate(1)}
+	a := sc.Leaving(7)
+	n := 0
+	for _, f := range a {
+		if f >= 0 {
+			n++
+			if f >= 1 {
+				t.Fatalf("fraction %g not in [0, 1)", f)
+			}
+		}
+	}
+	if n != 200 { // round(0.2 × 1001)
+		t.Errorf("%d users leave, want 200", n)
+	}
+	if !slices.Equal(a, sc.Leaving(7)) || slices.Equal(a, sc.Leaving(8)) {
+		t.Error("the draws do not follow the seed")
+	}
+	if sc.Abandon = 0; sc.Leaving(7) != nil {
+		t.Error("nobody leaves, yet a plan")
+	}
+	if err := (Scenario{Users: 1, Abandon: 1, Rates: ConstantRate(1)}).Validate(); err == nil {
+		t.Error("abandon 1 accepted")
+	}
+}
+
+// TestApplyChange: the first change holds at once, later ones one TTL
+// later, a pause keeps the rate, and a change waits for a pending one.
+func TestApplyChange(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := queue.Program{ID: "p", CreatedAt: t0}
+	p, ok := ApplyChange(p, t0, RateChange{Rate: 10}, true, time.Second)
+	if !ok || p.Pending(t0) || !p.Segment(t0).Advancing() {
+		t.Fatalf("first change: ok %v, pending %v", ok, p.Pending(t0))
+	}
+	for range 100 {
+		p = p.WithTicketIssued(t0)
+	}
+	t1 := t0.Add(2 * time.Second)
+	p, ok = ApplyChange(p, t1, RateChange{At: 2 * time.Second, Rate: 0}, false, time.Second)
+	if !ok || !p.Pending(t1) || p.Serving(t1.Add(999*time.Millisecond)) != 29 || p.Serving(t1.Add(5*time.Second)) != 30 {
+		t.Fatalf("pause: ok %v, pending %v, serving %d then %d; want 29 then 30", ok, p.Pending(t1), p.Serving(t1.Add(999*time.Millisecond)), p.Serving(t1.Add(5*time.Second)))
+	}
+	if s := p.Settled(); !s.Paused || s.Rate != 10 {
+		t.Errorf("paused segment %+v, want the rate kept", s)
+	}
+	if _, ok := ApplyChange(p, t1.Add(500*time.Millisecond), RateChange{Rate: 20}, false, time.Second); ok {
+		t.Error("a change made while another is pending")
 	}
 }
 

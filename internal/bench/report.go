@@ -26,10 +26,11 @@ type row struct {
 }
 
 func rows(results []Result) []row {
-	var run, sim bool
+	var run, sim, left bool
 	for _, r := range results {
 		run = run || r.LatencyMs != nil
 		sim = sim || r.Cost != nil
+		left = left || r.Abandon > 0 || r.Left > 0 || r.Leaves > 0
 	}
 	integer := func(v float64) string { return Thousands(int64(math.Round(v))) }
 	dec := func(n int) func(float64) string {
@@ -42,20 +43,33 @@ func rows(results []Result) []row {
 	notify := func(f func(Percentiles) float64) func(Result) (float64, bool) {
 		return func(r Result) (float64, bool) { return f(r.NotifyDelayMs), r.NotifyDelayMs.Count > 0 }
 	}
+	// "Polls per user" has two readings: GETs only, and every request of
+	// the user, the enter included (the rate-aware policy's reference).
+	requests, perUser := "requests (enter + polls)", "requests per user (enter + GETs)"
+	if left {
+		requests, perUser = "requests (enter + polls + leaves)", "requests per user (enter + GETs + DELETE)"
+	}
 	rs := []row{
 		{"users", always(func(r Result) float64 { return float64(r.Users) }), integer, false},
 		{"admitted", always(func(r Result) float64 { return float64(r.Admitted) }), integer, false},
-		{"requests (enter + polls)", always(func(r Result) float64 { return float64(r.Requests) }), integer, true},
-		{"polls (GET)", always(func(r Result) float64 { return float64(r.Polls) }), integer, true},
-		{"polls per user", always(func(r Result) float64 { return r.PollsPerUser }), dec(2), true},
-		{"requests per user", always(func(r Result) float64 { return r.RequestsPerUser }), dec(2), true},
-		{"polls per admitted user", func(r Result) (float64, bool) { return r.PollsPerAdmitted, r.Admitted > 0 }, dec(2), true},
+	}
+	if left {
+		rs = append(rs, row{"left while waiting", always(func(r Result) float64 { return float64(r.Left) }), integer, false})
+	}
+	rs = append(rs,
+		row{requests, always(func(r Result) float64 { return float64(r.Requests) }), integer, true},
+		row{"polls (GET)", always(func(r Result) float64 { return float64(r.Polls) }), integer, true},
+		row{"polls per user (GETs only)", always(func(r Result) float64 { return r.PollsPerUser }), dec(2), true},
+		row{perUser, always(func(r Result) float64 { return r.RequestsPerUser }), dec(2), true},
+		row{"polls per admitted user", func(r Result) (float64, bool) { return r.PollsPerAdmitted, r.Admitted > 0 }, dec(2), true},
+	)
+	rs = append(rs, []row{
 		{"duration", always(func(r Result) float64 { return r.DurationSeconds * 1000 }), seconds, false},
 		{"avg requests/s", always(func(r Result) float64 { return r.AvgRps }), dec(1), true},
 		{"peak requests/s (1 s)", always(func(r Result) float64 { return float64(r.PeakRps) }), integer, true},
 		{"peak polls/s (1 s)", always(func(r Result) float64 { return float64(r.PeakPollRps) }), integer, true},
 		{"errors", always(func(r Result) float64 { return float64(r.Errors) }), integer, false},
-	}
+	}...)
 	if run {
 		lat := func(f func(Percentiles) float64) func(Result) (float64, bool) {
 			return func(r Result) (float64, bool) {
@@ -243,7 +257,14 @@ func WriteDir(dir string, rep Report, results []Result) error {
 	}
 	if len(results) > 0 {
 		r := results[0]
-		fmt.Fprintf(&b, "%s users, arrival %s, admission %s, mode %s.\n\n", Thousands(int64(r.Users)), r.Arrival, r.AdmitRate, r.Mode)
+		fmt.Fprintf(&b, "%s users, arrival %s, admission %s", Thousands(int64(r.Users)), r.Arrival, r.AdmitRate)
+		if r.Abandon > 0 {
+			fmt.Fprintf(&b, ", %g%% of users leave while waiting", r.Abandon*100)
+		}
+		if r.CacheTTLMs > 0 && strings.Contains(r.AdmitRate, ",") {
+			fmt.Fprintf(&b, ", rate changes in effect %s after their offset (program cache TTL)", strconv.FormatFloat(float64(r.CacheTTLMs)/1000, 'g', -1, 64)+" s")
+		}
+		fmt.Fprintf(&b, ", mode %s.\n\n", r.Mode)
 	}
 	b.WriteString(MarkdownTable(results))
 	fmt.Fprintf(&b, "\n![requests per second](%s)\n", ChartFile)

@@ -17,23 +17,34 @@ type Result struct {
 	ProgramID string `json:"programId,omitempty"`
 	Arrival   string `json:"arrival"`
 	AdmitRate string `json:"admitRate"`
-	Seed      uint64 `json:"seed,omitempty"`
+	// Abandon is the scenario's fraction of users who leave while waiting.
+	Abandon float64 `json:"abandon,omitempty"`
+	// CacheTTLMs is the program-cache TTL the simulator applied rate
+	// changes with (simulate).
+	CacheTTLMs int64  `json:"cacheTtlMs,omitempty"`
+	Seed       uint64 `json:"seed,omitempty"`
 
 	Users int `json:"users"`
 	// Entered counts users whose enter succeeded.
 	Entered int `json:"entered"`
 	// Admitted counts users who saw ADMITTED before the run ended.
 	Admitted int `json:"admitted"`
+	// Left counts users who left the queue while waiting (Abandon).
+	Left int `json:"left,omitempty"`
 	// Requests counts the queue API requests sent by the virtual users:
-	// enters (POST) plus polls (GET), failures included. Admin requests of
-	// the bench itself are in ByRoute only.
+	// enters (POST), polls (GET) and leaves (DELETE), failures included.
+	// Admin requests of the bench itself are in ByRoute only.
 	Requests int64 `json:"requests"`
 	Enters   int64 `json:"enters"`
 	// Polls counts GET requests (the enter is not a poll).
 	Polls int64 `json:"polls"`
-	// PollsPerUser is Polls / Users.
+	// Leaves counts DELETE requests (abandoning users).
+	Leaves int64 `json:"leaves,omitempty"`
+	// PollsPerUser is Polls / Users: GETs only, the enter not counted.
 	PollsPerUser float64 `json:"pollsPerUser"`
-	// RequestsPerUser is Requests / Users: polls plus the enter.
+	// RequestsPerUser is Requests / Users: the polls plus the enter (plus
+	// the leave of those who abandon). It is what the rate-aware policy's
+	// issue calls "polls per user", whose reference counts the enter.
 	RequestsPerUser float64 `json:"requestsPerUser"`
 	// PollsPerAdmitted is the polls of the admitted users over their
 	// number (0 when nobody was admitted).

@@ -3,8 +3,11 @@
 // polls until it sees ADMITTED or the run's deadline passes, sleeping
 // either a fixed interval or exactly the retryAfterMs of each answer.
 //
-// The bench creates a fresh program through the admin API, keeps it paused
-// while a burst of users enters, then sets the admission rate. To measure
+// The bench creates a fresh program through the admin API (with the
+// polling policy the mode names, if any), keeps it paused while a burst of
+// users enters, then applies the scenario's rate schedule through the admin
+// API. Abandoning users (Scenario.Abandon) send DELETE at their instant
+// and stop. To measure
 // the notification delay (from the instant a ticket is admitted to the
 // instant its holder sees ADMITTED) it samples the program's admitted
 // counter through the admin API and interpolates when it passed each
@@ -36,13 +39,21 @@ type Poll struct {
 	// Fixed is the interval of a client that ignores the server's advice;
 	// 0 means honour retryAfterMs (the "server" mode).
 	Fixed time.Duration
+	// Policy, in server mode, is the polling policy the run's program is
+	// created with (its admin "pollingPolicy", e.g. "tiers" or "eta"); ""
+	// leaves the server's default (POLL_POLICY).
+	Policy string
 }
 
-// ParsePoll reads "server" or "fixed:DUR" (e.g. fixed:3s).
+// ParsePoll reads "server", "server:POLICY" (e.g. server:eta) or
+// "fixed:DUR" (e.g. fixed:3s).
 func ParsePoll(s string) (Poll, error) {
 	s = strings.TrimSpace(s)
 	if s == "server" {
 		return Poll{}, nil
+	}
+	if name, ok := strings.CutPrefix(s, "server:"); ok && validPolicyName(name) {
+		return Poll{Policy: name}, nil
 	}
 	if rest, ok := strings.CutPrefix(s, "fixed:"); ok {
 		d, err := time.ParseDuration(rest)
@@ -50,13 +61,30 @@ func ParsePoll(s string) (Poll, error) {
 			return Poll{Fixed: d}, nil
 		}
 	}
-	return Poll{}, fmt.Errorf("poll %q: want server or fixed:DURATION (fixed:3s)", s)
+	return Poll{}, fmt.Errorf("poll %q: want server, server:POLICY (server:tiers, server:eta) or fixed:DURATION (fixed:3s)", s)
+}
+
+// validPolicyName accepts a lower-case word: the server validates the name
+// itself when the program is created.
+func validPolicyName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // String returns the mode as ParsePoll reads it.
 func (p Poll) String() string {
-	if p.Fixed > 0 {
+	switch {
+	case p.Fixed > 0:
 		return "fixed:" + p.Fixed.String()
+	case p.Policy != "":
+		return "server:" + p.Policy
 	}
 	return "server"
 }
@@ -82,6 +110,13 @@ type Config struct {
 	Conns int
 	// Progress, when not nil, receives a live progress line.
 	Progress io.Writer
+	// Seed draws the abandoning users and their instants
+	// (bench.Scenario.Leaving), as in the simulator.
+	Seed uint64
+	// CacheTTL is the server's PROGRAM_CACHE_TTL. It only serves to
+	// predict when each ticket is admitted (bench.AdmissionTimes), so that
+	// an abandoning user leaves at its fraction of that wait.
+	CacheTTL time.Duration
 }
 
 // Route keys of bench.Result.ByRoute are "METHOD route status", route being
@@ -89,6 +124,7 @@ type Config struct {
 const (
 	routeEnter = "POST enter"
 	routePoll  = "GET poll"
+	routeLeave = "DELETE leave"
 )
 
 // CheckLoopback returns an error unless rawURL is http(s) on a loopback
@@ -148,7 +184,7 @@ func Run(ctx context.Context, cfg Config) (bench.Result, error) {
 	if cfg.SampleEvery <= 0 {
 		cfg.SampleEvery = 100 * time.Millisecond
 	}
-	r := &runner{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), client: cfg.Client}
+	r := &runner{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), client: cfg.Client, started: make(chan struct{})}
 	if r.client == nil {
 		r.client = NewClient(min(cfg.Conns, sc.Users+1))
 		defer r.client.CloseIdleConnections()
@@ -169,7 +205,18 @@ type runner struct {
 	records []record
 	samples []sample // admin counter over time, in time order
 
-	entered, admitted, requests, errs atomic.Int64
+	// leaving is, per user, the fraction of its wait after which it leaves
+	// (negative: it stays); plan is the predicted admission offset of each
+	// ticket from the start of admission (bench.AdmissionTimes).
+	leaving []float64
+	plan    []time.Duration
+	// admitStart is the start of admission, from the run's start, plus 1
+	// ns; 0 until known (a burst starts admission once everyone is in),
+	// when started is closed.
+	admitStart atomic.Int64
+	started    chan struct{}
+
+	entered, admitted, left, requests, errs atomic.Int64
 }
 
 // record is one request as sent and answered.
@@ -189,7 +236,10 @@ type sample struct {
 
 // user is one virtual user's outcome.
 type user struct {
+	index       int
 	entered     bool
+	leaving     float64 // fraction of the wait after which it leaves; negative: never
+	left        bool
 	ticket      int64 // from the enter answer, or 0 to derive
 	position    int64 // at enter
 	enterAt     time.Duration
@@ -221,7 +271,11 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 	// Create the program paused: nobody is admitted before the scenario's
 	// admission starts.
 	var c counters
-	if err := r.admin(parent, http.MethodPut, r.adminURL, map[string]any{"paused": true}, "PUT admin", &c); err != nil {
+	create := map[string]any{"paused": true}
+	if r.cfg.Poll.Policy != "" {
+		create["pollingPolicy"] = r.cfg.Poll.Policy
+	}
+	if err := r.admin(parent, http.MethodPut, r.adminURL, create, "PUT admin", &c); err != nil {
 		return bench.Result{}, fmt.Errorf("create program %s: %w", r.cfg.ProgramID, err)
 	}
 	baseServing := c.Admitted
@@ -259,8 +313,16 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 	})
 
 	users := make([]user, sc.Users)
+	r.leaving = sc.Leaving(r.cfg.Seed)
+	if r.leaving != nil {
+		r.plan = bench.AdmissionTimes(sc, r.cfg.CacheTTL, true)
+	}
 	var vus sync.WaitGroup
 	for i := range users {
+		users[i].index, users[i].leaving = i, -1
+		if r.leaving != nil {
+			users[i].leaving = r.leaving[i]
+		}
 		vus.Go(func() {
 			if !sleep(ctx, time.Until(r.start.Add(sc.Arrival.At(i, sc.Users)))) {
 				enters.Done()
@@ -289,6 +351,8 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 // one now).
 func (r *runner) schedule(ctx context.Context) error {
 	from := r.since()
+	r.admitStart.Store(int64(from) + 1)
+	close(r.started)
 	for i, ch := range r.cfg.Scenario.Rates {
 		if i > 0 && !sleep(ctx, time.Until(r.start.Add(from+ch.At))) {
 			return nil
@@ -398,7 +462,7 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 				wait = time.Second
 			}
 		}
-		if !sleep(ctx, wait) {
+		if done := r.wait(ctx, u, token, wait); done {
 			return
 		}
 		for {
@@ -416,6 +480,90 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 			if !retryable(st, err) || !sleep(ctx, retryAfter(hdr, time.Second)) {
 				return
 			}
+		}
+	}
+}
+
+// wait sleeps d before u's next poll, unless u is an abandoning user whose
+// leave instant comes first: then it leaves. It reports whether u is done
+// (it left, or the run ended). An abandoner in a burst enters before the
+// start of admission is known, so it also wakes up at that start to place
+// its leave.
+func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duration) (done bool) {
+	until := r.since() + d
+	for {
+		if at, ok := r.leaveAt(u); ok && at < until {
+			if !sleep(ctx, at-r.since()) {
+				return true
+			}
+			// A 409 (admitted first) leaves u waiting: it polls at once and
+			// hears it.
+			return r.leave(ctx, u, token)
+		}
+		if u.leaving < 0 || r.admitStart.Load() != 0 {
+			return !sleep(ctx, until-r.since())
+		}
+		t := time.NewTimer(until - r.since())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return true
+		case <-r.started:
+			t.Stop()
+		case <-t.C:
+			return false
+		}
+	}
+}
+
+// leaveAt is when u, an abandoning user, leaves: its fraction of the wait
+// from its enter to its ticket's predicted admission (or to the timeout).
+// ok is false for a user who stays, or while the start of admission is
+// not known yet.
+func (r *runner) leaveAt(u *user) (time.Duration, bool) {
+	start := r.admitStart.Load()
+	if u.leaving < 0 || start == 0 {
+		return 0, false
+	}
+	// A burst enters a paused queue: its position is its rank in the
+	// run's tickets. A ramp's tickets follow the arrival order.
+	k := int64(u.index + 1)
+	if r.cfg.Scenario.Arrival.Over == 0 && u.position > 0 {
+		k = u.position
+	}
+	end := r.cfg.Scenario.Timeout
+	if k >= 1 && k < int64(len(r.plan)) && r.plan[k] >= 0 {
+		end = time.Duration(start-1) + r.plan[k]
+	}
+	if end <= u.enterAt {
+		return 0, false
+	}
+	return u.enterAt + time.Duration(u.leaving*float64(end-u.enterAt)), true
+}
+
+// leave sends u's DELETE until it is answered; it reports whether u is
+// done (it left, or the run ended). A 409 means u was admitted first: it
+// stays, and polls again.
+func (r *runner) leave(ctx context.Context, u *user, token string) bool {
+	u.leaving = -1
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, r.queueURL, nil)
+		if err != nil {
+			return true
+		}
+		req.Header.Set("X-Queue-Token", token)
+		_, _, st, hdr, _, err := r.do(req, routeLeave, true)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return true
+		case err == nil && st == http.StatusNoContent:
+			u.left = true
+			r.left.Add(1)
+			return true
+		case err == nil && st == http.StatusConflict:
+			return false
+		case !retryable(st, err) || !sleep(ctx, retryAfter(hdr, time.Second)):
+			return true
 		}
 	}
 }
@@ -488,7 +636,9 @@ func (r *runner) do(req *http.Request, route string, queue bool) (sent, recv tim
 	if err != nil && req.Context().Err() != nil {
 		return sent, recv, status, hdr, body, err // the run ended, not the server
 	}
-	failed := err != nil || status >= 400
+	// A DELETE answered 409 (admitted before it left) is the service
+	// working as documented, not a failure.
+	failed := err != nil || status >= 400 && !(route == routeLeave && status == http.StatusConflict)
 	rec := record{at: sent, latency: recv - sent, route: route, status: status, failed: failed}
 	r.mu.Lock()
 	r.records = append(r.records, rec)
@@ -535,6 +685,8 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 		ProgramID: r.cfg.ProgramID,
 		Arrival:   sc.Arrival.String(),
 		AdmitRate: sc.Rates.String(),
+		Abandon:   sc.Abandon,
+		Seed:      r.cfg.Seed,
 		Users:     sc.Users,
 		ByRoute:   map[string]int64{},
 	}
@@ -553,14 +705,17 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 		if rec.failed {
 			res.Errors++
 		}
-		if rec.route != routeEnter && rec.route != routePoll {
+		if rec.route != routeEnter && rec.route != routePoll && rec.route != routeLeave {
 			continue
 		}
 		res.Requests++
-		if rec.route == routeEnter {
+		switch rec.route {
+		case routeEnter:
 			res.Enters++
-		} else {
+		case routePoll:
 			res.Polls++
+		default:
+			res.Leaves++
 		}
 		if s := min(int(rec.at/time.Second), seconds-1); s >= 0 {
 			res.RpsSeries[s]++
@@ -582,6 +737,9 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 	for _, u := range users {
 		if u.entered {
 			res.Entered++
+		}
+		if u.left {
+			res.Left++
 		}
 		if !u.admitted {
 			continue

@@ -96,6 +96,51 @@ func TestRunDrain(t *testing.T) {
 	}
 }
 
+// TestRunPolicyAndAbandon creates the program on eta through the admin
+// API (server:eta) and lets half the users leave: every user either left
+// (DELETE 204) or was admitted, and nothing failed.
+func TestRunPolicyAndAbandon(t *testing.T) {
+	tiers, eta := polling.DefaultTiers(), polling.DefaultETA()
+	svc := queue.NewService(memstore.New(), tiers, queue.WithPolicies(map[string]polling.Policy{"tiers": tiers, "eta": eta}))
+	srv := httptest.NewServer(httpapi.New(svc, httpapi.WithAdminSecret(secret)))
+	t.Cleanup(srv.Close)
+	sc := bench.Scenario{Users: 40, Rates: bench.ConstantRate(20), Abandon: 0.5, Timeout: 10 * time.Second}
+	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "eta-leave", Scenario: sc, Poll: Poll{Policy: "eta"}, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("left %d, admitted %d, routes %v", r.Left, r.Admitted, r.ByRoute)
+	// An abandoner leaves before its predicted admission; on a starved CPU
+	// its turn may come first (DELETE 409), and it is admitted instead.
+	if r.Errors != 0 || r.Left+r.Admitted != sc.Users || r.Left < 10 || r.Left > 20 {
+		t.Errorf("errors %d, left %d, admitted %d; want 0, 10–20, the rest", r.Errors, r.Left, r.Admitted)
+	}
+	if r.Leaves != r.ByRoute["DELETE leave 204"]+r.ByRoute["DELETE leave 409"] || r.ByRoute["DELETE leave 204"] != int64(r.Left) {
+		t.Errorf("leaves %d, left %d, routes %v", r.Leaves, r.Left, r.ByRoute)
+	}
+	if r.Requests != r.Enters+r.Polls+r.Leaves || r.Policy != "server:eta" {
+		t.Errorf("requests %d = %d + %d + %d? policy %q", r.Requests, r.Enters, r.Polls, r.Leaves, r.Policy)
+	}
+	c, err := svc.Program(context.Background(), "eta-leave")
+	if err != nil || c.PollingPolicy != "eta" {
+		t.Errorf("program policy %q, %v; want eta", c.PollingPolicy, err)
+	}
+}
+
+// TestRunSchedule applies a rate schedule through the admin API: admit,
+// pause, restart.
+func TestRunSchedule(t *testing.T) {
+	srv := newServer(t)
+	sc := bench.Scenario{Users: 30, Rates: bench.Schedule{{At: 0, Rate: 40}, {At: 300 * time.Millisecond, Rate: 0}, {At: time.Second, Rate: 40}}, Timeout: 10 * time.Second}
+	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "schedule", Scenario: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Errors != 0 || r.Admitted != sc.Users || r.ByRoute["PUT admin 200"] != 3 || r.AdmitRate != "0s:40,300ms:0,1s:40" {
+		t.Errorf("errors %d, admitted %d, rate %s, routes %v; want 0, %d, three admin changes", r.Errors, r.Admitted, r.AdmitRate, r.ByRoute, sc.Users)
+	}
+}
+
 func TestParsePoll(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
@@ -108,6 +153,10 @@ func TestParsePoll(t *testing.T) {
 		{in: "fixed:0s", err: true},
 		{in: "fixed", err: true},
 		{in: "tiers", err: true},
+		{in: "server:eta", want: Poll{Policy: "eta"}},
+		{in: "server:tiers", want: Poll{Policy: "tiers"}},
+		{in: "server:", err: true},
+		{in: "server:ETA", err: true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParsePoll(tc.in)

@@ -1,13 +1,17 @@
 // Package simulate runs the bench scenario on a virtual clock with no
 // network: every virtual user enters, then polls when the policy says,
-// until it sees ADMITTED. A million users take seconds, and a seed makes a
-// run repeatable.
+// until it sees ADMITTED or, if it is one of the scenario's abandoning
+// users, leaves. A million users take seconds, and a seed makes a run
+// repeatable.
 //
 // The model is the service's own: admission is a queue.Program (its
-// WithTicketIssued on every enter, Rebased on every rate change, Admits and
-// Situation for every answer), the retry delay is the polling.Policy's
-// RetryAfter on that Situation, as queue.Service answers a poll. Requests take no time and never
-// fail; time advances in whole milliseconds, the resolution of the
+// WithTicketIssued on every enter, Rebased on every rate change, taking
+// effect one program-cache TTL later as the service applies an admin
+// change, Admits and Situation for every answer), the retry delay is the
+// polling.Policy's RetryAfter on that Situation, as queue.Service answers a
+// poll. A user who leaves stops polling; its ticket stays a gap that the
+// serving counter passes over, as in the service. Requests take no time and
+// never fail; time advances in whole milliseconds, the resolution of the
 // service's clock and of retryAfterMs.
 package simulate
 
@@ -31,9 +35,13 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type Config struct {
 	Scenario bench.Scenario
 	Policy   bench.NamedPolicy
-	// Seed drives the policy's jitter.
-	Seed   uint64
-	Prices bench.Prices
+	// Seed drives the policy's jitter and, separately, who abandons and
+	// when (bench.Scenario.Leaving).
+	Seed uint64
+	// CacheTTL is the service's PROGRAM_CACHE_TTL: every rate change after
+	// the first takes effect this long after its offset.
+	CacheTTL time.Duration
+	Prices   bench.Prices
 	// Progress, when not nil, receives a live progress line.
 	Progress io.Writer
 }
@@ -42,6 +50,7 @@ type Config struct {
 const (
 	RouteEnter = "POST enter 201"
 	RoutePoll  = "GET poll 200"
+	RouteLeave = "DELETE leave 204"
 )
 
 // Run simulates cfg and returns its result.
@@ -75,16 +84,21 @@ type sim struct {
 	now   time.Time // virtual clock, at ms t
 	t     int64     // ms since Epoch
 
-	entered  int
-	admitAt  []int64 // per ticket: ms at which the serving counter passed it
-	admitted int64   // tickets whose admitAt is known
+	entered int
+	admitAt []int64 // per ticket: ms at which the serving counter passed it
+	// leaveAt is, per ticket, the ms at which its holder leaves, -1 if it
+	// stays; nil when nobody does.
+	leaveAt  []int64
+	admitted int64 // tickets whose admitAt is known
 	wheel    wheel
 
 	seen            int // users who saw ADMITTED
+	left            int // users who left
 	pollsOfAdmitted int64
 	delays          []float64
 	requests        int64
 	pollCount       int64
+	leaves          int64
 	series          []int64
 	pollSeries      []int64
 	progress        *bench.Progress
@@ -104,6 +118,7 @@ func newSim(cfg Config) *sim {
 	// The program as the admin PUT creates it, before anyone arrives.
 	s.prog = queue.Program{ID: "sim", CreatedAt: Epoch, AdmissionWindow: queue.DefaultAdmissionWindow, Version: 0}
 	s.wheel.init(4096)
+	s.planLeaves()
 	if cfg.Progress != nil {
 		s.progress = bench.NewProgress(cfg.Progress, cfg.Policy.Name)
 	}
@@ -121,8 +136,10 @@ func (s *sim) run() {
 	for s.t = 0; s.t < end; s.t++ {
 		s.now = Epoch.Add(time.Duration(s.t) * time.Millisecond)
 		for nextChange < len(sc.Rates) && sc.Rates[nextChange].At.Milliseconds() <= s.t {
-			r := sc.Rates[nextChange].Rate
-			s.prog = s.prog.Rebased(s.now, r, r == 0, 0, 0)
+			var ok bool
+			if s.prog, ok = bench.ApplyChange(s.prog, s.now, sc.Rates[nextChange], nextChange == 0, s.cfg.CacheTTL); !ok {
+				break // an earlier change is pending: try again next ms
+			}
 			nextChange++
 		}
 		for nextUser < n && sc.Arrival.At(nextUser, n).Milliseconds() <= s.t {
@@ -132,14 +149,18 @@ func (s *sim) run() {
 		serving := s.prog.Serving(s.now)
 		s.advance(serving)
 		if b := s.wheel.take(s.t); len(b) > 0 {
-			s.countPolls(len(b))
 			for _, x := range b {
+				if x.ticket < 0 {
+					s.leave(waiter{ticket: -x.ticket, polls: x.polls}, serving)
+					continue
+				}
+				s.countPoll()
 				x.polls++
 				s.answer(x, serving)
 			}
 			s.wheel.giveBack(s.t, b)
 		}
-		if s.seen == n {
+		if s.seen+s.left == n {
 			break
 		}
 		if s.progress != nil && s.t%1000 == 0 {
@@ -180,7 +201,61 @@ func (s *sim) answer(x waiter, serving int64) {
 	}
 	d := s.policy.RetryAfter(sit, s.rng)
 	ms := max(1, int64((d+time.Millisecond-1)/time.Millisecond))
+	if s.leaveAt != nil {
+		switch at := s.leaveAt[tk]; {
+		case at < 0 || at > s.t+ms:
+		case at <= s.t:
+			s.leave(x, serving)
+			return
+		default:
+			// It leaves before its next poll: the wheel carries the leave,
+			// marked by a negative ticket.
+			s.wheel.add(s.t, at, waiter{ticket: -x.ticket, polls: x.polls})
+			return
+		}
+	}
 	s.wheel.add(s.t, s.t+ms, x)
+}
+
+// leave is x's DELETE at s.t. The leave instant lies before the ticket's
+// admission, so the service answers 204 and the token reads LEFT.
+func (s *sim) leave(x waiter, serving int64) {
+	if int64(x.ticket) <= serving {
+		panic("simulate: a user leaves after its admission") // planLeaves prevents it
+	}
+	s.left++
+	s.leaves++
+	s.count()
+}
+
+// planLeaves draws the abandoning users and places each one's leave at its
+// fraction of the wait, the wait running from its enter to the instant the
+// counter passes its ticket (bench.AdmissionTimes: the same model as this
+// simulation, so the same instants), or to the timeout. A user admitted at
+// its enter cannot leave.
+func (s *sim) planLeaves() {
+	sc := s.cfg.Scenario
+	frac := sc.Leaving(s.cfg.Seed)
+	if frac == nil {
+		return
+	}
+	admit := bench.AdmissionTimes(sc, s.cfg.CacheTTL, false)
+	s.leaveAt = make([]int64, sc.Users+1)
+	for i, f := range frac {
+		tk := i + 1
+		s.leaveAt[tk] = -1
+		if f < 0 {
+			continue
+		}
+		enter := sc.Arrival.At(i, sc.Users).Milliseconds()
+		end := sc.Timeout.Milliseconds()
+		if admit[tk] >= 0 {
+			end = admit[tk].Milliseconds()
+		}
+		if end > enter {
+			s.leaveAt[tk] = enter + int64(f*float64(end-enter))
+		}
+	}
 }
 
 // needs says how much of the polling.Situation a policy reads. Building
@@ -227,13 +302,13 @@ func (s *sim) count() {
 	s.series[sec]++
 }
 
-// countPolls counts n polls at s.t.
-func (s *sim) countPolls(n int) {
+// countPoll counts a poll at s.t.
+func (s *sim) countPoll() {
 	sec := s.second()
-	s.requests += int64(n)
-	s.pollCount += int64(n)
-	s.series[sec] += int64(n)
-	s.pollSeries[sec] += int64(n)
+	s.requests++
+	s.pollCount++
+	s.series[sec]++
+	s.pollSeries[sec]++
 }
 
 // second returns the index of s.t's second in the series, growing them.
@@ -248,7 +323,7 @@ func (s *sim) second() int {
 
 func (s *sim) result() bench.Result {
 	sc := s.cfg.Scenario
-	enters := s.requests - s.pollCount
+	enters := s.requests - s.pollCount - s.leaves
 	r := bench.Result{
 		Policy:        s.cfg.Policy.Name,
 		Mode:          "simulate",
@@ -258,19 +333,26 @@ func (s *sim) result() bench.Result {
 		Users:         sc.Users,
 		Entered:       s.entered,
 		Admitted:      s.seen,
+		Left:          s.left,
 		Requests:      s.requests,
 		Enters:        enters,
 		Polls:         s.pollCount,
+		Leaves:        s.leaves,
 		RpsSeries:     s.series,
 		PollSeries:    s.pollSeries,
 		ByRoute:       map[string]int64{RouteEnter: enters, RoutePoll: s.pollCount},
+		Abandon:       sc.Abandon,
+		CacheTTLMs:    s.cfg.CacheTTL.Milliseconds(),
 		NotifyDelayMs: bench.Summarize(s.delays),
 		DynamoRRU:     s.cfg.Prices.RRU(s.pollCount),
+	}
+	if s.leaves > 0 {
+		r.ByRoute[RouteLeave] = s.leaves
 	}
 	cost := s.cfg.Prices.Cost(s.requests, s.pollCount)
 	r.Cost = &cost
 	duration := time.Duration(s.t) * time.Millisecond
-	if sc.Timeout > 0 && s.seen < sc.Users {
+	if sc.Timeout > 0 && s.seen+s.left < sc.Users {
 		duration = sc.Timeout
 	}
 	r.Finish(duration, s.pollsOfAdmitted)

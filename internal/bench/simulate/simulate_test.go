@@ -16,6 +16,15 @@ func fixed(d time.Duration) bench.NamedPolicy {
 
 var tiers = bench.NamedPolicy{Name: "tiers", Policy: polling.DefaultTiers()}
 
+// etaExact is eta without lead or jitter: it polls at the very instant of
+// the expected admission, so its timeline is hand-computable.
+var etaExact = bench.NamedPolicy{Name: "eta", Policy: polling.ETA{
+	Fraction: 0.9, Floor: time.Second, Cap: 5 * time.Minute, Direct: 20 * time.Second, Fallback: polling.DefaultTiers(),
+}}
+
+// pauseRestart admits at 0.1/s, pauses at 5 s and restarts at 20 s.
+var pauseRestart = bench.Schedule{{At: 0, Rate: 0.1}, {At: 5 * time.Second, Rate: 0}, {At: 20 * time.Second, Rate: 0.1}}
+
 func run(t *testing.T, sc bench.Scenario, p bench.NamedPolicy) bench.Result {
 	t.Helper()
 	r, err := Run(Config{Scenario: sc, Policy: p, Seed: 1, Prices: bench.DefaultPrices()})
@@ -41,6 +50,7 @@ func TestHandComputable(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		sc         bench.Scenario
+		ttl        time.Duration
 		policy     bench.NamedPolicy
 		polls      int64
 		admitted   int
@@ -95,9 +105,36 @@ func TestHandComputable(t *testing.T) {
 			name: "schedule", sc: bench.Scenario{Users: 1, Rates: bench.Schedule{{At: 0, Rate: 0}, {At: 10 * time.Second, Rate: 1}}},
 			policy: fixed(3 * time.Second), polls: 4, admitted: 1, delayMax: 1000, delayP50: 1000, durationMs: 12000,
 		},
+		{
+			// The same with the service's 1 s program cache: the restart
+			// takes effect at 11 s, ticket 1 is admitted at 12 s, seen by
+			// the 12 s poll at once.
+			name: "schedule cache ttl", sc: bench.Scenario{Users: 1, Rates: bench.Schedule{{At: 0, Rate: 0}, {At: 10 * time.Second, Rate: 1}}},
+			ttl: time.Second, policy: fixed(3 * time.Second), polls: 4, admitted: 1, delayMax: 0, delayP50: 0, durationMs: 12000,
+		},
+		{
+			// eta without lead or jitter, one user at 0.1/s (admitted at
+			// 10 s), paused at 5 s (in effect at 6 s), restarted at 20 s
+			// (in effect at 21 s, so admitted at 31 s). The enter's wait is
+			// 10 s, within direct: the poll at 10 s finds the queue paused
+			// and falls back to the tiers (position 1: every second), at 11,
+			// …, 20 s; at 20 s the restart is scheduled, the wait is 11 s,
+			// and the poll at 31 s sees ADMITTED: 12 polls, no delay.
+			name: "eta pause and restart", sc: bench.Scenario{Users: 1, Rates: pauseRestart},
+			ttl: time.Second, policy: etaExact, polls: 12, admitted: 1, delayMax: 0, delayP50: 0, durationMs: 31000,
+		},
+		{
+			// The same without the cache delay: admitted at 30 s, and the
+			// poll at 20 s sees the restart at once.
+			name: "eta pause and restart no ttl", sc: bench.Scenario{Users: 1, Rates: pauseRestart},
+			policy: etaExact, polls: 12, admitted: 1, delayMax: 0, delayP50: 0, durationMs: 30000,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := run(t, tc.sc, tc.policy)
+			r, err := Run(Config{Scenario: tc.sc, Policy: tc.policy, Seed: 1, CacheTTL: tc.ttl, Prices: bench.DefaultPrices()})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if r.Polls != tc.polls || r.Admitted != tc.admitted || r.Enters != int64(tc.sc.Users) || r.Requests != r.Polls+r.Enters {
 				t.Errorf("polls %d, admitted %d, enters %d, requests %d; want %d, %d, %d, polls+enters",
 					r.Polls, r.Admitted, r.Enters, r.Requests, tc.polls, tc.admitted, tc.sc.Users)
@@ -116,6 +153,22 @@ func TestHandComputable(t *testing.T) {
 				t.Errorf("series sums to %d, want %d requests", sum, r.Requests)
 			}
 		})
+	}
+}
+
+// TestETADefaultPauseRestart: the default eta (lead 100 ms plus up to 100
+// ms of jitter) takes the same 12 polls as etaExact and comes back 100–200
+// ms after the admission.
+func TestETADefaultPauseRestart(t *testing.T) {
+	for seed := range uint64(5) {
+		r, err := Run(Config{Scenario: bench.Scenario{Users: 1, Rates: pauseRestart}, Policy: bench.NamedPolicy{Name: "eta", Policy: polling.DefaultETA()},
+			Seed: seed, CacheTTL: time.Second, Prices: bench.DefaultPrices()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := r.NotifyDelayMs.Max; r.Polls != 12 || r.Admitted != 1 || d < 100 || d > 200 {
+			t.Errorf("seed %d: polls %d, admitted %d, delay %g ms; want 12, 1, 100–200 ms", seed, r.Polls, r.Admitted, d)
+		}
 	}
 }
 
@@ -215,4 +268,94 @@ func TestSituationShortcut(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAbandonExact: exactly round(Abandon × Users) users leave, each
+// before its admission, and the counts add up.
+func TestAbandonExact(t *testing.T) {
+	for seed := range uint64(3) {
+		sc := bench.Scenario{Users: 1000, Rates: bench.ConstantRate(10), Abandon: 0.2}
+		r, err := Run(Config{Scenario: sc, Policy: tiers, Seed: seed, CacheTTL: time.Second, Prices: bench.DefaultPrices()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Left != 200 || r.Leaves != 200 || r.Admitted != 800 || r.ByRoute[RouteLeave] != 200 || r.NotifyDelayMs.Count != 800 {
+			t.Errorf("seed %d: left %d, leaves %d, admitted %d, routes %v; want 200, 200, 800", seed, r.Left, r.Leaves, r.Admitted, r.ByRoute)
+		}
+		if r.Requests != r.Enters+r.Polls+r.Leaves || r.Enters != 1000 {
+			t.Errorf("seed %d: requests %d, enters %d, polls %d, leaves %d", seed, r.Requests, r.Enters, r.Polls, r.Leaves)
+		}
+		var sum int64
+		for _, n := range r.RpsSeries {
+			sum += n
+		}
+		if sum != r.Requests {
+			t.Errorf("seed %d: series sums to %d, want %d", seed, sum, r.Requests)
+		}
+		// The leaves are gaps the counter passes at the same pace: the last
+		// ticket is still admitted at 100 s.
+		if r.DurationSeconds < 100 || r.DurationSeconds > 101 {
+			t.Errorf("seed %d: duration %.3f s, want the last admission at 100 s (seen within 1 s)", seed, r.DurationSeconds)
+		}
+	}
+}
+
+// TestAbandonHand: one user, admitted at 100 s if it stayed, polling every
+// 3 s, leaves at its drawn fraction f of the wait, floor(f × 100,000) ms:
+// its polls are those strictly before that instant.
+func TestAbandonHand(t *testing.T) {
+	for seed := range uint64(4) {
+		sc := bench.Scenario{Users: 1, Rates: bench.ConstantRate(0.01), Abandon: 0.5}
+		f := sc.Leaving(seed)[0]
+		leaveAt := int64(f * 100000)
+		r := runSeed(t, sc, fixed(3*time.Second), seed)
+		if want := (leaveAt - 1) / 3000; r.Polls != want || r.Left != 1 || r.Admitted != 0 || math.Round(r.DurationSeconds*1000) != float64(leaveAt) {
+			t.Errorf("seed %d (f=%.3f): polls %d, left %d, admitted %d, duration %g s; want %d, 1, 0, %d ms",
+				seed, f, r.Polls, r.Left, r.Admitted, r.DurationSeconds, want, leaveAt)
+		}
+	}
+}
+
+// TestAbandonKeepsEstimate: positions count the gaps of the users who left,
+// and the counter passes gaps at the admission rate, so eta's estimate
+// stays exact in ticket terms: at a constant rate a stayer hears within
+// lead + jitter (≤ 200 ms), whatever the abandonment; only the first second's
+// tickets wait for eta's 1 s floor.
+func TestAbandonKeepsEstimate(t *testing.T) {
+	sc := bench.Scenario{Users: 5000, Rates: bench.ConstantRate(50), Abandon: 0.5}
+	r := run(t, sc, bench.NamedPolicy{Name: "eta", Policy: polling.DefaultETA()})
+	if d := r.NotifyDelayMs; r.Left != 2500 || r.Admitted != 2500 || d.P99 > 200 || d.Max > 1000 {
+		t.Errorf("left %d, admitted %d, notify delay %+v; want 2500, 2500, p99 ≤ 200 ms, max ≤ 1 s", r.Left, r.Admitted, d)
+	}
+}
+
+// TestAdmissionTimes: bench.AdmissionTimes, which places the leaves, gives
+// the very instants at which the simulation's counter passes each ticket.
+func TestAdmissionTimes(t *testing.T) {
+	for _, tc := range []struct {
+		sc  bench.Scenario
+		ttl time.Duration
+	}{
+		{bench.Scenario{Users: 3000, Rates: bench.Schedule{{At: 0, Rate: 40}, {At: 10 * time.Second, Rate: 20}, {At: 20 * time.Second, Rate: 0}, {At: 30 * time.Second, Rate: 40}}}, time.Second},
+		{bench.Scenario{Users: 3000, Rates: bench.Schedule{{At: 0, Rate: 40}, {At: 10 * time.Second, Rate: 20}, {At: 20 * time.Second, Rate: 0}, {At: 30 * time.Second, Rate: 40}}}, 0},
+		{bench.Scenario{Users: 2000, Arrival: bench.Arrival{Over: 100 * time.Second}, Rates: bench.Schedule{{At: 0, Rate: 30}, {At: 50 * time.Second, Rate: 10}}}, time.Second},
+	} {
+		want := bench.AdmissionTimes(tc.sc, tc.ttl, false)
+		s := newSim(Config{Scenario: tc.sc, Policy: fixed(time.Second), Seed: 1, CacheTTL: tc.ttl})
+		s.run()
+		for tk := 1; tk <= tc.sc.Users; tk++ {
+			if got := time.Duration(s.admitAt[tk]) * time.Millisecond; got != want[tk] {
+				t.Fatalf("%s, ttl %s: ticket %d admitted at %s, AdmissionTimes says %s", tc.sc.Rates, tc.ttl, tk, got, want[tk])
+			}
+		}
+	}
+}
+
+func runSeed(t *testing.T, sc bench.Scenario, p bench.NamedPolicy, seed uint64) bench.Result {
+	t.Helper()
+	r, err := Run(Config{Scenario: sc, Policy: p, Seed: seed, CacheTTL: time.Second, Prices: bench.DefaultPrices()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -5,9 +5,12 @@
 // prints the function's response. `make invoke EVENT=events/enter.json`
 // builds the bootstraps and runs it.
 //
-// Without DYNAMODB_ENDPOINT it starts a throwaway moto_server; either way
-// it creates the table if missing and seeds the program and tokens that
-// the sample events refer to (internal/fixtures), unless -seed=false.
+// Without DYNAMODB_ENDPOINT it starts a throwaway moto_server with
+// internal/localdynamo, behind the proxy that serializes its requests (as
+// internal/dynamotest does for the tests: moto is not atomic per item);
+// either way it creates the table if missing and seeds the program and
+// tokens that the sample events refer to (internal/fixtures), unless
+// -seed=false.
 package main
 
 import (
@@ -18,13 +21,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/emulator"
 	"github.com/example/waitingroom/internal/fixtures"
+	"github.com/example/waitingroom/internal/localdynamo"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/samtemplate"
 )
@@ -88,12 +88,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	if *endpoint == "" {
-		url, stopMoto, err := startMoto(ctx, stderr)
+		moto, err := localdynamo.Start(ctx, localdynamo.Options{Server: "moto", Serialize: true})
 		if err != nil {
-			return err
+			return fmt.Errorf("no %s: %w", config.EnvDynamoEndpoint, err)
 		}
-		defer stopMoto()
-		*endpoint = url
+		defer moto.Stop()
+		*endpoint = moto.Endpoint()
+		fmt.Fprintf(stderr, "invoke: moto_server on %s\n", *endpoint)
 	}
 	client, err := dynamostore.NewClient(ctx, *endpoint)
 	if err != nil {
@@ -150,49 +151,4 @@ func functionFor(tpl *samtemplate.Template, event []byte) (string, error) {
 		return id, nil
 	}
 	return "", fmt.Errorf("no route %q in the template (use -function)", e.RouteKey)
-}
-
-// startMoto starts moto_server on a free loopback port and waits until it
-// answers. (Tests use internal/dynamotest, which does the same for a test
-// binary.)
-func startMoto(ctx context.Context, stderr io.Writer) (url string, stop func(), err error) {
-	path, err := exec.LookPath("moto_server")
-	if err != nil {
-		return "", nil, fmt.Errorf("no DYNAMODB_ENDPOINT and moto_server not found (pip install 'moto[server]'): %w", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(path, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // kill reaches what the pyenv shim forks
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	stop = func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	}
-	url = "http://127.0.0.1:" + strconv.Itoa(port)
-	fmt.Fprintf(stderr, "invoke: moto_server on %s\n", url)
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		select {
-		case <-exited:
-			return "", nil, errors.New("moto_server exited before answering")
-		default:
-		}
-		if resp, err := client.Get(url); err == nil {
-			resp.Body.Close()
-			return url, stop, nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	stop()
-	return "", nil, errors.New("moto_server not answering after 30s")
 }

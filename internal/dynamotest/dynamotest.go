@@ -9,14 +9,11 @@
 //
 // DYNAMOTEST_VERBOSE=1 passes the server's output through to stderr.
 //
-// moto is reached through a proxy that passes one request at a time. moto
-// checks a ConditionExpression and applies the update in two steps without
-// a lock, so two concurrent conditional writes to one item can both
-// succeed (two callers get the same ticket, a token is both admitted and
-// left), which DynamoDB never allows. Serialising the requests restores
-// DynamoDB's per-item atomicity, and moto, which runs Python under one lock
-// anyway, is faster for it. dynalite locks per item and is used directly,
-// but has no TTL API: NewTable then makes tables without TTL (see NoTTL).
+// internal/localdynamo starts the server. moto is reached through a proxy
+// that passes one request at a time, because moto is not atomic per item
+// (see localdynamo.Options.Serialize). dynalite locks per item and is used
+// directly, but has no TTL API: NewTable then makes tables without TTL (see
+// NoTTL).
 //
 // Use it as:
 //
@@ -35,15 +32,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
-	"os/exec"
-	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -52,24 +41,13 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/localdynamo"
 )
-
-var installHint = map[string]string{
-	"":         "install moto: pip install 'moto[server]'",
-	"moto":     "install moto: pip install 'moto[server]'",
-	"dynalite": "install Node.js and dynalite: npm install -g dynalite",
-}
-
-// startTimeout bounds how long the server may take to answer after it is
-// started (moto imports a lot of Python on start).
-const startTimeout = 30 * time.Second
 
 var server struct {
 	once     sync.Once
 	mu       sync.Mutex
-	cmd      *exec.Cmd
-	exited   chan struct{} // closed once cmd has been waited for
-	proxy    *httptest.Server
+	srv      *localdynamo.Server // nil once stopped
 	endpoint string
 	err      error
 	missing  bool // the server's executable is not installed
@@ -103,141 +81,30 @@ func Main(m *testing.M) {
 func Stop() {
 	server.mu.Lock()
 	defer server.mu.Unlock()
-	if server.proxy != nil {
-		server.proxy.Close()
-		server.proxy = nil
+	if server.srv != nil {
+		server.srv.Stop()
+		server.srv = nil
 	}
-	if server.cmd == nil {
-		return
-	}
-	kill(server.cmd)
-	<-server.exited
-	server.cmd = nil
 }
 
 func start() {
-	port, err := freePort()
-	if err != nil {
-		server.err = fmt.Errorf("find a free port: %w", err)
-		return
-	}
-	var name string
-	var args []string
 	kind := os.Getenv("DYNAMODB_TEST_SERVER")
-	switch kind {
-	case "", "moto":
-		name, args = "moto_server", []string{"-H", "127.0.0.1", "-p", strconv.Itoa(port)}
-	case "dynalite":
-		// New tables ACTIVE at once, as with moto (dynalite's default
-		// is half a second).
-		name, args = "npx", []string{"--no-install", "dynalite", "--port", strconv.Itoa(port), "--createTableMs", "0", "--deleteTableMs", "0"}
-	default:
-		server.err = fmt.Errorf("DYNAMODB_TEST_SERVER=%q: want moto or dynalite", kind)
-		return
-	}
-	path, err := exec.LookPath(name)
-	if err != nil {
-		server.err = fmt.Errorf("%s not found on PATH (%s): %w", name, installHint[kind], err)
-		server.missing = true
-		return
-	}
-	cmd := exec.Command(path, args...)
-	cmd.SysProcAttr = sysProcAttr()
+	opts := localdynamo.Options{Server: kind, Serialize: kind != "dynalite"}
 	if os.Getenv("DYNAMOTEST_VERBOSE") != "" {
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		opts.Output = os.Stderr
 	}
-	// On Linux the server gets SIGKILL when the thread that started it
-	// ends (Pdeathsig), not the process: start and wait for it from a
-	// goroutine locked to its thread, which the runtime then keeps until
-	// the server exits.
-	started := make(chan error)
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	if err := <-started; err != nil {
-		server.err = fmt.Errorf("start %s: %w", name, err)
-		return
-	}
-	server.mu.Lock()
-	server.cmd, server.exited = cmd, exited
-	server.mu.Unlock()
-
-	endpoint := "http://127.0.0.1:" + strconv.Itoa(port)
-	if err := waitReady(endpoint, exited); err != nil {
-		Stop()
-		if waitErr != nil {
-			err = fmt.Errorf("%w (%v)", err, waitErr)
-		}
-		server.err = fmt.Errorf("%s on port %d: %w", name, port, err)
-		return
-	}
-	if kind == "dynalite" {
-		server.endpoint = endpoint
-		return
-	}
-	backend, _ := url.Parse(endpoint)
-	proxy := serialized(httputil.NewSingleHostReverseProxy(backend))
-	server.mu.Lock()
-	server.proxy = httptest.NewServer(proxy)
-	server.endpoint = server.proxy.URL
-	server.mu.Unlock()
-}
-
-// serialized passes requests to h one at a time.
-func serialized(h http.Handler) http.Handler {
-	turn := make(chan struct{}, 1)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case turn <- struct{}{}:
-		case <-r.Context().Done():
-			http.Error(w, "client gone", http.StatusServiceUnavailable)
-			return
-		}
-		defer func() { <-turn }()
-		h.ServeHTTP(w, r)
-	})
-}
-
-// waitReady polls endpoint until it answers HTTP, the process exits or
-// startTimeout passes.
-func waitReady(endpoint string, exited <-chan struct{}) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(startTimeout)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("exited before answering")
-		default:
-		}
-		resp, err := client.Get(endpoint)
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return errors.New("not answering after " + startTimeout.String())
-}
-
-// freePort asks the kernel for a free port on 127.0.0.1. Another process
-// could take it before the server binds it; on a test machine that is rare
-// enough, and the start then fails loudly.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := localdynamo.Start(context.Background(), opts)
 	if err != nil {
-		return 0, err
+		if errors.Is(err, localdynamo.ErrUnknownServer) {
+			err = fmt.Errorf("DYNAMODB_TEST_SERVER=%q: %w", kind, localdynamo.ErrUnknownServer)
+		}
+		server.err = err
+		server.missing = errors.Is(err, localdynamo.ErrNotInstalled)
+		return
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	server.mu.Lock()
+	server.srv, server.endpoint = srv, srv.Endpoint()
+	server.mu.Unlock()
 }
 
 // NoTTL reports whether the server lacks the TTL API (dynalite): there

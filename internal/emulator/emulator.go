@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/example/waitingroom/internal/localdynamo"
 )
 
 // EnvRIE names the variable that may give the emulator's path.
@@ -52,9 +54,8 @@ func Find(dir string) (string, error) {
 
 // Emulator is one emulator process serving one bootstrap.
 type Emulator struct {
-	url    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	url  string
+	proc *localdynamo.Process // in its own process group, with the bootstrap
 	// The emulator serves one invocation at a time and crashes on a
 	// second concurrent one; Invoke takes turns.
 	turn sync.Mutex
@@ -88,16 +89,14 @@ func Start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error
 	cmd.Dir = filepath.Dir(bootstrap)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
+	proc, err := localdynamo.StartProcess(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", rie, err)
 	}
 	e := &Emulator{
-		url:    "http://" + addr + "/2015-03-31/functions/function/invocations",
-		cmd:    cmd,
-		exited: make(chan struct{}),
+		url:  "http://" + addr + "/2015-03-31/functions/function/invocations",
+		proc: proc,
 	}
-	go func() { _ = cmd.Wait(); close(e.exited) }()
 	if err := e.waitListening(addr); err != nil {
 		e.Stop()
 		return nil, err
@@ -109,7 +108,7 @@ func (e *Emulator) waitListening(addr string) error {
 	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {
 		select {
-		case <-e.exited:
+		case <-e.proc.Exited():
 			return errors.New("aws-lambda-rie exited before listening")
 		default:
 		}
@@ -157,19 +156,14 @@ func (e *Emulator) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 }
 
 // Stop ends the emulator and the bootstrap it started.
-func (e *Emulator) Stop() {
-	kill(e.cmd)
-	<-e.exited
-}
+func (e *Emulator) Stop() { e.proc.Kill() }
 
 // freeAddr returns a loopback address with a port that was free a moment
-// ago; another process could take it before the emulator binds it, which
-// on a test machine is rare and then fails loudly.
+// ago (see localdynamo.FreePort).
 func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := localdynamo.FreePort()
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)
 	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
+	return "127.0.0.1:" + strconv.Itoa(port), nil
 }

@@ -1,4 +1,4 @@
-package dynamotest
+package localdynamo
 
 import (
 	"os/exec"
@@ -7,11 +7,10 @@ import (
 
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{
-		// Its own process group, so that kill reaches whatever a shim
-		// (pyenv, npx) forked.
+		// Its own process group, so that kill reaches whatever it
+		// forked.
 		Setpgid: true,
-		// If the test binary dies without reaching Main's cleanup (a
-		// panic, a -timeout), the server dies with it.
+		// If this process dies without killing it, it dies with it.
 		Pdeathsig: syscall.SIGKILL,
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package dynamotest
+package localdynamo
 
 import (
 	"os/exec"

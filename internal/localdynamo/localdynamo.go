@@ -1,0 +1,201 @@
+// Package localdynamo starts a local DynamoDB API server as a child
+// process: moto_server (pip install 'moto[server]'), or dynalite (npx
+// dynalite). internal/dynamotest runs one per test binary with it, and
+// cmd/invoke (`make invoke`) one per run.
+//
+// The server runs in its own process group, which Stop kills as a whole,
+// and on Linux it dies with the process that started it (see Process,
+// which internal/emulator uses for aws-lambda-rie too).
+package localdynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// ErrNotInstalled is wrapped by Start's error when the server's executable
+// is not on PATH.
+var ErrNotInstalled = errors.New("server not installed")
+
+// ErrUnknownServer is wrapped by Start's error when Options.Server names
+// no server it knows.
+var ErrUnknownServer = errors.New("want moto or dynalite")
+
+var installHint = map[string]string{
+	"moto":     "install moto: pip install 'moto[server]'",
+	"dynalite": "install Node.js and dynalite: npm install -g dynalite",
+}
+
+// startTimeout bounds how long the server may take to answer after it is
+// started (moto imports a lot of Python on start).
+const startTimeout = 30 * time.Second
+
+// Options choose the server and how it is reached.
+type Options struct {
+	// Server is "moto" (moto_server; also when empty) or "dynalite".
+	Server string
+
+	// Serialize puts a proxy in front of the server that passes one
+	// request at a time, and Endpoint is then the proxy's. Set it for
+	// moto: moto checks a ConditionExpression and applies the update in
+	// two steps without a lock, so two concurrent conditional writes to
+	// one item can both succeed (two callers get the same ticket, a token
+	// is both admitted and left), which DynamoDB never allows.
+	// Serialising the requests restores DynamoDB's per-item atomicity,
+	// and moto, which runs Python under one lock anyway, is faster for
+	// it. dynalite locks per item and needs no proxy.
+	Serialize bool
+
+	// Output receives the server's standard output and error; nil
+	// discards them.
+	Output io.Writer
+}
+
+// Server is a running server. Stop it with Stop.
+type Server struct {
+	proc     *Process
+	proxy    *http.Server // nil unless Options.Serialize
+	endpoint string
+	stop     sync.Once
+}
+
+// Start starts the server on a free loopback port and waits until it
+// answers HTTP, ctx is done or startTimeout passes. ctx bounds only the
+// start: the server runs until Stop.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	kind := opts.Server
+	if kind == "" {
+		kind = "moto"
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, fmt.Errorf("find a free port: %w", err)
+	}
+	var name string
+	var args []string
+	switch kind {
+	case "moto":
+		name, args = "moto_server", []string{"-H", "127.0.0.1", "-p", strconv.Itoa(port)}
+	case "dynalite":
+		// New tables ACTIVE at once, as with moto (dynalite's default
+		// is half a second).
+		name, args = "npx", []string{"--no-install", "dynalite", "--port", strconv.Itoa(port), "--createTableMs", "0", "--deleteTableMs", "0"}
+	default:
+		return nil, fmt.Errorf("server %q: %w", opts.Server, ErrUnknownServer)
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s not found on PATH (%s): %w", name, installHint[kind], notInstalled{err})
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = opts.Output, opts.Output
+	proc, err := StartProcess(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	s := &Server{proc: proc, endpoint: "http://127.0.0.1:" + strconv.Itoa(port)}
+	if err := waitReady(ctx, s.endpoint, proc.Exited()); err != nil {
+		proc.Kill()
+		if waitErr := proc.Err(); waitErr != nil {
+			err = fmt.Errorf("%w (%v)", err, waitErr)
+		}
+		return nil, fmt.Errorf("%s on port %d: %w", name, port, err)
+	}
+	if !opts.Serialize {
+		return s, nil
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		proc.Kill()
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	backend, _ := url.Parse(s.endpoint)
+	s.proxy = &http.Server{Handler: serialized(httputil.NewSingleHostReverseProxy(backend))}
+	go func() { _ = s.proxy.Serve(l) }()
+	s.endpoint = "http://" + l.Addr().String()
+	return s, nil
+}
+
+// Endpoint returns the server's URL (the proxy's, with Options.Serialize).
+func (s *Server) Endpoint() string { return s.endpoint }
+
+// Stop closes the proxy, if any, and kills the server. Later calls do
+// nothing.
+func (s *Server) Stop() {
+	s.stop.Do(func() {
+		if s.proxy != nil {
+			_ = s.proxy.Close()
+		}
+		s.proc.Kill()
+	})
+}
+
+// serialized passes requests to h one at a time.
+func serialized(h http.Handler) http.Handler {
+	turn := make(chan struct{}, 1)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case turn <- struct{}{}:
+		case <-r.Context().Done():
+			http.Error(w, "client gone", http.StatusServiceUnavailable)
+			return
+		}
+		defer func() { <-turn }()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// waitReady polls endpoint until it answers HTTP, the process exits, ctx
+// is done or startTimeout passes.
+func waitReady(ctx context.Context, endpoint string, exited <-chan struct{}) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(startTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return errors.New("exited before answering")
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errors.New("not answering after " + startTimeout.String())
+}
+
+// FreePort asks the kernel for a free port on 127.0.0.1. Another process
+// could take it before the caller's server binds it; on a test or
+// developer machine that is rare enough, and the start then fails loudly.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// notInstalled is LookPath's error, which also is ErrNotInstalled.
+type notInstalled struct{ err error }
+
+func (e notInstalled) Error() string        { return e.err.Error() }
+func (e notInstalled) Unwrap() error        { return e.err }
+func (e notInstalled) Is(target error) bool { return target == ErrNotInstalled }

@@ -1,0 +1,64 @@
+package localdynamo
+
+import (
+	"os/exec"
+	"runtime"
+)
+
+// Process is a child process in its own process group, so that Kill
+// reaches whatever it forked too (the process a pyenv or npx shim starts,
+// the bootstrap aws-lambda-rie starts). On Linux it also gets SIGKILL if
+// the process that started it dies without killing it (a panic, a test
+// -timeout, kill -9).
+type Process struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd has been waited for
+	err    error         // cmd.Wait's, set before exited is closed
+}
+
+// StartProcess starts cmd, after setting its SysProcAttr, and waits for it
+// in the background. Stop it with Kill.
+func StartProcess(cmd *exec.Cmd) (*Process, error) {
+	cmd.SysProcAttr = sysProcAttr()
+	p := &Process{cmd: cmd, exited: make(chan struct{})}
+	// On Linux the child gets SIGKILL when the thread that started it
+	// ends (Pdeathsig), not the process: start and wait for it from a
+	// goroutine locked to its thread, which the runtime then keeps until
+	// the child exits.
+	started := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Exited is closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Err returns the process's exit error, as from exec.Cmd.Wait, once Exited
+// is closed; nil before.
+func (p *Process) Err() error {
+	select {
+	case <-p.exited:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// Kill kills the process's group with SIGKILL and waits for the process
+// to exit.
+func (p *Process) Kill() {
+	kill(p.cmd)
+	<-p.exited
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Program is the part of a program item the audit reads (see
+// internal/dynamostore for the whole layout).
+type Program struct {
+	ID     string `dynamodbav:"programId"`
+	Issued int64  `dynamodbav:"issued"`
+}
+
+// Token is the part of a token item the audit reads. A token without a
+// ticket attribute decodes with Ticket 0, which is out of range.
+type Token struct {
+	ID         string `dynamodbav:"tokenId"`
+	ProgramID  string `dynamodbav:"programId"`
+	Ticket     int64  `dynamodbav:"ticket"`
+	AdmittedAt int64  `dynamodbav:"admittedAt"`
+	LeftAt     int64  `dynamodbav:"leftAt"`
+}
+
+// Items are the decoded items of a table.
+type Items struct {
+	Programs map[string]Program
+	Tokens   []Token
+	// Other counts items that are neither a program nor a token.
+	Other int
+}
+
+// Decode sorts scanned items into programs (pk PROGRAM#id, sk PROGRAM) and
+// tokens (pk TOKEN#id, sk TOKEN).
+func Decode(items []map[string]types.AttributeValue, into *Items) error {
+	if into.Programs == nil {
+		into.Programs = map[string]Program{}
+	}
+	for _, av := range items {
+		var key struct {
+			PK string `dynamodbav:"pk"`
+			SK string `dynamodbav:"sk"`
+		}
+		if err := attributevalue.UnmarshalMap(av, &key); err != nil {
+			return fmt.Errorf("decode key: %w", err)
+		}
+		switch {
+		case key.SK == "PROGRAM" && strings.HasPrefix(key.PK, "PROGRAM#"):
+			var p Program
+			if err := attributevalue.UnmarshalMap(av, &p); err != nil {
+				return fmt.Errorf("decode %s: %w", key.PK, err)
+			}
+			into.Programs[p.ID] = p
+		case key.SK == "TOKEN" && strings.HasPrefix(key.PK, "TOKEN#"):
+			var t Token
+			if err := attributevalue.UnmarshalMap(av, &t); err != nil {
+				return fmt.Errorf("decode %s: %w", key.PK, err)
+			}
+			into.Tokens = append(into.Tokens, t)
+		default:
+			into.Other++
+		}
+	}
+	return nil
+}
+
+// Range is a run of consecutive tickets, From..To inclusive.
+type Range struct{ From, To int64 }
+
+func (r Range) String() string {
+	if r.From == r.To {
+		return fmt.Sprint(r.From)
+	}
+	return fmt.Sprintf("%d-%d", r.From, r.To)
+}
+
+// Duplicate is a ticket held by more than one token.
+type Duplicate struct {
+	Ticket int64
+	Tokens []string // sorted
+}
+
+// Report is the audit of one program.
+type Report struct {
+	Program string
+	// Missing: the table has tokens of this program but no program item;
+	// Issued is then 0 and every ticket is out of range.
+	Missing bool
+	Issued  int64
+	// Tokens is the number of token items of the program.
+	Tokens                  int
+	Admitted, Left, Waiting int
+	// Duplicates are the tickets held by two tokens or more, ascending.
+	Duplicates []Duplicate
+	// OutOfRange are the tokens whose ticket is not in 1..Issued, by ticket.
+	OutOfRange []Token
+	// Gaps are the tickets in 1..Issued that no token holds, as ascending
+	// runs; GapCount is their total.
+	Gaps     []Range
+	GapCount int64
+}
+
+// Balanced reports whether Issued equals the token items plus the gaps,
+// which holds exactly when there are no duplicates and no tickets out of
+// range.
+func (r Report) Balanced() bool { return int64(r.Tokens)+r.GapCount == r.Issued }
+
+// OK reports whether the program passes: no duplicated ticket, none out of
+// range, the count balanced. Gaps alone pass: a ticket whose token write
+// failed (or, on DynamoDB, whose token TTL deleted) is lost, not doubled.
+func (r Report) OK() bool {
+	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && r.Balanced()
+}
+
+// Audit checks the tokens of program p; tokens of other programs are
+// ignored.
+func Audit(p Program, tokens []Token) Report {
+	r := Report{Program: p.ID, Issued: p.Issued}
+	holders := map[int64][]string{}
+	for _, t := range tokens {
+		if t.ProgramID != p.ID {
+			continue
+		}
+		r.Tokens++
+		switch {
+		case t.AdmittedAt != 0:
+			r.Admitted++
+		case t.LeftAt != 0:
+			r.Left++
+		default:
+			r.Waiting++
+		}
+		if t.Ticket < 1 || t.Ticket > p.Issued {
+			r.OutOfRange = append(r.OutOfRange, t)
+			continue
+		}
+		holders[t.Ticket] = append(holders[t.Ticket], t.ID)
+	}
+	slices.SortFunc(r.OutOfRange, func(a, b Token) int {
+		return cmp.Or(cmp.Compare(a.Ticket, b.Ticket), cmp.Compare(a.ID, b.ID))
+	})
+	held := make([]int64, 0, len(holders))
+	for ticket, ids := range holders {
+		held = append(held, ticket)
+		if len(ids) > 1 {
+			slices.Sort(ids)
+			r.Duplicates = append(r.Duplicates, Duplicate{Ticket: ticket, Tokens: ids})
+		}
+	}
+	slices.SortFunc(r.Duplicates, func(a, b Duplicate) int { return cmp.Compare(a.Ticket, b.Ticket) })
+	slices.Sort(held)
+	next := int64(1) // the lowest ticket not yet accounted for
+	for _, ticket := range append(held, p.Issued+1) {
+		if ticket > next {
+			r.Gaps = append(r.Gaps, Range{next, ticket - 1})
+			r.GapCount += ticket - next
+		}
+		next = ticket + 1
+	}
+	return r
+}
+
+// AuditAll audits every program of items, and every program id that only
+// tokens name (Missing), sorted by id; only id when it is not empty.
+func AuditAll(items Items, id string) []Report {
+	ids := map[string]bool{}
+	for pid := range items.Programs {
+		ids[pid] = true
+	}
+	for _, t := range items.Tokens {
+		ids[t.ProgramID] = true
+	}
+	var reports []Report
+	for _, pid := range slices.Sorted(maps.Keys(ids)) {
+		if id != "" && pid != id {
+			continue
+		}
+		p, ok := items.Programs[pid]
+		if !ok {
+			p = Program{ID: pid}
+		}
+		r := Audit(p, items.Tokens)
+		r.Missing = !ok
+		reports = append(reports, r)
+	}
+	return reports
+}
+
+// Write prints r, listing at most limit gap runs, duplicates and tokens out
+// of range (all of them when limit <= 0).
+func (r Report) Write(w io.Writer, limit int) {
+	fmt.Fprintf(w, "program %s", r.Program)
+	if r.Missing {
+		fmt.Fprint(w, " (no program item: tokens only)")
+	}
+	fmt.Fprintf(w, "\n  issued      %d\n", r.Issued)
+	fmt.Fprintf(w, "  tokens      %d (admitted %d, left %d, waiting %d)\n", r.Tokens, r.Admitted, r.Left, r.Waiting)
+	extra := 0
+	for _, d := range r.Duplicates {
+		extra += len(d.Tokens) - 1
+	}
+	fmt.Fprintf(w, "  duplicates  %d tickets (%d extra tokens)\n", len(r.Duplicates), extra)
+	fmt.Fprintf(w, "  out of range %d tokens (ticket not in 1..%d)\n", len(r.OutOfRange), r.Issued)
+	fmt.Fprintf(w, "  gaps        %d tickets without a token", r.GapCount)
+	if len(r.Gaps) > 0 {
+		fmt.Fprintf(w, ": %s", joinLimited(r.Gaps, limit, Range.String))
+	}
+	fmt.Fprintln(w)
+	for i, d := range r.Duplicates {
+		if limit > 0 && i == limit {
+			fmt.Fprintf(w, "  … %d more duplicated tickets\n", len(r.Duplicates)-limit)
+			break
+		}
+		fmt.Fprintf(w, "  duplicate ticket %d: tokens %s\n", d.Ticket, strings.Join(d.Tokens, ", "))
+	}
+	for i, t := range r.OutOfRange {
+		if limit > 0 && i == limit {
+			fmt.Fprintf(w, "  … %d more tokens out of range\n", len(r.OutOfRange)-limit)
+			break
+		}
+		fmt.Fprintf(w, "  out of range: ticket %d, token %s\n", t.Ticket, t.ID)
+	}
+	rel := "="
+	if !r.Balanced() {
+		rel = "≠"
+	}
+	fmt.Fprintf(w, "  issued %d %s tokens %d + gaps %d\n", r.Issued, rel, r.Tokens, r.GapCount)
+	if r.OK() {
+		fmt.Fprintln(w, "  OK")
+	} else {
+		fmt.Fprintln(w, "  FAIL")
+	}
+}
+
+func joinLimited[T any](xs []T, limit int, str func(T) string) string {
+	var b strings.Builder
+	for i, x := range xs {
+		if limit > 0 && i == limit {
+			fmt.Fprintf(&b, ", … (%d more runs)", len(xs)-limit)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(str(x))
+	}
+	return b.String()
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// tokens returns one token of program p per ticket, named by position.
+func tokens(p string, tickets ...int64) []Token {
+	var ts []Token
+	for i, n := range tickets {
+		ts = append(ts, Token{ID: p + "-" + string(rune('a'+i)), ProgramID: p, Ticket: n})
+	}
+	return ts
+}
+
+func TestAudit(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		issued     int64
+		tickets    []int64
+		dups       []Duplicate
+		outOfRange []int64
+		gaps       []Range
+		gapCount   int64
+		ok         bool
+	}{
+		{name: "empty", issued: 0, ok: true},
+		{name: "clean", issued: 5, tickets: []int64{3, 1, 5, 2, 4}, ok: true},
+		{name: "all gaps", issued: 3, gaps: []Range{{1, 3}}, gapCount: 3, ok: true},
+		{
+			name: "gaps", issued: 10, tickets: []int64{2, 3, 6, 10},
+			gaps: []Range{{1, 1}, {4, 5}, {7, 9}}, gapCount: 6, ok: true,
+		},
+		{
+			name: "duplicates", issued: 4, tickets: []int64{1, 2, 2, 3, 4, 4, 4},
+			dups: []Duplicate{{2, []string{"p-b", "p-c"}}, {4, []string{"p-e", "p-f", "p-g"}}},
+		},
+		{
+			name: "out of range", issued: 3, tickets: []int64{0, 1, 4, -2, 3, 99},
+			outOfRange: []int64{-2, 0, 4, 99}, gaps: []Range{{2, 2}}, gapCount: 1,
+		},
+		{
+			// Two tokens hold ticket 1 and none holds 2: as many tokens as
+			// tickets issued, which a bare count would pass.
+			name: "duplicate and gap", issued: 3, tickets: []int64{1, 1, 3},
+			dups: []Duplicate{{1, []string{"p-a", "p-b"}}}, gaps: []Range{{2, 2}}, gapCount: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := append(tokens("p", tc.tickets...), tokens("other", 1, 1, 7)...)
+			r := Audit(Program{ID: "p", Issued: tc.issued}, ts)
+			if r.Tokens != len(tc.tickets) || r.Waiting != len(tc.tickets) {
+				t.Errorf("Tokens %d, Waiting %d; want %d", r.Tokens, r.Waiting, len(tc.tickets))
+			}
+			if !reflect.DeepEqual(r.Duplicates, tc.dups) {
+				t.Errorf("Duplicates = %v, want %v", r.Duplicates, tc.dups)
+			}
+			var oor []int64
+			for _, tok := range r.OutOfRange {
+				oor = append(oor, tok.Ticket)
+			}
+			if !reflect.DeepEqual(oor, tc.outOfRange) {
+				t.Errorf("OutOfRange tickets = %v, want %v", oor, tc.outOfRange)
+			}
+			if !reflect.DeepEqual(r.Gaps, tc.gaps) || r.GapCount != tc.gapCount {
+				t.Errorf("Gaps = %v (%d), want %v (%d)", r.Gaps, r.GapCount, tc.gaps, tc.gapCount)
+			}
+			if r.OK() != tc.ok {
+				t.Errorf("OK() = %v, want %v", r.OK(), tc.ok)
+			}
+			if r.Balanced() != tc.ok {
+				t.Errorf("Balanced() = %v, want %v", r.Balanced(), tc.ok)
+			}
+		})
+	}
+}
+
+func TestAuditStatuses(t *testing.T) {
+	ts := []Token{
+		{ID: "a", ProgramID: "p", Ticket: 1, AdmittedAt: 10},
+		{ID: "b", ProgramID: "p", Ticket: 2, LeftAt: 11},
+		{ID: "c", ProgramID: "p", Ticket: 3},
+		{ID: "d", ProgramID: "p", Ticket: 4, AdmittedAt: 12},
+	}
+	r := Audit(Program{ID: "p", Issued: 4}, ts)
+	if r.Admitted != 2 || r.Left != 1 || r.Waiting != 1 || !r.OK() {
+		t.Errorf("got admitted %d, left %d, waiting %d, OK %v; want 2, 1, 1, true", r.Admitted, r.Left, r.Waiting, r.OK())
+	}
+}
+
+func TestAuditAll(t *testing.T) {
+	items := Items{
+		Programs: map[string]Program{"b": {ID: "b", Issued: 2}, "a": {ID: "a", Issued: 1}},
+		Tokens:   append(append(tokens("a", 1), tokens("b", 1, 2)...), tokens("ghost", 1)...),
+	}
+	rs := AuditAll(items, "")
+	var ids []string
+	for _, r := range rs {
+		ids = append(ids, r.Program)
+	}
+	if want := []string{"a", "b", "ghost"}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("programs %v, want %v", ids, want)
+	}
+	if !rs[0].OK() || !rs[1].OK() {
+		t.Errorf("a or b fails: %+v %+v", rs[0], rs[1])
+	}
+	// Tokens of a program that has no item: out of range of issued 0.
+	if g := rs[2]; !g.Missing || g.OK() || len(g.OutOfRange) != 1 {
+		t.Errorf("ghost = %+v, want Missing, one token out of range, not OK", g)
+	}
+	if rs := AuditAll(items, "b"); len(rs) != 1 || rs[0].Program != "b" || rs[0].Tokens != 2 {
+		t.Errorf("AuditAll(b) = %+v", rs)
+	}
+	if rs := AuditAll(items, "nope"); len(rs) != 0 {
+		t.Errorf("AuditAll(nope) = %+v, want none", rs)
+	}
+}
+
+func TestDecode(t *testing.T) {
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	raw := []map[string]types.AttributeValue{
+		{"pk": s("PROGRAM#gala"), "sk": s("PROGRAM"), "programId": s("gala"), "issued": n("3"), "rate": n("2.5"), "paused": &types.AttributeValueMemberBOOL{}},
+		{"pk": s("TOKEN#t1"), "sk": s("TOKEN"), "tokenId": s("t1"), "programId": s("gala"), "ticket": n("1"), "admittedAt": n("1700000000000"), "ttl": n("1700000600")},
+		{"pk": s("TOKEN#t2"), "sk": s("TOKEN"), "tokenId": s("t2"), "programId": s("gala"), "ticket": n("3"), "issuedAt": n("1700000000001")},
+		{"pk": s("TOKEN#t3"), "sk": s("TOKEN"), "tokenId": s("t3"), "programId": s("gala")}, // no ticket
+		{"pk": s("SOMETHING#else"), "sk": s("X")},
+	}
+	var items Items
+	if err := Decode(raw, &items); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]Program{"gala": {ID: "gala", Issued: 3}}; !reflect.DeepEqual(items.Programs, want) {
+		t.Errorf("Programs = %v, want %v", items.Programs, want)
+	}
+	want := []Token{
+		{ID: "t1", ProgramID: "gala", Ticket: 1, AdmittedAt: 1700000000000},
+		{ID: "t2", ProgramID: "gala", Ticket: 3},
+		{ID: "t3", ProgramID: "gala"},
+	}
+	if !reflect.DeepEqual(items.Tokens, want) || items.Other != 1 {
+		t.Errorf("Tokens = %+v, Other %d; want %+v, 1", items.Tokens, items.Other, want)
+	}
+	r := Audit(items.Programs["gala"], items.Tokens)
+	if r.OK() || len(r.OutOfRange) != 1 || r.GapCount != 1 {
+		t.Errorf("audit = %+v: want the ticketless token out of range and ticket 2 a gap", r)
+	}
+	bad := []map[string]types.AttributeValue{{"pk": s("TOKEN#x"), "sk": s("TOKEN"), "ticket": s("one")}}
+	if err := Decode(bad, &items); err == nil {
+		t.Error("Decode accepted a string ticket")
+	}
+}
+
+func TestWrite(t *testing.T) {
+	r := Audit(Program{ID: "p", Issued: 9}, tokens("p", 1, 1, 3, 8, 12))
+	var b strings.Builder
+	r.Write(&b, 0)
+	for _, want := range []string{
+		"program p\n",
+		"issued      9\n",
+		"tokens      5 (admitted 0, left 0, waiting 5)\n",
+		"duplicates  1 tickets (1 extra tokens)\n",
+		"out of range 1 tokens (ticket not in 1..9)\n",
+		"gaps        6 tickets without a token: 2, 4-7, 9\n",
+		"duplicate ticket 1: tokens p-a, p-b\n",
+		"out of range: ticket 12, token p-e\n",
+		"issued 9 ≠ tokens 5 + gaps 6\n",
+		"FAIL\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	r.Write(&b, 2)
+	if !strings.Contains(b.String(), "gaps        6 tickets without a token: 2, 4-7, … (1 more runs)\n") {
+		t.Errorf("limited output:\n%s", b.String())
+	}
+	b.Reset()
+	Audit(Program{ID: "q", Issued: 2}, tokens("q", 2, 1)).Write(&b, 0)
+	if !strings.Contains(b.String(), "issued 2 = tokens 2 + gaps 0\n  OK\n") {
+		t.Errorf("clean output:\n%s", b.String())
+	}
+}

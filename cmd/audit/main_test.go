@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/dynamotest"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+func TestMain(m *testing.M) { dynamotest.Main(m) }
+
+// TestRunDynamo seeds a table through dynamostore, as the service writes
+// it, and audits it through the DynamoDB API (moto, or dynalite with
+// DYNAMODB_TEST_SERVER=dynalite).
+func TestRunDynamo(t *testing.T) {
+	endpoint := dynamotest.Endpoint(t)
+	ctx := t.Context()
+	client, err := dynamostore.NewClient(ctx, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := dynamotest.NewTable(t, client)
+	store := dynamostore.New(client, table)
+	now := time.Now()
+
+	// issue creates a paused program and hands out n tickets.
+	issue := func(id string, n int) {
+		t.Helper()
+		p := queue.Program{ID: id, CreatedAt: now, Version: 1, Paused: true, Rate: 1, Anchor: now, AdmissionWindow: queue.DefaultAdmissionWindow}
+		if err := store.CreateProgram(ctx, p); err != nil {
+			t.Fatalf("CreateProgram(%s): %v", id, err)
+		}
+		for range n {
+			if _, err := store.IssueTicket(ctx, id, now); err != nil {
+				t.Fatalf("IssueTicket(%s): %v", id, err)
+			}
+		}
+	}
+	put := func(id string, ticket int64) {
+		t.Helper()
+		tok := queue.Token{ID: queue.NewTokenID(), ProgramID: id, Ticket: ticket, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
+		if err := store.PutToken(ctx, tok); err != nil {
+			t.Fatalf("PutToken(%s, %d): %v", id, ticket, err)
+		}
+	}
+	// clean: tickets 1..3 held, 4 lost (its token write failed).
+	issue("clean", 4)
+	for _, n := range []int64{1, 2, 3} {
+		put("clean", n)
+	}
+	// broken: ticket 2 twice, ticket 9 beyond issued, 3 and 4 lost.
+	issue("broken", 5)
+	for _, n := range []int64{1, 2, 2, 5, 9} {
+		put("broken", n)
+	}
+
+	audit := func(program string) (int, string, string) {
+		var out, errs strings.Builder
+		env := map[string]string{"DYNAMODB_ENDPOINT": endpoint, "TABLE_NAME": table}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		code := run(ctx, []string{"-program", program}, func(k string) string { return env[k] }, &out, &errs)
+		return code, out.String(), errs.String()
+	}
+
+	code, out, errs := audit("clean")
+	if code != exitOK {
+		t.Errorf("audit clean: exit %d, want 0\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"(2 programs, 8 tokens, 0 other)", "issued      4\n", "tokens      3 ", "gaps        1 tickets without a token: 4\n", "issued 4 = tokens 3 + gaps 1\n  OK\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit clean: output lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errs = audit("broken")
+	if code != exitFail {
+		t.Errorf("audit broken: exit %d, want 1\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"duplicates  1 tickets", "duplicate ticket 2: tokens ", "out of range: ticket 9, token ", "gaps        2 tickets without a token: 3-4\n", "FAIL\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit broken: output lacks %q:\n%s", want, out)
+		}
+	}
+
+	if code, out, _ := audit(""); code != exitFail || !strings.Contains(out, "program broken\n") || !strings.Contains(out, "program clean\n") {
+		t.Errorf("audit all: exit %d, want 1 with both programs:\n%s", code, out)
+	}
+	if code, _, errs := audit("absent"); code != exitError || !strings.Contains(errs, `no program "absent"`) {
+		t.Errorf("audit absent: exit %d, stderr %q; want 2 and no program", code, errs)
+	}
+}
+
+func TestRunUsage(t *testing.T) {
+	var out, errs strings.Builder
+	if code := run(t.Context(), []string{"extra"}, func(string) string { return "" }, &out, &errs); code != exitError {
+		t.Errorf("extra argument: exit %d, want 2", code)
+	}
+	errs.Reset()
+	if code := run(t.Context(), nil, func(string) string { return "" }, &out, &errs); code != exitError || !strings.Contains(errs.String(), "TABLE_NAME is required") {
+		t.Errorf("no table, no endpoint: exit %d, stderr %q", code, errs.String())
+	}
+}

@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 
-	store, err := openStore(ctx, cfg, *createTable)
+	store, err := openStore(ctx, cfg, *createTable, log)
 	if err != nil {
 		return err
 	}

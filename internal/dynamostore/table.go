@@ -9,11 +9,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
+
+// ErrNoTTL means the table was created but the DynamoDB API has no TTL
+// operations (dynalite): ended tokens will not be removed by themselves.
+var ErrNoTTL = errors.New("dynamostore: the DynamoDB API does not support TTL")
+
+// noTTL wraps err in ErrNoTTL if the server does not know the operation.
+func noTTL(err error) error {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode() == "UnknownOperationException" {
+		return fmt.Errorf("%w: %w", ErrNoTTL, err)
+	}
+	return err
+}
 
 // CreateTable creates table with the key schema the Store expects (pk and
 // sk, strings), on-demand billing, waits until it is ACTIVE and enables TTL
 // on ttl. It is idempotent: a table or a TTL setting already there is fine.
+// On a server without TTL the table is made and the error is ErrNoTTL.
 func CreateTable(ctx context.Context, client *dynamodb.Client, table string) error {
 	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:   &table,
@@ -42,7 +57,7 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 	}
 	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
 	if err != nil {
-		return fmt.Errorf("dynamostore: describe TTL of %s: %w", table, err)
+		return fmt.Errorf("dynamostore: describe TTL of %s: %w", table, noTTL(err))
 	}
 	if d := ttl.TimeToLiveDescription; d != nil && aws.ToString(d.AttributeName) == "ttl" &&
 		(d.TimeToLiveStatus == types.TimeToLiveStatusEnabled || d.TimeToLiveStatus == types.TimeToLiveStatusEnabling) {
@@ -56,7 +71,7 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("dynamostore: enable TTL on %s: %w", table, err)
+		return fmt.Errorf("dynamostore: enable TTL on %s: %w", table, noTTL(err))
 	}
 	return nil
 }

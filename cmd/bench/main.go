@@ -5,6 +5,7 @@
 //	bench run      one load test of real HTTP virtual users (loopback only)
 //	bench compare  Before and After load tests, one after the other, side by side
 //	bench simulate the same scenario on a virtual clock, up to millions of users
+//	bench tradeoff eta over a range of one parameter: polls against delay
 //
 // Run "bench COMMAND -h" for the flags. See docs/benchmarks.md.
 package main
@@ -19,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -70,6 +72,8 @@ Commands:
   compare   Before and After load tests on fresh programs, side by side
   simulate  the same scenario on a virtual clock, no network, up to millions
             of users, with DynamoDB read units and the AWS price
+  tradeoff  simulate eta over a range of one parameter: requests per user
+            against the p99 notify delay, as a table and a chart
 
 Run "bench COMMAND -h" for a command's flags.
 `
@@ -86,6 +90,8 @@ func run(ctx context.Context, args []string, e env) error {
 		return cmdLoad(ctx, "compare", args[1:], e)
 	case "simulate":
 		return cmdSimulate(ctx, args[1:], e)
+	case "tradeoff":
+		return cmdTradeoff(ctx, args[1:], e)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(e.stdout, usage)
 		return nil
@@ -150,11 +156,11 @@ func (s *scenarioFlags) scenario() (bench.Scenario, error) {
 }
 
 // admission describes the scenario's admission for a report title:
-// "admission 10/s" or "admission 0s:200,120s:100, 20% leave while waiting".
+// "admission 10/s" or "admission 0s:200,120s:100, 20% leave".
 func admission(sc bench.Scenario) string {
 	s := "admission " + sc.Rates.String()
 	if sc.Abandon > 0 {
-		s += fmt.Sprintf(", %g%% leave while waiting", sc.Abandon*100)
+		s += fmt.Sprintf(", %g%% leave", sc.Abandon*100)
 	}
 	return s
 }
@@ -389,4 +395,129 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 		Command: "bench simulate " + strings.Join(args, " "),
 	}
 	return sf.output(e, rep, results)
+}
+
+const tradeoffSynopsis = `Simulates the eta policy once per value of one of its parameters (-vary,
+e.g. fraction=0.5,0.6,0.7,0.8,0.9, over -eta) and the -reference policies,
+on the same scenario, and places each by requests per user (the enter
+included) against its p99 notify delay: the curve a setting moves along.
+-out writes tradeoff.md, tradeoff.svg and results.json.
+`
+
+// Files written by bench tradeoff -out.
+const (
+	tradeoffChartFile = "tradeoff.svg"
+	tradeoffTableFile = "tradeoff.md"
+)
+
+func cmdTradeoff(ctx context.Context, args []string, e env) error {
+	fs := newFlagSet("tradeoff", tradeoffSynopsis, e)
+	var sf scenarioFlags
+	sf.register(fs, 0, "virtual time after which each simulation stops (0: when everyone has seen ADMITTED or left)",
+		"the service's PROGRAM_CACHE_TTL: every -rate-schedule change after the first takes effect this long after its offset")
+	vary := fs.String("vary", "fraction=0.5,0.6,0.7,0.8,0.9", "the eta parameter to sweep and its values, KEY=V1,V2,… (keys as in -eta)")
+	mark := fs.String("mark", "", "the value of the chosen setting, highlighted")
+	etaSpec := fs.String("eta", "", "the other eta parameters, key=value pairs over its defaults (see polling.ParseETA)")
+	tiersSpec := fs.String("tiers", polling.DefaultTiersSpec, "the bands of the tiers policy (also eta's fallback)")
+	refs := fs.String("reference", "fixed:3s,tiers", "policies placed on the chart for reference, as -policy of simulate")
+	goalP99 := fs.Duration("goal-p99", 0, "draw a goal line at this p99 notify delay")
+	goalReq := fs.Float64("goal-requests", 0, "draw a goal line at this many requests per user")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	sc, err := sf.scenario()
+	if err != nil {
+		return usageError(fs, err)
+	}
+	if sc.Timeout == 0 && sc.Rates.Final() == 0 {
+		return usageError(fs, errors.New("admission ends paused (rate 0) and never admits everyone: set -timeout"))
+	}
+	key, list, ok := strings.Cut(*vary, "=")
+	if !ok || key == "" || list == "" {
+		return usageError(fs, fmt.Errorf("-vary %q: want KEY=V1,V2,… (fraction=0.5,0.6)", *vary))
+	}
+	tiers, err := polling.ParseTiers(*tiersSpec)
+	if err != nil {
+		return usageError(fs, err)
+	}
+	type variant struct {
+		label string
+		pol   bench.NamedPolicy
+		curve bool
+	}
+	var variants []variant
+	for v := range strings.SplitSeq(list, ",") {
+		v = strings.TrimSpace(v)
+		spec := key + "=" + v
+		if *etaSpec != "" {
+			spec = *etaSpec + "," + spec
+		}
+		eta, err := polling.ParseETA(spec)
+		if err != nil {
+			return usageError(fs, err)
+		}
+		eta.Fallback = tiers
+		variants = append(variants, variant{key + "=" + v, bench.NamedPolicy{Name: "eta " + spec, Policy: eta}, true})
+	}
+	if *refs != "" {
+		base, err := polling.ParseETA(*etaSpec)
+		if err != nil {
+			return usageError(fs, err)
+		}
+		ps, err := bench.DefaultPolicies(tiers, base).Parse(*refs)
+		if err != nil {
+			return usageError(fs, err)
+		}
+		for _, p := range ps {
+			variants = append(variants, variant{p.Name, p, false})
+		}
+	}
+	var results []bench.Result
+	var points []bench.TradeoffPoint
+	for _, v := range variants {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := simulate.Run(simulate.Config{Scenario: sc, Policy: v.pol, Seed: sf.seed, CacheTTL: sf.cacheTTL, Prices: bench.DefaultPrices(), Progress: e.progress})
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.label, err)
+		}
+		results = append(results, r)
+		pt := bench.PointOf(v.label, r, v.curve)
+		pt.Marked = v.curve && *mark != "" && v.label == key+"="+*mark
+		points = append(points, pt)
+	}
+	if sf.jsonOut {
+		if err := bench.WriteJSON(e.stdout, results); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(e.stdout, bench.TradeoffTable(points))
+	}
+	if sf.outDir == "" {
+		return nil
+	}
+	title := fmt.Sprintf("Trade-off, %s users, %s arrival, %s", bench.Thousands(int64(sc.Users)), sc.Arrival, admission(sc))
+	chart := bench.Tradeoff{Title: title, Points: points, GoalRequests: *goalReq, GoalP99Ms: bench.Ms(*goalP99)}
+	if err := os.MkdirAll(sf.outDir, 0o755); err != nil {
+		return err
+	}
+	var js strings.Builder
+	if err := bench.WriteJSON(&js, results); err != nil {
+		return err
+	}
+	md := fmt.Sprintf("# %s\n\n```\nbench tradeoff %s\n```\n\n%s\n![trade-off](%s)\n", title, strings.Join(args, " "), bench.TradeoffTable(points), tradeoffChartFile)
+	for name, data := range map[string][]byte{
+		bench.ResultsFile: []byte(js.String()),
+		tradeoffChartFile: chart.SVG(),
+		tradeoffTableFile: []byte(md),
+	} {
+		if err := os.WriteFile(filepath.Join(sf.outDir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	if !sf.jsonOut {
+		fmt.Fprintf(e.stdout, "\nwrote %s/{%s,%s,%s}\n", sf.outDir, tradeoffTableFile, tradeoffChartFile, bench.ResultsFile)
+	}
+	return nil
 }

@@ -53,7 +53,7 @@ func (c Chart) SVG() []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="Helvetica, Arial, sans-serif" font-size="13">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%.0f" y="26" font-size="17" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(c.Title))
+	fmt.Fprintf(&b, `<text x="%.0f" y="26" font-size="%.1f" font-weight="bold">%s</text>`+"\n", left, titleSize(c.Title, width-left-right), html.EscapeString(c.Title))
 	// Grid and axes.
 	for v := 0.0; v <= ytop+ystep/2; v += ystep {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, y(v), left+plotW, y(v))
@@ -93,6 +93,13 @@ func (c Chart) SVG() []byte {
 	}
 	b.WriteString("</svg>\n")
 	return []byte(b.String())
+}
+
+// titleSize is the font size, at most 17 px, at which a bold title fits
+// in width (about 0.6 em a character).
+func titleSize(title string, width float64) float64 {
+	n := float64(len([]rune(title)))
+	return math.Max(10, math.Min(17, width/(0.6*n)))
 }
 
 // writeLine draws one series as a polyline, each value at the middle of

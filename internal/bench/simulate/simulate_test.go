@@ -359,3 +359,42 @@ func runSeed(t *testing.T, sc bench.Scenario, p bench.NamedPolicy, seed uint64) 
 	}
 	return r
 }
+
+// tunedETA is the eta setting measured in docs/benchmarks.md ("Rate-aware
+// polling (eta)"), over polling.DefaultETA: a shorter fraction, so that a
+// speed-up of up to 1/0.65 ≈ 1.5× between two polls is still heard in time;
+// a longer direct stretch and a cap at the 10-minute limit, which pay for it
+// in polls; a direct stretch short enough that a doubled rate within it is
+// heard at most 20 s late.
+const tunedETA = "fraction=0.65,direct=40s,cap=10m"
+
+// TestETAGoals holds eta to the goals of its issue on scaled-down
+// scenarios that run in a fraction of a second: at a constant rate at most
+// 5 requests per user (the enter included, the reference's reading; so
+// at most 4 polls) and a p99 notify delay of at most 1 s; under a halving,
+// a pause and a restart with 20 % of users leaving, a p99 of at most 2 s and
+// fewer polls than the seed tiers.
+func TestETAGoals(t *testing.T) {
+	e, err := polling.ParseETA(tunedETA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eta := bench.NamedPolicy{Name: "eta", Policy: e}
+	constant := runSeed(t, bench.Scenario{Users: 10000, Rates: bench.ConstantRate(50)}, eta, 1)
+	t.Logf("10,000 at 50/s: %.2f requests per user, p99 %.2f s", constant.RequestsPerUser, constant.NotifyDelayMs.P99/1000)
+	if constant.RequestsPerUser > 5 || constant.NotifyDelayMs.P99 > 1000 || constant.Admitted != 10000 {
+		t.Errorf("10,000 at 50/s: %.2f requests per user, p99 %.0f ms, admitted %d; want ≤ 5, ≤ 1 s, all",
+			constant.RequestsPerUser, constant.NotifyDelayMs.P99, constant.Admitted)
+	}
+	rates, err := bench.ParseSchedule("0s:50,60s:25,120s:0,150s:50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bench.Scenario{Users: 10000, Rates: rates, Abandon: 0.2}
+	changing, seed := runSeed(t, sc, eta, 1), runSeed(t, sc, tiers, 1)
+	t.Logf("changing rate, 20%% leave: eta %d polls, p99 %.2f s; tiers %d polls", changing.Polls, changing.NotifyDelayMs.P99/1000, seed.Polls)
+	if changing.NotifyDelayMs.P99 > 2000 || changing.Polls >= seed.Polls || changing.Left != 2000 {
+		t.Errorf("changing rate: eta p99 %.0f ms, %d polls (tiers %d), left %d; want ≤ 2 s, fewer, 2,000",
+			changing.NotifyDelayMs.P99, changing.Polls, seed.Polls, changing.Left)
+	}
+}

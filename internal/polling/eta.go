@@ -31,10 +31,10 @@ type ETA struct {
 // docs/benchmarks.md, falling back to the seed tiers.
 func DefaultETA() ETA {
 	return ETA{
-		Fraction: 0.9,
+		Fraction: 0.65,
 		Floor:    time.Second,
-		Cap:      5 * time.Minute,
-		Direct:   20 * time.Second,
+		Cap:      10 * time.Minute,
+		Direct:   40 * time.Second,
 		Lead:     100 * time.Millisecond,
 		Jitter:   0.05,
 		Fallback: DefaultTiers(),

@@ -19,10 +19,10 @@ func TestETA(t *testing.T) {
 		{"UnknownFallsBackToTiers", polling.Situation{Position: 500}, 4700 * time.Millisecond, 5300 * time.Millisecond},
 		{"UnknownFrontFallsBackToTiers", polling.Situation{Position: 3}, time.Second, time.Second},
 		{"NearJustAfterAdmission", polling.Situation{Position: 30, RatePerSecond: 10, Wait: 3 * time.Second}, 3100 * time.Millisecond, 3200 * time.Millisecond},
-		{"EdgeOfDirect", polling.Situation{Position: 200, RatePerSecond: 10, Wait: 20 * time.Second}, 20100 * time.Millisecond, 20200 * time.Millisecond},
+		{"EdgeOfDirect", polling.Situation{Position: 400, RatePerSecond: 10, Wait: 40 * time.Second}, 40100 * time.Millisecond, 40200 * time.Millisecond},
 		{"TinyWaitKeepsFloor", polling.Situation{Position: 1, RatePerSecond: 100, Wait: 5 * time.Millisecond}, time.Second, time.Second},
-		{"FarAFraction", polling.Situation{Position: 1000, RatePerSecond: 10, Wait: 100 * time.Second}, 81 * time.Second, 90 * time.Second},
-		{"VeryFarCappedAndSpread", polling.Situation{Position: 1e6, RatePerSecond: 10, Wait: 1e5 * time.Second}, 270 * time.Second, 5 * time.Minute},
+		{"FarAFraction", polling.Situation{Position: 1000, RatePerSecond: 10, Wait: 100 * time.Second}, 58500 * time.Millisecond, 65 * time.Second},
+		{"VeryFarCappedAndSpread", polling.Situation{Position: 1e6, RatePerSecond: 10, Wait: 1e5 * time.Second}, 540 * time.Second, 10 * time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestETA(t *testing.T) {
 func TestETANeverOvershootsFarWaits(t *testing.T) {
 	eta := polling.DefaultETA()
 	eta.Fraction, eta.Jitter = 1, 0.2
-	for w := 21 * time.Second; w < 10*time.Minute; w += 7 * time.Second {
+	for w := eta.Direct + time.Second; w < 20*time.Minute; w += 7 * time.Second {
 		if got := eta.RetryAfter(polling.Situation{Position: 1, RatePerSecond: 1, Wait: w}, nil); got > w {
 			t.Fatalf("wait %v: slept %v", w, got)
 		}
@@ -62,7 +62,7 @@ func TestParseETA(t *testing.T) {
 		{"fraction=1.5", true, nil},
 		{"cap=1h", true, nil},
 		{"floor=10ms", true, nil},
-		{"direct=10m", true, nil},
+		{"direct=11m", true, nil},
 		{"lead=-1s", true, nil},
 		{"jitter=0.9", true, nil},
 		{"speed=3", true, nil},

@@ -279,7 +279,7 @@ func cmdLoad(ctx context.Context, name string, args []string, e env) error {
 	stamp := time.Now().UTC().Format("20060102T150405")
 	var results []bench.Result
 	for i, m := range modes {
-		if i > 0 && !pause(ctx, 2*time.Second) { // let the server settle
+		if i > 0 && !loadtest.Sleep(ctx, 2*time.Second) { // let the server settle
 			return ctx.Err()
 		}
 		id := programID(*prefix, stamp, m)
@@ -311,17 +311,6 @@ func programID(prefix, stamp string, m loadtest.Poll) string {
 	_, _ = rand.Read(b[:])
 	mode := strings.NewReplacer(":", "", ".", "").Replace(m.String())
 	return prefix + "-" + stamp + "-" + mode + "-" + hex.EncodeToString(b[:])
-}
-
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 func usageError(fs *flag.FlagSet, err error) error {

@@ -323,21 +323,27 @@ func (s *Store) getItem(ctx context.Context, key map[string]types.AttributeValue
 
 // CreateProgram implements queue.Store.
 func (s *Store) CreateProgram(ctx context.Context, p queue.Program) error {
-	item, err := attributevalue.MarshalMap(toProgramItem(p))
-	if err != nil {
+	if err := s.putNew(ctx, toProgramItem(p)); err != nil {
 		return fmt.Errorf("dynamostore: create program %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// putNew stores item unless an item with its key exists (queue.ErrConflict).
+func (s *Store) putNew(ctx context.Context, item any) error {
+	av, err := attributevalue.MarshalMap(item)
+	if err != nil {
+		return err
 	}
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:           &s.table,
-		Item:                item,
+		Item:                av,
 		ConditionExpression: aws.String("attribute_not_exists(pk)"),
 	})
 	if _, ok := conditionFailed(err); ok {
 		return queue.ErrConflict
-	} else if err != nil {
-		return fmt.Errorf("dynamostore: create program %s: %w", p.ID, err)
 	}
-	return nil
+	return err
 }
 
 // GetProgram implements queue.Store with a strongly consistent read: the
@@ -523,18 +529,7 @@ func isNameByte(b byte) bool {
 
 // PutToken implements queue.Store.
 func (s *Store) PutToken(ctx context.Context, t queue.Token) error {
-	item, err := attributevalue.MarshalMap(toTokenItem(t))
-	if err != nil {
-		return fmt.Errorf("dynamostore: put token: %w", err)
-	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:           &s.table,
-		Item:                item,
-		ConditionExpression: aws.String("attribute_not_exists(pk)"),
-	})
-	if _, ok := conditionFailed(err); ok {
-		return queue.ErrConflict
-	} else if err != nil {
+	if err := s.putNew(ctx, toTokenItem(t)); err != nil {
 		return fmt.Errorf("dynamostore: put token: %w", err)
 	}
 	return nil

@@ -324,7 +324,7 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 			users[i].leaving = r.leaving[i]
 		}
 		vus.Go(func() {
-			if !sleep(ctx, time.Until(r.start.Add(sc.Arrival.At(i, sc.Users)))) {
+			if !Sleep(ctx, time.Until(r.start.Add(sc.Arrival.At(i, sc.Users)))) {
 				enters.Done()
 				return
 			}
@@ -354,7 +354,7 @@ func (r *runner) schedule(ctx context.Context) error {
 	r.admitStart.Store(int64(from) + 1)
 	close(r.started)
 	for i, ch := range r.cfg.Scenario.Rates {
-		if i > 0 && !sleep(ctx, time.Until(r.start.Add(from+ch.At))) {
+		if i > 0 && !Sleep(ctx, time.Until(r.start.Add(from+ch.At))) {
 			return nil
 		}
 		if i == 0 && ch.Rate == 0 {
@@ -435,7 +435,7 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 		if err == nil && (st == http.StatusCreated || st == http.StatusOK) {
 			break
 		}
-		if !retryable(st, err) || !sleep(ctx, retryAfter(hdr, time.Second)) {
+		if !retryable(st, err) || !Sleep(ctx, retryAfter(hdr, time.Second)) {
 			return
 		}
 	}
@@ -477,7 +477,7 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 			if err == nil && st == http.StatusOK {
 				break
 			}
-			if !retryable(st, err) || !sleep(ctx, retryAfter(hdr, time.Second)) {
+			if !retryable(st, err) || !Sleep(ctx, retryAfter(hdr, time.Second)) {
 				return
 			}
 		}
@@ -493,7 +493,7 @@ func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duratio
 	until := r.since() + d
 	for {
 		if at, ok := r.leaveAt(u); ok && at < until {
-			if !sleep(ctx, at-r.since()) {
+			if !Sleep(ctx, at-r.since()) {
 				return true
 			}
 			// A 409 (admitted first) leaves u waiting: it polls at once and
@@ -501,7 +501,7 @@ func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duratio
 			return r.leave(ctx, u, token)
 		}
 		if u.leaving < 0 || r.admitStart.Load() != 0 {
-			return !sleep(ctx, until-r.since())
+			return !Sleep(ctx, until-r.since())
 		}
 		t := time.NewTimer(until - r.since())
 		select {
@@ -562,7 +562,7 @@ func (r *runner) leave(ctx context.Context, u *user, token string) bool {
 			return true
 		case err == nil && st == http.StatusConflict:
 			return false
-		case !retryable(st, err) || !sleep(ctx, retryAfter(hdr, time.Second)):
+		case !retryable(st, err) || !Sleep(ctx, retryAfter(hdr, time.Second)):
 			return true
 		}
 	}
@@ -662,8 +662,8 @@ func retryAfter(h http.Header, def time.Duration) time.Duration {
 	return def
 }
 
-// sleep waits d or until ctx ends; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d or until ctx ends; it reports whether d elapsed.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}

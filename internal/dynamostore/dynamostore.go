@@ -29,6 +29,7 @@
 //	drainAtMs          N     instant the counter reaches issued, Unix ms (fractional)
 //	admissionWindowMs  N     how long an admitted token stays valid, ms
 //	policy             S     the program's polling policy; absent for the service's default
+//	closed             BOOL  no new entries
 //	manualRate         N     measured pace of manual admissions, people per second; 0 when none
 //	lastAdmitAtMs      N     last manual admission, Unix ms; 0 when none
 //	lastAdmitGapMs     N     gap between the last two manual admissions, ms
@@ -115,6 +116,7 @@ type programItem struct {
 	NextPaused        bool    `dynamodbav:"nextPaused"`
 	NextAdvancing     bool    `dynamodbav:"nextAdvancing"`
 	Policy            string  `dynamodbav:"policy,omitempty"`
+	Closed            bool    `dynamodbav:"closed"`
 	ManualRate        float64 `dynamodbav:"manualRate"`
 	LastAdmitAtMs     int64   `dynamodbav:"lastAdmitAtMs"`
 	LastAdmitGapMs    int64   `dynamodbav:"lastAdmitGapMs"`
@@ -205,6 +207,7 @@ func toProgramItem(p queue.Program) programItem {
 		NextPaused:        p.NextPaused,
 		NextAdvancing:     !p.NextAt.IsZero() && queue.Segment{Rate: p.NextRate, Paused: p.NextPaused}.Advancing(),
 		Policy:            p.Policy,
+		Closed:            p.Closed,
 		ManualRate:        p.ManualRate,
 		LastAdmitAtMs:     unixMs(p.LastAdmitAt),
 		LastAdmitGapMs:    p.LastAdmitGap.Milliseconds(),
@@ -228,6 +231,7 @@ func (it programItem) program() queue.Program {
 		NextRate:        it.NextRate,
 		NextPaused:      it.NextPaused,
 		Policy:          it.Policy,
+		Closed:          it.Closed,
 		ManualRate:      it.ManualRate,
 		LastAdmitAt:     fromUnixMs(it.LastAdmitAtMs),
 		LastAdmitGap:    time.Duration(it.LastAdmitGapMs) * time.Millisecond,
@@ -383,6 +387,7 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 		Set(expression.Name("nextPaused"), expression.Value(it.NextPaused)).
 		Set(expression.Name("nextAdvancing"), expression.Value(it.NextAdvancing)).
 		Set(expression.Name("manualRate"), expression.Value(it.ManualRate)).
+		Set(expression.Name("closed"), expression.Value(it.Closed)).
 		Set(expression.Name("lastAdmitAtMs"), expression.Value(it.LastAdmitAtMs)).
 		Set(expression.Name("lastAdmitGapMs"), expression.Value(it.LastAdmitGapMs)).
 		Set(expression.Name("drainAtMs"), expression.Value(it.DrainAtMs)).
@@ -421,16 +426,18 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 // incremented with SET rather than with an ADD clause it would run first.
 // Every attribute goes through a #name: base and ttl are reserved words.
 const (
+	// Open to entries (items written before closed existed lack it).
+	open = "(attribute_not_exists(#closed) OR #closed = :false)"
 	// Not drained, admission stopped, or a change pending: the ticket only
 	// extends drainAtMs.
-	issueCondition = "attribute_exists(#pk) AND (#nextAtMs > :nowMs OR #drainAtMs > :nowMs" +
+	issueCondition = "attribute_exists(#pk) AND " + open + " AND (#nextAtMs > :nowMs OR #drainAtMs > :nowMs" +
 		" OR (#nextAtMs = :zero AND #advancing = :false) OR (#nextAtMs <> :zero AND #nextAdvancing = :false))"
 	issueUpdate = "SET #issued = #issued + :one, #drainAtMs = #drainAtMs + #msPerTicket"
 	// Drained, no change scheduled: re-anchor the counter at now on the old issued.
-	reanchorCondition = "attribute_exists(#pk) AND #nextAtMs = :zero AND #advancing = :true AND #drainAtMs <= :nowMs"
+	reanchorCondition = "attribute_exists(#pk) AND " + open + " AND #nextAtMs = :zero AND #advancing = :true AND #drainAtMs <= :nowMs"
 	reanchorUpdate    = "SET #base = #issued, #issued = #issued + :one, #anchorMs = :nowMs, #drainAtMs = :nowMs + #msPerTicket, #version = #version + :one"
 	// Drained under a change that has taken effect: make it current, then re-anchor.
-	foldCondition = "attribute_exists(#pk) AND #nextAtMs <> :zero AND #nextAtMs <= :nowMs AND #nextAdvancing = :true AND #drainAtMs <= :nowMs"
+	foldCondition = "attribute_exists(#pk) AND " + open + " AND #nextAtMs <> :zero AND #nextAtMs <= :nowMs AND #nextAdvancing = :true AND #drainAtMs <= :nowMs"
 	foldUpdate    = "SET #base = #issued, #issued = #issued + :one, #anchorMs = :nowMs, #drainAtMs = :nowMs + #msPerTicket, #version = #version + :one," +
 		" #rate = #nextRate, #paused = #nextPaused, #advancing = #nextAdvancing," +
 		" #nextAtMs = :zero, #nextBase = :zero, #nextRate = :zero, #nextPaused = :false, #nextAdvancing = :false"
@@ -456,7 +463,7 @@ func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time
 		expr := cond + " " + update
 		names := map[string]string{}
 		for _, n := range []string{"pk", "advancing", "drainAtMs", "msPerTicket", "issued", "base", "anchorMs", "version",
-			"nextAtMs", "nextBase", "nextRate", "nextPaused", "nextAdvancing", "rate", "paused"} {
+			"nextAtMs", "nextBase", "nextRate", "nextPaused", "nextAdvancing", "rate", "paused", "closed"} {
 			if containsName(expr, "#"+n) {
 				names["#"+n] = n
 			}
@@ -501,6 +508,9 @@ func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time
 				return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, err)
 			} else if old == nil {
 				return queue.Program{}, queue.ErrNotFound
+			}
+			if p, err := decodeProgram(old); err == nil && p.Closed {
+				return queue.Program{}, queue.ErrClosed
 			}
 		}
 	}

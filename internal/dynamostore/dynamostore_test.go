@@ -131,6 +131,7 @@ func TestProgramItem(t *testing.T) {
 		"nextPaused":        "BOOL:false",
 		"nextAdvancing":     "BOOL:false",
 		"manualRate":        "N:0",
+		"closed":            "BOOL:false",
 		"lastAdmitAtMs":     "N:0",
 		"lastAdmitGapMs":    "N:0",
 	}

@@ -300,6 +300,7 @@ type countersBody struct {
 	Waiting                int64   `json:"waiting"`
 	AdmissionRatePerSecond float64 `json:"admissionRatePerSecond"`
 	Paused                 bool    `json:"paused"`
+	Closed                 bool    `json:"closed"`
 	AdmissionWindowSeconds int64   `json:"admissionWindowSeconds"`
 	CreatedAt              string  `json:"createdAt"`
 	// PollingPolicy is the program's own policy; absent for the default.
@@ -314,10 +315,11 @@ type programBody struct {
 	Paused                 *bool    `json:"paused"`
 	AdmissionWindowSeconds *int64   `json:"admissionWindowSeconds"`
 	PollingPolicy          *string  `json:"pollingPolicy"`
+	Closed                 *bool    `json:"closed"`
 }
 
 func (b programBody) settings() (queue.Settings, *apiError) {
-	set := queue.Settings{AdmissionRatePerSecond: b.AdmissionRatePerSecond, Paused: b.Paused, PollingPolicy: b.PollingPolicy}
+	set := queue.Settings{AdmissionRatePerSecond: b.AdmissionRatePerSecond, Paused: b.Paused, PollingPolicy: b.PollingPolicy, Closed: b.Closed}
 	if w := b.AdmissionWindowSeconds; w != nil {
 		if *w < 0 || *w > math.MaxInt64/int64(time.Second) {
 			return set, &apiError{http.StatusBadRequest, queue.CodeInvalidSettings, "admissionWindowSeconds is out of range."}
@@ -374,6 +376,7 @@ func (h *Handler) countersResponse(ctx context.Context, req events.APIGatewayV2H
 		Waiting:                c.Waiting,
 		AdmissionRatePerSecond: c.Rate,
 		Paused:                 c.Paused,
+		Closed:                 c.Closed,
 		AdmissionWindowSeconds: int64(c.AdmissionWindow / time.Second),
 		CreatedAt:              timeString(c.CreatedAt),
 		EffectiveAt:            timeString(c.EffectiveAt),

@@ -74,8 +74,11 @@ func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.programs[programID]
-	if !ok {
+	switch {
+	case !ok:
 		return queue.Program{}, queue.ErrNotFound
+	case p.Closed:
+		return queue.Program{}, queue.ErrClosed
 	}
 	p = p.WithTicketIssued(now)
 	s.programs[programID] = p

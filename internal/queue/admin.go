@@ -20,6 +20,9 @@ type Settings struct {
 	// PollingPolicy names a policy the service knows (WithPolicies); ""
 	// returns the program to the service's default.
 	PollingPolicy *string
+	// Closed stops (or resumes) new entries; people already waiting keep
+	// their place.
+	Closed *bool
 }
 
 // Counters is the admin view of a program.
@@ -34,6 +37,8 @@ type Counters struct {
 	CreatedAt       time.Time
 	// PollingPolicy is the program's policy name, "" for the default.
 	PollingPolicy string
+	// Closed reports whether the program takes no new entries.
+	Closed bool
 	// EffectiveAt is when the last change (Rate, Paused, an admission)
 	// takes effect, if it has not yet; zero otherwise.
 	EffectiveAt time.Time
@@ -231,6 +236,9 @@ func (p Program) apply(set Settings, now time.Time, delay time.Duration) Program
 	if set.PollingPolicy != nil {
 		p.Policy = *set.PollingPolicy
 	}
+	if set.Closed != nil {
+		p.Closed = *set.Closed
+	}
 	return p.Rebased(now, rate, paused, 0, delay)
 }
 
@@ -247,6 +255,7 @@ func (p Program) counters(now time.Time) Counters {
 		AdmissionWindow: p.AdmissionWindow,
 		CreatedAt:       p.CreatedAt,
 		PollingPolicy:   p.Policy,
+		Closed:          p.Closed,
 	}
 	if p.Pending(now) {
 		c.EffectiveAt = p.NextAt

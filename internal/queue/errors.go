@@ -54,6 +54,8 @@ var (
 	// ErrConflict means a conditional write found the item changed or
 	// already present.
 	ErrConflict = errors.New("store: condition failed")
+	// ErrClosed means IssueTicket found the program closed to entries.
+	ErrClosed = errors.New("store: program closed")
 )
 
 // Codes of the errors the service returns.
@@ -66,6 +68,7 @@ const (
 	CodeInvalidSettings  = "INVALID_SETTINGS"
 	CodeInvalidCount     = "INVALID_COUNT"
 	CodeAlreadyAdmitted  = "ALREADY_ADMITTED"
+	CodeProgramClosed    = "PROGRAM_CLOSED"
 	CodeUnavailable      = "STORE_UNAVAILABLE"
 	CodeInternal         = "INTERNAL"
 	CodeBusy             = "BUSY"

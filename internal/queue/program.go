@@ -112,6 +112,10 @@ type Program struct {
 	// service's default.
 	Policy string
 
+	// Closed programs take no new entries (sold out, ended); people already
+	// in the queue keep their place and are admitted as before.
+	Closed bool
+
 	// The pace of manual admissions, measured: an average of people per
 	// second over the last admissions, when the last one happened, and the
 	// gap before it.
@@ -349,6 +353,6 @@ func (p Program) Equal(q Program) bool {
 	return p.ID == q.ID && p.CreatedAt.Equal(q.CreatedAt) && p.Version == q.Version && p.Issued == q.Issued &&
 		p.Base == q.Base && p.Rate == q.Rate && p.Paused == q.Paused && p.Anchor.Equal(q.Anchor) &&
 		p.NextAt.Equal(q.NextAt) && p.NextBase == q.NextBase && p.NextRate == q.NextRate && p.NextPaused == q.NextPaused &&
-		p.DrainAtMs == q.DrainAtMs && p.AdmissionWindow == q.AdmissionWindow && p.Policy == q.Policy &&
+		p.DrainAtMs == q.DrainAtMs && p.AdmissionWindow == q.AdmissionWindow && p.Policy == q.Policy && p.Closed == q.Closed &&
 		p.ManualRate == q.ManualRate && p.LastAdmitAt.Equal(q.LastAdmitAt) && p.LastAdmitGap == q.LastAdmitGap
 }

@@ -89,9 +89,12 @@ func (s *Service) Enter(ctx context.Context, programID, existing string) (v View
 	}
 	now := s.now()
 	p, err := s.store.IssueTicket(ctx, programID, now)
-	if errors.Is(err, ErrNotFound) {
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return View{}, false, errProgramNotFound()
-	} else if err != nil {
+	case errors.Is(err, ErrClosed):
+		return View{}, false, Errorf(KindConflict, CodeProgramClosed, "The program's queue is closed to new entries.")
+	case err != nil:
 		return View{}, false, storeError("issue ticket", err)
 	}
 	s.cache.put(p, now)

@@ -244,3 +244,33 @@ func TestAdminValidation(t *testing.T) {
 		t.Errorf("Admit on unknown program = %v", err)
 	}
 }
+
+// TestClosedProgram: closing a program stops new entries, keeps everyone
+// already waiting in place (a refresh included), and reopening lets people
+// in again.
+func TestClosedProgram(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := newService(t)
+	mustPut(t, svc, "gala", 1, true)
+	w, _, err := svc.Enter(ctx, "gala", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Closed: ptr(true)})
+	if err != nil || !c.Closed {
+		t.Fatalf("close: %+v %v", c, err)
+	}
+	var qe *queue.Error
+	if _, _, err := svc.Enter(ctx, "gala", ""); !errors.As(err, &qe) || qe.Code != queue.CodeProgramClosed {
+		t.Errorf("enter a closed program: %v, want PROGRAM_CLOSED", err)
+	}
+	if v, created, err := svc.Enter(ctx, "gala", w.TokenID); err != nil || created || v.Position != 1 {
+		t.Errorf("refresh in a closed program: %+v created=%v err=%v, want the same place", v, created, err)
+	}
+	if _, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Closed: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	if v, created, err := svc.Enter(ctx, "gala", ""); err != nil || !created || v.Position != 2 {
+		t.Errorf("enter after reopening: %+v %v %v", v, created, err)
+	}
+}

@@ -22,7 +22,7 @@ type Store interface {
 	UpdateProgram(ctx context.Context, p Program, expectIssued int64) error
 	// IssueTicket atomically hands out the next ticket at now, applying
 	// Program.WithTicketIssued, and returns the program after it.
-	// ErrNotFound if the program does not exist.
+	// ErrNotFound if the program does not exist, ErrClosed if it is closed.
 	IssueTicket(ctx context.Context, programID string, now time.Time) (Program, error)
 	// PutToken stores a new token; ErrConflict if the id exists.
 	PutToken(ctx context.Context, t Token) error

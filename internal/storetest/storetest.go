@@ -113,6 +113,9 @@ func programDiff(got, want queue.Program) []string {
 	if got.Policy != want.Policy {
 		add("Policy", got.Policy, want.Policy)
 	}
+	if got.Closed != want.Closed {
+		add("Closed", got.Closed, want.Closed)
+	}
 	if math.Abs(got.ManualRate-want.ManualRate) > 1e-9 {
 		add("ManualRate", got.ManualRate, want.ManualRate)
 	}
@@ -221,7 +224,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			upd.Anchor = t0.Add(ms(9_999))
 			upd.DrainAtMs = unixMs(upd.Anchor)
 			upd.AdmissionWindow = 3 * time.Minute
-			upd.Policy, upd.ManualRate = "eta", 2.75
+			upd.Policy, upd.ManualRate, upd.Closed = "eta", 2.75, true
 			upd.LastAdmitAt, upd.LastAdmitGap = t0.Add(ms(8_000)), ms(1_500)
 			// Fields UpdateProgram must leave alone.
 			upd.Issued, upd.CreatedAt = 999, t0.Add(time.Hour)
@@ -335,6 +338,32 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 		_, err = s.GetProgram(ctx, "missing")
 		checkErr(t, "GetProgram after IssueTicket", err, queue.ErrNotFound)
 	})
+
+	// A closed program takes no ticket, drained or not, and is left as it
+	// was; reopened, it takes them again.
+	for _, at := range []time.Time{now.Add(ms(1)), now.Add(time.Hour)} {
+		t.Run(fmt.Sprintf("ErrClosed at %v", at.Sub(now)), func(t *testing.T) {
+			p := program(fmt.Sprintf("closed-%d", at.Sub(now).Milliseconds()))
+			p.Closed = true
+			if err := s.CreateProgram(ctx, p); err != nil {
+				t.Fatalf("CreateProgram: %v", err)
+			}
+			_, err := s.IssueTicket(ctx, p.ID, at)
+			checkErr(t, "IssueTicket", err, queue.ErrClosed)
+			checkStoredProgram(t, s, p)
+			open := p
+			open.Closed = false
+			open.Version++
+			if err := s.UpdateProgram(ctx, open, p.Issued); err != nil {
+				t.Fatalf("UpdateProgram: %v", err)
+			}
+			got, err := s.IssueTicket(ctx, p.ID, at)
+			if err != nil {
+				t.Fatalf("IssueTicket after reopening: %v", err)
+			}
+			checkProgram(t, "IssueTicket after reopening", got, open.WithTicketIssued(at))
+		})
+	}
 }
 
 // inParallel calls f(0..n-1) from a pool of workers.

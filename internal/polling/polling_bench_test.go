@@ -47,3 +47,27 @@ func BenchmarkFixedRetryAfter(b *testing.B) {
 	}
 	_ = sink
 }
+
+// BenchmarkETARetryAfter measures the rate-aware policy: near (one sleep to
+// the admission), far (a fraction of the wait, jittered) and without an
+// estimate (the tiers' answer).
+func BenchmarkETARetryAfter(b *testing.B) {
+	eta := polling.DefaultETA()
+	for _, bc := range []struct {
+		name string
+		sit  polling.Situation
+	}{
+		{"near", polling.Situation{Position: 50, RatePerSecond: 10, Wait: 5 * time.Second}},
+		{"far", polling.Situation{Position: 50000, RatePerSecond: 10, Wait: 5000 * time.Second}},
+		{"unknown", polling.Situation{Position: 500}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var sink time.Duration
+			for b.Loop() {
+				sink += eta.RetryAfter(bc.sit, nil)
+			}
+			_ = sink
+		})
+	}
+}

@@ -147,7 +147,7 @@ func TestTemplateFunctions(t *testing.T) {
 
 func TestTemplateEnvironment(t *testing.T) {
 	tpl := loadTemplate(t)
-	known := []string{config.EnvTableName, config.EnvPollTiers, config.EnvProgramCacheTTL, config.EnvDynamoEndpoint, config.EnvLogLevel}
+	known := config.Variables
 	for _, id := range tpl.FunctionIDs() {
 		t.Run(id, func(t *testing.T) {
 			f, err := tpl.Function(id)

@@ -24,6 +24,9 @@ const (
 	EnvLogLevel        = "LOG_LEVEL"
 )
 
+// Variables lists every environment variable FromEnv reads.
+var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel}
+
 // DefaultProgramCacheTTL is how long a function instance reuses a program
 // read on the poll path; MaxProgramCacheTTL bounds what may be configured.
 const (

@@ -72,3 +72,19 @@ func TestFromEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestVariablesAreRead: the exported list is exactly what FromEnv reads, so
+// the template test that relies on it cannot drift.
+func TestVariablesAreRead(t *testing.T) {
+	read := map[string]bool{}
+	_, _ = config.FromEnv(func(k string) string { read[k] = true; return "" }, false)
+	for _, v := range config.Variables {
+		if !read[v] {
+			t.Errorf("%s is listed but not read", v)
+		}
+		delete(read, v)
+	}
+	for v := range read {
+		t.Errorf("%s is read but not listed in config.Variables", v)
+	}
+}

@@ -61,6 +61,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -443,6 +444,63 @@ const (
 		" #nextAtMs = :zero, #nextBase = :zero, #nextRate = :zero, #nextPaused = :false, #nextAdvancing = :false"
 )
 
+// issueStep is one of IssueTicket's conditional writes, with the names and
+// constant values its expressions use worked out once: DynamoDB rejects
+// names and values an expression does not use.
+type issueStep struct {
+	cond, update string
+	names        map[string]string
+	values       map[string]types.AttributeValue // without :nowMs
+	usesNow      bool
+}
+
+var issueSteps = [...]issueStep{
+	newIssueStep(issueCondition, issueUpdate),
+	newIssueStep(reanchorCondition, reanchorUpdate),
+	newIssueStep(foldCondition, foldUpdate),
+}
+
+func newIssueStep(cond, update string) issueStep {
+	expr := cond + " " + update
+	st := issueStep{cond: cond, update: update, names: map[string]string{}, values: map[string]types.AttributeValue{}}
+	for _, n := range []string{"pk", "advancing", "drainAtMs", "msPerTicket", "issued", "base", "anchorMs", "version",
+		"nextAtMs", "nextBase", "nextRate", "nextPaused", "nextAdvancing", "rate", "paused", "closed"} {
+		if containsName(expr, "#"+n) {
+			st.names["#"+n] = n
+		}
+	}
+	for k, v := range map[string]types.AttributeValue{
+		":false": &types.AttributeValueMemberBOOL{Value: false},
+		":true":  &types.AttributeValueMemberBOOL{Value: true},
+		":zero":  &types.AttributeValueMemberN{Value: "0"},
+		":one":   &types.AttributeValueMemberN{Value: "1"},
+	} {
+		if containsName(expr, k) {
+			st.values[k] = v
+		}
+	}
+	st.usesNow = containsName(expr, ":nowMs")
+	return st
+}
+
+// input is the step's UpdateItem on programID at nowMs.
+func (st issueStep) input(table, programID string, nowMs types.AttributeValue) *dynamodb.UpdateItemInput {
+	values := maps.Clone(st.values)
+	if st.usesNow {
+		values[":nowMs"] = nowMs
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName:                           &table,
+		Key:                                 programKey(programID),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ConditionExpression:                 aws.String(st.cond),
+		UpdateExpression:                    aws.String(st.update),
+		ExpressionAttributeNames:            st.names,
+		ExpressionAttributeValues:           values,
+	}
+}
+
 // IssueTicket implements queue.Store. It applies Program.WithTicketIssued
 // without reading the program: a conditional UpdateItem for the usual case
 // (the queue is not drained), and when that condition fails on an existing
@@ -451,47 +509,9 @@ const (
 // at most maxIssueTrials times.
 func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
 	nowMs := &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Truncate(time.Millisecond).UnixMilli(), 10)}
-	vals := map[string]types.AttributeValue{
-		":false": &types.AttributeValueMemberBOOL{Value: false},
-		":true":  &types.AttributeValueMemberBOOL{Value: true},
-		":zero":  &types.AttributeValueMemberN{Value: "0"},
-		":one":   &types.AttributeValueMemberN{Value: "1"},
-		":nowMs": nowMs,
-	}
-	step := func(cond, update string) *dynamodb.UpdateItemInput {
-		// DynamoDB rejects names and values an expression does not use.
-		expr := cond + " " + update
-		names := map[string]string{}
-		for _, n := range []string{"pk", "advancing", "drainAtMs", "msPerTicket", "issued", "base", "anchorMs", "version",
-			"nextAtMs", "nextBase", "nextRate", "nextPaused", "nextAdvancing", "rate", "paused", "closed"} {
-			if containsName(expr, "#"+n) {
-				names["#"+n] = n
-			}
-		}
-		values := map[string]types.AttributeValue{}
-		for k, v := range vals {
-			if containsName(expr, k) {
-				values[k] = v
-			}
-		}
-		return &dynamodb.UpdateItemInput{
-			TableName:                           &s.table,
-			Key:                                 programKey(programID),
-			ReturnValues:                        types.ReturnValueAllNew,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			ConditionExpression:                 aws.String(cond),
-			UpdateExpression:                    aws.String(update),
-			ExpressionAttributeNames:            names,
-			ExpressionAttributeValues:           values,
-		}
-	}
-	steps := [...]*dynamodb.UpdateItemInput{
-		step(issueCondition, issueUpdate),
-		step(reanchorCondition, reanchorUpdate),
-		step(foldCondition, foldUpdate),
-	}
 	for range maxIssueTrials {
-		for _, in := range steps {
+		for _, st := range issueSteps {
+			in := st.input(s.table, programID, nowMs)
 			out, err := s.client.UpdateItem(ctx, in)
 			if err == nil {
 				p, err := decodeProgram(out.Attributes)

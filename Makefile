@@ -81,7 +81,7 @@ race: ## The core packages under the race detector.
 
 .PHONY: emulator integration
 emulator: $(RIE) ## The real bootstraps under aws-lambda-rie, against moto_server, with events/*.json.
-	AWS_LAMBDA_RIE=$(RIE) $(GO) test -count=1 -tags $(CHECK_TAGS) -run TestFunctions -v ./internal/emulator/
+	AWS_LAMBDA_RIE=$(RIE) $(GO) test -count=1 -tags $(CHECK_TAGS) -run TestFunctions -v ./internal/testing/emulator/
 integration: emulator
 
 # Every fuzz target, each for FUZZTIME; CI runs a short pass.

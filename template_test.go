@@ -14,7 +14,7 @@ import (
 
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/samtemplate"
+	"github.com/example/waitingroom/internal/testing/samtemplate"
 )
 
 func loadTemplate(t *testing.T) *samtemplate.Template {

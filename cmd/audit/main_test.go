@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/dynamotest"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/dynamotest"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }

@@ -6,10 +6,10 @@
 // builds the bootstraps and runs it.
 //
 // Without DYNAMODB_ENDPOINT it starts a throwaway moto_server with
-// internal/localdynamo, behind the proxy that serializes its requests (as
-// internal/dynamotest does for the tests: moto is not atomic per item);
+// internal/testing/localdynamo, behind the proxy that serializes its requests (as
+// internal/testing/dynamotest does for the tests: moto is not atomic per item);
 // either way it creates the table if missing and seeds the program and
-// tokens that the sample events refer to (internal/fixtures), unless
+// tokens that the sample events refer to (internal/testing/fixtures), unless
 // -seed=false.
 package main
 
@@ -29,11 +29,11 @@ import (
 
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/emulator"
-	"github.com/example/waitingroom/internal/fixtures"
-	"github.com/example/waitingroom/internal/localdynamo"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/samtemplate"
+	"github.com/example/waitingroom/internal/testing/emulator"
+	"github.com/example/waitingroom/internal/testing/fixtures"
+	"github.com/example/waitingroom/internal/testing/localdynamo"
+	"github.com/example/waitingroom/internal/testing/samtemplate"
 )
 
 func main() {

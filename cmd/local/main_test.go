@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/waitingroom/internal/dynamotest"
+	"github.com/example/waitingroom/internal/testing/dynamotest"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }

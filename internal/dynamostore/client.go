@@ -59,7 +59,7 @@ type ClientOptions struct {
 	// instead of AWS (see NewClient).
 	Endpoint string
 	// Transport, if set, carries the HTTP requests instead of the SDK's
-	// default transport: tests put internal/faultinject here.
+	// default transport: tests put internal/testing/faultinject here.
 	Transport http.RoundTripper
 	// MaxAttempts is how many times one call is tried.
 	MaxAttempts int

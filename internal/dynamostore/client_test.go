@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/faultinject"
+	"github.com/example/waitingroom/internal/testing/faultinject"
 )
 
 // TestClientBudget: the default retries and timeouts fit in the functions'

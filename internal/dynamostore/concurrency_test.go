@@ -19,9 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/dynamotest"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/dynamotest"
 )
 
 // Sizes: the test server takes about 75 writes a second; 8 people for a few

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/dynamotest"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/storetest"
+	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/testing/storetest"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }

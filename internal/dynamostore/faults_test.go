@@ -1,7 +1,7 @@
 package dynamostore_test
 
 // Store faults, end to end: the real handler over the DynamoDB store, talking
-// to the test DynamoDB API server through internal/faultinject. Each test
+// to the test DynamoDB API server through internal/testing/faultinject. Each test
 // checks what a client of the HTTP API sees when the table throttles, fails,
 // answers slowly or drops connections, and that the queue's invariants hold
 // through it: an enter that fails blocks nothing, no ticket is handed to two
@@ -28,11 +28,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/dynamotest"
-	"github.com/example/waitingroom/internal/faultinject"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/testing/faultinject"
 )
 
 // hangBound is how long a request may take, whatever the store does, when

@@ -17,11 +17,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/example/waitingroom/internal/fixtures"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/fixtures"
 )
 
 // t0 is the seed time of the fixtures and the fixed clock of these tests.

@@ -1,6 +1,6 @@
 // Package memstore is the embedded, in-memory queue.Store used by the local
 // server and by tests. It keeps the same contract as the DynamoDB store
-// (internal/storetest) but nothing survives the process.
+// (internal/testing/storetest) but nothing survives the process.
 package memstore
 
 import (

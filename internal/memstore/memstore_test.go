@@ -6,7 +6,7 @@ import (
 
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/storetest"
+	"github.com/example/waitingroom/internal/testing/storetest"
 )
 
 func TestContract(t *testing.T) {

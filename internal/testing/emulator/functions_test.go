@@ -32,17 +32,17 @@ import (
 
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/dynamotest"
-	"github.com/example/waitingroom/internal/emulator"
-	"github.com/example/waitingroom/internal/fixtures"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/samtemplate"
+	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/testing/emulator"
+	"github.com/example/waitingroom/internal/testing/fixtures"
+	"github.com/example/waitingroom/internal/testing/samtemplate"
 )
 
 // root is the repository, from this package's directory.
-const root = "../.."
+const root = "../../.."
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/example/waitingroom/internal/faultinject"
+	"github.com/example/waitingroom/internal/testing/faultinject"
 )
 
 // fakeDynamo answers every request with an empty JSON object (a GetItem

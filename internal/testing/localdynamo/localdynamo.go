@@ -1,11 +1,11 @@
 // Package localdynamo starts a local DynamoDB API server as a child
 // process: moto_server (pip install 'moto[server]'), or dynalite (npx
-// dynalite). internal/dynamotest runs one per test binary with it, and
+// dynalite). internal/testing/dynamotest runs one per test binary with it, and
 // cmd/invoke (`make invoke`) one per run.
 //
 // The server runs in its own process group, which Stop kills as a whole,
 // and on Linux it dies with the process that started it (see Process,
-// which internal/emulator uses for aws-lambda-rie too).
+// which internal/testing/emulator uses for aws-lambda-rie too).
 package localdynamo
 
 import (

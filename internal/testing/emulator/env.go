@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/example/waitingroom/internal/config"
-	"github.com/example/waitingroom/internal/samtemplate"
+	"github.com/example/waitingroom/internal/testing/samtemplate"
 )
 
 // FunctionEnv returns the environment for running function id of tpl

@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/example/waitingroom/internal/localdynamo"
+	"github.com/example/waitingroom/internal/testing/localdynamo"
 )
 
 // EnvRIE names the variable that may give the emulator's path.

@@ -1,0 +1,270 @@
+// Package admissionpass signs admission passes: ES256 JWTs that tell a
+// protected site that a token was admitted to a program, and until when. It
+// also publishes the JWKS that verifies them. The key is a KMSKey on AWS and
+// a LocalKey on the local server; sites verify with package passverify.
+//
+// docs/admission-pass.md describes the pass, the keys and their rotation.
+package admissionpass
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"encoding/asn1"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+)
+
+// Admission is what a pass attests: one token admitted to one program.
+type Admission struct {
+	ProgramID string
+	TokenID   string
+	Ticket    int64
+	// AdmittedAt is the admission: the pass's iat and nbf.
+	AdmittedAt time.Time
+	// ExpiresAt is the end of the admission window: the pass's exp.
+	ExpiresAt time.Time
+}
+
+// JWKS response headers: the document is public and changes only with a
+// rotation, which JWKSMaxAge is short enough to follow (see
+// docs/admission-pass.md).
+const (
+	JWKSMaxAge       = 5 * time.Minute
+	JWKSCacheControl = "public, max-age=300"
+	JWKSContentType  = "application/jwk-set+json"
+)
+
+// Issuer signs passes with its signing key and publishes that key and any
+// previous ones in a JWKS. It is safe for concurrent use.
+type Issuer struct {
+	issuer  string
+	signing *publishedKey
+	keys    []*publishedKey // signing first
+
+	mu   sync.Mutex
+	jwks []byte // built on the first successful JWKS call
+}
+
+// NewIssuer returns an Issuer that names itself issuer (the passes' iss),
+// signs with signing and also publishes previous, the keys whose passes
+// may still be in use after a rotation.
+func NewIssuer(issuer string, signing Key, previous ...Key) (*Issuer, error) {
+	if issuer == "" {
+		return nil, errors.New("admissionpass: the issuer is empty")
+	}
+	if signing == nil {
+		return nil, errors.New("admissionpass: no signing key")
+	}
+	i := &Issuer{issuer: issuer, signing: &publishedKey{key: signing}}
+	i.keys = append(i.keys, i.signing)
+	for _, k := range previous {
+		if k != nil {
+			i.keys = append(i.keys, &publishedKey{key: k})
+		}
+	}
+	return i, nil
+}
+
+// Issuer returns the passes' iss.
+func (i *Issuer) Issuer() string { return i.issuer }
+
+// passClaims are a pass's claims.
+type passClaims struct {
+	jwt.Claims
+	Ticket int64 `json:"ticket"`
+}
+
+// Issue signs a new pass for a, a compact JWS with header {alg: ES256,
+// kid, typ: JWT} and claims iss, aud (the program), sub (the token), a
+// random jti, iat and nbf (the admission), exp (the window's end) and
+// ticket. Each call makes a different pass (another jti); ctx bounds the
+// signing.
+func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
+	switch {
+	case a.ProgramID == "" || a.TokenID == "":
+		return "", errors.New("admissionpass: an admission needs a program and a token")
+	case !a.ExpiresAt.After(a.AdmittedAt):
+		return "", fmt.Errorf("admissionpass: admission window %v..%v is empty", a.AdmittedAt, a.ExpiresAt)
+	}
+	pub, err := i.signing.jwk(ctx)
+	if err != nil {
+		return "", err
+	}
+	// go-jose's signer takes no context: this one carries the caller's.
+	signer, err := jose.NewSigner(
+		jose.SigningKey{Algorithm: jose.ES256, Key: contextSigner{ctx: ctx, key: i.signing.key, pub: pub}},
+		(&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		return "", fmt.Errorf("admissionpass: signer: %w", err)
+	}
+	claims := passClaims{
+		Claims: jwt.Claims{
+			Issuer:    i.issuer,
+			Subject:   a.TokenID,
+			Audience:  jwt.Audience{a.ProgramID},
+			ID:        newJTI(),
+			IssuedAt:  jwt.NewNumericDate(a.AdmittedAt),
+			NotBefore: jwt.NewNumericDate(a.AdmittedAt),
+			Expiry:    jwt.NewNumericDate(a.ExpiresAt),
+		},
+		Ticket: a.Ticket,
+	}
+	pass, err := jwt.Signed(signer).Claims(claims).Serialize()
+	if err != nil {
+		return "", fmt.Errorf("admissionpass: sign pass: %w", err)
+	}
+	return pass, nil
+}
+
+// KeyID returns the kid of the signing key: the RFC 7638 thumbprint of its
+// public key, the same on every instance.
+func (i *Issuer) KeyID(ctx context.Context) (string, error) {
+	pub, err := i.signing.jwk(ctx)
+	if err != nil {
+		return "", err
+	}
+	return pub.KeyID, nil
+}
+
+// JWKS returns the JSON Web Key Set of the signing key and the previous
+// ones: EC P-256 public keys with kid, alg ES256 and use sig. It is built
+// on the first successful call and then kept.
+func (i *Issuer) JWKS(ctx context.Context) ([]byte, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.jwks != nil {
+		return i.jwks, nil
+	}
+	var set jose.JSONWebKeySet
+	seen := make(map[string]bool)
+	for _, k := range i.keys {
+		pub, err := k.jwk(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[pub.KeyID] {
+			seen[pub.KeyID] = true
+			set.Keys = append(set.Keys, *pub)
+		}
+	}
+	doc, err := json.Marshal(set)
+	if err != nil {
+		return nil, fmt.Errorf("admissionpass: marshal JWKS: %w", err)
+	}
+	i.jwks = doc
+	return doc, nil
+}
+
+// JWKSHandler serves JWKS with JWKSCacheControl, to any origin. When the
+// keys cannot be read it calls onError, or with a nil onError answers 503
+// {"code":"KEYS_UNAVAILABLE","message"} with Retry-After.
+func (i *Issuer) JWKSHandler(onError func(http.ResponseWriter, *http.Request, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		doc, err := i.JWKS(r.Context())
+		if err != nil {
+			if onError != nil {
+				onError(w, r, err)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"code":"KEYS_UNAVAILABLE","message":"The signing keys are briefly unavailable; retry shortly."}`))
+			return
+		}
+		w.Header().Set("Content-Type", JWKSContentType)
+		w.Header().Set("Cache-Control", JWKSCacheControl)
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		_, _ = w.Write(doc)
+	})
+}
+
+// publishedKey is a Key with its public JWK, worked out once.
+type publishedKey struct {
+	key Key
+
+	mu  sync.Mutex
+	pub *jose.JSONWebKey
+}
+
+func (p *publishedKey) jwk(ctx context.Context) (*jose.JSONWebKey, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pub != nil {
+		return p.pub, nil
+	}
+	pub, err := p.key.PublicKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k := jose.JSONWebKey{Key: pub, Algorithm: string(jose.ES256), Use: "sig"}
+	thumb, err := k.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("admissionpass: key thumbprint: %w", err)
+	}
+	k.KeyID = base64.RawURLEncoding.EncodeToString(thumb)
+	p.pub = &k
+	return p.pub, nil
+}
+
+// contextSigner is a go-jose OpaqueSigner for one call: it signs with key
+// under ctx.
+type contextSigner struct {
+	ctx context.Context
+	key Key
+	pub *jose.JSONWebKey
+}
+
+func (s contextSigner) Public() *jose.JSONWebKey { return s.pub }
+
+func (s contextSigner) Algs() []jose.SignatureAlgorithm {
+	return []jose.SignatureAlgorithm{jose.ES256}
+}
+
+func (s contextSigner) SignPayload(payload []byte, alg jose.SignatureAlgorithm) ([]byte, error) {
+	if alg != jose.ES256 {
+		return nil, jose.ErrUnsupportedAlgorithm
+	}
+	der, err := s.key.SignASN1(s.ctx, payload)
+	if err != nil {
+		return nil, err
+	}
+	return jwsSignature(der)
+}
+
+// jwsSignature turns an ASN.1 DER ECDSA P-256 signature into JWS's form
+// (RFC 7518 §3.4): R and S as 32 big-endian bytes each.
+func jwsSignature(der []byte) ([]byte, error) {
+	var sig struct{ R, S *big.Int }
+	rest, err := asn1.Unmarshal(der, &sig)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("admissionpass: signature is not ASN.1 DER: %w", err)
+	case len(rest) != 0:
+		return nil, errors.New("admissionpass: trailing bytes after the signature")
+	case sig.R.Sign() <= 0 || sig.S.Sign() <= 0 || sig.R.BitLen() > 256 || sig.S.BitLen() > 256:
+		return nil, errors.New("admissionpass: signature is not a P-256 signature")
+	}
+	out := make([]byte, 64)
+	sig.R.FillBytes(out[:32])
+	sig.S.FillBytes(out[32:])
+	return out, nil
+}
+
+// newJTI returns 128 random bits, base64url-encoded.
+func newJTI() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,157 @@
+package admissionpass
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/kms/types"
+)
+
+// KMSAPI is the part of the KMS client that KMSKey uses.
+type KMSAPI interface {
+	Sign(ctx context.Context, in *kms.SignInput, optFns ...func(*kms.Options)) (*kms.SignOutput, error)
+	GetPublicKey(ctx context.Context, in *kms.GetPublicKeyInput, optFns ...func(*kms.Options)) (*kms.GetPublicKeyOutput, error)
+}
+
+// maxRawMessage is the largest message kms:Sign accepts with MessageType
+// RAW.
+const maxRawMessage = 4096
+
+// KMSKey is an asymmetric KMS key (KeySpec ECC_NIST_P256, KeyUsage
+// SIGN_VERIFY): the private half never leaves KMS. Its public key is
+// fetched once, on first use, and kept.
+type KMSKey struct {
+	client KMSAPI
+	keyID  string
+
+	mu  sync.Mutex
+	pub *ecdsa.PublicKey // nil until fetched
+}
+
+var _ Key = (*KMSKey)(nil)
+
+// NewKMSKey returns the KMS key keyID (a key id, ARN or alias) reached
+// through client. It calls nothing yet.
+func NewKMSKey(client KMSAPI, keyID string) *KMSKey {
+	return &KMSKey{client: client, keyID: keyID}
+}
+
+// PublicKey returns the key's public half from kms:GetPublicKey, fetched
+// on the first successful call and kept; it fails if the key is not an
+// ECC_NIST_P256 SIGN_VERIFY key that signs with ECDSA_SHA_256.
+func (k *KMSKey) PublicKey(ctx context.Context) (*ecdsa.PublicKey, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.pub != nil {
+		return k.pub, nil
+	}
+	out, err := k.client.GetPublicKey(ctx, &kms.GetPublicKeyInput{KeyId: aws.String(k.keyID)})
+	if err != nil {
+		return nil, fmt.Errorf("admissionpass: kms:GetPublicKey %s: %w", k.keyID, err)
+	}
+	switch {
+	case out.KeySpec != types.KeySpecEccNistP256:
+		return nil, fmt.Errorf("admissionpass: KMS key %s has KeySpec %s, want %s", k.keyID, out.KeySpec, types.KeySpecEccNistP256)
+	case out.KeyUsage != types.KeyUsageTypeSignVerify:
+		return nil, fmt.Errorf("admissionpass: KMS key %s has KeyUsage %s, want %s", k.keyID, out.KeyUsage, types.KeyUsageTypeSignVerify)
+	case !slices.Contains(out.SigningAlgorithms, types.SigningAlgorithmSpecEcdsaSha256):
+		return nil, fmt.Errorf("admissionpass: KMS key %s cannot sign with %s", k.keyID, types.SigningAlgorithmSpecEcdsaSha256)
+	}
+	parsed, err := x509.ParsePKIXPublicKey(out.PublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("admissionpass: KMS key %s: parse public key: %w", k.keyID, err)
+	}
+	pub, ok := parsed.(*ecdsa.PublicKey)
+	if !ok || pub.Curve != elliptic.P256() {
+		return nil, fmt.Errorf("admissionpass: KMS key %s: public key is %T, want a P-256 key", k.keyID, parsed)
+	}
+	k.pub = pub
+	return pub, nil
+}
+
+// SignASN1 signs message with kms:Sign (ECDSA_SHA_256, MessageType RAW:
+// KMS computes the SHA-256).
+func (k *KMSKey) SignASN1(ctx context.Context, message []byte) ([]byte, error) {
+	if len(message) > maxRawMessage {
+		return nil, fmt.Errorf("admissionpass: %d bytes to sign, KMS takes at most %d", len(message), maxRawMessage)
+	}
+	out, err := k.client.Sign(ctx, &kms.SignInput{
+		KeyId:            aws.String(k.keyID),
+		Message:          message,
+		MessageType:      types.MessageTypeRaw,
+		SigningAlgorithm: types.SigningAlgorithmSpecEcdsaSha256,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("admissionpass: kms:Sign %s: %w", k.keyID, err)
+	}
+	if len(out.Signature) == 0 {
+		return nil, errors.New("admissionpass: kms:Sign returned no signature")
+	}
+	return out.Signature, nil
+}
+
+// The KMS client's time budget: a pass is signed inside a poll, so a slow
+// KMS must cost that poll a bounded time (see docs/admission-pass.md).
+const (
+	kmsMaxAttempts    = 3
+	kmsMaxBackoff     = 200 * time.Millisecond
+	kmsAttemptTimeout = time.Second
+)
+
+// NewKMSClient returns a KMS client configured from the environment (the
+// Lambda role, AWS_REGION, ...), with at most 3 attempts of 1 s each per
+// call. Build it once per cold start. A non-empty endpoint (a local
+// KMS-compatible server such as moto_server) is used instead of AWS, with
+// region us-east-1 and dummy credentials unless the environment names
+// others.
+func NewKMSClient(ctx context.Context, endpoint string) (*kms.Client, error) {
+	opts := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(so *retry.StandardOptions) {
+				so.MaxAttempts = kmsMaxAttempts
+				so.MaxBackoff = kmsMaxBackoff
+			})
+		}),
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(kmsAttemptTimeout)),
+	}
+	if endpoint != "" && !credentialsInEnv() {
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("admissionpass: load AWS config: %w", err)
+	}
+	if endpoint != "" && cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	return kms.NewFromConfig(cfg, func(o *kms.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	}), nil
+}
+
+// credentialsInEnv reports whether the environment names credentials that
+// a local endpoint should get rather than dummy ones.
+func credentialsInEnv() bool {
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		if os.Getenv(v) != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,124 @@
+// Package dynamoreplay is a passverify.ReplayGuard on DynamoDB, for a site
+// that runs on many instances: a pass is recorded by a conditional put,
+// which succeeds once per jti, and DynamoDB's TTL removes it after it
+// expires. It is apart from passverify so that sites that do not use it
+// need not import the AWS SDK.
+package dynamoreplay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/example/waitingroom/passverify"
+)
+
+// Defaults of Options.
+const (
+	DefaultKeyAttribute = "pk"
+	DefaultTTLAttribute = "expiresAt"
+	DefaultKeyPrefix    = "admission-pass#"
+)
+
+// API is the part of the DynamoDB client that Guard uses.
+type API interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// Options name the attributes of the guard's items, so that the guard can
+// share a table. Zero fields take the defaults.
+type Options struct {
+	// KeyAttribute is the table's partition key, a string.
+	KeyAttribute string
+	// TTLAttribute is the table's TTL attribute (epoch seconds).
+	TTLAttribute string
+	// KeyPrefix goes before the jti in the key.
+	KeyPrefix string
+}
+
+// Guard records passes in a DynamoDB table. It is safe for concurrent use.
+type Guard struct {
+	client API
+	table  string
+	opts   Options
+	cond   expression.Expression
+}
+
+var _ passverify.ReplayGuard = (*Guard)(nil)
+
+// New returns a Guard on table, whose partition key is opts.KeyAttribute
+// (a string).
+func New(client API, table string, opts Options) (*Guard, error) {
+	if opts.KeyAttribute == "" {
+		opts.KeyAttribute = DefaultKeyAttribute
+	}
+	if opts.TTLAttribute == "" {
+		opts.TTLAttribute = DefaultTTLAttribute
+	}
+	if opts.KeyPrefix == "" {
+		opts.KeyPrefix = DefaultKeyPrefix
+	}
+	cond, err := expression.NewBuilder().
+		WithCondition(expression.AttributeNotExists(expression.Name(opts.KeyAttribute))).
+		Build()
+	if err != nil {
+		return nil, fmt.Errorf("dynamoreplay: condition: %w", err)
+	}
+	return &Guard{client: client, table: table, opts: opts, cond: cond}, nil
+}
+
+// FirstUse puts an item for jti, kept until until, if there is none, and
+// reports whether it put it.
+func (g *Guard) FirstUse(ctx context.Context, jti string, until time.Time) (bool, error) {
+	_, err := g.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(g.table),
+		Item: map[string]types.AttributeValue{
+			g.opts.KeyAttribute: &types.AttributeValueMemberS{Value: g.opts.KeyPrefix + jti},
+			// TTL deletes within days of this; an expired pass is refused
+			// before the guard is asked, so a late deletion is harmless.
+			g.opts.TTLAttribute: &types.AttributeValueMemberN{Value: strconv.FormatInt(until.Add(time.Second).Unix(), 10)},
+		},
+		ConditionExpression:      g.cond.Condition(),
+		ExpressionAttributeNames: g.cond.Names(),
+	})
+	var failed *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &failed):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("dynamoreplay: put %s: %w", g.table, err)
+	}
+	return true, nil
+}
+
+// CreateTable creates an on-demand table for a Guard with default Options
+// (partition key "pk", TTL on "expiresAt") and waits until it is active.
+func CreateTable(ctx context.Context, client *dynamodb.Client, table string) error {
+	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(table),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(DefaultKeyAttribute), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(DefaultKeyAttribute), KeyType: types.KeyTypeHash}},
+	})
+	if err != nil {
+		return fmt.Errorf("dynamoreplay: create table %s: %w", table, err)
+	}
+	if err := dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, time.Minute); err != nil {
+		return fmt.Errorf("dynamoreplay: wait for table %s: %w", table, err)
+	}
+	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(table),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(DefaultTTLAttribute), Enabled: aws.Bool(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("dynamoreplay: enable TTL on %s: %w", table, err)
+	}
+	return nil
+}

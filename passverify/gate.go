@@ -1,0 +1,255 @@
+package passverify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Param is the query parameter that brings a pass to the site.
+const Param = "admissionPass"
+
+// DefaultCookieName is the name of the cookie that carries the pass.
+const DefaultCookieName = "admission_pass"
+
+// GateConfig configures a Gate. WaitingRoomURL is required.
+type GateConfig struct {
+	// WaitingRoomURL is where a request without a valid pass is sent:
+	// the program's waiting room, an absolute http(s) URL.
+	WaitingRoomURL string
+	// CookieName names the pass's cookie. Default DefaultCookieName.
+	CookieName string
+	// CookiePath scopes the cookie. Default "/".
+	CookiePath string
+	// ReplayGuard, if set, lets each pass be exchanged for a cookie once
+	// (single use); nil lets a pass be exchanged again until it expires.
+	ReplayGuard ReplayGuard
+	// Refused, if set, answers the requests the Gate turns away instead
+	// of the default (a 303 to WaitingRoomURL, or a 403 page for a pass
+	// already used). err is why: nil when the request had no pass,
+	// otherwise an error matching ErrInvalid.
+	Refused func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+// Gate is net/http middleware that lets in only the requests that carry a
+// valid pass for its Verifier's program. It is safe for concurrent use.
+type Gate struct {
+	v          *Verifier
+	room       string
+	cookieName string
+	cookiePath string
+	guard      ReplayGuard
+	refused    func(http.ResponseWriter, *http.Request, error)
+}
+
+// NewGate returns a Gate that checks passes with v.
+func NewGate(v *Verifier, cfg GateConfig) (*Gate, error) {
+	if v == nil {
+		return nil, errors.New("passverify: NewGate needs a Verifier")
+	}
+	u, err := url.Parse(cfg.WaitingRoomURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("passverify: WaitingRoomURL %q is not an absolute http(s) URL", cfg.WaitingRoomURL)
+	}
+	g := &Gate{v: v, room: u.String(), cookieName: cfg.CookieName, cookiePath: cfg.CookiePath, guard: cfg.ReplayGuard, refused: cfg.Refused}
+	if g.cookieName == "" {
+		g.cookieName = DefaultCookieName
+	}
+	if g.cookiePath == "" {
+		g.cookiePath = "/"
+	}
+	if !strings.HasPrefix(g.cookiePath, "/") {
+		return nil, fmt.Errorf("passverify: CookiePath %q does not start with /", g.cookiePath)
+	}
+	if g.refused == nil {
+		g.refused = g.defaultRefused
+	}
+	return g, nil
+}
+
+// Wrap returns next behind the gate:
+//   - a request with ?admissionPass= is verified; a valid pass is moved
+//     into the cookie and the request redirected (303) to the same URL
+//     without the parameter; an invalid one sets no cookie and is
+//     refused;
+//   - a request with a valid pass in the cookie goes to next, with the
+//     pass's claims in its context (FromContext);
+//   - any other request is refused: by default a 303 to the waiting room.
+//
+// When the pass cannot be checked (ErrKeysUnavailable, or the
+// ReplayGuard fails) it answers 503 with Retry-After.
+func (g *Gate) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if pass, ok := queryPass(r.URL.RawQuery); ok {
+			w.Header().Set("Cache-Control", "no-store")
+			g.exchange(w, r, pass)
+			return
+		}
+		c, err := r.Cookie(g.cookieName)
+		if err != nil {
+			g.refuse(w, r, nil)
+			return
+		}
+		claims, err := g.v.Verify(r.Context(), c.Value)
+		switch {
+		case err == nil:
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)))
+		case errors.Is(err, ErrInvalid):
+			http.SetCookie(w, g.cookie(r, "", -1, time.Time{}))
+			g.refuse(w, r, err)
+		default:
+			unavailable(w)
+		}
+	})
+}
+
+// exchange verifies the pass of the query and moves it into the cookie.
+func (g *Gate) exchange(w http.ResponseWriter, r *http.Request, pass string) {
+	ctx := r.Context()
+	claims, err := g.v.Verify(ctx, pass)
+	if err != nil {
+		if errors.Is(err, ErrInvalid) {
+			g.refuse(w, r, err)
+		} else {
+			unavailable(w)
+		}
+		return
+	}
+	if g.guard != nil && !g.holds(r, claims.JTI) {
+		first, err := g.guard.FirstUse(ctx, claims.JTI, claims.ExpiresAt.Add(g.v.leeway))
+		if err != nil {
+			unavailable(w)
+			return
+		}
+		if !first {
+			g.refuse(w, r, fmt.Errorf("%w: jti %q", ErrReplayed, claims.JTI))
+			return
+		}
+	}
+	maxAge := int((claims.ExpiresAt.Sub(g.v.now()) + time.Second - 1) / time.Second)
+	http.SetCookie(w, g.cookie(r, pass, max(maxAge, 1), claims.ExpiresAt))
+	w.Header().Set("Location", withoutPass(r.URL))
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// holds reports whether r's cookie already carries the valid pass jti: the
+// same browser bringing its pass again, which is no replay.
+func (g *Gate) holds(r *http.Request, jti string) bool {
+	c, err := r.Cookie(g.cookieName)
+	if err != nil {
+		return false
+	}
+	claims, err := g.v.Verify(r.Context(), c.Value)
+	return err == nil && claims.JTI == jti
+}
+
+// cookie returns the pass's cookie: HttpOnly, SameSite=Lax, and Secure
+// unless r came over plain HTTP to a loopback host.
+func (g *Gate) cookie(r *http.Request, value string, maxAge int, expires time.Time) *http.Cookie {
+	return &http.Cookie{
+		Name:     g.cookieName,
+		Value:    value,
+		Path:     g.cookiePath,
+		MaxAge:   maxAge,
+		Expires:  expires,
+		HttpOnly: true,
+		Secure:   r.TLS != nil || !loopback(r.Host),
+		SameSite: http.SameSiteLaxMode,
+	}
+}
+
+// refuse answers a request turned away, never to be cached.
+func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Cache-Control", "no-store")
+	g.refused(w, r, err)
+}
+
+var replayedPage = template.Must(template.New("replayed").Parse(`<!doctype html>
+<html lang="en"><meta charset="utf-8"><title>Admission pass already used</title>
+<p>This admission pass has already been used, in another browser or tab.</p>
+<p><a href="{{.}}">Back to the waiting room</a></p>
+</html>
+`))
+
+// defaultRefused sends r to the waiting room, except for a pass already
+// used: the waiting room would send it back with the same pass, so that
+// gets a page of its own.
+func (g *Gate) defaultRefused(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, ErrReplayed) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		_ = replayedPage.Execute(w, g.room)
+		return
+	}
+	w.Header().Set("Location", g.room)
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+func unavailable(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Retry-After", "5")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write([]byte("The admission pass cannot be checked right now; retry shortly.\n"))
+}
+
+type claimsKey struct{}
+
+// FromContext returns the claims of the pass that let the request in, in
+// a handler behind a Gate.
+func FromContext(ctx context.Context) (Claims, bool) {
+	c, ok := ctx.Value(claimsKey{}).(Claims)
+	return c, ok
+}
+
+// queryPass returns the value of Param in rawQuery, if present.
+func queryPass(rawQuery string) (string, bool) {
+	for part := range strings.SplitSeq(rawQuery, "&") {
+		key, value, _ := strings.Cut(part, "=")
+		if k, err := url.QueryUnescape(key); err == nil && k == Param {
+			v, err := url.QueryUnescape(value)
+			return v, err == nil
+		}
+	}
+	return "", false
+}
+
+// withoutPass returns u's path and query, without Param and otherwise
+// unchanged, as a Location on the same host.
+func withoutPass(u *url.URL) string {
+	var kept []string
+	for part := range strings.SplitSeq(u.RawQuery, "&") {
+		key, _, _ := strings.Cut(part, "=")
+		if k, err := url.QueryUnescape(key); part == "" || (err == nil && k == Param) {
+			continue
+		}
+		kept = append(kept, part)
+	}
+	path := u.EscapedPath()
+	// "//host" or "/\host" would send the browser to another host.
+	path = "/" + strings.TrimLeft(path, `/\`)
+	if len(kept) == 0 {
+		return path
+	}
+	return path + "?" + strings.Join(kept, "&")
+}
+
+// loopback reports whether host (with or without a port) is localhost or
+// a loopback address.
+func loopback(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

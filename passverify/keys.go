@@ -1,0 +1,176 @@
+package passverify
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+// maxJWKSSize bounds the JWKS document read.
+const maxJWKSSize = 1 << 20
+
+// keyCache holds the JWKS's usable keys. It fetches the JWKS when it has
+// none, when its copy is older than the answer's max-age, and when asked
+// for an unknown kid; a fetch that follows another by less than
+// refreshInterval is not started (the older copy, or an error, answers
+// instead). Lookups never wait for a fetch that they did not need.
+type keyCache struct {
+	url             string
+	client          *http.Client
+	fetchTimeout    time.Duration
+	minTTL, maxTTL  time.Duration
+	refreshInterval time.Duration
+	now             func() time.Time
+
+	mu       sync.Mutex
+	keys     map[string]*ecdsa.PublicKey // nil until a fetch succeeds
+	expires  time.Time                   // when keys need a refresh
+	tried    time.Time                   // the last fetch's start
+	lastErr  error                       // the last fetch's error
+	inflight chan struct{}               // closed when the running fetch ends
+}
+
+// get returns the key kid, fetching the JWKS when needed and allowed.
+func (c *keyCache) get(ctx context.Context, kid string) (*ecdsa.PublicKey, error) {
+	for attempt := 0; ; attempt++ {
+		c.mu.Lock()
+		now := c.now()
+		key, known := c.keys[kid]
+		if known && now.Before(c.expires) {
+			c.mu.Unlock()
+			return key, nil
+		}
+		if wait := c.inflight; wait != nil {
+			c.mu.Unlock()
+			if known {
+				return key, nil // stale, and being refreshed
+			}
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, ctx.Err())
+			}
+			continue
+		}
+		mayFetch := attempt == 0 && (c.tried.IsZero() || now.Sub(c.tried) >= c.refreshInterval)
+		if !mayFetch {
+			keys, lastErr := c.keys, c.lastErr
+			c.mu.Unlock()
+			switch {
+			case known:
+				return key, nil // stale: better than nothing while the JWKS is down
+			case keys == nil:
+				return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, lastErr)
+			default:
+				return nil, fmt.Errorf("%w: kid %q", ErrUnknownKey, kid)
+			}
+		}
+		done := make(chan struct{})
+		c.inflight, c.tried = done, now
+		c.mu.Unlock()
+
+		keys, ttl, err := c.fetch(ctx)
+
+		c.mu.Lock()
+		if err == nil {
+			c.keys, c.expires, c.lastErr = keys, c.now().Add(ttl), nil
+		} else {
+			c.lastErr = err
+		}
+		c.inflight = nil
+		close(done)
+		c.mu.Unlock()
+	}
+}
+
+// fetch reads the JWKS and how long to keep it. It runs to its own
+// timeout even if ctx is cancelled, since other lookups wait for it.
+func (c *keyCache) fetch(ctx context.Context) (map[string]*ecdsa.PublicKey, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.fetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("JWKS request: %w", err)
+	}
+	req.Header.Set("Accept", "application/jwk-set+json, application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("fetch JWKS: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("fetch JWKS: %s", resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSSize+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("read JWKS: %w", err)
+	}
+	if len(body) > maxJWKSSize {
+		return nil, 0, errors.New("JWKS larger than 1 MiB")
+	}
+	keys, err := parseJWKS(body)
+	if err != nil {
+		return nil, 0, err
+	}
+	return keys, c.ttl(resp.Header.Get("Cache-Control")), nil
+}
+
+// ttl is the Cache-Control max-age, or DefaultCacheTTL, within the bounds.
+func (c *keyCache) ttl(cacheControl string) time.Duration {
+	ttl := DefaultCacheTTL
+	if s, ok := maxAge(cacheControl); ok {
+		ttl = time.Duration(min(s, uint64(c.maxTTL/time.Second))) * time.Second
+	}
+	return min(max(ttl, c.minTTL), c.maxTTL)
+}
+
+// maxAge returns the max-age directive of a Cache-Control header, in
+// seconds (RFC 9111 §5.2.2.1; a quoted value is tolerated).
+func maxAge(cacheControl string) (uint64, bool) {
+	for directive := range strings.SplitSeq(cacheControl, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(directive), "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(name), "max-age") {
+			continue
+		}
+		s, err := strconv.ParseUint(strings.Trim(strings.TrimSpace(value), `"`), 10, 64)
+		return s, err == nil
+	}
+	return 0, false
+}
+
+// parseJWKS returns the keys of a JWKS that can verify ES256: public EC
+// P-256 keys with a kid, for signing, with alg ES256 or none. Other keys
+// are skipped.
+func parseJWKS(doc []byte) (map[string]*ecdsa.PublicKey, error) {
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(doc, &set); err != nil {
+		return nil, fmt.Errorf("parse JWKS: %w", err)
+	}
+	keys := make(map[string]*ecdsa.PublicKey)
+	for _, raw := range set.Keys {
+		var k jose.JSONWebKey
+		if err := k.UnmarshalJSON(raw); err != nil {
+			continue // a key of a kind this package does not use
+		}
+		pub, ok := k.Key.(*ecdsa.PublicKey)
+		if !ok || pub.Curve != elliptic.P256() || k.KeyID == "" ||
+			(k.Use != "" && k.Use != "sig") || (k.Algorithm != "" && k.Algorithm != string(jose.ES256)) {
+			continue
+		}
+		keys[k.KeyID] = pub
+	}
+	return keys, nil
+}

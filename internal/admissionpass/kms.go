@@ -63,9 +63,13 @@ func (k *KMSKey) PublicKey(ctx context.Context) (*ecdsa.PublicKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admissionpass: kms:GetPublicKey %s: %w", k.keyID, err)
 	}
+	spec := out.KeySpec
+	if spec == "" { // moto sets only the deprecated CustomerMasterKeySpec
+		spec = types.KeySpec(out.CustomerMasterKeySpec)
+	}
 	switch {
-	case out.KeySpec != types.KeySpecEccNistP256:
-		return nil, fmt.Errorf("admissionpass: KMS key %s has KeySpec %s, want %s", k.keyID, out.KeySpec, types.KeySpecEccNistP256)
+	case spec != types.KeySpecEccNistP256:
+		return nil, fmt.Errorf("admissionpass: KMS key %s has KeySpec %s, want %s", k.keyID, spec, types.KeySpecEccNistP256)
 	case out.KeyUsage != types.KeyUsageTypeSignVerify:
 		return nil, fmt.Errorf("admissionpass: KMS key %s has KeyUsage %s, want %s", k.keyID, out.KeyUsage, types.KeyUsageTypeSignVerify)
 	case !slices.Contains(out.SigningAlgorithms, types.SigningAlgorithmSpecEcdsaSha256):

@@ -1,0 +1,575 @@
+package admissionpass_test
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/kms/types"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/lestrrat-go/jwx/v3/jwt"
+
+	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/testing/kmstest"
+	"github.com/example/waitingroom/passverify"
+)
+
+func TestMain(m *testing.M) { dynamotest.Main(m) }
+
+const issuerURL = "https://queue.example.com"
+
+var admission = admissionpass.Admission{
+	ProgramID:  "gala",
+	TokenID:    "qa2AFEZ5uMUwGcoY2YV5zg",
+	Ticket:     4242,
+	AdmittedAt: time.Date(2026, 5, 19, 10, 12, 1, 456e6, time.UTC),
+	ExpiresAt:  time.Date(2026, 5, 19, 10, 22, 1, 456e6, time.UTC),
+}
+
+// passView is a pass as an independent JOSE implementation (jwx) reads
+// it.
+type passView struct {
+	Alg, Kid, Typ          string
+	Iss, Sub, Jti          string
+	Aud                    []string
+	Iat, Nbf, Exp          time.Time
+	Ticket                 float64
+	OtherClaims, OtherHdrs []string
+}
+
+// wantView is what a pass for admission signed by key kid must say.
+func wantView(kid string) passView {
+	return passView{
+		Alg: "ES256", Kid: kid, Typ: "JWT",
+		Iss: issuerURL, Sub: admission.TokenID, Aud: []string{admission.ProgramID},
+		Iat: admission.AdmittedAt.Truncate(time.Second), Nbf: admission.AdmittedAt.Truncate(time.Second), Exp: admission.ExpiresAt.Truncate(time.Second),
+		Ticket: float64(admission.Ticket),
+	}
+}
+
+// verifyWithJWX verifies pass against the JWKS document with jwx, at now,
+// and returns what it reads.
+func verifyWithJWX(t *testing.T, jwksDoc []byte, pass string, now time.Time) passView {
+	t.Helper()
+	set, err := jwk.Parse(jwksDoc)
+	if err != nil {
+		t.Fatalf("jwx cannot parse the JWKS: %v\n%s", err, jwksDoc)
+	}
+	tok, err := jwt.ParseString(pass, jwt.WithKeySet(set), jwt.WithValidate(true),
+		jwt.WithIssuer(issuerURL), jwt.WithAudience(admission.ProgramID), jwt.WithClock(jwt.ClockFunc(func() time.Time { return now })))
+	if err != nil {
+		t.Fatalf("jwx refuses the pass: %v", err)
+	}
+	msg, err := jws.Parse([]byte(pass))
+	if err != nil {
+		t.Fatalf("jws.Parse: %v", err)
+	}
+	var v passView
+	hdr := msg.Signatures()[0].ProtectedHeaders()
+	alg, _ := hdr.Algorithm()
+	v.Alg = alg.String()
+	v.Kid, _ = hdr.KeyID()
+	v.Typ, _ = hdr.Type()
+	for _, k := range hdr.Keys() {
+		if k != "alg" && k != "kid" && k != "typ" {
+			v.OtherHdrs = append(v.OtherHdrs, k)
+		}
+	}
+	v.Iss, _ = tok.Issuer()
+	v.Sub, _ = tok.Subject()
+	v.Jti, _ = tok.JwtID()
+	v.Aud, _ = tok.Audience()
+	v.Iat, _ = tok.IssuedAt()
+	v.Nbf, _ = tok.NotBefore()
+	v.Exp, _ = tok.Expiration()
+	if err := tok.Get("ticket", &v.Ticket); err != nil {
+		t.Errorf("no ticket claim: %v", err)
+	}
+	for _, k := range tok.Keys() {
+		switch k {
+		case "iss", "sub", "aud", "jti", "iat", "nbf", "exp", "ticket":
+		default:
+			v.OtherClaims = append(v.OtherClaims, k)
+		}
+	}
+	v.Iat, v.Nbf, v.Exp = v.Iat.UTC(), v.Nbf.UTC(), v.Exp.UTC()
+	return v
+}
+
+// thumbprint is the RFC 7638 thumbprint of pub, computed by jwx.
+func thumbprint(t *testing.T, pub *ecdsa.PublicKey) string {
+	t.Helper()
+	k, err := jwk.Import(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := k.Thumbprint(crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func checkJTI(t *testing.T, jti string) {
+	t.Helper()
+	if b, err := base64.RawURLEncoding.DecodeString(jti); err != nil || len(b) != 16 {
+		t.Errorf("jti %q is not 128 bits in base64url", jti)
+	}
+}
+
+func get(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v", url, resp.Status, err)
+	}
+	return body
+}
+
+// TestKMSRoundTrip signs a pass with a KMS key on moto_server, publishes
+// the JWKS over HTTP and verifies the pass with passverify and with jwx.
+func TestKMSRoundTrip(t *testing.T) {
+	client := kmstest.Client(t)
+	keyID := kmstest.NewSigningKey(t, client)
+	key := admissionpass.NewKMSKey(client, keyID)
+	issuer, err := admissionpass.NewIssuer(issuerURL, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, err := issuer.Issue(t.Context(), admission)
+	if err != nil {
+		t.Fatalf("Issue: %v", err)
+	}
+	srv := httptest.NewServer(issuer.JWKSHandler(nil))
+	defer srv.Close()
+	now := admission.AdmittedAt.Add(time.Minute)
+
+	v, err := passverify.New(passverify.Config{JWKSURL: srv.URL, Issuer: issuerURL, ProgramID: "gala", Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.Verify(t.Context(), pass)
+	if err != nil {
+		t.Fatalf("passverify refuses the KMS-signed pass: %v", err)
+	}
+	want := passverify.Claims{
+		Issuer: issuerURL, ProgramID: "gala", TokenID: admission.TokenID, Ticket: admission.Ticket,
+		AdmittedAt: admission.AdmittedAt.Truncate(time.Second), ExpiresAt: admission.ExpiresAt.Truncate(time.Second),
+	}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(passverify.Claims{}, "JTI")); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
+	}
+	checkJTI(t, got.JTI)
+
+	// The key in the JWKS is KMS's public key, named by its thumbprint.
+	out, err := client.GetPublicKey(t.Context(), &kms.GetPublicKeyInput{KeyId: aws.String(keyID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := x509.ParsePKIXPublicKey(out.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := verifyWithJWX(t, get(t, srv.URL), pass, now)
+	if diff := cmp.Diff(wantView(thumbprint(t, pub.(*ecdsa.PublicKey))), view, cmpopts.IgnoreFields(passView{}, "Jti")); diff != "" {
+		t.Errorf("pass as jwx reads it (-want +got):\n%s", diff)
+	}
+}
+
+// TestKMSKeyRefusesOtherKeys: only an ECC_NIST_P256 SIGN_VERIFY key signs.
+func TestKMSKeyRefusesOtherKeys(t *testing.T) {
+	client := kmstest.Client(t)
+	tests := []struct {
+		name    string
+		spec    types.KeySpec
+		usage   types.KeyUsageType
+		wantErr string
+	}{
+		{"P384", types.KeySpecEccNistP384, types.KeyUsageTypeSignVerify, "KeySpec ECC_NIST_P384"},
+		{"RSA", types.KeySpecRsa2048, types.KeyUsageTypeSignVerify, "KeySpec RSA_2048"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := client.CreateKey(t.Context(), &kms.CreateKeyInput{KeySpec: tt.spec, KeyUsage: tt.usage})
+			if err != nil {
+				t.Fatal(err)
+			}
+			issuer, err := admissionpass.NewIssuer(issuerURL, admissionpass.NewKMSKey(client, aws.ToString(out.KeyMetadata.KeyId)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := issuer.Issue(t.Context(), admission); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Issue: got %v, want an error naming %s", err, tt.wantErr)
+			}
+			if _, err := issuer.JWKS(t.Context()); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("JWKS: got %v, want an error naming %s", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestKMSKeyPassesContext: the caller's context reaches kms:Sign.
+func TestKMSKeyPassesContext(t *testing.T) {
+	client := kmstest.Client(t)
+	key := admissionpass.NewKMSKey(client, kmstest.NewSigningKey(t, client))
+	issuer, err := admissionpass.NewIssuer(issuerURL, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := issuer.KeyID(t.Context()); err != nil { // the public key, fetched
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := issuer.Issue(ctx, admission); !errors.Is(err, context.Canceled) {
+		t.Errorf("Issue with a cancelled context: got %v, want context.Canceled", err)
+	}
+	if _, err := key.SignASN1(t.Context(), make([]byte, 4097)); err == nil {
+		t.Error("SignASN1 took a message over KMS's 4096 bytes")
+	}
+}
+
+func newLocalKey(t *testing.T) (*admissionpass.LocalKey, *ecdsa.PrivateKey) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := admissionpass.NewLocalKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, priv
+}
+
+func TestIssue(t *testing.T) {
+	key, priv := newLocalKey(t)
+	issuer, err := admissionpass.NewIssuer(issuerURL, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := issuer.JWKS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, err := issuer.KeyID(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := thumbprint(t, &priv.PublicKey); kid != want {
+		t.Errorf("kid %q, want the RFC 7638 thumbprint %q", kid, want)
+	}
+	a, err := issuer.Issue(t.Context(), admission)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := issuer.Issue(t.Context(), admission)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := admission.AdmittedAt.Add(time.Second)
+	va, vb := verifyWithJWX(t, doc, a, now), verifyWithJWX(t, doc, b, now)
+	if diff := cmp.Diff(wantView(kid), va, cmpopts.IgnoreFields(passView{}, "Jti")); diff != "" {
+		t.Errorf("pass (-want +got):\n%s", diff)
+	}
+	checkJTI(t, va.Jti)
+	if va.Jti == vb.Jti {
+		t.Errorf("two passes share the jti %q", va.Jti)
+	}
+	// The signature is JWS's 64-byte R||S, not DER.
+	if sig, err := base64.RawURLEncoding.DecodeString(a[strings.LastIndexByte(a, '.')+1:]); err != nil || len(sig) != 64 {
+		t.Errorf("signature: %d bytes, %v; want 64", len(sig), err)
+	}
+}
+
+func TestIssueRefusesBadAdmissions(t *testing.T) {
+	key, _ := newLocalKey(t)
+	issuer, err := admissionpass.NewIssuer(issuerURL, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		change func(*admissionpass.Admission)
+	}{
+		{"NoProgram", func(a *admissionpass.Admission) { a.ProgramID = "" }},
+		{"NoToken", func(a *admissionpass.Admission) { a.TokenID = "" }},
+		{"EmptyWindow", func(a *admissionpass.Admission) { a.ExpiresAt = a.AdmittedAt }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := admission
+			tt.change(&a)
+			if pass, err := issuer.Issue(t.Context(), a); err == nil {
+				t.Errorf("Issue signed %q", pass)
+			}
+		})
+	}
+	if _, err := admissionpass.NewIssuer("", key); err == nil {
+		t.Error("NewIssuer took an empty issuer")
+	}
+	if _, err := admissionpass.NewIssuer(issuerURL, nil); err == nil {
+		t.Error("NewIssuer took no key")
+	}
+}
+
+// fakeKey is a Key whose calls are counted and can be made to fail.
+type fakeKey struct {
+	*admissionpass.LocalKey
+	publicCalls atomic.Int32
+	fail        atomic.Bool
+}
+
+var errFake = errors.New("key unavailable")
+
+func (k *fakeKey) PublicKey(ctx context.Context) (*ecdsa.PublicKey, error) {
+	k.publicCalls.Add(1)
+	if k.fail.Load() {
+		return nil, errFake
+	}
+	return k.LocalKey.PublicKey(ctx)
+}
+
+func (k *fakeKey) SignASN1(ctx context.Context, message []byte) ([]byte, error) {
+	if k.fail.Load() {
+		return nil, errFake
+	}
+	return k.LocalKey.SignASN1(ctx, message)
+}
+
+// jwksView is a JWKS as JSON says it.
+type jwksView struct {
+	Keys []struct {
+		Kty, Crv, Kid, Alg, Use, X, Y, D string
+	}
+}
+
+func TestJWKS(t *testing.T) {
+	current, currentPriv := newLocalKey(t)
+	previous, previousPriv := newLocalKey(t)
+	counted := &fakeKey{LocalKey: current}
+	issuer, err := admissionpass.NewIssuer(issuerURL, counted, previous, current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs [][]byte
+	for range 3 {
+		doc, err := issuer.JWKS(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, doc)
+	}
+	if _, err := issuer.Issue(t.Context(), admission); err != nil {
+		t.Fatal(err)
+	}
+	if n := counted.publicCalls.Load(); n != 1 {
+		t.Errorf("the public key was read %d times, want once per instance", n)
+	}
+	if !cmp.Equal(docs[0], docs[2]) {
+		t.Error("the JWKS changed between calls")
+	}
+	var got jwksView
+	if err := json.Unmarshal(docs[0], &got); err != nil {
+		t.Fatal(err)
+	}
+	coord := func(pub *ecdsa.PublicKey) (string, string) {
+		b, err := pub.Bytes() // uncompressed point: 0x04 || X || Y
+		if err != nil {
+			t.Fatal(err)
+		}
+		return base64.RawURLEncoding.EncodeToString(b[1:33]), base64.RawURLEncoding.EncodeToString(b[33:])
+	}
+	var want jwksView
+	for _, priv := range []*ecdsa.PrivateKey{currentPriv, previousPriv} { // current first; the duplicate once
+		x, y := coord(&priv.PublicKey)
+		want.Keys = append(want.Keys, struct{ Kty, Crv, Kid, Alg, Use, X, Y, D string }{
+			Kty: "EC", Crv: "P-256", Kid: thumbprint(t, &priv.PublicKey), Alg: "ES256", Use: "sig", X: x, Y: y,
+		})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JWKS (-want +got):\n%s", diff)
+	}
+	if set, err := jwk.Parse(docs[0]); err != nil || set.Len() != 2 {
+		t.Errorf("jwx reads the JWKS as %v keys, %v", set, err)
+	}
+
+	// A pass of the previous key still verifies against this JWKS.
+	old, err := admissionpass.NewIssuer(issuerURL, previous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, err := old.Issue(t.Context(), admission)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyWithJWX(t, docs[0], pass, admission.AdmittedAt)
+}
+
+func TestJWKSHandler(t *testing.T) {
+	local, _ := newLocalKey(t)
+	key := &fakeKey{LocalKey: local}
+	key.fail.Store(true)
+	issuer, err := admissionpass.NewIssuer(issuerURL, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(h http.Handler) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/.well-known/jwks.json", nil))
+		return rec
+	}
+	type answer struct {
+		Status  int
+		Headers map[string]string
+		Body    string
+	}
+	view := func(rec *httptest.ResponseRecorder) answer {
+		a := answer{Status: rec.Code, Headers: map[string]string{}, Body: rec.Body.String()}
+		for k := range rec.Header() {
+			a.Headers[k] = rec.Header().Get(k)
+		}
+		return a
+	}
+
+	// The key cannot be read: 503, and the next call tries again.
+	want := answer{Status: 503, Headers: map[string]string{
+		"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "Retry-After": "1",
+	}, Body: `{"code":"KEYS_UNAVAILABLE","message":"The signing keys are briefly unavailable; retry shortly."}`}
+	if diff := cmp.Diff(want, view(serve(issuer.JWKSHandler(nil)))); diff != "" {
+		t.Errorf("failing key (-want +got):\n%s", diff)
+	}
+	var seen error
+	rec := serve(issuer.JWKSHandler(func(w http.ResponseWriter, _ *http.Request, err error) {
+		seen = err
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	if rec.Code != http.StatusTeapot || !errors.Is(seen, errFake) {
+		t.Errorf("onError: status %d, error %v", rec.Code, seen)
+	}
+
+	key.fail.Store(false)
+	got := view(serve(issuer.JWKSHandler(nil)))
+	doc, _ := issuer.JWKS(t.Context())
+	want = answer{Status: 200, Headers: map[string]string{
+		"Content-Type": "application/jwk-set+json", "Cache-Control": "public, max-age=300", "Access-Control-Allow-Origin": "*",
+	}, Body: string(doc)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JWKS answer (-want +got):\n%s", diff)
+	}
+}
+
+func TestIssueFailsWithItsKey(t *testing.T) {
+	local, _ := newLocalKey(t)
+	key := &fakeKey{LocalKey: local}
+	issuer, err := admissionpass.NewIssuer(issuerURL, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := issuer.KeyID(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	key.fail.Store(true)
+	if _, err := issuer.Issue(t.Context(), admission); !errors.Is(err, errFake) {
+		t.Errorf("Issue with a failing key: got %v, want its error", err)
+	}
+}
+
+func TestLocalKeyFiles(t *testing.T) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkcs8, _ := x509.MarshalPKCS8PrivateKey(priv)
+	sec1, _ := x509.MarshalECPrivateKey(priv)
+	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	p384DER, _ := x509.MarshalPKCS8PrivateKey(p384)
+	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	rsaDER, _ := x509.MarshalPKCS8PrivateKey(rsaKey)
+	block := func(typ string, der []byte) []byte { return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}) }
+	tests := []struct {
+		name    string
+		data    []byte
+		wantErr bool
+	}{
+		{"PKCS8", block("PRIVATE KEY", pkcs8), false},
+		{"SEC1", block("EC PRIVATE KEY", sec1), false},
+		{"P384", block("PRIVATE KEY", p384DER), true},
+		{"RSA", block("PRIVATE KEY", rsaDER), true},
+		{"WrongBlock", block("CERTIFICATE", pkcs8), true},
+		{"SEC1InPKCS8Block", block("PRIVATE KEY", sec1), true},
+		{"NotPEM", []byte("not a key"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "key.pem")
+			if err := os.WriteFile(path, tt.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			k, err := admissionpass.ReadLocalKeyFile(path)
+			if tt.wantErr {
+				if err == nil {
+					t.Error("read a key that is not a P-256 private key")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			pub, _ := k.PublicKey(t.Context())
+			if !pub.Equal(&priv.PublicKey) {
+				t.Error("read another key")
+			}
+			// PEM writes it back as PKCS#8.
+			out, err := k.PEM()
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := admissionpass.ParseLocalKey(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pub2, _ := again.PublicKey(t.Context()); !pub2.Equal(pub) {
+				t.Error("PEM round trip changed the key")
+			}
+		})
+	}
+	if _, err := admissionpass.ReadLocalKeyFile(filepath.Join(t.TempDir(), "missing.pem")); err == nil {
+		t.Error("read a missing file")
+	}
+	if _, err := admissionpass.NewLocalKey(p384); err == nil {
+		t.Error("NewLocalKey took a P-384 key")
+	}
+	if k, err := admissionpass.GenerateLocalKey(); err != nil || k == nil {
+		t.Errorf("GenerateLocalKey: %v", err)
+	}
+}
+

@@ -572,4 +572,3 @@ func TestLocalKeyFiles(t *testing.T) {
 		t.Errorf("GenerateLocalKey: %v", err)
 	}
 }
-

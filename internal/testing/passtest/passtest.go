@@ -1,0 +1,254 @@
+// Package passtest is a stand-in waiting room for tests of admission
+// passes: an issuer with local keys, its JWKS on an httptest server whose
+// answers a test controls, a settable clock, and the contract suite of
+// passverify.ReplayGuard implementations. Import it from _test.go files
+// only.
+package passtest
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/passverify"
+)
+
+// Issuer is the iss of the Room's passes.
+const Issuer = "https://queue.example.com"
+
+// WaitingRoomURL is the waiting room of program "gala".
+const WaitingRoomURL = Issuer + "/waiting-room/gala"
+
+// Admission is a sample admission to program "gala"; its instants have
+// milliseconds, which a pass drops.
+var Admission = admissionpass.Admission{
+	ProgramID:  "gala",
+	TokenID:    "qa2AFEZ5uMUwGcoY2YV5zg",
+	Ticket:     4242,
+	AdmittedAt: time.Date(2026, 5, 19, 10, 12, 1, 456e6, time.UTC),
+	ExpiresAt:  time.Date(2026, 5, 19, 10, 22, 1, 456e6, time.UTC),
+}
+
+// Clock is a settable clock, safe for concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a Clock at t.
+func NewClock(t time.Time) *Clock { return &Clock{now: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Key is a local signing key and its private half, for crafting passes.
+type Key struct {
+	*admissionpass.LocalKey
+	Private *ecdsa.PrivateKey
+}
+
+// NewKey returns a new random key.
+func NewKey(t testing.TB) Key {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := admissionpass.NewLocalKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Key{LocalKey: k, Private: priv}
+}
+
+// KeyID returns the kid of k.
+func (k Key) KeyID(t testing.TB) string {
+	t.Helper()
+	iss, err := admissionpass.NewIssuer(Issuer, k.LocalKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, err := iss.KeyID(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kid
+}
+
+// Room is a waiting room: it signs passes with Key and serves a JWKS,
+// initially of Key alone, at URL()/.well-known/jwks.json.
+type Room struct {
+	Key Key
+
+	srv     *httptest.Server
+	fetches atomic.Int32
+
+	mu           sync.Mutex
+	doc          []byte
+	cacheControl string
+	status       int
+	delay        time.Duration
+	lastHeader   http.Header
+}
+
+// NewRoom starts a Room, stopped when t ends.
+func NewRoom(t testing.TB) *Room {
+	t.Helper()
+	r := &Room{Key: NewKey(t), cacheControl: admissionpass.JWKSCacheControl, status: http.StatusOK}
+	r.Publish(t, r.Key)
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serveJWKS))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *Room) serveJWKS(w http.ResponseWriter, req *http.Request) {
+	r.fetches.Add(1)
+	r.mu.Lock()
+	doc, cc, status, delay := r.doc, r.cacheControl, r.status, r.delay
+	r.lastHeader = req.Header.Clone()
+	r.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-req.Context().Done():
+			return
+		}
+	}
+	if cc != "" {
+		w.Header().Set("Cache-Control", cc)
+	}
+	w.Header().Set("Content-Type", admissionpass.JWKSContentType)
+	w.WriteHeader(status)
+	if status == http.StatusOK {
+		_, _ = w.Write(doc)
+	}
+}
+
+// JWKSURL returns the URL of the Room's JWKS.
+func (r *Room) JWKSURL() string { return r.srv.URL + "/.well-known/jwks.json" }
+
+// Publish makes the JWKS hold keys, the first as the current one.
+func (r *Room) Publish(t testing.TB, keys ...Key) {
+	t.Helper()
+	var previous []admissionpass.Key
+	for _, k := range keys[1:] {
+		previous = append(previous, k.LocalKey)
+	}
+	iss, err := admissionpass.NewIssuer(Issuer, keys[0].LocalKey, previous...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := iss.JWKS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.PublishDocument(doc)
+}
+
+// PublishDocument makes the JWKS answer doc.
+func (r *Room) PublishDocument(doc []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.doc = doc
+}
+
+// SetCacheControl sets the JWKS answers' Cache-Control ("" for none).
+func (r *Room) SetCacheControl(v string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cacheControl = v
+}
+
+// SetStatus sets the JWKS answers' status; other than 200, they have no
+// body.
+func (r *Room) SetStatus(status int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status = status
+}
+
+// SetDelay makes the JWKS answer d late.
+func (r *Room) SetDelay(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.delay = d
+}
+
+// Fetches returns how many times the JWKS was requested.
+func (r *Room) Fetches() int { return int(r.fetches.Load()) }
+
+// LastRequestHeader returns the header of the last JWKS request.
+func (r *Room) LastRequestHeader() http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastHeader
+}
+
+// Pass returns a pass for a signed with key (the Room's Key if zero).
+func (r *Room) Pass(t testing.TB, a admissionpass.Admission, key ...Key) string {
+	t.Helper()
+	k := r.Key
+	if len(key) > 0 {
+		k = key[0]
+	}
+	return IssuePass(t, Issuer, k, a)
+}
+
+// IssuePass signs a pass for a by iss with key.
+func IssuePass(t testing.TB, iss string, key Key, a admissionpass.Admission) string {
+	t.Helper()
+	issuer, err := admissionpass.NewIssuer(iss, key.LocalKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, err := issuer.Issue(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pass
+}
+
+// Verifier returns a Verifier of the Room's passes for program "gala" on
+// clock, with change applied to its Config.
+func (r *Room) Verifier(t testing.TB, clock *Clock, change func(*passverify.Config)) *passverify.Verifier {
+	t.Helper()
+	cfg := passverify.Config{JWKSURL: r.JWKSURL(), Issuer: Issuer, ProgramID: "gala", Now: clock.Now}
+	if change != nil {
+		change(&cfg)
+	}
+	v, err := passverify.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// WithPass returns target with ?admissionPass=pass added to its query.
+func WithPass(target, pass string) string {
+	sep := "?"
+	if strings.Contains(target, "?") {
+		sep = "&"
+	}
+	return target + sep + passverify.Param + "=" + url.QueryEscape(pass)
+}

@@ -68,7 +68,7 @@ func TestGate(t *testing.T) {
 	expired := room.Pass(t, admissionpass.Admission{ProgramID: "gala", TokenID: a.TokenID, AdmittedAt: now.Add(-time.Hour), ExpiresAt: now.Add(-time.Minute)})
 	otherProgram := room.Pass(t, admissionpass.Admission{ProgramID: "other", TokenID: a.TokenID, AdmittedAt: a.AdmittedAt, ExpiresAt: a.ExpiresAt})
 	exp := a.ExpiresAt.Truncate(time.Second) // 10:22:01
-	const maxAge = 540                        // 8m59.544s, rounded up
+	const maxAge = 540                       // 8m59.544s, rounded up
 
 	passCookie := func(secure bool, path string) []cookieView {
 		return []cookieView{{Name: "admission_pass", Value: pass, Path: path, MaxAge: maxAge, Expires: exp, HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}}

@@ -73,7 +73,9 @@ func TestGuardItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+	t.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
 	g, err := dynamoreplay.New(client, table, dynamoreplay.Options{KeyAttribute: "id", TTLAttribute: "ttl", KeyPrefix: "shop#pass#"})
 	if err != nil {
 		t.Fatal(err)

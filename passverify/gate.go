@@ -21,7 +21,8 @@ const DefaultCookieName = "admission_pass"
 // GateConfig configures a Gate. WaitingRoomURL is required.
 type GateConfig struct {
 	// WaitingRoomURL is where a request without a valid pass is sent:
-	// the program's waiting room, an absolute http(s) URL.
+	// the program's waiting room, an absolute http(s) URL, or an absolute
+	// path when the waiting room is on the site's own origin.
 	WaitingRoomURL string
 	// CookieName names the pass's cookie. Default DefaultCookieName.
 	CookieName string
@@ -54,8 +55,10 @@ func NewGate(v *Verifier, cfg GateConfig) (*Gate, error) {
 		return nil, errors.New("passverify: NewGate needs a Verifier")
 	}
 	u, err := url.Parse(cfg.WaitingRoomURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("passverify: WaitingRoomURL %q is not an absolute http(s) URL", cfg.WaitingRoomURL)
+	absolute := err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+	sameSite := err == nil && u.Scheme == "" && u.Host == "" && strings.HasPrefix(u.Path, "/") && !strings.HasPrefix(cfg.WaitingRoomURL, "//") && !strings.HasPrefix(cfg.WaitingRoomURL, `/\`)
+	if !absolute && !sameSite {
+		return nil, fmt.Errorf("passverify: WaitingRoomURL %q is neither an absolute http(s) URL nor an absolute path", cfg.WaitingRoomURL)
 	}
 	g := &Gate{v: v, room: u.String(), cookieName: cfg.CookieName, cookiePath: cfg.CookiePath, guard: cfg.ReplayGuard, refused: cfg.Refused}
 	if g.cookieName == "" {

@@ -112,6 +112,8 @@ func TestGate(t *testing.T) {
 		{"OtherProgramPassInQuery", passtest.WithPass("https://shop.example.com/seats", otherProgram), "", nil, toRoom},
 		{"InvalidPassInQueryWithCookie", passtest.WithPass("https://shop.example.com/seats", "forged"), pass, nil, toRoom},
 		{"NoPass", "https://shop.example.com/seats", "", nil, toRoom},
+		{"NoPassSameOriginRoom", "https://shop.example.com/seats", "", func(c *passverify.GateConfig) { c.WaitingRoomURL = "/waiting-room/gala" },
+			answer{Status: http.StatusSeeOther, Location: "/waiting-room/gala"}},
 		{"ValidCookie", "https://shop.example.com/seats?row=3", pass, nil, in},
 		{"ExpiredCookie", "https://shop.example.com/seats", expired, nil,
 			answer{Status: http.StatusSeeOther, Location: passtest.WaitingRoomURL, Cookies: deleted}},
@@ -239,12 +241,20 @@ func TestNewGateRefusesBadConfig(t *testing.T) {
 	v := room.Verifier(t, passtest.NewClock(time.Now()), nil)
 	for _, cfg := range []passverify.GateConfig{
 		{},
-		{WaitingRoomURL: "/waiting-room/gala"},
+		{WaitingRoomURL: "waiting-room/gala"},
+		{WaitingRoomURL: "//evil.example.com/waiting-room/gala"},
+		{WaitingRoomURL: `/\evil.example.com/waiting-room/gala`},
 		{WaitingRoomURL: "javascript:alert(1)"},
+		{WaitingRoomURL: "ftp://queue.example.com/waiting-room/gala"},
 		{WaitingRoomURL: passtest.WaitingRoomURL, CookiePath: "shop"},
 	} {
 		if _, err := passverify.NewGate(v, cfg); err == nil {
 			t.Errorf("NewGate took %+v", cfg)
+		}
+	}
+	for _, room := range []string{passtest.WaitingRoomURL, "http://127.0.0.1:3000/waiting-room/gala", "/waiting-room/gala"} {
+		if _, err := passverify.NewGate(v, passverify.GateConfig{WaitingRoomURL: room}); err != nil {
+			t.Errorf("NewGate refused %q: %v", room, err)
 		}
 	}
 	if _, err := passverify.NewGate(nil, passverify.GateConfig{WaitingRoomURL: passtest.WaitingRoomURL}); err == nil {

@@ -1,0 +1,95 @@
+package passverify_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"time"
+
+	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/passverify"
+)
+
+// A ticketing site on its own origin, protected by the waiting room at
+// https://queue.example.com for its program "gala". The waiting room sends
+// admitted people to https://shop.example.com/seats?admissionPass=…; the
+// site exchanges the pass for a cookie and lets them in.
+func Example() {
+	room, pass := startWaitingRoom() // the waiting room's API, and a pass it gave
+	defer room.Close()
+
+	// At start: one Verifier and one Gate per protected program.
+	v, err := passverify.New(passverify.Config{
+		JWKSURL:   room.URL + "/.well-known/jwks.json", // https://queue.example.com/.well-known/jwks.json
+		Issuer:    "https://queue.example.com",
+		ProgramID: "gala",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	gate, err := passverify.NewGate(v, passverify.GateConfig{
+		WaitingRoomURL: "https://queue.example.com/waiting-room/gala",
+		ReplayGuard:    passverify.NewMemoryGuard(0), // each pass admits one browser
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /seats", gate.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		claims, _ := passverify.FromContext(r.Context())
+		fmt.Fprintf(w, "Welcome, ticket %d.", claims.Ticket)
+	})))
+	site := httptest.NewServer(mux)
+	defer site.Close()
+
+	// A browser comes from the waiting room with its pass.
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	resp, err := browser.Get(site.URL + "/seats?" + passverify.Param + "=" + pass)
+	if err != nil {
+		log.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, resp.Request.URL.RequestURI(), string(body))
+
+	// Someone else, without a pass, is sent to the waiting room.
+	stranger := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = stranger.Get(site.URL + "/seats")
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, resp.Header.Get("Location"))
+
+	// Output:
+	// 200 /seats Welcome, ticket 42.
+	// 303 https://queue.example.com/waiting-room/gala
+}
+
+// startWaitingRoom stands in for the waiting room: it serves the JWKS and
+// returns a pass for ticket 42, admitted now.
+func startWaitingRoom() (*httptest.Server, string) {
+	key, err := admissionpass.GenerateLocalKey()
+	if err != nil {
+		log.Fatal(err)
+	}
+	issuer, err := admissionpass.NewIssuer("https://queue.example.com", key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	now := time.Now()
+	pass, err := issuer.Issue(context.Background(), admissionpass.Admission{
+		ProgramID: "gala", TokenID: "qa2AFEZ5uMUwGcoY2YV5zg", Ticket: 42, AdmittedAt: now, ExpiresAt: now.Add(10 * time.Minute),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /.well-known/jwks.json", issuer.JWKSHandler(nil))
+	return httptest.NewServer(mux), pass
+}

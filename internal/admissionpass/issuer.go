@@ -44,21 +44,22 @@ const (
 	JWKSContentType  = "application/jwk-set+json"
 )
 
-// Issuer signs passes with its signing key and publishes that key and any
-// previous ones in a JWKS. It is safe for concurrent use.
+// Issuer signs passes with its signing key and publishes that key and
+// others in a JWKS. It is safe for concurrent use.
 type Issuer struct {
 	issuer  string
 	signing *publishedKey
-	keys    []*publishedKey // signing first
+	keys    []*publishedKey // signing first, then the others
 
 	mu   sync.Mutex
 	jwks []byte // built on the first successful JWKS call
 }
 
 // NewIssuer returns an Issuer that names itself issuer (the passes' iss),
-// signs with signing and also publishes previous, the keys whose passes
-// may still be in use after a rotation.
-func NewIssuer(issuer string, signing Key, previous ...Key) (*Issuer, error) {
+// signs with signing, and also publishes others in its JWKS: during a
+// rotation, the next key before it signs, or the previous one while its
+// passes are valid.
+func NewIssuer(issuer string, signing Key, others ...Key) (*Issuer, error) {
 	if issuer == "" {
 		return nil, errors.New("admissionpass: the issuer is empty")
 	}
@@ -67,7 +68,7 @@ func NewIssuer(issuer string, signing Key, previous ...Key) (*Issuer, error) {
 	}
 	i := &Issuer{issuer: issuer, signing: &publishedKey{key: signing}}
 	i.keys = append(i.keys, i.signing)
-	for _, k := range previous {
+	for _, k := range others {
 		if k != nil {
 			i.keys = append(i.keys, &publishedKey{key: k})
 		}
@@ -136,9 +137,9 @@ func (i *Issuer) KeyID(ctx context.Context) (string, error) {
 	return pub.KeyID, nil
 }
 
-// JWKS returns the JSON Web Key Set of the signing key and the previous
-// ones: EC P-256 public keys with kid, alg ES256 and use sig. It is built
-// on the first successful call and then kept.
+// JWKS returns the JSON Web Key Set of the signing key and the others: EC
+// P-256 public keys with kid, alg ES256 and use sig. It is built on the
+// first successful call and then kept.
 func (i *Issuer) JWKS(ctx context.Context) ([]byte, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()

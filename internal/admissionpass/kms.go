@@ -64,7 +64,8 @@ func (k *KMSKey) PublicKey(ctx context.Context) (*ecdsa.PublicKey, error) {
 		return nil, fmt.Errorf("admissionpass: kms:GetPublicKey %s: %w", k.keyID, err)
 	}
 	spec := out.KeySpec
-	if spec == "" { // moto sets only the deprecated CustomerMasterKeySpec
+	if spec == "" {
+		//lint:ignore SA1019 moto_server fills only this deprecated twin of KeySpec.
 		spec = types.KeySpec(out.CustomerMasterKeySpec)
 	}
 	switch {

@@ -333,11 +333,43 @@ func TestIssueRefusesBadAdmissions(t *testing.T) {
 			}
 		})
 	}
-	if _, err := admissionpass.NewIssuer("", key); err == nil {
-		t.Error("NewIssuer took an empty issuer")
-	}
 	if _, err := admissionpass.NewIssuer(issuerURL, nil); err == nil {
 		t.Error("NewIssuer took no key")
+	}
+}
+
+// TestIssuerFromContext: an Issuer without an issuer takes the context's.
+func TestIssuerFromContext(t *testing.T) {
+	key, _ := newLocalKey(t)
+	issuer, err := admissionpass.NewIssuer("", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pass, err := issuer.Issue(t.Context(), admission); err == nil {
+		t.Errorf("Issue without an issuer signed %q", pass)
+	}
+	doc, err := issuer.JWKS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, err := issuer.Issue(admissionpass.WithIssuer(t.Context(), issuerURL), admission)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := verifyWithJWX(t, doc, pass, admission.AdmittedAt).Iss; got != issuerURL {
+		t.Errorf("iss %q, want the context's %q", got, issuerURL)
+	}
+	// A configured issuer wins over the context's.
+	configured, err := admissionpass.NewIssuer("https://configured.example.com", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pass, err = configured.Issue(admissionpass.WithIssuer(t.Context(), issuerURL), admission); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jwt.ParseString(pass, jwt.WithVerify(false), jwt.WithValidate(true), jwt.WithIssuer("https://configured.example.com"),
+		jwt.WithClock(jwt.ClockFunc(func() time.Time { return admission.AdmittedAt }))); err != nil {
+		t.Errorf("the configured issuer is not the pass's: %v", err)
 	}
 }
 

@@ -58,11 +58,9 @@ type Issuer struct {
 // NewIssuer returns an Issuer that names itself issuer (the passes' iss),
 // signs with signing, and also publishes others in its JWKS: during a
 // rotation, the next key before it signs, or the previous one while its
-// passes are valid.
+// passes are valid. With an empty issuer, each pass takes the one that
+// WithIssuer put in the context of Issue.
 func NewIssuer(issuer string, signing Key, others ...Key) (*Issuer, error) {
-	if issuer == "" {
-		return nil, errors.New("admissionpass: the issuer is empty")
-	}
 	if signing == nil {
 		return nil, errors.New("admissionpass: no signing key")
 	}
@@ -76,8 +74,17 @@ func NewIssuer(issuer string, signing Key, others ...Key) (*Issuer, error) {
 	return i, nil
 }
 
-// Issuer returns the passes' iss.
+// Issuer returns the passes' iss, or "" if it comes from the context.
 func (i *Issuer) Issuer() string { return i.issuer }
+
+type issuerKey struct{}
+
+// WithIssuer returns a copy of ctx that names iss as the issuer of the
+// passes an Issuer built without one signs under it: the HTTP layer sets
+// the API's base URL there when no issuer is configured.
+func WithIssuer(ctx context.Context, iss string) context.Context {
+	return context.WithValue(ctx, issuerKey{}, iss)
+}
 
 // passClaims are a pass's claims.
 type passClaims struct {
@@ -91,7 +98,13 @@ type passClaims struct {
 // ticket. Each call makes a different pass (another jti); ctx bounds the
 // signing.
 func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
+	iss := i.issuer
+	if iss == "" {
+		iss, _ = ctx.Value(issuerKey{}).(string)
+	}
 	switch {
+	case iss == "":
+		return "", errors.New("admissionpass: no issuer configured, and none in the context")
 	case a.ProgramID == "" || a.TokenID == "":
 		return "", errors.New("admissionpass: an admission needs a program and a token")
 	case !a.ExpiresAt.After(a.AdmittedAt):
@@ -110,7 +123,7 @@ func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 	}
 	claims := passClaims{
 		Claims: jwt.Claims{
-			Issuer:    i.issuer,
+			Issuer:    iss,
 			Subject:   a.TokenID,
 			Audience:  jwt.Audience{a.ProgramID},
 			ID:        newJTI(),

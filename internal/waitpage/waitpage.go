@@ -142,7 +142,9 @@ func New(programs Programs, opts Options) (*Handler, error) {
 	if apiOrigin != "" {
 		connect += " " + apiOrigin
 	}
-	h.csp = "default-src 'self'; img-src 'self' https: data:; connect-src " + connect +
+	// Scripts only from this origin; images, styles and fonts also from
+	// https, for an operator's logo and override.
+	h.csp = "default-src 'self'; img-src 'self' https: data:; style-src 'self' https:; font-src 'self' https:; connect-src " + connect +
 		"; base-uri 'none'; form-action 'self'; object-src 'none'"
 
 	h.mux = http.NewServeMux()

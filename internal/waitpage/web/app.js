@@ -169,7 +169,7 @@
   }
 
   // Rendering.
-  let last = { pos: null, state: '' };
+  let last = { pos: null, state: '', said: -Infinity };
   let opensAt = null;
   const announce = (s) => { $('announce').textContent = s; };
 
@@ -185,7 +185,12 @@
     $('notice').hidden = !b.notice;
     $('noticeText').textContent = b.notice || '';
     $('updated').textContent = t('lastUpdate', { t: new Intl.DateTimeFormat(lang, { timeStyle: 'medium' }).format(new Date()) });
-    if (b.position !== last.pos) announce(t('position') + ': ' + num.format(b.position) + '. ' + t('estimatedWait') + ': ' + $('eta').textContent);
+    // Announce the place at most every 30 s: near the front polls come
+    // every second, too often for a screen reader.
+    if (b.position !== last.pos && !(performance.now() - last.said < 30000)) {
+      announce(t('position') + ': ' + num.format(b.position) + '. ' + t('estimatedWait') + ': ' + $('eta').textContent);
+      last.said = performance.now();
+    }
     last.pos = b.position;
     renderState();
   }
@@ -253,7 +258,7 @@
     if (fresh) { st = { key: newKey() }; save(); }
     stopped = false;
     failures = 0;
-    last = { pos: null, state: '' };
+    last = { pos: null, state: '', said: -Infinity };
     $('again').hidden = true;
     $('done').hidden = true;
     $('waiting').hidden = false;

@@ -1,0 +1,368 @@
+package waitpage_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/waitpage"
+)
+
+// fakeQueue is a scripted queue: it implements waitpage.Programs and the
+// JSON API's enter and poll routes, and records every API request with its
+// server-side times, so that tests can check the page's schedule.
+type fakeQueue struct {
+	mu        sync.Mutex
+	programs  map[string]*script
+	tokens    map[string]*fakeToken
+	keys      map[string]string // Idempotency-Key → token id
+	calls     []apiCall
+	inFlight  int
+	maxAtOnce int
+	pageErr   error // Page fails with it when set
+	polls     int   // calls of Programs.Poll (the no-JavaScript page)
+	latency   time.Duration
+}
+
+// script says how a program's tokens move: each poll of a WAITING token
+// takes step off its position, until admitAfter polls (0: never).
+type script struct {
+	info       waitpage.PageInfo
+	start      int64
+	step       int64
+	floor      int64           // positions stop falling here; 1 when 0
+	retry      []time.Duration // retryAfterMs of successive answers, cycled
+	perPerson  time.Duration   // estimatedWait = position × perPerson; 0: not known
+	admitAfter int
+	fail       map[int]int // answer number → Retry-After seconds of a 503 instead
+	notice     string
+	opensAt    time.Time
+	window     time.Duration
+}
+
+type fakeToken struct {
+	id, program string
+	answers     int
+	status      string
+	position    int64
+	expiresAt   time.Time
+	leftAt      time.Time
+	pass        string
+}
+
+// apiCall is one request to the JSON API as the fake server saw it.
+type apiCall struct {
+	Method, Token, Key string
+	Start, End         time.Time     // arrival; the moment the answer was final
+	Status             int           // HTTP status answered
+	RetryAfter         time.Duration // the delay the answer asked for; 0: none
+}
+
+var programIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+func newFakeQueue() *fakeQueue {
+	return &fakeQueue{
+		programs: map[string]*script{}, tokens: map[string]*fakeToken{}, keys: map[string]string{},
+		latency: 15 * time.Millisecond,
+	}
+}
+
+func (q *fakeQueue) add(id string, s *script) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(s.retry) == 0 {
+		s.retry = []time.Duration{200 * time.Millisecond}
+	}
+	if s.window == 0 {
+		s.window = 10 * time.Minute
+	}
+	q.programs[id] = s
+}
+
+// Page implements waitpage.Programs.
+func (q *fakeQueue) Page(_ context.Context, id string) (waitpage.PageInfo, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.pageErr != nil {
+		return waitpage.PageInfo{}, q.pageErr
+	}
+	p, err := q.program(id)
+	if err != nil {
+		return waitpage.PageInfo{}, err
+	}
+	return p.info, nil
+}
+
+// Enter implements waitpage.Programs.
+func (q *fakeQueue) Enter(_ context.Context, id, tokenID, key string) (waitpage.View, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	v, _, err := q.enter(id, tokenID, key)
+	return v, err
+}
+
+// Poll implements waitpage.Programs.
+func (q *fakeQueue) Poll(_ context.Context, id, tokenID string) (waitpage.View, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.polls++
+	v, fail, err := q.poll(id, tokenID)
+	if err == nil && fail > 0 {
+		err = fmt.Errorf("scripted store fault")
+	}
+	return v, err
+}
+
+func (q *fakeQueue) program(id string) (*script, error) {
+	if !programIDPattern.MatchString(id) {
+		return nil, waitpage.ErrInvalidProgram
+	}
+	p, ok := q.programs[id]
+	if !ok {
+		return nil, waitpage.ErrProgramNotFound
+	}
+	return p, nil
+}
+
+func (q *fakeQueue) enter(id, tokenID, key string) (v waitpage.View, created bool, err error) {
+	p, err := q.program(id)
+	if err != nil {
+		return v, false, err
+	}
+	if t, ok := q.tokens[tokenID]; ok && t.program == id && (t.status == waitpage.StatusWaiting || t.status == waitpage.StatusAdmitted) {
+		return q.view(p, t), false, nil
+	}
+	if tid, ok := q.keys[key]; ok && key != "" {
+		return q.view(p, q.tokens[tid]), false, nil
+	}
+	if p.info.Closed {
+		return v, false, waitpage.ErrClosed
+	}
+	t := &fakeToken{id: rand.Text()[:22], program: id, status: waitpage.StatusWaiting, position: p.start}
+	q.tokens[t.id] = t
+	if key != "" {
+		q.keys[key] = t.id
+	}
+	return q.view(p, t), true, nil
+}
+
+// poll advances the token by one answer; fail > 0 asks for a 503 with
+// that Retry-After instead.
+func (q *fakeQueue) poll(id, tokenID string) (v waitpage.View, fail int, err error) {
+	p, err := q.program(id)
+	if err != nil {
+		return v, 0, err
+	}
+	t, ok := q.tokens[tokenID]
+	if !ok || t.program != id {
+		return v, 0, waitpage.ErrTokenNotFound
+	}
+	t.answers++
+	if ra, ok := p.fail[t.answers]; ok {
+		return v, ra, nil
+	}
+	if t.status == waitpage.StatusWaiting {
+		if p.admitAfter > 0 && t.answers >= p.admitAfter {
+			t.status, t.expiresAt = waitpage.StatusAdmitted, time.Now().Add(p.window)
+			t.pass = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ" + t.id + "In0.sig+/="
+		} else {
+			t.position = max(1, p.floor, t.position-p.step)
+		}
+	}
+	return q.view(p, t), 0, nil
+}
+
+func (q *fakeQueue) view(p *script, t *fakeToken) waitpage.View {
+	v := waitpage.View{TokenID: t.id, Status: t.status, OpensAt: p.opensAt}
+	switch t.status {
+	case waitpage.StatusWaiting:
+		v.Position = t.position
+		v.RetryAfter = p.retry[t.answers%len(p.retry)]
+		v.EstimatedWait = time.Duration(t.position) * p.perPerson
+		v.Notice = p.notice
+	case waitpage.StatusAdmitted:
+		v.ExpiresAt, v.AdmissionPass = t.expiresAt, t.pass
+	case waitpage.StatusExpired:
+		v.ExpiresAt = t.expiresAt
+	case waitpage.StatusLeft:
+		v.LeftAt = t.leftAt
+	}
+	return v
+}
+
+// set moves a token to status (EXPIRED or LEFT) as the real queue would.
+func (q *fakeQueue) set(tokenID, status string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	t := q.tokens[tokenID]
+	t.status = status
+	switch status {
+	case waitpage.StatusExpired:
+		t.expiresAt = time.Now().Add(-time.Second)
+	case waitpage.StatusLeft:
+		t.leftAt = time.Now()
+	}
+}
+
+// apiHandler serves the JSON API's enter (POST) and poll (GET) routes.
+func (q *fakeQueue) apiHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/queues/programs/{programId}", q.serveAPI)
+	mux.HandleFunc("GET /api/v1/queues/programs/{programId}", q.serveAPI)
+	return mux
+}
+
+func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
+	c := apiCall{Method: r.Method, Token: r.Header.Get("X-Queue-Token"), Key: r.Header.Get("Idempotency-Key"), Start: time.Now()}
+	q.mu.Lock()
+	q.inFlight++
+	q.maxAtOnce = max(q.maxAtOnce, q.inFlight)
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.inFlight--
+		q.mu.Unlock()
+	}()
+	time.Sleep(q.latency) // a server that takes a moment, so that overlapping polls would show
+
+	q.mu.Lock()
+	var (
+		v       waitpage.View
+		fail    int
+		err     error
+		created bool
+	)
+	id := r.PathValue("programId")
+	if r.Method == http.MethodPost {
+		v, created, err = q.enter(id, c.Token, c.Key)
+	} else {
+		v, fail, err = q.poll(id, c.Token)
+	}
+	status, body := http.StatusOK, any(nil)
+	switch {
+	case fail > 0:
+		status, body = http.StatusServiceUnavailable, map[string]string{"code": "STORE_UNAVAILABLE", "message": "Try again."}
+		w.Header().Set("Retry-After", strconv.Itoa(fail))
+		c.RetryAfter = time.Duration(fail) * time.Second
+	case err == waitpage.ErrProgramNotFound:
+		status, body = http.StatusNotFound, map[string]string{"code": "PROGRAM_NOT_FOUND", "message": "No such program."}
+	case err == waitpage.ErrTokenNotFound:
+		status, body = http.StatusNotFound, map[string]string{"code": "TOKEN_NOT_FOUND", "message": "No such token."}
+	case err == waitpage.ErrClosed:
+		status, body = http.StatusConflict, map[string]string{"code": "PROGRAM_CLOSED", "message": "Closed."}
+	case err != nil:
+		status, body = http.StatusBadRequest, map[string]string{"code": "INVALID_PROGRAM_ID", "message": "Bad id."}
+	default:
+		if created {
+			status = http.StatusCreated
+		}
+		body = answerJSON(v)
+		if v.Status == waitpage.StatusWaiting {
+			c.RetryAfter = v.RetryAfter
+			w.Header().Set("Retry-After", strconv.Itoa(int((v.RetryAfter+time.Second-1)/time.Second)))
+		}
+	}
+	c.Status = status
+	c.End = time.Now()
+	q.calls = append(q.calls, c)
+	q.mu.Unlock()
+
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// answerJSON is v as the API writes it: keys that do not apply are absent.
+func answerJSON(v waitpage.View) map[string]any {
+	m := map[string]any{"tokenId": v.TokenID, "ticket": 1, "status": v.Status, "issuedAt": time.Now().UTC().Format(time.RFC3339Nano)}
+	ts := func(k string, t time.Time) {
+		if !t.IsZero() {
+			m[k] = t.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	if v.Status == waitpage.StatusWaiting {
+		m["position"] = v.Position
+		m["retryAfterMs"] = v.RetryAfter.Milliseconds()
+		if v.EstimatedWait > 0 {
+			m["estimatedWaitMs"] = v.EstimatedWait.Milliseconds()
+		}
+		if v.Notice != "" {
+			m["notice"] = v.Notice
+		}
+	}
+	if v.AdmissionPass != "" {
+		m["admissionPass"] = v.AdmissionPass
+	}
+	ts("expiresAt", v.ExpiresAt)
+	ts("leftAt", v.LeftAt)
+	ts("opensAt", v.OpensAt)
+	return m
+}
+
+func (q *fakeQueue) recorded() []apiCall {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]apiCall(nil), q.calls...)
+}
+
+// checkSchedule fails t if a request came earlier than the delay the
+// answer before it asked for, less 50 ms, or if two were ever in flight.
+func (q *fakeQueue) checkSchedule(t *testing.T) {
+	t.Helper()
+	calls := q.recorded()
+	for i := 1; i < len(calls); i++ {
+		prev, cur := calls[i-1], calls[i]
+		if gap := cur.Start.Sub(prev.End); gap < prev.RetryAfter-50*time.Millisecond {
+			t.Errorf("request %d (%s) came %v after an answer that asked for %v", i, cur.Method, gap.Round(time.Millisecond), prev.RetryAfter)
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.maxAtOnce > 1 {
+		t.Errorf("%d API requests were in flight at once", q.maxAtOnce)
+	}
+}
+
+// serve starts a test server with the page handler, the fake API and a
+// stand-in for the protected site at /demo-site/{programId}, which records
+// the admission passes it receives.
+func (q *fakeQueue) serve(t *testing.T, opts waitpage.Options) (*httptest.Server, *site) {
+	t.Helper()
+	h, err := waitpage.New(q, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &site{}
+	mux := http.NewServeMux()
+	mux.Handle(waitpage.PathPrefix, h)
+	mux.Handle("/api/", q.apiHandler())
+	mux.HandleFunc("GET /demo-site/{programId}", s.serve)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv, s
+}
+
+// site is the protected site's stand-in.
+type site struct {
+	mu     sync.Mutex
+	passes []string
+	query  []string
+}
+
+func (s *site) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.passes = append(s.passes, r.URL.Query().Get("admissionPass"))
+	s.query = append(s.query, r.URL.RawQuery)
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprint(w, `<!doctype html><meta name="viewport" content="width=device-width"><title>In</title><h1 id="in">You're in</h1>`)
+}

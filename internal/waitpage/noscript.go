@@ -1,0 +1,165 @@
+package waitpage
+
+import (
+	"crypto/rand"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// cookieName holds the no-JavaScript visitor's token, one cookie per
+// program (its Path is the program's page).
+const cookieName = "wr_token"
+
+// cookieMaxAge bounds how long the no-JavaScript fallback keeps a place.
+const cookieMaxAge = 24 * time.Hour
+
+// noscriptData is the server-rendered view inside <noscript>.
+type noscriptData struct {
+	Heading     string
+	Position    string // WAITING: the formatted position
+	Wait        string // WAITING: the estimated wait in words
+	State       string // a state line: paused, closed, opening at, trouble
+	Notice      string
+	Text        string
+	Refresh     int    // seconds until the page reloads itself; 0: never
+	RefreshText string // says Refresh
+	Redirect    string // ADMITTED: the target URL with the pass
+	Form        *joinForm
+}
+
+// joinForm is the button that enters the queue without JavaScript.
+type joinForm struct {
+	Action, Key, Label string
+	Again              bool // ignore the cookie's token: a fresh place
+}
+
+func joinView(lang language, programID string, again bool) *noscriptData {
+	label := lang.t("join")
+	if again {
+		label = lang.t("enterAgain")
+	}
+	return &noscriptData{Form: &joinForm{
+		Action: PathPrefix + url.PathEscape(programID) + "/enter",
+		Key:    rand.Text(), Label: label, Again: again,
+	}}
+}
+
+func troubleView(lang language) *noscriptData {
+	return refreshing(lang, &noscriptData{State: lang.t("retrying")}, unavailableRetry*time.Second)
+}
+
+// refreshing sets d's reload to after, in whole seconds rounded up, so
+// that it never comes earlier than the server asked.
+func refreshing(lang language, d *noscriptData, after time.Duration) *noscriptData {
+	d.Refresh = max(1, int(math.Ceil(after.Seconds())))
+	d.RefreshText = lang.t("noscriptRefresh", "n", strconv.Itoa(d.Refresh))
+	return d
+}
+
+// noscriptView renders v for a browser without JavaScript.
+func noscriptView(lang language, programID string, info PageInfo, v View) *noscriptData {
+	switch v.Status {
+	case StatusWaiting:
+		d := &noscriptData{
+			Heading: lang.t("youAreInLine"), Position: number(v.Position),
+			Wait: lang.wait(v.EstimatedWait), Notice: v.Notice,
+		}
+		switch {
+		case v.OpensAt.After(time.Now()):
+			d.State = lang.t("opensAt", "t", clock(v.OpensAt))
+		case info.Paused:
+			d.State = lang.t("paused")
+		case info.Closed:
+			d.State = lang.t("closedWaiting")
+		}
+		return refreshing(lang, d, v.RetryAfter)
+	case StatusAdmitted:
+		d := &noscriptData{Heading: lang.t("admittedTitle")}
+		if u := passURL(info.TargetURL, v.AdmissionPass); u != "" {
+			d.Redirect, d.Text = u, lang.t("redirecting")
+		} else {
+			d.Text = lang.t("admittedNoTarget", "t", clock(v.ExpiresAt))
+		}
+		return d
+	case StatusExpired:
+		d := joinView(lang, programID, true)
+		d.Heading, d.Text = lang.t("expiredTitle"), lang.t("expired", "t", clock(v.ExpiresAt))
+		return d
+	case StatusLeft:
+		d := joinView(lang, programID, true)
+		d.Heading, d.Text = lang.t("leftTitle"), lang.t("left", "t", clock(v.LeftAt))
+		return d
+	}
+	return troubleView(lang)
+}
+
+// passURL is target with admissionPass=pass added to its query (kept as
+// it is); "" unless target is an absolute http(s) URL.
+func passURL(target, pass string) string {
+	u, err := url.Parse(target)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return ""
+	}
+	if pass != "" {
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
+		}
+		u.RawQuery += "admissionPass=" + url.QueryEscape(pass)
+	}
+	return u.String()
+}
+
+var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// validKey reports whether k can be passed on as an Idempotency-Key.
+func validKey(k string) bool { return keyPattern.MatchString(k) }
+
+// tokenCookie returns the token of the request's cookie, which its Path
+// scopes to the program's page; "" when none or malformed.
+func tokenCookie(r *http.Request) string {
+	c, err := r.Cookie(cookieName)
+	if err != nil || !keyPattern.MatchString(c.Value) {
+		return ""
+	}
+	return c.Value
+}
+
+func setTokenCookie(w http.ResponseWriter, r *http.Request, programID, token string) {
+	http.SetCookie(w, tokenCookieFor(r, programID, token, int(cookieMaxAge.Seconds())))
+}
+
+func clearTokenCookie(w http.ResponseWriter, r *http.Request, programID string) {
+	http.SetCookie(w, tokenCookieFor(r, programID, "", -1))
+}
+
+// tokenCookieFor is the cookie for the program's page: HttpOnly,
+// SameSite=Lax, and Secure unless the request came over plain HTTP to a
+// loopback host (a local run).
+func tokenCookieFor(r *http.Request, programID, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{
+		Name: cookieName, Value: value, Path: PathPrefix + programID, MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: !plainLoopback(r),
+	}
+}
+
+// plainLoopback reports whether r came over plain HTTP to a loopback host.
+func plainLoopback(r *http.Request) bool {
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		return false
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}

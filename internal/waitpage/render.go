@@ -1,0 +1,82 @@
+package waitpage
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"net/http"
+)
+
+//go:embed web/page.html
+var pageHTML string
+
+// parsePage parses the page's template, then override's {{define}}s over
+// its blocks.
+func parsePage(override string) (*template.Template, error) {
+	t := template.Must(template.New("page").Parse(pageHTML))
+	if override == "" {
+		return t, nil
+	}
+	if _, err := t.New("override").Parse(override); err != nil {
+		return nil, fmt.Errorf("waitpage: template override: %w", err)
+	}
+	return t, nil
+}
+
+// pageData is what page.html renders.
+type pageData struct {
+	lang     language
+	Lang     string
+	Title    string
+	Program  string
+	Info     PageInfo
+	Logo     string
+	API      string
+	CSS, JS  string
+	Refresh  int // seconds until the page reloads itself (error pages); 0: never
+	Error    *errorData
+	NoScript *noscriptData
+}
+
+// T returns the text of key in the page's language.
+func (d *pageData) T(key string) string { return d.lang.t(key) }
+
+// errorData is the card of a 400, 404 or 503 page.
+type errorData struct{ Title, Text string }
+
+func (h *Handler) data(lang language, programID string, info PageInfo) *pageData {
+	title := info.DisplayName
+	if title == "" {
+		title = programID
+	}
+	if title == "" {
+		title = lang.t("title")
+	}
+	return &pageData{
+		lang: lang, Lang: lang.code, Title: title, Program: programID, Info: info,
+		Logo: h.logo, API: h.apiBase, CSS: assetURL["app.css"], JS: assetURL["app.js"],
+	}
+}
+
+// render writes the page with status; it renders into a buffer first so
+// that a template error becomes a plain 500, not half a page.
+func (h *Handler) render(w http.ResponseWriter, status int, d *pageData) {
+	var buf bytes.Buffer
+	if err := h.tmpl.ExecuteTemplate(&buf, "page", d); err != nil {
+		h.log.Error("waiting-room page: template", "err", err)
+		http.Error(w, "Internal error.", http.StatusInternalServerError)
+		return
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	if hdr.Get("Cache-Control") == "" {
+		hdr.Set("Cache-Control", "no-cache")
+	}
+	hdr.Set("Content-Security-Policy", h.csp)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Referrer-Policy", "same-origin")
+	hdr.Add("Vary", "Accept-Language, Cookie")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}

@@ -1,0 +1,113 @@
+package waitpage
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// textJSON is every text of the page, one entry per language; the server
+// renders from it and app.js carries it whole.
+//
+//go:embed web/text.json
+var textJSON []byte
+
+// fallbackLang is the language of a request that asks for none we have.
+const fallbackLang = "en"
+
+// language is one entry of the text table.
+type language struct {
+	code  string
+	texts map[string]string
+}
+
+// text is the table by language code.
+var text = mustParseText(textJSON)
+
+func mustParseText(b []byte) map[string]language {
+	var raw map[string]map[string]string
+	if err := json.Unmarshal(b, &raw); err != nil {
+		panic(fmt.Sprintf("waitpage: web/text.json: %v", err))
+	}
+	if _, ok := raw[fallbackLang]; !ok {
+		panic("waitpage: web/text.json has no " + fallbackLang)
+	}
+	out := make(map[string]language, len(raw))
+	for code, texts := range raw {
+		out[code] = language{code: code, texts: texts}
+	}
+	return out
+}
+
+// t returns the text of key, from English when this language lacks it, with
+// each {name} replaced by the value following it in args.
+func (l language) t(key string, args ...string) string {
+	s, ok := l.texts[key]
+	if !ok {
+		s = text[fallbackLang].texts[key]
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		s = strings.ReplaceAll(s, "{"+args[i]+"}", args[i+1])
+	}
+	return s
+}
+
+// requestLang chooses the language of r: ?lang= when the table has it, then
+// the first Accept-Language range it has, then English.
+func requestLang(r *http.Request) language {
+	if l, ok := text[r.URL.Query().Get("lang")]; ok {
+		return l
+	}
+	for part := range strings.SplitSeq(r.Header.Get("Accept-Language"), ",") {
+		tag, _, _ := strings.Cut(part, ";")
+		primary, _, _ := strings.Cut(strings.TrimSpace(tag), "-")
+		if l, ok := text[strings.ToLower(primary)]; ok {
+			return l
+		}
+	}
+	return text[fallbackLang]
+}
+
+// number formats n with thousands separators (as both of our languages
+// write them).
+func number(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// wait says an estimated wait in words: "about 4 min", or "not known yet"
+// for 0. app.js words it the same way with Intl's unit names.
+func (l language) wait(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return l.t("notKnownYet")
+	case d < time.Minute:
+		return l.t("lessThanMinute")
+	case d < time.Hour:
+		return l.t("about", "d", l.t("minutes", "n", number(int64(math.Round(d.Minutes())))))
+	}
+	halves := math.Round(d.Hours() * 2)
+	n := strconv.FormatFloat(halves/2, 'f', -1, 64)
+	return l.t("about", "d", l.t("hours", "n", n))
+}
+
+// clock formats a time for the server-rendered page, which does not know
+// the reader's time zone.
+func clock(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }

@@ -1,0 +1,284 @@
+// Package waitpage serves the waiting-room page that people see at
+// GET /waiting-room/{programId}: one embedded HTML template, CSS and
+// JavaScript (content-hashed, cached for a year), which talks to the queue's
+// JSON API from the browser, and a form-and-cookie fallback for browsers
+// without JavaScript. It reads programs through the small Programs
+// interface. docs/waiting-room.md describes the page's behaviour.
+package waitpage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Statuses of a View, as in the JSON API.
+const (
+	StatusWaiting  = "WAITING"
+	StatusAdmitted = "ADMITTED"
+	StatusExpired  = "EXPIRED"
+	StatusLeft     = "LEFT"
+)
+
+// Errors a Programs implementation wraps so that the page answers with the
+// right status; any other error is logged and shown as a 503 page that
+// retries.
+var (
+	// ErrInvalidProgram means the program id is malformed (400).
+	ErrInvalidProgram = errors.New("waitpage: malformed program id")
+	// ErrProgramNotFound means no program has this id (404).
+	ErrProgramNotFound = errors.New("waitpage: program not found")
+	// ErrTokenNotFound means the token is unknown to this program.
+	ErrTokenNotFound = errors.New("waitpage: token not found")
+	// ErrClosed means the program takes no new entries.
+	ErrClosed = errors.New("waitpage: program closed to new entries")
+)
+
+// Programs is what the page needs from the queue: a program's page settings,
+// and, for the no-JavaScript fallback only, entering and polling as the JSON
+// API's POST and GET do.
+type Programs interface {
+	// Page returns what the page shows of a program.
+	Page(ctx context.Context, programID string) (PageInfo, error)
+	// Enter enters the queue. A still valid (WAITING or ADMITTED) tokenID
+	// of the program is answered again; a retried enter with the same
+	// non-empty idempotencyKey gets the same token.
+	Enter(ctx context.Context, programID, tokenID, idempotencyKey string) (View, error)
+	// Poll returns the token's current view.
+	Poll(ctx context.Context, programID, tokenID string) (View, error)
+}
+
+// PageInfo is the operator-set part of a program that the page shows.
+type PageInfo struct {
+	DisplayName string // the page's title; the program id when empty
+	Message     string // plain text under the title; none when empty
+	TargetURL   string // http(s) URL admitted people are sent to with ?admissionPass=…; none when empty
+	Paused      bool   // admission is paused
+	Closed      bool   // the program takes no new entries
+}
+
+// View is one answer about a token, as in the JSON API; fields that do not
+// apply to the status are zero.
+type View struct {
+	TokenID       string
+	Status        string        // StatusWaiting, StatusAdmitted, StatusExpired or StatusLeft
+	Position      int64         // WAITING
+	RetryAfter    time.Duration // WAITING: when to poll next
+	EstimatedWait time.Duration // WAITING: 0 when not known
+	ExpiresAt     time.Time     // ADMITTED and EXPIRED
+	LeftAt        time.Time     // LEFT
+	AdmissionPass string        // ADMITTED
+	Notice        string        // WAITING: the operator's notice
+	OpensAt       time.Time     // before it nobody is admitted
+}
+
+// Options customise a Handler; the zero value is usable.
+type Options struct {
+	// APIBase is the queue API's enter-and-poll route without the program
+	// id, a path or an absolute URL; "/api/v1/queues/programs/" when empty.
+	APIBase string
+	// LogoURL is an image shown above the title: an https URL or a path
+	// on this origin; none when empty.
+	LogoURL string
+	// Override is the text of an html/template file whose {{define}}s
+	// replace the page's "head", "brand" or "footer" blocks.
+	Override string
+	// Logger receives the errors that the page shows as 503; slog's
+	// default logger when nil.
+	Logger *slog.Logger
+}
+
+// Route prefixes the Handler serves.
+const (
+	PathPrefix  = "/waiting-room/"
+	assetPrefix = PathPrefix + "assets/"
+)
+
+const defaultAPIBase = "/api/v1/queues/programs/"
+
+// Handler serves the waiting-room page and its assets under PathPrefix.
+// Mount it with mux.Handle(waitpage.PathPrefix, h).
+type Handler struct {
+	programs Programs
+	tmpl     *template.Template
+	apiBase  string
+	logo     string
+	csp      string
+	log      *slog.Logger
+	mux      *http.ServeMux
+}
+
+// New returns a Handler over programs. It fails on an invalid option: an
+// APIBase or LogoURL that is not a path or an http(s) URL, or an Override
+// that does not parse.
+func New(programs Programs, opts Options) (*Handler, error) {
+	h := &Handler{programs: programs, apiBase: opts.APIBase, logo: opts.LogoURL, log: opts.Logger}
+	if h.apiBase == "" {
+		h.apiBase = defaultAPIBase
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	apiOrigin, err := pathOrHTTPURL(h.apiBase, true)
+	if err != nil {
+		return nil, fmt.Errorf("waitpage: APIBase: %w", err)
+	}
+	if h.logo != "" {
+		if _, err := pathOrHTTPURL(h.logo, false); err != nil {
+			return nil, fmt.Errorf("waitpage: LogoURL: %w", err)
+		}
+	}
+	h.tmpl, err = parsePage(opts.Override)
+	if err != nil {
+		return nil, err
+	}
+	connect := "'self'"
+	if apiOrigin != "" {
+		connect += " " + apiOrigin
+	}
+	// Scripts only from this origin; images, styles and fonts also from
+	// https, for an operator's logo and override.
+	h.csp = "default-src 'self'; img-src 'self' https: data:; style-src 'self' https:; font-src 'self' https:; connect-src " + connect +
+		"; base-uri 'none'; form-action 'self'; object-src 'none'"
+
+	h.mux = http.NewServeMux()
+	h.mux.HandleFunc("GET "+assetPrefix+"{file}", serveAsset)
+	h.mux.HandleFunc("GET "+PathPrefix+"{programId}", h.page)
+	h.mux.Handle("POST "+PathPrefix+"{programId}/enter", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.enter)))
+	h.mux.HandleFunc("GET "+PathPrefix, h.notFound)
+	return h, nil
+}
+
+// ServeHTTP serves the page, its assets and the no-JavaScript enter form.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// pathOrHTTPURL checks that s is a path rooted at "/" or an absolute http(s)
+// URL (https only unless allowHTTP), and returns the URL's origin ("" for a
+// path).
+func pathOrHTTPURL(s string, allowHTTP bool) (string, error) {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "", err
+	case u.Scheme == "" && u.Host == "" && strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//"):
+		return "", nil
+	case u.Host != "" && (u.Scheme == "https" || allowHTTP && u.Scheme == "http"):
+		return u.Scheme + "://" + u.Host, nil
+	}
+	return "", fmt.Errorf("%q is neither a path nor an https URL", s)
+}
+
+// page is GET /waiting-room/{programId}.
+func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("programId")
+	lang := requestLang(r)
+	info, err := h.programs.Page(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, lang, err)
+		return
+	}
+	d := h.data(lang, id, info)
+	if tok := tokenCookie(r); tok != "" {
+		w.Header().Set("Cache-Control", "private, no-cache")
+		v, err := h.programs.Poll(r.Context(), id, tok)
+		switch {
+		case err == nil:
+			d.NoScript = noscriptView(lang, id, info, v)
+		case errors.Is(err, ErrTokenNotFound):
+			clearTokenCookie(w, r, id)
+			d.NoScript = joinView(lang, id, false)
+		default:
+			h.logError(r, err)
+			d.NoScript = troubleView(lang)
+		}
+	} else if info.Closed {
+		d.NoScript = &noscriptData{State: lang.t("closedEnter")}
+	} else {
+		d.NoScript = joinView(lang, id, false)
+	}
+	h.render(w, http.StatusOK, d)
+}
+
+// enter is POST /waiting-room/{programId}/enter, the no-JavaScript form:
+// it enters (or resumes with the cookie's token), sets the cookie and
+// answers 303 to the page.
+func (h *Handler) enter(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("programId")
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	_ = r.ParseForm() // a bad body leaves the fields empty: a plain new enter
+	lang := requestLang(r)
+	if l, ok := text[r.PostForm.Get("lang")]; ok {
+		lang = l
+	}
+	key := r.PostForm.Get("key")
+	if !validKey(key) {
+		key = ""
+	}
+	tok := ""
+	if r.PostForm.Get("again") == "" {
+		tok = tokenCookie(r)
+	}
+	v, err := h.programs.Enter(r.Context(), id, tok, key)
+	if errors.Is(err, ErrClosed) {
+		info, perr := h.programs.Page(r.Context(), id)
+		if perr != nil {
+			h.fail(w, r, lang, perr)
+			return
+		}
+		d := h.data(lang, id, info)
+		d.NoScript = &noscriptData{State: lang.t("closedEnter")}
+		h.render(w, http.StatusConflict, d)
+		return
+	}
+	if err != nil {
+		h.fail(w, r, lang, err)
+		return
+	}
+	setTokenCookie(w, r, id, v.TokenID)
+	http.Redirect(w, r, pagePath(id, lang), http.StatusSeeOther)
+}
+
+// notFound is every other GET under PathPrefix.
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+	h.fail(w, r, requestLang(r), ErrProgramNotFound)
+}
+
+// fail renders the friendly page for err: 400, 404, or 503 with
+// Retry-After and a refresh.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, lang language, err error) {
+	d := h.data(lang, "", PageInfo{})
+	status := http.StatusServiceUnavailable
+	switch {
+	case errors.Is(err, ErrInvalidProgram):
+		status = http.StatusBadRequest
+		d.Error = &errorData{Title: lang.t("badRequestTitle"), Text: lang.t("badRequest")}
+	case errors.Is(err, ErrProgramNotFound):
+		status = http.StatusNotFound
+		d.Error = &errorData{Title: lang.t("notFoundTitle"), Text: lang.t("notFound")}
+	default:
+		h.logError(r, err)
+		d.Error = &errorData{Title: lang.t("unavailableTitle"), Text: lang.t("unavailable")}
+		d.Refresh = unavailableRetry
+		w.Header().Set("Retry-After", fmt.Sprint(unavailableRetry))
+	}
+	d.Title = d.Error.Title
+	h.render(w, status, d)
+}
+
+// unavailableRetry is the delay, in seconds, after which a 503 page reloads.
+const unavailableRetry = 5
+
+func (h *Handler) logError(r *http.Request, err error) {
+	h.log.ErrorContext(r.Context(), "waiting-room page", "path", r.URL.Path, "err", err)
+}
+
+// pagePath is the page's path in lang.
+func pagePath(programID string, lang language) string {
+	return PathPrefix + url.PathEscape(programID) + "?lang=" + lang.code
+}

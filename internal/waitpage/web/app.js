@@ -1,0 +1,274 @@
+// The waiting-room page: enters the queue (or resumes with the token kept in
+// localStorage), then polls exactly when each answer says, and shows the
+// place. docs/waiting-room.md describes the behaviour.
+(() => {
+  'use strict';
+  const TEXT = /*TEXT*/{};
+  const root = document.getElementById('wr');
+  const live = document.getElementById('live');
+  if (!root || !live) return;
+  const $ = (id) => document.getElementById(id);
+  const program = root.dataset.program;
+  const api = root.dataset.api + encodeURIComponent(program);
+  const target = root.dataset.target || '';
+  const closed = root.dataset.closed === 'true';
+  let paused = root.dataset.paused === 'true';
+
+  // Language: ?lang= first, then the browser's, then English.
+  const query = new URLSearchParams(location.search);
+  const lang = [query.get('lang'), ...(navigator.languages || []), navigator.language]
+    .map((l) => (l || '').toLowerCase().split('-')[0])
+    .find((l) => TEXT[l]) || 'en';
+  const t = (key, vars = {}) => {
+    let s = (TEXT[lang] && TEXT[lang][key]) || TEXT.en[key] || key;
+    for (const k in vars) s = s.split('{' + k + '}').join(vars[k]);
+    return s;
+  };
+  document.documentElement.lang = lang;
+  for (const el of document.querySelectorAll('[data-t]')) el.textContent = t(el.dataset.t);
+  const num = new Intl.NumberFormat(lang);
+  const timeOf = (s) => new Intl.DateTimeFormat(lang, { timeStyle: 'short' }).format(new Date(s));
+  const dateTimeOf = (s) => new Intl.DateTimeFormat(lang, { dateStyle: 'medium', timeStyle: 'short' }).format(new Date(s));
+  const unit = (n, u) => {
+    try {
+      return new Intl.NumberFormat(lang, { style: 'unit', unit: u, unitDisplay: 'long', maximumFractionDigits: 1 }).format(n);
+    } catch {
+      return t(u === 'minute' ? 'minutes' : 'hours', { n: num.format(n) });
+    }
+  };
+  const wait = (ms) => {
+    if (typeof ms !== 'number') return t('notKnownYet');
+    const min = ms / 60000;
+    if (min < 1) return t('lessThanMinute');
+    if (min < 60) return t('about', { d: unit(Math.round(min), 'minute') });
+    return t('about', { d: unit(Math.round(min / 30) / 2, 'hour') });
+  };
+
+  // The place, kept per program: {token, key, first}. key is the
+  // Idempotency-Key of an enter whose answer has not been kept yet; first
+  // is the first position seen, for the progress bar.
+  const KEY = 'waitingroom:' + program;
+  const load = () => {
+    try { return JSON.parse(localStorage.getItem(KEY)) || {}; } catch { return {}; }
+  };
+  const save = () => {
+    try { localStorage.setItem(KEY, JSON.stringify(st)); } catch { /* private mode: this tab only */ }
+  };
+  const newKey = () => (crypto.randomUUID ? crypto.randomUUID()
+    : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join(''));
+  let st = load();
+  addEventListener('storage', (e) => {
+    if (e.key !== KEY) return;
+    const other = load();
+    if (other.token && other.token !== st.token) st = other; // another tab entered: share its place
+  });
+
+  // Scheduling: one request at a time, never before `due`.
+  let due = 0;
+  let timer = 0;
+  let inFlight = false;
+  let offline = false;
+  let stopped = false;
+  let trouble = '';
+  let failures = 0;
+  const schedule = (at, ms) => {
+    clearTimeout(timer);
+    due = at + Math.max(0, ms);
+    timer = setTimeout(tick, Math.max(0, due - performance.now()));
+  };
+  function tick() {
+    clearTimeout(timer);
+    timer = 0;
+    if (stopped || inFlight) return;
+    const left = due - performance.now();
+    if (left > 0) { timer = setTimeout(tick, left); return; }
+    if (!navigator.onLine) { offline = true; renderState(); return; }
+    request();
+  }
+  addEventListener('online', () => {
+    if (!offline) return;
+    offline = false;
+    renderState();
+    tick();
+  });
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && timer && performance.now() >= due) tick();
+  });
+
+  async function request() {
+    inFlight = true;
+    const headers = { Accept: 'application/json' };
+    let method = 'GET';
+    if (st.token) {
+      headers['X-Queue-Token'] = st.token;
+    } else {
+      if (!st.key) { st.key = newKey(); save(); }
+      method = 'POST';
+      headers['Idempotency-Key'] = st.key;
+    }
+    let res;
+    let body = {};
+    let at;
+    try {
+      res = await fetch(api, { method, headers, cache: 'no-store', credentials: 'same-origin' });
+      at = performance.now();
+      body = await res.json().catch(() => ({}));
+    } catch {
+      inFlight = false;
+      if (!navigator.onLine) { offline = true; renderState(); return; }
+      retry(performance.now(), null);
+      return;
+    }
+    inFlight = false;
+    answer(res, body, at);
+  }
+
+  // retry shows the trouble line and tries again after ms, or after a
+  // growing, jittered delay when the server named none.
+  function retry(at, ms) {
+    failures++;
+    trouble = t('retrying');
+    renderState();
+    if (ms == null) ms = Math.min(30000, 1000 * 2 ** Math.min(failures - 1, 5)) * (0.8 + 0.4 * Math.random());
+    schedule(at, ms);
+  }
+
+  function answer(res, body, at) {
+    const retryAfter = parseFloat(res.headers.get('Retry-After'));
+    const retryMs = retryAfter >= 0 ? retryAfter * 1000 : null;
+    if (res.ok && body.tokenId && body.status) {
+      failures = 0;
+      trouble = '';
+      return view(body, at, retryMs);
+    }
+    if (res.status === 429 || res.status >= 500 || res.ok) return retry(at, retryMs);
+    switch (body.code) {
+      case 'TOKEN_NOT_FOUND': case 'INVALID_TOKEN': return ended(t('lostTitle'), t('lost'), t('join'), true);
+      case 'PROGRAM_NOT_FOUND': return ended(t('notFoundTitle'), t('notFound'), t('tryAgain'), false);
+      case 'PROGRAM_CLOSED': return ended(t('closedEnter'), '', t('tryAgain'), false);
+    }
+    return ended(t('errorGeneric'), '', t('tryAgain'), false);
+  }
+
+  function view(b, at, retryMs) {
+    if (b.tokenId !== st.token) st = { token: b.tokenId };
+    delete st.key;
+    save();
+    switch (b.status) {
+      case 'WAITING': {
+        if (!st.first || b.position > st.first) { st.first = b.position; save(); }
+        waiting(b);
+        const ms = typeof b.retryAfterMs === 'number' ? b.retryAfterMs : (retryMs ?? 5000);
+        return schedule(at, ms);
+      }
+      case 'ADMITTED': return admitted(b);
+      case 'EXPIRED': return ended(t('expiredTitle'), t('expired', { t: timeOf(b.expiresAt) }), t('enterAgain'), true);
+      case 'LEFT': return ended(t('leftTitle'), t('left', { t: timeOf(b.leftAt) }), t('enterAgain'), true);
+    }
+    return retry(at, retryMs);
+  }
+
+  // Rendering.
+  let last = { pos: null, state: '', said: -Infinity };
+  let opensAt = null;
+  const announce = (s) => { $('announce').textContent = s; };
+
+  function waiting(b) {
+    if (typeof b.estimatedWaitMs === 'number' || (last.pos != null && b.position < last.pos)) paused = false;
+    opensAt = b.opensAt && Date.parse(b.opensAt) > Date.now() ? b.opensAt : null;
+    $('pos').textContent = num.format(b.position);
+    const bar = $('bar');
+    bar.max = st.first;
+    bar.value = st.first - b.position;
+    bar.setAttribute('aria-valuetext', Math.round(100 * bar.value / st.first) + '%');
+    $('eta').textContent = wait(b.estimatedWaitMs);
+    $('notice').hidden = !b.notice;
+    $('noticeText').textContent = b.notice || '';
+    $('updated').textContent = t('lastUpdate', { t: new Intl.DateTimeFormat(lang, { timeStyle: 'medium' }).format(new Date()) });
+    // Announce the place at most every 30 s: near the front polls come
+    // every second, too often for a screen reader.
+    if (b.position !== last.pos && !(performance.now() - last.said < 30000)) {
+      announce(t('position') + ': ' + num.format(b.position) + '. ' + t('estimatedWait') + ': ' + $('eta').textContent);
+      last.said = performance.now();
+    }
+    last.pos = b.position;
+    renderState();
+  }
+
+  function renderState() {
+    const line = offline ? t('offline') : trouble || (opensAt ? t('opensAt', { t: dateTimeOf(opensAt) }) : '')
+      || (paused ? t('paused') : '') || (closed && st.token ? t('closedWaiting') : '')
+      || (!st.token ? t('joining') : '');
+    const el = $('state');
+    el.hidden = !line;
+    el.textContent = line;
+    if (line !== last.state && line) announce(line);
+    last.state = line;
+  }
+
+  function done(title, text) {
+    $('waiting').hidden = true;
+    $('notice').hidden = true;
+    $('done').hidden = false;
+    $('doneTitle').textContent = title;
+    $('doneText').textContent = text;
+    document.title = title;
+    announce(title + ' ' + text);
+  }
+
+  function admitted(b) {
+    stopped = true;
+    const url = passURL(target, b.admissionPass);
+    if (!url) return done(t('admittedTitle'), t('admittedNoTarget', { t: timeOf(b.expiresAt) }));
+    done(t('admittedTitle'), t('redirecting'));
+    const go = $('go');
+    go.href = url;
+    go.hidden = false;
+    location.replace(url);
+  }
+
+  // passURL adds admissionPass to target's query, keeping the rest as it
+  // is; '' unless target is an http(s) URL.
+  function passURL(target, pass) {
+    if (!target) return '';
+    try {
+      const u = new URL(target, location.href);
+      if (u.protocol !== 'https:' && u.protocol !== 'http:') return '';
+      if (pass) u.search = (u.search ? u.search + '&' : '?') + 'admissionPass=' + encodeURIComponent(pass);
+      return u.href;
+    } catch {
+      return '';
+    }
+  }
+
+  // ended stops polling and offers a button: a fresh place (a new key, the
+  // old token forgotten) or, after an error, the same request again.
+  let fresh = false;
+  function ended(title, text, label, freshPlace) {
+    stopped = true;
+    fresh = freshPlace;
+    done(title, text);
+    const btn = $('again');
+    btn.textContent = label;
+    btn.hidden = false;
+  }
+
+  $('again').addEventListener('click', () => {
+    if (inFlight) return;
+    if (fresh) { st = { key: newKey() }; save(); }
+    stopped = false;
+    failures = 0;
+    last = { pos: null, state: '', said: -Infinity };
+    $('again').hidden = true;
+    $('done').hidden = true;
+    $('waiting').hidden = false;
+    $('pos').textContent = '–';
+    $('eta').textContent = '–';
+    renderState();
+    tick();
+  });
+
+  live.hidden = false;
+  renderState();
+  tick();
+})();

@@ -39,7 +39,7 @@ func cmdLoad(ctx context.Context, lc loadCommand, args []string, e env) error {
 	fs := newFlagSet(name, lc.synopsis, e)
 	var sf scenarioFlags
 	sf.register(fs, 10*time.Minute, "stop each run this long after its start, whether or not everyone was admitted",
-		"the server's PROGRAM_CACHE_TTL (an admin change takes effect after it): used only to predict each user's admission and place -abandon leaves within the wait")
+		"the delay of the server's admin changes (its PROGRAM_CACHE_TTL plus a 1 s write budget): used only to predict each user's admission and place -abandon leaves within the wait")
 	baseURL := fs.String("url", "http://127.0.0.1:3000", "base URL of the waiting-room server (go run ./cmd/local)")
 	adminToken := fs.String("admin-token", "", "admin bearer secret (default $ADMIN_TOKEN)")
 	polls := fs.String("poll", lc.defPoll, lc.pollHelp)

@@ -15,7 +15,8 @@ const simulateSynopsis = `The load test's scenario on a virtual clock with no ne
 (burst or uniform), then poll when the policy says until they see ADMITTED
 or, with -abandon, stop polling at a random instant of their wait.
 Admission is the service's own queue.Program, with -rate-schedule changes
-taking effect -cache-ttl after their offset as on the server; delays are
+taking effect -cache-ttl after their offset (the server adds a 1 s write
+budget: -cache-ttl 2s models its default); delays are
 the polling package's policies; time advances in whole milliseconds,
 requests take no time and never fail. Deterministic for a given -seed.
 Adds DynamoDB read units and the AWS price of the requests (defaults:
@@ -26,7 +27,7 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("simulate", simulateSynopsis, e)
 	var sf scenarioFlags
 	sf.register(fs, 0, "virtual time after which the simulation stops (0: when everyone has seen ADMITTED or left; required when admission ends paused)",
-		"the service's PROGRAM_CACHE_TTL: every -rate-schedule change after the first takes effect this long after its offset, as the service applies an admin change")
+		"delay of every -rate-schedule change after the first, from its offset: the server's PROGRAM_CACHE_TTL plus its 1 s admin write budget (2s at the default TTL)")
 	policyList := fs.String("policy", "fixed:3s,tiers", "comma-separated policies, the first being the baseline: fixed:DURATION, tiers or eta")
 	tiersSpec := fs.String("tiers", polling.DefaultTiersSpec, "the bands of the tiers policy, MAXPOS:INTERVAL[+-JITTER],…,inf:INTERVAL[+-JITTER]")
 	etaSpec := fs.String("eta", "", "parameters of the eta policy over its defaults, key=value pairs such as fraction=0.8,cap=2m (see polling.ParseETA); it falls back to -tiers")

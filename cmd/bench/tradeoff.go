@@ -30,7 +30,7 @@ func cmdTradeoff(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("tradeoff", tradeoffSynopsis, e)
 	var sf scenarioFlags
 	sf.register(fs, 0, "virtual time after which each simulation stops (0: when everyone has seen ADMITTED or left)",
-		"the service's PROGRAM_CACHE_TTL: every -rate-schedule change after the first takes effect this long after its offset")
+		"delay of every -rate-schedule change after the first, from its offset (the server's: PROGRAM_CACHE_TTL plus a 1 s write budget)")
 	vary := fs.String("vary", "fraction=0.5,0.6,0.7,0.8,0.9", "the eta parameter to sweep and its values, KEY=V1,V2,… (keys as in -eta)")
 	mark := fs.String("mark", "", "the value of the chosen setting, highlighted")
 	etaSpec := fs.String("eta", "", "the other eta parameters, key=value pairs over its defaults (see polling.ParseETA)")

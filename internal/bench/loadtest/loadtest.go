@@ -104,9 +104,10 @@ type Config struct {
 	// Seed draws the abandoning users and their instants
 	// (bench.Scenario.Leaving), as in the simulator.
 	Seed uint64
-	// CacheTTL is the server's PROGRAM_CACHE_TTL. It only serves to
-	// predict when each ticket is admitted (bench.AdmissionTimes), so that
-	// an abandoning user leaves at its fraction of that wait.
+	// CacheTTL is how long after an admin change the server applies it. It
+	// only serves to predict when each ticket is admitted
+	// (bench.AdmissionTimes), so that an abandoning user leaves at its
+	// fraction of that wait.
 	CacheTTL time.Duration
 }
 

@@ -130,15 +130,15 @@ func (e *APIError) Error() string {
 	return s
 }
 
-// Temporary reports whether the same request may succeed later: 429 and
+// Retryable reports whether the same request may succeed later: 429 and
 // 5xx. Any other 4xx is the caller's mistake.
-func (e *APIError) Temporary() bool {
+func (e *APIError) Retryable() bool {
 	return e.Status == http.StatusTooManyRequests || e.Status >= 500
 }
 
 // RetryDelay reports whether a call that failed with err is worth sending
 // again, and after how long: an *APIError's Retry-After (fallback when it
-// has none) if it is Temporary, fallback after a transport error, never
+// has none) if it is Retryable, fallback after a transport error, never
 // once ctx has ended or for any other answer.
 func RetryDelay(ctx context.Context, err error, fallback time.Duration) (time.Duration, bool) {
 	if err == nil || ctx.Err() != nil {
@@ -148,7 +148,7 @@ func RetryDelay(ctx context.Context, err error, fallback time.Duration) (time.Du
 	if !errors.As(err, &ae) {
 		return fallback, true
 	}
-	if !ae.Temporary() {
+	if !ae.Retryable() {
 		return 0, false
 	}
 	if ae.RetryAfter > 0 {

@@ -99,6 +99,10 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 30s), seeded from events/.
 invoke: bootstrap $(RIE) ## Run EVENT=events/<name>.json through its function under the emulator (DYNAMODB_ENDPOINT=url: that API instead of a fresh moto_server).
 	$(GO) run ./cmd/invoke -rie $(RIE) $(EVENT)
 
+.PHONY: bench-freeze
+bench-freeze: ## A 300-user bench burst on cmd/local over dynalite frozen 3 s mid-run, then the audit (scripts/bench-freeze.sh).
+	scripts/bench-freeze.sh
+
 .PHONY: tools
 tools: $(STATICCHECK) $(RIE) ## Install the pinned Go tools into .tools/.
 

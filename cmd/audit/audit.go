@@ -94,9 +94,13 @@ type Report struct {
 	// Issued is then 0 and every ticket is out of range.
 	Missing bool
 	Issued  int64
-	// Tokens is the number of token items of the program.
-	Tokens                  int
-	Admitted, Left, Waiting int
+	// Tokens is the number of token items of the program, split by what
+	// they record: AdmittedSeen have admittedAt set (a poll saw the
+	// admission and recorded it), Left have leftAt set, Unrecorded have
+	// neither (still waiting, or admitted by the counter and never polled
+	// since).
+	Tokens                         int
+	AdmittedSeen, Left, Unrecorded int
 	// Duplicates are the tickets held by two tokens or more, ascending.
 	Duplicates []Duplicate
 	// OutOfRange are the tokens whose ticket is not in 1..Issued, by ticket.
@@ -105,6 +109,10 @@ type Report struct {
 	// runs; GapCount is their total.
 	Gaps     []Range
 	GapCount int64
+	// GapLimit, when positive, is the largest fraction of Issued that the
+	// gaps may reach for the program to pass (0.01: 1 %); 0 lets any
+	// number of gaps pass.
+	GapLimit float64
 }
 
 // Balanced reports whether Issued equals the token items plus the gaps,
@@ -112,11 +120,17 @@ type Report struct {
 // range.
 func (r Report) Balanced() bool { return int64(r.Tokens)+r.GapCount == r.Issued }
 
+// GapsOver reports whether the gaps exceed GapLimit.
+func (r Report) GapsOver() bool {
+	return r.GapLimit > 0 && float64(r.GapCount) > r.GapLimit*float64(r.Issued)
+}
+
 // OK reports whether the program passes: no duplicated ticket, none out of
-// range, the count balanced. Gaps alone pass: a ticket whose token write
-// failed (or, on DynamoDB, whose token TTL deleted) is lost, not doubled.
+// range, the count balanced, the gaps within GapLimit. Gaps alone pass
+// without a limit: a ticket whose token write failed (or, on DynamoDB,
+// whose token TTL deleted) is lost, not doubled.
 func (r Report) OK() bool {
-	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && r.Balanced()
+	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && r.Balanced() && !r.GapsOver()
 }
 
 // Audit checks the tokens of program p; tokens of other programs are
@@ -131,11 +145,11 @@ func Audit(p Program, tokens []Token) Report {
 		r.Tokens++
 		switch {
 		case t.AdmittedAt != 0:
-			r.Admitted++
+			r.AdmittedSeen++
 		case t.LeftAt != 0:
 			r.Left++
 		default:
-			r.Waiting++
+			r.Unrecorded++
 		}
 		if t.Ticket < 1 || t.Ticket > p.Issued {
 			r.OutOfRange = append(r.OutOfRange, t)
@@ -201,7 +215,7 @@ func (r Report) Write(w io.Writer, limit int) {
 		fmt.Fprint(w, " (no program item: tokens only)")
 	}
 	fmt.Fprintf(w, "\n  issued      %d\n", r.Issued)
-	fmt.Fprintf(w, "  tokens      %d (admitted %d, left %d, waiting %d)\n", r.Tokens, r.Admitted, r.Left, r.Waiting)
+	fmt.Fprintf(w, "  tokens      %d (admission seen by a poll %d, left %d, neither recorded %d)\n", r.Tokens, r.AdmittedSeen, r.Left, r.Unrecorded)
 	extra := 0
 	for _, d := range r.Duplicates {
 		extra += len(d.Tokens) - 1
@@ -209,6 +223,17 @@ func (r Report) Write(w io.Writer, limit int) {
 	fmt.Fprintf(w, "  duplicates  %d tickets (%d extra tokens)\n", len(r.Duplicates), extra)
 	fmt.Fprintf(w, "  out of range %d tokens (ticket not in 1..%d)\n", len(r.OutOfRange), r.Issued)
 	fmt.Fprintf(w, "  gaps        %d tickets without a token", r.GapCount)
+	if r.Issued > 0 {
+		fmt.Fprintf(w, " (%.2f %% of issued", 100*float64(r.GapCount)/float64(r.Issued))
+		if r.GapLimit > 0 {
+			rel := "within"
+			if r.GapsOver() {
+				rel = "above"
+			}
+			fmt.Fprintf(w, ", %s the limit of %g %%", rel, 100*r.GapLimit)
+		}
+		fmt.Fprint(w, ")")
+	}
 	if len(r.Gaps) > 0 {
 		fmt.Fprintf(w, ": %s", joinLimited(r.Gaps, limit, Range.String))
 	}

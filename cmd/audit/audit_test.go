@@ -53,8 +53,8 @@ func TestAudit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := append(tokens("p", tc.tickets...), tokens("other", 1, 1, 7)...)
 			r := Audit(Program{ID: "p", Issued: tc.issued}, ts)
-			if r.Tokens != len(tc.tickets) || r.Waiting != len(tc.tickets) {
-				t.Errorf("Tokens %d, Waiting %d; want %d", r.Tokens, r.Waiting, len(tc.tickets))
+			if r.Tokens != len(tc.tickets) || r.Unrecorded != len(tc.tickets) {
+				t.Errorf("Tokens %d, Unrecorded %d; want %d", r.Tokens, r.Unrecorded, len(tc.tickets))
 			}
 			if !reflect.DeepEqual(r.Duplicates, tc.dups) {
 				t.Errorf("Duplicates = %v, want %v", r.Duplicates, tc.dups)
@@ -87,8 +87,31 @@ func TestAuditStatuses(t *testing.T) {
 		{ID: "d", ProgramID: "p", Ticket: 4, AdmittedAt: 12},
 	}
 	r := Audit(Program{ID: "p", Issued: 4}, ts)
-	if r.Admitted != 2 || r.Left != 1 || r.Waiting != 1 || !r.OK() {
-		t.Errorf("got admitted %d, left %d, waiting %d, OK %v; want 2, 1, 1, true", r.Admitted, r.Left, r.Waiting, r.OK())
+	if r.AdmittedSeen != 2 || r.Left != 1 || r.Unrecorded != 1 || !r.OK() {
+		t.Errorf("got admitted seen %d, left %d, unrecorded %d, OK %v; want 2, 1, 1, true", r.AdmittedSeen, r.Left, r.Unrecorded, r.OK())
+	}
+}
+
+func TestGapLimit(t *testing.T) {
+	var held []int64 // 1..49 of 50: one gap, 2 %
+	for i := int64(1); i <= 49; i++ {
+		held = append(held, i)
+	}
+	for _, tc := range []struct {
+		limit float64
+		ok    bool
+	}{
+		{0, true}, // no limit
+		{0.01, false},
+		{0.019, false}, // just under
+		{0.02, true},   // exactly at the limit
+		{0.5, true},
+	} {
+		r := Audit(Program{ID: "p", Issued: 50}, tokens("p", held...))
+		r.GapLimit = tc.limit
+		if r.GapCount != 1 || r.OK() != tc.ok || r.GapsOver() == tc.ok {
+			t.Errorf("limit %g: gaps %d, OK %v, GapsOver %v; want OK %v", tc.limit, r.GapCount, r.OK(), r.GapsOver(), tc.ok)
+		}
 	}
 }
 
@@ -162,10 +185,10 @@ func TestWrite(t *testing.T) {
 	for _, want := range []string{
 		"program p\n",
 		"issued      9\n",
-		"tokens      5 (admitted 0, left 0, waiting 5)\n",
+		"tokens      5 (admission seen by a poll 0, left 0, neither recorded 5)\n",
 		"duplicates  1 tickets (1 extra tokens)\n",
 		"out of range 1 tokens (ticket not in 1..9)\n",
-		"gaps        6 tickets without a token: 2, 4-7, 9\n",
+		"gaps        6 tickets without a token (66.67 % of issued): 2, 4-7, 9\n",
 		"duplicate ticket 1: tokens p-a, p-b\n",
 		"out of range: ticket 12, token p-e\n",
 		"issued 9 ≠ tokens 5 + gaps 6\n",
@@ -177,7 +200,7 @@ func TestWrite(t *testing.T) {
 	}
 	b.Reset()
 	r.Write(&b, 2)
-	if !strings.Contains(b.String(), "gaps        6 tickets without a token: 2, 4-7, … (1 more runs)\n") {
+	if !strings.Contains(b.String(), "gaps        6 tickets without a token (66.67 % of issued): 2, 4-7, … (1 more runs)\n") {
 		t.Errorf("limited output:\n%s", b.String())
 	}
 	b.Reset()

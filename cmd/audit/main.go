@@ -7,16 +7,23 @@
 //   - issued = token items + gaps, a gap being a ticket in 1..issued that no
 //     token holds.
 //
-// Gaps are listed but pass: the service increments issued before it writes
-// the token, so an enter whose token write failed (or whose ticket write was
-// retried after DynamoDB had applied it) leaves a ticket nobody holds,
-// which only costs that place in the queue. On DynamoDB, TTL deletes the
-// tokens of ended admissions, which then read as gaps too; the local
-// servers (dynalite, moto) never expire items.
+// Gaps are listed and, unless -max-gaps, pass: the service increments
+// issued before it writes the token, so an enter whose token write failed
+// (or whose ticket write was retried after DynamoDB had applied it) leaves a
+// ticket nobody holds, which only costs that place in the queue. On
+// DynamoDB, TTL deletes the tokens of ended admissions, which then read as
+// gaps too; the local servers (dynalite, moto) never expire items.
+//
+// The tokens are counted by what their items record: "admission seen by a
+// poll" (admittedAt set: the service records an admission the first time a
+// poll sees the serving counter past the ticket), "left" (leftAt set), and
+// "neither recorded", which holds both the people still waiting and those
+// admitted by the counter who have not polled since. So the first count is
+// the admissions seen, not the admissions made.
 //
 // Usage:
 //
-//	DYNAMODB_ENDPOINT=http://127.0.0.1:8000 TABLE_NAME=loadtest audit [-program ID] [-max N]
+//	DYNAMODB_ENDPOINT=http://127.0.0.1:8000 TABLE_NAME=loadtest audit [-program ID] [-max N] [-max-gaps FRACTION]
 //
 // DYNAMODB_ENDPOINT points at a DynamoDB-compatible server; without it the
 // client talks to AWS with the environment's credentials and region, and a
@@ -24,8 +31,8 @@
 // "waiting-room" with an endpoint, as in cmd/local, and is required without.
 //
 // Exit status: 0 when every audited program passes, 1 when one has a
-// duplicated ticket or a ticket out of range, 2 on a usage error or when the
-// table cannot be read.
+// duplicated ticket, a ticket out of range or, with -max-gaps, too many
+// gaps; 2 on a usage error or when the table cannot be read.
 package main
 
 import (
@@ -68,8 +75,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	program := fs.String("program", "", "audit only this program id (default: every program in the table)")
 	maxList := fs.Int("max", 50, "list at most this many gap runs, duplicated tickets and tokens out of range per program (0: all)")
+	maxGaps := fs.Float64("max-gaps", 0, "fail a program whose gaps exceed this fraction of its issued tickets (0.01: 1 %); 0 lets gaps pass")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: audit [flags]\n\nScans a waiting-room table and checks each program's tickets: none duplicated,\nall in 1..issued, issued = tokens + gaps. Environment: %s (a local DynamoDB API;\nAWS otherwise), %s (default %q with an endpoint).\nExit status 1 on duplicates or tickets out of range, 2 on errors.\n\n",
+		fmt.Fprintf(stderr, "Usage: audit [flags]\n\nScans a waiting-room table and checks each program's tickets: none duplicated,\nall in 1..issued, issued = tokens + gaps. Tokens are counted by what they record:\nan admission seen by a poll (admittedAt), a leave (leftAt), or neither (waiting,\nor admitted and not polled since). Environment: %s (a local DynamoDB\nAPI; AWS otherwise), %s (default %q with an endpoint).\nExit status 1 on duplicates, tickets out of range or gaps above -max-gaps,\n2 on errors.\n\n",
 			config.EnvDynamoEndpoint, config.EnvTableName, defaultLocalTable)
 		fs.PrintDefaults()
 	}
@@ -77,6 +85,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		return exitError
+	}
+	if *maxGaps < 0 || *maxGaps >= 1 {
+		fmt.Fprintf(stderr, "audit: -max-gaps %g: want a fraction in [0, 1)\n", *maxGaps)
 		return exitError
 	}
 	if fs.NArg() > 0 {
@@ -116,6 +128,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	code := exitOK
 	for _, r := range reports {
+		r.GapLimit = *maxGaps
 		r.Write(stdout, *maxList)
 		if !r.OK() {
 			code = exitFail

@@ -58,12 +58,12 @@ func TestRunDynamo(t *testing.T) {
 		put("broken", n)
 	}
 
-	audit := func(program string) (int, string, string) {
+	audit := func(program string, flags ...string) (int, string, string) {
 		var out, errs strings.Builder
 		env := map[string]string{"DYNAMODB_ENDPOINT": endpoint, "TABLE_NAME": table}
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		code := run(ctx, []string{"-program", program}, func(k string) string { return env[k] }, &out, &errs)
+		code := run(ctx, append([]string{"-program", program}, flags...), func(k string) string { return env[k] }, &out, &errs)
 		return code, out.String(), errs.String()
 	}
 
@@ -71,7 +71,8 @@ func TestRunDynamo(t *testing.T) {
 	if code != exitOK {
 		t.Errorf("audit clean: exit %d, want 0\n%s%s", code, out, errs)
 	}
-	for _, want := range []string{"(2 programs, 8 tokens, 0 other)", "issued      4\n", "tokens      3 ", "gaps        1 tickets without a token: 4\n", "issued 4 = tokens 3 + gaps 1\n  OK\n"} {
+	for _, want := range []string{"(2 programs, 8 tokens, 0 other)", "issued      4\n", "tokens      3 ", "tokens      3 (admission seen by a poll 0, left 0, neither recorded 3)\n",
+		"gaps        1 tickets without a token (25.00 % of issued): 4\n", "issued 4 = tokens 3 + gaps 1\n  OK\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("audit clean: output lacks %q:\n%s", want, out)
 		}
@@ -81,10 +82,18 @@ func TestRunDynamo(t *testing.T) {
 	if code != exitFail {
 		t.Errorf("audit broken: exit %d, want 1\n%s%s", code, out, errs)
 	}
-	for _, want := range []string{"duplicates  1 tickets", "duplicate ticket 2: tokens ", "out of range: ticket 9, token ", "gaps        2 tickets without a token: 3-4\n", "FAIL\n"} {
+	for _, want := range []string{"duplicates  1 tickets", "duplicate ticket 2: tokens ", "out of range: ticket 9, token ", "gaps        2 tickets without a token (40.00 % of issued): 3-4\n", "FAIL\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("audit broken: output lacks %q:\n%s", want, out)
 		}
+	}
+
+	// -max-gaps: clean's one gap in four tickets is 25 %.
+	if code, out, errs := audit("clean", "-max-gaps", "0.2"); code != exitFail || !strings.Contains(out, "(25.00 % of issued, above the limit of 20 %)") || !strings.Contains(out, "FAIL\n") {
+		t.Errorf("audit clean -max-gaps 0.2: exit %d, want 1\n%s%s", code, out, errs)
+	}
+	if code, out, errs := audit("clean", "-max-gaps", "0.25"); code != exitOK || !strings.Contains(out, "(25.00 % of issued, within the limit of 25 %)") {
+		t.Errorf("audit clean -max-gaps 0.25: exit %d, want 0\n%s%s", code, out, errs)
 	}
 
 	if code, out, _ := audit(""); code != exitFail || !strings.Contains(out, "program broken\n") || !strings.Contains(out, "program clean\n") {
@@ -99,6 +108,11 @@ func TestRunUsage(t *testing.T) {
 	var out, errs strings.Builder
 	if code := run(t.Context(), []string{"extra"}, func(string) string { return "" }, &out, &errs); code != exitError {
 		t.Errorf("extra argument: exit %d, want 2", code)
+	}
+	for _, bad := range []string{"-1", "1", "x"} {
+		if code := run(t.Context(), []string{"-max-gaps", bad}, func(string) string { return "" }, &out, &errs); code != exitError {
+			t.Errorf("-max-gaps %s: exit %d, want 2", bad, code)
+		}
 	}
 	errs.Reset()
 	if code := run(t.Context(), nil, func(string) string { return "" }, &out, &errs); code != exitError || !strings.Contains(errs.String(), "TABLE_NAME is required") {

@@ -2,21 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"flag"
-	"io"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/memstore"
-	"github.com/example/waitingroom/internal/polling"
-	"github.com/example/waitingroom/internal/queue"
 )
 
 func runCmd(t *testing.T, args ...string) (stdout, stderr string, err error) {
@@ -60,136 +49,6 @@ func (c contract) check(t *testing.T, wantLatency bool) {
 		}
 	} else if c.LatencyMs != nil {
 		t.Errorf("simulation reports latency %v", c.LatencyMs)
-	}
-}
-
-func TestSimulateJSON(t *testing.T) {
-	out, errOut, err := runCmd(t, "simulate", "-users", "1000", "-admit-rate", "10", "-policy", "fixed:3s,tiers", "-seed", "3", "-json")
-	if err != nil {
-		t.Fatalf("%v: %s", err, errOut)
-	}
-	var got []contract
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 2 {
-		t.Fatalf("%v: %s", err, out)
-	}
-	for _, c := range got {
-		c.check(t, false)
-	}
-	if *got[0].Policy != "fixed:3s" || *got[1].Policy != "tiers" || *got[0].Polls != 17170 {
-		t.Errorf("policies %s, %s; fixed polls %d, want 17,170", *got[0].Policy, *got[1].Policy, *got[0].Polls)
-	}
-}
-
-// TestSimulateScheduleAbandon: the changing rate and the abandonment reach
-// the simulator, the same people leave under every policy, and the table
-// states both readings of "polls per user".
-func TestSimulateScheduleAbandon(t *testing.T) {
-	args := []string{"simulate", "-users", "2000", "-rate-schedule", "0s:40,10s:20,20s:0,30s:40", "-abandon", "0.2", "-policy", "tiers,eta"}
-	out, errOut, err := runCmd(t, append(args, "-json")...)
-	if err != nil {
-		t.Fatalf("%v: %s", err, errOut)
-	}
-	var got []struct {
-		Policy    string  `json:"policy"`
-		AdmitRate string  `json:"admitRate"`
-		Abandon   float64 `json:"abandon"`
-		Left      int     `json:"left"`
-		Admitted  int     `json:"admitted"`
-		Leaves    int64   `json:"leaves"`
-		CacheTTL  int64   `json:"cacheTtlMs"`
-	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 2 {
-		t.Fatalf("%v: %s", err, out)
-	}
-	for _, r := range got {
-		if r.AdmitRate != "0s:40,10s:20,20s:0,30s:40" || r.Abandon != 0.2 || r.Left != 400 || r.Leaves != 400 || r.Admitted != 1600 || r.CacheTTL != 1000 {
-			t.Errorf("%+v", r)
-		}
-	}
-	out, errOut, err = runCmd(t, args...)
-	if err != nil {
-		t.Fatalf("%v: %s", err, errOut)
-	}
-	for _, want := range []string{"left while waiting", "polls per user (GETs only)", "requests per user (enter + GETs + DELETE)"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("table lacks %q:\n%s", want, out)
-		}
-	}
-}
-
-func TestTradeoff(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "tradeoff")
-	out, errOut, err := runCmd(t, "tradeoff", "-users", "2000", "-admit-rate", "20", "-vary", "fraction=0.5,0.9", "-mark", "0.5",
-		"-reference", "tiers", "-goal-p99", "1s", "-goal-requests", "5", "-out", dir)
-	if err != nil {
-		t.Fatalf("%v: %s", err, errOut)
-	}
-	for _, want := range []string{"**fraction=0.5** (chosen)", "| fraction=0.9 |", "| tiers |"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("table lacks %q:\n%s", want, out)
-		}
-	}
-	svg, err := os.ReadFile(filepath.Join(dir, "tradeoff.svg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := xml.NewDecoder(strings.NewReader(string(svg)))
-	circles := 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				t.Fatalf("tradeoff.svg is not well-formed XML: %v", err)
-			}
-			break
-		}
-		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "circle" {
-			circles++
-		}
-	}
-	if circles != 2 {
-		t.Errorf("%d points of the curve, want 2", circles)
-	}
-	for _, f := range []string{"tradeoff.md", "results.json"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Error(err)
-		}
-	}
-	if _, errOut, err := runCmd(t, "tradeoff", "-vary", "fraction"); !errors.Is(err, errUsage) || !strings.Contains(errOut, "KEY=V1") {
-		t.Errorf("bad -vary: %v, %s", err, errOut)
-	}
-}
-
-func TestSimulateOut(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sim")
-	out, errOut, err := runCmd(t, "simulate", "-users", "200", "-admit-rate", "0", "-timeout", "30s", "-out", dir)
-	if err != nil {
-		t.Fatalf("%v: %s", err, errOut)
-	}
-	if !strings.Contains(out, "tiers vs fixed:3s") {
-		t.Errorf("no comparison table:\n%s", out)
-	}
-	for _, f := range []string{"results.json", "report.md", "rps.svg"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Error(err)
-		}
-	}
-}
-
-func TestRunJSON(t *testing.T) {
-	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.WithAdminSecret("s3cret")))
-	defer srv.Close()
-	out, errOut, err := runCmd(t, "run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "20", "-admit-rate", "100", "-timeout", "10s", "-json")
-	if err != nil {
-		t.Fatalf("%v: %s", err, errOut)
-	}
-	var got []contract
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
-		t.Fatalf("%v: %s", err, out)
-	}
-	got[0].check(t, true)
-	if *got[0].Policy != "server" || *got[0].Admitted != 20 || *got[0].Errors != 0 {
-		t.Errorf("policy %s, admitted %d, errors %d", *got[0].Policy, *got[0].Admitted, *got[0].Errors)
 	}
 }
 

@@ -19,8 +19,9 @@ type NamedPolicy struct {
 // list ("" when there is none).
 type PolicyFactory func(arg string) (polling.Policy, error)
 
-// Policies maps a policy name, as -policy spells it, to its factory. It is
-// the one place a new policy (such as a rate-aware "eta") is plugged in.
+// Policies maps a policy name, as the simulator's -policy spells it, to its
+// factory. It serves the simulator's flags only: the server resolves its
+// policy names (POLL_POLICY, a program's pollingPolicy) in internal/polling.
 type Policies map[string]PolicyFactory
 
 // DefaultPolicies knows "fixed:DUR" (polling.Fixed), "tiers" (tiers, the

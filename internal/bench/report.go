@@ -26,9 +26,10 @@ type row struct {
 }
 
 func rows(results []Result) []row {
-	var run, sim, left bool
+	var run, sim, left, admin bool
 	for _, r := range results {
 		run = run || r.LatencyMs != nil
+		admin = admin || r.AdminRequests > 0
 		sim = sim || r.Cost != nil
 		left = left || r.Abandon > 0 || r.Left > 0 || r.Leaves > 0
 	}
@@ -68,8 +69,14 @@ func rows(results []Result) []row {
 		{"avg requests/s", always(func(r Result) float64 { return r.AvgRps }), dec(1), true},
 		{"peak requests/s (1 s)", always(func(r Result) float64 { return float64(r.PeakRps) }), integer, true},
 		{"peak polls/s (1 s)", always(func(r Result) float64 { return float64(r.PeakPollRps) }), integer, true},
-		{"errors", always(func(r Result) float64 { return float64(r.Errors) }), integer, false},
+		{"errors (of the requests)", always(func(r Result) float64 { return float64(r.Errors) }), integer, false},
 	}...)
+	if admin {
+		rs = append(rs,
+			row{"admin requests (the bench's own)", always(func(r Result) float64 { return float64(r.AdminRequests) }), integer, false},
+			row{"admin errors", always(func(r Result) float64 { return float64(r.AdminErrors) }), integer, false},
+		)
+	}
 	if run {
 		lat := func(f func(Percentiles) float64) func(Result) (float64, bool) {
 			return func(r Result) (float64, bool) {

@@ -32,8 +32,8 @@ type Result struct {
 	// Left counts users who left the queue while waiting (Abandon).
 	Left int `json:"left,omitempty"`
 	// Requests counts the queue API requests sent by the virtual users:
-	// enters (POST), polls (GET) and leaves (DELETE), failures included.
-	// Admin requests of the bench itself are in ByRoute only.
+	// enters (POST), polls (GET) and leaves (DELETE), each retry and
+	// failure included. The bench's own admin requests are AdminRequests.
 	Requests int64 `json:"requests"`
 	Enters   int64 `json:"enters"`
 	// Polls counts GET requests (the enter is not a poll).
@@ -65,10 +65,16 @@ type Result struct {
 	// PollSeries counts the polls sent in each second of the run.
 	PollSeries []int64 `json:"pollSeries"`
 
-	// Errors counts failed requests: transport errors, 5xx, and 4xx the
-	// bench did not expect.
+	// Errors counts the failed requests among Requests: transport errors,
+	// 5xx, 429 and the 4xx the bench did not expect.
 	Errors int64 `json:"errors"`
-	// ByRoute counts requests by "METHOD route status", e.g. "GET poll 200".
+	// AdminRequests counts the bench's own admin requests (run only): the
+	// program's creation, the rate changes and the counter samples.
+	AdminRequests int64 `json:"adminRequests,omitempty"`
+	// AdminErrors counts the failed requests among AdminRequests.
+	AdminErrors int64 `json:"adminErrors,omitempty"`
+	// ByRoute counts every request, queue and admin, by "METHOD route
+	// status", e.g. "GET poll 200": it sums to Requests + AdminRequests.
 	ByRoute map[string]int64 `json:"byRoute"`
 
 	// LatencyMs is the request latency of the queue API requests (run only).
@@ -76,6 +82,10 @@ type Result struct {
 	// NotifyDelayMs is, per admitted user, the time from the instant its
 	// ticket was admitted to the instant it saw ADMITTED.
 	NotifyDelayMs Percentiles `json:"notifyDelayMs"`
+	// TicketsKnown counts the admitted users of a run whose enter answer
+	// carried their ticket, so that their notify delay is timed from it;
+	// the others' tickets are estimated from their position.
+	TicketsKnown int `json:"ticketsKnown,omitempty"`
 
 	// DynamoRRU is the DynamoDB read request units of the polls (simulate).
 	DynamoRRU float64 `json:"dynamoRRU,omitempty"`

@@ -1,23 +1,13 @@
 // Package loadtest runs the bench scenario against a waiting-room server
-// over real HTTP: one goroutine per virtual user enters the queue, then
-// polls until it sees ADMITTED or the run's deadline passes, sleeping
-// either a fixed interval or exactly the retryAfterMs of each answer.
-//
-// The bench creates a fresh program through the admin API (with the
-// polling policy the mode names, if any), keeps it paused while a burst of
-// users enters, then applies the scenario's rate schedule through the admin
-// API. Abandoning users (Scenario.Abandon) send DELETE at their instant
-// and stop. To measure
-// the notification delay (from the instant a ticket is admitted to the
-// instant its holder sees ADMITTED) it samples the program's admitted
-// counter through the admin API and interpolates when it passed each
-// ticket; see Config.SampleEvery.
+// over real HTTP, through the typed client of package apiclient: it creates
+// a fresh program, lets one goroutine per virtual user enter (with an
+// Idempotency-Key) and poll until ADMITTED or the run's deadline, applies
+// the rate schedule through the admin API, and retries failed requests as
+// their Retry-After says. docs/benchmarks.md describes what it measures.
 package loadtest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +22,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/bench/apiclient"
 )
 
 // Poll is how a virtual user waits before its next poll.
@@ -113,19 +104,12 @@ type Config struct {
 	// Seed draws the abandoning users and their instants
 	// (bench.Scenario.Leaving), as in the simulator.
 	Seed uint64
-	// CacheTTL is the server's PROGRAM_CACHE_TTL. It only serves to
-	// predict when each ticket is admitted (bench.AdmissionTimes), so that
-	// an abandoning user leaves at its fraction of that wait.
+	// CacheTTL is how long after an admin change the server applies it. It
+	// only serves to predict when each ticket is admitted
+	// (bench.AdmissionTimes), so that an abandoning user leaves at its
+	// fraction of that wait.
 	CacheTTL time.Duration
 }
-
-// Route keys of bench.Result.ByRoute are "METHOD route status", route being
-// enter, poll, admin or admissions and status a number or "error".
-const (
-	routeEnter = "POST enter"
-	routePoll  = "GET poll"
-	routeLeave = "DELETE leave"
-)
 
 // CheckLoopback returns an error unless rawURL is http(s) on a loopback
 // address (127.0.0.0/8, ::1 or "localhost").
@@ -184,27 +168,32 @@ func Run(ctx context.Context, cfg Config) (bench.Result, error) {
 	if cfg.SampleEvery <= 0 {
 		cfg.SampleEvery = 100 * time.Millisecond
 	}
-	r := &runner{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), client: cfg.Client, started: make(chan struct{})}
-	if r.client == nil {
-		r.client = NewClient(min(cfg.Conns, sc.Users+1))
-		defer r.client.CloseIdleConnections()
+	hc := cfg.Client
+	if hc == nil {
+		hc = NewClient(min(cfg.Conns, sc.Users+1))
+		defer hc.CloseIdleConnections()
 	}
-	r.queueURL = r.base + "/api/v1/queues/programs/" + url.PathEscape(cfg.ProgramID)
-	r.adminURL = r.base + "/api/v1/admin/programs/" + url.PathEscape(cfg.ProgramID)
+	r := &runner{cfg: cfg, started: make(chan struct{})}
+	r.api = apiclient.New(cfg.BaseURL, apiclient.WithHTTPClient(hc), apiclient.WithAdminToken(cfg.AdminToken), apiclient.WithObserver(r.observe))
 	return r.run(ctx)
 }
 
+// retryFallback is the wait before retrying a failed request whose answer
+// names none (a transport error, a 5xx without Retry-After).
+const retryFallback = time.Second
+
 type runner struct {
-	cfg                Config
-	base               string
-	queueURL, adminURL string
-	client             *http.Client
-	start              time.Time
+	cfg   Config
+	api   *apiclient.Client
+	start time.Time // set before any virtual user starts
 
 	mu      sync.Mutex
 	records []record
 	samples []sample // admin counter over time, in time order
 
+	// baseIssued is the program's ticket counter when the run starts: the
+	// run's tickets are baseIssued+1, baseIssued+2, …
+	baseIssued int64
 	// leaving is, per user, the fraction of its wait after which it leaves
 	// (negative: it stays); plan is the predicted admission offset of each
 	// ticket from the start of admission (bench.AdmissionTimes).
@@ -216,15 +205,15 @@ type runner struct {
 	admitStart atomic.Int64
 	started    chan struct{}
 
-	entered, admitted, left, requests, errs atomic.Int64
+	entered, admitted, left, requests, errs, adminErrs atomic.Int64
 }
 
 // record is one request as sent and answered.
 type record struct {
 	at      time.Duration // sent, from the start
 	latency time.Duration
-	route   string // "POST enter", …
-	status  int    // 0: transport error
+	op      apiclient.Op
+	status  int // 0: transport error
 	failed  bool
 }
 
@@ -240,7 +229,7 @@ type user struct {
 	entered     bool
 	leaving     float64 // fraction of the wait after which it leaves; negative: never
 	left        bool
-	ticket      int64 // from the enter answer, or 0 to derive
+	ticket      int64 // from the enter answer; 0 when the server does not send it
 	position    int64 // at enter
 	enterAt     time.Duration
 	lastWaiting time.Duration // send time of the last WAITING answer
@@ -249,36 +238,79 @@ type user struct {
 	polls       int
 }
 
-// tokenAnswer is the part of QueueTokenResponse the bench reads. Ticket is
-// used when the server reports it.
-type tokenAnswer struct {
-	Status       string `json:"status"`
-	TokenID      string `json:"tokenId"`
-	Position     int64  `json:"position"`
-	RetryAfterMs int64  `json:"retryAfterMs"`
-	Ticket       int64  `json:"ticket"`
-}
-
-type counters struct {
-	Issued   int64 `json:"issued"`
-	Admitted int64 `json:"admitted"`
-}
-
 func (r *runner) since() time.Duration { return time.Since(r.start) }
+
+// observe records every request the client sends, unless the run's end
+// canceled it.
+func (r *runner) observe(ex apiclient.Exchange) {
+	if ex.Canceled {
+		return
+	}
+	// A DELETE answered 409 (admitted before it left) is the service
+	// working as documented, not a failure.
+	failed := ex.Err != nil && !(ex.Op == apiclient.OpLeave && ex.Status == http.StatusConflict)
+	var at time.Duration
+	if !r.start.IsZero() {
+		at = ex.Sent.Sub(r.start)
+	}
+	r.mu.Lock()
+	r.records = append(r.records, record{at: at, latency: ex.Latency, op: ex.Op, status: ex.Status, failed: failed})
+	r.mu.Unlock()
+	switch {
+	case ex.Op.Admin():
+		if failed {
+			r.adminErrs.Add(1)
+		}
+	default:
+		r.requests.Add(1)
+		if failed {
+			r.errs.Add(1)
+		}
+	}
+}
+
+// retry reports whether to send a failed request again, after waiting as
+// its answer asks (Retry-After on 429 and 5xx; retryFallback after a
+// transport error). It does not wait, and answers false, when the wait
+// would end past the run's deadline or the answer is not worth a retry.
+func retry(ctx context.Context, err error) bool {
+	d, ok := apiclient.RetryDelay(ctx, err, retryFallback)
+	if !ok {
+		return false
+	}
+	if dl, has := ctx.Deadline(); has && time.Now().Add(d).After(dl) {
+		return false
+	}
+	return Sleep(ctx, d)
+}
+
+// putProgram sends an admin change until it is applied, honouring
+// Retry-After, within ctx.
+func (r *runner) putProgram(ctx context.Context, s apiclient.ProgramSettings) (apiclient.Program, error) {
+	for {
+		p, err := r.api.PutProgram(ctx, r.cfg.ProgramID, s)
+		if err == nil || !retry(ctx, err) {
+			return p, err
+		}
+	}
+}
 
 func (r *runner) run(parent context.Context) (bench.Result, error) {
 	sc := r.cfg.Scenario
 	// Create the program paused: nobody is admitted before the scenario's
 	// admission starts.
-	var c counters
-	create := map[string]any{"paused": true}
+	create := apiclient.ProgramSettings{Paused: new(true)}
 	if r.cfg.Poll.Policy != "" {
-		create["pollingPolicy"] = r.cfg.Poll.Policy
+		create.PollingPolicy = new(r.cfg.Poll.Policy)
 	}
-	if err := r.admin(parent, http.MethodPut, r.adminURL, create, "PUT admin", &c); err != nil {
+	createCtx, cancelCreate := context.WithTimeout(parent, sc.Timeout)
+	c, err := r.putProgram(createCtx, create)
+	cancelCreate()
+	if err != nil {
 		return bench.Result{}, fmt.Errorf("create program %s: %w", r.cfg.ProgramID, err)
 	}
 	baseServing := c.Admitted
+	r.baseIssued = c.Issued
 
 	r.start = time.Now()
 	ctx, cancel := context.WithTimeout(parent, sc.Timeout)
@@ -360,11 +392,11 @@ func (r *runner) schedule(ctx context.Context) error {
 		if i == 0 && ch.Rate == 0 {
 			continue // created paused
 		}
-		body := map[string]any{"paused": ch.Rate == 0}
+		s := apiclient.ProgramSettings{Paused: new(ch.Rate == 0)}
 		if ch.Rate > 0 {
-			body["admissionRatePerSecond"] = ch.Rate
+			s.AdmissionRatePerSecond = new(ch.Rate)
 		}
-		if err := r.admin(ctx, http.MethodPut, r.adminURL, body, "PUT admin", nil); err != nil {
+		if _, err := r.putProgram(ctx, s); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -381,11 +413,10 @@ func (r *runner) sample(ctx context.Context) {
 	defer t.Stop()
 	for {
 		sent := r.since()
-		var c counters
-		if err := r.admin(ctx, http.MethodGet, r.adminURL, nil, "GET admin", &c); err == nil {
+		if p, err := r.api.GetProgram(ctx, r.cfg.ProgramID); err == nil {
 			at := sent + (r.since()-sent)/2
 			r.mu.Lock()
-			r.samples = append(r.samples, sample{at: at, admitted: c.Admitted})
+			r.samples = append(r.samples, sample{at: at, admitted: p.Admitted})
 			r.mu.Unlock()
 		}
 		select {
@@ -410,32 +441,31 @@ func (r *runner) report(ctx context.Context, p *bench.Progress) {
 			req := r.requests.Load()
 			rps := float64(req-lastReq) / now.Sub(lastAt).Seconds()
 			lastReq, lastAt = req, now
-			p.Update("%s/%s  entered %d/%d  admitted %d  requests %d (%.0f/s)  errors %d",
+			p.Update("%s/%s  entered %d/%d  admitted %d  requests %d (%.0f/s)  errors %d  admin errors %d",
 				r.since().Truncate(time.Second), r.cfg.Scenario.Timeout, r.entered.Load(), r.cfg.Scenario.Users,
-				r.admitted.Load(), req, rps, r.errs.Load())
+				r.admitted.Load(), req, rps, r.errs.Load(), r.adminErrs.Load())
 		}
 	}
 }
 
 // user plays one virtual user; entered is called once its enter is over,
-// whatever the outcome.
+// whatever the outcome. Its enters all carry one idempotency key, so that
+// a retry can be answered the place the first attempt took.
 func (r *runner) user(ctx context.Context, u *user, entered func()) {
 	var once sync.Once
 	defer once.Do(entered)
-	var ans tokenAnswer
+	key := apiclient.NewIdempotencyKey()
+	var ans apiclient.TokenAnswer
 	var sent, recv time.Duration
 	for {
-		var st int
-		var hdr http.Header
 		var err error
-		sent, recv, st, hdr, err = r.token(ctx, http.MethodPost, "", routeEnter, &ans)
-		if err != nil && ctx.Err() != nil {
-			return
-		}
-		if err == nil && (st == http.StatusCreated || st == http.StatusOK) {
+		sent = r.since()
+		ans, err = r.api.Enter(ctx, r.cfg.ProgramID, key)
+		recv = r.since()
+		if err == nil {
 			break
 		}
-		if !retryable(st, err) || !Sleep(ctx, retryAfter(hdr, time.Second)) {
+		if !retry(ctx, err) {
 			return
 		}
 	}
@@ -445,39 +475,35 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 	token := ans.TokenID
 	for {
 		switch ans.Status {
-		case "ADMITTED":
+		case apiclient.StatusAdmitted:
 			u.admitted, u.seenAt = true, recv
 			r.admitted.Add(1)
 			return
-		case "WAITING":
+		case apiclient.StatusWaiting:
 			u.lastWaiting = sent
 		default: // EXPIRED or LEFT: the bench never lets either happen
-			r.errs.Add(1)
 			return
 		}
 		wait := r.cfg.Poll.Fixed
 		if wait == 0 {
-			wait = time.Duration(ans.RetryAfterMs) * time.Millisecond
+			wait = ans.RetryAfter()
 			if wait <= 0 {
-				wait = time.Second
+				wait = retryFallback
 			}
 		}
 		if done := r.wait(ctx, u, token, wait); done {
 			return
 		}
 		for {
-			var st int
-			var hdr http.Header
 			var err error
-			sent, recv, st, hdr, err = r.token(ctx, http.MethodGet, token, routePoll, &ans)
-			if err != nil && ctx.Err() != nil {
-				return
-			}
+			sent = r.since()
+			ans, err = r.api.Poll(ctx, r.cfg.ProgramID, token)
+			recv = r.since()
 			u.polls++
-			if err == nil && st == http.StatusOK {
+			if err == nil {
 				break
 			}
-			if !retryable(st, err) || !Sleep(ctx, retryAfter(hdr, time.Second)) {
+			if !retry(ctx, err) {
 				return
 			}
 		}
@@ -525,10 +551,14 @@ func (r *runner) leaveAt(u *user) (time.Duration, bool) {
 	if u.leaving < 0 || start == 0 {
 		return 0, false
 	}
-	// A burst enters a paused queue: its position is its rank in the
-	// run's tickets. A ramp's tickets follow the arrival order.
+	// k is u's rank among the run's tickets: exact when the server sends
+	// the ticket; else a burst's position (it entered a paused queue) or a
+	// ramp's arrival order.
 	k := int64(u.index + 1)
-	if r.cfg.Scenario.Arrival.Over == 0 && u.position > 0 {
+	switch {
+	case u.ticket > 0:
+		k = u.ticket - r.baseIssued
+	case r.cfg.Scenario.Arrival.Over == 0 && u.position > 0:
 		k = u.position
 	}
 	end := r.cfg.Scenario.Timeout
@@ -547,119 +577,19 @@ func (r *runner) leaveAt(u *user) (time.Duration, bool) {
 func (r *runner) leave(ctx context.Context, u *user, token string) bool {
 	u.leaving = -1
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, r.queueURL, nil)
-		if err != nil {
-			return true
-		}
-		req.Header.Set("X-Queue-Token", token)
-		_, _, st, hdr, _, err := r.do(req, routeLeave, true)
+		err := r.api.Leave(ctx, r.cfg.ProgramID, token)
+		var ae *apiclient.APIError
 		switch {
-		case err != nil && ctx.Err() != nil:
-			return true
-		case err == nil && st == http.StatusNoContent:
+		case err == nil:
 			u.left = true
 			r.left.Add(1)
 			return true
-		case err == nil && st == http.StatusConflict:
+		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
 			return false
-		case !retryable(st, err) || !Sleep(ctx, retryAfter(hdr, time.Second)):
+		case !retry(ctx, err):
 			return true
 		}
 	}
-}
-
-// retryable reports whether a failed request is worth sending again: a
-// transport error, 429 or 5xx. Other 4xx mean the bench is wrong.
-func retryable(status int, err error) bool {
-	return err != nil || status == http.StatusTooManyRequests || status >= 500
-}
-
-// token sends a queue request and decodes its answer into ans.
-func (r *runner) token(ctx context.Context, method, token, route string, ans *tokenAnswer) (sent, recv time.Duration, status int, hdr http.Header, err error) {
-	req, err := http.NewRequestWithContext(ctx, method, r.queueURL, nil)
-	if err != nil {
-		return 0, 0, 0, nil, err
-	}
-	if token != "" {
-		req.Header.Set("X-Queue-Token", token)
-	}
-	sent, recv, status, hdr, body, err := r.do(req, route, true)
-	if err == nil && status < 300 {
-		*ans = tokenAnswer{}
-		if jerr := json.Unmarshal(body, ans); jerr != nil {
-			err = fmt.Errorf("%s: decode answer: %w", route, jerr)
-		}
-	}
-	return sent, recv, status, hdr, err
-}
-
-// admin sends an admin request; out, when not nil, receives the JSON answer.
-func (r *runner) admin(ctx context.Context, method, u string, body any, route string, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+r.cfg.AdminToken)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	_, _, status, _, b, err := r.do(req, route, false)
-	switch {
-	case err != nil:
-		return err
-	case status >= 300:
-		return fmt.Errorf("%s %s: %d %s", method, u, status, bytes.TrimSpace(b))
-	case out != nil:
-		return json.Unmarshal(b, out)
-	}
-	return nil
-}
-
-// do sends req and records it (unless the run's context ended it).
-func (r *runner) do(req *http.Request, route string, queue bool) (sent, recv time.Duration, status int, hdr http.Header, body []byte, err error) {
-	sent = r.since()
-	resp, err := r.client.Do(req)
-	if err == nil {
-		body, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		status, hdr = resp.StatusCode, resp.Header
-	}
-	recv = r.since()
-	if err != nil && req.Context().Err() != nil {
-		return sent, recv, status, hdr, body, err // the run ended, not the server
-	}
-	// A DELETE answered 409 (admitted before it left) is the service
-	// working as documented, not a failure.
-	failed := err != nil || status >= 400 && !(route == routeLeave && status == http.StatusConflict)
-	rec := record{at: sent, latency: recv - sent, route: route, status: status, failed: failed}
-	r.mu.Lock()
-	r.records = append(r.records, rec)
-	r.mu.Unlock()
-	if queue {
-		r.requests.Add(1)
-	}
-	if failed {
-		r.errs.Add(1)
-	}
-	return sent, recv, status, hdr, body, err
-}
-
-// retryAfter reads a Retry-After header in seconds, or returns def.
-func retryAfter(h http.Header, def time.Duration) time.Duration {
-	if h != nil {
-		if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil && s > 0 {
-			return time.Duration(s) * time.Second
-		}
-	}
-	return def
 }
 
 // Sleep waits d or until ctx ends; it reports whether d elapsed.
@@ -695,31 +625,35 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 	res.PollSeries = make([]int64, seconds)
 	var lat []float64
 	for _, rec := range r.records {
-		key := rec.route + " "
+		key := string(rec.op) + " "
 		if rec.status == 0 {
 			key += "error"
 		} else {
 			key += strconv.Itoa(rec.status)
 		}
 		res.ByRoute[key]++
-		if rec.failed {
-			res.Errors++
-		}
-		if rec.route != routeEnter && rec.route != routePoll && rec.route != routeLeave {
+		if rec.op.Admin() {
+			res.AdminRequests++
+			if rec.failed {
+				res.AdminErrors++
+			}
 			continue
 		}
 		res.Requests++
-		switch rec.route {
-		case routeEnter:
+		if rec.failed {
+			res.Errors++
+		}
+		switch rec.op {
+		case apiclient.OpEnter:
 			res.Enters++
-		case routePoll:
+		case apiclient.OpPoll:
 			res.Polls++
-		default:
+		case apiclient.OpLeave:
 			res.Leaves++
 		}
 		if s := min(int(rec.at/time.Second), seconds-1); s >= 0 {
 			res.RpsSeries[s]++
-			if rec.route == routePoll {
+			if rec.op == apiclient.OpPoll {
 				res.PollSeries[s]++
 			}
 		}
@@ -747,7 +681,9 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 		res.Admitted++
 		pollsOfAdmitted += int64(u.polls)
 		tk := u.ticket
-		if tk == 0 {
+		if tk > 0 {
+			res.TicketsKnown++
+		} else {
 			tk = servingAt(samples, u.enterAt, baseServing, sc.Arrival.Over == 0) + u.position
 		}
 		at := admittedAt(samples, tk)

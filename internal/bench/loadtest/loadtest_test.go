@@ -2,12 +2,16 @@ package loadtest
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/bench/apiclient"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -16,12 +20,113 @@ import (
 
 const secret = "secret"
 
-func newServer(t *testing.T) *httptest.Server {
+// tickets says what a test server does with the "ticket" of token answers.
+type tickets int
+
+const (
+	// asServed leaves the handler's answers as they are.
+	asServed tickets = iota
+	// withTicket sets every token answer's ticket from the store (and
+	// fails the test if the handler sent a different one).
+	withTicket
+	// withoutTicket removes it, as a server that does not send it.
+	withoutTicket
+)
+
+// serverOptions configure newServer.
+type serverOptions struct {
+	tickets tickets
+	// policies registers tiers and eta by name (for -poll server:eta).
+	policies bool
+	// fault, when it returns ok, answers a request in the API's place.
+	fault func(r *http.Request) (status int, header http.Header, body string, ok bool)
+}
+
+// testServer is the real API over the in-memory store.
+type testServer struct {
+	*httptest.Server
+	svc *queue.Service
+}
+
+func newServer(t *testing.T, o serverOptions) *testServer {
 	t.Helper()
-	h := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.WithAdminSecret(secret))
-	srv := httptest.NewServer(h)
+	store := memstore.New()
+	var svc *queue.Service
+	if o.policies {
+		tiers := polling.DefaultTiers()
+		svc = queue.NewService(store, tiers, queue.WithPolicies(map[string]polling.Policy{"tiers": tiers, "eta": polling.DefaultETA()}))
+	} else {
+		svc = queue.NewService(store, polling.DefaultTiers())
+	}
+	api := httpapi.New(svc, httpapi.WithAdminSecret(secret))
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.fault != nil {
+			if status, hdr, body, ok := o.fault(r); ok {
+				for k, v := range hdr {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(status)
+				_, _ = w.Write([]byte(body))
+				return
+			}
+		}
+		if o.tickets == asServed || !strings.HasPrefix(r.URL.Path, "/api/v1/queues/") {
+			api.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		var ans map[string]any
+		if rec.Code < 300 && json.Unmarshal(body, &ans) == nil && ans["tokenId"] != nil {
+			if o.tickets == withTicket {
+				tok, err := store.GetToken(r.Context(), ans["tokenId"].(string))
+				if err != nil {
+					t.Errorf("token of an answer: %v", err)
+				}
+				if sent, ok := ans["ticket"].(float64); ok && int64(sent) != tok.Ticket {
+					t.Errorf("the server answered ticket %v for token %s, the store holds %d", sent, tok.ID, tok.Ticket)
+				}
+				ans["ticket"] = tok.Ticket
+			} else {
+				delete(ans, "ticket")
+			}
+			body, _ = json.Marshal(ans)
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body)
+	})
+	srv := &testServer{Server: httptest.NewServer(h), svc: svc}
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// checkTotals asserts that the counts of r add up: the routes sum to the
+// queue requests plus the admin requests, and the failed routes to the
+// errors of each.
+func checkTotals(t *testing.T, r bench.Result) {
+	t.Helper()
+	var all, queueErrs, adminErrs int64
+	for key, n := range r.ByRoute {
+		all += n
+		f := strings.Fields(key) // METHOD route status
+		failed := f[2] == "error" || f[2] >= "4" && key != "DELETE leave 409"
+		admin := apiclient.Op(f[0] + " " + f[1]).Admin()
+		switch {
+		case failed && admin:
+			adminErrs += n
+		case failed:
+			queueErrs += n
+		}
+	}
+	if all != r.Requests+r.AdminRequests || queueErrs != r.Errors || adminErrs != r.AdminErrors || r.Requests != r.Enters+r.Polls+r.Leaves {
+		t.Errorf("routes sum to %d, requests %d + admin %d; failed routes %d and %d, errors %d and admin errors %d; enters %d + polls %d + leaves %d; routes %v",
+			all, r.Requests, r.AdminRequests, queueErrs, adminErrs, r.Errors, r.AdminErrors, r.Enters, r.Polls, r.Leaves, r.ByRoute)
+	}
 }
 
 // TestRunPausedQueue is the Before/After of the issue on a paused queue of
@@ -32,7 +137,7 @@ func TestRunPausedQueue(t *testing.T) {
 	if testing.Short() {
 		t.Skip("9 s of virtual users")
 	}
-	srv := newServer(t)
+	srv := newServer(t, serverOptions{})
 	sc := bench.Scenario{Users: 2000, Rates: bench.ConstantRate(0), Timeout: 9 * time.Second}
 	modes := []Poll{{Fixed: 3 * time.Second}, {}}
 	results := make([]bench.Result, len(modes))
@@ -55,6 +160,7 @@ func TestRunPausedQueue(t *testing.T) {
 		if r.Errors != 0 || r.Entered != sc.Users || r.Admitted != 0 {
 			t.Errorf("%s: errors %d, entered %d, admitted %d; want 0, %d, 0", r.Policy, r.Errors, r.Entered, r.Admitted, sc.Users)
 		}
+		checkTotals(t, r)
 	}
 	before, after := results[0], results[1]
 	if after.Polls >= before.Polls {
@@ -74,7 +180,7 @@ func TestRunPausedQueue(t *testing.T) {
 // against the seed tiers: positions ≤ 100 poll every second, so nobody
 // should learn of an admission much more than a second late.
 func TestRunDrain(t *testing.T) {
-	srv := newServer(t)
+	srv := newServer(t, serverOptions{tickets: withTicket})
 	sc := bench.Scenario{Users: 40, Rates: bench.ConstantRate(80), Timeout: 10 * time.Second}
 	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "drain", Scenario: sc})
 	if err != nil {
@@ -94,16 +200,17 @@ func TestRunDrain(t *testing.T) {
 	if r.DurationSeconds < 1 || r.DurationSeconds > 3 {
 		t.Errorf("duration %.2f s, want about 1 s", r.DurationSeconds)
 	}
+	if r.TicketsKnown != sc.Users || r.AdminRequests < 3 || r.AdminErrors != 0 {
+		t.Errorf("tickets known %d, admin requests %d, admin errors %d; want %d, ≥ 3 (create, rate, samples), 0", r.TicketsKnown, r.AdminRequests, r.AdminErrors, sc.Users)
+	}
+	checkTotals(t, r)
 }
 
 // TestRunPolicyAndAbandon creates the program on eta through the admin
 // API (server:eta) and lets half the users leave: every user either left
 // (DELETE 204) or was admitted, and nothing failed.
 func TestRunPolicyAndAbandon(t *testing.T) {
-	tiers, eta := polling.DefaultTiers(), polling.DefaultETA()
-	svc := queue.NewService(memstore.New(), tiers, queue.WithPolicies(map[string]polling.Policy{"tiers": tiers, "eta": eta}))
-	srv := httptest.NewServer(httpapi.New(svc, httpapi.WithAdminSecret(secret)))
-	t.Cleanup(srv.Close)
+	srv := newServer(t, serverOptions{policies: true, tickets: withTicket})
 	sc := bench.Scenario{Users: 40, Rates: bench.ConstantRate(20), Abandon: 0.5, Timeout: 10 * time.Second}
 	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "eta-leave", Scenario: sc, Poll: Poll{Policy: "eta"}, Seed: 3})
 	if err != nil {
@@ -118,10 +225,11 @@ func TestRunPolicyAndAbandon(t *testing.T) {
 	if r.Leaves != r.ByRoute["DELETE leave 204"]+r.ByRoute["DELETE leave 409"] || r.ByRoute["DELETE leave 204"] != int64(r.Left) {
 		t.Errorf("leaves %d, left %d, routes %v", r.Leaves, r.Left, r.ByRoute)
 	}
-	if r.Requests != r.Enters+r.Polls+r.Leaves || r.Policy != "server:eta" {
-		t.Errorf("requests %d = %d + %d + %d? policy %q", r.Requests, r.Enters, r.Polls, r.Leaves, r.Policy)
+	if r.Policy != "server:eta" {
+		t.Errorf("policy %q", r.Policy)
 	}
-	c, err := svc.Program(context.Background(), "eta-leave")
+	checkTotals(t, r)
+	c, err := srv.svc.Program(context.Background(), "eta-leave")
 	if err != nil || c.PollingPolicy != "eta" {
 		t.Errorf("program policy %q, %v; want eta", c.PollingPolicy, err)
 	}
@@ -130,7 +238,7 @@ func TestRunPolicyAndAbandon(t *testing.T) {
 // TestRunSchedule applies a rate schedule through the admin API: admit,
 // pause, restart.
 func TestRunSchedule(t *testing.T) {
-	srv := newServer(t)
+	srv := newServer(t, serverOptions{})
 	sc := bench.Scenario{Users: 30, Rates: bench.Schedule{{At: 0, Rate: 40}, {At: 300 * time.Millisecond, Rate: 0}, {At: time.Second, Rate: 40}}, Timeout: 10 * time.Second}
 	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "schedule", Scenario: sc})
 	if err != nil {
@@ -139,6 +247,7 @@ func TestRunSchedule(t *testing.T) {
 	if r.Errors != 0 || r.Admitted != sc.Users || r.ByRoute["PUT admin 200"] != 3 || r.AdmitRate != "0s:40,300ms:0,1s:40" {
 		t.Errorf("errors %d, admitted %d, rate %s, routes %v; want 0, %d, three admin changes", r.Errors, r.Admitted, r.AdmitRate, r.ByRoute, sc.Users)
 	}
+	checkTotals(t, r)
 }
 
 func TestParsePoll(t *testing.T) {
@@ -223,5 +332,206 @@ func TestAdmittedAt(t *testing.T) {
 	}
 	if got := servingAt(samples, 1234*time.Millisecond, 7, true); got != 7 {
 		t.Errorf("servingAt while paused = %d, want 7", got)
+	}
+}
+
+// apiError writes an answer in the API's error shape.
+func apiError(status int, code string, header http.Header) (int, http.Header, string, bool) {
+	if header == nil {
+		header = http.Header{}
+	}
+	header.Set("Content-Type", "application/json")
+	return status, header, `{"code":"` + code + `","message":"Injected by the test."}`, true
+}
+
+// TestRunRetries fails each user's first enter with 503 (Retry-After in
+// seconds for some, as an HTTP-date for the others) and its first poll
+// with API Gateway's 429: every enter is sent again with the same
+// Idempotency-Key once Retry-After has passed, so is every poll, and
+// everyone is admitted.
+func TestRunRetries(t *testing.T) {
+	type attempt struct {
+		at     time.Time
+		failed bool
+	}
+	var mu sync.Mutex
+	enters := map[string][]attempt{} // by Idempotency-Key
+	polls := map[string][]attempt{}  // by token
+	srv := newServer(t, serverOptions{fault: func(r *http.Request) (int, http.Header, string, bool) {
+		if !strings.HasPrefix(r.URL.Path, "/api/v1/queues/") {
+			return 0, nil, "", false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		switch r.Method {
+		case http.MethodPost:
+			key := r.Header.Get("Idempotency-Key")
+			first := len(enters[key]) == 0
+			enters[key] = append(enters[key], attempt{now, first})
+			if !first {
+				return 0, nil, "", false
+			}
+			if len(enters)%2 == 0 {
+				return apiError(http.StatusServiceUnavailable, "STORE_UNAVAILABLE", http.Header{"Retry-After": {"2"}})
+			}
+			date := now.UTC().Truncate(time.Second)
+			return apiError(http.StatusServiceUnavailable, "STORE_UNAVAILABLE", http.Header{
+				"Retry-After": {date.Add(2 * time.Second).Format(http.TimeFormat)}, "Date": {date.Format(http.TimeFormat)}})
+		case http.MethodGet:
+			tok := r.Header.Get("X-Queue-Token")
+			first := len(polls[tok]) == 0
+			polls[tok] = append(polls[tok], attempt{now, first})
+			if first {
+				return http.StatusTooManyRequests, http.Header{"Retry-After": {"1"}}, `{"message":"Too Many Requests"}`, true
+			}
+		}
+		return 0, nil, "", false
+	}})
+	sc := bench.Scenario{Users: 30, Rates: bench.ConstantRate(60), Timeout: 20 * time.Second}
+	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "retries", Scenario: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Admitted != sc.Users || r.ByRoute["POST enter 503"] != int64(sc.Users) || r.ByRoute["GET poll 429"] != int64(sc.Users) || r.Errors != 2*int64(sc.Users) {
+		t.Errorf("admitted %d, errors %d, routes %v; want %d admitted, one 503 enter and one 429 poll each", r.Admitted, r.Errors, r.ByRoute, sc.Users)
+	}
+	checkTotals(t, r)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(enters) != sc.Users {
+		t.Errorf("%d idempotency keys for %d users", len(enters), sc.Users)
+	}
+	for key, as := range enters {
+		if len(key) < 16 || len(as) != 2 || !as[0].failed || as[1].at.Sub(as[0].at) < 1900*time.Millisecond {
+			t.Errorf("key %q: enters %v; want a retry with the same key 2 s (Retry-After) after the 503", key, as)
+		}
+	}
+	for tok, as := range polls {
+		if len(as) < 2 || as[1].at.Sub(as[0].at) < 950*time.Millisecond {
+			t.Errorf("token %s: polls %v; want the retry 1 s (Retry-After) after the 429", tok, as)
+		}
+	}
+}
+
+// TestRunRetryAfterBeyondDeadline: a Retry-After that ends past the run's
+// deadline is not waited for; the users give up at once.
+func TestRunRetryAfterBeyondDeadline(t *testing.T) {
+	srv := newServer(t, serverOptions{fault: func(r *http.Request) (int, http.Header, string, bool) {
+		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/api/v1/queues/") {
+			return 0, nil, "", false
+		}
+		return apiError(http.StatusServiceUnavailable, "STORE_UNAVAILABLE", http.Header{"Retry-After": {"3600"}})
+	}})
+	sc := bench.Scenario{Users: 10, Rates: bench.ConstantRate(10), Timeout: 30 * time.Second}
+	start := time.Now()
+	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "deadline", Scenario: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second || r.Entered != 0 || r.Errors != int64(sc.Users) || r.Enters != int64(sc.Users) {
+		t.Errorf("took %s, entered %d, errors %d, enters %d; want each user to give up after its one 503, well before the timeout", took, r.Entered, r.Errors, r.Enters)
+	}
+	checkTotals(t, r)
+}
+
+// TestRunAdminErrors fails every other counter sample and the first try of
+// the rate change (503 BUSY with Retry-After): the change is sent again,
+// everyone is admitted, and the admin failures are counted apart from the
+// queue requests' errors.
+func TestRunAdminErrors(t *testing.T) {
+	var mu sync.Mutex
+	var gets, puts, injected int
+	srv := newServer(t, serverOptions{fault: func(r *http.Request) (int, http.Header, string, bool) {
+		if !strings.HasPrefix(r.URL.Path, "/api/v1/admin/") {
+			return 0, nil, "", false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.Method {
+		case http.MethodGet:
+			gets++
+			if gets%2 == 0 {
+				injected++
+				return apiError(http.StatusServiceUnavailable, "STORE_UNAVAILABLE", http.Header{"Retry-After": {"1"}})
+			}
+		case http.MethodPut:
+			puts++
+			if puts == 2 {
+				injected++
+				return apiError(http.StatusServiceUnavailable, "BUSY", http.Header{"Retry-After": {"1"}})
+			}
+		}
+		return 0, nil, "", false
+	}})
+	sc := bench.Scenario{Users: 20, Rates: bench.ConstantRate(50), Timeout: 15 * time.Second}
+	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "admin-errors", Scenario: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if r.Admitted != sc.Users || r.Errors != 0 || r.AdminErrors != int64(injected) || r.ByRoute["PUT admin 503"] != 1 || r.ByRoute["PUT admin 200"] != 1 {
+		t.Errorf("admitted %d, errors %d, admin errors %d (injected %d), routes %v", r.Admitted, r.Errors, r.AdminErrors, injected, r.ByRoute)
+	}
+	if r.AdminRequests != int64(gets+puts) {
+		t.Errorf("admin requests %d, the server saw %d", r.AdminRequests, gets+puts)
+	}
+	checkTotals(t, r)
+}
+
+// TestRunTicket: users who arrive while admission runs get their ticket
+// from the enter answer when the server sends it, else from the position.
+func TestRunTicket(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tickets tickets
+		known   bool
+	}{
+		{"with ticket", withTicket, true},
+		{"without ticket", withoutTicket, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, serverOptions{tickets: tc.tickets})
+			sc := bench.Scenario{Users: 30, Arrival: bench.Arrival{Over: 1500 * time.Millisecond}, Rates: bench.ConstantRate(40), Timeout: 15 * time.Second}
+			r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "ticket", Scenario: sc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			if tc.known {
+				want = sc.Users
+			}
+			if r.Admitted != sc.Users || r.TicketsKnown != want || r.NotifyDelayMs.Count != sc.Users || r.NotifyDelayMs.Max > 1500 {
+				t.Errorf("admitted %d, tickets known %d (want %d), notify delay %+v", r.Admitted, r.TicketsKnown, want, r.NotifyDelayMs)
+			}
+			checkTotals(t, r)
+		})
+	}
+}
+
+// TestResultTicket: the notify delay is timed from the ticket the enter
+// answered when there is one, and from the position's estimate otherwise.
+func TestResultTicket(t *testing.T) {
+	// The counter at 10/s from 0, sampled every 100 ms at +50 ms.
+	var samples []sample
+	for i := range 40 {
+		at := time.Duration(i)*100*time.Millisecond + 50*time.Millisecond
+		samples = append(samples, sample{at: at, admitted: int64(at / (100 * time.Millisecond))})
+	}
+	r := &runner{cfg: Config{Scenario: bench.Scenario{Users: 2, Arrival: bench.Arrival{Over: 3 * time.Second}, Rates: bench.ConstantRate(10), Timeout: 10 * time.Second}}, samples: samples}
+	// Both entered at 1.2 s, at position 3, were told WAITING at 1.9 s and
+	// ADMITTED at 2.05 s. The position says ticket 12 + 3 = 15, admitted
+	// at 1.5 s (clamped to the last WAITING, 1.9 s: 150 ms); the first
+	// user's enter answered ticket 20, admitted at 2.0 s: 50 ms.
+	u := user{entered: true, admitted: true, position: 3, enterAt: 1200 * time.Millisecond, lastWaiting: 1900 * time.Millisecond, seenAt: 2050 * time.Millisecond}
+	withTk := u
+	withTk.ticket = 20
+	res := r.result([]user{withTk, u}, 0, 3*time.Second)
+	if res.TicketsKnown != 1 || res.NotifyDelayMs.Count != 2 {
+		t.Fatalf("tickets known %d, delays %+v", res.TicketsKnown, res.NotifyDelayMs)
+	}
+	if lo, hi := res.NotifyDelayMs.P50, res.NotifyDelayMs.Max; lo < 0 || lo > 60 || hi != 150 {
+		t.Errorf("delays %.1f and %.1f ms; want about 50 (ticket 20) and 150 (estimated ticket 15, clamped)", lo, hi)
 	}
 }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// scenarioFlags are the flags every command shares.
+type scenarioFlags struct {
+	fs           *flag.FlagSet
+	users        int
+	admitRate    float64
+	rateSchedule string
+	arrival      string
+	abandon      float64
+	timeout      time.Duration
+	cacheTTL     time.Duration
+	seed         uint64
+	jsonOut      bool
+	outDir       string
+}
+
+func (s *scenarioFlags) register(fs *flag.FlagSet, timeout time.Duration, timeoutHelp, cacheTTLHelp string) {
+	s.fs = fs
+	fs.IntVar(&s.users, "users", 1000, "number of virtual users")
+	fs.Float64Var(&s.admitRate, "admit-rate", 10, "admission rate of the program, people per second; 0 keeps admission paused (then bound the run with -timeout)")
+	fs.StringVar(&s.rateSchedule, "rate-schedule", "", "admission rate changing over the run instead of -admit-rate: OFFSET:RATE,… from the start of admission, e.g. 0s:200,120s:100,240s:0,300s:200 (halved at 2 min, paused at 4, restarted at 5); rate 0 pauses")
+	fs.StringVar(&s.arrival, "arrival", "burst", "when users enter: burst (all at the start, admission starting once everyone is in) or uniform:DURATION (evenly spread, e.g. uniform:60s)")
+	fs.Float64Var(&s.abandon, "abandon", 0, "fraction of users, in [0, 1), who leave while waiting (DELETE), each at a uniform random instant of its wait; who and when follow -seed")
+	fs.DurationVar(&s.timeout, "timeout", timeout, timeoutHelp)
+	fs.DurationVar(&s.cacheTTL, "cache-ttl", time.Second, cacheTTLHelp)
+	fs.Uint64Var(&s.seed, "seed", 1, "seed of the abandonment draws and, in simulate, of the policies' jitter")
+	fs.BoolVar(&s.jsonOut, "json", false, "print the results as a JSON array, one object per policy, instead of a table")
+	fs.StringVar(&s.outDir, "out", "", "also write results.json, report.md and rps.svg (requests per second over time) into this directory")
+}
+
+func (s *scenarioFlags) scenario() (bench.Scenario, error) {
+	arr, err := bench.ParseArrival(s.arrival)
+	if err != nil {
+		return bench.Scenario{}, err
+	}
+	if s.admitRate < 0 || s.admitRate > queue.MaxAdmissionRate {
+		return bench.Scenario{}, fmt.Errorf("-admit-rate %g: want 0 to %g", s.admitRate, queue.MaxAdmissionRate)
+	}
+	rates := bench.ConstantRate(s.admitRate)
+	if s.rateSchedule != "" {
+		admitRateSet := false
+		s.fs.Visit(func(f *flag.Flag) { admitRateSet = admitRateSet || f.Name == "admit-rate" })
+		if admitRateSet {
+			return bench.Scenario{}, errors.New("-admit-rate and -rate-schedule: give one of them")
+		}
+		if rates, err = bench.ParseSchedule(s.rateSchedule); err != nil {
+			return bench.Scenario{}, err
+		}
+	}
+	if s.cacheTTL < 0 {
+		return bench.Scenario{}, errors.New("-cache-ttl: negative")
+	}
+	sc := bench.Scenario{Users: s.users, Arrival: arr, Rates: rates, Abandon: s.abandon, Timeout: s.timeout}
+	return sc, sc.Validate()
+}
+
+// admission describes the scenario's admission for a report title:
+// "admission 10/s" or "admission 0s:200,120s:100, 20% leave".
+func admission(sc bench.Scenario) string {
+	s := "admission " + sc.Rates.String()
+	if sc.Abandon > 0 {
+		s += fmt.Sprintf(", %g%% leave", sc.Abandon*100)
+	}
+	return s
+}
+
+// output prints results and writes the -out directory.
+func (s *scenarioFlags) output(e env, rep bench.Report, results []bench.Result) error {
+	var err error
+	if s.jsonOut {
+		err = bench.WriteJSON(e.stdout, results)
+	} else {
+		err = bench.WriteTable(e.stdout, results)
+	}
+	if err != nil {
+		return err
+	}
+	if s.outDir != "" {
+		if err := bench.WriteDir(s.outDir, rep, results); err != nil {
+			return err
+		}
+		if !s.jsonOut {
+			fmt.Fprintf(e.stdout, "\nwrote %s/{%s,%s,%s}\n", s.outDir, bench.ResultsFile, bench.ReportFile, bench.ChartFile)
+		}
+	}
+	return nil
+}
+
+func newFlagSet(name, synopsis string, e env) *flag.FlagSet {
+	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: bench %s [flags]\n\n%s\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "bench: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+func usageError(fs *flag.FlagSet, err error) error {
+	fmt.Fprintf(fs.Output(), "bench: %v\n(see bench %s -h)\n", err, strings.TrimPrefix(fs.Name(), "bench "))
+	return errUsage
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/example/waitingroom/internal/httpapi"
+	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+func TestRunJSON(t *testing.T) {
+	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.WithAdminSecret("s3cret")))
+	defer srv.Close()
+	out, errOut, err := runCmd(t, "run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "20", "-admit-rate", "100", "-timeout", "10s", "-json")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	var got []contract
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	got[0].check(t, true)
+	if *got[0].Policy != "server" || *got[0].Admitted != 20 || *got[0].Errors != 0 {
+		t.Errorf("policy %s, admitted %d, errors %d", *got[0].Policy, *got[0].Admitted, *got[0].Errors)
+	}
+}
+
+// TestRunCountsAdminApart: with every counter sample failing, the table
+// shows no error among the requests and the admin failures on their own
+// rows, and the routes add up to both counts.
+func TestRunCountsAdminApart(t *testing.T) {
+	api := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.WithAdminSecret("s3cret"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/admin/") {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"code":"STORE_UNAVAILABLE","message":"Injected."}`))
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	args := []string{"run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "10", "-admit-rate", "100", "-timeout", "10s"}
+	out, errOut, err := runCmd(t, append(args, "-json")...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	var got []struct {
+		Requests      int64            `json:"requests"`
+		Errors        int64            `json:"errors"`
+		AdminRequests int64            `json:"adminRequests"`
+		AdminErrors   int64            `json:"adminErrors"`
+		ByRoute       map[string]int64 `json:"byRoute"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	r := got[0]
+	var sum int64
+	for _, n := range r.ByRoute {
+		sum += n
+	}
+	if r.Errors != 0 || r.AdminErrors == 0 || r.AdminErrors != r.ByRoute["GET admin 503"] || sum != r.Requests+r.AdminRequests {
+		t.Errorf("errors %d, admin errors %d, requests %d + admin %d, routes %v (sum %d)", r.Errors, r.AdminErrors, r.Requests, r.AdminRequests, r.ByRoute, sum)
+	}
+
+	out, errOut, err = runCmd(t, args...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	rows := map[string][]string{}
+	for line := range strings.Lines(out) {
+		if label, rest, ok := strings.Cut(strings.TrimSpace(line), "  "); ok {
+			rows[strings.TrimSpace(label)] = strings.Fields(rest)
+		}
+	}
+	if e := rows["errors (of the requests)"]; len(e) != 1 || e[0] != "0" {
+		t.Errorf("errors row %q, want 0:\n%s", e, out)
+	}
+	if a := rows["admin errors"]; len(a) != 1 || a[0] == "0" {
+		t.Errorf("admin errors row %q, want the failed samples:\n%s", a, out)
+	}
+	if _, ok := rows["admin requests (the bench's own)"]; !ok {
+		t.Errorf("no admin requests row:\n%s", out)
+	}
+}

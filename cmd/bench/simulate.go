@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/bench/simulate"
+	"github.com/example/waitingroom/internal/polling"
+)
+
+const simulateSynopsis = `The load test's scenario on a virtual clock with no network: users enter
+(burst or uniform), then poll when the policy says until they see ADMITTED
+or, with -abandon, stop polling at a random instant of their wait.
+Admission is the service's own queue.Program, with -rate-schedule changes
+taking effect -cache-ttl after their offset (the server adds a 1 s write
+budget: -cache-ttl 2s models its default); delays are
+the polling package's policies; time advances in whole milliseconds,
+requests take no time and never fail. Deterministic for a given -seed.
+Adds DynamoDB read units and the AWS price of the requests (defaults:
+us-east-1 list prices as of 2026, first volume tier, no free tier).
+`
+
+func cmdSimulate(ctx context.Context, args []string, e env) error {
+	fs := newFlagSet("simulate", simulateSynopsis, e)
+	var sf scenarioFlags
+	sf.register(fs, 0, "virtual time after which the simulation stops (0: when everyone has seen ADMITTED or left; required when admission ends paused)",
+		"delay of every -rate-schedule change after the first, from its offset: the server's PROGRAM_CACHE_TTL plus its 1 s admin write budget (2s at the default TTL)")
+	policyList := fs.String("policy", "fixed:3s,tiers", "comma-separated policies, the first being the baseline: fixed:DURATION, tiers or eta")
+	tiersSpec := fs.String("tiers", polling.DefaultTiersSpec, "the bands of the tiers policy, MAXPOS:INTERVAL[+-JITTER],…,inf:INTERVAL[+-JITTER]")
+	etaSpec := fs.String("eta", "", "parameters of the eta policy over its defaults, key=value pairs such as fraction=0.8,cap=2m (see polling.ParseETA); it falls back to -tiers")
+	p := bench.DefaultPrices()
+	fs.Float64Var(&p.APIGatewayPerMillion, "price-apigw", p.APIGatewayPerMillion, "API Gateway HTTP API, USD per million requests")
+	fs.Float64Var(&p.LambdaRequestsPerMillion, "price-lambda-requests", p.LambdaRequestsPerMillion, "Lambda, USD per million invocations")
+	fs.Float64Var(&p.LambdaPerGBSecond, "price-lambda-gbs", p.LambdaPerGBSecond, "Lambda arm64 duration, USD per GB-second")
+	fs.Float64Var(&p.LambdaMemoryMB, "lambda-memory-mb", p.LambdaMemoryMB, "Lambda memory size, MB")
+	fs.Float64Var(&p.LambdaMsPerRequest, "lambda-ms", p.LambdaMsPerRequest, "billed Lambda duration per request, ms")
+	fs.Float64Var(&p.DynamoReadPerMillion, "price-dynamo-read", p.DynamoReadPerMillion, "DynamoDB on-demand, USD per million read request units")
+	fs.Float64Var(&p.TokenRRUPerPoll, "token-rru", p.TokenRRUPerPoll, "read units of a poll's token read (strongly consistent, under 4 KB: 1)")
+	fs.Float64Var(&p.ProgramReadsPerPoll, "program-reads-per-poll", p.ProgramReadsPerPoll, "program reads (1 RRU each) per poll: 1 without the per-instance program cache, about 0 with it at high request rates")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	sc, err := sf.scenario()
+	if err != nil {
+		return usageError(fs, err)
+	}
+	tiers, err := polling.ParseTiers(*tiersSpec)
+	if err != nil {
+		return usageError(fs, err)
+	}
+	eta, err := polling.ParseETA(*etaSpec)
+	if err != nil {
+		return usageError(fs, err)
+	}
+	policies, err := bench.DefaultPolicies(tiers, eta).Parse(*policyList)
+	if err != nil {
+		return usageError(fs, err)
+	}
+	if sc.Timeout == 0 && sc.Rates.Final() == 0 {
+		return usageError(fs, errors.New("admission ends paused (rate 0) and never admits everyone: set -timeout"))
+	}
+	var results []bench.Result
+	for _, pol := range policies {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := simulate.Run(simulate.Config{Scenario: sc, Policy: pol, Seed: sf.seed, CacheTTL: sf.cacheTTL, Prices: p, Progress: e.progress})
+		if err != nil {
+			return fmt.Errorf("%s: %w", pol.Name, err)
+		}
+		results = append(results, r)
+	}
+	rep := bench.Report{
+		Title:   fmt.Sprintf("Simulation: %s users, %s arrival, %s", bench.Thousands(int64(sc.Users)), sc.Arrival, admission(sc)),
+		Command: "bench simulate " + strings.Join(args, " "),
+	}
+	return sf.output(e, rep, results)
+}

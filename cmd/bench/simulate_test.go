@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSimulateJSON(t *testing.T) {
+	out, errOut, err := runCmd(t, "simulate", "-users", "1000", "-admit-rate", "10", "-policy", "fixed:3s,tiers", "-seed", "3", "-json")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	var got []contract
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, c := range got {
+		c.check(t, false)
+	}
+	if *got[0].Policy != "fixed:3s" || *got[1].Policy != "tiers" || *got[0].Polls != 17170 {
+		t.Errorf("policies %s, %s; fixed polls %d, want 17,170", *got[0].Policy, *got[1].Policy, *got[0].Polls)
+	}
+}
+
+// TestSimulateScheduleAbandon: the changing rate and the abandonment reach
+// the simulator, the same people leave under every policy, and the table
+// states both readings of "polls per user".
+func TestSimulateScheduleAbandon(t *testing.T) {
+	args := []string{"simulate", "-users", "2000", "-rate-schedule", "0s:40,10s:20,20s:0,30s:40", "-abandon", "0.2", "-policy", "tiers,eta"}
+	out, errOut, err := runCmd(t, append(args, "-json")...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	var got []struct {
+		Policy    string  `json:"policy"`
+		AdmitRate string  `json:"admitRate"`
+		Abandon   float64 `json:"abandon"`
+		Left      int     `json:"left"`
+		Admitted  int     `json:"admitted"`
+		Leaves    int64   `json:"leaves"`
+		CacheTTL  int64   `json:"cacheTtlMs"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, r := range got {
+		if r.AdmitRate != "0s:40,10s:20,20s:0,30s:40" || r.Abandon != 0.2 || r.Left != 400 || r.Leaves != 400 || r.Admitted != 1600 || r.CacheTTL != 1000 {
+			t.Errorf("%+v", r)
+		}
+	}
+	out, errOut, err = runCmd(t, args...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	for _, want := range []string{"left while waiting", "polls per user (GETs only)", "requests per user (enter + GETs + DELETE)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSimulateOut(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sim")
+	out, errOut, err := runCmd(t, "simulate", "-users", "200", "-admit-rate", "0", "-timeout", "30s", "-out", dir)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	if !strings.Contains(out, "tiers vs fixed:3s") {
+		t.Errorf("no comparison table:\n%s", out)
+	}
+	for _, f := range []string{"results.json", "report.md", "rps.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}

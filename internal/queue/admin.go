@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -51,8 +52,11 @@ func (s Settings) validate(policies map[string]polling.Policy) error {
 		}
 	}
 	if r := s.AdmissionRatePerSecond; r != nil {
+		if math.IsNaN(*r) || *r < 0 || *r > MaxAdmissionRate || *r > 0 && *r < MinAdmissionRate {
+			return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be 0 (manual admission only) or between %g and %g.", MinAdmissionRate, MaxAdmissionRate)
+		}
 		if _, ok := NewRate(*r); !ok {
-			return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be 0 (manual admission only) or between %g and %g, in steps of %g.", MinAdmissionRate, MaxAdmissionRate, MinAdmissionRate)
+			return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be a whole number of thousandths (%g).", MinAdmissionRate)
 		}
 	}
 	if w := s.AdmissionWindow; w != nil && (*w < MinAdmissionWindow || *w > MaxAdmissionWindow) {

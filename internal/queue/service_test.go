@@ -211,6 +211,8 @@ func TestAdminValidation(t *testing.T) {
 	}{
 		{"NegativeRate", queue.Settings{AdmissionRatePerSecond: ptr(-1.0)}},
 		{"HugeRate", queue.Settings{AdmissionRatePerSecond: ptr(1e9)}},
+		{"TinyRate", queue.Settings{AdmissionRatePerSecond: ptr(0.0001)}},
+		{"RateFinerThanAThousandth", queue.Settings{AdmissionRatePerSecond: ptr(2.0005)}},
 		{"ShortWindow", queue.Settings{AdmissionWindow: ptr(time.Second)}},
 		{"LongWindow", queue.Settings{AdmissionWindow: ptr(48 * time.Hour)}},
 	}

@@ -360,4 +360,3 @@ func conditionOf(p queue.Program, expectIssued int64) expression.ConditionBuilde
 	return nameOf("version").Equal(expression.Value(p.Version - 1)).
 		And(nameOf("issued").Equal(expression.Value(expectIssued)))
 }
-

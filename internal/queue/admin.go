@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -134,6 +135,9 @@ const (
 	// adminWriteBudget bounds how long an admin change may take to be
 	// stored; the change is scheduled that much later than the cache TTL.
 	adminWriteBudget = time.Second
+	// adminWriteReserve is the least time before the deadline in which an
+	// admin request still starts a write (more when the store is slow).
+	adminWriteReserve = 500 * time.Millisecond
 	// maxAdminTrials bounds an admin request's optimistic retries.
 	maxAdminTrials = 16
 	// maxConflictBackoff bounds the random pause after a conflict.
@@ -149,54 +153,73 @@ func (s *Service) changeDelay() time.Duration {
 	return s.cache.ttl + adminWriteBudget
 }
 
-// changeProgram stores edit(program, now) as one admin change, tagged with
-// a fresh change id, retrying on conflicts and waiting for a pending change
-// to take effect first, within adminDeadline; past it, BUSY. A missing
-// program is created with create, or is PROGRAM_NOT_FOUND if create is nil.
+// changeProgram stores edit(program, now) as one admin change tagged with a
+// fresh change id, retrying on conflicts and first waiting for a pending
+// change to take effect, within adminDeadline. BUSY means the change was
+// not made; STORE_UNAVAILABLE that it may have been. A missing program is
+// created with create, or is PROGRAM_NOT_FOUND if create is nil.
 func (s *Service) changeProgram(ctx context.Context, op, id string, create func(now time.Time) Program, edit func(p Program, now time.Time) Program) (_ Program, now time.Time, created bool, _ error) {
 	deadline := s.clock.Now().Add(adminDeadline)
-	ctx, cancel := context.WithTimeout(ctx, adminDeadline)
+	ctx, cancel := context.WithTimeout(ctx, adminDeadline) // the same bound for the store's calls
 	defer cancel()
+	// timeLeft reports whether a write may still start: with
+	// adminWriteReserve left on the service's clock, and in the request's
+	// real time room for the write and a read to check it, at the pace the
+	// store has answered so far.
+	var slowest time.Duration
+	timeLeft := func() bool {
+		d, _ := ctx.Deadline()
+		return s.clock.Now().Add(adminWriteReserve).Before(deadline) && time.Until(d) > adminWriteReserve+2*slowest
+	}
 	change := NewTokenID()
 	for range maxAdminTrials {
+		start := time.Now()
 		p, err := s.store.GetProgram(ctx, id)
+		slowest = max(slowest, time.Since(start))
 		now = s.clock.Now()
 		switch {
-		case errors.Is(err, ErrNotFound) && create != nil:
-			p = create(now).withChange(change)
-			if err = s.createProgram(ctx, p, change); err == nil {
-				s.cache.put(p, now)
-				return p, now, true, nil
-			}
+		case err == nil || errors.Is(err, ErrNotFound) && create != nil:
 		case errors.Is(err, ErrNotFound):
 			return Program{}, now, false, errProgramNotFound()
-		case err != nil:
-		case p.Pending(now):
+		case !timeLeft(): // the read ran into the deadline: nothing written
+			return Program{}, now, false, errBusy(time.Second)
+		default:
+			return Program{}, now, false, storeError(op, err)
+		}
+		if p.Pending(now) {
 			// A change is scheduled only once the previous one has taken
 			// effect (every instance must know it before it acts).
 			effective := fromUnixMs(p.Next.AnchorMs)
-			if effective.After(deadline) {
+			if !effective.Add(adminWriteReserve).Before(deadline) {
 				return Program{}, now, false, errBusy(effective.Sub(now))
 			}
 			if err := s.clock.Sleep(ctx, effective.Sub(now)); err != nil {
 				return Program{}, now, false, errBusy(time.Second)
 			}
 			continue
-		default:
+		}
+		if !timeLeft() {
+			return Program{}, now, false, errBusy(time.Second)
+		}
+		start = time.Now()
+		if err != nil { // not found: create it
+			p = create(now).withChange(change)
+			if err = s.createProgram(ctx, p, change); err == nil {
+				s.cache.put(p, now)
+				return p, now, true, nil
+			}
+		} else {
 			p = edit(p, now).withChange(change)
 			if err = s.updateProgram(ctx, p, change); err == nil {
 				s.cache.put(p, now)
 				return p, now, false, nil
 			}
 		}
-		switch {
-		case ctx.Err() != nil: // the deadline passed during a store call
-			return Program{}, now, false, errBusy(time.Second)
-		case !errors.Is(err, ErrConflict):
+		slowest = max(slowest, time.Since(start)/2) // a write and a read
+		if !errors.Is(err, ErrConflict) {
 			return Program{}, now, false, storeError(op, err)
 		}
-		pause := s.jitter(maxConflictBackoff)
-		if !s.clock.Now().Add(pause).Before(deadline) || s.clock.Sleep(ctx, pause) != nil {
+		if err := s.clock.Sleep(ctx, s.jitter(maxConflictBackoff)); err != nil {
 			return Program{}, now, false, errBusy(time.Second)
 		}
 	}
@@ -205,29 +228,33 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 
 // createProgram stores the new program p made by admin change change. A
 // conflict is another creation, or this one's own write retried after its
-// answer was lost: then the stored program carries change.
+// answer was lost: then the stored program records change.
 func (s *Service) createProgram(ctx context.Context, p Program, change string) error {
-	err := s.store.CreateProgram(ctx, p)
-	if errors.Is(err, ErrConflict) {
-		if stored, rerr := s.store.GetProgram(ctx, p.ID); rerr == nil && stored.hasChange(change) {
-			return nil
-		}
-	}
-	return err
+	return s.checkOwnWrite(ctx, p.ID, change, s.store.CreateProgram(ctx, p))
 }
 
-// updateProgram stores the admin change p within the write budget. A
-// conflict may be the store's retry of this very write, applied by an
-// earlier attempt whose answer was lost: if the stored program records
-// change, the write succeeded and must not be applied a second time.
+// updateProgram stores the admin change p within the write budget (the
+// change is scheduled for a write that lands within it).
 func (s *Service) updateProgram(ctx context.Context, p Program, change string) error {
 	wctx, cancel := context.WithTimeout(ctx, adminWriteBudget)
 	defer cancel()
-	err := s.store.UpdateProgram(wctx, p, p.Issued)
+	return s.checkOwnWrite(ctx, p.ID, change, s.store.UpdateProgram(wctx, p, p.Issued))
+}
+
+// checkOwnWrite sorts out a write's conflict: it may be the store's retry
+// of this very write, applied by an earlier attempt whose answer was lost.
+// If the stored program records change, the write succeeded (nil); if it
+// cannot tell, the error is no longer a conflict, so that the change is
+// never applied twice.
+func (s *Service) checkOwnWrite(ctx context.Context, id, change string, err error) error {
 	if !errors.Is(err, ErrConflict) {
 		return err
 	}
-	if stored, rerr := s.store.GetProgram(ctx, p.ID); rerr == nil && stored.hasChange(change) {
+	stored, rerr := s.store.GetProgram(ctx, id)
+	switch {
+	case rerr != nil:
+		return fmt.Errorf("a conflict, and reading whether the write was applied failed: %w", rerr)
+	case stored.hasChange(change):
 		return nil
 	}
 	return err

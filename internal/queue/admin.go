@@ -138,6 +138,9 @@ const (
 	// adminWriteReserve is the least time before the deadline in which an
 	// admin request still starts a write (more when the store is slow).
 	adminWriteReserve = 500 * time.Millisecond
+	// maxWakeSpread spreads the admin requests that waited for the same
+	// pending change.
+	maxWakeSpread = 300 * time.Millisecond
 	// maxAdminTrials bounds an admin request's optimistic retries.
 	maxAdminTrials = 16
 	// maxConflictBackoff bounds the random pause after a conflict.
@@ -162,14 +165,15 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 	deadline := s.clock.Now().Add(adminDeadline)
 	ctx, cancel := context.WithTimeout(ctx, adminDeadline) // the same bound for the store's calls
 	defer cancel()
-	// timeLeft reports whether a write may still start: with
-	// adminWriteReserve left on the service's clock, and in the request's
-	// real time room for the write and a read to check it, at the pace the
-	// store has answered so far.
+	// room is the time a write needs before the deadline: a reserve, more
+	// if the store has answered slowly so far.
 	var slowest time.Duration
+	room := func() time.Duration { return adminWriteReserve + 2*slowest }
+	// timeLeft reports whether a write may still start, on the service's
+	// clock and in the request's real time.
 	timeLeft := func() bool {
 		d, _ := ctx.Deadline()
-		return s.clock.Now().Add(adminWriteReserve).Before(deadline) && time.Until(d) > adminWriteReserve+2*slowest
+		return !s.clock.Now().Add(room()).After(deadline) && time.Until(d) >= room()
 	}
 	change := NewTokenID()
 	for range maxAdminTrials {
@@ -190,10 +194,16 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 			// A change is scheduled only once the previous one has taken
 			// effect (every instance must know it before it acts).
 			effective := fromUnixMs(p.Next.AnchorMs)
-			if !effective.Add(adminWriteReserve).Before(deadline) {
+			if effective.Add(room()).After(deadline) {
 				return Program{}, now, false, errBusy(effective.Sub(now))
 			}
-			if err := s.clock.Sleep(ctx, effective.Sub(now)); err != nil {
+			// Those who waited for the same change wake spread out, so
+			// that one makes the next change and the others see it.
+			wake := effective.Add(s.jitter(maxWakeSpread))
+			if wake.Add(room()).After(deadline) {
+				wake = effective
+			}
+			if err := s.clock.Sleep(ctx, wake.Sub(now)); err != nil {
 				return Program{}, now, false, errBusy(time.Second)
 			}
 			continue

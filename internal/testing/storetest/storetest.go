@@ -369,7 +369,7 @@ func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
 		p, want queue.Program
 	}{
 		{
-			// Every call extends drainAtMs.
+			// Every call extends DrainAtNs.
 			name: "busy queue",
 			n:    concurrentTickets,
 			p:    queue.Program{ID: "busy", CreatedAt: t0, Version: 2, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15, AdmissionWindow: time.Minute},

@@ -1,11 +1,15 @@
 package queue_test
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -197,4 +201,30 @@ func FuzzSegment(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPollBeyondRange: a poll at the back of a queue whose wait exceeds a
+// time.Duration is answered, with the estimate capped (the service once
+// spun forever on it).
+func TestPollBeyondRange(t *testing.T) {
+	store := memstore.New()
+	svc := queue.NewService(store, polling.DefaultETA(), queue.WithClock(clock.NewFake(t0)))
+	for _, tt := range []struct {
+		rate    float64
+		waiting int64
+	}{{0.001, 9_300_000}, {0.01, 93_000_000}} {
+		id := fmt.Sprintf("slow-%d", tt.waiting)
+		p := program(tt.waiting, 0, tt.rate, false)
+		p.ID = id
+		if err := store.CreateProgram(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+		v, _, err := svc.Enter(t.Context(), id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Position != tt.waiting+1 || v.EstimatedWait != queue.MaxEstimatedWait || v.RetryAfter <= 0 {
+			t.Errorf("%s: position %d, wait %v, retry after %v; want %d, %v and a delay", id, v.Position, v.EstimatedWait, v.RetryAfter, tt.waiting+1, queue.MaxEstimatedWait)
+		}
+	}
 }

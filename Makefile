@@ -86,7 +86,7 @@ integration: emulator
 
 # Every fuzz target, each for FUZZTIME; CI runs a short pass.
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./internal/httpapi:FuzzHandler ./internal/polling:FuzzParseTiers
+FUZZ_TARGETS := ./internal/httpapi:FuzzHandler ./internal/polling:FuzzParseTiers ./internal/queue:FuzzSegment
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s), seeded from events/.

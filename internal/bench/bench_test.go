@@ -64,6 +64,8 @@ func TestSchedule(t *testing.T) {
 		{"empty", nil, false, ""},
 		{"late start", Schedule{{time.Second, 1}}, false, ""},
 		{"negative", ConstantRate(-1), false, ""},
+		{"finer than a thousandth", ConstantRate(0.0015), false, ""},
+		{"slowest", ConstantRate(0.001), true, "0.001/s"},
 		{"unordered", Schedule{{0, 1}, {time.Minute, 2}, {time.Second, 3}}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,6 +92,7 @@ func TestParseSchedule(t *testing.T) {
 		{in: "10s:10", err: true},          // must start at 0
 		{in: "0s:10,5s:1,5s:2", err: true}, // not ascending
 		{in: "0s:-1", err: true},           // negative
+		{in: "0s:0.0015", err: true},       // finer than the service takes
 		{in: "0s:0.0001", err: true},       // below the service's minimum
 		{in: "0s:200000", err: true},       // above its maximum
 		{in: "0s:10,later:5", err: true},   // not a duration
@@ -163,7 +166,7 @@ func TestApplyChange(t *testing.T) {
 	if !ok || !p.Pending(t1) || p.Serving(t1.Add(999*time.Millisecond)) != 29 || p.Serving(t1.Add(5*time.Second)) != 30 {
 		t.Fatalf("pause: ok %v, pending %v, serving %d then %d; want 29 then 30", ok, p.Pending(t1), p.Serving(t1.Add(999*time.Millisecond)), p.Serving(t1.Add(5*time.Second)))
 	}
-	if s := p.Settled(); !s.Paused || s.Rate != 10 {
+	if s := p.Settled(); !s.Paused || s.Rate != 10*queue.OnePerSecond {
 		t.Errorf("paused segment %+v, want the rate kept", s)
 	}
 	if _, ok := ApplyChange(p, t1.Add(500*time.Millisecond), RateChange{Rate: 20}, false, time.Second); ok {

@@ -105,8 +105,8 @@ func ParseSchedule(spec string) (Schedule, error) {
 			return nil, fmt.Errorf("rate schedule %q: offset %q is not a duration (120s)", item, at)
 		}
 		r, err := strconv.ParseFloat(strings.TrimSpace(rate), 64)
-		if err != nil || r < 0 || r > queue.MaxAdmissionRate || r > 0 && r < queue.MinAdmissionRate {
-			return nil, fmt.Errorf("rate schedule %q: rate %q: want 0 (paused) or %g to %g people per second", item, rate, queue.MinAdmissionRate, queue.MaxAdmissionRate)
+		if _, ok := queue.NewRate(r); err != nil || !ok {
+			return nil, fmt.Errorf("rate schedule %q: rate %q: want 0 (paused) or %g to %g people per second, in steps of %g", item, rate, queue.MinAdmissionRate, queue.MaxAdmissionRate, queue.MinAdmissionRate)
 		}
 		s = append(s, RateChange{At: d, Rate: r})
 	}
@@ -122,8 +122,8 @@ func (s Schedule) Validate() error {
 		return errors.New("rate schedule: the first change must be at 0")
 	}
 	for i, c := range s {
-		if c.Rate < 0 || c.Rate != c.Rate {
-			return fmt.Errorf("rate schedule: change %d: rate %g is negative", i+1, c.Rate)
+		if _, ok := queue.NewRate(c.Rate); !ok {
+			return fmt.Errorf("rate schedule: change %d: rate %g is not 0 or %g to %g people per second, in steps of %g", i+1, c.Rate, queue.MinAdmissionRate, queue.MaxAdmissionRate, queue.MinAdmissionRate)
 		}
 		if i > 0 && c.At <= s[i-1].At {
 			return fmt.Errorf("rate schedule: change %d: offsets must ascend", i+1)
@@ -167,7 +167,8 @@ func ApplyChange(p queue.Program, now time.Time, c RateChange, first bool, delay
 		// is kept for the restart.
 		return p.Rebased(now, p.Settled().Rate, true, 0, delay), true
 	}
-	return p.Rebased(now, c.Rate, false, 0, delay), true
+	r, _ := queue.NewRate(c.Rate) // validated
+	return p.Rebased(now, r, false, 0, delay), true
 }
 
 // Scenario is what a run or a simulation exercises; the same flags build it
@@ -247,7 +248,7 @@ func AdmissionTimes(sc Scenario, delay time.Duration, createdPaused bool) []time
 	for i := range at {
 		at[i] = -1
 	}
-	p := queue.Program{ID: "plan", CreatedAt: epoch, Paused: createdPaused, AdmissionWindow: queue.DefaultAdmissionWindow}
+	p := queue.Program{ID: "plan", CreatedAt: epoch, Current: queue.Segment{Paused: createdPaused}, AdmissionWindow: queue.DefaultAdmissionWindow}
 	end := int64(math.MaxInt64)
 	if sc.Timeout > 0 {
 		end = sc.Timeout.Milliseconds()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
@@ -75,6 +76,14 @@ type tally struct {
 	calls, unavailable, busy atomic.Int64
 }
 
+// shiftedClock is the real clock, moved forward by shift.
+type shiftedClock struct {
+	clock.Real
+	shift *atomic.Int64
+}
+
+func (c shiftedClock) Now() time.Time { return time.Now().Add(time.Duration(c.shift.Load())) }
+
 func TestConcurrency(t *testing.T) {
 	t.Run("OneInstance", func(t *testing.T) { testConcurrency(t, 1) })
 	t.Run("TwoInstances", func(t *testing.T) { testConcurrency(t, 2) })
@@ -89,7 +98,7 @@ func testConcurrency(t *testing.T, instances int) {
 	// The service clock is the real one, shifted at the end to let the
 	// admission windows run out.
 	var shift atomic.Int64
-	clock := func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
+	clk := shiftedClock{shift: &shift}
 	svcs := make([]*queue.Service, instances)
 	for i := range svcs {
 		// One client per instance, as each Lambda instance has its own.
@@ -101,7 +110,7 @@ func testConcurrency(t *testing.T, instances int) {
 			client, table = c, dynamotest.NewTable(t, c)
 		}
 		svcs[i] = queue.NewService(dynamostore.New(c, table), polling.DefaultTiers(),
-			queue.WithProgramCache(time.Second), queue.WithClock(clock))
+			queue.WithProgramCache(time.Second), queue.WithClock(clk))
 	}
 	rate, paused := 4.0, false
 	if _, _, err := svcs[0].PutProgram(t.Context(), concurrencyProgram, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {

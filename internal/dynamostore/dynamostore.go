@@ -1,69 +1,13 @@
 // Package dynamostore is the DynamoDB queue.Store: one table, on-demand
 // capacity, every invariant kept by a conditional write so that any number
-// of Lambda instances can share it without a lock.
-//
-// # Table
-//
-// Key attributes pk (S, partition key) and sk (S, sort key); billing mode
-// PAY_PER_REQUEST; TTL enabled on ttl. CreateTable creates it.
-//
-// # Program item
-//
-// pk = "PROGRAM#<programId>", sk = "PROGRAM".
-//
-//	programId          S     the program id
-//	createdAt          N     creation time, Unix ms
-//	version            N     bumped by every settings or admission change
-//	issued             N     tickets handed out (1..issued)
-//	rate               N     admission rate, people per second
-//	paused             BOOL  admission stopped by the admin
-//	advancing          BOOL  !paused && rate > 0: the serving counter grows by itself
-//	base               N     serving counter at anchorMs
-//	anchorMs           N     instant the counter last re-anchored, Unix ms
-//	nextAtMs           N     instant a scheduled admin change takes effect, Unix ms; 0 when none
-//	nextBase           N     serving counter at nextAtMs
-//	nextRate           N     admission rate from nextAtMs
-//	nextPaused         BOOL  paused from nextAtMs
-//	nextAdvancing      BOOL  !nextPaused && nextRate > 0
-//	msPerTicket        N     1000/rate of the settled segment (the next one if scheduled) while it advances, 0 otherwise
-//	drainAtMs          N     instant the counter reaches issued, Unix ms (fractional)
-//	admissionWindowMs  N     how long an admitted token stays valid, ms
-//	policy             S     the program's polling policy; absent for the service's default
-//	closed             BOOL  no new entries
-//	manualRate         N     measured pace of manual admissions, people per second; 0 when none
-//	lastAdmitAtMs      N     last manual admission, Unix ms; 0 when none
-//	lastAdmitGapMs     N     gap between the last two manual admissions, ms
-//
-// advancing, nextAdvancing and msPerTicket are derived from the rates and
-// pauses; they are stored so that IssueTicket can apply
-// queue.Program.WithTicketIssued inside a single UpdateItem, without reading
-// the program first.
-//
-// # Token item
-//
-// pk = "TOKEN#<tokenId>", sk = "TOKEN".
-//
-//	tokenId             S  the token id
-//	programId           S  the program whose queue the token is in
-//	ticket              N  the token's ticket number
-//	issuedAt            N  Unix ms
-//	admittedAt          N  Unix ms; absent while not admitted
-//	admissionExpiresAt  N  Unix ms; absent while not admitted
-//	leftAt              N  Unix ms; absent unless the person left
-//	ttl                 N  Unix seconds (Token.ExpiresAt rounded up): DynamoDB deletes the item after it
-//
-// Times are kept to the millisecond (ExpiresAt to the second, rounded up so
-// an item never goes before its time); a zero time.Time is stored as an
-// absent attribute, or 0 for the program's times, and read back as zero.
+// of Lambda instances can share it without a lock. The README's "Data model
+// (DynamoDB)" describes the items; programAttrs maps the program item.
 package dynamostore
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -97,33 +41,6 @@ const (
 	// trials are almost always enough.
 	maxIssueTrials = 5
 )
-
-type programItem struct {
-	PK                string  `dynamodbav:"pk"`
-	SK                string  `dynamodbav:"sk"`
-	ProgramID         string  `dynamodbav:"programId"`
-	CreatedAt         int64   `dynamodbav:"createdAt"`
-	Version           int64   `dynamodbav:"version"`
-	Issued            int64   `dynamodbav:"issued"`
-	Rate              float64 `dynamodbav:"rate"`
-	Paused            bool    `dynamodbav:"paused"`
-	Advancing         bool    `dynamodbav:"advancing"`
-	MsPerTicket       float64 `dynamodbav:"msPerTicket"`
-	Base              int64   `dynamodbav:"base"`
-	AnchorMs          int64   `dynamodbav:"anchorMs"`
-	NextAtMs          int64   `dynamodbav:"nextAtMs"`
-	NextBase          int64   `dynamodbav:"nextBase"`
-	NextRate          float64 `dynamodbav:"nextRate"`
-	NextPaused        bool    `dynamodbav:"nextPaused"`
-	NextAdvancing     bool    `dynamodbav:"nextAdvancing"`
-	Policy            string  `dynamodbav:"policy,omitempty"`
-	Closed            bool    `dynamodbav:"closed"`
-	ManualRate        float64 `dynamodbav:"manualRate"`
-	LastAdmitAtMs     int64   `dynamodbav:"lastAdmitAtMs"`
-	LastAdmitGapMs    int64   `dynamodbav:"lastAdmitGapMs"`
-	DrainAtMs         float64 `dynamodbav:"drainAtMs"`
-	AdmissionWindowMs int64   `dynamodbav:"admissionWindowMs"`
-}
 
 type tokenItem struct {
 	PK                 string `dynamodbav:"pk"`
@@ -188,59 +105,6 @@ func fromTTL(s int64) time.Time {
 	return time.Unix(s, 0).UTC()
 }
 
-func toProgramItem(p queue.Program) programItem {
-	return programItem{
-		PK:                "PROGRAM#" + p.ID,
-		SK:                programSK,
-		ProgramID:         p.ID,
-		CreatedAt:         unixMs(p.CreatedAt),
-		Version:           p.Version,
-		Issued:            p.Issued,
-		Rate:              p.Rate,
-		Paused:            p.Paused,
-		Advancing:         queue.Segment{Rate: p.Rate, Paused: p.Paused}.Advancing(),
-		MsPerTicket:       p.StepMs(),
-		Base:              p.Base,
-		AnchorMs:          unixMs(p.Anchor),
-		NextAtMs:          unixMs(p.NextAt),
-		NextBase:          p.NextBase,
-		NextRate:          p.NextRate,
-		NextPaused:        p.NextPaused,
-		NextAdvancing:     !p.NextAt.IsZero() && queue.Segment{Rate: p.NextRate, Paused: p.NextPaused}.Advancing(),
-		Policy:            p.Policy,
-		Closed:            p.Closed,
-		ManualRate:        p.ManualRate,
-		LastAdmitAtMs:     unixMs(p.LastAdmitAt),
-		LastAdmitGapMs:    p.LastAdmitGap.Milliseconds(),
-		DrainAtMs:         p.DrainAtMs,
-		AdmissionWindowMs: p.AdmissionWindow.Milliseconds(),
-	}
-}
-
-func (it programItem) program() queue.Program {
-	return queue.Program{
-		ID:              it.ProgramID,
-		CreatedAt:       fromUnixMs(it.CreatedAt),
-		Version:         it.Version,
-		Issued:          it.Issued,
-		Rate:            it.Rate,
-		Paused:          it.Paused,
-		Base:            it.Base,
-		Anchor:          fromUnixMs(it.AnchorMs),
-		NextAt:          fromUnixMs(it.NextAtMs),
-		NextBase:        it.NextBase,
-		NextRate:        it.NextRate,
-		NextPaused:      it.NextPaused,
-		Policy:          it.Policy,
-		Closed:          it.Closed,
-		ManualRate:      it.ManualRate,
-		LastAdmitAt:     fromUnixMs(it.LastAdmitAtMs),
-		LastAdmitGap:    time.Duration(it.LastAdmitGapMs) * time.Millisecond,
-		DrainAtMs:       it.DrainAtMs,
-		AdmissionWindow: time.Duration(it.AdmissionWindowMs) * time.Millisecond,
-	}
-}
-
 func toTokenItem(t queue.Token) tokenItem {
 	return tokenItem{
 		PK:                 "TOKEN#" + t.ID,
@@ -267,14 +131,6 @@ func (it tokenItem) token() queue.Token {
 		LeftAt:             fromUnixMs(it.LeftAt),
 		ExpiresAt:          fromTTL(it.TTL),
 	}
-}
-
-func decodeProgram(av map[string]types.AttributeValue) (queue.Program, error) {
-	var it programItem
-	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-		return queue.Program{}, err
-	}
-	return it.program(), nil
 }
 
 func decodeToken(av map[string]types.AttributeValue) (queue.Token, error) {
@@ -328,19 +184,19 @@ func (s *Store) getItem(ctx context.Context, key map[string]types.AttributeValue
 
 // CreateProgram implements queue.Store.
 func (s *Store) CreateProgram(ctx context.Context, p queue.Program) error {
-	if err := s.putNew(ctx, toProgramItem(p)); err != nil {
+	item, err := encodeProgram(p)
+	if err == nil {
+		err = s.putNew(ctx, item)
+	}
+	if err != nil {
 		return fmt.Errorf("dynamostore: create program %s: %w", p.ID, err)
 	}
 	return nil
 }
 
 // putNew stores item unless an item with its key exists (queue.ErrConflict).
-func (s *Store) putNew(ctx context.Context, item any) error {
-	av, err := attributevalue.MarshalMap(item)
-	if err != nil {
-		return err
-	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+func (s *Store) putNew(ctx context.Context, av map[string]types.AttributeValue) error {
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:           &s.table,
 		Item:                av,
 		ConditionExpression: aws.String("attribute_not_exists(pk)"),
@@ -369,36 +225,14 @@ func (s *Store) GetProgram(ctx context.Context, id string) (queue.Program, error
 }
 
 // UpdateProgram implements queue.Store: one conditional UpdateItem that
-// writes every settings and admission attribute but never issued or
+// writes every state and derived attribute of programAttrs, never issued or
 // createdAt, which only IssueTicket and CreateProgram write.
 func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
-	it := toProgramItem(p)
-	cond := expression.Name("version").Equal(expression.Value(p.Version - 1)).
-		And(expression.Name("issued").Equal(expression.Value(expectIssued)))
-	upd := expression.Set(expression.Name("version"), expression.Value(it.Version)).
-		Set(expression.Name("rate"), expression.Value(it.Rate)).
-		Set(expression.Name("paused"), expression.Value(it.Paused)).
-		Set(expression.Name("advancing"), expression.Value(it.Advancing)).
-		Set(expression.Name("msPerTicket"), expression.Value(it.MsPerTicket)).
-		Set(expression.Name("base"), expression.Value(it.Base)).
-		Set(expression.Name("anchorMs"), expression.Value(it.AnchorMs)).
-		Set(expression.Name("nextAtMs"), expression.Value(it.NextAtMs)).
-		Set(expression.Name("nextBase"), expression.Value(it.NextBase)).
-		Set(expression.Name("nextRate"), expression.Value(it.NextRate)).
-		Set(expression.Name("nextPaused"), expression.Value(it.NextPaused)).
-		Set(expression.Name("nextAdvancing"), expression.Value(it.NextAdvancing)).
-		Set(expression.Name("manualRate"), expression.Value(it.ManualRate)).
-		Set(expression.Name("closed"), expression.Value(it.Closed)).
-		Set(expression.Name("lastAdmitAtMs"), expression.Value(it.LastAdmitAtMs)).
-		Set(expression.Name("lastAdmitGapMs"), expression.Value(it.LastAdmitGapMs)).
-		Set(expression.Name("drainAtMs"), expression.Value(it.DrainAtMs)).
-		Set(expression.Name("admissionWindowMs"), expression.Value(it.AdmissionWindowMs))
-	if it.Policy != "" {
-		upd = upd.Set(expression.Name("policy"), expression.Value(it.Policy))
-	} else {
-		upd = upd.Remove(expression.Name("policy"))
+	upd, err := updateOf(p)
+	if err != nil {
+		return fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
 	}
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
+	expr, err := expression.NewBuilder().WithCondition(conditionOf(p, expectIssued)).WithUpdate(upd).Build()
 	if err != nil {
 		return fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
 	}
@@ -420,87 +254,6 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 	return nil
 }
 
-// The three writes of IssueTicket. DynamoDB evaluates every right-hand side
-// against the item as it was before the update, so a re-anchor's base gets
-// the old issued whatever the order; dynalite applies the actions one after
-// the other, so base is set before issued is incremented, and issued is
-// incremented with SET rather than with an ADD clause it would run first.
-// Every attribute goes through a #name: base and ttl are reserved words.
-const (
-	// Open to entries (items written before closed existed lack it).
-	open = "(attribute_not_exists(#closed) OR #closed = :false)"
-	// Not drained, admission stopped, or a change pending: the ticket only
-	// extends drainAtMs.
-	issueCondition = "attribute_exists(#pk) AND " + open + " AND (#nextAtMs > :nowMs OR #drainAtMs > :nowMs" +
-		" OR (#nextAtMs = :zero AND #advancing = :false) OR (#nextAtMs <> :zero AND #nextAdvancing = :false))"
-	issueUpdate = "SET #issued = #issued + :one, #drainAtMs = #drainAtMs + #msPerTicket"
-	// Drained, no change scheduled: re-anchor the counter at now on the old issued.
-	reanchorCondition = "attribute_exists(#pk) AND " + open + " AND #nextAtMs = :zero AND #advancing = :true AND #drainAtMs <= :nowMs"
-	reanchorUpdate    = "SET #base = #issued, #issued = #issued + :one, #anchorMs = :nowMs, #drainAtMs = :nowMs + #msPerTicket, #version = #version + :one"
-	// Drained under a change that has taken effect: make it current, then re-anchor.
-	foldCondition = "attribute_exists(#pk) AND " + open + " AND #nextAtMs <> :zero AND #nextAtMs <= :nowMs AND #nextAdvancing = :true AND #drainAtMs <= :nowMs"
-	foldUpdate    = "SET #base = #issued, #issued = #issued + :one, #anchorMs = :nowMs, #drainAtMs = :nowMs + #msPerTicket, #version = #version + :one," +
-		" #rate = #nextRate, #paused = #nextPaused, #advancing = #nextAdvancing," +
-		" #nextAtMs = :zero, #nextBase = :zero, #nextRate = :zero, #nextPaused = :false, #nextAdvancing = :false"
-)
-
-// issueStep is one of IssueTicket's conditional writes, with the names and
-// constant values its expressions use worked out once: DynamoDB rejects
-// names and values an expression does not use.
-type issueStep struct {
-	cond, update string
-	names        map[string]string
-	values       map[string]types.AttributeValue // without :nowMs
-	usesNow      bool
-}
-
-var issueSteps = [...]issueStep{
-	newIssueStep(issueCondition, issueUpdate),
-	newIssueStep(reanchorCondition, reanchorUpdate),
-	newIssueStep(foldCondition, foldUpdate),
-}
-
-func newIssueStep(cond, update string) issueStep {
-	expr := cond + " " + update
-	st := issueStep{cond: cond, update: update, names: map[string]string{}, values: map[string]types.AttributeValue{}}
-	for _, n := range []string{"pk", "advancing", "drainAtMs", "msPerTicket", "issued", "base", "anchorMs", "version",
-		"nextAtMs", "nextBase", "nextRate", "nextPaused", "nextAdvancing", "rate", "paused", "closed"} {
-		if containsName(expr, "#"+n) {
-			st.names["#"+n] = n
-		}
-	}
-	for k, v := range map[string]types.AttributeValue{
-		":false": &types.AttributeValueMemberBOOL{Value: false},
-		":true":  &types.AttributeValueMemberBOOL{Value: true},
-		":zero":  &types.AttributeValueMemberN{Value: "0"},
-		":one":   &types.AttributeValueMemberN{Value: "1"},
-	} {
-		if containsName(expr, k) {
-			st.values[k] = v
-		}
-	}
-	st.usesNow = containsName(expr, ":nowMs")
-	return st
-}
-
-// input is the step's UpdateItem on programID at nowMs.
-func (st issueStep) input(table, programID string, nowMs types.AttributeValue) *dynamodb.UpdateItemInput {
-	values := maps.Clone(st.values)
-	if st.usesNow {
-		values[":nowMs"] = nowMs
-	}
-	return &dynamodb.UpdateItemInput{
-		TableName:                           &table,
-		Key:                                 programKey(programID),
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		ConditionExpression:                 aws.String(st.cond),
-		UpdateExpression:                    aws.String(st.update),
-		ExpressionAttributeNames:            st.names,
-		ExpressionAttributeValues:           values,
-	}
-}
-
 // IssueTicket implements queue.Store. It applies Program.WithTicketIssued
 // without reading the program: a conditional UpdateItem for the usual case
 // (the queue is not drained), and when that condition fails on an existing
@@ -508,10 +261,9 @@ func (st issueStep) input(table, programID string, nowMs types.AttributeValue) *
 // changed in between (another caller re-anchored it first), it starts over,
 // at most maxIssueTrials times.
 func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
-	nowMs := &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Truncate(time.Millisecond).UnixMilli(), 10)}
 	for range maxIssueTrials {
 		for _, st := range issueSteps {
-			in := st.input(s.table, programID, nowMs)
+			in := st.input(s.table, programID, now)
 			out, err := s.client.UpdateItem(ctx, in)
 			if err == nil {
 				p, err := decodeProgram(out.Attributes)
@@ -537,29 +289,13 @@ func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time
 	return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: program still changing after %d trials", programID, maxIssueTrials)
 }
 
-// containsName reports whether expr uses the placeholder name as a whole
-// token (so "#next" does not match "#nextAtMs").
-func containsName(expr, name string) bool {
-	for i := 0; ; {
-		j := strings.Index(expr[i:], name)
-		if j < 0 {
-			return false
-		}
-		end := i + j + len(name)
-		if end == len(expr) || !isNameByte(expr[end]) {
-			return true
-		}
-		i = end
-	}
-}
-
-func isNameByte(b byte) bool {
-	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
-}
-
 // PutToken implements queue.Store.
 func (s *Store) PutToken(ctx context.Context, t queue.Token) error {
-	if err := s.putNew(ctx, toTokenItem(t)); err != nil {
+	av, err := attributevalue.MarshalMap(toTokenItem(t))
+	if err == nil {
+		err = s.putNew(ctx, av)
+	}
+	if err != nil {
 		return fmt.Errorf("dynamostore: put token: %w", err)
 	}
 	return nil

@@ -2,9 +2,13 @@ package dynamostore_test
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -63,31 +67,44 @@ func rawItem(t *testing.T, client *dynamodb.Client, table, pk, sk string) map[st
 	return out.Item
 }
 
-// checkItem compares item with want, attribute by attribute, as
-// "S:x", "N:1.5", "BOOL:true"; "" wants the attribute absent.
+// attrString renders an attribute value as "S:x", "N:1.5", "BOOL:true",
+// "L:[S:a S:b]"; "" for an absent one.
+func attrString(av types.AttributeValue) string {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return "S:" + v.Value
+	case *types.AttributeValueMemberN:
+		return "N:" + v.Value
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL:" + strconv.FormatBool(v.Value)
+	case *types.AttributeValueMemberL:
+		items := make([]string, len(v.Value))
+		for i, e := range v.Value {
+			items[i] = attrString(e)
+		}
+		return "L:[" + strings.Join(items, " ") + "]"
+	case nil:
+		return ""
+	default:
+		return fmt.Sprintf("unexpected %T", av)
+	}
+}
+
+// checkItem compares item with want, attribute by attribute (see
+// attrString); "" wants the attribute absent.
 func checkItem(t *testing.T, item map[string]types.AttributeValue, want map[string]string) {
 	t.Helper()
+	got := map[string]string{}
+	for name, av := range item {
+		got[name] = attrString(av)
+	}
 	for name, w := range want {
-		g := ""
-		switch v := item[name].(type) {
-		case *types.AttributeValueMemberS:
-			g = "S:" + v.Value
-		case *types.AttributeValueMemberN:
-			g = "N:" + v.Value
-		case *types.AttributeValueMemberBOOL:
-			g = "BOOL:" + strconv.FormatBool(v.Value)
-		case nil:
-		default:
-			g = "unexpected type " + strconv.Quote(name)
-		}
-		if g != w {
-			t.Errorf("attribute %s = %q, want %q", name, g, w)
+		if w == "" {
+			delete(want, name)
 		}
 	}
-	for name := range item {
-		if _, ok := want[name]; !ok {
-			t.Errorf("unexpected attribute %s", name)
-		}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("item (-want +got):\n%s", d)
 	}
 }
 
@@ -102,9 +119,8 @@ func TestProgramItem(t *testing.T) {
 		CreatedAt:       t0,
 		Version:         1,
 		Issued:          0,
-		Rate:            4,
-		Anchor:          t0,
-		DrainAtMs:       float64(t0.UnixMilli()),
+		Current:         queue.Segment{AnchorMs: t0.UnixMilli(), Rate: 4 * queue.OnePerSecond},
+		DrainAtNs:       t0.UnixNano(),
 		AdmissionWindow: 10 * time.Minute,
 	}
 	if err := s.CreateProgram(ctx, p); err != nil {
@@ -117,37 +133,57 @@ func TestProgramItem(t *testing.T) {
 		"createdAt":         "N:1772366400000",
 		"version":           "N:1",
 		"issued":            "N:0",
-		"rate":              "N:4",
-		"paused":            "BOOL:false",
-		"advancing":         "BOOL:true",
-		"msPerTicket":       "N:250",
-		"base":              "N:0",
 		"anchorMs":          "N:1772366400000",
-		"drainAtMs":         "N:1772366400000",
-		"admissionWindowMs": "N:600000",
-		"nextAtMs":          "N:0",
+		"base":              "N:0",
+		"rateMilli":         "N:4000",
+		"paused":            "BOOL:false",
+		"nextAnchorMs":      "N:0",
 		"nextBase":          "N:0",
-		"nextRate":          "N:0",
+		"nextRateMilli":     "N:0",
 		"nextPaused":        "BOOL:false",
-		"nextAdvancing":     "BOOL:false",
-		"manualRate":        "N:0",
+		"advancing":         "BOOL:true",
+		"nsPerTicket":       "N:250000000",
+		"drainAtNs":         "N:1772366400000000000",
+		"admissionWindowMs": "N:600000",
 		"closed":            "BOOL:false",
+		"manualRateMilli":   "N:0",
 		"lastAdmitAtMs":     "N:0",
 		"lastAdmitGapMs":    "N:0",
 	}
 	checkItem(t, rawItem(t, client, table, "PROGRAM#spring-sale", "PROGRAM"), want)
 
-	// Paused: not advancing, no time per ticket.
-	upd := p.Rebased(t0.Add(time.Second), 4, true, 0, 0)
+	// Paused, with a change id and a policy: not advancing, no time per
+	// ticket.
+	upd := p.Rebased(t0.Add(time.Second), 4*queue.OnePerSecond, true, 0, 0)
+	upd.Changes, upd.Policy = []string{"change-2", "change-1"}, "eta"
 	if err := s.UpdateProgram(ctx, upd, p.Issued); err != nil {
 		t.Fatalf("UpdateProgram: %v", err)
 	}
 	want["version"] = "N:2"
 	want["paused"] = "BOOL:true"
 	want["advancing"] = "BOOL:false"
-	want["msPerTicket"] = "N:0"
+	want["nsPerTicket"] = "N:0"
 	want["anchorMs"] = "N:1772366401000"
-	want["drainAtMs"] = "N:1772366401000"
+	want["drainAtNs"] = "N:1772366401000000000"
+	want["changeIds"] = "L:[S:change-2 S:change-1]"
+	want["policy"] = "S:eta"
+	checkItem(t, rawItem(t, client, table, "PROGRAM#spring-sale", "PROGRAM"), want)
+
+	// A change scheduled at 2.5/s: the settled segment says how tickets
+	// push the drain instant back.
+	next := upd.Rebased(t0.Add(2*time.Second), queue.Rate(2500), false, 0, time.Second) // 2.5/s
+	next.Policy = ""
+	if err := s.UpdateProgram(ctx, next, p.Issued); err != nil {
+		t.Fatalf("UpdateProgram: %v", err)
+	}
+	want["version"] = "N:3"
+	want["nextAnchorMs"] = "N:1772366403000"
+	want["nextBase"] = "N:0"
+	want["nextRateMilli"] = "N:2500"
+	want["advancing"] = "BOOL:true"
+	want["nsPerTicket"] = "N:400000000"
+	want["drainAtNs"] = "N:1772366403000000000"
+	want["policy"] = ""
 	checkItem(t, rawItem(t, client, table, "PROGRAM#spring-sale", "PROGRAM"), want)
 }
 

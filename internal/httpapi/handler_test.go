@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -38,7 +39,7 @@ func newHandler(t testing.TB, opts ...httpapi.Option) *httpapi.Handler {
 		t.Fatal(err)
 	}
 	svc := queue.NewService(store, polling.DefaultTiers(),
-		queue.WithClock(func() time.Time { return t0 }),
+		queue.WithClock(clock.NewFake(t0)),
 		queue.WithRand(rand.New(rand.NewPCG(seed, seed))))
 	opts = append([]httpapi.Option{httpapi.WithIAMAdmin(), httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
 	return httpapi.New(svc, opts...)

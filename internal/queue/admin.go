@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -51,8 +52,13 @@ func (s Settings) validate(policies map[string]polling.Policy) error {
 			return Errorf(KindInvalid, CodeInvalidSettings, "pollingPolicy must be one of %q, or \"\" for the default.", names)
 		}
 	}
-	if r := s.AdmissionRatePerSecond; r != nil && (math.IsNaN(*r) || *r < 0 || *r > MaxAdmissionRate || *r > 0 && *r < MinAdmissionRate) {
-		return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be 0 (manual admission only) or between %g and %g.", MinAdmissionRate, MaxAdmissionRate)
+	if r := s.AdmissionRatePerSecond; r != nil {
+		if math.IsNaN(*r) || *r < 0 || *r > MaxAdmissionRate || *r > 0 && *r < MinAdmissionRate {
+			return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be 0 (manual admission only) or between %g and %g.", MinAdmissionRate, MaxAdmissionRate)
+		}
+		if _, ok := NewRate(*r); !ok {
+			return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be a whole number of thousandths (%g).", MinAdmissionRate)
+		}
 	}
 	if w := s.AdmissionWindow; w != nil && (*w < MinAdmissionWindow || *w > MaxAdmissionWindow) {
 		return Errorf(KindInvalid, CodeInvalidSettings, "admissionWindowSeconds must be between %d and %d.", int(MinAdmissionWindow.Seconds()), int(MaxAdmissionWindow.Seconds()))
@@ -62,7 +68,9 @@ func (s Settings) validate(policies map[string]polling.Policy) error {
 
 // PutProgram creates programID with settings (defaults for what is unset) or
 // applies settings to it; created tells which. A rate or pause change takes
-// effect from now without moving the serving counter.
+// effect one program-cache TTL plus the admin write budget after it is made
+// (at once without a cache), without moving the serving counter. It answers
+// within adminDeadline: applied, or BUSY.
 func (s *Service) PutProgram(ctx context.Context, programID string, set Settings) (c Counters, created bool, err error) {
 	if !ValidProgramID(programID) {
 		return Counters{}, false, errInvalidProgramID()
@@ -70,37 +78,18 @@ func (s *Service) PutProgram(ctx context.Context, programID string, set Settings
 	if err := set.validate(s.policies); err != nil {
 		return Counters{}, false, err
 	}
-	for range maxStoreOptimisticTrials {
-		now := s.now()
-		p, err := s.store.GetProgram(ctx, programID)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			p = Program{ID: programID, CreatedAt: now.Truncate(time.Millisecond), Rate: DefaultAdmissionRate, AdmissionWindow: DefaultAdmissionWindow}
-			p = p.apply(set, now, 0)
-			p.Version = 1
-			err = s.store.CreateProgram(ctx, p)
-			if err == nil {
-				return p.counters(now), true, nil
-			}
-		case err == nil:
-			if err := s.awaitPending(ctx, p, now); err != nil {
-				return Counters{}, false, err
-			}
-			if p.Pending(now) {
-				continue
-			}
-			p = p.apply(set, now, s.changeDelay())
-			err = s.updateProgram(ctx, p)
-			if err == nil {
-				s.cache.put(p, now)
-				return p.counters(now), false, nil
-			}
-		}
-		if !errors.Is(err, ErrConflict) {
-			return Counters{}, false, storeError("put program", err)
-		}
+	create := func(now time.Time) Program {
+		p := Program{ID: programID, CreatedAt: fromUnixMs(unixMs(now)), Current: Segment{Rate: DefaultAdmissionRate}, AdmissionWindow: DefaultAdmissionWindow}
+		p = p.apply(set, now, 0)
+		p.Version = 1
+		return p
 	}
-	return Counters{}, false, errBusy()
+	edit := func(p Program, now time.Time) Program { return p.apply(set, now, s.changeDelay()) }
+	p, now, created, err := s.changeProgram(ctx, "put program", programID, create, edit)
+	if err != nil {
+		return Counters{}, false, err
+	}
+	return p.counters(now), created, nil
 }
 
 // Program returns programID's counters, read fresh.
@@ -114,11 +103,12 @@ func (s *Service) Program(ctx context.Context, programID string) (Counters, erro
 	} else if err != nil {
 		return Counters{}, storeError("get program", err)
 	}
-	return p.counters(s.now()), nil
+	return p.counters(s.clock.Now()), nil
 }
 
-// Admit moves programID's serving counter forward by n now, on top of the
-// automatic admission, never beyond the tickets issued.
+// Admit lets n more people in, on top of the automatic admission and never
+// beyond the tickets issued, taking effect as PutProgram's changes do. An
+// admission answered without error is counted exactly once.
 func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counters, error) {
 	if !ValidProgramID(programID) {
 		return Counters{}, errInvalidProgramID()
@@ -126,40 +116,36 @@ func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counter
 	if n < 1 || n > MaxAdmissionCount {
 		return Counters{}, Errorf(KindInvalid, CodeInvalidCount, "count must be a whole number between 1 and %d.", MaxAdmissionCount)
 	}
-	for range maxStoreOptimisticTrials {
-		now := s.now()
-		p, err := s.store.GetProgram(ctx, programID)
-		if errors.Is(err, ErrNotFound) {
-			return Counters{}, errProgramNotFound()
-		} else if err != nil {
-			return Counters{}, storeError("get program", err)
-		}
-		if err := s.awaitPending(ctx, p, now); err != nil {
-			return Counters{}, err
-		}
-		if p.Pending(now) {
-			continue
-		}
+	edit := func(p Program, now time.Time) Program {
 		settled := p.Settled()
-		p = p.withManualAdmission(n, now).Rebased(now, settled.Rate, settled.Paused, n, s.changeDelay())
-		err = s.updateProgram(ctx, p)
-		if err == nil {
-			s.cache.put(p, now)
-			return p.counters(now), nil
-		}
-		if !errors.Is(err, ErrConflict) {
-			return Counters{}, storeError("admit", err)
-		}
+		return p.withManualAdmission(n, now).Rebased(now, settled.Rate, settled.Paused, n, s.changeDelay())
 	}
-	return Counters{}, errBusy()
+	p, now, _, err := s.changeProgram(ctx, "admit", programID, nil, edit)
+	if err != nil {
+		return Counters{}, err
+	}
+	return p.counters(now), nil
 }
 
-// adminWriteBudget bounds how long an admin change may take to be stored.
-// A change takes effect one program-cache TTL after it is stored at the
-// latest, so that every instance that read the program before has dropped
-// that read; it is scheduled at now + TTL + adminWriteBudget, and its write
-// is abandoned past the budget.
-const adminWriteBudget = time.Second
+// Bounds of an admin change; see the README, "How stale is a position".
+const (
+	// adminDeadline bounds an admin request, waits for a pending change
+	// and optimistic retries included.
+	adminDeadline = 3 * time.Second
+	// adminWriteBudget bounds how long an admin change may take to be
+	// stored; the change is scheduled that much later than the cache TTL.
+	adminWriteBudget = time.Second
+	// adminWriteReserve is the least time before the deadline in which an
+	// admin request still starts a write (more when the store is slow).
+	adminWriteReserve = 500 * time.Millisecond
+	// maxWakeSpread spreads the admin requests that waited for the same
+	// pending change.
+	maxWakeSpread = 300 * time.Millisecond
+	// maxAdminTrials bounds an admin request's optimistic retries.
+	maxAdminTrials = 16
+	// maxConflictBackoff bounds the random pause after a conflict.
+	maxConflictBackoff = 20 * time.Millisecond
+)
 
 // changeDelay is how long after an admin change it takes effect: nothing
 // without a program cache, the cache TTL plus the write budget with one.
@@ -170,62 +156,125 @@ func (s *Service) changeDelay() time.Duration {
 	return s.cache.ttl + adminWriteBudget
 }
 
-// updateProgram stores the admin change p within the write budget. A
-// conflict may be the store's retry of a write whose answer was lost after
-// it was applied: if the program as stored is p's change, it succeeded, and
-// must not be applied a second time.
-func (s *Service) updateProgram(ctx context.Context, p Program) error {
+// changeProgram stores edit(program, now) as one admin change tagged with a
+// fresh change id, retrying on conflicts and first waiting for a pending
+// change to take effect, within adminDeadline. BUSY means the change was
+// not made; STORE_UNAVAILABLE that it may have been. A missing program is
+// created with create, or is PROGRAM_NOT_FOUND if create is nil.
+func (s *Service) changeProgram(ctx context.Context, op, id string, create func(now time.Time) Program, edit func(p Program, now time.Time) Program) (_ Program, now time.Time, created bool, _ error) {
+	deadline := s.clock.Now().Add(adminDeadline)
+	ctx, cancel := context.WithTimeout(ctx, adminDeadline) // the same bound for the store's calls
+	defer cancel()
+	// room is the time a write needs before the deadline: a reserve, more
+	// if the store has answered slowly so far.
+	var slowest time.Duration
+	room := func() time.Duration { return adminWriteReserve + 2*slowest }
+	// timeLeft reports whether a write may still start, on the service's
+	// clock and in the request's real time.
+	timeLeft := func() bool {
+		d, _ := ctx.Deadline()
+		return !s.clock.Now().Add(room()).After(deadline) && time.Until(d) >= room()
+	}
+	change := NewTokenID()
+	for range maxAdminTrials {
+		start := time.Now()
+		p, err := s.store.GetProgram(ctx, id)
+		slowest = max(slowest, time.Since(start))
+		now = s.clock.Now()
+		switch {
+		case err == nil || errors.Is(err, ErrNotFound) && create != nil:
+		case errors.Is(err, ErrNotFound):
+			return Program{}, now, false, errProgramNotFound()
+		case !timeLeft(): // the read ran into the deadline: nothing written
+			return Program{}, now, false, errBusy(time.Second)
+		default:
+			return Program{}, now, false, storeError(op, err)
+		}
+		if p.Pending(now) {
+			// A change is scheduled only once the previous one has taken
+			// effect (every instance must know it before it acts).
+			effective := fromUnixMs(p.Next.AnchorMs)
+			if effective.Add(room()).After(deadline) {
+				return Program{}, now, false, errBusy(effective.Sub(now))
+			}
+			// Those who waited for the same change wake spread out, so
+			// that one makes the next change and the others see it.
+			wake := effective.Add(s.jitter(maxWakeSpread))
+			if wake.Add(room()).After(deadline) {
+				wake = effective
+			}
+			if err := s.clock.Sleep(ctx, wake.Sub(now)); err != nil {
+				return Program{}, now, false, errBusy(time.Second)
+			}
+			continue
+		}
+		if !timeLeft() {
+			return Program{}, now, false, errBusy(time.Second)
+		}
+		start = time.Now()
+		if err != nil { // not found: create it
+			p = create(now).withChange(change)
+			if err = s.createProgram(ctx, p, change); err == nil {
+				s.cache.put(p, now)
+				return p, now, true, nil
+			}
+		} else {
+			p = edit(p, now).withChange(change)
+			if err = s.updateProgram(ctx, p, change); err == nil {
+				s.cache.put(p, now)
+				return p, now, false, nil
+			}
+		}
+		slowest = max(slowest, time.Since(start)/2) // a write and a read
+		if !errors.Is(err, ErrConflict) {
+			return Program{}, now, false, storeError(op, err)
+		}
+		if err := s.clock.Sleep(ctx, s.jitter(maxConflictBackoff)); err != nil {
+			return Program{}, now, false, errBusy(time.Second)
+		}
+	}
+	return Program{}, now, false, errBusy(time.Second)
+}
+
+// createProgram stores the new program p made by admin change change. A
+// conflict is another creation, or this one's own write retried after its
+// answer was lost: then the stored program records change.
+func (s *Service) createProgram(ctx context.Context, p Program, change string) error {
+	return s.checkOwnWrite(ctx, p.ID, change, s.store.CreateProgram(ctx, p))
+}
+
+// updateProgram stores the admin change p within the write budget (the
+// change is scheduled for a write that lands within it).
+func (s *Service) updateProgram(ctx context.Context, p Program, change string) error {
 	wctx, cancel := context.WithTimeout(ctx, adminWriteBudget)
 	defer cancel()
-	err := s.store.UpdateProgram(wctx, p, p.Issued)
+	return s.checkOwnWrite(ctx, p.ID, change, s.store.UpdateProgram(wctx, p, p.Issued))
+}
+
+// checkOwnWrite sorts out a write's conflict: it may be the store's retry
+// of this very write, applied by an earlier attempt whose answer was lost.
+// If the stored program records change, the write succeeded (nil); if it
+// cannot tell, the error is no longer a conflict, so that the change is
+// never applied twice.
+func (s *Service) checkOwnWrite(ctx context.Context, id, change string, err error) error {
 	if !errors.Is(err, ErrConflict) {
 		return err
 	}
-	stored, rerr := s.store.GetProgram(ctx, p.ID)
-	if rerr == nil && sameChange(stored, p) {
+	stored, rerr := s.store.GetProgram(ctx, id)
+	switch {
+	case rerr != nil:
+		return fmt.Errorf("a conflict, and reading whether the write was applied failed: %w", rerr)
+	case stored.hasChange(change):
 		return nil
 	}
 	return err
 }
 
-// sameChange reports whether stored carries the admin change p made: the
-// same version and the same settings and admission state (tickets issued
-// since may have moved Issued and DrainAtMs).
-func sameChange(stored, p Program) bool {
-	stored.Issued, stored.DrainAtMs = p.Issued, p.DrainAtMs
-	return stored.Version == p.Version && stored.Equal(p)
-}
-
-// awaitPending sleeps until p's pending change (if any) has taken effect,
-// so that a new change can be scheduled after it; the caller then reads the
-// program again. A change is pending for at most the program cache TTL.
-func (s *Service) awaitPending(ctx context.Context, p Program, now time.Time) error {
-	if !p.Pending(now) {
-		return nil
-	}
-	wait := p.NextAt.Sub(now)
-	if wait > maxPendingWait || s.cache.ttl <= 0 {
-		return errBusy()
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return errBusy()
-	case <-t.C:
-		return nil
-	}
-}
-
-// maxPendingWait bounds how long an admin request waits for the previous
-// change to take effect before answering BUSY.
-const maxPendingWait = 3 * time.Second
-
 func (p Program) apply(set Settings, now time.Time, delay time.Duration) Program {
 	settled := p.Settled()
 	rate, paused := settled.Rate, settled.Paused
 	if set.AdmissionRatePerSecond != nil {
-		rate = *set.AdmissionRatePerSecond
+		rate, _ = NewRate(*set.AdmissionRatePerSecond) // validated
 	}
 	if set.Paused != nil {
 		paused = *set.Paused
@@ -250,7 +299,7 @@ func (p Program) counters(now time.Time) Counters {
 		Issued:          p.Issued,
 		Admitted:        admitted,
 		Waiting:         p.Issued - admitted,
-		Rate:            settled.Rate,
+		Rate:            settled.Rate.PerSecond(),
 		Paused:          settled.Paused,
 		AdmissionWindow: p.AdmissionWindow,
 		CreatedAt:       p.CreatedAt,
@@ -258,11 +307,15 @@ func (p Program) counters(now time.Time) Counters {
 		Closed:          p.Closed,
 	}
 	if p.Pending(now) {
-		c.EffectiveAt = p.NextAt
+		c.EffectiveAt = fromUnixMs(p.Next.AnchorMs)
 	}
 	return c
 }
 
-func errBusy() error {
-	return Errorf(KindUnavailable, CodeBusy, "The program is being changed concurrently; retry.")
+// errBusy is the answer to an admin change that could not be made within
+// adminDeadline; retry after retry.
+func errBusy(retry time.Duration) error {
+	e := Errorf(KindUnavailable, CodeBusy, "The program is being changed concurrently; retry.")
+	e.RetryAfter = max(retry, time.Millisecond)
+	return e
 }

@@ -8,20 +8,37 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 )
 
+// randomRate is an admission rate from the whole range, most often a
+// handful per second, sometimes one whose ticket time is not a whole
+// number of nanoseconds or milliseconds, sometimes an extreme.
+func randomRate(rng *rand.Rand) queue.Rate {
+	switch rng.IntN(8) {
+	case 0:
+		return queue.Rate(1 + rng.IntN(999)) // under one per second
+	case 1:
+		return queue.Rate(1 + rng.Int64N(int64(100_000*queue.OnePerSecond))) // anything
+	case 2:
+		return queue.Rate(3 * (1 + rng.IntN(10)) * int(queue.OnePerSecond) / 7) // awkward fractions
+	default:
+		return queue.Rate(1+rng.IntN(30)) * queue.OnePerSecond
+	}
+}
+
 // TestCachedViewsAgree is the property that makes a per-instance program
 // cache safe: whatever mix of tickets, re-anchors and admin changes
 // happens, an instance that read the program at l and reuses it until
 // CacheableUntil(l, ttl) computes, at every instant, the same serving
 // counter as an instance that reads the program fresh. So positions never
 // go backwards when a client's polls land on different instances, and no
-// instance admits a ticket the others do not.
+// instance admits a ticket the others do not. A fresh read's counter
+// never goes down either.
 func TestCachedViewsAgree(t *testing.T) {
 	const ttl = time.Second
-	for seed := range uint64(16) {
+	for seed := range uint64(32) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		// history[i] is the program as stored from at[i] on.
 		p := queue.Program{ID: "p", Issued: 0}
-		p = p.Rebased(t0, float64(1+rng.IntN(20)), rng.IntN(4) == 0, 0, 0)
+		p = p.Rebased(t0, randomRate(rng), rng.IntN(4) == 0, 0, 0)
 		history := []queue.Program{p}
 		at := []time.Time{t0}
 		now := t0
@@ -33,15 +50,16 @@ func TestCachedViewsAgree(t *testing.T) {
 					p = p.WithTicketIssued(now)
 				}
 			case !p.Pending(now): // an admin change, once the previous took effect
+				settled := p.Settled()
 				switch rng.IntN(4) {
 				case 0:
-					p = p.Rebased(now, p.Settled().Rate, true, 0, ttl)
+					p = p.Rebased(now, settled.Rate, true, 0, ttl)
 				case 1:
-					p = p.Rebased(now, float64(1+rng.IntN(30)), false, 0, ttl)
+					p = p.Rebased(now, randomRate(rng), false, 0, ttl)
 				case 2:
-					p = p.Rebased(now, p.Settled().Rate, p.Settled().Paused, int64(1+rng.IntN(20)), ttl)
+					p = p.Rebased(now, settled.Rate, settled.Paused, int64(1+rng.IntN(20)), ttl)
 				default:
-					p = p.Rebased(now, 0.5, false, 0, ttl)
+					p = p.Rebased(now, 0, false, 0, ttl)
 				}
 			}
 			history = append(history, p)
@@ -73,6 +91,48 @@ func TestCachedViewsAgree(t *testing.T) {
 				}
 			}
 		}
+		for when, prev := t0, int64(0); when.Before(now); when = when.Add(3 * time.Millisecond) {
+			s := stored(when).Serving(when)
+			if s < prev {
+				t.Fatalf("seed %d: the serving counter went down at +%v: %d after %d", seed, when.Sub(t0), s, prev)
+			}
+			prev = s
+		}
+	}
+}
+
+// TestNoIdleCredit: with changes that act at once, a ticket is never
+// admitted at the instant it is handed out, however long the queue sat
+// empty before; and the stored drain instant is never before the exact one
+// and late by less than a nanosecond per ticket since the counter was last
+// anchored.
+func TestNoIdleCredit(t *testing.T) {
+	for seed := range uint64(64) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		p := queue.Program{ID: "p"}.Rebased(t0, randomRate(rng), false, 0, 0)
+		now := t0
+		for range 2000 {
+			switch op := rng.IntN(20); {
+			case op == 0:
+				now = now.Add(time.Duration(rng.Int64N(int64(time.Hour))))
+			case op == 1:
+				p = p.Rebased(now, randomRate(rng), rng.IntN(5) == 0, int64(rng.IntN(3)), 0)
+			case op < 10:
+				now = now.Add(time.Duration(rng.IntN(50)) * time.Millisecond)
+			default:
+				p = p.WithTicketIssued(now)
+				if p.Current.Advancing() && p.Admits(p.Issued, now) {
+					t.Fatalf("seed %d: ticket %d admitted the instant it was issued: %+v", seed, p.Issued, p)
+				}
+			}
+			if p.Current.Advancing() {
+				exact := p.Current.DrainAtNs(p.Issued)
+				if late := p.DrainAtNs - exact; late < 0 || late > max(p.Issued-p.Current.Base, 0) {
+					t.Fatalf("seed %d: DrainAtNs %d is %d ns after the exact %d, want within [0, %d]: %+v",
+						seed, p.DrainAtNs, late, exact, p.Issued-p.Current.Base, p)
+				}
+			}
+		}
 	}
 }
 
@@ -81,8 +141,8 @@ func TestCachedViewsAgree(t *testing.T) {
 func TestScheduledChange(t *testing.T) {
 	p := program(1000, 100, 10, false)
 	at := t0.Add(10 * time.Second) // serving 200
-	q := p.Rebased(at, 10, true, 0, time.Second)
-	if !q.Pending(at) || !q.NextAt.Equal(at.Add(time.Second)) {
+	q := p.Rebased(at, rate(10), true, 0, time.Second)
+	if !q.Pending(at) || q.Next.AnchorMs != at.Add(time.Second).UnixMilli() {
 		t.Fatalf("pause not scheduled one TTL later: %+v", q)
 	}
 	if got := q.Serving(at.Add(500 * time.Millisecond)); got != 205 {
@@ -94,7 +154,7 @@ func TestScheduledChange(t *testing.T) {
 	if s := q.Settled(); !s.Paused {
 		t.Errorf("settled segment not paused: %+v", s)
 	}
-	admit := p.Rebased(at, 10, false, 50, time.Second)
+	admit := p.Rebased(at, rate(10), false, 50, time.Second)
 	if got := admit.Serving(at.Add(999 * time.Millisecond)); got != 209 {
 		t.Errorf("admission before it takes effect: %d, want 209", got)
 	}

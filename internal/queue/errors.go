@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies an Error; the HTTP layer maps each kind to one status in a
@@ -30,6 +31,9 @@ type Error struct {
 	Code    string // e.g. "PROGRAM_NOT_FOUND"
 	Message string // safe for clients
 	Err     error  // cause, for logs only
+	// RetryAfter is when a KindUnavailable error is worth retrying, when
+	// the service knows; 0 leaves it to the caller.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

@@ -1,8 +1,11 @@
 package queue_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/queue"
 )
@@ -10,10 +13,19 @@ import (
 var t0 = time.Date(2026, 5, 19, 10, 0, 0, 0, time.UTC)
 
 // program returns a program with issued tickets, base admitted at t0,
-// admitting at rate.
-func program(issued, base int64, rate float64, paused bool) queue.Program {
+// admitting perSecond people per second.
+func program(issued, base int64, perSecond float64, paused bool) queue.Program {
 	p := queue.Program{ID: "p", Issued: issued}
-	return p.Rebased(t0, rate, paused, base, 0)
+	return p.Rebased(t0, rate(perSecond), paused, base, 0)
+}
+
+// rate is perSecond as a Rate; it panics if perSecond is not one.
+func rate(perSecond float64) queue.Rate {
+	r, ok := queue.NewRate(perSecond)
+	if !ok {
+		panic(fmt.Sprintf("rate %g is not a valid admission rate", perSecond))
+	}
+	return r
 }
 
 func TestServing(t *testing.T) {
@@ -83,16 +95,17 @@ func TestIdleCreditDoesNotPileUp(t *testing.T) {
 func TestWithTicketIssuedWhileBusyKeepsAnchor(t *testing.T) {
 	p := program(100, 0, 10, false) // drains at t0+10s
 	q := p.WithTicketIssued(t0.Add(5 * time.Second))
-	if q.Issued != 101 || q.Anchor != p.Anchor || q.Base != p.Base || q.Version != p.Version {
-		t.Errorf("busy queue: got issued %d anchor %v base %d version %d; want 101 and the old anchor", q.Issued, q.Anchor, q.Base, q.Version)
-	}
-	if got, want := q.DrainAtMs-p.DrainAtMs, 100.0; got != want {
-		t.Errorf("drain moved by %v ms, want %v", got, want)
+	want := p
+	want.Issued, want.DrainAtNs = 101, p.DrainAtNs+100*int64(time.Millisecond)
+	if d := cmp.Diff(want, q); d != "" {
+		t.Errorf("busy queue: only Issued and DrainAtNs (by 100 ms) move (-want +got):\n%s", d)
 	}
 	// Paused: only the counter of tickets moves.
 	paused := program(100, 0, 10, true)
-	if q := paused.WithTicketIssued(t0.Add(time.Hour)); q.Issued != 101 || q.Base != 0 || q.Anchor != paused.Anchor {
-		t.Errorf("paused: %+v", q)
+	want = paused
+	want.Issued = 101
+	if d := cmp.Diff(want, paused.WithTicketIssued(t0.Add(time.Hour))); d != "" {
+		t.Errorf("paused (-want +got):\n%s", d)
 	}
 }
 
@@ -101,7 +114,7 @@ func TestRebased(t *testing.T) {
 	at := t0.Add(10 * time.Second) // serving 200
 	tests := []struct {
 		name        string
-		rate        float64
+		rate        float64 // per second
 		paused      bool
 		admit       int64
 		wantNow     int64
@@ -116,7 +129,7 @@ func TestRebased(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := p.Rebased(at, tt.rate, tt.paused, tt.admit, 0)
+			q := p.Rebased(at, rate(tt.rate), tt.paused, tt.admit, 0)
 			if got := q.Serving(at); got != tt.wantNow {
 				t.Errorf("serving at change = %d, want %d", got, tt.wantNow)
 			}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/polling"
 )
 
@@ -16,7 +17,7 @@ type Service struct {
 	store    Store
 	policy   polling.Policy
 	policies map[string]polling.Policy
-	now      func() time.Time
+	clock    clock.Clock
 	rng      *rand.Rand
 	cache    programCache
 }
@@ -24,8 +25,9 @@ type Service struct {
 // Option configures a Service.
 type Option func(*Service)
 
-// WithClock replaces time.Now (tests and simulations).
-func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+// WithClock replaces the real clock, for reading the time and for every
+// wait (tests and simulations).
+func WithClock(c clock.Clock) Option { return func(s *Service) { s.clock = c } }
 
 // WithRand makes jitter come from rng instead of the runtime's lock-free
 // per-thread source. A *rand.Rand is not safe for concurrent use: only for
@@ -48,6 +50,18 @@ func WithPolicies(named map[string]polling.Policy) Option {
 	return func(s *Service) { s.policies = named }
 }
 
+// jitter returns a uniform random duration in [0, d), from the service's
+// rng if it has one.
+func (s *Service) jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	if s.rng != nil {
+		return time.Duration(s.rng.Int64N(int64(d)))
+	}
+	return time.Duration(rand.Int64N(int64(d)))
+}
+
 // policyOf is the polling policy of p.
 func (s *Service) policyOf(p Program) polling.Policy {
 	if pol, ok := s.policies[p.Policy]; ok && p.Policy != "" {
@@ -59,7 +73,7 @@ func (s *Service) policyOf(p Program) polling.Policy {
 // NewService returns a Service over store that answers retry delays with
 // policy.
 func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
-	s := &Service{store: store, policy: policy, now: time.Now}
+	s := &Service{store: store, policy: policy, clock: clock.Real{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -87,7 +101,7 @@ func (s *Service) Enter(ctx context.Context, programID, existing string) (v View
 		}
 		// Unknown, foreign, left or expired: a fresh place.
 	}
-	now := s.now()
+	now := s.clock.Now()
 	p, err := s.store.IssueTicket(ctx, programID, now)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -135,7 +149,7 @@ func (s *Service) Poll(ctx context.Context, programID, tokenID string) (View, er
 	if err != nil {
 		return View{}, err
 	}
-	now := s.now()
+	now := s.clock.Now()
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
 		p, err := s.program(ctx, programID, now)
 		if err != nil {
@@ -153,7 +167,7 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 	if err != nil {
 		return err
 	}
-	now := s.now()
+	now := s.clock.Now()
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
 		p, err := s.program(ctx, programID, now)
 		if err != nil {
@@ -203,6 +217,7 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 			sit := p.Situation(t.Ticket, now)
 			return View{
 				TokenID:       t.ID,
+				Ticket:        t.Ticket,
 				Status:        StatusWaiting,
 				IssuedAt:      t.IssuedAt,
 				Position:      sit.Position,
@@ -215,7 +230,7 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 			return View{}, err
 		}
 	}
-	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt}
+	v := View{TokenID: t.ID, Ticket: t.Ticket, IssuedAt: t.IssuedAt}
 	switch {
 	case !t.LeftAt.IsZero():
 		v.Status, v.LeftAt = StatusLeft, t.LeftAt

@@ -8,28 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// clock is a settable clock for the service.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func newService(t *testing.T, opts ...queue.Option) (*queue.Service, *clock) {
+func newService(t *testing.T, opts ...queue.Option) (*queue.Service, *clock.Fake) {
 	t.Helper()
-	c := &clock{now: t0}
-	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), append([]queue.Option{queue.WithClock(c.Now)}, opts...)...)
+	c := clock.NewFake(t0)
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), append([]queue.Option{queue.WithClock(c)}, opts...)...)
 	return svc, c
 }
 
@@ -146,10 +134,10 @@ func TestEnterErrors(t *testing.T) {
 // was stored has expired.
 func TestInstancesAgree(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{now: t0}
+	c := clock.NewFake(t0)
 	store := memstore.New()
-	cached := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c.Now), queue.WithProgramCache(time.Second))
-	admin := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c.Now), queue.WithProgramCache(time.Second))
+	cached := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))
+	admin := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))
 	mustPut(t, admin, "gala", 1, true)
 	w, _, _ := admin.Enter(ctx, "gala", "")
 	if v, err := cached.Poll(ctx, "gala", w.TokenID); err != nil || v.Position != 1 { // fills the cache
@@ -223,6 +211,8 @@ func TestAdminValidation(t *testing.T) {
 	}{
 		{"NegativeRate", queue.Settings{AdmissionRatePerSecond: ptr(-1.0)}},
 		{"HugeRate", queue.Settings{AdmissionRatePerSecond: ptr(1e9)}},
+		{"TinyRate", queue.Settings{AdmissionRatePerSecond: ptr(0.0001)}},
+		{"RateFinerThanAThousandth", queue.Settings{AdmissionRatePerSecond: ptr(2.0005)}},
 		{"ShortWindow", queue.Settings{AdmissionWindow: ptr(time.Second)}},
 		{"LongWindow", queue.Settings{AdmissionWindow: ptr(48 * time.Hour)}},
 	}

@@ -21,9 +21,9 @@ func TestAdmissionTime(t *testing.T) {
 		{"AlreadyAdmitted", p, 90, t0.Add(time.Second), time.Second},
 		{"FractionalRate", program(1000, 0, 3, false), 1, t0, 334 * time.Millisecond},
 		{"Paused", program(1000, 100, 10, true), 150, t0, -1},
-		{"PauseScheduledBefore", p.Rebased(t0, 10, true, 0, time.Second), 150, t0, -1},
-		{"PauseScheduledAfter", p.Rebased(t0, 10, true, 0, time.Second), 105, t0, 500 * time.Millisecond},
-		{"SpeedUpScheduled", p.Rebased(t0, 20, false, 0, time.Second), 150, t0, 3 * time.Second},
+		{"PauseScheduledBefore", p.Rebased(t0, rate(10), true, 0, time.Second), 150, t0, -1},
+		{"PauseScheduledAfter", p.Rebased(t0, rate(10), true, 0, time.Second), 105, t0, 500 * time.Millisecond},
+		{"SpeedUpScheduled", p.Rebased(t0, rate(20), false, 0, time.Second), 150, t0, 3 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -45,6 +45,7 @@ func NewTokenID() string {
 // View is what a client is told about its token.
 type View struct {
 	TokenID  string
+	Ticket   int64
 	Status   Status
 	IssuedAt time.Time
 	// Position is ticket − serving counter; set only while WAITING.

@@ -79,7 +79,7 @@ type Rule struct {
 	// operation.
 	Op string
 	// BodyContains, if set, matches only requests whose JSON body contains
-	// it, e.g. "#issued" for the ticket counter's UpdateItem.
+	// it, e.g. `"issued"` for the UpdateItems that name the ticket counter.
 	BodyContains string
 	// Skip lets the first Skip matching requests through untouched.
 	Skip int

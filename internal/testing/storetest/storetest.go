@@ -11,11 +11,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/example/waitingroom/internal/queue"
 )
@@ -49,7 +51,17 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
-func unixMs(t time.Time) float64 { return float64(t.UnixMilli()) }
+// unixNs is t in Unix nanoseconds, as Program.DrainAtNs keeps it.
+func unixNs(t time.Time) int64 { return t.UnixNano() }
+
+// perSecond is n people per second.
+func perSecond(n float64) queue.Rate {
+	r, ok := queue.NewRate(n)
+	if !ok {
+		panic(fmt.Sprintf("storetest: %g is not an admission rate", n))
+	}
+	return r
+}
 
 // program is an advancing program in mid-flight: 40 tickets issued, the
 // counter at 12 from t0+1.5 s at 2.5 per second, so the queue drains 28
@@ -61,83 +73,24 @@ func program(id string) queue.Program {
 		CreatedAt:       t0,
 		Version:         3,
 		Issued:          40,
-		Rate:            2.5,
-		Base:            12,
-		Anchor:          anchor,
-		DrainAtMs:       unixMs(anchor) + 28*400,
+		Current:         queue.Segment{AnchorMs: anchor.UnixMilli(), Base: 12, Rate: perSecond(2.5)},
+		DrainAtNs:       unixNs(anchor.Add(28 * ms(400))),
 		AdmissionWindow: 10 * time.Minute,
+		Changes:         []string{"change-3", "change-2"},
 	}
 }
 
-// programDiff lists the fields in which got differs from want; DrainAtMs
-// within 1e-3 ms, as a store may add in decimal rather than binary.
-func programDiff(got, want queue.Program) []string {
-	var d []string
-	add := func(field string, g, w any) { d = append(d, fmt.Sprintf("%s = %v, want %v", field, g, w)) }
-	if got.ID != want.ID {
-		add("ID", got.ID, want.ID)
-	}
-	if !got.CreatedAt.Equal(want.CreatedAt) {
-		add("CreatedAt", got.CreatedAt, want.CreatedAt)
-	}
-	if got.Version != want.Version {
-		add("Version", got.Version, want.Version)
-	}
-	if got.Issued != want.Issued {
-		add("Issued", got.Issued, want.Issued)
-	}
-	if got.Rate != want.Rate {
-		add("Rate", got.Rate, want.Rate)
-	}
-	if got.Paused != want.Paused {
-		add("Paused", got.Paused, want.Paused)
-	}
-	if got.Base != want.Base {
-		add("Base", got.Base, want.Base)
-	}
-	if !got.Anchor.Equal(want.Anchor) {
-		add("Anchor", got.Anchor, want.Anchor)
-	}
-	if !got.NextAt.Equal(want.NextAt) {
-		add("NextAt", got.NextAt, want.NextAt)
-	}
-	if got.NextBase != want.NextBase {
-		add("NextBase", got.NextBase, want.NextBase)
-	}
-	if got.NextRate != want.NextRate {
-		add("NextRate", got.NextRate, want.NextRate)
-	}
-	if got.NextPaused != want.NextPaused {
-		add("NextPaused", got.NextPaused, want.NextPaused)
-	}
-	if got.Policy != want.Policy {
-		add("Policy", got.Policy, want.Policy)
-	}
-	if got.Closed != want.Closed {
-		add("Closed", got.Closed, want.Closed)
-	}
-	if math.Abs(got.ManualRate-want.ManualRate) > 1e-9 {
-		add("ManualRate", got.ManualRate, want.ManualRate)
-	}
-	if !got.LastAdmitAt.Equal(want.LastAdmitAt) {
-		add("LastAdmitAt", got.LastAdmitAt, want.LastAdmitAt)
-	}
-	if got.LastAdmitGap != want.LastAdmitGap {
-		add("LastAdmitGap", got.LastAdmitGap, want.LastAdmitGap)
-	}
-	if math.Abs(got.DrainAtMs-want.DrainAtMs) > 1e-3 || math.IsNaN(got.DrainAtMs) {
-		add("DrainAtMs", fmt.Sprintf("%.6f", got.DrainAtMs), fmt.Sprintf("%.6f", want.DrainAtMs))
-	}
-	if got.AdmissionWindow != want.AdmissionWindow {
-		add("AdmissionWindow", got.AdmissionWindow, want.AdmissionWindow)
-	}
-	return d
+// programDiff describes how got differs from want, "" if it does not. Every
+// field counts; times are compared as instants, and an empty Changes list
+// equals a missing one.
+func programDiff(want, got queue.Program) string {
+	return cmp.Diff(want, got, cmpopts.EquateEmpty())
 }
 
 func checkProgram(t *testing.T, what string, got, want queue.Program) {
 	t.Helper()
-	if d := programDiff(got, want); len(d) > 0 {
-		t.Errorf("%s: %q", what, d)
+	if d := programDiff(want, got); d != "" {
+		t.Errorf("%s (-want +got):\n%s", what, d)
 	}
 }
 
@@ -161,15 +114,20 @@ func checkErr(t *testing.T, what string, got, want error) {
 func testProgram(t *testing.T, s queue.Store) {
 	ctx := t.Context()
 	fractional := program("fractional")
-	fractional.Rate = 1.0 / 3
-	fractional.DrainAtMs = unixMs(fractional.Anchor) + 1234.5678
+	fractional.Current.Rate = perSecond(0.333)
+	fractional.DrainAtNs = unixNs(t0) + 1_234_567_891
 	paused := program("paused")
-	paused.Paused = true
+	paused.Current.Paused = true
 	stopped := program("rate-zero")
-	stopped.Rate = 0
-	fresh := queue.Program{ID: "fresh", CreatedAt: t0, Version: 1, Rate: queue.DefaultAdmissionRate, Anchor: t0, DrainAtMs: unixMs(t0), AdmissionWindow: queue.DefaultAdmissionWindow}
+	stopped.Current.Rate = 0
+	scheduled := program("scheduled")
+	scheduled.Next = queue.Segment{AnchorMs: t0.Add(ms(3_000)).UnixMilli(), Base: 15, Rate: perSecond(100_000), Paused: true}
+	manual := program("manual")
+	manual.Policy, manual.Closed, manual.ManualRate = "eta", true, perSecond(0.125)
+	manual.LastAdmitAt, manual.LastAdmitGap = t0.Add(ms(8_000)), ms(1_500)
+	fresh := queue.Program{ID: "fresh", CreatedAt: t0, Version: 1, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate}, DrainAtNs: unixNs(t0), AdmissionWindow: queue.DefaultAdmissionWindow}
 
-	for _, p := range []queue.Program{program("mid-flight"), fractional, paused, stopped, fresh} {
+	for _, p := range []queue.Program{program("mid-flight"), fractional, paused, stopped, scheduled, manual, fresh} {
 		t.Run("OK "+p.ID, func(t *testing.T) {
 			if err := s.CreateProgram(ctx, p); err != nil {
 				t.Fatalf("CreateProgram: %v", err)
@@ -184,7 +142,7 @@ func testProgram(t *testing.T, s queue.Store) {
 			t.Fatalf("CreateProgram: %v", err)
 		}
 		second := first
-		second.Issued, second.Version, second.Rate = 0, 1, 7
+		second.Issued, second.Version, second.Current.Rate = 0, 1, perSecond(7)
 		checkErr(t, "second CreateProgram", s.CreateProgram(ctx, second), queue.ErrConflict)
 		checkStoredProgram(t, s, first)
 	})
@@ -220,12 +178,13 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			}
 			upd := orig
 			upd.Version = tc.version
-			upd.Rate, upd.Paused, upd.Base = 4, true, 30
-			upd.Anchor = t0.Add(ms(9_999))
-			upd.DrainAtMs = unixMs(upd.Anchor)
+			upd.Current = queue.Segment{AnchorMs: t0.Add(ms(9_999)).UnixMilli(), Base: 30, Rate: perSecond(4), Paused: true}
+			upd.Next = queue.Segment{AnchorMs: t0.Add(ms(11_000)).UnixMilli(), Base: 31, Rate: perSecond(0.001)}
+			upd.DrainAtNs = unixNs(t0.Add(ms(9_999))) + 123
 			upd.AdmissionWindow = 3 * time.Minute
-			upd.Policy, upd.ManualRate, upd.Closed = "eta", 2.75, true
+			upd.Policy, upd.ManualRate, upd.Closed = "eta", perSecond(2.75), true
 			upd.LastAdmitAt, upd.LastAdmitGap = t0.Add(ms(8_000)), ms(1_500)
+			upd.Changes = append([]string{"change-4"}, orig.Changes...)
 			// Fields UpdateProgram must leave alone.
 			upd.Issued, upd.CreatedAt = 999, t0.Add(time.Hour)
 
@@ -251,20 +210,20 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 	for i, tc := range []struct {
 		name         string
 		pausedBefore bool
-		rate         float64
+		rate         queue.Rate
 		paused       bool
 		admit        int64
 	}{
-		{name: "IssueTicket follows pause", rate: 2.5, paused: true},
-		{name: "IssueTicket follows resume", pausedBefore: true, rate: 7},
-		{name: "IssueTicket follows rate", rate: 3},
+		{name: "IssueTicket follows pause", rate: perSecond(2.5), paused: true},
+		{name: "IssueTicket follows resume", pausedBefore: true, rate: perSecond(7)},
+		{name: "IssueTicket follows rate", rate: perSecond(3)},
 		{name: "IssueTicket follows rate zero", rate: 0},
-		{name: "IssueTicket follows admission", rate: 2.5, admit: 100},
+		{name: "IssueTicket follows admission", rate: perSecond(2.5), admit: 100},
 	} {
 		for _, delay := range []time.Duration{0, time.Second} {
 			t.Run(fmt.Sprintf("%s delay %v", tc.name, delay), func(t *testing.T) {
 				orig := program(fmt.Sprintf("follow-%d-%d", i, delay.Milliseconds()))
-				orig.Paused = tc.pausedBefore
+				orig.Current.Paused = tc.pausedBefore
 				if err := s.CreateProgram(ctx, orig); err != nil {
 					t.Fatalf("CreateProgram: %v", err)
 				}
@@ -293,22 +252,37 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 	// now is not on a millisecond: stores truncate it as WithTicketIssued
 	// does.
 	now := t0.Add(ms(10_345) + 678*time.Microsecond)
-	nowMs := unixMs(now)
+	nowNs := unixNs(now.Truncate(time.Millisecond))
 	for i, tc := range []struct {
 		name string
 		edit func(p *queue.Program)
 	}{
-		{"paused, drain time past", func(p *queue.Program) { p.Paused, p.DrainAtMs = true, nowMs-5000 }},
-		{"paused, drain time ahead", func(p *queue.Program) { p.Paused, p.DrainAtMs = true, nowMs+5000 }},
-		{"advancing busy queue", func(p *queue.Program) { p.Rate, p.DrainAtMs = 4, nowMs+2500.25 }},
-		{"advancing, drains in half a ms", func(p *queue.Program) { p.DrainAtMs = nowMs + 0.5 }},
-		{"advancing, drained exactly now", func(p *queue.Program) { p.DrainAtMs = nowMs }},
-		{"drained queue re-anchors", func(p *queue.Program) { p.DrainAtMs = nowMs - 1000 }},
-		{"drained, fractional time per ticket", func(p *queue.Program) { p.Rate, p.DrainAtMs = 3, nowMs-333.3333333333333 }},
-		{"busy, fractional time per ticket", func(p *queue.Program) { p.Rate, p.DrainAtMs = 7, nowMs+1e6/7 }},
-		{"rate 0", func(p *queue.Program) { p.Rate, p.DrainAtMs = 0, nowMs-1000 }},
+		{"paused, drain time past", func(p *queue.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs-5e9 }},
+		{"paused, drain time ahead", func(p *queue.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs+5e9 }},
+		{"advancing busy queue", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(4), nowNs+2_500_250_000 }},
+		{"advancing, drains in half a ms", func(p *queue.Program) { p.DrainAtNs = nowNs + 500_000 }},
+		{"advancing, drains in a ns", func(p *queue.Program) { p.DrainAtNs = nowNs + 1 }},
+		{"advancing, drained exactly now", func(p *queue.Program) { p.DrainAtNs = nowNs }},
+		{"drained queue re-anchors", func(p *queue.Program) { p.DrainAtNs = nowNs - 1e9 }},
+		{"drained, fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(3), nowNs-333_333_334 }},
+		{"busy, fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(7), nowNs+142_857_143_000 }},
+		{"slowest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 1, nowNs-1 }},
+		{"fastest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(100_000), nowNs+10_000 }},
+		{"rate 0", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 0, nowNs-1e9 }},
+		{"change pending", func(p *queue.Program) {
+			p.Next = queue.Segment{AnchorMs: now.Add(time.Minute).UnixMilli(), Base: 20, Rate: perSecond(5)}
+			p.DrainAtNs = nowNs - 1e9
+		}},
+		{"change due, drained", func(p *queue.Program) {
+			p.Next = queue.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5)}
+			p.DrainAtNs = nowNs - 1e9
+		}},
+		{"change due to a pause, drained", func(p *queue.Program) {
+			p.Next = queue.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5), Paused: true}
+			p.DrainAtNs = nowNs - 1e9
+		}},
 		{"fresh program", func(p *queue.Program) {
-			*p = queue.Program{ID: p.ID, CreatedAt: t0, Version: 1, Rate: queue.DefaultAdmissionRate, Anchor: t0, DrainAtMs: unixMs(t0), AdmissionWindow: queue.DefaultAdmissionWindow}
+			*p = queue.Program{ID: p.ID, CreatedAt: t0, Version: 1, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate}, DrainAtNs: unixNs(t0), AdmissionWindow: queue.DefaultAdmissionWindow}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -345,6 +319,7 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 		t.Run(fmt.Sprintf("ErrClosed at %v", at.Sub(now)), func(t *testing.T) {
 			p := program(fmt.Sprintf("closed-%d", at.Sub(now).Milliseconds()))
 			p.Closed = true
+			p.DrainAtNs = nowNs - 1e9 // drained: the re-anchoring write must refuse it too
 			if err := s.CreateProgram(ctx, p); err != nil {
 				t.Fatalf("CreateProgram: %v", err)
 			}
@@ -394,19 +369,19 @@ func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
 		p, want queue.Program
 	}{
 		{
-			// Every call extends drainAtMs.
+			// Every call extends DrainAtNs.
 			name: "busy queue",
 			n:    concurrentTickets,
-			p:    queue.Program{ID: "busy", CreatedAt: t0, Version: 2, Rate: 1, Anchor: t0, DrainAtMs: unixMs(t0) + 1e9, AdmissionWindow: time.Minute},
-			want: queue.Program{ID: "busy", CreatedAt: t0, Version: 2, Issued: concurrentTickets, Rate: 1, Anchor: t0, DrainAtMs: unixMs(t0) + 1e9 + concurrentTickets*1000, AdmissionWindow: time.Minute},
+			p:    queue.Program{ID: "busy", CreatedAt: t0, Version: 2, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15, AdmissionWindow: time.Minute},
+			want: queue.Program{ID: "busy", CreatedAt: t0, Version: 2, Issued: concurrentTickets, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15 + concurrentTickets*1e9, AdmissionWindow: time.Minute},
 		},
 		{
 			// Every call finds the queue drained at the same now; exactly
 			// one re-anchors it, the others then find it busy.
 			name: "drained queue",
 			n:    concurrentReanchors,
-			p:    queue.Program{ID: "drained", CreatedAt: t0, Version: 2, Issued: 7, Rate: 1000, Base: 7, Anchor: t0, DrainAtMs: unixMs(now) - 10, AdmissionWindow: time.Minute},
-			want: queue.Program{ID: "drained", CreatedAt: t0, Version: 3, Issued: 7 + concurrentReanchors, Rate: 1000, Base: 7, Anchor: now, DrainAtMs: unixMs(now) + concurrentReanchors, AdmissionWindow: time.Minute},
+			p:    queue.Program{ID: "drained", CreatedAt: t0, Version: 2, Issued: 7, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: unixNs(now) - 10e6, AdmissionWindow: time.Minute},
+			want: queue.Program{ID: "drained", CreatedAt: t0, Version: 3, Issued: 7 + concurrentReanchors, Current: queue.Segment{AnchorMs: now.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: unixNs(now) + concurrentReanchors*1e6, AdmissionWindow: time.Minute},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -435,43 +410,24 @@ func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
 	}
 }
 
-// tokenDiff lists the fields in which got differs from want. ExpiresAt may
-// be rounded up to the second.
-func tokenDiff(got, want queue.Token) []string {
-	var d []string
-	add := func(field string, g, w any) { d = append(d, fmt.Sprintf("%s = %v, want %v", field, g, w)) }
-	if got.ID != want.ID {
-		add("ID", got.ID, want.ID)
-	}
-	if got.ProgramID != want.ProgramID {
-		add("ProgramID", got.ProgramID, want.ProgramID)
-	}
-	if got.Ticket != want.Ticket {
-		add("Ticket", got.Ticket, want.Ticket)
-	}
-	for _, f := range []struct {
-		name      string
-		got, want time.Time
-	}{
-		{"IssuedAt", got.IssuedAt, want.IssuedAt},
-		{"AdmittedAt", got.AdmittedAt, want.AdmittedAt},
-		{"AdmissionExpiresAt", got.AdmissionExpiresAt, want.AdmissionExpiresAt},
-		{"LeftAt", got.LeftAt, want.LeftAt},
-	} {
-		if !f.got.Equal(f.want) || f.got.IsZero() != f.want.IsZero() {
-			add(f.name, f.got, f.want)
-		}
-	}
-	if g, w := got.ExpiresAt, want.ExpiresAt; g.IsZero() != w.IsZero() || g.Before(w) || !g.Before(w.Add(time.Second)) && !w.IsZero() {
-		add("ExpiresAt", g, fmt.Sprintf("%v (or up to 1s later)", w))
-	}
-	return d
+// tokenDiff describes how got differs from want, "" if it does not. Every
+// field counts, times as instants; got's ExpiresAt may be rounded up to the
+// second (a zero one stays zero).
+func tokenDiff(want, got queue.Token) string {
+	ttl := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".ExpiresAt" },
+		cmp.Comparer(func(w, g time.Time) bool {
+			if w.After(g) { // the comparer must be symmetric: w is the earlier
+				w, g = g, w
+			}
+			return w.IsZero() == g.IsZero() && !g.Before(w) && g.Before(w.Add(time.Second)) && g.Equal(g.Truncate(time.Second)) || w.Equal(g)
+		}))
+	return cmp.Diff(want, got, ttl)
 }
 
 func checkToken(t *testing.T, what string, got, want queue.Token) {
 	t.Helper()
-	if d := tokenDiff(got, want); len(d) > 0 {
-		t.Errorf("%s: %q", what, d)
+	if d := tokenDiff(want, got); d != "" {
+		t.Errorf("%s (-want +got):\n%s", what, d)
 	}
 }
 
@@ -670,17 +626,17 @@ func testMarkConcurrent(t *testing.T, s queue.Store) {
 			leftWins++
 		}
 		mu.Unlock()
-		if d := tokenDiff(a, want); len(d) > 0 {
-			t.Errorf("token %d: MarkAdmitted: %q", i, d)
+		if d := tokenDiff(want, a); d != "" {
+			t.Errorf("token %d: MarkAdmitted (-want +got):\n%s", i, d)
 		}
-		if d := tokenDiff(l, a); len(d) > 0 || !l.ExpiresAt.Equal(a.ExpiresAt) {
-			t.Errorf("token %d: MarkLeft returned %+v, MarkAdmitted %+v: want the same stored token", i, l, a)
+		if d := cmp.Diff(a, l); d != "" {
+			t.Errorf("token %d: MarkLeft and MarkAdmitted returned different tokens (-MarkAdmitted +MarkLeft):\n%s", i, d)
 		}
 		got, err := s.GetToken(ctx, tok.ID)
 		if err != nil {
 			t.Errorf("token %d: GetToken: %v", i, err)
-		} else if d := tokenDiff(got, a); len(d) > 0 || !got.ExpiresAt.Equal(a.ExpiresAt) {
-			t.Errorf("token %d: stored %+v, marks returned %+v", i, got, a)
+		} else if d := cmp.Diff(a, got); d != "" {
+			t.Errorf("token %d: stored token differs from the marks' (-marks +stored):\n%s", i, d)
 		}
 	})
 	t.Logf("%d races: MarkAdmitted won %d, MarkLeft won %d", concurrentMarks, admittedWins, leftWins)

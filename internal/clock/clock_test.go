@@ -1,0 +1,61 @@
+package clock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/clock"
+)
+
+var t0 = time.Date(2026, 5, 19, 10, 0, 0, 0, time.UTC)
+
+func TestFake(t *testing.T) {
+	c := clock.NewFake(t0)
+	start := time.Now()
+	if err := c.Sleep(t.Context(), time.Hour); err != nil {
+		t.Fatalf("Sleep: %v", err)
+	}
+	if got, want := c.Now(), t0.Add(time.Hour); !got.Equal(want) {
+		t.Errorf("after Sleep(1h): %v, want %v", got, want)
+	}
+	if real := time.Since(start); real > time.Second {
+		t.Errorf("Sleep(1h) on a fake clock took %v of real time", real)
+	}
+	c.Advance(time.Minute)
+	if got, want := c.Now(), t0.Add(time.Hour+time.Minute); !got.Equal(want) {
+		t.Errorf("after Advance(1m): %v, want %v", got, want)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := c.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sleep on a done context: %v, want context.Canceled", err)
+	}
+	if got, want := c.Now(), t0.Add(time.Hour+time.Minute); !got.Equal(want) {
+		t.Errorf("Sleep on a done context moved the clock to %v", got)
+	}
+}
+
+func TestReal(t *testing.T) {
+	var c clock.Real
+	start := time.Now()
+	if err := c.Sleep(t.Context(), 20*time.Millisecond); err != nil {
+		t.Fatalf("Sleep: %v", err)
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Errorf("Sleep(20ms) returned after %v", d)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if err := c.Sleep(ctx, time.Hour); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Sleep past the deadline: %v, want context.DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Sleep past a 10 ms deadline returned after %v", d)
+	}
+	if now := c.Now(); time.Since(now) > time.Second || time.Until(now) > time.Second {
+		t.Errorf("Now() = %v, far from time.Now()", now)
+	}
+}

@@ -1,0 +1,202 @@
+package dynamostore_test
+
+// Admin changes against the DynamoDB API server: concurrent admissions,
+// admissions whose answers are lost, and many admins changing one program
+// at once.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/testing/faultinject"
+)
+
+// adminRig is a store with the client's production retries and timeouts,
+// behind a fault injector.
+type adminRig struct {
+	ft    *faultinject.Transport
+	store *dynamostore.Store
+}
+
+func newAdminRig(t *testing.T) *adminRig {
+	t.Helper()
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(base.CloseIdleConnections)
+	ft := faultinject.New(base, 7)
+	client, err := dynamostore.NewClientWithOptions(t.Context(), dynamostore.ClientOptions{Endpoint: dynamotest.Endpoint(t), Transport: ft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := dynamotest.NewTable(t, client)
+	t.Cleanup(func() { ft.SetRules() })
+	return &adminRig{ft: ft, store: dynamostore.New(client, table)}
+}
+
+// pausedProgram stores a paused program with issued tickets, nobody
+// admitted.
+func (r *adminRig) pausedProgram(t *testing.T, id string, issued int64, now time.Time) {
+	t.Helper()
+	p := queue.Program{ID: id, CreatedAt: now, Issued: issued, AdmissionWindow: queue.DefaultAdmissionWindow}
+	p = p.Rebased(now, queue.OnePerSecond, true, 0, 0)
+	if err := r.store.CreateProgram(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// admitted reads how many people programID admits once its changes have
+// taken effect.
+func (r *adminRig) admitted(t *testing.T, id string) int64 {
+	t.Helper()
+	p, err := r.store.GetProgram(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Settled().Base
+}
+
+// admitConcurrently has one admin per count admit that many people of
+// programID at once, and returns each answer's error.
+func admitConcurrently(ctx context.Context, svc *queue.Service, id string, counts []int64) []error {
+	errs := make([]error, len(counts))
+	var wg sync.WaitGroup
+	for i, n := range counts {
+		wg.Go(func() { _, errs[i] = svc.Admit(ctx, id, n) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// TestAdmissionsCountOnce is the regression test of lost admissions on a
+// DynamoDB API: concurrent admissions made in the same millisecond (a
+// frozen clock makes every write identical), and admissions whose answers
+// are lost and retried by the SDK, each count exactly once when answered
+// without error. Admin i admits 3^i people, so the total says in base 3
+// how many times each admission was applied.
+func TestAdmissionsCountOnce(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	counts := []int64{1, 3, 9, 27, 81}
+	for _, tc := range []struct {
+		name     string
+		admins   int
+		programs int
+		faults   []faultinject.Rule
+	}{
+		{name: "three at once", admins: 3, programs: 8},
+		{name: "five at once, answers lost", admins: 5, programs: 4, faults: []faultinject.Rule{
+			{Op: "UpdateItem", Probability: 0.4, Action: faultinject.DropResponse},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newAdminRig(t)
+			svc := queue.NewService(r.store, polling.DefaultTiers(), queue.WithClock(clock.NewFake(now)))
+			ok, unavailable, lost := 0, 0, 0
+			for prog := range tc.programs {
+				id := fmt.Sprintf("gala-%d", prog)
+				r.ft.SetRules()
+				r.pausedProgram(t, id, 1000, now)
+				r.ft.SetRules(tc.faults...)
+				errs := admitConcurrently(t.Context(), svc, id, counts[:tc.admins])
+				lost += r.ft.Faults("UpdateItem")
+				r.ft.SetRules()
+				total := r.admitted(t, id)
+				for i, err := range errs {
+					applied := total % 3
+					total /= 3
+					switch {
+					case err == nil:
+						ok++
+						if applied != 1 {
+							t.Errorf("%s: admission of %d answered OK, applied %d times", id, counts[i], applied)
+						}
+					case queue.ErrorKind(err) == queue.KindUnavailable:
+						unavailable++ // an answer lost on every attempt: may or may not be applied, never twice
+						t.Logf("%s: admission of %d: %v", id, counts[i], err)
+						if applied > 1 {
+							t.Errorf("%s: admission of %d answered %v, applied %d times", id, counts[i], err, applied)
+						}
+					default:
+						t.Errorf("%s: admission of %d: %v", id, counts[i], err)
+					}
+				}
+			}
+			t.Logf("%d admissions answered OK, %d unavailable; %d answers lost", ok, unavailable, lost)
+			if tc.faults == nil && ok != tc.admins*tc.programs {
+				t.Errorf("%d of %d admissions answered OK, want all", ok, tc.admins*tc.programs)
+			}
+			if tc.faults != nil && lost == 0 {
+				t.Error("no answer was lost")
+			}
+		})
+	}
+}
+
+// adminAnswerBound is how long an admin change may take to be answered:
+// the 3 s admin deadline the README states, and some slack for the test
+// server. The admin function's Lambda timeout is 5 s.
+const adminAnswerBound = 3500 * time.Millisecond
+
+// TestAdminChangesAnswerInTime is the regression test of admin changes
+// that hang: 20 admins change one program at once, with and without a
+// program cache (whose changes wait for the previous one to take effect).
+// Each is applied or answered BUSY with a retry delay, within the bound,
+// and every change answered OK is stored.
+func TestAdminChangesAnswerInTime(t *testing.T) {
+	for _, ttl := range []time.Duration{time.Second, 0} {
+		// Not in parallel: the bound is about this request's contention,
+		// not about a test server shared with other tests.
+		t.Run(fmt.Sprintf("cache TTL %v", ttl), func(t *testing.T) {
+			r := newAdminRig(t)
+			svc := queue.NewService(r.store, polling.DefaultTiers(), queue.WithProgramCache(ttl))
+			paused := true
+			if _, _, err := svc.PutProgram(t.Context(), "gala", queue.Settings{Paused: &paused}); err != nil {
+				t.Fatal(err)
+			}
+			const admins = 20
+			errs := make([]error, admins)
+			took := make([]time.Duration, admins)
+			var wg sync.WaitGroup
+			for i := range admins {
+				wg.Go(func() {
+					rate := float64(i + 1)
+					start := time.Now()
+					_, _, errs[i] = svc.PutProgram(t.Context(), "gala", queue.Settings{AdmissionRatePerSecond: &rate})
+					took[i] = time.Since(start)
+				})
+			}
+			wg.Wait()
+			ok, busy := 0, 0
+			for i, err := range errs {
+				var qe *queue.Error
+				switch {
+				case err == nil:
+					ok++
+				case errors.As(err, &qe) && qe.Code == queue.CodeBusy && qe.RetryAfter > 0:
+					busy++
+				default:
+					t.Errorf("admin %d: %v, want OK or BUSY with a retry delay", i, err)
+				}
+				if took[i] > adminAnswerBound {
+					t.Errorf("admin %d answered after %v, want within %v", i, took[i], adminAnswerBound)
+				}
+			}
+			p, err := r.store.GetProgram(t.Context(), "gala")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d applied, %d BUSY", ok, busy)
+			if ok == 0 || p.Version != int64(1+ok) {
+				t.Errorf("%d changes answered OK, version %d: want at least one, each stored once and no other (version 1 + OK)", ok, p.Version)
+			}
+		})
+	}
+}

@@ -1,0 +1,362 @@
+package dynamostore
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// role says who writes an attribute of the program item.
+type role int
+
+const (
+	// created: written once, by CreateProgram.
+	created role = iota
+	// counted: written by CreateProgram and IssueTicket only.
+	counted
+	// state: written by CreateProgram and UpdateProgram (and, for the
+	// admission state, IssueTicket's re-anchoring).
+	state
+	// derived: computed from other fields, stored so that IssueTicket's
+	// conditional writes can use it; written with state, never read back.
+	derived
+)
+
+// segment says which of the program's segments an attribute belongs to.
+type segment int
+
+const (
+	noSegment segment = iota
+	currentSegment
+	nextSegment
+)
+
+// attr is one attribute of the program item: its name, who writes it, and
+// how it is encoded from and decoded into a queue.Program.
+type attr struct {
+	name string
+	role role
+	seg  segment
+	part string // the Segment field, for segment attributes
+	// enc returns the attribute's value, nil when the attribute is absent.
+	enc func(p queue.Program) (types.AttributeValue, error)
+	// dec sets the field from the stored value; nil for derived attributes.
+	dec func(p *queue.Program, av types.AttributeValue) error
+}
+
+// programAttrs is the program item, one attribute a line: the item
+// (CreateProgram, GetProgram), UpdateProgram's SET list and IssueTicket's
+// conditional writes all come from it. The README's "Data model
+// (DynamoDB)" describes each attribute.
+var programAttrs = slices.Concat(
+	[]attr{
+		field("programId", created, func(p *queue.Program) *string { return &p.ID }),
+		unixMsField("createdAt", created, func(p *queue.Program) *time.Time { return &p.CreatedAt }),
+		field("version", state, func(p *queue.Program) *int64 { return &p.Version }),
+		field("issued", counted, func(p *queue.Program) *int64 { return &p.Issued }),
+	},
+	segmentAttrs(currentSegment, func(p *queue.Program) *queue.Segment { return &p.Current }),
+	segmentAttrs(nextSegment, func(p *queue.Program) *queue.Segment { return &p.Next }),
+	[]attr{
+		derivedField("advancing", func(p queue.Program) bool { return p.Settled().Advancing() }),
+		derivedField("nsPerTicket", func(p queue.Program) int64 { return p.StepNs() }),
+		field("drainAtNs", state, func(p *queue.Program) *int64 { return &p.DrainAtNs }),
+		msField("admissionWindowMs", state, func(p *queue.Program) *time.Duration { return &p.AdmissionWindow }),
+		omitEmpty(field("policy", state, func(p *queue.Program) *string { return &p.Policy })),
+		field("closed", state, func(p *queue.Program) *bool { return &p.Closed }),
+		field("manualRateMilli", state, func(p *queue.Program) *queue.Rate { return &p.ManualRate }),
+		unixMsField("lastAdmitAtMs", state, func(p *queue.Program) *time.Time { return &p.LastAdmitAt }),
+		msField("lastAdmitGapMs", state, func(p *queue.Program) *time.Duration { return &p.LastAdmitGap }),
+		omitEmpty(field("changeIds", state, func(p *queue.Program) *[]string { return &p.Changes })),
+	},
+)
+
+// segmentAttrs are the attributes of one segment: anchorMs, base,
+// rateMilli and paused for the current one, nextAnchorMs… for the next.
+func segmentAttrs(seg segment, of func(p *queue.Program) *queue.Segment) []attr {
+	name := func(part string) string {
+		if seg == nextSegment {
+			return "next" + strings.ToUpper(part[:1]) + part[1:]
+		}
+		return part
+	}
+	attrs := []attr{
+		field(name("anchorMs"), state, func(p *queue.Program) *int64 { return &of(p).AnchorMs }),
+		field(name("base"), state, func(p *queue.Program) *int64 { return &of(p).Base }),
+		field(name("rateMilli"), state, func(p *queue.Program) *queue.Rate { return &of(p).Rate }),
+		field(name("paused"), state, func(p *queue.Program) *bool { return &of(p).Paused }),
+	}
+	for i, part := range []string{"anchorMs", "base", "rateMilli", "paused"} {
+		attrs[i].seg, attrs[i].part = seg, part
+	}
+	return attrs
+}
+
+// field is an attribute holding a field as attributevalue encodes it.
+func field[T any](name string, r role, f func(p *queue.Program) *T) attr {
+	return attr{
+		name: name,
+		role: r,
+		enc:  func(p queue.Program) (types.AttributeValue, error) { return attributevalue.Marshal(*f(&p)) },
+		dec:  func(p *queue.Program, av types.AttributeValue) error { return attributevalue.Unmarshal(av, f(p)) },
+	}
+}
+
+// unixMsField is an attribute holding a time as Unix ms, 0 for the zero
+// time.
+func unixMsField(name string, r role, f func(p *queue.Program) *time.Time) attr {
+	return attr{
+		name: name,
+		role: r,
+		enc: func(p queue.Program) (types.AttributeValue, error) {
+			return attributevalue.Marshal(unixMs(*f(&p)))
+		},
+		dec: func(p *queue.Program, av types.AttributeValue) error {
+			var ms int64
+			err := attributevalue.Unmarshal(av, &ms)
+			*f(p) = fromUnixMs(ms)
+			return err
+		},
+	}
+}
+
+// msField is an attribute holding a duration in whole ms.
+func msField(name string, r role, f func(p *queue.Program) *time.Duration) attr {
+	return attr{
+		name: name,
+		role: r,
+		enc: func(p queue.Program) (types.AttributeValue, error) {
+			return attributevalue.Marshal(f(&p).Milliseconds())
+		},
+		dec: func(p *queue.Program, av types.AttributeValue) error {
+			var ms int64
+			err := attributevalue.Unmarshal(av, &ms)
+			*f(p) = time.Duration(ms) * time.Millisecond
+			return err
+		},
+	}
+}
+
+// derivedField is a derived attribute.
+func derivedField[T any](name string, f func(p queue.Program) T) attr {
+	return attr{
+		name: name,
+		role: derived,
+		enc:  func(p queue.Program) (types.AttributeValue, error) { return attributevalue.Marshal(f(p)) },
+	}
+}
+
+// omitEmpty makes a absent when its value is empty ("", an empty list).
+func omitEmpty(a attr) attr {
+	enc := a.enc
+	a.enc = func(p queue.Program) (types.AttributeValue, error) {
+		av, err := enc(p)
+		switch v := av.(type) {
+		case *types.AttributeValueMemberS:
+			if v.Value == "" {
+				return nil, err
+			}
+		case *types.AttributeValueMemberL:
+			if len(v.Value) == 0 {
+				return nil, err
+			}
+		case *types.AttributeValueMemberNULL:
+			return nil, err
+		}
+		return av, err
+	}
+	return a
+}
+
+// attrNamed returns the program attribute called name; it panics if there
+// is none, so that a misspelt name fails at start-up.
+func attrNamed(name string) attr {
+	i := slices.IndexFunc(programAttrs, func(a attr) bool { return a.name == name })
+	if i < 0 {
+		panic("dynamostore: no program attribute " + name)
+	}
+	return programAttrs[i]
+}
+
+// nameOf is the expression name of the program attribute called name.
+func nameOf(name string) expression.NameBuilder { return expression.Name(attrNamed(name).name) }
+
+// segmentAttr returns the attribute of part of segment seg.
+func segmentAttr(seg segment, part string) attr {
+	i := slices.IndexFunc(programAttrs, func(a attr) bool { return a.seg == seg && a.part == part })
+	if i < 0 {
+		panic("dynamostore: no segment attribute " + part)
+	}
+	return programAttrs[i]
+}
+
+// encodeProgram returns p's item.
+func encodeProgram(p queue.Program) (map[string]types.AttributeValue, error) {
+	item := programKey(p.ID)
+	for _, a := range programAttrs {
+		av, err := a.enc(p)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %s: %w", a.name, err)
+		}
+		if av != nil {
+			item[a.name] = av
+		}
+	}
+	return item, nil
+}
+
+// decodeProgram reads a program item; absent attributes are zero.
+func decodeProgram(item map[string]types.AttributeValue) (queue.Program, error) {
+	var p queue.Program
+	for _, a := range programAttrs {
+		if av, ok := item[a.name]; ok && a.dec != nil {
+			if err := a.dec(&p, av); err != nil {
+				return queue.Program{}, fmt.Errorf("attribute %s: %w", a.name, err)
+			}
+		}
+	}
+	return p, nil
+}
+
+// updateOf is UpdateProgram's update: every state and derived attribute
+// set to p's value, or removed when absent.
+func updateOf(p queue.Program) (expression.UpdateBuilder, error) {
+	var upd expression.UpdateBuilder
+	for _, a := range programAttrs {
+		if a.role != state && a.role != derived {
+			continue
+		}
+		av, err := a.enc(p)
+		switch {
+		case err != nil:
+			return upd, fmt.Errorf("attribute %s: %w", a.name, err)
+		case av == nil:
+			upd = upd.Remove(expression.Name(a.name))
+		default:
+			upd = upd.Set(expression.Name(a.name), expression.Value(av))
+		}
+	}
+	return upd, nil
+}
+
+// issueStep is one of IssueTicket's conditional writes, built once; only
+// the values of now change from call to call.
+type issueStep struct {
+	expr         expression.Expression
+	nowMs, nowNs []string // the value placeholders that stand for now
+}
+
+// Stand-ins for now while the steps are built: the builder keeps a value
+// given as an AttributeValue, so its placeholders are found by identity.
+var (
+	nowMsStandIn = &types.AttributeValueMemberN{Value: "0"}
+	nowNsStandIn = &types.AttributeValueMemberN{Value: "0"}
+)
+
+// issueSteps apply queue.Program.WithTicketIssued in one UpdateItem each,
+// without reading the program first; exactly one step's condition holds
+// for an open program. See the README, "Data model (DynamoDB)".
+var issueSteps = func() [3]issueStep {
+	nowMs, nowNs := expression.Value(nowMsStandIn), expression.Value(nowNsStandIn)
+	one, zero := expression.Value(1), expression.Value(0)
+	issued, drain, step := nameOf("issued"), nameOf("drainAtNs"), nameOf("nsPerTicket")
+	advancing, version := nameOf("advancing"), nameOf("version")
+	nextAnchor := expression.Name(segmentAttr(nextSegment, "anchorMs").name)
+	// The program exists and is open.
+	open := expression.AttributeExists(expression.Name("pk")).And(nameOf("closed").Equal(expression.Value(false)))
+	// Drained: the settled segment advances and the counter has caught up.
+	drained := advancing.Equal(expression.Value(true)).And(drain.LessThanEqual(nowNs))
+
+	// Not drained, admission stopped, or a change pending: the ticket only
+	// pushes the drain instant back.
+	busy := open.And(expression.Or(nextAnchor.GreaterThan(nowMs), drain.GreaterThan(nowNs), advancing.Equal(expression.Value(false))))
+	extend := expression.Set(issued, issued.Plus(one)).Set(drain, drain.Plus(step))
+
+	// Drained: re-anchor the counter at now on the old issued. DynamoDB
+	// evaluates every right-hand side on the item as it was; servers that
+	// apply the actions in order (dynalite, moto) see base set first.
+	reanchor := func() expression.UpdateBuilder {
+		return expression.Set(nameOf(segmentAttr(currentSegment, "base").name), issued).
+			Set(issued, issued.Plus(one)).
+			Set(nameOf(segmentAttr(currentSegment, "anchorMs").name), nowMs).
+			Set(drain, nowNs.Plus(step)).
+			Set(version, version.Plus(one))
+	}
+	// Drained under a change that has taken effect: make it current (its
+	// rate and pause; base and anchor come from the re-anchoring), then
+	// clear it.
+	fold := reanchor()
+	for _, part := range []string{"rateMilli", "paused"} {
+		fold = fold.Set(expression.Name(segmentAttr(currentSegment, part).name), expression.Name(segmentAttr(nextSegment, part).name))
+	}
+	for _, a := range programAttrs {
+		if a.seg == nextSegment {
+			z, err := a.enc(queue.Program{})
+			if err != nil {
+				panic(err)
+			}
+			fold = fold.Set(expression.Name(a.name), expression.Value(z))
+		}
+	}
+	return [3]issueStep{
+		newIssueStep(busy, extend),
+		newIssueStep(open.And(nextAnchor.Equal(zero)).And(drained), reanchor()),
+		newIssueStep(open.And(nextAnchor.NotEqual(zero)).And(nextAnchor.LessThanEqual(nowMs)).And(drained), fold),
+	}
+}()
+
+func newIssueStep(cond expression.ConditionBuilder, upd expression.UpdateBuilder) issueStep {
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
+	if err != nil {
+		panic(fmt.Sprintf("dynamostore: issue step: %v", err))
+	}
+	st := issueStep{expr: expr}
+	for k, v := range expr.Values() {
+		switch v {
+		case types.AttributeValue(nowMsStandIn):
+			st.nowMs = append(st.nowMs, k)
+		case types.AttributeValue(nowNsStandIn):
+			st.nowNs = append(st.nowNs, k)
+		}
+	}
+	return st
+}
+
+// input is the step's UpdateItem on programID at now.
+func (st issueStep) input(table, programID string, now time.Time) *dynamodb.UpdateItemInput {
+	values := maps.Clone(st.expr.Values())
+	ms := now.UnixMilli()
+	for _, k := range st.nowMs {
+		values[k] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ms, 10)}
+	}
+	for _, k := range st.nowNs {
+		values[k] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ms*int64(time.Millisecond), 10)}
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName:                           &table,
+		Key:                                 programKey(programID),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ConditionExpression:                 st.expr.Condition(),
+		UpdateExpression:                    st.expr.Update(),
+		ExpressionAttributeNames:            st.expr.Names(),
+		ExpressionAttributeValues:           values,
+	}
+}
+
+// conditionOf is UpdateProgram's condition: p's previous version and
+// expectIssued tickets.
+func conditionOf(p queue.Program, expectIssued int64) expression.ConditionBuilder {
+	return nameOf("version").Equal(expression.Value(p.Version - 1)).
+		And(nameOf("issued").Equal(expression.Value(expectIssued)))
+}

@@ -1,0 +1,213 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// lossyStore is a memstore whose writes of programs can lose their answer
+// as an SDK sees it: the write is applied, the answer never arrives, and
+// the retried write fails its condition. conflictAlways makes every update
+// conflict without applying it.
+type lossyStore struct {
+	*memstore.Store
+	loseAnswers    atomic.Bool
+	conflictAlways atomic.Bool
+	updates        atomic.Int64
+}
+
+func (s *lossyStore) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
+	s.updates.Add(1)
+	if s.conflictAlways.Load() {
+		return queue.ErrConflict
+	}
+	err := s.Store.UpdateProgram(ctx, p, expectIssued)
+	if err == nil && s.loseAnswers.Load() {
+		return s.Store.UpdateProgram(ctx, p, expectIssued) // the retry
+	}
+	return err
+}
+
+func (s *lossyStore) CreateProgram(ctx context.Context, p queue.Program) error {
+	err := s.Store.CreateProgram(ctx, p)
+	if err == nil && s.loseAnswers.Load() {
+		return s.Store.CreateProgram(ctx, p)
+	}
+	return err
+}
+
+func newLossyService(t *testing.T, opts ...queue.Option) (*queue.Service, *lossyStore, *clock.Fake) {
+	t.Helper()
+	store := &lossyStore{Store: memstore.New()}
+	c := clock.NewFake(t0)
+	return queue.NewService(store, polling.DefaultTiers(), append([]queue.Option{queue.WithClock(c)}, opts...)...), store, c
+}
+
+// enterN hands out n tickets of programID.
+func enterN(t *testing.T, svc *queue.Service, programID string, n int) {
+	t.Helper()
+	for range n {
+		if _, _, err := svc.Enter(t.Context(), programID, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func isBusy(err error) bool {
+	var qe *queue.Error
+	return errors.As(err, &qe) && qe.Code == queue.CodeBusy && qe.RetryAfter > 0
+}
+
+// TestAdmissionsCountOnce is the regression test of lost admissions:
+// concurrent admissions made at the same instant (a frozen clock makes
+// their writes identical) each count exactly once when answered without
+// error, and so does one whose answer was lost and that the store retried.
+func TestAdmissionsCountOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		concurrent  int
+		loseAnswers bool
+		cacheTTL    time.Duration
+	}{
+		{"three at once", 3, false, 0},
+		{"twenty at once", 20, false, 0},
+		{"one, answer lost", 1, true, 0},
+		{"ten at once, answers lost", 10, true, 0},
+		{"ten at once, with a program cache", 10, false, time.Second},
+		{"ten at once, answers lost, with a program cache", 10, true, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, store, _ := newLossyService(t, queue.WithProgramCache(tc.cacheTTL))
+			mustPut(t, svc, "gala", 1, true)
+			enterN(t, svc, "gala", 100)
+			store.loseAnswers.Store(tc.loseAnswers)
+			var ok, busy atomic.Int64
+			var wg sync.WaitGroup
+			for range tc.concurrent {
+				wg.Go(func() {
+					_, err := svc.Admit(t.Context(), "gala", 1)
+					switch {
+					case err == nil:
+						ok.Add(1)
+					case isBusy(err):
+						busy.Add(1)
+					default:
+						t.Errorf("Admit: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			store.loseAnswers.Store(false)
+			p, err := store.GetProgram(t.Context(), "gala")
+			if err != nil {
+				t.Fatal(err)
+			}
+			admitted := p.Settled().Base
+			if admitted != ok.Load() {
+				t.Errorf("%d admissions answered OK (%d BUSY), %d admitted", ok.Load(), busy.Load(), admitted)
+			}
+			if tc.cacheTTL == 0 && ok.Load() != int64(tc.concurrent) {
+				t.Errorf("%d of %d admissions answered OK without a cache to wait for, want all", ok.Load(), tc.concurrent)
+			}
+		})
+	}
+}
+
+// TestCreateAnswerLost: a creation whose answer was lost is still a
+// creation, made once.
+func TestCreateAnswerLost(t *testing.T) {
+	svc, store, _ := newLossyService(t)
+	store.loseAnswers.Store(true)
+	rate := 2.0
+	c, created, err := svc.PutProgram(t.Context(), "gala", queue.Settings{AdmissionRatePerSecond: &rate})
+	if err != nil || !created || c.Rate != 2 {
+		t.Fatalf("PutProgram = %+v, created %v, %v; want created at 2/s", c, created, err)
+	}
+	if p, _ := store.GetProgram(t.Context(), "gala"); p.Version != 1 {
+		t.Errorf("version %d after one creation, want 1", p.Version)
+	}
+}
+
+// TestAdminWaitsOnTheClock: an admin change made while the previous one is
+// pending waits for it on the service's clock, never in real time; one
+// that would have to wait past the admin deadline is answered BUSY at
+// once, with the time until the pending change takes effect.
+func TestAdminWaitsOnTheClock(t *testing.T) {
+	t.Run("waits, then applies", func(t *testing.T) {
+		svc, _, c := newLossyService(t, queue.WithProgramCache(time.Second))
+		mustPut(t, svc, "gala", 1, true)
+		enterN(t, svc, "gala", 10)
+		first, err := svc.Admit(t.Context(), "gala", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		second, err := svc.Admit(t.Context(), "gala", 1)
+		if err != nil {
+			t.Fatalf("second Admit: %v", err)
+		}
+		if real := time.Since(start); real > 500*time.Millisecond {
+			t.Errorf("the second Admit took %v of real time on a fake clock", real)
+		}
+		if woke := c.Now(); woke.Before(first.EffectiveAt) || !woke.Before(first.EffectiveAt.Add(300*time.Millisecond)) {
+			t.Errorf("the clock reads +%v, want within 300 ms after +%v: the wait for the first change", woke.Sub(t0), first.EffectiveAt.Sub(t0))
+		}
+		if want := c.Now().Add(2 * time.Second).Truncate(time.Millisecond); !second.EffectiveAt.Equal(want) {
+			t.Errorf("second change effective at +%v, want +%v", second.EffectiveAt.Sub(t0), want.Sub(t0))
+		}
+		c.Advance(time.Hour)
+		if got, _ := svc.Program(t.Context(), "gala"); got.Admitted != 2 {
+			t.Errorf("admitted %d, want 2", got.Admitted)
+		}
+	})
+	t.Run("BUSY when the wait passes the deadline", func(t *testing.T) {
+		// A 5 s cache: changes take effect 6 s after they are made.
+		svc, _, c := newLossyService(t, queue.WithProgramCache(5*time.Second))
+		mustPut(t, svc, "gala", 1, true)
+		enterN(t, svc, "gala", 10)
+		if _, err := svc.Admit(t.Context(), "gala", 1); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Second)
+		_, err := svc.Admit(t.Context(), "gala", 1)
+		var qe *queue.Error
+		if !errors.As(err, &qe) || qe.Code != queue.CodeBusy || qe.RetryAfter != 5*time.Second {
+			t.Fatalf("second Admit: %v, want BUSY with RetryAfter 5s", err)
+		}
+		if got := c.Now().Sub(t0); got != time.Second {
+			t.Errorf("the clock moved to +%v: BUSY should come without waiting", got)
+		}
+		c.Advance(3500 * time.Millisecond) // the first takes effect in 2.5 s: time to wait and write
+		if _, err := svc.Admit(t.Context(), "gala", 1); err != nil {
+			t.Errorf("Admit 2.5 s before the previous change takes effect: %v, want it to wait and apply", err)
+		}
+	})
+	t.Run("BUSY when conflicts never end", func(t *testing.T) {
+		svc, store, c := newLossyService(t)
+		mustPut(t, svc, "gala", 1, true)
+		store.conflictAlways.Store(true)
+		start := time.Now()
+		_, err := svc.Admit(t.Context(), "gala", 1)
+		if !isBusy(err) {
+			t.Fatalf("Admit: %v, want BUSY", err)
+		}
+		if real := time.Since(start); real > 500*time.Millisecond {
+			t.Errorf("BUSY after %v of real time on a fake clock", real)
+		}
+		if waited := c.Now().Sub(t0); waited > 3*time.Second {
+			t.Errorf("BUSY after %v on the service's clock, want within the 3 s admin deadline", waited)
+		}
+		if n := store.updates.Load(); n < 2 {
+			t.Errorf("%d update attempts, want retries", n)
+		}
+	})
+}

@@ -29,7 +29,7 @@ func pollSetup(b *testing.B, n int, cache time.Duration) (*httpapi.Handler, []st
 	}
 	ids := make([]string, n)
 	for i := range ids {
-		v, _, err := svc.Enter(ctx, "bench", "")
+		v, _, err := svc.Enter(ctx, "bench", queue.Entry{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -165,7 +165,7 @@ func (h *Handler) route(ctx context.Context, req events.APIGatewayV2HTTPRequest)
 	if id, ok := match(segs, queuePath); ok && h.public {
 		switch method {
 		case http.MethodPost:
-			v, created, err := h.svc.Enter(ctx, id, header(req, HeaderToken))
+			v, created, err := h.svc.Enter(ctx, id, queue.Entry{Token: header(req, HeaderToken)})
 			status := http.StatusOK
 			if created {
 				status = http.StatusCreated

@@ -56,7 +56,7 @@ func newLossyService(t *testing.T, opts ...queue.Option) (*queue.Service, *lossy
 func enterN(t *testing.T, svc *queue.Service, programID string, n int) {
 	t.Helper()
 	for range n {
-		if _, _, err := svc.Enter(t.Context(), programID, ""); err != nil {
+		if _, _, err := svc.Enter(t.Context(), programID, queue.Entry{}); err != nil {
 			t.Fatal(err)
 		}
 	}

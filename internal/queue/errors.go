@@ -64,18 +64,19 @@ var (
 
 // Codes of the errors the service returns.
 const (
-	CodeInvalidProgramID = "INVALID_PROGRAM_ID"
-	CodeInvalidToken     = "INVALID_TOKEN"
-	CodeMissingToken     = "MISSING_TOKEN"
-	CodeProgramNotFound  = "PROGRAM_NOT_FOUND"
-	CodeTokenNotFound    = "TOKEN_NOT_FOUND"
-	CodeInvalidSettings  = "INVALID_SETTINGS"
-	CodeInvalidCount     = "INVALID_COUNT"
-	CodeAlreadyAdmitted  = "ALREADY_ADMITTED"
-	CodeProgramClosed    = "PROGRAM_CLOSED"
-	CodeUnavailable      = "STORE_UNAVAILABLE"
-	CodeInternal         = "INTERNAL"
-	CodeBusy             = "BUSY"
+	CodeInvalidProgramID      = "INVALID_PROGRAM_ID"
+	CodeInvalidToken          = "INVALID_TOKEN"
+	CodeInvalidIdempotencyKey = "INVALID_IDEMPOTENCY_KEY"
+	CodeMissingToken          = "MISSING_TOKEN"
+	CodeProgramNotFound       = "PROGRAM_NOT_FOUND"
+	CodeTokenNotFound         = "TOKEN_NOT_FOUND"
+	CodeInvalidSettings       = "INVALID_SETTINGS"
+	CodeInvalidCount          = "INVALID_COUNT"
+	CodeAlreadyAdmitted       = "ALREADY_ADMITTED"
+	CodeProgramClosed         = "PROGRAM_CLOSED"
+	CodeUnavailable           = "STORE_UNAVAILABLE"
+	CodeInternal              = "INTERNAL"
+	CodeBusy                  = "BUSY"
 )
 
 // storeError turns a store failure into a client-facing error: the store's

@@ -219,7 +219,7 @@ func TestPollBeyondRange(t *testing.T) {
 		if err := store.CreateProgram(t.Context(), p); err != nil {
 			t.Fatal(err)
 		}
-		v, _, err := svc.Enter(t.Context(), id, "")
+		v, _, err := svc.Enter(t.Context(), id, queue.Entry{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -81,18 +81,34 @@ func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
 	return s
 }
 
-// Enter puts a person in programID's queue. A still-valid token of the same
-// program (presented as existing) is answered again instead, with
-// created=false: a page refresh keeps its place.
-func (s *Service) Enter(ctx context.Context, programID, existing string) (v View, created bool, err error) {
+// Entry is what a person brings to Enter: a token already held, and a
+// key that makes a retried enter answer the same place.
+type Entry struct {
+	// Token is a token the client holds ("" for none); a still valid one
+	// of this program is answered again instead of a new place.
+	Token string
+	// IdempotencyKey is the client's id for this enter ("" for none): every
+	// enter with the same key in the same program answers the same token,
+	// for as long as the token is stored.
+	IdempotencyKey string
+}
+
+// Enter puts a person in programID's queue, created=true when it took a new
+// ticket. A still valid token of the same program (e.Token) is answered
+// again instead, and so is the token an earlier enter with the same
+// e.IdempotencyKey created, whatever its status.
+func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View, created bool, err error) {
 	if !ValidProgramID(programID) {
 		return View{}, false, errInvalidProgramID()
 	}
-	if existing != "" {
-		if !ValidTokenID(existing) {
+	if e.IdempotencyKey != "" && !ValidIdempotencyKey(e.IdempotencyKey) {
+		return View{}, false, Errorf(KindInvalid, CodeInvalidIdempotencyKey, "The Idempotency-Key must be %d to %d letters, digits, '-', '_', '.' or ':' (a random UUID fits).", minIdempotencyKeyLen, maxIdempotencyKeyLen)
+	}
+	if e.Token != "" {
+		if !ValidTokenID(e.Token) {
 			return View{}, false, Errorf(KindInvalid, CodeInvalidToken, "The queue token is malformed.")
 		}
-		v, err := s.Poll(ctx, programID, existing)
+		v, err := s.Poll(ctx, programID, e.Token)
 		switch {
 		case err == nil && (v.Status == StatusWaiting || v.Status == StatusAdmitted):
 			return v, false, nil
@@ -100,6 +116,16 @@ func (s *Service) Enter(ctx context.Context, programID, existing string) (v View
 			return View{}, false, err
 		}
 		// Unknown, foreign, left or expired: a fresh place.
+	}
+	id := NewTokenID()
+	if e.IdempotencyKey != "" {
+		id = idempotentTokenID(programID, e.IdempotencyKey)
+		v, err := s.Poll(ctx, programID, id)
+		if err == nil {
+			return v, false, nil
+		} else if ErrorKind(err) != KindNotFound {
+			return View{}, false, err
+		}
 	}
 	now := s.clock.Now()
 	p, err := s.store.IssueTicket(ctx, programID, now)
@@ -113,33 +139,42 @@ func (s *Service) Enter(ctx context.Context, programID, existing string) (v View
 	}
 	s.cache.put(p, now)
 	t := Token{
-		ID:        NewTokenID(),
+		ID:        id,
 		ProgramID: programID,
 		Ticket:    p.Issued,
 		IssuedAt:  now.Truncate(time.Millisecond),
 		ExpiresAt: now.Add(waitingTokenRetention),
 	}
-	if err := s.putToken(ctx, t); err != nil {
+	stored, err := s.putToken(ctx, t)
+	if err != nil {
 		// The ticket is lost: a gap the serving counter passes over.
 		return View{}, false, storeError("put token", err)
+	}
+	if stored.Ticket != t.Ticket {
+		// A concurrent enter with the same key stored its token first: that
+		// one is the place, and this ticket is a gap.
+		v, err := s.Poll(ctx, programID, stored.ID)
+		return v, false, err
 	}
 	v, err = s.view(ctx, p, t, now)
 	return v, true, err
 }
 
-// putToken stores the new token t. A conflict on a fresh 128-bit random id
-// can only be this very write, applied by an earlier attempt whose answer
-// was lost (the SDK retries a write that timed out or whose connection
-// dropped): then the token is stored, and the enter succeeded.
-func (s *Service) putToken(ctx context.Context, t Token) error {
+// putToken stores the new token t and returns the token stored under its
+// id. A conflict is either this very write, applied by an earlier attempt
+// whose answer was lost (the SDK retries a write that timed out or whose
+// connection dropped), or, for an id derived from an idempotency key, a
+// concurrent enter with the same key; either way the stored token wins.
+func (s *Service) putToken(ctx context.Context, t Token) (Token, error) {
 	err := s.store.PutToken(ctx, t)
 	if !errors.Is(err, ErrConflict) {
-		return err
+		return t, err
 	}
-	if got, gerr := s.store.GetToken(ctx, t.ID); gerr == nil && got.ProgramID == t.ProgramID && got.Ticket == t.Ticket {
-		return nil
+	got, gerr := s.store.GetToken(ctx, t.ID)
+	if gerr != nil || got.ProgramID != t.ProgramID {
+		return Token{}, err
 	}
-	return err
+	return got, nil
 }
 
 // Poll answers where token tokenID stands in programID's queue. A token of

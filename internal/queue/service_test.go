@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,7 +37,7 @@ func TestTokenLifecycle(t *testing.T) {
 	mustPut(t, svc, "gala", 1, true)
 	var ids []string
 	for i := range 3 {
-		v, created, err := svc.Enter(ctx, "gala", "")
+		v, created, err := svc.Enter(ctx, "gala", queue.Entry{})
 		if err != nil || !created {
 			t.Fatalf("enter %d: %v created=%v", i, err, created)
 		}
@@ -75,7 +76,7 @@ func TestTokenLifecycle(t *testing.T) {
 	}
 	// ids[1] and ids[2] were admitted during the minute; enter a new one to leave.
 	mustPut(t, svc, "gala", 1, true)
-	w, _, _ := svc.Enter(ctx, "gala", "")
+	w, _, _ := svc.Enter(ctx, "gala", queue.Entry{})
 	if err := svc.Leave(ctx, "gala", w.TokenID); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestTokenLifecycle(t *testing.T) {
 	if v, _ := svc.Poll(ctx, "gala", ids[0]); v.Status != queue.StatusExpired {
 		t.Errorf("after the window: %+v", v)
 	}
-	v, created, err := svc.Enter(ctx, "gala", ids[0])
+	v, created, err := svc.Enter(ctx, "gala", queue.Entry{Token: ids[0]})
 	if err != nil || !created || v.TokenID == ids[0] {
 		t.Errorf("enter with an expired token: %+v created=%v err=%v, want a new token", v, created, err)
 	}
@@ -98,7 +99,7 @@ func TestEnterErrors(t *testing.T) {
 	svc, _ := newService(t)
 	mustPut(t, svc, "a", 1, false)
 	mustPut(t, svc, "b", 1, true)
-	other, _, _ := svc.Enter(ctx, "b", "")
+	other, _, _ := svc.Enter(ctx, "b", queue.Entry{})
 	tests := []struct {
 		name, program, token string
 		wantCode             string
@@ -112,7 +113,7 @@ func TestEnterErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, created, err := svc.Enter(ctx, tt.program, tt.token)
+			v, created, err := svc.Enter(ctx, tt.program, queue.Entry{Token: tt.token})
 			var qe *queue.Error
 			switch {
 			case tt.wantCode != "":
@@ -139,7 +140,7 @@ func TestInstancesAgree(t *testing.T) {
 	cached := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))
 	admin := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))
 	mustPut(t, admin, "gala", 1, true)
-	w, _, _ := admin.Enter(ctx, "gala", "")
+	w, _, _ := admin.Enter(ctx, "gala", queue.Entry{})
 	if v, err := cached.Poll(ctx, "gala", w.TokenID); err != nil || v.Position != 1 { // fills the cache
 		t.Fatalf("%+v %v", v, err)
 	}
@@ -180,7 +181,7 @@ func TestConcurrentEnters(t *testing.T) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			v, _, err := svc.Enter(ctx, "rush", "")
+			v, _, err := svc.Enter(ctx, "rush", queue.Entry{})
 			if err != nil {
 				t.Error(err)
 				return
@@ -242,7 +243,7 @@ func TestClosedProgram(t *testing.T) {
 	ctx := context.Background()
 	svc, _ := newService(t)
 	mustPut(t, svc, "gala", 1, true)
-	w, _, err := svc.Enter(ctx, "gala", "")
+	w, _, err := svc.Enter(ctx, "gala", queue.Entry{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,16 +252,86 @@ func TestClosedProgram(t *testing.T) {
 		t.Fatalf("close: %+v %v", c, err)
 	}
 	var qe *queue.Error
-	if _, _, err := svc.Enter(ctx, "gala", ""); !errors.As(err, &qe) || qe.Code != queue.CodeProgramClosed {
+	if _, _, err := svc.Enter(ctx, "gala", queue.Entry{}); !errors.As(err, &qe) || qe.Code != queue.CodeProgramClosed {
 		t.Errorf("enter a closed program: %v, want PROGRAM_CLOSED", err)
 	}
-	if v, created, err := svc.Enter(ctx, "gala", w.TokenID); err != nil || created || v.Position != 1 {
+	if v, created, err := svc.Enter(ctx, "gala", queue.Entry{Token: w.TokenID}); err != nil || created || v.Position != 1 {
 		t.Errorf("refresh in a closed program: %+v created=%v err=%v, want the same place", v, created, err)
 	}
 	if _, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Closed: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
-	if v, created, err := svc.Enter(ctx, "gala", ""); err != nil || !created || v.Position != 2 {
+	if v, created, err := svc.Enter(ctx, "gala", queue.Entry{}); err != nil || !created || v.Position != 2 {
 		t.Errorf("enter after reopening: %+v %v %v", v, created, err)
+	}
+}
+
+func TestEnterIdempotencyKey(t *testing.T) {
+	ctx := context.Background()
+	svc, c := newService(t)
+	mustPut(t, svc, "gala", 1, true)
+	mustPut(t, svc, "fest", 1, true)
+	const key = "0b6f4c1e-1d7a-4bb2-9a53-6c0f3e1f5a2d"
+
+	first, created, err := svc.Enter(ctx, "gala", queue.Entry{IdempotencyKey: key})
+	if err != nil || !created || first.Ticket != 1 {
+		t.Fatalf("first enter = %+v, %v, created=%v", first, err, created)
+	}
+	c.Advance(time.Second)
+	again, created, err := svc.Enter(ctx, "gala", queue.Entry{IdempotencyKey: key})
+	if err != nil || created || again.TokenID != first.TokenID || again.Ticket != first.Ticket {
+		t.Fatalf("retried enter = %+v, %v, created=%v; want token %s ticket %d again", again, err, created, first.TokenID, first.Ticket)
+	}
+	other, _, err := svc.Enter(ctx, "gala", queue.Entry{IdempotencyKey: key + "-2"})
+	if err != nil || other.TokenID == first.TokenID || other.Ticket != 2 {
+		t.Fatalf("another key = %+v, %v; want a new token with ticket 2", other, err)
+	}
+	elsewhere, created, err := svc.Enter(ctx, "fest", queue.Entry{IdempotencyKey: key})
+	if err != nil || !created || elsewhere.TokenID == first.TokenID {
+		t.Fatalf("same key in another program = %+v, %v; want a new place there", elsewhere, err)
+	}
+	if cs, _ := svc.Program(ctx, "gala"); cs.Issued != 2 {
+		t.Errorf("gala issued %d tickets, want 2: a retried enter took a ticket", cs.Issued)
+	}
+	// A key whose token left answers that token: a new intent needs a new key.
+	if err := svc.Leave(ctx, "gala", first.TokenID); err != nil {
+		t.Fatal(err)
+	}
+	if v, created, err := svc.Enter(ctx, "gala", queue.Entry{IdempotencyKey: key}); err != nil || created || v.Status != queue.StatusLeft || v.TokenID != first.TokenID {
+		t.Errorf("enter with the key of a left token = %+v, %v, created=%v; want that token, LEFT", v, err, created)
+	}
+}
+
+func TestEnterIdempotencyKeyInvalid(t *testing.T) {
+	svc, _ := newService(t)
+	mustPut(t, svc, "gala", 1, true)
+	for _, key := range []string{"short", strings.Repeat("k", 129), "0b6f4c1e 1d7a 4bb2 9a53", "ключ-ключ-ключ-ключ"} {
+		var qe *queue.Error
+		if _, _, err := svc.Enter(context.Background(), "gala", queue.Entry{IdempotencyKey: key}); !errors.As(err, &qe) || qe.Code != queue.CodeInvalidIdempotencyKey {
+			t.Errorf("key %q: %v, want %s", key, err, queue.CodeInvalidIdempotencyKey)
+		}
+	}
+}
+
+func TestEnterIdempotencyKeyConcurrent(t *testing.T) {
+	svc, _ := newService(t)
+	mustPut(t, svc, "rush", 1, true)
+	const key = "concurrent-enter-key-0001"
+	var wg sync.WaitGroup
+	ids := make([]string, 16)
+	for i := range ids {
+		wg.Go(func() {
+			v, _, err := svc.Enter(context.Background(), "rush", queue.Entry{IdempotencyKey: key})
+			if err != nil {
+				t.Error(err)
+			}
+			ids[i] = v.TokenID
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("concurrent enters with one key got tokens %v; want one token", ids)
+		}
 	}
 }

@@ -65,7 +65,7 @@ func TestMeasuredRate(t *testing.T) {
 	mustPut(t, svc, "manual", 0, false)
 	var last string
 	for range 200 {
-		v, _, err := svc.Enter(ctx, "manual", "")
+		v, _, err := svc.Enter(ctx, "manual", queue.Entry{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,9 @@ package queue
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"regexp"
 	"time"
 )
 
@@ -40,6 +42,28 @@ func NewTokenID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Idempotency keys: any client-chosen id within these bounds.
+const (
+	minIdempotencyKeyLen = 16
+	maxIdempotencyKeyLen = 128
+)
+
+var idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
+
+// ValidIdempotencyKey reports whether key is a well-formed Idempotency-Key:
+// 16 to 128 ASCII letters, digits, '-', '_', '.' or ':'.
+func ValidIdempotencyKey(key string) bool {
+	return len(key) >= minIdempotencyKeyLen && len(key) <= maxIdempotencyKeyLen && idempotencyKeyPattern.MatchString(key)
+}
+
+// idempotentTokenID is the token id an enter with key creates in
+// programID: 128 bits of SHA-256 over both, so the key is as secret as the
+// token it names.
+func idempotentTokenID(programID, key string) string {
+	sum := sha256.Sum256([]byte("waitingroom/idempotency-key/v1\x00" + programID + "\x00" + key))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
 // View is what a client is told about its token.

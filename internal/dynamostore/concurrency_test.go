@@ -174,7 +174,10 @@ func testConcurrency(t *testing.T, instances int) {
 				// enters (each enter refreshes its instance's cache).
 				case len(mine) < initialTokensPerWorker || r < 0.08 && len(mine) < maxTokensPerWorker:
 					var v queue.View
-					err := call(func(ctx context.Context) (err error) { v, _, err = svc.Enter(ctx, concurrencyProgram, queue.Entry{}); return })
+					err := call(func(ctx context.Context) (err error) {
+						v, _, err = svc.Enter(ctx, concurrencyProgram, queue.Entry{})
+						return
+					})
 					if err != nil {
 						unexpected("enter", err)
 						continue

@@ -52,6 +52,7 @@ type tokenItem struct {
 	AdmittedAt         int64  `dynamodbav:"admittedAt,omitempty"`
 	AdmissionExpiresAt int64  `dynamodbav:"admissionExpiresAt,omitempty"`
 	LeftAt             int64  `dynamodbav:"leftAt,omitempty"`
+	AdmissionPass      string `dynamodbav:"admissionPass,omitempty"`
 	TTL                int64  `dynamodbav:"ttl,omitempty"`
 }
 
@@ -116,6 +117,7 @@ func toTokenItem(t queue.Token) tokenItem {
 		AdmittedAt:         unixMs(t.AdmittedAt),
 		AdmissionExpiresAt: unixMs(t.AdmissionExpiresAt),
 		LeftAt:             unixMs(t.LeftAt),
+		AdmissionPass:      t.AdmissionPass,
 		TTL:                ttlSeconds(t.ExpiresAt),
 	}
 }
@@ -129,6 +131,7 @@ func (it tokenItem) token() queue.Token {
 		AdmittedAt:         fromUnixMs(it.AdmittedAt),
 		AdmissionExpiresAt: fromUnixMs(it.AdmissionExpiresAt),
 		LeftAt:             fromUnixMs(it.LeftAt),
+		AdmissionPass:      it.AdmissionPass,
 		ExpiresAt:          fromTTL(it.TTL),
 	}
 }
@@ -324,6 +327,9 @@ func (s *Store) MarkAdmitted(ctx context.Context, t queue.Token) (queue.Token, e
 	it := toTokenItem(t)
 	upd := setOrRemove(expression.UpdateBuilder{}, "admittedAt", it.AdmittedAt)
 	upd = setOrRemove(upd, "admissionExpiresAt", it.AdmissionExpiresAt)
+	if it.AdmissionPass != "" {
+		upd = upd.Set(expression.Name("admissionPass"), expression.Value(it.AdmissionPass))
+	}
 	upd = setOrRemove(upd, "ttl", it.TTL)
 	return s.mark(ctx, "mark admitted", t.ID, upd)
 }

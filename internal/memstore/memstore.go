@@ -117,7 +117,7 @@ func (s *Store) GetToken(ctx context.Context, id string) (queue.Token, error) {
 // MarkAdmitted implements queue.Store.
 func (s *Store) MarkAdmitted(ctx context.Context, t queue.Token) (queue.Token, error) {
 	return s.mark(ctx, t, func(cur *queue.Token) {
-		cur.AdmittedAt, cur.AdmissionExpiresAt, cur.ExpiresAt = t.AdmittedAt, t.AdmissionExpiresAt, t.ExpiresAt
+		cur.AdmittedAt, cur.AdmissionExpiresAt, cur.ExpiresAt, cur.AdmissionPass = t.AdmittedAt, t.AdmissionExpiresAt, t.ExpiresAt, t.AdmissionPass
 	})
 }
 

@@ -76,6 +76,7 @@ const (
 	CodeProgramClosed         = "PROGRAM_CLOSED"
 	CodeUnavailable           = "STORE_UNAVAILABLE"
 	CodeInternal              = "INTERNAL"
+	CodePassUnavailable       = "PASS_UNAVAILABLE"
 	CodeBusy                  = "BUSY"
 )
 

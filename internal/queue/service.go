@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ type Service struct {
 	clock    clock.Clock
 	rng      *rand.Rand
 	cache    programCache
+	passes   PassSigner
 }
 
 // Option configures a Service.
@@ -42,6 +44,16 @@ func WithRand(rng *rand.Rand) Option { return func(s *Service) { s.rng = rng } }
 func WithProgramCache(ttl time.Duration) Option {
 	return func(s *Service) { s.cache.ttl = ttl }
 }
+
+// PassSigner signs the admission pass of a token at the first sighting of
+// its admission (AdmittedAt and AdmissionExpiresAt are set).
+type PassSigner interface {
+	SignPass(ctx context.Context, t Token) (string, error)
+}
+
+// WithPassSigner makes every admission carry a pass signed by signer,
+// signed once and stored with the token.
+func WithPassSigner(signer PassSigner) Option { return func(s *Service) { s.passes = signer } }
 
 // WithPolicies names the polling policies a program may choose through the
 // admin API (its "pollingPolicy"); programs that choose none get the
@@ -270,7 +282,7 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 	case !t.LeftAt.IsZero():
 		v.Status, v.LeftAt = StatusLeft, t.LeftAt
 	case now.Before(t.AdmissionExpiresAt):
-		v.Status, v.AdmittedAt, v.ExpiresAt = StatusAdmitted, t.AdmittedAt, t.AdmissionExpiresAt
+		v.Status, v.AdmittedAt, v.ExpiresAt, v.AdmissionPass = StatusAdmitted, t.AdmittedAt, t.AdmissionExpiresAt, t.AdmissionPass
 	default:
 		v.Status, v.AdmittedAt, v.ExpiresAt = StatusExpired, t.AdmittedAt, t.AdmissionExpiresAt
 	}
@@ -288,6 +300,14 @@ func (s *Service) markAdmitted(ctx context.Context, p Program, t Token, now time
 	t.AdmittedAt = now.Truncate(time.Millisecond)
 	t.AdmissionExpiresAt = t.AdmittedAt.Add(window)
 	t.ExpiresAt = t.AdmissionExpiresAt.Add(endedTokenRetention)
+	if s.passes != nil {
+		pass, err := s.passes.SignPass(ctx, t)
+		if err != nil {
+			// Nothing is recorded: the next poll signs again.
+			return Token{}, &Error{Kind: KindUnavailable, Code: CodePassUnavailable, Message: "Your admission pass could not be signed just now; retry shortly.", Err: fmt.Errorf("sign pass: %w", err)}
+		}
+		t.AdmissionPass = pass
+	}
 	t, err := s.store.MarkAdmitted(ctx, t)
 	if err != nil {
 		return Token{}, storeError("mark admitted", err)

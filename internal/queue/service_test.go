@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -333,5 +334,65 @@ func TestEnterIdempotencyKeyConcurrent(t *testing.T) {
 		if id != ids[0] {
 			t.Fatalf("concurrent enters with one key got tokens %v; want one token", ids)
 		}
+	}
+}
+
+// countingSigner signs "pass-N" for the Nth call, or fails while fail is set.
+type countingSigner struct {
+	calls atomic.Int64
+	fail  atomic.Bool
+}
+
+func (s *countingSigner) SignPass(_ context.Context, t queue.Token) (string, error) {
+	if s.fail.Load() {
+		return "", errors.New("kms: throttled")
+	}
+	n := s.calls.Add(1)
+	if t.AdmittedAt.IsZero() || t.AdmissionExpiresAt.IsZero() {
+		return "", errors.New("signing a token without its admission")
+	}
+	return fmt.Sprintf("pass-%d-%s", n, t.ID), nil
+}
+
+func TestAdmissionPass(t *testing.T) {
+	ctx := context.Background()
+	signer := &countingSigner{}
+	svc, c := newService(t, queue.WithPassSigner(signer))
+	mustPut(t, svc, "gala", 1, true)
+	w, _, err := svc.Enter(ctx, "gala", queue.Entry{})
+	if err != nil || w.AdmissionPass != "" {
+		t.Fatalf("waiting enter = %+v, %v; want no pass", w, err)
+	}
+	mustPut(t, svc, "gala", 1, false)
+	c.Advance(3 * time.Second)
+
+	signer.fail.Store(true)
+	var qe *queue.Error
+	if _, err := svc.Poll(ctx, "gala", w.TokenID); !errors.As(err, &qe) || qe.Code != queue.CodePassUnavailable || queue.ErrorKind(err) != queue.KindUnavailable {
+		t.Fatalf("poll while the signer fails: %v; want %s (retryable)", err, queue.CodePassUnavailable)
+	}
+	signer.fail.Store(false)
+	c.Advance(time.Second)
+	first, err := svc.Poll(ctx, "gala", w.TokenID)
+	want := "pass-1-" + w.TokenID
+	if err != nil || first.Status != queue.StatusAdmitted || first.AdmissionPass != want || !first.AdmittedAt.Equal(c.Now()) {
+		t.Fatalf("first admitted poll = %+v, %v; want pass %q admitted now", first, err, want)
+	}
+	for range 3 {
+		c.Advance(time.Second)
+		v, err := svc.Poll(ctx, "gala", w.TokenID)
+		if err != nil || v.AdmissionPass != want {
+			t.Fatalf("later poll = %+v, %v; want the same pass", v, err)
+		}
+	}
+	if v, _, err := svc.Enter(ctx, "gala", queue.Entry{Token: w.TokenID}); err != nil || v.AdmissionPass != want {
+		t.Errorf("enter with the admitted token = %+v, %v; want the same pass", v, err)
+	}
+	if n := signer.calls.Load(); n != 1 {
+		t.Errorf("signed %d passes for one admission, want 1", n)
+	}
+	c.Advance(queue.DefaultAdmissionWindow)
+	if v, _ := svc.Poll(ctx, "gala", w.TokenID); v.Status != queue.StatusExpired || v.AdmissionPass != "" {
+		t.Errorf("expired = %+v; want no pass", v)
 	}
 }

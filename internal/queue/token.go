@@ -31,6 +31,9 @@ type Token struct {
 	AdmittedAt time.Time
 	// AdmissionExpiresAt is AdmittedAt plus the program's admission window.
 	AdmissionExpiresAt time.Time
+	// AdmissionPass is the signed pass of the admission ("" while not
+	// admitted, or when the service signs none).
+	AdmissionPass string
 	// LeftAt is when the person left the queue (zero otherwise).
 	LeftAt time.Time
 	// ExpiresAt is when the store may delete the item (DynamoDB TTL).
@@ -81,5 +84,7 @@ type View struct {
 	EstimatedWait time.Duration
 	AdmittedAt    time.Time // ADMITTED and EXPIRED
 	ExpiresAt     time.Time // ADMITTED and EXPIRED: end of the admission window
+	// AdmissionPass is the signed pass; ADMITTED only.
+	AdmissionPass string
 	LeftAt        time.Time // LEFT
 }

@@ -456,6 +456,7 @@ func admitted(t queue.Token) queue.Token {
 	t.AdmittedAt = t0.Add(ms(5_001))
 	t.AdmissionExpiresAt = t.AdmittedAt.Add(10 * time.Minute)
 	t.ExpiresAt = t.AdmissionExpiresAt.Add(24 * time.Hour).Add(ms(500)) // not on a second
+	t.AdmissionPass = "pass-of-" + t.ID
 	return t
 }
 
@@ -519,6 +520,7 @@ func markAdmittedLate(ctx context.Context, s queue.Store, t queue.Token) (queue.
 	t.AdmittedAt = t.AdmittedAt.Add(time.Minute)
 	t.AdmissionExpiresAt = t.AdmissionExpiresAt.Add(time.Minute)
 	t.ExpiresAt = t.ExpiresAt.Add(time.Minute)
+	t.AdmissionPass = "a later pass"
 	return s.MarkAdmitted(ctx, t)
 }
 

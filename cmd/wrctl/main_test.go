@@ -120,7 +120,10 @@ func enter(t *testing.T, url, id string, n int) {
 func TestCommands(t *testing.T) {
 	url := serve(t, newAPI(t))
 	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
-	run := func(t *testing.T, args ...string) map[string]any { t.Helper(); return decode(t, wrctl(t, env, args...)) }
+	run := func(t *testing.T, args ...string) map[string]any {
+		t.Helper()
+		return decode(t, wrctl(t, env, args...))
+	}
 	counters := []string{"programId", "issued", "admitted", "waiting", "admissionRatePerSecond", "paused", "closed", "admissionWindowSeconds", "pollingPolicy"}
 
 	t.Run("PutCreates", func(t *testing.T) {
@@ -349,7 +352,9 @@ func TestWatch(t *testing.T) {
 				wantAdmissions := float64(f.Admitted-prev.Admitted) / dt
 				// Within 0.1 %: "at" is wall-clock time, the rates come from
 				// the monotonic clock.
-				near := func(got *float64, want float64) bool { return got != nil && math.Abs(*got-want) <= 1e-3*math.Max(1, want) }
+				near := func(got *float64, want float64) bool {
+					return got != nil && math.Abs(*got-want) <= 1e-3*math.Max(1, want)
+				}
 				if !near(f.EntersPerSecond, wantEnters) || !near(f.AdmissionsPerSecond, wantAdmissions) {
 					t.Errorf("line %d: rates %v %v, want %g %g", i, deref(f.EntersPerSecond), deref(f.AdmissionsPerSecond), wantEnters, wantAdmissions)
 				}

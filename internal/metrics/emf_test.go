@@ -190,3 +190,14 @@ func TestLabelName(t *testing.T) {
 		}
 	}
 }
+
+func TestValidNamespace(t *testing.T) {
+	for ns, ok := range map[string]bool{
+		"WaitingRoom": true, "WaitingRoom/prod-eu": true, "Team #1: queue_x.y": true,
+		"": false, "AWS/Lambda": false, " x": false, "naïve": false, "a\tb": false, strings.Repeat("n", 256): false,
+	} {
+		if err := metrics.ValidNamespace(ns); (err == nil) != ok {
+			t.Errorf("ValidNamespace(%q) = %v, want ok %v", ns, err, ok)
+		}
+	}
+}

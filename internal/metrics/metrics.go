@@ -7,6 +7,8 @@
 package metrics
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,23 @@ import (
 
 // DefaultNamespace is the CloudWatch namespace when none is configured.
 const DefaultNamespace = "WaitingRoom"
+
+// ValidNamespace checks a CloudWatch namespace: 1 to 255 of letters,
+// digits and . - _ / # : and space, not starting with the reserved "AWS/".
+func ValidNamespace(ns string) error {
+	if ns == "" || len(ns) > 255 || strings.TrimSpace(ns) != ns {
+		return errors.New("a namespace is 1 to 255 characters, without leading or trailing spaces")
+	}
+	if strings.HasPrefix(ns, "AWS/") {
+		return errors.New(`namespaces starting with "AWS/" are reserved`)
+	}
+	for _, c := range ns {
+		if !(c < unicode.MaxASCII && (unicode.IsLetter(c) || unicode.IsDigit(c) || strings.ContainsRune(".-_/#: ", c))) {
+			return fmt.Errorf("%q: a namespace holds letters, digits and . - _ / # : and space only", ns)
+		}
+	}
+	return nil
+}
 
 // Op is what a request asked for; the middleware sets it from the route.
 type Op string

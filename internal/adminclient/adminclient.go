@@ -77,6 +77,38 @@ type Program struct {
 	Raw json.RawMessage `json:"-"`
 }
 
+// UnmarshalJSON reads a program; a time field that is absent or "" stays
+// zero.
+func (p *Program) UnmarshalJSON(b []byte) error {
+	type plain Program // without this method
+	var aux struct {
+		plain
+		// Shallower than plain's, so these take the time fields.
+		CreatedAt   string `json:"createdAt"`
+		EffectiveAt string `json:"effectiveAt"`
+		OpensAt     string `json:"opensAt"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*p = Program(aux.plain)
+	for _, f := range []struct {
+		name string
+		text string
+		dst  *time.Time
+	}{{"createdAt", aux.CreatedAt, &p.CreatedAt}, {"effectiveAt", aux.EffectiveAt, &p.EffectiveAt}, {"opensAt", aux.OpensAt, &p.OpensAt}} {
+		if f.text == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, f.text)
+		if err != nil {
+			return fmt.Errorf("%s %q is not an RFC 3339 time", f.name, f.text)
+		}
+		*f.dst = t
+	}
+	return nil
+}
+
 // Settings is the body of a program PUT: JSON field names to values. Only
 // the fields present are sent; the server keeps the others.
 type Settings map[string]any

@@ -227,3 +227,19 @@ func TestRegionFromHost(t *testing.T) {
 		}
 	}
 }
+
+func TestProgramJSON(t *testing.T) {
+	var p adminclient.Program
+	err := json.Unmarshal([]byte(`{"programId":"gala","issued":3,"createdAt":"2026-12-01T09:00:00.000Z","opensAt":"2026-12-01T10:00:00+09:00","effectiveAt":"","shuffleAtOpen":true,"unknown":[1]}`), &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := adminclient.Program{ProgramID: "gala", Issued: 3, ShuffleAtOpen: true,
+		CreatedAt: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), OpensAt: time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)}
+	if diff := cmp.Diff(want, p, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if err := json.Unmarshal([]byte(`{"opensAt":"tomorrow"}`), &p); err == nil || !strings.Contains(err.Error(), "opensAt") {
+		t.Errorf("a malformed time: %v", err)
+	}
+}

@@ -1,19 +1,23 @@
 package waitingroom_test
 
 // Holds template.yaml to the code: the routes the handler serves, the
-// environment the config reads, the Makefile targets sam build runs, and
-// least-privilege policies. cfn-lint (make lint) checks the template
+// environment the config reads, the Makefile targets sam build runs,
+// least-privilege policies, and the metrics the dashboard and alarms read. cfn-lint (make lint) checks the template
 // against CloudFormation and SAM themselves.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
+	"github.com/example/waitingroom/internal/metrics"
+	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/samtemplate"
 )
 
@@ -256,6 +260,221 @@ func TestTemplateTable(t *testing.T) {
 	for _, w := range want {
 		if !strings.Contains(props, w) {
 			t.Errorf("QueueTable properties lack %s (what internal/dynamostore.CreateTable makes)\n  %s", w, props)
+		}
+	}
+}
+
+// metricRef is a metric that the dashboard or an alarm reads from the
+// functions' namespace: its name and dimension names.
+type metricRef struct {
+	where string
+	name  string
+	dims  []string
+	// values are the dimension values, where the reference names them.
+	values map[string]string
+}
+
+// searchExpr reads the schema and metric name of a SEARCH expression over
+// the functions' namespace: SEARCH('{"NS",Dim,…} MetricName="Name"', …).
+var searchExpr = regexp.MustCompile(`^SEARCH\('\{"` + regexp.QuoteMeta(nsMarker) + `"((?:,\w+)*)\} MetricName="(\w+)"', '(\w+)', 60\)$`)
+
+// nsMarker stands for ${MetricsNamespace} in the dashboard body.
+const nsMarker = "NAMESPACE"
+
+// dashboardRefs returns the dashboard's widgets and the metrics of the
+// functions' namespace they read.
+func dashboardRefs(t *testing.T, tpl *samtemplate.Template) ([]any, []metricRef) {
+	t.Helper()
+	sub, _ := tpl.Properties("Dashboard")["DashboardBody"].(map[string]any)
+	body, ok := sub["Fn::Sub"].(string)
+	if !ok {
+		t.Fatal("Dashboard: DashboardBody is not a !Sub string")
+	}
+	// Every ${…} of the !Sub must be a parameter, a resource, an
+	// attribute of one, or a pseudo parameter; stand-ins make it JSON.
+	for _, m := range regexp.MustCompile(`\$\{([^}]+)\}`).FindAllStringSubmatch(body, -1) {
+		name, _, _ := strings.Cut(m[1], ".")
+		_, param := tpl.Parameters[name]
+		_, res := tpl.Resources[name]
+		if !param && !res && !strings.HasPrefix(name, "AWS::") {
+			t.Errorf("dashboard: ${%s} names nothing in the template", m[1])
+		}
+	}
+	body = strings.ReplaceAll(body, "${MetricsNamespace}", nsMarker)
+	body = strings.ReplaceAll(body, "${PollLatencyAlarmMs}", "250")
+	body = regexp.MustCompile(`\$\{[^}]+\}`).ReplaceAllString(body, "X")
+	var dash struct {
+		Widgets []struct {
+			Type       string `json:"type"`
+			Properties struct {
+				Title   string  `json:"title"`
+				Metrics [][]any `json:"metrics"`
+			} `json:"properties"`
+		} `json:"widgets"`
+	}
+	if err := json.Unmarshal([]byte(body), &dash); err != nil {
+		t.Fatalf("dashboard body is not JSON: %v", err)
+	}
+	var widgets []any
+	var refs []metricRef
+	for _, w := range dash.Widgets {
+		widgets = append(widgets, w)
+		for _, m := range w.Properties.Metrics {
+			where := fmt.Sprintf("dashboard %q", w.Properties.Title)
+			if len(m) == 0 {
+				t.Errorf("%s: empty metric", where)
+				continue
+			}
+			if opts, ok := m[0].(map[string]any); ok {
+				expr, _ := opts["expression"].(string)
+				if !strings.Contains(expr, nsMarker) {
+					continue
+				}
+				sm := searchExpr.FindStringSubmatch(expr)
+				if sm == nil {
+					t.Errorf("%s: expression %q is not SEARCH('{\"NS\",Dim} MetricName=\"Name\"', 'Stat', 60)", where, expr)
+					continue
+				}
+				refs = append(refs, metricRef{where: where, name: sm[2], dims: strings.Split(strings.TrimPrefix(sm[1], ","), ",")})
+				continue
+			}
+			var strs []string
+			for _, v := range m {
+				if s, ok := v.(string); ok {
+					strs = append(strs, s)
+				}
+			}
+			if slices.Contains(strs, ".") {
+				t.Errorf("%s: %v uses the \".\" shorthand; spell metrics out so the test can read them", where, m)
+			}
+			if len(strs) < 2 || strs[0] != nsMarker {
+				continue
+			}
+			ref := metricRef{where: where, name: strs[1], values: map[string]string{}}
+			for i := 2; i+1 < len(strs); i += 2 {
+				ref.dims = append(ref.dims, strs[i])
+				ref.values[strs[i]] = strs[i+1]
+			}
+			refs = append(refs, ref)
+		}
+	}
+	return widgets, refs
+}
+
+// alarmRefs returns the template's alarms and the metrics of the
+// functions' namespace they read, by alarm.
+func alarmRefs(tpl *samtemplate.Template) (map[string]map[string]any, []metricRef) {
+	isNS := func(v any) bool { return fmt.Sprint(v) == "map[Ref:MetricsNamespace]" }
+	dims := func(id, name string, v any) metricRef {
+		ref := metricRef{where: id, name: name, values: map[string]string{}}
+		for _, d := range list(v) {
+			dm, _ := d.(map[string]any)
+			ref.dims = append(ref.dims, fmt.Sprint(dm["Name"]))
+			ref.values[fmt.Sprint(dm["Name"])] = fmt.Sprint(dm["Value"])
+		}
+		return ref
+	}
+	alarms := map[string]map[string]any{}
+	var refs []metricRef
+	for id, r := range tpl.Resources {
+		if r.Type != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		p := tpl.Properties(id)
+		alarms[id] = p
+		if isNS(p["Namespace"]) {
+			refs = append(refs, dims(id, fmt.Sprint(p["MetricName"]), p["Dimensions"]))
+		}
+		for _, q := range list(p["Metrics"]) {
+			qm, _ := q.(map[string]any)
+			stat, _ := qm["MetricStat"].(map[string]any)
+			m, _ := stat["Metric"].(map[string]any)
+			if isNS(m["Namespace"]) {
+				refs = append(refs, dims(id, fmt.Sprint(m["MetricName"]), m["Dimensions"]))
+			}
+		}
+	}
+	return alarms, refs
+}
+
+// dimensionValues are the values the functions publish for the dimensions
+// with a closed set of them.
+var dimensionValues = map[string][]string{
+	metrics.DimStatus:    {string(queue.StatusWaiting), string(queue.StatusAdmitted), string(queue.StatusExpired), string(queue.StatusLeft)},
+	metrics.DimOperation: {string(metrics.OpEnter), string(metrics.OpPoll), string(metrics.OpLeave), string(metrics.OpAdmin), string(metrics.OpOther)},
+}
+
+// TestTemplateMetrics holds the dashboard and the alarms to the metrics
+// the functions publish (internal/metrics.Defs): names, dimensions, and
+// every metric shown; and the alarms to what operating an on-sale needs.
+func TestTemplateMetrics(t *testing.T) {
+	tpl := loadTemplate(t)
+	widgets, dashRefs := dashboardRefs(t, tpl)
+	if len(widgets) == 0 {
+		t.Fatal("no dashboard widgets")
+	}
+	alarms, alarmMetricRefs := alarmRefs(tpl)
+	shown := map[string]bool{}
+	for _, ref := range append(dashRefs, alarmMetricRefs...) {
+		d, ok := metrics.ByName(ref.name)
+		if !ok {
+			t.Errorf("%s: metric %q is not one the functions publish (internal/metrics.Defs)", ref.where, ref.name)
+			continue
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(ref.dims)), slices.Sorted(slices.Values(d.Dimensions))) {
+			t.Errorf("%s: metric %s with dimensions %v; it is published with %v", ref.where, ref.name, ref.dims, d.Dimensions)
+		}
+		for dim, v := range ref.values {
+			if known, ok := dimensionValues[dim]; ok && !slices.Contains(known, v) {
+				t.Errorf("%s: metric %s with %s=%q; the functions publish %s as one of %q", ref.where, ref.name, dim, v, dim, known)
+			}
+		}
+		shown[ref.name] = true
+	}
+	for _, d := range metrics.Defs {
+		if d.CloudWatch() && !shown[d.Name] {
+			t.Errorf("metric %s is published but neither on the dashboard nor in an alarm", d.Name)
+		}
+	}
+
+	// The alarms the on-sale needs, by the metric each watches.
+	watches := func(p map[string]any) string { return fmt.Sprint(p) }
+	for _, want := range []struct{ what, substr string }{
+		{"the 503 rate", "MetricName:StoreUnavailable"},
+		{"the poll p99 latency", "ExtendedStatistic:p99"},
+		{"Lambda errors", "MetricName:Errors"},
+		{"Lambda throttles", "MetricName:Throttles"},
+		{"DynamoDB throttled requests", "MetricName:ThrottledRequests"},
+		{"API Gateway 5xx", "MetricName:5xx"},
+	} {
+		found := false
+		for _, p := range alarms {
+			found = found || strings.Contains(watches(p), want.substr)
+		}
+		if !found {
+			t.Errorf("no alarm on %s (%s)", want.what, want.substr)
+		}
+	}
+	for id, p := range alarms {
+		for _, key := range []string{"AlarmActions", "OKActions"} {
+			if got := fmt.Sprint(p[key]); got != "map[Fn::If:[HasAlarmTopic [map[Ref:AlarmTopicArn]] map[Ref:AWS::NoValue]]]" {
+				t.Errorf("%s: %s = %s, want the AlarmTopicArn when one is given, else none", id, key, got)
+			}
+		}
+		if p["TreatMissingData"] != "notBreaching" {
+			t.Errorf("%s: TreatMissingData %v, want notBreaching (no requests is no failure)", id, p["TreatMissingData"])
+		}
+	}
+	if _, ok := tpl.Outputs["DashboardUrl"]; !ok {
+		t.Error("no DashboardUrl output")
+	}
+	for _, id := range tpl.FunctionIDs() {
+		f, err := tpl.Function(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(f.Environment.Variables[config.EnvMetricsNamespace]); got != "map[Ref:MetricsNamespace]" {
+			t.Errorf("%s: %s = %s, want !Ref MetricsNamespace (the namespace the dashboard and alarms read)", id, config.EnvMetricsNamespace, got)
 		}
 	}
 }

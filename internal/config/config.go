@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 )
@@ -22,10 +23,13 @@ const (
 	EnvProgramCacheTTL = "PROGRAM_CACHE_TTL"
 	EnvDynamoEndpoint  = "DYNAMODB_ENDPOINT"
 	EnvLogLevel        = "LOG_LEVEL"
+	// EnvMetricsNamespace is the CloudWatch namespace of the functions'
+	// metrics (template parameter MetricsNamespace).
+	EnvMetricsNamespace = "METRICS_NAMESPACE"
 )
 
 // Variables lists every environment variable FromEnv reads.
-var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel}
+var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace}
 
 // DefaultProgramCacheTTL is how long a function instance reuses a program
 // read on the poll path; MaxProgramCacheTTL bounds what may be configured.
@@ -54,15 +58,19 @@ type Config struct {
 	DynamoEndpoint string
 	// LogLevel is the minimum level logged (LOG_LEVEL: debug, info, warn, error).
 	LogLevel slog.Level
+	// MetricsNamespace is the CloudWatch namespace of the EMF metrics
+	// (METRICS_NAMESPACE, default metrics.DefaultNamespace).
+	MetricsNamespace string
 }
 
 // FromEnv reads the configuration through getenv (os.Getenv in mains). With
 // requireTable, TABLE_NAME must be set.
 func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 	c := Config{
-		TableName:       strings.TrimSpace(getenv(EnvTableName)),
-		DynamoEndpoint:  strings.TrimSpace(getenv(EnvDynamoEndpoint)),
-		ProgramCacheTTL: DefaultProgramCacheTTL,
+		TableName:        strings.TrimSpace(getenv(EnvTableName)),
+		DynamoEndpoint:   strings.TrimSpace(getenv(EnvDynamoEndpoint)),
+		ProgramCacheTTL:  DefaultProgramCacheTTL,
+		MetricsNamespace: metrics.DefaultNamespace,
 	}
 	var errs []error
 	if requireTable && c.TableName == "" {
@@ -106,6 +114,12 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %q is not one of debug, info, warn, error", EnvLogLevel, v))
 		}
+	}
+	if v := strings.TrimSpace(getenv(EnvMetricsNamespace)); v != "" {
+		if err := metrics.ValidNamespace(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvMetricsNamespace, err))
+		}
+		c.MetricsNamespace = v
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)

@@ -50,6 +50,17 @@ func TestFromEnv(t *testing.T) {
 		{"ErrBadTiers", map[string]string{"TABLE_NAME": "q", "POLL_TIERS": "100:1s"}, true, "POLL_TIERS", nil},
 		{"ErrBadTTL", map[string]string{"TABLE_NAME": "q", "PROGRAM_CACHE_TTL": "soon"}, true, "PROGRAM_CACHE_TTL", nil},
 		{"ErrTTLTooLong", map[string]string{"TABLE_NAME": "q", "PROGRAM_CACHE_TTL": "1m"}, true, "outside", nil},
+		{"MetricsNamespace", map[string]string{"METRICS_NAMESPACE": "WaitingRoom/prod"}, false, "", func(t *testing.T, c config.Config) {
+			if c.MetricsNamespace != "WaitingRoom/prod" {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{"DefaultMetricsNamespace", map[string]string{}, false, "", func(t *testing.T, c config.Config) {
+			if c.MetricsNamespace != "WaitingRoom" {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{"ErrMetricsNamespace", map[string]string{"METRICS_NAMESPACE": "AWS/Lambda"}, false, "METRICS_NAMESPACE", nil},
 		{"ErrLogLevel", map[string]string{"TABLE_NAME": "q", "LOG_LEVEL": "loud"}, true, "LOG_LEVEL", nil},
 		{"AllErrorsAtOnce", map[string]string{"POLL_TIERS": "x", "PROGRAM_CACHE_TTL": "y"}, true, "TABLE_NAME", func(t *testing.T, c config.Config) {}},
 	}

@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/example/waitingroom/internal/adminclient"
+)
+
+// errUsage is a command line wrctl could not make sense of; the usage has
+// been printed.
+var errUsage = errors.New("usage")
+
+// defaultURL is the local server's address (make run).
+const defaultURL = "http://127.0.0.1:3000"
+
+const usage = `Usage: wrctl COMMAND [flags] ID [N]
+
+Runs a waiting room's program during an on-sale, through the admin API.
+
+Commands:
+  get ID        the program's counters and settings
+  put ID        create the program, or change the settings given as flags
+  admit ID N    admit N more people now, on top of the admission rate
+  pause ID      stop admission           resume ID   restart it
+  close ID      stop new entries         reopen ID   take them again
+  watch ID      a live view of the crowd, refreshed every second
+
+Every command takes -url (default $WR_URL, else ` + defaultURL + `) and -json.
+Authentication: with ADMIN_TOKEN set, the local server's bearer token;
+otherwise a SigV4 signature with your AWS credentials (the SDK's default
+chain: AWS_PROFILE, AWS_ACCESS_KEY_ID, SSO, …), for the region of the API's
+host or -region. Run "wrctl COMMAND -h" for a command's flags.
+`
+
+// app is one run of wrctl and its outside world.
+type app struct {
+	getenv   func(string) string
+	stdout   io.Writer
+	stderr   io.Writer
+	settings []setting
+	now      func() time.Time
+	terminal bool
+}
+
+func newApp(getenv func(string) string, stdout, stderr io.Writer, settings []setting) *app {
+	return &app{getenv: getenv, stdout: stdout, stderr: stderr, settings: settings, now: time.Now, terminal: isTerminal(stdout)}
+}
+
+// command is a subcommand: its arguments, its own flags, and what it does.
+type command struct {
+	args     []string // names of the positional arguments
+	synopsis string
+	// flags registers the command's own flags and returns what runs it.
+	flags func(a *app, fs *flag.FlagSet) func(ctx context.Context, c *call) error
+}
+
+// call is what a command runs with.
+type call struct {
+	client *adminclient.Client
+	json   bool
+	args   []string
+	url    string
+}
+
+func (a *app) commands() map[string]command {
+	toggle := func(field string, value bool, synopsis string) command {
+		return command{args: []string{"ID"}, synopsis: synopsis,
+			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error {
+				return func(ctx context.Context, c *call) error {
+					return a.put(ctx, c, adminclient.Settings{field: value})
+				}
+			}}
+	}
+	return map[string]command{
+		"get": {args: []string{"ID"}, synopsis: "Prints the program's counters and settings.",
+			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.get }},
+		"put": {args: []string{"ID"}, synopsis: "Creates the program, or changes the settings given as flags (and only those).",
+			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
+				body := settingFlags(fs, a.settings, a.now)
+				return func(ctx context.Context, c *call) error { return a.put(ctx, c, body()) }
+			}},
+		"admit": {args: []string{"ID", "N"}, synopsis: "Admits N more people now, on top of the admission rate.",
+			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.admit }},
+		"pause":  toggle("paused", true, "Stops admission; people keep their place."),
+		"resume": toggle("paused", false, "Restarts admission at the program's rate."),
+		"close":  toggle("closed", true, "Stops new entries; people already waiting keep their place."),
+		"reopen": toggle("closed", false, "Takes new entries again."),
+		"watch": {args: []string{"ID"}, synopsis: "Shows the crowd live: issued, admitted, waiting, the rate, when the last person in line gets in,\nenters/s and admissions/s, and the queue length over time. Redraws in place on a terminal;\nprints one line per sample otherwise (one JSON object per line with -json).",
+			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
+				var w watchOptions
+				fs.DurationVar(&w.every, "every", time.Second, "time between samples")
+				fs.DurationVar(&w.forDur, "for", 0, "stop after this `duration` (0: until interrupted)")
+				fs.IntVar(&w.count, "n", 0, "stop after this many samples (0: until interrupted)")
+				return func(ctx context.Context, c *call) error { return a.watch(ctx, c, w) }
+			}},
+	}
+}
+
+// run parses args and runs the command they name.
+func (a *app) run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(a.stderr, usage)
+		return errUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(a.stdout, usage)
+		return flag.ErrHelp
+	}
+	name := args[0]
+	cmd, ok := a.commands()[name]
+	if !ok {
+		fmt.Fprintf(a.stderr, "wrctl: unknown command %q\n\n%s", name, usage)
+		return errUsage
+	}
+	fs := flag.NewFlagSet("wrctl "+name, flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: wrctl %s [flags] %s\n\n%s\n\nFlags:\n", name, strings.Join(cmd.args, " "), cmd.synopsis)
+		fs.PrintDefaults()
+	}
+	baseURL := a.getenv("WR_URL")
+	if baseURL == "" {
+		baseURL = defaultURL
+	}
+	c := &call{}
+	fs.StringVar(&c.url, "url", baseURL, "base `URL` of the waiting room's API ($WR_URL)")
+	fs.BoolVar(&c.json, "json", false, "machine-readable output: the API's JSON")
+	region := fs.String("region", "", "AWS `region` to sign for (default: the API host's, else the AWS configuration's)")
+	profile := fs.String("profile", "", "AWS shared configuration `profile` (default $AWS_PROFILE)")
+	timeout := fs.Duration("timeout", 30*time.Second, "time limit of each request")
+	runCmd := cmd.flags(a, fs)
+	args, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if len(args) != len(cmd.args) {
+		fmt.Fprintf(a.stderr, "wrctl %s: want %s, got %d argument(s)\n", name, strings.Join(cmd.args, " "), len(args))
+		fs.Usage()
+		return errUsage
+	}
+	c.args = args
+	auth, err := a.authorizer(ctx, c.url, *region, *profile)
+	if err != nil {
+		return err
+	}
+	c.client, err = adminclient.New(c.url, auth, newHTTPClient(*timeout))
+	if err != nil {
+		return err
+	}
+	return a.explain(runCmd(ctx, c), auth)
+}
+
+// parseInterspersed parses flags placed before, between and after the
+// positional arguments (wrctl put gala -rate 5), which it returns.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+// authorizer picks the bearer token (ADMIN_TOKEN) or SigV4 with the AWS
+// SDK's default credential chain.
+func (a *app) authorizer(ctx context.Context, apiURL, region, profile string) (adminclient.Authorizer, error) {
+	if tok := a.getenv("ADMIN_TOKEN"); tok != "" {
+		return adminclient.BearerToken(tok), nil
+	}
+	if region == "" {
+		if u, err := url.Parse(apiURL); err == nil {
+			region, _ = adminclient.RegionFromHost(u.Host)
+		}
+	}
+	// The SDK's own warnings (e.g. on falling back to IMDSv1) would only
+	// clutter the answer; a failure still comes back as an error.
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithLogger(logging.Nop{})}
+	if region != "" {
+		opts = append(opts, awsconfig.WithRegion(region))
+	}
+	if profile != "" {
+		opts = append(opts, awsconfig.WithSharedConfigProfile(profile))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, fmt.Errorf("no AWS region to sign for: the API's host %s names none; give -region or set AWS_REGION (or set ADMIN_TOKEN for the local server)", apiURL)
+	}
+	return adminclient.SigV4{Credentials: cfg.Credentials, Region: cfg.Region}, nil
+}
+
+var unknownField = regexp.MustCompile(`^Unknown field "([^"]+)"`)
+
+// explain adds what the operator can do about an API error.
+func (a *app) explain(err error, auth adminclient.Authorizer) error {
+	var ae *adminclient.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	_, bearer := auth.(adminclient.BearerToken)
+	switch {
+	case ae.Code == "INVALID_JSON" && unknownField.MatchString(ae.Message):
+		field := unknownField.FindStringSubmatch(ae.Message)[1]
+		if f := flagOf(a.settings, field); f != "" {
+			return fmt.Errorf("%w\n(this server does not know -%s yet: it runs an older version than wrctl)", err, f)
+		}
+	case (ae.Status == 401 || ae.Code == "FORBIDDEN") && !bearer:
+		return fmt.Errorf("%w\n(the local server takes a bearer token: set ADMIN_TOKEN to the one it printed)", err)
+	case ae.Status == 403 && ae.Code == "" && bearer:
+		return fmt.Errorf("%w\n(an API on AWS takes requests signed with AWS credentials: unset ADMIN_TOKEN)", err)
+	case ae.Status == 403 && ae.Code == "" && !bearer:
+		return fmt.Errorf("%w\n(check that your AWS identity may execute-api:Invoke the admin routes, and the -region)", err)
+	}
+	return err
+}
+
+func (a *app) get(ctx context.Context, c *call) error {
+	p, err := c.client.Program(ctx, c.args[0])
+	if err != nil {
+		return err
+	}
+	return a.printProgram(c, p, "")
+}
+
+func (a *app) put(ctx context.Context, c *call, set adminclient.Settings) error {
+	p, created, err := c.client.PutProgram(ctx, c.args[0], set)
+	if err != nil {
+		return err
+	}
+	title := "updated program " + c.args[0]
+	if created {
+		title = "created program " + c.args[0]
+	}
+	return a.printProgram(c, p, title)
+}
+
+func (a *app) admit(ctx context.Context, c *call) error {
+	n, err := strconv.ParseInt(c.args[1], 10, 64)
+	if err != nil || n < 1 {
+		return fmt.Errorf("admit: N must be a whole number of at least 1, not %q", c.args[1])
+	}
+	p, err := c.client.Admit(ctx, c.args[0], n)
+	if err != nil {
+		return err
+	}
+	return a.printProgram(c, p, fmt.Sprintf("admitted %d more of program %s", n, c.args[0]))
+}
+
+// printProgram prints p: the server's JSON as is with -json, otherwise
+// its fields, in the server's order, one per line.
+func (a *app) printProgram(c *call, p adminclient.Program, title string) error {
+	if c.json {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, p.Raw); err != nil {
+			return err
+		}
+		buf.WriteByte('\n')
+		_, err := a.stdout.Write(buf.Bytes())
+		return err
+	}
+	fields, err := orderedFields(p.Raw)
+	if err != nil {
+		return err
+	}
+	if title != "" {
+		fmt.Fprintln(a.stdout, title)
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	for _, f := range fields {
+		fmt.Fprintf(tw, "  %s\t%s\n", f[0], f[1])
+	}
+	return tw.Flush()
+}
+
+// orderedFields returns the members of a JSON object in order, each value
+// as text (strings unquoted).
+func orderedFields(raw []byte) ([][2]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("the answer is not a JSON object")
+	}
+	var out [][2]string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		text := fmt.Sprint(v)
+		if s, ok := v.(string); ok {
+			text = s
+		} else if _, ok := v.(json.Number); !ok {
+			b, _ := json.Marshal(v)
+			text = string(b)
+		}
+		out = append(out, [2]string{fmt.Sprint(k), text})
+	}
+	return out, nil
+}

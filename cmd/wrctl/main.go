@@ -1,0 +1,58 @@
+// Command wrctl runs a waiting room during an on-sale: it reads and changes
+// a program's settings, admits people by hand and watches the crowd live,
+// through the admin API of the local server (ADMIN_TOKEN) or of the stack
+// on AWS (requests signed with the operator's AWS credentials).
+//
+//	wrctl get ID                  the program's counters and settings
+//	wrctl put ID [-rate N] [...]  create it, or change the settings given
+//	wrctl admit ID N              admit N more people now
+//	wrctl pause|resume ID         stop or restart admission
+//	wrctl close|reopen ID         stop or resume new entries
+//	wrctl watch ID                a live view of the crowd
+//
+// Run "wrctl COMMAND -h" for the flags. See docs/operating.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitStatus(err, os.Stderr))
+}
+
+// run is wrctl with its outside world as arguments, for tests.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return newApp(getenv, stdout, stderr, programSettings).run(ctx, args)
+}
+
+// exitStatus prints err for the operator and returns the exit status: 0
+// for none (or -h), 2 for a usage error (already explained), 1 otherwise.
+func exitStatus(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	fmt.Fprintln(stderr, "wrctl:", err)
+	return 1
+}
+
+// isTerminal reports whether w is a terminal, where watch redraws in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

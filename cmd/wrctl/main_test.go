@@ -1,0 +1,484 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/httpapi"
+	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/testing/sigv4test"
+)
+
+// testSecret is the test server's admin bearer secret.
+const testSecret = "s3cret"
+
+// newAPI is the waiting room's HTTP API in process, on an in-memory store,
+// admin changes taking effect at once (no program cache), the admin
+// routes behind testSecret. It is the one place the tests build the
+// server.
+func newAPI(t *testing.T) http.Handler {
+	t.Helper()
+	cfg, err := config.FromEnv(func(k string) string {
+		if k == config.EnvProgramCacheTTL {
+			return "0s"
+		}
+		return ""
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httpapi.New(cfg.NewService(memstore.New()), httpapi.WithAdminSecret(testSecret))
+}
+
+// serve serves h on loopback for the test's duration and returns its URL.
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// result is what one wrctl run printed and its exit status.
+type result struct {
+	stdout, stderr string
+	status         int
+}
+
+// wrctl runs the command line args with env as its environment (and
+// nothing of the process's, except the AWS SDK's own variables).
+func wrctl(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	return wrctlWith(t, programSettings, env, args...)
+}
+
+func wrctlWith(t *testing.T, settings []setting, env map[string]string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := newApp(func(k string) string { return env[k] }, &stdout, &stderr, settings)
+	status := exitStatus(a.run(ctx, args), &stderr)
+	return result{stdout.String(), stderr.String(), status}
+}
+
+// decode parses a -json answer.
+func decode(t *testing.T, r result) map[string]any {
+	t.Helper()
+	if r.status != 0 {
+		t.Fatalf("exit %d, stderr: %s", r.status, r.stderr)
+	}
+	if strings.Count(r.stdout, "\n") != 1 {
+		t.Fatalf("-json output is not one line: %q", r.stdout)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		t.Fatalf("-json output does not parse: %v\n%s", err, r.stdout)
+	}
+	return m
+}
+
+// pick returns the keys of m named, absent ones as nil.
+func pick(m map[string]any, keys ...string) map[string]any {
+	out := map[string]any{}
+	for _, k := range keys {
+		out[k] = m[k]
+	}
+	return out
+}
+
+// enter makes n people enter program id.
+func enter(t *testing.T, url, id string, n int) {
+	t.Helper()
+	for range n {
+		resp, err := http.Post(url+"/api/v1/queues/programs/"+id, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("enter: status %d", resp.StatusCode)
+		}
+	}
+}
+
+func TestCommands(t *testing.T) {
+	url := serve(t, newAPI(t))
+	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
+	run := func(t *testing.T, args ...string) map[string]any {
+		t.Helper()
+		return decode(t, wrctl(t, env, args...))
+	}
+	counters := []string{"programId", "issued", "admitted", "waiting", "admissionRatePerSecond", "paused", "closed", "admissionWindowSeconds", "pollingPolicy"}
+
+	t.Run("PutCreates", func(t *testing.T) {
+		got := run(t, "put", "gala", "-rate", "2", "-paused", "-window", "15m", "-json")
+		want := map[string]any{"programId": "gala", "issued": 0.0, "admitted": 0.0, "waiting": 0.0, "admissionRatePerSecond": 2.0,
+			"paused": true, "closed": false, "admissionWindowSeconds": 900.0, "pollingPolicy": nil}
+		if diff := cmp.Diff(want, pick(got, counters...)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+	t.Run("PutSendsOnlyTheFlagsGiven", func(t *testing.T) {
+		// Flags after the id, a policy: paused and the window stay.
+		got := run(t, "put", "-json", "gala", "-rate", "3.5", "-policy", "eta")
+		want := map[string]any{"admissionRatePerSecond": 3.5, "paused": true, "admissionWindowSeconds": 900.0, "pollingPolicy": "eta"}
+		if diff := cmp.Diff(want, pick(got, "admissionRatePerSecond", "paused", "admissionWindowSeconds", "pollingPolicy")); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		got = run(t, "put", "gala", "-policy", "", "-json")
+		if _, ok := got["pollingPolicy"]; ok || got["admissionRatePerSecond"] != 3.5 {
+			t.Errorf(`-policy "" should return the program to the default policy and keep the rate: %v`, got)
+		}
+	})
+	enter(t, url, "gala", 5)
+	t.Run("Get", func(t *testing.T) {
+		got := run(t, "get", "gala", "-json")
+		if diff := cmp.Diff(map[string]any{"issued": 5.0, "admitted": 0.0, "waiting": 5.0}, pick(got, "issued", "admitted", "waiting")); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+	t.Run("GetHuman", func(t *testing.T) {
+		r := wrctl(t, env, "get", "gala")
+		if r.status != 0 || r.stderr != "" {
+			t.Fatalf("exit %d: %s", r.status, r.stderr)
+		}
+		for _, want := range []string{`(?m)^  programId +gala$`, `(?m)^  issued +5$`, `(?m)^  waiting +5$`, `(?m)^  paused +true$`, `(?m)^  admissionRatePerSecond +3.5$`} {
+			if !regexp.MustCompile(want).MatchString(r.stdout) {
+				t.Errorf("output lacks %s:\n%s", want, r.stdout)
+			}
+		}
+	})
+	t.Run("Admit", func(t *testing.T) {
+		got := run(t, "admit", "gala", "2", "-json")
+		if diff := cmp.Diff(map[string]any{"issued": 5.0, "admitted": 2.0, "waiting": 3.0}, pick(got, "issued", "admitted", "waiting")); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		r := wrctl(t, env, "admit", "gala", "1")
+		if r.status != 0 || !strings.HasPrefix(r.stdout, "admitted 1 more of program gala\n") || !regexp.MustCompile(`(?m)^  admitted +3$`).MatchString(r.stdout) {
+			t.Errorf("exit %d, output:\n%s%s", r.status, r.stdout, r.stderr)
+		}
+	})
+	t.Run("Toggles", func(t *testing.T) {
+		for _, tc := range []struct {
+			cmd            string
+			paused, closed bool
+		}{
+			{"resume", false, false},
+			{"pause", true, false},
+			{"close", true, true},
+			{"resume", false, true},
+			{"reopen", false, false},
+		} {
+			got := run(t, tc.cmd, "gala", "-json")
+			if got["paused"] != tc.paused || got["closed"] != tc.closed {
+				t.Errorf("after %s: paused %v closed %v, want %v %v", tc.cmd, got["paused"], got["closed"], tc.paused, tc.closed)
+			}
+		}
+		run(t, "close", "gala", "-json")
+		resp, err := http.Post(url+"/api/v1/queues/programs/gala", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusConflict {
+			t.Errorf("enter after close: %d, want 409", resp.StatusCode)
+		}
+	})
+	t.Run("PutHuman", func(t *testing.T) {
+		r := wrctl(t, env, "put", "fair")
+		if r.status != 0 || !strings.HasPrefix(r.stdout, "created program fair\n") {
+			t.Errorf("exit %d, output:\n%s%s", r.status, r.stdout, r.stderr)
+		}
+		r = wrctl(t, env, "put", "fair", "-rate", "1")
+		if r.status != 0 || !strings.HasPrefix(r.stdout, "updated program fair\n") {
+			t.Errorf("exit %d, output:\n%s%s", r.status, r.stdout, r.stderr)
+		}
+	})
+}
+
+func TestErrors(t *testing.T) {
+	url := serve(t, newAPI(t))
+	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
+	if r := wrctl(t, env, "put", "gala", "-paused"); r.status != 0 {
+		t.Fatal(r.stderr)
+	}
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	withFake := append([]setting{{"test-only", "testOnlyField", text, "a field no server knows"}}, programSettings...)
+
+	for _, tc := range []struct {
+		name     string
+		settings []setting
+		env      map[string]string
+		args     []string
+		status   int
+		stderr   string // a regular expression
+	}{
+		{"UnknownProgram", nil, env, []string{"get", "nope"}, 1, `^wrctl: PROGRAM_NOT_FOUND: \S.*\n$`},
+		{"WrongToken", nil, map[string]string{"WR_URL": url, "ADMIN_TOKEN": "wrong"}, []string{"get", "gala"}, 1, `^wrctl: FORBIDDEN: The admin credentials are not valid\.\n$`},
+		{"InvalidSetting", nil, env, []string{"put", "gala", "-rate", "1e9"}, 1, `^wrctl: INVALID_SETTINGS: admissionRatePerSecond must be`},
+		{"InvalidProgramID", nil, env, []string{"get", "_x"}, 1, `^wrctl: INVALID_PROGRAM_ID: `},
+		{"AdmitZero", nil, env, []string{"admit", "gala", "0"}, 1, `^wrctl: admit: N must be a whole number of at least 1, not "0"\n$`},
+		{"AdmitTooMany", nil, env, []string{"admit", "gala", "2000000"}, 1, `^wrctl: INVALID_COUNT: `},
+		{"ServerDown", nil, map[string]string{"WR_URL": down.URL, "ADMIN_TOKEN": testSecret}, []string{"get", "gala"}, 1, `^wrctl: GET http://127\.0\.0\.1:\d+/api/v1/admin/programs/gala: .*connection refused\n$`},
+		{"BadURL", nil, map[string]string{"ADMIN_TOKEN": testSecret}, []string{"get", "gala", "-url", "127.0.0.1:3000"}, 1, `^wrctl: API URL "127.0.0.1:3000": want http`},
+		// A flag of a setting the server does not know yet: the server's
+		// own error, and what it means.
+		{"SettingUnknownToServer", withFake, env, []string{"put", "gala", "-test-only", "x"}, 1,
+			`^wrctl: INVALID_JSON: Unknown field "testOnlyField"\.\n\(this server does not know -test-only yet: it runs an older version than wrctl\)\n$`},
+		{"NotANumber", nil, env, []string{"put", "gala", "-rate", "fast"}, 2, `invalid value "fast" for flag -rate: not a number`},
+		{"FractionalWindow", nil, env, []string{"put", "gala", "-window", "1.5s"}, 2, `invalid value "1.5s" for flag -window: want whole seconds`},
+		{"BadOpensAt", nil, env, []string{"put", "gala", "-opens-at", "tomorrow"}, 2, `invalid value "tomorrow" for flag -opens-at: want an RFC 3339 time`},
+		{"MissingID", nil, env, []string{"get"}, 2, `wrctl get: want ID, got 0 argument\(s\)`},
+		{"ExtraArgument", nil, env, []string{"pause", "gala", "now"}, 2, `wrctl pause: want ID, got 2 argument\(s\)`},
+		{"UnknownFlag", nil, env, []string{"get", "gala", "-bogus"}, 2, `flag provided but not defined: -bogus`},
+		{"UnknownCommand", nil, env, []string{"open", "gala"}, 2, `wrctl: unknown command "open"`},
+		{"NoCommand", nil, env, nil, 2, `^Usage: wrctl COMMAND`},
+		{"CommandHelp", nil, env, []string{"watch", "-h"}, 0, `(?s)^Usage: wrctl watch \[flags\] ID\n.*-every duration`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			settings := tc.settings
+			if settings == nil {
+				settings = programSettings
+			}
+			r := wrctlWith(t, settings, tc.env, tc.args...)
+			if r.status != tc.status || !regexp.MustCompile(tc.stderr).MatchString(r.stderr) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit %d and stderr matching %s", r.status, r.stderr, tc.status, tc.stderr)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout should be empty on failure: %q", r.stdout)
+			}
+		})
+	}
+	t.Run("Help", func(t *testing.T) {
+		r := wrctl(t, env, "-h")
+		if r.status != 0 || !strings.Contains(r.stdout, "Commands:") {
+			t.Errorf("exit %d, stdout %q", r.status, r.stdout)
+		}
+	})
+}
+
+// watchLines runs watch and returns its output lines.
+func watchLines(t *testing.T, env map[string]string, args ...string) []string {
+	t.Helper()
+	r := wrctl(t, env, append([]string{"watch"}, args...)...)
+	if r.status != 0 {
+		t.Fatalf("exit %d: %s", r.status, r.stderr)
+	}
+	return strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+}
+
+func TestWatch(t *testing.T) {
+	url := serve(t, newAPI(t))
+	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
+	if r := wrctl(t, env, "put", "gala", "-paused", "-rate", "2"); r.status != 0 {
+		t.Fatal(r.stderr)
+	}
+	enter(t, url, "gala", 4)
+
+	t.Run("PlainLines", func(t *testing.T) {
+		lines := watchLines(t, env, "gala", "-n", "3", "-every", "10ms")
+		if len(lines) != 3 {
+			t.Fatalf("%d lines, want 3:\n%s", len(lines), strings.Join(lines, "\n"))
+		}
+		line := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ gala issued=4 admitted=0 waiting=4 rate=2/s last="paused" enters/s=(-|0\.0) admissions/s=(-|0\.0) paused=true closed=false queue=█+$`)
+		for i, l := range lines {
+			if !line.MatchString(l) {
+				t.Errorf("line %d: %q", i, l)
+			}
+		}
+		if !strings.Contains(lines[0], "enters/s=- ") || !strings.HasSuffix(lines[2], "queue=███") {
+			t.Errorf("the first line has no rate yet, the third a sparkline of three: %q, %q", lines[0], lines[2])
+		}
+	})
+
+	t.Run("JSONWhileArriving", func(t *testing.T) {
+		if r := wrctl(t, env, "resume", "gala"); r.status != 0 {
+			t.Fatal(r.stderr)
+		}
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+					// Not enter: t.Fatal only on the test's goroutine.
+					if resp, err := http.Post(url+"/api/v1/queues/programs/gala", "", nil); err == nil {
+						resp.Body.Close()
+					}
+				}
+			}
+		})
+		lines := watchLines(t, env, "gala", "-n", "6", "-every", "40ms", "-json")
+		close(stop)
+		wg.Wait()
+		if len(lines) != 6 {
+			t.Fatalf("%d lines, want 6", len(lines))
+		}
+		var prev *frame
+		for i, l := range lines {
+			var f frame
+			if err := json.Unmarshal([]byte(l), &f); err != nil {
+				t.Fatalf("line %d does not parse: %v\n%s", i, err, l)
+			}
+			if f.ProgramID != "gala" || f.Waiting != f.Issued-f.Admitted || f.LastInLine != "advancing" || f.LastInLineMs == nil || *f.LastInLineMs != f.Waiting*500 {
+				t.Errorf("line %d: %s (want the last in line at waiting/rate = waiting × 500 ms)", i, l)
+			}
+			if prev == nil {
+				if f.EntersPerSecond != nil || f.AdmissionsPerSecond != nil {
+					t.Errorf("first line has rates: %s", l)
+				}
+			} else {
+				dt := f.At.Sub(prev.At).Seconds()
+				wantEnters := float64(f.Issued-prev.Issued) / dt
+				wantAdmissions := float64(f.Admitted-prev.Admitted) / dt
+				// Within 0.1 %: "at" is wall-clock time, the rates come from
+				// the monotonic clock.
+				near := func(got *float64, want float64) bool {
+					return got != nil && math.Abs(*got-want) <= 1e-3*math.Max(1, want)
+				}
+				if !near(f.EntersPerSecond, wantEnters) || !near(f.AdmissionsPerSecond, wantAdmissions) {
+					t.Errorf("line %d: rates %v %v, want %g %g", i, deref(f.EntersPerSecond), deref(f.AdmissionsPerSecond), wantEnters, wantAdmissions)
+				}
+			}
+			prev = &f
+		}
+		var first, last frame
+		_ = json.Unmarshal([]byte(lines[0]), &first)
+		_ = json.Unmarshal([]byte(lines[len(lines)-1]), &last)
+		if last.Issued <= first.Issued {
+			t.Errorf("issued went from %d to %d while people entered", first.Issued, last.Issued)
+		}
+	})
+
+	t.Run("For", func(t *testing.T) {
+		start := time.Now()
+		lines := watchLines(t, env, "gala", "-for", "200ms", "-every", "50ms")
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("-for 200ms took %s", took)
+		}
+		if len(lines) < 2 || len(lines) > 5 {
+			t.Errorf("%d lines in 200 ms at one per 50 ms", len(lines))
+		}
+	})
+
+	t.Run("UnknownProgram", func(t *testing.T) {
+		r := wrctl(t, env, "watch", "nope", "-every", "10ms")
+		if r.status != 1 || !strings.HasPrefix(r.stderr, "wrctl: PROGRAM_NOT_FOUND: ") {
+			t.Errorf("exit %d, stderr %q", r.status, r.stderr)
+		}
+	})
+
+	t.Run("RidesOutServerFaults", func(t *testing.T) {
+		// The second sample gets a 503: shown, and the watch goes on.
+		var n atomic.Int32
+		api := newAPI(t)
+		flaky := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && n.Add(1) == 2 {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"code":"STORE_UNAVAILABLE","message":"The queue is briefly unavailable; retry shortly."}`))
+				return
+			}
+			api.ServeHTTP(w, r)
+		}))
+		flakyEnv := map[string]string{"WR_URL": flaky, "ADMIN_TOKEN": testSecret}
+		if r := wrctl(t, flakyEnv, "put", "gala", "-paused"); r.status != 0 {
+			t.Fatal(r.stderr)
+		}
+		lines := watchLines(t, flakyEnv, "gala", "-n", "3", "-every", "10ms")
+		if len(lines) != 3 || !strings.HasSuffix(lines[1], `error="STORE_UNAVAILABLE: The queue is briefly unavailable; retry shortly."`) || strings.Contains(lines[2], "error=") {
+			t.Errorf("want the fault on the second line only:\n%s", strings.Join(lines, "\n"))
+		}
+	})
+}
+
+// TestSigV4 runs wrctl as on AWS: no ADMIN_TOKEN, so it signs with the
+// AWS credentials of its environment, and a gateway that verifies the
+// signature as API Gateway's IAM authorizer does stands before the API.
+func TestSigV4(t *testing.T) {
+	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": creds.SecretAccessKey, "AWS_SESSION_TOKEN": "",
+		"AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_CONFIG_FILE": filepath.Join(dir, "config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
+	} {
+		t.Setenv(k, v)
+	}
+	url := serve(t, sigv4test.Gateway(creds, "eu-west-1", "Bearer "+testSecret, newAPI(t)))
+	env := map[string]string{"WR_URL": url}
+
+	got := decode(t, wrctl(t, env, "put", "gala", "-rate", "5", "-region", "eu-west-1", "-json"))
+	if got["programId"] != "gala" || got["admissionRatePerSecond"] != 5.0 {
+		t.Errorf("put through the signed gateway: %v", got)
+	}
+	t.Setenv("AWS_REGION", "eu-west-1") // the region from the AWS configuration
+	got = decode(t, wrctl(t, env, "admit", "gala", "1", "-json"))
+	if got["programId"] != "gala" {
+		t.Errorf("admit through the signed gateway: %v", got)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		stderr string
+	}{
+		{"WrongRegion", env, []string{"get", "gala", "-region", "us-east-1"}, `(?s)^wrctl: Forbidden: signed for execute-api in us-east-1, want execute-api in eu-west-1 \(HTTP 403\)\n\(check that your AWS identity may execute-api:Invoke`},
+		{"BearerOnAWS", map[string]string{"WR_URL": url, "ADMIN_TOKEN": "x"}, []string{"get", "gala"}, `(?s)^wrctl: Forbidden: .*\(HTTP 403\)\n\(an API on AWS takes requests signed with AWS credentials: unset ADMIN_TOKEN\)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := wrctl(t, tc.env, tc.args...)
+			if r.status != 1 || !regexp.MustCompile(tc.stderr).MatchString(r.stderr) {
+				t.Errorf("exit %d, stderr:\n%s\nwant 1 and %s", r.status, r.stderr, tc.stderr)
+			}
+		})
+	}
+	t.Run("NoRegion", func(t *testing.T) {
+		t.Setenv("AWS_REGION", "")
+		r := wrctl(t, env, "get", "gala")
+		if r.status != 1 || !strings.Contains(r.stderr, "no AWS region to sign for") {
+			t.Errorf("exit %d, stderr %s", r.status, r.stderr)
+		}
+	})
+	t.Run("LocalServerWithoutToken", func(t *testing.T) {
+		local := serve(t, newAPI(t))
+		r := wrctl(t, map[string]string{"WR_URL": local}, "get", "gala", "-region", "eu-west-1")
+		if r.status != 1 || !strings.HasPrefix(r.stderr, "wrctl: FORBIDDEN: ") || !strings.Contains(r.stderr, "set ADMIN_TOKEN") {
+			t.Errorf("exit %d, stderr %s", r.status, r.stderr)
+		}
+	})
+}
+
+// TestIsTerminal: a pipe or a buffer is not a terminal, so tests and
+// scripts get plain lines.
+func TestIsTerminal(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if isTerminal(w) || isTerminal(&bytes.Buffer{}) {
+		t.Error("a pipe or a buffer taken for a terminal")
+	}
+}

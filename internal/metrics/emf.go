@@ -1,0 +1,106 @@
+package metrics
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// EMF writes each observed request as one CloudWatch Embedded Metric Format
+// line: on Lambda, a line on stdout becomes CloudWatch metrics with no API
+// call. Only metrics with a CloudWatch name are written.
+type EMF struct {
+	mu        sync.Mutex
+	w         io.Writer
+	namespace string
+	now       func() time.Time
+}
+
+// NewEMF returns an EMF sink writing lines to w under namespace.
+func NewEMF(w io.Writer, namespace string) *EMF {
+	return &EMF{w: w, namespace: namespace, now: time.Now}
+}
+
+// emfDirective is a MetricDirective of the EMF specification.
+type emfDirective struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []emfMetric `json:"Metrics"`
+}
+
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit Unit   `json:"Unit"`
+}
+
+// maxMetricsPerDirective is the EMF specification's limit.
+const maxMetricsPerDirective = 100
+
+// Observe writes r's line. A write error is dropped: metrics never fail a
+// request.
+func (e *EMF) Observe(r Request) {
+	line, ok := e.document(r)
+	if !ok {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, _ = e.w.Write(line)
+}
+
+// document builds r's EMF line (with its newline); false when r records no
+// CloudWatch metric.
+func (e *EMF) document(r Request) ([]byte, bool) {
+	root := map[string]any{
+		// Not dimensions: for Logs Insights queries on the same line.
+		"Method":     r.Method,
+		DimHTTP:      r.Status,
+		DimOperation: DimensionValue(DimOperation, r),
+	}
+	var directives []emfDirective
+	index := map[string]int{} // dimension set -> directive
+	for _, d := range Defs {
+		if !d.CloudWatch() {
+			continue
+		}
+		v, ok := d.value(r)
+		if !ok {
+			continue
+		}
+		dims := make([]string, 0, len(d.Dimensions))
+		for _, dim := range d.Dimensions {
+			dv := DimensionValue(dim, r)
+			if dv == "" {
+				break
+			}
+			root[dim] = dv
+			dims = append(dims, dim)
+		}
+		if len(dims) != len(d.Dimensions) {
+			continue
+		}
+		root[d.Name] = v
+		key := strings.Join(dims, ",")
+		i, seen := index[key]
+		if !seen || len(directives[i].Metrics) == maxMetricsPerDirective {
+			i = len(directives)
+			index[key] = i
+			directives = append(directives, emfDirective{Namespace: e.namespace, Dimensions: [][]string{dims}})
+		}
+		directives[i].Metrics = append(directives[i].Metrics, emfMetric{Name: d.Name, Unit: d.Unit})
+	}
+	if len(directives) == 0 {
+		return nil, false
+	}
+	root["_aws"] = map[string]any{
+		"Timestamp":         e.now().UnixMilli(),
+		"CloudWatchMetrics": directives,
+	}
+	b, err := json.Marshal(root)
+	if err != nil { // only strings and numbers: cannot happen
+		return nil, false
+	}
+	return append(b, '\n'), true
+}

@@ -1,0 +1,203 @@
+package metrics_test
+
+import (
+	"bufio"
+	"bytes"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/example/waitingroom/internal/metrics"
+	"github.com/example/waitingroom/internal/testing/emfspec"
+)
+
+// published is one metric of an EMF line in a comparable form.
+type published struct {
+	Name   string
+	Unit   string
+	Dims   string // "K=V,K=V" sorted
+	Values []float64
+}
+
+func parseLine(t *testing.T, line []byte) (emfspec.Document, []published) {
+	t.Helper()
+	doc, err := emfspec.Parse(line)
+	if err != nil {
+		t.Fatalf("not a valid EMF document: %v\n%s", err, line)
+	}
+	var out []published
+	for _, m := range doc.Metrics {
+		if m.Namespace != "WaitingRoom" {
+			t.Errorf("metric %s in namespace %q, want WaitingRoom", m.Name, m.Namespace)
+		}
+		var dims []string
+		for k, v := range m.Dimensions {
+			dims = append(dims, k+"="+v)
+		}
+		sort.Strings(dims)
+		out = append(out, published{m.Name, m.Unit, strings.Join(dims, ","), m.Values})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return doc, out
+}
+
+func TestEMF(t *testing.T) {
+	latency := func(op string) published {
+		return published{"Latency", "Milliseconds", "Operation=" + op, []float64{12.345}}
+	}
+	for _, tc := range []struct {
+		name string
+		req  metrics.Request
+		want []published
+	}{
+		{"Enter", metrics.Request{Op: metrics.OpEnter, Method: "POST", Status: 201, ProgramID: "gala", TokenStatus: "WAITING",
+			RetryAfter: 5300 * time.Millisecond, Waiting: 234, WaitingKnown: true},
+			[]published{
+				{"Enters", "Count", "ProgramId=gala", []float64{1}},
+				latency("enter"),
+				{"RetryAfterMs", "Milliseconds", "", []float64{5300}},
+				{"Waiting", "Count", "ProgramId=gala", []float64{234}},
+			}},
+		{"EnterAgain", metrics.Request{Op: metrics.OpEnter, Method: "POST", Status: 200, ProgramID: "gala", TokenStatus: "WAITING", RetryAfter: time.Second},
+			[]published{latency("enter"), {"RetryAfterMs", "Milliseconds", "", []float64{1000}}}},
+		{"PollWaiting", metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 200, ProgramID: "gala", TokenStatus: "WAITING",
+			RetryAfter: 15 * time.Second, EstimatedWait: 4 * time.Minute, Waiting: 230, WaitingKnown: true},
+			[]published{
+				{"EstimatedWaitMs", "Milliseconds", "ProgramId=gala", []float64{240000}},
+				latency("poll"),
+				{"Polls", "Count", "Status=WAITING", []float64{1}},
+				{"RetryAfterMs", "Milliseconds", "", []float64{15000}},
+				{"Waiting", "Count", "ProgramId=gala", []float64{230}},
+			}},
+		{"PollAdmittedFirst", metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 200, ProgramID: "gala", TokenStatus: "ADMITTED", Admitted: true, Waiting: 0, WaitingKnown: true},
+			[]published{
+				{"Admissions", "Count", "ProgramId=gala", []float64{1}},
+				latency("poll"),
+				{"Polls", "Count", "Status=ADMITTED", []float64{1}},
+				{"Waiting", "Count", "ProgramId=gala", []float64{0}},
+			}},
+		{"PollAdmittedAgain", metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 200, ProgramID: "gala", TokenStatus: "ADMITTED"},
+			[]published{latency("poll"), {"Polls", "Count", "Status=ADMITTED", []float64{1}}}},
+		{"Leave", metrics.Request{Op: metrics.OpLeave, Method: "DELETE", Status: 204, ProgramID: "gala"},
+			[]published{latency("leave"), {"Leaves", "Count", "ProgramId=gala", []float64{1}}}},
+		// An unknown program never becomes a dimension value: anyone can
+		// send any id, and each value would be a billed metric.
+		{"UnknownProgram", metrics.Request{Op: metrics.OpEnter, Method: "POST", Status: 404, Code: "PROGRAM_NOT_FOUND", ProgramID: "x7f3e1"},
+			[]published{latency("enter"), {"Rejected", "Count", "Code=PROGRAM_NOT_FOUND", []float64{1}}}},
+		{"Closed", metrics.Request{Op: metrics.OpEnter, Method: "POST", Status: 409, Code: "PROGRAM_CLOSED", ProgramID: "gala"},
+			[]published{latency("enter"), {"Rejected", "Count", "Code=PROGRAM_CLOSED", []float64{1}}}},
+		{"StoreFault", metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 503, Code: "STORE_UNAVAILABLE", ProgramID: "gala"},
+			[]published{latency("poll"), {"StoreUnavailable", "Count", "", []float64{1}}}},
+		{"NoRoute", metrics.Request{Method: "GET", Status: 404, Code: "NOT_FOUND"},
+			[]published{latency("other"), {"Rejected", "Count", "Code=NOT_FOUND", []float64{1}}}},
+		{"Admin", metrics.Request{Op: metrics.OpAdmin, Method: "PUT", Status: 200, ProgramID: "gala"},
+			[]published{latency("admin")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			tc.req.Duration = 12345 * time.Microsecond
+			before := time.Now().UnixMilli()
+			metrics.NewEMF(&buf, "WaitingRoom").Observe(tc.req)
+			line := buf.Bytes()
+			if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' {
+				t.Fatalf("want exactly one line, got %q", line)
+			}
+			doc, got := parseLine(t, bytes.TrimSuffix(line, []byte("\n")))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("published metrics (-want +got):\n%s\nline: %s", diff, line)
+			}
+			if doc.Timestamp < before || doc.Timestamp > time.Now().UnixMilli() {
+				t.Errorf("Timestamp %d is not now", doc.Timestamp)
+			}
+			if doc.Root["HttpStatus"] == nil || doc.Root["Method"] != tc.req.Method {
+				t.Errorf("line lacks the HttpStatus and Method properties: %s", line)
+			}
+		})
+	}
+}
+
+// TestEMFConcurrent checks that concurrent observations never interleave
+// inside a line.
+func TestEMFConcurrent(t *testing.T) {
+	var buf bytes.Buffer
+	emf := metrics.NewEMF(&buf, "WaitingRoom")
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 200 {
+				emf.Observe(metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 200, ProgramID: "p" + string(rune('a'+i)), TokenStatus: "WAITING", RetryAfter: time.Second})
+			}
+		})
+	}
+	wg.Wait()
+	sc := bufio.NewScanner(&buf)
+	n := 0
+	for sc.Scan() {
+		if _, err := emfspec.Parse(sc.Bytes()); err != nil {
+			t.Fatalf("line %d: %v", n, err)
+		}
+		n++
+	}
+	if n != 8*200 {
+		t.Errorf("%d lines, want %d", n, 8*200)
+	}
+}
+
+func TestDefs(t *testing.T) {
+	names := map[string]bool{}
+	proms := map[string]bool{}
+	for _, d := range metrics.Defs {
+		if d.Prom == "" || proms[d.Prom] {
+			t.Errorf("%q: Prometheus name empty or repeated", d.Prom)
+		}
+		proms[d.Prom] = true
+		if d.Name != "" {
+			if names[d.Name] {
+				t.Errorf("CloudWatch name %q repeated", d.Name)
+			}
+			names[d.Name] = true
+		}
+		if !slices.Contains(emfspec.Units, string(d.Unit)) {
+			t.Errorf("%s: unit %q is not a CloudWatch unit", d.Name, d.Unit)
+		}
+		if d.Kind == metrics.Counter && (d.Unit != metrics.Count || !strings.HasSuffix(d.Prom, "_total")) {
+			t.Errorf("%s: a counter counts (unit Count) and its Prometheus name ends in _total", d.Prom)
+		}
+		if d.Unit == metrics.Milliseconds && !strings.HasSuffix(d.Prom, "_seconds") {
+			t.Errorf("%s: milliseconds are exported to Prometheus as seconds", d.Prom)
+		}
+		if len(d.Dimensions) > emfspec.MaxDimensionsPerSet {
+			t.Errorf("%s: %d dimensions", d.Name, len(d.Dimensions))
+		}
+		if _, ok := metrics.ByName(d.Name); d.Name != "" && !ok {
+			t.Errorf("ByName(%q) finds nothing", d.Name)
+		}
+	}
+	if _, ok := metrics.ByName(""); ok {
+		t.Error(`ByName("") found a Prometheus-only metric`)
+	}
+}
+
+func TestLabelName(t *testing.T) {
+	for in, want := range map[string]string{"ProgramId": "program_id", "HttpStatus": "http_status", "Code": "code"} {
+		if got := metrics.LabelName(in); got != want {
+			t.Errorf("LabelName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestValidNamespace(t *testing.T) {
+	for ns, ok := range map[string]bool{
+		"WaitingRoom": true, "WaitingRoom/prod-eu": true, "Team #1: queue_x.y": true,
+		"": false, "AWS/Lambda": false, " x": false, "naïve": false, "a\tb": false, strings.Repeat("n", 256): false,
+	} {
+		if err := metrics.ValidNamespace(ns); (err == nil) != ok {
+			t.Errorf("ValidNamespace(%q) = %v, want ok %v", ns, err, ok)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+type requestKey struct{}
+
+// Middleware observes every request next serves, once it is answered: the
+// method, the status, the time taken, the program of the path
+// ({programId}), what op says the request was, and whatever the handler
+// noted through Note. op is called after next, so that r.Pattern and
+// r.PathValue are those of the ServeMux that next is (or wraps without
+// copying the request).
+func Middleware(obs Observer, op func(r *http.Request) Op) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			rec := &Request{}
+			sw := &statusWriter{ResponseWriter: w}
+			r = r.WithContext(context.WithValue(r.Context(), requestKey{}, rec))
+			next.ServeHTTP(sw, r)
+			rec.Duration = time.Since(start)
+			rec.Method = r.Method
+			rec.Status = sw.status
+			if rec.Status == 0 {
+				rec.Status = http.StatusOK
+			}
+			if rec.ProgramID == "" {
+				rec.ProgramID = r.PathValue("programId")
+			}
+			if rec.Op == "" {
+				rec.Op = op(r)
+			}
+			obs.Observe(*rec)
+		})
+	}
+}
+
+// Note returns the Request being recorded for ctx's request, for the
+// handler to fill in what only it knows: the error Code, TokenStatus,
+// Admitted, RetryAfter, EstimatedWait, Waiting. Outside Middleware it
+// returns a Request that nobody reads.
+func Note(ctx context.Context) *Request {
+	if r, ok := ctx.Value(requestKey{}).(*Request); ok {
+		return r
+	}
+	return &Request{}
+}
+
+// statusWriter remembers the status written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,95 @@
+// Package prom records the waiting room's metrics (metrics.Defs) in a
+// Prometheus registry and serves them in the text exposition format: the
+// local server's GET /metrics. It is a separate package so that the Lambda
+// functions, which publish through EMF, do not link the Prometheus client.
+package prom
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/example/waitingroom/internal/metrics"
+)
+
+// Sink is a metrics.Observer backed by its own Prometheus registry.
+type Sink struct {
+	reg     *prometheus.Registry
+	records []record
+}
+
+// record is one metric of metrics.Defs and its collector.
+type record struct {
+	def     metrics.Def
+	counter *prometheus.CounterVec
+	hist    *prometheus.HistogramVec
+	gauge   *prometheus.GaugeVec
+}
+
+var _ metrics.Observer = (*Sink)(nil)
+
+// New returns a Sink with every metric of metrics.Defs registered.
+func New() *Sink {
+	s := &Sink{reg: prometheus.NewRegistry()}
+	for _, d := range metrics.Defs {
+		labels := make([]string, len(d.Dimensions))
+		for i, dim := range d.Dimensions {
+			labels[i] = metrics.LabelName(dim)
+		}
+		r := record{def: d}
+		var c prometheus.Collector
+		switch d.Kind {
+		case metrics.Counter:
+			r.counter = prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Prom, Help: d.Help}, labels)
+			c = r.counter
+		case metrics.Distribution:
+			r.hist = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: d.Prom, Help: d.Help, Buckets: d.Buckets}, labels)
+			c = r.hist
+		case metrics.Level:
+			r.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: d.Prom, Help: d.Help}, labels)
+			c = r.gauge
+		}
+		s.reg.MustRegister(c)
+		s.records = append(s.records, r)
+	}
+	return s
+}
+
+// Observe records req in every metric it applies to.
+func (s *Sink) Observe(req metrics.Request) {
+	for _, r := range s.records {
+		v, ok := r.def.Value(req)
+		if !ok {
+			continue
+		}
+		values := make([]string, len(r.def.Dimensions))
+		for i, dim := range r.def.Dimensions {
+			if values[i] = metrics.DimensionValue(dim, req); values[i] == "" {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		if r.def.Unit == metrics.Milliseconds {
+			v /= 1000
+		}
+		switch {
+		case r.counter != nil:
+			r.counter.WithLabelValues(values...).Add(v)
+		case r.hist != nil:
+			r.hist.WithLabelValues(values...).Observe(v)
+		case r.gauge != nil:
+			r.gauge.WithLabelValues(values...).Set(v)
+		}
+	}
+}
+
+// Gatherer returns the registry, for tests and other exporters.
+func (s *Sink) Gatherer() prometheus.Gatherer { return s.reg }
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (s *Sink) Handler() http.Handler {
+	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+}

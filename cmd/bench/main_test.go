@@ -177,7 +177,7 @@ func TestSimulateOut(t *testing.T) {
 }
 
 func TestRunJSON(t *testing.T) {
-	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.WithAdminSecret("s3cret")))
+	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret")))
 	defer srv.Close()
 	out, errOut, err := runCmd(t, "run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "20", "-admit-rate", "100", "-timeout", "10s", "-json")
 	if err != nil {

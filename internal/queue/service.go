@@ -205,6 +205,7 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 				TokenID:       t.ID,
 				Status:        StatusWaiting,
 				IssuedAt:      t.IssuedAt,
+				Ticket:        t.Ticket,
 				Position:      sit.Position,
 				EstimatedWait: sit.Wait,
 				RetryAfter:    s.policyOf(p).RetryAfter(sit, s.rng),
@@ -215,7 +216,7 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 			return View{}, err
 		}
 	}
-	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt}
+	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket}
 	switch {
 	case !t.LeftAt.IsZero():
 		v.Status, v.LeftAt = StatusLeft, t.LeftAt

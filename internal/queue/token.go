@@ -47,6 +47,8 @@ type View struct {
 	TokenID  string
 	Status   Status
 	IssuedAt time.Time
+	// Ticket is the token's number in the program's queue.
+	Ticket int64
 	// Position is ticket − serving counter; set only while WAITING.
 	Position int64
 	// RetryAfter is when to poll next; set only while WAITING.

@@ -18,7 +18,7 @@ const secret = "secret"
 
 func newServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	h := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.WithAdminSecret(secret))
+	h := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth(secret))
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv
@@ -102,7 +102,7 @@ func TestRunDrain(t *testing.T) {
 func TestRunPolicyAndAbandon(t *testing.T) {
 	tiers, eta := polling.DefaultTiers(), polling.DefaultETA()
 	svc := queue.NewService(memstore.New(), tiers, queue.WithPolicies(map[string]polling.Policy{"tiers": tiers, "eta": eta}))
-	srv := httptest.NewServer(httpapi.New(svc, httpapi.WithAdminSecret(secret)))
+	srv := httptest.NewServer(httpapi.New(svc, httpapi.BearerAuth(secret)))
 	t.Cleanup(srv.Close)
 	sc := bench.Scenario{Users: 40, Rates: bench.ConstantRate(20), Abandon: 0.5, Timeout: 10 * time.Second}
 	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "eta-leave", Scenario: sc, Poll: Poll{Policy: "eta"}, Seed: 3})

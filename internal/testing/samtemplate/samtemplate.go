@@ -37,8 +37,9 @@ type Template struct {
 
 // Parameter is a template parameter.
 type Parameter struct {
-	Type    string `json:"Type"`
-	Default any    `json:"Default"`
+	Type          string `json:"Type"`
+	Default       any    `json:"Default"`
+	AllowedValues []any  `json:"AllowedValues"`
 }
 
 // Resource is a template resource; Properties stay raw until a typed

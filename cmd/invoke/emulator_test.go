@@ -50,7 +50,7 @@ func TestInvoke(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 	var resp events.APIGatewayV2HTTPResponse
-	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil || resp.StatusCode != 200 || !strings.Contains(resp.Body, `"position":234`) {
+	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil || resp.StatusCode != 200 || !strings.Contains(resp.Body, `"ticket":734`) {
 		t.Errorf("stdout is not the poll's answer (%v):\n%s", err, stdout.String())
 	}
 	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {

@@ -28,7 +28,7 @@ LAMBDA_BUILD := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags $(LAMBDA
 HOST_BUILD := $(GO) build -tags $(LAMBDA_TAGS)
 
 # Core packages for the race detector (slow on 2 cores, so not ./...).
-RACE_PKGS := ./internal/queue/... ./internal/httpapi/... ./internal/memstore/... ./internal/polling/...
+RACE_PKGS := ./internal/queue/... ./internal/httpapi/... ./internal/memstore/... ./internal/polling/... ./internal/app/...
 
 .DEFAULT_GOAL := help
 
@@ -56,9 +56,13 @@ bootstrap: ## Both bootstraps for this machine, into bin/{queue,admin}/bootstrap
 	$(HOST_BUILD) -o bin/queue/bootstrap ./functions/queue
 	$(HOST_BUILD) -o bin/admin/bootstrap ./functions/admin
 
+# Built, then exec'd: the server is make's own child, so stopping make
+# (kill %1, Ctrl-C) stops it; `go run` would leave its child holding the
+# port.
 .PHONY: run
-run: ## Serve the API locally on an in-memory store (ADDR=host:port, default 127.0.0.1:3000).
-	$(GO) run ./cmd/local $(if $(ADDR),-addr $(ADDR))
+run: ## Serve the API locally on an in-memory store (ADDR=host:port, default 127.0.0.1:3000; ARGS=more flags, e.g. -dynamo moto).
+	$(GO) build -o bin/local ./cmd/local
+	exec bin/local $(if $(ADDR),-addr $(ADDR)) $(ARGS)
 
 .PHONY: test
 test: lint unit race emulator ## Everything CI runs: lint, unit (+DynamoDB, template), race, emulator.
@@ -80,9 +84,9 @@ race: ## The core packages under the race detector.
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
 .PHONY: emulator integration
-emulator: $(RIE) ## The real bootstraps under aws-lambda-rie, against moto_server, with events/*.json.
-	AWS_LAMBDA_RIE=$(RIE) $(GO) test -count=1 -tags $(CHECK_TAGS) -run TestFunctions -v ./internal/testing/emulator/
-integration: emulator
+emulator: $(RIE) ## The real bootstraps under aws-lambda-rie, against moto_server, with events/*.json; and `make invoke`.
+	AWS_LAMBDA_RIE=$(RIE) $(GO) test -count=1 -tags $(CHECK_TAGS) -run 'TestFunctions|TestInvoke' -v ./internal/testing/emulator/ ./cmd/invoke/
+integration: emulator ## Same as emulator.
 
 # Every fuzz target, each for FUZZTIME; CI runs a short pass.
 FUZZTIME ?= 30s

@@ -58,3 +58,8 @@ require (
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
 )
+
+require (
+	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
+	golang.org/x/net v0.62.0
+)

@@ -14,10 +14,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/testing/samtemplate"
 )
 
@@ -179,6 +182,28 @@ func TestTemplateEnvironment(t *testing.T) {
 				t.Errorf("the template's default environment fails at cold start: %v", err)
 			}
 		})
+	}
+}
+
+// TestTemplatePollPolicy: the PollPolicy parameter offers exactly the
+// policies the functions know by name, and defaults to the same one.
+func TestTemplatePollPolicy(t *testing.T) {
+	tpl := loadTemplate(t)
+	p, ok := tpl.Parameters["PollPolicy"]
+	if !ok {
+		t.Fatal("no PollPolicy parameter")
+	}
+	var allowed []string
+	for _, v := range p.AllowedValues {
+		allowed = append(allowed, fmt.Sprint(v))
+	}
+	slices.Sort(allowed)
+	names := polling.Named(polling.DefaultTiers(), polling.DefaultETA()).Names()
+	if diff := cmp.Diff(names, allowed); diff != "" {
+		t.Errorf("PollPolicy AllowedValues (-polling.Registry +template):\n%s", diff)
+	}
+	if p.Default != polling.DefaultName {
+		t.Errorf("PollPolicy default %v, want %s", p.Default, polling.DefaultName)
 	}
 }
 

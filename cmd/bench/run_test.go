@@ -14,7 +14,7 @@ import (
 )
 
 func TestRunJSON(t *testing.T) {
-	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.WithAdminSecret("s3cret")))
+	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret")))
 	defer srv.Close()
 	out, errOut, err := runCmd(t, "run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "20", "-admit-rate", "100", "-timeout", "10s", "-json")
 	if err != nil {
@@ -34,7 +34,7 @@ func TestRunJSON(t *testing.T) {
 // shows no error among the requests and the admin failures on their own
 // rows, and the routes add up to both counts.
 func TestRunCountsAdminApart(t *testing.T) {
-	api := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.WithAdminSecret("s3cret"))
+	api := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/admin/") {
 			w.Header().Set("Retry-After", "1")

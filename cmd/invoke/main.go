@@ -1,8 +1,8 @@
 // Command invoke runs one sample event through a real function bootstrap
 // under the AWS Lambda Runtime Interface Emulator, the way `sam local
-// invoke` would without Docker: it picks the function from the event's
-// routeKey and template.yaml, gives it the template's environment, and
-// prints the function's response. `make invoke EVENT=events/enter.json`
+// invoke` would without Docker: it picks the function as API Gateway would,
+// by the event's method and path against template.yaml's routes, gives it
+// the template's environment, and prints the function's response. `make invoke EVENT=events/enter.json`
 // builds the bootstraps and runs it.
 //
 // Without DYNAMODB_ENDPOINT it starts a throwaway moto_server with
@@ -26,6 +26,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
@@ -53,16 +55,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rie := fs.String("rie", "", "path of aws-lambda-rie (default: $AWS_LAMBDA_RIE, PATH, then .tools)")
 	binDir := fs.String("bin", "bin", "directory holding <function>/bootstrap built for this machine (make bootstrap)")
 	tplPath := fs.String("template", "template.yaml", "SAM template")
-	function := fs.String("function", "", "logical id of the function (default: from the event's routeKey)")
+	function := fs.String("function", "", "logical id of the function (default: the one API Gateway routes the event's method and path to)")
 	endpoint := fs.String("endpoint", os.Getenv(config.EnvDynamoEndpoint), "DynamoDB endpoint (default $"+config.EnvDynamoEndpoint+"; empty: start moto_server)")
 	table := fs.String("table", "waitingroom-local", "table name")
 	seed := fs.Bool("seed", true, "seed the program and tokens the sample events use")
+	verbose := fs.Bool("v", false, "also say which server, function and route it uses")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: invoke [flags] EVENT.json\n\nRuns the event through the function's real bootstrap under aws-lambda-rie and prints the response.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	logf := func(format string, args ...any) {
+		if *verbose {
+			fmt.Fprintf(stderr, format+"\n", args...)
+		}
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -77,9 +85,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *function == "" {
-		if *function, err = functionFor(tpl, event); err != nil {
+		route := ""
+		if route, *function, err = functionFor(tpl, event); err != nil {
 			return err
 		}
+		logf("invoke: route %s", route)
 	}
 	if *rie == "" {
 		if *rie, err = emulator.Find("."); err != nil {
@@ -94,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer moto.Stop()
 		*endpoint = moto.Endpoint()
-		fmt.Fprintf(stderr, "invoke: moto_server on %s\n", *endpoint)
+		logf("invoke: moto_server on %s", *endpoint)
 	}
 	client, err := dynamostore.NewClient(ctx, *endpoint)
 	if err != nil {
@@ -115,7 +125,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	bootstrap := filepath.Join(*binDir, filepath.Base(samtemplate.MainPackage(*function)), "bootstrap")
-	fmt.Fprintf(stderr, "invoke: %s (%s) with %s\n", *function, bootstrap, fs.Arg(0))
+	logf("invoke: %s (%s) with %s", *function, bootstrap, fs.Arg(0))
 	emu, err := emulator.Start(*rie, bootstrap, env, stderr)
 	if err != nil {
 		return err
@@ -134,21 +144,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// functionFor returns the function that API Gateway would invoke for the
-// event: the template's route with the event's routeKey.
-func functionFor(tpl *samtemplate.Template, event []byte) (string, error) {
-	var e struct {
-		RouteKey string `json:"routeKey"`
-	}
+// functionFor returns the route and function that API Gateway would invoke
+// for the event: by its method and path, as samtemplate.RouteFor ranks the
+// template's routes (its routeKey is what API Gateway would write, not what
+// it reads).
+func functionFor(tpl *samtemplate.Template, event []byte) (route, function string, err error) {
+	var e events.APIGatewayV2HTTPRequest
 	if err := json.Unmarshal(event, &e); err != nil {
-		return "", fmt.Errorf("event: %w", err)
+		return "", "", fmt.Errorf("event: %w", err)
 	}
-	routes, err := tpl.Routes()
-	if err != nil {
-		return "", err
+	path := e.RawPath
+	if path == "" {
+		path = e.RequestContext.HTTP.Path
 	}
-	if id, ok := routes[e.RouteKey]; ok {
-		return id, nil
+	if e.RequestContext.HTTP.Method == "" || path == "" {
+		return "", "", errors.New("event: no requestContext.http.method or rawPath: not an HTTP API (payload 2.0) event (use -function)")
 	}
-	return "", fmt.Errorf("no route %q in the template (use -function)", e.RouteKey)
+	return tpl.RouteFor(e.RequestContext.HTTP.Method, path)
 }

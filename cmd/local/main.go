@@ -1,7 +1,7 @@
 // Command local serves the waiting room's HTTP API on this machine: the same
-// handler as the Lambda functions, behind net/http, on an embedded in-memory
-// store (or a DynamoDB API when DYNAMODB_ENDPOINT is set). For development
-// and load tests; production runs on Lambda.
+// handlers as the Lambda functions, behind net/http, on an embedded
+// in-memory store or a DynamoDB API. For development and load tests;
+// production runs on Lambda.
 package main
 
 import (
@@ -17,14 +17,18 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
-	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/queue"
 )
+
+// EnvAdminToken is the admin bearer secret, read by the local server only.
+const EnvAdminToken = "ADMIN_TOKEN"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -41,37 +45,55 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	addr := fs.String("addr", "127.0.0.1:3000", "listen address (SAM's local port by default)")
 	demo := fs.String("demo-program", "demo", "program created at start (empty: none)")
 	demoRate := fs.Float64("demo-rate", 1, "admission rate of the demo program, people per second")
-	createTable := fs.Bool("create-table", false, "with DYNAMODB_ENDPOINT: create the table if it does not exist")
+	var st storeFlags
+	fs.StringVar(&st.dynamo, "dynamo", "", "start a local DynamoDB API and use it: moto (moto_server, behind a proxy that serialises its requests) or dynalite")
+	fs.BoolVar(&st.createTable, "create-table", false, "with "+config.EnvDynamoEndpoint+": create the table if it does not exist")
+	maxConns := fs.Int("max-conns", 1000, "most connections open at once; at the bound the longest idle keep-alive is closed")
+	readTimeout := fs.Duration("read-timeout", 10*time.Second, "longest time to read a request, body included (the write timeout is 10 s more)")
+	idleTimeout := fs.Duration("idle-timeout", 30*time.Second, "how long an idle keep-alive connection stays open")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: local [flags]\n\nServes the waiting-room API on an embedded store.\nEnvironment: ADMIN_TOKEN (admin bearer secret; generated and printed when unset), %s, %s, %s (use a DynamoDB API instead of memory), %s.\n\n",
-			config.EnvPollTiers, config.EnvProgramCacheTTL, config.EnvDynamoEndpoint, config.EnvTableName)
+		fmt.Fprintf(stderr, `Usage: local [flags]
+
+Serves the waiting-room API: on an in-memory store, or on a DynamoDB API
+(-dynamo, or DYNAMODB_ENDPOINT; table %s unless TABLE_NAME says otherwise).
+
+Environment:
+  %s  admin bearer secret (generated and printed when unset)
+  %s
+  (see the README, Configuration)
+
+Flags:
+`, defaultLocalTable, EnvAdminToken, strings.Join(config.Variables, ", "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *maxConns < 1 || *readTimeout <= 0 || *idleTimeout <= 0 {
+		return errors.New("-max-conns, -read-timeout and -idle-timeout must be positive")
+	}
 	cfg, err := config.FromEnv(getenv, false)
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := app.Logger(cfg, stderr)
 
-	store, err := openStore(ctx, cfg, *createTable, log)
+	a, where, closeStore, err := openStore(ctx, cfg, st, log)
 	if err != nil {
 		return err
 	}
-	svc := cfg.NewService(store)
+	defer closeStore()
 
-	secret := getenv("ADMIN_TOKEN")
+	secret := getenv(EnvAdminToken)
 	if secret == "" {
 		var b [16]byte
 		_, _ = rand.Read(b[:])
 		secret = hex.EncodeToString(b[:])
-		fmt.Fprintf(stdout, "ADMIN_TOKEN not set; generated admin token: %s\n", secret)
+		fmt.Fprintf(stdout, "%s not set; generated admin token: %s\n", EnvAdminToken, secret)
 	}
 	if *demo != "" {
 		rate, paused := *demoRate, false
-		if _, _, err := svc.PutProgram(ctx, *demo, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
+		if _, _, err := a.Service.PutProgram(ctx, *demo, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
 			return fmt.Errorf("create demo program: %w", err)
 		}
 	}
@@ -80,24 +102,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	conns := newConnLimit(*maxConns)
 	srv := &http.Server{
-		Handler:           httpapi.New(svc, httpapi.WithAdminSecret(secret), httpapi.WithLogger(log)),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    16 << 10,
+		Handler:           a.LocalHandler(secret),
+		ReadHeaderTimeout: min(5*time.Second, *readTimeout),
+		// A body that stops arriving fails to read after ReadTimeout, and
+		// the handler still has time to answer it.
+		ReadTimeout:    *readTimeout,
+		WriteTimeout:   *readTimeout + 10*time.Second,
+		IdleTimeout:    *idleTimeout,
+		MaxHeaderBytes: 16 << 10,
+		ConnState:      conns.track,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	if m, ok := store.(*memstore.Store); ok {
+	if m, ok := a.Store.(*memstore.Store); ok {
 		go sweep(ctx, m, time.Minute)
 	}
-	fmt.Fprintf(stdout, "waiting room listening on http://%s (default polling policy %s, tiers %s", ln.Addr(), cfg.PolicyName, cfg.Tiers.Spec())
+	fmt.Fprintf(stdout, "waiting room listening on http://%s (store: %s; default polling policy %s, tiers %s", ln.Addr(), where, cfg.PolicyName, cfg.Tiers.Spec())
 	if *demo != "" {
-		fmt.Fprintf(stdout, ", demo program %q at %g/s", *demo, *demoRate)
+		fmt.Fprintf(stdout, "; demo program %q at %g/s", *demo, *demoRate)
 	}
 	fmt.Fprintln(stdout, ")")
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(conns.listener(ln)) }()
 	select {
 	case err := <-errc:
 		return err

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"regexp"
@@ -12,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/testing/localdynamo"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
@@ -35,6 +39,13 @@ var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 // start runs the local server with env and returns its base URL.
 func start(t *testing.T, env map[string]string, args ...string) string {
 	t.Helper()
+	base, _ := startOut(t, env, args...)
+	return base
+}
+
+// startOut is start, also returning what the server printed.
+func startOut(t *testing.T, env map[string]string, args ...string) (string, *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errs syncBuffer
 	done := make(chan error, 1)
@@ -47,10 +58,10 @@ func start(t *testing.T, env map[string]string, args ...string) string {
 			t.Errorf("run: %v", err)
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := listening.FindStringSubmatch(out.String()); m != nil {
-			return m[1]
+			return m[1], &out
 		}
 		select {
 		case err := <-done:
@@ -59,7 +70,7 @@ func start(t *testing.T, env map[string]string, args ...string) string {
 		}
 	}
 	t.Fatalf("server did not start: %s %s", out.String(), errs.String())
-	return ""
+	return "", nil
 }
 
 func call(t *testing.T, method, url, token, auth, body string) (int, map[string]any) {
@@ -132,7 +143,10 @@ func walk(t *testing.T, base, secret string) {
 }
 
 func TestLocalMemory(t *testing.T) {
-	base := start(t, map[string]string{"ADMIN_TOKEN": "s3cret"})
+	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret"})
+	if !strings.Contains(out.String(), "(store: memory;") {
+		t.Errorf("start-up line does not name the store: %s", out)
+	}
 	walk(t, base, "s3cret")
 	// The demo program is open at start.
 	if code, body := call(t, "POST", base+"/api/v1/queues/programs/demo", "", "", ""); code != 201 {
@@ -141,8 +155,13 @@ func TestLocalMemory(t *testing.T) {
 }
 
 func TestLocalDynamoDB(t *testing.T) {
-	env := map[string]string{"ADMIN_TOKEN": "s3cret", "DYNAMODB_ENDPOINT": dynamotest.Endpoint(t), "TABLE_NAME": "local-" + strings.ReplaceAll(t.Name(), "/", "-")}
-	base := start(t, env, "-create-table")
+	endpoint := dynamotest.Endpoint(t)
+	table := "local-" + strings.ReplaceAll(t.Name(), "/", "-")
+	env := map[string]string{"ADMIN_TOKEN": "s3cret", "DYNAMODB_ENDPOINT": endpoint, "TABLE_NAME": table}
+	base, out := startOut(t, env, "-create-table")
+	if want := "(store: DynamoDB table " + table + " at " + endpoint; !strings.Contains(out.String(), want) {
+		t.Errorf("start-up line %q, want it to say %q", out, want)
+	}
 	walk(t, base, "s3cret")
 }
 
@@ -176,5 +195,99 @@ func TestLocalBadConfig(t *testing.T) {
 	}, &out, &errs)
 	if err == nil || !strings.Contains(err.Error(), "POLL_TIERS") {
 		t.Errorf("err = %v, want a POLL_TIERS error", err)
+	}
+}
+
+// TestLocalHelp: -h names every variable the server reads.
+func TestLocalHelp(t *testing.T) {
+	var out, errs syncBuffer
+	err := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &out, &errs)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("err = %v, want flag.ErrHelp", err)
+	}
+	for _, v := range append([]string{EnvAdminToken}, config.Variables...) {
+		if !strings.Contains(errs.String(), v) {
+			t.Errorf("-h does not name %s:\n%s", v, errs.String())
+		}
+	}
+	for _, flag := range []string{"-create-table", "-dynamo", "-max-conns", "-read-timeout", defaultLocalTable} {
+		if !strings.Contains(errs.String(), flag) {
+			t.Errorf("-h does not mention %s", flag)
+		}
+	}
+}
+
+// TestLocalMissingTable: a DynamoDB API without the table is reported at
+// start, naming the table and -create-table.
+func TestLocalMissingTable(t *testing.T) {
+	env := map[string]string{"DYNAMODB_ENDPOINT": dynamotest.Endpoint(t), "TABLE_NAME": "no-such-table"}
+	var out, errs syncBuffer
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, &out, &errs)
+	if err == nil || !strings.Contains(err.Error(), "no table no-such-table") || !strings.Contains(err.Error(), "-create-table") {
+		t.Errorf("err = %v, want the missing table named and -create-table suggested", err)
+	}
+}
+
+// TestLocalBareMoto is bug 4: the local server over a bare moto_server
+// (DYNAMODB_ENDPOINT, as the README's DynamoDB mode has it) must hand out
+// every ticket once under concurrent enters. It finds moto and puts the
+// serialising proxy in front of it.
+func TestLocalBareMoto(t *testing.T) {
+	moto, err := localdynamo.Start(t.Context(), localdynamo.Options{Server: "moto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(moto.Stop)
+	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret", "DYNAMODB_ENDPOINT": moto.Endpoint()}, "-create-table")
+	if !strings.Contains(out.String(), "moto, through a proxy") {
+		t.Errorf("start-up line does not say moto is serialised: %s", out)
+	}
+	enterConcurrently(t, base, 40)
+}
+
+// TestLocalDynamoFlag: -dynamo moto starts moto behind the proxy, makes the
+// table and serves from it.
+func TestLocalDynamoFlag(t *testing.T) {
+	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-dynamo", "moto")
+	if want := "(store: DynamoDB table " + defaultLocalTable + " on a moto it started at http://"; !strings.Contains(out.String(), want) {
+		t.Errorf("start-up line %q, want %q", out, want)
+	}
+	walk(t, base, "s3cret")
+	enterConcurrently(t, base, 40)
+}
+
+// enterConcurrently makes n people enter program "crowd" at once and checks
+// that their tickets are n distinct numbers.
+func enterConcurrently(t *testing.T, base string, n int) {
+	t.Helper()
+	if code, body := call(t, "PUT", base+"/api/v1/admin/programs/crowd", "", "s3cret", `{"paused": true}`); code != 201 {
+		t.Fatalf("create program: %d %v", code, body)
+	}
+	tickets := make(chan float64, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			resp, err := http.Post(base+"/api/v1/queues/programs/crowd", "", nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			var body struct{ Ticket float64 }
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != 201 {
+				t.Errorf("enter: %d %v", resp.StatusCode, err)
+				return
+			}
+			tickets <- body.Ticket
+		})
+	}
+	wg.Wait()
+	close(tickets)
+	seen := map[float64]bool{}
+	for tk := range tickets {
+		if seen[tk] || tk < 1 || tk > float64(n) {
+			t.Errorf("ticket %v handed out twice or out of 1..%d", tk, n)
+		}
+		seen[tk] = true
 	}
 }

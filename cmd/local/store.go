@@ -6,44 +6,95 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/memstore"
-	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/localdynamo"
 )
 
-// openStore returns the in-memory store, or the DynamoDB one when an
-// endpoint is configured.
-func openStore(ctx context.Context, cfg config.Config, createTable bool, log *slog.Logger) (queue.Store, error) {
-	if cfg.DynamoEndpoint == "" {
-		return memstore.New(), nil
-	}
-	return openDynamo(ctx, cfg, createTable, log)
-}
-
-// defaultLocalTable is the table used against a local DynamoDB API when
-// TABLE_NAME is unset.
+// defaultLocalTable is the table used on a DynamoDB API when TABLE_NAME is
+// unset.
 const defaultLocalTable = "waiting-room"
 
-// openDynamo connects to the DynamoDB API at cfg.DynamoEndpoint, creating
-// the table first if asked.
-func openDynamo(ctx context.Context, cfg config.Config, createTable bool, log *slog.Logger) (queue.Store, error) {
-	table := cfg.TableName
-	if table == "" {
-		table = defaultLocalTable
+// storeFlags choose the store beyond what the environment says.
+type storeFlags struct {
+	dynamo      string // "", "moto" or "dynalite": start that server
+	createTable bool
+}
+
+// openStore builds the App on the in-memory store, or on a DynamoDB API:
+// one it starts (-dynamo) or the one at DYNAMODB_ENDPOINT. A moto_server
+// is reached through a proxy that serialises requests, since moto does not
+// apply conditional updates atomically. It returns what it chose, for the
+// start-up line, and what to close on the way out.
+func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.Logger) (a *app.App, where string, stop func(), err error) {
+	stop = func() {}
+	if f.dynamo == "" && cfg.DynamoEndpoint == "" {
+		return app.New(cfg, memstore.New(), log), "memory", stop, nil
+	}
+	if f.dynamo != "" && cfg.DynamoEndpoint != "" {
+		return nil, "", stop, fmt.Errorf("-dynamo %s and %s=%s: choose one", f.dynamo, config.EnvDynamoEndpoint, cfg.DynamoEndpoint)
+	}
+	if cfg.TableName == "" {
+		cfg.TableName = defaultLocalTable
+	}
+	endpoint, server := cfg.DynamoEndpoint, f.dynamo
+	var local *localdynamo.Server
+	switch {
+	case f.dynamo != "":
+		local, err = localdynamo.Start(ctx, localdynamo.Options{Server: f.dynamo, Serialize: f.dynamo == "moto"})
+		f.createTable = true
+	case localdynamo.IsMoto(ctx, endpoint):
+		server = "moto"
+		local, err = localdynamo.Proxy(endpoint)
+	}
+	if err != nil {
+		return nil, "", stop, fmt.Errorf("local DynamoDB API: %w", err)
+	}
+	if local != nil {
+		stop = local.Stop
+		cfg.DynamoEndpoint = local.Endpoint()
+	}
+	where = fmt.Sprintf("DynamoDB table %s at %s", cfg.TableName, endpoint)
+	switch {
+	case f.dynamo != "":
+		where = fmt.Sprintf("DynamoDB table %s on a %s it started at %s", cfg.TableName, server, cfg.DynamoEndpoint)
+	case server == "moto":
+		where += fmt.Sprintf(" (moto, through a proxy at %s that serialises its requests)", cfg.DynamoEndpoint)
 	}
 	client, err := dynamostore.NewClient(ctx, cfg.DynamoEndpoint)
+	if err == nil {
+		err = ensureTable(ctx, client, cfg.TableName, endpoint, f.createTable, log)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("dynamodb client: %w", err)
+		stop()
+		return nil, "", func() {}, err
 	}
-	if createTable {
+	return app.NewDynamo(cfg, client, log), where, stop, nil
+}
+
+// ensureTable creates table, or checks that it exists, so that a missing
+// table is reported at start rather than as 503s.
+func ensureTable(ctx context.Context, client *dynamodb.Client, table, endpoint string, create bool, log *slog.Logger) error {
+	if create {
 		err := dynamostore.CreateTable(ctx, client, table)
-		switch {
-		case errors.Is(err, dynamostore.ErrNoTTL):
+		if errors.Is(err, dynamostore.ErrNoTTL) {
 			log.Warn("the DynamoDB API has no TTL: ended tokens stay in the table", "table", table)
-		case err != nil:
-			return nil, fmt.Errorf("create table %s: %w", table, err)
+			return nil
 		}
+		return err
 	}
-	return dynamostore.New(client, table), nil
+	_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+	var notFound *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &notFound):
+		return fmt.Errorf("no table %s on the DynamoDB API at %s: start with -create-table to create it, or set %s to an existing table", table, endpoint, config.EnvTableName)
+	case err != nil:
+		return fmt.Errorf("the DynamoDB API at %s: %w", endpoint, err)
+	}
+	return nil
 }

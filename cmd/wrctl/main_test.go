@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -19,8 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/google/go-cmp/cmp"
 
+	waitingroom "github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
-	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/testing/sigv4test"
 )
@@ -43,7 +44,7 @@ func newAPI(t *testing.T) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return httpapi.New(cfg.NewService(memstore.New()), httpapi.WithAdminSecret(testSecret))
+	return waitingroom.New(cfg, memstore.New(), slog.New(slog.DiscardHandler)).LocalHandler(testSecret)
 }
 
 // serve serves h on loopback for the test's duration and returns its URL.

@@ -13,31 +13,19 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/example/waitingroom/internal/config"
-	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/httpapi"
 )
 
 func main() {
-	cfg, err := config.FromEnv(os.Getenv, true)
-	if err != nil {
-		fail("bad configuration", err)
-	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	// Once per cold start: every invocation of this instance shares the
-	// client's connection pool.
-	client, err := dynamostore.NewClient(context.Background(), cfg.DynamoEndpoint)
+	// DynamoDB client's connection pool.
+	a, err := app.FromEnv(context.Background(), os.Getenv, os.Stderr)
 	if err != nil {
-		fail("DynamoDB client", err)
+		// One JSON line, then exit: Lambda reports the init error and the
+		// next request gets a fresh try.
+		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("cold start", "error", err.Error())
+		os.Exit(1)
 	}
-	svc := cfg.NewService(dynamostore.New(client, cfg.TableName))
-	h := httpapi.New(svc, httpapi.WithLogger(log))
-	lambda.Start(h.Handle)
-}
-
-// fail logs err as one JSON line and exits: Lambda reports the init error
-// and the next request gets a fresh try, instead of every request failing.
-func fail(msg string, err error) {
-	slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error(msg, "error", err.Error())
-	os.Exit(1)
+	lambda.Start(httpapi.Lambda(a.QueueHandler()))
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/polling"
-	"github.com/example/waitingroom/internal/queue"
 )
 
 // Environment variable names, shared by template.yaml and the local server.
@@ -47,8 +46,11 @@ type Config struct {
 	// ETA is the rate-aware policy (POLL_ETA parameters over polling.DefaultETA),
 	// falling back to Tiers.
 	ETA polling.ETA
+	// Policies are the polling policies a program may choose by name:
+	// polling.Named(Tiers, ETA).
+	Policies polling.Registry
 	// Policy is the default polling policy of programs that choose none
-	// (POLL_POLICY: "tiers", the default, or "eta").
+	// (POLL_POLICY, one of Policies' names; polling.DefaultName when unset).
 	Policy polling.Policy
 	// PolicyName is Policy's name.
 	PolicyName string
@@ -91,13 +93,13 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 	}
 	eta.Fallback = tiers
 	c.ETA = eta
-	switch c.PolicyName = strings.TrimSpace(getenv(EnvPollPolicy)); c.PolicyName {
-	case "", "tiers":
-		c.PolicyName, c.Policy = "tiers", tiers
-	case "eta":
-		c.Policy = eta
-	default:
-		errs = append(errs, fmt.Errorf("%s: %q is not one of tiers, eta", EnvPollPolicy, c.PolicyName))
+	c.Policies = polling.Named(tiers, eta)
+	c.PolicyName = strings.TrimSpace(getenv(EnvPollPolicy))
+	if c.PolicyName == "" {
+		c.PolicyName = polling.DefaultName
+	}
+	if c.Policy, err = c.Policies.Lookup(c.PolicyName); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvPollPolicy, err))
 	}
 	if v := strings.TrimSpace(getenv(EnvProgramCacheTTL)); v != "" {
 		d, err := time.ParseDuration(v)
@@ -125,15 +127,4 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
-}
-
-// Policies are the polling policies a program may choose by name.
-func (c Config) Policies() map[string]polling.Policy {
-	return map[string]polling.Policy{"tiers": c.Tiers, "eta": c.ETA}
-}
-
-// NewService builds the queue service the configuration describes over
-// store: the default and named polling policies, the program cache.
-func (c Config) NewService(store queue.Store) *queue.Service {
-	return queue.NewService(store, c.Policy, queue.WithPolicies(c.Policies()), queue.WithProgramCache(c.ProgramCacheTTL))
 }

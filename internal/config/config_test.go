@@ -40,7 +40,7 @@ func TestFromEnv(t *testing.T) {
 			if !ok || c.PolicyName != "eta" || eta.Fraction != 0.8 || eta.Cap != 2*time.Minute || eta.Fallback == nil {
 				t.Errorf("%+v", c)
 			}
-			if _, ok := c.Policies()["tiers"]; !ok {
+			if _, ok := c.Policies[polling.NameTiers]; !ok {
 				t.Error("tiers not selectable per program")
 			}
 		}},

@@ -48,7 +48,7 @@ type faultRig struct {
 	client *dynamodb.Client
 	table  string
 	svc    *queue.Service
-	h      *httpapi.Handler
+	h      httpapi.LambdaHandler
 }
 
 // newFaultRig builds an instance on a fresh table with the client's
@@ -69,7 +69,7 @@ func newFaultRig(t *testing.T, opts ...queue.Option) *faultRig {
 	// Cleanups run last first: the faults stop before the table is deleted.
 	t.Cleanup(func() { ft.SetRules() })
 	svc := queue.NewService(dynamostore.New(client, table), polling.DefaultTiers(), opts...)
-	h := httpapi.New(svc, httpapi.WithIAMAdmin(), httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	h := httpapi.Lambda(httpapi.New(svc, httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
 	return &faultRig{ft: ft, client: client, table: table, svc: svc, h: h}
 }
 
@@ -122,7 +122,7 @@ func (r *faultRig) call(t *testing.T, ctx context.Context, name, programID, toke
 	t.Helper()
 	req := apiEvent(t, name, programID, token)
 	start := time.Now()
-	resp, err := r.h.Handle(ctx, req)
+	resp, err := r.h(ctx, req)
 	a := answer{APIGatewayV2HTTPResponse: resp, took: time.Since(start)}
 	if err != nil {
 		t.Fatalf("%s: Handle returned an error: %v", name, err)

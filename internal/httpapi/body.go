@@ -2,77 +2,108 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"unicode/utf8"
 
-	"github.com/aws/aws-lambda-go/events"
+	"github.com/example/waitingroom/internal/queue"
 )
 
-// decodeBody reads req's JSON body into v strictly: one object, no unknown
-// fields, the right types, at most MaxBodyBytes.
-func decodeBody(req events.APIGatewayV2HTTPRequest, v any) *apiError {
-	raw := []byte(req.Body)
-	if req.IsBase64Encoded {
-		b, err := base64.StdEncoding.DecodeString(req.Body)
-		if err != nil {
-			return &apiError{http.StatusBadRequest, "INVALID_JSON", "The body is not valid base64."}
-		}
-		raw = b
-	}
-	if len(raw) > MaxBodyBytes {
+// maxNameInMessage caps how much of an unknown or repeated key an error
+// message repeats.
+const maxNameInMessage = 64
+
+// field is one key a request body may hold: its exact name, where its value
+// goes (a pointer to a pointer, left nil when the key is absent) and its JSON
+// type, for messages.
+type field struct {
+	name string
+	dst  any
+	kind string
+}
+
+// decodeObject reads r's body as one JSON object whose keys are among
+// fields, spelt exactly, each at most once, none null, and stores each
+// value in its field. Its errors are *queue.Error.
+func decodeObject(r *http.Request, fields ...field) error {
+	raw, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
 		return errTooLarge
-	}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return &apiError{http.StatusBadRequest, "INVALID_JSON", "A JSON object body is required."}
+	case err != nil:
+		return errUnreadable
+	case len(bytes.TrimSpace(raw)) == 0:
+		return invalidJSON("A JSON object body is required.")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return &apiError{http.StatusBadRequest, "INVALID_JSON", jsonProblem(err)}
+	var obj json.RawMessage
+	if err := dec.Decode(&obj); err != nil {
+		return invalidJSON(syntaxProblem(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &apiError{http.StatusBadRequest, "INVALID_JSON", "The body must hold a single JSON object."}
+		return invalidJSON("The body must hold a single JSON object.")
+	}
+	if obj[0] != '{' {
+		return invalidJSON("The body must be a JSON object.")
+	}
+	// obj is valid JSON: walking it cannot fail on syntax.
+	dec = json.NewDecoder(bytes.NewReader(obj))
+	_, _ = dec.Token() // {
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, _ := dec.Token()
+		name, _ := tok.(string)
+		var value json.RawMessage
+		_ = dec.Decode(&value)
+		i := indexOf(fields, name)
+		switch {
+		case i < 0:
+			return invalidJSON(fmt.Sprintf("Unknown field %q.", capName(name)))
+		case seen[name]:
+			return invalidJSON(fmt.Sprintf("Field %q is repeated.", name))
+		}
+		seen[name] = true
+		f := fields[i]
+		if string(value) == "null" || json.Unmarshal(value, f.dst) != nil {
+			return invalidJSON(fmt.Sprintf("Field %q must be a %s.", f.name, f.kind))
+		}
 	}
 	return nil
 }
 
-var errTooLarge = &apiError{http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", fmt.Sprintf("The body must be at most %d bytes.", MaxBodyBytes)}
+func indexOf(fields []field, name string) int {
+	for i, f := range fields {
+		if f.name == name {
+			return i
+		}
+	}
+	return -1
+}
 
-// jsonProblem describes a decoding error without echoing the input.
-func jsonProblem(err error) string {
-	var (
-		syn *json.SyntaxError
-		typ *json.UnmarshalTypeError
-	)
+// capName shortens a client's key to maxNameInMessage runes.
+func capName(s string) string {
+	if utf8.RuneCountInString(s) <= maxNameInMessage {
+		return s
+	}
+	return string([]rune(s)[:maxNameInMessage]) + "…"
+}
+
+func invalidJSON(msg string) error {
+	return queue.Errorf(queue.KindInvalid, queue.CodeInvalidJSON, "%s", msg)
+}
+
+// syntaxProblem describes a decoding error without echoing the input.
+func syntaxProblem(err error) string {
+	var syn *json.SyntaxError
 	switch {
 	case errors.As(err, &syn):
 		return fmt.Sprintf("The body is not valid JSON (at byte %d).", syn.Offset)
-	case errors.As(err, &typ):
-		if typ.Field != "" {
-			return fmt.Sprintf("Field %q must be a %s.", typ.Field, jsonType(typ.Type.Kind().String()))
-		}
-		return "The body must be a JSON object."
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "The body is truncated JSON."
 	}
-	if msg := err.Error(); len(msg) > len("json: unknown field ") && msg[:len("json: unknown field ")] == "json: unknown field " {
-		return "Unknown field " + msg[len("json: unknown field "):] + "."
-	}
 	return "The body is not valid JSON."
-}
-
-func jsonType(kind string) string {
-	switch kind {
-	case "int64", "int", "float64":
-		return "number"
-	case "bool":
-		return "boolean"
-	case "ptr":
-		return "value of the documented type"
-	}
-	return kind
 }

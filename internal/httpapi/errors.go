@@ -1,34 +1,39 @@
 package httpapi
 
 import (
-	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// apiError is an HTTP-level error: a status, a code and a safe message.
-type apiError struct {
-	status  int
-	code    string
-	message string
-}
-
-func (e *apiError) Error() string { return e.code + ": " + e.message }
-
-// statusOf is the one table from domain error kinds to HTTP statuses.
+// statusOf is the one table from error kinds to HTTP statuses.
 var statusOf = map[queue.Kind]int{
-	queue.KindInvalid:     http.StatusBadRequest,
-	queue.KindNotFound:    http.StatusNotFound,
-	queue.KindConflict:    http.StatusConflict,
-	queue.KindUnavailable: http.StatusServiceUnavailable,
-	queue.KindInternal:    http.StatusInternalServerError,
+	queue.KindInvalid:          http.StatusBadRequest,
+	queue.KindUnauthorized:     http.StatusUnauthorized,
+	queue.KindForbidden:        http.StatusForbidden,
+	queue.KindNotFound:         http.StatusNotFound,
+	queue.KindMethodNotAllowed: http.StatusMethodNotAllowed,
+	queue.KindConflict:         http.StatusConflict,
+	queue.KindTooLarge:         http.StatusRequestEntityTooLarge,
+	queue.KindInternal:         http.StatusInternalServerError,
+	queue.KindUnavailable:      http.StatusServiceUnavailable,
 }
+
+// Errors of the HTTP layer itself.
+var (
+	errNoRoute     = queue.Errorf(queue.KindNotFound, queue.CodeNotFound, "No such route.")
+	errTooLarge    = queue.Errorf(queue.KindTooLarge, queue.CodePayloadTooLarge, "The body must be at most %d bytes.", MaxBodyBytes)
+	errUnreadable  = queue.Errorf(queue.KindInvalid, queue.CodeInvalidBody, "The request body could not be read.")
+	errInternal    = queue.Errorf(queue.KindInternal, queue.CodeInternal, "Internal error.")
+	errNeedsBearer = queue.Errorf(queue.KindUnauthorized, queue.CodeUnauthorized, "Admin routes need an Authorization: Bearer header.")
+	errBadBearer   = queue.Errorf(queue.KindForbidden, queue.CodeForbidden, "The admin credentials are not valid.")
+	errNeedsIAM    = queue.Errorf(queue.KindForbidden, queue.CodeForbidden, "Admin routes need an IAM-signed request.")
+)
 
 // errorBody is the JSON shape of every error.
 type errorBody struct {
@@ -36,35 +41,55 @@ type errorBody struct {
 	Message string `json:"message"`
 }
 
-// errorResponse answers err. Only store faults and internal errors are
-// logged (with their cause); clients see the code and a safe message.
-func (h *Handler) errorResponse(ctx context.Context, req events.APIGatewayV2HTTPRequest, err error) events.APIGatewayV2HTTPResponse {
-	var (
-		ae *apiError
-		de *queue.Error
-	)
-	switch {
-	case errors.As(err, &ae):
-	case errors.As(err, &de):
-		ae = &apiError{statusOf[de.Kind], de.Code, de.Message}
-		if de.Kind == queue.KindInternal {
-			ae.message = "Internal error."
-		}
-	default:
-		ae = &apiError{http.StatusInternalServerError, queue.CodeInternal, "Internal error."}
+// internalBody answers when even an error cannot be encoded.
+var internalBody, _ = json.Marshal(errorBody{errInternal.Code, errInternal.Message})
+
+// writeError answers err as {code,message} with its kind's status. Only
+// server-side failures (5xx) are logged, with their cause; clients see the
+// code and a safe message.
+func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *queue.Error
+	if !errors.As(err, &e) || e.Kind == queue.KindInternal {
+		e = errInternal
 	}
-	if ae.status >= 500 {
-		h.log.LogAttrs(ctx, slog.LevelError, "request failed",
-			slog.String("requestId", req.RequestContext.RequestID),
-			slog.String("method", req.RequestContext.HTTP.Method),
-			slog.String("route", req.RouteKey),
-			slog.Int("status", ae.status),
-			slog.String("code", ae.code),
-			slog.String("error", err.Error()))
+	status, ok := statusOf[e.Kind]
+	if !ok {
+		status = http.StatusInternalServerError
 	}
-	resp := response(ae.status, errorBody{Code: ae.code, Message: ae.message})
-	if ae.status == http.StatusServiceUnavailable {
-		resp.Headers["Retry-After"] = strconv.FormatInt(ceilSeconds(h.unavRetry), 10)
+	if status >= 500 {
+		a.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("requestId", requestID(r.Context())),
+			slog.String("method", r.Method),
+			slog.String("route", r.Pattern),
+			slog.Int("status", status),
+			slog.String("code", e.Code),
+			slog.String("error", fmt.Sprint(err)))
 	}
-	return resp
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.FormatInt(ceilSeconds(a.unavRetry), 10))
+	}
+	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message})
+}
+
+// writeClientError answers e, a client's mistake (4xx), which is not logged.
+func writeClientError(w http.ResponseWriter, e *queue.Error) {
+	writeJSON(w, statusOf[e.Kind], errorBody{Code: e.Code, Message: e.Message})
+}
+
+// writeJSON answers status with body as JSON; body nil means no body. Every
+// answer has Cache-Control: no-store.
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	if body == nil {
+		w.WriteHeader(status)
+		return
+	}
+	b, err := json.Marshal(body)
+	if err != nil { // only our own plain structs get here
+		b, status = internalBody, http.StatusInternalServerError
+	}
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }

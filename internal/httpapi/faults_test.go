@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -36,14 +34,11 @@ func (brokenStore) GetProgram(context.Context, string) (queue.Program, error) {
 
 func TestHandlerStoreFault(t *testing.T) {
 	var logs bytes.Buffer
-	h := httpapi.New(queue.NewService(brokenStore{memstore.New()}, polling.DefaultTiers()),
-		httpapi.WithIAMAdmin(), httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	h := httpapi.Lambda(httpapi.New(queue.NewService(brokenStore{memstore.New()}, polling.DefaultTiers()),
+		httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))))
 	for _, event := range []string{"enter", "poll-waiting", "leave", "admin-get-program", "admin-put-program", "admin-admit"} {
 		t.Run(event, func(t *testing.T) {
-			resp, err := h.Handle(context.Background(), loadEvent(t, event))
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := invoke(t, h, loadEvent(t, event))
 			if resp.StatusCode != http.StatusServiceUnavailable {
 				t.Errorf("status = %d, want 503", resp.StatusCode)
 			}
@@ -67,58 +62,15 @@ type panickyStore struct{ queue.Store }
 func (panickyStore) GetToken(context.Context, string) (queue.Token, error) { panic("boom") }
 
 func TestHandlerRecoversPanic(t *testing.T) {
-	h := httpapi.New(queue.NewService(panickyStore{memstore.New()}, polling.DefaultTiers()),
-		httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	resp, err := h.Handle(context.Background(), loadEvent(t, "poll-waiting"))
-	if err != nil || resp.StatusCode != 500 {
-		t.Fatalf("status %d err %v, want 500 and no error", resp.StatusCode, err)
+	var logs bytes.Buffer
+	h := httpapi.Lambda(httpapi.NewQueue(queue.NewService(panickyStore{memstore.New()}, polling.DefaultTiers()),
+		httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))))
+	resp := invoke(t, h, loadEvent(t, "poll-waiting"))
+	if resp.StatusCode != 500 {
+		t.Fatalf("status %d, want 500", resp.StatusCode)
 	}
 	assertJSONEqual(t, resp.Body, `{"code":"INTERNAL","message":"Internal error."}`)
-}
-
-func TestServeHTTP(t *testing.T) {
-	srv := httptest.NewServer(newHandler(t, httpapi.WithAdminSecret("s3cret")))
-	defer srv.Close()
-	do := func(method, path, token, body string, hdr map[string]string) (*http.Response, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		if token != "" {
-			req.Header.Set("X-Queue-Token", token)
-		}
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
+	if !strings.Contains(logs.String(), "boom") || !strings.Contains(logs.String(), `"requestId":"JKJaXmPLvHcESHA="`) {
+		t.Errorf("a panic must be logged with the request id; logs: %s", logs.String())
 	}
-	t.Run("Poll", func(t *testing.T) {
-		resp, body := do("GET", "/api/v1/queues/programs/demo", "waitingTokenFixture001", "", nil)
-		if resp.StatusCode != 200 || !strings.Contains(body, `"position":234`) || resp.Header.Get("Retry-After") != "6" {
-			t.Errorf("status %d, Retry-After %q, body %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
-		}
-	})
-	t.Run("TooLarge", func(t *testing.T) {
-		big := `{"admissionRatePerSecond": 1` + strings.Repeat(" ", httpapi.MaxBodyBytes) + `}`
-		resp, body := do("PUT", "/api/v1/admin/programs/demo", "", big, map[string]string{"Authorization": "Bearer s3cret"})
-		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, `"code":"PAYLOAD_TOO_LARGE"`) {
-			t.Errorf("status %d body %s, want 413 PAYLOAD_TOO_LARGE", resp.StatusCode, body)
-		}
-	})
-	t.Run("EscapedProgramID", func(t *testing.T) {
-		resp, body := do("GET", "/api/v1/queues/programs/de%2Fmo", "waitingTokenFixture001", "", nil)
-		if resp.StatusCode != 400 || !strings.Contains(body, "INVALID_PROGRAM_ID") {
-			t.Errorf("status %d body %s, want 400 INVALID_PROGRAM_ID", resp.StatusCode, body)
-		}
-	})
-	t.Run("AdminSecret", func(t *testing.T) {
-		resp, body := do("POST", "/api/v1/admin/programs/demo/admissions", "", `{"count":2}`, map[string]string{"Authorization": "Bearer s3cret"})
-		if resp.StatusCode != 200 || !strings.Contains(body, `"admitted":502`) {
-			t.Errorf("status %d body %s", resp.StatusCode, body)
-		}
-	})
 }

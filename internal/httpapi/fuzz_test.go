@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,12 +12,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/example/waitingroom/internal/httpapi"
 )
 
 // FuzzHandler throws arbitrary methods, paths, tokens, authorization
-// headers and bodies at the handler: it must never panic, never return an
-// error, always answer JSON (or nothing on 204), and never blame itself
-// (5xx) for what a client sent. Seeds come from events/.
+// headers and bodies at the handler, both through the Lambda adapter and
+// directly (ServeHTTP, as the local server calls it): it must never panic,
+// never return an error, always answer JSON (or nothing on 204), and never
+// blame itself (5xx) for what a client sent. Seeds come from events/.
 func FuzzHandler(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("..", "..", "events", "*.json"))
 	for _, name := range files {
@@ -33,8 +38,14 @@ func FuzzHandler(f *testing.F) {
 	f.Add("PUT", "/api/v1/admin/programs/demo", "", "Bearer s3cret", `{"admissionRatePerSecond":1e309}`, false)
 	f.Add("POST", "/api/v1/admin/programs/demo/admissions", "", "Bearer s3cret", `{"count":1.5}`, false)
 	f.Add("POST", "//api/v1//queues/programs/demo/", "waitingTokenFixture001", "", "", false)
+	f.Add("PUT", "/api/v1/admin/programs/demo", "", "Bearer s3cret", `{"paused":true,"paused":false}`, true)
+	f.Add("PUT", "/api/v1/admin/programs/demo", "", "Bearer s3cret", `null`, true)
+	f.Add("GET", "/api/v1/admin/programs/../queues/programs/demo", "", "", "", false)
+	f.Add("GE T", "/", "", "", "", false)
 
-	h := newHandler(f, withSecret("s3cret"))
+	svc := newService(f)
+	lambda := httpapi.Lambda(httpapi.New(svc, httpapi.IAMAuth(), httpapi.WithLogger(discard)))
+	direct := httpapi.New(svc, httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard))
 	f.Fuzz(func(t *testing.T, method, path, token, auth, body string, iam bool) {
 		req := events.APIGatewayV2HTTPRequest{
 			Version: "2.0", RouteKey: "$default", RawPath: path,
@@ -47,33 +58,48 @@ func FuzzHandler(f *testing.F) {
 			req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
 				IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/x"}}
 		}
-		resp, err := h.Handle(context.Background(), req)
-		if err != nil {
-			t.Fatalf("Handle returned an error: %v", err)
-		}
-		if resp.StatusCode >= 500 {
-			t.Fatalf("%s %q: status %d for client input: %s", method, path, resp.StatusCode, resp.Body)
-		}
-		if resp.StatusCode == 204 {
-			if resp.Body != "" {
-				t.Fatalf("204 with a body: %q", resp.Body)
-			}
+		resp := invoke(t, lambda, req)
+		checkAnswer(t, "lambda", method, path, body, resp.StatusCode, resp.Body)
+
+		// The same request as net/http would hand it to the local server,
+		// when it is one net/http would accept.
+		r, err := http.NewRequest(method, "http://localhost"+path, strings.NewReader(body))
+		if err != nil || !strings.HasPrefix(path, "/") {
 			return
 		}
-		if !json.Valid([]byte(resp.Body)) || !utf8.ValidString(resp.Body) {
-			t.Fatalf("%s %q: body is not valid JSON: %q", method, path, resp.Body)
-		}
-		if resp.StatusCode >= 400 {
-			var e map[string]any
-			_ = json.Unmarshal([]byte(resp.Body), &e)
-			code, _ := e["code"].(string)
-			msg, _ := e["message"].(string)
-			if code == "" || msg == "" || len(e) != 2 {
-				t.Fatalf("error body is not {code,message}: %s", resp.Body)
-			}
-			if len(body) > 8 && strings.Contains(msg, body) {
-				t.Fatalf("error message echoes the request body: %s", msg)
-			}
-		}
+		r.Header.Set(httpapi.HeaderToken, token)
+		r.Header.Set("Authorization", auth)
+		w := httptest.NewRecorder()
+		direct.ServeHTTP(w, r)
+		b, _ := io.ReadAll(w.Result().Body)
+		checkAnswer(t, "ServeHTTP", method, path, body, w.Code, string(b))
 	})
+}
+
+func checkAnswer(t *testing.T, via, method, path, reqBody string, status int, body string) {
+	t.Helper()
+	if status >= 500 {
+		t.Fatalf("%s: %s %q: status %d for client input: %s", via, method, path, status, body)
+	}
+	if status == 204 {
+		if body != "" {
+			t.Fatalf("%s: 204 with a body: %q", via, body)
+		}
+		return
+	}
+	if !json.Valid([]byte(body)) || !utf8.ValidString(body) {
+		t.Fatalf("%s: %s %q: body is not valid JSON: %q", via, method, path, body)
+	}
+	if status >= 400 {
+		var e map[string]any
+		_ = json.Unmarshal([]byte(body), &e)
+		code, _ := e["code"].(string)
+		msg, _ := e["message"].(string)
+		if code == "" || msg == "" || len(e) != 2 {
+			t.Fatalf("%s: error body is not {code,message}: %s", via, body)
+		}
+		if len(reqBody) > 8 && strings.Contains(msg, reqBody) {
+			t.Fatalf("%s: error message echoes the request body: %s", via, msg)
+		}
+	}
 }

@@ -1,280 +1,183 @@
-// Package httpapi maps API Gateway HTTP API (payload format 2.0) requests
-// onto the queue service and its answers and errors back onto HTTP. The
-// Lambda functions call Handler.Handle; the local server serves the very same
-// method through Handler.ServeHTTP.
+// Package httpapi is the waiting room's HTTP API as plain net/http
+// handlers: the public queue routes (NewQueue), the admin routes (NewAdmin)
+// and both together for the local server (New). Lambda serves the same
+// handlers through Lambda, an API Gateway v2 adapter.
 package httpapi
 
 import (
-	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// HeaderToken carries the queue token on requests.
-const HeaderToken = "X-Queue-Token"
+// Request headers of the queue routes.
+const (
+	// HeaderToken carries the queue token.
+	HeaderToken = "X-Queue-Token"
+	// HeaderIdempotencyKey names an enter, so that its retries answer the
+	// same token.
+	HeaderIdempotencyKey = "Idempotency-Key"
+)
 
 // MaxBodyBytes bounds request bodies; larger ones get 413.
 const MaxBodyBytes = 16 << 10
 
-// Handler answers the waiting room's HTTP API.
-type Handler struct {
-	svc       *queue.Service
-	log       *slog.Logger
-	public    bool
-	admin     adminAuth
-	unavRetry time.Duration
-}
+// Middleware wraps a handler; admin auth is one.
+type Middleware = func(http.Handler) http.Handler
 
-// adminAuth checks an admin request; nil error means allowed.
-type adminAuth func(events.APIGatewayV2HTTPRequest) *apiError
-
-// Option configures a Handler.
-type Option func(*Handler)
+// Option configures a handler.
+type Option func(*api)
 
 // WithLogger sets the structured logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(a *api) { a.log = l } }
 
-// WithAdminSecret serves the admin routes to requests bearing
-// "Authorization: Bearer <secret>" (compared in constant time): the local
-// server's scheme.
-func WithAdminSecret(secret string) Option {
-	want := sha256.Sum256([]byte(secret))
-	return func(h *Handler) {
-		h.admin = func(req events.APIGatewayV2HTTPRequest) *apiError {
-			auth := header(req, "authorization")
-			if auth == "" {
-				return &apiError{http.StatusUnauthorized, "UNAUTHORIZED", "Admin routes need an Authorization: Bearer header."}
-			}
-			scheme, got, ok := strings.Cut(auth, " ")
-			sum := sha256.Sum256([]byte(got))
-			if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-				return &apiError{http.StatusForbidden, "FORBIDDEN", "The admin credentials are not valid."}
-			}
-			return nil
-		}
-	}
+// api holds what every endpoint needs.
+type api struct {
+	svc       *queue.Service
+	log       *slog.Logger
+	unavRetry time.Duration // Retry-After of a 503
 }
 
-// WithIAMAdmin serves the admin routes to requests that API Gateway's
-// AWS_IAM authorizer let through (it rejects unsigned ones before the
-// function runs; this is the second lock on the door).
-func WithIAMAdmin() Option {
-	return func(h *Handler) {
-		h.admin = func(req events.APIGatewayV2HTTPRequest) *apiError {
-			if a := req.RequestContext.Authorizer; a == nil || a.IAM == nil || a.IAM.UserARN == "" && a.IAM.CallerID == "" {
-				return &apiError{http.StatusForbidden, "FORBIDDEN", "Admin routes need an IAM-signed request."}
-			}
-			return nil
-		}
-	}
+// NewQueue returns the public API over svc: enter, poll and leave; any
+// other path answers the API's JSON 404.
+func NewQueue(svc *queue.Service, opts ...Option) http.Handler {
+	return newAPI(svc, opts).handler(func(r Route) bool { return !r.Admin }, nil)
 }
 
-// AdminOnly drops the public queue routes (the admin function's handler).
-func AdminOnly() Option { return func(h *Handler) { h.public = false } }
+// NewAdmin returns the admin API over svc, each route behind auth; any
+// other path answers the API's JSON 404.
+func NewAdmin(svc *queue.Service, auth Middleware, opts ...Option) http.Handler {
+	return newAPI(svc, opts).handler(func(r Route) bool { return r.Admin }, auth)
+}
 
-// New returns a Handler over svc. Without WithAdminSecret or WithIAMAdmin
-// the admin routes answer 404.
-func New(svc *queue.Service, opts ...Option) *Handler {
-	h := &Handler{svc: svc, log: slog.Default(), public: true, unavRetry: 2 * time.Second}
+// New returns the public and the admin API on one handler, the admin routes
+// behind auth: the local server's.
+func New(svc *queue.Service, auth Middleware, opts ...Option) http.Handler {
+	return newAPI(svc, opts).handler(func(Route) bool { return true }, auth)
+}
+
+func newAPI(svc *queue.Service, opts []Option) *api {
+	a := &api{svc: svc, log: slog.Default(), unavRetry: 2 * time.Second}
 	for _, o := range opts {
-		o(h)
+		o(a)
 	}
-	return h
+	return a
 }
 
-// Handle answers one API Gateway HTTP API request. It never returns an
-// error: every failure is an HTTP answer, so API Gateway never turns it into
-// an opaque 500.
-func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, _ error) {
-	defer func() {
-		if r := recover(); r != nil {
-			h.log.ErrorContext(ctx, "panic", "requestId", req.RequestContext.RequestID, "panic", fmt.Sprint(r))
-			resp = h.errorResponse(ctx, req, &apiError{http.StatusInternalServerError, queue.CodeInternal, "Internal error."})
+// handler routes the Routes that keep allows on a ServeMux, with a JSON 405
+// for other methods on their paths and a JSON 404 for every other path.
+func (a *api) handler(keep func(Route) bool, auth Middleware) http.Handler {
+	mux := http.NewServeMux()
+	methods := map[string][]string{} // path -> methods served
+	for _, rt := range Routes {
+		if !keep(rt) {
+			continue
 		}
-	}()
-	start := time.Now()
-	resp = h.route(ctx, req)
-	// Access log at debug level: a poll is the hot path and CloudWatch bills
-	// per byte. Never the token itself.
-	h.log.LogAttrs(ctx, slog.LevelDebug, "request",
-		slog.String("requestId", req.RequestContext.RequestID),
-		slog.String("method", req.RequestContext.HTTP.Method),
-		slog.String("path", req.RawPath),
-		slog.Int("status", resp.StatusCode),
-		slog.Duration("duration", time.Since(start)))
-	return resp, nil
-}
-
-// Route patterns, split on '/', "*" for the program id; and the Allow
-// header of each, from Routes.
-var (
-	queuePath     = pattern(QueuePath)
-	adminPath     = pattern(AdminPath)
-	admissionPath = pattern(AdmissionPath)
-
-	allowQueue     = allow(QueuePath)
-	allowAdmin     = allow(AdminPath)
-	allowAdmission = allow(AdmissionPath)
-)
-
-func pattern(path string) []string {
-	segs := strings.Split(strings.Trim(path, "/"), "/")
-	for i, s := range segs {
-		if strings.HasPrefix(s, "{") {
-			segs[i] = "*"
+		serve := rt.serve
+		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(a, w, r) })
+		if rt.Admin {
+			h = auth(h)
+		}
+		mux.Handle(rt.Method+" "+rt.Path, h)
+		methods[rt.Path] = append(methods[rt.Path], rt.Method)
+	}
+	for path, ms := range methods {
+		slices.Sort(ms)
+		h := a.methodNotAllowed(strings.Join(ms, ", "))
+		mux.Handle(path, h)
+		// A GET pattern also matches HEAD; HEAD is not served.
+		if slices.Contains(ms, http.MethodGet) {
+			mux.Handle(http.MethodHead+" "+path, h)
 		}
 	}
-	return segs
+	mux.Handle("/", a.notFound())
+	return a.logRequests(a.recoverPanics(a.canonicalPath(limitBody(mux))))
 }
 
-func allow(path string) string {
-	var methods []string
-	for _, r := range Routes {
-		if r.Path == path {
-			methods = append(methods, r.Method)
-		}
-	}
-	slices.Sort(methods)
-	return strings.Join(methods, ", ")
+func (a *api) notFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.writeError(w, r, errNoRoute) })
 }
 
-func (h *Handler) route(ctx context.Context, req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
-	method := req.RequestContext.HTTP.Method
-	path := req.RawPath
-	if path == "" {
-		path = req.RequestContext.HTTP.Path
+func (a *api) methodNotAllowed(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		a.writeError(w, r, queue.Errorf(queue.KindMethodNotAllowed, queue.CodeMethodNotAllowed, "Allowed methods: %s.", allow))
+	})
+}
+
+// token returns the request's queue token.
+func token(r *http.Request) string { return header(r, HeaderToken) }
+
+// header returns every value of the request header name, joined, so that
+// two values never pass for one.
+func header(r *http.Request, name string) string {
+	return strings.TrimSpace(strings.Join(r.Header.Values(name), ","))
+}
+
+func (a *api) enter(w http.ResponseWriter, r *http.Request) {
+	v, created, err := a.svc.Enter(r.Context(), r.PathValue("programId"), queue.Entry{Token: token(r), IdempotencyKey: header(r, HeaderIdempotencyKey)})
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
 	}
-	segs, err := splitPath(path)
+	a.writeToken(w, r, status, v, err)
+}
+
+func (a *api) poll(w http.ResponseWriter, r *http.Request) {
+	v, err := a.svc.Poll(r.Context(), r.PathValue("programId"), token(r))
+	a.writeToken(w, r, http.StatusOK, v, err)
+}
+
+func (a *api) leave(w http.ResponseWriter, r *http.Request) {
+	if err := a.svc.Leave(r.Context(), r.PathValue("programId"), token(r)); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusNoContent, nil)
+}
+
+func (a *api) getProgram(w http.ResponseWriter, r *http.Request) {
+	c, err := a.svc.Program(r.Context(), r.PathValue("programId"))
+	a.writeCounters(w, r, http.StatusOK, c, err)
+}
+
+func (a *api) putProgram(w http.ResponseWriter, r *http.Request) {
+	var b programBody
+	if err := decodeObject(r, b.fields()...); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	set, err := b.settings()
 	if err != nil {
-		return h.errorResponse(ctx, req, errRouteNotFound)
+		a.writeError(w, r, err)
+		return
 	}
-	if id, ok := match(segs, queuePath); ok && h.public {
-		switch method {
-		case http.MethodPost:
-			v, created, err := h.svc.Enter(ctx, id, queue.Entry{Token: header(req, HeaderToken)})
-			status := http.StatusOK
-			if created {
-				status = http.StatusCreated
-			}
-			return h.tokenResponse(ctx, req, status, v, err)
-		case http.MethodGet:
-			v, err := h.svc.Poll(ctx, id, header(req, HeaderToken))
-			return h.tokenResponse(ctx, req, http.StatusOK, v, err)
-		case http.MethodDelete:
-			if err := h.svc.Leave(ctx, id, header(req, HeaderToken)); err != nil {
-				return h.errorResponse(ctx, req, err)
-			}
-			return response(http.StatusNoContent, nil)
-		}
-		return h.methodNotAllowed(ctx, req, allowQueue)
+	c, created, err := a.svc.PutProgram(r.Context(), r.PathValue("programId"), set)
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
 	}
-	if h.admin == nil {
-		return h.errorResponse(ctx, req, errRouteNotFound)
-	}
-	if id, ok := match(segs, adminPath); ok {
-		if method != http.MethodGet && method != http.MethodPut {
-			return h.methodNotAllowed(ctx, req, allowAdmin)
-		}
-		if e := h.admin(req); e != nil {
-			return h.errorResponse(ctx, req, e)
-		}
-		if method == http.MethodGet {
-			c, err := h.svc.Program(ctx, id)
-			return h.countersResponse(ctx, req, http.StatusOK, c, err)
-		}
-		var body programBody
-		if e := decodeBody(req, &body); e != nil {
-			return h.errorResponse(ctx, req, e)
-		}
-		set, e := body.settings()
-		if e != nil {
-			return h.errorResponse(ctx, req, e)
-		}
-		c, created, err := h.svc.PutProgram(ctx, id, set)
-		status := http.StatusOK
-		if created {
-			status = http.StatusCreated
-		}
-		return h.countersResponse(ctx, req, status, c, err)
-	}
-	if id, ok := match(segs, admissionPath); ok {
-		if method != http.MethodPost {
-			return h.methodNotAllowed(ctx, req, allowAdmission)
-		}
-		if e := h.admin(req); e != nil {
-			return h.errorResponse(ctx, req, e)
-		}
-		var body admissionBody
-		if e := decodeBody(req, &body); e != nil {
-			return h.errorResponse(ctx, req, e)
-		}
-		if body.Count == nil {
-			return h.errorResponse(ctx, req, &apiError{http.StatusBadRequest, queue.CodeInvalidCount, "count is required."})
-		}
-		c, err := h.svc.Admit(ctx, id, *body.Count)
-		return h.countersResponse(ctx, req, http.StatusOK, c, err)
-	}
-	return h.errorResponse(ctx, req, errRouteNotFound)
+	a.writeCounters(w, r, status, c, err)
 }
 
-// splitPath splits a raw path into unescaped segments, dropping one
-// trailing slash.
-func splitPath(p string) ([]string, error) {
-	p = strings.TrimPrefix(p, "/")
-	p = strings.TrimSuffix(p, "/")
-	segs := strings.Split(p, "/")
-	for i, s := range segs {
-		u, err := url.PathUnescape(s)
-		if err != nil {
-			return nil, err
-		}
-		segs[i] = u
+func (a *api) admit(w http.ResponseWriter, r *http.Request) {
+	var count *int64
+	if err := decodeObject(r, field{"count", &count, "number"}); err != nil {
+		a.writeError(w, r, err)
+		return
 	}
-	return segs, nil
-}
-
-// match reports whether segs fit pattern, returning the "*" segment.
-func match(segs, pattern []string) (string, bool) {
-	if len(segs) != len(pattern) {
-		return "", false
+	if count == nil {
+		a.writeError(w, r, queue.Errorf(queue.KindInvalid, queue.CodeInvalidCount, "count is required."))
+		return
 	}
-	var id string
-	for i, p := range pattern {
-		switch {
-		case p == "*":
-			id = segs[i]
-		case p != segs[i]:
-			return "", false
-		}
-	}
-	return id, true
-}
-
-// header returns the request header name (case-insensitive).
-func header(req events.APIGatewayV2HTTPRequest, name string) string {
-	if v, ok := req.Headers[strings.ToLower(name)]; ok {
-		return strings.TrimSpace(v)
-	}
-	for k, v := range req.Headers {
-		if strings.EqualFold(k, name) {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
+	c, err := a.svc.Admit(r.Context(), r.PathValue("programId"), *count)
+	a.writeCounters(w, r, http.StatusOK, c, err)
 }
 
 // tokenBody is QueueTokenResponse. Keys that do not apply to a status are
@@ -282,6 +185,7 @@ func header(req events.APIGatewayV2HTTPRequest, name string) string {
 type tokenBody struct {
 	TokenID      string `json:"tokenId"`
 	Status       string `json:"status"`
+	Ticket       int64  `json:"ticket"`
 	IssuedAt     string `json:"issuedAt"`
 	Position     int64  `json:"position,omitempty"`
 	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
@@ -311,28 +215,37 @@ type countersBody struct {
 
 // programBody is the admin PUT body; absent fields keep their value.
 type programBody struct {
-	AdmissionRatePerSecond *float64 `json:"admissionRatePerSecond"`
-	Paused                 *bool    `json:"paused"`
-	AdmissionWindowSeconds *int64   `json:"admissionWindowSeconds"`
-	PollingPolicy          *string  `json:"pollingPolicy"`
-	Closed                 *bool    `json:"closed"`
+	AdmissionRatePerSecond *float64
+	Paused                 *bool
+	AdmissionWindowSeconds *int64
+	PollingPolicy          *string
+	Closed                 *bool
 }
 
-func (b programBody) settings() (queue.Settings, *apiError) {
+// fields are programBody's JSON keys.
+func (b *programBody) fields() []field {
+	return []field{
+		{"admissionRatePerSecond", &b.AdmissionRatePerSecond, "number"},
+		{"paused", &b.Paused, "boolean"},
+		{"admissionWindowSeconds", &b.AdmissionWindowSeconds, "number"},
+		{"pollingPolicy", &b.PollingPolicy, "string"},
+		{"closed", &b.Closed, "boolean"},
+	}
+}
+
+func (b programBody) settings() (queue.Settings, error) {
 	set := queue.Settings{AdmissionRatePerSecond: b.AdmissionRatePerSecond, Paused: b.Paused, PollingPolicy: b.PollingPolicy, Closed: b.Closed}
+	if r := set.AdmissionRatePerSecond; r != nil && *r == 0 {
+		*r = 0 // -0 is 0: manual admission, never echoed as -0
+	}
 	if w := b.AdmissionWindowSeconds; w != nil {
 		if *w < 0 || *w > math.MaxInt64/int64(time.Second) {
-			return set, &apiError{http.StatusBadRequest, queue.CodeInvalidSettings, "admissionWindowSeconds is out of range."}
+			return set, queue.Errorf(queue.KindInvalid, queue.CodeInvalidSettings, "admissionWindowSeconds is out of range.")
 		}
 		d := time.Duration(*w) * time.Second
 		set.AdmissionWindow = &d
 	}
 	return set, nil
-}
-
-// admissionBody is the body of POST …/admissions.
-type admissionBody struct {
-	Count *int64 `json:"count"`
 }
 
 // timeString formats t as RFC 3339 UTC with milliseconds, or "" for zero.
@@ -343,13 +256,18 @@ func timeString(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-func (h *Handler) tokenResponse(ctx context.Context, req events.APIGatewayV2HTTPRequest, status int, v queue.View, err error) events.APIGatewayV2HTTPResponse {
+func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v queue.View, err error) {
 	if err != nil {
-		return h.errorResponse(ctx, req, err)
+		a.writeError(w, r, err)
+		return
 	}
-	body := tokenBody{
+	if v.Status == queue.StatusWaiting {
+		w.Header().Set("Retry-After", strconv.FormatInt(ceilSeconds(v.RetryAfter), 10))
+	}
+	writeJSON(w, status, tokenBody{
 		TokenID:         v.TokenID,
 		Status:          string(v.Status),
+		Ticket:          v.Ticket,
 		IssuedAt:        timeString(v.IssuedAt),
 		Position:        v.Position,
 		RetryAfterMs:    v.RetryAfter.Milliseconds(),
@@ -357,19 +275,15 @@ func (h *Handler) tokenResponse(ctx context.Context, req events.APIGatewayV2HTTP
 		AdmittedAt:      timeString(v.AdmittedAt),
 		ExpiresAt:       timeString(v.ExpiresAt),
 		LeftAt:          timeString(v.LeftAt),
-	}
-	resp := response(status, body)
-	if v.Status == queue.StatusWaiting {
-		resp.Headers["Retry-After"] = strconv.FormatInt(ceilSeconds(v.RetryAfter), 10)
-	}
-	return resp
+	})
 }
 
-func (h *Handler) countersResponse(ctx context.Context, req events.APIGatewayV2HTTPRequest, status int, c queue.Counters, err error) events.APIGatewayV2HTTPResponse {
+func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, c queue.Counters, err error) {
 	if err != nil {
-		return h.errorResponse(ctx, req, err)
+		a.writeError(w, r, err)
+		return
 	}
-	return response(status, countersBody{
+	writeJSON(w, status, countersBody{
 		ProgramID:              c.ProgramID,
 		Issued:                 c.Issued,
 		Admitted:               c.Admitted,
@@ -386,30 +300,4 @@ func (h *Handler) countersResponse(ctx context.Context, req events.APIGatewayV2H
 
 func ceilSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
-}
-
-// response builds a JSON answer; body nil means no body.
-func response(status int, body any) events.APIGatewayV2HTTPResponse {
-	resp := events.APIGatewayV2HTTPResponse{
-		StatusCode: status,
-		Headers:    map[string]string{"Cache-Control": "no-store"},
-	}
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil { // only our own plain structs get here
-			b = []byte(`{"code":"INTERNAL","message":"Internal error."}`)
-			resp.StatusCode = http.StatusInternalServerError
-		}
-		resp.Headers["Content-Type"] = "application/json; charset=utf-8"
-		resp.Body = string(b)
-	}
-	return resp
-}
-
-var errRouteNotFound = &apiError{http.StatusNotFound, "NOT_FOUND", "No such route."}
-
-func (h *Handler) methodNotAllowed(ctx context.Context, req events.APIGatewayV2HTTPRequest, allow string) events.APIGatewayV2HTTPResponse {
-	resp := h.errorResponse(ctx, req, &apiError{http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Allowed methods: " + allow + "."})
-	resp.Headers["Allow"] = allow
-	return resp
 }

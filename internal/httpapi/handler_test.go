@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
@@ -30,19 +30,36 @@ var t0 = time.Date(2026, 5, 19, 10, 0, 0, 123e6, time.UTC)
 
 const seed = 42
 
-// newHandler returns a handler over the fixtures, with a fixed clock and a
-// seeded jitter source, admin routes behind IAM as on AWS.
-func newHandler(t testing.TB, opts ...httpapi.Option) *httpapi.Handler {
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newService returns a service over the fixtures, with a fixed clock and a
+// seeded jitter source.
+func newService(t testing.TB) *queue.Service {
 	t.Helper()
 	store := memstore.New()
 	if err := fixtures.Seed(context.Background(), store, t0); err != nil {
 		t.Fatal(err)
 	}
-	svc := queue.NewService(store, polling.DefaultTiers(),
+	return queue.NewService(store, polling.DefaultTiers(),
 		queue.WithClock(clock.NewFake(t0)),
 		queue.WithRand(rand.New(rand.NewPCG(seed, seed))))
-	opts = append([]httpapi.Option{httpapi.WithIAMAdmin(), httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
-	return httpapi.New(svc, opts...)
+}
+
+// newHandler returns both APIs over the fixtures, the admin routes behind
+// auth (IAM, as on AWS, when nil).
+func newHandler(t testing.TB, auth httpapi.Middleware) http.Handler {
+	t.Helper()
+	if auth == nil {
+		auth = httpapi.IAMAuth()
+	}
+	return httpapi.New(newService(t), auth, httpapi.WithLogger(discard))
+}
+
+// newLambda returns newHandler behind the Lambda adapter, as the functions
+// serve it.
+func newLambda(t testing.TB, auth httpapi.Middleware) httpapi.LambdaHandler {
+	t.Helper()
+	return httpapi.Lambda(newHandler(t, auth))
 }
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
@@ -58,6 +75,16 @@ func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
 	return req
 }
 
+// invoke runs req through fn, which must never return an error.
+func invoke(t testing.TB, fn httpapi.LambdaHandler, req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	resp, err := fn(context.Background(), req)
+	if err != nil {
+		t.Fatalf("the Lambda handler returned error %v; it must answer every failure over HTTP", err)
+	}
+	return resp
+}
+
 // firstRetryMs is what the seeded jitter source gives for the first waiting
 // answer of a test at position.
 func firstRetryMs(position int64) string {
@@ -65,6 +92,8 @@ func firstRetryMs(position int64) string {
 	return strconv.FormatInt(d.Milliseconds(), 10)
 }
 
+// TestHandlerEvents replays every sample event through the Lambda adapter
+// and asserts the exact answer.
 func TestHandlerEvents(t *testing.T) {
 	waitingMs := firstRetryMs(234)
 	tests := []struct {
@@ -74,13 +103,13 @@ func TestHandlerEvents(t *testing.T) {
 		wantHeader map[string]string // headers that must be present with these values
 	}{
 		{"poll-waiting", 200,
-			`{"tokenId":"waitingTokenFixture001","status":"WAITING","issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + waitingMs + `,"estimatedWaitMs":23400}`,
+			`{"tokenId":"waitingTokenFixture001","status":"WAITING","ticket":734,"issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + waitingMs + `,"estimatedWaitMs":23400}`,
 			map[string]string{"Retry-After": "6", "Cache-Control": "no-store", "Content-Type": "application/json; charset=utf-8"}},
 		{"poll-admitted", 200,
-			`{"tokenId":"admittedTokenFixture01","status":"ADMITTED","issuedAt":"2026-05-19T09:20:00.123Z","admittedAt":"2026-05-19T09:59:00.123Z","expiresAt":"2026-05-19T10:09:00.123Z"}`,
+			`{"tokenId":"admittedTokenFixture01","status":"ADMITTED","ticket":400,"issuedAt":"2026-05-19T09:20:00.123Z","admittedAt":"2026-05-19T09:59:00.123Z","expiresAt":"2026-05-19T10:09:00.123Z"}`,
 			map[string]string{"Cache-Control": "no-store"}},
 		{"enter-existing-token", 200,
-			`{"tokenId":"waitingTokenFixture001","status":"WAITING","issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + waitingMs + `,"estimatedWaitMs":23400}`,
+			`{"tokenId":"waitingTokenFixture001","status":"WAITING","ticket":734,"issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + waitingMs + `,"estimatedWaitMs":23400}`,
 			map[string]string{"Retry-After": "6"}},
 		{"leave", 204, "", map[string]string{"Cache-Control": "no-store"}},
 		{"error-missing-token", 400, `{"code":"MISSING_TOKEN","message":"The X-Queue-Token header is required."}`, nil},
@@ -111,13 +140,13 @@ func TestHandlerEvents(t *testing.T) {
 		{"admin-error-unknown-program", 404, `{"code":"PROGRAM_NOT_FOUND","message":"No such program."}`, nil},
 		{"admin-error-method-not-allowed", 405, `{"code":"METHOD_NOT_ALLOWED","message":"Allowed methods: GET, PUT."}`, map[string]string{"Allow": "GET, PUT"}},
 	}
+	files, _ := filepath.Glob(filepath.Join("..", "..", "events", "*.json"))
+	if len(files) != len(tests)+1 { // + enter, walked by TestHandlerEnter
+		t.Errorf("%d events in events/, %d here and enter: each event needs its expected answer", len(files), len(tests))
+	}
 	for _, tt := range tests {
 		t.Run(tt.event, func(t *testing.T) {
-			h := newHandler(t)
-			resp, err := h.Handle(context.Background(), loadEvent(t, tt.event))
-			if err != nil {
-				t.Fatalf("Handle returned error %v; it must answer every failure over HTTP", err)
-			}
+			resp := invoke(t, newLambda(t, nil), loadEvent(t, tt.event))
 			if got, want := resp.StatusCode, tt.wantStatus; got != want {
 				t.Errorf("status = %d, want %d (body %s)", got, want, resp.Body)
 			}
@@ -137,8 +166,8 @@ func TestHandlerEvents(t *testing.T) {
 	}
 }
 
-// assertJSONEqual compares two JSON texts as values and, since key order
-// does not matter but key presence does, as sets of keys too.
+// assertJSONEqual compares two JSON texts as values: key order does not
+// matter, key presence does.
 func assertJSONEqual(t *testing.T, got, want string) {
 	t.Helper()
 	if want == "" {
@@ -154,30 +183,36 @@ func assertJSONEqual(t *testing.T, got, want string) {
 	if err := json.Unmarshal([]byte(want), &w); err != nil {
 		t.Fatalf("bad want: %v", err)
 	}
-	if fmt.Sprint(g) != fmt.Sprint(w) {
-		t.Errorf("body =\n  %s\nwant\n  %s", got, want)
+	if diff := cmp.Diff(w, g); diff != "" {
+		t.Errorf("body (-want +got):\n%s\n  got %s", diff, got)
 	}
+}
+
+// decode returns a JSON object body.
+func decode(t *testing.T, body string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v: %s", err, body)
+	}
+	return m
 }
 
 // TestHandlerEnter walks a token through entering, a refresh, polling and
 // leaving, asserting what the client sees at each step.
 func TestHandlerEnter(t *testing.T) {
-	h := newHandler(t)
-	ctx := context.Background()
-	resp, _ := h.Handle(ctx, loadEvent(t, "enter"))
+	h := newLambda(t, nil)
+	resp := invoke(t, h, loadEvent(t, "enter"))
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("enter status = %d, body %s", resp.StatusCode, resp.Body)
 	}
-	var got map[string]any
-	if err := json.Unmarshal([]byte(resp.Body), &got); err != nil {
-		t.Fatal(err)
-	}
+	got := decode(t, resp.Body)
 	id, _ := got["tokenId"].(string)
 	if !queue.ValidTokenID(id) {
 		t.Fatalf("tokenId %q is not a well-formed token id", id)
 	}
 	// Ticket 1001 behind a serving counter of 500: position 501.
-	if got["status"] != "WAITING" || got["position"] != float64(501) || got["issuedAt"] != "2026-05-19T10:00:00.123Z" {
+	if got["status"] != "WAITING" || got["ticket"] != float64(1001) || got["position"] != float64(501) || got["issuedAt"] != "2026-05-19T10:00:00.123Z" {
 		t.Errorf("enter body = %s", resp.Body)
 	}
 	if ms, _ := got["retryAfterMs"].(float64); ms < 4700 || ms > 5300 {
@@ -187,39 +222,37 @@ func TestHandlerEnter(t *testing.T) {
 	// A refresh with the token keeps the place: 200, same token, same position.
 	again := loadEvent(t, "enter")
 	again.Headers["x-queue-token"] = id
-	resp, _ = h.Handle(ctx, again)
-	var refreshed map[string]any
-	_ = json.Unmarshal([]byte(resp.Body), &refreshed)
-	if resp.StatusCode != http.StatusOK || refreshed["tokenId"] != id || refreshed["position"] != float64(501) {
+	resp = invoke(t, h, again)
+	refreshed := decode(t, resp.Body)
+	if resp.StatusCode != http.StatusOK || refreshed["tokenId"] != id || refreshed["ticket"] != float64(1001) || refreshed["position"] != float64(501) {
 		t.Errorf("refresh: status %d body %s, want 200 with the same token at 501", resp.StatusCode, resp.Body)
 	}
 
 	// Leaving, then polling: LEFT with leftAt, no position and no retry keys.
 	leave := loadEvent(t, "leave")
 	leave.Headers["x-queue-token"] = id
-	if resp, _ = h.Handle(ctx, leave); resp.StatusCode != http.StatusNoContent {
+	if resp = invoke(t, h, leave); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("leave status = %d body %s", resp.StatusCode, resp.Body)
 	}
-	if resp, _ = h.Handle(ctx, leave); resp.StatusCode != http.StatusNoContent {
+	if resp = invoke(t, h, leave); resp.StatusCode != http.StatusNoContent {
 		t.Errorf("second leave status = %d, want 204 (idempotent)", resp.StatusCode)
 	}
 	poll := loadEvent(t, "poll-waiting")
 	poll.Headers["x-queue-token"] = id
-	resp, _ = h.Handle(ctx, poll)
-	assertJSONEqual(t, resp.Body, `{"tokenId":"`+id+`","status":"LEFT","issuedAt":"2026-05-19T10:00:00.123Z","leftAt":"2026-05-19T10:00:00.123Z"}`)
+	resp = invoke(t, h, poll)
+	assertJSONEqual(t, resp.Body, `{"tokenId":"`+id+`","status":"LEFT","ticket":1001,"issuedAt":"2026-05-19T10:00:00.123Z","leftAt":"2026-05-19T10:00:00.123Z"}`)
 
 	// A left token entering again gets a new place (201), not its old one.
 	again.Headers["x-queue-token"] = id
-	resp, _ = h.Handle(ctx, again)
-	var fresh map[string]any
-	_ = json.Unmarshal([]byte(resp.Body), &fresh)
-	if resp.StatusCode != http.StatusCreated || fresh["tokenId"] == id || fresh["position"] != float64(502) {
-		t.Errorf("re-enter after leaving: status %d body %s, want 201 with a new token at 502", resp.StatusCode, resp.Body)
+	resp = invoke(t, h, again)
+	fresh := decode(t, resp.Body)
+	if resp.StatusCode != http.StatusCreated || fresh["tokenId"] == id || fresh["ticket"] != float64(1002) || fresh["position"] != float64(502) {
+		t.Errorf("re-enter after leaving: status %d body %s, want 201 with a new token, ticket 1002 at 502", resp.StatusCode, resp.Body)
 	}
 }
 
 func TestHandlerAdminSecret(t *testing.T) {
-	h := newHandler(t, httpapi.WithAdminSecret("s3cret"))
+	h := newLambda(t, httpapi.BearerAuth("s3cret"))
 	tests := []struct {
 		name, auth string
 		want       int
@@ -239,33 +272,96 @@ func TestHandlerAdminSecret(t *testing.T) {
 			if tt.auth != "" {
 				req.Headers["authorization"] = tt.auth
 			}
-			resp, _ := h.Handle(context.Background(), req)
+			resp := invoke(t, h, req)
 			if resp.StatusCode != tt.want {
 				t.Fatalf("status = %d, want %d (%s)", resp.StatusCode, tt.want, resp.Body)
 			}
-			if tt.wantCode != "" && !strings.Contains(resp.Body, `"code":"`+tt.wantCode+`"`) {
+			if tt.wantCode != "" && decode(t, resp.Body)["code"] != tt.wantCode {
 				t.Errorf("body = %s, want code %s", resp.Body, tt.wantCode)
 			}
 		})
 	}
 }
 
-func TestHandlerWithoutAdmin(t *testing.T) {
-	store := memstore.New()
-	h := httpapi.New(queue.NewService(store, polling.DefaultTiers()))
-	resp, _ := h.Handle(context.Background(), loadEvent(t, "admin-get-program"))
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("admin route on the public function: status %d, want 404", resp.StatusCode)
+// TestHandlerIAM: the admin function's check of API Gateway's IAM
+// authorizer context, as the adapter passes it on.
+func TestHandlerIAM(t *testing.T) {
+	h := newLambda(t, nil)
+	tests := []struct {
+		name string
+		iam  *events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription
+		want int
+	}{
+		{"UserARN", &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::123456789012:user/ops"}, 200},
+		{"CallerID", &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{CallerID: "AIDAEXAMPLE"}, 200},
+		{"EmptyIAM", &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{}, 403},
+		{"NoAuthorizer", nil, 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := loadEvent(t, "admin-get-program")
+			req.RequestContext.Authorizer = nil
+			if tt.iam != nil {
+				req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: tt.iam}
+			}
+			if resp := invoke(t, h, req); resp.StatusCode != tt.want {
+				t.Errorf("status = %d, want %d (%s)", resp.StatusCode, tt.want, resp.Body)
+			}
+		})
 	}
 }
 
-func TestHandlerAdminOnly(t *testing.T) {
-	h := newHandler(t, httpapi.AdminOnly())
-	resp, _ := h.Handle(context.Background(), loadEvent(t, "poll-waiting"))
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("queue route on the admin function: status %d, want 404", resp.StatusCode)
+// TestHandlersApart: the public function serves no admin route and the
+// admin function no public one; each answers the other's paths with the
+// API's 404.
+func TestHandlersApart(t *testing.T) {
+	svc := newService(t)
+	tests := []struct {
+		name    string
+		handler http.Handler
+		event   string
+	}{
+		{"QueueServesNoAdminRoute", httpapi.NewQueue(svc, httpapi.WithLogger(discard)), "admin-get-program"},
+		{"AdminServesNoQueueRoute", httpapi.NewAdmin(svc, httpapi.IAMAuth(), httpapi.WithLogger(discard)), "poll-waiting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := invoke(t, httpapi.Lambda(tt.handler), loadEvent(t, tt.event))
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("status %d, want 404", resp.StatusCode)
+			}
+			assertJSONEqual(t, resp.Body, `{"code":"NOT_FOUND","message":"No such route."}`)
+		})
 	}
 }
 
-// withSecret serves the admin routes to the bearer secret as well as IAM.
-func withSecret(secret string) httpapi.Option { return httpapi.WithAdminSecret(secret) }
+// TestLambdaUnconvertible: events the adapter cannot turn into a request
+// still get the API's JSON, never an error (which Lambda would answer 500).
+func TestLambdaUnconvertible(t *testing.T) {
+	h := newLambda(t, nil)
+	tests := []struct {
+		name   string
+		edit   func(*events.APIGatewayV2HTTPRequest)
+		status int
+		body   string
+	}{
+		{"BadEscape", func(e *events.APIGatewayV2HTTPRequest) { e.RawPath = "/api/v1/queues/programs/%zz" }, 404, `{"code":"NOT_FOUND","message":"No such route."}`},
+		{"BadQuery", func(e *events.APIGatewayV2HTTPRequest) { e.RawQueryString = "a=\x7f" }, 404, `{"code":"NOT_FOUND","message":"No such route."}`},
+		{"BadMethod", func(e *events.APIGatewayV2HTTPRequest) { e.RequestContext.HTTP.Method = "GE T" }, 404, `{"code":"NOT_FOUND","message":"No such route."}`},
+		{"BadBase64", func(e *events.APIGatewayV2HTTPRequest) { e.IsBase64Encoded, e.Body = true, "{not base64" }, 400, `{"code":"INVALID_BODY","message":"The request body could not be read."}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := loadEvent(t, "poll-waiting")
+			tt.edit(&req)
+			resp := invoke(t, h, req)
+			if resp.StatusCode != tt.status {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tt.status)
+			}
+			assertJSONEqual(t, resp.Body, tt.body)
+			if resp.Headers["Cache-Control"] != "no-store" || resp.Headers["Content-Type"] != "application/json; charset=utf-8" {
+				t.Errorf("headers %v", resp.Headers)
+			}
+		})
+	}
+}

@@ -1,15 +1,18 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+)
 
-// Route is one method and path that the Handler serves, the path in API
-// Gateway's route syntax ({programId} is a path parameter).
+// Route is one method and path that the API serves, the path in the syntax
+// of http.ServeMux and API Gateway alike ({programId} is a path parameter).
 type Route struct {
 	Method string
 	Path   string
-	// Admin routes are served only with WithIAMAdmin or WithAdminSecret;
-	// on AWS they sit behind the AWS_IAM authorizer, in the admin function.
+	// Admin routes are served by NewAdmin (and New) behind its auth; on AWS
+	// they sit behind the AWS_IAM authorizer, in the admin function.
 	Admin bool
+	serve func(*api, http.ResponseWriter, *http.Request)
 }
 
 // Route paths.
@@ -19,14 +22,15 @@ const (
 	AdmissionPath = "/api/v1/admin/programs/{programId}/admissions"
 )
 
-// Routes lists every route the Handler serves. template.yaml must send each
-// to the right function with the right authorization (template_test.go
+// Routes lists every route the API serves, each with its endpoint function:
+// adding a route is one line here and one function. template.yaml must send
+// each to the right function with the right authorization (template_test.go
 // checks), and any other method on one of these paths gets 405 with Allow.
 var Routes = []Route{
-	{http.MethodPost, QueuePath, false},
-	{http.MethodGet, QueuePath, false},
-	{http.MethodDelete, QueuePath, false},
-	{http.MethodGet, AdminPath, true},
-	{http.MethodPut, AdminPath, true},
-	{http.MethodPost, AdmissionPath, true},
+	{http.MethodPost, QueuePath, false, (*api).enter},
+	{http.MethodGet, QueuePath, false, (*api).poll},
+	{http.MethodDelete, QueuePath, false, (*api).leave},
+	{http.MethodGet, AdminPath, true, (*api).getProgram},
+	{http.MethodPut, AdminPath, true, (*api).putProgram},
+	{http.MethodPost, AdmissionPath, true, (*api).admit},
 }

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -13,11 +12,19 @@ import (
 	"github.com/example/waitingroom/internal/httpapi"
 )
 
+// decodeCode returns the code of an error body, "" for anything else.
+func decodeCode(body string) string {
+	var e struct{ Code string }
+	_ = json.Unmarshal([]byte(body), &e)
+	return e.Code
+}
+
 // TestRoutes checks httpapi.Routes against what the handler does: each
-// listed route is served, and any other method on a listed path gets 405
-// with exactly the listed methods in Allow.
+// listed route is served, and any other method on a listed path (HEAD
+// included, which a GET pattern would match) gets 405 with exactly the
+// listed methods in Allow.
 func TestRoutes(t *testing.T) {
-	h := newHandler(t)
+	h := newLambda(t, nil)
 	methods := map[string][]string{} // path -> methods listed for it
 	for _, r := range httpapi.Routes {
 		methods[r.Path] = append(methods[r.Path], r.Method)
@@ -32,36 +39,35 @@ func TestRoutes(t *testing.T) {
 		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
 			IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::123456789012:user/ops"},
 		}
-		resp, err := h.Handle(context.Background(), req)
-		if err != nil {
-			t.Fatalf("%s %s: Handle returned error %v", method, path, err)
-		}
-		return resp
+		return invoke(t, h, req)
 	}
 
 	for _, r := range httpapi.Routes {
 		t.Run(r.Method+" "+r.Path, func(t *testing.T) {
 			resp := call(r.Method, r.Path)
-			var body struct{ Code string }
-			_ = json.Unmarshal([]byte(resp.Body), &body)
-			if resp.StatusCode == http.StatusMethodNotAllowed || body.Code == "NOT_FOUND" {
+			if code := decodeCode(resp.Body); resp.StatusCode == http.StatusMethodNotAllowed || code == "NOT_FOUND" {
 				t.Errorf("status %d body %s: the handler does not serve this listed route", resp.StatusCode, resp.Body)
 			}
 		})
 	}
 	for path, listed := range methods {
-		t.Run("PATCH "+path, func(t *testing.T) {
-			if slices.Contains(listed, http.MethodPatch) {
-				t.Skip("PATCH is listed")
+		for _, method := range []string{http.MethodPatch, http.MethodHead, http.MethodOptions} {
+			if slices.Contains(listed, method) {
+				continue
 			}
-			resp := call(http.MethodPatch, path)
-			slices.Sort(listed)
-			if got, want := resp.StatusCode, http.StatusMethodNotAllowed; got != want {
-				t.Errorf("status = %d, want %d (body %s)", got, want, resp.Body)
-			}
-			if got, want := resp.Headers["Allow"], strings.Join(listed, ", "); got != want {
-				t.Errorf("Allow = %q, want %q (the methods Routes lists)", got, want)
-			}
-		})
+			t.Run(method+" "+path, func(t *testing.T) {
+				resp := call(method, path)
+				slices.Sort(listed)
+				if got, want := resp.StatusCode, http.StatusMethodNotAllowed; got != want {
+					t.Errorf("status = %d, want %d (body %s)", got, want, resp.Body)
+				}
+				if got, want := resp.Headers["Allow"], strings.Join(listed, ", "); got != want {
+					t.Errorf("Allow = %q, want %q (the methods Routes lists)", got, want)
+				}
+				if code := decodeCode(resp.Body); code != "METHOD_NOT_ALLOWED" {
+					t.Errorf("body %s, want code METHOD_NOT_ALLOWED", resp.Body)
+				}
+			})
+		}
 	}
 }

@@ -76,7 +76,7 @@ func uniform(max time.Duration, rng *rand.Rand) time.Duration {
 }
 
 // String returns the policy's name as the bench CLI and POLL_POLICY spell it.
-func (e ETA) String() string { return "eta" }
+func (e ETA) String() string { return NameETA }
 
 // Validate reports whether the parameters make a usable policy.
 func (e ETA) Validate() error {

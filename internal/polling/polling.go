@@ -107,4 +107,4 @@ func Jitter(j time.Duration, rng *rand.Rand) time.Duration {
 }
 
 // String returns the policy's name as the bench CLI spells it.
-func (ts Tiers) String() string { return "tiers" }
+func (ts Tiers) String() string { return NameTiers }

@@ -22,6 +22,14 @@ const (
 	KindConflict
 	// KindUnavailable is a store fault the client should retry later.
 	KindUnavailable
+	// KindUnauthorized is a request without the credentials it needs.
+	KindUnauthorized
+	// KindForbidden is a request whose credentials are not valid.
+	KindForbidden
+	// KindMethodNotAllowed is a known path asked with a method it does not serve.
+	KindMethodNotAllowed
+	// KindTooLarge is a request body over the size limit.
+	KindTooLarge
 )
 
 // Error is a domain error with a stable machine-readable code and a message
@@ -62,7 +70,8 @@ var (
 	ErrClosed = errors.New("store: program closed")
 )
 
-// Codes of the errors the service returns.
+// Codes of every error the API answers, the service's and the HTTP
+// layer's; internal/httpapi maps their Kind to a status in one table.
 const (
 	CodeInvalidProgramID      = "INVALID_PROGRAM_ID"
 	CodeInvalidToken          = "INVALID_TOKEN"
@@ -78,6 +87,14 @@ const (
 	CodeInternal              = "INTERNAL"
 	CodePassUnavailable       = "PASS_UNAVAILABLE"
 	CodeBusy                  = "BUSY"
+
+	CodeNotFound         = "NOT_FOUND"
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	CodeUnauthorized     = "UNAUTHORIZED"
+	CodeForbidden        = "FORBIDDEN"
+	CodePayloadTooLarge  = "PAYLOAD_TOO_LARGE"
+	CodeInvalidJSON      = "INVALID_JSON"
+	CodeInvalidBody      = "INVALID_BODY"
 )
 
 // storeError turns a store failure into a client-facing error: the store's

@@ -264,9 +264,9 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 			sit := p.Situation(t.Ticket, now)
 			return View{
 				TokenID:       t.ID,
-				Ticket:        t.Ticket,
 				Status:        StatusWaiting,
 				IssuedAt:      t.IssuedAt,
+				Ticket:        t.Ticket,
 				Position:      sit.Position,
 				EstimatedWait: sit.Wait,
 				RetryAfter:    s.policyOf(p).RetryAfter(sit, s.rng),
@@ -277,7 +277,7 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 			return View{}, err
 		}
 	}
-	v := View{TokenID: t.ID, Ticket: t.Ticket, IssuedAt: t.IssuedAt}
+	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket}
 	switch {
 	case !t.LeftAt.IsZero():
 		v.Status, v.LeftAt = StatusLeft, t.LeftAt

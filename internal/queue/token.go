@@ -72,9 +72,10 @@ func idempotentTokenID(programID, key string) string {
 // View is what a client is told about its token.
 type View struct {
 	TokenID  string
-	Ticket   int64
 	Status   Status
 	IssuedAt time.Time
+	// Ticket is the token's number in the program's queue.
+	Ticket int64
 	// Position is ticket − serving counter; set only while WAITING.
 	Position int64
 	// RetryAfter is when to poll next; set only while WAITING.

@@ -24,7 +24,7 @@ const secret = "s3cret"
 // newServer serves the real API over the in-memory store.
 func newServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.WithAdminSecret(secret)))
+	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth(secret)))
 	t.Cleanup(srv.Close)
 	return srv
 }

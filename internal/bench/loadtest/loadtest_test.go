@@ -58,7 +58,7 @@ func newServer(t *testing.T, o serverOptions) *testServer {
 	} else {
 		svc = queue.NewService(store, polling.DefaultTiers())
 	}
-	api := httpapi.New(svc, httpapi.WithAdminSecret(secret))
+	api := httpapi.New(svc, httpapi.BearerAuth(secret))
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o.fault != nil {
 			if status, hdr, body, ok := o.fault(r); ok {

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +70,11 @@ func Start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error
 	if err != nil {
 		return nil, err
 	}
+	if strings.ContainsRune(rie, filepath.Separator) { // else found on PATH
+		if rie, err = filepath.Abs(rie); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := os.Stat(bootstrap); err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
@@ -82,7 +88,10 @@ func Start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error
 	if err != nil {
 		return nil, err
 	}
+	// Its own chatter at warn and above only: out is the function's logs
+	// (and Lambda's START, END and REPORT lines), as in CloudWatch.
 	cmd := exec.Command(rie,
+		"--log-level", "warn",
 		"--runtime-interface-emulator-address", addr,
 		"--runtime-api-address", runtimeAddr,
 		bootstrap)
@@ -155,7 +164,7 @@ func (e *Emulator) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 	return body, nil
 }
 
-// Stop ends the emulator and the bootstrap it started.
+// Stop ends the bootstrap and the emulator that started it.
 func (e *Emulator) Stop() { e.proc.Kill() }
 
 // freeAddr returns a loopback address with a port that was free a moment

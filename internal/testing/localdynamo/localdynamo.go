@@ -1,7 +1,7 @@
 // Package localdynamo starts a local DynamoDB API server as a child
 // process: moto_server (pip install 'moto[server]'), or dynalite (npx
-// dynalite). internal/testing/dynamotest runs one per test binary with it, and
-// cmd/invoke (`make invoke`) one per run.
+// dynalite). internal/testing/dynamotest runs one per test binary with it,
+// cmd/invoke (`make invoke`) one per run, and cmd/local one on request.
 //
 // The server runs in its own process group, which Stop kills as a whole,
 // and on Linux it dies with the process that started it (see Process,
@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -114,29 +115,68 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if !opts.Serialize {
 		return s, nil
 	}
+	if err := s.serialize(); err != nil {
+		proc.Kill()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Proxy starts the proxy of Options.Serialize in front of the DynamoDB API
+// at endpoint, a server this process did not start; Endpoint is the
+// proxy's. Stop closes the proxy only.
+func Proxy(endpoint string) (*Server, error) {
+	s := &Server{endpoint: endpoint}
+	if err := s.serialize(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// serialize puts the serializing proxy in front of s.endpoint.
+func (s *Server) serialize() error {
+	backend, err := url.Parse(s.endpoint)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		proc.Kill()
-		return nil, fmt.Errorf("proxy: %w", err)
+		return fmt.Errorf("proxy: %w", err)
 	}
-	backend, _ := url.Parse(s.endpoint)
 	s.proxy = &http.Server{Handler: serialized(httputil.NewSingleHostReverseProxy(backend))}
 	go func() { _ = s.proxy.Serve(l) }()
 	s.endpoint = "http://" + l.Addr().String()
-	return s, nil
+	return nil
+}
+
+// IsMoto reports whether the server at endpoint is moto_server, which
+// answers its own /moto-api/ (DynamoDB, DynamoDB Local and dynalite do not).
+func IsMoto(ctx context.Context, endpoint string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(endpoint, "/")+"/moto-api/data.json", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // Endpoint returns the server's URL (the proxy's, with Options.Serialize).
 func (s *Server) Endpoint() string { return s.endpoint }
 
-// Stop closes the proxy, if any, and kills the server. Later calls do
-// nothing.
+// Stop closes the proxy, if any, and kills the server if Start started it.
+// Later calls do nothing.
 func (s *Server) Stop() {
 	s.stop.Do(func() {
 		if s.proxy != nil {
 			_ = s.proxy.Close()
 		}
-		s.proc.Kill()
+		if s.proc != nil {
+			s.proc.Kill()
+		}
 	})
 }
 

@@ -1,7 +1,11 @@
 package localdynamo
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -15,4 +19,40 @@ func sysProcAttr() *syscall.SysProcAttr {
 	}
 }
 
-func kill(cmd *exec.Cmd) { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+// kill kills the process's children that moved to groups of their own (as
+// aws-lambda-rie's bootstrap does) first, so that none outlives it or
+// complains that it went away, then the process's group.
+func kill(cmd *exec.Cmd) {
+	pid := cmd.Process.Pid
+	for _, child := range children(pid) {
+		if pgid, err := syscall.Getpgid(child); err == nil && pgid != pid {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// children returns the pids whose parent is pid, from /proc.
+func children(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var kids []int
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		s := string(b)
+		rest := s[strings.LastIndexByte(s, ')')+1:]
+		fields := strings.Fields(rest)
+		if len(fields) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(fields[1]); ppid == pid {
+			if kid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
+				kids = append(kids, kid)
+			}
+		}
+	}
+	return kids
+}

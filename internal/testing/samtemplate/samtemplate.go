@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -36,8 +37,9 @@ type Template struct {
 
 // Parameter is a template parameter.
 type Parameter struct {
-	Type    string `json:"Type"`
-	Default any    `json:"Default"`
+	Type          string `json:"Type"`
+	Default       any    `json:"Default"`
+	AllowedValues []any  `json:"AllowedValues"`
 }
 
 // Resource is a template resource; Properties stay raw until a typed
@@ -358,4 +360,74 @@ func toValue(n *yaml.Node) (any, error) {
 		return v, nil
 	}
 	return nil, fmt.Errorf("line %d: unexpected YAML node kind %v", n.Line, n.Kind)
+}
+
+// RouteFor returns the route key and function that API Gateway would choose
+// for a request with method and path: among the routes that match, one
+// without a greedy variable ({proxy+}) first, then literal segments before
+// variables, left to right, then the method's own route before ANY;
+// $default when nothing else matches.
+func (t *Template) RouteFor(method, path string) (key, function string, err error) {
+	routes, err := t.Routes()
+	if err != nil {
+		return "", "", err
+	}
+	var best string
+	var bestRank []int
+	for k := range routes {
+		m, p, ok := strings.Cut(k, " ")
+		if !ok || m != "ANY" && m != strings.ToUpper(method) {
+			continue
+		}
+		rank, ok := matchPath(p, path)
+		if !ok {
+			continue
+		}
+		if m != "ANY" {
+			rank = append(rank, 1)
+		} else {
+			rank = append(rank, 0)
+		}
+		if best == "" || slices.Compare(rank, bestRank) > 0 {
+			best, bestRank = k, rank
+		}
+	}
+	if best == "" {
+		if _, ok := routes[DefaultRoute]; !ok {
+			return "", "", fmt.Errorf("no route of the template matches %s %s, and it has no %s route", method, path, DefaultRoute)
+		}
+		best = DefaultRoute
+	}
+	return best, routes[best], nil
+}
+
+// matchPath matches a request path against a route's path and ranks the
+// match: first 1 without a greedy variable, then per route segment 2 for a
+// literal, 1 for a variable, 0 for a greedy one.
+func matchPath(route, path string) ([]int, bool) {
+	rs := strings.Split(strings.Trim(route, "/"), "/")
+	ps := strings.Split(strings.Trim(path, "/"), "/")
+	rank := []int{1}
+	for i, r := range rs {
+		switch {
+		case strings.HasPrefix(r, "{") && strings.HasSuffix(r, "+}"):
+			if i >= len(ps) || ps[i] == "" {
+				return nil, false
+			}
+			rank[0] = 0
+			return append(rank, 0), true
+		case i >= len(ps):
+			return nil, false
+		case strings.HasPrefix(r, "{") && strings.HasSuffix(r, "}"):
+			if ps[i] == "" {
+				return nil, false
+			}
+			rank = append(rank, 1)
+		case r == ps[i]:
+			rank = append(rank, 2)
+		default:
+			return nil, false
+		}
+	}
+	return rank, len(rs) == len(ps)
 }

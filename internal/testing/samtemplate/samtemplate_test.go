@@ -108,3 +108,76 @@ func TestParseUnknownTag(t *testing.T) {
 		t.Error("Parse accepted an unknown short-form tag")
 	}
 }
+
+// routing has routes of every kind API Gateway ranks, one function each.
+const routing = `
+Resources:
+  Exact:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        E: {Type: HttpApi, Properties: {Path: /pets/dog/1, Method: get}}
+  Variable:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        E: {Type: HttpApi, Properties: {Path: "/pets/dog/{id}", Method: GET}}
+  AnyVariable:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        E: {Type: HttpApi, Properties: {Path: "/pets/dog/{id}", Method: ANY}}
+  Greedy:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        E: {Type: HttpApi, Properties: {Path: "/pets/{proxy+}", Method: GET}}
+  AnyGreedy:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        E: {Type: HttpApi, Properties: {Path: "/{proxy+}", Method: ANY}}
+  Queue:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        E: {Type: HttpApi, Properties: {Path: "/api/v1/queues/programs/{programId}", Method: ANY}}
+        D: {Type: HttpApi}
+`
+
+func TestRouteFor(t *testing.T) {
+	tpl, err := samtemplate.Parse([]byte(routing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		method, path, wantKey, wantFunction string
+	}{
+		{"GET", "/pets/dog/1", "GET /pets/dog/1", "Exact"},
+		{"GET", "/pets/dog/2", "GET /pets/dog/{id}", "Variable"},
+		{"DELETE", "/pets/dog/2", "ANY /pets/dog/{id}", "AnyVariable"},
+		{"DELETE", "/pets/dog/1", "ANY /pets/dog/{id}", "AnyVariable"},
+		{"GET", "/pets/cat/1/toys", "GET /pets/{proxy+}", "Greedy"},
+		{"POST", "/pets/cat", "ANY /{proxy+}", "AnyGreedy"},
+		{"GET", "/api/v1/queues/programs/demo", "ANY /api/v1/queues/programs/{programId}", "Queue"},
+		{"POST", "/api/v1/queues/programs/demo", "ANY /api/v1/queues/programs/{programId}", "Queue"},
+		{"GET", "/api/v1/queues/programs/demo/x", "ANY /{proxy+}", "AnyGreedy"},
+		{"GET", "/", "$default", "Queue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			key, fn, err := tpl.RouteFor(tt.method, tt.path)
+			if err != nil || key != tt.wantKey || fn != tt.wantFunction {
+				t.Errorf("RouteFor = %q, %q, %v; want %q, %q", key, fn, err, tt.wantKey, tt.wantFunction)
+			}
+		})
+	}
+	withDefault, _ := samtemplate.Parse([]byte(src))
+	if _, _, err := withDefault.RouteFor("GET", "/elsewhere"); err != nil {
+		t.Errorf("a template with $default: %v", err)
+	}
+	bare, _ := samtemplate.Parse([]byte("Resources: {}\n"))
+	if _, _, err := bare.RouteFor("GET", "/elsewhere"); err == nil {
+		t.Error("no route and no $default: no error")
+	}
+}

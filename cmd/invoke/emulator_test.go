@@ -1,0 +1,61 @@
+//go:build emulator
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/example/waitingroom/internal/testing/emulator"
+)
+
+// TestInvoke runs `make invoke` as a user would with an event written by
+// hand (routeKey "GET …", which no template route has): it prints the
+// function's answer and the function's logs, and nothing of the emulator's
+// own (no credential warning, no complaint when it is stopped).
+func TestInvoke(t *testing.T) {
+	root := filepath.Join("..", "..")
+	rie, err := emulator.Find(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	for _, fn := range []string{"queue", "admin"} {
+		build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", filepath.Join(bin, fn, "bootstrap"), "./functions/"+fn)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", fn, err, out)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "events", "poll-waiting.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evFile := filepath.Join(t.TempDir(), "poll.json")
+	if err := os.WriteFile(evFile, bytes.ReplaceAll(raw, []byte("ANY /api"), []byte("GET /api")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DYNAMODB_ENDPOINT", "")
+	var stdout, stderr bytes.Buffer
+	err = run(context.Background(), []string{"-rie", rie, "-bin", bin, "-template", filepath.Join(root, "template.yaml"), evFile}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil || resp.StatusCode != 200 || !strings.Contains(resp.Body, `"ticket":734`) {
+		t.Errorf("stdout is not the poll's answer (%v):\n%s", err, stdout.String())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if !strings.HasPrefix(line, "START RequestId:") && !strings.HasPrefix(line, "END RequestId:") && !strings.HasPrefix(line, "REPORT RequestId:") {
+			t.Errorf("stderr line %q: want only the function's logs and Lambda's START, END and REPORT", line)
+		}
+	}
+}

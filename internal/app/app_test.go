@@ -1,0 +1,95 @@
+package app_test
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/example/waitingroom/internal/app"
+	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/memstore"
+)
+
+func newApp(t *testing.T, env map[string]string) *app.App {
+	t.Helper()
+	cfg, err := config.FromEnv(func(k string) string { return env[k] }, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app.New(cfg, memstore.New(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+func do(h http.Handler, method, path, auth, body string) (int, string) {
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if auth != "" {
+		r.Header.Set("Authorization", auth)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Code, w.Body.String()
+}
+
+// TestHandlers: each function's handler serves its own routes only, the
+// admin one behind IAM, the local one behind the bearer secret.
+func TestHandlers(t *testing.T) {
+	a := newApp(t, nil)
+	tests := []struct {
+		name               string
+		handler            http.Handler
+		method, path, auth string
+		wantStatus         int
+	}{
+		{"LocalCreates", a.LocalHandler("s3cret"), "PUT", "/api/v1/admin/programs/p", "Bearer s3cret", 201},
+		{"LocalNeedsSecret", a.LocalHandler("s3cret"), "GET", "/api/v1/admin/programs/p", "", 401},
+		{"LocalServesQueue", a.LocalHandler("s3cret"), "POST", "/api/v1/queues/programs/p", "", 201},
+		{"QueueServesQueue", a.QueueHandler(), "POST", "/api/v1/queues/programs/p", "", 201},
+		{"QueueServesNoAdmin", a.QueueHandler(), "GET", "/api/v1/admin/programs/p", "Bearer s3cret", 404},
+		{"AdminNeedsIAM", a.AdminHandler(), "GET", "/api/v1/admin/programs/p", "Bearer s3cret", 403},
+		{"AdminServesNoQueue", a.AdminHandler(), "POST", "/api/v1/queues/programs/p", "", 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if code, body := do(tt.handler, tt.method, tt.path, tt.auth, `{}`); code != tt.wantStatus {
+				t.Errorf("status %d, want %d (%s)", code, tt.wantStatus, body)
+			}
+		})
+	}
+}
+
+// TestPolicies: a program may choose any policy of the registry, and no
+// other.
+func TestPolicies(t *testing.T) {
+	h := newApp(t, map[string]string{"POLL_POLICY": "eta"}).LocalHandler("s")
+	tests := []struct {
+		policy     string
+		wantStatus int
+	}{{"tiers", 201}, {"eta", 201}, {"", 201}, {"fastest", 400}}
+	for _, tt := range tests {
+		t.Run(tt.policy, func(t *testing.T) {
+			code, body := do(h, "PUT", "/api/v1/admin/programs/p-"+tt.policy, "Bearer s", `{"pollingPolicy":"`+tt.policy+`"}`)
+			if code != tt.wantStatus {
+				t.Errorf("status %d, want %d (%s)", code, tt.wantStatus, body)
+			}
+		})
+	}
+}
+
+func TestFromEnv(t *testing.T) {
+	var logs bytes.Buffer
+	if _, err := app.FromEnv(t.Context(), func(string) string { return "" }, &logs); err == nil || !strings.Contains(err.Error(), "TABLE_NAME") {
+		t.Errorf("err = %v, want TABLE_NAME required", err)
+	}
+	a, err := app.FromEnv(t.Context(), func(k string) string {
+		return map[string]string{"TABLE_NAME": "t", "DYNAMODB_ENDPOINT": "http://127.0.0.1:9", "LOG_LEVEL": "debug"}[k]
+	}, &logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Config.TableName != "t" || !a.Log.Enabled(t.Context(), slog.LevelDebug) {
+		t.Errorf("config %+v, debug logging %v", a.Config, a.Log.Enabled(t.Context(), slog.LevelDebug))
+	}
+}

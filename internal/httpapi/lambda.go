@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// LambdaHandler is what lambda.Start runs: an API Gateway HTTP API
+// (payload format 2.0) request in, its answer out.
+type LambdaHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// Lambda serves h to API Gateway through aws-lambda-go-api-proxy's
+// httpadapter.NewV2. An event the adapter cannot turn into a request (a
+// path with a bad escape, a body that is not base64) gets the API's JSON
+// 404 or 400 rather than the adapter's error, which Lambda would turn into
+// an opaque 500: it never returns an error.
+func Lambda(h http.Handler) LambdaHandler {
+	proxy := httpadapter.NewV2(h).ProxyWithContext
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		if e := unconvertible(ev); e != nil {
+			return eventAnswer(e), nil
+		}
+		resp, err := proxy(ctx, ev)
+		if err != nil {
+			return eventAnswer(errNoRoute), nil
+		}
+		return resp, nil
+	}
+}
+
+// unconvertible checks ev's body and URL as the adapter will convert them,
+// so that the adapter's own complaint (plain text on stdout) does not reach
+// the logs; what is left (a method that is no HTTP token, which API Gateway
+// never sends) falls to Lambda's check of the adapter's error.
+func unconvertible(ev events.APIGatewayV2HTTPRequest) *queue.Error {
+	if ev.IsBase64Encoded {
+		if _, err := base64.StdEncoding.DecodeString(ev.Body); err != nil {
+			return errUnreadable
+		}
+	}
+	p := ev.RawPath
+	if p == "" {
+		p = ev.RequestContext.HTTP.Path
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	if ev.RawQueryString != "" {
+		p += "?" + ev.RawQueryString
+	}
+	if _, err := url.Parse("https://" + ev.RequestContext.DomainName + p); err != nil {
+		return errNoRoute
+	}
+	return nil
+}
+
+// eventAnswer is e as an API Gateway response.
+func eventAnswer(e *queue.Error) events.APIGatewayV2HTTPResponse {
+	w := core.NewProxyResponseWriterV2()
+	writeClientError(w, e)
+	resp, _ := w.GetProxyResponse() // a status is set: no error
+	return resp
+}

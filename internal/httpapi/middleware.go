@@ -1,0 +1,167 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+)
+
+// BearerAuth admits requests bearing "Authorization: Bearer <secret>"
+// (compared in constant time): the local server's admin scheme.
+func BearerAuth(secret string) Middleware {
+	want := sha256.Sum256([]byte(secret))
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			auth := strings.TrimSpace(r.Header.Get("Authorization"))
+			if auth == "" {
+				writeClientError(w, errNeedsBearer)
+				return
+			}
+			scheme, got, ok := strings.Cut(auth, " ")
+			sum := sha256.Sum256([]byte(got))
+			if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+				writeClientError(w, errBadBearer)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// IAMAuth admits requests that API Gateway's AWS_IAM authorizer let through,
+// as the request context of the Lambda adapter shows them. API Gateway
+// rejects unsigned ones before the function runs; this is the second lock.
+func IAMAuth() Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context())
+			if a := rc.Authorizer; !ok || a == nil || a.IAM == nil || a.IAM.UserARN == "" && a.IAM.CallerID == "" {
+				writeClientError(w, errNeedsIAM)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+type requestIDKey struct{}
+
+// requestID is the id logRequests gave the request.
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// logRequests gives each request an id (API Gateway's, or a fresh one on
+// the local server) and logs it at debug level when answered: a poll is the
+// hot path and CloudWatch bills per byte. Never the token itself.
+func (a *api) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := ""
+		if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok {
+			id = rc.RequestID
+		}
+		if id == "" {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		a.log.LogAttrs(ctx, slog.LevelDebug, "request",
+			slog.String("requestId", id),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.EscapedPath()),
+			slog.Int("status", sw.status),
+			slog.Duration("duration", time.Since(start)))
+	})
+}
+
+// recoverPanics answers a panic with the API's 500 and logs it.
+func (a *api) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			a.log.ErrorContext(r.Context(), "panic", "requestId", requestID(r.Context()), "panic", fmt.Sprint(v))
+			if sw.status == 0 {
+				a.writeError(sw, r, errInternal)
+			}
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// canonicalPath answers 404 to a path that is not in canonical form (a
+// doubled slash, a dot segment), where ServeMux would redirect.
+func (a *api) canonicalPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		clean := path.Clean("/" + p)
+		if strings.HasSuffix(p, "/") && clean != "/" {
+			clean += "/"
+		}
+		if p != clean {
+			a.writeError(w, r, errNoRoute)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody answers 413 to a body announced over MaxBodyBytes and cuts any
+// other body at the limit (reading past it fails with *http.MaxBytesError).
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBodyBytes {
+			// The body stays unread: the connection cannot serve another
+			// request (and net/http need not read the body first).
+			w.Header().Set("Connection", "close")
+			writeClientError(w, errTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter remembers the status written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

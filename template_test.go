@@ -19,8 +19,8 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
-	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/samtemplate"
 )
 

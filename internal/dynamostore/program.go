@@ -79,7 +79,18 @@ var programAttrs = slices.Concat(
 		msField("lastAdmitGapMs", state, func(p *queue.Program) *time.Duration { return &p.LastAdmitGap }),
 		omitEmpty(field("changeIds", state, func(p *queue.Program) *[]string { return &p.Changes })),
 	},
+	profileAttrs(),
 )
+
+// profileAttrs are the program's Profile fields, one attribute each, named
+// as in queue.ProfileFields and absent when empty.
+func profileAttrs() []attr {
+	var attrs []attr
+	for _, f := range queue.ProfileFields {
+		attrs = append(attrs, omitEmpty(field(f.Name, state, func(p *queue.Program) *string { return f.Field(&p.Profile) })))
+	}
+	return attrs
+}
 
 // segmentAttrs are the attributes of one segment: anchorMs, base,
 // rateMilli and paused for the current one, nextAnchorMs… for the next.

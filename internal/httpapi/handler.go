@@ -190,10 +190,13 @@ type tokenBody struct {
 	Position     int64  `json:"position,omitempty"`
 	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
 	// EstimatedWaitMs is present while WAITING when the admission pace is known.
-	EstimatedWaitMs int64  `json:"estimatedWaitMs,omitempty"`
-	AdmittedAt      string `json:"admittedAt,omitempty"`
-	ExpiresAt       string `json:"expiresAt,omitempty"`
-	LeftAt          string `json:"leftAt,omitempty"`
+	EstimatedWaitMs int64 `json:"estimatedWaitMs,omitempty"`
+	// Notice is the program's notice to the people who wait, WAITING only.
+	Notice        string `json:"notice,omitempty"`
+	AdmittedAt    string `json:"admittedAt,omitempty"`
+	AdmissionPass string `json:"admissionPass,omitempty"`
+	ExpiresAt     string `json:"expiresAt,omitempty"`
+	LeftAt        string `json:"leftAt,omitempty"`
 }
 
 // countersBody is the admin view of a program.
@@ -211,6 +214,8 @@ type countersBody struct {
 	PollingPolicy string `json:"pollingPolicy,omitempty"`
 	// EffectiveAt is when the last change takes effect, while it has not.
 	EffectiveAt string `json:"effectiveAt,omitempty"`
+	// The profile's fields, each absent while empty.
+	queue.Profile
 }
 
 // programBody is the admin PUT body; absent fields keep their value.
@@ -220,21 +225,35 @@ type programBody struct {
 	AdmissionWindowSeconds *int64
 	PollingPolicy          *string
 	Closed                 *bool
+	Profile                []*string // queue.ProfileFields' values, in order
 }
 
 // fields are programBody's JSON keys.
 func (b *programBody) fields() []field {
-	return []field{
+	fs := []field{
 		{"admissionRatePerSecond", &b.AdmissionRatePerSecond, "number"},
 		{"paused", &b.Paused, "boolean"},
 		{"admissionWindowSeconds", &b.AdmissionWindowSeconds, "number"},
 		{"pollingPolicy", &b.PollingPolicy, "string"},
 		{"closed", &b.Closed, "boolean"},
 	}
+	b.Profile = make([]*string, len(queue.ProfileFields))
+	for i, f := range queue.ProfileFields {
+		fs = append(fs, field{f.Name, &b.Profile[i], "string"})
+	}
+	return fs
 }
 
 func (b programBody) settings() (queue.Settings, error) {
 	set := queue.Settings{AdmissionRatePerSecond: b.AdmissionRatePerSecond, Paused: b.Paused, PollingPolicy: b.PollingPolicy, Closed: b.Closed}
+	for i, v := range b.Profile {
+		if v != nil {
+			if set.Profile == nil {
+				set.Profile = map[string]string{}
+			}
+			set.Profile[queue.ProfileFields[i].Name] = *v
+		}
+	}
 	if r := set.AdmissionRatePerSecond; r != nil && *r == 0 {
 		*r = 0 // -0 is 0: manual admission, never echoed as -0
 	}
@@ -275,6 +294,8 @@ func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v q
 		AdmittedAt:      timeString(v.AdmittedAt),
 		ExpiresAt:       timeString(v.ExpiresAt),
 		LeftAt:          timeString(v.LeftAt),
+		Notice:          v.Notice,
+		AdmissionPass:   v.AdmissionPass,
 	})
 }
 
@@ -295,6 +316,7 @@ func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, 
 		CreatedAt:              timeString(c.CreatedAt),
 		EffectiveAt:            timeString(c.EffectiveAt),
 		PollingPolicy:          c.PollingPolicy,
+		Profile:                c.Profile,
 	})
 }
 

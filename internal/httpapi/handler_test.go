@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,6 +115,7 @@ func TestHandlerEvents(t *testing.T) {
 		{"leave", 204, "", map[string]string{"Cache-Control": "no-store"}},
 		{"error-missing-token", 400, `{"code":"MISSING_TOKEN","message":"The X-Queue-Token header is required."}`, nil},
 		{"error-malformed-token", 400, `{"code":"INVALID_TOKEN","message":"The queue token is malformed."}`, nil},
+		{"error-invalid-idempotency-key", 400, `{"code":"INVALID_IDEMPOTENCY_KEY","message":"The Idempotency-Key must be 16 to 128 letters, digits, '-', '_', '.' or ':' (a random UUID fits)."}`, nil},
 		{"error-unknown-token", 404, `{"code":"TOKEN_NOT_FOUND","message":"No such token in this program's queue."}`, nil},
 		{"error-foreign-token", 404, `{"code":"TOKEN_NOT_FOUND","message":"No such token in this program's queue."}`, nil},
 		{"error-invalid-program-id", 400, `{"code":"INVALID_PROGRAM_ID","message":"The program id must be 1 to 64 letters, digits, '-' or '_', starting with a letter or digit."}`, nil},
@@ -363,5 +365,75 @@ func TestLambdaUnconvertible(t *testing.T) {
 				t.Errorf("headers %v", resp.Headers)
 			}
 		})
+	}
+}
+
+// TestHandlerProfile: the profile's fields go through the admin PUT, come
+// back in the counters, are cleared with "", and the notice reaches the
+// people waiting; a bad value is INVALID_SETTINGS.
+func TestHandlerProfile(t *testing.T) {
+	h := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard))
+	do := func(method, path, body string, hdr ...string) (int, map[string]any) {
+		t.Helper()
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer s3cret")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			r.Header.Set(hdr[i], hdr[i+1])
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		var m map[string]any
+		_ = json.Unmarshal(w.Body.Bytes(), &m)
+		return w.Code, m
+	}
+	status, c := do("PUT", "/api/v1/admin/programs/gala", `{"paused":true,"displayName":"Gala","message":"Both nights.","notice":"Saturday is sold out","targetUrl":"https://tickets.example.com/buy"}`)
+	if status != 201 || c["displayName"] != "Gala" || c["message"] != "Both nights." || c["notice"] != "Saturday is sold out" || c["targetUrl"] != "https://tickets.example.com/buy" {
+		t.Fatalf("PUT = %d %v", status, c)
+	}
+	_, tok := do("POST", "/api/v1/queues/programs/gala", "")
+	if tok["notice"] != "Saturday is sold out" {
+		t.Errorf("enter answer %v lacks the notice", tok)
+	}
+	status, c = do("PUT", "/api/v1/admin/programs/gala", `{"notice":""}`)
+	if _, ok := c["notice"]; status != 200 || ok || c["displayName"] != "Gala" {
+		t.Errorf("clearing the notice = %d %v; want it absent and the rest kept", status, c)
+	}
+	_, poll := do("GET", "/api/v1/queues/programs/gala", "", httpapi.HeaderToken, tok["tokenId"].(string))
+	if _, ok := poll["notice"]; ok || poll["status"] != "WAITING" {
+		t.Errorf("poll after clearing = %v; want WAITING without a notice", poll)
+	}
+	for _, body := range []string{`{"targetUrl":"http://tickets.example.com/"}`, `{"notice":"` + strings.Repeat("n", 281) + `"}`, `{"displayName":7}`} {
+		if status, e := do("PUT", "/api/v1/admin/programs/gala", body); status != 400 || (e["code"] != "INVALID_SETTINGS" && e["code"] != "INVALID_JSON") {
+			t.Errorf("PUT %.50s = %d %v, want 400", body, status, e)
+		}
+	}
+}
+
+// TestHandlerIdempotencyKey: a retried enter with the same Idempotency-Key
+// answers the same token and ticket, and takes no ticket of its own.
+func TestHandlerIdempotencyKey(t *testing.T) {
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers())
+	if _, _, err := svc.PutProgram(context.Background(), "gala", queue.Settings{Paused: new(true)}); err != nil {
+		t.Fatal(err)
+	}
+	h := httpapi.NewQueue(svc, httpapi.WithLogger(discard))
+	enter := func(key string) (int, map[string]any) {
+		r := httptest.NewRequest("POST", "/api/v1/queues/programs/gala", nil)
+		r.Header.Set(httpapi.HeaderIdempotencyKey, key)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		var m map[string]any
+		_ = json.Unmarshal(w.Body.Bytes(), &m)
+		return w.Code, m
+	}
+	const key = "5f0c7a9e-3b1d-4c2e-8f6a-9d0b1c2e3f4a"
+	s1, a := enter(key)
+	s2, b := enter(key)
+	s3, c := enter(key + "-other")
+	if s1 != 201 || s2 != 200 || a["tokenId"] != b["tokenId"] || a["ticket"] != b["ticket"] {
+		t.Errorf("same key: %d %v then %d %v; want 201 then 200 with the same token and ticket", s1, a, s2, b)
+	}
+	if s3 != 201 || c["ticket"] != 2.0 {
+		t.Errorf("another key = %d %v; want ticket 2 (the retry took none)", s3, c)
 	}
 }

@@ -24,6 +24,9 @@ type Settings struct {
 	// Closed stops (or resumes) new entries; people already waiting keep
 	// their place.
 	Closed *bool
+	// Profile sets the named Profile fields (ProfileFields' names); ""
+	// clears one.
+	Profile map[string]string
 }
 
 // Counters is the admin view of a program.
@@ -40,12 +43,17 @@ type Counters struct {
 	PollingPolicy string
 	// Closed reports whether the program takes no new entries.
 	Closed bool
+	// Profile is what the program shows the people who wait.
+	Profile Profile
 	// EffectiveAt is when the last change (Rate, Paused, an admission)
 	// takes effect, if it has not yet; zero otherwise.
 	EffectiveAt time.Time
 }
 
 func (s Settings) validate(policies map[string]polling.Policy) error {
+	if err := validateProfile(s.Profile); err != nil {
+		return err
+	}
 	if name := s.PollingPolicy; name != nil && *name != "" {
 		if _, ok := policies[*name]; !ok {
 			names := slices.Sorted(maps.Keys(policies))
@@ -288,6 +296,7 @@ func (p Program) apply(set Settings, now time.Time, delay time.Duration) Program
 	if set.Closed != nil {
 		p.Closed = *set.Closed
 	}
+	p.Profile = applyProfile(p.Profile, set.Profile)
 	return p.Rebased(now, rate, paused, 0, delay)
 }
 
@@ -305,6 +314,7 @@ func (p Program) counters(now time.Time) Counters {
 		CreatedAt:       p.CreatedAt,
 		PollingPolicy:   p.Policy,
 		Closed:          p.Closed,
+		Profile:         p.Profile,
 	}
 	if p.Pending(now) {
 		c.EffectiveAt = fromUnixMs(p.Next.AnchorMs)

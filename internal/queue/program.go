@@ -62,6 +62,9 @@ type Program struct {
 	// service's default.
 	Policy string
 
+	// Profile is what the program shows the people who wait.
+	Profile Profile
+
 	// Closed programs take no new entries (sold out, ended); people already
 	// in the queue keep their place and are admitted as before.
 	Closed bool

@@ -270,6 +270,7 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 				Position:      sit.Position,
 				EstimatedWait: sit.Wait,
 				RetryAfter:    s.policyOf(p).RetryAfter(sit, s.rng),
+				Notice:        p.Profile.Notice,
 			}, nil
 		}
 		var err error

@@ -78,6 +78,8 @@ type View struct {
 	Ticket int64
 	// Position is ticket − serving counter; set only while WAITING.
 	Position int64
+	// Notice is the program's notice to the people who wait; WAITING only.
+	Notice string
 	// RetryAfter is when to poll next; set only while WAITING.
 	RetryAfter time.Duration
 	// EstimatedWait is the expected time until admission; set only while

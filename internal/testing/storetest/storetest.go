@@ -77,6 +77,12 @@ func program(id string) queue.Program {
 		DrainAtNs:       unixNs(anchor.Add(28 * ms(400))),
 		AdmissionWindow: 10 * time.Minute,
 		Changes:         []string{"change-3", "change-2"},
+		Profile: queue.Profile{
+			DisplayName: "Gala — 갈라",
+			Message:     "Two nights.\nSeats for both.",
+			Notice:      "Saturday is sold out",
+			TargetURL:   "https://tickets.example.com/buy?event=gala",
+		},
 	}
 }
 
@@ -185,6 +191,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			upd.Policy, upd.ManualRate, upd.Closed = "eta", perSecond(2.75), true
 			upd.LastAdmitAt, upd.LastAdmitGap = t0.Add(ms(8_000)), ms(1_500)
 			upd.Changes = append([]string{"change-4"}, orig.Changes...)
+			upd.Profile.DisplayName, upd.Profile.Notice = "Gala (late show)", "" // changed, cleared
 			// Fields UpdateProgram must leave alone.
 			upd.Issued, upd.CreatedAt = 999, t0.Add(time.Hour)
 

@@ -192,7 +192,9 @@ type tokenBody struct {
 	// EstimatedWaitMs is present while WAITING when the admission pace is known.
 	EstimatedWaitMs int64 `json:"estimatedWaitMs,omitempty"`
 	// Notice is the program's notice to the people who wait, WAITING only.
-	Notice        string `json:"notice,omitempty"`
+	Notice string `json:"notice,omitempty"`
+	// Paused is true while WAITING and admission is paused; absent otherwise.
+	Paused        bool   `json:"paused,omitempty"`
 	AdmittedAt    string `json:"admittedAt,omitempty"`
 	AdmissionPass string `json:"admissionPass,omitempty"`
 	ExpiresAt     string `json:"expiresAt,omitempty"`
@@ -295,6 +297,7 @@ func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v q
 		ExpiresAt:       timeString(v.ExpiresAt),
 		LeftAt:          timeString(v.LeftAt),
 		Notice:          v.Notice,
+		Paused:          v.Paused,
 		AdmissionPass:   v.AdmissionPass,
 	})
 }

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -125,4 +126,28 @@ func applyProfile(p Profile, change map[string]string) Profile {
 		}
 	}
 	return p
+}
+
+// Showing is what anyone may see of a program: its profile, and whether
+// admission is paused and new entries closed. It carries no counts.
+type Showing struct {
+	Profile Profile
+	// Paused reports whether admission is paused now (a scheduled change
+	// counts once it takes effect).
+	Paused bool
+	Closed bool
+}
+
+// Showing returns what programID shows the people who wait (the
+// waiting-room page), read through the program cache as a poll reads it.
+func (s *Service) Showing(ctx context.Context, programID string) (Showing, error) {
+	if !ValidProgramID(programID) {
+		return Showing{}, errInvalidProgramID()
+	}
+	now := s.clock.Now()
+	p, err := s.program(ctx, programID, now)
+	if err != nil {
+		return Showing{}, err
+	}
+	return Showing{Profile: p.Profile, Paused: p.Segment(now).Paused, Closed: p.Closed}, nil
 }

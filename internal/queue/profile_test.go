@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -103,5 +104,45 @@ func TestProfileSetClearAndNotice(t *testing.T) {
 	}
 	if v, err := svc.Poll(ctx, "gala", w.TokenID); err != nil || v.Notice != "" {
 		t.Errorf("poll after clearing = %+v, %v; want no notice", v, err)
+	}
+}
+
+// TestShowing: what the page may show follows the program (a pause once
+// it takes effect) and the waiting view says paused too; bad and unknown
+// ids answer the API's errors.
+func TestShowing(t *testing.T) {
+	ctx := context.Background()
+	svc, c := newService(t, queue.WithProgramCache(time.Second))
+	set := map[string]string{"displayName": "Gala", "message": "Both nights.", "targetUrl": "https://tickets.example.com/"}
+	if _, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Profile: set, AdmissionRatePerSecond: ptr(0.01), Paused: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := svc.Enter(ctx, "gala", queue.Entry{})
+	if err != nil || w.Paused {
+		t.Fatalf("enter = %+v, %v; want WAITING, not paused", w, err)
+	}
+	want := queue.Showing{Profile: queue.Profile{DisplayName: "Gala", Message: "Both nights.", TargetURL: "https://tickets.example.com/"}}
+	if got, err := svc.Showing(ctx, "gala"); err != nil || !cmp.Equal(got, want) {
+		t.Errorf("Showing = %+v, %v; want %+v", got, err, want)
+	}
+
+	c2, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Paused: ptr(true), Closed: ptr(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(c2.EffectiveAt.Sub(c.Now())) // the pause takes effect; the cache entry is stale
+	want.Paused, want.Closed = true, true
+	if got, err := svc.Showing(ctx, "gala"); err != nil || !cmp.Equal(got, want) {
+		t.Errorf("Showing once paused = %+v, %v; want %+v", got, err, want)
+	}
+	if v, err := svc.Poll(ctx, "gala", w.TokenID); err != nil || v.Status != queue.StatusWaiting || !v.Paused {
+		t.Errorf("poll once paused = %+v, %v; want WAITING and paused", v, err)
+	}
+
+	for id, code := range map[string]string{"no such": queue.CodeInvalidProgramID, "nobody": queue.CodeProgramNotFound} {
+		var qe *queue.Error
+		if _, err := svc.Showing(ctx, id); !errors.As(err, &qe) || qe.Code != code {
+			t.Errorf("Showing(%q) = %v, want %s", id, err, code)
+		}
 	}
 }

@@ -271,6 +271,7 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 				EstimatedWait: sit.Wait,
 				RetryAfter:    s.policyOf(p).RetryAfter(sit, s.rng),
 				Notice:        p.Profile.Notice,
+				Paused:        p.Segment(now).Paused,
 			}, nil
 		}
 		var err error

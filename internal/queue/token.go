@@ -80,6 +80,8 @@ type View struct {
 	Position int64
 	// Notice is the program's notice to the people who wait; WAITING only.
 	Notice string
+	// Paused reports whether admission is paused; WAITING only.
+	Paused bool
 	// RetryAfter is when to poll next; set only while WAITING.
 	RetryAfter time.Duration
 	// EstimatedWait is the expected time until admission; set only while

@@ -185,6 +185,28 @@ func TestStateLines(t *testing.T) {
 	}
 }
 
+// A pause and a resume reach an open page through the answers' paused,
+// without a reload.
+func TestPauseReachesAnOpenPage(t *testing.T) {
+	t.Parallel()
+	q := newFakeQueue()
+	s := gala()
+	q.add("gala", s)
+	srv, _ := q.serve(t, waitpage.Options{})
+	ctx := tab(t)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala?lang=en"))
+	waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+	q.mu.Lock()
+	s.info.Paused = true
+	q.mu.Unlock()
+	waitFor(t, ctx, `document.getElementById('state').textContent === 'Admission is paused for now. Your place is kept.'`)
+	q.mu.Lock()
+	s.info.Paused = false
+	q.mu.Unlock()
+	waitFor(t, ctx, `document.getElementById('state').hidden`)
+	q.checkSchedule(t)
+}
+
 func TestClosedToNewcomers(t *testing.T) {
 	t.Parallel()
 	q := newFakeQueue()

@@ -188,6 +188,7 @@ func (q *fakeQueue) view(p *script, t *fakeToken) waitpage.View {
 		v.RetryAfter = p.retry[t.answers%len(p.retry)]
 		v.EstimatedWait = time.Duration(t.position) * p.perPerson
 		v.Notice = p.notice
+		v.Paused = p.info.Paused
 	case waitpage.StatusAdmitted:
 		v.ExpiresAt, v.AdmissionPass = t.expiresAt, t.pass
 	case waitpage.StatusExpired:
@@ -297,6 +298,9 @@ func answerJSON(v waitpage.View) map[string]any {
 		}
 		if v.Notice != "" {
 			m["notice"] = v.Notice
+		}
+		if v.Paused {
+			m["paused"] = true
 		}
 	}
 	if v.AdmissionPass != "" {

@@ -73,7 +73,7 @@ func noscriptView(lang language, programID string, info PageInfo, v View) *noscr
 		switch {
 		case v.OpensAt.After(time.Now()):
 			d.State = lang.t("opensAt", "t", clock(v.OpensAt))
-		case info.Paused:
+		case v.Paused:
 			d.State = lang.t("paused")
 		case info.Closed:
 			d.State = lang.t("closedWaiting")

@@ -59,7 +59,7 @@ type PageInfo struct {
 	DisplayName string // the page's title; the program id when empty
 	Message     string // plain text under the title; none when empty
 	TargetURL   string // http(s) URL admitted people are sent to with ?admissionPass=…; none when empty
-	Paused      bool   // admission is paused
+	Paused      bool   // admission is paused (when the page loads; answers then say)
 	Closed      bool   // the program takes no new entries
 }
 
@@ -75,6 +75,7 @@ type View struct {
 	LeftAt        time.Time     // LEFT
 	AdmissionPass string        // ADMITTED
 	Notice        string        // WAITING: the operator's notice
+	Paused        bool          // WAITING: admission is paused
 	OpensAt       time.Time     // before it nobody is admitted
 }
 
@@ -99,6 +100,18 @@ const (
 	PathPrefix  = "/waiting-room/"
 	assetPrefix = PathPrefix + "assets/"
 )
+
+// Route is one method and path pattern the Handler serves, in the syntax
+// of http.ServeMux and API Gateway alike.
+type Route struct{ Method, Path string }
+
+// Routes lists what the Handler serves: the page, the no-JavaScript enter
+// form and the assets. Every other GET under PathPrefix is a friendly 404.
+var Routes = []Route{
+	{http.MethodGet, PathPrefix + "{programId}"},
+	{http.MethodPost, PathPrefix + "{programId}/enter"},
+	{http.MethodGet, assetPrefix + "{file}"},
+}
 
 const defaultAPIBase = "/api/v1/queues/programs/"
 
@@ -148,9 +161,9 @@ func New(programs Programs, opts Options) (*Handler, error) {
 		"; base-uri 'none'; form-action 'self'; object-src 'none'"
 
 	h.mux = http.NewServeMux()
-	h.mux.HandleFunc("GET "+assetPrefix+"{file}", serveAsset)
-	h.mux.HandleFunc("GET "+PathPrefix+"{programId}", h.page)
-	h.mux.Handle("POST "+PathPrefix+"{programId}/enter", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.enter)))
+	h.mux.HandleFunc(Routes[0].Method+" "+Routes[0].Path, h.page)
+	h.mux.Handle(Routes[1].Method+" "+Routes[1].Path, http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.enter)))
+	h.mux.HandleFunc(Routes[2].Method+" "+Routes[2].Path, serveAsset)
 	h.mux.HandleFunc("GET "+PathPrefix, h.notFound)
 	return h, nil
 }

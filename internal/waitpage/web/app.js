@@ -174,7 +174,7 @@
   const announce = (s) => { $('announce').textContent = s; };
 
   function waiting(b) {
-    if (typeof b.estimatedWaitMs === 'number' || (last.pos != null && b.position < last.pos)) paused = false;
+    paused = b.paused === true;
     opensAt = b.opensAt && Date.parse(b.opensAt) > Date.now() ? b.opensAt : null;
     $('pos').textContent = num.format(b.position);
     const bar = $('bar');

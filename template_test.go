@@ -22,6 +22,7 @@ import (
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/samtemplate"
+	"github.com/example/waitingroom/internal/waitpage"
 )
 
 func loadTemplate(t *testing.T) *samtemplate.Template {
@@ -85,6 +86,20 @@ func TestTemplateRoutes(t *testing.T) {
 			t.Errorf("%s: public route has authorizer %q, want none", name, got)
 		}
 	}
+	// The waiting-room page's routes: public, in the public function.
+	for _, r := range waitpage.Routes {
+		paths[r.Path] = true
+		key := r.Method + " " + r.Path
+		fn, ok := routes[key]
+		switch {
+		case !ok:
+			t.Errorf("%s: no route in template.yaml (the waiting-room page, internal/waitpage)", key)
+		case fn != servedBy[false]:
+			t.Errorf("%s goes to %s, want the public function %s", key, fn, servedBy[false])
+		case auth[key] != "":
+			t.Errorf("%s: page route has authorizer %q, want none", key, auth[key])
+		}
+	}
 	if servedBy[true] == servedBy[false] {
 		t.Errorf("admin and public routes both go to %s; they must be separate functions (the admin one alone has write access to settings through IAM)", servedBy[true])
 	}
@@ -102,7 +117,7 @@ func TestTemplateRoutes(t *testing.T) {
 		}
 		_, path, _ := strings.Cut(key, " ")
 		if !paths[path] {
-			t.Errorf("route %q (%s): the handler serves no such path (internal/httpapi/routes.go)", key, fn)
+			t.Errorf("route %q (%s): the handler serves no such path (internal/httpapi/routes.go, internal/waitpage)", key, fn)
 		}
 	}
 	if _, ok := routes[samtemplate.DefaultRoute]; !ok {

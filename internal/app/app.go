@@ -25,6 +25,8 @@ type App struct {
 	Log     *slog.Logger
 	Store   queue.Store
 	Service *queue.Service
+	// Page is the waiting-room page over Service (internal/waitpage).
+	Page http.Handler
 }
 
 // New builds the service over store as cfg describes: the default and named
@@ -33,7 +35,7 @@ func New(cfg config.Config, store queue.Store, log *slog.Logger) *App {
 	svc := queue.NewService(store, cfg.Policy,
 		queue.WithPolicies(cfg.Policies),
 		queue.WithProgramCache(cfg.ProgramCacheTTL))
-	return &App{Config: cfg, Log: log, Store: store, Service: svc}
+	return &App{Config: cfg, Log: log, Store: store, Service: svc, Page: newPage(svc, cfg.PageLogoURL, log)}
 }
 
 // NewDynamo builds the App over the DynamoDB table cfg.TableName, reached
@@ -62,9 +64,10 @@ func Logger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
 }
 
-// QueueHandler is the public function's API: enter, poll, leave.
+// QueueHandler is the public function's API (enter, poll, leave) and the
+// waiting-room page.
 func (a *App) QueueHandler() http.Handler {
-	return httpapi.NewQueue(a.Service, httpapi.WithLogger(a.Log))
+	return withPage(a.Page, httpapi.NewQueue(a.Service, httpapi.WithLogger(a.Log)))
 }
 
 // AdminHandler is the admin function's API, for requests API Gateway's
@@ -73,8 +76,8 @@ func (a *App) AdminHandler() http.Handler {
 	return httpapi.NewAdmin(a.Service, httpapi.IAMAuth(), httpapi.WithLogger(a.Log))
 }
 
-// LocalHandler is the local server's API: both, the admin routes behind
-// "Authorization: Bearer secret".
+// LocalHandler is the local server's API, both, the admin routes behind
+// "Authorization: Bearer secret", and the waiting-room page.
 func (a *App) LocalHandler(secret string) http.Handler {
-	return httpapi.New(a.Service, httpapi.BearerAuth(secret), httpapi.WithLogger(a.Log))
+	return withPage(a.Page, httpapi.New(a.Service, httpapi.BearerAuth(secret), httpapi.WithLogger(a.Log)))
 }

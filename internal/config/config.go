@@ -11,6 +11,7 @@ import (
 
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/waitpage"
 )
 
 // Environment variable names, shared by template.yaml and the local server.
@@ -25,10 +26,13 @@ const (
 	// EnvMetricsNamespace is the CloudWatch namespace of the functions'
 	// metrics (template parameter MetricsNamespace).
 	EnvMetricsNamespace = "METRICS_NAMESPACE"
+	// EnvPageLogoURL is the logo of the waiting-room page (template
+	// parameter PageLogoUrl).
+	EnvPageLogoURL = "WAITING_ROOM_LOGO_URL"
 )
 
 // Variables lists every environment variable FromEnv reads.
-var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace}
+var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace, EnvPageLogoURL}
 
 // DefaultProgramCacheTTL is how long a function instance reuses a program
 // read on the poll path; MaxProgramCacheTTL bounds what may be configured.
@@ -63,6 +67,10 @@ type Config struct {
 	// MetricsNamespace is the CloudWatch namespace of the EMF metrics
 	// (METRICS_NAMESPACE, default metrics.DefaultNamespace).
 	MetricsNamespace string
+	// PageLogoURL is the image above the waiting-room page's title: a path
+	// on the API's origin or an https URL (WAITING_ROOM_LOGO_URL); none
+	// when empty.
+	PageLogoURL string
 }
 
 // FromEnv reads the configuration through getenv (os.Getenv in mains). With
@@ -122,6 +130,10 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", EnvMetricsNamespace, err))
 		}
 		c.MetricsNamespace = v
+	}
+	c.PageLogoURL = strings.TrimSpace(getenv(EnvPageLogoURL))
+	if err := waitpage.CheckLogoURL(c.PageLogoURL); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvPageLogoURL, err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)

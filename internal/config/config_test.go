@@ -55,6 +55,12 @@ func TestFromEnv(t *testing.T) {
 				t.Errorf("%+v", c)
 			}
 		}},
+		{"PageLogo", map[string]string{"WAITING_ROOM_LOGO_URL": "https://cdn.example.com/logo.svg"}, false, "", func(t *testing.T, c config.Config) {
+			if c.PageLogoURL != "https://cdn.example.com/logo.svg" {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{"ErrPageLogo", map[string]string{"WAITING_ROOM_LOGO_URL": "http://cdn.example.com/logo.svg"}, false, "WAITING_ROOM_LOGO_URL", nil},
 		{"DefaultMetricsNamespace", map[string]string{}, false, "", func(t *testing.T, c config.Config) {
 			if c.MetricsNamespace != "WaitingRoom" {
 				t.Errorf("%+v", c)

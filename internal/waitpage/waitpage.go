@@ -142,10 +142,8 @@ func New(programs Programs, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("waitpage: APIBase: %w", err)
 	}
-	if h.logo != "" {
-		if _, err := pathOrHTTPURL(h.logo, false); err != nil {
-			return nil, fmt.Errorf("waitpage: LogoURL: %w", err)
-		}
+	if err := CheckLogoURL(h.logo); err != nil {
+		return nil, fmt.Errorf("waitpage: LogoURL: %w", err)
 	}
 	h.tmpl, err = parsePage(opts.Override)
 	if err != nil {
@@ -170,6 +168,16 @@ func New(programs Programs, opts Options) (*Handler, error) {
 
 // ServeHTTP serves the page, its assets and the no-JavaScript enter form.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// CheckLogoURL reports why s cannot be Options.LogoURL: it must be empty,
+// a path on this origin or an https URL.
+func CheckLogoURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	_, err := pathOrHTTPURL(s, false)
+	return err
+}
 
 // pathOrHTTPURL checks that s is a path rooted at "/" or an absolute http(s)
 // URL (https only unless allowHTTP), and returns the URL's origin ("" for a

@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/waitpage"
+)
+
+// pagePrograms is waitpage.Programs over the queue service.
+type pagePrograms struct{ svc *queue.Service }
+
+var _ waitpage.Programs = pagePrograms{}
+
+// Page implements waitpage.Programs with the program's public side.
+func (p pagePrograms) Page(ctx context.Context, programID string) (waitpage.PageInfo, error) {
+	s, err := p.svc.Showing(ctx, programID)
+	if err != nil {
+		return waitpage.PageInfo{}, pageError(err)
+	}
+	return waitpage.PageInfo{
+		DisplayName: s.Profile.DisplayName,
+		Message:     s.Profile.Message,
+		TargetURL:   s.Profile.TargetURL,
+		Paused:      s.Paused,
+		Closed:      s.Closed,
+	}, nil
+}
+
+// Enter implements waitpage.Programs. A cookie's token or a form's key the
+// queue would refuse as malformed is dropped: the visitor then gets a
+// fresh place, as with an unknown token.
+func (p pagePrograms) Enter(ctx context.Context, programID, tokenID, key string) (waitpage.View, error) {
+	if !queue.ValidTokenID(tokenID) {
+		tokenID = ""
+	}
+	if !queue.ValidIdempotencyKey(key) {
+		key = ""
+	}
+	v, _, err := p.svc.Enter(ctx, programID, queue.Entry{Token: tokenID, IdempotencyKey: key})
+	return pageView(v), pageError(err)
+}
+
+// Poll implements waitpage.Programs.
+func (p pagePrograms) Poll(ctx context.Context, programID, tokenID string) (waitpage.View, error) {
+	v, err := p.svc.Poll(ctx, programID, tokenID)
+	return pageView(v), pageError(err)
+}
+
+func pageView(v queue.View) waitpage.View {
+	return waitpage.View{
+		TokenID:       v.TokenID,
+		Status:        string(v.Status),
+		Position:      v.Position,
+		RetryAfter:    v.RetryAfter,
+		EstimatedWait: v.EstimatedWait,
+		ExpiresAt:     v.ExpiresAt,
+		LeftAt:        v.LeftAt,
+		AdmissionPass: v.AdmissionPass,
+		Notice:        v.Notice,
+		Paused:        v.Paused,
+	}
+}
+
+// pageError maps the queue's error codes onto the page's sentinels; any
+// other error (a store fault) stays as it is, and the page shows it as a
+// 503 that retries.
+func pageError(err error) error {
+	var qe *queue.Error
+	if !errors.As(err, &qe) {
+		return err
+	}
+	var sentinel error
+	switch qe.Code {
+	case queue.CodeInvalidProgramID:
+		sentinel = waitpage.ErrInvalidProgram
+	case queue.CodeProgramNotFound:
+		sentinel = waitpage.ErrProgramNotFound
+	case queue.CodeTokenNotFound, queue.CodeInvalidToken, queue.CodeMissingToken:
+		sentinel = waitpage.ErrTokenNotFound
+	case queue.CodeProgramClosed:
+		sentinel = waitpage.ErrClosed
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %w", sentinel, err)
+}
+
+// newPage is the waiting-room page over svc with logoURL, which config
+// has checked; were it refused all the same, the page goes without it.
+func newPage(svc *queue.Service, logoURL string, log *slog.Logger) *waitpage.Handler {
+	opts := waitpage.Options{LogoURL: logoURL, Logger: log}
+	h, err := waitpage.New(pagePrograms{svc}, opts)
+	if err != nil {
+		log.Error("waiting-room page: logo refused", "err", err)
+		opts.LogoURL = ""
+		h, _ = waitpage.New(pagePrograms{svc}, opts) // the zero options are valid
+	}
+	return h
+}
+
+// withPage serves the waiting-room page's paths with page and everything
+// else with api. A path under the page's prefix that is not in canonical
+// form goes to api, which answers it 404 as it does any such path.
+func withPage(page, api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if strings.HasPrefix(p, waitpage.PathPrefix) && (path.Clean(p) == p || p == waitpage.PathPrefix) {
+			page.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}

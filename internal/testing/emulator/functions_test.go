@@ -6,7 +6,8 @@ package emulator_test
 // architecture), under the Runtime Interface Emulator, against moto's
 // DynamoDB API: every sample event in events/ goes to the function that
 // template.yaml routes it to, and must get the status and the body shape
-// that the same handler, wired the same way over the in-memory store and
+// (for the waiting-room page's HTML, the same text but for numbers and a
+// random form key) that the same handler, wired the same way over the in-memory store and
 // behind the same Lambda adapter, gives; an error exactly. So this checks what the handler tests cannot: the mains' wiring,
 // the template's routing and environment, the DynamoDB store under the
 // real client, and the Lambda runtime's encoding.
@@ -23,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -143,6 +145,17 @@ func checkResponse(t *testing.T, id string, got, want events.APIGatewayV2HTTPRes
 	if g, w := got.Headers["Allow"], want.Headers["Allow"]; g != w {
 		t.Errorf("%s: Allow %q, want %q", id, g, w)
 	}
+	if !slices.Equal(got.Cookies, want.Cookies) {
+		t.Errorf("%s: cookies %q, want %q", id, got.Cookies, want.Cookies)
+	}
+	if ct := want.Headers["Content-Type"]; want.Body != "" && !strings.HasPrefix(ct, "application/json") {
+		// The waiting-room page: the same text but for what moves with
+		// time (numbers) and the random key of its no-JavaScript form.
+		if g, w := pageText(got.Body), pageText(want.Body); g != w || got.IsBase64Encoded != want.IsBase64Encoded {
+			t.Errorf("%s: %s page\n%s\nwant\n%s", id, ct, got.Body, want.Body)
+		}
+		return
+	}
 	if want.Body == "" {
 		if got.Body != "" {
 			t.Errorf("%s: body %s, want none", id, got.Body)
@@ -176,6 +189,17 @@ func checkResponse(t *testing.T, id string, got, want events.APIGatewayV2HTTPRes
 	if gk, wk := slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w)); !slices.Equal(gk, wk) {
 		t.Errorf("%s: body keys %v, want %v\n  body %s\n  want %s", id, gk, wk, got.Body, want.Body)
 	}
+}
+
+var (
+	formKey = regexp.MustCompile(`name="key" value="[^"]*"`)
+	digits  = regexp.MustCompile(`[0-9]+`)
+)
+
+// pageText is an HTML page without its form key and with every number
+// as "#".
+func pageText(body string) string {
+	return digits.ReplaceAllString(formKey.ReplaceAllString(body, `name="key" value=""`), "#")
 }
 
 // startFunction builds function id's bootstrap and starts it under the

@@ -1,0 +1,242 @@
+package app_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/example/waitingroom/internal/app"
+	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/httpapi"
+	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/testing/fixtures"
+)
+
+// fixtureApp is the App over the fixtures of events/, seeded now.
+func fixtureApp(t *testing.T) *app.App {
+	t.Helper()
+	cfg, err := config.FromEnv(func(string) string { return "" }, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := memstore.New()
+	if err := fixtures.Seed(t.Context(), store, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return app.New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+func loadEvent(t *testing.T, name string) events.APIGatewayV2HTTPRequest {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(b, &req); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return req
+}
+
+const (
+	html    = "text/html; charset=utf-8"
+	noCache = "no-cache"
+)
+
+// TestPageEvents replays the waiting-room page's sample events
+// (events/page*.json) through the queue function's handler behind the
+// Lambda adapter: status, headers, cookies and what the body must say.
+func TestPageEvents(t *testing.T) {
+	tests := []struct {
+		event      string
+		wantStatus int
+		wantHeader map[string]string
+		wantBody   []string // substrings, in order
+		wantCookie string   // the Set-Cookie of the answer, "" for none
+	}{
+		{"page", 200, map[string]string{"Content-Type": html, "Cache-Control": noCache},
+			[]string{`<html lang="en">`, `<title>demo</title>`, `<script src="/waiting-room/assets/app.`, `data-program="demo" data-api="/api/v1/queues/programs/"`, `<h1>demo</h1>`, "You&#39;re in line", `<form method="post" action="/waiting-room/demo/enter">`}, ""},
+		{"page-ko", 200, map[string]string{"Content-Type": html, "Cache-Control": noCache},
+			[]string{`<html lang="ko">`, "대기 중입니다", "대기열 들어가기"}, ""},
+		{"page-noscript-waiting", 200, map[string]string{"Content-Type": html, "Cache-Control": "private, no-cache"},
+			[]string{`<noscript><meta http-equiv="refresh" content="`, `<p class="position">`, "This page refreshes itself in"}, ""},
+		{"page-error-unknown-program", 404, map[string]string{"Content-Type": html},
+			[]string{"Waiting room not found"}, ""},
+		{"page-error-invalid-program", 400, map[string]string{"Content-Type": html},
+			[]string{"This link is not valid"}, ""},
+		{"page-error-stale-asset", 404, nil, nil, ""},
+		{"page-enter", 303, map[string]string{"Location": "/waiting-room/demo?lang=en"}, nil,
+			"wr_token=" + enteredToken + "; Path=/waiting-room/demo; Max-Age=86400; HttpOnly; Secure; SameSite=Lax"},
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "..", "events", "page*.json"))
+	if len(files) != len(tests) {
+		t.Errorf("%d page events in events/, %d here: each needs its expected answer", len(files), len(tests))
+	}
+	fn := httpapi.Lambda(fixtureApp(t).QueueHandler())
+	for _, tt := range tests {
+		t.Run(tt.event, func(t *testing.T) {
+			resp, err := fn(t.Context(), loadEvent(t, tt.event))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("status = %d, want %d\n%s", resp.StatusCode, tt.wantStatus, resp.Body)
+			}
+			for k, want := range tt.wantHeader {
+				if got := resp.Headers[k]; got != want {
+					t.Errorf("header %s = %q, want %q", k, got, want)
+				}
+			}
+			rest := resp.Body
+			for _, want := range tt.wantBody {
+				i := strings.Index(rest, want)
+				if i < 0 {
+					t.Errorf("body lacks %q (after the earlier ones):\n%s", want, resp.Body)
+					break
+				}
+				rest = rest[i+len(want):]
+			}
+			if tt.wantCookie != "" && !slices.Equal(resp.Cookies, []string{tt.wantCookie}) {
+				t.Errorf("cookies = %q, want [%q]", resp.Cookies, tt.wantCookie)
+			} else if tt.wantCookie == "" && len(resp.Cookies) > 0 {
+				t.Errorf("cookies = %q, want none", resp.Cookies)
+			}
+		})
+	}
+}
+
+// enteredToken is the token events/page-enter.json's key names in "demo".
+const enteredToken = "sb58SU1QxUgALGGM9NDZjQ"
+
+// TestPageEnterIsTheAPIsEnter: the form's key names the same place as the
+// JSON API's Idempotency-Key, and the cookie polls it.
+func TestPageEnterIsTheAPIsEnter(t *testing.T) {
+	h := fixtureApp(t).QueueHandler()
+	r, _ := http.NewRequest("POST", "http://127.0.0.1/api/v1/queues/programs/demo", nil)
+	r.Header.Set("Idempotency-Key", "pageEnterEventKey00001")
+	w := record(h, r)
+	var body struct{ TokenID, Status string }
+	if err := json.Unmarshal(w.body, &body); err != nil || body.TokenID != enteredToken || body.Status != "WAITING" {
+		t.Fatalf("API enter with the event's key = %s (%v), want WAITING as %s", w.body, err, enteredToken)
+	}
+	r, _ = http.NewRequest("GET", "http://127.0.0.1/waiting-room/demo", nil)
+	r.AddCookie(&http.Cookie{Name: "wr_token", Value: enteredToken})
+	w = record(h, r)
+	if !regexp.MustCompile(`<p class="position">(4[5-9][0-9]|50[01])</p>`).Match(w.body) {
+		t.Errorf("the cookie's page does not show position 501 or a little less (ticket 1,001 of a queue serving 500 at 10/s):\n%s", w.body)
+	}
+}
+
+// TestPageAssetsThroughLambda: the hashed assets leave the function
+// gzipped, base64-encoded for API Gateway, and cached for a year.
+func TestPageAssetsThroughLambda(t *testing.T) {
+	fn := httpapi.Lambda(fixtureApp(t).QueueHandler())
+	page, err := fn(t.Context(), loadEvent(t, "page"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assets := regexp.MustCompile(`/waiting-room/assets/app\.[0-9a-f]{8}\.(js|css)`).FindAllString(page.Body, -1)
+	if len(assets) != 2 {
+		t.Fatalf("page links assets %q, want app.js and app.css", assets)
+	}
+	for _, path := range assets {
+		ev := loadEvent(t, "page-error-stale-asset")
+		ev.RawPath, ev.RequestContext.HTTP.Path = path, path
+		resp, err := fn(t.Context(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 || !resp.IsBase64Encoded || resp.Headers["Content-Encoding"] != "gzip" || resp.Headers["Cache-Control"] != "public, max-age=31536000, immutable" {
+			t.Errorf("%s: status %d, base64 %v, headers %v", path, resp.StatusCode, resp.IsBase64Encoded, resp.Headers)
+			continue
+		}
+		raw, _ := base64.StdEncoding.DecodeString(resp.Body)
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("%s: not gzip: %v", path, err)
+		}
+		body, err := io.ReadAll(zr)
+		if err != nil || len(body) < 1000 {
+			t.Errorf("%s: %d bytes (%v)", path, len(body), err)
+		}
+	}
+}
+
+// TestPageRouting: the page's paths reach the page in the queue and local
+// handlers, never in the admin one; any other path, or one not in
+// canonical form, is the API's JSON.
+func TestPageRouting(t *testing.T) {
+	a := fixtureApp(t)
+	tests := []struct {
+		name       string
+		handler    http.Handler
+		path       string
+		wantStatus int
+		wantType   string
+	}{
+		{"Queue", a.QueueHandler(), "/waiting-room/demo", 200, html},
+		{"Local", a.LocalHandler("s3cret"), "/waiting-room/demo", 200, html},
+		{"AdminHasNone", a.AdminHandler(), "/waiting-room/demo", 404, "application/json; charset=utf-8"},
+		{"NoProgram", a.QueueHandler(), "/waiting-room/", 404, html},
+		{"DoubleSlash", a.QueueHandler(), "/waiting-room//demo", 404, "application/json; charset=utf-8"},
+		{"DotSegment", a.QueueHandler(), "/waiting-room/../api/v1/queues/programs/demo", 404, "application/json; charset=utf-8"},
+		{"NoTrailingSlash", a.QueueHandler(), "/waiting-room", 404, "application/json; charset=utf-8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := http.NewRequest("GET", "http://127.0.0.1"+tt.path, nil)
+			r.URL.Path = tt.path // as sent, not cleaned
+			w := record(tt.handler, r)
+			if w.status != tt.wantStatus || w.header.Get("Content-Type") != tt.wantType {
+				t.Errorf("%s: %d %q, want %d %q\n%s", tt.path, w.status, w.header.Get("Content-Type"), tt.wantStatus, tt.wantType, w.body)
+			}
+		})
+	}
+}
+
+// TestPageShowsTheProgram: the page shows the admin's profile, and the
+// paused and closed state, as soon as they take effect.
+func TestPageShowsTheProgram(t *testing.T) {
+	a := fixtureApp(t)
+	h := a.LocalHandler("s3cret")
+	req, _ := http.NewRequest("PUT", "http://127.0.0.1/api/v1/admin/programs/gala", strings.NewReader(
+		`{"paused":true,"closed":true,"displayName":"Gala <night>","message":"Both nights.","targetUrl":"https://tickets.example.com/buy"}`))
+	req.Header.Set("Authorization", "Bearer s3cret")
+	if w := record(h, req); w.status != 201 {
+		t.Fatalf("create: %d %s", w.status, w.body)
+	}
+	r, _ := http.NewRequest("GET", "http://127.0.0.1/waiting-room/gala", nil)
+	w := record(h, r)
+	for _, want := range []string{`<title>Gala &lt;night&gt;</title>`, `data-target="https://tickets.example.com/buy"`, `data-paused="true" data-closed="true"`, `<p class="message">Both nights.</p>`, "This queue is closed to new entries."} {
+		if !strings.Contains(string(w.body), want) {
+			t.Errorf("page lacks %q:\n%s", want, w.body)
+		}
+	}
+}
+
+type recorded struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func record(h http.Handler, r *http.Request) recorded {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return recorded{w.Code, w.Header(), w.Body.Bytes()}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/waitpage"
 )
 
 // EnvAdminToken is the admin bearer secret, read by the local server only.
@@ -93,7 +94,7 @@ Flags:
 	}
 	if *demo != "" {
 		rate, paused := *demoRate, false
-		if _, _, err := a.Service.PutProgram(ctx, *demo, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
+		if _, _, err := a.Service.PutProgram(ctx, *demo, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused, Profile: demoProfile}); err != nil {
 			return fmt.Errorf("create demo program: %w", err)
 		}
 	}
@@ -123,6 +124,9 @@ Flags:
 		fmt.Fprintf(stdout, "; demo program %q at %g/s", *demo, *demoRate)
 	}
 	fmt.Fprintln(stdout, ")")
+	if *demo != "" {
+		fmt.Fprintf(stdout, "waiting-room page of the demo program: http://%s%s%s\n", ln.Addr(), waitpage.PathPrefix, *demo)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(conns.listener(ln)) }()
 	select {
@@ -133,6 +137,12 @@ Flags:
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return srv.Shutdown(shut)
+}
+
+// demoProfile is what the demo program's waiting-room page shows.
+var demoProfile = map[string]string{
+	"displayName": "Demo concert · 데모 콘서트",
+	"message":     "This is the local demo of the waiting room. Keep this page open: it shows your place and takes you in when it is your turn.",
 }
 
 // sweep deletes ended tokens as DynamoDB TTL would.

@@ -148,9 +148,21 @@ func TestLocalMemory(t *testing.T) {
 		t.Errorf("start-up line does not name the store: %s", out)
 	}
 	walk(t, base, "s3cret")
-	// The demo program is open at start.
+	// The demo program is open at start, and its page printed.
 	if code, body := call(t, "POST", base+"/api/v1/queues/programs/demo", "", "", ""); code != 201 {
 		t.Errorf("demo program: %d %v", code, body)
+	}
+	if want := "waiting-room page of the demo program: " + base + "/waiting-room/demo\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("start-up output %q, want %q", out, want)
+	}
+	resp, err := http.Get(base + "/waiting-room/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "<h1>Demo concert · 데모 콘서트</h1>") {
+		t.Errorf("demo page: %d\n%s", resp.StatusCode, page)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -15,11 +16,17 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/testing/browser"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/localdynamo"
 )
 
-func TestMain(m *testing.M) { dynamotest.Main(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	dynamotest.Stop()
+	browser.Stop()
+	os.Exit(code)
+}
 
 // syncBuffer is an io.Writer safe to read while run writes to it.
 type syncBuffer struct {

@@ -2,7 +2,6 @@ package waitpage_test
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,8 +16,6 @@ import (
 	"github.com/example/waitingroom/internal/testing/browser"
 	"github.com/example/waitingroom/internal/waitpage"
 )
-
-var updateScreenshot = flag.Bool("update-screenshot", false, "write the waiting state's screenshot to docs/img/waiting-room.png")
 
 func TestMain(m *testing.M) { browser.Main(m) }
 
@@ -137,12 +134,7 @@ func TestWaitingShowsThePlace(t *testing.T) {
 	if got := eval[string](t, ctx, `document.querySelector('[aria-live=polite]').textContent`); got != "Your place in line: 1,500. Estimated wait: about 5 minutes" {
 		t.Errorf("live region = %q, want the first place announced", got)
 	}
-	png := screenshot(t, ctx, "waiting.png")
-	if *updateScreenshot {
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", "img", "waiting-room.png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	screenshot(t, ctx, "waiting.png")
 	q.checkSchedule(t)
 }
 

@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/example/waitingroom/internal/testing/browser"
+)
+
+var updateScreenshot = flag.Bool("update-screenshot", false, "write the waiting state's screenshot, from the real server, to docs/img/waiting-room.png")
+
+// recordCalls wraps the page's fetch: every API request it makes is kept
+// in sessionStorage (so it survives a reload and the redirect to the
+// site), with its start and end as the page's clock says, how many were
+// in flight when it started, and what the answer said.
+const recordCalls = `(() => {
+  if (!location.pathname.startsWith('/waiting-room/')) return;
+  const KEY = 'e2e:calls';
+  const doc = performance.timeOrigin;
+  const orig = window.fetch.bind(window);
+  let inFlight = 0;
+  window.fetch = async (input, init = {}) => {
+    const h = new Headers(init.headers || {});
+    const c = { doc, method: init.method || 'GET', token: h.get('X-Queue-Token') || '', start: performance.now(), atOnce: ++inFlight };
+    const keep = () => {
+      const all = JSON.parse(sessionStorage.getItem(KEY) || '[]');
+      all.push(c);
+      sessionStorage.setItem(KEY, JSON.stringify(all));
+    };
+    let res;
+    try {
+      res = await orig(input, init);
+    } catch (e) {
+      c.end = performance.now(); inFlight--; c.httpStatus = 0; keep();
+      throw e;
+    }
+    c.end = performance.now();
+    inFlight--;
+    c.httpStatus = res.status;
+    try {
+      const b = await res.clone().json();
+      Object.assign(c, { status: b.status, tokenId: b.tokenId, ticket: b.ticket, position: b.position, retryAfterMs: b.retryAfterMs, estimatedWaitMs: b.estimatedWaitMs });
+    } catch { /* not JSON */ }
+    keep();
+    return res;
+  };
+})();`
+
+// pageCall is one request of recordCalls.
+type pageCall struct {
+	Doc          float64 `json:"doc"` // the document's time origin, Unix ms
+	Method       string  `json:"method"`
+	Token        string  `json:"token"`
+	Start        float64 `json:"start"` // ms since Doc
+	End          float64 `json:"end"`
+	AtOnce       int     `json:"atOnce"`
+	HTTPStatus   int     `json:"httpStatus"`
+	Status       string  `json:"status"`
+	TokenID      string  `json:"tokenId"`
+	Ticket       int64   `json:"ticket"`
+	Position     int64   `json:"position"`
+	RetryAfterMs float64 `json:"retryAfterMs"`
+}
+
+// TestWaitingRoomEndToEnd is a person's visit on the real local server
+// (in-memory store): 1,233 people are already in line; the page enters and
+// shows the place, the progress bar and the estimate, in English and in
+// Korean; a reload keeps the token; the admin admits people over HTTP and
+// the page hears it within one retryAfterMs, and goes to the site. Every
+// poll the page sends is measured in the browser: none earlier than the
+// retryAfterMs before it (less 50 ms), never two at once.
+func TestWaitingRoomEndToEnd(t *testing.T) {
+	const secret = "s3cret"
+	base := start(t, map[string]string{"ADMIN_TOKEN": secret, "POLL_TIERS": "100:1s,inf:1s+-400ms"}, "-demo-rate", "2")
+	admin := base + "/api/v1/admin/programs/demo"
+	pageURL := base + "/waiting-room/demo"
+	// The site the demo program sends admitted people to.
+	if code, body := call(t, "PUT", admin, "", secret, `{"targetUrl":"`+base+`/demo-site/demo","notice":"Saturday is sold out; Sunday still has seats."}`); code != 200 {
+		t.Fatalf("set the demo program's target: %d %v", code, body)
+	}
+	crowd(t, base+"/api/v1/queues/programs/demo", 1233)
+
+	ctx, cancel := context.WithTimeout(browser.Tab(t), 90*time.Second)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: recordCalls}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(pageURL+"?lang=en"))
+	waitFor(t, ctx, 10*time.Second, `document.getElementById('pos').textContent !== '–'`)
+
+	// WAITING, the place the server answered, the estimate, the bar.
+	calls := recorded(t, ctx)
+	first := calls[0]
+	if first.Method != "POST" || first.HTTPStatus != 201 || first.Status != "WAITING" || first.Ticket != 1234 {
+		t.Fatalf("the page's first request: %+v, want an enter answered 201 WAITING with ticket 1234", first)
+	}
+	token := first.TokenID
+	checkShows(t, ctx, "Your place in line", "about ")
+	if got := text(t, ctx, "noticeText"); got != "Saturday is sold out; Sunday still has seats." {
+		t.Errorf("notice = %q", got)
+	}
+	if got := eval[string](t, ctx, `document.querySelector('h1').textContent`); got != demoProfile["displayName"] {
+		t.Errorf("title = %q, want the demo program's %q", got, demoProfile["displayName"])
+	}
+
+	// A reload keeps the token: it polls, it does not enter again.
+	before := len(calls)
+	do(t, ctx, chromedp.Reload())
+	waitFor(t, ctx, 10*time.Second, `(JSON.parse(sessionStorage.getItem('e2e:calls')) || []).length > `+fmt.Sprint(before))
+	if got := storedToken(t, ctx); got != token {
+		t.Errorf("after a reload the page keeps token %q, want %q", got, token)
+	}
+	for _, c := range recorded(t, ctx)[before:] {
+		if c.Method != "GET" || c.Token != token {
+			t.Errorf("after the reload: %s with token %q, want GET with %q", c.Method, c.Token, token)
+		}
+	}
+	if code, body := call(t, "GET", admin, "", secret, ""); code != 200 || body["issued"] != float64(1234) {
+		t.Errorf("counters after the reload: %d %v, want 1234 issued", code, body)
+	}
+
+	// Korean, in a second tab: the same place, Korean text.
+	ko, cancelKo := chromedp.NewContext(ctx)
+	do(t, ko, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(pageURL+"?lang=ko"))
+	waitFor(t, ko, 10*time.Second, `document.getElementById('pos').textContent !== '–'`)
+	if got := eval[[]string](t, ko, `[document.documentElement.lang, document.querySelector('[data-t=position]').textContent, document.getElementById('eta').textContent, document.querySelector('[data-t=keepOpen]').textContent]`); got[0] != "ko" || got[1] != "내 대기 순서" || !strings.HasPrefix(got[2], "약 ") || !strings.HasSuffix(got[2], "분") || !strings.HasPrefix(got[3], "이 페이지를 열어 두세요") {
+		t.Errorf("Korean page: lang, label, estimate, hint = %q", got)
+	}
+	if got := storedToken(t, ko); got != token {
+		t.Errorf("the Korean tab has token %q, want the same place %q", got, token)
+	}
+	screenshot(t, ko, "waiting-ko.png")
+	cancelKo()
+
+	// The admin admits 400 people: the bar moves.
+	admitted := admit(t, admin, secret, 400)
+	waitFor(t, ctx, 10*time.Second, fmt.Sprintf(`(JSON.parse(sessionStorage.getItem('e2e:calls')) || []).some(c => c.start + c.doc > %d && c.position <= %d)`, admitted.UnixMilli(), first.Position-400))
+	if s := checkShows(t, ctx, "Your place in line", "about "); s.BarValue < 400 {
+		t.Errorf("progress bar value %v after 400 admitted, want at least 400", s.BarValue)
+	}
+	png := screenshot(t, ctx, "waiting-en.png")
+	if *updateScreenshot {
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", "img", "waiting-room.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A few more polls to measure, then the admin admits everyone left: the page hears it within one
+	// retryAfterMs of the admission taking effect, and goes to the site.
+	waitFor(t, ctx, 30*time.Second, `(JSON.parse(sessionStorage.getItem('e2e:calls')) || []).filter(c => c.doc === performance.timeOrigin).length >= 10`)
+	code, counters := call(t, "GET", admin, "", secret, "")
+	if code != 200 {
+		t.Fatalf("counters: %d %v", code, counters)
+	}
+	effective := admit(t, admin, secret, int64(counters["waiting"].(float64)))
+	waitFor(t, ctx, 15*time.Second, `location.pathname === '/demo-site/demo'`)
+	arrived := eval[float64](t, ctx, `performance.timeOrigin`)
+	calls = recorded(t, ctx)
+	last := calls[len(calls)-1]
+	if last.Status != "ADMITTED" || last.TokenID != token {
+		t.Fatalf("the page's last answer: %+v, want ADMITTED for %s", last, token)
+	}
+	prev := calls[len(calls)-2]
+	heard := time.Duration((arrived - float64(effective.UnixMilli())) * float64(time.Millisecond))
+	if limit := time.Duration(prev.RetryAfterMs)*time.Millisecond + 250*time.Millisecond; heard > limit {
+		t.Errorf("the page reached the site %v after the admission took effect; want within one retryAfterMs (%v) and 250 ms for the request", heard, time.Duration(prev.RetryAfterMs)*time.Millisecond)
+	}
+	t.Logf("admission heard and the site reached %v after it took effect (retryAfterMs before it: %v ms)", heard.Round(time.Millisecond), prev.RetryAfterMs)
+	screenshot(t, ctx, "admitted.png")
+	checkSchedule(t, calls)
+}
+
+// crowd makes n people enter url, 8 at a time.
+func crowd(t *testing.T, url string, n int) {
+	t.Helper()
+	next := make(chan struct{}, n)
+	for range n {
+		next <- struct{}{}
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range next {
+				resp, err := http.Post(url, "", nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 201 {
+					t.Errorf("enter: %d", resp.StatusCode)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// admit admits n people to the program at url and returns when the
+// admission takes effect.
+func admit(t *testing.T, url, secret string, n int64) time.Time {
+	t.Helper()
+	code, body := call(t, "POST", url+"/admissions", "", secret, fmt.Sprintf(`{"count": %d}`, n))
+	if code != 200 {
+		t.Fatalf("admit %d: %d %v", n, code, body)
+	}
+	at, _ := body["effectiveAt"].(string)
+	effective, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		t.Fatalf("admit %d: effectiveAt %q: %v", n, at, err)
+	}
+	return effective
+}
+
+// shown is the page's state: the answers it got and what it shows.
+type shown struct {
+	Calls    []pageCall `json:"calls"`
+	Pos      string     `json:"pos"`
+	Label    string     `json:"label"`
+	ETA      string     `json:"eta"`
+	BarMax   float64    `json:"barMax"`
+	BarValue float64    `json:"barValue"`
+}
+
+// checkShows waits until the page shows the last answer it got, and
+// checks that it is WAITING with label, an estimate starting with eta, and
+// the progress bar from the first position seen to this one.
+func checkShows(t *testing.T, ctx context.Context, label, eta string) shown {
+	t.Helper()
+	// The recorder keeps an answer just before the page reads it.
+	waitFor(t, ctx, 5*time.Second, `(c => c.status === 'WAITING' && document.getElementById('pos').textContent === new Intl.NumberFormat('en').format(c.position))(JSON.parse(sessionStorage.getItem('e2e:calls')).at(-1))`)
+	s := eval[shown](t, ctx, `({calls: JSON.parse(sessionStorage.getItem('e2e:calls')), pos: document.getElementById('pos').textContent,
+		label: document.querySelector('[data-t=position]').textContent, eta: document.getElementById('eta').textContent,
+		barMax: document.getElementById('bar').max, barValue: document.getElementById('bar').value})`)
+	last := s.Calls[len(s.Calls)-1]
+	var firstPos int64
+	for _, c := range s.Calls {
+		firstPos = max(firstPos, c.Position)
+	}
+	if s.Pos != formatThousands(last.Position) || s.Label != label || !strings.HasPrefix(s.ETA, eta) {
+		t.Errorf("the page shows position, label, estimate %q, %q, %q; want %q, %q, %q…, as the answer %+v", s.Pos, s.Label, s.ETA, formatThousands(last.Position), label, eta, last)
+	}
+	if s.BarMax != float64(firstPos) || s.BarValue != float64(firstPos-last.Position) {
+		t.Errorf("progress bar max %v value %v, want %d (the first position) and %d", s.BarMax, s.BarValue, firstPos, firstPos-last.Position)
+	}
+	return s
+}
+
+// checkSchedule fails t if a request of one document started earlier than
+// the retryAfterMs of the answer before it (less 50 ms), or while another
+// was in flight.
+func checkSchedule(t *testing.T, calls []pageCall) {
+	t.Helper()
+	n := 0
+	for i, c := range calls {
+		if c.AtOnce != 1 {
+			t.Errorf("request %d started with %d in flight", i, c.AtOnce)
+		}
+		if i == 0 || calls[i-1].Doc != c.Doc {
+			continue
+		}
+		prev := calls[i-1]
+		if gap := c.Start - prev.End; gap < prev.RetryAfterMs-50 {
+			t.Errorf("request %d came %.0f ms after an answer that asked for %.0f ms", i, gap, prev.RetryAfterMs)
+		}
+		n++
+	}
+	if n < 10 {
+		t.Errorf("only %d polls measured; the test should see more", n)
+	}
+	t.Logf("%d requests, %d gaps measured", len(calls), n)
+}
+
+func recorded(t *testing.T, ctx context.Context) []pageCall {
+	t.Helper()
+	calls := eval[[]pageCall](t, ctx, `JSON.parse(sessionStorage.getItem('e2e:calls')) || []`)
+	if len(calls) == 0 {
+		t.Fatal("the page made no request")
+	}
+	return calls
+}
+
+func storedToken(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	return eval[string](t, ctx, `(JSON.parse(localStorage.getItem('waitingroom:demo')) || {}).token || ''`)
+}
+
+func formatThousands(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+func text(t *testing.T, ctx context.Context, id string) string {
+	t.Helper()
+	return eval[string](t, ctx, `document.getElementById('`+id+`').textContent`)
+}
+
+// waitFor waits until expr is truthy in the page, across navigations.
+func waitFor(t *testing.T, ctx context.Context, limit time.Duration, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	var err error
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")")); err == nil && ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + '\n' + (document.body ? document.body.innerText : '')`))
+	t.Fatalf("waiting %v for %s (last error: %v)\npage:\n%s", limit, expr, err, body)
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) []byte {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.ArtifactDir(), name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	return png
+}

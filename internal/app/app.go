@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -76,8 +77,19 @@ func (a *App) AdminHandler() http.Handler {
 	return httpapi.NewAdmin(a.Service, httpapi.IAMAuth(), httpapi.WithLogger(a.Log))
 }
 
+// QueueTimeout is the queue function's Lambda timeout (template.yaml): the
+// deadline every request works within, retries of the store included.
+const QueueTimeout = 5 * time.Second
+
 // LocalHandler is the local server's API, both, the admin routes behind
-// "Authorization: Bearer secret", and the waiting-room page.
+// "Authorization: Bearer secret", and the waiting-room page. Each request
+// gets QueueTimeout as its deadline, as on Lambda, so that a slow store is
+// answered as it would be there.
 func (a *App) LocalHandler(secret string) http.Handler {
-	return withPage(a.Page, httpapi.New(a.Service, httpapi.BearerAuth(secret), httpapi.WithLogger(a.Log)))
+	h := withPage(a.Page, httpapi.New(a.Service, httpapi.BearerAuth(secret), httpapi.WithLogger(a.Log)))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), QueueTimeout)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }

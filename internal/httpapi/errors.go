@@ -91,5 +91,5 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	}
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(append(b, '\n')) // one answer a line, as a shell expects
 }

@@ -60,7 +60,7 @@ bootstrap: ## Both bootstraps for this machine, into bin/{queue,admin}/bootstrap
 # (kill %1, Ctrl-C) stops it; `go run` would leave its child holding the
 # port.
 .PHONY: run
-run: ## Serve the API locally on an in-memory store (ADDR=host:port, default 127.0.0.1:3000; ARGS=more flags, e.g. -dynamo moto).
+run: ## Serve the API and the waiting-room page locally on an in-memory store (ADDR=host:port, default 127.0.0.1:3000; ARGS=more flags, e.g. -dynamo moto).
 	$(GO) build -o bin/local ./cmd/local
 	exec bin/local $(if $(ADDR),-addr $(ADDR)) $(ARGS)
 

@@ -299,6 +299,16 @@ func TestNoScriptFallback(t *testing.T) {
 	if got := w.Header().Get("Cache-Control"); got != "private, no-cache" {
 		t.Errorf("a page with a person's place: Cache-Control = %q", got)
 	}
+	// Paused, as the answer says.
+	q.mu.Lock()
+	s.info.Paused = true
+	q.mu.Unlock()
+	if body := send(h, "GET", "http://127.0.0.1:3000/waiting-room/gala", nil, withCookie).Body.String(); !strings.Contains(body, `<p class="state">Admission is paused for now. Your place is kept.</p>`) {
+		t.Errorf("paused page lacks the paused line:\n%s", body)
+	}
+	q.mu.Lock()
+	s.info.Paused = false
+	q.mu.Unlock()
 
 	// Admitted: a refresh straight on to the target, query kept, pass added.
 	q.mu.Lock()

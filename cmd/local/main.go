@@ -46,6 +46,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	addr := fs.String("addr", "127.0.0.1:3000", "listen address (SAM's local port by default)")
 	demo := fs.String("demo-program", "demo", "program created at start (empty: none)")
 	demoRate := fs.Float64("demo-rate", 1, "admission rate of the demo program, people per second")
+	demoCrowd := fs.Int("demo-crowd", 300, "people put in the demo program's line at start, ahead of whoever opens its page")
 	var st storeFlags
 	fs.StringVar(&st.dynamo, "dynamo", "", "start a local DynamoDB API and use it: moto (moto_server, behind a proxy that serialises its requests) or dynalite")
 	fs.BoolVar(&st.createTable, "create-table", false, "with "+config.EnvDynamoEndpoint+": create the table if it does not exist")
@@ -73,6 +74,9 @@ Flags:
 	if *maxConns < 1 || *readTimeout <= 0 || *idleTimeout <= 0 {
 		return errors.New("-max-conns, -read-timeout and -idle-timeout must be positive")
 	}
+	if *demoCrowd < 0 || *demoCrowd > 100_000 {
+		return errors.New("-demo-crowd must be between 0 and 100000")
+	}
 	cfg, err := config.FromEnv(getenv, false)
 	if err != nil {
 		return err
@@ -96,6 +100,11 @@ Flags:
 		rate, paused := *demoRate, false
 		if _, _, err := a.Service.PutProgram(ctx, *demo, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused, Profile: demoProfile}); err != nil {
 			return fmt.Errorf("create demo program: %w", err)
+		}
+		for range *demoCrowd {
+			if _, _, err := a.Service.Enter(ctx, *demo, queue.Entry{}); err != nil {
+				return fmt.Errorf("demo program's crowd: %w", err)
+			}
 		}
 	}
 
@@ -121,7 +130,7 @@ Flags:
 	}
 	fmt.Fprintf(stdout, "waiting room listening on http://%s (store: %s; default polling policy %s, tiers %s", ln.Addr(), where, cfg.PolicyName, cfg.Tiers.Spec())
 	if *demo != "" {
-		fmt.Fprintf(stdout, "; demo program %q at %g/s", *demo, *demoRate)
+		fmt.Fprintf(stdout, "; demo program %q at %g/s, %d people in line", *demo, *demoRate, *demoCrowd)
 	}
 	fmt.Fprintln(stdout, ")")
 	if *demo != "" {

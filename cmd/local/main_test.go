@@ -57,7 +57,8 @@ func startOut(t *testing.T, env map[string]string, args ...string) (string, *syn
 	var out, errs syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, &out, &errs)
+		// No crowd in the demo program unless a test asks for one.
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-demo-crowd", "0"}, args...), func(k string) string { return env[k] }, &out, &errs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -150,14 +151,15 @@ func walk(t *testing.T, base, secret string) {
 }
 
 func TestLocalMemory(t *testing.T) {
-	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret"})
+	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-demo-rate", "0.01", "-demo-crowd", "25")
 	if !strings.Contains(out.String(), "(store: memory;") {
 		t.Errorf("start-up line does not name the store: %s", out)
 	}
 	walk(t, base, "s3cret")
-	// The demo program is open at start, and its page printed.
-	if code, body := call(t, "POST", base+"/api/v1/queues/programs/demo", "", "", ""); code != 201 {
-		t.Errorf("demo program: %d %v", code, body)
+	// The demo program is open at start, with its crowd, and its page
+	// printed.
+	if code, body := call(t, "POST", base+"/api/v1/queues/programs/demo", "", "", ""); code != 201 || body["ticket"] != float64(26) {
+		t.Errorf("demo program: %d %v, want ticket 26 behind a crowd of 25", code, body)
 	}
 	if want := "waiting-room page of the demo program: " + base + "/waiting-room/demo\n"; !strings.Contains(out.String(), want) {
 		t.Errorf("start-up output %q, want %q", out, want)

@@ -173,8 +173,8 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 	}
 	prev := calls[len(calls)-2]
 	heard := time.Duration((arrived - float64(effective.UnixMilli())) * float64(time.Millisecond))
-	if limit := time.Duration(prev.RetryAfterMs)*time.Millisecond + 250*time.Millisecond; heard > limit {
-		t.Errorf("the page reached the site %v after the admission took effect; want within one retryAfterMs (%v) and 250 ms for the request", heard, time.Duration(prev.RetryAfterMs)*time.Millisecond)
+	if limit := time.Duration(prev.RetryAfterMs)*time.Millisecond + 400*time.Millisecond; heard > limit {
+		t.Errorf("the page reached the site %v after the admission took effect; want within one retryAfterMs (%v), and 400 ms for the request and a timer late on a busy machine", heard, time.Duration(prev.RetryAfterMs)*time.Millisecond)
 	}
 	t.Logf("admission heard and the site reached %v after it took effect (retryAfterMs before it: %v ms)", heard.Round(time.Millisecond), prev.RetryAfterMs)
 	screenshot(t, ctx, "admitted.png")

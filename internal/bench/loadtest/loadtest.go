@@ -92,8 +92,8 @@ type Config struct {
 	// its settings and its admission are the operator's, so the run sets
 	// neither (Scenario.Rates and Abandon do not apply, nor Poll.Policy).
 	Existing bool
-	Scenario  bench.Scenario
-	Poll      Poll
+	Scenario bench.Scenario
+	Poll     Poll
 	// SampleEvery is the period of the admin-counter sampling that times
 	// admissions (default 100ms). The notification delay is exact to about
 	// one admission interval (1/rate) plus the loopback round trip.

@@ -24,6 +24,7 @@ import (
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/metrics/prom"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/waitpage"
 )
@@ -114,7 +115,7 @@ Flags:
 	}
 	conns := newConnLimit(*maxConns)
 	srv := &http.Server{
-		Handler:           a.LocalHandler(secret),
+		Handler:           withMetrics(a, secret),
 		ReadHeaderTimeout: min(5*time.Second, *readTimeout),
 		// A body that stops arriving fails to read after ReadTimeout, and
 		// the handler still has time to answer it.
@@ -152,6 +153,22 @@ Flags:
 var demoProfile = map[string]string{
 	"displayName": "Demo concert · 데모 콘서트",
 	"message":     "This is the local demo of the waiting room. Keep this page open: it shows your place and takes you in when it is your turn.",
+}
+
+// withMetrics is a's API recording into a Prometheus registry, with
+// GET /metrics serving it; scrapes are not themselves counted. Not a
+// ServeMux: one would redirect the non-canonical paths the API answers 404.
+func withMetrics(a *app.App, secret string) http.Handler {
+	sink := prom.New()
+	a.Metrics = sink
+	scrape, api := sink.Handler(), a.LocalHandler(secret)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" && r.Method == http.MethodGet {
+			scrape.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // sweep deletes ended tokens as DynamoDB TTL would.

@@ -20,6 +20,9 @@ const (
 	QueuePath     = "/api/v1/queues/programs/{programId}"
 	AdminPath     = "/api/v1/admin/programs/{programId}"
 	AdmissionPath = "/api/v1/admin/programs/{programId}/admissions"
+	// JWKSPath is the JWKS of the admission passes' keys (RFC 8615
+	// well-known location).
+	JWKSPath = "/.well-known/jwks.json"
 )
 
 // Routes lists every route the API serves, each with its endpoint function:
@@ -30,6 +33,7 @@ var Routes = []Route{
 	{http.MethodPost, QueuePath, false, (*api).enter},
 	{http.MethodGet, QueuePath, false, (*api).poll},
 	{http.MethodDelete, QueuePath, false, (*api).leave},
+	{http.MethodGet, JWKSPath, false, (*api).jwks},
 	{http.MethodGet, AdminPath, true, (*api).getProgram},
 	{http.MethodPut, AdminPath, true, (*api).putProgram},
 	{http.MethodPost, AdmissionPath, true, (*api).admit},

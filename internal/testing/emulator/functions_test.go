@@ -20,6 +20,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +31,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
@@ -39,7 +42,9 @@ import (
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/emulator"
 	"github.com/example/waitingroom/internal/testing/fixtures"
+	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/testing/samtemplate"
+	"github.com/example/waitingroom/passverify"
 )
 
 // root is the repository, from this package's directory.
@@ -67,11 +72,13 @@ func TestFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The template's pass key, on the same moto_server (KMS).
+	res := emulator.Resources{Endpoint: endpoint, Table: table, PassKey: kmstest.NewSigningKey(t, kmstest.Client(t))}
 
 	mem := memstore.New() // the reference handlers' store
 	fns := map[string]*function{}
 	for _, id := range tpl.FunctionIDs() {
-		fns[id] = startFunction(t, tpl, id, rie, table, endpoint, mem)
+		fns[id] = startFunction(t, tpl, id, rie, res, mem)
 	}
 
 	// Seed both stores at one instant, after the builds: the fixtures'
@@ -125,7 +132,67 @@ func TestFunctions(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkResponse(t, id, got, want)
+			if name == "poll-first-admission" {
+				checkPass(t, fn.emu, got)
+			}
 		})
+	}
+}
+
+// checkPass verifies the admission pass of resp, the bootstrap's answer
+// to poll-first-admission, with package passverify against the JWKS that
+// the same bootstrap serves (events/jwks.json, invoked for each fetch),
+// as a protected site would; its claims are the token's.
+func checkPass(t *testing.T, emu *emulator.Emulator, resp events.APIGatewayV2HTTPResponse) {
+	t.Helper()
+	var body struct {
+		AdmissionPass string
+		AdmittedAt    time.Time
+		ExpiresAt     time.Time
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil || body.AdmissionPass == "" {
+		t.Fatalf("ADMITTED answer without an admissionPass (%v): %s", err, resp.Body)
+	}
+	jwksEvent, err := os.ReadFile(filepath.Join(root, "events", "jwks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		payload, err := emu.Invoke(r.Context(), jwksEvent)
+		var ans events.APIGatewayV2HTTPResponse
+		if err == nil {
+			err = json.Unmarshal(payload, &ans)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		for k, v := range ans.Headers {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(ans.StatusCode)
+		_, _ = io.WriteString(w, ans.Body)
+	}))
+	defer jwks.Close()
+	v, err := passverify.New(passverify.Config{
+		JWKSURL:   jwks.URL + httpapi.JWKSPath,
+		Issuer:    "https://abc123.execute-api.us-east-1.amazonaws.com", // the event's domainName
+		ProgramID: fixtures.ProgramID,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := v.Verify(t.Context(), body.AdmissionPass)
+	if err != nil {
+		t.Fatalf("the bootstrap's pass does not verify against its JWKS: %v", err)
+	}
+	want := passverify.Claims{
+		Issuer: "https://abc123.execute-api.us-east-1.amazonaws.com", ProgramID: fixtures.ProgramID,
+		TokenID: fixtures.AdmitNowToken, Ticket: 450, JTI: claims.JTI,
+		AdmittedAt: body.AdmittedAt.Truncate(time.Second), ExpiresAt: body.ExpiresAt.Truncate(time.Second),
+	}
+	if diff := cmp.Diff(want, claims); diff != "" {
+		t.Errorf("pass claims (-want +got):\n%s", diff)
 	}
 }
 
@@ -182,7 +249,7 @@ func checkResponse(t *testing.T, id string, got, want events.APIGatewayV2HTTPRes
 // emulator with the template's environment, and builds the reference
 // handler over mem, wired as the function's main wires it: the function
 // behind the AWS_IAM routes is the admin one.
-func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie, table, endpoint string, mem queue.Store) *function {
+func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie string, res emulator.Resources, mem queue.Store) *function {
 	t.Helper()
 	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
 	// As make bootstrap builds it: for this machine, with the build
@@ -192,7 +259,7 @@ func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie, table, endp
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", id, err, out)
 	}
-	env, err := emulator.FunctionEnv(tpl, id, table, endpoint)
+	env, err := emulator.FunctionEnv(tpl, id, res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +284,15 @@ func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie, table, endp
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := app.New(cfg, mem, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var opts []app.Option
+	if cfg.Pass.KMSKeyID != "" { // as app.QueueFromEnv: the same KMS key
+		iss, err := app.NewIssuer(t.Context(), cfg.Pass, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, app.WithPasses(iss))
+	}
+	a := app.New(cfg, mem, slog.New(slog.NewTextHandler(io.Discard, nil)), opts...)
 	h := a.QueueHandler()
 	if isAdmin(t, tpl, id) {
 		h = a.AdminHandler()

@@ -104,8 +104,8 @@ invoke: bootstrap $(RIE) ## Run EVENT=events/<name>.json through its function un
 	$(GO) run ./cmd/invoke -rie $(RIE) $(EVENT)
 
 .PHONY: bench-freeze
-bench-freeze: ## A 300-user bench burst on cmd/local over dynalite frozen 3 s mid-run, then the audit (scripts/bench-freeze.sh).
-	scripts/bench-freeze.sh
+bench-freeze: ## A 300-user bench burst on cmd/local over dynalite frozen 3 s mid-run, then the audit (docs/bench/bench-freeze.sh).
+	docs/bench/bench-freeze.sh
 
 .PHONY: tools
 tools: $(STATICCHECK) $(RIE) ## Install the pinned Go tools into .tools/.

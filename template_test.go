@@ -15,9 +15,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
@@ -132,6 +134,9 @@ func TestTemplateFunctions(t *testing.T) {
 			}
 			if f.Timeout <= 0 || f.Timeout > 29 {
 				t.Errorf("Timeout %d s, want 1..29 (inside HTTP API's 30 s)", f.Timeout)
+			}
+			if id == "QueueFunction" && time.Duration(f.Timeout)*time.Second != app.QueueTimeout {
+				t.Errorf("Timeout %d s, want app.QueueTimeout (%s): the local server gives each request that deadline", f.Timeout, app.QueueTimeout)
 			}
 			if m := tpl.Resources[id].Metadata; m["BuildMethod"] != "makefile" {
 				t.Errorf("Metadata.BuildMethod = %v, want makefile", m["BuildMethod"])

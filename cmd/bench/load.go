@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -22,7 +23,9 @@ const loadSynopsis = `Virtual users over real HTTP: each enters the queue of a f
 Before) or exactly each answer's retryAfterMs (-poll server, the After;
 server:eta creates the program with "pollingPolicy": "eta"). With
 -abandon, that fraction of users leaves (DELETE) at a random instant of
-its wait. Loopback targets only, unless -allow-remote.
+its wait. run -program-id fills an existing program instead, leaving its
+settings and its admission to the operator (a rehearsal with wrctl).
+Loopback targets only, unless -allow-remote.
 `
 
 // loadCommand is what run and compare set apart in cmdLoad.
@@ -47,12 +50,21 @@ func cmdLoad(ctx context.Context, lc loadCommand, args []string, e env) error {
 	sampleEvery := fs.Duration("sample-every", 100*time.Millisecond, "period of the admin counter reads that time admissions (for the notification delay)")
 	conns := fs.Int("conns", loadtest.DefaultConns, "maximum HTTP connections shared by the virtual users")
 	allowRemote := fs.Bool("allow-remote", false, "allow a -url that is not a loopback address (never point a load test at a server you do not own)")
+	var existing *string
+	if lc.oneMode {
+		existing = fs.String("program-id", "", "fill this existing program instead of creating one: its settings and admission stay the operator's (wrctl), so -admit-rate, -rate-schedule, -abandon and -poll server:POLICY do not apply")
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	sc, err := sf.scenario()
 	if err != nil {
 		return usageError(fs, err)
+	}
+	if existing != nil && *existing != "" {
+		if err := existingProgram(fs, *existing, sc, *polls); err != nil {
+			return usageError(fs, err)
+		}
 	}
 	if sc.Timeout <= 0 {
 		return usageError(fs, errors.New("-timeout must be positive"))
@@ -88,14 +100,16 @@ func cmdLoad(ctx context.Context, lc loadCommand, args []string, e env) error {
 			return ctx.Err()
 		}
 		id := programID(*prefix, stamp, m)
-		if !queue.ValidProgramID(id) {
+		if existing != nil && *existing != "" {
+			id = *existing
+		} else if !queue.ValidProgramID(id) {
 			return usageError(fs, fmt.Errorf("-program %q makes the invalid program id %q", *prefix, id))
 		}
 		if e.progress != nil {
 			fmt.Fprintf(e.progress, "%s: %d users on program %s, polling %s…\n", name, sc.Users, id, m)
 		}
 		r, err := loadtest.Run(ctx, loadtest.Config{
-			BaseURL: *baseURL, AdminToken: token, ProgramID: id,
+			BaseURL: *baseURL, AdminToken: token, ProgramID: id, Existing: existing != nil && *existing != "",
 			Scenario: sc, Poll: m, SampleEvery: *sampleEvery, Conns: *conns, Progress: e.progress,
 			Seed: sf.seed, CacheTTL: sf.cacheTTL,
 		})
@@ -116,4 +130,29 @@ func programID(prefix, stamp string, m loadtest.Poll) string {
 	_, _ = rand.Read(b[:])
 	mode := strings.NewReplacer(":", "", ".", "").Replace(m.String())
 	return prefix + "-" + stamp + "-" + mode + "-" + hex.EncodeToString(b[:])
+}
+
+// existingProgram checks that the flags given suit a run on the existing
+// program id: none of those that set up the program the run would create.
+func existingProgram(fs *flag.FlagSet, id string, sc bench.Scenario, poll string) error {
+	if !queue.ValidProgramID(id) {
+		return fmt.Errorf("-program-id %q is not a valid program id", id)
+	}
+	var clash []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "admit-rate", "rate-schedule", "program":
+			clash = append(clash, "-"+f.Name)
+		}
+	})
+	if sc.Abandon > 0 {
+		clash = append(clash, "-abandon")
+	}
+	if strings.HasPrefix(poll, "server:") {
+		clash = append(clash, "-poll "+poll)
+	}
+	if len(clash) > 0 {
+		return fmt.Errorf("-program-id runs on the program as the operator set it: %s do not apply", strings.Join(clash, ", "))
+	}
+	return nil
 }

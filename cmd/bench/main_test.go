@@ -75,6 +75,10 @@ func TestUsageErrors(t *testing.T) {
 		{"paused forever", []string{"simulate", "-admit-rate", "0"}, "set -timeout"},
 		{"bad tiers", []string{"simulate", "-tiers", "100:1s"}, "last band"},
 		{"extra argument", []string{"simulate", "now"}, "unexpected argument"},
+		{"existing program and rate", []string{"run", "-admin-token", "x", "-program-id", "gala", "-admit-rate", "5", "-abandon", "0.1"}, "-admit-rate, -abandon do not apply"},
+		{"existing program and policy", []string{"run", "-admin-token", "x", "-program-id", "gala", "-poll", "server:eta"}, "-poll server:eta do not apply"},
+		{"existing program id invalid", []string{"run", "-admin-token", "x", "-program-id", "_gala"}, "not a valid program id"},
+		{"existing program on compare", []string{"compare", "-admin-token", "x", "-program-id", "gala"}, "flag provided but not defined: -program-id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errOut, err := runCmd(t, tc.args...)

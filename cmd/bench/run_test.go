@@ -30,6 +30,38 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
+// TestRunExistingProgram: -program-id fills a program the operator made,
+// with its settings as they are: the run creates nothing and changes
+// nothing, and the operator's rate admits its people.
+func TestRunExistingProgram(t *testing.T) {
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers())
+	rate, paused := 100.0, false
+	if _, _, err := svc.PutProgram(t.Context(), "gala", queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(svc, httpapi.BearerAuth("s3cret")))
+	defer srv.Close()
+	out, errOut, err := runCmd(t, "run", "-url", srv.URL, "-admin-token", "s3cret", "-program-id", "gala", "-users", "10", "-timeout", "10s", "-json")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	var got []struct {
+		ProgramID string           `json:"programId"`
+		Admitted  int              `json:"admitted"`
+		AdmitRate string           `json:"admitRate"`
+		ByRoute   map[string]int64 `json:"byRoute"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if r := got[0]; r.ProgramID != "gala" || r.Admitted != 10 || r.AdmitRate != "by the operator" || r.ByRoute["PUT admin 200"]+r.ByRoute["PUT admin 201"] != 0 {
+		t.Errorf("%+v; want gala's 10 people admitted at its own rate, no admin change", r)
+	}
+	if c, err := svc.Program(t.Context(), "gala"); err != nil || c.Issued != 10 || c.Rate != 100 || c.Paused {
+		t.Errorf("program after the run %+v, %v", c, err)
+	}
+}
+
 // TestRunCountsAdminApart: with every counter sample failing, the table
 // shows no error among the requests and the admin failures on their own
 // rows, and the routes add up to both counts.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/example/waitingroom/internal/testing/emfspec"
 	"github.com/example/waitingroom/internal/testing/emulator"
 )
 
@@ -53,9 +54,16 @@ func TestInvoke(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil || resp.StatusCode != 200 || !strings.Contains(resp.Body, `"ticket":734`) {
 		t.Errorf("stdout is not the poll's answer (%v):\n%s", err, stdout.String())
 	}
+	metricLines := 0
 	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
-		if !strings.HasPrefix(line, "START RequestId:") && !strings.HasPrefix(line, "END RequestId:") && !strings.HasPrefix(line, "REPORT RequestId:") {
-			t.Errorf("stderr line %q: want only the function's logs and Lambda's START, END and REPORT", line)
+		switch {
+		case emfspec.IsEMF([]byte(line)):
+			metricLines++
+		case !strings.HasPrefix(line, "START RequestId:") && !strings.HasPrefix(line, "END RequestId:") && !strings.HasPrefix(line, "REPORT RequestId:"):
+			t.Errorf("stderr line %q: want only the function's logs (here its metrics line) and Lambda's START, END and REPORT", line)
 		}
+	}
+	if metricLines != 1 {
+		t.Errorf("%d EMF lines, want the invocation's one:\n%s", metricLines, stderr.String())
 	}
 }

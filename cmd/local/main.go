@@ -25,6 +25,7 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/demosite"
 	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/metrics/prom"
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -126,7 +127,7 @@ Flags:
 
 	conns := newConnLimit(*maxConns)
 	srv := &http.Server{
-		Handler:           withDemoSite(a.LocalHandler(secret), demoSite),
+		Handler:           withDemoSite(withMetrics(a, secret), demoSite),
 		ReadHeaderTimeout: min(5*time.Second, *readTimeout),
 		// A body that stops arriving fails to read after ReadTimeout, and
 		// the handler still has time to answer it.
@@ -159,6 +160,22 @@ Flags:
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return srv.Shutdown(shut)
+}
+
+// withMetrics is a's API recording into a Prometheus registry, with
+// GET /metrics serving it; scrapes are not themselves counted. Not a
+// ServeMux: one would redirect the non-canonical paths the API answers 404.
+func withMetrics(a *app.App, secret string) http.Handler {
+	sink := prom.New()
+	a.Metrics = sink
+	scrape, api := sink.Handler(), a.LocalHandler(secret)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" && r.Method == http.MethodGet {
+			scrape.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // withDemoSite serves /demo-site/… with site and everything else with

@@ -211,6 +211,52 @@ func TestCommands(t *testing.T) {
 			t.Errorf("exit %d, output:\n%s%s", r.status, r.stdout, r.stderr)
 		}
 	})
+	t.Run("Profile", func(t *testing.T) {
+		profile := []string{"displayName", "message", "notice", "targetUrl"}
+		got := run(t, "put", "fair", "-display-name", "Autumn fair", "-message", "Doors at 10.", "-target-url", "https://tickets.example.com/fair", "-json")
+		want := map[string]any{"displayName": "Autumn fair", "message": "Doors at 10.", "notice": nil, "targetUrl": "https://tickets.example.com/fair"}
+		if diff := cmp.Diff(want, pick(got, profile...)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(want, pick(run(t, "get", "fair", "-json"), profile...)); diff != "" {
+			t.Errorf("get after put (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("Notice", func(t *testing.T) {
+		// The notice reaches the people waiting, and clearing it removes it.
+		waiting := func() map[string]any {
+			t.Helper()
+			resp, err := http.Post(url+"/api/v1/queues/programs/fair", "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var m map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || m["status"] != "WAITING" {
+				t.Fatalf("enter: %d %v %v", resp.StatusCode, m, err)
+			}
+			return m
+		}
+		run(t, "pause", "fair", "-json")
+		const notice = "Saturday is sold out; Sunday still has seats"
+		if got := run(t, "put", "fair", "-notice", notice, "-json"); got["notice"] != notice || got["displayName"] != "Autumn fair" {
+			t.Errorf("put -notice: %v", got)
+		}
+		if got := waiting(); got["notice"] != notice {
+			t.Errorf("WAITING answer %v, want the notice", got)
+		}
+		got := run(t, "put", "fair", "-notice", "", "-json")
+		if _, ok := got["notice"]; ok || got["displayName"] != "Autumn fair" {
+			t.Errorf(`put -notice "": %v, want no notice key and the rest kept`, got)
+		}
+		if got := waiting(); got["notice"] != nil {
+			t.Errorf("WAITING answer after clearing %v, want no notice key", got)
+		}
+		r := wrctl(t, env, "put", "fair", "-notice", strings.Repeat("x", 281))
+		if r.status != 1 || !strings.HasPrefix(r.stderr, "wrctl: INVALID_SETTINGS: ") || !strings.Contains(r.stderr, "280") {
+			t.Errorf("a notice of 281 characters: exit %d, stderr %q; want the API's INVALID_SETTINGS naming the limit", r.status, r.stderr)
+		}
+	})
 }
 
 func TestErrors(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
+	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -30,6 +33,9 @@ type App struct {
 	// Passes signs the admission passes and publishes their JWKS; nil
 	// when the App signs none (the admin function).
 	Passes *admissionpass.Issuer
+	// Metrics records every request the handlers answer (set it before
+	// building them); metrics.Discard unless FromEnv or the caller sets it.
+	Metrics metrics.Observer
 }
 
 // Option configures New.
@@ -42,7 +48,7 @@ func WithPasses(iss *admissionpass.Issuer) Option { return func(a *App) { a.Pass
 // New builds the service over store as cfg describes: the default and named
 // polling policies, the program cache, and the pass issuer if given.
 func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...Option) *App {
-	a := &App{Config: cfg, Log: log, Store: store}
+	a := &App{Config: cfg, Log: log, Store: store, Metrics: metrics.Discard}
 	for _, o := range opts {
 		o(a)
 	}
@@ -61,9 +67,10 @@ func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger, opt
 }
 
 // FromEnv is the admin function's cold start: the configuration from
-// getenv (TABLE_NAME required), JSON logs to w at LOG_LEVEL, and the
-// DynamoDB client, built here once (at DYNAMODB_ENDPOINT when set). It
-// signs no passes and needs no KMS.
+// getenv (TABLE_NAME required), JSON logs to w at LOG_LEVEL, metrics as EMF
+// lines on stdout in METRICS_NAMESPACE, and the DynamoDB client, built here
+// once (at DYNAMODB_ENDPOINT when set). It signs no passes and needs no
+// KMS.
 func FromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
 	cfg, err := config.FromEnv(getenv, true)
 	if err != nil {
@@ -100,7 +107,9 @@ func fromConfig(ctx context.Context, cfg config.Config, w io.Writer, opts ...Opt
 	if err != nil {
 		return nil, fmt.Errorf("DynamoDB client: %w", err)
 	}
-	return NewDynamo(cfg, client, Logger(cfg, w), opts...), nil
+	a := NewDynamo(cfg, client, Logger(cfg, w), opts...)
+	a.Metrics = metrics.NewEMF(os.Stdout, cfg.MetricsNamespace)
+	return a, nil
 }
 
 // NewIssuer builds the issuer of admission passes that p describes: the
@@ -172,17 +181,34 @@ func Logger(cfg config.Config, w io.Writer) *slog.Logger {
 // QueueHandler is the public function's API: enter, poll, leave, and the
 // JWKS of the passes.
 func (a *App) QueueHandler() http.Handler {
-	return httpapi.NewQueue(a.Service, httpapi.WithLogger(a.Log), httpapi.WithPasses(a.Passes))
+	return httpapi.NewQueue(a.Service, a.options()...)
 }
 
 // AdminHandler is the admin function's API, for requests API Gateway's
 // AWS_IAM authorizer let through.
 func (a *App) AdminHandler() http.Handler {
-	return httpapi.NewAdmin(a.Service, httpapi.IAMAuth(), httpapi.WithLogger(a.Log))
+	return httpapi.NewAdmin(a.Service, httpapi.IAMAuth(), a.options()...)
 }
 
+// QueueTimeout is the queue function's Lambda timeout (template.yaml): the
+// deadline every request works within, retries of the store included.
+const QueueTimeout = 5 * time.Second
+
 // LocalHandler is the local server's API: both, the admin routes behind
-// "Authorization: Bearer secret".
+// "Authorization: Bearer secret". Each request gets QueueTimeout as its
+// deadline, as on Lambda, so that a slow store is answered as it would be
+// there.
 func (a *App) LocalHandler(secret string) http.Handler {
-	return httpapi.New(a.Service, httpapi.BearerAuth(secret), httpapi.WithLogger(a.Log), httpapi.WithPasses(a.Passes))
+	h := httpapi.New(a.Service, httpapi.BearerAuth(secret), a.options()...)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), QueueTimeout)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// options are the handlers' logger, metrics and pass keys (whose JWKS
+// only the public routes serve).
+func (a *App) options() []httpapi.Option {
+	return []httpapi.Option{httpapi.WithLogger(a.Log), httpapi.WithObserver(a.Metrics), httpapi.WithPasses(a.Passes)}
 }

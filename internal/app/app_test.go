@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/metrics"
 )
 
 func newApp(t *testing.T, env map[string]string) *app.App {
@@ -96,6 +98,27 @@ func TestFromEnv(t *testing.T) {
 	}
 	if a.Config.TableName != "t" || !a.Log.Enabled(t.Context(), slog.LevelDebug) {
 		t.Errorf("config %+v, debug logging %v", a.Config, a.Log.Enabled(t.Context(), slog.LevelDebug))
+	}
+	if _, ok := a.Metrics.(*metrics.EMF); !ok {
+		t.Errorf("metrics %T, want EMF lines", a.Metrics)
+	}
+}
+
+// opsSeen is a metrics.Observer that keeps the op of each request.
+type opsSeen []metrics.Op
+
+func (o *opsSeen) Observe(r metrics.Request) { *o = append(*o, r.Op) }
+
+// TestMetrics: every handler reports its requests to the App's observer.
+func TestMetrics(t *testing.T) {
+	a := newApp(t, nil)
+	seen := &opsSeen{}
+	a.Metrics = seen
+	do(a.LocalHandler("s"), "PUT", "/api/v1/admin/programs/p", "Bearer s", `{}`)
+	do(a.QueueHandler(), "POST", "/api/v1/queues/programs/p", "", "")
+	do(a.AdminHandler(), "GET", "/api/v1/admin/programs/p", "", "")
+	if want := (opsSeen{metrics.OpAdmin, metrics.OpEnter, metrics.OpAdmin}); !slices.Equal(*seen, want) {
+		t.Errorf("observed %v, want %v", *seen, want)
 	}
 }
 

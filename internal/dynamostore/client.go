@@ -2,7 +2,9 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -180,4 +182,42 @@ func credentialsInEnv() bool {
 		}
 	}
 	return false
+}
+
+// IssueAttemptTimeout bounds the one attempt of a write that must not be
+// repeated (a ticket): as long as a Lambda invocation may last, so that
+// in practice the call's deadline (the invocation's, less the reserve)
+// bounds it, and a store that stalls for a few seconds is ridden out.
+const IssueAttemptTimeout = 5 * time.Second
+
+// notRepeated makes a call that is not idempotent (taking a ticket) never
+// retry an attempt that timed out: under a stalled store every timed-out
+// attempt is applied once the store wakes up, so three attempts would take
+// three tickets for one person. Its one attempt may instead last up to
+// IssueAttemptTimeout, which rides out a stall of a few seconds; other
+// faults are retried as usual.
+func notRepeated(o *dynamodb.Options) {
+	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		so.MaxAttempts = DefaultMaxAttempts
+		so.MaxBackoff = DefaultMaxBackoff
+		so.BaseDelay = retryBaseDelay
+		so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(timedOut)}, retry.DefaultRetryables...)
+	})
+	switch c := o.HTTPClient.(type) {
+	case *awshttp.BuildableClient:
+		o.HTTPClient = c.WithTimeout(IssueAttemptTimeout)
+	case *http.Client:
+		longer := *c
+		longer.Timeout = IssueAttemptTimeout
+		o.HTTPClient = &longer
+	}
+}
+
+// timedOut marks an attempt that timed out as not retryable.
+func timedOut(err error) aws.Ternary {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+		return aws.FalseTernary
+	}
+	return aws.UnknownTernary
 }

@@ -267,7 +267,7 @@ func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time
 	for range maxIssueTrials {
 		for _, st := range issueSteps {
 			in := st.input(s.table, programID, now)
-			out, err := s.client.UpdateItem(ctx, in)
+			out, err := s.client.UpdateItem(ctx, in, notRepeated)
 			if err == nil {
 				p, err := decodeProgram(out.Attributes)
 				if err != nil {

@@ -394,6 +394,18 @@ func TestFaultsLostResponses(t *testing.T) {
 			t.Errorf("position %d, want 2: the first ticket was taken by the lost attempt, a gap", e.position())
 		}
 	})
+	// A ticket write slower than an ordinary attempt (a stalled store) is
+	// waited for, not retried: a retry would be applied too once the store
+	// wakes up, and leave a gap for every attempt.
+	t.Run("IssueTicketSlow", func(t *testing.T) {
+		r.program(t, "ticketslow", 10, true)
+		r.ft.SetRules(with(slow, "UpdateItem", `"issued"`))
+		e := r.call(t, ctx, "enter", "ticketslow", "")
+		mustStatus(t, "enter", e, http.StatusCreated)
+		if e.position() != 1 {
+			t.Errorf("position %d, want 1: the slow ticket write was retried and took a second ticket", e.position())
+		}
+	})
 	for name, rule := range map[string]faultinject.Rule{"PutTokenDropped": lost, "PutTokenSlow": slow} {
 		t.Run(name, func(t *testing.T) {
 			id := strings.ToLower(name)

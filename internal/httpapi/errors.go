@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -68,11 +69,16 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", strconv.FormatInt(ceilSeconds(a.unavRetry), 10))
 	}
+	metrics.Note(r.Context()).Code = e.Code
 	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message})
 }
 
-// writeClientError answers e, a client's mistake (4xx), which is not logged.
-func writeClientError(w http.ResponseWriter, e *queue.Error) {
+// writeClientError answers e, a client's mistake (4xx), which is not
+// logged; r is nil for an event that never became a request.
+func writeClientError(w http.ResponseWriter, r *http.Request, e *queue.Error) {
+	if r != nil {
+		metrics.Note(r.Context()).Code = e.Code
+	}
 	writeJSON(w, statusOf[e.Kind], errorBody{Code: e.Code, Message: e.Message})
 }
 
@@ -91,5 +97,5 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	}
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(append(b, '\n')) // one answer a line, as a shell expects
 }

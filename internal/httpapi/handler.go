@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -43,10 +44,21 @@ func WithLogger(l *slog.Logger) Option { return func(a *api) { a.log = l } }
 // route answers 404.
 func WithPasses(iss *admissionpass.Issuer) Option { return func(a *api) { a.passes = iss } }
 
+// WithObserver records every request in obs once answered, each as its
+// route's Op (metrics.OpOther for no route); nil or absent records nothing.
+func WithObserver(obs metrics.Observer) Option {
+	return func(a *api) {
+		if obs != nil {
+			a.obs = obs
+		}
+	}
+}
+
 // api holds what every endpoint needs.
 type api struct {
 	svc       *queue.Service
 	log       *slog.Logger
+	obs       metrics.Observer
 	unavRetry time.Duration // Retry-After of a 503
 	passes    *admissionpass.Issuer
 	jwksh     http.Handler // passes' JWKS, with the API's errors
@@ -71,7 +83,7 @@ func New(svc *queue.Service, auth Middleware, opts ...Option) http.Handler {
 }
 
 func newAPI(svc *queue.Service, opts []Option) *api {
-	a := &api{svc: svc, log: slog.Default(), unavRetry: 2 * time.Second}
+	a := &api{svc: svc, log: slog.Default(), obs: metrics.Discard, unavRetry: 2 * time.Second}
 	for _, o := range opts {
 		o(a)
 	}
@@ -88,10 +100,12 @@ func newAPI(svc *queue.Service, opts []Option) *api {
 func (a *api) handler(keep func(Route) bool, auth Middleware) http.Handler {
 	mux := http.NewServeMux()
 	methods := map[string][]string{} // path -> methods served
+	ops := map[string]metrics.Op{}   // pattern -> op
 	for _, rt := range Routes {
 		if !keep(rt) {
 			continue
 		}
+		ops[rt.Method+" "+rt.Path] = rt.Op
 		serve := rt.serve
 		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(a, w, r) })
 		if rt.Admin {
@@ -112,7 +126,15 @@ func (a *api) handler(keep func(Route) bool, auth Middleware) http.Handler {
 		}
 	}
 	mux.Handle("/", a.notFound())
-	return a.logRequests(a.recoverPanics(a.canonicalPath(limitBody(mux))))
+	// Between logRequests, which copies the request, and the mux, which
+	// sets its Pattern: nothing in between copies it.
+	observe := metrics.Middleware(a.obs, func(r *http.Request) metrics.Op {
+		if op, ok := ops[r.Pattern]; ok {
+			return op
+		}
+		return metrics.OpOther
+	})
+	return a.logRequests(observe(a.recoverPanics(a.canonicalPath(limitBody(mux)))))
 }
 
 func (a *api) notFound() http.Handler {
@@ -305,8 +327,16 @@ func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v q
 		a.writeError(w, r, err)
 		return
 	}
+	n := metrics.Note(r.Context())
+	n.TokenStatus, n.Admitted = string(v.Status), v.FirstSighting
 	if v.Status == queue.StatusWaiting {
 		w.Header().Set("Retry-After", strconv.FormatInt(ceilSeconds(v.RetryAfter), 10))
+		n.RetryAfter, n.EstimatedWait = v.RetryAfter, v.EstimatedWait
+	}
+	if status == http.StatusCreated {
+		// A new ticket is the last one issued: its position is the
+		// queue's length (0 when admitted at once).
+		n.Waiting, n.WaitingKnown = v.Position, true
 	}
 	writeJSON(w, status, tokenBody{
 		TokenID:         v.TokenID,
@@ -329,6 +359,8 @@ func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, 
 		a.writeError(w, r, err)
 		return
 	}
+	n := metrics.Note(r.Context())
+	n.Waiting, n.WaitingKnown = c.Waiting, true
 	writeJSON(w, status, countersBody{
 		ProgramID:              c.ProgramID,
 		Issued:                 c.Issued,

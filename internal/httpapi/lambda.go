@@ -66,7 +66,7 @@ func unconvertible(ev events.APIGatewayV2HTTPRequest) *queue.Error {
 // eventAnswer is e as an API Gateway response.
 func eventAnswer(e *queue.Error) events.APIGatewayV2HTTPResponse {
 	w := core.NewProxyResponseWriterV2()
-	writeClientError(w, e)
+	writeClientError(w, nil, e)
 	resp, _ := w.GetProxyResponse() // a status is set: no error
 	return resp
 }

@@ -26,13 +26,13 @@ func BearerAuth(secret string) Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			auth := strings.TrimSpace(r.Header.Get("Authorization"))
 			if auth == "" {
-				writeClientError(w, errNeedsBearer)
+				writeClientError(w, r, errNeedsBearer)
 				return
 			}
 			scheme, got, ok := strings.Cut(auth, " ")
 			sum := sha256.Sum256([]byte(got))
 			if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-				writeClientError(w, errBadBearer)
+				writeClientError(w, r, errBadBearer)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -48,7 +48,7 @@ func IAMAuth() Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context())
 			if a := rc.Authorizer; !ok || a == nil || a.IAM == nil || a.IAM.UserARN == "" && a.IAM.CallerID == "" {
-				writeClientError(w, errNeedsIAM)
+				writeClientError(w, r, errNeedsIAM)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -165,7 +165,7 @@ func limitBody(next http.Handler) http.Handler {
 			// The body stays unread: the connection cannot serve another
 			// request (and net/http need not read the body first).
 			w.Header().Set("Connection", "close")
-			writeClientError(w, errTooLarge)
+			writeClientError(w, r, errTooLarge)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)

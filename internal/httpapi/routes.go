@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"net/http"
+
+	"github.com/example/waitingroom/internal/metrics"
 )
 
 // Route is one method and path that the API serves, the path in the syntax
@@ -12,6 +14,8 @@ type Route struct {
 	// Admin routes are served by NewAdmin (and New) behind its auth; on AWS
 	// they sit behind the AWS_IAM authorizer, in the admin function.
 	Admin bool
+	// Op is what the route's requests count as in the metrics.
+	Op    metrics.Op
 	serve func(*api, http.ResponseWriter, *http.Request)
 }
 
@@ -25,16 +29,17 @@ const (
 	JWKSPath = "/.well-known/jwks.json"
 )
 
-// Routes lists every route the API serves, each with its endpoint function:
+// Routes lists every route the API serves, each with its metrics operation
+// and its endpoint function:
 // adding a route is one line here and one function. template.yaml must send
 // each to the right function with the right authorization (template_test.go
 // checks), and any other method on one of these paths gets 405 with Allow.
 var Routes = []Route{
-	{http.MethodPost, QueuePath, false, (*api).enter},
-	{http.MethodGet, QueuePath, false, (*api).poll},
-	{http.MethodDelete, QueuePath, false, (*api).leave},
-	{http.MethodGet, JWKSPath, false, (*api).jwks},
-	{http.MethodGet, AdminPath, true, (*api).getProgram},
-	{http.MethodPut, AdminPath, true, (*api).putProgram},
-	{http.MethodPost, AdmissionPath, true, (*api).admit},
+	{http.MethodPost, QueuePath, false, metrics.OpEnter, (*api).enter},
+	{http.MethodGet, QueuePath, false, metrics.OpPoll, (*api).poll},
+	{http.MethodDelete, QueuePath, false, metrics.OpLeave, (*api).leave},
+	{http.MethodGet, JWKSPath, false, metrics.OpOther, (*api).jwks},
+	{http.MethodGet, AdminPath, true, metrics.OpAdmin, (*api).getProgram},
+	{http.MethodPut, AdminPath, true, metrics.OpAdmin, (*api).putProgram},
+	{http.MethodPost, AdmissionPath, true, metrics.OpAdmin, (*api).admit},
 }

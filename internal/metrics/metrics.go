@@ -3,7 +3,8 @@
 // CloudWatch Embedded Metric Format log lines on Lambda (EMF) or as
 // Prometheus metrics on the local server (package prom). Defs is the one
 // table of metric names that both sinks, the template's dashboard and its
-// alarms follow; docs/operating.md explains the choice of dimensions.
+// alarms follow; the README (Operating an on-sale, Metrics) explains the
+// choice of dimensions.
 package metrics
 
 import (
@@ -45,7 +46,7 @@ const (
 	OpLeave Op = "leave"
 	// OpAdmin is any admin route: program settings, counters, admissions.
 	OpAdmin Op = "admin"
-	// OpOther is a request that matched no route.
+	// OpOther is a request that matched no route, or one for the JWKS.
 	OpOther Op = "other"
 )
 

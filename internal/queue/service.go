@@ -221,7 +221,7 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 			return err
 		}
 		if p.Admits(t.Ticket, now) {
-			if _, err := s.markAdmitted(ctx, p, t, now); err != nil {
+			if _, _, err := s.markAdmitted(ctx, p, t, now); err != nil {
 				return err
 			}
 			return errAlreadyAdmitted()
@@ -259,6 +259,7 @@ func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, 
 // view derives the token's status at now; p is needed only while the token
 // is neither admitted nor left in the store.
 func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (View, error) {
+	first := false
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
 		if !p.Admits(t.Ticket, now) {
 			sit := p.Situation(t.Ticket, now)
@@ -274,11 +275,11 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 			}, nil
 		}
 		var err error
-		if t, err = s.markAdmitted(ctx, p, t, now); err != nil {
+		if t, first, err = s.markAdmitted(ctx, p, t, now); err != nil {
 			return View{}, err
 		}
 	}
-	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket}
+	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket, FirstSighting: first}
 	switch {
 	case !t.LeftAt.IsZero():
 		v.Status, v.LeftAt = StatusLeft, t.LeftAt
@@ -292,8 +293,8 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 
 // markAdmitted records the first sighting of t's admission; if the token
 // changed meanwhile (admitted by a concurrent poll, or left) the stored
-// version wins.
-func (s *Service) markAdmitted(ctx context.Context, p Program, t Token, now time.Time) (Token, error) {
+// version wins, and recorded is false.
+func (s *Service) markAdmitted(ctx context.Context, p Program, t Token, now time.Time) (stored Token, recorded bool, err error) {
 	window := p.AdmissionWindow
 	if window <= 0 {
 		window = DefaultAdmissionWindow
@@ -305,15 +306,17 @@ func (s *Service) markAdmitted(ctx context.Context, p Program, t Token, now time
 		pass, err := s.passes.SignPass(ctx, t)
 		if err != nil {
 			// Nothing is recorded: the next poll signs again.
-			return Token{}, &Error{Kind: KindUnavailable, Code: CodePassUnavailable, Message: "Your admission pass could not be signed just now; retry shortly.", Err: fmt.Errorf("sign pass: %w", err)}
+			return Token{}, false, &Error{Kind: KindUnavailable, Code: CodePassUnavailable, Message: "Your admission pass could not be signed just now; retry shortly.", Err: fmt.Errorf("sign pass: %w", err)}
 		}
 		t.AdmissionPass = pass
 	}
-	t, err := s.store.MarkAdmitted(ctx, t)
+	stored, err = s.store.MarkAdmitted(ctx, t)
 	if err != nil {
-		return Token{}, storeError("mark admitted", err)
+		return Token{}, false, storeError("mark admitted", err)
 	}
-	return t, nil
+	// The stored token is this write's when it holds this write's values.
+	recorded = stored.LeftAt.IsZero() && stored.AdmittedAt.Equal(t.AdmittedAt) && stored.AdmissionPass == t.AdmissionPass
+	return stored, recorded, nil
 }
 
 func (s *Service) program(ctx context.Context, id string, now time.Time) (Program, error) {

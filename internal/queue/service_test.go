@@ -396,3 +396,57 @@ func TestAdmissionPass(t *testing.T) {
 		t.Errorf("expired = %+v; want no pass", v)
 	}
 }
+
+// racingStore is a store on which another instance records every token's
+// admission a millisecond before this one does.
+type racingStore struct {
+	queue.Store
+}
+
+func (s racingStore) MarkAdmitted(ctx context.Context, t queue.Token) (queue.Token, error) {
+	other := t
+	other.AdmittedAt = t.AdmittedAt.Add(-time.Millisecond)
+	if _, err := s.Store.MarkAdmitted(ctx, other); err != nil {
+		return queue.Token{}, err
+	}
+	return s.Store.MarkAdmitted(ctx, t)
+}
+
+// TestFirstSighting: the answer that records an admission says so, and no
+// other: not a later poll, not an enter with the admitted token, not a poll
+// that another instance beat to the write.
+func TestFirstSighting(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		store func(queue.Store) queue.Store
+		want  bool
+	}{
+		{"Recorded", func(s queue.Store) queue.Store { return s }, true},
+		{"RecordedElsewhere", func(s queue.Store) queue.Store { return racingStore{s} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := clock.NewFake(t0)
+			svc := queue.NewService(tc.store(memstore.New()), polling.DefaultTiers(), queue.WithClock(c))
+			mustPut(t, svc, "gala", 1, true)
+			w, _, err := svc.Enter(ctx, "gala", queue.Entry{})
+			if err != nil || w.FirstSighting {
+				t.Fatalf("enter = %+v, %v", w, err)
+			}
+			mustPut(t, svc, "gala", 1, false)
+			c.Advance(3 * time.Second)
+			first, err := svc.Poll(ctx, "gala", w.TokenID)
+			if err != nil || first.Status != queue.StatusAdmitted || first.FirstSighting != tc.want {
+				t.Fatalf("first admitted poll = %+v, %v; want FirstSighting %v", first, err, tc.want)
+			}
+			again, err := svc.Poll(ctx, "gala", w.TokenID)
+			if err != nil || again.Status != queue.StatusAdmitted || again.FirstSighting {
+				t.Errorf("second poll = %+v, %v; want no first sighting", again, err)
+			}
+			re, _, err := svc.Enter(ctx, "gala", queue.Entry{Token: w.TokenID})
+			if err != nil || re.Status != queue.StatusAdmitted || re.FirstSighting {
+				t.Errorf("enter with the admitted token = %+v, %v; want no first sighting", re, err)
+			}
+		})
+	}
+}

@@ -90,4 +90,8 @@ type View struct {
 	// AdmissionPass is the signed pass; ADMITTED only.
 	AdmissionPass string
 	LeftAt        time.Time // LEFT
+	// FirstSighting reports that this answer recorded the admission (wrote
+	// AdmittedAt): once per token, for the Admissions metric; two answers
+	// recording it in the same millisecond with no pass signer both do.
+	FirstSighting bool
 }

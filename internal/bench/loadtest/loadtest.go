@@ -88,8 +88,12 @@ type Config struct {
 	AdminToken string
 	// ProgramID names the program the run creates; it should be fresh.
 	ProgramID string
-	Scenario  bench.Scenario
-	Poll      Poll
+	// Existing makes the run fill ProgramID, which must exist, as it is:
+	// its settings and its admission are the operator's, so the run sets
+	// neither (Scenario.Rates and Abandon do not apply, nor Poll.Policy).
+	Existing bool
+	Scenario bench.Scenario
+	Poll     Poll
 	// SampleEvery is the period of the admin-counter sampling that times
 	// admissions (default 100ms). The notification delay is exact to about
 	// one admission interval (1/rate) plus the loopback round trip.
@@ -164,6 +168,9 @@ func Run(ctx context.Context, cfg Config) (bench.Result, error) {
 	}
 	if sc.Timeout <= 0 {
 		return bench.Result{}, errors.New("loadtest: a timeout is required")
+	}
+	if cfg.Existing && (sc.Abandon > 0 || cfg.Poll.Policy != "") {
+		return bench.Result{}, errors.New("loadtest: a run on an existing program has no abandonment and no polling policy of its own")
 	}
 	if cfg.SampleEvery <= 0 {
 		cfg.SampleEvery = 100 * time.Millisecond
@@ -284,6 +291,17 @@ func retry(ctx context.Context, err error) bool {
 	return Sleep(ctx, d)
 }
 
+// getProgram reads the program until it is answered, honouring
+// Retry-After, within ctx.
+func (r *runner) getProgram(ctx context.Context) (apiclient.Program, error) {
+	for {
+		p, err := r.api.GetProgram(ctx, r.cfg.ProgramID)
+		if err == nil || !retry(ctx, err) {
+			return p, err
+		}
+	}
+}
+
 // putProgram sends an admin change until it is applied, honouring
 // Retry-After, within ctx.
 func (r *runner) putProgram(ctx context.Context, s apiclient.ProgramSettings) (apiclient.Program, error) {
@@ -304,10 +322,18 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 		create.PollingPolicy = new(r.cfg.Poll.Policy)
 	}
 	createCtx, cancelCreate := context.WithTimeout(parent, sc.Timeout)
-	c, err := r.putProgram(createCtx, create)
+	var c apiclient.Program
+	var err error
+	if r.cfg.Existing {
+		if c, err = r.getProgram(createCtx); err != nil {
+			err = fmt.Errorf("read program %s: %w", r.cfg.ProgramID, err)
+		}
+	} else if c, err = r.putProgram(createCtx, create); err != nil {
+		err = fmt.Errorf("create program %s: %w", r.cfg.ProgramID, err)
+	}
 	cancelCreate()
 	if err != nil {
-		return bench.Result{}, fmt.Errorf("create program %s: %w", r.cfg.ProgramID, err)
+		return bench.Result{}, err
 	}
 	baseServing := c.Admitted
 	r.baseIssued = c.Issued
@@ -316,7 +342,7 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 	ctx, cancel := context.WithTimeout(parent, sc.Timeout)
 	defer cancel()
 
-	admits := false
+	admits := r.cfg.Existing // the operator may admit at any time
 	for _, ch := range sc.Rates {
 		admits = admits || ch.Rate > 0
 	}
@@ -338,6 +364,10 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 	enters.Add(sc.Users)
 	schedErr := make(chan error, 1)
 	bg.Go(func() {
+		if r.cfg.Existing {
+			schedErr <- nil
+			return
+		}
 		if sc.Arrival.Over == 0 {
 			enters.Wait()
 		}
@@ -620,6 +650,9 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 		Users:     sc.Users,
 		ByRoute:   map[string]int64{},
 	}
+	if r.cfg.Existing {
+		res.AdmitRate = "by the operator"
+	}
 	seconds := int((end + time.Second - 1) / time.Second) // the last one may be partial
 	res.RpsSeries = make([]int64, seconds)
 	res.PollSeries = make([]int64, seconds)
@@ -684,7 +717,7 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 		if tk > 0 {
 			res.TicketsKnown++
 		} else {
-			tk = servingAt(samples, u.enterAt, baseServing, sc.Arrival.Over == 0) + u.position
+			tk = servingAt(samples, u.enterAt, baseServing, sc.Arrival.Over == 0 && !r.cfg.Existing) + u.position
 		}
 		at := admittedAt(samples, tk)
 		// The server answered WAITING to a request sent at lastWaiting, and

@@ -250,6 +250,57 @@ func TestRunSchedule(t *testing.T) {
 	checkTotals(t, r)
 }
 
+// TestRunExisting fills a program the operator made and runs: the run
+// changes none of its settings (no PUT) and its people are admitted by the
+// operator's admissions alone.
+func TestRunExisting(t *testing.T) {
+	srv := newServer(t, serverOptions{tickets: withTicket})
+	ctx := context.Background()
+	rate, paused := 0.0, false
+	if _, _, err := srv.svc.PutProgram(ctx, "gala", queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
+		t.Fatal(err)
+	}
+	sc := bench.Scenario{Users: 20, Rates: bench.ConstantRate(50), Timeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// The operator admits everyone once they are all in.
+		for {
+			c, err := srv.svc.Program(ctx, "gala")
+			if err == nil && c.Issued == int64(sc.Users) {
+				_, err = srv.svc.Admit(ctx, "gala", int64(sc.Users))
+				if err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	r, err := Run(ctx, Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "gala", Existing: true, Scenario: sc})
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Errors != 0 || r.Admitted != sc.Users || r.ByRoute["PUT admin 200"]+r.ByRoute["PUT admin 201"] != 0 || r.ByRoute["GET admin 200"] == 0 || r.AdmitRate != "by the operator" {
+		t.Errorf("errors %d, admitted %d/%d, admission %q, routes %v; want no PUT and the operator's admission", r.Errors, r.Admitted, sc.Users, r.AdmitRate, r.ByRoute)
+	}
+	if c, err := srv.svc.Program(ctx, "gala"); err != nil || c.Rate != 0 || c.Paused {
+		t.Errorf("program after the run: %+v, %v; want its settings untouched", c, err)
+	}
+	checkTotals(t, r)
+
+	for _, cfg := range []Config{
+		{ProgramID: "nope", Existing: true},
+		{ProgramID: "gala", Existing: true, Poll: Poll{Policy: "eta"}},
+	} {
+		cfg.BaseURL, cfg.AdminToken, cfg.Scenario = srv.URL, secret, bench.Scenario{Users: 1, Rates: bench.ConstantRate(1), Timeout: 2 * time.Second}
+		if _, err := Run(ctx, cfg); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+}
+
 func TestParsePoll(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

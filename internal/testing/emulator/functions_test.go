@@ -38,8 +38,10 @@ import (
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/testing/emfspec"
 	"github.com/example/waitingroom/internal/testing/emulator"
 	"github.com/example/waitingroom/internal/testing/fixtures"
 	"github.com/example/waitingroom/internal/testing/kmstest"
@@ -57,6 +59,12 @@ func TestMain(m *testing.M) { dynamotest.Main(m) }
 type function struct {
 	emu *emulator.Emulator
 	ref httpapi.LambdaHandler
+	// log is the emulator's and the function's output, complete once emu
+	// has stopped; namespace is the function's METRICS_NAMESPACE.
+	log       *bytes.Buffer
+	namespace string
+	// answered is the status of each invocation, in order.
+	answered []int
 }
 
 func TestFunctions(t *testing.T) {
@@ -131,11 +139,95 @@ func TestFunctions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			fn.answered = append(fn.answered, got.StatusCode)
 			checkResponse(t, id, got, want)
 			if name == "poll-first-admission" {
 				checkPass(t, fn.emu, got)
 			}
 		})
+	}
+
+	// The metrics of every invocation, as CloudWatch would read them from
+	// the function's log.
+	for _, id := range slices.Sorted(maps.Keys(fns)) {
+		fn := fns[id]
+		fn.emu.Stop() // the log is complete
+		t.Run("EMF/"+id, func(t *testing.T) { checkEMF(t, fn) })
+	}
+}
+
+// checkEMF holds fn's log to the EMF specification (emfspec) and to
+// metrics.Defs: one document per invocation, in order, each naming the
+// invocation's status and operation, in fn's namespace, every metric with
+// its unit, its dimensions and a value; and, over the run, every metric the
+// sample events give cause for.
+func checkEMF(t *testing.T, fn *function) {
+	var docs []emfspec.Document
+	for line := range strings.Lines(fn.log.String()) {
+		line = strings.TrimSpace(line)
+		if !emfspec.IsEMF([]byte(line)) {
+			continue
+		}
+		doc, err := emfspec.Parse([]byte(line))
+		if err != nil {
+			t.Errorf("invalid EMF line: %v\n%s", err, line)
+			continue
+		}
+		docs = append(docs, doc)
+	}
+	if len(docs) != len(fn.answered) {
+		t.Fatalf("%d EMF lines for %d invocations; log:\n%s", len(docs), len(fn.answered), fn.log)
+	}
+	seen := map[string]bool{}
+	for i, doc := range docs {
+		status, _ := doc.Root[metrics.DimHTTP].(json.Number).Int64()
+		if int(status) != fn.answered[i] {
+			t.Errorf("line %d: %s %v, but the invocation answered %d", i, metrics.DimHTTP, doc.Root[metrics.DimHTTP], fn.answered[i])
+		}
+		op, _ := doc.Root[metrics.DimOperation].(string)
+		if op == "" || doc.Root["Method"] == nil {
+			t.Errorf("line %d: no operation or method: %v", i, doc.Root)
+		}
+		latency := false
+		for _, m := range doc.Metrics {
+			seen[m.Name] = true
+			def, ok := metrics.ByName(m.Name)
+			switch {
+			case !ok:
+				t.Errorf("line %d: metric %q is not in metrics.Defs", i, m.Name)
+				continue
+			case m.Namespace != fn.namespace:
+				t.Errorf("line %d: %s in namespace %q, want %q", i, m.Name, m.Namespace, fn.namespace)
+			case m.Unit != string(def.Unit):
+				t.Errorf("line %d: %s in %s, want %s", i, m.Name, m.Unit, def.Unit)
+			case len(m.Values) != 1:
+				t.Errorf("line %d: %s has %d values, want 1", i, m.Name, len(m.Values))
+			}
+			if got := slices.Sorted(maps.Keys(m.Dimensions)); !slices.Equal(got, slices.Sorted(slices.Values(def.Dimensions))) {
+				t.Errorf("line %d: %s by %v, want %v", i, m.Name, got, def.Dimensions)
+			}
+			if pid, ok := m.Dimensions[metrics.DimProgramID]; ok && (status < 200 || status > 299 || pid == "") {
+				t.Errorf("line %d: %s by program %q on a %d answer: only a 2xx names a program", i, m.Name, pid, status)
+			}
+			if m.Name == "Latency" {
+				latency = m.Dimensions[metrics.DimOperation] == op && m.Values[0] >= 0
+			}
+		}
+		if !latency {
+			t.Errorf("line %d: no Latency for its operation %q", i, op)
+		}
+	}
+	// What the sample events give cause for: no 503 and no first sighting
+	// of an admission among them.
+	want := []string{"Latency", "Waiting", "Rejected"}
+	if strings.Contains(fn.log.String(), `"Operation":"poll"`) {
+		want = append(want, "Enters", "Polls", "Leaves", "RetryAfterMs", "EstimatedWaitMs")
+	}
+	t.Logf("%d EMF lines in %s, metrics %v", len(docs), fn.namespace, slices.Sorted(maps.Keys(seen)))
+	for _, name := range want {
+		if !seen[name] {
+			t.Errorf("no %s metric in any line", name)
+		}
 	}
 }
 
@@ -263,6 +355,8 @@ func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie string, res 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Not the template's default namespace, to see the function read it.
+	env = append(env, config.EnvMetricsNamespace+"=WaitingRoom/emulator")
 	var log bytes.Buffer // written by the emulator's process until Stop
 	emu, err := emulator.Start(rie, bootstrap, env, &log)
 	if err != nil {
@@ -297,7 +391,7 @@ func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie string, res 
 	if isAdmin(t, tpl, id) {
 		h = a.AdminHandler()
 	}
-	return &function{emu: emu, ref: httpapi.Lambda(h)}
+	return &function{emu: emu, ref: httpapi.Lambda(h), log: &log, namespace: cfg.MetricsNamespace}
 }
 
 func isAdmin(t *testing.T, tpl *samtemplate.Template, id string) bool {

@@ -10,6 +10,7 @@ package localdynamo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -150,7 +151,9 @@ func (s *Server) serialize() error {
 }
 
 // IsMoto reports whether the server at endpoint is moto_server, which
-// answers its own /moto-api/ (DynamoDB, DynamoDB Local and dynalite do not).
+// answers its own /moto-api/data.json with a JSON object (dynalite answers
+// every GET with a plain-text health line; DynamoDB and DynamoDB Local
+// refuse it).
 func IsMoto(ctx context.Context, endpoint string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(endpoint, "/")+"/moto-api/data.json", nil)
 	if err != nil {
@@ -160,8 +163,9 @@ func IsMoto(ctx context.Context, endpoint string) bool {
 	if err != nil {
 		return false
 	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	defer resp.Body.Close()
+	var data map[string]json.RawMessage
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&data) == nil
 }
 
 // Endpoint returns the server's URL (the proxy's, with Options.Serialize).

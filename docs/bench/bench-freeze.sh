@@ -4,7 +4,7 @@
 # cmd/audit on the table. docs/benchmarks.md, "A burst through a store
 # freeze", explains the measurement. Run from the repository root:
 #
-#   scripts/bench-freeze.sh            # or: make bench-freeze
+#   docs/bench/bench-freeze.sh            # or: make bench-freeze
 #
 # Settings (environment, defaults in brackets):
 #   STORE       dynalite (npm install into $OUT, per-item locks) or moto

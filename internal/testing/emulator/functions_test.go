@@ -142,7 +142,7 @@ func TestFunctions(t *testing.T) {
 			fn.answered = append(fn.answered, got.StatusCode)
 			checkResponse(t, id, got, want)
 			if name == "poll-first-admission" {
-				checkPass(t, fn.emu, got)
+				checkPass(t, fn, got)
 			}
 		})
 	}
@@ -217,11 +217,11 @@ func checkEMF(t *testing.T, fn *function) {
 			t.Errorf("line %d: no Latency for its operation %q", i, op)
 		}
 	}
-	// What the sample events give cause for: no 503 and no first sighting
-	// of an admission among them.
+	// What the sample events give cause for: no 503 among them, and one
+	// first sighting of an admission (poll-first-admission).
 	want := []string{"Latency", "Waiting", "Rejected"}
 	if strings.Contains(fn.log.String(), `"Operation":"poll"`) {
-		want = append(want, "Enters", "Polls", "Leaves", "RetryAfterMs", "EstimatedWaitMs")
+		want = append(want, "Enters", "Polls", "Leaves", "RetryAfterMs", "EstimatedWaitMs", "Admissions")
 	}
 	t.Logf("%d EMF lines in %s, metrics %v", len(docs), fn.namespace, slices.Sorted(maps.Keys(seen)))
 	for _, name := range want {
@@ -234,8 +234,9 @@ func checkEMF(t *testing.T, fn *function) {
 // checkPass verifies the admission pass of resp, the bootstrap's answer
 // to poll-first-admission, with package passverify against the JWKS that
 // the same bootstrap serves (events/jwks.json, invoked for each fetch),
-// as a protected site would; its claims are the token's.
-func checkPass(t *testing.T, emu *emulator.Emulator, resp events.APIGatewayV2HTTPResponse) {
+// as a protected site would; its claims are the token's. Those JWKS
+// invocations are fn's too.
+func checkPass(t *testing.T, fn *function, resp events.APIGatewayV2HTTPResponse) {
 	t.Helper()
 	var body struct {
 		AdmissionPass string
@@ -250,7 +251,7 @@ func checkPass(t *testing.T, emu *emulator.Emulator, resp events.APIGatewayV2HTT
 		t.Fatal(err)
 	}
 	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		payload, err := emu.Invoke(r.Context(), jwksEvent)
+		payload, err := fn.emu.Invoke(r.Context(), jwksEvent)
 		var ans events.APIGatewayV2HTTPResponse
 		if err == nil {
 			err = json.Unmarshal(payload, &ans)
@@ -259,6 +260,7 @@ func checkPass(t *testing.T, emu *emulator.Emulator, resp events.APIGatewayV2HTT
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
+		fn.answered = append(fn.answered, ans.StatusCode)
 		for k, v := range ans.Headers {
 			w.Header().Set(k, v)
 		}

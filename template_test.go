@@ -8,7 +8,9 @@ package waitingroom_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os/exec"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -194,7 +196,9 @@ func TestTemplateEnvironment(t *testing.T) {
 			}
 			// The defaults the stack deploys with must pass the checks
 			// the function makes at cold start.
-			env, err := tpl.Env(id, tpl.TableRefs("table"))
+			refs := tpl.TableRefs("table")
+			maps.Copy(refs, tpl.RefsOfType("AWS::KMS::Key", "key"))
+			env, err := tpl.Env(id, refs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -521,5 +525,144 @@ func TestTemplateMetrics(t *testing.T) {
 		if got := fmt.Sprint(f.Environment.Variables[config.EnvMetricsNamespace]); got != "map[Ref:MetricsNamespace]" {
 			t.Errorf("%s: %s = %s, want !Ref MetricsNamespace (the namespace the dashboard and alarms read)", id, config.EnvMetricsNamespace, got)
 		}
+	}
+}
+
+// TestTemplatePassKey: the admission passes' KMS key is an ES256 signing
+// key whose key policy is the only grant of its use: the account manages
+// it but may not sign; the queue function's role may kms:Sign (ES256 over
+// a raw message only) and kms:GetPublicKey, nothing else; no other
+// principal, the admin function's role included, gets anything. The queue
+// function signs with it and publishes it; the admin function has no KMS
+// access and no pass settings.
+func TestTemplatePassKey(t *testing.T) {
+	tpl := loadTemplate(t)
+	keys := tpl.IDsOfType("AWS::KMS::Key")
+	if len(keys) != 1 {
+		t.Fatalf("KMS keys %v, want exactly one (the pass key)", keys)
+	}
+	key := keys[0]
+	props := tpl.Properties(key)
+	if props["KeySpec"] != "ECC_NIST_P256" || props["KeyUsage"] != "SIGN_VERIFY" {
+		t.Errorf("%s: KeySpec %v KeyUsage %v, want ECC_NIST_P256 and SIGN_VERIFY (ES256)", key, props["KeySpec"], props["KeyUsage"])
+	}
+	if r := tpl.Resources[key]; r.DeletionPolicy != "Retain" || r.UpdateReplacePolicy != "Retain" {
+		t.Errorf("%s: DeletionPolicy %q UpdateReplacePolicy %q, want Retain: a rotated-out key stays published until its passes expire", key, r.DeletionPolicy, r.UpdateReplacePolicy)
+	}
+
+	routes, err := tpl.Routes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	queueFn, adminFn := routes["ANY "+httpapi.QueuePath], routes["ANY "+httpapi.AdminPath]
+	if queueFn == "" || adminFn == "" || queueFn == adminFn {
+		t.Fatalf("queue function %q, admin function %q", queueFn, adminFn)
+	}
+	for _, fn := range []string{queueFn, adminFn} {
+		if _, own := tpl.Properties(fn)["Role"]; own {
+			t.Errorf("%s has its own Role: the key policy names the role SAM generates, %sRole", fn, fn)
+		}
+	}
+	queueRole := fmt.Sprint(map[string]any{"Fn::GetAtt": []any{queueFn + "Role", "Arn"}})
+	account := fmt.Sprint(map[string]any{"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"})
+
+	// grants[principal] lists "action condition" for each allowed action.
+	grants := map[string][]string{}
+	policy, _ := props["KeyPolicy"].(map[string]any)
+	for i, s := range list(policy["Statement"]) {
+		st, _ := s.(map[string]any)
+		for _, k := range []string{"NotAction", "NotPrincipal", "NotResource"} {
+			if _, ok := st[k]; ok {
+				t.Errorf("key policy statement %d has %s", i, k)
+			}
+		}
+		if st["Effect"] != "Allow" {
+			continue
+		}
+		principal, _ := st["Principal"].(map[string]any)
+		if len(principal) != 1 || principal["AWS"] == nil {
+			t.Errorf("key policy statement %d: principal %v, want one AWS principal", i, st["Principal"])
+			continue
+		}
+		for _, p := range list(principal["AWS"]) {
+			for _, a := range list(st["Action"]) {
+				g := fmt.Sprint(a)
+				if c, ok := st["Condition"]; ok {
+					g += " " + fmt.Sprint(c)
+				}
+				grants[fmt.Sprint(p)] = append(grants[fmt.Sprint(p)], g)
+			}
+		}
+	}
+	wantQueue := []string{
+		"kms:GetPublicKey",
+		"kms:Sign map[StringEquals:map[kms:MessageType:RAW kms:SigningAlgorithm:ECDSA_SHA_256]]",
+	}
+	if diff := cmp.Diff(wantQueue, slices.Sorted(slices.Values(grants[queueRole]))); diff != "" {
+		t.Errorf("the queue function's grants on the key (-want +got):\n%s", diff)
+	}
+	if len(grants[account]) == 0 {
+		t.Error("the account has no statement: nobody could manage the key")
+	}
+	for _, g := range grants[account] {
+		action, _, _ := strings.Cut(g, " ")
+		for _, forbidden := range []string{"kms:Sign", "kms:CreateGrant"} {
+			if ok, _ := path.Match(strings.ToLower(action), strings.ToLower(forbidden)); ok {
+				t.Errorf("the account is allowed %s (as %q): anyone the account's IAM policies allow could sign passes", forbidden, action)
+			}
+		}
+	}
+	for p := range grants {
+		if p != queueRole && p != account {
+			t.Errorf("key policy grants %v to %s: only the account (to manage) and the queue function (to sign) may appear", grants[p], p)
+		}
+	}
+
+	queue, err := tpl.Function(queueFn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEnv := map[string]string{
+		config.EnvPassKMSKeyID:          "map[Ref:" + key + "]",
+		config.EnvPassKMSPublishedKeyID: "map[Ref:PassPublishedKeyId]",
+		config.EnvPassIssuer:            "map[Ref:PassIssuer]",
+	}
+	for k, want := range wantEnv {
+		if got := fmt.Sprint(queue.Environment.Variables[k]); got != want {
+			t.Errorf("%s: %s = %s, want %s", queueFn, k, got, want)
+		}
+	}
+	for _, k := range []string{config.EnvKMSEndpoint, config.EnvPassKeyFile, config.EnvPassPublishedKeyFile} {
+		if _, ok := queue.Environment.Variables[k]; ok {
+			t.Errorf("%s: %s is set: local settings only", queueFn, k)
+		}
+	}
+	admin, err := tpl.Function(adminFn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range admin.Environment.Variables {
+		if strings.HasPrefix(k, "PASS_") || strings.HasPrefix(k, "KMS_") {
+			t.Errorf("%s: %s = %v: the admin function signs nothing", adminFn, k, v)
+		}
+	}
+	for _, fn := range []string{queueFn, adminFn} {
+		f, _ := tpl.Function(fn)
+		if p := fmt.Sprint(f.Policies); strings.Contains(strings.ToLower(p), "kms") {
+			t.Errorf("%s: policies mention KMS (%s): the key policy alone grants the key", fn, p)
+		}
+	}
+	for _, p := range []string{"PassIssuer", "PassPublishedKeyId"} {
+		if param, ok := tpl.Parameters[p]; !ok || param.Default != "" {
+			t.Errorf("parameter %s: %+v, want one defaulting to empty", p, param)
+		}
+	}
+	for _, o := range []string{"PassKeyArn", "JwksUrl"} {
+		if _, ok := tpl.Outputs[o]; !ok {
+			t.Errorf("no %s output", o)
+		}
+	}
+	if got := fmt.Sprint(tpl.Outputs["JwksUrl"]); !strings.Contains(got, httpapi.JWKSPath) {
+		t.Errorf("JwksUrl %s does not end in %s", got, httpapi.JWKSPath)
 	}
 }

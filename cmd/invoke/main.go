@@ -10,7 +10,8 @@
 // internal/testing/dynamotest does for the tests: moto is not atomic per item);
 // either way it creates the table if missing and seeds the program and
 // tokens that the sample events refer to (internal/testing/fixtures), unless
-// -seed=false.
+// -seed=false, and creates a KMS key there for the admission passes (so
+// that endpoint must serve KMS too, as moto_server does).
 package main
 
 import (
@@ -120,7 +121,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	env, err := emulator.FunctionEnv(tpl, *function, *table, *endpoint)
+	res := emulator.Resources{Endpoint: *endpoint, Table: *table}
+	if emulator.NeedsPassKey(tpl) {
+		if res.PassKey, err = emulator.CreatePassKey(ctx, *endpoint); err != nil {
+			return err
+		}
+		logf("invoke: pass key %s", res.PassKey)
+	}
+	env, err := emulator.FunctionEnv(tpl, *function, res)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/demosite"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/metrics/prom"
 	"github.com/example/waitingroom/internal/queue"
@@ -54,11 +56,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	maxConns := fs.Int("max-conns", 1000, "most connections open at once; at the bound the longest idle keep-alive is closed")
 	readTimeout := fs.Duration("read-timeout", 10*time.Second, "longest time to read a request, body included (the write timeout is 10 s more)")
 	idleTimeout := fs.Duration("idle-timeout", 30*time.Second, "how long an idle keep-alive connection stays open")
+	passKey := fs.String("pass-key", "", "PEM file of the P-256 key that signs admission passes (default $"+config.EnvPassKeyFile+"; neither: a key generated at start)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: local [flags]
 
 Serves the waiting-room API: on an in-memory store, or on a DynamoDB API
 (-dynamo, or DYNAMODB_ENDPOINT; table %s unless TABLE_NAME says otherwise).
+Admission passes are signed with -pass-key, PASS_KEY_FILE, PASS_KMS_KEY_ID
+or a key generated at start, their JWKS at /.well-known/jwks.json; a demo
+protected site checks them at /demo-site/{programId}.
 
 Environment:
   %s  admin bearer secret (generated and printed when unset)
@@ -83,12 +89,32 @@ Flags:
 		return err
 	}
 	log := app.Logger(cfg, stderr)
+	if *passKey != "" {
+		if cfg.Pass.KMSKeyID != "" {
+			return fmt.Errorf("-pass-key and %s: choose one", config.EnvPassKMSKeyID)
+		}
+		cfg.Pass.KeyFile = *passKey
+	}
 
-	a, where, closeStore, err := openStore(ctx, cfg, st, log)
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // if run fails before serving
+	base := baseURL(ln.Addr())
+	passes, err := app.NewIssuer(ctx, cfg.Pass, base)
+	if err != nil {
+		return fmt.Errorf("admission passes: %w", err)
+	}
+	a, where, closeStore, err := openStore(ctx, cfg, st, log, app.WithPasses(passes))
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	demoSite, err := demosite.New(demosite.Config{API: base, Issuer: passes.Issuer()})
+	if err != nil {
+		return err
+	}
 
 	secret := getenv(EnvAdminToken)
 	if secret == "" {
@@ -99,7 +125,9 @@ Flags:
 	}
 	if *demo != "" {
 		rate, paused := *demoRate, false
-		if _, _, err := a.Service.PutProgram(ctx, *demo, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused, Profile: demoProfile}); err != nil {
+		profile := map[string]string{"targetUrl": demosite.URL(base, *demo)}
+		maps.Copy(profile, demoProfile)
+		if _, _, err := a.Service.PutProgram(ctx, *demo, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused, Profile: profile}); err != nil {
 			return fmt.Errorf("create demo program: %w", err)
 		}
 		for range *demoCrowd {
@@ -109,13 +137,9 @@ Flags:
 		}
 	}
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
 	conns := newConnLimit(*maxConns)
 	srv := &http.Server{
-		Handler:           withMetrics(a, secret),
+		Handler:           withDemoSite(withMetrics(a, secret), demoSite),
 		ReadHeaderTimeout: min(5*time.Second, *readTimeout),
 		// A body that stops arriving fails to read after ReadTimeout, and
 		// the handler still has time to answer it.
@@ -134,8 +158,10 @@ Flags:
 		fmt.Fprintf(stdout, "; demo program %q at %g/s, %d people in line", *demo, *demoRate, *demoCrowd)
 	}
 	fmt.Fprintln(stdout, ")")
+	fmt.Fprintf(stdout, "admission passes: iss %s, %s; keys at %s/.well-known/jwks.json\n", passes.Issuer(), passKeySource(cfg.Pass), base)
 	if *demo != "" {
-		fmt.Fprintf(stdout, "waiting-room page of the demo program: http://%s%s%s\n", ln.Addr(), waitpage.PathPrefix, *demo)
+		fmt.Fprintf(stdout, "demo site: %s (targetUrl of %q)\n", demosite.URL(base, *demo), *demo)
+		fmt.Fprintf(stdout, "waiting-room page of the demo program: %s%s%s\n", base, waitpage.PathPrefix, *demo)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(conns.listener(ln)) }()
@@ -169,6 +195,45 @@ func withMetrics(a *app.App, secret string) http.Handler {
 		}
 		api.ServeHTTP(w, r)
 	})
+}
+
+// withDemoSite serves /demo-site/… with site and everything else with
+// api, untouched (no ServeMux in front: the API answers unclean paths
+// itself).
+func withDemoSite(api, site http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, demosite.Prefix) {
+			site.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// baseURL is the local API's base URL on addr: http, the listening port,
+// and a loopback host when the server listens on every interface. It is
+// the passes' default iss, never taken from a request's Host header,
+// which any client can write.
+func baseURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// passKeySource says which key signs the passes, for the start-up line.
+func passKeySource(p config.Pass) string {
+	switch {
+	case p.KMSKeyID != "":
+		return "KMS key " + p.KMSKeyID
+	case p.KeyFile != "":
+		return "key " + p.KeyFile
+	}
+	return "a key generated at start (passes die with the server; -pass-key keeps them)"
 }
 
 // sweep deletes ended tokens as DynamoDB TTL would.

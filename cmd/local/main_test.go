@@ -231,7 +231,7 @@ func TestLocalHelp(t *testing.T) {
 			t.Errorf("-h does not name %s:\n%s", v, errs.String())
 		}
 	}
-	for _, flag := range []string{"-create-table", "-dynamo", "-max-conns", "-read-timeout", defaultLocalTable} {
+	for _, flag := range []string{"-create-table", "-dynamo", "-max-conns", "-read-timeout", "-pass-key", "/demo-site/", defaultLocalTable} {
 		if !strings.Contains(errs.String(), flag) {
 			t.Errorf("-h does not mention %s", flag)
 		}

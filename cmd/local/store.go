@@ -30,11 +30,11 @@ type storeFlags struct {
 // one it starts (-dynamo) or the one at DYNAMODB_ENDPOINT. A moto_server
 // is reached through a proxy that serialises requests, since moto does not
 // apply conditional updates atomically. It returns what it chose, for the
-// start-up line, and what to close on the way out.
-func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.Logger) (a *app.App, where string, stop func(), err error) {
+// start-up line, and what to close on the way out. opts configure the App.
+func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.Logger, opts ...app.Option) (a *app.App, where string, stop func(), err error) {
 	stop = func() {}
 	if f.dynamo == "" && cfg.DynamoEndpoint == "" {
-		return app.New(cfg, memstore.New(), log), "memory", stop, nil
+		return app.New(cfg, memstore.New(), log, opts...), "memory", stop, nil
 	}
 	if f.dynamo != "" && cfg.DynamoEndpoint != "" {
 		return nil, "", stop, fmt.Errorf("-dynamo %s and %s=%s: choose one", f.dynamo, config.EnvDynamoEndpoint, cfg.DynamoEndpoint)
@@ -74,7 +74,7 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.L
 		stop()
 		return nil, "", func() {}, err
 	}
-	return app.NewDynamo(cfg, client, log), where, stop, nil
+	return app.NewDynamo(cfg, client, log, opts...), where, stop, nil
 }
 
 // ensureTable creates table, or checks that it exists, so that a missing

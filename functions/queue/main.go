@@ -1,5 +1,6 @@
 // Command queue is the Lambda function behind the public queue routes
-// (enter, poll, leave) and the API's $default route. It only wires: the
+// (enter, poll, leave), the JWKS of the admission passes and the API's
+// $default route. It only wires: the
 // behaviour is in internal/httpapi and internal/queue.
 //
 // Build it with -tags lambda.norpc into a file named bootstrap for the
@@ -19,8 +20,9 @@ import (
 
 func main() {
 	// Once per cold start: every invocation of this instance shares the
-	// DynamoDB client's connection pool.
-	a, err := app.FromEnv(context.Background(), os.Getenv, os.Stderr)
+	// DynamoDB and KMS clients' connection pools and the pass issuer. No
+	// PASS_KMS_KEY_ID is an init error: no admission without a pass.
+	a, err := app.QueueFromEnv(context.Background(), os.Getenv, os.Stderr)
 	if err != nil {
 		// One JSON line, then exit: Lambda reports the init error and the
 		// next request gets a fresh try.

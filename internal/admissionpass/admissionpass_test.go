@@ -604,3 +604,37 @@ func TestLocalKeyFiles(t *testing.T) {
 		t.Errorf("GenerateLocalKey: %v", err)
 	}
 }
+
+// TestKMSClientReservesBeforeDeadline: against a KMS that never answers,
+// kms:Sign gives up before the caller's deadline, leaving it time to
+// answer (a quarter of the time left, at most KMSDeadlineReserve).
+func TestKMSClientReservesBeforeDeadline(t *testing.T) {
+	stop := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer hung.Close()
+	defer close(stop) // before Close, which waits for the handlers
+	client, err := admissionpass.NewKMSClient(t.Context(), hung.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := admissionpass.NewKMSKey(client, "alias/pass")
+	const budget = 800 * time.Millisecond
+	ctx, cancel := context.WithTimeout(t.Context(), budget)
+	defer cancel()
+	start := time.Now()
+	_, err = key.SignASN1(ctx, []byte("header.claims"))
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("kms:Sign on a KMS that never answers succeeded")
+	}
+	// Reserve min(500 ms, 800 ms / 4) = 200 ms: the call ends near 600 ms.
+	if took > budget-budget/8 || took < budget/2 {
+		t.Errorf("kms:Sign gave up after %v with a %v deadline, want about %v (the reserve kept)", took, budget, budget-budget/4)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // KMSAPI is the part of the KMS client that KMSKey uses.
@@ -110,16 +111,22 @@ func (k *KMSKey) SignASN1(ctx context.Context, message []byte) ([]byte, error) {
 }
 
 // The KMS client's time budget: a pass is signed inside a poll, so a slow
-// KMS must cost that poll a bounded time (see docs/admission-pass.md).
+// KMS must cost that poll a bounded time, and the poll must still answer
+// its own 503 before the invocation's deadline (see docs/admission-pass.md;
+// the same rule as internal/dynamostore's client).
 const (
 	kmsMaxAttempts    = 3
 	kmsMaxBackoff     = 200 * time.Millisecond
 	kmsAttemptTimeout = time.Second
+	// KMSDeadlineReserve: a KMS call whose context has a deadline gives up
+	// this long before it (at most a quarter of the time left).
+	KMSDeadlineReserve = 500 * time.Millisecond
 )
 
 // NewKMSClient returns a KMS client configured from the environment (the
 // Lambda role, AWS_REGION, ...), with at most 3 attempts of 1 s each per
-// call. Build it once per cold start. A non-empty endpoint (a local
+// call, and every call giving up KMSDeadlineReserve before its context's
+// deadline. Build it once per cold start. A non-empty endpoint (a local
 // KMS-compatible server such as moto_server) is used instead of AWS, with
 // region us-east-1 and dummy credentials unless the environment names
 // others.
@@ -147,7 +154,26 @@ func NewKMSClient(ctx context.Context, endpoint string) (*kms.Client, error) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
+		o.APIOptions = append(o.APIOptions, reserveBeforeDeadline(KMSDeadlineReserve))
 	}), nil
+}
+
+// reserveBeforeDeadline makes every call, retries and backoff included,
+// give up reserve (at most a quarter of the time left) before its
+// context's deadline.
+func reserveBeforeDeadline(reserve time.Duration) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("DeadlineReserve",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if deadline, ok := ctx.Deadline(); ok {
+					r := min(reserve, time.Until(deadline)/4)
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithDeadline(ctx, deadline.Add(-r))
+					defer cancel()
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	}
 }
 
 // credentialsInEnv reports whether the environment names credentials that

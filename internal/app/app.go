@@ -1,10 +1,11 @@
 // Package app builds the waiting room from its configuration, once per
-// process: the store, the queue service and the HTTP handlers that the
-// Lambda functions and the local server serve.
+// process: the store, the queue service, the admission pass issuer and the
+// HTTP handlers that the Lambda functions and the local server serve.
 package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
@@ -28,6 +30,9 @@ type App struct {
 	Log     *slog.Logger
 	Store   queue.Store
 	Service *queue.Service
+	// Passes signs the admission passes and publishes their JWKS; nil
+	// when the App signs none (the admin function).
+	Passes *admissionpass.Issuer
 	// Page is the waiting-room page over Service (internal/waitpage).
 	Page http.Handler
 	// Metrics records every request the handlers answer (set it before
@@ -35,37 +40,140 @@ type App struct {
 	Metrics metrics.Observer
 }
 
+// Option configures New.
+type Option func(*App)
+
+// WithPasses makes every admission carry a pass signed by iss, and the
+// queue handlers serve iss's JWKS.
+func WithPasses(iss *admissionpass.Issuer) Option { return func(a *App) { a.Passes = iss } }
+
 // New builds the service over store as cfg describes: the default and named
-// polling policies, the program cache.
-func New(cfg config.Config, store queue.Store, log *slog.Logger) *App {
-	svc := queue.NewService(store, cfg.Policy,
-		queue.WithPolicies(cfg.Policies),
-		queue.WithProgramCache(cfg.ProgramCacheTTL))
-	return &App{Config: cfg, Log: log, Store: store, Service: svc, Page: newPage(svc, cfg.PageLogoURL, log), Metrics: metrics.Discard}
+// polling policies, the program cache, and the pass issuer if given.
+func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...Option) *App {
+	a := &App{Config: cfg, Log: log, Store: store, Metrics: metrics.Discard}
+	for _, o := range opts {
+		o(a)
+	}
+	sopts := []queue.Option{queue.WithPolicies(cfg.Policies), queue.WithProgramCache(cfg.ProgramCacheTTL)}
+	if a.Passes != nil {
+		sopts = append(sopts, queue.WithPassSigner(Signer(a.Passes)))
+	}
+	a.Service = queue.NewService(store, cfg.Policy, sopts...)
+	a.Page = newPage(a.Service, cfg.PageLogoURL, log)
+	return a
 }
 
 // NewDynamo builds the App over the DynamoDB table cfg.TableName, reached
 // through client.
-func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger) *App {
-	return New(cfg, dynamostore.New(client, cfg.TableName), log)
+func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger, opts ...Option) *App {
+	return New(cfg, dynamostore.New(client, cfg.TableName), log, opts...)
 }
 
-// FromEnv is a Lambda function's cold start: the configuration from getenv
-// (TABLE_NAME required), JSON logs to w at LOG_LEVEL, metrics as EMF lines
-// on stdout in METRICS_NAMESPACE, and the DynamoDB client, built here once
-// (at DYNAMODB_ENDPOINT when set).
+// FromEnv is the admin function's cold start: the configuration from
+// getenv (TABLE_NAME required), JSON logs to w at LOG_LEVEL, metrics as EMF
+// lines on stdout in METRICS_NAMESPACE, and the DynamoDB client, built here
+// once (at DYNAMODB_ENDPOINT when set). It signs no passes and needs no
+// KMS.
 func FromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
 	cfg, err := config.FromEnv(getenv, true)
 	if err != nil {
 		return nil, err
 	}
+	return fromConfig(ctx, cfg, w)
+}
+
+// ErrNoPassKey is QueueFromEnv's error when PASS_KMS_KEY_ID is unset: the
+// queue function would admit people with nothing to show the site.
+var ErrNoPassKey = errors.New("config: " + config.EnvPassKMSKeyID + " is required: the queue function signs admission passes with that KMS key (template.yaml: PassKey)")
+
+// QueueFromEnv is the queue function's cold start: FromEnv's, plus the
+// pass issuer on the KMS key PASS_KMS_KEY_ID (required, else
+// ErrNoPassKey; at KMS_ENDPOINT when set), whose client is built here
+// once. Nothing is fetched from KMS yet.
+func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
+	cfg, err := config.FromEnv(getenv, true)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Pass.KMSKeyID == "" {
+		return nil, ErrNoPassKey
+	}
+	iss, err := NewIssuer(ctx, cfg.Pass, "")
+	if err != nil {
+		return nil, err
+	}
+	return fromConfig(ctx, cfg, w, WithPasses(iss))
+}
+
+func fromConfig(ctx context.Context, cfg config.Config, w io.Writer, opts ...Option) (*App, error) {
 	client, err := dynamostore.NewClient(ctx, cfg.DynamoEndpoint)
 	if err != nil {
 		return nil, fmt.Errorf("DynamoDB client: %w", err)
 	}
-	a := NewDynamo(cfg, client, Logger(cfg, w))
+	a := NewDynamo(cfg, client, Logger(cfg, w), opts...)
 	a.Metrics = metrics.NewEMF(os.Stdout, cfg.MetricsNamespace)
 	return a, nil
+}
+
+// NewIssuer builds the issuer of admission passes that p describes: the
+// KMS key p.KMSKeyID (and p.KMSPublishedKeyID), else the PEM files
+// p.KeyFile (and p.PublishedKeyFile), else a P-256 key generated now. The
+// passes' iss is p.Issuer, else defaultIssuer, else (both empty) the base
+// URL the HTTP layer finds for each request.
+func NewIssuer(ctx context.Context, p config.Pass, defaultIssuer string) (*admissionpass.Issuer, error) {
+	iss := p.Issuer
+	if iss == "" {
+		iss = defaultIssuer
+	}
+	var signing admissionpass.Key
+	var others []admissionpass.Key
+	switch {
+	case p.KMSKeyID != "":
+		client, err := admissionpass.NewKMSClient(ctx, p.KMSEndpoint)
+		if err != nil {
+			return nil, fmt.Errorf("KMS client: %w", err)
+		}
+		signing = admissionpass.NewKMSKey(client, p.KMSKeyID)
+		if p.KMSPublishedKeyID != "" {
+			others = append(others, admissionpass.NewKMSKey(client, p.KMSPublishedKeyID))
+		}
+	case p.KeyFile != "":
+		k, err := admissionpass.ReadLocalKeyFile(p.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", config.EnvPassKeyFile, err)
+		}
+		signing = k
+		if p.PublishedKeyFile != "" {
+			k, err := admissionpass.ReadLocalKeyFile(p.PublishedKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", config.EnvPassPublishedKeyFile, err)
+			}
+			others = append(others, k)
+		}
+	default:
+		k, err := admissionpass.GenerateLocalKey()
+		if err != nil {
+			return nil, err
+		}
+		signing = k
+	}
+	return admissionpass.NewIssuer(iss, signing, others...)
+}
+
+// Signer is iss as the queue service's PassSigner: a token's program, id,
+// ticket and admission window become the pass's claims.
+func Signer(iss *admissionpass.Issuer) queue.PassSigner { return passSigner{iss} }
+
+type passSigner struct{ iss *admissionpass.Issuer }
+
+func (s passSigner) SignPass(ctx context.Context, t queue.Token) (string, error) {
+	return s.iss.Issue(ctx, admissionpass.Admission{
+		ProgramID:  t.ProgramID,
+		TokenID:    t.ID,
+		Ticket:     t.Ticket,
+		AdmittedAt: t.AdmittedAt,
+		ExpiresAt:  t.AdmissionExpiresAt,
+	})
 }
 
 // Logger returns the JSON logger (Lambda's JSON log format) at cfg's level.
@@ -73,8 +181,8 @@ func Logger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
 }
 
-// QueueHandler is the public function's API (enter, poll, leave) and the
-// waiting-room page.
+// QueueHandler is the public function's API (enter, poll, leave, and the
+// JWKS of the passes) and the waiting-room page.
 func (a *App) QueueHandler() http.Handler {
 	return withPage(a.Page, httpapi.NewQueue(a.Service, a.options()...))
 }
@@ -102,7 +210,8 @@ func (a *App) LocalHandler(secret string) http.Handler {
 	})
 }
 
-// options are the handlers' logger and metrics.
+// options are the handlers' logger, metrics and pass keys (whose JWKS
+// only the public routes serve).
 func (a *App) options() []httpapi.Option {
-	return []httpapi.Option{httpapi.WithLogger(a.Log), httpapi.WithObserver(a.Metrics)}
+	return []httpapi.Option{httpapi.WithLogger(a.Log), httpapi.WithObserver(a.Metrics), httpapi.WithPasses(a.Passes)}
 }

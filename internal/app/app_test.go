@@ -2,14 +2,19 @@ package app_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/memstore"
@@ -114,5 +119,101 @@ func TestMetrics(t *testing.T) {
 	do(a.AdminHandler(), "GET", "/api/v1/admin/programs/p", "", "")
 	if want := (opsSeen{metrics.OpAdmin, metrics.OpEnter, metrics.OpAdmin}); !slices.Equal(*seen, want) {
 		t.Errorf("observed %v, want %v", *seen, want)
+	}
+}
+
+// TestQueueFromEnv: the queue function will not start without its KMS key
+// (no admission without a pass); with one it signs passes and serves their
+// JWKS, and the admin function needs neither.
+func TestQueueFromEnv(t *testing.T) {
+	base := map[string]string{"TABLE_NAME": "t", "DYNAMODB_ENDPOINT": "http://127.0.0.1:9"}
+	getenv := func(extra map[string]string) func(string) string {
+		return func(k string) string {
+			if v, ok := extra[k]; ok {
+				return v
+			}
+			return base[k]
+		}
+	}
+	if _, err := app.QueueFromEnv(t.Context(), getenv(nil), io.Discard); !errors.Is(err, app.ErrNoPassKey) {
+		t.Errorf("QueueFromEnv without PASS_KMS_KEY_ID: err %v, want ErrNoPassKey", err)
+	}
+	a, err := app.QueueFromEnv(t.Context(), getenv(map[string]string{"PASS_KMS_KEY_ID": "alias/pass", "KMS_ENDPOINT": "http://127.0.0.1:9"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Passes == nil || a.Passes.Issuer() != "" {
+		t.Errorf("Passes %v, want an issuer naming the API's base URL per request", a.Passes)
+	}
+	admin, err := app.FromEnv(t.Context(), getenv(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if admin.Passes != nil {
+		t.Error("the admin function's App signs passes")
+	}
+}
+
+// TestNewIssuer: the key files sign and publish, the issuer defaults as
+// documented, and a missing file fails clearly.
+func TestNewIssuer(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string) string {
+		k, err := admissionpass.GenerateLocalKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := k.PEM()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	signing, published := write("next.pem"), write("previous.pem")
+	jwksKeys := func(iss *admissionpass.Issuer) int {
+		doc, err := iss.JWKS(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var set struct{ Keys []any }
+		if err := json.Unmarshal(doc, &set); err != nil {
+			t.Fatal(err)
+		}
+		return len(set.Keys)
+	}
+	tests := []struct {
+		name       string
+		pass       config.Pass
+		def        string
+		wantIss    string
+		wantKeys   int
+		wantErrHas string
+	}{
+		{"Generated", config.Pass{}, "http://127.0.0.1:3000", "http://127.0.0.1:3000", 1, ""},
+		{"ConfiguredIssuerWins", config.Pass{Issuer: "https://queue.example.com"}, "http://127.0.0.1:3000", "https://queue.example.com", 1, ""},
+		{"Files", config.Pass{KeyFile: signing, PublishedKeyFile: published}, "", "", 2, ""},
+		{"MissingFile", config.Pass{KeyFile: filepath.Join(dir, "none.pem")}, "", "", 0, "PASS_KEY_FILE"},
+		{"MissingPublishedFile", config.Pass{KeyFile: signing, PublishedKeyFile: filepath.Join(dir, "none.pem")}, "", "", 0, "PASS_PUBLISHED_KEY_FILE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			iss, err := app.NewIssuer(t.Context(), tt.pass, tt.def)
+			if tt.wantErrHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErrHas) {
+					t.Fatalf("err %v, want it to name %s", err, tt.wantErrHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if iss.Issuer() != tt.wantIss || jwksKeys(iss) != tt.wantKeys {
+				t.Errorf("iss %q with %d keys, want %q with %d", iss.Issuer(), jwksKeys(iss), tt.wantIss, tt.wantKeys)
+			}
+		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -26,13 +28,26 @@ const (
 	// EnvMetricsNamespace is the CloudWatch namespace of the functions'
 	// metrics (template parameter MetricsNamespace).
 	EnvMetricsNamespace = "METRICS_NAMESPACE"
+
+	// Admission passes (docs/admission-pass.md): the iss of the passes,
+	// the KMS keys that sign (queue function) and are published, the KMS
+	// endpoint of a local KMS-compatible server, and the local server's
+	// PEM key files.
+	EnvPassIssuer            = "PASS_ISSUER"
+	EnvPassKMSKeyID          = "PASS_KMS_KEY_ID"
+	EnvPassKMSPublishedKeyID = "PASS_KMS_PUBLISHED_KEY_ID"
+	EnvKMSEndpoint           = "KMS_ENDPOINT"
+	EnvPassKeyFile           = "PASS_KEY_FILE"
+	EnvPassPublishedKeyFile  = "PASS_PUBLISHED_KEY_FILE"
+
 	// EnvPageLogoURL is the logo of the waiting-room page (template
 	// parameter PageLogoUrl).
 	EnvPageLogoURL = "WAITING_ROOM_LOGO_URL"
 )
 
 // Variables lists every environment variable FromEnv reads.
-var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace, EnvPageLogoURL}
+var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace,
+	EnvPassIssuer, EnvPassKMSKeyID, EnvPassKMSPublishedKeyID, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvPageLogoURL}
 
 // DefaultProgramCacheTTL is how long a function instance reuses a program
 // read on the poll path; MaxProgramCacheTTL bounds what may be configured.
@@ -67,10 +82,30 @@ type Config struct {
 	// MetricsNamespace is the CloudWatch namespace of the EMF metrics
 	// (METRICS_NAMESPACE, default metrics.DefaultNamespace).
 	MetricsNamespace string
+	// Pass is how admission passes are signed.
+	Pass Pass
 	// PageLogoURL is the image above the waiting-room page's title: a path
 	// on the API's origin or an https URL (WAITING_ROOM_LOGO_URL); none
 	// when empty.
 	PageLogoURL string
+}
+
+// Pass configures the signing of admission passes: a KMS key (AWS), or a
+// local PEM key file (the local server; generated when none is given).
+type Pass struct {
+	// Issuer is the passes' iss (PASS_ISSUER, an absolute URL); empty
+	// means the API's base URL.
+	Issuer string
+	// KMSKeyID is the KMS key that signs (PASS_KMS_KEY_ID: id, ARN or
+	// alias); KMSPublishedKeyID another KMS key only published in the
+	// JWKS during a rotation (PASS_KMS_PUBLISHED_KEY_ID).
+	KMSKeyID, KMSPublishedKeyID string
+	// KMSEndpoint overrides the KMS endpoint (KMS_ENDPOINT: moto_server).
+	KMSEndpoint string
+	// KeyFile is a PEM P-256 private key that signs (PASS_KEY_FILE);
+	// PublishedKeyFile another one only published
+	// (PASS_PUBLISHED_KEY_FILE).
+	KeyFile, PublishedKeyFile string
 }
 
 // FromEnv reads the configuration through getenv (os.Getenv in mains). With
@@ -131,6 +166,10 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		}
 		c.MetricsNamespace = v
 	}
+	c.Pass, err = passFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	c.PageLogoURL = strings.TrimSpace(getenv(EnvPageLogoURL))
 	if err := waitpage.CheckLogoURL(c.PageLogoURL); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", EnvPageLogoURL, err))
@@ -139,4 +178,63 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// passFromEnv reads the pass settings: KMS keys and key files exclude each
+// other, and a published key needs a signing key of its kind.
+func passFromEnv(getenv func(string) string) (Pass, error) {
+	p := Pass{
+		Issuer:            strings.TrimSpace(getenv(EnvPassIssuer)),
+		KMSKeyID:          strings.TrimSpace(getenv(EnvPassKMSKeyID)),
+		KMSPublishedKeyID: strings.TrimSpace(getenv(EnvPassKMSPublishedKeyID)),
+		KMSEndpoint:       strings.TrimSpace(getenv(EnvKMSEndpoint)),
+		KeyFile:           strings.TrimSpace(getenv(EnvPassKeyFile)),
+		PublishedKeyFile:  strings.TrimSpace(getenv(EnvPassPublishedKeyFile)),
+	}
+	var errs []error
+	if p.Issuer != "" {
+		if err := CheckIssuer(p.Issuer); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvPassIssuer, err))
+		}
+	}
+	switch {
+	case p.KMSKeyID != "" && (p.KeyFile != "" || p.PublishedKeyFile != ""):
+		errs = append(errs, fmt.Errorf("%s and %s/%s: choose KMS or key files", EnvPassKMSKeyID, EnvPassKeyFile, EnvPassPublishedKeyFile))
+	case p.KMSPublishedKeyID != "" && p.KMSKeyID == "":
+		errs = append(errs, fmt.Errorf("%s needs %s (the key that signs)", EnvPassKMSPublishedKeyID, EnvPassKMSKeyID))
+	case p.PublishedKeyFile != "" && p.KeyFile == "":
+		errs = append(errs, fmt.Errorf("%s needs %s (the key that signs)", EnvPassPublishedKeyFile, EnvPassKeyFile))
+	}
+	if p.KMSEndpoint != "" {
+		if u, err := url.Parse(p.KMSEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("%s: %q is not an http(s) URL", EnvKMSEndpoint, p.KMSEndpoint))
+		}
+	}
+	return p, errors.Join(errs...)
+}
+
+// CheckIssuer accepts an issuer for the passes: an absolute https URL
+// without credentials, query or fragment (http only for a loopback host,
+// the local server).
+func CheckIssuer(iss string) error {
+	u, err := url.Parse(iss)
+	switch {
+	case err != nil || u.Host == "" || u.Opaque != "" || strings.ContainsAny(iss, " \t\r\n\\"):
+		return fmt.Errorf("%q is not an absolute URL such as https://queue.example.com", iss)
+	case u.User != nil || u.RawQuery != "" || strings.Contains(iss, "?") || strings.Contains(iss, "#"):
+		return fmt.Errorf("%q must have no credentials, query or fragment", iss)
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && loopback(u.Hostname()):
+		return nil
+	}
+	return fmt.Errorf("%q must use https (http only for a loopback host)", iss)
+}
+
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

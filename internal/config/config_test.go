@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/polling"
 )
@@ -67,6 +69,30 @@ func TestFromEnv(t *testing.T) {
 			}
 		}},
 		{"ErrMetricsNamespace", map[string]string{"METRICS_NAMESPACE": "AWS/Lambda"}, false, "METRICS_NAMESPACE", nil},
+		{"PassKMS", map[string]string{"PASS_KMS_KEY_ID": "alias/pass", "PASS_KMS_PUBLISHED_KEY_ID": "arn:aws:kms:eu-west-1:123456789012:key/1", "KMS_ENDPOINT": "http://127.0.0.1:5000", "PASS_ISSUER": "https://queue.example.com"}, false, "", func(t *testing.T, c config.Config) {
+			want := config.Pass{Issuer: "https://queue.example.com", KMSKeyID: "alias/pass", KMSPublishedKeyID: "arn:aws:kms:eu-west-1:123456789012:key/1", KMSEndpoint: "http://127.0.0.1:5000"}
+			if diff := cmp.Diff(want, c.Pass); diff != "" {
+				t.Errorf("Pass (-want +got):\n%s", diff)
+			}
+		}},
+		{"PassFiles", map[string]string{"PASS_KEY_FILE": "next.pem", "PASS_PUBLISHED_KEY_FILE": "prev.pem", "PASS_ISSUER": "http://127.0.0.1:3000"}, false, "", func(t *testing.T, c config.Config) {
+			want := config.Pass{Issuer: "http://127.0.0.1:3000", KeyFile: "next.pem", PublishedKeyFile: "prev.pem"}
+			if diff := cmp.Diff(want, c.Pass); diff != "" {
+				t.Errorf("Pass (-want +got):\n%s", diff)
+			}
+		}},
+		{"PassNone", map[string]string{}, false, "", func(t *testing.T, c config.Config) {
+			if diff := cmp.Diff(config.Pass{}, c.Pass); diff != "" {
+				t.Errorf("Pass (-want +got):\n%s", diff)
+			}
+		}},
+		{"ErrPassKMSAndFile", map[string]string{"PASS_KMS_KEY_ID": "k", "PASS_KEY_FILE": "k.pem"}, false, "choose KMS or key files", nil},
+		{"ErrPassPublishedKMSAlone", map[string]string{"PASS_KMS_PUBLISHED_KEY_ID": "k"}, false, "PASS_KMS_PUBLISHED_KEY_ID needs PASS_KMS_KEY_ID", nil},
+		{"ErrPassPublishedFileAlone", map[string]string{"PASS_PUBLISHED_KEY_FILE": "k.pem"}, false, "PASS_PUBLISHED_KEY_FILE needs PASS_KEY_FILE", nil},
+		{"ErrPassIssuerHTTP", map[string]string{"PASS_ISSUER": "http://queue.example.com"}, false, "PASS_ISSUER", nil},
+		{"ErrPassIssuerRelative", map[string]string{"PASS_ISSUER": "queue.example.com"}, false, "PASS_ISSUER", nil},
+		{"ErrPassIssuerQuery", map[string]string{"PASS_ISSUER": "https://queue.example.com/?a=b"}, false, "PASS_ISSUER", nil},
+		{"ErrKMSEndpoint", map[string]string{"KMS_ENDPOINT": "127.0.0.1:5000"}, false, "KMS_ENDPOINT", nil},
 		{"ErrLogLevel", map[string]string{"TABLE_NAME": "q", "LOG_LEVEL": "loud"}, true, "LOG_LEVEL", nil},
 		{"AllErrorsAtOnce", map[string]string{"POLL_TIERS": "x", "PROGRAM_CACHE_TTL": "y"}, true, "TABLE_NAME", func(t *testing.T, c config.Config) {}},
 	}

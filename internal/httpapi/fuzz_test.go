@@ -43,9 +43,11 @@ func FuzzHandler(f *testing.F) {
 	f.Add("GET", "/api/v1/admin/programs/../queues/programs/demo", "", "", "", false)
 	f.Add("GE T", "/", "", "", "", false)
 
-	svc := newService(f)
-	lambda := httpapi.Lambda(httpapi.New(svc, httpapi.IAMAuth(), httpapi.WithLogger(discard)))
-	direct := httpapi.New(svc, httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard))
+	// As deployed: the local server names its issuer; on Lambda, API
+	// Gateway always gives the domain, whose URL the passes then name.
+	svc := newServiceIssuing(f, passIssuer(f, "http://127.0.0.1:3000"))
+	lambda := httpapi.Lambda(httpapi.New(svc, httpapi.IAMAuth(), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(f, ""))))
+	direct := httpapi.New(svc, httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(f, "")))
 	f.Fuzz(func(t *testing.T, method, path, token, auth, body string, iam bool) {
 		req := events.APIGatewayV2HTTPRequest{
 			Version: "2.0", RouteKey: "$default", RawPath: path,

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 )
@@ -38,6 +39,11 @@ type Option func(*api)
 // WithLogger sets the structured logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(a *api) { a.log = l } }
 
+// WithPasses serves the JWKS of iss, the issuer of the admission passes
+// the service signs, on the public routes; without it (or with nil) that
+// route answers 404.
+func WithPasses(iss *admissionpass.Issuer) Option { return func(a *api) { a.passes = iss } }
+
 // WithObserver records every request in obs once answered, each as its
 // route's Op (metrics.OpOther for no route); nil or absent records nothing.
 func WithObserver(obs metrics.Observer) Option {
@@ -54,6 +60,8 @@ type api struct {
 	log       *slog.Logger
 	obs       metrics.Observer
 	unavRetry time.Duration // Retry-After of a 503
+	passes    *admissionpass.Issuer
+	jwksh     http.Handler // passes' JWKS, with the API's errors
 }
 
 // NewQueue returns the public API over svc: enter, poll and leave; any
@@ -79,6 +87,11 @@ func newAPI(svc *queue.Service, opts []Option) *api {
 	for _, o := range opts {
 		o(a)
 	}
+	if a.passes != nil {
+		a.jwksh = a.passes.JWKSHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+			a.writeError(w, r, &queue.Error{Kind: queue.KindUnavailable, Code: queue.CodeKeysUnavailable, Message: "The signing keys are briefly unavailable; retry shortly.", Err: err})
+		})
+	}
 	return a
 }
 
@@ -97,6 +110,8 @@ func (a *api) handler(keep func(Route) bool, auth Middleware) http.Handler {
 		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(a, w, r) })
 		if rt.Admin {
 			h = auth(h)
+		} else {
+			h = passIssuer(h)
 		}
 		mux.Handle(rt.Method+" "+rt.Path, h)
 		methods[rt.Path] = append(methods[rt.Path], rt.Method)
@@ -162,6 +177,16 @@ func (a *api) leave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusNoContent, nil)
+}
+
+// jwks serves the JWKS of the passes' keys: public, cached by sites for
+// admissionpass.JWKSMaxAge.
+func (a *api) jwks(w http.ResponseWriter, r *http.Request) {
+	if a.jwksh == nil {
+		a.writeError(w, r, errNoRoute)
+		return
+	}
+	a.jwksh.ServeHTTP(w, r)
 }
 
 func (a *api) getProgram(w http.ResponseWriter, r *http.Request) {

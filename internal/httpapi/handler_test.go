@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
@@ -34,9 +37,34 @@ const seed = 42
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// newService returns a service over the fixtures, with a fixed clock and a
-// seeded jitter source.
+// passIssuer is the issuer of the tests' passes, with the fixed key of
+// testdata/pass-key.pem and iss; with "", each pass takes the API's base
+// URL from the request, as on AWS without PASS_ISSUER.
+func passIssuer(t testing.TB, iss string) *admissionpass.Issuer {
+	t.Helper()
+	key, err := admissionpass.ReadLocalKeyFile(filepath.Join("testdata", "pass-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i, err := admissionpass.NewIssuer(iss, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
+// testJWKS is the JWKS of testdata/pass-key.pem.
+const testJWKS = `{"keys":[{"use":"sig","kty":"EC","kid":"t_NzVjtgZ0BVU9IjgJ1koAjNRJv15EmuaQxGxKpNS4o","crv":"P-256","alg":"ES256","x":"en8IbEC2WIv-FeBA3rD2gSLx13N9M0TW3Bps-uu1p10","y":"cX90kxZ3x9L05yYQ9JujgMNn1VNVEgUKnzPEVCAsA0M"}]}`
+
+// newService returns a service over the fixtures, with a fixed clock, a
+// seeded jitter source, and passes signed by passIssuer(t, "").
 func newService(t testing.TB) *queue.Service {
+	t.Helper()
+	return newServiceIssuing(t, passIssuer(t, ""))
+}
+
+// newServiceIssuing is newService with passes signed by iss.
+func newServiceIssuing(t testing.TB, iss *admissionpass.Issuer) *queue.Service {
 	t.Helper()
 	store := memstore.New()
 	if err := fixtures.Seed(context.Background(), store, t0); err != nil {
@@ -44,17 +72,18 @@ func newService(t testing.TB) *queue.Service {
 	}
 	return queue.NewService(store, polling.DefaultTiers(),
 		queue.WithClock(clock.NewFake(t0)),
-		queue.WithRand(rand.New(rand.NewPCG(seed, seed))))
+		queue.WithRand(rand.New(rand.NewPCG(seed, seed))),
+		queue.WithPassSigner(app.Signer(iss)))
 }
 
 // newHandler returns both APIs over the fixtures, the admin routes behind
-// auth (IAM, as on AWS, when nil).
+// auth (IAM, as on AWS, when nil), with the JWKS of passIssuer.
 func newHandler(t testing.TB, auth httpapi.Middleware) http.Handler {
 	t.Helper()
 	if auth == nil {
 		auth = httpapi.IAMAuth()
 	}
-	return httpapi.New(newService(t), auth, httpapi.WithLogger(discard))
+	return httpapi.New(newService(t), auth, httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, "")))
 }
 
 // newLambda returns newHandler behind the Lambda adapter, as the functions
@@ -107,9 +136,16 @@ func TestHandlerEvents(t *testing.T) {
 		{"poll-waiting", 200,
 			`{"tokenId":"waitingTokenFixture001","status":"WAITING","ticket":734,"issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + waitingMs + `,"estimatedWaitMs":23400}`,
 			map[string]string{"Retry-After": "6", "Cache-Control": "no-store", "Content-Type": "application/json; charset=utf-8"}},
+		// Admitted before passes were signed (seeded so): no pass.
 		{"poll-admitted", 200,
 			`{"tokenId":"admittedTokenFixture01","status":"ADMITTED","ticket":400,"issuedAt":"2026-05-19T09:20:00.123Z","admittedAt":"2026-05-19T09:59:00.123Z","expiresAt":"2026-05-19T10:09:00.123Z"}`,
 			map[string]string{"Cache-Control": "no-store"}},
+		// The first sighting: admitted now, with a pass (checked apart:
+		// see TestHandlerFirstAdmission).
+		{"poll-first-admission", 200,
+			`{"tokenId":"admitNowTokenFixture01","status":"ADMITTED","ticket":450,"issuedAt":"2026-05-19T09:25:00.123Z","admittedAt":"2026-05-19T10:00:00.123Z","expiresAt":"2026-05-19T10:10:00.123Z","admissionPass":"<pass>"}`,
+			map[string]string{"Cache-Control": "no-store"}},
+		{"jwks", 200, testJWKS, map[string]string{"Cache-Control": "public, max-age=300", "Content-Type": "application/jwk-set+json", "Access-Control-Allow-Origin": "*"}},
 		{"enter-existing-token", 200,
 			`{"tokenId":"waitingTokenFixture001","status":"WAITING","ticket":734,"issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + waitingMs + `,"estimatedWaitMs":23400}`,
 			map[string]string{"Retry-After": "6"}},
@@ -155,14 +191,18 @@ func TestHandlerEvents(t *testing.T) {
 			if got, want := resp.StatusCode, tt.wantStatus; got != want {
 				t.Errorf("status = %d, want %d (body %s)", got, want, resp.Body)
 			}
-			assertJSONEqual(t, resp.Body, tt.wantBody)
+			body := resp.Body
+			if strings.Contains(tt.wantBody, `"<pass>"`) {
+				body = passPlaceholder.ReplaceAllString(body, `"admissionPass":"<pass>"`)
+			}
+			assertJSONEqual(t, body, tt.wantBody)
 			for k, want := range tt.wantHeader {
 				if got := resp.Headers[k]; got != want {
 					t.Errorf("header %s = %q, want %q", k, got, want)
 				}
 			}
-			if resp.Headers["Cache-Control"] != "no-store" {
-				t.Errorf("Cache-Control = %q, want no-store on every answer", resp.Headers["Cache-Control"])
+			if resp.Headers["Cache-Control"] != "no-store" && tt.event != "jwks" {
+				t.Errorf("Cache-Control = %q, want no-store on every answer but the JWKS", resp.Headers["Cache-Control"])
 			}
 			if _, ok := resp.Headers["Retry-After"]; ok != strings.Contains(tt.wantBody, `"WAITING"`) {
 				t.Errorf("Retry-After present = %v, want it exactly on WAITING answers", ok)
@@ -170,6 +210,9 @@ func TestHandlerEvents(t *testing.T) {
 		})
 	}
 }
+
+// passPlaceholder finds a compact JWS as the value of admissionPass.
+var passPlaceholder = regexp.MustCompile(`"admissionPass":"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+"`)
 
 // assertJSONEqual compares two JSON texts as values: key order does not
 // matter, key presence does.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+
+	"github.com/example/waitingroom/internal/admissionpass"
 )
 
 // BearerAuth admits requests bearing "Authorization: Bearer <secret>"
@@ -52,6 +54,34 @@ func IAMAuth() Middleware {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// passIssuer names the API's base URL, https:// and the domain API
+// Gateway reports the request came to, as the issuer of the passes signed
+// while serving it (used when no PASS_ISSUER is configured). The Host
+// header, which a client writes, is never used: off API Gateway nothing is
+// named, and the issuer must be configured (the local server does).
+func passIssuer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && validDomain(rc.DomainName) {
+			r = r.WithContext(admissionpass.WithIssuer(r.Context(), "https://"+rc.DomainName))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// validDomain reports whether d is a DNS name, as API Gateway's domainName
+// always is.
+func validDomain(d string) bool {
+	if d == "" || len(d) > 253 {
+		return false
+	}
+	for _, c := range d {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 type requestIDKey struct{}

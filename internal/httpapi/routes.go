@@ -24,6 +24,9 @@ const (
 	QueuePath     = "/api/v1/queues/programs/{programId}"
 	AdminPath     = "/api/v1/admin/programs/{programId}"
 	AdmissionPath = "/api/v1/admin/programs/{programId}/admissions"
+	// JWKSPath is the JWKS of the admission passes' keys (RFC 8615
+	// well-known location).
+	JWKSPath = "/.well-known/jwks.json"
 )
 
 // Routes lists every route the API serves, each with its metrics operation
@@ -35,6 +38,7 @@ var Routes = []Route{
 	{http.MethodPost, QueuePath, false, metrics.OpEnter, (*api).enter},
 	{http.MethodGet, QueuePath, false, metrics.OpPoll, (*api).poll},
 	{http.MethodDelete, QueuePath, false, metrics.OpLeave, (*api).leave},
+	{http.MethodGet, JWKSPath, false, metrics.OpOther, (*api).jwks},
 	{http.MethodGet, AdminPath, true, metrics.OpAdmin, (*api).getProgram},
 	{http.MethodPut, AdminPath, true, metrics.OpAdmin, (*api).putProgram},
 	{http.MethodPost, AdmissionPath, true, metrics.OpAdmin, (*api).admit},

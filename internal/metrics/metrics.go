@@ -46,7 +46,7 @@ const (
 	OpLeave Op = "leave"
 	// OpAdmin is any admin route: program settings, counters, admissions.
 	OpAdmin Op = "admin"
-	// OpOther is a request that matched no route.
+	// OpOther is a request that matched no route, or one for the JWKS.
 	OpOther Op = "other"
 )
 

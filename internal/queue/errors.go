@@ -86,6 +86,7 @@ const (
 	CodeUnavailable           = "STORE_UNAVAILABLE"
 	CodeInternal              = "INTERNAL"
 	CodePassUnavailable       = "PASS_UNAVAILABLE"
+	CodeKeysUnavailable       = "KEYS_UNAVAILABLE"
 	CodeBusy                  = "BUSY"
 
 	CodeNotFound         = "NOT_FOUND"

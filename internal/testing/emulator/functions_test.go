@@ -21,6 +21,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +33,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
@@ -43,7 +46,9 @@ import (
 	"github.com/example/waitingroom/internal/testing/emfspec"
 	"github.com/example/waitingroom/internal/testing/emulator"
 	"github.com/example/waitingroom/internal/testing/fixtures"
+	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/testing/samtemplate"
+	"github.com/example/waitingroom/passverify"
 )
 
 // root is the repository, from this package's directory.
@@ -77,11 +82,13 @@ func TestFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The template's pass key, on the same moto_server (KMS).
+	res := emulator.Resources{Endpoint: endpoint, Table: table, PassKey: kmstest.NewSigningKey(t, kmstest.Client(t))}
 
 	mem := memstore.New() // the reference handlers' store
 	fns := map[string]*function{}
 	for _, id := range tpl.FunctionIDs() {
-		fns[id] = startFunction(t, tpl, id, rie, table, endpoint, mem)
+		fns[id] = startFunction(t, tpl, id, rie, res, mem)
 	}
 
 	// Seed both stores at one instant, after the builds: the fixtures'
@@ -136,6 +143,9 @@ func TestFunctions(t *testing.T) {
 			}
 			fn.answered = append(fn.answered, got.StatusCode)
 			checkResponse(t, id, got, want)
+			if name == "poll-first-admission" {
+				checkPass(t, fn, got)
+			}
 		})
 	}
 
@@ -209,17 +219,76 @@ func checkEMF(t *testing.T, fn *function) {
 			t.Errorf("line %d: no Latency for its operation %q", i, op)
 		}
 	}
-	// What the sample events give cause for: no 503 and no first sighting
-	// of an admission among them.
+	// What the sample events give cause for: no 503 among them, and one
+	// first sighting of an admission (poll-first-admission).
 	want := []string{"Latency", "Waiting", "Rejected"}
 	if strings.Contains(fn.log.String(), `"Operation":"poll"`) {
-		want = append(want, "Enters", "Polls", "Leaves", "RetryAfterMs", "EstimatedWaitMs")
+		want = append(want, "Enters", "Polls", "Leaves", "RetryAfterMs", "EstimatedWaitMs", "Admissions")
 	}
 	t.Logf("%d EMF lines in %s, metrics %v", len(docs), fn.namespace, slices.Sorted(maps.Keys(seen)))
 	for _, name := range want {
 		if !seen[name] {
 			t.Errorf("no %s metric in any line", name)
 		}
+	}
+}
+
+// checkPass verifies the admission pass of resp, the bootstrap's answer
+// to poll-first-admission, with package passverify against the JWKS that
+// the same bootstrap serves (events/jwks.json, invoked for each fetch),
+// as a protected site would; its claims are the token's. Those JWKS
+// invocations are fn's too.
+func checkPass(t *testing.T, fn *function, resp events.APIGatewayV2HTTPResponse) {
+	t.Helper()
+	var body struct {
+		AdmissionPass string
+		AdmittedAt    time.Time
+		ExpiresAt     time.Time
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil || body.AdmissionPass == "" {
+		t.Fatalf("ADMITTED answer without an admissionPass (%v): %s", err, resp.Body)
+	}
+	jwksEvent, err := os.ReadFile(filepath.Join(root, "events", "jwks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		payload, err := fn.emu.Invoke(r.Context(), jwksEvent)
+		var ans events.APIGatewayV2HTTPResponse
+		if err == nil {
+			err = json.Unmarshal(payload, &ans)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		fn.answered = append(fn.answered, ans.StatusCode)
+		for k, v := range ans.Headers {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(ans.StatusCode)
+		_, _ = io.WriteString(w, ans.Body)
+	}))
+	defer jwks.Close()
+	v, err := passverify.New(passverify.Config{
+		JWKSURL:   jwks.URL + httpapi.JWKSPath,
+		Issuer:    "https://abc123.execute-api.us-east-1.amazonaws.com", // the event's domainName
+		ProgramID: fixtures.ProgramID,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := v.Verify(t.Context(), body.AdmissionPass)
+	if err != nil {
+		t.Fatalf("the bootstrap's pass does not verify against its JWKS: %v", err)
+	}
+	want := passverify.Claims{
+		Issuer: "https://abc123.execute-api.us-east-1.amazonaws.com", ProgramID: fixtures.ProgramID,
+		TokenID: fixtures.AdmitNowToken, Ticket: 450, JTI: claims.JTI,
+		AdmittedAt: body.AdmittedAt.Truncate(time.Second), ExpiresAt: body.ExpiresAt.Truncate(time.Second),
+	}
+	if diff := cmp.Diff(want, claims); diff != "" {
+		t.Errorf("pass claims (-want +got):\n%s", diff)
 	}
 }
 
@@ -298,7 +367,7 @@ func pageText(body string) string {
 // emulator with the template's environment, and builds the reference
 // handler over mem, wired as the function's main wires it: the function
 // behind the AWS_IAM routes is the admin one.
-func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie, table, endpoint string, mem queue.Store) *function {
+func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie string, res emulator.Resources, mem queue.Store) *function {
 	t.Helper()
 	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
 	// As make bootstrap builds it: for this machine, with the build
@@ -308,7 +377,7 @@ func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie, table, endp
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", id, err, out)
 	}
-	env, err := emulator.FunctionEnv(tpl, id, table, endpoint)
+	env, err := emulator.FunctionEnv(tpl, id, res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +404,15 @@ func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie, table, endp
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := app.New(cfg, mem, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var opts []app.Option
+	if cfg.Pass.KMSKeyID != "" { // as app.QueueFromEnv: the same KMS key
+		iss, err := app.NewIssuer(t.Context(), cfg.Pass, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, app.WithPasses(iss))
+	}
+	a := app.New(cfg, mem, slog.New(slog.NewTextHandler(io.Discard, nil)), opts...)
 	h := a.QueueHandler()
 	if isAdmin(t, tpl, id) {
 		h = a.AdminHandler()

@@ -19,17 +19,24 @@ func sysProcAttr() *syscall.SysProcAttr {
 	}
 }
 
-// kill kills the process's children that moved to groups of their own (as
-// aws-lambda-rie's bootstrap does) first, so that none outlives it or
-// complains that it went away, then the process's group.
+// kill kills the process's group and the groups of its children that moved
+// to groups of their own (as aws-lambda-rie's bootstrap does), so that
+// none outlives it. All are stopped before any is killed, so that none
+// sees another go and complains of it (rie logs its bootstrap's death).
 func kill(cmd *exec.Cmd) {
 	pid := cmd.Process.Pid
+	groups := []int{pid}
 	for _, child := range children(pid) {
 		if pgid, err := syscall.Getpgid(child); err == nil && pgid != pid {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			groups = append(groups, pgid)
 		}
 	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	for _, g := range groups {
+		_ = syscall.Kill(-g, syscall.SIGSTOP)
+	}
+	for _, g := range groups {
+		_ = syscall.Kill(-g, syscall.SIGKILL)
+	}
 }
 
 // children returns the pids whose parent is pid, from /proc.

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -45,9 +46,11 @@ type Parameter struct {
 // Resource is a template resource; Properties stay raw until a typed
 // accessor (Function) reads them.
 type Resource struct {
-	Type       string          `json:"Type"`
-	Metadata   map[string]any  `json:"Metadata"`
-	Properties json.RawMessage `json:"Properties"`
+	Type                string          `json:"Type"`
+	Metadata            map[string]any  `json:"Metadata"`
+	DeletionPolicy      string          `json:"DeletionPolicy"`
+	UpdateReplacePolicy string          `json:"UpdateReplacePolicy"`
+	Properties          json.RawMessage `json:"Properties"`
 }
 
 // Function is the properties of an AWS::Serverless::Function (or of
@@ -206,13 +209,25 @@ func MainPackage(id string) string {
 // TableRefs maps the logical id of each DynamoDB table in the template to
 // name, for Env: the one table a test or tool created stands for them.
 func (t *Template) TableRefs(name string) map[string]string {
+	return t.RefsOfType("AWS::DynamoDB::Table", name)
+}
+
+// RefsOfType maps the logical id of each resource of type typ to name, for
+// Env: e.g. the KMS key a test created for the template's
+// AWS::KMS::Key.
+func (t *Template) RefsOfType(typ, name string) map[string]string {
 	refs := map[string]string{}
 	for id, r := range t.Resources {
-		if r.Type == "AWS::DynamoDB::Table" {
+		if r.Type == typ {
 			refs[id] = name
 		}
 	}
 	return refs
+}
+
+// IDsOfType returns the logical ids of the resources of type typ, sorted.
+func (t *Template) IDsOfType(typ string) []string {
+	return slices.Sorted(maps.Keys(t.RefsOfType(typ, "")))
 }
 
 // Routes maps each HTTP API route key of the template to the logical id of

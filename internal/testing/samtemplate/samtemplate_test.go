@@ -27,6 +27,9 @@ Globals:
 Resources:
   Table:
     Type: AWS::DynamoDB::Table
+  Key:
+    Type: AWS::KMS::Key
+    DeletionPolicy: Retain
   Fn:
     Type: AWS::Serverless::Function
     Properties:
@@ -90,6 +93,14 @@ func TestParse(t *testing.T) {
 		}
 		if _, err := tpl.Env("Fn", nil); err == nil {
 			t.Error("Env without a value for !Ref Table: no error")
+		}
+	})
+	t.Run("ResourcesByType", func(t *testing.T) {
+		if got, want := fmt.Sprint(tpl.RefsOfType("AWS::KMS::Key", "k1"), tpl.TableRefs("t1"), tpl.IDsOfType("AWS::KMS::Key")), "map[Key:k1] map[Table:t1] [Key]"; got != want {
+			t.Errorf("RefsOfType, TableRefs, IDsOfType = %s, want %s", got, want)
+		}
+		if got := tpl.Resources["Key"].DeletionPolicy; got != "Retain" {
+			t.Errorf("DeletionPolicy = %q, want Retain", got)
 		}
 	})
 	t.Run("Routes", func(t *testing.T) {

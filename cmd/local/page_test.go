@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,7 +51,7 @@ const recordCalls = `(() => {
     c.httpStatus = res.status;
     try {
       const b = await res.clone().json();
-      Object.assign(c, { status: b.status, tokenId: b.tokenId, ticket: b.ticket, position: b.position, retryAfterMs: b.retryAfterMs, estimatedWaitMs: b.estimatedWaitMs });
+      Object.assign(c, { status: b.status, tokenId: b.tokenId, ticket: b.ticket, position: b.position, retryAfterMs: b.retryAfterMs, admissionPass: b.admissionPass });
     } catch { /* not JSON */ }
     keep();
     return res;
@@ -59,25 +60,27 @@ const recordCalls = `(() => {
 
 // pageCall is one request of recordCalls.
 type pageCall struct {
-	Doc          float64 `json:"doc"` // the document's time origin, Unix ms
-	Method       string  `json:"method"`
-	Token        string  `json:"token"`
-	Start        float64 `json:"start"` // ms since Doc
-	End          float64 `json:"end"`
-	AtOnce       int     `json:"atOnce"`
-	HTTPStatus   int     `json:"httpStatus"`
-	Status       string  `json:"status"`
-	TokenID      string  `json:"tokenId"`
-	Ticket       int64   `json:"ticket"`
-	Position     int64   `json:"position"`
-	RetryAfterMs float64 `json:"retryAfterMs"`
+	Doc           float64 `json:"doc"` // the document's time origin, Unix ms
+	Method        string  `json:"method"`
+	Token         string  `json:"token"`
+	Start         float64 `json:"start"` // ms since Doc
+	End           float64 `json:"end"`
+	AtOnce        int     `json:"atOnce"`
+	HTTPStatus    int     `json:"httpStatus"`
+	Status        string  `json:"status"`
+	TokenID       string  `json:"tokenId"`
+	Ticket        int64   `json:"ticket"`
+	Position      int64   `json:"position"`
+	RetryAfterMs  float64 `json:"retryAfterMs"`
+	AdmissionPass string  `json:"admissionPass"`
 }
 
 // TestWaitingRoomEndToEnd is a person's visit on the real local server
 // (in-memory store): 1,233 people are already in line; the page enters and
 // shows the place, the progress bar and the estimate, in English and in
 // Korean; a reload keeps the token; the admin admits people over HTTP and
-// the page hears it within one retryAfterMs, and goes to the site. Every
+// the page hears it within one retryAfterMs, and goes to the demo site
+// with the pass, where the person is in. Every
 // poll the page sends is measured in the browser: none earlier than the
 // retryAfterMs before it (less 50 ms), never two at once.
 func TestWaitingRoomEndToEnd(t *testing.T) {
@@ -85,9 +88,10 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 	base := start(t, map[string]string{"ADMIN_TOKEN": secret, "POLL_TIERS": "100:1s,inf:1s+-400ms"}, "-demo-rate", "2")
 	admin := base + "/api/v1/admin/programs/demo"
 	pageURL := base + "/waiting-room/demo"
-	// The site the demo program sends admitted people to.
-	if code, body := call(t, "PUT", admin, "", secret, `{"targetUrl":"`+base+`/demo-site/demo","notice":"Saturday is sold out; Sunday still has seats."}`); code != 200 {
-		t.Fatalf("set the demo program's target: %d %v", code, body)
+	// The demo program sends admitted people to the demo site; the admin
+	// adds a notice.
+	if code, body := call(t, "PUT", admin, "", secret, `{"notice":"Saturday is sold out; Sunday still has seats."}`); code != 200 || body["targetUrl"] != base+"/demo-site/demo" {
+		t.Fatalf("the demo program: %d %v, want its targetUrl the demo site", code, body)
 	}
 	crowd(t, base+"/api/v1/queues/programs/demo", 1233)
 
@@ -164,12 +168,19 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 		t.Fatalf("counters: %d %v", code, counters)
 	}
 	effective := admit(t, admin, secret, int64(counters["waiting"].(float64)))
-	waitFor(t, ctx, 15*time.Second, `location.pathname === '/demo-site/demo'`)
+	waitFor(t, ctx, 15*time.Second, `location.pathname === '/demo-site/demo' && document.querySelector('h1')`)
 	arrived := eval[float64](t, ctx, `performance.timeOrigin`)
 	calls = recorded(t, ctx)
 	last := calls[len(calls)-1]
-	if last.Status != "ADMITTED" || last.TokenID != token {
-		t.Fatalf("the page's last answer: %+v, want ADMITTED for %s", last, token)
+	if last.Status != "ADMITTED" || last.TokenID != token || strings.Count(last.AdmissionPass, ".") != 2 {
+		t.Fatalf("the page's last answer: %+v, want ADMITTED for %s with a pass (a JWS)", last, token)
+	}
+	// The site took the pass (its Gate exchanges it for a cookie and
+	// redirects once to the clean URL; without a valid one it would have
+	// sent the person back to the waiting room) and says the person is in.
+	site := eval[[]string](t, ctx, `[location.href, document.querySelector('h1').textContent, document.querySelector('[data-ticket]').textContent, String(performance.getEntriesByType('navigation')[0].redirectCount)]`)
+	if want := []string{base + "/demo-site/demo", "You're in", "1234", "1"}; !slices.Equal(site, want) {
+		t.Errorf("the site: URL, heading, ticket, redirects = %q, want %q", site, want)
 	}
 	prev := calls[len(calls)-2]
 	heard := time.Duration((arrived - float64(effective.UnixMilli())) * float64(time.Millisecond))

@@ -450,7 +450,7 @@ func alarmRefs(tpl *samtemplate.Template) (map[string]map[string]any, []metricRe
 // with a closed set of them.
 var dimensionValues = map[string][]string{
 	metrics.DimStatus:    {string(queue.StatusWaiting), string(queue.StatusAdmitted), string(queue.StatusExpired), string(queue.StatusLeft)},
-	metrics.DimOperation: {string(metrics.OpEnter), string(metrics.OpPoll), string(metrics.OpLeave), string(metrics.OpAdmin), string(metrics.OpOther)},
+	metrics.DimOperation: {string(metrics.OpEnter), string(metrics.OpPoll), string(metrics.OpLeave), string(metrics.OpAdmin), string(metrics.OpPage), string(metrics.OpOther)},
 }
 
 // TestTemplateMetrics holds the dashboard and the alarms to the metrics

@@ -184,7 +184,7 @@ func Logger(cfg config.Config, w io.Writer) *slog.Logger {
 // QueueHandler is the public function's API (enter, poll, leave, and the
 // JWKS of the passes) and the waiting-room page.
 func (a *App) QueueHandler() http.Handler {
-	return withPage(a.Page, httpapi.NewQueue(a.Service, a.options()...))
+	return withPage(a.meteredPage(), httpapi.NewQueue(a.Service, a.options()...))
 }
 
 // AdminHandler is the admin function's API, for requests API Gateway's
@@ -202,7 +202,7 @@ const QueueTimeout = 5 * time.Second
 // gets QueueTimeout as its deadline, as on Lambda, so that a slow store is
 // answered as it would be there.
 func (a *App) LocalHandler(secret string) http.Handler {
-	h := withPage(a.Page, httpapi.New(a.Service, httpapi.BearerAuth(secret), a.options()...))
+	h := withPage(a.meteredPage(), httpapi.New(a.Service, httpapi.BearerAuth(secret), a.options()...))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), QueueTimeout)
 		defer cancel()

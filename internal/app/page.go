@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/waitpage"
 )
@@ -22,7 +23,7 @@ var _ waitpage.Programs = pagePrograms{}
 func (p pagePrograms) Page(ctx context.Context, programID string) (waitpage.PageInfo, error) {
 	s, err := p.svc.Showing(ctx, programID)
 	if err != nil {
-		return waitpage.PageInfo{}, pageError(err)
+		return waitpage.PageInfo{}, pageError(ctx, err)
 	}
 	return waitpage.PageInfo{
 		DisplayName: s.Profile.DisplayName,
@@ -44,13 +45,13 @@ func (p pagePrograms) Enter(ctx context.Context, programID, tokenID, key string)
 		key = ""
 	}
 	v, _, err := p.svc.Enter(ctx, programID, queue.Entry{Token: tokenID, IdempotencyKey: key})
-	return pageView(v), pageError(err)
+	return pageView(v), pageError(ctx, err)
 }
 
 // Poll implements waitpage.Programs.
 func (p pagePrograms) Poll(ctx context.Context, programID, tokenID string) (waitpage.View, error) {
 	v, err := p.svc.Poll(ctx, programID, tokenID)
-	return pageView(v), pageError(err)
+	return pageView(v), pageError(ctx, err)
 }
 
 func pageView(v queue.View) waitpage.View {
@@ -70,12 +71,13 @@ func pageView(v queue.View) waitpage.View {
 
 // pageError maps the queue's error codes onto the page's sentinels; any
 // other error (a store fault) stays as it is, and the page shows it as a
-// 503 that retries.
-func pageError(err error) error {
+// 503 that retries. The code goes to the request's metrics.
+func pageError(ctx context.Context, err error) error {
 	var qe *queue.Error
 	if !errors.As(err, &qe) {
 		return err
 	}
+	metrics.Note(ctx).Code = qe.Code
 	var sentinel error
 	switch qe.Code {
 	case queue.CodeInvalidProgramID:
@@ -103,6 +105,11 @@ func newPage(svc *queue.Service, logoURL string, log *slog.Logger) *waitpage.Han
 		h, _ = waitpage.New(pagePrograms{svc}, opts) // the zero options are valid
 	}
 	return h
+}
+
+// meteredPage is a's page, each request recorded in a.Metrics as OpPage.
+func (a *App) meteredPage() http.Handler {
+	return metrics.Middleware(a.Metrics, func(*http.Request) metrics.Op { return metrics.OpPage })(a.Page)
 }
 
 // withPage serves the waiting-room page's paths with page and everything

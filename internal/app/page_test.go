@@ -18,11 +18,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/testing/fixtures"
 )
 
@@ -239,4 +241,39 @@ func record(h http.Handler, r *http.Request) recorded {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	return recorded{w.Code, w.Header(), w.Body.Bytes()}
+}
+
+// observed records what the metrics middleware observes.
+type observed struct{ reqs []metrics.Request }
+
+func (o *observed) Observe(r metrics.Request) { o.reqs = append(o.reqs, r) }
+
+// TestPageMetered: each page request is recorded once, as OpPage, with
+// the queue's code when it fails.
+func TestPageMetered(t *testing.T) {
+	a := fixtureApp(t)
+	obs := &observed{}
+	a.Metrics = obs
+	h := a.QueueHandler()
+	for _, path := range []string{"/waiting-room/demo", "/waiting-room/nobody", "/waiting-room/-x"} {
+		r, _ := http.NewRequest("GET", "http://127.0.0.1"+path, nil)
+		record(h, r)
+	}
+	type seen struct {
+		Op              metrics.Op
+		Status          int
+		Code, ProgramID string
+	}
+	var got []seen
+	for _, r := range obs.reqs {
+		got = append(got, seen{r.Op, r.Status, r.Code, r.ProgramID})
+	}
+	want := []seen{
+		{metrics.OpPage, 200, "", "demo"},
+		{metrics.OpPage, 404, "PROGRAM_NOT_FOUND", "nobody"},
+		{metrics.OpPage, 400, "INVALID_PROGRAM_ID", "-x"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("observed (-want +got):\n%s", diff)
+	}
 }

@@ -48,6 +48,9 @@ const (
 	OpAdmin Op = "admin"
 	// OpOther is a request that matched no route, or one for the JWKS.
 	OpOther Op = "other"
+	// OpPage is the waiting-room page: the HTML, its assets and its
+	// no-JavaScript form.
+	OpPage Op = "page"
 )
 
 // Request is one answered request, as the middleware saw it. Fields that do

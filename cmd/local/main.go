@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var st storeFlags
 	fs.StringVar(&st.dynamo, "dynamo", "", "start a local DynamoDB API and use it: moto (moto_server, behind a proxy that serialises its requests) or dynalite")
 	fs.BoolVar(&st.createTable, "create-table", false, "with "+config.EnvDynamoEndpoint+": create the table if it does not exist")
+	fs.StringVar(&st.partitionLimits, "partition-limits", "", "with a DynamoDB API: throttle each partition key as DynamoDB does, scale=F (AWS's 1,000 WCU and 3,000 RCU a second times F, e.g. scale=0.1) or write=W,read=R; its counts are at "+partitionStatsPath)
 	maxConns := fs.Int("max-conns", 1000, "most connections open at once; at the bound the longest idle keep-alive is closed")
 	readTimeout := fs.Duration("read-timeout", 10*time.Second, "longest time to read a request, body included (the write timeout is 10 s more)")
 	idleTimeout := fs.Duration("idle-timeout", 30*time.Second, "how long an idle keep-alive connection stays open")
@@ -78,7 +79,7 @@ Flags:
 	}
 	log := app.Logger(cfg, stderr)
 
-	a, where, closeStore, err := openStore(ctx, cfg, st, log)
+	a, where, model, closeStore, err := openStore(ctx, cfg, st, log)
 	if err != nil {
 		return err
 	}
@@ -103,8 +104,12 @@ Flags:
 		return err
 	}
 	conns := newConnLimit(*maxConns)
+	handler := a.LocalHandler(secret)
+	if model != nil {
+		handler = withPartitionStats(handler, model)
+	}
 	srv := &http.Server{
-		Handler:           a.LocalHandler(secret),
+		Handler:           handler,
 		ReadHeaderTimeout: min(5*time.Second, *readTimeout),
 		// A body that stops arriving fails to read after ReadTimeout, and
 		// the handler still has time to answer it.

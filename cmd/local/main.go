@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var st storeFlags
 	fs.StringVar(&st.dynamo, "dynamo", "", "start a local DynamoDB API and use it: moto (moto_server, behind a proxy that serialises its requests) or dynalite")
 	fs.BoolVar(&st.createTable, "create-table", false, "with "+config.EnvDynamoEndpoint+": create the table if it does not exist")
+	fs.StringVar(&st.partitionLimits, "partition-limits", "", "with a DynamoDB API: throttle each partition key as DynamoDB does, scale=F (AWS's 1,000 WCU and 3,000 RCU a second times F, e.g. scale=0.1) or write=W,read=R; its counts are at "+partitionStatsPath)
 	maxConns := fs.Int("max-conns", 1000, "most connections open at once; at the bound the longest idle keep-alive is closed")
 	readTimeout := fs.Duration("read-timeout", 10*time.Second, "longest time to read a request, body included (the write timeout is 10 s more)")
 	idleTimeout := fs.Duration("idle-timeout", 30*time.Second, "how long an idle keep-alive connection stays open")
@@ -106,7 +107,7 @@ Flags:
 	if err != nil {
 		return fmt.Errorf("admission passes: %w", err)
 	}
-	a, where, closeStore, err := openStore(ctx, cfg, st, log, app.WithPasses(passes))
+	a, where, model, closeStore, err := openStore(ctx, cfg, st, log, app.WithPasses(passes))
 	if err != nil {
 		return err
 	}
@@ -138,8 +139,11 @@ Flags:
 	}
 
 	conns := newConnLimit(*maxConns)
+	// The partition model's statistics sit outside the metered API: they
+	// answer 404 without -partition-limits.
+	handler := withPartitionStats(withDemoSite(withMetrics(a, secret), demoSite), model)
 	srv := &http.Server{
-		Handler:           withDemoSite(withMetrics(a, secret), demoSite),
+		Handler:           handler,
 		ReadHeaderTimeout: min(5*time.Second, *readTimeout),
 		// A body that stops arriving fails to read after ReadTimeout, and
 		// the handler still has time to answer it.

@@ -312,3 +312,64 @@ func enterConcurrently(t *testing.T, base string, n int) {
 		seen[tk] = true
 	}
 }
+
+// TestLocalPartitionLimits: -partition-limits throttles the program item
+// like DynamoDB, and the server publishes the model's counts.
+func TestLocalPartitionLimits(t *testing.T) {
+	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-dynamo", "moto", "-partition-limits", "write=5,read=100", "-demo-program", "")
+	if !strings.Contains(out.String(), "per-partition limits write=5,read=100 a second") {
+		t.Errorf("start-up line does not name the limits: %s", out)
+	}
+	if code, body := call(t, "PUT", base+"/api/v1/admin/programs/hot", "", "s3cret", `{"paused": true}`); code != 201 {
+		t.Fatalf("create program: %d %v", code, body)
+	}
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Go(func() {
+			resp, err := http.Post(base+"/api/v1/queues/programs/hot", "", nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 201 && resp.StatusCode != 503 {
+				t.Errorf("enter: %d, want 201 or 503", resp.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	resp, err := http.Get(base + partitionStatsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sum struct {
+		ThrottledWrites int64
+		Hottest         []struct {
+			Key             string
+			Writes          int64
+			WriteUnits      float64
+			ThrottledWrites int64
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.ThrottledWrites == 0 || len(sum.Hottest) == 0 || !strings.Contains(sum.Hottest[0].Key, "PROGRAM#hot") || sum.Hottest[0].ThrottledWrites == 0 {
+		b, _ := json.Marshal(sum)
+		t.Errorf("30 enters on a 5-unit partition: %s, want throttled writes on PROGRAM#hot", b)
+	}
+}
+
+func TestLocalPartitionLimitsNeedDynamo(t *testing.T) {
+	for _, args := range [][]string{
+		{"-partition-limits", "scale=0.1"},
+		{"-dynamo", "moto", "-partition-limits", "scale=fast"},
+	} {
+		var out, errs syncBuffer
+		err := run(context.Background(), append([]string{"-addr", "127.0.0.1:0"}, args...), func(string) string { return "" }, &out, &errs)
+		if err == nil || !strings.Contains(err.Error(), "-partition-limits") {
+			t.Errorf("%v: err = %v, want a -partition-limits error", args, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -14,6 +15,7 @@ import (
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/testing/localdynamo"
+	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
 // defaultLocalTable is the table used on a DynamoDB API when TABLE_NAME is
@@ -24,20 +26,36 @@ const defaultLocalTable = "waiting-room"
 type storeFlags struct {
 	dynamo      string // "", "moto" or "dynalite": start that server
 	createTable bool
+	// partitionLimits, when set, puts DynamoDB's per-partition limits
+	// (internal/testing/partitionmodel, e.g. "scale=0.1") between the
+	// server and the DynamoDB API.
+	partitionLimits string
 }
 
 // openStore builds the App on the in-memory store, or on a DynamoDB API:
 // one it starts (-dynamo) or the one at DYNAMODB_ENDPOINT. A moto_server
 // is reached through a proxy that serialises requests, since moto does not
 // apply conditional updates atomically. It returns what it chose, for the
-// start-up line, and what to close on the way out. opts configure the App.
-func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.Logger, opts ...app.Option) (a *app.App, where string, stop func(), err error) {
+// start-up line, the partition model of -partition-limits (nil without
+// it), and what to close on the way out. opts configure the App.
+func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.Logger, opts ...app.Option) (a *app.App, where string, model *partitionmodel.Model, stop func(), err error) {
 	stop = func() {}
 	if f.dynamo == "" && cfg.DynamoEndpoint == "" {
-		return app.New(cfg, memstore.New(), log, opts...), "memory", stop, nil
+		if f.partitionLimits != "" {
+			return nil, "", nil, stop, fmt.Errorf("-partition-limits needs a DynamoDB API: -dynamo, or %s", config.EnvDynamoEndpoint)
+		}
+		return app.New(cfg, memstore.New(), log, opts...), "memory", nil, stop, nil
+	}
+	var limits *partitionmodel.Limits
+	if f.partitionLimits != "" {
+		l, err := partitionmodel.ParseSpec(f.partitionLimits)
+		if err != nil {
+			return nil, "", nil, stop, fmt.Errorf("-partition-limits: %w", err)
+		}
+		limits = &l
 	}
 	if f.dynamo != "" && cfg.DynamoEndpoint != "" {
-		return nil, "", stop, fmt.Errorf("-dynamo %s and %s=%s: choose one", f.dynamo, config.EnvDynamoEndpoint, cfg.DynamoEndpoint)
+		return nil, "", nil, stop, fmt.Errorf("-dynamo %s and %s=%s: choose one", f.dynamo, config.EnvDynamoEndpoint, cfg.DynamoEndpoint)
 	}
 	if cfg.TableName == "" {
 		cfg.TableName = defaultLocalTable
@@ -53,7 +71,7 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.L
 		local, err = localdynamo.Proxy(endpoint)
 	}
 	if err != nil {
-		return nil, "", stop, fmt.Errorf("local DynamoDB API: %w", err)
+		return nil, "", nil, stop, fmt.Errorf("local DynamoDB API: %w", err)
 	}
 	if local != nil {
 		stop = local.Stop
@@ -66,15 +84,24 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.L
 	case server == "moto":
 		where += fmt.Sprintf(" (moto, through a proxy at %s that serialises its requests)", cfg.DynamoEndpoint)
 	}
-	client, err := dynamostore.NewClient(ctx, cfg.DynamoEndpoint)
+	copts := dynamostore.ClientOptions{Endpoint: cfg.DynamoEndpoint}
+	if limits != nil {
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		base.MaxIdleConnsPerHost = 256
+		tr := partitionmodel.New(base, *limits, partitionmodel.Options{})
+		model = tr.Model()
+		copts.Transport = tr
+		where += fmt.Sprintf("; per-partition limits %s a second", limits)
+	}
+	client, err := dynamostore.NewClientWithOptions(ctx, copts)
 	if err == nil {
 		err = ensureTable(ctx, client, cfg.TableName, endpoint, f.createTable, log)
 	}
 	if err != nil {
 		stop()
-		return nil, "", func() {}, err
+		return nil, "", nil, func() {}, err
 	}
-	return app.NewDynamo(cfg, client, log, opts...), where, stop, nil
+	return app.NewDynamo(cfg, client, log, opts...), where, model, stop, nil
 }
 
 // ensureTable creates table, or checks that it exists, so that a missing

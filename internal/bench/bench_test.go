@@ -367,3 +367,23 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("table of simulated results without cost shows latency or cost:\n%s", out)
 	}
 }
+
+func TestMaxInversion(t *testing.T) {
+	tests := []struct {
+		name string
+		es   []Entrant
+		want int64
+	}{
+		{"arrival order", []Entrant{{EnteredMs: 0, Place: 1}, {EnteredMs: 10, Place: 2}, {EnteredMs: 20, Place: 3}}, 0},
+		{"one bent pair", []Entrant{{EnteredMs: 0, Place: 2}, {EnteredMs: 300, Place: 1}, {EnteredMs: 400, Place: 3}}, 300},
+		{"the worst pair counts", []Entrant{{EnteredMs: 100, Place: 3}, {EnteredMs: 0, Place: 4}, {EnteredMs: 900, Place: 1}, {EnteredMs: 50, Place: 2}}, 900},
+		{"equal places are admitted together", []Entrant{{EnteredMs: 0, Place: 1}, {EnteredMs: 500, Place: 1}}, 0},
+		{"a shuffled pre-queue is left out", []Entrant{{EnteredMs: 0, Place: 2, Prequeue: true}, {EnteredMs: 800, Place: 1, Prequeue: true}, {EnteredMs: 900, Place: 3}}, 0},
+		{"none", nil, 0},
+	}
+	for _, tt := range tests {
+		if got := MaxInversion(tt.es); got != tt.want {
+			t.Errorf("%s: MaxInversion = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

@@ -70,6 +70,16 @@ func rows(results []Result) []row {
 		{"peak requests/s (1 s)", always(func(r Result) float64 { return float64(r.PeakRps) }), integer, true},
 		{"peak polls/s (1 s)", always(func(r Result) float64 { return float64(r.PeakPollRps) }), integer, true},
 		{"errors (of the requests)", always(func(r Result) float64 { return float64(r.Errors) }), integer, false},
+		{"enters/s peak (1 s)", always(func(r Result) float64 { return float64(r.EntersPerSecondPeak) }), integer, true},
+		{"throttled enters", always(func(r Result) float64 { return float64(r.ThrottledEnters) }), integer, false},
+		{"program item writes/s max", func(r Result) (float64, bool) {
+			if r.ProgramItemWritesPerSecondMax == nil {
+				return 0, false
+			}
+			return float64(*r.ProgramItemWritesPerSecondMax), true
+		}, integer, true},
+		{"gaps (tickets nobody holds)", always(func(r Result) float64 { return float64(r.Gaps) }), integer, false},
+		{"max inversion", always(func(r Result) float64 { return r.MaxInversionMs }), seconds, false},
 	}...)
 	if admin {
 		rs = append(rs,

@@ -87,6 +87,32 @@ type Result struct {
 	// the others' tickets are estimated from their position.
 	TicketsKnown int `json:"ticketsKnown,omitempty"`
 
+	// The enter path: how fast people got a place, what the store refused,
+	// and whether the ticket order kept its promises (README, "Limits").
+	//
+	// EntersPerSecondPeak is the most enters answered with a new place in
+	// one second.
+	EntersPerSecondPeak int64 `json:"entersPerSecondPeak"`
+	// EnterSeries counts the enters answered with a new place in each
+	// second of the run.
+	EnterSeries []int64 `json:"enterSeries,omitempty"`
+	// ThrottledEnters counts enters the store's throttling refused: in a
+	// simulation, enter attempts whose writes the partition model throttled
+	// through every retry; in a run, enter requests answered 503 or 429.
+	ThrottledEnters int64 `json:"throttledEnters"`
+	// ProgramItemWritesPerSecondMax is the most writes the program item
+	// took in one second: counted by the simulator, read from the server's
+	// partition model in a run (absent when the server has none).
+	ProgramItemWritesPerSecondMax *int64 `json:"programItemWritesPerSecondMax,omitempty"`
+	// Gaps counts the run's ticket numbers that no user holds.
+	Gaps int64 `json:"gaps"`
+	// DuplicateTickets counts tickets the run's users hold more than once.
+	DuplicateTickets int64 `json:"duplicateTickets,omitempty"`
+	// MaxInversionMs is the worst bend of arrival order: the longest time
+	// by which someone entered before another and is behind them (pairs of
+	// a shuffled pre-queue excluded, whose order is random by design).
+	MaxInversionMs float64 `json:"maxInversionMs"`
+
 	// DynamoRRU is the DynamoDB read request units of the polls (simulate).
 	DynamoRRU float64 `json:"dynamoRRU,omitempty"`
 	// Cost is the AWS price of the requests (simulate).
@@ -148,4 +174,66 @@ func (r *Result) Finish(duration time.Duration, pollsOfAdmitted int64) {
 	for _, n := range r.PollSeries {
 		r.PeakPollRps = max(r.PeakPollRps, n)
 	}
+}
+
+// Entrant is one user's place, for MaxInversion: when it entered, its
+// place in the admission order, and whether it belongs to a shuffled
+// pre-queue.
+type Entrant struct {
+	EnteredMs int64
+	Place     int64
+	Prequeue  bool
+}
+
+// MaxInversion returns the longest time, in ms, by which an entrant
+// entered before another and has a later place (equal places are admitted
+// together). Entrants of a shuffled pre-queue are left out: their order is
+// random by design, and all of them are ahead of everyone after them. It
+// sorts es.
+func MaxInversion(es []Entrant) int64 {
+	es = slices.DeleteFunc(es, func(e Entrant) bool { return e.Prequeue })
+	slices.SortFunc(es, func(a, b Entrant) int {
+		switch {
+		case a.Place != b.Place:
+			return cmpInt(a.Place, b.Place)
+		}
+		return cmpInt(a.EnteredMs, b.EnteredMs)
+	})
+	var worst int64
+	latest := int64(math.MinInt64) // the latest entry among strictly earlier places
+	for i := 0; i < len(es); {
+		j := i
+		for j < len(es) && es[j].Place == es[i].Place {
+			j++
+		}
+		for _, e := range es[i:j] {
+			if latest != math.MinInt64 {
+				worst = max(worst, latest-e.EnteredMs)
+			}
+		}
+		for _, e := range es[i:j] {
+			latest = max(latest, e.EnteredMs)
+		}
+		i = j
+	}
+	return worst
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// SeriesPeak is the largest count of a per-second series.
+func SeriesPeak(series []int64) int64 {
+	var p int64
+	for _, n := range series {
+		p = max(p, n)
+	}
+	return p
 }

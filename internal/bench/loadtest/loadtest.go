@@ -8,6 +8,7 @@ package loadtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -180,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (bench.Result, error) {
 		hc = NewClient(min(cfg.Conns, sc.Users+1))
 		defer hc.CloseIdleConnections()
 	}
-	r := &runner{cfg: cfg, started: make(chan struct{})}
+	r := &runner{cfg: cfg, started: make(chan struct{}), hc: hc}
 	r.api = apiclient.New(cfg.BaseURL, apiclient.WithHTTPClient(hc), apiclient.WithAdminToken(cfg.AdminToken), apiclient.WithObserver(r.observe))
 	return r.run(ctx)
 }
@@ -192,6 +193,7 @@ const retryFallback = time.Second
 type runner struct {
 	cfg   Config
 	api   *apiclient.Client
+	hc    *http.Client
 	start time.Time // set before any virtual user starts
 
 	mu      sync.Mutex
@@ -237,6 +239,7 @@ type user struct {
 	leaving     float64 // fraction of the wait after which it leaves; negative: never
 	left        bool
 	ticket      int64 // from the enter answer; 0 when the server does not send it
+	issuedAtMs  int64 // the token's issuedAt (server clock, Unix ms); 0 when unknown
 	position    int64 // at enter
 	enterAt     time.Duration
 	lastWaiting time.Duration // send time of the last WAITING answer
@@ -406,7 +409,76 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 	if end > sc.Timeout {
 		end = sc.Timeout
 	}
-	return r.result(users, baseServing, end), nil
+	issued, writes := r.final(parent)
+	res := r.result(users, baseServing, end)
+	r.tickets(users, issued, &res)
+	res.ProgramItemWritesPerSecondMax = writes
+	return res, nil
+}
+
+// PartitionStatsPath is where the local server publishes its partition
+// model's counts (cmd/local -partition-limits).
+const PartitionStatsPath = "/debug/partition-model"
+
+// final reads, once the run is over, the program's issued counter (-1 if
+// the read fails; the read counts among the admin requests) and the
+// program item's busiest second from the server's partition model (nil
+// when the server has none).
+func (r *runner) final(ctx context.Context) (issued int64, writes *int64) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	issued = -1
+	if p, err := r.api.GetProgram(ctx, r.cfg.ProgramID); err == nil {
+		issued = p.Issued
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(r.cfg.BaseURL, "/")+PartitionStatsPath, nil)
+	if err != nil {
+		return issued, nil
+	}
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		return issued, nil
+	}
+	defer resp.Body.Close()
+	var sum struct {
+		Hottest []struct {
+			Key                string
+			MaxWritesPerSecond int64
+		}
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&sum) != nil {
+		return issued, nil
+	}
+	for _, p := range sum.Hottest {
+		if strings.Contains(p.Key, `"PROGRAM#`+r.cfg.ProgramID+`"`) {
+			return issued, &p.MaxWritesPerSecond
+		}
+	}
+	return issued, nil
+}
+
+// tickets fills the ticket-order fields of res: the gaps (the run's
+// tickets, from the program's issued counter, that no user holds) and
+// duplicates, and the worst inversion of arrival order.
+func (r *runner) tickets(users []user, issued int64, res *bench.Result) {
+	held := map[int64]int{}
+	var es []bench.Entrant
+	for _, u := range users {
+		if u.ticket <= 0 {
+			continue
+		}
+		held[u.ticket]++
+		if u.issuedAtMs > 0 {
+			es = append(es, bench.Entrant{EnteredMs: u.issuedAtMs, Place: u.ticket})
+		}
+	}
+	for _, n := range held {
+		res.DuplicateTickets += int64(n - 1)
+	}
+	res.MaxInversionMs = float64(bench.MaxInversion(es))
+	if issued >= 0 {
+		res.Gaps = max(0, issued-r.baseIssued-int64(len(held)))
+	}
 }
 
 // schedule applies the scenario's rate changes at their offsets (the first
@@ -500,6 +572,9 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 		}
 	}
 	u.entered, u.enterAt, u.ticket, u.position = true, recv, ans.Ticket, ans.Position
+	if at, err := time.Parse(time.RFC3339Nano, ans.IssuedAt); err == nil {
+		u.issuedAtMs = at.UnixMilli()
+	}
 	r.entered.Add(1)
 	once.Do(entered)
 	token := ans.TokenID
@@ -656,6 +731,7 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 	seconds := int((end + time.Second - 1) / time.Second) // the last one may be partial
 	res.RpsSeries = make([]int64, seconds)
 	res.PollSeries = make([]int64, seconds)
+	enters := make([]int64, seconds)
 	var lat []float64
 	for _, rec := range r.records {
 		key := string(rec.op) + " "
@@ -679,6 +755,14 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 		switch rec.op {
 		case apiclient.OpEnter:
 			res.Enters++
+			if rec.status == http.StatusServiceUnavailable || rec.status == http.StatusTooManyRequests {
+				res.ThrottledEnters++
+			}
+			if rec.status == http.StatusCreated {
+				if s := min(int((rec.at+rec.latency)/time.Second), seconds-1); s >= 0 {
+					enters[s]++
+				}
+			}
 		case apiclient.OpPoll:
 			res.Polls++
 		case apiclient.OpLeave:
@@ -696,6 +780,7 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 	}
 	l := bench.Summarize(lat)
 	res.LatencyMs = &l
+	res.EnterSeries, res.EntersPerSecondPeak = enters, bench.SeriesPeak(enters)
 
 	samples := slices.Clone(r.samples)
 	slices.SortFunc(samples, func(a, b sample) int { return int(a.at - b.at) })

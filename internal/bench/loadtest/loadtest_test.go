@@ -203,6 +203,13 @@ func TestRunDrain(t *testing.T) {
 	if r.TicketsKnown != sc.Users || r.AdminRequests < 3 || r.AdminErrors != 0 {
 		t.Errorf("tickets known %d, admin requests %d, admin errors %d; want %d, ≥ 3 (create, rate, samples), 0", r.TicketsKnown, r.AdminRequests, r.AdminErrors, sc.Users)
 	}
+	if r.Gaps != 0 || r.DuplicateTickets != 0 || r.ThrottledEnters != 0 || r.MaxInversionMs > 1000 || r.ProgramItemWritesPerSecondMax != nil {
+		t.Errorf("gaps %d, duplicates %d, throttled %d, max inversion %g ms, program writes %v; want 0, 0, 0, < 1 s, absent (no partition model)",
+			r.Gaps, r.DuplicateTickets, r.ThrottledEnters, r.MaxInversionMs, r.ProgramItemWritesPerSecondMax)
+	}
+	if r.EntersPerSecondPeak < int64(sc.Users)/2 || r.EntersPerSecondPeak > int64(sc.Users) {
+		t.Errorf("enters/s peak %d, want the burst's %d in one or two seconds", r.EntersPerSecondPeak, sc.Users)
+	}
 	checkTotals(t, r)
 }
 

@@ -1,0 +1,275 @@
+// Package partitionmodel models DynamoDB's per-partition throughput limits,
+// so that a local DynamoDB API server (moto, dynalite), which has none,
+// throttles a hot item as DynamoDB would. A Model keeps, per partition key
+// value, a token bucket of write units and one of read units; Transport is
+// an http.RoundTripper that charges each single-item request (GetItem,
+// PutItem, UpdateItem, DeleteItem) to its partition from the item's size
+// and answers a request that finds its bucket empty with DynamoDB's own
+// throttling error, so that the SDK backs off and retries as on AWS.
+//
+// The limits are DynamoDB's documented ones (AWS): 1,000 write units and
+// 3,000 strongly consistent read units (6,000 eventually consistent) a
+// second per partition, reads and writes throttled independently. Burst
+// capacity, DynamoDB's store of unused table capacity, cannot lift a
+// partition above these maximums, so each bucket holds one second of its
+// rate. A scale (Limits.Scaled) lowers them so that on a small machine the
+// limit binds before the CPU does. The README's "Limits" section gives the
+// numbers behind it.
+package partitionmodel
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Limits are per-partition throughput limits, in capacity units a second.
+type Limits struct {
+	// WriteUnits is the write capacity units a partition takes a second.
+	WriteUnits float64
+	// ReadUnits is the strongly consistent read capacity units a partition
+	// serves a second; an eventually consistent read costs half a unit.
+	ReadUnits float64
+}
+
+// AWS is DynamoDB's per-partition limit: 1,000 WCU and 3,000 RCU a second.
+var AWS = Limits{WriteUnits: 1000, ReadUnits: 3000}
+
+// Scaled returns l with both limits multiplied by f.
+func (l Limits) Scaled(f float64) Limits {
+	return Limits{WriteUnits: l.WriteUnits * f, ReadUnits: l.ReadUnits * f}
+}
+
+// String returns l as ParseSpec reads it.
+func (l Limits) String() string {
+	return "write=" + strconv.FormatFloat(l.WriteUnits, 'g', -1, 64) + ",read=" + strconv.FormatFloat(l.ReadUnits, 'g', -1, 64)
+}
+
+// ParseSpec reads a limits specification: "scale=F" (AWS's limits times F,
+// e.g. scale=0.1 for 100 WCU and 300 RCU a second), optionally with
+// "write=W" and "read=R" setting the units a second outright, comma
+// separated. "" and "aws" are AWS's limits.
+func ParseSpec(spec string) (Limits, error) {
+	l := AWS
+	spec = strings.TrimSpace(spec)
+	if spec == "" || spec == "aws" {
+		return l, nil
+	}
+	var write, read float64
+	for part := range strings.SplitSeq(spec, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if !ok || err != nil || !(f > 0) || f > 1e9 {
+			return Limits{}, fmt.Errorf("partition limits %q: want scale=F, write=UNITS or read=UNITS with a positive number", part)
+		}
+		switch strings.TrimSpace(k) {
+		case "scale":
+			l = AWS.Scaled(f)
+		case "write":
+			write = f
+		case "read":
+			read = f
+		default:
+			return Limits{}, fmt.Errorf("partition limits %q: unknown key %q (scale, write, read)", part, k)
+		}
+	}
+	if write > 0 {
+		l.WriteUnits = write
+	}
+	if read > 0 {
+		l.ReadUnits = read
+	}
+	return l, nil
+}
+
+// bucket is a token bucket of capacity units that refills at rate a second
+// up to one second's worth.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func (b *bucket) refill(now time.Time, rate float64) {
+	if b.at.IsZero() {
+		b.tokens, b.at = rate, now
+		return
+	}
+	if d := now.Sub(b.at); d > 0 {
+		b.tokens = min(rate, b.tokens+rate*d.Seconds())
+		b.at = now
+	}
+}
+
+// partition is one partition key value's state.
+type partition struct {
+	write, read bucket
+	stats       PartitionStats
+	second      int64 // the Unix second the counts below are for
+	writesInSec int64
+	unitsInSec  float64
+}
+
+// Model holds one write and one read bucket per partition key value, on
+// the clock its callers pass. It is safe for concurrent use.
+type Model struct {
+	limits Limits
+	mu     sync.Mutex
+	parts  map[string]*partition
+}
+
+// NewModel returns a Model with full buckets for every partition.
+func NewModel(l Limits) *Model {
+	return &Model{limits: l, parts: make(map[string]*partition)}
+}
+
+// Limits returns the model's limits.
+func (m *Model) Limits() Limits { return m.limits }
+
+// Kind is what a request does to its partition.
+type Kind int
+
+// Kinds of request.
+const (
+	Read Kind = iota
+	Write
+)
+
+func (m *Model) part(key string) *partition {
+	p := m.parts[key]
+	if p == nil {
+		p = &partition{stats: PartitionStats{Key: key}}
+		m.parts[key] = p
+	}
+	return p
+}
+
+// Admit reports whether partition key can take a request of kind at now
+// that is expected to cost units, and if so takes them: the bucket must
+// hold them. A refused request is counted as throttled and costs nothing;
+// an admitted one must be settled with Settle once its actual cost is
+// known.
+func (m *Model) Admit(key string, kind Kind, units float64, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.part(key)
+	b, rate := &p.read, m.limits.ReadUnits
+	if kind == Write {
+		b, rate = &p.write, m.limits.WriteUnits
+	}
+	b.refill(now, rate)
+	if b.tokens >= units || units > rate && b.tokens >= rate {
+		b.tokens -= units
+		return true
+	}
+	if kind == Write {
+		p.stats.ThrottledWrites++
+	} else {
+		p.stats.ThrottledReads++
+	}
+	return false
+}
+
+// Settle records a request Admit took estimate units for and that cost
+// actual units, served at now. The bucket may go into debt (a read whose
+// item turned out larger than expected), which the following requests then
+// wait for. An actual cost of 0 is a request not served (the server
+// refused it): the estimate is given back and nothing counted.
+func (m *Model) Settle(key string, kind Kind, estimate, actual float64, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.part(key)
+	if actual == 0 {
+		if kind == Write {
+			p.write.tokens = min(m.limits.WriteUnits, p.write.tokens+estimate)
+		} else {
+			p.read.tokens = min(m.limits.ReadUnits, p.read.tokens+estimate)
+		}
+		return
+	}
+	if kind == Write {
+		p.write.refill(now, m.limits.WriteUnits)
+		p.write.tokens += estimate - actual
+		p.stats.Writes++
+		p.stats.WriteUnits += actual
+		sec := now.Unix()
+		if sec != p.second {
+			p.second, p.writesInSec, p.unitsInSec = sec, 0, 0
+		}
+		p.writesInSec++
+		p.unitsInSec += actual
+		p.stats.MaxWritesPerSecond = max(p.stats.MaxWritesPerSecond, p.writesInSec)
+		p.stats.MaxWriteUnitsPerSecond = max(p.stats.MaxWriteUnitsPerSecond, p.unitsInSec)
+		return
+	}
+	p.read.refill(now, m.limits.ReadUnits)
+	p.read.tokens += estimate - actual
+	p.stats.Reads++
+	p.stats.ReadUnits += actual
+}
+
+// Take admits and settles a request whose cost is known in advance: it
+// reports whether the partition took it.
+func (m *Model) Take(key string, kind Kind, units float64, now time.Time) bool {
+	if !m.Admit(key, kind, units, now) {
+		return false
+	}
+	m.Settle(key, kind, units, units, now)
+	return true
+}
+
+// PartitionStats is what one partition served and refused.
+type PartitionStats struct {
+	Key                    string  `json:"key"`
+	Reads                  int64   `json:"reads"`
+	Writes                 int64   `json:"writes"`
+	ReadUnits              float64 `json:"readUnits"`
+	WriteUnits             float64 `json:"writeUnits"`
+	ThrottledReads         int64   `json:"throttledReads"`
+	ThrottledWrites        int64   `json:"throttledWrites"`
+	MaxWritesPerSecond     int64   `json:"maxWritesPerSecond"`
+	MaxWriteUnitsPerSecond float64 `json:"maxWriteUnitsPerSecond"`
+}
+
+// Stats returns every partition's counts, the busiest writer first.
+func (m *Model) Stats() []PartitionStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]PartitionStats, 0, len(m.parts))
+	for _, k := range slices.Sorted(maps.Keys(m.parts)) {
+		out = append(out, m.parts[k].stats)
+	}
+	slices.SortStableFunc(out, func(a, b PartitionStats) int {
+		return cmp.Or(cmp.Compare(b.Writes, a.Writes), cmp.Compare(b.Reads, a.Reads))
+	})
+	return out
+}
+
+// Summary totals the stats of every partition.
+type Summary struct {
+	Limits          string           `json:"limits"`
+	Partitions      int              `json:"partitions"`
+	Reads           int64            `json:"reads"`
+	Writes          int64            `json:"writes"`
+	ThrottledReads  int64            `json:"throttledReads"`
+	ThrottledWrites int64            `json:"throttledWrites"`
+	Hottest         []PartitionStats `json:"hottest"` // the busiest writers, at most 5
+}
+
+// Summarize totals the model's stats.
+func (m *Model) Summarize() Summary {
+	all := m.Stats()
+	s := Summary{Limits: m.limits.String(), Partitions: len(all)}
+	for _, p := range all {
+		s.Reads += p.Reads
+		s.Writes += p.Writes
+		s.ThrottledReads += p.ThrottledReads
+		s.ThrottledWrites += p.ThrottledWrites
+	}
+	s.Hottest = all[:min(5, len(all))]
+	return s
+}

@@ -1,0 +1,133 @@
+package partitionmodel
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"strings"
+	"unicode/utf8"
+)
+
+// Value is one attribute value in DynamoDB's JSON wire form, e.g.
+// {"S":"x"}, {"N":"12"}, {"M":{…}}: what the model reads from request and
+// answer bodies without the SDK's types.
+type Value map[string]json.RawMessage
+
+// Item is an item in DynamoDB's JSON wire form.
+type Item map[string]Value
+
+// ItemSize is the size of item in bytes as DynamoDB counts it for capacity
+// units: the sum over its attributes of the UTF-8 length of the name and
+// the size of the value (AWS, "DynamoDB item sizes and formats").
+func ItemSize(item Item) int {
+	n := 0
+	for name, v := range item {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+// valueSize is the size of one value: a string's UTF-8 bytes; a number's
+// significant digits, two to a byte, plus one; a binary's raw bytes; 1 for
+// a Boolean or a null; a list or map 3 bytes plus 1 per element plus its
+// elements (and, for a map, their names); a set the sum of its members.
+func valueSize(v Value) int {
+	for typ, raw := range v {
+		switch typ {
+		case "S":
+			var s string
+			_ = json.Unmarshal(raw, &s)
+			return len(s)
+		case "N":
+			var s string
+			_ = json.Unmarshal(raw, &s)
+			return numberSize(s)
+		case "B":
+			return binarySize(raw)
+		case "BOOL", "NULL":
+			return 1
+		case "SS":
+			var ss []string
+			_ = json.Unmarshal(raw, &ss)
+			n := 0
+			for _, s := range ss {
+				n += len(s)
+			}
+			return n
+		case "NS":
+			var ss []string
+			_ = json.Unmarshal(raw, &ss)
+			n := 0
+			for _, s := range ss {
+				n += numberSize(s)
+			}
+			return n
+		case "BS":
+			var bs []json.RawMessage
+			_ = json.Unmarshal(raw, &bs)
+			n := 0
+			for _, b := range bs {
+				n += binarySize(b)
+			}
+			return n
+		case "L":
+			var l []Value
+			_ = json.Unmarshal(raw, &l)
+			n := 3
+			for _, e := range l {
+				n += 1 + valueSize(e)
+			}
+			return n
+		case "M":
+			var m map[string]Value
+			_ = json.Unmarshal(raw, &m)
+			n := 3
+			for name, e := range m {
+				n += 1 + len(name) + valueSize(e)
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// numberSize is a number's size: 1 byte per two significant digits
+// (leading and trailing zeros trimmed), plus 1.
+func numberSize(s string) int {
+	s = strings.TrimLeft(s, "+-")
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		s = s[:i]
+	}
+	digits := strings.Replace(s, ".", "", 1)
+	digits = strings.TrimLeft(digits, "0")
+	digits = strings.TrimRight(digits, "0")
+	sig := utf8.RuneCountInString(digits)
+	return (sig+1)/2 + 1
+}
+
+func binarySize(raw json.RawMessage) int {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return 0
+	}
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return len(b)
+	}
+	return len(s) * 3 / 4
+}
+
+// WriteUnits is the write capacity a write of an item of size bytes
+// consumes: 1 per KB, rounded up, at least 1. An update or a replacement
+// is charged on the larger of the item before and after it.
+func WriteUnits(size int) float64 { return math.Max(1, math.Ceil(float64(size)/1024)) }
+
+// ReadUnits is the read capacity a read of an item of size bytes
+// consumes: 1 per 4 KB, rounded up, at least 1, for a strongly consistent
+// read; half that for an eventually consistent one.
+func ReadUnits(size int, consistent bool) float64 {
+	u := math.Max(1, math.Ceil(float64(size)/4096))
+	if !consistent {
+		u /= 2
+	}
+	return u
+}

@@ -248,7 +248,7 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 // conflict is another creation, or this one's own write retried after its
 // answer was lost: then the stored program records change.
 func (s *Service) createProgram(ctx context.Context, p Program, change string) error {
-	return s.checkOwnWrite(ctx, p.ID, change, s.store.CreateProgram(ctx, p))
+	return s.checkOwnWrite(ctx, p, change, s.store.CreateProgram(ctx, p))
 }
 
 // updateProgram stores the admin change p within the write budget (the
@@ -256,7 +256,7 @@ func (s *Service) createProgram(ctx context.Context, p Program, change string) e
 func (s *Service) updateProgram(ctx context.Context, p Program, change string) error {
 	wctx, cancel := context.WithTimeout(ctx, adminWriteBudget)
 	defer cancel()
-	return s.checkOwnWrite(ctx, p.ID, change, s.store.UpdateProgram(wctx, p, p.Issued))
+	return s.checkOwnWrite(ctx, p, change, s.store.UpdateProgram(wctx, p, p.Issued))
 }
 
 // checkOwnWrite sorts out a write's conflict: it may be the store's retry
@@ -264,16 +264,22 @@ func (s *Service) updateProgram(ctx context.Context, p Program, change string) e
 // If the stored program records change, the write succeeded (nil); if it
 // cannot tell, the error is no longer a conflict, so that the change is
 // never applied twice.
-func (s *Service) checkOwnWrite(ctx context.Context, id, change string, err error) error {
+func (s *Service) checkOwnWrite(ctx context.Context, p Program, change string, err error) error {
 	if !errors.Is(err, ErrConflict) {
 		return err
 	}
-	stored, rerr := s.store.GetProgram(ctx, id)
+	stored, rerr := s.store.GetProgram(ctx, p.ID)
 	switch {
 	case rerr != nil:
 		return fmt.Errorf("a conflict, and reading whether the write was applied failed: %w", rerr)
-	case stored.hasChange(change):
+	}
+	switch applied, known := stored.changeApplied(change, p.Version); {
+	case applied:
 		return nil
+	case !known:
+		// So many changes since that ours, if applied, has left the list:
+		// neither retry (it could apply twice) nor call it undone.
+		return fmt.Errorf("a conflict, and %d later changes hide whether the write was applied", maxRecentChanges)
 	}
 	return err
 }

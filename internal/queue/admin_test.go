@@ -90,16 +90,21 @@ func TestAdmissionsCountOnce(t *testing.T) {
 			mustPut(t, svc, "gala", 1, true)
 			enterN(t, svc, "gala", 100)
 			store.loseAnswers.Store(tc.loseAnswers)
-			var ok, busy atomic.Int64
+			var ok, busy, maybe atomic.Int64
 			var wg sync.WaitGroup
 			for range tc.concurrent {
 				wg.Go(func() {
 					_, err := svc.Admit(t.Context(), "gala", 1)
+					var qe *queue.Error
 					switch {
 					case err == nil:
 						ok.Add(1)
 					case isBusy(err):
 						busy.Add(1)
+					case errors.As(err, &qe) && qe.Code == queue.CodeUnavailable:
+						// May have been applied (more changes since than the
+						// program remembers): counted at most once.
+						maybe.Add(1)
 					default:
 						t.Errorf("Admit: %v", err)
 					}
@@ -112,10 +117,10 @@ func TestAdmissionsCountOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			admitted := p.Settled().Base
-			if admitted != ok.Load() {
-				t.Errorf("%d admissions answered OK (%d BUSY), %d admitted", ok.Load(), busy.Load(), admitted)
+			if admitted < ok.Load() || admitted > ok.Load()+maybe.Load() {
+				t.Errorf("%d admissions answered OK (%d BUSY, %d maybe applied), %d admitted", ok.Load(), busy.Load(), maybe.Load(), admitted)
 			}
-			if tc.cacheTTL == 0 && ok.Load() != int64(tc.concurrent) {
+			if tc.cacheTTL == 0 && ok.Load()+maybe.Load() != int64(tc.concurrent) || maybe.Load() > int64(tc.concurrent)/2 {
 				t.Errorf("%d of %d admissions answered OK without a cache to wait for, want all", ok.Load(), tc.concurrent)
 			}
 		})

@@ -2,7 +2,8 @@ package queue
 
 import (
 	"regexp"
-	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/example/waitingroom/internal/polling"
@@ -209,14 +210,35 @@ func (p Program) Rebased(now time.Time, rate Rate, paused bool, admit int64, del
 	return p
 }
 
-// withChange returns p recording admin change id as the latest.
+// withChange returns p recording admin change id as the latest, with the
+// version it gives the program ("version/id").
 func (p Program) withChange(id string) Program {
-	p.Changes = append([]string{id}, p.Changes[:min(len(p.Changes), maxRecentChanges-1)]...)
+	entry := strconv.FormatInt(p.Version, 10) + "/" + id
+	p.Changes = append([]string{entry}, p.Changes[:min(len(p.Changes), maxRecentChanges-1)]...)
 	return p
 }
 
-// hasChange reports whether p records admin change id.
-func (p Program) hasChange(id string) bool { return slices.Contains(p.Changes, id) }
+// changeApplied tells whether p records the admin change id made as
+// version v: yes, no, or unknown when the changes p still records all
+// came after v (id may have been applied and forgotten since).
+func (p Program) changeApplied(id string, v int64) (applied, known bool) {
+	oldest := int64(-1)
+	for _, e := range p.Changes {
+		ver, got, ok := strings.Cut(e, "/")
+		n, err := strconv.ParseInt(ver, 10, 64)
+		if !ok || err != nil {
+			continue
+		}
+		if n == v {
+			return got == id, true
+		}
+		if oldest < 0 || n < oldest {
+			oldest = n
+		}
+	}
+	// No change made version v: applied only if it fell off the list.
+	return false, len(p.Changes) < maxRecentChanges || oldest < v || p.Version < v
+}
 
 // admissionMs is admissionTime in Unix ms.
 func (p Program) admissionMs(ticket, ms int64) (int64, bool) {

@@ -14,6 +14,7 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/localdynamo"
 	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
@@ -101,7 +102,12 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.L
 		stop()
 		return nil, "", nil, func() {}, err
 	}
-	return app.NewDynamo(cfg, client, log), where, model, stop, nil
+	var svcOpts []queue.Option
+	if limits != nil {
+		// Size the ticket shards for the scaled item limit.
+		svcOpts = append(svcOpts, queue.WithItemWriteLimit(limits.WriteUnits))
+	}
+	return app.NewDynamo(cfg, client, log, svcOpts...), where, model, stop, nil
 }
 
 // ensureTable creates table, or checks that it exists, so that a missing

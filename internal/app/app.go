@@ -28,18 +28,19 @@ type App struct {
 }
 
 // New builds the service over store as cfg describes: the default and named
-// polling policies, the program cache.
-func New(cfg config.Config, store queue.Store, log *slog.Logger) *App {
-	svc := queue.NewService(store, cfg.Policy,
+// polling policies, the program cache; extra options follow (the local
+// server's scaled item write limit).
+func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...queue.Option) *App {
+	svc := queue.NewService(store, cfg.Policy, append([]queue.Option{
 		queue.WithPolicies(cfg.Policies),
-		queue.WithProgramCache(cfg.ProgramCacheTTL))
+		queue.WithProgramCache(cfg.ProgramCacheTTL)}, opts...)...)
 	return &App{Config: cfg, Log: log, Store: store, Service: svc}
 }
 
 // NewDynamo builds the App over the DynamoDB table cfg.TableName, reached
 // through client.
-func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger) *App {
-	return New(cfg, dynamostore.New(client, cfg.TableName), log)
+func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger, opts ...queue.Option) *App {
+	return New(cfg, dynamostore.New(client, cfg.TableName), log, opts...)
 }
 
 // FromEnv is a Lambda function's cold start: the configuration from getenv

@@ -78,6 +78,29 @@ type Program struct {
 	// Changes are the ids of the latest admin changes, newest first (at
 	// most maxRecentChanges): how a retried write recognises its own.
 	Changes []string
+
+	// Shards is how many ticket shards hand out the program's tickets; 0:
+	// every ticket comes from the program itself (see TicketStore).
+	Shards int
+	// Recent are the instants (Unix ms) of the last RecentTickets tickets
+	// taken one at a time from the program item, newest first (0: none):
+	// one answer tells a crowd (BurstRate).
+	Recent [RecentTickets]int64
+}
+
+// RecentTickets is how many single tickets' instants a program keeps.
+const RecentTickets = 8
+
+// BurstRate is the rate of the last RecentTickets single tickets, a
+// second (their number less one over their span, at least a ms); 0 until
+// there are that many.
+func (p Program) BurstRate() float64 {
+	oldest := p.Recent[RecentTickets-1]
+	if oldest == 0 {
+		return 0
+	}
+	span := max(p.Recent[0]-oldest, 1)
+	return float64(RecentTickets-1) * 1000 / float64(span)
 }
 
 // maxRecentChanges is how many admin change ids a program remembers.
@@ -162,7 +185,13 @@ func (p Program) folded(ms int64) Program {
 // WithTicketIssued returns p after one more ticket is handed out at now:
 // the rule every Store applies atomically. A drained queue is first
 // re-anchored at now on Issued (a due change made current first).
-func (p Program) WithTicketIssued(now time.Time) Program {
+func (p Program) WithTicketIssued(now time.Time) Program { return p.WithTicketsIssued(now, 1) }
+
+// WithTicketsIssued returns p after n ≥ 1 consecutive tickets are handed
+// out at now, as n calls of WithTicketIssued at now would leave it, but
+// for Recent, which records single tickets only: a block of tickets
+// (TicketStore.IssueTickets).
+func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
 	ms := unixMs(now)
 	if p.drainedAt(ms) {
 		p = p.folded(ms)
@@ -170,8 +199,12 @@ func (p Program) WithTicketIssued(now time.Time) Program {
 		p.DrainAtNs = msToNs(ms)
 		p.Version++
 	}
-	p.Issued++
-	p.DrainAtNs = addSat(p.DrainAtNs, p.StepNs())
+	p.Issued = addSat(p.Issued, n)
+	p.DrainAtNs = addSat(p.DrainAtNs, mulSat(n, p.StepNs()))
+	if n == 1 {
+		copy(p.Recent[1:], p.Recent[:RecentTickets-1])
+		p.Recent[0] = ms
+	}
 	return p
 }
 

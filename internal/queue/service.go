@@ -22,6 +22,7 @@ type Service struct {
 	rng      *rand.Rand
 	cache    programCache
 	passes   PassSigner
+	tickets  ticketer
 }
 
 // Option configures a Service.
@@ -85,7 +86,7 @@ func (s *Service) policyOf(p Program) polling.Policy {
 // NewService returns a Service over store that answers retry delays with
 // policy.
 func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
-	s := &Service{store: store, policy: policy, clock: clock.Real{}}
+	s := &Service{store: store, policy: policy, clock: clock.Real{}, tickets: ticketer{writeUnits: DefaultItemWriteUnits}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -139,8 +140,7 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 			return View{}, false, err
 		}
 	}
-	now := s.clock.Now()
-	p, err := s.store.IssueTicket(ctx, programID, now)
+	ticket, p, fresh, now, err := s.takeTicket(ctx, programID, s.clock.Now())
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return View{}, false, errProgramNotFound()
@@ -149,11 +149,13 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 	case err != nil:
 		return View{}, false, storeError("issue ticket", err)
 	}
-	s.cache.put(p, now)
+	if fresh {
+		s.cache.put(p, now)
+	}
 	t := Token{
 		ID:        id,
 		ProgramID: programID,
-		Ticket:    p.Issued,
+		Ticket:    ticket,
 		IssuedAt:  now.Truncate(time.Millisecond),
 		ExpiresAt: now.Add(waitingTokenRetention),
 	}
@@ -167,6 +169,13 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 		// one is the place, and this ticket is a gap.
 		v, err := s.Poll(ctx, programID, stored.ID)
 		return v, false, err
+	}
+	if !fresh {
+		// A ticket from a shard: the answer needs the program as a read
+		// at most one cache TTL old, and before its drain instant, sees it.
+		if p, err = s.program(ctx, programID, now); err != nil {
+			return View{}, false, err
+		}
 	}
 	v, err = s.view(ctx, p, t, now)
 	return v, true, err
@@ -340,6 +349,20 @@ func errProgramNotFound() error {
 
 func errAlreadyAdmitted() error {
 	return Errorf(KindConflict, CodeAlreadyAdmitted, "The token has already been admitted; it can no longer leave the queue.")
+}
+
+// shardView returns the instance's last read of program id if it is at
+// most one TTL old, past its drain instant too: what an enter needs to
+// choose where its ticket comes from (the shard count, whether the program
+// is closed), not to place anyone.
+func (c *programCache) shardView(id string, now time.Time) (Program, bool) {
+	c.mu.RLock()
+	e, ok := c.entries[id]
+	c.mu.RUnlock()
+	if !ok || now.Before(e.loadedAt) || !now.Before(e.loadedAt.Add(c.ttl)) {
+		return Program{}, false
+	}
+	return e.p, true
 }
 
 type cachedProgram struct {

@@ -43,6 +43,14 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	t.Run("Token", func(t *testing.T) { testToken(t, newStore(t)) })
 	t.Run("Mark", func(t *testing.T) { testMark(t, newStore(t)) })
 	t.Run("MarkConcurrent", func(t *testing.T) { testMarkConcurrent(t, newStore(t)) })
+	if _, ok := newStore(t).(queue.TicketStore); ok {
+		ticketStore := func(t *testing.T) queue.TicketStore { return newStore(t).(queue.TicketStore) }
+		t.Run("IssueTickets", func(t *testing.T) { testIssueTickets(t, ticketStore(t)) })
+		t.Run("IssueTicketsConcurrent", func(t *testing.T) { testIssueTicketsConcurrent(t, ticketStore(t)) })
+		t.Run("Shards", func(t *testing.T) { testShards(t, ticketStore(t)) })
+		t.Run("ShardsConcurrent", func(t *testing.T) { testShardsConcurrent(t, ticketStore(t)) })
+		t.Run("SetShards", func(t *testing.T) { testSetShards(t, ticketStore(t)) })
+	}
 }
 
 // t0 is the suite's epoch; times are derived from it at millisecond
@@ -132,8 +140,10 @@ func testProgram(t *testing.T, s queue.Store) {
 	manual.Policy, manual.Closed, manual.ManualRate = "eta", true, perSecond(0.125)
 	manual.LastAdmitAt, manual.LastAdmitGap = t0.Add(ms(8_000)), ms(1_500)
 	fresh := queue.Program{ID: "fresh", CreatedAt: t0, Version: 1, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate}, DrainAtNs: unixNs(t0), AdmissionWindow: queue.DefaultAdmissionWindow}
+	sharded := program("sharded")
+	sharded.Shards = 7
 
-	for _, p := range []queue.Program{program("mid-flight"), fractional, paused, stopped, scheduled, manual, fresh} {
+	for _, p := range []queue.Program{program("mid-flight"), fractional, paused, stopped, scheduled, manual, fresh, sharded} {
 		t.Run("OK "+p.ID, func(t *testing.T) {
 			if err := s.CreateProgram(ctx, p); err != nil {
 				t.Fatalf("CreateProgram: %v", err)
@@ -177,6 +187,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 		t.Run(tc.name, func(t *testing.T) {
 			id := fmt.Sprintf("update-%d", i)
 			orig := program(id)
+			orig.Shards = 3
 			if !tc.missing {
 				if err := s.CreateProgram(ctx, orig); err != nil {
 					t.Fatalf("CreateProgram: %v", err)
@@ -193,7 +204,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			upd.Changes = append([]string{"change-4"}, orig.Changes...)
 			upd.Profile.DisplayName, upd.Profile.Notice = "Gala (late show)", "" // changed, cleared
 			// Fields UpdateProgram must leave alone.
-			upd.Issued, upd.CreatedAt = 999, t0.Add(time.Hour)
+			upd.Issued, upd.CreatedAt, upd.Shards = 999, t0.Add(time.Hour), 9
 
 			checkErr(t, "UpdateProgram", s.UpdateProgram(ctx, upd, tc.expectIssued), tc.wantErr)
 			if tc.missing {
@@ -204,7 +215,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			want := orig
 			if tc.wantErr == nil {
 				want = upd
-				want.Issued, want.CreatedAt = orig.Issued, orig.CreatedAt
+				want.Issued, want.CreatedAt, want.Shards = orig.Issued, orig.CreatedAt, orig.Shards
 			}
 			checkStoredProgram(t, s, want)
 		})
@@ -412,7 +423,11 @@ func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
 					t.Fatalf("sorted tickets[%d] = %d, want %d (each of %d..%d exactly once)", i, got, want, tc.p.Issued+1, tc.p.Issued+int64(tc.n))
 				}
 			}
-			checkStoredProgram(t, s, tc.want)
+			want := tc.want
+			for i := range want.Recent {
+				want.Recent[i] = now.UnixMilli() // the last tickets, all at now
+			}
+			checkStoredProgram(t, s, want)
 		})
 	}
 }

@@ -31,8 +31,9 @@ type Store struct {
 }
 
 var (
-	_ queue.Store       = (*Store)(nil)
-	_ queue.TicketStore = (*Store)(nil)
+	_ queue.Store         = (*Store)(nil)
+	_ queue.TicketStore   = (*Store)(nil)
+	_ queue.PrequeueStore = (*Store)(nil)
 )
 
 // New returns a Store on table, which must exist (see CreateTable).
@@ -61,6 +62,7 @@ type tokenItem struct {
 	AdmissionExpiresAt int64  `dynamodbav:"admissionExpiresAt,omitempty"`
 	LeftAt             int64  `dynamodbav:"leftAt,omitempty"`
 	AdmissionPass      string `dynamodbav:"admissionPass,omitempty"`
+	Draw               string `dynamodbav:"draw,omitempty"`
 	TTL                int64  `dynamodbav:"ttl,omitempty"`
 }
 
@@ -126,6 +128,7 @@ func toTokenItem(t queue.Token) tokenItem {
 		AdmissionExpiresAt: unixMs(t.AdmissionExpiresAt),
 		LeftAt:             unixMs(t.LeftAt),
 		AdmissionPass:      t.AdmissionPass,
+		Draw:               t.Draw,
 		TTL:                ttlSeconds(t.ExpiresAt),
 	}
 }
@@ -140,6 +143,7 @@ func (it tokenItem) token() queue.Token {
 		AdmissionExpiresAt: fromUnixMs(it.AdmissionExpiresAt),
 		LeftAt:             fromUnixMs(it.LeftAt),
 		AdmissionPass:      it.AdmissionPass,
+		Draw:               it.Draw,
 		ExpiresAt:          fromTTL(it.TTL),
 	}
 }
@@ -330,6 +334,12 @@ func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Tim
 				if p.Closed {
 					return queue.Program{}, queue.ErrClosed
 				}
+				if q := p.WithPrequeueFixed(now); q.PrequeueFixed != p.PrequeueFixed {
+					if _, err := s.FixPrequeue(ctx, programID, now); err != nil {
+						return queue.Program{}, err
+					}
+					break // the program changed: the steps again
+				}
 				if n > 1 && p.StepNs() != stepNs {
 					stepNs = p.StepNs()
 					s.steps.Store(programID, stepNs)
@@ -339,6 +349,39 @@ func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Tim
 		}
 	}
 	return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: program still changing after %d trials", programID, maxIssueTrials)
+}
+
+// FixPrequeue implements queue.PrequeueStore: one conditional UpdateItem,
+// SET prequeue = issued if the program shuffles, is past its opening and
+// has not fixed its pre-queue; else the program as it is.
+func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
+	cond := nameOf("shuffle").Equal(expression.Value(true)).
+		And(expression.AttributeNotExists(nameOf("prequeueFixed"))).
+		And(nameOf("opensAtMs").LessThanEqual(expression.Value(now.UnixMilli())))
+	upd := expression.Set(nameOf("prequeue"), nameOf("issued")).Set(nameOf("prequeueFixed"), expression.Value(true))
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
+	if err != nil {
+		return queue.Program{}, fmt.Errorf("dynamostore: fix pre-queue: %w", err)
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       programKey(programID),
+		ConditionExpression:       expr.Condition(),
+		UpdateExpression:          expr.Update(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if _, failed := conditionFailed(err); failed {
+		return s.GetProgram(ctx, programID)
+	} else if err != nil {
+		return queue.Program{}, fmt.Errorf("dynamostore: fix pre-queue %s: %w", programID, throttled(err))
+	}
+	p, err := decodeProgram(out.Attributes)
+	if err != nil {
+		return queue.Program{}, fmt.Errorf("dynamostore: fix pre-queue %s: %w", programID, err)
+	}
+	return p, nil
 }
 
 // PutToken implements queue.Store.

@@ -82,6 +82,11 @@ var programAttrs = slices.Concat(
 		msField("lastAdmitGapMs", state, func(p *queue.Program) *time.Duration { return &p.LastAdmitGap }),
 		omitEmpty(field("changeIds", state, func(p *queue.Program) *[]string { return &p.Changes })),
 		omitEmpty(field("shards", sharding, func(p *queue.Program) *int { return &p.Shards })),
+		omitEmpty(unixMsField("opensAtMs", state, func(p *queue.Program) *time.Time { return &p.OpensAt })),
+		omitEmpty(field("shuffle", state, func(p *queue.Program) *bool { return &p.Shuffle })),
+		omitEmpty(field("seed", state, func(p *queue.Program) *string { return &p.Seed })),
+		omitEmpty(field("prequeue", counted, func(p *queue.Program) *int64 { return &p.Prequeue })),
+		omitEmpty(field("prequeueFixed", counted, func(p *queue.Program) *bool { return &p.PrequeueFixed })),
 	},
 	recentAttrs(),
 	profileAttrs(),
@@ -123,8 +128,9 @@ func segmentAttrs(seg segment, of func(p *queue.Program) *queue.Segment) []attr 
 		field(name("base"), state, func(p *queue.Program) *int64 { return &of(p).Base }),
 		field(name("rateMilli"), state, func(p *queue.Program) *queue.Rate { return &of(p).Rate }),
 		field(name("paused"), state, func(p *queue.Program) *bool { return &of(p).Paused }),
+		omitEmpty(field(name("startMs"), state, func(p *queue.Program) *int64 { return &of(p).StartMs })),
 	}
-	for i, part := range []string{"anchorMs", "base", "rateMilli", "paused"} {
+	for i, part := range []string{"anchorMs", "base", "rateMilli", "paused", "startMs"} {
 		attrs[i].seg, attrs[i].part = seg, part
 	}
 	return attrs
@@ -184,7 +190,8 @@ func derivedField[T any](name string, f func(p queue.Program) T) attr {
 	}
 }
 
-// omitEmpty makes a absent when its value is empty ("", an empty list, 0).
+// omitEmpty makes a absent when its value is empty ("", an empty list, 0,
+// false).
 func omitEmpty(a attr) attr {
 	enc := a.enc
 	a.enc = func(p queue.Program) (types.AttributeValue, error) {
@@ -200,6 +207,10 @@ func omitEmpty(a attr) attr {
 			}
 		case *types.AttributeValueMemberN:
 			if v.Value == "0" {
+				return nil, err
+			}
+		case *types.AttributeValueMemberBOOL:
+			if !v.Value {
 				return nil, err
 			}
 		case *types.AttributeValueMemberNULL:
@@ -320,8 +331,11 @@ func newIssueSteps(block bool) [3]issueStep {
 	issued, drain, step := nameOf("issued"), nameOf("drainAtNs"), nameOf("nsPerTicket")
 	advancing, version := nameOf("advancing"), nameOf("version")
 	nextAnchor := expression.Name(segmentAttr(nextSegment, "anchorMs").name)
-	// The program exists and is open.
-	open := expression.AttributeExists(expression.Name("pk")).And(nameOf("closed").Equal(expression.Value(false)))
+	// The program exists and is open, and is not a shuffle past its
+	// opening whose pre-queue is not fixed yet (IssueTickets fixes it
+	// first: Program.WithPrequeueFixed).
+	open := expression.AttributeExists(expression.Name("pk")).And(nameOf("closed").Equal(expression.Value(false))).
+		And(expression.Or(expression.AttributeNotExists(nameOf("shuffle")), nameOf("prequeueFixed").Equal(expression.Value(true)), nameOf("opensAtMs").GreaterThan(nowMs)))
 	count, stepped := issued.Plus(one), drain.Plus(step) // one ticket
 	fromNow := nowNs.Plus(step)
 	if block {
@@ -351,16 +365,20 @@ func newIssueSteps(block bool) [3]issueStep {
 	// rate and pause; base and anchor come from the re-anchoring), then
 	// clear it.
 	fold := reanchor()
-	for _, part := range []string{"rateMilli", "paused"} {
-		fold = fold.Set(expression.Name(segmentAttr(currentSegment, part).name), expression.Name(segmentAttr(nextSegment, part).name))
+	for _, part := range []string{"rateMilli", "paused", "startMs"} {
+		fold = fold.Set(expression.Name(segmentAttr(currentSegment, part).name), expression.IfNotExists(expression.Name(segmentAttr(nextSegment, part).name), zero))
 	}
 	for _, a := range programAttrs {
 		if a.seg == nextSegment {
 			z, err := a.enc(queue.Program{})
-			if err != nil {
+			switch {
+			case err != nil:
 				panic(err)
+			case z == nil:
+				fold = fold.Remove(expression.Name(a.name))
+			default:
+				fold = fold.Set(expression.Name(a.name), expression.Value(z))
 			}
-			fold = fold.Set(expression.Name(a.name), expression.Value(z))
 		}
 	}
 	// A single ticket shifts the instants of the last ones (the oldest

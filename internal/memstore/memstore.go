@@ -25,8 +25,9 @@ type shardKey struct {
 }
 
 var (
-	_ queue.Store       = (*Store)(nil)
-	_ queue.TicketStore = (*Store)(nil)
+	_ queue.Store         = (*Store)(nil)
+	_ queue.TicketStore   = (*Store)(nil)
+	_ queue.PrequeueStore = (*Store)(nil)
 )
 
 // New returns an empty Store.
@@ -70,7 +71,8 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 	if !ok || cur.Version != p.Version-1 || cur.Issued != expectIssued {
 		return queue.ErrConflict
 	}
-	p.CreatedAt, p.Issued, p.Shards = cur.CreatedAt, cur.Issued, cur.Shards
+	p.CreatedAt, p.Issued, p.Shards, p.Recent = cur.CreatedAt, cur.Issued, cur.Shards, cur.Recent
+	p.Prequeue, p.PrequeueFixed = cur.Prequeue, cur.PrequeueFixed
 	s.programs[p.ID] = p
 	return nil
 }
@@ -95,6 +97,22 @@ func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Tim
 		return queue.Program{}, queue.ErrClosed
 	}
 	p = p.WithTicketsIssued(now, n)
+	s.programs[programID] = p
+	return p, nil
+}
+
+// FixPrequeue implements queue.PrequeueStore.
+func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Program{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.programs[programID]
+	if !ok {
+		return queue.Program{}, queue.ErrNotFound
+	}
+	p = p.WithPrequeueFixed(now)
 	s.programs[programID] = p
 	return p, nil
 }

@@ -87,6 +87,7 @@ const (
 	CodeInvalidCount          = "INVALID_COUNT"
 	CodeAlreadyAdmitted       = "ALREADY_ADMITTED"
 	CodeProgramClosed         = "PROGRAM_CLOSED"
+	CodeNotOpen               = "NOT_OPEN"
 	CodeUnavailable           = "STORE_UNAVAILABLE"
 	CodeInternal              = "INTERNAL"
 	CodePassUnavailable       = "PASS_UNAVAILABLE"

@@ -86,6 +86,21 @@ type Program struct {
 	// taken one at a time from the program item, newest first (0: none):
 	// one answer tells a crowd (BurstRate).
 	Recent [RecentTickets]int64
+
+	// OpensAt is the program's opening (zero: none): before it entries are
+	// taken and nobody is admitted, at it admission starts at the rate.
+	OpensAt time.Time
+	// Shuffle places everyone who entered before OpensAt in a random
+	// order at the opening (see Draw and Place).
+	Shuffle bool
+	// Seed is the shuffle's secret, 32 random bytes in hex: committed to
+	// (Commitment) before anyone enters, revealed once the pre-queue is
+	// fixed.
+	Seed string
+	// Prequeue is how many tickets were issued before the opening, fixed
+	// (PrequeueFixed) by the first ticket or poll at or after it.
+	Prequeue      int64
+	PrequeueFixed bool
 }
 
 // RecentTickets is how many single tickets' instants a program keeps.
@@ -166,6 +181,9 @@ func (p Program) Drained(now time.Time) bool { return p.drainedAt(unixMs(now)) }
 // re-anchor the counter.
 func (p Program) CacheableUntil(loadedAt time.Time, ttl time.Duration) time.Time {
 	until := loadedAt.Add(ttl)
+	if p.armed() && p.OpensAt.After(loadedAt) && p.OpensAt.Before(until) {
+		until = p.OpensAt // the pre-queue is fixed then: read it
+	}
 	if p.Segment(until).Advancing() || p.Current.Advancing() {
 		if d := fromUnixMs(nsToMs(p.DrainAtNs)); d.Before(until) {
 			until = d
@@ -193,6 +211,7 @@ func (p Program) WithTicketIssued(now time.Time) Program { return p.WithTicketsI
 // (TicketStore.IssueTickets).
 func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
 	ms := unixMs(now)
+	p = p.WithPrequeueFixed(now)
 	if p.drainedAt(ms) {
 		p = p.folded(ms)
 		p.Current.Base, p.Current.AnchorMs = p.Issued, ms
@@ -210,7 +229,7 @@ func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
 
 // Rebased returns p with an admin change made at now: admission goes on at
 // rate (or stops if paused) and admit more people are let in, never beyond
-// Issued nor backwards. The change takes effect at now+delay, or at once
+// Issued nor backwards; not before p.OpensAt. The change takes effect at now+delay, or at once
 // when delay is 0 or the queue has drained; a change still pending at now
 // must have taken effect first (the caller waits for it).
 func (p Program) Rebased(now time.Time, rate Rate, paused bool, admit int64, delay time.Duration) Program {
@@ -219,14 +238,14 @@ func (p Program) Rebased(now time.Time, rate Rate, paused bool, admit int64, del
 	p.Version++
 	if delay <= 0 || p.drainedAt(ms) {
 		serving := min(p.Current.Counter(ms), p.Issued) // credit beyond Issued is dropped
-		p.Current = Segment{AnchorMs: ms, Base: min(addSat(serving, admit), p.Issued), Rate: rate, Paused: paused}
+		p.Current = Segment{AnchorMs: ms, Base: min(addSat(serving, admit), p.Issued), Rate: rate, Paused: paused, StartMs: p.startAfter(ms)}
 		p.Next = Segment{}
 		p.DrainAtNs = p.Current.DrainAtNs(p.Issued)
 		return p
 	}
 	at := addSat(ms, delay.Milliseconds())
 	raw := p.Current.Counter(at)
-	p.Next = Segment{AnchorMs: at, Base: raw, Rate: rate, Paused: paused}
+	p.Next = Segment{AnchorMs: at, Base: raw, Rate: rate, Paused: paused, StartMs: p.startAfter(at)}
 	if admit > 0 {
 		p.Next.Base = max(raw, min(addSat(raw, admit), p.Issued))
 	}

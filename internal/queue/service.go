@@ -151,6 +151,10 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 	}
 	if fresh {
 		s.cache.put(p, now)
+	} else if p, err = s.program(ctx, programID, now); err != nil {
+		// A ticket from a shard: the answer needs the program as a read at
+		// most one cache TTL old, and before its drain instant, sees it.
+		return View{}, false, err
 	}
 	t := Token{
 		ID:        id,
@@ -158,6 +162,9 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 		Ticket:    ticket,
 		IssuedAt:  now.Truncate(time.Millisecond),
 		ExpiresAt: now.Add(waitingTokenRetention),
+	}
+	if p.Shuffle && !p.PrequeueFixed && now.Before(p.OpensAt) {
+		t.Draw = drawHex(Draw(p.Seed, programID, id))
 	}
 	stored, err := s.putToken(ctx, t)
 	if err != nil {
@@ -170,12 +177,8 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 		v, err := s.Poll(ctx, programID, stored.ID)
 		return v, false, err
 	}
-	if !fresh {
-		// A ticket from a shard: the answer needs the program as a read
-		// at most one cache TTL old, and before its drain instant, sees it.
-		if p, err = s.program(ctx, programID, now); err != nil {
-			return View{}, false, err
-		}
+	if p, err = s.opened(ctx, p, now); err != nil {
+		return View{}, false, err
 	}
 	v, err = s.view(ctx, p, t, now)
 	return v, true, err
@@ -208,12 +211,39 @@ func (s *Service) Poll(ctx context.Context, programID, tokenID string) (View, er
 	now := s.clock.Now()
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
 		p, err := s.program(ctx, programID, now)
+		if err == nil {
+			p, err = s.opened(ctx, p, now)
+		}
 		if err != nil {
 			return View{}, err
 		}
 		return s.view(ctx, p, t, now)
 	}
 	return s.view(ctx, Program{}, t, now)
+}
+
+// opened returns p with its pre-queue fixed if p shuffles and now is at or
+// after its opening: read fresh, and fixed by this call if no ticket has
+// fixed it yet. Other programs are returned as they are.
+func (s *Service) opened(ctx context.Context, p Program, now time.Time) (Program, error) {
+	if !p.armed() || now.Before(p.OpensAt) {
+		return p, nil
+	}
+	q, err := s.store.GetProgram(ctx, p.ID)
+	if err == nil && q.armed() {
+		ps, ok := s.store.(PrequeueStore)
+		if !ok {
+			return Program{}, Errorf(KindInternal, CodeInternal, "The store cannot shuffle.")
+		}
+		q, err = ps.FixPrequeue(ctx, p.ID, now)
+	}
+	if errors.Is(err, ErrNotFound) {
+		return Program{}, errProgramNotFound()
+	} else if err != nil {
+		return Program{}, storeError("fix the pre-queue", err)
+	}
+	s.cache.put(q, now)
+	return q, nil
 }
 
 // Leave takes a waiting token out of the queue; it then reads LEFT. Leaving
@@ -226,10 +256,13 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 	now := s.clock.Now()
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
 		p, err := s.program(ctx, programID, now)
+		if err == nil {
+			p, err = s.opened(ctx, p, now)
+		}
 		if err != nil {
 			return err
 		}
-		if p.Admits(t.Ticket, now) {
+		if p.AdmitsToken(t, now) {
 			if _, err := s.markAdmitted(ctx, p, t, now); err != nil {
 				return err
 			}
@@ -269,18 +302,8 @@ func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, 
 // is neither admitted nor left in the store.
 func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (View, error) {
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
-		if !p.Admits(t.Ticket, now) {
-			sit := p.Situation(t.Ticket, now)
-			return View{
-				TokenID:       t.ID,
-				Status:        StatusWaiting,
-				IssuedAt:      t.IssuedAt,
-				Ticket:        t.Ticket,
-				Position:      sit.Position,
-				EstimatedWait: sit.Wait,
-				RetryAfter:    s.policyOf(p).RetryAfter(sit, s.rng),
-				Notice:        p.Profile.Notice,
-			}, nil
+		if !p.AdmitsToken(t, now) {
+			return s.waiting(p, t, now), nil
 		}
 		var err error
 		if t, err = s.markAdmitted(ctx, p, t, now); err != nil {
@@ -297,6 +320,53 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 		v.Status, v.AdmittedAt, v.ExpiresAt = StatusExpired, t.AdmittedAt, t.AdmissionExpiresAt
 	}
 	return v, nil
+}
+
+// waiting is the view of t, WAITING in p at now: its position and
+// estimated wait from its place; before a shuffled pre-queue is fixed, no
+// place yet, and the next poll a little after the opening.
+func (s *Service) waiting(p Program, t Token, now time.Time) View {
+	v := View{TokenID: t.ID, Status: StatusWaiting, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Notice: p.Profile.Notice}
+	if !p.Opened(now) {
+		v.OpensAt = p.OpensAt
+	}
+	place, placed := p.Place(t)
+	if p.Shuffle {
+		v.Shuffle = &ShuffleView{Commitment: Commitment(p.Seed)}
+		if p.PrequeueFixed {
+			v.Shuffle.Seed, v.Shuffle.Prequeue = p.Seed, p.Prequeue
+			if t.Ticket <= p.Prequeue {
+				v.Shuffle.Place = place
+			}
+		}
+	}
+	v.StatusLine = statusLine(p, v, now)
+	if placed {
+		sit := p.Situation(place, now)
+		v.Position, v.EstimatedWait = sit.Position, sit.Wait
+		v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
+		return v
+	}
+	// Any place in the pre-queue is as likely: no position, no estimate;
+	// come back after the opening, spread so as not to come all at once.
+	sit := p.Situation(p.Issued, now)
+	sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.openingSpread())
+	v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
+	return v
+}
+
+// statusLine is the sentence a waiting answer carries about the opening.
+func statusLine(p Program, v View, now time.Time) string {
+	at := p.OpensAt.UTC().Format(time.RFC3339)
+	switch {
+	case !v.OpensAt.IsZero() && p.Shuffle:
+		return "Opens at " + at + ". Everyone who enters before then gets a place drawn at random at the opening."
+	case !v.OpensAt.IsZero():
+		return "Opens at " + at + ". Admission starts then, in order of arrival."
+	case v.Shuffle != nil && v.Shuffle.Place > 0:
+		return fmt.Sprintf("Place %d of %d in the pre-queue, drawn at random at the opening.", v.Shuffle.Place, v.Shuffle.Prequeue)
+	}
+	return ""
 }
 
 // markAdmitted records the first sighting of t's admission; if the token

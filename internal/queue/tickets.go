@@ -139,6 +139,7 @@ type programTickets struct {
 	// shardsAt; widened is when it last widened it after a throttle.
 	shards            int
 	shardsAt, widened time.Time
+	opensAt           time.Time     // the program's opening, as last seen
 	local             Run           // numbers this instance holds, handed out one an enter
 	fetchTook         time.Duration // how long fetching more numbers took lately
 	// fetching is closed when the enter that went to fetch more numbers
@@ -257,7 +258,14 @@ func (t *ticketer) serve(p Program, now time.Time) {
 	defer t.mu.Unlock()
 	pt := t.of(p.ID)
 	pt.served = pt.served.add(p.Issued, now)
-	pt.shards, pt.shardsAt = p.Shards, now
+	pt.shards, pt.shardsAt, pt.opensAt = p.Shards, now, p.OpensAt
+}
+
+// opening is the program's opening as this instance last saw it.
+func (t *ticketer) opening(id string) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.of(id).opensAt
 }
 
 // rate is the program's ticket rate as this instance knows it: the larger
@@ -315,12 +323,12 @@ func (t *ticketer) mayWiden(id string, now time.Time) bool {
 // runs of numbers), one enter at a time goes to fetch more: the others
 // wait for it (or ctx) and take from what it brought; the one that fetches
 // must call done. Without alone every enter fetches its own.
-func (t *ticketer) local(ctx context.Context, clk clock.Clock, id string, alone bool) (ticket int64, ok bool, done func(), err error) {
+func (t *ticketer) local(ctx context.Context, clk clock.Clock, id string, opensAt time.Time, alone bool) (ticket int64, ok bool, done func(), err error) {
 	for {
 		now := clk.Now()
 		t.mu.Lock()
 		pt := t.of(id)
-		if pt.local.First <= pt.local.Last && now.Sub(pt.local.ReservedAt) < BlockLifetime {
+		if pt.local.First <= pt.local.Last && !pt.local.ReservedAt.Before(freshAfter(now, opensAt)) {
 			ticket := pt.local.First
 			pt.local.First++
 			t.mu.Unlock()
@@ -359,6 +367,18 @@ func (t *ticketer) keep(id string, r Run) {
 	t.of(id).local = r
 }
 
+// freshAfter is the earliest reservation of a block whose numbers may be
+// handed out at now: BlockLifetime ago, or the opening if it is between,
+// so that who enters after the opening gets a number after every number of
+// the pre-queue.
+func freshAfter(now, opensAt time.Time) time.Time {
+	from := now.Add(-BlockLifetime + time.Millisecond)
+	if !opensAt.IsZero() && opensAt.After(from) && !now.Before(opensAt) {
+		return opensAt
+	}
+	return from
+}
+
 // runSize is how many numbers this instance takes at a time when it is
 // asked for rate enters a second and fetching them takes took.
 func runSize(rate float64, took time.Duration) int64 {
@@ -392,10 +412,13 @@ func (s *Service) takeTicket(ctx context.Context, programID string, now time.Tim
 	sharding = sharding && s.tickets.enabled(s.cache.ttl)
 	if sharding {
 		asked := s.tickets.ask(programID, now)
-		c, _ := s.cache.shardView(programID, now)
+		c, ok := s.cache.shardView(programID, now)
+		if !ok {
+			c.OpensAt = s.tickets.opening(programID)
+		}
 		run := s.tickets.run(programID, asked)
 		if !c.Closed {
-			ticket, ok, done, err := s.tickets.local(ctx, s.clock, programID, run > 1)
+			ticket, ok, done, err := s.tickets.local(ctx, s.clock, programID, c.OpensAt, run > 1)
 			now = s.clock.Now()
 			if err != nil || ok {
 				return ticket, Program{}, false, now, err
@@ -475,7 +498,7 @@ func (s *Service) takeTicket(ctx context.Context, programID string, now time.Tim
 // the program should take its tickets from the program item again.
 func (s *Service) fromShards(ctx context.Context, ts TicketStore, c Program, run int64, now time.Time) (ticket int64, p Program, fresh, ok bool, err error) {
 	k := c.Shards
-	notBefore := now.Add(-BlockLifetime)
+	notBefore := freshAfter(now, c.OpensAt)
 	for range shardTries {
 		i := s.intN(k)
 		r, ok, err := ts.TakeShardTickets(ctx, c.ID, i, notBefore, run)

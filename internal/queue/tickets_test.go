@@ -274,3 +274,33 @@ func TestTicketShardsFillFails(t *testing.T) {
 		t.Errorf("program %+v: want shards in use", p)
 	}
 }
+
+// TestTicketShardsOpening: a crowd on ticket shards before and after a
+// shuffled opening: every ticket of who entered before it is in the
+// pre-queue, every ticket of who entered after it behind, whatever blocks
+// the shards held at the opening (their numbers left are gaps).
+func TestTicketShardsOpening(t *testing.T) {
+	c := newCrowd(t, 50, queue.DefaultItemWriteUnits, 200, 9)
+	opens, yes := t0.Add(10*time.Second), true
+	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", queue.Settings{OpensAt: &opens, ShuffleAtOpen: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	c.clock.Advance(9 * time.Second)
+	c.arrive(t, 4_999, 5_000) // up to just before the opening
+	before := len(c.entrants)
+	c.arrive(t, 10_000, 5_000)
+	p := c.program(t)
+	if !p.PrequeueFixed || p.Shards == 0 {
+		t.Fatalf("program after the opening: %+v; want the pre-queue fixed, on shards", p)
+	}
+	for i, e := range c.entrants {
+		entered := time.UnixMilli(e.EnteredMs)
+		if inPrequeue := e.Place <= p.Prequeue; inPrequeue != entered.Before(opens) {
+			t.Fatalf("entrant %d entered at %v (opening %v) holds ticket %d, pre-queue 1..%d", i, entered, opens, e.Place, p.Prequeue)
+		}
+	}
+	t.Logf("%d before the opening, pre-queue of %d tickets; %d after", before, p.Prequeue, len(c.entrants)-before)
+	// The blocks in flight at the opening are dropped: gaps, about a
+	// block's time of arrivals twice (the opening and the end).
+	c.check(t, 0.03)
+}

@@ -328,3 +328,43 @@ func testSetShards(t *testing.T, s queue.TicketStore) {
 		t.Fatalf("SetShards created a program: %v", err)
 	}
 }
+
+// testFixPrequeue: a shuffled program's pre-queue is fixed once, at or
+// after its opening, to the tickets issued then.
+func testFixPrequeue(t *testing.T, s queue.Store) {
+	ctx := t.Context()
+	ps := s.(queue.PrequeueStore)
+	opens := t0.Add(time.Hour)
+	p := program("prequeue")
+	p.OpensAt, p.Shuffle, p.Seed = opens, true, "cd"
+	p.Current.StartMs, p.DrainAtNs = opens.UnixMilli(), unixNs(opens)+28*400e6
+	plain := program("no-shuffle")
+	plain.OpensAt = opens
+	for _, q := range []queue.Program{p, plain} {
+		if err := s.CreateProgram(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fix := func(what, id string, at time.Time, want queue.Program) {
+		t.Helper()
+		got, err := ps.FixPrequeue(ctx, id, at)
+		if err != nil {
+			t.Fatalf("%s: FixPrequeue: %v", what, err)
+		}
+		checkProgram(t, what, got, want)
+	}
+	fix("before the opening: unchanged", p.ID, opens.Add(-ms(1)), p)
+	fix("without a shuffle: unchanged", plain.ID, opens.Add(time.Second), plain)
+	fixed := p.WithPrequeueFixed(opens)
+	if fixed.Prequeue != 40 || !fixed.PrequeueFixed {
+		t.Fatalf("WithPrequeueFixed: pre-queue %d (fixed %v), want the 40 tickets issued", fixed.Prequeue, fixed.PrequeueFixed)
+	}
+	fix("at the opening: fixed", p.ID, opens, fixed)
+	if _, err := s.IssueTicket(ctx, p.ID, opens.Add(ms(1))); err != nil {
+		t.Fatal(err)
+	}
+	fix("again later, with one more ticket: as fixed", p.ID, opens.Add(time.Minute), fixed.WithTicketIssued(opens.Add(ms(1))))
+	if _, err := ps.FixPrequeue(ctx, "missing", opens); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("FixPrequeue of a missing program: %v, want ErrNotFound", err)
+	}
+}

@@ -258,6 +258,10 @@ func encodeProgram(p queue.Program) (map[string]types.AttributeValue, error) {
 	return item, nil
 }
 
+// ProgramItem is p's program item as CreateProgram writes it, for models
+// of DynamoDB's capacity that need its size.
+func ProgramItem(p queue.Program) (map[string]types.AttributeValue, error) { return encodeProgram(p) }
+
 // decodeProgram reads a program item; absent attributes are zero.
 func decodeProgram(item map[string]types.AttributeValue) (queue.Program, error) {
 	var p queue.Program

@@ -128,17 +128,22 @@ func (p Program) AdmitsToken(t Token, now time.Time) bool {
 	return ok && p.Admits(place, now)
 }
 
-// openingSpread is over how long the people of a shuffled pre-queue come
-// back after the opening to learn their place: a hundredth of the time the
-// pre-queue takes to be admitted, within [minOpeningSpread,
-// maxOpeningSpread]. Too short is a herd; too long, a late hearing for
-// those drawn near the front.
-func (p Program) openingSpread() time.Duration {
+// openingSpread is over how long, at now, the people of a shuffled
+// pre-queue come back after the opening to learn their place: a hundredth
+// of the time the pre-queue will take to be admitted (its size at the
+// opening foreseen from the pace of the entries so far), within
+// [minOpeningSpread, maxOpeningSpread]. Too short is a herd; too long, a
+// late hearing for those drawn near the front.
+func (p Program) openingSpread(now time.Time) time.Duration {
 	const minOpeningSpread, maxOpeningSpread = time.Second, 5 * time.Second
 	r := p.Settled().Rate
 	if r <= 0 {
 		return maxOpeningSpread
 	}
-	d, _ := mulDiv(uint64(p.Issued), 1e10, uint64(r), false) // Issued / (r/1000) / 100 s, in ns
-	return min(max(time.Duration(d), minOpeningSpread), maxOpeningSpread)
+	size := float64(p.Issued)
+	if open, since := p.OpensAt.Sub(p.CreatedAt), now.Sub(p.CreatedAt); since > 0 && open > since {
+		size *= float64(open) / float64(since)
+	}
+	d := time.Duration(size * 10 / r.PerSecond() * float64(time.Millisecond)) // size / rate / 100 s
+	return min(max(d, minOpeningSpread), maxOpeningSpread)
 }

@@ -350,7 +350,7 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 	// Any place in the pre-queue is as likely: no position, no estimate;
 	// come back after the opening, spread so as not to come all at once.
 	sit := p.Situation(p.Issued, now)
-	sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.openingSpread())
+	sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.openingSpread(now))
 	v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
 	return v
 }

@@ -20,11 +20,10 @@ import (
 // opening is a program opening 10 s after t0 at 10 a second, seen through
 // two instances with a program cache, as the service runs on Lambda.
 type opening struct {
-	clock    *clock.Fake
-	a, b     *queue.Service
-	opensAt  time.Time
-	waiting  []queue.View
-	prequeue int
+	clock   *clock.Fake
+	a, b    *queue.Service
+	opensAt time.Time
+	waiting []queue.View
 }
 
 func newOpening(t *testing.T, shuffle bool) *opening {

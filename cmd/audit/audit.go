@@ -6,10 +6,13 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/example/waitingroom/internal/queue"
 )
 
 // Program is the part of a program item the audit reads (see
@@ -17,6 +20,11 @@ import (
 type Program struct {
 	ID     string `dynamodbav:"programId"`
 	Issued int64  `dynamodbav:"issued"`
+	// A shuffled opening: the seed, and the pre-queue once fixed.
+	Shuffle       bool   `dynamodbav:"shuffle"`
+	Seed          string `dynamodbav:"seed"`
+	Prequeue      int64  `dynamodbav:"prequeue"`
+	PrequeueFixed bool   `dynamodbav:"prequeueFixed"`
 }
 
 // Token is the part of a token item the audit reads. A token without a
@@ -27,14 +35,17 @@ type Token struct {
 	Ticket     int64  `dynamodbav:"ticket"`
 	AdmittedAt int64  `dynamodbav:"admittedAt"`
 	LeftAt     int64  `dynamodbav:"leftAt"`
+	// Draw is the token's stored draw in a shuffled opening, hex.
+	Draw string `dynamodbav:"draw"`
 }
 
 // Items are the decoded items of a table.
 type Items struct {
 	Programs map[string]Program
 	Tokens   []Token
-	// Other counts items that are neither a program nor a token.
-	Other int
+	// Shards counts ticket shard items; Other the items that are none of
+	// these.
+	Shards, Other int
 }
 
 // Decode sorts scanned items into programs (pk PROGRAM#id, sk PROGRAM) and
@@ -58,6 +69,8 @@ func Decode(items []map[string]types.AttributeValue, into *Items) error {
 				return fmt.Errorf("decode %s: %w", key.PK, err)
 			}
 			into.Programs[p.ID] = p
+		case key.SK == "SHARD" && strings.HasPrefix(key.PK, "SHARD#"):
+			into.Shards++
 		case key.SK == "TOKEN" && strings.HasPrefix(key.PK, "TOKEN#"):
 			var t Token
 			if err := attributevalue.UnmarshalMap(av, &t); err != nil {
@@ -113,6 +126,13 @@ type Report struct {
 	// gaps may reach for the program to pass (0.01: 1 %); 0 lets any
 	// number of gaps pass.
 	GapLimit float64
+	// A shuffled opening whose pre-queue is fixed (Shuffled): the seed
+	// revealed, every pre-queue token's stored draw recomputed from it
+	// (queue.Draw). DrawsChecked match; DrawsMissing and DrawsWrong fail.
+	// Unrevealed: a shuffle whose pre-queue is not fixed yet (its seed is
+	// secret: nothing to check).
+	Shuffled, Unrevealed                   bool
+	DrawsChecked, DrawsMissing, DrawsWrong int
 }
 
 // Balanced reports whether Issued equals the token items plus the gaps,
@@ -130,13 +150,13 @@ func (r Report) GapsOver() bool {
 // without a limit: a ticket whose token write failed (or, on DynamoDB,
 // whose token TTL deleted) is lost, not doubled.
 func (r Report) OK() bool {
-	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && r.Balanced() && !r.GapsOver()
+	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && r.Balanced() && !r.GapsOver() && r.DrawsMissing == 0 && r.DrawsWrong == 0
 }
 
 // Audit checks the tokens of program p; tokens of other programs are
 // ignored.
 func Audit(p Program, tokens []Token) Report {
-	r := Report{Program: p.ID, Issued: p.Issued}
+	r := Report{Program: p.ID, Issued: p.Issued, Shuffled: p.Shuffle && p.PrequeueFixed, Unrevealed: p.Shuffle && !p.PrequeueFixed}
 	holders := map[int64][]string{}
 	for _, t := range tokens {
 		if t.ProgramID != p.ID {
@@ -156,6 +176,16 @@ func Audit(p Program, tokens []Token) Report {
 			continue
 		}
 		holders[t.Ticket] = append(holders[t.Ticket], t.ID)
+		if r.Shuffled && t.Ticket <= p.Prequeue {
+			switch d, err := strconv.ParseUint(t.Draw, 16, 64); {
+			case t.Draw == "" || err != nil:
+				r.DrawsMissing++
+			case d != queue.Draw(p.Seed, p.ID, t.ID):
+				r.DrawsWrong++
+			default:
+				r.DrawsChecked++
+			}
+		}
 	}
 	slices.SortFunc(r.OutOfRange, func(a, b Token) int {
 		return cmp.Or(cmp.Compare(a.Ticket, b.Ticket), cmp.Compare(a.ID, b.ID))
@@ -251,6 +281,12 @@ func (r Report) Write(w io.Writer, limit int) {
 			break
 		}
 		fmt.Fprintf(w, "  out of range: ticket %d, token %s\n", t.Ticket, t.ID)
+	}
+	switch {
+	case r.Shuffled:
+		fmt.Fprintf(w, "  shuffle     pre-queue draws checked against the revealed seed: %d match, %d missing, %d wrong\n", r.DrawsChecked, r.DrawsMissing, r.DrawsWrong)
+	case r.Unrevealed:
+		fmt.Fprintln(w, "  shuffle     armed, pre-queue not fixed yet: the seed is secret, no draw to check")
 	}
 	rel := "="
 	if !r.Balanced() {

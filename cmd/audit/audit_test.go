@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/example/waitingroom/internal/queue"
 )
 
 // tokens returns one token of program p per ticket, named by position.
@@ -207,5 +210,35 @@ func TestWrite(t *testing.T) {
 	Audit(Program{ID: "q", Issued: 2}, tokens("q", 2, 1)).Write(&b, 0)
 	if !strings.Contains(b.String(), "issued 2 = tokens 2 + gaps 0\n  OK\n") {
 		t.Errorf("clean output:\n%s", b.String())
+	}
+}
+
+// TestAuditShuffle: once a shuffled pre-queue is fixed, every pre-queue
+// token's stored draw must be the one the revealed seed gives; tickets
+// after the pre-queue need none; before the pre-queue is fixed nothing is
+// checked.
+func TestAuditShuffle(t *testing.T) {
+	const seed = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+	draw := func(id string) string { return fmt.Sprintf("%016x", queue.Draw(seed, "gala", id)) }
+	ts := tokens("gala", 1, 2, 3, 4)
+	ts[0].Draw, ts[1].Draw = draw(ts[0].ID), draw("someone else")
+	ts[3].Draw = "" // ticket 4: after the pre-queue of 3
+	p := Program{ID: "gala", Issued: 4, Shuffle: true, Seed: seed, Prequeue: 3, PrequeueFixed: true}
+	r := Audit(p, ts)
+	if !r.Shuffled || r.DrawsChecked != 1 || r.DrawsWrong != 1 || r.DrawsMissing != 1 || r.OK() {
+		t.Errorf("report %+v: want 1 draw matching, 1 wrong, 1 missing (ticket 3), and FAIL", r)
+	}
+	var b strings.Builder
+	r.Write(&b, 0)
+	if !strings.Contains(b.String(), "1 match, 1 missing, 1 wrong") {
+		t.Errorf("report text lacks the draws:\n%s", b.String())
+	}
+	ts[1].Draw, ts[2].Draw = draw(ts[1].ID), draw(ts[2].ID)
+	if r := Audit(p, ts); r.DrawsChecked != 3 || !r.OK() {
+		t.Errorf("every draw right: %+v, want OK", r)
+	}
+	p.PrequeueFixed = false
+	if r := Audit(p, ts); r.Shuffled || !r.Unrevealed || r.DrawsChecked != 0 || !r.OK() {
+		t.Errorf("before the pre-queue is fixed: %+v, want nothing checked", r)
 	}
 }

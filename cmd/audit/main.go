@@ -5,7 +5,9 @@
 //   - every ticket a token holds is in 1..issued;
 //   - no ticket is held by two tokens;
 //   - issued = token items + gaps, a gap being a ticket in 1..issued that no
-//     token holds.
+//     token holds;
+//   - for a shuffled opening whose pre-queue is fixed, every pre-queue
+//     token's stored draw is the one the revealed seed gives (queue.Draw).
 //
 // Gaps are listed and, unless -max-gaps, pass: the service increments
 // issued before it writes the token, so an enter whose token write failed
@@ -115,8 +117,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "audit:", err)
 		return exitError
 	}
-	fmt.Fprintf(stdout, "table %s: %d items (%d programs, %d tokens, %d other)\n",
-		table, scanned, len(items.Programs), len(items.Tokens), items.Other)
+	fmt.Fprintf(stdout, "table %s: %d items (%d programs, %d tokens, %d ticket shards, %d other)\n",
+		table, scanned, len(items.Programs), len(items.Tokens), items.Shards, items.Other)
 	reports := AuditAll(items, *program)
 	if len(reports) == 0 {
 		if *program != "" {

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 )
@@ -71,7 +73,7 @@ func TestRunDynamo(t *testing.T) {
 	if code != exitOK {
 		t.Errorf("audit clean: exit %d, want 0\n%s%s", code, out, errs)
 	}
-	for _, want := range []string{"(2 programs, 8 tokens, 0 other)", "issued      4\n", "tokens      3 ", "tokens      3 (admission seen by a poll 0, left 0, neither recorded 3)\n",
+	for _, want := range []string{"(2 programs, 8 tokens, 0 ticket shards, 0 other)", "issued      4\n", "tokens      3 ", "tokens      3 (admission seen by a poll 0, left 0, neither recorded 3)\n",
 		"gaps        1 tickets without a token (25.00 % of issued): 4\n", "issued 4 = tokens 3 + gaps 1\n  OK\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("audit clean: output lacks %q:\n%s", want, out)
@@ -117,5 +119,49 @@ func TestRunUsage(t *testing.T) {
 	errs.Reset()
 	if code := run(t.Context(), nil, func(string) string { return "" }, &out, &errs); code != exitError || !strings.Contains(errs.String(), "TABLE_NAME is required") {
 		t.Errorf("no table, no endpoint: exit %d, stderr %q", code, errs.String())
+	}
+}
+
+// TestRunShuffled: a shuffled opening run through the service on the
+// DynamoDB API; once the pre-queue is fixed the audit recomputes every
+// pre-queue token's draw from the revealed seed.
+func TestRunShuffled(t *testing.T) {
+	endpoint := dynamotest.Endpoint(t)
+	ctx := t.Context()
+	client, err := dynamostore.NewClient(ctx, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := dynamotest.NewTable(t, client)
+	c := clock.NewFake(time.Now().Truncate(time.Second))
+	svc := queue.NewService(dynamostore.New(client, table), polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))
+	opens, yes := c.Now().Add(time.Hour), true
+	if _, _, err := svc.PutProgram(ctx, "draw", queue.Settings{OpensAt: &opens, ShuffleAtOpen: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for range 5 {
+		c.Advance(100 * time.Millisecond)
+		v, _, err := svc.Enter(ctx, "draw", queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = v.TokenID
+	}
+	audit := func() (int, string) {
+		var out, errs strings.Builder
+		env := map[string]string{"DYNAMODB_ENDPOINT": endpoint, "TABLE_NAME": table}
+		code := run(ctx, []string{"-program", "draw"}, func(k string) string { return env[k] }, &out, &errs)
+		return code, out.String() + errs.String()
+	}
+	if code, out := audit(); code != exitOK || !strings.Contains(out, "pre-queue not fixed yet") {
+		t.Errorf("before the opening: exit %d\n%s", code, out)
+	}
+	c.Advance(time.Hour)
+	if _, err := svc.Poll(ctx, "draw", last); err != nil { // fixes the pre-queue
+		t.Fatal(err)
+	}
+	if code, out := audit(); code != exitOK || !strings.Contains(out, "5 match, 0 missing, 0 wrong") {
+		t.Errorf("after the opening: exit %d\n%s", code, out)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/bench/simulate"
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
 const simulateSynopsis = `The load test's scenario on a virtual clock with no network: users enter
@@ -21,6 +22,14 @@ the polling package's policies; time advances in whole milliseconds,
 requests take no time and never fail. Deterministic for a given -seed.
 Adds DynamoDB read units and the AWS price of the requests (defaults:
 us-east-1 list prices as of 2026, first volume tier, no free tier).
+
+With -partition-model, -opens-at or -shuffle the simulator runs the service
+itself (queue.Service, its ticket shards, its opening) on -instances
+instances sharing an in-memory table charged to DynamoDB's per-partition
+limits (internal/testing/partitionmodel): every enter is Service.Enter
+(sent again 1 s after a 503, with its Idempotency-Key), every poll
+Service.Poll. -tickets single takes every ticket from the program item, as
+before ticket shards.
 `
 
 func cmdSimulate(ctx context.Context, args []string, e env) error {
@@ -40,8 +49,30 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 	fs.Float64Var(&p.DynamoReadPerMillion, "price-dynamo-read", p.DynamoReadPerMillion, "DynamoDB on-demand, USD per million read request units")
 	fs.Float64Var(&p.TokenRRUPerPoll, "token-rru", p.TokenRRUPerPoll, "read units of a poll's token read (strongly consistent, under 4 KB: 1)")
 	fs.Float64Var(&p.ProgramReadsPerPoll, "program-reads-per-poll", p.ProgramReadsPerPoll, "program reads (1 RRU each) per poll: 1 without the per-instance program cache, about 0 with it at high request rates")
+	partitionModel := fs.Bool("partition-model", false, "run the service itself on a table with DynamoDB's per-partition limits (1,000 WCU and 3,000 RCU a second per partition key)")
+	partitionLimits := fs.String("partition-limits", "", "with -partition-model: other limits, scale=F or write=W,read=R (see the local server's -partition-limits)")
+	instances := fs.Int("instances", 100, "service instances sharing the table (Lambda instances warm for the crowd), with the service")
+	opensAt := fs.Duration("opens-at", 0, "open the program this long after the start (before it, entries are taken and nobody admitted); runs the service")
+	shuffle := fs.Bool("shuffle", false, "with -opens-at: shuffle everyone who entered before the opening (shuffleAtOpen)")
+	tickets := fs.String("tickets", "shards", "with the service: shards (ticket shards above a rate) or single (every ticket from the program item, as before them)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	var limits *partitionmodel.Limits
+	if *partitionModel {
+		l, err := partitionmodel.ParseSpec(*partitionLimits)
+		if err != nil {
+			return usageError(fs, err)
+		}
+		limits = &l
+	} else if *partitionLimits != "" {
+		return usageError(fs, errors.New("-partition-limits needs -partition-model"))
+	}
+	if *tickets != "shards" && *tickets != "single" {
+		return usageError(fs, fmt.Errorf("-tickets %q: want shards or single", *tickets))
+	}
+	if *instances < 1 {
+		return usageError(fs, errors.New("-instances: at least 1"))
 	}
 	sc, err := sf.scenario()
 	if err != nil {
@@ -67,7 +98,8 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r, err := simulate.Run(simulate.Config{Scenario: sc, Policy: pol, Seed: sf.seed, CacheTTL: sf.cacheTTL, Prices: p, Progress: e.progress})
+		r, err := simulate.Run(simulate.Config{Scenario: sc, Policy: pol, Seed: sf.seed, CacheTTL: sf.cacheTTL, Prices: p, Progress: e.progress,
+			PartitionLimits: limits, Instances: *instances, OpensAt: *opensAt, Shuffle: *shuffle, SingleTickets: *tickets == "single"})
 		if err != nil {
 			return fmt.Errorf("%s: %w", pol.Name, err)
 		}

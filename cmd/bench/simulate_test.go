@@ -77,3 +77,37 @@ func TestSimulateOut(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulatePartitionModel: -partition-model, -opens-at and -shuffle
+// reach the service-mode simulator, and the enter path's fields are in the
+// JSON; -tickets single is the Before.
+func TestSimulatePartitionModel(t *testing.T) {
+	out, errOut, err := runCmd(t, "simulate", "-users", "3000", "-arrival", "uniform:2s", "-admit-rate", "1000", "-policy", "eta",
+		"-partition-model", "-instances", "20", "-opens-at", "1s", "-shuffle", "-json")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	r := got[0]
+	for _, k := range []string{"entersPerSecondPeak", "throttledEnters", "programItemWritesPerSecondMax", "gaps", "maxInversionMs", "prequeue"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("the result lacks %q: %v", k, r)
+		}
+	}
+	if r["admitted"] != float64(3000) || r["throttledEnters"] != float64(0) || r["instances"] != float64(20) {
+		t.Errorf("result %v", r)
+	}
+	for _, bad := range [][]string{
+		{"-shuffle"},
+		{"-partition-limits", "scale=0.1"},
+		{"-partition-model", "-tickets", "many"},
+		{"-partition-model", "-instances", "0"},
+	} {
+		if _, _, err := runCmd(t, append([]string{"simulate", "-users", "10"}, bad...)...); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/localdynamo"
 	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
@@ -100,6 +101,10 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.L
 	if err != nil {
 		stop()
 		return nil, "", nil, func() {}, err
+	}
+	if limits != nil {
+		// Size the ticket shards for the scaled item limit.
+		opts = append(opts, app.WithServiceOptions(queue.WithItemWriteLimit(limits.WriteUnits)))
 	}
 	return app.NewDynamo(cfg, client, log, opts...), where, model, stop, nil
 }

@@ -38,6 +38,8 @@ type App struct {
 	// Metrics records every request the handlers answer (set it before
 	// building them); metrics.Discard unless FromEnv or the caller sets it.
 	Metrics metrics.Observer
+	// serviceOpts are extra options of the service (WithServiceOptions).
+	serviceOpts []queue.Option
 }
 
 // Option configures New.
@@ -46,6 +48,12 @@ type Option func(*App)
 // WithPasses makes every admission carry a pass signed by iss, and the
 // queue handlers serve iss's JWKS.
 func WithPasses(iss *admissionpass.Issuer) Option { return func(a *App) { a.Passes = iss } }
+
+// WithServiceOptions passes opts on to the queue service, after the ones
+// the configuration sets (the local server's scaled item write limit).
+func WithServiceOptions(opts ...queue.Option) Option {
+	return func(a *App) { a.serviceOpts = append(a.serviceOpts, opts...) }
+}
 
 // New builds the service over store as cfg describes: the default and named
 // polling policies, the program cache, and the pass issuer if given.
@@ -58,7 +66,7 @@ func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...Option)
 	if a.Passes != nil {
 		sopts = append(sopts, queue.WithPassSigner(Signer(a.Passes)))
 	}
-	a.Service = queue.NewService(store, cfg.Policy, sopts...)
+	a.Service = queue.NewService(store, cfg.Policy, append(sopts, a.serviceOpts...)...)
 	a.Page = newPage(a.Service, cfg.PageLogoURL, log)
 	return a
 }

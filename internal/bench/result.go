@@ -104,6 +104,15 @@ type Result struct {
 	// took in one second: counted by the simulator, read from the server's
 	// partition model in a run (absent when the server has none).
 	ProgramItemWritesPerSecondMax *int64 `json:"programItemWritesPerSecondMax,omitempty"`
+	// ProgramItemReadsPerSecondMax is the most reads of the program item
+	// in one second (simulate, with the partition model).
+	ProgramItemReadsPerSecondMax *int64 `json:"programItemReadsPerSecondMax,omitempty"`
+	// StoreThrottles counts every call the partition model refused (simulate).
+	StoreThrottles int64 `json:"storeThrottles,omitempty"`
+	// Instances is how many service instances the simulation ran.
+	Instances int `json:"instances,omitempty"`
+	// Prequeue is the size of a shuffled opening's pre-queue.
+	Prequeue int64 `json:"prequeue,omitempty"`
 	// Gaps counts the run's ticket numbers that no user holds.
 	Gaps int64 `json:"gaps"`
 	// DuplicateTickets counts tickets the run's users hold more than once.

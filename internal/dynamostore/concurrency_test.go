@@ -85,11 +85,19 @@ type shiftedClock struct {
 func (c shiftedClock) Now() time.Time { return time.Now().Add(time.Duration(c.shift.Load())) }
 
 func TestConcurrency(t *testing.T) {
-	t.Run("OneInstance", func(t *testing.T) { testConcurrency(t, 1) })
-	t.Run("TwoInstances", func(t *testing.T) { testConcurrency(t, 2) })
+	t.Run("OneInstance", func(t *testing.T) { testConcurrency(t, 1, 0) })
+	t.Run("TwoInstances", func(t *testing.T) { testConcurrency(t, 2, 0) })
+	// An item write limit of 5 units a second puts the program on ticket
+	// shards at a couple of enters a second: the same invariants with
+	// tickets from shard blocks, refills and shard count changes racing.
+	t.Run("TwoInstancesSharded", func(t *testing.T) { testConcurrency(t, 2, 5) })
 }
 
-func testConcurrency(t *testing.T, instances int) {
+// testConcurrency runs the workers on instances sharing the table; with
+// writeUnits > 0 the instances size their ticket shards for items of that
+// write limit (queue.WithItemWriteLimit), else take every ticket from the
+// program item.
+func testConcurrency(t *testing.T, instances int, writeUnits float64) {
 	endpoint := dynamotest.Endpoint(t)
 	var (
 		table  string
@@ -110,7 +118,7 @@ func testConcurrency(t *testing.T, instances int) {
 			client, table = c, dynamotest.NewTable(t, c)
 		}
 		svcs[i] = queue.NewService(dynamostore.New(c, table), polling.DefaultTiers(),
-			queue.WithProgramCache(time.Second), queue.WithClock(clk))
+			queue.WithProgramCache(time.Second), queue.WithClock(clk), queue.WithItemWriteLimit(writeUnits))
 	}
 	rate, paused := 4.0, false
 	if _, _, err := svcs[0].PutProgram(t.Context(), concurrencyProgram, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
@@ -306,6 +314,11 @@ func testConcurrency(t *testing.T, instances int) {
 		t.Fatal(err)
 	}
 	counters = append(counters, final)
+	if writeUnits > 0 {
+		if sh, err := dynamostore.New(client, table).GetShard(ctx, concurrencyProgram, 0); err != nil || sh.End == 0 {
+			t.Errorf("shard 0 after the run: %+v, %v; want it filled at least once", sh, err)
+		}
+	}
 	var sweep sync.WaitGroup
 	next := atomic.Int64{}
 	for range 4 {

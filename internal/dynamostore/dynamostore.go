@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/example/waitingroom/internal/queue"
 )
@@ -23,9 +25,16 @@ import (
 type Store struct {
 	client *dynamodb.Client
 	table  string
+	// steps remembers each program's time per ticket as last seen, for the
+	// writes of a block of tickets (see blockSteps).
+	steps sync.Map // program id → int64
 }
 
-var _ queue.Store = (*Store)(nil)
+var (
+	_ queue.Store         = (*Store)(nil)
+	_ queue.TicketStore   = (*Store)(nil)
+	_ queue.PrequeueStore = (*Store)(nil)
+)
 
 // New returns a Store on table, which must exist (see CreateTable).
 func New(client *dynamodb.Client, table string) *Store {
@@ -53,6 +62,7 @@ type tokenItem struct {
 	AdmissionExpiresAt int64  `dynamodbav:"admissionExpiresAt,omitempty"`
 	LeftAt             int64  `dynamodbav:"leftAt,omitempty"`
 	AdmissionPass      string `dynamodbav:"admissionPass,omitempty"`
+	Draw               string `dynamodbav:"draw,omitempty"`
 	TTL                int64  `dynamodbav:"ttl,omitempty"`
 }
 
@@ -118,6 +128,7 @@ func toTokenItem(t queue.Token) tokenItem {
 		AdmissionExpiresAt: unixMs(t.AdmissionExpiresAt),
 		LeftAt:             unixMs(t.LeftAt),
 		AdmissionPass:      t.AdmissionPass,
+		Draw:               t.Draw,
 		TTL:                ttlSeconds(t.ExpiresAt),
 	}
 }
@@ -132,6 +143,7 @@ func (it tokenItem) token() queue.Token {
 		AdmissionExpiresAt: fromUnixMs(it.AdmissionExpiresAt),
 		LeftAt:             fromUnixMs(it.LeftAt),
 		AdmissionPass:      it.AdmissionPass,
+		Draw:               it.Draw,
 		ExpiresAt:          fromTTL(it.TTL),
 	}
 }
@@ -142,6 +154,18 @@ func decodeToken(av map[string]types.AttributeValue) (queue.Token, error) {
 		return queue.Token{}, err
 	}
 	return it.token(), nil
+}
+
+// throttled marks err as queue.ErrThrottled when it is DynamoDB's
+// throughput limit (after the client's retries), keeping its chain.
+func throttled(err error) error {
+	var pte *types.ProvisionedThroughputExceededException
+	var rle *types.RequestLimitExceeded
+	var ae smithy.APIError
+	if errors.As(err, &pte) || errors.As(err, &rle) || errors.As(err, &ae) && ae.ErrorCode() == "ThrottlingException" {
+		return fmt.Errorf("%w: %w", queue.ErrThrottled, err)
+	}
+	return err
 }
 
 // conditionFailed reports whether err is a failed condition and, if so,
@@ -264,32 +288,100 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 // changed in between (another caller re-anchored it first), it starts over,
 // at most maxIssueTrials times.
 func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
+	return s.IssueTickets(ctx, programID, now, 1)
+}
+
+// IssueTickets implements queue.TicketStore: IssueTicket's writes for a
+// block of n tickets (blockSteps), each conditioned on the time per ticket
+// the store last saw for the program (read first if it never saw it).
+func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (queue.Program, error) {
+	steps, stepNs := issueSteps, int64(0)
+	if n > 1 {
+		steps, stepNs = blockSteps, -1
+		if v, ok := s.steps.Load(programID); ok {
+			stepNs = v.(int64)
+		}
+	}
 	for range maxIssueTrials {
-		for _, st := range issueSteps {
-			in := st.input(s.table, programID, now)
+		if stepNs < 0 {
+			p, err := s.GetProgram(ctx, programID)
+			if err != nil {
+				return queue.Program{}, err
+			}
+			stepNs = p.StepNs()
+		}
+		for _, st := range steps {
+			in := st.input(s.table, programID, now, n, stepNs)
 			out, err := s.client.UpdateItem(ctx, in, notRepeated)
 			if err == nil {
 				p, err := decodeProgram(out.Attributes)
 				if err != nil {
 					return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, err)
 				}
+				s.steps.Store(programID, p.StepNs())
 				return p, nil
 			}
 			old, ok := conditionFailed(err)
 			if !ok {
-				return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, err)
+				return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, throttled(err))
 			}
 			if old, err = s.failedOn(ctx, in.Key, old); err != nil {
 				return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, err)
 			} else if old == nil {
 				return queue.Program{}, queue.ErrNotFound
 			}
-			if p, err := decodeProgram(old); err == nil && p.Closed {
-				return queue.Program{}, queue.ErrClosed
+			if p, err := decodeProgram(old); err == nil {
+				if p.Closed {
+					return queue.Program{}, queue.ErrClosed
+				}
+				if q := p.WithPrequeueFixed(now); q.PrequeueFixed != p.PrequeueFixed {
+					if _, err := s.FixPrequeue(ctx, programID, now); err != nil {
+						return queue.Program{}, err
+					}
+					break // the program changed: the steps again
+				}
+				if n > 1 && p.StepNs() != stepNs {
+					stepNs = p.StepNs()
+					s.steps.Store(programID, stepNs)
+					break // the other steps assumed the old time per ticket too
+				}
 			}
 		}
 	}
 	return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: program still changing after %d trials", programID, maxIssueTrials)
+}
+
+// FixPrequeue implements queue.PrequeueStore: one conditional UpdateItem,
+// SET prequeue = issued if the program shuffles, is past its opening and
+// has not fixed its pre-queue; else the program as it is.
+func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
+	cond := nameOf("shuffle").Equal(expression.Value(true)).
+		And(expression.AttributeNotExists(nameOf("prequeueFixed"))).
+		And(nameOf("opensAtMs").LessThanEqual(expression.Value(now.UnixMilli())))
+	upd := expression.Set(nameOf("prequeue"), nameOf("issued")).Set(nameOf("prequeueFixed"), expression.Value(true))
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
+	if err != nil {
+		return queue.Program{}, fmt.Errorf("dynamostore: fix pre-queue: %w", err)
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       programKey(programID),
+		ConditionExpression:       expr.Condition(),
+		UpdateExpression:          expr.Update(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if _, failed := conditionFailed(err); failed {
+		return s.GetProgram(ctx, programID)
+	} else if err != nil {
+		return queue.Program{}, fmt.Errorf("dynamostore: fix pre-queue %s: %w", programID, throttled(err))
+	}
+	p, err := decodeProgram(out.Attributes)
+	if err != nil {
+		return queue.Program{}, fmt.Errorf("dynamostore: fix pre-queue %s: %w", programID, err)
+	}
+	return p, nil
 }
 
 // PutToken implements queue.Store.

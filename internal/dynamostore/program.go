@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,8 @@ const (
 	// derived: computed from other fields, stored so that IssueTicket's
 	// conditional writes can use it; written with state, never read back.
 	derived
+	// sharding: written by CreateProgram and SetShards only.
+	sharding
 )
 
 // segment says which of the program's segments an attribute belongs to.
@@ -78,9 +81,28 @@ var programAttrs = slices.Concat(
 		unixMsField("lastAdmitAtMs", state, func(p *queue.Program) *time.Time { return &p.LastAdmitAt }),
 		msField("lastAdmitGapMs", state, func(p *queue.Program) *time.Duration { return &p.LastAdmitGap }),
 		omitEmpty(field("changeIds", state, func(p *queue.Program) *[]string { return &p.Changes })),
+		omitEmpty(field("shards", sharding, func(p *queue.Program) *int { return &p.Shards })),
+		omitEmpty(unixMsField("opensAtMs", state, func(p *queue.Program) *time.Time { return &p.OpensAt })),
+		omitEmpty(field("shuffle", state, func(p *queue.Program) *bool { return &p.Shuffle })),
+		omitEmpty(field("seed", state, func(p *queue.Program) *string { return &p.Seed })),
+		omitEmpty(field("prequeue", counted, func(p *queue.Program) *int64 { return &p.Prequeue })),
+		omitEmpty(field("prequeueFixed", counted, func(p *queue.Program) *bool { return &p.PrequeueFixed })),
 	},
+	recentAttrs(),
 	profileAttrs(),
 )
+
+// recentAttrs are the instants of the last single tickets, recent1 the
+// newest, each absent while 0.
+func recentAttrs() []attr {
+	var attrs []attr
+	for i := range queue.RecentTickets {
+		attrs = append(attrs, omitEmpty(field(recentName(i), counted, func(p *queue.Program) *int64 { return &p.Recent[i] })))
+	}
+	return attrs
+}
+
+func recentName(i int) string { return "recent" + strconv.Itoa(i+1) }
 
 // profileAttrs are the program's Profile fields, one attribute each, named
 // as in queue.ProfileFields and absent when empty.
@@ -106,8 +128,9 @@ func segmentAttrs(seg segment, of func(p *queue.Program) *queue.Segment) []attr 
 		field(name("base"), state, func(p *queue.Program) *int64 { return &of(p).Base }),
 		field(name("rateMilli"), state, func(p *queue.Program) *queue.Rate { return &of(p).Rate }),
 		field(name("paused"), state, func(p *queue.Program) *bool { return &of(p).Paused }),
+		omitEmpty(field(name("startMs"), state, func(p *queue.Program) *int64 { return &of(p).StartMs })),
 	}
-	for i, part := range []string{"anchorMs", "base", "rateMilli", "paused"} {
+	for i, part := range []string{"anchorMs", "base", "rateMilli", "paused", "startMs"} {
 		attrs[i].seg, attrs[i].part = seg, part
 	}
 	return attrs
@@ -167,7 +190,8 @@ func derivedField[T any](name string, f func(p queue.Program) T) attr {
 	}
 }
 
-// omitEmpty makes a absent when its value is empty ("", an empty list).
+// omitEmpty makes a absent when its value is empty ("", an empty list, 0,
+// false).
 func omitEmpty(a attr) attr {
 	enc := a.enc
 	a.enc = func(p queue.Program) (types.AttributeValue, error) {
@@ -179,6 +203,14 @@ func omitEmpty(a attr) attr {
 			}
 		case *types.AttributeValueMemberL:
 			if len(v.Value) == 0 {
+				return nil, err
+			}
+		case *types.AttributeValueMemberN:
+			if v.Value == "0" {
+				return nil, err
+			}
+		case *types.AttributeValueMemberBOOL:
+			if !v.Value {
 				return nil, err
 			}
 		case *types.AttributeValueMemberNULL:
@@ -226,6 +258,10 @@ func encodeProgram(p queue.Program) (map[string]types.AttributeValue, error) {
 	return item, nil
 }
 
+// ProgramItem is p's program item as CreateProgram writes it, for models
+// of DynamoDB's capacity that need its size.
+func ProgramItem(p queue.Program) (map[string]types.AttributeValue, error) { return encodeProgram(p) }
+
 // decodeProgram reads a program item; absent attributes are zero.
 func decodeProgram(item map[string]types.AttributeValue) (queue.Program, error) {
 	var p queue.Program
@@ -261,70 +297,112 @@ func updateOf(p queue.Program) (expression.UpdateBuilder, error) {
 }
 
 // issueStep is one of IssueTicket's conditional writes, built once; only
-// the values of now change from call to call.
+// the values of now (and, for a block, its size) change from call to call.
 type issueStep struct {
 	expr         expression.Expression
 	nowMs, nowNs []string // the value placeholders that stand for now
+	// For a block of tickets: the placeholders of its size, of its size
+	// times the time per ticket, and of the time per ticket it assumes.
+	n, nStep, step []string
 }
 
-// Stand-ins for now while the steps are built: the builder keeps a value
-// given as an AttributeValue, so its placeholders are found by identity.
+// Stand-ins for the values of a call while the steps are built: the
+// builder keeps a value given as an AttributeValue, so its placeholders are
+// found by identity.
 var (
 	nowMsStandIn = &types.AttributeValueMemberN{Value: "0"}
 	nowNsStandIn = &types.AttributeValueMemberN{Value: "0"}
+	nStandIn     = &types.AttributeValueMemberN{Value: "0"}
+	nStepStandIn = &types.AttributeValueMemberN{Value: "0"}
+	stepStandIn  = &types.AttributeValueMemberN{Value: "0"}
 )
 
 // issueSteps apply queue.Program.WithTicketIssued in one UpdateItem each,
 // without reading the program first; exactly one step's condition holds
 // for an open program. See the README, "Data model (DynamoDB)".
-var issueSteps = func() [3]issueStep {
+var issueSteps = newIssueSteps(false)
+
+// blockSteps apply queue.Program.WithTicketsIssued for a block of n > 1
+// tickets: the same three writes, adding n tickets and n times the time
+// per ticket to the drain instant. DynamoDB cannot multiply, so the caller
+// computes that product from the time per ticket it knows, and each write
+// is conditioned on the stored one being the same.
+var blockSteps = newIssueSteps(true)
+
+func newIssueSteps(block bool) [3]issueStep {
 	nowMs, nowNs := expression.Value(nowMsStandIn), expression.Value(nowNsStandIn)
 	one, zero := expression.Value(1), expression.Value(0)
 	issued, drain, step := nameOf("issued"), nameOf("drainAtNs"), nameOf("nsPerTicket")
 	advancing, version := nameOf("advancing"), nameOf("version")
 	nextAnchor := expression.Name(segmentAttr(nextSegment, "anchorMs").name)
-	// The program exists and is open.
-	open := expression.AttributeExists(expression.Name("pk")).And(nameOf("closed").Equal(expression.Value(false)))
+	// The program exists and is open, and is not a shuffle past its
+	// opening whose pre-queue is not fixed yet (IssueTickets fixes it
+	// first: Program.WithPrequeueFixed).
+	open := expression.AttributeExists(expression.Name("pk")).And(nameOf("closed").Equal(expression.Value(false))).
+		And(expression.Or(expression.AttributeNotExists(nameOf("shuffle")), nameOf("prequeueFixed").Equal(expression.Value(true)), nameOf("opensAtMs").GreaterThan(nowMs)))
+	count, stepped := issued.Plus(one), drain.Plus(step) // one ticket
+	fromNow := nowNs.Plus(step)
+	if block {
+		open = open.And(step.Equal(expression.Value(stepStandIn)))
+		count, stepped = issued.Plus(expression.Value(nStandIn)), drain.Plus(expression.Value(nStepStandIn))
+		fromNow = nowNs.Plus(expression.Value(nStepStandIn))
+	}
 	// Drained: the settled segment advances and the counter has caught up.
 	drained := advancing.Equal(expression.Value(true)).And(drain.LessThanEqual(nowNs))
 
-	// Not drained, admission stopped, or a change pending: the ticket only
-	// pushes the drain instant back.
+	// Not drained, admission stopped, or a change pending: the tickets only
+	// push the drain instant back.
 	busy := open.And(expression.Or(nextAnchor.GreaterThan(nowMs), drain.GreaterThan(nowNs), advancing.Equal(expression.Value(false))))
-	extend := expression.Set(issued, issued.Plus(one)).Set(drain, drain.Plus(step))
+	extend := expression.Set(issued, count).Set(drain, stepped)
 
 	// Drained: re-anchor the counter at now on the old issued. DynamoDB
 	// evaluates every right-hand side on the item as it was; servers that
 	// apply the actions in order (dynalite, moto) see base set first.
 	reanchor := func() expression.UpdateBuilder {
 		return expression.Set(nameOf(segmentAttr(currentSegment, "base").name), issued).
-			Set(issued, issued.Plus(one)).
+			Set(issued, count).
 			Set(nameOf(segmentAttr(currentSegment, "anchorMs").name), nowMs).
-			Set(drain, nowNs.Plus(step)).
+			Set(drain, fromNow).
 			Set(version, version.Plus(one))
 	}
 	// Drained under a change that has taken effect: make it current (its
 	// rate and pause; base and anchor come from the re-anchoring), then
 	// clear it.
 	fold := reanchor()
-	for _, part := range []string{"rateMilli", "paused"} {
-		fold = fold.Set(expression.Name(segmentAttr(currentSegment, part).name), expression.Name(segmentAttr(nextSegment, part).name))
+	for _, part := range []string{"rateMilli", "paused", "startMs"} {
+		fold = fold.Set(expression.Name(segmentAttr(currentSegment, part).name), expression.IfNotExists(expression.Name(segmentAttr(nextSegment, part).name), zero))
 	}
 	for _, a := range programAttrs {
 		if a.seg == nextSegment {
 			z, err := a.enc(queue.Program{})
-			if err != nil {
+			switch {
+			case err != nil:
 				panic(err)
+			case z == nil:
+				fold = fold.Remove(expression.Name(a.name))
+			default:
+				fold = fold.Set(expression.Name(a.name), expression.Value(z))
 			}
-			fold = fold.Set(expression.Name(a.name), expression.Value(z))
 		}
 	}
-	return [3]issueStep{
-		newIssueStep(busy, extend),
-		newIssueStep(open.And(nextAnchor.Equal(zero)).And(drained), reanchor()),
-		newIssueStep(open.And(nextAnchor.NotEqual(zero)).And(nextAnchor.LessThanEqual(nowMs)).And(drained), fold),
+	// A single ticket shifts the instants of the last ones (the oldest
+	// first: servers that apply the actions in order then read each value
+	// before it is overwritten) and records now.
+	recent := func(u expression.UpdateBuilder) expression.UpdateBuilder {
+		if block {
+			return u
+		}
+		for i := queue.RecentTickets - 1; i > 0; i-- {
+			u = u.Set(nameOf(recentName(i)), expression.IfNotExists(nameOf(recentName(i-1)), zero))
+		}
+		return u.Set(nameOf(recentName(0)), nowMs)
 	}
-}()
+	return [3]issueStep{
+		newIssueStep(busy, recent(extend)),
+		newIssueStep(open.And(nextAnchor.Equal(zero)).And(drained), recent(reanchor())),
+		newIssueStep(open.And(nextAnchor.NotEqual(zero)).And(nextAnchor.LessThanEqual(nowMs)).And(drained), recent(fold)),
+	}
+}
 
 func newIssueStep(cond expression.ConditionBuilder, upd expression.UpdateBuilder) issueStep {
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
@@ -338,20 +416,35 @@ func newIssueStep(cond expression.ConditionBuilder, upd expression.UpdateBuilder
 			st.nowMs = append(st.nowMs, k)
 		case types.AttributeValue(nowNsStandIn):
 			st.nowNs = append(st.nowNs, k)
+		case types.AttributeValue(nStandIn):
+			st.n = append(st.n, k)
+		case types.AttributeValue(nStepStandIn):
+			st.nStep = append(st.nStep, k)
+		case types.AttributeValue(stepStandIn):
+			st.step = append(st.step, k)
 		}
 	}
 	return st
 }
 
-// input is the step's UpdateItem on programID at now.
-func (st issueStep) input(table, programID string, now time.Time) *dynamodb.UpdateItemInput {
+// input is the step's UpdateItem on programID at now, for a block of n
+// tickets of stepNs each (ignored by the single-ticket steps).
+func (st issueStep) input(table, programID string, now time.Time, n, stepNs int64) *dynamodb.UpdateItemInput {
 	values := maps.Clone(st.expr.Values())
-	ms := now.UnixMilli()
-	for _, k := range st.nowMs {
-		values[k] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ms, 10)}
+	num := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 	}
-	for _, k := range st.nowNs {
-		values[k] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ms*int64(time.Millisecond), 10)}
+	ms := now.UnixMilli()
+	for _, set := range []struct {
+		keys []string
+		v    int64
+	}{
+		{st.nowMs, ms}, {st.nowNs, ms * int64(time.Millisecond)},
+		{st.n, n}, {st.nStep, mulSat(n, stepNs)}, {st.step, stepNs},
+	} {
+		for _, k := range set.keys {
+			values[k] = num(set.v)
+		}
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                           &table,
@@ -363,6 +456,14 @@ func (st issueStep) input(table, programID string, now time.Time) *dynamodb.Upda
 		ExpressionAttributeNames:            st.expr.Names(),
 		ExpressionAttributeValues:           values,
 	}
+}
+
+// mulSat is a×b for a, b ≥ 0, saturating at math.MaxInt64.
+func mulSat(a, b int64) int64 {
+	if b != 0 && a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
 }
 
 // conditionOf is UpdateProgram's condition: p's previous version and

@@ -241,11 +241,24 @@ type tokenBody struct {
 	// Notice is the program's notice to the people who wait, WAITING only.
 	Notice string `json:"notice,omitempty"`
 	// Paused is true while WAITING and admission is paused; absent otherwise.
-	Paused        bool   `json:"paused,omitempty"`
-	AdmittedAt    string `json:"admittedAt,omitempty"`
-	AdmissionPass string `json:"admissionPass,omitempty"`
-	ExpiresAt     string `json:"expiresAt,omitempty"`
-	LeftAt        string `json:"leftAt,omitempty"`
+	Paused bool `json:"paused,omitempty"`
+	// OpensAt, StatusLine and Shuffle tell a scheduled opening, WAITING only.
+	OpensAt       string       `json:"opensAt,omitempty"`
+	StatusLine    string       `json:"statusLine,omitempty"`
+	Shuffle       *shuffleBody `json:"shuffle,omitempty"`
+	AdmittedAt    string       `json:"admittedAt,omitempty"`
+	AdmissionPass string       `json:"admissionPass,omitempty"`
+	ExpiresAt     string       `json:"expiresAt,omitempty"`
+	LeftAt        string       `json:"leftAt,omitempty"`
+}
+
+// shuffleBody is a shuffled opening in a token's answer: the commitment,
+// and once the pre-queue is fixed the seed, its size and the token's place.
+type shuffleBody struct {
+	Commitment string `json:"commitment"`
+	Seed       string `json:"seed,omitempty"`
+	Prequeue   int64  `json:"prequeue,omitempty"`
+	Place      int64  `json:"place,omitempty"`
 }
 
 // countersBody is the admin view of a program.
@@ -263,6 +276,13 @@ type countersBody struct {
 	PollingPolicy string `json:"pollingPolicy,omitempty"`
 	// EffectiveAt is when the last change takes effect, while it has not.
 	EffectiveAt string `json:"effectiveAt,omitempty"`
+	// The opening: its instant, whether it shuffles, the commitment; the
+	// seed and the pre-queue's size once fixed.
+	OpensAt           string `json:"opensAt,omitempty"`
+	ShuffleAtOpen     bool   `json:"shuffleAtOpen,omitempty"`
+	ShuffleCommitment string `json:"shuffleCommitment,omitempty"`
+	ShuffleSeed       string `json:"shuffleSeed,omitempty"`
+	Prequeue          *int64 `json:"prequeue,omitempty"`
 	// The profile's fields, each absent while empty.
 	queue.Profile
 }
@@ -274,6 +294,8 @@ type programBody struct {
 	AdmissionWindowSeconds *int64
 	PollingPolicy          *string
 	Closed                 *bool
+	OpensAt                *string // RFC 3339, "" clears
+	ShuffleAtOpen          *bool
 	Profile                []*string // queue.ProfileFields' values, in order
 }
 
@@ -285,6 +307,8 @@ func (b *programBody) fields() []field {
 		{"admissionWindowSeconds", &b.AdmissionWindowSeconds, "number"},
 		{"pollingPolicy", &b.PollingPolicy, "string"},
 		{"closed", &b.Closed, "boolean"},
+		{"opensAt", &b.OpensAt, "string"},
+		{"shuffleAtOpen", &b.ShuffleAtOpen, "boolean"},
 	}
 	b.Profile = make([]*string, len(queue.ProfileFields))
 	for i, f := range queue.ProfileFields {
@@ -294,7 +318,18 @@ func (b *programBody) fields() []field {
 }
 
 func (b programBody) settings() (queue.Settings, error) {
-	set := queue.Settings{AdmissionRatePerSecond: b.AdmissionRatePerSecond, Paused: b.Paused, PollingPolicy: b.PollingPolicy, Closed: b.Closed}
+	set := queue.Settings{AdmissionRatePerSecond: b.AdmissionRatePerSecond, Paused: b.Paused, PollingPolicy: b.PollingPolicy, Closed: b.Closed, ShuffleAtOpen: b.ShuffleAtOpen}
+	if o := b.OpensAt; o != nil {
+		var at time.Time // "" clears the opening
+		if *o != "" {
+			t, err := time.Parse(time.RFC3339, *o)
+			if err != nil {
+				return set, queue.Errorf(queue.KindInvalid, queue.CodeInvalidSettings, "opensAt must be an RFC 3339 time, e.g. 2026-12-01T10:00:00+09:00, or \"\" to clear it.")
+			}
+			at = t
+		}
+		set.OpensAt = &at
+	}
 	for i, v := range b.Profile {
 		if v != nil {
 			if set.Profile == nil {
@@ -354,7 +389,18 @@ func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v q
 		Notice:          v.Notice,
 		Paused:          v.Paused,
 		AdmissionPass:   v.AdmissionPass,
+		OpensAt:         timeString(v.OpensAt),
+		StatusLine:      v.StatusLine,
+		Shuffle:         shuffleOf(v.Shuffle),
 	})
+}
+
+// shuffleOf is v's answer body, nil for none.
+func shuffleOf(v *queue.ShuffleView) *shuffleBody {
+	if v == nil {
+		return nil
+	}
+	return &shuffleBody{Commitment: v.Commitment, Seed: v.Seed, Prequeue: v.Prequeue, Place: v.Place}
 }
 
 func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, c queue.Counters, err error) {
@@ -364,7 +410,16 @@ func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	n := metrics.Note(r.Context())
 	n.Waiting, n.WaitingKnown = c.Waiting, true
+	var prequeue *int64
+	if c.PrequeueFixed {
+		prequeue = &c.Prequeue
+	}
 	writeJSON(w, status, countersBody{
+		OpensAt:                timeString(c.OpensAt),
+		ShuffleAtOpen:          c.ShuffleAtOpen,
+		ShuffleCommitment:      c.ShuffleCommitment,
+		ShuffleSeed:            c.ShuffleSeed,
+		Prequeue:               prequeue,
 		ProgramID:              c.ProgramID,
 		Issued:                 c.Issued,
 		Admitted:               c.Admitted,

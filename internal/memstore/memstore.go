@@ -16,13 +16,23 @@ type Store struct {
 	mu       sync.Mutex
 	programs map[string]queue.Program
 	tokens   map[string]queue.Token
+	shards   map[shardKey]queue.Shard
 }
 
-var _ queue.Store = (*Store)(nil)
+type shardKey struct {
+	program string
+	index   int
+}
+
+var (
+	_ queue.Store         = (*Store)(nil)
+	_ queue.TicketStore   = (*Store)(nil)
+	_ queue.PrequeueStore = (*Store)(nil)
+)
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token)}
+	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]queue.Shard)}
 }
 
 // CreateProgram implements queue.Store.
@@ -61,13 +71,19 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 	if !ok || cur.Version != p.Version-1 || cur.Issued != expectIssued {
 		return queue.ErrConflict
 	}
-	p.CreatedAt, p.Issued = cur.CreatedAt, cur.Issued
+	p.CreatedAt, p.Issued, p.Shards, p.Recent = cur.CreatedAt, cur.Issued, cur.Shards, cur.Recent
+	p.Prequeue, p.PrequeueFixed = cur.Prequeue, cur.PrequeueFixed
 	s.programs[p.ID] = p
 	return nil
 }
 
 // IssueTicket implements queue.Store.
 func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
+	return s.IssueTickets(ctx, programID, now, 1)
+}
+
+// IssueTickets implements queue.TicketStore.
+func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (queue.Program, error) {
 	if err := ctx.Err(); err != nil {
 		return queue.Program{}, err
 	}
@@ -80,9 +96,103 @@ func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time
 	case p.Closed:
 		return queue.Program{}, queue.ErrClosed
 	}
-	p = p.WithTicketIssued(now)
+	p = p.WithTicketsIssued(now, n)
 	s.programs[programID] = p
 	return p, nil
+}
+
+// FixPrequeue implements queue.PrequeueStore.
+func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Program{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.programs[programID]
+	if !ok {
+		return queue.Program{}, queue.ErrNotFound
+	}
+	p = p.WithPrequeueFixed(now)
+	s.programs[programID] = p
+	return p, nil
+}
+
+// TakeShardTickets implements queue.TicketStore.
+func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (queue.Run, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Run{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := shardKey{programID, i}
+	b, ok := s.shards[k]
+	if !ok || b.Next > b.End || b.ReservedAt.Before(notBefore.Truncate(time.Millisecond)) {
+		return queue.Run{}, false, nil
+	}
+	r := queue.Run{First: b.Next, Last: min(b.Next+m-1, b.End), ReservedAt: b.ReservedAt}
+	b.Next += m
+	b.Takes++
+	s.shards[k] = b
+	return r, true, nil
+}
+
+// ClaimShard implements queue.TicketStore.
+func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim string, now, notBefore, claimNotBefore time.Time) (queue.Shard, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Shard{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := shardKey{programID, i}
+	b, exists := s.shards[k]
+	usable := exists && b.Next <= b.End && !b.ReservedAt.Before(notBefore.Truncate(time.Millisecond))
+	taken := b.Claim != "" && b.Claim != claim && !b.ClaimedAt.Before(claimNotBefore.Truncate(time.Millisecond))
+	if usable || taken {
+		return queue.Shard{}, false, nil
+	}
+	old := b
+	b.Claim, b.ClaimedAt = claim, now.Truncate(time.Millisecond)
+	s.shards[k] = b
+	return old, true, nil
+}
+
+// FillShard implements queue.TicketStore.
+func (s *Store) FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, f queue.Shard) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := shardKey{programID, i}
+	b := s.shards[k]
+	if b.Claim != claim || !b.ClaimedAt.Equal(claimedAt.Truncate(time.Millisecond)) {
+		return false, nil
+	}
+	s.shards[k] = queue.Shard{Start: f.Start, Next: f.Next, End: f.End, ReservedAt: f.ReservedAt.Truncate(time.Millisecond), Claim: claim}
+	return true, nil
+}
+
+// SetShards implements queue.TicketStore.
+func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.programs[programID]
+	if !ok || p.Shards != from {
+		return false, nil
+	}
+	p.Shards = k
+	s.programs[programID] = p
+	return true, nil
+}
+
+// Shard returns shard i of programID as stored (for tests and audits).
+func (s *Store) Shard(programID string, i int) queue.Shard {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shards[shardKey{programID, i}]
 }
 
 // PutToken implements queue.Store.

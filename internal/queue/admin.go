@@ -27,6 +27,12 @@ type Settings struct {
 	// Profile sets the named Profile fields (ProfileFields' names); ""
 	// clears one.
 	Profile map[string]string
+	// OpensAt sets the program's opening (the zero time clears it): at
+	// least one change delay ahead, and only while the current one is too.
+	OpensAt *time.Time
+	// ShuffleAtOpen places everyone who enters before the opening in a
+	// random order at it; it can be set only before anyone has entered.
+	ShuffleAtOpen *bool
 }
 
 // Counters is the admin view of a program.
@@ -48,6 +54,16 @@ type Counters struct {
 	// EffectiveAt is when the last change (Rate, Paused, an admission)
 	// takes effect, if it has not yet; zero otherwise.
 	EffectiveAt time.Time
+	// OpensAt is the program's opening, zero without one.
+	OpensAt time.Time
+	// ShuffleAtOpen, ShuffleCommitment: whether the opening shuffles the
+	// pre-queue, and the SHA-256 of the seed; ShuffleSeed and Prequeue
+	// (its size) once the pre-queue is fixed (PrequeueFixed).
+	ShuffleAtOpen     bool
+	ShuffleCommitment string
+	ShuffleSeed       string
+	Prequeue          int64
+	PrequeueFixed     bool
 }
 
 func (s Settings) validate(policies map[string]polling.Policy) error {
@@ -86,13 +102,18 @@ func (s *Service) PutProgram(ctx context.Context, programID string, set Settings
 	if err := set.validate(s.policies); err != nil {
 		return Counters{}, false, err
 	}
-	create := func(now time.Time) Program {
-		p := Program{ID: programID, CreatedAt: fromUnixMs(unixMs(now)), Current: Segment{Rate: DefaultAdmissionRate}, AdmissionWindow: DefaultAdmissionWindow}
-		p = p.apply(set, now, 0)
-		p.Version = 1
-		return p
+	if set.ShuffleAtOpen != nil && *set.ShuffleAtOpen {
+		if _, ok := s.store.(PrequeueStore); !ok {
+			return Counters{}, false, Errorf(KindInvalid, CodeInvalidSettings, "This deployment's store cannot shuffle an opening.")
+		}
 	}
-	edit := func(p Program, now time.Time) Program { return p.apply(set, now, s.changeDelay()) }
+	create := func(now time.Time) (Program, error) {
+		p := Program{ID: programID, CreatedAt: fromUnixMs(unixMs(now)), Current: Segment{Rate: DefaultAdmissionRate}, AdmissionWindow: DefaultAdmissionWindow}
+		p, err := p.apply(set, now, 0)
+		p.Version = 1
+		return p, err
+	}
+	edit := func(p Program, now time.Time) (Program, error) { return p.apply(set, now, s.changeDelay()) }
 	p, now, created, err := s.changeProgram(ctx, "put program", programID, create, edit)
 	if err != nil {
 		return Counters{}, false, err
@@ -124,9 +145,12 @@ func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counter
 	if n < 1 || n > MaxAdmissionCount {
 		return Counters{}, Errorf(KindInvalid, CodeInvalidCount, "count must be a whole number between 1 and %d.", MaxAdmissionCount)
 	}
-	edit := func(p Program, now time.Time) Program {
+	edit := func(p Program, now time.Time) (Program, error) {
+		if !p.Opened(now.Add(s.changeDelay())) {
+			return p, Errorf(KindConflict, CodeNotOpen, "The program opens at %s; admissions start then.", p.OpensAt.UTC().Format(time.RFC3339))
+		}
 		settled := p.Settled()
-		return p.withManualAdmission(n, now).Rebased(now, settled.Rate, settled.Paused, n, s.changeDelay())
+		return p.withManualAdmission(n, now).Rebased(now, settled.Rate, settled.Paused, n, s.changeDelay()), nil
 	}
 	p, now, _, err := s.changeProgram(ctx, "admit", programID, nil, edit)
 	if err != nil {
@@ -169,7 +193,7 @@ func (s *Service) changeDelay() time.Duration {
 // change to take effect, within adminDeadline. BUSY means the change was
 // not made; STORE_UNAVAILABLE that it may have been. A missing program is
 // created with create, or is PROGRAM_NOT_FOUND if create is nil.
-func (s *Service) changeProgram(ctx context.Context, op, id string, create func(now time.Time) Program, edit func(p Program, now time.Time) Program) (_ Program, now time.Time, created bool, _ error) {
+func (s *Service) changeProgram(ctx context.Context, op, id string, create func(now time.Time) (Program, error), edit func(p Program, now time.Time) (Program, error)) (_ Program, now time.Time, created bool, _ error) {
 	deadline := s.clock.Now().Add(adminDeadline)
 	ctx, cancel := context.WithTimeout(ctx, adminDeadline) // the same bound for the store's calls
 	defer cancel()
@@ -221,13 +245,19 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 		}
 		start = time.Now()
 		if err != nil { // not found: create it
-			p = create(now).withChange(change)
+			if p, err = create(now); err != nil {
+				return Program{}, now, false, err
+			}
+			p = p.withChange(change)
 			if err = s.createProgram(ctx, p, change); err == nil {
 				s.cache.put(p, now)
 				return p, now, true, nil
 			}
 		} else {
-			p = edit(p, now).withChange(change)
+			if p, err = edit(p, now); err != nil {
+				return Program{}, now, false, err
+			}
+			p = p.withChange(change)
 			if err = s.updateProgram(ctx, p, change); err == nil {
 				s.cache.put(p, now)
 				return p, now, false, nil
@@ -284,7 +314,19 @@ func (s *Service) checkOwnWrite(ctx context.Context, p Program, change string, e
 	return err
 }
 
-func (p Program) apply(set Settings, now time.Time, delay time.Duration) Program {
+func (p Program) apply(set Settings, now time.Time, delay time.Duration) (Program, error) {
+	if err := p.applyOpening(set, now, delay); err != nil {
+		return p, err
+	}
+	if set.OpensAt != nil {
+		p.OpensAt = set.OpensAt.UTC().Truncate(time.Millisecond)
+	}
+	if set.ShuffleAtOpen != nil {
+		p.Shuffle = *set.ShuffleAtOpen
+		if p.Shuffle && p.Seed == "" {
+			p.Seed = NewSeed()
+		}
+	}
 	settled := p.Settled()
 	rate, paused := settled.Rate, settled.Paused
 	if set.AdmissionRatePerSecond != nil {
@@ -303,7 +345,42 @@ func (p Program) apply(set Settings, now time.Time, delay time.Duration) Program
 		p.Closed = *set.Closed
 	}
 	p.Profile = applyProfile(p.Profile, set.Profile)
-	return p.Rebased(now, rate, paused, 0, delay)
+	return p.Rebased(now, rate, paused, 0, delay), nil
+}
+
+// applyOpening checks set's opening and shuffle against p at now, a change
+// taking effect delay later. The opening moves only while the current one
+// and the new one are both at least delay ahead, so that every instance
+// has read the change before either matters; the shuffle is set only
+// before anyone entered (its commitment must come before the pre-queue
+// starts) and only with an opening ahead.
+func (p Program) applyOpening(set Settings, now time.Time, delay time.Duration) error {
+	effective := now.Add(delay)
+	if set.OpensAt != nil && !set.OpensAt.Equal(p.OpensAt) {
+		switch {
+		case !p.OpensAt.IsZero() && !p.OpensAt.After(effective):
+			return Errorf(KindConflict, CodeNotOpen, "The program opens at %s (or has opened): its opening can no longer change.", p.OpensAt.UTC().Format(time.RFC3339))
+		case !set.OpensAt.IsZero() && !set.OpensAt.After(effective):
+			return Errorf(KindInvalid, CodeInvalidSettings, "opensAt must be more than %v from now.", delay)
+		}
+	}
+	opensAt, shuffle := p.OpensAt, p.Shuffle
+	if set.OpensAt != nil {
+		opensAt = *set.OpensAt
+	}
+	if set.ShuffleAtOpen != nil {
+		if p.PrequeueFixed && *set.ShuffleAtOpen != p.Shuffle {
+			return Errorf(KindConflict, CodeNotOpen, "The pre-queue was shuffled at the opening: shuffleAtOpen can no longer change.")
+		}
+		if *set.ShuffleAtOpen && !p.Shuffle && p.Issued > 0 {
+			return Errorf(KindConflict, CodeInvalidSettings, "shuffleAtOpen must be set before anyone enters: its commitment is published before the pre-queue starts.")
+		}
+		shuffle = *set.ShuffleAtOpen
+	}
+	if shuffle && !p.PrequeueFixed && (opensAt.IsZero() || !opensAt.After(effective)) {
+		return Errorf(KindInvalid, CodeInvalidSettings, "shuffleAtOpen needs an opensAt more than %v from now.", delay)
+	}
+	return nil
 }
 
 func (p Program) counters(now time.Time) Counters {
@@ -324,6 +401,13 @@ func (p Program) counters(now time.Time) Counters {
 	}
 	if p.Pending(now) {
 		c.EffectiveAt = fromUnixMs(p.Next.AnchorMs)
+	}
+	c.OpensAt, c.ShuffleAtOpen, c.PrequeueFixed = p.OpensAt, p.Shuffle, p.PrequeueFixed
+	if p.Shuffle {
+		c.ShuffleCommitment = Commitment(p.Seed)
+	}
+	if p.PrequeueFixed {
+		c.ShuffleSeed, c.Prequeue = p.Seed, p.Prequeue
 	}
 	return c
 }

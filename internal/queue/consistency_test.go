@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -45,9 +47,13 @@ func TestCachedViewsAgree(t *testing.T) {
 		for range 400 {
 			now = now.Add(time.Duration(rng.IntN(700)) * time.Millisecond)
 			switch op := rng.IntN(10); {
-			case op < 7: // a burst of tickets
+			case op < 5: // a burst of tickets
 				for range rng.IntN(5) {
 					p = p.WithTicketIssued(now)
+				}
+			case op < 7: // blocks of tickets for the ticket shards
+				for range rng.IntN(3) {
+					p = p.WithTicketsIssued(now, 1+rng.Int64N(200))
 				}
 			case !p.Pending(now): // an admin change, once the previous took effect
 				settled := p.Settled()
@@ -102,10 +108,12 @@ func TestCachedViewsAgree(t *testing.T) {
 }
 
 // TestNoIdleCredit: with changes that act at once, a ticket is never
-// admitted at the instant it is handed out, however long the queue sat
-// empty before; and the stored drain instant is never before the exact one
-// and late by less than a nanosecond per ticket since the counter was last
-// anchored.
+// admitted at the instant it is handed out, nor a block's first number at
+// the instant the block is reserved, however long the queue sat empty
+// before; and the stored drain instant is never before the exact one and
+// late by less than a nanosecond per ticket since the counter was last
+// anchored. A block reserved from n tickets leaves the program exactly as
+// n single tickets at that instant would.
 func TestNoIdleCredit(t *testing.T) {
 	for seed := range uint64(64) {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -119,6 +127,22 @@ func TestNoIdleCredit(t *testing.T) {
 				p = p.Rebased(now, randomRate(rng), rng.IntN(5) == 0, int64(rng.IntN(3)), 0)
 			case op < 10:
 				now = now.Add(time.Duration(rng.IntN(50)) * time.Millisecond)
+			case op < 13:
+				n := 1 + rng.Int64N(300)
+				one := p
+				for range n {
+					one = one.WithTicketIssued(now)
+				}
+				p = p.WithTicketsIssued(now, n)
+				if n > 1 {
+					one.Recent = p.Recent // single tickets only
+				}
+				if d := cmp.Diff(one, p); d != "" {
+					t.Fatalf("seed %d: a block of %d differs from %d single tickets (-single +block):\n%s", seed, n, n, d)
+				}
+				if p.Current.Advancing() && p.Admits(p.Issued-n+1, now) {
+					t.Fatalf("seed %d: block %d..%d admitted the instant it was reserved: %+v", seed, p.Issued-n+1, p.Issued, p)
+				}
 			default:
 				p = p.WithTicketIssued(now)
 				if p.Current.Advancing() && p.Admits(p.Issued, now) {

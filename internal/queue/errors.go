@@ -68,6 +68,10 @@ var (
 	ErrConflict = errors.New("store: condition failed")
 	// ErrClosed means IssueTicket found the program closed to entries.
 	ErrClosed = errors.New("store: program closed")
+	// ErrThrottled marks a store fault that was the store's throughput
+	// limit (a hot item), through every retry: a fault like any other to
+	// the client, and a sign to spread the tickets wider.
+	ErrThrottled = errors.New("store: throughput exceeded")
 )
 
 // Codes of every error the API answers, the service's and the HTTP
@@ -83,6 +87,7 @@ const (
 	CodeInvalidCount          = "INVALID_COUNT"
 	CodeAlreadyAdmitted       = "ALREADY_ADMITTED"
 	CodeProgramClosed         = "PROGRAM_CLOSED"
+	CodeNotOpen               = "NOT_OPEN"
 	CodeUnavailable           = "STORE_UNAVAILABLE"
 	CodeInternal              = "INTERNAL"
 	CodePassUnavailable       = "PASS_UNAVAILABLE"

@@ -79,6 +79,44 @@ type Program struct {
 	// Changes are the ids of the latest admin changes, newest first (at
 	// most maxRecentChanges): how a retried write recognises its own.
 	Changes []string
+
+	// Shards is how many ticket shards hand out the program's tickets; 0:
+	// every ticket comes from the program itself (see TicketStore).
+	Shards int
+	// Recent are the instants (Unix ms) of the last RecentTickets tickets
+	// taken one at a time from the program item, newest first (0: none):
+	// one answer tells a crowd (BurstRate).
+	Recent [RecentTickets]int64
+
+	// OpensAt is the program's opening (zero: none): before it entries are
+	// taken and nobody is admitted, at it admission starts at the rate.
+	OpensAt time.Time
+	// Shuffle places everyone who entered before OpensAt in a random
+	// order at the opening (see Draw and Place).
+	Shuffle bool
+	// Seed is the shuffle's secret, 32 random bytes in hex: committed to
+	// (Commitment) before anyone enters, revealed once the pre-queue is
+	// fixed.
+	Seed string
+	// Prequeue is how many tickets were issued before the opening, fixed
+	// (PrequeueFixed) by the first ticket or poll at or after it.
+	Prequeue      int64
+	PrequeueFixed bool
+}
+
+// RecentTickets is how many single tickets' instants a program keeps.
+const RecentTickets = 8
+
+// BurstRate is the rate of the last RecentTickets single tickets, a
+// second (their number less one over their span, at least a ms); 0 until
+// there are that many.
+func (p Program) BurstRate() float64 {
+	oldest := p.Recent[RecentTickets-1]
+	if oldest == 0 {
+		return 0
+	}
+	span := max(p.Recent[0]-oldest, 1)
+	return float64(RecentTickets-1) * 1000 / float64(span)
 }
 
 // maxRecentChanges is how many admin change ids a program remembers.
@@ -144,6 +182,9 @@ func (p Program) Drained(now time.Time) bool { return p.drainedAt(unixMs(now)) }
 // re-anchor the counter.
 func (p Program) CacheableUntil(loadedAt time.Time, ttl time.Duration) time.Time {
 	until := loadedAt.Add(ttl)
+	if p.armed() && p.OpensAt.After(loadedAt) && p.OpensAt.Before(until) {
+		until = p.OpensAt // the pre-queue is fixed then: read it
+	}
 	if p.Segment(until).Advancing() || p.Current.Advancing() {
 		if d := fromUnixMs(nsToMs(p.DrainAtNs)); d.Before(until) {
 			until = d
@@ -163,22 +204,33 @@ func (p Program) folded(ms int64) Program {
 // WithTicketIssued returns p after one more ticket is handed out at now:
 // the rule every Store applies atomically. A drained queue is first
 // re-anchored at now on Issued (a due change made current first).
-func (p Program) WithTicketIssued(now time.Time) Program {
+func (p Program) WithTicketIssued(now time.Time) Program { return p.WithTicketsIssued(now, 1) }
+
+// WithTicketsIssued returns p after n ≥ 1 consecutive tickets are handed
+// out at now, as n calls of WithTicketIssued at now would leave it, but
+// for Recent, which records single tickets only: a block of tickets
+// (TicketStore.IssueTickets).
+func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
 	ms := unixMs(now)
+	p = p.WithPrequeueFixed(now)
 	if p.drainedAt(ms) {
 		p = p.folded(ms)
 		p.Current.Base, p.Current.AnchorMs = p.Issued, ms
 		p.DrainAtNs = msToNs(ms)
 		p.Version++
 	}
-	p.Issued++
-	p.DrainAtNs = addSat(p.DrainAtNs, p.StepNs())
+	p.Issued = addSat(p.Issued, n)
+	p.DrainAtNs = addSat(p.DrainAtNs, mulSat(n, p.StepNs()))
+	if n == 1 {
+		copy(p.Recent[1:], p.Recent[:RecentTickets-1])
+		p.Recent[0] = ms
+	}
 	return p
 }
 
 // Rebased returns p with an admin change made at now: admission goes on at
 // rate (or stops if paused) and admit more people are let in, never beyond
-// Issued nor backwards. The change takes effect at now+delay, or at once
+// Issued nor backwards; not before p.OpensAt. The change takes effect at now+delay, or at once
 // when delay is 0 or the queue has drained; a change still pending at now
 // must have taken effect first (the caller waits for it).
 func (p Program) Rebased(now time.Time, rate Rate, paused bool, admit int64, delay time.Duration) Program {
@@ -187,14 +239,14 @@ func (p Program) Rebased(now time.Time, rate Rate, paused bool, admit int64, del
 	p.Version++
 	if delay <= 0 || p.drainedAt(ms) {
 		serving := min(p.Current.Counter(ms), p.Issued) // credit beyond Issued is dropped
-		p.Current = Segment{AnchorMs: ms, Base: min(addSat(serving, admit), p.Issued), Rate: rate, Paused: paused}
+		p.Current = Segment{AnchorMs: ms, Base: min(addSat(serving, admit), p.Issued), Rate: rate, Paused: paused, StartMs: p.startAfter(ms)}
 		p.Next = Segment{}
 		p.DrainAtNs = p.Current.DrainAtNs(p.Issued)
 		return p
 	}
 	at := addSat(ms, delay.Milliseconds())
 	raw := p.Current.Counter(at)
-	p.Next = Segment{AnchorMs: at, Base: raw, Rate: rate, Paused: paused}
+	p.Next = Segment{AnchorMs: at, Base: raw, Rate: rate, Paused: paused, StartMs: p.startAfter(at)}
 	if admit > 0 {
 		p.Next.Base = max(raw, min(addSat(raw, admit), p.Issued))
 	}

@@ -97,13 +97,15 @@ func TestWithTicketIssuedWhileBusyKeepsAnchor(t *testing.T) {
 	q := p.WithTicketIssued(t0.Add(5 * time.Second))
 	want := p
 	want.Issued, want.DrainAtNs = 101, p.DrainAtNs+100*int64(time.Millisecond)
+	want.Recent[0] = t0.Add(5 * time.Second).UnixMilli()
 	if d := cmp.Diff(want, q); d != "" {
-		t.Errorf("busy queue: only Issued and DrainAtNs (by 100 ms) move (-want +got):\n%s", d)
+		t.Errorf("busy queue: only Issued, DrainAtNs (by 100 ms) and the last ticket's instant move (-want +got):\n%s", d)
 	}
 	// Paused: only the counter of tickets moves.
 	paused := program(100, 0, 10, true)
 	want = paused
 	want.Issued = 101
+	want.Recent[0] = t0.Add(time.Hour).UnixMilli()
 	if d := cmp.Diff(want, paused.WithTicketIssued(t0.Add(time.Hour))); d != "" {
 		t.Errorf("paused (-want +got):\n%s", d)
 	}

@@ -34,27 +34,36 @@ func (r Rate) PerSecond() float64 { return float64(r) / 1000 }
 // String returns r as people per second ("2.5/s").
 func (r Rate) String() string { return strconv.FormatFloat(r.PerSecond(), 'f', -1, 64) + "/s" }
 
-// Segment is one stretch of the serving counter: from AnchorMs (Unix ms)
-// on it grows from Base at Rate, unless Paused. All its arithmetic is exact
-// integer arithmetic; results beyond int64 saturate at math.MaxInt64.
+// Segment is one stretch of the serving counter: from AnchorMs (Unix ms),
+// or from StartMs if later (a scheduled opening), it grows from Base at
+// Rate, unless Paused. All its arithmetic is exact integer arithmetic;
+// results beyond int64 saturate at math.MaxInt64.
 type Segment struct {
 	AnchorMs int64
 	Base     int64
 	Rate     Rate
 	Paused   bool
+	// StartMs, when after AnchorMs, holds the counter at Base until then:
+	// the program's opening (Program.OpensAt).
+	StartMs int64
 }
+
+// origin is the instant the counter starts to grow from Base.
+func (s Segment) origin() int64 { return max(s.AnchorMs, s.StartMs) }
 
 // Advancing reports whether the counter grows by itself in this segment.
 func (s Segment) Advancing() bool { return !s.Paused && s.Rate > 0 }
 
 // Counter returns the serving counter at Unix ms t, not capped by the
-// tickets issued: Base + ⌊Rate × (t − AnchorMs)⌋.
+// tickets issued: Base + ⌊Rate × (t − origin)⌋, the origin being AnchorMs
+// or a later StartMs.
 func (s Segment) Counter(t int64) int64 {
-	if !s.Advancing() || t <= s.AnchorMs {
+	o := s.origin()
+	if !s.Advancing() || t <= o {
 		return s.Base
 	}
 	// ms × thousandths per second / 10⁶ = people.
-	n, _ := mulDiv(uint64(t)-uint64(s.AnchorMs), uint64(s.Rate), 1e6, false)
+	n, _ := mulDiv(uint64(t)-uint64(o), uint64(s.Rate), 1e6, false)
 	return addSat(s.Base, n)
 }
 
@@ -68,9 +77,9 @@ func (s Segment) AdmittedAt(ticket, from int64) (int64, bool) {
 	if !s.Advancing() {
 		return 0, false
 	}
-	// Counter(t) ≥ ticket ⟺ (t − AnchorMs) × Rate ≥ (ticket − Base) × 10⁶.
+	// Counter(t) ≥ ticket ⟺ (t − origin) × Rate ≥ (ticket − Base) × 10⁶.
 	d, _ := mulDiv(uint64(ticket)-uint64(s.Base), 1e6, uint64(s.Rate), true)
-	return max(addSat(s.AnchorMs, d), from), true
+	return max(addSat(s.origin(), d), from), true
 }
 
 // StepNs is one ticket's time in nanoseconds, rounded up: how far each
@@ -85,11 +94,12 @@ func (s Segment) StepNs() int64 {
 }
 
 // DrainAtNs returns the Unix ns, rounded up, at which the counter reaches
-// issued (AnchorMs if it has already, or if the segment does not advance).
+// issued (its origin if it has already, or if the segment does not
+// advance).
 // Rounded up, it is at or before now's ns exactly when Counter(now) ≥
 // issued.
 func (s Segment) DrainAtNs(issued int64) int64 {
-	at := msToNs(s.AnchorMs)
+	at := msToNs(s.origin())
 	if !s.Advancing() || issued <= s.Base {
 		return at
 	}
@@ -126,6 +136,15 @@ func mulDiv(a, b, c uint64, up bool) (int64, bool) {
 		return math.MaxInt64, false
 	}
 	return int64(q), true
+}
+
+// mulSat returns a×b for a, b ≥ 0, saturating at math.MaxInt64.
+func mulSat(a, b int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi != 0 || lo > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(lo)
 }
 
 // addSat returns a+b for b ≥ 0, saturating at math.MaxInt64.

@@ -22,6 +22,7 @@ type Service struct {
 	rng      *rand.Rand
 	cache    programCache
 	passes   PassSigner
+	tickets  ticketer
 }
 
 // Option configures a Service.
@@ -85,7 +86,7 @@ func (s *Service) policyOf(p Program) polling.Policy {
 // NewService returns a Service over store that answers retry delays with
 // policy.
 func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
-	s := &Service{store: store, policy: policy, clock: clock.Real{}}
+	s := &Service{store: store, policy: policy, clock: clock.Real{}, tickets: ticketer{writeUnits: DefaultItemWriteUnits}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -139,8 +140,7 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 			return View{}, false, err
 		}
 	}
-	now := s.clock.Now()
-	p, err := s.store.IssueTicket(ctx, programID, now)
+	ticket, p, fresh, now, err := s.takeTicket(ctx, programID, s.clock.Now())
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return View{}, false, errProgramNotFound()
@@ -149,13 +149,22 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 	case err != nil:
 		return View{}, false, storeError("issue ticket", err)
 	}
-	s.cache.put(p, now)
+	if fresh {
+		s.cache.put(p, now)
+	} else if p, err = s.program(ctx, programID, now); err != nil {
+		// A ticket from a shard: the answer needs the program as a read at
+		// most one cache TTL old, and before its drain instant, sees it.
+		return View{}, false, err
+	}
 	t := Token{
 		ID:        id,
 		ProgramID: programID,
-		Ticket:    p.Issued,
+		Ticket:    ticket,
 		IssuedAt:  now.Truncate(time.Millisecond),
 		ExpiresAt: now.Add(waitingTokenRetention),
+	}
+	if p.Shuffle && !p.PrequeueFixed && now.Before(p.OpensAt) {
+		t.Draw = drawHex(Draw(p.Seed, programID, id))
 	}
 	stored, err := s.putToken(ctx, t)
 	if err != nil {
@@ -167,6 +176,9 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 		// one is the place, and this ticket is a gap.
 		v, err := s.Poll(ctx, programID, stored.ID)
 		return v, false, err
+	}
+	if p, err = s.opened(ctx, p, now); err != nil {
+		return View{}, false, err
 	}
 	v, err = s.view(ctx, p, t, now)
 	return v, true, err
@@ -199,12 +211,39 @@ func (s *Service) Poll(ctx context.Context, programID, tokenID string) (View, er
 	now := s.clock.Now()
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
 		p, err := s.program(ctx, programID, now)
+		if err == nil {
+			p, err = s.opened(ctx, p, now)
+		}
 		if err != nil {
 			return View{}, err
 		}
 		return s.view(ctx, p, t, now)
 	}
 	return s.view(ctx, Program{}, t, now)
+}
+
+// opened returns p with its pre-queue fixed if p shuffles and now is at or
+// after its opening: read fresh, and fixed by this call if no ticket has
+// fixed it yet. Other programs are returned as they are.
+func (s *Service) opened(ctx context.Context, p Program, now time.Time) (Program, error) {
+	if !p.armed() || now.Before(p.OpensAt) {
+		return p, nil
+	}
+	q, err := s.store.GetProgram(ctx, p.ID)
+	if err == nil && q.armed() {
+		ps, ok := s.store.(PrequeueStore)
+		if !ok {
+			return Program{}, Errorf(KindInternal, CodeInternal, "The store cannot shuffle.")
+		}
+		q, err = ps.FixPrequeue(ctx, p.ID, now)
+	}
+	if errors.Is(err, ErrNotFound) {
+		return Program{}, errProgramNotFound()
+	} else if err != nil {
+		return Program{}, storeError("fix the pre-queue", err)
+	}
+	s.cache.put(q, now)
+	return q, nil
 }
 
 // Leave takes a waiting token out of the queue; it then reads LEFT. Leaving
@@ -217,10 +256,13 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 	now := s.clock.Now()
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
 		p, err := s.program(ctx, programID, now)
+		if err == nil {
+			p, err = s.opened(ctx, p, now)
+		}
 		if err != nil {
 			return err
 		}
-		if p.Admits(t.Ticket, now) {
+		if p.AdmitsToken(t, now) {
 			if _, _, err := s.markAdmitted(ctx, p, t, now); err != nil {
 				return err
 			}
@@ -261,19 +303,8 @@ func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, 
 func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (View, error) {
 	first := false
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
-		if !p.Admits(t.Ticket, now) {
-			sit := p.Situation(t.Ticket, now)
-			return View{
-				TokenID:       t.ID,
-				Status:        StatusWaiting,
-				IssuedAt:      t.IssuedAt,
-				Ticket:        t.Ticket,
-				Position:      sit.Position,
-				EstimatedWait: sit.Wait,
-				RetryAfter:    s.policyOf(p).RetryAfter(sit, s.rng),
-				Notice:        p.Profile.Notice,
-				Paused:        p.Segment(now).Paused,
-			}, nil
+		if !p.AdmitsToken(t, now) {
+			return s.waiting(p, t, now), nil
 		}
 		var err error
 		if t, first, err = s.markAdmitted(ctx, p, t, now); err != nil {
@@ -290,6 +321,53 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 		v.Status, v.AdmittedAt, v.ExpiresAt = StatusExpired, t.AdmittedAt, t.AdmissionExpiresAt
 	}
 	return v, nil
+}
+
+// waiting is the view of t, WAITING in p at now: its position and
+// estimated wait from its place; before a shuffled pre-queue is fixed, no
+// place yet, and the next poll a little after the opening.
+func (s *Service) waiting(p Program, t Token, now time.Time) View {
+	v := View{TokenID: t.ID, Status: StatusWaiting, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Notice: p.Profile.Notice, Paused: p.Segment(now).Paused}
+	if !p.Opened(now) {
+		v.OpensAt = p.OpensAt
+	}
+	place, placed := p.Place(t)
+	if p.Shuffle {
+		v.Shuffle = &ShuffleView{Commitment: Commitment(p.Seed)}
+		if p.PrequeueFixed {
+			v.Shuffle.Seed, v.Shuffle.Prequeue = p.Seed, p.Prequeue
+			if t.Ticket <= p.Prequeue {
+				v.Shuffle.Place = place
+			}
+		}
+	}
+	v.StatusLine = statusLine(p, v, now)
+	if placed {
+		sit := p.Situation(place, now)
+		v.Position, v.EstimatedWait = sit.Position, sit.Wait
+		v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
+		return v
+	}
+	// Any place in the pre-queue is as likely: no position, no estimate;
+	// come back after the opening, spread so as not to come all at once.
+	sit := p.Situation(p.Issued, now)
+	sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.openingSpread(now))
+	v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
+	return v
+}
+
+// statusLine is the sentence a waiting answer carries about the opening.
+func statusLine(p Program, v View, now time.Time) string {
+	at := p.OpensAt.UTC().Format(time.RFC3339)
+	switch {
+	case !v.OpensAt.IsZero() && p.Shuffle:
+		return "Opens at " + at + ". Everyone who enters before then gets a place drawn at random at the opening."
+	case !v.OpensAt.IsZero():
+		return "Opens at " + at + ". Admission starts then, in order of arrival."
+	case v.Shuffle != nil && v.Shuffle.Place > 0:
+		return fmt.Sprintf("Place %d of %d in the pre-queue, drawn at random at the opening.", v.Shuffle.Place, v.Shuffle.Prequeue)
+	}
+	return ""
 }
 
 // markAdmitted records the first sighting of t's admission; if the token
@@ -344,6 +422,20 @@ func errProgramNotFound() error {
 
 func errAlreadyAdmitted() error {
 	return Errorf(KindConflict, CodeAlreadyAdmitted, "The token has already been admitted; it can no longer leave the queue.")
+}
+
+// shardView returns the instance's last read of program id if it is at
+// most one TTL old, past its drain instant too: what an enter needs to
+// choose where its ticket comes from (the shard count, whether the program
+// is closed), not to place anyone.
+func (c *programCache) shardView(id string, now time.Time) (Program, bool) {
+	c.mu.RLock()
+	e, ok := c.entries[id]
+	c.mu.RUnlock()
+	if !ok || now.Before(e.loadedAt) || !now.Before(e.loadedAt.Add(c.ttl)) {
+		return Program{}, false
+	}
+	return e.p, true
 }
 
 type cachedProgram struct {

@@ -36,6 +36,9 @@ type Token struct {
 	AdmissionPass string
 	// LeftAt is when the person left the queue (zero otherwise).
 	LeftAt time.Time
+	// Draw is the token's draw in a shuffled opening (Draw), 16 hex
+	// digits, set when it entered before the opening; "" otherwise.
+	Draw string
 	// ExpiresAt is when the store may delete the item (DynamoDB TTL).
 	ExpiresAt time.Time
 }
@@ -69,6 +72,20 @@ func idempotentTokenID(programID, key string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
+// ShuffleView is a shuffled opening as a token's answer shows it: enough
+// for anyone to check a place (README, "A scheduled, fair opening").
+type ShuffleView struct {
+	// Commitment is the SHA-256 of the seed, published before anyone
+	// entered.
+	Commitment string
+	// Seed and Prequeue are revealed once the pre-queue is fixed.
+	Seed     string
+	Prequeue int64
+	// Place is the token's place in the pre-queue, 0 when it is not in it
+	// or it is not fixed yet.
+	Place int64
+}
+
 // View is what a client is told about its token.
 type View struct {
 	TokenID  string
@@ -82,6 +99,14 @@ type View struct {
 	Notice string
 	// Paused reports whether admission is paused; WAITING only.
 	Paused bool
+	// OpensAt is the program's opening while it is ahead; WAITING only.
+	OpensAt time.Time
+	// StatusLine says what the opening means for the token; WAITING only,
+	// "" when there is nothing to say.
+	StatusLine string
+	// Shuffle is what the token can check of a shuffled opening; WAITING
+	// only, nil without one.
+	Shuffle *ShuffleView
 	// RetryAfter is when to poll next; set only while WAITING.
 	RetryAfter time.Duration
 	// EstimatedWait is the expected time until admission; set only while

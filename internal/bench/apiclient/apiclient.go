@@ -68,9 +68,23 @@ type TokenAnswer struct {
 	AdmittedAt      string `json:"admittedAt"`
 	ExpiresAt       string `json:"expiresAt"`
 	LeftAt          string `json:"leftAt"`
+	// OpensAt and StatusLine tell a scheduled opening ("" otherwise).
+	OpensAt    string `json:"opensAt"`
+	StatusLine string `json:"statusLine"`
+	// Shuffle is a shuffled opening's commitment and, once the pre-queue
+	// is fixed, the seed, its size and the token's place; nil without one.
+	Shuffle *Shuffle `json:"shuffle"`
 	// Created is true when an enter was answered 201 (a new place), false
 	// for 200 (an existing token answered again).
 	Created bool `json:"-"`
+}
+
+// Shuffle is the shuffle object of a token answer.
+type Shuffle struct {
+	Commitment string `json:"commitment"`
+	Seed       string `json:"seed"`
+	Prequeue   int64  `json:"prequeue"`
+	Place      int64  `json:"place"`
 }
 
 // RetryAfter is the server's advice of when to poll next.

@@ -240,6 +240,7 @@ type user struct {
 	left        bool
 	ticket      int64 // from the enter answer; 0 when the server does not send it
 	issuedAtMs  int64 // the token's issuedAt (server clock, Unix ms); 0 when unknown
+	prequeue    int64 // the size of a shuffled pre-queue, when an answer told it
 	position    int64 // at enter
 	enterAt     time.Duration
 	lastWaiting time.Duration // send time of the last WAITING answer
@@ -463,13 +464,19 @@ func (r *runner) final(ctx context.Context) (issued int64, writes *int64) {
 func (r *runner) tickets(users []user, issued int64, res *bench.Result) {
 	held := map[int64]int{}
 	var es []bench.Entrant
+	var prequeue int64
+	for _, u := range users {
+		prequeue = max(prequeue, u.prequeue)
+	}
 	for _, u := range users {
 		if u.ticket <= 0 {
 			continue
 		}
 		held[u.ticket]++
 		if u.issuedAtMs > 0 {
-			es = append(es, bench.Entrant{EnteredMs: u.issuedAtMs, Place: u.ticket})
+			// A shuffled pre-queue's order is random by design: left out.
+			e := bench.Entrant{EnteredMs: u.issuedAtMs, Place: u.ticket, Prequeue: u.ticket <= prequeue}
+			es = append(es, e)
 		}
 	}
 	for _, n := range held {
@@ -586,6 +593,9 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 			return
 		case apiclient.StatusWaiting:
 			u.lastWaiting = sent
+			if ans.Shuffle != nil && ans.Shuffle.Prequeue > 0 {
+				u.prequeue = ans.Shuffle.Prequeue
+			}
 		default: // EXPIRED or LEFT: the bench never lets either happen
 			return
 		}

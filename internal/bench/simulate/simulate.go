@@ -26,6 +26,7 @@ import (
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
 // Epoch is the virtual instant at which every simulation starts.
@@ -44,6 +45,24 @@ type Config struct {
 	Prices   bench.Prices
 	// Progress, when not nil, receives a live progress line.
 	Progress io.Writer
+
+	// Service runs the scenario through queue.Service itself (service.go),
+	// as the partition model, an opening and a shuffle need; without it
+	// the simulator steps the service's admission model alone.
+	Service bool
+	// PartitionLimits, with Service, puts DynamoDB's per-partition limits
+	// on the simulated table (nil: none).
+	PartitionLimits *partitionmodel.Limits
+	// Instances is how many service instances share the table (Lambda
+	// instances warm for the crowd); at least 1.
+	Instances int
+	// OpensAt, when positive, opens the program this long after the start,
+	// Shuffle with shuffleAtOpen.
+	OpensAt time.Duration
+	Shuffle bool
+	// SingleTickets takes every ticket from the program item, as before
+	// ticket shards (the Before of docs/benchmarks.md).
+	SingleTickets bool
 }
 
 // Route keys of bench.Result.ByRoute the simulator fills.
@@ -67,6 +86,9 @@ func Run(cfg Config) (bench.Result, error) {
 	}
 	if sc.Users > math.MaxInt32 {
 		return bench.Result{}, fmt.Errorf("simulate: at most %d users", math.MaxInt32)
+	}
+	if cfg.Service || cfg.PartitionLimits != nil || cfg.OpensAt != 0 || cfg.Shuffle || cfg.SingleTickets {
+		return runService(cfg)
 	}
 	s := newSim(cfg)
 	s.run()

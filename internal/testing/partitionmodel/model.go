@@ -112,6 +112,8 @@ type partition struct {
 	second      int64 // the Unix second the counts below are for
 	writesInSec int64
 	unitsInSec  float64
+	readSecond  int64
+	readsInSec  int64
 }
 
 // Model holds one write and one read bucket per partition key value, on
@@ -210,6 +212,11 @@ func (m *Model) Settle(key string, kind Kind, estimate, actual float64, now time
 	p.read.tokens += estimate - actual
 	p.stats.Reads++
 	p.stats.ReadUnits += actual
+	if sec := now.Unix(); sec != p.readSecond {
+		p.readSecond, p.readsInSec = sec, 0
+	}
+	p.readsInSec++
+	p.stats.MaxReadsPerSecond = max(p.stats.MaxReadsPerSecond, p.readsInSec)
 }
 
 // Take admits and settles a request whose cost is known in advance: it
@@ -233,6 +240,7 @@ type PartitionStats struct {
 	ThrottledWrites        int64   `json:"throttledWrites"`
 	MaxWritesPerSecond     int64   `json:"maxWritesPerSecond"`
 	MaxWriteUnitsPerSecond float64 `json:"maxWriteUnitsPerSecond"`
+	MaxReadsPerSecond      int64   `json:"maxReadsPerSecond"`
 }
 
 // Stats returns every partition's counts, the busiest writer first.

@@ -330,3 +330,18 @@ func TestSDKRetriesThrottles(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestItemSizeOf: the SDK's form of an item has the size of its JSON form.
+func TestItemSizeOf(t *testing.T) {
+	js := `{"s":{"S":"héllo"},"n":{"N":"12345"},"b":{"B":"AAECAw=="},"t":{"BOOL":true},"l":{"L":[{"S":"a"},{"N":"1"}]},"m":{"M":{"k":{"S":"v"}}},"ss":{"SS":["a","bc"]}}`
+	av := map[string]types.AttributeValue{
+		"s": &types.AttributeValueMemberS{Value: "héllo"}, "n": &types.AttributeValueMemberN{Value: "12345"},
+		"b": &types.AttributeValueMemberB{Value: []byte{0, 1, 2, 3}}, "t": &types.AttributeValueMemberBOOL{Value: true},
+		"l":  &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: "a"}, &types.AttributeValueMemberN{Value: "1"}}},
+		"m":  &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "v"}}},
+		"ss": &types.AttributeValueMemberSS{Value: []string{"a", "bc"}},
+	}
+	if got, want := partitionmodel.ItemSizeOf(av), partitionmodel.ItemSize(item(t, js)); got != want || got == 0 {
+		t.Errorf("ItemSizeOf = %d, ItemSize of the JSON form = %d", got, want)
+	}
+}

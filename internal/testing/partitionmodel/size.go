@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Value is one attribute value in DynamoDB's JSON wire form, e.g.
@@ -130,4 +132,57 @@ func ReadUnits(size int, consistent bool) float64 {
 		u /= 2
 	}
 	return u
+}
+
+// ItemSizeOf is ItemSize of an item as the SDK holds it.
+func ItemSizeOf(item map[string]types.AttributeValue) int {
+	n := 0
+	for name, v := range item {
+		n += len(name) + avSize(v)
+	}
+	return n
+}
+
+func avSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return numberSize(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, s := range v.Value {
+			n += numberSize(s)
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		n := 0
+		for _, b := range v.Value {
+			n += len(b)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + avSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for name, e := range v.Value {
+			n += 1 + len(name) + avSize(e)
+		}
+		return n
+	}
+	return 0
 }

@@ -43,6 +43,17 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	t.Run("Token", func(t *testing.T) { testToken(t, newStore(t)) })
 	t.Run("Mark", func(t *testing.T) { testMark(t, newStore(t)) })
 	t.Run("MarkConcurrent", func(t *testing.T) { testMarkConcurrent(t, newStore(t)) })
+	if _, ok := newStore(t).(queue.TicketStore); ok {
+		ticketStore := func(t *testing.T) queue.TicketStore { return newStore(t).(queue.TicketStore) }
+		t.Run("IssueTickets", func(t *testing.T) { testIssueTickets(t, ticketStore(t)) })
+		t.Run("IssueTicketsConcurrent", func(t *testing.T) { testIssueTicketsConcurrent(t, ticketStore(t)) })
+		t.Run("Shards", func(t *testing.T) { testShards(t, ticketStore(t)) })
+		t.Run("ShardsConcurrent", func(t *testing.T) { testShardsConcurrent(t, ticketStore(t)) })
+		t.Run("SetShards", func(t *testing.T) { testSetShards(t, ticketStore(t)) })
+	}
+	if _, ok := newStore(t).(queue.PrequeueStore); ok {
+		t.Run("FixPrequeue", func(t *testing.T) { testFixPrequeue(t, newStore(t)) })
+	}
 }
 
 // t0 is the suite's epoch; times are derived from it at millisecond
@@ -132,8 +143,18 @@ func testProgram(t *testing.T, s queue.Store) {
 	manual.Policy, manual.Closed, manual.ManualRate = "eta", true, perSecond(0.125)
 	manual.LastAdmitAt, manual.LastAdmitGap = t0.Add(ms(8_000)), ms(1_500)
 	fresh := queue.Program{ID: "fresh", CreatedAt: t0, Version: 1, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate}, DrainAtNs: unixNs(t0), AdmissionWindow: queue.DefaultAdmissionWindow}
+	sharded := program("sharded")
+	sharded.Shards = 7
+	sharded.Recent = [queue.RecentTickets]int64{9, 8, 7, 6, 5, 4, 3, 2}
+	opening := program("opening")
+	opening.OpensAt = t0.Add(time.Hour)
+	opening.Shuffle, opening.Seed = true, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+	opening.Current.StartMs = opening.OpensAt.UnixMilli()
+	opening.Next = queue.Segment{AnchorMs: t0.Add(ms(3_000)).UnixMilli(), Base: 12, Rate: perSecond(7), StartMs: opening.OpensAt.UnixMilli()}
+	opened := opening
+	opened.ID, opened.Prequeue, opened.PrequeueFixed = "opened", 40, true
 
-	for _, p := range []queue.Program{program("mid-flight"), fractional, paused, stopped, scheduled, manual, fresh} {
+	for _, p := range []queue.Program{program("mid-flight"), fractional, paused, stopped, scheduled, manual, fresh, sharded, opening, opened} {
 		t.Run("OK "+p.ID, func(t *testing.T) {
 			if err := s.CreateProgram(ctx, p); err != nil {
 				t.Fatalf("CreateProgram: %v", err)
@@ -177,6 +198,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 		t.Run(tc.name, func(t *testing.T) {
 			id := fmt.Sprintf("update-%d", i)
 			orig := program(id)
+			orig.Shards = 3
 			if !tc.missing {
 				if err := s.CreateProgram(ctx, orig); err != nil {
 					t.Fatalf("CreateProgram: %v", err)
@@ -193,7 +215,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			upd.Changes = append([]string{"change-4"}, orig.Changes...)
 			upd.Profile.DisplayName, upd.Profile.Notice = "Gala (late show)", "" // changed, cleared
 			// Fields UpdateProgram must leave alone.
-			upd.Issued, upd.CreatedAt = 999, t0.Add(time.Hour)
+			upd.Issued, upd.CreatedAt, upd.Shards = 999, t0.Add(time.Hour), 9
 
 			checkErr(t, "UpdateProgram", s.UpdateProgram(ctx, upd, tc.expectIssued), tc.wantErr)
 			if tc.missing {
@@ -204,7 +226,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			want := orig
 			if tc.wantErr == nil {
 				want = upd
-				want.Issued, want.CreatedAt = orig.Issued, orig.CreatedAt
+				want.Issued, want.CreatedAt, want.Shards = orig.Issued, orig.CreatedAt, orig.Shards
 			}
 			checkStoredProgram(t, s, want)
 		})
@@ -290,6 +312,21 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 		}},
 		{"fresh program", func(p *queue.Program) {
 			*p = queue.Program{ID: p.ID, CreatedAt: t0, Version: 1, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate}, DrainAtNs: unixNs(t0), AdmissionWindow: queue.DefaultAdmissionWindow}
+		}},
+		{"opening ahead, shuffled", func(p *queue.Program) {
+			p.OpensAt, p.Shuffle, p.Seed = now.Truncate(time.Millisecond).Add(time.Minute), true, "ab"
+			p.Current.StartMs, p.DrainAtNs = p.OpensAt.UnixMilli(), unixNs(p.OpensAt)+28*400e6
+		}},
+		{"opening just passed, shuffled: the pre-queue is fixed first", func(p *queue.Program) {
+			p.OpensAt, p.Shuffle, p.Seed = now.Truncate(time.Millisecond).Add(-ms(1)), true, "ab"
+			p.Current.StartMs = p.OpensAt.UnixMilli()
+		}},
+		{"opening passed, pre-queue fixed", func(p *queue.Program) {
+			p.OpensAt, p.Shuffle, p.Seed, p.Prequeue, p.PrequeueFixed = now.Truncate(time.Millisecond).Add(-time.Second), true, "ab", 33, true
+		}},
+		{"change due to an opening, drained", func(p *queue.Program) {
+			p.Next = queue.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5), StartMs: now.Add(-ms(500)).UnixMilli()}
+			p.DrainAtNs = nowNs - 1e9
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -412,7 +449,11 @@ func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
 					t.Fatalf("sorted tickets[%d] = %d, want %d (each of %d..%d exactly once)", i, got, want, tc.p.Issued+1, tc.p.Issued+int64(tc.n))
 				}
 			}
-			checkStoredProgram(t, s, tc.want)
+			want := tc.want
+			for i := range want.Recent {
+				want.Recent[i] = now.UnixMilli() // the last tickets, all at now
+			}
+			checkStoredProgram(t, s, want)
 		})
 	}
 }
@@ -485,6 +526,7 @@ func testToken(t *testing.T, s queue.Store) {
 		{"every field", left(admitted(waiting(4)))},
 		{"zero times stay zero", queue.Token{ID: queue.NewTokenID(), ProgramID: "prog", Ticket: 5}},
 		{"large ticket", waiting(1 << 53)},
+		{"with a draw", func() queue.Token { tk := waiting(6); tk.Draw = "0123456789abcdef"; return tk }()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := s.PutToken(ctx, tc.tok); err != nil {

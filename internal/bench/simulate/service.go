@@ -1,0 +1,323 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/partitionmodel"
+)
+
+// Service mode: the scenario through queue.Service itself, the code the
+// Lambda functions run, on Instances instances sharing one simulated table
+// (store) and the virtual clock. Every enter is Service.Enter (with an
+// Idempotency-Key, sent again after a 503 as the load test's users do),
+// every poll Service.Poll; the ticket shards, the opening and the shuffle
+// are the service's own. See docs/benchmarks.md, "The million".
+
+// serviceProgram is the simulated program's id.
+const serviceProgram = "sim"
+
+// retryAfterFailure is when a user sends a failed request again (the
+// service's Retry-After on 503).
+const retryAfterFailure = time.Second
+
+// serviceUser is one virtual user of a service-mode run.
+type serviceUser struct {
+	token     string
+	ticket    int64
+	enteredMs int64 // -1 while not entered
+}
+
+type serviceSim struct {
+	cfg   Config
+	clock *clock.Fake
+	store *store
+	svcs  []*queue.Service
+	rng   *rand.Rand
+	ctx   context.Context
+	t     int64 // ms since Epoch
+	now   time.Time
+
+	users   []serviceUser
+	admitAt []int64 // per place: ms at which the serving counter passed it
+	wheel   wheel
+
+	seen, entered   int
+	pollsOfAdmitted int64
+	delays          []float64
+	requests, polls int64
+	throttled       int64
+	series          []int64
+	pollSeries      []int64
+	enterSeries     []int64
+	progress        *bench.Progress
+}
+
+// validateService reports what service mode cannot simulate.
+func validateService(cfg Config) error {
+	switch {
+	case cfg.Scenario.Abandon > 0:
+		return errors.New("simulate: -abandon is not simulated with the service (-partition-model, -opens-at, -shuffle)")
+	case len(cfg.Scenario.Rates) > 1:
+		return errors.New("simulate: -rate-schedule is not simulated with the service (-partition-model, -opens-at, -shuffle)")
+	case cfg.Shuffle && cfg.OpensAt <= 0:
+		return errors.New("simulate: -shuffle needs -opens-at")
+	case cfg.OpensAt < 0:
+		return errors.New("simulate: -opens-at: negative")
+	}
+	return nil
+}
+
+func runService(cfg Config) (bench.Result, error) {
+	if err := validateService(cfg); err != nil {
+		return bench.Result{}, err
+	}
+	n := cfg.Scenario.Users
+	instances := max(cfg.Instances, 1)
+	s := &serviceSim{
+		cfg:   cfg,
+		clock: clock.NewFake(Epoch),
+		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		ctx:   context.Background(),
+		users: make([]serviceUser, n),
+		now:   Epoch,
+	}
+	var model *partitionmodel.Model
+	if cfg.PartitionLimits != nil {
+		model = partitionmodel.NewModel(*cfg.PartitionLimits)
+	}
+	s.store = newStore(s.clock, model)
+	writeLimit := float64(queue.DefaultItemWriteUnits)
+	if cfg.PartitionLimits != nil {
+		writeLimit = cfg.PartitionLimits.WriteUnits
+	}
+	if cfg.SingleTickets {
+		writeLimit = 0 // every ticket from the program item, as before ticket shards
+	}
+	for i := range instances {
+		s.svcs = append(s.svcs, queue.NewService(s.store, cfg.Policy.Policy,
+			queue.WithClock(s.clock), queue.WithProgramCache(time.Second), queue.WithItemWriteLimit(writeLimit),
+			queue.WithRand(rand.New(rand.NewPCG(cfg.Seed+uint64(i)+1, 7)))))
+	}
+	for i := range s.users {
+		s.users[i].enteredMs = -1
+	}
+	s.wheel.init(4096)
+	if cfg.Progress != nil {
+		s.progress = bench.NewProgress(cfg.Progress, cfg.Policy.Name)
+	}
+	set := queue.Settings{AdmissionRatePerSecond: new(cfg.Scenario.Rates[0].Rate)}
+	if cfg.Scenario.Rates[0].Rate == 0 {
+		set = queue.Settings{Paused: new(true)}
+	}
+	if cfg.OpensAt > 0 {
+		set.OpensAt = new(Epoch.Add(cfg.OpensAt))
+		set.ShuffleAtOpen = new(cfg.Shuffle)
+	}
+	if _, _, err := s.svcs[0].PutProgram(s.ctx, serviceProgram, set); err != nil {
+		return bench.Result{}, fmt.Errorf("simulate: create the program: %w", err)
+	}
+	s.run()
+	return s.result(), nil
+}
+
+func (s *serviceSim) instance() *queue.Service { return s.svcs[s.rng.IntN(len(s.svcs))] }
+
+func (s *serviceSim) run() {
+	sc := s.cfg.Scenario
+	n := sc.Users
+	end := int64(math.MaxInt64)
+	if sc.Timeout > 0 {
+		end = sc.Timeout.Milliseconds()
+	}
+	next := 0
+	var serving int64
+	for s.t = 0; s.t < end; s.t++ {
+		if s.t > 0 {
+			s.clock.Advance(time.Millisecond)
+		}
+		s.now = s.clock.Now()
+		for next < n && sc.Arrival.At(next, n).Milliseconds() <= s.t {
+			s.enter(next)
+			next++
+		}
+		if p, err := s.store.Store.GetProgram(s.ctx, serviceProgram); err == nil {
+			serving = p.Serving(s.now)
+		}
+		s.advance(serving)
+		if b := s.wheel.take(s.t); len(b) > 0 {
+			for _, x := range b {
+				if x.ticket < 0 {
+					s.enter(int(-x.ticket) - 1)
+					continue
+				}
+				s.poll(int(x.ticket)-1, x.polls+1)
+			}
+			s.wheel.giveBack(s.t, b)
+		}
+		if s.seen == n {
+			break
+		}
+		if s.progress != nil && s.t%1000 == 0 {
+			s.progress.Update("virtual %s, entered %d/%d, admitted %d", time.Duration(s.t)*time.Millisecond, s.entered, n, s.seen)
+		}
+	}
+	if s.progress != nil {
+		s.progress.Done()
+	}
+}
+
+// advance records when the serving counter passed each place.
+func (s *serviceSim) advance(serving int64) {
+	for int64(len(s.admitAt)) <= serving {
+		s.admitAt = append(s.admitAt, s.t)
+	}
+}
+
+func (s *serviceSim) key(u int) string { return fmt.Sprintf("simulated-user-%010d", u) }
+
+// enter is user u's enter (again, after a failure).
+func (s *serviceSim) enter(u int) {
+	s.count(false)
+	v, _, err := s.instance().Enter(s.ctx, serviceProgram, queue.Entry{IdempotencyKey: s.key(u)})
+	if err != nil {
+		if errors.Is(err, queue.ErrThrottled) {
+			s.throttled++
+		}
+		s.wheel.add(s.t, s.t+retryAfterFailure.Milliseconds(), waiter{ticket: -int32(u + 1)})
+		return
+	}
+	us := &s.users[u]
+	if us.enteredMs < 0 {
+		us.token, us.ticket, us.enteredMs = v.TokenID, v.Ticket, s.t
+		s.entered++
+		s.enterSeries[s.t/1000]++
+	}
+	s.answer(u, v, 0)
+}
+
+// poll is user u's poll, its polls-th.
+func (s *serviceSim) poll(u int, polls int32) {
+	s.count(true)
+	v, err := s.instance().Poll(s.ctx, serviceProgram, s.users[u].token)
+	if err != nil {
+		s.wheel.add(s.t, s.t+retryAfterFailure.Milliseconds(), waiter{ticket: int32(u + 1), polls: polls})
+		return
+	}
+	s.answer(u, v, polls)
+}
+
+// answer handles the service's answer to user u: ADMITTED ends it,
+// WAITING schedules its next poll.
+func (s *serviceSim) answer(u int, v queue.View, polls int32) {
+	if v.Status == queue.StatusAdmitted {
+		s.seen++
+		s.pollsOfAdmitted += int64(polls)
+		// From when the counter passed the place, or the user entered if
+		// that was later (a number of a block the counter had passed).
+		place := s.place(u)
+		at := s.t
+		if place < int64(len(s.admitAt)) {
+			at = max(s.admitAt[place], s.users[u].enteredMs)
+		}
+		s.delays = append(s.delays, float64(s.t-at))
+		return
+	}
+	ms := max(1, int64((v.RetryAfter+time.Millisecond-1)/time.Millisecond))
+	s.wheel.add(s.t, s.t+ms, waiter{ticket: int32(u + 1), polls: polls})
+}
+
+// place is user u's place in the admission order: its ticket, or in a
+// shuffled pre-queue its draw's place (the same rule as Program.Place).
+func (s *serviceSim) place(u int) int64 {
+	us := s.users[u]
+	p, err := s.store.Store.GetProgram(s.ctx, serviceProgram)
+	if err != nil || !p.Shuffle || !p.PrequeueFixed || us.ticket > p.Prequeue {
+		return us.ticket
+	}
+	return queue.PlaceOf(queue.Draw(p.Seed, serviceProgram, us.token), p.Prequeue)
+}
+
+func (s *serviceSim) count(poll bool) {
+	sec := int(s.t / 1000)
+	for len(s.series) <= sec {
+		s.series = append(s.series, 0)
+		s.pollSeries = append(s.pollSeries, 0)
+		s.enterSeries = append(s.enterSeries, 0)
+	}
+	s.requests++
+	s.series[sec]++
+	if poll {
+		s.polls++
+		s.pollSeries[sec]++
+	}
+}
+
+func (s *serviceSim) result() bench.Result {
+	sc := s.cfg.Scenario
+	enters := s.requests - s.polls
+	r := bench.Result{
+		Policy:          s.cfg.Policy.Name,
+		Mode:            "simulate",
+		Arrival:         sc.Arrival.String(),
+		AdmitRate:       sc.Rates.String(),
+		Seed:            s.cfg.Seed,
+		Users:           sc.Users,
+		Entered:         s.entered,
+		Admitted:        s.seen,
+		Requests:        s.requests,
+		Enters:          enters,
+		Polls:           s.polls,
+		RpsSeries:       s.series,
+		PollSeries:      s.pollSeries,
+		EnterSeries:     s.enterSeries,
+		ByRoute:         map[string]int64{RouteEnter: enters, RoutePoll: s.polls},
+		CacheTTLMs:      time.Second.Milliseconds(),
+		NotifyDelayMs:   bench.Summarize(s.delays),
+		DynamoRRU:       s.cfg.Prices.RRU(s.polls),
+		ThrottledEnters: s.throttled,
+		Instances:       len(s.svcs),
+	}
+	r.EntersPerSecondPeak = bench.SeriesPeak(s.enterSeries)
+	writes := s.store.maxProgramWrite
+	r.ProgramItemWritesPerSecondMax = &writes
+	if s.store.model != nil {
+		for _, ps := range s.store.model.Stats() {
+			if ps.Key == programKey {
+				reads := ps.MaxReadsPerSecond
+				r.ProgramItemReadsPerSecondMax = &reads
+			}
+		}
+		sum := s.store.model.Summarize()
+		r.StoreThrottles = sum.ThrottledReads + sum.ThrottledWrites
+	}
+	p, _ := s.store.Store.GetProgram(s.ctx, serviceProgram)
+	r.Gaps = max(0, p.Issued-int64(s.entered))
+	var es []bench.Entrant
+	for u, us := range s.users {
+		if us.enteredMs < 0 {
+			continue
+		}
+		pre := p.Shuffle && p.PrequeueFixed && us.ticket <= p.Prequeue
+		es = append(es, bench.Entrant{EnteredMs: us.enteredMs, Place: s.place(u), Prequeue: pre})
+	}
+	r.MaxInversionMs = float64(bench.MaxInversion(es))
+	if p.Shuffle && p.PrequeueFixed {
+		r.Prequeue = p.Prequeue
+	}
+	cost := s.cfg.Prices.Cost(s.requests, s.polls)
+	r.Cost = &cost
+	duration := time.Duration(s.t) * time.Millisecond
+	if sc.Timeout > 0 && s.seen < sc.Users {
+		duration = sc.Timeout
+	}
+	r.Finish(duration, s.pollsOfAdmitted)
+	return r
+}

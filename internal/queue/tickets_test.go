@@ -1,0 +1,306 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/partitionmodel"
+)
+
+// countingStore charges every write of the program item and of the shard
+// items to DynamoDB's per-partition model (one write unit each: the items
+// are under 1 KB), on the crowd's clock.
+type countingStore struct {
+	*memstore.Store
+	clock clock.Clock
+	model *partitionmodel.Model
+}
+
+func (c *countingStore) charge(key string) {
+	c.model.Take(key, partitionmodel.Write, 1, c.clock.Now())
+}
+
+func (c *countingStore) IssueTicket(ctx context.Context, id string, now time.Time) (queue.Program, error) {
+	c.charge("program")
+	return c.Store.IssueTicket(ctx, id, now)
+}
+
+func (c *countingStore) IssueTickets(ctx context.Context, id string, now time.Time, n int64) (queue.Program, error) {
+	c.charge("program")
+	return c.Store.IssueTickets(ctx, id, now, n)
+}
+
+func (c *countingStore) SetShards(ctx context.Context, id string, from, k int) (bool, error) {
+	c.charge("program")
+	return c.Store.SetShards(ctx, id, from, k)
+}
+
+func (c *countingStore) TakeShardTickets(ctx context.Context, id string, i int, notBefore time.Time, m int64) (queue.Run, bool, error) {
+	c.charge(fmt.Sprint("shard", i))
+	return c.Store.TakeShardTickets(ctx, id, i, notBefore, m)
+}
+
+func (c *countingStore) ClaimShard(ctx context.Context, id string, i int, claim string, now, notBefore, claimNotBefore time.Time) (queue.Shard, bool, error) {
+	c.charge(fmt.Sprint("shard", i))
+	return c.Store.ClaimShard(ctx, id, i, claim, now, notBefore, claimNotBefore)
+}
+
+func (c *countingStore) FillShard(ctx context.Context, id string, i int, claim string, claimedAt time.Time, b queue.Shard) (bool, error) {
+	c.charge(fmt.Sprint("shard", i))
+	return c.Store.FillShard(ctx, id, i, claim, claimedAt, b)
+}
+
+// programWrites is the most writes the program item took in a second.
+func (c *countingStore) programWrites() int64 {
+	for _, p := range c.model.Stats() {
+		if p.Key == "program" {
+			return p.MaxWritesPerSecond
+		}
+	}
+	return 0
+}
+
+// throttled is how many writes the model refused, of any item.
+func (c *countingStore) throttled() int64 { return c.model.Summarize().ThrottledWrites }
+
+// crowd is a run of enters through several instances sharing one store
+// and one clock: what each entrant got.
+type crowd struct {
+	store     *countingStore
+	clock     *clock.Fake
+	instances []*queue.Service
+	rng       *rand.Rand
+	entrants  []bench.Entrant
+	tickets   map[int64]int
+}
+
+func newCrowd(t *testing.T, instances int, writeUnits float64, rate float64, seed uint64) *crowd {
+	t.Helper()
+	c := &crowd{clock: clock.NewFake(t0), rng: rand.New(rand.NewPCG(seed, 1)), tickets: map[int64]int{}}
+	c.store = &countingStore{Store: memstore.New(), clock: c.clock, model: partitionmodel.NewModel(partitionmodel.Limits{WriteUnits: writeUnits, ReadUnits: 3 * writeUnits})}
+	for i := range instances {
+		c.instances = append(c.instances, queue.NewService(c.store, polling.DefaultTiers(),
+			queue.WithClock(c.clock), queue.WithProgramCache(time.Second), queue.WithItemWriteLimit(writeUnits),
+			queue.WithRand(rand.New(rand.NewPCG(seed, uint64(i))))))
+	}
+	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// arrive makes n people enter at perSecond, each on a random instance.
+func (c *crowd) arrive(t *testing.T, n int, perSecond float64) {
+	t.Helper()
+	gap := time.Duration(float64(time.Second) / perSecond)
+	for range n {
+		c.clock.Advance(gap)
+		svc := c.instances[c.rng.IntN(len(c.instances))]
+		v, created, err := svc.Enter(t.Context(), "p", queue.Entry{})
+		if err != nil || !created {
+			t.Fatalf("enter at +%v: %v (created %v)", c.clock.Now().Sub(t0), err, created)
+		}
+		c.tickets[v.Ticket]++
+		c.entrants = append(c.entrants, bench.Entrant{EnteredMs: v.IssuedAt.UnixMilli(), Place: v.Ticket})
+	}
+}
+
+func (c *crowd) program(t *testing.T) queue.Program {
+	t.Helper()
+	p, err := c.store.GetProgram(t.Context(), "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// check asserts the guarantees of the ticket order: no ticket twice, none
+// beyond the counter, gaps at most maxGaps of the tickets, nobody who
+// entered BlockLifetime before another behind them.
+func (c *crowd) check(t *testing.T, maxGaps float64) (gaps int64) {
+	t.Helper()
+	p := c.program(t)
+	for tk, n := range c.tickets {
+		if n > 1 || tk < 1 || tk > p.Issued {
+			t.Fatalf("ticket %d handed out %d times (issued %d)", tk, n, p.Issued)
+		}
+	}
+	gaps = p.Issued - int64(len(c.tickets))
+	if float64(gaps) > maxGaps*float64(p.Issued) {
+		t.Errorf("%d gaps among %d tickets, over %g %%", gaps, p.Issued, 100*maxGaps)
+	}
+	if inv := bench.MaxInversion(c.entrants); inv >= queue.BlockLifetime.Milliseconds() {
+		t.Errorf("worst inversion %d ms, want under %v", inv, queue.BlockLifetime)
+	}
+	return gaps
+}
+
+// TestTicketShardsCrowd: 50,000 people at 5,000 a second, ten times the
+// program item's comfortable rate at a 1,000-unit write limit, through 8
+// instances that each take a few numbers at a time, and through 200 (as
+// many Lambda instances, each asked for 25 a second) that take one: every
+// ticket once, gaps under 1 %, inversions under the block lifetime, no
+// shard item over 70 % of its limit, and the program item written at most
+// half its limit in any second. Then the rate falls and the program goes
+// back to single tickets.
+func TestTicketShardsCrowd(t *testing.T) {
+	for _, instances := range []int{8, 200} {
+		for seed := range uint64(2) {
+			c := newCrowd(t, instances, queue.DefaultItemWriteUnits, 200, seed)
+			c.arrive(t, 50_000, 5_000)
+			if p := c.program(t); p.Shards < 1 {
+				t.Errorf("%d instances, seed %d: no shards at 5,000 enters a second", instances, seed)
+			}
+			gaps := c.check(t, 0.01)
+			if w, n := c.store.programWrites(), c.store.throttled(); w > queue.DefaultItemWriteUnits/2 || n > 0 {
+				t.Errorf("%d instances, seed %d: %d program item writes in one second (want at most half the limit), %d writes throttled (want none)", instances, seed, w, n)
+			}
+			t.Logf("%d instances, seed %d: %d shards, %d gaps, worst inversion %d ms, at most %d program writes a second",
+				instances, seed, c.program(t).Shards, gaps, bench.MaxInversion(c.entrants), c.store.programWrites())
+			c.clock.Advance(5 * time.Second)
+			c.arrive(t, 200, 20)
+			if p := c.program(t); p.Shards != 0 {
+				t.Errorf("%d instances, seed %d: %d shards at 20 enters a second, want 0 (single tickets again)", instances, seed, p.Shards)
+			}
+			c.check(t, 0.01)
+		}
+	}
+}
+
+// TestTicketShardsLowRate: below the switch rate an enter is exactly what
+// it always was: one ticket from the program item, consecutive, the
+// program as WithTicketIssued leaves it.
+func TestTicketShardsLowRate(t *testing.T) {
+	c := newCrowd(t, 4, queue.DefaultItemWriteUnits, 10, 7)
+	want := c.program(t)
+	gap := time.Second / 150
+	for i := range 3_000 {
+		c.clock.Advance(gap)
+		v, _, err := c.instances[i%4].Enter(t.Context(), "p", queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = want.WithTicketIssued(c.clock.Now())
+		if v.Ticket != int64(i+1) {
+			t.Fatalf("enter %d got ticket %d", i+1, v.Ticket)
+		}
+	}
+	got := c.program(t)
+	if got.Shards != 0 || got.Issued != want.Issued || got.DrainAtNs != want.DrainAtNs || got.Current != want.Current {
+		t.Errorf("after 3,000 enters at 150/s: %+v, want single tickets: %+v", got, want)
+	}
+}
+
+// TestTicketShardsScaled: at a tenth of the limits (the local server's
+// -partition-limits scale=0.1), 1,000 enters a second through one
+// instance: no write throttled, the program item under half its 100 writes
+// a second, and the gaps (the blocks' last numbers when the crowd stops)
+// within 5 %.
+func TestTicketShardsScaled(t *testing.T) {
+	c := newCrowd(t, 1, queue.DefaultItemWriteUnits/10, 100, 3)
+	c.arrive(t, 10_000, 1_000)
+	gaps := c.check(t, 0.05)
+	if w, n := c.store.programWrites(), c.store.throttled(); w > 50 || n > 0 {
+		t.Errorf("%d program item writes in one second (want ≤ 50), %d throttled (want none)", w, n)
+	}
+	t.Logf("%d gaps of 10,000, at most %d program writes a second", gaps, c.store.programWrites())
+}
+
+// TestTicketShardsClose: closing a program on shards refuses new entries
+// on the instance that closed it at once, and on every instance once the
+// blocks reserved before it have gone stale.
+func TestTicketShardsClose(t *testing.T) {
+	c := newCrowd(t, 4, queue.DefaultItemWriteUnits, 200, 5)
+	c.arrive(t, 5_000, 5_000)
+	if c.program(t).Shards == 0 {
+		t.Fatal("no shards at 5,000 enters a second")
+	}
+	closed := true
+	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", queue.Settings{Closed: &closed}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.instances[0].Enter(t.Context(), "p", queue.Entry{}); queue.ErrorKind(err) != queue.KindConflict {
+		t.Errorf("enter on the instance that closed the program: %v, want PROGRAM_CLOSED", err)
+	}
+	c.clock.Advance(queue.BlockLifetime)
+	for i, svc := range c.instances {
+		if _, _, err := svc.Enter(t.Context(), "p", queue.Entry{}); queue.ErrorKind(err) != queue.KindConflict {
+			t.Errorf("enter on instance %d a block lifetime after the close: %v, want PROGRAM_CLOSED", i, err)
+		}
+	}
+}
+
+// failingFills is a store whose shard fills fail: every refill's block
+// but its first number is lost.
+type failingFills struct{ *memstore.Store }
+
+func (failingFills) FillShard(context.Context, string, int, string, time.Time, queue.Shard) (bool, error) {
+	return false, context.DeadlineExceeded
+}
+
+// TestTicketShardsFillFails: refills that never land cost at most gaps,
+// never a duplicate, and enters go on (from the refiller's own numbers,
+// other shards, else the program item).
+func TestTicketShardsFillFails(t *testing.T) {
+	clk := clock.NewFake(t0)
+	store := failingFills{memstore.New()}
+	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clk), queue.WithProgramCache(time.Second),
+		queue.WithItemWriteLimit(100), queue.WithRand(rand.New(rand.NewPCG(1, 2))))
+	rate := 10.0
+	if _, _, err := svc.PutProgram(t.Context(), "p", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for i := range 2_000 {
+		clk.Advance(time.Millisecond)
+		v, _, err := svc.Enter(t.Context(), "p", queue.Entry{})
+		if err != nil {
+			t.Fatalf("enter %d: %v", i, err)
+		}
+		if seen[v.Ticket] {
+			t.Fatalf("ticket %d handed out twice", v.Ticket)
+		}
+		seen[v.Ticket] = true
+	}
+	if p, _ := store.GetProgram(t.Context(), "p"); p.Shards == 0 {
+		t.Errorf("program %+v: want shards in use", p)
+	}
+}
+
+// TestTicketShardsOpening: a crowd on ticket shards before and after a
+// shuffled opening: every ticket of who entered before it is in the
+// pre-queue, every ticket of who entered after it behind, whatever blocks
+// the shards held at the opening (their numbers left are gaps).
+func TestTicketShardsOpening(t *testing.T) {
+	c := newCrowd(t, 50, queue.DefaultItemWriteUnits, 200, 9)
+	opens, yes := t0.Add(10*time.Second), true
+	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", queue.Settings{OpensAt: &opens, ShuffleAtOpen: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	c.clock.Advance(9 * time.Second)
+	c.arrive(t, 4_999, 5_000) // up to just before the opening
+	before := len(c.entrants)
+	c.arrive(t, 10_000, 5_000)
+	p := c.program(t)
+	if !p.PrequeueFixed || p.Shards == 0 {
+		t.Fatalf("program after the opening: %+v; want the pre-queue fixed, on shards", p)
+	}
+	for i, e := range c.entrants {
+		entered := time.UnixMilli(e.EnteredMs)
+		if inPrequeue := e.Place <= p.Prequeue; inPrequeue != entered.Before(opens) {
+			t.Fatalf("entrant %d entered at %v (opening %v) holds ticket %d, pre-queue 1..%d", i, entered, opens, e.Place, p.Prequeue)
+		}
+	}
+	t.Logf("%d before the opening, pre-queue of %d tickets; %d after", before, p.Prequeue, len(c.entrants)-before)
+	// The blocks in flight at the opening are dropped: gaps, about a
+	// block's time of arrivals twice (the opening and the end).
+	c.check(t, 0.03)
+}

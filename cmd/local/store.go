@@ -45,6 +45,10 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.L
 		if f.partitionLimits != "" {
 			return nil, "", nil, stop, fmt.Errorf("-partition-limits needs a DynamoDB API: -dynamo, or %s", config.EnvDynamoEndpoint)
 		}
+		// One process, one store, no per-item write limit: every ticket
+		// comes from the program item, with no ticket shards (and so no
+		// gaps from their blocks).
+		opts = append(opts, app.WithServiceOptions(queue.WithItemWriteLimit(0)))
 		return app.New(cfg, memstore.New(), log, opts...), "memory", nil, stop, nil
 	}
 	var limits *partitionmodel.Limits

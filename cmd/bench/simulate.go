@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 
@@ -28,8 +29,8 @@ itself (queue.Service, its ticket shards, its opening) on -instances
 instances sharing an in-memory table charged to DynamoDB's per-partition
 limits (internal/testing/partitionmodel): every enter is Service.Enter
 (sent again 1 s after a 503, with its Idempotency-Key), every poll
-Service.Poll. -tickets single takes every ticket from the program item, as
-before ticket shards.
+Service.Poll; -policy then defaults to eta. -tickets single takes every
+ticket from the program item, as before ticket shards.
 `
 
 func cmdSimulate(ctx context.Context, args []string, e env) error {
@@ -37,7 +38,7 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 	var sf scenarioFlags
 	sf.register(fs, 0, "virtual time after which the simulation stops (0: when everyone has seen ADMITTED or left; required when admission ends paused)",
 		"delay of every -rate-schedule change after the first, from its offset: the server's PROGRAM_CACHE_TTL plus its 1 s admin write budget (2s at the default TTL)")
-	policyList := fs.String("policy", "fixed:3s,tiers", "comma-separated policies, the first being the baseline: fixed:DURATION, tiers or eta")
+	policyList := fs.String("policy", "fixed:3s,tiers", "comma-separated policies, the first being the baseline: fixed:DURATION, tiers or eta (default with the service: eta)")
 	tiersSpec := fs.String("tiers", polling.DefaultTiersSpec, "the bands of the tiers policy, MAXPOS:INTERVAL[+-JITTER],…,inf:INTERVAL[+-JITTER]")
 	etaSpec := fs.String("eta", "", "parameters of the eta policy over its defaults, key=value pairs such as fraction=0.8,cap=2m (see polling.ParseETA); it falls back to -tiers")
 	p := bench.DefaultPrices()
@@ -86,6 +87,12 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return usageError(fs, err)
 	}
+	service := *partitionModel || *opensAt != 0 || *shuffle || *tickets == "single"
+	if service && !flagSet(fs, "policy") {
+		// The service's crowds are a million strong: a poll every 3 s
+		// would be hundreds of millions of service calls.
+		*policyList = "eta"
+	}
 	policies, err := bench.DefaultPolicies(tiers, eta).Parse(*policyList)
 	if err != nil {
 		return usageError(fs, err)
@@ -110,4 +117,11 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 		Command: "bench simulate " + strings.Join(args, " "),
 	}
 	return sf.output(e, rep, results)
+}
+
+// flagSet reports whether flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -54,6 +54,7 @@ type serviceSim struct {
 	delays          []float64
 	requests, polls int64
 	throttled       int64
+	failures        int64 // requests answered with an error
 	series          []int64
 	pollSeries      []int64
 	enterSeries     []int64
@@ -188,6 +189,7 @@ func (s *serviceSim) enter(u int) {
 	s.count(false)
 	v, _, err := s.instance().Enter(s.ctx, serviceProgram, queue.Entry{IdempotencyKey: s.key(u)})
 	if err != nil {
+		s.failures++
 		if errors.Is(err, queue.ErrThrottled) {
 			s.throttled++
 		}
@@ -208,6 +210,7 @@ func (s *serviceSim) poll(u int, polls int32) {
 	s.count(true)
 	v, err := s.instance().Poll(s.ctx, serviceProgram, s.users[u].token)
 	if err != nil {
+		s.failures++
 		s.wheel.add(s.t, s.t+retryAfterFailure.Milliseconds(), waiter{ticket: int32(u + 1), polls: polls})
 		return
 	}
@@ -283,6 +286,7 @@ func (s *serviceSim) result() bench.Result {
 		NotifyDelayMs:   bench.Summarize(s.delays),
 		DynamoRRU:       s.cfg.Prices.RRU(s.polls),
 		ThrottledEnters: s.throttled,
+		Errors:          s.failures,
 		Instances:       len(s.svcs),
 	}
 	r.EntersPerSecondPeak = bench.SeriesPeak(s.enterSeries)

@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -16,10 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
-	"github.com/aws/smithy-go/middleware"
+
+	"github.com/example/waitingroom/internal/awsconfig"
 )
 
 // KMSAPI is the part of the KMS client that KMSKey uses.
@@ -140,49 +139,14 @@ func NewKMSClient(ctx context.Context, endpoint string) (*kms.Client, error) {
 		}),
 		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(kmsAttemptTimeout)),
 	}
-	if endpoint != "" && !credentialsInEnv() {
-		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := awsconfig.Load(ctx, endpoint, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("admissionpass: load AWS config: %w", err)
-	}
-	if endpoint != "" && cfg.Region == "" {
-		cfg.Region = "us-east-1"
+		return nil, fmt.Errorf("admissionpass: %w", err)
 	}
 	return kms.NewFromConfig(cfg, func(o *kms.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
-		o.APIOptions = append(o.APIOptions, reserveBeforeDeadline(KMSDeadlineReserve))
+		o.APIOptions = append(o.APIOptions, awsconfig.ReserveBeforeDeadline(KMSDeadlineReserve))
 	}), nil
-}
-
-// reserveBeforeDeadline makes every call, retries and backoff included,
-// give up reserve (at most a quarter of the time left) before its
-// context's deadline.
-func reserveBeforeDeadline(reserve time.Duration) func(*middleware.Stack) error {
-	return func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("DeadlineReserve",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				if deadline, ok := ctx.Deadline(); ok {
-					r := min(reserve, time.Until(deadline)/4)
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithDeadline(ctx, deadline.Add(-r))
-					defer cancel()
-				}
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	}
-}
-
-// credentialsInEnv reports whether the environment names credentials that
-// a local endpoint should get rather than dummy ones.
-func credentialsInEnv() bool {
-	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
-		if os.Getenv(v) != "" {
-			return true
-		}
-	}
-	return false
 }

@@ -6,16 +6,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
+
+	"github.com/example/waitingroom/internal/awsconfig"
 )
 
 // The client's time budget. A request must end in the handler's own answer
@@ -131,15 +130,9 @@ func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Clien
 		// top.
 		opts = append(opts, config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(o.AttemptTimeout)))
 	}
-	if o.Endpoint != "" && !credentialsInEnv() {
-		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := awsconfig.Load(ctx, o.Endpoint, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("dynamostore: load AWS config: %w", err)
-	}
-	if o.Endpoint != "" && cfg.Region == "" {
-		cfg.Region = "us-east-1"
+		return nil, fmt.Errorf("dynamostore: %w", err)
 	}
 	return dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
 		if o.Endpoint != "" {
@@ -148,40 +141,8 @@ func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Clien
 		if o.Transport != nil {
 			do.HTTPClient = &http.Client{Transport: o.Transport, Timeout: o.AttemptTimeout}
 		}
-		do.APIOptions = append(do.APIOptions, reserveBeforeDeadline(o.DeadlineReserve))
+		do.APIOptions = append(do.APIOptions, awsconfig.ReserveBeforeDeadline(o.DeadlineReserve))
 	}), nil
-}
-
-// reserveBeforeDeadline makes every call, retries and backoff included,
-// give up reserve (at most a quarter of the time left) before its context's
-// deadline.
-func reserveBeforeDeadline(reserve time.Duration) func(*middleware.Stack) error {
-	return func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("DeadlineReserve",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				if deadline, ok := ctx.Deadline(); ok {
-					r := min(reserve, time.Until(deadline)/4)
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithDeadline(ctx, deadline.Add(-r))
-					defer cancel()
-				}
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	}
-}
-
-// credentialsInEnv reports whether the environment names credentials
-// (keys, a profile, a web identity) that a local endpoint should get rather
-// than dummy ones. Checking the variables avoids resolving the default
-// chain, which outside AWS waits for the instance metadata service to time
-// out.
-func credentialsInEnv() bool {
-	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
-		if os.Getenv(v) != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // IssueAttemptTimeout bounds the one attempt of a write that must not be

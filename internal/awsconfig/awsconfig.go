@@ -1,0 +1,67 @@
+// Package awsconfig is what the AWS clients of the functions share: the
+// configuration they load, local endpoints included, and the reserve every
+// call keeps before the request's deadline.
+package awsconfig
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Load returns the AWS configuration from the environment (the Lambda
+// role, AWS_REGION, ...) with opts. For a local endpoint ("" for AWS's) the
+// region defaults to us-east-1 and, unless the environment names
+// credentials, the credentials to static dummy ones, which local servers
+// accept.
+func Load(ctx context.Context, endpoint string, opts ...func(*config.LoadOptions) error) (aws.Config, error) {
+	if endpoint != "" && !credentialsInEnv() {
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load AWS config: %w", err)
+	}
+	if endpoint != "" && cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	return cfg, nil
+}
+
+// credentialsInEnv reports whether the environment names credentials (keys,
+// a profile, a web identity) that a local endpoint should get rather than
+// dummy ones. Checking the variables avoids resolving the default chain,
+// which outside AWS waits for the instance metadata service to time out.
+func credentialsInEnv() bool {
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		if os.Getenv(v) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// ReserveBeforeDeadline is an API option that makes every call, retries and
+// backoff included, give up reserve (at most a quarter of the time left)
+// before its context's deadline, so that the caller still has time to
+// answer.
+func ReserveBeforeDeadline(reserve time.Duration) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("DeadlineReserve",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if deadline, ok := ctx.Deadline(); ok {
+					r := min(reserve, time.Until(deadline)/4)
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithDeadline(ctx, deadline.Add(-r))
+					defer cancel()
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	}
+}

@@ -309,61 +309,21 @@ func storedToken(t *testing.T, ctx context.Context) string {
 	return eval[string](t, ctx, `(JSON.parse(localStorage.getItem('waitingroom:demo')) || {}).token || ''`)
 }
 
+var (
+	do         = browser.Do
+	text       = browser.Text
+	waitFor    = browser.WaitFor
+	screenshot = browser.Screenshot
+)
+
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	return browser.Eval[T](t, ctx, expr)
+}
+
 func formatThousands(n int64) string {
 	s := fmt.Sprint(n)
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
-}
-
-func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("%s: %v", expr, err)
-	}
-	return v
-}
-
-func text(t *testing.T, ctx context.Context, id string) string {
-	t.Helper()
-	return eval[string](t, ctx, `document.getElementById('`+id+`').textContent`)
-}
-
-// waitFor waits until expr is truthy in the page, across navigations.
-func waitFor(t *testing.T, ctx context.Context, limit time.Duration, expr string) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	var err error
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")")); err == nil && ok {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + '\n' + (document.body ? document.body.innerText : '')`))
-	t.Fatalf("waiting %v for %s (last error: %v)\npage:\n%s", limit, expr, err, body)
-}
-
-func screenshot(t *testing.T, ctx context.Context, name string) []byte {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.ArtifactDir(), name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
-	return png
 }

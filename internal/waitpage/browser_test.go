@@ -2,8 +2,6 @@ package waitpage_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,60 +25,25 @@ func tab(t *testing.T) context.Context {
 	return ctx
 }
 
-func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("%s: %v", expr, err)
-	}
-	return v
-}
-
-// waitFor waits until expr is truthy in the page, across navigations.
-func waitFor(t *testing.T, ctx context.Context, expr string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")")); err == nil && ok {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ''`))
-	t.Fatalf("waiting for %s (last error: %v)\npage text:\n%s", expr, err, text)
-}
-
-func text(t *testing.T, ctx context.Context, id string) string {
-	t.Helper()
-	return eval[string](t, ctx, `document.getElementById('`+id+`').textContent`)
-}
-
 func storedToken(t *testing.T, ctx context.Context, program string) string {
 	t.Helper()
 	return eval[string](t, ctx, `(JSON.parse(localStorage.getItem('waitingroom:`+program+`')) || {}).token || ''`)
 }
 
-func screenshot(t *testing.T, ctx context.Context, name string) []byte {
+var (
+	do         = browser.Do
+	text       = browser.Text
+	screenshot = browser.Screenshot
+)
+
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	return browser.Eval[T](t, ctx, expr)
+}
+
+// waitFor waits up to 10 s until expr is truthy in the page.
+func waitFor(t *testing.T, ctx context.Context, expr string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.ArtifactDir(), name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
-	return png
+	browser.WaitFor(t, ctx, 10*time.Second, expr)
 }
 
 // phone is the viewport of a common phone, at scale 1 to keep screenshots

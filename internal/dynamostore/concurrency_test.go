@@ -85,19 +85,44 @@ type shiftedClock struct {
 func (c shiftedClock) Now() time.Time { return time.Now().Add(time.Duration(c.shift.Load())) }
 
 func TestConcurrency(t *testing.T) {
-	t.Run("OneInstance", func(t *testing.T) { testConcurrency(t, 1, 0) })
-	t.Run("TwoInstances", func(t *testing.T) { testConcurrency(t, 2, 0) })
+	t.Run("OneInstance", func(t *testing.T) { testConcurrency(t, 1, 0, false) })
+	t.Run("TwoInstances", func(t *testing.T) { testConcurrency(t, 2, 0, false) })
 	// An item write limit of 5 units a second puts the program on ticket
 	// shards at a couple of enters a second: the same invariants with
 	// tickets from shard blocks, refills and shard count changes racing.
-	t.Run("TwoInstancesSharded", func(t *testing.T) { testConcurrency(t, 2, 5) })
+	t.Run("TwoInstancesSharded", func(t *testing.T) { testConcurrency(t, 2, 5, false) })
+	// Enters in bursts, with quiet spells of polls between them longer
+	// than a block lifetime: the instances trim their blocks and give
+	// numbers back while the workers poll, leave and are admitted. Through
+	// one instance every block at the top is its own, so it must give
+	// some back; through two the same invariants hold whatever it gives.
+	t.Run("OneInstanceShardedBursts", func(t *testing.T) { testConcurrency(t, 1, 20, true) })
+	t.Run("TwoInstancesShardedBursts", func(t *testing.T) { testConcurrency(t, 2, 20, true) })
+}
+
+// burstPeriod is the period of the bursts of enters: enters in its first
+// burstOn, polls, leaves and admin reads all along.
+const burstPeriod, burstOn = 2500 * time.Millisecond, 600 * time.Millisecond
+
+// givingBack counts the tickets a store gave back.
+type givingBack struct {
+	*dynamostore.Store
+	returned *atomic.Int64
+}
+
+func (g givingBack) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
+	ok, err := g.Store.ReturnTickets(ctx, p, from)
+	if ok {
+		g.returned.Add(p.Issued - from + 1)
+	}
+	return ok, err
 }
 
 // testConcurrency runs the workers on instances sharing the table; with
 // writeUnits > 0 the instances size their ticket shards for items of that
 // write limit (queue.WithItemWriteLimit), else take every ticket from the
-// program item.
-func testConcurrency(t *testing.T, instances int, writeUnits float64) {
+// program item; with bursts, enters come in bursts (burstPeriod).
+func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts bool) {
 	endpoint := dynamotest.Endpoint(t)
 	var (
 		table  string
@@ -108,6 +133,7 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64) {
 	var shift atomic.Int64
 	clk := shiftedClock{shift: &shift}
 	svcs := make([]*queue.Service, instances)
+	var returned atomic.Int64
 	for i := range svcs {
 		// One client per instance, as each Lambda instance has its own.
 		c, err := dynamostore.NewClient(t.Context(), endpoint)
@@ -117,10 +143,13 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64) {
 		if i == 0 {
 			client, table = c, dynamotest.NewTable(t, c)
 		}
-		svcs[i] = queue.NewService(dynamostore.New(c, table), polling.DefaultTiers(),
+		svcs[i] = queue.NewService(givingBack{dynamostore.New(c, table), &returned}, polling.DefaultTiers(),
 			queue.WithProgramCache(time.Second), queue.WithClock(clk), queue.WithItemWriteLimit(writeUnits))
 	}
 	rate, paused := 4.0, false
+	if bursts {
+		rate = 3 // a queue long enough that the counter stays far from the numbers to give back
+	}
 	if _, _, err := svcs[0].PutProgram(t.Context(), concurrencyProgram, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +189,20 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64) {
 		return f(ctx)
 	}
 
-	deadline := time.Now().Add(concurrencyDuration)
+	start := time.Now()
+	deadline := start.Add(concurrencyDuration)
+	// enterShare is the share of a worker's calls that are enters: 8 %,
+	// with bursts 40 % within a burst (enough for runs of numbers and
+	// blocks with numbers left when it ends) and none between.
+	enterShare := func() float64 {
+		switch {
+		case !bursts:
+			return 0.08
+		case time.Since(start)%burstPeriod < burstOn:
+			return 0.4
+		}
+		return 0
+	}
 	var wg sync.WaitGroup
 	for w := range concurrencyWorkers {
 		wg.Go(func() {
@@ -180,7 +222,7 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64) {
 				// A crowd arrives first; then mostly polls, as in a real
 				// queue, so that the instances' program caches age between
 				// enters (each enter refreshes its instance's cache).
-				case len(mine) < initialTokensPerWorker || r < 0.08 && len(mine) < maxTokensPerWorker:
+				case len(mine) < initialTokensPerWorker || r < enterShare() && len(mine) < maxTokensPerWorker:
 					var v queue.View
 					err := call(func(ctx context.Context) (err error) {
 						v, _, err = svc.Enter(ctx, concurrencyProgram, queue.Entry{})
@@ -265,7 +307,13 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64) {
 			var c queue.Counters
 			var err error
 			var what string
-			switch op := rng.IntN(5); op {
+			op := rng.IntN(5)
+			if bursts {
+				// A change is pending for a cache TTL and holds numbers
+				// back meanwhile: the admin only reads; the rate admits.
+				op = 4
+			}
+			switch op {
 			case 0, 1:
 				n := int64(1 + rng.IntN(8))
 				what = fmt.Sprintf("admit %d", n)
@@ -364,14 +412,17 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64) {
 			t.Errorf("token %s: not EXPIRED after its admission window\n%s", h.id, h)
 		}
 	}
-	t.Logf("%d instance(s): %d calls, %d tokens, %d store faults, %d BUSY; status moves %v; final %d issued, %d admitted; sweep %v",
+	t.Logf("%d instance(s): %d calls, %d tokens, %d store faults, %d BUSY; status moves %v; final %d issued, %d admitted, %d given back; sweep %v",
 		instances, tl.calls.Load(), len(histories), tl.unavailable.Load(), tl.busy.Load(), moves,
-		final.Issued, final.Admitted, time.Since(sweepStart).Round(time.Millisecond))
+		final.Issued, final.Admitted, returned.Load(), time.Since(sweepStart).Round(time.Millisecond))
 	if tl.unavailable.Load() > tl.calls.Load()/20 {
 		t.Errorf("%d of %d calls failed with a store fault", tl.unavailable.Load(), tl.calls.Load())
 	}
 	if len(histories) < concurrencyWorkers || moves["WAITING→ADMITTED"] == 0 || moves["WAITING→LEFT"] == 0 {
 		t.Errorf("the run did not exercise the queue: %d tokens, moves %v", len(histories), moves)
+	}
+	if bursts && instances == 1 && returned.Load() == 0 {
+		t.Errorf("no ticket given back between the bursts of enters")
 	}
 
 	// The tokens as stored: one ticket each, none beyond the counter, and

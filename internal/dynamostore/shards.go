@@ -95,7 +95,7 @@ func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, n
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 		return queue.Run{}, false, fmt.Errorf("dynamostore: take shard tickets: %w", err)
 	}
-	return queue.Run{First: it.Next - m, Last: min(it.Next-1, it.End), ReservedAt: fromUnixMs(it.ReservedAtMs)}, true, nil
+	return queue.Run{First: it.Next - m, Last: min(it.Next-1, it.End), ReservedAt: fromUnixMs(it.ReservedAtMs), Block: it.Start, After: it.Next}, true, nil
 }
 
 // ClaimShard implements queue.TicketStore: one conditional UpdateItem that
@@ -133,19 +133,66 @@ func (s *Store) FillShard(ctx context.Context, programID string, i int, claim st
 	return ok, err
 }
 
-// SetShards implements queue.TicketStore: one conditional UpdateItem of the
-// program's shards attribute (absent reads as 0).
-func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (bool, error) {
-	shards := nameOf("shards")
-	was := shards.Equal(expression.Value(from))
-	if from == 0 {
-		was = expression.Or(was, expression.AttributeNotExists(shards))
+// TrimShard implements queue.TicketStore: with back, one conditional
+// UpdateItem that takes back's numbers back (SET next = back.First, end =
+// back.First - 1 if next is still back.After); without it, or when that
+// condition fails, one that ends the block (SET end = next - 1 if next ≤
+// end). Each answers the item as it was.
+func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back queue.Run) (queue.Run, bool, error) {
+	block := shStart.Equal(expression.Value(start)).And(shReserved.Equal(expression.Value(reservedAt.UnixMilli())))
+	if back.First > 0 && back.First <= back.Last {
+		cond := block.And(shNext.Equal(expression.Value(back.After)))
+		upd := expression.Set(shNext, expression.Value(back.First)).Set(shEnd, expression.Value(back.First-1))
+		item, ok, err := s.shardUpdate(ctx, "trim shard", programID, i, cond, upd, types.ReturnValueAllOld)
+		if err != nil {
+			return queue.Run{}, false, err
+		}
+		if ok {
+			var it shardItem
+			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+				return queue.Run{}, false, fmt.Errorf("dynamostore: trim shard: %w", err)
+			}
+			return queue.Run{First: back.First, Last: it.End, ReservedAt: fromUnixMs(it.ReservedAtMs)}, true, nil
+		}
 	}
-	expr, err := expression.NewBuilder().
-		WithCondition(expression.AttributeExists(expression.Name("pk")).And(was)).
-		WithUpdate(expression.Set(shards, expression.Value(k))).Build()
+	upd := expression.Set(shEnd, shNext.Minus(expression.Value(1)))
+	item, ok, err := s.shardUpdate(ctx, "trim shard", programID, i, block.And(shNext.LessThanEqual(shEnd)), upd, types.ReturnValueAllOld)
+	if err != nil || !ok {
+		return queue.Run{}, false, err
+	}
+	var it shardItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return queue.Run{}, false, fmt.Errorf("dynamostore: trim shard: %w", err)
+	}
+	return queue.Run{First: it.Next, Last: it.End, ReservedAt: fromUnixMs(it.ReservedAtMs)}, true, nil
+}
+
+// ReturnTickets implements queue.TicketStore: one UpdateItem of the
+// program item conditioned on its version, issued and pre-queue state
+// (the version it bumps makes a repeated attempt fail).
+func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
+	if from < 1 || from > p.Issued {
+		return false, nil
+	}
+	q := p.WithTicketsReturned(from)
+	cond := nameOf("version").Equal(expression.Value(p.Version)).And(nameOf("issued").Equal(expression.Value(p.Issued)))
+	if p.PrequeueFixed {
+		cond = cond.And(nameOf("prequeueFixed").Equal(expression.Value(true)))
+	} else {
+		cond = cond.And(expression.AttributeNotExists(nameOf("prequeueFixed")))
+	}
+	upd := expression.Set(nameOf("issued"), expression.Value(q.Issued)).
+		Set(nameOf("drainAtNs"), expression.Value(q.DrainAtNs)).
+		Set(nameOf("version"), expression.Value(q.Version))
+	return s.programUpdate(ctx, "return tickets", p.ID, cond, upd)
+}
+
+// programUpdate runs one conditional UpdateItem on the program item,
+// answering whether the condition held.
+func (s *Store) programUpdate(ctx context.Context, op, programID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder) (bool, error) {
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
 	if err != nil {
-		return false, fmt.Errorf("dynamostore: set shards: %w", err)
+		return false, fmt.Errorf("dynamostore: %s: %w", op, err)
 	}
 	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
@@ -158,9 +205,20 @@ func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (b
 	if _, failed := conditionFailed(err); failed {
 		return false, nil
 	} else if err != nil {
-		return false, fmt.Errorf("dynamostore: set shards %s: %w", programID, throttled(err))
+		return false, fmt.Errorf("dynamostore: %s %s: %w", op, programID, throttled(err))
 	}
 	return true, nil
+}
+
+// SetShards implements queue.TicketStore: one conditional UpdateItem of the
+// program's shards attribute (absent reads as 0).
+func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (bool, error) {
+	shards := nameOf("shards")
+	was := shards.Equal(expression.Value(from))
+	if from == 0 {
+		was = expression.Or(was, expression.AttributeNotExists(shards))
+	}
+	return s.programUpdate(ctx, "set shards", programID, expression.AttributeExists(expression.Name("pk")).And(was), expression.Set(shards, expression.Value(k)))
 }
 
 // GetShard reads shard i of programID (strongly consistent); the zero

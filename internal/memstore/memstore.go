@@ -129,7 +129,7 @@ func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, n
 	if !ok || b.Next > b.End || b.ReservedAt.Before(notBefore.Truncate(time.Millisecond)) {
 		return queue.Run{}, false, nil
 	}
-	r := queue.Run{First: b.Next, Last: min(b.Next+m-1, b.End), ReservedAt: b.ReservedAt}
+	r := queue.Run{First: b.Next, Last: min(b.Next+m-1, b.End), ReservedAt: b.ReservedAt, Block: b.Start, After: b.Next + m}
 	b.Next += m
 	b.Takes++
 	s.shards[k] = b
@@ -185,6 +185,45 @@ func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (b
 	}
 	p.Shards = k
 	s.programs[programID] = p
+	return true, nil
+}
+
+// TrimShard implements queue.TicketStore.
+func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back queue.Run) (queue.Run, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Run{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := shardKey{programID, i}
+	b, ok := s.shards[k]
+	if !ok || b.End == 0 || b.Start != start || !b.ReservedAt.Equal(reservedAt.Truncate(time.Millisecond)) {
+		return queue.Run{}, false, nil
+	}
+	if back.First <= back.Last && back.First > 0 && b.Next == back.After {
+		b.Next = back.First
+	} else if b.Next > b.End {
+		return queue.Run{}, false, nil
+	}
+	r := queue.Run{First: b.Next, Last: b.End, ReservedAt: b.ReservedAt}
+	b.End = b.Next - 1
+	s.shards[k] = b
+	return r, true, nil
+}
+
+// ReturnTickets implements queue.TicketStore.
+func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.programs[p.ID]
+	if !ok || cur.Version != p.Version || cur.Issued != p.Issued || cur.PrequeueFixed != p.PrequeueFixed || from < 1 || from > cur.Issued {
+		return false, nil
+	}
+	q := cur.WithTicketsReturned(from)
+	s.programs[p.ID] = q
 	return true, nil
 }
 

@@ -71,39 +71,88 @@ func TestCachedViewsAgree(t *testing.T) {
 			history = append(history, p)
 			at = append(at, now)
 		}
-		stored := func(t time.Time) queue.Program { // the program as a fresh read at t sees it
-			i := len(at) - 1
-			for at[i].After(t) {
-				i--
-			}
-			return history[i]
+		checkCachedViews(t, seed, history, at, ttl)
+	}
+}
+
+// checkCachedViews checks a program's history (history[i] stored from
+// at[i] on): an instance that read it at any point and reuses the read
+// until CacheableUntil(read, ttl) admits exactly the tickets a fresh read
+// admits, and a fresh read's serving counter never goes down.
+func checkCachedViews(t *testing.T, seed uint64, history []queue.Program, at []time.Time, ttl time.Duration) {
+	t.Helper()
+	stored := func(t time.Time) queue.Program { // the program as a fresh read at t sees it
+		i := len(at) - 1
+		for at[i].After(t) {
+			i--
 		}
-		for i, loaded := range history {
-			l := at[i]
-			if i+1 < len(at) && at[i+1].Equal(l) {
-				continue // overwritten at the same instant: never read
-			}
-			until := loaded.CacheableUntil(l, ttl)
-			for when := l; when.Before(until); when = when.Add(7 * time.Millisecond) {
-				fresh := stored(when)
-				for ticket := fresh.Serving(when) - 3; ticket <= fresh.Serving(when)+3; ticket++ {
-					if ticket < 1 || ticket > loaded.Issued {
-						continue // a cached instance never sees tokens issued after its read
-					}
-					if got, want := loaded.Admits(ticket, when), fresh.Admits(ticket, when); got != want {
-						t.Fatalf("seed %d: ticket %d at +%v: cached read from +%v admits=%v, fresh admits=%v\ncached %+v\nfresh  %+v",
-							seed, ticket, when.Sub(t0), l.Sub(t0), got, want, loaded, fresh)
-					}
+		return history[i]
+	}
+	for i, loaded := range history {
+		l := at[i]
+		if i+1 < len(at) && at[i+1].Equal(l) {
+			continue // overwritten at the same instant: never read
+		}
+		until := loaded.CacheableUntil(l, ttl)
+		for when := l; when.Before(until); when = when.Add(7 * time.Millisecond) {
+			fresh := stored(when)
+			for ticket := fresh.Serving(when) - 3; ticket <= fresh.Serving(when)+3; ticket++ {
+				if ticket < 1 || ticket > loaded.Issued {
+					continue // a cached instance never sees tokens issued after its read
+				}
+				if got, want := loaded.Admits(ticket, when), fresh.Admits(ticket, when); got != want {
+					t.Fatalf("seed %d: ticket %d at +%v: cached read from +%v admits=%v, fresh admits=%v\ncached %+v\nfresh  %+v",
+						seed, ticket, when.Sub(t0), l.Sub(t0), got, want, loaded, fresh)
 				}
 			}
 		}
-		for when, prev := t0, int64(0); when.Before(now); when = when.Add(3 * time.Millisecond) {
-			s := stored(when).Serving(when)
-			if s < prev {
-				t.Fatalf("seed %d: the serving counter went down at +%v: %d after %d", seed, when.Sub(t0), s, prev)
-			}
-			prev = s
+	}
+	for when, prev := t0, int64(0); when.Before(at[len(at)-1]); when = when.Add(3 * time.Millisecond) {
+		s := stored(when).Serving(when)
+		if s < prev {
+			t.Fatalf("seed %d: the serving counter went down at +%v: %d after %d", seed, when.Sub(t0), s, prev)
 		}
+		prev = s
+	}
+}
+
+// TestReturnedTicketsAgree: tickets given back from the top (never handed
+// out) keep TestCachedViewsAgree's property, when Program.mayReturn allows
+// it: however close to the counter they are, with admin changes pending or
+// due, and when the queue then drains and re-anchors on the numbers handed
+// out again.
+func TestReturnedTicketsAgree(t *testing.T) {
+	const ttl, hold = time.Second, 2 * time.Second
+	returned := 0
+	for seed := range uint64(12) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		p := queue.Program{ID: "p"}.Rebased(t0, queue.Rate(1+rng.IntN(30))*queue.OnePerSecond, false, 0, 0)
+		history, at, now := []queue.Program{p}, []time.Time{t0}, t0
+		for range 400 {
+			now = now.Add(time.Duration(rng.IntN(700)) * time.Millisecond)
+			switch rng.IntN(5) {
+			case 0:
+				p = p.WithTicketsIssued(now, 1+rng.Int64N(30))
+			case 1:
+				p = p.WithTicketIssued(now)
+			case 2: // a change that acts a TTL later, and stays unfolded after
+				if !p.Pending(now) {
+					p = p.Rebased(now, queue.Rate(1+rng.IntN(30))*queue.OnePerSecond, rng.IntN(5) == 0, 0, ttl)
+				}
+			default:
+				serving := p.Serving(now)
+				if from := serving + 1 + rng.Int64N(max(1, min(40, p.Issued-serving))); p.MayReturn(from, now, hold) {
+					p = p.WithTicketsReturned(from)
+					returned++
+				}
+			}
+			history, at = append(history, p), append(at, now)
+		}
+		checkCachedViews(t, seed, history, at, ttl)
+	}
+	t.Logf("%d returns in 12 histories", returned)
+	if returned < 150 {
+		t.Errorf("only %d returns in 12 histories: the test exercises too few", returned)
 	}
 }
 

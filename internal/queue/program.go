@@ -228,6 +228,31 @@ func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
 	return p
 }
 
+// WithTicketsReturned returns p with tickets from..Issued given back
+// (TicketStore.ReturnTickets): Issued from-1, its drain instant under the
+// settled segment, the version bumped. No change of p may be pending.
+func (p Program) WithTicketsReturned(from int64) Program {
+	p.Issued = from - 1
+	p.DrainAtNs = p.Settled().DrainAtNs(p.Issued)
+	p.Version++
+	return p
+}
+
+// mayReturn reports whether tickets from..Issued, held by nobody, may be
+// given back at now: no change is pending, they are not in a pre-queue,
+// and the counter will not reach from-1 (the new drain instant) before
+// hold has passed, by when every read of p taken before has expired.
+func (p Program) mayReturn(from int64, now time.Time, hold time.Duration) bool {
+	switch {
+	case p.Pending(now) || from < 1 || from > p.Issued:
+		return false
+	case p.Shuffle && p.PrequeueFixed && p.Prequeue >= from, p.armed() && !now.Before(p.OpensAt):
+		return false
+	}
+	ms := unixMs(now.Add(hold))
+	return p.segmentAt(ms).Counter(ms) < from-1
+}
+
 // Rebased returns p with an admin change made at now: admission goes on at
 // rate (or stops if paused) and admit more people are let in, never beyond
 // Issued nor backwards; not before p.OpensAt. The change takes effect at now+delay, or at once

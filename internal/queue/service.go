@@ -209,6 +209,7 @@ func (s *Service) Poll(ctx context.Context, programID, tokenID string) (View, er
 		return View{}, err
 	}
 	now := s.clock.Now()
+	s.tidyTickets(ctx, programID, now)
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
 		p, err := s.program(ctx, programID, now)
 		if err == nil {

@@ -1,10 +1,12 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,7 +44,13 @@ type Shard struct {
 type Run struct {
 	First, Last int64
 	ReservedAt  time.Time
+	// Block and After, of a take from a shard: the first number of its
+	// block, and the shard's next number right after the take.
+	Block, After int64
 }
+
+// empty reports whether r holds no number (ticket numbers start at 1).
+func (r Run) empty() bool { return r.First < 1 || r.First > r.Last }
 
 // used is how many numbers of the block were handed out.
 func (b Shard) used() int64 {
@@ -80,6 +88,18 @@ type TicketStore interface {
 	// SetShards sets the program's ticket shard count to k if it is from;
 	// false otherwise. It changes nothing else (not the version).
 	SetShards(ctx context.Context, programID string, from, k int) (bool, error)
+	// TrimShard ends shard i's block, if it is the block that starts at
+	// start and was reserved at reservedAt, before its next number, so
+	// that it hands out no more, and returns the numbers it retired (none
+	// handed out). If back is not empty and the shard's next number is
+	// still back.After, back's numbers are taken back and retired first.
+	// False when the block is another or had nothing left.
+	TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back Run) (Run, bool, error)
+	// ReturnTickets gives tickets from..p.Issued, held by nobody, back to
+	// the program, if it is still p (its Version, Issued and pre-queue):
+	// it stores p.WithTicketsReturned(from). False when the program
+	// changed.
+	ReturnTickets(ctx context.Context, p Program, from int64) (bool, error)
 }
 
 // Bounds of the ticket shards; see the README, "Tickets past one hot item".
@@ -136,12 +156,27 @@ type programTickets struct {
 	asked  measure // this instance's enters, served or not
 	tried  int64   // this instance's enters so far
 	// shards is the shard count as this instance last learnt it, at
-	// shardsAt; widened is when it last widened it after a throttle.
+	// shardsAt; widened is when it last widened it after a throttle;
+	// wider the larger count it had before, until widerUntil.
 	shards            int
 	shardsAt, widened time.Time
-	opensAt           time.Time     // the program's opening, as last seen
-	local             Run           // numbers this instance holds, handed out one an enter
-	fetchTook         time.Duration // how long fetching more numbers took lately
+	wider             int
+	widerUntil        time.Time
+	opensAt           time.Time // the program's opening, as last seen
+	local             Run       // numbers this instance holds, handed out one an enter
+	// localShard is the shard local came from; localFilled is false when
+	// the shard never held its block (the fill failed).
+	localShard  int
+	localFilled bool
+	// blocks are the blocks this instance reserved lately, to trim once
+	// stale; returns the numbers retired that nobody holds, to give back;
+	// lastAsk the last enter asked of this instance; tidyAt the last tidy
+	// (tidying: one is out).
+	blocks          []shardBlock
+	returns         []Run
+	lastAsk, tidyAt time.Time
+	tidying         bool
+	fetchTook       time.Duration // how long fetching more numbers took lately
 	// fetching is closed when the enter that went to fetch more numbers
 	// for this instance is back; nil when none is out.
 	fetching chan struct{}
@@ -247,6 +282,7 @@ func (t *ticketer) ask(id string, now time.Time) float64 {
 	defer t.mu.Unlock()
 	pt := t.of(id)
 	pt.tried++
+	pt.lastAsk = now
 	pt.asked = pt.asked.add(pt.tried, now)
 	return pt.asked.current(now)
 }
@@ -258,7 +294,8 @@ func (t *ticketer) serve(p Program, now time.Time) {
 	defer t.mu.Unlock()
 	pt := t.of(p.ID)
 	pt.served = pt.served.add(p.Issued, now)
-	pt.shards, pt.shardsAt, pt.opensAt = p.Shards, now, p.OpensAt
+	pt.setShards(p.Shards, now)
+	pt.opensAt = p.OpensAt
 }
 
 // opening is the program's opening as this instance last saw it.
@@ -289,7 +326,7 @@ func (t *ticketer) learn(id string, k int, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	pt := t.of(id)
-	pt.shards, pt.shardsAt = k, now
+	pt.setShards(k, now)
 }
 
 // shardCount is the program's shard count as this instance learnt it at
@@ -302,6 +339,31 @@ func (t *ticketer) shardCount(id string, now time.Time, ttl time.Duration) (int,
 		return 0, false
 	}
 	return pt.shards, true
+}
+
+// setShards records that the program has k shards at now; t.mu must be
+// held. A smaller count than before leaves the blocks of the shards beyond
+// it to be taken from (not refilled) while they may be fresh.
+func (pt *programTickets) setShards(k int, now time.Time) {
+	if k < pt.shards {
+		if now.After(pt.widerUntil) {
+			pt.wider = 0
+		}
+		pt.wider, pt.widerUntil = max(pt.wider, pt.shards), now.Add(BlockLifetime)
+	}
+	pt.shards, pt.shardsAt = k, now
+}
+
+// span is how many shards an enter may take from at now when the program
+// has k: more than k for a block lifetime after the count fell.
+func (t *ticketer) span(id string, k int, now time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pt := t.of(id)
+	if now.Before(pt.widerUntil) {
+		return max(k, pt.wider)
+	}
+	return k
 }
 
 // mayWiden reports whether this instance may change the program's shard
@@ -359,12 +421,14 @@ func (t *ticketer) local(ctx context.Context, clk clock.Clock, id string, opensA
 	}
 }
 
-// keep gives this instance the numbers of r to hand out (those it still
-// held are gaps now).
-func (t *ticketer) keep(id string, r Run) {
+// keep gives this instance the numbers of r, taken from shard i, to hand
+// out (those it still held are gaps now); filled is false when r's block
+// is in no shard.
+func (t *ticketer) keep(id string, r Run, i int, filled bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.of(id).local = r
+	pt := t.of(id)
+	pt.local, pt.localShard, pt.localFilled = r, i, filled
 }
 
 // freshAfter is the earliest reservation of a block whose numbers may be
@@ -500,7 +564,7 @@ func (s *Service) fromShards(ctx context.Context, ts TicketStore, c Program, run
 	k := c.Shards
 	notBefore := freshAfter(now, c.OpensAt)
 	for range shardTries {
-		i := s.intN(k)
+		i := s.intN(s.tickets.span(c.ID, k, now))
 		r, ok, err := ts.TakeShardTickets(ctx, c.ID, i, notBefore, run)
 		if errors.Is(err, ErrThrottled) {
 			k = s.widen(ctx, ts, c.ID, k)
@@ -511,9 +575,14 @@ func (s *Service) fromShards(ctx context.Context, ts TicketStore, c Program, run
 		}
 		if ok {
 			if r.Last > r.First {
-				s.tickets.keep(c.ID, Run{First: r.First + 1, Last: r.Last, ReservedAt: r.ReservedAt})
+				rest := r
+				rest.First++
+				s.tickets.keep(c.ID, rest, i, true)
 			}
 			return r.First, Program{}, false, true, nil
+		}
+		if i >= k {
+			continue // a shard beyond the count: taken from, never refilled
 		}
 		claim := NewTokenID()
 		old, won, err := ts.ClaimShard(ctx, c.ID, i, claim, now, notBefore, now.Add(-claimTimeout))
@@ -603,12 +672,14 @@ func (s *Service) refill(ctx context.Context, ts TicketStore, id string, i, k in
 	s.tickets.serve(q, now)
 	first := q.Issued - n + 1
 	next := first + min(run, n)
-	if next-1 > first {
-		s.tickets.keep(id, Run{First: first + 1, Last: next - 1, ReservedAt: now})
-	}
 	// Filled or not (the claim lapsed, the store failed), the block's first
-	// numbers are this instance's; unfilled, the others are gaps.
-	_, _ = ts.FillShard(ctx, id, i, claim, now, Shard{Start: first, Next: next, End: q.Issued, ReservedAt: now})
+	// numbers are this instance's; unfilled, the others are nobody's: given
+	// back when the fill surely failed, else gaps.
+	filled, err := ts.FillShard(ctx, id, i, claim, now, Shard{Start: first, Next: next, End: q.Issued, ReservedAt: now})
+	s.tickets.reserved(id, shardBlock{shard: i, start: first, reservedAt: now}, Run{First: next, Last: q.Issued}, filled, err == nil)
+	if next-1 > first {
+		s.tickets.keep(id, Run{First: first + 1, Last: next - 1, ReservedAt: now, Block: first, After: next}, i, filled)
+	}
 	return first, q, true, true, nil
 }
 
@@ -632,4 +703,197 @@ func (s *Service) intN(n int) int {
 		return s.rng.IntN(n)
 	}
 	return rand.IntN(n)
+}
+
+// Giving numbers back: when a crowd stops, the numbers reserved but never
+// handed out would be gaps. An instance that has had no enter for a block
+// lifetime trims the stale blocks it reserved and the one its numbers came
+// from, and gives what they retired back to the program while it is the
+// top of its tickets. See the README, "Tickets past one hot item".
+
+// shardBlock names a block: shard's block that starts at start, reserved
+// at reservedAt.
+type shardBlock struct {
+	shard      int
+	start      int64
+	reservedAt time.Time
+}
+
+// Bounds of the giving back: an instance tidies at most once a tidyEvery
+// per program; it remembers maxOwnBlocks blocks and maxReturns runs to
+// give back, these for returnsKept at most.
+const (
+	tidyEvery                = 250 * time.Millisecond
+	maxOwnBlocks, maxReturns = 32, 64
+	returnsKept              = time.Minute
+)
+
+// reserved records that this instance reserved block b: filled (its shard
+// holds it), to trim once stale; surely not filled, its numbers left (left)
+// to give back.
+func (t *ticketer) reserved(id string, b shardBlock, left Run, filled, sure bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pt := t.of(id)
+	switch {
+	case filled:
+		// An older block of the same shard is no longer in it, and blocks
+		// reserved a block lifetime before this one went stale while this
+		// instance was busy: either is used up, or left below the top.
+		pt.blocks = slices.DeleteFunc(pt.blocks, func(o shardBlock) bool {
+			return o.shard == b.shard || o.reservedAt.Before(b.reservedAt.Add(-BlockLifetime))
+		})
+		pt.blocks = append(pt.blocks, b)
+		if len(pt.blocks) > maxOwnBlocks {
+			pt.blocks = pt.blocks[1:]
+		}
+	case sure && left.First <= left.Last:
+		left.ReservedAt = b.reservedAt
+		pt.addReturns(left)
+	}
+}
+
+// addReturns adds runs to give back, keeping the newest maxReturns; t.mu
+// must be held.
+func (pt *programTickets) addReturns(runs ...Run) {
+	pt.returns = append(pt.returns, runs...)
+	if n := len(pt.returns) - maxReturns; n > 0 {
+		slices.SortFunc(pt.returns, func(a, b Run) int { return cmp.Compare(a.Last, b.Last) })
+		pt.returns = slices.Delete(pt.returns, 0, n)
+	}
+}
+
+// tidyWork is what one tidy does: trim blocks (the one back came from
+// taking back) and give back runs.
+type tidyWork struct {
+	trims   []shardBlock
+	back    Run // this instance's numbers left, from backOf
+	backOf  shardBlock
+	returns []Run
+}
+
+// startTidy hands the tidy due at now to its caller, taking it from the
+// instance's state: false when none is due (an enter came within a block
+// lifetime, the last tidy was under tidyEvery ago, one is out, or there is
+// nothing stale to do). The caller must call endTidy.
+func (t *ticketer) startTidy(id string, now time.Time) (tidyWork, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pt := t.of(id)
+	staleBefore := now.Add(-BlockLifetime)
+	if pt.tidying || now.Sub(pt.tidyAt) < tidyEvery || now.Sub(pt.lastAsk) < BlockLifetime {
+		return tidyWork{}, false
+	}
+	var w tidyWork
+	if !pt.local.empty() && pt.local.ReservedAt.Before(staleBefore) {
+		if pt.localFilled {
+			w.back, w.backOf = pt.local, shardBlock{shard: pt.localShard, start: pt.local.Block, reservedAt: pt.local.ReservedAt}
+			w.trims = append(w.trims, w.backOf)
+		} else {
+			w.returns = append(w.returns, Run{First: pt.local.First, Last: pt.local.Last, ReservedAt: pt.local.ReservedAt})
+		}
+		pt.local = Run{}
+	}
+	pt.blocks = slices.DeleteFunc(pt.blocks, func(b shardBlock) bool {
+		if !b.reservedAt.Before(staleBefore) {
+			return false
+		}
+		if b != w.backOf {
+			w.trims = append(w.trims, b)
+		}
+		return true
+	})
+	w.returns = append(w.returns, pt.returns...)
+	pt.returns = nil
+	if len(w.trims) == 0 && len(w.returns) == 0 {
+		return tidyWork{}, false
+	}
+	pt.tidying, pt.tidyAt = true, now
+	return w, true
+}
+
+// endTidy records the runs a tidy could not give back yet.
+func (t *ticketer) endTidy(id string, left []Run) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pt := t.of(id)
+	pt.tidying = false
+	pt.addReturns(left...)
+}
+
+// tidyTickets gives back to programID the numbers this instance reserved
+// or holds that nobody took, when a tidy is due (startTidy): it trims the
+// stale blocks, then gives back, top down, the runs that end at the
+// program's last ticket, as long as the counter is far from them
+// (Program.mayReturn). Runs not yet at the top are kept for a later tidy,
+// for returnsKept at most; a store error drops the run it was about (the
+// write may have been applied). It never fails the request that calls it.
+func (s *Service) tidyTickets(ctx context.Context, programID string, now time.Time) {
+	ts, ok := s.store.(TicketStore)
+	if !ok || !s.tickets.enabled(s.cache.ttl) {
+		return
+	}
+	w, ok := s.tickets.startTidy(programID, now)
+	if !ok {
+		return
+	}
+	runs := w.returns
+	defer func() { s.tickets.endTidy(programID, runs) }()
+	for _, b := range w.trims {
+		var back Run
+		if b == w.backOf {
+			back = w.back
+		}
+		r, ok, err := ts.TrimShard(ctx, programID, b.shard, b.start, b.reservedAt, back)
+		if err == nil && ok {
+			r.ReservedAt = b.reservedAt
+			runs = append(runs, r)
+		}
+	}
+	runs = coalesce(runs)
+	p, err := s.program(ctx, programID, now)
+	if err != nil {
+		return
+	}
+	hold := s.cache.ttl + time.Second
+	for len(runs) > 0 {
+		top := runs[len(runs)-1]
+		if top.Last != p.Issued || !p.mayReturn(top.First, now, hold) {
+			break
+		}
+		ok, err := ts.ReturnTickets(ctx, p, top.First)
+		if !ok {
+			if err != nil {
+				runs = runs[:len(runs)-1]
+			}
+			break
+		}
+		runs = runs[:len(runs)-1]
+		p = p.WithTicketsReturned(top.First)
+		s.cache.put(p, now)
+	}
+	// Runs the counter will have reached, or kept too long, can never
+	// be given back.
+	reach := unixMs(now.Add(hold))
+	runs = slices.DeleteFunc(runs, func(r Run) bool {
+		return now.Sub(r.ReservedAt) > returnsKept || p.segmentAt(reach).Counter(reach) >= r.First-1
+	})
+}
+
+// coalesce sorts runs by their numbers and joins adjacent ones; a joined
+// run keeps the latest ReservedAt.
+func coalesce(runs []Run) []Run {
+	slices.SortFunc(runs, func(a, b Run) int { return cmp.Compare(a.First, b.First) })
+	out := runs[:0]
+	for _, r := range runs {
+		if n := len(out); n > 0 && out[n-1].Last+1 == r.First {
+			out[n-1].Last = r.Last
+			if r.ReservedAt.After(out[n-1].ReservedAt) {
+				out[n-1].ReservedAt = r.ReservedAt
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }

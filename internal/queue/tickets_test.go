@@ -58,6 +58,16 @@ func (c *countingStore) FillShard(ctx context.Context, id string, i int, claim s
 	return c.Store.FillShard(ctx, id, i, claim, claimedAt, b)
 }
 
+func (c *countingStore) TrimShard(ctx context.Context, id string, i int, start int64, reservedAt time.Time, back queue.Run) (queue.Run, bool, error) {
+	c.charge(fmt.Sprint("shard", i))
+	return c.Store.TrimShard(ctx, id, i, start, reservedAt, back)
+}
+
+func (c *countingStore) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
+	c.charge("program")
+	return c.Store.ReturnTickets(ctx, p, from)
+}
+
 // programWrites is the most writes the program item took in a second.
 func (c *countingStore) programWrites() int64 {
 	for _, p := range c.model.Stats() {
@@ -79,6 +89,7 @@ type crowd struct {
 	instances []*queue.Service
 	rng       *rand.Rand
 	entrants  []bench.Entrant
+	tokens    []string
 	tickets   map[int64]int
 }
 
@@ -109,7 +120,22 @@ func (c *crowd) arrive(t *testing.T, n int, perSecond float64) {
 			t.Fatalf("enter at +%v: %v (created %v)", c.clock.Now().Sub(t0), err, created)
 		}
 		c.tickets[v.Ticket]++
+		c.tokens = append(c.tokens, v.TokenID)
 		c.entrants = append(c.entrants, bench.Entrant{EnteredMs: v.IssuedAt.UnixMilli(), Place: v.Ticket})
+	}
+}
+
+// pollAll advances the clock by d, a poll of a random token on every
+// instance each 100 ms.
+func (c *crowd) pollAll(t *testing.T, d time.Duration) {
+	t.Helper()
+	for end := c.clock.Now().Add(d); c.clock.Now().Before(end); {
+		c.clock.Advance(100 * time.Millisecond)
+		for _, svc := range c.instances {
+			if _, err := svc.Poll(t.Context(), "p", c.tokens[c.rng.IntN(len(c.tokens))]); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 
@@ -173,6 +199,80 @@ func TestTicketShardsCrowd(t *testing.T) {
 			c.check(t, 0.01)
 		}
 	}
+}
+
+// TestTicketShardsGiveBack: when a crowd on ticket shards stops, the
+// numbers its blocks reserved and nobody took are given back once the
+// instances see polls: the gaps shrink (through one instance, to none), nobody's position goes up, and the next
+// crowd is handed the numbers again, each once. A queue that drains as
+// fast as it fills gives nothing back (its counter is too close).
+func TestTicketShardsGiveBack(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		instances   int
+		units, rate float64
+		n           int
+		perSecond   float64
+		wantReturns bool
+		wantNone    bool
+		maxGaps     float64
+	}{
+		{"one instance at scale 0.1", 1, queue.DefaultItemWriteUnits / 10, 100, 3_000, 1_000, true, true, 0.01},
+		{"8 instances", 8, queue.DefaultItemWriteUnits, 200, 30_000, 5_000, true, false, 0.01},
+		{"50 instances", 50, queue.DefaultItemWriteUnits, 200, 30_000, 5_000, true, false, 0.01},
+		// Its gaps are passed at once: nobody waits behind them.
+		{"a queue that drains at once", 8, queue.DefaultItemWriteUnits, 100_000, 20_000, 5_000, false, false, 0.03},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after int64 // gaps, over three crowds
+			for seed := range uint64(3) {
+				b, a := giveBack(t, newCrowd(t, tc.instances, tc.units, tc.rate, seed), tc.n, tc.perSecond, tc.maxGaps)
+				before, after = before+b, after+a
+			}
+			t.Logf("gaps %d before the give-back, %d after, of %d tickets", before, after, 3*tc.n)
+			switch {
+			case tc.wantReturns && (before == 0 || after >= before):
+				t.Errorf("gaps %d before the polls, %d after: want fewer", before, after)
+			case !tc.wantReturns && after != before:
+				t.Errorf("gaps %d before the polls, %d after: want them kept (the counter is at them)", before, after)
+			case tc.wantNone && after != 0:
+				t.Errorf("%d gaps left after the give-back: want none through one instance", after)
+			}
+		})
+	}
+}
+
+// giveBack runs n people entering at perSecond through c, then 3 s of
+// polls, and returns the gaps before and after the polls; it checks that
+// no position went up, and that a second crowd (half as large, polled
+// after too) gets every number once, with at most maxGaps gaps.
+func giveBack(t *testing.T, c *crowd, n int, perSecond, maxGaps float64) (before, after int64) {
+	t.Helper()
+	c.arrive(t, n, perSecond)
+	before = c.program(t).Issued - int64(len(c.tickets))
+	sample := func() map[string]int64 {
+		pos := map[string]int64{}
+		for i := 0; i < len(c.tokens); i += len(c.tokens) / 50 {
+			v, err := c.instances[i%len(c.instances)].Poll(t.Context(), "p", c.tokens[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			pos[c.tokens[i]] = v.Position
+		}
+		return pos
+	}
+	was := sample()
+	c.pollAll(t, 3*time.Second)
+	for tok, pos := range sample() {
+		if pos > was[tok] {
+			t.Errorf("token %s: position %d after the give-back, %d before", tok, pos, was[tok])
+		}
+	}
+	after = c.program(t).Issued - int64(len(c.tickets))
+	c.arrive(t, n/2, perSecond)
+	c.pollAll(t, 3*time.Second)
+	c.check(t, maxGaps)
+	return before, after
 }
 
 // TestTicketShardsLowRate: below the switch rate an enter is exactly what

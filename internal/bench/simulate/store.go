@@ -149,3 +149,17 @@ func (s *store) FillShard(ctx context.Context, id string, i int, claim string, c
 	}
 	return s.Store.FillShard(ctx, id, i, claim, claimedAt, b)
 }
+
+func (s *store) TrimShard(ctx context.Context, id string, i int, start int64, reservedAt time.Time, back queue.Run) (queue.Run, bool, error) {
+	if err := s.writeShard(i); err != nil {
+		return queue.Run{}, false, err
+	}
+	return s.Store.TrimShard(ctx, id, i, start, reservedAt, back)
+}
+
+func (s *store) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
+	if err := s.writeProgram(p.ID); err != nil {
+		return false, err
+	}
+	return s.Store.ReturnTickets(ctx, p, from)
+}

@@ -50,6 +50,8 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 		t.Run("Shards", func(t *testing.T) { testShards(t, ticketStore(t)) })
 		t.Run("ShardsConcurrent", func(t *testing.T) { testShardsConcurrent(t, ticketStore(t)) })
 		t.Run("SetShards", func(t *testing.T) { testSetShards(t, ticketStore(t)) })
+		t.Run("TrimShard", func(t *testing.T) { testTrimShard(t, ticketStore(t)) })
+		t.Run("ReturnTickets", func(t *testing.T) { testReturnTickets(t, ticketStore(t)) })
 	}
 	if _, ok := newStore(t).(queue.PrequeueStore); ok {
 		t.Run("FixPrequeue", func(t *testing.T) { testFixPrequeue(t, newStore(t)) })

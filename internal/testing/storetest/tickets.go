@@ -368,3 +368,119 @@ func testFixPrequeue(t *testing.T, s queue.Store) {
 		t.Errorf("FixPrequeue of a missing program: %v, want ErrNotFound", err)
 	}
 }
+
+// testTrimShard: a block is trimmed once, only the block named, before
+// the number it would hand out next; a take's numbers are taken back with
+// it when nobody took after them.
+func testTrimShard(t *testing.T, s queue.TicketStore) {
+	ctx := t.Context()
+	now := t0.Add(time.Minute)
+	fresh := now.Add(-queue.BlockLifetime)
+	fill := func(i int, claim string, b queue.Shard) {
+		t.Helper()
+		if _, ok, err := s.ClaimShard(ctx, "p", i, claim, now, fresh, now.Add(-time.Second)); err != nil || !ok {
+			t.Fatalf("ClaimShard(%d): ok=%v %v", i, ok, err)
+		}
+		if ok, err := s.FillShard(ctx, "p", i, claim, now, b); err != nil || !ok {
+			t.Fatalf("FillShard(%d): ok=%v %v", i, ok, err)
+		}
+	}
+	take := func(i int, m int64) queue.Run {
+		t.Helper()
+		r, ok, err := s.TakeShardTickets(ctx, "p", i, fresh, m)
+		if err != nil || !ok {
+			t.Fatalf("TakeShardTickets(%d, %d): ok=%v %v", i, m, ok, err)
+		}
+		return r
+	}
+	trim := func(i int, start int64, at time.Time, back queue.Run, want queue.Run, wantOK bool) {
+		t.Helper()
+		got, ok, err := s.TrimShard(ctx, "p", i, start, at, back)
+		if err != nil || ok != wantOK || ok && (got.First != want.First || got.Last != want.Last) {
+			t.Fatalf("TrimShard(%d, start %d, back %d..%d): %d..%d ok=%v %v; want %d..%d ok=%v", i, start, back.First, back.Last, got.First, got.Last, ok, err, want.First, want.Last, wantOK)
+		}
+	}
+
+	if _, ok, err := s.TrimShard(ctx, "p", 1, 1, now, queue.Run{}); err != nil || ok {
+		t.Fatalf("TrimShard on a shard never filled: ok=%v %v; want false", ok, err)
+	}
+	// A plain trim: the numbers not handed out, once.
+	fill(1, "a", queue.Shard{Start: 100, Next: 100, End: 119, ReservedAt: now})
+	if r := take(1, 3); r.First != 100 || r.Last != 102 || r.Block != 100 || r.After != 103 {
+		t.Fatalf("TakeShardTickets(3): %+v; want 100..102 of block 100, next 103", r)
+	}
+	trim(1, 101, now, queue.Run{}, queue.Run{}, false)            // another block
+	trim(1, 100, now.Add(ms(1)), queue.Run{}, queue.Run{}, false) // reserved at another instant
+	trim(1, 100, now, queue.Run{}, queue.Run{First: 103, Last: 119}, true)
+	trim(1, 100, now, queue.Run{}, queue.Run{}, false) // nothing left
+	if _, ok, err := s.TakeShardTickets(ctx, "p", 1, fresh, 1); err != nil || ok {
+		t.Fatalf("TakeShardTickets after a trim: ok=%v %v; want false (used up)", ok, err)
+	}
+
+	// A take given back: only when nobody took after it.
+	fill(2, "b", queue.Shard{Start: 200, Next: 200, End: 229, ReservedAt: now})
+	mine := take(2, 5)
+	mine.First++ // the first number went to an enter; 201..204 are left
+	trim(2, 200, now, mine, queue.Run{First: 201, Last: 229}, true)
+	fill(3, "c", queue.Shard{Start: 300, Next: 300, End: 329, ReservedAt: now})
+	mine = take(3, 5)
+	take(3, 2) // another instance's take: 305, 306
+	trim(3, 300, now, mine, queue.Run{First: 307, Last: 329}, true)
+	// A take cut short at the block's end, given back.
+	fill(4, "d", queue.Shard{Start: 400, Next: 400, End: 409, ReservedAt: now})
+	take(4, 6)
+	mine = take(4, 6)
+	if mine.First != 406 || mine.Last != 409 || mine.After != 412 {
+		t.Fatalf("TakeShardTickets past the end: %+v; want 406..409, next 412", mine)
+	}
+	trim(4, 400, now, mine, queue.Run{First: 406, Last: 409}, true)
+	trim(4, 400, now, mine, queue.Run{}, false) // a repeated give-back retires nothing
+}
+
+// testReturnTickets: tickets given back leave the program as
+// WithTicketsReturned says, only from the program as the caller read it.
+func testReturnTickets(t *testing.T, s queue.TicketStore) {
+	ctx := t.Context()
+	store := s.(queue.Store)
+	p := program("return")
+	if err := store.CreateProgram(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	stale := p
+	stale.Version--
+	if ok, err := s.ReturnTickets(ctx, stale, 35); err != nil || ok {
+		t.Fatalf("ReturnTickets from an older version: ok=%v %v; want false", ok, err)
+	}
+	if ok, err := s.ReturnTickets(ctx, p, 35); err != nil || !ok {
+		t.Fatalf("ReturnTickets(35): ok=%v %v; want true", ok, err)
+	}
+	want := p.WithTicketsReturned(35)
+	if want.Issued != 34 || want.Version != p.Version+1 || want.DrainAtNs >= p.DrainAtNs {
+		t.Fatalf("WithTicketsReturned(35) of %+v: %+v; want 34 issued, the version bumped, an earlier drain", p, want)
+	}
+	checkStoredProgram(t, store, want)
+	if ok, err := s.ReturnTickets(ctx, p, 35); err != nil || ok {
+		t.Fatalf("ReturnTickets again: ok=%v %v; want false (a repeat never applies)", ok, err)
+	}
+	got, err := s.IssueTickets(ctx, p.ID, t0.Add(ms(2000)), 3)
+	if err != nil || got.Issued != 37 {
+		t.Fatalf("IssueTickets(3) after the return: issued %d, %v; want 35..37 handed out again", got.Issued, err)
+	}
+	moved := got
+	moved.Issued = 36 // read before the last ticket
+	if ok, err := s.ReturnTickets(ctx, moved, 36); err != nil || ok {
+		t.Fatalf("ReturnTickets below the top: ok=%v %v; want false", ok, err)
+	}
+	// A pre-queue fixed since the caller read the program.
+	q := program("return-opened")
+	q.OpensAt, q.Shuffle, q.Seed = t0.Add(time.Second), true, "cd"
+	if err := store.CreateProgram(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.(queue.PrequeueStore).FixPrequeue(ctx, q.ID, t0.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.ReturnTickets(ctx, q, 40); err != nil || ok {
+		t.Fatalf("ReturnTickets after the pre-queue was fixed: ok=%v %v; want false", ok, err)
+	}
+}

@@ -61,5 +61,6 @@ require (
 
 require (
 	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
+	github.com/felixge/httpsnoop v1.1.0
 	golang.org/x/net v0.62.0
 )

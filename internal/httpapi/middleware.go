@@ -11,9 +11,9 @@ import (
 	"net/http"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+	"github.com/felixge/httpsnoop"
 
 	"github.com/example/waitingroom/internal/admissionpass"
 )
@@ -97,7 +97,6 @@ func requestID(ctx context.Context) string {
 // hot path and CloudWatch bills per byte. Never the token itself.
 func (a *api) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		id := ""
 		if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok {
 			id = rc.RequestID
@@ -108,21 +107,20 @@ func (a *api) logRequests(next http.Handler) http.Handler {
 			id = hex.EncodeToString(b[:])
 		}
 		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
-		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r.WithContext(ctx))
+		m := httpsnoop.CaptureMetrics(next, w, r.WithContext(ctx))
 		a.log.LogAttrs(ctx, slog.LevelDebug, "request",
 			slog.String("requestId", id),
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.EscapedPath()),
-			slog.Int("status", sw.status),
-			slog.Duration("duration", time.Since(start)))
+			slog.Int("status", m.Code),
+			slog.Duration("duration", m.Duration))
 	})
 }
 
 // recoverPanics answers a panic with the API's 500 and logs it.
 func (a *api) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
+		var m httpsnoop.Metrics // Code and Written stay 0 until the handler writes
 		defer func() {
 			v := recover()
 			if v == nil {
@@ -132,11 +130,11 @@ func (a *api) recoverPanics(next http.Handler) http.Handler {
 				panic(v)
 			}
 			a.log.ErrorContext(r.Context(), "panic", "requestId", requestID(r.Context()), "panic", fmt.Sprint(v))
-			if sw.status == 0 {
-				a.writeError(sw, r, errInternal)
+			if m.Code == 0 && m.Written == 0 {
+				a.writeError(w, r, errInternal)
 			}
 		}()
-		next.ServeHTTP(sw, r)
+		m.CaptureMetrics(w, func(w http.ResponseWriter) { next.ServeHTTP(w, r) })
 	})
 }
 
@@ -172,26 +170,3 @@ func limitBody(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
-
-// statusWriter remembers the status written through it.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the server's writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -3,7 +3,8 @@ package metrics
 import (
 	"context"
 	"net/http"
-	"time"
+
+	"github.com/felixge/httpsnoop"
 )
 
 type requestKey struct{}
@@ -17,17 +18,10 @@ type requestKey struct{}
 func Middleware(obs Observer, op func(r *http.Request) Op) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			start := time.Now()
 			rec := &Request{}
-			sw := &statusWriter{ResponseWriter: w}
 			r = r.WithContext(context.WithValue(r.Context(), requestKey{}, rec))
-			next.ServeHTTP(sw, r)
-			rec.Duration = time.Since(start)
-			rec.Method = r.Method
-			rec.Status = sw.status
-			if rec.Status == 0 {
-				rec.Status = http.StatusOK
-			}
+			m := httpsnoop.CaptureMetrics(next, w, r)
+			rec.Duration, rec.Method, rec.Status = m.Duration, r.Method, m.Code
 			if rec.ProgramID == "" {
 				rec.ProgramID = r.PathValue("programId")
 			}
@@ -49,26 +43,3 @@ func Note(ctx context.Context) *Request {
 	}
 	return &Request{}
 }
-
-// statusWriter remembers the status written through it.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

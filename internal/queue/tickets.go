@@ -719,6 +719,12 @@ type shardBlock struct {
 	reservedAt time.Time
 }
 
+// same reports whether b and o name the same block (stores keep the
+// reservation to the millisecond).
+func (b shardBlock) same(o shardBlock) bool {
+	return b.shard == o.shard && b.start == o.start && b.reservedAt.UnixMilli() == o.reservedAt.UnixMilli()
+}
+
 // Bounds of the giving back: an instance tidies at most once a tidyEvery
 // per program; it remembers maxOwnBlocks blocks and maxReturns runs to
 // give back, these for returnsKept at most.
@@ -798,7 +804,7 @@ func (t *ticketer) startTidy(id string, now time.Time) (tidyWork, bool) {
 		if !b.reservedAt.Before(staleBefore) {
 			return false
 		}
-		if b != w.backOf {
+		if !b.same(w.backOf) {
 			w.trims = append(w.trims, b)
 		}
 		return true
@@ -841,7 +847,7 @@ func (s *Service) tidyTickets(ctx context.Context, programID string, now time.Ti
 	defer func() { s.tickets.endTidy(programID, runs) }()
 	for _, b := range w.trims {
 		var back Run
-		if b == w.backOf {
+		if b.same(w.backOf) {
 			back = w.back
 		}
 		r, ok, err := ts.TrimShard(ctx, programID, b.shard, b.start, b.reservedAt, back)

@@ -63,14 +63,23 @@ func gala() *script {
 	}
 }
 
-func TestWaitingShowsThePlace(t *testing.T) {
-	t.Parallel()
+// openGala serves s as program "gala", opens its waiting room (path after
+// /waiting-room/gala) in a new tab after the actions first, and waits for
+// the first position (1,234).
+func openGala(t *testing.T, s *script, path string, first ...chromedp.Action[chromedp.Void]) (*fakeQueue, context.Context) {
+	t.Helper()
 	q := newFakeQueue()
-	q.add("gala", gala())
+	q.add("gala", s)
 	srv, _ := q.serve(t, waitpage.Options{})
 	ctx := tab(t)
-	do(t, ctx, phone, chromedp.Navigate(srv.URL+"/waiting-room/gala?lang=en"))
+	do(t, ctx, append(first, chromedp.Navigate(srv.URL+"/waiting-room/gala"+path))...)
 	waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+	return q, ctx
+}
+
+func TestWaitingShowsThePlace(t *testing.T) {
+	t.Parallel()
+	q, ctx := openGala(t, gala(), "?lang=en", phone)
 
 	for id, want := range map[string]string{
 		"eta":        "about 4 minutes", // 1,234 × 200 ms
@@ -118,13 +127,8 @@ func TestStateLines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			q := newFakeQueue()
 			s := gala()
-			q.add("gala", s)
-			srv, _ := q.serve(t, waitpage.Options{})
-			ctx := tab(t)
-			do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
-			waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+			q, ctx := openGala(t, s, "")
 			q.mu.Lock()
 			tt.edit(s)
 			q.mu.Unlock()
@@ -144,13 +148,8 @@ func TestStateLines(t *testing.T) {
 // without a reload.
 func TestPauseReachesAnOpenPage(t *testing.T) {
 	t.Parallel()
-	q := newFakeQueue()
 	s := gala()
-	q.add("gala", s)
-	srv, _ := q.serve(t, waitpage.Options{})
-	ctx := tab(t)
-	do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala?lang=en"))
-	waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+	q, ctx := openGala(t, s, "?lang=en")
 	q.mu.Lock()
 	s.info.Paused = true
 	q.mu.Unlock()
@@ -182,12 +181,7 @@ func TestClosedToNewcomers(t *testing.T) {
 
 func TestReloadAndSecondTabKeepThePlace(t *testing.T) {
 	t.Parallel()
-	q := newFakeQueue()
-	q.add("gala", gala())
-	srv, _ := q.serve(t, waitpage.Options{})
-	ctx := tab(t)
-	do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
-	waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+	q, ctx := openGala(t, gala(), "")
 	first := storedToken(t, ctx, "gala")
 
 	do(t, ctx, chromedp.Reload())
@@ -198,7 +192,7 @@ func TestReloadAndSecondTabKeepThePlace(t *testing.T) {
 
 	second, cancel := chromedp.NewContext(ctx) // another tab of the same browser profile
 	defer cancel()
-	do(t, second, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
+	do(t, second, chromedp.Navigate(eval[string](t, ctx, "location.href")))
 	waitFor(t, second, `document.getElementById('pos').textContent === '1,234'`)
 	if got := storedToken(t, second, "gala"); got != first {
 		t.Errorf("a second tab has token %q, want %q", got, first)
@@ -340,12 +334,7 @@ func TestEndedOffersToEnterAgain(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.status, func(t *testing.T) {
 			t.Parallel()
-			q := newFakeQueue()
-			q.add("gala", gala())
-			srv, _ := q.serve(t, waitpage.Options{})
-			ctx := tab(t)
-			do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
-			waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+			q, ctx := openGala(t, gala(), "")
 			old := storedToken(t, ctx, "gala")
 			q.set(old, tt.status)
 			waitFor(t, ctx, `!document.getElementById('again').hidden`)
@@ -430,12 +419,7 @@ func TestPollsFollowRetryAfterExactly(t *testing.T) {
 
 func TestOfflineWaitsForOnline(t *testing.T) {
 	t.Parallel()
-	q := newFakeQueue()
-	q.add("gala", gala())
-	srv, _ := q.serve(t, waitpage.Options{})
-	ctx := tab(t)
-	do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
-	waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+	q, ctx := openGala(t, gala(), "")
 	setOffline := func(off bool) {
 		t.Helper()
 		// The state sets navigator.onLine and fires offline/online; the rule

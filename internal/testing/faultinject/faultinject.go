@@ -179,22 +179,30 @@ func Operation(req *http.Request) string {
 	return target
 }
 
+// ReadBody reads req's body for a RoundTripper and returns it with a copy
+// of req that carries the same bytes, to forward: a RoundTripper must not
+// modify the request it was given.
+func ReadBody(req *http.Request) (*http.Request, []byte, error) {
+	if req.Body == nil {
+		return req, nil, nil
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	req = req.Clone(req.Context())
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return req, body, nil
+}
+
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	op := Operation(req)
-	var body []byte
-	if req.Body != nil {
-		var err error
-		body, err = io.ReadAll(req.Body)
-		req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		// A RoundTripper must not modify the request: forward a copy
-		// carrying the bytes just read.
-		req = req.Clone(req.Context())
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req, body, err := ReadBody(req)
+	if err != nil {
+		return nil, err
 	}
 	rule, faulted := t.choose(op, body)
 	if !faulted {

@@ -49,37 +49,13 @@ func valueSize(v Value) int {
 		case "BOOL", "NULL":
 			return 1
 		case "SS":
-			var ss []string
-			_ = json.Unmarshal(raw, &ss)
-			n := 0
-			for _, s := range ss {
-				n += len(s)
-			}
-			return n
+			return sumOf(raw, func(s string) int { return len(s) })
 		case "NS":
-			var ss []string
-			_ = json.Unmarshal(raw, &ss)
-			n := 0
-			for _, s := range ss {
-				n += numberSize(s)
-			}
-			return n
+			return sumOf(raw, numberSize)
 		case "BS":
-			var bs []json.RawMessage
-			_ = json.Unmarshal(raw, &bs)
-			n := 0
-			for _, b := range bs {
-				n += binarySize(b)
-			}
-			return n
+			return sumOf(raw, binarySize)
 		case "L":
-			var l []Value
-			_ = json.Unmarshal(raw, &l)
-			n := 3
-			for _, e := range l {
-				n += 1 + valueSize(e)
-			}
-			return n
+			return 3 + sumOf(raw, func(e Value) int { return 1 + valueSize(e) })
 		case "M":
 			var m map[string]Value
 			_ = json.Unmarshal(raw, &m)
@@ -91,6 +67,17 @@ func valueSize(v Value) int {
 		}
 	}
 	return 0
+}
+
+// sumOf is the sizes of a JSON array's elements, summed.
+func sumOf[T any](raw json.RawMessage, size func(T) int) int {
+	var es []T
+	_ = json.Unmarshal(raw, &es)
+	n := 0
+	for _, e := range es {
+		n += size(e)
+	}
+	return n
 }
 
 // numberSize is a number's size: 1 byte per two significant digits

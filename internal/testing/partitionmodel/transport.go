@@ -96,17 +96,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		return t.base.RoundTrip(req)
 	}
-	var body []byte
-	if req.Body != nil {
-		var err error
-		body, err = io.ReadAll(req.Body)
-		req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		req = req.Clone(req.Context())
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req, body, err := faultinject.ReadBody(req)
+	if err != nil {
+		return nil, err
 	}
 	var in request
 	if err := json.Unmarshal(body, &in); err != nil {

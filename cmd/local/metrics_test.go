@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,5 +141,90 @@ func TestMetricsMatchBench(t *testing.T) {
 		if n := scrapeCounters(t, base, c.family)[c.labels]; n != c.want {
 			t.Errorf("%s{%s} = %g, want %g (routes %v)", c.family, c.labels, n, c.want, res.ByRoute)
 		}
+	}
+}
+
+// scrapeSeries GETs base/metrics and returns its series, one line of the
+// text exposition each (name and labels, without the value), and its size.
+func scrapeSeries(t *testing.T, base string) (map[string]bool, int) {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	series := map[string]bool{}
+	for line := range strings.Lines(string(b)) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			series[line[:strings.LastIndexByte(line, ' ')]] = true
+		}
+	}
+	return series, len(b)
+}
+
+// TestMetricsLabelsClosed is issue 16's check that no label value comes
+// from the client: once every kind of request has been seen, more of them
+// with made-up methods, made-up paths and unknown program ids add no series
+// to GET /metrics.
+func TestMetricsLabelsClosed(t *testing.T) {
+	const secret = "s3cret"
+	base := start(t, map[string]string{"ADMIN_TOKEN": secret})
+	send := func(i int) {
+		t.Helper()
+		method := fmt.Sprintf("MADEUP%d", i)
+		nope := fmt.Sprintf("nope-%d", i)
+		for _, r := range []struct{ method, path, auth string }{
+			{method, "/api/v1/queues/programs/demo", ""},
+			{method, "/api/v1/admin/programs/demo", secret},
+			{method, "/waiting-room/demo", ""},
+			{method, "/made/up/" + nope, ""},
+			{"GET", "/made/up/" + nope, ""},
+			{"GET", "/api/v1/queues/" + nope, ""},
+			{"POST", "/api/v1/queues/programs/" + nope, ""},
+			{"GET", "/api/v1/queues/programs/" + nope, ""},
+			{"DELETE", "/api/v1/queues/programs/" + nope, ""},
+			{"GET", "/api/v1/admin/programs/" + nope, secret},
+			{"POST", "/api/v1/admin/programs/" + nope + "/admissions", secret},
+			{"GET", "/waiting-room/" + nope, ""},
+			{"POST", "/waiting-room/" + nope + "/enter", ""},
+			{"GET", "/waiting-room/assets/" + nope, ""},
+		} {
+			req, err := http.NewRequest(r.method, base+r.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-Queue-Token", "AAAAAAAAAAAAAAAAAAAAAA")
+			if r.auth != "" {
+				req.Header.Set("Authorization", "Bearer "+r.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	send(0)
+	before, size := scrapeSeries(t, base)
+	const rounds = 200
+	for i := 1; i <= rounds; i++ {
+		send(i)
+	}
+	after, sizeAfter := scrapeSeries(t, base)
+	var added []string
+	for s := range after {
+		if !before[s] {
+			added = append(added, s)
+		}
+	}
+	if len(added) > 0 {
+		slices.Sort(added)
+		t.Errorf("%d more rounds of made-up requests added %d series (%d → %d, %d → %d bytes), e.g.:\n%s",
+			rounds, len(added), len(before), len(after), size, sizeAfter, strings.Join(added[:min(len(added), 10)], "\n"))
 	}
 }

@@ -55,7 +55,7 @@ func (e *EMF) Observe(r Request) {
 func (e *EMF) document(r Request) ([]byte, bool) {
 	root := map[string]any{
 		// Not dimensions: for Logs Insights queries on the same line.
-		"Method":     r.Method,
+		DimMethod:    DimensionValue(DimMethod, r),
 		DimHTTP:      r.Status,
 		DimOperation: DimensionValue(DimOperation, r),
 	}

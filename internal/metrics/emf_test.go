@@ -97,6 +97,10 @@ func TestEMF(t *testing.T) {
 			[]published{latency("other"), {"Rejected", "Count", "Code=NOT_FOUND", []float64{1}}}},
 		{"Admin", metrics.Request{Op: metrics.OpAdmin, Method: "PUT", Status: 200, ProgramID: "gala"},
 			[]published{latency("admin")}},
+		// Any token is a method: a made-up one is OTHER, as a dimension
+		// value would be.
+		{"MadeUpMethod", metrics.Request{Method: "BREW", Status: 404, Code: "NOT_FOUND"},
+			[]published{latency("other"), {"Rejected", "Count", "Code=NOT_FOUND", []float64{1}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -114,7 +118,7 @@ func TestEMF(t *testing.T) {
 			if doc.Timestamp < before || doc.Timestamp > time.Now().UnixMilli() {
 				t.Errorf("Timestamp %d is not now", doc.Timestamp)
 			}
-			if doc.Root["HttpStatus"] == nil || doc.Root["Method"] != tc.req.Method {
+			if doc.Root["HttpStatus"] == nil || doc.Root["Method"] != metrics.MethodLabel(tc.req.Method) {
 				t.Errorf("line lacks the HttpStatus and Method properties: %s", line)
 			}
 		})
@@ -187,6 +191,23 @@ func TestLabelName(t *testing.T) {
 	for in, want := range map[string]string{"ProgramId": "program_id", "HttpStatus": "http_status", "Code": "code"} {
 		if got := metrics.LabelName(in); got != want {
 			t.Errorf("LabelName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestMethodLabel: the Method dimension is one of a closed set, whatever
+// the client sent (methods are case-sensitive tokens).
+func TestMethodLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"GET": "GET", "HEAD": "HEAD", "POST": "POST", "PUT": "PUT", "PATCH": "PATCH", "DELETE": "DELETE",
+		"OPTIONS": "OPTIONS", "CONNECT": "CONNECT", "TRACE": "TRACE",
+		"get": "OTHER", "BREW": "OTHER", "PROPFIND": "OTHER", "": "OTHER", "GET ": "OTHER",
+	} {
+		if got := metrics.MethodLabel(in); got != want {
+			t.Errorf("MethodLabel(%q) = %q, want %q", in, got, want)
+		}
+		if got := metrics.DimensionValue(metrics.DimMethod, metrics.Request{Method: in}); got != want {
+			t.Errorf("DimensionValue(Method, %q) = %q, want %q", in, got, want)
 		}
 	}
 }

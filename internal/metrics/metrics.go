@@ -10,6 +10,7 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -56,7 +57,9 @@ const (
 // Request is one answered request, as the middleware saw it. Fields that do
 // not apply are zero.
 type Request struct {
-	Op     Op
+	Op Op
+	// Method is the request's method as sent; the Method dimension is
+	// MethodLabel of it, from a closed set.
 	Method string
 	// Status is the HTTP status answered.
 	Status int
@@ -229,11 +232,26 @@ func DimensionValue(dim string, r Request) string {
 		}
 		return string(r.Op)
 	case DimMethod:
-		return r.Method
+		return MethodLabel(r.Method)
 	case DimHTTP:
 		return strconv.Itoa(r.Status)
 	}
 	return ""
+}
+
+// MethodOther is the Method dimension of a request whose method is none of
+// RFC 9110's and RFC 5789's (any token is a valid method).
+const MethodOther = "OTHER"
+
+// MethodLabel is the Method dimension of method: the method itself when it
+// is a standard one, else MethodOther, so that clients cannot make series.
+func MethodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return MethodOther
 }
 
 // LabelName is the Prometheus label of dimension dim: "ProgramId" is

@@ -76,6 +76,9 @@ func TestSink(t *testing.T) {
 	observe(1, metrics.Request{Op: metrics.OpEnter, Method: "POST", Status: 404, Code: "PROGRAM_NOT_FOUND", ProgramID: "nope"})
 	observe(2, metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 503, Code: "STORE_UNAVAILABLE", ProgramID: "gala"})
 	observe(1, metrics.Request{Op: metrics.OpAdmin, Method: "PUT", Status: 201, ProgramID: "gala"})
+	// Any token is a method: those that are not standard count as OTHER.
+	observe(2, metrics.Request{Op: metrics.OpOther, Method: "BREW", Status: 404, Code: "NOT_FOUND"})
+	observe(1, metrics.Request{Op: metrics.OpOther, Method: "get", Status: 404, Code: "NOT_FOUND"})
 
 	got := scrape(t, s.Handler())
 	want := map[string]float64{
@@ -85,6 +88,7 @@ func TestSink(t *testing.T) {
 		"waitingroom_requests_total{http_status=404,method=POST,operation=enter}":   1,
 		"waitingroom_requests_total{http_status=503,method=GET,operation=poll}":     2,
 		"waitingroom_requests_total{http_status=201,method=PUT,operation=admin}":    1,
+		"waitingroom_requests_total{http_status=404,method=OTHER,operation=other}":  3,
 
 		"waitingroom_request_duration_seconds_count{operation=enter}": 5,
 		"waitingroom_request_duration_seconds_sum{operation=enter}":   0.010,
@@ -94,6 +98,8 @@ func TestSink(t *testing.T) {
 		"waitingroom_request_duration_seconds_sum{operation=leave}":   0.002,
 		"waitingroom_request_duration_seconds_count{operation=admin}": 1,
 		"waitingroom_request_duration_seconds_sum{operation=admin}":   0.002,
+		"waitingroom_request_duration_seconds_count{operation=other}": 3,
+		"waitingroom_request_duration_seconds_sum{operation=other}":   0.006,
 
 		"waitingroom_enters_total{program_id=gala}":          3,
 		"waitingroom_enters_total{program_id=fair}":          1,
@@ -102,6 +108,7 @@ func TestSink(t *testing.T) {
 		"waitingroom_admissions_total{program_id=gala}":      2,
 		"waitingroom_leaves_total{program_id=gala}":          1,
 		"waitingroom_rejected_total{code=PROGRAM_NOT_FOUND}": 1,
+		"waitingroom_rejected_total{code=NOT_FOUND}":         3,
 		"waitingroom_store_unavailable_total{}":              2,
 
 		"waitingroom_retry_after_seconds_count{}":                   9,

@@ -2,6 +2,9 @@ package waitpage_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -247,6 +250,10 @@ func TestLanguages(t *testing.T) {
 		{"query en over a Korean browser", "?lang=en", "ko-KR", "en", "Your place in line", "about 4 minutes"},
 		{"navigator.language ko", "", "ko-KR,ko", "ko", "내 대기 순서", "약 4분"},
 		{"unknown language falls back to English", "", "fr-FR", "en", "Your place in line", "about 4 minutes"},
+		// Names of Object.prototype's properties are no language either:
+		// the page shows its text and polls.
+		{"query constructor", "?lang=constructor", "", "en", "Your place in line", "about 4 minutes"},
+		{"query __proto__ then the browser's", "?lang=__proto__", "ko-KR,ko", "ko", "내 대기 순서", "약 4분"},
 	}
 	q := newFakeQueue()
 	q.add("gala", gala())
@@ -503,5 +510,38 @@ func TestWithoutJavaScript(t *testing.T) {
 	defer site.mu.Unlock()
 	if len(site.passes) != 1 || !strings.HasPrefix(site.passes[0], "eyJ") {
 		t.Errorf("the site got passes %q", site.passes)
+	}
+}
+
+// TestFramingRefused: a page that frames the waiting room gets no page in
+// the frame (here even on the same origin), while the site's page, which
+// allows framing, loads in the frame beside it.
+func TestFramingRefused(t *testing.T) {
+	t.Parallel()
+	q := newFakeQueue()
+	q.add("gala", gala())
+	h, err := waitpage.New(q, waitpage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(waitpage.PathPrefix, h)
+	mux.Handle("/api/", q.apiHandler())
+	mux.HandleFunc("GET /demo-site/{programId}", (&site{}).serve)
+	mux.HandleFunc("GET /frame", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		const count = `onload="window.loaded = (window.loaded || 0) + 1"`
+		fmt.Fprintf(w, `<!doctype html><title>Framer</title><iframe id="wr" src="/waiting-room/gala" %s></iframe><iframe id="site" src="/demo-site/gala" %s></iframe>`, count, count)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	ctx := tab(t)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/frame"))
+	waitFor(t, ctx, `window.loaded === 2`)
+	got := eval[[]bool](t, ctx, `['wr', 'site'].map((id) => {
+		try { return !!document.getElementById(id).contentDocument.querySelector('h1'); } catch { return false; }
+	})`)
+	if want := []bool{false, true}; !slices.Equal(got, want) {
+		t.Errorf("a page in the frame (waiting room, site) = %v, want %v", got, want)
 	}
 }

@@ -191,6 +191,9 @@ func TestServerLanguage(t *testing.T) {
 		{"?lang=en", "ko-KR", "en", "You&#39;re in line"},
 		{"?lang=ko", "", "ko", "대기 중입니다"},
 		{"?lang=xx", "", "en", "You&#39;re in line"},
+		{"?lang=constructor", "", "en", "You&#39;re in line"},
+		{"?lang=__proto__", "ko", "ko", "대기 중입니다"},
+		{"", "__proto__, constructor", "en", "You&#39;re in line"},
 	}
 	for _, tt := range tests {
 		w := send(h, "GET", "/waiting-room/gala"+tt.query, nil, http.Header{"Accept-Language": {tt.acceptLanguage}})
@@ -296,8 +299,8 @@ func TestNoScriptFallback(t *testing.T) {
 			t.Errorf("page lacks %s:\n%s", want, body)
 		}
 	}
-	if got := w.Header().Get("Cache-Control"); got != "private, no-cache" {
-		t.Errorf("a page with a person's place: Cache-Control = %q", got)
+	if got := w.Header().Get("Cache-Control"); got != "private, no-store" {
+		t.Errorf("a page with a person's place: Cache-Control = %q, want private, no-store", got)
 	}
 	// Paused, as the answer says.
 	q.mu.Lock()
@@ -315,9 +318,14 @@ func TestNoScriptFallback(t *testing.T) {
 	tok := q.tokens[c.Value]
 	tok.status, tok.pass, tok.expiresAt = waitpage.StatusAdmitted, "h.p.s", time.Now().Add(time.Minute)
 	q.mu.Unlock()
-	body = send(h, "GET", "http://127.0.0.1:3000/waiting-room/gala", nil, withCookie).Body.String()
+	w = send(h, "GET", "http://127.0.0.1:3000/waiting-room/gala", nil, withCookie)
+	body = w.Body.String()
 	if want := `<noscript><meta http-equiv="refresh" content="0; url=https://tickets.example.com/buy?event=7&amp;admissionPass=h.p.s"></noscript>`; !strings.Contains(body, want) {
 		t.Errorf("admitted page lacks %s:\n%s", want, body)
+	}
+	// It carries the pass: no cache keeps it, as no cache keeps the API's.
+	if got := w.Header().Get("Cache-Control"); got != "private, no-store" {
+		t.Errorf("the admitted page, with the pass: Cache-Control = %q, want private, no-store", got)
 	}
 
 	// Expired: explained, with a form that enters afresh.
@@ -399,5 +407,44 @@ func TestCookieSecureUnlessPlainLoopback(t *testing.T) {
 		if len(cs) != 1 || cs[0].Secure != tt.secure {
 			t.Errorf("%s %v: cookies %v, want Secure=%v", tt.target, tt.header, cs, tt.secure)
 		}
+	}
+}
+
+// TestRefusesFraming: every answer of the page's paths forbids framing
+// (clickjacking the join button or the pass's link), by CSP and by
+// X-Frame-Options for browsers without frame-ancestors.
+func TestRefusesFraming(t *testing.T) {
+	q := newFakeQueue()
+	q.add("gala", gala())
+	h := newHandler(t, q, waitpage.Options{})
+	page := send(h, "GET", "/waiting-room/gala", nil, nil).Body.String()
+	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	tests := []struct {
+		name, method, target string
+		header               http.Header
+		status               int
+	}{
+		{"page", "GET", "/waiting-room/gala", nil, 200},
+		{"unknown program", "GET", "/waiting-room/nope", nil, 404},
+		{"malformed program", "GET", "/waiting-room/-bad!", nil, 400},
+		{"no-JavaScript enter", "POST", "/waiting-room/gala/enter", form, 303},
+		{"cross-site enter", "POST", "/waiting-room/gala/enter", http.Header{"Content-Type": form["Content-Type"], "Sec-Fetch-Site": {"cross-site"}}, 403},
+		{"asset", "GET", assetRef.FindString(page), nil, 200},
+		{"unknown asset", "GET", "/waiting-room/assets/app.00000000.js", nil, 404},
+		{"other method", "PUT", "/waiting-room/gala", nil, 405},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := send(h, tt.method, "http://127.0.0.1:3000"+tt.target, strings.NewReader(""), tt.header)
+			if w.Code != tt.status {
+				t.Errorf("status = %d, want %d", w.Code, tt.status)
+			}
+			if got := w.Header().Values("X-Frame-Options"); !cmp.Equal(got, []string{"DENY"}) {
+				t.Errorf("X-Frame-Options = %q, want DENY", got)
+			}
+			if csp := w.Header().Get("Content-Security-Policy"); !regexp.MustCompile(`(^|; )frame-ancestors 'none'(;|$)`).MatchString(csp) {
+				t.Errorf("Content-Security-Policy = %q, want frame-ancestors 'none'", csp)
+			}
+		})
 	}
 }

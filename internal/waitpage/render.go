@@ -73,7 +73,6 @@ func (h *Handler) render(w http.ResponseWriter, status int, d *pageData) {
 	if hdr.Get("Cache-Control") == "" {
 		hdr.Set("Cache-Control", "no-cache")
 	}
-	hdr.Set("Content-Security-Policy", h.csp)
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "same-origin")
 	hdr.Add("Vary", "Accept-Language, Cookie")

@@ -154,9 +154,9 @@ func New(programs Programs, opts Options) (*Handler, error) {
 		connect += " " + apiOrigin
 	}
 	// Scripts only from this origin; images, styles and fonts also from
-	// https, for an operator's logo and override.
+	// https, for an operator's logo and override; in no frame.
 	h.csp = "default-src 'self'; img-src 'self' https: data:; style-src 'self' https:; font-src 'self' https:; connect-src " + connect +
-		"; base-uri 'none'; form-action 'self'; object-src 'none'"
+		"; base-uri 'none'; form-action 'self'; object-src 'none'; frame-ancestors 'none'"
 
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc(Routes[0].Method+" "+Routes[0].Path, h.page)
@@ -166,8 +166,14 @@ func New(programs Programs, opts Options) (*Handler, error) {
 	return h, nil
 }
 
-// ServeHTTP serves the page, its assets and the no-JavaScript enter form.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+// ServeHTTP serves the page, its assets and the no-JavaScript enter form,
+// every answer with the page's Content-Security-Policy and none framable.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	hdr.Set("Content-Security-Policy", h.csp)
+	hdr.Set("X-Frame-Options", "DENY") // for browsers without frame-ancestors
+	h.mux.ServeHTTP(w, r)
+}
 
 // CheckLogoURL reports why s cannot be Options.LogoURL: it must be empty,
 // a path on this origin or an https URL.
@@ -206,7 +212,8 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	d := h.data(lang, id, info)
 	if tok := tokenCookie(r); tok != "" {
-		w.Header().Set("Cache-Control", "private, no-cache")
+		// A person's place, or their pass: kept by no cache.
+		w.Header().Set("Cache-Control", "private, no-store")
 		v, err := h.programs.Poll(r.Context(), id, tok)
 		switch {
 		case err == nil:

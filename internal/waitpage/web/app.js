@@ -14,11 +14,13 @@
   const closed = root.dataset.closed === 'true';
   let paused = root.dataset.paused === 'true';
 
-  // Language: ?lang= first, then the browser's, then English.
+  // Language: ?lang= first, then the browser's, then English. Only TEXT's
+  // own keys are languages ("constructor" is not).
   const query = new URLSearchParams(location.search);
+  const known = (l) => Object.prototype.hasOwnProperty.call(TEXT, l);
   const lang = [query.get('lang'), ...(navigator.languages || []), navigator.language]
     .map((l) => (l || '').toLowerCase().split('-')[0])
-    .find((l) => TEXT[l]) || 'en';
+    .find(known) || 'en';
   const t = (key, vars = {}) => {
     let s = (TEXT[lang] && TEXT[lang][key]) || TEXT.en[key] || key;
     for (const k in vars) s = s.split('{' + k + '}').join(vars[k]);

@@ -71,18 +71,18 @@ func TestPageEvents(t *testing.T) {
 		wantBody   []string // substrings, in order
 		wantCookie string   // the Set-Cookie of the answer, "" for none
 	}{
-		{"page", 200, map[string]string{"Content-Type": html, "Cache-Control": noCache},
+		{"page", 200, map[string]string{"Content-Type": html, "Cache-Control": noCache, "X-Frame-Options": "DENY"},
 			[]string{`<html lang="en">`, `<title>demo</title>`, `<script src="/waiting-room/assets/app.`, `data-program="demo" data-api="/api/v1/queues/programs/"`, `<h1>demo</h1>`, "You&#39;re in line", `<form method="post" action="/waiting-room/demo/enter">`}, ""},
 		{"page-ko", 200, map[string]string{"Content-Type": html, "Cache-Control": noCache},
 			[]string{`<html lang="ko">`, "대기 중입니다", "대기열 들어가기"}, ""},
-		{"page-noscript-waiting", 200, map[string]string{"Content-Type": html, "Cache-Control": "private, no-cache"},
+		{"page-noscript-waiting", 200, map[string]string{"Content-Type": html, "Cache-Control": "private, no-store"},
 			[]string{`<noscript><meta http-equiv="refresh" content="`, `<p class="position">`, "This page refreshes itself in"}, ""},
 		{"page-error-unknown-program", 404, map[string]string{"Content-Type": html},
 			[]string{"Waiting room not found"}, ""},
 		{"page-error-invalid-program", 400, map[string]string{"Content-Type": html},
 			[]string{"This link is not valid"}, ""},
 		{"page-error-stale-asset", 404, nil, nil, ""},
-		{"page-enter", 303, map[string]string{"Location": "/waiting-room/demo?lang=en"}, nil,
+		{"page-enter", 303, map[string]string{"Location": "/waiting-room/demo?lang=en", "X-Frame-Options": "DENY"}, nil,
 			"wr_token=" + enteredToken + "; Path=/waiting-room/demo; Max-Age=86400; HttpOnly; Secure; SameSite=Lax"},
 	}
 	files, _ := filepath.Glob(filepath.Join("..", "..", "events", "page*.json"))

@@ -7,10 +7,11 @@
 // (the program the site protects) and validity (nbf, exp, with a small
 // leeway), and returns its Claims. A Gate is net/http middleware built on
 // a Verifier: it exchanges a pass brought in the URL (?admissionPass=…)
-// for an HttpOnly cookie, lets in requests with a valid cookie, and sends
-// the others to the waiting room. With a ReplayGuard (MemoryGuard in
-// memory, or package dynamoreplay on DynamoDB) each pass can be exchanged
-// once only.
+// for an HttpOnly cookie, a session bound to the pass under the site's
+// secret (never the pass itself), lets in requests with a valid cookie,
+// and sends the others to the waiting room. With a ReplayGuard
+// (MemoryGuard in memory, or package dynamoreplay on DynamoDB) each pass
+// can be exchanged once only, so one pass lets one browser in.
 //
 // The pass is a standard JWT: a site in another language verifies it with
 // any JOSE library that takes a JWKS; docs/admission-pass.md in this

@@ -2,6 +2,7 @@ package passverify_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log"
@@ -31,8 +32,15 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// The site's cookie secret: in production the same random bytes on
+	// every instance, from the site's secret store.
+	secret := make([]byte, passverify.MinCookieSecretSize)
+	if _, err := rand.Read(secret); err != nil {
+		log.Fatal(err)
+	}
 	gate, err := passverify.NewGate(v, passverify.GateConfig{
 		WaitingRoomURL: "https://queue.example.com/waiting-room/gala",
+		CookieSecrets:  [][]byte{secret},
 		ReplayGuard:    passverify.NewMemoryGuard(0), // each pass admits one browser
 	})
 	if err != nil {
@@ -66,8 +74,19 @@ func Example() {
 	resp.Body.Close()
 	fmt.Println(resp.StatusCode, resp.Header.Get("Location"))
 
+	// Nor does a copy of the pass help: the cookie is no copy of it.
+	req, _ := http.NewRequest(http.MethodGet, site.URL+"/seats", nil)
+	req.AddCookie(&http.Cookie{Name: passverify.DefaultCookieName, Value: pass})
+	resp, err = stranger.Do(req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, resp.Header.Get("Location"))
+
 	// Output:
 	// 200 /seats Welcome, ticket 42.
+	// 303 https://queue.example.com/waiting-room/gala
 	// 303 https://queue.example.com/waiting-room/gala
 }
 

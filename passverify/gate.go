@@ -15,21 +15,30 @@ import (
 // Param is the query parameter that brings a pass to the site.
 const Param = "admissionPass"
 
-// DefaultCookieName is the name of the cookie that carries the pass.
+// DefaultCookieName is the name of the cookie that a Gate exchanges a
+// pass for.
 const DefaultCookieName = "admission_pass"
 
-// GateConfig configures a Gate. WaitingRoomURL is required.
+// GateConfig configures a Gate. WaitingRoomURL and CookieSecrets are
+// required.
 type GateConfig struct {
 	// WaitingRoomURL is where a request without a valid pass is sent:
 	// the program's waiting room, an absolute http(s) URL, or an absolute
 	// path when the waiting room is on the site's own origin.
 	WaitingRoomURL string
-	// CookieName names the pass's cookie. Default DefaultCookieName.
+	// CookieSecrets are the site's secrets, each of at least
+	// MinCookieSecretSize random bytes, that authenticate its cookies
+	// (HMAC-SHA256): the first signs, every one verifies, so a secret is
+	// rotated by adding the new one. Every instance of the site needs the
+	// same secrets.
+	CookieSecrets [][]byte
+	// CookieName names the cookie. Default DefaultCookieName.
 	CookieName string
 	// CookiePath scopes the cookie. Default "/".
 	CookiePath string
 	// ReplayGuard, if set, lets each pass be exchanged for a cookie once
-	// (single use); nil lets a pass be exchanged again until it expires.
+	// (single use); nil lets every holder of a pass exchange it until it
+	// expires.
 	ReplayGuard ReplayGuard
 	// Refused, if set, answers the requests the Gate turns away instead
 	// of the default (a 303 to WaitingRoomURL, or a 403 page for a pass
@@ -47,6 +56,7 @@ type Gate struct {
 	cookiePath string
 	guard      ReplayGuard
 	refused    func(http.ResponseWriter, *http.Request, error)
+	keys       [][]byte // MAC keys derived from CookieSecrets, the first signs
 }
 
 // NewGate returns a Gate that checks passes with v.
@@ -60,7 +70,11 @@ func NewGate(v *Verifier, cfg GateConfig) (*Gate, error) {
 	if !absolute && !sameSite {
 		return nil, fmt.Errorf("passverify: WaitingRoomURL %q is neither an absolute http(s) URL nor an absolute path", cfg.WaitingRoomURL)
 	}
-	g := &Gate{v: v, room: u.String(), cookieName: cfg.CookieName, cookiePath: cfg.CookiePath, guard: cfg.ReplayGuard, refused: cfg.Refused}
+	keys, err := sessionKeys(cfg.CookieSecrets)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gate{v: v, room: u.String(), cookieName: cfg.CookieName, cookiePath: cfg.CookiePath, guard: cfg.ReplayGuard, refused: cfg.Refused, keys: keys}
 	if g.cookieName == "" {
 		g.cookieName = DefaultCookieName
 	}
@@ -77,12 +91,13 @@ func NewGate(v *Verifier, cfg GateConfig) (*Gate, error) {
 }
 
 // Wrap returns next behind the gate:
-//   - a request with ?admissionPass= is verified; a valid pass is moved
-//     into the cookie and the request redirected (303) to the same URL
-//     without the parameter; an invalid one sets no cookie and is
-//     refused;
-//   - a request with a valid pass in the cookie goes to next, with the
-//     pass's claims in its context (FromContext);
+//   - a request with ?admissionPass= is verified; a valid pass (used for
+//     the first time, with a ReplayGuard) is exchanged for a cookie that
+//     holds its claims under the site's MAC, and the request redirected
+//     (303) to the same URL without the parameter; an invalid one sets
+//     no cookie and is refused;
+//   - a request with a valid cookie goes to next, with the pass's claims
+//     in its context (FromContext); a raw pass as the cookie is refused;
 //   - any other request is refused: by default a 303 to the waiting room.
 //
 // When the pass cannot be checked (ErrKeysUnavailable, or the
@@ -99,7 +114,7 @@ func (g *Gate) Wrap(next http.Handler) http.Handler {
 			g.refuse(w, r, nil)
 			return
 		}
-		claims, err := g.v.Verify(r.Context(), c.Value)
+		claims, err := g.open(r.Context(), c.Value)
 		switch {
 		case err == nil:
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)))
@@ -112,10 +127,11 @@ func (g *Gate) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// exchange verifies the pass of the query and moves it into the cookie.
+// exchange verifies the pass of the query and exchanges it for the
+// cookie.
 func (g *Gate) exchange(w http.ResponseWriter, r *http.Request, pass string) {
 	ctx := r.Context()
-	claims, err := g.v.Verify(ctx, pass)
+	claims, kid, err := g.v.verify(ctx, pass)
 	if err != nil {
 		if errors.Is(err, ErrInvalid) {
 			g.refuse(w, r, err)
@@ -136,23 +152,23 @@ func (g *Gate) exchange(w http.ResponseWriter, r *http.Request, pass string) {
 		}
 	}
 	maxAge := int((claims.ExpiresAt.Sub(g.v.now()) + time.Second - 1) / time.Second)
-	http.SetCookie(w, g.cookie(r, pass, max(maxAge, 1), claims.ExpiresAt))
+	http.SetCookie(w, g.cookie(r, g.seal(claims, kid), max(maxAge, 1), claims.ExpiresAt))
 	w.Header().Set("Location", withoutPass(r.URL))
 	w.WriteHeader(http.StatusSeeOther)
 }
 
-// holds reports whether r's cookie already carries the valid pass jti: the
+// holds reports whether r's cookie is a valid one for the pass jti: the
 // same browser bringing its pass again, which is no replay.
 func (g *Gate) holds(r *http.Request, jti string) bool {
 	c, err := r.Cookie(g.cookieName)
 	if err != nil {
 		return false
 	}
-	claims, err := g.v.Verify(r.Context(), c.Value)
+	claims, err := g.open(r.Context(), c.Value)
 	return err == nil && claims.JTI == jti
 }
 
-// cookie returns the pass's cookie: HttpOnly, SameSite=Lax, and Secure
+// cookie returns the Gate's cookie: HttpOnly, SameSite=Lax, and Secure
 // unless r came over plain HTTP to a loopback host.
 func (g *Gate) cookie(r *http.Request, value string, maxAge int, expires time.Time) *http.Cookie {
 	return &http.Cookie{
@@ -205,7 +221,8 @@ func unavailable(w http.ResponseWriter) {
 type claimsKey struct{}
 
 // FromContext returns the claims of the pass that let the request in, in
-// a handler behind a Gate.
+// a handler behind a Gate: read from the cookie, they are those of the
+// pass that the cookie was exchanged for.
 func FromContext(ctx context.Context) (Claims, bool) {
 	c, ok := ctx.Value(claimsKey{}).(Claims)
 	return c, ok

@@ -2,6 +2,8 @@ package passverify_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -58,6 +60,28 @@ var site = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "in: %s ticket %d until %s", c.TokenID, c.Ticket, c.ExpiresAt.Format(time.RFC3339))
 })
 
+// newSecret returns a random cookie secret.
+func newSecret(t *testing.T) []byte {
+	t.Helper()
+	b := make([]byte, passverify.MinCookieSecretSize)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// serve answers a GET of target by gate, with cookie as its cookie if not
+// empty.
+func serve(gate *passverify.Gate, target, cookie string) answer {
+	r := httptest.NewRequest(http.MethodGet, target, nil)
+	if cookie != "" {
+		r.AddCookie(&http.Cookie{Name: passverify.DefaultCookieName, Value: cookie})
+	}
+	rec := httptest.NewRecorder()
+	gate.Wrap(site).ServeHTTP(rec, r)
+	return answerOf(rec)
+}
+
 func TestGate(t *testing.T) {
 	room := passtest.NewRoom(t)
 	now := passtest.Admission.AdmittedAt.Add(time.Minute) // 10:13:01.456
@@ -66,12 +90,14 @@ func TestGate(t *testing.T) {
 	a := passtest.Admission
 	pass := room.Pass(t, a)
 	expired := room.Pass(t, admissionpass.Admission{ProgramID: "gala", TokenID: a.TokenID, AdmittedAt: now.Add(-time.Hour), ExpiresAt: now.Add(-time.Minute)})
+	secret := newSecret(t)
 	otherProgram := room.Pass(t, admissionpass.Admission{ProgramID: "other", TokenID: a.TokenID, AdmittedAt: a.AdmittedAt, ExpiresAt: a.ExpiresAt})
 	exp := a.ExpiresAt.Truncate(time.Second) // 10:22:01
 	const maxAge = 540                       // 8m59.544s, rounded up
 
 	passCookie := func(secure bool, path string) []cookieView {
-		return []cookieView{{Name: "admission_pass", Value: pass, Path: path, MaxAge: maxAge, Expires: exp, HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}}
+		// Value: checked apart, by the entry it gives.
+		return []cookieView{{Name: "admission_pass", Path: path, MaxAge: maxAge, Expires: exp, HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}}
 	}
 	deleted := []cookieView{{Name: "admission_pass", Path: "/", MaxAge: -1, HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode}}
 	toRoom := answer{Status: http.StatusSeeOther, Location: passtest.WaitingRoomURL}
@@ -114,16 +140,15 @@ func TestGate(t *testing.T) {
 		{"NoPass", "https://shop.example.com/seats", "", nil, toRoom},
 		{"NoPassSameOriginRoom", "https://shop.example.com/seats", "", func(c *passverify.GateConfig) { c.WaitingRoomURL = "/waiting-room/gala" },
 			answer{Status: http.StatusSeeOther, Location: "/waiting-room/gala"}},
-		{"ValidCookie", "https://shop.example.com/seats?row=3", pass, nil, in},
-		{"ExpiredCookie", "https://shop.example.com/seats", expired, nil,
+		{"RawPassAsCookie", "https://shop.example.com/seats?row=3", pass, nil,
 			answer{Status: http.StatusSeeOther, Location: passtest.WaitingRoomURL, Cookies: deleted}},
-		{"OtherProgramCookie", "https://shop.example.com/seats", otherProgram, nil,
+		{"GarbageCookie", "https://shop.example.com/seats", "v1.e30.AAAA", nil,
 			answer{Status: http.StatusSeeOther, Location: passtest.WaitingRoomURL, Cookies: deleted}},
 		{"OtherCookieName", "https://shop.example.com/seats", pass, func(c *passverify.GateConfig) { c.CookieName = "seat_pass" }, toRoom},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := passverify.GateConfig{WaitingRoomURL: passtest.WaitingRoomURL}
+			cfg := passverify.GateConfig{WaitingRoomURL: passtest.WaitingRoomURL, CookieSecrets: [][]byte{secret}}
 			if tt.config != nil {
 				tt.config(&cfg)
 			}
@@ -137,7 +162,21 @@ func TestGate(t *testing.T) {
 			}
 			rec := httptest.NewRecorder()
 			gate.Wrap(site).ServeHTTP(rec, r)
-			if diff := cmp.Diff(tt.want, answerOf(rec)); diff != "" {
+			got := answerOf(rec)
+			for i, c := range got.Cookies {
+				if c.Value == "" {
+					continue
+				}
+				// The cookie is no copy of the pass, and it lets in.
+				if strings.Contains(c.Value, pass) || strings.Contains(c.Value, strings.Split(pass, ".")[2]) {
+					t.Errorf("cookie %q holds the pass", c.Value)
+				}
+				if entry := serve(gate, "https://shop.example.com/seats", c.Value); !cmp.Equal(entry, in) {
+					t.Errorf("with the cookie of the exchange: %+v, want %+v", entry, in)
+				}
+				got.Cookies[i].Value = ""
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 			if tt.want.Status != http.StatusOK && rec.Header().Get("Cache-Control") != "no-store" {
@@ -155,7 +194,7 @@ func TestGate(t *testing.T) {
 func TestGateCookieRoundTrip(t *testing.T) {
 	room := passtest.NewRoom(t)
 	clock := passtest.NewClock(passtest.Admission.AdmittedAt.Add(time.Minute))
-	gate, err := passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{WaitingRoomURL: passtest.WaitingRoomURL})
+	gate, err := passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{WaitingRoomURL: passtest.WaitingRoomURL, CookieSecrets: [][]byte{newSecret(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,13 +217,24 @@ func TestGateCookieRoundTrip(t *testing.T) {
 
 func TestGateUnavailable(t *testing.T) {
 	room := passtest.NewRoom(t)
-	room.SetStatus(http.StatusBadGateway)
 	clock := passtest.NewClock(passtest.Admission.AdmittedAt.Add(time.Minute))
-	gate, err := passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{WaitingRoomURL: passtest.WaitingRoomURL, ReplayGuard: failingGuard{}})
+	pass := room.Pass(t, passtest.Admission)
+	// A cookie made while the JWKS answers, by another instance of the
+	// site (the same secret).
+	secrets := [][]byte{newSecret(t)}
+	other, err := passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{WaitingRoomURL: passtest.WaitingRoomURL, CookieSecrets: secrets})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pass := room.Pass(t, passtest.Admission)
+	exchanged := serve(other, passtest.WithPass("https://shop.example.com/", pass), "")
+	if len(exchanged.Cookies) != 1 {
+		t.Fatalf("exchange: %+v, want a cookie", exchanged)
+	}
+	room.SetStatus(http.StatusBadGateway)
+	gate, err := passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{WaitingRoomURL: passtest.WaitingRoomURL, CookieSecrets: secrets, ReplayGuard: failingGuard{}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	check := func(name string, r *http.Request) {
 		t.Helper()
 		rec := httptest.NewRecorder()
@@ -196,7 +246,7 @@ func TestGateUnavailable(t *testing.T) {
 	}
 	check("pass in query, no JWKS", httptest.NewRequest(http.MethodGet, passtest.WithPass("https://shop.example.com/", pass), nil))
 	r := httptest.NewRequest(http.MethodGet, "https://shop.example.com/", nil)
-	r.AddCookie(&http.Cookie{Name: passverify.DefaultCookieName, Value: pass})
+	r.AddCookie(&http.Cookie{Name: passverify.DefaultCookieName, Value: exchanged.Cookies[0].Value})
 	check("cookie, no JWKS", r)
 
 	clock.Advance(passverify.DefaultMinRefreshInterval)
@@ -216,6 +266,7 @@ func TestGateRefusedHook(t *testing.T) {
 	var reasons []error
 	gate, err := passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{
 		WaitingRoomURL: passtest.WaitingRoomURL,
+		CookieSecrets:  [][]byte{newSecret(t)},
 		Refused: func(w http.ResponseWriter, _ *http.Request, err error) {
 			reasons = append(reasons, err)
 			w.WriteHeader(http.StatusUnauthorized)
@@ -239,25 +290,171 @@ func TestGateRefusedHook(t *testing.T) {
 func TestNewGateRefusesBadConfig(t *testing.T) {
 	room := passtest.NewRoom(t)
 	v := room.Verifier(t, passtest.NewClock(time.Now()), nil)
+	secrets := [][]byte{newSecret(t)}
 	for _, cfg := range []passverify.GateConfig{
-		{},
-		{WaitingRoomURL: "waiting-room/gala"},
-		{WaitingRoomURL: "//evil.example.com/waiting-room/gala"},
-		{WaitingRoomURL: `/\evil.example.com/waiting-room/gala`},
-		{WaitingRoomURL: "javascript:alert(1)"},
-		{WaitingRoomURL: "ftp://queue.example.com/waiting-room/gala"},
-		{WaitingRoomURL: passtest.WaitingRoomURL, CookiePath: "shop"},
+		{CookieSecrets: secrets},
+		{WaitingRoomURL: "waiting-room/gala", CookieSecrets: secrets},
+		{WaitingRoomURL: "//evil.example.com/waiting-room/gala", CookieSecrets: secrets},
+		{WaitingRoomURL: `/\evil.example.com/waiting-room/gala`, CookieSecrets: secrets},
+		{WaitingRoomURL: "javascript:alert(1)", CookieSecrets: secrets},
+		{WaitingRoomURL: "ftp://queue.example.com/waiting-room/gala", CookieSecrets: secrets},
+		{WaitingRoomURL: passtest.WaitingRoomURL, CookieSecrets: secrets, CookiePath: "shop"},
+		{WaitingRoomURL: passtest.WaitingRoomURL},
+		{WaitingRoomURL: passtest.WaitingRoomURL, CookieSecrets: [][]byte{}},
+		{WaitingRoomURL: passtest.WaitingRoomURL, CookieSecrets: [][]byte{secrets[0], []byte("too short: 31 bytes, not a key!")}},
 	} {
 		if _, err := passverify.NewGate(v, cfg); err == nil {
 			t.Errorf("NewGate took %+v", cfg)
 		}
 	}
 	for _, room := range []string{passtest.WaitingRoomURL, "http://127.0.0.1:3000/waiting-room/gala", "/waiting-room/gala"} {
-		if _, err := passverify.NewGate(v, passverify.GateConfig{WaitingRoomURL: room}); err != nil {
+		if _, err := passverify.NewGate(v, passverify.GateConfig{WaitingRoomURL: room, CookieSecrets: secrets}); err != nil {
 			t.Errorf("NewGate refused %q: %v", room, err)
 		}
 	}
-	if _, err := passverify.NewGate(nil, passverify.GateConfig{WaitingRoomURL: passtest.WaitingRoomURL}); err == nil {
+	if _, err := passverify.NewGate(nil, passverify.GateConfig{WaitingRoomURL: passtest.WaitingRoomURL, CookieSecrets: secrets}); err == nil {
 		t.Error("NewGate took no Verifier")
 	}
+}
+
+// TestGateCookie: the cookie is a session bound to the pass under the
+// site's secret. Only the cookie of an exchange lets in, with the pass's
+// claims: until the pass's exp plus the leeway, for the Gate's program,
+// under a secret the Gate holds, while the pass's key is in the JWKS.
+func TestGateCookie(t *testing.T) {
+	room := passtest.NewRoom(t)
+	a := passtest.Admission
+	pass := room.Pass(t, a)
+	otherPass := room.Pass(t, admissionpass.Admission{ProgramID: "other", TokenID: a.TokenID, AdmittedAt: a.AdmittedAt, ExpiresAt: a.ExpiresAt})
+	oldSecret, nextSecret := newSecret(t), newSecret(t)
+	want, err := room.Verifier(t, passtest.NewClock(a.AdmittedAt), nil).Verify(t.Context(), pass)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A site: a Gate of program on its own clock, which records why it
+	// refuses and which claims it lets in.
+	type site struct {
+		gate    *passverify.Gate
+		clock   *passtest.Clock
+		refused error
+		claims  passverify.Claims
+	}
+	newSite := func(program string, secrets ...[]byte) *site {
+		s := &site{clock: passtest.NewClock(a.AdmittedAt.Add(time.Minute))}
+		v := room.Verifier(t, s.clock, func(c *passverify.Config) { c.ProgramID = program })
+		s.gate, err = passverify.NewGate(v, passverify.GateConfig{
+			WaitingRoomURL: passtest.WaitingRoomURL,
+			CookieSecrets:  secrets,
+			Refused: func(w http.ResponseWriter, _ *http.Request, err error) {
+				s.refused = err
+				w.WriteHeader(http.StatusSeeOther)
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// get answers a GET with cookie.
+	get := func(s *site, cookie string) (int, []*http.Cookie) {
+		s.refused, s.claims = nil, passverify.Claims{}
+		r := httptest.NewRequest(http.MethodGet, "https://shop.example.com/seats", nil)
+		r.AddCookie(&http.Cookie{Name: passverify.DefaultCookieName, Value: cookie})
+		rec := httptest.NewRecorder()
+		s.gate.Wrap(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			s.claims, _ = passverify.FromContext(r.Context())
+		})).ServeHTTP(rec, r)
+		return rec.Code, rec.Result().Cookies()
+	}
+	// exchange returns the cookie s gives for p.
+	exchange := func(s *site, p string) string {
+		t.Helper()
+		got := serve(s.gate, passtest.WithPass("https://shop.example.com/seats", p), "")
+		if len(got.Cookies) != 1 || got.Cookies[0].Value == "" {
+			t.Fatalf("exchange: %+v, want the cookie", got)
+		}
+		return got.Cookies[0].Value
+	}
+	// refused checks that s refuses cookie for reason, and deletes it.
+	refused := func(s *site, cookie string, reason error) {
+		t.Helper()
+		code, cookies := get(s, cookie)
+		if code != http.StatusSeeOther || !errors.Is(s.refused, reason) || !errors.Is(s.refused, passverify.ErrInvalid) {
+			t.Errorf("%d, refused for %v; want a refusal for %v", code, s.refused, reason)
+		}
+		if len(cookies) != 1 || cookies[0].MaxAge != -1 {
+			t.Errorf("cookies %v, want the cookie deleted", cookies)
+		}
+	}
+	in := func(s *site, cookie string) {
+		t.Helper()
+		if code, _ := get(s, cookie); code != http.StatusOK || s.claims != want {
+			t.Errorf("%d (refused for %v) with claims %+v; want 200 with %+v", code, s.refused, s.claims, want)
+		}
+	}
+
+	t.Run("Exchanged", func(t *testing.T) {
+		s := newSite("gala", oldSecret)
+		in(s, exchange(s, pass))
+	})
+	t.Run("RawPass", func(t *testing.T) {
+		s := newSite("gala", oldSecret)
+		exchange(s, pass)
+		refused(s, pass, passverify.ErrCookie)
+	})
+	t.Run("WrongMAC", func(t *testing.T) {
+		s := newSite("gala", oldSecret)
+		c := exchange(s, pass)
+		dot := strings.LastIndex(c, ".")
+		sum, err := base64.RawURLEncoding.DecodeString(c[dot+1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum[0] ^= 1
+		refused(s, c[:dot+1]+base64.RawURLEncoding.EncodeToString(sum), passverify.ErrCookie)
+		refused(s, c[:dot], passverify.ErrCookie)
+	})
+	t.Run("AlteredClaims", func(t *testing.T) {
+		s := newSite("gala", oldSecret)
+		parts := strings.Split(exchange(s, pass), ".")
+		body, err := base64.RawURLEncoding.DecodeString(parts[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		altered := strings.Replace(string(body), `"ticket":4242`, `"ticket":1`, 1)
+		if altered == string(body) {
+			t.Fatalf("no ticket in %s", body)
+		}
+		refused(s, parts[0]+"."+base64.RawURLEncoding.EncodeToString([]byte(altered))+"."+parts[2], passverify.ErrCookie)
+	})
+	t.Run("AnotherSecret", func(t *testing.T) {
+		refused(newSite("gala", nextSecret), exchange(newSite("gala", oldSecret), pass), passverify.ErrCookie)
+	})
+	t.Run("AnotherProgram", func(t *testing.T) {
+		refused(newSite("gala", oldSecret), exchange(newSite("other", oldSecret), otherPass), passverify.ErrAudience)
+	})
+	t.Run("Expired", func(t *testing.T) {
+		s := newSite("gala", oldSecret)
+		c := exchange(s, pass)
+		s.clock.Advance(want.ExpiresAt.Add(passverify.DefaultLeeway).Sub(s.clock.Now())) // the last instant
+		in(s, c)
+		s.clock.Advance(time.Second)
+		refused(s, c, passverify.ErrExpired)
+	})
+	t.Run("SecretRotation", func(t *testing.T) {
+		before, during, after := newSite("gala", oldSecret), newSite("gala", nextSecret, oldSecret), newSite("gala", nextSecret)
+		old := exchange(before, pass)
+		in(during, old)
+		in(after, exchange(during, pass))
+		refused(after, old, passverify.ErrCookie)
+	})
+	t.Run("KeyDropped", func(t *testing.T) {
+		s := newSite("gala", oldSecret)
+		c := exchange(s, pass)
+		room.Publish(t, passtest.NewKey(t))
+		t.Cleanup(func() { room.Publish(t, room.Key) })
+		s.clock.Advance(passverify.DefaultCacheTTL)
+		refused(s, c, passverify.ErrUnknownKey)
+	})
 }

@@ -143,7 +143,7 @@ type Claims struct {
 
 // ErrInvalid is matched (errors.Is) by every refusal of a pass itself:
 // ErrMalformed, ErrAlgorithm, ErrUnknownKey, ErrSignature, ErrIssuer,
-// ErrAudience, ErrExpired, ErrNotYetValid, and ErrReplayed.
+// ErrAudience, ErrExpired, ErrNotYetValid, ErrReplayed, and ErrCookie.
 var ErrInvalid = errors.New("passverify: invalid admission pass")
 
 // Reasons for refusing a pass; each matches ErrInvalid.
@@ -157,6 +157,9 @@ var (
 	ErrExpired     error = &refusal{"admission pass expired"}
 	ErrNotYetValid error = &refusal{"admission pass not valid yet"}
 	ErrReplayed    error = &refusal{"admission pass already used"}
+	// ErrCookie is a Gate's cookie that the Gate did not make under one
+	// of its CookieSecrets: a raw pass, an altered cookie, or garbage.
+	ErrCookie error = &refusal{"admission cookie not made by this site"}
 )
 
 // ErrKeysUnavailable means the JWKS could not be fetched and no copy of it
@@ -179,51 +182,57 @@ type payload struct {
 // the leeway. Its error matches ErrInvalid (and the reason) for a pass
 // that is refused, or ErrKeysUnavailable.
 func (v *Verifier) Verify(ctx context.Context, pass string) (Claims, error) {
+	c, _, err := v.verify(ctx, pass)
+	return c, err
+}
+
+// verify is Verify, also returning the kid of the key that signed pass.
+func (v *Verifier) verify(ctx context.Context, pass string) (Claims, string, error) {
 	if len(pass) > maxPassSize {
-		return Claims{}, fmt.Errorf("%w: %d bytes", ErrMalformed, len(pass))
+		return Claims{}, "", fmt.Errorf("%w: %d bytes", ErrMalformed, len(pass))
 	}
 	jws, err := jose.ParseSignedCompact(pass, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		if algErr := (*jose.ErrUnexpectedSignatureAlgorithm)(nil); errors.As(err, &algErr) {
-			return Claims{}, fmt.Errorf("%w: alg %q", ErrAlgorithm, algErr.Got)
+			return Claims{}, "", fmt.Errorf("%w: alg %q", ErrAlgorithm, algErr.Got)
 		}
-		return Claims{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return Claims{}, "", fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if len(jws.Signatures) != 1 {
-		return Claims{}, fmt.Errorf("%w: %d signatures", ErrMalformed, len(jws.Signatures))
+		return Claims{}, "", fmt.Errorf("%w: %d signatures", ErrMalformed, len(jws.Signatures))
 	}
 	kid := jws.Signatures[0].Header.KeyID
 	if kid == "" {
-		return Claims{}, fmt.Errorf("%w: no kid", ErrUnknownKey)
+		return Claims{}, "", fmt.Errorf("%w: no kid", ErrUnknownKey)
 	}
 	key, err := v.keys.get(ctx, kid)
 	if err != nil {
-		return Claims{}, err
+		return Claims{}, "", err
 	}
 	raw, err := jws.Verify(key)
 	if err != nil {
-		return Claims{}, fmt.Errorf("%w: %v", ErrSignature, err)
+		return Claims{}, "", fmt.Errorf("%w: %v", ErrSignature, err)
 	}
 	var p payload
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return Claims{}, fmt.Errorf("%w: claims: %v", ErrMalformed, err)
+		return Claims{}, "", fmt.Errorf("%w: claims: %v", ErrMalformed, err)
 	}
 	if p.Issuer == "" || p.Subject == "" || p.ID == "" || len(p.Audience) == 0 ||
 		p.Expiry == nil || p.NotBefore == nil || p.IssuedAt == nil || p.Ticket == nil {
-		return Claims{}, fmt.Errorf("%w: want iss, sub, aud, jti, exp, nbf, iat and ticket", ErrMalformed)
+		return Claims{}, "", fmt.Errorf("%w: want iss, sub, aud, jti, exp, nbf, iat and ticket", ErrMalformed)
 	}
 	err = p.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: jwt.Audience{v.programID}, Time: v.now()}, v.leeway)
 	switch {
 	case errors.Is(err, jwt.ErrInvalidIssuer):
-		return Claims{}, fmt.Errorf("%w: %q", ErrIssuer, p.Issuer)
+		return Claims{}, "", fmt.Errorf("%w: %q", ErrIssuer, p.Issuer)
 	case errors.Is(err, jwt.ErrInvalidAudience):
-		return Claims{}, fmt.Errorf("%w: %q", ErrAudience, []string(p.Audience))
+		return Claims{}, "", fmt.Errorf("%w: %q", ErrAudience, []string(p.Audience))
 	case errors.Is(err, jwt.ErrExpired):
-		return Claims{}, fmt.Errorf("%w: at %v", ErrExpired, p.Expiry.Time().UTC())
+		return Claims{}, "", fmt.Errorf("%w: at %v", ErrExpired, p.Expiry.Time().UTC())
 	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
-		return Claims{}, fmt.Errorf("%w: from %v", ErrNotYetValid, p.NotBefore.Time().UTC())
+		return Claims{}, "", fmt.Errorf("%w: from %v", ErrNotYetValid, p.NotBefore.Time().UTC())
 	case err != nil:
-		return Claims{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return Claims{}, "", fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return Claims{
 		Issuer:     p.Issuer,
@@ -233,5 +242,5 @@ func (v *Verifier) Verify(ctx context.Context, pass string) (Claims, error) {
 		JTI:        p.ID,
 		AdmittedAt: p.IssuedAt.Time().UTC(),
 		ExpiresAt:  p.Expiry.Time().UTC(),
-	}, nil
+	}, kid, nil
 }

@@ -112,7 +112,7 @@ Flags:
 		return err
 	}
 	defer closeStore()
-	demoSite, err := demosite.New(demosite.Config{API: base, Issuer: passes.Issuer()})
+	demoSite, err := demosite.New(demosite.Config{API: base, Issuer: passes.Issuer(), Programs: a.Service})
 	if err != nil {
 		return err
 	}

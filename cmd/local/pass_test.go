@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -185,8 +186,13 @@ func TestLocalAdmissionPass(t *testing.T) {
 		t.Fatalf("exchange set %d cookies, want 1", len(cookies))
 	}
 	c := cookies[0]
-	if c.Value != pass || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/demo-site/gala" || c.Secure {
-		t.Errorf("cookie %+v, want the pass, HttpOnly, SameSite=Lax, Path=/demo-site/gala, not Secure on loopback http", c)
+	if c.Value == "" || strings.Contains(c.Value, pass) || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/demo-site/gala" || c.Secure {
+		t.Errorf("cookie %+v, want a session (not the pass), HttpOnly, SameSite=Lax, Path=/demo-site/gala, not Secure on loopback http", c)
+	}
+	for _, h := range []string{"X-Frame-Options", "Content-Security-Policy"} {
+		if resp.Header.Get(h) == "" {
+			t.Errorf("exchange: no %s: the demo site can be framed", h)
+		}
 	}
 	resp, page := get(t, browser, site+"?seat=12", nil)
 	if resp.StatusCode != 200 || !strings.Contains(page, "<strong data-ticket>1</strong>") || !strings.Contains(page, expiresAt.UTC().Format("15:04:05")) {
@@ -275,12 +281,32 @@ func TestLocalAdmissionPass(t *testing.T) {
 	}
 	// Control: the server's key, the right issuer and program, valid now:
 	// let in, so the refusals above are the changes' doing.
-	if resp, _ := get(t, noRedirects(nil), site, &http.Cookie{Name: "admission_pass", Value: signed(base, adm)}); resp.StatusCode != 200 {
+	controlJar, _ := cookiejar.New(nil)
+	if resp, _ := get(t, &http.Client{Jar: controlJar}, site+"?admissionPass="+url.QueryEscape(signed(base, adm)), nil); resp.StatusCode != 200 {
 		t.Errorf("a valid pass signed with the server's key: %d, want 200", resp.StatusCode)
 	}
 	// Single use: another browser bringing the pass already exchanged.
 	if resp, _ := get(t, noRedirects(nil), site+"?admissionPass="+url.QueryEscape(pass), nil); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a pass already exchanged, from another browser: %d, want 403", resp.StatusCode)
+	}
+	// The cookie is no bearer copy of the pass: another browser that sets
+	// the pass, already used, as its cookie by hand is sent to the
+	// waiting room, again and again; the browser that exchanged it stays
+	// in.
+	for i := range 3 {
+		resp, body := get(t, noRedirects(nil), site, &http.Cookie{Name: "admission_pass", Value: pass})
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/waiting-room/gala" {
+			t.Errorf("the used pass as a hand-made cookie, try %d: %d Location %q %.80s, want 303 to /waiting-room/gala", i, resp.StatusCode, resp.Header.Get("Location"), body)
+		}
+	}
+	if resp, _ := get(t, browser, site, nil); resp.StatusCode != 200 {
+		t.Errorf("the browser that exchanged the pass, afterwards: %d, want 200", resp.StatusCode)
+	}
+	// Made-up programs get no gate (404), and never crowd out a real one.
+	for i := range 120 {
+		if resp, _ := get(t, noRedirects(nil), base+"/demo-site/made-up-"+strconv.Itoa(i), nil); resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("made-up program %d: %d, want 404", i, resp.StatusCode)
+		}
 	}
 	// No pass at all: to the waiting room.
 	if resp, _ := get(t, noRedirects(nil), site, nil); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/waiting-room/gala" {

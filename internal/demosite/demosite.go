@@ -6,6 +6,8 @@
 package demosite
 
 import (
+	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"html/template"
@@ -25,10 +27,14 @@ const (
 	Prefix  = "/demo-site/"
 )
 
-// DefaultMaxPrograms is how many programs a Handler guards at most.
-const DefaultMaxPrograms = 100
+// Programs says which programs exist; *queue.Service is one.
+type Programs interface {
+	// Showing answers a *queue.Error of KindNotFound for a program that
+	// does not exist.
+	Showing(ctx context.Context, programID string) (queue.Showing, error)
+}
 
-// Config configures a Handler. API and Issuer are required.
+// Config configures a Handler. API, Issuer and Programs are required.
 type Config struct {
 	// API is the waiting room's base URL, e.g. http://127.0.0.1:3000: the
 	// JWKS is fetched from API + /.well-known/jwks.json.
@@ -37,9 +43,9 @@ type Config struct {
 	Issuer string
 	// HTTPClient fetches the JWKS; nil for passverify's default.
 	HTTPClient *http.Client
-	// MaxPrograms bounds how many programs' gates are kept (a path names
-	// any program); DefaultMaxPrograms when 0.
-	MaxPrograms int
+	// Programs is asked whether a program exists before its gate is
+	// built, so that only programs that exist have one.
+	Programs Programs
 }
 
 // URL returns the demo page of programID on the server at base (an
@@ -48,59 +54,93 @@ func URL(base, programID string) string {
 	return base + Prefix + url.PathEscape(programID)
 }
 
-// Handler serves the demo page of any program, each behind its own Gate:
-// single use (a MemoryGuard), the cookie scoped to /demo-site/{programId}.
+// Handler serves the demo page of every program that exists, each behind
+// its own Gate: the cookie scoped to /demo-site/{programId}, single use
+// (one MemoryGuard for all programs), and one cookie secret, made at
+// start, so that cookies die with the server as the guard's memory does.
+// No answer of it may be framed.
 type Handler struct {
-	cfg Config
-	mux *http.ServeMux
+	cfg    Config
+	mux    *http.ServeMux
+	secret []byte
+	guard  *passverify.MemoryGuard
 
 	mu    sync.Mutex
-	gates map[string]http.Handler
+	gates map[string]http.Handler // of programs that exist
 }
 
 // New returns the demo site for cfg. It fetches nothing until the first
 // pass or cookie arrives.
 func New(cfg Config) (*Handler, error) {
-	if cfg.API == "" || cfg.Issuer == "" {
-		return nil, errors.New("demosite: API and Issuer are required")
+	if cfg.API == "" || cfg.Issuer == "" || cfg.Programs == nil {
+		return nil, errors.New("demosite: API, Issuer and Programs are required")
 	}
-	if cfg.MaxPrograms <= 0 {
-		cfg.MaxPrograms = DefaultMaxPrograms
+	if _, err := passverify.New(passverify.Config{JWKSURL: cfg.API + "/.well-known/jwks.json", Issuer: cfg.Issuer, ProgramID: "demo"}); err != nil {
+		return nil, fmt.Errorf("demosite: %w", err)
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), gates: map[string]http.Handler{}}
+	h := &Handler{
+		cfg:    cfg,
+		mux:    http.NewServeMux(),
+		secret: make([]byte, passverify.MinCookieSecretSize),
+		guard:  passverify.NewMemoryGuard(0),
+		gates:  map[string]http.Handler{},
+	}
+	_, _ = rand.Read(h.secret) // never fails
 	h.mux.HandleFunc(Pattern, h.servePage)
 	return h, nil
 }
 
 // ServeHTTP serves the demo page; any other request is a plain 404.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
-
-func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("programId")
-	gate, err := h.gate(id)
-	if err != nil {
-		w.Header().Set("Cache-Control", "no-store")
-		http.Error(w, err.Error(), http.StatusNotFound)
-		return
-	}
-	gate.ServeHTTP(w, r)
+// Every answer refuses to be framed (clickjacking).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	w.Header().Set("X-Frame-Options", "DENY")
+	h.mux.ServeHTTP(w, r)
 }
 
-// gate returns the Gate of program id, built on first use.
-func (h *Handler) gate(id string) (http.Handler, error) {
+// errNoProgram is a program id that names no program.
+var errNoProgram = errors.New("no such program")
+
+func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
+	gate, err := h.gate(r.Context(), r.PathValue("programId"))
+	switch {
+	case errors.Is(err, errNoProgram):
+		w.Header().Set("Cache-Control", "no-store")
+		http.Error(w, "No such program.", http.StatusNotFound)
+	case err != nil:
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "The demo site cannot check the program right now; retry shortly.", http.StatusServiceUnavailable)
+	default:
+		gate.ServeHTTP(w, r)
+	}
+}
+
+// gate returns the Gate of program id, built on first use if the program
+// exists; errNoProgram if it does not.
+func (h *Handler) gate(ctx context.Context, id string) (http.Handler, error) {
 	if !queue.ValidProgramID(id) {
-		return nil, errors.New("no such program")
+		return nil, errNoProgram
+	}
+	h.mu.Lock()
+	g, ok := h.gates[id]
+	h.mu.Unlock()
+	if ok {
+		return g, nil
+	}
+	_, err := h.cfg.Programs.Showing(ctx, id)
+	if qe := (*queue.Error)(nil); errors.As(err, &qe) && qe.Kind == queue.KindNotFound {
+		return nil, errNoProgram
+	} else if err != nil {
+		return nil, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if g, ok := h.gates[id]; ok {
 		return g, nil
 	}
-	if len(h.gates) >= h.cfg.MaxPrograms {
-		return nil, fmt.Errorf("the demo site guards at most %d programs", h.cfg.MaxPrograms)
-	}
 	v, err := passverify.New(passverify.Config{
-		JWKSURL:    h.cfg.API + "/.well-known/jwks.json",
+		JWKSURL:    h.cfg.API + "/.well-known/jwks.json", // checked by New
 		Issuer:     h.cfg.Issuer,
 		ProgramID:  id,
 		HTTPClient: h.cfg.HTTPClient,
@@ -108,15 +148,16 @@ func (h *Handler) gate(id string) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := passverify.NewGate(v, passverify.GateConfig{
+	gate, err := passverify.NewGate(v, passverify.GateConfig{
 		WaitingRoomURL: "/waiting-room/" + url.PathEscape(id),
+		CookieSecrets:  [][]byte{h.secret},
 		CookiePath:     Prefix + url.PathEscape(id),
-		ReplayGuard:    passverify.NewMemoryGuard(0),
+		ReplayGuard:    h.guard,
 	})
 	if err != nil {
 		return nil, err
 	}
-	h.gates[id] = g.Wrap(http.HandlerFunc(servePage))
+	h.gates[id] = gate.Wrap(http.HandlerFunc(servePage))
 	return h.gates[id], nil
 }
 

@@ -65,7 +65,11 @@ func ReplayGuardContract(t *testing.T, newGuard func(t *testing.T) passverify.Re
 		clock := NewClock(time.Now())
 		a := Admission
 		a.AdmittedAt, a.ExpiresAt = clock.Now().Add(-time.Minute), clock.Now().Add(9*time.Minute)
-		gate, err := passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{WaitingRoomURL: WaitingRoomURL, ReplayGuard: newGuard(t)})
+		gate, err := passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{
+			WaitingRoomURL: WaitingRoomURL,
+			CookieSecrets:  [][]byte{[]byte(rand.Text() + rand.Text())},
+			ReplayGuard:    newGuard(t),
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,6 +95,11 @@ func ReplayGuardContract(t *testing.T, newGuard func(t *testing.T) passverify.Re
 		// Browser B brings the same pass: refused, no cookie.
 		if again := do(target); again.StatusCode != http.StatusForbidden || len(again.Cookies()) != 0 {
 			t.Errorf("replay from another browser: %s with %d cookies, want 403 and none", again.Status, len(again.Cookies()))
+		}
+		// Browser B sets the raw pass as the cookie by hand: refused.
+		raw := &http.Cookie{Name: cookie.Name, Value: pass}
+		if forged := do("https://shop.example.com/seats", raw); forged.StatusCode == http.StatusOK {
+			t.Errorf("the raw pass as the cookie, after the pass was used: %s, want a refusal", forged.Status)
 		}
 		// Browser A brings it again: it holds it already, no replay.
 		if back := do(target, cookie); back.StatusCode != http.StatusSeeOther || len(back.Cookies()) != 1 {

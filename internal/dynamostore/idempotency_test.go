@@ -81,6 +81,7 @@ func TestIdempotencyKeyParallel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%d keys × %d parallel enters: %d tickets issued", keys, parallel, c.Issued)
 	if c.Issued != keys {
 		t.Errorf("%d keys, %d enters each in parallel, issued %d tickets; want %d (one per key)", keys, parallel, c.Issued, keys)
 	}

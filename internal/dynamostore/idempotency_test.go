@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/testing/faultinject"
 )
 
 // enterUntilPlaced enters programID with key until it gets a place,
@@ -84,5 +86,46 @@ func TestIdempotencyKeyParallel(t *testing.T) {
 	t.Logf("%d keys × %d parallel enters: %d tickets issued", keys, parallel, c.Issued)
 	if c.Issued != keys {
 		t.Errorf("%d keys, %d enters each in parallel, issued %d tickets; want %d (one per key)", keys, parallel, c.Issued, keys)
+	}
+}
+
+// TestFaultsLostClaimAnswers: the claim's write, or the fill's, is applied
+// but its answer is lost, and the SDK sends it again. The retry fails its
+// condition on the enter's own claim or token, which the enter recognises
+// (by the claim id, by the ticket): it gets its place at once, with one
+// ticket.
+func TestFaultsLostClaimAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string // what only that PutItem's body holds
+	}{
+		{"Claim", `"claimMs"`},
+		{"Fill", `"issuedAt"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newFaultRig(t)
+			id := strings.ToLower(tc.name)
+			r.program(t, id, 10, true)
+			r.ft.SetRules(faultinject.Rule{Op: "PutItem", BodyContains: tc.body, Count: 1, Action: faultinject.DropResponse})
+			start := time.Now()
+			v, created, err := r.svc.Enter(t.Context(), id, queue.Entry{IdempotencyKey: "lost-answer-key-" + id})
+			if err != nil || !created || v.Ticket != 1 {
+				t.Fatalf("enter = %+v, created %v, %v; want ticket 1, created", v, created, err)
+			}
+			if r.ft.Faults("PutItem") != 1 || r.ft.Calls("PutItem") != 3 {
+				t.Errorf("%d PutItem, %d answers lost; want 3 (claim, fill, the retry of the lost one) and 1", r.ft.Calls("PutItem"), r.ft.Faults("PutItem"))
+			}
+			if took := time.Since(start); took > hangBound {
+				t.Errorf("enter took %v", took)
+			}
+			r.ft.SetRules()
+			again, created, err := r.svc.Enter(t.Context(), id, queue.Entry{IdempotencyKey: "lost-answer-key-" + id})
+			if err != nil || created || again.TokenID != v.TokenID {
+				t.Errorf("retry = %+v, created %v, %v; want token %s", again, created, err, v.TokenID)
+			}
+			if c, err := r.svc.Program(t.Context(), id); err != nil || c.Issued != 1 {
+				t.Errorf("issued %d (%v), want 1", c.Issued, err)
+			}
+		})
 	}
 }

@@ -46,10 +46,14 @@ type Items struct {
 	// Shards counts ticket shard items; Other the items that are none of
 	// these.
 	Shards, Other int
+	// Claims counts the token items that are claims (claimId, no ticket):
+	// an enter with an Idempotency-Key before its ticket, or one that
+	// stopped there. No place, so not audited.
+	Claims int
 }
 
 // Decode sorts scanned items into programs (pk PROGRAM#id, sk PROGRAM) and
-// tokens (pk TOKEN#id, sk TOKEN).
+// tokens (pk TOKEN#id, sk TOKEN), counting the claims apart.
 func Decode(items []map[string]types.AttributeValue, into *Items) error {
 	if into.Programs == nil {
 		into.Programs = map[string]Program{}
@@ -71,6 +75,8 @@ func Decode(items []map[string]types.AttributeValue, into *Items) error {
 			into.Programs[p.ID] = p
 		case key.SK == "SHARD" && strings.HasPrefix(key.PK, "SHARD#"):
 			into.Shards++
+		case key.SK == "TOKEN" && strings.HasPrefix(key.PK, "TOKEN#") && av["claimId"] != nil && av["ticket"] == nil:
+			into.Claims++
 		case key.SK == "TOKEN" && strings.HasPrefix(key.PK, "TOKEN#"):
 			var t Token
 			if err := attributevalue.UnmarshalMap(av, &t); err != nil {

@@ -154,6 +154,8 @@ func TestDecode(t *testing.T) {
 		{"pk": s("TOKEN#t1"), "sk": s("TOKEN"), "tokenId": s("t1"), "programId": s("gala"), "ticket": n("1"), "admittedAt": n("1700000000000"), "ttl": n("1700000600")},
 		{"pk": s("TOKEN#t2"), "sk": s("TOKEN"), "tokenId": s("t2"), "programId": s("gala"), "ticket": n("3"), "issuedAt": n("1700000000001")},
 		{"pk": s("TOKEN#t3"), "sk": s("TOKEN"), "tokenId": s("t3"), "programId": s("gala")}, // no ticket
+		// A claim: an enter with an Idempotency-Key before its ticket, no place.
+		{"pk": s("TOKEN#t4"), "sk": s("TOKEN"), "tokenId": s("t4"), "programId": s("gala"), "claimId": s("c1"), "claimMs": n("1700000000002"), "ttl": n("1700003600")},
 		{"pk": s("SOMETHING#else"), "sk": s("X")},
 	}
 	var items Items
@@ -168,8 +170,8 @@ func TestDecode(t *testing.T) {
 		{ID: "t2", ProgramID: "gala", Ticket: 3},
 		{ID: "t3", ProgramID: "gala"},
 	}
-	if !reflect.DeepEqual(items.Tokens, want) || items.Other != 1 {
-		t.Errorf("Tokens = %+v, Other %d; want %+v, 1", items.Tokens, items.Other, want)
+	if !reflect.DeepEqual(items.Tokens, want) || items.Other != 1 || items.Claims != 1 {
+		t.Errorf("Tokens = %+v, Other %d, Claims %d; want %+v, 1, 1", items.Tokens, items.Other, items.Claims, want)
 	}
 	r := Audit(items.Programs["gala"], items.Tokens)
 	if r.OK() || len(r.OutOfRange) != 1 || r.GapCount != 1 {

@@ -117,8 +117,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "audit:", err)
 		return exitError
 	}
-	fmt.Fprintf(stdout, "table %s: %d items (%d programs, %d tokens, %d ticket shards, %d other)\n",
-		table, scanned, len(items.Programs), len(items.Tokens), items.Shards, items.Other)
+	fmt.Fprintf(stdout, "table %s: %d items (%d programs, %d tokens, %d claims, %d ticket shards, %d other)\n",
+		table, scanned, len(items.Programs), len(items.Tokens), items.Claims, items.Shards, items.Other)
 	reports := AuditAll(items, *program)
 	if len(reports) == 0 {
 		if *program != "" {

@@ -56,7 +56,7 @@ type tokenItem struct {
 	SK                 string `dynamodbav:"sk"`
 	TokenID            string `dynamodbav:"tokenId"`
 	ProgramID          string `dynamodbav:"programId"`
-	Ticket             int64  `dynamodbav:"ticket"`
+	Ticket             int64  `dynamodbav:"ticket,omitempty"` // absent in a claim
 	IssuedAt           int64  `dynamodbav:"issuedAt,omitempty"`
 	AdmittedAt         int64  `dynamodbav:"admittedAt,omitempty"`
 	AdmissionExpiresAt int64  `dynamodbav:"admissionExpiresAt,omitempty"`
@@ -64,6 +64,8 @@ type tokenItem struct {
 	AdmissionPass      string `dynamodbav:"admissionPass,omitempty"`
 	Draw               string `dynamodbav:"draw,omitempty"`
 	TTL                int64  `dynamodbav:"ttl,omitempty"`
+	ClaimID            string `dynamodbav:"claimId,omitempty"`
+	ClaimMs            int64  `dynamodbav:"claimMs,omitempty"`
 }
 
 func programKey(id string) map[string]types.AttributeValue {
@@ -130,6 +132,8 @@ func toTokenItem(t queue.Token) tokenItem {
 		AdmissionPass:      t.AdmissionPass,
 		Draw:               t.Draw,
 		TTL:                ttlSeconds(t.ExpiresAt),
+		ClaimID:            t.Claim,
+		ClaimMs:            unixMs(t.ClaimedAt),
 	}
 }
 
@@ -145,6 +149,8 @@ func (it tokenItem) token() queue.Token {
 		AdmissionPass:      it.AdmissionPass,
 		Draw:               it.Draw,
 		ExpiresAt:          fromTTL(it.TTL),
+		Claim:              it.ClaimID,
+		ClaimedAt:          fromUnixMs(it.ClaimMs),
 	}
 }
 

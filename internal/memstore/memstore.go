@@ -248,6 +248,54 @@ func (s *Store) PutToken(ctx context.Context, t queue.Token) error {
 	return nil
 }
 
+// ClaimToken implements queue.Store.
+func (s *Store) ClaimToken(ctx context.Context, c queue.Token, staleBefore time.Time) (queue.Token, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Token{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.tokens[c.ID]
+	if ok && (cur.Claim == "" || cur.Claim == c.Claim || !cur.ClaimedAt.Before(staleBefore.Truncate(time.Millisecond))) {
+		return cur, nil
+	}
+	c.ClaimedAt = c.ClaimedAt.Truncate(time.Millisecond)
+	s.tokens[c.ID] = c
+	return c, nil
+}
+
+// FillToken implements queue.Store.
+func (s *Store) FillToken(ctx context.Context, t queue.Token, claim string) (queue.Token, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Token{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.tokens[t.ID]
+	switch {
+	case !ok:
+		return queue.Token{}, queue.ErrNotFound
+	case cur.Claim != claim || cur.Ticket != 0:
+		return cur, nil
+	}
+	s.tokens[t.ID] = t
+	return t, nil
+}
+
+// ReleaseClaim implements queue.Store.
+func (s *Store) ReleaseClaim(ctx context.Context, id, claim string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.tokens[id]; ok && cur.Claim == claim && cur.Ticket == 0 {
+		cur.ClaimedAt = time.Time{}
+		s.tokens[id] = cur
+	}
+	return nil
+}
+
 // GetToken implements queue.Store. Like DynamoDB TTL it hides nothing: an
 // item past ExpiresAt is still returned until it is swept.
 func (s *Store) GetToken(ctx context.Context, id string) (queue.Token, error) {

@@ -93,6 +93,7 @@ const (
 	CodePassUnavailable       = "PASS_UNAVAILABLE"
 	CodeKeysUnavailable       = "KEYS_UNAVAILABLE"
 	CodeBusy                  = "BUSY"
+	CodeEnterInProgress       = "ENTER_IN_PROGRESS"
 
 	CodeNotFound         = "NOT_FOUND"
 	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"

@@ -6,3 +6,6 @@ import "time"
 func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 	return p.mayReturn(from, now, hold)
 }
+
+// IdempotentTokenID exposes idempotentTokenID to the external tests.
+var IdempotentTokenID = idempotentTokenID

@@ -130,16 +130,15 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 		}
 		// Unknown, foreign, left or expired: a fresh place.
 	}
-	id := NewTokenID()
 	if e.IdempotencyKey != "" {
-		id = idempotentTokenID(programID, e.IdempotencyKey)
-		v, err := s.Poll(ctx, programID, id)
-		if err == nil {
-			return v, false, nil
-		} else if ErrorKind(err) != KindNotFound {
-			return View{}, false, err
-		}
+		return s.enterWithKey(ctx, programID, e.IdempotencyKey)
 	}
+	return s.enterNew(ctx, programID, NewTokenID(), "")
+}
+
+// enterNew takes a ticket and stores it as the new token id, created=true;
+// with a claim (see enterWithKey), as the fill of that claim on id.
+func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v View, created bool, err error) {
 	ticket, p, fresh, now, err := s.takeTicket(ctx, programID, s.clock.Now())
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -166,15 +165,20 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 	if p.Shuffle && !p.PrequeueFixed && now.Before(p.OpensAt) {
 		t.Draw = drawHex(Draw(p.Seed, programID, id))
 	}
-	stored, err := s.putToken(ctx, t)
+	var stored Token
+	if claim == "" {
+		stored, err = s.putToken(ctx, t)
+	} else {
+		stored, err = s.fillToken(ctx, t, claim)
+	}
 	if err != nil {
 		// The ticket is lost: a gap the serving counter passes over.
-		return View{}, false, storeError("put token", err)
+		return View{}, false, err
 	}
 	if stored.Ticket != t.Ticket {
-		// A concurrent enter with the same key stored its token first: that
+		// An enter that took the claim over stored its token first: that
 		// one is the place, and this ticket is a gap.
-		v, err := s.Poll(ctx, programID, stored.ID)
+		v, err := s.answer(ctx, programID, stored)
 		return v, false, err
 	}
 	if p, err = s.opened(ctx, p, now); err != nil {
@@ -184,30 +188,37 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 	return v, true, err
 }
 
-// putToken stores the new token t and returns the token stored under its
-// id. A conflict is either this very write, applied by an earlier attempt
-// whose answer was lost (the SDK retries a write that timed out or whose
-// connection dropped), or, for an id derived from an idempotency key, a
-// concurrent enter with the same key; either way the stored token wins.
+// putToken stores the new token t (a random id) and returns the token
+// stored under its id. A conflict is this very write, applied by an earlier
+// attempt whose answer was lost (the SDK retries a write that timed out or
+// whose connection dropped): the stored token wins.
 func (s *Service) putToken(ctx context.Context, t Token) (Token, error) {
 	err := s.store.PutToken(ctx, t)
-	if !errors.Is(err, ErrConflict) {
-		return t, err
+	if err == nil {
+		return t, nil
+	} else if !errors.Is(err, ErrConflict) {
+		return Token{}, storeError("put token", err)
 	}
 	got, gerr := s.store.GetToken(ctx, t.ID)
 	if gerr != nil || got.ProgramID != t.ProgramID {
-		return Token{}, err
+		return Token{}, storeError("put token", err)
 	}
 	return got, nil
 }
 
 // Poll answers where token tokenID stands in programID's queue. A token of
-// another program is reported exactly like an unknown one.
+// another program, or a claim not filled yet (enterWithKey), is reported
+// exactly like an unknown one.
 func (s *Service) Poll(ctx context.Context, programID, tokenID string) (View, error) {
 	t, err := s.token(ctx, programID, tokenID)
 	if err != nil {
 		return View{}, err
 	}
+	return s.answer(ctx, programID, t)
+}
+
+// answer is Poll's answer for t, a token of programID as just read.
+func (s *Service) answer(ctx context.Context, programID string, t Token) (View, error) {
 	now := s.clock.Now()
 	s.tidyTickets(ctx, programID, now)
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
@@ -291,7 +302,7 @@ func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, 
 		return Token{}, Errorf(KindInvalid, CodeInvalidToken, "The queue token is malformed.")
 	}
 	t, err := s.store.GetToken(ctx, tokenID)
-	if errors.Is(err, ErrNotFound) || (err == nil && t.ProgramID != programID) {
+	if errors.Is(err, ErrNotFound) || (err == nil && (t.ProgramID != programID || t.Claim != "")) {
 		return Token{}, Errorf(KindNotFound, CodeTokenNotFound, "No such token in this program's queue.")
 	} else if err != nil {
 		return Token{}, storeError("get token", err)

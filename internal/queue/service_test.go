@@ -314,27 +314,74 @@ func TestEnterIdempotencyKeyInvalid(t *testing.T) {
 	}
 }
 
+// TestEnterIdempotencyKeyConcurrent: enters with one key at once answer one
+// token and take one ticket between them, for every key (issue 16: each
+// took a ticket and all but one burnt it).
 func TestEnterIdempotencyKeyConcurrent(t *testing.T) {
-	svc, _ := newService(t)
+	const keys, parallel = 8, 16
+	store := &gatedStore{Store: memstore.New()}
+	svc := queue.NewService(store, polling.DefaultTiers()) // the real clock: the losers wait for the winner's ticket
 	mustPut(t, svc, "rush", 1, true)
-	const key = "concurrent-enter-key-0001"
-	var wg sync.WaitGroup
-	ids := make([]string, 16)
-	for i := range ids {
-		wg.Go(func() {
-			v, _, err := svc.Enter(context.Background(), "rush", queue.Entry{IdempotencyKey: key})
-			if err != nil {
-				t.Error(err)
+	for k := range keys {
+		key := fmt.Sprintf("concurrent-enter-key-%04d", k)
+		store.gate(parallel)
+		var wg sync.WaitGroup
+		ids := make([]string, parallel)
+		for i := range ids {
+			wg.Go(func() {
+				v, _, err := svc.Enter(context.Background(), "rush", queue.Entry{IdempotencyKey: key})
+				if err != nil {
+					t.Error(err)
+				}
+				ids[i] = v.TokenID
+			})
+		}
+		wg.Wait()
+		for _, id := range ids {
+			if id != ids[0] {
+				t.Fatalf("concurrent enters with one key got tokens %v; want one token", ids)
 			}
-			ids[i] = v.TokenID
-		})
-	}
-	wg.Wait()
-	for _, id := range ids {
-		if id != ids[0] {
-			t.Fatalf("concurrent enters with one key got tokens %v; want one token", ids)
 		}
 	}
+	if c, _ := svc.Program(context.Background(), "rush"); c.Issued != keys {
+		t.Errorf("%d keys, %d concurrent enters each: issued %d tickets, want %d", keys, parallel, c.Issued, keys)
+	}
+}
+
+// gatedStore holds the answers of token reads until a given number of them
+// have been read: the enters of a round all read the key's token before
+// any goes on.
+type gatedStore struct {
+	queue.Store
+	mu      sync.Mutex
+	arrived int
+	open    chan struct{}
+}
+
+// gate holds the next n token reads until the nth arrives.
+func (g *gatedStore) gate(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.arrived, g.open = -n, make(chan struct{})
+}
+
+func (g *gatedStore) GetToken(ctx context.Context, id string) (queue.Token, error) {
+	t, err := g.Store.GetToken(ctx, id)
+	g.mu.Lock()
+	g.arrived++
+	if g.arrived == 0 {
+		close(g.open)
+	}
+	open := g.open
+	g.mu.Unlock()
+	if open != nil {
+		select {
+		case <-open:
+		case <-ctx.Done():
+			return queue.Token{}, ctx.Err()
+		}
+	}
+	return t, err
 }
 
 // countingSigner signs "pass-N" for the Nth call, or fails while fail is set.

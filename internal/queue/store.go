@@ -26,8 +26,24 @@ type Store interface {
 	IssueTicket(ctx context.Context, programID string, now time.Time) (Program, error)
 	// PutToken stores a new token; ErrConflict if the id exists.
 	PutToken(ctx context.Context, t Token) error
-	// GetToken reads a token; ErrNotFound if absent.
+	// GetToken reads a token, or a claim on its id; ErrNotFound if absent.
 	GetToken(ctx context.Context, id string) (Token, error)
+	// ClaimToken stores claim c (Claim and ClaimedAt set, Ticket 0) under
+	// c.ID if nothing is stored there, or only a claim made before
+	// staleBefore, and returns what is stored afterwards: c if it was
+	// stored (by this call or an earlier attempt of it: same Claim), else
+	// the token or the live claim found. ErrNotFound if the item it failed
+	// on is gone when read.
+	ClaimToken(ctx context.Context, c Token, staleBefore time.Time) (Token, error)
+	// FillToken replaces claim on t.ID by token t, provided the item still
+	// holds that claim and no ticket, and returns what is stored
+	// afterwards (t itself if it was stored, by this call or an earlier
+	// attempt of it). ErrNotFound if the item is gone.
+	FillToken(ctx context.Context, t Token, claim string) (Token, error)
+	// ReleaseClaim makes claim on token id stale at once (ClaimedAt zero),
+	// if the item still holds that claim and no ticket, so that the next
+	// enter with the key takes it over without waiting.
+	ReleaseClaim(ctx context.Context, id, claim string) error
 	// MarkAdmitted records the first sighting of the token's admission
 	// (sets AdmittedAt, AdmissionExpiresAt and ExpiresAt) if it is neither
 	// admitted nor left yet, and returns the token as stored afterwards.

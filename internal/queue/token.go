@@ -41,6 +41,12 @@ type Token struct {
 	Draw string
 	// ExpiresAt is when the store may delete the item (DynamoDB TTL).
 	ExpiresAt time.Time
+	// Claim is set, with Ticket 0, while an enter with an Idempotency-Key
+	// holds the id its key names and has no ticket yet (Store.ClaimToken):
+	// no place, answered as an unknown token. "" for a token.
+	Claim string
+	// ClaimedAt is when Claim was made; zero once released.
+	ClaimedAt time.Time
 }
 
 // NewTokenID returns 128 bits from crypto/rand, base64url-encoded.

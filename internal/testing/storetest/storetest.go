@@ -43,6 +43,8 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	t.Run("Token", func(t *testing.T) { testToken(t, newStore(t)) })
 	t.Run("Mark", func(t *testing.T) { testMark(t, newStore(t)) })
 	t.Run("MarkConcurrent", func(t *testing.T) { testMarkConcurrent(t, newStore(t)) })
+	t.Run("Claims", func(t *testing.T) { testClaims(t, newStore(t)) })
+	t.Run("ClaimsConcurrent", func(t *testing.T) { testClaimsConcurrent(t, newStore(t)) })
 	if _, ok := newStore(t).(queue.TicketStore); ok {
 		ticketStore := func(t *testing.T) queue.TicketStore { return newStore(t).(queue.TicketStore) }
 		t.Run("IssueTickets", func(t *testing.T) { testIssueTickets(t, ticketStore(t)) })

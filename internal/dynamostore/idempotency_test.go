@@ -1,0 +1,131 @@
+package dynamostore_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/testing/faultinject"
+)
+
+// enterUntilPlaced enters programID with key until it gets a place,
+// retrying the retryable answers (a store fault, an enter with the same key
+// in progress) as a client does, and returns the token id.
+func enterUntilPlaced(ctx context.Context, svc *queue.Service, programID, key string) (string, error) {
+	for {
+		v, _, err := svc.Enter(ctx, programID, queue.Entry{IdempotencyKey: key})
+		if err == nil {
+			return v.TokenID, nil
+		}
+		if queue.ErrorKind(err) != queue.KindUnavailable || ctx.Err() != nil {
+			return "", err
+		}
+		select {
+		case <-ctx.Done():
+			return "", err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestIdempotencyKeyParallel: 16 enters in parallel with one
+// Idempotency-Key, through two instances, take one ticket between them and
+// all answer its token; repeated for several keys, the program issued one
+// ticket per key (issue 16: 12 rounds had issued 127).
+func TestIdempotencyKeyParallel(t *testing.T) {
+	const keys, parallel = 12, 16
+	svcs := make([]*queue.Service, 2)
+	var table string
+	for i := range svcs {
+		c := newClient(t) // one client per instance, as each Lambda instance has its own
+		if i == 0 {
+			table = dynamotest.NewTable(t, c)
+		}
+		svcs[i] = queue.NewService(dynamostore.New(c, table), polling.DefaultTiers())
+	}
+	paused := true
+	if _, _, err := svcs[0].PutProgram(t.Context(), "rush", queue.Settings{Paused: &paused}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for k := range keys {
+		key := fmt.Sprintf("parallel-retries-key-%04d", k)
+		ids := make([]string, parallel)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() {
+				<-start
+				id, err := enterUntilPlaced(ctx, svcs[i%len(svcs)], "rush", key)
+				if err != nil {
+					t.Errorf("key %d, enter %d: %v", k, i, err)
+				}
+				ids[i] = id
+			})
+		}
+		close(start)
+		wg.Wait()
+		for _, id := range ids {
+			if id != ids[0] {
+				t.Fatalf("key %d: parallel enters answered tokens %v, want one token", k, ids)
+			}
+		}
+	}
+	c, err := svcs[0].Program(ctx, "rush")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d keys × %d parallel enters: %d tickets issued", keys, parallel, c.Issued)
+	if c.Issued != keys {
+		t.Errorf("%d keys, %d enters each in parallel, issued %d tickets; want %d (one per key)", keys, parallel, c.Issued, keys)
+	}
+}
+
+// TestFaultsLostClaimAnswers: the claim's write, or the fill's, is applied
+// but its answer is lost, and the SDK sends it again. The retry fails its
+// condition on the enter's own claim or token, which the enter recognises
+// (by the claim id, by the ticket): it gets its place at once, with one
+// ticket.
+func TestFaultsLostClaimAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string // what only that PutItem's body holds
+	}{
+		{"Claim", `"claimMs"`},
+		{"Fill", `"issuedAt"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newFaultRig(t)
+			id := strings.ToLower(tc.name)
+			r.program(t, id, 10, true)
+			r.ft.SetRules(faultinject.Rule{Op: "PutItem", BodyContains: tc.body, Count: 1, Action: faultinject.DropResponse})
+			start := time.Now()
+			v, created, err := r.svc.Enter(t.Context(), id, queue.Entry{IdempotencyKey: "lost-answer-key-" + id})
+			if err != nil || !created || v.Ticket != 1 {
+				t.Fatalf("enter = %+v, created %v, %v; want ticket 1, created", v, created, err)
+			}
+			if r.ft.Faults("PutItem") != 1 || r.ft.Calls("PutItem") != 3 {
+				t.Errorf("%d PutItem, %d answers lost; want 3 (claim, fill, the retry of the lost one) and 1", r.ft.Calls("PutItem"), r.ft.Faults("PutItem"))
+			}
+			if took := time.Since(start); took > hangBound {
+				t.Errorf("enter took %v", took)
+			}
+			r.ft.SetRules()
+			again, created, err := r.svc.Enter(t.Context(), id, queue.Entry{IdempotencyKey: "lost-answer-key-" + id})
+			if err != nil || created || again.TokenID != v.TokenID {
+				t.Errorf("retry = %+v, created %v, %v; want token %s", again, created, err, v.TokenID)
+			}
+			if c, err := r.svc.Program(t.Context(), id); err != nil || c.Issued != 1 {
+				t.Errorf("issued %d (%v), want 1", c.Issued, err)
+			}
+		})
+	}
+}

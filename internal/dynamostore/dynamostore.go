@@ -62,7 +62,6 @@ type tokenItem struct {
 	AdmissionExpiresAt int64  `dynamodbav:"admissionExpiresAt,omitempty"`
 	LeftAt             int64  `dynamodbav:"leftAt,omitempty"`
 	AdmissionPass      string `dynamodbav:"admissionPass,omitempty"`
-	Draw               string `dynamodbav:"draw,omitempty"`
 	TTL                int64  `dynamodbav:"ttl,omitempty"`
 }
 
@@ -128,7 +127,6 @@ func toTokenItem(t queue.Token) tokenItem {
 		AdmissionExpiresAt: unixMs(t.AdmissionExpiresAt),
 		LeftAt:             unixMs(t.LeftAt),
 		AdmissionPass:      t.AdmissionPass,
-		Draw:               t.Draw,
 		TTL:                ttlSeconds(t.ExpiresAt),
 	}
 }
@@ -143,7 +141,6 @@ func (it tokenItem) token() queue.Token {
 		AdmissionExpiresAt: fromUnixMs(it.AdmissionExpiresAt),
 		LeftAt:             fromUnixMs(it.LeftAt),
 		AdmissionPass:      it.AdmissionPass,
-		Draw:               it.Draw,
 		ExpiresAt:          fromTTL(it.TTL),
 	}
 }

@@ -37,8 +37,9 @@
 // "waiting-room" with an endpoint, as in cmd/local, and is required without.
 //
 // Exit status: 0 when every audited program passes, 1 when one has a
-// duplicated ticket, a ticket out of range or, with -max-gaps, too many
-// gaps; 2 on a usage error or when the table cannot be read.
+// duplicated ticket, a ticket out of range, with -max-gaps too many gaps,
+// or with -shuffle-seed a seed or places that do not verify; 2 on a usage
+// error or when the table cannot be read.
 package main
 
 import (
@@ -85,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	shuffleKey := fs.String("shuffle-key", "", "with -program: the shuffle key's public half, as answers publish it (shuffle.publicKey)")
 	shuffleSeed := fs.String("shuffle-seed", "", "with -program: the seed the answers revealed after the opening (shuffle.seed)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: audit [flags]\n\nScans a waiting-room table and checks each program's tickets: none duplicated,\nall in 1..issued, issued = tokens + gaps. Tokens are counted by what they record:\nan admission seen by a poll (admittedAt), a leave (leftAt), or neither (waiting,\nor admitted and not polled since). Environment: %s (a local DynamoDB\nAPI; AWS otherwise), %s (default %q with an endpoint).\nExit status 1 on duplicates, tickets out of range or gaps above -max-gaps,\n2 on errors.\n\n",
+		fmt.Fprintf(stderr, "Usage: audit [flags]\n\nScans a waiting-room table and checks each program's tickets: none duplicated,\nall in 1..issued, issued = tokens + gaps. Tokens are counted by what they record:\nan admission seen by a poll (admittedAt), a leave (leftAt), or neither (waiting,\nor admitted and not polled since). With -shuffle-key and -shuffle-seed, a\nshuffled opening's seed is verified and every pre-queue place recomputed.\nEnvironment: %s (a local DynamoDB API; AWS otherwise), %s (default %q\nwith an endpoint).\nExit status 1 on duplicates, tickets out of range, gaps above -max-gaps,\nor a seed or places that do not verify; 2 on errors.\n\n",
 			config.EnvDynamoEndpoint, config.EnvTableName, defaultLocalTable)
 		fs.PrintDefaults()
 	}

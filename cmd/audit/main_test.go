@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
@@ -168,6 +173,14 @@ func TestRunShuffled(t *testing.T) {
 	if code, out := audit(); code != exitOK || !strings.Contains(out, "pre-queue not fixed yet") {
 		t.Errorf("before the opening: exit %d\n%s", code, out)
 	}
+	scanned, err := client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before []map[string]any
+	if err := attributevalue.UnmarshalListOfMaps(scanned.Items, &before); err != nil {
+		t.Fatal(err)
+	}
 	c.Advance(time.Hour)
 	var sh *queue.ShuffleView
 	places := map[int64]bool{}
@@ -180,6 +193,9 @@ func TestRunShuffled(t *testing.T) {
 			t.Fatalf("two instances revealed two seeds: %s and %s", sh.Seed, v.Shuffle.Seed)
 		}
 		sh, places[v.Shuffle.Place] = v.Shuffle, true
+	}
+	if s := fmt.Sprint(before); strings.Contains(s, sh.Seed) || len(before) != 6 {
+		t.Errorf("the table before the opening holds the seed %s, or not the program and 5 tokens: %s", sh.Seed, s)
 	}
 	if len(places) != 5 {
 		t.Errorf("places %v, want 1..5", places)

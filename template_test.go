@@ -537,24 +537,94 @@ func TestTemplateMetrics(t *testing.T) {
 // access and no pass settings.
 func TestTemplatePassKey(t *testing.T) {
 	tpl := loadTemplate(t)
-	keys := tpl.IDsOfType("AWS::KMS::Key")
-	if len(keys) != 1 {
-		t.Fatalf("KMS keys %v, want exactly one (the pass key)", keys)
+	if keys := tpl.IDsOfType("AWS::KMS::Key"); !slices.Equal(slices.Sorted(slices.Values(keys)), []string{"PassKey", "ShuffleKey"}) {
+		t.Fatalf("KMS keys %v, want the pass key and the shuffle key", keys)
 	}
-	key := keys[0]
+	const key = "PassKey"
+	queueFn, adminFn := checkSigningKey(t, tpl, key, "ECC_NIST_P256", "ECDSA_SHA_256")
+	queue, err := tpl.Function(queueFn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEnv := map[string]string{
+		config.EnvPassKMSKeyID:          "map[Ref:" + key + "]",
+		config.EnvPassKMSPublishedKeyID: "map[Ref:PassPublishedKeyId]",
+		config.EnvPassIssuer:            "map[Ref:PassIssuer]",
+	}
+	for k, want := range wantEnv {
+		if got := fmt.Sprint(queue.Environment.Variables[k]); got != want {
+			t.Errorf("%s: %s = %s, want %s", queueFn, k, got, want)
+		}
+	}
+	for _, k := range []string{config.EnvKMSEndpoint, config.EnvPassKeyFile, config.EnvPassPublishedKeyFile} {
+		if _, ok := queue.Environment.Variables[k]; ok {
+			t.Errorf("%s: %s is set: local settings only", queueFn, k)
+		}
+	}
+	admin, err := tpl.Function(adminFn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range admin.Environment.Variables {
+		if strings.HasPrefix(k, "PASS_") || strings.HasPrefix(k, "KMS_") || strings.HasPrefix(k, "SHUFFLE_") {
+			t.Errorf("%s: %s = %v: the admin function signs nothing", adminFn, k, v)
+		}
+	}
+	for _, p := range []string{"PassIssuer", "PassPublishedKeyId"} {
+		if param, ok := tpl.Parameters[p]; !ok || param.Default != "" {
+			t.Errorf("parameter %s: %+v, want one defaulting to empty", p, param)
+		}
+	}
+	for _, o := range []string{"PassKeyArn", "JwksUrl"} {
+		if _, ok := tpl.Outputs[o]; !ok {
+			t.Errorf("no %s output", o)
+		}
+	}
+	if got := fmt.Sprint(tpl.Outputs["JwksUrl"]); !strings.Contains(got, httpapi.JWKSPath) {
+		t.Errorf("JwksUrl %s does not end in %s", got, httpapi.JWKSPath)
+	}
+}
+
+// TestTemplateShuffleKey: the key that seeds shuffled openings is an
+// RSA_2048 signing key that only the queue function may use, to sign with
+// RSASSA_PKCS1_V1_5_SHA_256 over the raw message (deterministic: every
+// instance derives one seed) and to read its public half.
+func TestTemplateShuffleKey(t *testing.T) {
+	tpl := loadTemplate(t)
+	const key = "ShuffleKey"
+	queueFn, _ := checkSigningKey(t, tpl, key, "RSA_2048", "RSASSA_PKCS1_V1_5_SHA_256")
+	queue, err := tpl.Function(queueFn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(queue.Environment.Variables[config.EnvShuffleKMSKeyID]); got != "map[Ref:"+key+"]" {
+		t.Errorf("%s: %s = %s, want !Ref %s", queueFn, config.EnvShuffleKMSKeyID, got, key)
+	}
+	if _, ok := tpl.Outputs["ShuffleKeyArn"]; !ok {
+		t.Error("no ShuffleKeyArn output")
+	}
+}
+
+// checkSigningKey checks the KMS key key: its spec, retained, and a key
+// policy that lets the account manage it but not sign, and the queue
+// function (returned with the admin function) sign with algorithm over
+// raw messages and read the public key, nobody else; no function's IAM
+// policies mention KMS.
+func checkSigningKey(t *testing.T, tpl *samtemplate.Template, key, spec, algorithm string) (queueFn, adminFn string) {
+	t.Helper()
 	props := tpl.Properties(key)
-	if props["KeySpec"] != "ECC_NIST_P256" || props["KeyUsage"] != "SIGN_VERIFY" {
-		t.Errorf("%s: KeySpec %v KeyUsage %v, want ECC_NIST_P256 and SIGN_VERIFY (ES256)", key, props["KeySpec"], props["KeyUsage"])
+	if props["KeySpec"] != spec || props["KeyUsage"] != "SIGN_VERIFY" {
+		t.Errorf("%s: KeySpec %v KeyUsage %v, want %s and SIGN_VERIFY", key, props["KeySpec"], props["KeyUsage"], spec)
 	}
 	if r := tpl.Resources[key]; r.DeletionPolicy != "Retain" || r.UpdateReplacePolicy != "Retain" {
-		t.Errorf("%s: DeletionPolicy %q UpdateReplacePolicy %q, want Retain: a rotated-out key stays published until its passes expire", key, r.DeletionPolicy, r.UpdateReplacePolicy)
+		t.Errorf("%s: DeletionPolicy %q UpdateReplacePolicy %q, want Retain: a rotated-out key stays published until its passes expire, a shuffle key until its openings", key, r.DeletionPolicy, r.UpdateReplacePolicy)
 	}
 
 	routes, err := tpl.Routes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	queueFn, adminFn := routes["ANY "+httpapi.QueuePath], routes["ANY "+httpapi.AdminPath]
+	queueFn, adminFn = routes["ANY "+httpapi.QueuePath], routes["ANY "+httpapi.AdminPath]
 	if queueFn == "" || adminFn == "" || queueFn == adminFn {
 		t.Fatalf("queue function %q, admin function %q", queueFn, adminFn)
 	}
@@ -596,7 +666,7 @@ func TestTemplatePassKey(t *testing.T) {
 	}
 	wantQueue := []string{
 		"kms:GetPublicKey",
-		"kms:Sign map[StringEquals:map[kms:MessageType:RAW kms:SigningAlgorithm:ECDSA_SHA_256]]",
+		"kms:Sign map[StringEquals:map[kms:MessageType:RAW kms:SigningAlgorithm:" + algorithm + "]]",
 	}
 	if diff := cmp.Diff(wantQueue, slices.Sorted(slices.Values(grants[queueRole]))); diff != "" {
 		t.Errorf("the queue function's grants on the key (-want +got):\n%s", diff)
@@ -617,52 +687,11 @@ func TestTemplatePassKey(t *testing.T) {
 			t.Errorf("key policy grants %v to %s: only the account (to manage) and the queue function (to sign) may appear", grants[p], p)
 		}
 	}
-
-	queue, err := tpl.Function(queueFn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantEnv := map[string]string{
-		config.EnvPassKMSKeyID:          "map[Ref:" + key + "]",
-		config.EnvPassKMSPublishedKeyID: "map[Ref:PassPublishedKeyId]",
-		config.EnvPassIssuer:            "map[Ref:PassIssuer]",
-	}
-	for k, want := range wantEnv {
-		if got := fmt.Sprint(queue.Environment.Variables[k]); got != want {
-			t.Errorf("%s: %s = %s, want %s", queueFn, k, got, want)
-		}
-	}
-	for _, k := range []string{config.EnvKMSEndpoint, config.EnvPassKeyFile, config.EnvPassPublishedKeyFile} {
-		if _, ok := queue.Environment.Variables[k]; ok {
-			t.Errorf("%s: %s is set: local settings only", queueFn, k)
-		}
-	}
-	admin, err := tpl.Function(adminFn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range admin.Environment.Variables {
-		if strings.HasPrefix(k, "PASS_") || strings.HasPrefix(k, "KMS_") {
-			t.Errorf("%s: %s = %v: the admin function signs nothing", adminFn, k, v)
-		}
-	}
 	for _, fn := range []string{queueFn, adminFn} {
 		f, _ := tpl.Function(fn)
 		if p := fmt.Sprint(f.Policies); strings.Contains(strings.ToLower(p), "kms") {
 			t.Errorf("%s: policies mention KMS (%s): the key policy alone grants the key", fn, p)
 		}
 	}
-	for _, p := range []string{"PassIssuer", "PassPublishedKeyId"} {
-		if param, ok := tpl.Parameters[p]; !ok || param.Default != "" {
-			t.Errorf("parameter %s: %+v, want one defaulting to empty", p, param)
-		}
-	}
-	for _, o := range []string{"PassKeyArn", "JwksUrl"} {
-		if _, ok := tpl.Outputs[o]; !ok {
-			t.Errorf("no %s output", o)
-		}
-	}
-	if got := fmt.Sprint(tpl.Outputs["JwksUrl"]); !strings.Contains(got, httpapi.JWKSPath) {
-		t.Errorf("JwksUrl %s does not end in %s", got, httpapi.JWKSPath)
-	}
+	return queueFn, adminFn
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -20,11 +19,15 @@ import (
 type Program struct {
 	ID     string `dynamodbav:"programId"`
 	Issued int64  `dynamodbav:"issued"`
-	// A shuffled opening: the seed, and the pre-queue once fixed.
+	// A shuffled opening: its nonce (which makes the commitment,
+	// queue.ShuffleMessage), and the pre-queue once fixed.
 	Shuffle       bool   `dynamodbav:"shuffle"`
-	Seed          string `dynamodbav:"seed"`
+	ShuffleNonce  string `dynamodbav:"shuffleNonce"`
 	Prequeue      int64  `dynamodbav:"prequeue"`
 	PrequeueFixed bool   `dynamodbav:"prequeueFixed"`
+	// PublicKey and Seed are not in the table: the shuffle key's public
+	// half and the seed the answers published (-shuffle-key, -shuffle-seed).
+	PublicKey, Seed string `dynamodbav:"-"`
 }
 
 // Token is the part of a token item the audit reads. A token without a
@@ -35,8 +38,6 @@ type Token struct {
 	Ticket     int64  `dynamodbav:"ticket"`
 	AdmittedAt int64  `dynamodbav:"admittedAt"`
 	LeftAt     int64  `dynamodbav:"leftAt"`
-	// Draw is the token's stored draw in a shuffled opening, hex.
-	Draw string `dynamodbav:"draw"`
 }
 
 // Items are the decoded items of a table.
@@ -132,13 +133,16 @@ type Report struct {
 	// gaps may reach for the program to pass (0.01: 1 %); 0 lets any
 	// number of gaps pass.
 	GapLimit float64
-	// A shuffled opening whose pre-queue is fixed (Shuffled): the seed
-	// revealed, every pre-queue token's stored draw recomputed from it
-	// (queue.Draw). DrawsChecked match; DrawsMissing and DrawsWrong fail.
-	// Unrevealed: a shuffle whose pre-queue is not fixed yet (its seed is
-	// secret: nothing to check).
-	Shuffled, Unrevealed                   bool
-	DrawsChecked, DrawsMissing, DrawsWrong int
+	// A shuffled opening whose pre-queue is fixed (Shuffled); Unrevealed:
+	// one whose pre-queue is not fixed yet (no seed exists to check).
+	// Checked: the published key and seed were given. SeedErr is why the
+	// seed is not the key's signature of the commitment ("" when it is);
+	// PlacesChecked counts the pre-queue's tickets whose place, recomputed
+	// from the seed (queue.PlaceOf), is in 1..Prequeue and nobody else's;
+	// PlacesWrong the others (0 for a permutation).
+	Shuffled, Unrevealed, Checked bool
+	SeedErr                       string
+	PlacesChecked, PlacesWrong    int64
 }
 
 // Balanced reports whether Issued equals the token items plus the gaps,
@@ -156,7 +160,7 @@ func (r Report) GapsOver() bool {
 // without a limit: a ticket whose token write failed (or, on DynamoDB,
 // whose token TTL deleted) is lost, not doubled.
 func (r Report) OK() bool {
-	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && r.Balanced() && !r.GapsOver() && r.DrawsMissing == 0 && r.DrawsWrong == 0
+	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && r.Balanced() && !r.GapsOver() && r.SeedErr == "" && r.PlacesWrong == 0
 }
 
 // Audit checks the tokens of program p; tokens of other programs are
@@ -182,16 +186,10 @@ func Audit(p Program, tokens []Token) Report {
 			continue
 		}
 		holders[t.Ticket] = append(holders[t.Ticket], t.ID)
-		if r.Shuffled && t.Ticket <= p.Prequeue {
-			switch d, err := strconv.ParseUint(t.Draw, 16, 64); {
-			case t.Draw == "" || err != nil:
-				r.DrawsMissing++
-			case d != queue.Draw(p.Seed, p.ID, t.ID):
-				r.DrawsWrong++
-			default:
-				r.DrawsChecked++
-			}
-		}
+	}
+	if r.Shuffled && (p.PublicKey != "" || p.Seed != "") {
+		r.Checked = true
+		r.checkShuffle(p)
 	}
 	slices.SortFunc(r.OutOfRange, func(a, b Token) int {
 		return cmp.Or(cmp.Compare(a.Ticket, b.Ticket), cmp.Compare(a.ID, b.ID))
@@ -215,6 +213,30 @@ func Audit(p Program, tokens []Token) Report {
 		next = ticket + 1
 	}
 	return r
+}
+
+// checkShuffle verifies that p.Seed is p.PublicKey's signature of p's
+// commitment and that the places it gives the pre-queue's tickets are a
+// permutation of 1..Prequeue.
+func (r *Report) checkShuffle(p Program) {
+	pub, err := queue.ParsePublicKey(p.PublicKey)
+	if err == nil {
+		err = queue.VerifySeed(pub, queue.ShuffleMessage(p.ID, p.ShuffleNonce), p.Seed)
+	}
+	if err != nil {
+		r.SeedErr = err.Error()
+		return
+	}
+	taken := make([]bool, p.Prequeue+1)
+	for ticket := int64(1); ticket <= p.Prequeue; ticket++ {
+		place := queue.PlaceOf(p.Seed, p.Prequeue, ticket)
+		if place < 1 || place > p.Prequeue || taken[place] {
+			r.PlacesWrong++
+			continue
+		}
+		taken[place] = true
+		r.PlacesChecked++
+	}
 }
 
 // AuditAll audits every program of items, and every program id that only
@@ -289,10 +311,14 @@ func (r Report) Write(w io.Writer, limit int) {
 		fmt.Fprintf(w, "  out of range: ticket %d, token %s\n", t.Ticket, t.ID)
 	}
 	switch {
+	case r.SeedErr != "":
+		fmt.Fprintf(w, "  shuffle     the seed is NOT the key's signature of the commitment: %s\n", r.SeedErr)
+	case r.Checked:
+		fmt.Fprintf(w, "  shuffle     seed verified against the key; pre-queue places: %d checked, %d wrong (repeated or out of range)\n", r.PlacesChecked, r.PlacesWrong)
 	case r.Shuffled:
-		fmt.Fprintf(w, "  shuffle     pre-queue draws checked against the revealed seed: %d match, %d missing, %d wrong\n", r.DrawsChecked, r.DrawsMissing, r.DrawsWrong)
+		fmt.Fprintln(w, "  shuffle     pre-queue fixed; not checked (give -shuffle-key and -shuffle-seed from an answer)")
 	case r.Unrevealed:
-		fmt.Fprintln(w, "  shuffle     armed, pre-queue not fixed yet: the seed is secret, no draw to check")
+		fmt.Fprintln(w, "  shuffle     armed, pre-queue not fixed yet: no seed exists, nothing to check")
 	}
 	rel := "="
 	if !r.Balanced() {

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"cmp"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/shufflekey"
 )
 
 // tokens returns one token of program p per ticket, named by position.
@@ -215,32 +216,73 @@ func TestWrite(t *testing.T) {
 	}
 }
 
-// TestAuditShuffle: once a shuffled pre-queue is fixed, every pre-queue
-// token's stored draw must be the one the revealed seed gives; tickets
-// after the pre-queue need none; before the pre-queue is fixed nothing is
+// TestAuditShuffle: once a shuffled pre-queue is fixed, the published
+// seed must be the published key's signature of the program's commitment,
+// and the places it gives the pre-queue's tickets 1..prequeue, one each; a
+// tampered seed, or one signed by another key or for another shuffle,
+// fails; without them, or before the pre-queue is fixed, nothing is
 // checked.
 func TestAuditShuffle(t *testing.T) {
-	const seed = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
-	draw := func(id string) string { return fmt.Sprintf("%016x", queue.Draw(seed, "gala", id)) }
-	ts := tokens("gala", 1, 2, 3, 4)
-	ts[0].Draw, ts[1].Draw = draw(ts[0].ID), draw("someone else")
-	ts[3].Draw = "" // ticket 4: after the pre-queue of 3
-	p := Program{ID: "gala", Issued: 4, Shuffle: true, Seed: seed, Prequeue: 3, PrequeueFixed: true}
-	r := Audit(p, ts)
-	if !r.Shuffled || r.DrawsChecked != 1 || r.DrawsWrong != 1 || r.DrawsMissing != 1 || r.OK() {
-		t.Errorf("report %+v: want 1 draw matching, 1 wrong, 1 missing (ticket 3), and FAIL", r)
+	key, err := shufflekey.GenerateLocalKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := shufflekey.GenerateLocalKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := func(k queue.ShuffleKey) string {
+		pk, _ := k.PublicKey(t.Context())
+		s, err := queue.EncodePublicKey(pk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	seed := func(k queue.ShuffleKey, nonce string) string {
+		s, err := queue.SignSeed(t.Context(), k, "gala", nonce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	const nonce = "00112233445566778899aabbccddeeff"
+	ts := tokens("gala", 1, 2, 3, 4, 6)
+	good := Program{ID: "gala", Issued: 200, Shuffle: true, ShuffleNonce: nonce, Prequeue: 150, PrequeueFixed: true, PublicKey: pub(key), Seed: seed(key, nonce)}
+	r := Audit(good, ts)
+	if !r.Shuffled || !r.Checked || r.SeedErr != "" || r.PlacesChecked != 150 || r.PlacesWrong != 0 || r.GapCount != 195 || !r.OK() {
+		t.Errorf("report %+v: want the seed verified, 150 places checked, OK", r)
 	}
 	var b strings.Builder
 	r.Write(&b, 0)
-	if !strings.Contains(b.String(), "1 match, 1 missing, 1 wrong") {
-		t.Errorf("report text lacks the draws:\n%s", b.String())
+	if !strings.Contains(b.String(), "seed verified against the key; pre-queue places: 150 checked, 0 wrong") {
+		t.Errorf("report text lacks the check:\n%s", b.String())
 	}
-	ts[1].Draw, ts[2].Draw = draw(ts[1].ID), draw(ts[2].ID)
-	if r := Audit(p, ts); r.DrawsChecked != 3 || !r.OK() {
-		t.Errorf("every draw right: %+v, want OK", r)
+	tampered := []byte(good.Seed)
+	tampered[10] ^= 'A' ^ 'B'
+	for name, p := range map[string]Program{
+		"a tampered seed":            {Seed: string(tampered)},
+		"another key's seed":         {Seed: seed(other, nonce)},
+		"another key, its own seed":  {PublicKey: pub(other)},
+		"a seed for another shuffle": {Seed: seed(key, "ffeeddccbbaa99887766554433221100")},
+		"no key":                     {PublicKey: "-"},
+	} {
+		bad := good
+		bad.PublicKey, bad.Seed = cmp.Or(p.PublicKey, good.PublicKey), cmp.Or(p.Seed, good.Seed)
+		if p.PublicKey == "-" {
+			bad.PublicKey = ""
+		}
+		if r := Audit(bad, ts); r.SeedErr == "" || r.OK() {
+			t.Errorf("%s: %+v, want FAIL", name, r)
+		}
 	}
-	p.PrequeueFixed = false
-	if r := Audit(p, ts); r.Shuffled || !r.Unrevealed || r.DrawsChecked != 0 || !r.OK() {
+	unchecked := good
+	unchecked.PublicKey, unchecked.Seed = "", ""
+	if r := Audit(unchecked, ts); !r.Shuffled || r.Checked || !r.OK() {
+		t.Errorf("without the published key and seed: %+v, want nothing checked", r)
+	}
+	unchecked.PrequeueFixed = false
+	if r := Audit(unchecked, ts); r.Shuffled || !r.Unrevealed || r.Checked || !r.OK() {
 		t.Errorf("before the pre-queue is fixed: %+v, want nothing checked", r)
 	}
 }

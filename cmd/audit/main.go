@@ -6,8 +6,11 @@
 //   - no ticket is held by two tokens;
 //   - issued = token items + gaps, a gap being a ticket in 1..issued that no
 //     token holds;
-//   - for a shuffled opening whose pre-queue is fixed, every pre-queue
-//     token's stored draw is the one the revealed seed gives (queue.Draw).
+//   - for a shuffled opening whose pre-queue is fixed, given the shuffle
+//     key's public half and the seed that the answers publish
+//     (-shuffle-key, -shuffle-seed), the seed is the key's signature of
+//     the program's commitment (queue.VerifySeed) and the places it gives
+//     the pre-queue's tickets are 1..prequeue, one each (queue.PlaceOf).
 //
 // Gaps are listed and, unless -max-gaps, pass: the service increments
 // issued before it writes the token, so an enter whose token write failed
@@ -26,6 +29,7 @@
 // Usage:
 //
 //	DYNAMODB_ENDPOINT=http://127.0.0.1:8000 TABLE_NAME=loadtest audit [-program ID] [-max N] [-max-gaps FRACTION]
+//	    [-shuffle-key PUBLICKEY -shuffle-seed SEED] (with -program)
 //
 // DYNAMODB_ENDPOINT points at a DynamoDB-compatible server; without it the
 // client talks to AWS with the environment's credentials and region, and a
@@ -33,8 +37,9 @@
 // "waiting-room" with an endpoint, as in cmd/local, and is required without.
 //
 // Exit status: 0 when every audited program passes, 1 when one has a
-// duplicated ticket, a ticket out of range or, with -max-gaps, too many
-// gaps; 2 on a usage error or when the table cannot be read.
+// duplicated ticket, a ticket out of range, with -max-gaps too many gaps,
+// or with -shuffle-seed a seed or places that do not verify; 2 on a usage
+// error or when the table cannot be read.
 package main
 
 import (
@@ -78,8 +83,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	program := fs.String("program", "", "audit only this program id (default: every program in the table)")
 	maxList := fs.Int("max", 50, "list at most this many gap runs, duplicated tickets and tokens out of range per program (0: all)")
 	maxGaps := fs.Float64("max-gaps", 0, "fail a program whose gaps exceed this fraction of its issued tickets (0.01: 1 %); 0 lets gaps pass")
+	shuffleKey := fs.String("shuffle-key", "", "with -program: the shuffle key's public half, as answers publish it (shuffle.publicKey)")
+	shuffleSeed := fs.String("shuffle-seed", "", "with -program: the seed the answers revealed after the opening (shuffle.seed)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: audit [flags]\n\nScans a waiting-room table and checks each program's tickets: none duplicated,\nall in 1..issued, issued = tokens + gaps. Tokens are counted by what they record:\nan admission seen by a poll (admittedAt), a leave (leftAt), or neither (waiting,\nor admitted and not polled since). Environment: %s (a local DynamoDB\nAPI; AWS otherwise), %s (default %q with an endpoint).\nExit status 1 on duplicates, tickets out of range or gaps above -max-gaps,\n2 on errors.\n\n",
+		fmt.Fprintf(stderr, "Usage: audit [flags]\n\nScans a waiting-room table and checks each program's tickets: none duplicated,\nall in 1..issued, issued = tokens + gaps. Tokens are counted by what they record:\nan admission seen by a poll (admittedAt), a leave (leftAt), or neither (waiting,\nor admitted and not polled since). With -shuffle-key and -shuffle-seed, a\nshuffled opening's seed is verified and every pre-queue place recomputed.\nEnvironment: %s (a local DynamoDB API; AWS otherwise), %s (default %q\nwith an endpoint).\nExit status 1 on duplicates, tickets out of range, gaps above -max-gaps,\nor a seed or places that do not verify; 2 on errors.\n\n",
 			config.EnvDynamoEndpoint, config.EnvTableName, defaultLocalTable)
 		fs.PrintDefaults()
 	}
@@ -91,6 +98,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if *maxGaps < 0 || *maxGaps >= 1 {
 		fmt.Fprintf(stderr, "audit: -max-gaps %g: want a fraction in [0, 1)\n", *maxGaps)
+		return exitError
+	}
+	if (*shuffleKey != "" || *shuffleSeed != "") && *program == "" {
+		fmt.Fprintln(stderr, "audit: -shuffle-key and -shuffle-seed need -program")
 		return exitError
 	}
 	if fs.NArg() > 0 {
@@ -119,6 +130,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fmt.Fprintf(stdout, "table %s: %d items (%d programs, %d tokens, %d claims, %d ticket shards, %d other)\n",
 		table, scanned, len(items.Programs), len(items.Tokens), items.Claims, items.Shards, items.Other)
+	if p, ok := items.Programs[*program]; ok && (*shuffleKey != "" || *shuffleSeed != "") {
+		p.PublicKey, p.Seed = *shuffleKey, *shuffleSeed
+		items.Programs[*program] = p
+	}
 	reports := AuditAll(items, *program)
 	if len(reports) == 0 {
 		if *program != "" {

@@ -2,15 +2,23 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/shufflekey"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/testing/kmstest"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
@@ -123,8 +131,10 @@ func TestRunUsage(t *testing.T) {
 }
 
 // TestRunShuffled: a shuffled opening run through the service on the
-// DynamoDB API; once the pre-queue is fixed the audit recomputes every
-// pre-queue token's draw from the revealed seed.
+// DynamoDB API, its seed signed by a KMS key on moto; once the pre-queue
+// is fixed the audit verifies the seed the answers publish against the
+// published key and recomputes every place, and fails a tampered seed.
+// Two instances, each with its own client of the key, reveal one seed.
 func TestRunShuffled(t *testing.T) {
 	endpoint := dynamotest.Endpoint(t)
 	ctx := t.Context()
@@ -132,36 +142,73 @@ func TestRunShuffled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	kc := kmstest.Client(t)
+	keyID := kmstest.NewShuffleKey(t, kc)
 	table := dynamotest.NewTable(t, client)
 	c := clock.NewFake(time.Now().Truncate(time.Second))
-	svc := queue.NewService(dynamostore.New(client, table), polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))
+	instance := func() *queue.Service {
+		return queue.NewService(dynamostore.New(client, table), polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second),
+			queue.WithShuffleKey(shufflekey.NewKMSKey(kc, keyID)))
+	}
+	svc, other := instance(), instance()
 	opens, yes := c.Now().Add(time.Hour), true
-	if _, _, err := svc.PutProgram(ctx, "draw", queue.Settings{OpensAt: &opens, ShuffleAtOpen: &yes}); err != nil {
+	if _, _, err := svc.PutProgram(ctx, "draw", queue.Settings{OpensAt: &opens, ShuffleAtOpen: &yes, Paused: &yes}); err != nil {
 		t.Fatal(err)
 	}
-	var last string
+	var ids []string
 	for range 5 {
 		c.Advance(100 * time.Millisecond)
 		v, _, err := svc.Enter(ctx, "draw", queue.Entry{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		last = v.TokenID
+		ids = append(ids, v.TokenID)
 	}
-	audit := func() (int, string) {
+	audit := func(args ...string) (int, string) {
 		var out, errs strings.Builder
 		env := map[string]string{"DYNAMODB_ENDPOINT": endpoint, "TABLE_NAME": table}
-		code := run(ctx, []string{"-program", "draw"}, func(k string) string { return env[k] }, &out, &errs)
+		code := run(ctx, append([]string{"-program", "draw"}, args...), func(k string) string { return env[k] }, &out, &errs)
 		return code, out.String() + errs.String()
 	}
 	if code, out := audit(); code != exitOK || !strings.Contains(out, "pre-queue not fixed yet") {
 		t.Errorf("before the opening: exit %d\n%s", code, out)
 	}
-	c.Advance(time.Hour)
-	if _, err := svc.Poll(ctx, "draw", last); err != nil { // fixes the pre-queue
+	scanned, err := client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if code, out := audit(); code != exitOK || !strings.Contains(out, "5 match, 0 missing, 0 wrong") {
+	var before []map[string]any
+	if err := attributevalue.UnmarshalListOfMaps(scanned.Items, &before); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Hour)
+	var sh *queue.ShuffleView
+	places := map[int64]bool{}
+	for i, id := range ids {
+		v, err := []*queue.Service{svc, other}[i%2].Poll(ctx, "draw", id) // the first fixes the pre-queue
+		if err != nil || v.Shuffle == nil || v.Shuffle.Seed == "" {
+			t.Fatalf("poll after the opening: %+v %v", v, err)
+		}
+		if sh != nil && (v.Shuffle.Seed != sh.Seed || v.Shuffle.PublicKey != sh.PublicKey) {
+			t.Fatalf("two instances revealed two seeds: %s and %s", sh.Seed, v.Shuffle.Seed)
+		}
+		sh, places[v.Shuffle.Place] = v.Shuffle, true
+	}
+	if s := fmt.Sprint(before); strings.Contains(s, sh.Seed) || len(before) != 6 {
+		t.Errorf("the table before the opening holds the seed %s, or not the program and 5 tokens: %s", sh.Seed, s)
+	}
+	if len(places) != 5 {
+		t.Errorf("places %v, want 1..5", places)
+	}
+	if code, out := audit("-shuffle-key", sh.PublicKey, "-shuffle-seed", sh.Seed); code != exitOK || !strings.Contains(out, "seed verified against the key; pre-queue places: 5 checked, 0 wrong") {
 		t.Errorf("after the opening: exit %d\n%s", code, out)
+	}
+	tampered := []byte(sh.Seed)
+	tampered[0] ^= 'A' ^ 'B'
+	if code, out := audit("-shuffle-key", sh.PublicKey, "-shuffle-seed", string(tampered)); code != exitFail || !strings.Contains(out, "NOT the key's signature") {
+		t.Errorf("a tampered seed: exit %d\n%s", code, out)
+	}
+	if code, out := run(ctx, []string{"-shuffle-seed", sh.Seed}, func(string) string { return "" }, io.Discard, io.Discard), ""; code != exitError {
+		t.Errorf("-shuffle-seed without -program: exit %d %s", code, out)
 	}
 }

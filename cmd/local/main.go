@@ -65,7 +65,8 @@ Serves the waiting-room API: on an in-memory store, or on a DynamoDB API
 (-dynamo, or DYNAMODB_ENDPOINT; table %s unless TABLE_NAME says otherwise).
 Admission passes are signed with -pass-key, PASS_KEY_FILE, PASS_KMS_KEY_ID
 or a key generated at start, their JWKS at /.well-known/jwks.json; a demo
-protected site checks them at /demo-site/{programId}.
+protected site checks them at /demo-site/{programId}. Shuffled openings
+are seeded by SHUFFLE_KMS_KEY_ID or an RSA key generated at start.
 
 Environment:
   %s  admin bearer secret (generated and printed when unset)
@@ -107,7 +108,11 @@ Flags:
 	if err != nil {
 		return fmt.Errorf("admission passes: %w", err)
 	}
-	a, where, model, closeStore, err := openStore(ctx, cfg, st, log, app.WithPasses(passes))
+	shuffle, err := app.NewShuffleKey(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("shuffle key: %w", err)
+	}
+	a, where, model, closeStore, err := openStore(ctx, cfg, st, log, app.WithPasses(passes), app.WithShuffleKey(shuffle))
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,8 @@ import (
 func main() {
 	// Once per cold start: every invocation of this instance shares the
 	// DynamoDB and KMS clients' connection pools and the pass issuer. No
-	// PASS_KMS_KEY_ID is an init error: no admission without a pass.
+	// PASS_KMS_KEY_ID is an init error: no admission without a pass; no
+	// SHUFFLE_KMS_KEY_ID too: no shuffled opening without its seed.
 	a, err := app.QueueFromEnv(context.Background(), os.Getenv, os.Stderr)
 	if err != nil {
 		// One JSON line, then exit: Lambda reports the init error and the

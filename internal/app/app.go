@@ -21,6 +21,7 @@ import (
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/shufflekey"
 )
 
 // App is the service over its store, with the configuration and logger it
@@ -48,6 +49,11 @@ type Option func(*App)
 // WithPasses makes every admission carry a pass signed by iss, and the
 // queue handlers serve iss's JWKS.
 func WithPasses(iss *admissionpass.Issuer) Option { return func(a *App) { a.Passes = iss } }
+
+// WithShuffleKey makes key sign the seeds of shuffled openings.
+func WithShuffleKey(key queue.ShuffleKey) Option {
+	return WithServiceOptions(queue.WithShuffleKey(key))
+}
 
 // WithServiceOptions passes opts on to the queue service, after the ones
 // the configuration sets (the local server's scaled item write limit).
@@ -94,10 +100,15 @@ func FromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App
 // queue function would admit people with nothing to show the site.
 var ErrNoPassKey = errors.New("config: " + config.EnvPassKMSKeyID + " is required: the queue function signs admission passes with that KMS key (template.yaml: PassKey)")
 
+// ErrNoShuffleKey is QueueFromEnv's error when SHUFFLE_KMS_KEY_ID is
+// unset: a shuffled opening could not draw.
+var ErrNoShuffleKey = errors.New("config: " + config.EnvShuffleKMSKeyID + " is required: the queue function seeds shuffled openings with that KMS key (template.yaml: ShuffleKey)")
+
 // QueueFromEnv is the queue function's cold start: FromEnv's, plus the
 // pass issuer on the KMS key PASS_KMS_KEY_ID (required, else
-// ErrNoPassKey; at KMS_ENDPOINT when set), whose client is built here
-// once. Nothing is fetched from KMS yet.
+// ErrNoPassKey; at KMS_ENDPOINT when set) and the shuffle key
+// SHUFFLE_KMS_KEY_ID (required, else ErrNoShuffleKey), whose clients are
+// built here once. Nothing is fetched from KMS yet.
 func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
 	cfg, err := config.FromEnv(getenv, true)
 	if err != nil {
@@ -106,11 +117,18 @@ func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) 
 	if cfg.Pass.KMSKeyID == "" {
 		return nil, ErrNoPassKey
 	}
+	if cfg.ShuffleKMSKeyID == "" {
+		return nil, ErrNoShuffleKey
+	}
 	iss, err := NewIssuer(ctx, cfg.Pass, "")
 	if err != nil {
 		return nil, err
 	}
-	return fromConfig(ctx, cfg, w, WithPasses(iss))
+	shuffle, err := NewShuffleKey(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return fromConfig(ctx, cfg, w, WithPasses(iss), WithShuffleKey(shuffle))
 }
 
 func fromConfig(ctx context.Context, cfg config.Config, w io.Writer, opts ...Option) (*App, error) {
@@ -166,6 +184,20 @@ func NewIssuer(ctx context.Context, p config.Pass, defaultIssuer string) (*admis
 		signing = k
 	}
 	return admissionpass.NewIssuer(iss, signing, others...)
+}
+
+// NewShuffleKey returns the key that seeds shuffled openings: the KMS key
+// cfg.ShuffleKMSKeyID (at cfg.Pass.KMSEndpoint), else an RSA key
+// generated now (one process: the local server).
+func NewShuffleKey(ctx context.Context, cfg config.Config) (queue.ShuffleKey, error) {
+	if cfg.ShuffleKMSKeyID == "" {
+		return shufflekey.GenerateLocalKey()
+	}
+	client, err := admissionpass.NewKMSClient(ctx, cfg.Pass.KMSEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("KMS client: %w", err)
+	}
+	return shufflekey.NewKMSKey(client, cfg.ShuffleKMSKeyID), nil
 }
 
 // Signer is iss as the queue service's PassSigner: a token's program, id,

@@ -122,9 +122,10 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-// TestQueueFromEnv: the queue function will not start without its KMS key
-// (no admission without a pass); with one it signs passes and serves their
-// JWKS, and the admin function needs neither.
+// TestQueueFromEnv: the queue function will not start without its KMS
+// keys (no admission without a pass, no shuffled opening without its
+// seed); with them it signs passes and serves their JWKS, and the admin
+// function needs neither.
 func TestQueueFromEnv(t *testing.T) {
 	base := map[string]string{"TABLE_NAME": "t", "DYNAMODB_ENDPOINT": "http://127.0.0.1:9"}
 	getenv := func(extra map[string]string) func(string) string {
@@ -138,7 +139,12 @@ func TestQueueFromEnv(t *testing.T) {
 	if _, err := app.QueueFromEnv(t.Context(), getenv(nil), io.Discard); !errors.Is(err, app.ErrNoPassKey) {
 		t.Errorf("QueueFromEnv without PASS_KMS_KEY_ID: err %v, want ErrNoPassKey", err)
 	}
-	a, err := app.QueueFromEnv(t.Context(), getenv(map[string]string{"PASS_KMS_KEY_ID": "alias/pass", "KMS_ENDPOINT": "http://127.0.0.1:9"}), io.Discard)
+	keys := map[string]string{"PASS_KMS_KEY_ID": "alias/pass", "KMS_ENDPOINT": "http://127.0.0.1:9"}
+	if _, err := app.QueueFromEnv(t.Context(), getenv(keys), io.Discard); !errors.Is(err, app.ErrNoShuffleKey) {
+		t.Errorf("QueueFromEnv without SHUFFLE_KMS_KEY_ID: err %v, want ErrNoShuffleKey", err)
+	}
+	keys["SHUFFLE_KMS_KEY_ID"] = "alias/shuffle"
+	a, err := app.QueueFromEnv(t.Context(), getenv(keys), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

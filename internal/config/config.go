@@ -39,6 +39,9 @@ const (
 	EnvKMSEndpoint           = "KMS_ENDPOINT"
 	EnvPassKeyFile           = "PASS_KEY_FILE"
 	EnvPassPublishedKeyFile  = "PASS_PUBLISHED_KEY_FILE"
+	// EnvShuffleKMSKeyID is the KMS key (RSA_2048) whose signature seeds
+	// a shuffled opening: the queue function's, at KMS_ENDPOINT when set.
+	EnvShuffleKMSKeyID = "SHUFFLE_KMS_KEY_ID"
 
 	// EnvPageLogoURL is the logo of the waiting-room page (template
 	// parameter PageLogoUrl).
@@ -47,7 +50,7 @@ const (
 
 // Variables lists every environment variable FromEnv reads.
 var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace,
-	EnvPassIssuer, EnvPassKMSKeyID, EnvPassKMSPublishedKeyID, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvPageLogoURL}
+	EnvPassIssuer, EnvPassKMSKeyID, EnvPassKMSPublishedKeyID, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvShuffleKMSKeyID, EnvPageLogoURL}
 
 // DefaultProgramCacheTTL is how long a function instance reuses a program
 // read on the poll path; MaxProgramCacheTTL bounds what may be configured.
@@ -84,6 +87,9 @@ type Config struct {
 	MetricsNamespace string
 	// Pass is how admission passes are signed.
 	Pass Pass
+	// ShuffleKMSKeyID is the KMS key that signs shuffled openings' seeds
+	// (SHUFFLE_KMS_KEY_ID: id, ARN or alias; at Pass.KMSEndpoint).
+	ShuffleKMSKeyID string
 	// PageLogoURL is the image above the waiting-room page's title: a path
 	// on the API's origin or an https URL (WAITING_ROOM_LOGO_URL); none
 	// when empty.
@@ -116,6 +122,7 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		DynamoEndpoint:   strings.TrimSpace(getenv(EnvDynamoEndpoint)),
 		ProgramCacheTTL:  DefaultProgramCacheTTL,
 		MetricsNamespace: metrics.DefaultNamespace,
+		ShuffleKMSKeyID:  strings.TrimSpace(getenv(EnvShuffleKMSKeyID)),
 	}
 	var errs []error
 	if requireTable && c.TableName == "" {

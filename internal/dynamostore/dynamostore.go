@@ -62,7 +62,6 @@ type tokenItem struct {
 	AdmissionExpiresAt int64  `dynamodbav:"admissionExpiresAt,omitempty"`
 	LeftAt             int64  `dynamodbav:"leftAt,omitempty"`
 	AdmissionPass      string `dynamodbav:"admissionPass,omitempty"`
-	Draw               string `dynamodbav:"draw,omitempty"`
 	TTL                int64  `dynamodbav:"ttl,omitempty"`
 	ClaimID            string `dynamodbav:"claimId,omitempty"`
 	ClaimMs            int64  `dynamodbav:"claimMs,omitempty"`
@@ -130,7 +129,6 @@ func toTokenItem(t queue.Token) tokenItem {
 		AdmissionExpiresAt: unixMs(t.AdmissionExpiresAt),
 		LeftAt:             unixMs(t.LeftAt),
 		AdmissionPass:      t.AdmissionPass,
-		Draw:               t.Draw,
 		TTL:                ttlSeconds(t.ExpiresAt),
 		ClaimID:            t.Claim,
 		ClaimMs:            unixMs(t.ClaimedAt),
@@ -147,7 +145,6 @@ func (it tokenItem) token() queue.Token {
 		AdmissionExpiresAt: fromUnixMs(it.AdmissionExpiresAt),
 		LeftAt:             fromUnixMs(it.LeftAt),
 		AdmissionPass:      it.AdmissionPass,
-		Draw:               it.Draw,
 		ExpiresAt:          fromTTL(it.TTL),
 		Claim:              it.ClaimID,
 		ClaimedAt:          fromUnixMs(it.ClaimMs),

@@ -84,7 +84,7 @@ var programAttrs = slices.Concat(
 		omitEmpty(field("shards", sharding, func(p *queue.Program) *int { return &p.Shards })),
 		omitEmpty(unixMsField("opensAtMs", state, func(p *queue.Program) *time.Time { return &p.OpensAt })),
 		omitEmpty(field("shuffle", state, func(p *queue.Program) *bool { return &p.Shuffle })),
-		omitEmpty(field("seed", state, func(p *queue.Program) *string { return &p.Seed })),
+		omitEmpty(field("shuffleNonce", state, func(p *queue.Program) *string { return &p.ShuffleNonce })),
 		omitEmpty(field("prequeue", counted, func(p *queue.Program) *int64 { return &p.Prequeue })),
 		omitEmpty(field("prequeueFixed", counted, func(p *queue.Program) *bool { return &p.PrequeueFixed })),
 	},

@@ -252,10 +252,13 @@ type tokenBody struct {
 	LeftAt        string       `json:"leftAt,omitempty"`
 }
 
-// shuffleBody is a shuffled opening in a token's answer: the commitment,
-// and once the pre-queue is fixed the seed, its size and the token's place.
+// shuffleBody is a shuffled opening in a token's answer: the commitment
+// (the message the key signs at the opening) and the key's public half,
+// and once the pre-queue is fixed the seed (that signature), its size and
+// the token's place.
 type shuffleBody struct {
 	Commitment string `json:"commitment"`
+	PublicKey  string `json:"publicKey,omitempty"`
 	Seed       string `json:"seed,omitempty"`
 	Prequeue   int64  `json:"prequeue,omitempty"`
 	Place      int64  `json:"place,omitempty"`
@@ -277,11 +280,10 @@ type countersBody struct {
 	// EffectiveAt is when the last change takes effect, while it has not.
 	EffectiveAt string `json:"effectiveAt,omitempty"`
 	// The opening: its instant, whether it shuffles, the commitment; the
-	// seed and the pre-queue's size once fixed.
+	// pre-queue's size once fixed (the seed is in the queue's answers).
 	OpensAt           string `json:"opensAt,omitempty"`
 	ShuffleAtOpen     bool   `json:"shuffleAtOpen,omitempty"`
 	ShuffleCommitment string `json:"shuffleCommitment,omitempty"`
-	ShuffleSeed       string `json:"shuffleSeed,omitempty"`
 	Prequeue          *int64 `json:"prequeue,omitempty"`
 	// The profile's fields, each absent while empty.
 	queue.Profile
@@ -400,7 +402,7 @@ func shuffleOf(v *queue.ShuffleView) *shuffleBody {
 	if v == nil {
 		return nil
 	}
-	return &shuffleBody{Commitment: v.Commitment, Seed: v.Seed, Prequeue: v.Prequeue, Place: v.Place}
+	return &shuffleBody{Commitment: v.Commitment, PublicKey: v.PublicKey, Seed: v.Seed, Prequeue: v.Prequeue, Place: v.Place}
 }
 
 func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, c queue.Counters, err error) {
@@ -418,7 +420,6 @@ func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, 
 		OpensAt:                timeString(c.OpensAt),
 		ShuffleAtOpen:          c.ShuffleAtOpen,
 		ShuffleCommitment:      c.ShuffleCommitment,
-		ShuffleSeed:            c.ShuffleSeed,
 		Prequeue:               prequeue,
 		ProgramID:              c.ProgramID,
 		Issued:                 c.Issued,

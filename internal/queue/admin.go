@@ -57,11 +57,12 @@ type Counters struct {
 	// OpensAt is the program's opening, zero without one.
 	OpensAt time.Time
 	// ShuffleAtOpen, ShuffleCommitment: whether the opening shuffles the
-	// pre-queue, and the SHA-256 of the seed; ShuffleSeed and Prequeue
-	// (its size) once the pre-queue is fixed (PrequeueFixed).
+	// pre-queue, and the message the shuffle key signs at the opening
+	// (ShuffleMessage); Prequeue (its size) once the pre-queue is fixed
+	// (PrequeueFixed). The seed is in the queue's answers only: the admin
+	// side cannot sign.
 	ShuffleAtOpen     bool
 	ShuffleCommitment string
-	ShuffleSeed       string
 	Prequeue          int64
 	PrequeueFixed     bool
 }
@@ -323,8 +324,8 @@ func (p Program) apply(set Settings, now time.Time, delay time.Duration) (Progra
 	}
 	if set.ShuffleAtOpen != nil {
 		p.Shuffle = *set.ShuffleAtOpen
-		if p.Shuffle && p.Seed == "" {
-			p.Seed = NewSeed()
+		if p.Shuffle && p.ShuffleNonce == "" {
+			p.ShuffleNonce = NewShuffleNonce()
 		}
 	}
 	settled := p.Settled()
@@ -404,10 +405,10 @@ func (p Program) counters(now time.Time) Counters {
 	}
 	c.OpensAt, c.ShuffleAtOpen, c.PrequeueFixed = p.OpensAt, p.Shuffle, p.PrequeueFixed
 	if p.Shuffle {
-		c.ShuffleCommitment = Commitment(p.Seed)
+		c.ShuffleCommitment = ShuffleMessage(p.ID, p.ShuffleNonce)
 	}
 	if p.PrequeueFixed {
-		c.ShuffleSeed, c.Prequeue = p.Seed, p.Prequeue
+		c.Prequeue = p.Prequeue
 	}
 	return c
 }

@@ -2,12 +2,18 @@ package queue
 
 import (
 	"context"
-	"crypto/hmac"
+	"crypto"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"math/bits"
+	"sync"
 	"time"
 )
 
@@ -49,64 +55,129 @@ func (p Program) WithPrequeueFixed(now time.Time) Program {
 	return p
 }
 
-// NewSeed returns a shuffle seed: 32 bytes from crypto/rand, in hex.
-func NewSeed() string {
-	var b [32]byte
+// ShuffleKey is the RSA key whose signature seeds a shuffled opening:
+// RSASSA-PKCS1-v1_5 over SHA-256, deterministic, so that every instance
+// derives the same seed. internal/shufflekey implements it (KMS, local).
+type ShuffleKey interface {
+	PublicKey(ctx context.Context) (*rsa.PublicKey, error)
+	SignPKCS1v15(ctx context.Context, message []byte) ([]byte, error)
+}
+
+// WithShuffleKey makes key sign the seeds of shuffled openings; a service
+// without one answers a shuffled program after its opening KEYS_UNAVAILABLE.
+func WithShuffleKey(key ShuffleKey) Option { return func(s *Service) { s.shuffle.key = key } }
+
+// NewShuffleNonce returns a shuffle's nonce: 16 bytes from crypto/rand, in
+// hex. It makes the message signed at the opening unique to this shuffle.
+func NewShuffleNonce() string {
+	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-// Commitment is the published commitment to a shuffle seed: the SHA-256
-// of its bytes, in hex ("" for no seed).
-func Commitment(seed string) string {
-	if seed == "" {
-		return ""
-	}
-	b, err := hex.DecodeString(seed)
+// ShuffleMessage is what the shuffle key signs at the opening of program
+// programID, the shuffle's commitment: "waitingroom/shuffle/v2 ", the
+// program id, a space and the nonce.
+func ShuffleMessage(programID, nonce string) string {
+	return "waitingroom/shuffle/v2 " + programID + " " + nonce
+}
+
+// SignSeed returns the seed of program programID's shuffle with nonce:
+// key's signature of ShuffleMessage, in unpadded base64url.
+func SignSeed(ctx context.Context, key ShuffleKey, programID, nonce string) (string, error) {
+	sig, err := key.SignPKCS1v15(ctx, []byte(ShuffleMessage(programID, nonce)))
 	if err != nil {
-		return ""
+		return "", fmt.Errorf("queue: sign the shuffle seed: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return base64.RawURLEncoding.EncodeToString(sig), nil
 }
 
-// Draw is a token's draw in a shuffled opening: the first 8 bytes, big
-// endian, of HMAC-SHA256 keyed with the seed's bytes over
-// "waitingroom/shuffle/v1", a NUL, the program id, a NUL and the token id.
-// Anyone who knows the revealed seed can compute it.
-func Draw(seed, programID, tokenID string) uint64 {
-	key, _ := hex.DecodeString(seed)
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte("waitingroom/shuffle/v1\x00" + programID + "\x00" + tokenID))
-	return binary.BigEndian.Uint64(mac.Sum(nil))
-}
-
-// PlaceOf is the place in a pre-queue of prequeue tickets of the token
-// whose draw is draw: ⌊draw × prequeue / 2⁶⁴⌋ + 1, uniform in
-// 1..prequeue for a uniform draw.
-func PlaceOf(draw uint64, prequeue int64) int64 {
-	hi, _ := bits.Mul64(draw, uint64(prequeue))
-	return int64(hi) + 1
-}
-
-// drawHex and parseDraw are the stored form of a draw: 16 hex digits.
-func drawHex(d uint64) string {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], d)
-	return hex.EncodeToString(b[:])
-}
-
-func parseDraw(s string) (uint64, bool) {
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != 8 {
-		return 0, false
+// VerifySeed reports whether seed, unpadded base64url, is the shuffle
+// key pub's RSASSA-PKCS1-v1_5 SHA-256 signature of message.
+func VerifySeed(pub *rsa.PublicKey, message, seed string) error {
+	sig, err := base64.RawURLEncoding.DecodeString(seed)
+	if err != nil {
+		return fmt.Errorf("queue: the seed is not base64url: %w", err)
 	}
-	return binary.BigEndian.Uint64(b), true
+	digest := sha256.Sum256([]byte(message))
+	if err := rsa.VerifyPKCS1v15(pub, crypto.SHA256, digest[:], sig); err != nil {
+		return fmt.Errorf("queue: the seed is not the key's signature of %q: %w", message, err)
+	}
+	return nil
+}
+
+// EncodePublicKey is a shuffle key's public half as answers publish it:
+// its PKIX (SubjectPublicKeyInfo) DER, in standard base64.
+func EncodePublicKey(pub *rsa.PublicKey) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", fmt.Errorf("queue: encode the shuffle key: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(der), nil
+}
+
+// ParsePublicKey reads a public key that EncodePublicKey wrote.
+func ParsePublicKey(s string) (*rsa.PublicKey, error) {
+	der, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("queue: the shuffle key is not base64: %w", err)
+	}
+	k, err := x509.ParsePKIXPublicKey(der)
+	if err != nil {
+		return nil, fmt.Errorf("queue: parse the shuffle key: %w", err)
+	}
+	pub, ok := k.(*rsa.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("queue: the shuffle key is %T, want RSA", k)
+	}
+	return pub, nil
+}
+
+// shuffleRounds is the Feistel network's number of rounds.
+const shuffleRounds = 10
+
+// PlaceOf is the place of ticket in a pre-queue of prequeue tickets,
+// shuffled with seed: π(ticket), where π is a permutation of
+// 1..prequeue keyed by the seed's bytes. π is a balanced Feistel network
+// of 10 rounds over the smallest even number of bits that holds
+// prequeue − 1, round i's function the first 8 bytes, big endian, of
+// SHA-256(SHA-256(the seed's bytes) ‖ i (1 byte) ‖ prequeue ‖ the right
+// half (8 bytes each, big endian)), with cycle-walking back into
+// 0..prequeue − 1 (fewer than 4 passes on average). Tickets outside
+// 1..prequeue keep their number.
+func PlaceOf(seed string, prequeue, ticket int64) int64 {
+	if ticket < 1 || ticket > prequeue || prequeue < 2 {
+		return ticket
+	}
+	sig, _ := base64.RawURLEncoding.DecodeString(seed)
+	var in [49]byte // one SHA-256 block
+	key := sha256.Sum256(sig)
+	copy(in[:32], key[:])
+	binary.BigEndian.PutUint64(in[33:41], uint64(prequeue))
+	half := (bits.Len64(uint64(prequeue-1)) + 1) / 2
+	mask := uint64(1)<<half - 1
+	round := func(i int, r uint64) uint64 {
+		in[32] = byte(i)
+		binary.BigEndian.PutUint64(in[41:], r)
+		sum := sha256.Sum256(in[:])
+		return binary.BigEndian.Uint64(sum[:8]) & mask
+	}
+	x := uint64(ticket - 1)
+	for {
+		l, r := x>>half, x&mask
+		for i := range shuffleRounds {
+			l, r = r, l^round(i, r)
+		}
+		if x = l<<half | r; x < uint64(prequeue) {
+			return int64(x) + 1
+		}
+	}
 }
 
 // Place is t's place in p's admission order, and whether it has one yet:
-// its ticket; in a shuffled opening, a pre-queue ticket's place from its
-// draw, none until the pre-queue is fixed.
+// its ticket; in a shuffled opening, a pre-queue ticket's place in the
+// permutation the revealed seed keys, none until the pre-queue is fixed
+// and the seed revealed.
 func (p Program) Place(t Token) (int64, bool) {
 	switch {
 	case !p.Shuffle:
@@ -115,11 +186,69 @@ func (p Program) Place(t Token) (int64, bool) {
 		return 0, false // everyone in so far will be in the pre-queue
 	case t.Ticket > p.Prequeue:
 		return t.Ticket, true
+	case p.ShuffleSeed == "":
+		return 0, false
 	}
-	if d, ok := parseDraw(t.Draw); ok {
-		return PlaceOf(d, p.Prequeue), true
+	return PlaceOf(p.ShuffleSeed, p.Prequeue, t.Ticket), true
+}
+
+// shuffleSeeds signs the seeds of an instance's shuffled openings, once
+// per program and nonce, and keeps them with the key's public half.
+type shuffleSeeds struct {
+	key ShuffleKey
+
+	mu    sync.Mutex
+	pub   string
+	seeds map[string]string // by ShuffleMessage
+}
+
+// withShuffle returns p with ShufflePublicKey set if p shuffles, and
+// ShuffleSeed once its pre-queue is fixed: the key's signature of
+// ShuffleMessage, unpadded base64url, signed at the first need after the
+// opening and kept.
+func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
+	if !p.Shuffle {
+		return p, nil
 	}
-	return t.Ticket, true // a pre-queue ticket without a draw: none is stored so
+	ss := &s.shuffle
+	if ss.key == nil {
+		if !p.PrequeueFixed {
+			return p, nil
+		}
+		return Program{}, &Error{Kind: KindInternal, Code: CodeKeysUnavailable, Message: "The opening's draw cannot be made.", Err: errors.New("no shuffle key")}
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	unavailable := func(err error) error {
+		return &Error{Kind: KindUnavailable, Code: CodeKeysUnavailable, Message: "The opening's draw cannot be made just now; retry shortly.", Err: err}
+	}
+	if ss.pub == "" {
+		pub, err := ss.key.PublicKey(ctx)
+		if err == nil {
+			ss.pub, err = EncodePublicKey(pub)
+		}
+		if err != nil {
+			return Program{}, unavailable(err)
+		}
+	}
+	p.ShufflePublicKey = ss.pub
+	if !p.PrequeueFixed {
+		return p, nil
+	}
+	msg := ShuffleMessage(p.ID, p.ShuffleNonce)
+	if seed, ok := ss.seeds[msg]; ok {
+		p.ShuffleSeed = seed
+		return p, nil
+	}
+	seed, err := SignSeed(ctx, ss.key, p.ID, p.ShuffleNonce)
+	if err != nil {
+		return Program{}, unavailable(err)
+	}
+	if ss.seeds == nil {
+		ss.seeds = map[string]string{}
+	}
+	p.ShuffleSeed, ss.seeds[msg] = seed, seed
+	return p, nil
 }
 
 // AdmitsToken reports whether t is admitted at now: whether its place is.

@@ -3,24 +3,42 @@ package queue_test
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base64"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/shufflekey"
 )
+
+var shuffleKey = sync.OnceValues(shufflekey.GenerateLocalKey)
+
+// testShuffleKey is the test binary's shuffle key, one for every instance
+// as a deployment's KMS key is.
+func testShuffleKey(t *testing.T) *shufflekey.LocalKey {
+	t.Helper()
+	k, err := shuffleKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
 
 // opening is a program opening 10 s after t0 at 10 a second, seen through
 // two instances with a program cache, as the service runs on Lambda.
 type opening struct {
 	clock   *clock.Fake
+	store   *memstore.Store
 	a, b    *queue.Service
 	opensAt time.Time
 	waiting []queue.View
@@ -30,9 +48,11 @@ func newOpening(t *testing.T, shuffle bool) *opening {
 	t.Helper()
 	o := &opening{clock: clock.NewFake(t0), opensAt: t0.Add(10 * time.Second)}
 	store := memstore.New()
+	o.store = store
 	eta := polling.DefaultETA()
-	o.a = queue.NewService(store, eta, queue.WithClock(o.clock), queue.WithProgramCache(time.Second))
-	o.b = queue.NewService(store, eta, queue.WithClock(o.clock), queue.WithProgramCache(time.Second))
+	key := queue.WithShuffleKey(testShuffleKey(t))
+	o.a = queue.NewService(store, eta, queue.WithClock(o.clock), queue.WithProgramCache(time.Second), key)
+	o.b = queue.NewService(store, eta, queue.WithClock(o.clock), queue.WithProgramCache(time.Second), key)
 	rate := 10.0
 	if _, _, err := o.a.PutProgram(t.Context(), "sale", queue.Settings{AdmissionRatePerSecond: &rate, OpensAt: &o.opensAt, ShuffleAtOpen: &shuffle}); err != nil {
 		t.Fatal(err)
@@ -87,15 +107,16 @@ func TestOpeningInOrder(t *testing.T) {
 }
 
 // TestOpeningShuffled: with shuffleAtOpen, the answers before the opening
-// carry the commitment and no position nor estimate, and come back in the
-// seconds after the opening; at the opening every pre-queue ticket gets
-// the place its draw gives, which anyone can check from the revealed seed;
-// who entered after the opening queues behind them all, in order.
+// carry the commitment and the key, and no position nor estimate, and come
+// back in the seconds after the opening; at the opening every pre-queue
+// ticket gets the place the revealed seed gives it, which anyone can check
+// with the published key; who entered after the opening queues behind them
+// all, in order.
 func TestOpeningShuffled(t *testing.T) {
 	o := newOpening(t, true)
 	o.enter(t, 200) // 2 s
 	first := o.waiting[0]
-	if first.Shuffle == nil || first.Shuffle.Commitment == "" || first.Shuffle.Seed != "" || first.Position != 0 || first.EstimatedWait != 0 ||
+	if first.Shuffle == nil || first.Shuffle.Commitment == "" || first.Shuffle.PublicKey == "" || first.Shuffle.Seed != "" || first.Position != 0 || first.EstimatedWait != 0 ||
 		!first.OpensAt.Equal(o.opensAt) || first.StatusLine == "" {
 		t.Fatalf("answer before a shuffled opening: %+v", first)
 	}
@@ -103,6 +124,10 @@ func TestOpeningShuffled(t *testing.T) {
 		t.Errorf("retry after %v: want it a little after the opening, 10 s ahead", d)
 	}
 	commitment := first.Shuffle.Commitment
+	pub, err := queue.ParsePublicKey(first.Shuffle.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	setClock(o.clock, o.opensAt.Add(time.Millisecond))
 	o.enter(t, 20) // after the opening: behind the pre-queue, in order
 	setClock(o.clock, o.opensAt.Add(2*time.Second))
@@ -125,28 +150,107 @@ func TestOpeningShuffled(t *testing.T) {
 		}
 		if v.Status == queue.StatusWaiting {
 			sh := v.Shuffle
-			if sh == nil || sh.Commitment != commitment || sh.Prequeue != 200 || sh.Place < 21 || v.Position != sh.Place-20 {
+			if sh == nil || sh.Commitment != commitment || sh.PublicKey != first.Shuffle.PublicKey || sh.Prequeue != 200 || sh.Place < 21 || v.Position != sh.Place-20 {
 				t.Fatalf("pre-queue answer 2 s after the opening at 10 a second: %+v, %+v", v, sh)
 			}
-			b, _ := hex.DecodeString(sh.Seed)
-			if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != commitment {
-				t.Fatalf("the revealed seed %s does not match the commitment %s", sh.Seed, commitment)
+			if err := queue.VerifySeed(pub, commitment, sh.Seed); err != nil {
+				t.Fatal(err)
 			}
-			if want := queue.PlaceOf(queue.Draw(sh.Seed, "sale", w.TokenID), 200); sh.Place != want {
-				t.Fatalf("token %d: place %d, its draw gives %d", i, sh.Place, want)
+			if want := queue.PlaceOf(sh.Seed, 200, v.Ticket); sh.Place != want {
+				t.Fatalf("token %d: place %d, the seed gives ticket %d place %d", i, sh.Place, v.Ticket, want)
 			}
 			seed = sh.Seed
 		}
 	}
 	for i, w := range o.waiting[:200] { // admitted or not as the revealed seed says
-		place := queue.PlaceOf(queue.Draw(seed, "sale", w.TokenID), 200)
+		place := queue.PlaceOf(seed, 200, w.Ticket)
 		places[place]++
 		if v, _ := o.a.Poll(t.Context(), "sale", w.TokenID); (v.Status == queue.StatusAdmitted) != (place <= 20) {
 			t.Errorf("token %d at place %d: %s, 2 s after the opening at 10 a second", i, place, v.Status)
 		}
 	}
-	if len(places) < 100 {
-		t.Errorf("200 people on %d distinct places: want them spread over 1..200", len(places))
+	if len(places) != 200 {
+		t.Errorf("200 people on %d distinct places: want 1..200, one each", len(places))
+	}
+}
+
+// TestShufflePlacesArePermutation: the places of a pre-queue of n are
+// exactly 1..n, one each, whichever instance answers and whether people
+// entered with an Idempotency-Key (and retried it) or not.
+func TestShufflePlacesArePermutation(t *testing.T) {
+	o := newOpening(t, true)
+	const n = 150
+	for i := range n {
+		o.clock.Advance(10 * time.Millisecond)
+		e := queue.Entry{}
+		if i%2 == 0 {
+			e.IdempotencyKey = fmt.Sprintf("key-%04d-abcdefgh", i)
+		}
+		v, _, err := o.a.Enter(t.Context(), "sale", e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.IdempotencyKey != "" { // a retry answers the same token
+			if again, _, err := o.b.Enter(t.Context(), "sale", e); err != nil || again.TokenID != v.TokenID {
+				t.Fatalf("retry of %s: %+v %v, want token %s", e.IdempotencyKey, again, err, v.TokenID)
+			}
+		}
+		o.waiting = append(o.waiting, v)
+	}
+	setClock(o.clock, o.opensAt.Add(time.Millisecond))
+	var places []int64
+	for i, w := range o.waiting {
+		svc := o.a
+		if i%2 == 1 {
+			svc = o.b
+		}
+		v, err := svc.Poll(t.Context(), "sale", w.TokenID)
+		if err != nil || v.Shuffle == nil {
+			t.Fatalf("poll after the opening: %+v %v", v, err)
+		}
+		places = append(places, v.Shuffle.Place)
+	}
+	slices.Sort(places)
+	want := make([]int64, n)
+	for i := range want {
+		want[i] = int64(i + 1)
+	}
+	if diff := cmp.Diff(want, slices.Compact(slices.Clone(places))); diff != "" || len(places) != n {
+		t.Errorf("places of the %d in the pre-queue are not 1..%d, one each (-want +got distinct):\n%s", n, n, diff)
+	}
+}
+
+// TestShuffleSeedSecretBeforeOpening: before the opening, neither the
+// stored program and tokens nor any answer holds the seed the opening
+// reveals.
+func TestShuffleSeedSecretBeforeOpening(t *testing.T) {
+	o := newOpening(t, true)
+	o.enter(t, 20)
+	p, err := o.store.GetProgram(t.Context(), "sale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := []any{p}
+	for _, w := range o.waiting {
+		tk, err := o.store.GetToken(t.Context(), w.TokenID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := o.b.Poll(t.Context(), "sale", w.TokenID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = append(before, tk, v, w, *v.Shuffle)
+	}
+	setClock(o.clock, o.opensAt.Add(time.Millisecond))
+	v, err := o.a.Poll(t.Context(), "sale", o.waiting[0].TokenID)
+	if err != nil || v.Shuffle == nil || v.Shuffle.Seed == "" {
+		t.Fatalf("poll after the opening: %+v %v; want the seed revealed", v, err)
+	}
+	for _, x := range before {
+		if s := fmt.Sprintf("%+v", x); strings.Contains(s, v.Shuffle.Seed) {
+			t.Errorf("before the opening %T held the seed %s: %s", x, v.Shuffle.Seed, s)
+		}
 	}
 }
 
@@ -154,7 +258,7 @@ func TestOpeningShuffled(t *testing.T) {
 // shuffle is armed only before anyone entered and only with an opening.
 func TestOpeningSettings(t *testing.T) {
 	ctx := context.Background()
-	svc, c := newService(t, queue.WithProgramCache(time.Second))
+	svc, c := newService(t, queue.WithProgramCache(time.Second), queue.WithShuffleKey(testShuffleKey(t)))
 	opens, soon := t0.Add(time.Hour), t0.Add(time.Second)
 	yes, no := true, false
 	for _, tc := range []struct {
@@ -198,8 +302,8 @@ func TestOpeningSettings(t *testing.T) {
 		t.Errorf("disarming a shuffle that happened: %v, want NOT_OPEN", err)
 	}
 	got, err := svc.Program(ctx, "p")
-	if err != nil || !got.PrequeueFixed || got.Prequeue != 1 || got.ShuffleSeed == "" || got.ShuffleCommitment != queue.Commitment(got.ShuffleSeed) {
-		t.Errorf("counters after the opening: %+v %v; want the pre-queue of 1 and the seed revealed", got, err)
+	if err != nil || !got.PrequeueFixed || got.Prequeue != 1 || !strings.HasPrefix(got.ShuffleCommitment, "waitingroom/shuffle/v2 p ") {
+		t.Errorf("counters after the opening: %+v %v; want the pre-queue of 1 and the commitment", got, err)
 	}
 }
 
@@ -219,51 +323,31 @@ func mustEnter(t *testing.T, svc *queue.Service, id string) string {
 	return v.TokenID
 }
 
-// TestShuffleUniform: across many seeds, a token's rank in the draw order
-// of a pre-queue of 40 is uniform over 1..40 (chi-square over the ranks of
-// every token, 39 degrees of freedom), and a run's ranks are not
-// correlated with the order of arrival (Spearman's rho averages 0 within
-// its standard error).
+// TestShuffleUniform: across many seeds, a ticket's place in a pre-queue
+// of 40 is uniform over 1..40 (chi-square over the places of every
+// ticket, 39 degrees of freedom), and a run's places are not correlated
+// with the order of arrival (Spearman's rho averages 0 within its
+// standard error).
 func TestShuffleUniform(t *testing.T) {
 	const n, runs = 40, 2_000
-	rng := rand.New(rand.NewPCG(1, 2))
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("%022d", rng.Uint64()) // stand-ins for token ids, fixed across runs
-	}
-	counts := make([][]int, n) // [arrival][rank]
+	counts := make([][]int, n) // [arrival][place-1]
 	for i := range counts {
 		counts[i] = make([]int, n)
 	}
 	var rhoSum float64
 	for run := range runs {
-		seed := fmt.Sprintf("%064x", run*7919+1)
-		type drawn struct {
-			arrival int
-			draw    uint64
-		}
-		ds := make([]drawn, n)
-		for i, id := range ids {
-			ds[i] = drawn{i, queue.Draw(seed, "gala", id)}
-		}
-		slices.SortFunc(ds, func(a, b drawn) int {
-			switch {
-			case a.draw < b.draw:
-				return -1
-			case a.draw > b.draw:
-				return 1
-			}
-			return 0
-		})
+		sum := sha256.Sum256(fmt.Appendf(nil, "seed %d", run))
+		seed := base64.RawURLEncoding.EncodeToString(sum[:]) // a stand-in for a signature
 		var d2 float64
-		for rank, d := range ds {
-			counts[d.arrival][rank]++
-			diff := float64(rank - d.arrival)
+		for arrival := range n {
+			rank := int(queue.PlaceOf(seed, n, int64(arrival+1))) - 1
+			counts[arrival][rank]++
+			diff := float64(rank - arrival)
 			d2 += diff * diff
 		}
 		rhoSum += 1 - 6*d2/float64(n*(n*n-1))
 	}
-	// Each arrival's ranks: chi-square with n-1 degrees of freedom; the
+	// Each arrival's places: chi-square with n-1 degrees of freedom; the
 	// 0.1 % critical value of 39 is 72.05. Every one of the 40 must pass
 	// (a 4 % chance that one of them fails by luck is the test's flakiness
 	// at 0.1 % each; the seeds are fixed, so it fails the same way again).
@@ -274,23 +358,42 @@ func TestShuffleUniform(t *testing.T) {
 			chi += (float64(c) - expected) * (float64(c) - expected) / expected
 		}
 		if chi > 72.05 {
-			t.Errorf("arrival %d: chi-square of its ranks %.1f over 39 degrees of freedom (p < 0.001): not uniform", i, chi)
+			t.Errorf("arrival %d: chi-square of its places %.1f over 39 degrees of freedom (p < 0.001): not uniform", i, chi)
 		}
 	}
 	// Spearman's rho of independent orders has mean 0 and variance
 	// 1/(n-1); its mean over runs, 1/sqrt((n-1)·runs).
 	if mean, se := rhoSum/runs, 1/math.Sqrt(float64((n-1)*runs)); math.Abs(mean) > 4*se {
-		t.Errorf("mean Spearman rho between arrival and draw order %.4f, more than 4 standard errors (%.4f) from 0", mean, se)
+		t.Errorf("mean Spearman rho between arrival and place %.4f, more than 4 standard errors (%.4f) from 0", mean, se)
 	}
-	// The places a pre-queue of n gets are uniform too: PlaceOf maps a
-	// uniform draw to 1..n evenly.
-	for _, d := range []uint64{0, math.MaxUint64, 1 << 63} {
-		if p := queue.PlaceOf(d, n); p < 1 || p > n {
-			t.Errorf("PlaceOf(%d, %d) = %d, outside 1..%d", d, n, p, n)
+}
+
+// TestPlaceOfPermutation: for every pre-queue size, under several seeds,
+// PlaceOf gives the tickets 1..n the places 1..n, one each; a ticket
+// outside the pre-queue keeps its number.
+func TestPlaceOfPermutation(t *testing.T) {
+	sizes := []int64{65_537} // 2¹⁶ + 1: the most cycle-walking (a domain of 2¹⁸)
+	for n := int64(1); n <= 300; n++ {
+		sizes = append(sizes, n)
+	}
+	for _, n := range sizes {
+		for s := range 3 {
+			if n > 300 && s > 0 {
+				break
+			}
+			seed := base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "seed %d of %d", s, n))
+			taken := make([]bool, n+1)
+			for ticket := int64(1); ticket <= n; ticket++ {
+				p := queue.PlaceOf(seed, n, ticket)
+				if p < 1 || p > n || taken[p] {
+					t.Fatalf("pre-queue of %d, seed %d: ticket %d gets place %d, outside 1..%d or taken", n, s, ticket, p, n)
+				}
+				taken[p] = true
+			}
+			if p := queue.PlaceOf(seed, n, n+1); p != n+1 {
+				t.Errorf("ticket %d after a pre-queue of %d: place %d", n+1, n, p)
+			}
 		}
-	}
-	if p := queue.PlaceOf(1<<63, n); p != n/2+1 {
-		t.Errorf("PlaceOf(2⁶³, %d) = %d, want %d", n, p, n/2+1)
 	}
 }
 

@@ -92,12 +92,16 @@ type Program struct {
 	// taken and nobody is admitted, at it admission starts at the rate.
 	OpensAt time.Time
 	// Shuffle places everyone who entered before OpensAt in a random
-	// order at the opening (see Draw and Place).
+	// order at the opening (see PlaceOf and Place).
 	Shuffle bool
-	// Seed is the shuffle's secret, 32 random bytes in hex: committed to
-	// (Commitment) before anyone enters, revealed once the pre-queue is
-	// fixed.
-	Seed string
+	// ShuffleNonce makes the shuffle's message (ShuffleMessage) unique: 16
+	// random bytes in hex, public, set when the shuffle is armed.
+	ShuffleNonce string
+	// ShufflePublicKey and ShuffleSeed are never stored: the service sets
+	// them from its ShuffleKey, the public key (EncodePublicKey) for a
+	// shuffled program, the seed (the key's signature of the message)
+	// once the pre-queue is fixed.
+	ShufflePublicKey, ShuffleSeed string
 	// Prequeue is how many tickets were issued before the opening, fixed
 	// (PrequeueFixed) by the first ticket or poll at or after it.
 	Prequeue      int64

@@ -22,6 +22,7 @@ type Service struct {
 	rng      *rand.Rand
 	cache    programCache
 	passes   PassSigner
+	shuffle  shuffleSeeds
 	tickets  ticketer
 }
 
@@ -162,9 +163,6 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 		IssuedAt:  now.Truncate(time.Millisecond),
 		ExpiresAt: now.Add(waitingTokenRetention),
 	}
-	if p.Shuffle && !p.PrequeueFixed && now.Before(p.OpensAt) {
-		t.Draw = drawHex(Draw(p.Seed, programID, id))
-	}
 	var stored Token
 	if claim == "" {
 		stored, err = s.putToken(ctx, t)
@@ -239,7 +237,7 @@ func (s *Service) answer(ctx context.Context, programID string, t Token) (View, 
 // fixed it yet. Other programs are returned as they are.
 func (s *Service) opened(ctx context.Context, p Program, now time.Time) (Program, error) {
 	if !p.armed() || now.Before(p.OpensAt) {
-		return p, nil
+		return s.withShuffle(ctx, p)
 	}
 	q, err := s.store.GetProgram(ctx, p.ID)
 	if err == nil && q.armed() {
@@ -255,7 +253,7 @@ func (s *Service) opened(ctx context.Context, p Program, now time.Time) (Program
 		return Program{}, storeError("fix the pre-queue", err)
 	}
 	s.cache.put(q, now)
-	return q, nil
+	return s.withShuffle(ctx, q)
 }
 
 // Leave takes a waiting token out of the queue; it then reads LEFT. Leaving
@@ -345,9 +343,9 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 	}
 	place, placed := p.Place(t)
 	if p.Shuffle {
-		v.Shuffle = &ShuffleView{Commitment: Commitment(p.Seed)}
+		v.Shuffle = &ShuffleView{Commitment: ShuffleMessage(p.ID, p.ShuffleNonce), PublicKey: p.ShufflePublicKey}
 		if p.PrequeueFixed {
-			v.Shuffle.Seed, v.Shuffle.Prequeue = p.Seed, p.Prequeue
+			v.Shuffle.Seed, v.Shuffle.Prequeue = p.ShuffleSeed, p.Prequeue
 			if t.Ticket <= p.Prequeue {
 				v.Shuffle.Place = place
 			}

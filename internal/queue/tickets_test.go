@@ -100,7 +100,7 @@ func newCrowd(t *testing.T, instances int, writeUnits float64, rate float64, see
 	for i := range instances {
 		c.instances = append(c.instances, queue.NewService(c.store, polling.DefaultTiers(),
 			queue.WithClock(c.clock), queue.WithProgramCache(time.Second), queue.WithItemWriteLimit(writeUnits),
-			queue.WithRand(rand.New(rand.NewPCG(seed, uint64(i))))))
+			queue.WithRand(rand.New(rand.NewPCG(seed, uint64(i)))), queue.WithShuffleKey(testShuffleKey(t))))
 	}
 	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
 		t.Fatal(err)

@@ -36,9 +36,6 @@ type Token struct {
 	AdmissionPass string
 	// LeftAt is when the person left the queue (zero otherwise).
 	LeftAt time.Time
-	// Draw is the token's draw in a shuffled opening (Draw), 16 hex
-	// digits, set when it entered before the opening; "" otherwise.
-	Draw string
 	// ExpiresAt is when the store may delete the item (DynamoDB TTL).
 	ExpiresAt time.Time
 	// Claim is set, with Ticket 0, while an enter with an Idempotency-Key
@@ -81,10 +78,12 @@ func idempotentTokenID(programID, key string) string {
 // ShuffleView is a shuffled opening as a token's answer shows it: enough
 // for anyone to check a place (README, "A scheduled, fair opening").
 type ShuffleView struct {
-	// Commitment is the SHA-256 of the seed, published before anyone
-	// entered.
-	Commitment string
-	// Seed and Prequeue are revealed once the pre-queue is fixed.
+	// Commitment is the message the shuffle key signs at the opening
+	// (ShuffleMessage), and PublicKey that key's public half
+	// (EncodePublicKey): both published before anyone entered.
+	Commitment, PublicKey string
+	// Seed, the key's signature of Commitment, and Prequeue are revealed
+	// once the pre-queue is fixed.
 	Seed     string
 	Prequeue int64
 	// Place is the token's place in the pre-queue, 0 when it is not in it

@@ -82,6 +82,7 @@ type TokenAnswer struct {
 // Shuffle is the shuffle object of a token answer.
 type Shuffle struct {
 	Commitment string `json:"commitment"`
+	PublicKey  string `json:"publicKey"`
 	Seed       string `json:"seed"`
 	Prequeue   int64  `json:"prequeue"`
 	Place      int64  `json:"place"`

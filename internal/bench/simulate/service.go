@@ -11,6 +11,7 @@ import (
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/shufflekey"
 	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
@@ -40,10 +41,14 @@ type serviceSim struct {
 	clock *clock.Fake
 	store *store
 	svcs  []*queue.Service
-	rng   *rand.Rand
-	ctx   context.Context
-	t     int64 // ms since Epoch
-	now   time.Time
+	// shuffleKey signs every instance's shuffle seed (one key, as the
+	// deployment's KMS key); seed is the seed once revealed.
+	shuffleKey queue.ShuffleKey
+	seed       string
+	rng        *rand.Rand
+	ctx        context.Context
+	t          int64 // ms since Epoch
+	now        time.Time
 
 	users   []serviceUser
 	admitAt []int64 // per place: ms at which the serving counter passed it
@@ -102,10 +107,17 @@ func runService(cfg Config) (bench.Result, error) {
 	if cfg.SingleTickets {
 		writeLimit = 0 // every ticket from the program item, as before ticket shards
 	}
+	if cfg.Shuffle {
+		key, err := shufflekey.GenerateLocalKey()
+		if err != nil {
+			return bench.Result{}, fmt.Errorf("simulate: %w", err)
+		}
+		s.shuffleKey = key
+	}
 	for i := range instances {
 		s.svcs = append(s.svcs, queue.NewService(s.store, cfg.Policy.Policy,
 			queue.WithClock(s.clock), queue.WithProgramCache(time.Second), queue.WithItemWriteLimit(writeLimit),
-			queue.WithRand(rand.New(rand.NewPCG(cfg.Seed+uint64(i)+1, 7)))))
+			queue.WithRand(rand.New(rand.NewPCG(cfg.Seed+uint64(i)+1, 7))), queue.WithShuffleKey(s.shuffleKey)))
 	}
 	for i := range s.users {
 		s.users[i].enteredMs = -1
@@ -238,14 +250,20 @@ func (s *serviceSim) answer(u int, v queue.View, polls int32) {
 }
 
 // place is user u's place in the admission order: its ticket, or in a
-// shuffled pre-queue its draw's place (the same rule as Program.Place).
+// shuffled pre-queue its ticket's place in the permutation the seed keys
+// (the same rule as Program.Place).
 func (s *serviceSim) place(u int) int64 {
 	us := s.users[u]
 	p, err := s.store.Store.GetProgram(s.ctx, serviceProgram)
 	if err != nil || !p.Shuffle || !p.PrequeueFixed || us.ticket > p.Prequeue {
 		return us.ticket
 	}
-	return queue.PlaceOf(queue.Draw(p.Seed, serviceProgram, us.token), p.Prequeue)
+	if s.seed == "" {
+		if s.seed, err = queue.SignSeed(s.ctx, s.shuffleKey, serviceProgram, p.ShuffleNonce); err != nil {
+			return us.ticket
+		}
+	}
+	return queue.PlaceOf(s.seed, p.Prequeue, us.ticket)
 }
 
 func (s *serviceSim) count(poll bool) {

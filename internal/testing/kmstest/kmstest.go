@@ -1,4 +1,5 @@
-// Package kmstest makes KMS signing keys for tests on the test binary's
+// Package kmstest makes KMS signing keys (admission passes, shuffle
+// seeds) for tests on the test binary's
 // moto_server, the one internal/testing/dynamotest starts (moto serves
 // KMS and DynamoDB on one endpoint). Import it from _test.go files only,
 // in a package whose TestMain calls dynamotest.Main.
@@ -37,12 +38,25 @@ func Client(t testing.TB) *kms.Client {
 // schedules its deletion when t ends.
 func NewSigningKey(t testing.TB, client *kms.Client) string {
 	t.Helper()
+	return newKey(t, client, types.KeySpecEccNistP256, "test admission pass key: ")
+}
+
+// NewShuffleKey creates the key whose signature seeds a shuffled opening
+// (KeySpec RSA_2048, KeyUsage SIGN_VERIFY), as template.yaml declares it,
+// returns its id, and schedules its deletion when t ends.
+func NewShuffleKey(t testing.TB, client *kms.Client) string {
+	t.Helper()
+	return newKey(t, client, types.KeySpecRsa2048, "test shuffle key: ")
+}
+
+func newKey(t testing.TB, client *kms.Client, spec types.KeySpec, description string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := client.CreateKey(ctx, &kms.CreateKeyInput{
-		KeySpec:     types.KeySpecEccNistP256,
+		KeySpec:     spec,
 		KeyUsage:    types.KeyUsageTypeSignVerify,
-		Description: aws.String("test admission pass key: " + t.Name()),
+		Description: aws.String(description + t.Name()),
 	})
 	if err != nil {
 		t.Fatalf("kmstest: create key: %v", err)

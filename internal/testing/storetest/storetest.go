@@ -152,7 +152,7 @@ func testProgram(t *testing.T, s queue.Store) {
 	sharded.Recent = [queue.RecentTickets]int64{9, 8, 7, 6, 5, 4, 3, 2}
 	opening := program("opening")
 	opening.OpensAt = t0.Add(time.Hour)
-	opening.Shuffle, opening.Seed = true, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+	opening.Shuffle, opening.ShuffleNonce = true, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 	opening.Current.StartMs = opening.OpensAt.UnixMilli()
 	opening.Next = queue.Segment{AnchorMs: t0.Add(ms(3_000)).UnixMilli(), Base: 12, Rate: perSecond(7), StartMs: opening.OpensAt.UnixMilli()}
 	opened := opening
@@ -318,15 +318,15 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 			*p = queue.Program{ID: p.ID, CreatedAt: t0, Version: 1, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate}, DrainAtNs: unixNs(t0), AdmissionWindow: queue.DefaultAdmissionWindow}
 		}},
 		{"opening ahead, shuffled", func(p *queue.Program) {
-			p.OpensAt, p.Shuffle, p.Seed = now.Truncate(time.Millisecond).Add(time.Minute), true, "ab"
+			p.OpensAt, p.Shuffle, p.ShuffleNonce = now.Truncate(time.Millisecond).Add(time.Minute), true, "ab"
 			p.Current.StartMs, p.DrainAtNs = p.OpensAt.UnixMilli(), unixNs(p.OpensAt)+28*400e6
 		}},
 		{"opening just passed, shuffled: the pre-queue is fixed first", func(p *queue.Program) {
-			p.OpensAt, p.Shuffle, p.Seed = now.Truncate(time.Millisecond).Add(-ms(1)), true, "ab"
+			p.OpensAt, p.Shuffle, p.ShuffleNonce = now.Truncate(time.Millisecond).Add(-ms(1)), true, "ab"
 			p.Current.StartMs = p.OpensAt.UnixMilli()
 		}},
 		{"opening passed, pre-queue fixed", func(p *queue.Program) {
-			p.OpensAt, p.Shuffle, p.Seed, p.Prequeue, p.PrequeueFixed = now.Truncate(time.Millisecond).Add(-time.Second), true, "ab", 33, true
+			p.OpensAt, p.Shuffle, p.ShuffleNonce, p.Prequeue, p.PrequeueFixed = now.Truncate(time.Millisecond).Add(-time.Second), true, "ab", 33, true
 		}},
 		{"change due to an opening, drained", func(p *queue.Program) {
 			p.Next = queue.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5), StartMs: now.Add(-ms(500)).UnixMilli()}
@@ -530,7 +530,6 @@ func testToken(t *testing.T, s queue.Store) {
 		{"every field", left(admitted(waiting(4)))},
 		{"zero times stay zero", queue.Token{ID: queue.NewTokenID(), ProgramID: "prog", Ticket: 5}},
 		{"large ticket", waiting(1 << 53)},
-		{"with a draw", func() queue.Token { tk := waiting(6); tk.Draw = "0123456789abcdef"; return tk }()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := s.PutToken(ctx, tc.tok); err != nil {

@@ -336,7 +336,7 @@ func testFixPrequeue(t *testing.T, s queue.Store) {
 	ps := s.(queue.PrequeueStore)
 	opens := t0.Add(time.Hour)
 	p := program("prequeue")
-	p.OpensAt, p.Shuffle, p.Seed = opens, true, "cd"
+	p.OpensAt, p.Shuffle, p.ShuffleNonce = opens, true, "cd"
 	p.Current.StartMs, p.DrainAtNs = opens.UnixMilli(), unixNs(opens)+28*400e6
 	plain := program("no-shuffle")
 	plain.OpensAt = opens
@@ -473,7 +473,7 @@ func testReturnTickets(t *testing.T, s queue.TicketStore) {
 	}
 	// A pre-queue fixed since the caller read the program.
 	q := program("return-opened")
-	q.OpensAt, q.Shuffle, q.Seed = t0.Add(time.Second), true, "cd"
+	q.OpensAt, q.Shuffle, q.ShuffleNonce = t0.Add(time.Second), true, "cd"
 	if err := store.CreateProgram(ctx, q); err != nil {
 		t.Fatal(err)
 	}

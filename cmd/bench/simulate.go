@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/bench/simulate"
@@ -30,7 +31,9 @@ instances sharing an in-memory table charged to DynamoDB's per-partition
 limits (internal/testing/partitionmodel): every enter is Service.Enter
 (sent again 1 s after a 503, with its Idempotency-Key), every poll
 Service.Poll; -policy then defaults to eta. -tickets single takes every
-ticket from the program item, as before ticket shards.
+ticket from the program item, as before ticket shards. -clock-skew sets
+each instance's clock off the true time by an offset drawn uniformly in
+[-skew, +skew] (by -seed); a list gives a column per skew, policy by policy.
 `
 
 func cmdSimulate(ctx context.Context, args []string, e env) error {
@@ -56,6 +59,7 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 	opensAt := fs.Duration("opens-at", 0, "open the program this long after the start (before it, entries are taken and nobody admitted); runs the service")
 	shuffle := fs.Bool("shuffle", false, "with -opens-at: shuffle everyone who entered before the opening (shuffleAtOpen)")
 	tickets := fs.String("tickets", "shards", "with the service: shards (ticket shards above a rate) or single (every ticket from the program item, as before them)")
+	skewList := fs.String("clock-skew", "0", "comma-separated clock skews, e.g. 0,500ms: each instance's clock is off by an offset drawn uniformly in [-skew, +skew]; runs the service")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -75,6 +79,10 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 	if *instances < 1 {
 		return usageError(fs, errors.New("-instances: at least 1"))
 	}
+	skews, err := parseSkews(*skewList)
+	if err != nil {
+		return usageError(fs, err)
+	}
 	sc, err := sf.scenario()
 	if err != nil {
 		return usageError(fs, err)
@@ -87,7 +95,7 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return usageError(fs, err)
 	}
-	service := *partitionModel || *opensAt != 0 || *shuffle || *tickets == "single"
+	service := *partitionModel || *opensAt != 0 || *shuffle || *tickets == "single" || len(skews) > 1 || skews[0] != 0
 	if service && !flagSet(fs, "policy") {
 		// The service's crowds are a million strong: a poll every 3 s
 		// would be hundreds of millions of service calls.
@@ -101,22 +109,41 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 		return usageError(fs, errors.New("admission ends paused (rate 0) and never admits everyone: set -timeout"))
 	}
 	var results []bench.Result
-	for _, pol := range policies {
-		if err := ctx.Err(); err != nil {
-			return err
+	for _, named := range policies {
+		for _, skew := range skews {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			pol := named
+			if len(skews) > 1 || skew != 0 {
+				pol.Name = fmt.Sprintf("%s, skew ±%v", named.Name, skew)
+			}
+			r, err := simulate.Run(simulate.Config{Scenario: sc, Policy: pol, Seed: sf.seed, CacheTTL: sf.cacheTTL, Prices: p, Progress: e.progress,
+				Service: service, PartitionLimits: limits, Instances: *instances, OpensAt: *opensAt, Shuffle: *shuffle, SingleTickets: *tickets == "single", ClockSkew: skew})
+			if err != nil {
+				return fmt.Errorf("%s: %w", pol.Name, err)
+			}
+			results = append(results, r)
 		}
-		r, err := simulate.Run(simulate.Config{Scenario: sc, Policy: pol, Seed: sf.seed, CacheTTL: sf.cacheTTL, Prices: p, Progress: e.progress,
-			PartitionLimits: limits, Instances: *instances, OpensAt: *opensAt, Shuffle: *shuffle, SingleTickets: *tickets == "single"})
-		if err != nil {
-			return fmt.Errorf("%s: %w", pol.Name, err)
-		}
-		results = append(results, r)
 	}
 	rep := bench.Report{
 		Title:   fmt.Sprintf("Simulation: %s users, %s arrival, %s", bench.Thousands(int64(sc.Users)), sc.Arrival, admission(sc)),
 		Command: "bench simulate " + strings.Join(args, " "),
 	}
 	return sf.output(e, rep, results)
+}
+
+// parseSkews parses -clock-skew: comma-separated durations, none negative.
+func parseSkews(list string) ([]time.Duration, error) {
+	var skews []time.Duration
+	for f := range strings.SplitSeq(list, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("-clock-skew %q: want durations of 0 or more, e.g. 0,500ms", list)
+		}
+		skews = append(skews, d)
+	}
+	return skews, nil
 }
 
 // flagSet reports whether flag name was given on the command line.

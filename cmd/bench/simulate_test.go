@@ -111,3 +111,34 @@ func TestSimulatePartitionModel(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateClockSkew: -clock-skew runs the service with a column per
+// skew, each stating its skew and the drawn clocks' spread.
+func TestSimulateClockSkew(t *testing.T) {
+	out, errOut, err := runCmd(t, "simulate", "-users", "1000", "-arrival", "uniform:2s", "-admit-rate", "500", "-policy", "eta",
+		"-instances", "8", "-clock-skew", "0,500ms", "-json")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	var got []struct {
+		Policy        string  `json:"policy"`
+		Admitted      int     `json:"admitted"`
+		Instances     int     `json:"instances"`
+		ClockSkewMs   float64 `json:"clockSkewMs"`
+		ClockSpreadMs float64 `json:"clockSpreadMs"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got[0].Policy != "eta, skew ±0s" || got[0].ClockSkewMs != 0 || got[0].ClockSpreadMs != 0 || got[0].Instances != 8 || got[0].Admitted != 1000 {
+		t.Errorf("no skew: %+v", got[0])
+	}
+	if s := got[1]; s.Policy != "eta, skew ±500ms" || s.ClockSkewMs != 500 || s.ClockSpreadMs <= 0 || s.ClockSpreadMs > 1000 || s.Admitted != 1000 {
+		t.Errorf("±500ms: %+v", s)
+	}
+	for _, bad := range []string{"-1s", "500", "0,x"} {
+		if _, _, err := runCmd(t, "simulate", "-users", "10", "-clock-skew", bad); err == nil {
+			t.Errorf("-clock-skew %s: no error", bad)
+		}
+	}
+}

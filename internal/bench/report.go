@@ -26,8 +26,9 @@ type row struct {
 }
 
 func rows(results []Result) []row {
-	var run, sim, left, admin bool
+	var run, sim, left, admin, skew bool
 	for _, r := range results {
+		skew = skew || r.ClockSkewMs > 0
 		run = run || r.LatencyMs != nil
 		admin = admin || r.AdminRequests > 0
 		sim = sim || r.Cost != nil
@@ -81,6 +82,16 @@ func rows(results []Result) []row {
 		{"gaps (tickets nobody holds)", always(func(r Result) float64 { return float64(r.Gaps) }), integer, false},
 		{"max inversion", always(func(r Result) float64 { return r.MaxInversionMs }), seconds, false},
 	}...)
+	if skew {
+		rs = append(rs,
+			row{"clock skew (±)", always(func(r Result) float64 { return r.ClockSkewMs }), seconds, false},
+			row{"clock offsets spread", always(func(r Result) float64 { return r.ClockSpreadMs }), seconds, false},
+			row{"duplicate tickets", always(func(r Result) float64 { return float64(r.DuplicateTickets) }), integer, false},
+			row{"tickets past issued", always(func(r Result) float64 { return float64(r.TicketsPastIssued) }), integer, false},
+			row{"status regressions", always(func(r Result) float64 { return float64(r.StatusRegressions) }), integer, false},
+			row{"max position rise", always(func(r Result) float64 { return float64(r.MaxPositionRise) }), integer, false},
+		)
+	}
 	if admin {
 		rs = append(rs,
 			row{"admin requests (the bench's own)", always(func(r Result) float64 { return float64(r.AdminRequests) }), integer, false},

@@ -115,8 +115,24 @@ type Result struct {
 	Prequeue int64 `json:"prequeue,omitempty"`
 	// Gaps counts the run's ticket numbers that no user holds.
 	Gaps int64 `json:"gaps"`
-	// DuplicateTickets counts tickets the run's users hold more than once.
+	// DuplicateTickets counts tickets the run's users hold more than once
+	// (each extra holder once).
 	DuplicateTickets int64 `json:"duplicateTickets,omitempty"`
+	// TicketsPastIssued counts users holding a number past the program's
+	// last ticket: given back while held (simulate).
+	TicketsPastIssued int64 `json:"ticketsPastIssued,omitempty"`
+	// StatusRegressions counts users seen admitted whom another instance
+	// then answered otherwise (simulate, with clock skew: the instance
+	// whose clock is furthest behind asks at once).
+	StatusRegressions int64 `json:"statusRegressions,omitempty"`
+	// MaxPositionRise is the most a waiting user's position went up from
+	// one answer to the next (simulate).
+	MaxPositionRise int64 `json:"maxPositionRise,omitempty"`
+	// ClockSkewMs is the simulation's clock skew: each instance's clock is
+	// off the true time by up to this much either way; ClockSpreadMs is
+	// the drawn offsets' range, latest minus earliest.
+	ClockSkewMs   float64 `json:"clockSkewMs,omitempty"`
+	ClockSpreadMs float64 `json:"clockSpreadMs,omitempty"`
 	// MaxInversionMs is the worst bend of arrival order: the longest time
 	// by which someone entered before another and is behind them (pairs of
 	// a shuffled pre-queue excluded, whose order is random by design).

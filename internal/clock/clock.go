@@ -79,3 +79,18 @@ func (f *Fake) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	return nil
 }
+
+// Offset is a clock that reads Base shifted by By: an instance whose clock
+// is off by By (simulations of clock skew). It sleeps on Base.
+type Offset struct {
+	Base Clock
+	By   time.Duration
+}
+
+var _ Clock = Offset{}
+
+// Now returns Base's time plus By.
+func (o Offset) Now() time.Time { return o.Base.Now().Add(o.By) }
+
+// Sleep sleeps on Base.
+func (o Offset) Sleep(ctx context.Context, d time.Duration) error { return o.Base.Sleep(ctx, d) }

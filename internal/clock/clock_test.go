@@ -59,3 +59,20 @@ func TestReal(t *testing.T) {
 		t.Errorf("Now() = %v, far from time.Now()", now)
 	}
 }
+
+func TestOffset(t *testing.T) {
+	base := clock.NewFake(t0)
+	for _, by := range []time.Duration{-500 * time.Millisecond, 0, 500 * time.Millisecond} {
+		c := clock.Offset{Base: base, By: by}
+		before := base.Now()
+		if got, want := c.Now(), before.Add(by); !got.Equal(want) {
+			t.Errorf("Offset %v: Now() = %v, want %v", by, got, want)
+		}
+		if err := c.Sleep(t.Context(), time.Second); err != nil {
+			t.Fatalf("Offset %v: Sleep: %v", by, err)
+		}
+		if got, want := base.Now(), before.Add(time.Second); !got.Equal(want) {
+			t.Errorf("Offset %v: Sleep(1s) left the base clock at %v, want %v", by, got, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/example/waitingroom/internal/bench"
@@ -20,7 +21,9 @@ import (
 // (store) and the virtual clock. Every enter is Service.Enter (with an
 // Idempotency-Key, sent again after a 503 as the load test's users do),
 // every poll Service.Poll; the ticket shards, the opening and the shuffle
-// are the service's own. See docs/benchmarks.md, "The million".
+// are the service's own. With a ClockSkew each instance reads its own
+// clock, off the true time by a fixed offset. See docs/benchmarks.md, "The
+// million" and "Clock skew between instances".
 
 // serviceProgram is the simulated program's id.
 const serviceProgram = "sim"
@@ -34,6 +37,7 @@ type serviceUser struct {
 	token     string
 	ticket    int64
 	enteredMs int64 // -1 while not entered
+	position  int64 // the position of its last WAITING answer; 0: none yet
 }
 
 type serviceSim struct {
@@ -45,10 +49,14 @@ type serviceSim struct {
 	// deployment's KMS key); seed is the seed once revealed.
 	shuffleKey queue.ShuffleKey
 	seed       string
-	rng        *rand.Rand
-	ctx        context.Context
-	t          int64 // ms since Epoch
-	now        time.Time
+	// offsets are the instances' clock offsets; slowest is the instance
+	// whose clock is furthest behind, which checks every admission.
+	offsets []time.Duration
+	slowest *queue.Service
+	rng     *rand.Rand
+	ctx     context.Context
+	t       int64 // ms since Epoch
+	now     time.Time
 
 	users   []serviceUser
 	admitAt []int64 // per place: ms at which the serving counter passed it
@@ -60,6 +68,8 @@ type serviceSim struct {
 	requests, polls int64
 	throttled       int64
 	failures        int64 // requests answered with an error
+	regressions     int64 // admitted users the slowest instance did not see admitted
+	positionRise    int64 // the most a user's position went up between two answers
 	series          []int64
 	pollSeries      []int64
 	enterSeries     []int64
@@ -77,6 +87,8 @@ func validateService(cfg Config) error {
 		return errors.New("simulate: -shuffle needs -opens-at")
 	case cfg.OpensAt < 0:
 		return errors.New("simulate: -opens-at: negative")
+	case cfg.ClockSkew < 0:
+		return errors.New("simulate: -clock-skew: negative")
 	}
 	return nil
 }
@@ -114,10 +126,14 @@ func runService(cfg Config) (bench.Result, error) {
 		}
 		s.shuffleKey = key
 	}
+	s.offsets = clockOffsets(cfg.Seed, instances, cfg.ClockSkew)
 	for i := range instances {
 		s.svcs = append(s.svcs, queue.NewService(s.store, cfg.Policy.Policy,
-			queue.WithClock(s.clock), queue.WithProgramCache(time.Second), queue.WithItemWriteLimit(writeLimit),
+			queue.WithClock(clock.Offset{Base: s.clock, By: s.offsets[i]}), queue.WithProgramCache(time.Second), queue.WithItemWriteLimit(writeLimit),
 			queue.WithRand(rand.New(rand.NewPCG(cfg.Seed+uint64(i)+1, 7))), queue.WithShuffleKey(s.shuffleKey)))
+		if i == 0 || s.offsets[i] < slices.Min(s.offsets[:i]) {
+			s.slowest = s.svcs[i]
+		}
 	}
 	for i := range s.users {
 		s.users[i].enteredMs = -1
@@ -142,6 +158,20 @@ func runService(cfg Config) (bench.Result, error) {
 }
 
 func (s *serviceSim) instance() *queue.Service { return s.svcs[s.rng.IntN(len(s.svcs))] }
+
+// clockOffsets are n instances' clock offsets, uniform in [−skew, +skew]
+// and drawn from seed (all 0 without skew).
+func clockOffsets(seed uint64, n int, skew time.Duration) []time.Duration {
+	offsets := make([]time.Duration, n)
+	if skew <= 0 {
+		return offsets
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5ca1ab1e))
+	for i := range offsets {
+		offsets[i] = time.Duration(rng.Int64N(2*int64(skew)+1)) - skew
+	}
+	return offsets
+}
 
 func (s *serviceSim) run() {
 	sc := s.cfg.Scenario
@@ -232,7 +262,17 @@ func (s *serviceSim) poll(u int, polls int32) {
 // answer handles the service's answer to user u: ADMITTED ends it,
 // WAITING schedules its next poll.
 func (s *serviceSim) answer(u int, v queue.View, polls int32) {
+	us := &s.users[u]
+	if v.Status == queue.StatusWaiting && v.Position > 0 {
+		if us.position > 0 {
+			s.positionRise = max(s.positionRise, v.Position-us.position)
+		}
+		us.position = v.Position
+	}
 	if v.Status == queue.StatusAdmitted {
+		if s.cfg.ClockSkew > 0 {
+			s.checkAdmitted(u)
+		}
 		s.seen++
 		s.pollsOfAdmitted += int64(polls)
 		// From when the counter passed the place, or the user entered if
@@ -247,6 +287,16 @@ func (s *serviceSim) answer(u int, v queue.View, polls int32) {
 	}
 	ms := max(1, int64((v.RetryAfter+time.Millisecond-1)/time.Millisecond))
 	s.wheel.add(s.t, s.t+ms, waiter{ticket: int32(u + 1), polls: polls})
+}
+
+// checkAdmitted asks the instance whose clock is furthest behind, at once,
+// where user u stands, just seen admitted: a status only moves forward, so
+// it must say ADMITTED too. The check is not one of the users' requests.
+func (s *serviceSim) checkAdmitted(u int) {
+	v, err := s.slowest.Poll(s.ctx, serviceProgram, s.users[u].token)
+	if err == nil && v.Status != queue.StatusAdmitted {
+		s.regressions++
+	}
 }
 
 // place is user u's place in the admission order: its ticket, or in a
@@ -279,6 +329,30 @@ func (s *serviceSim) count(poll bool) {
 		s.polls++
 		s.pollSeries[sec]++
 	}
+}
+
+// ticketCounts checks the users' tickets one by one against the program's
+// issued: the numbers 1..issued nobody holds, the extra holders of numbers
+// held more than once, and the holders of numbers past issued (given back
+// while held).
+func (s *serviceSim) ticketCounts(issued int64) (gaps, duplicates, past int64) {
+	holders := make([]int32, issued+1)
+	for _, us := range s.users {
+		switch {
+		case us.enteredMs < 0:
+		case us.ticket < 1 || us.ticket > issued:
+			past++
+		default:
+			holders[us.ticket]++
+		}
+	}
+	for _, n := range holders[1:] {
+		if n == 0 {
+			gaps++
+		}
+		duplicates += int64(max(n-1, 0))
+	}
+	return gaps, duplicates, past
 }
 
 func (s *serviceSim) result() bench.Result {
@@ -321,7 +395,12 @@ func (s *serviceSim) result() bench.Result {
 		r.StoreThrottles = sum.ThrottledReads + sum.ThrottledWrites
 	}
 	p, _ := s.store.Store.GetProgram(s.ctx, serviceProgram)
-	r.Gaps = max(0, p.Issued-int64(s.entered))
+	r.Gaps, r.DuplicateTickets, r.TicketsPastIssued = s.ticketCounts(p.Issued)
+	r.StatusRegressions, r.MaxPositionRise = s.regressions, s.positionRise
+	if s.cfg.ClockSkew > 0 {
+		r.ClockSkewMs = bench.Ms(s.cfg.ClockSkew)
+		r.ClockSpreadMs = bench.Ms(slices.Max(s.offsets) - slices.Min(s.offsets))
+	}
 	var es []bench.Entrant
 	for u, us := range s.users {
 		if us.enteredMs < 0 {

@@ -1,11 +1,13 @@
 package simulate
 
 import (
+	"math"
 	"testing"
 	"time"
 
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
@@ -79,6 +81,95 @@ func TestServiceModeErrors(t *testing.T) {
 		cfg.Policy = etaDefault
 		if _, err := Run(cfg); err == nil {
 			t.Errorf("%+v: no error", cfg)
+		}
+	}
+}
+
+// TestServiceClockSkew: crowds through instances whose clocks are off the
+// true time by up to ±500 ms (the skew the README's "Tickets past one hot
+// item" tolerates), polling every 200 ms so that answers of instances that
+// disagree follow each other closely. No ticket is held twice or after it
+// was given back, nobody seen admitted is then answered otherwise, a
+// position goes up by at most the admissions of twice the skew (never
+// without skew), and arrival order bends by at most a block lifetime plus
+// twice the skew.
+func TestServiceClockSkew(t *testing.T) {
+	const rate = 500 // admitted a second
+	for _, tc := range []struct {
+		name    string
+		skew    time.Duration
+		opensAt time.Duration
+	}{
+		{"no skew", 0, 0},
+		{"±500ms", 500 * time.Millisecond, 0},
+		{"±500ms, shuffled opening", 500 * time.Millisecond, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 2; seed++ {
+				r, err := Run(Config{
+					Scenario: bench.Scenario{Users: 4_000, Arrival: bench.Arrival{Over: 4 * time.Second}, Rates: bench.ConstantRate(rate)},
+					Policy:   fixed(200 * time.Millisecond), Prices: bench.DefaultPrices(), Seed: seed,
+					Service: true, PartitionLimits: &partitionmodel.AWS, Instances: 8, ClockSkew: tc.skew,
+					OpensAt: tc.opensAt, Shuffle: tc.opensAt > 0,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				spread := time.Duration(r.ClockSpreadMs * float64(time.Millisecond))
+				if tc.skew > 0 && spread < tc.skew {
+					t.Fatalf("seed %d: the clocks spread over %v only; want at least %v", seed, spread, tc.skew)
+				}
+				if r.Entered != 4_000 || r.Admitted != 4_000 || r.EntersPerSecondPeak < 900 {
+					t.Errorf("seed %d: entered %d, admitted %d, enters %d a second at most; want all, all, the crowd's 1,000 (on ticket shards)", seed, r.Entered, r.Admitted, r.EntersPerSecondPeak)
+				}
+				if r.DuplicateTickets != 0 || r.TicketsPastIssued != 0 || r.StatusRegressions != 0 {
+					t.Errorf("seed %d: %d duplicate tickets, %d held past the last ticket, %d admissions answered otherwise; want none", seed, r.DuplicateTickets, r.TicketsPastIssued, r.StatusRegressions)
+				}
+				// Two clocks disagree by 2×skew at most: on the counter by as
+				// many tickets' admission (and one of rounding), and on a
+				// block's age by as long.
+				rise := int64(0)
+				if tc.skew > 0 {
+					rise = int64(math.Ceil(rate*(2*tc.skew).Seconds())) + 1
+				}
+				if r.MaxPositionRise > rise {
+					t.Errorf("seed %d: a position went up by %d; want at most %d", seed, r.MaxPositionRise, rise)
+				}
+				if bound := queue.BlockLifetime + 2*tc.skew; r.MaxInversionMs > bench.Ms(bound) {
+					t.Errorf("seed %d: arrival order bent by %g ms; want at most %v (a block lifetime plus twice the skew)", seed, r.MaxInversionMs, bound)
+				}
+				t.Logf("seed %d: spread %v, gaps %d, max inversion %g ms, max position rise %d, program item writes %d/s", seed, spread, r.Gaps, r.MaxInversionMs, r.MaxPositionRise, *r.ProgramItemWritesPerSecondMax)
+			}
+		})
+	}
+}
+
+// TestTicketCounts: gaps, duplicates and numbers past the last ticket are
+// counted ticket by ticket, so that a duplicate does not hide a gap.
+func TestTicketCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		tickets                []int64 // 0: not entered
+		issued                 int64
+		gaps, duplicates, past int64
+	}{
+		{"one each", []int64{1, 2, 3}, 3, 0, 0, 0},
+		{"a gap", []int64{1, 3, 0}, 3, 1, 0, 0},
+		{"a duplicate hides no gap", []int64{1, 1, 3}, 4, 2, 1, 0},
+		{"three holders", []int64{2, 2, 2}, 2, 1, 2, 0},
+		{"given back while held", []int64{1, 2, 5}, 2, 0, 0, 1},
+	} {
+		s := &serviceSim{}
+		for _, tk := range tc.tickets {
+			u := serviceUser{ticket: tk, enteredMs: -1}
+			if tk > 0 {
+				u.enteredMs = 0
+			}
+			s.users = append(s.users, u)
+		}
+		gaps, dup, past := s.ticketCounts(tc.issued)
+		if gaps != tc.gaps || dup != tc.duplicates || past != tc.past {
+			t.Errorf("%s: gaps %d, duplicates %d, past issued %d; want %d, %d, %d", tc.name, gaps, dup, past, tc.gaps, tc.duplicates, tc.past)
 		}
 	}
 }

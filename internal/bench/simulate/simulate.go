@@ -63,6 +63,10 @@ type Config struct {
 	// SingleTickets takes every ticket from the program item, as before
 	// ticket shards (the Before of docs/benchmarks.md).
 	SingleTickets bool
+	// ClockSkew, with Service, sets each instance's clock off the true
+	// time by an offset drawn uniformly in [−ClockSkew, +ClockSkew] (by
+	// Seed); 0: every instance reads the true time.
+	ClockSkew time.Duration
 }
 
 // Route keys of bench.Result.ByRoute the simulator fills.
@@ -87,7 +91,7 @@ func Run(cfg Config) (bench.Result, error) {
 	if sc.Users > math.MaxInt32 {
 		return bench.Result{}, fmt.Errorf("simulate: at most %d users", math.MaxInt32)
 	}
-	if cfg.Service || cfg.PartitionLimits != nil || cfg.OpensAt != 0 || cfg.Shuffle || cfg.SingleTickets {
+	if cfg.Service || cfg.PartitionLimits != nil || cfg.OpensAt != 0 || cfg.Shuffle || cfg.SingleTickets || cfg.ClockSkew != 0 {
 		return runService(cfg)
 	}
 	s := newSim(cfg)

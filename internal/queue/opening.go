@@ -202,10 +202,11 @@ type shuffleSeeds struct {
 	seeds map[string]string // by ShuffleMessage
 }
 
-// withShuffle returns p with ShufflePublicKey set if p shuffles, and
+// withShuffle returns p with ShufflePublicKey set if p shuffles (left
+// empty while the key cannot be read: the answers only show it), and
 // ShuffleSeed once its pre-queue is fixed: the key's signature of
 // ShuffleMessage, unpadded base64url, signed at the first need after the
-// opening and kept.
+// opening and kept; without it no pre-queue place is known, an error.
 func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 	if !p.Shuffle {
 		return p, nil
@@ -219,16 +220,9 @@ func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	unavailable := func(err error) error {
-		return &Error{Kind: KindUnavailable, Code: CodeKeysUnavailable, Message: "The opening's draw cannot be made just now; retry shortly.", Err: err}
-	}
 	if ss.pub == "" {
-		pub, err := ss.key.PublicKey(ctx)
-		if err == nil {
-			ss.pub, err = EncodePublicKey(pub)
-		}
-		if err != nil {
-			return Program{}, unavailable(err)
+		if pub, err := ss.key.PublicKey(ctx); err == nil {
+			ss.pub, _ = EncodePublicKey(pub)
 		}
 	}
 	p.ShufflePublicKey = ss.pub
@@ -242,7 +236,7 @@ func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 	}
 	seed, err := SignSeed(ctx, ss.key, p.ID, p.ShuffleNonce)
 	if err != nil {
-		return Program{}, unavailable(err)
+		return Program{}, &Error{Kind: KindUnavailable, Code: CodeKeysUnavailable, Message: "The opening's draw cannot be made just now; retry shortly.", Err: err}
 	}
 	if ss.seeds == nil {
 		ss.seeds = map[string]string{}

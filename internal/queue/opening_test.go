@@ -2,8 +2,10 @@ package queue_test
 
 import (
 	"context"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -251,6 +253,37 @@ func TestShuffleSeedSecretBeforeOpening(t *testing.T) {
 		if s := fmt.Sprintf("%+v", x); strings.Contains(s, v.Shuffle.Seed) {
 			t.Errorf("before the opening %T held the seed %s: %s", x, v.Shuffle.Seed, s)
 		}
+	}
+}
+
+// brokenKey is a shuffle key whose KMS cannot be reached.
+type brokenKey struct{}
+
+func (brokenKey) PublicKey(context.Context) (*rsa.PublicKey, error) {
+	return nil, errors.New("kms: unreachable")
+}
+
+func (brokenKey) SignPKCS1v15(context.Context, []byte) ([]byte, error) {
+	return nil, errors.New("kms: unreachable")
+}
+
+// TestShuffleKeyUnavailable: before the opening an unreachable key only
+// leaves the public key out of the answer; after it, no place can be
+// drawn: 503 KEYS_UNAVAILABLE, and the next poll on a working instance
+// gets its place.
+func TestShuffleKeyUnavailable(t *testing.T) {
+	o := newOpening(t, true)
+	broken := queue.NewService(o.store, polling.DefaultETA(), queue.WithClock(o.clock), queue.WithShuffleKey(brokenKey{}))
+	v, _, err := broken.Enter(t.Context(), "sale", queue.Entry{})
+	if err != nil || v.Shuffle == nil || v.Shuffle.PublicKey != "" || v.Shuffle.Commitment == "" {
+		t.Fatalf("enter before the opening with the key unreachable: %+v %v", v, err)
+	}
+	setClock(o.clock, o.opensAt.Add(time.Millisecond))
+	if _, err := broken.Poll(t.Context(), "sale", v.TokenID); codeOf(err) != queue.CodeKeysUnavailable || queue.ErrorKind(err) != queue.KindUnavailable {
+		t.Errorf("poll after the opening with the key unreachable: %v, want KEYS_UNAVAILABLE (503)", err)
+	}
+	if got, err := o.a.Poll(t.Context(), "sale", v.TokenID); err != nil || got.Shuffle == nil || got.Shuffle.Place != 1 || got.Shuffle.Seed == "" {
+		t.Errorf("poll on a working instance: %+v %v, want place 1 of 1", got, err)
 	}
 }
 

@@ -254,11 +254,15 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 				return p, now, true, nil
 			}
 		} else {
+			read := p
 			if p, err = edit(p, now); err != nil {
 				return Program{}, now, false, err
 			}
 			p = p.withChange(change)
-			if err = s.updateProgram(ctx, p, change); err == nil {
+			// A change that makes the shuffle depends on nobody having
+			// entered: it keeps the condition on the tickets issued.
+			scheduled := p.Pending(now) && p.Shuffle == read.Shuffle
+			if err = s.updateProgram(ctx, p, change, scheduled); err == nil {
 				s.cache.put(p, now)
 				return p, now, false, nil
 			}
@@ -282,11 +286,27 @@ func (s *Service) createProgram(ctx context.Context, p Program, change string) e
 }
 
 // updateProgram stores the admin change p within the write budget (the
-// change is scheduled for a write that lands within it).
-func (s *Service) updateProgram(ctx context.Context, p Program, change string) error {
+// change is scheduled for a write that lands within it). A scheduled
+// change goes to a ScheduleStore on the condition of the version alone, so
+// that a flood of tickets, each moving Issued, cannot starve it.
+func (s *Service) updateProgram(ctx context.Context, p Program, change string, scheduled bool) error {
 	wctx, cancel := context.WithTimeout(ctx, adminWriteBudget)
 	defer cancel()
-	return s.checkOwnWrite(ctx, p, change, s.store.UpdateProgram(wctx, p, p.Issued))
+	ss, ok := s.store.(ScheduleStore)
+	if !ok || !scheduled {
+		return s.checkOwnWrite(ctx, p, change, s.store.UpdateProgram(wctx, p, p.Issued))
+	}
+	issued, err := ss.UpdateScheduled(wctx, p)
+	if err = s.checkOwnWrite(ctx, p, change, err); err != nil || issued == p.Issued {
+		return err
+	}
+	// The tickets issued meanwhile counted the old time per ticket; the
+	// drain instant matters only once the change takes effect, after the
+	// deadline.
+	if err := ss.MoveDrain(ctx, p, issued); err != nil {
+		return fmt.Errorf("the change is stored, its drain instant not moved: %w", err)
+	}
+	return nil
 }
 
 // checkOwnWrite sorts out a write's conflict: it may be the store's retry

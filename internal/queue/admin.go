@@ -84,10 +84,31 @@ func (s Settings) validate(policies map[string]polling.Policy) error {
 			return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be a whole number of thousandths (%g).", MinAdmissionRate)
 		}
 	}
+	if o := s.OpensAt; o != nil && !o.IsZero() && !ValidOpening(*o) {
+		return ErrInvalidOpening()
+	}
 	if w := s.AdmissionWindow; w != nil && (*w < MinAdmissionWindow || *w > MaxAdmissionWindow) {
 		return Errorf(KindInvalid, CodeInvalidSettings, "admissionWindowSeconds must be between %d and %d.", int(MinAdmissionWindow.Seconds()), int(MaxAdmissionWindow.Seconds()))
 	}
 	return nil
+}
+
+// The range of an opening: from the year 2000, so that no time given can be
+// taken for the zero time that clears it, to the last that RFC 3339's four
+// digit year can write in UTC. A change must also be ahead of the change
+// delay (applyOpening).
+var (
+	MinOpensAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxOpensAt = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
+)
+
+// ValidOpening reports whether t is in the range of an opening.
+func ValidOpening(t time.Time) bool { return !t.Before(MinOpensAt) && !t.After(MaxOpensAt) }
+
+// ErrInvalidOpening is the answer to an opensAt that is not an RFC 3339
+// time in the range of an opening.
+func ErrInvalidOpening() error {
+	return Errorf(KindInvalid, CodeInvalidSettings, "opensAt must be an RFC 3339 time from 2000-01-01T00:00:00Z to 9999-12-31T23:59:59Z, e.g. 2026-12-01T10:00:00+09:00, or \"\" to clear it.")
 }
 
 // PutProgram creates programID with settings (defaults for what is unset) or

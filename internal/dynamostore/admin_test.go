@@ -206,7 +206,9 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 // answered BUSY during an enter flood: an operator's changes made one after
 // another, each once the previous one has taken effect, while enters flood
 // the program (until the changes are done) are each applied, with the
-// production program cache: none loses every trial to the ticket writes.
+// production program cache: none loses every trial to the ticket writes
+// (BUSY). A store fault, the test server slower than the write budget, is
+// repeated as wrctl does.
 func TestAdminChangesGetThroughFlood(t *testing.T) {
 	r := newAdminRig(t)
 	svc := queue.NewService(r.store, polling.DefaultTiers(), queue.WithProgramCache(time.Second))
@@ -238,7 +240,7 @@ func TestAdminChangesGetThroughFlood(t *testing.T) {
 	for i := range changes {
 		paused := i%2 == 0
 		start := time.Now()
-		c, _, err := svc.PutProgram(t.Context(), "gala", queue.Settings{Paused: &paused})
+		c, err := putRetryingFaults(t.Context(), svc, "gala", queue.Settings{Paused: &paused})
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("change %d (paused=%v) after %v: %v", i, paused, time.Since(start), err))
 			continue
@@ -263,6 +265,21 @@ func TestAdminChangesGetThroughFlood(t *testing.T) {
 	if p.Settled().Paused {
 		t.Errorf("paused after %d changes ending with resume", changes)
 	}
+}
+
+// putRetryingFaults makes an admin change, repeating it as wrctl does after
+// a store fault (a test server slower than the write budget), at most 5
+// times; a BUSY is answered at once.
+func putRetryingFaults(ctx context.Context, svc *queue.Service, id string, set queue.Settings) (queue.Counters, error) {
+	var err error
+	for range 5 {
+		var c queue.Counters
+		var qe *queue.Error
+		if c, _, err = svc.PutProgram(ctx, id, set); err == nil || !errors.As(err, &qe) || qe.Code != queue.CodeUnavailable {
+			return c, err
+		}
+	}
+	return queue.Counters{}, err
 }
 
 // TestUpdateScheduledMovesDrain: a scheduled change stored after tickets

@@ -318,12 +318,18 @@ func (s *Service) updateProgram(ctx context.Context, p Program, change string, s
 		return s.checkOwnWrite(ctx, p, change, s.store.UpdateProgram(wctx, p, p.Issued))
 	}
 	issued, err := ss.UpdateScheduled(wctx, p)
-	if err = s.checkOwnWrite(ctx, p, change, err); err != nil || issued == p.Issued {
-		return err
+	if err != nil {
+		// Not applied, or applied and superseded since (the later change
+		// set the drain instant afresh).
+		return s.checkOwnWrite(ctx, p, change, err)
 	}
-	// The tickets issued meanwhile counted the old time per ticket; the
-	// drain instant matters only once the change takes effect, after the
-	// deadline.
+	if issued == p.Issued {
+		return nil
+	}
+	// The tickets issued meanwhile counted the old time per ticket. The
+	// drain instant matters once the change takes effect, a cache TTL
+	// plus the write budget from now; till then it is moved within the
+	// admin deadline.
 	if err := ss.MoveDrain(ctx, p, issued); err != nil {
 		return fmt.Errorf("the change is stored, its drain instant not moved: %w", err)
 	}

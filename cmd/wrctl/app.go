@@ -41,11 +41,14 @@ Commands:
   close ID      stop new entries         reopen ID   take them again
   watch ID      a live view of the crowd, refreshed every second
 
-Every command takes -url (default $WR_URL, else ` + defaultURL + `) and -json.
-Authentication: with ADMIN_TOKEN set, the local server's bearer token;
-otherwise a SigV4 signature with your AWS credentials (the SDK's default
-chain: AWS_PROFILE, AWS_ACCESS_KEY_ID, SSO, …), for the region of the API's
-host or -region. Run "wrctl COMMAND -h" for a command's flags.
+Every command takes -url (default $WR_URL, else ` + defaultURL + `), -json,
+-timeout, -region and -profile, before the command or after it. A 429 or
+BUSY answer is retried after its Retry-After, another 503 too but for admit.
+Authentication: with ADMIN_TOKEN set, the local server's bearer token (only
+over https or to a loopback host); otherwise a SigV4 signature with your
+AWS credentials (the SDK's default chain: AWS_PROFILE, AWS_ACCESS_KEY_ID,
+SSO, …), for the region of the API's host or -region.
+Run "wrctl COMMAND -h" for a command's flags.
 `
 
 // app is one run of wrctl and its outside world.

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -40,11 +41,14 @@ Commands:
   close ID      stop new entries         reopen ID   take them again
   watch ID      a live view of the crowd, refreshed every second
 
-Every command takes -url (default $WR_URL, else ` + defaultURL + `) and -json.
-Authentication: with ADMIN_TOKEN set, the local server's bearer token;
-otherwise a SigV4 signature with your AWS credentials (the SDK's default
-chain: AWS_PROFILE, AWS_ACCESS_KEY_ID, SSO, …), for the region of the API's
-host or -region. Run "wrctl COMMAND -h" for a command's flags.
+Every command takes -url (default $WR_URL, else ` + defaultURL + `), -json,
+-timeout, -region and -profile, before the command or after it. A 429 or
+BUSY answer is retried after its Retry-After, another 503 too but for admit.
+Authentication: with ADMIN_TOKEN set, the local server's bearer token (only
+over https or to a loopback host); otherwise a SigV4 signature with your
+AWS credentials (the SDK's default chain: AWS_PROFILE, AWS_ACCESS_KEY_ID,
+SSO, …), for the region of the API's host or -region.
+Run "wrctl COMMAND -h" for a command's flags.
 `
 
 // app is one run of wrctl and its outside world.
@@ -55,6 +59,8 @@ type app struct {
 	settings []setting
 	now      func() time.Time
 	terminal bool
+	// transport carries the requests; nil for http.DefaultTransport.
+	transport http.RoundTripper
 }
 
 func newApp(getenv func(string) string, stdout, stderr io.Writer, settings []setting) *app {
@@ -65,6 +71,9 @@ func newApp(getenv func(string) string, stdout, stderr io.Writer, settings []set
 type command struct {
 	args     []string // names of the positional arguments
 	synopsis string
+	// sampling: the command's next request is its retry (watch), so a
+	// request is sent once.
+	sampling bool
 	// flags registers the command's own flags and returns what runs it.
 	flags func(a *app, fs *flag.FlagSet) func(ctx context.Context, c *call) error
 }
@@ -100,7 +109,7 @@ func (a *app) commands() map[string]command {
 		"resume": toggle("paused", false, "Restarts admission at the program's rate."),
 		"close":  toggle("closed", true, "Stops new entries; people already waiting keep their place."),
 		"reopen": toggle("closed", false, "Takes new entries again."),
-		"watch": {args: []string{"ID"}, synopsis: "Shows the crowd live: issued, admitted, waiting, the rate, when the last person in line gets in,\nenters/s and admissions/s, and the queue length over time. Redraws in place on a terminal;\nprints one line per sample otherwise (one JSON object per line with -json).",
+		"watch": {args: []string{"ID"}, sampling: true, synopsis: "Shows the crowd live: issued, admitted, waiting, the rate, when the last person in line gets in,\nenters/s and admissions/s, and the queue length over time. Redraws in place on a terminal;\nprints one line per sample otherwise (one JSON object per line with -json).",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
 				var w watchOptions
 				fs.DurationVar(&w.every, "every", time.Second, "time between samples")
@@ -111,14 +120,52 @@ func (a *app) commands() map[string]command {
 	}
 }
 
+// globals are the flags every command takes, before the command or after.
+type globals struct {
+	url, region, profile string
+	json                 bool
+	timeout              time.Duration
+}
+
+// register defines g's flags on fs, each defaulting to its value in g.
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.url, "url", g.url, "base `URL` of the waiting room's API ($WR_URL)")
+	fs.BoolVar(&g.json, "json", g.json, "machine-readable output: the API's JSON")
+	fs.StringVar(&g.region, "region", g.region, "AWS `region` to sign for (default: the API host's, else the AWS configuration's)")
+	fs.StringVar(&g.profile, "profile", g.profile, "AWS shared configuration `profile` (default $AWS_PROFILE)")
+	fs.DurationVar(&g.timeout, "timeout", g.timeout, "time limit of each request")
+}
+
+// Retries of a request the server could not serve now (adminclient.Retry).
+const (
+	attempts     = 4
+	maxRetryWait = 10 * time.Second
+)
+
 // run parses args and runs the command they name.
 func (a *app) run(ctx context.Context, args []string) error {
+	g := globals{url: a.getenv("WR_URL"), timeout: 30 * time.Second}
+	if g.url == "" {
+		g.url = defaultURL
+	}
+	// The flags before the command.
+	pre := flag.NewFlagSet("wrctl", flag.ContinueOnError)
+	pre.SetOutput(a.stderr)
+	pre.Usage = func() {} // printed below, on stdout for -h
+	g.register(pre)
+	if err := pre.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(a.stdout, usage)
+		return err
+	} else if err != nil {
+		fmt.Fprint(a.stderr, usage)
+		return errUsage
+	}
+	args = pre.Args()
 	if len(args) == 0 {
 		fmt.Fprint(a.stderr, usage)
 		return errUsage
 	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	if args[0] == "help" {
 		fmt.Fprint(a.stdout, usage)
 		return flag.ErrHelp
 	}
@@ -134,16 +181,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 		fmt.Fprintf(fs.Output(), "Usage: wrctl %s [flags] %s\n\n%s\n\nFlags:\n", name, strings.Join(cmd.args, " "), cmd.synopsis)
 		fs.PrintDefaults()
 	}
-	baseURL := a.getenv("WR_URL")
-	if baseURL == "" {
-		baseURL = defaultURL
-	}
-	c := &call{}
-	fs.StringVar(&c.url, "url", baseURL, "base `URL` of the waiting room's API ($WR_URL)")
-	fs.BoolVar(&c.json, "json", false, "machine-readable output: the API's JSON")
-	region := fs.String("region", "", "AWS `region` to sign for (default: the API host's, else the AWS configuration's)")
-	profile := fs.String("profile", "", "AWS shared configuration `profile` (default $AWS_PROFILE)")
-	timeout := fs.Duration("timeout", 30*time.Second, "time limit of each request")
+	g.register(fs)
 	runCmd := cmd.flags(a, fs)
 	args, err := parseInterspersed(fs, args[1:])
 	if err != nil {
@@ -157,14 +195,22 @@ func (a *app) run(ctx context.Context, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	c.args = args
-	auth, err := a.authorizer(ctx, c.url, *region, *profile)
+	c := &call{args: args, url: g.url, json: g.json}
+	auth, err := a.authorizer(ctx, c.url, g.region, g.profile)
 	if err != nil {
 		return err
 	}
-	c.client, err = adminclient.New(c.url, auth, newHTTPClient(*timeout))
+	c.client, err = adminclient.New(c.url, auth, newHTTPClient(g.timeout, a.transport))
 	if err != nil {
+		if _, bearer := auth.(adminclient.BearerToken); bearer {
+			return fmt.Errorf("%w\n(ADMIN_TOKEN is set: give an https -url, or unset it to sign with AWS credentials)", err)
+		}
 		return err
+	}
+	if !cmd.sampling {
+		c.client.SetRetry(adminclient.Retry{Attempts: attempts, MaxWait: maxRetryWait, Notify: func(e *adminclient.Error, wait time.Duration, attempt int) {
+			fmt.Fprintf(a.stderr, "wrctl: %v; retrying in %v (%d of %d)\n", e, wait, attempt, attempts-1)
+		}})
 	}
 	return a.explain(runCmd(ctx, c), auth)
 }

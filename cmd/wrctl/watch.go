@@ -27,7 +27,14 @@ type watchOptions struct {
 // sparkWidth is how many samples the queue-length sparkline shows.
 const sparkWidth = 30
 
-func newHTTPClient(timeout time.Duration) *http.Client { return &http.Client{Timeout: timeout} }
+// newHTTPClient is the client of every request, through transport (nil
+// for http.DefaultTransport). It follows no redirect: the admin API makes
+// none, and one would carry the credentials elsewhere (https to http).
+func newHTTPClient(timeout time.Duration, transport http.RoundTripper) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
 
 // frame is one sample of watch, with what it derives from the previous
 // one. Its JSON form is watch's -json output, one object per line.

@@ -26,10 +26,26 @@ const maxAnswerBytes = 1 << 20
 
 // Client calls one waiting room's admin API. It is safe for concurrent use.
 type Client struct {
-	base *url.URL
-	auth Authorizer
-	http *http.Client
+	base  *url.URL
+	auth  Authorizer
+	http  *http.Client
+	retry Retry
 }
+
+// Retry is how a Client repeats a request the server could not serve now
+// (429, or 503 for a request safe to repeat: see retryable): up to
+// Attempts in all, each after the answer's Retry-After (1 s without one, or
+// for 0),
+// at most MaxWait. Notify, if set, hears of each retry before its wait.
+// The zero Retry sends each request once.
+type Retry struct {
+	Attempts int
+	MaxWait  time.Duration
+	Notify   func(err *Error, wait time.Duration, attempt int)
+}
+
+// SetRetry makes c repeat requests as r says; call it before any request.
+func (c *Client) SetRetry(r Retry) { c.retry = r }
 
 // New returns a Client for the API at baseURL (http or https, e.g.
 // "https://abc123.execute-api.eu-west-1.amazonaws.com"), authorizing every
@@ -41,6 +57,11 @@ func New(baseURL string, auth Authorizer, httpClient *http.Client) (*Client, err
 	}
 	if auth == nil {
 		return nil, errors.New("adminclient: no Authorizer")
+	}
+	if _, ok := auth.(BearerToken); ok {
+		if err := BearerSafe(u); err != nil {
+			return nil, err
+		}
 	}
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: 30 * time.Second}
@@ -154,8 +175,50 @@ func (c *Client) Admit(ctx context.Context, programID string, n int64) (Program,
 }
 
 // do sends body (JSON; nil for none) to path (escaped, under the base
-// URL) and reads a program from the answer.
+// URL) and reads a program from the answer, repeating the request as
+// c.retry says.
 func (c *Client) do(ctx context.Context, method, path string, body any) (Program, int, error) {
+	for attempt := 1; ; attempt++ {
+		p, status, err := c.once(ctx, method, path, body)
+		var e *Error
+		if !errors.As(err, &e) || attempt >= c.retry.Attempts || !retryable(method, e) {
+			return p, status, err
+		}
+		wait := e.RetryAfter
+		if wait <= 0 {
+			wait = time.Second
+		}
+		wait = min(wait, c.retry.MaxWait)
+		if c.retry.Notify != nil {
+			c.retry.Notify(e, wait, attempt)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return p, status, err
+		case <-t.C:
+		}
+	}
+}
+
+// retryable reports whether a request answered e may be sent again: a 429
+// (throttled before it was served) or a BUSY (the change was not made)
+// always; another 503, which may come after a change was made, only for a
+// request that is the same done twice (GET, and PUT of settings), not for
+// an admission.
+func retryable(method string, e *Error) bool {
+	switch {
+	case e.Status == http.StatusTooManyRequests, e.Status == http.StatusServiceUnavailable && e.Code == "BUSY":
+		return true
+	case e.Status == http.StatusServiceUnavailable:
+		return method == http.MethodGet || method == http.MethodPut
+	}
+	return false
+}
+
+// once sends the request of do once.
+func (c *Client) once(ctx context.Context, method, path string, body any) (Program, int, error) {
 	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)

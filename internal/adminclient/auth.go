@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -22,13 +24,36 @@ type Authorizer interface {
 }
 
 // BearerToken authorizes with "Authorization: Bearer <token>": the local
-// server's admin secret (ADMIN_TOKEN).
+// server's admin secret (ADMIN_TOKEN). It goes only over https or to a
+// loopback host (BearerSafe).
 type BearerToken string
 
-// Authorize sets the Authorization header.
+// Authorize sets the Authorization header, or refuses a URL the token must
+// not go to in clear text.
 func (t BearerToken) Authorize(_ context.Context, req *http.Request, _ []byte) error {
+	if err := BearerSafe(req.URL); err != nil {
+		return err
+	}
 	req.Header.Set("Authorization", "Bearer "+string(t))
 	return nil
+}
+
+// BearerSafe returns an error unless u is https or names a loopback host
+// (localhost, 127.0.0.0/8, ::1): a bearer token sent anywhere else in
+// clear text is anyone's on the way.
+func BearerSafe(u *url.URL) error {
+	if u.Scheme == "https" || loopback(u.Hostname()) {
+		return nil
+	}
+	return fmt.Errorf("a bearer token goes only over https or to a loopback host (localhost, 127.0.0.0/8, ::1), not to %s://%s", u.Scheme, u.Host)
+}
+
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // Service is the SigV4 signing name of API Gateway's APIs.

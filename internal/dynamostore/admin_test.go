@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -196,6 +197,150 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 			t.Logf("%d applied, %d BUSY", ok, busy)
 			if ok == 0 || p.Version != int64(1+ok) {
 				t.Errorf("%d changes answered OK, version %d: want at least one, each stored once and no other (version 1 + OK)", ok, p.Version)
+			}
+		})
+	}
+}
+
+// TestAdminChangesGetThroughFlood is the regression test of admin changes
+// answered BUSY during an enter flood: an operator's changes made one after
+// another, each once the previous one has taken effect, while enters flood
+// the program (until the changes are done) are each applied, with the
+// production program cache: none loses every trial to the ticket writes
+// (BUSY). A store fault, the test server slower than the write budget, is
+// repeated as wrctl does.
+func TestAdminChangesGetThroughFlood(t *testing.T) {
+	r := newAdminRig(t)
+	svc := queue.NewService(r.store, polling.DefaultTiers(), queue.WithProgramCache(time.Second))
+	rate := 1.0 // slow: the queue never drains, so every change is scheduled
+	if _, _, err := svc.PutProgram(t.Context(), "gala", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var entered int
+	var enterErrs []error
+	for range 4 { // more would make moto, one request at a time, slower than the write budget
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				_, _, err := svc.Enter(ctx, "gala", queue.Entry{})
+				mu.Lock()
+				if err == nil {
+					entered++
+				} else if ctx.Err() == nil {
+					enterErrs = append(enterErrs, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	const changes = 10
+	var failed []string
+	for i := range changes {
+		paused := i%2 == 0
+		start := time.Now()
+		c, err := putRetryingFaults(t.Context(), svc, "gala", queue.Settings{Paused: &paused})
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("change %d (paused=%v) after %v: %v", i, paused, time.Since(start), err))
+			continue
+		}
+		// As an operator would (wrctl waits as BUSY's Retry-After says):
+		// the next change once this one has taken effect.
+		time.Sleep(time.Until(c.EffectiveAt))
+	}
+	stop()
+	wg.Wait()
+	t.Logf("%d enters during %d changes, %d enter errors", entered, changes, len(enterErrs))
+	if entered == 0 {
+		t.Error("no enter went through: the changes were not made during a flood")
+	}
+	if len(failed) > 0 {
+		t.Errorf("%d of %d admin changes failed during the flood:\n%s", len(failed), changes, strings.Join(failed, "\n"))
+	}
+	p, err := r.store.GetProgram(t.Context(), "gala")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Settled().Paused {
+		t.Errorf("paused after %d changes ending with resume", changes)
+	}
+}
+
+// putRetryingFaults makes an admin change, repeating it as wrctl does after
+// a store fault (a test server slower than the write budget), at most 5
+// times; a BUSY is answered at once.
+func putRetryingFaults(ctx context.Context, svc *queue.Service, id string, set queue.Settings) (queue.Counters, error) {
+	var err error
+	for range 5 {
+		var c queue.Counters
+		var qe *queue.Error
+		if c, _, err = svc.PutProgram(ctx, id, set); err == nil || !errors.As(err, &qe) || qe.Code != queue.CodeUnavailable {
+			return c, err
+		}
+	}
+	return queue.Counters{}, err
+}
+
+// TestUpdateScheduledMovesDrain: a scheduled change stored after tickets
+// were issued since it was read (each pushing the drain instant back by the
+// old time per ticket) leaves the drain instant the change makes for the
+// tickets issued, and tickets after it push it back by the new time per
+// ticket; also when every answer of both writes is lost once and the SDK
+// retries them (the drain instant moves once).
+func TestUpdateScheduledMovesDrain(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name   string
+		faults []faultinject.Rule
+	}{
+		{name: "answered"},
+		{name: "answers lost", faults: []faultinject.Rule{ // the first attempt of each write
+			{Op: "UpdateItem", Count: 1, Action: faultinject.DropResponse},
+			{Op: "UpdateItem", Skip: 2, Count: 1, Action: faultinject.DropResponse},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newAdminRig(t)
+			ctx := t.Context()
+			p := queue.Program{ID: "gala", CreatedAt: now, Issued: 1000, AdmissionWindow: queue.DefaultAdmissionWindow}
+			if err := r.store.CreateProgram(ctx, p.Rebased(now, queue.OnePerSecond, false, 0, 0)); err != nil {
+				t.Fatal(err)
+			}
+			read, err := r.store.GetProgram(ctx, "gala")
+			if err != nil {
+				t.Fatal(err)
+			}
+			half, _ := queue.NewRate(0.5)
+			change := read.Rebased(now, half, false, 0, 10*time.Second) // 2 s a ticket from 10 s on
+			change.Changes = []string{fmt.Sprintf("%d/x", change.Version)}
+			for range 5 {
+				if _, err := r.store.IssueTicket(ctx, "gala", now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.ft.SetRules(tc.faults...)
+			issued, err := r.store.UpdateScheduled(ctx, change)
+			if err != nil || issued != 1005 {
+				t.Fatalf("UpdateScheduled = %d, %v; want 1005 tickets", issued, err)
+			}
+			if err := r.store.MoveDrain(ctx, change, issued); err != nil {
+				t.Fatalf("MoveDrain: %v", err)
+			}
+			lost := r.ft.Faults("UpdateItem")
+			r.ft.SetRules()
+			if _, err := r.store.IssueTicket(ctx, "gala", now); err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.store.GetProgram(ctx, "gala")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := change.ScheduledDrainAtNs(1006); got.DrainAtNs != want || got.Version != change.Version {
+				t.Errorf("drain instant %d, version %d; want %d (%+d), version %d", got.DrainAtNs, got.Version, want, got.DrainAtNs-want, change.Version)
+			}
+			if tc.faults != nil && lost != 2 {
+				t.Errorf("%d answers lost, want 2", lost)
 			}
 		})
 	}

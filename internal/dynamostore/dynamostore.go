@@ -284,6 +284,79 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 	return nil
 }
 
+// changeIssued is the program attribute in which UpdateScheduled records
+// the tickets issued when its change landed, until MoveDrain has moved the
+// drain instant accordingly.
+const changeIssued = "changeIssued"
+
+// UpdateScheduled implements queue.ScheduleStore: one UpdateItem on the
+// condition of the version, which also copies issued into changeIssued.
+func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
+	upd, err := updateOf(p)
+	if err != nil {
+		return 0, fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
+	}
+	upd = upd.Set(expression.Name(changeIssued), nameOf("issued"))
+	cond := nameOf("version").Equal(expression.Value(p.Version - 1))
+	out, err := s.programWrite(ctx, p.ID, cond, upd, types.ReturnValueAllNew)
+	var item map[string]types.AttributeValue
+	if out != nil {
+		item = out.Attributes
+	}
+	if _, failed := conditionFailed(err); failed {
+		// A conflict, or this write applied by an attempt whose answer
+		// was lost: then the program records this change as its latest.
+		if item, err = s.getItem(ctx, programKey(p.ID)); err != nil {
+			return 0, fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
+		}
+		if q, err := decodeProgram(item); item == nil || err != nil || q.Version != p.Version || len(q.Changes) == 0 || q.Changes[0] != p.Changes[0] {
+			return 0, queue.ErrConflict
+		}
+	} else if err != nil {
+		return 0, fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
+	}
+	av, ok := item[changeIssued]
+	if !ok {
+		return p.Issued, nil // the drain instant is moved already
+	}
+	var issued int64
+	if err := attributevalue.Unmarshal(av, &issued); err != nil {
+		return 0, fmt.Errorf("dynamostore: update program %s: attribute %s: %w", p.ID, changeIssued, err)
+	}
+	return issued, nil
+}
+
+// MoveDrain implements queue.ScheduleStore: one UpdateItem on the
+// condition of the version and changeIssued, which it removes, so that
+// a repeated attempt fails.
+func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
+	drain := nameOf("drainAtNs")
+	cond := nameOf("version").Equal(expression.Value(p.Version)).And(expression.Name(changeIssued).Equal(expression.Value(issued)))
+	upd := expression.Set(drain, drain.Plus(expression.Value(p.ScheduledDrainAtNs(issued)-p.DrainAtNs))).Remove(expression.Name(changeIssued))
+	// A failed condition: moved by an attempt whose answer was lost, or
+	// superseded by a later change.
+	_, err := s.programUpdate(ctx, "move the drain instant", p.ID, cond, upd)
+	return err
+}
+
+// programWrite is one conditional UpdateItem of programID's item, which
+// returns ret.
+func (s *Store) programWrite(ctx context.Context, programID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue) (*dynamodb.UpdateItemOutput, error) {
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
+	if err != nil {
+		return nil, err
+	}
+	return s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       programKey(programID),
+		ConditionExpression:       expr.Condition(),
+		UpdateExpression:          expr.Update(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ReturnValues:              ret,
+	})
+}
+
 // IssueTicket implements queue.Store. It applies Program.WithTicketIssued
 // without reading the program: a conditional UpdateItem for the usual case
 // (the queue is not drained), and when that condition fails on an existing

@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"log/slog"
 	"math"
 	"net/http"
@@ -291,7 +292,7 @@ type countersBody struct {
 
 // programBody is the admin PUT body; absent fields keep their value.
 type programBody struct {
-	AdmissionRatePerSecond *float64
+	AdmissionRatePerSecond *rateNumber
 	Paused                 *bool
 	AdmissionWindowSeconds *int64
 	PollingPolicy          *string
@@ -299,6 +300,27 @@ type programBody struct {
 	OpensAt                *string // RFC 3339, "" clears
 	ShuffleAtOpen          *bool
 	Profile                []*string // queue.ProfileFields' values, in order
+}
+
+// rateNumber is a JSON number that underflows to the smallest float64 of
+// its sign rather than to 0: 1e-400 is a rate too small, not 0 (manual
+// admission only).
+type rateNumber float64
+
+func (n *rateNumber) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	mantissa, _, _ := strings.Cut(strings.ToLower(string(b)), "e")
+	if f == 0 && strings.ContainsAny(mantissa, "123456789") {
+		f = math.SmallestNonzeroFloat64
+		if strings.HasPrefix(mantissa, "-") {
+			f = -f
+		}
+	}
+	*n = rateNumber(f)
+	return nil
 }
 
 // fields are programBody's JSON keys.
@@ -320,13 +342,13 @@ func (b *programBody) fields() []field {
 }
 
 func (b programBody) settings() (queue.Settings, error) {
-	set := queue.Settings{AdmissionRatePerSecond: b.AdmissionRatePerSecond, Paused: b.Paused, PollingPolicy: b.PollingPolicy, Closed: b.Closed, ShuffleAtOpen: b.ShuffleAtOpen}
+	set := queue.Settings{AdmissionRatePerSecond: (*float64)(b.AdmissionRatePerSecond), Paused: b.Paused, PollingPolicy: b.PollingPolicy, Closed: b.Closed, ShuffleAtOpen: b.ShuffleAtOpen}
 	if o := b.OpensAt; o != nil {
-		var at time.Time // "" clears the opening
+		var at time.Time // "" clears the opening, and only ""
 		if *o != "" {
 			t, err := time.Parse(time.RFC3339, *o)
-			if err != nil {
-				return set, queue.Errorf(queue.KindInvalid, queue.CodeInvalidSettings, "opensAt must be an RFC 3339 time, e.g. 2026-12-01T10:00:00+09:00, or \"\" to clear it.")
+			if err != nil || !queue.ValidOpening(t) {
+				return set, queue.ErrInvalidOpening()
 			}
 			at = t
 		}

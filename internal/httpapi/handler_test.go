@@ -483,3 +483,69 @@ func TestHandlerIdempotencyKey(t *testing.T) {
 		t.Errorf("another key = %d %v; want ticket 2 (the retry took none)", s3, c)
 	}
 }
+
+// TestHandlerSettingsQuirks is the regression test of admin input that was
+// taken for something else: the zero time cleared the opening, a rate that
+// underflows became 0 (manual admission), and bidirectional and other
+// invisible controls went into the text people see. Each is 400
+// INVALID_SETTINGS and changes nothing; the values beside them still go
+// through.
+func TestHandlerSettingsQuirks(t *testing.T) {
+	h := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard))
+	do := func(body string) (int, map[string]any) {
+		t.Helper()
+		r := httptest.NewRequest("PUT", "/api/v1/admin/programs/gala", strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer s3cret")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		var m map[string]any
+		_ = json.Unmarshal(w.Body.Bytes(), &m)
+		return w.Code, m
+	}
+	opens := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
+	if status, c := do(`{"admissionRatePerSecond":2,"displayName":"Gala","opensAt":"` + opens + `"}`); status != 201 || c["opensAt"] == nil {
+		t.Fatalf("create = %d %v", status, c)
+	}
+	for _, tc := range []struct {
+		name, body string
+		status     int
+	}{
+		{"zero time", `{"opensAt":"0001-01-01T00:00:00Z"}`, 400},
+		{"before 2000", `{"opensAt":"1999-12-31T23:59:59Z"}`, 400},
+		{"Unix epoch", `{"opensAt":"1970-01-01T00:00:00Z"}`, 400},
+		{"past 9999 in UTC", `{"opensAt":"9999-12-31T23:00:00-02:00"}`, 400},
+		{"rate underflows", `{"admissionRatePerSecond":1e-400}`, 400},
+		{"negative rate underflows", `{"admissionRatePerSecond":-1e-400}`, 400},
+		{"rate 0.0e-5 is 0", `{"admissionRatePerSecond":0.0e-5}`, 200},
+		{"right-to-left override", `{"displayName":"Gala \u202Etxt.exe"}`, 400},
+		{"left-to-right mark", `{"displayName":"Gala\u200E"}`, 400},
+		{"right-to-left mark", `{"message":"Both\u200F nights"}`, 400},
+		{"left-to-right embedding", `{"notice":"\u202Asold out"}`, 400},
+		{"pop directional formatting", `{"notice":"sold out\u202C"}`, 400},
+		{"first strong isolate", `{"displayName":"\u2068Gala\u2069"}`, 400},
+		{"Arabic letter mark", `{"displayName":"\u061CGala"}`, 400},
+		{"zero width space", `{"displayName":"Ga\u200Bla"}`, 400},
+		{"byte order mark", `{"displayName":"\uFEFFGala"}`, 400},
+		{"line separator", `{"message":"Both\u2028nights"}`, 400},
+		{"C1 control", `{"displayName":"Gala\u0085"}`, 400},
+		{"zero width joiner in an emoji", `{"displayName":"Gala \uD83D\uDC68\u200D\uD83D\uDC69\u200D\uD83D\uDC67"}`, 200},
+		{"Arabic text", `{"displayName":"حفل"}`, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, c := do(tc.body)
+			if status != tc.status || tc.status == 400 && c["code"] != "INVALID_SETTINGS" {
+				t.Fatalf("PUT %s = %d %v, want %d (INVALID_SETTINGS if 400)", tc.body, status, c, tc.status)
+			}
+			if status == 400 {
+				return
+			}
+			if c["opensAt"] == nil || c["admissionRatePerSecond"] == nil {
+				t.Errorf("PUT %s = %v: the opening or the rate went", tc.body, c)
+			}
+		})
+	}
+	_, c := do(`{}`)
+	if c["opensAt"] == nil || c["displayName"] == nil || strings.ContainsAny(c["displayName"].(string), "\u202E\u200E") {
+		t.Errorf("after the refusals: %v; want the opening and the display name kept", c)
+	}
+}

@@ -85,10 +85,31 @@ func (s Settings) validate(policies map[string]polling.Policy) error {
 			return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be a whole number of thousandths (%g).", MinAdmissionRate)
 		}
 	}
+	if o := s.OpensAt; o != nil && !o.IsZero() && !ValidOpening(*o) {
+		return ErrInvalidOpening()
+	}
 	if w := s.AdmissionWindow; w != nil && (*w < MinAdmissionWindow || *w > MaxAdmissionWindow) {
 		return Errorf(KindInvalid, CodeInvalidSettings, "admissionWindowSeconds must be between %d and %d.", int(MinAdmissionWindow.Seconds()), int(MaxAdmissionWindow.Seconds()))
 	}
 	return nil
+}
+
+// The range of an opening: from the year 2000, so that no time given can be
+// taken for the zero time that clears it, to the last that RFC 3339's four
+// digit year can write in UTC. A change must also be ahead of the change
+// delay (applyOpening).
+var (
+	MinOpensAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxOpensAt = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
+)
+
+// ValidOpening reports whether t is in the range of an opening.
+func ValidOpening(t time.Time) bool { return !t.Before(MinOpensAt) && !t.After(MaxOpensAt) }
+
+// ErrInvalidOpening is the answer to an opensAt that is not an RFC 3339
+// time in the range of an opening.
+func ErrInvalidOpening() error {
+	return Errorf(KindInvalid, CodeInvalidSettings, "opensAt must be an RFC 3339 time from 2000-01-01T00:00:00Z to 9999-12-31T23:59:59Z, e.g. 2026-12-01T10:00:00+09:00, or \"\" to clear it.")
 }
 
 // PutProgram creates programID with settings (defaults for what is unset) or
@@ -255,11 +276,15 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 				return p, now, true, nil
 			}
 		} else {
+			read := p
 			if p, err = edit(p, now); err != nil {
 				return Program{}, now, false, err
 			}
 			p = p.withChange(change)
-			if err = s.updateProgram(ctx, p, change); err == nil {
+			// A change that makes the shuffle depends on nobody having
+			// entered: it keeps the condition on the tickets issued.
+			scheduled := p.Pending(now) && p.Shuffle == read.Shuffle
+			if err = s.updateProgram(ctx, p, change, scheduled); err == nil {
 				s.cache.put(p, now)
 				return p, now, false, nil
 			}
@@ -283,11 +308,33 @@ func (s *Service) createProgram(ctx context.Context, p Program, change string) e
 }
 
 // updateProgram stores the admin change p within the write budget (the
-// change is scheduled for a write that lands within it).
-func (s *Service) updateProgram(ctx context.Context, p Program, change string) error {
+// change is scheduled for a write that lands within it). A scheduled
+// change goes to a ScheduleStore on the condition of the version alone, so
+// that a flood of tickets, each moving Issued, cannot starve it.
+func (s *Service) updateProgram(ctx context.Context, p Program, change string, scheduled bool) error {
 	wctx, cancel := context.WithTimeout(ctx, adminWriteBudget)
 	defer cancel()
-	return s.checkOwnWrite(ctx, p, change, s.store.UpdateProgram(wctx, p, p.Issued))
+	ss, ok := s.store.(ScheduleStore)
+	if !ok || !scheduled {
+		return s.checkOwnWrite(ctx, p, change, s.store.UpdateProgram(wctx, p, p.Issued))
+	}
+	issued, err := ss.UpdateScheduled(wctx, p)
+	if err != nil {
+		// Not applied, or applied and superseded since (the later change
+		// set the drain instant afresh).
+		return s.checkOwnWrite(ctx, p, change, err)
+	}
+	if issued == p.Issued {
+		return nil
+	}
+	// The tickets issued meanwhile counted the old time per ticket. The
+	// drain instant matters once the change takes effect, a cache TTL
+	// plus the write budget from now; till then it is moved within the
+	// admin deadline.
+	if err := ss.MoveDrain(ctx, p, issued); err != nil {
+		return fmt.Errorf("the change is stored, its drain instant not moved: %w", err)
+	}
+	return nil
 }
 
 // checkOwnWrite sorts out a write's conflict: it may be the store's retry

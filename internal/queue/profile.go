@@ -39,7 +39,8 @@ var ProfileFields = []ProfileField{
 }
 
 // plainText accepts valid UTF-8 of at most max characters without control
-// characters (line breaks too, unless lines).
+// characters (line breaks too, unless lines) nor invisible format ones
+// (hiddenChar).
 func plainText(max int, lines bool) func(string) error {
 	return func(v string) error {
 		if !utf8.ValidString(v) {
@@ -49,12 +50,24 @@ func plainText(max int, lines bool) func(string) error {
 			return fmt.Errorf("must be at most %d characters (got %d)", max, n)
 		}
 		for _, r := range v {
-			if unicode.IsControl(r) && !(lines && r == '\n') {
-				return fmt.Errorf("must be plain text without control characters")
+			if hiddenChar(r) && !(lines && r == '\n') {
+				return fmt.Errorf("must be plain text without control or bidirectional formatting characters (%U)", r)
 			}
 		}
 		return nil
 	}
+}
+
+// hiddenChar reports whether r is a control character (Cc), a format one
+// (Cf: the bidirectional marks, embeddings, overrides and isolates, zero
+// width spaces, the byte order mark…) or a line or paragraph separator,
+// all of which can make text read otherwise than it is. The zero width
+// (non-)joiner, which emoji and several scripts need, is accepted.
+func hiddenChar(r rune) bool {
+	if r == '\u200C' || r == '\u200D' {
+		return false
+	}
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
 // MaxTargetURLLen bounds a program's target URL.

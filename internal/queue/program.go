@@ -279,16 +279,20 @@ func (p Program) Rebased(now time.Time, rate Rate, paused bool, admit int64, del
 	if admit > 0 {
 		p.Next.Base = max(raw, min(addSat(raw, admit), p.Issued))
 	}
-	// The counter reaches Issued before the change, under the current
-	// segment, or after it, under the next.
+	p.DrainAtNs = p.ScheduledDrainAtNs(p.Issued)
+	return p
+}
+
+// ScheduledDrainAtNs is the drain instant of p, whose change is scheduled
+// (p.Next), with issued tickets: the counter reaches them before the
+// change, under the current segment, or after it, under the next.
+func (p Program) ScheduledDrainAtNs(issued int64) int64 {
 	if p.Current.Advancing() {
-		if d := p.Current.DrainAtNs(p.Issued); d <= msToNs(at) {
-			p.DrainAtNs = d
-			return p
+		if d := p.Current.DrainAtNs(issued); d <= msToNs(p.Next.AnchorMs) {
+			return d
 		}
 	}
-	p.DrainAtNs = p.Next.DrainAtNs(p.Issued)
-	return p
+	return p.Next.DrainAtNs(issued)
 }
 
 // withChange returns p recording admin change id as the latest, with the

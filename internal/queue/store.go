@@ -53,3 +53,18 @@ type Store interface {
 	// token as stored afterwards.
 	MarkLeft(ctx context.Context, t Token) (Token, error)
 }
+
+// ScheduleStore is a Store whose admin writes need not find a moment
+// without tickets: a change scheduled for later (Program.Next) is stored
+// whatever tickets were issued since it was read, and its drain instant
+// then moved to match them.
+type ScheduleStore interface {
+	// UpdateScheduled is UpdateProgram for p with a change scheduled, on
+	// the condition of the version alone, and returns the tickets issued
+	// when it landed (also when it is retried after a lost answer).
+	// ErrConflict if the version moved.
+	UpdateScheduled(ctx context.Context, p Program) (issued int64, err error)
+	// MoveDrain adds p.ScheduledDrainAtNs(issued) − p.DrainAtNs to the
+	// stored drain instant, once, if p is still the stored version.
+	MoveDrain(ctx context.Context, p Program, issued int64) error
+}

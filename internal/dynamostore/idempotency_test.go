@@ -129,3 +129,30 @@ func TestFaultsLostClaimAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimItem: a claim is a token item with claimId, claimMs and a TTL
+// and no ticket (TTL removes it if nobody fills it); its fill is the token
+// item, without the claim's attributes.
+func TestClaimItem(t *testing.T) {
+	client := newClient(t)
+	table := dynamotest.NewTable(t, client)
+	s := dynamostore.New(client, table)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 5_000_000, time.UTC)
+	id := queue.NewTokenID()
+	c := queue.Token{ID: id, ProgramID: "gala", Claim: "claim-a", ClaimedAt: at, ExpiresAt: at.Add(time.Hour)}
+	if _, err := s.ClaimToken(t.Context(), c, at.Add(-queue.ClaimTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	checkItem(t, rawItem(t, client, table, "TOKEN#"+id, "TOKEN"), map[string]string{
+		"pk": "S:TOKEN#" + id, "sk": "S:TOKEN", "tokenId": "S:" + id, "programId": "S:gala",
+		"claimId": "S:claim-a", "claimMs": "N:1772366400005", "ttl": "N:1772370001",
+	})
+	tok := queue.Token{ID: id, ProgramID: "gala", Ticket: 7, IssuedAt: at, ExpiresAt: at.Add(48 * time.Hour)}
+	if _, err := s.FillToken(t.Context(), tok, "claim-a"); err != nil {
+		t.Fatal(err)
+	}
+	checkItem(t, rawItem(t, client, table, "TOKEN#"+id, "TOKEN"), map[string]string{
+		"pk": "S:TOKEN#" + id, "sk": "S:TOKEN", "tokenId": "S:" + id, "programId": "S:gala",
+		"ticket": "N:7", "issuedAt": "N:1772366400005", "ttl": "N:1772539201",
+	})
+}

@@ -66,6 +66,20 @@ func issued(t *testing.T, svc *queue.Service, id string) int64 {
 	return c.Issued
 }
 
+// stoppedClaimant is a service on a fake clock at t0 whose program gala
+// holds a claim on claimKey's token that a stopped enter left, with ticket
+// 1 burnt.
+func stoppedClaimant(t *testing.T) (*queue.Service, *clock.Fake, *claimantStore) {
+	t.Helper()
+	c := clock.NewFake(t0)
+	store := &claimantStore{Store: memstore.New()}
+	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c))
+	mustPut(t, svc, "gala", 1, true)
+	_, _, err := svc.Enter(context.Background(), "gala", queue.Entry{IdempotencyKey: claimKey})
+	wantCode(t, "the enter that stops", err, queue.CodeUnavailable)
+	return svc, c, store
+}
+
 // TestEnterIdempotencyKeyDeadClaimant: an enter that claimed its key and
 // took a ticket stops before storing it. Until ClaimTimeout the key's
 // enters answer ENTER_IN_PROGRESS and its token is unknown to a poll; then
@@ -73,15 +87,9 @@ func issued(t *testing.T, svc *queue.Service, id string) int64 {
 // every later enter answers the new token.
 func TestEnterIdempotencyKeyDeadClaimant(t *testing.T) {
 	ctx := context.Background()
-	c := clock.NewFake(t0)
-	store := &claimantStore{Store: memstore.New()}
-	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c))
-	mustPut(t, svc, "gala", 1, true)
+	svc, c, _ := stoppedClaimant(t)
 	id := queue.IdempotentTokenID("gala", claimKey)
-
 	_, _, err := svc.Enter(ctx, "gala", queue.Entry{IdempotencyKey: claimKey})
-	wantCode(t, "the enter that stops", err, queue.CodeUnavailable)
-	_, _, err = svc.Enter(ctx, "gala", queue.Entry{IdempotencyKey: claimKey})
 	wantCode(t, "an enter while the claim holds", err, queue.CodeEnterInProgress)
 	_, err = svc.Poll(ctx, "gala", id)
 	wantCode(t, "a poll of the claimed token", err, queue.CodeTokenNotFound)
@@ -170,5 +178,24 @@ func TestEnterIdempotencyKeyReleased(t *testing.T) {
 	wantCode(t, "enter to an unknown program", err, queue.CodeProgramNotFound)
 	if _, err := store.GetToken(ctx, queue.IdempotentTokenID("nope", claimKey)); !errors.Is(err, queue.ErrNotFound) {
 		t.Errorf("an enter to an unknown program left an item: %v", err)
+	}
+}
+
+// TestEnterIdempotencyKeyClaimExpires: a claim nobody fills carries a TTL
+// (an hour), so the store removes it (here memstore's Sweep, as DynamoDB
+// TTL does) and the key then enters anew.
+func TestEnterIdempotencyKeyClaimExpires(t *testing.T) {
+	ctx := context.Background()
+	svc, c, store := stoppedClaimant(t)
+	claim, err := store.GetToken(ctx, queue.IdempotentTokenID("gala", claimKey))
+	if err != nil || claim.Claim == "" || claim.Ticket != 0 || claim.ExpiresAt.IsZero() || claim.ExpiresAt.After(t0.Add(time.Hour)) {
+		t.Fatalf("stored %+v, %v; want a claim expiring within the hour", claim, err)
+	}
+	if n := store.Sweep(claim.ExpiresAt.Add(time.Second)); n != 1 {
+		t.Fatalf("Sweep removed %d items, want the claim", n)
+	}
+	c.Advance(time.Hour + time.Second)
+	if v, created, err := svc.Enter(ctx, "gala", queue.Entry{IdempotencyKey: claimKey}); err != nil || !created || v.Ticket != 2 {
+		t.Errorf("enter after the claim expired = %+v, created %v, %v; want ticket 2", v, created, err)
 	}
 }

@@ -143,11 +143,14 @@ func WithItemWriteLimit(units float64) Option {
 }
 
 // ticketer decides, per program and per instance, where tickets come from.
+// It keeps state only for programs the store has shown to exist, and drops
+// a program's state once it has been idle past its use (idleAfter).
 type ticketer struct {
 	writeUnits float64
 
 	mu       sync.Mutex
 	programs map[string]*programTickets
+	sweptAt  time.Time // the last sweep of idle programs
 }
 
 // programTickets is what an instance knows of one program's tickets.
@@ -176,6 +179,7 @@ type programTickets struct {
 	returns         []Run
 	lastAsk, tidyAt time.Time
 	tidying         bool
+	used            time.Time     // the last enter or store answer about the program
 	fetchTook       time.Duration // how long fetching more numbers took lately
 	// fetching is closed when the enter that went to fetch more numbers
 	// for this instance is back; nil when none is out.
@@ -260,27 +264,82 @@ func (t *ticketer) blockSize(perShard float64, k int, last, run int64) int64 {
 	return max(1, n, run)
 }
 
-// of returns the state of program id; t.mu must be held.
+// Idle program state is dropped: once nothing was asked or answered about
+// a program for idleAfter, or for returnsKept while it holds numbers to
+// give back; the map is swept at most once a sweepEvery.
+const idleAfter, sweepEvery = staleMeasure, staleMeasure
+
+// of returns the state of program id, or a blank one that is not kept when
+// the instance keeps none for it (what is recorded there is forgotten);
+// t.mu must be held.
 func (t *ticketer) of(id string) *programTickets {
+	if pt := t.programs[id]; pt != nil {
+		return pt
+	}
+	return &programTickets{}
+}
+
+// add returns the state of program id, which the store has just shown to
+// exist at now, making it if need be; t.mu must be held.
+func (t *ticketer) add(id string, now time.Time) *programTickets {
 	if t.programs == nil {
 		t.programs = make(map[string]*programTickets)
 	}
 	pt := t.programs[id]
 	if pt == nil {
+		t.sweep(now)
 		pt = &programTickets{}
 		t.programs[id] = pt
 	}
+	if now.After(pt.used) {
+		pt.used = now
+	}
 	return pt
+}
+
+// sweep drops the state of the programs idle at now, if the last sweep
+// was sweepEvery ago; t.mu must be held.
+func (t *ticketer) sweep(now time.Time) {
+	if now.Sub(t.sweptAt) < sweepEvery {
+		return
+	}
+	t.sweptAt = now
+	for id, pt := range t.programs {
+		if pt.idle(now) {
+			delete(t.programs, id)
+		}
+	}
+}
+
+// idle reports whether pt is of no more use at now: no enter and no
+// answer for idleAfter (returnsKept when it holds numbers to give back),
+// no fetch or tidy out.
+func (pt *programTickets) idle(now time.Time) bool {
+	if pt.tidying || pt.fetching != nil {
+		return false
+	}
+	after := idleAfter
+	if len(pt.blocks) > 0 || len(pt.returns) > 0 || !pt.local.empty() {
+		after = returnsKept
+	}
+	return now.Sub(pt.used) > after
 }
 
 // ask records an enter asked of this instance at now and returns this
 // instance's rate of enters: under throttling the program's answers show
 // the rate served, this the rate asked for (all of it on a single
-// instance, a share on many).
-func (t *ticketer) ask(id string, now time.Time) float64 {
+// instance, a share on many). exists tells that the program is known to
+// exist (a recent read); an enter to a program the instance keeps no
+// state for is not counted otherwise.
+func (t *ticketer) ask(id string, now time.Time, exists bool) float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	pt := t.of(id)
+	if exists {
+		pt = t.add(id, now)
+	} else if now.After(pt.used) {
+		pt.used = now
+	}
 	pt.tried++
 	pt.lastAsk = now
 	pt.asked = pt.asked.add(pt.tried, now)
@@ -292,7 +351,7 @@ func (t *ticketer) ask(id string, now time.Time) float64 {
 func (t *ticketer) serve(p Program, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pt := t.of(p.ID)
+	pt := t.add(p.ID, now)
 	pt.served = pt.served.add(p.Issued, now)
 	pt.setShards(p.Shards, now)
 	pt.opensAt = p.OpensAt
@@ -424,10 +483,10 @@ func (t *ticketer) local(ctx context.Context, clk clock.Clock, id string, opensA
 // keep gives this instance the numbers of r, taken from shard i, to hand
 // out (those it still held are gaps now); filled is false when r's block
 // is in no shard.
-func (t *ticketer) keep(id string, r Run, i int, filled bool) {
+func (t *ticketer) keep(id string, r Run, i int, filled bool, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pt := t.of(id)
+	pt := t.add(id, now)
 	pt.local, pt.localShard, pt.localFilled = r, i, filled
 }
 
@@ -475,8 +534,8 @@ func (s *Service) takeTicket(ctx context.Context, programID string, now time.Tim
 	ts, sharding := s.store.(TicketStore)
 	sharding = sharding && s.tickets.enabled(s.cache.ttl)
 	if sharding {
-		asked := s.tickets.ask(programID, now)
 		c, ok := s.cache.shardView(programID, now)
+		asked := s.tickets.ask(programID, now, ok)
 		if !ok {
 			c.OpensAt = s.tickets.opening(programID)
 		}
@@ -577,7 +636,7 @@ func (s *Service) fromShards(ctx context.Context, ts TicketStore, c Program, run
 			if r.Last > r.First {
 				rest := r
 				rest.First++
-				s.tickets.keep(c.ID, rest, i, true)
+				s.tickets.keep(c.ID, rest, i, true, now)
 			}
 			return r.First, Program{}, false, true, nil
 		}
@@ -678,7 +737,7 @@ func (s *Service) refill(ctx context.Context, ts TicketStore, id string, i, k in
 	filled, err := ts.FillShard(ctx, id, i, claim, now, Shard{Start: first, Next: next, End: q.Issued, ReservedAt: now})
 	s.tickets.reserved(id, shardBlock{shard: i, start: first, reservedAt: now}, Run{First: next, Last: q.Issued}, filled, err == nil)
 	if next-1 > first {
-		s.tickets.keep(id, Run{First: first + 1, Last: next - 1, ReservedAt: now, Block: first, After: next}, i, filled)
+		s.tickets.keep(id, Run{First: first + 1, Last: next - 1, ReservedAt: now, Block: first, After: next}, i, filled, now)
 	}
 	return first, q, true, true, nil
 }
@@ -740,7 +799,7 @@ const (
 func (t *ticketer) reserved(id string, b shardBlock, left Run, filled, sure bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pt := t.of(id)
+	pt := t.add(id, b.reservedAt)
 	switch {
 	case filled:
 		// An older block of the same shard is no longer in it, and blocks

@@ -345,10 +345,38 @@ func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Tim
 					s.steps.Store(programID, stepNs)
 					break // the other steps assumed the old time per ticket too
 				}
+				if p.DrainAtNs > drainLimit(n, p.StepNs()) {
+					q, ok, err := s.issueSaturated(ctx, p, now, n)
+					if err != nil || ok {
+						return q, err
+					}
+					break // the program changed: the steps again
+				}
 			}
 		}
 	}
 	return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: program still changing after %d trials", programID, maxIssueTrials)
+}
+
+// issueSaturated applies p.WithTicketsIssued(now, n) as computed in Go,
+// if the program is still p (its version, tickets and drain instant): the
+// writes of a drain instant that would pass int64, which DynamoDB's
+// arithmetic does not saturate. False when the program changed.
+func (s *Store) issueSaturated(ctx context.Context, p queue.Program, now time.Time, n int64) (queue.Program, bool, error) {
+	q := p.WithTicketsIssued(now, n)
+	upd, err := writeOf(q, state, derived, counted)
+	if err != nil {
+		return queue.Program{}, false, fmt.Errorf("dynamostore: issue ticket %s: %w", p.ID, err)
+	}
+	cond := nameOf("version").Equal(expression.Value(p.Version)).
+		And(nameOf("issued").Equal(expression.Value(p.Issued))).
+		And(nameOf("drainAtNs").Equal(expression.Value(p.DrainAtNs)))
+	ok, err := s.programUpdate(ctx, "issue ticket", p.ID, cond, upd, notRepeated)
+	if err != nil || !ok {
+		return queue.Program{}, false, err
+	}
+	s.steps.Store(p.ID, q.StepNs())
+	return q, true, nil
 }
 
 // FixPrequeue implements queue.PrequeueStore: one conditional UpdateItem,

@@ -189,7 +189,7 @@ func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) 
 
 // programUpdate runs one conditional UpdateItem on the program item,
 // answering whether the condition held.
-func (s *Store) programUpdate(ctx context.Context, op, programID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder) (bool, error) {
+func (s *Store) programUpdate(ctx context.Context, op, programID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder, opts ...func(*dynamodb.Options)) (bool, error) {
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
 	if err != nil {
 		return false, fmt.Errorf("dynamostore: %s: %w", op, err)
@@ -201,7 +201,7 @@ func (s *Store) programUpdate(ctx context.Context, op, programID string, cond ex
 		UpdateExpression:          expr.Update(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
-	})
+	}, opts...)
 	if _, failed := conditionFailed(err); failed {
 		return false, nil
 	} else if err != nil {

@@ -31,6 +31,7 @@ func testIssueTickets(t *testing.T, s queue.TicketStore) {
 		{"drained queue re-anchors", func(p *queue.Program) { p.DrainAtNs = nowNs - 1e9 }},
 		{"fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(3), nowNs-333_333_334 }},
 		{"fastest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(100_000), nowNs+10_000 }},
+		{"slowest rate, millions waiting: the drain instant saturates", saturating},
 		{"rate 0", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 0, nowNs-1e9 }},
 		{"change pending", func(p *queue.Program) {
 			p.Next = queue.Segment{AnchorMs: now.Add(time.Minute).UnixMilli(), Base: 20, Rate: perSecond(5)}

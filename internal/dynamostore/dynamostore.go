@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -28,6 +29,20 @@ type Store struct {
 	// steps remembers each program's time per ticket as last seen, for the
 	// writes of a block of tickets (see blockSteps).
 	steps sync.Map // program id → int64
+	log   *slog.Logger
+}
+
+// Option configures New.
+type Option func(*Store)
+
+// WithLogger makes the store log the writes whose answer was lost in a way
+// that cost tickets (gaps) to l; slog.Default() otherwise.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Store) {
+		if l != nil {
+			s.log = l
+		}
+	}
 }
 
 var (
@@ -37,8 +52,12 @@ var (
 )
 
 // New returns a Store on table, which must exist (see CreateTable).
-func New(client *dynamodb.Client, table string) *Store {
-	return &Store{client: client, table: table}
+func New(client *dynamodb.Client, table string, opts ...Option) *Store {
+	s := &Store{client: client, table: table, log: slog.Default()}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 const (

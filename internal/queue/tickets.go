@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -83,10 +84,14 @@ type TicketStore interface {
 	// FillShard installs b's block (Start, Next, End, ReservedAt; no takes
 	// yet) in shard i and clears the claim, if claim still holds it (made
 	// at claimedAt); false otherwise. Filled, the claim no longer holds
-	// it: a fill is never applied twice.
+	// it: a fill is never applied twice, and the same fill again (a retry
+	// after a lost answer) answers true while the shard still shows it.
+	// An error means the block may or may not be in the shard.
 	FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, b Shard) (bool, error)
-	// SetShards sets the program's ticket shard count to k if it is from;
-	// false otherwise. It changes nothing else (not the version).
+	// SetShards sets the program's ticket shard count to k if it is from,
+	// and answers whether the count is k (true also when it was k
+	// already: a retry after a lost answer). It changes nothing else (not
+	// the version).
 	SetShards(ctx context.Context, programID string, from, k int) (bool, error)
 	// TrimShard ends shard i's block, if it is the block that starts at
 	// start and was reserved at reservedAt, before its next number, so
@@ -142,11 +147,41 @@ func WithItemWriteLimit(units float64) Option {
 	return func(s *Service) { s.tickets.writeUnits = units }
 }
 
+// WithLogger makes the service log the ticket shard writes that failed
+// outside a request's answer (shard count changes, fills, trims, give
+// backs) to l; slog.Default() otherwise.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Service) { s.tickets.log = l }
+}
+
+// failed logs that a ticket shard write op of programID failed with err,
+// and what it cost.
+func (t *ticketer) failed(ctx context.Context, op, programID string, err error, cost string) {
+	l := t.log
+	if l == nil {
+		l = slog.Default()
+	}
+	l.LogAttrs(ctx, slog.LevelWarn, "ticket shard write failed", slog.String("op", op), slog.String("programId", programID),
+		slog.String("error", err.Error()), slog.String("cost", cost))
+}
+
+// setShards changes programID's shard count from k to want (SetShards),
+// logging a failure: the count stays, other instances follow this one's
+// pace a little later.
+func (s *Service) setShards(ctx context.Context, ts TicketStore, programID string, from, k int) (bool, error) {
+	set, err := ts.SetShards(ctx, programID, from, k)
+	if err != nil {
+		s.tickets.failed(ctx, "set shards", programID, err, "none: the shard count stays as it was")
+	}
+	return set, err
+}
+
 // ticketer decides, per program and per instance, where tickets come from.
 // It keeps state only for programs the store has shown to exist, and drops
 // a program's state once it has been idle past its use (idleAfter).
 type ticketer struct {
 	writeUnits float64
+	log        *slog.Logger
 
 	mu       sync.Mutex
 	programs map[string]*programTickets
@@ -560,7 +595,7 @@ func (s *Service) takeTicket(ctx context.Context, programID string, now time.Tim
 				c.ID, c.Shards = programID, s.tickets.shardsFor(asked/float64(run))
 				s.tickets.learn(programID, c.Shards, now)
 				if s.tickets.mayWiden(programID, now) {
-					_, _ = ts.SetShards(ctx, programID, 0, c.Shards)
+					_, _ = s.setShards(ctx, ts, programID, 0, c.Shards)
 				}
 			}
 			if c.Shards > 0 {
@@ -580,7 +615,7 @@ func (s *Service) takeTicket(ctx context.Context, programID string, now time.Tim
 		k := 2
 		s.tickets.learn(programID, k, now)
 		if s.tickets.mayWiden(programID, now) {
-			_, _ = ts.SetShards(ctx, programID, 0, k)
+			_, _ = s.setShards(ctx, ts, programID, 0, k)
 		}
 		ticket, p, fresh, ok, serr := s.fromShards(ctx, ts, Program{ID: programID, Shards: k}, 1, now)
 		if serr != nil || !ok {
@@ -606,7 +641,7 @@ func (s *Service) takeTicket(ctx context.Context, programID string, now time.Tim
 			// their share of the crowd as it does: refills correct it.
 			_, asked := s.tickets.rates(programID, now)
 			k := s.tickets.shardsFor(rate / float64(s.tickets.run(programID, asked)))
-			if set, err := ts.SetShards(ctx, programID, 0, k); err == nil && set {
+			if set, err := s.setShards(ctx, ts, programID, 0, k); err == nil && set {
 				p.Shards = k
 				s.tickets.learn(programID, k, now)
 			}
@@ -708,7 +743,7 @@ func (s *Service) refill(ctx context.Context, ts TicketStore, id string, i, k in
 		want = w
 	}
 	if want != k {
-		if _, err := ts.SetShards(ctx, id, k, want); err != nil && !errors.Is(err, ErrThrottled) {
+		if _, err := s.setShards(ctx, ts, id, k, want); err != nil && !errors.Is(err, ErrThrottled) {
 			return 0, Program{}, false, false, err
 		}
 		s.tickets.learn(id, want, now)
@@ -735,6 +770,9 @@ func (s *Service) refill(ctx context.Context, ts TicketStore, id string, i, k in
 	// numbers are this instance's; unfilled, the others are nobody's: given
 	// back when the fill surely failed, else gaps.
 	filled, err := ts.FillShard(ctx, id, i, claim, now, Shard{Start: first, Next: next, End: q.Issued, ReservedAt: now})
+	if err != nil {
+		s.tickets.failed(ctx, "fill shard", id, err, "the block's numbers may be in the shard: never given back, gaps if not")
+	}
 	s.tickets.reserved(id, shardBlock{shard: i, start: first, reservedAt: now}, Run{First: next, Last: q.Issued}, filled, err == nil)
 	if next-1 > first {
 		s.tickets.keep(id, Run{First: first + 1, Last: next - 1, ReservedAt: now, Block: first, After: next}, i, filled, now)
@@ -751,7 +789,7 @@ func (s *Service) widen(ctx context.Context, ts TicketStore, programID string, k
 		return k
 	}
 	w := min(2*k, MaxShards)
-	_, _ = ts.SetShards(ctx, programID, k, w)
+	_, _ = s.setShards(ctx, ts, programID, k, w)
 	s.tickets.learn(programID, w, now)
 	return w
 }
@@ -910,6 +948,9 @@ func (s *Service) tidyTickets(ctx context.Context, programID string, now time.Ti
 			back = w.back
 		}
 		r, ok, err := ts.TrimShard(ctx, programID, b.shard, b.start, b.reservedAt, back)
+		if err != nil {
+			s.tickets.failed(ctx, "trim shard", programID, err, "the numbers it may have retired are gaps")
+		}
 		if err == nil && ok {
 			r.ReservedAt = b.reservedAt
 			runs = append(runs, r)
@@ -929,6 +970,7 @@ func (s *Service) tidyTickets(ctx context.Context, programID string, now time.Ti
 		ok, err := ts.ReturnTickets(ctx, p, top.First)
 		if !ok {
 			if err != nil {
+				s.tickets.failed(ctx, "return tickets", programID, err, "the run is dropped: gaps if it was not given back")
 				runs = runs[:len(runs)-1]
 			}
 			break

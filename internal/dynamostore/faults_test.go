@@ -690,7 +690,7 @@ func TestFaultsShardAnswersLost(t *testing.T) {
 	// enter has workers enter through svc until n tokens were made in all.
 	enter := func(svc *queue.Service, workers, n int) {
 		var wg sync.WaitGroup
-		for w := range workers {
+		for range workers {
 			wg.Go(func() {
 				for {
 					mu.Lock()
@@ -741,9 +741,10 @@ func TestFaultsShardAnswersLost(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after %d bursts, %d enters: lost answers per write (claim, fill, take, trim, set shards, give back) %v, %d numbers given back", burst, len(tokens), lostNow(), returned.Load())
 		}
-		// A crowd on a, then a few on b, who refills a shard, then a few
-		// on a, who take from b's block.
+		// A crowd on a; once its blocks are stale, a few on b, who
+		// refill the shards, then a few on a, who take from b's blocks.
 		enter(a, 4, len(tokens)+30)
+		time.Sleep(queue.BlockLifetime + 100*time.Millisecond)
 		enter(b, 1, len(tokens)+5)
 		enter(a, 1, len(tokens)+5)
 		// Quiet: polls make the instances trim their stale blocks and

@@ -165,9 +165,8 @@ func (t *ticketer) failed(ctx context.Context, op, programID string, err error, 
 		slog.String("error", err.Error()), slog.String("cost", cost))
 }
 
-// setShards changes programID's shard count from k to want (SetShards),
-// logging a failure: the count stays, other instances follow this one's
-// pace a little later.
+// setShards changes programID's shard count from from to k (SetShards),
+// logging a failure: the count stays as it was.
 func (s *Service) setShards(ctx context.Context, ts TicketStore, programID string, from, k int) (bool, error) {
 	set, err := ts.SetShards(ctx, programID, from, k)
 	if err != nil {

@@ -762,3 +762,68 @@ func TestFaultsShardAnswersLost(t *testing.T) {
 		check()
 	}
 }
+
+// TestShardWritesAnswerLost: each write of the ticket shards applied with
+// its first answer lost answers, on the SDK's retry, what it did: the
+// same numbers for a take (not the next ones, leaving a gap), the
+// numbers retired for a trim, true for a fill, a shard count and a give
+// back.
+func TestShardWritesAnswerLost(t *testing.T) {
+	t.Parallel()
+	r := newFaultRig(t)
+	r.program(t, "once", 1, true)
+	s := dynamostore.New(r.client, r.table)
+	ctx := t.Context()
+	now := time.Now()
+	fresh := now.Add(-queue.BlockLifetime)
+	lose := func(body string) {
+		r.ft.SetRules(faultinject.Rule{Op: "UpdateItem", BodyContains: body, FirstOnly: true, Action: faultinject.DropResponse})
+	}
+	checkLost := func(what string) {
+		t.Helper()
+		if got := r.ft.Faults("UpdateItem"); got != 1 {
+			t.Fatalf("%s: %d answers lost, want 1", what, got)
+		}
+		r.ft.SetRules()
+	}
+	p, err := s.IssueTickets(ctx, "once", now, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.ClaimShard(ctx, "once", 0, "c", now, fresh, now.Add(-time.Second)); err != nil || !ok {
+		t.Fatalf("ClaimShard: %v %v", ok, err)
+	}
+	lose(`"claimMs"`)
+	ok, err := s.FillShard(ctx, "once", 0, "c", now, queue.Shard{Start: 1, Next: 1, End: 10, ReservedAt: now})
+	checkLost("fill")
+	if err != nil || !ok {
+		t.Fatalf("FillShard: %v %v, want true (applied)", ok, err)
+	}
+	lose(`"takes"`)
+	run, ok, err := s.TakeShardTickets(ctx, "once", 0, fresh, 3)
+	checkLost("take")
+	if err != nil || !ok || run.First != 1 || run.Last != 3 || run.After != 4 {
+		t.Fatalf("TakeShardTickets: %+v %v %v, want 1..3, next 4 (the numbers the lost answer carried)", run, ok, err)
+	}
+	lose(`"start"`)
+	trimmed, ok, err := s.TrimShard(ctx, "once", 0, 1, now, queue.Run{})
+	checkLost("trim")
+	if err != nil || !ok || trimmed.First != 4 || trimmed.Last != 10 {
+		t.Fatalf("TrimShard: %+v %v %v, want 4..10 retired", trimmed, ok, err)
+	}
+	lose(`"returnId"`)
+	ok, err = s.ReturnTickets(ctx, p, 4)
+	checkLost("give back")
+	if err != nil || !ok {
+		t.Fatalf("ReturnTickets: %v %v, want true (applied)", ok, err)
+	}
+	lose(`"shards"`)
+	ok, err = s.SetShards(ctx, "once", 0, 4)
+	checkLost("set shards")
+	if err != nil || !ok {
+		t.Fatalf("SetShards: %v %v, want true (applied)", ok, err)
+	}
+	if q, err := s.GetProgram(ctx, "once"); err != nil || q.Issued != 3 || q.Shards != 4 {
+		t.Fatalf("program after: %+v %v, want 3 issued, 4 shards", q, err)
+	}
+}

@@ -68,7 +68,7 @@ func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...Option)
 	for _, o := range opts {
 		o(a)
 	}
-	sopts := []queue.Option{queue.WithPolicies(cfg.Policies), queue.WithProgramCache(cfg.ProgramCacheTTL)}
+	sopts := []queue.Option{queue.WithPolicies(cfg.Policies), queue.WithProgramCache(cfg.ProgramCacheTTL), queue.WithLogger(log)}
 	if a.Passes != nil {
 		sopts = append(sopts, queue.WithPassSigner(Signer(a.Passes)))
 	}
@@ -80,7 +80,7 @@ func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...Option)
 // NewDynamo builds the App over the DynamoDB table cfg.TableName, reached
 // through client.
 func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger, opts ...Option) *App {
-	return New(cfg, dynamostore.New(client, cfg.TableName), log, opts...)
+	return New(cfg, dynamostore.New(client, cfg.TableName, dynamostore.WithLogger(log)), log, opts...)
 }
 
 // FromEnv is the admin function's cold start: the configuration from

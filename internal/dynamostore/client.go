@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -181,4 +182,32 @@ func timedOut(err error) aws.Ternary {
 		return aws.FalseTernary
 	}
 	return aws.UnknownTernary
+}
+
+// attempts records whether an attempt of one call failed in a way that may
+// have been applied: no answer (a dropped connection, a timeout) or a 5xx.
+// A 4xx, throttling included, was refused.
+type attempts struct{ retried atomic.Bool }
+
+// record is the call option that makes the call's retryer tell a.
+func (a *attempts) record(o *dynamodb.Options) {
+	if r, ok := o.Retryer.(aws.RetryerV2); ok {
+		o.Retryer = recordingRetryer{r, a}
+	} else {
+		a.retried.Store(true) // nothing to tell by: assume the worst
+	}
+}
+
+type recordingRetryer struct {
+	aws.RetryerV2
+	a *attempts
+}
+
+func (r recordingRetryer) IsErrorRetryable(err error) bool {
+	retry := r.RetryerV2.IsErrorRetryable(err)
+	var re *awshttp.ResponseError
+	if retry && !(errors.As(err, &re) && re.HTTPStatusCode() > 0 && re.HTTPStatusCode() < 500) {
+		r.a.retried.Store(true)
+	}
+	return retry
 }

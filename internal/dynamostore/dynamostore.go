@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -28,6 +29,20 @@ type Store struct {
 	// steps remembers each program's time per ticket as last seen, for the
 	// writes of a block of tickets (see blockSteps).
 	steps sync.Map // program id → int64
+	log   *slog.Logger
+}
+
+// Option configures New.
+type Option func(*Store)
+
+// WithLogger makes the store log the writes whose answer was lost in a way
+// that cost tickets (gaps) to l; slog.Default() otherwise.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Store) {
+		if l != nil {
+			s.log = l
+		}
+	}
 }
 
 var (
@@ -37,8 +52,12 @@ var (
 )
 
 // New returns a Store on table, which must exist (see CreateTable).
-func New(client *dynamodb.Client, table string) *Store {
-	return &Store{client: client, table: table}
+func New(client *dynamodb.Client, table string, opts ...Option) *Store {
+	s := &Store{client: client, table: table, log: slog.Default()}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 const (
@@ -421,10 +440,38 @@ func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Tim
 					s.steps.Store(programID, stepNs)
 					break // the other steps assumed the old time per ticket too
 				}
+				if p.DrainAtNs > drainLimit(n, p.StepNs()) {
+					q, ok, err := s.issueSaturated(ctx, p, now, n)
+					if err != nil || ok {
+						return q, err
+					}
+					break // the program changed: the steps again
+				}
 			}
 		}
 	}
 	return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: program still changing after %d trials", programID, maxIssueTrials)
+}
+
+// issueSaturated applies p.WithTicketsIssued(now, n) as computed in Go,
+// if the program is still p (its version, tickets and drain instant): the
+// writes of a drain instant that would pass int64, which DynamoDB's
+// arithmetic does not saturate. False when the program changed.
+func (s *Store) issueSaturated(ctx context.Context, p queue.Program, now time.Time, n int64) (queue.Program, bool, error) {
+	q := p.WithTicketsIssued(now, n)
+	upd, err := writeOf(q, state, derived, counted)
+	if err != nil {
+		return queue.Program{}, false, fmt.Errorf("dynamostore: issue ticket %s: %w", p.ID, err)
+	}
+	cond := nameOf("version").Equal(expression.Value(p.Version)).
+		And(nameOf("issued").Equal(expression.Value(p.Issued))).
+		And(nameOf("drainAtNs").Equal(expression.Value(p.DrainAtNs)))
+	ok, err := s.programUpdate(ctx, "issue ticket", p.ID, cond, upd, notRepeated)
+	if err != nil || !ok {
+		return queue.Program{}, false, err
+	}
+	s.steps.Store(p.ID, q.StepNs())
+	return q, true, nil
 }
 
 // FixPrequeue implements queue.PrequeueStore: one conditional UpdateItem,

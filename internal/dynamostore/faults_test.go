@@ -17,13 +17,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -613,5 +618,212 @@ func TestFaultsSlowAdminWrite(t *testing.T) {
 	}
 	if last := seen[len(seen)-1]; last != 5 {
 		t.Errorf("after the admission took effect: position %d, want 5 (%v)", last, seen)
+	}
+}
+
+// TestFaultsShardAnswersLost: every write of the ticket shards (claim,
+// fill, take, trim, shard count, give back) is applied and its answer
+// lost on its first attempt; the SDK's retry is answered. Two instances
+// enter a paused program on shards in bursts; between them they go quiet,
+// trim their blocks and give back the numbers nobody took. No ticket is
+// ever held twice, and none is above the program's last ticket (a number
+// given back while someone holds it is handed out again).
+func TestFaultsShardAnswersLost(t *testing.T) {
+	t.Parallel()
+	r := newFaultRig(t)
+	r.program(t, "lost", 1, true)
+	var returned atomic.Int64
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svcs := make([]*queue.Service, 2)
+	for i := range svcs {
+		// Each instance its own client through the faults, without the
+		// retry quota: a retry that fails its condition is not refunded,
+		// and every shard write costs one here.
+		client := dynamodb.New(r.client.Options(), func(o *dynamodb.Options) {
+			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+				so.MaxAttempts, so.MaxBackoff, so.RateLimiter = dynamostore.DefaultMaxAttempts, dynamostore.DefaultMaxBackoff, ratelimit.None
+			})
+		})
+		svcs[i] = queue.NewService(givingBack{dynamostore.New(client, r.table, dynamostore.WithLogger(quiet)), &returned}, polling.DefaultTiers(),
+			queue.WithProgramCache(time.Second), queue.WithItemWriteLimit(20), queue.WithLogger(quiet))
+	}
+	a, b := svcs[0], svcs[1]
+	kinds := []struct{ name, body string }{
+		{"claim", `"programId"`}, // only a claim names it
+		{"fill", `"claimMs"`},    // a claim names it too: its rule comes first
+		{"take", `"takes"`},      // a fill too
+		{"trim", `"start"`},      // a fill too
+		{"set shards", `"shards"`},
+		{"give back", `"returnId"`},
+	}
+	rules := make([]faultinject.Rule, len(kinds))
+	for i, k := range kinds {
+		rules[i] = faultinject.Rule{Op: "UpdateItem", BodyContains: k.body, FirstOnly: true, Action: faultinject.DropResponse}
+	}
+	r.ft.SetRules(rules...)
+	lost := make([]int, len(kinds)) // lost answers per kind, before the last SetRules
+	lostNow := func() []int {
+		got := r.ft.RuleFaults()
+		for i := range got {
+			got[i] += lost[i]
+		}
+		return got
+	}
+	faulted := func(names ...string) bool {
+		got := lostNow()
+		for i, k := range kinds {
+			if slices.Contains(names, k.name) && got[i] == 0 {
+				return false
+			}
+		}
+		return true
+	}
+
+	var (
+		mu     sync.Mutex
+		tokens []string
+		errs   atomic.Int64
+	)
+	// Bursts until each shard write has lost an answer and numbers were
+	// given back, bounded by a generous timeout.
+	deadline := time.Now().Add(3 * time.Minute)
+	// enter has workers enter through svc until n tokens were made in all.
+	enter := func(svc *queue.Service, workers, n int) {
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for {
+					mu.Lock()
+					done := len(tokens) >= n
+					mu.Unlock()
+					if done || time.Now().After(deadline) {
+						return
+					}
+					v, _, err := svc.Enter(t.Context(), "lost", queue.Entry{})
+					if err != nil {
+						if queue.ErrorKind(err) != queue.KindUnavailable {
+							t.Errorf("enter: %v", err)
+							return
+						}
+						errs.Add(1)
+						continue
+					}
+					mu.Lock()
+					tokens = append(tokens, v.TokenID)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+	}
+	// check fails t if a ticket is held twice or above the last ticket.
+	check := func() {
+		t.Helper()
+		lost = lostNow()
+		r.ft.SetRules()
+		defer r.ft.SetRules(rules...)
+		stored := scanTokens(t, r.client, r.table)
+		checkTicketsUnique(t, stored)
+		p, err := r.svc.Program(t.Context(), "lost")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, st := range stored {
+			if st.ticket > p.Issued {
+				t.Errorf("token %s holds ticket %d, above the program's last ticket %d: given back while held", id, st.ticket, p.Issued)
+			}
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	for burst := 0; burst < 3 || !faulted("claim", "fill", "take", "trim", "set shards", "give back"); burst++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d bursts, %d enters: lost answers per write (claim, fill, take, trim, set shards, give back) %v, %d numbers given back", burst, len(tokens), lostNow(), returned.Load())
+		}
+		// A crowd on a; once its blocks are stale, a few on b, who
+		// refill the shards, then a few on a, who take from b's blocks.
+		enter(a, 4, len(tokens)+30)
+		time.Sleep(queue.BlockLifetime + 100*time.Millisecond)
+		enter(b, 1, len(tokens)+5)
+		enter(a, 1, len(tokens)+5)
+		// Quiet: polls make the instances trim their stale blocks and
+		// give back what nobody took.
+		time.Sleep(queue.BlockLifetime + 300*time.Millisecond)
+		for round := range 5 {
+			for i, tok := range tokens {
+				if _, err := svcs[(i+round)%len(svcs)].Poll(t.Context(), "lost", tok); err != nil && queue.ErrorKind(err) != queue.KindUnavailable {
+					t.Fatalf("poll: %v", err)
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		t.Logf("burst %d: %d tokens, %d numbers given back, %d enters answered 503; lost answers per write (claim, fill, take, trim, set shards, give back): %v", burst, len(tokens), returned.Load(), errs.Load(), lostNow())
+		check()
+	}
+}
+
+// TestShardWritesAnswerLost: each write of the ticket shards applied with
+// its first answer lost answers, on the SDK's retry, what it did: the
+// same numbers for a take (not the next ones, leaving a gap), the
+// numbers retired for a trim, true for a fill, a shard count and a give
+// back.
+func TestShardWritesAnswerLost(t *testing.T) {
+	t.Parallel()
+	r := newFaultRig(t)
+	r.program(t, "once", 1, true)
+	s := dynamostore.New(r.client, r.table)
+	ctx := t.Context()
+	now := time.Now()
+	fresh := now.Add(-queue.BlockLifetime)
+	lose := func(body string) {
+		r.ft.SetRules(faultinject.Rule{Op: "UpdateItem", BodyContains: body, FirstOnly: true, Action: faultinject.DropResponse})
+	}
+	checkLost := func(what string) {
+		t.Helper()
+		if got := r.ft.Faults("UpdateItem"); got != 1 {
+			t.Fatalf("%s: %d answers lost, want 1", what, got)
+		}
+		r.ft.SetRules()
+	}
+	p, err := s.IssueTickets(ctx, "once", now, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.ClaimShard(ctx, "once", 0, "c", now, fresh, now.Add(-time.Second)); err != nil || !ok {
+		t.Fatalf("ClaimShard: %v %v", ok, err)
+	}
+	lose(`"claimMs"`)
+	ok, err := s.FillShard(ctx, "once", 0, "c", now, queue.Shard{Start: 1, Next: 1, End: 10, ReservedAt: now})
+	checkLost("fill")
+	if err != nil || !ok {
+		t.Fatalf("FillShard: %v %v, want true (applied)", ok, err)
+	}
+	lose(`"takes"`)
+	run, ok, err := s.TakeShardTickets(ctx, "once", 0, fresh, 3)
+	checkLost("take")
+	if err != nil || !ok || run.First != 1 || run.Last != 3 || run.After != 4 {
+		t.Fatalf("TakeShardTickets: %+v %v %v, want 1..3, next 4 (the numbers the lost answer carried)", run, ok, err)
+	}
+	lose(`"start"`)
+	trimmed, ok, err := s.TrimShard(ctx, "once", 0, 1, now, queue.Run{})
+	checkLost("trim")
+	if err != nil || !ok || trimmed.First != 4 || trimmed.Last != 10 {
+		t.Fatalf("TrimShard: %+v %v %v, want 4..10 retired", trimmed, ok, err)
+	}
+	lose(`"returnId"`)
+	ok, err = s.ReturnTickets(ctx, p, 4)
+	checkLost("give back")
+	if err != nil || !ok {
+		t.Fatalf("ReturnTickets: %v %v, want true (applied)", ok, err)
+	}
+	lose(`"shards"`)
+	ok, err = s.SetShards(ctx, "once", 0, 4)
+	checkLost("set shards")
+	if err != nil || !ok {
+		t.Fatalf("SetShards: %v %v, want true (applied)", ok, err)
+	}
+	if q, err := s.GetProgram(ctx, "once"); err != nil || q.Issued != 3 || q.Shards != 4 {
+		t.Fatalf("program after: %+v %v, want 3 issued, 4 shards", q, err)
 	}
 }

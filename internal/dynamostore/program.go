@@ -278,9 +278,15 @@ func decodeProgram(item map[string]types.AttributeValue) (queue.Program, error) 
 // updateOf is UpdateProgram's update: every state and derived attribute
 // set to p's value, or removed when absent.
 func updateOf(p queue.Program) (expression.UpdateBuilder, error) {
+	return writeOf(p, state, derived)
+}
+
+// writeOf SETs (or REMOVEs, when absent) the attributes of p that roles
+// write.
+func writeOf(p queue.Program, roles ...role) (expression.UpdateBuilder, error) {
 	var upd expression.UpdateBuilder
 	for _, a := range programAttrs {
-		if a.role != state && a.role != derived {
+		if !slices.Contains(roles, a.role) {
 			continue
 		}
 		av, err := a.enc(p)
@@ -304,6 +310,9 @@ type issueStep struct {
 	// For a block of tickets: the placeholders of its size, of its size
 	// times the time per ticket, and of the time per ticket it assumes.
 	n, nStep, step []string
+	// limit: the latest drain instant the write may push back without
+	// passing int64.
+	limit []string
 }
 
 // Stand-ins for the values of a call while the steps are built: the
@@ -315,7 +324,21 @@ var (
 	nStandIn     = &types.AttributeValueMemberN{Value: "0"}
 	nStepStandIn = &types.AttributeValueMemberN{Value: "0"}
 	stepStandIn  = &types.AttributeValueMemberN{Value: "0"}
+	limitStandIn = &types.AttributeValueMemberN{Value: "0"}
 )
+
+// maxStepNs is the longest time per ticket, that of the slowest rate.
+var maxStepNs = queue.Segment{Rate: 1}.StepNs()
+
+// drainLimit is the latest drain instant that n tickets of stepNs each
+// push back without passing int64 (DynamoDB's numbers do not saturate as
+// WithTicketsIssued does): for a single ticket, whatever its time.
+func drainLimit(n, stepNs int64) int64 {
+	if n == 1 {
+		stepNs = maxStepNs
+	}
+	return math.MaxInt64 - mulSat(n, stepNs)
+}
 
 // issueSteps apply queue.Program.WithTicketIssued in one UpdateItem each,
 // without reading the program first; exactly one step's condition holds
@@ -352,7 +375,10 @@ func newIssueSteps(block bool) [3]issueStep {
 
 	// Not drained, admission stopped, or a change pending: the tickets only
 	// push the drain instant back.
-	busy := open.And(expression.Or(nextAnchor.GreaterThan(nowMs), drain.GreaterThan(nowNs), advancing.Equal(expression.Value(false))))
+	// Past the limit, none of the steps applies: IssueTickets saturates
+	// the drain instant in Go (issueSaturated).
+	busy := open.And(expression.Or(nextAnchor.GreaterThan(nowMs), drain.GreaterThan(nowNs), advancing.Equal(expression.Value(false)))).
+		And(drain.LessThanEqual(expression.Value(limitStandIn)))
 	extend := expression.Set(issued, count).Set(drain, stepped)
 
 	// Drained: re-anchor the counter at now on the old issued. DynamoDB
@@ -422,6 +448,8 @@ func newIssueStep(cond expression.ConditionBuilder, upd expression.UpdateBuilder
 			st.nStep = append(st.nStep, k)
 		case types.AttributeValue(stepStandIn):
 			st.step = append(st.step, k)
+		case types.AttributeValue(limitStandIn):
+			st.limit = append(st.limit, k)
 		}
 	}
 	return st
@@ -440,7 +468,7 @@ func (st issueStep) input(table, programID string, now time.Time, n, stepNs int6
 		v    int64
 	}{
 		{st.nowMs, ms}, {st.nowNs, ms * int64(time.Millisecond)},
-		{st.n, n}, {st.nStep, mulSat(n, stepNs)}, {st.step, stepNs},
+		{st.n, n}, {st.nStep, mulSat(n, stepNs)}, {st.step, stepNs}, {st.limit, drainLimit(n, stepNs)},
 	} {
 		for _, k := range set.keys {
 			values[k] = num(set.v)

@@ -2,7 +2,9 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -33,6 +35,13 @@ type shardItem struct {
 	Takes        int64  `dynamodbav:"takes"`
 	ClaimID      string `dynamodbav:"claimId"`
 	ClaimMs      int64  `dynamodbav:"claimMs"`
+	// The last take and the last trim: the id of the call, and the next
+	// number before the take, the block's end before the trim. A call
+	// whose answer was lost finds its own write by them on its retry.
+	TakeID   string `dynamodbav:"takeId"`
+	TakeFrom int64  `dynamodbav:"takeFrom"`
+	TrimID   string `dynamodbav:"trimId"`
+	TrimEnd  int64  `dynamodbav:"trimEnd"`
 }
 
 func (it shardItem) shard() queue.Shard {
@@ -41,6 +50,12 @@ func (it shardItem) shard() queue.Shard {
 		ReservedAt: fromUnixMs(it.ReservedAtMs), Takes: it.Takes,
 		Claim: it.ClaimID, ClaimedAt: fromUnixMs(it.ClaimMs),
 	}
+}
+
+// isBlock reports whether the item holds the block that starts at start,
+// reserved at reservedAt (stores keep it to the millisecond).
+func (it shardItem) isBlock(start int64, reservedAt time.Time) bool {
+	return it.Start == start && it.ReservedAtMs == reservedAt.UnixMilli()
 }
 
 func shardKey(programID string, i int) map[string]types.AttributeValue {
@@ -55,52 +70,117 @@ var (
 	shNext, shEnd, shStart = expression.Name("next"), expression.Name("end"), expression.Name("start")
 	shReserved, shTakes    = expression.Name("reservedAtMs"), expression.Name("takes")
 	shClaimID, shClaimMs   = expression.Name("claimId"), expression.Name("claimMs")
+	shTakeID, shTakeFrom   = expression.Name("takeId"), expression.Name("takeFrom")
+	shTrimID, shTrimEnd    = expression.Name("trimId"), expression.Name("trimEnd")
 )
 
-// shardUpdate runs one conditional UpdateItem on shard i of programID,
-// returning the item as ret asks and whether the condition held.
-func (s *Store) shardUpdate(ctx context.Context, op, programID string, i int, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue) (map[string]types.AttributeValue, bool, error) {
+// errOutcomeUnknown is the error of a write that failed its condition on a
+// retry, after an attempt whose answer was lost and which the item no
+// longer shows: it may or may not have been applied.
+var errOutcomeUnknown = errors.New("an earlier attempt may have been applied: outcome unknown")
+
+// notMine is the condition that the item does not carry id under name: a
+// call's retry after its own write was applied fails it.
+func notMine(name expression.NameBuilder, id string) expression.ConditionBuilder {
+	return expression.Or(expression.AttributeNotExists(name), name.NotEqual(expression.Value(id)))
+}
+
+// written is the outcome of one conditional UpdateItem.
+type written struct {
+	item map[string]types.AttributeValue // the condition held: the item as ReturnValues asked
+	ok   bool
+	// old is the item the condition failed on (nil if it did not exist).
+	old map[string]types.AttributeValue
+	// retried: an earlier attempt of the call failed in a way that may
+	// have been applied (a lost answer, a 5xx), so the condition may have
+	// held or failed on the call's own write.
+	retried bool
+}
+
+// update runs one conditional UpdateItem on the item at key.
+func (s *Store) update(ctx context.Context, key map[string]types.AttributeValue, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue, opts ...func(*dynamodb.Options)) (written, error) {
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
 	if err != nil {
-		return nil, false, fmt.Errorf("dynamostore: %s: %w", op, err)
+		return written{}, err
 	}
+	var att attempts
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &s.table,
-		Key:                       shardKey(programID, i),
-		ConditionExpression:       expr.Condition(),
-		UpdateExpression:          expr.Update(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ReturnValues:              ret,
-	})
-	if _, failed := conditionFailed(err); failed {
-		return nil, false, nil
+		TableName:                           &s.table,
+		Key:                                 key,
+		ConditionExpression:                 expr.Condition(),
+		UpdateExpression:                    expr.Update(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValues:                        ret,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, append(opts, att.record)...)
+	w := written{retried: att.retried.Load()}
+	if old, failed := conditionFailed(err); failed {
+		w.old, err = s.failedOn(ctx, key, old)
+		return w, err
 	} else if err != nil {
-		return nil, false, fmt.Errorf("dynamostore: %s %s shard %d: %w", op, programID, i, throttled(err))
+		return w, throttled(err)
 	}
-	return out.Attributes, true, nil
+	w.item, w.ok = out.Attributes, true
+	return w, nil
+}
+
+// shardUpdate runs one conditional UpdateItem on shard i of programID and
+// decodes the item it answers (the condition held) or failed on.
+func (s *Store) shardUpdate(ctx context.Context, op, programID string, i int, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue) (shardItem, written, error) {
+	w, err := s.update(ctx, shardKey(programID, i), cond, upd, ret)
+	var it shardItem
+	if err == nil {
+		av := w.item
+		if !w.ok {
+			av = w.old
+		}
+		err = attributevalue.UnmarshalMap(av, &it)
+	}
+	if err != nil {
+		return shardItem{}, w, fmt.Errorf("dynamostore: %s %s shard %d: %w", op, programID, i, err)
+	}
+	return it, w, nil
+}
+
+// lost logs that a write of shard i of programID whose answer was lost may
+// have cost numbers: gaps, never a number handed out twice.
+func (s *Store) lost(ctx context.Context, op, programID string, i int) {
+	s.log.LogAttrs(ctx, slog.LevelWarn, "shard write retried after a lost answer: its numbers may be gaps",
+		slog.String("op", op), slog.String("programId", programID), slog.Int("shard", i))
 }
 
 // TakeShardTickets implements queue.TicketStore: one conditional
 // UpdateItem, SET next = next + m, takes = takes + 1 if the block is fresh
-// and not used up (next may pass end: those numbers are nobody's).
+// and not used up (next may pass end: those numbers are nobody's), which
+// records the take's id and the next number before it. A retry whose first
+// attempt was applied finds its id and answers the same numbers; when
+// another take came between, the first attempt's numbers are gaps (logged).
 func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (queue.Run, bool, error) {
-	cond := shNext.LessThanEqual(shEnd).And(shReserved.GreaterThanEqual(expression.Value(notBefore.UnixMilli())))
-	upd := expression.Set(shNext, shNext.Plus(expression.Value(m))).Set(shTakes, shTakes.Plus(expression.Value(1)))
-	item, ok, err := s.shardUpdate(ctx, "take shard tickets", programID, i, cond, upd, types.ReturnValueAllNew)
-	if err != nil || !ok {
+	id := queue.NewTokenID()
+	cond := shNext.LessThanEqual(shEnd).And(shReserved.GreaterThanEqual(expression.Value(notBefore.UnixMilli()))).And(notMine(shTakeID, id))
+	// takeFrom is set before next: servers that apply the actions in
+	// order (moto, dynalite) then read next before it changes too.
+	upd := expression.Set(shTakeFrom, shNext).Set(shTakeID, expression.Value(id)).
+		Set(shNext, shNext.Plus(expression.Value(m))).Set(shTakes, shTakes.Plus(expression.Value(1)))
+	it, w, err := s.shardUpdate(ctx, "take shard tickets", programID, i, cond, upd, types.ReturnValueAllNew)
+	if err != nil {
 		return queue.Run{}, false, err
 	}
-	var it shardItem
-	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-		return queue.Run{}, false, fmt.Errorf("dynamostore: take shard tickets: %w", err)
+	if w.retried && (w.ok || it.TakeID != id) {
+		// The earlier attempt took nothing, or numbers nobody holds now.
+		s.lost(ctx, "take shard tickets", programID, i)
 	}
-	return queue.Run{First: it.Next - m, Last: min(it.Next-1, it.End), ReservedAt: fromUnixMs(it.ReservedAtMs), Block: it.Start, After: it.Next}, true, nil
+	if !w.ok && it.TakeID != id {
+		return queue.Run{}, false, nil
+	}
+	return queue.Run{First: it.TakeFrom, Last: min(it.TakeFrom+m-1, it.End), ReservedAt: fromUnixMs(it.ReservedAtMs), Block: it.Start, After: it.TakeFrom + m}, true, nil
 }
 
 // ClaimShard implements queue.TicketStore: one conditional UpdateItem that
 // sets the claim (creating the item if need be) and answers the item as it
-// was.
+// was. A retry whose first attempt was applied claims again (the same
+// claim may).
 func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim string, now, notBefore, claimNotBefore time.Time) (queue.Shard, bool, error) {
 	unusable := expression.Or(expression.AttributeNotExists(shEnd), shNext.GreaterThan(shEnd), shReserved.LessThan(expression.Value(notBefore.UnixMilli())))
 	free := expression.Or(expression.AttributeNotExists(shClaimMs), shClaimMs.LessThan(expression.Value(claimNotBefore.UnixMilli())), shClaimID.Equal(expression.Value(claim)))
@@ -108,19 +188,18 @@ func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim s
 		Set(shClaimMs, expression.Value(now.UnixMilli())).
 		Set(expression.Name("programId"), expression.Value(programID)).
 		Set(expression.Name("shard"), expression.Value(i))
-	item, ok, err := s.shardUpdate(ctx, "claim shard", programID, i, unusable.And(free), upd, types.ReturnValueAllOld)
-	if err != nil || !ok {
+	it, w, err := s.shardUpdate(ctx, "claim shard", programID, i, unusable.And(free), upd, types.ReturnValueAllOld)
+	if err != nil || !w.ok {
 		return queue.Shard{}, false, err
-	}
-	var it shardItem
-	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-		return queue.Shard{}, false, fmt.Errorf("dynamostore: claim shard: %w", err)
 	}
 	return it.shard(), true, nil
 }
 
 // FillShard implements queue.TicketStore: one UpdateItem conditioned on
 // the claim, which it clears (claimMs 0), so that it never applies twice.
+// A retry whose first attempt was applied finds the block under the claim
+// and answers true; if the item no longer shows whether it was, the error
+// says so (the caller must count the block as maybe filled).
 func (s *Store) FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, b queue.Shard) (bool, error) {
 	cond := shClaimID.Equal(expression.Value(claim)).And(shClaimMs.Equal(expression.Value(claimedAt.UnixMilli())))
 	upd := expression.Set(shStart, expression.Value(b.Start)).
@@ -129,52 +208,67 @@ func (s *Store) FillShard(ctx context.Context, programID string, i int, claim st
 		Set(shReserved, expression.Value(b.ReservedAt.UnixMilli())).
 		Set(shTakes, expression.Value(0)).
 		Set(shClaimMs, expression.Value(0))
-	_, ok, err := s.shardUpdate(ctx, "fill shard", programID, i, cond, upd, types.ReturnValueNone)
-	return ok, err
+	it, w, err := s.shardUpdate(ctx, "fill shard", programID, i, cond, upd, types.ReturnValueNone)
+	switch {
+	case err != nil || w.ok:
+		return w.ok, err
+	case it.ClaimID == claim && it.ClaimMs == 0 && it.isBlock(b.Start, b.ReservedAt):
+		return true, nil // filled by an earlier attempt
+	case w.retried:
+		return false, fmt.Errorf("dynamostore: fill shard %s shard %d: %w", programID, i, errOutcomeUnknown)
+	}
+	return false, nil
 }
 
 // TrimShard implements queue.TicketStore: with back, one conditional
 // UpdateItem that takes back's numbers back (SET next = back.First, end =
 // back.First - 1 if next is still back.After); without it, or when that
 // condition fails, one that ends the block (SET end = next - 1 if next ≤
-// end). Each answers the item as it was.
+// end). Each records its id and the end before it, by which a retry whose
+// first attempt was applied answers the same numbers.
 func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back queue.Run) (queue.Run, bool, error) {
 	block := shStart.Equal(expression.Value(start)).And(shReserved.Equal(expression.Value(reservedAt.UnixMilli())))
-	if back.First > 0 && back.First <= back.Last {
-		cond := block.And(shNext.Equal(expression.Value(back.After)))
-		upd := expression.Set(shNext, expression.Value(back.First)).Set(shEnd, expression.Value(back.First-1))
-		item, ok, err := s.shardUpdate(ctx, "trim shard", programID, i, cond, upd, types.ReturnValueAllOld)
-		if err != nil {
+	trim := func(cond expression.ConditionBuilder, next expression.OperandBuilder) (queue.Run, bool, error) {
+		id := queue.NewTokenID()
+		// trimEnd is set before end: servers that apply the actions in
+		// order then read end before it changes too.
+		upd := expression.Set(shTrimEnd, shEnd).Set(shTrimID, expression.Value(id)).Set(shEnd, next)
+		if back.First > 0 {
+			upd = upd.Set(shNext, expression.Value(back.First))
+		}
+		it, w, err := s.shardUpdate(ctx, "trim shard", programID, i, cond.And(notMine(shTrimID, id)), upd, types.ReturnValueAllNew)
+		switch {
+		case err != nil:
 			return queue.Run{}, false, err
-		}
-		if ok {
-			var it shardItem
-			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-				return queue.Run{}, false, fmt.Errorf("dynamostore: trim shard: %w", err)
+		case !w.ok && (it.TrimID != id || !it.isBlock(start, reservedAt)):
+			if w.retried {
+				s.lost(ctx, "trim shard", programID, i)
 			}
-			return queue.Run{First: back.First, Last: it.End, ReservedAt: fromUnixMs(it.ReservedAtMs)}, true, nil
+			return queue.Run{}, false, nil
+		}
+		return queue.Run{First: it.Next, Last: it.TrimEnd, ReservedAt: fromUnixMs(it.ReservedAtMs)}, true, nil
+	}
+	if back.First > 0 && back.First <= back.Last {
+		r, ok, err := trim(block.And(shNext.Equal(expression.Value(back.After))), expression.Value(back.First-1))
+		if err != nil || ok {
+			return r, ok, err
 		}
 	}
-	upd := expression.Set(shEnd, shNext.Minus(expression.Value(1)))
-	item, ok, err := s.shardUpdate(ctx, "trim shard", programID, i, block.And(shNext.LessThanEqual(shEnd)), upd, types.ReturnValueAllOld)
-	if err != nil || !ok {
-		return queue.Run{}, false, err
-	}
-	var it shardItem
-	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-		return queue.Run{}, false, fmt.Errorf("dynamostore: trim shard: %w", err)
-	}
-	return queue.Run{First: it.Next, Last: it.End, ReservedAt: fromUnixMs(it.ReservedAtMs)}, true, nil
+	back = queue.Run{}
+	return trim(block.And(shNext.LessThanEqual(shEnd)), shNext.Minus(expression.Value(1)))
 }
 
 // ReturnTickets implements queue.TicketStore: one UpdateItem of the
 // program item conditioned on its version, issued and pre-queue state
-// (the version it bumps makes a repeated attempt fail).
+// (the version it bumps makes a repeated call fail). It records its id,
+// by which a retry whose first attempt was applied answers true; if the
+// item no longer shows whether it was, the error says so.
 func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
 	if from < 1 || from > p.Issued {
 		return false, nil
 	}
 	q := p.WithTicketsReturned(from)
+	id := queue.NewTokenID()
 	cond := nameOf("version").Equal(expression.Value(p.Version)).And(nameOf("issued").Equal(expression.Value(p.Issued)))
 	if p.PrequeueFixed {
 		cond = cond.And(nameOf("prequeueFixed").Equal(expression.Value(true)))
@@ -183,42 +277,63 @@ func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) 
 	}
 	upd := expression.Set(nameOf("issued"), expression.Value(q.Issued)).
 		Set(nameOf("drainAtNs"), expression.Value(q.DrainAtNs)).
-		Set(nameOf("version"), expression.Value(q.Version))
-	return s.programUpdate(ctx, "return tickets", p.ID, cond, upd)
+		Set(nameOf("version"), expression.Value(q.Version)).
+		Set(expression.Name("returnId"), expression.Value(id))
+	w, err := s.update(ctx, programKey(p.ID), cond, upd, types.ReturnValueNone)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("dynamostore: return tickets %s: %w", p.ID, err)
+	case w.ok:
+		return true, nil
+	}
+	var old struct {
+		ReturnID string `dynamodbav:"returnId"`
+	}
+	if err := attributevalue.UnmarshalMap(w.old, &old); err != nil {
+		return false, fmt.Errorf("dynamostore: return tickets %s: %w", p.ID, err)
+	}
+	switch {
+	case old.ReturnID == id:
+		return true, nil // applied by an earlier attempt
+	case w.retried:
+		return false, fmt.Errorf("dynamostore: return tickets %s: %w", p.ID, errOutcomeUnknown)
+	}
+	return false, nil
 }
 
 // programUpdate runs one conditional UpdateItem on the program item,
 // answering whether the condition held.
-func (s *Store) programUpdate(ctx context.Context, op, programID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder) (bool, error) {
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
+func (s *Store) programUpdate(ctx context.Context, op, programID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder, opts ...func(*dynamodb.Options)) (bool, error) {
+	w, err := s.update(ctx, programKey(programID), cond, upd, types.ReturnValueNone, opts...)
 	if err != nil {
-		return false, fmt.Errorf("dynamostore: %s: %w", op, err)
+		return false, fmt.Errorf("dynamostore: %s %s: %w", op, programID, err)
 	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &s.table,
-		Key:                       programKey(programID),
-		ConditionExpression:       expr.Condition(),
-		UpdateExpression:          expr.Update(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	})
-	if _, failed := conditionFailed(err); failed {
-		return false, nil
-	} else if err != nil {
-		return false, fmt.Errorf("dynamostore: %s %s: %w", op, programID, throttled(err))
-	}
-	return true, nil
+	return w.ok, nil
 }
 
 // SetShards implements queue.TicketStore: one conditional UpdateItem of the
-// program's shards attribute (absent reads as 0).
+// program's shards attribute (absent reads as 0); when it fails, true if
+// the count is k already (a retry whose first attempt was applied).
 func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (bool, error) {
 	shards := nameOf("shards")
 	was := shards.Equal(expression.Value(from))
 	if from == 0 {
 		was = expression.Or(was, expression.AttributeNotExists(shards))
 	}
-	return s.programUpdate(ctx, "set shards", programID, expression.AttributeExists(expression.Name("pk")).And(was), expression.Set(shards, expression.Value(k)))
+	w, err := s.update(ctx, programKey(programID), expression.AttributeExists(expression.Name("pk")).And(was), expression.Set(shards, expression.Value(k)), types.ReturnValueNone)
+	if err != nil {
+		return false, fmt.Errorf("dynamostore: set shards %s: %w", programID, err)
+	}
+	if !w.ok && w.old != nil {
+		var old struct {
+			Shards int `dynamodbav:"shards"`
+		}
+		if err := attributevalue.UnmarshalMap(w.old, &old); err != nil {
+			return false, fmt.Errorf("dynamostore: set shards %s: %w", programID, err)
+		}
+		return old.Shards == k, nil // k already (an earlier attempt, or another instance)
+	}
+	return w.ok, nil
 }
 
 // GetShard reads shard i of programID (strongly consistent); the zero

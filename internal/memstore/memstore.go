@@ -165,6 +165,9 @@ func (s *Store) FillShard(ctx context.Context, programID string, i int, claim st
 	defer s.mu.Unlock()
 	k := shardKey{programID, i}
 	b := s.shards[k]
+	if b.Claim == claim && b.ClaimedAt.IsZero() && b.Start == f.Start && b.ReservedAt.Equal(f.ReservedAt.Truncate(time.Millisecond)) {
+		return true, nil // filled already by this claim: a retry
+	}
 	if b.Claim != claim || !b.ClaimedAt.Equal(claimedAt.Truncate(time.Millisecond)) {
 		return false, nil
 	}
@@ -181,7 +184,7 @@ func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (b
 	defer s.mu.Unlock()
 	p, ok := s.programs[programID]
 	if !ok || p.Shards != from {
-		return false, nil
+		return ok && p.Shards == k, nil
 	}
 	p.Shards = k
 	s.programs[programID] = p

@@ -454,11 +454,14 @@ type cachedProgram struct {
 	until    time.Time // Program.CacheableUntil
 }
 
-// programCache keeps recent program reads per function instance.
+// programCache keeps recent program reads per function instance; an entry
+// is dropped once it has been expired for a TTL (at most once a TTL, the
+// map is swept when a read is put).
 type programCache struct {
 	ttl     time.Duration
 	mu      sync.RWMutex
 	entries map[string]cachedProgram
+	sweptAt time.Time
 }
 
 func (c *programCache) get(id string, now time.Time) (Program, bool) {
@@ -480,8 +483,16 @@ func (c *programCache) put(p Program, now time.Time) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.entries[p.ID]; ok && e.p.Version > p.Version {
+	if e, ok := c.entries[p.ID]; ok && e.p.Version > p.Version && now.Before(e.loadedAt.Add(2*c.ttl)) {
 		return
+	}
+	if now.Sub(c.sweptAt) >= c.ttl {
+		c.sweptAt = now
+		for id, e := range c.entries {
+			if !now.Before(e.loadedAt.Add(2 * c.ttl)) {
+				delete(c.entries, id)
+			}
+		}
 	}
 	c.entries[p.ID] = cachedProgram{p: p, loadedAt: now, until: p.CacheableUntil(now, c.ttl)}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -83,10 +84,14 @@ type TicketStore interface {
 	// FillShard installs b's block (Start, Next, End, ReservedAt; no takes
 	// yet) in shard i and clears the claim, if claim still holds it (made
 	// at claimedAt); false otherwise. Filled, the claim no longer holds
-	// it: a fill is never applied twice.
+	// it: a fill is never applied twice, and the same fill again (a retry
+	// after a lost answer) answers true while the shard still shows it.
+	// An error means the block may or may not be in the shard.
 	FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, b Shard) (bool, error)
-	// SetShards sets the program's ticket shard count to k if it is from;
-	// false otherwise. It changes nothing else (not the version).
+	// SetShards sets the program's ticket shard count to k if it is from,
+	// and answers whether the count is k (true also when it was k
+	// already: a retry after a lost answer). It changes nothing else (not
+	// the version).
 	SetShards(ctx context.Context, programID string, from, k int) (bool, error)
 	// TrimShard ends shard i's block, if it is the block that starts at
 	// start and was reserved at reservedAt, before its next number, so
@@ -142,12 +147,44 @@ func WithItemWriteLimit(units float64) Option {
 	return func(s *Service) { s.tickets.writeUnits = units }
 }
 
+// WithLogger makes the service log the ticket shard writes that failed
+// outside a request's answer (shard count changes, fills, trims, give
+// backs) to l; slog.Default() otherwise.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Service) { s.tickets.log = l }
+}
+
+// failed logs that a ticket shard write op of programID failed with err,
+// and what it cost.
+func (t *ticketer) failed(ctx context.Context, op, programID string, err error, cost string) {
+	l := t.log
+	if l == nil {
+		l = slog.Default()
+	}
+	l.LogAttrs(ctx, slog.LevelWarn, "ticket shard write failed", slog.String("op", op), slog.String("programId", programID),
+		slog.String("error", err.Error()), slog.String("cost", cost))
+}
+
+// setShards changes programID's shard count from from to k (SetShards),
+// logging a failure: the count stays as it was.
+func (s *Service) setShards(ctx context.Context, ts TicketStore, programID string, from, k int) (bool, error) {
+	set, err := ts.SetShards(ctx, programID, from, k)
+	if err != nil {
+		s.tickets.failed(ctx, "set shards", programID, err, "none: the shard count stays as it was")
+	}
+	return set, err
+}
+
 // ticketer decides, per program and per instance, where tickets come from.
+// It keeps state only for programs the store has shown to exist, and drops
+// a program's state once it has been idle past its use (idleAfter).
 type ticketer struct {
 	writeUnits float64
+	log        *slog.Logger
 
 	mu       sync.Mutex
 	programs map[string]*programTickets
+	sweptAt  time.Time // the last sweep of idle programs
 }
 
 // programTickets is what an instance knows of one program's tickets.
@@ -176,6 +213,7 @@ type programTickets struct {
 	returns         []Run
 	lastAsk, tidyAt time.Time
 	tidying         bool
+	used            time.Time     // the last enter or store answer about the program
 	fetchTook       time.Duration // how long fetching more numbers took lately
 	// fetching is closed when the enter that went to fetch more numbers
 	// for this instance is back; nil when none is out.
@@ -260,27 +298,82 @@ func (t *ticketer) blockSize(perShard float64, k int, last, run int64) int64 {
 	return max(1, n, run)
 }
 
-// of returns the state of program id; t.mu must be held.
+// Idle program state is dropped: once nothing was asked or answered about
+// a program for idleAfter, or for returnsKept while it holds numbers to
+// give back; the map is swept at most once a sweepEvery.
+const idleAfter, sweepEvery = staleMeasure, staleMeasure
+
+// of returns the state of program id, or a blank one that is not kept when
+// the instance keeps none for it (what is recorded there is forgotten);
+// t.mu must be held.
 func (t *ticketer) of(id string) *programTickets {
+	if pt := t.programs[id]; pt != nil {
+		return pt
+	}
+	return &programTickets{}
+}
+
+// add returns the state of program id, which the store has just shown to
+// exist at now, making it if need be; t.mu must be held.
+func (t *ticketer) add(id string, now time.Time) *programTickets {
 	if t.programs == nil {
 		t.programs = make(map[string]*programTickets)
 	}
 	pt := t.programs[id]
 	if pt == nil {
+		t.sweep(now)
 		pt = &programTickets{}
 		t.programs[id] = pt
 	}
+	if now.After(pt.used) {
+		pt.used = now
+	}
 	return pt
+}
+
+// sweep drops the state of the programs idle at now, if the last sweep
+// was sweepEvery ago; t.mu must be held.
+func (t *ticketer) sweep(now time.Time) {
+	if now.Sub(t.sweptAt) < sweepEvery {
+		return
+	}
+	t.sweptAt = now
+	for id, pt := range t.programs {
+		if pt.idle(now) {
+			delete(t.programs, id)
+		}
+	}
+}
+
+// idle reports whether pt is of no more use at now: no enter and no
+// answer for idleAfter (returnsKept when it holds numbers to give back),
+// no fetch or tidy out.
+func (pt *programTickets) idle(now time.Time) bool {
+	if pt.tidying || pt.fetching != nil {
+		return false
+	}
+	after := idleAfter
+	if len(pt.blocks) > 0 || len(pt.returns) > 0 || !pt.local.empty() {
+		after = returnsKept
+	}
+	return now.Sub(pt.used) > after
 }
 
 // ask records an enter asked of this instance at now and returns this
 // instance's rate of enters: under throttling the program's answers show
 // the rate served, this the rate asked for (all of it on a single
-// instance, a share on many).
-func (t *ticketer) ask(id string, now time.Time) float64 {
+// instance, a share on many). exists tells that the program is known to
+// exist (a recent read); an enter to a program the instance keeps no
+// state for is not counted otherwise.
+func (t *ticketer) ask(id string, now time.Time, exists bool) float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	pt := t.of(id)
+	if exists {
+		pt = t.add(id, now)
+	} else if now.After(pt.used) {
+		pt.used = now
+	}
 	pt.tried++
 	pt.lastAsk = now
 	pt.asked = pt.asked.add(pt.tried, now)
@@ -292,7 +385,7 @@ func (t *ticketer) ask(id string, now time.Time) float64 {
 func (t *ticketer) serve(p Program, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pt := t.of(p.ID)
+	pt := t.add(p.ID, now)
 	pt.served = pt.served.add(p.Issued, now)
 	pt.setShards(p.Shards, now)
 	pt.opensAt = p.OpensAt
@@ -424,10 +517,10 @@ func (t *ticketer) local(ctx context.Context, clk clock.Clock, id string, opensA
 // keep gives this instance the numbers of r, taken from shard i, to hand
 // out (those it still held are gaps now); filled is false when r's block
 // is in no shard.
-func (t *ticketer) keep(id string, r Run, i int, filled bool) {
+func (t *ticketer) keep(id string, r Run, i int, filled bool, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pt := t.of(id)
+	pt := t.add(id, now)
 	pt.local, pt.localShard, pt.localFilled = r, i, filled
 }
 
@@ -475,8 +568,8 @@ func (s *Service) takeTicket(ctx context.Context, programID string, now time.Tim
 	ts, sharding := s.store.(TicketStore)
 	sharding = sharding && s.tickets.enabled(s.cache.ttl)
 	if sharding {
-		asked := s.tickets.ask(programID, now)
 		c, ok := s.cache.shardView(programID, now)
+		asked := s.tickets.ask(programID, now, ok)
 		if !ok {
 			c.OpensAt = s.tickets.opening(programID)
 		}
@@ -501,7 +594,7 @@ func (s *Service) takeTicket(ctx context.Context, programID string, now time.Tim
 				c.ID, c.Shards = programID, s.tickets.shardsFor(asked/float64(run))
 				s.tickets.learn(programID, c.Shards, now)
 				if s.tickets.mayWiden(programID, now) {
-					_, _ = ts.SetShards(ctx, programID, 0, c.Shards)
+					_, _ = s.setShards(ctx, ts, programID, 0, c.Shards)
 				}
 			}
 			if c.Shards > 0 {
@@ -521,7 +614,7 @@ func (s *Service) takeTicket(ctx context.Context, programID string, now time.Tim
 		k := 2
 		s.tickets.learn(programID, k, now)
 		if s.tickets.mayWiden(programID, now) {
-			_, _ = ts.SetShards(ctx, programID, 0, k)
+			_, _ = s.setShards(ctx, ts, programID, 0, k)
 		}
 		ticket, p, fresh, ok, serr := s.fromShards(ctx, ts, Program{ID: programID, Shards: k}, 1, now)
 		if serr != nil || !ok {
@@ -547,7 +640,7 @@ func (s *Service) takeTicket(ctx context.Context, programID string, now time.Tim
 			// their share of the crowd as it does: refills correct it.
 			_, asked := s.tickets.rates(programID, now)
 			k := s.tickets.shardsFor(rate / float64(s.tickets.run(programID, asked)))
-			if set, err := ts.SetShards(ctx, programID, 0, k); err == nil && set {
+			if set, err := s.setShards(ctx, ts, programID, 0, k); err == nil && set {
 				p.Shards = k
 				s.tickets.learn(programID, k, now)
 			}
@@ -577,7 +670,7 @@ func (s *Service) fromShards(ctx context.Context, ts TicketStore, c Program, run
 			if r.Last > r.First {
 				rest := r
 				rest.First++
-				s.tickets.keep(c.ID, rest, i, true)
+				s.tickets.keep(c.ID, rest, i, true, now)
 			}
 			return r.First, Program{}, false, true, nil
 		}
@@ -649,7 +742,7 @@ func (s *Service) refill(ctx context.Context, ts TicketStore, id string, i, k in
 		want = w
 	}
 	if want != k {
-		if _, err := ts.SetShards(ctx, id, k, want); err != nil && !errors.Is(err, ErrThrottled) {
+		if _, err := s.setShards(ctx, ts, id, k, want); err != nil && !errors.Is(err, ErrThrottled) {
 			return 0, Program{}, false, false, err
 		}
 		s.tickets.learn(id, want, now)
@@ -676,9 +769,12 @@ func (s *Service) refill(ctx context.Context, ts TicketStore, id string, i, k in
 	// numbers are this instance's; unfilled, the others are nobody's: given
 	// back when the fill surely failed, else gaps.
 	filled, err := ts.FillShard(ctx, id, i, claim, now, Shard{Start: first, Next: next, End: q.Issued, ReservedAt: now})
+	if err != nil {
+		s.tickets.failed(ctx, "fill shard", id, err, "the block's numbers may be in the shard: never given back, gaps if not")
+	}
 	s.tickets.reserved(id, shardBlock{shard: i, start: first, reservedAt: now}, Run{First: next, Last: q.Issued}, filled, err == nil)
 	if next-1 > first {
-		s.tickets.keep(id, Run{First: first + 1, Last: next - 1, ReservedAt: now, Block: first, After: next}, i, filled)
+		s.tickets.keep(id, Run{First: first + 1, Last: next - 1, ReservedAt: now, Block: first, After: next}, i, filled, now)
 	}
 	return first, q, true, true, nil
 }
@@ -692,7 +788,7 @@ func (s *Service) widen(ctx context.Context, ts TicketStore, programID string, k
 		return k
 	}
 	w := min(2*k, MaxShards)
-	_, _ = ts.SetShards(ctx, programID, k, w)
+	_, _ = s.setShards(ctx, ts, programID, k, w)
 	s.tickets.learn(programID, w, now)
 	return w
 }
@@ -740,7 +836,7 @@ const (
 func (t *ticketer) reserved(id string, b shardBlock, left Run, filled, sure bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pt := t.of(id)
+	pt := t.add(id, b.reservedAt)
 	switch {
 	case filled:
 		// An older block of the same shard is no longer in it, and blocks
@@ -851,6 +947,9 @@ func (s *Service) tidyTickets(ctx context.Context, programID string, now time.Ti
 			back = w.back
 		}
 		r, ok, err := ts.TrimShard(ctx, programID, b.shard, b.start, b.reservedAt, back)
+		if err != nil {
+			s.tickets.failed(ctx, "trim shard", programID, err, "the numbers it may have retired are gaps")
+		}
 		if err == nil && ok {
 			r.ReservedAt = b.reservedAt
 			runs = append(runs, r)
@@ -870,6 +969,7 @@ func (s *Service) tidyTickets(ctx context.Context, programID string, now time.Ti
 		ok, err := ts.ReturnTickets(ctx, p, top.First)
 		if !ok {
 			if err != nil {
+				s.tickets.failed(ctx, "return tickets", programID, err, "the run is dropped: gaps if it was not given back")
 				runs = runs[:len(runs)-1]
 			}
 			break

@@ -404,3 +404,82 @@ func TestTicketShardsOpening(t *testing.T) {
 	// block's time of arrivals twice (the opening and the end).
 	c.check(t, 0.03)
 }
+
+// retriedFills is a store whose shard fills are each applied and then
+// tried again, as the SDK retries a write whose answer was lost: the
+// caller gets the retry's answer.
+type retriedFills struct{ *memstore.Store }
+
+func (s retriedFills) FillShard(ctx context.Context, id string, i int, claim string, claimedAt time.Time, b queue.Shard) (bool, error) {
+	if ok, err := s.Store.FillShard(ctx, id, i, claim, claimedAt, b); !ok || err != nil {
+		return ok, err
+	}
+	return s.Store.FillShard(ctx, id, i, claim, claimedAt, b)
+}
+
+// TestTicketShardsFillAnswerLost: a fill applied but answered on its
+// retry is a fill: its numbers are never given back while the shard hands
+// them out. After a crowd on a, b refills a shard and a takes from b's
+// block; when the crowd stops both give back only what nobody took: no
+// ticket is above the program's last, none handed out twice when enters
+// come again.
+func TestTicketShardsFillAnswerLost(t *testing.T) {
+	clk := clock.NewFake(t0)
+	store := retriedFills{memstore.New()}
+	var svcs [2]*queue.Service
+	for i := range svcs {
+		svcs[i] = queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clk), queue.WithProgramCache(time.Second),
+			queue.WithItemWriteLimit(100), queue.WithRand(rand.New(rand.NewPCG(1, uint64(i)))))
+	}
+	a, b := svcs[0], svcs[1]
+	rate := 10.0
+	if _, _, err := a.PutProgram(t.Context(), "p", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+		t.Fatal(err)
+	}
+	holder := map[int64]string{}
+	enter := func(svc *queue.Service, n int, every time.Duration) {
+		t.Helper()
+		for i := range n {
+			clk.Advance(every)
+			v, _, err := svc.Enter(t.Context(), "p", queue.Entry{})
+			if err != nil {
+				t.Fatalf("enter %d: %v", i, err)
+			}
+			if other, ok := holder[v.Ticket]; ok {
+				t.Fatalf("ticket %d handed out twice: to %s and %s", v.Ticket, other, v.TokenID)
+			}
+			holder[v.Ticket] = v.TokenID
+		}
+	}
+	check := func() {
+		t.Helper()
+		p, err := store.GetProgram(t.Context(), "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tk, tok := range holder {
+			if tk > p.Issued {
+				t.Fatalf("token %s holds ticket %d, above the last ticket %d: given back while held", tok, tk, p.Issued)
+			}
+		}
+	}
+	for range 3 {
+		enter(a, 2_000, time.Millisecond)
+		enter(b, 5, time.Millisecond) // from a's last block
+		// Quiet: a poll makes a trim its blocks and give back.
+		enter(a, 5, time.Millisecond) // from b's block
+		clk.Advance(2 * time.Second)
+		for _, tok := range holder {
+			for _, svc := range svcs {
+				if _, err := svc.Poll(t.Context(), "p", tok); err != nil {
+					t.Fatal(err)
+				}
+			}
+			break
+		}
+		check()
+		clk.Advance(2 * time.Second)
+		enter(a, 50, 100*time.Millisecond) // single tickets: the numbers given back
+		check()
+	}
+}

@@ -18,11 +18,13 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +92,10 @@ type Rule struct {
 	// this probability, drawn from the Transport's seeded generator;
 	// 0 means always. A request the draw spares still counts toward Count.
 	Probability float64
+	// FirstOnly faults a request only the first time its body is seen: the
+	// SDK's retries of it (the same body) pass. With DropResponse: the
+	// write is applied, its answer lost, and the retry answered.
+	FirstOnly bool
 	// Action is the fault.
 	Action Action
 	// Delay holds the request this long before the fault: after the server
@@ -115,7 +121,9 @@ type Transport struct {
 	mu      sync.Mutex
 	rng     *rand.Rand
 	rules   []Rule
-	matched []int // per rule: requests matched since SetRules
+	matched []int             // per rule: requests matched since SetRules
+	faulted []int             // per rule: requests faulted since SetRules
+	seen    []map[uint64]bool // per FirstOnly rule: the bodies it saw
 	calls   map[string]int
 	faults  map[string]int
 }
@@ -143,6 +151,13 @@ func (t *Transport) SetRules(rules ...Rule) {
 	defer t.mu.Unlock()
 	t.rules = append([]Rule(nil), rules...)
 	t.matched = make([]int, len(rules))
+	t.faulted = make([]int, len(rules))
+	t.seen = make([]map[uint64]bool, len(rules))
+	for i, r := range rules {
+		if r.FirstOnly {
+			t.seen[i] = make(map[uint64]bool)
+		}
+	}
 	clear(t.calls)
 	clear(t.faults)
 }
@@ -154,6 +169,14 @@ func (t *Transport) Calls(op string) int { return t.count(t.calls, op) }
 // Faults returns how many requests for op ("" for all) were faulted since
 // the last SetRules.
 func (t *Transport) Faults(op string) int { return t.count(t.faults, op) }
+
+// RuleFaults returns how many requests each rule of the plan faulted since
+// the last SetRules, in the plan's order.
+func (t *Transport) RuleFaults() []int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.faulted)
+}
 
 func (t *Transport) count(m map[string]int, op string) int {
 	t.mu.Lock()
@@ -255,6 +278,15 @@ func (t *Transport) choose(op string, body []byte) (Rule, bool) {
 		if r.Op != "" && r.Op != op || r.BodyContains != "" && !bytes.Contains(body, []byte(r.BodyContains)) {
 			continue
 		}
+		if r.FirstOnly {
+			h := fnv.New64a()
+			h.Write(body)
+			sum := h.Sum64()
+			if t.seen[i][sum] {
+				continue
+			}
+			t.seen[i][sum] = true
+		}
 		t.matched[i]++
 		n := t.matched[i] - r.Skip // 1-based among the eligible
 		if faulted || n < 1 || r.Count > 0 && n > r.Count {
@@ -264,6 +296,7 @@ func (t *Transport) choose(op string, body []byte) (Rule, bool) {
 			continue
 		}
 		chosen, faulted = r, true
+		t.faulted[i]++
 	}
 	if faulted {
 		t.faults[op]++

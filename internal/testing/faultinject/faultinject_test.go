@@ -285,3 +285,30 @@ func TestProbabilityIsSeeded(t *testing.T) {
 		t.Errorf("%d of 200 faulted at p=0.3", n)
 	}
 }
+
+// FirstOnly faults a request the first time its body is seen: the same
+// body again (the SDK's retry) passes, another body is faulted.
+func TestFirstOnly(t *testing.T) {
+	client, ft, fake := newClient(t)
+	ctx := t.Context()
+	ft.SetRules(faultinject.Rule{Op: "UpdateItem", FirstOnly: true, Action: faultinject.DropResponse})
+	var got []string
+	for _, expr := range []string{"ADD a :one", "ADD a :one", "ADD b :one", "ADD a :one", "ADD b :one"} {
+		if err := updateItem(ctx, client, expr); errors.Is(err, faultinject.ErrConnectionReset) {
+			got = append(got, "lost")
+		} else if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		} else {
+			got = append(got, "ok")
+		}
+	}
+	if g, want := strings.Join(got, " "), "lost ok lost ok ok"; g != want {
+		t.Errorf("answers:\n got %s\nwant %s", g, want)
+	}
+	if got, want := fake.update.Load(), int32(5); got != want {
+		t.Errorf("the server saw %d, want %d (a lost answer is applied)", got, want)
+	}
+	if got := ft.RuleFaults(); len(got) != 1 || got[0] != 2 {
+		t.Errorf("RuleFaults = %v, want [2]", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -58,6 +59,13 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	if _, ok := newStore(t).(queue.PrequeueStore); ok {
 		t.Run("FixPrequeue", func(t *testing.T) { testFixPrequeue(t, newStore(t)) })
 	}
+}
+
+// saturating edits p to the slowest rate (1,000 s a ticket) with 9.2
+// million waiting: the drain instant is a ticket short of the end of
+// int64, where WithTicketsIssued saturates it.
+func saturating(p *queue.Program) {
+	p.Current.Rate, p.Issued, p.DrainAtNs = 1, 9_223_300, math.MaxInt64-600e9
 }
 
 // t0 is the suite's epoch; times are derived from it at millisecond
@@ -300,6 +308,8 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 		{"drained, fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(3), nowNs-333_333_334 }},
 		{"busy, fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(7), nowNs+142_857_143_000 }},
 		{"slowest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 1, nowNs-1 }},
+		{"slowest rate, millions waiting: the drain instant saturates", saturating},
+		{"drain instant saturated", func(p *queue.Program) { p.Current.Rate, p.Issued, p.DrainAtNs = 1, 9_300_000, math.MaxInt64 }},
 		{"fastest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(100_000), nowNs+10_000 }},
 		{"rate 0", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 0, nowNs-1e9 }},
 		{"change pending", func(p *queue.Program) {

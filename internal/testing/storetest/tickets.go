@@ -31,6 +31,7 @@ func testIssueTickets(t *testing.T, s queue.TicketStore) {
 		{"drained queue re-anchors", func(p *queue.Program) { p.DrainAtNs = nowNs - 1e9 }},
 		{"fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(3), nowNs-333_333_334 }},
 		{"fastest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(100_000), nowNs+10_000 }},
+		{"slowest rate, millions waiting: the drain instant saturates", saturating},
 		{"rate 0", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 0, nowNs-1e9 }},
 		{"change pending", func(p *queue.Program) {
 			p.Next = queue.Segment{AnchorMs: now.Add(time.Minute).UnixMilli(), Base: 20, Rate: perSecond(5)}
@@ -178,13 +179,21 @@ func testShards(t *testing.T, s queue.TicketStore) {
 	if ok, err := s.FillShard(ctx, "p", 3, "claim-a", now, queue.Shard{Start: 1, Next: 1, End: 9, ReservedAt: now}); err != nil || ok {
 		t.Fatalf("FillShard twice: ok=%v %v; want false (a fill never applies twice)", ok, err)
 	}
+	// The same fill again, as the retry of a fill whose answer was lost:
+	// true, and the block goes on from where it was.
+	if got, ok, err := take1(ctx, s, "p", 3, fresh); err != nil || !ok || got != 102 {
+		t.Fatalf("TakeShardTicket: %d ok=%v %v; want 102", got, ok, err)
+	}
+	if ok, err := s.FillShard(ctx, "p", 3, "claim-a", now, block); err != nil || !ok {
+		t.Fatalf("the same FillShard again: ok=%v %v; want true (it was applied)", ok, err)
+	}
 	if _, ok, err := s.ClaimShard(ctx, "p", 3, "claim-c", now.Add(ms(1)), fresh, claimLapse); err != nil || ok {
 		t.Fatalf("ClaimShard on a usable block: ok=%v %v; want false", ok, err)
 	}
 	if _, ok, err := take1(ctx, s, "p", 4, fresh); err != nil || ok {
 		t.Fatalf("TakeShardTicket on another shard: ok=%v %v; want false", ok, err)
 	}
-	for _, want := range []int64{102, 103, 104} {
+	for _, want := range []int64{103, 104} {
 		got, ok, err := take1(ctx, s, "p", 3, fresh)
 		if err != nil || !ok || got != want {
 			t.Fatalf("TakeShardTicket: %d ok=%v %v; want %d", got, ok, err, want)
@@ -315,6 +324,10 @@ func testSetShards(t *testing.T, s queue.TicketStore) {
 		t.Fatalf("SetShards(0→5): ok=%v %v; want true", ok, err)
 	}
 	p.Shards = 5
+	checkStoredProgram(t, store, p)
+	if ok, err := s.SetShards(ctx, p.ID, 0, 5); err != nil || !ok {
+		t.Fatalf("SetShards(0→5) again, as a retry after a lost answer: ok=%v %v; want true (the count is 5)", ok, err)
+	}
 	checkStoredProgram(t, store, p)
 	if ok, err := s.SetShards(ctx, p.ID, 5, 0); err != nil || !ok {
 		t.Fatalf("SetShards(5→0): ok=%v %v; want true", ok, err)

@@ -1,0 +1,96 @@
+package queue_test
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// enterUnknown enters n distinct program ids that do not exist, from
+// first on: each must answer PROGRAM_NOT_FOUND.
+func enterUnknown(t *testing.T, svc *queue.Service, first, n int) {
+	t.Helper()
+	for i := first; i < first+n; i++ {
+		_, _, err := svc.Enter(t.Context(), fmt.Sprintf("nobody-%d", i), queue.Entry{})
+		if queue.ErrorKind(err) != queue.KindNotFound {
+			t.Fatalf("enter to an unknown program: %v, want not found", err)
+		}
+	}
+}
+
+// TestUnknownProgramsLeaveNoState: enters to program ids that do not exist
+// leave no per-program state behind (the ticket shards' bookkeeping and
+// the program cache), and the state of a program that exists is dropped
+// once it has been idle past its use.
+func TestUnknownProgramsLeaveNoState(t *testing.T) {
+	ctx := t.Context()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clk), queue.WithProgramCache(time.Second))
+	enterUnknown(t, svc, 0, 10_000)
+	if tickets, cached := svc.ProgramStates(); tickets != 0 || cached != 0 {
+		t.Fatalf("after 10,000 enters to unknown programs: state for %d programs in the ticketer, %d in the cache; want none", tickets, cached)
+	}
+
+	rate := 5.0
+	if _, _, err := svc.PutProgram(ctx, "gala", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tickets, cached := svc.ProgramStates(); tickets != 1 || cached != 1 {
+		t.Fatalf("after an enter to a program: state for %d programs in the ticketer, %d in the cache; want 1 and 1", tickets, cached)
+	}
+	// Idle for long: the next request, to another program, drops it.
+	clk.Advance(10 * time.Minute)
+	enterUnknown(t, svc, 10_000, 1)
+	if _, err := svc.Poll(ctx, "gala", v.TokenID); err != nil {
+		t.Fatal(err)
+	}
+	rate2 := 6.0
+	if _, _, err := svc.PutProgram(ctx, "other", queue.Settings{AdmissionRatePerSecond: &rate2}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Minute)
+	if _, _, err := svc.Enter(ctx, "other", queue.Entry{}); err != nil {
+		t.Fatal(err)
+	}
+	if tickets, cached := svc.ProgramStates(); tickets != 1 || cached != 1 {
+		t.Errorf("after gala was idle 10 minutes: state for %d programs in the ticketer, %d in the cache; want only other's", tickets, cached)
+	}
+}
+
+// TestUnknownProgramsMemory: the memory in use after collection stays flat
+// over two batches of 10,000 enters to distinct unknown program ids (it
+// grew by about 500 bytes an id when the ticketer kept state for them).
+func TestUnknownProgramsMemory(t *testing.T) {
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithProgramCache(time.Second))
+	inUse := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	const batch = 10_000
+	enterUnknown(t, svc, 0, batch) // warm up
+	base := inUse()
+	enterUnknown(t, svc, batch, batch)
+	first := inUse()
+	enterUnknown(t, svc, 2*batch, batch)
+	second := inUse()
+	t.Logf("heap in use: %d bytes, then %d after a batch of %d unknown ids, %d after another", base, first, batch, second)
+	runtime.KeepAlive(svc)
+	// 100 bytes an id is a fifth of what the leak cost; the heap's own
+	// noise (a few pages) stays well under it.
+	const bound = 100 * batch
+	if first > base+bound || second > base+bound {
+		t.Errorf("heap in use grew from %d to %d then %d bytes over two batches of %d enters to unknown ids; want flat (within %d)", base, first, second, batch, bound)
+	}
+}

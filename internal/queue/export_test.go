@@ -9,6 +9,7 @@ func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 
 // IdempotentTokenID exposes idempotentTokenID to the external tests.
 var IdempotentTokenID = idempotentTokenID
+
 // ProgramStates is how many programs s keeps state for: in its ticketer
 // and in its program cache.
 func (s *Service) ProgramStates() (tickets, cached int) {

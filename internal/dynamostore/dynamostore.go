@@ -49,6 +49,7 @@ var (
 	_ queue.Store         = (*Store)(nil)
 	_ queue.TicketStore   = (*Store)(nil)
 	_ queue.PrequeueStore = (*Store)(nil)
+	_ queue.ScheduleStore = (*Store)(nil)
 )
 
 // New returns a Store on table, which must exist (see CreateTable).
@@ -328,7 +329,7 @@ func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, er
 		if item, err = s.getItem(ctx, programKey(p.ID)); err != nil {
 			return 0, fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
 		}
-		if q, err := decodeProgram(item); item == nil || err != nil || q.Version != p.Version || len(q.Changes) == 0 || q.Changes[0] != p.Changes[0] {
+		if q, err := decodeProgram(item); item == nil || err != nil || q.Version != p.Version || len(q.Changes) == 0 || len(p.Changes) == 0 || q.Changes[0] != p.Changes[0] {
 			return 0, queue.ErrConflict
 		}
 	} else if err != nil {

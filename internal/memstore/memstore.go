@@ -17,6 +17,10 @@ type Store struct {
 	programs map[string]queue.Program
 	tokens   map[string]queue.Token
 	shards   map[shardKey]queue.Shard
+	// changeIssued holds, per program, the tickets issued when its
+	// scheduled change landed, until MoveDrain has moved the drain
+	// instant accordingly (dynamostore's changeIssued attribute).
+	changeIssued map[string]int64
 }
 
 type shardKey struct {
@@ -28,11 +32,12 @@ var (
 	_ queue.Store         = (*Store)(nil)
 	_ queue.TicketStore   = (*Store)(nil)
 	_ queue.PrequeueStore = (*Store)(nil)
+	_ queue.ScheduleStore = (*Store)(nil)
 )
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]queue.Shard)}
+	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]queue.Shard), changeIssued: make(map[string]int64)}
 }
 
 // CreateProgram implements queue.Store.
@@ -71,9 +76,59 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 	if !ok || cur.Version != p.Version-1 || cur.Issued != expectIssued {
 		return queue.ErrConflict
 	}
+	s.programs[p.ID] = updated(cur, p)
+	return nil
+}
+
+// updated is p stored over cur by an update: ID, CreatedAt, Issued and
+// what tickets and shards maintain stay as in cur.
+func updated(cur, p queue.Program) queue.Program {
 	p.CreatedAt, p.Issued, p.Shards, p.Recent = cur.CreatedAt, cur.Issued, cur.Shards, cur.Recent
 	p.Prequeue, p.PrequeueFixed = cur.Prequeue, cur.PrequeueFixed
-	s.programs[p.ID] = p
+	return p
+}
+
+// UpdateScheduled implements queue.ScheduleStore. A write found already
+// applied (the stored version and latest change are p's, as a DynamoDB
+// retry after a lost answer finds them) reports the count it recorded.
+func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.programs[p.ID]
+	switch {
+	case ok && cur.Version == p.Version-1:
+		s.programs[p.ID] = updated(cur, p)
+		s.changeIssued[p.ID] = cur.Issued
+		return cur.Issued, nil
+	case !ok || cur.Version != p.Version || len(cur.Changes) == 0 || len(p.Changes) == 0 || cur.Changes[0] != p.Changes[0]:
+		return 0, queue.ErrConflict
+	}
+	if issued, ok := s.changeIssued[p.ID]; ok {
+		return issued, nil
+	}
+	return p.Issued, nil // the drain instant is moved already
+}
+
+// MoveDrain implements queue.ScheduleStore: only while p is the stored
+// version and issued the count its UpdateScheduled recorded, which it
+// forgets, so that a repeat does nothing.
+func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.programs[p.ID]
+	recorded, moving := s.changeIssued[p.ID]
+	if !ok || !moving || cur.Version != p.Version || recorded != issued {
+		return nil
+	}
+	cur.DrainAtNs += p.ScheduledDrainAtNs(issued) - p.DrainAtNs
+	s.programs[p.ID] = cur
+	delete(s.changeIssued, p.ID)
 	return nil
 }
 

@@ -37,6 +37,28 @@ func (s *lossyStore) UpdateProgram(ctx context.Context, p queue.Program, expectI
 	return err
 }
 
+// UpdateScheduled loses answers and conflicts as UpdateProgram does: the
+// admin path takes it for a scheduled change.
+func (s *lossyStore) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
+	s.updates.Add(1)
+	if s.conflictAlways.Load() {
+		return 0, queue.ErrConflict
+	}
+	issued, err := s.Store.UpdateScheduled(ctx, p)
+	if err == nil && s.loseAnswers.Load() {
+		return s.Store.UpdateScheduled(ctx, p) // the retry
+	}
+	return issued, err
+}
+
+func (s *lossyStore) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
+	err := s.Store.MoveDrain(ctx, p, issued)
+	if err == nil && s.loseAnswers.Load() {
+		return s.Store.MoveDrain(ctx, p, issued)
+	}
+	return err
+}
+
 func (s *lossyStore) CreateProgram(ctx context.Context, p queue.Program) error {
 	err := s.Store.CreateProgram(ctx, p)
 	if err == nil && s.loseAnswers.Load() {

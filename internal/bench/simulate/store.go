@@ -36,6 +36,7 @@ var (
 	_ queue.Store         = (*store)(nil)
 	_ queue.TicketStore   = (*store)(nil)
 	_ queue.PrequeueStore = (*store)(nil)
+	_ queue.ScheduleStore = (*store)(nil)
 )
 
 const programKey = "program"
@@ -99,6 +100,20 @@ func (s *store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 		return err
 	}
 	return s.Store.UpdateProgram(ctx, p, expectIssued)
+}
+
+func (s *store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
+	if err := s.writeProgram(p.ID); err != nil {
+		return 0, err
+	}
+	return s.Store.UpdateScheduled(ctx, p)
+}
+
+func (s *store) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
+	if err := s.writeProgram(p.ID); err != nil {
+		return err
+	}
+	return s.Store.MoveDrain(ctx, p, issued)
 }
 
 func (s *store) IssueTicket(ctx context.Context, id string, now time.Time) (queue.Program, error) {

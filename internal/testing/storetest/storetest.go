@@ -59,6 +59,9 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	if _, ok := newStore(t).(queue.PrequeueStore); ok {
 		t.Run("FixPrequeue", func(t *testing.T) { testFixPrequeue(t, newStore(t)) })
 	}
+	if _, ok := newStore(t).(queue.ScheduleStore); ok {
+		t.Run("Schedule", func(t *testing.T) { testSchedule(t, newStore(t)) })
+	}
 }
 
 // saturating edits p to the slowest rate (1,000 s a ticket) with 9.2

@@ -1,0 +1,176 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// scheduleRig is a change scheduled from a read of a program at version 3
+// with 40 tickets (the change makes version 4, change id "4/change-4"),
+// and flooded, the program after five more tickets were issued since.
+type scheduleRig struct {
+	change, flooded queue.Program
+}
+
+// scheduleNow is when the rig's change is made and its tickets issued.
+var scheduleNow = t0.Add(ms(2_000))
+
+// newScheduleRig stores program id and makes the rig: the change slows
+// admission to one ticket per 2 s from 10 s on, so that the tickets issued
+// since the read drain later under it than the read assumed.
+func newScheduleRig(t *testing.T, s queue.Store, id string) scheduleRig {
+	t.Helper()
+	ctx := t.Context()
+	read := program(id)
+	if err := s.CreateProgram(ctx, read); err != nil {
+		t.Fatalf("CreateProgram: %v", err)
+	}
+	change := read.Rebased(scheduleNow, perSecond(0.5), false, 0, 10*time.Second)
+	change.Changes = append([]string{fmt.Sprintf("%d/change-%d", change.Version, change.Version)}, read.Changes...)
+	if !change.Scheduled() {
+		t.Fatalf("the change takes effect at once, want it scheduled: %+v", change)
+	}
+	flooded := read
+	for range 5 {
+		var err error
+		if flooded, err = s.IssueTicket(ctx, id, scheduleNow); err != nil {
+			t.Fatalf("IssueTicket: %v", err)
+		}
+	}
+	return scheduleRig{change: change, flooded: flooded}
+}
+
+// landedOn is change as a store keeps it over stored: the fields an
+// update leaves alone come from stored.
+func landedOn(change, stored queue.Program) queue.Program {
+	change.CreatedAt, change.Issued, change.Shards, change.Recent = stored.CreatedAt, stored.Issued, stored.Shards, stored.Recent
+	change.Prequeue, change.PrequeueFixed = stored.Prequeue, stored.PrequeueFixed
+	return change
+}
+
+// storedProgram reads program id.
+func storedProgram(t *testing.T, s queue.Store, id string) queue.Program {
+	t.Helper()
+	p, err := s.GetProgram(t.Context(), id)
+	if err != nil {
+		t.Fatalf("GetProgram(%q): %v", id, err)
+	}
+	return p
+}
+
+func testSchedule(t *testing.T, store queue.Store) {
+	ctx := t.Context()
+	s := struct {
+		queue.Store
+		queue.ScheduleStore
+	}{store, store.(queue.ScheduleStore)}
+	updated := func(t *testing.T, what string, p queue.Program, want int64) {
+		t.Helper()
+		issued, err := s.UpdateScheduled(ctx, p)
+		checkErr(t, what, err, nil)
+		if issued != want {
+			t.Errorf("%s: %d tickets issued, want %d", what, issued, want)
+		}
+	}
+
+	t.Run("lands through tickets, moves the drain once", func(t *testing.T) {
+		r := newScheduleRig(t, s, "schedule-lands")
+		change := r.change
+		checkErr(t, "UpdateProgram after tickets", s.UpdateProgram(ctx, change, change.Issued), queue.ErrConflict)
+
+		updated(t, "UpdateScheduled", change, r.flooded.Issued)
+		landed := landedOn(change, r.flooded)
+		checkStoredProgram(t, s, landed)
+		// The same write again, as the SDK retries it after a lost
+		// answer: it recognises its change and applies nothing.
+		updated(t, "UpdateScheduled repeated", change, r.flooded.Issued)
+		checkStoredProgram(t, s, landed)
+		// A ticket after the change: a repeat still reports the tickets
+		// issued when the change landed.
+		if _, err := s.IssueTicket(ctx, change.ID, scheduleNow); err != nil {
+			t.Fatalf("IssueTicket: %v", err)
+		}
+		updated(t, "UpdateScheduled repeated after a ticket", change, r.flooded.Issued)
+
+		before := storedProgram(t, s, change.ID)
+		move := change.ScheduledDrainAtNs(r.flooded.Issued) - change.DrainAtNs
+		if move == 0 {
+			t.Fatalf("the rig's tickets leave the drain instant where it was")
+		}
+		checkErr(t, "MoveDrain", s.MoveDrain(ctx, change, r.flooded.Issued), nil)
+		moved := before
+		moved.DrainAtNs += move
+		checkStoredProgram(t, s, moved)
+		if want := change.ScheduledDrainAtNs(before.Issued); moved.DrainAtNs != want {
+			t.Errorf("drain instant %d after the move, want %d for %d tickets (%+d)", moved.DrainAtNs, want, before.Issued, moved.DrainAtNs-want)
+		}
+		checkErr(t, "MoveDrain repeated", s.MoveDrain(ctx, change, r.flooded.Issued), nil)
+		checkStoredProgram(t, s, moved)
+		// Both writes retried after the move: together they change nothing.
+		issued, err := s.UpdateScheduled(ctx, change)
+		checkErr(t, "UpdateScheduled repeated after the move", err, nil)
+		checkErr(t, "MoveDrain after that", s.MoveDrain(ctx, change, issued), nil)
+		checkStoredProgram(t, s, moved)
+	})
+
+	t.Run("ErrConflict", func(t *testing.T) {
+		for i, tc := range []struct {
+			name    string
+			edit    func(p *queue.Program)
+			landed  bool // another change landed first
+			missing bool // a program never created
+		}{
+			{name: "stale version", edit: func(p *queue.Program) { p.Version-- }},
+			{name: "version ahead", edit: func(p *queue.Program) { p.Version++ }},
+			{name: "another change at the version", landed: true, edit: func(p *queue.Program) { p.Changes[0] = "4/change-other" }},
+			{name: "no change id at the version", landed: true, edit: func(p *queue.Program) { p.Changes = nil }},
+			{name: "missing program", missing: true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := newScheduleRig(t, s, fmt.Sprintf("schedule-conflict-%d", i))
+				want := r.flooded
+				if tc.landed {
+					updated(t, "UpdateScheduled of the first change", r.change, r.flooded.Issued)
+					want = landedOn(r.change, r.flooded)
+				}
+				p := r.change
+				p.Changes = append([]string(nil), p.Changes...)
+				p.Current.Rate, p.DrainAtNs = perSecond(7), p.DrainAtNs+1
+				if tc.missing {
+					p.ID = p.ID + "-missing"
+				}
+				if tc.edit != nil {
+					tc.edit(&p)
+				}
+				_, err := s.UpdateScheduled(ctx, p)
+				checkErr(t, "UpdateScheduled", err, queue.ErrConflict)
+				checkStoredProgram(t, s, want)
+				if tc.missing {
+					_, err := s.GetProgram(ctx, p.ID)
+					checkErr(t, "GetProgram after UpdateScheduled", err, queue.ErrNotFound)
+				}
+			})
+		}
+	})
+
+	t.Run("MoveDrain of another count or version", func(t *testing.T) {
+		r := newScheduleRig(t, s, "schedule-superseded")
+		change := r.change
+		updated(t, "UpdateScheduled", change, r.flooded.Issued)
+		landed := landedOn(change, r.flooded)
+		checkErr(t, "MoveDrain of another count", s.MoveDrain(ctx, change, r.flooded.Issued-1), nil)
+		checkStoredProgram(t, s, landed)
+		// A later change sets the drain instant afresh: the move is
+		// superseded.
+		later := landed
+		later.Version++
+		later.Next, later.DrainAtNs = queue.Segment{}, landed.DrainAtNs+5e9
+		later.Changes = append([]string{fmt.Sprintf("%d/change-later", later.Version)}, landed.Changes...)
+		checkErr(t, "UpdateProgram", s.UpdateProgram(ctx, later, later.Issued), nil)
+		checkErr(t, "MoveDrain of the superseded change", s.MoveDrain(ctx, change, r.flooded.Issued), nil)
+		checkStoredProgram(t, s, later)
+	})
+}

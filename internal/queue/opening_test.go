@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -432,3 +433,18 @@ func TestPlaceOfPermutation(t *testing.T) {
 
 // setClock moves c forward to at.
 func setClock(c *clock.Fake, at time.Time) { c.Advance(at.Sub(c.Now())) }
+
+// BenchmarkPlaceOf measures one place of a pre-queue of 600,000 (the
+// million scenario's opening at 36 s): docs/benchmarks.md, "Trust at the
+// edges".
+func BenchmarkPlaceOf(b *testing.B) {
+	seed := base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 256))
+	const n = 600_000
+	var sink int64
+	for i := 0; b.Loop(); i++ {
+		sink += queue.PlaceOf(seed, n, int64(i%n)+1)
+	}
+	if sink == 0 {
+		b.Fatal("no place computed")
+	}
+}

@@ -39,8 +39,9 @@ var installHint = map[string]string{
 }
 
 // startTimeout bounds how long the server may take to answer after it is
-// started (moto imports a lot of Python on start).
-const startTimeout = 30 * time.Second
+// started: a hang guard, not a speed goal (moto imports a lot of Python on
+// start, which took over 30 s on a busy 2-core machine).
+const startTimeout = 2 * time.Minute
 
 // Options choose the server and how it is reached.
 type Options struct {

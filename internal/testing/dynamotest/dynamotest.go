@@ -101,38 +101,9 @@ func start() {
 		server.missing = errors.Is(err, localdynamo.ErrNotInstalled)
 		return
 	}
-	if err := warmUp(srv.Endpoint()); err != nil {
-		srv.Stop()
-		server.err = err
-		return
-	}
 	server.mu.Lock()
 	server.srv, server.endpoint = srv, srv.Endpoint()
 	server.mu.Unlock()
-}
-
-// warmUpTimeout bounds the server's first table: a hang guard.
-const warmUpTimeout = 2 * time.Minute
-
-// warmUp creates and deletes a table with a patient client before any test
-// calls the server: moto loads its DynamoDB backend on the first call,
-// which takes seconds, and on a busy machine longer than the tests'
-// clients give an attempt (1 s, 3 attempts).
-func warmUp(endpoint string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), warmUpTimeout)
-	defer cancel()
-	client, err := dynamostore.NewClientWithOptions(ctx, dynamostore.ClientOptions{Endpoint: endpoint, AttemptTimeout: warmUpTimeout})
-	if err != nil {
-		return fmt.Errorf("warm-up: %w", err)
-	}
-	table := "warm-up"
-	if err := dynamostore.CreateTable(ctx, client, table); err != nil && (!errors.Is(err, dynamostore.ErrNoTTL) || !NoTTL()) {
-		return fmt.Errorf("warm-up: %w", err)
-	}
-	if _, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &table}); err != nil {
-		return fmt.Errorf("warm-up: delete table: %w", err)
-	}
-	return nil
 }
 
 // NoTTL reports whether the server lacks the TTL API (dynalite): there

@@ -66,13 +66,16 @@ func startOut(t *testing.T, env map[string]string, args ...string) (string, *syn
 			t.Errorf("run: %v", err)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	// A hang guard: with -dynamo moto the start includes moto's, which
+	// takes over 30 s on a busy machine (localdynamo allows it 2 min).
+	deadline := time.Now().Add(4 * time.Minute)
 	for time.Now().Before(deadline) {
 		if m := listening.FindStringSubmatch(out.String()); m != nil {
 			return m[1], &out
 		}
 		select {
 		case err := <-done:
+			done <- err // for the cleanup, which would wait for it for ever
 			t.Fatalf("server stopped: %v\n%s", err, errs.String())
 		case <-time.After(20 * time.Millisecond):
 		}

@@ -415,8 +415,21 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 	sweepStart := time.Now()
 	ctx := t.Context()
 	paused = true
-	if _, _, err := svcs[0].PutProgram(ctx, concurrencyProgram, queue.Settings{Paused: &paused}); err != nil {
-		t.Fatalf("pause: %v", err)
+	// Until it is stored, as an operator would: on a busy machine the
+	// store may miss the admin write budget (503) or the change wait
+	// for the last one (BUSY). The minute bounds a store that never
+	// takes it.
+	for pauseCtx, give := context.WithTimeout(ctx, time.Minute); ; {
+		_, _, err := svcs[0].PutProgram(pauseCtx, concurrencyProgram, queue.Settings{Paused: &paused})
+		var qe *queue.Error
+		if err == nil || !errors.As(err, &qe) || qe.Kind != queue.KindUnavailable || pauseCtx.Err() != nil {
+			give()
+			if err != nil {
+				t.Fatalf("pause: %v", err)
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	shift.Store(int64(queue.DefaultAdmissionWindow + time.Minute))
 	final, err := svcs[0].Program(ctx, concurrencyProgram)

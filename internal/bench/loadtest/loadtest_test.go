@@ -166,7 +166,8 @@ func TestRunPausedQueue(t *testing.T) {
 	}
 	before, after := results[0], results[1]
 	// Polls per person in: server fewer (after/after.Entered < before/before.Entered).
-	if after.Polls*int64(before.Entered) >= before.Polls*int64(after.Entered) {
+	// Under load nobody may be in for 3 s within the 9 s, and none poll.
+	if before.Polls > 0 && after.Polls*int64(before.Entered) >= before.Polls*int64(after.Entered) {
 		t.Errorf("polls: server %d for %d people, fixed:3s %d for %d; want server fewer a person", after.Polls, after.Entered, before.Polls, before.Entered)
 	}
 	// On an idle machine fixed:3s sends two polls each (3 s and 6 s), about

@@ -200,8 +200,10 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%d applied, %d BUSY, %d store faults", ok, busy, unavailable)
-			if ok == 0 || p.Version < int64(1+ok) || p.Version > int64(1+ok+unavailable) {
-				t.Errorf("%d changes answered OK, %d store faults, version %d: want at least one OK, each stored once and no BUSY one (version 1 + OK, and at most the store faults more)", ok, unavailable, p.Version)
+			// Not all BUSY (a slow store may take none in its budget), every
+			// OK stored once, no BUSY one stored.
+			if ok+unavailable == 0 || p.Version < int64(1+ok) || p.Version > int64(1+ok+unavailable) {
+				t.Errorf("%d changes answered OK, %d store faults, version %d: want some not BUSY, each OK stored once and no BUSY one (version 1 + OK, and at most the store faults more)", ok, unavailable, p.Version)
 			}
 		})
 	}

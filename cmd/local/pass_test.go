@@ -49,7 +49,7 @@ func admitted(t *testing.T, base, secret, program string) map[string]any {
 	if code, body := call(t, "POST", admin+"/admissions", "", secret, `{"count": 1}`); code != 200 {
 		t.Fatalf("admit: %d %v", code, body)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a hang guard, generous for a busy machine
 	for {
 		code, body := call(t, "GET", queue, token, "", "")
 		if code == 200 && body["status"] == "ADMITTED" {

@@ -175,7 +175,7 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			ok, busy := 0, 0
+			ok, busy, unavailable := 0, 0, 0
 			for i, err := range errs {
 				var qe *queue.Error
 				switch {
@@ -183,6 +183,12 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 					ok++
 				case errors.As(err, &qe) && qe.Code == queue.CodeBusy && qe.RetryAfter > 0:
 					busy++
+				case errors.As(err, &qe) && qe.Code == queue.CodeUnavailable:
+					// The store did not take the write within the admin
+					// write budget (1 s): on a busy machine, moto queued
+					// behind the other writes. A 503 to retry, and the
+					// change may or may not be stored.
+					unavailable++
 				default:
 					t.Errorf("admin %d: %v, want OK or BUSY with a retry delay", i, err)
 				}
@@ -194,9 +200,11 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%d applied, %d BUSY", ok, busy)
-			if ok == 0 || p.Version != int64(1+ok) {
-				t.Errorf("%d changes answered OK, version %d: want at least one, each stored once and no other (version 1 + OK)", ok, p.Version)
+			t.Logf("%d applied, %d BUSY, %d store faults", ok, busy, unavailable)
+			// Not all BUSY (a slow store may take none in its budget), every
+			// OK stored once, no BUSY one stored.
+			if ok+unavailable == 0 || p.Version < int64(1+ok) || p.Version > int64(1+ok+unavailable) {
+				t.Errorf("%d changes answered OK, %d store faults, version %d: want some not BUSY, each OK stored once and no BUSY one (version 1 + OK, and at most the store faults more)", ok, unavailable, p.Version)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,9 +46,40 @@ func TestClientBudget(t *testing.T) {
 	}
 }
 
+// deadlineSeen is a transport that records how long each request had left
+// before its context's deadline when it arrived (-1: no deadline).
+type deadlineSeen struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	left []time.Duration
+}
+
+func (d *deadlineSeen) RoundTrip(r *http.Request) (*http.Response, error) {
+	left := time.Duration(-1)
+	if dl, ok := r.Context().Deadline(); ok {
+		left = time.Until(dl)
+	}
+	d.mu.Lock()
+	d.left = append(d.left, left)
+	d.mu.Unlock()
+	return d.base.RoundTrip(r)
+}
+
+// take returns the times left recorded so far and forgets them.
+func (d *deadlineSeen) take() []time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.left
+	d.left = nil
+	return l
+}
+
 // TestClientGivesUpBeforeDeadline: a call whose context has a deadline
 // ends before it, leaving the caller time to answer; without a deadline
-// the attempt timeouts end it.
+// the attempt timeouts end it. The reserve and the attempt timeouts are
+// read from the requests' deadlines, not from how long the calls took,
+// which on a busy machine includes any wait for a core; durations are
+// checked only where time can only make them longer.
 func TestClientGivesUpBeforeDeadline(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,10 +90,11 @@ func TestClientGivesUpBeforeDeadline(t *testing.T) {
 	// Every request hangs.
 	ft := faultinject.New(nil, 1)
 	ft.SetRules(faultinject.Rule{Action: faultinject.Hold, Delay: time.Minute})
+	seen := &deadlineSeen{base: ft}
 	newClient := func(attempt time.Duration) *dynamodb.Client {
 		client, err := dynamostore.NewClientWithOptions(t.Context(), dynamostore.ClientOptions{
 			Endpoint:       srv.URL,
-			Transport:      ft,
+			Transport:      seen,
 			AttemptTimeout: attempt,
 			MaxAttempts:    2,
 		})
@@ -87,18 +120,28 @@ func TestClientGivesUpBeforeDeadline(t *testing.T) {
 
 	patient := newClient(time.Minute)
 	// 2 s to the deadline: the call gives up DefaultDeadlineReserve
-	// (500 ms) before it.
-	if took, err := get(patient, 2*time.Second); err == nil || took < 1400*time.Millisecond || took > 1800*time.Millisecond {
+	// (500 ms) before it: its one request has at most 1.5 s left, and it
+	// took at least about that long.
+	if took, err := get(patient, 2*time.Second); err == nil || took < 1400*time.Millisecond {
 		t.Errorf("deadline 2 s away: err %v after %v, want an error after about 1.5 s", err, took)
 	}
-	// 200 ms to the deadline: the reserve shrinks to a quarter of that.
-	if took, err := get(patient, 200*time.Millisecond); err == nil || took >= 200*time.Millisecond {
-		t.Errorf("deadline 200 ms away: err %v after %v, want an error before the deadline", err, took)
+	if left := seen.take(); len(left) != 1 || left[0] < 0 || left[0] > 1500*time.Millisecond {
+		t.Errorf("deadline 2 s away: the requests had %v left, want one with at most 1.5 s", left)
 	}
-	// No deadline: two attempts of 300 ms, and a backoff of at most 200 ms.
+	// 200 ms to the deadline: the reserve shrinks to a quarter of that.
+	if _, err := get(patient, 200*time.Millisecond); err == nil {
+		t.Errorf("deadline 200 ms away: no error")
+	}
+	if left := seen.take(); len(left) != 1 || left[0] < 0 || left[0] > 150*time.Millisecond {
+		t.Errorf("deadline 200 ms away: the requests had %v left, want one with at most 150 ms", left)
+	}
+	// No deadline: two attempts of 300 ms each; the minute bounds a hang.
 	ft.SetRules(faultinject.Rule{Action: faultinject.Hold, Delay: time.Minute})
-	if took, err := get(newClient(300*time.Millisecond), 0); err == nil || took > 1500*time.Millisecond {
-		t.Errorf("no deadline: err %v after %v, want an error within about 800 ms", err, took)
+	if took, err := get(newClient(300*time.Millisecond), 0); err == nil || took < 600*time.Millisecond || took > 30*time.Second {
+		t.Errorf("no deadline: err %v after %v, want an error after two attempts of 300 ms", err, took)
+	}
+	if left := seen.take(); len(left) != 2 || left[0] < 0 || left[0] > 300*time.Millisecond || left[1] < 0 || left[1] > 300*time.Millisecond {
+		t.Errorf("no deadline: the attempts had %v left, want two with at most 300 ms each", left)
 	}
 	if got := ft.Calls("GetItem"); got != 2 {
 		t.Errorf("%d attempts, want 2", got)

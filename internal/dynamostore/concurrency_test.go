@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,10 +28,18 @@ import (
 
 // Sizes: the test server takes about 75 writes a second; 8 people for a few
 // seconds make a few hundred tokens and a couple of thousand calls, enough
-// to interleave every kind of call with every other.
+// to interleave every kind of call with every other. The run is sized by
+// work, not time: it ends once each worker made concurrencyCalls calls, the
+// admin concurrencyAdminOps changes or reads, and the run showed what it is
+// for (see exercised); on an idle machine it also lasts at least
+// concurrencyMinDuration, which only adds work. concurrencyTimeout fails a
+// run that cannot get there at all.
 const (
 	concurrencyWorkers     = 8
-	concurrencyDuration    = 5 * time.Second
+	concurrencyCalls       = 30
+	concurrencyAdminOps    = 10
+	concurrencyMinDuration = 5 * time.Second
+	concurrencyTimeout     = 2 * time.Minute
 	initialTokensPerWorker = 6
 	maxTokensPerWorker     = 40
 	concurrencyProgram     = "rush"
@@ -73,7 +82,7 @@ var allowedMoves = map[[2]queue.Status]bool{
 
 // tally counts the calls' outcomes that are not observations.
 type tally struct {
-	calls, unavailable, busy atomic.Int64
+	calls, unavailable, slow, busy atomic.Int64
 }
 
 // shiftedClock is the real clock, moved forward by shift.
@@ -173,6 +182,10 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 		switch {
 		case errors.As(err, &qe) && qe.Code == queue.CodeBusy:
 			tl.busy.Add(1)
+		case errors.As(err, &qe) && qe.Kind == queue.KindUnavailable && timedOut(err):
+			// The test server answered later than the client waits: on a
+			// busy machine, requests queue at moto. Counted apart.
+			tl.slow.Add(1)
 		case errors.As(err, &qe) && qe.Kind == queue.KindUnavailable:
 			tl.unavailable.Add(1)
 		default:
@@ -181,16 +194,41 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 		}
 		return false
 	}
-	// call runs one request with a Lambda-like deadline.
+	// call runs one request with a deadline: a generous one, since the
+	// checks are about invariants, not latency, and a store fault counts
+	// against the run.
 	call := func(f func(ctx context.Context) error) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		tl.calls.Add(1)
 		return f(ctx)
 	}
 
+	// The run's progress: the status moves seen (observe counts them as
+	// they happen), the admin's operations, and enough, set by the admin
+	// once the run showed what it is for; each worker then stops after
+	// its quota of calls.
+	var (
+		admitted, left, adminOps atomic.Int64
+		enough                   atomic.Bool
+	)
+	runCtx, cancelRun := context.WithTimeout(t.Context(), concurrencyTimeout)
+	defer cancelRun()
+	// exercised reports whether the run did what it is for: tokens
+	// admitted and tokens left while others waited, admin operations
+	// between them, shard 0 filled when on shards, and through one
+	// instance with bursts, tickets given back between them.
+	shardFilled := false
+	exercised := func() bool {
+		if writeUnits > 0 && !shardFilled {
+			sh, err := dynamostore.New(client, table).GetShard(runCtx, concurrencyProgram, 0)
+			shardFilled = err == nil && sh.End != 0
+		}
+		return admitted.Load() > 0 && left.Load() > 0 && adminOps.Load() >= concurrencyAdminOps &&
+			(writeUnits == 0 || shardFilled) && (!bursts || instances > 1 || returned.Load() > 0)
+	}
+
 	start := time.Now()
-	deadline := start.Add(concurrencyDuration)
 	// enterShare is the share of a worker's calls that are enters: 8 %,
 	// with bursts 40 % within a burst (enough for runs of numbers and
 	// blocks with numbers left when it ends) and none between.
@@ -212,9 +250,17 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 			seq := 0
 			observe := func(h *history, instance int, op string, v queue.View) {
 				seq++
+				if len(h.obs) > 0 && h.last().status == queue.StatusWaiting {
+					switch v.Status {
+					case queue.StatusAdmitted:
+						admitted.Add(1)
+					case queue.StatusLeft:
+						left.Add(1)
+					}
+				}
 				h.obs = append(h.obs, observation{seq: seq, instance: instance, op: op, status: v.Status, position: v.Position})
 			}
-			for time.Now().Before(deadline) {
+			for calls := 0; runCtx.Err() == nil && (calls < concurrencyCalls || !enough.Load()); calls++ {
 				in := rng.IntN(instances)
 				svc := svcs[in]
 				r := rng.Float64()
@@ -258,11 +304,13 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 					// Mostly people still waiting leave; now and then one
 					// who was admitted meanwhile tries.
 					h := mine[rng.IntN(len(mine))]
-					for range 3 {
-						if h.last().status == queue.StatusWaiting {
-							break
+					if rng.IntN(4) != 0 {
+						for _, i := range rng.Perm(len(mine)) {
+							if mine[i].last().status == queue.StatusWaiting {
+								h = mine[i]
+								break
+							}
 						}
-						h = mine[rng.IntN(len(mine))]
 					}
 					err := call(func(ctx context.Context) error { return svc.Leave(ctx, concurrencyProgram, h.id) })
 					var qe *queue.Error
@@ -298,11 +346,23 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 	}
 	// The admin: every 400 ms a change or an admission, through a random
 	// instance (the admin function is yet another one; what matters is
-	// that the others learn of it only through the table).
-	wg.Go(func() {
+	// that the others learn of it only through the table), until the
+	// workers are done.
+	workersDone := make(chan struct{})
+	var admin sync.WaitGroup
+	admin.Go(func() {
 		rng := rand.New(rand.NewPCG(uint64(instances), 99))
-		for time.Now().Before(deadline) {
-			time.Sleep(400 * time.Millisecond)
+		pace := time.NewTicker(400 * time.Millisecond)
+		defer pace.Stop()
+		for {
+			select {
+			case <-workersDone:
+				return
+			case <-pace.C:
+			}
+			if !enough.Load() && time.Since(start) >= concurrencyMinDuration && exercised() {
+				enough.Store(true)
+			}
 			svc := svcs[rng.IntN(instances)]
 			var c queue.Counters
 			var err error
@@ -336,6 +396,7 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 				what = "read"
 				err = call(func(ctx context.Context) (err error) { c, err = svc.Program(ctx, concurrencyProgram); return })
 			}
+			adminOps.Add(1)
 			if err != nil {
 				unexpected(what, err)
 				continue
@@ -346,6 +407,12 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 		}
 	})
 	wg.Wait()
+	close(workersDone)
+	admin.Wait()
+	if runCtx.Err() != nil {
+		t.Errorf("the run did not get its work done in %v: %d admitted and %d left while waiting, %d admin operations, shard 0 filled %v, %d given back",
+			concurrencyTimeout, admitted.Load(), left.Load(), adminOps.Load(), shardFilled, returned.Load())
+	}
 
 	// The sweep: pause, let the pause and every admission window run out,
 	// and read every token once more. Admitted tokens now read EXPIRED,
@@ -353,8 +420,21 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 	sweepStart := time.Now()
 	ctx := t.Context()
 	paused = true
-	if _, _, err := svcs[0].PutProgram(ctx, concurrencyProgram, queue.Settings{Paused: &paused}); err != nil {
-		t.Fatalf("pause: %v", err)
+	// Until it is stored, as an operator would: on a busy machine the
+	// store may miss the admin write budget (503) or the change wait
+	// for the last one (BUSY). The minute bounds a store that never
+	// takes it.
+	for pauseCtx, give := context.WithTimeout(ctx, time.Minute); ; {
+		_, _, err := svcs[0].PutProgram(pauseCtx, concurrencyProgram, queue.Settings{Paused: &paused})
+		var qe *queue.Error
+		if err == nil || !errors.As(err, &qe) || qe.Kind != queue.KindUnavailable || pauseCtx.Err() != nil {
+			give()
+			if err != nil {
+				t.Fatalf("pause: %v", err)
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	shift.Store(int64(queue.DefaultAdmissionWindow + time.Minute))
 	final, err := svcs[0].Program(ctx, concurrencyProgram)
@@ -412,8 +492,8 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 			t.Errorf("token %s: not EXPIRED after its admission window\n%s", h.id, h)
 		}
 	}
-	t.Logf("%d instance(s): %d calls, %d tokens, %d store faults, %d BUSY; status moves %v; final %d issued, %d admitted, %d given back; sweep %v",
-		instances, tl.calls.Load(), len(histories), tl.unavailable.Load(), tl.busy.Load(), moves,
+	t.Logf("%d instance(s): %d calls, %d tokens, %d store faults, %d store timeouts, %d BUSY; status moves %v; final %d issued, %d admitted, %d given back; sweep %v",
+		instances, tl.calls.Load(), len(histories), tl.unavailable.Load(), tl.slow.Load(), tl.busy.Load(), moves,
 		final.Issued, final.Admitted, returned.Load(), time.Since(sweepStart).Round(time.Millisecond))
 	if tl.unavailable.Load() > tl.calls.Load()/20 {
 		t.Errorf("%d of %d calls failed with a store fault", tl.unavailable.Load(), tl.calls.Load())
@@ -447,6 +527,13 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 			}
 		}
 	}
+}
+
+// timedOut reports whether err comes from a store call that ran out of
+// time (an attempt's timeout or the call's deadline), not from an answer.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 func (h *history) String() string {

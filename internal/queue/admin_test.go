@@ -182,7 +182,7 @@ func TestAdminWaitsOnTheClock(t *testing.T) {
 		if err != nil {
 			t.Fatalf("second Admit: %v", err)
 		}
-		if real := time.Since(start); real > 500*time.Millisecond {
+		if real := time.Since(start); real > 1500*time.Millisecond { // the wait is 2 s: slack for a busy machine
 			t.Errorf("the second Admit took %v of real time on a fake clock", real)
 		}
 		if woke := c.Now(); woke.Before(first.EffectiveAt) || !woke.Before(first.EffectiveAt.Add(300*time.Millisecond)) {
@@ -227,7 +227,7 @@ func TestAdminWaitsOnTheClock(t *testing.T) {
 		if !isBusy(err) {
 			t.Fatalf("Admit: %v, want BUSY", err)
 		}
-		if real := time.Since(start); real > 500*time.Millisecond {
+		if real := time.Since(start); real > 1500*time.Millisecond { // the deadline is 3 s: slack for a busy machine
 			t.Errorf("BUSY after %v of real time on a fake clock", real)
 		}
 		if waited := c.Now().Sub(t0); waited > 3*time.Second {

@@ -41,8 +41,9 @@ var ErrNotInstalled = errors.New("chromium not installed (Debian: apt-get instal
 // candidates are the executables ExecPath looks for on PATH, in order.
 var candidates = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
 
-// startTimeout bounds the browser's start.
-const startTimeout = 30 * time.Second
+// startTimeout bounds the browser's start: a hang guard, generous enough
+// for a busy 2-core machine.
+const startTimeout = 2 * time.Minute
 
 // ExecPath returns the browser to run: $CHROMIUM when set, else the first
 // candidate found on PATH.

@@ -27,8 +27,9 @@ import (
 // EnvRIE names the variable that may give the emulator's path.
 const EnvRIE = "AWS_LAMBDA_RIE"
 
-// startTimeout bounds how long the emulator may take to listen.
-const startTimeout = 10 * time.Second
+// startTimeout bounds how long the emulator may take to listen: a hang
+// guard, generous enough for a busy 2-core machine.
+const startTimeout = time.Minute
 
 // Find returns the path of aws-lambda-rie: $AWS_LAMBDA_RIE if set, else the
 // one on PATH, else the newest one `make tools` installed under dir/.tools.

@@ -7,7 +7,10 @@ package kmstest
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +33,36 @@ func Client(t testing.TB) *kms.Client {
 	if err != nil {
 		t.Fatalf("kmstest: %v", err)
 	}
+	warm.Do(func() { warm.err = warmUp(client) })
+	if warm.err != nil {
+		t.Fatalf("kmstest: %v", warm.err)
+	}
 	return client
+}
+
+// warm is the first KMS call on the test binary's moto_server.
+var warm struct {
+	sync.Once
+	err error
+}
+
+// warmUpTimeout bounds moto's first KMS call: a hang guard.
+const warmUpTimeout = 2 * time.Minute
+
+// warmUp makes moto's first KMS call with a patient attempt: moto loads its
+// KMS backend on the first call, which takes seconds, and on a busy
+// machine longer than NewKMSClient gives an attempt (1 s, 3 attempts).
+func warmUp(client *kms.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), warmUpTimeout)
+	defer cancel()
+	_, err := client.ListKeys(ctx, &kms.ListKeysInput{}, func(o *kms.Options) {
+		o.HTTPClient = &http.Client{Timeout: warmUpTimeout}
+		o.RetryMaxAttempts = 1
+	})
+	if err != nil {
+		return fmt.Errorf("first KMS call: %w", err)
+	}
+	return nil
 }
 
 // NewSigningKey creates an asymmetric signing key (KeySpec ECC_NIST_P256,

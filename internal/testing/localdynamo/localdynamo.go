@@ -39,8 +39,9 @@ var installHint = map[string]string{
 }
 
 // startTimeout bounds how long the server may take to answer after it is
-// started (moto imports a lot of Python on start).
-const startTimeout = 30 * time.Second
+// started: a hang guard, not a speed goal (moto imports a lot of Python on
+// start, which took over 30 s on a busy 2-core machine).
+const startTimeout = 2 * time.Minute
 
 // Options choose the server and how it is reached.
 type Options struct {
@@ -112,6 +113,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			err = fmt.Errorf("%w (%v)", err, waitErr)
 		}
 		return nil, fmt.Errorf("%s on port %d: %w", name, port, err)
+	}
+	if kind == "moto" {
+		if err := dynamoReady(ctx, s.endpoint); err != nil {
+			proc.Kill()
+			return nil, fmt.Errorf("%s on port %d: %w", name, port, err)
+		}
 	}
 	if !opts.Serialize {
 		return s, nil
@@ -223,6 +230,32 @@ func waitReady(ctx context.Context, endpoint string, exited <-chan struct{}) err
 		time.Sleep(50 * time.Millisecond)
 	}
 	return errors.New("not answering after " + startTimeout.String())
+}
+
+// dynamoReady makes moto's first DynamoDB call, ListTables, and waits up
+// to startTimeout for its answer: moto loads its DynamoDB backend on the
+// first call, which takes seconds, and on a busy machine longer than a
+// client gives an attempt (dynamostore: 1 s).
+func dynamoReady(ctx context.Context, endpoint string) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader("{}"))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.ListTables")
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("first DynamoDB call: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("first DynamoDB call: %s", resp.Status)
+	}
+	return nil
 }
 
 // FreePort asks the kernel for a free port on 127.0.0.1. Another process

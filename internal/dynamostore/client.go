@@ -147,9 +147,9 @@ func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Clien
 }
 
 // IssueAttemptTimeout bounds the one attempt of a write that must not be
-// repeated (a ticket): as long as a Lambda invocation may last, so that
-// in practice the call's deadline (the invocation's, less the reserve)
-// bounds it, and a store that stalls for a few seconds is ridden out.
+// repeated (a ticket), or the client's AttemptTimeout if that is longer:
+// as long as a Lambda invocation may last, so that in practice the call's
+// deadline (the invocation's, less the reserve) bounds it.
 const IssueAttemptTimeout = 5 * time.Second
 
 // notRepeated makes a call that is not idempotent (taking a ticket) never
@@ -167,10 +167,10 @@ func notRepeated(o *dynamodb.Options) {
 	})
 	switch c := o.HTTPClient.(type) {
 	case *awshttp.BuildableClient:
-		o.HTTPClient = c.WithTimeout(IssueAttemptTimeout)
+		o.HTTPClient = c.WithTimeout(max(IssueAttemptTimeout, c.GetTimeout()))
 	case *http.Client:
 		longer := *c
-		longer.Timeout = IssueAttemptTimeout
+		longer.Timeout = max(IssueAttemptTimeout, c.Timeout)
 		o.HTTPClient = &longer
 	}
 }

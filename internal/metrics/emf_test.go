@@ -93,6 +93,9 @@ func TestEMF(t *testing.T) {
 			[]published{latency("enter"), {"Rejected", "Count", "Code=PROGRAM_CLOSED", []float64{1}}}},
 		{"StoreFault", metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 503, Code: "STORE_UNAVAILABLE", ProgramID: "gala"},
 			[]published{latency("poll"), {"StoreUnavailable", "Count", "", []float64{1}}}},
+		// Waiting for another enter with the same key is no store fault.
+		{"EnterInProgress", metrics.Request{Op: metrics.OpEnter, Method: "POST", Status: 503, Code: "ENTER_IN_PROGRESS", ProgramID: "gala"},
+			[]published{latency("enter")}},
 		{"NoRoute", metrics.Request{Method: "GET", Status: 404, Code: "NOT_FOUND"},
 			[]published{latency("other"), {"Rejected", "Count", "Code=NOT_FOUND", []float64{1}}}},
 		{"Admin", metrics.Request{Op: metrics.OpAdmin, Method: "PUT", Status: 200, ProgramID: "gala"},

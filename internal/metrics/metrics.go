@@ -17,6 +17,10 @@ import (
 	"unicode"
 )
 
+// codeEnterInProgress is queue.CodeEnterInProgress: a 503 that waits for
+// another enter with the same Idempotency-Key, not a failing store.
+const codeEnterInProgress = "ENTER_IN_PROGRESS"
+
 // DefaultNamespace is the CloudWatch namespace when none is configured.
 const DefaultNamespace = "WaitingRoom"
 
@@ -176,8 +180,8 @@ var Defs = []Def{
 		Prom: "waitingroom_rejected_total", Help: "4xx answers, by error code.",
 		value: func(r Request) (float64, bool) { return 1, r.Status >= 400 && r.Status < 500 }},
 	{Name: "StoreUnavailable", Unit: Count, Kind: Counter,
-		Prom: "waitingroom_store_unavailable_total", Help: "503 answers: the store failed or was contended (STORE_UNAVAILABLE, BUSY).",
-		value: func(r Request) (float64, bool) { return 1, r.Status == 503 }},
+		Prom: "waitingroom_store_unavailable_total", Help: "503 answers of a store or KMS that failed or was contended (STORE_UNAVAILABLE, BUSY, PASS_UNAVAILABLE, KEYS_UNAVAILABLE); not ENTER_IN_PROGRESS, which waits for another enter.",
+		value: func(r Request) (float64, bool) { return 1, r.Status == 503 && r.Code != codeEnterInProgress }},
 	{Name: "RetryAfterMs", Unit: Milliseconds, Kind: Distribution,
 		Prom: "waitingroom_retry_after_seconds", Help: "Delay to the next poll told to WAITING tokens.",
 		Buckets: []float64{.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600},

@@ -67,7 +67,11 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			slog.String("error", fmt.Sprint(err)))
 	}
 	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", strconv.FormatInt(ceilSeconds(a.unavRetry), 10))
+		retry := a.unavRetry
+		if e.RetryAfter > 0 {
+			retry = e.RetryAfter // the domain knows when (e.g. a pending change takes effect)
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(max(1, ceilSeconds(retry)), 10))
 	}
 	metrics.Note(r.Context()).Code = e.Code
 	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message})

@@ -58,6 +58,7 @@ func loadEvent(t *testing.T, name string) events.APIGatewayV2HTTPRequest {
 const (
 	html    = "text/html; charset=utf-8"
 	noCache = "no-cache"
+	noStore = "private, no-store" // a page with a person's own key, place or pass
 )
 
 // TestPageEvents replays the waiting-room page's sample events
@@ -71,9 +72,9 @@ func TestPageEvents(t *testing.T) {
 		wantBody   []string // substrings, in order
 		wantCookie string   // the Set-Cookie of the answer, "" for none
 	}{
-		{"page", 200, map[string]string{"Content-Type": html, "Cache-Control": noCache, "X-Frame-Options": "DENY"},
+		{"page", 200, map[string]string{"Content-Type": html, "Cache-Control": noStore, "X-Frame-Options": "DENY"},
 			[]string{`<html lang="en">`, `<title>demo</title>`, `<script src="/waiting-room/assets/app.`, `data-program="demo" data-api="/api/v1/queues/programs/"`, `<h1>demo</h1>`, "You&#39;re in line", `<form method="post" action="/waiting-room/demo/enter">`}, ""},
-		{"page-ko", 200, map[string]string{"Content-Type": html, "Cache-Control": noCache},
+		{"page-ko", 200, map[string]string{"Content-Type": html, "Cache-Control": noStore},
 			[]string{`<html lang="ko">`, "대기 중입니다", "대기열 들어가기"}, ""},
 		{"page-noscript-waiting", 200, map[string]string{"Content-Type": html, "Cache-Control": "private, no-store"},
 			[]string{`<noscript><meta http-equiv="refresh" content="`, `<p class="position">`, "This page refreshes itself in"}, ""},

@@ -50,6 +50,8 @@ func TestPageStatuses(t *testing.T) {
 		status     int
 		contains   string
 	}{
+		// The page carries a join form with the visitor's own
+		// Idempotency-Key: no cache may keep it for another visitor.
 		{"OK", "/waiting-room/gala", nil, 200, "Gala concert — general sale"},
 		{"unknown program", "/waiting-room/nope", nil, 404, "Waiting room not found"},
 		{"malformed program", "/waiting-room/-bad!", nil, 400, "This link is not valid"},
@@ -78,6 +80,9 @@ func TestPageStatuses(t *testing.T) {
 				"Content-Type":           {"text/html; charset=utf-8"},
 				"Cache-Control":          {"no-cache"},
 				"X-Content-Type-Options": {"nosniff"},
+			}
+			if tt.status == 200 {
+				want["Cache-Control"] = []string{"private, no-store"}
 			}
 			if tt.status == 503 {
 				want["Retry-After"] = []string{"5"}

@@ -211,9 +211,10 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := h.data(lang, id, info)
+	// A person's place, their pass, or a join form with their own
+	// Idempotency-Key: kept by no cache.
+	w.Header().Set("Cache-Control", "private, no-store")
 	if tok := tokenCookie(r); tok != "" {
-		// A person's place, or their pass: kept by no cache.
-		w.Header().Set("Cache-Control", "private, no-store")
 		v, err := h.programs.Poll(r.Context(), id, tok)
 		switch {
 		case err == nil:

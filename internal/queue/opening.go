@@ -197,10 +197,16 @@ func (p Program) Place(t Token) (int64, bool) {
 type shuffleSeeds struct {
 	key ShuffleKey
 
-	mu    sync.Mutex
-	pub   string
-	seeds map[string]string // by ShuffleMessage
+	mu      sync.Mutex
+	pub     string
+	seeds   map[string]string // by ShuffleMessage
+	retryAt time.Time         // after a failed KMS call, none before this
 }
+
+// shuffleKeyBackoff is how long an instance leaves the shuffle key alone
+// after a failed call: while KMS is unreachable, answers do not each wait
+// for its timeouts in turn.
+const shuffleKeyBackoff = 2 * time.Second
 
 // withShuffle returns p with ShufflePublicKey set if p shuffles (left
 // empty while the key cannot be read: the answers only show it), and
@@ -220,9 +226,12 @@ func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.pub == "" {
+	now := s.clock.Now()
+	if ss.pub == "" && !now.Before(ss.retryAt) {
 		if pub, err := ss.key.PublicKey(ctx); err == nil {
 			ss.pub, _ = EncodePublicKey(pub)
+		} else {
+			ss.retryAt = now.Add(shuffleKeyBackoff)
 		}
 	}
 	p.ShufflePublicKey = ss.pub
@@ -234,9 +243,16 @@ func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 		p.ShuffleSeed = seed
 		return p, nil
 	}
+	unavailable := func(err error) error {
+		return &Error{Kind: KindUnavailable, Code: CodeKeysUnavailable, Message: "The opening's draw cannot be made just now; retry shortly.", Err: err, RetryAfter: ss.retryAt.Sub(now)}
+	}
+	if now.Before(ss.retryAt) {
+		return Program{}, unavailable(errors.New("shuffle key failed recently"))
+	}
 	seed, err := SignSeed(ctx, ss.key, p.ID, p.ShuffleNonce)
 	if err != nil {
-		return Program{}, &Error{Kind: KindUnavailable, Code: CodeKeysUnavailable, Message: "The opening's draw cannot be made just now; retry shortly.", Err: err}
+		ss.retryAt = now.Add(shuffleKeyBackoff)
+		return Program{}, unavailable(err)
 	}
 	if ss.seeds == nil {
 		ss.seeds = map[string]string{}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,13 +259,17 @@ func TestShuffleSeedSecretBeforeOpening(t *testing.T) {
 }
 
 // brokenKey is a shuffle key whose KMS cannot be reached.
-type brokenKey struct{}
+// brokenKey is a shuffle key whose KMS is unreachable; it counts the
+// calls made to it.
+type brokenKey struct{ calls atomic.Int32 }
 
-func (brokenKey) PublicKey(context.Context) (*rsa.PublicKey, error) {
+func (k *brokenKey) PublicKey(context.Context) (*rsa.PublicKey, error) {
+	k.calls.Add(1)
 	return nil, errors.New("kms: unreachable")
 }
 
-func (brokenKey) SignPKCS1v15(context.Context, []byte) ([]byte, error) {
+func (k *brokenKey) SignPKCS1v15(context.Context, []byte) ([]byte, error) {
+	k.calls.Add(1)
 	return nil, errors.New("kms: unreachable")
 }
 
@@ -274,17 +279,46 @@ func (brokenKey) SignPKCS1v15(context.Context, []byte) ([]byte, error) {
 // gets its place.
 func TestShuffleKeyUnavailable(t *testing.T) {
 	o := newOpening(t, true)
-	broken := queue.NewService(o.store, polling.DefaultETA(), queue.WithClock(o.clock), queue.WithShuffleKey(brokenKey{}))
+	key := &brokenKey{}
+	broken := queue.NewService(o.store, polling.DefaultETA(), queue.WithClock(o.clock), queue.WithShuffleKey(key))
 	v, _, err := broken.Enter(t.Context(), "sale", queue.Entry{})
 	if err != nil || v.Shuffle == nil || v.Shuffle.PublicKey != "" || v.Shuffle.Commitment == "" {
 		t.Fatalf("enter before the opening with the key unreachable: %+v %v", v, err)
 	}
+	// A failed call is not made again for every answer.
+	for range 5 {
+		if _, err := broken.Poll(t.Context(), "sale", v.TokenID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := key.calls.Load(); n != 1 {
+		t.Errorf("%d calls to the unreachable key for 6 answers within its backoff, want 1", n)
+	}
 	setClock(o.clock, o.opensAt.Add(time.Millisecond))
-	if _, err := broken.Poll(t.Context(), "sale", v.TokenID); codeOf(err) != queue.CodeKeysUnavailable || queue.ErrorKind(err) != queue.KindUnavailable {
-		t.Errorf("poll after the opening with the key unreachable: %v, want KEYS_UNAVAILABLE (503)", err)
+	for range 3 {
+		_, err := broken.Poll(t.Context(), "sale", v.TokenID)
+		if codeOf(err) != queue.CodeKeysUnavailable || queue.ErrorKind(err) != queue.KindUnavailable {
+			t.Errorf("poll after the opening with the key unreachable: %v, want KEYS_UNAVAILABLE (503)", err)
+		}
+		var qe *queue.Error
+		if errors.As(err, &qe) && (qe.RetryAfter <= 0 || qe.RetryAfter > 2*time.Second) {
+			t.Errorf("Retry-After %v, want within the key's backoff", qe.RetryAfter)
+		}
+	}
+	// One more call (the public key); its failure holds back the rest,
+	// the signature included, until the backoff has passed.
+	if n := key.calls.Load(); n != 2 {
+		t.Errorf("%d calls to the unreachable key by 3 polls after the opening, want 2", n)
 	}
 	if got, err := o.a.Poll(t.Context(), "sale", v.TokenID); err != nil || got.Shuffle == nil || got.Shuffle.Place != 1 || got.Shuffle.Seed == "" {
 		t.Errorf("poll on a working instance: %+v %v, want place 1 of 1", got, err)
+	}
+	o.clock.Advance(3 * time.Second)
+	if _, err := broken.Poll(t.Context(), "sale", v.TokenID); codeOf(err) != queue.CodeKeysUnavailable {
+		t.Errorf("poll past the backoff: %v, want KEYS_UNAVAILABLE", err)
+	}
+	if n := key.calls.Load(); n != 3 {
+		t.Errorf("%d calls to the unreachable key past its backoff, want 3", n)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -346,17 +347,30 @@ func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, er
 	return issued, nil
 }
 
-// MoveDrain implements queue.ScheduleStore: one UpdateItem on the
+// MoveDrain implements queue.ScheduleStore: an UpdateItem on the
 // condition of the version and changeIssued, which it removes, so that
-// a repeated attempt fails.
+// a repeated attempt fails. DynamoDB's numbers do not saturate: a move
+// that would pass int64 is a second UpdateItem, which sets math.MaxInt64.
 func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
 	drain := nameOf("drainAtNs")
+	move := p.DrainMoveNs(issued)
+	limit := math.MaxInt64 - max(move, 0) // the latest drain instant the move keeps within int64
 	cond := nameOf("version").Equal(expression.Value(p.Version)).And(expression.Name(changeIssued).Equal(expression.Value(issued)))
-	upd := expression.Set(drain, drain.Plus(expression.Value(p.ScheduledDrainAtNs(issued)-p.DrainAtNs))).Remove(expression.Name(changeIssued))
-	// A failed condition: moved by an attempt whose answer was lost, or
-	// superseded by a later change.
-	_, err := s.programUpdate(ctx, "move the drain instant", p.ID, cond, upd)
-	return err
+	for _, w := range []struct {
+		cond expression.ConditionBuilder
+		to   expression.OperandBuilder
+	}{
+		{cond.And(drain.LessThanEqual(expression.Value(limit))), drain.Plus(expression.Value(move))},
+		{cond.And(drain.GreaterThan(expression.Value(limit))), expression.Value(int64(math.MaxInt64))},
+	} {
+		ok, err := s.programUpdate(ctx, "move the drain instant", p.ID, w.cond, expression.Set(drain, w.to).Remove(expression.Name(changeIssued)))
+		if err != nil || ok {
+			return err
+		}
+	}
+	// Both conditions failed: moved by an attempt whose answer was lost,
+	// or superseded by a later change.
+	return nil
 }
 
 // programWrite is one conditional UpdateItem of programID's item, which

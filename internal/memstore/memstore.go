@@ -126,7 +126,7 @@ func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) er
 	if !ok || !moving || cur.Version != p.Version || recorded != issued {
 		return nil
 	}
-	cur.DrainAtNs += p.ScheduledDrainAtNs(issued) - p.DrainAtNs
+	cur.DrainAtNs = p.MovedDrainAtNs(cur.DrainAtNs, issued)
 	s.programs[p.ID] = cur
 	delete(s.changeIssued, p.ID)
 	return nil

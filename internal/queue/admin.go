@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -199,6 +200,10 @@ const (
 	maxAdminTrials = 16
 	// maxConflictBackoff bounds the random pause after a conflict.
 	maxConflictBackoff = 20 * time.Millisecond
+	// moveDrainAttempts bounds the tries of a failing MoveDrain;
+	// moveDrainBackoff is the pause before the second, doubling after.
+	moveDrainAttempts = 3
+	moveDrainBackoff  = 50 * time.Millisecond
 )
 
 // changeDelay is how long after an admin change it takes effect: nothing
@@ -331,10 +336,26 @@ func (s *Service) updateProgram(ctx context.Context, p Program, change string, s
 	// drain instant matters once the change takes effect, a cache TTL
 	// plus the write budget from now; till then it is moved within the
 	// admin deadline.
-	if err := ss.MoveDrain(ctx, p, issued); err != nil {
-		return fmt.Errorf("the change is stored, its drain instant not moved: %w", err)
+	return s.moveDrain(ctx, ss, p, issued)
+}
+
+// moveDrain moves the drain instant of the stored change p for issued
+// tickets, trying again after a failure (MoveDrain is idempotent) while
+// ctx allows. If every try fails, it logs the instant left early and
+// answers a store error, which no client repeats for an admission.
+func (s *Service) moveDrain(ctx context.Context, ss ScheduleStore, p Program, issued int64) error {
+	var err error
+	for attempt := range moveDrainAttempts {
+		if attempt > 0 && s.clock.Sleep(ctx, moveDrainBackoff<<(attempt-1)) != nil {
+			break
+		}
+		if err = ss.MoveDrain(ctx, p, issued); err == nil {
+			return nil
+		}
 	}
-	return nil
+	s.tickets.logger().LogAttrs(ctx, slog.LevelError, "admin change stored, its drain instant not moved",
+		slog.String("programId", p.ID), slog.Int64("version", p.Version), slog.Int64("ticketsEarly", issued-p.Issued), slog.String("error", err.Error()))
+	return fmt.Errorf("the change is stored, its drain instant not moved: %w", err)
 }
 
 // checkOwnWrite sorts out a write's conflict: it may be the store's retry

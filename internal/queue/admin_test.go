@@ -1,8 +1,11 @@
 package queue_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +26,12 @@ type lossyStore struct {
 	loseAnswers    atomic.Bool
 	conflictAlways atomic.Bool
 	updates        atomic.Int64
+	// moveFails is how many more MoveDrain calls fail without writing;
+	// moves counts the calls.
+	moveFails, moves atomic.Int64
+	// flood, if set, runs just before each UpdateScheduled: an enter
+	// flood's ticket between the admin's read and write.
+	flood func(ctx context.Context)
 }
 
 func (s *lossyStore) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
@@ -44,6 +53,9 @@ func (s *lossyStore) UpdateScheduled(ctx context.Context, p queue.Program) (int6
 	if s.conflictAlways.Load() {
 		return 0, queue.ErrConflict
 	}
+	if s.flood != nil {
+		s.flood(ctx)
+	}
 	issued, err := s.Store.UpdateScheduled(ctx, p)
 	if err == nil && s.loseAnswers.Load() {
 		return s.Store.UpdateScheduled(ctx, p) // the retry
@@ -52,6 +64,10 @@ func (s *lossyStore) UpdateScheduled(ctx context.Context, p queue.Program) (int6
 }
 
 func (s *lossyStore) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
+	s.moves.Add(1)
+	if s.moveFails.Add(-1) >= 0 {
+		return errors.New("lossy store: connection reset")
+	}
 	err := s.Store.MoveDrain(ctx, p, issued)
 	if err == nil && s.loseAnswers.Load() {
 		return s.Store.MoveDrain(ctx, p, issued)
@@ -237,4 +253,59 @@ func TestAdminWaitsOnTheClock(t *testing.T) {
 			t.Errorf("%d update attempts, want retries", n)
 		}
 	})
+}
+
+// TestMoveDrainRetried: a scheduled admission stored during an enter
+// flood whose drain instant move fails is answered OK once a retry within
+// the admin deadline moves it; if every try fails, STORE_UNAVAILABLE
+// (which the admin client does not repeat for an admission) and a log.
+func TestMoveDrainRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fails int64
+		moved bool
+	}{
+		{"fails once, then moves", 1, true},
+		{"fails every time", 1000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			svc, store, c := newLossyService(t, queue.WithProgramCache(time.Second), queue.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+			mustPut(t, svc, "gala", 1, false)
+			enterN(t, svc, "gala", 10)
+			store.flood = func(ctx context.Context) {
+				if _, err := store.Store.IssueTicket(ctx, "gala", c.Now()); err != nil {
+					t.Errorf("IssueTicket in the flood: %v", err)
+				}
+			}
+			store.moveFails.Store(tc.fails)
+			_, err := svc.Admit(t.Context(), "gala", 1)
+			p, gerr := store.GetProgram(t.Context(), "gala")
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			if !p.Pending(c.Now()) {
+				t.Fatalf("want the admission scheduled: %+v", p)
+			}
+			if n := store.moves.Load(); n < 2 || n > 5 {
+				t.Errorf("%d MoveDrain calls, want a few", n)
+			}
+			if !tc.moved {
+				var qe *queue.Error
+				if !errors.As(err, &qe) || qe.Code != queue.CodeUnavailable {
+					t.Errorf("Admit: %v, want %s", err, queue.CodeUnavailable)
+				}
+				if !strings.Contains(log.String(), "drain instant not moved") {
+					t.Errorf("log %q, want the unmoved drain instant", log.String())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Admit: %v", err)
+			}
+			if want := p.ScheduledDrainAtNs(p.Issued); p.DrainAtNs != want {
+				t.Errorf("drain instant %d, want %d for %d tickets (%+d)", p.DrainAtNs, want, p.Issued, p.DrainAtNs-want)
+			}
+		})
+	}
 }

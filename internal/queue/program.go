@@ -295,6 +295,23 @@ func (p Program) ScheduledDrainAtNs(issued int64) int64 {
 	return p.Next.DrainAtNs(issued)
 }
 
+// DrainMoveNs is how far ScheduleStore.MoveDrain moves the stored drain
+// instant of p for issued tickets: ScheduledDrainAtNs(issued) − DrainAtNs.
+func (p Program) DrainMoveNs(issued int64) int64 {
+	return p.ScheduledDrainAtNs(issued) - p.DrainAtNs
+}
+
+// MovedDrainAtNs is the stored drain instant drainAtNs moved as
+// ScheduleStore.MoveDrain moves it for issued tickets, saturating at
+// math.MaxInt64.
+func (p Program) MovedDrainAtNs(drainAtNs, issued int64) int64 {
+	d := p.DrainMoveNs(issued)
+	if d < 0 {
+		return drainAtNs + d
+	}
+	return addSat(drainAtNs, d)
+}
+
 // withChange returns p recording admin change id as the latest, with the
 // version it gives the program ("version/id").
 func (p Program) withChange(id string) Program {

@@ -149,7 +149,8 @@ func WithItemWriteLimit(units float64) Option {
 
 // WithLogger makes the service log the ticket shard writes that failed
 // outside a request's answer (shard count changes, fills, trims, give
-// backs) to l; slog.Default() otherwise.
+// backs), and admin changes stored whose drain instant was not moved, to
+// l; slog.Default() otherwise.
 func WithLogger(l *slog.Logger) Option {
 	return func(s *Service) { s.tickets.log = l }
 }
@@ -157,12 +158,16 @@ func WithLogger(l *slog.Logger) Option {
 // failed logs that a ticket shard write op of programID failed with err,
 // and what it cost.
 func (t *ticketer) failed(ctx context.Context, op, programID string, err error, cost string) {
-	l := t.log
-	if l == nil {
-		l = slog.Default()
-	}
-	l.LogAttrs(ctx, slog.LevelWarn, "ticket shard write failed", slog.String("op", op), slog.String("programId", programID),
+	t.logger().LogAttrs(ctx, slog.LevelWarn, "ticket shard write failed", slog.String("op", op), slog.String("programId", programID),
 		slog.String("error", err.Error()), slog.String("cost", cost))
+}
+
+// logger is the service's logger (WithLogger).
+func (t *ticketer) logger() *slog.Logger {
+	if t.log == nil {
+		return slog.Default()
+	}
+	return t.log
 }
 
 // setShards changes programID's shard count from from to k (SetShards),

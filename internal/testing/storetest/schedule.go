@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -23,12 +24,18 @@ var scheduleNow = t0.Add(ms(2_000))
 // since the read drain later under it than the read assumed.
 func newScheduleRig(t *testing.T, s queue.Store, id string) scheduleRig {
 	t.Helper()
+	return scheduleRigOf(t, s, program(id), perSecond(0.5))
+}
+
+// scheduleRigOf stores read and makes the rig of a change to rate from
+// 10 s on.
+func scheduleRigOf(t *testing.T, s queue.Store, read queue.Program, rate queue.Rate) scheduleRig {
+	t.Helper()
 	ctx := t.Context()
-	read := program(id)
 	if err := s.CreateProgram(ctx, read); err != nil {
 		t.Fatalf("CreateProgram: %v", err)
 	}
-	change := read.Rebased(scheduleNow, perSecond(0.5), false, 0, 10*time.Second)
+	change := read.Rebased(scheduleNow, rate, false, 0, 10*time.Second)
 	change.Changes = append([]string{fmt.Sprintf("%d/change-%d", change.Version, change.Version)}, read.Changes...)
 	if !change.Scheduled() {
 		t.Fatalf("the change takes effect at once, want it scheduled: %+v", change)
@@ -36,11 +43,25 @@ func newScheduleRig(t *testing.T, s queue.Store, id string) scheduleRig {
 	flooded := read
 	for range 5 {
 		var err error
-		if flooded, err = s.IssueTicket(ctx, id, scheduleNow); err != nil {
+		if flooded, err = s.IssueTicket(ctx, read.ID, scheduleNow); err != nil {
 			t.Fatalf("IssueTicket: %v", err)
 		}
 	}
 	return scheduleRig{change: change, flooded: flooded}
+}
+
+// nearSaturation is program "schedule-saturated" at the slowest rate
+// with so many waiting that a change to the same rate puts the drain
+// instant 2.5 to 3.5 tickets before the end of int64, where five tickets
+// more saturate it.
+func nearSaturation() queue.Program {
+	p := program("schedule-saturated")
+	p.Current.Rate = 1
+	next := p.Rebased(scheduleNow, 1, false, 0, 10*time.Second)
+	step := next.Next.StepNs()
+	p.Issued = next.Next.Base + (math.MaxInt64-next.Next.DrainAtNs(next.Next.Base)-5*step/2)/step
+	p.DrainAtNs = p.Current.DrainAtNs(p.Issued)
+	return p
 }
 
 // landedOn is change as a store keeps it over stored: the fields an
@@ -113,6 +134,25 @@ func testSchedule(t *testing.T, store queue.Store) {
 		issued, err := s.UpdateScheduled(ctx, change)
 		checkErr(t, "UpdateScheduled repeated after the move", err, nil)
 		checkErr(t, "MoveDrain after that", s.MoveDrain(ctx, change, issued), nil)
+		checkStoredProgram(t, s, moved)
+	})
+
+	t.Run("moves the drain to the end of int64, not past it", func(t *testing.T) {
+		r := scheduleRigOf(t, s, nearSaturation(), 1)
+		change := r.change
+		updated(t, "UpdateScheduled", change, r.flooded.Issued)
+		// A ticket between the two writes pushes the stored drain instant
+		// back by more than the move leaves room for.
+		if _, err := s.IssueTicket(ctx, change.ID, scheduleNow); err != nil {
+			t.Fatalf("IssueTicket: %v", err)
+		}
+		before := storedProgram(t, s, change.ID)
+		if move := change.ScheduledDrainAtNs(r.flooded.Issued) - change.DrainAtNs; before.DrainAtNs <= math.MaxInt64-move {
+			t.Fatalf("drain instant %d stored, moved by %d it stays within int64", before.DrainAtNs, move)
+		}
+		checkErr(t, "MoveDrain", s.MoveDrain(ctx, change, r.flooded.Issued), nil)
+		moved := before
+		moved.DrainAtNs = math.MaxInt64
 		checkStoredProgram(t, s, moved)
 	})
 

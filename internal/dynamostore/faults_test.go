@@ -298,6 +298,34 @@ func TestFaultsStoreDown(t *testing.T) {
 	}
 }
 
+// TestFaultsUnknownProgramThrottled: an enter to a program that does not
+// exist, whose ticket write is throttled through every retry, answers 404
+// and leaves no ticket shard item behind (a claim would create one).
+func TestFaultsUnknownProgramThrottled(t *testing.T) {
+	t.Parallel()
+	r := newFaultRig(t, queue.WithProgramCache(time.Second)) // ticket shards on
+	r.ft.SetRules(faultinject.Rule{Op: "UpdateItem", BodyContains: `"PROGRAM#nobody`, Action: faultinject.ThroughputExceeded})
+	for _, id := range []string{"nobody-1", "nobody-2"} {
+		a := r.call(t, t.Context(), "enter", id, "")
+		if a.StatusCode != http.StatusNotFound || a.str("code") != queue.CodeProgramNotFound {
+			t.Errorf("enter %s: status %d, body %s; want 404 %s", id, a.StatusCode, a.Body, queue.CodeProgramNotFound)
+		}
+		store := dynamostore.New(r.client, r.table)
+		for i := range 2 {
+			b, err := store.GetShard(t.Context(), id, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b != (queue.Shard{}) {
+				t.Errorf("enter %s left shard %d: %+v; want no item", id, i, b)
+			}
+		}
+	}
+	if r.ft.Faults("") == 0 {
+		t.Error("no ticket write was throttled: the test did not run the throttled path")
+	}
+}
+
 // TestFaultsSlowStore: answers slower than anything the function can wait
 // for end in a 503 before the invocation's deadline, or within the
 // client's own bound when there is none: never a hang, never a 500.

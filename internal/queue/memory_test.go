@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"testing"
@@ -92,5 +93,74 @@ func TestUnknownProgramsMemory(t *testing.T) {
 	const bound = 100 * batch
 	if first > base+bound || second > base+bound {
 		t.Errorf("heap in use grew from %d to %d then %d bytes over two batches of %d enters to unknown ids; want flat (within %d)", base, first, second, batch, bound)
+	}
+}
+
+// throttledStore is the in-memory store whose program item refuses every
+// single ticket as throttled (blocks of tickets still go through), and
+// whose program reads fail with readErr when it is set.
+type throttledStore struct {
+	*memstore.Store
+	readErr error
+}
+
+func (s throttledStore) IssueTicket(context.Context, string, time.Time) (queue.Program, error) {
+	return queue.Program{}, fmt.Errorf("program item: %w", queue.ErrThrottled)
+}
+
+func (s throttledStore) GetProgram(ctx context.Context, id string) (queue.Program, error) {
+	if s.readErr != nil {
+		return queue.Program{}, s.readErr
+	}
+	return s.Store.GetProgram(ctx, id)
+}
+
+// TestUnknownProgramsThrottled: an enter whose single ticket is throttled
+// takes its ticket from a ticket shard only for a program that exists; to
+// an unknown id it answers not found (or unavailable, when the program
+// cannot be read either) and leaves no shard item behind.
+func TestUnknownProgramsThrottled(t *testing.T) {
+	readFails := fmt.Errorf("program read: %w", queue.ErrThrottled)
+	for _, tc := range []struct {
+		name     string
+		program  string // the program entered; "gala" exists
+		readErr  error
+		want     queue.Kind // KindInternal: the enter succeeds
+		wantItem bool       // a shard item of the program is left
+	}{
+		{name: "unknown", program: "nobody", want: queue.KindNotFound},
+		{name: "unknown, read fails", program: "nobody", readErr: readFails, want: queue.KindUnavailable},
+		{name: "exists", program: "gala", want: queue.KindInternal, wantItem: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			mem := memstore.New()
+			rate := 5.0
+			admin := queue.NewService(mem, polling.DefaultTiers(), queue.WithClock(clk))
+			if _, _, err := admin.PutProgram(ctx, "gala", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+				t.Fatal(err)
+			}
+			svc := queue.NewService(throttledStore{Store: mem, readErr: tc.readErr}, polling.DefaultTiers(), queue.WithClock(clk), queue.WithProgramCache(time.Second))
+			for range 3 {
+				_, created, err := svc.Enter(ctx, tc.program, queue.Entry{})
+				if tc.want == queue.KindInternal && (err != nil || !created) {
+					t.Fatalf("enter: created %v, %v; want a new place", created, err)
+				}
+				if tc.want != queue.KindInternal && queue.ErrorKind(err) != tc.want {
+					t.Fatalf("enter: %v; want kind %d", err, tc.want)
+				}
+				clk.Advance(time.Second) // past the block's life: the next enter claims again
+			}
+			var items []int
+			for i := range queue.MaxShards {
+				if mem.Shard(tc.program, i) != (queue.Shard{}) {
+					items = append(items, i)
+				}
+			}
+			if got := len(items) > 0; got != tc.wantItem {
+				t.Errorf("shard items of %q left: %v; want some: %v", tc.program, items, tc.wantItem)
+			}
+		})
 	}
 }

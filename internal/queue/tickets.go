@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -79,7 +80,8 @@ type TicketStore interface {
 	// is used up or was reserved before notBefore, and it is not claimed
 	// by another claim made at or after claimNotBefore (a claim made again
 	// by the same id succeeds again). It returns the shard as it was and
-	// true, or false when it is taken or still usable.
+	// true, or false when it is taken or still usable. A claim creates the
+	// shard when there is none: callers claim only programs that exist.
 	ClaimShard(ctx context.Context, programID string, i int, claim string, now, notBefore, claimNotBefore time.Time) (Shard, bool, error)
 	// FillShard installs b's block (Start, Next, End, ReservedAt; no takes
 	// yet) in shard i and clears the claim, if claim still holds it (made
@@ -385,6 +387,14 @@ func (t *ticketer) ask(id string, now time.Time, exists bool) float64 {
 	return pt.asked.current(now)
 }
 
+// known reports whether the instance keeps state for program id (so the
+// store has shown it exists).
+func (t *ticketer) known(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.programs[id] != nil
+}
+
 // serve records that the program had issued tickets at now (the answer of
 // a write of the program item) and its shard count.
 func (t *ticketer) serve(p Program, now time.Time) {
@@ -615,7 +625,14 @@ func (s *Service) takeTicket(ctx context.Context, programID string, now time.Tim
 	case sharding && errors.Is(err, ErrThrottled):
 		// The program item is hot: spread the tickets now, whether or not
 		// the program item takes the new count yet (two shards: refills
-		// double them as fast as the pace asks).
+		// double them as fast as the pace asks). Only for a program that
+		// exists: a claim creates the shard item.
+		if xerr := s.exists(ctx, programID, now); xerr != nil {
+			if errors.Is(xerr, ErrNotFound) {
+				err = xerr
+			}
+			return 0, Program{}, false, now, err
+		}
 		k := 2
 		s.tickets.learn(programID, k, now)
 		if s.tickets.mayWiden(programID, now) {
@@ -652,6 +669,22 @@ func (s *Service) takeTicket(ctx context.Context, programID string, now time.Tim
 		}
 	}
 	return p.Issued, p, true, now, nil
+}
+
+// exists answers nil when programID is known to exist: the instance keeps
+// ticket state for it or read it within a cache TTL, else a read now shows
+// it (and is cached). ErrNotFound when it does not exist; the read's error
+// when it fails.
+func (s *Service) exists(ctx context.Context, programID string, now time.Time) error {
+	if _, ok := s.cache.shardView(programID, now); ok || s.tickets.known(programID) {
+		return nil
+	}
+	p, err := s.store.GetProgram(ctx, programID)
+	if err != nil {
+		return fmt.Errorf("read program after a throttled ticket: %w", err)
+	}
+	s.cache.put(p, now)
+	return nil
 }
 
 // fromShards takes run numbers (one for this enter, the others for this

@@ -59,26 +59,9 @@ func (k *KMSKey) PublicKey(ctx context.Context) (*ecdsa.PublicKey, error) {
 	if k.pub != nil {
 		return k.pub, nil
 	}
-	out, err := k.client.GetPublicKey(ctx, &kms.GetPublicKeyInput{KeyId: aws.String(k.keyID)})
+	parsed, err := SigningPublicKey(ctx, k.client, k.keyID, types.KeySpecEccNistP256, types.SigningAlgorithmSpecEcdsaSha256)
 	if err != nil {
-		return nil, fmt.Errorf("admissionpass: kms:GetPublicKey %s: %w", k.keyID, err)
-	}
-	spec := out.KeySpec
-	if spec == "" {
-		//lint:ignore SA1019 moto_server fills only this deprecated twin of KeySpec.
-		spec = types.KeySpec(out.CustomerMasterKeySpec)
-	}
-	switch {
-	case spec != types.KeySpecEccNistP256:
-		return nil, fmt.Errorf("admissionpass: KMS key %s has KeySpec %s, want %s", k.keyID, spec, types.KeySpecEccNistP256)
-	case out.KeyUsage != types.KeyUsageTypeSignVerify:
-		return nil, fmt.Errorf("admissionpass: KMS key %s has KeyUsage %s, want %s", k.keyID, out.KeyUsage, types.KeyUsageTypeSignVerify)
-	case !slices.Contains(out.SigningAlgorithms, types.SigningAlgorithmSpecEcdsaSha256):
-		return nil, fmt.Errorf("admissionpass: KMS key %s cannot sign with %s", k.keyID, types.SigningAlgorithmSpecEcdsaSha256)
-	}
-	parsed, err := x509.ParsePKIXPublicKey(out.PublicKey)
-	if err != nil {
-		return nil, fmt.Errorf("admissionpass: KMS key %s: parse public key: %w", k.keyID, err)
+		return nil, fmt.Errorf("admissionpass: %w", err)
 	}
 	pub, ok := parsed.(*ecdsa.PublicKey)
 	if !ok || pub.Curve != elliptic.P256() {
@@ -149,4 +132,32 @@ func NewKMSClient(ctx context.Context, endpoint string) (*kms.Client, error) {
 		}
 		o.APIOptions = append(o.APIOptions, awsconfig.ReserveBeforeDeadline(KMSDeadlineReserve))
 	}), nil
+}
+
+// SigningPublicKey returns the public half of KMS key keyID from
+// kms:GetPublicKey, parsed (an *ecdsa.PublicKey or *rsa.PublicKey); it
+// fails unless the key is a SIGN_VERIFY key of spec that signs with alg.
+func SigningPublicKey(ctx context.Context, client KMSAPI, keyID string, spec types.KeySpec, alg types.SigningAlgorithmSpec) (any, error) {
+	out, err := client.GetPublicKey(ctx, &kms.GetPublicKeyInput{KeyId: aws.String(keyID)})
+	if err != nil {
+		return nil, fmt.Errorf("kms:GetPublicKey %s: %w", keyID, err)
+	}
+	got := out.KeySpec
+	if got == "" {
+		//lint:ignore SA1019 moto_server fills only this deprecated twin of KeySpec.
+		got = types.KeySpec(out.CustomerMasterKeySpec)
+	}
+	switch {
+	case got != spec:
+		return nil, fmt.Errorf("KMS key %s has KeySpec %s, want %s", keyID, got, spec)
+	case out.KeyUsage != types.KeyUsageTypeSignVerify:
+		return nil, fmt.Errorf("KMS key %s has KeyUsage %s, want %s", keyID, out.KeyUsage, types.KeyUsageTypeSignVerify)
+	case !slices.Contains(out.SigningAlgorithms, alg):
+		return nil, fmt.Errorf("KMS key %s cannot sign with %s", keyID, alg)
+	}
+	parsed, err := x509.ParsePKIXPublicKey(out.PublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("KMS key %s: parse public key: %w", keyID, err)
+	}
+	return parsed, nil
 }

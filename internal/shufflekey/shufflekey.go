@@ -12,10 +12,8 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -74,26 +72,9 @@ func (k *KMSKey) PublicKey(ctx context.Context) (*rsa.PublicKey, error) {
 	if k.pub != nil {
 		return k.pub, nil
 	}
-	out, err := k.client.GetPublicKey(ctx, &kms.GetPublicKeyInput{KeyId: aws.String(k.keyID)})
+	parsed, err := admissionpass.SigningPublicKey(ctx, k.client, k.keyID, types.KeySpecRsa2048, types.SigningAlgorithmSpecRsassaPkcs1V15Sha256)
 	if err != nil {
-		return nil, fmt.Errorf("shufflekey: kms:GetPublicKey %s: %w", k.keyID, err)
-	}
-	spec := out.KeySpec
-	if spec == "" {
-		//lint:ignore SA1019 moto_server fills only this deprecated twin of KeySpec.
-		spec = types.KeySpec(out.CustomerMasterKeySpec)
-	}
-	switch {
-	case spec != types.KeySpecRsa2048:
-		return nil, fmt.Errorf("shufflekey: KMS key %s has KeySpec %s, want %s", k.keyID, spec, types.KeySpecRsa2048)
-	case out.KeyUsage != types.KeyUsageTypeSignVerify:
-		return nil, fmt.Errorf("shufflekey: KMS key %s has KeyUsage %s, want %s", k.keyID, out.KeyUsage, types.KeyUsageTypeSignVerify)
-	case !slices.Contains(out.SigningAlgorithms, types.SigningAlgorithmSpecRsassaPkcs1V15Sha256):
-		return nil, fmt.Errorf("shufflekey: KMS key %s cannot sign with %s", k.keyID, types.SigningAlgorithmSpecRsassaPkcs1V15Sha256)
-	}
-	parsed, err := x509.ParsePKIXPublicKey(out.PublicKey)
-	if err != nil {
-		return nil, fmt.Errorf("shufflekey: KMS key %s: parse public key: %w", k.keyID, err)
+		return nil, fmt.Errorf("shufflekey: %w", err)
 	}
 	pub, ok := parsed.(*rsa.PublicKey)
 	if !ok {

@@ -1,0 +1,196 @@
+// Package api is the waiting room's HTTP API on the wire: its paths,
+// headers, bodies and error codes, shared by the server, the Go client, the
+// page and the tests. docs/openapi.yaml describes the same API, and tests
+// hold the server's answers to it.
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Route paths, in the syntax of http.ServeMux and API Gateway alike.
+const (
+	QueuePath     = "/api/v1/queues/programs/{programId}"
+	AdminPath     = "/api/v1/admin/programs/{programId}"
+	AdmissionPath = "/api/v1/admin/programs/{programId}/admissions"
+	JWKSPath      = "/.well-known/jwks.json"
+)
+
+// Headers of the API.
+const (
+	// HeaderToken carries the queue token.
+	HeaderToken = "X-Queue-Token"
+	// HeaderIdempotencyKey names an enter, so that its retries answer the
+	// same token.
+	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderRetryAfter is when to poll again (WAITING) or retry (503), in
+	// whole seconds.
+	HeaderRetryAfter = "Retry-After"
+)
+
+// Status is a token's status.
+type Status string
+
+// Token statuses.
+const (
+	StatusWaiting  Status = "WAITING"
+	StatusAdmitted Status = "ADMITTED"
+	StatusExpired  Status = "EXPIRED"
+	StatusLeft     Status = "LEFT"
+)
+
+// Token is the answer to an enter or a poll. Fields that do not apply to
+// the status are absent, never null.
+type Token struct {
+	TokenID      string `json:"tokenId"`
+	Status       Status `json:"status"`
+	Ticket       int64  `json:"ticket"`
+	IssuedAt     Time   `json:"issuedAt"`
+	Position     int64  `json:"position,omitempty"`
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
+	// EstimatedWaitMs is present while WAITING when the admission pace is known.
+	EstimatedWaitMs int64 `json:"estimatedWaitMs,omitempty"`
+	// Notice is the program's notice to the people who wait, WAITING only.
+	Notice string `json:"notice,omitempty"`
+	// Paused is true while WAITING and admission is paused.
+	Paused bool `json:"paused,omitempty"`
+	// OpensAt, StatusLine and Shuffle tell a scheduled opening, WAITING only.
+	OpensAt       Time     `json:"opensAt,omitzero"`
+	StatusLine    string   `json:"statusLine,omitempty"`
+	Shuffle       *Shuffle `json:"shuffle,omitempty"`
+	AdmittedAt    Time     `json:"admittedAt,omitzero"`
+	AdmissionPass string   `json:"admissionPass,omitempty"`
+	ExpiresAt     Time     `json:"expiresAt,omitzero"`
+	LeftAt        Time     `json:"leftAt,omitzero"`
+}
+
+// RetryAfter is the server's advice of when to poll next.
+func (t Token) RetryAfter() time.Duration { return time.Duration(t.RetryAfterMs) * time.Millisecond }
+
+// Shuffle is a shuffled opening in a token's answer: the commitment and the
+// key's public half, and once the pre-queue is fixed the seed, its size and
+// the token's place.
+type Shuffle struct {
+	Commitment string `json:"commitment"`
+	PublicKey  string `json:"publicKey,omitempty"`
+	Seed       string `json:"seed,omitempty"`
+	Prequeue   int64  `json:"prequeue,omitempty"`
+	Place      int64  `json:"place,omitempty"`
+}
+
+// Profile is what a program shows the people who wait, and where it sends
+// them once admitted; each field is absent while empty.
+type Profile struct {
+	DisplayName string `json:"displayName,omitempty"`
+	Message     string `json:"message,omitempty"`
+	Notice      string `json:"notice,omitempty"`
+	TargetURL   string `json:"targetUrl,omitempty"`
+}
+
+// Program is the admin view of a program: its counters and settings.
+type Program struct {
+	ProgramID              string  `json:"programId"`
+	Issued                 int64   `json:"issued"`
+	Admitted               int64   `json:"admitted"`
+	Waiting                int64   `json:"waiting"`
+	AdmissionRatePerSecond float64 `json:"admissionRatePerSecond"`
+	Paused                 bool    `json:"paused"`
+	Closed                 bool    `json:"closed"`
+	AdmissionWindowSeconds int64   `json:"admissionWindowSeconds"`
+	CreatedAt              Time    `json:"createdAt"`
+	// PollingPolicy is the program's own policy; absent for the default.
+	PollingPolicy string `json:"pollingPolicy,omitempty"`
+	// EffectiveAt is when the last change takes effect, while it has not.
+	EffectiveAt Time `json:"effectiveAt,omitzero"`
+	// OpensAt, ShuffleAtOpen and ShuffleCommitment tell a scheduled
+	// opening; Prequeue is the pre-queue's size once it is fixed.
+	OpensAt           Time   `json:"opensAt,omitzero"`
+	ShuffleAtOpen     bool   `json:"shuffleAtOpen,omitempty"`
+	ShuffleCommitment string `json:"shuffleCommitment,omitempty"`
+	Prequeue          *int64 `json:"prequeue,omitempty"`
+	Profile
+}
+
+// ProgramSettings is the body of a program PUT: absent fields keep their
+// value (or take the default on creation).
+type ProgramSettings struct {
+	AdmissionRatePerSecond *Rate   `json:"admissionRatePerSecond,omitempty"`
+	Paused                 *bool   `json:"paused,omitempty"`
+	AdmissionWindowSeconds *int64  `json:"admissionWindowSeconds,omitempty"`
+	PollingPolicy          *string `json:"pollingPolicy,omitempty"`
+	Closed                 *bool   `json:"closed,omitempty"`
+	// OpensAt is RFC 3339; "" clears the opening.
+	OpensAt       *string `json:"opensAt,omitempty"`
+	ShuffleAtOpen *bool   `json:"shuffleAtOpen,omitempty"`
+	// The profile's fields; "" clears one.
+	DisplayName *string `json:"displayName,omitempty"`
+	Message     *string `json:"message,omitempty"`
+	Notice      *string `json:"notice,omitempty"`
+	TargetURL   *string `json:"targetUrl,omitempty"`
+}
+
+// Admission is the body of a manual admission.
+type Admission struct {
+	Count *int64 `json:"count"`
+}
+
+// Error is the body of every error answer.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Rate is an admission rate in people a second. A JSON number too small
+// for a float64 decodes to the smallest one of its sign, not to 0 (manual
+// admission only), so that it is refused as too small.
+type Rate float64
+
+// UnmarshalJSON decodes a number, keeping an underflow away from 0.
+func (n *Rate) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	mantissa, _, _ := strings.Cut(strings.ToLower(string(b)), "e")
+	if f == 0 && strings.ContainsAny(mantissa, "123456789") {
+		f = math.SmallestNonzeroFloat64
+		if strings.HasPrefix(mantissa, "-") {
+			f = -f
+		}
+	}
+	*n = Rate(f)
+	return nil
+}
+
+// Time is an instant on the wire: RFC 3339 in UTC with milliseconds. The
+// zero Time is absent (omitzero), and "" decodes to it.
+type Time struct{ time.Time }
+
+// TimeOf returns t as a Time.
+func TimeOf(t time.Time) Time { return Time{t} }
+
+// MarshalText writes t as RFC 3339 UTC with milliseconds.
+func (t Time) MarshalText() ([]byte, error) {
+	if t.IsZero() {
+		return []byte{}, nil
+	}
+	return []byte(t.UTC().Format("2006-01-02T15:04:05.000Z")), nil
+}
+
+// UnmarshalText reads RFC 3339; "" is the zero Time.
+func (t *Time) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*t = Time{}
+		return nil
+	}
+	v, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not an RFC 3339 time", b)
+	}
+	*t = Time{v}
+	return nil
+}

@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/example/waitingroom/internal/bench"
-	"github.com/example/waitingroom/internal/client"
 	"github.com/example/waitingroom/internal/bench/loadtest"
+	"github.com/example/waitingroom/internal/client"
 )
 
 // scrapeCounters GETs base/metrics and returns family's counters by their

@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/example/waitingroom/internal/bench"
-	"github.com/example/waitingroom/internal/bench/apiclient"
 	"github.com/example/waitingroom/internal/bench/loadtest"
+	"github.com/example/waitingroom/internal/client"
 )
 
 // scrapeCounters GETs base/metrics and returns family's counters by their
@@ -65,7 +65,7 @@ func requestLabels(t *testing.T, key string) string {
 	if _, err := strconv.Atoi(status); err != nil {
 		t.Fatalf("bench route %q: no HTTP status (a transport error?)", key)
 	}
-	op := apiclient.Op(route)
+	op := client.Op(route)
 	method, name, _ := strings.Cut(route, " ")
 	if op.Admin() {
 		name = "admin"

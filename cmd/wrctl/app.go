@@ -19,7 +19,8 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/example/waitingroom/internal/adminclient"
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/client"
 )
 
 // errUsage is a command line wrctl could not make sense of; the usage has
@@ -80,19 +81,17 @@ type command struct {
 
 // call is what a command runs with.
 type call struct {
-	client *adminclient.Client
+	client *client.Client
 	json   bool
 	args   []string
 	url    string
 }
 
 func (a *app) commands() map[string]command {
-	toggle := func(field string, value bool, synopsis string) command {
+	toggle := func(set api.ProgramSettings, synopsis string) command {
 		return command{args: []string{"ID"}, synopsis: synopsis,
 			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error {
-				return func(ctx context.Context, c *call) error {
-					return a.put(ctx, c, adminclient.Settings{field: value})
-				}
+				return func(ctx context.Context, c *call) error { return a.put(ctx, c, set) }
 			}}
 	}
 	return map[string]command{
@@ -100,15 +99,15 @@ func (a *app) commands() map[string]command {
 			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.get }},
 		"put": {args: []string{"ID"}, synopsis: "Creates the program, or changes the settings given as flags (and only those).",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
-				body := settingFlags(fs, a.settings, a.now)
-				return func(ctx context.Context, c *call) error { return a.put(ctx, c, body()) }
+				settings := registerSettings(fs, a.settings, a.now)
+				return func(ctx context.Context, c *call) error { return a.put(ctx, c, settings()) }
 			}},
 		"admit": {args: []string{"ID", "N"}, synopsis: "Admits N more people now, on top of the admission rate.",
 			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.admit }},
-		"pause":  toggle("paused", true, "Stops admission; people keep their place."),
-		"resume": toggle("paused", false, "Restarts admission at the program's rate."),
-		"close":  toggle("closed", true, "Stops new entries; people already waiting keep their place."),
-		"reopen": toggle("closed", false, "Takes new entries again."),
+		"pause":  toggle(api.ProgramSettings{Paused: new(true)}, "Stops admission; people keep their place."),
+		"resume": toggle(api.ProgramSettings{Paused: new(false)}, "Restarts admission at the program's rate."),
+		"close":  toggle(api.ProgramSettings{Closed: new(true)}, "Stops new entries; people already waiting keep their place."),
+		"reopen": toggle(api.ProgramSettings{Closed: new(false)}, "Takes new entries again."),
 		"watch": {args: []string{"ID"}, sampling: true, synopsis: "Shows the crowd live: issued, admitted, waiting, the rate, when the last person in line gets in,\nenters/s and admissions/s, and the queue length over time. Redraws in place on a terminal;\nprints one line per sample otherwise (one JSON object per line with -json).",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
 				var w watchOptions
@@ -136,7 +135,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "time limit of each request")
 }
 
-// Retries of a request the server could not serve now (adminclient.Retry).
+// Retries of a request the server could not serve now (client.Retry).
 const (
 	attempts     = 4
 	maxRetryWait = 10 * time.Second
@@ -200,17 +199,18 @@ func (a *app) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c.client, err = adminclient.New(c.url, auth, newHTTPClient(g.timeout, a.transport))
+	opts := []client.Option{client.WithAuth(auth), client.WithHTTPClient(newHTTPClient(g.timeout, a.transport))}
+	if !cmd.sampling {
+		opts = append(opts, client.WithRetry(client.Retry{Attempts: attempts, MaxWait: maxRetryWait, Notify: func(e *client.Error, wait time.Duration, attempt int) {
+			fmt.Fprintf(a.stderr, "wrctl: %v; retrying in %v (%d of %d)\n", e, wait, attempt, attempts-1)
+		}}))
+	}
+	c.client, err = client.New(c.url, opts...)
 	if err != nil {
-		if _, bearer := auth.(adminclient.BearerToken); bearer {
+		if _, bearer := auth.(client.BearerToken); bearer {
 			return fmt.Errorf("%w\n(ADMIN_TOKEN is set: give an https -url, or unset it to sign with AWS credentials)", err)
 		}
 		return err
-	}
-	if !cmd.sampling {
-		c.client.SetRetry(adminclient.Retry{Attempts: attempts, MaxWait: maxRetryWait, Notify: func(e *adminclient.Error, wait time.Duration, attempt int) {
-			fmt.Fprintf(a.stderr, "wrctl: %v; retrying in %v (%d of %d)\n", e, wait, attempt, attempts-1)
-		}})
 	}
 	return a.explain(runCmd(ctx, c), auth)
 }
@@ -234,13 +234,13 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // authorizer picks the bearer token (ADMIN_TOKEN) or SigV4 with the AWS
 // SDK's default credential chain.
-func (a *app) authorizer(ctx context.Context, apiURL, region, profile string) (adminclient.Authorizer, error) {
+func (a *app) authorizer(ctx context.Context, apiURL, region, profile string) (client.Authorizer, error) {
 	if tok := a.getenv("ADMIN_TOKEN"); tok != "" {
-		return adminclient.BearerToken(tok), nil
+		return client.BearerToken(tok), nil
 	}
 	if region == "" {
 		if u, err := url.Parse(apiURL); err == nil {
-			region, _ = adminclient.RegionFromHost(u.Host)
+			region, _ = client.RegionFromHost(u.Host)
 		}
 	}
 	// The SDK's own warnings (e.g. on falling back to IMDSv1) would only
@@ -259,18 +259,18 @@ func (a *app) authorizer(ctx context.Context, apiURL, region, profile string) (a
 	if cfg.Region == "" {
 		return nil, fmt.Errorf("no AWS region to sign for: the API's host %s names none; give -region or set AWS_REGION (or set ADMIN_TOKEN for the local server)", apiURL)
 	}
-	return adminclient.SigV4{Credentials: cfg.Credentials, Region: cfg.Region}, nil
+	return client.SigV4{Credentials: cfg.Credentials, Region: cfg.Region}, nil
 }
 
 var unknownField = regexp.MustCompile(`^Unknown field "([^"]+)"`)
 
 // explain adds what the operator can do about an API error.
-func (a *app) explain(err error, auth adminclient.Authorizer) error {
-	var ae *adminclient.Error
+func (a *app) explain(err error, auth client.Authorizer) error {
+	var ae *client.Error
 	if !errors.As(err, &ae) {
 		return err
 	}
-	_, bearer := auth.(adminclient.BearerToken)
+	_, bearer := auth.(client.BearerToken)
 	switch {
 	case ae.Code == "INVALID_JSON" && unknownField.MatchString(ae.Message):
 		field := unknownField.FindStringSubmatch(ae.Message)[1]
@@ -288,14 +288,14 @@ func (a *app) explain(err error, auth adminclient.Authorizer) error {
 }
 
 func (a *app) get(ctx context.Context, c *call) error {
-	p, err := c.client.Program(ctx, c.args[0])
+	p, err := c.client.GetProgram(ctx, c.args[0])
 	if err != nil {
 		return err
 	}
 	return a.printProgram(c, p, "")
 }
 
-func (a *app) put(ctx context.Context, c *call, set adminclient.Settings) error {
+func (a *app) put(ctx context.Context, c *call, set api.ProgramSettings) error {
 	p, created, err := c.client.PutProgram(ctx, c.args[0], set)
 	if err != nil {
 		return err
@@ -321,7 +321,7 @@ func (a *app) admit(ctx context.Context, c *call) error {
 
 // printProgram prints p: the server's JSON as is with -json, otherwise
 // its fields, in the server's order, one per line.
-func (a *app) printProgram(c *call, p adminclient.Program, title string) error {
+func (a *app) printProgram(c *call, p client.ProgramAnswer, title string) error {
 	if c.json {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, p.Raw); err != nil {

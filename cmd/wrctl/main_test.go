@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -65,15 +66,10 @@ type result struct {
 // nothing of the process's, except the AWS SDK's own variables).
 func wrctl(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
-	return wrctlWith(t, programSettings, env, args...)
-}
-
-func wrctlWith(t *testing.T, settings []setting, env map[string]string, args ...string) result {
-	t.Helper()
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a := newApp(func(k string) string { return env[k] }, &stdout, &stderr, settings)
+	a := newApp(func(k string) string { return env[k] }, &stdout, &stderr, programSettings)
 	status := exitStatus(a.run(ctx, args), &stderr)
 	return result{stdout.String(), stderr.String(), status}
 }
@@ -267,44 +263,68 @@ func TestErrors(t *testing.T) {
 	}
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
-	withFake := append([]setting{{"test-only", "testOnlyField", text, "a field no server knows"}}, programSettings...)
+	// An older server, which does not know shuffleAtOpen yet: it answers
+	// a PUT with it as the API answers a field it does not know.
+	api := newAPI(t)
+	older := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Method == http.MethodPut && bytes.Contains(b, []byte(`"shuffleAtOpen"`)) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"code":"INVALID_JSON","message":"Unknown field \"shuffleAtOpen\"."}`))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		api.ServeHTTP(w, r)
+	}))
+	t.Run("UnknownFieldAnswer", func(t *testing.T) {
+		// The API's answer to a field it does not know names it as
+		// explain reads it.
+		req, _ := http.NewRequest(http.MethodPut, url+"/api/v1/admin/programs/gala", strings.NewReader(`{"testOnlyField":"x"}`))
+		req.Header.Set("Authorization", "Bearer "+testSecret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e struct{ Code, Message string }
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		if m := unknownField.FindStringSubmatch(e.Message); resp.StatusCode != 400 || e.Code != "INVALID_JSON" || m == nil || m[1] != "testOnlyField" {
+			t.Errorf("answer %d %+v, want 400 INVALID_JSON naming testOnlyField as %s reads it", resp.StatusCode, e, unknownField)
+		}
+	})
 
 	for _, tc := range []struct {
-		name     string
-		settings []setting
-		env      map[string]string
-		args     []string
-		status   int
-		stderr   string // a regular expression
+		name   string
+		env    map[string]string
+		args   []string
+		status int
+		stderr string // a regular expression
 	}{
-		{"UnknownProgram", nil, env, []string{"get", "nope"}, 1, `^wrctl: PROGRAM_NOT_FOUND: \S.*\n$`},
-		{"WrongToken", nil, map[string]string{"WR_URL": url, "ADMIN_TOKEN": "wrong"}, []string{"get", "gala"}, 1, `^wrctl: FORBIDDEN: The admin credentials are not valid\.\n$`},
-		{"InvalidSetting", nil, env, []string{"put", "gala", "-rate", "1e9"}, 1, `^wrctl: INVALID_SETTINGS: admissionRatePerSecond must be`},
-		{"InvalidProgramID", nil, env, []string{"get", "_x"}, 1, `^wrctl: INVALID_PROGRAM_ID: `},
-		{"AdmitZero", nil, env, []string{"admit", "gala", "0"}, 1, `^wrctl: admit: N must be a whole number of at least 1, not "0"\n$`},
-		{"AdmitTooMany", nil, env, []string{"admit", "gala", "2000000"}, 1, `^wrctl: INVALID_COUNT: `},
-		{"ServerDown", nil, map[string]string{"WR_URL": down.URL, "ADMIN_TOKEN": testSecret}, []string{"get", "gala"}, 1, `^wrctl: GET http://127\.0\.0\.1:\d+/api/v1/admin/programs/gala: .*connection refused\n$`},
-		{"BadURL", nil, map[string]string{"ADMIN_TOKEN": testSecret}, []string{"get", "gala", "-url", "127.0.0.1:3000"}, 1, `^wrctl: API URL "127.0.0.1:3000": want http`},
+		{"UnknownProgram", env, []string{"get", "nope"}, 1, `^wrctl: PROGRAM_NOT_FOUND: \S.*\n$`},
+		{"WrongToken", map[string]string{"WR_URL": url, "ADMIN_TOKEN": "wrong"}, []string{"get", "gala"}, 1, `^wrctl: FORBIDDEN: The admin credentials are not valid\.\n$`},
+		{"InvalidSetting", env, []string{"put", "gala", "-rate", "1e9"}, 1, `^wrctl: INVALID_SETTINGS: admissionRatePerSecond must be`},
+		{"InvalidProgramID", env, []string{"get", "_x"}, 1, `^wrctl: INVALID_PROGRAM_ID: `},
+		{"AdmitZero", env, []string{"admit", "gala", "0"}, 1, `^wrctl: admit: N must be a whole number of at least 1, not "0"\n$`},
+		{"AdmitTooMany", env, []string{"admit", "gala", "2000000"}, 1, `^wrctl: INVALID_COUNT: `},
+		{"ServerDown", map[string]string{"WR_URL": down.URL, "ADMIN_TOKEN": testSecret}, []string{"get", "gala"}, 1, `^wrctl: GET http://127\.0\.0\.1:\d+/api/v1/admin/programs/gala: .*connection refused\n$`},
+		{"BadURL", map[string]string{"ADMIN_TOKEN": testSecret}, []string{"get", "gala", "-url", "127.0.0.1:3000"}, 1, `^wrctl: API URL "127.0.0.1:3000": want http`},
 		// A flag of a setting the server does not know yet: the server's
 		// own error, and what it means.
-		{"SettingUnknownToServer", withFake, env, []string{"put", "gala", "-test-only", "x"}, 1,
-			`^wrctl: INVALID_JSON: Unknown field "testOnlyField"\.\n\(this server does not know -test-only yet: it runs an older version than wrctl\)\n$`},
-		{"NotANumber", nil, env, []string{"put", "gala", "-rate", "fast"}, 2, `invalid value "fast" for flag -rate: not a number`},
-		{"FractionalWindow", nil, env, []string{"put", "gala", "-window", "1.5s"}, 2, `invalid value "1.5s" for flag -window: want whole seconds`},
-		{"BadOpensAt", nil, env, []string{"put", "gala", "-opens-at", "tomorrow"}, 2, `invalid value "tomorrow" for flag -opens-at: want an RFC 3339 time`},
-		{"MissingID", nil, env, []string{"get"}, 2, `wrctl get: want ID, got 0 argument\(s\)`},
-		{"ExtraArgument", nil, env, []string{"pause", "gala", "now"}, 2, `wrctl pause: want ID, got 2 argument\(s\)`},
-		{"UnknownFlag", nil, env, []string{"get", "gala", "-bogus"}, 2, `flag provided but not defined: -bogus`},
-		{"UnknownCommand", nil, env, []string{"open", "gala"}, 2, `wrctl: unknown command "open"`},
-		{"NoCommand", nil, env, nil, 2, `^Usage: wrctl COMMAND`},
-		{"CommandHelp", nil, env, []string{"watch", "-h"}, 0, `(?s)^Usage: wrctl watch \[flags\] ID\n.*-every duration`},
+		{"SettingUnknownToServer", map[string]string{"WR_URL": older, "ADMIN_TOKEN": testSecret}, []string{"put", "gala", "-shuffle-at-open"}, 1,
+			`^wrctl: INVALID_JSON: Unknown field "shuffleAtOpen"\.\n\(this server does not know -shuffle-at-open yet: it runs an older version than wrctl\)\n$`},
+		{"NotANumber", env, []string{"put", "gala", "-rate", "fast"}, 2, `invalid value "fast" for flag -rate: not a number`},
+		{"FractionalWindow", env, []string{"put", "gala", "-window", "1.5s"}, 2, `invalid value "1.5s" for flag -window: want whole seconds`},
+		{"BadOpensAt", env, []string{"put", "gala", "-opens-at", "tomorrow"}, 2, `invalid value "tomorrow" for flag -opens-at: want an RFC 3339 time`},
+		{"MissingID", env, []string{"get"}, 2, `wrctl get: want ID, got 0 argument\(s\)`},
+		{"ExtraArgument", env, []string{"pause", "gala", "now"}, 2, `wrctl pause: want ID, got 2 argument\(s\)`},
+		{"UnknownFlag", env, []string{"get", "gala", "-bogus"}, 2, `flag provided but not defined: -bogus`},
+		{"UnknownCommand", env, []string{"open", "gala"}, 2, `wrctl: unknown command "open"`},
+		{"NoCommand", env, nil, 2, `^Usage: wrctl COMMAND`},
+		{"CommandHelp", env, []string{"watch", "-h"}, 0, `(?s)^Usage: wrctl watch \[flags\] ID\n.*-every duration`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			settings := tc.settings
-			if settings == nil {
-				settings = programSettings
-			}
-			r := wrctlWith(t, settings, tc.env, tc.args...)
+			r := wrctl(t, tc.env, tc.args...)
 			if r.status != tc.status || !regexp.MustCompile(tc.stderr).MatchString(r.stderr) {
 				t.Errorf("exit %d, stderr:\n%s\nwant exit %d and stderr matching %s", r.status, r.stderr, tc.status, tc.stderr)
 			}

@@ -5,13 +5,17 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+
+	"github.com/example/waitingroom/internal/api"
 )
 
 // setting is one program setting of the admin API: the put flag that sets
-// it and its JSON field.
+// it, its JSON field, and how the flag's text becomes its value.
 type setting struct {
 	flag  string
 	field string
@@ -19,20 +23,70 @@ type setting struct {
 	usage string
 }
 
-// programSettings is every program setting put knows. Adding one to the
-// admin API is adding one line here.
-var programSettings = []setting{
-	{"rate", "admissionRatePerSecond", number, "admission `rate`, people per second (0: manual admission only)"},
-	{"paused", "paused", boolean, "stop admission (-paused=false restarts it)"},
-	{"closed", "closed", boolean, "stop new entries; people waiting keep their place (-closed=false reopens)"},
-	{"window", "admissionWindowSeconds", seconds, "how long an admitted person has to reach the site, a `duration` in whole seconds (10m, or 600)"},
-	{"policy", "pollingPolicy", text, "polling `policy`: tiers, eta, or \"\" for the service's default"},
-	{"target-url", "targetUrl", text, "where admitted people go, an https `URL` (http only for loopback)"},
-	{"display-name", "displayName", text, "the program's `name` on the waiting-room page"},
-	{"message", "message", text, "a `message` on the waiting-room page"},
-	{"notice", "notice", text, "a `notice` to people waiting, 280 characters at most (\"\" clears it)"},
-	{"opens-at", "opensAt", instant, "when admission starts: RFC 3339 `time` (2026-12-01T10:00:00+09:00) or +DURATION from now (+15m); \"\" clears it"},
-	{"shuffle-at-open", "shuffleAtOpen", boolean, "place everyone who entered before -opens-at in a random order at the opening"},
+// settingFlags names and explains the put flag of each field of
+// api.ProgramSettings, by JSON name. A field without an entry gets a flag
+// named after it in kebab case, parsed by its Go type.
+var settingFlags = map[string]setting{
+	"admissionRatePerSecond": {"rate", "", number, "admission `rate`, people per second (0: manual admission only)"},
+	"paused":                 {"paused", "", boolean, "stop admission (-paused=false restarts it)"},
+	"closed":                 {"closed", "", boolean, "stop new entries; people waiting keep their place (-closed=false reopens)"},
+	"admissionWindowSeconds": {"window", "", seconds, "how long an admitted person has to reach the site, a `duration` in whole seconds (10m, or 600)"},
+	"pollingPolicy":          {"policy", "", text, "polling `policy`: tiers, eta, or \"\" for the service's default"},
+	"targetUrl":              {"target-url", "", text, "where admitted people go, an https `URL` (http only for loopback)"},
+	"displayName":            {"display-name", "", text, "the program's `name` on the waiting-room page"},
+	"message":                {"message", "", text, "a `message` on the waiting-room page"},
+	"notice":                 {"notice", "", text, "a `notice` to people waiting, 280 characters at most (\"\" clears it)"},
+	"opensAt":                {"opens-at", "", instant, "when admission starts: RFC 3339 `time` (2026-12-01T10:00:00+09:00) or +DURATION from now (+15m); \"\" clears it"},
+	"shuffleAtOpen":          {"shuffle-at-open", "", boolean, "place everyone who entered before -opens-at in a random order at the opening"},
+}
+
+// programSettings is every program setting put knows: one per field of
+// api.ProgramSettings.
+var programSettings = settingsOf(reflect.TypeFor[api.ProgramSettings](), settingFlags)
+
+// settingsOf returns a setting for each JSON field of the struct t, as
+// named by named or else after the field.
+func settingsOf(t reflect.Type, named map[string]setting) []setting {
+	var out []setting
+	for f := range t.Fields() {
+		field, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if field == "" || field == "-" {
+			continue
+		}
+		s, ok := named[field]
+		if !ok {
+			s = setting{flag: kebab(field), kind: kindOf(f.Type.Elem()), usage: "the program's `" + field + "`"}
+		}
+		s.field = field
+		out = append(out, s)
+	}
+	return out
+}
+
+// kebab turns a JSON field name into a flag name: targetUrl, target-url.
+func kebab(field string) string {
+	var b strings.Builder
+	for _, r := range field {
+		if unicode.IsUpper(r) {
+			b.WriteByte('-')
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// kindOf is how a flag reads a value of type t.
+func kindOf(t reflect.Type) kind {
+	switch t.Kind() {
+	case reflect.Bool:
+		return boolean
+	case reflect.Float32, reflect.Float64:
+		return number
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return integer
+	}
+	return text
 }
 
 // kind is how a setting's flag value becomes its JSON value.
@@ -41,6 +95,7 @@ type kind int
 const (
 	text kind = iota
 	number
+	integer
 	boolean
 	seconds
 	instant
@@ -73,6 +128,12 @@ func (v *settingValue) Set(s string) error {
 			return errors.New("not a number")
 		}
 		v.value = f
+	case integer:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return errors.New("not a whole number")
+		}
+		v.value = n
 	case boolean:
 		b, err := strconv.ParseBool(s)
 		if err != nil {
@@ -113,34 +174,39 @@ func (v *settingValue) Set(s string) error {
 	return nil
 }
 
-// settingFlags registers table's settings on fs; the returned function
-// gives the JSON body of the flags given on the command line, and only
+// registerSettings registers table's settings on fs; the returned function
+// gives the settings of the flags given on the command line, and only
 // those.
-func settingFlags(fs *flag.FlagSet, table []setting, now func() time.Time) func() map[string]any {
+func registerSettings(fs *flag.FlagSet, table []setting, now func() time.Time) func() api.ProgramSettings {
 	values := map[string]*settingValue{}
+	fields := map[string]string{}
 	for _, s := range table {
 		v := &settingValue{kind: s.kind, now: now}
-		values[s.flag] = v
+		values[s.flag], fields[s.flag] = v, s.field
 		fs.Var(v, s.flag, s.usage+" ("+s.field+")")
 	}
-	return func() map[string]any {
-		body := map[string]any{}
+	return func() api.ProgramSettings {
+		var set api.ProgramSettings
 		fs.Visit(func(f *flag.Flag) {
 			if v, ok := values[f.Name]; ok {
-				body[fieldOf(table, f.Name)] = v.value
+				setField(&set, fields[f.Name], v.value)
 			}
 		})
-		return body
+		return set
 	}
 }
 
-func fieldOf(table []setting, flagName string) string {
-	for _, s := range table {
-		if s.flag == flagName {
-			return s.field
+// setField sets the field of set with JSON name field to value.
+func setField(set *api.ProgramSettings, field string, value any) {
+	s := reflect.ValueOf(set).Elem()
+	for f := range s.Type().Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == field {
+			p := reflect.New(f.Type.Elem())
+			p.Elem().Set(reflect.ValueOf(value).Convert(f.Type.Elem()))
+			s.FieldByIndex(f.Index).Set(p)
+			return
 		}
 	}
-	return ""
 }
 
 // flagOf is the put flag that sets JSON field, "" if none.

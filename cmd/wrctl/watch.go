@@ -13,7 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/example/waitingroom/internal/adminclient"
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/client"
 )
 
 // watchOptions bound a watch: the sampling period, and a duration or a
@@ -66,7 +67,7 @@ type frame struct {
 
 // nextFrame derives the frame of p sampled at now from the previous frame
 // (nil for the first sample).
-func nextFrame(prev *frame, p adminclient.Program, now time.Time) frame {
+func nextFrame(prev *frame, p api.Program, now time.Time) frame {
 	f := frame{At: now, ProgramID: p.ProgramID, Issued: p.Issued, Admitted: p.Admitted, Waiting: p.Waiting,
 		Rate: p.AdmissionRatePerSecond, Paused: p.Paused, Closed: p.Closed}
 	switch {
@@ -279,12 +280,12 @@ func (a *app) watch(ctx context.Context, c *call, opt watchOptions) error {
 			case <-tick.C:
 			}
 		}
-		p, err := c.client.Program(ctx, c.args[0])
+		p, err := c.client.GetProgram(ctx, c.args[0])
 		now := a.now()
 		var f frame
 		switch {
 		case err == nil:
-			f = nextFrame(prev, p, now)
+			f = nextFrame(prev, p.Program, now)
 		case ctx.Err() != nil:
 			return nil // interrupted or -for elapsed during the request
 		case transient(err):
@@ -304,7 +305,7 @@ func (a *app) watch(ctx context.Context, c *call, opt watchOptions) error {
 // fault, throttling, or the network.
 func transient(err error) bool {
 	var (
-		ae *adminclient.Error
+		ae *client.Error
 		ue *url.Error
 	)
 	switch {

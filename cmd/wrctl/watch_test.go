@@ -9,23 +9,23 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/example/waitingroom/internal/adminclient"
+	"github.com/example/waitingroom/internal/api"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 func TestNextFrame(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	program := func(waiting int64, rate float64, paused bool) adminclient.Program {
-		return adminclient.Program{ProgramID: "gala", Issued: 1000, Admitted: 1000 - waiting, Waiting: waiting, AdmissionRatePerSecond: rate, Paused: paused}
+	program := func(waiting int64, rate float64, paused bool) api.Program {
+		return api.Program{ProgramID: "gala", Issued: 1000, Admitted: 1000 - waiting, Waiting: waiting, AdmissionRatePerSecond: rate, Paused: paused}
 	}
 	opening := program(300, 2, false)
-	opening.OpensAt = now.Add(10 * time.Minute)
+	opening.OpensAt = api.TimeOf(now.Add(10 * time.Minute))
 	opened := program(300, 2, false)
-	opened.OpensAt = now.Add(-time.Minute)
+	opened.OpensAt = api.TimeOf(now.Add(-time.Minute))
 	for _, tc := range []struct {
 		name     string
-		p        adminclient.Program
+		p        api.Program
 		state    string
 		inMs     *int64
 		describe string
@@ -59,7 +59,7 @@ func deref[T any](p *T) any {
 
 func TestFrameRates(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	p := adminclient.Program{ProgramID: "gala", Issued: 100, Admitted: 10, Waiting: 90, AdmissionRatePerSecond: 5}
+	p := api.Program{ProgramID: "gala", Issued: 100, Admitted: 10, Waiting: 90, AdmissionRatePerSecond: 5}
 	f := nextFrame(nil, p, t0)
 	if f.EntersPerSecond != nil || f.AdmissionsPerSecond != nil {
 		t.Fatal("rates on the first sample")
@@ -122,7 +122,7 @@ func TestDisplayTerminal(t *testing.T) {
 	var buf bytes.Buffer
 	d := &display{w: &buf, terminal: true, url: "http://127.0.0.1:3000"}
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	f := nextFrame(nil, adminclient.Program{ProgramID: "gala", Issued: 12345, Admitted: 2000, Waiting: 10345, AdmissionRatePerSecond: 50}, at)
+	f := nextFrame(nil, api.Program{ProgramID: "gala", Issued: 12345, Admitted: 2000, Waiting: 10345, AdmissionRatePerSecond: 50}, at)
 	if err := d.show(f); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestDisplayTerminal(t *testing.T) {
 		}
 	}
 	buf.Reset()
-	g := nextFrame(&f, adminclient.Program{ProgramID: "gala", Issued: 12500, Admitted: 2050, Waiting: 10450, AdmissionRatePerSecond: 50, Paused: true}, at.Add(time.Second))
+	g := nextFrame(&f, api.Program{ProgramID: "gala", Issued: 12500, Admitted: 2050, Waiting: 10450, AdmissionRatePerSecond: 50, Paused: true}, at.Add(time.Second))
 	if err := d.show(g); err != nil {
 		t.Fatal(err)
 	}

@@ -181,6 +181,23 @@ func (t Time) MarshalText() ([]byte, error) {
 	return []byte(t.UTC().Format("2006-01-02T15:04:05.000Z")), nil
 }
 
+// MarshalJSON writes MarshalText as a JSON string, in place of the
+// embedded time.Time's own format.
+func (t Time) MarshalJSON() ([]byte, error) {
+	b, _ := t.MarshalText()
+	return json.Marshal(string(b))
+}
+
+// UnmarshalJSON reads a JSON string with UnmarshalText; null is the zero
+// Time.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("%s is not an RFC 3339 time", b)
+	}
+	return t.UnmarshalText([]byte(s))
+}
+
 // UnmarshalText reads RFC 3339; "" is the zero Time.
 func (t *Time) UnmarshalText(b []byte) error {
 	if len(b) == 0 {

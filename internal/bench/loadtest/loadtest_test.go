@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/bench"
-	"github.com/example/waitingroom/internal/bench/apiclient"
+	"github.com/example/waitingroom/internal/client"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -115,7 +115,7 @@ func checkTotals(t *testing.T, r bench.Result) {
 		all += n
 		f := strings.Fields(key) // METHOD route status
 		failed := f[2] == "error" || f[2] >= "4" && key != "DELETE leave 409"
-		admin := apiclient.Op(f[0] + " " + f[1]).Admin()
+		admin := client.Op(f[0] + " " + f[1]).Admin()
 		switch {
 		case failed && admin:
 			adminErrs += n

@@ -1,4 +1,4 @@
-package adminclient_test
+package client_test
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/google/go-cmp/cmp"
 
-	"github.com/example/waitingroom/internal/adminclient"
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/client"
 	"github.com/example/waitingroom/internal/testing/sigv4test"
 )
 
@@ -47,14 +47,17 @@ func signedServer(t *testing.T, region string, c aws.Credentials) (*httptest.Ser
 	return srv, e
 }
 
-func newClient(t *testing.T, url string, auth adminclient.Authorizer, hc *http.Client) *adminclient.Client {
+func newClient(t *testing.T, url string, opts ...client.Option) *client.Client {
 	t.Helper()
-	c, err := adminclient.New(url, auth, hc)
+	c, err := client.New(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
+
+// pauseAtFive is the settings the signing tests send.
+var pauseAtFive = api.ProgramSettings{Paused: new(true), AdmissionRatePerSecond: new(api.Rate(5))}
 
 func TestSigV4(t *testing.T) {
 	ctx := context.Background()
@@ -62,11 +65,11 @@ func TestSigV4(t *testing.T) {
 	withToken.SessionToken = "FwoGZXIvYXdzEXAMPLE"
 	for _, c := range []aws.Credentials{creds, withToken} {
 		srv, e := signedServer(t, "eu-west-1", c)
-		client := newClient(t, srv.URL, adminclient.SigV4{
+		cl := newClient(t, srv.URL, client.WithAuth(client.SigV4{
 			Credentials: credentials.StaticCredentialsProvider{Value: c},
 			Region:      "eu-west-1",
-		}, nil)
-		p, err := client.Program(ctx, "gala")
+		}))
+		p, err := cl.GetProgram(ctx, "gala")
 		if err != nil {
 			t.Fatalf("GET: %v", err)
 		}
@@ -77,14 +80,14 @@ func TestSigV4(t *testing.T) {
 			t.Errorf("Raw lost a field the client does not know: %s", p.Raw)
 		}
 		// A body is part of the signature (its payload hash).
-		_, created, err := client.PutProgram(ctx, "gala", adminclient.Settings{"paused": true, "admissionRatePerSecond": 5})
+		_, created, err := cl.PutProgram(ctx, "gala", pauseAtFive)
 		if err != nil || !created {
 			t.Fatalf("PUT: created %v, %v", created, err)
 		}
 		if e.lastBody != `{"admissionRatePerSecond":5,"paused":true}` {
 			t.Errorf("PUT body %s", e.lastBody)
 		}
-		if _, err := client.Admit(ctx, "gala", 3); err != nil || e.lastBody != `{"count":3}` {
+		if _, err := cl.Admit(ctx, "gala", 3); err != nil || e.lastBody != `{"count":3}` {
 			t.Errorf("POST: %v, body %s", err, e.lastBody)
 		}
 	}
@@ -103,19 +106,19 @@ func TestSigV4Rejected(t *testing.T) {
 	srv, _ := signedServer(t, "eu-west-1", creds)
 	wrongSecret := creds
 	wrongSecret.SecretAccessKey = "not-the-secret"
-	signer := func(c aws.Credentials, region string) adminclient.SigV4 {
-		return adminclient.SigV4{Credentials: credentials.StaticCredentialsProvider{Value: c}, Region: region}
+	signer := func(c aws.Credentials, region string) client.SigV4 {
+		return client.SigV4{Credentials: credentials.StaticCredentialsProvider{Value: c}, Region: region}
 	}
 	for _, tc := range []struct {
 		name string
-		auth adminclient.Authorizer
+		auth client.Authorizer
 		rt   http.RoundTripper
 		want string
 	}{
-		{"Unsigned", adminclient.BearerToken("x"), nil, "algorithm"},
+		{"Unsigned", client.BearerToken("x"), nil, "algorithm"},
 		{"WrongSecret", signer(wrongSecret, "eu-west-1"), nil, "signature does not match"},
 		{"WrongRegion", signer(creds, "us-east-1"), nil, "in us-east-1"},
-		{"Stale", adminclient.SigV4{Credentials: credentials.StaticCredentialsProvider{Value: creds}, Region: "eu-west-1",
+		{"Stale", client.SigV4{Credentials: credentials.StaticCredentialsProvider{Value: creds}, Region: "eu-west-1",
 			Now: func() time.Time { return time.Now().Add(-time.Hour) }}, nil, "from now"},
 		{"TamperedBody", signer(creds, "eu-west-1"), tamper(func(r *http.Request) {
 			b := []byte(`{"admissionRatePerSecond":9,"paused":true}`) // same length, other rate
@@ -129,9 +132,9 @@ func TestSigV4Rejected(t *testing.T) {
 		}), "signature does not match"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client := newClient(t, srv.URL, tc.auth, &http.Client{Transport: tc.rt})
-			_, _, err := client.PutProgram(ctx, "gala", adminclient.Settings{"paused": true, "admissionRatePerSecond": 5})
-			var ae *adminclient.Error
+			cl := newClient(t, srv.URL, client.WithAuth(tc.auth), client.WithHTTPClient(&http.Client{Transport: tc.rt}))
+			_, _, err := cl.PutProgram(ctx, "gala", pauseAtFive)
+			var ae *client.Error
 			if !errors.As(err, &ae) || ae.Status != http.StatusForbidden || ae.Code != "" || !strings.Contains(ae.Message, tc.want) {
 				t.Fatalf("err = %v, want a 403 from the gateway saying %q", err, tc.want)
 			}
@@ -140,75 +143,15 @@ func TestSigV4Rejected(t *testing.T) {
 }
 
 func TestSigV4NoCredentials(t *testing.T) {
-	client := newClient(t, "https://abc.execute-api.eu-west-1.amazonaws.com", adminclient.SigV4{
+	cl := newClient(t, "https://abc.execute-api.eu-west-1.amazonaws.com", client.WithAuth(client.SigV4{
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{}, errors.New("no EC2 IMDS role found")
 		}),
 		Region: "eu-west-1",
-	}, nil)
-	_, err := client.Program(context.Background(), "gala")
+	}))
+	_, err := cl.GetProgram(context.Background(), "gala")
 	if err == nil || !strings.Contains(err.Error(), "AWS credentials: no EC2 IMDS role found") {
 		t.Errorf("err = %v", err)
-	}
-}
-
-func TestErrors(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/api/v1/admin/programs/busy":
-			w.Header().Set("Retry-After", "2")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, `{"code":"STORE_UNAVAILABLE","message":"The queue is briefly unavailable; retry shortly."}`)
-		case "/api/v1/admin/programs/html":
-			w.WriteHeader(http.StatusBadGateway)
-			_, _ = io.WriteString(w, `<html>bad gateway</html>`)
-		default:
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = io.WriteString(w, `{"code":"PROGRAM_NOT_FOUND","message":"No such program."}`)
-		}
-	}))
-	defer srv.Close()
-	client := newClient(t, srv.URL+"/", adminclient.BearerToken("s"), nil)
-	for id, want := range map[string]adminclient.Error{
-		"busy": {Status: 503, Code: "STORE_UNAVAILABLE", Message: "The queue is briefly unavailable; retry shortly.", RetryAfter: 2 * time.Second},
-		"html": {Status: 502, Message: "Bad Gateway"},
-		"gone": {Status: 404, Code: "PROGRAM_NOT_FOUND", Message: "No such program."},
-	} {
-		_, err := client.Program(context.Background(), id)
-		var ae *adminclient.Error
-		if !errors.As(err, &ae) {
-			t.Fatalf("%s: err = %v, want an *Error", id, err)
-		}
-		if diff := cmp.Diff(want, *ae); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", id, diff)
-		}
-	}
-}
-
-func TestNew(t *testing.T) {
-	for _, bad := range []string{"", "127.0.0.1:3000", "ftp://x", "http://", "http://x/?q=1"} {
-		if _, err := adminclient.New(bad, adminclient.BearerToken("s"), nil); err == nil {
-			t.Errorf("New(%q) accepted", bad)
-		}
-	}
-	if _, err := adminclient.New("http://x", nil, nil); err == nil {
-		t.Error("New without an Authorizer accepted")
-	}
-}
-
-func TestBasePath(t *testing.T) {
-	var got string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = r.URL.EscapedPath()
-		_, _ = io.WriteString(w, `{"programId":"x"}`)
-	}))
-	defer srv.Close()
-	client := newClient(t, srv.URL+"/stage/", adminclient.BearerToken("s"), nil)
-	if _, err := client.Program(context.Background(), "a b"); err != nil {
-		t.Fatal(err)
-	}
-	if got != "/stage/api/v1/admin/programs/a%20b" {
-		t.Errorf("path %q", got)
 	}
 }
 
@@ -221,25 +164,9 @@ func TestRegionFromHost(t *testing.T) {
 		"127.0.0.1:3000":                                     "",
 		"abc123.execute-api.eu-west-1.amazonaws.com.evil.io": "",
 	} {
-		got, ok := adminclient.RegionFromHost(host)
+		got, ok := client.RegionFromHost(host)
 		if got != want || ok != (want != "") {
 			t.Errorf("RegionFromHost(%q) = %q, %v; want %q", host, got, ok, want)
 		}
-	}
-}
-
-func TestProgramJSON(t *testing.T) {
-	var p adminclient.Program
-	err := json.Unmarshal([]byte(`{"programId":"gala","issued":3,"createdAt":"2026-12-01T09:00:00.000Z","opensAt":"2026-12-01T10:00:00+09:00","effectiveAt":"","shuffleAtOpen":true,"unknown":[1]}`), &p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := adminclient.Program{ProgramID: "gala", Issued: 3, ShuffleAtOpen: true,
-		CreatedAt: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), OpensAt: time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)}
-	if diff := cmp.Diff(want, p, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	if err := json.Unmarshal([]byte(`{"opensAt":"tomorrow"}`), &p); err == nil || !strings.Contains(err.Error(), "opensAt") {
-		t.Errorf("a malformed time: %v", err)
 	}
 }

@@ -1,0 +1,179 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/client"
+)
+
+// user is one virtual user's outcome.
+type user struct {
+	index       int
+	entered     bool
+	leaving     float64 // fraction of the wait after which it leaves; negative: never
+	left        bool
+	ticket      int64 // from the enter answer; 0 when the server does not send it
+	issuedAtMs  int64 // the token's issuedAt (server clock, Unix ms); 0 when unknown
+	prequeue    int64 // the size of a shuffled pre-queue, when an answer told it
+	position    int64 // at enter
+	enterAt     time.Duration
+	lastWaiting time.Duration // send time of the last WAITING answer
+	seenAt      time.Duration // receipt of ADMITTED
+	admitted    bool
+	polls       int
+}
+
+// user plays one virtual user; entered is called once its enter is over,
+// whatever the outcome. Its enters all carry one idempotency key, so that
+// a retry can be answered the place the first attempt took.
+func (r *runner) user(ctx context.Context, u *user, entered func()) {
+	var once sync.Once
+	defer once.Do(entered)
+	key := client.NewIdempotencyKey()
+	var ans api.Token
+	var sent, recv time.Duration
+	for {
+		var err error
+		sent = r.since()
+		ans, _, err = r.client.Enter(ctx, r.cfg.ProgramID, client.Entry{IdempotencyKey: key})
+		recv = r.since()
+		if err == nil {
+			break
+		}
+		if !retry(ctx, err) {
+			return
+		}
+	}
+	u.entered, u.enterAt, u.ticket, u.position = true, recv, ans.Ticket, ans.Position
+	if !ans.IssuedAt.IsZero() {
+		u.issuedAtMs = ans.IssuedAt.UnixMilli()
+	}
+	r.entered.Add(1)
+	once.Do(entered)
+	token := ans.TokenID
+	for {
+		switch ans.Status {
+		case api.StatusAdmitted:
+			u.admitted, u.seenAt = true, recv
+			r.admitted.Add(1)
+			return
+		case api.StatusWaiting:
+			u.lastWaiting = sent
+			if ans.Shuffle != nil && ans.Shuffle.Prequeue > 0 {
+				u.prequeue = ans.Shuffle.Prequeue
+			}
+		default: // EXPIRED or LEFT: the bench never lets either happen
+			return
+		}
+		wait := r.cfg.Poll.Fixed
+		if wait == 0 {
+			wait = ans.RetryAfter()
+			if wait <= 0 {
+				wait = retryFallback
+			}
+		}
+		if done := r.wait(ctx, u, token, wait); done {
+			return
+		}
+		for {
+			var err error
+			sent = r.since()
+			ans, err = r.client.Poll(ctx, r.cfg.ProgramID, token)
+			recv = r.since()
+			u.polls++
+			if err == nil {
+				break
+			}
+			if !retry(ctx, err) {
+				return
+			}
+		}
+	}
+}
+
+// wait sleeps d before u's next poll, unless u is an abandoning user whose
+// leave instant comes first: then it leaves. It reports whether u is done
+// (it left, or the run ended). An abandoner in a burst enters before the
+// start of admission is known, so it also wakes up at that start to place
+// its leave.
+func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duration) (done bool) {
+	until := r.since() + d
+	for {
+		if at, ok := r.leaveAt(u); ok && at < until {
+			if !Sleep(ctx, at-r.since()) {
+				return true
+			}
+			// A 409 (admitted first) leaves u waiting: it polls at once and
+			// hears it.
+			return r.leave(ctx, u, token)
+		}
+		if u.leaving < 0 || r.admitStart.Load() != 0 {
+			return !Sleep(ctx, until-r.since())
+		}
+		t := time.NewTimer(until - r.since())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return true
+		case <-r.started:
+			t.Stop()
+		case <-t.C:
+			return false
+		}
+	}
+}
+
+// leaveAt is when u, an abandoning user, leaves: its fraction of the wait
+// from its enter to its ticket's predicted admission (or to the timeout).
+// ok is false for a user who stays, or while the start of admission is
+// not known yet.
+func (r *runner) leaveAt(u *user) (time.Duration, bool) {
+	start := r.admitStart.Load()
+	if u.leaving < 0 || start == 0 {
+		return 0, false
+	}
+	// k is u's rank among the run's tickets: exact when the server sends
+	// the ticket; else a burst's position (it entered a paused queue) or a
+	// ramp's arrival order.
+	k := int64(u.index + 1)
+	switch {
+	case u.ticket > 0:
+		k = u.ticket - r.baseIssued
+	case r.cfg.Scenario.Arrival.Over == 0 && u.position > 0:
+		k = u.position
+	}
+	end := r.cfg.Scenario.Timeout
+	if k >= 1 && k < int64(len(r.plan)) && r.plan[k] >= 0 {
+		end = time.Duration(start-1) + r.plan[k]
+	}
+	if end <= u.enterAt {
+		return 0, false
+	}
+	return u.enterAt + time.Duration(u.leaving*float64(end-u.enterAt)), true
+}
+
+// leave sends u's DELETE until it is answered; it reports whether u is
+// done (it left, or the run ended). A 409 means u was admitted first: it
+// stays, and polls again.
+func (r *runner) leave(ctx context.Context, u *user, token string) bool {
+	u.leaving = -1
+	for {
+		err := r.client.Leave(ctx, r.cfg.ProgramID, token)
+		var ae *client.Error
+		switch {
+		case err == nil:
+			u.left = true
+			r.left.Add(1)
+			return true
+		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+			return false
+		case !retry(ctx, err):
+			return true
+		}
+	}
+}

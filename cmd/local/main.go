@@ -1,7 +1,6 @@
-// Command local serves the waiting room's HTTP API on this machine: the same
-// handlers as the Lambda functions, behind net/http, on an embedded
-// in-memory store or a DynamoDB API. For development and load tests;
-// production runs on Lambda.
+// Command local serves the waiting room's HTTP API on this machine with the
+// Lambda functions' handlers behind net/http, on an in-memory store or a
+// DynamoDB API, for development and load tests.
 package main
 
 import (
@@ -246,9 +245,9 @@ var demoProfile = map[string]string{
 	"message":     "This is the local demo of the waiting room. Keep this page open: it shows your place and takes you in when it is your turn.",
 }
 
-// withMetrics is a's API recording into a Prometheus registry, with
-// GET /metrics serving it; scrapes are not themselves counted. Not a
-// ServeMux: one would redirect the non-canonical paths the API answers 404.
+// withMetrics returns a's API recording into a Prometheus registry that
+// GET /metrics serves (scrapes are not counted). No ServeMux: it would
+// redirect the non-canonical paths the API answers 404.
 func withMetrics(a *app.App, secret string) http.Handler {
 	sink := prom.New()
 	a.Metrics = sink
@@ -275,10 +274,9 @@ func withDemoSite(api, site http.Handler) http.Handler {
 	})
 }
 
-// baseURL is the local API's base URL on addr: http, the listening port,
-// and a loopback host when the server listens on every interface. It is
-// the passes' default iss, never taken from a request's Host header,
-// which any client can write.
+// baseURL returns the local API's base URL on addr, with a loopback host
+// when addr is unspecified. It is the passes' default iss, never taken from
+// a request's Host header.
 func baseURL(addr net.Addr) string {
 	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {

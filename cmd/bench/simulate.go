@@ -134,7 +134,7 @@ func (s *simulateFlags) parsePolicies(fs *flag.FlagSet, service bool) ([]bench.N
 	if err != nil {
 		return nil, err
 	}
-	if service && !flagSet(fs, "policy") {
+	if service && !flagGiven(fs, "policy") {
 		// The service's crowds are a million strong: a poll every 3 s
 		// would be hundreds of millions of service calls.
 		s.policyList = "eta"
@@ -142,6 +142,7 @@ func (s *simulateFlags) parsePolicies(fs *flag.FlagSet, service bool) ([]bench.N
 	return bench.DefaultPolicies(tiers, eta).Parse(s.policyList)
 }
 
+// cmdSimulate runs bench simulate: one simulation per policy and skew.
 func cmdSimulate(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("simulate", simulateSynopsis, e)
 	var sf simulateFlags
@@ -203,8 +204,8 @@ func parseSkews(list string) ([]time.Duration, error) {
 	return skews, nil
 }
 
-// flagSet reports whether flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
+// flagGiven reports whether flag name was given on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set

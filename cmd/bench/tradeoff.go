@@ -105,6 +105,8 @@ func (t *tradeoffFlags) variants() (bench.Scenario, []tradeoffVariant, error) {
 	return sc, variants, nil
 }
 
+// cmdTradeoff runs bench tradeoff: one simulation per swept eta value and
+// reference policy, printed as a table and, with -out, a chart.
 func cmdTradeoff(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("tradeoff", tradeoffSynopsis, e)
 	var tf tradeoffFlags

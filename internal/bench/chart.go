@@ -14,10 +14,8 @@ type Chart struct {
 	Title   string
 	Results []Result
 	// Smooth is the width in seconds of the centred moving average, applied
-	// twice (a triangular window), drawn bold over each thin per-second
-	// line. 0 picks max(5, duration/40) so that a herd polling in lockstep
-	// every few seconds reads as its average; 1 draws only the per-second
-	// line.
+	// twice, drawn bold over each per-second line; 0 picks
+	// max(5, duration/40), 1 draws only the per-second line.
 	Smooth int
 }
 

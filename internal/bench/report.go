@@ -85,7 +85,7 @@ func always(f func(Result) float64) func(Result) (float64, bool) {
 // leaves.
 func requestRows(left bool) []row {
 	// "Polls per user" has two readings: GETs only, and every request of
-	// the user, the enter included (the rate-aware policy's reference).
+	// the user, the enter included.
 	requests, perUser := "requests (enter + polls)", "requests per user (enter + GETs)"
 	if left {
 		requests, perUser = "requests (enter + polls + leaves)", "requests per user (enter + GETs + DELETE)"

@@ -19,7 +19,7 @@ type Chart struct {
 	Smooth int
 }
 
-// Palette of the lines, in result order: Before red, After blue, then more.
+// palette colours the lines in result order: Before red, After blue, then more.
 var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
 
 // SVG renders the chart.

@@ -24,7 +24,7 @@ type ETA struct {
 }
 
 // DefaultETA is the rate-aware policy with the parameters measured in
-// docs/benchmarks.md, falling back to the seed tiers.
+// docs/benchmarks.md, falling back to DefaultTiers.
 func DefaultETA() ETA {
 	return ETA{
 		Fraction: 0.65,

@@ -26,11 +26,9 @@ type GateConfig struct {
 	// the program's waiting room, an absolute http(s) URL, or an absolute
 	// path when the waiting room is on the site's own origin.
 	WaitingRoomURL string
-	// CookieSecrets are the site's secrets, each of at least
-	// MinCookieSecretSize random bytes, that authenticate its cookies
-	// (HMAC-SHA256): the first signs, every one verifies, so a secret is
-	// rotated by adding the new one. Every instance of the site needs the
-	// same secrets.
+	// CookieSecrets authenticate the site's cookies, each of at least
+	// MinCookieSecretSize random bytes: the first signs, every one
+	// verifies. Every instance of the site needs the same secrets.
 	CookieSecrets [][]byte
 	// CookieName names the cookie. Default DefaultCookieName.
 	CookieName string
@@ -90,18 +88,12 @@ func NewGate(v *Verifier, cfg GateConfig) (*Gate, error) {
 	return g, nil
 }
 
-// Wrap returns next behind the gate:
-//   - a request with ?admissionPass= is verified; a valid pass (used for
-//     the first time, with a ReplayGuard) is exchanged for a cookie that
-//     holds its claims under the site's MAC, and the request redirected
-//     (303) to the same URL without the parameter; an invalid one sets
-//     no cookie and is refused;
-//   - a request with a valid cookie goes to next, with the pass's claims
-//     in its context (FromContext); a raw pass as the cookie is refused;
-//   - any other request is refused: by default a 303 to the waiting room.
-//
-// When the pass cannot be checked (ErrKeysUnavailable, or the
-// ReplayGuard fails) it answers 503 with Retry-After.
+// Wrap returns next behind the gate. A valid ?admissionPass= (first use,
+// with a ReplayGuard) is exchanged for a cookie and redirected (303) to the
+// URL without it; a request with a valid cookie goes to next with the claims
+// in its context (FromContext); any other is refused. When the pass cannot
+// be checked (keys unavailable, ReplayGuard error) it answers 503 with
+// Retry-After.
 func (g *Gate) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if pass, ok := queryPass(r.URL.RawQuery); ok {
@@ -196,9 +188,8 @@ var replayedPage = template.Must(template.New("replayed").Parse(`<!doctype html>
 </html>
 `))
 
-// defaultRefused sends r to the waiting room, except for a pass already
-// used: the waiting room would send it back with the same pass, so that
-// gets a page of its own.
+// defaultRefused redirects r to the waiting room (303), except a pass
+// already used, which gets a 403 page (the waiting room would send it back).
 func (g *Gate) defaultRefused(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, ErrReplayed) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -220,9 +211,8 @@ func unavailable(w http.ResponseWriter) {
 
 type claimsKey struct{}
 
-// FromContext returns the claims of the pass that let the request in, in
-// a handler behind a Gate: read from the cookie, they are those of the
-// pass that the cookie was exchanged for.
+// FromContext returns, in a handler behind a Gate, the claims of the pass
+// that the request's cookie was exchanged for.
 func FromContext(ctx context.Context) (Claims, bool) {
 	c, ok := ctx.Value(claimsKey{}).(Claims)
 	return c, ok

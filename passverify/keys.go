@@ -20,11 +20,9 @@ import (
 // maxJWKSSize bounds the JWKS document read.
 const maxJWKSSize = 1 << 20
 
-// keyCache holds the JWKS's usable keys. It fetches the JWKS when it has
-// none, when its copy is older than the answer's max-age, and when asked
-// for an unknown kid; a fetch that follows another by less than
-// refreshInterval is not started (the older copy, or an error, answers
-// instead). Lookups never wait for a fetch that they did not need.
+// keyCache holds the JWKS's usable keys and fetches the JWKS when it has
+// none, when its copy is past max-age, or for an unknown kid, at most once
+// per refreshInterval. A stale known key answers at once.
 type keyCache struct {
 	url             string
 	client          *http.Client

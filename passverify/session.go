@@ -81,10 +81,9 @@ func (g *Gate) seal(c Claims, kid string) string {
 	return signed + "." + base64.RawURLEncoding.EncodeToString(mac(g.keys[0], signed))
 }
 
-// open checks a session cookie value: made with one of g's keys, for
-// g's issuer and program, not expired (with the leeway), and its pass's
-// key still in the JWKS, so that a key dropped from the JWKS ends the
-// sessions its passes opened. Its errors are Verify's, and ErrCookie.
+// open checks a session cookie value: made with one of g's keys, for g's
+// issuer and program, not expired (with the leeway), and its pass's key
+// still in the JWKS. Its errors are Verify's, and ErrCookie.
 func (g *Gate) open(ctx context.Context, value string) (Claims, error) {
 	dot := strings.LastIndexByte(value, '.')
 	if len(value) > maxSessionSize || dot < 0 {

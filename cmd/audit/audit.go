@@ -48,8 +48,7 @@ type Items struct {
 	// these.
 	Shards, Other int
 	// Claims counts the token items that are claims (claimId, no ticket):
-	// an enter with an Idempotency-Key before its ticket, or one that
-	// stopped there. No place, so not audited.
+	// they hold no place and are not audited.
 	Claims int
 }
 
@@ -114,11 +113,9 @@ type Report struct {
 	// Issued is then 0 and every ticket is out of range.
 	Missing bool
 	Issued  int64
-	// Tokens is the number of token items of the program, split by what
-	// they record: AdmittedSeen have admittedAt set (a poll saw the
-	// admission and recorded it), Left have leftAt set, Unrecorded have
-	// neither (still waiting, or admitted by the counter and never polled
-	// since).
+	// Tokens is the number of token items of the program: AdmittedSeen
+	// have admittedAt set (a poll saw the admission), Left have leftAt set,
+	// Unrecorded neither (waiting, or admitted and not polled since).
 	Tokens                         int
 	AdmittedSeen, Left, Unrecorded int
 	// Duplicates are the tickets held by two tokens or more, ascending.
@@ -133,21 +130,18 @@ type Report struct {
 	// gaps may reach for the program to pass (0.01: 1 %); 0 lets any
 	// number of gaps pass.
 	GapLimit float64
-	// A shuffled opening whose pre-queue is fixed (Shuffled); Unrevealed:
-	// one whose pre-queue is not fixed yet (no seed exists to check).
-	// Checked: the published key and seed were given. SeedErr is why the
-	// seed is not the key's signature of the commitment ("" when it is);
-	// PlacesChecked counts the pre-queue's tickets whose place, recomputed
-	// from the seed (queue.PlaceOf), is in 1..Prequeue and nobody else's;
-	// PlacesWrong the others (0 for a permutation).
+	// Shuffled: a shuffled opening whose pre-queue is fixed; Unrevealed:
+	// one not fixed yet; Checked: key and seed were given. SeedErr says why
+	// the seed does not verify ("" when it does); PlacesChecked counts the
+	// pre-queue places that are in 1..Prequeue and unique, PlacesWrong the
+	// others.
 	Shuffled, Unrevealed, Checked bool
 	SeedErr                       string
 	PlacesChecked, PlacesWrong    int64
 }
 
-// Balanced reports whether Issued equals the token items plus the gaps,
-// which holds exactly when there are no duplicates and no tickets out of
-// range.
+// Balanced reports whether Issued equals the token items plus the gaps
+// (true exactly when there are no duplicates and no tickets out of range).
 func (r Report) Balanced() bool { return int64(r.Tokens)+r.GapCount == r.Issued }
 
 // GapsOver reports whether the gaps exceed GapLimit.
@@ -156,9 +150,8 @@ func (r Report) GapsOver() bool {
 }
 
 // OK reports whether the program passes: no duplicated ticket, none out of
-// range, the count balanced, the gaps within GapLimit. Gaps alone pass
-// without a limit: a ticket whose token write failed (or, on DynamoDB,
-// whose token TTL deleted) is lost, not doubled.
+// range, the count balanced, the gaps within GapLimit, and the shuffle's
+// seed and places verified when they were checked.
 func (r Report) OK() bool {
 	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && r.Balanced() && !r.GapsOver() && r.SeedErr == "" && r.PlacesWrong == 0
 }

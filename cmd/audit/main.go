@@ -1,45 +1,18 @@
-// Command audit checks the tickets of a waiting-room table after the fact:
-// it scans the whole table (a paginated, strongly consistent Scan) and, for
-// each program, compares the tokens with the program's issued counter.
-//
-//   - every ticket a token holds is in 1..issued;
-//   - no ticket is held by two tokens;
-//   - issued = token items + gaps, a gap being a ticket in 1..issued that no
-//     token holds;
-//   - for a shuffled opening whose pre-queue is fixed, given the shuffle
-//     key's public half and the seed that the answers publish
-//     (-shuffle-key, -shuffle-seed), the seed is the key's signature of
-//     the program's commitment (queue.VerifySeed) and the places it gives
-//     the pre-queue's tickets are 1..prequeue, one each (queue.PlaceOf).
-//
-// Gaps are listed and, unless -max-gaps, pass: the service increments
-// issued before it writes the token, so an enter whose token write failed
-// (or whose ticket write was retried after DynamoDB had applied it) leaves a
-// ticket nobody holds, which only costs that place in the queue. On
-// DynamoDB, TTL deletes the tokens of ended admissions, which then read as
-// gaps too; the local servers (dynalite, moto) never expire items.
-//
-// The tokens are counted by what their items record: "admission seen by a
-// poll" (admittedAt set: the service records an admission the first time a
-// poll sees the serving counter past the ticket), "left" (leftAt set), and
-// "neither recorded", which holds both the people still waiting and those
-// admitted by the counter who have not polled since. So the first count is
-// the admissions seen, not the admissions made.
+// Command audit scans a waiting-room table (strongly consistent) and checks
+// each program's tickets: all in 1..issued, none held twice, and issued =
+// token items + gaps (tickets no token holds). With -shuffle-key and
+// -shuffle-seed it also verifies a shuffled opening's seed (queue.VerifySeed)
+// and that its places are a permutation of 1..prequeue (queue.PlaceOf).
 //
 // Usage:
 //
 //	DYNAMODB_ENDPOINT=http://127.0.0.1:8000 TABLE_NAME=loadtest audit [-program ID] [-max N] [-max-gaps FRACTION]
 //	    [-shuffle-key PUBLICKEY -shuffle-seed SEED] (with -program)
 //
-// DYNAMODB_ENDPOINT points at a DynamoDB-compatible server; without it the
-// client talks to AWS with the environment's credentials and region, and a
-// Scan reads (and bills) the whole table. TABLE_NAME defaults to
-// "waiting-room" with an endpoint, as in cmd/local, and is required without.
-//
-// Exit status: 0 when every audited program passes, 1 when one has a
-// duplicated ticket, a ticket out of range, with -max-gaps too many gaps,
-// or with -shuffle-seed a seed or places that do not verify; 2 on a usage
-// error or when the table cannot be read.
+// Without DYNAMODB_ENDPOINT it scans (and bills) the table on AWS, and
+// TABLE_NAME is required; with one it defaults to "waiting-room". Gaps pass
+// unless -max-gaps. Exit status: 0 when every program passes, 1 when one
+// fails, 2 on a usage error or when the table cannot be read.
 package main
 
 import (

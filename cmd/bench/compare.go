@@ -6,6 +6,7 @@ const compareSynopsis = `Runs each -poll mode in turn (Before first) on the same
 a fresh program, and prints them side by side with the change in percent.
 ` + loadSynopsis
 
+// cmdCompare runs bench compare: a load test per -poll mode, side by side.
 func cmdCompare(ctx context.Context, args []string, e env) error {
 	return cmdLoad(ctx, loadCommand{
 		name:     "compare",

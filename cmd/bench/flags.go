@@ -26,6 +26,8 @@ type scenarioFlags struct {
 	outDir       string
 }
 
+// register defines the shared flags on fs, with the command's -timeout
+// default and the help of -timeout and -cache-ttl.
 func (s *scenarioFlags) register(fs *flag.FlagSet, timeout time.Duration, timeoutHelp, cacheTTLHelp string) {
 	s.fs = fs
 	fs.IntVar(&s.users, "users", 1000, "number of virtual users")
@@ -40,6 +42,7 @@ func (s *scenarioFlags) register(fs *flag.FlagSet, timeout time.Duration, timeou
 	fs.StringVar(&s.outDir, "out", "", "also write results.json, report.md and rps.svg (requests per second over time) into this directory")
 }
 
+// scenario checks the shared flags and returns the scenario they describe.
 func (s *scenarioFlags) scenario() (bench.Scenario, error) {
 	arr, err := bench.ParseArrival(s.arrival)
 	if err != nil {
@@ -98,6 +101,8 @@ func (s *scenarioFlags) output(e env, rep bench.Report, results []bench.Result) 
 	return nil
 }
 
+// newFlagSet returns the flag set of bench name, printing synopsis in its
+// usage.
 func newFlagSet(name, synopsis string, e env) *flag.FlagSet {
 	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -108,6 +113,8 @@ func newFlagSet(name, synopsis string, e env) *flag.FlagSet {
 	return fs
 }
 
+// parse parses args into fs; it returns flag.ErrHelp for -h and errUsage
+// for a bad flag or an argument.
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -123,6 +130,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// usageError prints err and a pointer to -h, and returns errUsage.
 func usageError(fs *flag.FlagSet, err error) error {
 	fmt.Fprintf(fs.Output(), "bench: %v\n(see bench %s -h)\n", err, strings.TrimPrefix(fs.Name(), "bench "))
 	return errUsage

@@ -36,95 +36,146 @@ type loadCommand struct {
 	oneMode bool
 }
 
-// cmdLoad runs the load test of each -poll mode in turn and prints them.
-func cmdLoad(ctx context.Context, lc loadCommand, args []string, e env) error {
-	name := lc.name
-	fs := newFlagSet(name, lc.synopsis, e)
-	var sf scenarioFlags
-	sf.register(fs, 10*time.Minute, "stop each run this long after its start, whether or not everyone was admitted",
+// loadFlags are the flags of run and compare beyond the scenario's.
+type loadFlags struct {
+	scenarioFlags
+	baseURL, adminToken, polls, prefix string
+	sampleEvery                        time.Duration
+	conns                              int
+	allowRemote                        bool
+	// existing is nil unless the command takes -program-id.
+	existing *string
+}
+
+// register defines lc's flags on fs.
+func (lf *loadFlags) register(fs *flag.FlagSet, lc loadCommand) {
+	lf.scenarioFlags.register(fs, 10*time.Minute, "stop each run this long after its start, whether or not everyone was admitted",
 		"the delay of the server's admin changes (its PROGRAM_CACHE_TTL plus a 1 s write budget): used only to predict each user's admission and place -abandon leaves within the wait")
-	baseURL := fs.String("url", "http://127.0.0.1:3000", "base URL of the waiting-room server (go run ./cmd/local)")
-	adminToken := fs.String("admin-token", "", "admin bearer secret (default $ADMIN_TOKEN)")
-	polls := fs.String("poll", lc.defPoll, lc.pollHelp)
-	prefix := fs.String("program", "bench", "prefix of the program ids the runs create (a timestamp and the mode are appended)")
-	sampleEvery := fs.Duration("sample-every", 100*time.Millisecond, "period of the admin counter reads that time admissions (for the notification delay)")
-	conns := fs.Int("conns", loadtest.DefaultConns, "maximum HTTP connections shared by the virtual users")
-	allowRemote := fs.Bool("allow-remote", false, "allow a -url that is not a loopback address (never point a load test at a server you do not own)")
-	var existing *string
+	fs.StringVar(&lf.baseURL, "url", "http://127.0.0.1:3000", "base URL of the waiting-room server (go run ./cmd/local)")
+	fs.StringVar(&lf.adminToken, "admin-token", "", "admin bearer secret (default $ADMIN_TOKEN)")
+	fs.StringVar(&lf.polls, "poll", lc.defPoll, lc.pollHelp)
+	fs.StringVar(&lf.prefix, "program", "bench", "prefix of the program ids the runs create (a timestamp and the mode are appended)")
+	fs.DurationVar(&lf.sampleEvery, "sample-every", 100*time.Millisecond, "period of the admin counter reads that time admissions (for the notification delay)")
+	fs.IntVar(&lf.conns, "conns", loadtest.DefaultConns, "maximum HTTP connections shared by the virtual users")
+	fs.BoolVar(&lf.allowRemote, "allow-remote", false, "allow a -url that is not a loopback address (never point a load test at a server you do not own)")
 	if lc.oneMode {
-		existing = fs.String("program-id", "", "fill this existing program instead of creating one: its settings and admission stay the operator's (wrctl), so -admit-rate, -rate-schedule, -abandon and -poll server:POLICY do not apply")
+		lf.existing = fs.String("program-id", "", "fill this existing program instead of creating one: its settings and admission stay the operator's (wrctl), so -admit-rate, -rate-schedule, -abandon and -poll server:POLICY do not apply")
 	}
-	if err := parse(fs, args); err != nil {
-		return err
+}
+
+// existingID returns the -program-id given, or "" when there is none.
+func (lf *loadFlags) existingID() string {
+	if lf.existing == nil {
+		return ""
 	}
-	sc, err := sf.scenario()
+	return *lf.existing
+}
+
+// loadPlan is what the parsed flags of run or compare resolve to.
+type loadPlan struct {
+	sc    bench.Scenario
+	modes []loadtest.Poll
+	token string
+}
+
+// plan checks the parsed flags and resolves them into a loadPlan; an error
+// is a usage error to report against fs.
+func (lf *loadFlags) plan(fs *flag.FlagSet, lc loadCommand, e env) (loadPlan, error) {
+	sc, err := lf.scenario()
 	if err != nil {
-		return usageError(fs, err)
+		return loadPlan{}, err
 	}
-	if existing != nil && *existing != "" {
-		if err := existingProgram(fs, *existing, sc, *polls); err != nil {
-			return usageError(fs, err)
+	if id := lf.existingID(); id != "" {
+		if err := existingProgram(fs, id, sc, lf.polls); err != nil {
+			return loadPlan{}, err
 		}
 	}
 	if sc.Timeout <= 0 {
-		return usageError(fs, errors.New("-timeout must be positive"))
+		return loadPlan{}, errors.New("-timeout must be positive")
 	}
 	var modes []loadtest.Poll
-	for p := range strings.SplitSeq(*polls, ",") {
+	for p := range strings.SplitSeq(lf.polls, ",") {
 		m, err := loadtest.ParsePoll(p)
 		if err != nil {
-			return usageError(fs, err)
+			return loadPlan{}, err
 		}
 		modes = append(modes, m)
 	}
 	if lc.oneMode && len(modes) != 1 {
-		return usageError(fs, errors.New("-poll: run takes one mode; use compare for several"))
+		return loadPlan{}, errors.New("-poll: run takes one mode; use compare for several")
 	}
-	if !*allowRemote {
-		if err := loadtest.CheckLoopback(*baseURL); err != nil {
-			return usageError(fs, err)
+	if !lf.allowRemote {
+		if err := loadtest.CheckLoopback(lf.baseURL); err != nil {
+			return loadPlan{}, err
 		}
 	}
-	token := *adminToken
+	token := lf.adminToken
 	if token == "" {
 		token = e.getenv("ADMIN_TOKEN")
 	}
 	if token == "" {
-		return usageError(fs, errors.New("an admin token is required: -admin-token or $ADMIN_TOKEN"))
+		return loadPlan{}, errors.New("an admin token is required: -admin-token or $ADMIN_TOKEN")
 	}
+	return loadPlan{sc: sc, modes: modes, token: token}, nil
+}
 
+// cmdLoad runs the load test of each -poll mode in turn and prints them.
+func cmdLoad(ctx context.Context, lc loadCommand, args []string, e env) error {
+	fs := newFlagSet(lc.name, lc.synopsis, e)
+	var lf loadFlags
+	lf.register(fs, lc)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	p, err := lf.plan(fs, lc, e)
+	if err != nil {
+		return usageError(fs, err)
+	}
+	results, err := lf.runModes(ctx, fs, lc.name, p, e)
+	if err != nil {
+		return err
+	}
+	rep := bench.Report{
+		Title:   fmt.Sprintf("Loopback %s: %s users, %s arrival, %s", lc.name, bench.Thousands(int64(p.sc.Users)), p.sc.Arrival, admission(p.sc)),
+		Command: "bench " + lc.name + " " + strings.Join(args, " "),
+	}
+	return lf.output(e, rep, results)
+}
+
+// runModes runs the load test once per mode of p, two seconds apart, and
+// returns their results in order.
+func (lf *loadFlags) runModes(ctx context.Context, fs *flag.FlagSet, name string, p loadPlan, e env) ([]bench.Result, error) {
 	stamp := time.Now().UTC().Format("20060102T150405")
+	existing := lf.existingID()
 	var results []bench.Result
-	for i, m := range modes {
+	for i, m := range p.modes {
 		if i > 0 && !loadtest.Sleep(ctx, 2*time.Second) { // let the server settle
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
-		id := programID(*prefix, stamp, m)
-		if existing != nil && *existing != "" {
-			id = *existing
+		id := programID(lf.prefix, stamp, m)
+		if existing != "" {
+			id = existing
 		} else if !queue.ValidProgramID(id) {
-			return usageError(fs, fmt.Errorf("-program %q makes the invalid program id %q", *prefix, id))
+			return nil, usageError(fs, fmt.Errorf("-program %q makes the invalid program id %q", lf.prefix, id))
 		}
 		if e.progress != nil {
-			fmt.Fprintf(e.progress, "%s: %d users on program %s, polling %s…\n", name, sc.Users, id, m)
+			fmt.Fprintf(e.progress, "%s: %d users on program %s, polling %s…\n", name, p.sc.Users, id, m)
 		}
 		r, err := loadtest.Run(ctx, loadtest.Config{
-			BaseURL: *baseURL, AdminToken: token, ProgramID: id, Existing: existing != nil && *existing != "",
-			Scenario: sc, Poll: m, SampleEvery: *sampleEvery, Conns: *conns, Progress: e.progress,
-			Seed: sf.seed, CacheTTL: sf.cacheTTL,
+			BaseURL: lf.baseURL, AdminToken: p.token, ProgramID: id, Existing: existing != "",
+			Scenario: p.sc, Poll: m, SampleEvery: lf.sampleEvery, Conns: lf.conns, Progress: e.progress,
+			Seed: lf.seed, CacheTTL: lf.cacheTTL,
 		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", m, err)
+			return nil, fmt.Errorf("%s: %w", m, err)
 		}
 		results = append(results, r)
 	}
-	rep := bench.Report{
-		Title:   fmt.Sprintf("Loopback %s: %s users, %s arrival, %s", name, bench.Thousands(int64(sc.Users)), sc.Arrival, admission(sc)),
-		Command: "bench " + name + " " + strings.Join(args, " "),
-	}
-	return sf.output(e, rep, results)
+	return results, nil
 }
 
+// programID returns a fresh program id: prefix, stamp, the mode and four
+// random hex digits.
 func programID(prefix, stamp string, m loadtest.Poll) string {
 	var b [2]byte
 	_, _ = rand.Read(b[:])

@@ -1,7 +1,7 @@
-// Command bench measures the polling load of the waiting room, Before
-// (clients polling every few seconds) and After (clients sleeping exactly
-// the retryAfterMs the server answers). Each subcommand lives in its own
-// file; run "bench COMMAND -h" for its flags, and see docs/benchmarks.md.
+// Command bench measures the waiting room's polling load: load tests over
+// HTTP (run, compare) and simulations on a virtual clock (simulate,
+// tradeoff). Run "bench COMMAND -h" for a command's flags; see
+// docs/benchmarks.md.
 package main
 
 import (
@@ -45,6 +45,7 @@ type env struct {
 	getenv   func(string) string
 }
 
+// errUsage is returned after a usage message has been printed.
 var errUsage = errors.New("usage")
 
 // command is one subcommand: its name, a line for the usage, and its
@@ -61,6 +62,7 @@ var commands = []command{
 	{"tradeoff", "simulate eta over a range of one parameter: requests per user\nagainst the p99 notify delay, as a table and a chart", cmdTradeoff},
 }
 
+// usage returns bench's usage text, listing the commands.
 func usage() string {
 	var b strings.Builder
 	b.WriteString(`Usage: bench COMMAND [flags]
@@ -78,6 +80,8 @@ Commands:
 	return b.String()
 }
 
+// run runs the command named by args[0]; it returns errUsage for a missing
+// or unknown command.
 func run(ctx context.Context, args []string, e env) error {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, usage())

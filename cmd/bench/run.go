@@ -2,6 +2,7 @@ package main
 
 import "context"
 
+// cmdRun runs bench run: one load test with one -poll mode.
 func cmdRun(ctx context.Context, args []string, e env) error {
 	return cmdLoad(ctx, loadCommand{
 		name:     "run",

@@ -36,15 +36,28 @@ each instance's clock off the true time by an offset drawn uniformly in
 [-skew, +skew] (by -seed); a list gives a column per skew, policy by policy.
 `
 
-func cmdSimulate(ctx context.Context, args []string, e env) error {
-	fs := newFlagSet("simulate", simulateSynopsis, e)
-	var sf scenarioFlags
-	sf.register(fs, 0, "virtual time after which the simulation stops (0: when everyone has seen ADMITTED or left; required when admission ends paused)",
+// simulateFlags are the flags of simulate beyond the scenario's.
+type simulateFlags struct {
+	scenarioFlags
+	policyList, tiersSpec, etaSpec string
+	prices                         bench.Prices
+	partitionModel                 bool
+	partitionLimits                string
+	instances                      int
+	opensAt                        time.Duration
+	shuffle                        bool
+	tickets, skewList              string
+}
+
+// register defines simulate's flags on fs.
+func (s *simulateFlags) register(fs *flag.FlagSet) {
+	s.scenarioFlags.register(fs, 0, "virtual time after which the simulation stops (0: when everyone has seen ADMITTED or left; required when admission ends paused)",
 		"delay of every -rate-schedule change after the first, from its offset: the server's PROGRAM_CACHE_TTL plus its 1 s admin write budget (2s at the default TTL)")
-	policyList := fs.String("policy", "fixed:3s,tiers", "comma-separated policies, the first being the baseline: fixed:DURATION, tiers or eta (default with the service: eta)")
-	tiersSpec := fs.String("tiers", polling.DefaultTiersSpec, "the bands of the tiers policy, MAXPOS:INTERVAL[+-JITTER],…,inf:INTERVAL[+-JITTER]")
-	etaSpec := fs.String("eta", "", "parameters of the eta policy over its defaults, key=value pairs such as fraction=0.8,cap=2m (see polling.ParseETA); it falls back to -tiers")
-	p := bench.DefaultPrices()
+	fs.StringVar(&s.policyList, "policy", "fixed:3s,tiers", "comma-separated policies, the first being the baseline: fixed:DURATION, tiers or eta (default with the service: eta)")
+	fs.StringVar(&s.tiersSpec, "tiers", polling.DefaultTiersSpec, "the bands of the tiers policy, MAXPOS:INTERVAL[+-JITTER],…,inf:INTERVAL[+-JITTER]")
+	fs.StringVar(&s.etaSpec, "eta", "", "parameters of the eta policy over its defaults, key=value pairs such as fraction=0.8,cap=2m (see polling.ParseETA); it falls back to -tiers")
+	s.prices = bench.DefaultPrices()
+	p := &s.prices
 	fs.Float64Var(&p.APIGatewayPerMillion, "price-apigw", p.APIGatewayPerMillion, "API Gateway HTTP API, USD per million requests")
 	fs.Float64Var(&p.LambdaRequestsPerMillion, "price-lambda-requests", p.LambdaRequestsPerMillion, "Lambda, USD per million invocations")
 	fs.Float64Var(&p.LambdaPerGBSecond, "price-lambda-gbs", p.LambdaPerGBSecond, "Lambda arm64 duration, USD per GB-second")
@@ -53,84 +66,129 @@ func cmdSimulate(ctx context.Context, args []string, e env) error {
 	fs.Float64Var(&p.DynamoReadPerMillion, "price-dynamo-read", p.DynamoReadPerMillion, "DynamoDB on-demand, USD per million read request units")
 	fs.Float64Var(&p.TokenRRUPerPoll, "token-rru", p.TokenRRUPerPoll, "read units of a poll's token read (strongly consistent, under 4 KB: 1)")
 	fs.Float64Var(&p.ProgramReadsPerPoll, "program-reads-per-poll", p.ProgramReadsPerPoll, "program reads (1 RRU each) per poll: 1 without the per-instance program cache, about 0 with it at high request rates")
-	partitionModel := fs.Bool("partition-model", false, "run the service itself on a table with DynamoDB's per-partition limits (1,000 WCU and 3,000 RCU a second per partition key)")
-	partitionLimits := fs.String("partition-limits", "", "with -partition-model: other limits, scale=F or write=W,read=R (see the local server's -partition-limits)")
-	instances := fs.Int("instances", 100, "service instances sharing the table (Lambda instances warm for the crowd), with the service")
-	opensAt := fs.Duration("opens-at", 0, "open the program this long after the start (before it, entries are taken and nobody admitted); runs the service")
-	shuffle := fs.Bool("shuffle", false, "with -opens-at: shuffle everyone who entered before the opening (shuffleAtOpen)")
-	tickets := fs.String("tickets", "shards", "with the service: shards (ticket shards above a rate) or single (every ticket from the program item, as before them)")
-	skewList := fs.String("clock-skew", "0", "comma-separated clock skews, e.g. 0,500ms: each instance's clock is off by an offset drawn uniformly in [-skew, +skew]; runs the service")
+	fs.BoolVar(&s.partitionModel, "partition-model", false, "run the service itself on a table with DynamoDB's per-partition limits (1,000 WCU and 3,000 RCU a second per partition key)")
+	fs.StringVar(&s.partitionLimits, "partition-limits", "", "with -partition-model: other limits, scale=F or write=W,read=R (see the local server's -partition-limits)")
+	fs.IntVar(&s.instances, "instances", 100, "service instances sharing the table (Lambda instances warm for the crowd), with the service")
+	fs.DurationVar(&s.opensAt, "opens-at", 0, "open the program this long after the start (before it, entries are taken and nobody admitted); runs the service")
+	fs.BoolVar(&s.shuffle, "shuffle", false, "with -opens-at: shuffle everyone who entered before the opening (shuffleAtOpen)")
+	fs.StringVar(&s.tickets, "tickets", "shards", "with the service: shards (ticket shards above a rate) or single (every ticket from the program item, as before them)")
+	fs.StringVar(&s.skewList, "clock-skew", "0", "comma-separated clock skews, e.g. 0,500ms: each instance's clock is off by an offset drawn uniformly in [-skew, +skew]; runs the service")
+}
+
+// simulatePlan is what simulate's parsed flags resolve to: one run per
+// policy and skew, each from base with its Policy and ClockSkew set.
+type simulatePlan struct {
+	base     simulate.Config
+	policies []bench.NamedPolicy
+	skews    []time.Duration
+}
+
+// plan checks the parsed flags and resolves them into a simulatePlan; an
+// error is a usage error to report against fs.
+func (s *simulateFlags) plan(fs *flag.FlagSet) (simulatePlan, error) {
+	var limits *partitionmodel.Limits
+	if s.partitionModel {
+		l, err := partitionmodel.ParseSpec(s.partitionLimits)
+		if err != nil {
+			return simulatePlan{}, err
+		}
+		limits = &l
+	} else if s.partitionLimits != "" {
+		return simulatePlan{}, errors.New("-partition-limits needs -partition-model")
+	}
+	if s.tickets != "shards" && s.tickets != "single" {
+		return simulatePlan{}, fmt.Errorf("-tickets %q: want shards or single", s.tickets)
+	}
+	if s.instances < 1 {
+		return simulatePlan{}, errors.New("-instances: at least 1")
+	}
+	skews, err := parseSkews(s.skewList)
+	if err != nil {
+		return simulatePlan{}, err
+	}
+	sc, err := s.scenario()
+	if err != nil {
+		return simulatePlan{}, err
+	}
+	service := s.partitionModel || s.opensAt != 0 || s.shuffle || s.tickets == "single" || len(skews) > 1 || skews[0] != 0
+	policies, err := s.parsePolicies(fs, service)
+	if err != nil {
+		return simulatePlan{}, err
+	}
+	if sc.Timeout == 0 && sc.Rates.Final() == 0 {
+		return simulatePlan{}, errors.New("admission ends paused (rate 0) and never admits everyone: set -timeout")
+	}
+	base := simulate.Config{Scenario: sc, Seed: s.seed, CacheTTL: s.cacheTTL, Prices: s.prices,
+		Service: service, PartitionLimits: limits, Instances: s.instances, OpensAt: s.opensAt, Shuffle: s.shuffle, SingleTickets: s.tickets == "single"}
+	return simulatePlan{base: base, policies: policies, skews: skews}, nil
+}
+
+// parsePolicies parses -tiers, -eta and -policy; with the service and no
+// -policy given, the policy is eta.
+func (s *simulateFlags) parsePolicies(fs *flag.FlagSet, service bool) ([]bench.NamedPolicy, error) {
+	tiers, err := polling.ParseTiers(s.tiersSpec)
+	if err != nil {
+		return nil, err
+	}
+	eta, err := polling.ParseETA(s.etaSpec)
+	if err != nil {
+		return nil, err
+	}
+	if service && !flagGiven(fs, "policy") {
+		// The service's crowds are a million strong: a poll every 3 s
+		// would be hundreds of millions of service calls.
+		s.policyList = "eta"
+	}
+	return bench.DefaultPolicies(tiers, eta).Parse(s.policyList)
+}
+
+// cmdSimulate runs bench simulate: one simulation per policy and skew.
+func cmdSimulate(ctx context.Context, args []string, e env) error {
+	fs := newFlagSet("simulate", simulateSynopsis, e)
+	var sf simulateFlags
+	sf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	var limits *partitionmodel.Limits
-	if *partitionModel {
-		l, err := partitionmodel.ParseSpec(*partitionLimits)
-		if err != nil {
-			return usageError(fs, err)
-		}
-		limits = &l
-	} else if *partitionLimits != "" {
-		return usageError(fs, errors.New("-partition-limits needs -partition-model"))
-	}
-	if *tickets != "shards" && *tickets != "single" {
-		return usageError(fs, fmt.Errorf("-tickets %q: want shards or single", *tickets))
-	}
-	if *instances < 1 {
-		return usageError(fs, errors.New("-instances: at least 1"))
-	}
-	skews, err := parseSkews(*skewList)
+	p, err := sf.plan(fs)
 	if err != nil {
 		return usageError(fs, err)
 	}
-	sc, err := sf.scenario()
+	p.base.Progress = e.progress
+	results, err := p.run(ctx)
 	if err != nil {
-		return usageError(fs, err)
+		return err
 	}
-	tiers, err := polling.ParseTiers(*tiersSpec)
-	if err != nil {
-		return usageError(fs, err)
-	}
-	eta, err := polling.ParseETA(*etaSpec)
-	if err != nil {
-		return usageError(fs, err)
-	}
-	service := *partitionModel || *opensAt != 0 || *shuffle || *tickets == "single" || len(skews) > 1 || skews[0] != 0
-	if service && !flagSet(fs, "policy") {
-		// The service's crowds are a million strong: a poll every 3 s
-		// would be hundreds of millions of service calls.
-		*policyList = "eta"
-	}
-	policies, err := bench.DefaultPolicies(tiers, eta).Parse(*policyList)
-	if err != nil {
-		return usageError(fs, err)
-	}
-	if sc.Timeout == 0 && sc.Rates.Final() == 0 {
-		return usageError(fs, errors.New("admission ends paused (rate 0) and never admits everyone: set -timeout"))
-	}
-	var results []bench.Result
-	for _, named := range policies {
-		for _, skew := range skews {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			pol := named
-			if len(skews) > 1 || skew != 0 {
-				pol.Name = fmt.Sprintf("%s, skew ±%v", named.Name, skew)
-			}
-			r, err := simulate.Run(simulate.Config{Scenario: sc, Policy: pol, Seed: sf.seed, CacheTTL: sf.cacheTTL, Prices: p, Progress: e.progress,
-				Service: service, PartitionLimits: limits, Instances: *instances, OpensAt: *opensAt, Shuffle: *shuffle, SingleTickets: *tickets == "single", ClockSkew: skew})
-			if err != nil {
-				return fmt.Errorf("%s: %w", pol.Name, err)
-			}
-			results = append(results, r)
-		}
-	}
+	sc := p.base.Scenario
 	rep := bench.Report{
 		Title:   fmt.Sprintf("Simulation: %s users, %s arrival, %s", bench.Thousands(int64(sc.Users)), sc.Arrival, admission(sc)),
 		Command: "bench simulate " + strings.Join(args, " "),
 	}
 	return sf.output(e, rep, results)
+}
+
+// run simulates every policy at every skew, policy by policy, and returns
+// the results in that order.
+func (p simulatePlan) run(ctx context.Context) ([]bench.Result, error) {
+	var results []bench.Result
+	for _, named := range p.policies {
+		for _, skew := range p.skews {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			cfg := p.base
+			cfg.Policy, cfg.ClockSkew = named, skew
+			if len(p.skews) > 1 || skew != 0 {
+				cfg.Policy.Name = fmt.Sprintf("%s, skew ±%v", named.Name, skew)
+			}
+			r, err := simulate.Run(cfg)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", cfg.Policy.Name, err)
+			}
+			results = append(results, r)
+		}
+	}
+	return results, nil
 }
 
 // parseSkews parses -clock-skew: comma-separated durations, none negative.
@@ -146,8 +204,8 @@ func parseSkews(list string) ([]time.Duration, error) {
 	return skews, nil
 }
 
-// flagSet reports whether flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
+// flagGiven reports whether flag name was given on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set

@@ -10,9 +10,8 @@ import (
 )
 
 // connLimit bounds the server's open connections to max: Accept waits at
-// the bound (netutil.LimitListener), and the connection that has been idle
-// longest is closed whenever a new one reaches it, so that idle keep-alives
-// cannot lock out new clients.
+// the bound, and a new connection that reaches it closes the one idle
+// longest, so idle keep-alives cannot lock out new clients.
 type connLimit struct {
 	max  int
 	mu   sync.Mutex

@@ -1,7 +1,6 @@
-// Command local serves the waiting room's HTTP API on this machine: the same
-// handlers as the Lambda functions, behind net/http, on an embedded
-// in-memory store or a DynamoDB API. For development and load tests;
-// production runs on Lambda.
+// Command local serves the waiting room's HTTP API on this machine with the
+// Lambda functions' handlers behind net/http, on an in-memory store or a
+// DynamoDB API, for development and load tests.
 package main
 
 import (
@@ -43,21 +42,35 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// localFlags are the local server's command-line flags.
+type localFlags struct {
+	addr                     string
+	demo                     string
+	demoRate                 float64
+	demoCrowd                int
+	store                    storeFlags
+	maxConns                 int
+	readTimeout, idleTimeout time.Duration
+	passKey                  string
+}
+
+// parseLocalFlags parses args; it returns flag.ErrHelp for -h and an error
+// for a flag out of range.
+func parseLocalFlags(args []string, stderr io.Writer) (localFlags, error) {
+	var f localFlags
 	fs := flag.NewFlagSet("local", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:3000", "listen address (SAM's local port by default)")
-	demo := fs.String("demo-program", "demo", "program created at start (empty: none)")
-	demoRate := fs.Float64("demo-rate", 1, "admission rate of the demo program, people per second")
-	demoCrowd := fs.Int("demo-crowd", 300, "people put in the demo program's line at start, ahead of whoever opens its page")
-	var st storeFlags
-	fs.StringVar(&st.dynamo, "dynamo", "", "start a local DynamoDB API and use it: moto (moto_server, behind a proxy that serialises its requests) or dynalite")
-	fs.BoolVar(&st.createTable, "create-table", false, "with "+config.EnvDynamoEndpoint+": create the table if it does not exist")
-	fs.StringVar(&st.partitionLimits, "partition-limits", "", "with a DynamoDB API: throttle each partition key as DynamoDB does, scale=F (AWS's 1,000 WCU and 3,000 RCU a second times F, e.g. scale=0.1) or write=W,read=R; its counts are at "+partitionStatsPath)
-	maxConns := fs.Int("max-conns", 1000, "most connections open at once; at the bound the longest idle keep-alive is closed")
-	readTimeout := fs.Duration("read-timeout", 10*time.Second, "longest time to read a request, body included (the write timeout is 10 s more)")
-	idleTimeout := fs.Duration("idle-timeout", 30*time.Second, "how long an idle keep-alive connection stays open")
-	passKey := fs.String("pass-key", "", "PEM file of the P-256 key that signs admission passes (default $"+config.EnvPassKeyFile+"; neither: a key generated at start)")
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:3000", "listen address (SAM's local port by default)")
+	fs.StringVar(&f.demo, "demo-program", "demo", "program created at start (empty: none)")
+	fs.Float64Var(&f.demoRate, "demo-rate", 1, "admission rate of the demo program, people per second")
+	fs.IntVar(&f.demoCrowd, "demo-crowd", 300, "people put in the demo program's line at start, ahead of whoever opens its page")
+	fs.StringVar(&f.store.dynamo, "dynamo", "", "start a local DynamoDB API and use it: moto (moto_server, behind a proxy that serialises its requests) or dynalite")
+	fs.BoolVar(&f.store.createTable, "create-table", false, "with "+config.EnvDynamoEndpoint+": create the table if it does not exist")
+	fs.StringVar(&f.store.partitionLimits, "partition-limits", "", "with a DynamoDB API: throttle each partition key as DynamoDB does, scale=F (AWS's 1,000 WCU and 3,000 RCU a second times F, e.g. scale=0.1) or write=W,read=R; its counts are at "+partitionStatsPath)
+	fs.IntVar(&f.maxConns, "max-conns", 1000, "most connections open at once; at the bound the longest idle keep-alive is closed")
+	fs.DurationVar(&f.readTimeout, "read-timeout", 10*time.Second, "longest time to read a request, body included (the write timeout is 10 s more)")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", 30*time.Second, "how long an idle keep-alive connection stays open")
+	fs.StringVar(&f.passKey, "pass-key", "", "PEM file of the P-256 key that signs admission passes (default $"+config.EnvPassKeyFile+"; neither: a key generated at start)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: local [flags]
 
@@ -78,27 +91,35 @@ Flags:
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if f.maxConns < 1 || f.readTimeout <= 0 || f.idleTimeout <= 0 {
+		return f, errors.New("-max-conns, -read-timeout and -idle-timeout must be positive")
+	}
+	if f.demoCrowd < 0 || f.demoCrowd > 100_000 {
+		return f, errors.New("-demo-crowd must be between 0 and 100000")
+	}
+	return f, nil
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f, err := parseLocalFlags(args, stderr)
+	if err != nil {
 		return err
-	}
-	if *maxConns < 1 || *readTimeout <= 0 || *idleTimeout <= 0 {
-		return errors.New("-max-conns, -read-timeout and -idle-timeout must be positive")
-	}
-	if *demoCrowd < 0 || *demoCrowd > 100_000 {
-		return errors.New("-demo-crowd must be between 0 and 100000")
 	}
 	cfg, err := config.FromEnv(getenv, false)
 	if err != nil {
 		return err
 	}
 	log := app.Logger(cfg, stderr)
-	if *passKey != "" {
+	if f.passKey != "" {
 		if cfg.Pass.KMSKeyID != "" {
 			return fmt.Errorf("-pass-key and %s: choose one", config.EnvPassKMSKeyID)
 		}
-		cfg.Pass.KeyFile = *passKey
+		cfg.Pass.KeyFile = f.passKey
 	}
 
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return err
 	}
@@ -112,7 +133,7 @@ Flags:
 	if err != nil {
 		return fmt.Errorf("shuffle key: %w", err)
 	}
-	a, where, model, closeStore, err := openStore(ctx, cfg, st, log, app.WithPasses(passes), app.WithShuffleKey(shuffle))
+	a, where, model, closeStore, err := openStore(ctx, cfg, f.store, log, app.WithPasses(passes), app.WithShuffleKey(shuffle))
 	if err != nil {
 		return err
 	}
@@ -121,7 +142,26 @@ Flags:
 	if err != nil {
 		return err
 	}
+	secret := adminSecret(getenv, stdout)
+	if err := f.createDemoProgram(ctx, a.Service, base); err != nil {
+		return err
+	}
 
+	conns := newConnLimit(f.maxConns)
+	// The partition model's statistics sit outside the metered API: they
+	// answer 404 without -partition-limits.
+	handler := withPartitionStats(withDemoSite(withMetrics(a, secret), demoSite), model)
+	srv := f.newServer(handler, conns, log)
+	if m, ok := a.Store.(*memstore.Store); ok {
+		go sweep(ctx, m, time.Minute)
+	}
+	f.printStartup(stdout, ln.Addr(), base, where, cfg, passes.Issuer())
+	return serve(ctx, srv, conns.listener(ln))
+}
+
+// adminSecret returns $ADMIN_TOKEN, or a random one it prints to stdout
+// when that is unset.
+func adminSecret(getenv func(string) string, stdout io.Writer) string {
 	secret := getenv(EnvAdminToken)
 	if secret == "" {
 		var b [16]byte
@@ -129,51 +169,66 @@ Flags:
 		secret = hex.EncodeToString(b[:])
 		fmt.Fprintf(stdout, "%s not set; generated admin token: %s\n", EnvAdminToken, secret)
 	}
-	if *demo != "" {
-		rate, paused := *demoRate, false
-		profile := map[string]string{"targetUrl": demosite.URL(base, *demo)}
-		maps.Copy(profile, demoProfile)
-		if _, _, err := a.Service.PutProgram(ctx, *demo, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused, Profile: profile}); err != nil {
-			return fmt.Errorf("create demo program: %w", err)
-		}
-		for range *demoCrowd {
-			if _, _, err := a.Service.Enter(ctx, *demo, queue.Entry{}); err != nil {
-				return fmt.Errorf("demo program's crowd: %w", err)
-			}
+	return secret
+}
+
+// createDemoProgram creates the -demo-program, if any, open at -demo-rate
+// with the demo site as its target, and enters -demo-crowd people in it.
+func (f localFlags) createDemoProgram(ctx context.Context, svc *queue.Service, base string) error {
+	if f.demo == "" {
+		return nil
+	}
+	rate, paused := f.demoRate, false
+	profile := map[string]string{"targetUrl": demosite.URL(base, f.demo)}
+	maps.Copy(profile, demoProfile)
+	if _, _, err := svc.PutProgram(ctx, f.demo, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused, Profile: profile}); err != nil {
+		return fmt.Errorf("create demo program: %w", err)
+	}
+	for range f.demoCrowd {
+		if _, _, err := svc.Enter(ctx, f.demo, queue.Entry{}); err != nil {
+			return fmt.Errorf("demo program's crowd: %w", err)
 		}
 	}
+	return nil
+}
 
-	conns := newConnLimit(*maxConns)
-	// The partition model's statistics sit outside the metered API: they
-	// answer 404 without -partition-limits.
-	handler := withPartitionStats(withDemoSite(withMetrics(a, secret), demoSite), model)
-	srv := &http.Server{
+// newServer returns the HTTP server of handler with the flags' timeouts,
+// its connections tracked by conns and its errors logged to log.
+func (f localFlags) newServer(handler http.Handler, conns *connLimit, log *slog.Logger) *http.Server {
+	return &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: min(5*time.Second, *readTimeout),
+		ReadHeaderTimeout: min(5*time.Second, f.readTimeout),
 		// A body that stops arriving fails to read after ReadTimeout, and
 		// the handler still has time to answer it.
-		ReadTimeout:    *readTimeout,
-		WriteTimeout:   *readTimeout + 10*time.Second,
-		IdleTimeout:    *idleTimeout,
+		ReadTimeout:    f.readTimeout,
+		WriteTimeout:   f.readTimeout + 10*time.Second,
+		IdleTimeout:    f.idleTimeout,
 		MaxHeaderBytes: 16 << 10,
 		ConnState:      conns.track,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	if m, ok := a.Store.(*memstore.Store); ok {
-		go sweep(ctx, m, time.Minute)
-	}
-	fmt.Fprintf(stdout, "waiting room listening on http://%s (store: %s; default polling policy %s, tiers %s", ln.Addr(), where, cfg.PolicyName, cfg.Tiers.Spec())
-	if *demo != "" {
-		fmt.Fprintf(stdout, "; demo program %q at %g/s, %d people in line", *demo, *demoRate, *demoCrowd)
+}
+
+// printStartup writes the start-up lines: the address, the store, the
+// polling policy, the pass keys and the demo program's URLs.
+func (f localFlags) printStartup(stdout io.Writer, addr net.Addr, base, where string, cfg config.Config, issuer string) {
+	fmt.Fprintf(stdout, "waiting room listening on http://%s (store: %s; default polling policy %s, tiers %s", addr, where, cfg.PolicyName, cfg.Tiers.Spec())
+	if f.demo != "" {
+		fmt.Fprintf(stdout, "; demo program %q at %g/s, %d people in line", f.demo, f.demoRate, f.demoCrowd)
 	}
 	fmt.Fprintln(stdout, ")")
-	fmt.Fprintf(stdout, "admission passes: iss %s, %s; keys at %s/.well-known/jwks.json\n", passes.Issuer(), passKeySource(cfg.Pass), base)
-	if *demo != "" {
-		fmt.Fprintf(stdout, "demo site: %s (targetUrl of %q)\n", demosite.URL(base, *demo), *demo)
-		fmt.Fprintf(stdout, "waiting-room page of the demo program: %s%s%s\n", base, waitpage.PathPrefix, *demo)
+	fmt.Fprintf(stdout, "admission passes: iss %s, %s; keys at %s/.well-known/jwks.json\n", issuer, passKeySource(cfg.Pass), base)
+	if f.demo != "" {
+		fmt.Fprintf(stdout, "demo site: %s (targetUrl of %q)\n", demosite.URL(base, f.demo), f.demo)
+		fmt.Fprintf(stdout, "waiting-room page of the demo program: %s%s%s\n", base, waitpage.PathPrefix, f.demo)
 	}
+}
+
+// serve runs srv on ln until it fails or ctx ends, then shuts it down
+// within 5 s.
+func serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(conns.listener(ln)) }()
+	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return err
@@ -190,9 +245,9 @@ var demoProfile = map[string]string{
 	"message":     "This is the local demo of the waiting room. Keep this page open: it shows your place and takes you in when it is your turn.",
 }
 
-// withMetrics is a's API recording into a Prometheus registry, with
-// GET /metrics serving it; scrapes are not themselves counted. Not a
-// ServeMux: one would redirect the non-canonical paths the API answers 404.
+// withMetrics returns a's API recording into a Prometheus registry that
+// GET /metrics serves (scrapes are not counted). No ServeMux: it would
+// redirect the non-canonical paths the API answers 404.
 func withMetrics(a *app.App, secret string) http.Handler {
 	sink := prom.New()
 	a.Metrics = sink
@@ -219,10 +274,9 @@ func withDemoSite(api, site http.Handler) http.Handler {
 	})
 }
 
-// baseURL is the local API's base URL on addr: http, the listening port,
-// and a loopback host when the server listens on every interface. It is
-// the passes' default iss, never taken from a request's Host header,
-// which any client can write.
+// baseURL returns the local API's base URL on addr, with a loopback host
+// when addr is unspecified. It is the passes' default iss, never taken from
+// a request's Host header.
 func baseURL(addr net.Addr) string {
 	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {

@@ -28,17 +28,15 @@ type storeFlags struct {
 	dynamo      string // "", "moto" or "dynalite": start that server
 	createTable bool
 	// partitionLimits, when set, puts DynamoDB's per-partition limits
-	// (internal/testing/partitionmodel, e.g. "scale=0.1") between the
-	// server and the DynamoDB API.
+	// (partitionmodel.ParseSpec, e.g. "scale=0.1") between the server and
+	// the DynamoDB API.
 	partitionLimits string
 }
 
-// openStore builds the App on the in-memory store, or on a DynamoDB API:
-// one it starts (-dynamo) or the one at DYNAMODB_ENDPOINT. A moto_server
-// is reached through a proxy that serialises requests, since moto does not
-// apply conditional updates atomically. It returns what it chose, for the
-// start-up line, the partition model of -partition-limits (nil without
-// it), and what to close on the way out. opts configure the App.
+// openStore builds the App with opts on the in-memory store or on a
+// DynamoDB API (started by -dynamo, or DYNAMODB_ENDPOINT's). It returns the
+// store's description, the -partition-limits model (nil without it) and a
+// function that closes what it started.
 func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.Logger, opts ...app.Option) (a *app.App, where string, model *partitionmodel.Model, stop func(), err error) {
 	stop = func() {}
 	if f.dynamo == "" && cfg.DynamoEndpoint == "" {
@@ -72,6 +70,7 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.L
 		local, err = localdynamo.Start(ctx, localdynamo.Options{Server: f.dynamo, Serialize: f.dynamo == "moto"})
 		f.createTable = true
 	case localdynamo.IsMoto(ctx, endpoint):
+		// moto's conditional updates are not atomic: serialise its requests.
 		server = "moto"
 		local, err = localdynamo.Proxy(endpoint)
 	}

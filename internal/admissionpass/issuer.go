@@ -1,9 +1,6 @@
-// Package admissionpass signs admission passes: ES256 JWTs that tell a
-// protected site that a token was admitted to a program, and until when. It
-// also publishes the JWKS that verifies them. The key is a KMSKey on AWS and
-// a LocalKey on the local server; sites verify with package passverify.
-//
-// docs/admission-pass.md describes the pass, the keys and their rotation.
+// Package admissionpass signs admission passes, ES256 JWTs saying a token
+// was admitted to a program and until when, and serves the JWKS that
+// verifies them (package passverify). docs/admission-pass.md describes them.
 package admissionpass
 
 import (
@@ -35,9 +32,8 @@ type Admission struct {
 	ExpiresAt time.Time
 }
 
-// JWKS response headers: the document is public and changes only with a
-// rotation, which JWKSMaxAge is short enough to follow (see
-// docs/admission-pass.md).
+// JWKS response headers: the document is public and cacheable for the
+// length of a key rotation's overlap.
 const (
 	JWKSMaxAge       = 5 * time.Minute
 	JWKSCacheControl = "public, max-age=300"
@@ -55,11 +51,9 @@ type Issuer struct {
 	jwks []byte // built on the first successful JWKS call
 }
 
-// NewIssuer returns an Issuer that names itself issuer (the passes' iss),
-// signs with signing, and also publishes others in its JWKS: during a
-// rotation, the next key before it signs, or the previous one while its
-// passes are valid. With an empty issuer, each pass takes the one that
-// WithIssuer put in the context of Issue.
+// NewIssuer returns an Issuer whose passes have iss issuer, signed with
+// signing; others are only published in the JWKS (keys of a rotation). With
+// an empty issuer, each pass takes the one WithIssuer put in Issue's context.
 func NewIssuer(issuer string, signing Key, others ...Key) (*Issuer, error) {
 	if signing == nil {
 		return nil, errors.New("admissionpass: no signing key")
@@ -79,9 +73,8 @@ func (i *Issuer) Issuer() string { return i.issuer }
 
 type issuerKey struct{}
 
-// WithIssuer returns a copy of ctx that names iss as the issuer of the
-// passes an Issuer built without one signs under it: the HTTP layer sets
-// the API's base URL there when no issuer is configured.
+// WithIssuer returns a copy of ctx that names iss as the issuer of passes
+// that an Issuer built without one signs under it.
 func WithIssuer(ctx context.Context, iss string) context.Context {
 	return context.WithValue(ctx, issuerKey{}, iss)
 }
@@ -92,11 +85,9 @@ type passClaims struct {
 	Ticket int64 `json:"ticket"`
 }
 
-// Issue signs a new pass for a, a compact JWS with header {alg: ES256,
-// kid, typ: JWT} and claims iss, aud (the program), sub (the token), a
-// random jti, iat and nbf (the admission), exp (the window's end) and
-// ticket. Each call makes a different pass (another jti); ctx bounds the
-// signing.
+// Issue signs a new pass for a: a compact ES256 JWS with claims iss, aud
+// (the program), sub (the token), a random jti, iat and nbf (AdmittedAt),
+// exp (ExpiresAt) and ticket. ctx bounds the signing.
 func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 	iss := i.issuer
 	if iss == "" {

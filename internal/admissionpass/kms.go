@@ -32,8 +32,7 @@ type KMSAPI interface {
 const maxRawMessage = 4096
 
 // KMSKey is an asymmetric KMS key (KeySpec ECC_NIST_P256, KeyUsage
-// SIGN_VERIFY): the private half never leaves KMS. Its public key is
-// fetched once, on first use, and kept.
+// SIGN_VERIFY). Its public key is fetched on first use and kept.
 type KMSKey struct {
 	client KMSAPI
 	keyID  string
@@ -92,10 +91,7 @@ func (k *KMSKey) SignASN1(ctx context.Context, message []byte) ([]byte, error) {
 	return out.Signature, nil
 }
 
-// The KMS client's time budget: a pass is signed inside a poll, so a slow
-// KMS must cost that poll a bounded time, and the poll must still answer
-// its own 503 before the invocation's deadline (see docs/admission-pass.md;
-// the same rule as internal/dynamostore's client).
+// The KMS client's time budget per call.
 const (
 	kmsMaxAttempts    = 3
 	kmsMaxBackoff     = 200 * time.Millisecond
@@ -105,13 +101,9 @@ const (
 	KMSDeadlineReserve = 500 * time.Millisecond
 )
 
-// NewKMSClient returns a KMS client configured from the environment (the
-// Lambda role, AWS_REGION, ...), with at most 3 attempts of 1 s each per
-// call, and every call giving up KMSDeadlineReserve before its context's
-// deadline. Build it once per cold start. A non-empty endpoint (a local
-// KMS-compatible server such as moto_server) is used instead of AWS, with
-// region us-east-1 and dummy credentials unless the environment names
-// others.
+// NewKMSClient returns a KMS client loaded by awsconfig.Load for endpoint
+// ("" for AWS), with at most 3 attempts of 1 s each per call and every call
+// giving up KMSDeadlineReserve before its context's deadline.
 func NewKMSClient(ctx context.Context, endpoint string) (*kms.Client, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer {

@@ -83,11 +83,9 @@ func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger, opt
 	return New(cfg, dynamostore.New(client, cfg.TableName, dynamostore.WithLogger(log)), log, opts...)
 }
 
-// FromEnv is the admin function's cold start: the configuration from
-// getenv (TABLE_NAME required), JSON logs to w at LOG_LEVEL, metrics as EMF
-// lines on stdout in METRICS_NAMESPACE, and the DynamoDB client, built here
-// once (at DYNAMODB_ENDPOINT when set). It signs no passes and needs no
-// KMS.
+// FromEnv builds the admin function's App from getenv (TABLE_NAME
+// required): JSON logs to w, EMF metrics on stdout and a DynamoDB client.
+// It signs no passes and needs no KMS.
 func FromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
 	cfg, err := config.FromEnv(getenv, true)
 	if err != nil {
@@ -96,19 +94,15 @@ func FromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App
 	return fromConfig(ctx, cfg, w)
 }
 
-// ErrNoPassKey is QueueFromEnv's error when PASS_KMS_KEY_ID is unset: the
-// queue function would admit people with nothing to show the site.
+// ErrNoPassKey is QueueFromEnv's error when PASS_KMS_KEY_ID is unset.
 var ErrNoPassKey = errors.New("config: " + config.EnvPassKMSKeyID + " is required: the queue function signs admission passes with that KMS key (template.yaml: PassKey)")
 
-// ErrNoShuffleKey is QueueFromEnv's error when SHUFFLE_KMS_KEY_ID is
-// unset: a shuffled opening could not draw.
+// ErrNoShuffleKey is QueueFromEnv's error when SHUFFLE_KMS_KEY_ID is unset.
 var ErrNoShuffleKey = errors.New("config: " + config.EnvShuffleKMSKeyID + " is required: the queue function seeds shuffled openings with that KMS key (template.yaml: ShuffleKey)")
 
-// QueueFromEnv is the queue function's cold start: FromEnv's, plus the
-// pass issuer on the KMS key PASS_KMS_KEY_ID (required, else
-// ErrNoPassKey; at KMS_ENDPOINT when set) and the shuffle key
-// SHUFFLE_KMS_KEY_ID (required, else ErrNoShuffleKey), whose clients are
-// built here once. Nothing is fetched from KMS yet.
+// QueueFromEnv builds the queue function's App: FromEnv's, plus the pass
+// issuer on PASS_KMS_KEY_ID (else ErrNoPassKey) and the shuffle key
+// SHUFFLE_KMS_KEY_ID (else ErrNoShuffleKey). Nothing is fetched from KMS yet.
 func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
 	cfg, err := config.FromEnv(getenv, true)
 	if err != nil {
@@ -141,11 +135,9 @@ func fromConfig(ctx context.Context, cfg config.Config, w io.Writer, opts ...Opt
 	return a, nil
 }
 
-// NewIssuer builds the issuer of admission passes that p describes: the
-// KMS key p.KMSKeyID (and p.KMSPublishedKeyID), else the PEM files
-// p.KeyFile (and p.PublishedKeyFile), else a P-256 key generated now. The
-// passes' iss is p.Issuer, else defaultIssuer, else (both empty) the base
-// URL the HTTP layer finds for each request.
+// NewIssuer returns the pass issuer p describes: on KMS keys, else on PEM
+// key files, else on a P-256 key generated now. The iss is p.Issuer, else
+// defaultIssuer, else (both empty) each request's base URL.
 func NewIssuer(ctx context.Context, p config.Pass, defaultIssuer string) (*admissionpass.Issuer, error) {
 	iss := p.Issuer
 	if iss == "" {
@@ -237,10 +229,9 @@ func (a *App) AdminHandler() http.Handler {
 // deadline every request works within, retries of the store included.
 const QueueTimeout = 5 * time.Second
 
-// LocalHandler is the local server's API, both, the admin routes behind
-// "Authorization: Bearer secret", and the waiting-room page. Each request
-// gets QueueTimeout as its deadline, as on Lambda, so that a slow store is
-// answered as it would be there.
+// LocalHandler is the local server's handler: the queue API, the admin
+// routes behind "Authorization: Bearer secret", and the page. Each request
+// gets QueueTimeout as its deadline, as on Lambda.
 func (a *App) LocalHandler(secret string) http.Handler {
 	h := withPage(a.meteredPage(), httpapi.New(a.Service, httpapi.BearerAuth(secret), a.options()...))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

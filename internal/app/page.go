@@ -69,9 +69,9 @@ func pageView(v queue.View) waitpage.View {
 	}
 }
 
-// pageError maps the queue's error codes onto the page's sentinels; any
-// other error (a store fault) stays as it is, and the page shows it as a
-// 503 that retries. The code goes to the request's metrics.
+// pageError maps the queue's error codes onto the page's sentinels and
+// notes the code in the request's metrics; any other error is returned as
+// it is (the page shows a 503 that retries).
 func pageError(ctx context.Context, err error) error {
 	var qe *queue.Error
 	if !errors.As(err, &qe) {

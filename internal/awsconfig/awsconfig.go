@@ -1,6 +1,5 @@
-// Package awsconfig is what the AWS clients of the functions share: the
-// configuration they load, local endpoints included, and the reserve every
-// call keeps before the request's deadline.
+// Package awsconfig loads the AWS configuration the functions' clients
+// share, local endpoints included, and bounds calls by their deadline.
 package awsconfig
 
 import (
@@ -15,11 +14,9 @@ import (
 	"github.com/aws/smithy-go/middleware"
 )
 
-// Load returns the AWS configuration from the environment (the Lambda
-// role, AWS_REGION, ...) with opts. For a local endpoint ("" for AWS's) the
-// region defaults to us-east-1 and, unless the environment names
-// credentials, the credentials to static dummy ones, which local servers
-// accept.
+// Load returns the AWS configuration from the environment with opts. For a
+// local endpoint ("" means AWS) the region defaults to us-east-1 and, unless
+// the environment names credentials, the credentials are static dummies.
 func Load(ctx context.Context, endpoint string, opts ...func(*config.LoadOptions) error) (aws.Config, error) {
 	if endpoint != "" && !credentialsInEnv() {
 		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
@@ -35,9 +32,8 @@ func Load(ctx context.Context, endpoint string, opts ...func(*config.LoadOptions
 }
 
 // credentialsInEnv reports whether the environment names credentials (keys,
-// a profile, a web identity) that a local endpoint should get rather than
-// dummy ones. Checking the variables avoids resolving the default chain,
-// which outside AWS waits for the instance metadata service to time out.
+// a profile, a web identity). It reads variables only: resolving the default
+// chain outside AWS waits for the instance metadata service to time out.
 func credentialsInEnv() bool {
 	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
 		if os.Getenv(v) != "" {
@@ -47,10 +43,9 @@ func credentialsInEnv() bool {
 	return false
 }
 
-// ReserveBeforeDeadline is an API option that makes every call, retries and
-// backoff included, give up reserve (at most a quarter of the time left)
-// before its context's deadline, so that the caller still has time to
-// answer.
+// ReserveBeforeDeadline is an API option that makes every call, retries
+// included, give up reserve (at most a quarter of the time left) before its
+// context's deadline, leaving the caller time to answer.
 func ReserveBeforeDeadline(reserve time.Duration) func(*middleware.Stack) error {
 	return func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("DeadlineReserve",

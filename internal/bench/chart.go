@@ -14,14 +14,12 @@ type Chart struct {
 	Title   string
 	Results []Result
 	// Smooth is the width in seconds of the centred moving average, applied
-	// twice (a triangular window), drawn bold over each thin per-second
-	// line. 0 picks max(5, duration/40) so that a herd polling in lockstep
-	// every few seconds reads as its average; 1 draws only the per-second
-	// line.
+	// twice, drawn bold over each per-second line; 0 picks
+	// max(5, duration/40), 1 draws only the per-second line.
 	Smooth int
 }
 
-// Palette of the lines, in result order: Before red, After blue, then more.
+// palette colours the lines in result order: Before red, After blue, then more.
 var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
 
 // SVG renders the chart.

@@ -51,8 +51,8 @@ type Cost struct {
 	Total          float64 `json:"total"`
 }
 
-// RRU returns the DynamoDB read units of polls polls. Enters read nothing:
-// they are one conditional update of the program and one put of the token.
+// RRU returns the DynamoDB read units of polls polls; the model counts no
+// reads for enters, which only write.
 func (p Prices) RRU(polls int64) float64 {
 	return float64(polls) * (p.TokenRRUPerPoll + p.ProgramReadsPerPoll)
 }

@@ -20,13 +20,11 @@ type NamedPolicy struct {
 type PolicyFactory func(arg string) (polling.Policy, error)
 
 // Policies maps a policy name, as the simulator's -policy spells it, to its
-// factory. It serves the simulator's flags only: the server resolves its
-// policy names (POLL_POLICY, a program's pollingPolicy) in internal/polling.
+// factory. The server resolves its names with polling.Registry instead.
 type Policies map[string]PolicyFactory
 
-// DefaultPolicies knows "fixed:DUR" (polling.Fixed), "tiers" (tiers, the
-// seed policy unless -tiers says otherwise) and "eta" (the rate-aware
-// polling.ETA, parameters from -eta, falling back to tiers).
+// DefaultPolicies returns the factories of "fixed:DUR" (polling.Fixed),
+// "tiers" (tiers) and "eta" (eta, falling back to tiers).
 func DefaultPolicies(tiers polling.Tiers, eta polling.ETA) Policies {
 	eta.Fallback = tiers
 	return Policies{

@@ -25,6 +25,9 @@ type row struct {
 	compare bool
 }
 
+// rows returns the table's rows for results: the common ones, and those of
+// leaves, clock skew, admin requests, latency and cost when any result has
+// them.
 func rows(results []Result) []row {
 	var run, sim, left, admin, skew bool
 	for _, r := range results {
@@ -34,111 +37,143 @@ func rows(results []Result) []row {
 		sim = sim || r.Cost != nil
 		left = left || r.Abandon > 0 || r.Left > 0 || r.Leaves > 0
 	}
-	integer := func(v float64) string { return Thousands(int64(math.Round(v))) }
-	dec := func(n int) func(float64) string {
-		return func(v float64) string { return strconv.FormatFloat(v, 'f', n, 64) }
+	rs := append(requestRows(left), rateRows()...)
+	if skew {
+		rs = append(rs, skewRows()...)
 	}
-	seconds := func(v float64) string { return strconv.FormatFloat(v/1000, 'f', 2, 64) + " s" }
-	always := func(f func(Result) float64) func(Result) (float64, bool) {
-		return func(r Result) (float64, bool) { return f(r), true }
+	if admin {
+		rs = append(rs,
+			row{"admin requests (the bench's own)", always(func(r Result) float64 { return float64(r.AdminRequests) }), formatInteger, false},
+			row{"admin errors", always(func(r Result) float64 { return float64(r.AdminErrors) }), formatInteger, false},
+		)
+	}
+	if run {
+		rs = append(rs, latencyRows()...)
 	}
 	notify := func(f func(Percentiles) float64) func(Result) (float64, bool) {
 		return func(r Result) (float64, bool) { return f(r.NotifyDelayMs), r.NotifyDelayMs.Count > 0 }
 	}
+	rs = append(rs,
+		row{"notify delay p50", notify(func(p Percentiles) float64 { return p.P50 }), formatSeconds, true},
+		row{"notify delay p95", notify(func(p Percentiles) float64 { return p.P95 }), formatSeconds, true},
+		row{"notify delay p99", notify(func(p Percentiles) float64 { return p.P99 }), formatSeconds, true},
+		row{"notify delay max", notify(func(p Percentiles) float64 { return p.Max }), formatSeconds, true},
+	)
+	if sim {
+		rs = append(rs, costRows()...)
+	}
+	return rs
+}
+
+// formatInteger renders v rounded, with thousands separators.
+func formatInteger(v float64) string { return Thousands(int64(math.Round(v))) }
+
+// formatDecimals returns a format with n decimals.
+func formatDecimals(n int) func(float64) string {
+	return func(v float64) string { return strconv.FormatFloat(v, 'f', n, 64) }
+}
+
+// formatSeconds renders milliseconds v as seconds with two decimals.
+func formatSeconds(v float64) string { return strconv.FormatFloat(v/1000, 'f', 2, 64) + " s" }
+
+// always returns a row value that every result has.
+func always(f func(Result) float64) func(Result) (float64, bool) {
+	return func(r Result) (float64, bool) { return f(r), true }
+}
+
+// requestRows returns the rows of users and their requests; left adds the
+// leaves.
+func requestRows(left bool) []row {
 	// "Polls per user" has two readings: GETs only, and every request of
-	// the user, the enter included (the rate-aware policy's reference).
+	// the user, the enter included.
 	requests, perUser := "requests (enter + polls)", "requests per user (enter + GETs)"
 	if left {
 		requests, perUser = "requests (enter + polls + leaves)", "requests per user (enter + GETs + DELETE)"
 	}
 	rs := []row{
-		{"users", always(func(r Result) float64 { return float64(r.Users) }), integer, false},
-		{"admitted", always(func(r Result) float64 { return float64(r.Admitted) }), integer, false},
+		{"users", always(func(r Result) float64 { return float64(r.Users) }), formatInteger, false},
+		{"admitted", always(func(r Result) float64 { return float64(r.Admitted) }), formatInteger, false},
 	}
 	if left {
-		rs = append(rs, row{"left while waiting", always(func(r Result) float64 { return float64(r.Left) }), integer, false})
+		rs = append(rs, row{"left while waiting", always(func(r Result) float64 { return float64(r.Left) }), formatInteger, false})
 	}
-	rs = append(rs,
-		row{requests, always(func(r Result) float64 { return float64(r.Requests) }), integer, true},
-		row{"polls (GET)", always(func(r Result) float64 { return float64(r.Polls) }), integer, true},
-		row{"polls per user (GETs only)", always(func(r Result) float64 { return r.PollsPerUser }), dec(2), true},
-		row{perUser, always(func(r Result) float64 { return r.RequestsPerUser }), dec(2), true},
-		row{"polls per admitted user", func(r Result) (float64, bool) { return r.PollsPerAdmitted, r.Admitted > 0 }, dec(2), true},
+	return append(rs,
+		row{requests, always(func(r Result) float64 { return float64(r.Requests) }), formatInteger, true},
+		row{"polls (GET)", always(func(r Result) float64 { return float64(r.Polls) }), formatInteger, true},
+		row{"polls per user (GETs only)", always(func(r Result) float64 { return r.PollsPerUser }), formatDecimals(2), true},
+		row{perUser, always(func(r Result) float64 { return r.RequestsPerUser }), formatDecimals(2), true},
+		row{"polls per admitted user", func(r Result) (float64, bool) { return r.PollsPerAdmitted, r.Admitted > 0 }, formatDecimals(2), true},
 	)
-	rs = append(rs, []row{
-		{"duration", always(func(r Result) float64 { return r.DurationSeconds * 1000 }), seconds, false},
-		{"avg requests/s", always(func(r Result) float64 { return r.AvgRps }), dec(1), true},
-		{"peak requests/s (1 s)", always(func(r Result) float64 { return float64(r.PeakRps) }), integer, true},
-		{"peak polls/s (1 s)", always(func(r Result) float64 { return float64(r.PeakPollRps) }), integer, true},
-		{"errors (of the requests)", always(func(r Result) float64 { return float64(r.Errors) }), integer, false},
-		{"enters/s peak (1 s)", always(func(r Result) float64 { return float64(r.EntersPerSecondPeak) }), integer, true},
-		{"throttled enters", always(func(r Result) float64 { return float64(r.ThrottledEnters) }), integer, false},
+}
+
+// rateRows returns the rows of duration, request rates, errors and order.
+func rateRows() []row {
+	return []row{
+		{"duration", always(func(r Result) float64 { return r.DurationSeconds * 1000 }), formatSeconds, false},
+		{"avg requests/s", always(func(r Result) float64 { return r.AvgRps }), formatDecimals(1), true},
+		{"peak requests/s (1 s)", always(func(r Result) float64 { return float64(r.PeakRps) }), formatInteger, true},
+		{"peak polls/s (1 s)", always(func(r Result) float64 { return float64(r.PeakPollRps) }), formatInteger, true},
+		{"errors (of the requests)", always(func(r Result) float64 { return float64(r.Errors) }), formatInteger, false},
+		{"enters/s peak (1 s)", always(func(r Result) float64 { return float64(r.EntersPerSecondPeak) }), formatInteger, true},
+		{"throttled enters", always(func(r Result) float64 { return float64(r.ThrottledEnters) }), formatInteger, false},
 		{"program item writes/s max", func(r Result) (float64, bool) {
 			if r.ProgramItemWritesPerSecondMax == nil {
 				return 0, false
 			}
 			return float64(*r.ProgramItemWritesPerSecondMax), true
-		}, integer, true},
-		{"gaps (tickets nobody holds)", always(func(r Result) float64 { return float64(r.Gaps) }), integer, false},
-		{"max inversion", always(func(r Result) float64 { return r.MaxInversionMs }), seconds, false},
-	}...)
-	if skew {
-		rs = append(rs,
-			row{"clock skew (±)", always(func(r Result) float64 { return r.ClockSkewMs }), seconds, false},
-			row{"clock offsets spread", always(func(r Result) float64 { return r.ClockSpreadMs }), seconds, false},
-			row{"duplicate tickets", always(func(r Result) float64 { return float64(r.DuplicateTickets) }), integer, false},
-			row{"tickets past issued", always(func(r Result) float64 { return float64(r.TicketsPastIssued) }), integer, false},
-			row{"status regressions", always(func(r Result) float64 { return float64(r.StatusRegressions) }), integer, false},
-			row{"max position rise", always(func(r Result) float64 { return float64(r.MaxPositionRise) }), integer, false},
-		)
+		}, formatInteger, true},
+		{"gaps (tickets nobody holds)", always(func(r Result) float64 { return float64(r.Gaps) }), formatInteger, false},
+		{"max inversion", always(func(r Result) float64 { return r.MaxInversionMs }), formatSeconds, false},
 	}
-	if admin {
-		rs = append(rs,
-			row{"admin requests (the bench's own)", always(func(r Result) float64 { return float64(r.AdminRequests) }), integer, false},
-			row{"admin errors", always(func(r Result) float64 { return float64(r.AdminErrors) }), integer, false},
-		)
+}
+
+// skewRows returns the rows of the clock-skew checks.
+func skewRows() []row {
+	return []row{
+		{"clock skew (±)", always(func(r Result) float64 { return r.ClockSkewMs }), formatSeconds, false},
+		{"clock offsets spread", always(func(r Result) float64 { return r.ClockSpreadMs }), formatSeconds, false},
+		{"duplicate tickets", always(func(r Result) float64 { return float64(r.DuplicateTickets) }), formatInteger, false},
+		{"tickets past issued", always(func(r Result) float64 { return float64(r.TicketsPastIssued) }), formatInteger, false},
+		{"status regressions", always(func(r Result) float64 { return float64(r.StatusRegressions) }), formatInteger, false},
+		{"max position rise", always(func(r Result) float64 { return float64(r.MaxPositionRise) }), formatInteger, false},
 	}
-	if run {
-		lat := func(f func(Percentiles) float64) func(Result) (float64, bool) {
-			return func(r Result) (float64, bool) {
-				if r.LatencyMs == nil || r.LatencyMs.Count == 0 {
-					return 0, false
-				}
-				return f(*r.LatencyMs), true
+}
+
+// latencyRows returns the rows of a load test's request latency.
+func latencyRows() []row {
+	lat := func(f func(Percentiles) float64) func(Result) (float64, bool) {
+		return func(r Result) (float64, bool) {
+			if r.LatencyMs == nil || r.LatencyMs.Count == 0 {
+				return 0, false
 			}
+			return f(*r.LatencyMs), true
 		}
-		ms := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " ms" }
-		rs = append(rs,
-			row{"latency p50", lat(func(p Percentiles) float64 { return p.P50 }), ms, false},
-			row{"latency p95", lat(func(p Percentiles) float64 { return p.P95 }), ms, false},
-			row{"latency p99", lat(func(p Percentiles) float64 { return p.P99 }), ms, false},
-		)
 	}
-	rs = append(rs,
-		row{"notify delay p50", notify(func(p Percentiles) float64 { return p.P50 }), seconds, true},
-		row{"notify delay p95", notify(func(p Percentiles) float64 { return p.P95 }), seconds, true},
-		row{"notify delay p99", notify(func(p Percentiles) float64 { return p.P99 }), seconds, true},
-		row{"notify delay max", notify(func(p Percentiles) float64 { return p.Max }), seconds, true},
-	)
-	if sim {
-		cost := func(f func(Cost) float64) func(Result) (float64, bool) {
-			return func(r Result) (float64, bool) {
-				if r.Cost == nil {
-					return 0, false
-				}
-				return f(*r.Cost), true
+	ms := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " ms" }
+	return []row{
+		{"latency p50", lat(func(p Percentiles) float64 { return p.P50 }), ms, false},
+		{"latency p95", lat(func(p Percentiles) float64 { return p.P95 }), ms, false},
+		{"latency p99", lat(func(p Percentiles) float64 { return p.P99 }), ms, false},
+	}
+}
+
+// costRows returns the rows of a simulation's read units and price.
+func costRows() []row {
+	cost := func(f func(Cost) float64) func(Result) (float64, bool) {
+		return func(r Result) (float64, bool) {
+			if r.Cost == nil {
+				return 0, false
 			}
+			return f(*r.Cost), true
 		}
-		usd := USD
-		rs = append(rs,
-			row{"DynamoDB read units", func(r Result) (float64, bool) { return r.DynamoRRU, r.Cost != nil }, integer, true},
-			row{"cost: API Gateway", cost(func(c Cost) float64 { return c.APIGateway }), usd, true},
-			row{"cost: Lambda", cost(func(c Cost) float64 { return c.LambdaRequests + c.LambdaDuration }), usd, true},
-			row{"cost: DynamoDB reads", cost(func(c Cost) float64 { return c.DynamoReads }), usd, true},
-			row{"cost: total", cost(func(c Cost) float64 { return c.Total }), usd, true},
-		)
 	}
-	return rs
+	return []row{
+		{"DynamoDB read units", func(r Result) (float64, bool) { return r.DynamoRRU, r.Cost != nil }, formatInteger, true},
+		{"cost: API Gateway", cost(func(c Cost) float64 { return c.APIGateway }), USD, true},
+		{"cost: Lambda", cost(func(c Cost) float64 { return c.LambdaRequests + c.LambdaDuration }), USD, true},
+		{"cost: DynamoDB reads", cost(func(c Cost) float64 { return c.DynamoReads }), USD, true},
+		{"cost: total", cost(func(c Cost) float64 { return c.Total }), USD, true},
+	}
 }
 
 // change renders the change from base to v in percent ("−83.1%").

@@ -43,8 +43,7 @@ type Result struct {
 	// PollsPerUser is Polls / Users: GETs only, the enter not counted.
 	PollsPerUser float64 `json:"pollsPerUser"`
 	// RequestsPerUser is Requests / Users: the polls plus the enter (plus
-	// the leave of those who abandon). It is what the rate-aware policy's
-	// issue calls "polls per user", whose reference counts the enter.
+	// the leave of those who abandon).
 	RequestsPerUser float64 `json:"requestsPerUser"`
 	// PollsPerAdmitted is the polls of the admitted users over their
 	// number (0 when nobody was admitted).
@@ -87,9 +86,6 @@ type Result struct {
 	// the others' tickets are estimated from their position.
 	TicketsKnown int `json:"ticketsKnown,omitempty"`
 
-	// The enter path: how fast people got a place, what the store refused,
-	// and whether the ticket order kept its promises (README, "Limits").
-	//
 	// EntersPerSecondPeak is the most enters answered with a new place in
 	// one second.
 	EntersPerSecondPeak int64 `json:"entersPerSecondPeak"`
@@ -122,8 +118,7 @@ type Result struct {
 	// last ticket: given back while held (simulate).
 	TicketsPastIssued int64 `json:"ticketsPastIssued,omitempty"`
 	// StatusRegressions counts users seen admitted whom another instance
-	// then answered otherwise (simulate, with clock skew: the instance
-	// whose clock is furthest behind asks at once).
+	// then answered otherwise (simulate, with clock skew).
 	StatusRegressions int64 `json:"statusRegressions,omitempty"`
 	// MaxPositionRise is the most a waiting user's position went up from
 	// one answer to the next (simulate).
@@ -210,11 +205,9 @@ type Entrant struct {
 	Prequeue  bool
 }
 
-// MaxInversion returns the longest time, in ms, by which an entrant
-// entered before another and has a later place (equal places are admitted
-// together). Entrants of a shuffled pre-queue are left out: their order is
-// random by design, and all of them are ahead of everyone after them. It
-// sorts es.
+// MaxInversion returns the longest time, in ms, by which an entrant entered
+// before another yet has a later place (equal places do not count), leaving
+// out a shuffled pre-queue's entrants. It sorts es.
 func MaxInversion(es []Entrant) int64 {
 	es = slices.DeleteFunc(es, func(e Entrant) bool { return e.Prequeue })
 	slices.SortFunc(es, func(a, b Entrant) int {

@@ -1,8 +1,6 @@
-// Package bench holds what the bench CLI's load test (loadtest) and
-// simulator (simulate) share: the scenario (how many users, how they arrive,
-// how fast they are admitted), the polling policies by name, the result of a
-// run with its statistics, the cost model, and the reports (text table,
-// JSON, Markdown, SVG chart).
+// Package bench holds what the bench's load test (loadtest) and simulator
+// (simulate) share: the Scenario, the policies by name, the Result of a run,
+// the cost model and the reports (table, JSON, Markdown, SVG).
 package bench
 
 import (
@@ -73,22 +71,16 @@ type RateChange struct {
 }
 
 // Schedule is the admission rate over a run: changes in ascending At, the
-// first at 0. A constant rate (the -admit-rate flag) is a one-change
-// schedule, -rate-schedule (ParseSchedule) any other. The first change is
-// the program's setting when the run starts; the load test applies the
-// later ones through the admin API at their offsets, the simulator with
-// queue.Program.Rebased (see ApplyChange), and the service makes each take
-// effect one program-cache TTL after it is made.
+// first at 0 (the program's setting when the run starts). A constant rate is
+// a one-change schedule.
 type Schedule []RateChange
 
 // ConstantRate returns the schedule of a rate that never changes.
 func ConstantRate(rate float64) Schedule { return Schedule{{At: 0, Rate: rate}} }
 
-// ParseSchedule reads a rate schedule as comma-separated OFFSET:RATE
-// changes, e.g. "0s:200,120s:100,240s:0,300s:200" (200/s, halved at 2
-// minutes, paused at 4, restarted at 5); offsets are Go durations from the
-// start of admission, ascending, the first 0s; a rate is people per second,
-// 0 (paused) or within the service's limits. The result is validated.
+// ParseSchedule reads comma-separated OFFSET:RATE changes, e.g.
+// "0s:200,120s:100,240s:0": offsets ascending from 0s, rates in people per
+// second, 0 pausing. The result is validated.
 func ParseSchedule(spec string) (Schedule, error) {
 	var s Schedule
 	for item := range strings.SplitSeq(spec, ",") {
@@ -148,13 +140,10 @@ func (s Schedule) String() string {
 	return strings.Join(parts, ",")
 }
 
-// ApplyChange returns p with change c, made at now, as the service applies
-// an admin change: the first change of a schedule is the setting the
-// program is created with and holds at once; a later one takes effect
-// delay (the program-cache TTL) after it is made (queue.Program.Rebased).
-// A rate of 0 pauses admission, keeping the rate. ok is false, and p unchanged, while an
-// earlier change is still pending: the service makes an admin wait for it,
-// so the caller tries again at a later instant.
+// ApplyChange returns p with change c made at now, as the service applies
+// an admin change: at once when first, else delay later; rate 0 pauses and
+// keeps the rate. ok is false, and p unchanged, while an earlier change is
+// still pending (the caller retries later).
 func ApplyChange(p queue.Program, now time.Time, c RateChange, first bool, delay time.Duration) (_ queue.Program, ok bool) {
 	if p.Pending(now) {
 		return p, false
@@ -181,8 +170,7 @@ type Scenario struct {
 	// while waiting, each at a random instant of its wait (see Leaving).
 	Abandon float64
 	// Timeout bounds the run from its start; 0 means until every user has
-	// seen ADMITTED or left (the simulator requires it when admission can
-	// stop).
+	// seen ADMITTED or left.
 	Timeout time.Duration
 }
 
@@ -200,13 +188,10 @@ func (sc Scenario) Validate() error {
 	return sc.Rates.Validate()
 }
 
-// Leaving draws who abandons the queue: exactly round(Abandon × Users)
-// users, a uniform sample by seed, and for each the fraction of its wait
-// after which it leaves, uniform in [0, 1). The result is indexed by user
-// (arrival order); a negative value means the user stays. nil when nobody
-// leaves. The draws are independent of the policy's jitter, so every
-// policy of a comparison loses the same people at the same point of their
-// wait.
+// Leaving draws round(Abandon × Users) users by seed and, for each, the
+// fraction of its wait in [0, 1) after which it leaves; the result is
+// indexed by arrival order, negative for users who stay, nil when nobody
+// leaves. It depends on seed only, never on a policy's jitter.
 func (sc Scenario) Leaving(seed uint64) []float64 {
 	k := int(math.Round(sc.Abandon * float64(sc.Users)))
 	if k == 0 {
@@ -230,17 +215,11 @@ func (sc Scenario) Leaving(seed uint64) []float64 {
 	return frac
 }
 
-// AdmissionTimes returns, for each ticket 1..Users (index 0 is unused),
-// the offset from the start of admission at which the serving counter
-// passes it, as the service computes it: user i takes ticket i+1 at its
-// arrival instant (queue.Program.WithTicketIssued), rate changes apply
-// through ApplyChange with delay, and -1 marks a ticket not admitted
-// before the timeout. With createdPaused the program starts paused and even
-// the first change is an admin change that waits delay, as in a load test,
-// which creates its program paused and sets the rate once the run starts.
-//
-// The simulator's own clock gives the same instants; the load test uses
-// them to place abandonment within each user's wait.
+// AdmissionTimes returns, for each ticket 1..Users (index 0 unused), the
+// offset from the start at which queue.Program admits it, user i taking
+// ticket i+1 on arrival and rate changes applied by ApplyChange with delay;
+// -1 marks a ticket not admitted before the timeout. With createdPaused even
+// the first change waits delay, as in a load test.
 func AdmissionTimes(sc Scenario, delay time.Duration, createdPaused bool) []time.Duration {
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	n := sc.Users

@@ -29,10 +29,9 @@ const (
 	// metrics (template parameter MetricsNamespace).
 	EnvMetricsNamespace = "METRICS_NAMESPACE"
 
-	// Admission passes (docs/admission-pass.md): the iss of the passes,
-	// the KMS keys that sign (queue function) and are published, the KMS
-	// endpoint of a local KMS-compatible server, and the local server's
-	// PEM key files.
+	// Admission passes (docs/admission-pass.md): their iss, the KMS keys
+	// that sign and that are only published, a local KMS endpoint, and the
+	// local server's PEM key files.
 	EnvPassIssuer            = "PASS_ISSUER"
 	EnvPassKMSKeyID          = "PASS_KMS_KEY_ID"
 	EnvPassKMSPublishedKeyID = "PASS_KMS_PUBLISHED_KEY_ID"
@@ -63,7 +62,7 @@ const (
 type Config struct {
 	// TableName is the DynamoDB table; required unless RequireTable is false.
 	TableName string
-	// Tiers is the seed polling policy (POLL_TIERS, default polling.DefaultTiersSpec).
+	// Tiers is the tiers polling policy (POLL_TIERS, default polling.DefaultTiersSpec).
 	Tiers polling.Tiers
 	// ETA is the rate-aware policy (POLL_ETA parameters over polling.DefaultETA),
 	// falling back to Tiers.

@@ -1,8 +1,7 @@
-// Package demosite is the protected site of the local server's demo: a
-// page at GET /demo-site/{programId} behind package passverify's Gate,
-// which checks admission passes against the waiting room's JWKS, fetched
-// over HTTP, exactly as a ticketing site on another origin would. Without
-// a valid pass the Gate sends people to /waiting-room/{programId}.
+// Package demosite is the local server's demo protected site: a page at
+// GET /demo-site/{programId} behind a passverify.Gate that fetches the
+// waiting room's JWKS over HTTP and sends people without a valid pass to
+// /waiting-room/{programId}.
 package demosite
 
 import (
@@ -55,10 +54,8 @@ func URL(base, programID string) string {
 }
 
 // Handler serves the demo page of every program that exists, each behind
-// its own Gate: the cookie scoped to /demo-site/{programId}, single use
-// (one MemoryGuard for all programs), and one cookie secret, made at
-// start, so that cookies die with the server as the guard's memory does.
-// No answer of it may be framed.
+// its own single-use Gate with the cookie scoped to /demo-site/{programId}.
+// Its cookie secret is made at start, so cookies die with the server.
 type Handler struct {
 	cfg    Config
 	mux    *http.ServeMux

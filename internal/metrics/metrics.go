@@ -1,10 +1,7 @@
-// Package metrics counts what the waiting room answers: the handler's
-// middleware calls Observe once per request, and a sink records it, as
-// CloudWatch Embedded Metric Format log lines on Lambda (EMF) or as
-// Prometheus metrics on the local server (package prom). Defs is the one
-// table of metric names that both sinks, the template's dashboard and its
-// alarms follow; the README (Operating an on-sale, Metrics) explains the
-// choice of dimensions.
+// Package metrics records one Request per answered HTTP request through an
+// Observer: EMF log lines on Lambda, Prometheus metrics locally (package
+// prom). Defs is the one table of metric names both sinks and template.yaml
+// follow.
 package metrics
 
 import (

@@ -9,12 +9,10 @@ import (
 
 type requestKey struct{}
 
-// Middleware observes every request next serves, once it is answered: the
-// method, the status, the time taken, the program of the path
-// ({programId}), what op says the request was, and whatever the handler
-// noted through Note. op is called after next, so that r.Pattern and
-// r.PathValue are those of the ServeMux that next is (or wraps without
-// copying the request).
+// Middleware passes obs one Request per request next answers: method,
+// status, duration, the path's {programId}, op(r) and what the handler set
+// through Note. op runs after next, so r.Pattern and r.PathValue are those
+// of next's ServeMux.
 func Middleware(obs Observer, op func(r *http.Request) Op) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -34,9 +32,8 @@ func Middleware(obs Observer, op func(r *http.Request) Op) func(http.Handler) ht
 }
 
 // Note returns the Request being recorded for ctx's request, for the
-// handler to fill in what only it knows: the error Code, TokenStatus,
-// Admitted, RetryAfter, EstimatedWait, Waiting. Outside Middleware it
-// returns a Request that nobody reads.
+// handler to fill in (Code, TokenStatus, Admitted, RetryAfter, …); outside
+// Middleware it returns a Request that nobody reads.
 func Note(ctx context.Context) *Request {
 	if r, ok := ctx.Value(requestKey{}).(*Request); ok {
 		return r

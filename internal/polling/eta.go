@@ -8,15 +8,11 @@ import (
 	"time"
 )
 
-// ETA is the rate-aware policy: it places the next poll from the estimated
-// wait instead of from the position alone. Far from admission it sleeps a
-// Fraction of the wait (bounded by Floor and Cap), so a change of pace is
-// noticed after a while, not at the end; once the wait fits in Direct it
-// comes back just after the expected admission (Lead later), so the client
-// hears at once with a single poll. Relative jitter spreads the early polls;
-// the final ones are spread by the admissions themselves, one ticket's time
-// apart. Without an estimate (paused, just created, manual admission at no
-// measurable pace) it falls back to Fallback.
+// ETA is the rate-aware policy: while the estimated wait exceeds Direct it
+// answers Fraction of the wait, shortened by jitter and kept within Floor and
+// Cap; a shorter wait is slept through to Lead plus up to Lead after it.
+// Without an estimate (Situation.Wait 0) it answers Fallback's delay, or
+// DefaultTiers' when Fallback is nil.
 type ETA struct {
 	Fraction float64       // of the wait slept while the wait exceeds Direct, in (0, 1]
 	Floor    time.Duration // shortest delay
@@ -28,7 +24,7 @@ type ETA struct {
 }
 
 // DefaultETA is the rate-aware policy with the parameters measured in
-// docs/benchmarks.md, falling back to the seed tiers.
+// docs/benchmarks.md, falling back to DefaultTiers.
 func DefaultETA() ETA {
 	return ETA{
 		Fraction: 0.65,

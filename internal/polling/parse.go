@@ -11,8 +11,7 @@ import (
 // DefaultTiersSpec is DefaultTiers in the syntax ParseTiers reads.
 const DefaultTiersSpec = "100:1s,1000:5s+-300ms,10000:15s+-500ms,inf:30s+-4s"
 
-// Limits on a tier configuration, so that a typo cannot tell clients to hammer
-// the service or to go away for a day.
+// Limits on a tier configuration and on ETA's delays.
 const (
 	MinInterval = 100 * time.Millisecond
 	MaxInterval = 10 * time.Minute

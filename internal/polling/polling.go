@@ -1,11 +1,5 @@
-// Package polling decides how long a waiting client should wait before it
-// polls again: the server-driven adaptive polling at the heart of the
-// waiting room.
-//
-// A Policy turns what the server knows about a waiting token (its position,
-// the program's admission rate) into a retry delay. Tiers is the seed policy:
-// fixed intervals by position band, each with uniform jitter so that clients
-// who entered together do not poll together.
+// Package polling chooses how long a waiting client sleeps before it polls
+// again: a Policy turns a waiting token's Situation into a retry delay.
 package polling
 
 import (
@@ -25,17 +19,13 @@ type Situation struct {
 	Wait time.Duration
 }
 
-// Policy chooses the delay before a waiting client's next poll.
-//
-// rng is the jitter source. A nil rng means the runtime's per-thread,
-// lock-free generator (the top-level math/rand/v2 functions); simulators pass
-// a seeded *rand.Rand to be deterministic.
+// Policy chooses the delay before a waiting client's next poll. rng is the
+// jitter source; nil means the top-level math/rand/v2 functions.
 type Policy interface {
 	RetryAfter(s Situation, rng *rand.Rand) time.Duration
 }
 
-// Fixed is a policy that always answers the same interval, like the
-// pre-adaptive clients that poll every few seconds whatever their place.
+// Fixed is a policy that always answers the same interval.
 type Fixed time.Duration
 
 // RetryAfter returns the fixed interval.
@@ -56,11 +46,12 @@ type Tier struct {
 	Jitter time.Duration
 }
 
-// Tiers is a policy of position bands, ordered by MaxPosition, the last one
-// unbounded. Validate it (or build it with ParseTiers) before use.
+// Tiers is a policy of position bands, each with uniform jitter, ordered by
+// MaxPosition, the last one unbounded. Validate it (or build it with
+// ParseTiers) before use.
 type Tiers []Tier
 
-// DefaultTiers is the seed policy: ≤100: 1 s; ≤1,000: 5 s ±300 ms;
+// DefaultTiers returns the default bands: ≤100: 1 s; ≤1,000: 5 s ±300 ms;
 // ≤10,000: 15 s ±500 ms; beyond: 30 s ±4 s.
 func DefaultTiers() Tiers {
 	return Tiers{
@@ -90,8 +81,7 @@ func (ts Tiers) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
 }
 
 // Jitter returns a uniform whole number of milliseconds in [-j, +j]
-// (0 when j < 1 ms), drawn from rng or, when rng is nil, from the runtime's
-// lock-free per-thread generator.
+// (0 when j < 1 ms), drawn from rng or, when rng is nil, from math/rand/v2.
 func Jitter(j time.Duration, rng *rand.Rand) time.Duration {
 	ms := j.Milliseconds()
 	if ms <= 0 {

@@ -1,9 +1,6 @@
 // Package shufflekey holds the RSA key whose signature seeds a shuffled
-// opening (see the README, "A scheduled, fair opening"): a KMSKey on AWS,
-// whose private half only the queue function's role may use, and a
-// LocalKey on the local server and in tests. Both sign with
-// RSASSA-PKCS1-v1_5 over SHA-256, which is deterministic: one message has
-// one signature, so every function instance derives the same seed.
+// opening: a KMSKey on AWS, a LocalKey locally and in tests. Both sign with
+// RSASSA-PKCS1-v1_5 over SHA-256, so one message has one signature.
 package shufflekey
 
 import (

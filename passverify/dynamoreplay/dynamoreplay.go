@@ -1,8 +1,6 @@
-// Package dynamoreplay is a passverify.ReplayGuard on DynamoDB, for a site
-// that runs on many instances: a pass is recorded by a conditional put,
-// which succeeds once per jti, and DynamoDB's TTL removes it after it
-// expires. It is apart from passverify so that sites that do not use it
-// need not import the AWS SDK.
+// Package dynamoreplay is a passverify.ReplayGuard on DynamoDB for a site
+// on many instances: one conditional put per jti, removed by TTL after the
+// pass expires.
 package dynamoreplay
 
 import (

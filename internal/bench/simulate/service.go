@@ -16,14 +16,10 @@ import (
 	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
-// Service mode: the scenario through queue.Service itself, the code the
-// Lambda functions run, on Instances instances sharing one simulated table
-// (store) and the virtual clock. Every enter is Service.Enter (with an
-// Idempotency-Key, sent again after a 503 as the load test's users do),
-// every poll Service.Poll; the ticket shards, the opening and the shuffle
-// are the service's own. With a ClockSkew each instance reads its own
-// clock, off the true time by a fixed offset. See docs/benchmarks.md, "The
-// million" and "Clock skew between instances".
+// Service mode runs the scenario through queue.Service on Instances
+// instances sharing one simulated table (store) and the virtual clock: every
+// enter is Service.Enter with an Idempotency-Key (sent again 1 s after a
+// 503), every poll Service.Poll.
 
 // serviceProgram is the simulated program's id.
 const serviceProgram = "sim"
@@ -289,9 +285,9 @@ func (s *serviceSim) answer(u int, v queue.View, polls int32) {
 	s.wheel.add(s.t, s.t+ms, waiter{ticket: int32(u + 1), polls: polls})
 }
 
-// checkAdmitted asks the instance whose clock is furthest behind, at once,
-// where user u stands, just seen admitted: a status only moves forward, so
-// it must say ADMITTED too. The check is not one of the users' requests.
+// checkAdmitted polls user u, just seen admitted, on the instance whose
+// clock is furthest behind and counts a regression unless it answers
+// ADMITTED too. The check is not counted as a user's request.
 func (s *serviceSim) checkAdmitted(u int) {
 	v, err := s.slowest.Poll(s.ctx, serviceProgram, s.users[u].token)
 	if err == nil && v.Status != queue.StatusAdmitted {
@@ -331,10 +327,9 @@ func (s *serviceSim) count(poll bool) {
 	}
 }
 
-// ticketCounts checks the users' tickets one by one against the program's
-// issued: the numbers 1..issued nobody holds, the extra holders of numbers
-// held more than once, and the holders of numbers past issued (given back
-// while held).
+// ticketCounts returns, against the program's issued count, the numbers in
+// 1..issued nobody holds, the extra holders of numbers held more than once,
+// and the holders of numbers past issued.
 func (s *serviceSim) ticketCounts(issued int64) (gaps, duplicates, past int64) {
 	holders := make([]int32, issued+1)
 	for _, us := range s.users {

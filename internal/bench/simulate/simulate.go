@@ -1,18 +1,8 @@
-// Package simulate runs the bench scenario on a virtual clock with no
-// network: every virtual user enters, then polls when the policy says,
-// until it sees ADMITTED or, if it is one of the scenario's abandoning
-// users, leaves. A million users take seconds, and a seed makes a run
-// repeatable.
-//
-// The model is the service's own: admission is a queue.Program (its
-// WithTicketIssued on every enter, Rebased on every rate change, taking
-// effect one program-cache TTL later as the service applies an admin
-// change, Admits and Situation for every answer), the retry delay is the
-// polling.Policy's RetryAfter on that Situation, as queue.Service answers a
-// poll. A user who leaves stops polling; its ticket stays a gap that the
-// serving counter passes over, as in the service. Requests take no time and
-// never fail; time advances in whole milliseconds, the resolution of the
-// service's clock and of retryAfterMs.
+// Package simulate runs a bench.Scenario on a virtual clock with no network:
+// admission is a queue.Program and the retry delay the policy's, as the
+// service computes them (or, with Config.Service, queue.Service itself).
+// Requests take no time and never fail; time advances in whole milliseconds,
+// and a seed makes a run repeatable.
 package simulate
 
 import (
@@ -46,9 +36,9 @@ type Config struct {
 	// Progress, when not nil, receives a live progress line.
 	Progress io.Writer
 
-	// Service runs the scenario through queue.Service itself (service.go),
-	// as the partition model, an opening and a shuffle need; without it
-	// the simulator steps the service's admission model alone.
+	// Service runs the scenario through queue.Service itself, as Run also
+	// does when PartitionLimits, OpensAt, Shuffle, SingleTickets or
+	// ClockSkew is set; otherwise only queue.Program is stepped.
 	Service bool
 	// PartitionLimits, with Service, puts DynamoDB's per-partition limits
 	// on the simulated table (nil: none).
@@ -60,8 +50,8 @@ type Config struct {
 	// Shuffle with shuffleAtOpen.
 	OpensAt time.Duration
 	Shuffle bool
-	// SingleTickets takes every ticket from the program item, as before
-	// ticket shards (the Before of docs/benchmarks.md).
+	// SingleTickets takes every ticket from the program item, with no
+	// ticket shards.
 	SingleTickets bool
 	// ClockSkew, with Service, sets each instance's clock off the true
 	// time by an offset drawn uniformly in [−ClockSkew, +ClockSkew] (by
@@ -254,11 +244,9 @@ func (s *sim) leave(x waiter, serving int64) {
 	s.count()
 }
 
-// planLeaves draws the abandoning users and places each one's leave at its
-// fraction of the wait, the wait running from its enter to the instant the
-// counter passes its ticket (bench.AdmissionTimes: the same model as this
-// simulation, so the same instants), or to the timeout. A user admitted at
-// its enter cannot leave.
+// planLeaves sets leaveAt: each abandoning user leaves at its drawn fraction
+// of the wait from its enter to its admission (bench.AdmissionTimes) or to
+// the timeout. A user admitted at its enter does not leave.
 func (s *sim) planLeaves() {
 	sc := s.cfg.Scenario
 	frac := sc.Leaving(s.cfg.Seed)
@@ -284,10 +272,8 @@ func (s *sim) planLeaves() {
 	}
 }
 
-// needs says how much of the polling.Situation a policy reads. Building
-// all of it (Program.Situation, with its admission-time estimate) costs
-// more than the rest of a simulated poll; a million users at a fixed 3 s
-// are 170 million polls.
+// needs says how much of the polling.Situation a policy reads, so that a
+// poll builds the costly Program.Situation only for policies that read it.
 type needs int
 
 const (
@@ -385,9 +371,8 @@ func (s *sim) result() bench.Result {
 	return r
 }
 
-// waiter is a pending poll: the user's ticket and the polls it has sent.
-// Carrying the user's state in the queue itself keeps a million users
-// cache-friendly: no per-user array is touched on a poll.
+// waiter is a pending poll: the user's ticket (negative for a pending
+// leave) and the polls it has sent.
 type waiter struct {
 	ticket int32
 	polls  int32
@@ -399,9 +384,7 @@ type wheel struct {
 	buckets [][]waiter
 	mask    int64
 	// spare holds the storage of large processed buckets, handed to the
-	// next empty bucket that receives a poll: a herd that moves from one
-	// bucket to the next every few seconds then reuses one array instead
-	// of regrowing it each time.
+	// next empty bucket that receives a poll.
 	spare [][]waiter
 }
 
@@ -433,8 +416,7 @@ func (w *wheel) take(t int64) []waiter {
 }
 
 // giveBack returns a processed bucket's storage for reuse: a small one
-// stays in its bucket, a large one goes to the spares (a few at most, so
-// that a herd of a million does not pin its memory in many buckets).
+// stays in its bucket, a large one goes to the few spares.
 func (w *wheel) giveBack(t int64, b []waiter) {
 	i := t & w.mask
 	switch {

@@ -13,19 +13,16 @@ import (
 	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
-// store is the simulated DynamoDB table: the in-memory store, every call
-// of the program item and of the shard items charged to DynamoDB's
-// per-partition model on the simulation's clock, and refused with
-// queue.ErrThrottled when the partition has no capacity left (one attempt:
-// the SDK's retries, spread over a few hundred milliseconds, are not
-// modelled). Token items each live in their own partition and are not
-// charged.
+// store is the simulated DynamoDB table: the in-memory store, with every
+// call on the program item and the shard items charged to the partition
+// model on the simulation's clock and refused with queue.ErrThrottled when
+// the partition has no capacity left. Token items are not charged.
 type store struct {
 	*memstore.Store
 	clock clock.Clock
 	model *partitionmodel.Model // nil: no limits, nothing counted
-	// programUnits caches the program item's write and read units,
-	// recomputed from its DynamoDB encoding once a second.
+	// writeU and readU are the program item's units, recomputed from its
+	// DynamoDB encoding in the second unitsAt (see units).
 	unitsAt         int64
 	writeU, readU   float64
 	programWrites   map[int64]int64 // per second, counted with or without a model
@@ -46,7 +43,8 @@ func newStore(c clock.Clock, model *partitionmodel.Model) *store {
 }
 
 // units returns the program item's write and read units (strongly
-// consistent), from its size as DynamoDB counts it.
+// consistent), from its size as DynamoDB counts it, recomputed once per
+// virtual second.
 func (s *store) units(id string) (float64, float64) {
 	sec := s.clock.Now().Unix()
 	if sec != s.unitsAt {

@@ -1,7 +1,5 @@
-// Package prom records the waiting room's metrics (metrics.Defs) in a
-// Prometheus registry and serves them in the text exposition format: the
-// local server's GET /metrics. It is a separate package so that the Lambda
-// functions, which publish through EMF, do not link the Prometheus client.
+// Package prom records metrics.Defs in a Prometheus registry and serves it
+// in the exposition format (the local server's GET /metrics).
 package prom
 
 import (

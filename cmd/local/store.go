@@ -14,7 +14,6 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/memstore"
-	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/localdynamo"
 	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
@@ -46,7 +45,7 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.L
 		// One process, one store, no per-item write limit: every ticket
 		// comes from the program item, with no ticket shards (and so no
 		// gaps from their blocks).
-		opts = append(opts, app.WithServiceOptions(queue.WithItemWriteLimit(0)))
+		opts = append(opts, app.WithItemWriteLimit(0))
 		return app.New(cfg, memstore.New(), log, opts...), "memory", nil, stop, nil
 	}
 	var limits *partitionmodel.Limits
@@ -107,7 +106,7 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.L
 	}
 	if limits != nil {
 		// Size the ticket shards for the scaled item limit.
-		opts = append(opts, app.WithServiceOptions(queue.WithItemWriteLimit(limits.WriteUnits)))
+		opts = append(opts, app.WithItemWriteLimit(limits.WriteUnits))
 	}
 	return app.NewDynamo(cfg, client, log, opts...), where, model, stop, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/shufflekey"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // App is the service over its store, with the configuration and logger it
@@ -41,6 +42,8 @@ type App struct {
 	Metrics metrics.Observer
 	// serviceOpts are extra options of the service (WithServiceOptions).
 	serviceOpts []queue.Option
+	// itemWriteUnits sizes the ticket shards (WithItemWriteLimit).
+	itemWriteUnits float64
 }
 
 // Option configures New.
@@ -56,19 +59,27 @@ func WithShuffleKey(key queue.ShuffleKey) Option {
 }
 
 // WithServiceOptions passes opts on to the queue service, after the ones
-// the configuration sets (the local server's scaled item write limit).
+// the configuration sets.
 func WithServiceOptions(opts ...queue.Option) Option {
 	return func(a *App) { a.serviceOpts = append(a.serviceOpts, opts...) }
 }
 
+// WithItemWriteLimit sizes the ticket shards for a store whose items each
+// take units write units a second (default tickets.DefaultItemWriteUnits,
+// DynamoDB's); 0 takes every ticket from the program item.
+func WithItemWriteLimit(units float64) Option { return func(a *App) { a.itemWriteUnits = units } }
+
 // New builds the service over store as cfg describes: the default and named
 // polling policies, the program cache, and the pass issuer if given.
 func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...Option) *App {
-	a := &App{Config: cfg, Log: log, Store: store, Metrics: metrics.Discard}
+	a := &App{Config: cfg, Log: log, Store: store, Metrics: metrics.Discard, itemWriteUnits: tickets.DefaultItemWriteUnits}
 	for _, o := range opts {
 		o(a)
 	}
 	sopts := []queue.Option{queue.WithPolicies(cfg.Policies), queue.WithProgramCache(cfg.ProgramCacheTTL), queue.WithLogger(log)}
+	if ts, ok := store.(tickets.Store); ok && a.itemWriteUnits > 0 {
+		sopts = append(sopts, queue.WithTickets(tickets.New(ts, tickets.WithItemWriteLimit(a.itemWriteUnits), tickets.WithLogger(log))))
+	}
 	if a.Passes != nil {
 		sopts = append(sopts, queue.WithPassSigner(Signer(a.Passes)))
 	}

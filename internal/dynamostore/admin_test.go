@@ -21,6 +21,7 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/faultinject"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // adminRig is a store with the client's production retries and timeouts,
@@ -225,7 +226,7 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 // repeated as wrctl does.
 func TestAdminChangesGetThroughFlood(t *testing.T) {
 	r := newAdminRig(t)
-	svc := queue.NewService(r.store, polling.DefaultTiers(), queue.WithProgramCache(time.Second))
+	svc := queue.NewService(r.store, polling.DefaultTiers(), queue.WithProgramCache(time.Second), queue.WithTickets(tickets.New(r.store)))
 	rate := 1.0 // slow: the queue never drains, so every change is scheduled
 	if _, _, err := svc.PutProgram(t.Context(), "gala", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // Sizes: the test server takes about 75 writes a second; 8 people for a few
@@ -129,7 +130,7 @@ func (g givingBack) ReturnTickets(ctx context.Context, p queue.Program, from int
 
 // testConcurrency runs the workers on instances sharing the table; with
 // writeUnits > 0 the instances size their ticket shards for items of that
-// write limit (queue.WithItemWriteLimit), else take every ticket from the
+// write limit (tickets.WithItemWriteLimit), else take every ticket from the
 // program item; with bursts, enters come in bursts (burstPeriod).
 func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts bool) {
 	endpoint := dynamotest.Endpoint(t)
@@ -152,8 +153,9 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 		if i == 0 {
 			client, table = c, dynamotest.NewTable(t, c)
 		}
-		svcs[i] = queue.NewService(givingBack{dynamostore.New(c, table), &returned}, polling.DefaultTiers(),
-			queue.WithProgramCache(time.Second), queue.WithClock(clk), queue.WithItemWriteLimit(writeUnits))
+		store := givingBack{dynamostore.New(c, table), &returned}
+		svcs[i] = queue.NewService(store, polling.DefaultTiers(), queue.WithProgramCache(time.Second), queue.WithClock(clk),
+			queue.WithTickets(tickets.New(store, tickets.WithItemWriteLimit(writeUnits), tickets.WithClock(clk))))
 	}
 	rate, paused := 4.0, false
 	if bursts {

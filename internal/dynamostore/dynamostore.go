@@ -21,6 +21,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // Store is a queue.Store on one DynamoDB table, safe for concurrent use.
@@ -48,7 +49,7 @@ func WithLogger(l *slog.Logger) Option {
 
 var (
 	_ queue.Store         = (*Store)(nil)
-	_ queue.TicketStore   = (*Store)(nil)
+	_ tickets.Store       = (*Store)(nil)
 	_ queue.PrequeueStore = (*Store)(nil)
 	_ queue.ScheduleStore = (*Store)(nil)
 )
@@ -401,7 +402,7 @@ func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time
 	return s.IssueTickets(ctx, programID, now, 1)
 }
 
-// IssueTickets implements queue.TicketStore: IssueTicket's writes for a
+// IssueTickets implements tickets.Store: IssueTicket's writes for a
 // block of n tickets (blockSteps), each conditioned on the time per ticket
 // the store last saw for the program (read first if it never saw it).
 func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (queue.Program, error) {

@@ -38,6 +38,7 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/faultinject"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // hangBound is how long a request may take, whatever the store does, when
@@ -74,7 +75,8 @@ func newFaultRig(t *testing.T, opts ...queue.Option) *faultRig {
 	table := dynamotest.NewTable(t, client)
 	// Cleanups run last first: the faults stop before the table is deleted.
 	t.Cleanup(func() { ft.SetRules() })
-	svc := queue.NewService(dynamostore.New(client, table), polling.DefaultTiers(), opts...)
+	store := dynamostore.New(client, table)
+	svc := queue.NewService(store, polling.DefaultTiers(), append([]queue.Option{queue.WithTickets(tickets.New(store))}, opts...)...)
 	h := httpapi.Lambda(httpapi.New(svc, httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
 	return &faultRig{ft: ft, client: client, table: table, svc: svc, h: h}
 }
@@ -316,7 +318,7 @@ func TestFaultsUnknownProgramThrottled(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b != (queue.Shard{}) {
+			if b != (tickets.Shard{}) {
 				t.Errorf("enter %s left shard %d: %+v; want no item", id, i, b)
 			}
 		}
@@ -594,7 +596,8 @@ func (r *faultRig) instance(t *testing.T, opts ...queue.Option) *queue.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return queue.NewService(dynamostore.New(client, r.table), polling.DefaultTiers(), opts...)
+	store := dynamostore.New(client, r.table)
+	return queue.NewService(store, polling.DefaultTiers(), append([]queue.Option{queue.WithTickets(tickets.New(store))}, opts...)...)
 }
 
 // TestFaultsSlowAdminWrite: an admin change is stored only when its
@@ -683,8 +686,9 @@ func TestFaultsShardAnswersLost(t *testing.T) {
 				so.MaxAttempts, so.MaxBackoff, so.RateLimiter = dynamostore.DefaultMaxAttempts, dynamostore.DefaultMaxBackoff, ratelimit.None
 			})
 		})
-		svcs[i] = queue.NewService(givingBack{dynamostore.New(client, r.table, dynamostore.WithLogger(quiet)), &returned}, polling.DefaultTiers(),
-			queue.WithProgramCache(time.Second), queue.WithItemWriteLimit(20), queue.WithLogger(quiet))
+		store := givingBack{dynamostore.New(client, r.table, dynamostore.WithLogger(quiet)), &returned}
+		svcs[i] = queue.NewService(store, polling.DefaultTiers(), queue.WithProgramCache(time.Second), queue.WithLogger(quiet),
+			queue.WithTickets(tickets.New(store, tickets.WithItemWriteLimit(20), tickets.WithLogger(quiet))))
 	}
 	a, b := svcs[0], svcs[1]
 	kinds := []struct{ name, body string }{
@@ -783,12 +787,12 @@ func TestFaultsShardAnswersLost(t *testing.T) {
 		// A crowd on a; once its blocks are stale, a few on b, who
 		// refill the shards, then a few on a, who take from b's blocks.
 		enter(a, 4, len(tokens)+30)
-		time.Sleep(queue.BlockLifetime + 100*time.Millisecond)
+		time.Sleep(tickets.BlockLifetime + 100*time.Millisecond)
 		enter(b, 1, len(tokens)+5)
 		enter(a, 1, len(tokens)+5)
 		// Quiet: polls make the instances trim their stale blocks and
 		// give back what nobody took.
-		time.Sleep(queue.BlockLifetime + 300*time.Millisecond)
+		time.Sleep(tickets.BlockLifetime + 300*time.Millisecond)
 		for round := range 5 {
 			for i, tok := range tokens {
 				if _, err := svcs[(i+round)%len(svcs)].Poll(t.Context(), "lost", tok); err != nil && queue.ErrorKind(err) != queue.KindUnavailable {
@@ -814,7 +818,7 @@ func TestShardWritesAnswerLost(t *testing.T) {
 	s := dynamostore.New(r.client, r.table)
 	ctx := t.Context()
 	now := time.Now()
-	fresh := now.Add(-queue.BlockLifetime)
+	fresh := now.Add(-tickets.BlockLifetime)
 	lose := func(body string) {
 		r.ft.SetRules(faultinject.Rule{Op: "UpdateItem", BodyContains: body, FirstOnly: true, Action: faultinject.DropResponse})
 	}
@@ -833,7 +837,7 @@ func TestShardWritesAnswerLost(t *testing.T) {
 		t.Fatalf("ClaimShard: %v %v", ok, err)
 	}
 	lose(`"claimMs"`)
-	ok, err := s.FillShard(ctx, "once", 0, "c", now, queue.Shard{Start: 1, Next: 1, End: 10, ReservedAt: now})
+	ok, err := s.FillShard(ctx, "once", 0, "c", now, tickets.Shard{Start: 1, Next: 1, End: 10, ReservedAt: now})
 	checkLost("fill")
 	if err != nil || !ok {
 		t.Fatalf("FillShard: %v %v, want true (applied)", ok, err)
@@ -845,7 +849,7 @@ func TestShardWritesAnswerLost(t *testing.T) {
 		t.Fatalf("TakeShardTickets: %+v %v %v, want 1..3, next 4 (the numbers the lost answer carried)", run, ok, err)
 	}
 	lose(`"start"`)
-	trimmed, ok, err := s.TrimShard(ctx, "once", 0, 1, now, queue.Run{})
+	trimmed, ok, err := s.TrimShard(ctx, "once", 0, 1, now, tickets.Run{})
 	checkLost("trim")
 	if err != nil || !ok || trimmed.First != 4 || trimmed.Last != 10 {
 		t.Fatalf("TrimShard: %+v %v %v, want 4..10 retired", trimmed, ok, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // The ticket shards of a program: one item each, SHARD#<programId>#<i>,
@@ -44,8 +45,8 @@ type shardItem struct {
 	TrimEnd  int64  `dynamodbav:"trimEnd"`
 }
 
-func (it shardItem) shard() queue.Shard {
-	return queue.Shard{
+func (it shardItem) shard() tickets.Shard {
+	return tickets.Shard{
 		Start: it.Start, Next: it.Next, End: it.End,
 		ReservedAt: fromUnixMs(it.ReservedAtMs), Takes: it.Takes,
 		Claim: it.ClaimID, ClaimedAt: fromUnixMs(it.ClaimMs),
@@ -150,13 +151,13 @@ func (s *Store) lost(ctx context.Context, op, programID string, i int) {
 		slog.String("op", op), slog.String("programId", programID), slog.Int("shard", i))
 }
 
-// TakeShardTickets implements queue.TicketStore: one conditional
+// TakeShardTickets implements tickets.Store: one conditional
 // UpdateItem, SET next = next + m, takes = takes + 1 if the block is fresh
 // and not used up (next may pass end: those numbers are nobody's), which
 // records the take's id and the next number before it. A retry whose first
 // attempt was applied finds its id and answers the same numbers; when
 // another take came between, the first attempt's numbers are gaps (logged).
-func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (queue.Run, bool, error) {
+func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
 	id := queue.NewTokenID()
 	cond := shNext.LessThanEqual(shEnd).And(shReserved.GreaterThanEqual(expression.Value(notBefore.UnixMilli()))).And(notMine(shTakeID, id))
 	// takeFrom is set before next: servers that apply the actions in
@@ -165,23 +166,23 @@ func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, n
 		Set(shNext, shNext.Plus(expression.Value(m))).Set(shTakes, shTakes.Plus(expression.Value(1)))
 	it, w, err := s.shardUpdate(ctx, "take shard tickets", programID, i, cond, upd, types.ReturnValueAllNew)
 	if err != nil {
-		return queue.Run{}, false, err
+		return tickets.Run{}, false, err
 	}
 	if w.retried && (w.ok || it.TakeID != id) {
 		// The earlier attempt took nothing, or numbers nobody holds now.
 		s.lost(ctx, "take shard tickets", programID, i)
 	}
 	if !w.ok && it.TakeID != id {
-		return queue.Run{}, false, nil
+		return tickets.Run{}, false, nil
 	}
-	return queue.Run{First: it.TakeFrom, Last: min(it.TakeFrom+m-1, it.End), ReservedAt: fromUnixMs(it.ReservedAtMs), Block: it.Start, After: it.TakeFrom + m}, true, nil
+	return tickets.Run{First: it.TakeFrom, Last: min(it.TakeFrom+m-1, it.End), ReservedAt: fromUnixMs(it.ReservedAtMs), Block: it.Start, After: it.TakeFrom + m}, true, nil
 }
 
-// ClaimShard implements queue.TicketStore: one conditional UpdateItem that
+// ClaimShard implements tickets.Store: one conditional UpdateItem that
 // sets the claim (creating the item if need be) and answers the item as it
 // was. A retry whose first attempt was applied claims again (the same
 // claim may).
-func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim string, now, notBefore, claimNotBefore time.Time) (queue.Shard, bool, error) {
+func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim string, now, notBefore, claimNotBefore time.Time) (tickets.Shard, bool, error) {
 	unusable := expression.Or(expression.AttributeNotExists(shEnd), shNext.GreaterThan(shEnd), shReserved.LessThan(expression.Value(notBefore.UnixMilli())))
 	free := expression.Or(expression.AttributeNotExists(shClaimMs), shClaimMs.LessThan(expression.Value(claimNotBefore.UnixMilli())), shClaimID.Equal(expression.Value(claim)))
 	upd := expression.Set(shClaimID, expression.Value(claim)).
@@ -190,17 +191,17 @@ func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim s
 		Set(expression.Name("shard"), expression.Value(i))
 	it, w, err := s.shardUpdate(ctx, "claim shard", programID, i, unusable.And(free), upd, types.ReturnValueAllOld)
 	if err != nil || !w.ok {
-		return queue.Shard{}, false, err
+		return tickets.Shard{}, false, err
 	}
 	return it.shard(), true, nil
 }
 
-// FillShard implements queue.TicketStore: one UpdateItem conditioned on
+// FillShard implements tickets.Store: one UpdateItem conditioned on
 // the claim, which it clears (claimMs 0), so that it never applies twice.
 // A retry whose first attempt was applied finds the block under the claim
 // and answers true; if the item no longer shows whether it was, the error
 // says so (the caller must count the block as maybe filled).
-func (s *Store) FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, b queue.Shard) (bool, error) {
+func (s *Store) FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, b tickets.Shard) (bool, error) {
 	cond := shClaimID.Equal(expression.Value(claim)).And(shClaimMs.Equal(expression.Value(claimedAt.UnixMilli())))
 	upd := expression.Set(shStart, expression.Value(b.Start)).
 		Set(shNext, expression.Value(b.Next)).
@@ -220,15 +221,15 @@ func (s *Store) FillShard(ctx context.Context, programID string, i int, claim st
 	return false, nil
 }
 
-// TrimShard implements queue.TicketStore: with back, one conditional
+// TrimShard implements tickets.Store: with back, one conditional
 // UpdateItem that takes back's numbers back (SET next = back.First, end =
 // back.First - 1 if next is still back.After); without it, or when that
 // condition fails, one that ends the block (SET end = next - 1 if next ≤
 // end). Each records its id and the end before it, by which a retry whose
 // first attempt was applied answers the same numbers.
-func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back queue.Run) (queue.Run, bool, error) {
+func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back tickets.Run) (tickets.Run, bool, error) {
 	block := shStart.Equal(expression.Value(start)).And(shReserved.Equal(expression.Value(reservedAt.UnixMilli())))
-	trim := func(cond expression.ConditionBuilder, next expression.OperandBuilder) (queue.Run, bool, error) {
+	trim := func(cond expression.ConditionBuilder, next expression.OperandBuilder) (tickets.Run, bool, error) {
 		id := queue.NewTokenID()
 		// trimEnd is set before end: servers that apply the actions in
 		// order then read end before it changes too.
@@ -239,14 +240,14 @@ func (s *Store) TrimShard(ctx context.Context, programID string, i int, start in
 		it, w, err := s.shardUpdate(ctx, "trim shard", programID, i, cond.And(notMine(shTrimID, id)), upd, types.ReturnValueAllNew)
 		switch {
 		case err != nil:
-			return queue.Run{}, false, err
+			return tickets.Run{}, false, err
 		case !w.ok && (it.TrimID != id || !it.isBlock(start, reservedAt)):
 			if w.retried {
 				s.lost(ctx, "trim shard", programID, i)
 			}
-			return queue.Run{}, false, nil
+			return tickets.Run{}, false, nil
 		}
-		return queue.Run{First: it.Next, Last: it.TrimEnd, ReservedAt: fromUnixMs(it.ReservedAtMs)}, true, nil
+		return tickets.Run{First: it.Next, Last: it.TrimEnd, ReservedAt: fromUnixMs(it.ReservedAtMs)}, true, nil
 	}
 	if back.First > 0 && back.First <= back.Last {
 		r, ok, err := trim(block.And(shNext.Equal(expression.Value(back.After))), expression.Value(back.First-1))
@@ -254,11 +255,11 @@ func (s *Store) TrimShard(ctx context.Context, programID string, i int, start in
 			return r, ok, err
 		}
 	}
-	back = queue.Run{}
+	back = tickets.Run{}
 	return trim(block.And(shNext.LessThanEqual(shEnd)), shNext.Minus(expression.Value(1)))
 }
 
-// ReturnTickets implements queue.TicketStore: one UpdateItem of the
+// ReturnTickets implements tickets.Store: one UpdateItem of the
 // program item conditioned on its version, issued and pre-queue state
 // (the version it bumps makes a repeated call fail). It records its id,
 // by which a retry whose first attempt was applied answers true; if the
@@ -311,7 +312,7 @@ func (s *Store) programUpdate(ctx context.Context, op, programID string, cond ex
 	return w.ok, nil
 }
 
-// SetShards implements queue.TicketStore: one conditional UpdateItem of the
+// SetShards implements tickets.Store: one conditional UpdateItem of the
 // program's shards attribute (absent reads as 0); when it fails, true if
 // the count is k already (a retry whose first attempt was applied).
 func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (bool, error) {
@@ -338,14 +339,14 @@ func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (b
 
 // GetShard reads shard i of programID (strongly consistent); the zero
 // Shard when it does not exist. For tests and audits.
-func (s *Store) GetShard(ctx context.Context, programID string, i int) (queue.Shard, error) {
+func (s *Store) GetShard(ctx context.Context, programID string, i int) (tickets.Shard, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: shardKey(programID, i), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return queue.Shard{}, fmt.Errorf("dynamostore: get shard: %w", err)
+		return tickets.Shard{}, fmt.Errorf("dynamostore: get shard: %w", err)
 	}
 	var it shardItem
 	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
-		return queue.Shard{}, fmt.Errorf("dynamostore: get shard: %w", err)
+		return tickets.Shard{}, fmt.Errorf("dynamostore: get shard: %w", err)
 	}
 	return it.shard(), nil
 }

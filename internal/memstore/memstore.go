@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // Store is an in-memory queue.Store, safe for concurrent use.
@@ -16,7 +17,7 @@ type Store struct {
 	mu       sync.Mutex
 	programs map[string]queue.Program
 	tokens   map[string]queue.Token
-	shards   map[shardKey]queue.Shard
+	shards   map[shardKey]tickets.Shard
 	// changeIssued holds, per program, the tickets issued when its
 	// scheduled change landed, until MoveDrain has moved the drain
 	// instant accordingly (dynamostore's changeIssued attribute).
@@ -30,14 +31,14 @@ type shardKey struct {
 
 var (
 	_ queue.Store         = (*Store)(nil)
-	_ queue.TicketStore   = (*Store)(nil)
+	_ tickets.Store       = (*Store)(nil)
 	_ queue.PrequeueStore = (*Store)(nil)
 	_ queue.ScheduleStore = (*Store)(nil)
 )
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]queue.Shard), changeIssued: make(map[string]int64)}
+	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]tickets.Shard), changeIssued: make(map[string]int64)}
 }
 
 // CreateProgram implements queue.Store.
@@ -137,7 +138,7 @@ func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time
 	return s.IssueTickets(ctx, programID, now, 1)
 }
 
-// IssueTickets implements queue.TicketStore.
+// IssueTickets implements tickets.Store.
 func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (queue.Program, error) {
 	if err := ctx.Err(); err != nil {
 		return queue.Program{}, err
@@ -172,29 +173,29 @@ func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time
 	return p, nil
 }
 
-// TakeShardTickets implements queue.TicketStore.
-func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (queue.Run, bool, error) {
+// TakeShardTickets implements tickets.Store.
+func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return queue.Run{}, false, err
+		return tickets.Run{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := shardKey{programID, i}
 	b, ok := s.shards[k]
 	if !ok || b.Next > b.End || b.ReservedAt.Before(notBefore.Truncate(time.Millisecond)) {
-		return queue.Run{}, false, nil
+		return tickets.Run{}, false, nil
 	}
-	r := queue.Run{First: b.Next, Last: min(b.Next+m-1, b.End), ReservedAt: b.ReservedAt, Block: b.Start, After: b.Next + m}
+	r := tickets.Run{First: b.Next, Last: min(b.Next+m-1, b.End), ReservedAt: b.ReservedAt, Block: b.Start, After: b.Next + m}
 	b.Next += m
 	b.Takes++
 	s.shards[k] = b
 	return r, true, nil
 }
 
-// ClaimShard implements queue.TicketStore.
-func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim string, now, notBefore, claimNotBefore time.Time) (queue.Shard, bool, error) {
+// ClaimShard implements tickets.Store.
+func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim string, now, notBefore, claimNotBefore time.Time) (tickets.Shard, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return queue.Shard{}, false, err
+		return tickets.Shard{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -203,7 +204,7 @@ func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim s
 	usable := exists && b.Next <= b.End && !b.ReservedAt.Before(notBefore.Truncate(time.Millisecond))
 	taken := b.Claim != "" && b.Claim != claim && !b.ClaimedAt.Before(claimNotBefore.Truncate(time.Millisecond))
 	if usable || taken {
-		return queue.Shard{}, false, nil
+		return tickets.Shard{}, false, nil
 	}
 	old := b
 	b.Claim, b.ClaimedAt = claim, now.Truncate(time.Millisecond)
@@ -211,8 +212,8 @@ func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim s
 	return old, true, nil
 }
 
-// FillShard implements queue.TicketStore.
-func (s *Store) FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, f queue.Shard) (bool, error) {
+// FillShard implements tickets.Store.
+func (s *Store) FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, f tickets.Shard) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -226,11 +227,11 @@ func (s *Store) FillShard(ctx context.Context, programID string, i int, claim st
 	if b.Claim != claim || !b.ClaimedAt.Equal(claimedAt.Truncate(time.Millisecond)) {
 		return false, nil
 	}
-	s.shards[k] = queue.Shard{Start: f.Start, Next: f.Next, End: f.End, ReservedAt: f.ReservedAt.Truncate(time.Millisecond), Claim: claim}
+	s.shards[k] = tickets.Shard{Start: f.Start, Next: f.Next, End: f.End, ReservedAt: f.ReservedAt.Truncate(time.Millisecond), Claim: claim}
 	return true, nil
 }
 
-// SetShards implements queue.TicketStore.
+// SetShards implements tickets.Store.
 func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -246,30 +247,30 @@ func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (b
 	return true, nil
 }
 
-// TrimShard implements queue.TicketStore.
-func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back queue.Run) (queue.Run, bool, error) {
+// TrimShard implements tickets.Store.
+func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back tickets.Run) (tickets.Run, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return queue.Run{}, false, err
+		return tickets.Run{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := shardKey{programID, i}
 	b, ok := s.shards[k]
 	if !ok || b.End == 0 || b.Start != start || !b.ReservedAt.Equal(reservedAt.Truncate(time.Millisecond)) {
-		return queue.Run{}, false, nil
+		return tickets.Run{}, false, nil
 	}
 	if back.First <= back.Last && back.First > 0 && b.Next == back.After {
 		b.Next = back.First
 	} else if b.Next > b.End {
-		return queue.Run{}, false, nil
+		return tickets.Run{}, false, nil
 	}
-	r := queue.Run{First: b.Next, Last: b.End, ReservedAt: b.ReservedAt}
+	r := tickets.Run{First: b.Next, Last: b.End, ReservedAt: b.ReservedAt}
 	b.End = b.Next - 1
 	s.shards[k] = b
 	return r, true, nil
 }
 
-// ReturnTickets implements queue.TicketStore.
+// ReturnTickets implements tickets.Store.
 func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -286,7 +287,7 @@ func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) 
 }
 
 // Shard returns shard i of programID as stored (for tests and audits).
-func (s *Store) Shard(programID string, i int) queue.Shard {
+func (s *Store) Shard(programID string, i int) tickets.Shard {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.shards[shardKey{programID, i}]

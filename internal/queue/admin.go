@@ -353,7 +353,7 @@ func (s *Service) moveDrain(ctx context.Context, ss ScheduleStore, p Program, is
 			return nil
 		}
 	}
-	s.tickets.logger().LogAttrs(ctx, slog.LevelError, "admin change stored, its drain instant not moved",
+	s.logger().LogAttrs(ctx, slog.LevelError, "admin change stored, its drain instant not moved",
 		slog.String("programId", p.ID), slog.Int64("version", p.Version), slog.Int64("ticketsEarly", issued-p.Issued), slog.String("error", err.Error()))
 	return fmt.Errorf("the change is stored, its drain instant not moved: %w", err)
 }

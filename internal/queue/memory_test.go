@@ -1,9 +1,7 @@
 package queue_test
 
 import (
-	"context"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -26,16 +24,16 @@ func enterUnknown(t *testing.T, svc *queue.Service, first, n int) {
 }
 
 // TestUnknownProgramsLeaveNoState: enters to program ids that do not exist
-// leave no per-program state behind (the ticket shards' bookkeeping and
-// the program cache), and the state of a program that exists is dropped
-// once it has been idle past its use.
+// leave nothing in the program cache, and a program that exists is
+// dropped from it once it has been idle past its use (the ticket shards'
+// state: tickets.TestUnknownProgramsLeaveNoState).
 func TestUnknownProgramsLeaveNoState(t *testing.T) {
 	ctx := t.Context()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clk), queue.WithProgramCache(time.Second))
 	enterUnknown(t, svc, 0, 10_000)
-	if tickets, cached := svc.ProgramStates(); tickets != 0 || cached != 0 {
-		t.Fatalf("after 10,000 enters to unknown programs: state for %d programs in the ticketer, %d in the cache; want none", tickets, cached)
+	if cached := svc.CachedPrograms(); cached != 0 {
+		t.Fatalf("after 10,000 enters to unknown programs: %d programs in the cache; want none", cached)
 	}
 
 	rate := 5.0
@@ -46,8 +44,8 @@ func TestUnknownProgramsLeaveNoState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tickets, cached := svc.ProgramStates(); tickets != 1 || cached != 1 {
-		t.Fatalf("after an enter to a program: state for %d programs in the ticketer, %d in the cache; want 1 and 1", tickets, cached)
+	if cached := svc.CachedPrograms(); cached != 1 {
+		t.Fatalf("after an enter to a program: %d programs in the cache; want 1", cached)
 	}
 	// Idle for long: the next request, to another program, drops it.
 	clk.Advance(10 * time.Minute)
@@ -63,104 +61,7 @@ func TestUnknownProgramsLeaveNoState(t *testing.T) {
 	if _, _, err := svc.Enter(ctx, "other", queue.Entry{}); err != nil {
 		t.Fatal(err)
 	}
-	if tickets, cached := svc.ProgramStates(); tickets != 1 || cached != 1 {
-		t.Errorf("after gala was idle 10 minutes: state for %d programs in the ticketer, %d in the cache; want only other's", tickets, cached)
-	}
-}
-
-// TestUnknownProgramsMemory: the memory in use after collection stays flat
-// over two batches of 10,000 enters to distinct unknown program ids (it
-// grew by about 500 bytes an id when the ticketer kept state for them).
-func TestUnknownProgramsMemory(t *testing.T) {
-	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithProgramCache(time.Second))
-	inUse := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapInuse
-	}
-	const batch = 10_000
-	enterUnknown(t, svc, 0, batch) // warm up
-	base := inUse()
-	enterUnknown(t, svc, batch, batch)
-	first := inUse()
-	enterUnknown(t, svc, 2*batch, batch)
-	second := inUse()
-	t.Logf("heap in use: %d bytes, then %d after a batch of %d unknown ids, %d after another", base, first, batch, second)
-	runtime.KeepAlive(svc)
-	// 100 bytes an id is a fifth of what the leak cost; the heap's own
-	// noise (a few pages) stays well under it.
-	const bound = 100 * batch
-	if first > base+bound || second > base+bound {
-		t.Errorf("heap in use grew from %d to %d then %d bytes over two batches of %d enters to unknown ids; want flat (within %d)", base, first, second, batch, bound)
-	}
-}
-
-// throttledStore is the in-memory store whose program item refuses every
-// single ticket as throttled (blocks of tickets still go through), and
-// whose program reads fail with readErr when it is set.
-type throttledStore struct {
-	*memstore.Store
-	readErr error
-}
-
-func (s throttledStore) IssueTicket(context.Context, string, time.Time) (queue.Program, error) {
-	return queue.Program{}, fmt.Errorf("program item: %w", queue.ErrThrottled)
-}
-
-func (s throttledStore) GetProgram(ctx context.Context, id string) (queue.Program, error) {
-	if s.readErr != nil {
-		return queue.Program{}, s.readErr
-	}
-	return s.Store.GetProgram(ctx, id)
-}
-
-// TestUnknownProgramsThrottled: an enter whose single ticket is throttled
-// takes its ticket from a ticket shard only for a program that exists; to
-// an unknown id it answers not found (or unavailable, when the program
-// cannot be read either) and leaves no shard item behind.
-func TestUnknownProgramsThrottled(t *testing.T) {
-	readFails := fmt.Errorf("program read: %w", queue.ErrThrottled)
-	for _, tc := range []struct {
-		name     string
-		program  string // the program entered; "gala" exists
-		readErr  error
-		want     queue.Kind // KindInternal: the enter succeeds
-		wantItem bool       // a shard item of the program is left
-	}{
-		{name: "unknown", program: "nobody", want: queue.KindNotFound},
-		{name: "unknown, read fails", program: "nobody", readErr: readFails, want: queue.KindUnavailable},
-		{name: "exists", program: "gala", want: queue.KindInternal, wantItem: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := t.Context()
-			clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-			mem := memstore.New()
-			rate := 5.0
-			admin := queue.NewService(mem, polling.DefaultTiers(), queue.WithClock(clk))
-			if _, _, err := admin.PutProgram(ctx, "gala", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
-				t.Fatal(err)
-			}
-			svc := queue.NewService(throttledStore{Store: mem, readErr: tc.readErr}, polling.DefaultTiers(), queue.WithClock(clk), queue.WithProgramCache(time.Second))
-			for range 3 {
-				_, created, err := svc.Enter(ctx, tc.program, queue.Entry{})
-				if tc.want == queue.KindInternal && (err != nil || !created) {
-					t.Fatalf("enter: created %v, %v; want a new place", created, err)
-				}
-				if tc.want != queue.KindInternal && queue.ErrorKind(err) != tc.want {
-					t.Fatalf("enter: %v; want kind %d", err, tc.want)
-				}
-				clk.Advance(time.Second) // past the block's life: the next enter claims again
-			}
-			var items []int
-			for i := range queue.MaxShards {
-				if mem.Shard(tc.program, i) != (queue.Shard{}) {
-					items = append(items, i)
-				}
-			}
-			if got := len(items) > 0; got != tc.wantItem {
-				t.Errorf("shard items of %q left: %v; want some: %v", tc.program, items, tc.wantItem)
-			}
-		})
+	if cached := svc.CachedPrograms(); cached != 1 {
+		t.Errorf("after gala was idle 10 minutes: %d programs in the cache; want only other's", cached)
 	}
 }

@@ -81,7 +81,7 @@ type Program struct {
 	Changes []string
 
 	// Shards is how many ticket shards hand out the program's tickets; 0:
-	// every ticket comes from the program itself (see TicketStore).
+	// every ticket comes from the program itself (package tickets).
 	Shards int
 	// Recent are the instants (Unix ms) of the last RecentTickets tickets
 	// taken one at a time from the program item, newest first (0: none):
@@ -213,7 +213,7 @@ func (p Program) WithTicketIssued(now time.Time) Program { return p.WithTicketsI
 // WithTicketsIssued returns p after n ≥ 1 consecutive tickets are handed
 // out at now, as n calls of WithTicketIssued at now would leave it, but
 // for Recent, which records single tickets only: a block of tickets
-// (TicketStore.IssueTickets).
+// (tickets.Store.IssueTickets).
 func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
 	ms := unixMs(now)
 	p = p.WithPrequeueFixed(now)
@@ -233,7 +233,7 @@ func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
 }
 
 // WithTicketsReturned returns p with tickets from..Issued given back
-// (TicketStore.ReturnTickets): Issued from-1, its drain instant under the
+// (tickets.Store.ReturnTickets): Issued from-1, its drain instant under the
 // settled segment, the version bumped. No change of p may be pending.
 func (p Program) WithTicketsReturned(from int64) Program {
 	p.Issued = from - 1
@@ -242,11 +242,11 @@ func (p Program) WithTicketsReturned(from int64) Program {
 	return p
 }
 
-// mayReturn reports whether tickets from..Issued, held by nobody, may be
+// MayReturn reports whether tickets from..Issued, held by nobody, may be
 // given back at now: no change is pending, they are not in a pre-queue,
 // and the counter will not reach from-1 (the new drain instant) before
 // hold has passed, by when every read of p taken before has expired.
-func (p Program) mayReturn(from int64, now time.Time, hold time.Duration) bool {
+func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 	switch {
 	case p.Pending(now) || from < 1 || from > p.Issued:
 		return false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -23,7 +24,8 @@ type Service struct {
 	cache    programCache
 	passes   PassSigner
 	shuffle  shuffleSeeds
-	tickets  ticketer
+	tickets  Tickets
+	log      *slog.Logger
 }
 
 // Option configures a Service.
@@ -64,6 +66,18 @@ func WithPolicies(named map[string]polling.Policy) Option {
 	return func(s *Service) { s.policies = named }
 }
 
+// WithLogger makes the service log admin changes stored whose drain
+// instant was not moved to l; slog.Default() otherwise.
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
+// logger is the service's logger (WithLogger).
+func (s *Service) logger() *slog.Logger {
+	if s.log == nil {
+		return slog.Default()
+	}
+	return s.log
+}
+
 // jitter returns a uniform random duration in [0, d), from the service's
 // rng if it has one.
 func (s *Service) jitter(d time.Duration) time.Duration {
@@ -87,7 +101,7 @@ func (s *Service) policyOf(p Program) polling.Policy {
 // NewService returns a Service over store that answers retry delays with
 // policy.
 func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
-	s := &Service{store: store, policy: policy, clock: clock.Real{}, tickets: ticketer{writeUnits: DefaultItemWriteUnits}}
+	s := &Service{store: store, policy: policy, clock: clock.Real{}}
 	for _, o := range opts {
 		o(s)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/shufflekey"
 	"github.com/example/waitingroom/internal/testing/partitionmodel"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // Service mode runs the scenario through queue.Service on Instances
@@ -108,7 +109,7 @@ func runService(cfg Config) (bench.Result, error) {
 		model = partitionmodel.NewModel(*cfg.PartitionLimits)
 	}
 	s.store = newStore(s.clock, model)
-	writeLimit := float64(queue.DefaultItemWriteUnits)
+	writeLimit := float64(tickets.DefaultItemWriteUnits)
 	if cfg.PartitionLimits != nil {
 		writeLimit = cfg.PartitionLimits.WriteUnits
 	}
@@ -124,9 +125,11 @@ func runService(cfg Config) (bench.Result, error) {
 	}
 	s.offsets = clockOffsets(cfg.Seed, instances, cfg.ClockSkew)
 	for i := range instances {
+		clk, rng := clock.Offset{Base: s.clock, By: s.offsets[i]}, rand.New(rand.NewPCG(cfg.Seed+uint64(i)+1, 7))
+		shards := tickets.New(s.store, tickets.WithItemWriteLimit(writeLimit), tickets.WithClock(clk), tickets.WithRand(rng))
 		s.svcs = append(s.svcs, queue.NewService(s.store, cfg.Policy.Policy,
-			queue.WithClock(clock.Offset{Base: s.clock, By: s.offsets[i]}), queue.WithProgramCache(time.Second), queue.WithItemWriteLimit(writeLimit),
-			queue.WithRand(rand.New(rand.NewPCG(cfg.Seed+uint64(i)+1, 7))), queue.WithShuffleKey(s.shuffleKey)))
+			queue.WithClock(clk), queue.WithProgramCache(time.Second), queue.WithTickets(shards),
+			queue.WithRand(rng), queue.WithShuffleKey(s.shuffleKey)))
 		if i == 0 || s.offsets[i] < slices.Min(s.offsets[:i]) {
 			s.slowest = s.svcs[i]
 		}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/polling"
-	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/partitionmodel"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 var etaDefault = bench.NamedPolicy{Name: "eta", Policy: polling.DefaultETA()}
@@ -135,7 +135,7 @@ func TestServiceClockSkew(t *testing.T) {
 				if r.MaxPositionRise > rise {
 					t.Errorf("seed %d: a position went up by %d; want at most %d", seed, r.MaxPositionRise, rise)
 				}
-				if bound := queue.BlockLifetime + 2*tc.skew; r.MaxInversionMs > bench.Ms(bound) {
+				if bound := tickets.BlockLifetime + 2*tc.skew; r.MaxInversionMs > bench.Ms(bound) {
 					t.Errorf("seed %d: arrival order bent by %g ms; want at most %v (a block lifetime plus twice the skew)", seed, r.MaxInversionMs, bound)
 				}
 				t.Logf("seed %d: spread %v, gaps %d, max inversion %g ms, max position rise %d, program item writes %d/s", seed, spread, r.Gaps, r.MaxInversionMs, r.MaxPositionRise, *r.ProgramItemWritesPerSecondMax)

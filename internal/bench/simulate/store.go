@@ -11,6 +11,7 @@ import (
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/partitionmodel"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // store is the simulated DynamoDB table: the in-memory store, with every
@@ -31,7 +32,7 @@ type store struct {
 
 var (
 	_ queue.Store         = (*store)(nil)
-	_ queue.TicketStore   = (*store)(nil)
+	_ tickets.Store       = (*store)(nil)
 	_ queue.PrequeueStore = (*store)(nil)
 	_ queue.ScheduleStore = (*store)(nil)
 )
@@ -142,30 +143,30 @@ func (s *store) FixPrequeue(ctx context.Context, id string, now time.Time) (queu
 	return s.Store.FixPrequeue(ctx, id, now)
 }
 
-func (s *store) TakeShardTickets(ctx context.Context, id string, i int, notBefore time.Time, m int64) (queue.Run, bool, error) {
+func (s *store) TakeShardTickets(ctx context.Context, id string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
 	if err := s.writeShard(i); err != nil {
-		return queue.Run{}, false, err
+		return tickets.Run{}, false, err
 	}
 	return s.Store.TakeShardTickets(ctx, id, i, notBefore, m)
 }
 
-func (s *store) ClaimShard(ctx context.Context, id string, i int, claim string, now, notBefore, claimNotBefore time.Time) (queue.Shard, bool, error) {
+func (s *store) ClaimShard(ctx context.Context, id string, i int, claim string, now, notBefore, claimNotBefore time.Time) (tickets.Shard, bool, error) {
 	if err := s.writeShard(i); err != nil {
-		return queue.Shard{}, false, err
+		return tickets.Shard{}, false, err
 	}
 	return s.Store.ClaimShard(ctx, id, i, claim, now, notBefore, claimNotBefore)
 }
 
-func (s *store) FillShard(ctx context.Context, id string, i int, claim string, claimedAt time.Time, b queue.Shard) (bool, error) {
+func (s *store) FillShard(ctx context.Context, id string, i int, claim string, claimedAt time.Time, b tickets.Shard) (bool, error) {
 	if err := s.writeShard(i); err != nil {
 		return false, err
 	}
 	return s.Store.FillShard(ctx, id, i, claim, claimedAt, b)
 }
 
-func (s *store) TrimShard(ctx context.Context, id string, i int, start int64, reservedAt time.Time, back queue.Run) (queue.Run, bool, error) {
+func (s *store) TrimShard(ctx context.Context, id string, i int, start int64, reservedAt time.Time, back tickets.Run) (tickets.Run, bool, error) {
 	if err := s.writeShard(i); err != nil {
-		return queue.Run{}, false, err
+		return tickets.Run{}, false, err
 	}
 	return s.Store.TrimShard(ctx, id, i, start, reservedAt, back)
 }

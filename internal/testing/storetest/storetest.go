@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // Sizes of the concurrency tests: enough callers to interleave on a real
@@ -46,8 +47,8 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	t.Run("MarkConcurrent", func(t *testing.T) { testMarkConcurrent(t, newStore(t)) })
 	t.Run("Claims", func(t *testing.T) { testClaims(t, newStore(t)) })
 	t.Run("ClaimsConcurrent", func(t *testing.T) { testClaimsConcurrent(t, newStore(t)) })
-	if _, ok := newStore(t).(queue.TicketStore); ok {
-		ticketStore := func(t *testing.T) queue.TicketStore { return newStore(t).(queue.TicketStore) }
+	if _, ok := newStore(t).(tickets.Store); ok {
+		ticketStore := func(t *testing.T) tickets.Store { return newStore(t).(tickets.Store) }
 		t.Run("IssueTickets", func(t *testing.T) { testIssueTickets(t, ticketStore(t)) })
 		t.Run("IssueTicketsConcurrent", func(t *testing.T) { testIssueTicketsConcurrent(t, ticketStore(t)) })
 		t.Run("Shards", func(t *testing.T) { testShards(t, ticketStore(t)) })

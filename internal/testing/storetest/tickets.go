@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // testIssueTickets: a block of n tickets leaves the program as n single
 // tickets would (Program.WithTicketsIssued), in every state a single
 // ticket is tested in, and after the time per ticket changed under the
 // store's feet.
-func testIssueTickets(t *testing.T, s queue.TicketStore) {
+func testIssueTickets(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
 	now := t0.Add(ms(10_345) + 678*time.Microsecond)
@@ -100,7 +101,7 @@ func testIssueTickets(t *testing.T, s queue.TicketStore) {
 
 // testIssueTicketsConcurrent: blocks and single tickets issued at once
 // never overlap, and together they are every ticket.
-func testIssueTicketsConcurrent(t *testing.T, s queue.TicketStore) {
+func testIssueTicketsConcurrent(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
 	now := t0.Add(time.Minute)
@@ -142,7 +143,7 @@ func testIssueTicketsConcurrent(t *testing.T, s queue.TicketStore) {
 }
 
 // take1 takes one number from a shard.
-func take1(ctx context.Context, s queue.TicketStore, id string, i int, notBefore time.Time) (int64, bool, error) {
+func take1(ctx context.Context, s tickets.Store, id string, i int, notBefore time.Time) (int64, bool, error) {
 	r, ok, err := s.TakeShardTickets(ctx, id, i, notBefore, 1)
 	if ok && (r.First != r.Last || r.ReservedAt.IsZero()) {
 		return 0, false, fmt.Errorf("a take of one number answered %+v", r)
@@ -151,16 +152,16 @@ func take1(ctx context.Context, s queue.TicketStore, id string, i int, notBefore
 }
 
 // testShards: the life of a ticket shard, step by step.
-func testShards(t *testing.T, s queue.TicketStore) {
+func testShards(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	now := t0.Add(time.Minute)
-	fresh, claimLapse := now.Add(-queue.BlockLifetime), now.Add(-time.Second)
+	fresh, claimLapse := now.Add(-tickets.BlockLifetime), now.Add(-time.Second)
 
 	if _, ok, err := take1(ctx, s, "p", 3, fresh); err != nil || ok {
 		t.Fatalf("TakeShardTicket on a shard never filled: ok=%v, %v; want false", ok, err)
 	}
 	old, ok, err := s.ClaimShard(ctx, "p", 3, "claim-a", now, fresh, claimLapse)
-	if err != nil || !ok || old != (queue.Shard{}) {
+	if err != nil || !ok || old != (tickets.Shard{}) {
 		t.Fatalf("first ClaimShard: %+v ok=%v %v; want the zero shard, true", old, ok, err)
 	}
 	if _, ok, err := s.ClaimShard(ctx, "p", 3, "claim-b", now.Add(ms(5)), fresh, claimLapse); err != nil || ok {
@@ -169,14 +170,14 @@ func testShards(t *testing.T, s queue.TicketStore) {
 	if _, ok, err := s.ClaimShard(ctx, "p", 3, "claim-a", now, fresh, claimLapse); err != nil || !ok {
 		t.Fatalf("ClaimShard again by the same claim (a retry): ok=%v %v; want true", ok, err)
 	}
-	block := queue.Shard{Start: 101, Next: 102, End: 104, ReservedAt: now}
+	block := tickets.Shard{Start: 101, Next: 102, End: 104, ReservedAt: now}
 	if ok, err := s.FillShard(ctx, "p", 3, "claim-b", now, block); err != nil || ok {
 		t.Fatalf("FillShard by a claim that does not hold it: ok=%v %v; want false", ok, err)
 	}
 	if ok, err := s.FillShard(ctx, "p", 3, "claim-a", now, block); err != nil || !ok {
 		t.Fatalf("FillShard: ok=%v %v; want true", ok, err)
 	}
-	if ok, err := s.FillShard(ctx, "p", 3, "claim-a", now, queue.Shard{Start: 1, Next: 1, End: 9, ReservedAt: now}); err != nil || ok {
+	if ok, err := s.FillShard(ctx, "p", 3, "claim-a", now, tickets.Shard{Start: 1, Next: 1, End: 9, ReservedAt: now}); err != nil || ok {
 		t.Fatalf("FillShard twice: ok=%v %v; want false (a fill never applies twice)", ok, err)
 	}
 	// The same fill again, as the retry of a fill whose answer was lost:
@@ -203,40 +204,40 @@ func testShards(t *testing.T, s queue.TicketStore) {
 		t.Fatalf("TakeShardTicket on a used-up block: ok=%v %v; want false", ok, err)
 	}
 	later := now.Add(ms(10))
-	old, ok, err = s.ClaimShard(ctx, "p", 3, "claim-d", later, later.Add(-queue.BlockLifetime), later.Add(-time.Second))
-	if want := (queue.Shard{Start: 101, Next: 105, End: 104, ReservedAt: now, Takes: 3, Claim: "claim-a"}); err != nil || !ok || old.Start != want.Start || old.Next != want.Next || old.End != want.End || old.Takes != want.Takes || !old.ReservedAt.Equal(want.ReservedAt) {
+	old, ok, err = s.ClaimShard(ctx, "p", 3, "claim-d", later, later.Add(-tickets.BlockLifetime), later.Add(-time.Second))
+	if want := (tickets.Shard{Start: 101, Next: 105, End: 104, ReservedAt: now, Takes: 3, Claim: "claim-a"}); err != nil || !ok || old.Start != want.Start || old.Next != want.Next || old.End != want.End || old.Takes != want.Takes || !old.ReservedAt.Equal(want.ReservedAt) {
 		t.Fatalf("ClaimShard on a used-up block: %+v ok=%v %v; want the old block %+v", old, ok, err, want)
 	}
-	if ok, err := s.FillShard(ctx, "p", 3, "claim-d", later, queue.Shard{Start: 200, Next: 200, End: 207, ReservedAt: later}); err != nil || !ok {
+	if ok, err := s.FillShard(ctx, "p", 3, "claim-d", later, tickets.Shard{Start: 200, Next: 200, End: 207, ReservedAt: later}); err != nil || !ok {
 		t.Fatalf("second FillShard: ok=%v %v", ok, err)
 	}
 	// Several numbers a take: as many as asked, fewer when fewer are left.
-	for _, want := range []queue.Run{{First: 200, Last: 202}, {First: 203, Last: 205}, {First: 206, Last: 207}} {
-		r, ok, err := s.TakeShardTickets(ctx, "p", 3, later.Add(-queue.BlockLifetime), 3)
+	for _, want := range []tickets.Run{{First: 200, Last: 202}, {First: 203, Last: 205}, {First: 206, Last: 207}} {
+		r, ok, err := s.TakeShardTickets(ctx, "p", 3, later.Add(-tickets.BlockLifetime), 3)
 		if err != nil || !ok || r.First != want.First || r.Last != want.Last || !r.ReservedAt.Equal(later) {
 			t.Fatalf("TakeShardTickets(3): %+v ok=%v %v; want %d..%d reserved at %v", r, ok, err, want.First, want.Last, later)
 		}
 	}
-	if _, ok, err := s.TakeShardTickets(ctx, "p", 3, later.Add(-queue.BlockLifetime), 3); err != nil || ok {
+	if _, ok, err := s.TakeShardTickets(ctx, "p", 3, later.Add(-tickets.BlockLifetime), 3); err != nil || ok {
 		t.Fatalf("TakeShardTickets on a used-up block: ok=%v %v; want false", ok, err)
 	}
-	old, ok, err = s.ClaimShard(ctx, "p", 3, "claim-g", later.Add(ms(1)), later.Add(-queue.BlockLifetime), later.Add(-time.Second))
+	old, ok, err = s.ClaimShard(ctx, "p", 3, "claim-g", later.Add(ms(1)), later.Add(-tickets.BlockLifetime), later.Add(-time.Second))
 	if err != nil || !ok || old.Takes != 3 || old.Start != 200 || old.End != 207 {
 		t.Fatalf("ClaimShard after three takes: %+v ok=%v %v; want the block 200..207 with 3 takes", old, ok, err)
 	}
-	if ok, err := s.FillShard(ctx, "p", 3, "claim-g", later.Add(ms(1)), queue.Shard{Start: 200, Next: 200, End: 201, ReservedAt: later}); err != nil || !ok {
+	if ok, err := s.FillShard(ctx, "p", 3, "claim-g", later.Add(ms(1)), tickets.Shard{Start: 200, Next: 200, End: 201, ReservedAt: later}); err != nil || !ok {
 		t.Fatalf("third FillShard: ok=%v %v", ok, err)
 	}
 	// Stale: a block reserved before notBefore hands out nothing, and can
 	// be claimed though not used up.
-	stale := later.Add(queue.BlockLifetime + ms(1))
-	if _, ok, err := take1(ctx, s, "p", 3, stale.Add(-queue.BlockLifetime)); err != nil || ok {
+	stale := later.Add(tickets.BlockLifetime + ms(1))
+	if _, ok, err := take1(ctx, s, "p", 3, stale.Add(-tickets.BlockLifetime)); err != nil || ok {
 		t.Fatalf("TakeShardTicket on a stale block: ok=%v %v; want false", ok, err)
 	}
-	if got, ok, err := take1(ctx, s, "p", 3, later.Add(-queue.BlockLifetime)); err != nil || !ok || got != 200 {
+	if got, ok, err := take1(ctx, s, "p", 3, later.Add(-tickets.BlockLifetime)); err != nil || !ok || got != 200 {
 		t.Fatalf("TakeShardTicket on the fresh block: %d ok=%v %v; want 200", got, ok, err)
 	}
-	old, ok, err = s.ClaimShard(ctx, "p", 3, "claim-e", stale, stale.Add(-queue.BlockLifetime), stale.Add(-time.Second))
+	old, ok, err = s.ClaimShard(ctx, "p", 3, "claim-e", stale, stale.Add(-tickets.BlockLifetime), stale.Add(-time.Second))
 	if err != nil || !ok || old.Next != 201 || old.End != 201 {
 		t.Fatalf("ClaimShard on a stale block: %+v ok=%v %v; want it, Next 201", old, ok, err)
 	}
@@ -247,22 +248,22 @@ func testShards(t *testing.T, s queue.TicketStore) {
 	if _, ok, err := s.ClaimShard(ctx, "p", 3, "claim-f", stale.Add(ms(1001)), stale, stale.Add(ms(1))); err != nil || !ok {
 		t.Fatalf("ClaimShard after another's claim lapsed: ok=%v %v; want true", ok, err)
 	}
-	if ok, err := s.FillShard(ctx, "p", 3, "claim-e", stale, queue.Shard{Start: 300, Next: 300, End: 310, ReservedAt: stale}); err != nil || ok {
+	if ok, err := s.FillShard(ctx, "p", 3, "claim-e", stale, tickets.Shard{Start: 300, Next: 300, End: 310, ReservedAt: stale}); err != nil || ok {
 		t.Fatalf("FillShard by a lapsed claim: ok=%v %v; want false", ok, err)
 	}
 }
 
 // testShardsConcurrent: takers racing for a block get each of its numbers
 // once; refillers racing for a used-up shard: exactly one claims it.
-func testShardsConcurrent(t *testing.T, s queue.TicketStore) {
+func testShardsConcurrent(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	now := t0.Add(time.Minute)
-	fresh := now.Add(-queue.BlockLifetime)
+	fresh := now.Add(-tickets.BlockLifetime)
 	if _, ok, err := s.ClaimShard(ctx, "race", 0, "filler", now, fresh, fresh); err != nil || !ok {
 		t.Fatalf("ClaimShard: %v %v", ok, err)
 	}
 	const size = concurrentReanchors
-	if ok, err := s.FillShard(ctx, "race", 0, "filler", now, queue.Shard{Start: 1, Next: 1, End: size, ReservedAt: now}); err != nil || !ok {
+	if ok, err := s.FillShard(ctx, "race", 0, "filler", now, tickets.Shard{Start: 1, Next: 1, End: size, ReservedAt: now}); err != nil || !ok {
 		t.Fatalf("FillShard: %v %v", ok, err)
 	}
 	var mu sync.Mutex
@@ -310,7 +311,7 @@ func testShardsConcurrent(t *testing.T, s queue.TicketStore) {
 
 // testSetShards: the shard count changes only from the value expected,
 // and nothing else of the program with it.
-func testSetShards(t *testing.T, s queue.TicketStore) {
+func testSetShards(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
 	p := program("set-shards")
@@ -385,11 +386,11 @@ func testFixPrequeue(t *testing.T, s queue.Store) {
 // testTrimShard: a block is trimmed once, only the block named, before
 // the number it would hand out next; a take's numbers are taken back with
 // it when nobody took after them.
-func testTrimShard(t *testing.T, s queue.TicketStore) {
+func testTrimShard(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	now := t0.Add(time.Minute)
-	fresh := now.Add(-queue.BlockLifetime)
-	fill := func(i int, claim string, b queue.Shard) {
+	fresh := now.Add(-tickets.BlockLifetime)
+	fill := func(i int, claim string, b tickets.Shard) {
 		t.Helper()
 		if _, ok, err := s.ClaimShard(ctx, "p", i, claim, now, fresh, now.Add(-time.Second)); err != nil || !ok {
 			t.Fatalf("ClaimShard(%d): ok=%v %v", i, ok, err)
@@ -398,7 +399,7 @@ func testTrimShard(t *testing.T, s queue.TicketStore) {
 			t.Fatalf("FillShard(%d): ok=%v %v", i, ok, err)
 		}
 	}
-	take := func(i int, m int64) queue.Run {
+	take := func(i int, m int64) tickets.Run {
 		t.Helper()
 		r, ok, err := s.TakeShardTickets(ctx, "p", i, fresh, m)
 		if err != nil || !ok {
@@ -406,7 +407,7 @@ func testTrimShard(t *testing.T, s queue.TicketStore) {
 		}
 		return r
 	}
-	trim := func(i int, start int64, at time.Time, back queue.Run, want queue.Run, wantOK bool) {
+	trim := func(i int, start int64, at time.Time, back tickets.Run, want tickets.Run, wantOK bool) {
 		t.Helper()
 		got, ok, err := s.TrimShard(ctx, "p", i, start, at, back)
 		if err != nil || ok != wantOK || ok && (got.First != want.First || got.Last != want.Last) {
@@ -414,45 +415,45 @@ func testTrimShard(t *testing.T, s queue.TicketStore) {
 		}
 	}
 
-	if _, ok, err := s.TrimShard(ctx, "p", 1, 1, now, queue.Run{}); err != nil || ok {
+	if _, ok, err := s.TrimShard(ctx, "p", 1, 1, now, tickets.Run{}); err != nil || ok {
 		t.Fatalf("TrimShard on a shard never filled: ok=%v %v; want false", ok, err)
 	}
 	// A plain trim: the numbers not handed out, once.
-	fill(1, "a", queue.Shard{Start: 100, Next: 100, End: 119, ReservedAt: now})
+	fill(1, "a", tickets.Shard{Start: 100, Next: 100, End: 119, ReservedAt: now})
 	if r := take(1, 3); r.First != 100 || r.Last != 102 || r.Block != 100 || r.After != 103 {
 		t.Fatalf("TakeShardTickets(3): %+v; want 100..102 of block 100, next 103", r)
 	}
-	trim(1, 101, now, queue.Run{}, queue.Run{}, false)            // another block
-	trim(1, 100, now.Add(ms(1)), queue.Run{}, queue.Run{}, false) // reserved at another instant
-	trim(1, 100, now, queue.Run{}, queue.Run{First: 103, Last: 119}, true)
-	trim(1, 100, now, queue.Run{}, queue.Run{}, false) // nothing left
+	trim(1, 101, now, tickets.Run{}, tickets.Run{}, false)            // another block
+	trim(1, 100, now.Add(ms(1)), tickets.Run{}, tickets.Run{}, false) // reserved at another instant
+	trim(1, 100, now, tickets.Run{}, tickets.Run{First: 103, Last: 119}, true)
+	trim(1, 100, now, tickets.Run{}, tickets.Run{}, false) // nothing left
 	if _, ok, err := s.TakeShardTickets(ctx, "p", 1, fresh, 1); err != nil || ok {
 		t.Fatalf("TakeShardTickets after a trim: ok=%v %v; want false (used up)", ok, err)
 	}
 
 	// A take given back: only when nobody took after it.
-	fill(2, "b", queue.Shard{Start: 200, Next: 200, End: 229, ReservedAt: now})
+	fill(2, "b", tickets.Shard{Start: 200, Next: 200, End: 229, ReservedAt: now})
 	mine := take(2, 5)
 	mine.First++ // the first number went to an enter; 201..204 are left
-	trim(2, 200, now, mine, queue.Run{First: 201, Last: 229}, true)
-	fill(3, "c", queue.Shard{Start: 300, Next: 300, End: 329, ReservedAt: now})
+	trim(2, 200, now, mine, tickets.Run{First: 201, Last: 229}, true)
+	fill(3, "c", tickets.Shard{Start: 300, Next: 300, End: 329, ReservedAt: now})
 	mine = take(3, 5)
 	take(3, 2) // another instance's take: 305, 306
-	trim(3, 300, now, mine, queue.Run{First: 307, Last: 329}, true)
+	trim(3, 300, now, mine, tickets.Run{First: 307, Last: 329}, true)
 	// A take cut short at the block's end, given back.
-	fill(4, "d", queue.Shard{Start: 400, Next: 400, End: 409, ReservedAt: now})
+	fill(4, "d", tickets.Shard{Start: 400, Next: 400, End: 409, ReservedAt: now})
 	take(4, 6)
 	mine = take(4, 6)
 	if mine.First != 406 || mine.Last != 409 || mine.After != 412 {
 		t.Fatalf("TakeShardTickets past the end: %+v; want 406..409, next 412", mine)
 	}
-	trim(4, 400, now, mine, queue.Run{First: 406, Last: 409}, true)
-	trim(4, 400, now, mine, queue.Run{}, false) // a repeated give-back retires nothing
+	trim(4, 400, now, mine, tickets.Run{First: 406, Last: 409}, true)
+	trim(4, 400, now, mine, tickets.Run{}, false) // a repeated give-back retires nothing
 }
 
 // testReturnTickets: tickets given back leave the program as
 // WithTicketsReturned says, only from the program as the caller read it.
-func testReturnTickets(t *testing.T, s queue.TicketStore) {
+func testReturnTickets(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
 	p := program("return")

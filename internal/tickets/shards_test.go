@@ -1,4 +1,4 @@
-package queue_test
+package tickets_test
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
-	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/partitionmodel"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // countingStore charges every write of the program item and of the shard
@@ -43,22 +43,22 @@ func (c *countingStore) SetShards(ctx context.Context, id string, from, k int) (
 	return c.Store.SetShards(ctx, id, from, k)
 }
 
-func (c *countingStore) TakeShardTickets(ctx context.Context, id string, i int, notBefore time.Time, m int64) (queue.Run, bool, error) {
+func (c *countingStore) TakeShardTickets(ctx context.Context, id string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
 	c.charge(fmt.Sprint("shard", i))
 	return c.Store.TakeShardTickets(ctx, id, i, notBefore, m)
 }
 
-func (c *countingStore) ClaimShard(ctx context.Context, id string, i int, claim string, now, notBefore, claimNotBefore time.Time) (queue.Shard, bool, error) {
+func (c *countingStore) ClaimShard(ctx context.Context, id string, i int, claim string, now, notBefore, claimNotBefore time.Time) (tickets.Shard, bool, error) {
 	c.charge(fmt.Sprint("shard", i))
 	return c.Store.ClaimShard(ctx, id, i, claim, now, notBefore, claimNotBefore)
 }
 
-func (c *countingStore) FillShard(ctx context.Context, id string, i int, claim string, claimedAt time.Time, b queue.Shard) (bool, error) {
+func (c *countingStore) FillShard(ctx context.Context, id string, i int, claim string, claimedAt time.Time, b tickets.Shard) (bool, error) {
 	c.charge(fmt.Sprint("shard", i))
 	return c.Store.FillShard(ctx, id, i, claim, claimedAt, b)
 }
 
-func (c *countingStore) TrimShard(ctx context.Context, id string, i int, start int64, reservedAt time.Time, back queue.Run) (queue.Run, bool, error) {
+func (c *countingStore) TrimShard(ctx context.Context, id string, i int, start int64, reservedAt time.Time, back tickets.Run) (tickets.Run, bool, error) {
 	c.charge(fmt.Sprint("shard", i))
 	return c.Store.TrimShard(ctx, id, i, start, reservedAt, back)
 }
@@ -98,9 +98,8 @@ func newCrowd(t *testing.T, instances int, writeUnits float64, rate float64, see
 	c := &crowd{clock: clock.NewFake(t0), rng: rand.New(rand.NewPCG(seed, 1)), tickets: map[int64]int{}}
 	c.store = &countingStore{Store: memstore.New(), clock: c.clock, model: partitionmodel.NewModel(partitionmodel.Limits{WriteUnits: writeUnits, ReadUnits: 3 * writeUnits})}
 	for i := range instances {
-		c.instances = append(c.instances, queue.NewService(c.store, polling.DefaultTiers(),
-			queue.WithClock(c.clock), queue.WithProgramCache(time.Second), queue.WithItemWriteLimit(writeUnits),
-			queue.WithRand(rand.New(rand.NewPCG(seed, uint64(i)))), queue.WithShuffleKey(testShuffleKey(t))))
+		svc, _ := instance(c.store, c.clock, rand.New(rand.NewPCG(seed, uint64(i))), writeUnits, queue.WithShuffleKey(testShuffleKey(t)))
+		c.instances = append(c.instances, svc)
 	}
 	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
 		t.Fatal(err)
@@ -163,8 +162,8 @@ func (c *crowd) check(t *testing.T, maxGaps float64) (gaps int64) {
 	if float64(gaps) > maxGaps*float64(p.Issued) {
 		t.Errorf("%d gaps among %d tickets, over %g %%", gaps, p.Issued, 100*maxGaps)
 	}
-	if inv := bench.MaxInversion(c.entrants); inv >= queue.BlockLifetime.Milliseconds() {
-		t.Errorf("worst inversion %d ms, want under %v", inv, queue.BlockLifetime)
+	if inv := bench.MaxInversion(c.entrants); inv >= tickets.BlockLifetime.Milliseconds() {
+		t.Errorf("worst inversion %d ms, want under %v", inv, tickets.BlockLifetime)
 	}
 	return gaps
 }
@@ -180,13 +179,13 @@ func (c *crowd) check(t *testing.T, maxGaps float64) (gaps int64) {
 func TestTicketShardsCrowd(t *testing.T) {
 	for _, instances := range []int{8, 200} {
 		for seed := range uint64(2) {
-			c := newCrowd(t, instances, queue.DefaultItemWriteUnits, 200, seed)
+			c := newCrowd(t, instances, tickets.DefaultItemWriteUnits, 200, seed)
 			c.arrive(t, 50_000, 5_000)
 			if p := c.program(t); p.Shards < 1 {
 				t.Errorf("%d instances, seed %d: no shards at 5,000 enters a second", instances, seed)
 			}
 			gaps := c.check(t, 0.01)
-			if w, n := c.store.programWrites(), c.store.throttled(); w > queue.DefaultItemWriteUnits/2 || n > 0 {
+			if w, n := c.store.programWrites(), c.store.throttled(); w > tickets.DefaultItemWriteUnits/2 || n > 0 {
 				t.Errorf("%d instances, seed %d: %d program item writes in one second (want at most half the limit), %d writes throttled (want none)", instances, seed, w, n)
 			}
 			t.Logf("%d instances, seed %d: %d shards, %d gaps, worst inversion %d ms, at most %d program writes a second",
@@ -217,11 +216,11 @@ func TestTicketShardsGiveBack(t *testing.T) {
 		wantNone    bool
 		maxGaps     float64
 	}{
-		{"one instance at scale 0.1", 1, queue.DefaultItemWriteUnits / 10, 100, 3_000, 1_000, true, true, 0.01},
-		{"8 instances", 8, queue.DefaultItemWriteUnits, 200, 30_000, 5_000, true, false, 0.01},
-		{"50 instances", 50, queue.DefaultItemWriteUnits, 200, 30_000, 5_000, true, false, 0.01},
+		{"one instance at scale 0.1", 1, tickets.DefaultItemWriteUnits / 10, 100, 3_000, 1_000, true, true, 0.01},
+		{"8 instances", 8, tickets.DefaultItemWriteUnits, 200, 30_000, 5_000, true, false, 0.01},
+		{"50 instances", 50, tickets.DefaultItemWriteUnits, 200, 30_000, 5_000, true, false, 0.01},
 		// Its gaps are passed at once: nobody waits behind them.
-		{"a queue that drains at once", 8, queue.DefaultItemWriteUnits, 100_000, 20_000, 5_000, false, false, 0.03},
+		{"a queue that drains at once", 8, tickets.DefaultItemWriteUnits, 100_000, 20_000, 5_000, false, false, 0.03},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var before, after int64 // gaps, over three crowds
@@ -279,7 +278,7 @@ func giveBack(t *testing.T, c *crowd, n int, perSecond, maxGaps float64) (before
 // it always was: one ticket from the program item, consecutive, the
 // program as WithTicketIssued leaves it.
 func TestTicketShardsLowRate(t *testing.T) {
-	c := newCrowd(t, 4, queue.DefaultItemWriteUnits, 10, 7)
+	c := newCrowd(t, 4, tickets.DefaultItemWriteUnits, 10, 7)
 	want := c.program(t)
 	gap := time.Second / 150
 	for i := range 3_000 {
@@ -305,7 +304,7 @@ func TestTicketShardsLowRate(t *testing.T) {
 // a second, and the gaps (the blocks' last numbers when the crowd stops)
 // within 5 %.
 func TestTicketShardsScaled(t *testing.T) {
-	c := newCrowd(t, 1, queue.DefaultItemWriteUnits/10, 100, 3)
+	c := newCrowd(t, 1, tickets.DefaultItemWriteUnits/10, 100, 3)
 	c.arrive(t, 10_000, 1_000)
 	gaps := c.check(t, 0.05)
 	if w, n := c.store.programWrites(), c.store.throttled(); w > 50 || n > 0 {
@@ -318,7 +317,7 @@ func TestTicketShardsScaled(t *testing.T) {
 // on the instance that closed it at once, and on every instance once the
 // blocks reserved before it have gone stale.
 func TestTicketShardsClose(t *testing.T) {
-	c := newCrowd(t, 4, queue.DefaultItemWriteUnits, 200, 5)
+	c := newCrowd(t, 4, tickets.DefaultItemWriteUnits, 200, 5)
 	c.arrive(t, 5_000, 5_000)
 	if c.program(t).Shards == 0 {
 		t.Fatal("no shards at 5,000 enters a second")
@@ -330,7 +329,7 @@ func TestTicketShardsClose(t *testing.T) {
 	if _, _, err := c.instances[0].Enter(t.Context(), "p", queue.Entry{}); queue.ErrorKind(err) != queue.KindConflict {
 		t.Errorf("enter on the instance that closed the program: %v, want PROGRAM_CLOSED", err)
 	}
-	c.clock.Advance(queue.BlockLifetime)
+	c.clock.Advance(tickets.BlockLifetime)
 	for i, svc := range c.instances {
 		if _, _, err := svc.Enter(t.Context(), "p", queue.Entry{}); queue.ErrorKind(err) != queue.KindConflict {
 			t.Errorf("enter on instance %d a block lifetime after the close: %v, want PROGRAM_CLOSED", i, err)
@@ -342,7 +341,7 @@ func TestTicketShardsClose(t *testing.T) {
 // but its first number is lost.
 type failingFills struct{ *memstore.Store }
 
-func (failingFills) FillShard(context.Context, string, int, string, time.Time, queue.Shard) (bool, error) {
+func (failingFills) FillShard(context.Context, string, int, string, time.Time, tickets.Shard) (bool, error) {
 	return false, context.DeadlineExceeded
 }
 
@@ -352,8 +351,7 @@ func (failingFills) FillShard(context.Context, string, int, string, time.Time, q
 func TestTicketShardsFillFails(t *testing.T) {
 	clk := clock.NewFake(t0)
 	store := failingFills{memstore.New()}
-	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clk), queue.WithProgramCache(time.Second),
-		queue.WithItemWriteLimit(100), queue.WithRand(rand.New(rand.NewPCG(1, 2))))
+	svc, _ := instance(store, clk, rand.New(rand.NewPCG(1, 2)), 100)
 	rate := 10.0
 	if _, _, err := svc.PutProgram(t.Context(), "p", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
 		t.Fatal(err)
@@ -380,7 +378,7 @@ func TestTicketShardsFillFails(t *testing.T) {
 // pre-queue, every ticket of who entered after it behind, whatever blocks
 // the shards held at the opening (their numbers left are gaps).
 func TestTicketShardsOpening(t *testing.T) {
-	c := newCrowd(t, 50, queue.DefaultItemWriteUnits, 200, 9)
+	c := newCrowd(t, 50, tickets.DefaultItemWriteUnits, 200, 9)
 	opens, yes := t0.Add(10*time.Second), true
 	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", queue.Settings{OpensAt: &opens, ShuffleAtOpen: &yes}); err != nil {
 		t.Fatal(err)
@@ -410,7 +408,7 @@ func TestTicketShardsOpening(t *testing.T) {
 // caller gets the retry's answer.
 type retriedFills struct{ *memstore.Store }
 
-func (s retriedFills) FillShard(ctx context.Context, id string, i int, claim string, claimedAt time.Time, b queue.Shard) (bool, error) {
+func (s retriedFills) FillShard(ctx context.Context, id string, i int, claim string, claimedAt time.Time, b tickets.Shard) (bool, error) {
 	if ok, err := s.Store.FillShard(ctx, id, i, claim, claimedAt, b); !ok || err != nil {
 		return ok, err
 	}
@@ -428,8 +426,7 @@ func TestTicketShardsFillAnswerLost(t *testing.T) {
 	store := retriedFills{memstore.New()}
 	var svcs [2]*queue.Service
 	for i := range svcs {
-		svcs[i] = queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clk), queue.WithProgramCache(time.Second),
-			queue.WithItemWriteLimit(100), queue.WithRand(rand.New(rand.NewPCG(1, uint64(i)))))
+		svcs[i], _ = instance(store, clk, rand.New(rand.NewPCG(1, uint64(i))), 100)
 	}
 	a, b := svcs[0], svcs[1]
 	rate := 10.0

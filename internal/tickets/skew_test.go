@@ -1,4 +1,4 @@
-package queue_test
+package tickets_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
-	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tickets"
 )
 
 // reserveHook is the in-memory store with a hook run once, just before the
@@ -37,10 +37,11 @@ func TestClaimTakenOverBySkewedClock(t *testing.T) {
 	base := clock.NewFake(t0)
 	mem := memstore.New()
 	slowStore := &reserveHook{Store: mem}
-	instance := func(st queue.Store, by time.Duration) *queue.Service {
-		return queue.NewService(st, polling.DefaultTiers(), queue.WithClock(clock.Offset{Base: base, By: by}), queue.WithProgramCache(time.Second))
+	skewed := func(st store, by time.Duration) *queue.Service {
+		svc, _ := instance(st, clock.Offset{Base: base, By: by}, nil, tickets.DefaultItemWriteUnits)
+		return svc
 	}
-	slow, fast := instance(slowStore, -600*time.Millisecond), instance(mem, 600*time.Millisecond)
+	slow, fast := skewed(slowStore, -600*time.Millisecond), skewed(mem, 600*time.Millisecond)
 	if _, _, err := slow.PutProgram(ctx, "p", queue.Settings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,167 @@
+package tickets_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tickets"
+)
+
+// enterUnknown enters n distinct program ids that do not exist, from
+// first on: each must answer PROGRAM_NOT_FOUND.
+func enterUnknown(t *testing.T, svc *queue.Service, first, n int) {
+	t.Helper()
+	for i := first; i < first+n; i++ {
+		_, _, err := svc.Enter(t.Context(), fmt.Sprintf("nobody-%d", i), queue.Entry{})
+		if queue.ErrorKind(err) != queue.KindNotFound {
+			t.Fatalf("enter to an unknown program: %v, want not found", err)
+		}
+	}
+}
+
+// TestUnknownProgramsLeaveNoState: enters to program ids that do not exist
+// leave no state behind in the ticket shards, and the state of a program
+// that exists is dropped once it has been idle past its use (the program
+// cache: queue.TestUnknownProgramsLeaveNoState).
+func TestUnknownProgramsLeaveNoState(t *testing.T) {
+	ctx := t.Context()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	svc, shards := instance(memstore.New(), clk, nil, tickets.DefaultItemWriteUnits)
+	enterUnknown(t, svc, 0, 10_000)
+	if n := shards.Programs(); n != 0 {
+		t.Fatalf("after 10,000 enters to unknown programs: state for %d programs in the ticket shards; want none", n)
+	}
+
+	rate := 5.0
+	if _, _, err := svc.PutProgram(ctx, "gala", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := shards.Programs(); n != 1 {
+		t.Fatalf("after an enter to a program: state for %d programs in the ticket shards; want 1", n)
+	}
+	// Idle for long: the next request, to another program, drops it.
+	clk.Advance(10 * time.Minute)
+	enterUnknown(t, svc, 10_000, 1)
+	if _, err := svc.Poll(ctx, "gala", v.TokenID); err != nil {
+		t.Fatal(err)
+	}
+	rate2 := 6.0
+	if _, _, err := svc.PutProgram(ctx, "other", queue.Settings{AdmissionRatePerSecond: &rate2}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Minute)
+	if _, _, err := svc.Enter(ctx, "other", queue.Entry{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := shards.Programs(); n != 1 {
+		t.Errorf("after gala was idle 10 minutes: state for %d programs in the ticket shards; want only other's", n)
+	}
+}
+
+// TestUnknownProgramsMemory: the memory in use after collection stays flat
+// over two batches of 10,000 enters to distinct unknown program ids (it
+// grew by about 500 bytes an id when the ticket shards kept state for them).
+func TestUnknownProgramsMemory(t *testing.T) {
+	svc, _ := instance(memstore.New(), clock.Real{}, nil, tickets.DefaultItemWriteUnits)
+	inUse := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	const batch = 10_000
+	enterUnknown(t, svc, 0, batch) // warm up
+	base := inUse()
+	enterUnknown(t, svc, batch, batch)
+	first := inUse()
+	enterUnknown(t, svc, 2*batch, batch)
+	second := inUse()
+	t.Logf("heap in use: %d bytes, then %d after a batch of %d unknown ids, %d after another", base, first, batch, second)
+	runtime.KeepAlive(svc)
+	// 100 bytes an id is a fifth of what the leak cost; the heap's own
+	// noise (a few pages) stays well under it.
+	const bound = 100 * batch
+	if first > base+bound || second > base+bound {
+		t.Errorf("heap in use grew from %d to %d then %d bytes over two batches of %d enters to unknown ids; want flat (within %d)", base, first, second, batch, bound)
+	}
+}
+
+// throttledStore is the in-memory store whose program item refuses every
+// single ticket as throttled (blocks of tickets still go through), and
+// whose program reads fail with readErr when it is set.
+type throttledStore struct {
+	*memstore.Store
+	readErr error
+}
+
+func (s throttledStore) IssueTicket(context.Context, string, time.Time) (queue.Program, error) {
+	return queue.Program{}, fmt.Errorf("program item: %w", queue.ErrThrottled)
+}
+
+func (s throttledStore) GetProgram(ctx context.Context, id string) (queue.Program, error) {
+	if s.readErr != nil {
+		return queue.Program{}, s.readErr
+	}
+	return s.Store.GetProgram(ctx, id)
+}
+
+// TestUnknownProgramsThrottled: an enter whose single ticket is throttled
+// takes its ticket from a ticket shard only for a program that exists; to
+// an unknown id it answers not found (or unavailable, when the program
+// cannot be read either) and leaves no shard item behind.
+func TestUnknownProgramsThrottled(t *testing.T) {
+	readFails := fmt.Errorf("program read: %w", queue.ErrThrottled)
+	for _, tc := range []struct {
+		name     string
+		program  string // the program entered; "gala" exists
+		readErr  error
+		want     queue.Kind // KindInternal: the enter succeeds
+		wantItem bool       // a shard item of the program is left
+	}{
+		{name: "unknown", program: "nobody", want: queue.KindNotFound},
+		{name: "unknown, read fails", program: "nobody", readErr: readFails, want: queue.KindUnavailable},
+		{name: "exists", program: "gala", want: queue.KindInternal, wantItem: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			mem := memstore.New()
+			rate := 5.0
+			admin := queue.NewService(mem, polling.DefaultTiers(), queue.WithClock(clk))
+			if _, _, err := admin.PutProgram(ctx, "gala", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+				t.Fatal(err)
+			}
+			svc, _ := instance(throttledStore{Store: mem, readErr: tc.readErr}, clk, nil, tickets.DefaultItemWriteUnits)
+			for range 3 {
+				_, created, err := svc.Enter(ctx, tc.program, queue.Entry{})
+				if tc.want == queue.KindInternal && (err != nil || !created) {
+					t.Fatalf("enter: created %v, %v; want a new place", created, err)
+				}
+				if tc.want != queue.KindInternal && queue.ErrorKind(err) != tc.want {
+					t.Fatalf("enter: %v; want kind %d", err, tc.want)
+				}
+				clk.Advance(time.Second) // past the block's life: the next enter claims again
+			}
+			var items []int
+			for i := range tickets.MaxShards {
+				if mem.Shard(tc.program, i) != (tickets.Shard{}) {
+					items = append(items, i)
+				}
+			}
+			if got := len(items) > 0; got != tc.wantItem {
+				t.Errorf("shard items of %q left: %v; want some: %v", tc.program, items, tc.wantItem)
+			}
+		})
+	}
+}

@@ -1,0 +1,318 @@
+// Package tickets hands out a program's tickets past the write limit of
+// its one item: above a rate, enters take their numbers from ticket shards,
+// each holding a block reserved from the program item with one write
+// (docs/design.md, "Ticket shards"). It implements queue.Tickets.
+package tickets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// Shards decides, per program and per instance, where an enter's ticket
+// comes from, and keeps the instance's share of the shards. It keeps state
+// only for programs the store has shown to exist, dropped once idle. Build
+// one per Service.
+type Shards struct {
+	store      Store
+	writeUnits float64
+	log        *slog.Logger
+	clock      clock.Clock
+	rng        *rand.Rand
+
+	mu       sync.Mutex
+	programs map[string]*programState
+	sweptAt  time.Time // the last sweep of idle programs
+}
+
+var _ queue.Tickets = (*Shards)(nil)
+
+// Option configures Shards.
+type Option func(*Shards)
+
+// WithItemWriteLimit sizes the shards for a store whose items each take
+// units write units a second (default DefaultItemWriteUnits); 0 or less
+// takes every ticket from the program item.
+func WithItemWriteLimit(units float64) Option { return func(s *Shards) { s.writeUnits = units } }
+
+// WithLogger logs the shard writes that failed outside a request's answer
+// to l (slog.Default() otherwise).
+func WithLogger(l *slog.Logger) Option { return func(s *Shards) { s.log = l } }
+
+// WithClock replaces the real clock; pass the Service's.
+func WithClock(c clock.Clock) Option { return func(s *Shards) { s.clock = c } }
+
+// WithRand makes shard choices come from rng (pass the Service's) instead
+// of the runtime's source; a *rand.Rand is for single-goroutine tests.
+func WithRand(rng *rand.Rand) Option { return func(s *Shards) { s.rng = rng } }
+
+// New returns the ticket shards of one Service over store.
+func New(store Store, opts ...Option) *Shards {
+	s := &Shards{store: store, writeUnits: DefaultItemWriteUnits, clock: clock.Real{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Take hands out the next ticket of programID for an enter asked at now:
+// from the numbers this instance holds or a ticket shard when the program
+// uses them, else from the program item.
+func (s *Shards) Take(ctx context.Context, programs queue.Programs, programID string, now time.Time) (queue.Taken, error) {
+	if !s.enabled(programs.TTL()) {
+		return s.takeSingle(ctx, programID, now)
+	}
+	c, ok := programs.Recent(programID, now)
+	asked := s.recordAsk(programID, now, ok)
+	if !ok {
+		c.OpensAt = s.openingOf(programID)
+	}
+	run := s.runLength(programID, asked)
+	if !c.Closed {
+		ticket, ok, done, err := s.takeHeld(ctx, programID, c.OpensAt, run > 1)
+		now = s.clock.Now()
+		if err != nil || ok {
+			return queue.Taken{Ticket: ticket, At: now}, err
+		}
+		defer done()
+		start := now
+		defer func() { s.recordFetch(programID, s.clock.Now().Sub(start)) }()
+		c = s.currentCount(ctx, c, programID, programs.TTL(), asked, run, now)
+		if c.Shards > 0 {
+			t, ok, err := s.takeFromShards(ctx, c, run, now)
+			if err != nil || ok {
+				t.At = now
+				return t, err
+			}
+		}
+	}
+	return s.takeFromItem(ctx, programs, programID, now)
+}
+
+// currentCount returns c, program id as last read (if at all), with the
+// shard count learnt since, or one this instance sets on its own when it
+// alone asks for more than the program item should take.
+func (s *Shards) currentCount(ctx context.Context, c queue.Program, id string, ttl time.Duration, asked float64, run int64, now time.Time) queue.Program {
+	if k, ok := s.shardCount(id, now, ttl); ok {
+		c.ID, c.Shards = id, k
+	}
+	if c.Shards == 0 && asked >= s.switchOn() {
+		c.ID, c.Shards = id, s.shardsFor(asked/float64(run))
+		s.learnShards(id, c.Shards, now)
+		if s.mayWiden(id, now) {
+			_, _ = s.setShardCount(ctx, id, 0, c.Shards)
+		}
+	}
+	return c
+}
+
+// takeSingle takes one ticket from the program item.
+func (s *Shards) takeSingle(ctx context.Context, programID string, now time.Time) (queue.Taken, error) {
+	p, err := s.store.IssueTicket(ctx, programID, now)
+	if err != nil {
+		return queue.Taken{At: now}, err
+	}
+	return queue.Taken{Ticket: p.Issued, Program: p, Fresh: true, At: now}, nil
+}
+
+// takeFromItem takes one ticket from the program item, turns the program
+// to shards when its rate calls for them, and takes from a shard when the
+// program item is throttled.
+func (s *Shards) takeFromItem(ctx context.Context, programs queue.Programs, programID string, now time.Time) (queue.Taken, error) {
+	p, err := s.store.IssueTicket(ctx, programID, now)
+	switch {
+	case errors.Is(err, queue.ErrThrottled):
+		return s.takeThrottled(ctx, programs, programID, err, now)
+	case err != nil:
+		return queue.Taken{At: now}, err
+	}
+	s.recordAnswer(p, now)
+	rate := s.rate(programID, now)
+	if p.BurstRate() >= 5*s.switchOn() {
+		rate = max(rate, 5*s.switchOn()) // one answer tells a crowd
+	}
+	if rate >= s.switchOn() && p.Shards == 0 && !p.Closed {
+		_, asked := s.rates(programID, now)
+		k := s.shardsFor(rate / float64(s.runLength(programID, asked)))
+		if set, err := s.setShardCount(ctx, programID, 0, k); err == nil && set {
+			p.Shards = k
+			s.learnShards(programID, k, now)
+		}
+	}
+	return queue.Taken{Ticket: p.Issued, Program: p, Fresh: true, At: now}, nil
+}
+
+// takeThrottled takes a ticket from one of two shards after the program
+// item refused it (throttled, with err), for a program that exists:
+// ErrNotFound when it does not, err when no shard answered.
+func (s *Shards) takeThrottled(ctx context.Context, programs queue.Programs, programID string, err error, now time.Time) (queue.Taken, error) {
+	if xerr := s.exists(ctx, programs, programID, now); xerr != nil {
+		if errors.Is(xerr, queue.ErrNotFound) {
+			err = xerr
+		}
+		return queue.Taken{At: now}, err
+	}
+	k := 2
+	s.learnShards(programID, k, now)
+	if s.mayWiden(programID, now) {
+		_, _ = s.setShardCount(ctx, programID, 0, k)
+	}
+	t, ok, serr := s.takeFromShards(ctx, queue.Program{ID: programID, Shards: k}, 1, now)
+	if serr != nil || !ok {
+		return queue.Taken{At: now}, err
+	}
+	t.At = now
+	return t, nil
+}
+
+// exists answers nil when programID is known to exist: the instance keeps
+// state for it or read it within a cache TTL, else a read now shows it
+// (and is cached). ErrNotFound when it does not exist; the read's error
+// when it fails.
+func (s *Shards) exists(ctx context.Context, programs queue.Programs, programID string, now time.Time) error {
+	if _, ok := programs.Recent(programID, now); ok || s.known(programID) {
+		return nil
+	}
+	p, err := s.store.GetProgram(ctx, programID)
+	if err != nil {
+		return fmt.Errorf("read program after a throttled ticket: %w", err)
+	}
+	programs.Put(p, now)
+	return nil
+}
+
+// takeFromShards takes run numbers (one for this enter, the others held
+// for this instance's next ones) from one of c's shards: ok false when
+// every shard it tried was refilled by another instance or throttled, or
+// when the program goes back to its program item.
+func (s *Shards) takeFromShards(ctx context.Context, c queue.Program, run int64, now time.Time) (t queue.Taken, ok bool, err error) {
+	k := c.Shards
+	notBefore := freshAfter(now, c.OpensAt)
+	for range shardTries {
+		i := s.intN(s.shardSpan(c.ID, k, now))
+		r, ok, err := s.store.TakeShardTickets(ctx, c.ID, i, notBefore, run)
+		if errors.Is(err, queue.ErrThrottled) {
+			k = s.widen(ctx, c.ID, k)
+			continue
+		}
+		if err != nil {
+			return queue.Taken{}, false, err
+		}
+		if ok {
+			if r.Last > r.First {
+				rest := r
+				rest.First++
+				s.hold(c.ID, rest, i, true, now)
+			}
+			return queue.Taken{Ticket: r.First}, true, nil
+		}
+		if i >= k {
+			continue // a shard beyond the count: taken from, never refilled
+		}
+		claim := queue.NewTokenID()
+		old, won, err := s.store.ClaimShard(ctx, c.ID, i, claim, now, notBefore, now.Add(-claimTimeout))
+		if errors.Is(err, queue.ErrThrottled) {
+			k = s.widen(ctx, c.ID, k)
+			continue
+		}
+		if err != nil {
+			return queue.Taken{}, false, err
+		}
+		if won {
+			return s.refill(ctx, c.ID, i, k, claim, old, run, now)
+		}
+	}
+	return queue.Taken{}, false, nil
+}
+
+// Claims and tries: a refill may take claimTimeout before another instance
+// takes it over; an enter tries shardTries shards before the program item.
+const (
+	claimTimeout = time.Second
+	shardTries   = 3
+)
+
+// refill reserves a new block for shard i of k, which claim holds, sized
+// from the pace, and fills the shard with it; its first run numbers are
+// this enter's and this instance's next ones. It changes the shard count
+// when the pace calls for it (to 0: the shard gets no new block).
+func (s *Shards) refill(ctx context.Context, id string, i, k int, claim string, old Shard, run int64, now time.Time) (queue.Taken, bool, error) {
+	served, asked := s.rates(id, now)
+	pc := paceOf(old, served, asked, k, run, now)
+	want := s.wantShards(pc, old, asked, k)
+	if want != k {
+		if _, err := s.setShardCount(ctx, id, k, want); err != nil && !errors.Is(err, queue.ErrThrottled) {
+			return queue.Taken{}, false, err
+		}
+		s.learnShards(id, want, now)
+	}
+	n := s.refillSize(pc, old, k, want, run)
+	q, err := s.store.IssueTickets(ctx, id, now, n)
+	if err != nil {
+		return queue.Taken{}, false, err
+	}
+	s.recordAnswer(q, now)
+	first := q.Issued - n + 1
+	next := first + min(run, n)
+	// Filled or not, the block's first numbers are this instance's.
+	filled, err := s.store.FillShard(ctx, id, i, claim, now, Shard{Start: first, Next: next, End: q.Issued, ReservedAt: now})
+	if err != nil {
+		s.logFailure(ctx, "fill shard", id, err, "the block's numbers may be in the shard: never given back, gaps if not")
+	}
+	s.recordReserved(id, shardBlock{shard: i, start: first, reservedAt: now}, Run{First: next, Last: q.Issued}, filled, err == nil)
+	if next-1 > first {
+		s.hold(id, Run{First: first + 1, Last: next - 1, ReservedAt: now, Block: first, After: next}, i, filled, now)
+	}
+	return queue.Taken{Ticket: first, Program: q, Fresh: true}, true, nil
+}
+
+// widen doubles the program's shard count of k after a shard was
+// throttled (once a block lifetime per instance) and returns the count to
+// spread the next try over.
+func (s *Shards) widen(ctx context.Context, programID string, k int) int {
+	now := s.clock.Now()
+	if !s.mayWiden(programID, now) {
+		return k
+	}
+	w := min(2*k, MaxShards)
+	_, _ = s.setShardCount(ctx, programID, k, w)
+	s.learnShards(programID, w, now)
+	return w
+}
+
+// setShardCount changes programID's shard count from from to k
+// (Store.SetShards), logging a failure: the count stays as it was.
+func (s *Shards) setShardCount(ctx context.Context, programID string, from, k int) (bool, error) {
+	set, err := s.store.SetShards(ctx, programID, from, k)
+	if err != nil {
+		s.logFailure(ctx, "set shards", programID, err, "none: the shard count stays as it was")
+	}
+	return set, err
+}
+
+// logFailure logs that a shard write op of programID failed with err, and
+// what it cost.
+func (s *Shards) logFailure(ctx context.Context, op, programID string, err error, cost string) {
+	l := s.log
+	if l == nil {
+		l = slog.Default()
+	}
+	l.LogAttrs(ctx, slog.LevelWarn, "ticket shard write failed", slog.String("op", op), slog.String("programId", programID),
+		slog.String("error", err.Error()), slog.String("cost", cost))
+}
+
+// intN is a uniform int in [0, n), from s's rng if it has one.
+func (s *Shards) intN(n int) int {
+	if s.rng != nil {
+		return s.rng.IntN(n)
+	}
+	return rand.IntN(n)
+}

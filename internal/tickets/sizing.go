@@ -1,0 +1,127 @@
+package tickets
+
+import (
+	"math"
+	"time"
+)
+
+// Sizing bounds (docs/design.md, "Ticket shards"): blocks aim at lasting
+// minBlockTime..maxBlockTime; an instance takes runs of the enters it
+// expects in runTime (or 1.5 times its last fetches), at most maxRun.
+const (
+	minBlockTime, maxBlockTime = 50 * time.Millisecond, 360 * time.Millisecond
+	runTime, maxRun            = 50 * time.Millisecond, 500
+)
+
+// The rates that size the shards, all proportional to the item write
+// limit: the rate that turns shards on and off, a shard's share, and the
+// program item's writes left to block reservations.
+func (s *Shards) switchOn() float64     { return 0.2 * s.writeUnits }
+func (s *Shards) switchOff() float64    { return 0.1 * s.writeUnits }
+func (s *Shards) perShard() float64     { return 0.7 * s.writeUnits }
+func (s *Shards) reservations() float64 { return 0.25 * s.writeUnits }
+
+// enabled reports whether the shards are in use with a program cache of
+// ttl: a write limit is set and reads live at least a block lifetime.
+func (s *Shards) enabled(ttl time.Duration) bool {
+	return s.writeUnits > 0 && ttl >= BlockLifetime
+}
+
+// shardsFor is the shard count for takes at rate a second: enough shards
+// that each takes perShard.
+func (s *Shards) shardsFor(rate float64) int {
+	return min(MaxShards, max(1, int(math.Ceil(rate/s.perShard()))))
+}
+
+// blockTime is how long a block should last with k shards for their
+// reservations to take reservations() writes a second.
+func (s *Shards) blockTime(k int) time.Duration {
+	d := time.Duration(float64(k) / s.reservations() * float64(time.Second))
+	return min(max(d, minBlockTime), maxBlockTime)
+}
+
+// blockSize is the size of a block for a shard handing out perShard
+// numbers a second with k shards: at most twice the last block (of last
+// numbers) and 16 more, half of it for a shard's first block (last 0),
+// and at least run.
+func (s *Shards) blockSize(perShard float64, k int, last, run int64) int64 {
+	n := int64(math.Ceil(perShard * s.blockTime(k).Seconds()))
+	if last > 0 {
+		n = min(n, 2*last+16)
+	} else {
+		n = (n + 1) / 2
+	}
+	return max(1, n, run)
+}
+
+// runLengthFor is how many numbers an instance takes at a time when it is
+// asked for rate enters a second and fetching them takes took.
+func runLengthFor(rate float64, took time.Duration) int64 {
+	return min(maxRun, max(1, int64(rate*max(runTime, took*3/2).Seconds())))
+}
+
+// pace is what a refill measures of a shard and its program.
+type pace struct {
+	perShard, perTake float64 // the old block's numbers a second and a take
+	program           float64 // the program's numbers a second
+	stale             bool    // the old block went stale before it was used up
+	full              bool    // program is measured over a block's whole life
+}
+
+// paceOf measures the pace from the shard's old block (at now), the
+// program's rate from its answers (served), this instance's enters
+// (asked), the shard count k and this instance's run length.
+func paceOf(old Shard, served, asked float64, k int, run int64, now time.Time) pace {
+	pc := pace{perTake: float64(run)}
+	if old.End > 0 {
+		age := max(now.Sub(old.ReservedAt), time.Millisecond).Seconds()
+		pc.perShard, pc.stale = float64(old.used())/age, old.Next <= old.End
+		if old.Takes > 0 {
+			pc.perTake = max(pc.perTake, float64(old.used())/float64(old.Takes))
+		}
+	}
+	pc.program, pc.full = served, served > 0 || pc.stale
+	switch {
+	case pc.stale:
+		pc.program = pc.perShard * float64(k)
+	case old.End > 0:
+		pc.program = max(served, pc.perShard*float64(k))
+	}
+	pc.program = max(pc.program, asked)
+	return pc
+}
+
+// wantShards is the shard count a refill of a shard of k asks for: 0
+// below the switch-off rate, doubled at most on a few takes' evidence,
+// halved or more only when the pace fell a lot; k until measured.
+func (s *Shards) wantShards(pc pace, old Shard, asked float64, k int) int {
+	switch w := s.shardsFor(pc.program / pc.perTake); {
+	case old.End == 0:
+		return k
+	case pc.full && pc.program < s.switchOff():
+		return 0
+	case old.Takes >= 4 && asked > 0 && 2*w >= 3*k:
+		return min(w, 2*k)
+	case pc.full && w <= k/2:
+		return w
+	}
+	return k
+}
+
+// refillSize is the size of the block a refill reserves with want shards
+// (of k before): one number, this enter's, when going back to the
+// program item (want 0).
+func (s *Shards) refillSize(pc pace, old Shard, k, want int, run int64) int64 {
+	if want == 0 {
+		return 1
+	}
+	perShard := pc.perShard
+	if old.End == 0 || perShard == 0 {
+		perShard = pc.program / float64(want)
+	}
+	last := int64(0)
+	if old.End > 0 {
+		last = old.End - old.Start + 1
+	}
+	return s.blockSize(perShard*float64(k)/float64(want), want, last, run)
+}

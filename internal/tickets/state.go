@@ -1,0 +1,327 @@
+package tickets
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// Rate measures: the shortest span measured, the smoothing, and when a
+// rate is forgotten. Idle program state is dropped after idleAfter
+// (returnsKept while it holds numbers to give back), swept once a
+// sweepEvery at most.
+const (
+	measureEvery, rateSmoothing, staleMeasure = 20 * time.Millisecond, time.Second, 5 * time.Second
+	idleAfter, sweepEvery                     = staleMeasure, staleMeasure
+)
+
+// programState is what an instance knows of one program's tickets.
+type programState struct {
+	served measure // the program's tickets, from its answers (all instances')
+	asked  measure // this instance's enters, served or not
+	tried  int64   // this instance's enters so far
+	// shards is the shard count as this instance last learnt it, at
+	// shardsAt; widened is when it last widened it after a throttle;
+	// wider the larger count it had before, until widerUntil.
+	shards            int
+	shardsAt, widened time.Time
+	wider             int
+	widerUntil        time.Time
+	opensAt           time.Time // the program's opening, as last seen
+	held              Run       // numbers this instance holds, handed out one an enter
+	// heldShard is the shard held came from; heldFilled is false when the
+	// shard never held its block (the fill failed).
+	heldShard  int
+	heldFilled bool
+	// blocks are the blocks this instance reserved lately, to trim once
+	// stale; returns the numbers retired that nobody holds, to give back;
+	// lastAsk the last enter asked of this instance; giveBackAt the last
+	// give-back (givingBack: one is out).
+	blocks              []shardBlock
+	returns             []Run
+	lastAsk, giveBackAt time.Time
+	givingBack          bool
+	used                time.Time     // the last enter or store answer about the program
+	fetchTook           time.Duration // how long fetching more numbers took lately
+	// fetching is closed when the enter that went to fetch more numbers
+	// for this instance is back; nil when none is out.
+	fetching chan struct{}
+}
+
+// measure is a rate measured from a growing count.
+type measure struct {
+	count  int64     // the count at at, the start of the current span
+	at     time.Time // when it was seen
+	rate   float64   // the smoothed rate, a second; 0 if none
+	rateAt time.Time // when rate was last updated
+}
+
+// add is m after the count was seen at count at now: once the span since
+// its start reaches measureEvery, its rate is smoothed into m.rate and a
+// new span begins.
+func (m measure) add(count int64, now time.Time) measure {
+	switch d := now.Sub(m.at); {
+	case m.at.IsZero() || d > staleMeasure || d < 0 || count < m.count:
+		return measure{count: count, at: now, rate: m.current(now), rateAt: m.rateAt}
+	case d < measureEvery:
+		return m
+	default:
+		r := float64(count-m.count) / d.Seconds()
+		if m.current(now) == 0 {
+			m.rate = r
+		} else {
+			m.rate += (1 - math.Exp(-float64(d)/float64(rateSmoothing))) * (r - m.rate)
+		}
+		m.rateAt, m.count, m.at = now, count, now
+		return m
+	}
+}
+
+// current is m's rate at now, 0 once stale.
+func (m measure) current(now time.Time) float64 {
+	if now.Sub(m.rateAt) > staleMeasure {
+		return 0
+	}
+	return m.rate
+}
+
+// stateOf returns the state of program id, or a blank one that is not
+// kept when there is none; s.mu must be held.
+func (s *Shards) stateOf(id string) *programState {
+	if ps := s.programs[id]; ps != nil {
+		return ps
+	}
+	return &programState{}
+}
+
+// addState returns the state of program id, which the store has just shown
+// to exist at now, making it if need be; s.mu must be held.
+func (s *Shards) addState(id string, now time.Time) *programState {
+	if s.programs == nil {
+		s.programs = make(map[string]*programState)
+	}
+	ps := s.programs[id]
+	if ps == nil {
+		s.sweep(now)
+		ps = &programState{}
+		s.programs[id] = ps
+	}
+	if now.After(ps.used) {
+		ps.used = now
+	}
+	return ps
+}
+
+// sweep drops the state of the programs idle at now, if the last sweep
+// was sweepEvery ago; s.mu must be held.
+func (s *Shards) sweep(now time.Time) {
+	if now.Sub(s.sweptAt) < sweepEvery {
+		return
+	}
+	s.sweptAt = now
+	for id, ps := range s.programs {
+		if ps.idle(now) {
+			delete(s.programs, id)
+		}
+	}
+}
+
+// idle reports whether ps is of no more use at now: no enter and no
+// answer for idleAfter (returnsKept when it holds numbers to give back),
+// no fetch or give-back out.
+func (ps *programState) idle(now time.Time) bool {
+	if ps.givingBack || ps.fetching != nil {
+		return false
+	}
+	after := idleAfter
+	if len(ps.blocks) > 0 || len(ps.returns) > 0 || !ps.held.empty() {
+		after = returnsKept
+	}
+	return now.Sub(ps.used) > after
+}
+
+// recordAsk records an enter asked of this instance at now and returns
+// this instance's rate of enters. exists tells that the program is known
+// to exist; an enter to a program without state is not kept otherwise.
+func (s *Shards) recordAsk(id string, now time.Time, exists bool) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := s.stateOf(id)
+	if exists {
+		ps = s.addState(id, now)
+	} else if now.After(ps.used) {
+		ps.used = now
+	}
+	ps.tried++
+	ps.lastAsk = now
+	ps.asked = ps.asked.add(ps.tried, now)
+	return ps.asked.current(now)
+}
+
+// known reports whether the instance keeps state for program id (so the
+// store has shown it exists).
+func (s *Shards) known(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.programs[id] != nil
+}
+
+// recordAnswer records a write of the program item answered at now: its
+// tickets issued, its shard count and its opening.
+func (s *Shards) recordAnswer(p queue.Program, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := s.addState(p.ID, now)
+	ps.served = ps.served.add(p.Issued, now)
+	ps.setShards(p.Shards, now)
+	ps.opensAt = p.OpensAt
+}
+
+// openingOf is the program's opening as this instance last saw it.
+func (s *Shards) openingOf(id string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stateOf(id).opensAt
+}
+
+// rate is the larger of the program's ticket rate and this instance's
+// rate of enters; 0 if neither is recent.
+func (s *Shards) rate(id string, now time.Time) float64 {
+	served, asked := s.rates(id, now)
+	return max(served, asked)
+}
+
+// rates are the program's ticket rate from its answers (0 if not
+// measured recently) and this instance's rate of enters.
+func (s *Shards) rates(id string, now time.Time) (served, asked float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := s.stateOf(id)
+	return ps.served.current(now), ps.asked.current(now)
+}
+
+// learnShards records that the program has k shards at now.
+func (s *Shards) learnShards(id string, k int, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stateOf(id).setShards(k, now)
+}
+
+// shardCount is the program's shard count as this instance learnt it at
+// most ttl ago.
+func (s *Shards) shardCount(id string, now time.Time, ttl time.Duration) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := s.stateOf(id)
+	if ps.shardsAt.IsZero() || now.Before(ps.shardsAt) || now.Sub(ps.shardsAt) >= ttl {
+		return 0, false
+	}
+	return ps.shards, true
+}
+
+// setShards records that the program has k shards at now. A smaller count
+// than before leaves the shards beyond it to be taken from, not refilled,
+// for a block lifetime.
+func (ps *programState) setShards(k int, now time.Time) {
+	if k < ps.shards {
+		if now.After(ps.widerUntil) {
+			ps.wider = 0
+		}
+		ps.wider, ps.widerUntil = max(ps.wider, ps.shards), now.Add(BlockLifetime)
+	}
+	ps.shards, ps.shardsAt = k, now
+}
+
+// shardSpan is how many shards an enter may take from at now when the
+// program has k: more than k for a block lifetime after the count fell.
+func (s *Shards) shardSpan(id string, k int, now time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := s.stateOf(id)
+	if now.Before(ps.widerUntil) {
+		return max(k, ps.wider)
+	}
+	return k
+}
+
+// mayWiden reports whether this instance may change the program's shard
+// count on its own at now: once a block lifetime, so that a burst of
+// throttles doubles the count once.
+func (s *Shards) mayWiden(id string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := s.stateOf(id)
+	if !ps.widened.IsZero() && now.Sub(ps.widened) < BlockLifetime {
+		return false
+	}
+	ps.widened = now
+	return true
+}
+
+// takeHeld hands out the next number this instance holds, if its block is
+// still fresh. When it holds none and shared is true, one enter at a time
+// goes to fetch more while the others wait for it (or ctx); the one that
+// fetches must call done. Without shared every enter fetches its own.
+func (s *Shards) takeHeld(ctx context.Context, id string, opensAt time.Time, shared bool) (ticket int64, ok bool, done func(), err error) {
+	for {
+		now := s.clock.Now()
+		s.mu.Lock()
+		ps := s.stateOf(id)
+		if ps.held.First <= ps.held.Last && !ps.held.ReservedAt.Before(freshAfter(now, opensAt)) {
+			ticket := ps.held.First
+			ps.held.First++
+			s.mu.Unlock()
+			return ticket, true, nil, nil
+		}
+		if !shared {
+			s.mu.Unlock()
+			return 0, false, func() {}, nil
+		}
+		wait := ps.fetching
+		if wait == nil {
+			ch := make(chan struct{})
+			ps.fetching = ch
+			s.mu.Unlock()
+			return 0, false, func() {
+				s.mu.Lock()
+				ps.fetching = nil
+				s.mu.Unlock()
+				close(ch)
+			}, nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return 0, false, nil, ctx.Err()
+		}
+	}
+}
+
+// hold gives this instance the numbers of r, taken from shard i, to hand
+// out (those it still held are gaps now); filled is false when r's block
+// is in no shard.
+func (s *Shards) hold(id string, r Run, i int, filled bool, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := s.addState(id, now)
+	ps.held, ps.heldShard, ps.heldFilled = r, i, filled
+}
+
+// recordFetch records that fetching numbers took d.
+func (s *Shards) recordFetch(id string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := s.stateOf(id)
+	ps.fetchTook = (ps.fetchTook + max(d, 0)) / 2
+}
+
+// runLength is how many numbers this instance takes from a shard at a
+// time, asked for asked enters a second.
+func (s *Shards) runLength(id string, asked float64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return runLengthFor(asked, s.stateOf(id).fetchTook)
+}

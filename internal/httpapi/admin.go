@@ -1,12 +1,14 @@
 package httpapi
 
 import (
-	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
+	apitypes "github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 )
@@ -17,14 +19,14 @@ func (a *api) getProgram(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) putProgram(w http.ResponseWriter, r *http.Request) {
-	var b programBody
-	if err := decodeObject(r, b.fields()...); err != nil {
+	var b apitypes.ProgramSettings
+	if err := decodeObject(r, &b); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	set, err := b.settings()
+	set, err := settingsOf(b)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.writeError(w, r, wireNamed(err))
 		return
 	}
 	c, created, err := a.svc.PutProgram(r.Context(), r.PathValue("programId"), set)
@@ -32,131 +34,132 @@ func (a *api) putProgram(w http.ResponseWriter, r *http.Request) {
 	if created {
 		status = http.StatusCreated
 	}
-	a.writeCounters(w, r, status, c, err)
+	a.writeCounters(w, r, status, c, wireNamed(err))
 }
 
 func (a *api) admit(w http.ResponseWriter, r *http.Request) {
-	var count *int64
-	if err := decodeObject(r, field{"count", &count, "number"}); err != nil {
+	var b apitypes.Admission
+	if err := decodeObject(r, &b); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	if count == nil {
+	if b.Count == nil {
 		a.writeError(w, r, queue.Errorf(queue.KindInvalid, queue.CodeInvalidCount, "count is required."))
 		return
 	}
-	c, err := a.svc.Admit(r.Context(), r.PathValue("programId"), *count)
+	c, err := a.svc.Admit(r.Context(), r.PathValue("programId"), *b.Count)
 	a.writeCounters(w, r, http.StatusOK, c, err)
 }
 
-// countersBody is the admin view of a program.
-type countersBody struct {
-	ProgramID              string  `json:"programId"`
-	Issued                 int64   `json:"issued"`
-	Admitted               int64   `json:"admitted"`
-	Waiting                int64   `json:"waiting"`
-	AdmissionRatePerSecond float64 `json:"admissionRatePerSecond"`
-	Paused                 bool    `json:"paused"`
-	Closed                 bool    `json:"closed"`
-	AdmissionWindowSeconds int64   `json:"admissionWindowSeconds"`
-	CreatedAt              string  `json:"createdAt"`
-	// PollingPolicy is the program's own policy; absent for the default.
-	PollingPolicy string `json:"pollingPolicy,omitempty"`
-	// EffectiveAt is when the last change takes effect, while it has not.
-	EffectiveAt string `json:"effectiveAt,omitempty"`
-	// The opening: its instant, whether it shuffles, the commitment; the
-	// pre-queue's size once fixed (the seed is in the queue's answers).
-	OpensAt           string `json:"opensAt,omitempty"`
-	ShuffleAtOpen     bool   `json:"shuffleAtOpen,omitempty"`
-	ShuffleCommitment string `json:"shuffleCommitment,omitempty"`
-	Prequeue          *int64 `json:"prequeue,omitempty"`
-	// The profile's fields, each absent while empty.
-	queue.Profile
-}
-
-// programBody is the admin PUT body; absent fields keep their value.
-type programBody struct {
-	AdmissionRatePerSecond *rateNumber
-	Paused                 *bool
-	AdmissionWindowSeconds *int64
-	PollingPolicy          *string
-	Closed                 *bool
-	OpensAt                *string // RFC 3339, "" clears
-	ShuffleAtOpen          *bool
-	Profile                []*string // queue.ProfileFields' values, in order
-}
-
-// rateNumber is a JSON number that underflows to the smallest float64 of
-// its sign rather than to 0: 1e-400 is a rate too small, not 0 (manual
-// admission only).
-type rateNumber float64
-
-func (n *rateNumber) UnmarshalJSON(b []byte) error {
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return err
+// settingsOf is the PUT body b as the domain's Settings, one line a
+// setting (the profile's fields by their names).
+func settingsOf(b apitypes.ProgramSettings) (queue.Settings, error) {
+	set := queue.Settings{
+		AdmissionRatePerSecond: (*float64)(b.AdmissionRatePerSecond),
+		Paused:                 b.Paused,
+		PollingPolicy:          b.PollingPolicy,
+		Closed:                 b.Closed,
+		ShuffleAtOpen:          b.ShuffleAtOpen,
 	}
-	mantissa, _, _ := strings.Cut(strings.ToLower(string(b)), "e")
-	if f == 0 && strings.ContainsAny(mantissa, "123456789") {
-		f = math.SmallestNonzeroFloat64
-		if strings.HasPrefix(mantissa, "-") {
-			f = -f
-		}
+	var err error
+	if set.OpensAt, err = openingOf(b.OpensAt); err != nil {
+		return set, err
 	}
-	*n = rateNumber(f)
-	return nil
-}
-
-// fields are programBody's JSON keys.
-func (b *programBody) fields() []field {
-	fs := []field{
-		{"admissionRatePerSecond", &b.AdmissionRatePerSecond, "number"},
-		{"paused", &b.Paused, "boolean"},
-		{"admissionWindowSeconds", &b.AdmissionWindowSeconds, "number"},
-		{"pollingPolicy", &b.PollingPolicy, "string"},
-		{"closed", &b.Closed, "boolean"},
-		{"opensAt", &b.OpensAt, "string"},
-		{"shuffleAtOpen", &b.ShuffleAtOpen, "boolean"},
+	if set.AdmissionWindow, err = secondsOf(b.AdmissionWindowSeconds, "AdmissionWindow"); err != nil {
+		return set, err
 	}
-	b.Profile = make([]*string, len(queue.ProfileFields))
-	for i, f := range queue.ProfileFields {
-		fs = append(fs, field{f.Name, &b.Profile[i], "string"})
-	}
-	return fs
-}
-
-func (b programBody) settings() (queue.Settings, error) {
-	set := queue.Settings{AdmissionRatePerSecond: (*float64)(b.AdmissionRatePerSecond), Paused: b.Paused, PollingPolicy: b.PollingPolicy, Closed: b.Closed, ShuffleAtOpen: b.ShuffleAtOpen}
-	if o := b.OpensAt; o != nil {
-		var at time.Time // "" clears the opening, and only ""
-		if *o != "" {
-			t, err := time.Parse(time.RFC3339, *o)
-			if err != nil || !queue.ValidOpening(t) {
-				return set, queue.ErrInvalidOpening()
-			}
-			at = t
-		}
-		set.OpensAt = &at
-	}
-	for i, v := range b.Profile {
+	profile := map[string]*string{"displayName": b.DisplayName, "message": b.Message, "notice": b.Notice, "targetUrl": b.TargetURL}
+	for name, v := range profile {
 		if v != nil {
 			if set.Profile == nil {
 				set.Profile = map[string]string{}
 			}
-			set.Profile[queue.ProfileFields[i].Name] = *v
+			set.Profile[name] = *v
 		}
-	}
-	if r := set.AdmissionRatePerSecond; r != nil && *r == 0 {
-		*r = 0 // -0 is 0: manual admission, never echoed as -0
-	}
-	if w := b.AdmissionWindowSeconds; w != nil {
-		if *w < 0 || *w > math.MaxInt64/int64(time.Second) {
-			return set, queue.Errorf(queue.KindInvalid, queue.CodeInvalidSettings, "admissionWindowSeconds is out of range.")
-		}
-		d := time.Duration(*w) * time.Second
-		set.AdmissionWindow = &d
 	}
 	return set, nil
+}
+
+// programOf is the admin view of c, one line a value.
+func programOf(c queue.Counters) apitypes.Program {
+	view := apitypes.Program{
+		ProgramID:              c.ProgramID,
+		Issued:                 c.Issued,
+		Admitted:               c.Admitted,
+		Waiting:                c.Waiting,
+		AdmissionRatePerSecond: c.Rate,
+		Paused:                 c.Paused,
+		Closed:                 c.Closed,
+		AdmissionWindowSeconds: int64(c.AdmissionWindow / time.Second),
+		CreatedAt:              apitypes.TimeOf(c.CreatedAt),
+		PollingPolicy:          c.Policy,
+		EffectiveAt:            apitypes.TimeOf(c.EffectiveAt),
+		OpensAt:                apitypes.TimeOf(c.OpensAt),
+		ShuffleAtOpen:          c.Shuffle,
+		ShuffleCommitment:      c.ShuffleCommitment,
+		Profile:                apitypes.Profile(c.Profile),
+	}
+	if c.PrequeueFixed {
+		view.Prequeue = &c.Prequeue
+	}
+	return view
+}
+
+// openingOf reads an opensAt: RFC 3339, or "" (and only "") for none.
+func openingOf(v *string) (*time.Time, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var at time.Time
+	if *v != "" {
+		t, err := time.Parse(time.RFC3339, *v)
+		if err != nil || !queue.ValidOpening(t) {
+			return nil, queue.ErrInvalidOpening()
+		}
+		at = t
+	}
+	return &at, nil
+}
+
+// secondsOf reads a number of seconds as the duration of setting.
+func secondsOf(v *int64, setting string) (*time.Duration, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if *v < 0 || *v > math.MaxInt64/int64(time.Second) {
+		return nil, queue.ErrSettingOutOfRange(setting)
+	}
+	d := time.Duration(*v) * time.Second
+	return &d, nil
+}
+
+// settingNames maps the domain's settings (queue.Settings' field names) to
+// the PUT body's names: api.ProgramSettings' JSON names, by Go field name,
+// and for a duration its name in seconds.
+var settingNames = func() map[string]string {
+	names := map[string]string{}
+	t := reflect.TypeFor[apitypes.ProgramSettings]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		names[f.Name] = name
+		names[strings.TrimSuffix(f.Name, "Seconds")] = name
+	}
+	return names
+}()
+
+// wireNamed is err with a setting's error naming the setting as the PUT
+// body does.
+func wireNamed(err error) error {
+	var se *queue.SettingError
+	if !errors.As(err, &se) {
+		return err
+	}
+	name, ok := settingNames[se.Setting]
+	if !ok {
+		name = se.Setting // a profile field, named alike
+	}
+	return queue.Errorf(queue.KindInvalid, queue.CodeInvalidSettings, "%s %s.", name, se.Problem)
 }
 
 func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, c queue.Counters, err error) {
@@ -166,26 +169,5 @@ func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	n := metrics.Note(r.Context())
 	n.Waiting, n.WaitingKnown = c.Waiting, true
-	var prequeue *int64
-	if c.PrequeueFixed {
-		prequeue = &c.Prequeue
-	}
-	writeJSON(w, status, countersBody{
-		OpensAt:                timeString(c.OpensAt),
-		ShuffleAtOpen:          c.ShuffleAtOpen,
-		ShuffleCommitment:      c.ShuffleCommitment,
-		Prequeue:               prequeue,
-		ProgramID:              c.ProgramID,
-		Issued:                 c.Issued,
-		Admitted:               c.Admitted,
-		Waiting:                c.Waiting,
-		AdmissionRatePerSecond: c.Rate,
-		Paused:                 c.Paused,
-		Closed:                 c.Closed,
-		AdmissionWindowSeconds: int64(c.AdmissionWindow / time.Second),
-		CreatedAt:              timeString(c.CreatedAt),
-		EffectiveAt:            timeString(c.EffectiveAt),
-		PollingPolicy:          c.PollingPolicy,
-		Profile:                c.Profile,
-	})
+	writeJSON(w, status, programOf(c))
 }

@@ -38,7 +38,6 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1 // indirect
-	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/goccy/go-json v0.11.2 // indirect
 	github.com/lestrrat-go/blackmagic v1.0.4 // indirect
 	github.com/lestrrat-go/dsig v1.4.0 // indirect
@@ -62,5 +61,6 @@ require (
 require (
 	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
 	github.com/felixge/httpsnoop v1.1.0
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875
 	golang.org/x/net v0.62.0
 )

@@ -40,7 +40,7 @@ func TestRunDynamo(t *testing.T) {
 	// issue creates a paused program and hands out n tickets.
 	issue := func(id string, n int) {
 		t.Helper()
-		p := queue.Program{ID: id, CreatedAt: now, Version: 1, Current: queue.Segment{AnchorMs: now.UnixMilli(), Rate: queue.OnePerSecond, Paused: true}, AdmissionWindow: queue.DefaultAdmissionWindow}
+		p := queue.Program{ID: id, CreatedAt: now, Version: 1, Current: queue.Segment{AnchorMs: now.UnixMilli(), Rate: queue.OnePerSecond, Paused: true}, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
 		if err := store.CreateProgram(ctx, p); err != nil {
 			t.Fatalf("CreateProgram(%s): %v", id, err)
 		}

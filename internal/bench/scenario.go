@@ -227,7 +227,7 @@ func AdmissionTimes(sc Scenario, delay time.Duration, createdPaused bool) []time
 	for i := range at {
 		at[i] = -1
 	}
-	p := queue.Program{ID: "plan", CreatedAt: epoch, Current: queue.Segment{Paused: createdPaused}, AdmissionWindow: queue.DefaultAdmissionWindow}
+	p := queue.Program{ID: "plan", CreatedAt: epoch, Current: queue.Segment{Paused: createdPaused}, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
 	end := int64(math.MaxInt64)
 	if sc.Timeout > 0 {
 		end = sc.Timeout.Milliseconds()

@@ -49,7 +49,7 @@ func newAdminRig(t *testing.T) *adminRig {
 // admitted.
 func (r *adminRig) pausedProgram(t *testing.T, id string, issued int64, now time.Time) {
 	t.Helper()
-	p := queue.Program{ID: id, CreatedAt: now, Issued: issued, AdmissionWindow: queue.DefaultAdmissionWindow}
+	p := queue.Program{ID: id, CreatedAt: now, Issued: issued, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
 	p = p.Rebased(now, queue.OnePerSecond, true, 0, 0)
 	if err := r.store.CreateProgram(t.Context(), p); err != nil {
 		t.Fatal(err)
@@ -318,7 +318,7 @@ func TestUpdateScheduledMovesDrain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newAdminRig(t)
 			ctx := t.Context()
-			p := queue.Program{ID: "gala", CreatedAt: now, Issued: 1000, AdmissionWindow: queue.DefaultAdmissionWindow}
+			p := queue.Program{ID: "gala", CreatedAt: now, Issued: 1000, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
 			if err := r.store.CreateProgram(ctx, p.Rebased(now, queue.OnePerSecond, false, 0, 0)); err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,7 @@
 // Package dynamostore is the DynamoDB queue.Store: one table, on-demand
 // capacity, every invariant kept by a conditional write so that any number
 // of Lambda instances can share it without a lock. The README's "Data model
-// (DynamoDB)" describes the items; programAttrs maps the program item.
+// (DynamoDB)" describes the items; programItem is the program item.
 package dynamostore
 
 import (
@@ -277,7 +277,7 @@ func (s *Store) GetProgram(ctx context.Context, id string) (queue.Program, error
 }
 
 // UpdateProgram implements queue.Store: one conditional UpdateItem that
-// writes every state and derived attribute of programAttrs, never issued or
+// writes every state and derived attribute of programItem, never issued or
 // createdAt, which only IssueTicket and CreateProgram write.
 func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
 	upd, err := updateOf(p)

@@ -115,13 +115,13 @@ func TestProgramItem(t *testing.T) {
 	s := dynamostore.New(client, table)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) // 1772366400000 ms
 	p := queue.Program{
-		ID:              "spring-sale",
-		CreatedAt:       t0,
-		Version:         1,
-		Issued:          0,
-		Current:         queue.Segment{AnchorMs: t0.UnixMilli(), Rate: 4 * queue.OnePerSecond},
-		DrainAtNs:       t0.UnixNano(),
-		AdmissionWindow: 10 * time.Minute,
+		ID:        "spring-sale",
+		CreatedAt: t0,
+		Version:   1,
+		Issued:    0,
+		Current:   queue.Segment{AnchorMs: t0.UnixMilli(), Rate: 4 * queue.OnePerSecond},
+		DrainAtNs: t0.UnixNano(),
+		Options:   queue.Options{AdmissionWindow: 10 * time.Minute},
 	}
 	if err := s.CreateProgram(ctx, p); err != nil {
 		t.Fatalf("CreateProgram: %v", err)

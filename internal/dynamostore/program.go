@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,245 +18,163 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// role says who writes an attribute of the program item.
-type role int
+// programItem is the program item. Its write tag says who writes each
+// attribute: created (CreateProgram only), tickets (CreateProgram and the
+// ticket writes), shards (CreateProgram and SetShards), derived (computed
+// for IssueTicket's conditions, written with the state, never read back);
+// untagged attributes are state (CreateProgram and UpdateProgram). The
+// README's "Data model (DynamoDB)" describes each attribute.
+type programItem struct {
+	PK        string `dynamodbav:"pk" write:"created"`
+	SK        string `dynamodbav:"sk" write:"created"`
+	ProgramID string `dynamodbav:"programId" write:"created"`
+	CreatedAt int64  `dynamodbav:"createdAt" write:"created"` // Unix ms
+	Version   int64  `dynamodbav:"version"`
+	Issued    int64  `dynamodbav:"issued" write:"tickets"`
 
-const (
-	// created: written once, by CreateProgram.
-	created role = iota
-	// counted: written by CreateProgram and IssueTicket only.
-	counted
-	// state: written by CreateProgram and UpdateProgram (and, for the
-	// admission state, IssueTicket's re-anchoring).
-	state
-	// derived: computed from other fields, stored so that IssueTicket's
-	// conditional writes can use it; written with state, never read back.
-	derived
-	// sharding: written by CreateProgram and SetShards only.
-	sharding
-)
+	// The current segment, then the next (all zero when none is scheduled).
+	AnchorMs      int64      `dynamodbav:"anchorMs"`
+	Base          int64      `dynamodbav:"base"`
+	RateMilli     queue.Rate `dynamodbav:"rateMilli"`
+	Paused        bool       `dynamodbav:"paused"`
+	StartMs       int64      `dynamodbav:"startMs,omitempty"`
+	NextAnchorMs  int64      `dynamodbav:"nextAnchorMs"`
+	NextBase      int64      `dynamodbav:"nextBase"`
+	NextRateMilli queue.Rate `dynamodbav:"nextRateMilli"`
+	NextPaused    bool       `dynamodbav:"nextPaused"`
+	NextStartMs   int64      `dynamodbav:"nextStartMs,omitempty"`
 
-// segment says which of the program's segments an attribute belongs to.
-type segment int
+	Advancing   bool  `dynamodbav:"advancing" write:"derived"`   // the settled segment advances
+	NsPerTicket int64 `dynamodbav:"nsPerTicket" write:"derived"` // its StepNs
+	DrainAtNs   int64 `dynamodbav:"drainAtNs"`
 
-const (
-	noSegment segment = iota
-	currentSegment
-	nextSegment
-)
+	optionsItem
+	AdmissionWindowMs int64 `dynamodbav:"admissionWindowMs"`
+	OpensAtMs         int64 `dynamodbav:"opensAtMs,omitempty"`
+	profileItem
 
-// attr is one attribute of the program item: its name, who writes it, and
-// how it is encoded from and decoded into a queue.Program.
-type attr struct {
-	name string
-	role role
-	seg  segment
-	part string // the Segment field, for segment attributes
-	// enc returns the attribute's value, nil when the attribute is absent.
-	enc func(p queue.Program) (types.AttributeValue, error)
-	// dec sets the field from the stored value; nil for derived attributes.
-	dec func(p *queue.Program, av types.AttributeValue) error
+	ManualRateMilli queue.Rate `dynamodbav:"manualRateMilli"`
+	LastAdmitAtMs   int64      `dynamodbav:"lastAdmitAtMs"`
+	LastAdmitGapMs  int64      `dynamodbav:"lastAdmitGapMs"`
+	ChangeIDs       []string   `dynamodbav:"changeIds,omitempty"`
+	Shards          int        `dynamodbav:"shards,omitempty" write:"shards"`
+	ShuffleNonce    string     `dynamodbav:"shuffleNonce,omitempty"`
+	Prequeue        int64      `dynamodbav:"prequeue,omitempty" write:"tickets"`
+	PrequeueFixed   bool       `dynamodbav:"prequeueFixed,omitempty" write:"tickets"`
+
+	// The instants (Unix ms) of the last single tickets, newest first.
+	Recent1 int64 `dynamodbav:"recent1,omitempty" write:"tickets"`
+	Recent2 int64 `dynamodbav:"recent2,omitempty" write:"tickets"`
+	Recent3 int64 `dynamodbav:"recent3,omitempty" write:"tickets"`
+	Recent4 int64 `dynamodbav:"recent4,omitempty" write:"tickets"`
+	Recent5 int64 `dynamodbav:"recent5,omitempty" write:"tickets"`
+	Recent6 int64 `dynamodbav:"recent6,omitempty" write:"tickets"`
+	Recent7 int64 `dynamodbav:"recent7,omitempty" write:"tickets"`
+	Recent8 int64 `dynamodbav:"recent8,omitempty" write:"tickets"`
 }
 
-// programAttrs is the program item, one attribute a line: the item
-// (CreateProgram, GetProgram), UpdateProgram's SET list and IssueTicket's
-// conditional writes all come from it. The README's "Data model
-// (DynamoDB)" describes each attribute.
-var programAttrs = slices.Concat(
-	[]attr{
-		field("programId", created, func(p *queue.Program) *string { return &p.ID }),
-		unixMsField("createdAt", created, func(p *queue.Program) *time.Time { return &p.CreatedAt }),
-		field("version", state, func(p *queue.Program) *int64 { return &p.Version }),
-		field("issued", counted, func(p *queue.Program) *int64 { return &p.Issued }),
-	},
-	segmentAttrs(currentSegment, func(p *queue.Program) *queue.Segment { return &p.Current }),
-	segmentAttrs(nextSegment, func(p *queue.Program) *queue.Segment { return &p.Next }),
-	[]attr{
-		derivedField("advancing", func(p queue.Program) bool { return p.Settled().Advancing() }),
-		derivedField("nsPerTicket", func(p queue.Program) int64 { return p.StepNs() }),
-		field("drainAtNs", state, func(p *queue.Program) *int64 { return &p.DrainAtNs }),
-		msField("admissionWindowMs", state, func(p *queue.Program) *time.Duration { return &p.AdmissionWindow }),
-		omitEmpty(field("policy", state, func(p *queue.Program) *string { return &p.Policy })),
-		field("closed", state, func(p *queue.Program) *bool { return &p.Closed }),
-		field("manualRateMilli", state, func(p *queue.Program) *queue.Rate { return &p.ManualRate }),
-		unixMsField("lastAdmitAtMs", state, func(p *queue.Program) *time.Time { return &p.LastAdmitAt }),
-		msField("lastAdmitGapMs", state, func(p *queue.Program) *time.Duration { return &p.LastAdmitGap }),
-		omitEmpty(field("changeIds", state, func(p *queue.Program) *[]string { return &p.Changes })),
-		omitEmpty(field("shards", sharding, func(p *queue.Program) *int { return &p.Shards })),
-		omitEmpty(unixMsField("opensAtMs", state, func(p *queue.Program) *time.Time { return &p.OpensAt })),
-		omitEmpty(field("shuffle", state, func(p *queue.Program) *bool { return &p.Shuffle })),
-		omitEmpty(field("shuffleNonce", state, func(p *queue.Program) *string { return &p.ShuffleNonce })),
-		omitEmpty(field("prequeue", counted, func(p *queue.Program) *int64 { return &p.Prequeue })),
-		omitEmpty(field("prequeueFixed", counted, func(p *queue.Program) *bool { return &p.PrequeueFixed })),
-	},
-	recentAttrs(),
-	profileAttrs(),
-)
+// optionsItem is queue.Options as the item stores them: the same fields,
+// converted by a struct conversion (which ignores tags), so that a new
+// option is one field here; the duration, time and profile are stored
+// apart.
+type optionsItem struct {
+	AdmissionWindow time.Duration `dynamodbav:"-"`
+	Policy          string        `dynamodbav:"policy,omitempty"`
+	Closed          bool          `dynamodbav:"closed"`
+	OpensAt         time.Time     `dynamodbav:"-"`
+	Shuffle         bool          `dynamodbav:"shuffle,omitempty"`
+	Profile         queue.Profile `dynamodbav:"-"`
+}
 
-// recentAttrs are the instants of the last single tickets, recent1 the
-// newest, each absent while 0.
-func recentAttrs() []attr {
-	var attrs []attr
-	for i := range queue.RecentTickets {
-		attrs = append(attrs, omitEmpty(field(recentName(i), counted, func(p *queue.Program) *int64 { return &p.Recent[i] })))
+// profileItem is queue.Profile as the item stores it, converted alike.
+type profileItem struct {
+	DisplayName string `dynamodbav:"displayName,omitempty"`
+	Message     string `dynamodbav:"message,omitempty"`
+	Notice      string `dynamodbav:"notice,omitempty"`
+	TargetURL   string `dynamodbav:"targetUrl,omitempty"`
+}
+
+// itemOf is p's program item.
+func itemOf(p queue.Program) programItem {
+	it := programItem{
+		PK: "PROGRAM#" + p.ID, SK: programSK,
+		ProgramID: p.ID, CreatedAt: unixMs(p.CreatedAt), Version: p.Version, Issued: p.Issued,
+		AnchorMs: p.Current.AnchorMs, Base: p.Current.Base, RateMilli: p.Current.Rate, Paused: p.Current.Paused, StartMs: p.Current.StartMs,
+		NextAnchorMs: p.Next.AnchorMs, NextBase: p.Next.Base, NextRateMilli: p.Next.Rate, NextPaused: p.Next.Paused, NextStartMs: p.Next.StartMs,
+		Advancing: p.Settled().Advancing(), NsPerTicket: p.StepNs(), DrainAtNs: p.DrainAtNs,
+		optionsItem:       optionsItem(p.Options),
+		AdmissionWindowMs: p.AdmissionWindow.Milliseconds(),
+		OpensAtMs:         unixMs(p.OpensAt),
+		profileItem:       profileItem(p.Profile),
+		ManualRateMilli:   p.ManualRate, LastAdmitAtMs: unixMs(p.LastAdmitAt), LastAdmitGapMs: p.LastAdmitGap.Milliseconds(),
+		ChangeIDs: p.Changes, Shards: p.Shards, ShuffleNonce: p.ShuffleNonce, Prequeue: p.Prequeue, PrequeueFixed: p.PrequeueFixed,
 	}
-	return attrs
+	it.Recent1, it.Recent2, it.Recent3, it.Recent4 = p.Recent[0], p.Recent[1], p.Recent[2], p.Recent[3]
+	it.Recent5, it.Recent6, it.Recent7, it.Recent8 = p.Recent[4], p.Recent[5], p.Recent[6], p.Recent[7]
+	return it
 }
 
-func recentName(i int) string { return "recent" + strconv.Itoa(i+1) }
-
-// profileAttrs are the program's Profile fields, one attribute each, named
-// as in queue.ProfileFields and absent when empty.
-func profileAttrs() []attr {
-	var attrs []attr
-	for _, f := range queue.ProfileFields {
-		attrs = append(attrs, omitEmpty(field(f.Name, state, func(p *queue.Program) *string { return f.Field(&p.Profile) })))
+// program is the queue.Program the item holds.
+func (it programItem) program() queue.Program {
+	p := queue.Program{
+		ID: it.ProgramID, CreatedAt: fromUnixMs(it.CreatedAt), Version: it.Version, Issued: it.Issued,
+		Current:    queue.Segment{AnchorMs: it.AnchorMs, Base: it.Base, Rate: it.RateMilli, Paused: it.Paused, StartMs: it.StartMs},
+		Next:       queue.Segment{AnchorMs: it.NextAnchorMs, Base: it.NextBase, Rate: it.NextRateMilli, Paused: it.NextPaused, StartMs: it.NextStartMs},
+		DrainAtNs:  it.DrainAtNs,
+		Options:    queue.Options(it.optionsItem),
+		ManualRate: it.ManualRateMilli, LastAdmitAt: fromUnixMs(it.LastAdmitAtMs), LastAdmitGap: time.Duration(it.LastAdmitGapMs) * time.Millisecond,
+		Changes: it.ChangeIDs, Shards: it.Shards, ShuffleNonce: it.ShuffleNonce, Prequeue: it.Prequeue, PrequeueFixed: it.PrequeueFixed,
+		Recent: [queue.RecentTickets]int64{it.Recent1, it.Recent2, it.Recent3, it.Recent4, it.Recent5, it.Recent6, it.Recent7, it.Recent8},
 	}
-	return attrs
+	p.AdmissionWindow = time.Duration(it.AdmissionWindowMs) * time.Millisecond
+	p.OpensAt = fromUnixMs(it.OpensAtMs)
+	p.Profile = queue.Profile(it.profileItem)
+	return p
 }
 
-// segmentAttrs are the attributes of one segment: anchorMs, base,
-// rateMilli and paused for the current one, nextAnchorMs… for the next.
-func segmentAttrs(seg segment, of func(p *queue.Program) *queue.Segment) []attr {
-	name := func(part string) string {
-		if seg == nextSegment {
-			return "next" + strings.ToUpper(part[:1]) + part[1:]
+// writers maps each write tag ("" for state) to the attributes it names,
+// read from programItem's tags.
+var writers = func() map[string][]string {
+	w := map[string][]string{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("dynamodbav"), ",")
+			switch {
+			case f.Anonymous:
+				walk(f.Type)
+			case name != "-":
+				w[f.Tag.Get("write")] = append(w[f.Tag.Get("write")], name)
+			}
 		}
-		return part
 	}
-	attrs := []attr{
-		field(name("anchorMs"), state, func(p *queue.Program) *int64 { return &of(p).AnchorMs }),
-		field(name("base"), state, func(p *queue.Program) *int64 { return &of(p).Base }),
-		field(name("rateMilli"), state, func(p *queue.Program) *queue.Rate { return &of(p).Rate }),
-		field(name("paused"), state, func(p *queue.Program) *bool { return &of(p).Paused }),
-		omitEmpty(field(name("startMs"), state, func(p *queue.Program) *int64 { return &of(p).StartMs })),
-	}
-	for i, part := range []string{"anchorMs", "base", "rateMilli", "paused", "startMs"} {
-		attrs[i].seg, attrs[i].part = seg, part
-	}
-	return attrs
-}
+	walk(reflect.TypeFor[programItem]())
+	return w
+}()
 
-// field is an attribute holding a field as attributevalue encodes it.
-func field[T any](name string, r role, f func(p *queue.Program) *T) attr {
-	return attr{
-		name: name,
-		role: r,
-		enc:  func(p queue.Program) (types.AttributeValue, error) { return attributevalue.Marshal(*f(&p)) },
-		dec:  func(p *queue.Program, av types.AttributeValue) error { return attributevalue.Unmarshal(av, f(p)) },
-	}
-}
+// Who writes an attribute (programItem's write tags).
+const (
+	state   = ""
+	created = "created"
+	counted = "tickets"
+	derived = "derived"
+)
 
-// unixMsField is an attribute holding a time as Unix ms, 0 for the zero
-// time.
-func unixMsField(name string, r role, f func(p *queue.Program) *time.Time) attr {
-	return attr{
-		name: name,
-		role: r,
-		enc: func(p queue.Program) (types.AttributeValue, error) {
-			return attributevalue.Marshal(unixMs(*f(&p)))
-		},
-		dec: func(p *queue.Program, av types.AttributeValue) error {
-			var ms int64
-			err := attributevalue.Unmarshal(av, &ms)
-			*f(p) = fromUnixMs(ms)
-			return err
-		},
-	}
-}
-
-// msField is an attribute holding a duration in whole ms.
-func msField(name string, r role, f func(p *queue.Program) *time.Duration) attr {
-	return attr{
-		name: name,
-		role: r,
-		enc: func(p queue.Program) (types.AttributeValue, error) {
-			return attributevalue.Marshal(f(&p).Milliseconds())
-		},
-		dec: func(p *queue.Program, av types.AttributeValue) error {
-			var ms int64
-			err := attributevalue.Unmarshal(av, &ms)
-			*f(p) = time.Duration(ms) * time.Millisecond
-			return err
-		},
-	}
-}
-
-// derivedField is a derived attribute.
-func derivedField[T any](name string, f func(p queue.Program) T) attr {
-	return attr{
-		name: name,
-		role: derived,
-		enc:  func(p queue.Program) (types.AttributeValue, error) { return attributevalue.Marshal(f(p)) },
-	}
-}
-
-// omitEmpty makes a absent when its value is empty ("", an empty list, 0,
-// false).
-func omitEmpty(a attr) attr {
-	enc := a.enc
-	a.enc = func(p queue.Program) (types.AttributeValue, error) {
-		av, err := enc(p)
-		switch v := av.(type) {
-		case *types.AttributeValueMemberS:
-			if v.Value == "" {
-				return nil, err
-			}
-		case *types.AttributeValueMemberL:
-			if len(v.Value) == 0 {
-				return nil, err
-			}
-		case *types.AttributeValueMemberN:
-			if v.Value == "0" {
-				return nil, err
-			}
-		case *types.AttributeValueMemberBOOL:
-			if !v.Value {
-				return nil, err
-			}
-		case *types.AttributeValueMemberNULL:
-			return nil, err
+// nameOf is the expression name of the program attribute called name; it
+// panics if there is none, so that a misspelt name fails at start-up.
+func nameOf(name string) expression.NameBuilder {
+	for _, names := range writers {
+		if slices.Contains(names, name) {
+			return expression.Name(name)
 		}
-		return av, err
 	}
-	return a
-}
-
-// attrNamed returns the program attribute called name; it panics if there
-// is none, so that a misspelt name fails at start-up.
-func attrNamed(name string) attr {
-	i := slices.IndexFunc(programAttrs, func(a attr) bool { return a.name == name })
-	if i < 0 {
-		panic("dynamostore: no program attribute " + name)
-	}
-	return programAttrs[i]
-}
-
-// nameOf is the expression name of the program attribute called name.
-func nameOf(name string) expression.NameBuilder { return expression.Name(attrNamed(name).name) }
-
-// segmentAttr returns the attribute of part of segment seg.
-func segmentAttr(seg segment, part string) attr {
-	i := slices.IndexFunc(programAttrs, func(a attr) bool { return a.seg == seg && a.part == part })
-	if i < 0 {
-		panic("dynamostore: no segment attribute " + part)
-	}
-	return programAttrs[i]
+	panic("dynamostore: no program attribute " + name)
 }
 
 // encodeProgram returns p's item.
 func encodeProgram(p queue.Program) (map[string]types.AttributeValue, error) {
-	item := programKey(p.ID)
-	for _, a := range programAttrs {
-		av, err := a.enc(p)
-		if err != nil {
-			return nil, fmt.Errorf("attribute %s: %w", a.name, err)
-		}
-		if av != nil {
-			item[a.name] = av
-		}
-	}
-	return item, nil
+	return attributevalue.MarshalMap(itemOf(p))
 }
 
 // ProgramItem is p's program item as CreateProgram writes it, for models
@@ -264,15 +183,11 @@ func ProgramItem(p queue.Program) (map[string]types.AttributeValue, error) { ret
 
 // decodeProgram reads a program item; absent attributes are zero.
 func decodeProgram(item map[string]types.AttributeValue) (queue.Program, error) {
-	var p queue.Program
-	for _, a := range programAttrs {
-		if av, ok := item[a.name]; ok && a.dec != nil {
-			if err := a.dec(&p, av); err != nil {
-				return queue.Program{}, fmt.Errorf("attribute %s: %w", a.name, err)
-			}
-		}
+	var it programItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return queue.Program{}, err
 	}
-	return p, nil
+	return it.program(), nil
 }
 
 // updateOf is UpdateProgram's update: every state and derived attribute
@@ -281,26 +196,28 @@ func updateOf(p queue.Program) (expression.UpdateBuilder, error) {
 	return writeOf(p, state, derived)
 }
 
-// writeOf SETs (or REMOVEs, when absent) the attributes of p that roles
-// write.
-func writeOf(p queue.Program, roles ...role) (expression.UpdateBuilder, error) {
+// writeOf SETs (or REMOVEs, when absent) the attributes of p that the
+// writers named write.
+func writeOf(p queue.Program, who ...string) (expression.UpdateBuilder, error) {
 	var upd expression.UpdateBuilder
-	for _, a := range programAttrs {
-		if !slices.Contains(roles, a.role) {
-			continue
-		}
-		av, err := a.enc(p)
-		switch {
-		case err != nil:
-			return upd, fmt.Errorf("attribute %s: %w", a.name, err)
-		case av == nil:
-			upd = upd.Remove(expression.Name(a.name))
-		default:
-			upd = upd.Set(expression.Name(a.name), expression.Value(av))
+	item, err := encodeProgram(p)
+	if err != nil {
+		return upd, err
+	}
+	for _, w := range who {
+		for _, name := range writers[w] {
+			if av, ok := item[name]; ok {
+				upd = upd.Set(expression.Name(name), expression.Value(av))
+			} else {
+				upd = upd.Remove(expression.Name(name))
+			}
 		}
 	}
 	return upd, nil
 }
+
+// nextAttrs are the attributes of the next segment.
+var nextAttrs = []string{"nextAnchorMs", "nextBase", "nextRateMilli", "nextPaused", "nextStartMs"}
 
 // issueStep is one of IssueTicket's conditional writes, built once; only
 // the values of now (and, for a block, its size) change from call to call.
@@ -337,7 +254,7 @@ func drainLimit(n, stepNs int64) int64 {
 	if n == 1 {
 		stepNs = maxStepNs
 	}
-	return math.MaxInt64 - mulSat(n, stepNs)
+	return math.MaxInt64 - queue.MulSat(n, stepNs)
 }
 
 // issueSteps apply queue.Program.WithTicketIssued in one UpdateItem each,
@@ -357,7 +274,7 @@ func newIssueSteps(block bool) [3]issueStep {
 	one, zero := expression.Value(1), expression.Value(0)
 	issued, drain, step := nameOf("issued"), nameOf("drainAtNs"), nameOf("nsPerTicket")
 	advancing, version := nameOf("advancing"), nameOf("version")
-	nextAnchor := expression.Name(segmentAttr(nextSegment, "anchorMs").name)
+	nextAnchor := nameOf("nextAnchorMs")
 	// The program exists and is open, and is not a shuffle past its
 	// opening whose pre-queue is not fixed yet (IssueTickets fixes it
 	// first: Program.WithPrequeueFixed).
@@ -385,9 +302,9 @@ func newIssueSteps(block bool) [3]issueStep {
 	// evaluates every right-hand side on the item as it was; servers that
 	// apply the actions in order (dynalite, moto) see base set first.
 	reanchor := func() expression.UpdateBuilder {
-		return expression.Set(nameOf(segmentAttr(currentSegment, "base").name), issued).
+		return expression.Set(nameOf("base"), issued).
 			Set(issued, count).
-			Set(nameOf(segmentAttr(currentSegment, "anchorMs").name), nowMs).
+			Set(nameOf("anchorMs"), nowMs).
 			Set(drain, fromNow).
 			Set(version, version.Plus(one))
 	}
@@ -396,19 +313,17 @@ func newIssueSteps(block bool) [3]issueStep {
 	// clear it.
 	fold := reanchor()
 	for _, part := range []string{"rateMilli", "paused", "startMs"} {
-		fold = fold.Set(expression.Name(segmentAttr(currentSegment, part).name), expression.IfNotExists(expression.Name(segmentAttr(nextSegment, part).name), zero))
+		fold = fold.Set(nameOf(part), expression.IfNotExists(nameOf("next"+strings.ToUpper(part[:1])+part[1:]), zero))
 	}
-	for _, a := range programAttrs {
-		if a.seg == nextSegment {
-			z, err := a.enc(queue.Program{})
-			switch {
-			case err != nil:
-				panic(err)
-			case z == nil:
-				fold = fold.Remove(expression.Name(a.name))
-			default:
-				fold = fold.Set(expression.Name(a.name), expression.Value(z))
-			}
+	none, err := encodeProgram(queue.Program{})
+	if err != nil {
+		panic(err)
+	}
+	for _, name := range nextAttrs {
+		if z, ok := none[name]; ok {
+			fold = fold.Set(nameOf(name), expression.Value(z))
+		} else {
+			fold = fold.Remove(nameOf(name))
 		}
 	}
 	// A single ticket shifts the instants of the last ones (the oldest
@@ -418,6 +333,7 @@ func newIssueSteps(block bool) [3]issueStep {
 		if block {
 			return u
 		}
+		recentName := func(i int) string { return "recent" + strconv.Itoa(i+1) }
 		for i := queue.RecentTickets - 1; i > 0; i-- {
 			u = u.Set(nameOf(recentName(i)), expression.IfNotExists(nameOf(recentName(i-1)), zero))
 		}
@@ -468,7 +384,7 @@ func (st issueStep) input(table, programID string, now time.Time, n, stepNs int6
 		v    int64
 	}{
 		{st.nowMs, ms}, {st.nowNs, ms * int64(time.Millisecond)},
-		{st.n, n}, {st.nStep, mulSat(n, stepNs)}, {st.step, stepNs}, {st.limit, drainLimit(n, stepNs)},
+		{st.n, n}, {st.nStep, queue.MulSat(n, stepNs)}, {st.step, stepNs}, {st.limit, drainLimit(n, stepNs)},
 	} {
 		for _, k := range set.keys {
 			values[k] = num(set.v)
@@ -484,14 +400,6 @@ func (st issueStep) input(table, programID string, now time.Time, n, stepNs int6
 		ExpressionAttributeNames:            st.expr.Names(),
 		ExpressionAttributeValues:           values,
 	}
-}
-
-// mulSat is a×b for a, b ≥ 0, saturating at math.MaxInt64.
-func mulSat(a, b int64) int64 {
-	if b != 0 && a > math.MaxInt64/b {
-		return math.MaxInt64
-	}
-	return a * b
 }
 
 // conditionOf is UpdateProgram's condition: p's previous version and

@@ -2,12 +2,15 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/example/waitingroom/internal/queue"
 )
@@ -16,19 +19,30 @@ import (
 // message repeats.
 const maxNameInMessage = 64
 
-// field is one key a request body may hold: its exact name, where its value
-// goes (a pointer to a pointer, left nil when the key is absent) and its JSON
-// type, for messages.
-type field struct {
-	name string
-	dst  any
-	kind string
-}
+// nullMember is the error of a member whose value is null: into a value
+// of type t, a pointer to the field.
+type nullMember struct{ t reflect.Type }
 
-// decodeObject reads r's body as one JSON object whose keys are among
-// fields, spelt exactly, each at most once, none null, and stores each
-// value in its field. Its errors are *queue.Error.
-func decodeObject(r *http.Request, fields ...field) error {
+func (nullMember) Error() string { return "null" }
+
+// strict are the rules of a body's object: names spelt exactly and at most
+// once (json v2's defaults), none unknown, no null; invalid UTF-8 is read
+// as U+FFFD.
+var strict = json.JoinOptions(
+	json.RejectUnknownMembers(true),
+	jsontext.AllowInvalidUTF8(true),
+	json.WithUnmarshalers(json.UnmarshalFromFunc(func(dec *jsontext.Decoder, v any) error {
+		if dec.PeekKind() == 'n' {
+			return nullMember{reflect.TypeOf(v)}
+		}
+		return json.SkipFunc
+	})),
+)
+
+// decodeObject reads r's body as one JSON object into dst, a pointer to a
+// struct whose fields are pointers: left nil when their member is absent.
+// Its errors are *queue.Error.
+func decodeObject(r *http.Request, dst any) error {
 	raw, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	switch {
@@ -39,49 +53,60 @@ func decodeObject(r *http.Request, fields ...field) error {
 	case len(bytes.TrimSpace(raw)) == 0:
 		return invalidJSON("A JSON object body is required.")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	var obj json.RawMessage
-	if err := dec.Decode(&obj); err != nil {
+	// The syntax first, whole, as one value: its problems come before
+	// those of the members.
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	obj, err := dec.ReadValue()
+	if err != nil {
 		return invalidJSON(syntaxProblem(err))
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	obj = obj.Clone() // valid only until the next read
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
 		return invalidJSON("The body must hold a single JSON object.")
 	}
-	if obj[0] != '{' {
+	if obj.Kind() != '{' {
 		return invalidJSON("The body must be a JSON object.")
 	}
-	// obj is valid JSON: walking it cannot fail on syntax.
-	dec = json.NewDecoder(bytes.NewReader(obj))
-	_, _ = dec.Token() // {
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, _ := dec.Token()
-		name, _ := tok.(string)
-		var value json.RawMessage
-		_ = dec.Decode(&value)
-		i := indexOf(fields, name)
-		switch {
-		case i < 0:
-			return invalidJSON(fmt.Sprintf("Unknown field %q.", capName(name)))
-		case seen[name]:
-			return invalidJSON(fmt.Sprintf("Field %q is repeated.", name))
-		}
-		seen[name] = true
-		f := fields[i]
-		if string(value) == "null" || json.Unmarshal(value, f.dst) != nil {
-			return invalidJSON(fmt.Sprintf("Field %q must be a %s.", f.name, f.kind))
-		}
+	if err := json.Unmarshal(obj, dst, strict); err != nil {
+		return invalidJSON(memberProblem(err))
 	}
 	return nil
 }
 
-func indexOf(fields []field, name string) int {
-	for i, f := range fields {
-		if f.name == name {
-			return i
-		}
+// memberProblem describes what json.Unmarshal found wrong with a member of
+// a syntactically valid object.
+func memberProblem(err error) string {
+	var sem *json.SemanticError
+	var syn *jsontext.SyntacticError
+	switch {
+	case errors.As(err, &syn) && errors.Is(err, jsontext.ErrDuplicateName):
+		return fmt.Sprintf("Field %q is repeated.", capName(syn.JSONPointer.LastToken()))
+	case !errors.As(err, &sem):
+		return "The body is not valid JSON."
+	case errors.Is(err, json.ErrUnknownName):
+		return fmt.Sprintf("Unknown field %q.", capName(sem.JSONPointer.LastToken()))
 	}
-	return -1
+	t := sem.GoType
+	if null, ok := errors.AsType[nullMember](err); ok {
+		t = null.t
+	}
+	return fmt.Sprintf("Field %q must be a %s.", sem.JSONPointer.LastToken(), kindOf(t))
+}
+
+// kindOf names the JSON type of a value of Go type t.
+func kindOf(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == nil:
+		return "value"
+	case t.Kind() == reflect.Bool:
+		return "boolean"
+	case t.Kind() == reflect.String:
+		return "string"
+	}
+	return "number"
 }
 
 // capName shortens a client's key to maxNameInMessage runes.
@@ -96,14 +121,14 @@ func invalidJSON(msg string) error {
 	return queue.Errorf(queue.KindInvalid, queue.CodeInvalidJSON, "%s", msg)
 }
 
-// syntaxProblem describes a decoding error without echoing the input.
+// syntaxProblem describes a syntax error without echoing the input.
 func syntaxProblem(err error) string {
-	var syn *json.SyntaxError
+	var syn *jsontext.SyntacticError
 	switch {
-	case errors.As(err, &syn):
-		return fmt.Sprintf("The body is not valid JSON (at byte %d).", syn.Offset)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "The body is truncated JSON."
+	case errors.As(err, &syn):
+		return fmt.Sprintf("The body is not valid JSON (at byte %d).", syn.ByteOffset+1)
 	}
 	return "The body is not valid JSON."
 }

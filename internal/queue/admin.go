@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,8 +14,29 @@ import (
 	"github.com/example/waitingroom/internal/polling"
 )
 
-// Settings are the admin-editable fields of a program; nil fields keep their
-// current value (or take the default on creation).
+// Options are a program's admin-set values beside its admission pace
+// (the rate and pause, which live in its segments).
+type Options struct {
+	AdmissionWindow time.Duration
+	// Policy names the program's polling policy; "" is the service's
+	// default.
+	Policy string
+	// Closed programs take no new entries (sold out, ended); people
+	// already in the queue keep their place and are admitted as before.
+	Closed bool
+	// OpensAt is the program's opening (zero: none): before it entries are
+	// taken and nobody is admitted, at it admission starts at the rate.
+	OpensAt time.Time
+	// Shuffle places everyone who entered before OpensAt in a random
+	// order at the opening (see PlaceOf and Place).
+	Shuffle bool
+	// Profile is what the program shows the people who wait.
+	Profile Profile
+}
+
+// Settings are an admin's change of a program: nil fields keep their
+// current value (or take the default on creation). Settings.change holds
+// each one's rule.
 type Settings struct {
 	AdmissionRatePerSecond *float64
 	Paused                 *bool
@@ -22,77 +44,123 @@ type Settings struct {
 	// PollingPolicy names a policy the service knows (WithPolicies); ""
 	// returns the program to the service's default.
 	PollingPolicy *string
-	// Closed stops (or resumes) new entries; people already waiting keep
-	// their place.
-	Closed *bool
+	Closed        *bool
 	// Profile sets the named Profile fields (ProfileFields' names); ""
 	// clears one.
 	Profile map[string]string
-	// OpensAt sets the program's opening (the zero time clears it): at
-	// least one change delay ahead, and only while the current one is too.
+	// OpensAt sets the opening (the zero time clears it): at least one
+	// change delay ahead, and only while the current one is too.
 	OpensAt *time.Time
-	// ShuffleAtOpen places everyone who enters before the opening in a
-	// random order at it; it can be set only before anyone has entered.
+	// ShuffleAtOpen can be set only before anyone has entered.
 	ShuffleAtOpen *bool
 }
 
 // Counters is the admin view of a program.
 type Counters struct {
-	ProgramID       string
-	Issued          int64 // tickets handed out
-	Admitted        int64 // serving counter: tickets admitted, including ones whose holder left
-	Waiting         int64 // Issued − Admitted
-	Rate            float64
-	Paused          bool
-	AdmissionWindow time.Duration
-	CreatedAt       time.Time
-	// PollingPolicy is the program's policy name, "" for the default.
-	PollingPolicy string
-	// Closed reports whether the program takes no new entries.
-	Closed bool
-	// Profile is what the program shows the people who wait.
-	Profile Profile
+	ProgramID string
+	Issued    int64 // tickets handed out
+	Admitted  int64 // serving counter: tickets admitted, including ones whose holder left
+	Waiting   int64 // Issued − Admitted
+	Rate      float64
+	Paused    bool
+	CreatedAt time.Time
+	Options
 	// EffectiveAt is when the last change (Rate, Paused, an admission)
 	// takes effect, if it has not yet; zero otherwise.
 	EffectiveAt time.Time
-	// OpensAt is the program's opening, zero without one.
-	OpensAt time.Time
-	// ShuffleAtOpen, ShuffleCommitment: whether the opening shuffles the
-	// pre-queue, and the message the shuffle key signs at the opening
-	// (ShuffleMessage); Prequeue (its size) once the pre-queue is fixed
-	// (PrequeueFixed). The seed is in the queue's answers only: the admin
-	// side cannot sign.
-	ShuffleAtOpen     bool
+	// ShuffleCommitment is the message the shuffle key signs at the
+	// opening (ShuffleMessage); Prequeue (its size) once the pre-queue is
+	// fixed (PrequeueFixed). The seed is in the queue's answers only: the
+	// admin side cannot sign.
 	ShuffleCommitment string
 	Prequeue          int64
 	PrequeueFixed     bool
 }
 
-func (s Settings) validate(policies map[string]polling.Policy) error {
-	if err := validateProfile(s.Profile); err != nil {
-		return err
+// SettingError is a setting's value that breaks its rule; Setting is the
+// Settings field's name.
+type SettingError struct {
+	Setting string
+	Problem string // e.g. "must be between 60 and 86400"
+}
+
+func (e *SettingError) Error() string { return e.Setting + " " + e.Problem }
+
+// invalidSetting is the INVALID_SETTINGS error of setting's problem.
+func invalidSetting(setting, problem string) *Error {
+	e := &SettingError{Setting: setting, Problem: problem}
+	return &Error{Kind: KindInvalid, Code: CodeInvalidSettings, Message: e.Error() + ".", Err: e}
+}
+
+// change applies s to o and to pace's Rate and Paused, each value checked
+// by its setting's rule, and returns the first value's error. The rules do
+// not depend on o, so that a change to zero values checks s alone.
+func (s Settings) change(o *Options, pace *Segment, policies map[string]polling.Policy) error {
+	return cmp.Or(
+		changeProfile(&o.Profile, s.Profile),
+		set(&o.Policy, s.PollingPolicy, "PollingPolicy", policyIn(policies)),
+		set(&pace.Rate, s.AdmissionRatePerSecond, "AdmissionRatePerSecond", admissionRate),
+		set(&o.OpensAt, s.OpensAt, "OpensAt", opening),
+		set(&o.AdmissionWindow, s.AdmissionWindow, "AdmissionWindow", admissionWindow),
+		set(&pace.Paused, s.Paused, "Paused", anyValue[bool]),
+		set(&o.Closed, s.Closed, "Closed", anyValue[bool]),
+		set(&o.Shuffle, s.ShuffleAtOpen, "ShuffleAtOpen", anyValue[bool]),
+	)
+}
+
+// set stores rule(*v) in *dst when v is set, or answers the rule's problem
+// as setting's error.
+func set[T, U any](dst *U, v *T, setting string, rule func(T) (U, string)) error {
+	if v == nil {
+		return nil
 	}
-	if name := s.PollingPolicy; name != nil && *name != "" {
-		if _, ok := policies[*name]; !ok {
-			names := slices.Sorted(maps.Keys(policies))
-			return Errorf(KindInvalid, CodeInvalidSettings, "pollingPolicy must be one of %q, or \"\" for the default.", names)
-		}
+	u, problem := rule(*v)
+	if problem != "" {
+		return invalidSetting(setting, problem)
 	}
-	if r := s.AdmissionRatePerSecond; r != nil {
-		if math.IsNaN(*r) || *r < 0 || *r > MaxAdmissionRate || *r > 0 && *r < MinAdmissionRate {
-			return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be 0 (manual admission only) or between %g and %g.", MinAdmissionRate, MaxAdmissionRate)
-		}
-		if _, ok := NewRate(*r); !ok {
-			return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be a whole number of thousandths (%g).", MinAdmissionRate)
-		}
-	}
-	if o := s.OpensAt; o != nil && !o.IsZero() && !ValidOpening(*o) {
-		return ErrInvalidOpening()
-	}
-	if w := s.AdmissionWindow; w != nil && (*w < MinAdmissionWindow || *w > MaxAdmissionWindow) {
-		return Errorf(KindInvalid, CodeInvalidSettings, "admissionWindowSeconds must be between %d and %d.", int(MinAdmissionWindow.Seconds()), int(MaxAdmissionWindow.Seconds()))
-	}
+	*dst = u
 	return nil
+}
+
+// The rules of Settings.change: each returns the value to store, or why v
+// is not valid.
+
+func anyValue[T any](v T) (T, string) { return v, "" }
+
+func policyIn(policies map[string]polling.Policy) func(string) (string, string) {
+	return func(name string) (string, string) {
+		if _, ok := policies[name]; !ok && name != "" {
+			return "", fmt.Sprintf("must be one of %q, or \"\" for the default", slices.Sorted(maps.Keys(policies)))
+		}
+		return name, ""
+	}
+}
+
+func admissionRate(perSecond float64) (Rate, string) {
+	if math.IsNaN(perSecond) || perSecond < 0 || perSecond > MaxAdmissionRate || perSecond > 0 && perSecond < MinAdmissionRate {
+		return 0, fmt.Sprintf("must be 0 (manual admission only) or between %g and %g", MinAdmissionRate, MaxAdmissionRate)
+	}
+	r, ok := NewRate(perSecond)
+	if !ok {
+		return 0, fmt.Sprintf("must be a whole number of thousandths (%g)", MinAdmissionRate)
+	}
+	return r, ""
+}
+
+func admissionWindow(w time.Duration) (time.Duration, string) {
+	if w < MinAdmissionWindow || w > MaxAdmissionWindow {
+		return 0, fmt.Sprintf("must be between %d and %d", int(MinAdmissionWindow.Seconds()), int(MaxAdmissionWindow.Seconds()))
+	}
+	return w, ""
+}
+
+// opening accepts the zero time (no opening) or one in the range of an
+// opening, kept to the millisecond in UTC.
+func opening(t time.Time) (time.Time, string) {
+	if !t.IsZero() && !ValidOpening(t) {
+		return t, openingProblem
+	}
+	return t.UTC().Truncate(time.Millisecond), ""
 }
 
 // The range of an opening: from the year 2000, so that no time given can be
@@ -107,11 +175,15 @@ var (
 // ValidOpening reports whether t is in the range of an opening.
 func ValidOpening(t time.Time) bool { return !t.Before(MinOpensAt) && !t.After(MaxOpensAt) }
 
+const openingProblem = `must be an RFC 3339 time from 2000-01-01T00:00:00Z to 9999-12-31T23:59:59Z, e.g. 2026-12-01T10:00:00+09:00, or "" to clear it`
+
 // ErrInvalidOpening is the answer to an opensAt that is not an RFC 3339
 // time in the range of an opening.
-func ErrInvalidOpening() error {
-	return Errorf(KindInvalid, CodeInvalidSettings, "opensAt must be an RFC 3339 time from 2000-01-01T00:00:00Z to 9999-12-31T23:59:59Z, e.g. 2026-12-01T10:00:00+09:00, or \"\" to clear it.")
-}
+func ErrInvalidOpening() error { return invalidSetting("OpensAt", openingProblem) }
+
+// ErrSettingOutOfRange is the answer to a setting's value that the
+// domain's type cannot hold.
+func ErrSettingOutOfRange(setting string) error { return invalidSetting(setting, "is out of range") }
 
 // PutProgram creates programID with settings (defaults for what is unset) or
 // applies settings to it; created tells which. A rate or pause change takes
@@ -122,7 +194,7 @@ func (s *Service) PutProgram(ctx context.Context, programID string, set Settings
 	if !ValidProgramID(programID) {
 		return Counters{}, false, errInvalidProgramID()
 	}
-	if err := set.validate(s.policies); err != nil {
+	if err := set.change(&Options{}, &Segment{}, s.policies); err != nil {
 		return Counters{}, false, err
 	}
 	if set.ShuffleAtOpen != nil && *set.ShuffleAtOpen {
@@ -131,12 +203,12 @@ func (s *Service) PutProgram(ctx context.Context, programID string, set Settings
 		}
 	}
 	create := func(now time.Time) (Program, error) {
-		p := Program{ID: programID, CreatedAt: fromUnixMs(unixMs(now)), Current: Segment{Rate: DefaultAdmissionRate}, AdmissionWindow: DefaultAdmissionWindow}
-		p, err := p.apply(set, now, 0)
+		p := Program{ID: programID, CreatedAt: fromUnixMs(unixMs(now)), Current: Segment{Rate: DefaultAdmissionRate}, Options: Options{AdmissionWindow: DefaultAdmissionWindow}}
+		p, err := p.apply(set, now, 0, s.policies)
 		p.Version = 1
 		return p, err
 	}
-	edit := func(p Program, now time.Time) (Program, error) { return p.apply(set, now, s.changeDelay()) }
+	edit := func(p Program, now time.Time) (Program, error) { return p.apply(set, now, s.changeDelay(), s.policies) }
 	p, now, created, err := s.changeProgram(ctx, "put program", programID, create, edit)
 	if err != nil {
 		return Counters{}, false, err
@@ -252,18 +324,8 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 		if p.Pending(now) {
 			// A change is scheduled only once the previous one has taken
 			// effect (every instance must know it before it acts).
-			effective := fromUnixMs(p.Next.AnchorMs)
-			if effective.Add(room()).After(deadline) {
-				return Program{}, now, false, errBusy(effective.Sub(now))
-			}
-			// Those who waited for the same change wake spread out, so
-			// that one makes the next change and the others see it.
-			wake := effective.Add(s.jitter(maxWakeSpread))
-			if wake.Add(room()).After(deadline) {
-				wake = effective
-			}
-			if err := s.clock.Sleep(ctx, wake.Sub(now)); err != nil {
-				return Program{}, now, false, errBusy(time.Second)
+			if err := s.awaitPending(ctx, p, now, deadline.Add(-room())); err != nil {
+				return Program{}, now, false, err
 			}
 			continue
 		}
@@ -303,6 +365,24 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 		}
 	}
 	return Program{}, now, false, errBusy(time.Second)
+}
+
+// awaitPending sleeps until p's pending change has taken effect, plus a
+// random spread so that those who waited for it wake apart (one makes the
+// next change, the others see it); BUSY if that is past latest.
+func (s *Service) awaitPending(ctx context.Context, p Program, now, latest time.Time) error {
+	effective := fromUnixMs(p.Next.AnchorMs)
+	if effective.After(latest) {
+		return errBusy(effective.Sub(now))
+	}
+	wake := effective.Add(s.jitter(maxWakeSpread))
+	if wake.After(latest) {
+		wake = effective
+	}
+	if err := s.clock.Sleep(ctx, wake.Sub(now)); err != nil {
+		return errBusy(time.Second)
+	}
+	return nil
 }
 
 // createProgram stores the new program p made by admin change change. A
@@ -383,38 +463,19 @@ func (s *Service) checkOwnWrite(ctx context.Context, p Program, change string, e
 	return err
 }
 
-func (p Program) apply(set Settings, now time.Time, delay time.Duration) (Program, error) {
+// apply returns p with set applied at now, taking effect delay later.
+func (p Program) apply(set Settings, now time.Time, delay time.Duration, policies map[string]polling.Policy) (Program, error) {
 	if err := p.applyOpening(set, now, delay); err != nil {
 		return p, err
 	}
-	if set.OpensAt != nil {
-		p.OpensAt = set.OpensAt.UTC().Truncate(time.Millisecond)
+	pace := p.Settled()
+	if err := set.change(&p.Options, &pace, policies); err != nil {
+		return p, err
 	}
-	if set.ShuffleAtOpen != nil {
-		p.Shuffle = *set.ShuffleAtOpen
-		if p.Shuffle && p.ShuffleNonce == "" {
-			p.ShuffleNonce = NewShuffleNonce()
-		}
+	if set.ShuffleAtOpen != nil && p.Shuffle && p.ShuffleNonce == "" {
+		p.ShuffleNonce = NewShuffleNonce()
 	}
-	settled := p.Settled()
-	rate, paused := settled.Rate, settled.Paused
-	if set.AdmissionRatePerSecond != nil {
-		rate, _ = NewRate(*set.AdmissionRatePerSecond) // validated
-	}
-	if set.Paused != nil {
-		paused = *set.Paused
-	}
-	if set.AdmissionWindow != nil {
-		p.AdmissionWindow = *set.AdmissionWindow
-	}
-	if set.PollingPolicy != nil {
-		p.Policy = *set.PollingPolicy
-	}
-	if set.Closed != nil {
-		p.Closed = *set.Closed
-	}
-	p.Profile = applyProfile(p.Profile, set.Profile)
-	return p.Rebased(now, rate, paused, 0, delay), nil
+	return p.Rebased(now, pace.Rate, pace.Paused, 0, delay), nil
 }
 
 // applyOpening checks set's opening and shuffle against p at now, a change
@@ -456,22 +517,19 @@ func (p Program) counters(now time.Time) Counters {
 	admitted := p.Serving(now)
 	settled := p.Settled()
 	c := Counters{
-		ProgramID:       p.ID,
-		Issued:          p.Issued,
-		Admitted:        admitted,
-		Waiting:         p.Issued - admitted,
-		Rate:            settled.Rate.PerSecond(),
-		Paused:          settled.Paused,
-		AdmissionWindow: p.AdmissionWindow,
-		CreatedAt:       p.CreatedAt,
-		PollingPolicy:   p.Policy,
-		Closed:          p.Closed,
-		Profile:         p.Profile,
+		ProgramID:     p.ID,
+		Issued:        p.Issued,
+		Admitted:      admitted,
+		Waiting:       p.Issued - admitted,
+		Rate:          settled.Rate.PerSecond(),
+		Paused:        settled.Paused,
+		CreatedAt:     p.CreatedAt,
+		Options:       p.Options,
+		PrequeueFixed: p.PrequeueFixed,
 	}
 	if p.Pending(now) {
 		c.EffectiveAt = fromUnixMs(p.Next.AnchorMs)
 	}
-	c.OpensAt, c.ShuffleAtOpen, c.PrequeueFixed = p.OpensAt, p.Shuffle, p.PrequeueFixed
 	if p.Shuffle {
 		c.ShuffleCommitment = ShuffleMessage(p.ID, p.ShuffleNonce)
 	}

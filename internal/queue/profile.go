@@ -103,16 +103,20 @@ func loopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// validateProfile checks each value set in a profile change.
-func validateProfile(change map[string]string) error {
+// changeProfile applies change (ProfileFields' names to values) to p,
+// each value checked by its field's rule.
+func changeProfile(p *Profile, change map[string]string) error {
 	for _, f := range ProfileFields {
 		v, ok := change[f.Name]
-		if !ok || v == "" {
+		if !ok {
 			continue
 		}
-		if err := f.Check(v); err != nil {
-			return Errorf(KindInvalid, CodeInvalidSettings, "%s %s.", f.Name, err)
+		if v != "" {
+			if err := f.Check(v); err != nil {
+				return invalidSetting(f.Name, err.Error())
+			}
 		}
+		*f.Field(p) = v
 	}
 	for name := range change {
 		if !isProfileField(name) {
@@ -129,16 +133,6 @@ func isProfileField(name string) bool {
 		}
 	}
 	return false
-}
-
-// applyProfile returns p with change applied.
-func applyProfile(p Profile, change map[string]string) Profile {
-	for _, f := range ProfileFields {
-		if v, ok := change[f.Name]; ok {
-			*f.Field(&p) = v
-		}
-	}
-	return p
 }
 
 // Showing is what anyone may see of a program: its profile, and whether

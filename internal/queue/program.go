@@ -56,19 +56,11 @@ type Program struct {
 
 	// DrainAtNs is the Unix ns at which the counter reaches Issued, rounded
 	// up; each ticket adds the settled segment's StepNs.
-	DrainAtNs       int64
-	AdmissionWindow time.Duration
+	DrainAtNs int64
 
-	// Policy names the polling policy of this program; "" is the
-	// service's default.
-	Policy string
-
-	// Profile is what the program shows the people who wait.
-	Profile Profile
-
-	// Closed programs take no new entries (sold out, ended); people already
-	// in the queue keep their place and are admitted as before.
-	Closed bool
+	// Options are the admin-set values: the admission window, the
+	// policy, whether closed, the opening and the profile.
+	Options
 
 	// The pace of manual admissions, measured: an average rate over the
 	// last admissions, when the last one happened, and the gap before it.
@@ -88,12 +80,6 @@ type Program struct {
 	// one answer tells a crowd (BurstRate).
 	Recent [RecentTickets]int64
 
-	// OpensAt is the program's opening (zero: none): before it entries are
-	// taken and nobody is admitted, at it admission starts at the rate.
-	OpensAt time.Time
-	// Shuffle places everyone who entered before OpensAt in a random
-	// order at the opening (see PlaceOf and Place).
-	Shuffle bool
 	// ShuffleNonce makes the shuffle's message (ShuffleMessage) unique: 16
 	// random bytes in hex, public, set when the shuffle is armed.
 	ShuffleNonce string
@@ -224,7 +210,7 @@ func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
 		p.Version++
 	}
 	p.Issued = addSat(p.Issued, n)
-	p.DrainAtNs = addSat(p.DrainAtNs, mulSat(n, p.StepNs()))
+	p.DrainAtNs = addSat(p.DrainAtNs, MulSat(n, p.StepNs()))
 	if n == 1 {
 		copy(p.Recent[1:], p.Recent[:RecentTickets-1])
 		p.Recent[0] = ms

@@ -138,8 +138,8 @@ func mulDiv(a, b, c uint64, up bool) (int64, bool) {
 	return int64(q), true
 }
 
-// mulSat returns a×b for a, b ≥ 0, saturating at math.MaxInt64.
-func mulSat(a, b int64) int64 {
+// MulSat returns a×b for a, b ≥ 0, saturating at math.MaxInt64.
+func MulSat(a, b int64) int64 {
 	hi, lo := bits.Mul64(uint64(a), uint64(b))
 	if hi != 0 || lo > math.MaxInt64 {
 		return math.MaxInt64

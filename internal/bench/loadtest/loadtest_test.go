@@ -241,8 +241,8 @@ func TestRunPolicyAndAbandon(t *testing.T) {
 	}
 	checkTotals(t, r)
 	c, err := srv.svc.Program(context.Background(), "eta-leave")
-	if err != nil || c.PollingPolicy != "eta" {
-		t.Errorf("program policy %q, %v; want eta", c.PollingPolicy, err)
+	if err != nil || c.Policy != "eta" {
+		t.Errorf("program policy %q, %v; want eta", c.Policy, err)
 	}
 }
 

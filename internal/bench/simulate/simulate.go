@@ -132,7 +132,7 @@ func newSim(cfg Config) *sim {
 	}
 	s.needs = needsOf(cfg.Policy.Policy)
 	// The program as the admin PUT creates it, before anyone arrives.
-	s.prog = queue.Program{ID: "sim", CreatedAt: Epoch, AdmissionWindow: queue.DefaultAdmissionWindow, Version: 0}
+	s.prog = queue.Program{ID: "sim", CreatedAt: Epoch, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}, Version: 0}
 	s.wheel.init(4096)
 	s.planLeaves()
 	if cfg.Progress != nil {

@@ -15,7 +15,7 @@ func TestStoreChargesScheduledWrites(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(clock.NewFake(Epoch), nil)
 	var ss queue.ScheduleStore = s
-	p := queue.Program{ID: programKey, CreatedAt: Epoch, AdmissionWindow: queue.DefaultAdmissionWindow}
+	p := queue.Program{ID: programKey, CreatedAt: Epoch, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
 	p = p.Rebased(Epoch, queue.OnePerSecond, false, 0, 0)
 	if err := s.CreateProgram(ctx, p); err != nil {
 		t.Fatal(err)

@@ -96,19 +96,21 @@ func perSecond(n float64) queue.Rate {
 func program(id string) queue.Program {
 	anchor := t0.Add(ms(1500))
 	return queue.Program{
-		ID:              id,
-		CreatedAt:       t0,
-		Version:         3,
-		Issued:          40,
-		Current:         queue.Segment{AnchorMs: anchor.UnixMilli(), Base: 12, Rate: perSecond(2.5)},
-		DrainAtNs:       unixNs(anchor.Add(28 * ms(400))),
-		AdmissionWindow: 10 * time.Minute,
-		Changes:         []string{"change-3", "change-2"},
-		Profile: queue.Profile{
-			DisplayName: "Gala — 갈라",
-			Message:     "Two nights.\nSeats for both.",
-			Notice:      "Saturday is sold out",
-			TargetURL:   "https://tickets.example.com/buy?event=gala",
+		ID:        id,
+		CreatedAt: t0,
+		Version:   3,
+		Issued:    40,
+		Current:   queue.Segment{AnchorMs: anchor.UnixMilli(), Base: 12, Rate: perSecond(2.5)},
+		DrainAtNs: unixNs(anchor.Add(28 * ms(400))),
+		Changes:   []string{"change-3", "change-2"},
+		Options: queue.Options{
+			AdmissionWindow: 10 * time.Minute,
+			Profile: queue.Profile{
+				DisplayName: "Gala — 갈라",
+				Message:     "Two nights.\nSeats for both.",
+				Notice:      "Saturday is sold out",
+				TargetURL:   "https://tickets.example.com/buy?event=gala",
+			},
 		},
 	}
 }
@@ -158,7 +160,7 @@ func testProgram(t *testing.T, s queue.Store) {
 	manual := program("manual")
 	manual.Policy, manual.Closed, manual.ManualRate = "eta", true, perSecond(0.125)
 	manual.LastAdmitAt, manual.LastAdmitGap = t0.Add(ms(8_000)), ms(1_500)
-	fresh := queue.Program{ID: "fresh", CreatedAt: t0, Version: 1, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate}, DrainAtNs: unixNs(t0), AdmissionWindow: queue.DefaultAdmissionWindow}
+	fresh := queue.Program{ID: "fresh", CreatedAt: t0, Version: 1, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate}, DrainAtNs: unixNs(t0), Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
 	sharded := program("sharded")
 	sharded.Shards = 7
 	sharded.Recent = [queue.RecentTickets]int64{9, 8, 7, 6, 5, 4, 3, 2}
@@ -329,7 +331,7 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 			p.DrainAtNs = nowNs - 1e9
 		}},
 		{"fresh program", func(p *queue.Program) {
-			*p = queue.Program{ID: p.ID, CreatedAt: t0, Version: 1, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate}, DrainAtNs: unixNs(t0), AdmissionWindow: queue.DefaultAdmissionWindow}
+			*p = queue.Program{ID: p.ID, CreatedAt: t0, Version: 1, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate}, DrainAtNs: unixNs(t0), Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
 		}},
 		{"opening ahead, shuffled", func(p *queue.Program) {
 			p.OpensAt, p.Shuffle, p.ShuffleNonce = now.Truncate(time.Millisecond).Add(time.Minute), true, "ab"
@@ -434,16 +436,16 @@ func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
 			// Every call extends DrainAtNs.
 			name: "busy queue",
 			n:    concurrentTickets,
-			p:    queue.Program{ID: "busy", CreatedAt: t0, Version: 2, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15, AdmissionWindow: time.Minute},
-			want: queue.Program{ID: "busy", CreatedAt: t0, Version: 2, Issued: concurrentTickets, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15 + concurrentTickets*1e9, AdmissionWindow: time.Minute},
+			p:    queue.Program{ID: "busy", CreatedAt: t0, Version: 2, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15, Options: queue.Options{AdmissionWindow: time.Minute}},
+			want: queue.Program{ID: "busy", CreatedAt: t0, Version: 2, Issued: concurrentTickets, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15 + concurrentTickets*1e9, Options: queue.Options{AdmissionWindow: time.Minute}},
 		},
 		{
 			// Every call finds the queue drained at the same now; exactly
 			// one re-anchors it, the others then find it busy.
 			name: "drained queue",
 			n:    concurrentReanchors,
-			p:    queue.Program{ID: "drained", CreatedAt: t0, Version: 2, Issued: 7, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: unixNs(now) - 10e6, AdmissionWindow: time.Minute},
-			want: queue.Program{ID: "drained", CreatedAt: t0, Version: 3, Issued: 7 + concurrentReanchors, Current: queue.Segment{AnchorMs: now.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: unixNs(now) + concurrentReanchors*1e6, AdmissionWindow: time.Minute},
+			p:    queue.Program{ID: "drained", CreatedAt: t0, Version: 2, Issued: 7, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: unixNs(now) - 10e6, Options: queue.Options{AdmissionWindow: time.Minute}},
+			want: queue.Program{ID: "drained", CreatedAt: t0, Version: 3, Issued: 7 + concurrentReanchors, Current: queue.Segment{AnchorMs: now.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: unixNs(now) + concurrentReanchors*1e6, Options: queue.Options{AdmissionWindow: time.Minute}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

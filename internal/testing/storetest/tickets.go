@@ -105,7 +105,7 @@ func testIssueTicketsConcurrent(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
 	now := t0.Add(time.Minute)
-	p := queue.Program{ID: "blocks", CreatedAt: t0, Version: 2, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1000)}, DrainAtNs: unixNs(now) - 1e6, AdmissionWindow: time.Minute}
+	p := queue.Program{ID: "blocks", CreatedAt: t0, Version: 2, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1000)}, DrainAtNs: unixNs(now) - 1e6, Options: queue.Options{AdmissionWindow: time.Minute}}
 	if err := store.CreateProgram(ctx, p); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 // builds the bootstraps and runs it.
 //
 // Without DYNAMODB_ENDPOINT it starts a throwaway moto_server with
-// internal/testing/localdynamo, behind the proxy that serializes its requests (as
+// internal/localdynamo, behind the proxy that serializes its requests (as
 // internal/testing/dynamotest does for the tests: moto is not atomic per item);
 // either way it creates the table if missing and seeds the program and
 // tokens that the sample events refer to (internal/testing/fixtures), unless
@@ -32,11 +32,11 @@ import (
 
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/lambdaemu"
+	"github.com/example/waitingroom/internal/localdynamo"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/testing/emulator"
+	"github.com/example/waitingroom/internal/samtemplate"
 	"github.com/example/waitingroom/internal/testing/fixtures"
-	"github.com/example/waitingroom/internal/testing/localdynamo"
-	"github.com/example/waitingroom/internal/testing/samtemplate"
 )
 
 func main() {
@@ -93,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logf("invoke: route %s", route)
 	}
 	if *rie == "" {
-		if *rie, err = emulator.Find("."); err != nil {
+		if *rie, err = lambdaemu.Find("."); err != nil {
 			return err
 		}
 	}
@@ -121,20 +121,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	res := emulator.Resources{Endpoint: *endpoint, Table: *table}
-	if emulator.NeedsPassKey(tpl) {
-		if res.PassKey, err = emulator.CreatePassKey(ctx, *endpoint); err != nil {
+	res := lambdaemu.Resources{Endpoint: *endpoint, Table: *table}
+	if lambdaemu.NeedsPassKey(tpl) {
+		if res.PassKey, err = lambdaemu.CreatePassKey(ctx, *endpoint); err != nil {
 			return err
 		}
 		logf("invoke: pass key %s", res.PassKey)
 	}
-	env, err := emulator.FunctionEnv(tpl, *function, res)
+	env, err := lambdaemu.FunctionEnv(tpl, *function, res)
 	if err != nil {
 		return err
 	}
 	bootstrap := filepath.Join(*binDir, filepath.Base(samtemplate.MainPackage(*function)), "bootstrap")
 	logf("invoke: %s (%s) with %s", *function, bootstrap, fs.Arg(0))
-	emu, err := emulator.Start(*rie, bootstrap, env, stderr)
+	emu, err := lambdaemu.Start(*rie, bootstrap, env, stderr)
 	if err != nil {
 		return err
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/localdynamo"
 	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/partitionmodel"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/testing/localdynamo"
-	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
 // defaultLocalTable is the table used on a DynamoDB API when TABLE_NAME is
@@ -28,7 +28,7 @@ type storeFlags struct {
 	dynamo      string // "", "moto" or "dynalite": start that server
 	createTable bool
 	// partitionLimits, when set, puts DynamoDB's per-partition limits
-	// (internal/testing/partitionmodel, e.g. "scale=0.1") between the
+	// (internal/partitionmodel, e.g. "scale=0.1") between the
 	// server and the DynamoDB API.
 	partitionLimits string
 }

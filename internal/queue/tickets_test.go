@@ -10,9 +10,9 @@ import (
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/partitionmodel"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
 // countingStore charges every write of the program item and of the shard

@@ -11,9 +11,9 @@ import (
 
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/partitionmodel"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/shufflekey"
-	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
 // Service mode: the scenario through queue.Service itself, the code the

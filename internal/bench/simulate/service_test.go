@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/partitionmodel"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
 var etaDefault = bench.NamedPolicy{Name: "eta", Policy: polling.DefaultETA()}

@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/partitionmodel"
 	"github.com/example/waitingroom/internal/testing/faultinject"
-	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
 func item(t *testing.T, js string) partitionmodel.Item {

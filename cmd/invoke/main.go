@@ -1,16 +1,12 @@
 // Command invoke runs one sample event through a real function bootstrap
-// under the AWS Lambda Runtime Interface Emulator, the way `sam local
-// invoke` would without Docker: it picks the function as API Gateway would,
-// by the event's method and path against template.yaml's routes, gives it
-// the template's environment, and prints the function's response. `make invoke EVENT=events/enter.json`
-// builds the bootstraps and runs it.
+// under the AWS Lambda Runtime Interface Emulator, with the function and
+// environment template.yaml gives it, and prints the function's response
+// (`make invoke EVENT=events/enter.json`).
 //
 // Without DYNAMODB_ENDPOINT it starts a throwaway moto_server with
-// internal/localdynamo, behind the proxy that serializes its requests (as
-// internal/testing/dynamotest does for the tests: moto is not atomic per item);
-// either way it creates the table if missing and seeds the program and
-// tokens that the sample events refer to (internal/testing/fixtures), unless
-// -seed=false, and creates a KMS key there for the admission passes (so
+// internal/localdynamo; either way it creates the table if missing, seeds
+// the state the sample events refer to (internal/sampleevents) unless
+// -seed=false, and creates a KMS key for the admission passes there (so
 // that endpoint must serve KMS too, as moto_server does).
 package main
 
@@ -35,8 +31,8 @@ import (
 	"github.com/example/waitingroom/internal/lambdaemu"
 	"github.com/example/waitingroom/internal/localdynamo"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/sampleevents"
 	"github.com/example/waitingroom/internal/samtemplate"
-	"github.com/example/waitingroom/internal/testing/fixtures"
 )
 
 func main() {
@@ -115,7 +111,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *seed {
-		err := fixtures.Seed(ctx, dynamostore.New(client, *table), time.Now())
+		err := sampleevents.Seed(ctx, dynamostore.New(client, *table), time.Now())
 		if err != nil && !errors.Is(err, queue.ErrConflict) { // seeded before: fine
 			return err
 		}

@@ -43,10 +43,10 @@ import (
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/sampleevents"
 	"github.com/example/waitingroom/internal/samtemplate"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/emfspec"
-	"github.com/example/waitingroom/internal/testing/fixtures"
 	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/passverify"
 )
@@ -94,10 +94,10 @@ func TestFunctions(t *testing.T) {
 	// Seed both stores at one instant, after the builds: the fixtures'
 	// queue advances in real time from here.
 	now := time.Now()
-	if err := fixtures.Seed(ctx, dynamostore.New(client, table), now); err != nil {
+	if err := sampleevents.Seed(ctx, dynamostore.New(client, table), now); err != nil {
 		t.Fatal(err)
 	}
-	if err := fixtures.Seed(ctx, mem, now); err != nil {
+	if err := sampleevents.Seed(ctx, mem, now); err != nil {
 		t.Fatal(err)
 	}
 
@@ -273,7 +273,7 @@ func checkPass(t *testing.T, fn *function, resp events.APIGatewayV2HTTPResponse)
 	v, err := passverify.New(passverify.Config{
 		JWKSURL:   jwks.URL + httpapi.JWKSPath,
 		Issuer:    "https://abc123.execute-api.us-east-1.amazonaws.com", // the event's domainName
-		ProgramID: fixtures.ProgramID,
+		ProgramID: sampleevents.ProgramID,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -283,8 +283,8 @@ func checkPass(t *testing.T, fn *function, resp events.APIGatewayV2HTTPResponse)
 		t.Fatalf("the bootstrap's pass does not verify against its JWKS: %v", err)
 	}
 	want := passverify.Claims{
-		Issuer: "https://abc123.execute-api.us-east-1.amazonaws.com", ProgramID: fixtures.ProgramID,
-		TokenID: fixtures.AdmitNowToken, Ticket: 450, JTI: claims.JTI,
+		Issuer: "https://abc123.execute-api.us-east-1.amazonaws.com", ProgramID: sampleevents.ProgramID,
+		TokenID: sampleevents.AdmitNowToken, Ticket: 450, JTI: claims.JTI,
 		AdmittedAt: body.AdmittedAt.Truncate(time.Second), ExpiresAt: body.ExpiresAt.Truncate(time.Second),
 	}
 	if diff := cmp.Diff(want, claims); diff != "" {

@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/example/waitingroom/internal/testing/faultinject"
+	"github.com/example/waitingroom/internal/dynamowire"
 )
 
 // Options configure a Transport; zero fields take the defaults.
@@ -87,7 +85,7 @@ type answer struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	op := faultinject.Operation(req)
+	op := dynamowire.Operation(req)
 	kind := Write
 	switch op {
 	case "GetItem":
@@ -96,7 +94,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		return t.base.RoundTrip(req)
 	}
-	req, body, err := faultinject.ReadBody(req)
+	req, body, err := dynamowire.ReadBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -210,28 +208,11 @@ func (t *Transport) throttled(req *http.Request, table string, kind Kind) *http.
 	if kind == Read {
 		reason = "TableReadKeyRangeThroughputExceeded"
 	}
-	body, _ := json.Marshal(map[string]any{
-		"__type":  "com.amazonaws.dynamodb.v20120810#" + t.opts.ErrorCode,
-		"message": "Throughput exceeds the current capacity for one or more partitions of your table (partitionmodel). Consider spreading the requests over more partition keys.",
-		"ThrottlingReasons": []map[string]string{{
+	body := dynamowire.Error(t.opts.ErrorCode,
+		"Throughput exceeds the current capacity for one or more partitions of your table (partitionmodel). Consider spreading the requests over more partition keys.",
+		map[string]any{"ThrottlingReasons": []map[string]string{{
 			"reason":   reason,
 			"resource": fmt.Sprintf("arn:aws:dynamodb:us-east-1:000000000000:table/%s", table),
-		}},
-	})
-	h := make(http.Header)
-	h.Set("Content-Type", "application/x-amz-json-1.0")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Amzn-Requestid", "PARTITIONMODEL")
-	h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
-	return &http.Response{
-		Status:        "400 Bad Request",
-		StatusCode:    http.StatusBadRequest,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        h,
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Request:       req,
-	}
+		}}})
+	return dynamowire.ErrorResponse(req, http.StatusBadRequest, "PARTITIONMODEL", body)
 }

@@ -153,12 +153,12 @@ func unixMsField(name string, r role, f func(p *queue.Program) *time.Time) attr 
 		name: name,
 		role: r,
 		enc: func(p queue.Program) (types.AttributeValue, error) {
-			return attributevalue.Marshal(unixMs(*f(&p)))
+			return attributevalue.Marshal(queue.UnixMs(*f(&p)))
 		},
 		dec: func(p *queue.Program, av types.AttributeValue) error {
 			var ms int64
 			err := attributevalue.Unmarshal(av, &ms)
-			*f(p) = fromUnixMs(ms)
+			*f(p) = queue.FromUnixMs(ms)
 			return err
 		},
 	}

@@ -131,7 +131,7 @@ func (s *Service) PutProgram(ctx context.Context, programID string, set Settings
 		}
 	}
 	create := func(now time.Time) (Program, error) {
-		p := Program{ID: programID, CreatedAt: fromUnixMs(unixMs(now)), Current: Segment{Rate: DefaultAdmissionRate}, AdmissionWindow: DefaultAdmissionWindow}
+		p := Program{ID: programID, CreatedAt: FromUnixMs(UnixMs(now)), Current: Segment{Rate: DefaultAdmissionRate}, AdmissionWindow: DefaultAdmissionWindow}
 		p, err := p.apply(set, now, 0)
 		p.Version = 1
 		return p, err
@@ -252,7 +252,7 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 		if p.Pending(now) {
 			// A change is scheduled only once the previous one has taken
 			// effect (every instance must know it before it acts).
-			effective := fromUnixMs(p.Next.AnchorMs)
+			effective := FromUnixMs(p.Next.AnchorMs)
 			if effective.Add(room()).After(deadline) {
 				return Program{}, now, false, errBusy(effective.Sub(now))
 			}
@@ -469,7 +469,7 @@ func (p Program) counters(now time.Time) Counters {
 		Profile:         p.Profile,
 	}
 	if p.Pending(now) {
-		c.EffectiveAt = fromUnixMs(p.Next.AnchorMs)
+		c.EffectiveAt = FromUnixMs(p.Next.AnchorMs)
 	}
 	c.OpensAt, c.ShuffleAtOpen, c.PrequeueFixed = p.OpensAt, p.Shuffle, p.PrequeueFixed
 	if p.Shuffle {

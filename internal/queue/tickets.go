@@ -1018,7 +1018,7 @@ func (s *Service) tidyTickets(ctx context.Context, programID string, now time.Ti
 	}
 	// Runs the counter will have reached, or kept too long, can never
 	// be given back.
-	reach := unixMs(now.Add(hold))
+	reach := UnixMs(now.Add(hold))
 	runs = slices.DeleteFunc(runs, func(r Run) bool {
 		return now.Sub(r.ReservedAt) > returnsKept || p.segmentAt(reach).Counter(reach) >= r.First-1
 	})

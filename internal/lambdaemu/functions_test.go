@@ -52,7 +52,7 @@ import (
 )
 
 // root is the repository, from this package's directory.
-const root = "../../.."
+const root = "../.."
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
 

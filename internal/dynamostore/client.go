@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -132,17 +133,22 @@ func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Clien
 // deadline (the invocation's, less the reserve) bounds it.
 const IssueAttemptTimeout = 5 * time.Second
 
+// issueRetryer retries the ticket-taking writes: DefaultMaxAttempts
+// attempts at most DefaultMaxBackoff apart, never one that timed out, and
+// with no retry quota, so the client's quota does not limit these writes.
+var issueRetryer = retry.NewStandard(func(so *retry.StandardOptions) {
+	so.MaxAttempts = DefaultMaxAttempts
+	so.MaxBackoff = DefaultMaxBackoff
+	so.BaseDelay = retryBaseDelay
+	so.RateLimiter = ratelimit.None
+	so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(timedOut)}, retry.DefaultRetryables...)
+})
+
 // notRepeated is the call option of a write that is not idempotent (taking
-// a ticket): an attempt that timed out is not retried, and its one attempt
-// may last IssueAttemptTimeout. Other faults are retried by a standard
-// retryer built for the call, so the client's retry quota does not limit it.
+// a ticket): it retries with issueRetryer, and its one attempt may last
+// IssueAttemptTimeout.
 func notRepeated(o *dynamodb.Options) {
-	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-		so.MaxAttempts = DefaultMaxAttempts
-		so.MaxBackoff = DefaultMaxBackoff
-		so.BaseDelay = retryBaseDelay
-		so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(timedOut)}, retry.DefaultRetryables...)
-	})
+	o.Retryer = issueRetryer
 	switch c := o.HTTPClient.(type) {
 	case *awshttp.BuildableClient:
 		o.HTTPClient = c.WithTimeout(max(IssueAttemptTimeout, c.GetTimeout()))

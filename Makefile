@@ -85,7 +85,7 @@ race: ## The core packages under the race detector.
 
 .PHONY: emulator integration
 emulator: $(RIE) ## The real bootstraps under aws-lambda-rie, against moto_server, with events/*.json; and `make invoke`.
-	AWS_LAMBDA_RIE=$(RIE) $(GO) test -count=1 -tags $(CHECK_TAGS) -run 'TestFunctions|TestInvoke' -v ./internal/testing/emulator/ ./cmd/invoke/
+	AWS_LAMBDA_RIE=$(RIE) $(GO) test -count=1 -tags $(CHECK_TAGS) -run 'TestFunctions|TestInvoke' -v ./internal/lambdaemu/ ./cmd/invoke/
 integration: emulator ## Same as emulator.
 
 # Every fuzz target, each for FUZZTIME; CI runs a short pass.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/example/waitingroom/internal/lambdaemu"
 	"github.com/example/waitingroom/internal/testing/emfspec"
-	"github.com/example/waitingroom/internal/testing/emulator"
 )
 
 // TestInvoke runs `make invoke` as a user would with an event written by
@@ -24,7 +24,7 @@ import (
 // own (no credential warning, no complaint when it is stopped).
 func TestInvoke(t *testing.T) {
 	root := filepath.Join("..", "..")
-	rie, err := emulator.Find(root)
+	rie, err := lambdaemu.Find(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,12 @@
 // Command invoke runs one sample event through a real function bootstrap
-// under the AWS Lambda Runtime Interface Emulator, the way `sam local
-// invoke` would without Docker: it picks the function as API Gateway would,
-// by the event's method and path against template.yaml's routes, gives it
-// the template's environment, and prints the function's response. `make invoke EVENT=events/enter.json`
-// builds the bootstraps and runs it.
+// under the AWS Lambda Runtime Interface Emulator, with the function and
+// environment template.yaml gives it, and prints the function's response
+// (`make invoke EVENT=events/enter.json`).
 //
 // Without DYNAMODB_ENDPOINT it starts a throwaway moto_server with
-// internal/testing/localdynamo, behind the proxy that serializes its requests (as
-// internal/testing/dynamotest does for the tests: moto is not atomic per item);
-// either way it creates the table if missing and seeds the program and
-// tokens that the sample events refer to (internal/testing/fixtures), unless
-// -seed=false, and creates a KMS key there for the admission passes (so
+// internal/localdynamo; either way it creates the table if missing, seeds
+// the state the sample events refer to (internal/sampleevents) unless
+// -seed=false, and creates a KMS key for the admission passes there (so
 // that endpoint must serve KMS too, as moto_server does).
 package main
 
@@ -32,11 +28,11 @@ import (
 
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/lambdaemu"
+	"github.com/example/waitingroom/internal/localdynamo"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/testing/emulator"
-	"github.com/example/waitingroom/internal/testing/fixtures"
-	"github.com/example/waitingroom/internal/testing/localdynamo"
-	"github.com/example/waitingroom/internal/testing/samtemplate"
+	"github.com/example/waitingroom/internal/sampleevents"
+	"github.com/example/waitingroom/internal/samtemplate"
 )
 
 func main() {
@@ -50,96 +46,94 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// options are invoke's flags and its event file.
+type options struct {
+	rie, binDir, template, function string
+	endpoint, table                 string
+	seed, verbose                   bool
+	eventFile                       string
+}
+
+// parseFlags reads args into options; it prints the usage to stderr when
+// they are wrong.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	rie := fs.String("rie", "", "path of aws-lambda-rie (default: $AWS_LAMBDA_RIE, PATH, then .tools)")
-	binDir := fs.String("bin", "bin", "directory holding <function>/bootstrap built for this machine (make bootstrap)")
-	tplPath := fs.String("template", "template.yaml", "SAM template")
-	function := fs.String("function", "", "logical id of the function (default: the one API Gateway routes the event's method and path to)")
-	endpoint := fs.String("endpoint", os.Getenv(config.EnvDynamoEndpoint), "DynamoDB endpoint (default $"+config.EnvDynamoEndpoint+"; empty: start moto_server)")
-	table := fs.String("table", "waitingroom-local", "table name")
-	seed := fs.Bool("seed", true, "seed the program and tokens the sample events use")
-	verbose := fs.Bool("v", false, "also say which server, function and route it uses")
+	fs.StringVar(&o.rie, "rie", "", "path of aws-lambda-rie (default: $AWS_LAMBDA_RIE, PATH, then .tools)")
+	fs.StringVar(&o.binDir, "bin", "bin", "directory holding <function>/bootstrap built for this machine (make bootstrap)")
+	fs.StringVar(&o.template, "template", "template.yaml", "SAM template")
+	fs.StringVar(&o.function, "function", "", "logical id of the function (default: the one API Gateway routes the event's method and path to)")
+	fs.StringVar(&o.endpoint, "endpoint", os.Getenv(config.EnvDynamoEndpoint), "DynamoDB endpoint (default $"+config.EnvDynamoEndpoint+"; empty: start moto_server)")
+	fs.StringVar(&o.table, "table", "waitingroom-local", "table name")
+	fs.BoolVar(&o.seed, "seed", true, "seed the program and tokens the sample events use")
+	fs.BoolVar(&o.verbose, "v", false, "also say which server, function and route it uses")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: invoke [flags] EVENT.json\n\nRuns the event through the function's real bootstrap under aws-lambda-rie and prints the response.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	logf := func(format string, args ...any) {
-		if *verbose {
-			fmt.Fprintf(stderr, format+"\n", args...)
-		}
+		return o, err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return errors.New("want one event file")
+		return o, errors.New("want one event file")
 	}
-	event, err := os.ReadFile(fs.Arg(0))
+	o.eventFile = fs.Arg(0)
+	return o, nil
+}
+
+// run invokes the event file args name with the function it is routed to,
+// against a prepared table, and prints the response to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	tpl, err := samtemplate.Load(*tplPath)
+	logf := func(format string, args ...any) {
+		if o.verbose {
+			fmt.Fprintf(stderr, format+"\n", args...)
+		}
+	}
+	event, err := os.ReadFile(o.eventFile)
 	if err != nil {
 		return err
 	}
-	if *function == "" {
+	tpl, err := samtemplate.Load(o.template)
+	if err != nil {
+		return err
+	}
+	if o.function == "" {
 		route := ""
-		if route, *function, err = functionFor(tpl, event); err != nil {
+		if route, o.function, err = functionFor(tpl, event); err != nil {
 			return err
 		}
 		logf("invoke: route %s", route)
 	}
-	if *rie == "" {
-		if *rie, err = emulator.Find("."); err != nil {
+	if o.rie == "" {
+		if o.rie, err = lambdaemu.Find("."); err != nil {
 			return err
 		}
 	}
-
-	if *endpoint == "" {
+	if o.endpoint == "" {
 		moto, err := localdynamo.Start(ctx, localdynamo.Options{Server: "moto", Serialize: true})
 		if err != nil {
 			return fmt.Errorf("no %s: %w", config.EnvDynamoEndpoint, err)
 		}
 		defer moto.Stop()
-		*endpoint = moto.Endpoint()
-		logf("invoke: moto_server on %s", *endpoint)
+		o.endpoint = moto.Endpoint()
+		logf("invoke: moto_server on %s", o.endpoint)
 	}
-	client, err := dynamostore.NewClient(ctx, *endpoint)
+	if err := prepareTable(ctx, o.endpoint, o.table, o.seed); err != nil {
+		return err
+	}
+	env, err := functionEnv(ctx, tpl, o, logf)
 	if err != nil {
 		return err
 	}
-	if err := dynamostore.CreateTable(ctx, client, *table); err != nil {
-		return err
-	}
-	if *seed {
-		err := fixtures.Seed(ctx, dynamostore.New(client, *table), time.Now())
-		if err != nil && !errors.Is(err, queue.ErrConflict) { // seeded before: fine
-			return err
-		}
-	}
-
-	res := emulator.Resources{Endpoint: *endpoint, Table: *table}
-	if emulator.NeedsPassKey(tpl) {
-		if res.PassKey, err = emulator.CreatePassKey(ctx, *endpoint); err != nil {
-			return err
-		}
-		logf("invoke: pass key %s", res.PassKey)
-	}
-	env, err := emulator.FunctionEnv(tpl, *function, res)
-	if err != nil {
-		return err
-	}
-	bootstrap := filepath.Join(*binDir, filepath.Base(samtemplate.MainPackage(*function)), "bootstrap")
-	logf("invoke: %s (%s) with %s", *function, bootstrap, fs.Arg(0))
-	emu, err := emulator.Start(*rie, bootstrap, env, stderr)
-	if err != nil {
-		return err
-	}
-	defer emu.Stop()
-	resp, err := emu.Invoke(ctx, event)
+	bootstrap := filepath.Join(o.binDir, filepath.Base(samtemplate.MainPackage(o.function)), "bootstrap")
+	logf("invoke: %s (%s) with %s", o.function, bootstrap, o.eventFile)
+	resp, err := invokeBootstrap(ctx, o.rie, bootstrap, env, event, stderr)
 	if err != nil {
 		return err
 	}
@@ -150,6 +144,52 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, out.String())
 	return nil
+}
+
+// prepareTable creates the table at endpoint if missing and, with seed,
+// stores the state the sample events refer to (once: a second seed finds it).
+func prepareTable(ctx context.Context, endpoint, table string, seed bool) error {
+	client, err := dynamostore.NewClient(ctx, endpoint)
+	if err != nil {
+		return err
+	}
+	if err := dynamostore.CreateTable(ctx, client, table); err != nil {
+		return err
+	}
+	if !seed {
+		return nil
+	}
+	err = sampleevents.Seed(ctx, dynamostore.New(client, table), time.Now())
+	if err != nil && !errors.Is(err, queue.ErrConflict) { // seeded before: fine
+		return err
+	}
+	return nil
+}
+
+// functionEnv is the environment of o.function as the template sets it,
+// with a pass key created at o.endpoint when a function of the template
+// signs passes.
+func functionEnv(ctx context.Context, tpl *samtemplate.Template, o options, logf func(string, ...any)) ([]string, error) {
+	res := lambdaemu.Resources{Endpoint: o.endpoint, Table: o.table}
+	if lambdaemu.NeedsPassKey(tpl) {
+		var err error
+		if res.PassKey, err = lambdaemu.CreatePassKey(ctx, o.endpoint); err != nil {
+			return nil, err
+		}
+		logf("invoke: pass key %s", res.PassKey)
+	}
+	return lambdaemu.FunctionEnv(tpl, o.function, res)
+}
+
+// invokeBootstrap runs bootstrap under the emulator rie with env, sends it
+// event and returns its response; the emulator's output goes to logs.
+func invokeBootstrap(ctx context.Context, rie, bootstrap string, env []string, event []byte, logs io.Writer) ([]byte, error) {
+	emu, err := lambdaemu.Start(rie, bootstrap, env, logs)
+	if err != nil {
+		return nil, err
+	}
+	defer emu.Stop()
+	return emu.Invoke(ctx, event)
 }
 
 // functionFor returns the route and function that API Gateway would invoke

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/localdynamo"
 	"github.com/example/waitingroom/internal/testing/browser"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
-	"github.com/example/waitingroom/internal/testing/localdynamo"
 )
 
 func TestMain(m *testing.M) {

@@ -27,6 +27,7 @@ import (
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
+	"github.com/example/waitingroom/internal/testing/passtest"
 )
 
 // admitted walks a new token of program to ADMITTED through the API
@@ -204,15 +205,7 @@ func TestLocalAdmissionPass(t *testing.T) {
 	other := admitted(t, base, "s3cret", "other")["admissionPass"].(string)
 	now := time.Now()
 	signed := func(iss string, a admissionpass.Admission) string {
-		i, err := admissionpass.NewIssuer(iss, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := i.Issue(context.Background(), a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return passtest.IssuePass(t, iss, passtest.Key{LocalKey: key}, a)
 	}
 	adm := admissionpass.Admission{ProgramID: "gala", TokenID: tok["tokenId"].(string), Ticket: 1, AdmittedAt: now, ExpiresAt: now.Add(10 * time.Minute)}
 	expired, notYet := adm, adm

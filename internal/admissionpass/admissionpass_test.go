@@ -34,6 +34,7 @@ import (
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
+	"github.com/example/waitingroom/internal/testing/passtest"
 	"github.com/example/waitingroom/passverify"
 )
 
@@ -259,15 +260,8 @@ func TestKMSKeyPassesContext(t *testing.T) {
 
 func newLocalKey(t *testing.T) (*admissionpass.LocalKey, *ecdsa.PrivateKey) {
 	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := admissionpass.NewLocalKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k, priv
+	k := passtest.NewKey(t)
+	return k.LocalKey, k.Private
 }
 
 func TestIssue(t *testing.T) {

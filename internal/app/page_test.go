@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/app"
@@ -25,6 +23,7 @@ import (
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/metrics"
+	"github.com/example/waitingroom/internal/sampleevents"
 	"github.com/example/waitingroom/internal/testing/fixtures"
 )
 
@@ -36,23 +35,10 @@ func fixtureApp(t *testing.T) *app.App {
 		t.Fatal(err)
 	}
 	store := memstore.New()
-	if err := fixtures.Seed(t.Context(), store, time.Now()); err != nil {
+	if err := sampleevents.Seed(t.Context(), store, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return app.New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
-}
-
-func loadEvent(t *testing.T, name string) events.APIGatewayV2HTTPRequest {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "events", name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var req events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return req
 }
 
 const (
@@ -93,7 +79,7 @@ func TestPageEvents(t *testing.T) {
 	fn := httpapi.Lambda(fixtureApp(t).QueueHandler())
 	for _, tt := range tests {
 		t.Run(tt.event, func(t *testing.T) {
-			resp, err := fn(t.Context(), loadEvent(t, tt.event))
+			resp, err := fn(t.Context(), fixtures.Event(t, tt.event))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +135,7 @@ func TestPageEnterIsTheAPIsEnter(t *testing.T) {
 // gzipped, base64-encoded for API Gateway, and cached for a year.
 func TestPageAssetsThroughLambda(t *testing.T) {
 	fn := httpapi.Lambda(fixtureApp(t).QueueHandler())
-	page, err := fn(t.Context(), loadEvent(t, "page"))
+	page, err := fn(t.Context(), fixtures.Event(t, "page"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +144,7 @@ func TestPageAssetsThroughLambda(t *testing.T) {
 		t.Fatalf("page links assets %q, want app.js and app.css", assets)
 	}
 	for _, path := range assets {
-		ev := loadEvent(t, "page-error-stale-asset")
+		ev := fixtures.Event(t, "page-error-stale-asset")
 		ev.RawPath, ev.RequestContext.HTTP.Path = path, path
 		resp, err := fn(t.Context(), ev)
 		if err != nil {

@@ -25,7 +25,7 @@ import (
 func (s *Store) ClaimToken(ctx context.Context, c queue.Token, staleBefore time.Time) (queue.Token, error) {
 	cond := expression.AttributeNotExists(expression.Name("pk")).Or(
 		expression.AttributeNotExists(expression.Name("ticket")).And(
-			expression.Name("claimMs").LessThan(expression.Value(unixMs(staleBefore)))))
+			expression.Name("claimMs").LessThan(expression.Value(queue.UnixMs(staleBefore)))))
 	return s.putTokenIf(ctx, "claim token", c, cond)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -18,31 +19,11 @@ import (
 	"github.com/example/waitingroom/internal/awsconfig"
 )
 
-// The client's time budget. A request must end in the handler's own answer
-// (a JSON 503 with Retry-After when the table misbehaves) before Lambda
-// kills the invocation at its timeout (template.yaml: Timeout 5 s), which
-// API Gateway would turn into a bare error. Every call the store makes is a
-// small read or write that DynamoDB answers in milliseconds, so:
-//
-//   - an attempt that has not been answered in DefaultAttemptTimeout (1 s)
-//     is abandoned and retried on a fresh connection: a hung connection
-//     costs a second, not the invocation;
-//   - DefaultMaxAttempts (3) attempts per call, at most DefaultMaxBackoff
-//     (200 ms) apart; the SDK's default would wait up to 20 s between
-//     attempts, throttling errors included;
-//   - so one call, failing or not, takes at most 3 × 1 s + 2 × 0.2 s =
-//     3.4 s, inside the 5 s;
-//   - a request makes several calls (an enter up to four), so the budget
-//     that holds them is the invocation's deadline, which the Lambda
-//     runtime puts on the context: every call gives up DefaultDeadlineReserve
-//     (500 ms) before it, leaving the handler time to answer 503. A store
-//     that is down, throttled or slow therefore costs a request at most
-//     4.5 s and always ends in a 503.
-//
-// The SDK's retry quota is kept (a token bucket of 500 per client, 14 per
-// retry, 5 per throttled retry, refunded by successes): when the table is
-// down for good an instance stops retrying and answers 503 at once, rather
-// than tripling the load on a table that is already failing.
+// The client's time budget: an attempt unanswered after DefaultAttemptTimeout
+// is abandoned, a call makes at most DefaultMaxAttempts attempts at most
+// DefaultMaxBackoff apart, and gives up DefaultDeadlineReserve before its
+// context's deadline. Retries draw on the SDK's retry quota of the client
+// (a token bucket of 500), except the ticket-taking writes (notRepeated).
 const (
 	DefaultMaxAttempts     = 3
 	DefaultMaxBackoff      = 200 * time.Millisecond
@@ -152,19 +133,22 @@ func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Clien
 // deadline (the invocation's, less the reserve) bounds it.
 const IssueAttemptTimeout = 5 * time.Second
 
-// notRepeated makes a call that is not idempotent (taking a ticket) never
-// retry an attempt that timed out: under a stalled store every timed-out
-// attempt is applied once the store wakes up, so three attempts would take
-// three tickets for one person. Its one attempt may instead last up to
-// IssueAttemptTimeout, which rides out a stall of a few seconds; other
-// faults are retried as usual.
+// issueRetryer retries the ticket-taking writes: DefaultMaxAttempts
+// attempts at most DefaultMaxBackoff apart, never one that timed out, and
+// with no retry quota, so the client's quota does not limit these writes.
+var issueRetryer = retry.NewStandard(func(so *retry.StandardOptions) {
+	so.MaxAttempts = DefaultMaxAttempts
+	so.MaxBackoff = DefaultMaxBackoff
+	so.BaseDelay = retryBaseDelay
+	so.RateLimiter = ratelimit.None
+	so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(timedOut)}, retry.DefaultRetryables...)
+})
+
+// notRepeated is the call option of a write that is not idempotent (taking
+// a ticket): it retries with issueRetryer, and its one attempt may last
+// IssueAttemptTimeout.
 func notRepeated(o *dynamodb.Options) {
-	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-		so.MaxAttempts = DefaultMaxAttempts
-		so.MaxBackoff = DefaultMaxBackoff
-		so.BaseDelay = retryBaseDelay
-		so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(timedOut)}, retry.DefaultRetryables...)
-	})
+	o.Retryer = issueRetryer
 	switch c := o.HTTPClient.(type) {
 	case *awshttp.BuildableClient:
 		o.HTTPClient = c.WithTimeout(max(IssueAttemptTimeout, c.GetTimeout()))

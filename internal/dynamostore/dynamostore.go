@@ -103,22 +103,6 @@ func tokenKey(id string) map[string]types.AttributeValue {
 	}
 }
 
-// unixMs is t in Unix milliseconds, 0 for the zero time.
-func unixMs(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-// fromUnixMs is the inverse of unixMs, in UTC.
-func fromUnixMs(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
-}
-
 // ttlSeconds is t in Unix seconds rounded up (0 for the zero time), so that
 // TTL never deletes an item before t.
 func ttlSeconds(t time.Time) int64 {
@@ -146,14 +130,14 @@ func toTokenItem(t queue.Token) tokenItem {
 		TokenID:            t.ID,
 		ProgramID:          t.ProgramID,
 		Ticket:             t.Ticket,
-		IssuedAt:           unixMs(t.IssuedAt),
-		AdmittedAt:         unixMs(t.AdmittedAt),
-		AdmissionExpiresAt: unixMs(t.AdmissionExpiresAt),
-		LeftAt:             unixMs(t.LeftAt),
+		IssuedAt:           queue.UnixMs(t.IssuedAt),
+		AdmittedAt:         queue.UnixMs(t.AdmittedAt),
+		AdmissionExpiresAt: queue.UnixMs(t.AdmissionExpiresAt),
+		LeftAt:             queue.UnixMs(t.LeftAt),
 		AdmissionPass:      t.AdmissionPass,
 		TTL:                ttlSeconds(t.ExpiresAt),
 		ClaimID:            t.Claim,
-		ClaimMs:            unixMs(t.ClaimedAt),
+		ClaimMs:            queue.UnixMs(t.ClaimedAt),
 	}
 }
 
@@ -162,14 +146,14 @@ func (it tokenItem) token() queue.Token {
 		ID:                 it.TokenID,
 		ProgramID:          it.ProgramID,
 		Ticket:             it.Ticket,
-		IssuedAt:           fromUnixMs(it.IssuedAt),
-		AdmittedAt:         fromUnixMs(it.AdmittedAt),
-		AdmissionExpiresAt: fromUnixMs(it.AdmissionExpiresAt),
-		LeftAt:             fromUnixMs(it.LeftAt),
+		IssuedAt:           queue.FromUnixMs(it.IssuedAt),
+		AdmittedAt:         queue.FromUnixMs(it.AdmittedAt),
+		AdmissionExpiresAt: queue.FromUnixMs(it.AdmissionExpiresAt),
+		LeftAt:             queue.FromUnixMs(it.LeftAt),
 		AdmissionPass:      it.AdmissionPass,
 		ExpiresAt:          fromTTL(it.TTL),
 		Claim:              it.ClaimID,
-		ClaimedAt:          fromUnixMs(it.ClaimMs),
+		ClaimedAt:          queue.FromUnixMs(it.ClaimMs),
 	}
 }
 

@@ -15,8 +15,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +36,7 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/faultinject"
+	"github.com/example/waitingroom/internal/testing/fixtures"
 	"github.com/example/waitingroom/internal/tickets"
 )
 
@@ -93,14 +92,7 @@ func (r *faultRig) program(t *testing.T, id string, rate float64, paused bool) {
 // in X-Queue-Token when it is not empty.
 func apiEvent(t *testing.T, name, programID, token string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "events", name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var req events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	req := fixtures.Event(t, name)
 	readdress := func(p string) string { return strings.Replace(p, "/programs/demo", "/programs/"+programID, 1) }
 	req.RawPath = readdress(req.RawPath)
 	req.RequestContext.HTTP.Path = readdress(req.RequestContext.HTTP.Path)

@@ -98,15 +98,15 @@ type profileItem struct {
 func itemOf(p queue.Program) programItem {
 	it := programItem{
 		PK: "PROGRAM#" + p.ID, SK: programSK,
-		ProgramID: p.ID, CreatedAt: unixMs(p.CreatedAt), Version: p.Version, Issued: p.Issued,
+		ProgramID: p.ID, CreatedAt: queue.UnixMs(p.CreatedAt), Version: p.Version, Issued: p.Issued,
 		AnchorMs: p.Current.AnchorMs, Base: p.Current.Base, RateMilli: p.Current.Rate, Paused: p.Current.Paused, StartMs: p.Current.StartMs,
 		NextAnchorMs: p.Next.AnchorMs, NextBase: p.Next.Base, NextRateMilli: p.Next.Rate, NextPaused: p.Next.Paused, NextStartMs: p.Next.StartMs,
 		Advancing: p.Settled().Advancing(), NsPerTicket: p.StepNs(), DrainAtNs: p.DrainAtNs,
 		optionsItem:       optionsItem(p.Options),
 		AdmissionWindowMs: p.AdmissionWindow.Milliseconds(),
-		OpensAtMs:         unixMs(p.OpensAt),
+		OpensAtMs:         queue.UnixMs(p.OpensAt),
 		profileItem:       profileItem(p.Profile),
-		ManualRateMilli:   p.ManualRate, LastAdmitAtMs: unixMs(p.LastAdmitAt), LastAdmitGapMs: p.LastAdmitGap.Milliseconds(),
+		ManualRateMilli:   p.ManualRate, LastAdmitAtMs: queue.UnixMs(p.LastAdmitAt), LastAdmitGapMs: p.LastAdmitGap.Milliseconds(),
 		ChangeIDs: p.Changes, Shards: p.Shards, ShuffleNonce: p.ShuffleNonce, Prequeue: p.Prequeue, PrequeueFixed: p.PrequeueFixed,
 	}
 	it.Recent1, it.Recent2, it.Recent3, it.Recent4 = p.Recent[0], p.Recent[1], p.Recent[2], p.Recent[3]
@@ -117,17 +117,17 @@ func itemOf(p queue.Program) programItem {
 // program is the queue.Program the item holds.
 func (it programItem) program() queue.Program {
 	p := queue.Program{
-		ID: it.ProgramID, CreatedAt: fromUnixMs(it.CreatedAt), Version: it.Version, Issued: it.Issued,
+		ID: it.ProgramID, CreatedAt: queue.FromUnixMs(it.CreatedAt), Version: it.Version, Issued: it.Issued,
 		Current:    queue.Segment{AnchorMs: it.AnchorMs, Base: it.Base, Rate: it.RateMilli, Paused: it.Paused, StartMs: it.StartMs},
 		Next:       queue.Segment{AnchorMs: it.NextAnchorMs, Base: it.NextBase, Rate: it.NextRateMilli, Paused: it.NextPaused, StartMs: it.NextStartMs},
 		DrainAtNs:  it.DrainAtNs,
 		Options:    queue.Options(it.optionsItem),
-		ManualRate: it.ManualRateMilli, LastAdmitAt: fromUnixMs(it.LastAdmitAtMs), LastAdmitGap: time.Duration(it.LastAdmitGapMs) * time.Millisecond,
+		ManualRate: it.ManualRateMilli, LastAdmitAt: queue.FromUnixMs(it.LastAdmitAtMs), LastAdmitGap: time.Duration(it.LastAdmitGapMs) * time.Millisecond,
 		Changes: it.ChangeIDs, Shards: it.Shards, ShuffleNonce: it.ShuffleNonce, Prequeue: it.Prequeue, PrequeueFixed: it.PrequeueFixed,
 		Recent: [queue.RecentTickets]int64{it.Recent1, it.Recent2, it.Recent3, it.Recent4, it.Recent5, it.Recent6, it.Recent7, it.Recent8},
 	}
 	p.AdmissionWindow = time.Duration(it.AdmissionWindowMs) * time.Millisecond
-	p.OpensAt = fromUnixMs(it.OpensAtMs)
+	p.OpensAt = queue.FromUnixMs(it.OpensAtMs)
 	p.Profile = queue.Profile(it.profileItem)
 	return p
 }

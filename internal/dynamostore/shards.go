@@ -48,8 +48,8 @@ type shardItem struct {
 func (it shardItem) shard() tickets.Shard {
 	return tickets.Shard{
 		Start: it.Start, Next: it.Next, End: it.End,
-		ReservedAt: fromUnixMs(it.ReservedAtMs), Takes: it.Takes,
-		Claim: it.ClaimID, ClaimedAt: fromUnixMs(it.ClaimMs),
+		ReservedAt: queue.FromUnixMs(it.ReservedAtMs), Takes: it.Takes,
+		Claim: it.ClaimID, ClaimedAt: queue.FromUnixMs(it.ClaimMs),
 	}
 }
 
@@ -175,7 +175,7 @@ func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, n
 	if !w.ok && it.TakeID != id {
 		return tickets.Run{}, false, nil
 	}
-	return tickets.Run{First: it.TakeFrom, Last: min(it.TakeFrom+m-1, it.End), ReservedAt: fromUnixMs(it.ReservedAtMs), Block: it.Start, After: it.TakeFrom + m}, true, nil
+	return tickets.Run{First: it.TakeFrom, Last: min(it.TakeFrom+m-1, it.End), ReservedAt: queue.FromUnixMs(it.ReservedAtMs), Block: it.Start, After: it.TakeFrom + m}, true, nil
 }
 
 // ClaimShard implements tickets.Store: one conditional UpdateItem that
@@ -247,7 +247,7 @@ func (s *Store) TrimShard(ctx context.Context, programID string, i int, start in
 			}
 			return tickets.Run{}, false, nil
 		}
-		return tickets.Run{First: it.Next, Last: it.TrimEnd, ReservedAt: fromUnixMs(it.ReservedAtMs)}, true, nil
+		return tickets.Run{First: it.Next, Last: it.TrimEnd, ReservedAt: queue.FromUnixMs(it.ReservedAtMs)}, true, nil
 	}
 	if back.First > 0 && back.First <= back.Last {
 		r, ok, err := trim(block.And(shNext.Equal(expression.Value(back.After))), expression.Value(back.First-1))

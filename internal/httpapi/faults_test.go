@@ -14,6 +14,7 @@ import (
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/fixtures"
 )
 
 // brokenStore fails every call with an error whose text must never reach a
@@ -38,7 +39,7 @@ func TestHandlerStoreFault(t *testing.T) {
 		httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))))
 	for _, event := range []string{"enter", "poll-waiting", "leave", "admin-get-program", "admin-put-program", "admin-admit"} {
 		t.Run(event, func(t *testing.T) {
-			resp := invoke(t, h, loadEvent(t, event))
+			resp := invoke(t, h, fixtures.Event(t, event))
 			if resp.StatusCode != http.StatusServiceUnavailable {
 				t.Errorf("status = %d, want 503", resp.StatusCode)
 			}
@@ -65,7 +66,7 @@ func TestHandlerRecoversPanic(t *testing.T) {
 	var logs bytes.Buffer
 	h := httpapi.Lambda(httpapi.NewQueue(queue.NewService(panickyStore{memstore.New()}, polling.DefaultTiers()),
 		httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))))
-	resp := invoke(t, h, loadEvent(t, "poll-waiting"))
+	resp := invoke(t, h, fixtures.Event(t, "poll-waiting"))
 	if resp.StatusCode != 500 {
 		t.Fatalf("status %d, want 500", resp.StatusCode)
 	}

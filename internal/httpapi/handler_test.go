@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -27,6 +26,7 @@ import (
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/sampleevents"
 	"github.com/example/waitingroom/internal/testing/fixtures"
 )
 
@@ -67,7 +67,7 @@ func newService(t testing.TB) *queue.Service {
 func newServiceIssuing(t testing.TB, iss *admissionpass.Issuer) *queue.Service {
 	t.Helper()
 	store := memstore.New()
-	if err := fixtures.Seed(context.Background(), store, t0); err != nil {
+	if err := sampleevents.Seed(context.Background(), store, t0); err != nil {
 		t.Fatal(err)
 	}
 	return queue.NewService(store, polling.DefaultTiers(),
@@ -91,19 +91,6 @@ func newHandler(t testing.TB, auth httpapi.Middleware) http.Handler {
 func newLambda(t testing.TB, auth httpapi.Middleware) httpapi.LambdaHandler {
 	t.Helper()
 	return httpapi.Lambda(newHandler(t, auth))
-}
-
-func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "events", name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var req events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return req
 }
 
 // invoke runs req through fn, which must never return an error.
@@ -187,7 +174,7 @@ func TestHandlerEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.event, func(t *testing.T) {
-			resp := invoke(t, newLambda(t, nil), loadEvent(t, tt.event))
+			resp := invoke(t, newLambda(t, nil), fixtures.Event(t, tt.event))
 			if got, want := resp.StatusCode, tt.wantStatus; got != want {
 				t.Errorf("status = %d, want %d (body %s)", got, want, resp.Body)
 			}
@@ -250,7 +237,7 @@ func decode(t *testing.T, body string) map[string]any {
 // leaving, asserting what the client sees at each step.
 func TestHandlerEnter(t *testing.T) {
 	h := newLambda(t, nil)
-	resp := invoke(t, h, loadEvent(t, "enter"))
+	resp := invoke(t, h, fixtures.Event(t, "enter"))
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("enter status = %d, body %s", resp.StatusCode, resp.Body)
 	}
@@ -268,7 +255,7 @@ func TestHandlerEnter(t *testing.T) {
 	}
 
 	// A refresh with the token keeps the place: 200, same token, same position.
-	again := loadEvent(t, "enter")
+	again := fixtures.Event(t, "enter")
 	again.Headers["x-queue-token"] = id
 	resp = invoke(t, h, again)
 	refreshed := decode(t, resp.Body)
@@ -277,7 +264,7 @@ func TestHandlerEnter(t *testing.T) {
 	}
 
 	// Leaving, then polling: LEFT with leftAt, no position and no retry keys.
-	leave := loadEvent(t, "leave")
+	leave := fixtures.Event(t, "leave")
 	leave.Headers["x-queue-token"] = id
 	if resp = invoke(t, h, leave); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("leave status = %d body %s", resp.StatusCode, resp.Body)
@@ -285,7 +272,7 @@ func TestHandlerEnter(t *testing.T) {
 	if resp = invoke(t, h, leave); resp.StatusCode != http.StatusNoContent {
 		t.Errorf("second leave status = %d, want 204 (idempotent)", resp.StatusCode)
 	}
-	poll := loadEvent(t, "poll-waiting")
+	poll := fixtures.Event(t, "poll-waiting")
 	poll.Headers["x-queue-token"] = id
 	resp = invoke(t, h, poll)
 	assertJSONEqual(t, resp.Body, `{"tokenId":"`+id+`","status":"LEFT","ticket":1001,"issuedAt":"2026-05-19T10:00:00.123Z","leftAt":"2026-05-19T10:00:00.123Z"}`)
@@ -316,7 +303,7 @@ func TestHandlerAdminSecret(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := loadEvent(t, "admin-error-unsigned") // no IAM context: the secret decides
+			req := fixtures.Event(t, "admin-error-unsigned") // no IAM context: the secret decides
 			if tt.auth != "" {
 				req.Headers["authorization"] = tt.auth
 			}
@@ -347,7 +334,7 @@ func TestHandlerIAM(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := loadEvent(t, "admin-get-program")
+			req := fixtures.Event(t, "admin-get-program")
 			req.RequestContext.Authorizer = nil
 			if tt.iam != nil {
 				req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: tt.iam}
@@ -374,7 +361,7 @@ func TestHandlersApart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := invoke(t, httpapi.Lambda(tt.handler), loadEvent(t, tt.event))
+			resp := invoke(t, httpapi.Lambda(tt.handler), fixtures.Event(t, tt.event))
 			if resp.StatusCode != http.StatusNotFound {
 				t.Errorf("status %d, want 404", resp.StatusCode)
 			}
@@ -400,7 +387,7 @@ func TestLambdaUnconvertible(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := loadEvent(t, "poll-waiting")
+			req := fixtures.Event(t, "poll-waiting")
 			tt.edit(&req)
 			resp := invoke(t, h, req)
 			if resp.StatusCode != tt.status {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/httpapi"
+	"github.com/example/waitingroom/internal/sampleevents"
 	"github.com/example/waitingroom/internal/testing/fixtures"
 )
 
@@ -25,19 +26,19 @@ import (
 // polls answer the same pass.
 func TestHandlerFirstAdmission(t *testing.T) {
 	h := newLambda(t, nil)
-	resp := invoke(t, h, loadEvent(t, "poll-first-admission"))
+	resp := invoke(t, h, fixtures.Event(t, "poll-first-admission"))
 	pass, _ := decode(t, resp.Body)["admissionPass"].(string)
 	if resp.StatusCode != http.StatusOK || pass == "" {
 		t.Fatalf("status %d body %s, want 200 with an admissionPass", resp.StatusCode, resp.Body)
 	}
-	jwks := invoke(t, h, loadEvent(t, "jwks"))
+	jwks := invoke(t, h, fixtures.Event(t, "jwks"))
 	set, err := jwk.Parse([]byte(jwks.Body))
 	if err != nil {
 		t.Fatalf("JWKS: %v: %s", err, jwks.Body)
 	}
 	const iss = "https://abc123.execute-api.us-east-1.amazonaws.com"
 	tok, err := jwt.ParseString(pass, jwt.WithKeySet(set), jwt.WithValidate(true), jwt.WithIssuer(iss),
-		jwt.WithAudience(fixtures.ProgramID), jwt.WithClock(jwt.ClockFunc(func() time.Time { return t0 })))
+		jwt.WithAudience(sampleevents.ProgramID), jwt.WithClock(jwt.ClockFunc(func() time.Time { return t0 })))
 	if err != nil {
 		t.Fatalf("jwx refuses the pass: %v", err)
 	}
@@ -55,12 +56,12 @@ func TestHandlerFirstAdmission(t *testing.T) {
 		t.Error(err)
 	}
 	admitted := t0.Truncate(time.Second)
-	want := claims{Sub: fixtures.AdmitNowToken, IAT: admitted, NBF: admitted, EXP: admitted.Add(10 * time.Minute), Ticket: 450}
+	want := claims{Sub: sampleevents.AdmitNowToken, IAT: admitted, NBF: admitted, EXP: admitted.Add(10 * time.Minute), Ticket: 450}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("claims (-want +got):\n%s", diff)
 	}
 
-	again := invoke(t, h, loadEvent(t, "poll-first-admission"))
+	again := invoke(t, h, fixtures.Event(t, "poll-first-admission"))
 	if p, _ := decode(t, again.Body)["admissionPass"].(string); p != pass {
 		t.Errorf("second poll's pass differs from the first: the pass is signed once and kept")
 	}
@@ -72,7 +73,7 @@ func TestHandlerFirstAdmission(t *testing.T) {
 func TestHandlerIssuerNotFromHost(t *testing.T) {
 	h := httpapi.New(newService(t), httpapi.BearerAuth("s"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, "")))
 	r := httptest.NewRequest(http.MethodGet, "http://evil.example/api/v1/queues/programs/demo", nil)
-	r.Header.Set(httpapi.HeaderToken, fixtures.AdmitNowToken)
+	r.Header.Set(httpapi.HeaderToken, sampleevents.AdmitNowToken)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	if w.Code != http.StatusServiceUnavailable || decodeCode(w.Body.String()) != "PASS_UNAVAILABLE" || w.Header().Get("Retry-After") == "" {

@@ -203,7 +203,7 @@ func (s *Service) PutProgram(ctx context.Context, programID string, set Settings
 		}
 	}
 	create := func(now time.Time) (Program, error) {
-		p := Program{ID: programID, CreatedAt: fromUnixMs(unixMs(now)), Current: Segment{Rate: DefaultAdmissionRate}, Options: Options{AdmissionWindow: DefaultAdmissionWindow}}
+		p := Program{ID: programID, CreatedAt: FromUnixMs(UnixMs(now)), Current: Segment{Rate: DefaultAdmissionRate}, Options: Options{AdmissionWindow: DefaultAdmissionWindow}}
 		p, err := p.apply(set, now, 0, s.policies)
 		p.Version = 1
 		return p, err
@@ -371,7 +371,7 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 // random spread so that those who waited for it wake apart (one makes the
 // next change, the others see it); BUSY if that is past latest.
 func (s *Service) awaitPending(ctx context.Context, p Program, now, latest time.Time) error {
-	effective := fromUnixMs(p.Next.AnchorMs)
+	effective := FromUnixMs(p.Next.AnchorMs)
 	if effective.After(latest) {
 		return errBusy(effective.Sub(now))
 	}
@@ -528,7 +528,7 @@ func (p Program) counters(now time.Time) Counters {
 		PrequeueFixed: p.PrequeueFixed,
 	}
 	if p.Pending(now) {
-		c.EffectiveAt = fromUnixMs(p.Next.AnchorMs)
+		c.EffectiveAt = FromUnixMs(p.Next.AnchorMs)
 	}
 	if p.Shuffle {
 		c.ShuffleCommitment = ShuffleMessage(p.ID, p.ShuffleNonce)

@@ -36,7 +36,7 @@ func (p Program) armed() bool { return p.Shuffle && !p.PrequeueFixed }
 // startAfter is the opening, in Unix ms, of a segment that starts at ms:
 // p's opening if it is later, else 0.
 func (p Program) startAfter(ms int64) int64 {
-	if o := unixMs(p.OpensAt); !p.OpensAt.IsZero() && o > ms {
+	if o := UnixMs(p.OpensAt); !p.OpensAt.IsZero() && o > ms {
 		return o
 	}
 	return 0

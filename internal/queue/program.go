@@ -124,7 +124,7 @@ func (p Program) segmentAt(ms int64) Segment {
 }
 
 // Segment returns the segment in effect at t.
-func (p Program) Segment(t time.Time) Segment { return p.segmentAt(unixMs(t)) }
+func (p Program) Segment(t time.Time) Segment { return p.segmentAt(UnixMs(t)) }
 
 // Settled returns the segment that holds once any scheduled change has
 // taken effect: the settings an admin sees.
@@ -138,7 +138,7 @@ func (p Program) Settled() Segment {
 func (p Program) pendingAt(ms int64) bool { return p.Scheduled() && ms < p.Next.AnchorMs }
 
 // Pending reports whether a scheduled change has yet to take effect at now.
-func (p Program) Pending(now time.Time) bool { return p.pendingAt(unixMs(now)) }
+func (p Program) Pending(now time.Time) bool { return p.pendingAt(UnixMs(now)) }
 
 // StepNs is how far each ticket issued pushes DrainAtNs back: the settled
 // segment's StepNs.
@@ -147,14 +147,14 @@ func (p Program) StepNs() int64 { return p.Settled().StepNs() }
 // Serving returns the serving counter at now: every ticket at or below it
 // is admitted.
 func (p Program) Serving(now time.Time) int64 {
-	ms := unixMs(now)
+	ms := UnixMs(now)
 	return min(p.segmentAt(ms).Counter(ms), p.Issued)
 }
 
 // Admits reports whether ticket is admitted at now. It does not depend on
 // Issued, so a cached program answers it exactly for any ticket.
 func (p Program) Admits(ticket int64, now time.Time) bool {
-	ms := unixMs(now)
+	ms := UnixMs(now)
 	return ticket <= p.segmentAt(ms).Counter(ms)
 }
 
@@ -165,7 +165,7 @@ func (p Program) drainedAt(ms int64) bool {
 // Drained reports whether, at now, the counter has caught up with every
 // ticket issued, so that the next ticket re-anchors it. Never while a
 // change is pending.
-func (p Program) Drained(now time.Time) bool { return p.drainedAt(unixMs(now)) }
+func (p Program) Drained(now time.Time) bool { return p.drainedAt(UnixMs(now)) }
 
 // CacheableUntil is how long a program read at loadedAt may be reused: a
 // ttl, but never past the drain instant, after which the next ticket may
@@ -176,7 +176,7 @@ func (p Program) CacheableUntil(loadedAt time.Time, ttl time.Duration) time.Time
 		until = p.OpensAt // the pre-queue is fixed then: read it
 	}
 	if p.Segment(until).Advancing() || p.Current.Advancing() {
-		if d := fromUnixMs(nsToMs(p.DrainAtNs)); d.Before(until) {
+		if d := FromUnixMs(nsToMs(p.DrainAtNs)); d.Before(until) {
 			until = d
 		}
 	}
@@ -201,7 +201,7 @@ func (p Program) WithTicketIssued(now time.Time) Program { return p.WithTicketsI
 // for Recent, which records single tickets only: a block of tickets
 // (tickets.Store.IssueTickets).
 func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
-	ms := unixMs(now)
+	ms := UnixMs(now)
 	p = p.WithPrequeueFixed(now)
 	if p.drainedAt(ms) {
 		p = p.folded(ms)
@@ -239,7 +239,7 @@ func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 	case p.Shuffle && p.PrequeueFixed && p.Prequeue >= from, p.armed() && !now.Before(p.OpensAt):
 		return false
 	}
-	ms := unixMs(now.Add(hold))
+	ms := UnixMs(now.Add(hold))
 	return p.segmentAt(ms).Counter(ms) < from-1
 }
 
@@ -249,7 +249,7 @@ func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 // when delay is 0 or the queue has drained; a change still pending at now
 // must have taken effect first (the caller waits for it).
 func (p Program) Rebased(now time.Time, rate Rate, paused bool, admit int64, delay time.Duration) Program {
-	ms := unixMs(now)
+	ms := UnixMs(now)
 	p = p.folded(ms)
 	p.Version++
 	if delay <= 0 || p.drainedAt(ms) {
@@ -343,11 +343,11 @@ func (p Program) admissionMs(ticket, ms int64) (int64, bool) {
 // knows of (its current segment and any scheduled change) holds, and
 // whether that is known at all: not while admission is stopped.
 func (p Program) AdmissionTime(ticket int64, now time.Time) (time.Time, bool) {
-	at, ok := p.admissionMs(ticket, unixMs(now))
+	at, ok := p.admissionMs(ticket, UnixMs(now))
 	if !ok {
 		return time.Time{}, false
 	}
-	return fromUnixMs(at), true
+	return FromUnixMs(at), true
 }
 
 // maxAdmitGap is the longest gap between two manual admissions that still
@@ -357,7 +357,7 @@ const maxAdmitGap = 10 * time.Minute
 // withManualAdmission records a manual admission of n at now in the
 // measured pace.
 func (p Program) withManualAdmission(n int64, now time.Time) Program {
-	now = fromUnixMs(unixMs(now))
+	now = FromUnixMs(UnixMs(now))
 	gap := now.Sub(p.LastAdmitAt)
 	switch {
 	case p.LastAdmitAt.IsZero() || gap <= 0 || gap > maxAdmitGap:
@@ -388,7 +388,7 @@ func (p Program) MeasuredRate(now time.Time) (Rate, bool) {
 // MaxEstimatedWait), from the schedule when admission is automatic or from
 // the measured pace when it is manual.
 func (p Program) Situation(ticket int64, now time.Time) polling.Situation {
-	ms := unixMs(now)
+	ms := UnixMs(now)
 	seg := p.segmentAt(ms)
 	sit := polling.Situation{Position: ticket - seg.Counter(ms)}
 	if seg.Advancing() {

@@ -177,8 +177,19 @@ func nsToMs(ns int64) int64 {
 	return ms
 }
 
-// unixMs is t in Unix milliseconds, rounded down.
-func unixMs(t time.Time) int64 { return t.UnixMilli() }
+// UnixMs is t in Unix milliseconds, rounded down; the zero time is 0, as
+// the store writes an absent time.
+func UnixMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
 
-// fromUnixMs is Unix ms as a time, in UTC.
-func fromUnixMs(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+// FromUnixMs is the inverse of UnixMs, in UTC: 0 is the zero time.
+func FromUnixMs(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}

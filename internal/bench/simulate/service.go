@@ -11,9 +11,9 @@ import (
 
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/partitionmodel"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/shufflekey"
-	"github.com/example/waitingroom/internal/testing/partitionmodel"
 	"github.com/example/waitingroom/internal/tickets"
 )
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/partitionmodel"
 	"github.com/example/waitingroom/internal/polling"
-	"github.com/example/waitingroom/internal/testing/partitionmodel"
 	"github.com/example/waitingroom/internal/tickets"
 )
 

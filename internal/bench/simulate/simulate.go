@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/partitionmodel"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
 // Epoch is the virtual instant at which every simulation starts.

@@ -9,7 +9,7 @@
 //
 // DYNAMOTEST_VERBOSE=1 passes the server's output through to stderr.
 //
-// internal/testing/localdynamo starts the server. moto is reached through a proxy
+// internal/localdynamo starts the server. moto is reached through a proxy
 // that passes one request at a time, because moto is not atomic per item
 // (see localdynamo.Options.Serialize). dynalite locks per item and is used
 // directly, but has no TTL API: NewTable then makes tables without TTL (see
@@ -40,7 +40,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/testing/localdynamo"
+	"github.com/example/waitingroom/internal/localdynamo"
 )
 
 var server struct {

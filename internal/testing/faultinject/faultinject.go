@@ -17,7 +17,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"hash/crc32"
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
@@ -26,10 +25,11 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/example/waitingroom/internal/dynamowire"
 )
 
 // Action is what a Rule does to a request it applies to.
@@ -191,39 +191,10 @@ func (t *Transport) count(m map[string]int, op string) int {
 	return n
 }
 
-// Operation returns the DynamoDB operation a request calls, from its
-// X-Amz-Target header ("DynamoDB_20120810.GetItem" gives "GetItem"), or ""
-// if it has none.
-func Operation(req *http.Request) string {
-	target := req.Header.Get("X-Amz-Target")
-	if i := strings.LastIndexByte(target, '.'); i >= 0 {
-		return target[i+1:]
-	}
-	return target
-}
-
-// ReadBody reads req's body for a RoundTripper and returns it with a copy
-// of req that carries the same bytes, to forward: a RoundTripper must not
-// modify the request it was given.
-func ReadBody(req *http.Request) (*http.Request, []byte, error) {
-	if req.Body == nil {
-		return req, nil, nil
-	}
-	body, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return nil, nil, err
-	}
-	req = req.Clone(req.Context())
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return req, body, nil
-}
-
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	op := Operation(req)
-	req, body, err := ReadBody(req)
+	op := dynamowire.Operation(req)
+	req, body, err := dynamowire.ReadBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -328,21 +299,5 @@ func discard(resp *http.Response) {
 
 // errorResponse is a DynamoDB error answer.
 func errorResponse(req *http.Request, status int, code, message string) *http.Response {
-	body := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q}`, code, message)
-	h := make(http.Header)
-	h.Set("Content-Type", "application/x-amz-json-1.0")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Amzn-Requestid", "FAULTINJECT")
-	h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10))
-	return &http.Response{
-		Status:        strconv.Itoa(status) + " " + http.StatusText(status),
-		StatusCode:    status,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        h,
-		Body:          io.NopCloser(strings.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Request:       req,
-	}
+	return dynamowire.ErrorResponse(req, status, "FAULTINJECT", dynamowire.Error(code, message, nil))
 }

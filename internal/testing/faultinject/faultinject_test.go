@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/example/waitingroom/internal/dynamowire"
 	"github.com/example/waitingroom/internal/testing/faultinject"
 )
 
@@ -28,7 +29,7 @@ type fakeDynamo struct {
 }
 
 func (f *fakeDynamo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch faultinject.Operation(r) {
+	switch dynamowire.Operation(r) {
 	case "GetItem":
 		f.get.Add(1)
 	case "UpdateItem":
@@ -82,17 +83,6 @@ func retryable(err error) bool {
 
 func throttle(err error) bool {
 	return retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err).Bool()
-}
-
-func TestOperation(t *testing.T) {
-	req := httptest.NewRequest("POST", "/", nil)
-	if got := faultinject.Operation(req); got != "" {
-		t.Errorf("no header: %q", got)
-	}
-	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.UpdateItem")
-	if got, want := faultinject.Operation(req), "UpdateItem"; got != want {
-		t.Errorf("Operation = %q, want %q", got, want)
-	}
 }
 
 // The error answers are DynamoDB's as the SDK sees them: the modelled error

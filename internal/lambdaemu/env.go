@@ -1,4 +1,4 @@
-package emulator
+package lambdaemu
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/config"
-	"github.com/example/waitingroom/internal/testing/samtemplate"
+	"github.com/example/waitingroom/internal/samtemplate"
 )
 
 // Resources stand in, on loopback, for the template's: a DynamoDB table

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/example/waitingroom/internal/testing/samtemplate"
+	"github.com/example/waitingroom/internal/samtemplate"
 )
 
 const src = `

@@ -1,8 +1,8 @@
-// Package emulator runs a Lambda function's bootstrap under the AWS Lambda
+// Package lambdaemu runs a Lambda function's bootstrap under the AWS Lambda
 // Runtime Interface Emulator (aws-lambda-rie) on loopback and invokes it, as
 // the Lambda service would: the emulator tests and `make invoke` use it to
 // run the real function binaries. `make tools` installs the emulator.
-package emulator
+package lambdaemu
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/example/waitingroom/internal/testing/localdynamo"
+	"github.com/example/waitingroom/internal/localdynamo"
 )
 
 // EnvRIE names the variable that may give the emulator's path.

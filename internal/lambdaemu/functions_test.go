@@ -1,6 +1,6 @@
 //go:build emulator
 
-package emulator_test
+package lambdaemu_test
 
 // The real function binaries, built as for Lambda (for this machine's
 // architecture), under the Runtime Interface Emulator, against moto's
@@ -39,27 +39,27 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
+	"github.com/example/waitingroom/internal/lambdaemu"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/sampleevents"
+	"github.com/example/waitingroom/internal/samtemplate"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/emfspec"
-	"github.com/example/waitingroom/internal/testing/emulator"
-	"github.com/example/waitingroom/internal/testing/fixtures"
 	"github.com/example/waitingroom/internal/testing/kmstest"
-	"github.com/example/waitingroom/internal/testing/samtemplate"
 	"github.com/example/waitingroom/passverify"
 )
 
 // root is the repository, from this package's directory.
-const root = "../../.."
+const root = "../.."
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
 
 // function is one function of the template, running twice: its bootstrap
 // under the emulator, and the reference handler in this process.
 type function struct {
-	emu *emulator.Emulator
+	emu *lambdaemu.Emulator
 	ref httpapi.LambdaHandler
 	// log is the emulator's and the function's output, complete once emu
 	// has stopped; namespace is the function's METRICS_NAMESPACE.
@@ -83,7 +83,7 @@ func TestFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The template's pass key, on the same moto_server (KMS).
-	res := emulator.Resources{Endpoint: endpoint, Table: table, PassKey: kmstest.NewSigningKey(t, kmstest.Client(t))}
+	res := lambdaemu.Resources{Endpoint: endpoint, Table: table, PassKey: kmstest.NewSigningKey(t, kmstest.Client(t))}
 
 	mem := memstore.New() // the reference handlers' store
 	fns := map[string]*function{}
@@ -94,10 +94,10 @@ func TestFunctions(t *testing.T) {
 	// Seed both stores at one instant, after the builds: the fixtures'
 	// queue advances in real time from here.
 	now := time.Now()
-	if err := fixtures.Seed(ctx, dynamostore.New(client, table), now); err != nil {
+	if err := sampleevents.Seed(ctx, dynamostore.New(client, table), now); err != nil {
 		t.Fatal(err)
 	}
-	if err := fixtures.Seed(ctx, mem, now); err != nil {
+	if err := sampleevents.Seed(ctx, mem, now); err != nil {
 		t.Fatal(err)
 	}
 
@@ -273,7 +273,7 @@ func checkPass(t *testing.T, fn *function, resp events.APIGatewayV2HTTPResponse)
 	v, err := passverify.New(passverify.Config{
 		JWKSURL:   jwks.URL + httpapi.JWKSPath,
 		Issuer:    "https://abc123.execute-api.us-east-1.amazonaws.com", // the event's domainName
-		ProgramID: fixtures.ProgramID,
+		ProgramID: sampleevents.ProgramID,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -283,8 +283,8 @@ func checkPass(t *testing.T, fn *function, resp events.APIGatewayV2HTTPResponse)
 		t.Fatalf("the bootstrap's pass does not verify against its JWKS: %v", err)
 	}
 	want := passverify.Claims{
-		Issuer: "https://abc123.execute-api.us-east-1.amazonaws.com", ProgramID: fixtures.ProgramID,
-		TokenID: fixtures.AdmitNowToken, Ticket: 450, JTI: claims.JTI,
+		Issuer: "https://abc123.execute-api.us-east-1.amazonaws.com", ProgramID: sampleevents.ProgramID,
+		TokenID: sampleevents.AdmitNowToken, Ticket: 450, JTI: claims.JTI,
 		AdmittedAt: body.AdmittedAt.Truncate(time.Second), ExpiresAt: body.ExpiresAt.Truncate(time.Second),
 	}
 	if diff := cmp.Diff(want, claims); diff != "" {
@@ -367,7 +367,7 @@ func pageText(body string) string {
 // emulator with the template's environment, and builds the reference
 // handler over mem, wired as the function's main wires it: the function
 // behind the AWS_IAM routes is the admin one.
-func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie string, res emulator.Resources, mem queue.Store) *function {
+func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie string, res lambdaemu.Resources, mem queue.Store) *function {
 	t.Helper()
 	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
 	// As make bootstrap builds it: for this machine, with the build
@@ -377,14 +377,14 @@ func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie string, res 
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", id, err, out)
 	}
-	env, err := emulator.FunctionEnv(tpl, id, res)
+	env, err := lambdaemu.FunctionEnv(tpl, id, res)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Not the template's default namespace, to see the function read it.
 	env = append(env, config.EnvMetricsNamespace+"=WaitingRoom/emulator")
 	var log bytes.Buffer // written by the emulator's process until Stop
-	emu, err := emulator.Start(rie, bootstrap, env, &log)
+	emu, err := lambdaemu.Start(rie, bootstrap, env, &log)
 	if err != nil {
 		t.Fatalf("%s: %v", id, err)
 	}
@@ -439,7 +439,7 @@ func isAdmin(t *testing.T, tpl *samtemplate.Template, id string) bool {
 // elsewhere.
 func findRIE(t *testing.T) string {
 	t.Helper()
-	rie, err := emulator.Find(root)
+	rie, err := lambdaemu.Find(root)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%v (CI=true: .ci/run must install it)", err)

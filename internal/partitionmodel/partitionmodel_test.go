@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/example/waitingroom/internal/testing/faultinject"
-	"github.com/example/waitingroom/internal/testing/partitionmodel"
+	"github.com/example/waitingroom/internal/dynamowire"
+	"github.com/example/waitingroom/internal/partitionmodel"
 )
 
 func item(t *testing.T, js string) partitionmodel.Item {
@@ -155,7 +155,7 @@ func (f *fakeDynamo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"failed","Item":` + f.item + `}`))
 		return
 	}
-	switch faultinject.Operation(r) {
+	switch dynamowire.Operation(r) {
 	case "GetItem":
 		_, _ = w.Write([]byte(`{"Item":` + f.item + `}`))
 	case "UpdateItem":

@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/example/waitingroom/internal/testing/faultinject"
+	"github.com/example/waitingroom/internal/dynamowire"
 )
 
 // Options configure a Transport; zero fields take the defaults.
@@ -87,7 +85,7 @@ type answer struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	op := faultinject.Operation(req)
+	op := dynamowire.Operation(req)
 	kind := Write
 	switch op {
 	case "GetItem":
@@ -96,7 +94,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		return t.base.RoundTrip(req)
 	}
-	req, body, err := faultinject.ReadBody(req)
+	req, body, err := dynamowire.ReadBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -104,88 +102,114 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := json.Unmarshal(body, &in); err != nil {
 		return t.base.RoundTrip(req) // the server will reject it
 	}
-	key := in.Key
-	if op == "PutItem" {
-		key = Item{t.opts.PartitionKey: in.Item[t.opts.PartitionKey], t.opts.SortKey: in.Item[t.opts.SortKey]}
-	}
-	part := in.TableName + "|" + canonical(key[t.opts.PartitionKey])
-	id := part + "|" + canonical(key[t.opts.SortKey])
-
-	t.mu.Lock()
-	old, known := t.sizes[id]
-	t.mu.Unlock()
-	newSize := old
-	if op == "PutItem" {
-		newSize = ItemSize(in.Item)
-	}
-	estimate := WriteUnits(max(old, newSize))
-	if kind == Read {
-		estimate = ReadUnits(old, in.ConsistentRead)
-	}
-	if !t.model.Admit(part, kind, estimate, t.opts.Now()) {
+	c := t.estimate(op, kind, in)
+	if !t.model.Admit(c.part, kind, c.estimate, t.opts.Now()) {
 		return t.throttled(req, in.TableName, kind), nil
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		// Nothing is known to have been served; DynamoDB charges a request
 		// it applied whose answer was lost, so charge the estimate.
-		t.model.Settle(part, kind, estimate, estimate, t.opts.Now())
+		t.model.Settle(c.part, kind, c.estimate, c.estimate, t.opts.Now())
 		return nil, err
 	}
 	if resp.Header.Get("Content-Encoding") != "" {
-		t.model.Settle(part, kind, estimate, estimate, t.opts.Now())
+		t.model.Settle(c.part, kind, c.estimate, c.estimate, t.opts.Now())
 		return resp, nil
 	}
 	raw, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		t.model.Settle(part, kind, estimate, estimate, t.opts.Now())
+		t.model.Settle(c.part, kind, c.estimate, c.estimate, t.opts.Now())
 		return nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(raw))
 	var out answer
 	_ = json.Unmarshal(raw, &out)
+	t.settle(c, resp.StatusCode, out)
+	return resp, nil
+}
+
+// charge is a single-item request as charged before its answer: its
+// partition and item, the item's known size and the estimated units.
+type charge struct {
+	op       string
+	kind     Kind
+	in       request
+	part, id string
+	old      int // the item's last known size
+	known    bool
+	newSize  int // the item's size after a PutItem
+	estimate float64
+}
+
+// estimate is the charge of request in, calling op, before its answer.
+func (t *Transport) estimate(op string, kind Kind, in request) charge {
+	key := in.Key
+	if op == "PutItem" {
+		key = Item{t.opts.PartitionKey: in.Item[t.opts.PartitionKey], t.opts.SortKey: in.Item[t.opts.SortKey]}
+	}
+	c := charge{op: op, kind: kind, in: in, part: in.TableName + "|" + canonical(key[t.opts.PartitionKey])}
+	c.id = c.part + "|" + canonical(key[t.opts.SortKey])
+	t.mu.Lock()
+	c.old, c.known = t.sizes[c.id]
+	t.mu.Unlock()
+	c.newSize = c.old
+	if op == "PutItem" {
+		c.newSize = ItemSize(in.Item)
+	}
+	c.estimate = WriteUnits(max(c.old, c.newSize))
+	if kind == Read {
+		c.estimate = ReadUnits(c.old, in.ConsistentRead)
+	}
+	return c
+}
+
+// settle charges c the units its answer (status, out) shows it consumed
+// and remembers the item's size.
+func (t *Transport) settle(c charge, status int, out answer) {
 	now := t.opts.Now()
 	switch {
-	case resp.StatusCode == http.StatusOK:
-		switch op {
+	case status == http.StatusOK:
+		switch c.op {
 		case "GetItem":
 			size := 0
 			if out.Item != nil {
 				size = ItemSize(out.Item)
 			}
-			t.remember(id, size, out.Item != nil)
-			t.model.Settle(part, Read, estimate, ReadUnits(size, in.ConsistentRead), now)
+			t.remember(c.id, size, out.Item != nil)
+			t.model.Settle(c.part, Read, c.estimate, ReadUnits(size, c.in.ConsistentRead), now)
 		case "PutItem":
-			t.remember(id, newSize, true)
-			t.model.Settle(part, Write, estimate, WriteUnits(max(old, newSize)), now)
+			t.remember(c.id, c.newSize, true)
+			t.model.Settle(c.part, Write, c.estimate, WriteUnits(max(c.old, c.newSize)), now)
 		case "UpdateItem":
-			if out.Attributes != nil && strings.EqualFold(in.ReturnValues, "ALL_NEW") {
+			newSize := c.newSize
+			if out.Attributes != nil && strings.EqualFold(c.in.ReturnValues, "ALL_NEW") {
 				newSize = ItemSize(out.Attributes)
-				t.remember(id, newSize, true)
-			} else if !known {
+				t.remember(c.id, newSize, true)
+			} else if !c.known {
 				// Created by this update, size unknown: until a read tells,
 				// count it as the smallest item.
-				t.remember(id, 1, true)
+				t.remember(c.id, 1, true)
 			}
-			t.model.Settle(part, Write, estimate, WriteUnits(max(old, newSize)), now)
+			t.model.Settle(c.part, Write, c.estimate, WriteUnits(max(c.old, newSize)), now)
 		case "DeleteItem":
-			t.remember(id, 0, false)
-			t.model.Settle(part, Write, estimate, WriteUnits(old), now)
+			t.remember(c.id, 0, false)
+			t.model.Settle(c.part, Write, c.estimate, WriteUnits(c.old), now)
 		}
 	case strings.HasSuffix(out.Type, "ConditionalCheckFailedException"):
 		// A failed condition still consumes write capacity, on the item as
 		// it stands.
+		old := c.old
 		if out.Item != nil {
 			old = ItemSize(out.Item)
-			t.remember(id, old, true)
+			t.remember(c.id, old, true)
 		}
-		t.model.Settle(part, Write, estimate, WriteUnits(old), now)
+		t.model.Settle(c.part, Write, c.estimate, WriteUnits(old), now)
 	default:
 		// Refused by the server (a bad request, a fault): nothing consumed.
-		t.model.Settle(part, kind, estimate, 0, now)
+		t.model.Settle(c.part, c.kind, c.estimate, 0, now)
 	}
-	return resp, nil
 }
 
 func (t *Transport) remember(id string, size int, exists bool) {
@@ -210,28 +234,11 @@ func (t *Transport) throttled(req *http.Request, table string, kind Kind) *http.
 	if kind == Read {
 		reason = "TableReadKeyRangeThroughputExceeded"
 	}
-	body, _ := json.Marshal(map[string]any{
-		"__type":  "com.amazonaws.dynamodb.v20120810#" + t.opts.ErrorCode,
-		"message": "Throughput exceeds the current capacity for one or more partitions of your table (partitionmodel). Consider spreading the requests over more partition keys.",
-		"ThrottlingReasons": []map[string]string{{
+	body := dynamowire.Error(t.opts.ErrorCode,
+		"Throughput exceeds the current capacity for one or more partitions of your table (partitionmodel). Consider spreading the requests over more partition keys.",
+		map[string]any{"ThrottlingReasons": []map[string]string{{
 			"reason":   reason,
 			"resource": fmt.Sprintf("arn:aws:dynamodb:us-east-1:000000000000:table/%s", table),
-		}},
-	})
-	h := make(http.Header)
-	h.Set("Content-Type", "application/x-amz-json-1.0")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Amzn-Requestid", "PARTITIONMODEL")
-	h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
-	return &http.Response{
-		Status:        "400 Bad Request",
-		StatusCode:    http.StatusBadRequest,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        h,
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Request:       req,
-	}
+		}}})
+	return dynamowire.ErrorResponse(req, http.StatusBadRequest, "PARTITIONMODEL", body)
 }

@@ -5,7 +5,7 @@
 //
 // The server runs in its own process group, which Stop kills as a whole,
 // and on Linux it dies with the process that started it (see Process,
-// which internal/testing/emulator uses for aws-lambda-rie too).
+// which internal/lambdaemu uses for aws-lambda-rie too).
 package localdynamo
 
 import (

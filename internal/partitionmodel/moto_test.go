@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/partitionmodel"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
-	"github.com/example/waitingroom/internal/testing/partitionmodel"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }

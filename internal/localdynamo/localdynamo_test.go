@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/example/waitingroom/internal/testing/localdynamo"
+	"github.com/example/waitingroom/internal/localdynamo"
 )
 
 // TestIsMoto: moto_server answers /moto-api/data.json with a JSON object;

@@ -1,0 +1,59 @@
+// Package sampleevents seeds a store with the program and tokens that the
+// sample events in events/ refer to, so that `make invoke` and the tests
+// replay the same events against the same state.
+package sampleevents
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// Token ids used by the sample events.
+const (
+	WaitingToken  = "waitingTokenFixture001" // ticket 734: position 234 at seed time
+	AdmittedToken = "admittedTokenFixture01" // ticket 400, admitted a minute before seed time
+	// AdmitNowToken (ticket 450) is admitted by the serving counter but
+	// not yet seen so: its first poll records the admission and signs its
+	// pass.
+	AdmitNowToken = "admitNowTokenFixture01"
+	LeavingToken  = "leavingTokenFixture001" // ticket 900, waiting
+	UnknownToken  = "unknownTokenFixture001" // well formed, never stored
+	ProgramID     = "demo"
+	// ClosedProgramID is a program closed to new entries.
+	ClosedProgramID = "sold-out"
+)
+
+// Seed is the program the events address: 1,000 tickets issued, 500
+// admitted at now, admission at 10 people per second.
+func Seed(ctx context.Context, s queue.Store, now time.Time) error {
+	now = now.Truncate(time.Millisecond)
+	p := queue.Program{ID: ProgramID, CreatedAt: now.Add(-time.Hour), Issued: 1000, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
+	p = p.Rebased(now, 10*queue.OnePerSecond, false, 500, 0)
+	if err := s.CreateProgram(ctx, p); err != nil {
+		return fmt.Errorf("seed program: %w", err)
+	}
+	closed := queue.Program{ID: ClosedProgramID, CreatedAt: now.Add(-time.Hour), Issued: 10, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
+	closed = closed.Rebased(now, queue.OnePerSecond, false, 0, 0)
+	closed.Closed = true
+	if err := s.CreateProgram(ctx, closed); err != nil {
+		return fmt.Errorf("seed closed program: %w", err)
+	}
+	admittedAt := now.Add(-time.Minute)
+	tokens := []queue.Token{
+		{ID: WaitingToken, ProgramID: ProgramID, Ticket: 734, IssuedAt: now.Add(-30 * time.Minute)},
+		{ID: LeavingToken, ProgramID: ProgramID, Ticket: 900, IssuedAt: now.Add(-20 * time.Minute)},
+		{ID: AdmitNowToken, ProgramID: ProgramID, Ticket: 450, IssuedAt: now.Add(-35 * time.Minute)},
+		{ID: AdmittedToken, ProgramID: ProgramID, Ticket: 400, IssuedAt: now.Add(-40 * time.Minute),
+			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow)},
+	}
+	for _, t := range tokens {
+		t.ExpiresAt = now.Add(48 * time.Hour)
+		if err := s.PutToken(ctx, t); err != nil {
+			return fmt.Errorf("seed token %s: %w", t.ID, err)
+		}
+	}
+	return nil
+}

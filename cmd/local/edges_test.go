@@ -51,7 +51,7 @@ func (c *rawConn) answer(t *testing.T, wait time.Duration) (*http.Response, stri
 // TestLocalEdges holds the local server to the API's JSON where net/http
 // lets a handler answer, and documents where it does not: requests Go's
 // server rejects before any handler runs get its own text/plain answer
-// (README, "The local server").
+// (docs/operations.md, "The local server").
 func TestLocalEdges(t *testing.T) {
 	base := start(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-read-timeout", "500ms")
 	const host = "Host: local\r\n"

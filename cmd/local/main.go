@@ -84,7 +84,7 @@ are seeded by SHUFFLE_KMS_KEY_ID or an RSA key generated at start.
 Environment:
   %s  admin bearer secret (generated and printed when unset)
   %s
-  (see the README, Configuration)
+  (see docs/operations.md, Configuration)
 
 Flags:
 `, defaultLocalTable, EnvAdminToken, strings.Join(config.Variables, ", "))

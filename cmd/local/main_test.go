@@ -269,7 +269,7 @@ func TestLocalMissingTable(t *testing.T) {
 }
 
 // TestLocalBareMoto is bug 4: the local server over a bare moto_server
-// (DYNAMODB_ENDPOINT, as the README's DynamoDB mode has it) must hand out
+// (DYNAMODB_ENDPOINT, as docs/operations.md, "The local server", has it) must hand out
 // every ticket once under concurrent enters. It finds moto and puts the
 // serialising proxy in front of it.
 func TestLocalBareMoto(t *testing.T) {

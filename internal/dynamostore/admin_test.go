@@ -149,8 +149,8 @@ func TestAdmissionsCountOnce(t *testing.T) {
 }
 
 // adminAnswerBound is how long an admin change may take to be answered:
-// the 3 s admin deadline the README states, and some slack for the test
-// server. The admin function's Lambda timeout is 5 s.
+// the 3 s admin deadline docs/design.md states, and some slack for the test
+// server. The admin function's Lambda timeout is 10 s (template.yaml).
 const adminAnswerBound = 3500 * time.Millisecond
 
 // TestAdminChangesAnswerInTime is the regression test of admin changes

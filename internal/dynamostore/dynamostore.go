@@ -1,7 +1,7 @@
 // Package dynamostore is the DynamoDB queue.Store: one table, on-demand
 // capacity, every invariant kept by a conditional write so that any number
-// of Lambda instances can share it without a lock. The README's "Data model
-// (DynamoDB)" describes the items; programItem is the program item.
+// of Lambda instances can share it without a lock. docs/design.md, "The
+// data model (DynamoDB)", describes the items; programItem is the program item.
 package dynamostore
 
 import (

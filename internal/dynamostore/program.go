@@ -22,8 +22,8 @@ import (
 // attribute: created (CreateProgram only), tickets (CreateProgram and the
 // ticket writes), shards (CreateProgram and SetShards), derived (computed
 // for IssueTicket's conditions, written with the state, never read back);
-// untagged attributes are state (CreateProgram and UpdateProgram). The
-// README's "Data model (DynamoDB)" describes each attribute.
+// untagged attributes are state (CreateProgram and UpdateProgram).
+// docs/design.md, "The data model (DynamoDB)", describes each attribute.
 type programItem struct {
 	PK        string `dynamodbav:"pk" write:"created"`
 	SK        string `dynamodbav:"sk" write:"created"`
@@ -259,7 +259,7 @@ func drainLimit(n, stepNs int64) int64 {
 
 // issueSteps apply queue.Program.WithTicketIssued in one UpdateItem each,
 // without reading the program first; exactly one step's condition holds
-// for an open program. See the README, "Data model (DynamoDB)".
+// for an open program. See docs/design.md, "The data model (DynamoDB)".
 var issueSteps = newIssueSteps(false)
 
 // blockSteps apply queue.Program.WithTicketsIssued for a block of n > 1

@@ -19,7 +19,7 @@ import (
 )
 
 // The ticket shards of a program: one item each, SHARD#<programId>#<i>,
-// each in its own partition. See the README, "Data model (DynamoDB)".
+// each in its own partition. See docs/design.md, "The data model (DynamoDB)".
 
 const shardSK = "SHARD"
 

@@ -13,8 +13,8 @@
 // capacity, DynamoDB's store of unused table capacity, cannot lift a
 // partition above these maximums, so each bucket holds one second of its
 // rate. A scale (Limits.Scaled) lowers them so that on a small machine the
-// limit binds before the CPU does. The README's "Limits" section gives the
-// numbers behind it.
+// limit binds before the CPU does. docs/operations.md, "Capacity: limits
+// per program and per table", gives the numbers behind it.
 package partitionmodel
 
 import (

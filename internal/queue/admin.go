@@ -254,7 +254,7 @@ func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counter
 	return p.counters(now), nil
 }
 
-// Bounds of an admin change; see the README, "How stale is a position".
+// Bounds of an admin change; see docs/design.md, "Segments and scheduled changes".
 const (
 	// adminDeadline bounds an admin request, waits for a pending change
 	// and optimistic retries included.

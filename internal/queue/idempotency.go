@@ -7,8 +7,8 @@ import (
 )
 
 // An enter with an Idempotency-Key claims the token item its key names
-// before it takes a ticket; README, "Idempotency-Key", says why and what
-// it costs.
+// before it takes a ticket; docs/design.md, "Idempotency and lost
+// answers", says why and what it costs.
 const (
 	// ClaimTimeout is how long a claim holds before another enter with the
 	// key may take it over: twice the queue function's timeout (5 s,

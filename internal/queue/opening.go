@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// A scheduled, fair opening: see the README, "A scheduled, fair opening".
+// A scheduled, fair opening: see docs/design.md, "The shuffle".
 
 // PrequeueStore is what a Store offers to fix a shuffled program's
 // pre-queue at its opening. memstore and dynamostore implement it; a

@@ -43,8 +43,8 @@ func ValidTokenID(id string) bool { return len(id) == tokenIDLen && tokenIDPatte
 // Program is one queue: its ticket counter and its admission state.
 // Admission is a counter computed from time: the Current segment says how
 // it grows, an admin change is scheduled as the Next one (zero: none), and
-// DrainAtNs is when the counter catches up with Issued. See the README,
-// "Admission" and "How stale is a position".
+// DrainAtNs is when the counter catches up with Issued. See docs/design.md,
+// "The admission model" and "Segments and scheduled changes".
 type Program struct {
 	ID        string
 	CreatedAt time.Time

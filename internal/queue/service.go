@@ -44,7 +44,7 @@ func WithRand(rng *rand.Rand) Option { return func(s *Service) { s.rng = rng } }
 // every time), and makes admin changes take effect ttl after they are made,
 // so that an instance still using an earlier read computes the same serving
 // counter as one that read the change. Every instance of a deployment must
-// use the same ttl. See the README, "How stale is a position".
+// use the same ttl. See docs/design.md, "Caching".
 func WithProgramCache(ttl time.Duration) Option {
 	return func(s *Service) { s.cache.ttl = ttl }
 }

@@ -76,7 +76,7 @@ func idempotentTokenID(programID, key string) string {
 }
 
 // ShuffleView is a shuffled opening as a token's answer shows it: enough
-// for anyone to check a place (README, "A scheduled, fair opening").
+// for anyone to check a place (docs/design.md, "The shuffle").
 type ShuffleView struct {
 	// Commitment is the message the shuffle key signs at the opening
 	// (ShuffleMessage), and PublicKey that key's public half

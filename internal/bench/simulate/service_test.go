@@ -86,8 +86,8 @@ func TestServiceModeErrors(t *testing.T) {
 }
 
 // TestServiceClockSkew: crowds through instances whose clocks are off the
-// true time by up to ±500 ms (the skew the README's "Tickets past one hot
-// item" tolerates), polling every 200 ms so that answers of instances that
+// true time by up to ±500 ms (the skew docs/design.md, "Ticket shards",
+// tolerates), polling every 200 ms so that answers of instances that
 // disagree follow each other closely. No ticket is held twice or after it
 // was given back, nobody seen admitted is then answered otherwise, a
 // position goes up by at most the admissions of twice the skew (never

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"math/rand/v2"
+	"sort"
 	"testing"
 	"time"
 
@@ -82,11 +83,8 @@ func TestCachedViewsAgree(t *testing.T) {
 func checkCachedViews(t *testing.T, seed uint64, history []queue.Program, at []time.Time, ttl time.Duration) {
 	t.Helper()
 	stored := func(t time.Time) queue.Program { // the program as a fresh read at t sees it
-		i := len(at) - 1
-		for at[i].After(t) {
-			i--
-		}
-		return history[i]
+		// at is in order: the last entry not after t.
+		return history[sort.Search(len(at), func(i int) bool { return at[i].After(t) })-1]
 	}
 	for i, loaded := range history {
 		l := at[i]

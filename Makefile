@@ -29,6 +29,9 @@ HOST_BUILD := $(GO) build -tags $(LAMBDA_TAGS)
 
 # Core packages for the race detector (slow on 2 cores, so not ./...).
 RACE_PKGS := ./internal/queue/... ./internal/httpapi/... ./internal/memstore/... ./internal/polling/... ./internal/app/...
+# The longest-running test packages, started first so that the others run
+# beside them rather than after them.
+SLOW_PKGS := ./internal/dynamostore/... ./cmd/local/... ./internal/waitpage/... ./internal/bench/simulate/...
 
 .DEFAULT_GOAL := help
 
@@ -65,7 +68,7 @@ run: ## Serve the API and the waiting-room page locally on an in-memory store (A
 	exec bin/local $(if $(ADDR),-addr $(ADDR)) $(ARGS)
 
 .PHONY: test
-test: lint unit race emulator ## Everything CI runs: lint, unit (+DynamoDB, template), race, emulator.
+test: lint unit-others race emulator ## Everything CI runs: lint, unit-others and race (together every package once), emulator.
 
 .PHONY: lint
 lint: $(STATICCHECK) ## gofmt, go vet, staticcheck, go mod tidy check, cfn-lint.
@@ -78,6 +81,13 @@ lint: $(STATICCHECK) ## gofmt, go vet, staticcheck, go mod tidy check, cfn-lint.
 .PHONY: unit
 unit: ## go test ./...: includes the DynamoDB store tests (moto_server) and template_test.go.
 	$(GO) test -count=1 ./...
+
+# The go list calls must succeed: an empty list would test only the root.
+.PHONY: unit-others
+unit-others: ## go test of every package but RACE_PKGS, which race runs: SLOW_PKGS first.
+	@pkgs=$$($(GO) list $(SLOW_PKGS) ./...) && race=$$($(GO) list $(RACE_PKGS)) && \
+	  echo "$(GO) test -count=1 <./... but RACE_PKGS, SLOW_PKGS first>" && \
+	  $(GO) test -count=1 $$(echo "$$pkgs" | grep -vxF "$$race")
 
 .PHONY: race
 race: ## The core packages under the race detector.

@@ -195,6 +195,7 @@ func TestLocalMemory(t *testing.T) {
 }
 
 func TestLocalDynamoDB(t *testing.T) {
+	t.Parallel()
 	endpoint := dynamotest.Endpoint(t)
 	table := "local-" + strings.ReplaceAll(t.Name(), "/", "-")
 	env := map[string]string{"ADMIN_TOKEN": "s3cret", "DYNAMODB_ENDPOINT": endpoint, "TABLE_NAME": table}
@@ -273,6 +274,7 @@ func TestLocalMissingTable(t *testing.T) {
 // every ticket once under concurrent enters. It finds moto and puts the
 // serialising proxy in front of it.
 func TestLocalBareMoto(t *testing.T) {
+	t.Parallel()
 	moto, err := localdynamo.Start(t.Context(), localdynamo.Options{Server: "moto"})
 	if err != nil {
 		t.Fatal(err)
@@ -288,6 +290,7 @@ func TestLocalBareMoto(t *testing.T) {
 // TestLocalDynamoFlag: -dynamo moto starts moto behind the proxy, makes the
 // table and serves from it.
 func TestLocalDynamoFlag(t *testing.T) {
+	t.Parallel()
 	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-dynamo", "moto")
 	if want := "(store: DynamoDB table " + defaultLocalTable + " on a moto it started at http://"; !strings.Contains(out.String(), want) {
 		t.Errorf("start-up line %q, want %q", out, want)

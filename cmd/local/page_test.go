@@ -84,6 +84,7 @@ type pageCall struct {
 // poll the page sends is measured in the browser: none earlier than the
 // retryAfterMs before it (less 50 ms), never two at once.
 func TestWaitingRoomEndToEnd(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cret"
 	base := start(t, map[string]string{"ADMIN_TOKEN": secret, "POLL_TIERS": "100:1s,inf:1s+-400ms"}, "-demo-rate", "2")
 	admin := base + "/api/v1/admin/programs/demo"

@@ -23,16 +23,17 @@ import (
 func TestMain(m *testing.M) { dynamotest.Main(m) }
 
 // newClient returns a client for the test server. Its attempts may take
-// 10 s rather than the production 1 s: the contract's concurrency tests
-// queue 32 callers behind a server that answers one request at a time in
-// some 20 ms, so an attempt can wait over a second, and a retried
-// IssueTicket would leave a gap the contract rightly does not expect
-// without faults. faults_test.go tests the production timeouts.
+// a minute rather than the production 1 s: the contract's concurrency
+// tests queue 32 callers behind a server that answers one request at a
+// time, in some 20 ms on an idle machine and over 300 ms on a busy one, so
+// an attempt can wait over 10 s, and a retried IssueTicket would leave a
+// gap the contract rightly does not expect without faults. faults_test.go
+// tests the production timeouts.
 func newClient(t *testing.T) *dynamodb.Client {
 	t.Helper()
 	client, err := dynamostore.NewClientWithOptions(t.Context(), dynamostore.ClientOptions{
 		Endpoint:       dynamotest.Endpoint(t),
-		AttemptTimeout: 10 * time.Second,
+		AttemptTimeout: time.Minute,
 	})
 	if err != nil {
 		t.Fatalf("NewClient: %v", err)

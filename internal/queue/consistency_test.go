@@ -1,7 +1,9 @@
 package queue_test
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"sort"
 	"testing"
 	"time"
 
@@ -35,43 +37,47 @@ func randomRate(rng *rand.Rand) queue.Rate {
 // instance admits a ticket the others do not. A fresh read's counter
 // never goes down either.
 func TestCachedViewsAgree(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	for seed := range uint64(32) {
-		rng := rand.New(rand.NewPCG(seed, 99))
-		// history[i] is the program as stored from at[i] on.
-		p := queue.Program{ID: "p", Issued: 0}
-		p = p.Rebased(t0, randomRate(rng), rng.IntN(4) == 0, 0, 0)
-		history := []queue.Program{p}
-		at := []time.Time{t0}
-		now := t0
-		for range 400 {
-			now = now.Add(time.Duration(rng.IntN(700)) * time.Millisecond)
-			switch op := rng.IntN(10); {
-			case op < 5: // a burst of tickets
-				for range rng.IntN(5) {
-					p = p.WithTicketIssued(now)
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, 99))
+			// history[i] is the program as stored from at[i] on.
+			p := queue.Program{ID: "p", Issued: 0}
+			p = p.Rebased(t0, randomRate(rng), rng.IntN(4) == 0, 0, 0)
+			history := []queue.Program{p}
+			at := []time.Time{t0}
+			now := t0
+			for range 400 {
+				now = now.Add(time.Duration(rng.IntN(700)) * time.Millisecond)
+				switch op := rng.IntN(10); {
+				case op < 5: // a burst of tickets
+					for range rng.IntN(5) {
+						p = p.WithTicketIssued(now)
+					}
+				case op < 7: // blocks of tickets for the ticket shards
+					for range rng.IntN(3) {
+						p = p.WithTicketsIssued(now, 1+rng.Int64N(200))
+					}
+				case !p.Pending(now): // an admin change, once the previous took effect
+					settled := p.Settled()
+					switch rng.IntN(4) {
+					case 0:
+						p = p.Rebased(now, settled.Rate, true, 0, ttl)
+					case 1:
+						p = p.Rebased(now, randomRate(rng), false, 0, ttl)
+					case 2:
+						p = p.Rebased(now, settled.Rate, settled.Paused, int64(1+rng.IntN(20)), ttl)
+					default:
+						p = p.Rebased(now, 0, false, 0, ttl)
+					}
 				}
-			case op < 7: // blocks of tickets for the ticket shards
-				for range rng.IntN(3) {
-					p = p.WithTicketsIssued(now, 1+rng.Int64N(200))
-				}
-			case !p.Pending(now): // an admin change, once the previous took effect
-				settled := p.Settled()
-				switch rng.IntN(4) {
-				case 0:
-					p = p.Rebased(now, settled.Rate, true, 0, ttl)
-				case 1:
-					p = p.Rebased(now, randomRate(rng), false, 0, ttl)
-				case 2:
-					p = p.Rebased(now, settled.Rate, settled.Paused, int64(1+rng.IntN(20)), ttl)
-				default:
-					p = p.Rebased(now, 0, false, 0, ttl)
-				}
+				history = append(history, p)
+				at = append(at, now)
 			}
-			history = append(history, p)
-			at = append(at, now)
-		}
-		checkCachedViews(t, seed, history, at, ttl)
+			checkCachedViews(t, seed, history, at, ttl)
+		})
 	}
 }
 
@@ -82,11 +88,8 @@ func TestCachedViewsAgree(t *testing.T) {
 func checkCachedViews(t *testing.T, seed uint64, history []queue.Program, at []time.Time, ttl time.Duration) {
 	t.Helper()
 	stored := func(t time.Time) queue.Program { // the program as a fresh read at t sees it
-		i := len(at) - 1
-		for at[i].After(t) {
-			i--
-		}
-		return history[i]
+		// at is in order: the last entry not after t.
+		return history[sort.Search(len(at), func(i int) bool { return at[i].After(t) })-1]
 	}
 	for i, loaded := range history {
 		l := at[i]
@@ -122,6 +125,7 @@ func checkCachedViews(t *testing.T, seed uint64, history []queue.Program, at []t
 // due, and when the queue then drains and re-anchors on the numbers handed
 // out again.
 func TestReturnedTicketsAgree(t *testing.T) {
+	t.Parallel()
 	const ttl, hold = time.Second, 2 * time.Second
 	returned := 0
 	for seed := range uint64(12) {
@@ -164,6 +168,7 @@ func TestReturnedTicketsAgree(t *testing.T) {
 // anchored. A block reserved from n tickets leaves the program exactly as
 // n single tickets at that instant would.
 func TestNoIdleCredit(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(64) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		p := queue.Program{ID: "p"}.Rebased(t0, randomRate(rng), false, 0, 0)

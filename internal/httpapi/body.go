@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"unicode/utf8"
 
-	"github.com/example/waitingroom/internal/queue"
+	wire "github.com/example/waitingroom/internal/api"
 )
 
 // maxNameInMessage caps how much of an unknown or repeated key an error
@@ -27,7 +27,7 @@ type field struct {
 
 // decodeObject reads r's body as one JSON object whose keys are among
 // fields, spelt exactly, each at most once, none null, and stores each
-// value in its field. Its errors are *queue.Error.
+// value in its field. Its errors are *httpError or *queue.Error.
 func decodeObject(r *http.Request, fields ...field) error {
 	raw, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
@@ -93,7 +93,7 @@ func capName(s string) string {
 }
 
 func invalidJSON(msg string) error {
-	return queue.Errorf(queue.KindInvalid, queue.CodeInvalidJSON, "%s", msg)
+	return httpErrorf(http.StatusBadRequest, wire.CodeInvalidJSON, "%s", msg)
 }
 
 // syntaxProblem describes a decoding error without echoing the input.

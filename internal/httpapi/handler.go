@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	wire "github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 )
@@ -90,7 +91,7 @@ func newAPI(svc *queue.Service, opts []Option) *api {
 	}
 	if a.passes != nil {
 		a.jwksh = a.passes.JWKSHandler(func(w http.ResponseWriter, r *http.Request, err error) {
-			a.writeError(w, r, &queue.Error{Kind: queue.KindUnavailable, Code: queue.CodeKeysUnavailable, Message: "The signing keys are briefly unavailable; retry shortly.", Err: err})
+			a.writeError(w, r, &queue.Error{Kind: queue.KindUnavailable, Code: wire.CodeKeysUnavailable, Message: "The signing keys are briefly unavailable; retry shortly.", Err: err})
 		})
 	}
 	return a
@@ -145,7 +146,7 @@ func (a *api) notFound() http.Handler {
 func (a *api) methodNotAllowed(allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		a.writeError(w, r, queue.Errorf(queue.KindMethodNotAllowed, queue.CodeMethodNotAllowed, "Allowed methods: %s.", allow))
+		a.writeError(w, r, httpErrorf(http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "Allowed methods: %s.", allow))
 	})
 }
 
@@ -221,7 +222,7 @@ func (a *api) admit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if count == nil {
-		a.writeError(w, r, queue.Errorf(queue.KindInvalid, queue.CodeInvalidCount, "count is required."))
+		a.writeError(w, r, queue.Errorf(queue.KindInvalid, wire.CodeInvalidCount, "count is required."))
 		return
 	}
 	c, err := a.svc.Admit(r.Context(), r.PathValue("programId"), *count)
@@ -367,7 +368,7 @@ func (b programBody) settings() (queue.Settings, error) {
 	}
 	if w := b.AdmissionWindowSeconds; w != nil {
 		if *w < 0 || *w > math.MaxInt64/int64(time.Second) {
-			return set, queue.Errorf(queue.KindInvalid, queue.CodeInvalidSettings, "admissionWindowSeconds is out of range.")
+			return set, queue.Errorf(queue.KindInvalid, wire.CodeInvalidSettings, "admissionWindowSeconds is out of range.")
 		}
 		d := time.Duration(*w) * time.Second
 		set.AdmissionWindow = &d

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/polling"
 )
 
@@ -75,22 +76,22 @@ func (s Settings) validate(policies map[string]polling.Policy) error {
 	if name := s.PollingPolicy; name != nil && *name != "" {
 		if _, ok := policies[*name]; !ok {
 			names := slices.Sorted(maps.Keys(policies))
-			return Errorf(KindInvalid, CodeInvalidSettings, "pollingPolicy must be one of %q, or \"\" for the default.", names)
+			return Errorf(KindInvalid, api.CodeInvalidSettings, "pollingPolicy must be one of %q, or \"\" for the default.", names)
 		}
 	}
 	if r := s.AdmissionRatePerSecond; r != nil {
 		if math.IsNaN(*r) || *r < 0 || *r > MaxAdmissionRate || *r > 0 && *r < MinAdmissionRate {
-			return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be 0 (manual admission only) or between %g and %g.", MinAdmissionRate, MaxAdmissionRate)
+			return Errorf(KindInvalid, api.CodeInvalidSettings, "admissionRatePerSecond must be 0 (manual admission only) or between %g and %g.", MinAdmissionRate, MaxAdmissionRate)
 		}
 		if _, ok := NewRate(*r); !ok {
-			return Errorf(KindInvalid, CodeInvalidSettings, "admissionRatePerSecond must be a whole number of thousandths (%g).", MinAdmissionRate)
+			return Errorf(KindInvalid, api.CodeInvalidSettings, "admissionRatePerSecond must be a whole number of thousandths (%g).", MinAdmissionRate)
 		}
 	}
 	if o := s.OpensAt; o != nil && !o.IsZero() && !ValidOpening(*o) {
 		return ErrInvalidOpening()
 	}
 	if w := s.AdmissionWindow; w != nil && (*w < MinAdmissionWindow || *w > MaxAdmissionWindow) {
-		return Errorf(KindInvalid, CodeInvalidSettings, "admissionWindowSeconds must be between %d and %d.", int(MinAdmissionWindow.Seconds()), int(MaxAdmissionWindow.Seconds()))
+		return Errorf(KindInvalid, api.CodeInvalidSettings, "admissionWindowSeconds must be between %d and %d.", int(MinAdmissionWindow.Seconds()), int(MaxAdmissionWindow.Seconds()))
 	}
 	return nil
 }
@@ -110,7 +111,7 @@ func ValidOpening(t time.Time) bool { return !t.Before(MinOpensAt) && !t.After(M
 // ErrInvalidOpening is the answer to an opensAt that is not an RFC 3339
 // time in the range of an opening.
 func ErrInvalidOpening() error {
-	return Errorf(KindInvalid, CodeInvalidSettings, "opensAt must be an RFC 3339 time from 2000-01-01T00:00:00Z to 9999-12-31T23:59:59Z, e.g. 2026-12-01T10:00:00+09:00, or \"\" to clear it.")
+	return Errorf(KindInvalid, api.CodeInvalidSettings, "opensAt must be an RFC 3339 time from 2000-01-01T00:00:00Z to 9999-12-31T23:59:59Z, e.g. 2026-12-01T10:00:00+09:00, or \"\" to clear it.")
 }
 
 // PutProgram creates programID with settings (defaults for what is unset) or
@@ -127,7 +128,7 @@ func (s *Service) PutProgram(ctx context.Context, programID string, set Settings
 	}
 	if set.ShuffleAtOpen != nil && *set.ShuffleAtOpen {
 		if _, ok := s.store.(PrequeueStore); !ok {
-			return Counters{}, false, Errorf(KindInvalid, CodeInvalidSettings, "This deployment's store cannot shuffle an opening.")
+			return Counters{}, false, Errorf(KindInvalid, api.CodeInvalidSettings, "This deployment's store cannot shuffle an opening.")
 		}
 	}
 	create := func(now time.Time) (Program, error) {
@@ -166,11 +167,11 @@ func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counter
 		return Counters{}, errInvalidProgramID()
 	}
 	if n < 1 || n > MaxAdmissionCount {
-		return Counters{}, Errorf(KindInvalid, CodeInvalidCount, "count must be a whole number between 1 and %d.", MaxAdmissionCount)
+		return Counters{}, Errorf(KindInvalid, api.CodeInvalidCount, "count must be a whole number between 1 and %d.", MaxAdmissionCount)
 	}
 	edit := func(p Program, now time.Time) (Program, error) {
 		if !p.Opened(now.Add(s.changeDelay())) {
-			return p, Errorf(KindConflict, CodeNotOpen, "The program opens at %s; admissions start then.", p.OpensAt.UTC().Format(time.RFC3339))
+			return p, Errorf(KindConflict, api.CodeNotOpen, "The program opens at %s; admissions start then.", p.OpensAt.UTC().Format(time.RFC3339))
 		}
 		settled := p.Settled()
 		return p.withManualAdmission(n, now).Rebased(now, settled.Rate, settled.Paused, n, s.changeDelay()), nil
@@ -428,9 +429,9 @@ func (p Program) applyOpening(set Settings, now time.Time, delay time.Duration) 
 	if set.OpensAt != nil && !set.OpensAt.Equal(p.OpensAt) {
 		switch {
 		case !p.OpensAt.IsZero() && !p.OpensAt.After(effective):
-			return Errorf(KindConflict, CodeNotOpen, "The program opens at %s (or has opened): its opening can no longer change.", p.OpensAt.UTC().Format(time.RFC3339))
+			return Errorf(KindConflict, api.CodeNotOpen, "The program opens at %s (or has opened): its opening can no longer change.", p.OpensAt.UTC().Format(time.RFC3339))
 		case !set.OpensAt.IsZero() && !set.OpensAt.After(effective):
-			return Errorf(KindInvalid, CodeInvalidSettings, "opensAt must be more than %v from now.", delay)
+			return Errorf(KindInvalid, api.CodeInvalidSettings, "opensAt must be more than %v from now.", delay)
 		}
 	}
 	opensAt, shuffle := p.OpensAt, p.Shuffle
@@ -439,15 +440,15 @@ func (p Program) applyOpening(set Settings, now time.Time, delay time.Duration) 
 	}
 	if set.ShuffleAtOpen != nil {
 		if p.PrequeueFixed && *set.ShuffleAtOpen != p.Shuffle {
-			return Errorf(KindConflict, CodeNotOpen, "The pre-queue was shuffled at the opening: shuffleAtOpen can no longer change.")
+			return Errorf(KindConflict, api.CodeNotOpen, "The pre-queue was shuffled at the opening: shuffleAtOpen can no longer change.")
 		}
 		if *set.ShuffleAtOpen && !p.Shuffle && p.Issued > 0 {
-			return Errorf(KindConflict, CodeInvalidSettings, "shuffleAtOpen must be set before anyone enters: its commitment is published before the pre-queue starts.")
+			return Errorf(KindConflict, api.CodeInvalidSettings, "shuffleAtOpen must be set before anyone enters: its commitment is published before the pre-queue starts.")
 		}
 		shuffle = *set.ShuffleAtOpen
 	}
 	if shuffle && !p.PrequeueFixed && (opensAt.IsZero() || !opensAt.After(effective)) {
-		return Errorf(KindInvalid, CodeInvalidSettings, "shuffleAtOpen needs an opensAt more than %v from now.", delay)
+		return Errorf(KindInvalid, api.CodeInvalidSettings, "shuffleAtOpen needs an opensAt more than %v from now.", delay)
 	}
 	return nil
 }
@@ -484,7 +485,7 @@ func (p Program) counters(now time.Time) Counters {
 // errBusy is the answer to an admin change that could not be made within
 // adminDeadline; retry after retry.
 func errBusy(retry time.Duration) error {
-	e := Errorf(KindUnavailable, CodeBusy, "The program is being changed concurrently; retry.")
+	e := Errorf(KindUnavailable, api.CodeBusy, "The program is being changed concurrently; retry.")
 	e.RetryAfter = max(retry, time.Millisecond)
 	return e
 }

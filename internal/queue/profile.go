@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/example/waitingroom/internal/api"
 )
 
 // Profile is what a program shows the people who wait, and where it sends
@@ -111,12 +113,12 @@ func validateProfile(change map[string]string) error {
 			continue
 		}
 		if err := f.Check(v); err != nil {
-			return Errorf(KindInvalid, CodeInvalidSettings, "%s %s.", f.Name, err)
+			return Errorf(KindInvalid, api.CodeInvalidSettings, "%s %s.", f.Name, err)
 		}
 	}
 	for name := range change {
 		if !isProfileField(name) {
-			return Errorf(KindInvalid, CodeInvalidSettings, "Unknown profile field %.64q.", name)
+			return Errorf(KindInvalid, api.CodeInvalidSettings, "Unknown profile field %.64q.", name)
 		}
 	}
 	return nil

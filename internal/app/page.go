@@ -57,16 +57,16 @@ func (p pagePrograms) Poll(ctx context.Context, programID, tokenID string) (wait
 
 func pageView(v queue.View) waitpage.View {
 	return waitpage.View{
-		TokenID:       v.TokenID,
-		Status:        string(v.Status),
-		Position:      v.Position,
-		RetryAfter:    v.RetryAfter,
-		EstimatedWait: v.EstimatedWait,
-		ExpiresAt:     v.ExpiresAt,
-		LeftAt:        v.LeftAt,
-		AdmissionPass: v.AdmissionPass,
-		Notice:        v.Notice,
-		Paused:        v.Paused,
+		TokenID:         v.TokenID,
+		Status:          api.Status(v.Status),
+		Position:        v.Position,
+		RetryAfterMs:    v.RetryAfter.Milliseconds(),
+		EstimatedWaitMs: v.EstimatedWait.Milliseconds(),
+		ExpiresAt:       api.TimeOf(v.ExpiresAt),
+		LeftAt:          api.TimeOf(v.LeftAt),
+		AdmissionPass:   v.AdmissionPass,
+		Notice:          v.Notice,
+		Paused:          v.Paused,
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
@@ -444,7 +445,7 @@ func TestHandlerProfile(t *testing.T) {
 	if _, ok := c["notice"]; status != 200 || ok || c["displayName"] != "Gala" {
 		t.Errorf("clearing the notice = %d %v; want it absent and the rest kept", status, c)
 	}
-	_, poll := do("GET", "/api/v1/queues/programs/gala", "", httpapi.HeaderToken, tok["tokenId"].(string))
+	_, poll := do("GET", "/api/v1/queues/programs/gala", "", api.HeaderToken, tok["tokenId"].(string))
 	if _, ok := poll["notice"]; ok || poll["status"] != "WAITING" {
 		t.Errorf("poll after clearing = %v; want WAITING without a notice", poll)
 	}
@@ -465,7 +466,7 @@ func TestHandlerIdempotencyKey(t *testing.T) {
 	h := httpapi.NewQueue(svc, httpapi.WithLogger(discard))
 	enter := func(key string) (int, map[string]any) {
 		r := httptest.NewRequest("POST", "/api/v1/queues/programs/gala", nil)
-		r.Header.Set(httpapi.HeaderIdempotencyKey, key)
+		r.Header.Set(api.HeaderIdempotencyKey, key)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		var m map[string]any

@@ -44,7 +44,7 @@ func TestHandlerEnterInProgress(t *testing.T) {
 	const key = "in-progress-key-3b1d-4c2e"
 	enter := func() *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "/api/v1/queues/programs/gala", nil)
-		r.Header.Set(httpapi.HeaderIdempotencyKey, key)
+		r.Header.Set(api.HeaderIdempotencyKey, key)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		return w

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
@@ -46,7 +47,7 @@ func TestObserver(t *testing.T) {
 		t.Helper()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		if token != "" {
-			req.Header.Set(httpapi.HeaderToken, token)
+			req.Header.Set(api.HeaderToken, token)
 		}
 		if auth != "" {
 			req.Header.Set("Authorization", "Bearer "+auth)
@@ -105,7 +106,7 @@ func TestObserverEstimatedWait(t *testing.T) {
 	rec := &recorder{}
 	h := httpapi.NewQueue(newService(t), httpapi.WithLogger(discard), httpapi.WithObserver(rec))
 	req := httptest.NewRequest("GET", "/api/v1/queues/programs/demo", nil)
-	req.Header.Set(httpapi.HeaderToken, "waitingTokenFixture001")
+	req.Header.Set(api.HeaderToken, "waitingTokenFixture001")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	var body struct{ EstimatedWaitMs, RetryAfterMs int64 }

@@ -84,14 +84,14 @@ func newHandler(t testing.TB, auth httpapi.Middleware) http.Handler {
 	if auth == nil {
 		auth = httpapi.IAMAuth()
 	}
-	return httpapi.New(newService(t), auth, httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, "")))
+	return checked(t, httpapi.New(newService(t), auth, httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, ""))))
 }
 
 // newLambda returns newHandler behind the Lambda adapter, as the functions
 // serve it.
 func newLambda(t testing.TB, auth httpapi.Middleware) httpapi.LambdaHandler {
 	t.Helper()
-	return httpapi.Lambda(newHandler(t, auth))
+	return checkedLambda(t, httpapi.Lambda(newHandler(t, auth)))
 }
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
@@ -370,12 +370,12 @@ func TestHandlersApart(t *testing.T) {
 		handler http.Handler
 		event   string
 	}{
-		{"QueueServesNoAdminRoute", httpapi.NewQueue(svc, httpapi.WithLogger(discard)), "admin-get-program"},
-		{"AdminServesNoQueueRoute", httpapi.NewAdmin(svc, httpapi.IAMAuth(), httpapi.WithLogger(discard)), "poll-waiting"},
+		{"QueueServesNoAdminRoute", checked(t, httpapi.NewQueue(svc, httpapi.WithLogger(discard))), "admin-get-program"},
+		{"AdminServesNoQueueRoute", checked(t, httpapi.NewAdmin(svc, httpapi.IAMAuth(), httpapi.WithLogger(discard))), "poll-waiting"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := invoke(t, httpapi.Lambda(tt.handler), loadEvent(t, tt.event))
+			resp := invoke(t, checkedLambda(t, httpapi.Lambda(tt.handler)), loadEvent(t, tt.event))
 			if resp.StatusCode != http.StatusNotFound {
 				t.Errorf("status %d, want 404", resp.StatusCode)
 			}
@@ -419,7 +419,7 @@ func TestLambdaUnconvertible(t *testing.T) {
 // back in the counters, are cleared with "", and the notice reaches the
 // people waiting; a bad value is INVALID_SETTINGS.
 func TestHandlerProfile(t *testing.T) {
-	h := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard))
+	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
 	do := func(method, path, body string, hdr ...string) (int, map[string]any) {
 		t.Helper()
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -463,7 +463,7 @@ func TestHandlerIdempotencyKey(t *testing.T) {
 	if _, _, err := svc.PutProgram(context.Background(), "gala", queue.Settings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.NewQueue(svc, httpapi.WithLogger(discard))
+	h := checked(t, httpapi.NewQueue(svc, httpapi.WithLogger(discard)))
 	enter := func(key string) (int, map[string]any) {
 		r := httptest.NewRequest("POST", "/api/v1/queues/programs/gala", nil)
 		r.Header.Set(api.HeaderIdempotencyKey, key)
@@ -492,7 +492,7 @@ func TestHandlerIdempotencyKey(t *testing.T) {
 // INVALID_SETTINGS and changes nothing; the values beside them still go
 // through.
 func TestHandlerSettingsQuirks(t *testing.T) {
-	h := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard))
+	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
 	do := func(body string) (int, map[string]any) {
 		t.Helper()
 		r := httptest.NewRequest("PUT", "/api/v1/admin/programs/gala", strings.NewReader(body))

@@ -40,7 +40,7 @@ func TestHandlerEnterInProgress(t *testing.T) {
 	if _, _, err := svc.PutProgram(context.Background(), "gala", queue.Settings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.NewQueue(svc, httpapi.WithLogger(discard))
+	h := checked(t, httpapi.NewQueue(svc, httpapi.WithLogger(discard)))
 	const key = "in-progress-key-3b1d-4c2e"
 	enter := func() *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "/api/v1/queues/programs/gala", nil)

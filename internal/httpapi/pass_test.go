@@ -71,7 +71,7 @@ func TestHandlerFirstAdmission(t *testing.T) {
 // taken from the Host header, which the client writes; with none
 // configured, nothing is signed and nothing recorded (503).
 func TestHandlerIssuerNotFromHost(t *testing.T) {
-	h := httpapi.New(newService(t), httpapi.BearerAuth("s"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, "")))
+	h := checked(t, httpapi.New(newService(t), httpapi.BearerAuth("s"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, ""))))
 	r := httptest.NewRequest(http.MethodGet, "http://evil.example/api/v1/queues/programs/demo", nil)
 	r.Header.Set(api.HeaderToken, fixtures.AdmitNowToken)
 	w := httptest.NewRecorder()
@@ -110,7 +110,7 @@ func TestHandlerJWKSErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := httpapi.NewQueue(newService(t), append(tt.opts, httpapi.WithLogger(discard))...)
+			h := checked(t, httpapi.NewQueue(newService(t), append(tt.opts, httpapi.WithLogger(discard))...))
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, api.JWKSPath, nil))
 			if w.Code != tt.wantStatus || decodeCode(w.Body.String()) != tt.wantCode || w.Header().Get("Cache-Control") != "no-store" {

@@ -8,6 +8,7 @@
 # Tool versions.
 STATICCHECK_VERSION := v0.8.2
 RIE_VERSION         := v0.0.0-20261030222936-bef5c4ba774d
+REDOCLY_VERSION     := 2.77.0
 
 GO       ?= go
 CFN_LINT ?= cfn-lint
@@ -71,12 +72,17 @@ run: ## Serve the API and the waiting-room page locally on an in-memory store (A
 test: lint unit-others race emulator ## Everything CI runs: lint, unit-others and race (together every package once), emulator.
 
 .PHONY: lint
-lint: $(STATICCHECK) ## gofmt, go vet, staticcheck, go mod tidy check, cfn-lint.
+lint: $(STATICCHECK) lint-openapi ## gofmt, go vet, staticcheck, go mod tidy check, cfn-lint, Redocly.
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags $(CHECK_TAGS) ./...
 	$(STATICCHECK) -tags $(CHECK_TAGS) ./...
 	$(GO) mod tidy -diff
 	$(CFN_LINT) template.yaml
+
+# Redocly's CLI from npm, run by npx (needs node).
+.PHONY: lint-openapi
+lint-openapi: ## Lint docs/openapi.yaml with Redocly's recommended rules.
+	npx --yes @redocly/cli@$(REDOCLY_VERSION) lint docs/openapi.yaml
 
 .PHONY: unit
 unit: ## go test ./...: includes the DynamoDB store tests (moto_server) and template_test.go.

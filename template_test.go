@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
@@ -580,8 +581,8 @@ func TestTemplatePassKey(t *testing.T) {
 			t.Errorf("no %s output", o)
 		}
 	}
-	if got := fmt.Sprint(tpl.Outputs["JwksUrl"]); !strings.Contains(got, httpapi.JWKSPath) {
-		t.Errorf("JwksUrl %s does not end in %s", got, httpapi.JWKSPath)
+	if got := fmt.Sprint(tpl.Outputs["JwksUrl"]); !strings.Contains(got, api.JWKSPath) {
+		t.Errorf("JwksUrl %s does not end in %s", got, api.JWKSPath)
 	}
 }
 
@@ -624,7 +625,7 @@ func checkSigningKey(t *testing.T, tpl *samtemplate.Template, key, spec, algorit
 	if err != nil {
 		t.Fatal(err)
 	}
-	queueFn, adminFn = routes["ANY "+httpapi.QueuePath], routes["ANY "+httpapi.AdminPath]
+	queueFn, adminFn = routes["ANY "+api.QueuePath], routes["ANY "+api.AdminPath]
 	if queueFn == "" || adminFn == "" || queueFn == adminFn {
 		t.Fatalf("queue function %q, admin function %q", queueFn, adminFn)
 	}

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/partitionmodel"
-	"github.com/example/waitingroom/internal/queue"
 )
 
 // partitionStatsPath serves the partition model's counts (-partition-limits).
@@ -24,7 +24,7 @@ func withPartitionStats(next http.Handler, m *partitionmodel.Model) http.Handler
 		w.Header().Set("Cache-Control", "no-store")
 		if m == nil {
 			w.WriteHeader(http.StatusNotFound)
-			_ = json.NewEncoder(w).Encode(map[string]string{"code": queue.CodeNotFound, "message": "No partition model: start the server with -partition-limits."})
+			_ = json.NewEncoder(w).Encode(map[string]string{"code": api.CodeNotFound, "message": "No partition model: start the server with -partition-limits."})
 			return
 		}
 		_ = json.NewEncoder(w).Encode(m.Summarize())

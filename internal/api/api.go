@@ -4,6 +4,8 @@
 // hold the server's answers to it.
 package api
 
+//go:generate go run ./genschemas ../../docs/openapi.yaml
+
 import (
 	"encoding/json"
 	"fmt"
@@ -46,72 +48,102 @@ const (
 // Token is the answer to an enter or a poll. Fields that do not apply to
 // the status are absent, never null.
 type Token struct {
-	TokenID      string `json:"tokenId"`
-	Status       Status `json:"status"`
-	Ticket       int64  `json:"ticket"`
-	IssuedAt     Time   `json:"issuedAt"`
-	Position     int64  `json:"position,omitempty"`
-	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
+	// TokenID is the queue token, sent back in X-Queue-Token.
+	TokenID string `json:"tokenId"`
+	// Status moves WAITING to ADMITTED to EXPIRED, or WAITING to LEFT.
+	Status Status `json:"status"`
+	// Ticket is the token's number in the program's queue (1 for the
+	// first to enter); it never changes.
+	Ticket   int64 `json:"ticket"`
+	IssuedAt Time  `json:"issuedAt"`
+	// Position is the place in line (1 = next), WAITING only.
+	Position int64 `json:"position,omitempty"`
+	// RetryAfterMs is when to poll next, WAITING only.
+	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
 	// EstimatedWaitMs is present while WAITING when the admission pace is known.
 	EstimatedWaitMs int64 `json:"estimatedWaitMs,omitempty"`
 	// Notice is the program's notice to the people who wait, WAITING only.
 	Notice string `json:"notice,omitempty"`
 	// Paused is true while WAITING and admission is paused.
 	Paused bool `json:"paused,omitempty"`
-	// OpensAt, StatusLine and Shuffle tell a scheduled opening, WAITING only.
-	OpensAt       Time     `json:"opensAt,omitzero"`
-	StatusLine    string   `json:"statusLine,omitempty"`
-	Shuffle       *Shuffle `json:"shuffle,omitempty"`
-	AdmittedAt    Time     `json:"admittedAt,omitzero"`
-	AdmissionPass string   `json:"admissionPass,omitempty"`
-	ExpiresAt     Time     `json:"expiresAt,omitzero"`
-	LeftAt        Time     `json:"leftAt,omitzero"`
+	// OpensAt is the program's scheduled opening, WAITING only.
+	OpensAt Time `json:"opensAt,omitzero"`
+	// StatusLine tells the opening's state in words, WAITING only.
+	StatusLine string `json:"statusLine,omitempty"`
+	// Shuffle is the shuffled opening, WAITING only.
+	Shuffle *Shuffle `json:"shuffle,omitempty"`
+	// AdmittedAt is when the admission was first seen.
+	AdmittedAt Time `json:"admittedAt,omitzero"`
+	// AdmissionPass is the signed pass (a compact JWS) the protected site
+	// checks, ADMITTED only; the same in every answer.
+	AdmissionPass string `json:"admissionPass,omitempty"`
+	// ExpiresAt is the end of the admission window, ADMITTED and EXPIRED.
+	ExpiresAt Time `json:"expiresAt,omitzero"`
+	// LeftAt is when the token left, LEFT only.
+	LeftAt Time `json:"leftAt,omitzero"`
 }
 
 // RetryAfter is the server's advice of when to poll next.
 func (t Token) RetryAfter() time.Duration { return time.Duration(t.RetryAfterMs) * time.Millisecond }
 
-// Shuffle is a shuffled opening in a token's answer: the commitment and the
-// key's public half, and once the pre-queue is fixed the seed, its size and
-// the token's place.
+// Shuffle is a shuffled opening in a token's answer.
 type Shuffle struct {
+	// Commitment is the message the key signs at the opening.
 	Commitment string `json:"commitment"`
-	PublicKey  string `json:"publicKey,omitempty"`
-	Seed       string `json:"seed,omitempty"`
-	Prequeue   int64  `json:"prequeue,omitempty"`
-	Place      int64  `json:"place,omitempty"`
+	// PublicKey is the signing key's public half.
+	PublicKey string `json:"publicKey,omitempty"`
+	// Seed is the signature, once the pre-queue is fixed.
+	Seed string `json:"seed,omitempty"`
+	// Prequeue is the pre-queue's size, once it is fixed.
+	Prequeue int64 `json:"prequeue,omitempty"`
+	// Place is the token's place in the shuffled pre-queue.
+	Place int64 `json:"place,omitempty"`
 }
 
 // Profile is what a program shows the people who wait, and where it sends
 // them once admitted; each field is absent while empty.
 type Profile struct {
+	// DisplayName is the program's name on the page.
 	DisplayName string `json:"displayName,omitempty"`
-	Message     string `json:"message,omitempty"`
-	Notice      string `json:"notice,omitempty"`
-	TargetURL   string `json:"targetUrl,omitempty"`
+	// Message is shown on the page.
+	Message string `json:"message,omitempty"`
+	// Notice is news for the people who wait, in every WAITING answer.
+	Notice string `json:"notice,omitempty"`
+	// TargetURL is where admitted people are sent, with ?admissionPass=.
+	TargetURL string `json:"targetUrl,omitempty"`
 }
 
 // Program is the admin view of a program: its counters and settings.
 type Program struct {
-	ProgramID              string  `json:"programId"`
-	Issued                 int64   `json:"issued"`
-	Admitted               int64   `json:"admitted"`
-	Waiting                int64   `json:"waiting"`
+	ProgramID string `json:"programId"`
+	// Issued is the number of tickets issued.
+	Issued int64 `json:"issued"`
+	// Admitted is the serving counter: tickets up to it are admitted.
+	Admitted int64 `json:"admitted"`
+	// Waiting is issued less admitted.
+	Waiting int64 `json:"waiting"`
+	// AdmissionRatePerSecond is people admitted a second; 0 is manual
+	// admission only.
 	AdmissionRatePerSecond float64 `json:"admissionRatePerSecond"`
-	Paused                 bool    `json:"paused"`
-	Closed                 bool    `json:"closed"`
-	AdmissionWindowSeconds int64   `json:"admissionWindowSeconds"`
-	CreatedAt              Time    `json:"createdAt"`
+	// Paused stops admission; entering goes on.
+	Paused bool `json:"paused"`
+	// Closed refuses new entries (PROGRAM_CLOSED).
+	Closed bool `json:"closed"`
+	// AdmissionWindowSeconds is how long an admission lasts.
+	AdmissionWindowSeconds int64 `json:"admissionWindowSeconds"`
+	CreatedAt              Time  `json:"createdAt"`
 	// PollingPolicy is the program's own policy; absent for the default.
 	PollingPolicy string `json:"pollingPolicy,omitempty"`
 	// EffectiveAt is when the last change takes effect, while it has not.
 	EffectiveAt Time `json:"effectiveAt,omitzero"`
-	// OpensAt, ShuffleAtOpen and ShuffleCommitment tell a scheduled
-	// opening; Prequeue is the pre-queue's size once it is fixed.
-	OpensAt           Time   `json:"opensAt,omitzero"`
-	ShuffleAtOpen     bool   `json:"shuffleAtOpen,omitempty"`
+	// OpensAt is the scheduled opening: nobody is admitted before it.
+	OpensAt Time `json:"opensAt,omitzero"`
+	// ShuffleAtOpen is true when the pre-queue is shuffled at the opening.
+	ShuffleAtOpen bool `json:"shuffleAtOpen,omitempty"`
+	// ShuffleCommitment is the message the shuffle key signs at the opening.
 	ShuffleCommitment string `json:"shuffleCommitment,omitempty"`
-	Prequeue          *int64 `json:"prequeue,omitempty"`
+	// Prequeue is the pre-queue's size, once it is fixed.
+	Prequeue *int64 `json:"prequeue,omitempty"`
 	Profile
 }
 
@@ -123,24 +155,30 @@ type ProgramSettings struct {
 	AdmissionWindowSeconds *int64  `json:"admissionWindowSeconds,omitempty"`
 	PollingPolicy          *string `json:"pollingPolicy,omitempty"`
 	Closed                 *bool   `json:"closed,omitempty"`
-	// OpensAt is RFC 3339; "" clears the opening.
+	// OpensAt is an RFC 3339 time; "" clears the opening.
 	OpensAt       *string `json:"opensAt,omitempty"`
 	ShuffleAtOpen *bool   `json:"shuffleAtOpen,omitempty"`
-	// The profile's fields; "" clears one.
+	// DisplayName, at most 80 characters on one line; "" clears it.
 	DisplayName *string `json:"displayName,omitempty"`
-	Message     *string `json:"message,omitempty"`
-	Notice      *string `json:"notice,omitempty"`
-	TargetURL   *string `json:"targetUrl,omitempty"`
+	// Message, at most 500 characters; "" clears it.
+	Message *string `json:"message,omitempty"`
+	// Notice, at most 280 characters; "" clears it.
+	Notice *string `json:"notice,omitempty"`
+	// TargetURL, an absolute https URL; "" clears it.
+	TargetURL *string `json:"targetUrl,omitempty"`
 }
 
 // Admission is the body of a manual admission.
 type Admission struct {
+	// Count is how many more people to admit, 1 to 1,000,000.
 	Count *int64 `json:"count"`
 }
 
 // Error is the body of every error answer.
 type Error struct {
-	Code    string `json:"code"`
+	// Code is the error's stable, machine-readable code.
+	Code string `json:"code"`
+	// Message is safe to show; it never carries internal detail.
 	Message string `json:"message"`
 }
 

@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/waitpage"
@@ -56,16 +57,16 @@ func (p pagePrograms) Poll(ctx context.Context, programID, tokenID string) (wait
 
 func pageView(v queue.View) waitpage.View {
 	return waitpage.View{
-		TokenID:       v.TokenID,
-		Status:        string(v.Status),
-		Position:      v.Position,
-		RetryAfter:    v.RetryAfter,
-		EstimatedWait: v.EstimatedWait,
-		ExpiresAt:     v.ExpiresAt,
-		LeftAt:        v.LeftAt,
-		AdmissionPass: v.AdmissionPass,
-		Notice:        v.Notice,
-		Paused:        v.Paused,
+		TokenID:         v.TokenID,
+		Status:          api.Status(v.Status),
+		Position:        v.Position,
+		RetryAfterMs:    v.RetryAfter.Milliseconds(),
+		EstimatedWaitMs: v.EstimatedWait.Milliseconds(),
+		ExpiresAt:       api.TimeOf(v.ExpiresAt),
+		LeftAt:          api.TimeOf(v.LeftAt),
+		AdmissionPass:   v.AdmissionPass,
+		Notice:          v.Notice,
+		Paused:          v.Paused,
 	}
 }
 
@@ -80,13 +81,13 @@ func pageError(ctx context.Context, err error) error {
 	metrics.Note(ctx).Code = qe.Code
 	var sentinel error
 	switch qe.Code {
-	case queue.CodeInvalidProgramID:
+	case api.CodeInvalidProgramID:
 		sentinel = waitpage.ErrInvalidProgram
-	case queue.CodeProgramNotFound:
+	case api.CodeProgramNotFound:
 		sentinel = waitpage.ErrProgramNotFound
-	case queue.CodeTokenNotFound, queue.CodeInvalidToken, queue.CodeMissingToken:
+	case api.CodeTokenNotFound, api.CodeInvalidToken, api.CodeMissingToken:
 		sentinel = waitpage.ErrTokenNotFound
-	case queue.CodeProgramClosed:
+	case api.CodeProgramClosed:
 		sentinel = waitpage.ErrClosed
 	default:
 		return err

@@ -66,8 +66,8 @@ func TestAgainstServer(t *testing.T) {
 		t.Fatalf("Poll after Admit = %+v, %v; want ADMITTED", got, err)
 	}
 	err = c.Leave(ctx, "p1", a.TokenID)
-	if ae := (*client.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != queue.CodeAlreadyAdmitted || ae.Retryable() {
-		t.Errorf("Leave when admitted = %v; want 409 %s", err, queue.CodeAlreadyAdmitted)
+	if ae := (*client.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != api.CodeAlreadyAdmitted || ae.Retryable() {
+		t.Errorf("Leave when admitted = %v; want 409 %s", err, api.CodeAlreadyAdmitted)
 	}
 	if err := c.Leave(ctx, "p1", b.TokenID); err != nil {
 		t.Errorf("Leave = %v", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/demosite"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/passtest"
@@ -30,7 +31,7 @@ func (p programs) Showing(_ context.Context, id string) (queue.Showing, error) {
 	case p.err != nil:
 		return queue.Showing{}, p.err
 	}
-	return queue.Showing{}, queue.Errorf(queue.KindNotFound, queue.CodeProgramNotFound, "No such program.")
+	return queue.Showing{}, queue.Errorf(queue.KindNotFound, api.CodeProgramNotFound, "No such program.")
 }
 
 // gala holds programs "gala" and "other".

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/polling"
@@ -188,9 +189,9 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 				switch {
 				case err == nil:
 					ok++
-				case errors.As(err, &qe) && qe.Code == queue.CodeBusy && qe.RetryAfter > 0:
+				case errors.As(err, &qe) && qe.Code == api.CodeBusy && qe.RetryAfter > 0:
 					busy++
-				case errors.As(err, &qe) && qe.Code == queue.CodeUnavailable:
+				case errors.As(err, &qe) && qe.Code == api.CodeUnavailable:
 					// The store did not take the write within the admin
 					// write budget (1 s): on a busy machine, moto queued
 					// behind the other writes. A 503 to retry, and the
@@ -290,7 +291,7 @@ func putRetryingFaults(ctx context.Context, svc *queue.Service, id string, set q
 	for range 5 {
 		var c queue.Counters
 		var qe *queue.Error
-		if c, _, err = svc.PutProgram(ctx, id, set); err == nil || !errors.As(err, &qe) || qe.Code != queue.CodeUnavailable {
+		if c, _, err = svc.PutProgram(ctx, id, set); err == nil || !errors.As(err, &qe) || qe.Code != api.CodeUnavailable {
 			return c, err
 		}
 	}

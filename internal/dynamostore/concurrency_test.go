@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/polling"
@@ -182,7 +183,7 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 	unexpected := func(what string, err error) bool {
 		var qe *queue.Error
 		switch {
-		case errors.As(err, &qe) && qe.Code == queue.CodeBusy:
+		case errors.As(err, &qe) && qe.Code == api.CodeBusy:
 			tl.busy.Add(1)
 		case errors.As(err, &qe) && qe.Kind == queue.KindUnavailable && timedOut(err):
 			// The test server answered later than the client waits: on a
@@ -319,7 +320,7 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 					switch {
 					case err == nil:
 						observe(h, in, "leave", queue.View{Status: queue.StatusLeft})
-					case errors.As(err, &qe) && qe.Code == queue.CodeAlreadyAdmitted:
+					case errors.As(err, &qe) && qe.Code == api.CodeAlreadyAdmitted:
 						observe(h, in, "leave", queue.View{Status: queue.StatusAdmitted})
 					default:
 						h.leaveFailed = true

@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/polling"
@@ -155,7 +156,7 @@ func checkUnavailable(t *testing.T, what string, a answer, bound time.Duration) 
 	if s, err := strconv.Atoi(a.Headers["Retry-After"]); err != nil || s < 1 {
 		t.Errorf("%s: Retry-After %q, want whole seconds ≥ 1", what, a.Headers["Retry-After"])
 	}
-	if len(a.body) != 2 || a.str("message") == "" || (a.str("code") != queue.CodeUnavailable && a.str("code") != queue.CodeBusy) {
+	if len(a.body) != 2 || a.str("message") == "" || (a.str("code") != api.CodeUnavailable && a.str("code") != api.CodeBusy) {
 		t.Errorf("%s: body %s, want exactly {code: STORE_UNAVAILABLE or BUSY, message}", what, a.Body)
 	}
 	for _, secret := range []string{"dynamodb", "DynamoDB", "Exception", "127.0.0.1", "reset", "FAULTINJECT", "deadline", "context", "table"} {
@@ -301,8 +302,8 @@ func TestFaultsUnknownProgramThrottled(t *testing.T) {
 	r.ft.SetRules(faultinject.Rule{Op: "UpdateItem", BodyContains: `"PROGRAM#nobody`, Action: faultinject.ThroughputExceeded})
 	for _, id := range []string{"nobody-1", "nobody-2"} {
 		a := r.call(t, t.Context(), "enter", id, "")
-		if a.StatusCode != http.StatusNotFound || a.str("code") != queue.CodeProgramNotFound {
-			t.Errorf("enter %s: status %d, body %s; want 404 %s", id, a.StatusCode, a.Body, queue.CodeProgramNotFound)
+		if a.StatusCode != http.StatusNotFound || a.str("code") != api.CodeProgramNotFound {
+			t.Errorf("enter %s: status %d, body %s; want 404 %s", id, a.StatusCode, a.Body, api.CodeProgramNotFound)
 		}
 		store := dynamostore.New(r.client, r.table)
 		for i := range 2 {

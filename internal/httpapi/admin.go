@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	apitypes "github.com/example/waitingroom/internal/api"
+	wire "github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 )
@@ -19,7 +19,7 @@ func (a *api) getProgram(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) putProgram(w http.ResponseWriter, r *http.Request) {
-	var b apitypes.ProgramSettings
+	var b wire.ProgramSettings
 	if err := decodeObject(r, &b); err != nil {
 		a.writeError(w, r, err)
 		return
@@ -38,13 +38,13 @@ func (a *api) putProgram(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) admit(w http.ResponseWriter, r *http.Request) {
-	var b apitypes.Admission
+	var b wire.Admission
 	if err := decodeObject(r, &b); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	if b.Count == nil {
-		a.writeError(w, r, queue.Errorf(queue.KindInvalid, queue.CodeInvalidCount, "count is required."))
+		a.writeError(w, r, queue.Errorf(queue.KindInvalid, wire.CodeInvalidCount, "count is required."))
 		return
 	}
 	c, err := a.svc.Admit(r.Context(), r.PathValue("programId"), *b.Count)
@@ -53,7 +53,7 @@ func (a *api) admit(w http.ResponseWriter, r *http.Request) {
 
 // settingsOf is the PUT body b as the domain's Settings, one line a
 // setting (the profile's fields by their names).
-func settingsOf(b apitypes.ProgramSettings) (queue.Settings, error) {
+func settingsOf(b wire.ProgramSettings) (queue.Settings, error) {
 	set := queue.Settings{
 		AdmissionRatePerSecond: (*float64)(b.AdmissionRatePerSecond),
 		Paused:                 b.Paused,
@@ -81,8 +81,8 @@ func settingsOf(b apitypes.ProgramSettings) (queue.Settings, error) {
 }
 
 // programOf is the admin view of c, one line a value.
-func programOf(c queue.Counters) apitypes.Program {
-	view := apitypes.Program{
+func programOf(c queue.Counters) wire.Program {
+	view := wire.Program{
 		ProgramID:              c.ProgramID,
 		Issued:                 c.Issued,
 		Admitted:               c.Admitted,
@@ -91,13 +91,13 @@ func programOf(c queue.Counters) apitypes.Program {
 		Paused:                 c.Paused,
 		Closed:                 c.Closed,
 		AdmissionWindowSeconds: int64(c.AdmissionWindow / time.Second),
-		CreatedAt:              apitypes.TimeOf(c.CreatedAt),
+		CreatedAt:              wire.TimeOf(c.CreatedAt),
 		PollingPolicy:          c.Policy,
-		EffectiveAt:            apitypes.TimeOf(c.EffectiveAt),
-		OpensAt:                apitypes.TimeOf(c.OpensAt),
+		EffectiveAt:            wire.TimeOf(c.EffectiveAt),
+		OpensAt:                wire.TimeOf(c.OpensAt),
 		ShuffleAtOpen:          c.Shuffle,
 		ShuffleCommitment:      c.ShuffleCommitment,
-		Profile:                apitypes.Profile(c.Profile),
+		Profile:                wire.Profile(c.Profile),
 	}
 	if c.PrequeueFixed {
 		view.Prequeue = &c.Prequeue
@@ -138,7 +138,7 @@ func secondsOf(v *int64, setting string) (*time.Duration, error) {
 // and for a duration its name in seconds.
 var settingNames = func() map[string]string {
 	names := map[string]string{}
-	t := reflect.TypeFor[apitypes.ProgramSettings]()
+	t := reflect.TypeFor[wire.ProgramSettings]()
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -159,7 +159,7 @@ func wireNamed(err error) error {
 	if !ok {
 		name = se.Setting // a profile field, named alike
 	}
-	return queue.Errorf(queue.KindInvalid, queue.CodeInvalidSettings, "%s %s.", name, se.Problem)
+	return queue.Errorf(queue.KindInvalid, wire.CodeInvalidSettings, "%s %s.", name, se.Problem)
 }
 
 func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, c queue.Counters, err error) {

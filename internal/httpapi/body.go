@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	wire "github.com/example/waitingroom/internal/api"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -11,8 +13,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/example/waitingroom/internal/queue"
 )
 
 // maxNameInMessage caps how much of an unknown or repeated key an error
@@ -41,7 +41,7 @@ var strict = json.JoinOptions(
 
 // decodeObject reads r's body as one JSON object into dst, a pointer to a
 // struct whose fields are pointers: left nil when their member is absent.
-// Its errors are *queue.Error.
+// Its errors are *httpError.
 func decodeObject(r *http.Request, dst any) error {
 	raw, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
@@ -118,7 +118,7 @@ func capName(s string) string {
 }
 
 func invalidJSON(msg string) error {
-	return queue.Errorf(queue.KindInvalid, queue.CodeInvalidJSON, "%s", msg)
+	return httpErrorf(http.StatusBadRequest, wire.CodeInvalidJSON, "%s", msg)
 }
 
 // syntaxProblem describes a syntax error without echoing the input.

@@ -7,83 +7,113 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
+	wire "github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// statusOf is the one table from error kinds to HTTP statuses.
+// statusOf is the one table from the domain's error kinds to HTTP statuses.
 var statusOf = map[queue.Kind]int{
-	queue.KindInvalid:          http.StatusBadRequest,
-	queue.KindUnauthorized:     http.StatusUnauthorized,
-	queue.KindForbidden:        http.StatusForbidden,
-	queue.KindNotFound:         http.StatusNotFound,
-	queue.KindMethodNotAllowed: http.StatusMethodNotAllowed,
-	queue.KindConflict:         http.StatusConflict,
-	queue.KindTooLarge:         http.StatusRequestEntityTooLarge,
-	queue.KindInternal:         http.StatusInternalServerError,
-	queue.KindUnavailable:      http.StatusServiceUnavailable,
+	queue.KindInvalid:     http.StatusBadRequest,
+	queue.KindNotFound:    http.StatusNotFound,
+	queue.KindConflict:    http.StatusConflict,
+	queue.KindInternal:    http.StatusInternalServerError,
+	queue.KindUnavailable: http.StatusServiceUnavailable,
+}
+
+// httpError is an error of the HTTP layer itself (the request, not the
+// queue, is at fault), answered with its own status.
+type httpError struct {
+	status int
+	body   wire.Error
+}
+
+func (e *httpError) Error() string { return e.body.Code + ": " + e.body.Message }
+
+// httpErrorf returns an httpError of the given status and code.
+func httpErrorf(status int, code, format string, args ...any) *httpError {
+	return &httpError{status, wire.Error{Code: code, Message: fmt.Sprintf(format, args...)}}
 }
 
 // Errors of the HTTP layer itself.
 var (
-	errNoRoute     = queue.Errorf(queue.KindNotFound, queue.CodeNotFound, "No such route.")
-	errTooLarge    = queue.Errorf(queue.KindTooLarge, queue.CodePayloadTooLarge, "The body must be at most %d bytes.", MaxBodyBytes)
-	errUnreadable  = queue.Errorf(queue.KindInvalid, queue.CodeInvalidBody, "The request body could not be read.")
-	errInternal    = queue.Errorf(queue.KindInternal, queue.CodeInternal, "Internal error.")
-	errNeedsBearer = queue.Errorf(queue.KindUnauthorized, queue.CodeUnauthorized, "Admin routes need an Authorization: Bearer header.")
-	errBadBearer   = queue.Errorf(queue.KindForbidden, queue.CodeForbidden, "The admin credentials are not valid.")
-	errNeedsIAM    = queue.Errorf(queue.KindForbidden, queue.CodeForbidden, "Admin routes need an IAM-signed request.")
+	errNoRoute     = httpErrorf(http.StatusNotFound, wire.CodeNotFound, "No such route.")
+	errTooLarge    = httpErrorf(http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "The body must be at most %d bytes.", MaxBodyBytes)
+	errUnreadable  = httpErrorf(http.StatusBadRequest, wire.CodeInvalidBody, "The request body could not be read.")
+	errInternal    = httpErrorf(http.StatusInternalServerError, wire.CodeInternal, "Internal error.")
+	errNeedsBearer = httpErrorf(http.StatusUnauthorized, wire.CodeUnauthorized, "Admin routes need an Authorization: Bearer header.")
+	errBadBearer   = httpErrorf(http.StatusForbidden, wire.CodeForbidden, "The admin credentials are not valid.")
+	errNeedsIAM    = httpErrorf(http.StatusForbidden, wire.CodeForbidden, "Admin routes need an IAM-signed request.")
 )
 
-// errorBody is the JSON shape of every error.
-type errorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+// headerMessages word the domain's errors about a request header for the
+// client, naming the header.
+var headerMessages = map[string]string{
+	wire.CodeMissingToken: "The " + wire.HeaderToken + " header is required.",
+	wire.CodeInvalidIdempotencyKey: fmt.Sprintf("The %s must be %d to %d letters, digits, '-', '_', '.' or ':' (a random UUID fits).",
+		wire.HeaderIdempotencyKey, queue.MinIdempotencyKeyLen, queue.MaxIdempotencyKeyLen),
+	wire.CodeEnterInProgress: "An enter with this " + wire.HeaderIdempotencyKey + " is in progress; retry shortly with the same key.",
 }
 
 // internalBody answers when even an error cannot be encoded.
-var internalBody, _ = json.Marshal(errorBody{errInternal.Code, errInternal.Message})
+var internalBody, _ = json.Marshal(errInternal.body)
 
-// writeError answers err as {code,message} with its kind's status. Only
-// server-side failures (5xx) are logged, with their cause; clients see the
-// code and a safe message.
-func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+// answerOf is err as the client sees it: its status, its body and, for a
+// 503, the delay the domain knows (0 for none). Anything but an
+// *httpError or a *queue.Error is an internal error.
+func answerOf(err error) (int, wire.Error, time.Duration) {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.status, he.body, 0
+	}
 	var e *queue.Error
 	if !errors.As(err, &e) || e.Kind == queue.KindInternal {
-		e = errInternal
+		return errInternal.status, errInternal.body, 0
 	}
 	status, ok := statusOf[e.Kind]
 	if !ok {
 		status = http.StatusInternalServerError
 	}
+	body := wire.Error{Code: e.Code, Message: e.Message}
+	if m, ok := headerMessages[e.Code]; ok {
+		body.Message = m
+	}
+	return status, body, e.RetryAfter
+}
+
+// writeError answers err as {code,message} with its status. Only
+// server-side failures (5xx) are logged, with their cause; clients see the
+// code and a safe message.
+func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, body, retry := answerOf(err)
 	if status >= 500 {
 		a.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("requestId", requestID(r.Context())),
 			slog.String("method", r.Method),
 			slog.String("route", r.Pattern),
 			slog.Int("status", status),
-			slog.String("code", e.Code),
+			slog.String("code", body.Code),
 			slog.String("error", fmt.Sprint(err)))
 	}
 	if status == http.StatusServiceUnavailable {
-		retry := a.unavRetry
-		if e.RetryAfter > 0 {
-			retry = e.RetryAfter // the domain knows when (e.g. a pending change takes effect)
+		if retry <= 0 {
+			retry = a.unavRetry
 		}
-		w.Header().Set("Retry-After", strconv.FormatInt(max(1, ceilSeconds(retry)), 10))
+		w.Header().Set(wire.HeaderRetryAfter, strconv.FormatInt(max(1, ceilSeconds(retry)), 10))
 	}
-	metrics.Note(r.Context()).Code = e.Code
-	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message})
+	metrics.Note(r.Context()).Code = body.Code
+	writeJSON(w, status, body)
 }
 
 // writeClientError answers e, a client's mistake (4xx), which is not
 // logged; r is nil for an event that never became a request.
-func writeClientError(w http.ResponseWriter, r *http.Request, e *queue.Error) {
+func writeClientError(w http.ResponseWriter, r *http.Request, e *httpError) {
 	if r != nil {
-		metrics.Note(r.Context()).Code = e.Code
+		metrics.Note(r.Context()).Code = e.body.Code
 	}
-	writeJSON(w, statusOf[e.Kind], errorBody{Code: e.Code, Message: e.Message})
+	writeJSON(w, e.status, e.body)
 }
 
 // writeJSON answers status with body as JSON; body nil means no body. Every

@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	wire "github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/queue"
 )
 
 // TestEveryKindHasAStatus: an error kind without a row in statusOf would
 // answer 500 for what may be a client's mistake.
 func TestEveryKindHasAStatus(t *testing.T) {
-	for k := queue.KindInternal; k <= queue.KindTooLarge; k++ {
+	for k := queue.KindInternal; k <= queue.KindUnavailable; k++ {
 		if _, ok := statusOf[k]; !ok {
 			t.Errorf("kind %d has no HTTP status in statusOf", k)
 		}
@@ -26,7 +27,7 @@ func TestEveryKindHasAStatus(t *testing.T) {
 func TestRetryAfterOfUnavailable(t *testing.T) {
 	a := &api{log: slog.New(slog.DiscardHandler), unavRetry: 2 * time.Second}
 	withDelay := func(d time.Duration) error {
-		e := queue.Errorf(queue.KindUnavailable, queue.CodeBusy, "busy")
+		e := queue.Errorf(queue.KindUnavailable, wire.CodeBusy, "busy")
 		e.RetryAfter = d
 		return e
 	}
@@ -35,7 +36,7 @@ func TestRetryAfterOfUnavailable(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"default", queue.Errorf(queue.KindUnavailable, queue.CodeUnavailable, "down"), "2"},
+		{"default", queue.Errorf(queue.KindUnavailable, wire.CodeUnavailable, "down"), "2"},
 		{"the error's delay, rounded up", withDelay(4200 * time.Millisecond), "5"},
 		{"at least a second", withDelay(time.Millisecond), "1"},
 	} {

@@ -35,8 +35,8 @@ func (brokenStore) GetProgram(context.Context, string) (queue.Program, error) {
 
 func TestHandlerStoreFault(t *testing.T) {
 	var logs bytes.Buffer
-	h := httpapi.Lambda(httpapi.New(queue.NewService(brokenStore{memstore.New()}, polling.DefaultTiers()),
-		httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))))
+	h := checkedLambda(t, httpapi.Lambda(httpapi.New(queue.NewService(brokenStore{memstore.New()}, polling.DefaultTiers()),
+		httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))))
 	for _, event := range []string{"enter", "poll-waiting", "leave", "admin-get-program", "admin-put-program", "admin-admit"} {
 		t.Run(event, func(t *testing.T) {
 			resp := invoke(t, h, fixtures.Event(t, event))
@@ -64,8 +64,8 @@ func (panickyStore) GetToken(context.Context, string) (queue.Token, error) { pan
 
 func TestHandlerRecoversPanic(t *testing.T) {
 	var logs bytes.Buffer
-	h := httpapi.Lambda(httpapi.NewQueue(queue.NewService(panickyStore{memstore.New()}, polling.DefaultTiers()),
-		httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))))
+	h := checkedLambda(t, httpapi.Lambda(httpapi.NewQueue(queue.NewService(panickyStore{memstore.New()}, polling.DefaultTiers()),
+		httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))))
 	resp := invoke(t, h, fixtures.Event(t, "poll-waiting"))
 	if resp.StatusCode != 500 {
 		t.Fatalf("status %d, want 500", resp.StatusCode)

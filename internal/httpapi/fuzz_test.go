@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/httpapi"
 )
 
@@ -69,7 +70,7 @@ func FuzzHandler(f *testing.F) {
 		if err != nil || !strings.HasPrefix(path, "/") {
 			return
 		}
-		r.Header.Set(httpapi.HeaderToken, token)
+		r.Header.Set(api.HeaderToken, token)
 		r.Header.Set("Authorization", auth)
 		w := httptest.NewRecorder()
 		direct.ServeHTTP(w, r)

@@ -13,17 +13,9 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	wire "github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
-)
-
-// Request headers of the queue routes.
-const (
-	// HeaderToken carries the queue token.
-	HeaderToken = "X-Queue-Token"
-	// HeaderIdempotencyKey names an enter, so that its retries answer the
-	// same token.
-	HeaderIdempotencyKey = "Idempotency-Key"
 )
 
 // MaxBodyBytes bounds request bodies; larger ones get 413.
@@ -88,7 +80,7 @@ func newAPI(svc *queue.Service, opts []Option) *api {
 	}
 	if a.passes != nil {
 		a.jwksh = a.passes.JWKSHandler(func(w http.ResponseWriter, r *http.Request, err error) {
-			a.writeError(w, r, &queue.Error{Kind: queue.KindUnavailable, Code: queue.CodeKeysUnavailable, Message: "The signing keys are briefly unavailable; retry shortly.", Err: err})
+			a.writeError(w, r, &queue.Error{Kind: queue.KindUnavailable, Code: wire.CodeKeysUnavailable, Message: "The signing keys are briefly unavailable; retry shortly.", Err: err})
 		})
 	}
 	return a
@@ -143,12 +135,12 @@ func (a *api) notFound() http.Handler {
 func (a *api) methodNotAllowed(allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		a.writeError(w, r, queue.Errorf(queue.KindMethodNotAllowed, queue.CodeMethodNotAllowed, "Allowed methods: %s.", allow))
+		a.writeError(w, r, httpErrorf(http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "Allowed methods: %s.", allow))
 	})
 }
 
 // token returns the request's queue token.
-func token(r *http.Request) string { return header(r, HeaderToken) }
+func token(r *http.Request) string { return header(r, wire.HeaderToken) }
 
 // header returns every value of the request header name, joined, so that
 // two values never pass for one.
@@ -157,7 +149,7 @@ func header(r *http.Request, name string) string {
 }
 
 func (a *api) enter(w http.ResponseWriter, r *http.Request) {
-	v, created, err := a.svc.Enter(r.Context(), r.PathValue("programId"), queue.Entry{Token: token(r), IdempotencyKey: header(r, HeaderIdempotencyKey)})
+	v, created, err := a.svc.Enter(r.Context(), r.PathValue("programId"), queue.Entry{Token: token(r), IdempotencyKey: header(r, wire.HeaderIdempotencyKey)})
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
@@ -188,43 +180,6 @@ func (a *api) jwks(w http.ResponseWriter, r *http.Request) {
 	a.jwksh.ServeHTTP(w, r)
 }
 
-// tokenBody is QueueTokenResponse. Keys that do not apply to a status are
-// absent, never null.
-type tokenBody struct {
-	TokenID      string `json:"tokenId"`
-	Status       string `json:"status"`
-	Ticket       int64  `json:"ticket"`
-	IssuedAt     string `json:"issuedAt"`
-	Position     int64  `json:"position,omitempty"`
-	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
-	// EstimatedWaitMs is present while WAITING when the admission pace is known.
-	EstimatedWaitMs int64 `json:"estimatedWaitMs,omitempty"`
-	// Notice is the program's notice to the people who wait, WAITING only.
-	Notice string `json:"notice,omitempty"`
-	// Paused is true while WAITING and admission is paused; absent otherwise.
-	Paused bool `json:"paused,omitempty"`
-	// OpensAt, StatusLine and Shuffle tell a scheduled opening, WAITING only.
-	OpensAt       string       `json:"opensAt,omitempty"`
-	StatusLine    string       `json:"statusLine,omitempty"`
-	Shuffle       *shuffleBody `json:"shuffle,omitempty"`
-	AdmittedAt    string       `json:"admittedAt,omitempty"`
-	AdmissionPass string       `json:"admissionPass,omitempty"`
-	ExpiresAt     string       `json:"expiresAt,omitempty"`
-	LeftAt        string       `json:"leftAt,omitempty"`
-}
-
-// shuffleBody is a shuffled opening in a token's answer: the commitment
-// (the message the key signs at the opening) and the key's public half,
-// and once the pre-queue is fixed the seed (that signature), its size and
-// the token's place.
-type shuffleBody struct {
-	Commitment string `json:"commitment"`
-	PublicKey  string `json:"publicKey,omitempty"`
-	Seed       string `json:"seed,omitempty"`
-	Prequeue   int64  `json:"prequeue,omitempty"`
-	Place      int64  `json:"place,omitempty"`
-}
-
 // timeString formats t as RFC 3339 UTC with milliseconds, or "" for zero.
 func timeString(t time.Time) string {
 	if t.IsZero() {
@@ -241,7 +196,7 @@ func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v q
 	n := metrics.Note(r.Context())
 	n.TokenStatus, n.Admitted = string(v.Status), v.FirstSighting
 	if v.Status == queue.StatusWaiting {
-		w.Header().Set("Retry-After", strconv.FormatInt(ceilSeconds(v.RetryAfter), 10))
+		w.Header().Set(wire.HeaderRetryAfter, strconv.FormatInt(ceilSeconds(v.RetryAfter), 10))
 		n.RetryAfter, n.EstimatedWait = v.RetryAfter, v.EstimatedWait
 	}
 	if status == http.StatusCreated {
@@ -249,32 +204,37 @@ func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v q
 		// queue's length (0 when admitted at once).
 		n.Waiting, n.WaitingKnown = v.Position, true
 	}
-	writeJSON(w, status, tokenBody{
+	writeJSON(w, status, tokenOf(v))
+}
+
+// tokenOf is v as the wire's Token.
+func tokenOf(v queue.View) wire.Token {
+	return wire.Token{
 		TokenID:         v.TokenID,
-		Status:          string(v.Status),
+		Status:          wire.Status(v.Status),
 		Ticket:          v.Ticket,
-		IssuedAt:        timeString(v.IssuedAt),
+		IssuedAt:        wire.TimeOf(v.IssuedAt),
 		Position:        v.Position,
 		RetryAfterMs:    v.RetryAfter.Milliseconds(),
 		EstimatedWaitMs: v.EstimatedWait.Milliseconds(),
-		AdmittedAt:      timeString(v.AdmittedAt),
-		ExpiresAt:       timeString(v.ExpiresAt),
-		LeftAt:          timeString(v.LeftAt),
+		AdmittedAt:      wire.TimeOf(v.AdmittedAt),
+		ExpiresAt:       wire.TimeOf(v.ExpiresAt),
+		LeftAt:          wire.TimeOf(v.LeftAt),
 		Notice:          v.Notice,
 		Paused:          v.Paused,
 		AdmissionPass:   v.AdmissionPass,
-		OpensAt:         timeString(v.OpensAt),
+		OpensAt:         wire.TimeOf(v.OpensAt),
 		StatusLine:      v.StatusLine,
 		Shuffle:         shuffleOf(v.Shuffle),
-	})
+	}
 }
 
-// shuffleOf is v's answer body, nil for none.
-func shuffleOf(v *queue.ShuffleView) *shuffleBody {
+// shuffleOf is v as the wire's Shuffle, nil for none.
+func shuffleOf(v *queue.ShuffleView) *wire.Shuffle {
 	if v == nil {
 		return nil
 	}
-	return &shuffleBody{Commitment: v.Commitment, PublicKey: v.PublicKey, Seed: v.Seed, Prequeue: v.Prequeue, Place: v.Place}
+	return &wire.Shuffle{Commitment: v.Commitment, PublicKey: v.PublicKey, Seed: v.Seed, Prequeue: v.Prequeue, Place: v.Place}
 }
 
 func ceilSeconds(d time.Duration) int64 {

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
@@ -83,14 +84,14 @@ func newHandler(t testing.TB, auth httpapi.Middleware) http.Handler {
 	if auth == nil {
 		auth = httpapi.IAMAuth()
 	}
-	return httpapi.New(newService(t), auth, httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, "")))
+	return checked(t, httpapi.New(newService(t), auth, httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, ""))))
 }
 
 // newLambda returns newHandler behind the Lambda adapter, as the functions
 // serve it.
 func newLambda(t testing.TB, auth httpapi.Middleware) httpapi.LambdaHandler {
 	t.Helper()
-	return httpapi.Lambda(newHandler(t, auth))
+	return checkedLambda(t, httpapi.Lambda(newHandler(t, auth)))
 }
 
 // invoke runs req through fn, which must never return an error.
@@ -356,12 +357,12 @@ func TestHandlersApart(t *testing.T) {
 		handler http.Handler
 		event   string
 	}{
-		{"QueueServesNoAdminRoute", httpapi.NewQueue(svc, httpapi.WithLogger(discard)), "admin-get-program"},
-		{"AdminServesNoQueueRoute", httpapi.NewAdmin(svc, httpapi.IAMAuth(), httpapi.WithLogger(discard)), "poll-waiting"},
+		{"QueueServesNoAdminRoute", checked(t, httpapi.NewQueue(svc, httpapi.WithLogger(discard))), "admin-get-program"},
+		{"AdminServesNoQueueRoute", checked(t, httpapi.NewAdmin(svc, httpapi.IAMAuth(), httpapi.WithLogger(discard))), "poll-waiting"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := invoke(t, httpapi.Lambda(tt.handler), fixtures.Event(t, tt.event))
+			resp := invoke(t, checkedLambda(t, httpapi.Lambda(tt.handler)), fixtures.Event(t, tt.event))
 			if resp.StatusCode != http.StatusNotFound {
 				t.Errorf("status %d, want 404", resp.StatusCode)
 			}
@@ -405,7 +406,7 @@ func TestLambdaUnconvertible(t *testing.T) {
 // back in the counters, are cleared with "", and the notice reaches the
 // people waiting; a bad value is INVALID_SETTINGS.
 func TestHandlerProfile(t *testing.T) {
-	h := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard))
+	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
 	do := func(method, path, body string, hdr ...string) (int, map[string]any) {
 		t.Helper()
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -431,7 +432,7 @@ func TestHandlerProfile(t *testing.T) {
 	if _, ok := c["notice"]; status != 200 || ok || c["displayName"] != "Gala" {
 		t.Errorf("clearing the notice = %d %v; want it absent and the rest kept", status, c)
 	}
-	_, poll := do("GET", "/api/v1/queues/programs/gala", "", httpapi.HeaderToken, tok["tokenId"].(string))
+	_, poll := do("GET", "/api/v1/queues/programs/gala", "", api.HeaderToken, tok["tokenId"].(string))
 	if _, ok := poll["notice"]; ok || poll["status"] != "WAITING" {
 		t.Errorf("poll after clearing = %v; want WAITING without a notice", poll)
 	}
@@ -449,10 +450,10 @@ func TestHandlerIdempotencyKey(t *testing.T) {
 	if _, _, err := svc.PutProgram(context.Background(), "gala", queue.Settings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.NewQueue(svc, httpapi.WithLogger(discard))
+	h := checked(t, httpapi.NewQueue(svc, httpapi.WithLogger(discard)))
 	enter := func(key string) (int, map[string]any) {
 		r := httptest.NewRequest("POST", "/api/v1/queues/programs/gala", nil)
-		r.Header.Set(httpapi.HeaderIdempotencyKey, key)
+		r.Header.Set(api.HeaderIdempotencyKey, key)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		var m map[string]any
@@ -478,7 +479,7 @@ func TestHandlerIdempotencyKey(t *testing.T) {
 // INVALID_SETTINGS and changes nothing; the values beside them still go
 // through.
 func TestHandlerSettingsQuirks(t *testing.T) {
-	h := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard))
+	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
 	do := func(body string) (int, map[string]any) {
 		t.Helper()
 		r := httptest.NewRequest("PUT", "/api/v1/admin/programs/gala", strings.NewReader(body))

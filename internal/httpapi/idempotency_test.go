@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -39,11 +40,11 @@ func TestHandlerEnterInProgress(t *testing.T) {
 	if _, _, err := svc.PutProgram(context.Background(), "gala", queue.Settings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.NewQueue(svc, httpapi.WithLogger(discard))
+	h := checked(t, httpapi.NewQueue(svc, httpapi.WithLogger(discard)))
 	const key = "in-progress-key-3b1d-4c2e"
 	enter := func() *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "/api/v1/queues/programs/gala", nil)
-		r.Header.Set(httpapi.HeaderIdempotencyKey, key)
+		r.Header.Set(api.HeaderIdempotencyKey, key)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		return w
@@ -58,8 +59,8 @@ func TestHandlerEnterInProgress(t *testing.T) {
 	<-store.held
 
 	w := enter()
-	if b := body(w); w.Code != 503 || b["code"] != queue.CodeEnterInProgress {
-		t.Errorf("enter while another with the key takes its ticket = %d %v; want 503 %s", w.Code, b, queue.CodeEnterInProgress)
+	if b := body(w); w.Code != 503 || b["code"] != api.CodeEnterInProgress {
+		t.Errorf("enter while another with the key takes its ticket = %d %v; want 503 %s", w.Code, b, api.CodeEnterInProgress)
 	}
 	if s, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || s < 1 {
 		t.Errorf("Retry-After %q, want whole seconds ≥ 1", w.Header().Get("Retry-After"))

@@ -10,8 +10,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
-
-	"github.com/example/waitingroom/internal/queue"
 )
 
 // LambdaHandler is what lambda.Start runs: an API Gateway HTTP API
@@ -41,7 +39,7 @@ func Lambda(h http.Handler) LambdaHandler {
 // so that the adapter's own complaint (plain text on stdout) does not reach
 // the logs; what is left (a method that is no HTTP token, which API Gateway
 // never sends) falls to Lambda's check of the adapter's error.
-func unconvertible(ev events.APIGatewayV2HTTPRequest) *queue.Error {
+func unconvertible(ev events.APIGatewayV2HTTPRequest) *httpError {
 	if ev.IsBase64Encoded {
 		if _, err := base64.StdEncoding.DecodeString(ev.Body); err != nil {
 			return errUnreadable
@@ -64,7 +62,7 @@ func unconvertible(ev events.APIGatewayV2HTTPRequest) *queue.Error {
 }
 
 // eventAnswer is e as an API Gateway response.
-func eventAnswer(e *queue.Error) events.APIGatewayV2HTTPResponse {
+func eventAnswer(e *httpError) events.APIGatewayV2HTTPResponse {
 	w := core.NewProxyResponseWriterV2()
 	writeClientError(w, nil, e)
 	resp, _ := w.GetProxyResponse() // a status is set: no error

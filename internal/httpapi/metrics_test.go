@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
@@ -41,12 +42,12 @@ func TestObserver(t *testing.T) {
 	c := clock.NewFake(t0)
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(c), queue.WithRand(rand.New(rand.NewPCG(seed, seed))))
 	rec := &recorder{}
-	h := httpapi.New(svc, httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithObserver(rec))
+	h := checked(t, httpapi.New(svc, httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithObserver(rec)))
 	do := func(method, path, token, auth, body string) map[string]any {
 		t.Helper()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		if token != "" {
-			req.Header.Set(httpapi.HeaderToken, token)
+			req.Header.Set(api.HeaderToken, token)
 		}
 		if auth != "" {
 			req.Header.Set("Authorization", "Bearer "+auth)
@@ -103,9 +104,9 @@ func TestObserver(t *testing.T) {
 // tells the metrics the estimated wait it told the person.
 func TestObserverEstimatedWait(t *testing.T) {
 	rec := &recorder{}
-	h := httpapi.NewQueue(newService(t), httpapi.WithLogger(discard), httpapi.WithObserver(rec))
+	h := checked(t, httpapi.NewQueue(newService(t), httpapi.WithLogger(discard), httpapi.WithObserver(rec)))
 	req := httptest.NewRequest("GET", "/api/v1/queues/programs/demo", nil)
-	req.Header.Set(httpapi.HeaderToken, "waitingTokenFixture001")
+	req.Header.Set(api.HeaderToken, "waitingTokenFixture001")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	var body struct{ EstimatedWaitMs, RetryAfterMs int64 }

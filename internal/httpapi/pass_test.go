@@ -14,6 +14,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/sampleevents"
 	"github.com/example/waitingroom/internal/testing/fixtures"
@@ -71,9 +72,9 @@ func TestHandlerFirstAdmission(t *testing.T) {
 // taken from the Host header, which the client writes; with none
 // configured, nothing is signed and nothing recorded (503).
 func TestHandlerIssuerNotFromHost(t *testing.T) {
-	h := httpapi.New(newService(t), httpapi.BearerAuth("s"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, "")))
+	h := checked(t, httpapi.New(newService(t), httpapi.BearerAuth("s"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, ""))))
 	r := httptest.NewRequest(http.MethodGet, "http://evil.example/api/v1/queues/programs/demo", nil)
-	r.Header.Set(httpapi.HeaderToken, sampleevents.AdmitNowToken)
+	r.Header.Set(api.HeaderToken, sampleevents.AdmitNowToken)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	if w.Code != http.StatusServiceUnavailable || decodeCode(w.Body.String()) != "PASS_UNAVAILABLE" || w.Header().Get("Retry-After") == "" {
@@ -110,9 +111,9 @@ func TestHandlerJWKSErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := httpapi.NewQueue(newService(t), append(tt.opts, httpapi.WithLogger(discard))...)
+			h := checked(t, httpapi.NewQueue(newService(t), append(tt.opts, httpapi.WithLogger(discard))...))
 			w := httptest.NewRecorder()
-			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, httpapi.JWKSPath, nil))
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, api.JWKSPath, nil))
 			if w.Code != tt.wantStatus || decodeCode(w.Body.String()) != tt.wantCode || w.Header().Get("Cache-Control") != "no-store" {
 				t.Errorf("%d %s (Cache-Control %q), want %d %s, no-store", w.Code, w.Body, w.Header().Get("Cache-Control"), tt.wantStatus, tt.wantCode)
 			}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	wire "github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/metrics"
 )
 
@@ -19,27 +20,17 @@ type Route struct {
 	serve func(*api, http.ResponseWriter, *http.Request)
 }
 
-// Route paths.
-const (
-	QueuePath     = "/api/v1/queues/programs/{programId}"
-	AdminPath     = "/api/v1/admin/programs/{programId}"
-	AdmissionPath = "/api/v1/admin/programs/{programId}/admissions"
-	// JWKSPath is the JWKS of the admission passes' keys (RFC 8615
-	// well-known location).
-	JWKSPath = "/.well-known/jwks.json"
-)
-
 // Routes lists every route the API serves, each with its metrics operation
 // and its endpoint function:
 // adding a route is one line here and one function. template.yaml must send
 // each to the right function with the right authorization (template_test.go
 // checks), and any other method on one of these paths gets 405 with Allow.
 var Routes = []Route{
-	{http.MethodPost, QueuePath, false, metrics.OpEnter, (*api).enter},
-	{http.MethodGet, QueuePath, false, metrics.OpPoll, (*api).poll},
-	{http.MethodDelete, QueuePath, false, metrics.OpLeave, (*api).leave},
-	{http.MethodGet, JWKSPath, false, metrics.OpOther, (*api).jwks},
-	{http.MethodGet, AdminPath, true, metrics.OpAdmin, (*api).getProgram},
-	{http.MethodPut, AdminPath, true, metrics.OpAdmin, (*api).putProgram},
-	{http.MethodPost, AdmissionPath, true, metrics.OpAdmin, (*api).admit},
+	{http.MethodPost, wire.QueuePath, false, metrics.OpEnter, (*api).enter},
+	{http.MethodGet, wire.QueuePath, false, metrics.OpPoll, (*api).poll},
+	{http.MethodDelete, wire.QueuePath, false, metrics.OpLeave, (*api).leave},
+	{http.MethodGet, wire.JWKSPath, false, metrics.OpOther, (*api).jwks},
+	{http.MethodGet, wire.AdminPath, true, metrics.OpAdmin, (*api).getProgram},
+	{http.MethodPut, wire.AdminPath, true, metrics.OpAdmin, (*api).putProgram},
+	{http.MethodPost, wire.AdmissionPath, true, metrics.OpAdmin, (*api).admit},
 }

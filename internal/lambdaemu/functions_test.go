@@ -35,6 +35,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
@@ -271,7 +272,7 @@ func checkPass(t *testing.T, fn *function, resp events.APIGatewayV2HTTPResponse)
 	}))
 	defer jwks.Close()
 	v, err := passverify.New(passverify.Config{
-		JWKSURL:   jwks.URL + httpapi.JWKSPath,
+		JWKSURL:   jwks.URL + api.JWKSPath,
 		Issuer:    "https://abc123.execute-api.us-east-1.amazonaws.com", // the event's domainName
 		ProgramID: sampleevents.ProgramID,
 	})

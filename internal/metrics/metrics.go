@@ -12,11 +12,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
-)
 
-// codeEnterInProgress is queue.CodeEnterInProgress: a 503 that waits for
-// another enter with the same Idempotency-Key, not a failing store.
-const codeEnterInProgress = "ENTER_IN_PROGRESS"
+	"github.com/example/waitingroom/internal/api"
+)
 
 // DefaultNamespace is the CloudWatch namespace when none is configured.
 const DefaultNamespace = "WaitingRoom"
@@ -178,7 +176,7 @@ var Defs = []Def{
 		value: func(r Request) (float64, bool) { return 1, r.Status >= 400 && r.Status < 500 }},
 	{Name: "StoreUnavailable", Unit: Count, Kind: Counter,
 		Prom: "waitingroom_store_unavailable_total", Help: "503 answers of a store or KMS that failed or was contended (STORE_UNAVAILABLE, BUSY, PASS_UNAVAILABLE, KEYS_UNAVAILABLE); not ENTER_IN_PROGRESS, which waits for another enter.",
-		value: func(r Request) (float64, bool) { return 1, r.Status == 503 && r.Code != codeEnterInProgress }},
+		value: func(r Request) (float64, bool) { return 1, r.Status == 503 && r.Code != api.CodeEnterInProgress }},
 	{Name: "RetryAfterMs", Unit: Milliseconds, Kind: Distribution,
 		Prom: "waitingroom_retry_after_seconds", Help: "Delay to the next poll told to WAITING tokens.",
 		Buckets: []float64{.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600},

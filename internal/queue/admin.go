@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/polling"
 )
 
@@ -89,7 +90,7 @@ func (e *SettingError) Error() string { return e.Setting + " " + e.Problem }
 // invalidSetting is the INVALID_SETTINGS error of setting's problem.
 func invalidSetting(setting, problem string) *Error {
 	e := &SettingError{Setting: setting, Problem: problem}
-	return &Error{Kind: KindInvalid, Code: CodeInvalidSettings, Message: e.Error() + ".", Err: e}
+	return &Error{Kind: KindInvalid, Code: api.CodeInvalidSettings, Message: e.Error() + ".", Err: e}
 }
 
 // change applies s to o and to pace's Rate and Paused, each value checked
@@ -199,7 +200,7 @@ func (s *Service) PutProgram(ctx context.Context, programID string, set Settings
 	}
 	if set.ShuffleAtOpen != nil && *set.ShuffleAtOpen {
 		if _, ok := s.store.(PrequeueStore); !ok {
-			return Counters{}, false, Errorf(KindInvalid, CodeInvalidSettings, "This deployment's store cannot shuffle an opening.")
+			return Counters{}, false, Errorf(KindInvalid, api.CodeInvalidSettings, "This deployment's store cannot shuffle an opening.")
 		}
 	}
 	create := func(now time.Time) (Program, error) {
@@ -238,11 +239,11 @@ func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counter
 		return Counters{}, errInvalidProgramID()
 	}
 	if n < 1 || n > MaxAdmissionCount {
-		return Counters{}, Errorf(KindInvalid, CodeInvalidCount, "count must be a whole number between 1 and %d.", MaxAdmissionCount)
+		return Counters{}, Errorf(KindInvalid, api.CodeInvalidCount, "count must be a whole number between 1 and %d.", MaxAdmissionCount)
 	}
 	edit := func(p Program, now time.Time) (Program, error) {
 		if !p.Opened(now.Add(s.changeDelay())) {
-			return p, Errorf(KindConflict, CodeNotOpen, "The program opens at %s; admissions start then.", p.OpensAt.UTC().Format(time.RFC3339))
+			return p, Errorf(KindConflict, api.CodeNotOpen, "The program opens at %s; admissions start then.", p.OpensAt.UTC().Format(time.RFC3339))
 		}
 		settled := p.Settled()
 		return p.withManualAdmission(n, now).Rebased(now, settled.Rate, settled.Paused, n, s.changeDelay()), nil
@@ -489,9 +490,9 @@ func (p Program) applyOpening(set Settings, now time.Time, delay time.Duration) 
 	if set.OpensAt != nil && !set.OpensAt.Equal(p.OpensAt) {
 		switch {
 		case !p.OpensAt.IsZero() && !p.OpensAt.After(effective):
-			return Errorf(KindConflict, CodeNotOpen, "The program opens at %s (or has opened): its opening can no longer change.", p.OpensAt.UTC().Format(time.RFC3339))
+			return Errorf(KindConflict, api.CodeNotOpen, "The program opens at %s (or has opened): its opening can no longer change.", p.OpensAt.UTC().Format(time.RFC3339))
 		case !set.OpensAt.IsZero() && !set.OpensAt.After(effective):
-			return Errorf(KindInvalid, CodeInvalidSettings, "opensAt must be more than %v from now.", delay)
+			return Errorf(KindInvalid, api.CodeInvalidSettings, "opensAt must be more than %v from now.", delay)
 		}
 	}
 	opensAt, shuffle := p.OpensAt, p.Shuffle
@@ -500,15 +501,15 @@ func (p Program) applyOpening(set Settings, now time.Time, delay time.Duration) 
 	}
 	if set.ShuffleAtOpen != nil {
 		if p.PrequeueFixed && *set.ShuffleAtOpen != p.Shuffle {
-			return Errorf(KindConflict, CodeNotOpen, "The pre-queue was shuffled at the opening: shuffleAtOpen can no longer change.")
+			return Errorf(KindConflict, api.CodeNotOpen, "The pre-queue was shuffled at the opening: shuffleAtOpen can no longer change.")
 		}
 		if *set.ShuffleAtOpen && !p.Shuffle && p.Issued > 0 {
-			return Errorf(KindConflict, CodeInvalidSettings, "shuffleAtOpen must be set before anyone enters: its commitment is published before the pre-queue starts.")
+			return Errorf(KindConflict, api.CodeInvalidSettings, "shuffleAtOpen must be set before anyone enters: its commitment is published before the pre-queue starts.")
 		}
 		shuffle = *set.ShuffleAtOpen
 	}
 	if shuffle && !p.PrequeueFixed && (opensAt.IsZero() || !opensAt.After(effective)) {
-		return Errorf(KindInvalid, CodeInvalidSettings, "shuffleAtOpen needs an opensAt more than %v from now.", delay)
+		return Errorf(KindInvalid, api.CodeInvalidSettings, "shuffleAtOpen needs an opensAt more than %v from now.", delay)
 	}
 	return nil
 }
@@ -542,7 +543,7 @@ func (p Program) counters(now time.Time) Counters {
 // errBusy is the answer to an admin change that could not be made within
 // adminDeadline; retry after retry.
 func errBusy(retry time.Duration) error {
-	e := Errorf(KindUnavailable, CodeBusy, "The program is being changed concurrently; retry.")
+	e := Errorf(KindUnavailable, api.CodeBusy, "The program is being changed concurrently; retry.")
 	e.RetryAfter = max(retry, time.Millisecond)
 	return e
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -102,7 +103,7 @@ func enterN(t *testing.T, svc *queue.Service, programID string, n int) {
 
 func isBusy(err error) bool {
 	var qe *queue.Error
-	return errors.As(err, &qe) && qe.Code == queue.CodeBusy && qe.RetryAfter > 0
+	return errors.As(err, &qe) && qe.Code == api.CodeBusy && qe.RetryAfter > 0
 }
 
 // TestAdmissionsCountOnce is the regression test of lost admissions:
@@ -139,7 +140,7 @@ func TestAdmissionsCountOnce(t *testing.T) {
 						ok.Add(1)
 					case isBusy(err):
 						busy.Add(1)
-					case errors.As(err, &qe) && qe.Code == queue.CodeUnavailable:
+					case errors.As(err, &qe) && qe.Code == api.CodeUnavailable:
 						// May have been applied (more changes since than the
 						// program remembers): counted at most once.
 						maybe.Add(1)
@@ -223,7 +224,7 @@ func TestAdminWaitsOnTheClock(t *testing.T) {
 		c.Advance(time.Second)
 		_, err := svc.Admit(t.Context(), "gala", 1)
 		var qe *queue.Error
-		if !errors.As(err, &qe) || qe.Code != queue.CodeBusy || qe.RetryAfter != 5*time.Second {
+		if !errors.As(err, &qe) || qe.Code != api.CodeBusy || qe.RetryAfter != 5*time.Second {
 			t.Fatalf("second Admit: %v, want BUSY with RetryAfter 5s", err)
 		}
 		if got := c.Now().Sub(t0); got != time.Second {
@@ -292,8 +293,8 @@ func TestMoveDrainRetried(t *testing.T) {
 			}
 			if !tc.moved {
 				var qe *queue.Error
-				if !errors.As(err, &qe) || qe.Code != queue.CodeUnavailable {
-					t.Errorf("Admit: %v, want %s", err, queue.CodeUnavailable)
+				if !errors.As(err, &qe) || qe.Code != api.CodeUnavailable {
+					t.Errorf("Admit: %v, want %s", err, api.CodeUnavailable)
 				}
 				if !strings.Contains(log.String(), "drain instant not moved") {
 					t.Errorf("log %q, want the unmoved drain instant", log.String())

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/example/waitingroom/internal/api"
 )
 
 // Kind classifies an Error; the HTTP layer maps each kind to one status in a
@@ -22,21 +24,13 @@ const (
 	KindConflict
 	// KindUnavailable is a store fault the client should retry later.
 	KindUnavailable
-	// KindUnauthorized is a request without the credentials it needs.
-	KindUnauthorized
-	// KindForbidden is a request whose credentials are not valid.
-	KindForbidden
-	// KindMethodNotAllowed is a known path asked with a method it does not serve.
-	KindMethodNotAllowed
-	// KindTooLarge is a request body over the size limit.
-	KindTooLarge
 )
 
 // Error is a domain error with a stable machine-readable code and a message
 // safe to show to the client.
 type Error struct {
 	Kind    Kind
-	Code    string // e.g. "PROGRAM_NOT_FOUND"
+	Code    string // one of internal/api's codes, e.g. api.CodeProgramNotFound
 	Message string // safe for clients
 	Err     error  // cause, for logs only
 	// RetryAfter is when a KindUnavailable error is worth retrying, when
@@ -74,40 +68,10 @@ var (
 	ErrThrottled = errors.New("store: throughput exceeded")
 )
 
-// Codes of every error the API answers, the service's and the HTTP
-// layer's; internal/httpapi maps their Kind to a status in one table.
-const (
-	CodeInvalidProgramID      = "INVALID_PROGRAM_ID"
-	CodeInvalidToken          = "INVALID_TOKEN"
-	CodeInvalidIdempotencyKey = "INVALID_IDEMPOTENCY_KEY"
-	CodeMissingToken          = "MISSING_TOKEN"
-	CodeProgramNotFound       = "PROGRAM_NOT_FOUND"
-	CodeTokenNotFound         = "TOKEN_NOT_FOUND"
-	CodeInvalidSettings       = "INVALID_SETTINGS"
-	CodeInvalidCount          = "INVALID_COUNT"
-	CodeAlreadyAdmitted       = "ALREADY_ADMITTED"
-	CodeProgramClosed         = "PROGRAM_CLOSED"
-	CodeNotOpen               = "NOT_OPEN"
-	CodeUnavailable           = "STORE_UNAVAILABLE"
-	CodeInternal              = "INTERNAL"
-	CodePassUnavailable       = "PASS_UNAVAILABLE"
-	CodeKeysUnavailable       = "KEYS_UNAVAILABLE"
-	CodeBusy                  = "BUSY"
-	CodeEnterInProgress       = "ENTER_IN_PROGRESS"
-
-	CodeNotFound         = "NOT_FOUND"
-	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
-	CodeUnauthorized     = "UNAUTHORIZED"
-	CodeForbidden        = "FORBIDDEN"
-	CodePayloadTooLarge  = "PAYLOAD_TOO_LARGE"
-	CodeInvalidJSON      = "INVALID_JSON"
-	CodeInvalidBody      = "INVALID_BODY"
-)
-
-// storeError turns a store failure into a client-facing error: the store's
-// sentinels keep their meaning, anything else is a store fault worth a retry.
+// storeError is a failure of the store during op as the client sees it:
+// STORE_UNAVAILABLE, worth a retry, whatever the cause (kept for the logs).
 func storeError(op string, err error) error {
-	return &Error{Kind: KindUnavailable, Code: CodeUnavailable, Message: "The queue is briefly unavailable; retry shortly.", Err: fmt.Errorf("%s: %w", op, err)}
+	return &Error{Kind: KindUnavailable, Code: api.CodeUnavailable, Message: "The queue is briefly unavailable; retry shortly.", Err: fmt.Errorf("%s: %w", op, err)}
 }
 
 // ErrorKind returns the Kind of err, KindInternal when it is not an *Error.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/example/waitingroom/internal/api"
 )
 
 // An enter with an Idempotency-Key claims the token item its key names
@@ -62,7 +64,7 @@ func (s *Service) enterWithKey(ctx context.Context, programID, key string) (View
 		case err != nil:
 			return View{}, false, storeError("claim token", err)
 		case t.ProgramID != programID:
-			return View{}, false, Errorf(KindInternal, CodeInternal, "token id of another program")
+			return View{}, false, Errorf(KindInternal, api.CodeInternal, "token id of another program")
 		case t.Claim == "":
 			v, err := s.answer(ctx, programID, t)
 			return v, false, err
@@ -102,5 +104,5 @@ func (s *Service) releaseClaim(ctx context.Context, id, claim string) {
 }
 
 func errEnterInProgress() error {
-	return &Error{Kind: KindUnavailable, Code: CodeEnterInProgress, Message: "An enter with this Idempotency-Key is in progress; retry shortly with the same key."}
+	return &Error{Kind: KindUnavailable, Code: api.CodeEnterInProgress, Message: "An enter with this idempotency key is in progress; retry shortly with the same key."}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -76,7 +77,7 @@ func stoppedClaimant(t *testing.T) (*queue.Service, *clock.Fake, *claimantStore)
 	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c))
 	mustPut(t, svc, "gala", 1, true)
 	_, _, err := svc.Enter(context.Background(), "gala", queue.Entry{IdempotencyKey: claimKey})
-	wantCode(t, "the enter that stops", err, queue.CodeUnavailable)
+	wantCode(t, "the enter that stops", err, api.CodeUnavailable)
 	return svc, c, store
 }
 
@@ -90,10 +91,10 @@ func TestEnterIdempotencyKeyDeadClaimant(t *testing.T) {
 	svc, c, _ := stoppedClaimant(t)
 	id := queue.IdempotentTokenID("gala", claimKey)
 	_, _, err := svc.Enter(ctx, "gala", queue.Entry{IdempotencyKey: claimKey})
-	wantCode(t, "an enter while the claim holds", err, queue.CodeEnterInProgress)
+	wantCode(t, "an enter while the claim holds", err, api.CodeEnterInProgress)
 	_, err = svc.Poll(ctx, "gala", id)
-	wantCode(t, "a poll of the claimed token", err, queue.CodeTokenNotFound)
-	wantCode(t, "a leave of the claimed token", svc.Leave(ctx, "gala", id), queue.CodeTokenNotFound)
+	wantCode(t, "a poll of the claimed token", err, api.CodeTokenNotFound)
+	wantCode(t, "a leave of the claimed token", svc.Leave(ctx, "gala", id), api.CodeTokenNotFound)
 	if v, created, err := svc.Enter(ctx, "gala", queue.Entry{Token: id}); err != nil || !created || v.TokenID == id {
 		t.Errorf("enter with the claimed token = %+v, created %v, %v; want a fresh token", v, created, err)
 	}
@@ -164,7 +165,7 @@ func TestEnterIdempotencyKeyReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err := svc.Enter(ctx, "gala", queue.Entry{IdempotencyKey: claimKey})
-	wantCode(t, "enter while closed", err, queue.CodeProgramClosed)
+	wantCode(t, "enter while closed", err, api.CodeProgramClosed)
 	if _, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Closed: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestEnterIdempotencyKeyReleased(t *testing.T) {
 	store := memstore.New()
 	svc = queue.NewService(store, polling.DefaultTiers())
 	_, _, err = svc.Enter(ctx, "nope", queue.Entry{IdempotencyKey: claimKey})
-	wantCode(t, "enter to an unknown program", err, queue.CodeProgramNotFound)
+	wantCode(t, "enter to an unknown program", err, api.CodeProgramNotFound)
 	if _, err := store.GetToken(ctx, queue.IdempotentTokenID("nope", claimKey)); !errors.Is(err, queue.ErrNotFound) {
 		t.Errorf("an enter to an unknown program left an item: %v", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"math/bits"
 	"sync"
 	"time"
+
+	"github.com/example/waitingroom/internal/api"
 )
 
 // A scheduled, fair opening: see docs/design.md, "The shuffle".
@@ -222,7 +224,7 @@ func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 		if !p.PrequeueFixed {
 			return p, nil
 		}
-		return Program{}, &Error{Kind: KindInternal, Code: CodeKeysUnavailable, Message: "The opening's draw cannot be made.", Err: errors.New("no shuffle key")}
+		return Program{}, &Error{Kind: KindInternal, Code: api.CodeKeysUnavailable, Message: "The opening's draw cannot be made.", Err: errors.New("no shuffle key")}
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -244,7 +246,7 @@ func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 		return p, nil
 	}
 	unavailable := func(err error) error {
-		return &Error{Kind: KindUnavailable, Code: CodeKeysUnavailable, Message: "The opening's draw cannot be made just now; retry shortly.", Err: err, RetryAfter: ss.retryAt.Sub(now)}
+		return &Error{Kind: KindUnavailable, Code: api.CodeKeysUnavailable, Message: "The opening's draw cannot be made just now; retry shortly.", Err: err, RetryAfter: ss.retryAt.Sub(now)}
 	}
 	if now.Before(ss.retryAt) {
 		return Program{}, unavailable(errors.New("shuffle key failed recently"))

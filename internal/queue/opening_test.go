@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -94,7 +95,7 @@ func TestOpeningInOrder(t *testing.T) {
 		last.StatusLine != "Opens at 2026-05-19T10:00:10Z. Admission starts then, in order of arrival." {
 		t.Fatalf("answer before the opening: %+v; want position 50, wait %v, opensAt, the status line", last, want)
 	}
-	if _, err := o.a.Admit(t.Context(), "sale", 5); codeOf(err) != queue.CodeNotOpen {
+	if _, err := o.a.Admit(t.Context(), "sale", 5); codeOf(err) != api.CodeNotOpen {
 		t.Errorf("a manual admission that would act before the opening: %v, want NOT_OPEN", err)
 	}
 	setClock(o.clock, o.opensAt.Add(-time.Millisecond))
@@ -297,7 +298,7 @@ func TestShuffleKeyUnavailable(t *testing.T) {
 	setClock(o.clock, o.opensAt.Add(time.Millisecond))
 	for range 3 {
 		_, err := broken.Poll(t.Context(), "sale", v.TokenID)
-		if codeOf(err) != queue.CodeKeysUnavailable || queue.ErrorKind(err) != queue.KindUnavailable {
+		if codeOf(err) != api.CodeKeysUnavailable || queue.ErrorKind(err) != queue.KindUnavailable {
 			t.Errorf("poll after the opening with the key unreachable: %v, want KEYS_UNAVAILABLE (503)", err)
 		}
 		var qe *queue.Error
@@ -314,7 +315,7 @@ func TestShuffleKeyUnavailable(t *testing.T) {
 		t.Errorf("poll on a working instance: %+v %v, want place 1 of 1", got, err)
 	}
 	o.clock.Advance(3 * time.Second)
-	if _, err := broken.Poll(t.Context(), "sale", v.TokenID); codeOf(err) != queue.CodeKeysUnavailable {
+	if _, err := broken.Poll(t.Context(), "sale", v.TokenID); codeOf(err) != api.CodeKeysUnavailable {
 		t.Errorf("poll past the backoff: %v, want KEYS_UNAVAILABLE", err)
 	}
 	if n := key.calls.Load(); n != 3 {
@@ -334,10 +335,10 @@ func TestOpeningSettings(t *testing.T) {
 		set  queue.Settings
 		code string
 	}{
-		{"shuffle without an opening", queue.Settings{ShuffleAtOpen: &yes}, queue.CodeInvalidSettings},
-		{"opening within the change delay", queue.Settings{OpensAt: &soon}, queue.CodeInvalidSettings},
+		{"shuffle without an opening", queue.Settings{ShuffleAtOpen: &yes}, api.CodeInvalidSettings},
+		{"opening within the change delay", queue.Settings{OpensAt: &soon}, api.CodeInvalidSettings},
 		{"OK", queue.Settings{OpensAt: &opens, ShuffleAtOpen: &yes}, ""},
-		{"clearing the opening of a shuffle", queue.Settings{OpensAt: &time.Time{}}, queue.CodeInvalidSettings},
+		{"clearing the opening of a shuffle", queue.Settings{OpensAt: &time.Time{}}, api.CodeInvalidSettings},
 		{"moving it while ahead", queue.Settings{OpensAt: ptr(opens.Add(time.Hour))}, ""},
 	} {
 		_, _, err := svc.PutProgram(ctx, "p", tc.set)
@@ -356,17 +357,17 @@ func TestOpeningSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Advance(3 * time.Second)
-	if _, _, err := svc.PutProgram(ctx, "q", queue.Settings{ShuffleAtOpen: &yes}); codeOf(err) != queue.CodeInvalidSettings {
+	if _, _, err := svc.PutProgram(ctx, "q", queue.Settings{ShuffleAtOpen: &yes}); codeOf(err) != api.CodeInvalidSettings {
 		t.Errorf("arming a shuffle after someone entered: %v, want INVALID_SETTINGS", err)
 	}
 	setClock(c, opens.Add(time.Hour+time.Second))
-	if _, _, err := svc.PutProgram(ctx, "p", queue.Settings{OpensAt: ptr(opens.Add(3 * time.Hour))}); codeOf(err) != queue.CodeNotOpen {
+	if _, _, err := svc.PutProgram(ctx, "p", queue.Settings{OpensAt: ptr(opens.Add(3 * time.Hour))}); codeOf(err) != api.CodeNotOpen {
 		t.Errorf("moving an opening that has passed: %v, want NOT_OPEN", err)
 	}
 	if _, err := svc.Poll(ctx, "p", mustEnter(t, svc, "p")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := svc.PutProgram(ctx, "p", queue.Settings{ShuffleAtOpen: &no}); codeOf(err) != queue.CodeNotOpen {
+	if _, _, err := svc.PutProgram(ctx, "p", queue.Settings{ShuffleAtOpen: &no}); codeOf(err) != api.CodeNotOpen {
 		t.Errorf("disarming a shuffle that happened: %v, want NOT_OPEN", err)
 	}
 	got, err := svc.Program(ctx, "p")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/example/waitingroom/internal/api"
 )
 
 // Profile is what a program shows the people who wait, and where it sends
@@ -120,7 +122,7 @@ func changeProfile(p *Profile, change map[string]string) error {
 	}
 	for name := range change {
 		if !isProfileField(name) {
-			return Errorf(KindInvalid, CodeInvalidSettings, "Unknown profile field %.64q.", name)
+			return Errorf(KindInvalid, api.CodeInvalidSettings, "Unknown profile field %.64q.", name)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -77,7 +78,7 @@ func TestProfileValidation(t *testing.T) {
 		svc, _ := newService(t)
 		_, _, err := svc.PutProgram(context.Background(), "gala", queue.Settings{Profile: map[string]string{tc.field: tc.value}})
 		var qe *queue.Error
-		if tc.ok && err != nil || !tc.ok && (!errors.As(err, &qe) || qe.Code != queue.CodeInvalidSettings) {
+		if tc.ok && err != nil || !tc.ok && (!errors.As(err, &qe) || qe.Code != api.CodeInvalidSettings) {
 			t.Errorf("%s=%.40q: %v, want ok=%v", tc.field, tc.value, err, tc.ok)
 		}
 	}
@@ -139,7 +140,7 @@ func TestShowing(t *testing.T) {
 		t.Errorf("poll once paused = %+v, %v; want WAITING and paused", v, err)
 	}
 
-	for id, code := range map[string]string{"no such": queue.CodeInvalidProgramID, "nobody": queue.CodeProgramNotFound} {
+	for id, code := range map[string]string{"no such": api.CodeInvalidProgramID, "nobody": api.CodeProgramNotFound} {
 		var qe *queue.Error
 		if _, err := svc.Showing(ctx, id); !errors.As(err, &qe) || qe.Code != code {
 			t.Errorf("Showing(%q) = %v, want %s", id, err, code)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/polling"
 )
@@ -130,11 +131,11 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 		return View{}, false, errInvalidProgramID()
 	}
 	if e.IdempotencyKey != "" && !ValidIdempotencyKey(e.IdempotencyKey) {
-		return View{}, false, Errorf(KindInvalid, CodeInvalidIdempotencyKey, "The Idempotency-Key must be %d to %d letters, digits, '-', '_', '.' or ':' (a random UUID fits).", minIdempotencyKeyLen, maxIdempotencyKeyLen)
+		return View{}, false, Errorf(KindInvalid, api.CodeInvalidIdempotencyKey, "The idempotency key must be %d to %d letters, digits, '-', '_', '.' or ':' (a random UUID fits).", MinIdempotencyKeyLen, MaxIdempotencyKeyLen)
 	}
 	if e.Token != "" {
 		if !ValidTokenID(e.Token) {
-			return View{}, false, Errorf(KindInvalid, CodeInvalidToken, "The queue token is malformed.")
+			return View{}, false, Errorf(KindInvalid, api.CodeInvalidToken, "The queue token is malformed.")
 		}
 		v, err := s.Poll(ctx, programID, e.Token)
 		switch {
@@ -159,7 +160,7 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 	case errors.Is(err, ErrNotFound):
 		return View{}, false, errProgramNotFound()
 	case errors.Is(err, ErrClosed):
-		return View{}, false, Errorf(KindConflict, CodeProgramClosed, "The program's queue is closed to new entries.")
+		return View{}, false, Errorf(KindConflict, api.CodeProgramClosed, "The program's queue is closed to new entries.")
 	case err != nil:
 		return View{}, false, storeError("issue ticket", err)
 	}
@@ -257,7 +258,7 @@ func (s *Service) opened(ctx context.Context, p Program, now time.Time) (Program
 	if err == nil && q.armed() {
 		ps, ok := s.store.(PrequeueStore)
 		if !ok {
-			return Program{}, Errorf(KindInternal, CodeInternal, "The store cannot shuffle.")
+			return Program{}, Errorf(KindInternal, api.CodeInternal, "The store cannot shuffle.")
 		}
 		q, err = ps.FixPrequeue(ctx, p.ID, now)
 	}
@@ -309,13 +310,13 @@ func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, 
 	case !ValidProgramID(programID):
 		return Token{}, errInvalidProgramID()
 	case tokenID == "":
-		return Token{}, Errorf(KindInvalid, CodeMissingToken, "The X-Queue-Token header is required.")
+		return Token{}, Errorf(KindInvalid, api.CodeMissingToken, "A queue token is required.")
 	case !ValidTokenID(tokenID):
-		return Token{}, Errorf(KindInvalid, CodeInvalidToken, "The queue token is malformed.")
+		return Token{}, Errorf(KindInvalid, api.CodeInvalidToken, "The queue token is malformed.")
 	}
 	t, err := s.store.GetToken(ctx, tokenID)
 	if errors.Is(err, ErrNotFound) || (err == nil && (t.ProgramID != programID || t.Claim != "")) {
-		return Token{}, Errorf(KindNotFound, CodeTokenNotFound, "No such token in this program's queue.")
+		return Token{}, Errorf(KindNotFound, api.CodeTokenNotFound, "No such token in this program's queue.")
 	} else if err != nil {
 		return Token{}, storeError("get token", err)
 	}
@@ -409,7 +410,7 @@ func (s *Service) markAdmitted(ctx context.Context, p Program, t Token, now time
 		pass, err := s.passes.SignPass(ctx, t)
 		if err != nil {
 			// Nothing is recorded: the next poll signs again.
-			return Token{}, false, &Error{Kind: KindUnavailable, Code: CodePassUnavailable, Message: "Your admission pass could not be signed just now; retry shortly.", Err: fmt.Errorf("sign pass: %w", err)}
+			return Token{}, false, &Error{Kind: KindUnavailable, Code: api.CodePassUnavailable, Message: "Your admission pass could not be signed just now; retry shortly.", Err: fmt.Errorf("sign pass: %w", err)}
 		}
 		t.AdmissionPass = pass
 	}
@@ -437,15 +438,15 @@ func (s *Service) program(ctx context.Context, id string, now time.Time) (Progra
 }
 
 func errInvalidProgramID() error {
-	return Errorf(KindInvalid, CodeInvalidProgramID, "The program id must be 1 to 64 letters, digits, '-' or '_', starting with a letter or digit.")
+	return Errorf(KindInvalid, api.CodeInvalidProgramID, "The program id must be 1 to 64 letters, digits, '-' or '_', starting with a letter or digit.")
 }
 
 func errProgramNotFound() error {
-	return Errorf(KindNotFound, CodeProgramNotFound, "No such program.")
+	return Errorf(KindNotFound, api.CodeProgramNotFound, "No such program.")
 }
 
 func errAlreadyAdmitted() error {
-	return Errorf(KindConflict, CodeAlreadyAdmitted, "The token has already been admitted; it can no longer leave the queue.")
+	return Errorf(KindConflict, api.CodeAlreadyAdmitted, "The token has already been admitted; it can no longer leave the queue.")
 }
 
 // shardView returns the instance's last read of program id if it is at

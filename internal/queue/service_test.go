@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -106,9 +107,9 @@ func TestEnterErrors(t *testing.T) {
 		wantCode             string
 		wantCreated          bool
 	}{
-		{"UnknownProgram", "nope", "", queue.CodeProgramNotFound, false},
-		{"InvalidProgram", "no way", "", queue.CodeInvalidProgramID, false},
-		{"MalformedToken", "a", "xyz", queue.CodeInvalidToken, false},
+		{"UnknownProgram", "nope", "", api.CodeProgramNotFound, false},
+		{"InvalidProgram", "no way", "", api.CodeInvalidProgramID, false},
+		{"MalformedToken", "a", "xyz", api.CodeInvalidToken, false},
 		{"UnknownTokenGetsNewPlace", "a", "unknownTokenFixture001", "", true},
 		{"ForeignTokenGetsNewPlace", "a", other.TokenID, "", true},
 	}
@@ -253,7 +254,7 @@ func TestClosedProgram(t *testing.T) {
 		t.Fatalf("close: %+v %v", c, err)
 	}
 	var qe *queue.Error
-	if _, _, err := svc.Enter(ctx, "gala", queue.Entry{}); !errors.As(err, &qe) || qe.Code != queue.CodeProgramClosed {
+	if _, _, err := svc.Enter(ctx, "gala", queue.Entry{}); !errors.As(err, &qe) || qe.Code != api.CodeProgramClosed {
 		t.Errorf("enter a closed program: %v, want PROGRAM_CLOSED", err)
 	}
 	if v, created, err := svc.Enter(ctx, "gala", queue.Entry{Token: w.TokenID}); err != nil || created || v.Position != 1 {
@@ -308,8 +309,8 @@ func TestEnterIdempotencyKeyInvalid(t *testing.T) {
 	mustPut(t, svc, "gala", 1, true)
 	for _, key := range []string{"short", strings.Repeat("k", 129), "0b6f4c1e 1d7a 4bb2 9a53", "ключ-ключ-ключ-ключ"} {
 		var qe *queue.Error
-		if _, _, err := svc.Enter(context.Background(), "gala", queue.Entry{IdempotencyKey: key}); !errors.As(err, &qe) || qe.Code != queue.CodeInvalidIdempotencyKey {
-			t.Errorf("key %q: %v, want %s", key, err, queue.CodeInvalidIdempotencyKey)
+		if _, _, err := svc.Enter(context.Background(), "gala", queue.Entry{IdempotencyKey: key}); !errors.As(err, &qe) || qe.Code != api.CodeInvalidIdempotencyKey {
+			t.Errorf("key %q: %v, want %s", key, err, api.CodeInvalidIdempotencyKey)
 		}
 	}
 }
@@ -415,8 +416,8 @@ func TestAdmissionPass(t *testing.T) {
 
 	signer.fail.Store(true)
 	var qe *queue.Error
-	if _, err := svc.Poll(ctx, "gala", w.TokenID); !errors.As(err, &qe) || qe.Code != queue.CodePassUnavailable || queue.ErrorKind(err) != queue.KindUnavailable {
-		t.Fatalf("poll while the signer fails: %v; want %s (retryable)", err, queue.CodePassUnavailable)
+	if _, err := svc.Poll(ctx, "gala", w.TokenID); !errors.As(err, &qe) || qe.Code != api.CodePassUnavailable || queue.ErrorKind(err) != queue.KindUnavailable {
+		t.Fatalf("poll while the signer fails: %v; want %s (retryable)", err, api.CodePassUnavailable)
 	}
 	signer.fail.Store(false)
 	c.Advance(time.Second)

@@ -55,8 +55,8 @@ func NewTokenID() string {
 
 // Idempotency keys: any client-chosen id within these bounds.
 const (
-	minIdempotencyKeyLen = 16
-	maxIdempotencyKeyLen = 128
+	MinIdempotencyKeyLen = 16
+	MaxIdempotencyKeyLen = 128
 )
 
 var idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
@@ -64,7 +64,7 @@ var idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
 // ValidIdempotencyKey reports whether key is a well-formed Idempotency-Key:
 // 16 to 128 ASCII letters, digits, '-', '_', '.' or ':'.
 func ValidIdempotencyKey(key string) bool {
-	return len(key) >= minIdempotencyKeyLen && len(key) <= maxIdempotencyKeyLen && idempotencyKeyPattern.MatchString(key)
+	return len(key) >= MinIdempotencyKeyLen && len(key) <= MaxIdempotencyKeyLen && idempotencyKeyPattern.MatchString(key)
 }
 
 // idempotentTokenID is the token id an enter with key creates in

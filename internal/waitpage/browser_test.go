@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/testing/browser"
 	"github.com/example/waitingroom/internal/waitpage"
 )
@@ -334,12 +335,15 @@ func TestAdmittedWithoutTarget(t *testing.T) {
 
 func TestEndedOffersToEnterAgain(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ status, title string }{
-		{waitpage.StatusExpired, "Your admission has expired"},
-		{waitpage.StatusLeft, "You left the queue"},
+	tests := []struct {
+		status api.Status
+		title  string
+	}{
+		{api.StatusExpired, "Your admission has expired"},
+		{api.StatusLeft, "You left the queue"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.status, func(t *testing.T) {
+		t.Run(string(tt.status), func(t *testing.T) {
 			t.Parallel()
 			q, ctx := openGala(t, gala(), "")
 			old := storedToken(t, ctx, "gala")

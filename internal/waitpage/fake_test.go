@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/waitpage"
 )
 
@@ -51,7 +52,7 @@ type script struct {
 type fakeToken struct {
 	id, program string
 	answers     int
-	status      string
+	status      api.Status
 	position    int64
 	expiresAt   time.Time
 	leftAt      time.Time
@@ -137,7 +138,7 @@ func (q *fakeQueue) enter(id, tokenID, key string) (v waitpage.View, created boo
 	if err != nil {
 		return v, false, err
 	}
-	if t, ok := q.tokens[tokenID]; ok && t.program == id && (t.status == waitpage.StatusWaiting || t.status == waitpage.StatusAdmitted) {
+	if t, ok := q.tokens[tokenID]; ok && t.program == id && (t.status == api.StatusWaiting || t.status == api.StatusAdmitted) {
 		return q.view(p, t), false, nil
 	}
 	if tid, ok := q.keys[key]; ok && key != "" {
@@ -146,7 +147,7 @@ func (q *fakeQueue) enter(id, tokenID, key string) (v waitpage.View, created boo
 	if p.info.Closed {
 		return v, false, waitpage.ErrClosed
 	}
-	t := &fakeToken{id: rand.Text()[:22], program: id, status: waitpage.StatusWaiting, position: p.start}
+	t := &fakeToken{id: rand.Text()[:22], program: id, status: api.StatusWaiting, position: p.start}
 	q.tokens[t.id] = t
 	if key != "" {
 		q.keys[key] = t.id
@@ -169,9 +170,9 @@ func (q *fakeQueue) poll(id, tokenID string) (v waitpage.View, fail int, err err
 	if ra, ok := p.fail[t.answers]; ok {
 		return v, ra, nil
 	}
-	if t.status == waitpage.StatusWaiting {
+	if t.status == api.StatusWaiting {
 		if p.admitAfter > 0 && t.answers >= p.admitAfter {
-			t.status, t.expiresAt = waitpage.StatusAdmitted, time.Now().Add(p.window)
+			t.status, t.expiresAt = api.StatusAdmitted, time.Now().Add(p.window)
 			t.pass = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ" + t.id + "In0.sig+/="
 		} else {
 			t.position = max(1, p.floor, t.position-p.step)
@@ -181,34 +182,34 @@ func (q *fakeQueue) poll(id, tokenID string) (v waitpage.View, fail int, err err
 }
 
 func (q *fakeQueue) view(p *script, t *fakeToken) waitpage.View {
-	v := waitpage.View{TokenID: t.id, Status: t.status, OpensAt: p.opensAt}
+	v := waitpage.View{TokenID: t.id, Status: t.status, OpensAt: api.TimeOf(p.opensAt)}
 	switch t.status {
-	case waitpage.StatusWaiting:
+	case api.StatusWaiting:
 		v.Position = t.position
-		v.RetryAfter = p.retry[t.answers%len(p.retry)]
-		v.EstimatedWait = time.Duration(t.position) * p.perPerson
+		v.RetryAfterMs = p.retry[t.answers%len(p.retry)].Milliseconds()
+		v.EstimatedWaitMs = (time.Duration(t.position) * p.perPerson).Milliseconds()
 		v.Notice = p.notice
 		v.Paused = p.info.Paused
-	case waitpage.StatusAdmitted:
-		v.ExpiresAt, v.AdmissionPass = t.expiresAt, t.pass
-	case waitpage.StatusExpired:
-		v.ExpiresAt = t.expiresAt
-	case waitpage.StatusLeft:
-		v.LeftAt = t.leftAt
+	case api.StatusAdmitted:
+		v.ExpiresAt, v.AdmissionPass = api.TimeOf(t.expiresAt), t.pass
+	case api.StatusExpired:
+		v.ExpiresAt = api.TimeOf(t.expiresAt)
+	case api.StatusLeft:
+		v.LeftAt = api.TimeOf(t.leftAt)
 	}
 	return v
 }
 
 // set moves a token to status (EXPIRED or LEFT) as the real queue would.
-func (q *fakeQueue) set(tokenID, status string) {
+func (q *fakeQueue) set(tokenID string, status api.Status) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	t := q.tokens[tokenID]
 	t.status = status
 	switch status {
-	case waitpage.StatusExpired:
+	case api.StatusExpired:
 		t.expiresAt = time.Now().Add(-time.Second)
-	case waitpage.StatusLeft:
+	case api.StatusLeft:
 		t.leftAt = time.Now()
 	}
 }
@@ -266,9 +267,9 @@ func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusCreated
 		}
 		body = answerJSON(v)
-		if v.Status == waitpage.StatusWaiting {
-			c.RetryAfter = v.RetryAfter
-			w.Header().Set("Retry-After", strconv.Itoa(int((v.RetryAfter+time.Second-1)/time.Second)))
+		if v.Status == api.StatusWaiting {
+			c.RetryAfter = v.RetryAfter()
+			w.Header().Set("Retry-After", strconv.Itoa(int((v.RetryAfter()+time.Second-1)/time.Second)))
 		}
 	}
 	c.Status = status
@@ -290,11 +291,11 @@ func answerJSON(v waitpage.View) map[string]any {
 			m[k] = t.UTC().Format(time.RFC3339Nano)
 		}
 	}
-	if v.Status == waitpage.StatusWaiting {
+	if v.Status == api.StatusWaiting {
 		m["position"] = v.Position
-		m["retryAfterMs"] = v.RetryAfter.Milliseconds()
-		if v.EstimatedWait > 0 {
-			m["estimatedWaitMs"] = v.EstimatedWait.Milliseconds()
+		m["retryAfterMs"] = v.RetryAfterMs
+		if v.EstimatedWaitMs > 0 {
+			m["estimatedWaitMs"] = v.EstimatedWaitMs
 		}
 		if v.Notice != "" {
 			m["notice"] = v.Notice
@@ -306,9 +307,9 @@ func answerJSON(v waitpage.View) map[string]any {
 	if v.AdmissionPass != "" {
 		m["admissionPass"] = v.AdmissionPass
 	}
-	ts("expiresAt", v.ExpiresAt)
-	ts("leftAt", v.LeftAt)
-	ts("opensAt", v.OpensAt)
+	ts("expiresAt", v.ExpiresAt.Time)
+	ts("leftAt", v.LeftAt.Time)
+	ts("opensAt", v.OpensAt.Time)
 	return m
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/waitpage"
 )
 
@@ -321,7 +322,7 @@ func TestNoScriptFallback(t *testing.T) {
 	// Admitted: a refresh straight on to the target, query kept, pass added.
 	q.mu.Lock()
 	tok := q.tokens[c.Value]
-	tok.status, tok.pass, tok.expiresAt = waitpage.StatusAdmitted, "h.p.s", time.Now().Add(time.Minute)
+	tok.status, tok.pass, tok.expiresAt = api.StatusAdmitted, "h.p.s", time.Now().Add(time.Minute)
 	q.mu.Unlock()
 	w = send(h, "GET", "http://127.0.0.1:3000/waiting-room/gala", nil, withCookie)
 	body = w.Body.String()
@@ -334,7 +335,7 @@ func TestNoScriptFallback(t *testing.T) {
 	}
 
 	// Expired: explained, with a form that enters afresh.
-	q.set(c.Value, waitpage.StatusExpired)
+	q.set(c.Value, api.StatusExpired)
 	body = send(h, "GET", "http://127.0.0.1:3000/waiting-room/gala", nil, withCookie).Body.String()
 	if !strings.Contains(body, "Your admission has expired") || !strings.Contains(body, `name="again" value="1"`) {
 		t.Errorf("expired page does not offer to enter again:\n%s", body)

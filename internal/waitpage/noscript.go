@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/example/waitingroom/internal/api"
 )
 
 // cookieName holds the no-JavaScript visitor's token, one cookie per
@@ -65,35 +67,35 @@ func refreshing(lang language, d *noscriptData, after time.Duration) *noscriptDa
 // noscriptView renders v for a browser without JavaScript.
 func noscriptView(lang language, programID string, info PageInfo, v View) *noscriptData {
 	switch v.Status {
-	case StatusWaiting:
+	case api.StatusWaiting:
 		d := &noscriptData{
 			Heading: lang.t("youAreInLine"), Position: number(v.Position),
-			Wait: lang.wait(v.EstimatedWait), Notice: v.Notice,
+			Wait: lang.wait(time.Duration(v.EstimatedWaitMs) * time.Millisecond), Notice: v.Notice,
 		}
 		switch {
 		case v.OpensAt.After(time.Now()):
-			d.State = lang.t("opensAt", "t", clock(v.OpensAt))
+			d.State = lang.t("opensAt", "t", clock(v.OpensAt.Time))
 		case v.Paused:
 			d.State = lang.t("paused")
 		case info.Closed:
 			d.State = lang.t("closedWaiting")
 		}
-		return refreshing(lang, d, v.RetryAfter)
-	case StatusAdmitted:
+		return refreshing(lang, d, v.RetryAfter())
+	case api.StatusAdmitted:
 		d := &noscriptData{Heading: lang.t("admittedTitle")}
 		if u := passURL(info.TargetURL, v.AdmissionPass); u != "" {
 			d.Redirect, d.Text = u, lang.t("redirecting")
 		} else {
-			d.Text = lang.t("admittedNoTarget", "t", clock(v.ExpiresAt))
+			d.Text = lang.t("admittedNoTarget", "t", clock(v.ExpiresAt.Time))
 		}
 		return d
-	case StatusExpired:
+	case api.StatusExpired:
 		d := joinView(lang, programID, true)
-		d.Heading, d.Text = lang.t("expiredTitle"), lang.t("expired", "t", clock(v.ExpiresAt))
+		d.Heading, d.Text = lang.t("expiredTitle"), lang.t("expired", "t", clock(v.ExpiresAt.Time))
 		return d
-	case StatusLeft:
+	case api.StatusLeft:
 		d := joinView(lang, programID, true)
-		d.Heading, d.Text = lang.t("leftTitle"), lang.t("left", "t", clock(v.LeftAt))
+		d.Heading, d.Text = lang.t("leftTitle"), lang.t("left", "t", clock(v.LeftAt.Time))
 		return d
 	}
 	return troubleView(lang)

@@ -15,15 +15,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
-)
 
-// Statuses of a View, as in the JSON API.
-const (
-	StatusWaiting  = "WAITING"
-	StatusAdmitted = "ADMITTED"
-	StatusExpired  = "EXPIRED"
-	StatusLeft     = "LEFT"
+	"github.com/example/waitingroom/internal/api"
 )
 
 // Errors a Programs implementation wraps so that the page answers with the
@@ -63,21 +56,8 @@ type PageInfo struct {
 	Closed      bool   // the program takes no new entries
 }
 
-// View is one answer about a token, as in the JSON API; fields that do not
-// apply to the status are zero.
-type View struct {
-	TokenID       string
-	Status        string        // StatusWaiting, StatusAdmitted, StatusExpired or StatusLeft
-	Position      int64         // WAITING
-	RetryAfter    time.Duration // WAITING: when to poll next
-	EstimatedWait time.Duration // WAITING: 0 when not known
-	ExpiresAt     time.Time     // ADMITTED and EXPIRED
-	LeftAt        time.Time     // LEFT
-	AdmissionPass string        // ADMITTED
-	Notice        string        // WAITING: the operator's notice
-	Paused        bool          // WAITING: admission is paused
-	OpensAt       time.Time     // before it nobody is admitted
-}
+// View is one answer about a token: the JSON API's Token.
+type View = api.Token
 
 // Options customise a Handler; the zero value is usable.
 type Options struct {

@@ -1,0 +1,32 @@
+package api
+
+// Codes of the error answers: the code of an Error body. docs/openapi.yaml
+// lists which status and route answers each.
+const (
+	CodeInvalidProgramID      = "INVALID_PROGRAM_ID"
+	CodeInvalidToken          = "INVALID_TOKEN"
+	CodeInvalidIdempotencyKey = "INVALID_IDEMPOTENCY_KEY"
+	CodeMissingToken          = "MISSING_TOKEN"
+	CodeProgramNotFound       = "PROGRAM_NOT_FOUND"
+	CodeTokenNotFound         = "TOKEN_NOT_FOUND"
+	CodeInvalidSettings       = "INVALID_SETTINGS"
+	CodeInvalidCount          = "INVALID_COUNT"
+	CodeAlreadyAdmitted       = "ALREADY_ADMITTED"
+	CodeProgramClosed         = "PROGRAM_CLOSED"
+	CodeNotOpen               = "NOT_OPEN"
+	CodeUnavailable           = "STORE_UNAVAILABLE"
+	CodeInternal              = "INTERNAL"
+	CodePassUnavailable       = "PASS_UNAVAILABLE"
+	CodeKeysUnavailable       = "KEYS_UNAVAILABLE"
+	CodeBusy                  = "BUSY"
+	CodeEnterInProgress       = "ENTER_IN_PROGRESS"
+
+	// Codes of the HTTP layer: the request, not the queue, is at fault.
+	CodeNotFound         = "NOT_FOUND"
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	CodeUnauthorized     = "UNAUTHORIZED"
+	CodeForbidden        = "FORBIDDEN"
+	CodePayloadTooLarge  = "PAYLOAD_TOO_LARGE"
+	CodeInvalidJSON      = "INVALID_JSON"
+	CodeInvalidBody      = "INVALID_BODY"
+)

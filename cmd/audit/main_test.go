@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/polling"
@@ -152,7 +153,7 @@ func TestRunShuffled(t *testing.T) {
 	}
 	svc, other := instance(), instance()
 	opens, yes := c.Now().Add(time.Hour), true
-	if _, _, err := svc.PutProgram(ctx, "draw", queue.Settings{OpensAt: &opens, ShuffleAtOpen: &yes, Paused: &yes}); err != nil {
+	if _, _, err := svc.PutProgram(ctx, "draw", api.ProgramSettings{OpensAt: new(opens.Format(time.RFC3339Nano)), ShuffleAtOpen: &yes, Paused: &yes}); err != nil {
 		t.Fatal(err)
 	}
 	var ids []string

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -36,7 +37,7 @@ func TestRunJSON(t *testing.T) {
 func TestRunExistingProgram(t *testing.T) {
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers())
 	rate, paused := 100.0, false
-	if _, _, err := svc.PutProgram(t.Context(), "gala", queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
+	if _, _, err := svc.PutProgram(t.Context(), "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate)), Paused: &paused}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(httpapi.New(svc, httpapi.BearerAuth("s3cret")))

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/demosite"
@@ -178,10 +178,11 @@ func (f localFlags) createDemoProgram(ctx context.Context, svc *queue.Service, b
 	if f.demo == "" {
 		return nil
 	}
-	rate, paused := f.demoRate, false
-	profile := map[string]string{"targetUrl": demosite.URL(base, f.demo)}
-	maps.Copy(profile, demoProfile)
-	if _, _, err := svc.PutProgram(ctx, f.demo, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused, Profile: profile}); err != nil {
+	set := api.ProgramSettings{
+		AdmissionRatePerSecond: new(api.Rate(f.demoRate)), Paused: new(false),
+		DisplayName: new(demoProfile.DisplayName), Message: new(demoProfile.Message), TargetURL: new(demosite.URL(base, f.demo)),
+	}
+	if _, _, err := svc.PutProgram(ctx, f.demo, set); err != nil {
 		return fmt.Errorf("create demo program: %w", err)
 	}
 	for range f.demoCrowd {
@@ -240,9 +241,9 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
 }
 
 // demoProfile is what the demo program's waiting-room page shows.
-var demoProfile = map[string]string{
-	"displayName": "Demo concert · 데모 콘서트",
-	"message":     "This is the local demo of the waiting room. Keep this page open: it shows your place and takes you in when it is your turn.",
+var demoProfile = api.Profile{
+	DisplayName: "Demo concert · 데모 콘서트",
+	Message:     "This is the local demo of the waiting room. Keep this page open: it shows your place and takes you in when it is your turn.",
 }
 
 // withMetrics returns a's API recording into a Prometheus registry that

@@ -115,8 +115,8 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 	if got := text(t, ctx, "noticeText"); got != "Saturday is sold out; Sunday still has seats." {
 		t.Errorf("notice = %q", got)
 	}
-	if got := eval[string](t, ctx, `document.querySelector('h1').textContent`); got != demoProfile["displayName"] {
-		t.Errorf("title = %q, want the demo program's %q", got, demoProfile["displayName"])
+	if got := eval[string](t, ctx, `document.querySelector('h1').textContent`); got != demoProfile.DisplayName {
+		t.Errorf("title = %q, want the demo program's %q", got, demoProfile.DisplayName)
 	}
 
 	// A reload keeps the token: it polls, it does not enter again.

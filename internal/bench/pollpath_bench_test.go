@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -24,7 +25,7 @@ func pollSetup(b *testing.B, n int, cache time.Duration) (http.Handler, []string
 	ctx := context.Background()
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithProgramCache(cache))
 	paused := true
-	if _, _, err := svc.PutProgram(ctx, "bench", queue.Settings{Paused: &paused}); err != nil {
+	if _, _, err := svc.PutProgram(ctx, "bench", api.ProgramSettings{Paused: &paused}); err != nil {
 		b.Fatal(err)
 	}
 	ids := make([]string, n)

@@ -167,7 +167,7 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 			r := newAdminRig(t)
 			svc := queue.NewService(r.store, polling.DefaultTiers(), queue.WithProgramCache(ttl))
 			paused := true
-			if _, _, err := svc.PutProgram(t.Context(), "gala", queue.Settings{Paused: &paused}); err != nil {
+			if _, _, err := svc.PutProgram(t.Context(), "gala", api.ProgramSettings{Paused: &paused}); err != nil {
 				t.Fatal(err)
 			}
 			const admins = 20
@@ -178,7 +178,7 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 				wg.Go(func() {
 					rate := float64(i + 1)
 					start := time.Now()
-					_, _, errs[i] = svc.PutProgram(t.Context(), "gala", queue.Settings{AdmissionRatePerSecond: &rate})
+					_, _, errs[i] = svc.PutProgram(t.Context(), "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate))})
 					took[i] = time.Since(start)
 				})
 			}
@@ -229,7 +229,7 @@ func TestAdminChangesGetThroughFlood(t *testing.T) {
 	r := newAdminRig(t)
 	svc := queue.NewService(r.store, polling.DefaultTiers(), queue.WithProgramCache(time.Second), queue.WithTickets(tickets.New(r.store)))
 	rate := 1.0 // slow: the queue never drains, so every change is scheduled
-	if _, _, err := svc.PutProgram(t.Context(), "gala", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+	if _, _, err := svc.PutProgram(t.Context(), "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate))}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(t.Context())
@@ -256,7 +256,7 @@ func TestAdminChangesGetThroughFlood(t *testing.T) {
 	for i := range changes {
 		paused := i%2 == 0
 		start := time.Now()
-		c, err := putRetryingFaults(t.Context(), svc, "gala", queue.Settings{Paused: &paused})
+		c, err := putRetryingFaults(t.Context(), svc, "gala", api.ProgramSettings{Paused: &paused})
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("change %d (paused=%v) after %v: %v", i, paused, time.Since(start), err))
 			continue
@@ -286,7 +286,7 @@ func TestAdminChangesGetThroughFlood(t *testing.T) {
 // putRetryingFaults makes an admin change, repeating it as wrctl does after
 // a store fault (a test server slower than the write budget), at most 5
 // times; a BUSY is answered at once.
-func putRetryingFaults(ctx context.Context, svc *queue.Service, id string, set queue.Settings) (queue.Counters, error) {
+func putRetryingFaults(ctx context.Context, svc *queue.Service, id string, set api.ProgramSettings) (queue.Counters, error) {
 	var err error
 	for range 5 {
 		var c queue.Counters

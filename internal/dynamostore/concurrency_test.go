@@ -162,7 +162,7 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 	if bursts {
 		rate = 3 // a queue long enough that the counter stays far from the numbers to give back
 	}
-	if _, _, err := svcs[0].PutProgram(t.Context(), concurrencyProgram, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
+	if _, _, err := svcs[0].PutProgram(t.Context(), concurrencyProgram, api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate)), Paused: &paused}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -385,14 +385,14 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 				p := rng.IntN(2) == 0
 				what = fmt.Sprintf("paused=%v", p)
 				err = call(func(ctx context.Context) (err error) {
-					c, _, err = svc.PutProgram(ctx, concurrencyProgram, queue.Settings{Paused: &p})
+					c, _, err = svc.PutProgram(ctx, concurrencyProgram, api.ProgramSettings{Paused: &p})
 					return
 				})
 			case 3:
 				r := []float64{2, 4, 8}[rng.IntN(3)]
 				what = fmt.Sprintf("rate=%g", r)
 				err = call(func(ctx context.Context) (err error) {
-					c, _, err = svc.PutProgram(ctx, concurrencyProgram, queue.Settings{AdmissionRatePerSecond: &r})
+					c, _, err = svc.PutProgram(ctx, concurrencyProgram, api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(r))})
 					return
 				})
 			default:
@@ -428,7 +428,7 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 	// for the last one (BUSY). The minute bounds a store that never
 	// takes it.
 	for pauseCtx, give := context.WithTimeout(ctx, time.Minute); ; {
-		_, _, err := svcs[0].PutProgram(pauseCtx, concurrencyProgram, queue.Settings{Paused: &paused})
+		_, _, err := svcs[0].PutProgram(pauseCtx, concurrencyProgram, api.ProgramSettings{Paused: &paused})
 		var qe *queue.Error
 		if err == nil || !errors.As(err, &qe) || qe.Kind != queue.KindUnavailable || pauseCtx.Err() != nil {
 			give()

@@ -84,7 +84,7 @@ func newFaultRig(t *testing.T, opts ...queue.Option) *faultRig {
 // program creates a program, without faults.
 func (r *faultRig) program(t *testing.T, id string, rate float64, paused bool) {
 	t.Helper()
-	if _, _, err := r.svc.PutProgram(t.Context(), id, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
+	if _, _, err := r.svc.PutProgram(t.Context(), id, api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate)), Paused: &paused}); err != nil {
 		t.Fatalf("PutProgram %s: %v", id, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
@@ -51,7 +52,7 @@ func TestIdempotencyKeyParallel(t *testing.T) {
 		svcs[i] = queue.NewService(dynamostore.New(c, table), polling.DefaultTiers())
 	}
 	paused := true
-	if _, _, err := svcs[0].PutProgram(t.Context(), "rush", queue.Settings{Paused: &paused}); err != nil {
+	if _, _, err := svcs[0].PutProgram(t.Context(), "rush", api.ProgramSettings{Paused: &paused}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

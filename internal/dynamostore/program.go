@@ -48,10 +48,12 @@ type programItem struct {
 	NsPerTicket int64 `dynamodbav:"nsPerTicket" write:"derived"` // its StepNs
 	DrainAtNs   int64 `dynamodbav:"drainAtNs"`
 
-	optionsItem
+	// The options and profile carry their own attribute names; the
+	// window and the opening are stored in ms here.
+	queue.Options
 	AdmissionWindowMs int64 `dynamodbav:"admissionWindowMs"`
 	OpensAtMs         int64 `dynamodbav:"opensAtMs,omitempty"`
-	profileItem
+	queue.Profile
 
 	ManualRateMilli queue.Rate `dynamodbav:"manualRateMilli"`
 	LastAdmitAtMs   int64      `dynamodbav:"lastAdmitAtMs"`
@@ -73,27 +75,6 @@ type programItem struct {
 	Recent8 int64 `dynamodbav:"recent8,omitempty" write:"tickets"`
 }
 
-// optionsItem is queue.Options as the item stores them: the same fields,
-// converted by a struct conversion (which ignores tags), so that a new
-// option is one field here; the duration, time and profile are stored
-// apart.
-type optionsItem struct {
-	AdmissionWindow time.Duration `dynamodbav:"-"`
-	Policy          string        `dynamodbav:"policy,omitempty"`
-	Closed          bool          `dynamodbav:"closed"`
-	OpensAt         time.Time     `dynamodbav:"-"`
-	Shuffle         bool          `dynamodbav:"shuffle,omitempty"`
-	Profile         queue.Profile `dynamodbav:"-"`
-}
-
-// profileItem is queue.Profile as the item stores it, converted alike.
-type profileItem struct {
-	DisplayName string `dynamodbav:"displayName,omitempty"`
-	Message     string `dynamodbav:"message,omitempty"`
-	Notice      string `dynamodbav:"notice,omitempty"`
-	TargetURL   string `dynamodbav:"targetUrl,omitempty"`
-}
-
 // itemOf is p's program item.
 func itemOf(p queue.Program) programItem {
 	it := programItem{
@@ -102,10 +83,10 @@ func itemOf(p queue.Program) programItem {
 		AnchorMs: p.Current.AnchorMs, Base: p.Current.Base, RateMilli: p.Current.Rate, Paused: p.Current.Paused, StartMs: p.Current.StartMs,
 		NextAnchorMs: p.Next.AnchorMs, NextBase: p.Next.Base, NextRateMilli: p.Next.Rate, NextPaused: p.Next.Paused, NextStartMs: p.Next.StartMs,
 		Advancing: p.Settled().Advancing(), NsPerTicket: p.StepNs(), DrainAtNs: p.DrainAtNs,
-		optionsItem:       optionsItem(p.Options),
+		Options:           p.Options,
 		AdmissionWindowMs: p.AdmissionWindow.Milliseconds(),
 		OpensAtMs:         queue.UnixMs(p.OpensAt),
-		profileItem:       profileItem(p.Profile),
+		Profile:           p.Profile,
 		ManualRateMilli:   p.ManualRate, LastAdmitAtMs: queue.UnixMs(p.LastAdmitAt), LastAdmitGapMs: p.LastAdmitGap.Milliseconds(),
 		ChangeIDs: p.Changes, Shards: p.Shards, ShuffleNonce: p.ShuffleNonce, Prequeue: p.Prequeue, PrequeueFixed: p.PrequeueFixed,
 	}
@@ -121,14 +102,14 @@ func (it programItem) program() queue.Program {
 		Current:    queue.Segment{AnchorMs: it.AnchorMs, Base: it.Base, Rate: it.RateMilli, Paused: it.Paused, StartMs: it.StartMs},
 		Next:       queue.Segment{AnchorMs: it.NextAnchorMs, Base: it.NextBase, Rate: it.NextRateMilli, Paused: it.NextPaused, StartMs: it.NextStartMs},
 		DrainAtNs:  it.DrainAtNs,
-		Options:    queue.Options(it.optionsItem),
+		Options:    it.Options,
 		ManualRate: it.ManualRateMilli, LastAdmitAt: queue.FromUnixMs(it.LastAdmitAtMs), LastAdmitGap: time.Duration(it.LastAdmitGapMs) * time.Millisecond,
 		Changes: it.ChangeIDs, Shards: it.Shards, ShuffleNonce: it.ShuffleNonce, Prequeue: it.Prequeue, PrequeueFixed: it.PrequeueFixed,
 		Recent: [queue.RecentTickets]int64{it.Recent1, it.Recent2, it.Recent3, it.Recent4, it.Recent5, it.Recent6, it.Recent7, it.Recent8},
 	}
 	p.AdmissionWindow = time.Duration(it.AdmissionWindowMs) * time.Millisecond
 	p.OpensAt = queue.FromUnixMs(it.OpensAtMs)
-	p.Profile = queue.Profile(it.profileItem)
+	p.Profile = it.Profile
 	return p
 }
 

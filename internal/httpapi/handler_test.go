@@ -447,7 +447,7 @@ func TestHandlerProfile(t *testing.T) {
 // answers the same token and ticket, and takes no ticket of its own.
 func TestHandlerIdempotencyKey(t *testing.T) {
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers())
-	if _, _, err := svc.PutProgram(context.Background(), "gala", queue.Settings{Paused: new(true)}); err != nil {
+	if _, _, err := svc.PutProgram(context.Background(), "gala", api.ProgramSettings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	h := checked(t, httpapi.NewQueue(svc, httpapi.WithLogger(discard)))

@@ -37,7 +37,7 @@ func (s *heldFillStore) FillToken(ctx context.Context, t queue.Token, claim stri
 func TestHandlerEnterInProgress(t *testing.T) {
 	store := &heldFillStore{Store: memstore.New(), held: make(chan struct{}), release: make(chan struct{})}
 	svc := queue.NewService(store, polling.DefaultTiers())
-	if _, _, err := svc.PutProgram(context.Background(), "gala", queue.Settings{Paused: new(true)}); err != nil {
+	if _, _, err := svc.PutProgram(context.Background(), "gala", api.ProgramSettings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	h := checked(t, httpapi.NewQueue(svc, httpapi.WithLogger(discard)))

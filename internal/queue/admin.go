@@ -16,44 +16,25 @@ import (
 )
 
 // Options are a program's admin-set values beside its admission pace
-// (the rate and pause, which live in its segments).
+// (the rate and pause, which live in its segments). Their dynamodbav tags
+// name their attributes in the DynamoDB program item; "-" marks one stored
+// in another unit.
 type Options struct {
-	AdmissionWindow time.Duration
+	AdmissionWindow time.Duration `dynamodbav:"-"`
 	// Policy names the program's polling policy; "" is the service's
 	// default.
-	Policy string
+	Policy string `dynamodbav:"policy,omitempty"`
 	// Closed programs take no new entries (sold out, ended); people
 	// already in the queue keep their place and are admitted as before.
-	Closed bool
+	Closed bool `dynamodbav:"closed"`
 	// OpensAt is the program's opening (zero: none): before it entries are
 	// taken and nobody is admitted, at it admission starts at the rate.
-	OpensAt time.Time
+	OpensAt time.Time `dynamodbav:"-"`
 	// Shuffle places everyone who entered before OpensAt in a random
 	// order at the opening (see PlaceOf and Place).
-	Shuffle bool
+	Shuffle bool `dynamodbav:"shuffle,omitempty"`
 	// Profile is what the program shows the people who wait.
-	Profile Profile
-}
-
-// Settings are an admin's change of a program: nil fields keep their
-// current value (or take the default on creation). Settings.change holds
-// each one's rule.
-type Settings struct {
-	AdmissionRatePerSecond *float64
-	Paused                 *bool
-	AdmissionWindow        *time.Duration
-	// PollingPolicy names a policy the service knows (WithPolicies); ""
-	// returns the program to the service's default.
-	PollingPolicy *string
-	Closed        *bool
-	// Profile sets the named Profile fields (ProfileFields' names); ""
-	// clears one.
-	Profile map[string]string
-	// OpensAt sets the opening (the zero time clears it): at least one
-	// change delay ahead, and only while the current one is too.
-	OpensAt *time.Time
-	// ShuffleAtOpen can be set only before anyone has entered.
-	ShuffleAtOpen *bool
+	Profile Profile `dynamodbav:"-"`
 }
 
 // Counters is the admin view of a program.
@@ -78,52 +59,44 @@ type Counters struct {
 	PrequeueFixed     bool
 }
 
-// SettingError is a setting's value that breaks its rule; Setting is the
-// Settings field's name.
-type SettingError struct {
-	Setting string
-	Problem string // e.g. "must be between 60 and 86400"
+// invalidSetting is the INVALID_SETTINGS error of the setting named name
+// (its JSON name in api.ProgramSettings) and its problem.
+func invalidSetting(name, problem string) *Error {
+	return Errorf(KindInvalid, api.CodeInvalidSettings, "%s %s.", name, problem)
 }
 
-func (e *SettingError) Error() string { return e.Setting + " " + e.Problem }
-
-// invalidSetting is the INVALID_SETTINGS error of setting's problem.
-func invalidSetting(setting, problem string) *Error {
-	e := &SettingError{Setting: setting, Problem: problem}
-	return &Error{Kind: KindInvalid, Code: api.CodeInvalidSettings, Message: e.Error() + ".", Err: e}
-}
-
-// change applies s to o and to pace's Rate and Paused, each value checked
-// by its setting's rule, and returns the first value's error. The rules do
-// not depend on o, so that a change to zero values checks s alone.
-func (s Settings) change(o *Options, pace *Segment, policies map[string]polling.Policy) error {
+// changeOptions applies the admin's change set to o and to pace's Rate and
+// Paused: each value present is converted from its wire unit and checked by
+// its setting's rule, and the first problem is the error. The rules do not
+// depend on o, so that a change to zero values checks set alone.
+func changeOptions(set api.ProgramSettings, o *Options, pace *Segment, policies map[string]polling.Policy) error {
 	return cmp.Or(
-		changeProfile(&o.Profile, s.Profile),
-		set(&o.Policy, s.PollingPolicy, "PollingPolicy", policyIn(policies)),
-		set(&pace.Rate, s.AdmissionRatePerSecond, "AdmissionRatePerSecond", admissionRate),
-		set(&o.OpensAt, s.OpensAt, "OpensAt", opening),
-		set(&o.AdmissionWindow, s.AdmissionWindow, "AdmissionWindow", admissionWindow),
-		set(&pace.Paused, s.Paused, "Paused", anyValue[bool]),
-		set(&o.Closed, s.Closed, "Closed", anyValue[bool]),
-		set(&o.Shuffle, s.ShuffleAtOpen, "ShuffleAtOpen", anyValue[bool]),
+		change(&o.OpensAt, set.OpensAt, "opensAt", opening),
+		changeProfile(&o.Profile, set),
+		change(&o.Policy, set.PollingPolicy, "pollingPolicy", policyIn(policies)),
+		change(&pace.Rate, set.AdmissionRatePerSecond, "admissionRatePerSecond", admissionRate),
+		change(&o.AdmissionWindow, set.AdmissionWindowSeconds, "admissionWindowSeconds", admissionWindow),
+		change(&pace.Paused, set.Paused, "paused", anyValue[bool]),
+		change(&o.Closed, set.Closed, "closed", anyValue[bool]),
+		change(&o.Shuffle, set.ShuffleAtOpen, "shuffleAtOpen", anyValue[bool]),
 	)
 }
 
-// set stores rule(*v) in *dst when v is set, or answers the rule's problem
-// as setting's error.
-func set[T, U any](dst *U, v *T, setting string, rule func(T) (U, string)) error {
+// change stores rule(*v) in *dst when v is set, or answers the rule's
+// problem as the error of the setting called name.
+func change[T, U any](dst *U, v *T, name string, rule func(T) (U, string)) error {
 	if v == nil {
 		return nil
 	}
 	u, problem := rule(*v)
 	if problem != "" {
-		return invalidSetting(setting, problem)
+		return invalidSetting(name, problem)
 	}
 	*dst = u
 	return nil
 }
 
-// The rules of Settings.change: each returns the value to store, or why v
+// The rules of changeOptions: each returns the value to store, or why v
 // is not valid.
 
 func anyValue[T any](v T) (T, string) { return v, "" }
@@ -137,31 +110,48 @@ func policyIn(policies map[string]polling.Policy) func(string) (string, string) 
 	}
 }
 
-func admissionRate(perSecond float64) (Rate, string) {
-	if math.IsNaN(perSecond) || perSecond < 0 || perSecond > MaxAdmissionRate || perSecond > 0 && perSecond < MinAdmissionRate {
+func admissionRate(perSecond api.Rate) (Rate, string) {
+	f := float64(perSecond)
+	if math.IsNaN(f) || f < 0 || f > MaxAdmissionRate || f > 0 && f < MinAdmissionRate {
 		return 0, fmt.Sprintf("must be 0 (manual admission only) or between %g and %g", MinAdmissionRate, MaxAdmissionRate)
 	}
-	r, ok := NewRate(perSecond)
+	r, ok := NewRate(f)
 	if !ok {
 		return 0, fmt.Sprintf("must be a whole number of thousandths (%g)", MinAdmissionRate)
 	}
 	return r, ""
 }
 
-func admissionWindow(w time.Duration) (time.Duration, string) {
+// admissionWindow reads a window in whole seconds.
+func admissionWindow(seconds int64) (time.Duration, string) {
+	if seconds < 0 || seconds > math.MaxInt64/int64(time.Second) {
+		return 0, "is out of range"
+	}
+	w := time.Duration(seconds) * time.Second
 	if w < MinAdmissionWindow || w > MaxAdmissionWindow {
 		return 0, fmt.Sprintf("must be between %d and %d", int(MinAdmissionWindow.Seconds()), int(MaxAdmissionWindow.Seconds()))
 	}
 	return w, ""
 }
 
-// opening accepts the zero time (no opening) or one in the range of an
-// opening, kept to the millisecond in UTC.
-func opening(t time.Time) (time.Time, string) {
-	if !t.IsZero() && !ValidOpening(t) {
+// opening reads an opensAt, kept to the millisecond in UTC: "" (no
+// opening) or an RFC 3339 time in the range of an opening.
+func opening(v string) (time.Time, string) {
+	t, ok := parseOpening(v)
+	if !ok {
 		return t, openingProblem
 	}
 	return t.UTC().Truncate(time.Millisecond), ""
+}
+
+// parseOpening reads an opensAt as given: the zero time for "", else an
+// RFC 3339 time, which must be in the range of an opening.
+func parseOpening(v string) (time.Time, bool) {
+	if v == "" {
+		return time.Time{}, true
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	return t, err == nil && validOpening(t)
 }
 
 // The range of an opening: from the year 2000, so that no time given can be
@@ -173,29 +163,21 @@ var (
 	MaxOpensAt = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
 )
 
-// ValidOpening reports whether t is in the range of an opening.
-func ValidOpening(t time.Time) bool { return !t.Before(MinOpensAt) && !t.After(MaxOpensAt) }
+// validOpening reports whether t is in the range of an opening.
+func validOpening(t time.Time) bool { return !t.Before(MinOpensAt) && !t.After(MaxOpensAt) }
 
 const openingProblem = `must be an RFC 3339 time from 2000-01-01T00:00:00Z to 9999-12-31T23:59:59Z, e.g. 2026-12-01T10:00:00+09:00, or "" to clear it`
 
-// ErrInvalidOpening is the answer to an opensAt that is not an RFC 3339
-// time in the range of an opening.
-func ErrInvalidOpening() error { return invalidSetting("OpensAt", openingProblem) }
-
-// ErrSettingOutOfRange is the answer to a setting's value that the
-// domain's type cannot hold.
-func ErrSettingOutOfRange(setting string) error { return invalidSetting(setting, "is out of range") }
-
-// PutProgram creates programID with settings (defaults for what is unset) or
-// applies settings to it; created tells which. A rate or pause change takes
+// PutProgram creates programID with set (defaults for what is absent) or
+// applies set to it; created tells which. A rate or pause change takes
 // effect one program-cache TTL plus the admin write budget after it is made
 // (at once without a cache), without moving the serving counter. It answers
 // within adminDeadline: applied, or BUSY.
-func (s *Service) PutProgram(ctx context.Context, programID string, set Settings) (c Counters, created bool, err error) {
+func (s *Service) PutProgram(ctx context.Context, programID string, set api.ProgramSettings) (c Counters, created bool, err error) {
 	if !ValidProgramID(programID) {
 		return Counters{}, false, errInvalidProgramID()
 	}
-	if err := set.change(&Options{}, &Segment{}, s.policies); err != nil {
+	if err := changeOptions(set, &Options{}, &Segment{}, s.policies); err != nil {
 		return Counters{}, false, err
 	}
 	if set.ShuffleAtOpen != nil && *set.ShuffleAtOpen {
@@ -465,12 +447,12 @@ func (s *Service) checkOwnWrite(ctx context.Context, p Program, change string, e
 }
 
 // apply returns p with set applied at now, taking effect delay later.
-func (p Program) apply(set Settings, now time.Time, delay time.Duration, policies map[string]polling.Policy) (Program, error) {
+func (p Program) apply(set api.ProgramSettings, now time.Time, delay time.Duration, policies map[string]polling.Policy) (Program, error) {
 	if err := p.applyOpening(set, now, delay); err != nil {
 		return p, err
 	}
 	pace := p.Settled()
-	if err := set.change(&p.Options, &pace, policies); err != nil {
+	if err := changeOptions(set, &p.Options, &pace, policies); err != nil {
 		return p, err
 	}
 	if set.ShuffleAtOpen != nil && p.Shuffle && p.ShuffleNonce == "" {
@@ -485,19 +467,19 @@ func (p Program) apply(set Settings, now time.Time, delay time.Duration, policie
 // has read the change before either matters; the shuffle is set only
 // before anyone entered (its commitment must come before the pre-queue
 // starts) and only with an opening ahead.
-func (p Program) applyOpening(set Settings, now time.Time, delay time.Duration) error {
+func (p Program) applyOpening(set api.ProgramSettings, now time.Time, delay time.Duration) error {
 	effective := now.Add(delay)
-	if set.OpensAt != nil && !set.OpensAt.Equal(p.OpensAt) {
+	opensAt, shuffle := p.OpensAt, p.Shuffle
+	if set.OpensAt != nil {
+		opensAt, _ = parseOpening(*set.OpensAt) // checked by PutProgram
+	}
+	if set.OpensAt != nil && !opensAt.Equal(p.OpensAt) {
 		switch {
 		case !p.OpensAt.IsZero() && !p.OpensAt.After(effective):
 			return Errorf(KindConflict, api.CodeNotOpen, "The program opens at %s (or has opened): its opening can no longer change.", p.OpensAt.UTC().Format(time.RFC3339))
-		case !set.OpensAt.IsZero() && !set.OpensAt.After(effective):
+		case !opensAt.IsZero() && !opensAt.After(effective):
 			return Errorf(KindInvalid, api.CodeInvalidSettings, "opensAt must be more than %v from now.", delay)
 		}
-	}
-	opensAt, shuffle := p.OpensAt, p.Shuffle
-	if set.OpensAt != nil {
-		opensAt = *set.OpensAt
 	}
 	if set.ShuffleAtOpen != nil {
 		if p.PrequeueFixed && *set.ShuffleAtOpen != p.Shuffle {

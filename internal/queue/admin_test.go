@@ -172,7 +172,7 @@ func TestCreateAnswerLost(t *testing.T) {
 	svc, store, _ := newLossyService(t)
 	store.loseAnswers.Store(true)
 	rate := 2.0
-	c, created, err := svc.PutProgram(t.Context(), "gala", queue.Settings{AdmissionRatePerSecond: &rate})
+	c, created, err := svc.PutProgram(t.Context(), "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate))})
 	if err != nil || !created || c.Rate != 2 {
 		t.Fatalf("PutProgram = %+v, created %v, %v; want created at 2/s", c, created, err)
 	}

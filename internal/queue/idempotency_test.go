@@ -161,12 +161,12 @@ func TestEnterIdempotencyKeyReleased(t *testing.T) {
 	ctx := context.Background()
 	svc, _ := newService(t)
 	mustPut(t, svc, "gala", 1, true)
-	if _, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Closed: ptr(true)}); err != nil {
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{Closed: ptr(true)}); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err := svc.Enter(ctx, "gala", queue.Entry{IdempotencyKey: claimKey})
 	wantCode(t, "enter while closed", err, api.CodeProgramClosed)
-	if _, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Closed: ptr(false)}); err != nil {
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{Closed: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
 	if v, created, err := svc.Enter(ctx, "gala", queue.Entry{IdempotencyKey: claimKey}); err != nil || !created || v.Ticket != 1 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -37,7 +38,7 @@ func TestUnknownProgramsLeaveNoState(t *testing.T) {
 	}
 
 	rate := 5.0
-	if _, _, err := svc.PutProgram(ctx, "gala", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate))}); err != nil {
 		t.Fatal(err)
 	}
 	v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
@@ -54,7 +55,7 @@ func TestUnknownProgramsLeaveNoState(t *testing.T) {
 		t.Fatal(err)
 	}
 	rate2 := 6.0
-	if _, _, err := svc.PutProgram(ctx, "other", queue.Settings{AdmissionRatePerSecond: &rate2}); err != nil {
+	if _, _, err := svc.PutProgram(ctx, "other", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate2))}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(10 * time.Minute)

@@ -59,7 +59,7 @@ func newOpening(t *testing.T, shuffle bool) *opening {
 	o.a = queue.NewService(store, eta, queue.WithClock(o.clock), queue.WithProgramCache(time.Second), key)
 	o.b = queue.NewService(store, eta, queue.WithClock(o.clock), queue.WithProgramCache(time.Second), key)
 	rate := 10.0
-	if _, _, err := o.a.PutProgram(t.Context(), "sale", queue.Settings{AdmissionRatePerSecond: &rate, OpensAt: &o.opensAt, ShuffleAtOpen: &shuffle}); err != nil {
+	if _, _, err := o.a.PutProgram(t.Context(), "sale", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate)), OpensAt: new(o.opensAt.Format(time.RFC3339Nano)), ShuffleAtOpen: &shuffle}); err != nil {
 		t.Fatal(err)
 	}
 	return o
@@ -332,14 +332,14 @@ func TestOpeningSettings(t *testing.T) {
 	yes, no := true, false
 	for _, tc := range []struct {
 		name string
-		set  queue.Settings
+		set  api.ProgramSettings
 		code string
 	}{
-		{"shuffle without an opening", queue.Settings{ShuffleAtOpen: &yes}, api.CodeInvalidSettings},
-		{"opening within the change delay", queue.Settings{OpensAt: &soon}, api.CodeInvalidSettings},
-		{"OK", queue.Settings{OpensAt: &opens, ShuffleAtOpen: &yes}, ""},
-		{"clearing the opening of a shuffle", queue.Settings{OpensAt: &time.Time{}}, api.CodeInvalidSettings},
-		{"moving it while ahead", queue.Settings{OpensAt: ptr(opens.Add(time.Hour))}, ""},
+		{"shuffle without an opening", api.ProgramSettings{ShuffleAtOpen: &yes}, api.CodeInvalidSettings},
+		{"opening within the change delay", api.ProgramSettings{OpensAt: new(soon.Format(time.RFC3339Nano))}, api.CodeInvalidSettings},
+		{"OK", api.ProgramSettings{OpensAt: new(opens.Format(time.RFC3339Nano)), ShuffleAtOpen: &yes}, ""},
+		{"clearing the opening of a shuffle", api.ProgramSettings{OpensAt: new("")}, api.CodeInvalidSettings},
+		{"moving it while ahead", api.ProgramSettings{OpensAt: new(opens.Add(time.Hour).Format(time.RFC3339Nano))}, ""},
 	} {
 		_, _, err := svc.PutProgram(ctx, "p", tc.set)
 		if code := codeOf(err); code != tc.code {
@@ -350,24 +350,24 @@ func TestOpeningSettings(t *testing.T) {
 	if _, _, err := svc.Enter(ctx, "p", queue.Entry{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := svc.PutProgram(ctx, "q", queue.Settings{OpensAt: &opens}); err != nil {
+	if _, _, err := svc.PutProgram(ctx, "q", api.ProgramSettings{OpensAt: new(opens.Format(time.RFC3339Nano))}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := svc.Enter(ctx, "q", queue.Entry{}); err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(3 * time.Second)
-	if _, _, err := svc.PutProgram(ctx, "q", queue.Settings{ShuffleAtOpen: &yes}); codeOf(err) != api.CodeInvalidSettings {
+	if _, _, err := svc.PutProgram(ctx, "q", api.ProgramSettings{ShuffleAtOpen: &yes}); codeOf(err) != api.CodeInvalidSettings {
 		t.Errorf("arming a shuffle after someone entered: %v, want INVALID_SETTINGS", err)
 	}
 	setClock(c, opens.Add(time.Hour+time.Second))
-	if _, _, err := svc.PutProgram(ctx, "p", queue.Settings{OpensAt: ptr(opens.Add(3 * time.Hour))}); codeOf(err) != api.CodeNotOpen {
+	if _, _, err := svc.PutProgram(ctx, "p", api.ProgramSettings{OpensAt: new(opens.Add(3 * time.Hour).Format(time.RFC3339Nano))}); codeOf(err) != api.CodeNotOpen {
 		t.Errorf("moving an opening that has passed: %v, want NOT_OPEN", err)
 	}
 	if _, err := svc.Poll(ctx, "p", mustEnter(t, svc, "p")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := svc.PutProgram(ctx, "p", queue.Settings{ShuffleAtOpen: &no}); codeOf(err) != api.CodeNotOpen {
+	if _, _, err := svc.PutProgram(ctx, "p", api.ProgramSettings{ShuffleAtOpen: &no}); codeOf(err) != api.CodeNotOpen {
 		t.Errorf("disarming a shuffle that happened: %v, want NOT_OPEN", err)
 	}
 	got, err := svc.Program(ctx, "p")

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -14,30 +15,13 @@ import (
 
 // Profile is what a program shows the people who wait, and where it sends
 // them once admitted. Every field is optional text that the admin sets and
-// clears ("").
+// clears (""). The dynamodbav tags name its attributes in the DynamoDB
+// program item.
 type Profile struct {
-	DisplayName string `json:"displayName,omitempty"`
-	Message     string `json:"message,omitempty"`
-	Notice      string `json:"notice,omitempty"`
-	TargetURL   string `json:"targetUrl,omitempty"`
-}
-
-// ProfileField is one field of Profile: its JSON and DynamoDB name, the
-// field itself, and its rule.
-type ProfileField struct {
-	Name  string
-	Field func(p *Profile) *string
-	// Check returns why v is not a valid value, nil if it is ("" always is).
-	Check func(v string) error
-}
-
-// ProfileFields lists Profile's fields: adding one here, and to Profile, is
-// all it takes for the admin API, the stores and the counters to carry it.
-var ProfileFields = []ProfileField{
-	{"displayName", func(p *Profile) *string { return &p.DisplayName }, plainText(80, false)},
-	{"message", func(p *Profile) *string { return &p.Message }, plainText(500, true)},
-	{"notice", func(p *Profile) *string { return &p.Notice }, plainText(280, true)},
-	{"targetUrl", func(p *Profile) *string { return &p.TargetURL }, checkTargetURL},
+	DisplayName string `json:"displayName,omitempty" dynamodbav:"displayName,omitempty"`
+	Message     string `json:"message,omitempty" dynamodbav:"message,omitempty"`
+	Notice      string `json:"notice,omitempty" dynamodbav:"notice,omitempty"`
+	TargetURL   string `json:"targetUrl,omitempty" dynamodbav:"targetUrl,omitempty"`
 }
 
 // plainText accepts valid UTF-8 of at most max characters without control
@@ -105,36 +89,28 @@ func loopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// changeProfile applies change (ProfileFields' names to values) to p,
-// each value checked by its field's rule.
-func changeProfile(p *Profile, change map[string]string) error {
-	for _, f := range ProfileFields {
-		v, ok := change[f.Name]
-		if !ok {
-			continue
-		}
-		if v != "" {
-			if err := f.Check(v); err != nil {
-				return invalidSetting(f.Name, err.Error())
-			}
-		}
-		*f.Field(p) = v
-	}
-	for name := range change {
-		if !isProfileField(name) {
-			return Errorf(KindInvalid, api.CodeInvalidSettings, "Unknown profile field %.64q.", name)
-		}
-	}
-	return nil
+// changeProfile applies set's profile texts to p, each checked by its
+// rule; "" clears one.
+func changeProfile(p *Profile, set api.ProgramSettings) error {
+	return cmp.Or(
+		change(&p.DisplayName, set.DisplayName, "displayName", profileText(plainText(80, false))),
+		change(&p.Message, set.Message, "message", profileText(plainText(500, true))),
+		change(&p.Notice, set.Notice, "notice", profileText(plainText(280, true))),
+		change(&p.TargetURL, set.TargetURL, "targetUrl", profileText(checkTargetURL)),
+	)
 }
 
-func isProfileField(name string) bool {
-	for _, f := range ProfileFields {
-		if f.Name == name {
-			return true
+// profileText is the rule of a profile text: "" or a value check accepts.
+func profileText(check func(string) error) func(string) (string, string) {
+	return func(v string) (string, string) {
+		if v == "" {
+			return v, ""
 		}
+		if err := check(v); err != nil {
+			return "", err.Error()
+		}
+		return v, ""
 	}
-	return false
 }
 
 // Showing is what anyone may see of a program: its profile, and whether

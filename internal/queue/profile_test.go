@@ -14,26 +14,38 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// TestProfileFieldsCoverProfile: every Profile field is in ProfileFields
-// under its JSON name, so the admin API and the stores carry it.
-func TestProfileFieldsCoverProfile(t *testing.T) {
+// TestProfileSettingsCoverProfile: every Profile field is set by the
+// settings' field of the same JSON name, so the admin API and the stores
+// carry it.
+func TestProfileSettingsCoverProfile(t *testing.T) {
 	typ := reflect.TypeFor[queue.Profile]()
-	var tags []string
+	texts := map[string]string{}
 	for f := range typ.Fields() {
-		tags = append(tags, strings.Split(f.Tag.Get("json"), ",")[0])
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		texts[name] = "https://tickets.example.com/" + name
 	}
-	var names []string
-	for _, f := range queue.ProfileFields {
-		names = append(names, f.Name)
-		var p queue.Profile
-		*f.Field(&p) = "x"
-		if got := reflect.ValueOf(p).FieldByIndex(fieldIndex(t, typ, f.Name)).String(); got != "x" {
-			t.Errorf("ProfileFields[%s] sets another field", f.Name)
+	svc, _ := newService(t)
+	c, _, err := svc.PutProgram(t.Context(), "gala", profileSet(t, texts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f := range typ.Fields() {
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		if got := reflect.ValueOf(c.Profile).FieldByIndex(f.Index).String(); got != texts[name] {
+			t.Errorf("Profile.%s = %q after setting %s to %q", f.Name, got, name, texts[name])
 		}
 	}
-	if d := cmp.Diff(tags, names); d != "" {
-		t.Errorf("ProfileFields names differ from Profile's JSON names (-tags +names):\n%s", d)
+}
+
+// profileSet is the settings that set the profile texts named by their
+// JSON names.
+func profileSet(t *testing.T, texts map[string]string) api.ProgramSettings {
+	var set api.ProgramSettings
+	v := reflect.ValueOf(&set).Elem()
+	for name, text := range texts {
+		v.FieldByIndex(fieldIndex(t, v.Type(), name)).Set(reflect.ValueOf(&text))
 	}
+	return set
 }
 
 func fieldIndex(t *testing.T, typ reflect.Type, jsonName string) []int {
@@ -76,7 +88,7 @@ func TestProfileValidation(t *testing.T) {
 		{"notice", "", true},
 	} {
 		svc, _ := newService(t)
-		_, _, err := svc.PutProgram(context.Background(), "gala", queue.Settings{Profile: map[string]string{tc.field: tc.value}})
+		_, _, err := svc.PutProgram(context.Background(), "gala", profileSet(t, map[string]string{tc.field: tc.value}))
 		var qe *queue.Error
 		if tc.ok && err != nil || !tc.ok && (!errors.As(err, &qe) || qe.Code != api.CodeInvalidSettings) {
 			t.Errorf("%s=%.40q: %v, want ok=%v", tc.field, tc.value, err, tc.ok)
@@ -87,8 +99,10 @@ func TestProfileValidation(t *testing.T) {
 func TestProfileSetClearAndNotice(t *testing.T) {
 	ctx := context.Background()
 	svc, _ := newService(t)
-	set := map[string]string{"displayName": "Gala", "message": "Both nights.", "notice": "Saturday is sold out", "targetUrl": "https://tickets.example.com/"}
-	c, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Profile: set, Paused: ptr(true)})
+	texts := map[string]string{"displayName": "Gala", "message": "Both nights.", "notice": "Saturday is sold out", "targetUrl": "https://tickets.example.com/"}
+	set := profileSet(t, texts)
+	set.Paused = ptr(true)
+	c, _, err := svc.PutProgram(ctx, "gala", set)
 	want := queue.Profile{DisplayName: "Gala", Message: "Both nights.", Notice: "Saturday is sold out", TargetURL: "https://tickets.example.com/"}
 	if err != nil || !cmp.Equal(c.Profile, want) {
 		t.Fatalf("PutProgram = %+v, %v; want profile %+v", c.Profile, err, want)
@@ -98,7 +112,7 @@ func TestProfileSetClearAndNotice(t *testing.T) {
 		t.Fatalf("waiting view = %+v, %v; want the notice", w, err)
 	}
 	// Other fields stay when one is cleared.
-	c, _, err = svc.PutProgram(ctx, "gala", queue.Settings{Profile: map[string]string{"notice": ""}})
+	c, _, err = svc.PutProgram(ctx, "gala", profileSet(t, map[string]string{"notice": ""}))
 	want.Notice = ""
 	if err != nil || !cmp.Equal(c.Profile, want) {
 		t.Fatalf("after clearing the notice: %+v, %v; want %+v", c.Profile, err, want)
@@ -114,8 +128,9 @@ func TestProfileSetClearAndNotice(t *testing.T) {
 func TestShowing(t *testing.T) {
 	ctx := context.Background()
 	svc, c := newService(t, queue.WithProgramCache(time.Second))
-	set := map[string]string{"displayName": "Gala", "message": "Both nights.", "targetUrl": "https://tickets.example.com/"}
-	if _, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Profile: set, AdmissionRatePerSecond: ptr(0.01), Paused: ptr(false)}); err != nil {
+	set := profileSet(t, map[string]string{"displayName": "Gala", "message": "Both nights.", "targetUrl": "https://tickets.example.com/"})
+	set.AdmissionRatePerSecond, set.Paused = new(api.Rate(0.01)), ptr(false)
+	if _, _, err := svc.PutProgram(ctx, "gala", set); err != nil {
 		t.Fatal(err)
 	}
 	w, _, err := svc.Enter(ctx, "gala", queue.Entry{})
@@ -127,7 +142,7 @@ func TestShowing(t *testing.T) {
 		t.Errorf("Showing = %+v, %v; want %+v", got, err, want)
 	}
 
-	c2, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Paused: ptr(true), Closed: ptr(true)})
+	c2, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{Paused: ptr(true), Closed: ptr(true)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func ptr[T any](v T) *T { return &v }
 
 func mustPut(t *testing.T, svc *queue.Service, id string, rate float64, paused bool) {
 	t.Helper()
-	if _, _, err := svc.PutProgram(context.Background(), id, queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
+	if _, _, err := svc.PutProgram(context.Background(), id, api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate)), Paused: &paused}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -167,7 +167,7 @@ func TestInstancesAgree(t *testing.T) {
 		t.Errorf("when the change takes effect: %+v", v)
 	}
 	// A second change waits for the first to take effect, then is scheduled.
-	if _, _, err := admin.PutProgram(ctx, "gala", queue.Settings{Paused: ptr(false)}); err != nil {
+	if _, _, err := admin.PutProgram(ctx, "gala", api.ProgramSettings{Paused: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -210,14 +210,14 @@ func TestAdminValidation(t *testing.T) {
 	svc, _ := newService(t)
 	tests := []struct {
 		name string
-		set  queue.Settings
+		set  api.ProgramSettings
 	}{
-		{"NegativeRate", queue.Settings{AdmissionRatePerSecond: ptr(-1.0)}},
-		{"HugeRate", queue.Settings{AdmissionRatePerSecond: ptr(1e9)}},
-		{"TinyRate", queue.Settings{AdmissionRatePerSecond: ptr(0.0001)}},
-		{"RateFinerThanAThousandth", queue.Settings{AdmissionRatePerSecond: ptr(2.0005)}},
-		{"ShortWindow", queue.Settings{AdmissionWindow: ptr(time.Second)}},
-		{"LongWindow", queue.Settings{AdmissionWindow: ptr(48 * time.Hour)}},
+		{"NegativeRate", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(-1.0))}},
+		{"HugeRate", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(1e9))}},
+		{"TinyRate", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(0.0001))}},
+		{"RateFinerThanAThousandth", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(2.0005))}},
+		{"ShortWindow", api.ProgramSettings{AdmissionWindowSeconds: new(int64(1))}},
+		{"LongWindow", api.ProgramSettings{AdmissionWindowSeconds: new(int64(48 * 3600))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -249,7 +249,7 @@ func TestClosedProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Closed: ptr(true)})
+	c, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{Closed: ptr(true)})
 	if err != nil || !c.Closed {
 		t.Fatalf("close: %+v %v", c, err)
 	}
@@ -260,7 +260,7 @@ func TestClosedProgram(t *testing.T) {
 	if v, created, err := svc.Enter(ctx, "gala", queue.Entry{Token: w.TokenID}); err != nil || created || v.Position != 1 {
 		t.Errorf("refresh in a closed program: %+v created=%v err=%v, want the same place", v, created, err)
 	}
-	if _, _, err := svc.PutProgram(ctx, "gala", queue.Settings{Closed: ptr(false)}); err != nil {
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{Closed: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
 	if v, created, err := svc.Enter(ctx, "gala", queue.Entry{}); err != nil || !created || v.Position != 2 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
@@ -101,7 +102,7 @@ func newCrowd(t *testing.T, instances int, writeUnits float64, rate float64, see
 		svc, _ := instance(c.store, c.clock, rand.New(rand.NewPCG(seed, uint64(i))), writeUnits, queue.WithShuffleKey(testShuffleKey(t)))
 		c.instances = append(c.instances, svc)
 	}
-	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate))}); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -323,7 +324,7 @@ func TestTicketShardsClose(t *testing.T) {
 		t.Fatal("no shards at 5,000 enters a second")
 	}
 	closed := true
-	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", queue.Settings{Closed: &closed}); err != nil {
+	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", api.ProgramSettings{Closed: &closed}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := c.instances[0].Enter(t.Context(), "p", queue.Entry{}); queue.ErrorKind(err) != queue.KindConflict {
@@ -353,7 +354,7 @@ func TestTicketShardsFillFails(t *testing.T) {
 	store := failingFills{memstore.New()}
 	svc, _ := instance(store, clk, rand.New(rand.NewPCG(1, 2)), 100)
 	rate := 10.0
-	if _, _, err := svc.PutProgram(t.Context(), "p", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+	if _, _, err := svc.PutProgram(t.Context(), "p", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate))}); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[int64]bool{}
@@ -380,7 +381,7 @@ func TestTicketShardsFillFails(t *testing.T) {
 func TestTicketShardsOpening(t *testing.T) {
 	c := newCrowd(t, 50, tickets.DefaultItemWriteUnits, 200, 9)
 	opens, yes := t0.Add(10*time.Second), true
-	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", queue.Settings{OpensAt: &opens, ShuffleAtOpen: &yes}); err != nil {
+	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", api.ProgramSettings{OpensAt: new(opens.Format(time.RFC3339Nano)), ShuffleAtOpen: &yes}); err != nil {
 		t.Fatal(err)
 	}
 	c.clock.Advance(9 * time.Second)
@@ -430,7 +431,7 @@ func TestTicketShardsFillAnswerLost(t *testing.T) {
 	}
 	a, b := svcs[0], svcs[1]
 	rate := 10.0
-	if _, _, err := a.PutProgram(t.Context(), "p", queue.Settings{AdmissionRatePerSecond: &rate}); err != nil {
+	if _, _, err := a.PutProgram(t.Context(), "p", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate))}); err != nil {
 		t.Fatal(err)
 	}
 	holder := map[int64]string{}

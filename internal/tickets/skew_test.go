@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/queue"
@@ -42,7 +43,7 @@ func TestClaimTakenOverBySkewedClock(t *testing.T) {
 		return svc
 	}
 	slow, fast := skewed(slowStore, -600*time.Millisecond), skewed(mem, 600*time.Millisecond)
-	if _, _, err := slow.PutProgram(ctx, "p", queue.Settings{Paused: new(true)}); err != nil {
+	if _, _, err := slow.PutProgram(ctx, "p", api.ProgramSettings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := mem.SetShards(ctx, "p", 0, 1); err != nil || !ok {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/client"
 	"github.com/example/waitingroom/internal/httpapi"
@@ -268,7 +269,7 @@ func TestRunExisting(t *testing.T) {
 	srv := newServer(t, serverOptions{tickets: withTicket})
 	ctx := context.Background()
 	rate, paused := 0.0, false
-	if _, _, err := srv.svc.PutProgram(ctx, "gala", queue.Settings{AdmissionRatePerSecond: &rate, Paused: &paused}); err != nil {
+	if _, _, err := srv.svc.PutProgram(ctx, "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate)), Paused: &paused}); err != nil {
 		t.Fatal(err)
 	}
 	sc := bench.Scenario{Users: 20, Rates: bench.ConstantRate(50), Timeout: 10 * time.Second}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/partitionmodel"
@@ -141,12 +142,12 @@ func runService(cfg Config) (bench.Result, error) {
 	if cfg.Progress != nil {
 		s.progress = bench.NewProgress(cfg.Progress, cfg.Policy.Name)
 	}
-	set := queue.Settings{AdmissionRatePerSecond: new(cfg.Scenario.Rates[0].Rate)}
+	set := api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(cfg.Scenario.Rates[0].Rate))}
 	if cfg.Scenario.Rates[0].Rate == 0 {
-		set = queue.Settings{Paused: new(true)}
+		set = api.ProgramSettings{Paused: new(true)}
 	}
 	if cfg.OpensAt > 0 {
-		set.OpensAt = new(Epoch.Add(cfg.OpensAt))
+		set.OpensAt = new(Epoch.Add(cfg.OpensAt).Format(time.RFC3339Nano))
 		set.ShuffleAtOpen = new(cfg.Shuffle)
 	}
 	if _, _, err := s.svcs[0].PutProgram(s.ctx, serviceProgram, set); err != nil {

@@ -96,6 +96,7 @@ type shiftedClock struct {
 func (c shiftedClock) Now() time.Time { return time.Now().Add(time.Duration(c.shift.Load())) }
 
 func TestConcurrency(t *testing.T) {
+	t.Parallel()
 	t.Run("OneInstance", func(t *testing.T) { testConcurrency(t, 1, 0, false) })
 	t.Run("TwoInstances", func(t *testing.T) { testConcurrency(t, 2, 0, false) })
 	// An item write limit of 5 units a second puts the program on ticket
@@ -134,7 +135,7 @@ func (g givingBack) ReturnTickets(ctx context.Context, p queue.Program, from int
 // write limit (tickets.WithItemWriteLimit), else take every ticket from the
 // program item; with bursts, enters come in bursts (burstPeriod).
 func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts bool) {
-	endpoint := dynamotest.Endpoint(t)
+	endpoint := dynamotest.Lease(t)
 	var (
 		table  string
 		client *dynamodb.Client

@@ -22,7 +22,8 @@ import (
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
 
-// newClient returns a client for the test server. Its attempts may take
+// newClient returns a client for the shared test server; newClientAt for
+// the one at endpoint. Its attempts may take
 // a minute rather than the production 1 s: the contract's concurrency
 // tests queue 32 callers behind a server that answers one request at a
 // time, in some 20 ms on an idle machine and over 300 ms on a busy one, so
@@ -31,8 +32,13 @@ func TestMain(m *testing.M) { dynamotest.Main(m) }
 // tests the production timeouts.
 func newClient(t *testing.T) *dynamodb.Client {
 	t.Helper()
+	return newClientAt(t, dynamotest.Endpoint(t))
+}
+
+func newClientAt(t *testing.T, endpoint string) *dynamodb.Client {
+	t.Helper()
 	client, err := dynamostore.NewClientWithOptions(t.Context(), dynamostore.ClientOptions{
-		Endpoint:       dynamotest.Endpoint(t),
+		Endpoint:       endpoint,
 		AttemptTimeout: time.Minute,
 	})
 	if err != nil {
@@ -42,7 +48,8 @@ func newClient(t *testing.T) *dynamodb.Client {
 }
 
 func TestContract(t *testing.T) {
-	client := newClient(t)
+	t.Parallel()
+	client := newClientAt(t, dynamotest.Lease(t))
 	storetest.Run(t, func(t *testing.T) queue.Store {
 		return dynamostore.New(client, dynamotest.NewTable(t, client))
 	})

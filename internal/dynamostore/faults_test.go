@@ -51,11 +51,12 @@ const hangBound = 10 * time.Second
 // faultRig is one function instance (handler, service, store, SDK client)
 // whose requests to the DynamoDB API server go through a fault injector.
 type faultRig struct {
-	ft     *faultinject.Transport
-	client *dynamodb.Client
-	table  string
-	svc    *queue.Service
-	h      httpapi.LambdaHandler
+	endpoint string // a server of the test's own (dynamotest.Lease)
+	ft       *faultinject.Transport
+	client   *dynamodb.Client
+	table    string
+	svc      *queue.Service
+	h        httpapi.LambdaHandler
 }
 
 // newFaultRig builds an instance on a fresh table with the client's
@@ -65,8 +66,9 @@ func newFaultRig(t *testing.T, opts ...queue.Option) *faultRig {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(base.CloseIdleConnections)
 	ft := faultinject.New(base, 1)
+	endpoint := dynamotest.Lease(t)
 	client, err := dynamostore.NewClientWithOptions(t.Context(), dynamostore.ClientOptions{
-		Endpoint:  dynamotest.Endpoint(t),
+		Endpoint:  endpoint,
 		Transport: ft,
 	})
 	if err != nil {
@@ -78,7 +80,7 @@ func newFaultRig(t *testing.T, opts ...queue.Option) *faultRig {
 	store := dynamostore.New(client, table)
 	svc := queue.NewService(store, polling.DefaultTiers(), append([]queue.Option{queue.WithTickets(tickets.New(store))}, opts...)...)
 	h := httpapi.Lambda(httpapi.New(svc, httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
-	return &faultRig{ft: ft, client: client, table: table, svc: svc, h: h}
+	return &faultRig{endpoint: endpoint, ft: ft, client: client, table: table, svc: svc, h: h}
 }
 
 // program creates a program, without faults.
@@ -585,7 +587,7 @@ func TestFaultsPositionsNeverGoBack(t *testing.T) {
 // own client and no faults.
 func (r *faultRig) instance(t *testing.T, opts ...queue.Option) *queue.Service {
 	t.Helper()
-	client, err := dynamostore.NewClient(t.Context(), dynamotest.Endpoint(t))
+	client, err := dynamostore.NewClient(t.Context(), r.endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}

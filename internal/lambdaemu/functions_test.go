@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,19 +131,11 @@ func TestFunctions(t *testing.T) {
 				t.Errorf("routeKey %q (requestContext %q), want %q: the route API Gateway chooses", req.RouteKey, req.RequestContext.RouteKey, route)
 			}
 			fn := fns[id]
-			payload, err := fn.emu.Invoke(ctx, raw)
-			if err != nil {
-				t.Fatalf("%s: %v", id, err)
-			}
-			var got events.APIGatewayV2HTTPResponse
-			if err := json.Unmarshal(payload, &got); err != nil {
-				t.Fatalf("%s: response is not an HTTP API response: %v: %s", id, err, payload)
-			}
+			got := fn.invokeRetrying(t, id, req.RequestContext.HTTP.Method, raw)
 			want, err := fn.ref(ctx, req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			fn.answered = append(fn.answered, got.StatusCode)
 			checkResponse(t, id, got, want)
 			if name == "poll-first-admission" {
 				checkPass(t, fn, got)
@@ -156,6 +149,30 @@ func TestFunctions(t *testing.T) {
 		fn := fns[id]
 		fn.emu.Stop() // the log is complete
 		t.Run("EMF/"+id, func(t *testing.T) { checkEMF(t, fn) })
+	}
+}
+
+// invokeRetrying invokes fn with the event raw, of method, as a client
+// does: a 503 with Retry-After (the store slower than the function's
+// budget) to a GET or PUT is sent again after it, at most 3 times in all.
+func (fn *function) invokeRetrying(t *testing.T, id, method string, raw []byte) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		payload, err := fn.emu.Invoke(t.Context(), raw)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		var got events.APIGatewayV2HTTPResponse
+		if err := json.Unmarshal(payload, &got); err != nil {
+			t.Fatalf("%s: response is not an HTTP API response: %v: %s", id, err, payload)
+		}
+		fn.answered = append(fn.answered, got.StatusCode)
+		wait, err := strconv.Atoi(got.Headers["Retry-After"])
+		if got.StatusCode != http.StatusServiceUnavailable || err != nil || method != http.MethodGet && method != http.MethodPut || attempt == 3 {
+			return got
+		}
+		t.Logf("%s: attempt %d answered 503 %s; retrying in %d s", id, attempt, got.Body, wait)
+		time.Sleep(time.Duration(wait) * time.Second)
 	}
 }
 

@@ -1,5 +1,6 @@
-// Package dynamotest runs a local DynamoDB API server for tests: one per
-// test binary, started on first use and stopped when the binary exits.
+// Package dynamotest runs local DynamoDB API servers for tests: one shared
+// per test binary (Endpoint), and more that a test can have to itself
+// (Lease), each started on first use and stopped when the binary exits.
 // Import it from _test.go files only.
 //
 // The server is moto_server (pip install 'moto[server]'), or dynalite
@@ -67,7 +68,43 @@ func Endpoint(t testing.TB) string {
 	return server.endpoint
 }
 
-// Main runs the tests and stops the server, if one was started, before the
+// Lease returns the URL of a DynamoDB API server that no other test uses
+// until t ends: an idle one, or a new one. Parallel tests that each lease
+// one use a core each rather than queueing at the shared server.
+func Lease(t testing.TB) string {
+	t.Helper()
+	Endpoint(t) // the first server tells whether one can start
+	pool.mu.Lock()
+	var srv *localdynamo.Server
+	if n := len(pool.idle); n > 0 {
+		srv, pool.idle = pool.idle[n-1], pool.idle[:n-1]
+	}
+	pool.mu.Unlock()
+	if srv == nil {
+		var err error
+		if srv, err = localdynamo.Start(context.Background(), options()); err != nil {
+			t.Fatalf("dynamotest: %v", err)
+		}
+		pool.mu.Lock()
+		pool.all = append(pool.all, srv)
+		pool.mu.Unlock()
+	}
+	t.Cleanup(func() {
+		pool.mu.Lock()
+		defer pool.mu.Unlock()
+		pool.idle = append(pool.idle, srv)
+	})
+	return srv.Endpoint()
+}
+
+// pool holds the servers Lease started: all of them, and those no test
+// holds.
+var pool struct {
+	mu        sync.Mutex
+	all, idle []*localdynamo.Server
+}
+
+// Main runs the tests and stops the servers that were started before the
 // binary exits. Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
@@ -75,8 +112,8 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// Stop kills the server if it is running. Main calls it; a later Endpoint
-// does not restart it.
+// Stop kills the servers that are running. Main calls it; a later Endpoint
+// does not restart the shared one.
 func Stop() {
 	server.mu.Lock()
 	defer server.mu.Unlock()
@@ -84,18 +121,29 @@ func Stop() {
 		server.srv.Stop()
 		server.srv = nil
 	}
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	for _, srv := range pool.all {
+		srv.Stop()
+	}
+	pool.all, pool.idle = nil, nil
 }
 
-func start() {
+// options are the server's options from the environment.
+func options() localdynamo.Options {
 	kind := os.Getenv("DYNAMODB_TEST_SERVER")
 	opts := localdynamo.Options{Server: kind, Serialize: kind != "dynalite"}
 	if os.Getenv("DYNAMOTEST_VERBOSE") != "" {
 		opts.Output = os.Stderr
 	}
-	srv, err := localdynamo.Start(context.Background(), opts)
+	return opts
+}
+
+func start() {
+	srv, err := localdynamo.Start(context.Background(), options())
 	if err != nil {
 		if errors.Is(err, localdynamo.ErrUnknownServer) {
-			err = fmt.Errorf("DYNAMODB_TEST_SERVER=%q: %w", kind, localdynamo.ErrUnknownServer)
+			err = fmt.Errorf("DYNAMODB_TEST_SERVER=%q: %w", os.Getenv("DYNAMODB_TEST_SERVER"), localdynamo.ErrUnknownServer)
 		}
 		server.err = err
 		server.missing = errors.Is(err, localdynamo.ErrNotInstalled)

@@ -180,14 +180,6 @@ func (a *api) jwks(w http.ResponseWriter, r *http.Request) {
 	a.jwksh.ServeHTTP(w, r)
 }
 
-// timeString formats t as RFC 3339 UTC with milliseconds, or "" for zero.
-func timeString(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
 func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v queue.View, err error) {
 	if err != nil {
 		a.writeError(w, r, err)

@@ -66,9 +66,9 @@ func invalidSetting(name, problem string) *Error {
 }
 
 // changeOptions applies the admin's change set to o and to pace's Rate and
-// Paused: each value present is converted from its wire unit and checked by
-// its setting's rule, and the first problem is the error. The rules do not
-// depend on o, so that a change to zero values checks set alone.
+// Paused, each value present converted from its wire unit and checked by
+// its setting's rule; the first problem is the error. The rules ignore the
+// values in o, so a call on zero values validates set alone.
 func changeOptions(set api.ProgramSettings, o *Options, pace *Segment, policies map[string]polling.Policy) error {
 	return cmp.Or(
 		change(&o.OpensAt, set.OpensAt, "opensAt", opening),
@@ -431,8 +431,7 @@ func (s *Service) checkOwnWrite(ctx context.Context, p Program, change string, e
 		return err
 	}
 	stored, rerr := s.store.GetProgram(ctx, p.ID)
-	switch {
-	case rerr != nil:
+	if rerr != nil {
 		return fmt.Errorf("a conflict, and reading whether the write was applied failed: %w", rerr)
 	}
 	switch applied, known := stored.changeApplied(change, p.Version); {
@@ -461,12 +460,10 @@ func (p Program) apply(set api.ProgramSettings, now time.Time, delay time.Durati
 	return p.Rebased(now, pace.Rate, pace.Paused, 0, delay), nil
 }
 
-// applyOpening checks set's opening and shuffle against p at now, a change
-// taking effect delay later. The opening moves only while the current one
-// and the new one are both at least delay ahead, so that every instance
-// has read the change before either matters; the shuffle is set only
-// before anyone entered (its commitment must come before the pre-queue
-// starts) and only with an opening ahead.
+// applyOpening checks set's opening and shuffle against p at now, for a
+// change taking effect delay later: the opening moves only while the
+// current and the new one are both more than delay ahead, and the shuffle
+// is armed only before anyone entered and with an opening ahead.
 func (p Program) applyOpening(set api.ProgramSettings, now time.Time, delay time.Duration) error {
 	effective := now.Add(delay)
 	opensAt, shuffle := p.OpensAt, p.Shuffle
@@ -496,6 +493,7 @@ func (p Program) applyOpening(set api.ProgramSettings, now time.Time, delay time
 	return nil
 }
 
+// counters is the admin view of p at now.
 func (p Program) counters(now time.Time) Counters {
 	admitted := p.Serving(now)
 	settled := p.Settled()

@@ -62,9 +62,9 @@ var (
 	ErrConflict = errors.New("store: condition failed")
 	// ErrClosed means IssueTicket found the program closed to entries.
 	ErrClosed = errors.New("store: program closed")
-	// ErrThrottled marks a store fault that was the store's throughput
-	// limit (a hot item), through every retry: a fault like any other to
-	// the client, and a sign to spread the tickets wider.
+	// ErrThrottled marks a store fault caused by the store's throughput
+	// limit on one item, after every retry. Clients see it as any other
+	// fault; package tickets takes it as a sign to use more shards.
 	ErrThrottled = errors.New("store: throughput exceeded")
 )
 

@@ -8,14 +8,12 @@ import (
 	"github.com/example/waitingroom/internal/api"
 )
 
-// An enter with an Idempotency-Key claims the token item its key names
-// before it takes a ticket; docs/design.md, "Idempotency and lost
-// answers", says why and what it costs.
+// Bounds of an enter with an Idempotency-Key, which claims the token item
+// its key names before it takes a ticket (see docs/design.md, "Idempotency
+// and lost answers").
 const (
 	// ClaimTimeout is how long a claim holds before another enter with the
-	// key may take it over: twice the queue function's timeout (5 s,
-	// template.yaml), so that its claimant has been stopped by then unless
-	// the instances' clocks disagree by more than 5 s.
+	// key may take it over: twice the queue function's timeout.
 	ClaimTimeout = 10 * time.Second
 	// claimRetention is how long the store keeps a claim that nobody
 	// filled (its TTL).

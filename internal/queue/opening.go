@@ -138,15 +138,10 @@ func ParsePublicKey(s string) (*rsa.PublicKey, error) {
 // shuffleRounds is the Feistel network's number of rounds.
 const shuffleRounds = 10
 
-// PlaceOf is the place of ticket in a pre-queue of prequeue tickets,
-// shuffled with seed: π(ticket), where π is a permutation of
-// 1..prequeue keyed by the seed's bytes. π is a balanced Feistel network
-// of 10 rounds over the smallest even number of bits that holds
-// prequeue − 1, round i's function the first 8 bytes, big endian, of
-// SHA-256(SHA-256(the seed's bytes) ‖ i (1 byte) ‖ prequeue ‖ the right
-// half (8 bytes each, big endian)), with cycle-walking back into
-// 0..prequeue − 1 (fewer than 4 passes on average). Tickets outside
-// 1..prequeue keep their number.
+// PlaceOf returns the place of ticket in a pre-queue of prequeue tickets
+// shuffled with seed: π(ticket), π a permutation of 1..prequeue keyed by
+// the seed (a 10-round Feistel network; see docs/design.md, "The shuffle").
+// Tickets outside 1..prequeue keep their number.
 func PlaceOf(seed string, prequeue, ticket int64) int64 {
 	if ticket < 1 || ticket > prequeue || prequeue < 2 {
 		return ticket
@@ -206,15 +201,14 @@ type shuffleSeeds struct {
 }
 
 // shuffleKeyBackoff is how long an instance leaves the shuffle key alone
-// after a failed call: while KMS is unreachable, answers do not each wait
-// for its timeouts in turn.
+// after a failed call, so that answers do not each wait on an unreachable
+// KMS.
 const shuffleKeyBackoff = 2 * time.Second
 
-// withShuffle returns p with ShufflePublicKey set if p shuffles (left
-// empty while the key cannot be read: the answers only show it), and
-// ShuffleSeed once its pre-queue is fixed: the key's signature of
-// ShuffleMessage, unpadded base64url, signed at the first need after the
-// opening and kept; without it no pre-queue place is known, an error.
+// withShuffle returns p, if it shuffles, with ShufflePublicKey (empty while
+// the key cannot be read) and, once its pre-queue is fixed, ShuffleSeed,
+// signed on first need and kept for the instance's life. Without a seed no
+// place is known, so a signing failure is KEYS_UNAVAILABLE.
 func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 	if !p.Shuffle {
 		return p, nil
@@ -269,12 +263,10 @@ func (p Program) AdmitsToken(t Token, now time.Time) bool {
 	return ok && p.Admits(place, now)
 }
 
-// openingSpread is over how long, at now, the people of a shuffled
-// pre-queue come back after the opening to learn their place: a hundredth
-// of the time the pre-queue will take to be admitted (its size at the
-// opening foreseen from the pace of the entries so far), within
-// [minOpeningSpread, maxOpeningSpread]. Too short is a herd; too long, a
-// late hearing for those drawn near the front.
+// openingSpread is the span after the opening over which, seen at now, the
+// people of a shuffled pre-queue come back to learn their place: a
+// hundredth of the pre-queue's admission time (its size at the opening
+// extrapolated from the entries so far), within 1 to 5 s.
 func (p Program) openingSpread(now time.Time) time.Duration {
 	const minOpeningSpread, maxOpeningSpread = time.Second, 5 * time.Second
 	r := p.Settled().Rate

@@ -72,12 +72,12 @@ type Program struct {
 	// most maxRecentChanges): how a retried write recognises its own.
 	Changes []string
 
-	// Shards is how many ticket shards hand out the program's tickets; 0:
-	// every ticket comes from the program itself (package tickets).
+	// Shards is how many ticket shards (package tickets) hand out the
+	// program's tickets; 0: every ticket comes from the program item.
 	Shards int
 	// Recent are the instants (Unix ms) of the last RecentTickets tickets
-	// taken one at a time from the program item, newest first (0: none):
-	// one answer tells a crowd (BurstRate).
+	// taken one at a time from the program item, newest first (0: none),
+	// so that a single answer shows a burst (BurstRate).
 	Recent [RecentTickets]int64
 
 	// ShuffleNonce makes the shuffle's message (ShuffleMessage) unique: 16
@@ -97,8 +97,8 @@ type Program struct {
 // RecentTickets is how many single tickets' instants a program keeps.
 const RecentTickets = 8
 
-// BurstRate is the rate of the last RecentTickets single tickets, a
-// second (their number less one over their span, at least a ms); 0 until
+// BurstRate is the rate per second of the last RecentTickets single
+// tickets (their number less one over their span, at least a ms); 0 until
 // there are that many.
 func (p Program) BurstRate() float64 {
 	oldest := p.Recent[RecentTickets-1]
@@ -167,9 +167,9 @@ func (p Program) drainedAt(ms int64) bool {
 // change is pending.
 func (p Program) Drained(now time.Time) bool { return p.drainedAt(UnixMs(now)) }
 
-// CacheableUntil is how long a program read at loadedAt may be reused: a
-// ttl, but never past the drain instant, after which the next ticket may
-// re-anchor the counter.
+// CacheableUntil is until when a program read at loadedAt may be reused:
+// ttl later, but never past the drain instant (after which the next ticket
+// may re-anchor the counter) nor past an armed shuffle's opening.
 func (p Program) CacheableUntil(loadedAt time.Time, ttl time.Duration) time.Time {
 	until := loadedAt.Add(ttl)
 	if p.armed() && p.OpensAt.After(loadedAt) && p.OpensAt.Before(until) {
@@ -192,8 +192,9 @@ func (p Program) folded(ms int64) Program {
 }
 
 // WithTicketIssued returns p after one more ticket is handed out at now:
-// the rule every Store applies atomically. A drained queue is first
-// re-anchored at now on Issued (a due change made current first).
+// the rule every Store applies atomically. A due pre-queue is fixed first,
+// and a drained queue re-anchored at now on Issued (a due change made
+// current first).
 func (p Program) WithTicketIssued(now time.Time) Program { return p.WithTicketsIssued(now, 1) }
 
 // WithTicketsIssued returns p after n ≥ 1 consecutive tickets are handed
@@ -244,10 +245,10 @@ func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 }
 
 // Rebased returns p with an admin change made at now: admission goes on at
-// rate (or stops if paused) and admit more people are let in, never beyond
-// Issued nor backwards; not before p.OpensAt. The change takes effect at now+delay, or at once
-// when delay is 0 or the queue has drained; a change still pending at now
-// must have taken effect first (the caller waits for it).
+// rate (or stops if paused, and never starts before p.OpensAt) and admit
+// more people are let in, the counter never passing Issued nor going back.
+// The change takes effect at now+delay, or at once when delay is 0 or the
+// queue has drained; the caller must first wait out any pending change.
 func (p Program) Rebased(now time.Time, rate Rate, paused bool, admit int64, delay time.Duration) Program {
 	ms := UnixMs(now)
 	p = p.folded(ms)

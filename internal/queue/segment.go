@@ -95,8 +95,7 @@ func (s Segment) StepNs() int64 {
 
 // DrainAtNs returns the Unix ns, rounded up, at which the counter reaches
 // issued (its origin if it has already, or if the segment does not
-// advance).
-// Rounded up, it is at or before now's ns exactly when Counter(now) ≥
+// advance), so that it is at or before now exactly when Counter(now) ≥
 // issued.
 func (s Segment) DrainAtNs(issued int64) int64 {
 	at := msToNs(s.origin())

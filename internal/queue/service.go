@@ -42,10 +42,9 @@ func WithClock(c clock.Clock) Option { return func(s *Service) { s.clock = c } }
 func WithRand(rng *rand.Rand) Option { return func(s *Service) { s.rng = rng } }
 
 // WithProgramCache lets polls reuse a program read for up to ttl (0: read
-// every time), and makes admin changes take effect ttl after they are made,
-// so that an instance still using an earlier read computes the same serving
-// counter as one that read the change. Every instance of a deployment must
-// use the same ttl. See docs/design.md, "Caching".
+// every time), and delays admin changes by ttl plus the admin write budget
+// so that every instance computes the same serving counter. Every instance
+// of a deployment must use the same ttl (see docs/design.md, "Caching").
 func WithProgramCache(ttl time.Duration) Option {
 	return func(s *Service) { s.cache.ttl = ttl }
 }
@@ -194,7 +193,7 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 		v, err := s.answer(ctx, programID, stored)
 		return v, false, err
 	}
-	if p, err = s.opened(ctx, p, now); err != nil {
+	if p, err = s.withOpening(ctx, p, now); err != nil {
 		return View{}, false, err
 	}
 	v, err = s.view(ctx, p, t, now)
@@ -237,7 +236,7 @@ func (s *Service) answer(ctx context.Context, programID string, t Token) (View, 
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
 		p, err := s.program(ctx, programID, now)
 		if err == nil {
-			p, err = s.opened(ctx, p, now)
+			p, err = s.withOpening(ctx, p, now)
 		}
 		if err != nil {
 			return View{}, err
@@ -247,10 +246,11 @@ func (s *Service) answer(ctx context.Context, programID string, t Token) (View, 
 	return s.view(ctx, Program{}, t, now)
 }
 
-// opened returns p with its pre-queue fixed if p shuffles and now is at or
-// after its opening: read fresh, and fixed by this call if no ticket has
-// fixed it yet. Other programs are returned as they are.
-func (s *Service) opened(ctx context.Context, p Program, now time.Time) (Program, error) {
+// withOpening returns p as an answer at now needs it: if p shuffles and its
+// opening has come, read fresh with its pre-queue fixed (by this call if no
+// ticket has fixed it yet); then with its shuffle key and seed
+// (withShuffle).
+func (s *Service) withOpening(ctx context.Context, p Program, now time.Time) (Program, error) {
 	if !p.armed() || now.Before(p.OpensAt) {
 		return s.withShuffle(ctx, p)
 	}
@@ -282,7 +282,7 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
 		p, err := s.program(ctx, programID, now)
 		if err == nil {
-			p, err = s.opened(ctx, p, now)
+			p, err = s.withOpening(ctx, p, now)
 		}
 		if err != nil {
 			return err
@@ -305,6 +305,8 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 	return nil
 }
 
+// token reads token tokenID of programID: TOKEN_NOT_FOUND if it is absent,
+// of another program, or a claim not filled yet.
 func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, error) {
 	switch {
 	case !ValidProgramID(programID):
@@ -423,6 +425,8 @@ func (s *Service) markAdmitted(ctx context.Context, p Program, t Token, now time
 	return stored, recorded, nil
 }
 
+// program returns program id as of now, from the cache or read (and cached);
+// PROGRAM_NOT_FOUND if it does not exist.
 func (s *Service) program(ctx context.Context, id string, now time.Time) (Program, error) {
 	if p, ok := s.cache.get(id, now); ok {
 		return p, nil
@@ -463,15 +467,16 @@ func (c *programCache) shardView(id string, now time.Time) (Program, bool) {
 	return e.p, true
 }
 
+// cachedProgram is one read of a program kept by programCache.
 type cachedProgram struct {
 	p        Program
 	loadedAt time.Time
 	until    time.Time // Program.CacheableUntil
 }
 
-// programCache keeps recent program reads per function instance; an entry
-// is dropped once it has been expired for a TTL (at most once a TTL, the
-// map is swept when a read is put).
+// programCache keeps recent program reads per function instance. A read
+// never replaces a newer version loaded less than two TTLs ago, and
+// entries that old are swept, at most once a TTL, when a read is put.
 type programCache struct {
 	ttl     time.Duration
 	mu      sync.RWMutex
@@ -479,6 +484,8 @@ type programCache struct {
 	sweptAt time.Time
 }
 
+// get returns the cached read of id if it may still be used at now
+// (Program.CacheableUntil).
 func (c *programCache) get(id string, now time.Time) (Program, bool) {
 	if c.ttl <= 0 {
 		return Program{}, false
@@ -492,6 +499,7 @@ func (c *programCache) get(id string, now time.Time) (Program, bool) {
 	return e.p, true
 }
 
+// put caches p as read at now; nothing without a TTL.
 func (c *programCache) put(p Program, now time.Time) {
 	if c.ttl <= 0 {
 		return

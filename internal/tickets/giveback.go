@@ -136,7 +136,7 @@ func (s *Shards) GiveBack(ctx context.Context, programs queue.Programs, programI
 		return
 	}
 	runs := append(w.returns, s.trim(ctx, programID, w)...)
-	defer func() { s.endGiveBack(programID, runs) }()
+	defer func() { s.endGiveBack(programID, runs) }() // keeps the runs left at return
 	runs = coalesce(runs)
 	p, err := programs.Get(ctx, programID, now)
 	if err != nil {

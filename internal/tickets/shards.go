@@ -85,7 +85,7 @@ func (s *Shards) Take(ctx context.Context, programs queue.Programs, programID st
 		defer done()
 		start := now
 		defer func() { s.recordFetch(programID, s.clock.Now().Sub(start)) }()
-		c = s.currentCount(ctx, c, programID, programs.TTL(), asked, run, now)
+		c = s.withShardCount(ctx, c, programID, programs.TTL(), asked, run, now)
 		if c.Shards > 0 {
 			t, ok, err := s.takeFromShards(ctx, c, run, now)
 			if err != nil || ok {
@@ -97,10 +97,10 @@ func (s *Shards) Take(ctx context.Context, programs queue.Programs, programID st
 	return s.takeFromItem(ctx, programs, programID, now)
 }
 
-// currentCount returns c, program id as last read (if at all), with the
-// shard count learnt since, or one this instance sets on its own when it
-// alone asks for more than the program item should take.
-func (s *Shards) currentCount(ctx context.Context, c queue.Program, id string, ttl time.Duration, asked float64, run int64, now time.Time) queue.Program {
+// withShardCount returns c, program id as last read (if at all), with the
+// shard count learnt since, or with one this instance sets on its own when
+// its own enters alone exceed what the program item should take.
+func (s *Shards) withShardCount(ctx context.Context, c queue.Program, id string, ttl time.Duration, asked float64, run int64, now time.Time) queue.Program {
 	if k, ok := s.shardCount(id, now, ttl); ok {
 		c.ID, c.Shards = id, k
 	}
@@ -137,7 +137,7 @@ func (s *Shards) takeFromItem(ctx context.Context, programs queue.Programs, prog
 	s.recordAnswer(p, now)
 	rate := s.rate(programID, now)
 	if p.BurstRate() >= 5*s.switchOn() {
-		rate = max(rate, 5*s.switchOn()) // one answer tells a crowd
+		rate = max(rate, 5*s.switchOn()) // a burst of single tickets in one answer
 	}
 	if rate >= s.switchOn() && p.Shards == 0 && !p.Closed {
 		_, asked := s.rates(programID, now)

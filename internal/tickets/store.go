@@ -108,8 +108,8 @@ const (
 )
 
 // freshAfter is the earliest reservation of a block whose numbers may be
-// handed out at now: BlockLifetime ago, or the opening if that is later
-// and already passed.
+// handed out at now: less than BlockLifetime ago, and not before the
+// opening once it has passed.
 func freshAfter(now, opensAt time.Time) time.Time {
 	from := now.Add(-BlockLifetime + time.Millisecond)
 	if !opensAt.IsZero() && opensAt.After(from) && !now.Before(opensAt) {

@@ -72,8 +72,8 @@ func newApp(getenv func(string) string, stdout, stderr io.Writer, settings []set
 type command struct {
 	args     []string // names of the positional arguments
 	synopsis string
-	// sampling: the command's next request is its retry (watch), so a
-	// request is sent once.
+	// sampling commands (watch) send each request once: the next sample
+	// is the retry.
 	sampling bool
 	// flags registers the command's own flags and returns what runs it.
 	flags func(a *app, fs *flag.FlagSet) func(ctx context.Context, c *call) error
@@ -272,16 +272,16 @@ func (a *app) explain(err error, auth client.Authorizer) error {
 	}
 	_, bearer := auth.(client.BearerToken)
 	switch {
-	case ae.Code == "INVALID_JSON" && unknownField.MatchString(ae.Message):
+	case ae.Code == api.CodeInvalidJSON && unknownField.MatchString(ae.Message):
 		field := unknownField.FindStringSubmatch(ae.Message)[1]
 		if f := flagOf(a.settings, field); f != "" {
 			return fmt.Errorf("%w\n(this server does not know -%s yet: it runs an older version than wrctl)", err, f)
 		}
-	case (ae.Status == 401 || ae.Code == "FORBIDDEN") && !bearer:
+	case (ae.Status == http.StatusUnauthorized || ae.Code == api.CodeForbidden) && !bearer:
 		return fmt.Errorf("%w\n(the local server takes a bearer token: set ADMIN_TOKEN to the one it printed)", err)
-	case ae.Status == 403 && ae.Code == "" && bearer:
+	case ae.Status == http.StatusForbidden && ae.Code == "" && bearer:
 		return fmt.Errorf("%w\n(an API on AWS takes requests signed with AWS credentials: unset ADMIN_TOKEN)", err)
-	case ae.Status == 403 && ae.Code == "" && !bearer:
+	case ae.Status == http.StatusForbidden && ae.Code == "" && !bearer:
 		return fmt.Errorf("%w\n(check that your AWS identity may execute-api:Invoke the admin routes, and the -region)", err)
 	}
 	return err

@@ -10,7 +10,7 @@
 //	wrctl close|reopen ID         stop or resume new entries
 //	wrctl watch ID                a live view of the crowd
 //
-// Run "wrctl COMMAND -h" for the flags. See docs/operations.md, "wrctl".
+// Run "wrctl COMMAND -h" for the flags.
 package main
 
 import (

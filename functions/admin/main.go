@@ -1,11 +1,7 @@
-// Command admin is the Lambda function behind the admin routes (program
-// settings, counters, admissions). API Gateway lets only IAM-signed requests
-// through (AWS_IAM authorizer) and the handler checks the signature's mark
-// again. It only wires: the behaviour is in internal/httpapi and
-// internal/queue.
-//
-// Build it with -tags lambda.norpc into a file named bootstrap for the
-// provided.al2023 runtime (make build-AdminFunction).
+// Command admin is the Lambda function behind the admin routes, which API
+// Gateway's AWS_IAM authorizer guards and httpapi.IAMAuth checks again; the
+// behaviour is in internal/httpapi and internal/queue. Build it with -tags
+// lambda.norpc as bootstrap for provided.al2023 (make build-AdminFunction).
 package main
 
 import (
@@ -20,12 +16,11 @@ import (
 )
 
 func main() {
-	// Once per cold start: every invocation of this instance shares the
-	// DynamoDB client's connection pool.
+	// Once per cold start, shared by every invocation.
 	a, err := app.FromEnv(context.Background(), os.Getenv, os.Stderr)
 	if err != nil {
-		// One JSON line, then exit: Lambda reports the init error and the
-		// next request gets a fresh try.
+		// One JSON line, then exit: Lambda reports the init error and
+		// retries on the next request.
 		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("cold start", "error", err.Error())
 		os.Exit(1)
 	}

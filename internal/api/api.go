@@ -164,7 +164,8 @@ type ProgramSettings struct {
 	Message *string `json:"message,omitempty"`
 	// Notice, at most 280 characters; "" clears it.
 	Notice *string `json:"notice,omitempty"`
-	// TargetURL, an absolute https URL; "" clears it.
+	// TargetURL, an absolute https URL (http only for a loopback host)
+	// without credentials or fragment, at most 2048 bytes; "" clears it.
 	TargetURL *string `json:"targetUrl,omitempty"`
 }
 

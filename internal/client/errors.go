@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/example/waitingroom/internal/api"
 )
 
 // Error is an answer other than the one expected: the API's
@@ -142,14 +144,12 @@ func (r Retry) after(method string, err error, attempt int) (time.Duration, bool
 	return wait, true
 }
 
-// safeToRepeat reports whether a request answered e may be sent again: a
-// 429 (throttled before it was served) or a BUSY (the change was not made)
-// always; another 503, which may come after a change was made, only for a
-// request that is the same done twice (GET, and PUT of settings), not for
-// a POST.
+// safeToRepeat reports whether a request answered e may be sent again:
+// always after a 429 or a 503 BUSY, which made no change; after another
+// 503 only for a GET or PUT, which come to the same when made twice.
 func safeToRepeat(method string, e *Error) bool {
 	switch {
-	case e.Status == http.StatusTooManyRequests, e.Status == http.StatusServiceUnavailable && e.Code == "BUSY":
+	case e.Status == http.StatusTooManyRequests, e.Status == http.StatusServiceUnavailable && e.Code == api.CodeBusy:
 		return true
 	case e.Status == http.StatusServiceUnavailable:
 		return method == http.MethodGet || method == http.MethodPut

@@ -42,7 +42,7 @@ func (a *api) admit(w http.ResponseWriter, r *http.Request) {
 	a.writeCounters(w, r, http.StatusOK, c, err)
 }
 
-// programOf is the admin view of c, one line a value.
+// programOf is c as the wire's Program.
 func programOf(c queue.Counters) wire.Program {
 	view := wire.Program{
 		ProgramID:              c.ProgramID,
@@ -67,6 +67,7 @@ func programOf(c queue.Counters) wire.Program {
 	return view
 }
 
+// writeCounters answers c as a Program with status, or err.
 func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, c queue.Counters, err error) {
 	if err != nil {
 		a.writeError(w, r, err)

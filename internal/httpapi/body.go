@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	wire "github.com/example/waitingroom/internal/api"
-
 	"bytes"
 	"errors"
 	"fmt"
@@ -13,14 +11,16 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	wire "github.com/example/waitingroom/internal/api"
 )
 
 // maxNameInMessage caps how much of an unknown or repeated key an error
 // message repeats.
 const maxNameInMessage = 64
 
-// nullMember is the error of a member whose value is null: into a value
-// of type t, a pointer to the field.
+// nullMember is the error of a member whose value is null; t is the type
+// of the pointer to the field it was to fill.
 type nullMember struct{ t reflect.Type }
 
 func (nullMember) Error() string { return "null" }
@@ -117,6 +117,7 @@ func capName(s string) string {
 	return string([]rune(s)[:maxNameInMessage]) + "…"
 }
 
+// invalidJSON is a 400 INVALID_JSON error with msg.
 func invalidJSON(msg string) error {
 	return httpErrorf(http.StatusBadRequest, wire.CodeInvalidJSON, "%s", msg)
 }

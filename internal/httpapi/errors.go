@@ -83,9 +83,8 @@ func answerOf(err error) (int, wire.Error, time.Duration) {
 	return status, body, e.RetryAfter
 }
 
-// writeError answers err as {code,message} with its status. Only
-// server-side failures (5xx) are logged, with their cause; clients see the
-// code and a safe message.
+// writeError answers err as {code,message} with its status, and a 503
+// with Retry-After. Only 5xx answers are logged, with their cause.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, body, retry := answerOf(err)
 	if status >= 500 {

@@ -21,7 +21,7 @@ import (
 // MaxBodyBytes bounds request bodies; larger ones get 413.
 const MaxBodyBytes = 16 << 10
 
-// Middleware wraps a handler; admin auth is one.
+// Middleware wraps a handler, such as the admin routes' auth.
 type Middleware = func(http.Handler) http.Handler
 
 // Option configures a handler.
@@ -86,7 +86,7 @@ func newAPI(svc *queue.Service, opts []Option) *api {
 	return a
 }
 
-// handler routes the Routes that keep allows on a ServeMux, with a JSON 405
+// handler serves the Routes that keep accepts, with a JSON 405 (and Allow)
 // for other methods on their paths and a JSON 404 for every other path.
 func (a *api) handler(keep func(Route) bool, auth Middleware) http.Handler {
 	mux := http.NewServeMux()
@@ -117,8 +117,8 @@ func (a *api) handler(keep func(Route) bool, auth Middleware) http.Handler {
 		}
 	}
 	mux.Handle("/", a.notFound())
-	// Between logRequests, which copies the request, and the mux, which
-	// sets its Pattern: nothing in between copies it.
+	// observe reads the Pattern the mux sets on the same *http.Request, so
+	// nothing between them may copy the request (logRequests does).
 	observe := metrics.Middleware(a.obs, func(r *http.Request) metrics.Op {
 		if op, ok := ops[r.Pattern]; ok {
 			return op
@@ -180,6 +180,8 @@ func (a *api) jwks(w http.ResponseWriter, r *http.Request) {
 	a.jwksh.ServeHTTP(w, r)
 }
 
+// writeToken answers v with status, or err; a WAITING token also gets
+// Retry-After in whole seconds, rounded up.
 func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v queue.View, err error) {
 	if err != nil {
 		a.writeError(w, r, err)
@@ -229,6 +231,7 @@ func shuffleOf(v *queue.ShuffleView) *wire.Shuffle {
 	return &wire.Shuffle{Commitment: v.Commitment, PublicKey: v.PublicKey, Seed: v.Seed, Prequeue: v.Prequeue, Place: v.Place}
 }
 
+// ceilSeconds is d in whole seconds, rounded up.
 func ceilSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }

@@ -17,10 +17,9 @@ import (
 type LambdaHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
 // Lambda serves h to API Gateway through aws-lambda-go-api-proxy's
-// httpadapter.NewV2. An event the adapter cannot turn into a request (a
-// path with a bad escape, a body that is not base64) gets the API's JSON
-// 404 or 400 rather than the adapter's error, which Lambda would turn into
-// an opaque 500: it never returns an error.
+// httpadapter.NewV2. It never returns an error: an event the adapter cannot
+// turn into a request (a bad path escape, a body that is not base64) gets
+// the API's JSON 404 or 400, where Lambda would answer an opaque 500.
 func Lambda(h http.Handler) LambdaHandler {
 	proxy := httpadapter.NewV2(h).ProxyWithContext
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -35,10 +34,9 @@ func Lambda(h http.Handler) LambdaHandler {
 	}
 }
 
-// unconvertible checks ev's body and URL as the adapter will convert them,
-// so that the adapter's own complaint (plain text on stdout) does not reach
-// the logs; what is left (a method that is no HTTP token, which API Gateway
-// never sends) falls to Lambda's check of the adapter's error.
+// unconvertible returns the error for an ev whose body or URL the adapter
+// cannot convert, before the adapter prints its own complaint to stdout;
+// nil when both convert.
 func unconvertible(ev events.APIGatewayV2HTTPRequest) *httpError {
 	if ev.IsBase64Encoded {
 		if _, err := base64.StdEncoding.DecodeString(ev.Body); err != nil {

@@ -56,11 +56,10 @@ func IAMAuth() Middleware {
 	}
 }
 
-// passIssuer names the API's base URL, https:// and the domain API
-// Gateway reports the request came to, as the issuer of the passes signed
-// while serving it (used when no PASS_ISSUER is configured). The Host
-// header, which a client writes, is never used: off API Gateway nothing is
-// named, and the issuer must be configured (the local server does).
+// passIssuer names https://<the domain API Gateway reports> as the issuer
+// of the passes signed for the request, used when no PASS_ISSUER is
+// configured. The client-written Host header is never used, so off API
+// Gateway nothing is named.
 func passIssuer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && validDomain(rc.DomainName) {
@@ -92,9 +91,8 @@ func requestID(ctx context.Context) string {
 	return id
 }
 
-// logRequests gives each request an id (API Gateway's, or a fresh one on
-// the local server) and logs it at debug level when answered: a poll is the
-// hot path and CloudWatch bills per byte. Never the token itself.
+// logRequests gives each request an id (API Gateway's, or a fresh random
+// one) and logs it at debug level once answered, never with its token.
 func (a *api) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := ""

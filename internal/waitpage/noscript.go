@@ -117,16 +117,18 @@ func passURL(target, pass string) string {
 	return u.String()
 }
 
-var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// idPattern matches the token ids and idempotency keys the fallback
+// passes on.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // validKey reports whether k can be passed on as an Idempotency-Key.
-func validKey(k string) bool { return keyPattern.MatchString(k) }
+func validKey(k string) bool { return idPattern.MatchString(k) }
 
 // tokenCookie returns the token of the request's cookie, which its Path
 // scopes to the program's page; "" when none or malformed.
 func tokenCookie(r *http.Request) string {
 	c, err := r.Cookie(cookieName)
-	if err != nil || !keyPattern.MatchString(c.Value) {
+	if err != nil || !idPattern.MatchString(c.Value) {
 		return ""
 	}
 	return c.Value

@@ -1,9 +1,7 @@
-// Package waitpage serves the waiting-room page that people see at
-// GET /waiting-room/{programId}: one embedded HTML template, CSS and
-// JavaScript (content-hashed, cached for a year), which talks to the queue's
-// JSON API from the browser, and a form-and-cookie fallback for browsers
-// without JavaScript. It reads programs through the small Programs
-// interface. docs/waiting-room.md describes the page's behaviour.
+// Package waitpage serves the waiting-room page at GET
+// /waiting-room/{programId}: an embedded HTML template whose content-hashed
+// JavaScript calls the queue's JSON API, and a form-and-cookie fallback for
+// browsers without JavaScript. It reads programs through Programs.
 package waitpage
 
 import (
@@ -21,15 +19,16 @@ import (
 
 // Errors a Programs implementation wraps so that the page answers with the
 // right status; any other error is logged and shown as a 503 page that
-// retries.
+// reloads.
 var (
 	// ErrInvalidProgram means the program id is malformed (400).
 	ErrInvalidProgram = errors.New("waitpage: malformed program id")
 	// ErrProgramNotFound means no program has this id (404).
 	ErrProgramNotFound = errors.New("waitpage: program not found")
-	// ErrTokenNotFound means the token is unknown to this program.
+	// ErrTokenNotFound means the token is unknown to this program (the
+	// fallback then offers a fresh join).
 	ErrTokenNotFound = errors.New("waitpage: token not found")
-	// ErrClosed means the program takes no new entries.
+	// ErrClosed means the program takes no new entries (409).
 	ErrClosed = errors.New("waitpage: program closed to new entries")
 )
 

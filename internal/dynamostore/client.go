@@ -81,14 +81,9 @@ func (o ClientOptions) MaxCallDuration() time.Duration {
 	return time.Duration(o.MaxAttempts)*o.AttemptTimeout + time.Duration(o.MaxAttempts-1)*o.MaxBackoff
 }
 
-// NewClient returns a DynamoDB client configured from the environment (the
-// Lambda role, AWS_REGION, ...) with the default time budget above. Build it
-// once per cold start and share it.
-//
-// A non-empty endpoint (e.g. "http://127.0.0.1:8000") points the client at
-// a DynamoDB-compatible server instead of AWS; then, for lack of anything
-// better in the environment, the region defaults to us-east-1 and the
-// credentials to static dummy ones, which local servers accept.
+// NewClient returns a DynamoDB client configured from the environment with
+// the default time budget; build it once per cold start. A non-empty
+// endpoint points it at a DynamoDB-compatible server (see awsconfig.Load).
 func NewClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 	return NewClientWithOptions(ctx, ClientOptions{Endpoint: endpoint})
 }

@@ -1,7 +1,7 @@
-// Package dynamostore is the DynamoDB queue.Store: one table, on-demand
-// capacity, every invariant kept by a conditional write so that any number
-// of Lambda instances can share it without a lock. docs/design.md, "The
-// data model (DynamoDB)", describes the items; programItem is the program item.
+// Package dynamostore is the DynamoDB queue.Store on one table: every
+// invariant is kept by a conditional write, so any number of Lambda
+// instances share it without a lock. See docs/design.md, "The data model
+// (DynamoDB)".
 package dynamostore
 
 import (
@@ -28,8 +28,8 @@ import (
 type Store struct {
 	client *dynamodb.Client
 	table  string
-	// steps remembers each program's time per ticket as last seen, for the
-	// writes of a block of tickets (see blockSteps).
+	// steps holds each program's time per ticket as last seen, which
+	// blockSteps are conditioned on.
 	steps sync.Map // program id → int64
 	log   *slog.Logger
 }
@@ -37,8 +37,8 @@ type Store struct {
 // Option configures New.
 type Option func(*Store)
 
-// WithLogger makes the store log the writes whose answer was lost in a way
-// that cost tickets (gaps) to l; slog.Default() otherwise.
+// WithLogger makes the store log to l (nil: slog.Default()) the writes
+// whose lost answer may have left ticket gaps.
 func WithLogger(l *slog.Logger) Option {
 	return func(s *Store) {
 		if l != nil {
@@ -65,104 +65,16 @@ func New(client *dynamodb.Client, table string, opts ...Option) *Store {
 
 const (
 	programSK = "PROGRAM"
-	tokenSK   = "TOKEN"
-	// maxIssueTrials bounds IssueTicket's optimistic loop. A trial only
-	// fails when the program changes between its two conditional writes
-	// (another caller re-anchored it, or an admin change), so a couple of
-	// trials are almost always enough.
+	// maxIssueTrials bounds IssueTickets' retries; a trial fails only when
+	// the program changed between two of its conditional writes.
 	maxIssueTrials = 5
 )
-
-type tokenItem struct {
-	PK                 string `dynamodbav:"pk"`
-	SK                 string `dynamodbav:"sk"`
-	TokenID            string `dynamodbav:"tokenId"`
-	ProgramID          string `dynamodbav:"programId"`
-	Ticket             int64  `dynamodbav:"ticket,omitempty"` // absent in a claim
-	IssuedAt           int64  `dynamodbav:"issuedAt,omitempty"`
-	AdmittedAt         int64  `dynamodbav:"admittedAt,omitempty"`
-	AdmissionExpiresAt int64  `dynamodbav:"admissionExpiresAt,omitempty"`
-	LeftAt             int64  `dynamodbav:"leftAt,omitempty"`
-	AdmissionPass      string `dynamodbav:"admissionPass,omitempty"`
-	TTL                int64  `dynamodbav:"ttl,omitempty"`
-	ClaimID            string `dynamodbav:"claimId,omitempty"`
-	ClaimMs            int64  `dynamodbav:"claimMs,omitempty"`
-}
 
 func programKey(id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: "PROGRAM#" + id},
 		"sk": &types.AttributeValueMemberS{Value: programSK},
 	}
-}
-
-func tokenKey(id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: "TOKEN#" + id},
-		"sk": &types.AttributeValueMemberS{Value: tokenSK},
-	}
-}
-
-// ttlSeconds is t in Unix seconds rounded up (0 for the zero time), so that
-// TTL never deletes an item before t.
-func ttlSeconds(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	s := t.Unix()
-	if t.After(time.Unix(s, 0)) {
-		s++
-	}
-	return s
-}
-
-func fromTTL(s int64) time.Time {
-	if s == 0 {
-		return time.Time{}
-	}
-	return time.Unix(s, 0).UTC()
-}
-
-func toTokenItem(t queue.Token) tokenItem {
-	return tokenItem{
-		PK:                 "TOKEN#" + t.ID,
-		SK:                 tokenSK,
-		TokenID:            t.ID,
-		ProgramID:          t.ProgramID,
-		Ticket:             t.Ticket,
-		IssuedAt:           queue.UnixMs(t.IssuedAt),
-		AdmittedAt:         queue.UnixMs(t.AdmittedAt),
-		AdmissionExpiresAt: queue.UnixMs(t.AdmissionExpiresAt),
-		LeftAt:             queue.UnixMs(t.LeftAt),
-		AdmissionPass:      t.AdmissionPass,
-		TTL:                ttlSeconds(t.ExpiresAt),
-		ClaimID:            t.Claim,
-		ClaimMs:            queue.UnixMs(t.ClaimedAt),
-	}
-}
-
-func (it tokenItem) token() queue.Token {
-	return queue.Token{
-		ID:                 it.TokenID,
-		ProgramID:          it.ProgramID,
-		Ticket:             it.Ticket,
-		IssuedAt:           queue.FromUnixMs(it.IssuedAt),
-		AdmittedAt:         queue.FromUnixMs(it.AdmittedAt),
-		AdmissionExpiresAt: queue.FromUnixMs(it.AdmissionExpiresAt),
-		LeftAt:             queue.FromUnixMs(it.LeftAt),
-		AdmissionPass:      it.AdmissionPass,
-		ExpiresAt:          fromTTL(it.TTL),
-		Claim:              it.ClaimID,
-		ClaimedAt:          queue.FromUnixMs(it.ClaimMs),
-	}
-}
-
-func decodeToken(av map[string]types.AttributeValue) (queue.Token, error) {
-	var it tokenItem
-	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-		return queue.Token{}, err
-	}
-	return it.token(), nil
 }
 
 // throttled marks err as queue.ErrThrottled when it is DynamoDB's
@@ -189,12 +101,9 @@ func conditionFailed(err error) (old map[string]types.AttributeValue, ok bool) {
 }
 
 // failedOn returns the item a conditional write failed on, nil if there was
-// none: the one DynamoDB returned with the failure, or else a strongly
-// consistent read of it. On DynamoDB the read only happens when the item is
-// absent (a not-found answer, never the hot path); it keeps the store
-// correct on servers that ignore ReturnValuesOnConditionCheckFailure
-// (dynalite, older DynamoDB Local), which would otherwise make every failed
-// condition look like a missing item.
+// none: old when DynamoDB returned it with the failure, else a strongly
+// consistent read (for servers that ignore ReturnValuesOnConditionCheckFailure,
+// such as dynalite).
 func (s *Store) failedOn(ctx context.Context, key, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	if len(old) > 0 {
 		return old, nil
@@ -244,7 +153,7 @@ func (s *Store) putNew(ctx context.Context, av map[string]types.AttributeValue) 
 }
 
 // GetProgram implements queue.Store with a strongly consistent read: the
-// admin reads its own writes, and a ticket just issued is counted.
+// admin reads its own writes, and a ticket just issued is issuing.
 func (s *Store) GetProgram(ctx context.Context, id string) (queue.Program, error) {
 	item, err := s.getItem(ctx, programKey(id))
 	if err != nil {
@@ -296,7 +205,8 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 const changeIssued = "changeIssued"
 
 // UpdateScheduled implements queue.ScheduleStore: one UpdateItem on the
-// condition of the version, which also copies issued into changeIssued.
+// condition of the version, which also copies issued into changeIssued,
+// and returns that count.
 func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
 	upd, err := updateOf(p)
 	if err != nil {
@@ -332,10 +242,9 @@ func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, er
 	return issued, nil
 }
 
-// MoveDrain implements queue.ScheduleStore: an UpdateItem on the
-// condition of the version and changeIssued, which it removes, so that
-// a repeated attempt fails. DynamoDB's numbers do not saturate: a move
-// that would pass int64 is a second UpdateItem, which sets math.MaxInt64.
+// MoveDrain implements queue.ScheduleStore: an UpdateItem conditioned on
+// the version and changeIssued, which it removes, so a repeat does nothing.
+// A move that would pass int64 sets math.MaxInt64 instead.
 func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
 	drain := nameOf("drainAtNs")
 	move := p.DrainMoveNs(issued)
@@ -358,8 +267,8 @@ func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) er
 	return nil
 }
 
-// programWrite is one conditional UpdateItem of programID's item, which
-// returns ret.
+// programWrite is one conditional UpdateItem of programID's item,
+// answering the attributes ret asks for.
 func (s *Store) programWrite(ctx context.Context, programID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue) (*dynamodb.UpdateItemOutput, error) {
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
 	if err != nil {
@@ -376,19 +285,16 @@ func (s *Store) programWrite(ctx context.Context, programID string, cond express
 	})
 }
 
-// IssueTicket implements queue.Store. It applies Program.WithTicketIssued
-// without reading the program: a conditional UpdateItem for the usual case
-// (the queue is not drained), and when that condition fails on an existing
-// program, one of two that re-anchor the drained counter. If the program
-// changed in between (another caller re-anchored it first), it starts over,
-// at most maxIssueTrials times.
+// IssueTicket implements queue.Store: IssueTickets for one ticket.
 func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
 	return s.IssueTickets(ctx, programID, now, 1)
 }
 
-// IssueTickets implements tickets.Store: IssueTicket's writes for a
-// block of n tickets (blockSteps), each conditioned on the time per ticket
-// the store last saw for the program (read first if it never saw it).
+// IssueTickets implements tickets.Store: Program.WithTicketsIssued applied,
+// without reading the program, by whichever of issueSteps (blockSteps for
+// n > 1) holds, starting over at most maxIssueTrials times while the
+// program changes. A missing or closed program is queue.ErrNotFound or
+// queue.ErrClosed.
 func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (queue.Program, error) {
 	steps, stepNs := issueSteps, int64(0)
 	if n > 1 {
@@ -453,13 +359,12 @@ func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Tim
 	return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: program still changing after %d trials", programID, maxIssueTrials)
 }
 
-// issueSaturated applies p.WithTicketsIssued(now, n) as computed in Go,
-// if the program is still p (its version, tickets and drain instant): the
-// writes of a drain instant that would pass int64, which DynamoDB's
-// arithmetic does not saturate. False when the program changed.
+// issueSaturated writes p.WithTicketsIssued(now, n) computed in Go if the
+// stored program is still p, for a drain instant that would pass int64
+// (DynamoDB's numbers do not saturate). False when the program changed.
 func (s *Store) issueSaturated(ctx context.Context, p queue.Program, now time.Time, n int64) (queue.Program, bool, error) {
 	q := p.WithTicketsIssued(now, n)
-	upd, err := writeOf(q, state, derived, counted)
+	upd, err := writeOf(q, state, derived, issuing)
 	if err != nil {
 		return queue.Program{}, false, fmt.Errorf("dynamostore: issue ticket %s: %w", p.ID, err)
 	}
@@ -505,106 +410,4 @@ func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time
 		return queue.Program{}, fmt.Errorf("dynamostore: fix pre-queue %s: %w", programID, err)
 	}
 	return p, nil
-}
-
-// PutToken implements queue.Store.
-func (s *Store) PutToken(ctx context.Context, t queue.Token) error {
-	av, err := attributevalue.MarshalMap(toTokenItem(t))
-	if err == nil {
-		err = s.putNew(ctx, av)
-	}
-	if err != nil {
-		return fmt.Errorf("dynamostore: put token: %w", err)
-	}
-	return nil
-}
-
-// GetToken implements queue.Store. The read is strongly consistent too: a
-// token written by Enter must be found by the very next poll, which may
-// land on another instance a few milliseconds later.
-func (s *Store) GetToken(ctx context.Context, id string) (queue.Token, error) {
-	item, err := s.getItem(ctx, tokenKey(id))
-	if err != nil {
-		return queue.Token{}, fmt.Errorf("dynamostore: get token: %w", err)
-	}
-	if item == nil {
-		return queue.Token{}, queue.ErrNotFound
-	}
-	t, err := decodeToken(item)
-	if err != nil {
-		return queue.Token{}, fmt.Errorf("dynamostore: get token: %w", err)
-	}
-	return t, nil
-}
-
-// MarkAdmitted implements queue.Store.
-func (s *Store) MarkAdmitted(ctx context.Context, t queue.Token) (queue.Token, error) {
-	it := toTokenItem(t)
-	upd := setOrRemove(expression.UpdateBuilder{}, "admittedAt", it.AdmittedAt)
-	upd = setOrRemove(upd, "admissionExpiresAt", it.AdmissionExpiresAt)
-	if it.AdmissionPass != "" {
-		upd = upd.Set(expression.Name("admissionPass"), expression.Value(it.AdmissionPass))
-	}
-	upd = setOrRemove(upd, "ttl", it.TTL)
-	return s.mark(ctx, "mark admitted", t.ID, upd)
-}
-
-// MarkLeft implements queue.Store.
-func (s *Store) MarkLeft(ctx context.Context, t queue.Token) (queue.Token, error) {
-	it := toTokenItem(t)
-	upd := setOrRemove(expression.UpdateBuilder{}, "leftAt", it.LeftAt)
-	upd = setOrRemove(upd, "ttl", it.TTL)
-	return s.mark(ctx, "mark left", t.ID, upd)
-}
-
-// setOrRemove sets a number attribute, or removes it for 0, keeping "absent
-// when zero".
-func setOrRemove(upd expression.UpdateBuilder, name string, v int64) expression.UpdateBuilder {
-	if v == 0 {
-		return upd.Remove(expression.Name(name))
-	}
-	return upd.Set(expression.Name(name), expression.Value(v))
-}
-
-// mark applies upd to a token that is neither admitted nor left: the first
-// writer wins, and every caller gets the token as stored afterwards.
-func (s *Store) mark(ctx context.Context, op, id string, upd expression.UpdateBuilder) (queue.Token, error) {
-	cond := expression.AttributeExists(expression.Name("pk")).
-		And(expression.AttributeNotExists(expression.Name("admittedAt"))).
-		And(expression.AttributeNotExists(expression.Name("leftAt")))
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
-	if err != nil {
-		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
-	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           &s.table,
-		Key:                                 tokenKey(id),
-		ConditionExpression:                 expr.Condition(),
-		UpdateExpression:                    expr.Update(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var item map[string]types.AttributeValue
-	old, failed := conditionFailed(err)
-	switch {
-	case failed:
-		// Already admitted or left: the stored token wins. It cannot change
-		// any more, so reading it after the failure is as good.
-		if item, err = s.failedOn(ctx, tokenKey(id), old); err != nil {
-			return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
-		} else if item == nil {
-			return queue.Token{}, queue.ErrNotFound
-		}
-	case err != nil:
-		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
-	default:
-		item = out.Attributes
-	}
-	t, err := decodeToken(item)
-	if err != nil {
-		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
-	}
-	return t, nil
 }

@@ -18,12 +18,9 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// programItem is the program item. Its write tag says who writes each
-// attribute: created (CreateProgram only), tickets (CreateProgram and the
-// ticket writes), shards (CreateProgram and SetShards), derived (computed
-// for IssueTicket's conditions, written with the state, never read back);
-// untagged attributes are state (CreateProgram and UpdateProgram).
-// docs/design.md, "The data model (DynamoDB)", describes each attribute.
+// programItem is the program item. Its write tags say which write sets
+// each attribute besides CreateProgram (untagged: UpdateProgram's state);
+// see docs/design.md, "The data model (DynamoDB)".
 type programItem struct {
 	PK        string `dynamodbav:"pk" write:"created"`
 	SK        string `dynamodbav:"sk" write:"created"`
@@ -138,7 +135,7 @@ var writers = func() map[string][]string {
 const (
 	state   = ""
 	created = "created"
-	counted = "tickets"
+	issuing = "tickets"
 	derived = "derived"
 )
 
@@ -244,10 +241,8 @@ func drainLimit(n, stepNs int64) int64 {
 var issueSteps = newIssueSteps(false)
 
 // blockSteps apply queue.Program.WithTicketsIssued for a block of n > 1
-// tickets: the same three writes, adding n tickets and n times the time
-// per ticket to the drain instant. DynamoDB cannot multiply, so the caller
-// computes that product from the time per ticket it knows, and each write
-// is conditioned on the stored one being the same.
+// tickets. DynamoDB cannot multiply, so the caller passes n times the time
+// per ticket it knows, and each write is conditioned on that time.
 var blockSteps = newIssueSteps(true)
 
 func newIssueSteps(block bool) [3]issueStep {

@@ -151,12 +151,10 @@ func (s *Store) lost(ctx context.Context, op, programID string, i int) {
 		slog.String("op", op), slog.String("programId", programID), slog.Int("shard", i))
 }
 
-// TakeShardTickets implements tickets.Store: one conditional
-// UpdateItem, SET next = next + m, takes = takes + 1 if the block is fresh
-// and not used up (next may pass end: those numbers are nobody's), which
-// records the take's id and the next number before it. A retry whose first
-// attempt was applied finds its id and answers the same numbers; when
-// another take came between, the first attempt's numbers are gaps (logged).
+// TakeShardTickets implements tickets.Store: one conditional UpdateItem,
+// SET next = next + m if the block is fresh and not used up (next may pass
+// end). A retry whose first attempt was applied answers the same numbers,
+// found by the take's id; if another take came between, they are gaps.
 func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
 	id := queue.NewTokenID()
 	cond := shNext.LessThanEqual(shEnd).And(shReserved.GreaterThanEqual(expression.Value(notBefore.UnixMilli()))).And(notMine(shTakeID, id))
@@ -196,11 +194,9 @@ func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim s
 	return it.shard(), true, nil
 }
 
-// FillShard implements tickets.Store: one UpdateItem conditioned on
-// the claim, which it clears (claimMs 0), so that it never applies twice.
-// A retry whose first attempt was applied finds the block under the claim
-// and answers true; if the item no longer shows whether it was, the error
-// says so (the caller must count the block as maybe filled).
+// FillShard implements tickets.Store: one UpdateItem conditioned on the
+// claim, which it clears, so it never applies twice. When the item no
+// longer shows whether an earlier attempt applied, it returns an error.
 func (s *Store) FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, b tickets.Shard) (bool, error) {
 	cond := shClaimID.Equal(expression.Value(claim)).And(shClaimMs.Equal(expression.Value(claimedAt.UnixMilli())))
 	upd := expression.Set(shStart, expression.Value(b.Start)).
@@ -221,12 +217,10 @@ func (s *Store) FillShard(ctx context.Context, programID string, i int, claim st
 	return false, nil
 }
 
-// TrimShard implements tickets.Store: with back, one conditional
-// UpdateItem that takes back's numbers back (SET next = back.First, end =
-// back.First - 1 if next is still back.After); without it, or when that
-// condition fails, one that ends the block (SET end = next - 1 if next ≤
-// end). Each records its id and the end before it, by which a retry whose
-// first attempt was applied answers the same numbers.
+// TrimShard implements tickets.Store: one conditional UpdateItem that
+// takes back's numbers back if next is still back.After, else (or without
+// back) one that ends the block at next - 1. A retry whose first attempt
+// was applied answers the same numbers, found by the trim's id.
 func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back tickets.Run) (tickets.Run, bool, error) {
 	block := shStart.Equal(expression.Value(start)).And(shReserved.Equal(expression.Value(reservedAt.UnixMilli())))
 	trim := func(cond expression.ConditionBuilder, next expression.OperandBuilder) (tickets.Run, bool, error) {
@@ -259,11 +253,10 @@ func (s *Store) TrimShard(ctx context.Context, programID string, i int, start in
 	return trim(block.And(shNext.LessThanEqual(shEnd)), shNext.Minus(expression.Value(1)))
 }
 
-// ReturnTickets implements tickets.Store: one UpdateItem of the
-// program item conditioned on its version, issued and pre-queue state
-// (the version it bumps makes a repeated call fail). It records its id,
-// by which a retry whose first attempt was applied answers true; if the
-// item no longer shows whether it was, the error says so.
+// ReturnTickets implements tickets.Store: one UpdateItem of the program
+// conditioned on its version, issued and pre-queue state, which bumps the
+// version. A retry finds its own write by returnId; when the item no
+// longer shows whether an earlier attempt applied, it returns an error.
 func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
 	if from < 1 || from > p.Issued {
 		return false, nil

@@ -1,11 +1,7 @@
-// Package localdynamo starts a local DynamoDB API server as a child
-// process: moto_server (pip install 'moto[server]'), or dynalite (npx
-// dynalite). internal/testing/dynamotest runs one per test binary with it,
-// cmd/invoke (`make invoke`) one per run, and cmd/local one on request.
-//
-// The server runs in its own process group, which Stop kills as a whole,
-// and on Linux it dies with the process that started it (see Process,
-// which internal/lambdaemu uses for aws-lambda-rie too).
+// Package localdynamo starts a local DynamoDB API server, moto_server (pip
+// install 'moto[server]') or dynalite (npx dynalite), as a child Process:
+// in its own process group, which Stop kills whole, and on Linux dying
+// with the process that started it.
 package localdynamo
 
 import (
@@ -39,8 +35,7 @@ var installHint = map[string]string{
 }
 
 // startTimeout bounds how long the server may take to answer after it is
-// started: a hang guard, not a speed goal (moto imports a lot of Python on
-// start, which took over 30 s on a busy 2-core machine).
+// started: a hang guard (moto took over 30 s on a busy 2-core machine).
 const startTimeout = 2 * time.Minute
 
 // Options choose the server and how it is reached.
@@ -48,15 +43,9 @@ type Options struct {
 	// Server is "moto" (moto_server; also when empty) or "dynalite".
 	Server string
 
-	// Serialize puts a proxy in front of the server that passes one
-	// request at a time, and Endpoint is then the proxy's. Set it for
-	// moto: moto checks a ConditionExpression and applies the update in
-	// two steps without a lock, so two concurrent conditional writes to
-	// one item can both succeed (two callers get the same ticket, a token
-	// is both admitted and left), which DynamoDB never allows.
-	// Serialising the requests restores DynamoDB's per-item atomicity,
-	// and moto, which runs Python under one lock anyway, is faster for
-	// it. dynalite locks per item and needs no proxy.
+	// Serialize puts a proxy that passes one request at a time in front
+	// of the server, and Endpoint is then the proxy's. moto needs it:
+	// its conditional writes are not atomic (docs/operations.md).
 	Serialize bool
 
 	// Output receives the server's standard output and error; nil
@@ -233,9 +222,8 @@ func waitReady(ctx context.Context, endpoint string, exited <-chan struct{}) err
 }
 
 // dynamoReady makes moto's first DynamoDB call, ListTables, and waits up
-// to startTimeout for its answer: moto loads its DynamoDB backend on the
-// first call, which takes seconds, and on a busy machine longer than a
-// client gives an attempt (dynamostore: 1 s).
+// to startTimeout for it: moto loads its DynamoDB backend then, which can
+// take longer than a client's attempt timeout.
 func dynamoReady(ctx context.Context, endpoint string) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
@@ -259,8 +247,7 @@ func dynamoReady(ctx context.Context, endpoint string) error {
 }
 
 // FreePort asks the kernel for a free port on 127.0.0.1. Another process
-// could take it before the caller's server binds it; on a test or
-// developer machine that is rare enough, and the start then fails loudly.
+// may take it before the caller binds it; the start then fails.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

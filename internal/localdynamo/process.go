@@ -6,10 +6,8 @@ import (
 )
 
 // Process is a child process in its own process group, so that Kill
-// reaches whatever it forked too (the process a pyenv or npx shim starts,
-// the bootstrap aws-lambda-rie starts). On Linux it also gets SIGKILL if
-// the process that started it dies without killing it (a panic, a test
-// -timeout, kill -9).
+// reaches whatever it forked too (a shim's child, rie's bootstrap). On
+// Linux it also gets SIGKILL if the process that started it dies first.
 type Process struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd has been waited for

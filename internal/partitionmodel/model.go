@@ -1,20 +1,8 @@
-// Package partitionmodel models DynamoDB's per-partition throughput limits,
-// so that a local DynamoDB API server (moto, dynalite), which has none,
-// throttles a hot item as DynamoDB would. A Model keeps, per partition key
-// value, a token bucket of write units and one of read units; Transport is
-// an http.RoundTripper that charges each single-item request (GetItem,
-// PutItem, UpdateItem, DeleteItem) to its partition from the item's size
-// and answers a request that finds its bucket empty with DynamoDB's own
-// throttling error, so that the SDK backs off and retries as on AWS.
-//
-// The limits are DynamoDB's documented ones (AWS): 1,000 write units and
-// 3,000 strongly consistent read units (6,000 eventually consistent) a
-// second per partition, reads and writes throttled independently. Burst
-// capacity, DynamoDB's store of unused table capacity, cannot lift a
-// partition above these maximums, so each bucket holds one second of its
-// rate. A scale (Limits.Scaled) lowers them so that on a small machine the
-// limit binds before the CPU does. docs/operations.md, "Capacity: limits
-// per program and per table", gives the numbers behind it.
+// Package partitionmodel makes a local DynamoDB API server (moto,
+// dynalite) throttle a hot partition as DynamoDB does. A Model keeps one
+// token bucket of write units and one of read units per partition key
+// value, each one second deep; Transport charges single-item requests to
+// them by item size and answers DynamoDB's throttling error when empty.
 package partitionmodel
 
 import (

@@ -15,9 +15,8 @@ import (
 const (
 	WaitingToken  = "waitingTokenFixture001" // ticket 734: position 234 at seed time
 	AdmittedToken = "admittedTokenFixture01" // ticket 400, admitted a minute before seed time
-	// AdmitNowToken (ticket 450) is admitted by the serving counter but
-	// not yet seen so: its first poll records the admission and signs its
-	// pass.
+	// AdmitNowToken (ticket 450) is within the admitted 500 but has no
+	// admittedAt yet: its first poll records the admission.
 	AdmitNowToken = "admitNowTokenFixture01"
 	LeavingToken  = "leavingTokenFixture001" // ticket 900, waiting
 	UnknownToken  = "unknownTokenFixture001" // well formed, never stored
@@ -26,8 +25,9 @@ const (
 	ClosedProgramID = "sold-out"
 )
 
-// Seed is the program the events address: 1,000 tickets issued, 500
-// admitted at now, admission at 10 people per second.
+// Seed stores the events' programs in s: ProgramID (1,000 tickets issued,
+// 500 admitted at now, admission at 10 people per second) and the closed
+// ClosedProgramID; and the tokens above, except UnknownToken.
 func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	now = now.Truncate(time.Millisecond)
 	p := queue.Program{ID: ProgramID, CreatedAt: now.Add(-time.Hour), Issued: 1000, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}

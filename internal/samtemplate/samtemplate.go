@@ -1,12 +1,7 @@
 // Package samtemplate reads the parts of the AWS SAM template
 // (template.yaml) that the code must agree with: the functions with
 // Globals applied, their HTTP API routes, environment, policies and build
-// metadata. template_test.go holds the template to the code with it; the
-// emulator tests and cmd/invoke route sample events and set each
-// function's environment from it, as `sam local` would.
-//
-// CloudFormation's short forms (!Ref, !GetAtt, !Sub, ...) are read as their
-// long forms ({"Ref": ...}, {"Fn::GetAtt": [...]}, {"Fn::Sub": ...}).
+// metadata. Short forms (!Ref, !GetAtt, ...) read as their long forms.
 package samtemplate
 
 import (

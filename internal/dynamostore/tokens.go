@@ -1,0 +1,203 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/example/waitingroom/internal/queue"
+)
+
+const tokenSK = "TOKEN"
+
+// tokenItem is a token item (TOKEN#<tokenId>); a claim has no ticket.
+type tokenItem struct {
+	PK                 string `dynamodbav:"pk"`
+	SK                 string `dynamodbav:"sk"`
+	TokenID            string `dynamodbav:"tokenId"`
+	ProgramID          string `dynamodbav:"programId"`
+	Ticket             int64  `dynamodbav:"ticket,omitempty"` // absent in a claim
+	IssuedAt           int64  `dynamodbav:"issuedAt,omitempty"`
+	AdmittedAt         int64  `dynamodbav:"admittedAt,omitempty"`
+	AdmissionExpiresAt int64  `dynamodbav:"admissionExpiresAt,omitempty"`
+	LeftAt             int64  `dynamodbav:"leftAt,omitempty"`
+	AdmissionPass      string `dynamodbav:"admissionPass,omitempty"`
+	TTL                int64  `dynamodbav:"ttl,omitempty"`
+	ClaimID            string `dynamodbav:"claimId,omitempty"`
+	ClaimMs            int64  `dynamodbav:"claimMs,omitempty"`
+}
+
+func tokenKey(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "TOKEN#" + id},
+		"sk": &types.AttributeValueMemberS{Value: tokenSK},
+	}
+}
+
+// ttlSeconds is t in Unix seconds rounded up (0 for the zero time), so that
+// TTL never deletes an item before t.
+func ttlSeconds(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	s := t.Unix()
+	if t.After(time.Unix(s, 0)) {
+		s++
+	}
+	return s
+}
+
+func fromTTL(s int64) time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(s, 0).UTC()
+}
+
+func toTokenItem(t queue.Token) tokenItem {
+	return tokenItem{
+		PK:                 "TOKEN#" + t.ID,
+		SK:                 tokenSK,
+		TokenID:            t.ID,
+		ProgramID:          t.ProgramID,
+		Ticket:             t.Ticket,
+		IssuedAt:           queue.UnixMs(t.IssuedAt),
+		AdmittedAt:         queue.UnixMs(t.AdmittedAt),
+		AdmissionExpiresAt: queue.UnixMs(t.AdmissionExpiresAt),
+		LeftAt:             queue.UnixMs(t.LeftAt),
+		AdmissionPass:      t.AdmissionPass,
+		TTL:                ttlSeconds(t.ExpiresAt),
+		ClaimID:            t.Claim,
+		ClaimMs:            queue.UnixMs(t.ClaimedAt),
+	}
+}
+
+func (it tokenItem) token() queue.Token {
+	return queue.Token{
+		ID:                 it.TokenID,
+		ProgramID:          it.ProgramID,
+		Ticket:             it.Ticket,
+		IssuedAt:           queue.FromUnixMs(it.IssuedAt),
+		AdmittedAt:         queue.FromUnixMs(it.AdmittedAt),
+		AdmissionExpiresAt: queue.FromUnixMs(it.AdmissionExpiresAt),
+		LeftAt:             queue.FromUnixMs(it.LeftAt),
+		AdmissionPass:      it.AdmissionPass,
+		ExpiresAt:          fromTTL(it.TTL),
+		Claim:              it.ClaimID,
+		ClaimedAt:          queue.FromUnixMs(it.ClaimMs),
+	}
+}
+
+func decodeToken(av map[string]types.AttributeValue) (queue.Token, error) {
+	var it tokenItem
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return queue.Token{}, err
+	}
+	return it.token(), nil
+}
+
+// PutToken implements queue.Store.
+func (s *Store) PutToken(ctx context.Context, t queue.Token) error {
+	av, err := attributevalue.MarshalMap(toTokenItem(t))
+	if err == nil {
+		err = s.putNew(ctx, av)
+	}
+	if err != nil {
+		return fmt.Errorf("dynamostore: put token: %w", err)
+	}
+	return nil
+}
+
+// GetToken implements queue.Store with a strongly consistent read, so the
+// poll right after an enter finds its token on any instance.
+func (s *Store) GetToken(ctx context.Context, id string) (queue.Token, error) {
+	item, err := s.getItem(ctx, tokenKey(id))
+	if err != nil {
+		return queue.Token{}, fmt.Errorf("dynamostore: get token: %w", err)
+	}
+	if item == nil {
+		return queue.Token{}, queue.ErrNotFound
+	}
+	t, err := decodeToken(item)
+	if err != nil {
+		return queue.Token{}, fmt.Errorf("dynamostore: get token: %w", err)
+	}
+	return t, nil
+}
+
+// MarkAdmitted implements queue.Store.
+func (s *Store) MarkAdmitted(ctx context.Context, t queue.Token) (queue.Token, error) {
+	it := toTokenItem(t)
+	upd := setOrRemove(expression.UpdateBuilder{}, "admittedAt", it.AdmittedAt)
+	upd = setOrRemove(upd, "admissionExpiresAt", it.AdmissionExpiresAt)
+	if it.AdmissionPass != "" {
+		upd = upd.Set(expression.Name("admissionPass"), expression.Value(it.AdmissionPass))
+	}
+	upd = setOrRemove(upd, "ttl", it.TTL)
+	return s.mark(ctx, "mark admitted", t.ID, upd)
+}
+
+// MarkLeft implements queue.Store.
+func (s *Store) MarkLeft(ctx context.Context, t queue.Token) (queue.Token, error) {
+	it := toTokenItem(t)
+	upd := setOrRemove(expression.UpdateBuilder{}, "leftAt", it.LeftAt)
+	upd = setOrRemove(upd, "ttl", it.TTL)
+	return s.mark(ctx, "mark left", t.ID, upd)
+}
+
+// setOrRemove sets a number attribute, or removes it for 0, keeping "absent
+// when zero".
+func setOrRemove(upd expression.UpdateBuilder, name string, v int64) expression.UpdateBuilder {
+	if v == 0 {
+		return upd.Remove(expression.Name(name))
+	}
+	return upd.Set(expression.Name(name), expression.Value(v))
+}
+
+// mark applies upd to a token that is neither admitted nor left: the first
+// writer wins, and every caller gets the token as stored afterwards.
+func (s *Store) mark(ctx context.Context, op, id string, upd expression.UpdateBuilder) (queue.Token, error) {
+	cond := expression.AttributeExists(expression.Name("pk")).
+		And(expression.AttributeNotExists(expression.Name("admittedAt"))).
+		And(expression.AttributeNotExists(expression.Name("leftAt")))
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
+	if err != nil {
+		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           &s.table,
+		Key:                                 tokenKey(id),
+		ConditionExpression:                 expr.Condition(),
+		UpdateExpression:                    expr.Update(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var item map[string]types.AttributeValue
+	old, failed := conditionFailed(err)
+	switch {
+	case failed:
+		// Already admitted or left: the stored token wins. It cannot change
+		// any more, so reading it after the failure is as good.
+		if item, err = s.failedOn(ctx, tokenKey(id), old); err != nil {
+			return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
+		} else if item == nil {
+			return queue.Token{}, queue.ErrNotFound
+		}
+	case err != nil:
+		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
+	default:
+		item = out.Attributes
+	}
+	t, err := decodeToken(item)
+	if err != nil {
+		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
+	}
+	return t, nil
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/sampleevents"
 	"github.com/example/waitingroom/internal/testing/fixtures"
+	"github.com/example/waitingroom/internal/testing/metricstest"
 )
 
 // fixtureApp is the App over the fixtures of events/, seeded now.
@@ -230,16 +231,11 @@ func record(h http.Handler, r *http.Request) recorded {
 	return recorded{w.Code, w.Header(), w.Body.Bytes()}
 }
 
-// observed records what the metrics middleware observes.
-type observed struct{ reqs []metrics.Request }
-
-func (o *observed) Observe(r metrics.Request) { o.reqs = append(o.reqs, r) }
-
 // TestPageMetered: each page request is recorded once, as OpPage, with
 // the queue's code when it fails.
 func TestPageMetered(t *testing.T) {
 	a := fixtureApp(t)
-	obs := &observed{}
+	obs := &metricstest.Recorder{}
 	a.Metrics = obs
 	h := a.QueueHandler()
 	for _, path := range []string{"/waiting-room/demo", "/waiting-room/nobody", "/waiting-room/-x"} {
@@ -252,7 +248,7 @@ func TestPageMetered(t *testing.T) {
 		Code, ProgramID string
 	}
 	var got []seen
-	for _, r := range obs.reqs {
+	for _, r := range obs.Requests() {
 		got = append(got, seen{r.Op, r.Status, r.Code, r.ProgramID})
 	}
 	want := []seen{

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,19 +19,8 @@ import (
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/metricstest"
 )
-
-// recorder is a metrics.Observer that keeps what it observed.
-type recorder struct {
-	mu   sync.Mutex
-	seen []metrics.Request
-}
-
-func (r *recorder) Observe(req metrics.Request) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.seen = append(r.seen, req)
-}
 
 // TestObserver walks a program through the handler and checks what each
 // answer told the metrics: its route's op, status and code, the token's
@@ -41,7 +29,7 @@ func (r *recorder) Observe(req metrics.Request) {
 func TestObserver(t *testing.T) {
 	c := clock.NewFake(t0)
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(c), queue.WithRand(rand.New(rand.NewPCG(seed, seed))))
-	rec := &recorder{}
+	rec := &metricstest.Recorder{}
 	h := checked(t, httpapi.New(svc, httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithObserver(rec)))
 	do := func(method, path, token, auth, body string) map[string]any {
 		t.Helper()
@@ -95,7 +83,7 @@ func TestObserver(t *testing.T) {
 		{Op: metrics.OpLeave, Method: "DELETE", Status: 409, Code: "ALREADY_ADMITTED", ProgramID: "gala"},
 		{Op: metrics.OpEnter, Method: "POST", Status: 404, Code: "PROGRAM_NOT_FOUND", ProgramID: "nope"},
 	}
-	if diff := cmp.Diff(want, rec.seen, cmpopts.IgnoreFields(metrics.Request{}, "Duration")); diff != "" {
+	if diff := cmp.Diff(want, rec.Requests(), cmpopts.IgnoreFields(metrics.Request{}, "Duration")); diff != "" {
 		t.Errorf("observed (-want +got):\n%s", diff)
 	}
 }
@@ -103,7 +91,7 @@ func TestObserver(t *testing.T) {
 // TestObserverEstimatedWait: a WAITING answer on a program that admits
 // tells the metrics the estimated wait it told the person.
 func TestObserverEstimatedWait(t *testing.T) {
-	rec := &recorder{}
+	rec := &metricstest.Recorder{}
 	h := checked(t, httpapi.NewQueue(newService(t), httpapi.WithLogger(discard), httpapi.WithObserver(rec)))
 	req := httptest.NewRequest("GET", "/api/v1/queues/programs/demo", nil)
 	req.Header.Set(api.HeaderToken, "waitingTokenFixture001")
@@ -113,10 +101,10 @@ func TestObserverEstimatedWait(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != http.StatusOK || body.EstimatedWaitMs <= 0 {
 		t.Fatalf("%d %s: want a WAITING answer with an estimated wait", w.Code, w.Body)
 	}
-	if len(rec.seen) != 1 {
-		t.Fatalf("observed %d requests, want 1", len(rec.seen))
+	if len(rec.Requests()) != 1 {
+		t.Fatalf("observed %d requests, want 1", len(rec.Requests()))
 	}
-	got := rec.seen[0]
+	got := rec.Requests()[0]
 	if got.EstimatedWait != time.Duration(body.EstimatedWaitMs)*time.Millisecond || got.RetryAfter != time.Duration(body.RetryAfterMs)*time.Millisecond {
 		t.Errorf("observed wait %s, retry %s; answered %d ms, %d ms", got.EstimatedWait, got.RetryAfter, body.EstimatedWaitMs, body.RetryAfterMs)
 	}

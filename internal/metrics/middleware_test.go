@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,19 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/example/waitingroom/internal/metrics"
+	"github.com/example/waitingroom/internal/testing/metricstest"
 )
-
-// recorder is an Observer that keeps what it observed.
-type recorder struct {
-	mu   sync.Mutex
-	seen []metrics.Request
-}
-
-func (r *recorder) Observe(req metrics.Request) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.seen = append(r.seen, req)
-}
 
 func TestMiddleware(t *testing.T) {
 	mux := http.NewServeMux()
@@ -48,7 +36,7 @@ func TestMiddleware(t *testing.T) {
 		}
 		return metrics.OpOther
 	}
-	rec := &recorder{}
+	rec := &metricstest.Recorder{}
 	srv := httptest.NewServer(metrics.Middleware(rec, op)(mux))
 	defer srv.Close()
 	for _, req := range []struct{ method, path string }{
@@ -68,10 +56,10 @@ func TestMiddleware(t *testing.T) {
 		{Op: metrics.OpEnter, Method: "POST", Status: 409, Code: "PROGRAM_CLOSED", ProgramID: "gala"},
 		{Op: metrics.OpOther, Method: "GET", Status: 404},
 	}
-	if diff := cmp.Diff(want, rec.seen, cmpopts.IgnoreFields(metrics.Request{}, "Duration")); diff != "" {
+	if diff := cmp.Diff(want, rec.Requests(), cmpopts.IgnoreFields(metrics.Request{}, "Duration")); diff != "" {
 		t.Errorf("observed (-want +got):\n%s", diff)
 	}
-	for _, r := range rec.seen {
+	for _, r := range rec.Requests() {
 		if r.Duration <= 0 {
 			t.Errorf("%s %d: no duration", r.Method, r.Status)
 		}

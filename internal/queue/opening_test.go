@@ -11,7 +11,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,21 +22,8 @@ import (
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/shufflekey"
+	"github.com/example/waitingroom/internal/testing/queuetest"
 )
-
-var shuffleKey = sync.OnceValues(shufflekey.GenerateLocalKey)
-
-// testShuffleKey is the test binary's shuffle key, one for every instance
-// as a deployment's KMS key is.
-func testShuffleKey(t *testing.T) *shufflekey.LocalKey {
-	t.Helper()
-	k, err := shuffleKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 // opening is a program opening 10 s after t0 at 10 a second, seen through
 // two instances with a program cache, as the service runs on Lambda.
@@ -55,7 +41,7 @@ func newOpening(t *testing.T, shuffle bool) *opening {
 	store := memstore.New()
 	o.store = store
 	eta := polling.DefaultETA()
-	key := queue.WithShuffleKey(testShuffleKey(t))
+	key := queue.WithShuffleKey(queuetest.ShuffleKey(t))
 	o.a = queue.NewService(store, eta, queue.WithClock(o.clock), queue.WithProgramCache(time.Second), key)
 	o.b = queue.NewService(store, eta, queue.WithClock(o.clock), queue.WithProgramCache(time.Second), key)
 	rate := 10.0
@@ -327,7 +313,7 @@ func TestShuffleKeyUnavailable(t *testing.T) {
 // shuffle is armed only before anyone entered and only with an opening.
 func TestOpeningSettings(t *testing.T) {
 	ctx := context.Background()
-	svc, c := newService(t, queue.WithProgramCache(time.Second), queue.WithShuffleKey(testShuffleKey(t)))
+	svc, c := newService(t, queue.WithProgramCache(time.Second), queue.WithShuffleKey(queuetest.ShuffleKey(t)))
 	opens, soon := t0.Add(time.Hour), t0.Add(time.Second)
 	yes, no := true, false
 	for _, tc := range []struct {

@@ -2,31 +2,15 @@ package tickets_test
 
 import (
 	"math/rand/v2"
-	"sync"
-	"testing"
 	"time"
 
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/shufflekey"
 	"github.com/example/waitingroom/internal/tickets"
 )
 
 var t0 = time.Date(2026, 5, 19, 10, 0, 0, 0, time.UTC)
-
-var shuffleKey = sync.OnceValues(shufflekey.GenerateLocalKey)
-
-// testShuffleKey is the test binary's shuffle key, one for every instance
-// as a deployment's KMS key is.
-func testShuffleKey(t *testing.T) *shufflekey.LocalKey {
-	t.Helper()
-	k, err := shuffleKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 // store is a queue store with ticket shards.
 type store interface {

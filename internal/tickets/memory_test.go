@@ -12,62 +12,18 @@ import (
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/queuetest"
 	"github.com/example/waitingroom/internal/tickets"
 )
-
-// enterUnknown enters n distinct program ids that do not exist, from
-// first on: each must answer PROGRAM_NOT_FOUND.
-func enterUnknown(t *testing.T, svc *queue.Service, first, n int) {
-	t.Helper()
-	for i := first; i < first+n; i++ {
-		_, _, err := svc.Enter(t.Context(), fmt.Sprintf("nobody-%d", i), queue.Entry{})
-		if queue.ErrorKind(err) != queue.KindNotFound {
-			t.Fatalf("enter to an unknown program: %v, want not found", err)
-		}
-	}
-}
 
 // TestUnknownProgramsLeaveNoState: enters to program ids that do not exist
 // leave no state behind in the ticket shards, and the state of a program
 // that exists is dropped once it has been idle past its use (the program
 // cache: queue.TestUnknownProgramsLeaveNoState).
 func TestUnknownProgramsLeaveNoState(t *testing.T) {
-	ctx := t.Context()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	svc, shards := instance(memstore.New(), clk, nil, tickets.DefaultItemWriteUnits)
-	enterUnknown(t, svc, 0, 10_000)
-	if n := shards.Programs(); n != 0 {
-		t.Fatalf("after 10,000 enters to unknown programs: state for %d programs in the ticket shards; want none", n)
-	}
-
-	rate := 5.0
-	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate))}); err != nil {
-		t.Fatal(err)
-	}
-	v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := shards.Programs(); n != 1 {
-		t.Fatalf("after an enter to a program: state for %d programs in the ticket shards; want 1", n)
-	}
-	// Idle for long: the next request, to another program, drops it.
-	clk.Advance(10 * time.Minute)
-	enterUnknown(t, svc, 10_000, 1)
-	if _, err := svc.Poll(ctx, "gala", v.TokenID); err != nil {
-		t.Fatal(err)
-	}
-	rate2 := 6.0
-	if _, _, err := svc.PutProgram(ctx, "other", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate2))}); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(10 * time.Minute)
-	if _, _, err := svc.Enter(ctx, "other", queue.Entry{}); err != nil {
-		t.Fatal(err)
-	}
-	if n := shards.Programs(); n != 1 {
-		t.Errorf("after gala was idle 10 minutes: state for %d programs in the ticket shards; want only other's", n)
-	}
+	queuetest.CheckIdleProgramsDropped(t, svc, clk, shards.Programs, "state in the ticket shards")
 }
 
 // TestUnknownProgramsMemory: the memory in use after collection stays flat
@@ -82,11 +38,11 @@ func TestUnknownProgramsMemory(t *testing.T) {
 		return m.HeapInuse
 	}
 	const batch = 10_000
-	enterUnknown(t, svc, 0, batch) // warm up
+	queuetest.EnterUnknown(t, svc, 0, batch) // warm up
 	base := inUse()
-	enterUnknown(t, svc, batch, batch)
+	queuetest.EnterUnknown(t, svc, batch, batch)
 	first := inUse()
-	enterUnknown(t, svc, 2*batch, batch)
+	queuetest.EnterUnknown(t, svc, 2*batch, batch)
 	second := inUse()
 	t.Logf("heap in use: %d bytes, then %d after a batch of %d unknown ids, %d after another", base, first, batch, second)
 	runtime.KeepAlive(svc)

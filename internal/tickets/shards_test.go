@@ -13,6 +13,7 @@ import (
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/partitionmodel"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/queuetest"
 	"github.com/example/waitingroom/internal/tickets"
 )
 
@@ -99,7 +100,7 @@ func newCrowd(t *testing.T, instances int, writeUnits float64, rate float64, see
 	c := &crowd{clock: clock.NewFake(t0), rng: rand.New(rand.NewPCG(seed, 1)), tickets: map[int64]int{}}
 	c.store = &countingStore{Store: memstore.New(), clock: c.clock, model: partitionmodel.NewModel(partitionmodel.Limits{WriteUnits: writeUnits, ReadUnits: 3 * writeUnits})}
 	for i := range instances {
-		svc, _ := instance(c.store, c.clock, rand.New(rand.NewPCG(seed, uint64(i))), writeUnits, queue.WithShuffleKey(testShuffleKey(t)))
+		svc, _ := instance(c.store, c.clock, rand.New(rand.NewPCG(seed, uint64(i))), writeUnits, queue.WithShuffleKey(queuetest.ShuffleKey(t)))
 		c.instances = append(c.instances, svc)
 	}
 	if _, _, err := c.instances[0].PutProgram(t.Context(), "p", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate))}); err != nil {

@@ -67,16 +67,22 @@ func gala() *script {
 	}
 }
 
-// openGala serves s as program "gala", opens its waiting room (path after
-// /waiting-room/gala) in a new tab after the actions first, and waits for
-// the first position (1,234).
-func openGala(t *testing.T, s *script, path string, first ...chromedp.Action[chromedp.Void]) (*fakeQueue, context.Context) {
+// loadGala serves s as program "gala" and opens its waiting room (path
+// after /waiting-room/gala) in a new tab after the actions first.
+func loadGala(t *testing.T, s *script, path string, first ...chromedp.Action[chromedp.Void]) (*fakeQueue, context.Context) {
 	t.Helper()
 	q := newFakeQueue()
 	q.add("gala", s)
 	srv, _ := q.serve(t, waitpage.Options{})
 	ctx := tab(t)
 	do(t, ctx, append(first, chromedp.Navigate(srv.URL+"/waiting-room/gala"+path))...)
+	return q, ctx
+}
+
+// openGala is loadGala, then waits for the first position (1,234).
+func openGala(t *testing.T, s *script, path string, first ...chromedp.Action[chromedp.Void]) (*fakeQueue, context.Context) {
+	t.Helper()
+	q, ctx := loadGala(t, s, path, first...)
 	waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
 	return q, ctx
 }
@@ -167,13 +173,9 @@ func TestPauseReachesAnOpenPage(t *testing.T) {
 
 func TestClosedToNewcomers(t *testing.T) {
 	t.Parallel()
-	q := newFakeQueue()
 	s := gala()
 	s.info.Closed = true
-	q.add("gala", s)
-	srv, _ := q.serve(t, waitpage.Options{})
-	ctx := tab(t)
-	do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
+	_, ctx := loadGala(t, s, "")
 	waitFor(t, ctx, `!document.getElementById('done').hidden`)
 	if got := text(t, ctx, "doneTitle"); got != "This queue is closed to new entries." {
 		t.Errorf("title = %q", got)
@@ -315,13 +317,9 @@ func TestAdmittedGoesToTheTargetWithThePass(t *testing.T) {
 
 func TestAdmittedWithoutTarget(t *testing.T) {
 	t.Parallel()
-	q := newFakeQueue()
 	s := gala()
 	s.admitAfter = 2
-	q.add("gala", s)
-	srv, _ := q.serve(t, waitpage.Options{})
-	ctx := tab(t)
-	do(t, ctx, phone, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
+	q, ctx := loadGala(t, s, "", phone)
 	waitFor(t, ctx, `!document.getElementById('done').hidden`)
 	if got := text(t, ctx, "doneTitle"); got != "It's your turn!" {
 		t.Errorf("title = %q", got)
@@ -375,13 +373,9 @@ func TestEndedOffersToEnterAgain(t *testing.T) {
 }
 
 func TestRetryAfterIsHonoured(t *testing.T) {
-	q := newFakeQueue()
 	s := gala()
 	s.fail = map[int]int{2: 1} // the second poll: 503 with Retry-After: 1
-	q.add("gala", s)
-	srv, _ := q.serve(t, waitpage.Options{})
-	ctx := tab(t)
-	do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
+	q, ctx := loadGala(t, s, "")
 	waitFor(t, ctx, `document.getElementById('state').textContent.startsWith('Trouble reaching the server')`)
 	waitFor(t, ctx, `document.getElementById('state').hidden`)
 	calls := q.recorded()
@@ -400,13 +394,9 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 // is pelted with visibilitychange and online events. Not parallel, like
 // the other timing test, so that it runs alone.
 func TestPollsFollowRetryAfterExactly(t *testing.T) {
-	q := newFakeQueue()
 	s := gala()
 	s.retry = []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, 180 * time.Millisecond, 420 * time.Millisecond, 120 * time.Millisecond}
-	q.add("gala", s)
-	srv, _ := q.serve(t, waitpage.Options{})
-	ctx := tab(t)
-	do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
+	q, ctx := loadGala(t, s, "")
 	waitFor(t, ctx, `document.getElementById('pos').textContent !== '–'`)
 	eval[chromedp.Void](t, ctx, `setInterval(() => { document.dispatchEvent(new Event('visibilitychange')); dispatchEvent(new Event('online')); }, 25), 0`)
 	deadline := time.Now().Add(time.Minute) // a hang guard: 15 polls take 4 s on an idle machine

@@ -300,55 +300,7 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 	// does.
 	now := t0.Add(ms(10_345) + 678*time.Microsecond)
 	nowNs := unixNs(now.Truncate(time.Millisecond))
-	for i, tc := range []struct {
-		name string
-		edit func(p *queue.Program)
-	}{
-		{"paused, drain time past", func(p *queue.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs-5e9 }},
-		{"paused, drain time ahead", func(p *queue.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs+5e9 }},
-		{"advancing busy queue", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(4), nowNs+2_500_250_000 }},
-		{"advancing, drains in half a ms", func(p *queue.Program) { p.DrainAtNs = nowNs + 500_000 }},
-		{"advancing, drains in a ns", func(p *queue.Program) { p.DrainAtNs = nowNs + 1 }},
-		{"advancing, drained exactly now", func(p *queue.Program) { p.DrainAtNs = nowNs }},
-		{"drained queue re-anchors", func(p *queue.Program) { p.DrainAtNs = nowNs - 1e9 }},
-		{"drained, fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(3), nowNs-333_333_334 }},
-		{"busy, fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(7), nowNs+142_857_143_000 }},
-		{"slowest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 1, nowNs-1 }},
-		{"slowest rate, millions waiting: the drain instant saturates", saturating},
-		{"drain instant saturated", func(p *queue.Program) { p.Current.Rate, p.Issued, p.DrainAtNs = 1, 9_300_000, math.MaxInt64 }},
-		{"fastest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(100_000), nowNs+10_000 }},
-		{"rate 0", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 0, nowNs-1e9 }},
-		{"change pending", func(p *queue.Program) {
-			p.Next = queue.Segment{AnchorMs: now.Add(time.Minute).UnixMilli(), Base: 20, Rate: perSecond(5)}
-			p.DrainAtNs = nowNs - 1e9
-		}},
-		{"change due, drained", func(p *queue.Program) {
-			p.Next = queue.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5)}
-			p.DrainAtNs = nowNs - 1e9
-		}},
-		{"change due to a pause, drained", func(p *queue.Program) {
-			p.Next = queue.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5), Paused: true}
-			p.DrainAtNs = nowNs - 1e9
-		}},
-		{"fresh program", func(p *queue.Program) {
-			*p = queue.Program{ID: p.ID, CreatedAt: t0, Version: 1, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate}, DrainAtNs: unixNs(t0), Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
-		}},
-		{"opening ahead, shuffled", func(p *queue.Program) {
-			p.OpensAt, p.Shuffle, p.ShuffleNonce = now.Truncate(time.Millisecond).Add(time.Minute), true, "ab"
-			p.Current.StartMs, p.DrainAtNs = p.OpensAt.UnixMilli(), unixNs(p.OpensAt)+28*400e6
-		}},
-		{"opening just passed, shuffled: the pre-queue is fixed first", func(p *queue.Program) {
-			p.OpensAt, p.Shuffle, p.ShuffleNonce = now.Truncate(time.Millisecond).Add(-ms(1)), true, "ab"
-			p.Current.StartMs = p.OpensAt.UnixMilli()
-		}},
-		{"opening passed, pre-queue fixed", func(p *queue.Program) {
-			p.OpensAt, p.Shuffle, p.ShuffleNonce, p.Prequeue, p.PrequeueFixed = now.Truncate(time.Millisecond).Add(-time.Second), true, "ab", 33, true
-		}},
-		{"change due to an opening, drained", func(p *queue.Program) {
-			p.Next = queue.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5), StartMs: now.Add(-ms(500)).UnixMilli()}
-			p.DrainAtNs = nowNs - 1e9
-		}},
-	} {
+	for i, tc := range programStates(now) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := program(fmt.Sprintf("issue-%d", i))
 			tc.edit(&p)
@@ -402,6 +354,65 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 			}
 			checkProgram(t, "IssueTicket after reopening", got, open.WithTicketIssued(at))
 		})
+	}
+}
+
+// programState is a state a program's tickets are issued in: edit puts a
+// program in it.
+type programState struct {
+	name string
+	edit func(p *queue.Program)
+}
+
+// programStates are the states tickets are issued in, at now, single or in
+// blocks.
+func programStates(now time.Time) []programState {
+	nowNs := unixNs(now.Truncate(time.Millisecond))
+	return []programState{
+		{"paused, drain time past", func(p *queue.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs-5e9 }},
+		{"paused, drain time ahead", func(p *queue.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs+5e9 }},
+		{"advancing busy queue", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(4), nowNs+2_500_250_000 }},
+		{"advancing, drains in half a ms", func(p *queue.Program) { p.DrainAtNs = nowNs + 500_000 }},
+		{"advancing, drains in a ns", func(p *queue.Program) { p.DrainAtNs = nowNs + 1 }},
+		{"advancing, drained exactly now", func(p *queue.Program) { p.DrainAtNs = nowNs }},
+		{"drained queue re-anchors", func(p *queue.Program) { p.DrainAtNs = nowNs - 1e9 }},
+		{"drained, fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(3), nowNs-333_333_334 }},
+		{"busy, fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(7), nowNs+142_857_143_000 }},
+		{"slowest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 1, nowNs-1 }},
+		{"slowest rate, millions waiting: the drain instant saturates", saturating},
+		{"drain instant saturated", func(p *queue.Program) { p.Current.Rate, p.Issued, p.DrainAtNs = 1, 9_300_000, math.MaxInt64 }},
+		{"fastest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(100_000), nowNs+10_000 }},
+		{"rate 0", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 0, nowNs-1e9 }},
+		{"change pending", func(p *queue.Program) {
+			p.Next = queue.Segment{AnchorMs: now.Add(time.Minute).UnixMilli(), Base: 20, Rate: perSecond(5)}
+			p.DrainAtNs = nowNs - 1e9
+		}},
+		{"change due, drained", func(p *queue.Program) {
+			p.Next = queue.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5)}
+			p.DrainAtNs = nowNs - 1e9
+		}},
+		{"change due to a pause, drained", func(p *queue.Program) {
+			p.Next = queue.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5), Paused: true}
+			p.DrainAtNs = nowNs - 1e9
+		}},
+		{"fresh program", func(p *queue.Program) {
+			*p = queue.Program{ID: p.ID, CreatedAt: t0, Version: 1, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate}, DrainAtNs: unixNs(t0), Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
+		}},
+		{"opening ahead, shuffled", func(p *queue.Program) {
+			p.OpensAt, p.Shuffle, p.ShuffleNonce = now.Truncate(time.Millisecond).Add(time.Minute), true, "ab"
+			p.Current.StartMs, p.DrainAtNs = p.OpensAt.UnixMilli(), unixNs(p.OpensAt)+28*400e6
+		}},
+		{"opening just passed, shuffled: the pre-queue is fixed first", func(p *queue.Program) {
+			p.OpensAt, p.Shuffle, p.ShuffleNonce = now.Truncate(time.Millisecond).Add(-ms(1)), true, "ab"
+			p.Current.StartMs = p.OpensAt.UnixMilli()
+		}},
+		{"opening passed, pre-queue fixed", func(p *queue.Program) {
+			p.OpensAt, p.Shuffle, p.ShuffleNonce, p.Prequeue, p.PrequeueFixed = now.Truncate(time.Millisecond).Add(-time.Second), true, "ab", 33, true
+		}},
+		{"change due to an opening, drained", func(p *queue.Program) {
+			p.Next = queue.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5), StartMs: now.Add(-ms(500)).UnixMilli()}
+			p.DrainAtNs = nowNs - 1e9
+		}},
 	}
 }
 

@@ -22,27 +22,7 @@ func testIssueTickets(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
 	now := t0.Add(ms(10_345) + 678*time.Microsecond)
-	nowNs := unixNs(now.Truncate(time.Millisecond))
-	for i, tc := range []struct {
-		name string
-		edit func(p *queue.Program)
-	}{
-		{"paused", func(p *queue.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs-5e9 }},
-		{"advancing busy queue", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(4), nowNs+2_500_250_000 }},
-		{"drained queue re-anchors", func(p *queue.Program) { p.DrainAtNs = nowNs - 1e9 }},
-		{"fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(3), nowNs-333_333_334 }},
-		{"fastest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(100_000), nowNs+10_000 }},
-		{"slowest rate, millions waiting: the drain instant saturates", saturating},
-		{"rate 0", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 0, nowNs-1e9 }},
-		{"change pending", func(p *queue.Program) {
-			p.Next = queue.Segment{AnchorMs: now.Add(time.Minute).UnixMilli(), Base: 20, Rate: perSecond(5)}
-			p.DrainAtNs = nowNs - 1e9
-		}},
-		{"change due, drained", func(p *queue.Program) {
-			p.Next = queue.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5)}
-			p.DrainAtNs = nowNs - 1e9
-		}},
-	} {
+	for i, tc := range programStates(now) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := program(fmt.Sprintf("block-%d", i))
 			tc.edit(&p)

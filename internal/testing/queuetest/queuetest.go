@@ -1,0 +1,81 @@
+// Package queuetest holds helpers that tests of queue.Service and of the
+// ticket shards behind it share.
+package queuetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/shufflekey"
+)
+
+var shuffleKey = sync.OnceValues(shufflekey.GenerateLocalKey)
+
+// ShuffleKey is the test binary's shuffle key, one for every instance as a
+// deployment's KMS key is.
+func ShuffleKey(t testing.TB) *shufflekey.LocalKey {
+	t.Helper()
+	k, err := shuffleKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// EnterUnknown enters n distinct program ids that do not exist, from first
+// on: each must answer PROGRAM_NOT_FOUND.
+func EnterUnknown(t testing.TB, svc *queue.Service, first, n int) {
+	t.Helper()
+	for i := first; i < first+n; i++ {
+		_, _, err := svc.Enter(t.Context(), fmt.Sprintf("nobody-%d", i), queue.Entry{})
+		if queue.ErrorKind(err) != queue.KindNotFound {
+			t.Fatalf("enter to an unknown program: %v, want not found", err)
+		}
+	}
+}
+
+// CheckIdleProgramsDropped checks that svc, whose clock is clk, keeps state
+// for no program after 10,000 enters to unknown ones, for one after an enter
+// to a program, and drops that program once it is idle for 10 minutes.
+// programs counts the programs with state; what names that state in failures.
+func CheckIdleProgramsDropped(t testing.TB, svc *queue.Service, clk *clock.Fake, programs func() int, what string) {
+	t.Helper()
+	ctx := t.Context()
+	EnterUnknown(t, svc, 0, 10_000)
+	if n := programs(); n != 0 {
+		t.Fatalf("after 10,000 enters to unknown programs: %s for %d programs; want none", what, n)
+	}
+	rate := 5.0
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate))}); err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := programs(); n != 1 {
+		t.Fatalf("after an enter to a program: %s for %d programs; want 1", what, n)
+	}
+	// Idle for long: the next request, to another program, drops it.
+	clk.Advance(10 * time.Minute)
+	EnterUnknown(t, svc, 10_000, 1)
+	if _, err := svc.Poll(ctx, "gala", v.TokenID); err != nil {
+		t.Fatal(err)
+	}
+	rate2 := 6.0
+	if _, _, err := svc.PutProgram(ctx, "other", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate2))}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Minute)
+	if _, _, err := svc.Enter(ctx, "other", queue.Entry{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := programs(); n != 1 {
+		t.Errorf("after gala was idle 10 minutes: %s for %d programs; want only other's", what, n)
+	}
+}

@@ -52,24 +52,7 @@ func TestTemplateRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// auth[routeKey] is the authorizer of that route ("" for none).
-	auth := map[string]string{}
-	for _, id := range tpl.FunctionIDs() {
-		f, err := tpl.Function(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for name, e := range f.Events {
-			if e.Type != "HttpApi" {
-				t.Errorf("%s event %s: type %s, want HttpApi (the handler reads payload format 2.0)", id, name, e.Type)
-				continue
-			}
-			if ref, _ := e.Properties.APIID.(map[string]any); ref["Ref"] != "HttpApi" {
-				t.Errorf("%s event %s: ApiId %v, want !Ref HttpApi (the throttled API)", id, name, e.Properties.APIID)
-			}
-			auth[e.RouteKey()] = e.Properties.Auth.Authorizer
-		}
-	}
+	auth := routeAuthorizers(t, tpl)
 
 	type served struct {
 		method, path string
@@ -81,7 +64,13 @@ func TestTemplateRoutes(t *testing.T) {
 		all = append(all, served{r.Method, r.Path, r.Admin}, served{"PATCH", r.Path, r.Admin})
 	}
 	for _, r := range waitpage.Routes {
-		all = append(all, served{r.Method, r.Path, false})
+		all = append(all, served{r.Method, r.Path, false}, served{"PATCH", r.Path, false})
+	}
+	var publicPaths []string
+	for _, r := range all {
+		if !r.admin && !slices.Contains(publicPaths, r.path) {
+			publicPaths = append(publicPaths, r.path)
+		}
 	}
 	servedBy := map[bool]string{} // admin? -> function
 	used := map[string]bool{}     // route keys that some served path takes
@@ -122,10 +111,45 @@ func TestTemplateRoutes(t *testing.T) {
 		case !used[key]:
 			t.Errorf("route %q (%s): the handler serves no path through it (internal/httpapi/routes.go, internal/waitpage)", key, fn)
 		}
+		// A greedy route covers admin paths alone: every stray path under
+		// it reaches the function behind it.
+		if prefix, _, greedy := strings.Cut(key, "+}"); greedy {
+			_, prefix, _ = strings.Cut(prefix, " ")
+			prefix = prefix[:strings.LastIndex(prefix, "{")]
+			for _, p := range publicPaths {
+				if strings.HasPrefix(samplePath(p), prefix) {
+					t.Errorf("greedy route %q covers the public path %s", key, p)
+				}
+			}
+		}
 	}
 	if _, ok := routes[samtemplate.DefaultRoute]; !ok {
 		t.Error("no $default route: unknown paths would get API Gateway's own 404, not the API's JSON error")
 	}
+}
+
+// routeAuthorizers maps each route key of the template to its authorizer
+// ("" for none), checking that every event is an HttpApi one on HttpApi.
+func routeAuthorizers(t *testing.T, tpl *samtemplate.Template) map[string]string {
+	t.Helper()
+	auth := map[string]string{}
+	for _, id := range tpl.FunctionIDs() {
+		f, err := tpl.Function(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, e := range f.Events {
+			if e.Type != "HttpApi" {
+				t.Errorf("%s event %s: type %s, want HttpApi (the handler reads payload format 2.0)", id, name, e.Type)
+				continue
+			}
+			if ref, _ := e.Properties.APIID.(map[string]any); ref["Ref"] != "HttpApi" {
+				t.Errorf("%s event %s: ApiId %v, want !Ref HttpApi (the throttled API)", id, name, e.Properties.APIID)
+			}
+			auth[e.RouteKey()] = e.Properties.Auth.Authorizer
+		}
+	}
+	return auth
 }
 
 // samplePath fills a route path's variables ({programId}) with a value.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"os/exec"
 	"path"
 	"regexp"
@@ -39,13 +40,98 @@ func loadTemplate(t *testing.T) *samtemplate.Template {
 	return tpl
 }
 
+// TestTemplateRoutes: every route of the handler and the page reaches, as
+// API Gateway picks routes (samtemplate.RouteFor), the function that serves
+// it, admin routes only through AWS_IAM and public ones without; so does any
+// other method on their paths (for the handler's 405). Every route to the
+// admin function is IAM-authorized, every template route serves something,
+// and $default sends the rest to the public function.
 func TestTemplateRoutes(t *testing.T) {
 	tpl := loadTemplate(t)
 	routes, err := tpl.Routes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// auth[routeKey] is the authorizer of that route ("" for none).
+	auth := routeAuthorizers(t, tpl)
+
+	type served struct {
+		method, path string
+		admin        bool
+	}
+	var all []served
+	for _, r := range httpapi.Routes {
+		// Any other method must reach the same function, for its JSON 405.
+		all = append(all, served{r.Method, r.Path, r.Admin}, served{"PATCH", r.Path, r.Admin})
+	}
+	for _, r := range waitpage.Routes {
+		all = append(all, served{r.Method, r.Path, false}, served{"PATCH", r.Path, false})
+	}
+	var publicPaths []string
+	for _, r := range all {
+		if !r.admin && !slices.Contains(publicPaths, r.path) {
+			publicPaths = append(publicPaths, r.path)
+		}
+	}
+	servedBy := map[bool]string{} // admin? -> function
+	used := map[string]bool{}     // route keys that some served path takes
+	for _, r := range all {
+		name := r.method + " " + r.path
+		key, fn, err := tpl.RouteFor(r.method, samplePath(r.path))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		used[key] = true
+		if key == samtemplate.DefaultRoute && r.method != "PATCH" {
+			t.Errorf("%s: no route in template.yaml, it falls to $default", name)
+		}
+		if other, seen := servedBy[r.admin]; seen && other != fn {
+			t.Errorf("%s goes to %s (route %q), other routes of its kind to %s", name, fn, key, other)
+		}
+		servedBy[r.admin] = fn
+		switch got := auth[key]; {
+		case r.admin && got != "AWS_IAM":
+			t.Errorf("%s: admin route %q has authorizer %q, want AWS_IAM", name, key, got)
+		case !r.admin && got != "":
+			t.Errorf("%s: public route %q has authorizer %q, want none", name, key, got)
+		}
+	}
+	if servedBy[true] == servedBy[false] {
+		t.Errorf("admin and public routes both go to %s; they must be separate functions (the admin one alone has write access to settings through IAM)", servedBy[true])
+	}
+	for key, fn := range routes {
+		switch {
+		case fn == servedBy[true] && auth[key] != "AWS_IAM":
+			t.Errorf("route %q reaches the admin function %s with authorizer %q, want AWS_IAM", key, fn, auth[key])
+		case key == samtemplate.DefaultRoute:
+			// Unknown paths get the public function's JSON 404.
+			if fn != servedBy[false] || auth[key] != "" {
+				t.Errorf("$default goes to %s with authorizer %q, want the public function %s without", fn, auth[key], servedBy[false])
+			}
+		case !used[key]:
+			t.Errorf("route %q (%s): the handler serves no path through it (internal/httpapi/routes.go, internal/waitpage)", key, fn)
+		}
+		// A greedy route covers admin paths alone: every stray path under
+		// it reaches the function behind it.
+		if prefix, _, greedy := strings.Cut(key, "+}"); greedy {
+			_, prefix, _ = strings.Cut(prefix, " ")
+			prefix = prefix[:strings.LastIndex(prefix, "{")]
+			for _, p := range publicPaths {
+				if strings.HasPrefix(samplePath(p), prefix) {
+					t.Errorf("greedy route %q covers the public path %s", key, p)
+				}
+			}
+		}
+	}
+	if _, ok := routes[samtemplate.DefaultRoute]; !ok {
+		t.Error("no $default route: unknown paths would get API Gateway's own 404, not the API's JSON error")
+	}
+}
+
+// routeAuthorizers maps each route key of the template to its authorizer
+// ("" for none), checking that every event is an HttpApi one on HttpApi.
+func routeAuthorizers(t *testing.T, tpl *samtemplate.Template) map[string]string {
+	t.Helper()
 	auth := map[string]string{}
 	for _, id := range tpl.FunctionIDs() {
 		f, err := tpl.Function(id)
@@ -63,71 +149,12 @@ func TestTemplateRoutes(t *testing.T) {
 			auth[e.RouteKey()] = e.Properties.Auth.Authorizer
 		}
 	}
+	return auth
+}
 
-	servedBy := map[bool]string{} // admin? -> function
-	paths := map[string]bool{}
-	for _, r := range httpapi.Routes {
-		paths[r.Path] = true
-		name := r.Method + " " + r.Path
-		// Each path is routed as ANY so a wrong method reaches the
-		// handler's 405; a route for the method alone would also do.
-		key := "ANY " + r.Path
-		fn, ok := routes[key]
-		if !ok {
-			key = r.Method + " " + r.Path
-			if fn, ok = routes[key]; !ok {
-				t.Errorf("%s: no route in template.yaml (want ANY %s)", name, r.Path)
-				continue
-			}
-		}
-		if other, seen := servedBy[r.Admin]; seen && other != fn {
-			t.Errorf("%s goes to %s, other routes of its kind to %s", name, fn, other)
-		}
-		servedBy[r.Admin] = fn
-		switch got := auth[key]; {
-		case r.Admin && got != "AWS_IAM":
-			t.Errorf("%s: admin route has authorizer %q, want AWS_IAM", name, got)
-		case !r.Admin && got != "":
-			t.Errorf("%s: public route has authorizer %q, want none", name, got)
-		}
-	}
-	// The waiting-room page's routes: public, in the public function.
-	for _, r := range waitpage.Routes {
-		paths[r.Path] = true
-		key := r.Method + " " + r.Path
-		fn, ok := routes[key]
-		switch {
-		case !ok:
-			t.Errorf("%s: no route in template.yaml (the waiting-room page, internal/waitpage)", key)
-		case fn != servedBy[false]:
-			t.Errorf("%s goes to %s, want the public function %s", key, fn, servedBy[false])
-		case auth[key] != "":
-			t.Errorf("%s: page route has authorizer %q, want none", key, auth[key])
-		}
-	}
-	if servedBy[true] == servedBy[false] {
-		t.Errorf("admin and public routes both go to %s; they must be separate functions (the admin one alone has write access to settings through IAM)", servedBy[true])
-	}
-	// No route the handler does not serve, except $default, which must
-	// reach the public function so unknown paths get its JSON 404.
-	for key, fn := range routes {
-		if key == samtemplate.DefaultRoute {
-			if fn != servedBy[false] {
-				t.Errorf("$default goes to %s, want the public function %s", fn, servedBy[false])
-			}
-			if auth[key] != "" {
-				t.Errorf("$default has authorizer %q, want none", auth[key])
-			}
-			continue
-		}
-		_, path, _ := strings.Cut(key, " ")
-		if !paths[path] {
-			t.Errorf("route %q (%s): the handler serves no such path (internal/httpapi/routes.go, internal/waitpage)", key, fn)
-		}
-	}
-	if _, ok := routes[samtemplate.DefaultRoute]; !ok {
-		t.Error("no $default route: unknown paths would get API Gateway's own 404, not the API's JSON error")
-	}
+// samplePath fills a route path's variables ({programId}) with a value.
+func samplePath(route string) string {
+	return regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(route, "demo")
 }
 
 func TestTemplateFunctions(t *testing.T) {
@@ -621,11 +648,14 @@ func checkSigningKey(t *testing.T, tpl *samtemplate.Template, key, spec, algorit
 		t.Errorf("%s: DeletionPolicy %q UpdateReplacePolicy %q, want Retain: a rotated-out key stays published until its passes expire, a shuffle key until its openings", key, r.DeletionPolicy, r.UpdateReplacePolicy)
 	}
 
-	routes, err := tpl.Routes()
+	_, queueFn, err := tpl.RouteFor(http.MethodPost, samplePath(api.QueuePath))
 	if err != nil {
 		t.Fatal(err)
 	}
-	queueFn, adminFn = routes["ANY "+api.QueuePath], routes["ANY "+api.AdminPath]
+	_, adminFn, err = tpl.RouteFor(http.MethodPut, samplePath(api.AdminPath))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if queueFn == "" || adminFn == "" || queueFn == adminFn {
 		t.Fatalf("queue function %q, admin function %q", queueFn, adminFn)
 	}

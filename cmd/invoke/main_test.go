@@ -25,10 +25,11 @@ func TestFunctionFor(t *testing.T) {
 	}{
 		{"SampleEvent", string(poll), "ANY /api/v1/queues/programs/{programId}", "QueueFunction"},
 		{"MethodRouteKey", strings.ReplaceAll(string(poll), "ANY /api", "GET /api"), "ANY /api/v1/queues/programs/{programId}", "QueueFunction"},
-		{"Admin", event("PUT", "/api/v1/admin/programs/demo"), "ANY /api/v1/admin/programs/{programId}", "AdminFunction"},
-		{"Admissions", event("POST", "/api/v1/admin/programs/demo/admissions"), "ANY /api/v1/admin/programs/{programId}/admissions", "AdminFunction"},
-		{"WrongMethod", event("PATCH", "/api/v1/admin/programs/demo/admissions"), "ANY /api/v1/admin/programs/{programId}/admissions", "AdminFunction"},
-		{"Default", event("GET", "/api/v1/admin/programs"), "$default", "QueueFunction"},
+		{"Admin", event("PUT", "/api/v1/admin/programs/demo"), "ANY /api/v1/admin/{proxy+}", "AdminFunction"},
+		{"Admissions", event("POST", "/api/v1/admin/programs/demo/admissions"), "ANY /api/v1/admin/{proxy+}", "AdminFunction"},
+		{"WrongMethod", event("PATCH", "/api/v1/admin/programs/demo/admissions"), "ANY /api/v1/admin/{proxy+}", "AdminFunction"},
+		{"AdminUnknownPath", event("GET", "/api/v1/admin/programs"), "ANY /api/v1/admin/{proxy+}", "AdminFunction"},
+		{"Default", event("GET", "/api/v1/programs"), "$default", "QueueFunction"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

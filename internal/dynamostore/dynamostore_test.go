@@ -2,7 +2,6 @@ package dynamostore_test
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,17 +20,7 @@ import (
 	"github.com/example/waitingroom/internal/testing/storetest"
 )
 
-// TestMain runs up to 4 tests at once unless -parallel says otherwise: the
-// parallel tests each lease a server and mostly wait on it or on timeouts.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", "4")
-	}
-	dynamotest.Main(m)
-}
+func TestMain(m *testing.M) { dynamotest.Main(m) }
 
 // newClient returns a client for the shared test server; newClientAt for
 // the one at endpoint. Its attempts may take

@@ -68,8 +68,11 @@ run: ## Serve the API and the waiting-room page locally on an in-memory store (A
 	$(GO) build -o bin/local ./cmd/local
 	exec bin/local $(if $(ADDR),-addr $(ADDR)) $(ARGS)
 
+# The steps run side by side (-j4), each one's output printed whole when it
+# ends (-O); a failing step fails the target.
 .PHONY: test
-test: lint unit-others race emulator ## Everything CI runs: lint, unit-others and race (together every package once), emulator.
+test: ## Everything CI runs, side by side: lint, unit-others and race (together every package once), emulator.
+	@$(MAKE) -j4 -O --no-print-directory lint unit-others race emulator
 
 .PHONY: lint
 lint: $(STATICCHECK) lint-openapi ## gofmt, go vet, staticcheck, go mod tidy check, cfn-lint, Redocly.

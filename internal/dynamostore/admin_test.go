@@ -27,18 +27,18 @@ import (
 )
 
 // adminRig is a store with the client's production retries and timeouts,
-// behind a fault injector.
+// behind a fault injector, on the server at endpoint.
 type adminRig struct {
 	ft    *faultinject.Transport
 	store *dynamostore.Store
 }
 
-func newAdminRig(t *testing.T) *adminRig {
+func newAdminRig(t *testing.T, endpoint string) *adminRig {
 	t.Helper()
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(base.CloseIdleConnections)
 	ft := faultinject.New(base, 7)
-	client, err := dynamostore.NewClientWithOptions(t.Context(), dynamostore.ClientOptions{Endpoint: dynamotest.Endpoint(t), Transport: ft})
+	client, err := dynamostore.NewClientWithOptions(t.Context(), dynamostore.ClientOptions{Endpoint: endpoint, Transport: ft})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +88,7 @@ func admitConcurrently(ctx context.Context, svc *queue.Service, id string, count
 // without error. Admin i admits 3^i people, so the total says in base 3
 // how many times each admission was applied.
 func TestAdmissionsCountOnce(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	counts := []int64{1, 3, 9, 27, 81}
 	for _, tc := range []struct {
@@ -102,7 +103,7 @@ func TestAdmissionsCountOnce(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newAdminRig(t)
+			r := newAdminRig(t, dynamotest.Lease(t))
 			svc := queue.NewService(r.store, polling.DefaultTiers(), queue.WithClock(clock.NewFake(now)))
 			ok, unavailable, slow, lost := 0, 0, 0, 0
 			for prog := range tc.programs {
@@ -165,7 +166,7 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 		// Not in parallel: the bound is about this request's contention,
 		// not about a test server shared with other tests.
 		t.Run(fmt.Sprintf("cache TTL %v", ttl), func(t *testing.T) {
-			r := newAdminRig(t)
+			r := newAdminRig(t, dynamotest.Endpoint(t))
 			svc := queue.NewService(r.store, polling.DefaultTiers(), queue.WithProgramCache(ttl))
 			paused := true
 			if _, _, err := svc.PutProgram(t.Context(), "gala", api.ProgramSettings{Paused: &paused}); err != nil {
@@ -226,7 +227,7 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 // trial to a ticket write (a conflict that leaves the version as read), and
 // each change is applied, repeated after BUSY or a store fault as wrctl does.
 func TestAdminChangesGetThroughFlood(t *testing.T) {
-	r := newAdminRig(t)
+	r := newAdminRig(t, dynamotest.Endpoint(t))
 	store := &conflictCounter{Store: r.store}
 	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithProgramCache(time.Second), queue.WithTickets(tickets.New(r.store)))
 	rate := 1.0 // slow: the queue never drains, so every change is scheduled
@@ -363,6 +364,7 @@ func putRetrying(ctx context.Context, svc *queue.Service, id string, set api.Pro
 // ticket; also when every answer of both writes is lost once and the SDK
 // retries them (the drain instant moves once).
 func TestUpdateScheduledMovesDrain(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	for _, tc := range []struct {
 		name   string
@@ -375,7 +377,7 @@ func TestUpdateScheduledMovesDrain(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newAdminRig(t)
+			r := newAdminRig(t, dynamotest.Lease(t))
 			ctx := t.Context()
 			p := queue.Program{ID: "gala", CreatedAt: now, Issued: 1000, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
 			if err := r.store.CreateProgram(ctx, p.Rebased(now, queue.OnePerSecond, false, 0, 0)); err != nil {

@@ -97,19 +97,26 @@ func (c shiftedClock) Now() time.Time { return time.Now().Add(time.Duration(c.sh
 
 func TestConcurrency(t *testing.T) {
 	t.Parallel()
-	t.Run("OneInstance", func(t *testing.T) { testConcurrency(t, 1, 0, false) })
-	t.Run("TwoInstances", func(t *testing.T) { testConcurrency(t, 2, 0, false) })
+	// Each run leases a server of its own, so the runs go in parallel.
+	run := func(name string, instances int, writeUnits float64, bursts bool) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testConcurrency(t, instances, writeUnits, bursts)
+		})
+	}
+	run("OneInstance", 1, 0, false)
+	run("TwoInstances", 2, 0, false)
 	// An item write limit of 5 units a second puts the program on ticket
 	// shards at a couple of enters a second: the same invariants with
 	// tickets from shard blocks, refills and shard count changes racing.
-	t.Run("TwoInstancesSharded", func(t *testing.T) { testConcurrency(t, 2, 5, false) })
+	run("TwoInstancesSharded", 2, 5, false)
 	// Enters in bursts, with quiet spells of polls between them longer
 	// than a block lifetime: the instances trim their blocks and give
 	// numbers back while the workers poll, leave and are admitted. Through
 	// one instance every block at the top is its own, so it must give
 	// some back; through two the same invariants hold whatever it gives.
-	t.Run("OneInstanceShardedBursts", func(t *testing.T) { testConcurrency(t, 1, 20, true) })
-	t.Run("TwoInstancesShardedBursts", func(t *testing.T) { testConcurrency(t, 2, 20, true) })
+	run("OneInstanceShardedBursts", 1, 20, true)
+	run("TwoInstancesShardedBursts", 2, 20, true)
 }
 
 // burstPeriod is the period of the bursts of enters: enters in its first

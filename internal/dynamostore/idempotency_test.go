@@ -41,11 +41,13 @@ func enterUntilPlaced(ctx context.Context, svc *queue.Service, programID, key st
 // all answer its token; repeated for several keys, the program issued one
 // ticket per key (issue 16: 12 rounds had issued 127).
 func TestIdempotencyKeyParallel(t *testing.T) {
+	t.Parallel()
 	const keys, parallel = 12, 16
+	endpoint := dynamotest.Lease(t)
 	svcs := make([]*queue.Service, 2)
 	var table string
 	for i := range svcs {
-		c := newClient(t) // one client per instance, as each Lambda instance has its own
+		c := newClientAt(t, endpoint) // one client per instance, as each Lambda instance has its own
 		if i == 0 {
 			table = dynamotest.NewTable(t, c)
 		}

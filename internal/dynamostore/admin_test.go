@@ -253,7 +253,7 @@ func TestAdminChangesGetThroughFlood(t *testing.T) {
 			}
 		})
 	}
-	const changes = 10
+	const changes = 6 // even: the last one resumes
 	var failed, repeated []string
 	for i := range changes {
 		paused := i%2 == 0

@@ -29,17 +29,16 @@ import (
 )
 
 // Sizes: the test server takes about 75 writes a second; 8 people for a few
-// seconds make a few hundred tokens and a couple of thousand calls, enough
-// to interleave every kind of call with every other. The run is sized by
+// seconds make a few hundred tokens and about a thousand calls, enough to
+// interleave every kind of call with every other. The run is sized by
 // work, not time: it ends once each worker made concurrencyCalls calls, the
-// admin concurrencyAdminOps changes or reads, and the run showed what it is
-// for (see exercised); on an idle machine it also lasts at least
+// admin went once through adminCycle, and the run showed what it is for
+// (see exercised); on an idle machine it also lasts at least
 // concurrencyMinDuration, which only adds work. concurrencyTimeout fails a
 // run that cannot get there at all.
 const (
 	concurrencyWorkers     = 8
 	concurrencyCalls       = 30
-	concurrencyAdminOps    = 10
 	concurrencyMinDuration = 5 * time.Second
 	concurrencyTimeout     = 2 * time.Minute
 	initialTokensPerWorker = 6
@@ -117,6 +116,26 @@ func TestConcurrency(t *testing.T) {
 	// some back; through two the same invariants hold whatever it gives.
 	run("OneInstanceShardedBursts", 1, 20, true)
 	run("TwoInstancesShardedBursts", 2, 20, true)
+}
+
+// adminOp is one of the admin's operations: an admission of admit, a
+// change to set, or else a read.
+type adminOp struct {
+	what  string
+	admit int64
+	set   *api.ProgramSettings
+}
+
+// adminCycle is the admin's operations in the order it makes them, each
+// kind at least once: admissions, a pause and a resume, a rate change, a
+// read. Each change waits for the previous one to take effect.
+var adminCycle = []adminOp{
+	{what: "admit 3", admit: 3},
+	{what: "paused=true", set: &api.ProgramSettings{Paused: new(true)}},
+	{what: "rate=8", set: &api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(8))}},
+	{what: "paused=false", set: &api.ProgramSettings{Paused: new(false)}},
+	{what: "admit 8", admit: 8},
+	{what: "read"},
 }
 
 // burstPeriod is the period of the bursts of enters: enters in its first
@@ -235,7 +254,7 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 			sh, err := dynamostore.New(client, table).GetShard(runCtx, concurrencyProgram, 0)
 			shardFilled = err == nil && sh.End != 0
 		}
-		return admitted.Load() > 0 && left.Load() > 0 && adminOps.Load() >= concurrencyAdminOps &&
+		return admitted.Load() > 0 && left.Load() > 0 && adminOps.Load() >= int64(len(adminCycle)) &&
 			(writeUnits == 0 || shardFilled) && (!bursts || instances > 1 || returned.Load() > 0)
 	}
 
@@ -355,9 +374,9 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 			mu.Unlock()
 		})
 	}
-	// The admin: every 400 ms a change or an admission, through a random
-	// instance (the admin function is yet another one; what matters is
-	// that the others learn of it only through the table), until the
+	// The admin: every 400 ms the next operation of adminCycle, through a
+	// random instance (the admin function is yet another one; what matters
+	// is that the others learn of it only through the table), until the
 	// workers are done.
 	workersDone := make(chan struct{})
 	var admin sync.WaitGroup
@@ -371,42 +390,35 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 				return
 			case <-pace.C:
 			}
+			select { // a tick may be ready too when the workers are done
+			case <-workersDone:
+				return
+			default:
+			}
 			if !enough.Load() && time.Since(start) >= concurrencyMinDuration && exercised() {
 				enough.Store(true)
 			}
 			svc := svcs[rng.IntN(instances)]
 			var c queue.Counters
 			var err error
-			var what string
-			op := rng.IntN(5)
+			op := adminCycle[adminOps.Load()%int64(len(adminCycle))]
 			if bursts {
 				// A change is pending for a cache TTL and holds numbers
 				// back meanwhile: the admin only reads; the rate admits.
-				op = 4
+				op = adminOp{what: "read"}
 			}
-			switch op {
-			case 0, 1:
-				n := int64(1 + rng.IntN(8))
-				what = fmt.Sprintf("admit %d", n)
-				err = call(func(ctx context.Context) (err error) { c, err = svc.Admit(ctx, concurrencyProgram, n); return })
-			case 2:
-				p := rng.IntN(2) == 0
-				what = fmt.Sprintf("paused=%v", p)
+			switch {
+			case op.admit > 0:
+				err = call(func(ctx context.Context) (err error) { c, err = svc.Admit(ctx, concurrencyProgram, op.admit); return })
+			case op.set != nil:
 				err = call(func(ctx context.Context) (err error) {
-					c, _, err = svc.PutProgram(ctx, concurrencyProgram, api.ProgramSettings{Paused: &p})
-					return
-				})
-			case 3:
-				r := []float64{2, 4, 8}[rng.IntN(3)]
-				what = fmt.Sprintf("rate=%g", r)
-				err = call(func(ctx context.Context) (err error) {
-					c, _, err = svc.PutProgram(ctx, concurrencyProgram, api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(r))})
+					c, _, err = svc.PutProgram(ctx, concurrencyProgram, *op.set)
 					return
 				})
 			default:
-				what = "read"
 				err = call(func(ctx context.Context) (err error) { c, err = svc.Program(ctx, concurrencyProgram); return })
 			}
+			what := op.what
 			adminOps.Add(1)
 			if err != nil {
 				unexpected(what, err)

@@ -28,10 +28,10 @@ import (
 // server (moto answers a few hundred requests a second), few enough to stay
 // within a couple of seconds there.
 const (
-	concurrentTickets   = 128 // 4 calls per worker: every worker's calls overlap the others' (500 took 15-40 s on moto)
-	concurrentReanchors = 100
+	concurrentTickets   = 64 // 4 calls per worker: every worker's calls overlap the others' (500 took 15-40 s on moto)
+	concurrentReanchors = 48
 	concurrentMarks     = 20
-	workers             = 32
+	workers             = 16
 )
 
 // Run runs the contract against stores from newStore. Each call must return

@@ -53,6 +53,7 @@ func (c *rawConn) answer(t *testing.T, wait time.Duration) (*http.Response, stri
 // server rejects before any handler runs get its own text/plain answer
 // (docs/operations.md, "The local server").
 func TestLocalEdges(t *testing.T) {
+	t.Parallel()
 	base := start(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-read-timeout", "500ms")
 	const host = "Host: local\r\n"
 	tests := []struct {
@@ -92,6 +93,7 @@ func TestLocalEdges(t *testing.T) {
 // TestLocalConnLimit: with -max-conns 3, three idle keep-alive connections
 // do not lock a fourth client out: idle ones are closed to make room.
 func TestLocalConnLimit(t *testing.T) {
+	t.Parallel()
 	base := start(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-max-conns", "3", "-idle-timeout", "1m")
 	const poll = "GET /nothing HTTP/1.1\r\nHost: local\r\n\r\n"
 	var idle []*rawConn

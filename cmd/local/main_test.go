@@ -170,6 +170,7 @@ func walk(t *testing.T, base, secret string) {
 }
 
 func TestLocalMemory(t *testing.T) {
+	t.Parallel()
 	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-demo-rate", "0.01", "-demo-crowd", "25")
 	if !strings.Contains(out.String(), "(store: memory;") {
 		t.Errorf("start-up line does not name the store: %s", out)
@@ -207,6 +208,7 @@ func TestLocalDynamoDB(t *testing.T) {
 }
 
 func TestLocalGeneratesAdminToken(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errs syncBuffer
 	done := make(chan error, 1)
@@ -230,6 +232,7 @@ func TestLocalGeneratesAdminToken(t *testing.T) {
 }
 
 func TestLocalBadConfig(t *testing.T) {
+	t.Parallel()
 	var out, errs syncBuffer
 	err := run(context.Background(), []string{"-addr", "127.0.0.1:0"}, func(k string) string {
 		return map[string]string{"POLL_TIERS": "100:1s"}[k]
@@ -241,6 +244,7 @@ func TestLocalBadConfig(t *testing.T) {
 
 // TestLocalHelp: -h names every variable the server reads.
 func TestLocalHelp(t *testing.T) {
+	t.Parallel()
 	var out, errs syncBuffer
 	err := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &out, &errs)
 	if !errors.Is(err, flag.ErrHelp) {
@@ -261,6 +265,7 @@ func TestLocalHelp(t *testing.T) {
 // TestLocalMissingTable: a DynamoDB API without the table is reported at
 // start, naming the table and -create-table.
 func TestLocalMissingTable(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"DYNAMODB_ENDPOINT": dynamotest.Endpoint(t), "TABLE_NAME": "no-such-table"}
 	var out, errs syncBuffer
 	err := run(context.Background(), []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, &out, &errs)
@@ -345,6 +350,7 @@ func enterConcurrently(t *testing.T, base string, n int) {
 // TestLocalPartitionLimits: -partition-limits throttles the program item
 // like DynamoDB, and the server publishes the model's counts.
 func TestLocalPartitionLimits(t *testing.T) {
+	t.Parallel()
 	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-dynamo", "moto", "-partition-limits", "write=5,read=100", "-demo-program", "")
 	if !strings.Contains(out.String(), "per-partition limits write=5,read=100 a second") {
 		t.Errorf("start-up line does not name the limits: %s", out)
@@ -405,6 +411,7 @@ func TestLocalPartitionLimits(t *testing.T) {
 }
 
 func TestLocalPartitionLimitsNeedDynamo(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"-partition-limits", "scale=0.1"},
 		{"-dynamo", "moto", "-partition-limits", "scale=fast"},

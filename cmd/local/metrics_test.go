@@ -78,6 +78,7 @@ func requestLabels(t *testing.T, key string) string {
 // counts by route and status, and the crowd's counters agree with what its
 // users saw.
 func TestMetricsMatchBench(t *testing.T) {
+	t.Parallel()
 	base := start(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-demo-program", "")
 	sc := bench.Scenario{Users: 60, Arrival: bench.Arrival{}, Rates: bench.ConstantRate(40), Abandon: 0.25, Timeout: 30 * time.Second}
 	res, err := loadtest.Run(t.Context(), loadtest.Config{
@@ -171,6 +172,7 @@ func scrapeSeries(t *testing.T, base string) (map[string]bool, int) {
 // with made-up methods, made-up paths and unknown program ids add no series
 // to GET /metrics.
 func TestMetricsLabelsClosed(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cret"
 	base := start(t, map[string]string{"ADMIN_TOKEN": secret})
 	send := func(i int) {

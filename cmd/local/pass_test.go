@@ -93,6 +93,7 @@ func get(t *testing.T, c *http.Client, target string, cookie *http.Cookie) (*htt
 // and lets the person in; and no changed or foreign pass ever gets a 200
 // from the demo site.
 func TestLocalAdmissionPass(t *testing.T) {
+	t.Parallel()
 	// A key file, so that this test can also sign passes with the
 	// server's own key (expired, not yet valid, another issuer).
 	key, err := admissionpass.GenerateLocalKey()
@@ -382,6 +383,7 @@ func flipLast(s string) string {
 // tests' moto_server), the local server signs with that KMS key, as the
 // queue function does, and the demo site lets the pass in.
 func TestLocalKMSPasses(t *testing.T) {
+	t.Parallel()
 	client := kmstest.Client(t)
 	keyID := kmstest.NewSigningKey(t, client)
 	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret", "PASS_KMS_KEY_ID": keyID, "KMS_ENDPOINT": dynamotest.Endpoint(t)})

@@ -115,6 +115,7 @@ func enter(t *testing.T, url, id string, n int) {
 }
 
 func TestCommands(t *testing.T) {
+	t.Parallel()
 	url := serve(t, newAPI(t))
 	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
 	run := func(t *testing.T, args ...string) map[string]any {
@@ -256,6 +257,7 @@ func TestCommands(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	url := serve(t, newAPI(t))
 	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
 	if r := wrctl(t, env, "put", "gala", "-paused"); r.status != 0 {
@@ -352,6 +354,7 @@ func watchLines(t *testing.T, env map[string]string, args ...string) []string {
 }
 
 func TestWatch(t *testing.T) {
+	t.Parallel()
 	url := serve(t, newAPI(t))
 	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
 	if r := wrctl(t, env, "put", "gala", "-paused", "-rate", "2"); r.status != 0 {
@@ -553,6 +556,7 @@ func TestSigV4(t *testing.T) {
 // TestIsTerminal: a pipe or a buffer is not a terminal, so tests and
 // scripts get plain lines.
 func TestIsTerminal(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,7 @@ func wrctlThrough(t *testing.T, transport http.RoundTripper, env map[string]stri
 // to a loopback host, and refuses any other URL before sending anything.
 // The requests go to a recorder, never to the network.
 func TestBearerOnlyOverTLSOrLoopback(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"ADMIN_TOKEN": testSecret}
 	for _, tc := range []struct {
 		url  string
@@ -83,6 +84,7 @@ func TestBearerOnlyOverTLSOrLoopback(t *testing.T) {
 // -url": the flags every command takes go before the command as well as
 // after it, or between its arguments.
 func TestGlobalFlagsBeforeCommand(t *testing.T) {
+	t.Parallel()
 	url := serve(t, newAPI(t))
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
@@ -165,6 +167,7 @@ func (f *flaky) requests() int {
 // times; an admission, which is not safe to repeat, only when the server
 // says it was not made (BUSY, 429).
 func TestRetries(t *testing.T) {
+	t.Parallel()
 	busy := [3]string{"503", "BUSY", "1"}
 	unavailable := [3]string{"503", "STORE_UNAVAILABLE", "1"}
 	now := [3]string{"503", "STORE_UNAVAILABLE", ""} // 1 s

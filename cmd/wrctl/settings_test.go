@@ -12,6 +12,7 @@ import (
 // TestSettingsOf: each JSON field of the settings gets a flag, named and
 // explained by settingFlags or else after the field and parsed by its type.
 func TestSettingsOf(t *testing.T) {
+	t.Parallel()
 	type settings struct {
 		Paused         *bool    `json:"paused,omitempty"`
 		MaxWaitSeconds *int64   `json:"maxWaitSeconds,omitempty"`
@@ -34,6 +35,7 @@ func TestSettingsOf(t *testing.T) {
 // TestProgramSettingsFlags: every entry of settingFlags is a setting of
 // the API, and every setting has a flag of its own.
 func TestProgramSettingsFlags(t *testing.T) {
+	t.Parallel()
 	fields, flags := map[string]bool{}, map[string]bool{}
 	for _, s := range programSettings {
 		if flags[s.flag] {

@@ -15,6 +15,7 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 func TestNextFrame(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	program := func(waiting int64, rate float64, paused bool) api.Program {
 		return api.Program{ProgramID: "gala", Issued: 1000, Admitted: 1000 - waiting, Waiting: waiting, AdmissionRatePerSecond: rate, Paused: paused}
@@ -58,6 +59,7 @@ func deref[T any](p *T) any {
 }
 
 func TestFrameRates(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	p := api.Program{ProgramID: "gala", Issued: 100, Admitted: 10, Waiting: 90, AdmissionRatePerSecond: 5}
 	f := nextFrame(nil, p, t0)
@@ -93,6 +95,7 @@ func TestFrameRates(t *testing.T) {
 }
 
 func TestSparkline(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   []int64
 		want string
@@ -109,6 +112,7 @@ func TestSparkline(t *testing.T) {
 }
 
 func TestThousands(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -45000: "-45,000"} {
 		if got := thousands(in); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", in, got, want)
@@ -119,6 +123,7 @@ func TestThousands(t *testing.T) {
 // TestDisplayTerminal checks the in-place redraw: the second frame moves
 // the cursor back over the first and clears each line it draws.
 func TestDisplayTerminal(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	d := &display{w: &buf, terminal: true, url: "http://127.0.0.1:3000"}
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)

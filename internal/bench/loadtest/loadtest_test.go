@@ -135,6 +135,7 @@ func checkTotals(t *testing.T, r bench.Result) {
 // 3 s (with a few hundred users it would not: positions ≤ 100 poll every
 // second), and no request fails.
 func TestRunPausedQueue(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("9 s of virtual users")
 	}
@@ -185,6 +186,7 @@ func TestRunPausedQueue(t *testing.T) {
 // against the seed tiers: positions ≤ 100 poll every second, so nobody
 // should learn of an admission much more than a second late.
 func TestRunDrain(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, serverOptions{tickets: withTicket})
 	sc := bench.Scenario{Users: 40, Rates: bench.ConstantRate(80), Timeout: 10 * time.Second}
 	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "drain", Scenario: sc})
@@ -222,6 +224,7 @@ func TestRunDrain(t *testing.T) {
 // API (server:eta) and lets half the users leave: every user either left
 // (DELETE 204) or was admitted, and nothing failed.
 func TestRunPolicyAndAbandon(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, serverOptions{policies: true, tickets: withTicket})
 	sc := bench.Scenario{Users: 40, Rates: bench.ConstantRate(20), Abandon: 0.5, Timeout: 10 * time.Second}
 	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "eta-leave", Scenario: sc, Poll: Poll{Policy: "eta"}, Seed: 3})
@@ -250,6 +253,7 @@ func TestRunPolicyAndAbandon(t *testing.T) {
 // TestRunSchedule applies a rate schedule through the admin API: admit,
 // pause, restart.
 func TestRunSchedule(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, serverOptions{})
 	sc := bench.Scenario{Users: 30, Rates: bench.Schedule{{At: 0, Rate: 40}, {At: 300 * time.Millisecond, Rate: 0}, {At: time.Second, Rate: 40}}, Timeout: 10 * time.Second}
 	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "schedule", Scenario: sc})
@@ -266,6 +270,7 @@ func TestRunSchedule(t *testing.T) {
 // changes none of its settings (no PUT) and its people are admitted by the
 // operator's admissions alone.
 func TestRunExisting(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, serverOptions{tickets: withTicket})
 	ctx := context.Background()
 	rate, paused := 0.0, false
@@ -314,6 +319,7 @@ func TestRunExisting(t *testing.T) {
 }
 
 func TestParsePoll(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want Poll
@@ -343,6 +349,7 @@ func TestParsePoll(t *testing.T) {
 }
 
 func TestCheckLoopback(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		url string
 		ok  bool
@@ -366,6 +373,7 @@ func TestCheckLoopback(t *testing.T) {
 }
 
 func TestAdmittedAt(t *testing.T) {
+	t.Parallel()
 	// Counter at 10/s from 0, sampled every 100 ms at +50 ms: floor values.
 	var samples []sample
 	for i := range 20 {
@@ -413,6 +421,7 @@ func apiError(status int, code string, header http.Header) (int, http.Header, st
 // Idempotency-Key once Retry-After has passed, so is every poll, and
 // everyone is admitted.
 func TestRunRetries(t *testing.T) {
+	t.Parallel()
 	type attempt struct {
 		at     time.Time
 		failed bool
@@ -480,6 +489,7 @@ func TestRunRetries(t *testing.T) {
 // TestRunRetryAfterBeyondDeadline: a Retry-After that ends past the run's
 // deadline is not waited for; the users give up at once.
 func TestRunRetryAfterBeyondDeadline(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, serverOptions{fault: func(r *http.Request) (int, http.Header, string, bool) {
 		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/api/v1/queues/") {
 			return 0, nil, "", false
@@ -503,6 +513,7 @@ func TestRunRetryAfterBeyondDeadline(t *testing.T) {
 // everyone is admitted, and the admin failures are counted apart from the
 // queue requests' errors.
 func TestRunAdminErrors(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var gets, puts, injected int
 	srv := newServer(t, serverOptions{fault: func(r *http.Request) (int, http.Header, string, bool) {
@@ -546,6 +557,7 @@ func TestRunAdminErrors(t *testing.T) {
 // TestRunTicket: users who arrive while admission runs get their ticket
 // from the enter answer when the server sends it, else from the position.
 func TestRunTicket(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		tickets tickets
@@ -576,6 +588,7 @@ func TestRunTicket(t *testing.T) {
 // TestResultTicket: the notify delay is timed from the ticket the enter
 // answered when there is one, and from the position's estimate otherwise.
 func TestResultTicket(t *testing.T) {
+	t.Parallel()
 	// The counter at 10/s from 0, sampled every 100 ms at +50 ms.
 	var samples []sample
 	for i := range 40 {

@@ -29,6 +29,7 @@ func runServiceMode(t *testing.T, cfg Config) bench.Result {
 // program item takes at most half its limit, the gaps stay under 1 % and
 // the order bends by less than a second.
 func TestServiceCrowd(t *testing.T) {
+	t.Parallel()
 	r := runServiceMode(t, Config{
 		Scenario:        bench.Scenario{Users: 20_000, Arrival: bench.Arrival{Over: 4 * time.Second}, Rates: bench.ConstantRate(1000)},
 		PartitionLimits: &partitionmodel.AWS, Instances: 50,
@@ -49,6 +50,7 @@ func TestServiceCrowd(t *testing.T) {
 // throttled enters, sent again a second later, and the crowd takes many
 // times its 4 s to get in.
 func TestServiceSingleTickets(t *testing.T) {
+	t.Parallel()
 	r := runServiceMode(t, Config{
 		Scenario:        bench.Scenario{Users: 20_000, Arrival: bench.Arrival{Over: 4 * time.Second}, Rates: bench.ConstantRate(1000), Timeout: 8 * time.Second},
 		PartitionLimits: &partitionmodel.AWS, Instances: 50, SingleTickets: true,
@@ -62,6 +64,7 @@ func TestServiceSingleTickets(t *testing.T) {
 // pre-queue is who came before it, everyone is admitted, the order of who
 // came after bends by less than a second.
 func TestServiceOpening(t *testing.T) {
+	t.Parallel()
 	r := runServiceMode(t, Config{
 		Scenario:        bench.Scenario{Users: 4_000, Arrival: bench.Arrival{Over: 4 * time.Second}, Rates: bench.ConstantRate(500)},
 		PartitionLimits: &partitionmodel.AWS, Instances: 20, OpensAt: 2 * time.Second, Shuffle: true,
@@ -72,6 +75,7 @@ func TestServiceOpening(t *testing.T) {
 }
 
 func TestServiceModeErrors(t *testing.T) {
+	t.Parallel()
 	sc := bench.Scenario{Users: 10, Rates: bench.ConstantRate(1)}
 	for _, cfg := range []Config{
 		{Scenario: sc, Shuffle: true},
@@ -94,6 +98,7 @@ func TestServiceModeErrors(t *testing.T) {
 // without skew), and arrival order bends by at most a block lifetime plus
 // twice the skew.
 func TestServiceClockSkew(t *testing.T) {
+	t.Parallel()
 	const rate = 500 // admitted a second
 	for _, tc := range []struct {
 		name    string
@@ -147,6 +152,7 @@ func TestServiceClockSkew(t *testing.T) {
 // TestTicketCounts: gaps, duplicates and numbers past the last ticket are
 // counted ticket by ticket, so that a duplicate does not hide a gap.
 func TestTicketCounts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name                   string
 		tickets                []int64 // 0: not entered

@@ -47,6 +47,7 @@ func sumCeil(n, k int64) int64 {
 }
 
 func TestHandComputable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		sc         bench.Scenario
@@ -160,6 +161,7 @@ func TestHandComputable(t *testing.T) {
 // ms of jitter) takes the same 12 polls as etaExact and comes back 100–200
 // ms after the admission.
 func TestETADefaultPauseRestart(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(5) {
 		r, err := Run(Config{Scenario: bench.Scenario{Users: 1, Rates: pauseRestart}, Policy: bench.NamedPolicy{Name: "eta", Policy: polling.DefaultETA()},
 			Seed: seed, CacheTTL: time.Second, Prices: bench.DefaultPrices()})
@@ -173,6 +175,7 @@ func TestETADefaultPauseRestart(t *testing.T) {
 }
 
 func TestPausedRates(t *testing.T) {
+	t.Parallel()
 	r := run(t, bench.Scenario{Users: 1000, Rates: bench.ConstantRate(0), Timeout: time.Minute}, fixed(3*time.Second))
 	// The seed's measurement: 1,000 users polling every 3 s is 333 req/s.
 	if want := 20000.0 / 60; math.Abs(r.AvgRps-want) > 1e-9 {
@@ -188,6 +191,7 @@ func TestPausedRates(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
+	t.Parallel()
 	sc := bench.Scenario{Users: 5000, Rates: bench.ConstantRate(25)}
 	cfg := Config{Scenario: sc, Policy: tiers, Seed: 7, Prices: bench.DefaultPrices()}
 	a, _ := Run(cfg)
@@ -203,6 +207,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -224,6 +229,7 @@ func TestErrors(t *testing.T) {
 // policy's issue (burst, constant rate, everyone polls until ADMITTED). Its
 // "polls per user" count the enter too: they are our requests per user.
 func TestReference(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		users           int
 		rate            float64
@@ -253,6 +259,7 @@ func TestReference(t *testing.T) {
 // TestSituationShortcut checks that giving Tiers only the position (and
 // Fixed nothing) changes no result against the full Program.Situation.
 func TestSituationShortcut(t *testing.T) {
+	t.Parallel()
 	for _, sc := range []bench.Scenario{
 		{Users: 20000, Rates: bench.ConstantRate(50)},
 		{Users: 5000, Arrival: bench.Arrival{Over: 200 * time.Second}, Rates: bench.ConstantRate(20)},
@@ -273,6 +280,7 @@ func TestSituationShortcut(t *testing.T) {
 // TestAbandonExact: exactly round(Abandon × Users) users leave, each
 // before its admission, and the counts add up.
 func TestAbandonExact(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(3) {
 		sc := bench.Scenario{Users: 1000, Rates: bench.ConstantRate(10), Abandon: 0.2}
 		r, err := Run(Config{Scenario: sc, Policy: tiers, Seed: seed, CacheTTL: time.Second, Prices: bench.DefaultPrices()})
@@ -304,6 +312,7 @@ func TestAbandonExact(t *testing.T) {
 // 3 s, leaves at its drawn fraction f of the wait, floor(f × 100,000) ms:
 // its polls are those strictly before that instant.
 func TestAbandonHand(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(4) {
 		sc := bench.Scenario{Users: 1, Rates: bench.ConstantRate(0.01), Abandon: 0.5}
 		f := sc.Leaving(seed)[0]
@@ -322,6 +331,7 @@ func TestAbandonHand(t *testing.T) {
 // lead + jitter (≤ 200 ms), whatever the abandonment; only the first second's
 // tickets wait for eta's 1 s floor.
 func TestAbandonKeepsEstimate(t *testing.T) {
+	t.Parallel()
 	sc := bench.Scenario{Users: 5000, Rates: bench.ConstantRate(50), Abandon: 0.5}
 	r := run(t, sc, bench.NamedPolicy{Name: "eta", Policy: polling.DefaultETA()})
 	if d := r.NotifyDelayMs; r.Left != 2500 || r.Admitted != 2500 || d.P99 > 200 || d.Max > 1000 {
@@ -332,6 +342,7 @@ func TestAbandonKeepsEstimate(t *testing.T) {
 // TestAdmissionTimes: bench.AdmissionTimes, which places the leaves, gives
 // the very instants at which the simulation's counter passes each ticket.
 func TestAdmissionTimes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		sc  bench.Scenario
 		ttl time.Duration
@@ -375,6 +386,7 @@ const tunedETA = "fraction=0.65,direct=40s,cap=10m"
 // a pause and a restart with 20 % of users leaving, a p99 of at most 2 s and
 // fewer polls than the seed tiers.
 func TestETAGoals(t *testing.T) {
+	t.Parallel()
 	e, err := polling.ParseETA(tunedETA)
 	if err != nil {
 		t.Fatal(err)

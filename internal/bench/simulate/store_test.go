@@ -12,6 +12,7 @@ import (
 // (queue.ScheduleStore, which the embedded memstore provides) are writes of
 // the program item, charged like UpdateProgram.
 func TestStoreChargesScheduledWrites(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := newStore(clock.NewFake(Epoch), nil)
 	var ss queue.ScheduleStore = s

@@ -3,10 +3,12 @@
 // (Lease), each started on first use and stopped when the binary exits.
 // Import it from _test.go files only.
 //
-// The server is moto_server (pip install 'moto[server]'), or dynalite
-// (npx dynalite) when DYNAMODB_TEST_SERVER=dynalite. A missing server fails
-// the test rather than skipping it, so that CI cannot pass without running
-// the DynamoDB tests; under go test -short it is skipped instead.
+// The server is the binary's Server (moto_server, pip install
+// 'moto[server]', unless TestMain chose dynalite, npm install -g dynalite),
+// or DYNAMODB_TEST_SERVER when set. A missing server fails the test rather
+// than skipping it, so that CI cannot pass without running the DynamoDB
+// tests; under go test -short it is skipped instead. Moto always starts
+// moto, for the tests of what dynalite lacks.
 //
 // DYNAMOTEST_VERBOSE=1 passes the server's output through to stderr.
 //
@@ -44,7 +46,13 @@ import (
 	"github.com/example/waitingroom/internal/localdynamo"
 )
 
-var server struct {
+// Server is the server of a test binary that DYNAMODB_TEST_SERVER does not
+// choose: "moto" (also when empty) or "dynalite". Set it in TestMain, before
+// Main.
+var Server = "moto"
+
+// shared is a server that tests share, started on first use.
+type shared struct {
 	once     sync.Once
 	mu       sync.Mutex
 	srv      *localdynamo.Server // nil once stopped
@@ -53,19 +61,38 @@ var server struct {
 	missing  bool // the server's executable is not installed
 }
 
+// server is the binary's shared server (Endpoint), moto the shared moto
+// (Moto) when the binary's server is another one.
+var server, moto shared
+
 // Endpoint returns the URL of the test binary's DynamoDB API server,
 // starting it on first use. It fails t if the server cannot start, or skips
 // it under -short when the server is not installed.
 func Endpoint(t testing.TB) string {
 	t.Helper()
-	server.once.Do(start)
-	if server.err != nil {
-		if server.missing && testing.Short() {
-			t.Skipf("dynamotest: %v (skipped under -short)", server.err)
-		}
-		t.Fatalf("dynamotest: %v", server.err)
+	return server.endpointFor(t, options())
+}
+
+// Moto returns the URL of a moto server that tests share, for what the
+// binary's server may lack (the TTL API): the binary's own when it is moto.
+func Moto(t testing.TB) string {
+	t.Helper()
+	if options().Server == "moto" {
+		return Endpoint(t)
 	}
-	return server.endpoint
+	return moto.endpointFor(t, localdynamo.Options{Server: "moto", Serialize: true, Output: options().Output})
+}
+
+func (s *shared) endpointFor(t testing.TB, opts localdynamo.Options) string {
+	t.Helper()
+	s.once.Do(func() { s.start(opts) })
+	if s.err != nil {
+		if s.missing && testing.Short() {
+			t.Skipf("dynamotest: %v (skipped under -short)", s.err)
+		}
+		t.Fatalf("dynamotest: %v", s.err)
+	}
+	return s.endpoint
 }
 
 // Lease returns the URL of a DynamoDB API server that no other test uses
@@ -115,12 +142,8 @@ func Main(m *testing.M) {
 // Stop kills the servers that are running. Main calls it; a later Endpoint
 // does not restart the shared one.
 func Stop() {
-	server.mu.Lock()
-	defer server.mu.Unlock()
-	if server.srv != nil {
-		server.srv.Stop()
-		server.srv = nil
-	}
+	server.stop()
+	moto.stop()
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
 	for _, srv := range pool.all {
@@ -129,34 +152,49 @@ func Stop() {
 	pool.all, pool.idle = nil, nil
 }
 
-// options are the server's options from the environment.
+func (s *shared) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		s.srv.Stop()
+		s.srv = nil
+	}
+}
+
+// options are the binary's server options: Server, or the environment's.
 func options() localdynamo.Options {
 	kind := os.Getenv("DYNAMODB_TEST_SERVER")
-	opts := localdynamo.Options{Server: kind, Serialize: kind != "dynalite"}
+	if kind == "" {
+		kind = Server
+	}
+	if kind == "" {
+		kind = "moto"
+	}
+	opts := localdynamo.Options{Server: kind, Serialize: kind == "moto"}
 	if os.Getenv("DYNAMOTEST_VERBOSE") != "" {
 		opts.Output = os.Stderr
 	}
 	return opts
 }
 
-func start() {
-	srv, err := localdynamo.Start(context.Background(), options())
+func (s *shared) start(opts localdynamo.Options) {
+	srv, err := localdynamo.Start(context.Background(), opts)
 	if err != nil {
 		if errors.Is(err, localdynamo.ErrUnknownServer) {
 			err = fmt.Errorf("DYNAMODB_TEST_SERVER=%q: %w", os.Getenv("DYNAMODB_TEST_SERVER"), localdynamo.ErrUnknownServer)
 		}
-		server.err = err
-		server.missing = errors.Is(err, localdynamo.ErrNotInstalled)
+		s.err = err
+		s.missing = errors.Is(err, localdynamo.ErrNotInstalled)
 		return
 	}
-	server.mu.Lock()
-	server.srv, server.endpoint = srv, srv.Endpoint()
-	server.mu.Unlock()
+	s.mu.Lock()
+	s.srv, s.endpoint = srv, srv.Endpoint()
+	s.mu.Unlock()
 }
 
-// NoTTL reports whether the server lacks the TTL API (dynalite): there
-// NewTable creates tables without TTL, and tests of TTL should skip.
-func NoTTL() bool { return os.Getenv("DYNAMODB_TEST_SERVER") == "dynalite" }
+// NoTTL reports whether the binary's server lacks the TTL API (dynalite):
+// there NewTable creates tables without TTL; tests of TTL use Moto.
+func NoTTL() bool { return options().Server == "dynalite" }
 
 // NewTable creates a fresh, uniquely named table with
 // dynamostore.CreateTable and deletes it when t ends.

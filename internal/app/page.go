@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/waitpage"
@@ -55,20 +56,7 @@ func (p pagePrograms) Poll(ctx context.Context, programID, tokenID string) (wait
 	return pageView(v), pageError(ctx, err)
 }
 
-func pageView(v queue.View) waitpage.View {
-	return waitpage.View{
-		TokenID:         v.TokenID,
-		Status:          api.Status(v.Status),
-		Position:        v.Position,
-		RetryAfterMs:    v.RetryAfter.Milliseconds(),
-		EstimatedWaitMs: v.EstimatedWait.Milliseconds(),
-		ExpiresAt:       api.TimeOf(v.ExpiresAt),
-		LeftAt:          api.TimeOf(v.LeftAt),
-		AdmissionPass:   v.AdmissionPass,
-		Notice:          v.Notice,
-		Paused:          v.Paused,
-	}
-}
+func pageView(v queue.View) waitpage.View { return httpapi.TokenOf(v) }
 
 // pageError maps the queue's error codes onto the page's sentinels and
 // notes the code in the request's metrics; any other error is returned as

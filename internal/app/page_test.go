@@ -260,3 +260,34 @@ func TestPageMetered(t *testing.T) {
 		t.Errorf("observed (-want +got):\n%s", diff)
 	}
 }
+
+// TestNoScriptPageShowsTheOpening: the page without JavaScript tells a
+// person waiting for a scheduled opening when it opens, as the API does.
+func TestNoScriptPageShowsTheOpening(t *testing.T) {
+	h := fixtureApp(t).LocalHandler("s3cret")
+	opens := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	req, _ := http.NewRequest("PUT", "http://127.0.0.1/api/v1/admin/programs/gala", strings.NewReader(
+		`{"admissionRatePerSecond":5,"opensAt":"`+opens.Format(time.RFC3339)+`"}`))
+	req.Header.Set("Authorization", "Bearer s3cret")
+	if w := record(h, req); w.status != 201 {
+		t.Fatalf("create: %d %s", w.status, w.body)
+	}
+	page, _ := http.NewRequest("GET", "http://127.0.0.1/waiting-room/gala?lang=en", nil)
+	key := regexp.MustCompile(`name="key" value="([A-Za-z0-9]+)"`).FindSubmatch(record(h, page).body)
+	if key == nil {
+		t.Fatal("no join form with a key")
+	}
+	enter, _ := http.NewRequest("POST", "http://127.0.0.1/waiting-room/gala/enter", strings.NewReader("lang=en&key="+string(key[1])))
+	enter.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, enter)
+	if w.Code != http.StatusSeeOther || len(w.Result().Cookies()) != 1 {
+		t.Fatalf("enter: %d, cookies %v", w.Code, w.Result().Cookies())
+	}
+	page, _ = http.NewRequest("GET", "http://127.0.0.1/waiting-room/gala?lang=en", nil)
+	page.AddCookie(w.Result().Cookies()[0])
+	body := string(record(h, page).body)
+	if want := "Admission opens at " + opens.Format("2006-01-02 15:04 UTC"); !strings.Contains(body, want) {
+		t.Errorf("page lacks %q:\n%s", want, body)
+	}
+}

@@ -198,11 +198,12 @@ func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v q
 		// queue's length (0 when admitted at once).
 		n.Waiting, n.WaitingKnown = v.Position, true
 	}
-	writeJSON(w, status, tokenOf(v))
+	writeJSON(w, status, TokenOf(v))
 }
 
-// tokenOf is v as the wire's Token.
-func tokenOf(v queue.View) wire.Token {
+// TokenOf is v as the wire's Token: what the API answers, and what the
+// waiting-room page renders.
+func TokenOf(v queue.View) wire.Token {
 	return wire.Token{
 		TokenID:         v.TokenID,
 		Status:          wire.Status(v.Status),

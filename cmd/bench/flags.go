@@ -17,6 +17,7 @@ type scenarioFlags struct {
 	users        int
 	admitRate    float64
 	rateSchedule string
+	pausedFor    time.Duration
 	arrival      string
 	abandon      float64
 	timeout      time.Duration
@@ -32,7 +33,8 @@ func (s *scenarioFlags) register(fs *flag.FlagSet, timeout time.Duration, timeou
 	s.fs = fs
 	fs.IntVar(&s.users, "users", 1000, "number of virtual users")
 	fs.Float64Var(&s.admitRate, "admit-rate", 10, "admission rate of the program, people per second; 0 keeps admission paused (then bound the run with -timeout)")
-	fs.StringVar(&s.rateSchedule, "rate-schedule", "", "admission rate changing over the run instead of -admit-rate: OFFSET:RATE,… from the start of admission, e.g. 0s:200,120s:100,240s:0,300s:200 (halved at 2 min, paused at 4, restarted at 5); rate 0 pauses")
+	fs.StringVar(&s.rateSchedule, "rate-schedule", "", "admission rate changing over the run instead of -admit-rate: OFFSET:RATE,… from the start of admission, e.g. 0s:200,120s:100,240s:0,300s:200 (halved at 2 min, paused at 4, restarted at 5); rate 0 pauses, OFFSET:RATE:paused sets the rate and pauses")
+	fs.DurationVar(&s.pausedFor, "paused-for", 0, "create the program with -admit-rate and paused, as an operator prepares an on-sale, and resume it this long after admission starts (an admin change, in force -cache-ttl later); the schedule 0s:RATE:paused,DURATION:RATE")
 	fs.StringVar(&s.arrival, "arrival", "burst", "when users enter: burst (all at the start, admission starting once everyone is in) or uniform:DURATION (evenly spread, e.g. uniform:60s)")
 	fs.Float64Var(&s.abandon, "abandon", 0, "fraction of users, in [0, 1), who leave while waiting (DELETE), each at a uniform random instant of its wait; who and when follow -seed")
 	fs.DurationVar(&s.timeout, "timeout", timeout, timeoutHelp)
@@ -61,6 +63,17 @@ func (s *scenarioFlags) scenario() (bench.Scenario, error) {
 		if rates, err = bench.ParseSchedule(s.rateSchedule); err != nil {
 			return bench.Scenario{}, err
 		}
+	}
+	if s.pausedFor != 0 {
+		switch {
+		case s.pausedFor < 0:
+			return bench.Scenario{}, errors.New("-paused-for: negative")
+		case s.rateSchedule != "":
+			return bench.Scenario{}, errors.New("-paused-for and -rate-schedule: give one of them (0s:RATE:paused,DURATION:RATE)")
+		case s.admitRate == 0:
+			return bench.Scenario{}, errors.New("-paused-for: the program needs a rate to resume with: set -admit-rate above 0")
+		}
+		rates = bench.PausedFor(s.admitRate, s.pausedFor)
 	}
 	if s.cacheTTL < 0 {
 		return bench.Scenario{}, errors.New("-cache-ttl: negative")

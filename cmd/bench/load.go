@@ -192,7 +192,7 @@ func existingProgram(fs *flag.FlagSet, id string, sc bench.Scenario, poll string
 	var clash []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "admit-rate", "rate-schedule", "program":
+		case "admit-rate", "rate-schedule", "paused-for", "program":
 			clash = append(clash, "-"+f.Name)
 		}
 	})

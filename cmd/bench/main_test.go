@@ -73,6 +73,11 @@ func TestUsageErrors(t *testing.T) {
 		{"bad eta", []string{"simulate", "-policy", "eta", "-eta", "fraction=2"}, "fraction"},
 		{"bad arrival", []string{"simulate", "-arrival", "poisson"}, "want burst or uniform"},
 		{"paused forever", []string{"simulate", "-admit-rate", "0"}, "set -timeout"},
+		{"paused for, without a rate", []string{"simulate", "-admit-rate", "0", "-paused-for", "60s"}, "set -admit-rate above 0"},
+		{"paused for and a schedule", []string{"simulate", "-paused-for", "60s", "-rate-schedule", "0s:5"}, "give one of them"},
+		{"paused for, negative", []string{"simulate", "-paused-for", "-1s"}, "-paused-for: negative"},
+		{"schedule paused forever", []string{"simulate", "-rate-schedule", "0s:5:paused"}, "set -timeout"},
+		{"existing program paused for", []string{"run", "-admin-token", "x", "-program-id", "gala", "-paused-for", "10s"}, "-paused-for do not apply"},
 		{"bad tiers", []string{"simulate", "-tiers", "100:1s"}, "last band"},
 		{"extra argument", []string{"simulate", "now"}, "unexpected argument"},
 		{"existing program and rate", []string{"run", "-admin-token", "x", "-program-id", "gala", "-admit-rate", "5", "-abandon", "0.1"}, "-admit-rate, -abandon do not apply"},
@@ -95,7 +100,7 @@ func TestHelp(t *testing.T) {
 		if !errors.Is(err, flag.ErrHelp) {
 			t.Errorf("%s -h: %v", cmd, err)
 		}
-		for _, want := range []string{"-users", "-admit-rate", "-rate-schedule", "-abandon", "-cache-ttl", "-seed", "-arrival", "-timeout", "-json", "-out"} {
+		for _, want := range []string{"-users", "-admit-rate", "-rate-schedule", "-paused-for", "-abandon", "-cache-ttl", "-seed", "-arrival", "-timeout", "-json", "-out"} {
 			if !strings.Contains(errOut, want) {
 				t.Errorf("%s -h lacks %s", cmd, want)
 			}

@@ -60,13 +60,15 @@ func TestSchedule(t *testing.T) {
 	}{
 		{"constant", ConstantRate(10), true, "10/s"},
 		{"paused", ConstantRate(0), true, "0/s"},
-		{"two", Schedule{{0, 0}, {time.Minute, 10}}, true, "0s:0,60s:10"},
+		{"two", Schedule{{At: 0, Rate: 0}, {At: time.Minute, Rate: 10}}, true, "0s:0,60s:10"},
 		{"empty", nil, false, ""},
-		{"late start", Schedule{{time.Second, 1}}, false, ""},
+		{"late start", Schedule{{At: time.Second, Rate: 1}}, false, ""},
 		{"negative", ConstantRate(-1), false, ""},
 		{"finer than a thousandth", ConstantRate(0.0015), false, ""},
 		{"slowest", ConstantRate(0.001), true, "0.001/s"},
-		{"unordered", Schedule{{0, 1}, {time.Minute, 2}, {time.Second, 3}}, false, ""},
+		{"paused for a minute", PausedFor(10, time.Minute), true, "0s:10:paused,60s:10"},
+		{"ends paused with a rate", Schedule{{At: 0, Rate: 5}, {At: time.Minute, Rate: 5, Paused: true}}, true, "0s:5,60s:5:paused"},
+		{"unordered", Schedule{{At: 0, Rate: 1}, {At: time.Minute, Rate: 2}, {At: time.Second, Rate: 3}}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.s.Validate()
@@ -75,6 +77,12 @@ func TestSchedule(t *testing.T) {
 			}
 			if tc.ok && tc.s.String() != tc.str {
 				t.Errorf("String() = %q, want %q", tc.s.String(), tc.str)
+			}
+			if !tc.ok {
+				return
+			}
+			if last := tc.s[len(tc.s)-1]; (tc.s.Final() == 0) != (last.Rate == 0 || last.Paused) {
+				t.Errorf("Final() = %g after %+v", tc.s.Final(), last)
 			}
 		})
 	}
@@ -86,9 +94,12 @@ func TestParseSchedule(t *testing.T) {
 		want Schedule
 		err  bool
 	}{
-		{in: "0s:200,120s:100,240s:0,300s:200", want: Schedule{{0, 200}, {2 * time.Minute, 100}, {4 * time.Minute, 0}, {5 * time.Minute, 200}}},
-		{in: " 0s:0.5 , 1m30s:10 ", want: Schedule{{0, 0.5}, {90 * time.Second, 10}}},
+		{in: "0s:200,120s:100,240s:0,300s:200", want: Schedule{{At: 0, Rate: 200}, {At: 2 * time.Minute, Rate: 100}, {At: 4 * time.Minute, Rate: 0}, {At: 5 * time.Minute, Rate: 200}}},
+		{in: " 0s:0.5 , 1m30s:10 ", want: Schedule{{At: 0, Rate: 0.5}, {At: 90 * time.Second, Rate: 10}}},
 		{in: "0s:10", want: ConstantRate(10)},
+		{in: "0s:10:paused, 60s:10", want: PausedFor(10, time.Minute)},
+		{in: "0s:10:stopped,60s:10", err: true}, // only :paused
+		{in: "0s:10:paused:now", err: true},
 		{in: "10s:10", err: true},          // must start at 0
 		{in: "0s:10,5s:1,5s:2", err: true}, // not ascending
 		{in: "0s:-1", err: true},           // negative
@@ -100,7 +111,7 @@ func TestParseSchedule(t *testing.T) {
 		{in: "", err: true},                // empty
 		{in: "0s:10,-5s:1", err: true},     // negative offset
 		{in: "0s:10,120s:abc", err: true},  // not a number
-		{in: "0s:200,120s:100,240s:0", want: Schedule{{0, 200}, {2 * time.Minute, 100}, {4 * time.Minute, 0}}}, // ends paused
+		{in: "0s:200,120s:100,240s:0", want: Schedule{{At: 0, Rate: 200}, {At: 2 * time.Minute, Rate: 100}, {At: 4 * time.Minute, Rate: 0}}}, // ends paused
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseSchedule(tc.in)
@@ -171,6 +182,34 @@ func TestApplyChange(t *testing.T) {
 	}
 	if _, ok := ApplyChange(p, t1.Add(500*time.Millisecond), RateChange{Rate: 20}, false, time.Second); ok {
 		t.Error("a change made while another is pending")
+	}
+}
+
+// TestApplyChangePausedWithRate: a program made paused with a rate admits
+// nobody, keeps the rate, and admits at it once a resume takes effect.
+func TestApplyChangePausedWithRate(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := PausedFor(10, time.Minute)
+	p, ok := ApplyChange(queue.Program{ID: "p", CreatedAt: t0}, t0, s[0], true, 2*time.Second)
+	if !ok || p.Pending(t0) {
+		t.Fatalf("create: ok %v, pending %v", ok, p.Pending(t0))
+	}
+	for range 100 {
+		p = p.WithTicketIssued(t0)
+	}
+	if got := p.Settled(); !got.Paused || got.Rate != 10*queue.OnePerSecond {
+		t.Fatalf("created %+v, want paused at 10/s", got)
+	}
+	t1 := t0.Add(time.Minute)
+	if n := p.Serving(t1); n != 0 {
+		t.Fatalf("serving %d after a minute paused, want 0", n)
+	}
+	p, ok = ApplyChange(p, t1, s[1], false, 2*time.Second)
+	if !ok {
+		t.Fatal("resume refused")
+	}
+	if a, b := p.Serving(t1.Add(2*time.Second)), p.Serving(t1.Add(3*time.Second)); a != 0 || b != 10 {
+		t.Errorf("serving %d when the resume takes effect and %d a second later, want 0 and 10", a, b)
 	}
 }
 

@@ -64,10 +64,12 @@ func shortDuration(d time.Duration) string {
 }
 
 // RateChange sets the program's admission rate from an offset of the run
-// on; a rate of 0 pauses admission.
+// on; a rate of 0 pauses admission, and Paused pauses it with Rate set, as
+// an operator prepares an on-sale.
 type RateChange struct {
-	At   time.Duration
-	Rate float64
+	At     time.Duration
+	Rate   float64
+	Paused bool
 }
 
 // Schedule is the admission rate over a run: changes in ascending At, the
@@ -78,9 +80,16 @@ type Schedule []RateChange
 // ConstantRate returns the schedule of a rate that never changes.
 func ConstantRate(rate float64) Schedule { return Schedule{{At: 0, Rate: rate}} }
 
+// PausedFor returns the schedule of a program made with rate and paused,
+// and resumed d later.
+func PausedFor(rate float64, d time.Duration) Schedule {
+	return Schedule{{At: 0, Rate: rate, Paused: true}, {At: d, Rate: rate}}
+}
+
 // ParseSchedule reads comma-separated OFFSET:RATE changes, e.g.
 // "0s:200,120s:100,240s:0": offsets ascending from 0s, rates in people per
-// second, 0 pausing. The result is validated.
+// second, 0 pausing; OFFSET:RATE:paused sets the rate and pauses. The
+// result is validated.
 func ParseSchedule(spec string) (Schedule, error) {
 	var s Schedule
 	for item := range strings.SplitSeq(spec, ",") {
@@ -90,7 +99,11 @@ func ParseSchedule(spec string) (Schedule, error) {
 		}
 		at, rate, ok := strings.Cut(item, ":")
 		if !ok {
-			return nil, fmt.Errorf("rate schedule %q: want OFFSET:RATE (120s:100)", item)
+			return nil, fmt.Errorf("rate schedule %q: want OFFSET:RATE (120s:100) or OFFSET:RATE:paused", item)
+		}
+		rate, flag, paused := strings.Cut(rate, ":")
+		if paused && strings.TrimSpace(flag) != "paused" {
+			return nil, fmt.Errorf("rate schedule %q: %q: want OFFSET:RATE:paused", item, flag)
 		}
 		d, err := time.ParseDuration(strings.TrimSpace(at))
 		if err != nil || d < 0 {
@@ -100,7 +113,7 @@ func ParseSchedule(spec string) (Schedule, error) {
 		if _, ok := queue.NewRate(r); err != nil || !ok {
 			return nil, fmt.Errorf("rate schedule %q: rate %q: want 0 (paused) or %g to %g people per second, in steps of %g", item, rate, queue.MinAdmissionRate, queue.MaxAdmissionRate, queue.MinAdmissionRate)
 		}
-		s = append(s, RateChange{At: d, Rate: r})
+		s = append(s, RateChange{At: d, Rate: r, Paused: paused})
 	}
 	return s, s.Validate()
 }
@@ -124,26 +137,35 @@ func (s Schedule) Validate() error {
 	return nil
 }
 
-// Final returns the rate in force after the last change.
-func (s Schedule) Final() float64 { return s[len(s)-1].Rate }
+// Final returns the rate in force after the last change: 0 when paused.
+func (s Schedule) Final() float64 {
+	if c := s[len(s)-1]; !c.Paused {
+		return c.Rate
+	}
+	return 0
+}
 
 // String returns a constant rate as "10/s", any other schedule as
-// ParseSchedule reads it ("0s:200,120s:100").
+// ParseSchedule reads it ("0s:200,120s:100", "0s:10:paused,60s:10").
 func (s Schedule) String() string {
-	if len(s) == 1 {
+	if len(s) == 1 && !s[0].Paused {
 		return strconv.FormatFloat(s[0].Rate, 'g', -1, 64) + "/s"
 	}
 	parts := make([]string, len(s))
 	for i, c := range s {
 		parts[i] = shortDuration(c.At) + ":" + strconv.FormatFloat(c.Rate, 'g', -1, 64)
+		if c.Paused {
+			parts[i] += ":paused"
+		}
 	}
 	return strings.Join(parts, ",")
 }
 
 // ApplyChange returns p with change c made at now, as the service applies
 // an admin change: at once when first, else delay later; rate 0 pauses and
-// keeps the rate. ok is false, and p unchanged, while an earlier change is
-// still pending (the caller retries later).
+// keeps the rate, Paused pauses with c's rate. ok is false, and p
+// unchanged, while an earlier change is still pending (the caller retries
+// later).
 func ApplyChange(p queue.Program, now time.Time, c RateChange, first bool, delay time.Duration) (_ queue.Program, ok bool) {
 	if p.Pending(now) {
 		return p, false
@@ -157,7 +179,7 @@ func ApplyChange(p queue.Program, now time.Time, c RateChange, first bool, delay
 		return p.Rebased(now, p.Settled().Rate, true, 0, delay), true
 	}
 	r, _ := queue.NewRate(c.Rate) // validated
-	return p.Rebased(now, r, false, 0, delay), true
+	return p.Rebased(now, r, c.Paused, 0, delay), true
 }
 
 // Scenario is what a run or a simulation exercises; the same flags build it

@@ -1,14 +1,18 @@
 package loadtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/bench"
@@ -262,6 +266,36 @@ func TestRunSchedule(t *testing.T) {
 	}
 	if r.Errors != 0 || r.Admitted != sc.Users || r.ByRoute["PUT admin 200"] != 3 || r.AdmitRate != "0s:40,300ms:0,1s:40" {
 		t.Errorf("errors %d, admitted %d, rate %s, routes %v; want 0, %d, three admin changes", r.Errors, r.Admitted, r.AdmitRate, r.ByRoute, sc.Users)
+	}
+	checkTotals(t, r)
+}
+
+// TestRunPausedFor: a program made paused gets its rate while paused,
+// then a resume after the pause, as an operator prepares an on-sale.
+func TestRunPausedFor(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var puts []string
+	srv := newServer(t, serverOptions{fault: func(r *http.Request) (int, http.Header, string, bool) {
+		if r.Method == http.MethodPut {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			mu.Lock()
+			puts = append(puts, string(b))
+			mu.Unlock()
+		}
+		return 0, nil, "", false
+	}})
+	sc := bench.Scenario{Users: 20, Rates: bench.PausedFor(40, 300*time.Millisecond), Timeout: 10 * time.Second}
+	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "presale", Scenario: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"paused":true}`, `{"admissionRatePerSecond":40,"paused":true}`, `{"admissionRatePerSecond":40,"paused":false}`}
+	mu.Lock()
+	defer mu.Unlock()
+	if d := cmp.Diff(want, puts); d != "" || r.Errors != 0 || r.Admitted != sc.Users || r.AdmitRate != "0s:40:paused,300ms:40" {
+		t.Errorf("errors %d, admitted %d, rate %s; admin PUTs (-want +got):\n%s", r.Errors, r.Admitted, r.AdmitRate, d)
 	}
 	checkTotals(t, r)
 }

@@ -307,7 +307,7 @@ func (r *runner) schedule(ctx context.Context) error {
 		if i == 0 && ch.Rate == 0 {
 			continue // created paused
 		}
-		s := api.ProgramSettings{Paused: new(ch.Rate == 0)}
+		s := api.ProgramSettings{Paused: new(ch.Rate == 0 || ch.Paused)}
 		if ch.Rate > 0 {
 			s.AdmissionRatePerSecond = new(api.Rate(ch.Rate))
 		}

@@ -142,7 +142,7 @@ func runService(cfg Config) (bench.Result, error) {
 	if cfg.Progress != nil {
 		s.progress = bench.NewProgress(cfg.Progress, cfg.Policy.Name)
 	}
-	set := api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(cfg.Scenario.Rates[0].Rate))}
+	set := api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(cfg.Scenario.Rates[0].Rate)), Paused: new(cfg.Scenario.Rates[0].Paused)}
 	if cfg.Scenario.Rates[0].Rate == 0 {
 		set = api.ProgramSettings{Paused: new(true)}
 	}

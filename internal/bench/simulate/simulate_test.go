@@ -362,6 +362,22 @@ func TestAdmissionTimes(t *testing.T) {
 	}
 }
 
+// TestPausedFor: a program made with its rate and paused admits nobody
+// until its resume takes effect, a change delay after the resume, and then
+// admits at the rate; AdmissionTimes plans the same.
+func TestPausedFor(t *testing.T) {
+	t.Parallel()
+	sc := bench.Scenario{Users: 500, Rates: bench.PausedFor(25, 10*time.Second)}
+	s := newSim(Config{Scenario: sc, Policy: fixed(time.Second), Seed: 1, CacheTTL: 2 * time.Second})
+	s.run()
+	want := bench.AdmissionTimes(sc, 2*time.Second, false)
+	first, last := time.Duration(s.admitAt[1])*time.Millisecond, time.Duration(s.admitAt[sc.Users])*time.Millisecond
+	if first != want[1] || last != want[sc.Users] || first < 12*time.Second || first > 12*time.Second+40*time.Millisecond || last != 32*time.Second {
+		t.Errorf("tickets 1 and %d admitted at %s and %s (planned %s and %s), want from 12 s (the resume at 10 s, in force 2 s later) to 32 s at 25/s",
+			sc.Users, first, last, want[1], want[sc.Users])
+	}
+}
+
 func runSeed(t *testing.T, sc bench.Scenario, p bench.NamedPolicy, seed uint64) bench.Result {
 	t.Helper()
 	r, err := Run(Config{Scenario: sc, Policy: p, Seed: seed, CacheTTL: time.Second, Prices: bench.DefaultPrices()})

@@ -7,16 +7,15 @@
 // 'moto[server]', unless TestMain chose dynalite, npm install -g dynalite),
 // or DYNAMODB_TEST_SERVER when set. A missing server fails the test rather
 // than skipping it, so that CI cannot pass without running the DynamoDB
-// tests; under go test -short it is skipped instead. Moto always starts
-// moto, for the tests of what dynalite lacks.
+// tests; under go test -short it is skipped instead. Moto gives a moto
+// server whatever the binary's, for the tests of what dynalite lacks.
 //
 // DYNAMOTEST_VERBOSE=1 passes the server's output through to stderr.
 //
 // internal/localdynamo starts the server. moto is reached through a proxy
 // that passes one request at a time, because moto is not atomic per item
 // (see localdynamo.Options.Serialize). dynalite locks per item and is used
-// directly, but has no TTL API: NewTable then makes tables without TTL (see
-// NoTTL).
+// directly, but has no TTL API: NewTable then makes tables without TTL.
 //
 // Use it as:
 //
@@ -192,9 +191,9 @@ func (s *shared) start(opts localdynamo.Options) {
 	s.mu.Unlock()
 }
 
-// NoTTL reports whether the binary's server lacks the TTL API (dynalite):
+// noTTL reports whether the binary's server lacks the TTL API (dynalite):
 // there NewTable creates tables without TTL; tests of TTL use Moto.
-func NoTTL() bool { return options().Server == "dynalite" }
+func noTTL() bool { return options().Server == "dynalite" }
 
 // NewTable creates a fresh, uniquely named table with
 // dynamostore.CreateTable and deletes it when t ends.
@@ -206,7 +205,7 @@ func NewTable(t testing.TB, client *dynamodb.Client) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := dynamostore.CreateTable(ctx, client, table); err != nil {
-		if !errors.Is(err, dynamostore.ErrNoTTL) || !NoTTL() {
+		if !errors.Is(err, dynamostore.ErrNoTTL) || !noTTL() {
 			t.Fatalf("dynamotest: %v", err)
 		}
 		// dynalite has no TTL API; the table is there, without TTL.

@@ -47,16 +47,14 @@ func (p pagePrograms) Enter(ctx context.Context, programID, tokenID, key string)
 		key = ""
 	}
 	v, _, err := p.svc.Enter(ctx, programID, queue.Entry{Token: tokenID, IdempotencyKey: key})
-	return pageView(v), pageError(ctx, err)
+	return httpapi.TokenOf(v), pageError(ctx, err)
 }
 
 // Poll implements waitpage.Programs.
 func (p pagePrograms) Poll(ctx context.Context, programID, tokenID string) (waitpage.View, error) {
 	v, err := p.svc.Poll(ctx, programID, tokenID)
-	return pageView(v), pageError(ctx, err)
+	return httpapi.TokenOf(v), pageError(ctx, err)
 }
-
-func pageView(v queue.View) waitpage.View { return httpapi.TokenOf(v) }
 
 // pageError maps the queue's error codes onto the page's sentinels and
 // notes the code in the request's metrics; any other error is returned as

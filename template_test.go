@@ -250,7 +250,7 @@ func TestTemplatePollPolicy(t *testing.T) {
 		allowed = append(allowed, fmt.Sprint(v))
 	}
 	slices.Sort(allowed)
-	names := polling.Named(polling.DefaultTiers(), polling.DefaultETA()).Names()
+	names := polling.Named(polling.DefaultTiers(), polling.DefaultETA(), polling.DefaultSteady()).Names()
 	if diff := cmp.Diff(names, allowed); diff != "" {
 		t.Errorf("PollPolicy AllowedValues (-polling.Registry +template):\n%s", diff)
 	}

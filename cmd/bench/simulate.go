@@ -39,23 +39,24 @@ each instance's clock off the true time by an offset drawn uniformly in
 // simulateFlags are the flags of simulate beyond the scenario's.
 type simulateFlags struct {
 	scenarioFlags
-	policyList, tiersSpec, etaSpec string
-	prices                         bench.Prices
-	partitionModel                 bool
-	partitionLimits                string
-	instances                      int
-	opensAt                        time.Duration
-	shuffle                        bool
-	tickets, skewList              string
+	policyList, tiersSpec, etaSpec, steadySpec string
+	prices                                     bench.Prices
+	partitionModel                             bool
+	partitionLimits                            string
+	instances                                  int
+	opensAt                                    time.Duration
+	shuffle                                    bool
+	tickets, skewList                          string
 }
 
 // register defines simulate's flags on fs.
 func (s *simulateFlags) register(fs *flag.FlagSet) {
 	s.scenarioFlags.register(fs, 0, "virtual time after which the simulation stops (0: when everyone has seen ADMITTED or left; required when admission ends paused)",
 		"delay of every -rate-schedule change after the first, from its offset: the server's PROGRAM_CACHE_TTL plus its 1 s admin write budget (2s at the default TTL)")
-	fs.StringVar(&s.policyList, "policy", "fixed:3s,tiers", "comma-separated policies, the first being the baseline: fixed:DURATION, tiers or eta (default with the service: eta)")
+	fs.StringVar(&s.policyList, "policy", "fixed:3s,tiers", "comma-separated policies, the first being the baseline: fixed:DURATION, tiers, eta or steady (default with the service: eta)")
 	fs.StringVar(&s.tiersSpec, "tiers", polling.DefaultTiersSpec, "the bands of the tiers policy, MAXPOS:INTERVAL[+-JITTER],…,inf:INTERVAL[+-JITTER]")
 	fs.StringVar(&s.etaSpec, "eta", "", "parameters of the eta policy over its defaults, key=value pairs such as fraction=0.8,cap=2m (see polling.ParseETA); it falls back to -tiers")
+	fs.StringVar(&s.steadySpec, "steady", "", "parameters of the steady policy over its defaults, key=value pairs such as hold=30s (see polling.ParseSteady); it falls back to eta")
 	s.prices = bench.DefaultPrices()
 	p := &s.prices
 	fs.Float64Var(&p.APIGatewayPerMillion, "price-apigw", p.APIGatewayPerMillion, "API Gateway HTTP API, USD per million requests")
@@ -134,12 +135,16 @@ func (s *simulateFlags) parsePolicies(fs *flag.FlagSet, service bool) ([]bench.N
 	if err != nil {
 		return nil, err
 	}
+	steady, err := polling.ParseSteady(s.steadySpec)
+	if err != nil {
+		return nil, err
+	}
 	if service && !flagGiven(fs, "policy") {
 		// The service's crowds are a million strong: a poll every 3 s
 		// would be hundreds of millions of service calls.
 		s.policyList = "eta"
 	}
-	return bench.DefaultPolicies(tiers, eta).Parse(s.policyList)
+	return bench.DefaultPolicies(polling.Named(tiers, eta, steady)).Parse(s.policyList)
 }
 
 // cmdSimulate runs bench simulate: one simulation per policy and skew.

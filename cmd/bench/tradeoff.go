@@ -94,7 +94,7 @@ func (t *tradeoffFlags) variants() (bench.Scenario, []tradeoffVariant, error) {
 		if err != nil {
 			return sc, nil, err
 		}
-		ps, err := bench.DefaultPolicies(tiers, base).Parse(t.refs)
+		ps, err := bench.DefaultPolicies(polling.Named(tiers, base, polling.DefaultSteady())).Parse(t.refs)
 		if err != nil {
 			return sc, nil, err
 		}

@@ -31,7 +31,7 @@ var settingFlags = map[string]setting{
 	"paused":                 {"paused", "", boolean, "stop admission (-paused=false restarts it)"},
 	"closed":                 {"closed", "", boolean, "stop new entries; people waiting keep their place (-closed=false reopens)"},
 	"admissionWindowSeconds": {"window", "", seconds, "how long an admitted person has to reach the site, a `duration` in whole seconds (10m, or 600)"},
-	"pollingPolicy":          {"policy", "", text, "polling `policy`: tiers, eta, or \"\" for the service's default"},
+	"pollingPolicy":          {"policy", "", text, "polling `policy`: tiers, eta, steady, or \"\" for the service's default"},
 	"targetUrl":              {"target-url", "", text, "where admitted people go, an https `URL` (http only for loopback)"},
 	"displayName":            {"display-name", "", text, "the program's `name` on the waiting-room page"},
 	"message":                {"message", "", text, "a `message` on the waiting-room page"},

@@ -214,7 +214,7 @@ func TestApplyChangePausedWithRate(t *testing.T) {
 }
 
 func TestPoliciesParse(t *testing.T) {
-	ps := DefaultPolicies(polling.DefaultTiers(), polling.DefaultETA())
+	ps := DefaultPolicies(polling.Named(polling.DefaultTiers(), polling.DefaultETA(), polling.DefaultSteady()))
 	for _, tc := range []struct {
 		in    string
 		names []string
@@ -255,7 +255,7 @@ func (c constPolicy) RetryAfter(polling.Situation, *rand.Rand) time.Duration {
 }
 
 func TestPoliciesPluggable(t *testing.T) {
-	ps := DefaultPolicies(polling.DefaultTiers(), polling.DefaultETA())
+	ps := DefaultPolicies(polling.Named(polling.DefaultTiers(), polling.DefaultETA(), polling.DefaultSteady()))
 	ps["const"] = func(arg string) (polling.Policy, error) {
 		if arg != "" {
 			return nil, errors.New("no argument")

@@ -23,17 +23,11 @@ type PolicyFactory func(arg string) (polling.Policy, error)
 // factory. The server resolves its names with polling.Registry instead.
 type Policies map[string]PolicyFactory
 
-// DefaultPolicies returns the factories of "fixed:DUR" (polling.Fixed),
-// "tiers" (tiers) and "eta" (eta, falling back to tiers).
-func DefaultPolicies(tiers polling.Tiers, eta polling.ETA) Policies {
-	eta.Fallback = tiers
-	return Policies{
-		"eta": func(arg string) (polling.Policy, error) {
-			if arg != "" {
-				return nil, fmt.Errorf("eta takes no argument; set its parameters with -eta")
-			}
-			return eta, nil
-		},
+// DefaultPolicies returns the factories of "fixed:DUR" (polling.Fixed)
+// and of every policy of reg by its name (no argument: their parameters
+// have their own flags).
+func DefaultPolicies(reg polling.Registry) Policies {
+	ps := Policies{
 		"fixed": func(arg string) (polling.Policy, error) {
 			d, err := time.ParseDuration(arg)
 			if err != nil || d < time.Millisecond {
@@ -41,13 +35,16 @@ func DefaultPolicies(tiers polling.Tiers, eta polling.ETA) Policies {
 			}
 			return polling.Fixed(d), nil
 		},
-		"tiers": func(arg string) (polling.Policy, error) {
-			if arg != "" {
-				return nil, fmt.Errorf("tiers takes no argument; set the bands with -tiers")
-			}
-			return tiers, nil
-		},
 	}
+	for name, p := range reg {
+		ps[name] = func(arg string) (polling.Policy, error) {
+			if arg != "" {
+				return nil, fmt.Errorf("%s takes no argument; set its parameters with -%s", name, name)
+			}
+			return p, nil
+		}
+	}
+	return ps
 }
 
 // Names returns the known policy names, sorted.

@@ -22,6 +22,7 @@ const (
 	EnvPollTiers       = "POLL_TIERS"
 	EnvPollPolicy      = "POLL_POLICY"
 	EnvPollETA         = "POLL_ETA"
+	EnvPollSteady      = "POLL_STEADY"
 	EnvProgramCacheTTL = "PROGRAM_CACHE_TTL"
 	EnvDynamoEndpoint  = "DYNAMODB_ENDPOINT"
 	EnvLogLevel        = "LOG_LEVEL"
@@ -48,7 +49,7 @@ const (
 )
 
 // Variables lists every environment variable FromEnv reads.
-var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace,
+var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvPollSteady, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace,
 	EnvPassIssuer, EnvPassKMSKeyID, EnvPassKMSPublishedKeyID, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvShuffleKMSKeyID, EnvPageLogoURL}
 
 // DefaultProgramCacheTTL is how long a function instance reuses a program
@@ -67,8 +68,11 @@ type Config struct {
 	// ETA is the rate-aware policy (POLL_ETA parameters over polling.DefaultETA),
 	// falling back to Tiers.
 	ETA polling.ETA
+	// Steady is the policy for a steady rate (POLL_STEADY parameters over
+	// polling.DefaultSteady), falling back to ETA.
+	Steady polling.Steady
 	// Policies are the polling policies a program may choose by name:
-	// polling.Named(Tiers, ETA).
+	// polling.Named(Tiers, ETA, Steady).
 	Policies polling.Registry
 	// Policy is the default polling policy of programs that choose none
 	// (POLL_POLICY, one of Policies' names; polling.DefaultName when unset).
@@ -142,7 +146,13 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 	}
 	eta.Fallback = tiers
 	c.ETA = eta
-	c.Policies = polling.Named(tiers, eta)
+	steady, err := polling.ParseSteady(getenv(EnvPollSteady))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvPollSteady, err))
+	}
+	steady.Fallback = eta
+	c.Steady = steady
+	c.Policies = polling.Named(tiers, eta, steady)
 	c.PolicyName = strings.TrimSpace(getenv(EnvPollPolicy))
 	if c.PolicyName == "" {
 		c.PolicyName = polling.DefaultName

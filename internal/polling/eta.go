@@ -2,7 +2,9 @@ package polling
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +22,11 @@ type ETA struct {
 	Direct   time.Duration // waits up to this are slept through in one go
 	Lead     time.Duration // margin after the expected admission, plus up to Lead of jitter
 	Jitter   float64       // relative jitter of early polls: they are shortened by up to 2×Jitter
+	// Hold is the longest delay while admission is stopped (paused, or
+	// before the opening) with a configured rate, when Fraction of the
+	// earliest admission is slept: it bounds how late a surprise (a resume
+	// faster than the rate, a manual admission) is heard.
+	Hold     time.Duration
 	Fallback Policy
 }
 
@@ -33,30 +40,56 @@ func DefaultETA() ETA {
 		Direct:   40 * time.Second,
 		Lead:     100 * time.Millisecond,
 		Jitter:   0.05,
+		Hold:     34 * time.Second,
 		Fallback: DefaultTiers(),
 	}
 }
 
-// RetryAfter implements Policy.
+// RetryAfter implements Policy: Wait, or Earliest if sooner, decides while
+// admission runs; Earliest alone while it is stopped; Fallback without
+// either.
 func (e ETA) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
-	if s.Wait <= 0 {
-		if e.Fallback == nil {
-			return DefaultTiers().RetryAfter(s, rng)
+	switch {
+	case s.Wait > 0:
+		w := s.Wait
+		if s.Earliest > 0 {
+			w = min(w, s.Earliest)
 		}
-		return e.Fallback.RetryAfter(s, rng)
+		return e.fromWait(w, rng)
+	case s.Earliest > 0:
+		return e.whileStopped(s.Earliest, rng)
+	case e.Fallback == nil:
+		return DefaultTiers().RetryAfter(s, rng)
 	}
-	if s.Wait <= e.Direct {
-		d := s.Wait + e.Lead + uniform(e.Lead, rng)
+	return e.Fallback.RetryAfter(s, rng)
+}
+
+// fromWait is the delay for an estimated wait w.
+func (e ETA) fromWait(w time.Duration, rng *rand.Rand) time.Duration {
+	if w <= e.Direct {
+		d := w + e.Lead + uniform(e.Lead, rng)
 		return max(d, e.Floor)
 	}
-	d := min(max(time.Duration(float64(s.Wait)*e.Fraction), e.Floor), e.Cap)
-	// Jitter only shortens: a client never sleeps past the cap or past its
-	// share of the wait, and the many clients at the cap do not return in
-	// the same second.
+	return e.share(w, e.Cap, rng)
+}
+
+// share is Fraction of w within [Floor, limit], shortened by jitter.
+func (e ETA) share(w, limit time.Duration, rng *rand.Rand) time.Duration {
+	d := min(max(time.Duration(float64(w)*e.Fraction), e.Floor), limit)
+	// Jitter only shortens: a client never sleeps past the limit or past
+	// its share of the wait, and the many clients at the limit do not
+	// return in the same second.
 	if e.Jitter > 0 {
 		d -= uniform(time.Duration(2*e.Jitter*float64(d)), rng)
 	}
-	return max(min(d, s.Wait), e.Floor).Truncate(time.Millisecond)
+	return max(min(d, w), e.Floor).Truncate(time.Millisecond)
+}
+
+// whileStopped is the delay while admission is stopped (paused, or not yet
+// open) but the program has a rate: nobody is admitted before earliest,
+// what a resume at that rate made now would take.
+func (e ETA) whileStopped(earliest time.Duration, rng *rand.Rand) time.Duration {
+	return e.share(earliest, e.Hold, rng)
 }
 
 // uniform returns a uniform duration in [0, max] at millisecond resolution.
@@ -76,28 +109,52 @@ func (e ETA) String() string { return NameETA }
 
 // Validate reports whether the parameters make a usable policy.
 func (e ETA) Validate() error {
-	switch {
-	case e.Fraction <= 0 || e.Fraction > 1:
+	if e.Fraction <= 0 || e.Fraction > 1 {
 		return fmt.Errorf("eta: fraction %g outside (0, 1]", e.Fraction)
-	case e.Floor < MinInterval || e.Floor > e.Cap:
-		return fmt.Errorf("eta: floor %s must be at least %s and at most the cap", e.Floor, MinInterval)
-	case e.Cap > MaxInterval:
-		return fmt.Errorf("eta: cap %s above %s", e.Cap, MaxInterval)
-	case e.Direct < 0 || e.Direct > e.Cap:
-		return fmt.Errorf("eta: direct %s must be within [0, cap]", e.Direct)
-	case e.Lead < 0 || e.Lead > 5*time.Second:
-		return fmt.Errorf("eta: lead %s outside [0s, 5s]", e.Lead)
-	case e.Jitter < 0 || e.Jitter >= 0.5:
-		return fmt.Errorf("eta: jitter %g outside [0, 0.5)", e.Jitter)
+	}
+	return validTiming(NameETA, e.Floor, e.Cap, e.Hold, e.Direct, e.Lead, e.Jitter)
+}
+
+// validTiming checks the delays eta and steady share: floor at least
+// MinInterval and at most cap, cap and hold at most MaxInterval, hold at
+// least floor, direct
+// within [0, cap], lead within [0, 5 s], jitter within [0, 0.5).
+func validTiming(policy string, floor, cap, hold, direct, lead time.Duration, jitter float64) error {
+	switch {
+	case floor < MinInterval || floor > cap:
+		return fmt.Errorf("%s: floor %s must be at least %s and at most the cap", policy, floor, MinInterval)
+	case cap > MaxInterval || hold > MaxInterval:
+		return fmt.Errorf("%s: cap %s and hold %s must be at most %s", policy, cap, hold, MaxInterval)
+	case hold < floor:
+		return fmt.Errorf("%s: hold %s below the floor %s", policy, hold, floor)
+	case direct < 0 || direct > cap:
+		return fmt.Errorf("%s: direct %s must be within [0, cap]", policy, direct)
+	case lead < 0 || lead > 5*time.Second:
+		return fmt.Errorf("%s: lead %s outside [0s, 5s]", policy, lead)
+	case jitter < 0 || jitter >= 0.5:
+		return fmt.Errorf("%s: jitter %g outside [0, 0.5)", policy, jitter)
 	}
 	return nil
 }
 
 // ParseETA reads ETA parameters as comma-separated key=value pairs over
 // DefaultETA, e.g. "fraction=0.8,cap=2m,direct=10s"; "" gives the default.
-// Keys: fraction, floor, cap, direct, lead, jitter.
+// Keys: fraction, floor, cap, direct, lead, jitter, hold.
 func ParseETA(spec string) (ETA, error) {
 	e := DefaultETA()
+	err := setParams(NameETA, spec, map[string]any{
+		"fraction": &e.Fraction, "floor": &e.Floor, "cap": &e.Cap, "direct": &e.Direct,
+		"lead": &e.Lead, "jitter": &e.Jitter, "hold": &e.Hold,
+	})
+	if err != nil {
+		return ETA{}, err
+	}
+	return e, e.Validate()
+}
+
+// setParams sets fields (*float64 or *time.Duration, by key) from spec's
+// comma-separated key=value pairs; policy names the errors.
+func setParams(policy, spec string, fields map[string]any) error {
 	for kv := range strings.SplitSeq(spec, ",") {
 		kv = strings.TrimSpace(kv)
 		if kv == "" {
@@ -105,28 +162,21 @@ func ParseETA(spec string) (ETA, error) {
 		}
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return ETA{}, fmt.Errorf("eta: %q: want key=value", kv)
+			return fmt.Errorf("%s: %q: want key=value", policy, kv)
 		}
+		k = strings.TrimSpace(k)
 		var err error
-		switch k = strings.TrimSpace(k); k {
-		case "fraction":
-			e.Fraction, err = strconv.ParseFloat(v, 64)
-		case "jitter":
-			e.Jitter, err = strconv.ParseFloat(v, 64)
-		case "floor":
-			e.Floor, err = time.ParseDuration(v)
-		case "cap":
-			e.Cap, err = time.ParseDuration(v)
-		case "direct":
-			e.Direct, err = time.ParseDuration(v)
-		case "lead":
-			e.Lead, err = time.ParseDuration(v)
+		switch f := fields[k].(type) {
+		case *float64:
+			*f, err = strconv.ParseFloat(v, 64)
+		case *time.Duration:
+			*f, err = time.ParseDuration(v)
 		default:
-			return ETA{}, fmt.Errorf("eta: unknown parameter %q (fraction, floor, cap, direct, lead, jitter)", k)
+			return fmt.Errorf("%s: unknown parameter %q (%s)", policy, k, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 		}
 		if err != nil {
-			return ETA{}, fmt.Errorf("eta: %s: %w", k, err)
+			return fmt.Errorf("%s: %s: %w", policy, k, err)
 		}
 	}
-	return e, e.Validate()
+	return nil
 }

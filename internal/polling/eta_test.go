@@ -23,6 +23,12 @@ func TestETA(t *testing.T) {
 		{"TinyWaitKeepsFloor", polling.Situation{Position: 1, RatePerSecond: 100, Wait: 5 * time.Millisecond}, time.Second, time.Second},
 		{"FarAFraction", polling.Situation{Position: 1000, RatePerSecond: 10, Wait: 100 * time.Second}, 58500 * time.Millisecond, 65 * time.Second},
 		{"VeryFarCappedAndSpread", polling.Situation{Position: 1e6, RatePerSecond: 10, Wait: 1e5 * time.Second}, 540 * time.Second, 10 * time.Minute},
+		// Stopped with a rate: a fraction (0.65) of the earliest admission, within [floor, hold].
+		{"StoppedNearTheDoorKeepsFloor", polling.Situation{Position: 2, Earliest: 700 * time.Millisecond}, time.Second, time.Second},
+		{"StoppedAShareOfTheEarliest", polling.Situation{Position: 100, Earliest: 12 * time.Second}, 7020 * time.Millisecond, 7800 * time.Millisecond},
+		{"StoppedFarHeld", polling.Situation{Position: 5000, Earliest: 501 * time.Second}, 30600 * time.Millisecond, 34 * time.Second},
+		// An earliest admission sooner than the estimate (a measured manual pace slower than the rate) decides.
+		{"EarliestBeforeWait", polling.Situation{Position: 30, RatePerSecond: 1, Wait: 30 * time.Second, Earliest: 3 * time.Second}, 3100 * time.Millisecond, 3200 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,9 +64,12 @@ func TestParseETA(t *testing.T) {
 		{"fraction=0.5, cap=1m,direct=5s,lead=50ms,floor=2s,jitter=0", false, func(e polling.ETA) bool {
 			return e.Fraction == 0.5 && e.Cap == time.Minute && e.Direct == 5*time.Second && e.Lead == 50*time.Millisecond && e.Floor == 2*time.Second && e.Jitter == 0
 		}},
+		{"hold=10s", false, func(e polling.ETA) bool { return e.Hold == 10*time.Second }},
+		{"hold=500ms", true, nil},
+		{"hold=31m", true, nil},
 		{"fraction=0", true, nil},
 		{"fraction=1.5", true, nil},
-		{"cap=1h", true, nil},
+		{"cap=31m", true, nil},
 		{"floor=10ms", true, nil},
 		{"direct=11m", true, nil},
 		{"lead=-1s", true, nil},

@@ -14,7 +14,7 @@ const DefaultTiersSpec = "100:1s,1000:5s+-300ms,10000:15s+-500ms,inf:30s+-4s"
 // Limits on a tier configuration and on ETA's delays.
 const (
 	MinInterval = 100 * time.Millisecond
-	MaxInterval = 10 * time.Minute
+	MaxInterval = 30 * time.Minute
 	maxTiers    = 32
 )
 

@@ -17,6 +17,11 @@ type Situation struct {
 	// admission schedule as the server knows it; 0 when unknown (paused,
 	// manual admission without a measured pace).
 	Wait time.Duration
+	// Earliest is the least time before the token could be admitted if
+	// admission never runs faster than the program's configured rate,
+	// whatever the admin changes (a resume, a lower rate, a pause): at
+	// most Wait when Wait is known. 0 when the program has no rate.
+	Earliest time.Duration
 }
 
 // Policy chooses the delay before a waiting client's next poll. rng is the

@@ -10,8 +10,9 @@ import (
 // Names of the policies a deployment offers (POLL_POLICY, a program's
 // pollingPolicy).
 const (
-	NameTiers = "tiers"
-	NameETA   = "eta"
+	NameTiers  = "tiers"
+	NameETA    = "eta"
+	NameSteady = "steady"
 	// DefaultName is the policy of programs that choose none, unless
 	// POLL_POLICY says otherwise.
 	DefaultName = NameTiers
@@ -20,11 +21,12 @@ const (
 // Registry is the set of policies a deployment offers, by name.
 type Registry map[string]Policy
 
-// Named returns the registry of a deployment: "tiers" and "eta", with
-// tiers as eta's fallback.
-func Named(tiers Tiers, eta ETA) Registry {
+// Named returns the registry of a deployment: "tiers", "eta" and
+// "steady", with tiers as eta's fallback and eta as steady's.
+func Named(tiers Tiers, eta ETA, steady Steady) Registry {
 	eta.Fallback = tiers
-	return Registry{NameTiers: tiers, NameETA: eta}
+	steady.Fallback = eta
+	return Registry{NameTiers: tiers, NameETA: eta, NameSteady: steady}
 }
 
 // Names returns the registry's names, sorted.

@@ -12,8 +12,8 @@ import (
 
 func TestNamed(t *testing.T) {
 	tiers := polling.Tiers{{MaxPosition: 0, Interval: 2e9}}
-	reg := polling.Named(tiers, polling.DefaultETA())
-	if diff := cmp.Diff([]string{"eta", "tiers"}, reg.Names()); diff != "" {
+	reg := polling.Named(tiers, polling.DefaultETA(), polling.DefaultSteady())
+	if diff := cmp.Diff([]string{"eta", "steady", "tiers"}, reg.Names()); diff != "" {
 		t.Errorf("Names (-want +got):\n%s", diff)
 	}
 	for _, name := range reg.Names() {
@@ -25,18 +25,23 @@ func TestNamed(t *testing.T) {
 	if diff := cmp.Diff(polling.Policy(tiers), eta.Fallback); diff != "" {
 		t.Errorf("eta falls back to (-want +got):\n%s", diff)
 	}
+	steady := reg[polling.NameSteady].(polling.Steady)
+	if diff := cmp.Diff(polling.Policy(eta), steady.Fallback); diff != "" {
+		t.Errorf("steady falls back to (-want +got):\n%s", diff)
+	}
 }
 
 func TestRegistryLookup(t *testing.T) {
-	reg := polling.Named(polling.DefaultTiers(), polling.DefaultETA())
+	reg := polling.Named(polling.DefaultTiers(), polling.DefaultETA(), polling.DefaultSteady())
 	tests := []struct {
 		name, want, wantErr string
 	}{
 		{"", "tiers", ""},
 		{"tiers", "tiers", ""},
 		{"eta", "eta", ""},
-		{"ETA", "", `"ETA" is not one of eta, tiers`},
-		{"fastest", "", `"fastest" is not one of eta, tiers`},
+		{"steady", "steady", ""},
+		{"ETA", "", `"ETA" is not one of eta, steady, tiers`},
+		{"fastest", "", `"fastest" is not one of eta, steady, tiers`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -242,9 +242,6 @@ const (
 	// adminDeadline bounds an admin request, waits for a pending change
 	// and optimistic retries included.
 	adminDeadline = 3 * time.Second
-	// adminWriteBudget bounds how long an admin change may take to be
-	// stored; the change is scheduled that much later than the cache TTL.
-	adminWriteBudget = time.Second
 	// adminWriteReserve is the least time before the deadline in which an
 	// admin request still starts a write (more when the store is slow).
 	adminWriteReserve = 500 * time.Millisecond
@@ -261,13 +258,17 @@ const (
 	moveDrainBackoff  = 50 * time.Millisecond
 )
 
+// AdminWriteBudget bounds how long an admin change may take to be stored;
+// the change is scheduled that much later than the cache TTL.
+const AdminWriteBudget = time.Second
+
 // changeDelay is how long after an admin change it takes effect: nothing
 // without a program cache, the cache TTL plus the write budget with one.
 func (s *Service) changeDelay() time.Duration {
 	if s.cache.ttl <= 0 {
 		return 0
 	}
-	return s.cache.ttl + adminWriteBudget
+	return s.cache.ttl + AdminWriteBudget
 }
 
 // changeProgram stores edit(program, now) as one admin change tagged with a
@@ -380,7 +381,7 @@ func (s *Service) createProgram(ctx context.Context, p Program, change string) e
 // change goes to a ScheduleStore on the condition of the version alone, so
 // that a flood of tickets, each moving Issued, cannot starve it.
 func (s *Service) updateProgram(ctx context.Context, p Program, change string, scheduled bool) error {
-	wctx, cancel := context.WithTimeout(ctx, adminWriteBudget)
+	wctx, cancel := context.WithTimeout(ctx, AdminWriteBudget)
 	defer cancel()
 	ss, ok := s.store.(ScheduleStore)
 	if !ok || !scheduled {

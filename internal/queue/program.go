@@ -385,10 +385,12 @@ func (p Program) MeasuredRate(now time.Time) (Rate, bool) {
 }
 
 // Situation is what a polling policy may know about ticket at now: its
-// position, the admission rate, and the estimated wait (at most
+// position, the admission rate, the estimated wait (at most
 // MaxEstimatedWait), from the schedule when admission is automatic or from
-// the measured pace when it is manual.
-func (p Program) Situation(ticket int64, now time.Time) polling.Situation {
+// the measured pace when it is manual, and the earliest admission
+// (earliestMs). notice is the least time before a change not yet in p could
+// take effect (ChangeNotice).
+func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) polling.Situation {
 	ms := UnixMs(now)
 	seg := p.segmentAt(ms)
 	sit := polling.Situation{Position: ticket - seg.Counter(ms)}
@@ -402,5 +404,45 @@ func (p Program) Situation(ticket int64, now time.Time) polling.Situation {
 		wait, _ := mulDiv(uint64(sit.Position), 1e6, uint64(r), false)
 		sit.Wait = waitOf(wait)
 	}
+	if at, ok := p.earliestMs(ticket, ms, notice.Milliseconds()); ok && sit.Position > 0 {
+		sit.Earliest = waitOf(max(at-ms, 1))
+		if sit.Wait > 0 {
+			sit.Earliest = min(sit.Earliest, sit.Wait) // a measured manual pace may be faster
+		}
+	}
 	return sit
+}
+
+// earliestMs is the first Unix ms at which ticket could be admitted if
+// admission never runs faster than the configured (settled) rate, whatever
+// the admin changes from now on: the schedule's own instant when it is
+// known, else a resume at that rate taking effect as soon as one can (notice
+// ms from now, and not before a pending change). False when the program
+// has no rate: manual admission can admit anyone at any change.
+func (p Program) earliestMs(ticket, ms, notice int64) (int64, bool) {
+	if at, ok := p.admissionMs(ticket, ms); ok {
+		return at, true
+	}
+	settled := p.Settled()
+	if settled.Rate <= 0 {
+		return 0, false
+	}
+	from := addSat(ms, max(notice, 0))
+	if p.pendingAt(ms) {
+		from = max(from, p.Next.AnchorMs)
+	}
+	resumed := Segment{AnchorMs: from, Base: p.segmentAt(from).Counter(from), Rate: settled.Rate}
+	return resumed.AdmittedAt(ticket, from)
+}
+
+// ChangeNotice is the least time, at now, before an admin change that a
+// program read at readAt does not show could take effect: a change missed
+// by the read was stored after it, so made at most AdminWriteBudget before,
+// and takes effect changeDelay (ttl + AdminWriteBudget) after it was made.
+// 0 without a cache (ttl 0), whose changes take effect at once.
+func ChangeNotice(readAt, now time.Time, ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return 0
+	}
+	return max(readAt.Add(ttl).Sub(now), 0)
 }

@@ -121,11 +121,11 @@ func TestSituationBeyondRange(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := program(tt.waiting+1, 1, tt.rate, false)
 			done := make(chan struct{})
-			var sit, later = p.Situation(0, t0), p.Situation(0, t0)
+			var sit, later = p.Situation(0, t0, 0), p.Situation(0, t0, 0)
 			go func() {
 				defer close(done)
-				sit = p.Situation(p.Issued, t0)
-				later = p.Situation(p.Issued, t0.Add(time.Hour))
+				sit = p.Situation(p.Issued, t0, 0)
+				later = p.Situation(p.Issued, t0.Add(time.Hour), 0)
 			}()
 			select {
 			case <-done:
@@ -145,7 +145,7 @@ func TestSituationBeyondRange(t *testing.T) {
 	}
 	t.Run("measured manual pace", func(t *testing.T) {
 		p := queue.Program{ID: "p", Issued: math.MaxInt64, ManualRate: 1, LastAdmitAt: t0, LastAdmitGap: time.Minute}
-		if sit := p.Situation(math.MaxInt64, t0); sit.Wait != queue.MaxEstimatedWait {
+		if sit := p.Situation(math.MaxInt64, t0, 0); sit.Wait != queue.MaxEstimatedWait {
 			t.Errorf("Wait = %v, want %v", sit.Wait, queue.MaxEstimatedWait)
 		}
 	})

@@ -370,15 +370,16 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 	}
 	v.StatusLine = statusLine(p, v, now)
 	if placed {
-		sit := p.Situation(place, now)
+		sit := p.Situation(place, now, s.cache.notice(p, now))
 		v.Position, v.EstimatedWait = sit.Position, sit.Wait
 		v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
 		return v
 	}
 	// Any place in the pre-queue is as likely: no position, no estimate;
 	// come back after the opening, spread so as not to come all at once.
-	sit := p.Situation(p.Issued, now)
+	sit := p.Situation(p.Issued, now, s.cache.notice(p, now))
 	sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.openingSpread(now))
+	sit.Earliest = min(sit.Earliest, sit.Wait)
 	v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
 	return v
 }
@@ -497,6 +498,21 @@ func (c *programCache) get(id string, now time.Time) (Program, bool) {
 		return Program{}, false
 	}
 	return e.p, true
+}
+
+// notice is ChangeNotice for p, a program this instance read: from the
+// latest read of p's version, 0 (no notice) when the cache holds none.
+func (c *programCache) notice(p Program, now time.Time) time.Duration {
+	if c.ttl <= 0 {
+		return 0
+	}
+	c.mu.RLock()
+	e, ok := c.entries[p.ID]
+	c.mu.RUnlock()
+	if !ok || e.p.Version != p.Version {
+		return 0
+	}
+	return ChangeNotice(e.loadedAt, now, c.ttl)
 }
 
 // put caches p as read at now; nothing without a TTL.

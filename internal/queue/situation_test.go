@@ -47,12 +47,12 @@ func TestAdmissionTime(t *testing.T) {
 
 func TestSituation(t *testing.T) {
 	p := program(1000, 100, 10, false)
-	s := p.Situation(334, t0.Add(time.Second)) // counter 110
+	s := p.Situation(334, t0.Add(time.Second), 0) // counter 110
 	if s.Position != 224 || s.RatePerSecond != 10 || s.Wait != 22400*time.Millisecond {
 		t.Errorf("automatic: %+v", s)
 	}
 	paused := program(1000, 100, 10, true)
-	if s := paused.Situation(334, t0); s.Wait != 0 || s.RatePerSecond != 0 || s.Position != 234 {
+	if s := paused.Situation(334, t0, 0); s.Wait != 0 || s.RatePerSecond != 0 || s.Position != 234 {
 		t.Errorf("paused: %+v", s)
 	}
 }

@@ -213,7 +213,7 @@ func (s *sim) answer(x waiter, serving int64) {
 	case needsPosition:
 		sit.Position = tk - serving // what Situation computes, without the wait estimate
 	case needsAll:
-		sit = s.prog.Situation(tk, s.now)
+		sit = s.prog.Situation(tk, s.now, s.notice())
 	}
 	d := s.policy.RetryAfter(sit, s.rng)
 	ms := max(1, int64((d+time.Millisecond-1)/time.Millisecond))
@@ -231,6 +231,18 @@ func (s *sim) answer(x waiter, serving int64) {
 		}
 	}
 	s.wheel.add(s.t, s.t+ms, x)
+}
+
+// notice is the answer's queue.ChangeNotice at s.t as the service would
+// give it: its cache TTL is the change delay (CacheTTL) less the admin
+// write budget, and one busy instance reads the program each time its read
+// expires (at every multiple of the TTL).
+func (s *sim) notice() time.Duration {
+	ttl := (s.cfg.CacheTTL - queue.AdminWriteBudget).Milliseconds()
+	if ttl <= 0 {
+		return 0
+	}
+	return time.Duration(ttl-s.t%ttl) * time.Millisecond
 }
 
 // leave is x's DELETE at s.t. The leave instant lies before the ticket's

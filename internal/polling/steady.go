@@ -1,0 +1,95 @@
+package polling
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Steady is the policy for a program whose configured rate is the most it
+// admits at: the next poll comes at the earliest instant the person could
+// be admitted at that rate (Situation.Earliest), with one poll before it
+// when the wait is longer than Direct, within Cap (Hold while admission is
+// stopped). Without a
+// configured rate it answers Fallback's delay, or DefaultETA's when nil.
+type Steady struct {
+	Floor    time.Duration // shortest delay
+	Cap      time.Duration // longest delay while admission runs
+	Hold     time.Duration // longest delay while admission is stopped
+	Direct   time.Duration // waits up to this are slept through in one go
+	Lead     time.Duration // margin after the expected admission, plus up to Lead of jitter
+	Jitter   float64       // relative jitter of capped polls: shortened by up to 2×Jitter
+	Fallback Policy
+}
+
+// DefaultSteady is the steady policy with the parameters measured in
+// docs/benchmarks.md, falling back to DefaultETA.
+func DefaultSteady() Steady {
+	return Steady{
+		Floor:    time.Second,
+		Cap:      MaxInterval,
+		Hold:     time.Minute,
+		Direct:   40 * time.Second,
+		Lead:     100 * time.Millisecond,
+		Jitter:   0.05,
+		Fallback: DefaultETA(),
+	}
+}
+
+// RetryAfter implements Policy.
+func (p Steady) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
+	switch {
+	case s.Earliest <= 0 && p.Fallback == nil:
+		return DefaultETA().RetryAfter(s, rng)
+	case s.Earliest <= 0:
+		return p.Fallback.RetryAfter(s, rng)
+	case s.Wait <= 0:
+		// Admission is stopped: sleep to the earliest admission, which a
+		// resume at the configured rate would bring, within Hold.
+		if s.Earliest > p.Hold {
+			return p.shortened(p.Hold, rng)
+		}
+		return max(s.Earliest, p.Floor)
+	}
+	w := min(s.Wait, s.Earliest)
+	if w <= p.Direct {
+		return max(w+p.Lead+uniform(p.Lead, rng), p.Floor)
+	}
+	// One early poll, when between Direct/2 and Direct are left: late
+	// enough that the next one is slept through.
+	d := w - p.Direct + uniform(p.Direct/2, rng)
+	if d > p.Cap {
+		return p.shortened(p.Cap, rng)
+	}
+	return max(d, p.Floor)
+}
+
+// shortened is d less up to 2×Jitter of it, at least Floor, in whole ms.
+func (p Steady) shortened(d time.Duration, rng *rand.Rand) time.Duration {
+	if p.Jitter > 0 {
+		d -= uniform(time.Duration(2*p.Jitter*float64(d)), rng)
+	}
+	return max(d, p.Floor).Truncate(time.Millisecond)
+}
+
+// String returns the policy's name as the bench CLI and POLL_POLICY spell it.
+func (p Steady) String() string { return NameSteady }
+
+// Validate reports whether the parameters make a usable policy.
+func (p Steady) Validate() error {
+	return validTiming(NameSteady, p.Floor, p.Cap, p.Hold, p.Direct, p.Lead, p.Jitter)
+}
+
+// ParseSteady reads Steady parameters as comma-separated key=value pairs
+// over DefaultSteady, e.g. "hold=30s,cap=10m"; "" gives the default. Keys:
+// floor, cap, hold, direct, lead, jitter.
+func ParseSteady(spec string) (Steady, error) {
+	p := DefaultSteady()
+	err := setParams(NameSteady, spec, map[string]any{
+		"floor": &p.Floor, "cap": &p.Cap, "hold": &p.Hold,
+		"direct": &p.Direct, "lead": &p.Lead, "jitter": &p.Jitter,
+	})
+	if err != nil {
+		return Steady{}, err
+	}
+	return p, p.Validate()
+}

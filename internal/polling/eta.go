@@ -22,10 +22,10 @@ type ETA struct {
 	Direct   time.Duration // waits up to this are slept through in one go
 	Lead     time.Duration // margin after the expected admission, plus up to Lead of jitter
 	Jitter   float64       // relative jitter of early polls: they are shortened by up to 2×Jitter
-	// Hold is the longest delay while admission is stopped (paused, or
-	// before the opening) with a configured rate, when Fraction of the
-	// earliest admission is slept: it bounds how late a surprise (a resume
-	// faster than the rate, a manual admission) is heard.
+	// Hold is the longest delay while a program with a rate is paused,
+	// when Fraction of the earliest admission is slept: it bounds how late
+	// a surprise (a resume faster than the rate, a manual admission) is
+	// heard.
 	Hold     time.Duration
 	Fallback Policy
 }
@@ -45,23 +45,30 @@ func DefaultETA() ETA {
 	}
 }
 
-// RetryAfter implements Policy: Wait, or Earliest if sooner, decides while
-// admission runs; Earliest alone while it is stopped; Fallback without
-// either.
+// RetryAfter implements Policy: the sooner of Wait and Earliest decides,
+// a share of it within Hold while paused; Fallback without either.
 func (e ETA) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
+	w := soonest(s)
 	switch {
-	case s.Wait > 0:
-		w := s.Wait
-		if s.Earliest > 0 {
-			w = min(w, s.Earliest)
-		}
-		return e.fromWait(w, rng)
-	case s.Earliest > 0:
-		return e.whileStopped(s.Earliest, rng)
-	case e.Fallback == nil:
+	case w <= 0 && e.Fallback == nil:
 		return DefaultTiers().RetryAfter(s, rng)
+	case w <= 0:
+		return e.Fallback.RetryAfter(s, rng)
+	case s.Paused && s.Earliest > 0:
+		// Nobody is admitted before the earliest admission, what a resume
+		// at the program's rate made now would take.
+		return e.share(w, e.Hold, rng)
 	}
-	return e.Fallback.RetryAfter(s, rng)
+	return e.fromWait(w, rng)
+}
+
+// soonest is the sooner of s.Wait and s.Earliest, the one known if only
+// one is, 0 if neither.
+func soonest(s Situation) time.Duration {
+	if s.Earliest > 0 && (s.Wait <= 0 || s.Earliest < s.Wait) {
+		return s.Earliest
+	}
+	return s.Wait
 }
 
 // fromWait is the delay for an estimated wait w.
@@ -83,13 +90,6 @@ func (e ETA) share(w, limit time.Duration, rng *rand.Rand) time.Duration {
 		d -= uniform(time.Duration(2*e.Jitter*float64(d)), rng)
 	}
 	return max(min(d, w), e.Floor).Truncate(time.Millisecond)
-}
-
-// whileStopped is the delay while admission is stopped (paused, or not yet
-// open) but the program has a rate: nobody is admitted before earliest,
-// what a resume at that rate made now would take.
-func (e ETA) whileStopped(earliest time.Duration, rng *rand.Rand) time.Duration {
-	return e.share(earliest, e.Hold, rng)
 }
 
 // uniform returns a uniform duration in [0, max] at millisecond resolution.

@@ -24,9 +24,11 @@ func TestETA(t *testing.T) {
 		{"FarAFraction", polling.Situation{Position: 1000, RatePerSecond: 10, Wait: 100 * time.Second}, 58500 * time.Millisecond, 65 * time.Second},
 		{"VeryFarCappedAndSpread", polling.Situation{Position: 1e6, RatePerSecond: 10, Wait: 1e5 * time.Second}, 540 * time.Second, 10 * time.Minute},
 		// Stopped with a rate: a fraction (0.65) of the earliest admission, within [floor, hold].
-		{"StoppedNearTheDoorKeepsFloor", polling.Situation{Position: 2, Earliest: 700 * time.Millisecond}, time.Second, time.Second},
-		{"StoppedAShareOfTheEarliest", polling.Situation{Position: 100, Earliest: 12 * time.Second}, 7020 * time.Millisecond, 7800 * time.Millisecond},
-		{"StoppedFarHeld", polling.Situation{Position: 5000, Earliest: 501 * time.Second}, 30600 * time.Millisecond, 34 * time.Second},
+		{"StoppedNearTheDoorKeepsFloor", polling.Situation{Position: 2, Earliest: 700 * time.Millisecond, Paused: true}, time.Second, time.Second},
+		{"StoppedAShareOfTheEarliest", polling.Situation{Position: 100, Earliest: 12 * time.Second, Paused: true}, 7020 * time.Millisecond, 7800 * time.Millisecond},
+		{"StoppedFarHeld", polling.Situation{Position: 5000, Earliest: 501 * time.Second, Paused: true}, 30600 * time.Millisecond, 34 * time.Second},
+		// Paused with a measured manual pace: still within hold.
+		{"PausedManualPaceHeld", polling.Situation{Position: 980, RatePerSecond: 0.2, Wait: 4900 * time.Second, Earliest: 981 * time.Second, Paused: true}, 30600 * time.Millisecond, 34 * time.Second},
 		// An earliest admission sooner than the estimate (a measured manual pace slower than the rate) decides.
 		{"EarliestBeforeWait", polling.Situation{Position: 30, RatePerSecond: 1, Wait: 30 * time.Second, Earliest: 3 * time.Second}, 3100 * time.Millisecond, 3200 * time.Millisecond},
 	}

@@ -22,6 +22,9 @@ type Situation struct {
 	// whatever the admin changes (a resume, a lower rate, a pause): at
 	// most Wait when Wait is known. 0 when the program has no rate.
 	Earliest time.Duration
+	// Paused reports that admission is paused, or is about to be by a
+	// scheduled change: only a resume, or a manual admission, moves it.
+	Paused bool
 }
 
 // Policy chooses the delay before a waiting client's next poll. rng is the

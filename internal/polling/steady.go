@@ -8,13 +8,12 @@ import (
 // Steady is the policy for a program whose configured rate is the most it
 // admits at: the next poll comes at the earliest instant the person could
 // be admitted at that rate (Situation.Earliest), with one poll before it
-// when the wait is longer than Direct, within Cap (Hold while admission is
-// stopped). Without a
+// when the wait is longer than Direct, within Cap (Hold while paused). Without a
 // configured rate it answers Fallback's delay, or DefaultETA's when nil.
 type Steady struct {
 	Floor    time.Duration // shortest delay
 	Cap      time.Duration // longest delay while admission runs
-	Hold     time.Duration // longest delay while admission is stopped
+	Hold     time.Duration // longest delay while paused
 	Direct   time.Duration // waits up to this are slept through in one go
 	Lead     time.Duration // margin after the expected admission, plus up to Lead of jitter
 	Jitter   float64       // relative jitter of capped polls: shortened by up to 2×Jitter
@@ -42,16 +41,16 @@ func (p Steady) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
 		return DefaultETA().RetryAfter(s, rng)
 	case s.Earliest <= 0:
 		return p.Fallback.RetryAfter(s, rng)
-	case s.Wait <= 0:
-		// Admission is stopped: sleep to the earliest admission, which a
-		// resume at the configured rate would bring, within Hold.
-		if s.Earliest > p.Hold {
-			return p.shortened(p.Hold, rng)
-		}
-		return max(s.Earliest, p.Floor)
 	}
-	w := min(s.Wait, s.Earliest)
-	if w <= p.Direct {
+	w := soonest(s)
+	switch {
+	case s.Paused && w > p.Hold:
+		return p.shortened(p.Hold, rng)
+	case s.Paused:
+		// Sleep to the earliest admission, which a resume at the
+		// program's rate would bring.
+		return max(w, p.Floor)
+	case w <= p.Direct:
 		return max(w+p.Lead+uniform(p.Lead, rng), p.Floor)
 	}
 	// One early poll, when between Direct/2 and Direct are left: late

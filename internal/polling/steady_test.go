@@ -20,9 +20,12 @@ func TestSteady(t *testing.T) {
 		{"NoRateFallsBackToETA", polling.Situation{Position: 500}, 4700 * time.Millisecond, 5300 * time.Millisecond},
 		{"NoRateMeasuredPace", polling.Situation{Position: 30, RatePerSecond: 10, Wait: 3 * time.Second}, 3100 * time.Millisecond, 3200 * time.Millisecond},
 		// Stopped: the earliest admission itself, within [floor, hold].
-		{"StoppedNearTheDoorKeepsFloor", polling.Situation{Position: 2, Earliest: 700 * time.Millisecond}, time.Second, time.Second},
-		{"StoppedTheEarliest", polling.Situation{Position: 100, Earliest: 12345 * time.Millisecond}, 12345 * time.Millisecond, 12345 * time.Millisecond},
-		{"StoppedFarHeldAndSpread", polling.Situation{Position: 5000, Earliest: 501 * time.Second}, 54 * time.Second, time.Minute},
+		{"StoppedNearTheDoorKeepsFloor", polling.Situation{Position: 2, Earliest: 700 * time.Millisecond, Paused: true}, time.Second, time.Second},
+		{"StoppedTheEarliest", polling.Situation{Position: 100, Earliest: 12345 * time.Millisecond, Paused: true}, 12345 * time.Millisecond, 12345 * time.Millisecond},
+		{"StoppedFarHeldAndSpread", polling.Situation{Position: 5000, Earliest: 501 * time.Second, Paused: true}, 54 * time.Second, time.Minute},
+		{"PausedManualPaceHeld", polling.Situation{Position: 980, RatePerSecond: 0.2, Wait: 4900 * time.Second, Earliest: 981 * time.Second, Paused: true}, 54 * time.Second, time.Minute},
+		// Before an opening (not paused): the sooner of the schedule and an opening moved to now.
+		{"BeforeTheOpening", polling.Situation{Position: 300, RatePerSecond: 10, Wait: time.Hour, Earliest: 31 * time.Second}, 31100 * time.Millisecond, 31200 * time.Millisecond},
 		// Running: a wait within direct is slept through, lead after it.
 		{"Direct", polling.Situation{Position: 300, RatePerSecond: 10, Wait: 30 * time.Second, Earliest: 30 * time.Second}, 30100 * time.Millisecond, 30200 * time.Millisecond},
 		{"TinyWaitKeepsFloor", polling.Situation{Position: 1, RatePerSecond: 100, Wait: 5 * time.Millisecond, Earliest: 5 * time.Millisecond}, time.Second, time.Second},

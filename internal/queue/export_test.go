@@ -1,5 +1,7 @@
 package queue
 
+import "time"
+
 // IdempotentTokenID exposes idempotentTokenID to the external tests.
 var IdempotentTokenID = idempotentTokenID
 
@@ -9,3 +11,9 @@ func (s *Service) CachedPrograms() int {
 	defer s.cache.mu.RUnlock()
 	return len(s.cache.entries)
 }
+
+// CacheNotice is the notice s's program cache gives an answer from p at now.
+func (s *Service) CacheNotice(p Program, now time.Time) time.Duration { return s.cache.notice(p, now) }
+
+// CachePut caches p as read at now.
+func (s *Service) CachePut(p Program, now time.Time) { s.cache.put(p, now) }

@@ -387,13 +387,14 @@ func (p Program) MeasuredRate(now time.Time) (Rate, bool) {
 // Situation is what a polling policy may know about ticket at now: its
 // position, the admission rate, the estimated wait (at most
 // MaxEstimatedWait), from the schedule when admission is automatic or from
-// the measured pace when it is manual, and the earliest admission
-// (earliestMs). notice is the least time before a change not yet in p could
-// take effect (ChangeNotice).
+// the measured pace when it is manual, the earliest admission (earliestMs)
+// and whether admission is paused. notice is the least time before a
+// change not yet in p could take effect (ChangeNotice; negative when it
+// may already have).
 func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) polling.Situation {
 	ms := UnixMs(now)
 	seg := p.segmentAt(ms)
-	sit := polling.Situation{Position: ticket - seg.Counter(ms)}
+	sit := polling.Situation{Position: ticket - seg.Counter(ms), Paused: p.Settled().Paused}
 	if seg.Advancing() {
 		sit.RatePerSecond = seg.Rate.PerSecond()
 	}
@@ -415,34 +416,41 @@ func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) po
 
 // earliestMs is the first Unix ms at which ticket could be admitted if
 // admission never runs faster than the configured (settled) rate, whatever
-// the admin changes from now on: the schedule's own instant when it is
-// known, else a resume at that rate taking effect as soon as one can (notice
-// ms from now, and not before a pending change). False when the program
-// has no rate: manual admission can admit anyone at any change.
+// the admin changes from now on: the schedule's own instant, or, while
+// admission is stopped or the opening ahead (an admin may move it
+// earlier), a resume at that rate taking effect as soon as a change can
+// (notice ms from now, and not before a pending change) if sooner. False
+// when the program has no rate: manual admission can admit anyone at any
+// change.
 func (p Program) earliestMs(ticket, ms, notice int64) (int64, bool) {
-	if at, ok := p.admissionMs(ticket, ms); ok {
-		return at, true
-	}
+	at, known := p.admissionMs(ticket, ms)
 	settled := p.Settled()
-	if settled.Rate <= 0 {
-		return 0, false
-	}
-	from := addSat(ms, max(notice, 0))
+	// A change p does not show came after those p shows, so takes effect
+	// after their anchors.
+	from := max(ms+notice, p.Current.AnchorMs)
 	if p.pendingAt(ms) {
 		from = max(from, p.Next.AnchorMs)
 	}
+	if known && p.Opened(FromUnixMs(from)) || settled.Rate <= 0 {
+		return at, known
+	}
 	resumed := Segment{AnchorMs: from, Base: p.segmentAt(from).Counter(from), Rate: settled.Rate}
-	return resumed.AdmittedAt(ticket, from)
+	soonest, _ := resumed.AdmittedAt(ticket, from)
+	if known {
+		return min(at, soonest), true
+	}
+	return soonest, true
 }
 
 // ChangeNotice is the least time, at now, before an admin change that a
 // program read at readAt does not show could take effect: a change missed
 // by the read was stored after it, so made at most AdminWriteBudget before,
-// and takes effect changeDelay (ttl + AdminWriteBudget) after it was made.
-// 0 without a cache (ttl 0), whose changes take effect at once.
+// and takes effect changeDelay after it was made: ttl + AdminWriteBudget
+// with a cache, so at readAt + ttl; at once without one (ttl 0), so
+// possibly AdminWriteBudget before readAt.
 func ChangeNotice(readAt, now time.Time, ttl time.Duration) time.Duration {
 	if ttl <= 0 {
-		return 0
+		return readAt.Sub(now) - AdminWriteBudget
 	}
-	return max(readAt.Add(ttl).Sub(now), 0)
+	return readAt.Add(ttl).Sub(now)
 }

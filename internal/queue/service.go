@@ -377,9 +377,11 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 	}
 	// Any place in the pre-queue is as likely: no position, no estimate;
 	// come back after the opening, spread so as not to come all at once.
-	sit := p.Situation(p.Issued, now, s.cache.notice(p, now))
+	// An opening moved earlier is heard then: place 1's earliest admission
+	// would have the whole pre-queue poll every second.
+	sit := p.Situation(p.Issued, now, 0)
 	sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.openingSpread(now))
-	sit.Earliest = min(sit.Earliest, sit.Wait)
+	sit.Earliest = sit.Wait
 	v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
 	return v
 }
@@ -500,17 +502,18 @@ func (c *programCache) get(id string, now time.Time) (Program, bool) {
 	return e.p, true
 }
 
-// notice is ChangeNotice for p, a program this instance read: from the
-// latest read of p's version, 0 (no notice) when the cache holds none.
+// notice is ChangeNotice for p, a program this instance read at or after
+// now: from the latest read of p's version when the cache holds it, else
+// as if p were read at now without a cache (the least notice there is).
 func (c *programCache) notice(p Program, now time.Time) time.Duration {
 	if c.ttl <= 0 {
-		return 0
+		return ChangeNotice(now, now, 0)
 	}
 	c.mu.RLock()
 	e, ok := c.entries[p.ID]
 	c.mu.RUnlock()
 	if !ok || e.p.Version != p.Version {
-		return 0
+		return ChangeNotice(now, now, 0)
 	}
 	return ChangeNotice(e.loadedAt, now, c.ttl)
 }

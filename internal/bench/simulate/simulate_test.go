@@ -434,7 +434,8 @@ func TestETAGoals(t *testing.T) {
 // the default 2 s change delay): resumed after 60 s, at most 25 % of the
 // requests of a poll every 3 s and a p99 notify delay of at most 1 s;
 // paused throughout, at most 20 % for steady, and fewer than the tiers for
-// eta, which hedges a faster restart.
+// eta, which hedges a faster restart; without a rate, what the tiers
+// send, as before.
 func TestPausedGoals(t *testing.T) {
 	t.Parallel()
 	run := func(sc bench.Scenario, p bench.NamedPolicy) bench.Result {
@@ -464,6 +465,15 @@ func TestPausedGoals(t *testing.T) {
 	}
 	if r := run(paused, eta); r.Requests >= tiersPaused.Requests/2 {
 		t.Errorf("eta, paused 2 min: %d requests, want less than half the tiers' %d", r.Requests, tiersPaused.Requests)
+	}
+	// A program with no rate (manual admission only) gets what it got
+	// before: eta answers as the tiers, steady as eta.
+	manual := bench.Scenario{Users: 1000, Rates: bench.ConstantRate(0), Timeout: 2 * time.Minute}
+	want := run(manual, tiers).Requests
+	for _, p := range []bench.NamedPolicy{eta, steady} {
+		if r := run(manual, p); r.Requests != want {
+			t.Errorf("%s, no rate: %d requests, want the tiers' %d", p.Name, r.Requests, want)
+		}
 	}
 }
 

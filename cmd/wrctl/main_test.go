@@ -134,9 +134,9 @@ func TestCommands(t *testing.T) {
 	})
 	t.Run("PutSendsOnlyTheFlagsGiven", func(t *testing.T) {
 		// Flags after the id, a policy: paused and the window stay.
-		got := run(t, "put", "-json", "gala", "-rate", "3.5", "-policy", "eta")
-		want := map[string]any{"admissionRatePerSecond": 3.5, "paused": true, "admissionWindowSeconds": 900.0, "pollingPolicy": "eta"}
-		if diff := cmp.Diff(want, pick(got, "admissionRatePerSecond", "paused", "admissionWindowSeconds", "pollingPolicy")); diff != "" {
+		got := run(t, "put", "-json", "gala", "-rate", "3.5", "-policy", "eta", "-max-waiting", "5000")
+		want := map[string]any{"admissionRatePerSecond": 3.5, "paused": true, "admissionWindowSeconds": 900.0, "pollingPolicy": "eta", "maxWaiting": 5000.0}
+		if diff := cmp.Diff(want, pick(got, "admissionRatePerSecond", "paused", "admissionWindowSeconds", "pollingPolicy", "maxWaiting")); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 		got = run(t, "put", "gala", "-policy", "", "-json")

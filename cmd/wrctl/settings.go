@@ -38,6 +38,7 @@ var settingFlags = map[string]setting{
 	"notice":                 {"notice", "", text, "a `notice` to people waiting, 280 characters at most (\"\" clears it)"},
 	"opensAt":                {"opens-at", "", instant, "when admission starts: RFC 3339 `time` (2026-12-01T10:00:00+09:00) or +DURATION from now (+15m); \"\" clears it"},
 	"shuffleAtOpen":          {"shuffle-at-open", "", boolean, "place everyone who entered before -opens-at in a random order at the opening"},
+	"maxWaiting":             {"max-waiting", "", integer, "the longest the line may be, in `people` waiting: enters beyond get QUEUE_FULL (0: no limit)"},
 }
 
 // programSettings is every program setting put knows: one per field of

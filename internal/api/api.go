@@ -144,6 +144,8 @@ type Program struct {
 	ShuffleCommitment string `json:"shuffleCommitment,omitempty"`
 	// Prequeue is the pre-queue's size, once it is fixed.
 	Prequeue *int64 `json:"prequeue,omitempty"`
+	// MaxWaiting is the longest the line may be; absent: no limit.
+	MaxWaiting int64 `json:"maxWaiting,omitempty"`
 	Profile
 }
 
@@ -158,6 +160,9 @@ type ProgramSettings struct {
 	// OpensAt is an RFC 3339 time; "" clears the opening.
 	OpensAt       *string `json:"opensAt,omitempty"`
 	ShuffleAtOpen *bool   `json:"shuffleAtOpen,omitempty"`
+	// MaxWaiting limits the line: an enter while waiting is at it gets
+	// QUEUE_FULL; 0 removes the limit.
+	MaxWaiting *int64 `json:"maxWaiting,omitempty"`
 	// DisplayName, at most 80 characters on one line; "" clears it.
 	DisplayName *string `json:"displayName,omitempty"`
 	// Message, at most 500 characters; "" clears it.

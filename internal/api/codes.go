@@ -13,6 +13,7 @@ const (
 	CodeInvalidCount          = "INVALID_COUNT"
 	CodeAlreadyAdmitted       = "ALREADY_ADMITTED"
 	CodeProgramClosed         = "PROGRAM_CLOSED"
+	CodeQueueFull             = "QUEUE_FULL"
 	CodeNotOpen               = "NOT_OPEN"
 	CodeUnavailable           = "STORE_UNAVAILABLE"
 	CodeInternal              = "INTERNAL"

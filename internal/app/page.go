@@ -75,6 +75,8 @@ func pageError(ctx context.Context, err error) error {
 		sentinel = waitpage.ErrTokenNotFound
 	case api.CodeProgramClosed:
 		sentinel = waitpage.ErrClosed
+	case api.CodeQueueFull:
+		sentinel = waitpage.ErrFull
 	default:
 		return err
 	}

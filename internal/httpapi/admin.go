@@ -58,6 +58,7 @@ func programOf(c queue.Counters) wire.Program {
 		EffectiveAt:            wire.TimeOf(c.EffectiveAt),
 		OpensAt:                wire.TimeOf(c.OpensAt),
 		ShuffleAtOpen:          c.Shuffle,
+		MaxWaiting:             c.MaxWaiting,
 		ShuffleCommitment:      c.ShuffleCommitment,
 		Profile:                wire.Profile(c.Profile),
 	}

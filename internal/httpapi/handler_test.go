@@ -146,6 +146,7 @@ func TestHandlerEvents(t *testing.T) {
 		{"error-invalid-program-id", 400, `{"code":"INVALID_PROGRAM_ID","message":"The program id must be 1 to 64 letters, digits, '-' or '_', starting with a letter or digit."}`, nil},
 		{"error-unknown-program", 404, `{"code":"PROGRAM_NOT_FOUND","message":"No such program."}`, nil},
 		{"error-program-closed", 409, `{"code":"PROGRAM_CLOSED","message":"The program's queue is closed to new entries."}`, nil},
+		{"error-queue-full", 409, `{"code":"QUEUE_FULL","message":"The line is full (100 waiting): try again later."}`, nil},
 		{"error-leave-admitted", 409, `{"code":"ALREADY_ADMITTED","message":"The token has already been admitted; it can no longer leave the queue."}`, nil},
 		{"error-method-not-allowed", 405, `{"code":"METHOD_NOT_ALLOWED","message":"Allowed methods: DELETE, GET, POST."}`, map[string]string{"Allow": "DELETE, GET, POST"}},
 		{"error-unknown-route", 404, `{"code":"NOT_FOUND","message":"No such route."}`, nil},

@@ -33,6 +33,9 @@ type Options struct {
 	// Shuffle places everyone who entered before OpensAt in a random
 	// order at the opening (see PlaceOf and Place).
 	Shuffle bool `dynamodbav:"shuffle,omitempty"`
+	// MaxWaiting is the longest the line may be (0: no limit): an enter
+	// while Waiting is at it gets QUEUE_FULL (Program.Full).
+	MaxWaiting int64 `dynamodbav:"maxWaiting,omitempty"`
 	// Profile is what the program shows the people who wait.
 	Profile Profile `dynamodbav:"-"`
 }
@@ -79,6 +82,7 @@ func changeOptions(set api.ProgramSettings, o *Options, pace *Segment, policies 
 		change(&pace.Paused, set.Paused, "paused", anyValue[bool]),
 		change(&o.Closed, set.Closed, "closed", anyValue[bool]),
 		change(&o.Shuffle, set.ShuffleAtOpen, "shuffleAtOpen", anyValue[bool]),
+		change(&o.MaxWaiting, set.MaxWaiting, "maxWaiting", maxWaiting),
 	)
 }
 
@@ -120,6 +124,16 @@ func admissionRate(perSecond api.Rate) (Rate, string) {
 		return 0, fmt.Sprintf("must be a whole number of thousandths (%g)", MinAdmissionRate)
 	}
 	return r, ""
+}
+
+// MaxMaxWaiting bounds maxWaiting.
+const MaxMaxWaiting = 1_000_000_000
+
+func maxWaiting(n int64) (int64, string) {
+	if n < 0 || n > MaxMaxWaiting {
+		return 0, fmt.Sprintf("must be 0 (no limit) or at most %d", MaxMaxWaiting)
+	}
+	return n, ""
 }
 
 // admissionWindow reads a window in whole seconds.

@@ -41,9 +41,9 @@ func (s *Service) enterWithKey(ctx context.Context, programID, key string) (View
 		t, err := s.store.GetToken(ctx, id)
 		now := s.clock.Now()
 		if errors.Is(err, ErrNotFound) || err == nil && t.Claim != "" && now.After(t.ClaimedAt.Add(ClaimTimeout)) {
-			// An unknown program gets no claim item; the program is
-			// usually in the instance's cache.
-			if _, err := s.program(ctx, programID, now); err != nil {
+			// An unknown program, or a full line, gets no claim item;
+			// the program is usually in the instance's cache.
+			if err := s.checkRoom(ctx, programID, now); err != nil {
 				return View{}, false, err
 			}
 			c := Token{ID: id, ProgramID: programID, Claim: claim, ClaimedAt: now.Truncate(time.Millisecond), ExpiresAt: now.Add(claimRetention)}

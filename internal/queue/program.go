@@ -151,6 +151,12 @@ func (p Program) Serving(now time.Time) int64 {
 	return min(p.segmentAt(ms).Counter(ms), p.Issued)
 }
 
+// Full reports whether the line is at its MaxWaiting at now: as many
+// tickets waiting (issued, not yet admitted) as it allows.
+func (p Program) Full(now time.Time) bool {
+	return p.MaxWaiting > 0 && p.Issued-p.Serving(now) >= p.MaxWaiting
+}
+
 // Admits reports whether ticket is admitted at now. It does not depend on
 // Issued, so a cached program answers it exactly for any ticket.
 func (p Program) Admits(ticket int64, now time.Time) bool {

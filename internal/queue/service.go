@@ -148,7 +148,25 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 	if e.IdempotencyKey != "" {
 		return s.enterWithKey(ctx, programID, e.IdempotencyKey)
 	}
+	if err := s.checkRoom(ctx, programID, s.clock.Now()); err != nil {
+		return View{}, false, err
+	}
 	return s.enterNew(ctx, programID, NewTokenID(), "")
+}
+
+// checkRoom answers QUEUE_FULL if programID's line, as this instance read
+// it at most one cache TTL ago, is at its maxWaiting (PROGRAM_NOT_FOUND
+// if there is no such program): before an enter takes a ticket or writes
+// anything.
+func (s *Service) checkRoom(ctx context.Context, programID string, now time.Time) error {
+	p, err := s.program(ctx, programID, now)
+	if err != nil {
+		return err
+	}
+	if p.Full(now) {
+		return Errorf(KindConflict, api.CodeQueueFull, "The line is full (%d waiting): try again later.", p.MaxWaiting)
+	}
+	return nil
 }
 
 // enterNew takes a ticket and stores it as the new token id, created=true;

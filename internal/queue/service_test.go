@@ -498,3 +498,66 @@ func TestFirstSighting(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueFull: at its maxWaiting the line refuses new enters with
+// QUEUE_FULL, taking no ticket and storing nothing (no token, no claim),
+// while a token or an idempotency key already in the line is answered as
+// before; as admission moves, room comes back.
+func TestQueueFull(t *testing.T) {
+	ctx := t.Context()
+	svc, c := newService(t)
+	paused := true
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(1)), Paused: &paused, MaxWaiting: new(int64(3))}); err != nil {
+		t.Fatal(err)
+	}
+	first, _, err := svc.Enter(ctx, "gala", queue.Entry{IdempotencyKey: "key-of-the-first-one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, _, err := svc.Enter(ctx, "gala", queue.Entry{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full := func(what string, e queue.Entry) {
+		t.Helper()
+		_, _, err := svc.Enter(ctx, "gala", e)
+		var qe *queue.Error
+		if !errors.As(err, &qe) || qe.Code != api.CodeQueueFull || qe.Kind != queue.KindConflict {
+			t.Fatalf("%s: err = %v, want QUEUE_FULL", what, err)
+		}
+	}
+	full("a fourth enter", queue.Entry{})
+	full("a fourth enter with a key", queue.Entry{IdempotencyKey: "key-of-the-fourth-one"})
+	if _, err := svc.Poll(ctx, "gala", queue.IdempotentTokenID("gala", "key-of-the-fourth-one")); queue.ErrorKind(err) != queue.KindNotFound {
+		t.Errorf("the refused keyed enter left a token or a claim: %v", err)
+	}
+	if got, _ := svc.Program(ctx, "gala"); got.Issued != 3 || got.Waiting != 3 || got.MaxWaiting != 3 {
+		t.Errorf("after the refusals: issued %d, waiting %d, maxWaiting %d; want 3, 3, 3", got.Issued, got.Waiting, got.MaxWaiting)
+	}
+	// Who is in the line is still answered.
+	for _, e := range []queue.Entry{{Token: first.TokenID}, {IdempotencyKey: "key-of-the-first-one"}} {
+		if v, created, err := svc.Enter(ctx, "gala", e); err != nil || created || v.TokenID != first.TokenID {
+			t.Errorf("enter again with %+v: %v, created %v, err %v; want the first token", e, v.TokenID, created, err)
+		}
+	}
+	// One admitted: room for one more.
+	if _, err := svc.Admit(ctx, "gala", 1); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Second)
+	if _, created, err := svc.Enter(ctx, "gala", queue.Entry{}); err != nil || !created {
+		t.Fatalf("after one admission: created %v, err %v; want a new place", created, err)
+	}
+	full("then a fifth", queue.Entry{})
+	// 0 lifts the limit; a negative one is refused.
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{MaxWaiting: new(int64(-1))}); queue.ErrorKind(err) != queue.KindInvalid {
+		t.Errorf("maxWaiting -1: %v, want INVALID_SETTINGS", err)
+	}
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{MaxWaiting: new(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, created, err := svc.Enter(ctx, "gala", queue.Entry{}); err != nil || !created {
+		t.Errorf("without a limit: created %v, err %v", created, err)
+	}
+}

@@ -23,11 +23,14 @@ const (
 	ProgramID     = "demo"
 	// ClosedProgramID is a program closed to new entries.
 	ClosedProgramID = "sold-out"
+	// FullProgramID is a paused program whose line is at its maxWaiting.
+	FullProgramID = "full-house"
 )
 
 // Seed stores the events' programs in s: ProgramID (1,000 tickets issued,
-// 500 admitted at now, admission at 10 people per second) and the closed
-// ClosedProgramID; and the tokens above, except UnknownToken.
+// 500 admitted at now, admission at 10 people per second), the closed
+// ClosedProgramID and the full FullProgramID (100 waiting, at most 100);
+// and the tokens above, except UnknownToken.
 func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	now = now.Truncate(time.Millisecond)
 	p := queue.Program{ID: ProgramID, CreatedAt: now.Add(-time.Hour), Issued: 1000, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
@@ -40,6 +43,11 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	closed.Closed = true
 	if err := s.CreateProgram(ctx, closed); err != nil {
 		return fmt.Errorf("seed closed program: %w", err)
+	}
+	full := queue.Program{ID: FullProgramID, CreatedAt: now.Add(-time.Hour), Issued: 100, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow, MaxWaiting: 100}}
+	full = full.Rebased(now, queue.OnePerSecond, true, 0, 0)
+	if err := s.CreateProgram(ctx, full); err != nil {
+		return fmt.Errorf("seed full program: %w", err)
 	}
 	admittedAt := now.Add(-time.Minute)
 	tokens := []queue.Token{

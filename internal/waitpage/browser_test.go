@@ -185,6 +185,33 @@ func TestClosedToNewcomers(t *testing.T) {
 	}
 }
 
+// TestFullLineOffersToTryAgain: a full line (409 QUEUE_FULL) is said, with
+// a button to try again; the page does not enter again by itself, and a
+// try once there is room takes a place.
+func TestFullLineOffersToTryAgain(t *testing.T) {
+	t.Parallel()
+	s := gala()
+	s.full = true
+	q, ctx := loadGala(t, s, "")
+	waitFor(t, ctx, `!document.getElementById('again').hidden`)
+	if got := text(t, ctx, "doneTitle"); got != "The line is full for now. Please try again in a few minutes." {
+		t.Errorf("title = %q", got)
+	}
+	if got := text(t, ctx, "again"); got != "Try again" {
+		t.Errorf("button = %q", got)
+	}
+	if storedToken(t, ctx, "gala") != "" {
+		t.Error("a token was kept although the enter was refused")
+	}
+	time.Sleep(1500 * time.Millisecond) // longer than any retry the page makes by itself
+	if n := len(q.recorded()); n != 1 {
+		t.Fatalf("%d requests after a full line, want the one enter: the page must not loop", n)
+	}
+	q.setFull("gala", false)
+	do(t, ctx, chromedp.Click(chromedp.ID("again")))
+	waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+}
+
 func TestReloadAndSecondTabKeepThePlace(t *testing.T) {
 	t.Parallel()
 	q, ctx := openGala(t, gala(), "")

@@ -47,6 +47,7 @@ type script struct {
 	notice     string
 	opensAt    time.Time
 	window     time.Duration
+	full       bool // the line is at its limit: enters get QUEUE_FULL
 }
 
 type fakeToken struct {
@@ -147,6 +148,9 @@ func (q *fakeQueue) enter(id, tokenID, key string) (v waitpage.View, created boo
 	if p.info.Closed {
 		return v, false, waitpage.ErrClosed
 	}
+	if p.full {
+		return v, false, waitpage.ErrFull
+	}
 	t := &fakeToken{id: rand.Text()[:22], program: id, status: api.StatusWaiting, position: p.start}
 	q.tokens[t.id] = t
 	if key != "" {
@@ -201,6 +205,13 @@ func (q *fakeQueue) view(p *script, t *fakeToken) waitpage.View {
 }
 
 // set moves a token to status (EXPIRED or LEFT) as the real queue would.
+// setFull makes program id's line full, or not.
+func (q *fakeQueue) setFull(id string, full bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.programs[id].full = full
+}
+
 func (q *fakeQueue) set(tokenID string, status api.Status) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -260,6 +271,8 @@ func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
 		status, body = http.StatusNotFound, map[string]string{"code": "TOKEN_NOT_FOUND", "message": "No such token."}
 	case err == waitpage.ErrClosed:
 		status, body = http.StatusConflict, map[string]string{"code": "PROGRAM_CLOSED", "message": "Closed."}
+	case err == waitpage.ErrFull:
+		status, body = http.StatusConflict, map[string]string{"code": "QUEUE_FULL", "message": "The line is full."}
 	case err != nil:
 		status, body = http.StatusBadRequest, map[string]string{"code": "INVALID_PROGRAM_ID", "message": "Bad id."}
 	default:

@@ -354,17 +354,23 @@ func TestNoScriptEnterRefusals(t *testing.T) {
 	closed := gala()
 	closed.info.Closed = true
 	q.add("closed", closed)
+	full := gala()
+	full.full = true
+	q.add("full", full)
 	h := newHandler(t, q, waitpage.Options{})
 	post := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
 	tests := []struct {
 		name, target string
 		header       http.Header
 		status       int
+		says         string
 	}{
-		{"closed program", "/waiting-room/closed/enter", post, http.StatusConflict},
-		{"unknown program", "/waiting-room/nope/enter", post, http.StatusNotFound},
-		{"cross-site form", "/waiting-room/gala/enter", http.Header{"Content-Type": post["Content-Type"], "Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
-		{"GET is not an enter", "/waiting-room/gala/enter", nil, http.StatusNotFound},
+		{"closed program", "/waiting-room/closed/enter", post, http.StatusConflict, "closed to new entries"},
+		// A full line says so and offers the form again, to try later.
+		{"full line", "/waiting-room/full/enter", post, http.StatusConflict, `The line is full for now. Please try again in a few minutes.`},
+		{"unknown program", "/waiting-room/nope/enter", post, http.StatusNotFound, ""},
+		{"cross-site form", "/waiting-room/gala/enter", http.Header{"Content-Type": post["Content-Type"], "Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden, ""},
+		{"GET is not an enter", "/waiting-room/gala/enter", nil, http.StatusNotFound, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -375,6 +381,12 @@ func TestNoScriptEnterRefusals(t *testing.T) {
 			w := send(h, method, "https://wr.example.com"+tt.target, strings.NewReader("key=k1"), tt.header)
 			if w.Code != tt.status {
 				t.Errorf("status = %d, want %d", w.Code, tt.status)
+			}
+			if body := w.Body.String(); !strings.Contains(body, tt.says) {
+				t.Errorf("the page does not say %q:\n%s", tt.says, body)
+			}
+			if tt.name == "full line" && !strings.Contains(w.Body.String(), `action="/waiting-room/full/enter"`) {
+				t.Error("a full line does not offer to try again")
 			}
 			if len(w.Result().Cookies()) != 0 {
 				t.Error("a refused enter set a cookie")

@@ -30,6 +30,8 @@ var (
 	ErrTokenNotFound = errors.New("waitpage: token not found")
 	// ErrClosed means the program takes no new entries (409).
 	ErrClosed = errors.New("waitpage: program closed to new entries")
+	// ErrFull means the program's line is at its limit for now (409).
+	ErrFull = errors.New("waitpage: the line is full")
 )
 
 // Programs is what the page needs from the queue: a program's page settings,
@@ -233,7 +235,7 @@ func (h *Handler) enter(w http.ResponseWriter, r *http.Request) {
 		tok = tokenCookie(r)
 	}
 	v, err := h.programs.Enter(r.Context(), id, tok, key)
-	if errors.Is(err, ErrClosed) {
+	if errors.Is(err, ErrClosed) || errors.Is(err, ErrFull) {
 		info, perr := h.programs.Page(r.Context(), id)
 		if perr != nil {
 			h.fail(w, r, lang, perr)
@@ -241,6 +243,11 @@ func (h *Handler) enter(w http.ResponseWriter, r *http.Request) {
 		}
 		d := h.data(lang, id, info)
 		d.NoScript = &noscriptData{State: lang.t("closedEnter")}
+		if errors.Is(err, ErrFull) {
+			// Full for now: say so, and offer to try again (no loop).
+			d.NoScript = joinView(lang, id, false)
+			d.NoScript.State = lang.t("fullEnter")
+		}
 		h.render(w, http.StatusConflict, d)
 		return
 	}

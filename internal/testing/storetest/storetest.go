@@ -105,6 +105,7 @@ func program(id string) queue.Program {
 		Changes:   []string{"change-3", "change-2"},
 		Options: queue.Options{
 			AdmissionWindow: 10 * time.Minute,
+			MaxWaiting:      5000,
 			Profile: queue.Profile{
 				DisplayName: "Gala — 갈라",
 				Message:     "Two nights.\nSeats for both.",

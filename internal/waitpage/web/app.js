@@ -148,6 +148,7 @@
       case 'TOKEN_NOT_FOUND': case 'INVALID_TOKEN': return ended(t('lostTitle'), t('lost'), t('join'), true);
       case 'PROGRAM_NOT_FOUND': return ended(t('notFoundTitle'), t('notFound'), t('tryAgain'), false);
       case 'PROGRAM_CLOSED': return ended(t('closedEnter'), '', t('tryAgain'), false);
+      case 'QUEUE_FULL': return ended(t('fullEnter'), '', t('tryAgain'), false);
     }
     return ended(t('errorGeneric'), '', t('tryAgain'), false);
   }

@@ -114,10 +114,12 @@ type Report struct {
 	Missing bool
 	Issued  int64
 	// Tokens is the number of token items of the program: AdmittedSeen
-	// have admittedAt set (a poll saw the admission), Left have leftAt set,
-	// Unrecorded neither (waiting, or admitted and not polled since).
-	Tokens                         int
-	AdmittedSeen, Left, Unrecorded int
+	// have admittedAt set (a poll saw the admission), Ended of them have
+	// leftAt too (the admission ended early), Left have leftAt only (left
+	// the line), Unrecorded neither (waiting, or admitted and not polled
+	// since).
+	Tokens                                int
+	AdmittedSeen, Ended, Left, Unrecorded int
 	// Duplicates are the tickets held by two tokens or more, ascending.
 	Duplicates []Duplicate
 	// OutOfRange are the tokens whose ticket is not in 1..Issued, by ticket.
@@ -169,6 +171,9 @@ func Audit(p Program, tokens []Token) Report {
 		switch {
 		case t.AdmittedAt != 0:
 			r.AdmittedSeen++
+			if t.LeftAt != 0 {
+				r.Ended++
+			}
 		case t.LeftAt != 0:
 			r.Left++
 		default:
@@ -266,7 +271,7 @@ func (r Report) Write(w io.Writer, limit int) {
 		fmt.Fprint(w, " (no program item: tokens only)")
 	}
 	fmt.Fprintf(w, "\n  issued      %d\n", r.Issued)
-	fmt.Fprintf(w, "  tokens      %d (admission seen by a poll %d, left %d, neither recorded %d)\n", r.Tokens, r.AdmittedSeen, r.Left, r.Unrecorded)
+	fmt.Fprintf(w, "  tokens      %d (admission seen by a poll %d, of them ended early %d; left %d, neither recorded %d)\n", r.Tokens, r.AdmittedSeen, r.Ended, r.Left, r.Unrecorded)
 	extra := 0
 	for _, d := range r.Duplicates {
 		extra += len(d.Tokens) - 1

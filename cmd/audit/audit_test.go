@@ -89,10 +89,11 @@ func TestAuditStatuses(t *testing.T) {
 		{ID: "b", ProgramID: "p", Ticket: 2, LeftAt: 11},
 		{ID: "c", ProgramID: "p", Ticket: 3},
 		{ID: "d", ProgramID: "p", Ticket: 4, AdmittedAt: 12},
+		{ID: "e", ProgramID: "p", Ticket: 5, AdmittedAt: 12, LeftAt: 20}, // its admission ended early
 	}
-	r := Audit(Program{ID: "p", Issued: 4}, ts)
-	if r.AdmittedSeen != 2 || r.Left != 1 || r.Unrecorded != 1 || !r.OK() {
-		t.Errorf("got admitted seen %d, left %d, unrecorded %d, OK %v; want 2, 1, 1, true", r.AdmittedSeen, r.Left, r.Unrecorded, r.OK())
+	r := Audit(Program{ID: "p", Issued: 5}, ts)
+	if r.AdmittedSeen != 3 || r.Ended != 1 || r.Left != 1 || r.Unrecorded != 1 || !r.OK() {
+		t.Errorf("got admitted seen %d, ended %d, left %d, unrecorded %d, OK %v; want 3, 1, 1, 1, true", r.AdmittedSeen, r.Ended, r.Left, r.Unrecorded, r.OK())
 	}
 }
 
@@ -191,7 +192,7 @@ func TestWrite(t *testing.T) {
 	for _, want := range []string{
 		"program p\n",
 		"issued      9\n",
-		"tokens      5 (admission seen by a poll 0, left 0, neither recorded 5)\n",
+		"tokens      5 (admission seen by a poll 0, of them ended early 0; left 0, neither recorded 5)\n",
 		"duplicates  1 tickets (1 extra tokens)\n",
 		"out of range 1 tokens (ticket not in 1..9)\n",
 		"gaps        6 tickets without a token (66.67 % of issued): 2, 4-7, 9\n",

@@ -11,7 +11,6 @@ const (
 	CodeTokenNotFound         = "TOKEN_NOT_FOUND"
 	CodeInvalidSettings       = "INVALID_SETTINGS"
 	CodeInvalidCount          = "INVALID_COUNT"
-	CodeAlreadyAdmitted       = "ALREADY_ADMITTED"
 	CodeProgramClosed         = "PROGRAM_CLOSED"
 	CodeQueueFull             = "QUEUE_FULL"
 	CodeNotOpen               = "NOT_OPEN"

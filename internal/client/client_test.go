@@ -65,12 +65,22 @@ func TestAgainstServer(t *testing.T) {
 	if err != nil || got.Status != api.StatusAdmitted || got.AdmittedAt.IsZero() {
 		t.Fatalf("Poll after Admit = %+v, %v; want ADMITTED", got, err)
 	}
-	err = c.Leave(ctx, "p1", a.TokenID)
-	if ae := (*client.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != api.CodeAlreadyAdmitted || ae.Retryable() {
-		t.Errorf("Leave when admitted = %v; want 409 %s", err, api.CodeAlreadyAdmitted)
+	if err := c.Leave(ctx, "p1", a.TokenID); err != nil {
+		t.Errorf("Leave when admitted (ends the admission) = %v", err)
+	}
+	if got, err := c.Poll(ctx, "p1", a.TokenID); err != nil || got.Status != api.StatusLeft {
+		t.Errorf("Poll after ending the admission = %+v, %v; want LEFT", got, err)
 	}
 	if err := c.Leave(ctx, "p1", b.TokenID); err != nil {
 		t.Errorf("Leave = %v", err)
+	}
+	closed := true
+	if _, _, err := c.PutProgram(ctx, "p1", api.ProgramSettings{Closed: &closed}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.Enter(ctx, "p1", client.Entry{})
+	if ae := (*client.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != api.CodeProgramClosed || ae.Retryable() {
+		t.Errorf("Enter when closed = %v; want 409 %s, not retryable", err, api.CodeProgramClosed)
 	}
 	gp, err := c.GetProgram(ctx, "p1")
 	if err != nil || gp.Issued != 2 || gp.Admitted != 1 {
@@ -93,7 +103,7 @@ func TestAgainstServer(t *testing.T) {
 		}
 	}
 	want := []string{"PUT admin Created", "POST enter Created", "POST enter Created", "POST enter OK", "POST admissions OK", "GET poll OK",
-		"DELETE leave Conflict", "DELETE leave No Content", "GET admin OK", "GET poll Not Found"}
+		"DELETE leave No Content", "GET poll OK", "DELETE leave No Content", "PUT admin OK", "POST enter Conflict", "GET admin OK", "GET poll Not Found"}
 	if diff := cmp.Diff(want, ops); diff != "" {
 		t.Errorf("observed exchanges (-want +got):\n%s", diff)
 	}

@@ -139,7 +139,7 @@ func (s *Store) MarkAdmitted(ctx context.Context, t queue.Token) (queue.Token, e
 		upd = upd.Set(expression.Name("admissionPass"), expression.Value(it.AdmissionPass))
 	}
 	upd = setOrRemove(upd, "ttl", it.TTL)
-	return s.mark(ctx, "mark admitted", t.ID, upd)
+	return s.mark(ctx, "mark admitted", t.ID, waiting(), upd)
 }
 
 // MarkLeft implements queue.Store.
@@ -147,7 +147,25 @@ func (s *Store) MarkLeft(ctx context.Context, t queue.Token) (queue.Token, error
 	it := toTokenItem(t)
 	upd := setOrRemove(expression.UpdateBuilder{}, "leftAt", it.LeftAt)
 	upd = setOrRemove(upd, "ttl", it.TTL)
-	return s.mark(ctx, "mark left", t.ID, upd)
+	return s.mark(ctx, "mark left", t.ID, waiting(), upd)
+}
+
+// EndAdmission implements queue.Store.
+func (s *Store) EndAdmission(ctx context.Context, t queue.Token) (queue.Token, error) {
+	it := toTokenItem(t)
+	upd := setOrRemove(expression.UpdateBuilder{}, "leftAt", it.LeftAt)
+	upd = setOrRemove(upd, "ttl", it.TTL)
+	admitted := expression.AttributeExists(expression.Name("pk")).
+		And(expression.AttributeExists(expression.Name("admittedAt"))).
+		And(expression.AttributeNotExists(expression.Name("leftAt")))
+	return s.mark(ctx, "end admission", t.ID, admitted, upd)
+}
+
+// waiting is the condition of a token neither admitted nor left.
+func waiting() expression.ConditionBuilder {
+	return expression.AttributeExists(expression.Name("pk")).
+		And(expression.AttributeNotExists(expression.Name("admittedAt"))).
+		And(expression.AttributeNotExists(expression.Name("leftAt")))
 }
 
 // setOrRemove sets a number attribute, or removes it for 0, keeping "absent
@@ -159,12 +177,10 @@ func setOrRemove(upd expression.UpdateBuilder, name string, v int64) expression.
 	return upd.Set(expression.Name(name), expression.Value(v))
 }
 
-// mark applies upd to a token that is neither admitted nor left: the first
-// writer wins, and every caller gets the token as stored afterwards.
-func (s *Store) mark(ctx context.Context, op, id string, upd expression.UpdateBuilder) (queue.Token, error) {
-	cond := expression.AttributeExists(expression.Name("pk")).
-		And(expression.AttributeNotExists(expression.Name("admittedAt"))).
-		And(expression.AttributeNotExists(expression.Name("leftAt")))
+// mark applies upd to a token for which cond holds (the token exists, in
+// the state the change is for): the first writer wins, and every caller
+// gets the token as stored afterwards.
+func (s *Store) mark(ctx context.Context, op, id string, cond expression.ConditionBuilder, upd expression.UpdateBuilder) (queue.Token, error) {
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
 	if err != nil {
 		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
@@ -183,8 +199,8 @@ func (s *Store) mark(ctx context.Context, op, id string, upd expression.UpdateBu
 	old, failed := conditionFailed(err)
 	switch {
 	case failed:
-		// Already admitted or left: the stored token wins. It cannot change
-		// any more, so reading it after the failure is as good.
+		// Past that state: the stored token wins. It can only move on, so
+		// reading it after the failure is as good.
 		if item, err = s.failedOn(ctx, tokenKey(id), old); err != nil {
 			return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
 		} else if item == nil {

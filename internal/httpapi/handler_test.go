@@ -138,6 +138,8 @@ func TestHandlerEvents(t *testing.T) {
 			`{"tokenId":"waitingTokenFixture001","status":"WAITING","ticket":734,"issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + waitingMs + `,"estimatedWaitMs":23400}`,
 			map[string]string{"Retry-After": "6"}},
 		{"leave", 204, "", map[string]string{"Cache-Control": "no-store"}},
+		// Its holder ends an admission: the token then reads LEFT.
+		{"leave-admitted", 204, "", map[string]string{"Cache-Control": "no-store"}},
 		{"error-missing-token", 400, `{"code":"MISSING_TOKEN","message":"The X-Queue-Token header is required."}`, nil},
 		{"error-malformed-token", 400, `{"code":"INVALID_TOKEN","message":"The queue token is malformed."}`, nil},
 		{"error-invalid-idempotency-key", 400, `{"code":"INVALID_IDEMPOTENCY_KEY","message":"The Idempotency-Key must be 16 to 128 letters, digits, '-', '_', '.' or ':' (a random UUID fits)."}`, nil},
@@ -147,7 +149,6 @@ func TestHandlerEvents(t *testing.T) {
 		{"error-unknown-program", 404, `{"code":"PROGRAM_NOT_FOUND","message":"No such program."}`, nil},
 		{"error-program-closed", 409, `{"code":"PROGRAM_CLOSED","message":"The program's queue is closed to new entries."}`, nil},
 		{"error-queue-full", 409, `{"code":"QUEUE_FULL","message":"The line is full (100 waiting): try again later."}`, nil},
-		{"error-leave-admitted", 409, `{"code":"ALREADY_ADMITTED","message":"The token has already been admitted; it can no longer leave the queue."}`, nil},
 		{"error-method-not-allowed", 405, `{"code":"METHOD_NOT_ALLOWED","message":"Allowed methods: DELETE, GET, POST."}`, map[string]string{"Allow": "DELETE, GET, POST"}},
 		{"error-unknown-route", 404, `{"code":"NOT_FOUND","message":"No such route."}`, nil},
 		{"admin-get-program", 200,

@@ -382,19 +382,32 @@ func (s *Store) MarkLeft(ctx context.Context, t queue.Token) (queue.Token, error
 	return s.mark(ctx, t, func(cur *queue.Token) { cur.LeftAt, cur.ExpiresAt = t.LeftAt, t.ExpiresAt })
 }
 
+// EndAdmission implements queue.Store.
+func (s *Store) EndAdmission(ctx context.Context, t queue.Token) (queue.Token, error) {
+	return s.update(ctx, t.ID, func(cur queue.Token) bool { return !cur.AdmittedAt.IsZero() && cur.LeftAt.IsZero() },
+		func(cur *queue.Token) { cur.LeftAt, cur.ExpiresAt = t.LeftAt, t.ExpiresAt })
+}
+
+// mark applies set to a token that is neither admitted nor left.
 func (s *Store) mark(ctx context.Context, t queue.Token, set func(*queue.Token)) (queue.Token, error) {
+	return s.update(ctx, t.ID, func(cur queue.Token) bool { return cur.AdmittedAt.IsZero() && cur.LeftAt.IsZero() }, set)
+}
+
+// update applies set to token id if when holds of it, and returns the
+// token as stored afterwards.
+func (s *Store) update(ctx context.Context, id string, when func(queue.Token) bool, set func(*queue.Token)) (queue.Token, error) {
 	if err := ctx.Err(); err != nil {
 		return queue.Token{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, ok := s.tokens[t.ID]
+	cur, ok := s.tokens[id]
 	if !ok {
 		return queue.Token{}, queue.ErrNotFound
 	}
-	if cur.AdmittedAt.IsZero() && cur.LeftAt.IsZero() {
+	if when(cur) {
 		set(&cur)
-		s.tokens[t.ID] = cur
+		s.tokens[id] = cur
 	}
 	return cur, nil
 }

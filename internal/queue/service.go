@@ -289,36 +289,31 @@ func (s *Service) withOpening(ctx context.Context, p Program, now time.Time) (Pr
 	return s.withShuffle(ctx, q)
 }
 
-// Leave takes a waiting token out of the queue; it then reads LEFT. Leaving
-// twice is not an error; leaving after admission is (ALREADY_ADMITTED).
+// Leave takes a token out of the queue, or ends its admission: it then
+// reads LEFT. Leaving twice, or once the admission has expired, changes
+// nothing and is not an error.
 func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 	t, err := s.token(ctx, programID, tokenID)
 	if err != nil {
 		return err
 	}
 	now := s.clock.Now()
-	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
-		p, err := s.program(ctx, programID, now)
-		if err == nil {
-			p, err = s.withOpening(ctx, p, now)
-		}
-		if err != nil {
-			return err
-		}
-		if p.AdmitsToken(t, now) {
-			if _, _, err := s.markAdmitted(ctx, p, t, now); err != nil {
-				return err
-			}
-			return errAlreadyAdmitted()
-		}
-		t.LeftAt = now.Truncate(time.Millisecond)
-		t.ExpiresAt = now.Add(endedTokenRetention)
-		if t, err = s.store.MarkLeft(ctx, t); err != nil {
+	at, retain := now.Truncate(time.Millisecond), now.Add(endedTokenRetention)
+	if t.AdmittedAt.IsZero() && t.LeftAt.IsZero() {
+		// Waiting, or admitted by the counter but never told: it leaves
+		// without its pass. A poll may record the admission first.
+		left := t
+		left.LeftAt, left.ExpiresAt = at, retain
+		if t, err = s.store.MarkLeft(ctx, left); err != nil {
 			return storeError("mark left", err)
 		}
 	}
-	if t.LeftAt.IsZero() {
-		return errAlreadyAdmitted()
+	if !t.LeftAt.IsZero() || !now.Before(t.AdmissionExpiresAt) {
+		return nil // left, or its admission is over
+	}
+	t.LeftAt, t.ExpiresAt = at, retain
+	if _, err := s.store.EndAdmission(ctx, t); err != nil {
+		return storeError("end admission", err)
 	}
 	return nil
 }
@@ -468,10 +463,6 @@ func errInvalidProgramID() error {
 
 func errProgramNotFound() error {
 	return Errorf(KindNotFound, api.CodeProgramNotFound, "No such program.")
-}
-
-func errAlreadyAdmitted() error {
-	return Errorf(KindConflict, api.CodeAlreadyAdmitted, "The token has already been admitted; it can no longer leave the queue.")
 }
 
 // shardView returns the instance's last read of program id if it is at

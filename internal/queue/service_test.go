@@ -72,9 +72,13 @@ func TestTokenLifecycle(t *testing.T) {
 	if v, _ := svc.Poll(ctx, "gala", ids[0]); !v.AdmittedAt.Equal(admittedAt) || v.Status != queue.StatusAdmitted {
 		t.Errorf("admission moved: %+v", v)
 	}
-	// Admitted tokens cannot leave; waiting ones can, and stay LEFT.
-	if err := svc.Leave(ctx, "gala", ids[0]); queue.ErrorKind(err) != queue.KindConflict {
-		t.Errorf("leave after admission: %v, want a conflict", err)
+	// Leaving once admitted ends the admission: LEFT, for good. ids[1]
+	// lets its admission run out.
+	if err := svc.Leave(ctx, "gala", ids[0]); err != nil {
+		t.Errorf("leave after admission: %v", err)
+	}
+	if v, _ := svc.Poll(ctx, "gala", ids[0]); v.Status != queue.StatusLeft || v.LeftAt.IsZero() || v.AdmissionPass != "" {
+		t.Errorf("after ending the admission: %+v", v)
 	}
 	// ids[1] and ids[2] were admitted during the minute; enter a new one to leave.
 	mustPut(t, svc, "gala", 1, true)
@@ -85,14 +89,29 @@ func TestTokenLifecycle(t *testing.T) {
 	if v, _ := svc.Poll(ctx, "gala", w.TokenID); v.Status != queue.StatusLeft || v.LeftAt.IsZero() || v.Position != 0 {
 		t.Errorf("after leaving: %+v", v)
 	}
-	// The admission window passes: EXPIRED, and a refresh gets a new place.
+	// The admission window passes: EXPIRED (an ended one stays LEFT;
+	// leaving then changes nothing), and a refresh gets a new place.
+	if _, err := svc.Poll(ctx, "gala", ids[1]); err != nil {
+		t.Fatal(err)
+	}
 	c.Advance(queue.DefaultAdmissionWindow)
-	if v, _ := svc.Poll(ctx, "gala", ids[0]); v.Status != queue.StatusExpired {
+	if v, _ := svc.Poll(ctx, "gala", ids[1]); v.Status != queue.StatusExpired {
 		t.Errorf("after the window: %+v", v)
 	}
-	v, created, err := svc.Enter(ctx, "gala", queue.Entry{Token: ids[0]})
-	if err != nil || !created || v.TokenID == ids[0] {
-		t.Errorf("enter with an expired token: %+v created=%v err=%v, want a new token", v, created, err)
+	if err := svc.Leave(ctx, "gala", ids[1]); err != nil {
+		t.Errorf("leave after the window: %v", err)
+	}
+	if v, _ := svc.Poll(ctx, "gala", ids[1]); v.Status != queue.StatusExpired {
+		t.Errorf("leave after the window changed it: %+v", v)
+	}
+	if v, _ := svc.Poll(ctx, "gala", ids[0]); v.Status != queue.StatusLeft {
+		t.Errorf("ended, after the window: %+v", v)
+	}
+	for _, id := range ids[:2] {
+		v, created, err := svc.Enter(ctx, "gala", queue.Entry{Token: id})
+		if err != nil || !created || v.TokenID == id {
+			t.Errorf("enter with an ended or expired token: %+v created=%v err=%v, want a new token", v, created, err)
+		}
 	}
 }
 

@@ -52,6 +52,10 @@ type Store interface {
 	// ExpiresAt) if it is neither admitted nor left yet, and returns the
 	// token as stored afterwards.
 	MarkLeft(ctx context.Context, t Token) (Token, error)
+	// EndAdmission records that an admitted token's admission ended before
+	// its window (sets LeftAt and ExpiresAt) if it is admitted and not left
+	// yet, and returns the token as stored afterwards.
+	EndAdmission(ctx context.Context, t Token) (Token, error)
 }
 
 // ScheduleStore is a Store whose admin writes need not find a moment

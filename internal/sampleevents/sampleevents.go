@@ -19,6 +19,7 @@ const (
 	// admittedAt yet: its first poll records the admission.
 	AdmitNowToken = "admitNowTokenFixture01"
 	LeavingToken  = "leavingTokenFixture001" // ticket 900, waiting
+	EndingToken   = "endingTokenFixture0001" // ticket 410, admitted a minute before seed time: its holder ends it
 	UnknownToken  = "unknownTokenFixture001" // well formed, never stored
 	ProgramID     = "demo"
 	// ClosedProgramID is a program closed to new entries.
@@ -55,6 +56,8 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 		{ID: LeavingToken, ProgramID: ProgramID, Ticket: 900, IssuedAt: now.Add(-20 * time.Minute)},
 		{ID: AdmitNowToken, ProgramID: ProgramID, Ticket: 450, IssuedAt: now.Add(-35 * time.Minute)},
 		{ID: AdmittedToken, ProgramID: ProgramID, Ticket: 400, IssuedAt: now.Add(-40 * time.Minute),
+			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow)},
+		{ID: EndingToken, ProgramID: ProgramID, Ticket: 410, IssuedAt: now.Add(-40 * time.Minute),
 			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow)},
 	}
 	for _, t := range tokens {

@@ -594,6 +594,29 @@ func markLeft(ctx context.Context, s queue.Store, t queue.Token) (queue.Token, e
 	return s.MarkLeft(ctx, left(t))
 }
 
+// endAdmission ends t's admission, once admitted, at left's instant.
+func endAdmission(ctx context.Context, s queue.Store, t queue.Token) (queue.Token, error) {
+	return s.EndAdmission(ctx, ended(t))
+}
+
+// ended is t admitted, then its admission ended at left's instant.
+func ended(t queue.Token) queue.Token { return left(admitted(t)) }
+
+// admitThenEnd marks t admitted, then ends its admission.
+func admitThenEnd(ctx context.Context, s queue.Store, t queue.Token) (queue.Token, error) {
+	if _, err := markAdmitted(ctx, s, t); err != nil {
+		return queue.Token{}, err
+	}
+	return endAdmission(ctx, s, t)
+}
+
+// endAdmissionLate is a second end, at another time.
+func endAdmissionLate(ctx context.Context, s queue.Store, t queue.Token) (queue.Token, error) {
+	e := ended(t)
+	e.LeftAt, e.ExpiresAt = e.LeftAt.Add(time.Minute), e.ExpiresAt.Add(time.Minute)
+	return s.EndAdmission(ctx, e)
+}
+
 // markAdmittedLate is a second sighting of the admission, at another time.
 func markAdmittedLate(ctx context.Context, s queue.Store, t queue.Token) (queue.Token, error) {
 	t = admitted(t)
@@ -615,6 +638,10 @@ func testMark(t *testing.T, s queue.Store) {
 		{"MarkLeft then MarkAdmitted", markLeft, markAdmitted, left},
 		{"MarkAdmitted twice", markAdmitted, markAdmittedLate, admitted},
 		{"MarkLeft twice", markLeft, markLeft, left},
+		// EndAdmission acts on an admitted token only, once.
+		{"MarkLeft then EndAdmission", markLeft, endAdmission, left},
+		{"MarkAdmitted, EndAdmission, then both again", admitThenEnd, endAdmissionLate, ended},
+		{"MarkAdmitted, EndAdmission, then MarkLeft", admitThenEnd, markLeft, ended},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := waiting(3)
@@ -635,6 +662,20 @@ func testMark(t *testing.T, s queue.Store) {
 			checkStoredToken(t, s, want)
 		})
 	}
+
+	// EndAdmission leaves a waiting token as it is.
+	t.Run("EndAdmission of a waiting token", func(t *testing.T) {
+		tok := waiting(6)
+		if err := s.PutToken(ctx, tok); err != nil {
+			t.Fatalf("PutToken: %v", err)
+		}
+		got, err := endAdmission(ctx, s, tok)
+		if err != nil {
+			t.Fatalf("EndAdmission: %v", err)
+		}
+		checkToken(t, "EndAdmission", got, tok)
+		checkStoredToken(t, s, tok)
+	})
 
 	// A mark writes only its own fields: the rest of the token as stored
 	// stays, whatever the caller's copy says.
@@ -658,6 +699,7 @@ func testMark(t *testing.T, s queue.Store) {
 	}{
 		{"MarkAdmitted ErrNotFound", "MarkAdmitted", markAdmitted},
 		{"MarkLeft ErrNotFound", "MarkLeft", markLeft},
+		{"EndAdmission ErrNotFound", "EndAdmission", endAdmission},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := waiting(5)

@@ -6,5 +6,7 @@
 // middleware that exchanges a pass in the URL (?admissionPass=…) for a
 // signed session cookie, lets in requests with a valid cookie and sends the
 // others to the waiting room; with a ReplayGuard each pass is exchanged
-// once. docs/admission-pass.md lists the claims and the checks.
+// once. EndSession tells the waiting room the site is done with a person,
+// with the pass a Gate's Exchanged hook kept. docs/admission-pass.md lists
+// the claims and the checks.
 package passverify

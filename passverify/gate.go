@@ -43,6 +43,11 @@ type GateConfig struct {
 	// already used). err is why: nil when the request had no pass,
 	// otherwise an error matching ErrInvalid.
 	Refused func(w http.ResponseWriter, r *http.Request, err error)
+	// Exchanged, if set, is called with each pass the Gate exchanges for a
+	// cookie and its claims, before the cookie is set: a site that will
+	// end the admission (EndSession) keeps the pass then, as the cookie
+	// does not hold it.
+	Exchanged func(ctx context.Context, c Claims, pass string)
 }
 
 // Gate is net/http middleware that lets in only the requests that carry a
@@ -54,6 +59,7 @@ type Gate struct {
 	cookiePath string
 	guard      ReplayGuard
 	refused    func(http.ResponseWriter, *http.Request, error)
+	exchanged  func(context.Context, Claims, string)
 	keys       [][]byte // MAC keys derived from CookieSecrets, the first signs
 }
 
@@ -72,7 +78,7 @@ func NewGate(v *Verifier, cfg GateConfig) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{v: v, room: u.String(), cookieName: cfg.CookieName, cookiePath: cfg.CookiePath, guard: cfg.ReplayGuard, refused: cfg.Refused, keys: keys}
+	g := &Gate{v: v, room: u.String(), cookieName: cfg.CookieName, cookiePath: cfg.CookiePath, guard: cfg.ReplayGuard, refused: cfg.Refused, exchanged: cfg.Exchanged, keys: keys}
 	if g.cookieName == "" {
 		g.cookieName = DefaultCookieName
 	}
@@ -143,10 +149,19 @@ func (g *Gate) exchange(w http.ResponseWriter, r *http.Request, pass string) {
 			return
 		}
 	}
+	if g.exchanged != nil {
+		g.exchanged(ctx, claims, pass)
+	}
 	maxAge := int((claims.ExpiresAt.Sub(g.v.now()) + time.Second - 1) / time.Second)
 	http.SetCookie(w, g.cookie(r, g.seal(claims, kid), max(maxAge, 1), claims.ExpiresAt))
 	w.Header().Set("Location", withoutPass(r.URL))
 	w.WriteHeader(http.StatusSeeOther)
+}
+
+// Forget drops the Gate's cookie from the browser that sent r: its session
+// at the site is over (after EndSession, say).
+func (g *Gate) Forget(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, g.cookie(r, "", -1, time.Time{}))
 }
 
 // holds reports whether r's cookie is a valid one for the pass jti: the

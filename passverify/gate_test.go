@@ -287,6 +287,37 @@ func TestGateRefusedHook(t *testing.T) {
 	}
 }
 
+// TestGateExchangedHookAndForget: the Exchanged hook gets each pass the
+// Gate exchanges, once, with its claims (a site keeps it to end the
+// admission later); Forget drops the cookie.
+func TestGateExchangedHookAndForget(t *testing.T) {
+	room := passtest.NewRoom(t)
+	clock := passtest.NewClock(passtest.Admission.AdmittedAt.Add(time.Minute))
+	type seen struct{ jti, pass string }
+	var got []seen
+	gate, err := passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{
+		WaitingRoomURL: passtest.WaitingRoomURL,
+		CookieSecrets:  [][]byte{newSecret(t)},
+		Exchanged:      func(_ context.Context, c passverify.Claims, pass string) { got = append(got, seen{c.JTI, pass}) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := room.Pass(t, passtest.Admission)
+	exchanged := serve(gate, passtest.WithPass("https://shop.example.com/", pass), "")
+	if exchanged.Status != http.StatusSeeOther || len(got) != 1 || got[0].pass != pass || got[0].jti == "" {
+		t.Fatalf("exchange: %+v; hook saw %+v", exchanged, got)
+	}
+	if a := serve(gate, "https://shop.example.com/", ""); a.Status != http.StatusSeeOther || len(got) != 1 {
+		t.Errorf("a request without a pass called the hook: %+v", got)
+	}
+	rec := httptest.NewRecorder()
+	gate.Forget(rec, httptest.NewRequest(http.MethodPost, "https://shop.example.com/done", nil))
+	if c := rec.Result().Cookies(); len(c) != 1 || c[0].Name != passverify.DefaultCookieName || c[0].MaxAge != -1 || !c[0].HttpOnly {
+		t.Errorf("Forget set %v, want the cookie deleted", c)
+	}
+}
+
 func TestNewGateRefusesBadConfig(t *testing.T) {
 	room := passtest.NewRoom(t)
 	v := room.Verifier(t, passtest.NewClock(time.Now()), nil)

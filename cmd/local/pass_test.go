@@ -306,6 +306,35 @@ func TestLocalAdmissionPass(t *testing.T) {
 	if resp, _ := get(t, noRedirects(nil), site, nil); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/waiting-room/gala" {
 		t.Errorf("no pass: %d Location %q, want 303 to /waiting-room/gala", resp.StatusCode, resp.Header.Get("Location"))
 	}
+	// The Done button: the site ends the admission with the pass it kept
+	// (DELETE …/session), drops its cookie, and the token reads LEFT.
+	if !strings.Contains(page, `action="/demo-site/gala/done"`) {
+		t.Errorf("the page has no Done button:\n%s", page)
+	}
+	u, _ := url.Parse(site)
+	req, _ := http.NewRequest(http.MethodPost, site+"/done", nil)
+	for _, c := range jar.Cookies(u) {
+		req.AddCookie(c)
+	}
+	resp, err = browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "has ended") {
+		t.Fatalf("Done: %d %s", resp.StatusCode, body)
+	}
+	if cs := resp.Cookies(); len(cs) != 1 || cs[0].MaxAge >= 0 {
+		t.Errorf("Done set cookies %v, want the session cookie deleted", cs)
+	}
+	if got := call2(t, base, "gala", tok["tokenId"].(string)); got["status"] != "LEFT" {
+		t.Errorf("after Done the token reads %v, want LEFT", got)
+	}
+	// Without a pass the route refuses, with its own code.
+	if code, body := call(t, "DELETE", base+"/api/v1/queues/programs/gala/session", "", "", ""); code != 400 || body["code"] != "MISSING_PASS" {
+		t.Errorf("no pass: %d %v, want 400 MISSING_PASS", code, body)
+	}
 }
 
 // call2 polls token of program.

@@ -17,6 +17,7 @@ import (
 // Route paths, in the syntax of http.ServeMux and API Gateway alike.
 const (
 	QueuePath     = "/api/v1/queues/programs/{programId}"
+	SessionPath   = "/api/v1/queues/programs/{programId}/session"
 	AdminPath     = "/api/v1/admin/programs/{programId}"
 	AdmissionPath = "/api/v1/admin/programs/{programId}/admissions"
 	JWKSPath      = "/.well-known/jwks.json"
@@ -26,6 +27,9 @@ const (
 const (
 	// HeaderToken carries the queue token.
 	HeaderToken = "X-Queue-Token"
+	// HeaderAdmissionPass carries an admission pass: the site that holds
+	// it ends the admission with it.
+	HeaderAdmissionPass = "X-Admission-Pass"
 	// HeaderIdempotencyKey names an enter, so that its retries answer the
 	// same token.
 	HeaderIdempotencyKey = "Idempotency-Key"

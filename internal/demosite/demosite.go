@@ -1,7 +1,8 @@
 // Package demosite is the local server's demo protected site: a page at
 // GET /demo-site/{programId} behind a passverify.Gate that fetches the
 // waiting room's JWKS over HTTP and sends people without a valid pass to
-// /waiting-room/{programId}.
+// /waiting-room/{programId}; its Done button (POST …/done) ends the
+// admission with passverify.EndSession.
 package demosite
 
 import (
@@ -22,8 +23,9 @@ import (
 // Pattern is the demo page's route, in http.ServeMux syntax; Prefix is
 // the path prefix of every request the Handler serves.
 const (
-	Pattern = "GET " + Prefix + "{programId}"
-	Prefix  = "/demo-site/"
+	Pattern     = "GET " + Prefix + "{programId}"
+	DonePattern = "POST " + Prefix + "{programId}/done"
+	Prefix      = "/demo-site/"
 )
 
 // Programs says which programs exist; *queue.Service is one.
@@ -63,7 +65,20 @@ type Handler struct {
 	guard  *passverify.MemoryGuard
 
 	mu    sync.Mutex
-	gates map[string]http.Handler // of programs that exist
+	gates map[string]*gated   // of programs that exist
+	kept  map[string]keptPass // the passes exchanged, by jti, until they expire
+}
+
+// gated is a program's Gate and its two pages behind it.
+type gated struct {
+	gate       *passverify.Gate
+	page, done http.Handler
+}
+
+// keptPass is a pass the Gate exchanged, kept to end its admission.
+type keptPass struct {
+	pass  string
+	until time.Time
 }
 
 // New returns the demo site for cfg. It fetches nothing until the first
@@ -80,17 +95,41 @@ func New(cfg Config) (*Handler, error) {
 		mux:    http.NewServeMux(),
 		secret: make([]byte, passverify.MinCookieSecretSize),
 		guard:  passverify.NewMemoryGuard(0),
-		gates:  map[string]http.Handler{},
+		gates:  map[string]*gated{},
+		kept:   map[string]keptPass{},
 	}
 	_, _ = rand.Read(h.secret) // never fails
-	h.mux.HandleFunc(Pattern, h.servePage)
+	h.mux.HandleFunc(Pattern, h.serve(func(g *gated) http.Handler { return g.page }))
+	h.mux.HandleFunc(DonePattern, h.serve(func(g *gated) http.Handler { return g.done }))
 	return h, nil
+}
+
+// keep records pass, exchanged for a cookie, until it expires; passes
+// already expired go.
+func (h *Handler) keep(_ context.Context, c passverify.Claims, pass string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	for jti, k := range h.kept {
+		if now.After(k.until) {
+			delete(h.kept, jti)
+		}
+	}
+	h.kept[c.JTI] = keptPass{pass, c.ExpiresAt}
+}
+
+// passOf returns the pass kept for jti.
+func (h *Handler) passOf(jti string) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k, ok := h.kept[jti]
+	return k.pass, ok
 }
 
 // ServeHTTP serves the demo page; any other request is a plain 404.
 // Every answer refuses to be framed (clickjacking).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 	w.Header().Set("X-Frame-Options", "DENY")
 	h.mux.ServeHTTP(w, r)
 }
@@ -98,8 +137,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // errNoProgram is a program id that names no program.
 var errNoProgram = errors.New("no such program")
 
-func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
-	gate, err := h.gate(r.Context(), r.PathValue("programId"))
+// serve serves the handler of the request's program that pick chooses.
+func (h *Handler) serve(pick func(*gated) http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		h.servePage(w, r, pick)
+	}
+}
+
+func (h *Handler) servePage(w http.ResponseWriter, r *http.Request, pick func(*gated) http.Handler) {
+	g, err := h.gate(r.Context(), r.PathValue("programId"))
 	switch {
 	case errors.Is(err, errNoProgram):
 		w.Header().Set("Cache-Control", "no-store")
@@ -109,13 +155,13 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "The demo site cannot check the program right now; retry shortly.", http.StatusServiceUnavailable)
 	default:
-		gate.ServeHTTP(w, r)
+		pick(g).ServeHTTP(w, r)
 	}
 }
 
 // gate returns the Gate of program id, built on first use if the program
 // exists; errNoProgram if it does not.
-func (h *Handler) gate(ctx context.Context, id string) (http.Handler, error) {
+func (h *Handler) gate(ctx context.Context, id string) (*gated, error) {
 	if !queue.ValidProgramID(id) {
 		return nil, errNoProgram
 	}
@@ -150,13 +196,56 @@ func (h *Handler) gate(ctx context.Context, id string) (http.Handler, error) {
 		CookieSecrets:  [][]byte{h.secret},
 		CookiePath:     Prefix + url.PathEscape(id),
 		ReplayGuard:    h.guard,
+		Exchanged:      h.keep,
 	})
 	if err != nil {
 		return nil, err
 	}
-	h.gates[id] = gate.Wrap(http.HandlerFunc(servePage))
-	return h.gates[id], nil
+	g = &gated{gate: gate, page: gate.Wrap(http.HandlerFunc(servePage))}
+	g.done = gate.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serveDone(w, r, g.gate) }))
+	h.gates[id] = g
+	return g, nil
 }
+
+// serveDone ends the admission of the pass behind the request's cookie
+// (the Done button), and the site's session with it.
+func (h *Handler) serveDone(w http.ResponseWriter, r *http.Request, gate *passverify.Gate) {
+	c, _ := passverify.FromContext(r.Context()) // behind the Gate
+	w.Header().Set("Cache-Control", "no-store")
+	pass, ok := h.passOf(c.JTI)
+	if !ok {
+		// Exchanged before this server started: the admission ends by
+		// itself at its expiry.
+		gate.Forget(w, r)
+		http.Error(w, "This demo site no longer holds your pass: your admission ends on its own when it expires.", http.StatusConflict)
+		return
+	}
+	if err := passverify.EndSession(r.Context(), h.cfg.HTTPClient, h.cfg.API, c.ProgramID, pass); err != nil {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "The waiting room did not end your admission; try again shortly.", http.StatusBadGateway)
+		return
+	}
+	gate.Forget(w, r)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = donePage.Execute(w, c.ProgramID)
+}
+
+var donePage = template.Must(template.New("done").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Done: {{.}}</title>
+<style>body{font:1.125rem/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#1a1a1a}</style>
+</head>
+<body>
+<main>
+<h1>Done</h1>
+<p>Your admission to <strong>{{.}}</strong> has ended: the waiting room can let the next person in.</p>
+</main>
+</body>
+</html>
+`))
 
 var page = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en">
@@ -172,6 +261,7 @@ var page = template.Must(template.New("page").Parse(`<!doctype html>
 <p>Welcome to <strong>{{.Program}}</strong>. The waiting room let you through with ticket <strong data-ticket>{{.Ticket}}</strong>.</p>
 <p>Your admission is valid until <time datetime="{{.Until}}" data-expires>{{.UntilText}}</time>.</p>
 <p>This page stands for the protected ticketing site: it checked your admission pass on its own, against the waiting room's published keys.</p>
+<form method="post" action="{{.Done}}"><button type="submit">Done</button></form>
 </main>
 </body>
 </html>
@@ -190,5 +280,6 @@ func servePage(w http.ResponseWriter, r *http.Request) {
 		Program          string
 		Ticket           int64
 		Until, UntilText string
-	}{c.ProgramID, c.Ticket, c.ExpiresAt.UTC().Format(time.RFC3339), c.ExpiresAt.UTC().Format("15:04:05 UTC, 2 January 2006")})
+		Done             string
+	}{c.ProgramID, c.Ticket, c.ExpiresAt.UTC().Format(time.RFC3339), c.ExpiresAt.UTC().Format("15:04:05 UTC, 2 January 2006"), Prefix + url.PathEscape(c.ProgramID) + "/done"})
 }

@@ -21,6 +21,7 @@ var statusOf = map[queue.Kind]int{
 	queue.KindConflict:    http.StatusConflict,
 	queue.KindInternal:    http.StatusInternalServerError,
 	queue.KindUnavailable: http.StatusServiceUnavailable,
+	queue.KindForbidden:   http.StatusForbidden,
 }
 
 // httpError is an error of the HTTP layer itself (the request, not the

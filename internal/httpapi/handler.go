@@ -170,6 +170,16 @@ func (a *api) leave(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNoContent, nil)
 }
 
+// endSession ends the admission of the pass in X-Admission-Pass: the site
+// that holds it is done with its holder.
+func (a *api) endSession(w http.ResponseWriter, r *http.Request) {
+	if err := a.svc.EndSession(r.Context(), r.PathValue("programId"), r.Header.Get(wire.HeaderAdmissionPass)); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusNoContent, nil)
+}
+
 // jwks serves the JWKS of the passes' keys: public, cached by sites for
 // admissionpass.JWKSMaxAge.
 func (a *api) jwks(w http.ResponseWriter, r *http.Request) {

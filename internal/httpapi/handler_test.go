@@ -140,6 +140,11 @@ func TestHandlerEvents(t *testing.T) {
 		{"leave", 204, "", map[string]string{"Cache-Control": "no-store"}},
 		// Its holder ends an admission: the token then reads LEFT.
 		{"leave-admitted", 204, "", map[string]string{"Cache-Control": "no-store"}},
+		// The site that holds the pass ends the admission.
+		{"session-end", 204, "", map[string]string{"Cache-Control": "no-store"}},
+		{"error-session-missing-pass", 400, `{"code":"MISSING_PASS","message":"An admission pass is required in the X-Admission-Pass header."}`, nil},
+		{"error-session-forged", 403, `{"code":"INVALID_PASS","message":"The admission pass is not one this waiting room handed out for this program."}`, nil},
+		{"error-session-expired", 403, `{"code":"PASS_EXPIRED","message":"The admission pass has expired: its admission is over."}`, nil},
 		{"error-missing-token", 400, `{"code":"MISSING_TOKEN","message":"The X-Queue-Token header is required."}`, nil},
 		{"error-malformed-token", 400, `{"code":"INVALID_TOKEN","message":"The queue token is malformed."}`, nil},
 		{"error-invalid-idempotency-key", 400, `{"code":"INVALID_IDEMPOTENCY_KEY","message":"The Idempotency-Key must be 16 to 128 letters, digits, '-', '_', '.' or ':' (a random UUID fits)."}`, nil},

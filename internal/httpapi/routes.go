@@ -29,6 +29,7 @@ var Routes = []Route{
 	{http.MethodPost, wire.QueuePath, false, metrics.OpEnter, (*api).enter},
 	{http.MethodGet, wire.QueuePath, false, metrics.OpPoll, (*api).poll},
 	{http.MethodDelete, wire.QueuePath, false, metrics.OpLeave, (*api).leave},
+	{http.MethodDelete, wire.SessionPath, false, metrics.OpLeave, (*api).endSession},
 	{http.MethodGet, wire.JWKSPath, false, metrics.OpOther, (*api).jwks},
 	{http.MethodGet, wire.AdminPath, true, metrics.OpAdmin, (*api).getProgram},
 	{http.MethodPut, wire.AdminPath, true, metrics.OpAdmin, (*api).putProgram},

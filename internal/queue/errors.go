@@ -24,6 +24,8 @@ const (
 	KindConflict
 	// KindUnavailable is a store fault the client should retry later.
 	KindUnavailable
+	// KindForbidden is a credential (an admission pass) that is refused.
+	KindForbidden
 )
 
 // Error is a domain error with a stable machine-readable code and a message

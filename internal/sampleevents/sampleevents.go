@@ -20,8 +20,17 @@ const (
 	AdmitNowToken = "admitNowTokenFixture01"
 	LeavingToken  = "leavingTokenFixture001" // ticket 900, waiting
 	EndingToken   = "endingTokenFixture0001" // ticket 410, admitted a minute before seed time: its holder ends it
-	UnknownToken  = "unknownTokenFixture001" // well formed, never stored
-	ProgramID     = "demo"
+	// SessionToken (ticket 420, admitted a minute before seed time) holds
+	// SessionPass, with which the site ends its admission; ExpiredToken
+	// (ticket 430) holds ExpiredPass, whose admission ended 10 minutes
+	// before seed time. The passes are JWTs of the right shape, signed by
+	// no key: the service checks a pass against the one it stored.
+	SessionToken = "sessionTokenFixture001"
+	ExpiredToken = "expiredTokenFixture001"
+	SessionPass  = "eyJhbGciOiJFUzI1NiIsImtpZCI6ImZpeHR1cmUta2V5IiwidHlwIjoiSldUIn0.eyJhdWQiOiJkZW1vIiwiZXhwIjoxNzc5MTg1MzQwLCJpYXQiOjE3NzkxODQ3NDAsImlzcyI6Imh0dHBzOi8vYWJjMTIzLmV4ZWN1dGUtYXBpLnVzLWVhc3QtMS5hbWF6b25hd3MuY29tIiwianRpIjoiZml4dHVyZS1zZXNzaW9uVCIsIm5iZiI6MTc3OTE4NDc0MCwic3ViIjoic2Vzc2lvblRva2VuRml4dHVyZTAwMSIsInRpY2tldCI6NDIwfQ.BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBw"
+	ExpiredPass  = "eyJhbGciOiJFUzI1NiIsImtpZCI6ImZpeHR1cmUta2V5IiwidHlwIjoiSldUIn0.eyJhdWQiOiJkZW1vIiwiZXhwIjoxNzc5MTg0ODAwLCJpYXQiOjE3NzkxODQ3NDAsImlzcyI6Imh0dHBzOi8vYWJjMTIzLmV4ZWN1dGUtYXBpLnVzLWVhc3QtMS5hbWF6b25hd3MuY29tIiwianRpIjoiZml4dHVyZS1leHBpcmVkVCIsIm5iZiI6MTc3OTE4NDc0MCwic3ViIjoiZXhwaXJlZFRva2VuRml4dHVyZTAwMSIsInRpY2tldCI6NDIwfQ.BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBw"
+	UnknownToken = "unknownTokenFixture001" // well formed, never stored
+	ProgramID    = "demo"
 	// ClosedProgramID is a program closed to new entries.
 	ClosedProgramID = "sold-out"
 	// FullProgramID is a paused program whose line is at its maxWaiting.
@@ -59,6 +68,10 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow)},
 		{ID: EndingToken, ProgramID: ProgramID, Ticket: 410, IssuedAt: now.Add(-40 * time.Minute),
 			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow)},
+		{ID: SessionToken, ProgramID: ProgramID, Ticket: 420, IssuedAt: now.Add(-40 * time.Minute),
+			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow), AdmissionPass: SessionPass},
+		{ID: ExpiredToken, ProgramID: ProgramID, Ticket: 430, IssuedAt: now.Add(-40 * time.Minute),
+			AdmittedAt: now.Add(-20 * time.Minute), AdmissionExpiresAt: now.Add(-10 * time.Minute), AdmissionPass: ExpiredPass},
 	}
 	for _, t := range tokens {
 		t.ExpiresAt = now.Add(48 * time.Hour)

@@ -1,0 +1,78 @@
+package queue
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/example/waitingroom/internal/api"
+)
+
+// maxPassSize bounds the pass EndSession reads; a real one is under 1 KiB.
+const maxPassSize = 4096
+
+// EndSession ends the admission that pass, one this service handed out for
+// programID, grants: the token then reads LEFT. Ending it again is not an
+// error; a pass that is not one of programID's (forged, altered, another
+// program's) is INVALID_PASS, and one whose admission is over PASS_EXPIRED.
+// The pass is checked against the one stored with its token, so no key is
+// needed (docs/admission-pass.md, "Ending a session").
+func (s *Service) EndSession(ctx context.Context, programID, pass string) error {
+	switch {
+	case !ValidProgramID(programID):
+		return errInvalidProgramID()
+	case pass == "":
+		return Errorf(KindInvalid, api.CodeMissingPass, "An admission pass is required in the %s header.", api.HeaderAdmissionPass)
+	}
+	tokenID, ok := passToken(pass, programID)
+	if !ok {
+		return errInvalidPass()
+	}
+	t, err := s.store.GetToken(ctx, tokenID)
+	switch {
+	case err == nil && t.ProgramID == programID && t.AdmissionPass != "" &&
+		subtle.ConstantTimeCompare([]byte(t.AdmissionPass), []byte(pass)) == 1:
+	case err == nil || errors.Is(err, ErrNotFound):
+		return errInvalidPass()
+	default:
+		return storeError("get token", err)
+	}
+	now := s.clock.Now()
+	switch {
+	case !t.LeftAt.IsZero():
+		return nil
+	case !now.Before(t.AdmissionExpiresAt):
+		return Errorf(KindForbidden, api.CodePassExpired, "The admission pass has expired: its admission is over.")
+	}
+	t.LeftAt, t.ExpiresAt = now.Truncate(time.Millisecond), now.Add(endedTokenRetention)
+	if _, err := s.store.EndAdmission(ctx, t); err != nil {
+		return storeError("end admission", err)
+	}
+	return nil
+}
+
+// passToken reads, without checking the signature, the token id (sub) of
+// pass if it is an ES256 JWT for programID (aud).
+func passToken(pass, programID string) (string, bool) {
+	if len(pass) > maxPassSize {
+		return "", false
+	}
+	tok, err := jwt.ParseSigned(pass, []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		return "", false
+	}
+	var c jwt.Claims
+	if err := tok.UnsafeClaimsWithoutVerification(&c); err != nil || !ValidTokenID(c.Subject) || !slices.Equal(c.Audience, jwt.Audience{programID}) {
+		return "", false
+	}
+	return c.Subject, true
+}
+
+func errInvalidPass() error {
+	return Errorf(KindForbidden, api.CodeInvalidPass, "The admission pass is not one this waiting room handed out for this program.")
+}

@@ -1,0 +1,60 @@
+package passverify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// SessionPath is the waiting room's route that ends an admission, under
+// its API's base URL; {programId} is the program.
+const SessionPath = "/api/v1/queues/programs/{programId}/session"
+
+// EndSession tells the waiting room at apiBase (its API's base URL, e.g.
+// https://queue.example.com) that the site is done with the person whose
+// pass this is: their admission ends, and with a cap on active users the
+// next person is let in. Ending it twice is no error. client nil means
+// http.DefaultClient; the pass must be programID's.
+func EndSession(ctx context.Context, client *http.Client, apiBase, programID, pass string) error {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	u := strings.TrimSuffix(apiBase, "/") + strings.ReplaceAll(SessionPath, "{programId}", url.PathEscape(programID))
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
+	if err != nil {
+		return fmt.Errorf("passverify: end session: %w", err)
+	}
+	req.Header.Set("X-Admission-Pass", pass)
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("passverify: end session: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	e := &SessionError{Status: resp.StatusCode}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	_ = json.Unmarshal(body, e) // a body that is not the API's leaves Code empty
+	return e
+}
+
+// SessionError is the waiting room's answer when it did not end a session:
+// its HTTP status and, from its JSON error body, the code (INVALID_PASS,
+// PASS_EXPIRED, MISSING_PASS, STORE_UNAVAILABLE…) and message.
+type SessionError struct {
+	Status  int
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *SessionError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("passverify: end session: HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("passverify: end session: HTTP %d %s: %s", e.Status, e.Code, e.Message)
+}

@@ -94,15 +94,18 @@ func NewGate(v *Verifier, cfg GateConfig) (*Gate, error) {
 	return g, nil
 }
 
-// Wrap returns next behind the gate. A valid ?admissionPass= (first use,
-// with a ReplayGuard) is exchanged for a cookie and redirected (303) to the
-// URL without it; a request with a valid cookie goes to next with the claims
+// Wrap returns next behind the gate. A valid ?admissionPass= on a GET (first
+// use, with a ReplayGuard) is exchanged for a cookie and redirected (303)
+// to the URL without it; a request with a valid cookie goes to next with the claims
 // in its context (FromContext); any other is refused. When the pass cannot
 // be checked (keys unavailable, ReplayGuard error) it answers 503 with
 // Retry-After.
 func (g *Gate) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if pass, ok := queryPass(r.URL.RawQuery); ok {
+		// A pass arrives by the waiting room's redirect, a GET: another
+		// method never exchanges one (a form posting a stranger's pass
+		// would swap the browser's session).
+		if pass, ok := queryPass(r.URL.RawQuery); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			w.Header().Set("Cache-Control", "no-store")
 			g.exchange(w, r, pass)
 			return

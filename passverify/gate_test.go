@@ -304,6 +304,13 @@ func TestGateExchangedHookAndForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	pass := room.Pass(t, passtest.Admission)
+	// A POST never exchanges a pass (a stranger's form would swap the
+	// browser's session): without a cookie it is refused.
+	post := httptest.NewRecorder()
+	gate.Wrap(site).ServeHTTP(post, httptest.NewRequest(http.MethodPost, passtest.WithPass("https://shop.example.com/done", pass), nil))
+	if post.Code != http.StatusSeeOther || len(post.Result().Cookies()) != 0 || len(got) != 0 {
+		t.Fatalf("a POST with a pass: %d, cookies %v, hook %v; want refused, nothing exchanged", post.Code, post.Result().Cookies(), got)
+	}
 	exchanged := serve(gate, passtest.WithPass("https://shop.example.com/", pass), "")
 	if exchanged.Status != http.StatusSeeOther || len(got) != 1 || got[0].pass != pass || got[0].jti == "" {
 		t.Fatalf("exchange: %+v; hook saw %+v", exchanged, got)

@@ -312,11 +312,21 @@ func TestLocalAdmissionPass(t *testing.T) {
 		t.Errorf("the page has no Done button:\n%s", page)
 	}
 	u, _ := url.Parse(site)
-	req, _ := http.NewRequest(http.MethodPost, site+"/done", nil)
-	for _, c := range jar.Cookies(u) {
-		req.AddCookie(c)
+	kept := jar.Cookies(u) // a copy made before Done
+	done := func(fetchSite string) *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, site+"/done", nil)
+		for _, c := range kept {
+			req.AddCookie(c)
+		}
+		if fetchSite != "" {
+			req.Header.Set("Sec-Fetch-Site", fetchSite)
+		}
+		return req
 	}
-	resp, err = browser.Do(req)
+	if resp, err := browser.Do(done("same-site")); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("Done posted from a sibling origin: %v %v, want 403", resp.StatusCode, err)
+	}
+	resp, err = browser.Do(done("same-origin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,6 +340,15 @@ func TestLocalAdmissionPass(t *testing.T) {
 	}
 	if got := call2(t, base, "gala", tok["tokenId"].(string)); got["status"] != "LEFT" {
 		t.Errorf("after Done the token reads %v, want LEFT", got)
+	}
+	// The site stops honouring that session, even with a cookie kept from
+	// before.
+	var old *http.Cookie
+	for _, c := range kept {
+		old = c
+	}
+	if resp, page := get(t, noRedirects(nil), site, old); resp.StatusCode != 200 || strings.Contains(page, "data-ticket") || !strings.Contains(page, "has ended") {
+		t.Errorf("the page with a cookie from before Done: %d %s", resp.StatusCode, page)
 	}
 	// Without a pass the route refuses, with its own code.
 	if code, body := call(t, "DELETE", base+"/api/v1/queues/programs/gala/session", "", "", ""); code != 400 || body["code"] != "MISSING_PASS" {

@@ -66,7 +66,7 @@ type Handler struct {
 
 	mu    sync.Mutex
 	gates map[string]*gated   // of programs that exist
-	kept  map[string]keptPass // the passes exchanged, by jti, until they expire
+	kept  map[string]keptPass // the passes exchanged, by jti, until they expire ("" once ended here)
 }
 
 // gated is a program's Gate and its two pages behind it.
@@ -118,12 +118,22 @@ func (h *Handler) keep(_ context.Context, c passverify.Claims, pass string) {
 	h.kept[c.JTI] = keptPass{pass, c.ExpiresAt}
 }
 
-// passOf returns the pass kept for jti.
-func (h *Handler) passOf(jti string) (string, bool) {
+// passOf returns the pass kept for jti, and whether its admission was
+// ended here.
+func (h *Handler) passOf(jti string) (pass string, ended bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	k, ok := h.kept[jti]
-	return k.pass, ok
+	return k.pass, ok && k.pass == ""
+}
+
+// ended records that jti's admission ended: the site refuses its cookie
+// from then on, until the pass would have expired.
+func (h *Handler) ended(jti string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := h.kept[jti]
+	h.kept[jti] = keptPass{"", k.until}
 }
 
 // ServeHTTP serves the demo page; any other request is a plain 404.
@@ -201,7 +211,20 @@ func (h *Handler) gate(ctx context.Context, id string) (*gated, error) {
 	if err != nil {
 		return nil, err
 	}
-	g = &gated{gate: gate, page: gate.Wrap(http.HandlerFunc(servePage))}
+	g = &gated{gate: gate}
+	g.page = gate.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := passverify.FromContext(r.Context())
+		if _, ended := h.passOf(c.JTI); ended {
+			// Ended here: the site stops honouring it, though the pass
+			// itself stays valid until it expires.
+			g.gate.Forget(w, r)
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_ = donePage.Execute(w, c.ProgramID)
+			return
+		}
+		servePage(w, r)
+	}))
 	g.done = gate.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serveDone(w, r, g.gate) }))
 	h.gates[id] = g
 	return g, nil
@@ -210,20 +233,36 @@ func (h *Handler) gate(ctx context.Context, id string) (*gated, error) {
 // serveDone ends the admission of the pass behind the request's cookie
 // (the Done button), and the site's session with it.
 func (h *Handler) serveDone(w http.ResponseWriter, r *http.Request, gate *passverify.Gate) {
-	c, _ := passverify.FromContext(r.Context()) // behind the Gate
 	w.Header().Set("Cache-Control", "no-store")
-	pass, ok := h.passOf(c.JTI)
-	if !ok {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		// Only the site's own Done button ends a session (SameSite=Lax
+		// still lets other ports and sibling hosts post).
+		http.Error(w, "Cross-site requests cannot end a session.", http.StatusForbidden)
+		return
+	}
+	c, _ := passverify.FromContext(r.Context()) // behind the Gate
+	pass, ended := h.passOf(c.JTI)
+	switch {
+	case ended:
+	case pass == "":
 		// Exchanged before this server started: the admission ends by
 		// itself at its expiry.
 		gate.Forget(w, r)
 		http.Error(w, "This demo site no longer holds your pass: your admission ends on its own when it expires.", http.StatusConflict)
 		return
-	}
-	if err := passverify.EndSession(r.Context(), h.cfg.HTTPClient, h.cfg.API, c.ProgramID, pass); err != nil {
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, "The waiting room did not end your admission; try again shortly.", http.StatusBadGateway)
-		return
+	default:
+		err := passverify.EndSession(r.Context(), h.cfg.HTTPClient, h.cfg.API, c.ProgramID, pass)
+		var se *passverify.SessionError
+		switch {
+		case errors.As(err, &se) && se.Status == http.StatusForbidden:
+			// Over or refused for good (PASS_EXPIRED, INVALID_PASS): the
+			// session ends here all the same.
+		case err != nil:
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "The waiting room did not end your admission; try again shortly.", http.StatusBadGateway)
+			return
+		}
+		h.ended(c.JTI)
 	}
 	gate.Forget(w, r)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -157,7 +157,8 @@ func (s *Store) EndAdmission(ctx context.Context, t queue.Token) (queue.Token, e
 	upd = setOrRemove(upd, "ttl", it.TTL)
 	admitted := expression.AttributeExists(expression.Name("pk")).
 		And(expression.AttributeExists(expression.Name("admittedAt"))).
-		And(expression.AttributeNotExists(expression.Name("leftAt")))
+		And(expression.AttributeNotExists(expression.Name("leftAt"))).
+		And(expression.Name("admissionExpiresAt").GreaterThan(expression.Value(it.LeftAt)))
 	return s.mark(ctx, "end admission", t.ID, admitted, upd)
 }
 

@@ -384,7 +384,9 @@ func (s *Store) MarkLeft(ctx context.Context, t queue.Token) (queue.Token, error
 
 // EndAdmission implements queue.Store.
 func (s *Store) EndAdmission(ctx context.Context, t queue.Token) (queue.Token, error) {
-	return s.update(ctx, t.ID, func(cur queue.Token) bool { return !cur.AdmittedAt.IsZero() && cur.LeftAt.IsZero() },
+	return s.update(ctx, t.ID, func(cur queue.Token) bool {
+		return !cur.AdmittedAt.IsZero() && cur.LeftAt.IsZero() && t.LeftAt.Before(cur.AdmissionExpiresAt)
+	},
 		func(cur *queue.Token) { cur.LeftAt, cur.ExpiresAt = t.LeftAt, t.ExpiresAt })
 }
 

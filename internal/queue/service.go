@@ -163,10 +163,17 @@ func (s *Service) checkRoom(ctx context.Context, programID string, now time.Time
 	if err != nil {
 		return err
 	}
-	if p.Full(now) {
+	switch {
+	case p.Closed:
+		return errProgramClosed() // for good: never "try again later"
+	case p.Full(now):
 		return Errorf(KindConflict, api.CodeQueueFull, "The line is full (%d waiting): try again later.", p.MaxWaiting)
 	}
 	return nil
+}
+
+func errProgramClosed() error {
+	return Errorf(KindConflict, api.CodeProgramClosed, "The program's queue is closed to new entries.")
 }
 
 // enterNew takes a ticket and stores it as the new token id, created=true;
@@ -177,7 +184,7 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 	case errors.Is(err, ErrNotFound):
 		return View{}, false, errProgramNotFound()
 	case errors.Is(err, ErrClosed):
-		return View{}, false, Errorf(KindConflict, api.CodeProgramClosed, "The program's queue is closed to new entries.")
+		return View{}, false, errProgramClosed()
 	case err != nil:
 		return View{}, false, storeError("issue ticket", err)
 	}

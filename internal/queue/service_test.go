@@ -569,6 +569,18 @@ func TestQueueFull(t *testing.T) {
 		t.Fatalf("after one admission: created %v, err %v; want a new place", created, err)
 	}
 	full("then a fifth", queue.Entry{})
+	// Closed and full: closed, for good, not "try again later".
+	closed := true
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{Closed: &closed}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := svc.Enter(ctx, "gala", queue.Entry{}); queue.ErrorKind(err) != queue.KindConflict || !strings.Contains(err.Error(), api.CodeProgramClosed) {
+		t.Errorf("closed and full: %v, want PROGRAM_CLOSED", err)
+	}
+	closed = false
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{Closed: &closed}); err != nil {
+		t.Fatal(err)
+	}
 	// 0 lifts the limit; a negative one is refused.
 	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{MaxWaiting: new(int64(-1))}); queue.ErrorKind(err) != queue.KindInvalid {
 		t.Errorf("maxWaiting -1: %v, want INVALID_SETTINGS", err)

@@ -53,8 +53,9 @@ type Store interface {
 	// token as stored afterwards.
 	MarkLeft(ctx context.Context, t Token) (Token, error)
 	// EndAdmission records that an admitted token's admission ended before
-	// its window (sets LeftAt and ExpiresAt) if it is admitted and not left
-	// yet, and returns the token as stored afterwards.
+	// its window (sets LeftAt and ExpiresAt) if it is admitted, not left
+	// yet, and t.LeftAt is within its window; it returns the token as
+	// stored afterwards.
 	EndAdmission(ctx context.Context, t Token) (Token, error)
 }
 

@@ -677,6 +677,26 @@ func testMark(t *testing.T, s queue.Store) {
 		checkStoredToken(t, s, tok)
 	})
 
+	// EndAdmission past the admission window changes nothing: the
+	// admission ended by itself (EXPIRED).
+	t.Run("EndAdmission after the window", func(t *testing.T) {
+		tok := waiting(7)
+		if err := s.PutToken(ctx, tok); err != nil {
+			t.Fatalf("PutToken: %v", err)
+		}
+		if _, err := markAdmitted(ctx, s, tok); err != nil {
+			t.Fatalf("MarkAdmitted: %v", err)
+		}
+		late := ended(tok)
+		late.LeftAt = late.AdmissionExpiresAt
+		got, err := s.EndAdmission(ctx, late)
+		if err != nil {
+			t.Fatalf("EndAdmission: %v", err)
+		}
+		checkToken(t, "EndAdmission", got, admitted(tok))
+		checkStoredToken(t, s, admitted(tok))
+	})
+
 	// A mark writes only its own fields: the rest of the token as stored
 	// stays, whatever the caller's copy says.
 	t.Run("MarkAdmitted keeps stored fields", func(t *testing.T) {

@@ -404,14 +404,15 @@ func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) po
 	if seg.Advancing() {
 		sit.RatePerSecond = seg.Rate.PerSecond()
 	}
-	if at, ok := p.admissionMs(ticket, ms); ok {
+	at, known := p.admissionMs(ticket, ms)
+	if known {
 		sit.Wait = waitOf(at - ms)
 	} else if r, ok := p.MeasuredRate(now); ok && sit.Position > 0 {
 		sit.RatePerSecond = r.PerSecond()
 		wait, _ := mulDiv(uint64(sit.Position), 1e6, uint64(r), false)
 		sit.Wait = waitOf(wait)
 	}
-	if at, ok := p.earliestMs(ticket, ms, notice.Milliseconds()); ok && sit.Position > 0 {
+	if at, ok := p.earliestMs(ticket, ms, notice.Milliseconds(), at, known); ok && sit.Position > 0 {
 		sit.Earliest = waitOf(max(at-ms, 1))
 		if sit.Wait > 0 {
 			sit.Earliest = min(sit.Earliest, sit.Wait) // a measured manual pace may be faster
@@ -427,9 +428,8 @@ func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) po
 // earlier), a resume at that rate taking effect as soon as a change can
 // (notice ms from now, and not before a pending change) if sooner. False
 // when the program has no rate: manual admission can admit anyone at any
-// change.
-func (p Program) earliestMs(ticket, ms, notice int64) (int64, bool) {
-	at, known := p.admissionMs(ticket, ms)
+// change. at and known are p.admissionMs(ticket, ms).
+func (p Program) earliestMs(ticket, ms, notice, at int64, known bool) (int64, bool) {
 	settled := p.Settled()
 	// A change p does not show came after those p shows, so takes effect
 	// after their anchors.

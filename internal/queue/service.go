@@ -305,12 +305,11 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 		return err
 	}
 	now := s.clock.Now()
-	at, retain := now.Truncate(time.Millisecond), now.Add(endedTokenRetention)
 	if t.AdmittedAt.IsZero() && t.LeftAt.IsZero() {
 		// Waiting, or admitted by the counter but never told: it leaves
 		// without its pass. A poll may record the admission first.
 		left := t
-		left.LeftAt, left.ExpiresAt = at, retain
+		left.LeftAt, left.ExpiresAt = now.Truncate(time.Millisecond), now.Add(endedTokenRetention)
 		if t, err = s.store.MarkLeft(ctx, left); err != nil {
 			return storeError("mark left", err)
 		}
@@ -318,7 +317,13 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 	if !t.LeftAt.IsZero() || !now.Before(t.AdmissionExpiresAt) {
 		return nil // left, or its admission is over
 	}
-	t.LeftAt, t.ExpiresAt = at, retain
+	return s.endAdmission(ctx, t, now)
+}
+
+// endAdmission ends t's admission at now: the token reads LEFT (the store
+// leaves one already ended or expired as it is).
+func (s *Service) endAdmission(ctx context.Context, t Token, now time.Time) error {
+	t.LeftAt, t.ExpiresAt = now.Truncate(time.Millisecond), now.Add(endedTokenRetention)
 	if _, err := s.store.EndAdmission(ctx, t); err != nil {
 		return storeError("end admission", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"slices"
-	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -49,11 +48,7 @@ func (s *Service) EndSession(ctx context.Context, programID, pass string) error 
 	case !now.Before(t.AdmissionExpiresAt):
 		return Errorf(KindForbidden, api.CodePassExpired, "The admission pass has expired: its admission is over.")
 	}
-	t.LeftAt, t.ExpiresAt = now.Truncate(time.Millisecond), now.Add(endedTokenRetention)
-	if _, err := s.store.EndAdmission(ctx, t); err != nil {
-		return storeError("end admission", err)
-	}
-	return nil
+	return s.endAdmission(ctx, t, now)
 }
 
 // passToken reads, without checking the signature, the token id (sub) of

@@ -321,6 +321,11 @@ func (r *runner) schedule(ctx context.Context) error {
 	return nil
 }
 
+// sampleGrace is how long a counter read in flight when the run ends may
+// still take: the read is let finish, so that the admin requests counted
+// are the ones the server saw.
+const sampleGrace = 2 * time.Second
+
 // sample reads the admitted counter every SampleEvery, timing each read
 // at the middle of its round trip.
 func (r *runner) sample(ctx context.Context) {
@@ -328,7 +333,12 @@ func (r *runner) sample(ctx context.Context) {
 	defer t.Stop()
 	for {
 		sent := r.since()
-		if p, err := r.client.GetProgram(ctx, r.cfg.ProgramID); err == nil {
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		stop := context.AfterFunc(ctx, func() { time.AfterFunc(sampleGrace, cancel) })
+		p, err := r.client.GetProgram(rctx, r.cfg.ProgramID)
+		stop()
+		cancel()
+		if err == nil {
 			at := sent + (r.since()-sent)/2
 			r.mu.Lock()
 			r.samples = append(r.samples, sample{at: at, admitted: p.Admitted})

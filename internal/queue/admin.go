@@ -36,6 +36,13 @@ type Options struct {
 	// MaxWaiting is the longest the line may be (0: no limit): an enter
 	// while Waiting is at it gets QUEUE_FULL (Program.Full).
 	MaxWaiting int64 `dynamodbav:"maxWaiting,omitempty"`
+	// MaxActiveUsers caps how many people may be admitted at once (0: no
+	// cap): admitted, and neither ended, expired nor a no-show.
+	MaxActiveUsers int64 `dynamodbav:"maxActiveUsers,omitempty"`
+	// NoShowSeconds is how long an admitted person has to fetch their pass
+	// before they are a no-show (0: no no-show handling; with a cap, the
+	// admission window).
+	NoShowSeconds int64 `dynamodbav:"noShowSeconds,omitempty"`
 	// Profile is what the program shows the people who wait.
 	Profile Profile `dynamodbav:"-"`
 }

@@ -17,3 +17,9 @@ func (s *Service) CacheNotice(p Program, now time.Time) time.Duration { return s
 
 // CachePut caches p as read at now.
 func (s *Service) CachePut(p Program, now time.Time) { s.cache.put(p, now) }
+
+// FreedAt exposes Capacity.freedAt.
+func (c Capacity) FreedAt(ms int64) int64 { return c.freedAt(ms) }
+
+// ReachMs exposes Capacity.reachMs.
+func (c Capacity) ReachMs(n, from int64) (int64, bool) { return c.reachMs(n, from) }

@@ -92,6 +92,10 @@ type Program struct {
 	// (PrequeueFixed) by the first ticket or poll at or after it.
 	Prequeue      int64
 	PrequeueFixed bool
+
+	// Capacity is what frees the slots of a capped program (MaxActiveUsers)
+	// and the fold's state; only the fold writes it.
+	Capacity Capacity
 }
 
 // RecentTickets is how many single tickets' instants a program keeps.
@@ -147,8 +151,7 @@ func (p Program) StepNs() int64 { return p.Settled().StepNs() }
 // Serving returns the serving counter at now: every ticket at or below it
 // is admitted.
 func (p Program) Serving(now time.Time) int64 {
-	ms := UnixMs(now)
-	return min(p.segmentAt(ms).Counter(ms), p.Issued)
+	return min(p.counterAt(UnixMs(now)), p.Issued)
 }
 
 // Full reports whether the line is at its MaxWaiting at now: as many
@@ -160,8 +163,7 @@ func (p Program) Full(now time.Time) bool {
 // Admits reports whether ticket is admitted at now. It does not depend on
 // Issued, so a cached program answers it exactly for any ticket.
 func (p Program) Admits(ticket int64, now time.Time) bool {
-	ms := UnixMs(now)
-	return ticket <= p.segmentAt(ms).Counter(ms)
+	return ticket <= p.counterAt(UnixMs(now))
 }
 
 func (p Program) drainedAt(ms int64) bool {
@@ -260,7 +262,7 @@ func (p Program) Rebased(now time.Time, rate Rate, paused bool, admit int64, del
 	p = p.folded(ms)
 	p.Version++
 	if delay <= 0 || p.drainedAt(ms) {
-		serving := min(p.Current.Counter(ms), p.Issued) // credit beyond Issued is dropped
+		serving := min(p.counterAt(ms), p.Issued) // credit beyond Issued, or the ceiling, is dropped
 		p.Current = Segment{AnchorMs: ms, Base: min(addSat(serving, admit), p.Issued), Rate: rate, Paused: paused, StartMs: p.startAfter(ms)}
 		p.Next = Segment{}
 		p.DrainAtNs = p.Current.DrainAtNs(p.Issued)
@@ -400,13 +402,19 @@ func (p Program) MeasuredRate(now time.Time) (Rate, bool) {
 func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) polling.Situation {
 	ms := UnixMs(now)
 	seg := p.segmentAt(ms)
-	sit := polling.Situation{Position: ticket - seg.Counter(ms), Paused: p.Settled().Paused}
+	sit := polling.Situation{Position: ticket - p.counterAt(ms), Paused: p.Settled().Paused}
 	if seg.Advancing() {
 		sit.RatePerSecond = seg.Rate.PerSecond()
 	}
 	at, known := p.admissionMs(ticket, ms)
 	if known {
-		sit.Wait = waitOf(at - ms)
+		capped, ok := p.ceilingAdmitsMs(ticket, at)
+		if ok {
+			sit.Wait = waitOf(capped - ms)
+		}
+		if capped > at || !ok {
+			sit.RatePerSecond = p.Capacity.ReleaseRate.PerSecond() // the ceiling sets the pace
+		}
 	} else if r, ok := p.MeasuredRate(now); ok && sit.Position > 0 {
 		sit.RatePerSecond = r.PerSecond()
 		wait, _ := mulDiv(uint64(sit.Position), 1e6, uint64(r), false)

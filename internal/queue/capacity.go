@@ -1,0 +1,137 @@
+package queue
+
+// GroupSize is how many places one capacity group records: places
+// g×GroupSize+1 to (g+1)×GroupSize are group g (GroupOf).
+const GroupSize = 128
+
+// GroupOf is the capacity group of place p ≥ 1.
+func GroupOf(p int64) int64 { return (p - 1) / GroupSize }
+
+// Step is one rise of a capped program's ceiling, written by the fold:
+// from AtMs (Unix ms) the slots freed rise from their level then towards
+// Freed at Rate, or at once when Rate is 0.
+type Step struct {
+	AtMs  int64 `dynamodbav:"at"`
+	Freed int64 `dynamodbav:"freed"`
+	Rate  Rate  `dynamodbav:"rate"`
+}
+
+// Capacity is a program's capacity state: the slots its admissions freed,
+// as the ceiling's steps, and the fold's cursors and totals. Only the fold
+// writes it (docs/design.md, "Capacity").
+type Capacity struct {
+	// Level is how many slots were freed before the first of Steps.
+	Level int64 `dynamodbav:"level"`
+	// Steps are the ceiling's latest rises, oldest first.
+	Steps []Step `dynamodbav:"steps"`
+	// ReleaseRate is the rate at which slots were freed lately, as the
+	// fold measures it: the pace of admission while the ceiling holds it.
+	ReleaseRate Rate `dynamodbav:"releaseRate"`
+}
+
+// freedAt is how many slots are freed at Unix ms: Level, then each step's
+// rise from the level at its instant towards its Freed, up to ms.
+func (c Capacity) freedAt(ms int64) int64 {
+	level := c.Level
+	for i, st := range c.Steps {
+		if ms < st.AtMs {
+			break
+		}
+		end := ms
+		if i+1 < len(c.Steps) {
+			end = min(end, c.Steps[i+1].AtMs)
+		}
+		switch {
+		case st.Freed <= level:
+		case st.Rate <= 0:
+			level = st.Freed
+		default:
+			n, _ := mulDiv(uint64(end-st.AtMs), uint64(st.Rate), 1e6, false)
+			level = min(st.Freed, addSat(level, n))
+		}
+	}
+	return level
+}
+
+// reachMs is the first Unix ms at or after from at which freedAt reaches
+// n, and false if no step takes it there.
+func (c Capacity) reachMs(n, from int64) (int64, bool) {
+	if c.freedAt(from) >= n {
+		return from, true
+	}
+	level := c.Level
+	for i, st := range c.Steps {
+		end := int64(-1) // none: the last step rises for good
+		if i+1 < len(c.Steps) {
+			end = c.Steps[i+1].AtMs
+		}
+		switch {
+		case st.Freed <= level:
+			continue
+		case st.Rate <= 0:
+			if n <= st.Freed {
+				return max(st.AtMs, from), true
+			}
+			level = st.Freed
+			continue
+		}
+		if n <= st.Freed {
+			d, _ := mulDiv(uint64(n-level), 1e6, uint64(st.Rate), true)
+			if at := addSat(st.AtMs, d); end < 0 || at <= end {
+				return max(at, from), true
+			}
+		}
+		if end >= 0 {
+			k, _ := mulDiv(uint64(end-st.AtMs), uint64(st.Rate), 1e6, false)
+			level = min(st.Freed, addSat(level, k))
+		}
+	}
+	return 0, false
+}
+
+// ceilingAt is the ceiling on the serving counter at Unix ms (MaxActiveUsers
+// plus the slots freed by then), and false when the program has no cap.
+func (p Program) ceilingAt(ms int64) (int64, bool) {
+	if p.MaxActiveUsers <= 0 {
+		return 0, false
+	}
+	return addSat(p.MaxActiveUsers, p.Capacity.freedAt(ms)), true
+}
+
+// counterAt is the serving counter at Unix ms, not capped by the tickets
+// issued: the segments' counter, held at the ceiling of a capped program.
+func (p Program) counterAt(ms int64) int64 {
+	c := p.segmentAt(ms).Counter(ms)
+	if l, ok := p.ceilingAt(ms); ok {
+		c = min(c, l)
+	}
+	return c
+}
+
+// ceilingAdmitsMs is the first Unix ms at or after at (the segments'
+// admission instant of place) at which the ceiling lets place in: from the
+// steps written, then at the measured ReleaseRate; false when neither
+// tells. at itself without a cap.
+func (p Program) ceilingAdmitsMs(place, at int64) (int64, bool) {
+	if p.MaxActiveUsers <= 0 || place <= p.MaxActiveUsers {
+		return at, true
+	}
+	need := place - p.MaxActiveUsers
+	if reach, ok := p.Capacity.reachMs(need, at); ok {
+		return reach, true
+	}
+	c := p.Capacity
+	if c.ReleaseRate <= 0 {
+		return 0, false
+	}
+	// Past the steps written: the last one's target, then the pace.
+	from, level := at, c.freedAt(at)
+	if n := len(c.Steps); n > 0 {
+		last := c.Steps[n-1]
+		if end, ok := c.reachMs(last.Freed, at); ok {
+			from, level = end, max(level, last.Freed)
+		}
+	}
+	d, _ := mulDiv(uint64(need-level), 1e6, uint64(c.ReleaseRate), true)
+	return addSat(from, d), true
+}

@@ -22,6 +22,7 @@ type Store struct {
 	// scheduled change landed, until MoveDrain has moved the drain
 	// instant accordingly (dynamostore's changeIssued attribute).
 	changeIssued map[string]int64
+	cap          capacity
 }
 
 type shardKey struct {
@@ -38,7 +39,8 @@ var (
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]tickets.Shard), changeIssued: make(map[string]int64)}
+	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]tickets.Shard), changeIssued: make(map[string]int64),
+		cap: capacity{groups: map[groupKey]queue.Group{}, ends: map[endsKey]ends{}, marks: map[string][]queue.Mark{}}}
 }
 
 // CreateProgram implements queue.Store.
@@ -86,6 +88,7 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 func updated(cur, p queue.Program) queue.Program {
 	p.CreatedAt, p.Issued, p.Shards, p.Recent = cur.CreatedAt, cur.Issued, cur.Shards, cur.Recent
 	p.Prequeue, p.PrequeueFixed = cur.Prequeue, cur.PrequeueFixed
+	p.Capacity = cur.Capacity // the fold's own (ApplyFold)
 	return p
 }
 

@@ -1,5 +1,11 @@
 package queue
 
+import (
+	"context"
+	"errors"
+	"time"
+)
+
 // GroupSize is how many places one capacity group records: places
 // g×GroupSize+1 to (g+1)×GroupSize are group g (GroupOf).
 const GroupSize = 128
@@ -27,6 +33,87 @@ type Capacity struct {
 	// ReleaseRate is the rate at which slots were freed lately, as the
 	// fold measures it: the pace of admission while the ceiling holds it.
 	ReleaseRate Rate `dynamodbav:"releaseRate"`
+
+	// FoldedAtMs is when the last fold was made (Unix ms; 0: never): the
+	// condition of the next (CapacityStore.ApplyFold).
+	FoldedAtMs int64 `dynamodbav:"foldedAtMs"`
+	// EndsThrough is the last end quantum whose index the folds counted.
+	EndsThrough int64 `dynamodbav:"endsThrough"`
+	// NoShowThrough is the last place whose sighting the folds sealed.
+	NoShowThrough int64 `dynamodbav:"noShowThrough"`
+	// ExpiredGroups is how many groups, from the first, have expired.
+	ExpiredGroups int64 `dynamodbav:"expiredGroups"`
+	// Owed are no-shows of a program without a cap not yet given to the
+	// next people in line as extra admissions.
+	Owed int64 `dynamodbav:"owed"`
+	// The totals: admissions that were no-shows, that ended early, and
+	// whose window ended.
+	NoShows int64 `dynamodbav:"noShows"`
+	Ended   int64 `dynamodbav:"ended"`
+	Expired int64 `dynamodbav:"expired"`
+}
+
+// Group is one capacity group of a program as stored: what the folds read
+// of its places (docs/design.md, "Capacity").
+type Group struct {
+	// Sighted are the places whose admission was seen (the pass fetched).
+	Sighted []int64
+	// SealedThrough is the no-show seal: places at or below it take no
+	// new sighting; SealedAt is when it last moved.
+	SealedThrough int64
+	SealedAt      time.Time
+	// Ended maps each place whose admission ended early to the end
+	// quantum whose index counts it.
+	Ended map[int64]int64
+	// Expired is the expiry seal: the group takes no more ends.
+	Expired bool
+}
+
+// Mark is the serving counter at a fold, and the no-show cursor after it.
+type Mark struct {
+	AtMs          int64
+	Counter       int64
+	NoShowThrough int64
+}
+
+// ErrSealed means a capacity record was sealed by a fold before the write.
+var ErrSealed = errors.New("store: sealed")
+
+// CapacityStore keeps the records that free a capped program's slots, and
+// that find its no-shows. Every record a fold counts is sealed first, so
+// that a retried or racing fold counts the same (docs/design.md,
+// "Capacity").
+type CapacityStore interface {
+	// Sight adds place to its group's sightings, unless the group is
+	// sealed through place without it (ErrSealed), and returns the group.
+	Sight(ctx context.Context, programID string, place int64) (Group, error)
+	// SealSightings moves group g's no-show seal up to through (never
+	// back) at now, and returns the group.
+	SealSightings(ctx context.Context, programID string, g, through int64, now time.Time) (Group, error)
+	// EndPlace records place's end in quantum q unless one is recorded
+	// (that one stays), and returns the group; ErrSealed once the group
+	// has expired.
+	EndPlace(ctx context.Context, programID string, place, q int64) (Group, error)
+	// MoveEnd moves place's end from quantum from to quantum to if it is
+	// still in from, and returns the group.
+	MoveEnd(ctx context.Context, programID string, place, from, to int64) (Group, error)
+	// ExpireGroup seals group g against ends and returns it.
+	ExpireGroup(ctx context.Context, programID string, g int64) (Group, error)
+	// AddEnd adds place to the end index of quantum q, shard k, unless it
+	// is sealed (ErrSealed).
+	AddEnd(ctx context.Context, programID string, q int64, k int, place int64) error
+	// SealEnds seals the end index of quantum q, shard k, and returns its
+	// places.
+	SealEnds(ctx context.Context, programID string, q int64, k int) ([]int64, error)
+	// PutMark stores m (the same mark again changes nothing).
+	PutMark(ctx context.Context, programID string, m Mark) error
+	// MarkBefore returns the latest mark at or before Unix ms; ErrNotFound
+	// if there is none.
+	MarkBefore(ctx context.Context, programID string, ms int64) (Mark, error)
+	// ApplyFold stores next as the program's capacity if its stored
+	// capacity is still from the fold made at prevFoldedAtMs; ErrConflict
+	// otherwise, ErrNotFound without the program.
+	ApplyFold(ctx context.Context, programID string, prevFoldedAtMs int64, next Capacity) error
 }
 
 // freedAt is how many slots are freed at Unix ms: Level, then each step's

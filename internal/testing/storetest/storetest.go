@@ -63,6 +63,13 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	if _, ok := newStore(t).(queue.ScheduleStore); ok {
 		t.Run("Schedule", func(t *testing.T) { testSchedule(t, newStore(t)) })
 	}
+	if _, ok := newStore(t).(queue.CapacityStore); ok {
+		t.Run("Capacity", func(t *testing.T) {
+			s := newStore(t)
+			testCapacity(t, s.(queue.CapacityStore), s)
+		})
+		t.Run("CapacityConcurrent", func(t *testing.T) { testCapacityConcurrent(t, newStore(t).(queue.CapacityStore)) })
+	}
 }
 
 // saturating edits p to the slowest rate (1,000 s a ticket) with 9.2

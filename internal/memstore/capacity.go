@@ -1,0 +1,225 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/example/waitingroom/internal/queue"
+)
+
+var _ queue.CapacityStore = (*Store)(nil)
+
+type groupKey struct {
+	program string
+	g       int64
+}
+
+type endsKey struct {
+	program string
+	q       int64
+	k       int
+}
+
+// ends is one end index: its places, and whether a fold sealed it.
+type ends struct {
+	places map[int64]bool
+	sealed bool
+}
+
+// capacity holds the capacity records (queue.CapacityStore).
+type capacity struct {
+	groups map[groupKey]queue.Group
+	ends   map[endsKey]ends
+	marks  map[string][]queue.Mark // by program, in time order
+}
+
+// group returns a copy of the stored group (under s.mu).
+func (s *Store) group(k groupKey) queue.Group {
+	g := s.cap.groups[k]
+	g.Sighted = slices.Clone(g.Sighted)
+	g.Ended = maps.Clone(g.Ended)
+	return g
+}
+
+// Sight implements queue.CapacityStore.
+func (s *Store) Sight(ctx context.Context, programID string, place int64) (queue.Group, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Group{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := groupKey{programID, queue.GroupOf(place)}
+	g := s.cap.groups[k]
+	i, found := slices.BinarySearch(g.Sighted, place)
+	switch {
+	case found:
+	case g.SealedThrough >= place:
+		return queue.Group{}, queue.ErrSealed
+	default:
+		g.Sighted = slices.Insert(slices.Clone(g.Sighted), i, place)
+		s.cap.groups[k] = g
+	}
+	return s.group(k), nil
+}
+
+// SealSightings implements queue.CapacityStore.
+func (s *Store) SealSightings(ctx context.Context, programID string, g, through int64, now time.Time) (queue.Group, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Group{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := groupKey{programID, g}
+	grp := s.cap.groups[k]
+	if through > grp.SealedThrough {
+		grp.SealedThrough, grp.SealedAt = through, now.Truncate(time.Millisecond)
+		s.cap.groups[k] = grp
+	}
+	return s.group(k), nil
+}
+
+// EndPlace implements queue.CapacityStore.
+func (s *Store) EndPlace(ctx context.Context, programID string, place, q int64) (queue.Group, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Group{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := groupKey{programID, queue.GroupOf(place)}
+	g := s.cap.groups[k]
+	if g.Expired {
+		return queue.Group{}, queue.ErrSealed
+	}
+	if _, ok := g.Ended[place]; !ok {
+		g.Ended = maps.Clone(g.Ended)
+		if g.Ended == nil {
+			g.Ended = map[int64]int64{}
+		}
+		g.Ended[place] = q
+		s.cap.groups[k] = g
+	}
+	return s.group(k), nil
+}
+
+// MoveEnd implements queue.CapacityStore.
+func (s *Store) MoveEnd(ctx context.Context, programID string, place, from, to int64) (queue.Group, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Group{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := groupKey{programID, queue.GroupOf(place)}
+	g := s.cap.groups[k]
+	if q, ok := g.Ended[place]; ok && q == from {
+		g.Ended = maps.Clone(g.Ended)
+		g.Ended[place] = to
+		s.cap.groups[k] = g
+	}
+	return s.group(k), nil
+}
+
+// ExpireGroup implements queue.CapacityStore.
+func (s *Store) ExpireGroup(ctx context.Context, programID string, g int64) (queue.Group, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Group{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := groupKey{programID, g}
+	grp := s.cap.groups[k]
+	grp.Expired = true
+	s.cap.groups[k] = grp
+	return s.group(k), nil
+}
+
+// AddEnd implements queue.CapacityStore.
+func (s *Store) AddEnd(ctx context.Context, programID string, q int64, k int, place int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := endsKey{programID, q, k}
+	e := s.cap.ends[key]
+	if e.sealed {
+		return queue.ErrSealed
+	}
+	if e.places == nil {
+		e.places = map[int64]bool{}
+	}
+	e.places[place] = true
+	s.cap.ends[key] = e
+	return nil
+}
+
+// SealEnds implements queue.CapacityStore.
+func (s *Store) SealEnds(ctx context.Context, programID string, q int64, k int) ([]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := endsKey{programID, q, k}
+	e := s.cap.ends[key]
+	e.sealed = true
+	s.cap.ends[key] = e
+	return slices.Sorted(maps.Keys(e.places)), nil
+}
+
+// PutMark implements queue.CapacityStore.
+func (s *Store) PutMark(ctx context.Context, programID string, m queue.Mark) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	marks := s.cap.marks[programID]
+	i, found := slices.BinarySearchFunc(marks, m.AtMs, func(m queue.Mark, at int64) int { return cmp.Compare(m.AtMs, at) })
+	if found {
+		marks[i] = m
+	} else {
+		s.cap.marks[programID] = slices.Insert(marks, i, m)
+	}
+	return nil
+}
+
+// MarkBefore implements queue.CapacityStore.
+func (s *Store) MarkBefore(ctx context.Context, programID string, ms int64) (queue.Mark, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Mark{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	marks := s.cap.marks[programID]
+	i, found := slices.BinarySearchFunc(marks, ms, func(m queue.Mark, at int64) int { return cmp.Compare(m.AtMs, at) })
+	if found {
+		return marks[i], nil
+	}
+	if i == 0 {
+		return queue.Mark{}, queue.ErrNotFound
+	}
+	return marks[i-1], nil
+}
+
+// ApplyFold implements queue.CapacityStore.
+func (s *Store) ApplyFold(ctx context.Context, programID string, prevFoldedAtMs int64, next queue.Capacity) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.programs[programID]
+	switch {
+	case !ok:
+		return queue.ErrNotFound
+	case p.Capacity.FoldedAtMs != prevFoldedAtMs:
+		return queue.ErrConflict
+	}
+	next.Steps = slices.Clone(next.Steps)
+	p.Capacity = next
+	s.programs[programID] = p
+	return nil
+}

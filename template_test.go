@@ -259,9 +259,10 @@ func TestTemplatePollPolicy(t *testing.T) {
 	}
 }
 
-// allowedActions is what the store calls (internal/dynamostore); no Scan,
-// Query or DeleteItem: expiry is DynamoDB's TTL.
-var allowedActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+// allowedActions is what the store calls (internal/dynamostore); no Scan
+// or DeleteItem: expiry is DynamoDB's TTL. Query reads the capacity's
+// marks (MarkBefore), one partition, one item.
+var allowedActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
 
 func TestTemplatePolicies(t *testing.T) {
 	tpl := loadTemplate(t)

@@ -12,6 +12,7 @@ package dynamostore_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -803,6 +804,22 @@ func TestFaultsShardAnswersLost(t *testing.T) {
 	}
 }
 
+// loseFirst makes the rig lose the answer of the first op request whose
+// body contains body (the write is applied; the SDK retries it).
+func (r *faultRig) loseFirst(op, body string) {
+	r.ft.SetRules(faultinject.Rule{Op: op, BodyContains: body, FirstOnly: true, Action: faultinject.DropResponse})
+}
+
+// checkLost fails t unless exactly one answer of op was lost, and clears
+// the rules.
+func (r *faultRig) checkLost(t *testing.T, op, what string) {
+	t.Helper()
+	if got := r.ft.Faults(op); got != 1 {
+		t.Fatalf("%s: %d answers lost, want 1", what, got)
+	}
+	r.ft.SetRules()
+}
+
 // TestShardWritesAnswerLost: each write of the ticket shards applied with
 // its first answer lost answers, on the SDK's retry, what it did: the
 // same numbers for a take (not the next ones, leaving a gap), the
@@ -816,15 +833,10 @@ func TestShardWritesAnswerLost(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now()
 	fresh := now.Add(-tickets.BlockLifetime)
-	lose := func(body string) {
-		r.ft.SetRules(faultinject.Rule{Op: "UpdateItem", BodyContains: body, FirstOnly: true, Action: faultinject.DropResponse})
-	}
+	lose := func(body string) { r.loseFirst("UpdateItem", body) }
 	checkLost := func(what string) {
 		t.Helper()
-		if got := r.ft.Faults("UpdateItem"); got != 1 {
-			t.Fatalf("%s: %d answers lost, want 1", what, got)
-		}
-		r.ft.SetRules()
+		r.checkLost(t, "UpdateItem", what)
 	}
 	p, err := s.IssueTickets(ctx, "once", now, 10)
 	if err != nil {
@@ -865,5 +877,71 @@ func TestShardWritesAnswerLost(t *testing.T) {
 	}
 	if q, err := s.GetProgram(ctx, "once"); err != nil || q.Issued != 3 || q.Shards != 4 {
 		t.Fatalf("program after: %+v %v, want 3 issued, 4 shards", q, err)
+	}
+}
+
+// TestCapacityWritesAnswerLost: each write of the capacity records applied
+// with its first answer lost answers, on the SDK's retry, as if it had
+// been made once; a fold's retry answers ErrConflict (its caller reads
+// again) with the fold stored.
+func TestCapacityWritesAnswerLost(t *testing.T) {
+	t.Parallel()
+	r := newFaultRig(t)
+	r.program(t, "cap", 1, true)
+	s := dynamostore.New(r.client, r.table)
+	ctx := t.Context()
+	at := time.UnixMilli(1_772_366_400_000).UTC()
+	r.loseFirst("UpdateItem", `"sighted"`)
+	g, err := s.Sight(ctx, "cap", 5)
+	r.checkLost(t, "UpdateItem", "sight")
+	if err != nil || !slices.Equal(g.Sighted, []int64{5}) {
+		t.Fatalf("Sight: %+v %v, want 5 sighted", g, err)
+	}
+	r.loseFirst("UpdateItem", `"sealedThrough"`)
+	g, err = s.SealSightings(ctx, "cap", 0, 9, at)
+	r.checkLost(t, "UpdateItem", "seal sightings")
+	if err != nil || g.SealedThrough != 9 || !g.SealedAt.Equal(at) || !slices.Equal(g.Sighted, []int64{5}) {
+		t.Fatalf("SealSightings: %+v %v, want 5 sighted, sealed through 9 at %v", g, err, at)
+	}
+	r.loseFirst("UpdateItem", `"end_7"`)
+	g, err = s.EndPlace(ctx, "cap", 7, 3)
+	r.checkLost(t, "UpdateItem", "end place")
+	if err != nil || g.Ended[7] != 3 {
+		t.Fatalf("EndPlace: %+v %v, want 7 ended in 3", g, err)
+	}
+	r.loseFirst("UpdateItem", `"end_7"`)
+	g, err = s.MoveEnd(ctx, "cap", 7, 3, 4)
+	r.checkLost(t, "UpdateItem", "move end")
+	if err != nil || g.Ended[7] != 4 {
+		t.Fatalf("MoveEnd: %+v %v, want 7 ended in 4", g, err)
+	}
+	r.loseFirst("UpdateItem", `"places"`)
+	err = s.AddEnd(ctx, "cap", 4, 0, 7)
+	r.checkLost(t, "UpdateItem", "add end")
+	if err != nil {
+		t.Fatalf("AddEnd: %v", err)
+	}
+	r.loseFirst("UpdateItem", `"sealed"`)
+	places, err := s.SealEnds(ctx, "cap", 4, 0)
+	r.checkLost(t, "UpdateItem", "seal ends")
+	if err != nil || !slices.Equal(places, []int64{7}) {
+		t.Fatalf("SealEnds: %v %v, want [7]", places, err)
+	}
+	r.loseFirst("PutItem", `"counter"`)
+	m := queue.Mark{AtMs: at.UnixMilli(), Counter: 12, NoShowThrough: 9}
+	err = s.PutMark(ctx, "cap", m)
+	r.checkLost(t, "PutItem", "put mark")
+	if got, err2 := s.MarkBefore(ctx, "cap", m.AtMs); err != nil || err2 != nil || got != m {
+		t.Fatalf("PutMark: %v; MarkBefore: %+v %v, want %+v", err, got, err2, m)
+	}
+	r.loseFirst("UpdateItem", `"capacity"`)
+	next := queue.Capacity{Level: 1, Steps: []queue.Step{{AtMs: m.AtMs, Freed: 3}}, FoldedAtMs: m.AtMs, NoShowThrough: 9}
+	err = s.ApplyFold(ctx, "cap", 0, next)
+	r.checkLost(t, "UpdateItem", "apply fold")
+	if err != nil && !errors.Is(err, queue.ErrConflict) {
+		t.Fatalf("ApplyFold: %v, want nil or ErrConflict", err)
+	}
+	if p, err := s.GetProgram(ctx, "cap"); err != nil || p.Capacity.FoldedAtMs != m.AtMs || len(p.Capacity.Steps) != 1 {
+		t.Fatalf("capacity after the fold: %+v %v, want %+v", p.Capacity, err, next)
 	}
 }

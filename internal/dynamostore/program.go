@@ -70,6 +70,11 @@ type programItem struct {
 	Recent6 int64 `dynamodbav:"recent6,omitempty" write:"tickets"`
 	Recent7 int64 `dynamodbav:"recent7,omitempty" write:"tickets"`
 	Recent8 int64 `dynamodbav:"recent8,omitempty" write:"tickets"`
+
+	// Capacity is the fold's state, which only CapacityStore.ApplyFold
+	// writes (absent until the first fold): a map of queue.Capacity's
+	// attributes.
+	Capacity *queue.Capacity `dynamodbav:"capacity,omitempty" write:"fold"`
 }
 
 // itemOf is p's program item.
@@ -89,6 +94,10 @@ func itemOf(p queue.Program) programItem {
 	}
 	it.Recent1, it.Recent2, it.Recent3, it.Recent4 = p.Recent[0], p.Recent[1], p.Recent[2], p.Recent[3]
 	it.Recent5, it.Recent6, it.Recent7, it.Recent8 = p.Recent[4], p.Recent[5], p.Recent[6], p.Recent[7]
+	if !reflect.ValueOf(p.Capacity).IsZero() {
+		c := p.Capacity
+		it.Capacity = &c
+	}
 	return it
 }
 
@@ -107,6 +116,9 @@ func (it programItem) program() queue.Program {
 	p.AdmissionWindow = time.Duration(it.AdmissionWindowMs) * time.Millisecond
 	p.OpensAt = queue.FromUnixMs(it.OpensAtMs)
 	p.Profile = it.Profile
+	if it.Capacity != nil {
+		p.Capacity = *it.Capacity
+	}
 	return p
 }
 
@@ -137,6 +149,7 @@ const (
 	created = "created"
 	issuing = "tickets"
 	derived = "derived"
+	// "fold": the capacity, which only ApplyFold writes.
 )
 
 // nameOf is the expression name of the program attribute called name; it

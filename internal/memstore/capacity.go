@@ -90,10 +90,11 @@ func (s *Store) EndPlace(ctx context.Context, programID string, place, q int64) 
 	defer s.mu.Unlock()
 	k := groupKey{programID, queue.GroupOf(place)}
 	g := s.cap.groups[k]
-	if g.Expired {
+	_, ended := g.Ended[place]
+	if g.Expired && !ended {
 		return queue.Group{}, queue.ErrSealed
 	}
-	if _, ok := g.Ended[place]; !ok {
+	if !ended {
 		g.Ended = maps.Clone(g.Ended)
 		if g.Ended == nil {
 			g.Ended = map[int64]int64{}
@@ -144,7 +145,7 @@ func (s *Store) AddEnd(ctx context.Context, programID string, q int64, k int, pl
 	defer s.mu.Unlock()
 	key := endsKey{programID, q, k}
 	e := s.cap.ends[key]
-	if e.sealed {
+	if e.sealed && !e.places[place] {
 		return queue.ErrSealed
 	}
 	if e.places == nil {

@@ -91,8 +91,8 @@ type CapacityStore interface {
 	// back) at now, and returns the group.
 	SealSightings(ctx context.Context, programID string, g, through int64, now time.Time) (Group, error)
 	// EndPlace records place's end in quantum q unless one is recorded
-	// (that one stays), and returns the group; ErrSealed once the group
-	// has expired.
+	// (that one stays), and returns the group; ErrSealed if the group has
+	// expired without it.
 	EndPlace(ctx context.Context, programID string, place, q int64) (Group, error)
 	// MoveEnd moves place's end from quantum from to quantum to if it is
 	// still in from, and returns the group.
@@ -100,7 +100,7 @@ type CapacityStore interface {
 	// ExpireGroup seals group g against ends and returns it.
 	ExpireGroup(ctx context.Context, programID string, g int64) (Group, error)
 	// AddEnd adds place to the end index of quantum q, shard k, unless it
-	// is sealed (ErrSealed).
+	// is sealed without it (ErrSealed).
 	AddEnd(ctx context.Context, programID string, q int64, k int, place int64) error
 	// SealEnds seals the end index of quantum q, shard k, and returns its
 	// places.

@@ -91,6 +91,11 @@ func testCapacity(t *testing.T, s queue.CapacityStore, ps queue.Store) {
 		}
 		_, err = s.EndPlace(ctx, id, g1+3, 14)
 		checkErr(t, "EndPlace in an expired group", err, queue.ErrSealed)
+		g, err = s.EndPlace(ctx, id, g1+2, 15) // a retry of an end made before the seal
+		checkErr(t, "EndPlace again in an expired group", err, nil)
+		if g.Ended[g1+2] != 13 {
+			t.Fatalf("a repeated end moved to quantum %d", g.Ended[g1+2])
+		}
 	})
 	t.Run("end indexes", func(t *testing.T) {
 		for _, place := range []int64{40, 7, 40} {
@@ -105,6 +110,7 @@ func testCapacity(t *testing.T, s queue.CapacityStore, ps queue.Store) {
 			}
 		}
 		checkErr(t, "AddEnd to a sealed index", s.AddEnd(ctx, id, 100, 1, 9), queue.ErrSealed)
+		checkErr(t, "AddEnd again to a sealed index that has it", s.AddEnd(ctx, id, 100, 1, 40), nil)
 		got, err := s.SealEnds(ctx, id, 101, 0)
 		checkErr(t, "SealEnds of an empty index", err, nil)
 		if len(got) != 0 {

@@ -150,6 +150,18 @@ type Program struct {
 	Prequeue *int64 `json:"prequeue,omitempty"`
 	// MaxWaiting is the longest the line may be; absent: no limit.
 	MaxWaiting int64 `json:"maxWaiting,omitempty"`
+	// MaxActiveUsers caps how many people are admitted at once; absent:
+	// no cap.
+	MaxActiveUsers int64 `json:"maxActiveUsers,omitempty"`
+	// NoShowSeconds is how long an admitted person has to fetch their
+	// pass; absent: no no-show handling.
+	NoShowSeconds int64 `json:"noShowSeconds,omitempty"`
+	// Active, Ended and NoShows count, as of the last second's fold, the
+	// people admitted and not yet done, the admissions ended early, and
+	// the no-shows; present with a cap or no-show handling.
+	Active  *int64 `json:"active,omitempty"`
+	Ended   *int64 `json:"ended,omitempty"`
+	NoShows *int64 `json:"noShows,omitempty"`
 	Profile
 }
 
@@ -167,6 +179,12 @@ type ProgramSettings struct {
 	// MaxWaiting limits the line: an enter while waiting is at it gets
 	// QUEUE_FULL; 0 removes the limit.
 	MaxWaiting *int64 `json:"maxWaiting,omitempty"`
+	// MaxActiveUsers caps how many people may be admitted at once
+	// (admitted, and not ended, expired or a no-show); 0 removes the cap.
+	MaxActiveUsers *int64 `json:"maxActiveUsers,omitempty"`
+	// NoShowSeconds, 5 to 3600, is how long an admitted person has to
+	// fetch their pass before they are a no-show; 0 removes it.
+	NoShowSeconds *int64 `json:"noShowSeconds,omitempty"`
 	// DisplayName, at most 80 characters on one line; "" clears it.
 	DisplayName *string `json:"displayName,omitempty"`
 	// Message, at most 500 characters; "" clears it.

@@ -59,11 +59,16 @@ func programOf(c queue.Counters) wire.Program {
 		OpensAt:                wire.TimeOf(c.OpensAt),
 		ShuffleAtOpen:          c.Shuffle,
 		MaxWaiting:             c.MaxWaiting,
+		MaxActiveUsers:         c.MaxActiveUsers,
+		NoShowSeconds:          c.NoShowSeconds,
 		ShuffleCommitment:      c.ShuffleCommitment,
 		Profile:                wire.Profile(c.Profile),
 	}
 	if c.PrequeueFixed {
 		view.Prequeue = &c.Prequeue
+	}
+	if c.Followed {
+		view.Active, view.Ended, view.NoShows = &c.Active, &c.Ended, &c.NoShows
 	}
 	return view
 }

@@ -67,6 +67,11 @@ type Counters struct {
 	ShuffleCommitment string
 	Prequeue          int64
 	PrequeueFixed     bool
+	// Followed is set when the folds follow the program's admissions (a
+	// cap or no-show handling): then Active (admitted and not done),
+	// Ended (early) and NoShows count them, as of the last fold.
+	Followed               bool
+	Active, Ended, NoShows int64
 }
 
 // invalidSetting is the INVALID_SETTINGS error of the setting named name
@@ -90,6 +95,8 @@ func changeOptions(set api.ProgramSettings, o *Options, pace *Segment, policies 
 		change(&o.Closed, set.Closed, "closed", anyValue[bool]),
 		change(&o.Shuffle, set.ShuffleAtOpen, "shuffleAtOpen", anyValue[bool]),
 		change(&o.MaxWaiting, set.MaxWaiting, "maxWaiting", maxWaiting),
+		change(&o.MaxActiveUsers, set.MaxActiveUsers, "maxActiveUsers", maxActiveUsers),
+		change(&o.NoShowSeconds, set.NoShowSeconds, "noShowSeconds", noShowSeconds),
 	)
 }
 
@@ -139,6 +146,29 @@ const MaxMaxWaiting = 1_000_000_000
 func maxWaiting(n int64) (int64, string) {
 	if n < 0 || n > MaxMaxWaiting {
 		return 0, fmt.Sprintf("must be 0 (no limit) or at most %d", MaxMaxWaiting)
+	}
+	return n, ""
+}
+
+// MaxMaxActiveUsers bounds maxActiveUsers.
+const MaxMaxActiveUsers = 100_000_000
+
+func maxActiveUsers(n int64) (int64, string) {
+	if n < 0 || n > MaxMaxActiveUsers {
+		return 0, fmt.Sprintf("must be 0 (no cap) or at most %d", MaxMaxActiveUsers)
+	}
+	return n, ""
+}
+
+// Bounds of noShowSeconds, when set.
+const (
+	MinNoShowSeconds = 5
+	MaxNoShowSeconds = 3600
+)
+
+func noShowSeconds(n int64) (int64, string) {
+	if n != 0 && (n < MinNoShowSeconds || n > MaxNoShowSeconds) {
+		return 0, fmt.Sprintf("must be 0 (none) or %d to %d", MinNoShowSeconds, MaxNoShowSeconds)
 	}
 	return n, ""
 }
@@ -538,6 +568,12 @@ func (p Program) counters(now time.Time) Counters {
 	}
 	if p.PrequeueFixed {
 		c.Prequeue = p.Prequeue
+	}
+	if p.capacityManaged() {
+		k := p.Capacity
+		c.Followed = true
+		c.Ended, c.NoShows = k.Ended, k.NoShows
+		c.Active = max(admitted-k.Ended-k.NoShows-k.Expired, 0)
 	}
 	return c
 }

@@ -15,7 +15,8 @@ func GroupOf(p int64) int64 { return (p - 1) / GroupSize }
 
 // Step is one rise of a capped program's ceiling, written by the fold:
 // from AtMs (Unix ms) the slots freed rise from their level then towards
-// Freed at Rate, or at once when Rate is 0.
+// Freed, the first slot at AtMs and the next at Rate, or all at once when
+// Rate is 0.
 type Step struct {
 	AtMs  int64 `dynamodbav:"at"`
 	Freed int64 `dynamodbav:"freed"`
@@ -134,7 +135,7 @@ func (c Capacity) freedAt(ms int64) int64 {
 			level = st.Freed
 		default:
 			n, _ := mulDiv(uint64(end-st.AtMs), uint64(st.Rate), 1e6, false)
-			level = min(st.Freed, addSat(level, n))
+			level = min(st.Freed, addSat(level, addSat(n, 1)))
 		}
 	}
 	return level
@@ -163,14 +164,14 @@ func (c Capacity) reachMs(n, from int64) (int64, bool) {
 			continue
 		}
 		if n <= st.Freed {
-			d, _ := mulDiv(uint64(n-level), 1e6, uint64(st.Rate), true)
+			d, _ := mulDiv(uint64(n-level-1), 1e6, uint64(st.Rate), true)
 			if at := addSat(st.AtMs, d); end < 0 || at <= end {
 				return max(at, from), true
 			}
 		}
 		if end >= 0 {
 			k, _ := mulDiv(uint64(end-st.AtMs), uint64(st.Rate), 1e6, false)
-			level = min(st.Freed, addSat(level, k))
+			level = min(st.Freed, addSat(level, addSat(k, 1)))
 		}
 	}
 	return 0, false

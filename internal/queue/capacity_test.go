@@ -12,18 +12,17 @@ import (
 func TestFreedAt(t *testing.T) {
 	c := queue.Capacity{Level: 3, Steps: []queue.Step{
 		{AtMs: 1000, Freed: 5},                // at once
-		{AtMs: 2000, Freed: 9, Rate: rate(2)}, // 2/s: 9 at 4000
-		{AtMs: 3000, Freed: 8},                // below the level then: holds it
+		{AtMs: 2000, Freed: 9, Rate: rate(2)}, // one at once, then 2/s
+		{AtMs: 3000, Freed: 8},                // at or below the level then: holds it
 		{AtMs: 5000, Freed: 20, Rate: rate(1)},
 	}}
 	for _, tt := range []struct {
 		ms, want int64
 	}{
 		{0, 3}, {999, 3}, {1000, 5}, {1999, 5},
-		{2000, 5}, {2499, 5}, {2500, 6}, {2999, 6},
-		// 7 by 3000, when a step takes it to 8 at once.
-		{3000, 8}, {4999, 8},
-		{5000, 8}, {6000, 9}, {17000, 20}, {99999, 20},
+		{2000, 6}, {2499, 6}, {2500, 7}, {2999, 7},
+		{3000, 8}, {4999, 8}, // the rise stops at the next step
+		{5000, 9}, {6000, 10}, {16000, 20}, {99999, 20},
 	} {
 		if got := c.FreedAt(tt.ms); got != tt.want {
 			t.Errorf("FreedAt(%d) = %d, want %d", tt.ms, got, tt.want)
@@ -80,7 +79,8 @@ func TestCeilingHoldsTheCounter(t *testing.T) {
 		{time.Second, 10},
 		{5 * time.Second, 50},  // at the cap
 		{19 * time.Second, 50}, // held
-		{21 * time.Second, 60}, // 10 freed by then, refilled at the rate
+		{20 * time.Second, 51}, // the first slot freed at once
+		{21 * time.Second, 61}, // then the rest at the rate
 		{time.Minute, 80},      // all 30
 		{time.Minute + time.Second, 80},
 	} {
@@ -114,9 +114,9 @@ func TestSituationUnderTheCeiling(t *testing.T) {
 		wantRate float64
 	}{
 		{40, 0, 100}, // already in
-		{60, 5*time.Second + 100*time.Millisecond, 2}, // the 10th freed slot: 10 s + 100 ms
-		{70, 5*time.Second + 200*time.Millisecond, 2},
-		{80, 5*time.Second + 200*time.Millisecond + 5*time.Second, 2}, // 10 past the steps at 2/s
+		{60, 5*time.Second + 90*time.Millisecond, 2}, // the 10th freed slot: the first at 10 s, then one each 10 ms
+		{70, 5*time.Second + 190*time.Millisecond, 2},
+		{80, 5*time.Second + 190*time.Millisecond + 5*time.Second, 2}, // 10 past the steps at 2/s
 	} {
 		sit := p.Situation(tt.place, now, time.Second)
 		if sit.Wait != tt.wantWait || sit.RatePerSecond != tt.wantRate {

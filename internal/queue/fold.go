@@ -11,8 +11,10 @@ import (
 const (
 	// EndShards is how many items each end index is spread over.
 	EndShards = 4
-	// foldEvery is the least time between two folds of a program.
-	foldEvery = time.Second
+	// foldEvery is the least time between two folds of a program: with
+	// the change delay (2 s at the default cache TTL), a slot freed is
+	// refilled within 2.5 s.
+	foldEvery = 500 * time.Millisecond
 	// maxGroupsPerFold bounds the groups one fold seals for no-shows.
 	maxGroupsPerFold = 16
 	// expiryMargin is added to a group's last window before it expires:

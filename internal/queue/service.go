@@ -221,6 +221,7 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 	if p, err = s.withOpening(ctx, p, now); err != nil {
 		return View{}, false, err
 	}
+	s.maybeFold(ctx, p, now)
 	v, err = s.view(ctx, p, t, now)
 	return v, true, err
 }
@@ -266,6 +267,7 @@ func (s *Service) answer(ctx context.Context, programID string, t Token) (View, 
 		if err != nil {
 			return View{}, err
 		}
+		s.maybeFold(ctx, p, now)
 		return s.view(ctx, p, t, now)
 	}
 	return s.view(ctx, Program{}, t, now)
@@ -359,7 +361,11 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 			return s.waiting(p, t, now), nil
 		}
 		var err error
-		if t, first, err = s.markAdmitted(ctx, p, t, now); err != nil {
+		t, first, err = s.markAdmitted(ctx, p, t, now)
+		if errors.Is(err, errNoShow) {
+			// Admitted, but not seen within the time to show: no pass, ever.
+			return View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Status: StatusExpired}, nil
+		} else if err != nil {
 			return View{}, err
 		}
 	}
@@ -429,12 +435,17 @@ func statusLine(p Program, v View, now time.Time) string {
 // changed meanwhile (admitted by a concurrent poll, or left) the stored
 // version wins, and recorded is false.
 func (s *Service) markAdmitted(ctx context.Context, p Program, t Token, now time.Time) (stored Token, recorded bool, err error) {
-	window := p.AdmissionWindow
-	if window <= 0 {
-		window = DefaultAdmissionWindow
+	place, _ := p.Place(t) // placed: p admits t
+	sealedAt, err := s.sight(ctx, p, place)
+	if err != nil {
+		return t, false, err
 	}
 	t.AdmittedAt = now.Truncate(time.Millisecond)
-	t.AdmissionExpiresAt = t.AdmittedAt.Add(window)
+	t.AdmissionExpiresAt = t.AdmittedAt.Add(p.window())
+	if !sealedAt.IsZero() && sealedAt.Add(p.window()).Before(t.AdmissionExpiresAt) {
+		// Seen before its seal, recorded after: the window the fold counts.
+		t.AdmissionExpiresAt = sealedAt.Add(p.window())
+	}
 	t.ExpiresAt = t.AdmissionExpiresAt.Add(endedTokenRetention)
 	if s.passes != nil {
 		pass, err := s.passes.SignPass(ctx, t)
@@ -506,6 +517,7 @@ type programCache struct {
 	mu      sync.RWMutex
 	entries map[string]cachedProgram
 	sweptAt time.Time
+	folds   map[string]time.Time // the last fold tried, by program (tryFold)
 }
 
 // get returns the cached read of id if it may still be used at now

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -44,11 +45,40 @@ func (s *Service) EndSession(ctx context.Context, programID, pass string) error 
 	now := s.clock.Now()
 	switch {
 	case !t.LeftAt.IsZero():
-		return nil
+		// Ended before (a retry), or left by its holder: the site's word
+		// frees the slot now.
 	case !now.Before(t.AdmissionExpiresAt):
 		return Errorf(KindForbidden, api.CodePassExpired, "The admission pass has expired: its admission is over.")
+	default:
+		if err := s.endAdmission(ctx, t, now); err != nil {
+			return err
+		}
 	}
-	return s.endAdmission(ctx, t, now)
+	return s.freeSlot(ctx, t, now)
+}
+
+// freeSlot records that t's admission, sighted, ended before its window,
+// when its program follows its admissions (recordEnd).
+func (s *Service) freeSlot(ctx context.Context, t Token, now time.Time) error {
+	p, err := s.program(ctx, t.ProgramID, now)
+	if err != nil {
+		return err
+	}
+	if _, ok := s.capacityStore(p); !ok {
+		return nil
+	}
+	if p, err = s.withShuffle(ctx, p); err != nil {
+		return err
+	}
+	place, ok := p.Place(t)
+	if !ok {
+		return nil // never admitted: never sighted
+	}
+	if err := s.recordEnd(ctx, p, place); err != nil {
+		return err
+	}
+	s.maybeFold(ctx, p, now)
+	return nil
 }
 
 // passToken reads, without checking the signature, the token id (sub) of

@@ -1,0 +1,92 @@
+package queue_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// TestCapEndToEnd: a program capped at 3 admits 3; the site ending a
+// session lets the next in a few seconds later; someone admitted who
+// never fetches their answer is a no-show, reads EXPIRED with no pass,
+// and frees their slot; the counters say so.
+func TestCapEndToEnd(t *testing.T) {
+	ctx := t.Context()
+	svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
+	if _, _, err := svc.PutProgram(ctx, "capped", api.ProgramSettings{
+		AdmissionRatePerSecond: new(api.Rate(10)), MaxActiveUsers: new(int64(3)), NoShowSeconds: new(int64(5)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 6 {
+		v, _, err := svc.Enter(ctx, "capped", queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, v.TokenID)
+	}
+	poll := func(i int) queue.View {
+		t.Helper()
+		v, err := svc.Poll(ctx, "capped", ids[i])
+		if err != nil {
+			t.Fatalf("poll %d: %v", i, err)
+		}
+		return v
+	}
+	c.Advance(time.Second)
+	var pass string
+	for i, want := range []queue.Status{queue.StatusAdmitted, queue.StatusAdmitted, queue.StatusAdmitted, queue.StatusWaiting, queue.StatusWaiting} {
+		if v := poll(i); v.Status != want {
+			t.Fatalf("token %d at +1s: %s, want %s", i, v.Status, want)
+		} else if i == 0 {
+			pass = v.AdmissionPass
+		}
+	}
+	if err := svc.EndSession(ctx, "capped", pass); err != nil {
+		t.Fatal(err)
+	}
+	admitted := func() int64 {
+		t.Helper()
+		p, err := svc.Program(ctx, "capped")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Admitted
+	}
+	// The end is counted by the next fold and frees the slot a change
+	// delay (2 s) later: place 4 is admitted within 3 s. Its holder never
+	// comes to see; token 4's polls drive the folds.
+	var freedAfter time.Duration
+	for step := 1; step <= 40 && freedAfter == 0; step++ {
+		c.Advance(100 * time.Millisecond)
+		poll(4)
+		if admitted() == 4 {
+			freedAfter = time.Duration(step) * 100 * time.Millisecond
+		}
+	}
+	if freedAfter == 0 || freedAfter > 3*time.Second {
+		t.Fatalf("place 4 admitted %v after the end, want within 3 s", freedAfter)
+	}
+	// Place 4 is a no-show once 5 s (and the margin) have passed since a
+	// fold saw it admitted: then token 4 (place 5) gets its slot.
+	var noShowAfter time.Duration
+	for step := 1; step <= 150 && noShowAfter == 0; step++ {
+		c.Advance(100 * time.Millisecond)
+		if poll(4).Status == queue.StatusAdmitted {
+			noShowAfter = time.Duration(step) * 100 * time.Millisecond
+		}
+	}
+	if noShowAfter < 5*time.Second || noShowAfter > 10*time.Second {
+		t.Fatalf("token 4 admitted %v after place 4, want 5 to 10 s (a no-show after 5 s)", noShowAfter)
+	}
+	if v := poll(3); v.Status != queue.StatusExpired || v.AdmissionPass != "" {
+		t.Errorf("the no-show: %s, pass %q; want EXPIRED without a pass", v.Status, v.AdmissionPass)
+	}
+	counters, err := svc.Program(ctx, "capped")
+	if err != nil || !counters.Followed || counters.Ended != 1 || counters.NoShows != 1 || counters.Active != 3 {
+		t.Fatalf("counters %+v, %v: want 1 ended, 1 no-show, 3 active", counters, err)
+	}
+}

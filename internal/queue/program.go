@@ -96,6 +96,9 @@ type Program struct {
 	// Capacity is what frees the slots of a capped program (MaxActiveUsers)
 	// and the fold's state; only the fold writes it.
 	Capacity Capacity
+	// ExtraGiven is how many of Capacity.Owed, the no-shows of a program
+	// without a cap, were given back as extra admissions (giveOwed).
+	ExtraGiven int64
 }
 
 // RecentTickets is how many single tickets' instants a program keeps.

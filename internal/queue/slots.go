@@ -113,6 +113,34 @@ func (s *Service) maybeFold(ctx context.Context, p Program, now time.Time) {
 		return
 	}
 	s.cache.put(fresh, now)
+	if err := s.giveOwed(ctx, fresh, now); err != nil {
+		s.logger().WarnContext(ctx, "extra admissions not given", "program", p.ID, "err", err)
+	}
+}
+
+// giveOwed gives the no-shows of p, a program without a cap, back to the
+// next people in line as extra admissions: one admin-like change taking
+// effect a change delay after now, recording them as given in the same
+// write. Nothing while a change is pending (the next fold tries again),
+// and on a conflict (someone else changed p first).
+func (s *Service) giveOwed(ctx context.Context, p Program, now time.Time) error {
+	n := p.Capacity.Owed - p.ExtraGiven
+	if p.MaxActiveUsers > 0 || n <= 0 || p.Pending(now) || !p.Opened(now) {
+		return nil
+	}
+	settled := p.Settled()
+	q := p.Rebased(now, settled.Rate, settled.Paused, n, s.changeDelay())
+	q.ExtraGiven += n
+	change := NewTokenID()
+	q = q.withChange(change)
+	err := s.updateProgram(ctx, q, change, q.Pending(now))
+	if errors.Is(err, ErrConflict) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("give %d extra admissions: %w", n, err)
+	}
+	s.cache.put(q, now)
+	return nil
 }
 
 // maxFoldsTracked is how many programs' fold attempts an instance keeps

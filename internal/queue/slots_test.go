@@ -90,3 +90,46 @@ func TestCapEndToEnd(t *testing.T) {
 		t.Fatalf("counters %+v, %v: want 1 ended, 1 no-show, 3 active", counters, err)
 	}
 }
+
+// TestNoShowsGivenBack: without a cap, an admission wasted on a no-show
+// is given to the next person in line, once.
+func TestNoShowsGivenBack(t *testing.T) {
+	ctx := t.Context()
+	svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
+	if _, _, err := svc.PutProgram(ctx, "given", api.ProgramSettings{
+		AdmissionRatePerSecond: new(api.Rate(2)), NoShowSeconds: new(int64(5)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 60 {
+		v, _, err := svc.Enter(ctx, "given", queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, v.TokenID)
+	}
+	// Everyone polls every 100 ms but the holders of places 1 and 2.
+	for range 200 {
+		c.Advance(100 * time.Millisecond)
+		for _, id := range ids[2:] {
+			if _, err := svc.Poll(ctx, "given", id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p, err := svc.Program(ctx, "given")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 20 s at 2/s is 40 (0.5 s from the opening's anchor); the 2 no-shows
+	// come back as 2 more.
+	if p.NoShows != 2 || p.Admitted != 42 {
+		t.Fatalf("no-shows %d, admitted %d; want 2 and 40 + 2", p.NoShows, p.Admitted)
+	}
+	for i, want := range []queue.Status{queue.StatusExpired, queue.StatusExpired, queue.StatusAdmitted} {
+		if v, err := svc.Poll(ctx, "given", ids[i]); err != nil || v.Status != want {
+			t.Errorf("token %d: %s, %v; want %s", i, v.Status, err, want)
+		}
+	}
+}

@@ -44,17 +44,23 @@ const (
 
 // The capacity records' attributes in expressions.
 var (
-	cgSighted, cgSealed, cgSealedAt = expression.Name("sighted"), expression.Name("sealedThrough"), expression.Name("sealedAtMs")
-	cgExpired, ceSealed, cePlaces   = expression.Name("expired"), expression.Name("sealed"), expression.Name("places")
-	capTTLName                      = expression.Name("ttl")
+	cgSighted, cgSealed, cgSeals  = expression.Name("sighted"), expression.Name("sealedThrough"), expression.Name("seals")
+	cgExpired, ceSealed, cePlaces = expression.Name("expiredThrough"), expression.Name("sealed"), expression.Name("places")
+	capTTLName                    = expression.Name("ttl")
 )
 
 // groupItem is a capacity group item but its end_<place> attributes.
 type groupItem struct {
-	Sighted       []int64 `dynamodbav:"sighted,numberset"` // absent when empty
-	SealedThrough int64   `dynamodbav:"sealedThrough"`
-	SealedAtMs    int64   `dynamodbav:"sealedAtMs"`
-	Expired       bool    `dynamodbav:"expired"`
+	Sighted        []int64    `dynamodbav:"sighted,numberset"` // absent when empty
+	SealedThrough  int64      `dynamodbav:"sealedThrough"`
+	Seals          []sealItem `dynamodbav:"seals"`
+	ExpiredThrough int64      `dynamodbav:"expiredThrough"`
+}
+
+// sealItem is one move of a group's no-show seal.
+type sealItem struct {
+	Through int64 `dynamodbav:"t"`
+	AtMs    int64 `dynamodbav:"at"`
 }
 
 // endsItem is an end index item.
@@ -114,7 +120,10 @@ func decodeGroup(item map[string]types.AttributeValue) (queue.Group, error) {
 		return queue.Group{}, err
 	}
 	slices.Sort(it.Sighted)
-	g := queue.Group{Sighted: it.Sighted, SealedThrough: it.SealedThrough, SealedAt: queue.FromUnixMs(it.SealedAtMs), Expired: it.Expired}
+	g := queue.Group{Sighted: it.Sighted, SealedThrough: it.SealedThrough, ExpiredThrough: it.ExpiredThrough}
+	for _, s := range it.Seals {
+		g.Seals = append(g.Seals, queue.Seal{Through: s.Through, At: queue.FromUnixMs(s.AtMs)})
+	}
 	for name, av := range item {
 		p, ok := strings.CutPrefix(name, endPrefix)
 		if !ok {
@@ -195,19 +204,25 @@ func (s *Store) Sight(ctx context.Context, programID string, place int64) (queue
 	return s.groupUpdate(ctx, "sight", programID, queue.GroupOf(place), &cond, expression.Add(cgSighted, placeSet(place)), queue.ErrSealed)
 }
 
-// SealSightings implements queue.CapacityStore: SET sealedThrough if it
-// moves up; else the group as it is.
+// SealSightings implements queue.CapacityStore: SET sealedThrough and
+// append the move to seals if it moves up; else the group as it is.
 func (s *Store) SealSightings(ctx context.Context, programID string, g, through int64, now time.Time) (queue.Group, error) {
 	cond := expression.Or(expression.AttributeNotExists(cgSealed), cgSealed.LessThan(expression.Value(through)))
-	upd := expression.Set(cgSealed, expression.Value(through)).Set(cgSealedAt, expression.Value(queue.UnixMs(now)))
+	move, err := attributevalue.Marshal([]sealItem{{Through: through, AtMs: queue.UnixMs(now)}})
+	if err != nil {
+		return queue.Group{}, fmt.Errorf("dynamostore: seal sightings: %w", err)
+	}
+	none := &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	upd := expression.Set(cgSealed, expression.Value(through)).
+		Set(cgSeals, expression.ListAppend(expression.IfNotExists(cgSeals, expression.Value(none)), expression.Value(move)))
 	return s.groupUpdate(ctx, "seal sightings", programID, g, &cond, upd, nil)
 }
 
 // EndPlace implements queue.CapacityStore: SET end_<place> unless set, on
-// the condition that the group has not expired.
+// the condition that place has not expired, or has an end already.
 func (s *Store) EndPlace(ctx context.Context, programID string, place, q int64) (queue.Group, error) {
 	e := endName(place)
-	cond := expression.Or(expression.AttributeNotExists(cgExpired), cgExpired.Equal(expression.Value(false)), expression.AttributeExists(e))
+	cond := expression.Or(expression.AttributeNotExists(cgExpired), cgExpired.LessThan(expression.Value(place)), expression.AttributeExists(e))
 	upd := expression.Set(e, expression.IfNotExists(e, expression.Value(q)))
 	return s.groupUpdate(ctx, "end place", programID, queue.GroupOf(place), &cond, upd, queue.ErrSealed)
 }
@@ -220,9 +235,11 @@ func (s *Store) MoveEnd(ctx context.Context, programID string, place, from, to i
 	return s.groupUpdate(ctx, "move end", programID, queue.GroupOf(place), &cond, expression.Set(e, expression.Value(to)), nil)
 }
 
-// ExpireGroup implements queue.CapacityStore: SET expired = true.
-func (s *Store) ExpireGroup(ctx context.Context, programID string, g int64) (queue.Group, error) {
-	return s.groupUpdate(ctx, "expire group", programID, g, nil, expression.Set(cgExpired, expression.Value(true)), nil)
+// ExpireGroup implements queue.CapacityStore: SET expiredThrough if it
+// moves up; else the group as it is.
+func (s *Store) ExpireGroup(ctx context.Context, programID string, g, through int64) (queue.Group, error) {
+	cond := expression.Or(expression.AttributeNotExists(cgExpired), cgExpired.LessThan(expression.Value(through)))
+	return s.groupUpdate(ctx, "expire group", programID, g, &cond, expression.Set(cgExpired, expression.Value(through)), nil)
 }
 
 // AddEnd implements queue.CapacityStore: ADD places :p unless sealed.

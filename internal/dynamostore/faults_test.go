@@ -900,8 +900,8 @@ func TestCapacityWritesAnswerLost(t *testing.T) {
 	r.loseFirst("UpdateItem", `"sealedThrough"`)
 	g, err = s.SealSightings(ctx, "cap", 0, 9, at)
 	r.checkLost(t, "UpdateItem", "seal sightings")
-	if err != nil || g.SealedThrough != 9 || !g.SealedAt.Equal(at) || !slices.Equal(g.Sighted, []int64{5}) {
-		t.Fatalf("SealSightings: %+v %v, want 5 sighted, sealed through 9 at %v", g, err, at)
+	if sealedAt, _ := g.SealedAt(9); err != nil || g.SealedThrough != 9 || len(g.Seals) != 1 || !sealedAt.Equal(at) || !slices.Equal(g.Sighted, []int64{5}) {
+		t.Fatalf("SealSightings: %+v %v, want 5 sighted, sealed through 9 at %v, once", g, err, at)
 	}
 	r.loseFirst("UpdateItem", `"end_7"`)
 	g, err = s.EndPlace(ctx, "cap", 7, 3)
@@ -914,6 +914,12 @@ func TestCapacityWritesAnswerLost(t *testing.T) {
 	r.checkLost(t, "UpdateItem", "move end")
 	if err != nil || g.Ended[7] != 4 {
 		t.Fatalf("MoveEnd: %+v %v, want 7 ended in 4", g, err)
+	}
+	r.loseFirst("UpdateItem", `"expiredThrough"`)
+	g, err = s.ExpireGroup(ctx, "cap", 0, 6)
+	r.checkLost(t, "UpdateItem", "expire group")
+	if err != nil || g.ExpiredThrough != 6 {
+		t.Fatalf("ExpireGroup: %+v %v, want expired through 6", g, err)
 	}
 	r.loseFirst("UpdateItem", `"places"`)
 	err = s.AddEnd(ctx, "cap", 4, 0, 7)

@@ -40,6 +40,7 @@ type capacity struct {
 func (s *Store) group(k groupKey) queue.Group {
 	g := s.cap.groups[k]
 	g.Sighted = slices.Clone(g.Sighted)
+	g.Seals = slices.Clone(g.Seals)
 	g.Ended = maps.Clone(g.Ended)
 	return g
 }
@@ -75,7 +76,8 @@ func (s *Store) SealSightings(ctx context.Context, programID string, g, through 
 	k := groupKey{programID, g}
 	grp := s.cap.groups[k]
 	if through > grp.SealedThrough {
-		grp.SealedThrough, grp.SealedAt = through, now.Truncate(time.Millisecond)
+		grp.SealedThrough = through
+		grp.Seals = append(slices.Clone(grp.Seals), queue.Seal{Through: through, At: now.Truncate(time.Millisecond)})
 		s.cap.groups[k] = grp
 	}
 	return s.group(k), nil
@@ -91,7 +93,7 @@ func (s *Store) EndPlace(ctx context.Context, programID string, place, q int64) 
 	k := groupKey{programID, queue.GroupOf(place)}
 	g := s.cap.groups[k]
 	_, ended := g.Ended[place]
-	if g.Expired && !ended {
+	if place <= g.ExpiredThrough && !ended {
 		return queue.Group{}, queue.ErrSealed
 	}
 	if !ended {
@@ -123,7 +125,7 @@ func (s *Store) MoveEnd(ctx context.Context, programID string, place, from, to i
 }
 
 // ExpireGroup implements queue.CapacityStore.
-func (s *Store) ExpireGroup(ctx context.Context, programID string, g int64) (queue.Group, error) {
+func (s *Store) ExpireGroup(ctx context.Context, programID string, g, through int64) (queue.Group, error) {
 	if err := ctx.Err(); err != nil {
 		return queue.Group{}, err
 	}
@@ -131,7 +133,7 @@ func (s *Store) ExpireGroup(ctx context.Context, programID string, g int64) (que
 	defer s.mu.Unlock()
 	k := groupKey{programID, g}
 	grp := s.cap.groups[k]
-	grp.Expired = true
+	grp.ExpiredThrough = max(grp.ExpiredThrough, through)
 	s.cap.groups[k] = grp
 	return s.group(k), nil
 }

@@ -502,6 +502,9 @@ func (p Program) apply(set api.ProgramSettings, now time.Time, delay time.Durati
 	if err := p.applyOpening(set, now, delay); err != nil {
 		return p, err
 	}
+	if err := p.checkCapacityChange(set, now); err != nil {
+		return p, err
+	}
 	pace := p.Settled()
 	if err := changeOptions(set, &p.Options, &pace, policies); err != nil {
 		return p, err
@@ -510,6 +513,30 @@ func (p Program) apply(set api.ProgramSettings, now time.Time, delay time.Durati
 		p.ShuffleNonce = NewShuffleNonce()
 	}
 	return p.Rebased(now, pace.Rate, pace.Paused, 0, delay), nil
+}
+
+// checkCapacityChange refuses, once anyone has been admitted, a cap or
+// no-show handling that would follow people admitted before it (their
+// sightings were never recorded, and a new ceiling would take the serving
+// counter back), and a cap lowered or removed; raising one is allowed.
+func (p Program) checkCapacityChange(set api.ProgramSettings, now time.Time) error {
+	if p.Serving(now) == 0 {
+		return nil
+	}
+	started := func(what string) error {
+		return Errorf(KindConflict, api.CodeInvalidSettings, "%s once admission has started: the people admitted before it were not followed.", what)
+	}
+	switch n := set.MaxActiveUsers; {
+	case n == nil:
+	case p.MaxActiveUsers == 0 && *n > 0:
+		return started("maxActiveUsers cannot be set")
+	case p.MaxActiveUsers > 0 && *n < p.MaxActiveUsers:
+		return Errorf(KindConflict, api.CodeInvalidSettings, "maxActiveUsers can only be raised once admission has started (it is %d).", p.MaxActiveUsers)
+	}
+	if n := set.NoShowSeconds; n != nil && *n > 0 && !p.capacityManaged() {
+		return started("noShowSeconds cannot be set")
+	}
+	return nil
 }
 
 // applyOpening checks set's opening and shuffle against p at now, for a

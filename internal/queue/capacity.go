@@ -42,8 +42,8 @@ type Capacity struct {
 	EndsThrough int64 `dynamodbav:"endsThrough"`
 	// NoShowThrough is the last place whose sighting the folds sealed.
 	NoShowThrough int64 `dynamodbav:"noShowThrough"`
-	// ExpiredGroups is how many groups, from the first, have expired.
-	ExpiredGroups int64 `dynamodbav:"expiredGroups"`
+	// ExpiredThrough is the last place whose window the folds expired.
+	ExpiredThrough int64 `dynamodbav:"expiredThrough"`
 	// Owed are no-shows of a program without a cap not yet given to the
 	// next people in line as extra admissions.
 	Owed int64 `dynamodbav:"owed"`
@@ -60,14 +60,33 @@ type Group struct {
 	// Sighted are the places whose admission was seen (the pass fetched).
 	Sighted []int64
 	// SealedThrough is the no-show seal: places at or below it take no
-	// new sighting; SealedAt is when it last moved.
+	// new sighting; Seals are its moves, in order.
 	SealedThrough int64
-	SealedAt      time.Time
+	Seals         []Seal
 	// Ended maps each place whose admission ended early to the end
 	// quantum whose index counts it.
 	Ended map[int64]int64
-	// Expired is the expiry seal: the group takes no more ends.
-	Expired bool
+	// ExpiredThrough is the expiry seal: places at or below it take no
+	// new end.
+	ExpiredThrough int64
+}
+
+// Seal is one move of a group's no-show seal: places up to Through were
+// sealed at At.
+type Seal struct {
+	Through int64
+	At      time.Time
+}
+
+// SealedAt is when place was sealed against new sightings, and false if
+// it is not.
+func (g Group) SealedAt(place int64) (time.Time, bool) {
+	for _, s := range g.Seals {
+		if place <= s.Through {
+			return s.At, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // Mark is the serving counter at a fold, and the no-show cursor after it.
@@ -92,14 +111,15 @@ type CapacityStore interface {
 	// back) at now, and returns the group.
 	SealSightings(ctx context.Context, programID string, g, through int64, now time.Time) (Group, error)
 	// EndPlace records place's end in quantum q unless one is recorded
-	// (that one stays), and returns the group; ErrSealed if the group has
-	// expired without it.
+	// (that one stays), and returns the group; ErrSealed if place has
+	// expired (ExpireGroup) without one.
 	EndPlace(ctx context.Context, programID string, place, q int64) (Group, error)
 	// MoveEnd moves place's end from quantum from to quantum to if it is
 	// still in from, and returns the group.
 	MoveEnd(ctx context.Context, programID string, place, from, to int64) (Group, error)
-	// ExpireGroup seals group g against ends and returns it.
-	ExpireGroup(ctx context.Context, programID string, g int64) (Group, error)
+	// ExpireGroup moves group g's expiry seal up to through (never back),
+	// so that no new end is taken at or below it, and returns the group.
+	ExpireGroup(ctx context.Context, programID string, g, through int64) (Group, error)
 	// AddEnd adds place to the end index of quantum q, shard k, unless it
 	// is sealed without it (ErrSealed).
 	AddEnd(ctx context.Context, programID string, q int64, k int, place int64) error

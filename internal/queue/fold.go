@@ -17,8 +17,8 @@ const (
 	foldEvery = 500 * time.Millisecond
 	// maxGroupsPerFold bounds the groups one fold seals for no-shows.
 	maxGroupsPerFold = 16
-	// expiryMargin is added to a group's last window before it expires:
-	// the pass verifiers' leeway (passverify.DefaultLeeway) and clock skew.
+	// expiryMargin is added to a window before its slot is freed: the
+	// pass verifiers' leeway (passverify.DefaultLeeway) and clock skew.
 	expiryMargin = time.Minute
 	// noShowMargin is added to the no-show time before a place is sealed.
 	noShowMargin = time.Second
@@ -100,21 +100,29 @@ func Fold(ctx context.Context, cs CapacityStore, p Program, now time.Time, delay
 		next.NoShowThrough = max(c.NoShowThrough, through)
 	}
 
-	// Windows over: whole groups whose last sighting's window has ended.
+	// Windows over: the places a mark older than the window (and the
+	// margin) saw sealed were all sighted by then, if ever.
 	expired := int64(0)
-	for g := c.ExpiredGroups; (g+1)*GroupSize <= next.NoShowThrough && g < c.ExpiredGroups+maxGroupsPerFold; g++ {
-		grp, err := cs.SealSightings(ctx, p.ID, g, 0, now) // a read: a seal never moves back
-		if err != nil {
-			return c, fmt.Errorf("read group %d: %w", g, err)
+	m, err = cs.MarkBefore(ctx, p.ID, UnixMs(now.Add(-p.window()-expiryMargin)))
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return c, fmt.Errorf("read mark: %w", err)
+	default:
+		through := min(m.NoShowThrough, next.NoShowThrough, c.ExpiredThrough+maxGroupsPerFold*GroupSize)
+		for g := GroupOf(c.ExpiredThrough + 1); c.ExpiredThrough < through && g <= GroupOf(through); g++ {
+			from, to := max(c.ExpiredThrough+1, g*GroupSize+1), min(through, (g+1)*GroupSize)
+			grp, err := cs.ExpireGroup(ctx, p.ID, g, to)
+			if err != nil {
+				return c, fmt.Errorf("expire group %d: %w", g, err)
+			}
+			for _, s := range grp.Sighted {
+				if _, ended := grp.Ended[s]; s >= from && s <= to && !ended {
+					expired++
+				}
+			}
 		}
-		if now.Before(grp.SealedAt.Add(p.window() + expiryMargin)) {
-			break
-		}
-		if grp, err = cs.ExpireGroup(ctx, p.ID, g); err != nil {
-			return c, fmt.Errorf("expire group %d: %w", g, err)
-		}
-		expired += int64(len(grp.Sighted) - len(grp.Ended))
-		next.ExpiredGroups = g + 1
+		next.ExpiredThrough = max(c.ExpiredThrough, through)
 	}
 
 	next.Ended += ended

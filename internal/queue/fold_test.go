@@ -146,8 +146,8 @@ func TestFoldExpiresWindows(t *testing.T) {
 		t.Fatalf("expired %d before the margin", c.Expired)
 	}
 	c = r.fold(7*time.Second + 2*time.Minute + time.Millisecond)
-	if want := int64(queue.GroupSize*3/4 - 1); c.Expired != want || c.ExpiredGroups != 1 {
-		t.Fatalf("expired %d in %d groups, want %d in 1", c.Expired, c.ExpiredGroups, want)
+	if want := int64(queue.GroupSize*3/4 - 1); c.Expired != want || c.ExpiredThrough != maxActive {
+		t.Fatalf("expired %d through place %d, want %d through %d", c.Expired, c.ExpiredThrough, want, maxActive)
 	}
 	if _, err := r.store.EndPlace(t.Context(), r.id, 2, c.EndsThrough+1); !errors.Is(err, queue.ErrSealed) {
 		t.Errorf("an end after the expiry: %v, want ErrSealed", err)

@@ -43,10 +43,9 @@ func (s *Service) sight(ctx context.Context, p Program, place int64) (sealedAt t
 		return time.Time{}, errNoShow
 	case err != nil:
 		return time.Time{}, storeError("record the sighting", err)
-	case g.SealedThrough >= place:
-		return g.SealedAt, nil
 	}
-	return time.Time{}, nil
+	at, _ := g.SealedAt(place)
+	return at, nil
 }
 
 // recordEnd records that the admission of place, sighted, ended early, so

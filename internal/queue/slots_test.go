@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -130,6 +131,56 @@ func TestNoShowsGivenBack(t *testing.T) {
 	for i, want := range []queue.Status{queue.StatusExpired, queue.StatusExpired, queue.StatusAdmitted} {
 		if v, err := svc.Poll(ctx, "given", ids[i]); err != nil || v.Status != want {
 			t.Errorf("token %d: %s, %v; want %s", i, v.Status, err, want)
+		}
+	}
+}
+
+// TestCapacityChangesOnceStarted: once anyone is admitted, a cap or
+// no-show handling cannot start (those admitted were never followed) and
+// a cap can only be raised; before, anything goes.
+func TestCapacityChangesOnceStarted(t *testing.T) {
+	ctx := t.Context()
+	svc, c := newService(t)
+	put := func(id string, set api.ProgramSettings) error {
+		_, _, err := svc.PutProgram(ctx, id, set)
+		return err
+	}
+	for _, id := range []string{"plain", "capped", "shows"} {
+		if err := put(id, api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(10))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := put("capped", api.ProgramSettings{MaxActiveUsers: new(int64(5))}); err != nil {
+		t.Fatalf("a cap before admission: %v", err)
+	}
+	if err := put("shows", api.ProgramSettings{NoShowSeconds: new(int64(30))}); err != nil {
+		t.Fatalf("no-shows before admission: %v", err)
+	}
+	for _, id := range []string{"plain", "capped", "shows"} {
+		if _, _, err := svc.Enter(ctx, id, queue.Entry{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Advance(time.Second)
+	for _, tt := range []struct {
+		name, id string
+		set      api.ProgramSettings
+		refused  bool
+	}{
+		{"cap after the start", "plain", api.ProgramSettings{MaxActiveUsers: new(int64(5))}, true},
+		{"no-shows after the start", "plain", api.ProgramSettings{NoShowSeconds: new(int64(30))}, true},
+		{"cap lowered", "capped", api.ProgramSettings{MaxActiveUsers: new(int64(4))}, true},
+		{"cap removed", "capped", api.ProgramSettings{MaxActiveUsers: new(int64(0))}, true},
+		{"cap raised", "capped", api.ProgramSettings{MaxActiveUsers: new(int64(9))}, false},
+		{"no-shows on a capped program", "capped", api.ProgramSettings{NoShowSeconds: new(int64(30))}, false},
+		{"a cap where no-shows are followed", "shows", api.ProgramSettings{MaxActiveUsers: new(int64(5))}, true},
+		{"plain rate", "plain", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(5))}, false},
+	} {
+		err := put(tt.id, tt.set)
+		var qe *queue.Error
+		refused := errors.As(err, &qe) && qe.Kind == queue.KindConflict && qe.Code == api.CodeInvalidSettings
+		if refused != tt.refused || err != nil && !refused {
+			t.Errorf("%s: %v, want refused %v", tt.name, err, tt.refused)
 		}
 	}
 }

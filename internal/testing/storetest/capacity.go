@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -28,7 +29,7 @@ func testCapacity(t *testing.T, s queue.CapacityStore, ps queue.Store) {
 		}
 		g, err := s.SealSightings(ctx, id, 0, 6, t0)
 		checkErr(t, "SealSightings", err, nil)
-		want := queue.Group{Sighted: []int64{2, 5, 9}, SealedThrough: 6, SealedAt: t0}
+		want := queue.Group{Sighted: []int64{2, 5, 9}, SealedThrough: 6, Seals: []queue.Seal{{Through: 6, At: t0}}}
 		if d := groupDiff(want, g); d != "" {
 			t.Fatalf("sealed group (-want +got):\n%s", d)
 		}
@@ -48,6 +49,17 @@ func testCapacity(t *testing.T, s queue.CapacityStore, ps queue.Store) {
 		checkErr(t, "Sight past the seal", err, nil)
 		if !slices.Equal(g.Sighted, []int64{2, 5, 7, 9}) {
 			t.Fatalf("Sighted %v, want [2 5 7 9]", g.Sighted)
+		}
+		g, err = s.SealSightings(ctx, id, 0, 8, t0.Add(ms(900))) // a second move
+		checkErr(t, "SealSightings further", err, nil)
+		for _, tt := range []struct {
+			place int64
+			at    time.Time
+			ok    bool
+		}{{5, t0, true}, {6, t0, true}, {7, t0.Add(ms(900)), true}, {9, time.Time{}, false}} {
+			if at, ok := g.SealedAt(tt.place); !at.Equal(tt.at) || ok != tt.ok {
+				t.Errorf("SealedAt(%d) = %v, %v; want %v, %v", tt.place, at, ok, tt.at, tt.ok)
+			}
 		}
 		// Another group, another program: untouched.
 		g, err = s.Sight(ctx, id, queue.GroupSize+1)
@@ -84,13 +96,23 @@ func testCapacity(t *testing.T, s queue.CapacityStore, ps queue.Store) {
 		if _, err := s.EndPlace(ctx, id, g1+2, 13); err != nil {
 			t.Fatalf("EndPlace: %v", err)
 		}
-		g, err = s.ExpireGroup(ctx, id, 3)
+		g, err = s.ExpireGroup(ctx, id, 3, g1+3)
 		checkErr(t, "ExpireGroup", err, nil)
-		if d := groupDiff(queue.Group{Ended: map[int64]int64{g1 + 1: 12, g1 + 2: 13}, Expired: true}, g); d != "" {
+		if d := groupDiff(queue.Group{Ended: map[int64]int64{g1 + 1: 12, g1 + 2: 13}, ExpiredThrough: g1 + 3}, g); d != "" {
 			t.Fatalf("expired group (-want +got):\n%s", d)
 		}
+		g, err = s.ExpireGroup(ctx, id, 3, g1+1) // never back
+		checkErr(t, "ExpireGroup back", err, nil)
+		if g.ExpiredThrough != g1+3 {
+			t.Fatalf("the expiry seal moved back to %d", g.ExpiredThrough)
+		}
 		_, err = s.EndPlace(ctx, id, g1+3, 14)
-		checkErr(t, "EndPlace in an expired group", err, queue.ErrSealed)
+		checkErr(t, "EndPlace of an expired place", err, queue.ErrSealed)
+		g, err = s.EndPlace(ctx, id, g1+4, 14)
+		checkErr(t, "EndPlace past the expiry seal", err, nil)
+		if g.Ended[g1+4] != 14 {
+			t.Fatalf("the end past the expiry seal is in %d", g.Ended[g1+4])
+		}
 		g, err = s.EndPlace(ctx, id, g1+2, 15) // a retry of an end made before the seal
 		checkErr(t, "EndPlace again in an expired group", err, nil)
 		if g.Ended[g1+2] != 13 {
@@ -149,7 +171,7 @@ func testCapacity(t *testing.T, s queue.CapacityStore, ps queue.Store) {
 		p := program("folded")
 		checkErr(t, "CreateProgram", ps.CreateProgram(ctx, p), nil)
 		next := queue.Capacity{Level: 2, Steps: []queue.Step{{AtMs: 5_000, Freed: 9, Rate: 2_000}, {AtMs: 6_000, Freed: 11}},
-			ReleaseRate: 1_500, FoldedAtMs: 4_000, EndsThrough: 15, NoShowThrough: 300, ExpiredGroups: 2, Owed: 1, NoShows: 7, Ended: 3, Expired: 4}
+			ReleaseRate: 1_500, FoldedAtMs: 4_000, EndsThrough: 15, NoShowThrough: 300, ExpiredThrough: 256, Owed: 1, NoShows: 7, Ended: 3, Expired: 4}
 		checkErr(t, "ApplyFold", s.ApplyFold(ctx, p.ID, 0, next), nil)
 		checkErr(t, "ApplyFold from the same fold again", s.ApplyFold(ctx, p.ID, 0, next), queue.ErrConflict)
 		checkErr(t, "ApplyFold of an absent program", s.ApplyFold(ctx, "absent", 0, next), queue.ErrNotFound)

@@ -1,0 +1,138 @@
+package queue_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// person is one simulated holder of a token in TestCapNeverExceeded.
+type person struct {
+	id       string
+	showsUp  bool          // polls; else a no-show, who never comes back to see
+	session  time.Duration // how long the site keeps them before it ends the session (0: to the window's end)
+	ownLeave bool          // leaves by their own DELETE once admitted, not through the site
+	pass     string
+	from     time.Time // first seen ADMITTED
+	until    time.Time // when their slot may be reused: the site's end, or the window's
+	nextPoll time.Time
+	done     bool
+}
+
+// TestCapNeverExceeded is a property test: with random caps, rates, crowds,
+// no-shows, sessions ended by the site and people who leave on their own,
+// the people holding a live admission never outnumber the cap, no no-show
+// ever gets a pass, and everyone is served or counted a no-show.
+func TestCapNeverExceeded(t *testing.T) {
+	for seed := range uint64(12) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, 19))
+			capacity := 1 + rng.Int64N(6)
+			ctx := t.Context()
+			svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
+			if _, _, err := svc.PutProgram(ctx, "p", api.ProgramSettings{
+				AdmissionRatePerSecond: new(api.Rate(float64(1 + rng.IntN(20)))), MaxActiveUsers: new(capacity),
+				NoShowSeconds: new(int64(5 + rng.IntN(5))), AdmissionWindowSeconds: new(int64(60)),
+			}); err != nil {
+				t.Fatal(err)
+			}
+			people := make([]*person, 10+rng.IntN(30))
+			for i := range people {
+				v, _, err := svc.Enter(ctx, "p", queue.Entry{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// A no-show never comes back to see.
+				people[i] = &person{id: v.TokenID, showsUp: rng.IntN(10) < 7, ownLeave: rng.IntN(10) == 0, nextPoll: c.Now()}
+				people[i].done = !people[i].showsUp
+				if rng.IntN(4) > 0 {
+					people[i].session = time.Duration(1+rng.IntN(20)) * time.Second
+				}
+			}
+			end := c.Now().Add(time.Hour)
+			for c.Now().Before(end) {
+				c.Advance(100 * time.Millisecond)
+				now := c.Now()
+				active, pending := int64(0), 0
+				for _, pp := range people {
+					if pp.done {
+						if !pp.from.IsZero() && now.Before(pp.until) {
+							active++
+						}
+						continue
+					}
+					pending++
+					if !pp.from.IsZero() {
+						if now.Before(pp.until) {
+							active++
+						}
+						if now.Before(pp.from.Add(pp.session)) {
+							continue
+						}
+						if !now.Before(pp.until) { // the window is over
+							pp.done = true
+							continue
+						}
+						if pp.ownLeave {
+							if err := svc.Leave(ctx, "p", pp.id); err != nil {
+								t.Fatal(err)
+							}
+						} else if err := svc.EndSession(ctx, "p", pp.pass); err != nil {
+							t.Fatal(err)
+						} else {
+							pp.until = now
+						}
+						pp.done = true
+						continue
+					}
+					if now.Before(pp.nextPoll) {
+						continue
+					}
+					v, err := svc.Poll(ctx, "p", pp.id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					switch v.Status {
+					case queue.StatusWaiting:
+						pp.nextPoll = now.Add(v.RetryAfter)
+					case queue.StatusAdmitted:
+						if !pp.showsUp {
+							t.Fatalf("a no-show was admitted")
+						}
+						pp.pass, pp.from, pp.until = v.AdmissionPass, now, v.ExpiresAt
+						if pp.session == 0 {
+							pp.session = pp.until.Sub(now) // to the window's end
+						}
+						active++
+					case queue.StatusExpired:
+						if v.AdmissionPass != "" {
+							t.Fatalf("an EXPIRED answer carries a pass")
+						}
+						pp.done = true
+					default:
+						t.Fatalf("status %s", v.Status)
+					}
+				}
+				if active > capacity {
+					t.Fatalf("at +%v: %d active, cap %d", now.Sub(t0), active, capacity)
+				}
+				if pending == 0 {
+					break
+				}
+			}
+			if cs, err := svc.Program(ctx, "p"); err == nil && testing.Verbose() {
+				t.Logf("counters %+v", cs)
+			}
+			for i, pp := range people {
+				if !pp.done {
+					t.Errorf("person %d never served nor counted a no-show", i)
+				}
+			}
+		})
+	}
+}

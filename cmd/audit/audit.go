@@ -28,6 +28,14 @@ type Program struct {
 	// PublicKey and Seed are not in the table: the shuffle key's public
 	// half and the seed the answers published (-shuffle-key, -shuffle-seed).
 	PublicKey, Seed string `dynamodbav:"-"`
+	// The cap and no-show handling, the window, and the folds' totals.
+	MaxActiveUsers    int64          `dynamodbav:"maxActiveUsers"`
+	NoShowSeconds     int64          `dynamodbav:"noShowSeconds"`
+	AdmissionWindowMs int64          `dynamodbav:"admissionWindowMs"`
+	Capacity          queue.Capacity `dynamodbav:"capacity"`
+	// Groups are the program's capacity groups by number, from their own
+	// items.
+	Groups map[int64]queue.Group `dynamodbav:"-"`
 }
 
 // Token is the part of a token item the audit reads. A token without a
@@ -38,6 +46,10 @@ type Token struct {
 	Ticket     int64  `dynamodbav:"ticket"`
 	AdmittedAt int64  `dynamodbav:"admittedAt"`
 	LeftAt     int64  `dynamodbav:"leftAt"`
+	// AdmissionExpiresAt ends the admission window (Unix ms); HasPass is
+	// whether the item holds a signed pass.
+	AdmissionExpiresAt int64 `dynamodbav:"admissionExpiresAt"`
+	HasPass            bool  `dynamodbav:"-"`
 }
 
 // Items are the decoded items of a table.
@@ -50,10 +62,13 @@ type Items struct {
 	// Claims counts the token items that are claims (claimId, no ticket):
 	// they hold no place and are not audited.
 	Claims int
+	// Groups are the capacity groups by program and number.
+	Groups map[string]map[int64]queue.Group
 }
 
-// Decode sorts scanned items into programs (pk PROGRAM#id, sk PROGRAM) and
-// tokens (pk TOKEN#id, sk TOKEN), counting the claims apart.
+// Decode sorts scanned items into programs (pk PROGRAM#id, sk PROGRAM),
+// tokens (pk TOKEN#id, sk TOKEN) and capacity groups (pk CAPGROUP#id#g, sk
+// CAPGROUP), counting the claims apart.
 func Decode(items []map[string]types.AttributeValue, into *Items) error {
 	if into.Programs == nil {
 		into.Programs = map[string]Program{}
@@ -82,7 +97,20 @@ func Decode(items []map[string]types.AttributeValue, into *Items) error {
 			if err := attributevalue.UnmarshalMap(av, &t); err != nil {
 				return fmt.Errorf("decode %s: %w", key.PK, err)
 			}
+			t.HasPass = av["admissionPass"] != nil
 			into.Tokens = append(into.Tokens, t)
+		case key.SK == "CAPGROUP" && strings.HasPrefix(key.PK, "CAPGROUP#"):
+			id, g, grp, err := decodeGroup(key.PK, av)
+			if err != nil {
+				return err
+			}
+			if into.Groups == nil {
+				into.Groups = map[string]map[int64]queue.Group{}
+			}
+			if into.Groups[id] == nil {
+				into.Groups[id] = map[int64]queue.Group{}
+			}
+			into.Groups[id][g] = grp
 		default:
 			into.Other++
 		}
@@ -140,6 +168,9 @@ type Report struct {
 	Shuffled, Unrevealed, Checked bool
 	SeedErr                       string
 	PlacesChecked, PlacesWrong    int64
+	// Cap is the audit of the admissions of a program with a cap or
+	// no-show handling; nil for others.
+	Cap *CapReport
 }
 
 // Balanced reports whether Issued equals the token items plus the gaps
@@ -152,10 +183,11 @@ func (r Report) GapsOver() bool {
 }
 
 // OK reports whether the program passes: no duplicated ticket, none out of
-// range, the count balanced, the gaps within GapLimit, and the shuffle's
-// seed and places verified when they were checked.
+// range, the count balanced, the gaps within GapLimit, the shuffle's seed
+// and places verified when they were checked, and its capacity's audit.
 func (r Report) OK() bool {
-	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && r.Balanced() && !r.GapsOver() && r.SeedErr == "" && r.PlacesWrong == 0
+	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && r.Balanced() && !r.GapsOver() && r.SeedErr == "" && r.PlacesWrong == 0 &&
+		(r.Cap == nil || r.Cap.OK())
 }
 
 // Audit checks the tokens of program p; tokens of other programs are
@@ -188,6 +220,9 @@ func Audit(p Program, tokens []Token) Report {
 	if r.Shuffled && (p.PublicKey != "" || p.Seed != "") {
 		r.Checked = true
 		r.checkShuffle(p)
+	}
+	if p.MaxActiveUsers > 0 || p.NoShowSeconds > 0 {
+		r.Cap = auditCapacity(p, tokens, r.Checked && r.SeedErr == "" && r.PlacesWrong == 0)
 	}
 	slices.SortFunc(r.OutOfRange, func(a, b Token) int {
 		return cmp.Or(cmp.Compare(a.Ticket, b.Ticket), cmp.Compare(a.ID, b.ID))
@@ -256,6 +291,7 @@ func AuditAll(items Items, id string) []Report {
 		if !ok {
 			p = Program{ID: pid}
 		}
+		p.Groups = items.Groups[pid]
 		r := Audit(p, items.Tokens)
 		r.Missing = !ok
 		reports = append(reports, r)
@@ -317,6 +353,9 @@ func (r Report) Write(w io.Writer, limit int) {
 		fmt.Fprintln(w, "  shuffle     pre-queue fixed; not checked (give -shuffle-key and -shuffle-seed from an answer)")
 	case r.Unrevealed:
 		fmt.Fprintln(w, "  shuffle     armed, pre-queue not fixed yet: no seed exists, nothing to check")
+	}
+	if r.Cap != nil {
+		r.Cap.write(w, limit)
 	}
 	rel := "="
 	if !r.Balanced() {

@@ -287,3 +287,179 @@ func TestAuditShuffle(t *testing.T) {
 		t.Errorf("before the pre-queue is fixed: %+v, want nothing checked", r)
 	}
 }
+
+// capped is a program with a cap of 2 and five tickets: place 1 ended by
+// the site at 3 s, place 2 left by its holder at 2 s (its slot held to
+// 11 s), place 3 admitted at 3 s, place 4 a no-show, place 5 waiting.
+func capped() (Program, []Token) {
+	p := Program{ID: "p", Issued: 5, MaxActiveUsers: 2, NoShowSeconds: 5, AdmissionWindowMs: 10_000,
+		Capacity: queue.Capacity{Ended: 1, NoShows: 1},
+		Groups:   map[int64]queue.Group{0: {Sighted: []int64{1, 2, 3}, SealedThrough: 4, Ended: map[int64]int64{1: 1}}},
+	}
+	ts := []Token{
+		{ID: "a", ProgramID: "p", Ticket: 1, AdmittedAt: 1000, AdmissionExpiresAt: 11_000, LeftAt: 3000, HasPass: true},
+		{ID: "b", ProgramID: "p", Ticket: 2, AdmittedAt: 1000, AdmissionExpiresAt: 11_000, LeftAt: 2000, HasPass: true},
+		{ID: "c", ProgramID: "p", Ticket: 3, AdmittedAt: 3000, AdmissionExpiresAt: 13_000, HasPass: true},
+		{ID: "d", ProgramID: "p", Ticket: 4},
+		{ID: "e", ProgramID: "p", Ticket: 5},
+	}
+	return p, ts
+}
+
+// TestAuditCapacity: the audit counts who was active at once (a session
+// the site ended frees its slot at leftAt, one its holder left does not)
+// and the ends, leaves and no-shows; it fails a peak above the cap, a
+// program total above the records, and records that disagree.
+func TestAuditCapacity(t *testing.T) {
+	p, ts := capped()
+	r := Audit(p, ts)
+	c := r.Cap
+	if c == nil || !r.OK() || c.Peak != 2 || c.PeakAtMs != 1000 || c.EndedBySite != 1 || c.LeftByHolder != 1 || c.NoShows != 1 || len(c.Findings) != 0 {
+		t.Fatalf("clean: OK %v, %+v; want peak 2 at 1000, 1 ended, 1 left, 1 no-show", r.OK(), c)
+	}
+	var b strings.Builder
+	r.Write(&b, 0)
+	for _, want := range []string{
+		"active      at most 2 at once (from 1970-01-01T00:00:01Z), within the cap of 2\n",
+		"ended       by the site 1 (program's total 1), by their holder 1 (slot held until the window ends)\n",
+		"no-shows    1 sealed and not sighted (program's total 1)\n",
+		"  OK\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "totals") {
+		t.Errorf("totals agree, yet a note:\n%s", b.String())
+	}
+
+	for _, tc := range []struct {
+		name   string
+		change func(p *Program, ts []Token)
+		ok     bool
+		check  func(c *CapReport) bool
+		text   string
+	}{
+		{
+			name:   "admitted while two were active",
+			change: func(_ *Program, ts []Token) { ts[2].AdmittedAt = 2500 },
+			check:  func(c *CapReport) bool { return c.Peak == 3 && c.PeakAtMs == 2500 && c.OverCap() },
+			text:   "active      at most 3 at once (from 1970-01-01T00:00:02.5Z): ABOVE the cap of 2\n",
+		},
+		{
+			// Without the site's end, place 1's slot is held to 11 s.
+			name: "a holder's own leave frees nothing",
+			change: func(p *Program, _ []Token) {
+				p.Groups[0] = queue.Group{Sighted: []int64{1, 2, 3}, SealedThrough: 4}
+				p.Capacity.Ended = 0
+			},
+			check: func(c *CapReport) bool {
+				return c.Peak == 3 && c.PeakAtMs == 3000 && c.LeftByHolder == 2 && c.EndedBySite == 0
+			},
+			text: "ABOVE the cap of 2",
+		},
+		{
+			name:   "folds behind",
+			change: func(p *Program, _ []Token) { p.Capacity = queue.Capacity{} },
+			ok:     true,
+			check:  func(c *CapReport) bool { return c.ProgramEnded == 0 && c.EndedBySite == 1 && !c.Undercounted() },
+			text:   "the program's totals are behind its records",
+		},
+		{
+			name:   "an end counted that did not happen",
+			change: func(p *Program, _ []Token) { p.Capacity.Ended = 2 },
+			check:  func(c *CapReport) bool { return c.Undercounted() },
+			text:   "the program counted more than its records show",
+		},
+		{
+			name:   "a no-show counted that did not happen",
+			change: func(p *Program, _ []Token) { p.Capacity.NoShows = 2 },
+			check:  func(c *CapReport) bool { return c.Undercounted() },
+			text:   "program's total 2",
+		},
+		{
+			name:   "a no-show with a pass",
+			change: func(_ *Program, ts []Token) { ts[3].HasPass = true },
+			check:  func(c *CapReport) bool { return len(c.Findings) == 1 && c.Findings[0].Place == 4 },
+			text:   "inconsistent place 4 (token d): a no-show (sealed, not sighted) whose token was admitted or holds a pass\n",
+		},
+		{
+			name:   "admitted, never sighted",
+			change: func(_ *Program, ts []Token) { ts[4].AdmittedAt, ts[4].AdmissionExpiresAt = 20_000, 30_000 },
+			check:  func(c *CapReport) bool { return len(c.Findings) == 1 && c.Findings[0].Place == 5 && c.Peak == 2 },
+			text:   "inconsistent place 5 (token e): admitted (admittedAt) but not sighted",
+		},
+		{
+			name:   "ended, its token not left",
+			change: func(_ *Program, ts []Token) { ts[0].LeftAt = 0 },
+			check:  func(c *CapReport) bool { return len(c.Findings) == 1 && c.Findings[0].Place == 1 },
+			text:   "inconsistent place 1 (token a): ended by the site, but its token lacks admittedAt or leftAt\n",
+		},
+		{
+			name: "ended, never sighted",
+			change: func(p *Program, _ []Token) {
+				p.Groups[0] = queue.Group{Sighted: []int64{2, 3}, SealedThrough: 4, Ended: map[int64]int64{1: 1}}
+			},
+			check: func(c *CapReport) bool { return len(c.Findings) == 3 && c.NoShows == 2 },
+			text:  "inconsistent place 1: ended by the site but never sighted\n",
+		},
+		{
+			// The sighting is written before the token: a lost token
+			// write leaves this, and it is not a failure.
+			name: "sighted, not recorded",
+			change: func(p *Program, _ []Token) {
+				p.Groups[0] = queue.Group{Sighted: []int64{1, 2, 3, 5}, SealedThrough: 4, Ended: map[int64]int64{1: 1}}
+			},
+			ok:    true,
+			check: func(c *CapReport) bool { return c.SightedUnrecorded == 1 && len(c.Findings) == 0 },
+			text:  "sighted     1 places whose token has no admittedAt",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, ts := capped()
+			tc.change(&p, ts)
+			r := Audit(p, ts)
+			var b strings.Builder
+			r.Write(&b, 0)
+			if r.OK() != tc.ok || !tc.check(r.Cap) || !strings.Contains(b.String(), tc.text) {
+				t.Errorf("OK %v (want %v), %+v; output, want %q:\n%s", r.OK(), tc.ok, r.Cap, tc.text, b.String())
+			}
+		})
+	}
+
+	// Without a cap or no-show handling nothing of this is audited; with
+	// no-show handling only, the counts are, and no peak.
+	p.MaxActiveUsers, p.NoShowSeconds = 0, 0
+	if r := Audit(p, ts); r.Cap != nil {
+		t.Errorf("no cap: %+v, want no capacity audit", r.Cap)
+	}
+	p.NoShowSeconds = 5
+	ts[2].AdmittedAt = 2500
+	b.Reset()
+	r = Audit(p, ts)
+	r.Write(&b, 0)
+	if r.Cap == nil || !r.OK() || r.Cap.NoShows != 1 || strings.Contains(b.String(), "active ") {
+		t.Errorf("no-show handling only: OK %v, %+v\n%s", r.OK(), r.Cap, b.String())
+	}
+}
+
+func TestDecodeGroup(t *testing.T) {
+	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	raw := []map[string]types.AttributeValue{{
+		"pk": &types.AttributeValueMemberS{Value: "CAPGROUP#gala-2#1"}, "sk": &types.AttributeValueMemberS{Value: "CAPGROUP"},
+		"sighted": &types.AttributeValueMemberNS{Value: []string{"130", "129"}}, "sealedThrough": n("140"), "sealedAtMs": n("5000"),
+		"end_130": n("7"), "ttl": n("1700003600"),
+	}}
+	var items Items
+	if err := Decode(raw, &items); err != nil {
+		t.Fatal(err)
+	}
+	g := items.Groups["gala-2"][1]
+	if !reflect.DeepEqual(g.Sighted, []int64{129, 130}) || g.SealedThrough != 140 || g.SealedAt.UnixMilli() != 5000 || !reflect.DeepEqual(g.Ended, map[int64]int64{130: 7}) || items.Other != 0 {
+		t.Errorf("group %+v, other %d", g, items.Other)
+	}
+	raw[0]["pk"] = &types.AttributeValueMemberS{Value: "CAPGROUP#gala"}
+	if err := Decode(raw, &items); err == nil {
+		t.Error("Decode accepted a group without its number")
+	}
+}

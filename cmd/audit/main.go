@@ -3,6 +3,10 @@
 // token items + gaps (tickets no token holds). With -shuffle-key and
 // -shuffle-seed it also verifies a shuffled opening's seed (queue.VerifySeed)
 // and that its places are a permutation of 1..prequeue (queue.PlaceOf).
+// For a program with a cap (maxActiveUsers) it checks, from the tokens and
+// the capacity groups, that no more people were active at once than the
+// cap, counts the sessions ended, left and no-shows against the program's
+// totals, and that tokens and groups agree (docs/design.md, "Tools").
 //
 // Usage:
 //
@@ -59,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	shuffleKey := fs.String("shuffle-key", "", "with -program: the shuffle key's public half, as answers publish it (shuffle.publicKey)")
 	shuffleSeed := fs.String("shuffle-seed", "", "with -program: the seed the answers revealed after the opening (shuffle.seed)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: audit [flags]\n\nScans a waiting-room table and checks each program's tickets: none duplicated,\nall in 1..issued, issued = tokens + gaps. Tokens are counted by what they record:\nan admission seen by a poll (admittedAt; ended early if leftAt too), a leave\n(leftAt), or neither (waiting, or admitted and not polled since). With -shuffle-key and -shuffle-seed, a\nshuffled opening's seed is verified and every pre-queue place recomputed.\nEnvironment: %s (a local DynamoDB API; AWS otherwise), %s (default %q\nwith an endpoint).\nExit status 1 on duplicates, tickets out of range, gaps above -max-gaps,\nor a seed or places that do not verify; 2 on errors.\n\n",
+		fmt.Fprintf(stderr, "Usage: audit [flags]\n\nScans a waiting-room table and checks each program's tickets: none duplicated,\nall in 1..issued, issued = tokens + gaps. Tokens are counted by what they record:\nan admission seen by a poll (admittedAt; ended early if leftAt too), a leave\n(leftAt), or neither (waiting, or admitted and not polled since). With -shuffle-key and -shuffle-seed, a\nshuffled opening's seed is verified and every pre-queue place recomputed.\nEnvironment: %s (a local DynamoDB API; AWS otherwise), %s (default %q\nwith an endpoint).\nExit status 1 on duplicates, tickets out of range, gaps above -max-gaps,\nor a seed or places that do not verify; with a cap, also when more people\nwere active at once than the cap, a program total exceeds what the records\nshow, or tokens and capacity groups disagree; 2 on errors.\n\n",
 			config.EnvDynamoEndpoint, config.EnvTableName, defaultLocalTable)
 		fs.PrintDefaults()
 	}
@@ -101,8 +105,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "audit:", err)
 		return exitError
 	}
-	fmt.Fprintf(stdout, "table %s: %d items (%d programs, %d tokens, %d claims, %d ticket shards, %d other)\n",
-		table, scanned, len(items.Programs), len(items.Tokens), items.Claims, items.Shards, items.Other)
+	groups := 0
+	for _, gs := range items.Groups {
+		groups += len(gs)
+	}
+	fmt.Fprintf(stdout, "table %s: %d items (%d programs, %d tokens, %d claims, %d ticket shards, %d capacity groups, %d other)\n",
+		table, scanned, len(items.Programs), len(items.Tokens), items.Claims, items.Shards, groups, items.Other)
 	if p, ok := items.Programs[*program]; ok && (*shuffleKey != "" || *shuffleSeed != "") {
 		p.PublicKey, p.Seed = *shuffleKey, *shuffleSeed
 		items.Programs[*program] = p

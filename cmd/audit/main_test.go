@@ -82,7 +82,7 @@ func TestRunDynamo(t *testing.T) {
 	if code != exitOK {
 		t.Errorf("audit clean: exit %d, want 0\n%s%s", code, out, errs)
 	}
-	for _, want := range []string{"(2 programs, 8 tokens, 0 claims, 0 ticket shards, 0 other)", "issued      4\n", "tokens      3 ", "tokens      3 (admission seen by a poll 0, of them ended early 0; left 0, neither recorded 3)\n",
+	for _, want := range []string{"(2 programs, 8 tokens, 0 claims, 0 ticket shards, 0 capacity groups, 0 other)", "issued      4\n", "tokens      3 ", "tokens      3 (admission seen by a poll 0, of them ended early 0; left 0, neither recorded 3)\n",
 		"gaps        1 tickets without a token (25.00 % of issued): 4\n", "issued 4 = tokens 3 + gaps 1\n  OK\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("audit clean: output lacks %q:\n%s", want, out)

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// groupItem is the part of a capacity group item (pk CAPGROUP#id#g, sk
+// CAPGROUP) the audit reads; each end is an attribute end_<place> holding
+// its end index.
+type groupItem struct {
+	Sighted       []int64 `dynamodbav:"sighted,numberset"`
+	SealedThrough int64   `dynamodbav:"sealedThrough"`
+	SealedAtMs    int64   `dynamodbav:"sealedAtMs"`
+	Expired       bool    `dynamodbav:"expired"`
+}
+
+// decodeGroup reads the capacity group item av, keyed pk: its program and
+// group number, and the group.
+func decodeGroup(pk string, av map[string]types.AttributeValue) (string, int64, queue.Group, error) {
+	rest := strings.TrimPrefix(pk, "CAPGROUP#")
+	i := strings.LastIndexByte(rest, '#')
+	if i < 0 {
+		return "", 0, queue.Group{}, fmt.Errorf("decode %s: no group number", pk)
+	}
+	g, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil {
+		return "", 0, queue.Group{}, fmt.Errorf("decode %s: %w", pk, err)
+	}
+	var it groupItem
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return "", 0, queue.Group{}, fmt.Errorf("decode %s: %w", pk, err)
+	}
+	grp := queue.Group{Sighted: it.Sighted, SealedThrough: it.SealedThrough, SealedAt: queue.FromUnixMs(it.SealedAtMs), Expired: it.Expired, Ended: map[int64]int64{}}
+	slices.Sort(grp.Sighted)
+	for name, v := range av {
+		p, ok := strings.CutPrefix(name, "end_")
+		if !ok {
+			continue
+		}
+		var q int64
+		place, err := strconv.ParseInt(p, 10, 64)
+		if err == nil {
+			err = attributevalue.Unmarshal(v, &q)
+		}
+		if err != nil {
+			return "", 0, queue.Group{}, fmt.Errorf("decode %s %s: %w", pk, name, err)
+		}
+		grp.Ended[place] = q
+	}
+	return rest[:i], g, grp, nil
+}
+
+// Finding is a place whose records disagree with each other.
+type Finding struct {
+	Place   int64
+	Token   string // "" when no token holds the place
+	Problem string
+}
+
+// CapReport is the audit of a capped program's admissions, or of one with
+// no-show handling: who was active when, and what the groups recorded.
+type CapReport struct {
+	Cap           int64 // 0: no cap (no-show handling only)
+	NoShowSeconds int64
+	// Peak is the most people active at once, first reached at PeakAtMs
+	// (Unix ms): each from AdmittedAt until LeftAt if the site ended the
+	// session, else until AdmissionExpiresAt. PeakLowerBound: some places
+	// are unknown (a shuffled pre-queue without the seed), and their
+	// holders' leaves are taken as ends.
+	Peak           int
+	PeakAtMs       int64
+	PeakLowerBound bool
+	// Unplaced counts admitted tokens whose place is unknown.
+	Unplaced int
+	// EndedBySite are places in their group's ended records; LeftByHolder
+	// admitted tokens with leftAt whose place is not; NoShows places at or
+	// below their group's seal and not sighted. ProgramEnded and
+	// ProgramNoShows are the program's totals, as the folds counted them.
+	EndedBySite, LeftByHolder, NoShows int64
+	ProgramEnded, ProgramNoShows       int64
+	// SightedUnrecorded counts sighted places whose token has no
+	// admittedAt: the sighting is written before the token, so a failed
+	// pass signing or a leave racing the first poll leaves one (its slot is
+	// held until its group expires, which is safe).
+	SightedUnrecorded int
+	// Findings are the records that contradict each other, by place.
+	Findings []Finding
+}
+
+// OverCap reports whether more people were active at once than the cap.
+func (c CapReport) OverCap() bool { return c.Cap > 0 && int64(c.Peak) > c.Cap }
+
+// Undercounted reports whether a program total exceeds what the records
+// show: the folds counted an end or a no-show that did not happen.
+func (c CapReport) Undercounted() bool {
+	return c.EndedBySite < c.ProgramEnded || c.NoShows < c.ProgramNoShows
+}
+
+// OK reports whether the cap held, the totals are possible and the records
+// agree.
+func (c CapReport) OK() bool { return !c.OverCap() && !c.Undercounted() && len(c.Findings) == 0 }
+
+// auditCapacity audits p's admissions against its capacity groups; seeded
+// is whether p.Seed verified, so that a shuffled pre-queue's places are
+// known.
+func auditCapacity(p Program, tokens []Token, seeded bool) *CapReport {
+	c := &CapReport{Cap: p.MaxActiveUsers, NoShowSeconds: p.NoShowSeconds, ProgramEnded: p.Capacity.Ended, ProgramNoShows: p.Capacity.NoShows}
+	qp := queue.Program{ID: p.ID, Options: queue.Options{Shuffle: p.Shuffle}, Prequeue: p.Prequeue, PrequeueFixed: p.PrequeueFixed}
+	if seeded {
+		qp.ShuffleSeed = p.Seed
+	}
+	group := func(place int64) queue.Group { return p.Groups[queue.GroupOf(place)] }
+	held := map[int64][]Token{}
+	type interval struct{ from, to int64 }
+	var active []interval
+	for _, t := range tokens {
+		if t.ProgramID != p.ID {
+			continue
+		}
+		place, placed := qp.Place(queue.Token{Ticket: t.Ticket})
+		if placed {
+			held[place] = append(held[place], t)
+		}
+		if t.AdmittedAt == 0 {
+			continue
+		}
+		end := t.AdmissionExpiresAt
+		if end == 0 {
+			end = t.AdmittedAt + p.AdmissionWindowMs
+		}
+		_, ended := group(place).Ended[place]
+		switch {
+		case !placed:
+			c.Unplaced++
+			if t.LeftAt != 0 {
+				end = min(end, t.LeftAt)
+			}
+		case ended && t.LeftAt != 0:
+			end = min(end, t.LeftAt)
+		case t.LeftAt != 0:
+			c.LeftByHolder++
+		}
+		if placed && !slices.Contains(group(place).Sighted, place) {
+			c.add(place, t.ID, "admitted (admittedAt) but not sighted: the folds would count its slot free")
+		}
+		if end > t.AdmittedAt {
+			active = append(active, interval{t.AdmittedAt, end})
+		}
+	}
+	c.PeakLowerBound = c.Unplaced > 0
+	for _, g := range slices.Sorted(maps.Keys(p.Groups)) {
+		grp := p.Groups[g]
+		for _, place := range grp.Sighted {
+			if ts := held[place]; len(ts) > 0 && ts[0].AdmittedAt == 0 {
+				c.SightedUnrecorded++
+			}
+		}
+		for _, place := range slices.Sorted(maps.Keys(grp.Ended)) {
+			c.EndedBySite++
+			ts := held[place]
+			switch {
+			case !slices.Contains(grp.Sighted, place):
+				c.add(place, "", "ended by the site but never sighted")
+			case len(ts) == 0:
+			case ts[0].AdmittedAt == 0 || ts[0].LeftAt == 0:
+				c.add(place, ts[0].ID, "ended by the site, but its token lacks admittedAt or leftAt")
+			}
+		}
+		for place := g*queue.GroupSize + 1; place <= min(grp.SealedThrough, (g+1)*queue.GroupSize); place++ {
+			if slices.Contains(grp.Sighted, place) {
+				continue
+			}
+			c.NoShows++
+			if ts := held[place]; len(ts) > 0 && (ts[0].AdmittedAt != 0 || ts[0].HasPass) {
+				c.add(place, ts[0].ID, "a no-show (sealed, not sighted) whose token was admitted or holds a pass")
+			}
+		}
+	}
+	// The sweep: ends before starts at the same instant (half-open).
+	type event struct{ at, delta int64 }
+	events := make([]event, 0, 2*len(active))
+	for _, a := range active {
+		events = append(events, event{a.from, 1}, event{a.to, -1})
+	}
+	slices.SortFunc(events, func(a, b event) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	n := 0
+	for _, e := range events {
+		n += int(e.delta)
+		if n > c.Peak {
+			c.Peak, c.PeakAtMs = n, e.at
+		}
+	}
+	slices.SortStableFunc(c.Findings, func(a, b Finding) int { return cmp.Compare(a.Place, b.Place) })
+	return c
+}
+
+func (c *CapReport) add(place int64, token, problem string) {
+	c.Findings = append(c.Findings, Finding{Place: place, Token: token, Problem: problem})
+}
+
+// write prints c, listing at most limit findings (all when limit <= 0).
+func (c CapReport) write(w io.Writer, limit int) {
+	if c.Cap > 0 {
+		fmt.Fprintf(w, "  active      at most %d at once", c.Peak)
+		if c.Peak > 0 {
+			fmt.Fprintf(w, " (from %s)", queue.FromUnixMs(c.PeakAtMs).UTC().Format(time.RFC3339Nano))
+		}
+		if c.OverCap() {
+			fmt.Fprintf(w, ": ABOVE the cap of %d", c.Cap)
+		} else {
+			fmt.Fprintf(w, ", within the cap of %d", c.Cap)
+		}
+		if c.PeakLowerBound {
+			fmt.Fprintf(w, " (a lower bound: %d admitted tokens have no known place; give -shuffle-seed)", c.Unplaced)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "  ended       by the site %d (program's total %d), by their holder %d (slot held until the window ends)\n", c.EndedBySite, c.ProgramEnded, c.LeftByHolder)
+	fmt.Fprintf(w, "  no-shows    %d sealed and not sighted (program's total %d)\n", c.NoShows, c.ProgramNoShows)
+	switch {
+	case c.Undercounted():
+		fmt.Fprintln(w, "  totals      the program counted more than its records show: a fold counted an end or a no-show that did not happen")
+	case c.EndedBySite != c.ProgramEnded || c.NoShows != c.ProgramNoShows:
+		fmt.Fprintln(w, "  totals      the program's totals are behind its records: folds count ends and no-shows a moment after they are recorded (not a failure)")
+	}
+	if c.SightedUnrecorded > 0 {
+		fmt.Fprintf(w, "  sighted     %d places whose token has no admittedAt (a failed pass signing or a leave racing the first poll; the slot is held until expiry)\n", c.SightedUnrecorded)
+	}
+	for i, f := range c.Findings {
+		if limit > 0 && i == limit {
+			fmt.Fprintf(w, "  … %d more inconsistent places\n", len(c.Findings)-limit)
+			break
+		}
+		fmt.Fprintf(w, "  inconsistent place %d", f.Place)
+		if f.Token != "" {
+			fmt.Fprintf(w, " (token %s)", f.Token)
+		}
+		fmt.Fprintf(w, ": %s\n", f.Problem)
+	}
+}

@@ -11,7 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
@@ -211,5 +213,114 @@ func TestRunShuffled(t *testing.T) {
 	}
 	if code, out := run(ctx, []string{"-shuffle-seed", sh.Seed}, func(string) string { return "" }, io.Discard, io.Discard), ""; code != exitError {
 		t.Errorf("-shuffle-seed without -program: exit %d %s", code, out)
+	}
+}
+
+// passSigner signs passes with a fresh key, as the service does on AWS.
+type passSigner struct{ iss *admissionpass.Issuer }
+
+func (s passSigner) SignPass(ctx context.Context, t queue.Token) (string, error) {
+	return s.iss.Issue(ctx, admissionpass.Admission{ProgramID: t.ProgramID, TokenID: t.ID, Ticket: t.Ticket, AdmittedAt: t.AdmittedAt, ExpiresAt: t.AdmissionExpiresAt})
+}
+
+// TestRunCapped: a capped program run through the service on the
+// DynamoDB API (cap 3): one session ended by the site, one left by its
+// holder, one no-show; the audit finds them, the peak within the cap, and
+// fails once a token is planted that makes four active at once.
+func TestRunCapped(t *testing.T) {
+	endpoint := dynamotest.Endpoint(t)
+	ctx := t.Context()
+	client, err := dynamostore.NewClient(ctx, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := dynamotest.NewTable(t, client)
+	key, err := admissionpass.GenerateLocalKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := admissionpass.NewIssuer("https://queue.example.com", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := clock.NewFake(time.Now().Truncate(time.Second))
+	svc := queue.NewService(dynamostore.New(client, table), polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second), queue.WithPassSigner(passSigner{iss}))
+	if _, _, err := svc.PutProgram(ctx, "capped", api.ProgramSettings{
+		AdmissionRatePerSecond: new(api.Rate(10)), MaxActiveUsers: new(int64(3)), NoShowSeconds: new(int64(5)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 6 {
+		v, _, err := svc.Enter(ctx, "capped", queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, v.TokenID)
+	}
+	poll := func(i int) queue.View {
+		t.Helper()
+		v, err := svc.Poll(ctx, "capped", ids[i])
+		if err != nil {
+			t.Fatalf("poll %d: %v", i, err)
+		}
+		return v
+	}
+	c.Advance(time.Second)
+	pass := poll(0).AdmissionPass
+	poll(1)
+	poll(2)
+	if err := svc.EndSession(ctx, "capped", pass); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Leave(ctx, "capped", ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	// Place 4 is admitted once the end frees a slot, and is a no-show
+	// 5 s later; token 4's polls drive the folds until it is admitted.
+	for step := 0; poll(4).Status != queue.StatusAdmitted; step++ {
+		if step == 150 {
+			t.Fatal("token 4 never admitted")
+		}
+		c.Advance(100 * time.Millisecond)
+	}
+	c.Advance(time.Second) // a last fold counts everything
+	poll(5)
+
+	audit := func() (int, string) {
+		var out, errs strings.Builder
+		env := map[string]string{"DYNAMODB_ENDPOINT": endpoint, "TABLE_NAME": table}
+		code := run(ctx, []string{"-program", "capped"}, func(k string) string { return env[k] }, &out, &errs)
+		return code, out.String() + errs.String()
+	}
+	code, out := audit()
+	for _, want := range []string{
+		"1 capacity groups",
+		"active      at most 3 at once",
+		"within the cap of 3\n",
+		"ended       by the site 1 (program's total 1), by their holder 1 (slot held until the window ends)\n",
+		"no-shows    1 sealed and not sighted (program's total 1)\n",
+	} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+
+	// Token 5 (place 6, waiting) admitted now, as if the counter had let
+	// it in with three slots held: four active at once.
+	now := c.Now().UnixMilli()
+	if _, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(table),
+		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "TOKEN#" + ids[5]}, "sk": &types.AttributeValueMemberS{Value: "TOKEN"}},
+		UpdateExpression:          aws.String("SET admittedAt = :a, admissionExpiresAt = :e"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberN{Value: fmt.Sprint(now)}, ":e": &types.AttributeValueMemberN{Value: fmt.Sprint(now + 60_000)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	code, out = audit()
+	for _, want := range []string{"active      at most 4 at once", "ABOVE the cap of 3", "inconsistent place 6 (token " + ids[5] + "): admitted (admittedAt) but not sighted", "FAIL\n"} {
+		if code != exitFail || !strings.Contains(out, want) {
+			t.Errorf("planted: exit %d, output lacks %q:\n%s", code, want, out)
+		}
 	}
 }

@@ -447,7 +447,8 @@ func TestDecodeGroup(t *testing.T) {
 	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 	raw := []map[string]types.AttributeValue{{
 		"pk": &types.AttributeValueMemberS{Value: "CAPGROUP#gala-2#1"}, "sk": &types.AttributeValueMemberS{Value: "CAPGROUP"},
-		"sighted": &types.AttributeValueMemberNS{Value: []string{"130", "129"}}, "sealedThrough": n("140"), "sealedAtMs": n("5000"),
+		"sighted": &types.AttributeValueMemberNS{Value: []string{"130", "129"}}, "sealedThrough": n("140"),
+		"seals": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"t": n("140"), "at": n("5000")}}}},
 		"end_130": n("7"), "ttl": n("1700003600"),
 	}}
 	var items Items
@@ -455,7 +456,7 @@ func TestDecodeGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := items.Groups["gala-2"][1]
-	if !reflect.DeepEqual(g.Sighted, []int64{129, 130}) || g.SealedThrough != 140 || g.SealedAt.UnixMilli() != 5000 || !reflect.DeepEqual(g.Ended, map[int64]int64{130: 7}) || items.Other != 0 {
+	if !reflect.DeepEqual(g.Sighted, []int64{129, 130}) || g.SealedThrough != 140 || len(g.Seals) != 1 || g.Seals[0].At.UnixMilli() != 5000 || !reflect.DeepEqual(g.Ended, map[int64]int64{130: 7}) || items.Other != 0 {
 		t.Errorf("group %+v, other %d", g, items.Other)
 	}
 	raw[0]["pk"] = &types.AttributeValueMemberS{Value: "CAPGROUP#gala"}

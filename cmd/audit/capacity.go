@@ -10,21 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/queue"
 )
-
-// groupItem is the part of a capacity group item (pk CAPGROUP#id#g, sk
-// CAPGROUP) the audit reads; each end is an attribute end_<place> holding
-// its end index.
-type groupItem struct {
-	Sighted       []int64 `dynamodbav:"sighted,numberset"`
-	SealedThrough int64   `dynamodbav:"sealedThrough"`
-	SealedAtMs    int64   `dynamodbav:"sealedAtMs"`
-	Expired       bool    `dynamodbav:"expired"`
-}
 
 // decodeGroup reads the capacity group item av, keyed pk: its program and
 // group number, and the group.
@@ -38,26 +28,12 @@ func decodeGroup(pk string, av map[string]types.AttributeValue) (string, int64, 
 	if err != nil {
 		return "", 0, queue.Group{}, fmt.Errorf("decode %s: %w", pk, err)
 	}
-	var it groupItem
-	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+	grp, err := dynamostore.DecodeGroup(av)
+	if err != nil {
 		return "", 0, queue.Group{}, fmt.Errorf("decode %s: %w", pk, err)
 	}
-	grp := queue.Group{Sighted: it.Sighted, SealedThrough: it.SealedThrough, SealedAt: queue.FromUnixMs(it.SealedAtMs), Expired: it.Expired, Ended: map[int64]int64{}}
-	slices.Sort(grp.Sighted)
-	for name, v := range av {
-		p, ok := strings.CutPrefix(name, "end_")
-		if !ok {
-			continue
-		}
-		var q int64
-		place, err := strconv.ParseInt(p, 10, 64)
-		if err == nil {
-			err = attributevalue.Unmarshal(v, &q)
-		}
-		if err != nil {
-			return "", 0, queue.Group{}, fmt.Errorf("decode %s %s: %w", pk, name, err)
-		}
-		grp.Ended[place] = q
+	if grp.Ended == nil {
+		grp.Ended = map[int64]int64{}
 	}
 	return rest[:i], g, grp, nil
 }

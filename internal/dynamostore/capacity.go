@@ -113,8 +113,9 @@ func withTTL(upd expression.UpdateBuilder, d time.Duration) expression.UpdateBui
 	return upd.Set(capTTLName, expression.IfNotExists(capTTLName, expression.Value(ttlSeconds(time.Now().Add(d)))))
 }
 
-// decodeGroup reads a group item; nil is the empty group.
-func decodeGroup(item map[string]types.AttributeValue) (queue.Group, error) {
+// DecodeGroup reads a capacity group item (for tools that scan the table,
+// such as cmd/audit); nil is the empty group.
+func DecodeGroup(item map[string]types.AttributeValue) (queue.Group, error) {
 	var it groupItem
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 		return queue.Group{}, err
@@ -188,7 +189,7 @@ func (s *Store) groupUpdate(ctx context.Context, op, programID string, g int64, 
 	}
 	var grp queue.Group
 	if err == nil {
-		grp, err = decodeGroup(item)
+		grp, err = DecodeGroup(item)
 	}
 	if err != nil {
 		return queue.Group{}, fmt.Errorf("dynamostore: %s %s group %d: %w", op, programID, g, err)

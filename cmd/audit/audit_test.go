@@ -448,7 +448,7 @@ func TestDecodeGroup(t *testing.T) {
 	raw := []map[string]types.AttributeValue{{
 		"pk": &types.AttributeValueMemberS{Value: "CAPGROUP#gala-2#1"}, "sk": &types.AttributeValueMemberS{Value: "CAPGROUP"},
 		"sighted": &types.AttributeValueMemberNS{Value: []string{"130", "129"}}, "sealedThrough": n("140"),
-		"seals": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"t": n("140"), "at": n("5000")}}}},
+		"seals":   &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"t": n("140"), "at": n("5000")}}}},
 		"end_130": n("7"), "ttl": n("1700003600"),
 	}}
 	var items Items

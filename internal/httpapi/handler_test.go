@@ -142,6 +142,8 @@ func TestHandlerEvents(t *testing.T) {
 		{"leave-admitted", 204, "", map[string]string{"Cache-Control": "no-store"}},
 		// The site that holds the pass ends the admission.
 		{"session-end", 204, "", map[string]string{"Cache-Control": "no-store"}},
+		// Admitted to a capped program, never came to see: a no-show.
+		{"poll-no-show", 200, `{"tokenId":"noShowTokenFixture0001","status":"EXPIRED","ticket":5,"issuedAt":"2026-05-19T09:10:00.123Z"}`, map[string]string{"Cache-Control": "no-store"}},
 		{"error-session-missing-pass", 400, `{"code":"MISSING_PASS","message":"An admission pass is required in the X-Admission-Pass header."}`, nil},
 		{"error-session-forged", 403, `{"code":"INVALID_PASS","message":"The admission pass is not one this waiting room handed out for this program."}`, nil},
 		{"error-session-expired", 403, `{"code":"PASS_EXPIRED","message":"The admission pass has expired: its admission is over."}`, nil},
@@ -162,6 +164,9 @@ func TestHandlerEvents(t *testing.T) {
 			`{"programId":"demo","issued":1000,"admitted":500,"waiting":500,"admissionRatePerSecond":10,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T09:00:00.123Z"}`, nil},
 		{"admin-create-program", 201,
 			`{"programId":"spring-gala","issued":0,"admitted":0,"waiting":0,"admissionRatePerSecond":2.5,"paused":true,"closed":false,"admissionWindowSeconds":900,"createdAt":"2026-05-19T10:00:00.123Z"}`, nil},
+		{"admin-create-capped-program", 201,
+			`{"programId":"capped-gala","issued":0,"admitted":0,"waiting":0,"admissionRatePerSecond":20,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T10:00:00.123Z","maxActiveUsers":50,"noShowSeconds":60,"active":0,"ended":0,"noShows":0}`, nil},
+		{"admin-error-cap-after-start", 409, `{"code":"INVALID_SETTINGS","message":"maxActiveUsers cannot be set once admission has started: the people admitted before it were not followed."}`, nil},
 		{"admin-admit", 200,
 			`{"programId":"demo","issued":1000,"admitted":505,"waiting":495,"admissionRatePerSecond":10,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T09:00:00.123Z"}`, nil},
 		{"admin-error-unsigned", 403, `{"code":"FORBIDDEN","message":"Admin routes need an IAM-signed request."}`, nil},

@@ -30,11 +30,18 @@ const (
 	SessionPass  = "eyJhbGciOiJFUzI1NiIsImtpZCI6ImZpeHR1cmUta2V5IiwidHlwIjoiSldUIn0.eyJhdWQiOiJkZW1vIiwiZXhwIjoxNzc5MTg1MzQwLCJpYXQiOjE3NzkxODQ3NDAsImlzcyI6Imh0dHBzOi8vYWJjMTIzLmV4ZWN1dGUtYXBpLnVzLWVhc3QtMS5hbWF6b25hd3MuY29tIiwianRpIjoiZml4dHVyZS1zZXNzaW9uVCIsIm5iZiI6MTc3OTE4NDc0MCwic3ViIjoic2Vzc2lvblRva2VuRml4dHVyZTAwMSIsInRpY2tldCI6NDIwfQ.BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBw"
 	ExpiredPass  = "eyJhbGciOiJFUzI1NiIsImtpZCI6ImZpeHR1cmUta2V5IiwidHlwIjoiSldUIn0.eyJhdWQiOiJkZW1vIiwiZXhwIjoxNzc5MTg0ODAwLCJpYXQiOjE3NzkxODQ3NDAsImlzcyI6Imh0dHBzOi8vYWJjMTIzLmV4ZWN1dGUtYXBpLnVzLWVhc3QtMS5hbWF6b25hd3MuY29tIiwianRpIjoiZml4dHVyZS1leHBpcmVkVCIsIm5iZiI6MTc3OTE4NDc0MCwic3ViIjoiZXhwaXJlZFRva2VuRml4dHVyZTAwMSIsInRpY2tldCI6NDIwfQ.BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBw"
 	UnknownToken = "unknownTokenFixture001" // well formed, never stored
+	// NoShowToken (ticket 5 of CappedProgramID) was admitted and never
+	// came to see: its place is sealed as a no-show.
+	NoShowToken = "noShowTokenFixture0001"
 	ProgramID    = "demo"
 	// ClosedProgramID is a program closed to new entries.
 	ClosedProgramID = "sold-out"
 	// FullProgramID is a paused program whose line is at its maxWaiting.
 	FullProgramID = "full-house"
+	// CappedProgramID admits at most 50 people at once, no-shows after
+	// 60 s; 50 of its 100 tickets are admitted, and places up to 50 are
+	// sealed as no-shows but those seen.
+	CappedProgramID = "capped"
 )
 
 // Seed stores the events' programs in s: ProgramID (1,000 tickets issued,
@@ -59,6 +66,9 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	if err := s.CreateProgram(ctx, full); err != nil {
 		return fmt.Errorf("seed full program: %w", err)
 	}
+	if err := seedCapped(ctx, s, now); err != nil {
+		return err
+	}
 	admittedAt := now.Add(-time.Minute)
 	tokens := []queue.Token{
 		{ID: WaitingToken, ProgramID: ProgramID, Ticket: 734, IssuedAt: now.Add(-30 * time.Minute)},
@@ -78,6 +88,37 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 		if err := s.PutToken(ctx, t); err != nil {
 			return fmt.Errorf("seed token %s: %w", t.ID, err)
 		}
+	}
+	return nil
+}
+
+// seedCapped stores CappedProgramID and NoShowToken, and seals the no-shows
+// of its first 50 places, when s keeps capacity records.
+func seedCapped(ctx context.Context, s queue.Store, now time.Time) error {
+	cs, ok := s.(queue.CapacityStore)
+	if !ok {
+		return nil
+	}
+	p := queue.Program{ID: CappedProgramID, CreatedAt: now.Add(-time.Hour), Issued: 100,
+		Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow, MaxActiveUsers: 50, NoShowSeconds: 60}}
+	p = p.Rebased(now.Add(-10*time.Minute), 20*queue.OnePerSecond, false, 0, 0)
+	if err := s.CreateProgram(ctx, p); err != nil {
+		return fmt.Errorf("seed capped program: %w", err)
+	}
+	for place := int64(1); place <= 50; place++ {
+		if place == 5 {
+			continue // the no-show
+		}
+		if _, err := cs.Sight(ctx, CappedProgramID, place); err != nil {
+			return fmt.Errorf("seed sightings: %w", err)
+		}
+	}
+	if _, err := cs.SealSightings(ctx, CappedProgramID, 0, 50, now.Add(-8*time.Minute)); err != nil {
+		return fmt.Errorf("seed the no-show seal: %w", err)
+	}
+	t := queue.Token{ID: NoShowToken, ProgramID: CappedProgramID, Ticket: 5, IssuedAt: now.Add(-50 * time.Minute), ExpiresAt: now.Add(48 * time.Hour)}
+	if err := s.PutToken(ctx, t); err != nil {
+		return fmt.Errorf("seed token %s: %w", t.ID, err)
 	}
 	return nil
 }

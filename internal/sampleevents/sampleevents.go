@@ -33,7 +33,7 @@ const (
 	// NoShowToken (ticket 5 of CappedProgramID) was admitted and never
 	// came to see: its place is sealed as a no-show.
 	NoShowToken = "noShowTokenFixture0001"
-	ProgramID    = "demo"
+	ProgramID   = "demo"
 	// ClosedProgramID is a program closed to new entries.
 	ClosedProgramID = "sold-out"
 	// FullProgramID is a paused program whose line is at its maxWaiting.

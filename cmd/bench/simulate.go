@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +36,16 @@ Service.Poll; -policy then defaults to eta. -tickets single takes every
 ticket from the program item, as before ticket shards. -clock-skew sets
 each instance's clock off the true time by an offset drawn uniformly in
 [-skew, +skew] (by -seed); a list gives a column per skew, policy by policy.
+
+-max-active caps how many people are admitted at once, -no-show-seconds
+gives admitted people that long to fetch their answer; -no-show makes a
+fraction of the crowd stop polling right before their admission, and
+-session has the site end each session of those who came (EndSession)
+after a uniform random duration. Any of them runs the service, and with
+-max-active or -no-show-seconds each policy is run twice on the same crowd
+and seed: first a rate-only program (no cap, no no-show handling), then
+the capped one, with rows for the time to serve everyone who shows, the
+admissions wasted, the most active at once and the slot reuse delay.
 `
 
 // simulateFlags are the flags of simulate beyond the scenario's.
@@ -47,6 +59,9 @@ type simulateFlags struct {
 	opensAt                                    time.Duration
 	shuffle                                    bool
 	tickets, skewList                          string
+	maxActive, noShowSeconds                   int64
+	noShow                                     float64
+	session                                    string
 }
 
 // register defines simulate's flags on fs.
@@ -73,6 +88,10 @@ func (s *simulateFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&s.opensAt, "opens-at", 0, "open the program this long after the start (before it, entries are taken and nobody admitted); runs the service")
 	fs.BoolVar(&s.shuffle, "shuffle", false, "with -opens-at: shuffle everyone who entered before the opening (shuffleAtOpen)")
 	fs.StringVar(&s.tickets, "tickets", "shards", "with the service: shards (ticket shards above a rate) or single (every ticket from the program item, as before them)")
+	fs.Int64Var(&s.maxActive, "max-active", 0, "the program's maxActiveUsers: at most this many people admitted at once (0: no cap); runs the service, beside a rate-only program")
+	fs.Int64Var(&s.noShowSeconds, "no-show-seconds", 0, "the program's noShowSeconds: an admitted person who has not fetched their answer this long after is a no-show (0: none; with a cap, the admission window)")
+	fs.Float64Var(&s.noShow, "no-show", 0, "fraction of users, in [0, 1), who stop polling right before their admission and never fetch it; who follows -seed")
+	fs.StringVar(&s.session, "session", "", "MIN-MAX, e.g. 5s-20s: the site ends the session of each user who came after a uniform random duration in [MIN, MAX] (none: sessions run to the window's end)")
 	fs.StringVar(&s.skewList, "clock-skew", "0", "comma-separated clock skews, e.g. 0,500ms: each instance's clock is off by an offset drawn uniformly in [-skew, +skew]; runs the service")
 }
 
@@ -111,7 +130,12 @@ func (s *simulateFlags) plan(fs *flag.FlagSet) (simulatePlan, error) {
 	if err != nil {
 		return simulatePlan{}, err
 	}
-	service := s.partitionModel || s.opensAt != 0 || s.shuffle || s.tickets == "single" || len(skews) > 1 || skews[0] != 0
+	session, err := parseSession(s.session)
+	if err != nil {
+		return simulatePlan{}, err
+	}
+	capacity := s.maxActive != 0 || s.noShowSeconds != 0 || s.noShow != 0 || session.Max > 0
+	service := capacity || s.partitionModel || s.opensAt != 0 || s.shuffle || s.tickets == "single" || len(skews) > 1 || skews[0] != 0
 	policies, err := s.parsePolicies(fs, service)
 	if err != nil {
 		return simulatePlan{}, err
@@ -120,7 +144,11 @@ func (s *simulateFlags) plan(fs *flag.FlagSet) (simulatePlan, error) {
 		return simulatePlan{}, errors.New("admission ends paused (rate 0) and never admits everyone: set -timeout")
 	}
 	base := simulate.Config{Scenario: sc, Seed: s.seed, CacheTTL: s.cacheTTL, Prices: s.prices,
-		Service: service, PartitionLimits: limits, Instances: s.instances, OpensAt: s.opensAt, Shuffle: s.shuffle, SingleTickets: s.tickets == "single"}
+		Service: service, PartitionLimits: limits, Instances: s.instances, OpensAt: s.opensAt, Shuffle: s.shuffle, SingleTickets: s.tickets == "single",
+		MaxActiveUsers: s.maxActive, NoShowSeconds: s.noShowSeconds, NoShow: s.noShow, Session: session}
+	if err := simulate.ValidateCapacity(base); err != nil {
+		return simulatePlan{}, err
+	}
 	return simulatePlan{base: base, policies: policies, skews: skews}, nil
 }
 
@@ -186,11 +214,13 @@ func (p simulatePlan) run(ctx context.Context) ([]bench.Result, error) {
 			if len(p.skews) > 1 || skew != 0 {
 				cfg.Policy.Name = fmt.Sprintf("%s, skew ±%v", named.Name, skew)
 			}
-			r, err := simulate.Run(cfg)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", cfg.Policy.Name, err)
+			for _, cfg := range programs(cfg) {
+				r, err := simulate.Run(cfg)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", cfg.Policy.Name, err)
+				}
+				results = append(results, r)
 			}
-			results = append(results, r)
 		}
 	}
 	return results, nil
@@ -214,4 +244,59 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// programs returns the programs cfg is run on: with a cap or no-show
+// handling, a rate-only program first (the same crowd, neither setting),
+// then cfg's, each named for it; otherwise cfg alone.
+func programs(cfg simulate.Config) []simulate.Config {
+	if cfg.MaxActiveUsers == 0 && cfg.NoShowSeconds == 0 {
+		return []simulate.Config{cfg}
+	}
+	rateOnly := cfg
+	rateOnly.MaxActiveUsers, rateOnly.NoShowSeconds = 0, 0
+	rateOnly.Policy.Name += ", rate only"
+	var parts []string
+	if cfg.MaxActiveUsers > 0 {
+		parts = append(parts, fmt.Sprintf("cap %d", cfg.MaxActiveUsers))
+	}
+	if cfg.NoShowSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("no-show %ds", cfg.NoShowSeconds))
+	}
+	cfg.Policy.Name += ", " + strings.Join(parts, ", ")
+	return []simulate.Config{rateOnly, cfg}
+}
+
+// parseSession parses -session: MIN-MAX, each a duration or a number of
+// seconds; empty is none.
+func parseSession(spec string) (simulate.Range, error) {
+	if spec == "" {
+		return simulate.Range{}, nil
+	}
+	lo, hi, ok := strings.Cut(spec, "-")
+	bad := fmt.Errorf("-session %q: want MIN-MAX, two durations with 0 < MIN ≤ MAX or MIN 0, e.g. 5s-20s", spec)
+	if !ok {
+		return simulate.Range{}, bad
+	}
+	var r simulate.Range
+	for i, f := range []string{lo, hi} {
+		f = strings.TrimSpace(f)
+		d, err := time.ParseDuration(f)
+		if err != nil {
+			sec, ferr := strconv.ParseFloat(f, 64)
+			if ferr != nil || math.IsNaN(sec) || math.IsInf(sec, 0) {
+				return simulate.Range{}, bad
+			}
+			d = time.Duration(sec * float64(time.Second))
+		}
+		if i == 0 {
+			r.Min = d
+		} else {
+			r.Max = d
+		}
+	}
+	if r.Min < 0 || r.Max < r.Min || r.Max <= 0 {
+		return simulate.Range{}, bad
+	}
+	return r, nil
 }

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/bench/simulate"
 )
 
 func TestSimulateJSON(t *testing.T) {
@@ -139,6 +142,80 @@ func TestSimulateClockSkew(t *testing.T) {
 	for _, bad := range []string{"-1s", "500", "0,x"} {
 		if _, _, err := runCmd(t, "simulate", "-users", "10", "-clock-skew", bad); err == nil {
 			t.Errorf("-clock-skew %s: no error", bad)
+		}
+	}
+}
+
+// TestSimulateCapacity: -max-active and its companions run a rate-only
+// program and the capped one side by side on the same crowd, with the
+// capacity rows in the table; bad values are usage errors.
+func TestSimulateCapacity(t *testing.T) {
+	args := []string{"simulate", "-users", "200", "-arrival", "uniform:5s", "-admit-rate", "20", "-instances", "2",
+		"-max-active", "10", "-no-show", "0.2", "-no-show-seconds", "5", "-session", "1s-3s"}
+	out, errOut, err := runCmd(t, append(args, "-json")...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	var got []struct {
+		Policy   string `json:"policy"`
+		Capacity struct {
+			MaxActiveUsers int64 `json:"maxActiveUsers"`
+			NoShows        int64 `json:"noShows"`
+			MostActive     int64 `json:"mostActive"`
+			SessionsEnded  int64 `json:"sessionsEnded"`
+		} `json:"capacity"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got[0].Policy != "eta, rate only" || got[1].Policy != "eta, cap 10, no-show 5s" {
+		t.Errorf("programs %q, %q; want the rate-only one, then the capped one", got[0].Policy, got[1].Policy)
+	}
+	if c, o := got[1].Capacity, got[0].Capacity; c.MaxActiveUsers != 10 || c.MostActive > 10 || c.NoShows != 40 || o.NoShows != 40 || c.SessionsEnded != 160 || o.SessionsEnded != 160 {
+		t.Errorf("capped %+v, rate only %+v; want cap 10 held, 40 no-shows and 160 sessions ended in both", c, o)
+	}
+	out, errOut, err = runCmd(t, args...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	for _, want := range []string{"time to serve everyone who shows", "admissions wasted (net)", "most active at once (users' view)", "slot reuse delay p50"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range [][]string{
+		{"-max-active", "-1", "-session", "1s-2s"},
+		{"-max-active", "5"}, // no -session, no -timeout
+		{"-no-show", "1"},
+		{"-no-show-seconds", "3"},
+		{"-session", "5s"},
+		{"-session", "20s-5s"},
+		{"-session", "0-0"},
+		{"-session", "x-5s"},
+	} {
+		if _, errOut, err := runCmd(t, append([]string{"simulate", "-users", "10"}, bad...)...); err == nil {
+			t.Errorf("%v: no error", bad)
+		} else if !strings.Contains(errOut, bad[0]) {
+			t.Errorf("%v: error %q does not name %s", bad, errOut, bad[0])
+		}
+	}
+}
+
+// TestParseSession: MIN-MAX in durations or seconds.
+func TestParseSession(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want simulate.Range
+	}{
+		{"", simulate.Range{}},
+		{"5s-20s", simulate.Range{Min: 5 * time.Second, Max: 20 * time.Second}},
+		{"5-20", simulate.Range{Min: 5 * time.Second, Max: 20 * time.Second}},
+		{"0-1.5", simulate.Range{Max: 1500 * time.Millisecond}},
+		{" 2m - 2m ", simulate.Range{Min: 2 * time.Minute, Max: 2 * time.Minute}},
+	} {
+		got, err := parseSession(tc.spec)
+		if err != nil || got != tc.want {
+			t.Errorf("%q: %+v, %v; want %+v", tc.spec, got, err, tc.want)
 		}
 	}
 }

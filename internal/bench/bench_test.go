@@ -426,3 +426,35 @@ func TestMaxInversion(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacityRows: the capacity rows appear when a result has the
+// capacity model, a rate-only result leaves the cap's cells and the slot
+// reuse empty, and the time to serve is compared.
+func TestCapacityRows(t *testing.T) {
+	rateOnly, capped := sampleResults()[0], sampleResults()[0]
+	rateOnly.Policy, capped.Policy = "rate only", "cap 50"
+	rateOnly.Capacity = &Capacity{NoShows: 600, Wasted: 600, ServedMs: 100_000, MostActive: 250}
+	capped.Capacity = &Capacity{MaxActiveUsers: 50, NoShowSeconds: 10, NoShows: 600, NoShowsFound: 600, ServedMs: 600_000, MostActive: 50,
+		SlotReuseMs: &Percentiles{Count: 1950, P50: 2500, Max: 4000}}
+	cells := map[string][]string{}
+	for _, line := range table([]Result{rateOnly, capped}) {
+		cells[line[0]] = line[1:]
+	}
+	for label, want := range map[string][]string{
+		"cap (maxActiveUsers)":              {"–", "50", ""},
+		"time to serve everyone who shows":  {"100.00 s", "600.00 s", "+500.0%"},
+		"admissions wasted (net)":           {"600", "0", "−100.0%"},
+		"most active at once (users' view)": {"250", "50", "−80.0%"},
+		"slot reuse delay p50":              {"–", "2.50 s", ""},
+		"slot reuse delay max":              {"–", "4.00 s", ""},
+	} {
+		if !slices.Equal(cells[label], want) {
+			t.Errorf("%s: %q, want %q", label, cells[label], want)
+		}
+	}
+	for _, line := range table(sampleResults()) {
+		if line[0] == "cap (maxActiveUsers)" {
+			t.Error("results without the capacity model have its rows")
+		}
+	}
+}

@@ -26,11 +26,12 @@ type row struct {
 }
 
 // rows returns the table's rows for results: the common ones, and those of
-// leaves, clock skew, admin requests, latency and cost when any result has
-// them.
+// leaves, clock skew, admin requests, latency, capacity and cost when any
+// result has them.
 func rows(results []Result) []row {
-	var run, sim, left, admin, skew bool
+	var run, sim, left, admin, skew, capacity bool
 	for _, r := range results {
+		capacity = capacity || r.Capacity != nil
 		skew = skew || r.ClockSkewMs > 0
 		run = run || r.LatencyMs != nil
 		admin = admin || r.AdminRequests > 0
@@ -49,6 +50,9 @@ func rows(results []Result) []row {
 	}
 	if run {
 		rs = append(rs, latencyRows()...)
+	}
+	if capacity {
+		rs = append(rs, capacityRows()...)
 	}
 	notify := func(f func(Percentiles) float64) func(Result) (float64, bool) {
 		return func(r Result) (float64, bool) { return f(r.NotifyDelayMs), r.NotifyDelayMs.Count > 0 }
@@ -136,6 +140,45 @@ func skewRows() []row {
 		{"tickets past issued", always(func(r Result) float64 { return float64(r.TicketsPastIssued) }), formatInteger, false},
 		{"status regressions", always(func(r Result) float64 { return float64(r.StatusRegressions) }), formatInteger, false},
 		{"max position rise", always(func(r Result) float64 { return float64(r.MaxPositionRise) }), formatInteger, false},
+	}
+}
+
+// capacityRows returns the rows of the capacity model: the program's cap
+// and no-show handling, the no-shows and the slots.
+func capacityRows() []row {
+	c := func(f func(Capacity) (float64, bool)) func(Result) (float64, bool) {
+		return func(r Result) (float64, bool) {
+			if r.Capacity == nil {
+				return 0, false
+			}
+			return f(*r.Capacity)
+		}
+	}
+	set := func(f func(Capacity) int64) func(Result) (float64, bool) {
+		return c(func(c Capacity) (float64, bool) { return float64(f(c)), f(c) > 0 })
+	}
+	all := func(f func(Capacity) float64) func(Result) (float64, bool) {
+		return c(func(c Capacity) (float64, bool) { return f(c), true })
+	}
+	reuse := func(f func(Percentiles) float64) func(Result) (float64, bool) {
+		return c(func(c Capacity) (float64, bool) {
+			if c.SlotReuseMs == nil || c.SlotReuseMs.Count == 0 {
+				return 0, false
+			}
+			return f(*c.SlotReuseMs), true
+		})
+	}
+	return []row{
+		{"cap (maxActiveUsers)", set(func(c Capacity) int64 { return c.MaxActiveUsers }), formatInteger, false},
+		{"no-show seconds", set(func(c Capacity) int64 { return c.NoShowSeconds }), formatInteger, false},
+		{"time to serve everyone who shows", all(func(c Capacity) float64 { return c.ServedMs }), formatSeconds, true},
+		{"no-shows (admitted, never came)", all(func(c Capacity) float64 { return float64(c.NoShows) }), formatInteger, false},
+		{"no-shows found by the folds", all(func(c Capacity) float64 { return float64(c.NoShowsFound) }), formatInteger, false},
+		{"admissions wasted (net)", all(func(c Capacity) float64 { return float64(c.Wasted) }), formatInteger, true},
+		{"sessions ended by the site", all(func(c Capacity) float64 { return float64(c.SessionsEnded) }), formatInteger, false},
+		{"most active at once (users' view)", all(func(c Capacity) float64 { return float64(c.MostActive) }), formatInteger, true},
+		{"slot reuse delay p50", reuse(func(p Percentiles) float64 { return p.P50 }), formatSeconds, false},
+		{"slot reuse delay max", reuse(func(p Percentiles) float64 { return p.Max }), formatSeconds, false},
 	}
 }
 

@@ -137,6 +137,41 @@ type Result struct {
 	DynamoRRU float64 `json:"dynamoRRU,omitempty"`
 	// Cost is the AWS price of the requests (simulate).
 	Cost *Cost `json:"costUSD,omitempty"`
+	// Capacity is what happened after the admissions: the cap, the
+	// no-shows and the sessions (simulate, with the capacity model).
+	Capacity *Capacity `json:"capacity,omitempty"`
+}
+
+// Capacity is what a simulation measured of a program's admissions once
+// made: its cap and no-show handling, its no-shows, and its users'
+// sessions as they lived them.
+type Capacity struct {
+	// MaxActiveUsers and NoShowSeconds are the program's settings (0: none).
+	MaxActiveUsers int64 `json:"maxActiveUsers,omitempty"`
+	NoShowSeconds  int64 `json:"noShowSeconds,omitempty"`
+	// NoShows counts the users admitted who never fetched their answer;
+	// NoShowsFound, the no-shows the program's folds counted by the end
+	// (tickets nobody holds included).
+	NoShows      int64 `json:"noShows"`
+	NoShowsFound int64 `json:"noShowsFound"`
+	// Wasted counts the no-shows' admissions not given back to the line
+	// (a slot freed, or an admission owed) by the end of the run.
+	Wasted int64 `json:"wasted"`
+	// ServedMs is when the last user who showed saw ADMITTED: the time to
+	// serve everyone.
+	ServedMs float64 `json:"servedMs"`
+	// MostActive is the most users active at once as they see it: from
+	// seeing ADMITTED to their session's or window's end.
+	MostActive int64 `json:"mostActive"`
+	// SessionsEnded counts the sessions the site ended (EndSession);
+	// EndErrors, its calls that failed.
+	SessionsEnded int64 `json:"sessionsEnded"`
+	EndErrors     int64 `json:"endErrors,omitempty"`
+	// SlotReuseMs is, with a cap, the time from each slot's freeing (a
+	// session's or window's end, a no-show's time to show over) to the
+	// admission that took it: the j-th slot freed is taken by admission
+	// MaxActiveUsers + j.
+	SlotReuseMs *Percentiles `json:"slotReuseMs,omitempty"`
 }
 
 // Percentiles summarise a sample exactly (sorted samples, nearest rank).

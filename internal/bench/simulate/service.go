@@ -36,6 +36,10 @@ type serviceUser struct {
 	ticket    int64
 	enteredMs int64 // -1 while not entered
 	position  int64 // the position of its last WAITING answer; 0: none yet
+	// pass and windowEndMs are its admission pass and the end of its
+	// window (ms), with the capacity model.
+	pass        string
+	windowEndMs int64
 }
 
 type serviceSim struct {
@@ -58,7 +62,10 @@ type serviceSim struct {
 
 	users   []serviceUser
 	admitAt []int64 // per place: ms at which the serving counter passed it
+	serving int64   // the serving counter at s.t
 	wheel   wheel
+	// capacity is the capacity model's state, with Config.capacity.
+	capacity capacityState
 
 	seen, entered   int
 	pollsOfAdmitted int64
@@ -88,7 +95,7 @@ func validateService(cfg Config) error {
 	case cfg.ClockSkew < 0:
 		return errors.New("simulate: -clock-skew: negative")
 	}
-	return nil
+	return ValidateCapacity(cfg)
 }
 
 func runService(cfg Config) (bench.Result, error) {
@@ -124,13 +131,21 @@ func runService(cfg Config) (bench.Result, error) {
 		}
 		s.shuffleKey = key
 	}
+	var signer queue.PassSigner
+	if cfg.capacity() {
+		var err error
+		if signer, err = passSigner(); err != nil {
+			return bench.Result{}, fmt.Errorf("simulate: %w", err)
+		}
+		s.capacity.crowd = drawCrowd(cfg)
+	}
 	s.offsets = clockOffsets(cfg.Seed, instances, cfg.ClockSkew)
 	for i := range instances {
 		clk, rng := clock.Offset{Base: s.clock, By: s.offsets[i]}, rand.New(rand.NewPCG(cfg.Seed+uint64(i)+1, 7))
 		shards := tickets.New(s.store, tickets.WithItemWriteLimit(writeLimit), tickets.WithClock(clk), tickets.WithRand(rng))
 		s.svcs = append(s.svcs, queue.NewService(s.store, cfg.Policy.Policy,
 			queue.WithClock(clk), queue.WithProgramCache(time.Second), queue.WithTickets(shards),
-			queue.WithRand(rng), queue.WithShuffleKey(s.shuffleKey)))
+			queue.WithRand(rng), queue.WithShuffleKey(s.shuffleKey), queue.WithPassSigner(signer)))
 		if i == 0 || s.offsets[i] < slices.Min(s.offsets[:i]) {
 			s.slowest = s.svcs[i]
 		}
@@ -146,12 +161,26 @@ func runService(cfg Config) (bench.Result, error) {
 	if cfg.Scenario.Rates[0].Rate == 0 {
 		set = api.ProgramSettings{Paused: new(true)}
 	}
+	if cfg.MaxActiveUsers > 0 {
+		set.MaxActiveUsers = new(cfg.MaxActiveUsers)
+	}
+	if cfg.NoShowSeconds > 0 {
+		set.NoShowSeconds = new(cfg.NoShowSeconds)
+	}
 	if cfg.OpensAt > 0 {
 		set.OpensAt = new(Epoch.Add(cfg.OpensAt).Format(time.RFC3339Nano))
 		set.ShuffleAtOpen = new(cfg.Shuffle)
 	}
-	if _, _, err := s.svcs[0].PutProgram(s.ctx, serviceProgram, set); err != nil {
+	p, _, err := s.svcs[0].PutProgram(s.ctx, serviceProgram, set)
+	if err != nil {
 		return bench.Result{}, fmt.Errorf("simulate: create the program: %w", err)
+	}
+	s.capacity.noShowAfterMs = -1
+	if cfg.MaxActiveUsers > 0 {
+		s.capacity.noShowAfterMs = p.AdmissionWindow.Milliseconds()
+		if cfg.NoShowSeconds > 0 {
+			s.capacity.noShowAfterMs = cfg.NoShowSeconds * 1000
+		}
 	}
 	s.run()
 	return s.result(), nil
@@ -181,7 +210,6 @@ func (s *serviceSim) run() {
 		end = sc.Timeout.Milliseconds()
 	}
 	next := 0
-	var serving int64
 	for s.t = 0; s.t < end; s.t++ {
 		if s.t > 0 {
 			s.clock.Advance(time.Millisecond)
@@ -191,21 +219,24 @@ func (s *serviceSim) run() {
 			s.enter(next)
 			next++
 		}
-		if p, err := s.store.Store.GetProgram(s.ctx, serviceProgram); err == nil {
-			serving = p.Serving(s.now)
-		}
-		s.advance(serving)
+		s.advance()
 		if b := s.wheel.take(s.t); len(b) > 0 {
 			for _, x := range b {
-				if x.ticket < 0 {
+				switch u := int(x.ticket) - 1; {
+				case x.ticket < 0:
 					s.enter(int(-x.ticket) - 1)
-					continue
+				case x.polls == sessionEndEvent:
+					s.endSession(u)
+				case x.polls == windowEndEvent:
+					s.release()
+				case s.isNoShow(u):
+				default:
+					s.poll(u, x.polls+1)
 				}
-				s.poll(int(x.ticket)-1, x.polls+1)
 			}
 			s.wheel.giveBack(s.t, b)
 		}
-		if s.seen == n {
+		if s.seen+s.capacity.noShows == n && s.capacity.pendingEnds == 0 {
 			break
 		}
 		if s.progress != nil && s.t%1000 == 0 {
@@ -217,9 +248,13 @@ func (s *serviceSim) run() {
 	}
 }
 
-// advance records when the serving counter passed each place.
-func (s *serviceSim) advance(serving int64) {
-	for int64(len(s.admitAt)) <= serving {
+// advance reads the serving counter and records when it passed each
+// place.
+func (s *serviceSim) advance() {
+	if p, err := s.store.Store.GetProgram(s.ctx, serviceProgram); err == nil {
+		s.serving = p.Serving(s.now)
+	}
+	for int64(len(s.admitAt)) <= s.serving {
 		s.admitAt = append(s.admitAt, s.t)
 	}
 }
@@ -283,6 +318,9 @@ func (s *serviceSim) answer(u int, v queue.View, polls int32) {
 			at = max(s.admitAt[place], s.users[u].enteredMs)
 		}
 		s.delays = append(s.delays, float64(s.t-at))
+		if s.cfg.capacity() {
+			s.admitted(u, v)
+		}
 		return
 	}
 	ms := max(1, int64((v.RetryAfter+time.Millisecond-1)/time.Millisecond))
@@ -415,8 +453,11 @@ func (s *serviceSim) result() bench.Result {
 	cost := s.cfg.Prices.Cost(s.requests, s.polls)
 	r.Cost = &cost
 	duration := time.Duration(s.t) * time.Millisecond
-	if sc.Timeout > 0 && s.seen < sc.Users {
+	if sc.Timeout > 0 && s.seen+s.capacity.noShows < sc.Users {
 		duration = sc.Timeout
+	}
+	if s.cfg.capacity() {
+		r.Capacity = s.capacityResult(p)
 	}
 	r.Finish(duration, s.pollsOfAdmitted)
 	return r

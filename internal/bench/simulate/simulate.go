@@ -57,6 +57,29 @@ type Config struct {
 	// time by an offset drawn uniformly in [−ClockSkew, +ClockSkew] (by
 	// Seed); 0: every instance reads the true time.
 	ClockSkew time.Duration
+
+	// MaxActiveUsers and NoShowSeconds are the program's settings of those
+	// names (0: none). With either, or with NoShow or Session, the service
+	// runs and signs an admission pass for each admission.
+	MaxActiveUsers, NoShowSeconds int64
+	// NoShow is the fraction of users, in [0, 1), who stop polling right
+	// before their admission and so never fetch their answer; who follows
+	// Seed alone (NoShows).
+	NoShow float64
+	// Session, when its Max is positive, is the range of the uniform
+	// duration after which the site ends a user's session (EndSession),
+	// from when the user saw ADMITTED; zero: sessions run to the window's
+	// end.
+	Session Range
+}
+
+// Range is a closed range of durations.
+type Range struct{ Min, Max time.Duration }
+
+// capacity reports whether cfg models admissions after they are made: a
+// cap, no-show handling, no-shows or sessions.
+func (cfg Config) capacity() bool {
+	return cfg.MaxActiveUsers > 0 || cfg.NoShowSeconds > 0 || cfg.NoShow > 0 || cfg.Session.Max > 0
 }
 
 // Route keys of bench.Result.ByRoute the simulator fills.
@@ -81,7 +104,7 @@ func Run(cfg Config) (bench.Result, error) {
 	if sc.Users > math.MaxInt32 {
 		return bench.Result{}, fmt.Errorf("simulate: at most %d users", math.MaxInt32)
 	}
-	if cfg.Service || cfg.PartitionLimits != nil || cfg.OpensAt != 0 || cfg.Shuffle || cfg.SingleTickets || cfg.ClockSkew != 0 {
+	if cfg.Service || cfg.PartitionLimits != nil || cfg.OpensAt != 0 || cfg.Shuffle || cfg.SingleTickets || cfg.ClockSkew != 0 || cfg.capacity() {
 		return runService(cfg)
 	}
 	s := newSim(cfg)

@@ -17,7 +17,9 @@ import (
 // store is the simulated DynamoDB table: the in-memory store, with every
 // call on the program item and the shard items charged to the partition
 // model on the simulation's clock and refused with queue.ErrThrottled when
-// the partition has no capacity left. Token items are not charged.
+// the partition has no capacity left. Token items and the capacity records
+// (each in its own partition) are not charged; a fold's write of the
+// program item is.
 type store struct {
 	*memstore.Store
 	clock clock.Clock
@@ -35,6 +37,7 @@ var (
 	_ tickets.Store       = (*store)(nil)
 	_ queue.PrequeueStore = (*store)(nil)
 	_ queue.ScheduleStore = (*store)(nil)
+	_ queue.CapacityStore = (*store)(nil)
 )
 
 const programKey = "program"
@@ -176,4 +179,11 @@ func (s *store) ReturnTickets(ctx context.Context, p queue.Program, from int64) 
 		return false, err
 	}
 	return s.Store.ReturnTickets(ctx, p, from)
+}
+
+func (s *store) ApplyFold(ctx context.Context, id string, prevFoldedAtMs int64, next queue.Capacity) error {
+	if err := s.writeProgram(id); err != nil {
+		return err
+	}
+	return s.Store.ApplyFold(ctx, id, prevFoldedAtMs, next)
 }

@@ -254,7 +254,7 @@ func programs(cfg simulate.Config) []simulate.Config {
 		return []simulate.Config{cfg}
 	}
 	rateOnly := cfg
-	rateOnly.MaxActiveUsers, rateOnly.NoShowSeconds = 0, 0
+	rateOnly.MaxActiveUsers, rateOnly.NoShowSeconds, rateOnly.FollowAdmissions = 0, 0, true
 	rateOnly.Policy.Name += ", rate only"
 	var parts []string
 	if cfg.MaxActiveUsers > 0 {

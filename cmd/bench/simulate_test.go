@@ -174,6 +174,15 @@ func TestSimulateCapacity(t *testing.T) {
 	if c, o := got[1].Capacity, got[0].Capacity; c.MaxActiveUsers != 10 || c.MostActive > 10 || c.NoShows != 40 || o.NoShows != 40 || c.SessionsEnded != 160 || o.SessionsEnded != 160 {
 		t.Errorf("capped %+v, rate only %+v; want cap 10 held, 40 no-shows and 160 sessions ended in both", c, o)
 	}
+	// A cap alone: the rate-only side is followed too.
+	out, errOut, err = runCmd(t, "simulate", "-users", "50", "-admit-rate", "20", "-instances", "1", "-max-active", "10", "-timeout", "10s", "-json")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	var capOnly []map[string]any
+	if err := json.Unmarshal([]byte(out), &capOnly); err != nil || len(capOnly) != 2 || capOnly[0]["capacity"] == nil || capOnly[1]["capacity"] == nil {
+		t.Fatalf("want both programs' capacity: %v: %s", err, out)
+	}
 	out, errOut, err = runCmd(t, args...)
 	if err != nil {
 		t.Fatalf("%v: %s", err, errOut)

@@ -71,6 +71,10 @@ type Config struct {
 	// from when the user saw ADMITTED; zero: sessions run to the window's
 	// end.
 	Session Range
+	// FollowAdmissions follows each admission to its session's end as
+	// the capacity settings do, without them: a rate-only program's
+	// side of a comparison.
+	FollowAdmissions bool
 }
 
 // Range is a closed range of durations.
@@ -79,7 +83,7 @@ type Range struct{ Min, Max time.Duration }
 // capacity reports whether cfg models admissions after they are made: a
 // cap, no-show handling, no-shows or sessions.
 func (cfg Config) capacity() bool {
-	return cfg.MaxActiveUsers > 0 || cfg.NoShowSeconds > 0 || cfg.NoShow > 0 || cfg.Session.Max > 0
+	return cfg.FollowAdmissions || cfg.MaxActiveUsers > 0 || cfg.NoShowSeconds > 0 || cfg.NoShow > 0 || cfg.Session.Max > 0
 }
 
 // Route keys of bench.Result.ByRoute the simulator fills.

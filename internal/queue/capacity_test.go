@@ -127,3 +127,16 @@ func TestSituationUnderTheCeiling(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldKeepsTheCeiling: a fold that prunes the steps in effect leaves
+// the ceiling where it was at every instant.
+func TestFoldKeepsTheCeiling(t *testing.T) {
+	c := queue.Capacity{Steps: []queue.Step{{AtMs: 1000, Freed: 10, Rate: rate(1)}, {AtMs: 2000, Freed: 20, Rate: rate(1)}}}
+	level, steps := queue.Pruned(c, 3000)
+	after := queue.Capacity{Level: level, Steps: steps}
+	for ms := int64(2000); ms <= 30_000; ms += 250 {
+		if got, want := after.FreedAt(ms), c.FreedAt(ms); got != want {
+			t.Errorf("FreedAt(%d) = %d after pruning, %d before", ms, got, want)
+		}
+	}
+}

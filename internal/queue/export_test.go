@@ -23,3 +23,6 @@ func (c Capacity) FreedAt(ms int64) int64 { return c.freedAt(ms) }
 
 // ReachMs exposes Capacity.reachMs.
 func (c Capacity) ReachMs(n, from int64) (int64, bool) { return c.reachMs(n, from) }
+
+// Pruned exposes pruned.
+var Pruned = pruned

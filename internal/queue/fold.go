@@ -168,5 +168,7 @@ func pruned(c Capacity, nowMs int64) (int64, []Step) {
 	if drop == 0 {
 		return c.Level, append([]Step(nil), c.Steps...)
 	}
-	return c.freedAt(c.Steps[drop].AtMs), append([]Step(nil), c.Steps[drop:]...)
+	// The level where the first kept step starts: the dropped steps only.
+	level := Capacity{Level: c.Level, Steps: c.Steps[:drop]}.freedAt(c.Steps[drop].AtMs)
+	return level, append([]Step(nil), c.Steps[drop:]...)
 }

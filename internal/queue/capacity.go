@@ -243,3 +243,37 @@ func (p Program) ceilingAdmitsMs(place, at int64) (int64, bool) {
 	d, _ := mulDiv(uint64(need-level), 1e6, uint64(c.ReleaseRate), true)
 	return addSat(from, d), true
 }
+
+// ceilingEarliestMs is a lower bound on when the ceiling could let place
+// in, seen at ms: the steps written, or steps not written yet, which take
+// effect notice ms from now at the soonest and free at most
+// MaxActiveUsers slots a round, a round lasting round ms at least. False
+// without a cap, or when the ceiling lets place in already.
+func (p Program) ceilingEarliestMs(place, ms, notice, round int64) (int64, bool) {
+	l, ok := p.ceilingAt(ms)
+	if !ok || place <= l {
+		return 0, false
+	}
+	from := max(ms+notice, ms)
+	need := place - addSat(p.MaxActiveUsers, p.Capacity.freedAt(from))
+	if need <= 0 {
+		reach, _ := p.Capacity.reachMs(place-p.MaxActiveUsers, ms)
+		return reach, true
+	}
+	rounds := (need + p.MaxActiveUsers - 1) / p.MaxActiveUsers
+	earliest := addSat(from, MulSat(rounds-1, round))
+	if reach, ok := p.Capacity.reachMs(place-p.MaxActiveUsers, from); ok {
+		earliest = min(earliest, reach)
+	}
+	return earliest, true
+}
+
+// roundMs is the least time, in ms, between a slot taken and its reuse by
+// the next holder, seen with notice: a fold's period without a cache;
+// with one, the change delay, at least the notice plus the write budget.
+func roundMs(notice time.Duration) int64 {
+	if notice <= 0 {
+		return foldEvery.Milliseconds()
+	}
+	return (notice + AdminWriteBudget).Milliseconds()
+}

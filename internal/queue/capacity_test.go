@@ -140,3 +140,26 @@ func TestFoldKeepsTheCeiling(t *testing.T) {
 		}
 	}
 }
+
+// TestEarliestUnderTheCeiling: a place the ceiling holds back is told an
+// earliest admission no sooner than the slots could free: steps not yet
+// written take effect a notice from now at the soonest, and free at most
+// the cap's worth of slots a round.
+func TestEarliestUnderTheCeiling(t *testing.T) {
+	p := program(1000, 0, 100, false)
+	p.MaxActiveUsers = 50
+	now := t0.Add(5 * time.Second) // the segments alone admit 500
+	for _, tt := range []struct {
+		place int64
+		want  time.Duration
+	}{
+		{60, time.Second},      // one round: the notice
+		{100, time.Second},     // the cap's worth in that round
+		{101, 3 * time.Second}, // a second round: the notice and the write budget
+		{170, 5 * time.Second}, // three rounds
+	} {
+		if sit := p.Situation(tt.place, now, time.Second); sit.Earliest != tt.want {
+			t.Errorf("place %d: earliest %v, want %v", tt.place, sit.Earliest, tt.want)
+		}
+	}
+}

@@ -424,6 +424,9 @@ func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) po
 		sit.Wait = waitOf(wait)
 	}
 	if at, ok := p.earliestMs(ticket, ms, notice.Milliseconds(), at, known); ok && sit.Position > 0 {
+		if c, ok := p.ceilingEarliestMs(ticket, ms, notice.Milliseconds(), roundMs(notice)); ok {
+			at = max(at, c) // the ceiling holds the place back too
+		}
 		sit.Earliest = waitOf(max(at-ms, 1))
 		if sit.Wait > 0 {
 			sit.Earliest = min(sit.Earliest, sit.Wait) // a measured manual pace may be faster

@@ -13,15 +13,17 @@ const (
 	EndShards = 4
 	// foldEvery is the least time between two folds of a program: with
 	// the change delay (2 s at the default cache TTL), a slot freed is
-	// refilled within 2.5 s.
-	foldEvery = 500 * time.Millisecond
+	// refilled within 2.25 s (more when more slots free at once than the
+	// rate refills in a fold's period).
+	foldEvery = 250 * time.Millisecond
 	// maxGroupsPerFold bounds the groups one fold seals for no-shows.
 	maxGroupsPerFold = 16
 	// expiryMargin is added to a window before its slot is freed: the
 	// pass verifiers' leeway (passverify.DefaultLeeway) and clock skew.
 	expiryMargin = time.Minute
-	// noShowMargin is added to the no-show time before a place is sealed.
-	noShowMargin = time.Second
+	// noShowMargin is added to the no-show time before a place is sealed:
+	// none is needed, the seal decides, not a clock.
+	noShowMargin = 0
 	// keptSteps bounds the ceiling's steps already in effect that a fold
 	// keeps (the older ones become Level).
 	keptSteps = 1

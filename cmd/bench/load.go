@@ -45,6 +45,7 @@ type loadFlags struct {
 	allowRemote                        bool
 	// existing is nil unless the command takes -program-id.
 	existing *string
+	capacity capacityFlags
 }
 
 // register defines lc's flags on fs.
@@ -58,6 +59,7 @@ func (lf *loadFlags) register(fs *flag.FlagSet, lc loadCommand) {
 	fs.DurationVar(&lf.sampleEvery, "sample-every", 100*time.Millisecond, "period of the admin counter reads that time admissions (for the notification delay)")
 	fs.IntVar(&lf.conns, "conns", loadtest.DefaultConns, "maximum HTTP connections shared by the virtual users")
 	fs.BoolVar(&lf.allowRemote, "allow-remote", false, "allow a -url that is not a loopback address (never point a load test at a server you do not own)")
+	lf.capacity.register(fs)
 	if lc.oneMode {
 		lf.existing = fs.String("program-id", "", "fill this existing program instead of creating one: its settings and admission stay the operator's (wrctl), so -admit-rate, -rate-schedule, -abandon and -poll server:POLICY do not apply")
 	}
@@ -73,9 +75,10 @@ func (lf *loadFlags) existingID() string {
 
 // loadPlan is what the parsed flags of run or compare resolve to.
 type loadPlan struct {
-	sc    bench.Scenario
-	modes []loadtest.Poll
-	token string
+	sc       bench.Scenario
+	modes    []loadtest.Poll
+	token    string
+	capacity *loadtest.Capacity
 }
 
 // plan checks the parsed flags and resolves them into a loadPlan; an error
@@ -89,6 +92,10 @@ func (lf *loadFlags) plan(fs *flag.FlagSet, lc loadCommand, e env) (loadPlan, er
 		if err := existingProgram(fs, id, sc, lf.polls); err != nil {
 			return loadPlan{}, err
 		}
+	}
+	capacity, err := lf.capacity.capacity()
+	if err != nil {
+		return loadPlan{}, err
 	}
 	if sc.Timeout <= 0 {
 		return loadPlan{}, errors.New("-timeout must be positive")
@@ -116,7 +123,7 @@ func (lf *loadFlags) plan(fs *flag.FlagSet, lc loadCommand, e env) (loadPlan, er
 	if token == "" {
 		return loadPlan{}, errors.New("an admin token is required: -admin-token or $ADMIN_TOKEN")
 	}
-	return loadPlan{sc: sc, modes: modes, token: token}, nil
+	return loadPlan{sc: sc, modes: modes, token: token, capacity: capacity}, nil
 }
 
 // cmdLoad runs the load test of each -poll mode in turn and prints them.
@@ -164,7 +171,7 @@ func (lf *loadFlags) runModes(ctx context.Context, fs *flag.FlagSet, name string
 		r, err := loadtest.Run(ctx, loadtest.Config{
 			BaseURL: lf.baseURL, AdminToken: p.token, ProgramID: id, Existing: existing != "",
 			Scenario: p.sc, Poll: m, SampleEvery: lf.sampleEvery, Conns: lf.conns, Progress: e.progress,
-			Seed: lf.seed, CacheTTL: lf.cacheTTL,
+			Seed: lf.seed, CacheTTL: lf.cacheTTL, Capacity: p.capacity,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", m, err)
@@ -192,7 +199,7 @@ func existingProgram(fs *flag.FlagSet, id string, sc bench.Scenario, poll string
 	var clash []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "admit-rate", "rate-schedule", "paused-for", "program":
+		case "admit-rate", "rate-schedule", "paused-for", "program", "max-active":
 			clash = append(clash, "-"+f.Name)
 		}
 	})

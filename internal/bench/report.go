@@ -54,6 +54,9 @@ func rows(results []Result) []row {
 	if capacity {
 		rs = append(rs, capacityRows()...)
 	}
+	if slices.ContainsFunc(results, func(r Result) bool { return r.CapacityRun != nil }) {
+		rs = append(rs, capacityRunRows()...)
+	}
 	notify := func(f func(Percentiles) float64) func(Result) (float64, bool) {
 		return func(r Result) (float64, bool) { return f(r.NotifyDelayMs), r.NotifyDelayMs.Count > 0 }
 	}

@@ -40,6 +40,9 @@ type Result struct {
 	Polls int64 `json:"polls"`
 	// Leaves counts DELETE requests (abandoning users).
 	Leaves int64 `json:"leaves,omitempty"`
+	// SessionEnds counts the site's session ends (DELETE …/session, run
+	// with a cap).
+	SessionEnds int64 `json:"sessionEnds,omitempty"`
 	// PollsPerUser is Polls / Users: GETs only, the enter not counted.
 	PollsPerUser float64 `json:"pollsPerUser"`
 	// RequestsPerUser is Requests / Users: the polls plus the enter (plus
@@ -140,6 +143,8 @@ type Result struct {
 	// Capacity is what happened after the admissions: the cap, the
 	// no-shows and the sessions (simulate, with the capacity model).
 	Capacity *Capacity `json:"capacity,omitempty"`
+	// CapacityRun is what a run on a capped program measured (run).
+	CapacityRun *CapacityRun `json:"capacityRun,omitempty"`
 }
 
 // Capacity is what a simulation measured of a program's admissions once

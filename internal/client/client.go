@@ -29,6 +29,7 @@ const (
 	OpEnter      Op = "POST enter"
 	OpPoll       Op = "GET poll"
 	OpLeave      Op = "DELETE leave"
+	OpEndSession Op = "DELETE session"
 	OpGetProgram Op = "GET admin"
 	OpPutProgram Op = "PUT admin"
 	OpAdmit      Op = "POST admissions"
@@ -173,6 +174,15 @@ func (c *Client) Poll(ctx context.Context, programID, token string) (api.Token, 
 // cannot leave: that is an *Error with Status 409.
 func (c *Client) Leave(ctx context.Context, programID, token string) error {
 	_, _, err := c.do(ctx, request{OpLeave, http.MethodDelete, queuePath(programID), http.Header{api.HeaderToken: {token}}, nil, []int{http.StatusNoContent}}, nil)
+	return err
+}
+
+// EndSession tells the waiting room that the protected site is done with
+// the person whose admission pass is pass, so that their slot frees; as
+// the site does (passverify.EndSession). Ending it again is no error.
+func (c *Client) EndSession(ctx context.Context, programID, pass string) error {
+	path := strings.Replace(api.SessionPath, "{programId}", url.PathEscape(programID), 1)
+	_, _, err := c.do(ctx, request{OpEndSession, http.MethodDelete, path, http.Header{api.HeaderAdmissionPass: {pass}}, nil, []int{http.StatusNoContent}}, nil)
 	return err
 }
 

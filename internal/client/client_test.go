@@ -244,3 +244,31 @@ func TestCanceled(t *testing.T) {
 		t.Error("RetryDelay says retry after the caller's context ended")
 	}
 }
+
+// TestEndSession sends the pass in X-Admission-Pass on the session route,
+// and reads a refusal as an *Error with its code.
+func TestEndSession(t *testing.T) {
+	var method, path, pass string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method, path, pass = r.Method, r.URL.EscapedPath(), r.Header.Get(api.HeaderAdmissionPass)
+		if pass == "expired" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"code":"PASS_EXPIRED","message":"The admission pass has expired."}`))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	if err := c.EndSession(context.Background(), "a b", "p.q.r"); err != nil {
+		t.Fatal(err)
+	}
+	if method != http.MethodDelete || path != "/api/v1/queues/programs/a%20b/session" || pass != "p.q.r" {
+		t.Errorf("sent %s %s with pass %q", method, path, pass)
+	}
+	err := c.EndSession(context.Background(), "a b", "expired")
+	if ae := (*client.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusForbidden || ae.Code != api.CodePassExpired {
+		t.Errorf("EndSession of an expired pass = %v; want 403 %s", err, api.CodePassExpired)
+	}
+}

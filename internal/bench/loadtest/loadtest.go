@@ -109,6 +109,9 @@ type Config struct {
 	// (bench.AdmissionTimes), so that an abandoning user leaves at its
 	// fraction of that wait.
 	CacheTTL time.Duration
+	// Capacity, when not nil, creates the program with an active-user cap
+	// and plays its crowd: no-shows, and sessions the site ends.
+	Capacity *Capacity
 }
 
 // CheckLoopback returns an error unless rawURL is http(s) on a loopback
@@ -167,6 +170,14 @@ func Run(ctx context.Context, cfg Config) (bench.Result, error) {
 	}
 	if cfg.Existing && (sc.Abandon > 0 || cfg.Poll.Policy != "") {
 		return bench.Result{}, errors.New("loadtest: a run on an existing program has no abandonment and no polling policy of its own")
+	}
+	if c := cfg.Capacity; c != nil {
+		if err := c.Validate(); err != nil {
+			return bench.Result{}, fmt.Errorf("loadtest: %w", err)
+		}
+		if cfg.Existing {
+			return bench.Result{}, errors.New("loadtest: a run on an existing program has no capacity settings of its own")
+		}
 	}
 	if cfg.SampleEvery <= 0 {
 		cfg.SampleEvery = 100 * time.Millisecond

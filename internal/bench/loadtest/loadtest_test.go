@@ -43,6 +43,9 @@ type serverOptions struct {
 	tickets tickets
 	// policies registers tiers and eta by name (for -poll server:eta).
 	policies bool
+	// capacity signs admission passes and caches programs 1 s, as
+	// cmd/local does, so that sessions can be ended and slots freed.
+	capacity bool
 	// fault, when it returns ok, answers a request in the API's place.
 	fault func(r *http.Request) (status int, header http.Header, body string, ok bool)
 }
@@ -57,12 +60,15 @@ func newServer(t *testing.T, o serverOptions) *testServer {
 	t.Helper()
 	store := memstore.New()
 	var svc *queue.Service
+	var opts []queue.Option
 	if o.policies {
 		tiers := polling.DefaultTiers()
-		svc = queue.NewService(store, tiers, queue.WithPolicies(map[string]polling.Policy{"tiers": tiers, "eta": polling.DefaultETA()}))
-	} else {
-		svc = queue.NewService(store, polling.DefaultTiers())
+		opts = append(opts, queue.WithPolicies(map[string]polling.Policy{"tiers": tiers, "eta": polling.DefaultETA()}))
 	}
+	if o.capacity {
+		opts = append(opts, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
+	}
+	svc = queue.NewService(store, polling.DefaultTiers(), opts...)
 	api := httpapi.New(svc, httpapi.BearerAuth(secret))
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o.fault != nil {
@@ -128,9 +134,9 @@ func checkTotals(t *testing.T, r bench.Result) {
 			queueErrs += n
 		}
 	}
-	if all != r.Requests+r.AdminRequests || queueErrs != r.Errors || adminErrs != r.AdminErrors || r.Requests != r.Enters+r.Polls+r.Leaves {
-		t.Errorf("routes sum to %d, requests %d + admin %d; failed routes %d and %d, errors %d and admin errors %d; enters %d + polls %d + leaves %d; routes %v",
-			all, r.Requests, r.AdminRequests, queueErrs, adminErrs, r.Errors, r.AdminErrors, r.Enters, r.Polls, r.Leaves, r.ByRoute)
+	if all != r.Requests+r.AdminRequests || queueErrs != r.Errors || adminErrs != r.AdminErrors || r.Requests != r.Enters+r.Polls+r.Leaves+r.SessionEnds {
+		t.Errorf("routes sum to %d, requests %d + admin %d; failed routes %d and %d, errors %d and admin errors %d; enters %d + polls %d + leaves %d + session ends %d; routes %v",
+			all, r.Requests, r.AdminRequests, queueErrs, adminErrs, r.Errors, r.AdminErrors, r.Enters, r.Polls, r.Leaves, r.SessionEnds, r.ByRoute)
 	}
 }
 

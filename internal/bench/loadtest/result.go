@@ -106,6 +106,8 @@ func (r *runner) countRequests(res *bench.Result, seconds int) {
 			res.Polls++
 		case client.OpLeave:
 			res.Leaves++
+		case client.OpEndSession:
+			res.SessionEnds++
 		}
 		if s := min(int(rec.at/time.Second), seconds-1); s >= 0 {
 			res.RpsSeries[s]++

@@ -61,6 +61,8 @@ type record struct {
 type sample struct {
 	at       time.Duration
 	admitted int64
+	// issued, and with a cap the active, ended and no-show counters.
+	issued, active, ended, noShows int64
 }
 
 func (r *runner) since() time.Duration { return time.Since(r.start) }
@@ -164,6 +166,9 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 	issued, writes := r.final(parent)
 	res := r.result(users, baseServing, end)
 	r.tickets(users, issued, &res)
+	if r.cfg.Capacity != nil {
+		res.CapacityRun = r.capacity(users, end)
+	}
 	res.ProgramItemWritesPerSecondMax = writes
 	return res, nil
 }
@@ -184,6 +189,9 @@ func (r *runner) openProgram(parent context.Context) (client.ProgramAnswer, erro
 	create := api.ProgramSettings{Paused: new(true)}
 	if r.cfg.Poll.Policy != "" {
 		create.PollingPolicy = new(r.cfg.Poll.Policy)
+	}
+	if r.cfg.Capacity != nil {
+		r.cfg.Capacity.settings(&create)
 	}
 	c, err := r.putProgram(ctx, create)
 	if err != nil {
@@ -236,8 +244,16 @@ func (r *runner) playUsers(ctx context.Context, enters *sync.WaitGroup) []user {
 		r.plan = bench.AdmissionTimes(sc, r.cfg.CacheTTL, true)
 	}
 	var vus sync.WaitGroup
+	var noShow []bool
+	var session []time.Duration
+	if c := r.cfg.Capacity; c != nil {
+		noShow, session = c.draw(sc.Users, r.cfg.Seed)
+	}
 	for i := range users {
 		users[i].index, users[i].leaving = i, -1
+		if noShow != nil {
+			users[i].noShow, users[i].session = noShow[i], session[i]
+		}
 		if r.leaving != nil {
 			users[i].leaving = r.leaving[i]
 		}
@@ -341,7 +357,8 @@ func (r *runner) sample(ctx context.Context) {
 		if err == nil {
 			at := sent + (r.since()-sent)/2
 			r.mu.Lock()
-			r.samples = append(r.samples, sample{at: at, admitted: p.Admitted})
+			r.samples = append(r.samples, sample{at: at, admitted: p.Admitted, issued: p.Issued,
+				active: deref(p.Active), ended: deref(p.Ended), noShows: deref(p.NoShows)})
 			r.mu.Unlock()
 		}
 		select {
@@ -350,6 +367,14 @@ func (r *runner) sample(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// deref is *p, or 0 for nil.
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 func (r *runner) report(ctx context.Context, p *bench.Progress) {

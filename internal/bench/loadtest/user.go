@@ -26,6 +26,15 @@ type user struct {
 	seenAt      time.Duration // receipt of ADMITTED
 	admitted    bool
 	polls       int
+
+	// With Config.Capacity: noShow and session are drawn; silent is set
+	// when the no-show stopped polling, expired when EXPIRED was read;
+	// the session's end was sent at endSent and answered at endRecv.
+	noShow, silent, expired       bool
+	session                       time.Duration
+	windowEnd                     time.Duration // the admission's end, from the start; 0 when unknown
+	ended, endFailed, missingPass bool
+	endSent, endRecv              time.Duration
 }
 
 // user plays one virtual user; entered is called once its enter is over,
@@ -61,13 +70,17 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 		case api.StatusAdmitted:
 			u.admitted, u.seenAt = true, recv
 			r.admitted.Add(1)
+			if r.cfg.Capacity != nil {
+				r.endSession(ctx, u, ans)
+			}
 			return
 		case api.StatusWaiting:
 			u.lastWaiting = sent
 			if ans.Shuffle != nil && ans.Shuffle.Prequeue > 0 {
 				u.prequeue = ans.Shuffle.Prequeue
 			}
-		default: // EXPIRED or LEFT: the bench never lets either happen
+		default: // EXPIRED or LEFT: the bench lets neither happen, but a late poll may be taken for a no-show
+			u.expired = ans.Status == api.StatusExpired
 			return
 		}
 		wait := r.cfg.Poll.Fixed
@@ -76,6 +89,10 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 			if wait <= 0 {
 				wait = retryFallback
 			}
+		}
+		if r.stopsPolling(u, ans.Position, wait) {
+			u.silent = true
+			return
 		}
 		if done := r.wait(ctx, u, token, wait); done {
 			return

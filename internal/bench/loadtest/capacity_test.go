@@ -1,0 +1,76 @@
+package loadtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/app"
+	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// newSigner signs passes with a fresh local key, as cmd/local does.
+func newSigner(t *testing.T) queue.PassSigner {
+	t.Helper()
+	key, err := admissionpass.GenerateLocalKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := admissionpass.NewIssuer("http://127.0.0.1", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app.Signer(iss)
+}
+
+// TestRunCapacity plays issue 19's crowd on a small cap: every user either
+// comes (and the site ends their session) or stops polling before their
+// admission; never more than the cap active at once, by the users' count
+// or the server's; every freed slot reused while people wait; and the
+// counters agree with the crowd.
+func TestRunCapacity(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("about 20 s of virtual users")
+	}
+	srv := newServer(t, serverOptions{capacity: true, tickets: withTicket})
+	capy := &Capacity{MaxActive: 6, NoShowSeconds: 5, NoShow: 0.3, SessionMin: time.Second, SessionMax: 2 * time.Second}
+	sc := bench.Scenario{Users: 20, Arrival: bench.Arrival{Over: 2 * time.Second}, Rates: bench.ConstantRate(10), Timeout: 60 * time.Second}
+	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "capped", Scenario: sc, Seed: 5, Capacity: capy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := r.CapacityRun
+	if k == nil {
+		t.Fatal("no capacity result")
+	}
+	t.Logf("capacity %+v; routes %v", *k, r.ByRoute)
+	if r.Errors != 0 || r.AdminErrors != 0 || r.Entered != sc.Users {
+		t.Fatalf("errors %d, admin errors %d, entered %d/%d; routes %v", r.Errors, r.AdminErrors, r.Entered, sc.Users, r.ByRoute)
+	}
+	// Every user served: came and ended their session, or never came.
+	if k.Showed+k.NoShows != sc.Users || k.SessionsEnded != k.Showed || k.NoShows != 6-k.NoShowsSeen || k.Expired != 0 || k.MissingPasses != 0 || k.EndErrors != 0 {
+		t.Errorf("showed %d, no-shows %d (seen anyway %d), ended %d, expired %d, missing passes %d, end errors %d; want %d in all, 6 no-shows, every session ended",
+			k.Showed, k.NoShows, k.NoShowsSeen, k.SessionsEnded, k.Expired, k.MissingPasses, k.EndErrors, sc.Users)
+	}
+	if k.PeakActiveUsers > capy.MaxActive || k.PeakActiveCounter > capy.MaxActive {
+		t.Errorf("peak active: users' view %d, counter %d; the cap is %d", k.PeakActiveUsers, k.PeakActiveCounter, capy.MaxActive)
+	}
+	if k.PeakActiveUsers < 2 {
+		t.Errorf("peak active %d: the cap was never approached", k.PeakActiveUsers)
+	}
+	// A slot freed is refilled a fold and a change delay (2 s) later; a
+	// busy machine may add seconds, never an unbounded wait.
+	if k.NotReused != 0 || k.ReuseMs.Count == 0 || k.ReuseMs.Max > 10_000 {
+		t.Errorf("reuse %+v, not reused %d; want every slot reused within 10 s", k.ReuseMs, k.NotReused)
+	}
+	if k.ServerEnded > int64(k.SessionsEnded) || k.ServerNoShows > int64(k.NoShows) {
+		t.Errorf("the server counted %d ended sessions and %d no-shows, the users %d and %d", k.ServerEnded, k.ServerNoShows, k.SessionsEnded, k.NoShows)
+	}
+	if k.Ratio < 1 || k.BoundMs <= 0 {
+		t.Errorf("duration %.0f ms against the bound %.0f ms: ratio %.2f, want ≥ 1", k.DurationMs, k.BoundMs, k.Ratio)
+	}
+	checkTotals(t, r)
+}

@@ -41,7 +41,11 @@ func TestCapNeverExceeded(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			people := make([]*person, 10+rng.IntN(30))
+			crowd := 10 + rng.IntN(30)
+			if seed%4 == 0 {
+				crowd = 150 + rng.IntN(100) // beyond the first tier: polls 5 s apart
+			}
+			people := make([]*person, crowd)
 			for i := range people {
 				v, _, err := svc.Enter(ctx, "p", queue.Entry{})
 				if err != nil {
@@ -112,6 +116,9 @@ func TestCapNeverExceeded(t *testing.T) {
 					case queue.StatusExpired:
 						if v.AdmissionPass != "" {
 							t.Fatalf("an EXPIRED answer carries a pass")
+						}
+						if pp.from.IsZero() {
+							t.Fatalf("at +%v: someone who polled as told was counted a no-show", now.Sub(t0))
 						}
 						pp.done = true
 					default:

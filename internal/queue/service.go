@@ -404,6 +404,11 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 		sit := p.Situation(place, now, s.cache.notice(p, now))
 		v.Position, v.EstimatedWait = sit.Position, sit.Wait
 		v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
+		if p.capacityManaged() {
+			// Whoever polls as told fetches their admission in time: by
+			// half their time to show after the earliest it could come.
+			v.RetryAfter = min(v.RetryAfter, max(sit.Earliest+p.noShowAfter()/2, time.Second))
+		}
 		return v
 	}
 	// Any place in the pre-queue is as likely: no position, no estimate;

@@ -185,3 +185,32 @@ func TestCapacityChangesOnceStarted(t *testing.T) {
 		}
 	}
 }
+
+// TestPolledInTimeToShow: with no-show handling, a waiting person is told
+// to come back by half their time to show after their earliest admission,
+// whatever the policy says: the seed's tiers would have someone 1,500th
+// in line, admitted in 1.5 s, come back in 15 s, a no-show.
+func TestPolledInTimeToShow(t *testing.T) {
+	ctx := t.Context()
+	svc, _ := newService(t)
+	if _, _, err := svc.PutProgram(ctx, "quick", api.ProgramSettings{
+		AdmissionRatePerSecond: new(api.Rate(1000)), MaxActiveUsers: new(int64(5000)), NoShowSeconds: new(int64(5)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var last queue.View
+	for range 1500 {
+		v, _, err := svc.Enter(ctx, "quick", queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = v
+	}
+	if last.Status != queue.StatusWaiting || last.Position < 1000 {
+		t.Fatalf("the last one: %s at %d, want WAITING beyond 1,000", last.Status, last.Position)
+	}
+	// Earliest admission 1.5 s away (1,500 at 1,000/s), time to show 5 s.
+	if max := 1500*time.Millisecond + 2500*time.Millisecond; last.RetryAfter > max {
+		t.Errorf("retry after %v, want at most %v", last.RetryAfter, max)
+	}
+}

@@ -361,11 +361,12 @@ func TestAdmittedWithoutTarget(t *testing.T) {
 func TestEndedOffersToEnterAgain(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		status api.Status
-		title  string
+		status      api.Status
+		title, text string // text: a part of it
 	}{
-		{api.StatusExpired, "Your admission has expired"},
-		{api.StatusLeft, "You left the queue"},
+		{api.StatusExpired, "Your admission has expired", "Your admission window ended at "},
+		{statusNoShow, "Your admission has expired", "you did not come back in time"},
+		{api.StatusLeft, "You left the queue", "You left"},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.status), func(t *testing.T) {
@@ -376,6 +377,9 @@ func TestEndedOffersToEnterAgain(t *testing.T) {
 			waitFor(t, ctx, `!document.getElementById('again').hidden`)
 			if got := text(t, ctx, "doneTitle"); got != tt.title {
 				t.Errorf("title = %q, want %q", got, tt.title)
+			}
+			if got := text(t, ctx, "doneText"); !strings.Contains(got, tt.text) {
+				t.Errorf("text = %q, want it to say %q", got, tt.text)
 			}
 			if got := text(t, ctx, "again"); got != "Join the queue again" {
 				t.Errorf("button = %q", got)

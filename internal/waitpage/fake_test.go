@@ -204,7 +204,12 @@ func (q *fakeQueue) view(p *script, t *fakeToken) waitpage.View {
 	return v
 }
 
-// set moves a token to status (EXPIRED or LEFT) as the real queue would.
+// statusNoShow, for set, is an EXPIRED answer without an admission: a
+// no-show's.
+const statusNoShow api.Status = "NO_SHOW"
+
+// set moves a token to status (EXPIRED, statusNoShow or LEFT) as the real
+// queue would.
 // setFull makes program id's line full, or not.
 func (q *fakeQueue) setFull(id string, full bool) {
 	q.mu.Lock()
@@ -220,6 +225,8 @@ func (q *fakeQueue) set(tokenID string, status api.Status) {
 	switch status {
 	case api.StatusExpired:
 		t.expiresAt = time.Now().Add(-time.Second)
+	case statusNoShow: // EXPIRED with no admission: a no-show
+		t.status, t.expiresAt = api.StatusExpired, time.Time{}
 	case api.StatusLeft:
 		t.leftAt = time.Now()
 	}

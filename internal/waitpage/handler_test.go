@@ -340,6 +340,12 @@ func TestNoScriptFallback(t *testing.T) {
 	if !strings.Contains(body, "Your admission has expired") || !strings.Contains(body, `name="again" value="1"`) {
 		t.Errorf("expired page does not offer to enter again:\n%s", body)
 	}
+	// A no-show: expired with no admission, said as such.
+	q.set(c.Value, statusNoShow)
+	body = send(h, "GET", "http://127.0.0.1:3000/waiting-room/gala", nil, withCookie).Body.String()
+	if !strings.Contains(body, "you did not come back in time") || !strings.Contains(body, `name="again" value="1"`) {
+		t.Errorf("a no-show's page does not say so, or does not offer to enter again:\n%s", body)
+	}
 
 	// An unknown token: the cookie is cleared and the join form shown.
 	w = send(h, "GET", "http://127.0.0.1:3000/waiting-room/gala", nil, http.Header{"Cookie": {"wr_token=AAAAAAAAAAAAAAAAAAAAAA"}})

@@ -92,6 +92,9 @@ func noscriptView(lang language, programID string, info PageInfo, v View) *noscr
 	case api.StatusExpired:
 		d := joinView(lang, programID, true)
 		d.Heading, d.Text = lang.t("expiredTitle"), lang.t("expired", "t", clock(v.ExpiresAt.Time))
+		if v.ExpiresAt.IsZero() { // a no-show: admitted, never came to see
+			d.Text = lang.t("noShow")
+		}
 		return d
 	case api.StatusLeft:
 		d := joinView(lang, programID, true)

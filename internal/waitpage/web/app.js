@@ -165,7 +165,7 @@
         return schedule(at, ms);
       }
       case 'ADMITTED': return admitted(b);
-      case 'EXPIRED': return ended(t('expiredTitle'), t('expired', { t: timeOf(b.expiresAt) }), t('enterAgain'), true);
+      case 'EXPIRED': return ended(t('expiredTitle'), b.expiresAt ? t('expired', { t: timeOf(b.expiresAt) }) : t('noShow'), t('enterAgain'), true);
       case 'LEFT': return ended(t('leftTitle'), t('left', { t: timeOf(b.leftAt) }), t('enterAgain'), true);
     }
     return retry(at, retryMs);

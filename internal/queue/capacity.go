@@ -277,3 +277,13 @@ func roundMs(notice time.Duration) int64 {
 	}
 	return (notice + AdminWriteBudget).Milliseconds()
 }
+
+// heldAt reports whether the ceiling holds the serving counter below the
+// segments' at Unix ms. A re-anchor of the segments then changes nothing
+// below the ceiling, so a read may outlive the drain instant: a reader
+// still on the old segments can admit a ticket issued since only within
+// the ceiling, which never lets more people in than the cap.
+func (p Program) heldAt(ms int64) bool {
+	l, ok := p.ceilingAt(ms)
+	return ok && l < p.segmentAt(ms).Counter(ms)
+}

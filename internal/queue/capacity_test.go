@@ -163,3 +163,22 @@ func TestEarliestUnderTheCeiling(t *testing.T) {
 		}
 	}
 }
+
+// TestCachedWhileHeld: a program the ceiling holds may be cached past its
+// drain instant (every poll would read it otherwise, while the line waits
+// on the cap); one it does not hold may not.
+func TestCachedWhileHeld(t *testing.T) {
+	p := program(100, 0, 100, false) // drained 1 s after t0
+	loaded := t0.Add(2 * time.Second)
+	if got := p.CacheableUntil(loaded, time.Second); !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("uncapped: cacheable until %v, want the drain instant %v", got, t0.Add(time.Second))
+	}
+	p.MaxActiveUsers = 50
+	if got := p.CacheableUntil(loaded, time.Second); !got.Equal(loaded.Add(time.Second)) {
+		t.Errorf("held by the ceiling: cacheable until %v, want a TTL after the read, %v", got, loaded.Add(time.Second))
+	}
+	p.MaxActiveUsers = 500
+	if got := p.CacheableUntil(loaded, time.Second); !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("a cap that does not hold: cacheable until %v, want the drain instant", got)
+	}
+}

@@ -180,14 +180,15 @@ func (p Program) Drained(now time.Time) bool { return p.drainedAt(UnixMs(now)) }
 
 // CacheableUntil is until when a program read at loadedAt may be reused:
 // ttl later, but never past the drain instant (after which the next ticket
-// may re-anchor the counter) nor past an armed shuffle's opening.
+// may re-anchor the counter), unless the ceiling holds the counter then,
+// nor past an armed shuffle's opening.
 func (p Program) CacheableUntil(loadedAt time.Time, ttl time.Duration) time.Time {
 	until := loadedAt.Add(ttl)
 	if p.armed() && p.OpensAt.After(loadedAt) && p.OpensAt.Before(until) {
 		until = p.OpensAt // the pre-queue is fixed then: read it
 	}
 	if p.Segment(until).Advancing() || p.Current.Advancing() {
-		if d := FromUnixMs(nsToMs(p.DrainAtNs)); d.Before(until) {
+		if d := FromUnixMs(nsToMs(p.DrainAtNs)); d.Before(until) && !p.heldAt(UnixMs(loadedAt)) {
 			until = d
 		}
 	}

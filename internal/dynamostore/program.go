@@ -61,6 +61,8 @@ type programItem struct {
 	Prequeue        int64      `dynamodbav:"prequeue,omitempty" write:"tickets"`
 	PrequeueFixed   bool       `dynamodbav:"prequeueFixed,omitempty" write:"tickets"`
 	ExtraGiven      int64      `dynamodbav:"extraGiven,omitempty"`
+	CapFrom         int64      `dynamodbav:"capFrom,omitempty"`
+	CapRaiseAtMs    int64      `dynamodbav:"capRaiseAtMs,omitempty"`
 
 	// The instants (Unix ms) of the last single tickets, newest first.
 	Recent1 int64 `dynamodbav:"recent1,omitempty" write:"tickets"`
@@ -92,7 +94,7 @@ func itemOf(p queue.Program) programItem {
 		Profile:           p.Profile,
 		ManualRateMilli:   p.ManualRate, LastAdmitAtMs: queue.UnixMs(p.LastAdmitAt), LastAdmitGapMs: p.LastAdmitGap.Milliseconds(),
 		ChangeIDs: p.Changes, Shards: p.Shards, ShuffleNonce: p.ShuffleNonce, Prequeue: p.Prequeue, PrequeueFixed: p.PrequeueFixed,
-		ExtraGiven: p.ExtraGiven,
+		ExtraGiven: p.ExtraGiven, CapFrom: p.CapFrom, CapRaiseAtMs: p.CapRaiseAtMs,
 	}
 	it.Recent1, it.Recent2, it.Recent3, it.Recent4 = p.Recent[0], p.Recent[1], p.Recent[2], p.Recent[3]
 	it.Recent5, it.Recent6, it.Recent7, it.Recent8 = p.Recent[4], p.Recent[5], p.Recent[6], p.Recent[7]
@@ -112,7 +114,7 @@ func (it programItem) program() queue.Program {
 		DrainAtNs:  it.DrainAtNs,
 		Options:    it.Options,
 		ManualRate: it.ManualRateMilli, LastAdmitAt: queue.FromUnixMs(it.LastAdmitAtMs), LastAdmitGap: time.Duration(it.LastAdmitGapMs) * time.Millisecond,
-		Changes: it.ChangeIDs, Shards: it.Shards, ShuffleNonce: it.ShuffleNonce, Prequeue: it.Prequeue, PrequeueFixed: it.PrequeueFixed, ExtraGiven: it.ExtraGiven,
+		Changes: it.ChangeIDs, Shards: it.Shards, ShuffleNonce: it.ShuffleNonce, Prequeue: it.Prequeue, PrequeueFixed: it.PrequeueFixed, ExtraGiven: it.ExtraGiven, CapFrom: it.CapFrom, CapRaiseAtMs: it.CapRaiseAtMs,
 		Recent: [queue.RecentTickets]int64{it.Recent1, it.Recent2, it.Recent3, it.Recent4, it.Recent5, it.Recent6, it.Recent7, it.Recent8},
 	}
 	p.AdmissionWindow = time.Duration(it.AdmissionWindowMs) * time.Millisecond

@@ -502,12 +502,17 @@ func (p Program) apply(set api.ProgramSettings, now time.Time, delay time.Durati
 	if err := p.applyOpening(set, now, delay); err != nil {
 		return p, err
 	}
-	if err := p.checkCapacityChange(set, now); err != nil {
+	if err := p.checkCapacityChange(set, now, delay); err != nil {
 		return p, err
 	}
 	pace := p.Settled()
+	before := p.ceilingCap(UnixMs(now.Add(delay)))
 	if err := changeOptions(set, &p.Options, &pace, policies); err != nil {
 		return p, err
+	}
+	if before > 0 && p.MaxActiveUsers > before && delay > 0 {
+		// A raised cap takes effect with the change, as a rate would.
+		p.CapFrom, p.CapRaiseAtMs = before, UnixMs(now.Add(delay))
 	}
 	if set.ShuffleAtOpen != nil && p.Shuffle && p.ShuffleNonce == "" {
 		p.ShuffleNonce = NewShuffleNonce()
@@ -519,9 +524,9 @@ func (p Program) apply(set api.ProgramSettings, now time.Time, delay time.Durati
 // no-show handling that would follow people admitted before it (their
 // sightings were never recorded, and a new ceiling would take the serving
 // counter back), and a cap lowered or removed; raising one is allowed.
-func (p Program) checkCapacityChange(set api.ProgramSettings, now time.Time) error {
-	if p.Serving(now) == 0 {
-		return nil
+func (p Program) checkCapacityChange(set api.ProgramSettings, now time.Time, delay time.Duration) error {
+	if p.Version == 0 || p.counterAt(UnixMs(now.Add(delay))) == 0 {
+		return nil // being created, or nobody admitted before the change takes effect everywhere
 	}
 	started := func(what string) error {
 		return Errorf(KindConflict, api.CodeInvalidSettings, "%s once admission has started: the people admitted before it were not followed.", what)

@@ -203,7 +203,16 @@ func (p Program) ceilingAt(ms int64) (int64, bool) {
 	if p.MaxActiveUsers <= 0 {
 		return 0, false
 	}
-	return addSat(p.MaxActiveUsers, p.Capacity.freedAt(ms)), true
+	return addSat(p.ceilingCap(ms), p.Capacity.freedAt(ms)), true
+}
+
+// ceilingCap is the cap in effect at Unix ms: MaxActiveUsers, or the one
+// before a raise that has not taken effect yet.
+func (p Program) ceilingCap(ms int64) int64 {
+	if ms < p.CapRaiseAtMs {
+		return p.CapFrom
+	}
+	return p.MaxActiveUsers
 }
 
 // counterAt is the serving counter at Unix ms, not capped by the tickets

@@ -99,6 +99,9 @@ type Program struct {
 	// ExtraGiven is how many of Capacity.Owed, the no-shows of a program
 	// without a cap, were given back as extra admissions (giveOwed).
 	ExtraGiven int64
+	// CapFrom is the cap before a raise that takes effect at CapRaiseAtMs
+	// (Unix ms), a change delay after it was made.
+	CapFrom, CapRaiseAtMs int64
 }
 
 // RecentTickets is how many single tickets' instants a program keeps.

@@ -404,12 +404,7 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 		sit := p.Situation(place, now, s.cache.notice(p, now))
 		v.Position, v.EstimatedWait = sit.Position, sit.Wait
 		v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
-		if p.capacityManaged() {
-			// Whoever polls as told fetches their admission in time: by
-			// half their time to show after the earliest it could come.
-			v.RetryAfter = min(v.RetryAfter, max(sit.Earliest+p.noShowAfter()/2, time.Second))
-		}
-		return v
+		return s.inTimeToShow(p, v, now)
 	}
 	// Any place in the pre-queue is as likely: no position, no estimate;
 	// come back after the opening, spread so as not to come all at once.
@@ -419,6 +414,18 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 	sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.openingSpread(now))
 	sit.Earliest = sit.Wait
 	v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
+	return s.inTimeToShow(p, v, now)
+}
+
+// inTimeToShow shortens a waiting answer's retry so that whoever polls as
+// told fetches their admission in time: with no-show handling, by half the
+// time to show after the soonest any change could admit them (an admin's
+// manual admission or a raised cap included).
+func (s *Service) inTimeToShow(p Program, v View, now time.Time) View {
+	if p.capacityManaged() {
+		soonest := max(s.cache.notice(p, now), 0)
+		v.RetryAfter = min(v.RetryAfter, max(soonest+p.noShowAfter()/2, time.Second))
+	}
 	return v
 }
 

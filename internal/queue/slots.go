@@ -100,10 +100,14 @@ func (s *Service) maybeFold(ctx context.Context, p Program, now time.Time) {
 	if !ok || !p.FoldDue(now) || !s.cache.tryFold(p.ID, now) {
 		return
 	}
-	fresh, err := s.store.GetProgram(ctx, p.ID)
+	// The fold's step takes effect a change delay after now: like an admin
+	// change, it must be stored within the write budget.
+	fctx, cancel := context.WithTimeout(ctx, AdminWriteBudget)
+	defer cancel()
+	fresh, err := s.store.GetProgram(fctx, p.ID)
 	if err == nil && fresh.FoldDue(now) {
 		var c Capacity
-		if c, err = Fold(ctx, cs, fresh, now, s.changeDelay()); err == nil {
+		if c, err = Fold(fctx, cs, fresh, now, s.changeDelay()); err == nil {
 			fresh.Capacity = c
 		}
 	}

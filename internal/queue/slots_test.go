@@ -187,9 +187,9 @@ func TestCapacityChangesOnceStarted(t *testing.T) {
 }
 
 // TestPolledInTimeToShow: with no-show handling, a waiting person is told
-// to come back by half their time to show after their earliest admission,
-// whatever the policy says: the seed's tiers would have someone 1,500th
-// in line, admitted in 1.5 s, come back in 15 s, a no-show.
+// to come back by half their time to show after the soonest a change could
+// admit them, whatever the policy says: the seed's tiers would have
+// someone 1,500th in line, admitted in 1.5 s, come back in 15 s, a no-show.
 func TestPolledInTimeToShow(t *testing.T) {
 	ctx := t.Context()
 	svc, _ := newService(t)
@@ -209,8 +209,96 @@ func TestPolledInTimeToShow(t *testing.T) {
 	if last.Status != queue.StatusWaiting || last.Position < 1000 {
 		t.Fatalf("the last one: %s at %d, want WAITING beyond 1,000", last.Status, last.Position)
 	}
-	// Earliest admission 1.5 s away (1,500 at 1,000/s), time to show 5 s.
-	if max := 1500*time.Millisecond + 2500*time.Millisecond; last.RetryAfter > max {
+	// No cache: a change could admit them at once; time to show 5 s.
+	if max := 2500 * time.Millisecond; last.RetryAfter > max {
 		t.Errorf("retry after %v, want at most %v", last.RetryAfter, max)
+	}
+}
+
+// TestCapRaiseKeepsTimeToShow (from an attacker's review): an admin
+// raises the cap while someone waits far back; they poll again exactly
+// when told, and are admitted, not counted a no-show. The raise takes
+// effect with the change delay, and every answer asks for the next poll
+// within half the time to show of the soonest any change could admit.
+func TestCapRaiseKeepsTimeToShow(t *testing.T) {
+	ctx := t.Context()
+	svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
+	if _, _, err := svc.PutProgram(ctx, "raise", api.ProgramSettings{
+		AdmissionRatePerSecond: new(api.Rate(1000)), MaxActiveUsers: new(int64(2)), NoShowSeconds: new(int64(10)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 1200 {
+		v, _, err := svc.Enter(ctx, "raise", queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, v.TokenID)
+	}
+	c.Advance(time.Second)
+	for i := range 2 {
+		if v, err := svc.Poll(ctx, "raise", ids[i]); err != nil || v.Status != queue.StatusAdmitted {
+			t.Fatalf("token %d: %v %v", i, v.Status, err)
+		}
+	}
+	last := len(ids) - 1
+	v, err := svc.Poll(ctx, "raise", ids[last])
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := c.Now().Add(v.RetryAfter)
+	c.Advance(100 * time.Millisecond)
+	if _, _, err := svc.PutProgram(ctx, "raise", api.ProgramSettings{MaxActiveUsers: new(int64(100000))}); err != nil {
+		t.Fatal(err)
+	}
+	// Others poll every 250 ms, driving the folds.
+	for c.Now().Before(next) {
+		c.Advance(250 * time.Millisecond)
+		for _, id := range ids[2:40] {
+			if _, err := svc.Poll(ctx, "raise", id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if d := next.Sub(c.Now()); d > 0 {
+		c.Advance(d)
+	}
+	v, err = svc.Poll(ctx, "raise", ids[last])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status == queue.StatusExpired {
+		t.Errorf("polled exactly as told, yet a no-show")
+	}
+}
+
+// TestCapRaiseTakesEffectWithTheChange: a raised cap lets more in a change
+// delay after it is made, as a raised rate does, so every instance agrees.
+func TestCapRaiseTakesEffectWithTheChange(t *testing.T) {
+	ctx := t.Context()
+	svc, c := newService(t, queue.WithProgramCache(time.Second))
+	if _, _, err := svc.PutProgram(ctx, "raised", api.ProgramSettings{
+		AdmissionRatePerSecond: new(api.Rate(100)), MaxActiveUsers: new(int64(3)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, _, err := svc.Enter(ctx, "raised", queue.Entry{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Advance(time.Second)
+	if _, _, err := svc.PutProgram(ctx, "raised", api.ProgramSettings{MaxActiveUsers: new(int64(10))}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		wait time.Duration // since the step before
+		want int64
+	}{{0, 3}, {1999 * time.Millisecond, 3}, {time.Millisecond, 10}} {
+		c.Advance(tt.wait)
+		if p, err := svc.Program(ctx, "raised"); err != nil || p.Admitted != tt.want {
+			t.Errorf("at +%v after the raise: admitted %d, %v; want %d", c.Now().Sub(t0.Add(time.Second)), p.Admitted, err, tt.want)
+		}
 	}
 }

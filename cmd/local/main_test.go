@@ -351,15 +351,15 @@ func enterConcurrently(t *testing.T, base string, n int) {
 // like DynamoDB, and the server publishes the model's counts.
 func TestLocalPartitionLimits(t *testing.T) {
 	t.Parallel()
-	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-dynamo", "moto", "-partition-limits", "write=5,read=100", "-demo-program", "")
-	if !strings.Contains(out.String(), "per-partition limits write=5,read=100 a second") {
+	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-dynamo", "moto", "-partition-limits", "write=1,read=100", "-demo-program", "")
+	if !strings.Contains(out.String(), "per-partition limits write=1,read=100 a second") {
 		t.Errorf("start-up line does not name the limits: %s", out)
 	}
 	if code, body := call(t, "PUT", base+"/api/v1/admin/programs/hot", "", "s3cret", `{"paused": true}`); code != 201 {
 		t.Fatalf("create program: %d %v", code, body)
 	}
 	// Rounds of 30 enters at once until the program item was throttled:
-	// on a busy machine a round may come too slowly to pass 5 units a
+	// on a busy machine a round may come too slowly to pass 1 unit a
 	// second. Ten rounds bound a model that never throttles.
 	type stats struct {
 		ThrottledWrites int64
@@ -406,7 +406,7 @@ func TestLocalPartitionLimits(t *testing.T) {
 	}
 	if sum.ThrottledWrites == 0 || !programThrottled {
 		b, _ := json.Marshal(sum)
-		t.Errorf("rounds of 30 enters on a 5-unit partition: %s, want throttled writes on PROGRAM#hot", b)
+		t.Errorf("rounds of 30 enters on a 1-unit partition: %s, want throttled writes on PROGRAM#hot", b)
 	}
 }
 

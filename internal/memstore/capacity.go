@@ -36,106 +36,82 @@ type capacity struct {
 	marks  map[string][]queue.Mark // by program, in time order
 }
 
-// group returns a copy of the stored group (under s.mu).
-func (s *Store) group(k groupKey) queue.Group {
+// updateGroup applies edit to a copy of group k and stores it, unless edit
+// fails; it returns the group as stored afterwards.
+func (s *Store) updateGroup(ctx context.Context, k groupKey, edit func(g *queue.Group) error) (queue.Group, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Group{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	g := s.cap.groups[k]
-	g.Sighted = slices.Clone(g.Sighted)
-	g.Seals = slices.Clone(g.Seals)
-	g.Ended = maps.Clone(g.Ended)
-	return g
+	g.Sighted, g.Seals, g.Ended = slices.Clone(g.Sighted), slices.Clone(g.Seals), maps.Clone(g.Ended)
+	if err := edit(&g); err != nil {
+		return queue.Group{}, err
+	}
+	s.cap.groups[k] = g
+	g.Sighted, g.Seals, g.Ended = slices.Clone(g.Sighted), slices.Clone(g.Seals), maps.Clone(g.Ended)
+	return g, nil
 }
 
 // Sight implements queue.CapacityStore.
 func (s *Store) Sight(ctx context.Context, programID string, place int64) (queue.Group, error) {
-	if err := ctx.Err(); err != nil {
-		return queue.Group{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := groupKey{programID, queue.GroupOf(place)}
-	g := s.cap.groups[k]
-	i, found := slices.BinarySearch(g.Sighted, place)
-	switch {
-	case found:
-	case g.SealedThrough >= place:
-		return queue.Group{}, queue.ErrSealed
-	default:
-		g.Sighted = slices.Insert(slices.Clone(g.Sighted), i, place)
-		s.cap.groups[k] = g
-	}
-	return s.group(k), nil
+	return s.updateGroup(ctx, groupKey{programID, queue.GroupOf(place)}, func(g *queue.Group) error {
+		i, found := slices.BinarySearch(g.Sighted, place)
+		switch {
+		case found:
+		case g.SealedThrough >= place:
+			return queue.ErrSealed
+		default:
+			g.Sighted = slices.Insert(g.Sighted, i, place)
+		}
+		return nil
+	})
 }
 
 // SealSightings implements queue.CapacityStore.
 func (s *Store) SealSightings(ctx context.Context, programID string, g, through int64, now time.Time) (queue.Group, error) {
-	if err := ctx.Err(); err != nil {
-		return queue.Group{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := groupKey{programID, g}
-	grp := s.cap.groups[k]
-	if through > grp.SealedThrough {
-		grp.SealedThrough = through
-		grp.Seals = append(slices.Clone(grp.Seals), queue.Seal{Through: through, At: now.Truncate(time.Millisecond)})
-		s.cap.groups[k] = grp
-	}
-	return s.group(k), nil
+	return s.updateGroup(ctx, groupKey{programID, g}, func(g *queue.Group) error {
+		if through > g.SealedThrough {
+			g.SealedThrough = through
+			g.Seals = append(g.Seals, queue.Seal{Through: through, At: now.Truncate(time.Millisecond)})
+		}
+		return nil
+	})
 }
 
 // EndPlace implements queue.CapacityStore.
 func (s *Store) EndPlace(ctx context.Context, programID string, place, q int64) (queue.Group, error) {
-	if err := ctx.Err(); err != nil {
-		return queue.Group{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := groupKey{programID, queue.GroupOf(place)}
-	g := s.cap.groups[k]
-	_, ended := g.Ended[place]
-	if place <= g.ExpiredThrough && !ended {
-		return queue.Group{}, queue.ErrSealed
-	}
-	if !ended {
-		g.Ended = maps.Clone(g.Ended)
+	return s.updateGroup(ctx, groupKey{programID, queue.GroupOf(place)}, func(g *queue.Group) error {
+		if _, ended := g.Ended[place]; ended {
+			return nil
+		} else if place <= g.ExpiredThrough {
+			return queue.ErrSealed
+		}
 		if g.Ended == nil {
 			g.Ended = map[int64]int64{}
 		}
 		g.Ended[place] = q
-		s.cap.groups[k] = g
-	}
-	return s.group(k), nil
+		return nil
+	})
 }
 
 // MoveEnd implements queue.CapacityStore.
 func (s *Store) MoveEnd(ctx context.Context, programID string, place, from, to int64) (queue.Group, error) {
-	if err := ctx.Err(); err != nil {
-		return queue.Group{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := groupKey{programID, queue.GroupOf(place)}
-	g := s.cap.groups[k]
-	if q, ok := g.Ended[place]; ok && q == from {
-		g.Ended = maps.Clone(g.Ended)
-		g.Ended[place] = to
-		s.cap.groups[k] = g
-	}
-	return s.group(k), nil
+	return s.updateGroup(ctx, groupKey{programID, queue.GroupOf(place)}, func(g *queue.Group) error {
+		if q, ok := g.Ended[place]; ok && q == from {
+			g.Ended[place] = to
+		}
+		return nil
+	})
 }
 
 // ExpireGroup implements queue.CapacityStore.
 func (s *Store) ExpireGroup(ctx context.Context, programID string, g, through int64) (queue.Group, error) {
-	if err := ctx.Err(); err != nil {
-		return queue.Group{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := groupKey{programID, g}
-	grp := s.cap.groups[k]
-	grp.ExpiredThrough = max(grp.ExpiredThrough, through)
-	s.cap.groups[k] = grp
-	return s.group(k), nil
+	return s.updateGroup(ctx, groupKey{programID, g}, func(g *queue.Group) error {
+		g.ExpiredThrough = max(g.ExpiredThrough, through)
+		return nil
+	})
 }
 
 // AddEnd implements queue.CapacityStore.

@@ -20,7 +20,10 @@ const (
 	SessionPath   = "/api/v1/queues/programs/{programId}/session"
 	AdminPath     = "/api/v1/admin/programs/{programId}"
 	AdmissionPath = "/api/v1/admin/programs/{programId}/admissions"
-	JWKSPath      = "/.well-known/jwks.json"
+	// AdminSessionPath is the site's end of a session that frees its slot
+	// at once under a cap.
+	AdminSessionPath = "/api/v1/admin/programs/{programId}/session"
+	JWKSPath         = "/.well-known/jwks.json"
 )
 
 // Headers of the API.

@@ -30,13 +30,19 @@ const (
 	OpPoll       Op = "GET poll"
 	OpLeave      Op = "DELETE leave"
 	OpEndSession Op = "DELETE session"
-	OpGetProgram Op = "GET admin"
-	OpPutProgram Op = "PUT admin"
-	OpAdmit      Op = "POST admissions"
+	// OpReleaseSession is the site's end of a session as an admin.
+	OpReleaseSession Op = "DELETE release"
+	OpGetProgram     Op = "GET admin"
+	OpPutProgram     Op = "PUT admin"
+	OpAdmit          Op = "POST admissions"
 )
 
 // Admin reports whether o is an admin call.
 func (o Op) Admin() bool { return o == OpGetProgram || o == OpPutProgram || o == OpAdmit }
+
+// authorized reports whether o's request carries the admin credentials:
+// an admin operation, or the site's release of a session.
+func (o Op) authorized() bool { return o.Admin() || o == OpReleaseSession }
 
 // Exchange is one request as sent and answered, for an observer.
 type Exchange struct {
@@ -178,11 +184,20 @@ func (c *Client) Leave(ctx context.Context, programID, token string) error {
 }
 
 // EndSession tells the waiting room that the protected site is done with
-// the person whose admission pass is pass, so that their slot frees; as
-// the site does (passverify.EndSession). Ending it again is no error.
+// the person whose admission pass is pass, as passverify.EndSession does;
+// under a cap their slot frees when their window ends. Ending it again is
+// no error.
 func (c *Client) EndSession(ctx context.Context, programID, pass string) error {
 	path := strings.Replace(api.SessionPath, "{programId}", url.PathEscape(programID), 1)
 	_, _, err := c.do(ctx, request{OpEndSession, http.MethodDelete, path, http.Header{api.HeaderAdmissionPass: {pass}}, nil, []int{http.StatusNoContent}}, nil)
+	return err
+}
+
+// ReleaseSession is EndSession with the client's admin credentials: under
+// a cap the slot also frees at once.
+func (c *Client) ReleaseSession(ctx context.Context, programID, pass string) error {
+	path := strings.Replace(api.AdminSessionPath, "{programId}", url.PathEscape(programID), 1)
+	_, _, err := c.do(ctx, request{OpReleaseSession, http.MethodDelete, path, http.Header{api.HeaderAdmissionPass: {pass}}, nil, []int{http.StatusNoContent}}, nil)
 	return err
 }
 
@@ -277,7 +292,7 @@ func (c *Client) once(ctx context.Context, r request, payload []byte, out any) (
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	if r.op.Admin() && c.auth != nil {
+	if r.op.authorized() && c.auth != nil {
 		if err := c.auth.Authorize(ctx, req, payload); err != nil {
 			return 0, nil, err
 		}

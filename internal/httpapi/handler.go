@@ -180,6 +180,16 @@ func (a *api) endSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNoContent, nil)
 }
 
+// releaseSession is endSession for the site, as an admin: under a cap the
+// slot frees at once.
+func (a *api) releaseSession(w http.ResponseWriter, r *http.Request) {
+	if err := a.svc.ReleaseSession(r.Context(), r.PathValue("programId"), r.Header.Get(wire.HeaderAdmissionPass)); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusNoContent, nil)
+}
+
 // jwks serves the JWKS of the passes' keys: public, cached by sites for
 // admissionpass.JWKSMaxAge.
 func (a *api) jwks(w http.ResponseWriter, r *http.Request) {

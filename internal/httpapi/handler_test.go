@@ -142,6 +142,8 @@ func TestHandlerEvents(t *testing.T) {
 		{"leave-admitted", 204, "", map[string]string{"Cache-Control": "no-store"}},
 		// The site that holds the pass ends the admission.
 		{"session-end", 204, "", map[string]string{"Cache-Control": "no-store"}},
+		// The site, as an admin, ends it and frees its place at once.
+		{"admin-session-release", 204, "", nil},
 		// Admitted to a capped program, never came to see: a no-show.
 		{"poll-no-show", 200, `{"tokenId":"noShowTokenFixture0001","status":"EXPIRED","ticket":5,"issuedAt":"2026-05-19T09:10:00.123Z"}`, map[string]string{"Cache-Control": "no-store"}},
 		{"error-session-missing-pass", 400, `{"code":"MISSING_PASS","message":"An admission pass is required in the X-Admission-Pass header."}`, nil},

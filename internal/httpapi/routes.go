@@ -34,4 +34,5 @@ var Routes = []Route{
 	{http.MethodGet, wire.AdminPath, true, metrics.OpAdmin, (*api).getProgram},
 	{http.MethodPut, wire.AdminPath, true, metrics.OpAdmin, (*api).putProgram},
 	{http.MethodPost, wire.AdmissionPath, true, metrics.OpAdmin, (*api).admit},
+	{http.MethodDelete, wire.AdminSessionPath, true, metrics.OpAdmin, (*api).releaseSession},
 }

@@ -86,7 +86,7 @@ func TestCapNeverExceeded(t *testing.T) {
 							if err := svc.Leave(ctx, "p", pp.id); err != nil {
 								t.Fatal(err)
 							}
-						} else if err := svc.EndSession(ctx, "p", pp.pass); err != nil {
+						} else if err := svc.ReleaseSession(ctx, "p", pp.pass); err != nil {
 							t.Fatal(err)
 						} else {
 							pp.until = now

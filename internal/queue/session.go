@@ -21,8 +21,22 @@ const maxPassSize = 4096
 // error; a pass that is not one of programID's (forged, altered, another
 // program's) is INVALID_PASS, and one whose admission is over PASS_EXPIRED.
 // The pass is checked against the one stored with its token, so no key is
-// needed (docs/admission-pass.md, "Ending a session").
+// needed (docs/admission-pass.md, "Ending a session"). Under a cap its slot
+// frees when its window ends: whoever holds the pass may call this, its
+// holder included.
 func (s *Service) EndSession(ctx context.Context, programID, pass string) error {
+	return s.endSession(ctx, programID, pass, false)
+}
+
+// ReleaseSession is EndSession for the protected site, authenticated as an
+// admin: under a cap the slot also frees at once, as the site vouches that
+// the session is over (docs/design.md, "Capacity").
+func (s *Service) ReleaseSession(ctx context.Context, programID, pass string) error {
+	return s.endSession(ctx, programID, pass, true)
+}
+
+// endSession is EndSession, freeing the slot at once when release is set.
+func (s *Service) endSession(ctx context.Context, programID, pass string, release bool) error {
 	switch {
 	case !ValidProgramID(programID):
 		return errInvalidProgramID()
@@ -44,6 +58,8 @@ func (s *Service) EndSession(ctx context.Context, programID, pass string) error 
 	}
 	now := s.clock.Now()
 	switch {
+	case !t.LeftAt.IsZero() && !release:
+		return nil
 	case !t.LeftAt.IsZero():
 		// Ended before (a retry), or left by its holder: the site's word
 		// frees the slot now.
@@ -53,6 +69,9 @@ func (s *Service) EndSession(ctx context.Context, programID, pass string) error 
 		if err := s.endAdmission(ctx, t, now); err != nil {
 			return err
 		}
+	}
+	if !release {
+		return nil
 	}
 	return s.freeSlot(ctx, t, now)
 }

@@ -46,7 +46,7 @@ func TestCapEndToEnd(t *testing.T) {
 			pass = v.AdmissionPass
 		}
 	}
-	if err := svc.EndSession(ctx, "capped", pass); err != nil {
+	if err := svc.ReleaseSession(ctx, "capped", pass); err != nil {
 		t.Fatal(err)
 	}
 	admitted := func() int64 {
@@ -300,5 +300,57 @@ func TestCapRaiseTakesEffectWithTheChange(t *testing.T) {
 		if p, err := svc.Program(ctx, "raised"); err != nil || p.Admitted != tt.want {
 			t.Errorf("at +%v after the raise: admitted %d, %v; want %d", c.Now().Sub(t0.Add(time.Second)), p.Admitted, err, tt.want)
 		}
+	}
+}
+
+// TestSelfEndSessionKeepsTheCap (from an attacker's review): people who
+// end their own session with their own pass, through the public route,
+// free no slot before their window ends, so with a cap of 1 no more than
+// one unexpired pass is ever handed out.
+func TestSelfEndSessionKeepsTheCap(t *testing.T) {
+	ctx := t.Context()
+	svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
+	if _, _, err := svc.PutProgram(ctx, "cap1", api.ProgramSettings{
+		AdmissionRatePerSecond: new(api.Rate(10)), MaxActiveUsers: new(int64(1)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 5 {
+		v, _, err := svc.Enter(ctx, "cap1", queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, v.TokenID)
+	}
+	passes := map[int]queue.View{}
+	c.Advance(time.Second)
+	for round := 0; round < 60; round++ {
+		for i, id := range ids {
+			if _, ok := passes[i]; ok {
+				continue
+			}
+			v, err := svc.Poll(ctx, "cap1", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Status == queue.StatusAdmitted {
+				passes[i] = v
+				// the person themselves calls DELETE .../session with the pass they just got
+				if err := svc.EndSession(ctx, "cap1", v.AdmissionPass); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		c.Advance(250 * time.Millisecond)
+	}
+	live := 0
+	for _, v := range passes {
+		if c.Now().Before(v.ExpiresAt) {
+			live++
+		}
+	}
+	if live > 1 {
+		t.Errorf("cap 1 but %d unexpired passes handed out", live)
 	}
 }

@@ -98,7 +98,7 @@ func (r *runner) endSession(ctx context.Context, u *user, ans api.Token) {
 	}
 	for {
 		sent := r.since()
-		err := r.client.EndSession(ctx, r.cfg.ProgramID, ans.AdmissionPass)
+		err := r.client.ReleaseSession(ctx, r.cfg.ProgramID, ans.AdmissionPass)
 		if err == nil {
 			u.ended, u.endSent, u.endRecv = true, sent, r.since()
 			return

@@ -106,7 +106,7 @@ func (r *runner) countRequests(res *bench.Result, seconds int) {
 			res.Polls++
 		case client.OpLeave:
 			res.Leaves++
-		case client.OpEndSession:
+		case client.OpEndSession, client.OpReleaseSession:
 			res.SessionEnds++
 		}
 		if s := min(int(rec.at/time.Second), seconds-1); s >= 0 {

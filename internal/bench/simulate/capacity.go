@@ -153,7 +153,7 @@ func (s *serviceSim) admitted(u int, v queue.View) {
 func (s *serviceSim) endSession(u int) {
 	c := &s.capacity
 	c.pendingEnds--
-	if err := s.instance().EndSession(s.ctx, serviceProgram, s.users[u].pass); err != nil {
+	if err := s.instance().ReleaseSession(s.ctx, serviceProgram, s.users[u].pass); err != nil {
 		c.endErrors++
 		s.wheel.add(s.t, s.users[u].windowEndMs, waiter{ticket: int32(u + 1), polls: windowEndEvent})
 		return

@@ -270,7 +270,7 @@ func TestRunCapped(t *testing.T) {
 	pass := poll(0).AdmissionPass
 	poll(1)
 	poll(2)
-	if err := svc.EndSession(ctx, "capped", pass); err != nil {
+	if err := svc.ReleaseSession(ctx, "capped", pass); err != nil {
 		t.Fatal(err)
 	}
 	if err := svc.Leave(ctx, "capped", ids[1]); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/polling"
@@ -217,12 +218,6 @@ func TestRunShuffled(t *testing.T) {
 }
 
 // passSigner signs passes with a fresh key, as the service does on AWS.
-type passSigner struct{ iss *admissionpass.Issuer }
-
-func (s passSigner) SignPass(ctx context.Context, t queue.Token) (string, error) {
-	return s.iss.Issue(ctx, admissionpass.Admission{ProgramID: t.ProgramID, TokenID: t.ID, Ticket: t.Ticket, AdmittedAt: t.AdmittedAt, ExpiresAt: t.AdmissionExpiresAt})
-}
-
 // TestRunCapped: a capped program run through the service on the
 // DynamoDB API (cap 3): one session ended by the site, one left by its
 // holder, one no-show; the audit finds them, the peak within the cap, and
@@ -244,7 +239,7 @@ func TestRunCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := clock.NewFake(time.Now().Truncate(time.Second))
-	svc := queue.NewService(dynamostore.New(client, table), polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second), queue.WithPassSigner(passSigner{iss}))
+	svc := queue.NewService(dynamostore.New(client, table), polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second), queue.WithPassSigner(app.Signer(iss)))
 	if _, _, err := svc.PutProgram(ctx, "capped", api.ProgramSettings{
 		AdmissionRatePerSecond: new(api.Rate(10)), MaxActiveUsers: new(int64(3)), NoShowSeconds: new(int64(5)),
 	}); err != nil {

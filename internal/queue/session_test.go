@@ -1,24 +1,18 @@
 package queue_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// realSigner signs passes with a fresh key, as the service does on AWS.
-type realSigner struct{ iss *admissionpass.Issuer }
-
-func (s realSigner) SignPass(ctx context.Context, t queue.Token) (string, error) {
-	return s.iss.Issue(ctx, admissionpass.Admission{ProgramID: t.ProgramID, TokenID: t.ID, Ticket: t.Ticket, AdmittedAt: t.AdmittedAt, ExpiresAt: t.AdmissionExpiresAt})
-}
-
-func newSigner(t *testing.T) realSigner {
+// newSigner signs passes with a fresh key, as the service does on AWS.
+func newSigner(t *testing.T) queue.PassSigner {
 	t.Helper()
 	key, err := admissionpass.GenerateLocalKey()
 	if err != nil {
@@ -28,7 +22,7 @@ func newSigner(t *testing.T) realSigner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return realSigner{iss}
+	return app.Signer(iss)
 }
 
 // TestEndSession: the site ends an admission with the pass it holds; the

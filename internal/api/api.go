@@ -18,7 +18,9 @@ import (
 const (
 	QueuePath     = "/api/v1/queues/programs/{programId}"
 	SessionPath   = "/api/v1/queues/programs/{programId}/session"
+	ProgramsPath  = "/api/v1/admin/programs"
 	AdminPath     = "/api/v1/admin/programs/{programId}"
+	ChangesPath   = "/api/v1/admin/programs/{programId}/changes"
 	AdmissionPath = "/api/v1/admin/programs/{programId}/admissions"
 	// AdminSessionPath is the site's end of a session that frees its slot
 	// at once under a cap.
@@ -197,6 +199,40 @@ type ProgramSettings struct {
 	// TargetURL, an absolute https URL (http only for a loopback host)
 	// without credentials or fragment, at most 2048 bytes; "" clears it.
 	TargetURL *string `json:"targetUrl,omitempty"`
+}
+
+// ProgramList is a page of the programs, in id order.
+type ProgramList struct {
+	Programs []Program `json:"programs"`
+	// NextCursor is the cursor query parameter of the next page; absent
+	// on the last.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// Change is one admin change of a program.
+type Change struct {
+	ChangeID string `json:"changeId"`
+	// At is when the change was made.
+	At Time `json:"at"`
+	// EffectiveAt is when it takes effect everywhere (at, if at once).
+	EffectiveAt Time `json:"effectiveAt"`
+	// Actor is who made it: the caller's IAM ARN on AWS, "local-admin" on
+	// the local server, "system" for the service's own.
+	Actor string `json:"actor"`
+	// Action is create, update, admit, or readmit (no-shows' admissions
+	// given back by the service).
+	Action string `json:"action"`
+	// Fields is what the change set: {name: new value}, in the names of
+	// ProgramSettings; {"count": n} for an admission.
+	Fields map[string]any `json:"fields"`
+}
+
+// ChangeList is a page of a program's changes, newest first.
+type ChangeList struct {
+	Changes []Change `json:"changes"`
+	// NextCursor is the cursor query parameter of the next page; absent
+	// on the last.
+	NextCursor string `json:"nextCursor,omitempty"`
 }
 
 // Admission is the body of a manual admission.

@@ -23,6 +23,10 @@ const (
 	CodeKeysUnavailable       = "KEYS_UNAVAILABLE"
 	CodeBusy                  = "BUSY"
 	CodeEnterInProgress       = "ENTER_IN_PROGRESS"
+	CodeProgramNotClosed      = "PROGRAM_NOT_CLOSED"
+	CodeProgramDeleted        = "PROGRAM_DELETED"
+	CodeInvalidCursor         = "INVALID_CURSOR"
+	CodeInvalidLimit          = "INVALID_LIMIT"
 
 	// Codes of the HTTP layer: the request, not the queue, is at fault.
 	CodeNotFound         = "NOT_FOUND"

@@ -131,6 +131,9 @@ func (s *Store) getItem(ctx context.Context, key map[string]types.AttributeValue
 func (s *Store) CreateProgram(ctx context.Context, p queue.Program) error {
 	item, err := encodeProgram(p)
 	if err == nil {
+		err = s.errDeletedIfTombstoned(ctx, p)
+	}
+	if err == nil {
 		err = s.putNew(ctx, item)
 	}
 	if err != nil {

@@ -32,12 +32,16 @@ func (brokenStore) IssueTicket(context.Context, string, time.Time) (queue.Progra
 func (brokenStore) GetProgram(context.Context, string) (queue.Program, error) {
 	return queue.Program{}, errSecret
 }
+func (brokenStore) ListPrograms(context.Context, string, int) ([]string, bool, error) {
+	return nil, false, errSecret
+}
 
 func TestHandlerStoreFault(t *testing.T) {
 	var logs bytes.Buffer
 	h := checkedLambda(t, httpapi.Lambda(httpapi.New(queue.NewService(brokenStore{memstore.New()}, polling.DefaultTiers()),
 		httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))))
-	for _, event := range []string{"enter", "poll-waiting", "leave", "session-end", "admin-session-release", "admin-get-program", "admin-put-program", "admin-admit"} {
+	for _, event := range []string{"enter", "poll-waiting", "leave", "session-end", "admin-session-release", "admin-get-program", "admin-put-program", "admin-admit",
+		"admin-list-programs", "admin-delete-program", "admin-history"} {
 		t.Run(event, func(t *testing.T) {
 			resp := invoke(t, h, fixtures.Event(t, event))
 			if resp.StatusCode != http.StatusServiceUnavailable {

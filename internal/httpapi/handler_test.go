@@ -179,7 +179,14 @@ func TestHandlerEvents(t *testing.T) {
 		{"admin-error-negative-count", 400, `{"code":"INVALID_COUNT","message":"count must be a whole number between 1 and 1000000."}`, nil},
 		{"admin-error-absurd-count", 400, `{"code":"INVALID_COUNT","message":"count must be a whole number between 1 and 1000000."}`, nil},
 		{"admin-error-unknown-program", 404, `{"code":"PROGRAM_NOT_FOUND","message":"No such program."}`, nil},
-		{"admin-error-method-not-allowed", 405, `{"code":"METHOD_NOT_ALLOWED","message":"Allowed methods: GET, PUT."}`, map[string]string{"Allow": "GET, PUT"}},
+		{"admin-error-method-not-allowed", 405, `{"code":"METHOD_NOT_ALLOWED","message":"Allowed methods: DELETE, GET, PUT."}`, map[string]string{"Allow": "DELETE, GET, PUT"}},
+		{"admin-list-programs", 200,
+			`{"programs":[{"programId":"capped","issued":100,"admitted":50,"waiting":50,"admissionRatePerSecond":20,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T09:00:00.123Z","maxActiveUsers":50,"noShowSeconds":60,"active":50,"ended":0,"noShows":0},` +
+				`{"programId":"demo","issued":1000,"admitted":500,"waiting":500,"admissionRatePerSecond":10,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T09:00:00.123Z"}],"nextCursor":"ZGVtbw"}`, nil},
+		{"admin-delete-program", 204, ``, nil},
+		{"admin-error-delete-open", 409, `{"code":"PROGRAM_NOT_CLOSED","message":"Close the program (closed: true) before you delete it."}`, nil},
+		{"admin-history", 200,
+			`{"changes":[{"changeId":"changeFixture000000001","at":"2026-05-19T09:30:00.123Z","effectiveAt":"2026-05-19T09:30:00.123Z","actor":"arn:aws:sts::123456789012:assumed-role/ops/ops","action":"update","fields":{"admissionRatePerSecond":10,"paused":false}}]}`, nil},
 	}
 	files, _ := filepath.Glob(filepath.Join("..", "..", "events", "*.json"))
 	// page-*.json are the waiting-room page's, asserted in internal/app.

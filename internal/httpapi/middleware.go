@@ -16,10 +16,15 @@ import (
 	"github.com/felixge/httpsnoop"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/queue"
 )
 
+// LocalActor is the actor of the admin changes made with the bearer secret.
+const LocalActor = "local-admin"
+
 // BearerAuth admits requests bearing "Authorization: Bearer <secret>"
-// (compared in constant time): the local server's admin scheme.
+// (compared in constant time), as LocalActor: the local server's admin
+// scheme.
 func BearerAuth(secret string) Middleware {
 	want := sha256.Sum256([]byte(secret))
 	return func(next http.Handler) http.Handler {
@@ -35,13 +40,14 @@ func BearerAuth(secret string) Middleware {
 				writeClientError(w, r, errBadBearer)
 				return
 			}
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r.WithContext(queue.WithActor(r.Context(), LocalActor)))
 		})
 	}
 }
 
 // IAMAuth admits requests that API Gateway's AWS_IAM authorizer let through,
-// as the request context of the Lambda adapter shows them. API Gateway
+// as the request context of the Lambda adapter shows them, with the
+// caller's IAM ARN as their actor. API Gateway
 // rejects unsigned ones before the function runs; this is the second lock.
 func IAMAuth() Middleware {
 	return func(next http.Handler) http.Handler {
@@ -51,7 +57,11 @@ func IAMAuth() Middleware {
 				writeClientError(w, r, errNeedsIAM)
 				return
 			}
-			next.ServeHTTP(w, r)
+			actor := rc.Authorizer.IAM.UserARN
+			if actor == "" {
+				actor = "caller:" + rc.Authorizer.IAM.CallerID
+			}
+			next.ServeHTTP(w, r.WithContext(queue.WithActor(r.Context(), actor)))
 		})
 	}
 }

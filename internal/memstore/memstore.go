@@ -23,6 +23,7 @@ type Store struct {
 	// instant accordingly (dynamostore's changeIssued attribute).
 	changeIssued map[string]int64
 	cap          capacity
+	cat          catalog
 }
 
 type shardKey struct {
@@ -40,7 +41,8 @@ var (
 // New returns an empty Store.
 func New() *Store {
 	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]tickets.Shard), changeIssued: make(map[string]int64),
-		cap: capacity{groups: map[groupKey]queue.Group{}, ends: map[endsKey]ends{}, marks: map[string][]queue.Mark{}}}
+		cap: capacity{groups: map[groupKey]queue.Group{}, ends: map[endsKey]ends{}, marks: map[string][]queue.Mark{}},
+		cat: catalog{listed: map[string]struct{}{}, deleted: map[string]time.Time{}, history: map[string][]queue.Change{}}}
 }
 
 // CreateProgram implements queue.Store.
@@ -50,6 +52,10 @@ func (s *Store) CreateProgram(ctx context.Context, p queue.Program) error {
 	if _, ok := s.programs[p.ID]; ok {
 		return queue.ErrConflict
 	}
+	if p.CreatedAt.Before(s.cat.deleted[p.ID]) {
+		return queue.ErrDeleted
+	}
+	delete(s.cat.deleted, p.ID)
 	s.programs[p.ID] = p
 	return ctx.Err()
 }

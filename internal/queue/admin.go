@@ -243,7 +243,7 @@ func (s *Service) PutProgram(ctx context.Context, programID string, set api.Prog
 		return p, err
 	}
 	edit := func(p Program, now time.Time) (Program, error) { return p.apply(set, now, s.changeDelay(), s.policies) }
-	p, now, created, err := s.changeProgram(ctx, "put program", programID, create, edit)
+	p, now, created, err := s.changeProgram(ctx, "put program", programID, Change{Action: ActionUpdate, Fields: fieldsOf(set)}, create, edit)
 	if err != nil {
 		return Counters{}, false, err
 	}
@@ -281,7 +281,7 @@ func (s *Service) Admit(ctx context.Context, programID string, n int64) (Counter
 		settled := p.Settled()
 		return p.withManualAdmission(n, now).Rebased(now, settled.Rate, settled.Paused, n, s.changeDelay()), nil
 	}
-	p, now, _, err := s.changeProgram(ctx, "admit", programID, nil, edit)
+	p, now, _, err := s.changeProgram(ctx, "admit", programID, Change{Action: ActionAdmit, Fields: fieldsOf(map[string]int64{"count": n})}, nil, edit)
 	if err != nil {
 		return Counters{}, err
 	}
@@ -323,12 +323,14 @@ func (s *Service) changeDelay() time.Duration {
 }
 
 // changeProgram stores edit(program, now) as one admin change tagged with a
-// fresh change id, retrying on conflicts and first waiting for a pending
-// change to take effect, within adminDeadline. BUSY means the change was
-// not made; STORE_UNAVAILABLE that it may have been. A missing program is
-// created with create, or is PROGRAM_NOT_FOUND if create is nil.
-func (s *Service) changeProgram(ctx context.Context, op, id string, create func(now time.Time) (Program, error), edit func(p Program, now time.Time) (Program, error)) (_ Program, now time.Time, created bool, _ error) {
+// fresh change id and recorded in the history as rec (its action and
+// fields), retrying on conflicts and first waiting for a pending change to
+// take effect, within adminDeadline. BUSY means the change was not made;
+// STORE_UNAVAILABLE that it may have been. A missing program is created
+// with create (action ActionCreate), or is PROGRAM_NOT_FOUND if create is nil.
+func (s *Service) changeProgram(ctx context.Context, op, id string, rec Change, create func(now time.Time) (Program, error), edit func(p Program, now time.Time) (Program, error)) (_ Program, now time.Time, created bool, _ error) {
 	deadline := s.clock.Now().Add(adminDeadline)
+	rec.Actor = ActorOf(ctx)
 	ctx, cancel := context.WithTimeout(ctx, adminDeadline) // the same bound for the store's calls
 	defer cancel()
 	// room is the time a write needs before the deadline: a reserve, more
@@ -342,6 +344,8 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 		return !s.clock.Now().Add(room()).After(deadline) && time.Until(d) >= room()
 	}
 	change := NewTokenID()
+	rec.ID = change
+	action := rec.Action
 	for range maxAdminTrials {
 		start := time.Now()
 		p, err := s.store.GetProgram(ctx, id)
@@ -372,8 +376,10 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 			if p, err = create(now); err != nil {
 				return Program{}, now, false, err
 			}
-			p = p.withChange(change)
-			if err = s.createProgram(ctx, p, change); err == nil {
+			rec.At, rec.Action = changeAt(Program{}, now), ActionCreate
+			p = p.withChange(change, rec.At)
+			if err = s.writeCreation(ctx, p, &rec); err == nil {
+				s.endChange(ctx, id, rec)
 				s.cache.put(p, now)
 				return p, now, true, nil
 			}
@@ -382,16 +388,24 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, create func(
 			if p, err = edit(p, now); err != nil {
 				return Program{}, now, false, err
 			}
-			p = p.withChange(change)
+			rec.At, rec.Action = changeAt(read, now), action
+			p = p.withChange(change, rec.At)
 			// A change that makes the shuffle depends on nobody having
 			// entered: it keeps the condition on the tickets issued.
 			scheduled := p.Pending(now) && p.Shuffle == read.Shuffle
+			if err = s.beginEdit(ctx, read, p, &rec); err != nil {
+				return Program{}, now, false, storeError(op, err)
+			}
 			if err = s.updateProgram(ctx, p, change, scheduled); err == nil {
+				s.endChange(ctx, id, rec)
 				s.cache.put(p, now)
 				return p, now, false, nil
 			}
 		}
 		slowest = max(slowest, time.Since(start)/2) // a write and a read
+		if e := (*Error)(nil); errors.As(err, &e) {
+			return Program{}, now, false, err
+		}
 		if !errors.Is(err, ErrConflict) {
 			return Program{}, now, false, storeError(op, err)
 		}
@@ -420,11 +434,31 @@ func (s *Service) awaitPending(ctx context.Context, p Program, now, latest time.
 	return nil
 }
 
-// createProgram stores the new program p made by admin change change. A
-// conflict is another creation, or this one's own write retried after its
-// answer was lost: then the stored program records change.
-func (s *Service) createProgram(ctx context.Context, p Program, change string) error {
-	return s.checkOwnWrite(ctx, p, change, s.store.CreateProgram(ctx, p))
+// beginEdit lists the program p (listing the programs made before the
+// list) and begins its change rec over read.
+func (s *Service) beginEdit(ctx context.Context, read, p Program, rec *Change) error {
+	if err := s.store.IndexProgram(ctx, p.ID); err != nil {
+		return fmt.Errorf("list the program: %w", err)
+	}
+	return s.beginChange(ctx, read, p, rec)
+}
+
+// writeCreation lists and records the new program p made by admin change
+// rec, then stores it. A conflict is another creation, or this one's own
+// write retried after its answer was lost: then the stored program records
+// the change.
+func (s *Service) writeCreation(ctx context.Context, p Program, rec *Change) error {
+	if err := s.store.IndexProgram(ctx, p.ID); err != nil {
+		return fmt.Errorf("list the program: %w", err)
+	}
+	if err := s.beginChange(ctx, Program{}, p, rec); err != nil {
+		return err
+	}
+	err := s.store.CreateProgram(ctx, p)
+	if errors.Is(err, ErrDeleted) {
+		return Errorf(KindConflict, api.CodeProgramDeleted, "A program with this id was deleted less than %d days ago; choose another id.", int(DeletedRetention.Hours()/24))
+	}
+	return s.checkOwnWrite(ctx, p, rec.ID, err)
 }
 
 // updateProgram stores the admin change p within the write budget (the

@@ -68,6 +68,9 @@ var (
 	// limit on one item, after every retry. Clients see it as any other
 	// fault; package tickets takes it as a sign to use more shards.
 	ErrThrottled = errors.New("store: throughput exceeded")
+	// ErrDeleted means CreateProgram found the id deleted less than the
+	// retention ago (Store.DeleteProgram).
+	ErrDeleted = errors.New("store: program deleted")
 )
 
 // storeError is a failure of the store during op as the client sees it:

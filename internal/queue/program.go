@@ -2,8 +2,6 @@ package queue
 
 import (
 	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/example/waitingroom/internal/polling"
@@ -314,11 +312,10 @@ func (p Program) MovedDrainAtNs(drainAtNs, issued int64) int64 {
 	return addSat(drainAtNs, d)
 }
 
-// withChange returns p recording admin change id as the latest, with the
-// version it gives the program ("version/id").
-func (p Program) withChange(id string) Program {
-	entry := strconv.FormatInt(p.Version, 10) + "/" + id
-	p.Changes = append([]string{entry}, p.Changes[:min(len(p.Changes), maxRecentChanges-1)]...)
+// withChange returns p recording admin change id, asked for at at, as the
+// latest, with the version it gives the program (changeEntry).
+func (p Program) withChange(id string, at time.Time) Program {
+	p.Changes = append([]string{changeEntry(p.Version, id, at)}, p.Changes[:min(len(p.Changes), maxRecentChanges-1)]...)
 	return p
 }
 
@@ -328,9 +325,8 @@ func (p Program) withChange(id string) Program {
 func (p Program) changeApplied(id string, v int64) (applied, known bool) {
 	oldest := int64(-1)
 	for _, e := range p.Changes {
-		ver, got, ok := strings.Cut(e, "/")
-		n, err := strconv.ParseInt(ver, 10, 64)
-		if !ok || err != nil {
+		n, got, _, ok := parseChangeEntry(e)
+		if !ok {
 			continue
 		}
 		if n == v {

@@ -259,12 +259,15 @@ func (s *Service) Poll(ctx context.Context, programID, tokenID string) (View, er
 func (s *Service) answer(ctx context.Context, programID string, t Token) (View, error) {
 	now := s.clock.Now()
 	s.tidyTickets(ctx, programID, now)
+	p, err := s.program(ctx, programID, now)
+	if err != nil {
+		return View{}, err
+	}
+	if t.IssuedAt.Before(p.CreatedAt) {
+		return View{}, errTokenNotFound() // of a deleted program of that id
+	}
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
-		p, err := s.program(ctx, programID, now)
-		if err == nil {
-			p, err = s.withOpening(ctx, p, now)
-		}
-		if err != nil {
+		if p, err = s.withOpening(ctx, p, now); err != nil {
 			return View{}, err
 		}
 		s.maybeFold(ctx, p, now)
@@ -345,7 +348,7 @@ func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, 
 	}
 	t, err := s.store.GetToken(ctx, tokenID)
 	if errors.Is(err, ErrNotFound) || (err == nil && (t.ProgramID != programID || t.Claim != "")) {
-		return Token{}, Errorf(KindNotFound, api.CodeTokenNotFound, "No such token in this program's queue.")
+		return Token{}, errTokenNotFound()
 	} else if err != nil {
 		return Token{}, storeError("get token", err)
 	}
@@ -496,6 +499,10 @@ func errInvalidProgramID() error {
 	return Errorf(KindInvalid, api.CodeInvalidProgramID, "The program id must be 1 to 64 letters, digits, '-' or '_', starting with a letter or digit.")
 }
 
+func errTokenNotFound() error {
+	return Errorf(KindNotFound, api.CodeTokenNotFound, "No such token in this program's queue.")
+}
+
 func errProgramNotFound() error {
 	return Errorf(KindNotFound, api.CodeProgramNotFound, "No such program.")
 }
@@ -582,4 +589,11 @@ func (c *programCache) put(p Program, now time.Time) {
 		}
 	}
 	c.entries[p.ID] = cachedProgram{p: p, loadedAt: now, until: p.CacheableUntil(now, c.ttl)}
+}
+
+// forget drops id's cached read.
+func (c *programCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, id)
 }

@@ -134,14 +134,18 @@ func (s *Service) giveOwed(ctx context.Context, p Program, now time.Time) error 
 	settled := p.Settled()
 	q := p.Rebased(now, settled.Rate, settled.Paused, n, s.changeDelay())
 	q.ExtraGiven += n
-	change := NewTokenID()
-	q = q.withChange(change)
-	err := s.updateProgram(ctx, q, change, q.Pending(now))
+	rec := Change{ID: NewTokenID(), At: changeAt(p, now), Actor: SystemActor, Action: ActionReadmit, Fields: fieldsOf(map[string]int64{"count": n})}
+	q = q.withChange(rec.ID, rec.At)
+	if err := s.beginChange(ctx, p, q, &rec); err != nil {
+		return fmt.Errorf("give %d extra admissions: %w", n, err)
+	}
+	err := s.updateProgram(ctx, q, rec.ID, q.Pending(now))
 	if errors.Is(err, ErrConflict) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("give %d extra admissions: %w", n, err)
 	}
+	s.endChange(ctx, p.ID, rec)
 	s.cache.put(q, now)
 	return nil
 }

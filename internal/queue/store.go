@@ -57,6 +57,34 @@ type Store interface {
 	// yet, and t.LeftAt is within its window; it returns the token as
 	// stored afterwards.
 	EndAdmission(ctx context.Context, t Token) (Token, error)
+
+	CatalogStore
+}
+
+// CatalogStore keeps the list of programs, their deletion and the history
+// of their admin changes (docs/design.md, "The operator's records").
+type CatalogStore interface {
+	// IndexProgram adds id to the list of programs; it may already be there.
+	IndexProgram(ctx context.Context, id string) error
+	// ListPrograms returns up to limit listed ids in ascending order, each
+	// after after ("" from the first), and whether more follow.
+	ListPrograms(ctx context.Context, after string, limit int) (ids []string, more bool, err error)
+	// DeleteProgram deletes program p.ID if it is stored closed at version
+	// p.Version (ErrConflict if it is stored otherwise), with its ticket
+	// shards and its place in the list; an absent one counts as deleted
+	// (by a lost answer's first attempt). Until until, CreateProgram of
+	// the id answers ErrDeleted.
+	DeleteProgram(ctx context.Context, p Program, until time.Time) error
+	// PutChange stores c in programID's history, replacing the change with
+	// the same At and ID.
+	PutChange(ctx context.Context, programID string, c Change) error
+	// CommitChange marks programID's change (at, id) committed; nothing if
+	// there is none.
+	CommitChange(ctx context.Context, programID string, at time.Time, id string) error
+	// Changes returns up to limit of programID's changes that come before
+	// from (newest first; the zero ChangeKey starts at the newest), and
+	// whether more follow.
+	Changes(ctx context.Context, programID string, from ChangeKey, limit int) ([]Change, bool, error)
 }
 
 // ScheduleStore is a Store whose admin writes need not find a moment

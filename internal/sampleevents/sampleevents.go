@@ -5,6 +5,7 @@ package sampleevents
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -36,6 +37,8 @@ const (
 	ProgramID   = "demo"
 	// ClosedProgramID is a program closed to new entries.
 	ClosedProgramID = "sold-out"
+	// EndedProgramID is a closed program an event deletes.
+	EndedProgramID = "ended-show"
 	// FullProgramID is a paused program whose line is at its maxWaiting.
 	FullProgramID = "full-house"
 	// CappedProgramID admits at most 50 people at once, no-shows after
@@ -55,11 +58,13 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	if err := s.CreateProgram(ctx, p); err != nil {
 		return fmt.Errorf("seed program: %w", err)
 	}
-	closed := queue.Program{ID: ClosedProgramID, CreatedAt: now.Add(-time.Hour), Issued: 10, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
-	closed = closed.Rebased(now, queue.OnePerSecond, false, 0, 0)
-	closed.Closed = true
-	if err := s.CreateProgram(ctx, closed); err != nil {
-		return fmt.Errorf("seed closed program: %w", err)
+	for _, id := range []string{ClosedProgramID, EndedProgramID} {
+		closed := queue.Program{ID: id, CreatedAt: now.Add(-time.Hour), Issued: 10, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
+		closed = closed.Rebased(now, queue.OnePerSecond, false, 0, 0)
+		closed.Closed = true
+		if err := s.CreateProgram(ctx, closed); err != nil {
+			return fmt.Errorf("seed closed program: %w", err)
+		}
 	}
 	full := queue.Program{ID: FullProgramID, CreatedAt: now.Add(-time.Hour), Issued: 100, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow, MaxWaiting: 100}}
 	full = full.Rebased(now, queue.OnePerSecond, true, 0, 0)
@@ -67,6 +72,9 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 		return fmt.Errorf("seed full program: %w", err)
 	}
 	if err := seedCapped(ctx, s, now); err != nil {
+		return err
+	}
+	if err := seedCatalog(ctx, s, now); err != nil {
 		return err
 	}
 	admittedAt := now.Add(-time.Minute)
@@ -119,6 +127,22 @@ func seedCapped(ctx context.Context, s queue.Store, now time.Time) error {
 	t := queue.Token{ID: NoShowToken, ProgramID: CappedProgramID, Ticket: 5, IssuedAt: now.Add(-50 * time.Minute), ExpiresAt: now.Add(48 * time.Hour)}
 	if err := s.PutToken(ctx, t); err != nil {
 		return fmt.Errorf("seed token %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// seedCatalog lists the programs and records ProgramID's opening change,
+// made by an operator half an hour before now.
+func seedCatalog(ctx context.Context, s queue.Store, now time.Time) error {
+	for _, id := range []string{ProgramID, ClosedProgramID, EndedProgramID, FullProgramID, CappedProgramID} {
+		if err := s.IndexProgram(ctx, id); err != nil {
+			return fmt.Errorf("seed the list: %w", err)
+		}
+	}
+	c := queue.Change{ID: "changeFixture000000001", At: now.Add(-30 * time.Minute), Actor: "arn:aws:sts::123456789012:assumed-role/ops/ops",
+		Action: queue.ActionUpdate, Fields: json.RawMessage(`{"admissionRatePerSecond":10,"paused":false}`), Committed: true}
+	if err := s.PutChange(ctx, ProgramID, c); err != nil {
+		return fmt.Errorf("seed the history: %w", err)
 	}
 	return nil
 }

@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	t.Run("MarkConcurrent", func(t *testing.T) { testMarkConcurrent(t, newStore(t)) })
 	t.Run("Claims", func(t *testing.T) { testClaims(t, newStore(t)) })
 	t.Run("ClaimsConcurrent", func(t *testing.T) { testClaimsConcurrent(t, newStore(t)) })
+	t.Run("Catalog", func(t *testing.T) { testCatalog(t, newStore(t)) })
 	if _, ok := newStore(t).(tickets.Store); ok {
 		ticketStore := func(t *testing.T) tickets.Store { return newStore(t).(tickets.Store) }
 		t.Run("IssueTickets", func(t *testing.T) { testIssueTickets(t, ticketStore(t)) })

@@ -41,6 +41,7 @@ Commands:
   pause ID      stop admission           resume ID   restart it
   close ID      stop new entries         reopen ID   take them again
   watch ID      a live view of the crowd, refreshed every second
+  check ID      what may go wrong at the announced load (-expect N), line by line
 
 Every command takes -url (default $WR_URL, else ` + defaultURL + `), -json,
 -timeout, -region and -profile, before the command or after it. A 429 or
@@ -116,6 +117,8 @@ func (a *app) commands() map[string]command {
 				fs.IntVar(&w.count, "n", 0, "stop after this many samples (0: until interrupted)")
 				return func(ctx context.Context, c *call) error { return a.watch(ctx, c, w) }
 			}},
+		"check": {args: []string{"ID"}, synopsis: "Reads the program and says, line by line (OK, WARN, FAIL, and what to do), what may go wrong\nat the announced load, following the pre-sale checklist of docs/operations.md. Exits with\nstatus 1 when any check FAILs.",
+			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.checkCommand(fs) }},
 	}
 }
 

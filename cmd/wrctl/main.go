@@ -9,6 +9,7 @@
 //	wrctl pause|resume ID         stop or restart admission
 //	wrctl close|reopen ID         stop or resume new entries
 //	wrctl watch ID                a live view of the crowd
+//	wrctl check ID -expect N      what may go wrong at the announced load
 //
 // Run "wrctl COMMAND -h" for the flags.
 package main

@@ -143,6 +143,9 @@ func TestCheckTable(t *testing.T) {
 		{"an admission followed writes twice", func(p *api.Program, l *checkLoad) { l.peak, p.NoShowSeconds = 1330, 180 },
 			[]string{"WARN: about 4,010 .*2 an admission"}},
 		{"past the quota", func(_ *api.Program, l *checkLoad) { l.peak = 14000 }, []string{"FAIL: past the table's default quota"}},
+		{"sightings past an item's writes", func(p *api.Program, _ *checkLoad) { p.AdmissionRatePerSecond, p.MaxActiveUsers = 1001, 1_000_000 },
+			[]string{"OK: about 2,152", "WARN: the sightings of 128 consecutive places go to one item"}},
+		{"an item's writes, no cap", func(p *api.Program, _ *checkLoad) { p.AdmissionRatePerSecond = 1001 }, []string{"OK: about 1,151"}},
 	})
 }
 

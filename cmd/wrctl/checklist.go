@@ -146,17 +146,25 @@ func (c presale) table() []finding {
 	if c.followed() {
 		perAdmission = 2
 	}
-	writes := 3*c.l.peakRate() + perAdmission*c.p.AdmissionRatePerSecond
+	r := c.p.AdmissionRatePerSecond
+	writes := 3*c.l.peakRate() + perAdmission*r
 	says := fmt.Sprintf("about %s write units/s at the peak (3 an enter, %g an admission), this program alone", rate(writes), perAdmission)
+	var out []finding
 	switch {
 	case writes > tableWritesQuota:
-		return found(levelFail, "table", says+fmt.Sprintf(": past the table's default quota of %s/s", rate(tableWritesQuota)),
+		out = found(levelFail, "table", says+fmt.Sprintf(": past the table's default quota of %s/s", rate(tableWritesQuota)),
 			"ask for a higher per-table quota (Service Quotas, DynamoDB) and pre-warm the table (WarmThroughput)")
 	case writes > newTableWrites:
-		return found(levelWarn, "table", says+fmt.Sprintf(": past the %s/s a new on-demand table takes before it has seen more", rate(newTableWrites)),
+		out = found(levelWarn, "table", says+fmt.Sprintf(": past the %s/s a new on-demand table takes before it has seen more", rate(newTableWrites)),
 			"pre-warm the table before the sale (UpdateTable with WarmThroughput)")
+	default:
+		out = found(levelOK, "table", says, "")
 	}
-	return found(levelOK, "table", says, "")
+	if c.followed() && r > itemWriteUnits {
+		out = append(out, found(levelWarn, "table", fmt.Sprintf("%s admissions/s: the sightings of %d consecutive places go to one item, past the %s writes/s an item takes", rate(r), queue.GroupSize, rate(itemWriteUnits)),
+			"admit at most "+rate(itemWriteUnits)+"/s with a cap or no-show handling")...)
+	}
+	return out
 }
 
 // requests: the API's throttle against the enters at the peak, the polls

@@ -35,6 +35,7 @@ const usage = `Usage: wrctl COMMAND [flags] ID [N]
 Runs a waiting room's program during an on-sale, through the admin API.
 
 Commands:
+  list          every program, a row each
   get ID        the program's counters and settings
   put ID        create the program, or change the settings given as flags
   admit ID N    admit N more people now, on top of the admission rate
@@ -42,6 +43,8 @@ Commands:
   close ID      stop new entries         reopen ID   take them again
   watch ID      a live view of the crowd, refreshed every second
   check ID      what may go wrong at the announced load (-expect N), line by line
+  history ID    the program's admin changes, newest first, with who made them
+  delete ID     delete a closed program (asks to type the id again, or -yes)
 
 Every command takes -url (default $WR_URL, else ` + defaultURL + `), -json,
 -timeout, -region and -profile, before the command or after it. A 429 or
@@ -56,6 +59,7 @@ Run "wrctl COMMAND -h" for a command's flags.
 // app is one run of wrctl and its outside world.
 type app struct {
 	getenv   func(string) string
+	stdin    io.Reader
 	stdout   io.Writer
 	stderr   io.Writer
 	settings []setting
@@ -66,7 +70,7 @@ type app struct {
 }
 
 func newApp(getenv func(string) string, stdout, stderr io.Writer, settings []setting) *app {
-	return &app{getenv: getenv, stdout: stdout, stderr: stderr, settings: settings, now: time.Now, terminal: isTerminal(stdout)}
+	return &app{getenv: getenv, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, settings: settings, now: time.Now, terminal: isTerminal(stdout)}
 }
 
 // command is a subcommand: its arguments, its own flags, and what it does.
@@ -117,6 +121,12 @@ func (a *app) commands() map[string]command {
 				fs.IntVar(&w.count, "n", 0, "stop after this many samples (0: until interrupted)")
 				return func(ctx context.Context, c *call) error { return a.watch(ctx, c, w) }
 			}},
+		"list": {args: nil, synopsis: "Prints every program: waiting, admitted, issued, rate and state.",
+			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.listCommand(fs) }},
+		"history": {args: []string{"ID"}, synopsis: "Prints the program's admin changes, newest first: when, when in effect, who, what.",
+			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.historyCommand(fs) }},
+		"delete": {args: []string{"ID"}, synopsis: "Deletes a closed program: it is gone everywhere, and its id stays taken for 7 days.\nAsks you to type the id again, unless -yes is given.",
+			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.deleteCommand(fs) }},
 		"check": {args: []string{"ID"}, synopsis: "Reads the program and says, line by line (OK, WARN, FAIL, and what to do), what may go wrong\nat the announced load, following the pre-sale checklist of docs/operations.md. Exits with\nstatus 1 when any check FAILs.",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.checkCommand(fs) }},
 	}

@@ -3,6 +3,7 @@
 // through the admin API of the local server (ADMIN_TOKEN) or of the stack
 // on AWS (requests signed with the operator's AWS credentials).
 //
+//	wrctl list                    every program, a row each
 //	wrctl get ID                  the program's counters and settings
 //	wrctl put ID [-rate N] [...]  create it, or change the settings given
 //	wrctl admit ID N              admit N more people now
@@ -10,6 +11,8 @@
 //	wrctl close|reopen ID         stop or resume new entries
 //	wrctl watch ID                a live view of the crowd
 //	wrctl check ID -expect N      what may go wrong at the announced load
+//	wrctl history ID              the program's changes and who made them
+//	wrctl delete ID [-yes]        delete a closed program
 //
 // Run "wrctl COMMAND -h" for the flags.
 package main
@@ -29,14 +32,11 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	a := newApp(os.Getenv, os.Stdout, os.Stderr, programSettings)
+	a.stdin = os.Stdin
+	err := a.run(ctx, os.Args[1:])
 	stop()
 	os.Exit(exitStatus(err, os.Stderr))
-}
-
-// run is wrctl with its outside world as arguments, for tests.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return newApp(getenv, stdout, stderr, programSettings).run(ctx, args)
 }
 
 // exitStatus prints err for the operator and returns the exit status: 0

@@ -520,6 +520,17 @@ func TestSigV4(t *testing.T) {
 	if got["programId"] != "gala" {
 		t.Errorf("admit through the signed gateway: %v", got)
 	}
+	// The routes with a query string and a DELETE, signed as well.
+	if got := decode(t, wrctl(t, env, "list", "-json", "-n", "5")); len(got["programs"].([]any)) != 1 {
+		t.Errorf("list through the signed gateway: %v", got)
+	}
+	if got := decode(t, wrctl(t, env, "history", "gala", "-json", "-n", "1")); len(got["changes"].([]any)) != 1 {
+		t.Errorf("history -n 1 through the signed gateway: %v", got)
+	}
+	wrctl(t, env, "close", "gala")
+	if got := decode(t, wrctl(t, env, "delete", "gala", "-yes", "-json")); got["deleted"] != true {
+		t.Errorf("delete through the signed gateway: %v", got)
+	}
 
 	for _, tc := range []struct {
 		name   string

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,10 +36,16 @@ const (
 	OpGetProgram     Op = "GET admin"
 	OpPutProgram     Op = "PUT admin"
 	OpAdmit          Op = "POST admissions"
+	OpListPrograms   Op = "GET programs"
+	OpDeleteProgram  Op = "DELETE admin"
+	OpHistory        Op = "GET changes"
 )
 
+// adminOps are the admin calls.
+var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory}
+
 // Admin reports whether o is an admin call.
-func (o Op) Admin() bool { return o == OpGetProgram || o == OpPutProgram || o == OpAdmit }
+func (o Op) Admin() bool { return slices.Contains(adminOps, o) }
 
 // authorized reports whether o's request carries the admin credentials:
 // an admin operation, or the site's release of a session.
@@ -220,6 +227,44 @@ func (c *Client) Admit(ctx context.Context, programID string, n int64) (ProgramA
 	path := strings.Replace(api.AdmissionPath, "{programId}", url.PathEscape(programID), 1)
 	p, _, err := c.program(ctx, request{OpAdmit, http.MethodPost, path, nil, api.Admission{Count: &n}, []int{http.StatusOK}})
 	return p, err
+}
+
+// ListPrograms reads a page of up to limit programs (0: the server's
+// default) from cursor ("" for the first).
+func (c *Client) ListPrograms(ctx context.Context, cursor string, limit int) (api.ProgramList, error) {
+	var l api.ProgramList
+	_, _, err := c.do(ctx, request{OpListPrograms, http.MethodGet, api.ProgramsPath + pageQuery(cursor, limit), nil, nil, []int{http.StatusOK}}, &l)
+	return l, err
+}
+
+// DeleteProgram deletes programID, which must be closed.
+func (c *Client) DeleteProgram(ctx context.Context, programID string) error {
+	_, _, err := c.do(ctx, request{OpDeleteProgram, http.MethodDelete, adminPath(programID), nil, nil, []int{http.StatusNoContent}}, nil)
+	return err
+}
+
+// History reads a page of up to limit of programID's changes (0: the
+// server's default), newest first, from cursor ("" for the newest).
+func (c *Client) History(ctx context.Context, programID, cursor string, limit int) (api.ChangeList, error) {
+	path := strings.Replace(api.ChangesPath, "{programId}", url.PathEscape(programID), 1)
+	var l api.ChangeList
+	_, _, err := c.do(ctx, request{OpHistory, http.MethodGet, path + pageQuery(cursor, limit), nil, nil, []int{http.StatusOK}}, &l)
+	return l, err
+}
+
+// pageQuery is the query string of a page: cursor and limit when set.
+func pageQuery(cursor string, limit int) string {
+	q := url.Values{}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
 }
 
 // program sends an admin request and reads the program it answers.

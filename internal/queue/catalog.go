@@ -24,6 +24,11 @@ const (
 // than any of its records lives (docs/design.md, "The operator's records").
 const DeletedRetention = 7 * 24 * time.Hour
 
+// incarnationMargin is how much earlier than its program a token may seem
+// issued (instances' clocks differ) and still be its: a token of a deleted
+// namesake is DeletedRetention older.
+const incarnationMargin = DeletedRetention / 2
+
 // ProgramList is a page of programs, in id order.
 type ProgramList struct {
 	Programs []Counters

@@ -263,7 +263,7 @@ func (s *Service) answer(ctx context.Context, programID string, t Token) (View, 
 	if err != nil {
 		return View{}, err
 	}
-	if t.IssuedAt.Before(p.CreatedAt) {
+	if t.IssuedAt.Before(p.CreatedAt.Add(-incarnationMargin)) {
 		return View{}, errTokenNotFound() // of a deleted program of that id
 	}
 	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {

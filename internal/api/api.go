@@ -25,6 +25,9 @@ const (
 	// AdminSessionPath is the site's end of a session that frees its slot
 	// at once under a cap.
 	AdminSessionPath = "/api/v1/admin/programs/{programId}/session"
+	// TokenPath is one token of a program, looked up or revoked by an
+	// admin.
+	TokenPath = "/api/v1/admin/programs/{programId}/tokens/{tokenId}"
 	JWKSPath         = "/.well-known/jwks.json"
 )
 
@@ -52,6 +55,9 @@ const (
 	StatusAdmitted Status = "ADMITTED"
 	StatusExpired  Status = "EXPIRED"
 	StatusLeft     Status = "LEFT"
+	// StatusRevoked is a token an admin revoked: no place, no admission,
+	// no pass, for good.
+	StatusRevoked Status = "REVOKED"
 )
 
 // Token is the answer to an enter or a poll. Fields that do not apply to
@@ -59,7 +65,8 @@ const (
 type Token struct {
 	// TokenID is the queue token, sent back in X-Queue-Token.
 	TokenID string `json:"tokenId"`
-	// Status moves WAITING to ADMITTED to EXPIRED, or WAITING to LEFT.
+	// Status moves WAITING to ADMITTED to EXPIRED, or WAITING to LEFT;
+	// an admin's revoke makes it REVOKED from any of them.
 	Status Status `json:"status"`
 	// Ticket is the token's number in the program's queue (1 for the
 	// first to enter); it never changes.
@@ -90,6 +97,18 @@ type Token struct {
 	ExpiresAt Time `json:"expiresAt,omitzero"`
 	// LeftAt is when the token left, LEFT only.
 	LeftAt Time `json:"leftAt,omitzero"`
+	// RevokedAt is when an admin revoked the token, REVOKED only.
+	RevokedAt Time `json:"revokedAt,omitzero"`
+}
+
+// TokenRecord is the admin view of a token: the answer its holder would
+// get, computed without recording anything (an admission not yet seen
+// reads ADMITTED without admittedAt or pass), with every time the token
+// stores whatever its status.
+type TokenRecord struct {
+	Token
+	// RetainedUntil is when the store may delete the token.
+	RetainedUntil Time `json:"retainedUntil"`
 }
 
 // RetryAfter is the server's advice of when to poll next.

@@ -9,6 +9,7 @@ const (
 	CodeMissingToken          = "MISSING_TOKEN"
 	CodeProgramNotFound       = "PROGRAM_NOT_FOUND"
 	CodeTokenNotFound         = "TOKEN_NOT_FOUND"
+	CodeTokenRevoked          = "TOKEN_REVOKED"
 	CodeInvalidSettings       = "INVALID_SETTINGS"
 	CodeInvalidCount          = "INVALID_COUNT"
 	CodeProgramClosed         = "PROGRAM_CLOSED"

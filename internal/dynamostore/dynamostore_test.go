@@ -244,6 +244,16 @@ func TestTokenItem(t *testing.T) {
 	want["admissionExpiresAt"] = "N:1772367061234"
 	want["ttl"] = "N:1772453462"
 	checkItem(t, rawItem(t, client, table, "TOKEN#AAAAAAAAAAAAAAAAAAAAAA", "TOKEN"), want)
+
+	rev := adm
+	rev.RevokedAt = adm.AdmittedAt.Add(time.Minute)
+	rev.ExpiresAt = rev.RevokedAt.Add(48 * time.Hour)
+	if _, err := s.RevokeToken(ctx, rev); err != nil {
+		t.Fatalf("RevokeToken: %v", err)
+	}
+	want["revokedAt"] = "N:1772366521234"
+	want["ttl"] = "N:1772539322"
+	checkItem(t, rawItem(t, client, table, "TOKEN#AAAAAAAAAAAAAAAAAAAAAA", "TOKEN"), want)
 }
 
 func TestCreateTable(t *testing.T) {

@@ -26,6 +26,7 @@ type tokenItem struct {
 	AdmittedAt         int64  `dynamodbav:"admittedAt,omitempty"`
 	AdmissionExpiresAt int64  `dynamodbav:"admissionExpiresAt,omitempty"`
 	LeftAt             int64  `dynamodbav:"leftAt,omitempty"`
+	RevokedAt          int64  `dynamodbav:"revokedAt,omitempty"`
 	AdmissionPass      string `dynamodbav:"admissionPass,omitempty"`
 	TTL                int64  `dynamodbav:"ttl,omitempty"`
 	ClaimID            string `dynamodbav:"claimId,omitempty"`
@@ -70,6 +71,7 @@ func toTokenItem(t queue.Token) tokenItem {
 		AdmittedAt:         queue.UnixMs(t.AdmittedAt),
 		AdmissionExpiresAt: queue.UnixMs(t.AdmissionExpiresAt),
 		LeftAt:             queue.UnixMs(t.LeftAt),
+		RevokedAt:          queue.UnixMs(t.RevokedAt),
 		AdmissionPass:      t.AdmissionPass,
 		TTL:                ttlSeconds(t.ExpiresAt),
 		ClaimID:            t.Claim,
@@ -86,6 +88,7 @@ func (it tokenItem) token() queue.Token {
 		AdmittedAt:         queue.FromUnixMs(it.AdmittedAt),
 		AdmissionExpiresAt: queue.FromUnixMs(it.AdmissionExpiresAt),
 		LeftAt:             queue.FromUnixMs(it.LeftAt),
+		RevokedAt:          queue.FromUnixMs(it.RevokedAt),
 		AdmissionPass:      it.AdmissionPass,
 		ExpiresAt:          fromTTL(it.TTL),
 		Claim:              it.ClaimID,
@@ -162,11 +165,26 @@ func (s *Store) EndAdmission(ctx context.Context, t queue.Token) (queue.Token, e
 	return s.mark(ctx, "end admission", t.ID, admitted, upd)
 }
 
-// waiting is the condition of a token neither admitted nor left.
+// RevokeToken implements queue.Store.
+func (s *Store) RevokeToken(ctx context.Context, t queue.Token) (queue.Token, error) {
+	it := toTokenItem(t)
+	upd := setOrRemove(expression.UpdateBuilder{}, "revokedAt", it.RevokedAt)
+	upd = setOrRemove(upd, "ttl", it.TTL)
+	live := expression.AttributeExists(expression.Name("ticket")).
+		And(expression.AttributeNotExists(expression.Name("revokedAt")))
+	got, err := s.mark(ctx, "revoke token", t.ID, live, upd)
+	if err == nil && got.Claim != "" {
+		return queue.Token{}, queue.ErrNotFound
+	}
+	return got, err
+}
+
+// waiting is the condition of a token neither admitted, left nor revoked.
 func waiting() expression.ConditionBuilder {
 	return expression.AttributeExists(expression.Name("pk")).
 		And(expression.AttributeNotExists(expression.Name("admittedAt"))).
-		And(expression.AttributeNotExists(expression.Name("leftAt")))
+		And(expression.AttributeNotExists(expression.Name("leftAt"))).
+		And(expression.AttributeNotExists(expression.Name("revokedAt")))
 }
 
 // setOrRemove sets a number attribute, or removes it for 0, keeping "absent

@@ -399,9 +399,21 @@ func (s *Store) EndAdmission(ctx context.Context, t queue.Token) (queue.Token, e
 		func(cur *queue.Token) { cur.LeftAt, cur.ExpiresAt = t.LeftAt, t.ExpiresAt })
 }
 
-// mark applies set to a token that is neither admitted nor left.
+// RevokeToken implements queue.Store.
+func (s *Store) RevokeToken(ctx context.Context, t queue.Token) (queue.Token, error) {
+	cur, err := s.update(ctx, t.ID, func(cur queue.Token) bool { return cur.Claim == "" && cur.RevokedAt.IsZero() },
+		func(cur *queue.Token) { cur.RevokedAt, cur.ExpiresAt = t.RevokedAt, t.ExpiresAt })
+	if err == nil && cur.Claim != "" {
+		return queue.Token{}, queue.ErrNotFound
+	}
+	return cur, err
+}
+
+// mark applies set to a token that is neither admitted, left nor revoked.
 func (s *Store) mark(ctx context.Context, t queue.Token, set func(*queue.Token)) (queue.Token, error) {
-	return s.update(ctx, t.ID, func(cur queue.Token) bool { return cur.AdmittedAt.IsZero() && cur.LeftAt.IsZero() }, set)
+	return s.update(ctx, t.ID, func(cur queue.Token) bool {
+		return cur.AdmittedAt.IsZero() && cur.LeftAt.IsZero() && cur.RevokedAt.IsZero()
+	}, set)
 }
 
 // update applies set to token id if when holds of it, and returns the

@@ -266,7 +266,7 @@ func (s *Service) answer(ctx context.Context, programID string, t Token) (View, 
 	if t.IssuedAt.Before(p.CreatedAt.Add(-incarnationMargin)) {
 		return View{}, errTokenNotFound() // of a deleted program of that id
 	}
-	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
+	if t.pending() {
 		if p, err = s.withOpening(ctx, p, now); err != nil {
 			return View{}, err
 		}
@@ -310,6 +310,9 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 		return err
 	}
 	now := s.clock.Now()
+	if !t.RevokedAt.IsZero() {
+		return nil // out of the queue already
+	}
 	if t.AdmittedAt.IsZero() && t.LeftAt.IsZero() {
 		// Waiting, or admitted by the counter but never told: it leaves
 		// without its pass. A poll may record the admission first.
@@ -319,8 +322,8 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 			return storeError("mark left", err)
 		}
 	}
-	if !t.LeftAt.IsZero() || !now.Before(t.AdmissionExpiresAt) {
-		return nil // left, or its admission is over
+	if !t.LeftAt.IsZero() || !t.RevokedAt.IsZero() || !now.Before(t.AdmissionExpiresAt) {
+		return nil // left, revoked meanwhile, or its admission is over
 	}
 	return s.endAdmission(ctx, t, now)
 }
@@ -359,7 +362,7 @@ func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, 
 // is neither admitted nor left in the store.
 func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (View, error) {
 	first := false
-	if t.LeftAt.IsZero() && t.AdmittedAt.IsZero() {
+	if t.pending() {
 		if !p.AdmitsToken(t, now) {
 			return s.waiting(p, t, now), nil
 		}
@@ -372,8 +375,18 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 			return View{}, err
 		}
 	}
-	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket, FirstSighting: first}
+	v := storedView(t, now)
+	v.FirstSighting = first
+	return v, nil
+}
+
+// storedView is the view of t at now from what it stores: revoked, left,
+// or admitted (ADMITTED within its window, EXPIRED after it).
+func storedView(t Token, now time.Time) View {
+	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket}
 	switch {
+	case !t.RevokedAt.IsZero():
+		v.Status, v.RevokedAt = StatusRevoked, t.RevokedAt
 	case !t.LeftAt.IsZero():
 		v.Status, v.LeftAt = StatusLeft, t.LeftAt
 	case now.Before(t.AdmissionExpiresAt):
@@ -381,7 +394,7 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 	default:
 		v.Status, v.AdmittedAt, v.ExpiresAt = StatusExpired, t.AdmittedAt, t.AdmissionExpiresAt
 	}
-	return v, nil
+	return v
 }
 
 // waiting is the view of t, WAITING in p at now: its position and

@@ -19,7 +19,8 @@ const maxPassSize = 4096
 // EndSession ends the admission that pass, one this service handed out for
 // programID, grants: the token then reads LEFT. Ending it again is not an
 // error; a pass that is not one of programID's (forged, altered, another
-// program's) is INVALID_PASS, and one whose admission is over PASS_EXPIRED.
+// program's) is INVALID_PASS, one whose admission is over PASS_EXPIRED,
+// and one whose token an admin revoked TOKEN_REVOKED.
 // The pass is checked against the one stored with its token, so no key is
 // needed (docs/admission-pass.md, "Ending a session"). Under a cap its slot
 // frees when its window ends: whoever holds the pass may call this, its
@@ -58,6 +59,10 @@ func (s *Service) endSession(ctx context.Context, programID, pass string, releas
 	}
 	now := s.clock.Now()
 	switch {
+	case !t.RevokedAt.IsZero():
+		// The revoke ended the admission and freed its slot: the site
+		// learns that the pass, valid offline, was withdrawn.
+		return errTokenRevoked()
 	case !t.LeftAt.IsZero() && !release:
 		return nil
 	case !t.LeftAt.IsZero():

@@ -46,17 +46,23 @@ type Store interface {
 	ReleaseClaim(ctx context.Context, id, claim string) error
 	// MarkAdmitted records the first sighting of the token's admission
 	// (sets AdmittedAt, AdmissionExpiresAt and ExpiresAt) if it is neither
-	// admitted nor left yet, and returns the token as stored afterwards.
+	// admitted, left nor revoked yet, and returns the token as stored
+	// afterwards.
 	MarkAdmitted(ctx context.Context, t Token) (Token, error)
 	// MarkLeft records that a waiting token left (sets LeftAt and
-	// ExpiresAt) if it is neither admitted nor left yet, and returns the
-	// token as stored afterwards.
+	// ExpiresAt) if it is neither admitted, left nor revoked yet, and
+	// returns the token as stored afterwards.
 	MarkLeft(ctx context.Context, t Token) (Token, error)
 	// EndAdmission records that an admitted token's admission ended before
 	// its window (sets LeftAt and ExpiresAt) if it is admitted, not left
 	// yet, and t.LeftAt is within its window; it returns the token as
 	// stored afterwards.
 	EndAdmission(ctx context.Context, t Token) (Token, error)
+	// RevokeToken records that an admin revoked token t.ID (sets
+	// RevokedAt and ExpiresAt) if it is not revoked yet, and returns the
+	// token as stored afterwards. ErrNotFound if there is no token, or
+	// only a claim.
+	RevokeToken(ctx context.Context, t Token) (Token, error)
 
 	CatalogStore
 }

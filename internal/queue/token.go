@@ -12,12 +12,13 @@ import (
 type Status string
 
 // Token statuses. A token only ever moves WAITING → ADMITTED → EXPIRED or
-// WAITING → LEFT.
+// WAITING → LEFT, and from any of them to REVOKED by an admin.
 const (
 	StatusWaiting  Status = "WAITING"
 	StatusAdmitted Status = "ADMITTED"
 	StatusExpired  Status = "EXPIRED"
 	StatusLeft     Status = "LEFT"
+	StatusRevoked  Status = "REVOKED"
 )
 
 // Token is one person's place in one program's queue, as stored.
@@ -36,6 +37,8 @@ type Token struct {
 	AdmissionPass string
 	// LeftAt is when the person left the queue (zero otherwise).
 	LeftAt time.Time
+	// RevokedAt is when an admin revoked the token (zero otherwise).
+	RevokedAt time.Time
 	// ExpiresAt is when the store may delete the item (DynamoDB TTL).
 	ExpiresAt time.Time
 	// Claim is set, with Ticket 0, while an enter with an Idempotency-Key
@@ -44,6 +47,12 @@ type Token struct {
 	Claim string
 	// ClaimedAt is when Claim was made; zero once released.
 	ClaimedAt time.Time
+}
+
+// pending reports whether t is neither admitted, left nor revoked in the
+// store: its status then comes from its program's serving counter.
+func (t Token) pending() bool {
+	return t.AdmittedAt.IsZero() && t.LeftAt.IsZero() && t.RevokedAt.IsZero()
 }
 
 // NewTokenID returns 128 bits from crypto/rand, base64url-encoded.
@@ -122,6 +131,7 @@ type View struct {
 	// AdmissionPass is the signed pass; ADMITTED only.
 	AdmissionPass string
 	LeftAt        time.Time // LEFT
+	RevokedAt     time.Time // REVOKED
 	// FirstSighting reports that this answer recorded the admission (wrote
 	// AdmittedAt): once per token, for the Admissions metric; two answers
 	// recording it in the same millisecond with no pass signer both do.

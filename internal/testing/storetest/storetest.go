@@ -45,6 +45,8 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	t.Run("Token", func(t *testing.T) { testToken(t, newStore(t)) })
 	t.Run("Mark", func(t *testing.T) { testMark(t, newStore(t)) })
 	t.Run("MarkConcurrent", func(t *testing.T) { testMarkConcurrent(t, newStore(t)) })
+	t.Run("Revoke", func(t *testing.T) { testRevoke(t, newStore(t)) })
+	t.Run("RevokeConcurrent", func(t *testing.T) { testRevokeConcurrent(t, newStore(t)) })
 	t.Run("Claims", func(t *testing.T) { testClaims(t, newStore(t)) })
 	t.Run("ClaimsConcurrent", func(t *testing.T) { testClaimsConcurrent(t, newStore(t)) })
 	t.Run("Catalog", func(t *testing.T) { testCatalog(t, newStore(t)) })

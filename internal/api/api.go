@@ -25,11 +25,11 @@ const (
 	// AdminSessionPath is the site's end of a session that frees its slot
 	// at once under a cap.
 	AdminSessionPath = "/api/v1/admin/programs/{programId}/session"
-	// TokenPath is one token of a program, looked up or revoked by an
-	// admin.
-	TokenPath = "/api/v1/admin/programs/{programId}/tokens/{tokenId}"
 	JWKSPath         = "/.well-known/jwks.json"
 )
+
+// TokenPath is one token of a program, looked up or revoked by an admin.
+const TokenPath = "/api/v1/admin/programs/{programId}/tokens/{tokenId}"
 
 // Headers of the API.
 const (
@@ -103,8 +103,8 @@ type Token struct {
 
 // TokenRecord is the admin view of a token: the answer its holder would
 // get, computed without recording anything (an admission not yet seen
-// reads ADMITTED without admittedAt or pass), with every time the token
-// stores whatever its status.
+// reads ADMITTED without admittedAt) and never with the pass, with every
+// time the token stores whatever its status.
 type TokenRecord struct {
 	Token
 	// RetainedUntil is when the store may delete the token.

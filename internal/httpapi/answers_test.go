@@ -21,8 +21,11 @@ import (
 	"github.com/example/waitingroom/internal/sampleevents"
 )
 
-// routePath is r's path for program demo.
-func routePath(r httpapi.Route) string { return strings.ReplaceAll(r.Path, "{programId}", "demo") }
+// routePath is r's path for program demo (and token
+// waitingTokenFixture001).
+func routePath(r httpapi.Route) string {
+	return strings.NewReplacer("{programId}", "demo", "{tokenId}", "waitingTokenFixture001").Replace(r.Path)
+}
 
 // sendTo sends one request to h and returns its status and error code.
 func sendTo(h http.Handler, method, path string, hdr http.Header, body string) (int, string) {

@@ -235,6 +235,7 @@ func TokenOf(v queue.View) wire.Token {
 		AdmittedAt:      wire.TimeOf(v.AdmittedAt),
 		ExpiresAt:       wire.TimeOf(v.ExpiresAt),
 		LeftAt:          wire.TimeOf(v.LeftAt),
+		RevokedAt:       wire.TimeOf(v.RevokedAt),
 		Notice:          v.Notice,
 		Paused:          v.Paused,
 		AdmissionPass:   v.AdmissionPass,

@@ -187,6 +187,10 @@ func TestHandlerEvents(t *testing.T) {
 		{"admin-error-delete-open", 409, `{"code":"PROGRAM_NOT_CLOSED","message":"Close the program (closed: true) before you delete it."}`, nil},
 		{"admin-history", 200,
 			`{"changes":[{"changeId":"changeFixture000000001","at":"2026-05-19T09:30:00.123Z","effectiveAt":"2026-05-19T09:30:00.123Z","actor":"arn:aws:sts::123456789012:assumed-role/ops/ops","action":"update","fields":{"admissionRatePerSecond":10,"paused":false}}]}`, nil},
+		{"admin-token-get", 200,
+			`{"tokenId":"admittedTokenFixture01","status":"ADMITTED","ticket":400,"issuedAt":"2026-05-19T09:20:00.123Z","admittedAt":"2026-05-19T09:59:00.123Z","expiresAt":"2026-05-19T10:09:00.123Z","retainedUntil":"2026-05-21T10:00:00.123Z"}`, nil},
+		{"admin-token-revoke", 204, "", nil},
+		{"admin-error-foreign-token", 404, `{"code":"TOKEN_NOT_FOUND","message":"No such token in this program's queue."}`, nil},
 	}
 	files, _ := filepath.Glob(filepath.Join("..", "..", "events", "*.json"))
 	// page-*.json are the waiting-room page's, asserted in internal/app.

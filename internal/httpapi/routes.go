@@ -38,4 +38,6 @@ var Routes = []Route{
 	{http.MethodPut, wire.AdminPath, true, metrics.OpAdmin, (*api).putProgram},
 	{http.MethodPost, wire.AdmissionPath, true, metrics.OpAdmin, (*api).admit},
 	{http.MethodDelete, wire.AdminSessionPath, true, metrics.OpAdmin, (*api).releaseSession},
+	{http.MethodGet, wire.TokenPath, true, metrics.OpAdmin, (*api).getToken},
+	{http.MethodDelete, wire.TokenPath, true, metrics.OpAdmin, (*api).revokeToken},
 }

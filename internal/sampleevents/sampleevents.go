@@ -31,6 +31,9 @@ const (
 	SessionPass  = "eyJhbGciOiJFUzI1NiIsImtpZCI6ImZpeHR1cmUta2V5IiwidHlwIjoiSldUIn0.eyJhdWQiOiJkZW1vIiwiZXhwIjoxNzc5MTg1MzQwLCJpYXQiOjE3NzkxODQ3NDAsImlzcyI6Imh0dHBzOi8vYWJjMTIzLmV4ZWN1dGUtYXBpLnVzLWVhc3QtMS5hbWF6b25hd3MuY29tIiwianRpIjoiZml4dHVyZS1zZXNzaW9uVCIsIm5iZiI6MTc3OTE4NDc0MCwic3ViIjoic2Vzc2lvblRva2VuRml4dHVyZTAwMSIsInRpY2tldCI6NDIwfQ.BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBw"
 	ExpiredPass  = "eyJhbGciOiJFUzI1NiIsImtpZCI6ImZpeHR1cmUta2V5IiwidHlwIjoiSldUIn0.eyJhdWQiOiJkZW1vIiwiZXhwIjoxNzc5MTg0ODAwLCJpYXQiOjE3NzkxODQ3NDAsImlzcyI6Imh0dHBzOi8vYWJjMTIzLmV4ZWN1dGUtYXBpLnVzLWVhc3QtMS5hbWF6b25hd3MuY29tIiwianRpIjoiZml4dHVyZS1leHBpcmVkVCIsIm5iZiI6MTc3OTE4NDc0MCwic3ViIjoiZXhwaXJlZFRva2VuRml4dHVyZTAwMSIsInRpY2tldCI6NDIwfQ.BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBw"
 	UnknownToken = "unknownTokenFixture001" // well formed, never stored
+	// RevokeToken (ticket 440, admitted a minute before seed time) is
+	// the one an admin revokes.
+	RevokeToken = "revokeTokenFixture0001"
 	// NoShowToken (ticket 5 of CappedProgramID) was admitted and never
 	// came to see: its place is sealed as a no-show.
 	NoShowToken = "noShowTokenFixture0001"
@@ -88,6 +91,8 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow)},
 		{ID: SessionToken, ProgramID: ProgramID, Ticket: 420, IssuedAt: now.Add(-40 * time.Minute),
 			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow), AdmissionPass: SessionPass},
+		{ID: RevokeToken, ProgramID: ProgramID, Ticket: 440, IssuedAt: now.Add(-40 * time.Minute),
+			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow)},
 		{ID: ExpiredToken, ProgramID: ProgramID, Ticket: 430, IssuedAt: now.Add(-40 * time.Minute),
 			AdmittedAt: now.Add(-20 * time.Minute), AdmissionExpiresAt: now.Add(-10 * time.Minute), AdmissionPass: ExpiredPass},
 	}

@@ -29,7 +29,7 @@ const (
 const apiImportPath = "github.com/example/waitingroom/internal/api"
 
 // wireTypes are the bodies of the API, each one schema of the same name.
-var wireTypes = []any{api.Token{}, api.Program{}, api.ProgramSettings{}, api.Admission{}, api.Error{}, api.ProgramList{}, api.Change{}, api.ChangeList{}}
+var wireTypes = []any{api.Token{}, api.Program{}, api.ProgramSettings{}, api.Admission{}, api.Error{}, api.ProgramList{}, api.Change{}, api.ChangeList{}, api.TokenRecord{}}
 
 func main() {
 	if len(os.Args) != 2 {
@@ -133,7 +133,7 @@ func mapType(t reflect.Type) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "number"}
 	case reflect.TypeFor[api.Status]():
 		return &jsonschema.Schema{Type: "string",
-			Enum: []any{api.StatusWaiting, api.StatusAdmitted, api.StatusExpired, api.StatusLeft}}
+			Enum: []any{api.StatusWaiting, api.StatusAdmitted, api.StatusExpired, api.StatusLeft, api.StatusRevoked}}
 	}
 	return nil
 }

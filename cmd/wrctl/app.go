@@ -45,6 +45,8 @@ Commands:
   check ID      what may go wrong at the announced load (-expect N), line by line
   history ID    the program's admin changes, newest first, with who made them
   delete ID     delete a closed program (asks to type the id again, or -yes)
+  token ID TOKEN   where a token stands, as its holder would see it
+  revoke ID TOKEN  revoke a token: no place, no admission, no pass
 
 Every command takes -url (default $WR_URL, else ` + defaultURL + `), -json,
 -timeout, -region and -profile, before the command or after it. A 429 or
@@ -113,6 +115,10 @@ func (a *app) commands() map[string]command {
 		"resume": toggle(api.ProgramSettings{Paused: new(false)}, "Restarts admission at the program's rate."),
 		"close":  toggle(api.ProgramSettings{Closed: new(true)}, "Stops new entries; people already waiting keep their place."),
 		"reopen": toggle(api.ProgramSettings{Closed: new(false)}, "Takes new entries again."),
+		"token": {args: []string{"ID", "TOKEN"}, synopsis: "Prints where the token stands, as its holder would see it (never the pass), and its times.",
+			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.token }},
+		"revoke": {args: []string{"ID", "TOKEN"}, synopsis: "Revokes the token: it reads REVOKED, with no place, admission or pass.\nA pass already handed out stays valid offline until it expires.",
+			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.revoke }},
 		"watch": {args: []string{"ID"}, sampling: true, synopsis: "Shows the crowd live: issued, admitted, waiting, the rate, when the last person in line gets in,\nenters/s and admissions/s, and the queue length over time. Redraws in place on a terminal;\nprints one line per sample otherwise (one JSON object per line with -json).",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
 				var w watchOptions
@@ -332,19 +338,24 @@ func (a *app) admit(ctx context.Context, c *call) error {
 	return a.printProgram(c, p, fmt.Sprintf("admitted %d more of program %s", n, c.args[0]))
 }
 
-// printProgram prints p: the server's JSON as is with -json, otherwise
-// its fields, in the server's order, one per line.
+// printProgram prints p as printRaw does.
 func (a *app) printProgram(c *call, p client.ProgramAnswer, title string) error {
+	return a.printRaw(c, p.Raw, title)
+}
+
+// printRaw prints raw, an answer's JSON object: as is with -json,
+// otherwise its fields, in the server's order, one per line.
+func (a *app) printRaw(c *call, raw json.RawMessage, title string) error {
 	if c.json {
 		var buf bytes.Buffer
-		if err := json.Compact(&buf, p.Raw); err != nil {
+		if err := json.Compact(&buf, raw); err != nil {
 			return err
 		}
 		buf.WriteByte('\n')
 		_, err := a.stdout.Write(buf.Bytes())
 		return err
 	}
-	fields, err := orderedFields(p.Raw)
+	fields, err := orderedFields(raw)
 	if err != nil {
 		return err
 	}

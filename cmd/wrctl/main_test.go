@@ -508,7 +508,8 @@ func TestSigV4(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	url := serve(t, sigv4test.Gateway(creds, "eu-west-1", "Bearer "+testSecret, newAPI(t)))
+	h := newAPI(t)
+	url := serve(t, sigv4test.Gateway(creds, "eu-west-1", "Bearer "+testSecret, h))
 	env := map[string]string{"WR_URL": url}
 
 	got := decode(t, wrctl(t, env, "put", "gala", "-rate", "5", "-region", "eu-west-1", "-json"))
@@ -519,6 +520,13 @@ func TestSigV4(t *testing.T) {
 	got = decode(t, wrctl(t, env, "admit", "gala", "1", "-json"))
 	if got["programId"] != "gala" {
 		t.Errorf("admit through the signed gateway: %v", got)
+	}
+	id := enterToken(t, serve(t, h), "gala")
+	if got = decode(t, wrctl(t, env, "token", "gala", id, "-json")); got["tokenId"] != id {
+		t.Errorf("token through the signed gateway: %v", got)
+	}
+	if r := wrctl(t, env, "revoke", "gala", id); r.status != 0 {
+		t.Errorf("revoke through the signed gateway: exit %d, %s", r.status, r.stderr)
 	}
 	// The routes with a query string and a DELETE, signed as well.
 	if got := decode(t, wrctl(t, env, "list", "-json", "-n", "5")); len(got["programs"].([]any)) != 1 {

@@ -42,7 +42,7 @@ const (
 )
 
 // adminOps are the admin calls.
-var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory}
+var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory, OpGetToken, OpRevokeToken}
 
 // Admin reports whether o is an admin call.
 func (o Op) Admin() bool { return slices.Contains(adminOps, o) }

@@ -45,7 +45,8 @@ func EndSession(ctx context.Context, client *http.Client, apiBase, programID, pa
 
 // SessionError is the waiting room's answer when it did not end a session:
 // its HTTP status and, from its JSON error body, the code (INVALID_PASS,
-// PASS_EXPIRED, MISSING_PASS, STORE_UNAVAILABLE…) and message.
+// PASS_EXPIRED, TOKEN_REVOKED, MISSING_PASS, STORE_UNAVAILABLE…) and
+// message.
 type SessionError struct {
 	Status  int
 	Code    string `json:"code"`

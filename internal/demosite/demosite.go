@@ -255,8 +255,8 @@ func (h *Handler) serveDone(w http.ResponseWriter, r *http.Request, gate *passve
 		var se *passverify.SessionError
 		switch {
 		case errors.As(err, &se) && se.Status == http.StatusForbidden:
-			// Over or refused for good (PASS_EXPIRED, INVALID_PASS): the
-			// session ends here all the same.
+			// Over or refused for good (PASS_EXPIRED, INVALID_PASS,
+			// TOKEN_REVOKED): the session ends here all the same.
 		case err != nil:
 			w.Header().Set("Retry-After", "5")
 			http.Error(w, "The waiting room did not end your admission; try again shortly.", http.StatusBadGateway)

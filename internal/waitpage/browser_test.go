@@ -367,6 +367,7 @@ func TestEndedOffersToEnterAgain(t *testing.T) {
 		{api.StatusExpired, "Your admission has expired", "Your admission window ended at "},
 		{statusNoShow, "Your admission has expired", "you did not come back in time"},
 		{api.StatusLeft, "You left the queue", "You left"},
+		{api.StatusRevoked, "Your place was withdrawn", "The organiser withdrew this place at "},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.status), func(t *testing.T) {

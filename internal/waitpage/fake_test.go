@@ -200,6 +200,8 @@ func (q *fakeQueue) view(p *script, t *fakeToken) waitpage.View {
 		v.ExpiresAt = api.TimeOf(t.expiresAt)
 	case api.StatusLeft:
 		v.LeftAt = api.TimeOf(t.leftAt)
+	case api.StatusRevoked:
+		v.RevokedAt = api.TimeOf(t.leftAt)
 	}
 	return v
 }
@@ -208,8 +210,8 @@ func (q *fakeQueue) view(p *script, t *fakeToken) waitpage.View {
 // no-show's.
 const statusNoShow api.Status = "NO_SHOW"
 
-// set moves a token to status (EXPIRED, statusNoShow or LEFT) as the real
-// queue would.
+// set moves a token to status (EXPIRED, statusNoShow, LEFT or REVOKED,
+// at leftAt) as the real queue would.
 // setFull makes program id's line full, or not.
 func (q *fakeQueue) setFull(id string, full bool) {
 	q.mu.Lock()
@@ -227,7 +229,7 @@ func (q *fakeQueue) set(tokenID string, status api.Status) {
 		t.expiresAt = time.Now().Add(-time.Second)
 	case statusNoShow: // EXPIRED with no admission: a no-show
 		t.status, t.expiresAt = api.StatusExpired, time.Time{}
-	case api.StatusLeft:
+	case api.StatusLeft, api.StatusRevoked:
 		t.leftAt = time.Now()
 	}
 }
@@ -329,6 +331,7 @@ func answerJSON(v waitpage.View) map[string]any {
 	}
 	ts("expiresAt", v.ExpiresAt.Time)
 	ts("leftAt", v.LeftAt.Time)
+	ts("revokedAt", v.RevokedAt.Time)
 	ts("opensAt", v.OpensAt.Time)
 	return m
 }

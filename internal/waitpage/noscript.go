@@ -100,6 +100,10 @@ func noscriptView(lang language, programID string, info PageInfo, v View) *noscr
 		d := joinView(lang, programID, true)
 		d.Heading, d.Text = lang.t("leftTitle"), lang.t("left", "t", clock(v.LeftAt.Time))
 		return d
+	case api.StatusRevoked:
+		d := joinView(lang, programID, true)
+		d.Heading, d.Text = lang.t("revokedTitle"), lang.t("revoked", "t", clock(v.RevokedAt.Time))
+		return d
 	}
 	return troubleView(lang)
 }

@@ -167,6 +167,7 @@
       case 'ADMITTED': return admitted(b);
       case 'EXPIRED': return ended(t('expiredTitle'), b.expiresAt ? t('expired', { t: timeOf(b.expiresAt) }) : t('noShow'), t('enterAgain'), true);
       case 'LEFT': return ended(t('leftTitle'), t('left', { t: timeOf(b.leftAt) }), t('enterAgain'), true);
+      case 'REVOKED': return ended(t('revokedTitle'), t('revoked', { t: timeOf(b.revokedAt) }), t('enterAgain'), true);
     }
     return retry(at, retryMs);
   }

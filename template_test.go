@@ -478,7 +478,7 @@ func alarmRefs(tpl *samtemplate.Template) (map[string]map[string]any, []metricRe
 // dimensionValues are the values the functions publish for the dimensions
 // with a closed set of them.
 var dimensionValues = map[string][]string{
-	metrics.DimStatus:    {string(queue.StatusWaiting), string(queue.StatusAdmitted), string(queue.StatusExpired), string(queue.StatusLeft)},
+	metrics.DimStatus:    {string(queue.StatusWaiting), string(queue.StatusAdmitted), string(queue.StatusExpired), string(queue.StatusLeft), string(queue.StatusRevoked)},
 	metrics.DimOperation: {string(metrics.OpEnter), string(metrics.OpPoll), string(metrics.OpLeave), string(metrics.OpAdmin), string(metrics.OpPage), string(metrics.OpOther)},
 }
 

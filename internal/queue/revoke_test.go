@@ -257,3 +257,48 @@ func TestRevokeConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestTokenLookupNoShow: once the folds seal a place nobody came to see,
+// its lookup reads EXPIRED, as its holder's poll then does; until then,
+// ADMITTED without a window. The lookups themselves seal nothing.
+func TestTokenLookupNoShow(t *testing.T) {
+	ctx := t.Context()
+	svc, c := newService(t, queue.WithProgramCache(time.Second))
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{
+		AdmissionRatePerSecond: new(api.Rate(10)), NoShowSeconds: new(int64(5)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 2 {
+		v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, v.TokenID)
+	}
+	c.Advance(time.Second)
+	status := func() queue.Status {
+		t.Helper()
+		l, err := svc.Token(ctx, "gala", ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.View.Status
+	}
+	if s := status(); s != queue.StatusAdmitted {
+		t.Fatalf("lookup of the unseen admission: %s, want ADMITTED", s)
+	}
+	for step := 1; step <= 150 && status() == queue.StatusAdmitted; step++ {
+		c.Advance(100 * time.Millisecond)
+		if _, _, err := svc.Enter(ctx, "gala", queue.Entry{}); err != nil { // newcomers drive the folds
+			t.Fatal(err)
+		}
+	}
+	if s := status(); s != queue.StatusExpired {
+		t.Fatalf("lookup 15 s after the admission nobody saw: %s, want EXPIRED", s)
+	}
+	if v, err := svc.Poll(ctx, "gala", ids[0]); err != nil || v.Status != queue.StatusExpired || v.AdmissionPass != "" {
+		t.Errorf("the holder's poll = %+v, %v; want EXPIRED, a no-show", v, err)
+	}
+}

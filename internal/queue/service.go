@@ -380,23 +380,6 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 	return v, nil
 }
 
-// storedView is the view of t at now from what it stores: revoked, left,
-// or admitted (ADMITTED within its window, EXPIRED after it).
-func storedView(t Token, now time.Time) View {
-	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket}
-	switch {
-	case !t.RevokedAt.IsZero():
-		v.Status, v.RevokedAt = StatusRevoked, t.RevokedAt
-	case !t.LeftAt.IsZero():
-		v.Status, v.LeftAt = StatusLeft, t.LeftAt
-	case now.Before(t.AdmissionExpiresAt):
-		v.Status, v.AdmittedAt, v.ExpiresAt, v.AdmissionPass = StatusAdmitted, t.AdmittedAt, t.AdmissionExpiresAt, t.AdmissionPass
-	default:
-		v.Status, v.AdmittedAt, v.ExpiresAt = StatusExpired, t.AdmittedAt, t.AdmissionExpiresAt
-	}
-	return v
-}
-
 // waiting is the view of t, WAITING in p at now: its position and
 // estimated wait from its place; before a shuffled pre-queue is fixed, no
 // place yet, and the next poll a little after the opening.

@@ -137,3 +137,20 @@ type View struct {
 	// recording it in the same millisecond with no pass signer both do.
 	FirstSighting bool
 }
+
+// storedView is the view of t at now from what it stores: revoked, left,
+// or admitted (ADMITTED within its window, EXPIRED after it).
+func storedView(t Token, now time.Time) View {
+	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket}
+	switch {
+	case !t.RevokedAt.IsZero():
+		v.Status, v.RevokedAt = StatusRevoked, t.RevokedAt
+	case !t.LeftAt.IsZero():
+		v.Status, v.LeftAt = StatusLeft, t.LeftAt
+	case now.Before(t.AdmissionExpiresAt):
+		v.Status, v.AdmittedAt, v.ExpiresAt, v.AdmissionPass = StatusAdmitted, t.AdmittedAt, t.AdmissionExpiresAt, t.AdmissionPass
+	default:
+		v.Status, v.AdmittedAt, v.ExpiresAt = StatusExpired, t.AdmittedAt, t.AdmissionExpiresAt
+	}
+	return v
+}

@@ -41,6 +41,7 @@ const (
 	ActionAdmit  = "admit"
 	// ActionReadmit is the service giving no-shows' admissions back.
 	ActionReadmit = "readmit"
+	ActionRevoke  = "revoke"
 )
 
 // SystemActor is the actor of the changes the service makes itself.
@@ -177,9 +178,11 @@ func (s *Service) endChange(ctx context.Context, programID string, rec Change) {
 }
 
 // recordAction stores an action that writes no program (a revoke, bypass
-// passes) in programID's history, committed, and logs it with its actor.
-func (s *Service) recordAction(ctx context.Context, programID, action string, fields any) error {
-	rec := Change{ID: NewTokenID(), At: FromUnixMs(UnixMs(s.clock.Now())), Actor: ActorOf(ctx), Action: action, Fields: fieldsOf(fields), Committed: true}
+// passes) in programID's history, committed, as change id made at at, and
+// logs it with its actor. The same id and at store it once however often
+// it is recorded.
+func (s *Service) recordAction(ctx context.Context, programID, id string, at time.Time, action string, fields any) error {
+	rec := Change{ID: id, At: FromUnixMs(UnixMs(at)), Actor: ActorOf(ctx), Action: action, Fields: fieldsOf(fields), Committed: true}
 	if err := s.store.PutChange(ctx, programID, rec); err != nil {
 		return storeError("record "+action, err)
 	}

@@ -74,6 +74,10 @@ func (s *Service) RevokeToken(ctx context.Context, programID, tokenID string) er
 			return err
 		}
 	}
+	// Keyed by the token and its revocation: a retry records it once.
+	if err := s.recordAction(ctx, programID, t.ID, t.RevokedAt, ActionRevoke, map[string]string{"tokenId": t.ID}); err != nil {
+		return err
+	}
 	return s.endRevoked(ctx, t)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestRevokeToken: a revoked token reads REVOKED whatever it was, with no
@@ -300,5 +301,41 @@ func TestTokenLookupNoShow(t *testing.T) {
 	}
 	if v, err := svc.Poll(ctx, "gala", ids[0]); err != nil || v.Status != queue.StatusExpired || v.AdmissionPass != "" {
 		t.Errorf("the holder's poll = %+v, %v; want EXPIRED, a no-show", v, err)
+	}
+}
+
+// TestRevokeInHistory: a revoke is in the program's history once, with its
+// actor, however often it is repeated.
+func TestRevokeInHistory(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clk))
+	ctx := queue.WithActor(context.Background(), "arn:aws:iam::123456789012:user/support")
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{}); err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		clk.Advance(time.Second)
+		if err := svc.RevokeToken(ctx, "gala", v.TokenID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := svc.History(ctx, "gala", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range h.Changes {
+		got = append(got, c.Actor+" "+c.Action+" "+string(c.Fields))
+	}
+	want := []string{
+		"arn:aws:iam::123456789012:user/support revoke {\"tokenId\":\"" + v.TokenID + "\"}",
+		"arn:aws:iam::123456789012:user/support create {}",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
 	}
 }

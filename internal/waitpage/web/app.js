@@ -12,22 +12,22 @@
   const api = root.dataset.api + encodeURIComponent(program);
   const target = root.dataset.target || '';
   const closed = root.dataset.closed === 'true';
+  // closesAt is the scheduled close to new entries (null: none), from the
+  // page, then from each WAITING answer.
+  let closesAt = root.dataset.closesAt || null;
+  const closedNow = () => closed || (closesAt !== null && Date.parse(closesAt) <= Date.now());
   let paused = root.dataset.paused === 'true';
 
-  // Language: ?lang= first, then the browser's, then English. Only TEXT's
-  // own keys are languages ("constructor" is not).
-  const query = new URLSearchParams(location.search);
-  const known = (l) => Object.prototype.hasOwnProperty.call(TEXT, l);
-  const lang = [query.get('lang'), ...(navigator.languages || []), navigator.language]
-    .map((l) => (l || '').toLowerCase().split('-')[0])
-    .find(known) || 'en';
+  // Language: the one the server chose and rendered the page in (?lang=,
+  // then Accept-Language, then English), so that the program's texts and
+  // the page's agree. Only TEXT's own keys are languages.
+  const html = document.documentElement.lang;
+  const lang = Object.prototype.hasOwnProperty.call(TEXT, html) ? html : 'en';
   const t = (key, vars = {}) => {
-    let s = (TEXT[lang] && TEXT[lang][key]) || TEXT.en[key] || key;
+    let s = TEXT[lang][key] || TEXT.en[key] || key;
     for (const k in vars) s = s.split('{' + k + '}').join(vars[k]);
     return s;
   };
-  document.documentElement.lang = lang;
-  for (const el of document.querySelectorAll('[data-t]')) el.textContent = t(el.dataset.t);
   const num = new Intl.NumberFormat(lang);
   const timeOf = (s) => new Intl.DateTimeFormat(lang, { timeStyle: 'short' }).format(new Date(s));
   const dateTimeOf = (s) => new Intl.DateTimeFormat(lang, { dateStyle: 'medium', timeStyle: 'short' }).format(new Date(s));
@@ -147,7 +147,7 @@
     switch (body.code) {
       case 'TOKEN_NOT_FOUND': case 'INVALID_TOKEN': return ended(t('lostTitle'), t('lost'), t('join'), true);
       case 'PROGRAM_NOT_FOUND': return ended(t('notFoundTitle'), t('notFound'), t('tryAgain'), false);
-      case 'PROGRAM_CLOSED': return ended(t('closedEnter'), '', t('tryAgain'), false);
+      case 'PROGRAM_CLOSED': return ended(t('closedEnter'), closesAt ? t('closedAt', { t: dateTimeOf(closesAt) }) : '', t('tryAgain'), false);
       case 'QUEUE_FULL': return ended(t('fullEnter'), '', t('tryAgain'), false);
     }
     return ended(t('errorGeneric'), '', t('tryAgain'), false);
@@ -180,6 +180,7 @@
   function waiting(b) {
     paused = b.paused === true;
     opensAt = b.opensAt && Date.parse(b.opensAt) > Date.now() ? b.opensAt : null;
+    closesAt = b.closesAt || null;
     $('pos').textContent = num.format(b.position);
     const bar = $('bar');
     bar.max = st.first;
@@ -201,13 +202,16 @@
 
   function renderState() {
     const line = offline ? t('offline') : trouble || (opensAt ? t('opensAt', { t: dateTimeOf(opensAt) }) : '')
-      || (paused ? t('paused') : '') || (closed && st.token ? t('closedWaiting') : '')
+      || (paused ? t('paused') : '') || (closedNow() && st.token ? t('closedWaiting') : '')
       || (!st.token ? t('joining') : '');
     const el = $('state');
     el.hidden = !line;
     el.textContent = line;
     if (line !== last.state && line) announce(line);
     last.state = line;
+    const closing = $('closing');
+    closing.hidden = !closesAt;
+    if (closesAt) closing.textContent = t(closedNow() ? 'closedAt' : 'closesAt', { t: dateTimeOf(closesAt) });
   }
 
   function done(title, text) {

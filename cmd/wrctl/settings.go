@@ -37,6 +37,7 @@ var settingFlags = map[string]setting{
 	"message":                {"message", "", text, "a `message` on the waiting-room page"},
 	"notice":                 {"notice", "", text, "a `notice` to people waiting, 280 characters at most (\"\" clears it)"},
 	"opensAt":                {"opens-at", "", instant, "when admission starts: RFC 3339 `time` (2026-12-01T10:00:00+09:00) or +DURATION from now (+15m); \"\" clears it"},
+	"closesAt":               {"closes-at", "", instant, "when new entries stop, after -opens-at: RFC 3339 `time` or +DURATION from now; people waiting keep their place; \"\" clears it"},
 	"shuffleAtOpen":          {"shuffle-at-open", "", boolean, "place everyone who entered before -opens-at in a random order at the opening"},
 	"maxWaiting":             {"max-waiting", "", integer, "the longest the line may be, in `people` waiting: enters beyond get QUEUE_FULL (0: no limit)"},
 	"maxActiveUsers":         {"max-active", "", integer, "the most `people` admitted at once; set before admission starts, then only raised (0: no cap)"},

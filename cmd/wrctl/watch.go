@@ -48,6 +48,9 @@ type frame struct {
 	Rate      float64   `json:"admissionRatePerSecond"`
 	Paused    bool      `json:"paused"`
 	Closed    bool      `json:"closed"`
+	// ClosesAt is the scheduled close to new entries, if any: Closed
+	// from then on.
+	ClosesAt *time.Time `json:"closesAt,omitempty"`
 	// LastInLine is when the last person now in line gets in: "advancing"
 	// (LastInLineMs from now), "paused", "manual" (rate 0), "not open"
 	// (opensAt ahead: LastInLineMs counts from now, the wait to the
@@ -70,6 +73,10 @@ type frame struct {
 func nextFrame(prev *frame, p api.Program, now time.Time) frame {
 	f := frame{At: now, ProgramID: p.ProgramID, Issued: p.Issued, Admitted: p.Admitted, Waiting: p.Waiting,
 		Rate: p.AdmissionRatePerSecond, Paused: p.Paused, Closed: p.Closed}
+	if !p.ClosesAt.IsZero() {
+		f.ClosesAt = &p.ClosesAt.Time
+		f.Closed = f.Closed || !now.Before(p.ClosesAt.Time)
+	}
 	switch {
 	case p.Waiting <= 0:
 		f.LastInLine = "empty"
@@ -170,6 +177,9 @@ func (f frame) plainLine() string {
 	fmt.Fprintf(&b, "%s %s issued=%d admitted=%d waiting=%d rate=%g/s last=%q enters/s=%s admissions/s=%s paused=%t closed=%t queue=%s",
 		f.At.UTC().Format(time.RFC3339), f.ProgramID, f.Issued, f.Admitted, f.Waiting, f.Rate,
 		f.lastInLine(), perSecond(f.EntersPerSecond), perSecond(f.AdmissionsPerSecond), f.Paused, f.Closed, sparkline(f.history))
+	if f.ClosesAt != nil {
+		fmt.Fprintf(&b, " closesAt=%s", f.ClosesAt.UTC().Format(time.RFC3339))
+	}
 	if f.Error != "" {
 		fmt.Fprintf(&b, " error=%q", f.Error)
 	}
@@ -186,6 +196,13 @@ func (f frame) screen(apiURL string) []string {
 		state = "paused"
 	case f.Closed:
 		state = "closed to new entries"
+	}
+	if f.ClosesAt != nil {
+		verb := "close"
+		if f.Closed {
+			verb = "closed"
+		}
+		state += fmt.Sprintf(" (entries %s at %s)", verb, f.ClosesAt.Local().Format("15:04:05"))
 	}
 	rate := strconv.FormatFloat(f.Rate, 'f', -1, 64) + "/s"
 	if f.Rate == 0 {

@@ -156,3 +156,33 @@ func TestDisplayTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameClosesAt: a scheduled close is printed, and the frame reads
+// closed from the instant on.
+func TestFrameClosesAt(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		closes  time.Time
+		closed  bool
+		wantIn  string
+		wantOut string
+	}{
+		{"ahead", now.Add(time.Minute), false, "closed=false", "(entries close at "},
+		{"passed", now, true, "closed=true", "closed to new entries (entries closed at "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := nextFrame(nil, api.Program{ProgramID: "gala", ClosesAt: api.TimeOf(tc.closes)}, now)
+			if f.Closed != tc.closed || f.ClosesAt == nil || !f.ClosesAt.Equal(tc.closes) {
+				t.Errorf("frame closed=%v closesAt=%v, want %v %v", f.Closed, f.ClosesAt, tc.closed, tc.closes)
+			}
+			if line := f.plainLine(); !strings.Contains(line, tc.wantIn) || !strings.Contains(line, "closesAt="+tc.closes.Format(time.RFC3339)) {
+				t.Errorf("plain line %q, want %s and closesAt", line, tc.wantIn)
+			}
+			if screen := strings.Join(f.screen("http://x"), "\n"); !strings.Contains(screen, tc.wantOut) {
+				t.Errorf("screen %q, want %q", screen, tc.wantOut)
+			}
+		})
+	}
+}

@@ -84,6 +84,9 @@ type Token struct {
 	Paused bool `json:"paused,omitempty"`
 	// OpensAt is the program's scheduled opening, WAITING only.
 	OpensAt Time `json:"opensAt,omitzero"`
+	// ClosesAt is the program's scheduled close to new entries, WAITING
+	// only.
+	ClosesAt Time `json:"closesAt,omitzero"`
 	// StatusLine tells the opening's state in words, WAITING only.
 	StatusLine string `json:"statusLine,omitempty"`
 	// Shuffle is the shuffled opening, WAITING only.
@@ -166,6 +169,9 @@ type Program struct {
 	EffectiveAt Time `json:"effectiveAt,omitzero"`
 	// OpensAt is the scheduled opening: nobody is admitted before it.
 	OpensAt Time `json:"opensAt,omitzero"`
+	// ClosesAt is the scheduled close: enters from it on get
+	// PROGRAM_CLOSED.
+	ClosesAt Time `json:"closesAt,omitzero"`
 	// ShuffleAtOpen is true when the pre-queue is shuffled at the opening.
 	ShuffleAtOpen bool `json:"shuffleAtOpen,omitempty"`
 	// ShuffleCommitment is the message the shuffle key signs at the opening.
@@ -200,6 +206,9 @@ type ProgramSettings struct {
 	// OpensAt is an RFC 3339 time; "" clears the opening.
 	OpensAt       *string `json:"opensAt,omitempty"`
 	ShuffleAtOpen *bool   `json:"shuffleAtOpen,omitempty"`
+	// ClosesAt is an RFC 3339 time after opensAt, from which enters get
+	// PROGRAM_CLOSED; "" clears it.
+	ClosesAt *string `json:"closesAt,omitempty"`
 	// MaxWaiting limits the line: an enter while waiting is at it gets
 	// QUEUE_FULL; 0 removes the limit.
 	MaxWaiting *int64 `json:"maxWaiting,omitempty"`

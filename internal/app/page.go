@@ -33,6 +33,7 @@ func (p pagePrograms) Page(ctx context.Context, programID string) (waitpage.Page
 		TargetURL:   s.Profile.TargetURL,
 		Paused:      s.Paused,
 		Closed:      s.Closed,
+		ClosesAt:    s.ClosesAt,
 	}, nil
 }
 

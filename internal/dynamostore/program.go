@@ -50,6 +50,7 @@ type programItem struct {
 	queue.Options
 	AdmissionWindowMs int64 `dynamodbav:"admissionWindowMs"`
 	OpensAtMs         int64 `dynamodbav:"opensAtMs,omitempty"`
+	ClosesAtMs        int64 `dynamodbav:"closesAtMs,omitempty"`
 	queue.Profile
 
 	ManualRateMilli queue.Rate `dynamodbav:"manualRateMilli"`
@@ -91,6 +92,7 @@ func itemOf(p queue.Program) programItem {
 		Options:           p.Options,
 		AdmissionWindowMs: p.AdmissionWindow.Milliseconds(),
 		OpensAtMs:         queue.UnixMs(p.OpensAt),
+		ClosesAtMs:        queue.UnixMs(p.ClosesAt),
 		Profile:           p.Profile,
 		ManualRateMilli:   p.ManualRate, LastAdmitAtMs: queue.UnixMs(p.LastAdmitAt), LastAdmitGapMs: p.LastAdmitGap.Milliseconds(),
 		ChangeIDs: p.Changes, Shards: p.Shards, ShuffleNonce: p.ShuffleNonce, Prequeue: p.Prequeue, PrequeueFixed: p.PrequeueFixed,
@@ -119,6 +121,7 @@ func (it programItem) program() queue.Program {
 	}
 	p.AdmissionWindow = time.Duration(it.AdmissionWindowMs) * time.Millisecond
 	p.OpensAt = queue.FromUnixMs(it.OpensAtMs)
+	p.ClosesAt = queue.FromUnixMs(it.ClosesAtMs)
 	p.Profile = it.Profile
 	if it.Capacity != nil {
 		p.Capacity = *it.Capacity

@@ -57,6 +57,7 @@ func programOf(c queue.Counters) wire.Program {
 		PollingPolicy:          c.Policy,
 		EffectiveAt:            wire.TimeOf(c.EffectiveAt),
 		OpensAt:                wire.TimeOf(c.OpensAt),
+		ClosesAt:               wire.TimeOf(c.ClosesAt),
 		ShuffleAtOpen:          c.Shuffle,
 		MaxWaiting:             c.MaxWaiting,
 		MaxActiveUsers:         c.MaxActiveUsers,

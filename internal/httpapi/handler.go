@@ -240,6 +240,7 @@ func TokenOf(v queue.View) wire.Token {
 		Paused:          v.Paused,
 		AdmissionPass:   v.AdmissionPass,
 		OpensAt:         wire.TimeOf(v.OpensAt),
+		ClosesAt:        wire.TimeOf(v.ClosesAt),
 		StatusLine:      v.StatusLine,
 		Shuffle:         shuffleOf(v.Shuffle),
 	}

@@ -157,6 +157,7 @@ func TestHandlerEvents(t *testing.T) {
 		{"error-invalid-program-id", 400, `{"code":"INVALID_PROGRAM_ID","message":"The program id must be 1 to 64 letters, digits, '-' or '_', starting with a letter or digit."}`, nil},
 		{"error-unknown-program", 404, `{"code":"PROGRAM_NOT_FOUND","message":"No such program."}`, nil},
 		{"error-program-closed", 409, `{"code":"PROGRAM_CLOSED","message":"The program's queue is closed to new entries."}`, nil},
+		{"error-program-closed-at", 409, `{"code":"PROGRAM_CLOSED","message":"The program's queue closed to new entries at 2026-05-19T09:59:00Z."}`, nil},
 		{"error-queue-full", 409, `{"code":"QUEUE_FULL","message":"The line is full (100 waiting): try again later."}`, nil},
 		{"error-method-not-allowed", 405, `{"code":"METHOD_NOT_ALLOWED","message":"Allowed methods: DELETE, GET, POST."}`, map[string]string{"Allow": "DELETE, GET, POST"}},
 		{"error-unknown-route", 404, `{"code":"NOT_FOUND","message":"No such route."}`, nil},

@@ -30,6 +30,9 @@ type Options struct {
 	// OpensAt is the program's opening (zero: none): before it entries are
 	// taken and nobody is admitted, at it admission starts at the rate.
 	OpensAt time.Time `dynamodbav:"-"`
+	// ClosesAt is the program's scheduled close (zero: none): from it on
+	// entries are refused, as when Closed.
+	ClosesAt time.Time `dynamodbav:"-"`
 	// Shuffle places everyone who entered before OpensAt in a random
 	// order at the opening (see PlaceOf and Place).
 	Shuffle bool `dynamodbav:"shuffle,omitempty"`
@@ -87,6 +90,7 @@ func invalidSetting(name, problem string) *Error {
 func changeOptions(set api.ProgramSettings, o *Options, pace *Segment, policies map[string]polling.Policy) error {
 	return cmp.Or(
 		change(&o.OpensAt, set.OpensAt, "opensAt", opening),
+		change(&o.ClosesAt, set.ClosesAt, "closesAt", opening),
 		changeProfile(&o.Profile, set),
 		change(&o.Policy, set.PollingPolicy, "pollingPolicy", policyIn(policies)),
 		change(&pace.Rate, set.AdmissionRatePerSecond, "admissionRatePerSecond", admissionRate),
@@ -533,7 +537,7 @@ func (s *Service) checkOwnWrite(ctx context.Context, p Program, change string, e
 
 // apply returns p with set applied at now, taking effect delay later.
 func (p Program) apply(set api.ProgramSettings, now time.Time, delay time.Duration, policies map[string]polling.Policy) (Program, error) {
-	if err := p.applyOpening(set, now, delay); err != nil {
+	if err := cmp.Or(p.applyOpening(set, now, delay), p.applyClosing(set, now, delay)); err != nil {
 		return p, err
 	}
 	if err := p.checkCapacityChange(set, now, delay); err != nil {

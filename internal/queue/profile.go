@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -120,7 +121,10 @@ type Showing struct {
 	// Paused reports whether admission is paused now (a scheduled change
 	// counts once it takes effect).
 	Paused bool
-	Closed bool
+	// Closed reports whether new entries are refused now: closed by hand
+	// or past ClosesAt, the scheduled close (zero: none).
+	Closed   bool
+	ClosesAt time.Time
 }
 
 // Showing returns what programID shows the people who wait (the
@@ -134,5 +138,5 @@ func (s *Service) Showing(ctx context.Context, programID string) (Showing, error
 	if err != nil {
 		return Showing{}, err
 	}
-	return Showing{Profile: p.Profile, Paused: p.Segment(now).Paused, Closed: p.Closed}, nil
+	return Showing{Profile: p.Profile, Paused: p.Segment(now).Paused, Closed: !p.takesEntries(now), ClosesAt: p.ClosesAt}, nil
 }

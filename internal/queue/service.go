@@ -164,8 +164,8 @@ func (s *Service) checkRoom(ctx context.Context, programID string, now time.Time
 		return err
 	}
 	switch {
-	case p.Closed:
-		return errProgramClosed() // for good: never "try again later"
+	case !p.takesEntries(now):
+		return p.errEntriesClosed(now) // for good: never "try again later"
 	case p.Full(now):
 		return Errorf(KindConflict, api.CodeQueueFull, "The line is full (%d waiting): try again later.", p.MaxWaiting)
 	}
@@ -388,6 +388,7 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 	if !p.Opened(now) {
 		v.OpensAt = p.OpensAt
 	}
+	v.ClosesAt = p.ClosesAt
 	place, placed := p.Place(t)
 	if p.Shuffle {
 		v.Shuffle = &ShuffleView{Commitment: ShuffleMessage(p.ID, p.ShuffleNonce), PublicKey: p.ShufflePublicKey}

@@ -115,6 +115,9 @@ type View struct {
 	Paused bool
 	// OpensAt is the program's opening while it is ahead; WAITING only.
 	OpensAt time.Time
+	// ClosesAt is the program's scheduled close, if it has one; WAITING
+	// only.
+	ClosesAt time.Time
 	// StatusLine says what the opening means for the token; WAITING only,
 	// "" when there is nothing to say.
 	StatusLine string

@@ -40,8 +40,11 @@ const (
 	ProgramID   = "demo"
 	// ClosedProgramID is a program closed to new entries.
 	ClosedProgramID = "sold-out"
-	// EndedProgramID is a closed program an event deletes.
-	EndedProgramID = "ended-show"
+	// DeletableProgramID is a closed program an event deletes.
+	DeletableProgramID = "ended-show"
+	// EndedProgramID closed to new entries at its closesAt, a minute
+	// before seed time.
+	EndedProgramID = "ended"
 	// FullProgramID is a paused program whose line is at its maxWaiting.
 	FullProgramID = "full-house"
 	// CappedProgramID admits at most 50 people at once, no-shows after
@@ -52,7 +55,7 @@ const (
 
 // Seed stores the events' programs in s: ProgramID (1,000 tickets issued,
 // 500 admitted at now, admission at 10 people per second), the closed
-// ClosedProgramID and the full FullProgramID (100 waiting, at most 100);
+// ClosedProgramID, EndedProgramID past its closesAt, the full FullProgramID (100 waiting, at most 100);
 // and the tokens above, except UnknownToken.
 func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	now = now.Truncate(time.Millisecond)
@@ -61,13 +64,18 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	if err := s.CreateProgram(ctx, p); err != nil {
 		return fmt.Errorf("seed program: %w", err)
 	}
-	for _, id := range []string{ClosedProgramID, EndedProgramID} {
+	for _, id := range []string{ClosedProgramID, DeletableProgramID} {
 		closed := queue.Program{ID: id, CreatedAt: now.Add(-time.Hour), Issued: 10, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
 		closed = closed.Rebased(now, queue.OnePerSecond, false, 0, 0)
 		closed.Closed = true
 		if err := s.CreateProgram(ctx, closed); err != nil {
 			return fmt.Errorf("seed closed program: %w", err)
 		}
+	}
+	ended := queue.Program{ID: EndedProgramID, CreatedAt: now.Add(-time.Hour), Issued: 10, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow, ClosesAt: now.Add(-time.Minute)}}
+	ended = ended.Rebased(now, queue.OnePerSecond, false, 0, 0)
+	if err := s.CreateProgram(ctx, ended); err != nil {
+		return fmt.Errorf("seed ended program: %w", err)
 	}
 	full := queue.Program{ID: FullProgramID, CreatedAt: now.Add(-time.Hour), Issued: 100, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow, MaxWaiting: 100}}
 	full = full.Rebased(now, queue.OnePerSecond, true, 0, 0)
@@ -139,7 +147,7 @@ func seedCapped(ctx context.Context, s queue.Store, now time.Time) error {
 // seedCatalog lists the programs and records ProgramID's opening change,
 // made by an operator half an hour before now.
 func seedCatalog(ctx context.Context, s queue.Store, now time.Time) error {
-	for _, id := range []string{ProgramID, ClosedProgramID, EndedProgramID, FullProgramID, CappedProgramID} {
+	for _, id := range []string{ProgramID, ClosedProgramID, DeletableProgramID, EndedProgramID, FullProgramID, CappedProgramID} {
 		if err := s.IndexProgram(ctx, id); err != nil {
 			return fmt.Errorf("seed the list: %w", err)
 		}

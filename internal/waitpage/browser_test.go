@@ -571,3 +571,44 @@ func TestFramingRefused(t *testing.T) {
 		t.Errorf("a page in the frame (waiting room, site) = %v, want %v", got, want)
 	}
 }
+
+// TestScheduledClose: a page in line says when new entries close, and once
+// the answers carry a close that has passed, without a reload, that they
+// closed and the place is kept; a newcomer then is told entries closed,
+// and when.
+func TestScheduledClose(t *testing.T) {
+	t.Parallel()
+	s := gala()
+	s.info.ClosesAt = time.Now().Add(time.Hour)
+	q, ctx := openGala(t, s, "?lang=en")
+	if got := text(t, ctx, "closing"); !strings.HasPrefix(got, "New entries close at ") {
+		t.Errorf("closing line before the close = %q, want New entries close at …", got)
+	}
+	q.mu.Lock()
+	s.info.ClosesAt = time.Now() // the next answers carry a close that has passed
+	q.mu.Unlock()
+	waitFor(t, ctx, `document.getElementById('closing').textContent.startsWith('New entries closed at ')`)
+	waitFor(t, ctx, `document.getElementById('state').textContent === 'The queue is closed to new entries. Your place is kept.'`)
+	q.checkSchedule(t)
+
+	late := tab(t)
+	do(t, late, chromedp.Navigate(strings.Replace(eval[string](t, ctx, "location.href"), "?lang=en", "?lang=ko", 1)))
+	waitFor(t, late, `!document.getElementById('done').hidden`)
+	if got := eval[[]string](t, late, `[document.getElementById('doneTitle').textContent, document.getElementById('doneText').textContent]`); got[0] != "이 대기열은 새로운 접수가 마감되었습니다." || !strings.HasPrefix(got[1], "신규 대기 접수는 ") {
+		t.Errorf("a newcomer after the close sees %q, want closed, and when", got)
+	}
+
+	noscript := tab(t)
+	if _, err := chromedp.Call(noscript, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, noscript, chromedp.Navigate(strings.Replace(eval[string](t, ctx, "location.href"), "?lang=en", "", 1)))
+	got, err := chromedp.Run(noscript, chromedp.Text(chromedp.CSS("section.card:not(#live)")))
+	want := "This queue is closed to new entries.\n\nNew entries closed at " + clockUTC(s.info.ClosesAt) + "."
+	if err != nil || got != want {
+		t.Errorf("the page without JavaScript after the close = %q (%v), want %q", got, err, want)
+	}
+}
+
+// clockUTC is how the server-rendered page writes a time.
+func clockUTC(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }

@@ -100,7 +100,9 @@ func (q *fakeQueue) Page(_ context.Context, id string) (waitpage.PageInfo, error
 	if err != nil {
 		return waitpage.PageInfo{}, err
 	}
-	return p.info, nil
+	info := p.info
+	info.Closed = info.Closed || p.closedAt()
+	return info, nil
 }
 
 // Enter implements waitpage.Programs.
@@ -145,7 +147,7 @@ func (q *fakeQueue) enter(id, tokenID, key string) (v waitpage.View, created boo
 	if tid, ok := q.keys[key]; ok && key != "" {
 		return q.view(p, q.tokens[tid]), false, nil
 	}
-	if p.info.Closed {
+	if p.info.Closed || p.closedAt() {
 		return v, false, waitpage.ErrClosed
 	}
 	if p.full {
@@ -157,6 +159,11 @@ func (q *fakeQueue) enter(id, tokenID, key string) (v waitpage.View, created boo
 		q.keys[key] = t.id
 	}
 	return q.view(p, t), true, nil
+}
+
+// closedAt reports whether the program's scheduled close has come.
+func (p *script) closedAt() bool {
+	return !p.info.ClosesAt.IsZero() && !time.Now().Before(p.info.ClosesAt)
 }
 
 // poll advances the token by one answer; fail > 0 asks for a 503 with
@@ -189,6 +196,7 @@ func (q *fakeQueue) view(p *script, t *fakeToken) waitpage.View {
 	v := waitpage.View{TokenID: t.id, Status: t.status, OpensAt: api.TimeOf(p.opensAt)}
 	switch t.status {
 	case api.StatusWaiting:
+		v.ClosesAt = api.TimeOf(p.info.ClosesAt)
 		v.Position = t.position
 		v.RetryAfterMs = p.retry[t.answers%len(p.retry)].Milliseconds()
 		v.EstimatedWaitMs = (time.Duration(t.position) * p.perPerson).Milliseconds()
@@ -333,6 +341,7 @@ func answerJSON(v waitpage.View) map[string]any {
 	ts("leftAt", v.LeftAt.Time)
 	ts("revokedAt", v.RevokedAt.Time)
 	ts("opensAt", v.OpensAt.Time)
+	ts("closesAt", v.ClosesAt.Time)
 	return m
 }
 

@@ -27,6 +27,7 @@ type noscriptData struct {
 	Position    string // WAITING: the formatted position
 	Wait        string // WAITING: the estimated wait in words
 	State       string // a state line: paused, closed, opening at, trouble
+	Closing     string // when new entries close, or closed; "" for no scheduled close
 	Notice      string
 	Text        string
 	Refresh     int    // seconds until the page reloads itself; 0: never
@@ -80,6 +81,7 @@ func noscriptView(lang language, programID string, info PageInfo, v View) *noscr
 		case info.Closed:
 			d.State = lang.t("closedWaiting")
 		}
+		d.Closing = closingLine(lang, v.ClosesAt.Time)
 		return refreshing(lang, d, v.RetryAfter())
 	case api.StatusAdmitted:
 		d := &noscriptData{Heading: lang.t("admittedTitle")}
@@ -106,6 +108,18 @@ func noscriptView(lang language, programID string, info PageInfo, v View) *noscr
 		return d
 	}
 	return troubleView(lang)
+}
+
+// closingLine says when new entries close (or closed, once at is past);
+// "" for no scheduled close.
+func closingLine(lang language, at time.Time) string {
+	switch {
+	case at.IsZero():
+		return ""
+	case at.After(time.Now()):
+		return lang.t("closesAt", "t", clock(at))
+	}
+	return lang.t("closedAt", "t", clock(at))
 }
 
 // passURL is target with admissionPass=pass added to its query (kept as

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"time"
 )
 
 //go:embed web/page.html
@@ -26,15 +27,17 @@ func parsePage(override string) (*template.Template, error) {
 
 // pageData is what page.html renders.
 type pageData struct {
-	lang     language
-	Lang     string
-	Title    string
-	Program  string
-	Info     PageInfo
-	Logo     string
-	API      string
-	CSS, JS  string
-	Refresh  int // seconds until the page reloads itself (error pages); 0: never
+	lang    language
+	Lang    string
+	Title   string
+	Program string
+	Info    PageInfo
+	Logo    string
+	API     string
+	CSS, JS string
+	Refresh int // seconds until the page reloads itself (error pages); 0: never
+	// ClosesAt is Info.ClosesAt in RFC 3339, "" for none: app.js says it.
+	ClosesAt string
 	Error    *errorData
 	NoScript *noscriptData
 }
@@ -53,10 +56,14 @@ func (h *Handler) data(lang language, programID string, info PageInfo) *pageData
 	if title == "" {
 		title = lang.t("title")
 	}
-	return &pageData{
+	d := &pageData{
 		lang: lang, Lang: lang.code, Title: title, Program: programID, Info: info,
 		Logo: h.logo, API: h.apiBase, CSS: assetURL["app.css"], JS: assetURL["app.js"],
 	}
+	if !info.ClosesAt.IsZero() {
+		d.ClosesAt = info.ClosesAt.UTC().Format(time.RFC3339)
+	}
+	return d
 }
 
 // render writes the page with status; it renders into a buffer first so

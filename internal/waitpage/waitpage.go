@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/example/waitingroom/internal/api"
 )
@@ -55,6 +56,8 @@ type PageInfo struct {
 	TargetURL   string // http(s) URL admitted people are sent to with ?admissionPass=…; none when empty
 	Paused      bool   // admission is paused (when the page loads; answers then say)
 	Closed      bool   // the program takes no new entries
+	// ClosesAt is the program's scheduled close to new entries; zero: none.
+	ClosesAt time.Time
 }
 
 // View is one answer about a token: the JSON API's Token.
@@ -208,9 +211,10 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 			d.NoScript = troubleView(lang)
 		}
 	} else if info.Closed {
-		d.NoScript = &noscriptData{State: lang.t("closedEnter")}
+		d.NoScript = &noscriptData{State: lang.t("closedEnter"), Closing: closingLine(lang, info.ClosesAt)}
 	} else {
 		d.NoScript = joinView(lang, id, false)
+		d.NoScript.Closing = closingLine(lang, info.ClosesAt)
 	}
 	h.render(w, http.StatusOK, d)
 }
@@ -248,6 +252,7 @@ func (h *Handler) enter(w http.ResponseWriter, r *http.Request) {
 			d.NoScript = joinView(lang, id, false)
 			d.NoScript.State = lang.t("fullEnter")
 		}
+		d.NoScript.Closing = closingLine(lang, info.ClosesAt)
 		h.render(w, http.StatusConflict, d)
 		return
 	}

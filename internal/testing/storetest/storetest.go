@@ -176,7 +176,7 @@ func testProgram(t *testing.T, s queue.Store) {
 	sharded.Shards = 7
 	sharded.Recent = [queue.RecentTickets]int64{9, 8, 7, 6, 5, 4, 3, 2}
 	opening := program("opening")
-	opening.OpensAt = t0.Add(time.Hour)
+	opening.OpensAt, opening.ClosesAt = t0.Add(time.Hour), t0.Add(5*time.Hour+ms(1))
 	opening.Shuffle, opening.ShuffleNonce = true, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 	opening.Current.StartMs = opening.OpensAt.UnixMilli()
 	opening.Next = queue.Segment{AnchorMs: t0.Add(ms(3_000)).UnixMilli(), Base: 12, Rate: perSecond(7), StartMs: opening.OpensAt.UnixMilli()}
@@ -243,6 +243,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			upd.LastAdmitAt, upd.LastAdmitGap = t0.Add(ms(8_000)), ms(1_500)
 			upd.Changes = append([]string{"change-4"}, orig.Changes...)
 			upd.Profile.DisplayName, upd.Profile.Notice = "Gala (late show)", "" // changed, cleared
+			upd.ClosesAt = t0.Add(3 * time.Hour)
 			// Fields UpdateProgram must leave alone.
 			upd.Issued, upd.CreatedAt, upd.Shards = 999, t0.Add(time.Hour), 9
 

@@ -254,6 +254,23 @@ func TestCommands(t *testing.T) {
 			t.Errorf("a notice of 281 characters: exit %d, stderr %q; want the API's INVALID_SETTINGS naming the limit", r.status, r.stderr)
 		}
 	})
+	t.Run("Translations", func(t *testing.T) {
+		// -text merges per language and per text, as the API does; a
+		// language left without texts goes away.
+		got := run(t, "put", "fair", "-text", "ko.displayName=가을 축제", "-text", "ko.notice=토요일 매진", "-text", "pt-br.message=Portas às 10.", "-json")
+		want := map[string]any{"ko": map[string]any{"displayName": "가을 축제", "notice": "토요일 매진"}, "pt-BR": map[string]any{"message": "Portas às 10."}}
+		if diff := cmp.Diff(want, got["translations"]); diff != "" {
+			t.Errorf("put -text (-want +got):\n%s", diff)
+		}
+		got = run(t, "put", "fair", "-text", "ko.notice=", "-text", "pt-BR.message=", "-json")
+		want = map[string]any{"ko": map[string]any{"displayName": "가을 축제"}}
+		if diff := cmp.Diff(want, got["translations"]); diff != "" {
+			t.Errorf("put -text clearing (-want +got):\n%s", diff)
+		}
+		if r := wrctl(t, env, "put", "fair", "-text", "ko.title=x"); r.status != 2 || !strings.Contains(r.stderr, "want LANG.TEXT=VALUE") {
+			t.Errorf("-text with an unknown text: exit %d, stderr %q", r.status, r.stderr)
+		}
+	})
 }
 
 func TestErrors(t *testing.T) {

@@ -41,6 +41,7 @@ var settingFlags = map[string]setting{
 	"shuffleAtOpen":          {"shuffle-at-open", "", boolean, "place everyone who entered before -opens-at in a random order at the opening"},
 	"maxWaiting":             {"max-waiting", "", integer, "the longest the line may be, in `people` waiting: enters beyond get QUEUE_FULL (0: no limit)"},
 	"maxActiveUsers":         {"max-active", "", integer, "the most `people` admitted at once; set before admission starts, then only raised (0: no cap)"},
+	"translations":           {"text", "", texts, "a text in another language, `LANG.TEXT=VALUE` with TEXT displayName, message or notice (ko.notice=…; ko.notice= clears it); repeat it for more"},
 	"noShowSeconds":          {"no-show", "", seconds, "how long an admitted person has to fetch their pass before they are a no-show, a `duration` of 5s to 1h (0: none)"},
 }
 
@@ -103,6 +104,7 @@ const (
 	boolean
 	seconds
 	instant
+	texts // repeated LANG.TEXT=VALUE, merged into one translations map
 )
 
 // settingValue is a setting's flag.Value; value is its JSON value once set.
@@ -124,6 +126,8 @@ func (v *settingValue) IsBoolFlag() bool { return v.kind == boolean }
 
 func (v *settingValue) Set(s string) error {
 	switch v.kind {
+	case texts:
+		return v.setText(s)
 	case text:
 		v.value = s
 	case number:
@@ -178,6 +182,33 @@ func (v *settingValue) Set(s string) error {
 	return nil
 }
 
+// translatedTexts are the texts -text sets, by the JSON name -text takes.
+var translatedTexts = map[string]func(*api.TextSettings) **string{
+	"displayName": func(t *api.TextSettings) **string { return &t.DisplayName },
+	"message":     func(t *api.TextSettings) **string { return &t.Message },
+	"notice":      func(t *api.TextSettings) **string { return &t.Notice },
+}
+
+// setText adds one LANG.TEXT=VALUE to the translations being set; the
+// server checks LANG.
+func (v *settingValue) setText(s string) error {
+	key, value, ok := strings.Cut(s, "=")
+	lang, name, dot := strings.Cut(key, ".")
+	field := translatedTexts[name]
+	if !ok || !dot || lang == "" || field == nil {
+		return errors.New("want LANG.TEXT=VALUE with TEXT displayName, message or notice, e.g. ko.notice=토요일 매진")
+	}
+	m, _ := v.value.(map[string]api.TextSettings)
+	if m == nil {
+		m = map[string]api.TextSettings{}
+		v.value = m
+	}
+	t := m[lang]
+	*field(&t) = &value
+	m[lang] = t
+	return nil
+}
+
 // registerSettings registers table's settings on fs; the returned function
 // gives the settings of the flags given on the command line, and only
 // those.
@@ -205,6 +236,10 @@ func setField(set *api.ProgramSettings, field string, value any) {
 	s := reflect.ValueOf(set).Elem()
 	for f := range s.Type().Fields() {
 		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == field {
+			if f.Type.Kind() == reflect.Map {
+				s.FieldByIndex(f.Index).Set(reflect.ValueOf(value))
+				return
+			}
 			p := reflect.New(f.Type.Elem())
 			p.Elem().Set(reflect.ValueOf(value).Convert(f.Type.Elem()))
 			s.FieldByIndex(f.Index).Set(p)

@@ -142,6 +142,24 @@ type Profile struct {
 	Notice string `json:"notice,omitempty"`
 	// TargetURL is where admitted people are sent, with ?admissionPass=.
 	TargetURL string `json:"targetUrl,omitempty"`
+	// Translations are the texts in other languages, by BCP 47 tag.
+	Translations map[string]Texts `json:"translations,omitempty"`
+}
+
+// Texts are a program's texts in one language; each is absent while
+// empty.
+type Texts struct {
+	DisplayName string `json:"displayName,omitempty"`
+	Message     string `json:"message,omitempty"`
+	Notice      string `json:"notice,omitempty"`
+}
+
+// TextSettings are the texts of one language in a program PUT: absent
+// keeps a text, "" clears it; the limits are the untranslated ones'.
+type TextSettings struct {
+	DisplayName *string `json:"displayName,omitempty"`
+	Message     *string `json:"message,omitempty"`
+	Notice      *string `json:"notice,omitempty"`
 }
 
 // Program is the admin view of a program: its counters and settings.
@@ -227,6 +245,9 @@ type ProgramSettings struct {
 	// TargetURL, an absolute https URL (http only for a loopback host)
 	// without credentials or fragment, at most 2048 bytes; "" clears it.
 	TargetURL *string `json:"targetUrl,omitempty"`
+	// Translations set texts in other languages, by BCP 47 tag (at most
+	// 10 languages), merged per language and per text.
+	Translations map[string]TextSettings `json:"translations,omitempty"`
 }
 
 // ProgramList is a page of the programs, in id order.

@@ -9,6 +9,8 @@ import (
 	"path"
 	"strings"
 
+	"golang.org/x/text/language"
+
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
@@ -22,14 +24,15 @@ type pagePrograms struct{ svc *queue.Service }
 var _ waitpage.Programs = pagePrograms{}
 
 // Page implements waitpage.Programs with the program's public side.
-func (p pagePrograms) Page(ctx context.Context, programID string) (waitpage.PageInfo, error) {
+func (p pagePrograms) Page(ctx context.Context, programID, lang string) (waitpage.PageInfo, error) {
 	s, err := p.svc.Showing(ctx, programID)
 	if err != nil {
 		return waitpage.PageInfo{}, pageError(ctx, err)
 	}
+	texts := s.Profile.In(pageLanguage(lang)...)
 	return waitpage.PageInfo{
-		DisplayName: s.Profile.DisplayName,
-		Message:     s.Profile.Message,
+		DisplayName: texts.DisplayName,
+		Message:     texts.Message,
 		TargetURL:   s.Profile.TargetURL,
 		Paused:      s.Paused,
 		Closed:      s.Closed,
@@ -40,7 +43,7 @@ func (p pagePrograms) Page(ctx context.Context, programID string) (waitpage.Page
 // Enter implements waitpage.Programs. A cookie's token or a form's key the
 // queue would refuse as malformed is dropped: the visitor then gets a
 // fresh place, as with an unknown token.
-func (p pagePrograms) Enter(ctx context.Context, programID, tokenID, key string) (waitpage.View, error) {
+func (p pagePrograms) Enter(ctx context.Context, programID, tokenID, key, lang string) (waitpage.View, error) {
 	if !queue.ValidTokenID(tokenID) {
 		tokenID = ""
 	}
@@ -48,13 +51,22 @@ func (p pagePrograms) Enter(ctx context.Context, programID, tokenID, key string)
 		key = ""
 	}
 	v, _, err := p.svc.Enter(ctx, programID, queue.Entry{Token: tokenID, IdempotencyKey: key})
-	return httpapi.TokenOf(v), pageError(ctx, err)
+	return httpapi.TokenOf(v, pageLanguage(lang)...), pageError(ctx, err)
 }
 
 // Poll implements waitpage.Programs.
-func (p pagePrograms) Poll(ctx context.Context, programID, tokenID string) (waitpage.View, error) {
+func (p pagePrograms) Poll(ctx context.Context, programID, tokenID, lang string) (waitpage.View, error) {
 	v, err := p.svc.Poll(ctx, programID, tokenID)
-	return httpapi.TokenOf(v), pageError(ctx, err)
+	return httpapi.TokenOf(v, pageLanguage(lang)...), pageError(ctx, err)
+}
+
+// pageLanguage is the page's language as a preference: none if lang is
+// no language tag.
+func pageLanguage(lang string) []language.Tag {
+	if tag, ok := queue.ParseLanguage(lang); ok {
+		return []language.Tag{tag}
+	}
+	return nil
 }
 
 // pageError maps the queue's error codes onto the page's sentinels and

@@ -291,3 +291,42 @@ func TestNoScriptPageShowsTheOpening(t *testing.T) {
 		t.Errorf("page lacks %q:\n%s", want, body)
 	}
 }
+
+// TestPageSpeaksItsLanguage: the page shows the program's texts in its
+// own language where translated, each falling back to the untranslated
+// one; without JavaScript, the notice too.
+func TestPageSpeaksItsLanguage(t *testing.T) {
+	h := fixtureApp(t).LocalHandler("s3cret")
+	req, _ := http.NewRequest("PUT", "http://127.0.0.1/api/v1/admin/programs/gala", strings.NewReader(
+		`{"paused":true,"displayName":"Gala","message":"Both nights.","notice":"Saturday is sold out","translations":{"ko-KR":{"displayName":"갈라","notice":"토요일 매진"}}}`))
+	req.Header.Set("Authorization", "Bearer s3cret")
+	if w := record(h, req); w.status != 201 {
+		t.Fatalf("create: %d %s", w.status, w.body)
+	}
+	for lang, want := range map[string][]string{
+		"ko": {`<title>갈라</title>`, `<p class="message">Both nights.</p>`},
+		"en": {`<title>Gala</title>`, `<p class="message">Both nights.</p>`},
+	} {
+		page, _ := http.NewRequest("GET", "http://127.0.0.1/waiting-room/gala?lang="+lang, nil)
+		body := record(h, page).body
+		for _, w := range want {
+			if !bytes.Contains(body, []byte(w)) {
+				t.Errorf("page in %s lacks %q:\n%s", lang, w, body)
+			}
+		}
+	}
+	enter, _ := http.NewRequest("POST", "http://127.0.0.1/waiting-room/gala/enter", strings.NewReader("lang=ko&key=0123456789abcdefKEY"))
+	enter.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, enter)
+	if w.Code != http.StatusSeeOther || len(w.Result().Cookies()) != 1 {
+		t.Fatalf("enter: %d, cookies %v", w.Code, w.Result().Cookies())
+	}
+	for lang, notice := range map[string]string{"ko": "토요일 매진", "en": "Saturday is sold out"} {
+		page, _ := http.NewRequest("GET", "http://127.0.0.1/waiting-room/gala?lang="+lang, nil)
+		page.AddCookie(w.Result().Cookies()[0])
+		if body := string(record(h, page).body); !strings.Contains(body, "</strong> "+notice+"</p>") {
+			t.Errorf("the page without JavaScript in %s lacks the notice %q:\n%s", lang, notice, body)
+		}
+	}
+}

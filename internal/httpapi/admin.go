@@ -63,7 +63,7 @@ func programOf(c queue.Counters) wire.Program {
 		MaxActiveUsers:         c.MaxActiveUsers,
 		NoShowSeconds:          c.NoShowSeconds,
 		ShuffleCommitment:      c.ShuffleCommitment,
-		Profile:                wire.Profile(c.Profile),
+		Profile:                profileOf(c.Profile),
 	}
 	if c.PrequeueFixed {
 		view.Prequeue = &c.Prequeue
@@ -72,6 +72,18 @@ func programOf(c queue.Counters) wire.Program {
 		view.Active, view.Ended, view.NoShows = &c.Active, &c.Ended, &c.NoShows
 	}
 	return view
+}
+
+// profileOf is p as the wire's Profile.
+func profileOf(p queue.Profile) wire.Profile {
+	out := wire.Profile{DisplayName: p.DisplayName, Message: p.Message, Notice: p.Notice, TargetURL: p.TargetURL}
+	if len(p.Translations) > 0 {
+		out.Translations = make(map[string]wire.Texts, len(p.Translations))
+		for lang, t := range p.Translations {
+			out.Translations[lang] = wire.Texts(t)
+		}
+	}
+	return out
 }
 
 // writeCounters answers c as a Program with status, or err.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/language"
+
 	"github.com/example/waitingroom/internal/admissionpass"
 	wire "github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/metrics"
@@ -218,12 +220,36 @@ func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v q
 		// queue's length (0 when admitted at once).
 		n.Waiting, n.WaitingKnown = v.Position, true
 	}
-	writeJSON(w, status, TokenOf(v))
+	var prefs []language.Tag
+	if len(v.Translations) > 0 { // read only when there is a choice: the poll's hot path
+		prefs = languages(r)
+	}
+	writeJSON(w, status, TokenOf(v, prefs...))
+}
+
+// languages are r's language preferences, most preferred first: ?lang=,
+// a BCP 47 tag, is the reader's choice (a page in that language) and
+// stands alone; without one (or with one that is no tag), Accept-Language.
+func languages(r *http.Request) []language.Tag {
+	if r.URL.RawQuery != "" {
+		if tag, ok := queue.ParseLanguage(r.URL.Query().Get("lang")); ok {
+			return []language.Tag{tag}
+		}
+	}
+	tags, _, err := language.ParseAcceptLanguage(header(r, "Accept-Language"))
+	if err != nil {
+		return nil
+	}
+	return tags
 }
 
 // TokenOf is v as the wire's Token: what the API answers, and what the
-// waiting-room page renders.
-func TokenOf(v queue.View) wire.Token {
+// waiting-room page renders; a WAITING token's notice in the language of
+// prefs, where the program has it.
+func TokenOf(v queue.View, prefs ...language.Tag) wire.Token {
+	if len(v.Translations) > 0 && len(prefs) > 0 {
+		v.Notice = v.NoticeIn(prefs...)
+	}
 	return wire.Token{
 		TokenID:         v.TokenID,
 		Status:          wire.Status(v.Status),

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
@@ -69,5 +71,49 @@ func TestClosesAtOnTheWire(t *testing.T) {
 	}
 	if status := call(t, h, "PUT", "/api/v1/admin/programs/sale", bearer, `{"closesAt":""}`, &e); status != 409 || e.Code != api.CodeInvalidSettings {
 		t.Errorf("clear a close that has passed: %d %+v, want 409 INVALID_SETTINGS", status, e)
+	}
+}
+
+// TestTranslationsOnTheWire: translations set by a PUT come back in the
+// admin answer under canonical keys, and a WAITING answer's notice
+// follows ?lang=, or else Accept-Language, falling back to the
+// untranslated notice.
+func TestTranslationsOnTheWire(t *testing.T) {
+	h, _ := settingsAPI(t)
+	var p api.Program
+	body := `{"paused":true,"notice":"Saturday is sold out","translations":{"KO-kr":{"displayName":"갈라","notice":"토요일 매진"},"ja":{"message":"二夜"}}}`
+	if status := call(t, h, "PUT", "/api/v1/admin/programs/sale", bearer, body, &p); status != 201 {
+		t.Fatalf("PUT: %d", status)
+	}
+	want := map[string]api.Texts{"ko-KR": {DisplayName: "갈라", Notice: "토요일 매진"}, "ja": {Message: "二夜"}}
+	if d := cmp.Diff(want, p.Translations); d != "" {
+		t.Errorf("admin answer's translations (-want +got):\n%s", d)
+	}
+	var tok api.Token
+	if status := call(t, h, "POST", "/api/v1/queues/programs/sale?lang=ko", nil, "", &tok); status != 201 || tok.Notice != "토요일 매진" {
+		t.Fatalf("enter with ?lang=ko: %d notice %q, want the Korean one", status, tok.Notice)
+	}
+	for _, tc := range []struct {
+		query, acceptLanguage, notice string
+	}{
+		{"", "", "Saturday is sold out"},
+		{"?lang=ko", "en", "토요일 매진"},
+		{"?lang=en", "ko", "Saturday is sold out"}, // the page's choice stands alone: en has none, so the untranslated one
+		{"", "fr;q=0.9, ko-KR;q=0.8", "토요일 매진"},
+		{"?lang=not_a*tag", "ko", "토요일 매진"},
+		{"?lang=ja", "ko", "Saturday is sold out"}, // ja has no notice: it falls back
+	} {
+		hdr := http.Header{api.HeaderToken: {tok.TokenID}}
+		if tc.acceptLanguage != "" {
+			hdr.Set("Accept-Language", tc.acceptLanguage)
+		}
+		var got api.Token
+		if status := call(t, h, "GET", "/api/v1/queues/programs/sale"+tc.query, hdr, "", &got); status != 200 || got.Notice != tc.notice {
+			t.Errorf("poll%s Accept-Language %q: %d notice %q, want %q", tc.query, tc.acceptLanguage, status, got.Notice, tc.notice)
+		}
+	}
+	var e api.Error
+	if status := call(t, h, "PUT", "/api/v1/admin/programs/sale", bearer, `{"translations":{"ko":{"notice":"`+strings.Repeat("가", 281)+`"}}}`, &e); status != 400 || e.Code != api.CodeInvalidSettings {
+		t.Errorf("a translated notice too long: %d %+v, want 400 INVALID_SETTINGS", status, e)
 	}
 }

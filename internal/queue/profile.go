@@ -23,6 +23,8 @@ type Profile struct {
 	Message     string `json:"message,omitempty" dynamodbav:"message,omitempty"`
 	Notice      string `json:"notice,omitempty" dynamodbav:"notice,omitempty"`
 	TargetURL   string `json:"targetUrl,omitempty" dynamodbav:"targetUrl,omitempty"`
+	// Translations are the texts in other languages (In picks them).
+	Translations Translations `json:"translations,omitempty" dynamodbav:"translations,omitempty"`
 }
 
 // plainText accepts valid UTF-8 of at most max characters without control
@@ -94,10 +96,11 @@ func loopbackHost(h string) bool {
 // rule; "" clears one.
 func changeProfile(p *Profile, set api.ProgramSettings) error {
 	return cmp.Or(
-		change(&p.DisplayName, set.DisplayName, "displayName", profileText(plainText(80, false))),
-		change(&p.Message, set.Message, "message", profileText(plainText(500, true))),
-		change(&p.Notice, set.Notice, "notice", profileText(plainText(280, true))),
+		change(&p.DisplayName, set.DisplayName, "displayName", displayNameRule),
+		change(&p.Message, set.Message, "message", messageRule),
+		change(&p.Notice, set.Notice, "notice", noticeRule),
 		change(&p.TargetURL, set.TargetURL, "targetUrl", profileText(checkTargetURL)),
+		changeTranslations(&p.Translations, set.Translations),
 	)
 }
 

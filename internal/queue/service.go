@@ -384,7 +384,7 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 // estimated wait from its place; before a shuffled pre-queue is fixed, no
 // place yet, and the next poll a little after the opening.
 func (s *Service) waiting(p Program, t Token, now time.Time) View {
-	v := View{TokenID: t.ID, Status: StatusWaiting, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Notice: p.Profile.Notice, Paused: p.Segment(now).Paused}
+	v := View{TokenID: t.ID, Status: StatusWaiting, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Notice: p.Profile.Notice, Translations: p.Profile.Translations, Paused: p.Segment(now).Paused}
 	if !p.Opened(now) {
 		v.OpensAt = p.OpensAt
 	}

@@ -111,6 +111,9 @@ type View struct {
 	Position int64
 	// Notice is the program's notice to the people who wait; WAITING only.
 	Notice string
+	// Translations are the program's texts in other languages, shared
+	// with it (read only); WAITING only. NoticeIn picks the notice.
+	Translations Translations
 	// Paused reports whether admission is paused; WAITING only.
 	Paused bool
 	// OpensAt is the program's opening while it is ahead; WAITING only.

@@ -612,3 +612,42 @@ func TestScheduledClose(t *testing.T) {
 
 // clockUTC is how the server-rendered page writes a time.
 func clockUTC(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+
+// TestTranslatedTexts: the page shows the program's texts in its language,
+// each falling back to the untranslated one, and its polls ask for the
+// notice in that language, with JavaScript and without.
+func TestTranslatedTexts(t *testing.T) {
+	t.Parallel()
+	s := gala()
+	s.texts = map[string]api.Texts{"ko": {DisplayName: "갈라 콘서트 — 일반 판매", Notice: "토요일은 매진되었습니다."}}
+	q, ctx := openGala(t, s, "?lang=ko")
+	got := eval[[]string](t, ctx, `[document.title, document.querySelector('h1').textContent, document.querySelector('.message').textContent, document.getElementById('noticeText').textContent]`)
+	if want := []string{"갈라 콘서트 — 일반 판매", "갈라 콘서트 — 일반 판매", s.info.Message, "토요일은 매진되었습니다."}; !slices.Equal(got, want) {
+		t.Errorf("title, h1, message, notice in Korean = %q, want %q (the message untranslated)", got, want)
+	}
+	for _, c := range q.recorded() {
+		if c.Lang != "ko" {
+			t.Errorf("a %s asked for lang %q, want ko", c.Method, c.Lang)
+		}
+	}
+
+	en := tab(t)
+	do(t, en, chromedp.Navigate(strings.Replace(eval[string](t, ctx, "location.href"), "?lang=ko", "?lang=en", 1)))
+	waitFor(t, en, `document.getElementById('pos').textContent === '1,234'`)
+	got = eval[[]string](t, en, `[document.querySelector('h1').textContent, document.getElementById('noticeText').textContent]`)
+	if want := []string{s.info.DisplayName, s.notice}; !slices.Equal(got, want) {
+		t.Errorf("h1, notice in English = %q, want the untranslated %q", got, want)
+	}
+
+	noscript := tab(t)
+	if _, err := chromedp.Call(noscript, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, noscript, chromedp.Navigate(eval[string](t, ctx, "location.href")))
+	do(t, noscript, chromedp.Click(chromedp.CSS("form button")))
+	do(t, noscript, chromedp.WaitVisible(chromedp.CSS("section > p.position")))
+	notice, err := chromedp.Run(noscript, chromedp.Text(chromedp.CSS("section.card:not(#live) > p.notice")))
+	if err != nil || notice != "공지 토요일은 매진되었습니다." {
+		t.Errorf("notice without JavaScript = %q (%v), want the Korean one", notice, err)
+	}
+}

@@ -1,6 +1,7 @@
 package waitpage_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -45,6 +46,7 @@ type script struct {
 	admitAfter int
 	fail       map[int]int // answer number → Retry-After seconds of a 503 instead
 	notice     string
+	texts      map[string]api.Texts // by the page's language: the translated texts, each falling back
 	opensAt    time.Time
 	window     time.Duration
 	full       bool // the line is at its limit: enters get QUEUE_FULL
@@ -63,6 +65,7 @@ type fakeToken struct {
 // apiCall is one request to the JSON API as the fake server saw it.
 type apiCall struct {
 	Method, Token, Key string
+	Lang               string        // the query's lang
 	Start, End         time.Time     // arrival; the moment the answer was final
 	Status             int           // HTTP status answered
 	RetryAfter         time.Duration // the delay the answer asked for; 0: none
@@ -90,7 +93,7 @@ func (q *fakeQueue) add(id string, s *script) {
 }
 
 // Page implements waitpage.Programs.
-func (q *fakeQueue) Page(_ context.Context, id string) (waitpage.PageInfo, error) {
+func (q *fakeQueue) Page(_ context.Context, id, lang string) (waitpage.PageInfo, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.pageErr != nil {
@@ -102,23 +105,25 @@ func (q *fakeQueue) Page(_ context.Context, id string) (waitpage.PageInfo, error
 	}
 	info := p.info
 	info.Closed = info.Closed || p.closedAt()
+	info.DisplayName = cmp.Or(p.texts[lang].DisplayName, info.DisplayName)
+	info.Message = cmp.Or(p.texts[lang].Message, info.Message)
 	return info, nil
 }
 
 // Enter implements waitpage.Programs.
-func (q *fakeQueue) Enter(_ context.Context, id, tokenID, key string) (waitpage.View, error) {
+func (q *fakeQueue) Enter(_ context.Context, id, tokenID, key, lang string) (waitpage.View, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	v, _, err := q.enter(id, tokenID, key)
+	v, _, err := q.enter(id, tokenID, key, lang)
 	return v, err
 }
 
 // Poll implements waitpage.Programs.
-func (q *fakeQueue) Poll(_ context.Context, id, tokenID string) (waitpage.View, error) {
+func (q *fakeQueue) Poll(_ context.Context, id, tokenID, lang string) (waitpage.View, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.polls++
-	v, fail, err := q.poll(id, tokenID)
+	v, fail, err := q.poll(id, tokenID, lang)
 	if err == nil && fail > 0 {
 		err = fmt.Errorf("scripted store fault")
 	}
@@ -136,16 +141,16 @@ func (q *fakeQueue) program(id string) (*script, error) {
 	return p, nil
 }
 
-func (q *fakeQueue) enter(id, tokenID, key string) (v waitpage.View, created bool, err error) {
+func (q *fakeQueue) enter(id, tokenID, key, lang string) (v waitpage.View, created bool, err error) {
 	p, err := q.program(id)
 	if err != nil {
 		return v, false, err
 	}
 	if t, ok := q.tokens[tokenID]; ok && t.program == id && (t.status == api.StatusWaiting || t.status == api.StatusAdmitted) {
-		return q.view(p, t), false, nil
+		return q.view(p, t, lang), false, nil
 	}
 	if tid, ok := q.keys[key]; ok && key != "" {
-		return q.view(p, q.tokens[tid]), false, nil
+		return q.view(p, q.tokens[tid], lang), false, nil
 	}
 	if p.info.Closed || p.closedAt() {
 		return v, false, waitpage.ErrClosed
@@ -158,7 +163,7 @@ func (q *fakeQueue) enter(id, tokenID, key string) (v waitpage.View, created boo
 	if key != "" {
 		q.keys[key] = t.id
 	}
-	return q.view(p, t), true, nil
+	return q.view(p, t, lang), true, nil
 }
 
 // closedAt reports whether the program's scheduled close has come.
@@ -168,7 +173,7 @@ func (p *script) closedAt() bool {
 
 // poll advances the token by one answer; fail > 0 asks for a 503 with
 // that Retry-After instead.
-func (q *fakeQueue) poll(id, tokenID string) (v waitpage.View, fail int, err error) {
+func (q *fakeQueue) poll(id, tokenID, lang string) (v waitpage.View, fail int, err error) {
 	p, err := q.program(id)
 	if err != nil {
 		return v, 0, err
@@ -189,10 +194,10 @@ func (q *fakeQueue) poll(id, tokenID string) (v waitpage.View, fail int, err err
 			t.position = max(1, p.floor, t.position-p.step)
 		}
 	}
-	return q.view(p, t), 0, nil
+	return q.view(p, t, lang), 0, nil
 }
 
-func (q *fakeQueue) view(p *script, t *fakeToken) waitpage.View {
+func (q *fakeQueue) view(p *script, t *fakeToken, lang string) waitpage.View {
 	v := waitpage.View{TokenID: t.id, Status: t.status, OpensAt: api.TimeOf(p.opensAt)}
 	switch t.status {
 	case api.StatusWaiting:
@@ -200,7 +205,7 @@ func (q *fakeQueue) view(p *script, t *fakeToken) waitpage.View {
 		v.Position = t.position
 		v.RetryAfterMs = p.retry[t.answers%len(p.retry)].Milliseconds()
 		v.EstimatedWaitMs = (time.Duration(t.position) * p.perPerson).Milliseconds()
-		v.Notice = p.notice
+		v.Notice = cmp.Or(p.texts[lang].Notice, p.notice)
 		v.Paused = p.info.Paused
 	case api.StatusAdmitted:
 		v.ExpiresAt, v.AdmissionPass = api.TimeOf(t.expiresAt), t.pass
@@ -251,7 +256,7 @@ func (q *fakeQueue) apiHandler() http.Handler {
 }
 
 func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
-	c := apiCall{Method: r.Method, Token: r.Header.Get("X-Queue-Token"), Key: r.Header.Get("Idempotency-Key"), Start: time.Now()}
+	c := apiCall{Method: r.Method, Token: r.Header.Get("X-Queue-Token"), Key: r.Header.Get("Idempotency-Key"), Lang: r.URL.Query().Get("lang"), Start: time.Now()}
 	q.mu.Lock()
 	q.inFlight++
 	q.maxAtOnce = max(q.maxAtOnce, q.inFlight)
@@ -272,9 +277,9 @@ func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
 	)
 	id := r.PathValue("programId")
 	if r.Method == http.MethodPost {
-		v, created, err = q.enter(id, c.Token, c.Key)
+		v, created, err = q.enter(id, c.Token, c.Key, c.Lang)
 	} else {
-		v, fail, err = q.poll(id, c.Token)
+		v, fail, err = q.poll(id, c.Token, c.Lang)
 	}
 	status, body := http.StatusOK, any(nil)
 	switch {

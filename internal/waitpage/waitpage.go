@@ -37,22 +37,23 @@ var (
 
 // Programs is what the page needs from the queue: a program's page settings,
 // and, for the no-JavaScript fallback only, entering and polling as the JSON
-// API's POST and GET do.
+// API's POST and GET do. lang is the page's language (a BCP 47 tag): the
+// program's texts come in it where translated.
 type Programs interface {
 	// Page returns what the page shows of a program.
-	Page(ctx context.Context, programID string) (PageInfo, error)
+	Page(ctx context.Context, programID, lang string) (PageInfo, error)
 	// Enter enters the queue. A still valid (WAITING or ADMITTED) tokenID
 	// of the program is answered again; a retried enter with the same
 	// non-empty idempotencyKey gets the same token.
-	Enter(ctx context.Context, programID, tokenID, idempotencyKey string) (View, error)
+	Enter(ctx context.Context, programID, tokenID, idempotencyKey, lang string) (View, error)
 	// Poll returns the token's current view.
-	Poll(ctx context.Context, programID, tokenID string) (View, error)
+	Poll(ctx context.Context, programID, tokenID, lang string) (View, error)
 }
 
 // PageInfo is the operator-set part of a program that the page shows.
 type PageInfo struct {
-	DisplayName string // the page's title; the program id when empty
-	Message     string // plain text under the title; none when empty
+	DisplayName string // the page's title, in the page's language where translated; the program id when empty
+	Message     string // plain text under the title, likewise; none when empty
 	TargetURL   string // http(s) URL admitted people are sent to with ?admissionPass=…; none when empty
 	Paused      bool   // admission is paused (when the page loads; answers then say)
 	Closed      bool   // the program takes no new entries
@@ -189,7 +190,7 @@ func pathOrHTTPURL(s string, allowHTTP bool) (string, error) {
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("programId")
 	lang := requestLang(r)
-	info, err := h.programs.Page(r.Context(), id)
+	info, err := h.programs.Page(r.Context(), id, lang.code)
 	if err != nil {
 		h.fail(w, r, lang, err)
 		return
@@ -199,7 +200,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	// Idempotency-Key: kept by no cache.
 	w.Header().Set("Cache-Control", "private, no-store")
 	if tok := tokenCookie(r); tok != "" {
-		v, err := h.programs.Poll(r.Context(), id, tok)
+		v, err := h.programs.Poll(r.Context(), id, tok, lang.code)
 		switch {
 		case err == nil:
 			d.NoScript = noscriptView(lang, id, info, v)
@@ -238,9 +239,9 @@ func (h *Handler) enter(w http.ResponseWriter, r *http.Request) {
 	if r.PostForm.Get("again") == "" {
 		tok = tokenCookie(r)
 	}
-	v, err := h.programs.Enter(r.Context(), id, tok, key)
+	v, err := h.programs.Enter(r.Context(), id, tok, key, lang.code)
 	if errors.Is(err, ErrClosed) || errors.Is(err, ErrFull) {
-		info, perr := h.programs.Page(r.Context(), id)
+		info, perr := h.programs.Page(r.Context(), id, lang.code)
 		if perr != nil {
 			h.fail(w, r, lang, perr)
 			return

@@ -121,6 +121,10 @@ func program(id string) queue.Program {
 				Message:     "Two nights.\nSeats for both.",
 				Notice:      "Saturday is sold out",
 				TargetURL:   "https://tickets.example.com/buy?event=gala",
+				Translations: queue.Translations{
+					"ko":      {DisplayName: "갈라", Message: "이틀 밤.\n두 밤 모두 좌석.", Notice: "토요일 매진"},
+					"zh-Hant": {Notice: "星期六售完"},
+				},
 			},
 		},
 	}
@@ -244,6 +248,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			upd.Changes = append([]string{"change-4"}, orig.Changes...)
 			upd.Profile.DisplayName, upd.Profile.Notice = "Gala (late show)", "" // changed, cleared
 			upd.ClosesAt = t0.Add(3 * time.Hour)
+			upd.Profile.Translations = queue.Translations{"ko": {Message: "이틀 밤."}, "pt-BR": {Notice: "Sábado esgotado"}} // one changed, one gone, one new
 			// Fields UpdateProgram must leave alone.
 			upd.Issued, upd.CreatedAt, upd.Shards = 999, t0.Add(time.Hour), 9
 

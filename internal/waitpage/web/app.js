@@ -112,7 +112,7 @@
     let body = {};
     let at;
     try {
-      res = await fetch(api, { method, headers, cache: 'no-store', credentials: 'same-origin' });
+      res = await fetch(api + '?lang=' + lang, { method, headers, cache: 'no-store', credentials: 'same-origin' });
       at = performance.now();
       body = await res.json().catch(() => ({}));
     } catch {

@@ -267,6 +267,19 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 		})
 	}
 
+	t.Run("OK clears the scheduled close and the translations", func(t *testing.T) {
+		orig := program("update-cleared")
+		orig.ClosesAt = t0.Add(time.Hour)
+		if err := s.CreateProgram(ctx, orig); err != nil {
+			t.Fatalf("CreateProgram: %v", err)
+		}
+		upd := orig
+		upd.Version++
+		upd.ClosesAt, upd.Profile.Translations = time.Time{}, nil
+		checkErr(t, "UpdateProgram", s.UpdateProgram(ctx, upd, orig.Issued), nil)
+		checkStoredProgram(t, s, upd)
+	})
+
 	// A store may keep derived state (DynamoDB keeps whether the counter
 	// advances and the time per ticket): tickets issued after an update
 	// must follow the new settings.

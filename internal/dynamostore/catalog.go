@@ -144,7 +144,7 @@ func (s *Store) DeleteProgram(ctx context.Context, p queue.Program, until time.T
 	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: tomb}); err != nil {
 		return fmt.Errorf("dynamostore: delete program %s: %w", p.ID, throttled(err))
 	}
-	cond := nameOf("version").Equal(expression.Value(p.Version)).And(nameOf("closed").Equal(expression.Value(true)))
+	cond := nameOf("version").Equal(expression.Value(p.Version))
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
 		return fmt.Errorf("dynamostore: delete program %s: %w", p.ID, err)

@@ -87,7 +87,7 @@ func TestHistoryWritesAnswerLost(t *testing.T) {
 	if _, _, err := r.svc.PutProgram(ctx, "lost", api.ProgramSettings{Closed: &closed}); err != nil {
 		t.Fatal(err)
 	}
-	r.loseFirst("DeleteItem", `"closed"`)
+	r.loseFirst("DeleteItem", `"version"`)
 	if err := r.svc.DeleteProgram(ctx, "lost"); err != nil {
 		t.Fatalf("DeleteProgram with its answer lost: %v, want done", err)
 	}

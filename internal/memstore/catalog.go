@@ -65,7 +65,7 @@ func (s *Store) DeleteProgram(ctx context.Context, p queue.Program, until time.T
 	}
 	s.cat.deleted[p.ID] = until
 	cur, ok := s.programs[p.ID]
-	if ok && (cur.Version != p.Version || !cur.Closed) {
+	if ok && cur.Version != p.Version {
 		delete(s.cat.deleted, p.ID)
 		return queue.ErrConflict
 	}

@@ -92,7 +92,7 @@ func decodeProgramCursor(c string) (string, bool) {
 	return string(b), err == nil && ValidProgramID(string(b))
 }
 
-// DeleteProgram deletes a closed program: it is then PROGRAM_NOT_FOUND
+// DeleteProgram deletes a closed program (closed, or past its closesAt): it is then PROGRAM_NOT_FOUND
 // everywhere (within a cache TTL on other instances), its id is taken for
 // DeletedRetention, and its tokens go when the store's TTL removes them.
 // An open one is PROGRAM_NOT_CLOSED.
@@ -108,7 +108,7 @@ func (s *Service) DeleteProgram(ctx context.Context, programID string) error {
 			return programReadError("get program", err)
 		}
 		now := s.clock.Now()
-		if !p.Closed {
+		if p.takesEntries(now) {
 			return Errorf(KindConflict, api.CodeProgramNotClosed, "Close the program (closed: true) before you delete it.")
 		}
 		err = s.store.DeleteProgram(ctx, p, now.Add(DeletedRetention))

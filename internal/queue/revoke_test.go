@@ -54,7 +54,7 @@ func TestRevokeToken(t *testing.T) {
 		}
 		got, err := svc.Poll(ctx, "gala", v.TokenID)
 		want := queue.View{TokenID: v.TokenID, Status: queue.StatusRevoked, IssuedAt: v.IssuedAt, Ticket: v.Ticket, RevokedAt: got.RevokedAt}
-		if err != nil || got != want || got.RevokedAt.IsZero() {
+		if err != nil || !cmp.Equal(got, want) || got.RevokedAt.IsZero() {
 			t.Errorf("poll of the revoked %s token = %+v, %v; want %+v", v.Status, got, err, want)
 		}
 	}

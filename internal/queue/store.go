@@ -75,7 +75,7 @@ type CatalogStore interface {
 	// ListPrograms returns up to limit listed ids in ascending order, each
 	// after after ("" from the first), and whether more follow.
 	ListPrograms(ctx context.Context, after string, limit int) (ids []string, more bool, err error)
-	// DeleteProgram deletes program p.ID if it is stored closed at version
+	// DeleteProgram deletes program p.ID if it is stored at version
 	// p.Version (ErrConflict if it is stored otherwise), with its ticket
 	// shards and its place in the list; an absent one counts as deleted
 	// (by a lost answer's first attempt). Until until, CreateProgram of

@@ -35,6 +35,7 @@ type session struct {
 	AdmittedAt int64  `json:"iat"`
 	ExpiresAt  int64  `json:"exp"`
 	Ticket     int64  `json:"ticket"`
+	Bypass     bool   `json:"bypass,omitempty"`
 }
 
 func (s session) claims() Claims {
@@ -46,6 +47,7 @@ func (s session) claims() Claims {
 		JTI:        s.JTI,
 		AdmittedAt: time.Unix(s.AdmittedAt, 0).UTC(),
 		ExpiresAt:  time.Unix(s.ExpiresAt, 0).UTC(),
+		Bypass:     s.Bypass,
 	}
 }
 
@@ -75,7 +77,7 @@ func sessionKeys(secrets [][]byte) ([][]byte, error) {
 func (g *Gate) seal(c Claims, kid string) string {
 	body, _ := json.Marshal(session{ // strings and integers: never fails
 		Issuer: c.Issuer, ProgramID: c.ProgramID, TokenID: c.TokenID, JTI: c.JTI, KeyID: kid,
-		AdmittedAt: c.AdmittedAt.Unix(), ExpiresAt: c.ExpiresAt.Unix(), Ticket: c.Ticket,
+		AdmittedAt: c.AdmittedAt.Unix(), ExpiresAt: c.ExpiresAt.Unix(), Ticket: c.Ticket, Bypass: c.Bypass,
 	})
 	signed := sessionVersion + "." + base64.RawURLEncoding.EncodeToString(body)
 	return signed + "." + base64.RawURLEncoding.EncodeToString(mac(g.keys[0], signed))

@@ -139,6 +139,9 @@ type Claims struct {
 	AdmittedAt time.Time
 	// ExpiresAt is the end of the admission window (exp), to the second.
 	ExpiresAt time.Time
+	// Bypass is the bypass claim: the waiting room's admin issued the
+	// pass without a place in the queue (Ticket is then 0).
+	Bypass bool
 }
 
 // ErrInvalid is matched (errors.Is) by every refusal of a pass itself:
@@ -175,6 +178,7 @@ func (r *refusal) Is(target error) bool { return target == ErrInvalid }
 type payload struct {
 	jwt.Claims
 	Ticket *int64 `json:"ticket"`
+	Bypass bool   `json:"bypass"`
 }
 
 // Verify checks pass: signed with ES256 by a key of the JWKS, issued by
@@ -242,5 +246,6 @@ func (v *Verifier) verify(ctx context.Context, pass string) (Claims, string, err
 		JTI:        p.ID,
 		AdmittedAt: p.IssuedAt.Time().UTC(),
 		ExpiresAt:  p.Expiry.Time().UTC(),
+		Bypass:     p.Bypass,
 	}, kid, nil
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -517,5 +518,57 @@ func TestJWKSKeyFilter(t *testing.T) {
 		if _, err := v.Verify(t.Context(), pass(kid, key)); !errors.Is(err, passverify.ErrUnknownKey) {
 			t.Errorf("kid %q: got %v, want ErrUnknownKey", kid, err)
 		}
+	}
+}
+
+// TestVerifyBypass: a bypass pass (ticket 0, "bypass": true), signed by
+// the waiting room's issuer or by jwx, verifies like any pass and says
+// so in Claims.Bypass, also through a Gate's cookie; a bypass claim that
+// is not a boolean is malformed.
+func TestVerifyBypass(t *testing.T) {
+	room := passtest.NewRoom(t)
+	clock := passtest.NewClock(passtest.Admission.AdmittedAt.Add(time.Minute))
+	v := room.Verifier(t, clock, nil)
+	hdr := map[string]any{"alg": "ES256", "kid": room.Key.KeyID(t), "typ": "JWT"}
+	a := passtest.Admission
+	a.Ticket, a.Bypass = 0, true
+	jwxClaims := claimsOf()
+	jwxClaims["ticket"], jwxClaims["bypass"] = 0, true
+	want := wantClaims()
+	want.Ticket, want.Bypass = 0, true
+	for name, pass := range map[string]string{"Issuer": room.Pass(t, a), "JWX": signJWX(t, jwa.ES256(), room.Key.Private, hdr, jwxClaims)} {
+		got, err := v.Verify(t.Context(), pass)
+		if err != nil {
+			t.Fatalf("%s: Verify: %v", name, err)
+		}
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(passverify.Claims{}, "JTI")); diff != "" {
+			t.Errorf("%s: claims (-want +got):\n%s", name, diff)
+		}
+	}
+	jwxClaims["bypass"] = "yes"
+	if _, err := v.Verify(t.Context(), signJWX(t, jwa.ES256(), room.Key.Private, hdr, jwxClaims)); !errors.Is(err, passverify.ErrMalformed) {
+		t.Errorf("bypass \"yes\": %v, want ErrMalformed", err)
+	}
+
+	gate, err := passverify.NewGate(v, passverify.GateConfig{WaitingRoomURL: passtest.WaitingRoomURL, CookieSecrets: [][]byte{newSecret(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []passverify.Claims
+	h := gate.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := passverify.FromContext(r.Context())
+		seen = append(seen, c)
+	}))
+	ex := httptest.NewRecorder()
+	h.ServeHTTP(ex, httptest.NewRequest(http.MethodGet, passtest.WithPass("https://shop.example.com/", room.Pass(t, a)), nil))
+	cookies := ex.Result().Cookies()
+	if len(cookies) != 1 {
+		t.Fatalf("exchange: %d cookies, want 1", len(cookies))
+	}
+	r := httptest.NewRequest(http.MethodGet, "https://shop.example.com/", nil)
+	r.AddCookie(cookies[0])
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if len(seen) != 1 || !seen[0].Bypass || seen[0].Ticket != 0 {
+		t.Errorf("claims through the cookie: %+v, want one with Bypass and ticket 0", seen)
 	}
 }

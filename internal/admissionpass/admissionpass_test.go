@@ -58,6 +58,7 @@ type passView struct {
 	Aud                    []string
 	Iat, Nbf, Exp          time.Time
 	Ticket                 float64
+	Bypass                 bool // the bypass claim, if present
 	OtherClaims, OtherHdrs []string
 }
 
@@ -109,9 +110,14 @@ func verifyWithJWX(t *testing.T, jwksDoc []byte, pass string, now time.Time) pas
 	if err := tok.Get("ticket", &v.Ticket); err != nil {
 		t.Errorf("no ticket claim: %v", err)
 	}
+	if tok.Has("bypass") {
+		if err := tok.Get("bypass", &v.Bypass); err != nil {
+			t.Errorf("bypass claim: %v", err)
+		}
+	}
 	for _, k := range tok.Keys() {
 		switch k {
-		case "iss", "sub", "aud", "jti", "iat", "nbf", "exp", "ticket":
+		case "iss", "sub", "aud", "jti", "iat", "nbf", "exp", "ticket", "bypass":
 		default:
 			v.OtherClaims = append(v.OtherClaims, k)
 		}
@@ -301,6 +307,43 @@ func TestIssue(t *testing.T) {
 	// The signature is JWS's 64-byte R||S, not DER.
 	if sig, err := base64.RawURLEncoding.DecodeString(a[strings.LastIndexByte(a, '.')+1:]); err != nil || len(sig) != 64 {
 		t.Errorf("signature: %d bytes, %v; want 64", len(sig), err)
+	}
+}
+
+// TestIssueBypass: a bypass pass has an admission's claims, ticket 0 and
+// "bypass": true, as jwx reads it; an admission's pass has no bypass claim.
+func TestIssueBypass(t *testing.T) {
+	key, _ := newLocalKey(t)
+	issuer, err := admissionpass.NewIssuer(issuerURL, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := issuer.JWKS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, err := issuer.KeyID(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := admission
+	a.Ticket, a.Bypass = 0, true
+	pass, err := issuer.Issue(t.Context(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wantView(kid)
+	want.Ticket, want.Bypass = 0, true
+	got := verifyWithJWX(t, doc, pass, a.AdmittedAt.Add(time.Second))
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(passView{}, "Jti")); diff != "" {
+		t.Errorf("bypass pass (-want +got):\n%s", diff)
+	}
+	plain, err := issuer.Issue(t.Context(), admission)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := verifyWithJWX(t, doc, plain, a.AdmittedAt.Add(time.Second)); v.Bypass {
+		t.Error("an admission's pass says bypass")
 	}
 }
 

@@ -30,6 +30,9 @@ type Admission struct {
 	AdmittedAt time.Time
 	// ExpiresAt is the end of the admission window: the pass's exp.
 	ExpiresAt time.Time
+	// Bypass marks a pass issued by an admin, not earned in the queue
+	// (TokenID is then a fresh id, Ticket 0): the claim "bypass": true.
+	Bypass bool
 }
 
 // JWKS response headers: the document is public and cacheable for the
@@ -83,11 +86,13 @@ func WithIssuer(ctx context.Context, iss string) context.Context {
 type passClaims struct {
 	jwt.Claims
 	Ticket int64 `json:"ticket"`
+	Bypass bool  `json:"bypass,omitempty"`
 }
 
 // Issue signs a new pass for a: a compact ES256 JWS with claims iss, aud
 // (the program), sub (the token), a random jti, iat and nbf (AdmittedAt),
-// exp (ExpiresAt) and ticket. ctx bounds the signing.
+// exp (ExpiresAt), ticket, and bypass when a.Bypass. ctx bounds the
+// signing.
 func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 	iss := i.issuer
 	if iss == "" {
@@ -123,6 +128,7 @@ func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 			Expiry:    jwt.NewNumericDate(a.ExpiresAt),
 		},
 		Ticket: a.Ticket,
+		Bypass: a.Bypass,
 	}
 	pass, err := jwt.Signed(signer).Claims(claims).Serialize()
 	if err != nil {

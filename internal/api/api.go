@@ -31,6 +31,9 @@ const (
 // TokenPath is one token of a program, looked up or revoked by an admin.
 const TokenPath = "/api/v1/admin/programs/{programId}/tokens/{tokenId}"
 
+// PassesPath issues bypass passes: staff let in without queueing.
+const PassesPath = "/api/v1/admin/programs/{programId}/passes"
+
 // Headers of the API.
 const (
 	// HeaderToken carries the queue token.
@@ -288,6 +291,20 @@ type ChangeList struct {
 type Admission struct {
 	// Count is how many more people to admit, 1 to 1,000,000.
 	Count *int64 `json:"count"`
+}
+
+// BypassRequest is the body of a bypass pass issuance.
+type BypassRequest struct {
+	// Count is how many passes to issue, 1 to 1,000.
+	Count *int64 `json:"count"`
+	// ValidSeconds is how long each pass is valid from now, 60 to 86,400.
+	ValidSeconds *int64 `json:"validSeconds"`
+}
+
+// BypassPasses is the answer to a bypass pass issuance: each pass a
+// compact JWS like an admission's, with "bypass": true.
+type BypassPasses struct {
+	Passes []string `json:"passes"`
 }
 
 // Error is the body of every error answer.

@@ -28,6 +28,10 @@ const (
 	CodeProgramDeleted        = "PROGRAM_DELETED"
 	CodeInvalidCursor         = "INVALID_CURSOR"
 	CodeInvalidLimit          = "INVALID_LIMIT"
+	// Bypass passes: a validSeconds out of range, and a cap with no room
+	// for the passes asked for.
+	CodeInvalidValidity = "INVALID_VALIDITY"
+	CodeNoRoom          = "NO_ROOM"
 
 	// Codes of the HTTP layer: the request, not the queue, is at fault.
 	CodeNotFound         = "NOT_FOUND"

@@ -272,7 +272,8 @@ type Change struct {
 	// the local server, "system" for the service's own.
 	Actor string `json:"actor"`
 	// Action is create, update, admit, revoke (a token; fields name it),
-	// or readmit (no-shows' admissions given back by the service).
+	// bypass (passes issued: count and validSeconds), or readmit
+	// (no-shows' admissions given back by the service).
 	Action string `json:"action"`
 	// Fields is what the change set: {name: new value}, in the names of
 	// ProgramSettings; {"count": n} for an admission.

@@ -203,8 +203,9 @@ func NewShuffleKey(ctx context.Context, cfg config.Config) (queue.ShuffleKey, er
 	return shufflekey.NewKMSKey(client, cfg.ShuffleKMSKeyID), nil
 }
 
-// Signer is iss as the queue service's PassSigner: a token's program, id,
-// ticket and admission window become the pass's claims.
+// Signer is iss as the queue service's PassSigner and BypassSigner: a
+// token's program, id, ticket and admission window become the pass's
+// claims; a bypass pass has ticket 0 and "bypass": true.
 func Signer(iss *admissionpass.Issuer) queue.PassSigner { return passSigner{iss} }
 
 type passSigner struct{ iss *admissionpass.Issuer }
@@ -216,6 +217,16 @@ func (s passSigner) SignPass(ctx context.Context, t queue.Token) (string, error)
 		Ticket:     t.Ticket,
 		AdmittedAt: t.AdmittedAt,
 		ExpiresAt:  t.AdmissionExpiresAt,
+	})
+}
+
+func (s passSigner) SignBypass(ctx context.Context, b queue.Bypass) (string, error) {
+	return s.iss.Issue(ctx, admissionpass.Admission{
+		ProgramID:  b.ProgramID,
+		TokenID:    b.ID,
+		AdmittedAt: b.IssuedAt,
+		ExpiresAt:  b.ExpiresAt,
+		Bypass:     true,
 	})
 }
 

@@ -64,6 +64,9 @@ type programItem struct {
 	ExtraGiven      int64      `dynamodbav:"extraGiven,omitempty"`
 	CapFrom         int64      `dynamodbav:"capFrom,omitempty"`
 	CapRaiseAtMs    int64      `dynamodbav:"capRaiseAtMs,omitempty"`
+	// The slots bypass passes hold: a list of maps of
+	// queue.Reservation's attributes.
+	Reserved []queue.Reservation `dynamodbav:"bypass,omitempty"`
 
 	// The instants (Unix ms) of the last single tickets, newest first.
 	Recent1 int64 `dynamodbav:"recent1,omitempty" write:"tickets"`
@@ -97,6 +100,7 @@ func itemOf(p queue.Program) programItem {
 		ManualRateMilli:   p.ManualRate, LastAdmitAtMs: queue.UnixMs(p.LastAdmitAt), LastAdmitGapMs: p.LastAdmitGap.Milliseconds(),
 		ChangeIDs: p.Changes, Shards: p.Shards, ShuffleNonce: p.ShuffleNonce, Prequeue: p.Prequeue, PrequeueFixed: p.PrequeueFixed,
 		ExtraGiven: p.ExtraGiven, CapFrom: p.CapFrom, CapRaiseAtMs: p.CapRaiseAtMs,
+		Reserved: p.Reserved,
 	}
 	it.Recent1, it.Recent2, it.Recent3, it.Recent4 = p.Recent[0], p.Recent[1], p.Recent[2], p.Recent[3]
 	it.Recent5, it.Recent6, it.Recent7, it.Recent8 = p.Recent[4], p.Recent[5], p.Recent[6], p.Recent[7]
@@ -117,7 +121,8 @@ func (it programItem) program() queue.Program {
 		Options:    it.Options,
 		ManualRate: it.ManualRateMilli, LastAdmitAt: queue.FromUnixMs(it.LastAdmitAtMs), LastAdmitGap: time.Duration(it.LastAdmitGapMs) * time.Millisecond,
 		Changes: it.ChangeIDs, Shards: it.Shards, ShuffleNonce: it.ShuffleNonce, Prequeue: it.Prequeue, PrequeueFixed: it.PrequeueFixed, ExtraGiven: it.ExtraGiven, CapFrom: it.CapFrom, CapRaiseAtMs: it.CapRaiseAtMs,
-		Recent: [queue.RecentTickets]int64{it.Recent1, it.Recent2, it.Recent3, it.Recent4, it.Recent5, it.Recent6, it.Recent7, it.Recent8},
+		Reserved: it.Reserved,
+		Recent:   [queue.RecentTickets]int64{it.Recent1, it.Recent2, it.Recent3, it.Recent4, it.Recent5, it.Recent6, it.Recent7, it.Recent8},
 	}
 	p.AdmissionWindow = time.Duration(it.AdmissionWindowMs) * time.Millisecond
 	p.OpensAt = queue.FromUnixMs(it.OpensAtMs)

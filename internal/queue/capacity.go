@@ -198,12 +198,13 @@ func (c Capacity) reachMs(n, from int64) (int64, bool) {
 }
 
 // ceilingAt is the ceiling on the serving counter at Unix ms (MaxActiveUsers
-// plus the slots freed by then), and false when the program has no cap.
+// plus the slots freed by then, less those bypass passes hold), and false
+// when the program has no cap.
 func (p Program) ceilingAt(ms int64) (int64, bool) {
 	if p.MaxActiveUsers <= 0 {
 		return 0, false
 	}
-	return addSat(p.ceilingCap(ms), p.Capacity.freedAt(ms)), true
+	return max(addSat(p.ceilingCap(ms), p.Capacity.freedAt(ms))-p.reservedAt(ms), 0), true
 }
 
 // ceilingCap is the cap in effect at Unix ms: MaxActiveUsers, or the one
@@ -230,10 +231,11 @@ func (p Program) counterAt(ms int64) int64 {
 // steps written, then at the measured ReleaseRate; false when neither
 // tells. at itself without a cap.
 func (p Program) ceilingAdmitsMs(place, at int64) (int64, bool) {
-	if p.MaxActiveUsers <= 0 || place <= p.MaxActiveUsers {
+	// The slots bypass passes hold count as if held to the end.
+	need := addSat(place-p.MaxActiveUsers, p.reservedAt(at))
+	if p.MaxActiveUsers <= 0 || need <= 0 {
 		return at, true
 	}
-	need := place - p.MaxActiveUsers
 	if reach, ok := p.Capacity.reachMs(need, at); ok {
 		return reach, true
 	}

@@ -42,6 +42,7 @@ const (
 	// ActionReadmit is the service giving no-shows' admissions back.
 	ActionReadmit = "readmit"
 	ActionRevoke  = "revoke"
+	ActionBypass  = "bypass"
 )
 
 // SystemActor is the actor of the changes the service makes itself.

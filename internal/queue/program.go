@@ -100,6 +100,9 @@ type Program struct {
 	// CapFrom is the cap before a raise that takes effect at CapRaiseAtMs
 	// (Unix ms), a change delay after it was made.
 	CapFrom, CapRaiseAtMs int64
+	// Reserved are the slots of the ceiling that bypass passes hold
+	// (IssueBypass), at most maxReservations.
+	Reserved []Reservation
 }
 
 // RecentTickets is how many single tickets' instants a program keeps.

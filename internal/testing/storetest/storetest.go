@@ -186,8 +186,10 @@ func testProgram(t *testing.T, s queue.Store) {
 	opening.Next = queue.Segment{AnchorMs: t0.Add(ms(3_000)).UnixMilli(), Base: 12, Rate: perSecond(7), StartMs: opening.OpensAt.UnixMilli()}
 	opened := opening
 	opened.ID, opened.Prequeue, opened.PrequeueFixed = "opened", 40, true
+	bypassed := program("bypassed")
+	bypassed.MaxActiveUsers, bypassed.Reserved = 50, reservations()
 
-	for _, p := range []queue.Program{program("mid-flight"), fractional, paused, stopped, scheduled, manual, fresh, sharded, opening, opened} {
+	for _, p := range []queue.Program{program("mid-flight"), fractional, paused, stopped, scheduled, manual, fresh, sharded, opening, opened, bypassed} {
 		t.Run("OK "+p.ID, func(t *testing.T) {
 			if err := s.CreateProgram(ctx, p); err != nil {
 				t.Fatalf("CreateProgram: %v", err)
@@ -213,6 +215,15 @@ func testProgram(t *testing.T, s queue.Store) {
 	})
 }
 
+// reservations are two bypass reservations: one freed at a rate, one all
+// at once.
+func reservations() []queue.Reservation {
+	return []queue.Reservation{
+		{FromMs: t0.UnixMilli(), UntilMs: t0.Add(time.Hour).UnixMilli(), N: 1000, Rate: perSecond(2.5)},
+		{FromMs: t0.Add(ms(1)).UnixMilli(), UntilMs: t0.Add(24 * time.Hour).UnixMilli(), N: 1},
+	}
+}
+
 func testUpdateProgram(t *testing.T, s queue.Store) {
 	ctx := t.Context()
 	for i, tc := range []struct {
@@ -232,6 +243,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			id := fmt.Sprintf("update-%d", i)
 			orig := program(id)
 			orig.Shards = 3
+			orig.Reserved = reservations()[1:]
 			if !tc.missing {
 				if err := s.CreateProgram(ctx, orig); err != nil {
 					t.Fatalf("CreateProgram: %v", err)
@@ -249,6 +261,10 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			upd.Profile.DisplayName, upd.Profile.Notice = "Gala (late show)", "" // changed, cleared
 			upd.ClosesAt = t0.Add(3 * time.Hour)
 			upd.Profile.Translations = queue.Translations{"ko": {Message: "이틀 밤."}, "pt-BR": {Notice: "Sábado esgotado"}} // one changed, one gone, one new
+			upd.Reserved = reservations()
+			if i%2 == 0 {
+				upd.Reserved = nil // all over: cleared
+			}
 			// Fields UpdateProgram must leave alone.
 			upd.Issued, upd.CreatedAt, upd.Shards = 999, t0.Add(time.Hour), 9
 

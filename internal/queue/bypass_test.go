@@ -1,0 +1,188 @@
+package queue_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// bypassClaims are the claims of a pass as its payload says.
+type bypassClaims struct {
+	Iss, Sub, Jti string
+	Aud           string
+	Iat, Nbf, Exp int64
+	Ticket        *int64
+	Bypass        bool
+}
+
+func claimsOfPass(t *testing.T, pass string) bypassClaims {
+	t.Helper()
+	parts := strings.Split(pass, ".")
+	if len(parts) != 3 {
+		t.Fatalf("pass %q is not a compact JWS", pass)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c bypassClaims
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestIssueBypass: count passes, each with an admission's claims (the
+// program as aud, a fresh token id as sub, its own jti, valid from now for
+// the validity), ticket 0 and bypass true; a closed program gets them too.
+func TestIssueBypass(t *testing.T) {
+	ctx := t.Context()
+	svc, c := newService(t, queue.WithPassSigner(newSigner(t)))
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{Closed: new(true)}); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(1500 * time.Millisecond)
+	passes, err := svc.IssueBypass(ctx, "gala", 3, 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(passes) != 3 {
+		t.Fatalf("%d passes, want 3", len(passes))
+	}
+	now := c.Now().Unix()
+	seen := map[string]bool{}
+	for i, p := range passes {
+		got := claimsOfPass(t, p)
+		want := bypassClaims{Iss: "https://queue.example.com", Aud: "gala", Iat: now, Nbf: now, Exp: now + 7200, Ticket: new(int64(0)), Bypass: true}
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(bypassClaims{}, "Sub", "Jti")); diff != "" {
+			t.Errorf("pass %d (-want +got):\n%s", i, diff)
+		}
+		if !queue.ValidTokenID(got.Sub) || seen[got.Sub] || seen[got.Jti] || got.Jti == "" {
+			t.Errorf("pass %d: sub %q jti %q, want fresh ones", i, got.Sub, got.Jti)
+		}
+		seen[got.Sub], seen[got.Jti] = true, true
+	}
+}
+
+// TestIssueBypassRefuses: bad counts, validities and program ids, an
+// unknown program, and a service without a signer.
+func TestIssueBypassRefuses(t *testing.T) {
+	ctx := t.Context()
+	svc, _ := newService(t, queue.WithPassSigner(newSigner(t)))
+	mustPut(t, svc, "gala", 1, false)
+	unsigned, _ := newService(t)
+	mustPut(t, unsigned, "gala", 1, false)
+	for _, tc := range []struct {
+		name     string
+		svc      *queue.Service
+		program  string
+		count    int64
+		validity time.Duration
+		want     string
+	}{
+		{"count 0", svc, "gala", 0, time.Hour, api.CodeInvalidCount},
+		{"count 1001", svc, "gala", 1001, time.Hour, api.CodeInvalidCount},
+		{"validity 59 s", svc, "gala", 1, 59 * time.Second, api.CodeInvalidValidity},
+		{"validity a day and a second", svc, "gala", 1, 24*time.Hour + time.Second, api.CodeInvalidValidity},
+		{"bad program id", svc, "-gala", 1, time.Hour, api.CodeInvalidProgramID},
+		{"unknown program", svc, "gone", 1, time.Hour, api.CodeProgramNotFound},
+		{"no signer", unsigned, "gala", 1, time.Hour, api.CodePassUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			passes, err := tc.svc.IssueBypass(ctx, tc.program, tc.count, tc.validity)
+			var qe *queue.Error
+			if !errors.As(err, &qe) || qe.Code != tc.want || passes != nil {
+				t.Errorf("IssueBypass = %d passes, %v; want %s", len(passes), err, tc.want)
+			}
+		})
+	}
+	for _, n := range []int64{1, queue.MaxBypassCount} {
+		if passes, err := svc.IssueBypass(ctx, "gala", n, queue.MinBypassValidity); err != nil || int64(len(passes)) != n {
+			t.Errorf("IssueBypass(%d) = %d passes, %v", n, len(passes), err)
+		}
+	}
+}
+
+// TestBypassTakesSlots: under a cap, bypass passes hold slots until they
+// expire (plus the verifiers' margin): the line waits meanwhile, more
+// passes than the room left get NO_ROOM with a retry delay, and a
+// failed signing reserves nothing.
+func TestBypassTakesSlots(t *testing.T) {
+	ctx := t.Context()
+	signer := &flakySigner{PassSigner: newSigner(t)}
+	svc, c := newService(t, queue.WithPassSigner(signer), queue.WithProgramCache(time.Second))
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(10)), MaxActiveUsers: new(int64(5))}); err != nil {
+		t.Fatal(err)
+	}
+	signer.fail.Store(true)
+	if _, err := svc.IssueBypass(ctx, "gala", 5, time.Minute); !hasCode(err, api.CodePassUnavailable) {
+		t.Fatalf("failing signer: %v, want PASS_UNAVAILABLE", err)
+	}
+	signer.fail.Store(false)
+	if _, err := svc.IssueBypass(ctx, "gala", 4, time.Minute); err != nil {
+		t.Fatalf("4 of 5 after a failed signing: %v", err)
+	}
+	_, err := svc.IssueBypass(ctx, "gala", 2, time.Minute)
+	var qe *queue.Error
+	if !errors.As(err, &qe) || qe.Code != api.CodeNoRoom || qe.Kind != queue.KindConflict || qe.RetryAfter <= 0 {
+		t.Fatalf("2 more: %v, want NO_ROOM with a retry delay", err)
+	}
+	var tokens []string
+	for range 3 {
+		v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, v.TokenID)
+	}
+	admitted := func() int {
+		n := 0
+		for _, id := range tokens {
+			v, err := svc.Poll(ctx, "gala", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Status == queue.StatusAdmitted {
+				n++
+			}
+		}
+		return n
+	}
+	c.Advance(30 * time.Second)
+	if n := admitted(); n != 1 {
+		t.Fatalf("while 4 passes of a cap of 5 live: %d admitted, want 1", n)
+	}
+	c.Advance(2 * time.Minute) // past exp plus the margin, and the release
+	if n := admitted(); n != 3 {
+		t.Fatalf("after the passes expired: %d admitted, want 3", n)
+	}
+}
+
+func hasCode(err error, code string) bool {
+	var qe *queue.Error
+	return errors.As(err, &qe) && qe.Code == code
+}
+
+// flakySigner fails its bypass passes while fail is set.
+type flakySigner struct {
+	queue.PassSigner
+	fail atomic.Bool
+}
+
+func (s *flakySigner) SignBypass(ctx context.Context, b queue.Bypass) (string, error) {
+	if s.fail.Load() {
+		return "", errors.New("KMS is down")
+	}
+	return s.PassSigner.(queue.BypassSigner).SignBypass(ctx, b)
+}

@@ -559,18 +559,18 @@ func TestTemplateMetrics(t *testing.T) {
 
 // TestTemplatePassKey: the admission passes' KMS key is an ES256 signing
 // key whose key policy is the only grant of its use: the account manages
-// it but may not sign; the queue function's role may kms:Sign (ES256 over
-// a raw message only) and kms:GetPublicKey, nothing else; no other
-// principal, the admin function's role included, gets anything. The queue
-// function signs with it and publishes it; the admin function has no KMS
-// access and no pass settings.
+// it but may not sign; the queue function's role and the admin function's
+// (bypass passes) may kms:Sign (ES256 over a raw message only) and
+// kms:GetPublicKey, nothing else; no other principal gets anything. The
+// queue function signs with it and publishes it; the admin function signs
+// with it and has no other pass or KMS setting.
 func TestTemplatePassKey(t *testing.T) {
 	tpl := loadTemplate(t)
 	if keys := tpl.IDsOfType("AWS::KMS::Key"); !slices.Equal(slices.Sorted(slices.Values(keys)), []string{"PassKey", "ShuffleKey"}) {
 		t.Fatalf("KMS keys %v, want the pass key and the shuffle key", keys)
 	}
 	const key = "PassKey"
-	queueFn, adminFn := checkSigningKey(t, tpl, key, "ECC_NIST_P256", "ECDSA_SHA_256")
+	queueFn, adminFn := checkSigningKey(t, tpl, key, "ECC_NIST_P256", "ECDSA_SHA_256", true)
 	queue, err := tpl.Function(queueFn)
 	if err != nil {
 		t.Fatal(err)
@@ -594,9 +594,22 @@ func TestTemplatePassKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	adminEnv := map[string]string{
+		config.EnvPassKMSKeyID: "map[Ref:" + key + "]",
+		config.EnvPassIssuer:   "map[Ref:PassIssuer]",
+	}
 	for k, v := range admin.Environment.Variables {
-		if strings.HasPrefix(k, "PASS_") || strings.HasPrefix(k, "KMS_") || strings.HasPrefix(k, "SHUFFLE_") {
-			t.Errorf("%s: %s = %v: the admin function signs nothing", adminFn, k, v)
+		want, ok := adminEnv[k]
+		switch {
+		case ok && fmt.Sprint(v) != want:
+			t.Errorf("%s: %s = %v, want %s", adminFn, k, v, want)
+		case !ok && (strings.HasPrefix(k, "PASS_") || strings.HasPrefix(k, "KMS_") || strings.HasPrefix(k, "SHUFFLE_")):
+			t.Errorf("%s: %s = %v: the admin function signs bypass passes with the signing key only", adminFn, k, v)
+		}
+	}
+	for k := range adminEnv {
+		if _, ok := admin.Environment.Variables[k]; !ok {
+			t.Errorf("%s: no %s: it signs bypass passes", adminFn, k)
 		}
 	}
 	for _, p := range []string{"PassIssuer", "PassPublishedKeyId"} {
@@ -621,7 +634,7 @@ func TestTemplatePassKey(t *testing.T) {
 func TestTemplateShuffleKey(t *testing.T) {
 	tpl := loadTemplate(t)
 	const key = "ShuffleKey"
-	queueFn, _ := checkSigningKey(t, tpl, key, "RSA_2048", "RSASSA_PKCS1_V1_5_SHA_256")
+	queueFn, _ := checkSigningKey(t, tpl, key, "RSA_2048", "RSASSA_PKCS1_V1_5_SHA_256", false)
 	queue, err := tpl.Function(queueFn)
 	if err != nil {
 		t.Fatal(err)
@@ -636,10 +649,10 @@ func TestTemplateShuffleKey(t *testing.T) {
 
 // checkSigningKey checks the KMS key key: its spec, retained, and a key
 // policy that lets the account manage it but not sign, and the queue
-// function (returned with the admin function) sign with algorithm over
-// raw messages and read the public key, nobody else; no function's IAM
-// policies mention KMS.
-func checkSigningKey(t *testing.T, tpl *samtemplate.Template, key, spec, algorithm string) (queueFn, adminFn string) {
+// function (returned with the admin function), and the admin function if
+// adminSigns, sign with algorithm over raw messages and read the public
+// key, nobody else; no function's IAM policies mention KMS.
+func checkSigningKey(t *testing.T, tpl *samtemplate.Template, key, spec, algorithm string, adminSigns bool) (queueFn, adminFn string) {
 	t.Helper()
 	props := tpl.Properties(key)
 	if props["KeySpec"] != spec || props["KeyUsage"] != "SIGN_VERIFY" {
@@ -666,6 +679,10 @@ func checkSigningKey(t *testing.T, tpl *samtemplate.Template, key, spec, algorit
 		}
 	}
 	queueRole := fmt.Sprint(map[string]any{"Fn::GetAtt": []any{queueFn + "Role", "Arn"}})
+	signers := []string{queueRole}
+	if adminSigns {
+		signers = append(signers, fmt.Sprint(map[string]any{"Fn::GetAtt": []any{adminFn + "Role", "Arn"}}))
+	}
 	account := fmt.Sprint(map[string]any{"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"})
 
 	// grants[principal] lists "action condition" for each allowed action.
@@ -700,8 +717,10 @@ func checkSigningKey(t *testing.T, tpl *samtemplate.Template, key, spec, algorit
 		"kms:GetPublicKey",
 		"kms:Sign map[StringEquals:map[kms:MessageType:RAW kms:SigningAlgorithm:" + algorithm + "]]",
 	}
-	if diff := cmp.Diff(wantQueue, slices.Sorted(slices.Values(grants[queueRole]))); diff != "" {
-		t.Errorf("the queue function's grants on the key (-want +got):\n%s", diff)
+	for _, role := range signers {
+		if diff := cmp.Diff(wantQueue, slices.Sorted(slices.Values(grants[role]))); diff != "" {
+			t.Errorf("%s's grants on the key (-want +got):\n%s", role, diff)
+		}
 	}
 	if len(grants[account]) == 0 {
 		t.Error("the account has no statement: nobody could manage the key")
@@ -715,8 +734,8 @@ func checkSigningKey(t *testing.T, tpl *samtemplate.Template, key, spec, algorit
 		}
 	}
 	for p := range grants {
-		if p != queueRole && p != account {
-			t.Errorf("key policy grants %v to %s: only the account (to manage) and the queue function (to sign) may appear", grants[p], p)
+		if !slices.Contains(signers, p) && p != account {
+			t.Errorf("key policy grants %v to %s: only the account (to manage) and %v (to sign) may appear", grants[p], p, signers)
 		}
 	}
 	for _, fn := range []string{queueFn, adminFn} {

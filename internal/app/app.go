@@ -96,13 +96,21 @@ func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger, opt
 
 // FromEnv builds the admin function's App from getenv (TABLE_NAME
 // required): JSON logs to w, EMF metrics on stdout and a DynamoDB client.
-// It signs no passes and needs no KMS.
+// With PASS_KMS_KEY_ID it signs bypass passes with that KMS key; without,
+// it signs nothing and needs no KMS.
 func FromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
 	cfg, err := config.FromEnv(getenv, true)
 	if err != nil {
 		return nil, err
 	}
-	return fromConfig(ctx, cfg, w)
+	if cfg.Pass.KMSKeyID == "" {
+		return fromConfig(ctx, cfg, w)
+	}
+	iss, err := NewIssuer(ctx, cfg.Pass, "")
+	if err != nil {
+		return nil, err
+	}
+	return fromConfig(ctx, cfg, w, WithPasses(iss))
 }
 
 // ErrNoPassKey is QueueFromEnv's error when PASS_KMS_KEY_ID is unset.

@@ -124,8 +124,9 @@ func TestMetrics(t *testing.T) {
 
 // TestQueueFromEnv: the queue function will not start without its KMS
 // keys (no admission without a pass, no shuffled opening without its
-// seed); with them it signs passes and serves their JWKS, and the admin
-// function needs neither.
+// seed); with them it signs passes and serves their JWKS. The admin
+// function needs neither, and signs bypass passes with the pass key when
+// it has one.
 func TestQueueFromEnv(t *testing.T) {
 	base := map[string]string{"TABLE_NAME": "t", "DYNAMODB_ENDPOINT": "http://127.0.0.1:9"}
 	getenv := func(extra map[string]string) func(string) string {
@@ -156,7 +157,14 @@ func TestQueueFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if admin.Passes != nil {
-		t.Error("the admin function's App signs passes")
+		t.Error("the admin function's App signs passes without a key")
+	}
+	admin, err = app.FromEnv(t.Context(), getenv(map[string]string{"PASS_KMS_KEY_ID": "alias/pass", "KMS_ENDPOINT": "http://127.0.0.1:9"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if admin.Passes == nil || admin.Passes.Issuer() != "" {
+		t.Errorf("the admin function's App with the pass key: Passes %v, want an issuer naming the API's base URL per request", admin.Passes)
 	}
 }
 

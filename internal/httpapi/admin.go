@@ -42,6 +42,33 @@ func (a *api) admit(w http.ResponseWriter, r *http.Request) {
 	a.writeCounters(w, r, http.StatusOK, c, err)
 }
 
+// issueBypass answers 200 {"passes": […]}: nothing addressable is
+// created, as for an admission.
+func (a *api) issueBypass(w http.ResponseWriter, r *http.Request) {
+	var b wire.BypassRequest
+	if err := decodeObject(r, &b); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	switch {
+	case b.Count == nil:
+		a.writeError(w, r, queue.Errorf(queue.KindInvalid, wire.CodeInvalidCount, "count is required."))
+		return
+	case b.ValidSeconds == nil:
+		a.writeError(w, r, queue.Errorf(queue.KindInvalid, wire.CodeInvalidValidity, "validSeconds is required."))
+		return
+	}
+	// Kept within a Duration: one second past the bound is as invalid.
+	seconds := min(max(*b.ValidSeconds, -1), int64(queue.MaxBypassValidity/time.Second)+1)
+	passes, err := a.svc.IssueBypass(r.Context(), r.PathValue("programId"), *b.Count, time.Duration(seconds)*time.Second)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	metrics.Note(r.Context()).BypassPasses = int64(len(passes))
+	writeJSON(w, http.StatusOK, wire.BypassPasses{Passes: passes})
+}
+
 // programOf is c as the wire's Program.
 func programOf(c queue.Counters) wire.Program {
 	view := wire.Program{

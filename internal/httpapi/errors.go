@@ -84,8 +84,8 @@ func answerOf(err error) (int, wire.Error, time.Duration) {
 	return status, body, e.RetryAfter
 }
 
-// writeError answers err as {code,message} with its status, and a 503
-// with Retry-After. Only 5xx answers are logged, with their cause.
+// writeError answers err as {code,message} with its status, and a 503 (or
+// a refusal with a retry delay) with Retry-After. Only 5xx answers are logged, with their cause.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, body, retry := answerOf(err)
 	if status >= 500 {
@@ -97,10 +97,10 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			slog.String("code", body.Code),
 			slog.String("error", fmt.Sprint(err)))
 	}
-	if status == http.StatusServiceUnavailable {
-		if retry <= 0 {
-			retry = a.unavRetry
-		}
+	if status == http.StatusServiceUnavailable && retry <= 0 {
+		retry = a.unavRetry
+	}
+	if retry > 0 { // a 503, or a refusal that says when to try again (NO_ROOM)
 		w.Header().Set(wire.HeaderRetryAfter, strconv.FormatInt(max(1, ceilSeconds(retry)), 10))
 	}
 	metrics.Note(r.Context()).Code = body.Code

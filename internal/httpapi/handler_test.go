@@ -172,6 +172,9 @@ func TestHandlerEvents(t *testing.T) {
 		{"admin-error-cap-after-start", 409, `{"code":"INVALID_SETTINGS","message":"maxActiveUsers cannot be set once admission has started: the people admitted before it were not followed."}`, nil},
 		{"admin-admit", 200,
 			`{"programId":"demo","issued":1000,"admitted":505,"waiting":495,"admissionRatePerSecond":10,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T09:00:00.123Z"}`, nil},
+		// Two bypass passes, checked apart: see TestHandlerBypass.
+		{"admin-passes", 200, `{"passes":["<pass>","<pass>"]}`, map[string]string{"Cache-Control": "no-store"}},
+		{"admin-error-passes-validity", 400, `{"code":"INVALID_VALIDITY","message":"validSeconds must be between 60 and 86400."}`, nil},
 		{"admin-error-unsigned", 403, `{"code":"FORBIDDEN","message":"Admin routes need an IAM-signed request."}`, nil},
 		{"admin-error-bad-json", 400, `{"code":"INVALID_JSON","message":"The body is truncated JSON."}`, nil},
 		{"admin-error-wrong-type", 400, `{"code":"INVALID_JSON","message":"Field \"admissionRatePerSecond\" must be a number."}`, nil},
@@ -207,7 +210,7 @@ func TestHandlerEvents(t *testing.T) {
 			}
 			body := resp.Body
 			if strings.Contains(tt.wantBody, `"<pass>"`) {
-				body = passPlaceholder.ReplaceAllString(body, `"admissionPass":"<pass>"`)
+				body = passPlaceholder.ReplaceAllString(body, `"<pass>"`)
 			}
 			assertJSONEqual(t, body, tt.wantBody)
 			for k, want := range tt.wantHeader {
@@ -225,8 +228,8 @@ func TestHandlerEvents(t *testing.T) {
 	}
 }
 
-// passPlaceholder finds a compact JWS as the value of admissionPass.
-var passPlaceholder = regexp.MustCompile(`"admissionPass":"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+"`)
+// passPlaceholder finds a compact JWS as a JSON string.
+var passPlaceholder = regexp.MustCompile(`"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+"`)
 
 // assertJSONEqual compares two JSON texts as values: key order does not
 // matter, key presence does.

@@ -40,4 +40,5 @@ var Routes = []Route{
 	{http.MethodDelete, wire.AdminSessionPath, true, metrics.OpAdmin, (*api).releaseSession},
 	{http.MethodGet, wire.TokenPath, true, metrics.OpAdmin, (*api).getToken},
 	{http.MethodDelete, wire.TokenPath, true, metrics.OpAdmin, (*api).revokeToken},
+	{http.MethodPost, wire.PassesPath, true, metrics.OpAdmin, (*api).issueBypass},
 }

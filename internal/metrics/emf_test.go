@@ -83,6 +83,10 @@ func TestEMF(t *testing.T) {
 			}},
 		{"PollAdmittedAgain", metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 200, ProgramID: "gala", TokenStatus: "ADMITTED"},
 			[]published{latency("poll"), {"Polls", "Count", "Status=ADMITTED", []float64{1}}}},
+		{"BypassPasses", metrics.Request{Op: metrics.OpAdmin, Method: "POST", Status: 200, ProgramID: "gala", BypassPasses: 250},
+			[]published{{"BypassPasses", "Count", "ProgramId=gala", []float64{250}}, latency("admin")}},
+		{"BypassRefused", metrics.Request{Op: metrics.OpAdmin, Method: "POST", Status: 404, Code: "PROGRAM_NOT_FOUND", ProgramID: "x7f3e1", BypassPasses: 3},
+			[]published{latency("admin"), {"Rejected", "Count", "Code=PROGRAM_NOT_FOUND", []float64{1}}}},
 		{"Leave", metrics.Request{Op: metrics.OpLeave, Method: "DELETE", Status: 204, ProgramID: "gala"},
 			[]published{latency("leave"), {"Leaves", "Count", "ProgramId=gala", []float64{1}}}},
 		// An unknown program never becomes a dimension value: anyone can

@@ -81,6 +81,8 @@ type Request struct {
 	// exactly that length.
 	Waiting      int64
 	WaitingKnown bool
+	// BypassPasses is how many bypass passes the answer issued.
+	BypassPasses int64
 }
 
 // Observer records requests. Implementations are safe for concurrent use.
@@ -168,6 +170,9 @@ var Defs = []Def{
 	{Name: "Admissions", Unit: Count, Kind: Counter, Dimensions: []string{DimProgramID},
 		Prom: "waitingroom_admissions_total", Help: "Admissions seen for the first time (the answer that wrote admittedAt), by program.",
 		value: func(r Request) (float64, bool) { return 1, r.Admitted && success(r) }},
+	{Name: "BypassPasses", Unit: Count, Kind: Counter, Dimensions: []string{DimProgramID},
+		Prom: "waitingroom_bypass_passes_total", Help: "Bypass passes issued by the admin API, by program.",
+		value: func(r Request) (float64, bool) { return float64(r.BypassPasses), r.BypassPasses > 0 && success(r) }},
 	{Name: "Leaves", Unit: Count, Kind: Counter, Dimensions: []string{DimProgramID},
 		Prom: "waitingroom_leaves_total", Help: "Tokens that left the queue (204 answers to a leave), by program.",
 		value: func(r Request) (float64, bool) { return 1, r.Op == OpLeave && r.Status == 204 }},

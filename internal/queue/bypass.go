@@ -162,15 +162,15 @@ func (s *Service) IssueBypass(ctx context.Context, programID string, count int64
 	if validity < MinBypassValidity || validity > MaxBypassValidity {
 		return nil, Errorf(KindInvalid, api.CodeInvalidValidity, "validSeconds must be between %d and %d.", int(MinBypassValidity.Seconds()), int(MaxBypassValidity.Seconds()))
 	}
-	signer, ok := s.passes.(BypassSigner)
-	if !ok {
-		return nil, &Error{Kind: KindUnavailable, Code: api.CodePassUnavailable, Message: "This deployment signs no passes.", Err: errors.New("no bypass signer")}
-	}
 	p, err := s.store.GetProgram(ctx, programID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, errProgramNotFound()
 	} else if err != nil {
 		return nil, storeError("get program", err)
+	}
+	signer, ok := s.passes.(BypassSigner)
+	if !ok {
+		return nil, &Error{Kind: KindUnavailable, Code: api.CodePassUnavailable, Message: "This deployment signs no passes.", Err: errors.New("no bypass signer")}
 	}
 	now := s.clock.Now()
 	if !p.Pending(now) {

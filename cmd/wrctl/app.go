@@ -39,6 +39,7 @@ Commands:
   get ID        the program's counters and settings
   put ID        create the program, or change the settings given as flags
   admit ID N    admit N more people now, on top of the admission rate
+  passes ID     bypass passes for staff and guests, one per line (-n, -valid)
   pause ID      stop admission           resume ID   restart it
   close ID      stop new entries         reopen ID   take them again
   watch ID      a live view of the crowd, refreshed every second
@@ -111,6 +112,12 @@ func (a *app) commands() map[string]command {
 			}},
 		"admit": {args: []string{"ID", "N"}, synopsis: "Admits N more people now, on top of the admission rate.",
 			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.admit }},
+		"passes": {args: []string{"ID"}, synopsis: "Issues bypass passes: each lets one person into the program's site without queueing,\nuntil it expires; under maxActiveUsers each holds a slot until then. Prints one per line.",
+			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
+				n := fs.Int64("n", 1, "how many passes (1 to 1000)")
+				valid := fs.Duration("valid", time.Hour, "how long each pass is valid, whole seconds from 1m to 24h")
+				return func(ctx context.Context, c *call) error { return a.passes(ctx, c, *n, *valid) }
+			}},
 		"pause":  toggle(api.ProgramSettings{Paused: new(true)}, "Stops admission; people keep their place."),
 		"resume": toggle(api.ProgramSettings{Paused: new(false)}, "Restarts admission at the program's rate."),
 		"close":  toggle(api.ProgramSettings{Closed: new(true)}, "Stops new entries; people already waiting keep their place."),
@@ -336,6 +343,23 @@ func (a *app) admit(ctx context.Context, c *call) error {
 		return err
 	}
 	return a.printProgram(c, p, fmt.Sprintf("admitted %d more of program %s", n, c.args[0]))
+}
+
+func (a *app) passes(ctx context.Context, c *call, n int64, valid time.Duration) error {
+	if valid%time.Second != 0 {
+		return fmt.Errorf("passes: -valid must be whole seconds, not %v", valid)
+	}
+	passes, err := c.client.IssueBypass(ctx, c.args[0], n, valid)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return json.NewEncoder(a.stdout).Encode(api.BypassPasses{Passes: passes})
+	}
+	for _, p := range passes {
+		fmt.Fprintln(a.stdout, p)
+	}
+	return nil
 }
 
 // printProgram prints p as printRaw does.

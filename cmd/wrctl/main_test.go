@@ -27,13 +27,17 @@ import (
 	"github.com/example/waitingroom/internal/testing/sigv4test"
 )
 
-// testSecret is the test server's admin bearer secret.
-const testSecret = "s3cret"
+// testSecret is the test server's admin bearer secret, testIssuer the iss
+// of its passes.
+const (
+	testSecret = "s3cret"
+	testIssuer = "https://queue.example.com"
+)
 
 // newAPI is the waiting room's HTTP API in process, on an in-memory store,
 // admin changes taking effect at once (no program cache), the admin
-// routes behind testSecret. It is the one place the tests build the
-// server.
+// routes behind testSecret, passes signed for testIssuer. It is the one
+// place the tests build the server.
 func newAPI(t *testing.T) http.Handler {
 	t.Helper()
 	cfg, err := config.FromEnv(func(k string) string {
@@ -45,7 +49,11 @@ func newAPI(t *testing.T) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return waitingroom.New(cfg, memstore.New(), slog.New(slog.DiscardHandler)).LocalHandler(testSecret)
+	iss, err := waitingroom.NewIssuer(t.Context(), cfg.Pass, testIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return waitingroom.New(cfg, memstore.New(), slog.New(slog.DiscardHandler), waitingroom.WithPasses(iss)).LocalHandler(testSecret)
 }
 
 // serve serves h on loopback for the test's duration and returns its URL.
@@ -537,6 +545,9 @@ func TestSigV4(t *testing.T) {
 	got = decode(t, wrctl(t, env, "admit", "gala", "1", "-json"))
 	if got["programId"] != "gala" {
 		t.Errorf("admit through the signed gateway: %v", got)
+	}
+	if r := wrctl(t, env, "passes", "gala", "-n", "2"); r.status != 0 || strings.Count(r.stdout, "\n") != 2 {
+		t.Errorf("passes through the signed gateway: exit %d, stdout %q, stderr %s", r.status, r.stdout, r.stderr)
 	}
 	id := enterToken(t, serve(t, h), "gala")
 	if got = decode(t, wrctl(t, env, "token", "gala", id, "-json")); got["tokenId"] != id {

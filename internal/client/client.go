@@ -39,10 +39,12 @@ const (
 	OpListPrograms   Op = "GET programs"
 	OpDeleteProgram  Op = "DELETE admin"
 	OpHistory        Op = "GET changes"
+	// OpBypass is an admin's issuance of bypass passes.
+	OpBypass Op = "POST passes"
 )
 
 // adminOps are the admin calls.
-var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory, OpGetToken, OpRevokeToken}
+var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory, OpGetToken, OpRevokeToken, OpBypass}
 
 // Admin reports whether o is an admin call.
 func (o Op) Admin() bool { return slices.Contains(adminOps, o) }
@@ -265,6 +267,16 @@ func pageQuery(cursor string, limit int) string {
 		return ""
 	}
 	return "?" + q.Encode()
+}
+
+// IssueBypass asks for n bypass passes to programID, each valid for
+// validity (whole seconds) from when the server signs it.
+func (c *Client) IssueBypass(ctx context.Context, programID string, n int64, validity time.Duration) ([]string, error) {
+	path := strings.Replace(api.PassesPath, "{programId}", url.PathEscape(programID), 1)
+	seconds := int64(validity / time.Second)
+	var out api.BypassPasses
+	_, _, err := c.do(ctx, request{OpBypass, http.MethodPost, path, nil, api.BypassRequest{Count: &n, ValidSeconds: &seconds}, []int{http.StatusOK}}, &out)
+	return out.Passes, err
 }
 
 // program sends an admin request and reads the program it answers.

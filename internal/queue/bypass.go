@@ -19,9 +19,10 @@ const (
 	// bypassSigners bounds the signatures of one issuance in flight: the
 	// account's KMS ECC quota is shared with the admissions' passes.
 	bypassSigners = 8
-	// bypassSignBudget bounds the signing of one issuance; the admin
-	// change that reserves the slots has adminDeadline after it.
-	bypassSignBudget = 3 * time.Second
+	// bypassSignBudget bounds the signing of one issuance, and so does
+	// the request's deadline less adminDeadline, kept for the admin change
+	// that reserves the slots.
+	bypassSignBudget = 5 * time.Second
 	// maxReservations bounds the bypass reservations a program keeps; an
 	// issuance beyond merges into the one that ends nearest its own.
 	maxReservations = 8
@@ -197,9 +198,14 @@ func (s *Service) IssueBypass(ctx context.Context, programID string, count int64
 }
 
 // signBypass signs n bypass passes to programID valid from now to expires,
-// at most bypassSigners at a time and within bypassSignBudget.
+// at most bypassSigners at a time, within bypassSignBudget and leaving
+// adminDeadline of ctx's time.
 func (s *Service) signBypass(ctx context.Context, signer BypassSigner, programID string, n int64, now, expires time.Time) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, bypassSignBudget)
+	budget := bypassSignBudget
+	if d, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(d)-adminDeadline)
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	passes := make([]string, n)
 	g, gctx := errgroup.WithContext(ctx)

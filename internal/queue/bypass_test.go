@@ -186,3 +186,50 @@ func (s *flakySigner) SignBypass(ctx context.Context, b queue.Bypass) (string, e
 	}
 	return s.PassSigner.(queue.BypassSigner).SignBypass(ctx, b)
 }
+
+// TestBypassSigningBounds: an issuance signs at most BypassSigners passes
+// at a time, and gives up, reserving nothing, in time to leave the
+// request AdminDeadline for the change.
+func TestBypassSigningBounds(t *testing.T) {
+	signer := &blockingSigner{PassSigner: newSigner(t)}
+	signer.block.Store(true)
+	svc, _ := newService(t, queue.WithPassSigner(signer))
+	if _, _, err := svc.PutProgram(t.Context(), "gala", api.ProgramSettings{MaxActiveUsers: new(int64(100))}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), queue.AdminDeadline+100*time.Millisecond)
+	defer cancel()
+	if _, err := svc.IssueBypass(ctx, "gala", 100, time.Hour); !hasCode(err, api.CodePassUnavailable) {
+		t.Fatalf("signer that never answers: %v, want PASS_UNAVAILABLE", err)
+	}
+	if ctx.Err() != nil {
+		t.Error("the signing took the time kept for the change")
+	}
+	if got := signer.most.Load(); got != queue.BypassSigners {
+		t.Errorf("at most %d signatures in flight, want %d", got, queue.BypassSigners)
+	}
+	signer.block.Store(false)
+	if passes, err := svc.IssueBypass(t.Context(), "gala", 100, time.Hour); err != nil || len(passes) != 100 {
+		t.Fatalf("the whole cap after a failed signing: %d passes, %v", len(passes), err)
+	}
+}
+
+// blockingSigner, while block is set, answers no signature until its
+// context ends, counting the calls in flight.
+type blockingSigner struct {
+	queue.PassSigner
+	block     atomic.Bool
+	now, most atomic.Int64
+}
+
+func (s *blockingSigner) SignBypass(ctx context.Context, b queue.Bypass) (string, error) {
+	if !s.block.Load() {
+		return s.PassSigner.(queue.BypassSigner).SignBypass(ctx, b)
+	}
+	n := s.now.Add(1)
+	defer s.now.Add(-1)
+	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+	}
+	<-ctx.Done()
+	return "", ctx.Err()
+}

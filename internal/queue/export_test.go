@@ -26,3 +26,9 @@ func (c Capacity) ReachMs(n, from int64) (int64, bool) { return c.reachMs(n, fro
 
 // Pruned exposes pruned.
 var Pruned = pruned
+
+// BypassSigners and AdminDeadline expose the bounds of a bypass issuance.
+const (
+	BypassSigners = bypassSigners
+	AdminDeadline = adminDeadline
+)

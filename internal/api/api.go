@@ -213,6 +213,9 @@ type Program struct {
 	Active  *int64 `json:"active,omitempty"`
 	Ended   *int64 `json:"ended,omitempty"`
 	NoShows *int64 `json:"noShows,omitempty"`
+	// BypassHeld is how many slots of the cap live bypass passes hold
+	// now; absent: none.
+	BypassHeld int64 `json:"bypassHeld,omitempty"`
 	Profile
 }
 

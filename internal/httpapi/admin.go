@@ -90,6 +90,7 @@ func programOf(c queue.Counters) wire.Program {
 		MaxActiveUsers:         c.MaxActiveUsers,
 		NoShowSeconds:          c.NoShowSeconds,
 		ShuffleCommitment:      c.ShuffleCommitment,
+		BypassHeld:             c.BypassHeld,
 		Profile:                profileOf(c.Profile),
 	}
 	if c.PrequeueFixed {

@@ -70,8 +70,14 @@ func TestHandlerBypass(t *testing.T) {
 	if w := do("POST", "/api/v1/admin/programs/nobody/passes", `{"count":1,"validSeconds":60}`); w.Code != 404 || decodeCode(w.Body.String()) != api.CodeProgramNotFound {
 		t.Errorf("unknown program: %d %s", w.Code, w.Body)
 	}
-	if w := do("POST", "/api/v1/admin/programs/capped/passes", `{"count":4,"validSeconds":60}`); w.Code != 409 || decodeCode(w.Body.String()) != api.CodeNoRoom || w.Header().Get(api.HeaderRetryAfter) == "" {
-		t.Errorf("4 passes under a cap of 3: %d %s, Retry-After %q", w.Code, w.Body, w.Header().Get(api.HeaderRetryAfter))
+	if w := do("POST", "/api/v1/admin/programs/capped/passes", `{"count":2,"validSeconds":60}`); w.Code != 200 {
+		t.Errorf("2 passes under a cap of 3: %d %s", w.Code, w.Body)
+	}
+	if w := do("GET", "/api/v1/admin/programs/capped", ""); decode(t, w.Body.String())["bypassHeld"] != 2.0 {
+		t.Errorf("the program after 2 passes: %s, want bypassHeld 2", w.Body)
+	}
+	if w := do("POST", "/api/v1/admin/programs/capped/passes", `{"count":2,"validSeconds":60}`); w.Code != 409 || decodeCode(w.Body.String()) != api.CodeNoRoom || w.Header().Get(api.HeaderRetryAfter) == "" {
+		t.Errorf("2 more under a cap of 3: %d %s, Retry-After %q", w.Code, w.Body, w.Header().Get(api.HeaderRetryAfter))
 	}
 	for _, body := range []string{`{"validSeconds":60}`, `{"count":1}`, `{"count":1,"validSeconds":9223372036854775807}`, `{"count":1,"validSeconds":-9223372036854775808}`} {
 		if w := do("POST", "/api/v1/admin/programs/gala/passes", body); w.Code != 400 {
@@ -85,7 +91,7 @@ func TestHandlerBypass(t *testing.T) {
 			counted = append(counted, r)
 		}
 	}
-	want := []metrics.Request{{Op: metrics.OpAdmin, Method: "POST", Status: 200, ProgramID: "gala", BypassPasses: 3}}
+	want := []metrics.Request{{Op: metrics.OpAdmin, Method: "POST", Status: 200, ProgramID: "gala", BypassPasses: 3}, {Op: metrics.OpAdmin, Method: "POST", Status: 200, ProgramID: "capped", BypassPasses: 2}}
 	if diff := cmp.Diff(want, counted, cmpopts.IgnoreFields(metrics.Request{}, "Duration")); diff != "" {
 		t.Errorf("the metrics' bypass passes (-want +got):\n%s", diff)
 	}

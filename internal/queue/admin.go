@@ -75,6 +75,8 @@ type Counters struct {
 	// Ended (early) and NoShows count them, as of the last fold.
 	Followed               bool
 	Active, Ended, NoShows int64
+	// BypassHeld is how many slots of the cap bypass passes hold.
+	BypassHeld int64
 }
 
 // invalidSetting is the INVALID_SETTINGS error of the setting named name
@@ -644,6 +646,7 @@ func (p Program) counters(now time.Time) Counters {
 		c.Followed = true
 		c.Ended, c.NoShows = k.Ended, k.NoShows
 		c.Active = max(admitted-k.Ended-k.NoShows-k.Expired, 0)
+		c.BypassHeld = p.reservedAt(UnixMs(now))
 	}
 	return c
 }

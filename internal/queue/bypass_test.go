@@ -163,9 +163,15 @@ func TestBypassTakesSlots(t *testing.T) {
 	if n := admitted(); n != 1 {
 		t.Fatalf("while 4 passes of a cap of 5 live: %d admitted, want 1", n)
 	}
+	if cs, err := svc.Program(ctx, "gala"); err != nil || cs.BypassHeld != 4 {
+		t.Errorf("counters: %d slots held by bypass passes, %v; want 4", cs.BypassHeld, err)
+	}
 	c.Advance(2 * time.Minute) // past exp plus the margin, and the release
 	if n := admitted(); n != 3 {
 		t.Fatalf("after the passes expired: %d admitted, want 3", n)
+	}
+	if cs, err := svc.Program(ctx, "gala"); err != nil || cs.BypassHeld != 0 {
+		t.Errorf("counters: %d slots held by bypass passes, %v; want none", cs.BypassHeld, err)
 	}
 }
 

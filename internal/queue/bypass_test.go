@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -238,4 +239,35 @@ func (s *blockingSigner) SignBypass(ctx context.Context, b queue.Bypass) (string
 	}
 	<-ctx.Done()
 	return "", ctx.Err()
+}
+
+// TestReserveBounded: however many issuances, a program keeps at most 8
+// reservations, and from the last issuance on they hold at least what
+// each issuance alone would, so merging never raises the ceiling.
+func TestReserveBounded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 20))
+	for trial := range 50 {
+		var kept, all []queue.Reservation
+		ms := int64(1_000_000)
+		for range 30 {
+			ms += rng.Int64N(60_000)
+			r := queue.Reservation{FromMs: ms, UntilMs: ms + 60_000 + rng.Int64N(3_600_000), N: 1 + rng.Int64N(1000), Rate: queue.Rate(rng.Int64N(3) * 500_000)}
+			kept, all = queue.Reserve(kept, r, ms), append(all, r)
+			if len(kept) > 8 {
+				t.Fatalf("trial %d: %d reservations kept", trial, len(kept))
+			}
+			for at := ms; at < ms+5_000_000; at += 1_000 + rng.Int64N(20_000) {
+				var held, want int64
+				for _, x := range kept {
+					held += x.HeldAt(at)
+				}
+				for _, x := range all {
+					want += x.HeldAt(at)
+				}
+				if held < want {
+					t.Fatalf("trial %d: at %d the kept reservations hold %d, the issuances %d", trial, at, held, want)
+				}
+			}
+		}
+	}
 }

@@ -32,3 +32,9 @@ const (
 	BypassSigners = bypassSigners
 	AdminDeadline = adminDeadline
 )
+
+// Reserve exposes reserve.
+var Reserve = reserve
+
+// HeldAt exposes Reservation.heldAt.
+func (r Reservation) HeldAt(ms int64) int64 { return r.heldAt(ms) }

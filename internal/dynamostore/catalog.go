@@ -17,8 +17,8 @@ import (
 )
 
 // The catalog's items: the list of programs (one partition, a sort key per
-// program id), a deleted program's tombstone and its changes (in the
-// program's own partition, beside its item).
+// program id), a deleted program's tombstone (beside its item) and its
+// changes (a partition of their own, away from the hot program item).
 const (
 	listPK       = "PROGRAMS"
 	deletedSK    = "DELETED"
@@ -35,6 +35,8 @@ func listKey(id string) map[string]types.AttributeValue {
 func tombstoneKey(id string) map[string]types.AttributeValue {
 	return capKey("PROGRAM#"+id, deletedSK)
 }
+
+func changesPK(programID string) string { return "CHANGES#" + programID }
 
 // changeSK is the sort key of the change at at with id.
 func changeSK(at time.Time, id string) string {
@@ -186,7 +188,7 @@ func (s *Store) DeleteProgram(ctx context.Context, p queue.Program, until time.T
 // PutChange implements queue.CatalogStore.
 func (s *Store) PutChange(ctx context.Context, programID string, c queue.Change) error {
 	it := changeItem{
-		PK: "PROGRAM#" + programID, SK: changeSK(c.At, c.ID), ID: c.ID, AtMs: queue.UnixMs(c.At),
+		PK: changesPK(programID), SK: changeSK(c.At, c.ID), ID: c.ID, AtMs: queue.UnixMs(c.At),
 		Actor: c.Actor, Action: c.Action, Fields: string(c.Fields), Version: c.Version, Committed: c.Committed,
 		TTL: ttlSeconds(c.At.Add(queue.ChangeRetention)),
 	}
@@ -205,7 +207,7 @@ func (s *Store) PutChange(ctx context.Context, programID string, c queue.Change)
 
 // CommitChange implements queue.CatalogStore.
 func (s *Store) CommitChange(ctx context.Context, programID string, at time.Time, id string) error {
-	key := capKey("PROGRAM#"+programID, changeSK(at, id))
+	key := capKey(changesPK(programID), changeSK(at, id))
 	_, err := s.update(ctx, key, expression.AttributeExists(expression.Name("pk")),
 		expression.Set(expression.Name("committed"), expression.Value(true)), types.ReturnValueNone)
 	if err != nil {
@@ -217,7 +219,7 @@ func (s *Store) CommitChange(ctx context.Context, programID string, at time.Time
 // Changes implements queue.CatalogStore with one strongly consistent
 // query of the program's partition, newest first.
 func (s *Store) Changes(ctx context.Context, programID string, from queue.ChangeKey, limit int) ([]queue.Change, bool, error) {
-	pk := expression.Key("pk").Equal(expression.Value("PROGRAM#" + programID))
+	pk := expression.Key("pk").Equal(expression.Value(changesPK(programID)))
 	key := pk.And(expression.Key("sk").BeginsWith(changePrefix))
 	if from != (queue.ChangeKey{}) {
 		// BETWEEN includes from's own item: it is dropped below.

@@ -167,12 +167,10 @@ func (s *Service) beginChange(ctx context.Context, read, p Program, rec *Change)
 	return nil
 }
 
-// endChange commits rec once written, and logs it with its actor; a
-// failed commit is left to the next change or read.
+// endChange logs rec, once written, with its actor. It stays uncommitted
+// until the next change commits it (beginChange): reads know it applied
+// as its program's latest.
 func (s *Service) endChange(ctx context.Context, programID string, rec Change) {
-	if err := s.store.CommitChange(ctx, programID, rec.At, rec.ID); err != nil {
-		s.logger().LogAttrs(ctx, slog.LevelWarn, "admin change stored, its history entry left to commit", slog.String("programId", programID), slog.String("changeId", rec.ID), slog.String("error", err.Error()))
-	}
 	s.logger().LogAttrs(ctx, slog.LevelInfo, "admin change",
 		slog.String("programId", programID), slog.String("changeId", rec.ID), slog.String("action", rec.Action),
 		slog.String("actor", rec.Actor), slog.Int64("version", rec.Version), slog.String("fields", string(rec.Fields)))

@@ -99,6 +99,20 @@ func TestCheckOpening(t *testing.T) {
 	})
 }
 
+func TestCheckClosing(t *testing.T) {
+	t.Parallel()
+	runChecks(t, "closing", []checkCase{
+		{"none", nil, []string{"OK: no scheduled close"}},
+		{"passed", func(p *api.Program, _ *checkLoad) { p.ClosesAt = at(-time.Minute) }, []string{"FAIL: closed to new entries at 2026-12-01T09:59:00Z"}},
+		// 1,000 people at 50 a second take 20 s to enter.
+		{"before the crowd is in", func(p *api.Program, _ *checkLoad) { p.ClosesAt = at(10 * time.Second) }, []string{"WARN: before 1000 people at 50 enters/s"}},
+		{"after an opening and the crowd", func(p *api.Program, _ *checkLoad) { p.OpensAt, p.ClosesAt = at(time.Hour), at(time.Hour+30*time.Second) },
+			[]string{"OK: closes to new entries at 2026-12-01T11:00:30Z"}},
+		{"before the crowd after an opening", func(p *api.Program, _ *checkLoad) { p.OpensAt, p.ClosesAt = at(time.Hour), at(time.Hour+10*time.Second) },
+			[]string{"WARN: closes at 2026-12-01T11:00:10Z"}},
+	})
+}
+
 func TestCheckTarget(t *testing.T) {
 	t.Parallel()
 	runChecks(t, "targetUrl", []checkCase{
@@ -213,6 +227,12 @@ func TestCheckPage(t *testing.T) {
 		{"named, no notice", nil, []string{`OK: displayName "Gala", no notice`}},
 		{"unnamed, a notice", func(p *api.Program, _ *checkLoad) { p.DisplayName, p.Notice = "", "Sold out" },
 			[]string{"WARN: title is the program id", `WARN: notice "Sold out"`}},
+		{"texts past 4 KB", func(p *api.Program, _ *checkLoad) {
+			p.Translations = map[string]api.Texts{}
+			for _, lang := range []string{"ko", "ja", "zh", "fr", "de"} {
+				p.Translations[lang] = api.Texts{Message: strings.Repeat("가", 300)} // 900 bytes each
+			}
+		}, []string{"WARN: the texts weigh 4 KB: every ticket from the program item writes them, about 5 write units each"}},
 	})
 }
 
@@ -226,7 +246,7 @@ func TestCheckOrder(t *testing.T) {
 			got = append(got, f.Check)
 		}
 	}
-	want := []string{"entries", "opening", "targetUrl", "signing", "enters", "table", "requests", "capacity", "line", "wait", "page"}
+	want := []string{"entries", "opening", "closing", "targetUrl", "signing", "enters", "table", "requests", "capacity", "line", "wait", "page"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("checks (-want +got):\n%s", diff)
 	}
@@ -253,7 +273,7 @@ func TestCheckCommand(t *testing.T) {
 		t.Fatalf("put: exit %d: %s", r.status, r.stderr)
 	}
 	r := wrctl(t, env, "check", "gala", "-expect", "1000", "-peak", "50")
-	if r.status != 0 || !strings.HasPrefix(r.stdout, "check gala at ") || !strings.HasSuffix(r.stdout, "0 FAIL, 0 WARN, 11 OK\n") {
+	if r.status != 0 || !strings.HasPrefix(r.stdout, "check gala at ") || !strings.HasSuffix(r.stdout, "0 FAIL, 0 WARN, 12 OK\n") {
 		t.Errorf("ready: exit %d\n%s%s", r.status, r.stdout, r.stderr)
 	}
 	if !regexp.MustCompile(`(?m)^OK +targetUrl +https://tickets.example/gala$`).MatchString(r.stdout) {
@@ -274,7 +294,7 @@ func TestCheckCommand(t *testing.T) {
 			fails = append(fails, fmt.Sprintf("%s: %s", f.Check, f.Do))
 		}
 	}
-	if r.status != 1 || !strings.Contains(r.stderr, "check failed: 1 of 11 lines FAIL") {
+	if r.status != 1 || !strings.Contains(r.stderr, "check failed: 1 of 12 lines FAIL") {
 		t.Errorf("no target: exit %d, stderr %q; want 1 and the tally", r.status, r.stderr)
 	}
 	if want := []string{"targetUrl: wrctl put gala -target-url https://…"}; !cmp.Equal(fails, want) {

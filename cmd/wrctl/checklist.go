@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -24,7 +25,7 @@ type presale struct {
 // checks runs every check, in the checklist's order.
 func (c presale) checks() []finding {
 	var out []finding
-	for _, check := range []func() []finding{c.entries, c.opening, c.target, c.signing, c.enters, c.table, c.requests, c.capacity, c.line, c.wait, c.page} {
+	for _, check := range []func() []finding{c.entries, c.opening, c.closing, c.target, c.signing, c.enters, c.table, c.requests, c.capacity, c.line, c.wait, c.page} {
 		out = append(out, check()...)
 	}
 	return out
@@ -93,6 +94,27 @@ func (c presale) opening() []finding {
 		out = append(out, found(levelWarn, "opening", "paused: nobody is admitted at the opening until you resume", "wrctl resume "+id+" (it takes effect "+delay.String()+" later)")...)
 	}
 	return out
+}
+
+// closing: a scheduled close already passed, or before the announced
+// crowd can have entered at the peak rate.
+func (c presale) closing() []finding {
+	at, id := c.p.ClosesAt.Time, c.p.ProgramID
+	switch {
+	case at.IsZero():
+		return found(levelOK, "closing", "no scheduled close", "")
+	case !at.After(c.now):
+		return found(levelFail, "closing", "closed to new entries at "+at.UTC().Format(time.RFC3339), "the close can no longer move: make a new program for a new sale")
+	}
+	start := c.now
+	if c.p.OpensAt.After(start) {
+		start = c.p.OpensAt.Time
+	}
+	if arrive := secondsOf(float64(c.l.expect) / max(c.l.peakRate(), 1e-9)); at.Before(start.Add(arrive)) {
+		return found(levelWarn, "closing", fmt.Sprintf("closes at %s, before %d people at %s enters/s can have entered", at.UTC().Format(time.RFC3339), c.l.expect, rate(c.l.peakRate())),
+			"wrctl put "+id+" -closes-at … (later), while it is more than "+span(c.l.changeDelay())+" ahead")
+	}
+	return found(levelOK, "closing", "closes to new entries at "+at.UTC().Format(time.RFC3339), "")
 }
 
 func (c presale) target() []finding {
@@ -301,11 +323,20 @@ func (c presale) page() []finding {
 	if p.Notice != "" {
 		out = append(out, found(levelWarn, "page", fmt.Sprintf("notice %q: everyone waiting sees it", p.Notice), "if it is stale: wrctl put "+id+" -notice \"\"")...)
 	}
+	// Every ticket taken from the program item writes the whole item, the
+	// texts included: a write unit a kilobyte.
+	if b, _ := json.Marshal(p.Profile); len(b) > textsBudget {
+		out = append(out, found(levelWarn, "page", fmt.Sprintf("the texts weigh %d KB: every ticket from the program item writes them, about %d write units each", len(b)>>10, (len(b)+1023)>>10),
+			"shorten the message or the translations, or expect ticket shards sooner")...)
+	}
 	if out == nil {
 		out = found(levelOK, "page", fmt.Sprintf("displayName %q, no notice", p.DisplayName), "")
 	}
 	return out
 }
+
+// textsBudget is the size of a program's texts past which the check warns.
+const textsBudget = 4 << 10
 
 // secondsOf is s seconds as a duration.
 func secondsOf(s float64) time.Duration {

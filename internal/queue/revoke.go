@@ -22,7 +22,7 @@ type Lookup struct {
 // the token as stored. Unlike a poll it records no sighting, signs no pass
 // and runs no fold; a token of another program is TOKEN_NOT_FOUND.
 func (s *Service) Token(ctx context.Context, programID, tokenID string) (Lookup, error) {
-	t, err := s.token(ctx, programID, tokenID)
+	p, t, err := s.adminToken(ctx, programID, tokenID)
 	if err != nil {
 		return Lookup{}, err
 	}
@@ -31,12 +31,6 @@ func (s *Service) Token(ctx context.Context, programID, tokenID string) (Lookup,
 		v := storedView(t, now)
 		v.AdmissionPass = "" // the holder's key to the site, not support's
 		return Lookup{View: v, Token: t}, nil
-	}
-	p, err := s.store.GetProgram(ctx, programID)
-	if errors.Is(err, ErrNotFound) {
-		return Lookup{}, errProgramNotFound()
-	} else if err != nil {
-		return Lookup{}, storeError("get program", err)
 	}
 	if p, err = s.withShuffle(ctx, p); err != nil {
 		return Lookup{}, err
@@ -65,20 +59,79 @@ func (s *Service) lookupView(p Program, t Token, now time.Time) View {
 // once, as ReleaseSession frees it; a pass already handed out stays valid
 // offline until it expires (docs/security.md, "Revoked tokens").
 func (s *Service) RevokeToken(ctx context.Context, programID, tokenID string) error {
-	t, err := s.token(ctx, programID, tokenID)
+	_, t, err := s.adminToken(ctx, programID, tokenID)
 	if err != nil {
 		return err
 	}
+	mine := false
 	if t.RevokedAt.IsZero() {
-		if t, err = s.revoke(ctx, t, s.clock.Now()); err != nil {
+		now := s.clock.Now()
+		if t, err = s.revoke(ctx, t, now); err != nil {
+			return err
+		}
+		mine = t.RevokedAt.Equal(now.Truncate(time.Millisecond))
+	}
+	// Keyed by the token and its revocation: a retry records it once. A
+	// revoke this call did not apply (a repeat, or a concurrent one's)
+	// records it only if its own record is missing (a retry after the
+	// record failed), so that it never replaces the actor who applied it.
+	if !mine {
+		recorded, err := s.hasChange(ctx, programID, ChangeKey{FromUnixMs(UnixMs(t.RevokedAt)), t.ID})
+		if err != nil {
+			return err
+		}
+		mine = !recorded
+	}
+	if mine {
+		if err := s.recordAction(ctx, programID, t.ID, t.RevokedAt, ActionRevoke, map[string]string{"tokenId": t.ID}); err != nil {
 			return err
 		}
 	}
-	// Keyed by the token and its revocation: a retry records it once.
-	if err := s.recordAction(ctx, programID, t.ID, t.RevokedAt, ActionRevoke, map[string]string{"tokenId": t.ID}); err != nil {
-		return err
-	}
 	return s.endRevoked(ctx, t)
+}
+
+// adminToken reads programID, fresh, and its token tokenID for an admin:
+// PROGRAM_NOT_FOUND once the program is deleted, TOKEN_NOT_FOUND for a
+// token of another program or of a deleted namesake.
+func (s *Service) adminToken(ctx context.Context, programID, tokenID string) (Program, Token, error) {
+	t, err := s.token(ctx, programID, tokenID)
+	if err != nil {
+		return Program{}, Token{}, err
+	}
+	p, err := s.store.GetProgram(ctx, programID)
+	if errors.Is(err, ErrNotFound) {
+		return Program{}, Token{}, errProgramNotFound()
+	} else if err != nil {
+		return Program{}, Token{}, storeError("get program", err)
+	}
+	if t.IssuedAt.Before(p.CreatedAt.Add(-incarnationMargin)) {
+		return Program{}, Token{}, errTokenNotFound() // of a deleted program of that id
+	}
+	return p, t, nil
+}
+
+// hasChange reports whether programID's history holds the change k.
+func (s *Service) hasChange(ctx context.Context, programID string, k ChangeKey) (bool, error) {
+	from := ChangeKey{At: k.At.Add(time.Millisecond)} // the first key after k's instant
+	for range maxHistoryReads {
+		page, more, err := s.store.Changes(ctx, programID, from, DefaultChangesLimit)
+		if err != nil {
+			return false, storeError("read changes", err)
+		}
+		for _, c := range page {
+			if c.At.Equal(k.At) && c.ID == k.ID {
+				return true, nil
+			}
+			if c.At.Before(k.At) {
+				return false, nil
+			}
+			from = c.Key()
+		}
+		if !more {
+			return false, nil
+		}
+	}
+	return false, nil
 }
 
 // revoke stores t as revoked at now, keeping it at least a day, and

@@ -182,7 +182,7 @@ func (f localFlags) createDemoProgram(ctx context.Context, svc *queue.Service, b
 		AdmissionRatePerSecond: new(api.Rate(f.demoRate)), Paused: new(false),
 		DisplayName: new(demoProfile.DisplayName), Message: new(demoProfile.Message), TargetURL: new(demosite.URL(base, f.demo)),
 	}
-	if _, _, err := svc.PutProgram(ctx, f.demo, set); err != nil {
+	if _, _, err := svc.PutProgram(queue.WithActor(ctx, queue.SystemActor), f.demo, set); err != nil {
 		return fmt.Errorf("create demo program: %w", err)
 	}
 	for range f.demoCrowd {

@@ -51,7 +51,8 @@ Commands:
 
 Every command takes -url (default $WR_URL, else ` + defaultURL + `), -json,
 -timeout, -region and -profile, before the command or after it. A 429 or
-BUSY answer is retried after its Retry-After, another 503 too but for admit.
+BUSY answer is retried after its Retry-After, another 503 too but for admit
+and passes.
 Authentication: with ADMIN_TOKEN set, the local server's bearer token (only
 over https or to a loopback host); otherwise a SigV4 signature with your
 AWS credentials (the SDK's default chain: AWS_PROFILE, AWS_ACCESS_KEY_ID,
@@ -155,7 +156,7 @@ type globals struct {
 // register defines g's flags on fs, each defaulting to its value in g.
 func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.url, "url", g.url, "base `URL` of the waiting room's API ($WR_URL)")
-	fs.BoolVar(&g.json, "json", g.json, "machine-readable output: the API's JSON")
+	fs.BoolVar(&g.json, "json", g.json, "machine-readable output: the API's JSON (check: one finding a line)")
 	fs.StringVar(&g.region, "region", g.region, "AWS `region` to sign for (default: the API host's, else the AWS configuration's)")
 	fs.StringVar(&g.profile, "profile", g.profile, "AWS shared configuration `profile` (default $AWS_PROFILE)")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "time limit of each request")
@@ -216,7 +217,11 @@ func (a *app) run(ctx context.Context, args []string) error {
 		return errUsage
 	}
 	if len(args) != len(cmd.args) {
-		fmt.Fprintf(a.stderr, "wrctl %s: want %s, got %d argument(s)\n", name, strings.Join(cmd.args, " "), len(args))
+		want := strings.Join(cmd.args, " ")
+		if want == "" {
+			want = "no arguments"
+		}
+		fmt.Fprintf(a.stderr, "wrctl %s: want %s, got %d argument(s)\n", name, want, len(args))
 		fs.Usage()
 		return errUsage
 	}

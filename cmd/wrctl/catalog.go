@@ -77,6 +77,9 @@ func (a *app) deleteCommand(fs *flag.FlagSet) func(context.Context, *call) error
 			if err != nil {
 				return err
 			}
+			if !p.Closed && (p.ClosesAt.IsZero() || p.ClosesAt.After(time.Now())) {
+				return fmt.Errorf("program %s is open: close it first (wrctl close %s)", id, id)
+			}
 			fmt.Fprintf(a.stderr, "Delete program %s (%d waiting, %d admitted)? Its id stays taken for 7 days.\nType the id to confirm: ", id, p.Waiting, p.Admitted)
 			line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 			if strings.TrimSpace(line) != id {

@@ -67,6 +67,9 @@ func TestCatalogCommands(t *testing.T) {
 	if r := wrctl(t, env, "delete", "gala", "-yes"); r.status != 1 || !strings.Contains(r.stderr, "PROGRAM_NOT_CLOSED") {
 		t.Errorf("delete an open program: exit %d, stderr %s", r.status, r.stderr)
 	}
+	if r := wrctlWithInput(t, env, "gala\n", "delete", "gala"); r.status != 1 || !strings.Contains(r.stderr, "program gala is open: close it first") || strings.Contains(r.stderr, "Type the id") {
+		t.Errorf("delete an open program, asked: exit %d, stderr %s", r.status, r.stderr)
+	}
 	if r := wrctlWithInput(t, env, "gal\n", "delete", "matinee"); r.status != 1 || !strings.Contains(r.stderr, "Type the id to confirm") || !strings.Contains(r.stderr, "not deleted") {
 		t.Errorf("delete with the wrong confirmation: exit %d, stderr %s", r.status, r.stderr)
 	}

@@ -106,9 +106,13 @@ func TestCheckClosing(t *testing.T) {
 		{"passed", func(p *api.Program, _ *checkLoad) { p.ClosesAt = at(-time.Minute) }, []string{"FAIL: closed to new entries at 2026-12-01T09:59:00Z"}},
 		// 1,000 people at 50 a second take 20 s to enter.
 		{"before the crowd is in", func(p *api.Program, _ *checkLoad) { p.ClosesAt = at(10 * time.Second) }, []string{"WARN: before 1000 people at 50 enters/s"}},
-		{"after an opening and the crowd", func(p *api.Program, _ *checkLoad) { p.OpensAt, p.ClosesAt = at(time.Hour), at(time.Hour+30*time.Second) },
+		{"after an opening and the crowd", func(p *api.Program, _ *checkLoad) {
+			p.OpensAt, p.ClosesAt = at(time.Hour), at(time.Hour+30*time.Second)
+		},
 			[]string{"OK: closes to new entries at 2026-12-01T11:00:30Z"}},
-		{"before the crowd after an opening", func(p *api.Program, _ *checkLoad) { p.OpensAt, p.ClosesAt = at(time.Hour), at(time.Hour+10*time.Second) },
+		{"before the crowd after an opening", func(p *api.Program, _ *checkLoad) {
+			p.OpensAt, p.ClosesAt = at(time.Hour), at(time.Hour+10*time.Second)
+		},
 			[]string{"WARN: closes at 2026-12-01T11:00:10Z"}},
 	})
 }

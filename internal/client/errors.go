@@ -146,13 +146,14 @@ func (r Retry) after(method string, err error, attempt int) (time.Duration, bool
 
 // safeToRepeat reports whether a request answered e may be sent again:
 // always after a 429 or a 503 BUSY, which made no change; after another
-// 503 only for a GET or PUT, which come to the same when made twice.
+// 503 only for a GET, PUT or DELETE, which come to the same when made
+// twice (a DELETE repeated after it took effect may answer 404).
 func safeToRepeat(method string, e *Error) bool {
 	switch {
 	case e.Status == http.StatusTooManyRequests, e.Status == http.StatusServiceUnavailable && e.Code == api.CodeBusy:
 		return true
 	case e.Status == http.StatusServiceUnavailable:
-		return method == http.MethodGet || method == http.MethodPut
+		return method == http.MethodGet || method == http.MethodPut || method == http.MethodDelete
 	}
 	return false
 }

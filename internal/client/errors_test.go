@@ -89,13 +89,15 @@ func TestRetry(t *testing.T) {
 		failures int // answers before a success
 		code     string
 		admit    bool
+		revoke   bool
 		ok       bool
 		sent     int
 	}{
-		{"get after two 503s", 2, "STORE_UNAVAILABLE", false, true, 3},
-		{"get bounded", 5, "STORE_UNAVAILABLE", false, false, 3},
-		{"admit after BUSY", 1, "BUSY", true, true, 2},
-		{"admit not after STORE_UNAVAILABLE", 1, "STORE_UNAVAILABLE", true, false, 1},
+		{"get after two 503s", 2, "STORE_UNAVAILABLE", false, false, true, 3},
+		{"get bounded", 5, "STORE_UNAVAILABLE", false, false, false, 3},
+		{"admit after BUSY", 1, "BUSY", true, false, true, 2},
+		{"admit not after STORE_UNAVAILABLE", 1, "STORE_UNAVAILABLE", true, false, false, 1},
+		{"revoke (a DELETE) after a 503", 1, "STORE_UNAVAILABLE", false, true, true, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var n atomic.Int32
@@ -104,6 +106,10 @@ func TestRetry(t *testing.T) {
 					w.Header().Set("Retry-After", "1")
 					w.WriteHeader(http.StatusServiceUnavailable)
 					_, _ = w.Write([]byte(`{"code":"` + tc.code + `","message":"m"}`))
+					return
+				}
+				if r.Method == http.MethodDelete {
+					w.WriteHeader(http.StatusNoContent)
 					return
 				}
 				_, _ = w.Write([]byte(`{"programId":"p"}`))
@@ -118,9 +124,12 @@ func TestRetry(t *testing.T) {
 					}
 				}}))
 			var err error
-			if tc.admit {
+			switch {
+			case tc.admit:
 				_, err = c.Admit(context.Background(), "p", 1)
-			} else {
+			case tc.revoke:
+				err = c.RevokeToken(context.Background(), "p", "AAAAAAAAAAAAAAAAAAAAAA")
+			default:
 				_, err = c.GetProgram(context.Background(), "p")
 			}
 			if (err == nil) != tc.ok || int(n.Load()) != tc.sent || observed != tc.sent || told != tc.sent-1 {

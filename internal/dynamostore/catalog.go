@@ -164,10 +164,7 @@ func (s *Store) DeleteProgram(ctx context.Context, p queue.Program, until time.T
 			return fmt.Errorf("dynamostore: delete program %s: %w", p.ID, throttled(err))
 		}
 		if old != nil { // changed since it was read: not deleted
-			if _, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: tombstoneKey(p.ID)}); err != nil {
-				return fmt.Errorf("dynamostore: delete program %s: take back its tombstone: %w", p.ID, throttled(err))
-			}
-			return queue.ErrConflict
+			return s.takeBackTombstone(ctx, p.ID, until)
 		}
 		// Gone: deleted by this call's earlier attempt, or by another.
 	} else if err != nil {
@@ -183,6 +180,23 @@ func (s *Store) DeleteProgram(ctx context.Context, p queue.Program, until time.T
 		}
 	}
 	return nil
+}
+
+// takeBackTombstone deletes the tombstone of program id that a deletion
+// until until wrote, unless another deletion has written its own since,
+// and answers queue.ErrConflict: the program was not deleted.
+func (s *Store) takeBackTombstone(ctx context.Context, id string, until time.Time) error {
+	expr, err := expression.NewBuilder().WithCondition(expression.Name("untilMs").Equal(expression.Value(queue.UnixMs(until)))).Build()
+	if err == nil {
+		_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: &s.table, Key: tombstoneKey(id), ConditionExpression: expr.Condition(),
+			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		})
+	}
+	if _, failed := conditionFailed(err); err != nil && !failed {
+		return fmt.Errorf("dynamostore: delete program %s: take back its tombstone: %w", id, throttled(err))
+	}
+	return queue.ErrConflict
 }
 
 // PutChange implements queue.CatalogStore.

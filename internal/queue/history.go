@@ -176,19 +176,6 @@ func (s *Service) endChange(ctx context.Context, programID string, rec Change) {
 		slog.String("actor", rec.Actor), slog.Int64("version", rec.Version), slog.String("fields", string(rec.Fields)))
 }
 
-// recordAction stores an action that writes no program (a revoke, bypass
-// passes) in programID's history, committed, as change id made at at, and
-// logs it with its actor. The same id and at store it once however often
-// it is recorded.
-func (s *Service) recordAction(ctx context.Context, programID, id string, at time.Time, action string, fields any) error {
-	rec := Change{ID: id, At: FromUnixMs(UnixMs(at)), Actor: ActorOf(ctx), Action: action, Fields: fieldsOf(fields), Committed: true}
-	if err := s.store.PutChange(ctx, programID, rec); err != nil {
-		return storeError("record "+action, err)
-	}
-	s.endChange(ctx, programID, rec)
-	return nil
-}
-
 // History is a page of a program's changes, newest first.
 type History struct {
 	Changes []Change
@@ -232,10 +219,13 @@ func (s *Service) History(ctx context.Context, programID, cursor string, limit i
 		}
 		for _, c := range page {
 			from = c.Key()
-			if c.At.Before(born) || !c.Committed && (c.Key() != latest || c.Version != latestV) {
-				continue
+			shown, err := s.applied(ctx, programID, c, latest, latestV)
+			if err != nil {
+				return History{}, storeError("read changes", err)
 			}
-			h.Changes = append(h.Changes, c)
+			if shown && !c.At.Before(born) {
+				h.Changes = append(h.Changes, c)
+			}
 		}
 		if !more {
 			return h, nil
@@ -246,6 +236,19 @@ func (s *Service) History(ctx context.Context, programID, cursor string, limit i
 	}
 	h.Next = encodeChangeCursor(from)
 	return h, nil
+}
+
+// applied reports whether change c of programID was applied: committed,
+// or the program's latest change (latest, made as version latestV), or a
+// revoke whose token was revoked at its instant.
+func (s *Service) applied(ctx context.Context, programID string, c Change, latest ChangeKey, latestV int64) (bool, error) {
+	switch {
+	case c.Committed:
+		return true, nil
+	case c.Action == ActionRevoke:
+		return s.revokeApplied(ctx, programID, c)
+	}
+	return c.Key() == latest && c.Version == latestV, nil
 }
 
 // programReadError is err reading a program for op as the client sees it.

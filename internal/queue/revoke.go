@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
@@ -63,27 +64,8 @@ func (s *Service) RevokeToken(ctx context.Context, programID, tokenID string) er
 	if err != nil {
 		return err
 	}
-	mine := false
 	if t.RevokedAt.IsZero() {
-		now := s.clock.Now()
-		if t, err = s.revoke(ctx, t, now); err != nil {
-			return err
-		}
-		mine = t.RevokedAt.Equal(now.Truncate(time.Millisecond))
-	}
-	// Keyed by the token and its revocation: a retry records it once. A
-	// revoke this call did not apply (a repeat, or a concurrent one's)
-	// records it only if its own record is missing (a retry after the
-	// record failed), so that it never replaces the actor who applied it.
-	if !mine {
-		recorded, err := s.hasChange(ctx, programID, ChangeKey{FromUnixMs(UnixMs(t.RevokedAt)), t.ID})
-		if err != nil {
-			return err
-		}
-		mine = !recorded
-	}
-	if mine {
-		if err := s.recordAction(ctx, programID, t.ID, t.RevokedAt, ActionRevoke, map[string]string{"tokenId": t.ID}); err != nil {
+		if t, err = s.revokeRecorded(ctx, programID, t); err != nil {
 			return err
 		}
 	}
@@ -110,28 +92,39 @@ func (s *Service) adminToken(ctx context.Context, programID, tokenID string) (Pr
 	return p, t, nil
 }
 
-// hasChange reports whether programID's history holds the change k.
-func (s *Service) hasChange(ctx context.Context, programID string, k ChangeKey) (bool, error) {
-	from := ChangeKey{At: k.At.Add(time.Millisecond)} // the first key after k's instant
-	for range maxHistoryReads {
-		page, more, err := s.store.Changes(ctx, programID, from, DefaultChangesLimit)
-		if err != nil {
-			return false, storeError("read changes", err)
-		}
-		for _, c := range page {
-			if c.At.Equal(k.At) && c.ID == k.ID {
-				return true, nil
-			}
-			if c.At.Before(k.At) {
-				return false, nil
-			}
-			from = c.Key()
-		}
-		if !more {
-			return false, nil
-		}
+// revokeRecorded revokes t as a change of programID's history: the change
+// is stored uncommitted first, keyed by the token and the instant the
+// revoke sets, then committed once the token is stored revoked at that
+// instant. A read shows an uncommitted revoke only if its token was
+// revoked at its instant (revokeApplied), so a revoke applied is recorded
+// once, with the actor who applied it, and one refused or lost is not.
+func (s *Service) revokeRecorded(ctx context.Context, programID string, t Token) (Token, error) {
+	now := s.clock.Now()
+	rec := Change{ID: t.ID, At: FromUnixMs(UnixMs(now)), Actor: ActorOf(ctx), Action: ActionRevoke, Fields: fieldsOf(map[string]string{"tokenId": t.ID})}
+	if err := s.store.PutChange(ctx, programID, rec); err != nil {
+		return Token{}, storeError("record the revoke", err)
 	}
-	return false, nil
+	t, err := s.revoke(ctx, t, rec.At)
+	if err != nil || !t.RevokedAt.Equal(rec.At) {
+		return t, err // or revoked by another call, which recorded it
+	}
+	if err := s.store.CommitChange(ctx, programID, rec.At, rec.ID); err != nil {
+		s.logger().LogAttrs(ctx, slog.LevelWarn, "revoke stored, its history entry left uncommitted", slog.String("programId", programID), slog.String("error", err.Error()))
+	}
+	s.endChange(ctx, programID, rec)
+	return t, nil
+}
+
+// revokeApplied reports whether c, an uncommitted revoke of programID,
+// was applied: its token is stored revoked at its instant.
+func (s *Service) revokeApplied(ctx context.Context, programID string, c Change) (bool, error) {
+	t, err := s.store.GetToken(ctx, c.ID)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return t.ProgramID == programID && t.RevokedAt.Equal(c.At), nil
 }
 
 // revoke stores t as revoked at now, keeping it at least a day, and

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -269,5 +271,25 @@ func TestReserveBounded(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkIssueBypass issues n bypass passes with an in-process key (the
+// local server's), on a program without a cap: the signatures, 8 at a
+// time, and the one admin change that records them.
+func BenchmarkIssueBypass(b *testing.B) {
+	for _, n := range []int64{1, 100, 1000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			svc, c := newService(b, queue.WithPassSigner(newSigner(b)), queue.WithLogger(slog.New(slog.DiscardHandler)))
+			if _, _, err := svc.PutProgram(b.Context(), "gala", api.ProgramSettings{}); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := svc.IssueBypass(b.Context(), "gala", n, time.Hour); err != nil {
+					b.Fatal(err)
+				}
+				c.Advance(time.Second)
+			}
+		})
 	}
 }

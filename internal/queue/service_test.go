@@ -17,7 +17,7 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 )
 
-func newService(t *testing.T, opts ...queue.Option) (*queue.Service, *clock.Fake) {
+func newService(t testing.TB, opts ...queue.Option) (*queue.Service, *clock.Fake) {
 	t.Helper()
 	c := clock.NewFake(t0)
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), append([]queue.Option{queue.WithClock(c)}, opts...)...)

@@ -12,7 +12,7 @@ import (
 )
 
 // newSigner signs passes with a fresh key, as the service does on AWS.
-func newSigner(t *testing.T) queue.PassSigner {
+func newSigner(t testing.TB) queue.PassSigner {
 	t.Helper()
 	key, err := admissionpass.GenerateLocalKey()
 	if err != nil {

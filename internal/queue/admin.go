@@ -443,10 +443,7 @@ func (s *Service) awaitPending(ctx context.Context, p Program, now, latest time.
 // beginEdit lists the program p (listing the programs made before the
 // list) and begins its change rec over read.
 func (s *Service) beginEdit(ctx context.Context, read, p Program, rec *Change) error {
-	if err := s.store.IndexProgram(ctx, p.ID); err != nil {
-		return fmt.Errorf("list the program: %w", err)
-	}
-	return s.beginChange(ctx, read, p, rec)
+	return s.beginChangeListed(ctx, read, p, rec, true)
 }
 
 // writeCreation lists and records the new program p made by admin change
@@ -454,10 +451,7 @@ func (s *Service) beginEdit(ctx context.Context, read, p Program, rec *Change) e
 // write retried after its answer was lost: then the stored program records
 // the change.
 func (s *Service) writeCreation(ctx context.Context, p Program, rec *Change) error {
-	if err := s.store.IndexProgram(ctx, p.ID); err != nil {
-		return fmt.Errorf("list the program: %w", err)
-	}
-	if err := s.beginChange(ctx, Program{}, p, rec); err != nil {
+	if err := s.beginChangeListed(ctx, Program{}, p, rec, true); err != nil {
 		return err
 	}
 	err := s.store.CreateProgram(ctx, p)

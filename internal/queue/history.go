@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Change is one admin change in a program's history (docs/design.md, "The
@@ -150,21 +152,43 @@ func fieldsOf(v any) json.RawMessage {
 // latest change, so that only the latest can be uncommitted, then stores
 // rec uncommitted. An error means nothing is to be written.
 func (s *Service) beginChange(ctx context.Context, read, p Program, rec *Change) error {
-	if k, _, ok := read.latestChange(); ok {
-		if err := s.store.CommitChange(ctx, read.ID, k.At, k.ID); err != nil {
-			return fmt.Errorf("commit the previous change: %w", err)
-		}
-	}
+	return s.beginChangeListed(ctx, read, p, rec, false)
+}
+
+// beginChangeListed is beginChange, also listing the program when list is
+// set; the writes go side by side, the admin deadline being short.
+func (s *Service) beginChangeListed(ctx context.Context, read, p Program, rec *Change, list bool) error {
 	rec.Version = p.Version
 	rec.EffectiveAt = time.Time{}
 	if p.Next.AnchorMs != 0 && p.Pending(rec.At) {
 		rec.EffectiveAt = FromUnixMs(p.Next.AnchorMs)
 	}
 	rec.Committed = false
-	if err := s.store.PutChange(ctx, p.ID, *rec); err != nil {
-		return fmt.Errorf("record the change: %w", err)
+	put := *rec
+	var g errgroup.Group
+	if k, _, ok := read.latestChange(); ok {
+		g.Go(func() error {
+			if err := s.store.CommitChange(ctx, read.ID, k.At, k.ID); err != nil {
+				return fmt.Errorf("commit the previous change: %w", err)
+			}
+			return nil
+		})
 	}
-	return nil
+	g.Go(func() error {
+		if err := s.store.PutChange(ctx, p.ID, put); err != nil {
+			return fmt.Errorf("record the change: %w", err)
+		}
+		return nil
+	})
+	if list {
+		g.Go(func() error {
+			if err := s.store.IndexProgram(ctx, p.ID); err != nil {
+				return fmt.Errorf("list the program: %w", err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // endChange logs rec, once written, with its actor. It stays uncommitted

@@ -14,7 +14,7 @@ import (
 	"strings"
 )
 
-//go:embed web/app.js web/app.css
+//go:embed web/app.js web/app.css web/pow.js
 var web embed.FS
 
 // textMarker is the placeholder in app.js that the text table replaces.
@@ -38,7 +38,7 @@ func init() {
 	if err := json.Compact(compact, textJSON); err != nil {
 		panic("waitpage: web/text.json: " + err.Error())
 	}
-	for _, name := range []string{"app.js", "app.css"} {
+	for _, name := range []string{"app.js", "app.css", "pow.js"} {
 		b, err := web.ReadFile("web/" + name)
 		if err != nil {
 			panic("waitpage: " + err.Error())

@@ -651,3 +651,38 @@ func TestTranslatedTexts(t *testing.T) {
 		t.Errorf("notice without JavaScript = %q (%v), want the Korean one", notice, err)
 	}
 }
+
+// TestChallengeSolvedInAWorker: on a program that asks each enter for a
+// proof of work of 16 bits, the page says it checks the browser, with its
+// progress while a Web Worker solves the challenge, then enters with the
+// proof and shows the place.
+func TestChallengeSolvedInAWorker(t *testing.T) {
+	t.Parallel()
+	s := gala()
+	s.challengeBits = 16
+	q, ctx := loadGala(t, s, "?lang=en")
+	// The challenge's first solution is past 100,000 tries: the progress
+	// shows before it is found.
+	waitFor(t, ctx, `/^Checking your browser… [1-9][0-9]?%$/.test(document.getElementById('state').textContent)`)
+	waitFor(t, ctx, `document.getElementById('pos').textContent === '1,500'`)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var posts []int
+	for _, c := range q.calls {
+		if c.Method == "POST" {
+			posts = append(posts, c.Status)
+		}
+	}
+	if !slices.Equal(posts, []int{403, 201}) {
+		t.Errorf("enters answered %v, want 403 (no proof) then 201 (with it)", posts)
+	}
+	used := 0
+	for _, u := range q.challenges {
+		if u {
+			used++
+		}
+	}
+	if used != 1 {
+		t.Errorf("%d challenges used, want 1", used)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -30,8 +32,10 @@ type fakeQueue struct {
 	inFlight  int
 	maxAtOnce int
 	pageErr   error // Page fails with it when set
-	polls     int   // calls of Programs.Poll (the no-JavaScript page)
-	latency   time.Duration
+	// challenges are the proofs of work handed out, true once used.
+	challenges map[string]bool
+	polls      int // calls of Programs.Poll (the no-JavaScript page)
+	latency    time.Duration
 }
 
 // script says how a program's tokens move: each poll of a WAITING token
@@ -50,6 +54,9 @@ type script struct {
 	opensAt    time.Time
 	window     time.Duration
 	full       bool // the line is at its limit: enters get QUEUE_FULL
+	// challengeBits asks each enter for a proof of work of that many bits
+	// (0: none), as the API's challengeBits does.
+	challengeBits int
 }
 
 type fakeToken struct {
@@ -75,7 +82,7 @@ var programIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
 func newFakeQueue() *fakeQueue {
 	return &fakeQueue{
-		programs: map[string]*script{}, tokens: map[string]*fakeToken{}, keys: map[string]string{},
+		programs: map[string]*script{}, tokens: map[string]*fakeToken{}, keys: map[string]string{}, challenges: map[string]bool{},
 		latency: 15 * time.Millisecond,
 	}
 }
@@ -252,6 +259,7 @@ func (q *fakeQueue) apiHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/queues/programs/{programId}", q.serveAPI)
 	mux.HandleFunc("GET /api/v1/queues/programs/{programId}", q.serveAPI)
+	mux.HandleFunc("GET /api/v1/queues/programs/{programId}/challenge", q.serveChallenge)
 	return mux
 }
 
@@ -276,13 +284,18 @@ func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
 		created bool
 	)
 	id := r.PathValue("programId")
+	refused := ""
 	if r.Method == http.MethodPost {
-		v, created, err = q.enter(id, c.Token, c.Key, c.Lang)
+		if refused = q.checkProof(id, c.Key, r.Header); refused == "" {
+			v, created, err = q.enter(id, c.Token, c.Key, c.Lang)
+		}
 	} else {
 		v, fail, err = q.poll(id, c.Token, c.Lang)
 	}
 	status, body := http.StatusOK, any(nil)
 	switch {
+	case refused != "":
+		status, body = http.StatusForbidden, map[string]string{"code": refused, "message": "Solve the challenge."}
 	case fail > 0:
 		status, body = http.StatusServiceUnavailable, map[string]string{"code": "STORE_UNAVAILABLE", "message": "Try again."}
 		w.Header().Set("Retry-After", strconv.Itoa(fail))
@@ -377,7 +390,7 @@ func (q *fakeQueue) checkSchedule(t *testing.T) {
 // serve starts a test server with the page handler, the fake API and a
 // stand-in for the protected site at /demo-site/{programId}, which records
 // the admission passes it receives.
-func (q *fakeQueue) serve(t *testing.T, opts waitpage.Options) (*httptest.Server, *site) {
+func (q *fakeQueue) serve(t testing.TB, opts waitpage.Options) (*httptest.Server, *site) {
 	t.Helper()
 	h, err := waitpage.New(q, opts)
 	if err != nil {
@@ -407,4 +420,72 @@ func (s *site) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprint(w, `<!doctype html><meta name="viewport" content="width=device-width"><title>In</title><h1 id="in">You're in</h1>`)
+}
+
+// serveChallenge hands out a proof of work for an enter of the program.
+func (q *fakeQueue) serveChallenge(w http.ResponseWriter, r *http.Request) {
+	q.mu.Lock()
+	p, err := q.program(r.PathValue("programId"))
+	bits := 0
+	if err == nil {
+		bits = p.challengeBits
+	}
+	q.mu.Unlock()
+	c := slowChallenge(bits)
+	q.mu.Lock()
+	q.challenges[c] = false
+	q.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if err != nil {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"code":"PROGRAM_NOT_FOUND","message":"No such program."}`))
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"challenge": c, "bits": bits, "expiresAt": time.Now().Add(5 * time.Minute).UTC().Format(time.RFC3339)})
+}
+
+// checkProof is the refusal's code of an enter of program id without a
+// valid, unused proof when the program asks for one; "" when it may go
+// on (a retry of a known Idempotency-Key needs none). Called locked.
+func (q *fakeQueue) checkProof(id, key string, h http.Header) string {
+	p, err := q.program(id)
+	if err != nil || p.challengeBits == 0 || q.keys[key] != "" {
+		return ""
+	}
+	c, sol := h.Get("X-Queue-Challenge"), h.Get("X-Queue-Solution")
+	if c == "" || sol == "" {
+		return "CHALLENGE_REQUIRED"
+	}
+	used, issued := q.challenges[c]
+	sum := sha256.Sum256([]byte(c + "." + sol))
+	if !issued || used || binary.BigEndian.Uint32(sum[:4])>>(32-p.challengeBits) != 0 {
+		return "CHALLENGE_FAILED"
+	}
+	q.challenges[c] = true
+	return ""
+}
+
+// slowChallenge is a challenge of bits whose first solution, counting as
+// the page's worker does (0, 1, … in base 36), is past the first
+// minTries: the worker posts its progress before it solves it.
+func slowChallenge(bits int) string {
+	const minTries = 100_000
+	for {
+		c := rand.Text()
+		if bits == 0 || !solvedWithin(c, bits, minTries) {
+			return c
+		}
+	}
+}
+
+// solvedWithin reports whether one of the first n solutions of c solves it.
+func solvedWithin(c string, bits, n int) bool {
+	for i := range n {
+		sum := sha256.Sum256([]byte(c + "." + strconv.FormatInt(int64(i), 36)))
+		if binary.BigEndian.Uint32(sum[:4])>>(32-bits) == 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -35,6 +35,8 @@ type pageData struct {
 	Logo    string
 	API     string
 	CSS, JS string
+	// POW is the proof of work's worker script.
+	POW     string
 	Refresh int // seconds until the page reloads itself (error pages); 0: never
 	// ClosesAt is Info.ClosesAt in RFC 3339, "" for none: app.js says it.
 	ClosesAt string
@@ -58,7 +60,7 @@ func (h *Handler) data(lang language, programID string, info PageInfo) *pageData
 	}
 	d := &pageData{
 		lang: lang, Lang: lang.code, Title: title, Program: programID, Info: info,
-		Logo: h.logo, API: h.apiBase, CSS: assetURL["app.css"], JS: assetURL["app.js"],
+		Logo: h.logo, API: h.apiBase, CSS: assetURL["app.css"], JS: assetURL["app.js"], POW: assetURL["pow.js"],
 	}
 	if !info.ClosesAt.IsZero() {
 		d.ClosesAt = info.ClosesAt.UTC().Format(time.RFC3339)

@@ -107,6 +107,11 @@
       if (!st.key) { st.key = newKey(); save(); }
       method = 'POST';
       headers['Idempotency-Key'] = st.key;
+      if (proof) {
+        headers['X-Queue-Challenge'] = proof.challenge;
+        headers['X-Queue-Solution'] = proof.solution;
+        proof = null; // one enter
+      }
     }
     let res;
     let body = {};
@@ -123,6 +128,32 @@
     }
     inFlight = false;
     answer(res, body, at);
+  }
+
+  // The proof of work a program may ask of an enter (docs/api.md): the
+  // challenge solved in a Web Worker, so that the page stays live, its
+  // progress on the state line; at most three in a row.
+  let proof = null;
+  let checking = null; // the progress, 0 to 1, while solving
+  let solves = 0;
+  function solve() {
+    if (++solves > 3) return ended(t('errorGeneric'), '', t('tryAgain'), false);
+    checking = 0;
+    renderState();
+    fetch(api + '/challenge', { headers: { Accept: 'application/json' }, cache: 'no-store', credentials: 'same-origin' })
+      .then((r) => (r.ok ? r.json() : Promise.reject(r)))
+      .then((c) => new Promise((resolve, reject) => {
+        const w = new Worker(root.dataset.pow);
+        w.onerror = reject;
+        w.onmessage = (e) => {
+          if (e.data.solution === undefined) { checking = e.data.progress; renderState(); return; }
+          w.terminate();
+          resolve({ challenge: c.challenge, solution: e.data.solution });
+        };
+        w.postMessage({ challenge: c.challenge, bits: c.bits });
+      }))
+      .then((p) => { proof = p; checking = null; renderState(); schedule(performance.now(), 0); })
+      .catch(() => { checking = null; retry(performance.now(), null); });
   }
 
   // retry shows the trouble line and tries again after ms, or after a
@@ -149,11 +180,13 @@
       case 'PROGRAM_NOT_FOUND': return ended(t('notFoundTitle'), t('notFound'), t('tryAgain'), false);
       case 'PROGRAM_CLOSED': return ended(t('closedEnter'), closesAt ? t('closedAt', { t: dateTimeOf(closesAt) }) : '', t('tryAgain'), false);
       case 'QUEUE_FULL': return ended(t('fullEnter'), '', t('tryAgain'), false);
+      case 'CHALLENGE_REQUIRED': case 'CHALLENGE_FAILED': return solve();
     }
     return ended(t('errorGeneric'), '', t('tryAgain'), false);
   }
 
   function view(b, at, retryMs) {
+    solves = 0;
     if (b.tokenId !== st.token) st = { token: b.tokenId };
     delete st.key;
     save();
@@ -201,14 +234,18 @@
   }
 
   function renderState() {
-    const line = offline ? t('offline') : trouble || (opensAt ? t('opensAt', { t: dateTimeOf(opensAt) }) : '')
+    const line = offline ? t('offline') : trouble
+      || (checking !== null ? t('checking', { p: Math.round(checking * 100) + '%' }) : '')
+      || (opensAt ? t('opensAt', { t: dateTimeOf(opensAt) }) : '')
       || (paused ? t('paused') : '') || (closedNow() && st.token ? t('closedWaiting') : '')
       || (!st.token ? t('joining') : '');
     const el = $('state');
     el.hidden = !line;
     el.textContent = line;
-    if (line !== last.state && line) announce(line);
-    last.state = line;
+    // Progress changes the line often: announced once, as it starts.
+    const said = checking !== null ? 'checking' : line;
+    if (said !== last.state && line) announce(line);
+    last.state = said;
     const closing = $('closing');
     closing.hidden = !closesAt;
     if (closesAt) closing.textContent = t(closedNow() ? 'closedAt' : 'closesAt', { t: dateTimeOf(closesAt) });

@@ -578,7 +578,7 @@ func TestTemplatePassKey(t *testing.T) {
 	wantEnv := map[string]string{
 		config.EnvPassKMSKeyID:          "map[Ref:" + key + "]",
 		config.EnvPassKMSPublishedKeyID: "map[Ref:PassPublishedKeyId]",
-		config.EnvPassIssuer:            "map[Ref:PassIssuer]",
+		config.EnvPassIssuer:            passIssuerEnv,
 	}
 	for k, want := range wantEnv {
 		if got := fmt.Sprint(queue.Environment.Variables[k]); got != want {
@@ -596,7 +596,7 @@ func TestTemplatePassKey(t *testing.T) {
 	}
 	adminEnv := map[string]string{
 		config.EnvPassKMSKeyID: "map[Ref:" + key + "]",
-		config.EnvPassIssuer:   "map[Ref:PassIssuer]",
+		config.EnvPassIssuer:   passIssuerEnv,
 	}
 	for k, v := range admin.Environment.Variables {
 		want, ok := adminEnv[k]

@@ -29,19 +29,24 @@ type Template struct {
 	} `json:"Globals"`
 	Resources map[string]Resource `json:"Resources"`
 	Outputs   map[string]any      `json:"Outputs"`
+	// Conditions are the template's conditions as written (Condition
+	// evaluates them).
+	Conditions map[string]any `json:"Conditions"`
 }
 
 // Parameter is a template parameter.
 type Parameter struct {
-	Type          string `json:"Type"`
-	Default       any    `json:"Default"`
-	AllowedValues []any  `json:"AllowedValues"`
+	Type           string `json:"Type"`
+	Default        any    `json:"Default"`
+	AllowedValues  []any  `json:"AllowedValues"`
+	AllowedPattern string `json:"AllowedPattern"`
 }
 
 // Resource is a template resource; Properties stay raw until a typed
 // accessor (Function) reads them.
 type Resource struct {
 	Type                string          `json:"Type"`
+	Condition           string          `json:"Condition"`
 	Metadata            map[string]any  `json:"Metadata"`
 	DeletionPolicy      string          `json:"DeletionPolicy"`
 	UpdateReplacePolicy string          `json:"UpdateReplacePolicy"`
@@ -251,7 +256,8 @@ func (t *Template) Routes() (map[string]string, error) {
 // Env returns function id's environment with every value resolved to a
 // string: a literal as written, a !Ref to a parameter as the parameter's
 // default, a !Ref to a resource as refs gives it (for instance the table
-// name that a test created). Anything else is an error.
+// name that a test created), an !If by its condition at the parameters'
+// defaults. Anything else is an error.
 func (t *Template) Env(id string, refs map[string]string) (map[string]string, error) {
 	f, err := t.Function(id)
 	if err != nil {
@@ -275,6 +281,17 @@ func (t *Template) resolve(v any, refs map[string]string) (string, error) {
 	case float64, bool:
 		return fmt.Sprint(v), nil
 	case map[string]any:
+		if args, ok := v["Fn::If"].([]any); ok && len(v) == 1 && len(args) == 3 {
+			name, _ := args[0].(string)
+			holds, err := t.Condition(name, nil)
+			if err != nil {
+				return "", err
+			}
+			if holds {
+				return t.resolve(args[1], refs)
+			}
+			return t.resolve(args[2], refs)
+		}
 		if name, ok := v["Ref"].(string); ok && len(v) == 1 {
 			if p, ok := t.Parameters[name]; ok {
 				if p.Default == nil {

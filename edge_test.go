@@ -142,6 +142,10 @@ func TestEdgeDistribution(t *testing.T) {
 	if got := fmt.Sprint(cfg["WebACLId"]); got != "map[Ref:EdgeWebAclArn]" {
 		t.Errorf("WebACLId = %s, want !Ref EdgeWebAclArn", got)
 	}
+	// The rate rule counts per address; an IPv6 client rotates through its /64.
+	if cfg["IPV6Enabled"] != false {
+		t.Errorf("IPV6Enabled = %v, want false", cfg["IPV6Enabled"])
+	}
 	origins := list(cfg["Origins"])
 	if len(origins) != 1 {
 		t.Fatalf("origins %v, want the HTTP API alone", origins)

@@ -80,7 +80,7 @@ lint: $(STATICCHECK) lint-openapi ## gofmt, go vet, staticcheck, go mod tidy che
 	$(GO) vet -tags $(CHECK_TAGS) ./...
 	$(STATICCHECK) -tags $(CHECK_TAGS) ./...
 	$(GO) mod tidy -diff
-	$(CFN_LINT) template.yaml edge/waf.yaml
+	$(CFN_LINT) template.yaml template-waf.yaml
 
 # Redocly's CLI from npm, run by npx (needs node).
 .PHONY: lint-openapi

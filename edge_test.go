@@ -1,7 +1,7 @@
 package waitingroom_test
 
 // Holds the edge (EdgeProtection=waf: template.yaml's CloudFront
-// distribution, edge/waf.yaml's web ACL) to the routes the handler serves
+// distribution, template-waf.yaml's web ACL) to the routes the handler serves
 // and the headers it reads. cfn-lint (make lint) checks both templates
 // against CloudFormation.
 
@@ -250,11 +250,11 @@ func behaviourFor(bs []edgeBehaviour, path string) edgeBehaviour {
 	return bs[len(bs)-1]
 }
 
-// TestEdgeWebACL: edge/waf.yaml's web ACL is CLOUDFRONT-scoped, limits
+// TestEdgeWebACL: template-waf.yaml's web ACL is CLOUDFRONT-scoped, limits
 // enters (and only enters) per source IP with its parameters, runs AWS's
 // common and known-bad-inputs groups, and refuses admin routes.
 func TestEdgeWebACL(t *testing.T) {
-	tpl, err := samtemplate.Load("edge/waf.yaml")
+	tpl, err := samtemplate.Load("template-waf.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,6 +147,14 @@ func TestCommands(t *testing.T) {
 		if diff := cmp.Diff(want, pick(got, "admissionRatePerSecond", "paused", "admissionWindowSeconds", "pollingPolicy", "maxWaiting")); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
+		got = run(t, "put", "gala", "-challenge-bits", "12", "-json")
+		if got["challengeBits"] != 12.0 {
+			t.Errorf("-challenge-bits 12: challengeBits %v", got["challengeBits"])
+		}
+		got = run(t, "put", "gala", "-challenge-bits", "0", "-json")
+		if _, ok := got["challengeBits"]; ok {
+			t.Errorf("-challenge-bits 0 should remove the proof of work: %v", got)
+		}
 		got = run(t, "put", "gala", "-policy", "", "-json")
 		if _, ok := got["pollingPolicy"]; ok || got["admissionRatePerSecond"] != 3.5 {
 			t.Errorf(`-policy "" should return the program to the default policy and keep the rate: %v`, got)

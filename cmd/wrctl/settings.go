@@ -43,6 +43,7 @@ var settingFlags = map[string]setting{
 	"maxActiveUsers":         {"max-active", "", integer, "the most `people` admitted at once; set before admission starts, then only raised (0: no cap)"},
 	"translations":           {"text", "", texts, "a text in another language, `LANG.TEXT=VALUE` with TEXT displayName, message or notice (ko.notice=…; ko.notice= clears it); repeat it for more"},
 	"noShowSeconds":          {"no-show", "", seconds, "how long an admitted person has to fetch their pass before they are a no-show, a `duration` of 5s to 1h (0: none)"},
+	"challengeBits":          {"challenge-bits", "", integer, "the proof of work every enter must carry, in leading zero `bits` of a hash, 0 to 26 (0: none)"},
 }
 
 // programSettings is every program setting put knows: one per field of

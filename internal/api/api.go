@@ -207,6 +207,9 @@ type Program struct {
 	// NoShowSeconds is how long an admitted person has to fetch their
 	// pass; absent: no no-show handling.
 	NoShowSeconds int64 `json:"noShowSeconds,omitempty"`
+	// ChallengeBits is the proof of work an enter must carry; absent:
+	// none.
+	ChallengeBits int64 `json:"challengeBits,omitempty"`
 	// Active, Ended and NoShows count, as of the last second's fold, the
 	// people admitted and not yet done, the admissions ended early, and
 	// the no-shows; present with a cap or no-show handling.
@@ -242,6 +245,9 @@ type ProgramSettings struct {
 	// NoShowSeconds, 5 to 3600, is how long an admitted person has to
 	// fetch their pass before they are a no-show; 0 removes it.
 	NoShowSeconds *int64 `json:"noShowSeconds,omitempty"`
+	// ChallengeBits, 0 to 26, makes every enter carry a proof of work:
+	// the leading zero bits of the hash of a solved challenge; 0 removes it.
+	ChallengeBits *int64 `json:"challengeBits,omitempty"`
 	// DisplayName, at most 80 characters on one line; "" clears it.
 	DisplayName *string `json:"displayName,omitempty"`
 	// Message, at most 500 characters; "" clears it.

@@ -89,6 +89,7 @@ func programOf(c queue.Counters) wire.Program {
 		MaxWaiting:             c.MaxWaiting,
 		MaxActiveUsers:         c.MaxActiveUsers,
 		NoShowSeconds:          c.NoShowSeconds,
+		ChallengeBits:          c.ChallengeBits,
 		ShuffleCommitment:      c.ShuffleCommitment,
 		BypassHeld:             c.BypassHeld,
 		Profile:                profileOf(c.Profile),

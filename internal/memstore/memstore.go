@@ -24,6 +24,7 @@ type Store struct {
 	changeIssued map[string]int64
 	cap          capacity
 	cat          catalog
+	challenges   map[string]challengeUse
 }
 
 type shardKey struct {
@@ -40,7 +41,7 @@ var (
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]tickets.Shard), changeIssued: make(map[string]int64),
+	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]tickets.Shard), changeIssued: make(map[string]int64), challenges: make(map[string]challengeUse),
 		cap: capacity{groups: map[groupKey]queue.Group{}, ends: map[endsKey]ends{}, marks: map[string][]queue.Mark{}},
 		cat: catalog{listed: map[string]struct{}{}, deleted: map[string]time.Time{}, history: map[string][]queue.Change{}}}
 }
@@ -436,10 +437,12 @@ func (s *Store) update(ctx context.Context, id string, when func(queue.Token) bo
 }
 
 // Sweep deletes the tokens whose ExpiresAt has passed, as DynamoDB TTL does,
-// and returns how many it removed.
+// and returns how many it removed; the challenge uses past their expiry go
+// too (not counted).
 func (s *Store) Sweep(now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.sweepChallenges(now)
 	n := 0
 	for id, t := range s.tokens {
 		if !t.ExpiresAt.IsZero() && now.After(t.ExpiresAt) {

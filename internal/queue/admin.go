@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/challenge"
 	"github.com/example/waitingroom/internal/polling"
 )
 
@@ -46,6 +47,9 @@ type Options struct {
 	// before they are a no-show (0: no no-show handling; with a cap, the
 	// admission window).
 	NoShowSeconds int64 `dynamodbav:"noShowSeconds,omitempty"`
+	// ChallengeBits is the proof of work an enter must carry, in leading
+	// zero bits of its hash (0: none; see package challenge).
+	ChallengeBits int64 `dynamodbav:"challengeBits,omitempty"`
 	// Profile is what the program shows the people who wait.
 	Profile Profile `dynamodbav:"-"`
 }
@@ -103,6 +107,7 @@ func changeOptions(set api.ProgramSettings, o *Options, pace *Segment, policies 
 		change(&o.MaxWaiting, set.MaxWaiting, "maxWaiting", maxWaiting),
 		change(&o.MaxActiveUsers, set.MaxActiveUsers, "maxActiveUsers", maxActiveUsers),
 		change(&o.NoShowSeconds, set.NoShowSeconds, "noShowSeconds", noShowSeconds),
+		change(&o.ChallengeBits, set.ChallengeBits, "challengeBits", challengeBits),
 	)
 }
 
@@ -175,6 +180,13 @@ const (
 func noShowSeconds(n int64) (int64, string) {
 	if n != 0 && (n < MinNoShowSeconds || n > MaxNoShowSeconds) {
 		return 0, fmt.Sprintf("must be 0 (none) or %d to %d", MinNoShowSeconds, MaxNoShowSeconds)
+	}
+	return n, ""
+}
+
+func challengeBits(n int64) (int64, string) {
+	if n < 0 || n > challenge.MaxBits {
+		return 0, fmt.Sprintf("must be 0 (no proof of work) to %d", challenge.MaxBits)
 	}
 	return n, ""
 }

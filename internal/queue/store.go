@@ -63,6 +63,11 @@ type Store interface {
 	// token as stored afterwards. ErrNotFound if there is no token, or
 	// only a claim.
 	RevokeToken(ctx context.Context, t Token) (Token, error)
+	// UseChallenge records that the proof of work named key (a hash of its
+	// challenge) served the enter owner, to be kept until expires; it
+	// succeeds again for the same owner (a retry) and answers ErrConflict
+	// when another owner used it first.
+	UseChallenge(ctx context.Context, key, owner string, expires time.Time) error
 
 	CatalogStore
 }

@@ -50,6 +50,8 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	t.Run("Claims", func(t *testing.T) { testClaims(t, newStore(t)) })
 	t.Run("ClaimsConcurrent", func(t *testing.T) { testClaimsConcurrent(t, newStore(t)) })
 	t.Run("Catalog", func(t *testing.T) { testCatalog(t, newStore(t)) })
+	t.Run("Challenges", func(t *testing.T) { testChallenges(t, newStore(t)) })
+	t.Run("ChallengesConcurrent", func(t *testing.T) { testChallengesConcurrent(t, newStore(t)) })
 	if _, ok := newStore(t).(tickets.Store); ok {
 		ticketStore := func(t *testing.T) tickets.Store { return newStore(t).(tickets.Store) }
 		t.Run("IssueTickets", func(t *testing.T) { testIssueTickets(t, ticketStore(t)) })
@@ -116,6 +118,7 @@ func program(id string) queue.Program {
 		Options: queue.Options{
 			AdmissionWindow: 10 * time.Minute,
 			MaxWaiting:      5000,
+			ChallengeBits:   16,
 			Profile: queue.Profile{
 				DisplayName: "Gala — 갈라",
 				Message:     "Two nights.\nSeats for both.",

@@ -34,6 +34,27 @@ const TokenPath = "/api/v1/admin/programs/{programId}/tokens/{tokenId}"
 // PassesPath issues bypass passes: staff let in without queueing.
 const PassesPath = "/api/v1/admin/programs/{programId}/passes"
 
+// ChallengePath hands out a proof-of-work challenge for an enter.
+const ChallengePath = "/api/v1/queues/programs/{programId}/challenge"
+
+// Headers of an enter's proof of work: a challenge from ChallengePath and
+// its solution.
+const (
+	HeaderChallenge = "X-Queue-Challenge"
+	HeaderSolution  = "X-Queue-Solution"
+)
+
+// Challenge is a proof of work to solve before an enter: a solution is 1
+// to 64 characters of [A-Za-z0-9_-] such that SHA-256 of
+// "<challenge>.<solution>" starts with Bits zero bits.
+type Challenge struct {
+	Challenge string `json:"challenge"`
+	// Bits is the leading zero bits asked for; 0: the program asks for no
+	// proof, and an enter needs none.
+	Bits      int  `json:"bits"`
+	ExpiresAt Time `json:"expiresAt"`
+}
+
 // Headers of the API.
 const (
 	// HeaderToken carries the queue token.

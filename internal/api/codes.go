@@ -32,6 +32,10 @@ const (
 	// for the passes asked for.
 	CodeInvalidValidity = "INVALID_VALIDITY"
 	CodeNoRoom          = "NO_ROOM"
+	// An enter without the proof of work its program asks for, and one
+	// whose proof is wrong, expired, of another program or used.
+	CodeChallengeRequired = "CHALLENGE_REQUIRED"
+	CodeChallengeFailed   = "CHALLENGE_FAILED"
 
 	// Codes of the HTTP layer: the request, not the queue, is at fault.
 	CodeNotFound         = "NOT_FOUND"

@@ -66,6 +66,14 @@ func TestContract(t *testing.T) {
 	})
 }
 
+// TestProofReplay: 16 enters with one proof of work take one ticket, the
+// use record's conditional write deciding on DynamoDB's side.
+func TestProofReplay(t *testing.T) {
+	t.Parallel()
+	client := newClientAt(t, dynamotest.Moto(t))
+	storetest.ProofReplay(t, dynamostore.New(client, dynamotest.NewTable(t, client)))
+}
+
 // rawItem reads an item as stored.
 func rawItem(t *testing.T, client *dynamodb.Client, table, pk, sk string) map[string]types.AttributeValue {
 	t.Helper()

@@ -40,7 +40,7 @@ func TestHandlerStoreFault(t *testing.T) {
 	var logs bytes.Buffer
 	h := checkedLambda(t, httpapi.Lambda(httpapi.New(queue.NewService(brokenStore{memstore.New()}, polling.DefaultTiers()),
 		httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))))
-	for _, event := range []string{"enter", "poll-waiting", "leave", "session-end", "admin-session-release", "admin-get-program", "admin-put-program", "admin-admit",
+	for _, event := range []string{"enter", "challenge", "poll-waiting", "leave", "session-end", "admin-session-release", "admin-get-program", "admin-put-program", "admin-admit",
 		"admin-list-programs", "admin-delete-program", "admin-history", "admin-token-get", "admin-token-revoke", "admin-passes"} {
 		t.Run(event, func(t *testing.T) {
 			resp := invoke(t, h, fixtures.Event(t, event))

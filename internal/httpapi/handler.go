@@ -150,7 +150,10 @@ func header(r *http.Request, name string) string {
 }
 
 func (a *api) enter(w http.ResponseWriter, r *http.Request) {
-	v, created, err := a.svc.Enter(r.Context(), r.PathValue("programId"), queue.Entry{Token: token(r), IdempotencyKey: header(r, wire.HeaderIdempotencyKey)})
+	v, created, err := a.svc.Enter(r.Context(), r.PathValue("programId"), queue.Entry{
+		Token: token(r), IdempotencyKey: header(r, wire.HeaderIdempotencyKey),
+		Challenge: header(r, wire.HeaderChallenge), Solution: header(r, wire.HeaderSolution),
+	})
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated

@@ -159,6 +159,12 @@ func TestHandlerEvents(t *testing.T) {
 		{"error-program-closed", 409, `{"code":"PROGRAM_CLOSED","message":"The program's queue is closed to new entries."}`, nil},
 		{"error-program-closed-at", 409, `{"code":"PROGRAM_CLOSED","message":"The program's queue closed to new entries at 2026-05-19T09:59:00Z."}`, nil},
 		{"error-queue-full", 409, `{"code":"QUEUE_FULL","message":"The line is full (100 waiting): try again later."}`, nil},
+		// A program that asks for a proof of work: its challenge (random,
+		// checked apart: see TestHandlerChallenge), an enter without a
+		// proof, and one with a challenge it never issued.
+		{"challenge", 200, `{"challenge":"<challenge>","bits":16,"expiresAt":"2026-05-19T10:05:00.123Z"}`, map[string]string{"Cache-Control": "no-store"}},
+		{"error-challenge-required", 403, `{"code":"CHALLENGE_REQUIRED","message":"This program asks for a proof of work: GET /api/v1/queues/programs/guarded/challenge, solve the challenge, and send it in X-Queue-Challenge with the solution in X-Queue-Solution."}`, nil},
+		{"error-challenge-failed", 403, `{"code":"CHALLENGE_FAILED","message":"The proof of work is not valid for this program, or its solution is wrong."}`, nil},
 		{"error-method-not-allowed", 405, `{"code":"METHOD_NOT_ALLOWED","message":"Allowed methods: DELETE, GET, POST."}`, map[string]string{"Allow": "DELETE, GET, POST"}},
 		{"error-unknown-route", 404, `{"code":"NOT_FOUND","message":"No such route."}`, nil},
 		{"admin-get-program", 200,
@@ -212,6 +218,7 @@ func TestHandlerEvents(t *testing.T) {
 			if strings.Contains(tt.wantBody, `"<pass>"`) {
 				body = passPlaceholder.ReplaceAllString(body, `"<pass>"`)
 			}
+			body = challengePlaceholder.ReplaceAllString(body, `"challenge":"<challenge>"`)
 			assertJSONEqual(t, body, tt.wantBody)
 			for k, want := range tt.wantHeader {
 				if got := resp.Headers[k]; got != want {
@@ -227,6 +234,9 @@ func TestHandlerEvents(t *testing.T) {
 		})
 	}
 }
+
+// challengePlaceholder finds a challenge of package challenge.
+var challengePlaceholder = regexp.MustCompile(`"challenge":"[A-Za-z0-9_-]{56}"`)
 
 // passPlaceholder finds a compact JWS as a JSON string.
 var passPlaceholder = regexp.MustCompile(`"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+"`)

@@ -30,6 +30,7 @@ var Routes = []Route{
 	{http.MethodGet, wire.QueuePath, false, metrics.OpPoll, (*api).poll},
 	{http.MethodDelete, wire.QueuePath, false, metrics.OpLeave, (*api).leave},
 	{http.MethodDelete, wire.SessionPath, false, metrics.OpLeave, (*api).endSession},
+	{http.MethodGet, wire.ChallengePath, false, metrics.OpOther, (*api).challenge},
 	{http.MethodGet, wire.JWKSPath, false, metrics.OpOther, (*api).jwks},
 	{http.MethodGet, wire.ProgramsPath, true, metrics.OpAdmin, (*api).listPrograms},
 	{http.MethodGet, wire.AdminPath, true, metrics.OpAdmin, (*api).getProgram},

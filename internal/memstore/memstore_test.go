@@ -51,3 +51,6 @@ func TestSweep(t *testing.T) {
 		t.Errorf("token without ExpiresAt: GetToken: %v, want it kept", err)
 	}
 }
+
+// TestProofReplay: 16 enters with one proof of work take one ticket.
+func TestProofReplay(t *testing.T) { storetest.ProofReplay(t, memstore.New()) }

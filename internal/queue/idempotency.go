@@ -32,9 +32,12 @@ const (
 // key's token takes the ticket and fills the claim with it; the others
 // answer that token once it is there, waiting for it up to claimWait, and
 // else ENTER_IN_PROGRESS (503, to retry). A claim older than ClaimTimeout
-// is taken over.
-func (s *Service) enterWithKey(ctx context.Context, programID, key string) (View, bool, error) {
-	id := idempotentTokenID(programID, key)
+// is taken over. Only the enter that claims needs the proof of work, which
+// it records as used by the key's token: a retry that finds that token
+// answers it without a proof, and one that claims again (the first lost
+// its claim) may use the same proof again.
+func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry) (View, bool, error) {
+	id := idempotentTokenID(programID, e.IdempotencyKey)
 	claim := NewTokenID()
 	start := s.clock.Now()
 	for pause := claimPollFirst; ; pause = min(2*pause, claimPollMax) {
@@ -43,7 +46,7 @@ func (s *Service) enterWithKey(ctx context.Context, programID, key string) (View
 		if errors.Is(err, ErrNotFound) || err == nil && t.Claim != "" && now.After(t.ClaimedAt.Add(ClaimTimeout)) {
 			// An unknown program, or a full line, gets no claim item;
 			// the program is usually in the instance's cache.
-			if err := s.checkRoom(ctx, programID, now); err != nil {
+			if err := s.checkEntry(ctx, programID, e, id, now); err != nil {
 				return View{}, false, err
 			}
 			c := Token{ID: id, ProgramID: programID, Claim: claim, ClaimedAt: now.Truncate(time.Millisecond), ExpiresAt: now.Add(claimRetention)}

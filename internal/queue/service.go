@@ -27,6 +27,7 @@ type Service struct {
 	shuffle  shuffleSeeds
 	tickets  Tickets
 	log      *slog.Logger
+	secret   []byte // of the proof-of-work challenges
 }
 
 // Option configures a Service.
@@ -106,6 +107,9 @@ func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
 		o(s)
 	}
 	s.cache.entries = make(map[string]cachedProgram)
+	if s.secret == nil {
+		s.secret = randomSecret()
+	}
 	return s
 }
 
@@ -119,6 +123,10 @@ type Entry struct {
 	// enter with the same key in the same program answers the same token,
 	// for as long as the token is stored.
 	IdempotencyKey string
+	// Challenge and Solution are the proof of work of an enter into a
+	// program with challengeBits ("" for none): needed for a new ticket
+	// only.
+	Challenge, Solution string
 }
 
 // Enter puts a person in programID's queue, created=true when it took a new
@@ -146,19 +154,21 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 		// Unknown, foreign, left or expired: a fresh place.
 	}
 	if e.IdempotencyKey != "" {
-		return s.enterWithKey(ctx, programID, e.IdempotencyKey)
+		return s.enterWithKey(ctx, programID, e)
 	}
-	if err := s.checkRoom(ctx, programID, s.clock.Now()); err != nil {
+	id := NewTokenID()
+	if err := s.checkEntry(ctx, programID, e, id, s.clock.Now()); err != nil {
 		return View{}, false, err
 	}
-	return s.enterNew(ctx, programID, NewTokenID(), "")
+	return s.enterNew(ctx, programID, id, "")
 }
 
-// checkRoom answers QUEUE_FULL if programID's line, as this instance read
+// checkEntry answers QUEUE_FULL if programID's line, as this instance read
 // it at most one cache TTL ago, is at its maxWaiting (PROGRAM_NOT_FOUND
-// if there is no such program): before an enter takes a ticket or writes
-// anything.
-func (s *Service) checkRoom(ctx context.Context, programID string, now time.Time) error {
+// if there is no such program), and checks e's proof of work for the
+// enter that stores token id: before an enter takes a ticket or writes
+// anything else.
+func (s *Service) checkEntry(ctx context.Context, programID string, e Entry, id string, now time.Time) error {
 	p, err := s.program(ctx, programID, now)
 	if err != nil {
 		return err
@@ -169,7 +179,7 @@ func (s *Service) checkRoom(ctx context.Context, programID string, now time.Time
 	case p.Full(now):
 		return Errorf(KindConflict, api.CodeQueueFull, "The line is full (%d waiting): try again later.", p.MaxWaiting)
 	}
-	return nil
+	return s.checkProof(ctx, p, e, id, now)
 }
 
 func errProgramClosed() error {

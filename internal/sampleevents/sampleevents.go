@@ -51,6 +51,8 @@ const (
 	// 60 s; 50 of its 100 tickets are admitted, and places up to 50 are
 	// sealed as no-shows but those seen.
 	CappedProgramID = "capped"
+	// GuardedProgramID asks every enter for a proof of work of 16 bits.
+	GuardedProgramID = "guarded"
 )
 
 // Seed stores the events' programs in s: ProgramID (1,000 tickets issued,
@@ -81,6 +83,11 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	full = full.Rebased(now, queue.OnePerSecond, true, 0, 0)
 	if err := s.CreateProgram(ctx, full); err != nil {
 		return fmt.Errorf("seed full program: %w", err)
+	}
+	guarded := queue.Program{ID: GuardedProgramID, CreatedAt: now.Add(-time.Hour), Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow, ChallengeBits: 16}}
+	guarded = guarded.Rebased(now, queue.OnePerSecond, true, 0, 0)
+	if err := s.CreateProgram(ctx, guarded); err != nil {
+		return fmt.Errorf("seed guarded program: %w", err)
 	}
 	if err := seedCapped(ctx, s, now); err != nil {
 		return err

@@ -29,7 +29,7 @@ const (
 const apiImportPath = "github.com/example/waitingroom/internal/api"
 
 // wireTypes are the bodies of the API, each one schema of the same name.
-var wireTypes = []any{api.Token{}, api.Program{}, api.ProgramSettings{}, api.Admission{}, api.Error{}, api.ProgramList{}, api.Change{}, api.ChangeList{}, api.TokenRecord{}, api.BypassRequest{}, api.BypassPasses{}}
+var wireTypes = []any{api.Token{}, api.Program{}, api.ProgramSettings{}, api.Admission{}, api.Error{}, api.ProgramList{}, api.Change{}, api.ChangeList{}, api.TokenRecord{}, api.BypassRequest{}, api.BypassPasses{}, api.Challenge{}}
 
 func main() {
 	if len(os.Args) != 2 {

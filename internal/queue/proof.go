@@ -1,0 +1,104 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/challenge"
+)
+
+// useMargin is how long a proof's use record outlives its challenge, for
+// instances whose clocks lag (see docs/design.md, "Proof of work on enter").
+const useMargin = time.Minute
+
+// WithChallengeSecret makes the service issue and check challenges under
+// secret (at least challenge.MinSecretLen bytes), which every instance of
+// a deployment must share; without it each Service draws its own at
+// random, which only a single process may use.
+func WithChallengeSecret(secret []byte) Option {
+	return func(s *Service) { s.secret = secret }
+}
+
+// randomSecret is a fresh challenge secret.
+func randomSecret() []byte {
+	b := make([]byte, challenge.MinSecretLen)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return b
+}
+
+// ChallengeView is a challenge for an enter into a program.
+type ChallengeView struct {
+	Challenge string
+	Bits      int // 0: the program asks for no proof
+	ExpiresAt time.Time
+}
+
+// Challenge issues a proof-of-work challenge for an enter into programID,
+// asking for the program's challengeBits as this instance last read them.
+func (s *Service) Challenge(ctx context.Context, programID string) (ChallengeView, error) {
+	if !ValidProgramID(programID) {
+		return ChallengeView{}, errInvalidProgramID()
+	}
+	now := s.clock.Now()
+	p, err := s.program(ctx, programID, now)
+	if err != nil {
+		return ChallengeView{}, err
+	}
+	c, exp, err := challenge.Issue(s.secret, programID, int(p.ChallengeBits), now)
+	if err != nil {
+		return ChallengeView{}, &Error{Kind: KindInternal, Code: api.CodeInternal, Message: "internal error", Err: err}
+	}
+	return ChallengeView{Challenge: c, Bits: int(p.ChallengeBits), ExpiresAt: exp}, nil
+}
+
+// checkProof checks the proof of work e carries, when p asks for one, and
+// records its use by owner: the token id the enter stores, the same for
+// every retry of a keyed enter. It runs before any ticket is taken.
+func (s *Service) checkProof(ctx context.Context, p Program, e Entry, owner string, now time.Time) error {
+	if p.ChallengeBits == 0 {
+		return nil
+	}
+	if e.Challenge == "" && e.Solution == "" {
+		return errChallengeRequired(p.ID)
+	}
+	c, err := challenge.Verify(s.secret, p.ID, e.Challenge, e.Solution, now)
+	switch {
+	case errors.Is(err, challenge.ErrExpired):
+		return errChallengeFailed("has expired; fetch a new one")
+	case err != nil:
+		return errChallengeFailed("is not valid for this program, or its solution is wrong")
+	case int64(c.Bits) < p.ChallengeBits:
+		return errChallengeFailed(fmt.Sprintf("asks for %d bits and the program now asks for %d; fetch a new one", c.Bits, p.ChallengeBits))
+	}
+	err = s.store.UseChallenge(ctx, useKey(e.Challenge), owner, c.ExpiresAt.Add(useMargin))
+	switch {
+	case errors.Is(err, ErrConflict):
+		return errChallengeFailed("was already used by another enter; fetch a new one")
+	case err != nil:
+		return storeError("use challenge", err)
+	}
+	return nil
+}
+
+// useKey names a challenge's use record: a hash of it, 22 characters.
+func useKey(c string) string {
+	sum := sha256.Sum256([]byte(c))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
+}
+
+func errChallengeRequired(programID string) error {
+	route := strings.Replace(api.ChallengePath, "{programId}", programID, 1)
+	return Errorf(KindForbidden, api.CodeChallengeRequired, "This program asks for a proof of work: GET %s, solve the challenge, and send it in %s with the solution in %s.",
+		route, api.HeaderChallenge, api.HeaderSolution)
+}
+
+func errChallengeFailed(why string) error {
+	return Errorf(KindForbidden, api.CodeChallengeFailed, "The proof of work %s.", why)
+}

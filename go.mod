@@ -67,6 +67,7 @@ require (
 )
 
 require (
+	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.51.0
 	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
 	github.com/felixge/httpsnoop v1.1.0
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875

@@ -178,6 +178,12 @@ func functionEnv(ctx context.Context, tpl *samtemplate.Template, o options, logf
 		}
 		logf("invoke: pass key %s", res.PassKey)
 	}
+	if lambdaemu.NeedsChallengeSecret(tpl) {
+		var err error
+		if res.ChallengeSecret, err = lambdaemu.CreateChallengeSecret(ctx, o.endpoint); err != nil {
+			return nil, err
+		}
+	}
 	return lambdaemu.FunctionEnv(tpl, o.function, res)
 }
 

@@ -133,7 +133,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("shuffle key: %w", err)
 	}
-	a, where, model, closeStore, err := openStore(ctx, cfg, f.store, log, app.WithPasses(passes), app.WithShuffleKey(shuffle))
+	// CHALLENGE_SECRET, or a random secret of this process.
+	challengeSecret, err := app.ChallengeSecret(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("challenge secret: %w", err)
+	}
+	a, where, model, closeStore, err := openStore(ctx, cfg, f.store, log, app.WithPasses(passes), app.WithShuffleKey(shuffle),
+		app.WithServiceOptions(queue.WithChallengeSecret(challengeSecret)))
 	if err != nil {
 		return err
 	}

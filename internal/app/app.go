@@ -121,7 +121,9 @@ var ErrNoShuffleKey = errors.New("config: " + config.EnvShuffleKMSKeyID + " is r
 
 // QueueFromEnv builds the queue function's App: FromEnv's, plus the pass
 // issuer on PASS_KMS_KEY_ID (else ErrNoPassKey) and the shuffle key
-// SHUFFLE_KMS_KEY_ID (else ErrNoShuffleKey). Nothing is fetched from KMS yet.
+// SHUFFLE_KMS_KEY_ID (else ErrNoShuffleKey). Nothing is fetched from KMS
+// yet; the challenges' secret CHALLENGE_SECRET_ARN (else
+// ErrNoChallengeSecret) is read now, once.
 func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
 	cfg, err := config.FromEnv(getenv, true)
 	if err != nil {
@@ -133,6 +135,9 @@ func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) 
 	if cfg.ShuffleKMSKeyID == "" {
 		return nil, ErrNoShuffleKey
 	}
+	if cfg.ChallengeSecretARN == "" {
+		return nil, ErrNoChallengeSecret
+	}
 	iss, err := NewIssuer(ctx, cfg.Pass, "")
 	if err != nil {
 		return nil, err
@@ -141,7 +146,11 @@ func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	return fromConfig(ctx, cfg, w, WithPasses(iss), WithShuffleKey(shuffle))
+	secret, err := ChallengeSecret(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return fromConfig(ctx, cfg, w, WithPasses(iss), WithShuffleKey(shuffle), WithServiceOptions(queue.WithChallengeSecret(secret)))
 }
 
 func fromConfig(ctx context.Context, cfg config.Config, w io.Writer, opts ...Option) (*App, error) {

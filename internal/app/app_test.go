@@ -145,6 +145,10 @@ func TestQueueFromEnv(t *testing.T) {
 		t.Errorf("QueueFromEnv without SHUFFLE_KMS_KEY_ID: err %v, want ErrNoShuffleKey", err)
 	}
 	keys["SHUFFLE_KMS_KEY_ID"] = "alias/shuffle"
+	if _, err := app.QueueFromEnv(t.Context(), getenv(keys), io.Discard); !errors.Is(err, app.ErrNoChallengeSecret) {
+		t.Errorf("QueueFromEnv without CHALLENGE_SECRET_ARN: err %v, want ErrNoChallengeSecret", err)
+	}
+	keys["CHALLENGE_SECRET_ARN"], keys["SECRETS_ENDPOINT"] = secretsServer(t, strings.Repeat("s", 64))
 	a, err := app.QueueFromEnv(t.Context(), getenv(keys), io.Discard)
 	if err != nil {
 		t.Fatal(err)

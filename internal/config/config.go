@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/example/waitingroom/internal/challenge"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/waitpage"
@@ -42,6 +43,13 @@ const (
 	// EnvShuffleKMSKeyID is the KMS key (RSA_2048) whose signature seeds
 	// a shuffled opening: the queue function's, at KMS_ENDPOINT when set.
 	EnvShuffleKMSKeyID = "SHUFFLE_KMS_KEY_ID"
+	// The proof-of-work challenges' secret: a Secrets Manager secret
+	// (template.yaml: ChallengeSecret) read at cold start, at
+	// SECRETS_ENDPOINT when set; or, on the local server, the secret
+	// itself (at least 32 bytes; random at start when unset).
+	EnvChallengeSecretARN = "CHALLENGE_SECRET_ARN"
+	EnvSecretsEndpoint    = "SECRETS_ENDPOINT"
+	EnvChallengeSecret    = "CHALLENGE_SECRET"
 
 	// EnvPageLogoURL is the logo of the waiting-room page (template
 	// parameter PageLogoUrl).
@@ -50,7 +58,8 @@ const (
 
 // Variables lists every environment variable FromEnv reads.
 var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvPollSteady, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace,
-	EnvPassIssuer, EnvPassKMSKeyID, EnvPassKMSPublishedKeyID, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvShuffleKMSKeyID, EnvPageLogoURL}
+	EnvPassIssuer, EnvPassKMSKeyID, EnvPassKMSPublishedKeyID, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvShuffleKMSKeyID, EnvPageLogoURL,
+	EnvChallengeSecretARN, EnvSecretsEndpoint, EnvChallengeSecret}
 
 // DefaultProgramCacheTTL is how long a function instance reuses a program
 // read on the poll path; MaxProgramCacheTTL bounds what may be configured.
@@ -93,6 +102,9 @@ type Config struct {
 	// ShuffleKMSKeyID is the KMS key that signs shuffled openings' seeds
 	// (SHUFFLE_KMS_KEY_ID: id, ARN or alias; at Pass.KMSEndpoint).
 	ShuffleKMSKeyID string
+	// ChallengeSecretARN, SecretsEndpoint and ChallengeSecret: see
+	// EnvChallengeSecretARN.
+	ChallengeSecretARN, SecretsEndpoint, ChallengeSecret string
 	// PageLogoURL is the image above the waiting-room page's title: a path
 	// on the API's origin or an https URL (WAITING_ROOM_LOGO_URL); none
 	// when empty.
@@ -126,6 +138,10 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		ProgramCacheTTL:  DefaultProgramCacheTTL,
 		MetricsNamespace: metrics.DefaultNamespace,
 		ShuffleKMSKeyID:  strings.TrimSpace(getenv(EnvShuffleKMSKeyID)),
+
+		ChallengeSecretARN: strings.TrimSpace(getenv(EnvChallengeSecretARN)),
+		SecretsEndpoint:    strings.TrimSpace(getenv(EnvSecretsEndpoint)),
+		ChallengeSecret:    getenv(EnvChallengeSecret),
 	}
 	var errs []error
 	if requireTable && c.TableName == "" {
@@ -175,6 +191,12 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %q is not one of debug, info, warn, error", EnvLogLevel, v))
 		}
+	}
+	switch {
+	case c.ChallengeSecret != "" && len(c.ChallengeSecret) < challenge.MinSecretLen:
+		errs = append(errs, fmt.Errorf("%s: %d bytes, want at least %d", EnvChallengeSecret, len(c.ChallengeSecret), challenge.MinSecretLen))
+	case c.ChallengeSecret != "" && c.ChallengeSecretARN != "":
+		errs = append(errs, fmt.Errorf("%s and %s: choose one", EnvChallengeSecret, EnvChallengeSecretARN))
 	}
 	if v := strings.TrimSpace(getenv(EnvMetricsNamespace)); v != "" {
 		if err := metrics.ValidNamespace(v); err != nil {

@@ -27,6 +27,10 @@ type Resources struct {
 	// PassKey is the id of a KMS key on Endpoint (CreatePassKey) that
 	// stands for each AWS::KMS::Key; "" when no function needs one.
 	PassKey string
+	// ChallengeSecret is the ARN of a secret on Endpoint
+	// (CreateChallengeSecret) that stands for each
+	// AWS::SecretsManager::Secret; "" when the template has none.
+	ChallengeSecret string
 }
 
 // FunctionEnv returns the environment for running function id of tpl
@@ -44,6 +48,9 @@ func FunctionEnv(tpl *samtemplate.Template, id string, r Resources) ([]string, e
 	if r.PassKey != "" {
 		maps.Copy(refs, tpl.RefsOfType("AWS::KMS::Key", r.PassKey))
 	}
+	if r.ChallengeSecret != "" {
+		maps.Copy(refs, tpl.RefsOfType("AWS::SecretsManager::Secret", r.ChallengeSecret))
+	}
 	vars, err := tpl.Env(id, refs)
 	if err != nil {
 		return nil, err
@@ -51,6 +58,9 @@ func FunctionEnv(tpl *samtemplate.Template, id string, r Resources) ([]string, e
 	vars[config.EnvDynamoEndpoint] = r.Endpoint
 	if _, ok := vars[config.EnvPassKMSKeyID]; ok {
 		vars[config.EnvKMSEndpoint] = r.Endpoint
+	}
+	if _, ok := vars[config.EnvChallengeSecretARN]; ok {
+		vars[config.EnvSecretsEndpoint] = r.Endpoint
 	}
 	vars["AWS_LAMBDA_FUNCTION_NAME"] = id
 	if f.Timeout > 0 {

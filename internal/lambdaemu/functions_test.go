@@ -86,6 +86,10 @@ func TestFunctions(t *testing.T) {
 	}
 	// The template's pass key, on the same moto_server (KMS).
 	res := lambdaemu.Resources{Endpoint: endpoint, Table: table, PassKey: kmstest.NewSigningKey(t, kmstest.Client(t))}
+	// And its challenges' secret (Secrets Manager).
+	if res.ChallengeSecret, err = lambdaemu.CreateChallengeSecret(ctx, endpoint); err != nil {
+		t.Fatal(err)
+	}
 
 	mem := memstore.New() // the reference handlers' store
 	fns := map[string]*function{}

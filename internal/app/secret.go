@@ -1,0 +1,61 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/example/waitingroom/internal/awsconfig"
+	"github.com/example/waitingroom/internal/challenge"
+	"github.com/example/waitingroom/internal/config"
+)
+
+// ErrNoChallengeSecret is QueueFromEnv's error when CHALLENGE_SECRET_ARN
+// is unset: instances that drew their own secrets would refuse each
+// other's challenges.
+var ErrNoChallengeSecret = errors.New("config: " + config.EnvChallengeSecretARN + " is required: the queue function signs proof-of-work challenges with that secret (template.yaml: ChallengeSecret)")
+
+// SecretsAPI is the part of Secrets Manager the queue function calls.
+type SecretsAPI interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+// ChallengeSecret returns the secret of the proof-of-work challenges that
+// cfg names: the Secrets Manager secret ChallengeSecretARN, read now (at
+// SecretsEndpoint when set); else ChallengeSecret; else nil, for a random
+// one per process (the local server).
+func ChallengeSecret(ctx context.Context, cfg config.Config) ([]byte, error) {
+	switch {
+	case cfg.ChallengeSecretARN != "":
+		awscfg, err := awsconfig.Load(ctx, cfg.SecretsEndpoint)
+		if err != nil {
+			return nil, fmt.Errorf("Secrets Manager client: %w", err)
+		}
+		client := secretsmanager.NewFromConfig(awscfg, func(o *secretsmanager.Options) {
+			if cfg.SecretsEndpoint != "" {
+				o.BaseEndpoint = aws.String(cfg.SecretsEndpoint)
+			}
+		})
+		return ReadSecret(ctx, client, cfg.ChallengeSecretARN)
+	case cfg.ChallengeSecret != "":
+		return []byte(cfg.ChallengeSecret), nil
+	}
+	return nil, nil
+}
+
+// ReadSecret reads the string secret arn through client; it must be at
+// least challenge.MinSecretLen bytes.
+func ReadSecret(ctx context.Context, client SecretsAPI, arn string) ([]byte, error) {
+	out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	if err != nil {
+		return nil, fmt.Errorf("challenge secret %s: %w", arn, err)
+	}
+	s := aws.ToString(out.SecretString)
+	if len(s) < challenge.MinSecretLen {
+		return nil, fmt.Errorf("challenge secret %s: %d bytes, want a string of at least %d", arn, len(s), challenge.MinSecretLen)
+	}
+	return []byte(s), nil
+}

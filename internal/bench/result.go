@@ -99,6 +99,12 @@ type Result struct {
 	// simulation, enter attempts whose writes the partition model throttled
 	// through every retry; in a run, enter requests answered 503 or 429.
 	ThrottledEnters int64 `json:"throttledEnters"`
+	// ChallengeSolves counts the proofs of work a run solved, for a
+	// program with challengeBits, and ChallengeSolveMs the time they took
+	// in all (one core each); absent without.
+	Challenges       int64   `json:"challenges,omitempty"` // challenge fetches
+	ChallengeSolves  int64   `json:"challengeSolves,omitempty"`
+	ChallengeSolveMs float64 `json:"challengeSolveMs,omitempty"`
 	// ProgramItemWritesPerSecondMax is the most writes the program item
 	// took in one second: counted by the simulator, read from the server's
 	// partition model in a run (absent when the server has none).

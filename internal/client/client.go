@@ -137,6 +137,9 @@ type Entry struct {
 	// IdempotencyKey makes a retried enter answer the token and ticket of
 	// the first attempt.
 	IdempotencyKey string
+	// Challenge and Solution are a proof of work (Prove), for a program
+	// that asks for one.
+	Challenge, Solution string
 }
 
 // ProgramAnswer is an admin call's answer: the program, and the body as
@@ -173,6 +176,10 @@ func (c *Client) Enter(ctx context.Context, programID string, e Entry) (t api.To
 	}
 	if e.IdempotencyKey != "" {
 		h.Set(api.HeaderIdempotencyKey, e.IdempotencyKey)
+	}
+	if e.Challenge != "" || e.Solution != "" {
+		h.Set(api.HeaderChallenge, e.Challenge)
+		h.Set(api.HeaderSolution, e.Solution)
 	}
 	status, _, err := c.do(ctx, request{OpEnter, http.MethodPost, queuePath(programID), h, nil, []int{http.StatusCreated, http.StatusOK}}, &t)
 	return t, status == http.StatusCreated, err

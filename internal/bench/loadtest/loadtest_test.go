@@ -134,7 +134,7 @@ func checkTotals(t *testing.T, r bench.Result) {
 			queueErrs += n
 		}
 	}
-	if all != r.Requests+r.AdminRequests || queueErrs != r.Errors || adminErrs != r.AdminErrors || r.Requests != r.Enters+r.Polls+r.Leaves+r.SessionEnds {
+	if all != r.Requests+r.AdminRequests || queueErrs != r.Errors || adminErrs != r.AdminErrors || r.Requests != r.Enters+r.Polls+r.Leaves+r.SessionEnds+r.Challenges {
 		t.Errorf("routes sum to %d, requests %d + admin %d; failed routes %d and %d, errors %d and admin errors %d; enters %d + polls %d + leaves %d + session ends %d; routes %v",
 			all, r.Requests, r.AdminRequests, queueErrs, adminErrs, r.Errors, r.AdminErrors, r.Enters, r.Polls, r.Leaves, r.SessionEnds, r.ByRoute)
 	}
@@ -657,4 +657,26 @@ func TestResultTicket(t *testing.T) {
 	if lo, hi := res.NotifyDelayMs.P50, res.NotifyDelayMs.Max; lo < 0 || lo > 60 || hi != 150 {
 		t.Errorf("delays %.1f and %.1f ms; want about 50 (ticket 20) and 150 (estimated ticket 15, clamped)", lo, hi)
 	}
+}
+
+// TestRunSolvesChallenges: on a program that asks for a proof of work, a
+// run solves one per user before its enter, counts them and their time,
+// and every user gets in without a refused enter.
+func TestRunSolvesChallenges(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, serverOptions{})
+	ctx := context.Background()
+	if _, _, err := srv.svc.PutProgram(ctx, "guarded", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(100)), ChallengeBits: new(int64(8))}); err != nil {
+		t.Fatal(err)
+	}
+	sc := bench.Scenario{Users: 10, Rates: bench.ConstantRate(100), Timeout: 20 * time.Second}
+	r, err := Run(ctx, Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "guarded", Existing: true, Scenario: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Errors != 0 || r.Admitted != sc.Users || r.ChallengeSolves != int64(sc.Users) || r.Challenges != int64(sc.Users) || r.ChallengeSolveMs <= 0 {
+		t.Errorf("errors %d, admitted %d/%d, challenges %d, solves %d in %g ms; want every user in with one proof each, no error",
+			r.Errors, r.Admitted, sc.Users, r.Challenges, r.ChallengeSolves, r.ChallengeSolveMs)
+	}
+	checkTotals(t, r)
 }

@@ -60,6 +60,7 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 	}
 	seconds := int((end + time.Second - 1) / time.Second) // the last one may be partial
 	r.countRequests(&res, seconds)
+	res.ChallengeSolves, res.ChallengeSolveMs = r.solves.Load(), bench.Ms(time.Duration(r.solveNs.Load()))
 	pollsOfAdmitted := r.countUsers(&res, users, baseServing)
 	res.Finish(end, pollsOfAdmitted)
 	return res
@@ -108,6 +109,8 @@ func (r *runner) countRequests(res *bench.Result, seconds int) {
 			res.Leaves++
 		case client.OpEndSession, client.OpReleaseSession:
 			res.SessionEnds++
+		case client.OpChallenge:
+			res.Challenges++
 		}
 		if s := min(int(rec.at/time.Second), seconds-1); s >= 0 {
 			res.RpsSeries[s]++

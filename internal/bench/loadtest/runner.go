@@ -46,6 +46,11 @@ type runner struct {
 	started    chan struct{}
 
 	entered, admitted, left, requests, errs, adminErrs atomic.Int64
+	// solves and solveNs count the proofs of work solved and their time.
+	solves, solveNs atomic.Int64
+	// proofs is set when the program asks for a proof of work: every
+	// user solves one before its first enter.
+	proofs bool
 }
 
 // record is one request as sent and answered.
@@ -141,6 +146,7 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 	}
 	baseServing := c.Admitted
 	r.baseIssued = c.Issued
+	r.proofs = c.ChallengeBits > 0
 
 	r.start = time.Now()
 	ctx, cancel := context.WithTimeout(parent, sc.Timeout)

@@ -43,20 +43,9 @@ type user struct {
 func (r *runner) user(ctx context.Context, u *user, entered func()) {
 	var once sync.Once
 	defer once.Do(entered)
-	key := client.NewIdempotencyKey()
-	var ans api.Token
-	var sent, recv time.Duration
-	for {
-		var err error
-		sent = r.since()
-		ans, _, err = r.client.Enter(ctx, r.cfg.ProgramID, client.Entry{IdempotencyKey: key})
-		recv = r.since()
-		if err == nil {
-			break
-		}
-		if !retry(ctx, err) {
-			return
-		}
+	ans, sent, recv, ok := r.enter(ctx)
+	if !ok {
+		return
 	}
 	u.entered, u.enterAt, u.ticket, u.position = true, recv, ans.Ticket, ans.Position
 	if !ans.IssuedAt.IsZero() {

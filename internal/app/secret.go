@@ -32,7 +32,7 @@ func ChallengeSecret(ctx context.Context, cfg config.Config) ([]byte, error) {
 	case cfg.ChallengeSecretARN != "":
 		awscfg, err := awsconfig.Load(ctx, cfg.SecretsEndpoint)
 		if err != nil {
-			return nil, fmt.Errorf("Secrets Manager client: %w", err)
+			return nil, fmt.Errorf("secrets manager client: %w", err)
 		}
 		client := secretsmanager.NewFromConfig(awscfg, func(o *secretsmanager.Options) {
 			if cfg.SecretsEndpoint != "" {

@@ -58,6 +58,25 @@ func (s *Service) Challenge(ctx context.Context, programID string) (ChallengeVie
 	return ChallengeView{Challenge: c, Bits: int(p.ChallengeBits), ExpiresAt: exp}, nil
 }
 
+// checkEntry answers QUEUE_FULL if programID's line, as this instance read
+// it at most one cache TTL ago, is at its maxWaiting (PROGRAM_NOT_FOUND
+// if there is no such program), and checks e's proof of work for the
+// enter that stores token id: before an enter takes a ticket or writes
+// anything else.
+func (s *Service) checkEntry(ctx context.Context, programID string, e Entry, id string, now time.Time) error {
+	p, err := s.program(ctx, programID, now)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !p.takesEntries(now):
+		return p.errEntriesClosed(now) // for good: never "try again later"
+	case p.Full(now):
+		return Errorf(KindConflict, api.CodeQueueFull, "The line is full (%d waiting): try again later.", p.MaxWaiting)
+	}
+	return s.checkProof(ctx, p, e, id, now)
+}
+
 // checkProof checks the proof of work e carries, when p asks for one, and
 // records its use by owner: the token id the enter stores, the same for
 // every retry of a keyed enter. It runs before any ticket is taken.

@@ -163,25 +163,6 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 	return s.enterNew(ctx, programID, id, "")
 }
 
-// checkEntry answers QUEUE_FULL if programID's line, as this instance read
-// it at most one cache TTL ago, is at its maxWaiting (PROGRAM_NOT_FOUND
-// if there is no such program), and checks e's proof of work for the
-// enter that stores token id: before an enter takes a ticket or writes
-// anything else.
-func (s *Service) checkEntry(ctx context.Context, programID string, e Entry, id string, now time.Time) error {
-	p, err := s.program(ctx, programID, now)
-	if err != nil {
-		return err
-	}
-	switch {
-	case !p.takesEntries(now):
-		return p.errEntriesClosed(now) // for good: never "try again later"
-	case p.Full(now):
-		return Errorf(KindConflict, api.CodeQueueFull, "The line is full (%d waiting): try again later.", p.MaxWaiting)
-	}
-	return s.checkProof(ctx, p, e, id, now)
-}
-
 func errProgramClosed() error {
 	return Errorf(KindConflict, api.CodeProgramClosed, "The program's queue is closed to new entries.")
 }

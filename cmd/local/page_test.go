@@ -333,3 +333,36 @@ func formatThousands(n int64) string {
 	}
 	return s
 }
+
+// TestChallengePageEndToEnd: on the real local server, a program that asks
+// each enter for a proof of work of 16 bits (challengeBits) is entered by
+// the page in Chromium: its first enter is refused CHALLENGE_REQUIRED, its
+// Web Worker solves the server's challenge, and the enter with the proof
+// reaches WAITING.
+func TestChallengePageEndToEnd(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cret"
+	base := start(t, map[string]string{"ADMIN_TOKEN": secret}, "-demo-program", "")
+	if code, body := call(t, "PUT", base+"/api/v1/admin/programs/guarded", "", secret, `{"challengeBits":16,"paused":true}`); code != 201 {
+		t.Fatalf("create the program: %d %v", code, body)
+	}
+	ctx, cancel := context.WithTimeout(browser.Tab(t), 60*time.Second)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: recordCalls}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, chromedp.Navigate(base+"/waiting-room/guarded?lang=en"))
+	waitFor(t, ctx, 30*time.Second, `document.getElementById('pos').textContent === '1'`)
+	var enters []int
+	for _, c := range recorded(t, ctx) {
+		if c.Method == "POST" {
+			enters = append(enters, c.HTTPStatus)
+		}
+	}
+	if !slices.Equal(enters, []int{403, 201}) {
+		t.Errorf("the page's enters answered %v, want 403 (no proof) then 201 (with the worker's)", enters)
+	}
+	if code, body := call(t, "GET", base+"/api/v1/admin/programs/guarded", "", secret, ""); code != 200 || body["issued"] != float64(1) {
+		t.Errorf("counters: %d %v, want 1 ticket issued", code, body)
+	}
+}

@@ -90,6 +90,8 @@ func pageError(ctx context.Context, err error) error {
 		sentinel = waitpage.ErrClosed
 	case api.CodeQueueFull:
 		sentinel = waitpage.ErrFull
+	case api.CodeChallengeRequired, api.CodeChallengeFailed:
+		sentinel = waitpage.ErrNeedsScript
 	default:
 		return err
 	}

@@ -686,3 +686,32 @@ func TestChallengeSolvedInAWorker(t *testing.T) {
 		t.Errorf("%d challenges used, want 1", used)
 	}
 }
+
+// TestWithoutJavaScriptOnAGuardedProgram: without JavaScript the page
+// cannot solve a program's proof of work: its join form is answered 403
+// with a page that says to turn JavaScript on, and nobody takes a place.
+func TestWithoutJavaScriptOnAGuardedProgram(t *testing.T) {
+	t.Parallel()
+	q := newFakeQueue()
+	s := gala()
+	s.challengeBits = 16
+	q.add("gala", s)
+	srv, _ := q.serve(t, waitpage.Options{})
+	ctx := tab(t)
+	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala?lang=en"))
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS("form button")))
+	do(t, ctx, chromedp.Click(chromedp.CSS("form button")))
+	do(t, ctx, chromedp.WaitNotPresent(chromedp.CSS("form button")))
+	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	if err != nil || !strings.Contains(body, "turn JavaScript on, then reload this page") {
+		t.Errorf("page after the join = %q (%v), want it to say JavaScript is needed", body, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.tokens) != 0 {
+		t.Errorf("%d tokens made without a proof", len(q.tokens))
+	}
+}

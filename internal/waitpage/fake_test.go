@@ -121,6 +121,9 @@ func (q *fakeQueue) Page(_ context.Context, id, lang string) (waitpage.PageInfo,
 func (q *fakeQueue) Enter(_ context.Context, id, tokenID, key, lang string) (waitpage.View, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if p, err := q.program(id); err == nil && p.challengeBits > 0 && q.keys[key] == "" {
+		return waitpage.View{}, waitpage.ErrNeedsScript // no script, no proof
+	}
 	v, _, err := q.enter(id, tokenID, key, lang)
 	return v, err
 }

@@ -33,6 +33,9 @@ var (
 	ErrClosed = errors.New("waitpage: program closed to new entries")
 	// ErrFull means the program's line is at its limit for now (409).
 	ErrFull = errors.New("waitpage: the line is full")
+	// ErrNeedsScript means the program asks each enter for a proof of
+	// work, which only the page's script solves (403).
+	ErrNeedsScript = errors.New("waitpage: the program's enter needs the page's script")
 )
 
 // Programs is what the page needs from the queue: a program's page settings,
@@ -240,7 +243,7 @@ func (h *Handler) enter(w http.ResponseWriter, r *http.Request) {
 		tok = tokenCookie(r)
 	}
 	v, err := h.programs.Enter(r.Context(), id, tok, key, lang.code)
-	if errors.Is(err, ErrClosed) || errors.Is(err, ErrFull) {
+	if errors.Is(err, ErrClosed) || errors.Is(err, ErrFull) || errors.Is(err, ErrNeedsScript) {
 		info, perr := h.programs.Page(r.Context(), id, lang.code)
 		if perr != nil {
 			h.fail(w, r, lang, perr)
@@ -253,8 +256,12 @@ func (h *Handler) enter(w http.ResponseWriter, r *http.Request) {
 			d.NoScript = joinView(lang, id, false)
 			d.NoScript.State = lang.t("fullEnter")
 		}
+		status := http.StatusConflict
+		if errors.Is(err, ErrNeedsScript) {
+			d.NoScript.State, status = lang.t("needsScript"), http.StatusForbidden
+		}
 		d.NoScript.Closing = closingLine(lang, info.ClosesAt)
-		h.render(w, http.StatusConflict, d)
+		h.render(w, status, d)
 		return
 	}
 	if err != nil {

@@ -117,6 +117,15 @@ func TestCheckClosing(t *testing.T) {
 	})
 }
 
+func TestCheckChallenge(t *testing.T) {
+	t.Parallel()
+	runChecks(t, "challenge", []checkCase{
+		{"none", nil, []string{"OK: no proof of work"}},
+		{"18 bits", func(p *api.Program, _ *checkLoad) { p.ChallengeBits = 18 }, []string{"OK: 18 bits: a person's browser works about 184ms"}},
+		{"24 bits", func(p *api.Program, _ *checkLoad) { p.ChallengeBits = 24 }, []string{"WARN: 24 bits: a person's browser works about 11.7s"}},
+	})
+}
+
 func TestCheckTarget(t *testing.T) {
 	t.Parallel()
 	runChecks(t, "targetUrl", []checkCase{
@@ -250,7 +259,7 @@ func TestCheckOrder(t *testing.T) {
 			got = append(got, f.Check)
 		}
 	}
-	want := []string{"entries", "opening", "closing", "targetUrl", "signing", "enters", "table", "requests", "capacity", "line", "wait", "page"}
+	want := []string{"entries", "opening", "closing", "targetUrl", "signing", "enters", "challenge", "table", "requests", "capacity", "line", "wait", "page"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("checks (-want +got):\n%s", diff)
 	}
@@ -277,7 +286,7 @@ func TestCheckCommand(t *testing.T) {
 		t.Fatalf("put: exit %d: %s", r.status, r.stderr)
 	}
 	r := wrctl(t, env, "check", "gala", "-expect", "1000", "-peak", "50")
-	if r.status != 0 || !strings.HasPrefix(r.stdout, "check gala at ") || !strings.HasSuffix(r.stdout, "0 FAIL, 0 WARN, 12 OK\n") {
+	if r.status != 0 || !strings.HasPrefix(r.stdout, "check gala at ") || !strings.HasSuffix(r.stdout, "0 FAIL, 0 WARN, 13 OK\n") {
 		t.Errorf("ready: exit %d\n%s%s", r.status, r.stdout, r.stderr)
 	}
 	if !regexp.MustCompile(`(?m)^OK +targetUrl +https://tickets.example/gala$`).MatchString(r.stdout) {
@@ -298,7 +307,7 @@ func TestCheckCommand(t *testing.T) {
 			fails = append(fails, fmt.Sprintf("%s: %s", f.Check, f.Do))
 		}
 	}
-	if r.status != 1 || !strings.Contains(r.stderr, "check failed: 1 of 12 lines FAIL") {
+	if r.status != 1 || !strings.Contains(r.stderr, "check failed: 1 of 13 lines FAIL") {
 		t.Errorf("no target: exit %d, stderr %q; want 1 and the tally", r.status, r.stderr)
 	}
 	if want := []string{"targetUrl: wrctl put gala -target-url https://…"}; !cmp.Equal(fails, want) {

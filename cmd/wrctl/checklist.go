@@ -25,7 +25,7 @@ type presale struct {
 // checks runs every check, in the checklist's order.
 func (c presale) checks() []finding {
 	var out []finding
-	for _, check := range []func() []finding{c.entries, c.opening, c.closing, c.target, c.signing, c.enters, c.table, c.requests, c.capacity, c.line, c.wait, c.page} {
+	for _, check := range []func() []finding{c.entries, c.opening, c.closing, c.target, c.signing, c.enters, c.challenge, c.table, c.requests, c.capacity, c.line, c.wait, c.page} {
 		out = append(out, check()...)
 	}
 	return out
@@ -159,6 +159,29 @@ func (c presale) enters() []finding {
 		return found(levelOK, "enters", fmt.Sprintf("%s enters/s at the peak: on ticket shards (from %s/s, on DynamoDB; up to %s/s)", rate(peak), rate(shardsFrom), rate(most)), "")
 	}
 	return found(levelOK, "enters", fmt.Sprintf("%s enters/s at the peak: on the program item (shards from %s/s)", rate(peak), rate(shardsFrom)), "")
+}
+
+// browserHash is the page's time per SHA-256 of the proof of work in a
+// laptop's Chromium (docs/benchmarks.md, "Proof of work (issue 21)").
+const browserHash = 700 * time.Nanosecond
+
+// challenge: a proof of work on enter, and what it costs a person.
+func (c presale) challenge() []finding {
+	bits := c.p.ChallengeBits
+	if bits == 0 {
+		return found(levelOK, "challenge", "no proof of work on enter", "")
+	}
+	wait := time.Duration(1<<bits) * browserHash
+	if wait < time.Second {
+		wait = wait.Round(time.Millisecond)
+	} else {
+		wait = wait.Round(100 * time.Millisecond)
+	}
+	says := fmt.Sprintf("%d bits: a person's browser works about %v to enter (a laptop's Chromium; phones a few times longer); without JavaScript nobody can", bits, wait)
+	if bits > 22 {
+		return found(levelWarn, "challenge", says, "wrctl put "+c.p.ProgramID+" -challenge-bits 18 (20 against a known bot problem)")
+	}
+	return found(levelOK, "challenge", says, "")
 }
 
 // table: an enter writes the token, the ticket and its idempotency claim;

@@ -91,14 +91,18 @@ func newLossyService(t *testing.T, opts ...queue.Option) (*queue.Service, *lossy
 	return queue.NewService(store, polling.DefaultTiers(), append([]queue.Option{queue.WithClock(c)}, opts...)...), store, c
 }
 
-// enterN hands out n tickets of programID.
-func enterN(t *testing.T, svc *queue.Service, programID string, n int) {
+// enterN hands out n tickets of programID and returns their token ids.
+func enterN(t *testing.T, svc *queue.Service, programID string, n int) []string {
 	t.Helper()
+	ids := make([]string, 0, n)
 	for range n {
-		if _, _, err := svc.Enter(t.Context(), programID, queue.Entry{}); err != nil {
+		v, _, err := svc.Enter(t.Context(), programID, queue.Entry{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		ids = append(ids, v.TokenID)
 	}
+	return ids
 }
 
 func isBusy(err error) bool {

@@ -88,14 +88,7 @@ func TestTokenLookup(t *testing.T) {
 	c := clock.NewFake(t0)
 	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c), queue.WithPassSigner(signer))
 	mustPut(t, svc, "gala", 1, false)
-	var ids []string
-	for range 3 {
-		v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, v.TokenID)
-	}
+	ids := enterN(t, svc, "gala", 3)
 	c.Advance(time.Second) // ticket 1 admitted
 	lookup := func(i int) queue.Lookup {
 		t.Helper()
@@ -137,14 +130,7 @@ func TestRevokeFreesTheSlot(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for range 2 {
-		v, _, err := svc.Enter(ctx, "cap1", queue.Entry{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, v.TokenID)
-	}
+	ids := enterN(t, svc, "cap1", 2)
 	c.Advance(time.Second)
 	if v, err := svc.Poll(ctx, "cap1", ids[0]); err != nil || v.Status != queue.StatusAdmitted {
 		t.Fatalf("first token: %+v, %v", v, err)
@@ -217,14 +203,7 @@ func TestRevokeConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 40
-	var ids []string
-	for range n {
-		v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, v.TokenID)
-	}
+	ids := enterN(t, svc, "gala", n)
 	if _, err := svc.Admit(ctx, "gala", n); err != nil {
 		t.Fatal(err)
 	}
@@ -270,14 +249,7 @@ func TestTokenLookupNoShow(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for range 2 {
-		v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, v.TokenID)
-	}
+	ids := enterN(t, svc, "gala", 2)
 	c.Advance(time.Second)
 	status := func() queue.Status {
 		t.Helper()

@@ -21,14 +21,7 @@ func TestCapEndToEnd(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for range 6 {
-		v, _, err := svc.Enter(ctx, "capped", queue.Entry{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, v.TokenID)
-	}
+	ids := enterN(t, svc, "capped", 6)
 	poll := func(i int) queue.View {
 		t.Helper()
 		v, err := svc.Poll(ctx, "capped", ids[i])
@@ -102,14 +95,7 @@ func TestNoShowsGivenBack(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for range 60 {
-		v, _, err := svc.Enter(ctx, "given", queue.Entry{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, v.TokenID)
-	}
+	ids := enterN(t, svc, "given", 60)
 	// Everyone polls every 100 ms but the holders of places 1 and 2.
 	for range 200 {
 		c.Advance(100 * time.Millisecond)
@@ -228,14 +214,7 @@ func TestCapRaiseKeepsTimeToShow(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for range 1200 {
-		v, _, err := svc.Enter(ctx, "raise", queue.Entry{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, v.TokenID)
-	}
+	ids := enterN(t, svc, "raise", 1200)
 	c.Advance(time.Second)
 	for i := range 2 {
 		if v, err := svc.Poll(ctx, "raise", ids[i]); err != nil || v.Status != queue.StatusAdmitted {
@@ -315,14 +294,7 @@ func TestSelfEndSessionKeepsTheCap(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for range 5 {
-		v, _, err := svc.Enter(ctx, "cap1", queue.Entry{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, v.TokenID)
-	}
+	ids := enterN(t, svc, "cap1", 5)
 	passes := map[int]queue.View{}
 	c.Advance(time.Second)
 	for round := 0; round < 60; round++ {

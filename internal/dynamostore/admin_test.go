@@ -253,6 +253,21 @@ func TestAdminChangesGetThroughFlood(t *testing.T) {
 			}
 		})
 	}
+	// Until the first tickets, the queue is drained and a change takes
+	// effect at once, on the condition of the tickets issued, which an
+	// enter may move: the flood must be under way before the changes.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		p, err := r.store.GetProgram(t.Context(), "gala")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Issued >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tickets issued after 10 s of enters, want 3 before the changes", p.Issued)
+		}
+	}
 	const changes = 6 // even: the last one resumes
 	var failed, repeated []string
 	for i := range changes {

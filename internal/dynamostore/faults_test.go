@@ -880,6 +880,81 @@ func TestShardWritesAnswerLost(t *testing.T) {
 	}
 }
 
+// TestShardTakeRetriedAfterRefill is the regression test of a ticket handed
+// to two tokens: a take that used up its block lost its answer, and before
+// the SDK's retry another instance refilled the shard. The retry must not
+// answer the old take's first number with a last number from the new
+// block, whose first numbers are the refiller's.
+func TestShardTakeRetriedAfterRefill(t *testing.T) {
+	t.Parallel()
+	r := newFaultRig(t)
+	r.program(t, "refill", 1, true)
+	s := dynamostore.New(r.client, r.table)
+	client, err := dynamostore.NewClient(t.Context(), r.endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := dynamostore.New(client, r.table) // another instance, no faults
+	ctx := t.Context()
+	now := time.Now()
+	fresh := now.Add(-tickets.BlockLifetime)
+	if _, err := s.IssueTickets(ctx, "refill", now, 3); err != nil {
+		t.Fatal(err)
+	}
+	fill := func(s *dynamostore.Store, b tickets.Shard) {
+		t.Helper()
+		claim := queue.NewTokenID()
+		if _, ok, err := s.ClaimShard(ctx, "refill", 0, claim, now, fresh, now.Add(-time.Second)); err != nil || !ok {
+			t.Fatalf("ClaimShard: %v %v", ok, err)
+		}
+		if ok, err := s.FillShard(ctx, "refill", 0, claim, now, b); err != nil || !ok {
+			t.Fatalf("FillShard: %v %v", ok, err)
+		}
+	}
+	fill(s, tickets.Shard{Start: 1, Next: 2, End: 3, ReservedAt: now}) // 1 is the filler's
+	// The take of 3 gets 2..3 and uses the block up; its answer is held,
+	// then lost, while the other instance refills the shard.
+	r.ft.SetRules(faultinject.Rule{Op: "UpdateItem", BodyContains: `"takes"`, FirstOnly: true, Action: faultinject.DropResponse, Delay: 500 * time.Millisecond})
+	type take struct {
+		run tickets.Run
+		ok  bool
+		err error
+	}
+	taken := make(chan take, 1)
+	go func() {
+		run, ok, err := s.TakeShardTickets(ctx, "refill", 0, fresh, 3)
+		taken <- take{run, ok, err}
+	}()
+	for deadline := time.Now().Add(hangBound); ; time.Sleep(10 * time.Millisecond) {
+		if sh, err := other.GetShard(ctx, "refill", 0); err != nil || sh.Next == 5 {
+			break // the take is applied, its answer still held
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the take was never applied")
+		}
+	}
+	q, err := other.IssueTickets(ctx, "refill", now, 4) // 4..7
+	if err != nil || q.Issued != 7 {
+		t.Fatalf("IssueTickets: %+v %v, want 4..7", q, err)
+	}
+	fill(other, tickets.Shard{Start: 4, Next: 5, End: 7, ReservedAt: now}) // 4 is the refiller's
+	got := <-taken
+	r.checkLost(t, "UpdateItem", "take")
+	if got.err != nil {
+		t.Fatalf("TakeShardTickets: %v", got.err)
+	}
+	// The numbers the lost answer carried (2..3), a fresh take from the
+	// new block (5..7), or none: never 4, nor a run across the blocks.
+	want := []tickets.Run{{}, {First: 2, Last: 3, Block: 1}, {First: 5, Last: 7, Block: 4}}
+	run := tickets.Run{First: got.run.First, Last: got.run.Last, Block: got.run.Block}
+	if !got.ok {
+		run = tickets.Run{}
+	}
+	if !slices.Contains(want, run) {
+		t.Fatalf("the retried take answered %d..%d of the block at %d (ok %v), want one of %+v: ticket 4 is the refiller's", run.First, run.Last, run.Block, got.ok, want)
+	}
+}
+
 // TestCapacityWritesAnswerLost: each write of the capacity records applied
 // with its first answer lost answers, on the SDK's retry, as if it had
 // been made once; a fold's retry answers ErrConflict (its caller reads

@@ -154,7 +154,8 @@ func (s *Store) lost(ctx context.Context, op, programID string, i int) {
 // TakeShardTickets implements tickets.Store: one conditional UpdateItem,
 // SET next = next + m if the block is fresh and not used up (next may pass
 // end). A retry whose first attempt was applied answers the same numbers,
-// found by the take's id; if another take came between, they are gaps.
+// found by the take's id; if another take or a refill came between, they
+// are gaps.
 func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
 	id := queue.NewTokenID()
 	cond := shNext.LessThanEqual(shEnd).And(shReserved.GreaterThanEqual(expression.Value(notBefore.UnixMilli()))).And(notMine(shTakeID, id))
@@ -195,8 +196,10 @@ func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim s
 }
 
 // FillShard implements tickets.Store: one UpdateItem conditioned on the
-// claim, which it clears, so it never applies twice. When the item no
-// longer shows whether an earlier attempt applied, it returns an error.
+// claim, which it clears, so it never applies twice. It forgets the last
+// take, whose retry must not find its numbers in the new block. When the
+// item no longer shows whether an earlier attempt applied, it returns an
+// error.
 func (s *Store) FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, b tickets.Shard) (bool, error) {
 	cond := shClaimID.Equal(expression.Value(claim)).And(shClaimMs.Equal(expression.Value(claimedAt.UnixMilli())))
 	upd := expression.Set(shStart, expression.Value(b.Start)).
@@ -204,7 +207,8 @@ func (s *Store) FillShard(ctx context.Context, programID string, i int, claim st
 		Set(shEnd, expression.Value(b.End)).
 		Set(shReserved, expression.Value(b.ReservedAt.UnixMilli())).
 		Set(shTakes, expression.Value(0)).
-		Set(shClaimMs, expression.Value(0))
+		Set(shClaimMs, expression.Value(0)).
+		Remove(shTakeID).Remove(shTakeFrom)
 	it, w, err := s.shardUpdate(ctx, "fill shard", programID, i, cond, upd, types.ReturnValueNone)
 	switch {
 	case err != nil || w.ok:

@@ -1,0 +1,63 @@
+package admissionpass
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"time"
+)
+
+// StoredKey is one signing key of a keyring as its store keeps it: the
+// public half, the private half wrapped under a KMS key, and when it
+// signs. docs/design.md, "Pass signing keys", gives the schedule.
+type StoredKey struct {
+	// SignFrom is when the key starts signing, and its slot: a store
+	// holds at most one key per SignFrom (to the millisecond).
+	SignFrom time.Time
+	// KeyID is the kid: the RFC 7638 thumbprint of the public key.
+	KeyID string
+	// Public is the public key, PKIX DER.
+	Public []byte
+	// Wrapped is the private key (PKCS#8 DER) as KMS encrypted it.
+	Wrapped []byte
+	// Created is when the key was made; Revoked when it was revoked (zero:
+	// not revoked).
+	Created, Revoked time.Time
+	// Expires is when the store may forget the key (its TTL).
+	Expires time.Time
+}
+
+// KeyStore keeps a keyring's keys. memstore and dynamostore implement it;
+// storetest.PassKeys holds its contract.
+type KeyStore interface {
+	// PassKeys returns every stored key, by SignFrom, oldest first. Claims
+	// that hold no key yet are left out.
+	PassKeys(ctx context.Context) ([]StoredKey, error)
+	// ClaimPassKey makes claim, at now, the maker of the key of slot
+	// signFrom, if the slot holds no key and no other claim made at or
+	// after staleBefore (a claim made again by the same id succeeds
+	// again).
+	ClaimPassKey(ctx context.Context, signFrom time.Time, claim string, now, staleBefore time.Time) (bool, error)
+	// PutPassKey stores k in its slot if claim still holds it; true also
+	// when the slot holds k already (a retry after a lost answer), false
+	// when it holds another key or another claim.
+	PutPassKey(ctx context.Context, k StoredKey, claim string) (bool, error)
+	// RevokePassKey marks the key kid revoked at at (a second revoke keeps
+	// the first instant) and returns it; ErrKeyNotFound when no key has
+	// that kid.
+	RevokePassKey(ctx context.Context, kid string, at time.Time) (StoredKey, error)
+}
+
+// ErrKeyNotFound is KeyStore.RevokePassKey's error for an unknown kid.
+var ErrKeyNotFound = errors.New("admissionpass: no such signing key")
+
+// KeyWrapper makes signing keys and wraps their private half under a
+// key it never reveals (KMS), bound to an encryption context.
+type KeyWrapper interface {
+	// NewKeyPair returns a new P-256 key and its private half wrapped
+	// under encCtx.
+	NewKeyPair(ctx context.Context, encCtx map[string]string) (*ecdsa.PrivateKey, []byte, error)
+	// Unwrap returns the private key wrapped, which must have been wrapped
+	// under encCtx.
+	Unwrap(ctx context.Context, wrapped []byte, encCtx map[string]string) (*ecdsa.PrivateKey, error)
+}

@@ -1,8 +1,9 @@
-// Package kmstest makes KMS signing keys (admission passes, shuffle
-// seeds) for tests on the test binary's
-// moto_server, the one internal/testing/dynamotest starts (moto serves
-// KMS and DynamoDB on one endpoint). Import it from _test.go files only,
-// in a package whose TestMain calls dynamotest.Main.
+// Package kmstest makes KMS keys (admission passes, shuffle seeds, the
+// wrapping of signing keys) for tests on the test binary's moto_server, the
+// one internal/testing/dynamotest starts (moto serves KMS and DynamoDB on
+// one endpoint). Its Proxy adds kms:GenerateDataKeyPair, which moto lacks.
+// Import it from _test.go files only, in a package whose TestMain calls
+// dynamotest.Main.
 package kmstest
 
 import (
@@ -70,7 +71,7 @@ func warmUp(client *kms.Client) error {
 // schedules its deletion when t ends.
 func NewSigningKey(t testing.TB, client *kms.Client) string {
 	t.Helper()
-	return newKey(t, client, types.KeySpecEccNistP256, "test admission pass key: ")
+	return createKey(t, client, types.KeySpecEccNistP256, types.KeyUsageTypeSignVerify, "test admission pass key: ")
 }
 
 // NewShuffleKey creates the key whose signature seeds a shuffled opening
@@ -78,16 +79,18 @@ func NewSigningKey(t testing.TB, client *kms.Client) string {
 // returns its id, and schedules its deletion when t ends.
 func NewShuffleKey(t testing.TB, client *kms.Client) string {
 	t.Helper()
-	return newKey(t, client, types.KeySpecRsa2048, "test shuffle key: ")
+	return createKey(t, client, types.KeySpecRsa2048, types.KeyUsageTypeSignVerify, "test shuffle key: ")
 }
 
-func newKey(t testing.TB, client *kms.Client, spec types.KeySpec, description string) string {
+// createKey creates a key of spec and usage, returns its id, and schedules
+// its deletion when t ends.
+func createKey(t testing.TB, client *kms.Client, spec types.KeySpec, usage types.KeyUsageType, description string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := client.CreateKey(ctx, &kms.CreateKeyInput{
 		KeySpec:     spec,
-		KeyUsage:    types.KeyUsageTypeSignVerify,
+		KeyUsage:    usage,
 		Description: aws.String(description + t.Name()),
 	})
 	if err != nil {

@@ -1,0 +1,178 @@
+package admissionpass
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/kms/types"
+)
+
+// KMSWrapAPI is the part of the KMS client that KMSWrapper uses.
+type KMSWrapAPI interface {
+	GenerateDataKeyPair(ctx context.Context, in *kms.GenerateDataKeyPairInput, optFns ...func(*kms.Options)) (*kms.GenerateDataKeyPairOutput, error)
+	Decrypt(ctx context.Context, in *kms.DecryptInput, optFns ...func(*kms.Options)) (*kms.DecryptOutput, error)
+}
+
+// KMSWrapper is a KeyWrapper whose key pairs KMS makes
+// (kms:GenerateDataKeyPair, ECC_NIST_P256) under a symmetric KMS key, which
+// alone unwraps them (kms:Decrypt).
+type KMSWrapper struct {
+	client KMSWrapAPI
+	keyID  string
+}
+
+var _ KeyWrapper = (*KMSWrapper)(nil)
+
+// NewKMSWrapper returns the wrapper of the symmetric KMS key keyID (a key
+// id, ARN or alias) reached through client. It calls nothing yet.
+func NewKMSWrapper(client KMSWrapAPI, keyID string) *KMSWrapper {
+	return &KMSWrapper{client: client, keyID: keyID}
+}
+
+// NewKeyPair returns a P-256 key from kms:GenerateDataKeyPair and its
+// private half as KMS wrapped it under encCtx; it fails unless the private
+// key KMS answered is on P-256 and matches the public key it answered.
+func (w *KMSWrapper) NewKeyPair(ctx context.Context, encCtx map[string]string) (*ecdsa.PrivateKey, []byte, error) {
+	out, err := w.client.GenerateDataKeyPair(ctx, &kms.GenerateDataKeyPairInput{
+		KeyId:             aws.String(w.keyID),
+		KeyPairSpec:       types.DataKeyPairSpecEccNistP256,
+		EncryptionContext: encCtx,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("admissionpass: kms:GenerateDataKeyPair %s: %w", w.keyID, err)
+	}
+	defer clear(out.PrivateKeyPlaintext)
+	priv, err := parseP256PKCS8(out.PrivateKeyPlaintext)
+	if err != nil {
+		return nil, nil, fmt.Errorf("admissionpass: kms:GenerateDataKeyPair %s: private key: %w", w.keyID, err)
+	}
+	pub, err := x509.ParsePKIXPublicKey(out.PublicKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("admissionpass: kms:GenerateDataKeyPair %s: parse public key: %w", w.keyID, err)
+	}
+	if !priv.PublicKey.Equal(pub) {
+		return nil, nil, fmt.Errorf("admissionpass: kms:GenerateDataKeyPair %s: the public key does not match the private key", w.keyID)
+	}
+	if len(out.PrivateKeyCiphertextBlob) == 0 {
+		return nil, nil, fmt.Errorf("admissionpass: kms:GenerateDataKeyPair %s: no wrapped private key", w.keyID)
+	}
+	return priv, out.PrivateKeyCiphertextBlob, nil
+}
+
+// Unwrap returns the private key of wrapped from kms:Decrypt, pinned to the
+// wrapper's KMS key: KMS refuses a blob that another key wrapped, or that
+// was wrapped under another encryption context than encCtx.
+func (w *KMSWrapper) Unwrap(ctx context.Context, wrapped []byte, encCtx map[string]string) (*ecdsa.PrivateKey, error) {
+	out, err := w.client.Decrypt(ctx, &kms.DecryptInput{
+		KeyId:             aws.String(w.keyID),
+		CiphertextBlob:    wrapped,
+		EncryptionContext: encCtx,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("admissionpass: kms:Decrypt %s: %w", w.keyID, err)
+	}
+	defer clear(out.Plaintext)
+	priv, err := parseP256PKCS8(out.Plaintext)
+	if err != nil {
+		return nil, fmt.Errorf("admissionpass: kms:Decrypt %s: private key: %w", w.keyID, err)
+	}
+	return priv, nil
+}
+
+// parseP256PKCS8 parses der, a PKCS#8 private key that must be an ECDSA
+// P-256 key. Its errors never quote der.
+func parseP256PKCS8(der []byte) (*ecdsa.PrivateKey, error) {
+	parsed, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return nil, errors.New("not a PKCS#8 private key")
+	}
+	priv, ok := parsed.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("%T, want an ECDSA P-256 key", parsed)
+	}
+	if priv.Curve != elliptic.P256() {
+		return nil, fmt.Errorf("ECDSA key on %s, want P-256", priv.Curve.Params().Name)
+	}
+	return priv, nil
+}
+
+// LocalWrapper is a KeyWrapper without KMS, for the local server and
+// tests: it makes P-256 keys itself and wraps them with AES-256-GCM under a
+// random key that it holds in memory only, so only it can unwrap them.
+type LocalWrapper struct {
+	aead cipher.AEAD
+}
+
+var _ KeyWrapper = (*LocalWrapper)(nil)
+
+// NewLocalWrapper returns a LocalWrapper with a new random key.
+func NewLocalWrapper() (*LocalWrapper, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("admissionpass: wrapping key: %w", err)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("admissionpass: wrapping key: %w", err)
+	}
+	aead, err := cipher.NewGCMWithRandomNonce(block)
+	if err != nil {
+		return nil, fmt.Errorf("admissionpass: wrapping key: %w", err)
+	}
+	return &LocalWrapper{aead: aead}, nil
+}
+
+// NewKeyPair returns a new random P-256 key and its PKCS#8 encoding sealed
+// with encCtx as additional data.
+func (w *LocalWrapper) NewKeyPair(ctx context.Context, encCtx map[string]string) (*ecdsa.PrivateKey, []byte, error) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("admissionpass: generate key: %w", err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("admissionpass: marshal key: %w", err)
+	}
+	defer clear(der)
+	return priv, w.aead.Seal(nil, nil, der, encodeContext(encCtx)), nil
+}
+
+// Unwrap opens wrapped, which this wrapper must have sealed under encCtx.
+func (w *LocalWrapper) Unwrap(ctx context.Context, wrapped []byte, encCtx map[string]string) (*ecdsa.PrivateKey, error) {
+	der, err := w.aead.Open(nil, nil, wrapped, encodeContext(encCtx))
+	if err != nil {
+		return nil, errors.New("admissionpass: unwrap: not a key this wrapper wrapped under this encryption context")
+	}
+	defer clear(der)
+	priv, err := parseP256PKCS8(der)
+	if err != nil {
+		return nil, fmt.Errorf("admissionpass: unwrap: %w", err)
+	}
+	return priv, nil
+}
+
+// encodeContext serialises an encryption context as additional data: its
+// pairs by key, each key and value prefixed with its length, so that two
+// contexts encode alike only if they are equal (nil and empty are).
+func encodeContext(encCtx map[string]string) []byte {
+	var b []byte
+	for _, k := range slices.Sorted(maps.Keys(encCtx)) {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(encCtx[k])))
+		b = append(b, encCtx[k]...)
+	}
+	return b
+}

@@ -5,7 +5,6 @@ package admissionpass
 
 import (
 	"context"
-	"crypto"
 	"crypto/rand"
 	"encoding/asn1"
 	"encoding/base64"
@@ -14,6 +13,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,15 +43,31 @@ const (
 	JWKSContentType  = "application/jwk-set+json"
 )
 
-// Issuer signs passes with its signing key and publishes that key and
-// others in a JWKS. It is safe for concurrent use.
-type Issuer struct {
-	issuer  string
-	signing *publishedKey
-	keys    []*publishedKey // signing first, then the others
+// KeySet is the keys an Issuer signs with and publishes: fixed keys
+// (NewIssuer) or a Keyring.
+type KeySet interface {
+	// SigningKey is the key that signs now.
+	SigningKey(ctx context.Context) (Key, error)
+	// PublishedKeys are the keys of the JWKS, the signing key among them.
+	PublishedKeys(ctx context.Context) ([]Key, error)
+}
 
-	mu   sync.Mutex
-	jwks []byte // built on the first successful JWKS call
+// fixedKeys is a KeySet of keys that never change.
+type fixedKeys struct{ keys []Key } // the signing key first
+
+func (f fixedKeys) SigningKey(context.Context) (Key, error)      { return f.keys[0], nil }
+func (f fixedKeys) PublishedKeys(context.Context) ([]Key, error) { return f.keys, nil }
+
+// Issuer signs passes with its key set's signing key and publishes the
+// set in a JWKS. It is safe for concurrent use.
+type Issuer struct {
+	issuer string
+	keys   KeySet
+
+	mu      sync.Mutex
+	jwks    map[Key]*jose.JSONWebKey // each key's public JWK, worked out once
+	doc     []byte                   // the JWKS of docKIDs
+	docKIDs string
 }
 
 // NewIssuer returns an Issuer whose passes have iss issuer, signed with
@@ -61,14 +77,19 @@ func NewIssuer(issuer string, signing Key, others ...Key) (*Issuer, error) {
 	if signing == nil {
 		return nil, errors.New("admissionpass: no signing key")
 	}
-	i := &Issuer{issuer: issuer, signing: &publishedKey{key: signing}}
-	i.keys = append(i.keys, i.signing)
+	keys := []Key{signing}
 	for _, k := range others {
 		if k != nil {
-			i.keys = append(i.keys, &publishedKey{key: k})
+			keys = append(keys, k)
 		}
 	}
-	return i, nil
+	return NewSetIssuer(issuer, fixedKeys{keys}), nil
+}
+
+// NewSetIssuer returns an Issuer of passes signed with set's signing key,
+// as NewIssuer's.
+func NewSetIssuer(issuer string, set KeySet) *Issuer {
+	return &Issuer{issuer: issuer, keys: set, jwks: map[Key]*jose.JSONWebKey{}}
 }
 
 // Issuer returns the passes' iss, or "" if it comes from the context.
@@ -106,13 +127,17 @@ func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 	case !a.ExpiresAt.After(a.AdmittedAt):
 		return "", fmt.Errorf("admissionpass: admission window %v..%v is empty", a.AdmittedAt, a.ExpiresAt)
 	}
-	pub, err := i.signing.jwk(ctx)
+	key, err := i.keys.SigningKey(ctx)
+	if err != nil {
+		return "", err
+	}
+	pub, err := i.jwk(ctx, key)
 	if err != nil {
 		return "", err
 	}
 	// go-jose's signer takes no context: this one carries the caller's.
 	signer, err := jose.NewSigner(
-		jose.SigningKey{Algorithm: jose.ES256, Key: contextSigner{ctx: ctx, key: i.signing.key, pub: pub}},
+		jose.SigningKey{Algorithm: jose.ES256, Key: contextSigner{ctx: ctx, key: key, pub: pub}},
 		(&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
 		return "", fmt.Errorf("admissionpass: signer: %w", err)
@@ -140,39 +165,49 @@ func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 // KeyID returns the kid of the signing key: the RFC 7638 thumbprint of its
 // public key, the same on every instance.
 func (i *Issuer) KeyID(ctx context.Context) (string, error) {
-	pub, err := i.signing.jwk(ctx)
+	key, err := i.keys.SigningKey(ctx)
+	if err != nil {
+		return "", err
+	}
+	pub, err := i.jwk(ctx, key)
 	if err != nil {
 		return "", err
 	}
 	return pub.KeyID, nil
 }
 
-// JWKS returns the JSON Web Key Set of the signing key and the others: EC
-// P-256 public keys with kid, alg ES256 and use sig. It is built on the
-// first successful call and then kept.
+// JWKS returns the JSON Web Key Set of the published keys: EC P-256
+// public keys with kid, alg ES256 and use sig. It is built again only
+// when the set changes.
 func (i *Issuer) JWKS(ctx context.Context) ([]byte, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.jwks != nil {
-		return i.jwks, nil
+	keys, err := i.keys.PublishedKeys(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var set jose.JSONWebKeySet
+	var kids strings.Builder
 	seen := make(map[string]bool)
-	for _, k := range i.keys {
-		pub, err := k.jwk(ctx)
+	for _, k := range keys {
+		pub, err := i.jwk(ctx, k)
 		if err != nil {
 			return nil, err
 		}
 		if !seen[pub.KeyID] {
 			seen[pub.KeyID] = true
 			set.Keys = append(set.Keys, *pub)
+			kids.WriteString(pub.KeyID + " ")
 		}
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.doc != nil && i.docKIDs == kids.String() {
+		return i.doc, nil
 	}
 	doc, err := json.Marshal(set)
 	if err != nil {
 		return nil, fmt.Errorf("admissionpass: marshal JWKS: %w", err)
 	}
-	i.jwks = doc
+	i.doc, i.docKIDs = doc, kids.String()
 	return doc, nil
 }
 
@@ -201,32 +236,28 @@ func (i *Issuer) JWKSHandler(onError func(http.ResponseWriter, *http.Request, er
 	})
 }
 
-// publishedKey is a Key with its public JWK, worked out once.
-type publishedKey struct {
-	key Key
-
-	mu  sync.Mutex
-	pub *jose.JSONWebKey
-}
-
-func (p *publishedKey) jwk(ctx context.Context) (*jose.JSONWebKey, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pub != nil {
-		return p.pub, nil
+// jwk is key's public JWK, worked out on its first use and kept (a
+// handful of keys a process lifetime: the fixed ones, or a keyring's).
+func (i *Issuer) jwk(ctx context.Context, key Key) (*jose.JSONWebKey, error) {
+	i.mu.Lock()
+	pub := i.jwks[key]
+	i.mu.Unlock()
+	if pub != nil {
+		return pub, nil
 	}
-	pub, err := p.key.PublicKey(ctx)
+	pk, err := key.PublicKey(ctx)
 	if err != nil {
 		return nil, err
 	}
-	k := jose.JSONWebKey{Key: pub, Algorithm: string(jose.ES256), Use: "sig"}
-	thumb, err := k.Thumbprint(crypto.SHA256)
+	kid, err := thumbprint(pk)
 	if err != nil {
-		return nil, fmt.Errorf("admissionpass: key thumbprint: %w", err)
+		return nil, err
 	}
-	k.KeyID = base64.RawURLEncoding.EncodeToString(thumb)
-	p.pub = &k
-	return p.pub, nil
+	pub = &jose.JSONWebKey{Key: pk, KeyID: kid, Algorithm: string(jose.ES256), Use: "sig"}
+	i.mu.Lock()
+	i.jwks[key] = pub
+	i.mu.Unlock()
+	return pub, nil
 }
 
 // contextSigner is a go-jose OpaqueSigner for one call: it signs with key

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
@@ -74,6 +75,61 @@ func TestProofReplay(t *testing.T) {
 	storetest.ProofReplay(t, dynamostore.New(client, dynamotest.NewTable(t, client)))
 }
 
+// TestPassKeys holds the store to admissionpass.KeyStore's contract on moto,
+// whose proxy passes one request at a time, as ProofReplay does: the
+// racing claims are decided by the condition on DynamoDB's side.
+func TestPassKeys(t *testing.T) {
+	t.Parallel()
+	client := newClientAt(t, dynamotest.Moto(t))
+	storetest.PassKeys(t, dynamostore.New(client, dynamotest.NewTable(t, client)))
+}
+
+// TestPassKeysItem: a signing slot's item, claimed, then holding its key,
+// then revoked.
+func TestPassKeysItem(t *testing.T) {
+	ctx := t.Context()
+	client := newClient(t)
+	table := dynamotest.NewTable(t, client)
+	s := dynamostore.New(client, table)
+	signFrom := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Add(1234 * time.Millisecond) // 1772366401234 ms
+	claimAt := signFrom.Add(-time.Hour)
+	if ok, err := s.ClaimPassKey(ctx, signFrom, "maker", claimAt, claimAt.Add(-time.Minute)); !ok || err != nil {
+		t.Fatalf("ClaimPassKey = %v, %v; want true", ok, err)
+	}
+	const pk, sk = "PASSKEYS", "KEY#001772366401234"
+	want := map[string]string{
+		"pk":      "S:" + pk,
+		"sk":      "S:" + sk,
+		"claimId": "S:maker",
+		"claimMs": "N:1772362801234",
+	}
+	checkItem(t, rawItem(t, client, table, pk, sk), want)
+
+	k := admissionpass.StoredKey{
+		SignFrom: signFrom,
+		KeyID:    "kid-1",
+		Public:   []byte{0x30, 0x59},
+		Wrapped:  []byte{0x01, 0xff},
+		Created:  claimAt.Add(5 * time.Millisecond),
+		Expires:  signFrom.Add(72 * time.Hour), // 1772625601.234 s
+	}
+	if ok, err := s.PutPassKey(ctx, k, "maker"); !ok || err != nil {
+		t.Fatalf("PutPassKey = %v, %v; want true", ok, err)
+	}
+	want["keyId"] = "S:kid-1"
+	want["public"] = "B:3059"
+	want["wrapped"] = "B:01ff"
+	want["createdMs"] = "N:1772362801239"
+	want["ttl"] = "N:1772625602" // rounded up: never deleted early
+	checkItem(t, rawItem(t, client, table, pk, sk), want)
+
+	if _, err := s.RevokePassKey(ctx, "kid-1", signFrom.Add(time.Hour)); err != nil {
+		t.Fatalf("RevokePassKey: %v", err)
+	}
+	want["revokedMs"] = "N:1772370001234"
+	checkItem(t, rawItem(t, client, table, pk, sk), want)
+}
+
 // rawItem reads an item as stored.
 func rawItem(t *testing.T, client *dynamodb.Client, table, pk, sk string) map[string]types.AttributeValue {
 	t.Helper()
@@ -94,14 +150,16 @@ func rawItem(t *testing.T, client *dynamodb.Client, table, pk, sk string) map[st
 	return out.Item
 }
 
-// attrString renders an attribute value as "S:x", "N:1.5", "BOOL:true",
-// "L:[S:a S:b]"; "" for an absent one.
+// attrString renders an attribute value as "S:x", "N:1.5", "B:0aff" (hex),
+// "BOOL:true", "L:[S:a S:b]"; "" for an absent one.
 func attrString(av types.AttributeValue) string {
 	switch v := av.(type) {
 	case *types.AttributeValueMemberS:
 		return "S:" + v.Value
 	case *types.AttributeValueMemberN:
 		return "N:" + v.Value
+	case *types.AttributeValueMemberB:
+		return fmt.Sprintf("B:%x", v.Value)
 	case *types.AttributeValueMemberBOOL:
 		return "BOOL:" + strconv.FormatBool(v.Value)
 	case *types.AttributeValueMemberL:

@@ -25,6 +25,7 @@ type Store struct {
 	cap          capacity
 	cat          catalog
 	challenges   map[string]challengeUse
+	passKeys     map[int64]passKeySlot // by SignFrom, Unix ms
 }
 
 type shardKey struct {
@@ -41,7 +42,7 @@ var (
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]tickets.Shard), changeIssued: make(map[string]int64), challenges: make(map[string]challengeUse),
+	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]tickets.Shard), changeIssued: make(map[string]int64), challenges: make(map[string]challengeUse), passKeys: make(map[int64]passKeySlot),
 		cap: capacity{groups: map[groupKey]queue.Group{}, ends: map[endsKey]ends{}, marks: map[string][]queue.Mark{}},
 		cat: catalog{listed: map[string]struct{}{}, deleted: map[string]time.Time{}, history: map[string][]queue.Change{}}}
 }
@@ -437,12 +438,13 @@ func (s *Store) update(ctx context.Context, id string, when func(queue.Token) bo
 }
 
 // Sweep deletes the tokens whose ExpiresAt has passed, as DynamoDB TTL does,
-// and returns how many it removed; the challenge uses past their expiry go
-// too (not counted).
+// and returns how many it removed; the challenge uses and signing keys past
+// their expiry go too (not counted).
 func (s *Store) Sweep(now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sweepChallenges(now)
+	s.sweepPassKeys(now)
 	n := 0
 	for id, t := range s.tokens {
 		if !t.ExpiresAt.IsZero() && now.After(t.ExpiresAt) {

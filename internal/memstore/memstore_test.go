@@ -54,3 +54,6 @@ func TestSweep(t *testing.T) {
 
 // TestProofReplay: 16 enters with one proof of work take one ticket.
 func TestProofReplay(t *testing.T) { storetest.ProofReplay(t, memstore.New()) }
+
+// TestPassKeys holds the store to admissionpass.KeyStore's contract.
+func TestPassKeys(t *testing.T) { storetest.PassKeys(t, memstore.New()) }

@@ -542,14 +542,19 @@ func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
 // field counts, times as instants; got's ExpiresAt may be rounded up to the
 // second (a zero one stays zero).
 func tokenDiff(want, got queue.Token) string {
-	ttl := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".ExpiresAt" },
+	return cmp.Diff(want, got, ttlField(".ExpiresAt"))
+}
+
+// ttlField compares the time fields named field (".ExpiresAt") as a TTL:
+// one may be the other rounded up to the second (a zero one stays zero).
+func ttlField(field string) cmp.Option {
+	return cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == field },
 		cmp.Comparer(func(w, g time.Time) bool {
 			if w.After(g) { // the comparer must be symmetric: w is the earlier
 				w, g = g, w
 			}
 			return w.IsZero() == g.IsZero() && !g.Before(w) && g.Before(w.Add(time.Second)) && g.Equal(g.Truncate(time.Second)) || w.Equal(g)
 		}))
-	return cmp.Diff(want, got, ttl)
 }
 
 func checkToken(t *testing.T, what string, got, want queue.Token) {

@@ -1,0 +1,212 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// The pass-signing keys: one partition, an item per signing slot, sorted by
+// the instant the slot's key starts signing. See docs/design.md, "The data
+// model (DynamoDB)".
+const (
+	passKeysPK     = "PASSKEYS"
+	passKeyPrefix  = "KEY#"
+	passKeyMsWidth = 15 // zero-padded so that sort keys order as the instants do
+)
+
+var _ admissionpass.KeyStore = (*Store)(nil)
+
+func passKeySK(signFrom time.Time) string {
+	return fmt.Sprintf("%s%0*d", passKeyPrefix, passKeyMsWidth, queue.UnixMs(signFrom))
+}
+
+func passKeyKey(signFrom time.Time) map[string]types.AttributeValue {
+	return capKey(passKeysPK, passKeySK(signFrom))
+}
+
+// passKeyItem is a signing slot's item: its maker's claim and, once put,
+// its key (absent attributes are zero).
+type passKeyItem struct {
+	SK        string `dynamodbav:"sk"`
+	KeyID     string `dynamodbav:"keyId"`
+	Public    []byte `dynamodbav:"public"`
+	Wrapped   []byte `dynamodbav:"wrapped"`
+	CreatedMs int64  `dynamodbav:"createdMs"`
+	RevokedMs int64  `dynamodbav:"revokedMs"`
+	ClaimID   string `dynamodbav:"claimId"`
+	ClaimMs   int64  `dynamodbav:"claimMs"`
+	TTL       int64  `dynamodbav:"ttl"`
+}
+
+func (it passKeyItem) key() (admissionpass.StoredKey, error) {
+	ms, err := strconv.ParseInt(strings.TrimPrefix(it.SK, passKeyPrefix), 10, 64)
+	if err != nil || !strings.HasPrefix(it.SK, passKeyPrefix) {
+		return admissionpass.StoredKey{}, fmt.Errorf("sort key %q is no signing slot", it.SK)
+	}
+	return admissionpass.StoredKey{
+		SignFrom: queue.FromUnixMs(ms),
+		KeyID:    it.KeyID,
+		Public:   it.Public,
+		Wrapped:  it.Wrapped,
+		Created:  queue.FromUnixMs(it.CreatedMs),
+		Revoked:  queue.FromUnixMs(it.RevokedMs),
+		Expires:  fromTTL(it.TTL),
+	}, nil
+}
+
+// The signing slot item's attributes in expressions.
+var (
+	slotKeyID, slotClaimID, slotClaimMs = expression.Name("keyId"), expression.Name("claimId"), expression.Name("claimMs")
+	slotRevokedMs                       = expression.Name("revokedMs")
+)
+
+// PassKeys implements admissionpass.KeyStore with one strongly consistent
+// query of the keys' partition.
+func (s *Store) PassKeys(ctx context.Context) ([]admissionpass.StoredKey, error) {
+	items, err := s.passKeyItems(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dynamostore: list pass keys: %w", err)
+	}
+	keys := make([]admissionpass.StoredKey, 0, len(items))
+	for _, it := range items {
+		k, err := it.key()
+		if err != nil {
+			return nil, fmt.Errorf("dynamostore: list pass keys: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// passKeyItems reads the slots that hold a key, by SignFrom.
+func (s *Store) passKeyItems(ctx context.Context) ([]passKeyItem, error) {
+	key := expression.Key("pk").Equal(expression.Value(passKeysPK)).
+		And(expression.Key("sk").BeginsWith(passKeyPrefix))
+	expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
+	if err != nil {
+		return nil, err
+	}
+	p := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ConsistentRead:            aws.Bool(true),
+	})
+	var items []passKeyItem
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, throttled(err)
+		}
+		for _, av := range out.Items {
+			if _, ok := av["keyId"]; !ok {
+				continue // a claim: no key yet
+			}
+			var it passKeyItem
+			if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+				return nil, err
+			}
+			items = append(items, it)
+		}
+	}
+	return items, nil
+}
+
+// ClaimPassKey implements admissionpass.KeyStore: one conditional
+// UpdateItem, on a slot without a key whose claim is absent, stale or
+// claim's own (so a retry whose first attempt was applied succeeds too).
+func (s *Store) ClaimPassKey(ctx context.Context, signFrom time.Time, claim string, now, staleBefore time.Time) (bool, error) {
+	free := expression.Or(expression.AttributeNotExists(slotClaimMs),
+		slotClaimMs.LessThan(expression.Value(queue.UnixMs(staleBefore))),
+		slotClaimID.Equal(expression.Value(claim)))
+	cond := expression.AttributeNotExists(slotKeyID).And(free)
+	upd := expression.Set(slotClaimID, expression.Value(claim)).Set(slotClaimMs, expression.Value(queue.UnixMs(now)))
+	w, err := s.update(ctx, passKeyKey(signFrom), cond, upd, types.ReturnValueNone)
+	if err != nil {
+		return false, fmt.Errorf("dynamostore: claim pass key %s: %w", passKeySK(signFrom), err)
+	}
+	return w.ok, nil
+}
+
+// PutPassKey implements admissionpass.KeyStore: one UpdateItem conditioned
+// on the claim and no key; when it fails, true if the slot holds k's kid
+// already (a retry whose first attempt was applied).
+func (s *Store) PutPassKey(ctx context.Context, k admissionpass.StoredKey, claim string) (bool, error) {
+	cond := slotClaimID.Equal(expression.Value(claim)).And(expression.AttributeNotExists(slotKeyID))
+	upd := expression.Set(slotKeyID, expression.Value(k.KeyID)).
+		Set(expression.Name("public"), expression.Value(k.Public)).
+		Set(expression.Name("wrapped"), expression.Value(k.Wrapped)).
+		Set(expression.Name("createdMs"), expression.Value(queue.UnixMs(k.Created)))
+	if !k.Revoked.IsZero() {
+		upd = upd.Set(slotRevokedMs, expression.Value(queue.UnixMs(k.Revoked)))
+	}
+	if !k.Expires.IsZero() {
+		upd = upd.Set(expression.Name("ttl"), expression.Value(ttlSeconds(k.Expires)))
+	}
+	sk := passKeySK(k.SignFrom)
+	w, err := s.update(ctx, passKeyKey(k.SignFrom), cond, upd, types.ReturnValueNone)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("dynamostore: put pass key %s: %w", sk, err)
+	case w.ok:
+		return true, nil
+	}
+	if _, hasKey := w.old["keyId"]; !hasKey {
+		return false, nil // another claim's, or no claim's
+	}
+	var old passKeyItem
+	if err := attributevalue.UnmarshalMap(w.old, &old); err != nil {
+		return false, fmt.Errorf("dynamostore: put pass key %s: %w", sk, err)
+	}
+	return old.KeyID == k.KeyID, nil
+}
+
+// RevokePassKey implements admissionpass.KeyStore: a query of the keys'
+// partition finds the kid's slot, then one conditional UpdateItem sets
+// revokedMs unless it is set already.
+func (s *Store) RevokePassKey(ctx context.Context, kid string, at time.Time) (admissionpass.StoredKey, error) {
+	items, err := s.passKeyItems(ctx)
+	if err != nil {
+		return admissionpass.StoredKey{}, fmt.Errorf("dynamostore: revoke pass key %s: %w", kid, err)
+	}
+	var sk string
+	for _, it := range items {
+		if it.KeyID == kid {
+			sk = it.SK
+			break
+		}
+	}
+	if sk == "" {
+		return admissionpass.StoredKey{}, admissionpass.ErrKeyNotFound
+	}
+	w, err := s.update(ctx, capKey(passKeysPK, sk), slotKeyID.Equal(expression.Value(kid)),
+		expression.Set(slotRevokedMs, slotRevokedMs.IfNotExists(expression.Value(queue.UnixMs(at)))), types.ReturnValueAllNew)
+	if err != nil {
+		return admissionpass.StoredKey{}, fmt.Errorf("dynamostore: revoke pass key %s: %w", kid, err)
+	}
+	if !w.ok {
+		return admissionpass.StoredKey{}, admissionpass.ErrKeyNotFound // gone since the query (TTL)
+	}
+	var it passKeyItem
+	if err := attributevalue.UnmarshalMap(w.item, &it); err != nil {
+		return admissionpass.StoredKey{}, fmt.Errorf("dynamostore: revoke pass key %s: %w", kid, err)
+	}
+	k, err := it.key()
+	if err != nil {
+		return admissionpass.StoredKey{}, fmt.Errorf("dynamostore: revoke pass key %s: %w", kid, err)
+	}
+	return k, nil
+}

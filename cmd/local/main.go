@@ -76,8 +76,9 @@ func parseLocalFlags(args []string, stderr io.Writer) (localFlags, error) {
 
 Serves the waiting-room API: on an in-memory store, or on a DynamoDB API
 (-dynamo, or DYNAMODB_ENDPOINT; table %s unless TABLE_NAME says otherwise).
-Admission passes are signed with -pass-key, PASS_KEY_FILE, PASS_KMS_KEY_ID
-or a key generated at start, their JWKS at /.well-known/jwks.json; a demo
+Admission passes are signed with -pass-key, PASS_KEY_FILE, PASS_KMS_KEY_ID,
+a keyring wrapped by PASS_WRAP_KMS_KEY_ID, or a keyring of this process;
+their JWKS is at /.well-known/jwks.json; a demo
 protected site checks them at /demo-site/{programId}. Shuffled openings
 are seeded by SHUFFLE_KMS_KEY_ID or an RSA key generated at start.
 
@@ -113,8 +114,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := app.Logger(cfg, stderr)
 	if f.passKey != "" {
-		if cfg.Pass.KMSKeyID != "" {
-			return fmt.Errorf("-pass-key and %s: choose one", config.EnvPassKMSKeyID)
+		if cfg.Pass.KMSKeyID != "" || cfg.Pass.WrapKMSKeyID != "" {
+			return fmt.Errorf("-pass-key and %s or %s: choose one", config.EnvPassKMSKeyID, config.EnvPassWrapKMSKeyID)
 		}
 		cfg.Pass.KeyFile = f.passKey
 	}
@@ -125,7 +126,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer ln.Close() // if run fails before serving
 	base := baseURL(ln.Addr())
-	passes, err := app.NewIssuer(ctx, cfg.Pass, base)
+	passes, err := app.PassOption(ctx, cfg.Pass, base)
 	if err != nil {
 		return fmt.Errorf("admission passes: %w", err)
 	}
@@ -138,13 +139,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("challenge secret: %w", err)
 	}
-	a, where, model, closeStore, err := openStore(ctx, cfg, f.store, log, app.WithPasses(passes), app.WithShuffleKey(shuffle),
+	a, where, model, closeStore, err := openStore(ctx, cfg, f.store, log, passes, app.WithShuffleKey(shuffle),
 		app.WithServiceOptions(queue.WithChallengeSecret(challengeSecret)))
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	demoSite, err := demosite.New(demosite.Config{API: base, Issuer: passes.Issuer(), Programs: a.Service})
+	demoSite, err := demosite.New(demosite.Config{API: base, Issuer: a.Passes.Issuer(), Programs: a.Service})
 	if err != nil {
 		return err
 	}
@@ -161,7 +162,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if m, ok := a.Store.(*memstore.Store); ok {
 		go sweep(ctx, m, time.Minute)
 	}
-	f.printStartup(stdout, ln.Addr(), base, where, cfg, passes.Issuer())
+	f.printStartup(stdout, ln.Addr(), base, where, cfg, a.Passes.Issuer())
 	return serve(ctx, srv, conns.listener(ln))
 }
 
@@ -302,8 +303,10 @@ func passKeySource(p config.Pass) string {
 		return "KMS key " + p.KMSKeyID
 	case p.KeyFile != "":
 		return "key " + p.KeyFile
+	case p.WrapKMSKeyID != "":
+		return "a keyring wrapped by KMS key " + p.WrapKMSKeyID
 	}
-	return "a key generated at start (passes die with the server; -pass-key keeps them)"
+	return "a keyring of this process (passes die with the server; -pass-key keeps them)"
 }
 
 // sweep deletes ended tokens as DynamoDB TTL would.

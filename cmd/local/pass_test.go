@@ -427,6 +427,32 @@ func flipLast(s string) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// TestLocalKeyringPasses: with PASS_WRAP_KMS_KEY_ID (and KMS_ENDPOINT, here
+// moto behind kmstest's proxy, which adds GenerateDataKeyPair), the local
+// server signs as the queue function does: with keys KMS made and wrapped,
+// one KMS call for any number of passes.
+func TestLocalKeyringPasses(t *testing.T) {
+	t.Parallel()
+	proxy := kmstest.NewProxy(t)
+	keyID := kmstest.NewWrapKey(t, kmstest.ClientFor(t, proxy.URL()))
+	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret", "PASS_WRAP_KMS_KEY_ID": keyID, "KMS_ENDPOINT": proxy.URL()})
+	if want := "keyring wrapped by KMS key " + keyID; !strings.Contains(out.String(), want) {
+		t.Errorf("start-up output %q, want it to name the %s", out, want)
+	}
+	before := proxy.Total()
+	for _, program := range []string{"gala", "gala-2", "gala-3"} {
+		pass := admitted(t, base, "s3cret", program)["admissionPass"].(string)
+		jar, _ := cookiejar.New(nil)
+		resp, page := get(t, &http.Client{Jar: jar}, base+"/demo-site/"+program+"?admissionPass="+url.QueryEscape(pass), nil)
+		if resp.StatusCode != 200 || !strings.Contains(page, "You're in") {
+			t.Errorf("demo site with a keyring pass: %d %s", resp.StatusCode, page)
+		}
+	}
+	if got, made := proxy.Total()-before, proxy.Calls("GenerateDataKeyPair"); got != 1 || made != 1 {
+		t.Errorf("%d KMS calls (%d GenerateDataKeyPair) for 3 passes, want the one that made the key", got, made)
+	}
+}
+
 // TestLocalKMSPasses: with PASS_KMS_KEY_ID (and KMS_ENDPOINT, here the
 // tests' moto_server), the local server signs with that KMS key, as the
 // queue function does, and the demo site lets the pass in.

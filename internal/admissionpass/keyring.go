@@ -64,6 +64,7 @@ type Keyring struct {
 type making struct {
 	once     sync.Once
 	failedAt time.Time // zero: made, or not yet failed
+	claim    string    // the instance's claim on the slot, kept across tries
 }
 
 // retryMaking is how long after a failed making an instance tries again.
@@ -317,8 +318,9 @@ func (r *Keyring) make(ctx context.Context, signFrom, now time.Time, keys []Stor
 	slot := signFrom.UnixMilli()
 	r.mu.Lock()
 	m := r.making[slot]
+	claim := newJTI()
 	if m != nil && !m.failedAt.IsZero() && now.Sub(m.failedAt) >= retryMaking {
-		m = nil
+		claim, m = m.claim, nil
 	}
 	if m == nil {
 		for at := range r.making { // bounded: slots of the last two rotations
@@ -326,12 +328,12 @@ func (r *Keyring) make(ctx context.Context, signFrom, now time.Time, keys []Stor
 				delete(r.making, at)
 			}
 		}
-		m = new(making)
+		m = &making{claim: claim}
 		r.making[slot] = m
 	}
 	r.mu.Unlock()
 	m.once.Do(func() {
-		if err := r.makeOnce(ctx, signFrom, now); err != nil {
+		if err := r.makeOnce(ctx, signFrom, m.claim, now); err != nil {
 			r.mu.Lock()
 			m.failedAt = now
 			r.mu.Unlock()
@@ -345,10 +347,9 @@ func (r *Keyring) make(ctx context.Context, signFrom, now time.Time, keys []Stor
 	return keys
 }
 
-// makeOnce claims slot signFrom, makes its key and stores it; when another
-// instance holds the claim, it reads the set again.
-func (r *Keyring) makeOnce(ctx context.Context, signFrom, now time.Time) error {
-	claim := newJTI()
+// makeOnce claims slot signFrom with claim, makes its key and stores it;
+// when another instance holds the slot, it waits for its key (awaitSlot).
+func (r *Keyring) makeOnce(ctx context.Context, signFrom time.Time, claim string, now time.Time) error {
 	won, err := r.store.ClaimPassKey(ctx, signFrom, claim, now, now.Add(-claimTimeout))
 	if err != nil {
 		return fmt.Errorf("admissionpass: claim key slot: %w", err)

@@ -33,8 +33,11 @@ type App struct {
 	Store   queue.Store
 	Service *queue.Service
 	// Passes signs the admission passes and publishes their JWKS; nil
-	// when the App signs none (the admin function).
+	// when the App signs none.
 	Passes *admissionpass.Issuer
+	// Keys is the keyring Passes signs with (WithKeyring); nil with fixed
+	// keys.
+	Keys *admissionpass.Keyring
 	// Page is the waiting-room page over Service (internal/waitpage).
 	Page http.Handler
 	// Metrics records every request the handlers answer (set it before
@@ -52,6 +55,25 @@ type Option func(*App)
 // WithPasses makes every admission carry a pass signed by iss, and the
 // queue handlers serve iss's JWKS.
 func WithPasses(iss *admissionpass.Issuer) Option { return func(a *App) { a.Passes = iss } }
+
+// WithKeyring makes every admission carry a pass of issuer iss ("": each
+// request's base URL) signed by a keyring kept in the App's store (which
+// must be an admissionpass.KeyStore), its keys made and opened by wrap.
+func WithKeyring(iss string, wrap admissionpass.KeyWrapper, opts ...admissionpass.KeyringOption) Option {
+	return func(a *App) {
+		ks, ok := a.Store.(admissionpass.KeyStore)
+		if !ok {
+			panic(fmt.Sprintf("app: store %T keeps no signing keys", a.Store)) // a wiring error, found by every test
+		}
+		a.Keys = admissionpass.NewKeyring(ks, wrap, append([]admissionpass.KeyringOption{admissionpass.WithRetain(PassRetain)}, opts...)...)
+		a.Passes = admissionpass.NewSetIssuer(iss, a.Keys)
+	}
+}
+
+// PassRetain is how long a superseded signing key stays published: the
+// longest pass, an admission window or a bypass pass, and a minute for
+// clocks.
+const PassRetain = max(queue.MaxAdmissionWindow, queue.MaxBypassValidity) + time.Minute
 
 // WithShuffleKey makes key sign the seeds of shuffled openings.
 func WithShuffleKey(key queue.ShuffleKey) Option {
@@ -96,31 +118,32 @@ func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger, opt
 
 // FromEnv builds the admin function's App from getenv (TABLE_NAME
 // required): JSON logs to w, EMF metrics on stdout and a DynamoDB client.
-// With PASS_KMS_KEY_ID it signs bypass passes with that KMS key; without,
-// it signs nothing and needs no KMS.
+// With PASS_WRAP_KMS_KEY_ID (or PASS_KMS_KEY_ID) it signs bypass passes
+// and manages the keyring (PassOption); without, it signs nothing.
 func FromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
 	cfg, err := config.FromEnv(getenv, true)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Pass.KMSKeyID == "" {
+	if cfg.Pass.KMSKeyID == "" && cfg.Pass.WrapKMSKeyID == "" {
 		return fromConfig(ctx, cfg, w)
 	}
-	iss, err := NewIssuer(ctx, cfg.Pass, "")
+	passes, err := PassOption(ctx, cfg.Pass, "")
 	if err != nil {
 		return nil, err
 	}
-	return fromConfig(ctx, cfg, w, WithPasses(iss))
+	return fromConfig(ctx, cfg, w, passes)
 }
 
-// ErrNoPassKey is QueueFromEnv's error when PASS_KMS_KEY_ID is unset.
-var ErrNoPassKey = errors.New("config: " + config.EnvPassKMSKeyID + " is required: the queue function signs admission passes with that KMS key (template.yaml: PassKey)")
+// ErrNoPassKey is QueueFromEnv's error when neither PASS_WRAP_KMS_KEY_ID
+// nor PASS_KMS_KEY_ID is set.
+var ErrNoPassKey = errors.New("config: " + config.EnvPassWrapKMSKeyID + " is required: the queue function signs admission passes with keys that KMS key wraps (template.yaml: PassWrapKey)")
 
 // ErrNoShuffleKey is QueueFromEnv's error when SHUFFLE_KMS_KEY_ID is unset.
 var ErrNoShuffleKey = errors.New("config: " + config.EnvShuffleKMSKeyID + " is required: the queue function seeds shuffled openings with that KMS key (template.yaml: ShuffleKey)")
 
 // QueueFromEnv builds the queue function's App: FromEnv's, plus the pass
-// issuer on PASS_KMS_KEY_ID (else ErrNoPassKey) and the shuffle key
+// signing of PassOption (ErrNoPassKey without a KMS key) and the shuffle key
 // SHUFFLE_KMS_KEY_ID (else ErrNoShuffleKey). Nothing is fetched from KMS
 // yet; the challenges' secret CHALLENGE_SECRET_ARN (else
 // ErrNoChallengeSecret) is read now, once.
@@ -129,7 +152,7 @@ func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Pass.KMSKeyID == "" {
+	if cfg.Pass.KMSKeyID == "" && cfg.Pass.WrapKMSKeyID == "" {
 		return nil, ErrNoPassKey
 	}
 	if cfg.ShuffleKMSKeyID == "" {
@@ -138,7 +161,7 @@ func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) 
 	if cfg.ChallengeSecretARN == "" {
 		return nil, ErrNoChallengeSecret
 	}
-	iss, err := NewIssuer(ctx, cfg.Pass, "")
+	passes, err := PassOption(ctx, cfg.Pass, "")
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +173,7 @@ func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	return fromConfig(ctx, cfg, w, WithPasses(iss), WithShuffleKey(shuffle), WithServiceOptions(queue.WithChallengeSecret(secret)))
+	return fromConfig(ctx, cfg, w, passes, WithShuffleKey(shuffle), WithServiceOptions(queue.WithChallengeSecret(secret)))
 }
 
 func fromConfig(ctx context.Context, cfg config.Config, w io.Writer, opts ...Option) (*App, error) {
@@ -161,6 +184,40 @@ func fromConfig(ctx context.Context, cfg config.Config, w io.Writer, opts ...Opt
 	a := NewDynamo(cfg, client, Logger(cfg, w), opts...)
 	a.Metrics = metrics.NewEMF(os.Stdout, cfg.MetricsNamespace)
 	return a, nil
+}
+
+// PassOption returns the App option that signs passes as p describes: a
+// keyring wrapped by the KMS key p.WrapKMSKeyID; fixed KMS keys or key
+// files (NewIssuer); else, for the local server, a keyring wrapped by a
+// key of this process. The iss is as NewIssuer's.
+func PassOption(ctx context.Context, p config.Pass, defaultIssuer string) (Option, error) {
+	iss := p.Issuer
+	if iss == "" {
+		iss = defaultIssuer
+	}
+	var opts []admissionpass.KeyringOption
+	if p.KeyRotation > 0 {
+		opts = append(opts, admissionpass.WithRotation(p.KeyRotation))
+	}
+	switch {
+	case p.WrapKMSKeyID != "":
+		client, err := admissionpass.NewKMSClient(ctx, p.KMSEndpoint)
+		if err != nil {
+			return nil, fmt.Errorf("KMS client: %w", err)
+		}
+		return WithKeyring(iss, admissionpass.NewKMSWrapper(client, p.WrapKMSKeyID), opts...), nil
+	case p.KMSKeyID != "" || p.KeyFile != "":
+		i, err := NewIssuer(ctx, p, defaultIssuer)
+		if err != nil {
+			return nil, err
+		}
+		return WithPasses(i), nil
+	}
+	wrap, err := admissionpass.NewLocalWrapper()
+	if err != nil {
+		return nil, err
+	}
+	return WithKeyring(iss, wrap, opts...), nil
 }
 
 // NewIssuer returns the pass issuer p describes: on KMS keys, else on PEM

@@ -40,6 +40,11 @@ const (
 	EnvKMSEndpoint           = "KMS_ENDPOINT"
 	EnvPassKeyFile           = "PASS_KEY_FILE"
 	EnvPassPublishedKeyFile  = "PASS_PUBLISHED_KEY_FILE"
+	// The signing keyring (docs/design.md, "Pass signing keys"): the
+	// symmetric KMS key that wraps its keys, and how long each key signs
+	// (a Go duration, 1h to 720h; 24h when unset).
+	EnvPassWrapKMSKeyID = "PASS_WRAP_KMS_KEY_ID"
+	EnvPassKeyRotation  = "PASS_KEY_ROTATION"
 	// EnvShuffleKMSKeyID is the KMS key (RSA_2048) whose signature seeds
 	// a shuffled opening: the queue function's, at KMS_ENDPOINT when set.
 	EnvShuffleKMSKeyID = "SHUFFLE_KMS_KEY_ID"
@@ -58,7 +63,7 @@ const (
 
 // Variables lists every environment variable FromEnv reads.
 var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvPollSteady, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace,
-	EnvPassIssuer, EnvPassKMSKeyID, EnvPassKMSPublishedKeyID, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvShuffleKMSKeyID, EnvPageLogoURL,
+	EnvPassIssuer, EnvPassKMSKeyID, EnvPassKMSPublishedKeyID, EnvPassWrapKMSKeyID, EnvPassKeyRotation, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvShuffleKMSKeyID, EnvPageLogoURL,
 	EnvChallengeSecretARN, EnvSecretsEndpoint, EnvChallengeSecret}
 
 // DefaultProgramCacheTTL is how long a function instance reuses a program
@@ -121,6 +126,11 @@ type Pass struct {
 	// alias); KMSPublishedKeyID another KMS key only published in the
 	// JWKS during a rotation (PASS_KMS_PUBLISHED_KEY_ID).
 	KMSKeyID, KMSPublishedKeyID string
+	// WrapKMSKeyID is the symmetric KMS key that wraps the keyring's
+	// signing keys (PASS_WRAP_KMS_KEY_ID); KeyRotation how long each signs
+	// (PASS_KEY_ROTATION).
+	WrapKMSKeyID string
+	KeyRotation  time.Duration
 	// KMSEndpoint overrides the KMS endpoint (KMS_ENDPOINT: moto_server).
 	KMSEndpoint string
 	// KeyFile is a PEM P-256 private key that signs (PASS_KEY_FILE);
@@ -218,6 +228,12 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 	return c, nil
 }
 
+// Bounds of PASS_KEY_ROTATION.
+const (
+	MinKeyRotation = time.Hour
+	MaxKeyRotation = 30 * 24 * time.Hour
+)
+
 // passFromEnv reads the pass settings: KMS keys and key files exclude each
 // other, and a published key needs a signing key of its kind.
 func passFromEnv(getenv func(string) string) (Pass, error) {
@@ -225,6 +241,7 @@ func passFromEnv(getenv func(string) string) (Pass, error) {
 		Issuer:            strings.TrimSpace(getenv(EnvPassIssuer)),
 		KMSKeyID:          strings.TrimSpace(getenv(EnvPassKMSKeyID)),
 		KMSPublishedKeyID: strings.TrimSpace(getenv(EnvPassKMSPublishedKeyID)),
+		WrapKMSKeyID:      strings.TrimSpace(getenv(EnvPassWrapKMSKeyID)),
 		KMSEndpoint:       strings.TrimSpace(getenv(EnvKMSEndpoint)),
 		KeyFile:           strings.TrimSpace(getenv(EnvPassKeyFile)),
 		PublishedKeyFile:  strings.TrimSpace(getenv(EnvPassPublishedKeyFile)),
@@ -235,7 +252,16 @@ func passFromEnv(getenv func(string) string) (Pass, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", EnvPassIssuer, err))
 		}
 	}
+	if v := strings.TrimSpace(getenv(EnvPassKeyRotation)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < MinKeyRotation || d > MaxKeyRotation {
+			errs = append(errs, fmt.Errorf("%s: %q must be a duration from %v to %v, such as 24h", EnvPassKeyRotation, v, MinKeyRotation, MaxKeyRotation))
+		}
+		p.KeyRotation = d
+	}
 	switch {
+	case p.WrapKMSKeyID != "" && (p.KMSKeyID != "" || p.KeyFile != "" || p.PublishedKeyFile != ""):
+		errs = append(errs, fmt.Errorf("%s excludes %s and the key files: choose one way to sign", EnvPassWrapKMSKeyID, EnvPassKMSKeyID))
 	case p.KMSKeyID != "" && (p.KeyFile != "" || p.PublishedKeyFile != ""):
 		errs = append(errs, fmt.Errorf("%s and %s/%s: choose KMS or key files", EnvPassKMSKeyID, EnvPassKeyFile, EnvPassPublishedKeyFile))
 	case p.KMSPublishedKeyID != "" && p.KMSKeyID == "":

@@ -81,6 +81,16 @@ func TestFromEnv(t *testing.T) {
 				t.Errorf("Pass (-want +got):\n%s", diff)
 			}
 		}},
+		{"PassKeyring", map[string]string{"PASS_WRAP_KMS_KEY_ID": "alias/wrap", "PASS_KEY_ROTATION": "6h"}, false, "", func(t *testing.T, c config.Config) {
+			want := config.Pass{WrapKMSKeyID: "alias/wrap", KeyRotation: 6 * time.Hour}
+			if diff := cmp.Diff(want, c.Pass); diff != "" {
+				t.Errorf("Pass (-want +got):\n%s", diff)
+			}
+		}},
+		{"ErrPassWrapAndKMS", map[string]string{"PASS_WRAP_KMS_KEY_ID": "w", "PASS_KMS_KEY_ID": "k"}, false, "choose one way to sign", nil},
+		{"ErrPassRotationShort", map[string]string{"PASS_KEY_ROTATION": "30m"}, false, "PASS_KEY_ROTATION", nil},
+		{"ErrPassRotationLong", map[string]string{"PASS_KEY_ROTATION": "721h"}, false, "PASS_KEY_ROTATION", nil},
+		{"ErrPassRotationWord", map[string]string{"PASS_KEY_ROTATION": "daily"}, false, "PASS_KEY_ROTATION", nil},
 		{"PassNone", map[string]string{}, false, "", func(t *testing.T, c config.Config) {
 			if diff := cmp.Diff(config.Pass{}, c.Pass); diff != "" {
 				t.Errorf("Pass (-want +got):\n%s", diff)

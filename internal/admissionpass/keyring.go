@@ -193,7 +193,7 @@ func (r *Keyring) Revoke(ctx context.Context, kid string) (StoredKey, bool, erro
 	}
 	r.mu.Lock()
 	delete(r.opened, kid)
-	r.readAt = time.Time{}
+	r.readAt = now.Add(-r.refresh) // stale: read again on the next call
 	r.mu.Unlock()
 	if signing.KeyID != kid {
 		return StoredKey{}, false, nil
@@ -262,7 +262,8 @@ func hasSlot(keys []StoredKey, at time.Time) bool {
 }
 
 // read returns the key set, read again when it is older than the refresh;
-// while one call reads, the others use the set as it was, if there is one.
+// while one call reads, or when the read fails, the others use the set as
+// it was, if there is one.
 func (r *Keyring) read(ctx context.Context, now time.Time) ([]StoredKey, error) {
 	r.mu.Lock()
 	if !r.readAt.IsZero() && now.Sub(r.readAt) < r.refresh {
@@ -276,7 +277,19 @@ func (r *Keyring) read(ctx context.Context, now time.Time) ([]StoredKey, error) 
 		return keys, nil
 	}
 	r.mu.Unlock()
-	return r.readNow(ctx, now)
+	keys, err := r.readNow(ctx, now)
+	if err == nil {
+		return keys, nil
+	}
+	// A failed read keeps the set as it was, if any, and is tried again
+	// retryMaking later: a store fault never stops the signing.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.readAt.IsZero() {
+		return nil, err
+	}
+	r.readAt = now.Add(retryMaking - r.refresh)
+	return r.keys, nil
 }
 
 // readNow reads the key set from the store; concurrent calls share one read.

@@ -271,3 +271,36 @@ func TestKeyringUnavailable(t *testing.T) {
 	setClock(clock, clock.Now().Add(10*time.Second))
 	a.sign(t, clock)
 }
+
+// failingReads is a key store whose reads fail while fail is set.
+type failingReads struct {
+	admissionpass.KeyStore
+	fail atomic.Bool
+}
+
+func (s *failingReads) PassKeys(ctx context.Context) ([]admissionpass.StoredKey, error) {
+	if s.fail.Load() {
+		return nil, errors.New("the table is throttled")
+	}
+	return s.KeyStore.PassKeys(ctx)
+}
+
+// TestKeyringStoreFault: once an instance has read the key set, a store
+// that fails its later reads does not stop it signing.
+func TestKeyringStoreFault(t *testing.T) {
+	store := &failingReads{KeyStore: memstore.New()}
+	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	a := newInstance(t, store, newCountingWrapper(t).KeyWrapper, clock)
+	first := a.sign(t, clock)
+	store.fail.Store(true)
+	for range 3 {
+		clock.Advance(admissionpass.DefaultRefresh + time.Second)
+		if got := a.sign(t, clock); got != first {
+			t.Fatalf("with the store failing, signs with %s, want %s", got, first)
+		}
+	}
+	b := newInstance(t, store, newCountingWrapper(t).KeyWrapper, clock)
+	if _, err := b.iss.KeyID(t.Context()); !errors.Is(err, admissionpass.ErrKeysUnavailable) {
+		t.Errorf("a new instance with the store failing: %v, want ErrKeysUnavailable", err)
+	}
+}

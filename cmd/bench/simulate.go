@@ -24,8 +24,12 @@ taking effect -cache-ttl after their offset (the server adds a 1 s write
 budget: -cache-ttl 2s models its default); delays are
 the polling package's policies; time advances in whole milliseconds,
 requests take no time and never fail. Deterministic for a given -seed.
-Adds DynamoDB read units and the AWS price of the requests (defaults:
-us-east-1 list prices as of 2026, first volume tier, no free tier).
+Adds the run's AWS bill: API Gateway, Lambda, DynamoDB reads and writes,
+CloudWatch Logs and KMS, the last both Before (a kms:Sign per admission)
+and After (a key pair per -key-rotation, opened once per Lambda instance,
+instances by Little's law), with totals per million people admitted
+(defaults: us-east-1 list prices read in 2026, first volume tier, no free
+tier; usage per event counted from the code).
 
 With -partition-model, -opens-at or -shuffle the simulator runs the service
 itself (queue.Service, its ticket shards, its opening) on -instances
@@ -80,8 +84,21 @@ func (s *simulateFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&p.LambdaMemoryMB, "lambda-memory-mb", p.LambdaMemoryMB, "Lambda memory size, MB")
 	fs.Float64Var(&p.LambdaMsPerRequest, "lambda-ms", p.LambdaMsPerRequest, "billed Lambda duration per request, ms")
 	fs.Float64Var(&p.DynamoReadPerMillion, "price-dynamo-read", p.DynamoReadPerMillion, "DynamoDB on-demand, USD per million read request units")
+	fs.Float64Var(&p.DynamoWritePerMillion, "price-dynamo-write", p.DynamoWritePerMillion, "DynamoDB on-demand, USD per million write request units")
 	fs.Float64Var(&p.TokenRRUPerPoll, "token-rru", p.TokenRRUPerPoll, "read units of a poll's token read (strongly consistent, under 4 KB: 1)")
 	fs.Float64Var(&p.ProgramReadsPerPoll, "program-reads-per-poll", p.ProgramReadsPerPoll, "program reads (1 RRU each) per poll: 1 without the per-instance program cache, about 0 with it at high request rates")
+	fs.Float64Var(&p.EnterRRU, "enter-rru", p.EnterRRU, "read units of an enter: the Idempotency-Key's token read (0 without a key)")
+	fs.Float64Var(&p.EnterWRU, "enter-wru", p.EnterWRU, "write units of an enter: claim PutItem, ticket take, token fill PutItem (2 without an Idempotency-Key: take, token PutItem)")
+	fs.Float64Var(&p.AdmitWRU, "admit-wru", p.AdmitWRU, "write units of an admission's first sighting: the token's UpdateItem with its pass (item under 1 KB)")
+	fs.Float64Var(&p.LeaveWRU, "leave-wru", p.LeaveWRU, "write units of a leave: the token's UpdateItem")
+	fs.Float64Var(&p.KMSAsymmetricPer10k, "price-kms-asymmetric", p.KMSAsymmetricPer10k, "KMS asymmetric requests (ECC Sign, GetPublicKey), USD per 10,000")
+	fs.Float64Var(&p.KMSSymmetricPer10k, "price-kms-symmetric", p.KMSSymmetricPer10k, "KMS symmetric requests (Decrypt), USD per 10,000")
+	fs.Float64Var(&p.KMSKeyPairPer10k, "price-kms-keypair", p.KMSKeyPairPer10k, "KMS GenerateDataKeyPair (ECC), USD per 10,000")
+	fs.DurationVar(&p.KeyRotation, "key-rotation", p.KeyRotation, "the After design's signing key lifetime: one key pair, opened once per Lambda instance, per period")
+	fs.Float64Var(&p.LogsPerGB, "price-logs-gb", p.LogsPerGB, "CloudWatch Logs ingestion, USD per GB")
+	fs.Float64Var(&p.EMFBytes, "emf-bytes", p.EMFBytes, "bytes of a request's EMF line (a WAITING poll's, the largest)")
+	fs.Float64Var(&p.LambdaLogBytes, "lambda-log-bytes", p.LambdaLogBytes, "bytes of Lambda's platform lines per invocation (JSON platform.start and platform.report; 0 with SystemLogLevel WARN)")
+	fs.Float64Var(&p.AccessLogBytes, "access-log-bytes", p.AccessLogBytes, "bytes of a request's API Gateway access log line (template.yaml's format)")
 	fs.BoolVar(&s.partitionModel, "partition-model", false, "run the service itself on a table with DynamoDB's per-partition limits (1,000 WCU and 3,000 RCU a second per partition key)")
 	fs.StringVar(&s.partitionLimits, "partition-limits", "", "with -partition-model: other limits, scale=F or write=W,read=R (see the local server's -partition-limits)")
 	fs.IntVar(&s.instances, "instances", 100, "service instances sharing the table (Lambda instances warm for the crowd), with the service")

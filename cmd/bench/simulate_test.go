@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,82 @@ func TestSimulateJSON(t *testing.T) {
 	}
 	if *got[0].Policy != "fixed:3s" || *got[1].Policy != "tiers" || *got[0].Polls != 17170 {
 		t.Errorf("policies %s, %s; fixed polls %d, want 17,170", *got[0].Policy, *got[1].Policy, *got[0].Polls)
+	}
+}
+
+// TestSimulateCost: the bill's units follow the run and the usage flags
+// (writes per enter and per admission, KMS Before = admissions plus one
+// GetPublicKey per instance), its prices follow the price flags, and the
+// table has every line.
+func TestSimulateCost(t *testing.T) {
+	type usage struct {
+		RRU       float64 `json:"dynamoRRU"`
+		WRU       float64 `json:"dynamoWRU"`
+		Instances int64   `json:"lambdaInstances"`
+		KMSBefore int64   `json:"kmsBefore"`
+		KMSAfter  int64   `json:"kmsAfter"`
+		LogBytes  float64 `json:"logBytes"`
+	}
+	type result struct {
+		Admitted        int     `json:"admitted"`
+		Polls           int64   `json:"polls"`
+		DurationSeconds float64 `json:"durationSeconds"`
+		Cost            struct {
+			Usage     usage   `json:"usage"`
+			KMSBefore float64 `json:"kmsBefore"`
+			Logs      float64 `json:"logs"`
+			Total     float64 `json:"totalBefore"`
+		} `json:"costUSD"`
+	}
+	args := []string{"simulate", "-users", "1000", "-admit-rate", "10", "-policy", "eta", "-seed", "3", "-json"}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  func(r result) usage
+	}{
+		{"defaults", nil, func(r result) usage {
+			return usage{RRU: float64(2*r.Polls + 1000), WRU: 3*1000 + 1000, Instances: 10, KMSBefore: 1000 + 10, KMSAfter: 10 + 1,
+				LogBytes: float64(r.Polls+1000) * (713 + 375 + 553)}
+		}},
+		{"flags", []string{"-enter-rru", "0", "-enter-wru", "2", "-admit-wru", "2", "-lambda-ms", "20", "-key-rotation", "1s",
+			"-emf-bytes", "0", "-lambda-log-bytes", "0", "-access-log-bytes", "100"}, func(r result) usage {
+			periods := int64(math.Ceil(r.DurationSeconds))
+			return usage{RRU: float64(2 * r.Polls), WRU: 2*1000 + 2*1000, Instances: 20, KMSBefore: 1000 + 20, KMSAfter: 20*periods + periods,
+				LogBytes: float64(r.Polls+1000) * 100}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, err := runCmd(t, append(args, tc.flags...)...)
+			if err != nil {
+				t.Fatalf("%v: %s", err, errOut)
+			}
+			var got []result
+			if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+				t.Fatalf("%v: %s", err, out)
+			}
+			r := got[0]
+			if want := tc.want(r); r.Admitted != 1000 || r.Cost.Usage != want {
+				t.Errorf("admitted %d, usage %+v; want 1,000 and %+v", r.Admitted, r.Cost.Usage, want)
+			}
+		})
+	}
+	out, errOut, err := runCmd(t, append(args, "-price-kms-asymmetric", "0", "-price-logs-gb", "0")...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	var free []result
+	if err := json.Unmarshal([]byte(out), &free); err != nil || len(free) != 1 || free[0].Cost.KMSBefore != 0 || free[0].Cost.Logs != 0 || free[0].Cost.Total <= 0 {
+		t.Errorf("KMS and logs priced at 0: %v, %+v", err, free)
+	}
+	out, errOut, err = runCmd(t, args[:len(args)-1]...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	for _, want := range []string{"DynamoDB write units", "Lambda instances (peak, Little's law)", "KMS requests, Before (Sign per admission)",
+		"KMS requests, After (key per rotation)", "log bytes (EMF, Lambda, access)", "cost: CloudWatch Logs", "cost: total, After", "per million admitted, Before"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
 	}
 }
 

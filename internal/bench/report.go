@@ -203,7 +203,9 @@ func latencyRows() []row {
 	}
 }
 
-// costRows returns the rows of a simulation's read units and price.
+// costRows returns the rows of a simulation's bill: the units used, the
+// price of each line, the totals Before and After (KMS per admission, KMS
+// per key rotation) and the totals per million people admitted.
 func costRows() []row {
 	cost := func(f func(Cost) float64) func(Result) (float64, bool) {
 		return func(r Result) (float64, bool) {
@@ -213,13 +215,50 @@ func costRows() []row {
 			return f(*r.Cost), true
 		}
 	}
+	use := func(f func(Usage) float64) func(Result) (float64, bool) {
+		return cost(func(c Cost) float64 { return f(c.Usage) })
+	}
+	perMillion := func(f func(Cost) float64) func(Result) (float64, bool) {
+		return func(r Result) (float64, bool) {
+			if r.Cost == nil || r.Admitted == 0 {
+				return 0, false
+			}
+			return f(*r.Cost) / float64(r.Admitted) * 1e6, true
+		}
+	}
 	return []row{
-		{"DynamoDB read units", func(r Result) (float64, bool) { return r.DynamoRRU, r.Cost != nil }, formatInteger, true},
+		{"DynamoDB read units", use(func(u Usage) float64 { return u.RRU }), formatInteger, true},
+		{"DynamoDB write units", use(func(u Usage) float64 { return u.WRU }), formatInteger, true},
+		{"Lambda GB-seconds", use(func(u Usage) float64 { return u.GBSeconds }), formatInteger, true},
+		{"Lambda instances (peak, Little's law)", use(func(u Usage) float64 { return float64(u.Instances) }), formatInteger, true},
+		{"KMS requests, Before (Sign per admission)", use(func(u Usage) float64 { return float64(u.KMSBefore) }), formatInteger, true},
+		{"KMS requests, After (key per rotation)", use(func(u Usage) float64 { return float64(u.KMSAfter) }), formatInteger, true},
+		{"log bytes (EMF, Lambda, access)", use(func(u Usage) float64 { return u.LogBytes }), formatBytes, true},
 		{"cost: API Gateway", cost(func(c Cost) float64 { return c.APIGateway }), USD, true},
 		{"cost: Lambda", cost(func(c Cost) float64 { return c.LambdaRequests + c.LambdaDuration }), USD, true},
 		{"cost: DynamoDB reads", cost(func(c Cost) float64 { return c.DynamoReads }), USD, true},
-		{"cost: total", cost(func(c Cost) float64 { return c.Total }), USD, true},
+		{"cost: DynamoDB writes", cost(func(c Cost) float64 { return c.DynamoWrites }), USD, true},
+		{"cost: CloudWatch Logs", cost(func(c Cost) float64 { return c.Logs }), USD, true},
+		{"cost: KMS, Before", cost(func(c Cost) float64 { return c.KMSBefore }), USD, true},
+		{"cost: KMS, After", cost(func(c Cost) float64 { return c.KMSAfter }), USD, true},
+		{"cost: total, Before", cost(func(c Cost) float64 { return c.TotalBefore }), USD, true},
+		{"cost: total, After", cost(func(c Cost) float64 { return c.TotalAfter }), USD, true},
+		{"per million admitted, Before", perMillion(func(c Cost) float64 { return c.TotalBefore }), USD, true},
+		{"per million admitted, After", perMillion(func(c Cost) float64 { return c.TotalAfter }), USD, true},
 	}
+}
+
+// formatBytes renders a byte count in decimal units ("4.86 GB").
+func formatBytes(v float64) string {
+	for _, u := range []struct {
+		unit string
+		size float64
+	}{{"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}} {
+		if v >= u.size {
+			return strconv.FormatFloat(v/u.size, 'f', 2, 64) + " " + u.unit
+		}
+	}
+	return formatInteger(v) + " B"
 }
 
 // change renders the change from base to v in percent ("−83.1%").
@@ -293,13 +332,16 @@ func WriteTable(w io.Writer, results []Result) error {
 	return tw.Flush()
 }
 
-// USD formats a price: cents above a dollar, four decimals below.
+// USD formats a price: cents above a dollar, four decimals below, two
+// significant digits below a hundredth of a cent.
 func USD(v float64) string {
 	switch {
 	case v >= 1000:
 		return "$" + Thousands(int64(math.Round(v)))
 	case v >= 1:
 		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
+	case v > 0 && v < 0.0001:
+		return "$" + strconv.FormatFloat(v, 'f', 1-int(math.Floor(math.Log10(v))), 64)
 	}
 	return "$" + strconv.FormatFloat(v, 'f', 4, 64)
 }

@@ -413,7 +413,6 @@ func (s *serviceSim) result() bench.Result {
 		ByRoute:         map[string]int64{RouteEnter: enters, RoutePoll: s.polls},
 		CacheTTLMs:      time.Second.Milliseconds(),
 		NotifyDelayMs:   bench.Summarize(s.delays),
-		DynamoRRU:       s.cfg.Prices.RRU(s.polls),
 		ThrottledEnters: s.throttled,
 		Errors:          s.failures,
 		Instances:       len(s.svcs),
@@ -450,8 +449,6 @@ func (s *serviceSim) result() bench.Result {
 	if p.Shuffle && p.PrequeueFixed {
 		r.Prequeue = p.Prequeue
 	}
-	cost := s.cfg.Prices.Cost(s.requests, s.polls)
-	r.Cost = &cost
 	duration := time.Duration(s.t) * time.Millisecond
 	if sc.Timeout > 0 && s.seen+s.capacity.noShows < sc.Users {
 		duration = sc.Timeout
@@ -460,5 +457,6 @@ func (s *serviceSim) result() bench.Result {
 		r.Capacity = s.capacityResult(p)
 	}
 	r.Finish(duration, s.pollsOfAdmitted)
+	r.Price(s.cfg.Prices)
 	return r
 }

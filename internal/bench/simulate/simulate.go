@@ -395,18 +395,16 @@ func (s *sim) result() bench.Result {
 		Abandon:       sc.Abandon,
 		CacheTTLMs:    s.cfg.CacheTTL.Milliseconds(),
 		NotifyDelayMs: bench.Summarize(s.delays),
-		DynamoRRU:     s.cfg.Prices.RRU(s.pollCount),
 	}
 	if s.leaves > 0 {
 		r.ByRoute[RouteLeave] = s.leaves
 	}
-	cost := s.cfg.Prices.Cost(s.requests, s.pollCount)
-	r.Cost = &cost
 	duration := time.Duration(s.t) * time.Millisecond
 	if sc.Timeout > 0 && s.seen+s.left < sc.Users {
 		duration = sc.Timeout
 	}
 	r.Finish(duration, s.pollsOfAdmitted)
+	r.Price(s.cfg.Prices)
 	return r
 }
 

@@ -187,8 +187,10 @@ func TestPausedRates(t *testing.T) {
 	if r.PeakRps != 1000 || r.RpsSeries[3] != 1000 || r.RpsSeries[4] != 0 {
 		t.Errorf("peak %d, series %v", r.PeakRps, r.RpsSeries[:6])
 	}
-	if r.Cost == nil || r.DynamoRRU != 2*19000 {
-		t.Errorf("rru %g, cost %v", r.DynamoRRU, r.Cost)
+	// Polls read the token and the program; enters, the key's token, and
+	// write 3 units each; nobody is admitted, so no pass is signed.
+	if r.Cost == nil || r.DynamoRRU != 2*19000+1000 || r.Cost.Usage.WRU != 3*1000 || r.Cost.Usage.KMSBefore != r.Cost.Usage.Instances {
+		t.Errorf("rru %g, cost %+v", r.DynamoRRU, r.Cost)
 	}
 }
 

@@ -7,9 +7,11 @@ package samtemplate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -40,6 +42,9 @@ type Parameter struct {
 	Default        any    `json:"Default"`
 	AllowedValues  []any  `json:"AllowedValues"`
 	AllowedPattern string `json:"AllowedPattern"`
+	// MinValue and MaxValue bound a Number parameter (nil: unbounded).
+	MinValue any `json:"MinValue"`
+	MaxValue any `json:"MaxValue"`
 }
 
 // Resource is a template resource; Properties stay raw until a typed
@@ -257,7 +262,8 @@ func (t *Template) Routes() (map[string]string, error) {
 // string: a literal as written, a !Ref to a parameter as the parameter's
 // default, a !Ref to a resource as refs gives it (for instance the table
 // name that a test created), an !If by its condition at the parameters'
-// defaults. Anything else is an error.
+// defaults, a !Sub string whose ${Name}s are such !Refs. Anything else is
+// an error.
 func (t *Template) Env(id string, refs map[string]string) (map[string]string, error) {
 	f, err := t.Function(id)
 	if err != nil {
@@ -292,6 +298,9 @@ func (t *Template) resolve(v any, refs map[string]string) (string, error) {
 			}
 			return t.resolve(args[2], refs)
 		}
+		if sub, ok := v["Fn::Sub"].(string); ok && len(v) == 1 {
+			return t.sub(sub, refs)
+		}
 		if name, ok := v["Ref"].(string); ok && len(v) == 1 {
 			if p, ok := t.Parameters[name]; ok {
 				if p.Default == nil {
@@ -306,6 +315,31 @@ func (t *Template) resolve(v any, refs map[string]string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("cannot resolve %v", v)
+}
+
+// subVar is a variable of a !Sub string.
+var subVar = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+// sub resolves a !Sub string (its one-argument form): ${Name} as !Ref Name,
+// ${!Text} as the literal ${Text}; ${Resource.Attribute} is an error.
+func (t *Template) sub(s string, refs map[string]string) (string, error) {
+	var errs []error
+	out := subVar.ReplaceAllStringFunc(s, func(m string) string {
+		name := m[2 : len(m)-1]
+		if lit, ok := strings.CutPrefix(name, "!"); ok {
+			return "${" + lit + "}"
+		}
+		if strings.Contains(name, ".") {
+			errs = append(errs, fmt.Errorf("!Sub %q: cannot resolve ${%s}", s, name))
+			return m
+		}
+		v, err := t.resolve(map[string]any{"Ref": name}, refs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("!Sub %q: %w", s, err))
+		}
+		return v
+	})
+	return out, errors.Join(errs...)
 }
 
 // intrinsics maps the short-form tags that take the "Fn::" prefix in their

@@ -16,6 +16,8 @@ Parameters:
   Port:
     Type: Number
     Default: 8080
+    MinValue: 1
+    MaxValue: 65535
 Globals:
   Function:
     Runtime: provided.al2023
@@ -38,6 +40,7 @@ Resources:
         Variables:
           PORT: !Ref Port
           PLAIN: "1"
+          ADDR: !Sub "${Table}:${Port}/${!Literal}"
       Policies:
         - Statement:
             - Action: [dynamodb:GetItem]
@@ -88,11 +91,23 @@ func TestParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := fmt.Sprint(env), "map[LEVEL:info PLAIN:1 PORT:8080 TABLE:t1]"; got != want {
+		if got, want := fmt.Sprint(env), "map[ADDR:t1:8080/${Literal} LEVEL:info PLAIN:1 PORT:8080 TABLE:t1]"; got != want {
 			t.Errorf("Env = %s, want %s", got, want)
 		}
 		if _, err := tpl.Env("Fn", nil); err == nil {
 			t.Error("Env without a value for !Ref Table: no error")
+		}
+		if p := tpl.Parameters["Port"]; fmt.Sprint(p.MinValue, p.MaxValue) != "1 65535" {
+			t.Errorf("Port bounds %v..%v, want 1..65535", p.MinValue, p.MaxValue)
+		}
+	})
+	t.Run("EnvSubAttribute", func(t *testing.T) {
+		attr, err := samtemplate.Parse([]byte("Resources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties:\n      Environment:\n        Variables:\n          ARN: !Sub \"${Table.Arn}\"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env, err := attr.Env("Fn", map[string]string{"Table": "t1"}); err == nil {
+			t.Errorf("Env of !Sub ${Table.Arn} = %v, want an error", env)
 		}
 	})
 	t.Run("ResourcesByType", func(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package kmstest makes KMS keys (admission passes, shuffle seeds, the
 // wrapping of signing keys) for tests on the test binary's moto_server, the
 // one internal/testing/dynamotest starts (moto serves KMS and DynamoDB on
-// one endpoint). Its Proxy adds kms:GenerateDataKeyPair, which moto lacks.
+// one endpoint). Its Proxy (internal/localkms) adds kms:GenerateDataKeyPair,
+// which moto lacks.
 // Import it from _test.go files only, in a package whose TestMain calls
 // dynamotest.Main.
 package kmstest
@@ -67,8 +68,8 @@ func warmUp(client *kms.Client) error {
 }
 
 // NewSigningKey creates an asymmetric signing key (KeySpec ECC_NIST_P256,
-// KeyUsage SIGN_VERIFY), as template.yaml declares it, returns its id, and
-// schedules its deletion when t ends.
+// KeyUsage SIGN_VERIFY), a fixed pass key (PASS_KMS_KEY_ID), returns its
+// id, and schedules its deletion when t ends.
 func NewSigningKey(t testing.TB, client *kms.Client) string {
 	t.Helper()
 	return createKey(t, client, types.KeySpecEccNistP256, types.KeyUsageTypeSignVerify, "test admission pass key: ")

@@ -6,8 +6,10 @@
 // Without DYNAMODB_ENDPOINT it starts a throwaway moto_server with
 // internal/localdynamo; either way it creates the table if missing, seeds
 // the state the sample events refer to (internal/sampleevents) unless
-// -seed=false, and creates a KMS key for the admission passes there (so
-// that endpoint must serve KMS too, as moto_server does).
+// -seed=false, and creates there a KMS key of the same kind for each of
+// the template's (so that endpoint must serve KMS too, as moto_server
+// does), which the function reaches through internal/localkms: it adds
+// the kms:GenerateDataKeyPair of the pass keyring, which moto lacks.
 package main
 
 import (
@@ -30,6 +32,7 @@ import (
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/lambdaemu"
 	"github.com/example/waitingroom/internal/localdynamo"
+	"github.com/example/waitingroom/internal/localkms"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/sampleevents"
 	"github.com/example/waitingroom/internal/samtemplate"
@@ -127,10 +130,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := prepareTable(ctx, o.endpoint, o.table, o.seed); err != nil {
 		return err
 	}
-	env, err := functionEnv(ctx, tpl, o, logf)
+	env, closeKMS, err := functionEnv(ctx, tpl, o, logf)
 	if err != nil {
 		return err
 	}
+	defer closeKMS()
 	bootstrap := filepath.Join(o.binDir, filepath.Base(samtemplate.MainPackage(o.function)), "bootstrap")
 	logf("invoke: %s (%s) with %s", o.function, bootstrap, o.eventFile)
 	resp, err := invokeBootstrap(ctx, o.rie, bootstrap, env, event, stderr)
@@ -167,24 +171,37 @@ func prepareTable(ctx context.Context, endpoint, table string, seed bool) error 
 }
 
 // functionEnv is the environment of o.function as the template sets it,
-// with a pass key created at o.endpoint when a function of the template
-// signs passes.
-func functionEnv(ctx context.Context, tpl *samtemplate.Template, o options, logf func(string, ...any)) ([]string, error) {
+// with a key of the same kind created at o.endpoint for each KMS key of
+// the template, and the challenges' secret. The functions reach KMS
+// through a localkms proxy that adds kms:GenerateDataKeyPair (which moto
+// lacks, and the pass keyring calls): close it once they are done.
+func functionEnv(ctx context.Context, tpl *samtemplate.Template, o options, logf func(string, ...any)) (env []string, closeKMS func(), err error) {
 	res := lambdaemu.Resources{Endpoint: o.endpoint, Table: o.table}
-	if lambdaemu.NeedsPassKey(tpl) {
-		var err error
-		if res.PassKey, err = lambdaemu.CreatePassKey(ctx, o.endpoint); err != nil {
-			return nil, err
+	closeKMS = func() {}
+	if lambdaemu.NeedsKMSKeys(tpl) {
+		if res.KMSKeys, err = lambdaemu.CreateKMSKeys(ctx, tpl, o.endpoint); err != nil {
+			return nil, nil, err
 		}
-		logf("invoke: pass key %s", res.PassKey)
+		logf("invoke: KMS keys %v", res.KMSKeys)
+		proxy, err := localkms.Start(o.endpoint)
+		if err != nil {
+			return nil, nil, err
+		}
+		closeKMS = func() { _ = proxy.Close() }
+		res.KMSEndpoint = proxy.URL()
+		logf("invoke: KMS (with GenerateDataKeyPair) on %s", res.KMSEndpoint)
 	}
 	if lambdaemu.NeedsChallengeSecret(tpl) {
-		var err error
 		if res.ChallengeSecret, err = lambdaemu.CreateChallengeSecret(ctx, o.endpoint); err != nil {
-			return nil, err
+			closeKMS()
+			return nil, nil, err
 		}
 	}
-	return lambdaemu.FunctionEnv(tpl, o.function, res)
+	if env, err = lambdaemu.FunctionEnv(tpl, o.function, res); err != nil {
+		closeKMS()
+		return nil, nil, err
+	}
+	return env, closeKMS, nil
 }
 
 // invokeBootstrap runs bootstrap under the emulator rie with env, sends it

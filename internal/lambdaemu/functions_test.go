@@ -34,8 +34,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
@@ -84,17 +86,28 @@ func TestFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The template's pass key, on the same moto_server (KMS).
-	res := lambdaemu.Resources{Endpoint: endpoint, Table: table, PassKey: kmstest.NewSigningKey(t, kmstest.Client(t))}
+	// The template's KMS keys, each of its own kind, on the same
+	// moto_server, which the functions reach through the proxy that adds
+	// GenerateDataKeyPair (the pass keyring's).
+	kmsProxy := kmstest.NewProxy(t)
+	res := lambdaemu.Resources{Endpoint: endpoint, Table: table, KMSEndpoint: kmsProxy.URL()}
+	if res.KMSKeys, err = lambdaemu.CreateKMSKeys(ctx, tpl, endpoint); err != nil {
+		t.Fatal(err)
+	}
 	// And its challenges' secret (Secrets Manager).
 	if res.ChallengeSecret, err = lambdaemu.CreateChallengeSecret(ctx, endpoint); err != nil {
 		t.Fatal(err)
 	}
 
 	mem := memstore.New() // the reference handlers' store
+	// The reference handlers' passes: signed with the bootstraps' keyring
+	// (its keys in the table, opened through a proxy of their own, so that
+	// kmsProxy counts the bootstraps' KMS calls alone): the JWKS are the
+	// same, and the admin and queue references share one key set.
+	refKeys := refKeyring{store: dynamostore.New(client, table), kms: kmstest.ClientFor(t, kmstest.NewProxy(t).URL())}
 	fns := map[string]*function{}
 	for _, id := range tpl.FunctionIDs() {
-		fns[id] = startFunction(t, tpl, id, rie, res, mem)
+		fns[id] = startFunction(t, tpl, id, rie, res, mem, refKeys)
 	}
 
 	// Seed both stores at one instant, after the builds: the fixtures'
@@ -147,6 +160,8 @@ func TestFunctions(t *testing.T) {
 		})
 	}
 
+	checkKMSCalls(t, kmsProxy)
+
 	// The metrics of every invocation, as CloudWatch would read them from
 	// the function's log.
 	for _, id := range slices.Sorted(maps.Keys(fns)) {
@@ -177,6 +192,28 @@ func (fn *function) invokeRetrying(t *testing.T, id, method string, raw []byte) 
 		}
 		t.Logf("%s: attempt %d answered 503 %s; retrying in %d s", id, attempt, got.Body, wait)
 		time.Sleep(time.Duration(wait) * time.Second)
+	}
+}
+
+// checkKMSCalls: the bootstraps signed every pass (bypass passes from the
+// admin function first, in name order, then an admission's) with one
+// signing key of the keyring, which the first of them to sign made
+// (kms:GenerateDataKeyPair) and the other opened from the table
+// (kms:Decrypt): a handful of KMS calls for the run, none per pass, and
+// none that the template does not grant.
+func checkKMSCalls(t *testing.T, proxy *kmstest.Proxy) {
+	t.Helper()
+	made, opened := proxy.Calls("GenerateDataKeyPair"), proxy.Calls("Decrypt")
+	t.Logf("KMS calls: %d GenerateDataKeyPair, %d Decrypt, %d in all", made, opened, proxy.Total())
+	// A run that starts less than the keyring's lead before a slot also
+	// makes (and the other function opens) the next slot's key.
+	if made < 1 || made > 2 || opened > made {
+		t.Errorf("%d GenerateDataKeyPair and %d Decrypt calls: want one key made (two across a slot's lead), each opened by the other function at most", made, opened)
+	}
+	for _, op := range []string{"Sign", "GetPublicKey", "Encrypt"} {
+		if n := proxy.Calls(op); n != 0 {
+			t.Errorf("%d %s calls: the pass keyring signs without them (and no sample event shuffles, which signs with the shuffle key)", n, op)
+		}
 	}
 }
 
@@ -389,7 +426,7 @@ func pageText(body string) string {
 // emulator with the template's environment, and builds the reference
 // handler over mem, wired as the function's main wires it: the function
 // behind the AWS_IAM routes is the admin one.
-func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie string, res lambdaemu.Resources, mem queue.Store) *function {
+func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie string, res lambdaemu.Resources, mem queue.Store, keys refKeyring) *function {
 	t.Helper()
 	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
 	// As make bootstrap builds it: for this machine, with the build
@@ -427,12 +464,8 @@ func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie string, res 
 		t.Fatal(err)
 	}
 	var opts []app.Option
-	if cfg.Pass.KMSKeyID != "" { // as app.QueueFromEnv: the same KMS key
-		iss, err := app.NewIssuer(t.Context(), cfg.Pass, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts = append(opts, app.WithPasses(iss))
+	if cfg.Pass.WrapKMSKeyID != "" { // as app.QueueFromEnv: a keyring wrapped by the same KMS key
+		opts = append(opts, keys.option(cfg.Pass))
 	}
 	a := app.New(cfg, mem, slog.New(slog.NewTextHandler(io.Discard, nil)), opts...)
 	h := a.QueueHandler()
@@ -440,6 +473,25 @@ func startFunction(t *testing.T, tpl *samtemplate.Template, id, rie string, res 
 		h = a.AdminHandler()
 	}
 	return &function{emu: emu, ref: httpapi.Lambda(h), log: &log, namespace: cfg.MetricsNamespace}
+}
+
+// refKeyring is where the reference handlers' keyring keeps its keys and
+// the KMS client that makes and opens them.
+type refKeyring struct {
+	store admissionpass.KeyStore
+	kms   *kms.Client
+}
+
+// option is the App option of a keyring as app.PassOption makes it for p,
+// over k's store and client rather than the App's store and a client of
+// its own.
+func (k refKeyring) option(p config.Pass) app.Option {
+	opts := []admissionpass.KeyringOption{admissionpass.WithRetain(app.PassRetain)}
+	if p.KeyRotation > 0 {
+		opts = append(opts, admissionpass.WithRotation(p.KeyRotation))
+	}
+	ring := admissionpass.NewKeyring(k.store, admissionpass.NewKMSWrapper(k.kms, p.WrapKMSKeyID), opts...)
+	return app.WithPasses(admissionpass.NewSetIssuer(p.Issuer, ring))
 }
 
 func isAdmin(t *testing.T, tpl *samtemplate.Template, id string) bool {

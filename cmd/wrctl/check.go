@@ -17,7 +17,6 @@ import (
 // defaults, and AWS's (docs/operations.md, "The pre-sale check").
 const (
 	defaultCacheTTL = time.Second // PROGRAM_CACHE_TTL, the template's ProgramCacheTTL
-	defaultKMSQuota = 1000        // KMS "Cryptographic operations (ECC) request rate", per account and region
 	defaultAPIRate  = 1000        // the template's ThrottlingRateLimit
 	// DynamoDB on demand: what a new table writes a second until it has
 	// seen more (or is pre-warmed), and the per-table quota.
@@ -36,7 +35,6 @@ type checkLoad struct {
 	expect   int64         // people expected in all
 	peak     float64       // most enters in one second; 0: the crowd over a minute
 	cacheTTL time.Duration // the deployment's PROGRAM_CACHE_TTL
-	kmsQuota float64       // the account's ECC signing quota, a second
 	apiRate  float64       // the API's ThrottlingRateLimit, requests a second
 }
 
@@ -72,11 +70,10 @@ func (a *app) checkCommand(fs *flag.FlagSet) func(context.Context, *call) error 
 	fs.Int64Var(&l.expect, "expect", 0, "the `people` expected in all (required)")
 	fs.Float64Var(&l.peak, "peak", 0, "the most enters in one second, at the opening (default: -expect over a minute)")
 	fs.DurationVar(&l.cacheTTL, "cache-ttl", defaultCacheTTL, "the deployment's PROGRAM_CACHE_TTL (ProgramCacheTTL)")
-	fs.Float64Var(&l.kmsQuota, "kms-quota", defaultKMSQuota, "the account's KMS ECC signing quota in the region, requests a second")
 	fs.Float64Var(&l.apiRate, "api-rate", defaultAPIRate, "the API's ThrottlingRateLimit, requests a second")
 	return func(ctx context.Context, c *call) error {
-		if l.expect < 1 || l.peak < 0 || l.cacheTTL < 0 || l.kmsQuota <= 0 || l.apiRate <= 0 {
-			fmt.Fprintln(a.stderr, "wrctl check: -expect must be at least 1, -peak and -cache-ttl at least 0, -kms-quota and -api-rate above 0")
+		if l.expect < 1 || l.peak < 0 || l.cacheTTL < 0 || l.apiRate <= 0 {
+			fmt.Fprintln(a.stderr, "wrctl check: -expect must be at least 1, -peak and -cache-ttl at least 0, -api-rate above 0")
 			fs.Usage()
 			return errUsage
 		}

@@ -26,7 +26,7 @@ func ready() api.Program {
 }
 
 // small is the load the table tests announce unless a case says otherwise.
-var small = checkLoad{expect: 1000, peak: 50, cacheTTL: time.Second, kmsQuota: defaultKMSQuota, apiRate: defaultAPIRate}
+var small = checkLoad{expect: 1000, peak: 50, cacheTTL: time.Second, apiRate: defaultAPIRate}
 
 // verdicts returns the findings of the check named, as "LEVEL: says".
 func verdicts(fs []finding, check string) []string {
@@ -132,20 +132,6 @@ func TestCheckTarget(t *testing.T) {
 		{"https", nil, []string{"OK: https://tickets.example/gala"}},
 		{"none", func(p *api.Program, _ *checkLoad) { p.TargetURL = "" }, []string{"FAIL: nowhere to go"}},
 		{"http", func(p *api.Program, _ *checkLoad) { p.TargetURL = "http://127.0.0.1:8080/" }, []string{"WARN: plain http"}},
-	})
-}
-
-func TestCheckSigning(t *testing.T) {
-	t.Parallel()
-	rate := func(r float64) func(*api.Program, *checkLoad) {
-		return func(p *api.Program, _ *checkLoad) { p.AdmissionRatePerSecond = r }
-	}
-	runChecks(t, "signing", []checkCase{
-		{"under half", rate(500), []string{"OK: 500 passes signed a second, under the KMS ECC quota of 1,000/s"}},
-		{"over half", rate(501), []string{"WARN: over half the KMS ECC quota"}},
-		{"over", rate(1000.5), []string{"FAIL: over the account's KMS ECC quota of 1,000/s"}},
-		{"over, a raised quota", func(p *api.Program, l *checkLoad) { p.AdmissionRatePerSecond, l.kmsQuota = 1001, 3000 }, []string{"OK: quota of 3,000/s"}},
-		{"manual", rate(0), []string{"WARN: manual admission only"}},
 	})
 }
 
@@ -259,7 +245,7 @@ func TestCheckOrder(t *testing.T) {
 			got = append(got, f.Check)
 		}
 	}
-	want := []string{"entries", "opening", "closing", "targetUrl", "signing", "enters", "challenge", "table", "requests", "capacity", "line", "wait", "page"}
+	want := []string{"entries", "opening", "closing", "targetUrl", "enters", "challenge", "table", "requests", "capacity", "line", "wait", "page"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("checks (-want +got):\n%s", diff)
 	}
@@ -286,7 +272,7 @@ func TestCheckCommand(t *testing.T) {
 		t.Fatalf("put: exit %d: %s", r.status, r.stderr)
 	}
 	r := wrctl(t, env, "check", "gala", "-expect", "1000", "-peak", "50")
-	if r.status != 0 || !strings.HasPrefix(r.stdout, "check gala at ") || !strings.HasSuffix(r.stdout, "0 FAIL, 0 WARN, 13 OK\n") {
+	if r.status != 0 || !strings.HasPrefix(r.stdout, "check gala at ") || !strings.HasSuffix(r.stdout, "0 FAIL, 0 WARN, 12 OK\n") {
 		t.Errorf("ready: exit %d\n%s%s", r.status, r.stdout, r.stderr)
 	}
 	if !regexp.MustCompile(`(?m)^OK +targetUrl +https://tickets.example/gala$`).MatchString(r.stdout) {
@@ -307,7 +293,7 @@ func TestCheckCommand(t *testing.T) {
 			fails = append(fails, fmt.Sprintf("%s: %s", f.Check, f.Do))
 		}
 	}
-	if r.status != 1 || !strings.Contains(r.stderr, "check failed: 1 of 13 lines FAIL") {
+	if r.status != 1 || !strings.Contains(r.stderr, "check failed: 1 of 12 lines FAIL") {
 		t.Errorf("no target: exit %d, stderr %q; want 1 and the tally", r.status, r.stderr)
 	}
 	if want := []string{"targetUrl: wrctl put gala -target-url https://…"}; !cmp.Equal(fails, want) {

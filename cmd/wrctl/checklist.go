@@ -25,7 +25,7 @@ type presale struct {
 // checks runs every check, in the checklist's order.
 func (c presale) checks() []finding {
 	var out []finding
-	for _, check := range []func() []finding{c.entries, c.opening, c.closing, c.target, c.signing, c.enters, c.challenge, c.table, c.requests, c.capacity, c.line, c.wait, c.page} {
+	for _, check := range []func() []finding{c.entries, c.opening, c.closing, c.target, c.enters, c.challenge, c.table, c.requests, c.capacity, c.line, c.wait, c.page} {
 		out = append(out, check()...)
 	}
 	return out
@@ -126,24 +126,6 @@ func (c presale) target() []finding {
 		return found(levelWarn, "targetUrl", u+" is plain http, which only a loopback host may be: a rehearsal's setting", "wrctl put "+id+" -target-url https://…")
 	}
 	return found(levelOK, "targetUrl", u, "")
-}
-
-// signing: each admission signs one pass with KMS, at the poll that first
-// sees it, so the signing rate is the admission rate.
-func (c presale) signing() []finding {
-	r, q, id := c.p.AdmissionRatePerSecond, c.l.kmsQuota, c.p.ProgramID
-	switch {
-	case r <= 0:
-		return found(levelWarn, "signing", "rate 0: manual admission only; each wrctl admit N signs N passes within a poll or two",
-			"admit in blocks under "+rate(q)+" (the KMS quota), or set a rate: wrctl put "+id+" -rate N")
-	case r > q:
-		return found(levelFail, "signing", fmt.Sprintf("%s admissions/s sign %s passes/s, over the account's KMS ECC quota of %s/s: the polls past it get 503 PASS_UNAVAILABLE", rate(r), rate(r), rate(q)),
-			"ask for more (Service Quotas, \"Cryptographic operations (ECC) request rate\") or lower the rate: wrctl put "+id+" -rate "+rate(q/2))
-	case r > q/2:
-		return found(levelWarn, "signing", fmt.Sprintf("%s admissions/s sign %s passes/s, over half the KMS ECC quota (%s/s), which every ECC key of the account and region shares", rate(r), rate(r), rate(q)),
-			"keep other ECC users out of the account during the sale, or ask for more quota")
-	}
-	return found(levelOK, "signing", fmt.Sprintf("%s passes signed a second, under the KMS ECC quota of %s/s", rate(r), rate(q)), "")
 }
 
 // enters: a program's tickets come from its item up to a rate, then from

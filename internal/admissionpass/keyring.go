@@ -122,8 +122,12 @@ func (r *Keyring) SigningKey(ctx context.Context) (Key, error) {
 }
 
 // PublishedKeys implements KeySet: the keys that sign now or later, and
-// those superseded less than the retention ago; never a revoked key.
+// those superseded less than the retention ago; never a revoked key. It
+// makes the keys SigningKey would, so a new stack's JWKS is never empty.
 func (r *Keyring) PublishedKeys(ctx context.Context) ([]Key, error) {
+	if _, err := r.SigningKey(ctx); err != nil {
+		return nil, err
+	}
 	now := r.now()
 	keys, err := r.read(ctx, now)
 	if err != nil {

@@ -304,3 +304,21 @@ func TestKeyringStoreFault(t *testing.T) {
 		t.Errorf("a new instance with the store failing: %v, want ErrKeysUnavailable", err)
 	}
 }
+
+// TestKeyringJWKSFirst: on a new store the JWKS makes the first key, and
+// the first pass is signed with it.
+func TestKeyringJWKSFirst(t *testing.T) {
+	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	a := newInstance(t, memstore.New(), newCountingWrapper(t).KeyWrapper, clock)
+	doc, err := a.iss.JWKS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := kids(t, doc)
+	if len(got) != 1 {
+		t.Fatalf("a new stack's JWKS holds %v, want one key", got)
+	}
+	if kid := a.sign(t, clock); kid != got[0] {
+		t.Errorf("the first pass is signed with %s, want %s", kid, got[0])
+	}
+}

@@ -1,10 +1,10 @@
 package admissionpass
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
@@ -99,52 +99,137 @@ func NewKeyring(store KeyStore, wrap KeyWrapper, opts ...KeyringOption) *Keyring
 // Rotation is how long a scheduled key signs.
 func (r *Keyring) Rotation() time.Duration { return r.rotation }
 
-// SigningKey implements KeySet: the newest key that signs at now, made
-// first when there is none; it also makes the next slot's key once it is
-// due. ErrKeysUnavailable (wrapped) when neither can be read nor made.
+// SigningKey implements KeySet: the key that signs at now (signer), made
+// first when none may; it also makes the next slot's key once it is due
+// and opens the published keys. ErrKeysUnavailable (wrapped) when no key
+// can be read, made or opened.
 func (r *Keyring) SigningKey(ctx context.Context) (Key, error) {
-	now := r.now()
-	keys, err := r.read(ctx, now)
-	if err != nil {
-		return nil, err
-	}
-	if next := r.slotOf(now).Add(r.rotation); !now.Before(next.Add(-r.lead)) && !hasSlot(keys, next) {
-		keys = r.make(ctx, next, now, keys)
-	}
-	k, ok := signingAt(keys, now)
-	if !ok {
-		keys = r.make(ctx, r.slotOf(now), now, keys)
-		if k, ok = signingAt(keys, now); !ok {
-			return nil, fmt.Errorf("%w: no key signs at %s", ErrKeysUnavailable, now.UTC().Format(time.RFC3339))
-		}
-	}
-	return r.keyOf(k), nil
+	signer, _, err := r.state(ctx)
+	return signer, err
 }
 
-// PublishedKeys implements KeySet: the keys that sign now or later, and
-// those superseded less than the retention ago; never a revoked key. It
-// makes the keys SigningKey would, so a new stack's JWKS is never empty.
+// PublishedKeys implements KeySet: the keys that sign now or will, and
+// those that stopped signing less than the retention ago, each opened
+// (so that its public half is the one its private half holds); never a
+// revoked one. A new stack's first key is made here too.
 func (r *Keyring) PublishedKeys(ctx context.Context) ([]Key, error) {
-	if _, err := r.SigningKey(ctx); err != nil {
-		return nil, err
+	_, published, err := r.state(ctx)
+	if len(published) > 0 {
+		return published, nil
 	}
+	return nil, err
+}
+
+// state reads the key set (on the refresh), makes the keys that are due,
+// opens the usable ones and returns the signer and the published keys.
+func (r *Keyring) state(ctx context.Context) (Key, []Key, error) {
 	now := r.now()
 	keys, err := r.read(ctx, now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []Key
-	for _, k := range r.published(keys, now) {
-		out = append(out, r.keyOf(k))
+	_, signs := r.signer(keys, now, nil)
+	if at, due := r.dueSlot(keys, now); due {
+		keys = r.make(ctx, at, now, keys, !signs)
 	}
-	return out, nil
+	if next := r.slotOf(now).Add(r.rotation); !now.Before(next.Add(-r.lead)) && !hasSlot(keys, next) {
+		keys = r.make(ctx, next, now, keys, false)
+	}
+	var published []Key
+	opened := map[string]bool{}
+	var openErr error
+	for _, k := range r.usable(keys, now) {
+		rk := r.keyOf(k)
+		if _, err := rk.open(ctx); err != nil {
+			openErr = err
+			continue
+		}
+		opened[k.KeyID] = true
+		published = append(published, rk)
+	}
+	sk, ok := r.signer(keys, now, opened)
+	if !ok {
+		return nil, published, fmt.Errorf("%w: no key signs at %s: %w", ErrKeysUnavailable, now.UTC().Format(time.RFC3339), openErr)
+	}
+	return r.keyOf(sk), published, nil
+}
+
+// dueSlot is the slot whose key must be made at now, if any: the current
+// slot's when no key has been made for it (a new stack, or no request in
+// the lead before it), or, when the newest key that started is revoked, a
+// slot of its own just after it, the same on every instance.
+func (r *Keyring) dueSlot(keys []StoredKey, now time.Time) (time.Time, bool) {
+	slot := r.slotOf(now)
+	var newest StoredKey // the newest key that started
+	for _, k := range keys {
+		if !k.SignFrom.After(now) {
+			newest = k
+		}
+	}
+	switch {
+	case newest.KeyID != "" && !newest.Revoked.IsZero():
+		at := newest.SignFrom.Add(time.Millisecond)
+		if newest.Revoked.After(at) {
+			at = newest.Revoked
+		}
+		return at.Truncate(time.Millisecond), !hasSlot(keys, at)
+	case newest.KeyID == "" || newest.SignFrom.Before(slot):
+		return slot, !hasSlot(keys, slot)
+	}
+	return time.Time{}, false
+}
+
+// signEnd is when k stops signing: the end of its slot and a lead, so that
+// a successor made late (no request in the lead before the slot) is
+// published before it signs.
+func (r *Keyring) signEnd(k StoredKey) time.Time {
+	return r.slotOf(k.SignFrom).Add(r.rotation + r.lead)
+}
+
+// usable is the keys of keys that are published at now: not revoked, not
+// made for a slot more than a rotation ahead, and until the retention
+// after their sign end.
+func (r *Keyring) usable(keys []StoredKey, now time.Time) []StoredKey {
+	var out []StoredKey
+	for _, k := range keys {
+		if k.Revoked.IsZero() && !k.SignFrom.After(now.Add(r.rotation+r.lead)) && now.Before(r.signEnd(k).Add(r.retain)) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// signer is the key of keys that signs at now, among those opened (all
+// when opened is nil): the newest that may sign (started, before its sign
+// end, not revoked, newer than any revoked key that started) and was made
+// a lead ago; else the newest that may sign.
+func (r *Keyring) signer(keys []StoredKey, now time.Time, opened map[string]bool) (StoredKey, bool) {
+	var may []StoredKey
+	for _, k := range keys {
+		switch {
+		case k.SignFrom.After(now):
+		case !k.Revoked.IsZero():
+			may = may[:0] // nothing older signs after a revoke
+		case now.Before(r.signEnd(k)) && (opened == nil || opened[k.KeyID]):
+			may = append(may, k)
+		}
+	}
+	for _, k := range slices.Backward(may) {
+		if !now.Before(k.Created.Add(r.lead)) {
+			return k, true
+		}
+	}
+	if len(may) == 0 {
+		return StoredKey{}, false
+	}
+	return may[len(may)-1], true
 }
 
 // KeyState is a key as an operator sees it.
 type KeyState struct {
 	StoredKey
 	// State is "next" (published, signs later), "signing", "published"
-	// (superseded, still in the JWKS), "retired" or "revoked".
+	// (no longer signing, still in the JWKS), "retired" or "revoked".
 	State string
 }
 
@@ -155,8 +240,8 @@ func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 	if err != nil {
 		return nil, err
 	}
-	signing, _ := signingAt(keys, now)
-	pub := r.published(keys, now)
+	signing, _ := r.signer(keys, now, nil)
+	usable := r.usable(keys, now)
 	out := make([]KeyState, 0, len(keys))
 	for _, k := range slices.Backward(keys) {
 		s := KeyState{StoredKey: k, State: "retired"}
@@ -165,9 +250,10 @@ func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 			s.State = "revoked"
 		case k.KeyID == signing.KeyID:
 			s.State = "signing"
+		case !slices.ContainsFunc(usable, func(p StoredKey) bool { return p.KeyID == k.KeyID }):
 		case k.SignFrom.After(now):
 			s.State = "next"
-		case slices.ContainsFunc(pub, func(p StoredKey) bool { return p.KeyID == k.KeyID }):
+		default:
 			s.State = "published"
 		}
 		out = append(out, s)
@@ -179,19 +265,31 @@ func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 // scheduled one until the next slot, and returns it.
 func (r *Keyring) Rotate(ctx context.Context) (StoredKey, error) {
 	now := r.now()
-	return r.makeAt(ctx, now.Add(r.lead).Truncate(time.Millisecond), now)
+	at := now.Add(r.lead).Truncate(time.Millisecond)
+	keys, err := r.readNow(ctx, now)
+	if err != nil {
+		return StoredKey{}, err
+	}
+	keys = r.make(ctx, at, now, keys, true)
+	for _, k := range keys {
+		if k.SignFrom.Equal(at) {
+			return k, nil
+		}
+	}
+	return StoredKey{}, fmt.Errorf("%w: the key of %s was not made", ErrKeysUnavailable, at.UTC().Format(time.RFC3339Nano))
 }
 
-// Revoke revokes the key kid, which leaves the JWKS and signs no more on
-// any instance after its next read. When it was the key that signs, a new
-// key signs from now (sites then fetch the JWKS anew): it is returned.
+// Revoke revokes the key kid: it leaves the JWKS, and neither it nor an
+// older key signs again on any instance after its next read. When it was
+// the key that signs, a new one does from now (sites then fetch the JWKS
+// anew): it is returned, or made by the next request if making it fails.
 func (r *Keyring) Revoke(ctx context.Context, kid string) (StoredKey, bool, error) {
 	now := r.now()
-	keys, err := r.readNow(ctx, now)
+	before, err := r.readNow(ctx, now)
 	if err != nil {
 		return StoredKey{}, false, err
 	}
-	signing, _ := signingAt(keys, now)
+	was, _ := r.signer(before, now, nil)
 	if _, err := r.store.RevokePassKey(ctx, kid, now); err != nil {
 		return StoredKey{}, false, fmt.Errorf("admissionpass: revoke key %s: %w", kid, err)
 	}
@@ -199,65 +297,23 @@ func (r *Keyring) Revoke(ctx context.Context, kid string) (StoredKey, bool, erro
 	delete(r.opened, kid)
 	r.readAt = now.Add(-r.refresh) // stale: read again on the next call
 	r.mu.Unlock()
-	if signing.KeyID != kid {
+	if was.KeyID != kid {
 		return StoredKey{}, false, nil
 	}
-	k, err := r.makeAt(ctx, now.Truncate(time.Millisecond), now)
-	return k, err == nil, err
-}
-
-// makeAt makes the key of slot signFrom and returns it, or the key another
-// instance made there.
-func (r *Keyring) makeAt(ctx context.Context, signFrom, now time.Time) (StoredKey, error) {
-	keys, err := r.readNow(ctx, now)
+	if _, err := r.readNow(ctx, now); err != nil {
+		return StoredKey{}, false, err
+	}
+	signer, _, err := r.state(ctx)
 	if err != nil {
-		return StoredKey{}, err
+		return StoredKey{}, false, err
 	}
-	keys = r.make(ctx, signFrom, now, keys)
-	for _, k := range keys {
-		if k.SignFrom.Equal(signFrom) {
-			return k, nil
-		}
-	}
-	return StoredKey{}, fmt.Errorf("%w: the key of %s was not made", ErrKeysUnavailable, signFrom.UTC().Format(time.RFC3339Nano))
+	return signer.(*ringKey).stored, true, nil
 }
 
 // slotOf is the start of the rotation slot that holds t.
 func (r *Keyring) slotOf(t time.Time) time.Time {
 	ms, rot := t.UnixMilli(), r.rotation.Milliseconds()
 	return time.UnixMilli(ms - ms%rot).UTC()
-}
-
-// published is the keys of keys in the JWKS at now.
-func (r *Keyring) published(keys []StoredKey, now time.Time) []StoredKey {
-	var out []StoredKey
-	live := liveKeys(keys, now)
-	for i, k := range live {
-		// Superseded when the next live key started signing.
-		if i+1 < len(live) && !live[i+1].SignFrom.After(now) && now.Sub(live[i+1].SignFrom) >= r.retain {
-			continue
-		}
-		out = append(out, k)
-	}
-	return out
-}
-
-// liveKeys is keys without the revoked and the expired, in order.
-func liveKeys(keys []StoredKey, now time.Time) []StoredKey {
-	return slices.DeleteFunc(slices.Clone(keys), func(k StoredKey) bool {
-		return !k.Revoked.IsZero() || (!k.Expires.IsZero() && !now.Before(k.Expires))
-	})
-}
-
-// signingAt is the newest live key of keys that signs at now.
-func signingAt(keys []StoredKey, now time.Time) (StoredKey, bool) {
-	live := liveKeys(keys, now)
-	for _, k := range slices.Backward(live) {
-		if !k.SignFrom.After(now) {
-			return k, true
-		}
-	}
-	return StoredKey{}, false
 }
 
 // hasSlot reports whether keys hold a key (revoked or not) for slot at.
@@ -330,8 +386,9 @@ func (r *Keyring) readNow(ctx context.Context, now time.Time) ([]StoredKey, erro
 
 // make makes the key of slot signFrom unless the store has one, and
 // returns the key set after: with the new key when this instance or
-// another made it, as it was when the making failed.
-func (r *Keyring) make(ctx context.Context, signFrom, now time.Time, keys []StoredKey) []StoredKey {
+// another made it, as it was when the making failed. With wait (no key
+// signs meanwhile), it waits for the key another instance is making.
+func (r *Keyring) make(ctx context.Context, signFrom, now time.Time, keys []StoredKey, wait bool) []StoredKey {
 	slot := signFrom.UnixMilli()
 	r.mu.Lock()
 	m := r.making[slot]
@@ -350,7 +407,7 @@ func (r *Keyring) make(ctx context.Context, signFrom, now time.Time, keys []Stor
 	}
 	r.mu.Unlock()
 	m.once.Do(func() {
-		if err := r.makeOnce(ctx, signFrom, m.claim, now); err != nil {
+		if err := r.makeOnce(ctx, signFrom, m.claim, now, wait); err != nil {
 			r.mu.Lock()
 			m.failedAt = now
 			r.mu.Unlock()
@@ -365,20 +422,21 @@ func (r *Keyring) make(ctx context.Context, signFrom, now time.Time, keys []Stor
 }
 
 // makeOnce claims slot signFrom with claim, makes its key and stores it;
-// when another instance holds the slot, it waits for its key (awaitSlot).
-func (r *Keyring) makeOnce(ctx context.Context, signFrom time.Time, claim string, now time.Time) error {
+// when another instance holds the slot, it reads its key (awaitSlot).
+func (r *Keyring) makeOnce(ctx context.Context, signFrom time.Time, claim string, now time.Time, wait bool) error {
 	won, err := r.store.ClaimPassKey(ctx, signFrom, claim, now, now.Add(-claimTimeout))
 	if err != nil {
 		return fmt.Errorf("admissionpass: claim key slot: %w", err)
 	}
 	if !won {
-		return r.awaitSlot(ctx, signFrom, now)
+		return r.awaitSlot(ctx, signFrom, now, wait)
 	}
 	priv, wrapped, err := r.wrap.NewKeyPair(ctx, encryptionContext(signFrom))
 	if err != nil {
 		return fmt.Errorf("admissionpass: make key: %w", err)
 	}
-	k, err := storedKey(priv, wrapped, signFrom, now, r.retain+2*r.rotation)
+	// Kept for its slot, its sign end's lead, the retention and a day.
+	k, err := storedKey(priv, wrapped, signFrom, now, r.signEnd(StoredKey{SignFrom: signFrom}).Add(r.retain+24*time.Hour).Sub(signFrom))
 	if err != nil {
 		return err
 	}
@@ -389,7 +447,7 @@ func (r *Keyring) makeOnce(ctx context.Context, signFrom time.Time, claim string
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.opened[k.KeyID] = &ringKey{ring: r, stored: k, pub: &priv.PublicKey, priv: priv}
+	r.opened[k.KeyID] = &ringKey{ring: r, stored: k, priv: priv}
 	if !hasSlot(r.keys, signFrom) {
 		r.keys = append(slices.Clone(r.keys), k)
 		slices.SortFunc(r.keys, func(a, b StoredKey) int { return a.SignFrom.Compare(b.SignFrom) })
@@ -398,10 +456,9 @@ func (r *Keyring) makeOnce(ctx context.Context, signFrom time.Time, claim string
 }
 
 // awaitSlot reads the key set until it holds slot signFrom's key, made by
-// the instance that holds the claim, for claimWait at most when no key
-// signs at now (else once: the signing key serves meanwhile).
-func (r *Keyring) awaitSlot(ctx context.Context, signFrom, now time.Time) error {
-	_, signs := signingAt(r.snapshot(), now)
+// the instance that holds the claim: for claimWait at most with wait, else
+// once (a signing key serves meanwhile).
+func (r *Keyring) awaitSlot(ctx context.Context, signFrom, now time.Time, wait bool) error {
 	for deadline := time.Now().Add(claimWait); ; {
 		keys, err := r.readNow(ctx, now)
 		switch {
@@ -409,7 +466,7 @@ func (r *Keyring) awaitSlot(ctx context.Context, signFrom, now time.Time) error 
 			return err
 		case hasSlot(keys, signFrom):
 			return nil
-		case signs || time.Now().After(deadline):
+		case !wait || time.Now().After(deadline):
 			return errors.New("admissionpass: another instance is making the key")
 		}
 		select {
@@ -423,13 +480,6 @@ func (r *Keyring) awaitSlot(ctx context.Context, signFrom, now time.Time) error 
 // How long and how often an instance without a signing key reads the set
 // while another makes the key.
 const claimWait, claimPoll = 3 * time.Second, 100 * time.Millisecond
-
-// snapshot is the key set as last read.
-func (r *Keyring) snapshot() []StoredKey {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.keys
-}
 
 // storedKey is priv as a keyring stores it.
 func storedKey(priv *ecdsa.PrivateKey, wrapped []byte, signFrom, now time.Time, keep time.Duration) (StoredKey, error) {
@@ -465,9 +515,8 @@ func encryptionContext(signFrom time.Time) map[string]string {
 // kms:GenerateDataKeyPair on it.
 const EncryptionPurpose = "admission-pass-signing"
 
-// keyOf is the Key of stored key k, one per kid, opened on its first
-// signature.
-func (r *Keyring) keyOf(k StoredKey) Key {
+// keyOf is the key of stored key k, one per kid, opened on first use.
+func (r *Keyring) keyOf(k StoredKey) *ringKey {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if rk := r.opened[k.KeyID]; rk != nil {
@@ -478,52 +527,91 @@ func (r *Keyring) keyOf(k StoredKey) Key {
 	return rk
 }
 
-// ringKey is a key of a keyring: its public half from the store, its
-// private half opened by the wrapper on the first signature.
+// ringKey is a key of a keyring, opened by the wrapper once: its public
+// half is the one its private half holds, never the stored one alone.
 type ringKey struct {
 	ring   *Keyring
 	stored StoredKey
 
-	mu   sync.Mutex
-	pub  *ecdsa.PublicKey
-	priv *ecdsa.PrivateKey
+	mu       sync.Mutex
+	priv     *ecdsa.PrivateKey
+	opening  chan struct{} // closed when the open out is back; nil if none
+	failedAt time.Time     // the last failed open, retried retryMaking after
+	err      error         // its error
 }
 
-func (k *ringKey) PublicKey(context.Context) (*ecdsa.PublicKey, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.pub != nil {
-		return k.pub, nil
+// open returns the private key, opening it once (one Unwrap for any
+// number of callers, none while the last failure is recent). It refuses a
+// key whose stored public half or kid is not its own, so that a key
+// written to the table by anyone but its maker is never published.
+func (k *ringKey) open(ctx context.Context) (*ecdsa.PrivateKey, error) {
+	for {
+		k.mu.Lock()
+		switch {
+		case k.priv != nil:
+			priv := k.priv
+			k.mu.Unlock()
+			return priv, nil
+		case !k.failedAt.IsZero() && k.ring.now().Sub(k.failedAt) < retryMaking:
+			err := k.err
+			k.mu.Unlock()
+			return nil, err
+		case k.opening != nil:
+			wait := k.opening
+			k.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w: open key %s: %w", ErrKeysUnavailable, k.stored.KeyID, ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		k.opening = done
+		k.mu.Unlock()
+		priv, err := k.unwrap(ctx)
+		k.mu.Lock()
+		k.opening = nil
+		if err != nil {
+			k.failedAt, k.err = k.ring.now(), err
+		} else {
+			k.priv = priv
+		}
+		k.mu.Unlock()
+		close(done)
+		return priv, err
 	}
-	parsed, err := x509.ParsePKIXPublicKey(k.stored.Public)
+}
+
+// unwrap opens the stored key and checks it against its stored halves.
+func (k *ringKey) unwrap(ctx context.Context) (*ecdsa.PrivateKey, error) {
+	priv, err := k.ring.wrap.Unwrap(ctx, k.stored.Wrapped, encryptionContext(k.stored.SignFrom))
 	if err != nil {
-		return nil, fmt.Errorf("admissionpass: key %s: parse public key: %w", k.stored.KeyID, err)
+		return nil, fmt.Errorf("%w: open key %s: %w", ErrKeysUnavailable, k.stored.KeyID, err)
 	}
-	pub, ok := parsed.(*ecdsa.PublicKey)
-	if !ok || pub.Curve != elliptic.P256() {
-		return nil, fmt.Errorf("admissionpass: key %s: public key is %T, want a P-256 key", k.stored.KeyID, parsed)
+	der, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("%w: key %s: %w", ErrKeysUnavailable, k.stored.KeyID, err)
 	}
-	k.pub = pub
-	return pub, nil
+	if kid, err := thumbprint(&priv.PublicKey); err != nil || kid != k.stored.KeyID || !bytes.Equal(der, k.stored.Public) {
+		return nil, fmt.Errorf("%w: key %s: its stored public half or kid is not its own", ErrKeysUnavailable, k.stored.KeyID)
+	}
+	return priv, nil
+}
+
+func (k *ringKey) PublicKey(ctx context.Context) (*ecdsa.PublicKey, error) {
+	priv, err := k.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &priv.PublicKey, nil
 }
 
 func (k *ringKey) SignASN1(ctx context.Context, message []byte) ([]byte, error) {
-	k.mu.Lock()
-	priv := k.priv
-	if priv == nil {
-		var err error
-		priv, err = k.ring.wrap.Unwrap(ctx, k.stored.Wrapped, encryptionContext(k.stored.SignFrom))
-		if err != nil {
-			k.mu.Unlock()
-			return nil, fmt.Errorf("%w: open key %s: %w", ErrKeysUnavailable, k.stored.KeyID, err)
-		}
-		if kid, err := thumbprint(&priv.PublicKey); err != nil || kid != k.stored.KeyID {
-			k.mu.Unlock()
-			return nil, fmt.Errorf("%w: key %s opened to another key", ErrKeysUnavailable, k.stored.KeyID)
-		}
-		k.priv, k.pub = priv, &priv.PublicKey
+	priv, err := k.open(ctx)
+	if err != nil {
+		return nil, err
 	}
-	k.mu.Unlock()
 	digest := sha256.Sum256(message)
 	return ecdsa.SignASN1(rand.Reader, priv, digest[:])
 }

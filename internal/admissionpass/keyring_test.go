@@ -3,6 +3,9 @@ package admissionpass_test
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -66,6 +69,14 @@ func newInstance(t *testing.T, store admissionpass.KeyStore, wrap admissionpass.
 	cw := &countingWrapper{KeyWrapper: wrap}
 	ring := admissionpass.NewKeyring(store, cw, append([]admissionpass.KeyringOption{admissionpass.WithKeyringClock(clock.Now)}, opts...)...)
 	return instance{ring: ring, iss: admissionpass.NewSetIssuer(issuerURL, ring), wrap: cw}
+}
+
+// setup is a key store, a wrapper shared by the instances, a clock at
+// start and a first instance.
+func setup(t *testing.T, start time.Time) (*memstore.Store, admissionpass.KeyWrapper, *clock.Fake, instance) {
+	t.Helper()
+	store, wrap, clock := memstore.New(), newCountingWrapper(t).KeyWrapper, clock.NewFake(start)
+	return store, wrap, clock, newInstance(t, store, wrap, clock)
 }
 
 // kids are the kids of a JWKS document.
@@ -134,9 +145,14 @@ func TestKeyringSchedule(t *testing.T) {
 	}{
 		{"before the lead", slotEnd.Add(-admissionpass.DefaultLead - time.Minute), "first", 1},
 		{"within the lead: the next key published", slotEnd.Add(-admissionpass.DefaultLead + 2*time.Minute), "first", 2},
-		{"the next slot", slotEnd.Add(time.Second), "second", 2},
-		{"within the retention", slotEnd.Add(retain - time.Minute), "second", 2},
-		{"past the retention", slotEnd.Add(retain + 2*time.Minute), "second", 1},
+		// Made 13 min before its slot, the next key is published a whole
+		// lead before it signs: the first key signs 2 min more.
+		{"the next slot, the next key published less than a lead", slotEnd.Add(time.Second), "first", 2},
+		{"the next slot", slotEnd.Add(2*time.Minute + time.Second), "second", 2},
+		// The first key's passes end at most its slot and a lead, then
+		// the retention, later.
+		{"within the retention", slotEnd.Add(admissionpass.DefaultLead + retain - time.Minute), "second", 2},
+		{"past the retention", slotEnd.Add(admissionpass.DefaultLead + retain + time.Minute), "second", 1},
 	}
 	var second string
 	for _, s := range steps {
@@ -320,5 +336,147 @@ func TestKeyringJWKSFirst(t *testing.T) {
 	}
 	if kid := a.sign(t, clock); kid != got[0] {
 		t.Errorf("the first pass is signed with %s, want %s", kid, got[0])
+	}
+}
+
+// plant stores k in its slot as a writer of the table could, bypassing
+// the keyring.
+func plant(t *testing.T, store admissionpass.KeyStore, k admissionpass.StoredKey) {
+	t.Helper()
+	claim := "planted-" + k.KeyID
+	if ok, err := store.ClaimPassKey(t.Context(), k.SignFrom, claim, k.Created, k.Created.Add(-time.Minute)); err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	if ok, err := store.PutPassKey(t.Context(), k, claim); err != nil || !ok {
+		t.Fatalf("put: %v %v", ok, err)
+	}
+}
+
+// TestKeyringRefusesPlantedKeys: a key written to the table by anyone but
+// its maker is never published nor used: a public key that its wrapped
+// private key does not hold, and a well-wrapped key for a slot years
+// ahead.
+func TestKeyringRefusesPlantedKeys(t *testing.T) {
+	now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	store, wrap, clock, a := setup(t, now)
+	good := a.sign(t, clock)
+
+	attacker, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attackerDER, _ := x509.MarshalPKIXPublicKey(&attacker.PublicKey)
+	attackerKID := thumbprint(t, &attacker.PublicKey)
+	// A key for the next slot: the attacker's public half, junk for the
+	// private one.
+	next := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	plant(t, store, admissionpass.StoredKey{SignFrom: next, KeyID: attackerKID, Public: attackerDER, Wrapped: []byte("junk"), Created: now})
+	// A well-wrapped key (its maker could call KMS) for a slot in 2100.
+	priv, wrapped, err := wrap.NewKeyPair(t.Context(), map[string]string{"purpose": admissionpass.EncryptionPurpose, "signFrom": "4102444800000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	farDER, _ := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	far := thumbprint(t, &priv.PublicKey)
+	plant(t, store, admissionpass.StoredKey{SignFrom: time.UnixMilli(4102444800000).UTC(), KeyID: far, Public: farDER, Wrapped: wrapped, Created: now})
+
+	// Before the planted slot both sign with the good key; once in it,
+	// the junk stops the rotation (a table writer can stop the signing,
+	// as it can delete the queue) but is never trusted.
+	for _, at := range []time.Time{now.Add(2 * time.Minute), next.Add(-time.Minute), next.Add(time.Hour)} {
+		setClock(clock, at)
+		b := newInstance(t, store, wrap, clock) // a cold start
+		for name, in := range map[string]instance{"warm": a, "cold": b} {
+			doc, err := in.iss.JWKS(t.Context())
+			if err != nil {
+				t.Fatalf("%v %s: JWKS: %v", at, name, err)
+			}
+			if got := kids(t, doc); slices.Contains(got, attackerKID) || slices.Contains(got, far) || !slices.Contains(got, good) {
+				t.Errorf("%v, %s instance: the JWKS %v publishes a planted key, or not the good one %s", at, name, got, good)
+			}
+			if at.After(next) {
+				continue
+			}
+			if kid := in.sign(t, clock); kid != good {
+				t.Errorf("%v, %s instance: signs with %s, want the good key %s", at, name, kid, good)
+			}
+		}
+	}
+}
+
+// TestKeyringRevokeWhileKMSDown: a revoke of the signing key whose
+// replacement cannot be made leaves no key signing (never an older one),
+// and the next request once KMS is back makes the replacement.
+func TestKeyringRevokeWhileKMSDown(t *testing.T) {
+	start := time.Date(2026, 12, 2, 0, 5, 0, 0, time.UTC)
+	_, _, clock, a := setup(t, start)
+	first := a.sign(t, clock)
+	// The next day: a second key signs, the first is still published.
+	setClock(clock, start.Add(24*time.Hour-20*time.Minute))
+	a.sign(t, clock)
+	setClock(clock, start.Add(24*time.Hour))
+	second := a.sign(t, clock)
+	if second == first {
+		t.Fatal("no rotation")
+	}
+	a.wrap.fail.Store(true)
+	if _, _, err := a.ring.Revoke(t.Context(), second); err == nil {
+		t.Fatal("Revoke with KMS down made a replacement")
+	}
+	if _, err := a.iss.Issue(t.Context(), admission); err == nil {
+		t.Fatal("with the signing key revoked and no replacement, a pass was signed (with an older key)")
+	}
+	a.wrap.fail.Store(false)
+	setClock(clock, clock.Now().Add(10*time.Second))
+	got := a.sign(t, clock)
+	if got == first || got == second {
+		t.Errorf("after KMS is back signs with %s, want a new key (first %s, revoked %s)", got, first, second)
+	}
+}
+
+// TestKeyringNoRequestInTheLead: with no request in the lead before a
+// slot (a sale at midnight, its crowd polling with nothing to sign), the
+// old key signs a lead past its slot while the new one is published, and
+// never after; days later a new key signs at once.
+func TestKeyringNoRequestInTheLead(t *testing.T) {
+	_, _, clock, a := setup(t, time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	first := a.sign(t, clock)
+	midnight := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	setClock(clock, midnight.Add(time.Minute))
+	if got := a.sign(t, clock); got != first {
+		t.Errorf("a minute past the slot, with the new key just made, signs with %s, want the old key %s until the new one is a lead old", got, first)
+	}
+	setClock(clock, midnight.Add(time.Minute+admissionpass.DefaultLead))
+	second := a.sign(t, clock)
+	if second == first {
+		t.Errorf("a lead after the new key was made, still signs with the old key")
+	}
+	// Three days without a request: the old keys may not sign.
+	setClock(clock, midnight.Add(72*time.Hour+time.Minute))
+	if got := a.sign(t, clock); got == first || got == second {
+		t.Errorf("three days later signs with an old key %s", got)
+	}
+}
+
+// TestKeyringOpenFailureBackoff: a key that cannot be opened is tried
+// again once retryMaking has passed, not on every signature.
+func TestKeyringOpenFailureBackoff(t *testing.T) {
+	store, wrap, clock, a := setup(t, time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	b := newInstance(t, store, wrap, clock)
+	a.sign(t, clock)
+	b.wrap.fail.Store(true)
+	for range 100 {
+		if _, err := b.iss.Issue(t.Context(), admission); !errors.Is(err, admissionpass.ErrKeysUnavailable) {
+			t.Fatalf("Issue with KMS down: %v, want ErrKeysUnavailable", err)
+		}
+	}
+	b.wrap.fail.Store(false)
+	if _, err := b.iss.Issue(t.Context(), admission); err == nil {
+		t.Error("right after KMS came back, an open was tried within the back-off")
+	}
+	setClock(clock, clock.Now().Add(6*time.Second))
+	b.sign(t, clock)
+	if got := b.wrap.opened.Load(); got != 1 {
+		t.Errorf("%d opens, want 1", got)
 	}
 }

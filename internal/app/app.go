@@ -19,6 +19,7 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
+	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/shufflekey"
@@ -57,13 +58,16 @@ type Option func(*App)
 func WithPasses(iss *admissionpass.Issuer) Option { return func(a *App) { a.Passes = iss } }
 
 // WithKeyring makes every admission carry a pass of issuer iss ("": each
-// request's base URL) signed by a keyring kept in the App's store (which
-// must be an admissionpass.KeyStore), its keys made and opened by wrap.
-func WithKeyring(iss string, wrap admissionpass.KeyWrapper, opts ...admissionpass.KeyringOption) Option {
+// request's base URL) signed by a keyring kept in ks (nil: the App's
+// store, which must then be an admissionpass.KeyStore), its keys made and
+// opened by wrap.
+func WithKeyring(iss string, ks admissionpass.KeyStore, wrap admissionpass.KeyWrapper, opts ...admissionpass.KeyringOption) Option {
 	return func(a *App) {
-		ks, ok := a.Store.(admissionpass.KeyStore)
-		if !ok {
-			panic(fmt.Sprintf("app: store %T keeps no signing keys", a.Store)) // a wiring error, found by every test
+		if ks == nil {
+			var ok bool
+			if ks, ok = a.Store.(admissionpass.KeyStore); !ok {
+				panic(fmt.Sprintf("app: store %T keeps no signing keys", a.Store)) // a wiring error, found by every test
+			}
 		}
 		a.Keys = admissionpass.NewKeyring(ks, wrap, append([]admissionpass.KeyringOption{admissionpass.WithRetain(PassRetain)}, opts...)...)
 		a.Passes = admissionpass.NewSetIssuer(iss, a.Keys)
@@ -205,7 +209,7 @@ func PassOption(ctx context.Context, p config.Pass, defaultIssuer string) (Optio
 		if err != nil {
 			return nil, fmt.Errorf("KMS client: %w", err)
 		}
-		return WithKeyring(iss, admissionpass.NewKMSWrapper(client, p.WrapKMSKeyID), opts...), nil
+		return WithKeyring(iss, nil, admissionpass.NewKMSWrapper(client, p.WrapKMSKeyID), opts...), nil
 	case p.KMSKeyID != "" || p.KeyFile != "":
 		i, err := NewIssuer(ctx, p, defaultIssuer)
 		if err != nil {
@@ -217,7 +221,9 @@ func PassOption(ctx context.Context, p config.Pass, defaultIssuer string) (Optio
 	if err != nil {
 		return nil, err
 	}
-	return WithKeyring(iss, wrap, opts...), nil
+	// Keys this process alone can open live as long as it: in its memory,
+	// whatever the store (a DynamoDB table outlives the process).
+	return WithKeyring(iss, memstore.New(), wrap, opts...), nil
 }
 
 // NewIssuer returns the pass issuer p describes: on KMS keys, else on PEM

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/app"
@@ -233,5 +234,33 @@ func TestNewIssuer(t *testing.T) {
 				t.Errorf("iss %q with %d keys, want %q with %d", iss.Issuer(), jwksKeys(iss), tt.wantIss, tt.wantKeys)
 			}
 		})
+	}
+}
+
+// TestLocalKeyringAcrossRestart: the local server's keyring (no KMS) keeps
+// its keys in its own memory, so a second process on the same store (a
+// DynamoDB table outlives the process) makes keys it can open and signs.
+func TestLocalKeyringAcrossRestart(t *testing.T) {
+	store := memstore.New()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var kids []string
+	for range 2 { // the server, then the server restarted
+		opt, err := app.PassOption(t.Context(), config.Pass{}, "http://127.0.0.1:3000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := app.New(config.Config{}, store, log, opt)
+		pass, err := a.Passes.Issue(t.Context(), admissionpass.Admission{ProgramID: "gala", TokenID: "t", Ticket: 1, AdmittedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute)})
+		if err != nil {
+			t.Fatalf("Issue: %v", err)
+		}
+		kid, err := a.Passes.KeyID(t.Context())
+		if err != nil || pass == "" {
+			t.Fatalf("KeyID: %v", err)
+		}
+		kids = append(kids, kid)
+	}
+	if kids[0] == kids[1] {
+		t.Errorf("the restarted server signs with its predecessor's key %s, which it cannot have opened", kids[0])
 	}
 }

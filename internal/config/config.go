@@ -254,8 +254,8 @@ func passFromEnv(getenv func(string) string) (Pass, error) {
 	}
 	if v := strings.TrimSpace(getenv(EnvPassKeyRotation)); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < MinKeyRotation || d > MaxKeyRotation {
-			errs = append(errs, fmt.Errorf("%s: %q must be a duration from %v to %v, such as 24h", EnvPassKeyRotation, v, MinKeyRotation, MaxKeyRotation))
+		if err != nil || d < MinKeyRotation || d > MaxKeyRotation || d%time.Minute != 0 {
+			errs = append(errs, fmt.Errorf("%s: %q must be whole minutes from %v to %v, such as 24h", EnvPassKeyRotation, v, MinKeyRotation, MaxKeyRotation))
 		}
 		p.KeyRotation = d
 	}

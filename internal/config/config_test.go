@@ -91,6 +91,7 @@ func TestFromEnv(t *testing.T) {
 		{"ErrPassRotationShort", map[string]string{"PASS_KEY_ROTATION": "30m"}, false, "PASS_KEY_ROTATION", nil},
 		{"ErrPassRotationLong", map[string]string{"PASS_KEY_ROTATION": "721h"}, false, "PASS_KEY_ROTATION", nil},
 		{"ErrPassRotationWord", map[string]string{"PASS_KEY_ROTATION": "daily"}, false, "PASS_KEY_ROTATION", nil},
+		{"ErrPassRotationFraction", map[string]string{"PASS_KEY_ROTATION": "1h0.5ms"}, false, "PASS_KEY_ROTATION", nil},
 		{"PassNone", map[string]string{}, false, "", func(t *testing.T, c config.Config) {
 			if diff := cmp.Diff(config.Pass{}, c.Pass); diff != "" {
 				t.Errorf("Pass (-want +got):\n%s", diff)

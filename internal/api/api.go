@@ -37,6 +37,13 @@ const PassesPath = "/api/v1/admin/programs/{programId}/passes"
 // ChallengePath hands out a proof-of-work challenge for an enter.
 const ChallengePath = "/api/v1/queues/programs/{programId}/challenge"
 
+// The keyring of the pass signing keys, for operators: KeysPath lists
+// the keys (GET) and rotates (POST); KeyPath revokes one key (DELETE).
+const (
+	KeysPath = "/api/v1/admin/keys"
+	KeyPath  = "/api/v1/admin/keys/{keyId}"
+)
+
 // Headers of an enter's proof of work: a challenge from ChallengePath and
 // its solution.
 const (
@@ -336,6 +343,64 @@ type BypassRequest struct {
 // compact JWS like an admission's, with "bypass": true.
 type BypassPasses struct {
 	Passes []string `json:"passes"`
+}
+
+// KeyState is where a pass signing key stands in the keyring.
+type KeyState string
+
+// Key states, in the order a key goes through them (but for revoked).
+const (
+	// KeyNext is published in the JWKS and signs later, from signFrom.
+	KeyNext KeyState = "next"
+	// KeySigning signs the passes now.
+	KeySigning KeyState = "signing"
+	// KeyPublished no longer signs, and stays in the JWKS while passes it
+	// signed may be valid.
+	KeyPublished KeyState = "published"
+	// KeyRetired is out of the JWKS; the store forgets it later.
+	KeyRetired KeyState = "retired"
+	// KeyRevoked was revoked: out of the JWKS, signing nothing, for good.
+	KeyRevoked KeyState = "revoked"
+)
+
+// SigningKey is a pass signing key of the keyring, as an operator sees
+// it; its private half never leaves the server.
+type SigningKey struct {
+	// KeyID is the key's kid in the JWKS and in the passes it signs: its
+	// RFC 7638 thumbprint, 43 characters of base64url.
+	KeyID string `json:"keyId"`
+	// State is next, signing, published, retired or revoked (KeyState).
+	State KeyState `json:"state"`
+	// SignFrom is when the key starts (or started) signing.
+	SignFrom  Time `json:"signFrom"`
+	CreatedAt Time `json:"createdAt"`
+	// RevokedAt is when the key was revoked; absent unless revoked.
+	RevokedAt Time `json:"revokedAt,omitzero"`
+}
+
+// SigningKeys is the answer to a listing of the keyring: every key the
+// store holds, newest (latest signFrom) first.
+type SigningKeys struct {
+	// RotationSeconds is how long a scheduled key signs before the next
+	// one takes over: PASS_KEY_ROTATION, 86400 (a day) by default.
+	RotationSeconds int64        `json:"rotationSeconds"`
+	Keys            []SigningKey `json:"keys"`
+}
+
+// KeyRotation is the answer to a rotation: the new key, in state next,
+// which signs from signFrom (15 minutes from now, once sites can have
+// it from the JWKS) until the next scheduled key.
+type KeyRotation struct {
+	Key SigningKey `json:"key"`
+}
+
+// KeyRevocation is the answer to a revocation.
+type KeyRevocation struct {
+	// Revoked is the kid of the key revoked (or revoked before).
+	Revoked string `json:"revoked"`
+	// Replacement is the key that signs from now in its place, present
+	// only when the key revoked was the one that signed.
+	Replacement *SigningKey `json:"replacement,omitempty"`
 }
 
 // Error is the body of every error answer.

@@ -36,6 +36,11 @@ const (
 	// whose proof is wrong, expired, of another program or used.
 	CodeChallengeRequired = "CHALLENGE_REQUIRED"
 	CodeChallengeFailed   = "CHALLENGE_FAILED"
+	// The keyring of the pass signing keys: a deployment that signs with
+	// fixed keys has none; a kid that is no kid; a kid of no stored key.
+	CodeNoKeyring    = "NO_KEYRING"
+	CodeInvalidKeyID = "INVALID_KEY_ID"
+	CodeKeyNotFound  = "KEY_NOT_FOUND"
 
 	// Codes of the HTTP layer: the request, not the queue, is at fault.
 	CodeNotFound         = "NOT_FOUND"

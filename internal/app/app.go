@@ -322,9 +322,9 @@ func (a *App) QueueHandler() http.Handler {
 }
 
 // AdminHandler is the admin function's API, for requests API Gateway's
-// AWS_IAM authorizer let through.
+// AWS_IAM authorizer let through, with the controls of the keyring.
 func (a *App) AdminHandler() http.Handler {
-	return httpapi.NewAdmin(a.Service, httpapi.IAMAuth(), a.options()...)
+	return httpapi.NewAdmin(a.Service, httpapi.IAMAuth(), a.adminOptions()...)
 }
 
 // QueueTimeout is the queue function's Lambda timeout (template.yaml): the
@@ -332,10 +332,11 @@ func (a *App) AdminHandler() http.Handler {
 const QueueTimeout = 5 * time.Second
 
 // LocalHandler is the local server's handler: the queue API, the admin
-// routes behind "Authorization: Bearer secret", and the page. Each request
-// gets QueueTimeout as its deadline, as on Lambda.
+// routes (the keyring's controls included) behind "Authorization: Bearer
+// secret", and the page. Each request gets QueueTimeout as its deadline,
+// as on Lambda.
 func (a *App) LocalHandler(secret string) http.Handler {
-	h := withPage(a.meteredPage(), httpapi.New(a.Service, httpapi.BearerAuth(secret), a.options()...))
+	h := withPage(a.meteredPage(), httpapi.New(a.Service, httpapi.BearerAuth(secret), a.adminOptions()...))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), QueueTimeout)
 		defer cancel()
@@ -347,4 +348,10 @@ func (a *App) LocalHandler(secret string) http.Handler {
 // only the public routes serve).
 func (a *App) options() []httpapi.Option {
 	return []httpapi.Option{httpapi.WithLogger(a.Log), httpapi.WithObserver(a.Metrics), httpapi.WithPasses(a.Passes)}
+}
+
+// adminOptions are options and the keyring whose keys the admin routes
+// list, rotate and revoke (none with fixed keys: they answer NO_KEYRING).
+func (a *App) adminOptions() []httpapi.Option {
+	return append(a.options(), httpapi.WithKeyring(a.Keys))
 }

@@ -15,9 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/metrics"
 )
@@ -65,6 +68,73 @@ func TestHandlers(t *testing.T) {
 				t.Errorf("status %d, want %d (%s)", code, tt.wantStatus, body)
 			}
 		})
+	}
+}
+
+// TestKeyringRoutes: the admin and the local handlers serve the controls
+// of the App's keyring (PassOption without keys: a keyring over a local
+// wrapper), the queue handler does not; with fixed keys they answer 409
+// NO_KEYRING.
+func TestKeyringRoutes(t *testing.T) {
+	cfg, err := config.FromEnv(func(string) string { return "" }, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passes, err := app.PassOption(t.Context(), cfg.Pass, "https://queue.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := app.New(cfg, memstore.New(), slog.New(slog.DiscardHandler), passes)
+	if ring.Keys == nil {
+		t.Fatal("PassOption without keys made no keyring")
+	}
+	fixed, err := app.NewIssuer(t.Context(), cfg.Pass, "https://queue.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noRing := app.New(cfg, memstore.New(), slog.New(slog.DiscardHandler), app.WithPasses(fixed))
+	const iam = "arn:aws:iam::123456789012:user/ops"
+	tests := []struct {
+		name       string
+		a          *app.App
+		admin      bool // through AdminHandler, IAM-signed; else LocalHandler
+		method     string
+		wantStatus int
+		wantCode   string
+	}{
+		{"LocalLists", ring, false, "GET", 200, ""},
+		{"LocalRotates", ring, false, "POST", 201, ""},
+		{"AdminLists", ring, true, "GET", 200, ""},
+		{"AdminRotates", ring, true, "POST", 201, ""},
+		{"LocalFixedKeys", noRing, false, "GET", 409, "NO_KEYRING"},
+		{"AdminFixedKeys", noRing, true, "POST", 409, "NO_KEYRING"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var code int
+			var body string
+			if tt.admin {
+				ev := events.APIGatewayV2HTTPRequest{RawPath: "/api/v1/admin/keys"}
+				ev.RequestContext.HTTP.Method = tt.method
+				ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+					IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: iam}}
+				resp, err := httpapi.Lambda(tt.a.AdminHandler())(t.Context(), ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				code, body = resp.StatusCode, resp.Body
+			} else {
+				code, body = do(tt.a.LocalHandler("s3cret"), tt.method, "/api/v1/admin/keys", "Bearer s3cret", "")
+			}
+			var e struct{ Code string }
+			_ = json.Unmarshal([]byte(body), &e)
+			if code != tt.wantStatus || e.Code != tt.wantCode {
+				t.Errorf("%d %s, want %d %q", code, body, tt.wantStatus, tt.wantCode)
+			}
+		})
+	}
+	if code, body := do(ring.QueueHandler(), "GET", "/api/v1/admin/keys", "Bearer s3cret", ""); code != 404 {
+		t.Errorf("the queue handler answers %d %s to the key list, want 404", code, body)
 	}
 }
 

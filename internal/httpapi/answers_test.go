@@ -22,9 +22,9 @@ import (
 )
 
 // routePath is r's path for program demo (and token
-// waitingTokenFixture001).
+// waitingTokenFixture001, key kid1).
 func routePath(r httpapi.Route) string {
-	return strings.NewReplacer("{programId}", "demo", "{tokenId}", "waitingTokenFixture001").Replace(r.Path)
+	return strings.NewReplacer("{programId}", "demo", "{tokenId}", "waitingTokenFixture001", "{keyId}", kid1).Replace(r.Path)
 }
 
 // sendTo sends one request to h and returns its status and error code.
@@ -56,7 +56,11 @@ func TestEveryRouteAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	fine := checked(t, httpapi.New(newService(t), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, ""))))
-	buggy := checked(t, httpapi.New(queue.NewService(panicStore{}, polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(keys)))
+	// A keyring whose store panicked stays stuck on its read: one a route.
+	buggyFor := func() http.Handler {
+		return checked(t, httpapi.New(queue.NewService(panicStore{}, polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(keys),
+			httpapi.WithKeyring(admissionpass.NewKeyring(panicKeyStore{}, &seqWrapper{}))))
+	}
 	lambda := checkedLambda(t, httpapi.Lambda(httpapi.New(newService(t), httpapi.IAMAuth(), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, "")))))
 	admin := http.Header{"Authorization": {"Bearer s3cret"}, api.HeaderToken: {"waitingTokenFixture001"}, api.HeaderAdmissionPass: {sampleevents.SessionPass}}
 	bodyOf := map[string]string{http.MethodPut: `{"paused":true}`, http.MethodPost: `{"count":1}`}
@@ -73,7 +77,7 @@ func TestEveryRouteAnswers(t *testing.T) {
 			if r.Path == api.PassesPath {
 				body = `{"count":1,"validSeconds":60}`
 			}
-			if status, code := sendTo(buggy, r.Method, path, admin, body); status != 500 || code != api.CodeInternal {
+			if status, code := sendTo(buggyFor(), r.Method, path, admin, body); status != 500 || code != api.CodeInternal {
 				t.Errorf("a bug: %d %s", status, code)
 			}
 			ev := events.APIGatewayV2HTTPRequest{RawPath: path, IsBase64Encoded: true, Body: "{not base64"}

@@ -148,7 +148,7 @@ func (c *contract) check(method, path string, answer *http.Response) error {
 	if item == nil {
 		seenOps = []*v3.Operation{c.model.Paths.PathItems.GetOrZero(template).Get}
 	}
-	req := httptest.NewRequest(method, strings.NewReplacer("{programId}", "p", "{tokenId}", "t").Replace(template), nil)
+	req := httptest.NewRequest(method, strings.NewReplacer("{programId}", "p", "{tokenId}", "t", "{keyId}", "k").Replace(template), nil)
 	answer.Body = io.NopCloser(bytes.NewReader(body))
 	if ok, errs := c.v.ValidateHttpResponse(req, answer); !ok {
 		var msgs []string

@@ -13,8 +13,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/httpapi"
+	"github.com/example/waitingroom/internal/memstore"
 )
 
 // FuzzHandler throws arbitrary methods, paths, tokens, authorization
@@ -43,12 +45,15 @@ func FuzzHandler(f *testing.F) {
 	f.Add("PUT", "/api/v1/admin/programs/demo", "", "Bearer s3cret", `null`, true)
 	f.Add("GET", "/api/v1/admin/programs/../queues/programs/demo", "", "", "", false)
 	f.Add("GE T", "/", "", "", "", false)
+	f.Add("DELETE", "/api/v1/admin/keys/"+kid1, "", "Bearer s3cret", "", false)
+	f.Add("DELETE", "/api/v1/admin/keys/%2e%2e", "", "Bearer s3cret", "", true)
 
 	// As deployed: the local server names its issuer; on Lambda, API
 	// Gateway always gives the domain, whose URL the passes then name.
 	svc := newServiceIssuing(f, passIssuer(f, "http://127.0.0.1:3000"))
-	lambda := httpapi.Lambda(httpapi.New(svc, httpapi.IAMAuth(), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(f, ""))))
-	direct := httpapi.New(svc, httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(f, "")))
+	ring := admissionpass.NewKeyring(memstore.New(), &seqWrapper{})
+	lambda := httpapi.Lambda(httpapi.New(svc, httpapi.IAMAuth(), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(f, "")), httpapi.WithKeyring(ring)))
+	direct := httpapi.New(svc, httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(f, "")), httpapi.WithKeyring(ring))
 	f.Fuzz(func(t *testing.T, method, path, token, auth, body string, iam bool) {
 		req := events.APIGatewayV2HTTPRequest{
 			Version: "2.0", RouteKey: "$default", RawPath: path,

@@ -37,6 +37,12 @@ func WithLogger(l *slog.Logger) Option { return func(a *api) { a.log = l } }
 // route answers 404.
 func WithPasses(iss *admissionpass.Issuer) Option { return func(a *api) { a.passes = iss } }
 
+// WithKeyring serves the operator's controls of ring, the keyring that
+// signs the passes, on the admin routes (list, rotate, revoke); without
+// it (or with nil: passes signed with fixed keys) those routes answer 409
+// NO_KEYRING.
+func WithKeyring(ring *admissionpass.Keyring) Option { return func(a *api) { a.keys = ring } }
+
 // WithObserver records every request in obs once answered, each as its
 // route's Op (metrics.OpOther for no route); nil or absent records nothing.
 func WithObserver(obs metrics.Observer) Option {
@@ -54,7 +60,8 @@ type api struct {
 	obs       metrics.Observer
 	unavRetry time.Duration // Retry-After of a 503
 	passes    *admissionpass.Issuer
-	jwksh     http.Handler // passes' JWKS, with the API's errors
+	jwksh     http.Handler           // passes' JWKS, with the API's errors
+	keys      *admissionpass.Keyring // nil: fixed keys, no key routes
 }
 
 // NewQueue returns the public API over svc: enter, poll and leave; any

@@ -78,13 +78,14 @@ func newServiceIssuing(t testing.TB, iss *admissionpass.Issuer) *queue.Service {
 }
 
 // newHandler returns both APIs over the fixtures, the admin routes behind
-// auth (IAM, as on AWS, when nil), with the JWKS of passIssuer.
+// auth (IAM, as on AWS, when nil), with the JWKS of passIssuer and the
+// controls of eventKeyring.
 func newHandler(t testing.TB, auth httpapi.Middleware) http.Handler {
 	t.Helper()
 	if auth == nil {
 		auth = httpapi.IAMAuth()
 	}
-	return checked(t, httpapi.New(newService(t), auth, httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, ""))))
+	return checked(t, httpapi.New(newService(t), auth, httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, "")), httpapi.WithKeyring(eventKeyring(t))))
 }
 
 // newLambda returns newHandler behind the Lambda adapter, as the functions
@@ -201,6 +202,15 @@ func TestHandlerEvents(t *testing.T) {
 			`{"tokenId":"admittedTokenFixture01","status":"ADMITTED","ticket":400,"issuedAt":"2026-05-19T09:20:00.123Z","admittedAt":"2026-05-19T09:59:00.123Z","expiresAt":"2026-05-19T10:09:00.123Z","retainedUntil":"2026-05-21T10:00:00.123Z"}`, nil},
 		{"admin-token-revoke", 204, "", nil},
 		{"admin-error-foreign-token", 404, `{"code":"TOKEN_NOT_FOUND","message":"No such token in this program's queue."}`, nil},
+		// The keyring of eventKeyring: kid1 signs since the slot's start
+		// (midnight); a rotation makes kid2, which signs 15 minutes
+		// later; a revoke of kid1 makes kid2 sign from now in its place.
+		{"admin-keys", 200, `{"rotationSeconds":86400,"keys":[{"keyId":"` + kid1 + `","state":"signing","signFrom":"2026-05-19T00:00:00.000Z","createdAt":"2026-05-19T10:00:00.123Z"}]}`,
+			map[string]string{"Cache-Control": "no-store"}},
+		{"admin-keys-rotate", 201, `{"key":{"keyId":"` + kid2 + `","state":"next","signFrom":"2026-05-19T10:15:00.123Z","createdAt":"2026-05-19T10:00:00.123Z"}}`, nil},
+		{"admin-keys-revoke", 200, `{"revoked":"` + kid1 + `","replacement":{"keyId":"` + kid2 + `","state":"signing","signFrom":"2026-05-19T10:00:00.123Z","createdAt":"2026-05-19T10:00:00.123Z"}}`, nil},
+		{"admin-error-unknown-key", 404, `{"code":"KEY_NOT_FOUND","message":"No signing key has this id."}`, nil},
+		{"admin-error-invalid-key-id", 400, invalidKeyID, nil},
 	}
 	files, _ := filepath.Glob(filepath.Join("..", "..", "events", "*.json"))
 	// page-*.json are the waiting-room page's, asserted in internal/app.

@@ -32,7 +32,7 @@ func TestRoutes(t *testing.T) {
 	call := func(method, path string) events.APIGatewayV2HTTPResponse {
 		t.Helper()
 		req := events.APIGatewayV2HTTPRequest{
-			RawPath: strings.ReplaceAll(path, "{programId}", "demo"),
+			RawPath: strings.NewReplacer("{programId}", "demo", "{keyId}", kid1).Replace(path),
 			Headers: map[string]string{},
 		}
 		req.RequestContext.HTTP.Method = method

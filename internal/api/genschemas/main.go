@@ -29,7 +29,8 @@ const (
 const apiImportPath = "github.com/example/waitingroom/internal/api"
 
 // wireTypes are the bodies of the API, each one schema of the same name.
-var wireTypes = []any{api.Token{}, api.Program{}, api.ProgramSettings{}, api.Admission{}, api.Error{}, api.ProgramList{}, api.Change{}, api.ChangeList{}, api.TokenRecord{}, api.BypassRequest{}, api.BypassPasses{}, api.Challenge{}}
+var wireTypes = []any{api.Token{}, api.Program{}, api.ProgramSettings{}, api.Admission{}, api.Error{}, api.ProgramList{}, api.Change{}, api.ChangeList{}, api.TokenRecord{}, api.BypassRequest{}, api.BypassPasses{}, api.Challenge{},
+	api.SigningKeys{}, api.KeyRotation{}, api.KeyRevocation{}}
 
 func main() {
 	if len(os.Args) != 2 {
@@ -134,6 +135,9 @@ func mapType(t reflect.Type) *jsonschema.Schema {
 	case reflect.TypeFor[api.Status]():
 		return &jsonschema.Schema{Type: "string",
 			Enum: []any{api.StatusWaiting, api.StatusAdmitted, api.StatusExpired, api.StatusLeft, api.StatusRevoked}}
+	case reflect.TypeFor[api.KeyState]():
+		return &jsonschema.Schema{Type: "string",
+			Enum: []any{api.KeyNext, api.KeySigning, api.KeyPublished, api.KeyRetired, api.KeyRevoked}}
 	}
 	return nil
 }

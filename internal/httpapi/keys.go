@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/example/waitingroom/internal/admissionpass"
+	wire "github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// The answers of the key routes that are not the keyring's.
+var (
+	errNoKeyring = queue.Errorf(queue.KindConflict, wire.CodeNoKeyring,
+		"Passes are signed with fixed keys (PASS_KMS_KEY_ID or key files), not with a keyring (PASS_WRAP_KMS_KEY_ID): there are no keys to list, rotate or revoke; a fixed key is rotated by a deploy.")
+	errInvalidKeyID = queue.Errorf(queue.KindInvalid, wire.CodeInvalidKeyID,
+		"The key id must be a keyId as the key list shows it: 43 characters of A-Z, a-z, 0-9, '-' and '_'.")
+	errKeyNotFound = queue.Errorf(queue.KindNotFound, wire.CodeKeyNotFound, "No signing key has this id.")
+)
+
+// keysError is err, of the keyring, as the client sees it: the key set
+// could not be read, or a key made or stored (the store or KMS failed),
+// worth a retry; the cause goes to the log only.
+func keysError(err error) error {
+	return &queue.Error{Kind: queue.KindUnavailable, Code: wire.CodeKeysUnavailable, Message: "The signing keys are briefly unavailable; retry shortly.", Err: err}
+}
+
+// listKeys answers every key of the keyring, newest first, with its state.
+func (a *api) listKeys(w http.ResponseWriter, r *http.Request) {
+	if a.keys == nil {
+		a.writeError(w, r, errNoKeyring)
+		return
+	}
+	keys, err := a.keys.Keys(r.Context())
+	if err != nil {
+		a.writeError(w, r, keysError(err))
+		return
+	}
+	body := wire.SigningKeys{RotationSeconds: int64(a.keys.Rotation() / time.Second), Keys: make([]wire.SigningKey, len(keys))}
+	for i, k := range keys {
+		body.Keys[i] = signingKeyOf(k.StoredKey, wire.KeyState(k.State))
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// rotateKey makes a key that signs from the keyring's lead from now: 201
+// with the key, next until then.
+func (a *api) rotateKey(w http.ResponseWriter, r *http.Request) {
+	if a.keys == nil {
+		a.writeError(w, r, errNoKeyring)
+		return
+	}
+	k, err := a.keys.Rotate(r.Context())
+	if err != nil {
+		a.writeError(w, r, keysError(err))
+		return
+	}
+	a.logKeyChange(r, "rotate-key", slog.String("keyId", k.KeyID), slog.Time("signFrom", k.SignFrom))
+	writeJSON(w, http.StatusCreated, wire.KeyRotation{Key: signingKeyOf(k, wire.KeyNext)})
+}
+
+// revokeKey revokes the key keyId: 200 with, when it was the key that
+// signed, the key that signs in its place from now. Revoking it again is
+// no error.
+func (a *api) revokeKey(w http.ResponseWriter, r *http.Request) {
+	if a.keys == nil {
+		a.writeError(w, r, errNoKeyring)
+		return
+	}
+	kid := r.PathValue("keyId")
+	if !validKeyID(kid) {
+		a.writeError(w, r, errInvalidKeyID)
+		return
+	}
+	k, made, err := a.keys.Revoke(r.Context(), kid)
+	switch {
+	case errors.Is(err, admissionpass.ErrKeyNotFound):
+		a.writeError(w, r, errKeyNotFound)
+		return
+	case err != nil:
+		// The key may be revoked already, its replacement not made: a
+		// retry revokes it again and answers which key signs.
+		a.writeError(w, r, keysError(err))
+		return
+	}
+	body := wire.KeyRevocation{Revoked: kid}
+	attrs := []slog.Attr{slog.String("keyId", kid)}
+	if made {
+		// It signs from the instant of the revocation: it signs now.
+		rep := signingKeyOf(k, wire.KeySigning)
+		body.Replacement = &rep
+		attrs = append(attrs, slog.String("replacement", k.KeyID))
+	}
+	a.logKeyChange(r, "revoke-key", attrs...)
+	writeJSON(w, http.StatusOK, body)
+}
+
+// logKeyChange logs a change of the keyring at info level, with its actor,
+// as the service logs the changes of programs.
+func (a *api) logKeyChange(r *http.Request, action string, attrs ...slog.Attr) {
+	ctx := r.Context()
+	a.log.LogAttrs(ctx, slog.LevelInfo, "admin change", append([]slog.Attr{
+		slog.String("action", action),
+		slog.String("actor", queue.ActorOf(ctx)),
+		slog.String("requestId", requestID(ctx)),
+	}, attrs...)...)
+}
+
+// signingKeyOf is k, in state, as the wire's SigningKey.
+func signingKeyOf(k admissionpass.StoredKey, state wire.KeyState) wire.SigningKey {
+	return wire.SigningKey{KeyID: k.KeyID, State: state, SignFrom: wire.TimeOf(k.SignFrom), CreatedAt: wire.TimeOf(k.Created), RevokedAt: wire.TimeOf(k.Revoked)}
+}
+
+// keyIDLen is the length of a kid: a SHA-256 thumbprint in unpadded
+// base64url.
+const keyIDLen = 43
+
+// validKeyID reports whether kid is a key id a keyring makes: the
+// base64url of 32 bytes, canonical.
+func validKeyID(kid string) bool {
+	if len(kid) != keyIDLen {
+		return false
+	}
+	for _, c := range []byte(kid) {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	_, err := base64.RawURLEncoding.Strict().DecodeString(kid)
+	return err == nil
+}

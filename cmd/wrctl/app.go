@@ -48,11 +48,14 @@ Commands:
   delete ID     delete a closed program (asks to type the id again, or -yes)
   token ID TOKEN   where a token stands, as its holder would see it
   revoke ID TOKEN  revoke a token: no place, no admission, no pass
+  keys             the keys that sign the passes, newest first
+  keys rotate      a new signing key, which signs from 15 minutes on
+  keys revoke KID  revoke a signing key (asks to type the kid again, or -yes)
 
 Every command takes -url (default $WR_URL, else ` + defaultURL + `), -json,
 -timeout, -region and -profile, before the command or after it. A 429 or
-BUSY answer is retried after its Retry-After, another 503 too but for admit
-and passes.
+BUSY answer is retried after its Retry-After, another 503 too but for admit,
+passes and keys rotate.
 Authentication: with ADMIN_TOKEN set, the local server's bearer token (only
 over https or to a loopback host); otherwise a SigV4 signature with your
 AWS credentials (the SDK's default chain: AWS_PROFILE, AWS_ACCESS_KEY_ID,
@@ -141,6 +144,12 @@ func (a *app) commands() map[string]command {
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.historyCommand(fs) }},
 		"delete": {args: []string{"ID"}, synopsis: "Deletes a closed program: it is gone everywhere, and its id stays taken for 7 days.\nAsks you to type the id again, unless -yes is given.",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.deleteCommand(fs) }},
+		"keys": {args: nil, synopsis: "Prints the keys that sign the admission passes, newest first: their kid, state (next, signing,\npublished, retired, revoked), when each signs from, was made and was revoked.\nSubcommands: \"wrctl keys rotate\", \"wrctl keys revoke KID\".",
+			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.keys }},
+		"keys rotate": {args: nil, synopsis: "Makes a new signing key: in the JWKS at once, it signs from 15 minutes on (once sites can have it)\nuntil the next scheduled key. Not repeated after a 503: run \"wrctl keys\" to see whether it was made.",
+			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.rotateKey }},
+		"keys revoke": {args: []string{"KID"}, synopsis: "Revokes a signing key (a leaked one): it leaves the JWKS and signs no more; when it was the key\nthat signs, a new key signs at once. Asks you to type the kid again, unless -yes is given.",
+			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.revokeKeyCommand(fs) }},
 		"check": {args: []string{"ID"}, synopsis: "Reads the program and says, line by line (OK, WARN, FAIL, and what to do), what may go wrong\nat the announced load, following the pre-sale checklist of docs/operations.md. Exits with\nstatus 1 when any check FAILs.",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.checkCommand(fs) }},
 	}
@@ -196,6 +205,12 @@ func (a *app) run(ctx context.Context, args []string) error {
 		return flag.ErrHelp
 	}
 	name := args[0]
+	// A command of two words (keys rotate) when there is one.
+	if len(args) > 1 {
+		if _, ok := a.commands()[name+" "+args[1]]; ok {
+			name, args = name+" "+args[1], args[1:]
+		}
+	}
 	cmd, ok := a.commands()[name]
 	if !ok {
 		fmt.Fprintf(a.stderr, "wrctl: unknown command %q\n\n%s", name, usage)
@@ -312,6 +327,8 @@ func (a *app) explain(err error, auth client.Authorizer) error {
 		return fmt.Errorf("%w\n(the local server takes a bearer token: set ADMIN_TOKEN to the one it printed)", err)
 	case ae.Status == http.StatusForbidden && ae.Code == "" && bearer:
 		return fmt.Errorf("%w\n(an API on AWS takes requests signed with AWS credentials: unset ADMIN_TOKEN)", err)
+	case ae.Code == api.CodeNoKeyring:
+		return fmt.Errorf("%w\n(a fixed key is rotated as docs/admission-pass.md says, \"Rotating the key\")", err)
 	case ae.Status == http.StatusForbidden && ae.Code == "" && !bearer:
 		return fmt.Errorf("%w\n(check that your AWS identity may execute-api:Invoke the admin routes, and the -region)", err)
 	}

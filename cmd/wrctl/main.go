@@ -13,6 +13,9 @@
 //	wrctl check ID -expect N      what may go wrong at the announced load
 //	wrctl history ID              the program's changes and who made them
 //	wrctl delete ID [-yes]        delete a closed program
+//	wrctl keys                    the keys that sign the passes
+//	wrctl keys rotate             a new signing key, signing 15 minutes on
+//	wrctl keys revoke KID [-yes]  revoke a signing key
 //
 // Run "wrctl COMMAND -h" for the flags.
 package main

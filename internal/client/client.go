@@ -44,7 +44,8 @@ const (
 )
 
 // adminOps are the admin calls.
-var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory, OpGetToken, OpRevokeToken, OpBypass}
+var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory, OpGetToken, OpRevokeToken, OpBypass,
+	OpListKeys, OpRotateKey, OpRevokeKey}
 
 // Admin reports whether o is an admin call.
 func (o Op) Admin() bool { return slices.Contains(adminOps, o) }

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/example/waitingroom/internal/api"
+	waitingroom "github.com/example/waitingroom/internal/app"
+	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/testing/sigv4test"
+	"github.com/example/waitingroom/passverify"
+)
+
+// newKeyringAPI is newAPI with passes signed by a keyring (the local
+// server's: its keys wrapped by a key of this process), whose keys the
+// admin routes list, rotate and revoke.
+func newKeyringAPI(t *testing.T) http.Handler {
+	t.Helper()
+	cfg, err := config.FromEnv(func(k string) string {
+		if k == config.EnvProgramCacheTTL {
+			return "0s"
+		}
+		return ""
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passes, err := waitingroom.PassOption(t.Context(), cfg.Pass, testIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := waitingroom.New(cfg, memstore.New(), slog.New(slog.DiscardHandler), passes)
+	if a.Keys == nil {
+		t.Fatal("no keyring")
+	}
+	return a.LocalHandler(testSecret)
+}
+
+// keyRow is a row of wrctl keys: its kid, state and revocation time.
+var keyRow = regexp.MustCompile(`(?m)^([A-Za-z0-9_-]{43})  +(next|signing|published|retired|revoked)  +(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  +(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  +(-|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)$`)
+
+// keyRows returns wrctl keys' rows as "kid state", and checks its header
+// and its rotation line.
+func keyRows(t *testing.T, env map[string]string) []string {
+	t.Helper()
+	r := wrctl(t, env, "keys")
+	if r.status != 0 {
+		t.Fatalf("keys: exit %d, stderr %s", r.status, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if !regexp.MustCompile(`^KID +STATE +SIGNS FROM +CREATED +REVOKED$`).MatchString(lines[0]) || lines[len(lines)-1] != "rotation: a new key signs every 24h0m0s" {
+		t.Errorf("keys: no header or no rotation line:\n%s", r.stdout)
+	}
+	var rows []string
+	for _, m := range keyRow.FindAllStringSubmatch(r.stdout, -1) {
+		if revoked := m[5] != "-"; revoked != (m[2] == "revoked") {
+			t.Errorf("row %q: REVOKED %s for state %s", m[0], m[5], m[2])
+		}
+		rows = append(rows, m[1]+" "+m[2])
+	}
+	return rows
+}
+
+// TestKeys: wrctl keys lists the keyring's keys, keys rotate makes one,
+// keys revoke revokes one once its kid is typed again (or with -yes),
+// against the local server's API in process; a site's passverify then
+// takes the replacement's passes, and the JWKS no longer has the revoked
+// key.
+func TestKeys(t *testing.T) {
+	t.Parallel()
+	url := serve(t, newKeyringAPI(t))
+	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
+	must := func(args ...string) result {
+		t.Helper()
+		r := wrctl(t, env, args...)
+		if r.status != 0 {
+			t.Fatalf("wrctl %v: exit %d, stderr %s", args, r.status, r.stderr)
+		}
+		return r
+	}
+
+	if r := must("keys"); !strings.Contains(r.stdout, "(no key yet: the first pass signed makes one)\n") {
+		t.Errorf("keys before any pass:\n%s", r.stdout)
+	}
+	// A first pass makes the key that signs.
+	must("put", "gala", "-paused")
+	first := strings.TrimSpace(must("passes", "gala").stdout)
+	rows := keyRows(t, env)
+	if len(rows) != 1 || !strings.HasSuffix(rows[0], " signing") {
+		t.Fatalf("keys after a first pass: %v, want one signing key", rows)
+	}
+	kid1, _, _ := strings.Cut(rows[0], " ")
+	got := decode(t, must("keys", "-json"))
+	if keys, _ := got["keys"].([]any); got["rotationSeconds"] != 86400.0 || len(keys) != 1 || keys[0].(map[string]any)["keyId"] != kid1 {
+		t.Errorf("keys -json: %v", got)
+	}
+	// The site has verified a pass of kid1: its JWKS is cached.
+	v, err := passverify.New(passverify.Config{JWKSURL: url + api.JWKSPath, Issuer: testIssuer, ProgramID: "gala", MinRefreshInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(t.Context(), first); err != nil {
+		t.Fatalf("the first pass: %v", err)
+	}
+
+	r := must("keys", "rotate")
+	m := regexp.MustCompile(`^new key ([A-Za-z0-9_-]{43}): in the JWKS now, signs from \S+Z \(in 15m0s\)\n$`).FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("keys rotate: %q", r.stdout)
+	}
+	kid2 := m[1]
+	if rows := keyRows(t, env); !slices.Equal(rows, []string{kid2 + " next", kid1 + " signing"}) {
+		t.Errorf("keys after the rotation: %v, want %s next, %s signing", rows, kid2, kid1)
+	}
+
+	// The revocation of the key that signs: asked, refused, then made.
+	r = wrctlWithInput(t, env, kid2+"\n", "keys", "revoke", kid1)
+	if r.status != 1 || !strings.Contains(r.stderr, "Type the key id to confirm: ") || !strings.Contains(r.stderr, "A new key signs in its place from now.") || !strings.Contains(r.stderr, "not revoked") {
+		t.Errorf("revoke with the wrong confirmation: exit %d, stderr %s", r.status, r.stderr)
+	}
+	if rows := keyRows(t, env); !slices.Contains(rows, kid1+" signing") {
+		t.Errorf("keys after an unconfirmed revoke: %v, want %s still signing", rows, kid1)
+	}
+	r = wrctlWithInput(t, env, kid1+"\n", "keys", "revoke", kid1)
+	m = regexp.MustCompile(`^revoked key ` + kid1 + `\nkey ([A-Za-z0-9_-]{43}) signs in its place from \S+Z\n$`).FindStringSubmatch(r.stdout)
+	if r.status != 0 || m == nil {
+		t.Fatalf("revoke confirmed: exit %d, stdout %q, stderr %s", r.status, r.stdout, r.stderr)
+	}
+	kid3 := m[1]
+	if rows := keyRows(t, env); !slices.Equal(rows, []string{kid2 + " next", kid3 + " signing", kid1 + " revoked"}) {
+		t.Errorf("keys after the revoke: %v, want %s next, %s signing, %s revoked", rows, kid2, kid3, kid1)
+	}
+	jwks := jwksOf(t, url)
+	if slices.Contains(jwks, kid1) || !slices.Contains(jwks, kid3) || !slices.Contains(jwks, kid2) {
+		t.Errorf("JWKS after the revoke: %v, want %s and %s, not %s", jwks, kid2, kid3, kid1)
+	}
+	// The replacement's passes verify at once: an unknown kid makes the
+	// site fetch the JWKS again.
+	next := strings.TrimSpace(must("passes", "gala").stdout)
+	if _, err := v.Verify(t.Context(), next); err != nil {
+		t.Errorf("a pass of the replacement: %v", err)
+	}
+
+	// The next key, without asking; then refusals.
+	if got := decode(t, must("keys", "revoke", kid2, "-yes", "-json")); got["revoked"] != kid2 || got["replacement"] != nil {
+		t.Errorf("keys revoke -yes -json of the next key: %v, want it revoked without a replacement", got)
+	}
+	for _, tc := range []struct {
+		args   []string
+		status int
+		stderr string
+	}{
+		{[]string{"keys", "revoke", "unknownKeyFixture00000000000000000000000000", "-yes"}, 1, `^wrctl: KEY_NOT_FOUND: No signing key has this id\.\n$`},
+		{[]string{"keys", "revoke", "not-a-kid"}, 1, `^wrctl: INVALID_KEY_ID: `},
+		{[]string{"keys", "revoke"}, 2, `wrctl keys revoke: want KID, got 0 argument\(s\)`},
+		{[]string{"keys", "bogus"}, 2, `wrctl keys: want no arguments, got 1 argument\(s\)`},
+		{[]string{"keys", "rotate", "now"}, 2, `wrctl keys rotate: want no arguments, got 1 argument\(s\)`},
+	} {
+		r := wrctl(t, env, tc.args...)
+		if r.status != tc.status || !regexp.MustCompile(tc.stderr).MatchString(r.stderr) || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %s", tc.args, r.status, r.stdout, r.stderr, tc.status, tc.stderr)
+		}
+	}
+}
+
+// jwksOf is the kids of the JWKS that url serves.
+func jwksOf(t *testing.T, url string) []string {
+	t.Helper()
+	resp, err := http.Get(url + api.JWKSPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var set struct{ Keys []struct{ KID string } }
+	if err := json.NewDecoder(resp.Body).Decode(&set); err != nil {
+		t.Fatal(err)
+	}
+	var kids []string
+	for _, k := range set.Keys {
+		kids = append(kids, k.KID)
+	}
+	return kids
+}
+
+// TestKeysFixedKeys: a server that signs with fixed keys has no keyring:
+// each key command says so, and where fixed keys are rotated.
+func TestKeysFixedKeys(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"WR_URL": serve(t, newAPI(t)), "ADMIN_TOKEN": testSecret}
+	for _, args := range [][]string{{"keys"}, {"keys", "rotate"}, {"keys", "revoke", "unknownKeyFixture00000000000000000000000000", "-yes"}} {
+		r := wrctl(t, env, args...)
+		if r.status != 1 || !strings.HasPrefix(r.stderr, "wrctl: NO_KEYRING: Passes are signed with fixed keys") || !strings.Contains(r.stderr, `"Rotating the key"`) {
+			t.Errorf("%v: exit %d, stderr %q", args, r.status, r.stderr)
+		}
+	}
+}
+
+// TestKeysSigV4: the key commands as on AWS, signed with AWS credentials
+// through a gateway that verifies the signature as API Gateway's IAM
+// authorizer does.
+func TestKeysSigV4(t *testing.T) {
+	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": creds.SecretAccessKey, "AWS_SESSION_TOKEN": "",
+		"AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_CONFIG_FILE": filepath.Join(dir, "config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
+	} {
+		t.Setenv(k, v)
+	}
+	env := map[string]string{"WR_URL": serve(t, sigv4test.Gateway(creds, "eu-west-1", "Bearer "+testSecret, newKeyringAPI(t)))}
+	rot := decode(t, wrctl(t, env, "keys", "rotate", "-json"))
+	key, _ := rot["key"].(map[string]any)
+	kid, _ := key["keyId"].(string)
+	if key["state"] != "next" || len(kid) != 43 {
+		t.Fatalf("keys rotate through the signed gateway: %v", rot)
+	}
+	if got := decode(t, wrctl(t, env, "keys", "-json")); len(got["keys"].([]any)) != 1 {
+		t.Errorf("keys through the signed gateway: %v", got)
+	}
+	if got := decode(t, wrctl(t, env, "keys", "revoke", kid, "-yes", "-json")); got["revoked"] != kid {
+		t.Errorf("keys revoke through the signed gateway: %v", got)
+	}
+	if r := wrctl(t, env, "keys", "-region", "us-east-1"); r.status != 1 || !strings.Contains(r.stderr, "signed for execute-api in us-east-1") {
+		t.Errorf("keys signed for another region: exit %d, stderr %s", r.status, r.stderr)
+	}
+}

@@ -372,11 +372,15 @@ func (r *Keyring) readNow(ctx context.Context, now time.Time) ([]StoredKey, erro
 	done := make(chan struct{})
 	r.reading = done
 	r.mu.Unlock()
+	defer func() { // also if the read panics: the waiters go on
+		r.mu.Lock()
+		r.reading = nil
+		r.mu.Unlock()
+		close(done)
+	}()
 	keys, err := r.store.PassKeys(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.reading = nil
-	close(done)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read keys: %w", ErrKeysUnavailable, err)
 	}

@@ -480,3 +480,36 @@ func TestKeyringOpenFailureBackoff(t *testing.T) {
 		t.Errorf("%d opens, want 1", got)
 	}
 }
+
+// panickyReads is a key store whose first read panics.
+type panickyReads struct {
+	admissionpass.KeyStore
+	panicked atomic.Bool
+}
+
+func (s *panickyReads) PassKeys(ctx context.Context) ([]admissionpass.StoredKey, error) {
+	if s.panicked.CompareAndSwap(false, true) {
+		panic("a store bug")
+	}
+	return s.KeyStore.PassKeys(ctx)
+}
+
+// TestKeyringReadPanic: a read that panics leaves the keyring able to read
+// again, instead of every later call waiting for it.
+func TestKeyringReadPanic(t *testing.T) {
+	store := &panickyReads{KeyStore: memstore.New()}
+	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	a := newInstance(t, store, newCountingWrapper(t).KeyWrapper, clock)
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = a.iss.KeyID(t.Context())
+	}()
+	if !store.panicked.Load() {
+		t.Fatal("the read did not panic")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := a.iss.KeyID(ctx); err != nil {
+		t.Fatalf("after a read that panicked: %v", err)
+	}
+}

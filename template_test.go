@@ -675,7 +675,7 @@ func TestTemplatePassWrapKey(t *testing.T) {
 				t.Errorf("%s: %s = %s, want %s", fn, k, got, want)
 			}
 		}
-		for _, k := range []string{config.EnvPassKMSKeyID, config.EnvPassKMSPublishedKeyID, config.EnvKMSEndpoint, config.EnvPassKeyFile, config.EnvPassPublishedKeyFile} {
+		for _, k := range append([]string{config.EnvKMSEndpoint, config.EnvPassKeyFile, config.EnvPassPublishedKeyFile}, config.Retired...) {
 			if v, ok := f.Environment.Variables[k]; ok {
 				t.Errorf("%s: %s = %v: the keyring signs and publishes its own keys (and endpoints and key files are local settings)", fn, k, v)
 			}

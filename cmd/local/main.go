@@ -76,8 +76,8 @@ func parseLocalFlags(args []string, stderr io.Writer) (localFlags, error) {
 
 Serves the waiting-room API: on an in-memory store, or on a DynamoDB API
 (-dynamo, or DYNAMODB_ENDPOINT; table %s unless TABLE_NAME says otherwise).
-Admission passes are signed with -pass-key, PASS_KEY_FILE, PASS_KMS_KEY_ID,
-a keyring wrapped by PASS_WRAP_KMS_KEY_ID, or a keyring of this process;
+Admission passes are signed with -pass-key, PASS_KEY_FILE, a keyring
+wrapped by PASS_WRAP_KMS_KEY_ID, or a keyring of this process;
 their JWKS is at /.well-known/jwks.json; a demo
 protected site checks them at /demo-site/{programId}. Shuffled openings
 are seeded by SHUFFLE_KMS_KEY_ID or an RSA key generated at start.
@@ -114,8 +114,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := app.Logger(cfg, stderr)
 	if f.passKey != "" {
-		if cfg.Pass.KMSKeyID != "" || cfg.Pass.WrapKMSKeyID != "" {
-			return fmt.Errorf("-pass-key and %s or %s: choose one", config.EnvPassKMSKeyID, config.EnvPassWrapKMSKeyID)
+		if cfg.Pass.WrapKMSKeyID != "" {
+			return fmt.Errorf("-pass-key and %s: choose one", config.EnvPassWrapKMSKeyID)
 		}
 		cfg.Pass.KeyFile = f.passKey
 	}
@@ -299,8 +299,6 @@ func baseURL(addr net.Addr) string {
 // passKeySource says which key signs the passes, for the start-up line.
 func passKeySource(p config.Pass) string {
 	switch {
-	case p.KMSKeyID != "":
-		return "KMS key " + p.KMSKeyID
 	case p.KeyFile != "":
 		return "key " + p.KeyFile
 	case p.WrapKMSKeyID != "":

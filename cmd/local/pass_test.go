@@ -25,7 +25,6 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/example/waitingroom/internal/admissionpass"
-	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/testing/passtest"
 )
@@ -451,28 +450,9 @@ func TestLocalKeyringPasses(t *testing.T) {
 	if got, made := proxy.Total()-before, proxy.Calls("GenerateDataKeyPair"); got != 1 || made != 1 {
 		t.Errorf("%d KMS calls (%d GenerateDataKeyPair) for 3 passes, want the one that made the key", got, made)
 	}
-}
-
-// TestLocalKMSPasses: with PASS_KMS_KEY_ID (and KMS_ENDPOINT, here the
-// tests' moto_server), the local server signs with that KMS key, as the
-// queue function does, and the demo site lets the pass in.
-func TestLocalKMSPasses(t *testing.T) {
-	t.Parallel()
-	client := kmstest.Client(t)
-	keyID := kmstest.NewSigningKey(t, client)
-	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret", "PASS_KMS_KEY_ID": keyID, "KMS_ENDPOINT": dynamotest.Endpoint(t)})
-	if want := "KMS key " + keyID; !strings.Contains(out.String(), want) {
-		t.Errorf("start-up output %q, want it to name the %s", out, want)
-	}
-	pass := admitted(t, base, "s3cret", "gala")["admissionPass"].(string)
-	jar, _ := cookiejar.New(nil)
-	resp, page := get(t, &http.Client{Jar: jar}, base+"/demo-site/gala?admissionPass="+url.QueryEscape(pass), nil)
-	if resp.StatusCode != 200 || !strings.Contains(page, "You're in") {
-		t.Errorf("demo site with a KMS-signed pass: %d %s", resp.StatusCode, page)
-	}
 	if err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-pass-key", "k.pem"}, func(k string) string {
-		return map[string]string{"PASS_KMS_KEY_ID": keyID}[k]
+		return map[string]string{"PASS_WRAP_KMS_KEY_ID": keyID}[k]
 	}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "choose one") {
-		t.Errorf("-pass-key with PASS_KMS_KEY_ID: err %v, want a refusal", err)
+		t.Errorf("-pass-key with PASS_WRAP_KMS_KEY_ID: err %v, want a refusal", err)
 	}
 }

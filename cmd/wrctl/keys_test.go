@@ -199,7 +199,7 @@ func TestKeysFixedKeys(t *testing.T) {
 	env := map[string]string{"WR_URL": serve(t, newAPI(t)), "ADMIN_TOKEN": testSecret}
 	for _, args := range [][]string{{"keys"}, {"keys", "rotate"}, {"keys", "revoke", "unknownKeyFixture00000000000000000000000000", "-yes"}} {
 		r := wrctl(t, env, args...)
-		if r.status != 1 || !strings.HasPrefix(r.stderr, "wrctl: NO_KEYRING: Passes are signed with fixed keys") || !strings.Contains(r.stderr, `"Rotating the key"`) {
+		if r.status != 1 || !strings.HasPrefix(r.stderr, "wrctl: NO_KEYRING: Passes are signed with fixed key files") || !strings.Contains(r.stderr, `"Rotating the key"`) {
 			t.Errorf("%v: exit %d, stderr %q", args, r.status, r.stderr)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 
 func main() {
 	// Once per cold start, shared by every invocation. A missing
-	// PASS_KMS_KEY_ID or SHUFFLE_KMS_KEY_ID is an init error.
+	// PASS_WRAP_KMS_KEY_ID or SHUFFLE_KMS_KEY_ID is an init error.
 	a, err := app.QueueFromEnv(context.Background(), os.Getenv, os.Stderr)
 	if err != nil {
 		// One JSON line, then exit: Lambda reports the init error and

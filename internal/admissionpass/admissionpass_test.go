@@ -22,9 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/lestrrat-go/jwx/v3/jwk"
@@ -32,6 +29,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/testing/passtest"
@@ -161,106 +159,68 @@ func get(t *testing.T, url string) []byte {
 	return body
 }
 
-// TestKMSRoundTrip signs a pass with a KMS key on moto_server, publishes
-// the JWKS over HTTP and verifies the pass with passverify and with jwx.
-func TestKMSRoundTrip(t *testing.T) {
-	client := kmstest.Client(t)
-	keyID := kmstest.NewSigningKey(t, client)
-	key := admissionpass.NewKMSKey(client, keyID)
-	issuer, err := admissionpass.NewIssuer(issuerURL, key)
-	if err != nil {
+// TestKeyringKMSRoundTrip signs passes with a keyring whose keys KMS on
+// moto_server makes and wraps (through kmstest's GenerateDataKeyPair shim),
+// publishes the JWKS over HTTP and verifies them with passverify and with
+// jwx; a second instance opens the key once, and a cancelled context
+// reaches KMS.
+func TestKeyringKMSRoundTrip(t *testing.T) {
+	proxy := kmstest.NewProxy(t)
+	client := kmstest.ClientFor(t, proxy.URL())
+	wrap := admissionpass.NewKMSWrapper(client, kmstest.NewWrapKey(t, client))
+	store := memstore.New()
+	maker := admissionpass.NewSetIssuer(issuerURL, admissionpass.NewKeyring(store, wrap))
+	if _, err := maker.KeyID(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	pass, err := issuer.Issue(t.Context(), admission)
-	if err != nil {
-		t.Fatalf("Issue: %v", err)
-	}
+	ring := admissionpass.NewKeyring(store, wrap) // another instance
+	issuer := admissionpass.NewSetIssuer(issuerURL, ring)
+	before := proxy.Total()
 	srv := httptest.NewServer(issuer.JWKSHandler(nil))
 	defer srv.Close()
 	now := admission.AdmittedAt.Add(time.Minute)
-
 	v, err := passverify.New(passverify.Config{JWKSURL: srv.URL, Issuer: issuerURL, ProgramID: "gala", Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := v.Verify(t.Context(), pass)
-	if err != nil {
-		t.Fatalf("passverify refuses the KMS-signed pass: %v", err)
+	keys, err := ring.Keys(t.Context())
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("Keys: %+v %v, want the one key", keys, err)
 	}
-	want := passverify.Claims{
-		Issuer: issuerURL, ProgramID: "gala", TokenID: admission.TokenID, Ticket: admission.Ticket,
-		AdmittedAt: admission.AdmittedAt.Truncate(time.Second), ExpiresAt: admission.ExpiresAt.Truncate(time.Second),
-	}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(passverify.Claims{}, "JTI")); diff != "" {
-		t.Errorf("claims (-want +got):\n%s", diff)
-	}
-	checkJTI(t, got.JTI)
-
-	// The key in the JWKS is KMS's public key, named by its thumbprint.
-	out, err := client.GetPublicKey(t.Context(), &kms.GetPublicKeyInput{KeyId: aws.String(keyID)})
+	pub, err := x509.ParsePKIXPublicKey(keys[0].Public)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := x509.ParsePKIXPublicKey(out.PublicKey)
-	if err != nil {
-		t.Fatal(err)
+	for range 20 {
+		pass, err := issuer.Issue(t.Context(), admission)
+		if err != nil {
+			t.Fatalf("Issue: %v", err)
+		}
+		got, err := v.Verify(t.Context(), pass)
+		if err != nil {
+			t.Fatalf("passverify refuses the pass: %v", err)
+		}
+		want := passverify.Claims{
+			Issuer: issuerURL, ProgramID: "gala", TokenID: admission.TokenID, Ticket: admission.Ticket,
+			AdmittedAt: admission.AdmittedAt.Truncate(time.Second), ExpiresAt: admission.ExpiresAt.Truncate(time.Second),
+		}
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(passverify.Claims{}, "JTI")); diff != "" {
+			t.Errorf("claims (-want +got):\n%s", diff)
+		}
+		checkJTI(t, got.JTI)
+		view := verifyWithJWX(t, get(t, srv.URL), pass, now)
+		if diff := cmp.Diff(wantView(thumbprint(t, pub.(*ecdsa.PublicKey))), view, cmpopts.IgnoreFields(passView{}, "Jti")); diff != "" {
+			t.Errorf("pass as jwx reads it (-want +got):\n%s", diff)
+		}
 	}
-	view := verifyWithJWX(t, get(t, srv.URL), pass, now)
-	if diff := cmp.Diff(wantView(thumbprint(t, pub.(*ecdsa.PublicKey))), view, cmpopts.IgnoreFields(passView{}, "Jti")); diff != "" {
-		t.Errorf("pass as jwx reads it (-want +got):\n%s", diff)
-	}
-}
-
-// TestKMSKeyRefusesOtherKeys: only an ECC_NIST_P256 SIGN_VERIFY key signs.
-func TestKMSKeyRefusesOtherKeys(t *testing.T) {
-	client := kmstest.Client(t)
-	tests := []struct {
-		name    string
-		spec    types.KeySpec
-		usage   types.KeyUsageType
-		wantErr string
-	}{
-		{"P384", types.KeySpecEccNistP384, types.KeyUsageTypeSignVerify, "KeySpec ECC_NIST_P384"},
-		{"RSA", types.KeySpecRsa2048, types.KeyUsageTypeSignVerify, "KeySpec RSA_2048"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := client.CreateKey(t.Context(), &kms.CreateKeyInput{KeySpec: tt.spec, KeyUsage: tt.usage})
-			if err != nil {
-				t.Fatal(err)
-			}
-			issuer, err := admissionpass.NewIssuer(issuerURL, admissionpass.NewKMSKey(client, aws.ToString(out.KeyMetadata.KeyId)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := issuer.Issue(t.Context(), admission); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("Issue: got %v, want an error naming %s", err, tt.wantErr)
-			}
-			if _, err := issuer.JWKS(t.Context()); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("JWKS: got %v, want an error naming %s", err, tt.wantErr)
-			}
-		})
-	}
-}
-
-// TestKMSKeyPassesContext: the caller's context reaches kms:Sign.
-func TestKMSKeyPassesContext(t *testing.T) {
-	client := kmstest.Client(t)
-	key := admissionpass.NewKMSKey(client, kmstest.NewSigningKey(t, client))
-	issuer, err := admissionpass.NewIssuer(issuerURL, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := issuer.KeyID(t.Context()); err != nil { // the public key, fetched
-		t.Fatal(err)
+	if got := proxy.Total() - before; got != 1 || proxy.Calls("Decrypt") != 1 {
+		t.Errorf("%d KMS calls for 20 passes on the second instance (%d Decrypt), want its one Decrypt", got, proxy.Calls("Decrypt"))
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := issuer.Issue(ctx, admission); !errors.Is(err, context.Canceled) {
+	cold := admissionpass.NewSetIssuer(issuerURL, admissionpass.NewKeyring(store, wrap))
+	if _, err := cold.Issue(ctx, admission); !errors.Is(err, context.Canceled) {
 		t.Errorf("Issue with a cancelled context: got %v, want context.Canceled", err)
-	}
-	if _, err := key.SignASN1(t.Context(), make([]byte, 4097)); err == nil {
-		t.Error("SignASN1 took a message over KMS's 4096 bytes")
 	}
 }
 
@@ -643,7 +603,7 @@ func TestLocalKeyFiles(t *testing.T) {
 }
 
 // TestKMSClientReservesBeforeDeadline: against a KMS that never answers,
-// kms:Sign gives up before the caller's deadline, leaving it time to
+// kms:Decrypt gives up before the caller's deadline, leaving it time to
 // answer (a quarter of the time left, at most KMSDeadlineReserve).
 func TestKMSClientReservesBeforeDeadline(t *testing.T) {
 	stop := make(chan struct{})
@@ -660,18 +620,18 @@ func TestKMSClientReservesBeforeDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := admissionpass.NewKMSKey(client, "alias/pass")
+	wrap := admissionpass.NewKMSWrapper(client, "alias/pass")
 	const budget = 800 * time.Millisecond
 	ctx, cancel := context.WithTimeout(t.Context(), budget)
 	defer cancel()
 	start := time.Now()
-	_, err = key.SignASN1(ctx, []byte("header.claims"))
+	_, err = wrap.Unwrap(ctx, []byte("blob"), map[string]string{"purpose": admissionpass.EncryptionPurpose})
 	took := time.Since(start)
 	if err == nil {
-		t.Fatal("kms:Sign on a KMS that never answers succeeded")
+		t.Fatal("kms:Decrypt on a KMS that never answers succeeded")
 	}
 	// Reserve min(500 ms, 800 ms / 4) = 200 ms: the call ends near 600 ms.
 	if took > budget-budget/8 || took < budget/2 {
-		t.Errorf("kms:Sign gave up after %v with a %v deadline, want about %v (the reserve kept)", took, budget, budget-budget/4)
+		t.Errorf("kms:Decrypt gave up after %v with a %v deadline, want about %v (the reserve kept)", took, budget, budget-budget/4)
 	}
 }

@@ -13,8 +13,7 @@ import (
 	"os"
 )
 
-// Key is a P-256 key that signs passes. Its private half may be out of
-// reach (in KMS); LocalKey and KMSKey implement it.
+// Key is a P-256 key that signs passes: a LocalKey, or a keyring's key.
 type Key interface {
 	// PublicKey returns the key's public half, a P-256 key.
 	PublicKey(ctx context.Context) (*ecdsa.PublicKey, error)

@@ -2,13 +2,9 @@ package admissionpass
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,74 +17,11 @@ import (
 	"github.com/example/waitingroom/internal/awsconfig"
 )
 
-// KMSAPI is the part of the KMS client that KMSKey uses.
+// KMSAPI is the part of the KMS client that signs with an asymmetric KMS
+// key (the shuffle key, internal/shufflekey).
 type KMSAPI interface {
 	Sign(ctx context.Context, in *kms.SignInput, optFns ...func(*kms.Options)) (*kms.SignOutput, error)
 	GetPublicKey(ctx context.Context, in *kms.GetPublicKeyInput, optFns ...func(*kms.Options)) (*kms.GetPublicKeyOutput, error)
-}
-
-// maxRawMessage is the largest message kms:Sign accepts with MessageType
-// RAW.
-const maxRawMessage = 4096
-
-// KMSKey is an asymmetric KMS key (KeySpec ECC_NIST_P256, KeyUsage
-// SIGN_VERIFY). Its public key is fetched on first use and kept.
-type KMSKey struct {
-	client KMSAPI
-	keyID  string
-
-	mu  sync.Mutex
-	pub *ecdsa.PublicKey // nil until fetched
-}
-
-var _ Key = (*KMSKey)(nil)
-
-// NewKMSKey returns the KMS key keyID (a key id, ARN or alias) reached
-// through client. It calls nothing yet.
-func NewKMSKey(client KMSAPI, keyID string) *KMSKey {
-	return &KMSKey{client: client, keyID: keyID}
-}
-
-// PublicKey returns the key's public half from kms:GetPublicKey, fetched
-// on the first successful call and kept; it fails if the key is not an
-// ECC_NIST_P256 SIGN_VERIFY key that signs with ECDSA_SHA_256.
-func (k *KMSKey) PublicKey(ctx context.Context) (*ecdsa.PublicKey, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.pub != nil {
-		return k.pub, nil
-	}
-	parsed, err := SigningPublicKey(ctx, k.client, k.keyID, types.KeySpecEccNistP256, types.SigningAlgorithmSpecEcdsaSha256)
-	if err != nil {
-		return nil, fmt.Errorf("admissionpass: %w", err)
-	}
-	pub, ok := parsed.(*ecdsa.PublicKey)
-	if !ok || pub.Curve != elliptic.P256() {
-		return nil, fmt.Errorf("admissionpass: KMS key %s: public key is %T, want a P-256 key", k.keyID, parsed)
-	}
-	k.pub = pub
-	return pub, nil
-}
-
-// SignASN1 signs message with kms:Sign (ECDSA_SHA_256, MessageType RAW:
-// KMS computes the SHA-256).
-func (k *KMSKey) SignASN1(ctx context.Context, message []byte) ([]byte, error) {
-	if len(message) > maxRawMessage {
-		return nil, fmt.Errorf("admissionpass: %d bytes to sign, KMS takes at most %d", len(message), maxRawMessage)
-	}
-	out, err := k.client.Sign(ctx, &kms.SignInput{
-		KeyId:            aws.String(k.keyID),
-		Message:          message,
-		MessageType:      types.MessageTypeRaw,
-		SigningAlgorithm: types.SigningAlgorithmSpecEcdsaSha256,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("admissionpass: kms:Sign %s: %w", k.keyID, err)
-	}
-	if len(out.Signature) == 0 {
-		return nil, errors.New("admissionpass: kms:Sign returned no signature")
-	}
-	return out.Signature, nil
 }
 
 // The KMS client's time budget per call.

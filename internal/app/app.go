@@ -122,14 +122,14 @@ func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger, opt
 
 // FromEnv builds the admin function's App from getenv (TABLE_NAME
 // required): JSON logs to w, EMF metrics on stdout and a DynamoDB client.
-// With PASS_WRAP_KMS_KEY_ID (or PASS_KMS_KEY_ID) it signs bypass passes
-// and manages the keyring (PassOption); without, it signs nothing.
+// With PASS_WRAP_KMS_KEY_ID it signs bypass passes and manages the
+// keyring (PassOption); without, it signs nothing.
 func FromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
 	cfg, err := config.FromEnv(getenv, true)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Pass.KMSKeyID == "" && cfg.Pass.WrapKMSKeyID == "" {
+	if cfg.Pass.WrapKMSKeyID == "" {
 		return fromConfig(ctx, cfg, w)
 	}
 	passes, err := PassOption(ctx, cfg.Pass, "")
@@ -139,8 +139,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App
 	return fromConfig(ctx, cfg, w, passes)
 }
 
-// ErrNoPassKey is QueueFromEnv's error when neither PASS_WRAP_KMS_KEY_ID
-// nor PASS_KMS_KEY_ID is set.
+// ErrNoPassKey is QueueFromEnv's error when PASS_WRAP_KMS_KEY_ID is unset.
 var ErrNoPassKey = errors.New("config: " + config.EnvPassWrapKMSKeyID + " is required: the queue function signs admission passes with keys that KMS key wraps (template.yaml: PassWrapKey)")
 
 // ErrNoShuffleKey is QueueFromEnv's error when SHUFFLE_KMS_KEY_ID is unset.
@@ -156,7 +155,7 @@ func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Pass.KMSKeyID == "" && cfg.Pass.WrapKMSKeyID == "" {
+	if cfg.Pass.WrapKMSKeyID == "" {
 		return nil, ErrNoPassKey
 	}
 	if cfg.ShuffleKMSKeyID == "" {
@@ -191,9 +190,9 @@ func fromConfig(ctx context.Context, cfg config.Config, w io.Writer, opts ...Opt
 }
 
 // PassOption returns the App option that signs passes as p describes: a
-// keyring wrapped by the KMS key p.WrapKMSKeyID; fixed KMS keys or key
-// files (NewIssuer); else, for the local server, a keyring wrapped by a
-// key of this process. The iss is as NewIssuer's.
+// keyring wrapped by the KMS key p.WrapKMSKeyID; key files (NewIssuer);
+// else, for the local server, a keyring wrapped by a key of this process.
+// The iss is as NewIssuer's.
 func PassOption(ctx context.Context, p config.Pass, defaultIssuer string) (Option, error) {
 	iss := p.Issuer
 	if iss == "" {
@@ -210,7 +209,7 @@ func PassOption(ctx context.Context, p config.Pass, defaultIssuer string) (Optio
 			return nil, fmt.Errorf("KMS client: %w", err)
 		}
 		return WithKeyring(iss, nil, admissionpass.NewKMSWrapper(client, p.WrapKMSKeyID), opts...), nil
-	case p.KMSKeyID != "" || p.KeyFile != "":
+	case p.KeyFile != "":
 		i, err := NewIssuer(ctx, p, defaultIssuer)
 		if err != nil {
 			return nil, err
@@ -226,10 +225,10 @@ func PassOption(ctx context.Context, p config.Pass, defaultIssuer string) (Optio
 	return WithKeyring(iss, memstore.New(), wrap, opts...), nil
 }
 
-// NewIssuer returns the pass issuer p describes: on KMS keys, else on PEM
-// key files, else on a P-256 key generated now. The iss is p.Issuer, else
-// defaultIssuer, else (both empty) each request's base URL.
-func NewIssuer(ctx context.Context, p config.Pass, defaultIssuer string) (*admissionpass.Issuer, error) {
+// NewIssuer returns the issuer of fixed keys p describes: PEM key files,
+// else a P-256 key generated now. The iss is p.Issuer, else defaultIssuer,
+// else (both empty) each request's base URL.
+func NewIssuer(_ context.Context, p config.Pass, defaultIssuer string) (*admissionpass.Issuer, error) {
 	iss := p.Issuer
 	if iss == "" {
 		iss = defaultIssuer
@@ -237,15 +236,6 @@ func NewIssuer(ctx context.Context, p config.Pass, defaultIssuer string) (*admis
 	var signing admissionpass.Key
 	var others []admissionpass.Key
 	switch {
-	case p.KMSKeyID != "":
-		client, err := admissionpass.NewKMSClient(ctx, p.KMSEndpoint)
-		if err != nil {
-			return nil, fmt.Errorf("KMS client: %w", err)
-		}
-		signing = admissionpass.NewKMSKey(client, p.KMSKeyID)
-		if p.KMSPublishedKeyID != "" {
-			others = append(others, admissionpass.NewKMSKey(client, p.KMSPublishedKeyID))
-		}
 	case p.KeyFile != "":
 		k, err := admissionpass.ReadLocalKeyFile(p.KeyFile)
 		if err != nil {

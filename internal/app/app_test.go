@@ -209,9 +209,9 @@ func TestQueueFromEnv(t *testing.T) {
 		}
 	}
 	if _, err := app.QueueFromEnv(t.Context(), getenv(nil), io.Discard); !errors.Is(err, app.ErrNoPassKey) {
-		t.Errorf("QueueFromEnv without PASS_KMS_KEY_ID: err %v, want ErrNoPassKey", err)
+		t.Errorf("QueueFromEnv without PASS_WRAP_KMS_KEY_ID: err %v, want ErrNoPassKey", err)
 	}
-	keys := map[string]string{"PASS_KMS_KEY_ID": "alias/pass", "KMS_ENDPOINT": "http://127.0.0.1:9"}
+	keys := map[string]string{"PASS_WRAP_KMS_KEY_ID": "alias/pass", "KMS_ENDPOINT": "http://127.0.0.1:9"}
 	if _, err := app.QueueFromEnv(t.Context(), getenv(keys), io.Discard); !errors.Is(err, app.ErrNoShuffleKey) {
 		t.Errorf("QueueFromEnv without SHUFFLE_KMS_KEY_ID: err %v, want ErrNoShuffleKey", err)
 	}
@@ -224,8 +224,8 @@ func TestQueueFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Passes == nil || a.Passes.Issuer() != "" {
-		t.Errorf("Passes %v, want an issuer naming the API's base URL per request", a.Passes)
+	if a.Passes == nil || a.Passes.Issuer() != "" || a.Keys == nil {
+		t.Errorf("Passes %v, keyring %v, want a keyring's issuer naming the API's base URL per request", a.Passes, a.Keys)
 	}
 	admin, err := app.FromEnv(t.Context(), getenv(nil), io.Discard)
 	if err != nil {
@@ -234,7 +234,10 @@ func TestQueueFromEnv(t *testing.T) {
 	if admin.Passes != nil {
 		t.Error("the admin function's App signs passes without a key")
 	}
-	admin, err = app.FromEnv(t.Context(), getenv(map[string]string{"PASS_KMS_KEY_ID": "alias/pass", "KMS_ENDPOINT": "http://127.0.0.1:9"}), io.Discard)
+	if _, err := app.FromEnv(t.Context(), getenv(map[string]string{"PASS_KMS_KEY_ID": "alias/pass"}), io.Discard); err == nil || !strings.Contains(err.Error(), "no longer read") {
+		t.Errorf("the admin function with the retired PASS_KMS_KEY_ID: err %v, want it refused", err)
+	}
+	admin, err = app.FromEnv(t.Context(), getenv(map[string]string{"PASS_WRAP_KMS_KEY_ID": "alias/pass", "KMS_ENDPOINT": "http://127.0.0.1:9"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

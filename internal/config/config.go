@@ -31,15 +31,12 @@ const (
 	// metrics (template parameter MetricsNamespace).
 	EnvMetricsNamespace = "METRICS_NAMESPACE"
 
-	// Admission passes (docs/admission-pass.md): their iss, the KMS keys
-	// that sign and that are only published, a local KMS endpoint, and the
-	// local server's PEM key files.
-	EnvPassIssuer            = "PASS_ISSUER"
-	EnvPassKMSKeyID          = "PASS_KMS_KEY_ID"
-	EnvPassKMSPublishedKeyID = "PASS_KMS_PUBLISHED_KEY_ID"
-	EnvKMSEndpoint           = "KMS_ENDPOINT"
-	EnvPassKeyFile           = "PASS_KEY_FILE"
-	EnvPassPublishedKeyFile  = "PASS_PUBLISHED_KEY_FILE"
+	// Admission passes (docs/admission-pass.md): their iss, a local KMS
+	// endpoint, and the local server's PEM key files.
+	EnvPassIssuer           = "PASS_ISSUER"
+	EnvKMSEndpoint          = "KMS_ENDPOINT"
+	EnvPassKeyFile          = "PASS_KEY_FILE"
+	EnvPassPublishedKeyFile = "PASS_PUBLISHED_KEY_FILE"
 	// The signing keyring (docs/design.md, "Pass signing keys"): the
 	// symmetric KMS key that wraps its keys, and how long each key signs
 	// (a Go duration, 1h to 720h; 24h when unset).
@@ -63,8 +60,13 @@ const (
 
 // Variables lists every environment variable FromEnv reads.
 var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvPollSteady, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace,
-	EnvPassIssuer, EnvPassKMSKeyID, EnvPassKMSPublishedKeyID, EnvPassWrapKMSKeyID, EnvPassKeyRotation, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvShuffleKMSKeyID, EnvPageLogoURL,
+	EnvPassIssuer, EnvPassWrapKMSKeyID, EnvPassKeyRotation, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvShuffleKMSKeyID, EnvPageLogoURL,
 	EnvChallengeSecretARN, EnvSecretsEndpoint, EnvChallengeSecret}
+
+// Retired lists the variables FromEnv refuses: they configured what is
+// gone (a fixed KMS key that signed each pass), and silently ignoring them
+// would sign otherwise than the operator meant.
+var Retired = []string{"PASS_KMS_KEY_ID", "PASS_KMS_PUBLISHED_KEY_ID"}
 
 // DefaultProgramCacheTTL is how long a function instance reuses a program
 // read on the poll path; MaxProgramCacheTTL bounds what may be configured.
@@ -116,16 +118,13 @@ type Config struct {
 	PageLogoURL string
 }
 
-// Pass configures the signing of admission passes: a KMS key (AWS), or a
-// local PEM key file (the local server; generated when none is given).
+// Pass configures the signing of admission passes: a keyring wrapped by a
+// KMS key (AWS), or local PEM key files, or a keyring of the process (the
+// local server).
 type Pass struct {
 	// Issuer is the passes' iss (PASS_ISSUER, an absolute URL); empty
 	// means the API's base URL.
 	Issuer string
-	// KMSKeyID is the KMS key that signs (PASS_KMS_KEY_ID: id, ARN or
-	// alias); KMSPublishedKeyID another KMS key only published in the
-	// JWKS during a rotation (PASS_KMS_PUBLISHED_KEY_ID).
-	KMSKeyID, KMSPublishedKeyID string
 	// WrapKMSKeyID is the symmetric KMS key that wraps the keyring's
 	// signing keys (PASS_WRAP_KMS_KEY_ID); KeyRotation how long each signs
 	// (PASS_KEY_ROTATION).
@@ -234,17 +233,15 @@ const (
 	MaxKeyRotation = 30 * 24 * time.Hour
 )
 
-// passFromEnv reads the pass settings: KMS keys and key files exclude each
-// other, and a published key needs a signing key of its kind.
+// passFromEnv reads the pass settings: a keyring's KMS key and key files
+// exclude each other, and a published key file needs a signing one.
 func passFromEnv(getenv func(string) string) (Pass, error) {
 	p := Pass{
-		Issuer:            strings.TrimSpace(getenv(EnvPassIssuer)),
-		KMSKeyID:          strings.TrimSpace(getenv(EnvPassKMSKeyID)),
-		KMSPublishedKeyID: strings.TrimSpace(getenv(EnvPassKMSPublishedKeyID)),
-		WrapKMSKeyID:      strings.TrimSpace(getenv(EnvPassWrapKMSKeyID)),
-		KMSEndpoint:       strings.TrimSpace(getenv(EnvKMSEndpoint)),
-		KeyFile:           strings.TrimSpace(getenv(EnvPassKeyFile)),
-		PublishedKeyFile:  strings.TrimSpace(getenv(EnvPassPublishedKeyFile)),
+		Issuer:           strings.TrimSpace(getenv(EnvPassIssuer)),
+		WrapKMSKeyID:     strings.TrimSpace(getenv(EnvPassWrapKMSKeyID)),
+		KMSEndpoint:      strings.TrimSpace(getenv(EnvKMSEndpoint)),
+		KeyFile:          strings.TrimSpace(getenv(EnvPassKeyFile)),
+		PublishedKeyFile: strings.TrimSpace(getenv(EnvPassPublishedKeyFile)),
 	}
 	var errs []error
 	if p.Issuer != "" {
@@ -259,13 +256,14 @@ func passFromEnv(getenv func(string) string) (Pass, error) {
 		}
 		p.KeyRotation = d
 	}
+	for _, old := range Retired {
+		if getenv(old) != "" {
+			errs = append(errs, fmt.Errorf("%s is no longer read: passes are signed by a keyring whose keys the symmetric KMS key %s wraps (docs/operations.md, Upgrade notes)", old, EnvPassWrapKMSKeyID))
+		}
+	}
 	switch {
-	case p.WrapKMSKeyID != "" && (p.KMSKeyID != "" || p.KeyFile != "" || p.PublishedKeyFile != ""):
-		errs = append(errs, fmt.Errorf("%s excludes %s and the key files: choose one way to sign", EnvPassWrapKMSKeyID, EnvPassKMSKeyID))
-	case p.KMSKeyID != "" && (p.KeyFile != "" || p.PublishedKeyFile != ""):
-		errs = append(errs, fmt.Errorf("%s and %s/%s: choose KMS or key files", EnvPassKMSKeyID, EnvPassKeyFile, EnvPassPublishedKeyFile))
-	case p.KMSPublishedKeyID != "" && p.KMSKeyID == "":
-		errs = append(errs, fmt.Errorf("%s needs %s (the key that signs)", EnvPassKMSPublishedKeyID, EnvPassKMSKeyID))
+	case p.WrapKMSKeyID != "" && (p.KeyFile != "" || p.PublishedKeyFile != ""):
+		errs = append(errs, fmt.Errorf("%s excludes %s and %s: choose one way to sign", EnvPassWrapKMSKeyID, EnvPassKeyFile, EnvPassPublishedKeyFile))
 	case p.PublishedKeyFile != "" && p.KeyFile == "":
 		errs = append(errs, fmt.Errorf("%s needs %s (the key that signs)", EnvPassPublishedKeyFile, EnvPassKeyFile))
 	}

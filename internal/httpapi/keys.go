@@ -15,7 +15,7 @@ import (
 // The answers of the key routes that are not the keyring's.
 var (
 	errNoKeyring = queue.Errorf(queue.KindConflict, wire.CodeNoKeyring,
-		"Passes are signed with fixed keys (PASS_KMS_KEY_ID or key files), not with a keyring (PASS_WRAP_KMS_KEY_ID): there are no keys to list, rotate or revoke; a fixed key is rotated by a deploy.")
+		"Passes are signed with fixed key files (PASS_KEY_FILE), not with a keyring: there are no keys to list, rotate or revoke; a fixed key is rotated by a restart.")
 	errInvalidKeyID = queue.Errorf(queue.KindInvalid, wire.CodeInvalidKeyID,
 		"The key id must be a keyId as the key list shows it: 43 characters of A-Z, a-z, 0-9, '-' and '_'.")
 	errKeyNotFound = queue.Errorf(queue.KindNotFound, wire.CodeKeyNotFound, "No signing key has this id.")

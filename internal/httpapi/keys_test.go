@@ -300,7 +300,7 @@ func passKID(t *testing.T, body string) string {
 // the kid.
 func TestKeyRoutesNoKeyring(t *testing.T) {
 	h := checkedLambda(t, httpapi.Lambda(httpapi.New(newService(t), httpapi.IAMAuth(), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, "")))))
-	const want = `{"code":"NO_KEYRING","message":"Passes are signed with fixed keys (PASS_KMS_KEY_ID or key files), not with a keyring (PASS_WRAP_KMS_KEY_ID): there are no keys to list, rotate or revoke; a fixed key is rotated by a deploy."}`
+	const want = `{"code":"NO_KEYRING","message":"Passes are signed with fixed key files (PASS_KEY_FILE), not with a keyring: there are no keys to list, rotate or revoke; a fixed key is rotated by a restart."}`
 	for _, event := range []string{"admin-keys", "admin-keys-rotate", "admin-keys-revoke", "admin-error-unknown-key", "admin-error-invalid-key-id"} {
 		t.Run(event, func(t *testing.T) {
 			resp := invoke(t, h, fixtures.Event(t, event))

@@ -44,7 +44,7 @@ type Resources struct {
 
 // kmsVariables are the variables that name a KMS key: a function with one
 // gets KMS_ENDPOINT.
-var kmsVariables = []string{config.EnvPassWrapKMSKeyID, config.EnvPassKMSKeyID, config.EnvShuffleKMSKeyID}
+var kmsVariables = []string{config.EnvPassWrapKMSKeyID, config.EnvShuffleKMSKeyID}
 
 // FunctionEnv returns the environment for running function id of tpl
 // against r, as `sam local` would set it: the template's variables

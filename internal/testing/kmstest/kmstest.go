@@ -68,8 +68,8 @@ func warmUp(client *kms.Client) error {
 }
 
 // NewSigningKey creates an asymmetric signing key (KeySpec ECC_NIST_P256,
-// KeyUsage SIGN_VERIFY), a fixed pass key (PASS_KMS_KEY_ID), returns its
-// id, and schedules its deletion when t ends.
+// KeyUsage SIGN_VERIFY), a key of the wrong kind for the shuffle, returns
+// its id, and schedules its deletion when t ends.
 func NewSigningKey(t testing.TB, client *kms.Client) string {
 	t.Helper()
 	return createKey(t, client, types.KeySpecEccNistP256, types.KeyUsageTypeSignVerify, "test admission pass key: ")

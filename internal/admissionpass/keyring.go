@@ -104,7 +104,7 @@ func (r *Keyring) Rotation() time.Duration { return r.rotation }
 // and opens the published keys. ErrKeysUnavailable (wrapped) when no key
 // can be read, made or opened.
 func (r *Keyring) SigningKey(ctx context.Context) (Key, error) {
-	signer, _, err := r.state(ctx)
+	signer, _, err := r.state(ctx, false)
 	return signer, err
 }
 
@@ -113,7 +113,7 @@ func (r *Keyring) SigningKey(ctx context.Context) (Key, error) {
 // (so that its public half is the one its private half holds); never a
 // revoked one. A new stack's first key is made here too.
 func (r *Keyring) PublishedKeys(ctx context.Context) ([]Key, error) {
-	_, published, err := r.state(ctx)
+	_, published, err := r.state(ctx, true)
 	if len(published) > 0 {
 		return published, nil
 	}
@@ -121,8 +121,10 @@ func (r *Keyring) PublishedKeys(ctx context.Context) ([]Key, error) {
 }
 
 // state reads the key set (on the refresh), makes the keys that are due,
-// opens the usable ones and returns the signer and the published keys.
-func (r *Keyring) state(ctx context.Context) (Key, []Key, error) {
+// and returns the signer, opened; with publish, also the published keys,
+// each opened. Only the JWKS opens a key that no longer signs, so an
+// instance that only signs opens one key a rotation.
+func (r *Keyring) state(ctx context.Context, publish bool) (Key, []Key, error) {
 	now := r.now()
 	keys, err := r.read(ctx, now)
 	if err != nil {
@@ -136,22 +138,30 @@ func (r *Keyring) state(ctx context.Context) (Key, []Key, error) {
 		keys = r.make(ctx, next, now, keys, false)
 	}
 	var published []Key
-	opened := map[string]bool{}
+	failed := map[string]bool{} // keys that did not open
 	var openErr error
-	for _, k := range r.usable(keys, now) {
-		rk := r.keyOf(k)
+	if publish {
+		for _, k := range r.usable(keys, now) {
+			rk := r.keyOf(k)
+			if _, err := rk.open(ctx); err != nil {
+				failed[k.KeyID], openErr = true, err
+				continue
+			}
+			published = append(published, rk)
+		}
+	}
+	for {
+		sk, ok := r.signer(keys, now, failed)
+		if !ok {
+			return nil, published, fmt.Errorf("%w: no key signs at %s: %w", ErrKeysUnavailable, now.UTC().Format(time.RFC3339), openErr)
+		}
+		rk := r.keyOf(sk)
 		if _, err := rk.open(ctx); err != nil {
-			openErr = err
+			failed[sk.KeyID], openErr = true, err
 			continue
 		}
-		opened[k.KeyID] = true
-		published = append(published, rk)
+		return rk, published, nil
 	}
-	sk, ok := r.signer(keys, now, opened)
-	if !ok {
-		return nil, published, fmt.Errorf("%w: no key signs at %s: %w", ErrKeysUnavailable, now.UTC().Format(time.RFC3339), openErr)
-	}
-	return r.keyOf(sk), published, nil
 }
 
 // dueSlot is the slot whose key must be made at now, if any: the current
@@ -199,18 +209,18 @@ func (r *Keyring) usable(keys []StoredKey, now time.Time) []StoredKey {
 	return out
 }
 
-// signer is the key of keys that signs at now, among those opened (all
-// when opened is nil): the newest that may sign (started, before its sign
+// signer is the key of keys that signs at now, leaving out those failed
+// (that did not open): the newest that may sign (started, before its sign
 // end, not revoked, newer than any revoked key that started) and was made
 // a lead ago; else the newest that may sign.
-func (r *Keyring) signer(keys []StoredKey, now time.Time, opened map[string]bool) (StoredKey, bool) {
+func (r *Keyring) signer(keys []StoredKey, now time.Time, failed map[string]bool) (StoredKey, bool) {
 	var may []StoredKey
 	for _, k := range keys {
 		switch {
 		case k.SignFrom.After(now):
 		case !k.Revoked.IsZero():
 			may = may[:0] // nothing older signs after a revoke
-		case now.Before(r.signEnd(k)) && (opened == nil || opened[k.KeyID]):
+		case now.Before(r.signEnd(k)) && !failed[k.KeyID]:
 			may = append(may, k)
 		}
 	}
@@ -303,7 +313,7 @@ func (r *Keyring) Revoke(ctx context.Context, kid string) (StoredKey, bool, erro
 	if _, err := r.readNow(ctx, now); err != nil {
 		return StoredKey{}, false, err
 	}
-	signer, _, err := r.state(ctx)
+	signer, _, err := r.state(ctx, false)
 	if err != nil {
 		return StoredKey{}, false, err
 	}

@@ -513,3 +513,31 @@ func TestKeyringReadPanic(t *testing.T) {
 		t.Fatalf("after a read that panicked: %v", err)
 	}
 }
+
+// TestKeyringColdStartOpensOneKey: a day after a rotation, a cold
+// instance that only signs opens the one key that signs (one KMS call),
+// however many passes; serving the JWKS opens the previous key too.
+func TestKeyringColdStartOpensOneKey(t *testing.T) {
+	start := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	store, wrap, clock, a := setup(t, start)
+	a.sign(t, clock)
+	setClock(clock, time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC).Add(-admissionpass.DefaultLead+time.Minute))
+	a.sign(t, clock) // makes the next key
+	setClock(clock, time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC))
+	cold := newInstance(t, store, wrap, clock)
+	for range 100 {
+		if _, err := cold.iss.Issue(t.Context(), admission); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := cold.wrap.opened.Load(); got != 1 {
+		t.Errorf("a cold instance signing 100 passes opened %d keys, want 1", got)
+	}
+	doc, err := cold.iss.JWKS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, opened := kids(t, doc), cold.wrap.opened.Load(); len(got) != 2 || opened != 2 {
+		t.Errorf("its JWKS holds %v after %d opens, want the previous key too, opened once", got, opened)
+	}
+}

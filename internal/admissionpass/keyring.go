@@ -29,10 +29,10 @@ const (
 	DefaultLead = 15 * time.Minute
 	// DefaultRefresh is how often an instance reads the key set again.
 	DefaultRefresh = time.Minute
-	// DefaultRetain is how long a key stays in the JWKS once superseded:
-	// the longest pass (a 24 h bypass pass or admission window) and a
-	// margin for clocks.
-	DefaultRetain = 25 * time.Hour
+	// DefaultRetain is how long a key stays in the JWKS once it stopped
+	// signing: the longest pass (a 24 h bypass pass or admission window)
+	// and a minute for clocks.
+	DefaultRetain = 24*time.Hour + time.Minute
 	// claimTimeout is how long a claim on a slot holds before another
 	// instance may take it over.
 	claimTimeout = 30 * time.Second
@@ -198,15 +198,34 @@ func (r *Keyring) signEnd(k StoredKey) time.Time {
 
 // usable is the keys of keys that are published at now: not revoked, not
 // made for a slot more than a rotation ahead, and until the retention
-// after their sign end.
+// after they stopped signing.
 func (r *Keyring) usable(keys []StoredKey, now time.Time) []StoredKey {
 	var out []StoredKey
-	for _, k := range keys {
-		if k.Revoked.IsZero() && !k.SignFrom.After(now.Add(r.rotation+r.lead)) && now.Before(r.signEnd(k).Add(r.retain)) {
+	for i, k := range keys {
+		if k.Revoked.IsZero() && !k.SignFrom.After(now.Add(r.rotation+r.lead)) && now.Before(r.stoppedAt(keys, i).Add(r.retain)) {
 			out = append(out, k)
 		}
 	}
 	return out
+}
+
+// stoppedAt is when keys[i] stops signing: its sign end, or earlier when
+// the next key that is not revoked starts signing before it (a rotation).
+func (r *Keyring) stoppedAt(keys []StoredKey, i int) time.Time {
+	end := r.signEnd(keys[i])
+	for _, o := range keys[i+1:] {
+		if o.Revoked.IsZero() {
+			start := o.SignFrom
+			if ready := o.Created.Add(r.lead); ready.After(start) {
+				start = ready
+			}
+			if start.Before(end) {
+				end = start
+			}
+			break
+		}
+	}
+	return end
 }
 
 // signer is the key of keys that signs at now, leaving out those failed
@@ -260,10 +279,9 @@ func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 			s.State = "revoked"
 		case k.KeyID == signing.KeyID:
 			s.State = "signing"
-		case !slices.ContainsFunc(usable, func(p StoredKey) bool { return p.KeyID == k.KeyID }):
 		case k.SignFrom.After(now):
-			s.State = "next"
-		default:
+			s.State = "next" // published from a rotation and a lead before it signs
+		case slices.ContainsFunc(usable, func(p StoredKey) bool { return p.KeyID == k.KeyID }):
 			s.State = "published"
 		}
 		out = append(out, s)

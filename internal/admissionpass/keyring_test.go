@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -149,10 +150,10 @@ func TestKeyringSchedule(t *testing.T) {
 		// lead before it signs: the first key signs 2 min more.
 		{"the next slot, the next key published less than a lead", slotEnd.Add(time.Second), "first", 2},
 		{"the next slot", slotEnd.Add(2*time.Minute + time.Second), "second", 2},
-		// The first key's passes end at most its slot and a lead, then
-		// the retention, later.
-		{"within the retention", slotEnd.Add(admissionpass.DefaultLead + retain - time.Minute), "second", 2},
-		{"past the retention", slotEnd.Add(admissionpass.DefaultLead + retain + time.Minute), "second", 1},
+		// The first key stopped signing when the second started (2 min
+		// past its slot): it is published the retention after that.
+		{"within the retention", slotEnd.Add(2*time.Minute + retain - time.Minute), "second", 2},
+		{"past the retention", slotEnd.Add(2*time.Minute + retain + time.Minute), "second", 1},
 	}
 	var second string
 	for _, s := range steps {
@@ -539,5 +540,49 @@ func TestKeyringColdStartOpensOneKey(t *testing.T) {
 	}
 	if got, opened := kids(t, doc), cold.wrap.opened.Load(); len(got) != 2 || opened != 2 {
 		t.Errorf("its JWKS holds %v after %d opens, want the previous key too, opened once", got, opened)
+	}
+}
+
+// TestKeyringRotationShortensTheOldKey: after a rotation, the old key
+// stays published the retention after the new one started signing, not
+// after its own slot; a key stored for a slot days ahead is listed as next
+// but neither published nor signing.
+func TestKeyringRotationShortensTheOldKey(t *testing.T) {
+	start := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	const retain = 2 * time.Hour
+	store, wrap, clock, _ := setup(t, start)
+	a := newInstance(t, store, wrap, clock, admissionpass.WithRetain(retain))
+	old := a.sign(t, clock)
+	k, err := a.ring.Rotate(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setClock(clock, k.SignFrom.Add(retain+time.Minute)) // 3 h 16 min in: the old slot lasts to midnight
+	doc, err := a.iss.JWKS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kids(t, doc); slices.Contains(got, old) || a.sign(t, clock) != k.KeyID {
+		t.Errorf("the retention after the rotated key started, the JWKS holds %v: want the new key %s alone", got, k.KeyID)
+	}
+	far := time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC)
+	priv, wrapped, err := wrap.NewKeyPair(t.Context(), map[string]string{"purpose": admissionpass.EncryptionPurpose, "signFrom": fmt.Sprint(far.UnixMilli())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	farKID := thumbprint(t, &priv.PublicKey)
+	plant(t, store, admissionpass.StoredKey{SignFrom: far, KeyID: farKID, Public: der, Wrapped: wrapped, Created: clock.Now()})
+	setClock(clock, clock.Now().Add(admissionpass.DefaultRefresh+time.Second))
+	states, err := a.ring.Keys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) == 0 || states[0].KeyID != farKID || states[0].State != "next" {
+		t.Errorf("keys %+v: want the key stored for a week ahead first, as next", states)
+	}
+	doc, _ = a.iss.JWKS(t.Context())
+	if slices.Contains(kids(t, doc), farKID) {
+		t.Error("a key for a slot a week ahead is published")
 	}
 }

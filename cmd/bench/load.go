@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/example/waitingroom/internal/bench"
@@ -45,6 +48,8 @@ type loadFlags struct {
 	allowRemote                        bool
 	// existing is nil unless the command takes -program-id.
 	existing *string
+	// passes is nil unless the command takes -passes.
+	passes   *string
 	capacity capacityFlags
 }
 
@@ -62,6 +67,7 @@ func (lf *loadFlags) register(fs *flag.FlagSet, lc loadCommand) {
 	lf.capacity.register(fs)
 	if lc.oneMode {
 		lf.existing = fs.String("program-id", "", "fill this existing program instead of creating one: its settings and admission stay the operator's (wrctl), so -admit-rate, -rate-schedule, -abandon and -poll server:POLICY do not apply")
+		lf.passes = fs.String("passes", "", "write the admission pass of each user's first ADMITTED answer to this file, one compact JWS a line, to verify them afterwards")
 	}
 }
 
@@ -168,11 +174,23 @@ func (lf *loadFlags) runModes(ctx context.Context, fs *flag.FlagSet, name string
 		if e.progress != nil {
 			fmt.Fprintf(e.progress, "%s: %d users on program %s, polling %s…\n", name, p.sc.Users, id, m)
 		}
-		r, err := loadtest.Run(ctx, loadtest.Config{
+		cfg := loadtest.Config{
 			BaseURL: lf.baseURL, AdminToken: p.token, ProgramID: id, Existing: existing != "",
 			Scenario: p.sc, Poll: m, SampleEvery: lf.sampleEvery, Conns: lf.conns, Progress: e.progress,
 			Seed: lf.seed, CacheTTL: lf.cacheTTL, Capacity: p.capacity,
-		})
+		}
+		var passes *passFile
+		if lf.passes != nil && *lf.passes != "" {
+			var err error
+			if passes, err = createPassFile(*lf.passes); err != nil {
+				return nil, err
+			}
+			cfg.OnPass = passes.write
+		}
+		r, err := loadtest.Run(ctx, cfg)
+		if passes != nil {
+			err = errors.Join(err, passes.close())
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", m, err)
 		}
@@ -206,11 +224,47 @@ func existingProgram(fs *flag.FlagSet, id string, sc bench.Scenario, poll string
 	if sc.Abandon > 0 {
 		clash = append(clash, "-abandon")
 	}
-	if strings.HasPrefix(poll, "server:") {
+	if strings.HasPrefix(poll, "server:") || poll == "admission" {
 		clash = append(clash, "-poll "+poll)
 	}
 	if len(clash) > 0 {
 		return fmt.Errorf("-program-id runs on the program as the operator set it: %s do not apply", strings.Join(clash, ", "))
+	}
+	return nil
+}
+
+// passFile is the -passes file: one pass a line, written by the virtual
+// users concurrently.
+type passFile struct {
+	mu  sync.Mutex
+	f   *os.File
+	w   *bufio.Writer
+	err error // the first write error
+}
+
+func createPassFile(name string) (*passFile, error) {
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("-passes: %w", err)
+	}
+	return &passFile{f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+}
+
+func (p *passFile) write(pass string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		_, p.err = p.w.WriteString(pass + "\n")
+	}
+}
+
+// close flushes and closes the file, and returns the first error.
+func (p *passFile) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	err := errors.Join(p.err, p.w.Flush(), p.f.Close())
+	if err != nil {
+		return fmt.Errorf("-passes: %w", err)
 	}
 	return nil
 }

@@ -78,6 +78,9 @@ type Result struct {
 	// ByRoute counts every request, queue and admin, by "METHOD route
 	// status", e.g. "GET poll 200": it sums to Requests + AdminRequests.
 	ByRoute map[string]int64 `json:"byRoute"`
+	// ErrorCodes counts the error answers of a run by their code, e.g.
+	// "PASS_UNAVAILABLE" (run only; absent when every answer succeeded).
+	ErrorCodes map[string]int64 `json:"errorCodes,omitempty"`
 
 	// LatencyMs is the request latency of the queue API requests (run only).
 	LatencyMs *Percentiles `json:"latencyMs,omitempty"`
@@ -88,6 +91,15 @@ type Result struct {
 	// carried their ticket, so that their notify delay is timed from it;
 	// the others' tickets are estimated from their position.
 	TicketsKnown int `json:"ticketsKnown,omitempty"`
+
+	// SeenSeries counts the users who first saw ADMITTED in each second
+	// of a run, and SeenPerSecondPeak is its largest count: the passes
+	// signed per second when the server signs them (run only).
+	SeenSeries        []int64 `json:"seenSeries,omitempty"`
+	SeenPerSecondPeak int64   `json:"seenPerSecondPeak,omitempty"`
+	// Passes counts the users whose first ADMITTED answer carried an
+	// admission pass (run only).
+	Passes int64 `json:"passes,omitempty"`
 
 	// EntersPerSecondPeak is the most enters answered with a new place in
 	// one second.

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,6 +72,45 @@ func TestRunCapacity(t *testing.T) {
 	}
 	if k.Ratio < 1 || k.BoundMs <= 0 {
 		t.Errorf("duration %.0f ms against the bound %.0f ms: ratio %.2f, want ≥ 1", k.DurationMs, k.BoundMs, k.Ratio)
+	}
+	checkTotals(t, r)
+}
+
+// TestRunAtAdmission: in the admission mode each user of a burst polls
+// once its ticket is due, not while the queue is paused, so that its polls
+// are first sightings; every first ADMITTED answer's pass reaches OnPass,
+// once a user, and the seen series counts them.
+func TestRunAtAdmission(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, serverOptions{tickets: withTicket, capacity: true})
+	sc := bench.Scenario{Users: 200, Rates: bench.ConstantRate(400), Timeout: 20 * time.Second}
+	var mu sync.Mutex
+	passes := map[string]int{}
+	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "due", Scenario: sc,
+		Poll: Poll{AtAdmission: true}, CacheTTL: 2 * time.Second, OnPass: func(p string) {
+			mu.Lock()
+			defer mu.Unlock()
+			passes[p]++
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Errors != 0 || r.Admitted != sc.Users || r.Passes != int64(sc.Users) || len(passes) != sc.Users {
+		t.Fatalf("errors %d, admitted %d, passes %d (%d distinct to OnPass); want 0, %d, %d, %d; routes %v",
+			r.Errors, r.Admitted, r.Passes, len(passes), sc.Users, sc.Users, sc.Users, r.ByRoute)
+	}
+	var seen int64
+	for _, n := range r.SeenSeries {
+		seen += n
+	}
+	if seen != int64(sc.Users) || r.SeenPerSecondPeak < 1 || r.ErrorCodes != nil {
+		t.Errorf("seen series %v (peak %d), error codes %v; want the %d admitted, no error", r.SeenSeries, r.SeenPerSecondPeak, r.ErrorCodes, sc.Users)
+	}
+	// One poll each when it is due; a poll that comes before the server
+	// applied the rate is answered WAITING and comes again, but nobody
+	// polls the paused queue on the tiers' schedule.
+	if r.Polls < int64(sc.Users) || r.Polls >= 2*int64(sc.Users) {
+		t.Errorf("%d polls for %d users, want about one each", r.Polls, sc.Users)
 	}
 	checkTotals(t, r)
 }

@@ -30,14 +30,29 @@ type Poll struct {
 	// created with (its admin "pollingPolicy", e.g. "tiers" or "eta"); ""
 	// leaves the server's default (POLL_POLICY).
 	Policy string
+	// AtAdmission ("admission") makes each user first poll when its
+	// ticket's admission is due, as the scenario's rates predict it
+	// (bench.AdmissionTimes) plus DueMargin, then as its answers say: an
+	// ideal client, whose every timely poll is a first sighting and signs
+	// a pass, to measure what admissions cost the server.
+	AtAdmission bool
 }
 
-// ParsePoll reads "server", "server:POLICY" (e.g. server:eta) or
-// "fixed:DUR" (e.g. fixed:3s).
+// DueMargin is how long after its predicted admission a user polls in
+// the admission mode: the prediction is to the millisecond, the server's
+// clock and the bench's are one, and a poll that comes early is answered
+// WAITING and polls again.
+const DueMargin = 100 * time.Millisecond
+
+// ParsePoll reads "server", "server:POLICY" (e.g. server:eta),
+// "fixed:DUR" (e.g. fixed:3s) or "admission".
 func ParsePoll(s string) (Poll, error) {
 	s = strings.TrimSpace(s)
-	if s == "server" {
+	switch s {
+	case "server":
 		return Poll{}, nil
+	case "admission":
+		return Poll{AtAdmission: true}, nil
 	}
 	if name, ok := strings.CutPrefix(s, "server:"); ok && validPolicyName(name) {
 		return Poll{Policy: name}, nil
@@ -48,7 +63,7 @@ func ParsePoll(s string) (Poll, error) {
 			return Poll{Fixed: d}, nil
 		}
 	}
-	return Poll{}, fmt.Errorf("poll %q: want server, server:POLICY (server:tiers, server:eta) or fixed:DURATION (fixed:3s)", s)
+	return Poll{}, fmt.Errorf("poll %q: want server, server:POLICY (server:tiers, server:eta), fixed:DURATION (fixed:3s) or admission", s)
 }
 
 // validPolicyName accepts a lower-case word: the server validates the name
@@ -72,6 +87,8 @@ func (p Poll) String() string {
 		return "fixed:" + p.Fixed.String()
 	case p.Policy != "":
 		return "server:" + p.Policy
+	case p.AtAdmission:
+		return "admission"
 	}
 	return "server"
 }
@@ -112,6 +129,10 @@ type Config struct {
 	// Capacity, when not nil, creates the program with an active-user cap
 	// and plays its crowd: no-shows, and sessions the site ends.
 	Capacity *Capacity
+	// OnPass, when not nil, receives the admission pass of each user's
+	// first ADMITTED answer (one pass a user; none when the answer carries
+	// none), from that user's goroutine, so concurrently.
+	OnPass func(pass string)
 }
 
 // CheckLoopback returns an error unless rawURL is http(s) on a loopback
@@ -168,8 +189,8 @@ func Run(ctx context.Context, cfg Config) (bench.Result, error) {
 	if sc.Timeout <= 0 {
 		return bench.Result{}, errors.New("loadtest: a timeout is required")
 	}
-	if cfg.Existing && (sc.Abandon > 0 || cfg.Poll.Policy != "") {
-		return bench.Result{}, errors.New("loadtest: a run on an existing program has no abandonment and no polling policy of its own")
+	if cfg.Existing && (sc.Abandon > 0 || cfg.Poll.Policy != "" || cfg.Poll.AtAdmission) {
+		return bench.Result{}, errors.New("loadtest: a run on an existing program has no abandonment, no polling policy and no admission schedule of its own")
 	}
 	if c := cfg.Capacity; c != nil {
 		if err := c.Validate(); err != nil {

@@ -375,6 +375,7 @@ func TestParsePoll(t *testing.T) {
 		{in: "server:tiers", want: Poll{Policy: "tiers"}},
 		{in: "server:", err: true},
 		{in: "server:ETA", err: true},
+		{in: "admission", want: Poll{AtAdmission: true}},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParsePoll(tc.in)
@@ -507,6 +508,10 @@ func TestRunRetries(t *testing.T) {
 	}
 	if r.Admitted != sc.Users || r.ByRoute["POST enter 503"] != int64(sc.Users) || r.ByRoute["GET poll 429"] != int64(sc.Users) || r.Errors != 2*int64(sc.Users) {
 		t.Errorf("admitted %d, errors %d, routes %v; want %d admitted, one 503 enter and one 429 poll each", r.Admitted, r.Errors, r.ByRoute, sc.Users)
+	}
+	// The 429 carries no code.
+	if want := map[string]int64{"STORE_UNAVAILABLE": int64(sc.Users)}; !cmp.Equal(r.ErrorCodes, want) {
+		t.Errorf("error codes %v, want %v", r.ErrorCodes, want)
 	}
 	checkTotals(t, r)
 	mu.Lock()

@@ -62,6 +62,8 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 	r.countRequests(&res, seconds)
 	res.ChallengeSolves, res.ChallengeSolveMs = r.solves.Load(), bench.Ms(time.Duration(r.solveNs.Load()))
 	pollsOfAdmitted := r.countUsers(&res, users, baseServing)
+	res.SeenSeries, res.SeenPerSecondPeak = seenSeries(users, seconds)
+	res.Passes = r.passes.Load()
 	res.Finish(end, pollsOfAdmitted)
 	return res
 }
@@ -81,6 +83,12 @@ func (r *runner) countRequests(res *bench.Result, seconds int) {
 			key += strconv.Itoa(rec.status)
 		}
 		res.ByRoute[key]++
+		if rec.code != "" {
+			if res.ErrorCodes == nil {
+				res.ErrorCodes = map[string]int64{}
+			}
+			res.ErrorCodes[rec.code]++
+		}
 		if rec.op.Admin() {
 			res.AdminRequests++
 			if rec.failed {
@@ -212,4 +220,18 @@ func admittedAt(samples []sample, ticket int64) time.Duration {
 	}
 	f := (float64(ticket-a.admitted) - 0.5) / float64(b.admitted-a.admitted)
 	return a.at + time.Duration(f*float64(b.at-a.at))
+}
+
+// seenSeries counts the users who first saw ADMITTED in each second of
+// the run (of seconds), and returns the series and its peak.
+func seenSeries(users []user, seconds int) ([]int64, int64) {
+	series := make([]int64, seconds)
+	for _, u := range users {
+		if u.admitted {
+			if s := min(int(u.seenAt/time.Second), seconds-1); s >= 0 {
+				series[s]++
+			}
+		}
+	}
+	return series, bench.SeriesPeak(series)
 }

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -36,7 +37,8 @@ type runner struct {
 	baseIssued int64
 	// leaving is, per user, the fraction of its wait after which it leaves
 	// (negative: it stays); plan is the predicted admission offset of each
-	// ticket from the start of admission (bench.AdmissionTimes).
+	// ticket from the start of admission (bench.AdmissionTimes), with
+	// abandonment or Poll.AtAdmission.
 	leaving []float64
 	plan    []time.Duration
 	// admitStart is the start of admission, from the run's start, plus 1
@@ -46,6 +48,8 @@ type runner struct {
 	started    chan struct{}
 
 	entered, admitted, left, requests, errs, adminErrs atomic.Int64
+	// passes counts the first ADMITTED answers that carried a pass.
+	passes atomic.Int64
 	// solves and solveNs count the proofs of work solved and their time.
 	solves, solveNs atomic.Int64
 	// proofs is set when the program asks for a proof of work: every
@@ -58,7 +62,8 @@ type record struct {
 	at      time.Duration // sent, from the start
 	latency time.Duration
 	op      client.Op
-	status  int // 0: transport error
+	status  int    // 0: transport error
+	code    string // the error answer's code, e.g. PASS_UNAVAILABLE
 	failed  bool
 }
 
@@ -85,8 +90,12 @@ func (r *runner) observe(ex client.Exchange) {
 	if !r.start.IsZero() {
 		at = ex.Sent.Sub(r.start)
 	}
+	var code string
+	if ae := (*client.Error)(nil); errors.As(ex.Err, &ae) {
+		code = ae.Code
+	}
 	r.mu.Lock()
-	r.records = append(r.records, record{at: at, latency: ex.Latency, op: ex.Op, status: ex.Status, failed: failed})
+	r.records = append(r.records, record{at: at, latency: ex.Latency, op: ex.Op, status: ex.Status, code: code, failed: failed})
 	r.mu.Unlock()
 	switch {
 	case ex.Op.Admin():
@@ -246,7 +255,7 @@ func (r *runner) playUsers(ctx context.Context, enters *sync.WaitGroup) []user {
 	sc := r.cfg.Scenario
 	users := make([]user, sc.Users)
 	r.leaving = sc.Leaving(r.cfg.Seed)
-	if r.leaving != nil {
+	if r.leaving != nil || r.cfg.Poll.AtAdmission {
 		r.plan = bench.AdmissionTimes(sc, r.cfg.CacheTTL, true)
 	}
 	var vus sync.WaitGroup

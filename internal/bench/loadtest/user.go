@@ -59,6 +59,12 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 		case api.StatusAdmitted:
 			u.admitted, u.seenAt = true, recv
 			r.admitted.Add(1)
+			if ans.AdmissionPass != "" {
+				r.passes.Add(1)
+				if r.cfg.OnPass != nil {
+					r.cfg.OnPass(ans.AdmissionPass)
+				}
+			}
 			if r.cfg.Capacity != nil {
 				r.endSession(ctx, u, ans)
 			}
@@ -77,6 +83,15 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 			wait = ans.RetryAfter()
 			if wait <= 0 {
 				wait = retryFallback
+			}
+		}
+		if r.cfg.Poll.AtAdmission && u.polls == 0 {
+			d, ok := r.untilDue(ctx, u)
+			if !ok {
+				return
+			}
+			if d >= 0 {
+				wait = d
 			}
 		}
 		if r.stopsPolling(u, ans.Position, wait) {
@@ -100,6 +115,25 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 			}
 		}
 	}
+}
+
+// untilDue is, in the admission mode, how long from now u waits for its
+// first poll: until its ticket's predicted admission plus DueMargin (at
+// least 0), once the start of admission is known; -1 when u's ticket is
+// unknown or not predicted to be admitted. ok is false when the run ended
+// first.
+func (r *runner) untilDue(ctx context.Context, u *user) (d time.Duration, ok bool) {
+	select {
+	case <-r.started:
+	case <-ctx.Done():
+		return 0, false
+	}
+	k := u.ticket - r.baseIssued
+	if u.ticket <= 0 || k < 1 || k >= int64(len(r.plan)) || r.plan[k] < 0 {
+		return -1, true
+	}
+	due := time.Duration(r.admitStart.Load()-1) + r.plan[k] + DueMargin
+	return max(0, due-r.since()), true
 }
 
 // wait sleeps d before u's next poll, unless u is an abandoning user whose

@@ -70,7 +70,7 @@ func parseLocalFlags(args []string, stderr io.Writer) (localFlags, error) {
 	fs.IntVar(&f.maxConns, "max-conns", 1000, "most connections open at once; at the bound the longest idle keep-alive is closed")
 	fs.DurationVar(&f.readTimeout, "read-timeout", 10*time.Second, "longest time to read a request, body included (the write timeout is 10 s more)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 30*time.Second, "how long an idle keep-alive connection stays open")
-	fs.StringVar(&f.passKey, "pass-key", "", "PEM file of the P-256 key that signs admission passes (default $"+config.EnvPassKeyFile+"; neither: a key generated at start)")
+	fs.StringVar(&f.passKey, "pass-key", "", "PEM file of the P-256 key that signs admission passes (default $"+config.EnvPassKeyFile+"; neither: a keyring of this process, and passes end with it)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: local [flags]
 

@@ -35,7 +35,7 @@ func (a *app) keys(ctx context.Context, c *call) error {
 		return err
 	}
 	if len(l.Keys) == 0 {
-		fmt.Fprintln(a.stdout, "(no key yet: the first pass signed makes one)")
+		fmt.Fprintln(a.stdout, "(no key yet: the first pass signed or JWKS request makes one)")
 	}
 	_, err = fmt.Fprintf(a.stdout, "rotation: a new key signs every %v\n", time.Duration(l.RotationSeconds)*time.Second)
 	return err
@@ -50,7 +50,7 @@ func (a *app) rotateKey(ctx context.Context, c *call) error {
 	if c.json {
 		return a.printJSON(api.KeyRotation{Key: k})
 	}
-	_, err = fmt.Fprintf(a.stdout, "new key %s: in the JWKS now, signs from %s (in %v)\n",
+	_, err = fmt.Fprintf(a.stdout, "new key %s: in the JWKS within a minute, signs from %s (in %v)\n",
 		k.KeyID, keyTime(k.SignFrom), k.SignFrom.Sub(k.CreatedAt.Time).Round(time.Second))
 	return err
 }
@@ -72,8 +72,8 @@ func (a *app) revokeKeyCommand(fs *flag.FlagSet) func(context.Context, *call) er
 					continue
 				}
 				fmt.Fprintf(a.stderr, "Revoke key %s (%s; signs from %s)?\n", kid, k.State, keyTime(k.SignFrom))
-				fmt.Fprintln(a.stderr, "It leaves the JWKS and signs no more. Sites refuse its passes once their copy of the JWKS")
-				fmt.Fprintln(a.stderr, "expires (5 minutes): the people admitted with them must queue again.")
+				fmt.Fprintln(a.stderr, "It leaves the JWKS and signs no more within a minute. Sites refuse its passes once their copy")
+				fmt.Fprintln(a.stderr, "of the JWKS expires (within about 6 minutes): the people admitted with them must queue again.")
 				if k.State == api.KeySigning {
 					fmt.Fprintln(a.stderr, "A new key signs in its place from now.")
 				}

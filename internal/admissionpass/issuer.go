@@ -35,8 +35,9 @@ type Admission struct {
 	Bypass bool
 }
 
-// JWKS response headers: the document is public and cacheable for the
-// length of a key rotation's overlap.
+// JWKS response headers: the document is public and cacheable for
+// JWKSMaxAge, 5 minutes, shorter than the 15-minute lead with which a
+// keyring publishes a key before it signs.
 const (
 	JWKSMaxAge       = 5 * time.Minute
 	JWKSCacheControl = "public, max-age=300"

@@ -350,12 +350,15 @@ type KeyState string
 
 // Key states, in the order a key goes through them (but for revoked).
 const (
-	// KeyNext is published in the JWKS and signs later, from signFrom.
+	// KeyNext signs later, from signFrom; it is in the JWKS from a
+	// rotation and a lead before it signs (a key stored further ahead is
+	// listed, but not yet published).
 	KeyNext KeyState = "next"
 	// KeySigning signs the passes now.
 	KeySigning KeyState = "signing"
-	// KeyPublished no longer signs, and stays in the JWKS while passes it
-	// signed may be valid.
+	// KeyPublished no longer signs, and stays in the JWKS for the
+	// retention (24 h and a minute) after it stopped signing, while
+	// passes it signed may be valid.
 	KeyPublished KeyState = "published"
 	// KeyRetired is out of the JWKS; the store forgets it later.
 	KeyRetired KeyState = "retired"

@@ -28,7 +28,9 @@ func keysError(err error) error {
 	return &queue.Error{Kind: queue.KindUnavailable, Code: wire.CodeKeysUnavailable, Message: "The signing keys are briefly unavailable; retry shortly.", Err: err}
 }
 
-// listKeys answers every key of the keyring, newest first, with its state.
+// listKeys answers every key of the keyring, newest first, with its state:
+// none until the first pass signed or the first JWKS request makes the
+// first key.
 func (a *api) listKeys(w http.ResponseWriter, r *http.Request) {
 	if a.keys == nil {
 		a.writeError(w, r, errNoKeyring)

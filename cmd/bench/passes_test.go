@@ -12,8 +12,8 @@ package main
 //	  -passes.modes keyring,fixed,keyring,fixed,keyring,fixed \
 //	  -passes.users 60000 -passes.rate 10000 -passes.out /tmp/passes
 //
-// (The Before, a kms:Sign per pass, was measured by its kms-sign mode at
-// commit a102df2, before PASS_KMS_KEY_ID was retired.)
+// (The Before, a kms:Sign per pass, was measured by a kms-sign mode that
+// left with PASS_KMS_KEY_ID: docs/benchmarks.md keeps its results.)
 
 import (
 	"bufio"

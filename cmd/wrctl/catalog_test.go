@@ -29,11 +29,7 @@ func TestCatalogCommands(t *testing.T) {
 	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
 	must := func(args ...string) result {
 		t.Helper()
-		r := wrctl(t, env, args...)
-		if r.status != 0 {
-			t.Fatalf("wrctl %v: exit %d, stderr %s", args, r.status, r.stderr)
-		}
-		return r
+		return mustRun(t, env, args...)
 	}
 	must("put", "gala", "-rate", "5")
 	must("put", "matinee", "-paused")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -16,7 +15,6 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	waitingroom "github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
-	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/testing/sigv4test"
 	"github.com/example/waitingroom/passverify"
 )
@@ -26,20 +24,11 @@ import (
 // admin routes list, rotate and revoke.
 func newKeyringAPI(t *testing.T) http.Handler {
 	t.Helper()
-	cfg, err := config.FromEnv(func(k string) string {
-		if k == config.EnvProgramCacheTTL {
-			return "0s"
-		}
-		return ""
-	}, false)
+	passes, err := waitingroom.PassOption(t.Context(), config.Pass{}, testIssuer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	passes, err := waitingroom.PassOption(t.Context(), cfg.Pass, testIssuer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := waitingroom.New(cfg, memstore.New(), slog.New(slog.DiscardHandler), passes)
+	a := newServer(t, passes)
 	if a.Keys == nil {
 		t.Fatal("no keyring")
 	}
@@ -82,11 +71,7 @@ func TestKeys(t *testing.T) {
 	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
 	must := func(args ...string) result {
 		t.Helper()
-		r := wrctl(t, env, args...)
-		if r.status != 0 {
-			t.Fatalf("wrctl %v: exit %d, stderr %s", args, r.status, r.stderr)
-		}
-		return r
+		return mustRun(t, env, args...)
 	}
 
 	if r := must("keys"); !strings.Contains(r.stdout, "(no key yet: the first pass signed or JWKS request makes one)\n") {

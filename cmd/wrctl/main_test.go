@@ -36,9 +36,19 @@ const (
 
 // newAPI is the waiting room's HTTP API in process, on an in-memory store,
 // admin changes taking effect at once (no program cache), the admin
-// routes behind testSecret, passes signed for testIssuer. It is the one
-// place the tests build the server.
+// routes behind testSecret, passes signed for testIssuer by a fixed key.
 func newAPI(t *testing.T) http.Handler {
+	t.Helper()
+	iss, err := waitingroom.NewIssuer(t.Context(), config.Pass{}, testIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newServer(t, waitingroom.WithPasses(iss)).LocalHandler(testSecret)
+}
+
+// newServer is the App the tests serve, signing passes as passes says: the one
+// place the tests build the server.
+func newServer(t *testing.T, passes waitingroom.Option) *waitingroom.App {
 	t.Helper()
 	cfg, err := config.FromEnv(func(k string) string {
 		if k == config.EnvProgramCacheTTL {
@@ -49,11 +59,17 @@ func newAPI(t *testing.T) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	iss, err := waitingroom.NewIssuer(t.Context(), cfg.Pass, testIssuer)
-	if err != nil {
-		t.Fatal(err)
+	return waitingroom.New(cfg, memstore.New(), slog.New(slog.DiscardHandler), passes)
+}
+
+// mustRun runs wrctl with env and args, failing t unless it exits 0.
+func mustRun(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	r := wrctl(t, env, args...)
+	if r.status != 0 {
+		t.Fatalf("wrctl %v: exit %d, stderr %s", args, r.status, r.stderr)
 	}
-	return waitingroom.New(cfg, memstore.New(), slog.New(slog.DiscardHandler), waitingroom.WithPasses(iss)).LocalHandler(testSecret)
+	return r
 }
 
 // serve serves h on loopback for the test's duration and returns its URL.

@@ -262,10 +262,14 @@ func (a *app) run(ctx context.Context, args []string) error {
 }
 
 // parseInterspersed parses flags placed before, between and after the
-// positional arguments (wrctl put gala -rate 5), which it returns.
+// positional arguments (wrctl put gala -rate 5), which it returns. A token
+// id or kid that starts with '-' (base64url, one in 64) is positional.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
+		for len(args) > 0 && isDashedID(fs, args[0]) {
+			positional, args = append(positional, args[0]), args[1:]
+		}
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
@@ -276,6 +280,16 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
+}
+
+// isDashedID reports whether arg is an id the service makes (a token id or
+// a kid: 22 or 43 base64url characters) that starts with '-' and names no
+// flag of fs.
+func isDashedID(fs *flag.FlagSet, arg string) bool {
+	if !strings.HasPrefix(arg, "-") || (len(arg) != 22 && len(arg) != 43) || fs.Lookup(strings.TrimLeft(arg, "-")) != nil {
+		return false
+	}
+	return strings.Trim(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == ""
 }
 
 // authorizer picks the bearer token (ADMIN_TOKEN) or SigV4 with the AWS

@@ -253,19 +253,21 @@ func TestAdminChangesGetThroughFlood(t *testing.T) {
 			}
 		})
 	}
-	// Until the first tickets, the queue is drained and a change takes
-	// effect at once, on the condition of the tickets issued, which an
-	// enter may move: the flood must be under way before the changes.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	// While nobody waits, the queue is drained and a change takes effect
+	// at once, on the condition of the tickets issued, which an enter may
+	// move: the changes start once people wait (enters come faster than
+	// the rate of 1 a second, so the line only grows).
+	const waiting = 5
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		p, err := r.store.GetProgram(t.Context(), "gala")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Issued >= 3 {
+		if p.Issued-p.Serving(time.Now()) >= waiting {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d tickets issued after 10 s of enters, want 3 before the changes", p.Issued)
+			t.Fatalf("%d tickets issued, %d served after 30 s of enters, want %d waiting before the changes", p.Issued, p.Serving(time.Now()), waiting)
 		}
 	}
 	const changes = 6 // even: the last one resumes

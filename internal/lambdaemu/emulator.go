@@ -79,6 +79,20 @@ func Start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error
 	if _, err := os.Stat(bootstrap); err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
+	// rie cannot listen on port 0: a port another process took between
+	// freeAddr and rie's start makes rie exit, and a new pair is tried.
+	for attempt := 1; ; attempt++ {
+		e, err := start(rie, bootstrap, env, out)
+		if !errors.Is(err, errExited) || attempt == 3 {
+			return e, err
+		}
+	}
+}
+
+// errExited is start's error when rie exits before it listens.
+var errExited = errors.New("aws-lambda-rie exited before listening")
+
+func start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error) {
 	// Two ports: the invoke API for us, the Runtime API for the bootstrap
 	// (by default 9001, which a second emulator would collide on).
 	addr, err := freeAddr()
@@ -119,7 +133,7 @@ func (e *Emulator) waitListening(addr string) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-e.proc.Exited():
-			return errors.New("aws-lambda-rie exited before listening")
+			return errExited
 		default:
 		}
 		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {

@@ -1,10 +1,11 @@
 // Package localdynamo starts a local DynamoDB API server, moto_server (pip
-// install 'moto[server]') or dynalite (npx dynalite), as a child Process:
+// install 'moto[server]') or dynalite (npm), as a child Process:
 // in its own process group, which Stop kills whole, and on Linux dying
 // with the process that started it.
 package localdynamo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +34,7 @@ var ErrUnknownServer = errors.New("want moto or dynalite")
 
 var installHint = map[string]string{
 	"moto":     "install moto: pip install 'moto[server]'",
-	"dynalite": "install Node.js and dynalite: npm install -g dynalite",
+	"dynalite": "install Node.js and dynalite: make setup installs it into .tools/ and make puts it on PATH",
 }
 
 // startTimeout bounds how long the server may take to answer after it is
@@ -61,27 +64,23 @@ type Server struct {
 	stop     sync.Once
 }
 
-// Start starts the server on a free loopback port and waits until it
-// answers HTTP, ctx is done or startTimeout passes. ctx bounds only the
-// start: the server runs until Stop.
+// Start starts the server on a loopback port the kernel chooses (the
+// server binds port 0 and prints the port it got, so no other process can
+// take it first) and waits until it answers HTTP, ctx is done or
+// startTimeout passes. ctx bounds only the start: the server runs until
+// Stop.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	kind := opts.Server
 	if kind == "" {
 		kind = "moto"
 	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, fmt.Errorf("find a free port: %w", err)
-	}
 	var name string
 	var args []string
 	switch kind {
 	case "moto":
-		name, args = "moto_server", []string{"-H", "127.0.0.1", "-p", strconv.Itoa(port)}
+		name, args = "moto_server", []string{"-H", "127.0.0.1", "-p", "0"}
 	case "dynalite":
-		// New tables ACTIVE at once, as with moto (dynalite's default
-		// is half a second).
-		name, args = "npx", []string{"--no-install", "dynalite", "--port", strconv.Itoa(port), "--createTableMs", "0", "--deleteTableMs", "0"}
+		name = "dynalite"
 	default:
 		return nil, fmt.Errorf("server %q: %w", opts.Server, ErrUnknownServer)
 	}
@@ -89,24 +88,40 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s not found on PATH (%s): %w", name, installHint[kind], notInstalled{err})
 	}
+	if kind == "dynalite" {
+		// dynalite's command line cannot listen on port 0: its module
+		// can, run by node from the installed command's package. New
+		// tables are ACTIVE at once, as with moto (dynalite's default is
+		// half a second).
+		if path, args, err = dynaliteCommand(path); err != nil {
+			return nil, err
+		}
+	}
 	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = opts.Output, opts.Output
+	out := newPortWatch(opts.Output)
+	cmd.Stdout, cmd.Stderr = out, out
 	proc, err := StartProcess(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	s := &Server{proc: proc, endpoint: "http://127.0.0.1:" + strconv.Itoa(port)}
-	if err := waitReady(ctx, s.endpoint, proc.Exited()); err != nil {
+	fail := func(err error) (*Server, error) {
 		proc.Kill()
 		if waitErr := proc.Err(); waitErr != nil {
 			err = fmt.Errorf("%w (%v)", err, waitErr)
 		}
-		return nil, fmt.Errorf("%s on port %d: %w", name, port, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	port, err := out.wait(ctx, proc.Exited())
+	if err != nil {
+		return fail(err)
+	}
+	s := &Server{proc: proc, endpoint: "http://127.0.0.1:" + strconv.Itoa(port)}
+	if err := waitReady(ctx, s.endpoint, proc.Exited()); err != nil {
+		return fail(fmt.Errorf("on port %d: %w", port, err))
 	}
 	if kind == "moto" {
 		if err := dynamoReady(ctx, s.endpoint); err != nil {
-			proc.Kill()
-			return nil, fmt.Errorf("%s on port %d: %w", name, port, err)
+			return fail(fmt.Errorf("on port %d: %w", port, err))
 		}
 	}
 	if !opts.Serialize {
@@ -117,6 +132,87 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// dynaliteScript starts dynalite's server on port 0 of 127.0.0.1 and
+// prints the line its command prints, with the port it got.
+const dynaliteScript = `const s = require(process.argv[1])({createTableMs: 0, deleteTableMs: 0, updateTableMs: 0});
+s.listen(0, '127.0.0.1', () => console.log('Dynalite listening at: http://127.0.0.1:' + s.address().port));`
+
+// dynaliteCommand is node running dynaliteScript on the package of the
+// dynalite command at path (node_modules/.bin/dynalite, a link to the
+// package's cli.js).
+func dynaliteCommand(path string) (string, []string, error) {
+	cli, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("dynalite: %w", err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return "", nil, fmt.Errorf("node not found on PATH (%s): %w", installHint["dynalite"], notInstalled{err})
+	}
+	return node, []string{"-e", dynaliteScript, filepath.Dir(cli)}, nil
+}
+
+// portWatch passes a server's output on to w and finds the port in the
+// first line that names an http://127.0.0.1:PORT URL.
+type portWatch struct {
+	w     io.Writer
+	mu    sync.Mutex
+	line  []byte
+	found chan int // receives the port once
+	done  bool
+}
+
+func newPortWatch(w io.Writer) *portWatch {
+	if w == nil {
+		w = io.Discard
+	}
+	return &portWatch{w: w, found: make(chan int, 1)}
+}
+
+var listening = regexp.MustCompile(`http://(?:127\.0\.0\.1|localhost):(\d+)`)
+
+func (p *portWatch) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	if !p.done {
+		p.line = append(p.line, b...)
+		for {
+			i := bytes.IndexByte(p.line, '\n')
+			if i < 0 {
+				break
+			}
+			if m := listening.FindSubmatch(p.line[:i]); m != nil {
+				port, _ := strconv.Atoi(string(m[1]))
+				p.found <- port
+				p.done, p.line = true, nil
+				break
+			}
+			p.line = p.line[i+1:]
+		}
+		if len(p.line) > 64<<10 { // a hang guard against a server that prints no newline
+			p.line = nil
+		}
+	}
+	p.mu.Unlock()
+	return p.w.Write(b)
+}
+
+// wait returns the port once the server has printed it, or an error if it
+// exits first, ctx is done or startTimeout passes.
+func (p *portWatch) wait(ctx context.Context, exited <-chan struct{}) (int, error) {
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	select {
+	case port := <-p.found:
+		return port, nil
+	case <-exited:
+		return 0, errors.New("exited before listening")
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-timer.C:
+		return 0, errors.New("not listening after " + startTimeout.String())
+	}
 }
 
 // Proxy starts the proxy of Options.Serialize in front of the DynamoDB API

@@ -72,6 +72,7 @@ require (
 	github.com/felixge/httpsnoop v1.1.0
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875
 	github.com/invopop/jsonschema v0.14.0
+	github.com/jonboulle/clockwork v0.5.0
 	github.com/pb33f/libopenapi v0.41.8
 	github.com/pb33f/libopenapi-validator v0.16.2
 	golang.org/x/net v0.62.0

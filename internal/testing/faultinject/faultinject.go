@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/dynamowire"
+	"github.com/example/waitingroom/internal/testing/await"
 )
 
 // Action is what a Rule does to a request it applies to.
@@ -57,13 +58,21 @@ const (
 	// fails it with a connection reset: the caller cannot know it
 	// succeeded.
 	DropResponse
-	// Hold holds the request for Delay before forwarding it: it reaches the
-	// server late, and is applied then (unless the request's context ends
-	// first: then it is not forwarded at all).
+	// Hold holds the request for Delay (or at its Gate) before forwarding
+	// it: it reaches the server late, and is applied then (unless the
+	// request's context ends first: then it is not forwarded at all).
 	Hold
+	// Timeout fails the request at once, without forwarding it, with an
+	// error whose Timeout() is true: what an attempt that outlived the
+	// client's attempt timeout looks like to the SDK, without the wait.
+	Timeout
+	// TimeoutAfterApply forwards the request, lets the server apply it,
+	// then fails it as Timeout does: an answer later than the attempt
+	// timeout.
+	TimeoutAfterApply
 )
 
-var actionNames = [...]string{"Pass", "ThroughputExceeded", "Throttling", "InternalServerError", "Drop", "DropResponse", "Hold"}
+var actionNames = [...]string{"Pass", "ThroughputExceeded", "Throttling", "InternalServerError", "Drop", "DropResponse", "Hold", "Timeout", "TimeoutAfterApply"}
 
 func (a Action) String() string {
 	if a >= 0 && int(a) < len(actionNames) {
@@ -99,13 +108,58 @@ type Rule struct {
 	// Action is the fault.
 	Action Action
 	// Delay holds the request this long before the fault: after the server
-	// answered for Pass and DropResponse, before forwarding for Hold, before
-	// answering for the others.
+	// answered for Pass, DropResponse and TimeoutAfterApply, before
+	// forwarding for Hold, before answering for the others.
 	// If the request's context ends first (the SDK's per-attempt timeout,
 	// the caller's deadline), RoundTrip returns the context's error at once,
 	// as a real transport does.
 	Delay time.Duration
+	// Gate, if set, holds the request where Delay would, until the test
+	// releases the gate: a scenario's next step happens while the request
+	// is held, at a point the test chooses rather than in a time window.
+	Gate *Gate
 }
+
+// Gate holds the requests of the Rules that name it until Release. A test
+// waits with Wait until a number of requests are held, acts, then
+// releases them. It is safe for concurrent use.
+type Gate struct {
+	held    await.Counter
+	open    chan struct{} // closed by Release
+	release sync.Once
+}
+
+// NewGate returns a closed gate.
+func NewGate() *Gate { return &Gate{open: make(chan struct{})} }
+
+// Wait blocks until n requests have reached the gate in all, or ctx ends.
+func (g *Gate) Wait(ctx context.Context, n int) error { return g.held.Wait(ctx, n) }
+
+// Release lets every held request on, and every later one through.
+func (g *Gate) Release() { g.release.Do(func() { close(g.open) }) }
+
+// pass holds a request until the gate opens or ctx ends.
+func (g *Gate) pass(ctx context.Context) error {
+	g.held.Add()
+	select {
+	case <-g.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ErrAttemptTimeout is the error of Timeout and TimeoutAfterApply: a
+// net.Error whose Timeout() is true, as a client's timeout is.
+var ErrAttemptTimeout error = attemptTimeout{}
+
+type attemptTimeout struct{}
+
+func (attemptTimeout) Error() string {
+	return "faultinject: attempt timed out (Client.Timeout exceeded while awaiting headers)"
+}
+func (attemptTimeout) Timeout() bool   { return true }
+func (attemptTimeout) Temporary() bool { return true }
 
 // ErrConnectionReset is the error Drop and DropResponse fail a request
 // with: what a real connection reset looks like to an http.Transport user,
@@ -118,14 +172,15 @@ var ErrConnectionReset error = &net.OpError{Op: "read", Net: "tcp", Err: os.NewS
 type Transport struct {
 	base http.RoundTripper
 
-	mu      sync.Mutex
-	rng     *rand.Rand
-	rules   []Rule
-	matched []int             // per rule: requests matched since SetRules
-	faulted []int             // per rule: requests faulted since SetRules
-	seen    []map[uint64]bool // per FirstOnly rule: the bodies it saw
-	calls   map[string]int
-	faults  map[string]int
+	mu        sync.Mutex
+	rng       *rand.Rand
+	rules     []Rule
+	matched   []int             // per rule: requests matched since SetRules
+	faulted   []int             // per rule: requests faulted since SetRules
+	seen      []map[uint64]bool // per FirstOnly rule: the bodies it saw
+	calls     map[string]int
+	faults    map[string]int
+	deadlines map[string][]time.Time
 }
 
 // New returns a Transport forwarding to base (http.DefaultTransport if nil)
@@ -136,10 +191,11 @@ func New(base http.RoundTripper, seed uint64) *Transport {
 		base = http.DefaultTransport
 	}
 	return &Transport{
-		base:   base,
-		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		calls:  make(map[string]int),
-		faults: make(map[string]int),
+		base:      base,
+		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		calls:     make(map[string]int),
+		faults:    make(map[string]int),
+		deadlines: make(map[string][]time.Time),
 	}
 }
 
@@ -160,6 +216,25 @@ func (t *Transport) SetRules(rules ...Rule) {
 	}
 	clear(t.calls)
 	clear(t.faults)
+	clear(t.deadlines)
+}
+
+// Deadlines returns the deadline of each request for op ("" for all) since
+// the last SetRules, in the order they arrived; the zero time for a request
+// without one. A test checks a client's time budget by value with it,
+// rather than by how long its calls took.
+func (t *Transport) Deadlines(op string) []time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if op != "" {
+		return slices.Clone(t.deadlines[op])
+	}
+	var all []time.Time
+	for _, d := range t.deadlines {
+		all = append(all, d...)
+	}
+	slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
+	return all
 }
 
 // Calls returns how many requests for op ("" for all) the Transport has
@@ -198,33 +273,40 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	rule, faulted := t.choose(op, body)
+	deadline, _ := req.Context().Deadline()
+	rule, faulted := t.choose(op, body, deadline)
 	if !faulted {
 		return t.base.RoundTrip(req)
 	}
 	ctx := req.Context()
 	switch rule.Action {
-	case Pass, DropResponse:
+	case Pass, DropResponse, TimeoutAfterApply:
 		resp, err := t.base.RoundTrip(req)
 		if err != nil {
 			return nil, err
 		}
-		if err := sleep(ctx, rule.Delay); err != nil {
+		if err := hold(ctx, rule); err != nil {
 			discard(resp)
 			return nil, err
 		}
-		if rule.Action == DropResponse {
+		switch rule.Action {
+		case DropResponse:
 			discard(resp)
 			return nil, ErrConnectionReset
+		case TimeoutAfterApply:
+			discard(resp)
+			return nil, ErrAttemptTimeout
 		}
 		return resp, nil
 	}
-	if err := sleep(ctx, rule.Delay); err != nil {
+	if err := hold(ctx, rule); err != nil {
 		return nil, err
 	}
 	switch rule.Action {
 	case Hold:
 		return t.base.RoundTrip(req)
+	case Timeout:
+		return nil, ErrAttemptTimeout
 	case ThroughputExceeded:
 		return errorResponse(req, http.StatusBadRequest, "ProvisionedThroughputExceededException",
 			"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."), nil
@@ -239,10 +321,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // choose counts the request and returns the rule that faults it, if any.
-func (t *Transport) choose(op string, body []byte) (Rule, bool) {
+func (t *Transport) choose(op string, body []byte, deadline time.Time) (Rule, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.calls[op]++
+	t.deadlines[op] = append(t.deadlines[op], deadline)
 	var chosen Rule
 	faulted := false
 	for i, r := range t.rules {
@@ -273,6 +356,17 @@ func (t *Transport) choose(op string, body []byte) (Rule, bool) {
 		t.faults[op]++
 	}
 	return chosen, faulted
+}
+
+// hold holds a faulted request at r's Gate, then for r's Delay, or until
+// ctx ends.
+func hold(ctx context.Context, r Rule) error {
+	if r.Gate != nil {
+		if err := r.Gate.pass(ctx); err != nil {
+			return err
+		}
+	}
+	return sleep(ctx, r.Delay)
 }
 
 // sleep waits d or until ctx ends, whichever is first.

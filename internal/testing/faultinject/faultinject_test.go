@@ -201,53 +201,137 @@ func TestRuleSelection(t *testing.T) {
 	}
 }
 
-// A slow answer is applied by the server and then held; the request's
-// context ending cuts the wait short, as a real transport would.
-func TestDelay(t *testing.T) {
+// A Gate holds a slow answer after the server applied it, or a held
+// request before it reaches the server, until the test releases it; the
+// request's context ending cuts the hold short, as a real transport would.
+func TestGate(t *testing.T) {
 	client, ft, fake := newClient(t)
-	ft.SetRules(faultinject.Rule{Action: faultinject.Pass, Delay: time.Minute})
-	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	err := updateItem(ctx, client, "ADD n :one")
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("err = %v, want the deadline", err)
+	ctx := t.Context()
+
+	// Pass: applied, then held.
+	gate := faultinject.NewGate()
+	ft.SetRules(faultinject.Rule{Action: faultinject.Pass, Gate: gate})
+	done := make(chan error, 1)
+	go func() { done <- updateItem(ctx, client, "ADD n :one") }()
+	if err := gate.Wait(ctx, 1); err != nil {
+		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("returned after %v: the delay ignored the context", d)
+	select {
+	case err := <-done:
+		t.Fatalf("answered (%v) before the gate was released", err)
+	default:
+	}
+	if got := fake.update.Load(); got != 1 {
+		t.Errorf("the server saw %d requests while the answer was held, want 1: a slow answer is applied", got)
+	}
+	gate.Release()
+	if err := <-done; err != nil {
+		t.Errorf("after Release: %v", err)
+	}
+	if err := updateItem(ctx, client, "ADD n :one"); err != nil || fake.update.Load() != 2 {
+		t.Errorf("a released gate lets later requests through: err %v, server saw %d, want 2", err, fake.update.Load())
+	}
+
+	// Hold: held on its way in, so not applied until released; cut short
+	// by its context, never forwarded.
+	gate = faultinject.NewGate()
+	ft.SetRules(faultinject.Rule{Action: faultinject.Hold, Gate: gate})
+	hctx, cancel := context.WithCancel(ctx)
+	go func() { done <- updateItem(hctx, client, "ADD n :one") }()
+	if err := gate.Wait(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("held, context canceled: err = %v, want context.Canceled", err)
+	}
+	gate.Release()
+	if got := fake.update.Load(); got != 2 {
+		t.Errorf("the server saw %d requests, want still 2: a held request cut short is not forwarded", got)
+	}
+
+	// Wait gives up with its context.
+	wctx, stop := context.WithCancel(ctx)
+	stop()
+	if err := faultinject.NewGate().Wait(wctx, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait on a done context: %v, want context.Canceled", err)
+	}
+}
+
+// A Delay is cut short by the request's context: the answer was applied
+// and the caller gets the context's error at once.
+func TestDelayCutShort(t *testing.T) {
+	client, ft, fake := newClient(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	gate := faultinject.NewGate() // open: tells when the request is being delayed
+	ft.SetRules(faultinject.Rule{Action: faultinject.Pass, Gate: gate, Delay: time.Hour})
+	gate.Release()
+	done := make(chan error, 1)
+	go func() { done <- updateItem(ctx, client, "ADD n :one") }()
+	if err := gate.Wait(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
 	}
 	if got := fake.update.Load(); got != 1 {
 		t.Errorf("the server saw %d requests, want 1: a slow answer is applied", got)
 	}
+}
 
-	// Hold delays the request on its way in: cut short by the context, it
-	// never reaches the server.
-	ft.SetRules(faultinject.Rule{Action: faultinject.Hold, Delay: time.Minute})
-	ctx, cancel = context.WithTimeout(t.Context(), 100*time.Millisecond)
-	defer cancel()
-	if err := updateItem(ctx, client, "ADD n :one"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("held: err = %v, want the deadline", err)
+// Timeout fails an attempt at once as a client timeout would, without
+// forwarding it; TimeoutAfterApply after the server applied it. The SDK
+// retries both, as it does a real attempt timeout.
+func TestTimeout(t *testing.T) {
+	client, ft, fake := newClient(t)
+	ctx := t.Context()
+	ft.SetRules(faultinject.Rule{Action: faultinject.Timeout})
+	err := updateItem(ctx, client, "ADD n :one")
+	var ne interface{ Timeout() bool }
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, faultinject.ErrAttemptTimeout) {
+		t.Errorf("Timeout: err = %v, want a timeout error", err)
+	}
+	if !retryable(err) {
+		t.Errorf("Timeout: the SDK would not retry %v", err)
+	}
+	if got := fake.update.Load(); got != 0 {
+		t.Errorf("Timeout: the server saw %d requests, want 0", got)
+	}
+	ft.SetRules(faultinject.Rule{Action: faultinject.TimeoutAfterApply})
+	if err := updateItem(ctx, client, "ADD n :one"); !errors.Is(err, faultinject.ErrAttemptTimeout) {
+		t.Errorf("TimeoutAfterApply: err = %v, want a timeout error", err)
 	}
 	if got := fake.update.Load(); got != 1 {
-		t.Errorf("the server saw %d requests, want still 1: a held request cut short is not forwarded", got)
+		t.Errorf("TimeoutAfterApply: the server saw %d requests, want 1 (applied)", got)
 	}
-	ft.SetRules(faultinject.Rule{Action: faultinject.Hold, Delay: 50 * time.Millisecond})
-	start = time.Now()
+}
+
+// Deadlines records the deadline each request carried, per operation and
+// in order: the zero time for a request without one.
+func TestDeadlines(t *testing.T) {
+	client, ft, _ := newClient(t)
+	deadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(t.Context(), deadline)
+	defer cancel()
+	if err := getItem(ctx, client); err != nil {
+		t.Fatal(err)
+	}
 	if err := updateItem(t.Context(), client, "ADD n :one"); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d < 50*time.Millisecond || fake.update.Load() != 2 {
-		t.Errorf("held 50 ms: answered after %v, server saw %d; want at least the delay, and 2", d, fake.update.Load())
+	if got := ft.Deadlines("GetItem"); len(got) != 1 || !got[0].Equal(deadline) {
+		t.Errorf("GetItem deadlines %v, want [%v]", got, deadline)
 	}
-
-	// A short delay passes: the answer just comes late.
-	ft.SetRules(faultinject.Rule{Action: faultinject.Pass, Delay: 50 * time.Millisecond})
-	start = time.Now()
-	if err := getItem(t.Context(), client); err != nil {
-		t.Fatal(err)
+	if got := ft.Deadlines("UpdateItem"); len(got) != 1 || !got[0].IsZero() {
+		t.Errorf("UpdateItem deadlines %v, want [zero]", got)
 	}
-	if d := time.Since(start); d < 50*time.Millisecond {
-		t.Errorf("answered after %v, want at least the delay", d)
+	if got := ft.Deadlines(""); len(got) != 2 {
+		t.Errorf("all deadlines %v, want 2", got)
+	}
+	ft.SetRules()
+	if got := ft.Deadlines(""); len(got) != 0 {
+		t.Errorf("after SetRules: %v, want none", got)
 	}
 }
 

@@ -18,10 +18,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/lestrrat-go/jwx/v3/jwk"
@@ -29,6 +32,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
@@ -169,11 +173,14 @@ func TestKeyringKMSRoundTrip(t *testing.T) {
 	client := kmstest.ClientFor(t, proxy.URL())
 	wrap := admissionpass.NewKMSWrapper(client, kmstest.NewWrapKey(t, client))
 	store := memstore.New()
-	maker := admissionpass.NewSetIssuer(issuerURL, admissionpass.NewKeyring(store, wrap))
+	// The keyrings' clock is fixed at the admission, mid-slot: the slot's
+	// key alone exists, whatever the time of day the test runs at.
+	clk := clock.NewFake(admission.AdmittedAt)
+	maker := admissionpass.NewSetIssuer(issuerURL, admissionpass.NewKeyring(store, wrap, admissionpass.WithKeyringClock(clk)))
 	if _, err := maker.KeyID(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	ring := admissionpass.NewKeyring(store, wrap) // another instance
+	ring := admissionpass.NewKeyring(store, wrap, admissionpass.WithKeyringClock(clk)) // another instance
 	issuer := admissionpass.NewSetIssuer(issuerURL, ring)
 	before := proxy.Total()
 	srv := httptest.NewServer(issuer.JWKSHandler(nil))
@@ -218,7 +225,7 @@ func TestKeyringKMSRoundTrip(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	cold := admissionpass.NewSetIssuer(issuerURL, admissionpass.NewKeyring(store, wrap))
+	cold := admissionpass.NewSetIssuer(issuerURL, admissionpass.NewKeyring(store, wrap, admissionpass.WithKeyringClock(clk)))
 	if _, err := cold.Issue(ctx, admission); !errors.Is(err, context.Canceled) {
 		t.Errorf("Issue with a cancelled context: got %v, want context.Canceled", err)
 	}
@@ -602,36 +609,60 @@ func TestLocalKeyFiles(t *testing.T) {
 	}
 }
 
-// TestKMSClientReservesBeforeDeadline: against a KMS that never answers,
-// kms:Decrypt gives up before the caller's deadline, leaving it time to
-// answer (a quarter of the time left, at most KMSDeadlineReserve).
+// TestKMSClientReservesBeforeDeadline: kms:Decrypt gives up before the
+// caller's deadline, leaving it time to answer: each attempt's deadline is
+// the caller's less a quarter of the time left, at most
+// KMSDeadlineReserve. The attempts are read by value from a transport that
+// records them and answers like a KMS that never answers.
 func TestKMSClientReservesBeforeDeadline(t *testing.T) {
-	stop := make(chan struct{})
-	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		select {
-		case <-r.Context().Done():
-		case <-stop:
-		}
-	}))
-	defer hung.Close()
-	defer close(stop) // before Close, which waits for the handlers
-	client, err := admissionpass.NewKMSClient(t.Context(), hung.URL)
+	client, err := admissionpass.NewKMSClient(t.Context(), "http://127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
+	var deadlines []time.Time
+	client = kms.New(client.Options(), func(o *kms.Options) {
+		o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1) // one attempt: no backoff to wait
+		o.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			d, _ := r.Context().Deadline()
+			mu.Lock()
+			deadlines = append(deadlines, d)
+			mu.Unlock()
+			return nil, context.DeadlineExceeded // as if it never answered
+		})}
+	})
 	wrap := admissionpass.NewKMSWrapper(client, "alias/pass")
-	const budget = 800 * time.Millisecond
-	ctx, cancel := context.WithTimeout(t.Context(), budget)
-	defer cancel()
-	start := time.Now()
-	_, err = wrap.Unwrap(ctx, []byte("blob"), map[string]string{"purpose": admissionpass.EncryptionPurpose})
-	took := time.Since(start)
-	if err == nil {
-		t.Fatal("kms:Decrypt on a KMS that never answers succeeded")
-	}
-	// Reserve min(500 ms, 800 ms / 4) = 200 ms: the call ends near 600 ms.
-	if took > budget-budget/8 || took < budget/2 {
-		t.Errorf("kms:Decrypt gave up after %v with a %v deadline, want about %v (the reserve kept)", took, budget, budget-budget/4)
+	for _, tc := range []struct {
+		left, reserve time.Duration
+	}{
+		{time.Hour, admissionpass.KMSDeadlineReserve},    // min(500 ms, 15 min)
+		{800 * time.Millisecond, 200 * time.Millisecond}, // min(500 ms, 800 ms / 4)
+	} {
+		deadline := time.Now().Add(tc.left)
+		ctx, cancel := context.WithDeadline(t.Context(), deadline)
+		deadlines = nil
+		before := time.Now()
+		_, err = wrap.Unwrap(ctx, []byte("blob"), map[string]string{"purpose": admissionpass.EncryptionPurpose})
+		after := time.Now()
+		cancel()
+		if err == nil {
+			t.Fatal("kms:Decrypt on a KMS that never answers succeeded")
+		}
+		if len(deadlines) == 0 {
+			t.Fatalf("%v left: no attempt reached the transport", tc.left)
+		}
+		// The quarter is of the time left when the call started, which
+		// was between before and after.
+		most, least := min(tc.reserve, deadline.Sub(before)/4), min(tc.reserve, deadline.Sub(after)/4)
+		for _, d := range deadlines {
+			if kept := deadline.Sub(d); kept > most || kept < least {
+				t.Errorf("%v left: an attempt's deadline keeps %v before the caller's, want %v (between %v and %v)", tc.left, kept, tc.reserve, least, most)
+			}
+		}
 	}
 }
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/example/waitingroom/internal/clock"
 )
 
 // Keyring defaults (docs/design.md, "Pass signing keys").
@@ -48,7 +50,7 @@ var ErrKeysUnavailable = errors.New("admissionpass: signing keys unavailable")
 type Keyring struct {
 	store                           KeyStore
 	wrap                            KeyWrapper
-	now                             func() time.Time
+	clock                           clock.Clock
 	rotation, lead, refresh, retain time.Duration
 
 	mu      sync.Mutex
@@ -78,8 +80,9 @@ type KeyringOption func(*Keyring)
 // WithRotation sets how long a scheduled key signs (at least an hour).
 func WithRotation(d time.Duration) KeyringOption { return func(r *Keyring) { r.rotation = d } }
 
-// WithKeyringClock replaces the real clock.
-func WithKeyringClock(now func() time.Time) KeyringOption { return func(r *Keyring) { r.now = now } }
+// WithKeyringClock replaces the real clock, for reading the time and for
+// the wait while another instance makes a key.
+func WithKeyringClock(c clock.Clock) KeyringOption { return func(r *Keyring) { r.clock = c } }
 
 // WithRetain sets how long a superseded key stays published.
 func WithRetain(d time.Duration) KeyringOption { return func(r *Keyring) { r.retain = d } }
@@ -87,7 +90,7 @@ func WithRetain(d time.Duration) KeyringOption { return func(r *Keyring) { r.ret
 // NewKeyring returns the keyring kept in store, whose keys wrap makes and
 // opens. It calls nothing yet.
 func NewKeyring(store KeyStore, wrap KeyWrapper, opts ...KeyringOption) *Keyring {
-	r := &Keyring{store: store, wrap: wrap, now: time.Now, rotation: DefaultRotation, lead: DefaultLead,
+	r := &Keyring{store: store, wrap: wrap, clock: clock.Real{}, rotation: DefaultRotation, lead: DefaultLead,
 		refresh: DefaultRefresh, retain: DefaultRetain, opened: map[string]*ringKey{}, making: map[int64]*making{}}
 	for _, o := range opts {
 		o(r)
@@ -125,7 +128,7 @@ func (r *Keyring) PublishedKeys(ctx context.Context) ([]Key, error) {
 // each opened. Only the JWKS opens a key that no longer signs, so an
 // instance that only signs opens one key a rotation.
 func (r *Keyring) state(ctx context.Context, publish bool) (Key, []Key, error) {
-	now := r.now()
+	now := r.clock.Now()
 	keys, err := r.read(ctx, now)
 	if err != nil {
 		return nil, nil, err
@@ -153,7 +156,11 @@ func (r *Keyring) state(ctx context.Context, publish bool) (Key, []Key, error) {
 	for {
 		sk, ok := r.signer(keys, now, failed)
 		if !ok {
-			return nil, published, fmt.Errorf("%w: no key signs at %s: %w", ErrKeysUnavailable, now.UTC().Format(time.RFC3339), openErr)
+			err := fmt.Errorf("%w: no key signs at %s", ErrKeysUnavailable, now.UTC().Format(time.RFC3339))
+			if openErr != nil {
+				err = fmt.Errorf("%w: %w", err, openErr)
+			}
+			return nil, published, err
 		}
 		rk := r.keyOf(sk)
 		if _, err := rk.open(ctx); err != nil {
@@ -264,7 +271,7 @@ type KeyState struct {
 
 // Keys returns every stored key with its state at now, newest first.
 func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
-	now := r.now()
+	now := r.clock.Now()
 	keys, err := r.readNow(ctx, now)
 	if err != nil {
 		return nil, err
@@ -292,7 +299,7 @@ func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 // Rotate makes a key that signs from the lead from now, superseding the
 // scheduled one until the next slot, and returns it.
 func (r *Keyring) Rotate(ctx context.Context) (StoredKey, error) {
-	now := r.now()
+	now := r.clock.Now()
 	at := now.Add(r.lead).Truncate(time.Millisecond)
 	keys, err := r.readNow(ctx, now)
 	if err != nil {
@@ -312,7 +319,7 @@ func (r *Keyring) Rotate(ctx context.Context) (StoredKey, error) {
 // the key that signs, a new one does from now (sites then fetch the JWKS
 // anew): it is returned, or made by the next request if making it fails.
 func (r *Keyring) Revoke(ctx context.Context, kid string) (StoredKey, bool, error) {
-	now := r.now()
+	now := r.clock.Now()
 	before, err := r.readNow(ctx, now)
 	if err != nil {
 		return StoredKey{}, false, err
@@ -491,20 +498,18 @@ func (r *Keyring) makeOnce(ctx context.Context, signFrom time.Time, claim string
 // the instance that holds the claim: for claimWait at most with wait, else
 // once (a signing key serves meanwhile).
 func (r *Keyring) awaitSlot(ctx context.Context, signFrom, now time.Time, wait bool) error {
-	for deadline := time.Now().Add(claimWait); ; {
+	for deadline := r.clock.Now().Add(claimWait); ; {
 		keys, err := r.readNow(ctx, now)
 		switch {
 		case err != nil:
 			return err
 		case hasSlot(keys, signFrom):
 			return nil
-		case !wait || time.Now().After(deadline):
+		case !wait || r.clock.Now().After(deadline):
 			return errors.New("admissionpass: another instance is making the key")
 		}
-		select {
-		case <-time.After(claimPoll):
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := r.clock.Sleep(ctx, claimPoll); err != nil {
+			return err
 		}
 	}
 }
@@ -584,7 +589,7 @@ func (k *ringKey) open(ctx context.Context) (*ecdsa.PrivateKey, error) {
 			priv := k.priv
 			k.mu.Unlock()
 			return priv, nil
-		case !k.failedAt.IsZero() && k.ring.now().Sub(k.failedAt) < retryMaking:
+		case !k.failedAt.IsZero() && k.ring.clock.Now().Sub(k.failedAt) < retryMaking:
 			err := k.err
 			k.mu.Unlock()
 			return nil, err
@@ -605,7 +610,7 @@ func (k *ringKey) open(ctx context.Context) (*ecdsa.PrivateKey, error) {
 		k.mu.Lock()
 		k.opening = nil
 		if err != nil {
-			k.failedAt, k.err = k.ring.now(), err
+			k.failedAt, k.err = k.ring.clock.Now(), err
 		} else {
 			k.priv = priv
 		}

@@ -20,6 +20,8 @@ import (
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/testing/await"
+	"github.com/example/waitingroom/internal/testing/clocktest"
 )
 
 // countingWrapper is a LocalWrapper that counts the keys it makes and
@@ -65,10 +67,10 @@ type instance struct {
 	wrap *countingWrapper
 }
 
-func newInstance(t *testing.T, store admissionpass.KeyStore, wrap admissionpass.KeyWrapper, clock *clock.Fake, opts ...admissionpass.KeyringOption) instance {
+func newInstance(t *testing.T, store admissionpass.KeyStore, wrap admissionpass.KeyWrapper, clock clock.Clock, opts ...admissionpass.KeyringOption) instance {
 	t.Helper()
 	cw := &countingWrapper{KeyWrapper: wrap}
-	ring := admissionpass.NewKeyring(store, cw, append([]admissionpass.KeyringOption{admissionpass.WithKeyringClock(clock.Now)}, opts...)...)
+	ring := admissionpass.NewKeyring(store, cw, append([]admissionpass.KeyringOption{admissionpass.WithKeyringClock(clock)}, opts...)...)
 	return instance{ring: ring, iss: admissionpass.NewSetIssuer(issuerURL, ring), wrap: cw}
 }
 
@@ -187,20 +189,32 @@ func TestKeyringSchedule(t *testing.T) {
 }
 
 // TestKeyringFirstKeyOnce: instances that all start without a key make one
-// between them, and all sign with it.
+// between them, and all sign with it. Every instance claims the slot before
+// any claim is answered; the maker stores its key only once the others
+// wait for it, on the keyring's clock.
 func TestKeyringFirstKeyOnce(t *testing.T) {
-	store := memstore.New()
-	wrap := newCountingWrapper(t).KeyWrapper
-	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	const n = 8
+	store := &firstKeyStore{KeyStore: memstore.New(), claims: await.Barrier{N: n}, put: make(chan struct{})}
+	wrap := newCountingWrapper(t).KeyWrapper
+	clk := clocktest.NewManual(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	ins := make([]instance, n)
 	got := make([]string, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		ins[i] = newInstance(t, store, wrap, clock)
+		ins[i] = newInstance(t, store, wrap, clk)
 		wg.Go(func() { got[i], errs[i] = ins[i].iss.KeyID(t.Context()) })
 	}
+	// The n-1 that lost the claim sleep until their next read; the maker's
+	// key is then stored, and their next read finds it.
+	if err := clk.BlockUntilContext(t.Context(), n-1); err != nil {
+		t.Fatal(err)
+	}
+	close(store.put)
+	if err := store.stored.Wait(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
 	wg.Wait()
 	var made int64
 	for i := range n {
@@ -217,6 +231,32 @@ func TestKeyringFirstKeyOnce(t *testing.T) {
 			t.Errorf("instance %d signs with %s, instance 0 with %s", i, got[i], got[0])
 		}
 	}
+}
+
+// firstKeyStore holds its first claims until all have arrived, and every
+// key until put is closed.
+type firstKeyStore struct {
+	admissionpass.KeyStore
+	claims await.Barrier
+	put    chan struct{}
+	stored await.Counter
+}
+
+func (s *firstKeyStore) ClaimPassKey(ctx context.Context, signFrom time.Time, claim string, now, staleBefore time.Time) (bool, error) {
+	if _, err := s.claims.Arrive(ctx); err != nil {
+		return false, err
+	}
+	return s.KeyStore.ClaimPassKey(ctx, signFrom, claim, now, staleBefore)
+}
+
+func (s *firstKeyStore) PutPassKey(ctx context.Context, k admissionpass.StoredKey, claim string) (bool, error) {
+	select {
+	case <-s.put:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	defer s.stored.Add()
+	return s.KeyStore.PutPassKey(ctx, k, claim)
 }
 
 // TestKeyringRevokeAndRotate: a revoked signing key leaves the JWKS and a

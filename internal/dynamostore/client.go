@@ -55,7 +55,14 @@ type ClientOptions struct {
 	// long before it (at most a quarter of the time left), so that the
 	// caller still has time to answer.
 	DeadlineReserve time.Duration
+	// Backoff, if set, chooses the delay before each retry instead of the
+	// SDK's exponential backoff with jitter under MaxBackoff: tests of
+	// retries pass NoBackoff rather than wait.
+	Backoff retry.BackoffDelayer
 }
+
+// NoBackoff retries at once.
+var NoBackoff retry.BackoffDelayer = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
 
 func (o ClientOptions) withDefaults() ClientOptions {
 	if o.MaxAttempts <= 0 {
@@ -94,11 +101,17 @@ func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Clien
 	o = o.withDefaults()
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(so *retry.StandardOptions) {
-				so.MaxAttempts = o.MaxAttempts
-				so.MaxBackoff = o.MaxBackoff
-				so.BaseDelay = retryBaseDelay
-			})
+			return clientRetryer{
+				RetryerV2: retry.NewStandard(func(so *retry.StandardOptions) {
+					so.MaxAttempts = o.MaxAttempts
+					so.MaxBackoff = o.MaxBackoff
+					so.BaseDelay = retryBaseDelay
+					if o.Backoff != nil {
+						so.Backoff = o.Backoff
+					}
+				}),
+				issue: newIssueRetryer(o.Backoff),
+			}
 		}),
 	}
 	if o.Transport == nil {
@@ -128,22 +141,43 @@ func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Clien
 // deadline (the invocation's, less the reserve) bounds it.
 const IssueAttemptTimeout = 5 * time.Second
 
-// issueRetryer retries the ticket-taking writes: DefaultMaxAttempts
-// attempts at most DefaultMaxBackoff apart, never one that timed out, and
-// with no retry quota, so the client's quota does not limit these writes.
-var issueRetryer = retry.NewStandard(func(so *retry.StandardOptions) {
-	so.MaxAttempts = DefaultMaxAttempts
-	so.MaxBackoff = DefaultMaxBackoff
-	so.BaseDelay = retryBaseDelay
-	so.RateLimiter = ratelimit.None
-	so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(timedOut)}, retry.DefaultRetryables...)
-})
+// clientRetryer is a client's retry policy for its calls, carrying the
+// one of its ticket-taking writes (notRepeated), with the same backoff.
+type clientRetryer struct {
+	aws.RetryerV2
+	issue aws.RetryerV2
+}
+
+// newIssueRetryer retries the ticket-taking writes: DefaultMaxAttempts
+// attempts at most DefaultMaxBackoff apart (or as backoff says), never one
+// that timed out, and with no retry quota, so the client's quota does not
+// limit these writes.
+func newIssueRetryer(backoff retry.BackoffDelayer) *retry.Standard {
+	return retry.NewStandard(func(so *retry.StandardOptions) {
+		so.MaxAttempts = DefaultMaxAttempts
+		so.MaxBackoff = DefaultMaxBackoff
+		so.BaseDelay = retryBaseDelay
+		so.RateLimiter = ratelimit.None
+		so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(timedOut)}, retry.DefaultRetryables...)
+		if backoff != nil {
+			so.Backoff = backoff
+		}
+	})
+}
+
+// defaultIssueRetryer is the ticket writes' retry policy of a client made
+// elsewhere than NewClientWithOptions.
+var defaultIssueRetryer = newIssueRetryer(nil)
 
 // notRepeated is the call option of a write that is not idempotent (taking
-// a ticket): it retries with issueRetryer, and its one attempt may last
-// IssueAttemptTimeout.
+// a ticket): it retries with the client's issue retryer, and its one
+// attempt may last IssueAttemptTimeout.
 func notRepeated(o *dynamodb.Options) {
-	o.Retryer = issueRetryer
+	if r, ok := o.Retryer.(clientRetryer); ok {
+		o.Retryer = r.issue
+	} else {
+		o.Retryer = defaultIssueRetryer
+	}
 	switch c := o.HTTPClient.(type) {
 	case *awshttp.BuildableClient:
 		o.HTTPClient = c.WithTimeout(max(IssueAttemptTimeout, c.GetTimeout()))

@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 
-	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 )
 
@@ -31,10 +30,7 @@ func Client(t testing.TB) *kms.Client {
 	if os.Getenv("DYNAMODB_TEST_SERVER") == "dynalite" {
 		t.Skip("kmstest: dynalite has no KMS; run with moto_server")
 	}
-	client, err := admissionpass.NewKMSClient(t.Context(), dynamotest.Endpoint(t))
-	if err != nil {
-		t.Fatalf("kmstest: %v", err)
-	}
+	client := ClientFor(t, dynamotest.Endpoint(t))
 	warm.Do(func() { warm.err = warmUp(client) })
 	if warm.err != nil {
 		t.Fatalf("kmstest: %v", warm.err)

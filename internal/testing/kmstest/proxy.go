@@ -2,7 +2,9 @@ package kmstest
 
 import (
 	"testing"
+	"time"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 
@@ -31,14 +33,18 @@ func NewProxy(t testing.TB) *Proxy {
 }
 
 // ClientFor returns a KMS client (admissionpass.NewKMSClient) for endpoint,
-// such as a Proxy's URL.
+// such as a Proxy's URL, whose attempts may take a minute rather than the
+// production second: on a busy machine moto can take longer, and a retried
+// call would count twice where tests count KMS calls.
 func ClientFor(t testing.TB, endpoint string) *kms.Client {
 	t.Helper()
 	client, err := admissionpass.NewKMSClient(t.Context(), endpoint)
 	if err != nil {
 		t.Fatalf("kmstest: %v", err)
 	}
-	return client
+	return kms.New(client.Options(), func(o *kms.Options) {
+		o.HTTPClient = awshttp.NewBuildableClient().WithTimeout(time.Minute)
+	})
 }
 
 // NewWrapKey creates a symmetric key (KeySpec SYMMETRIC_DEFAULT, KeyUsage

@@ -1,6 +1,7 @@
 package dynamostore_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/await"
+	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/faultinject"
 )
 
@@ -105,22 +108,29 @@ func TestHistoryWritesAnswerLost(t *testing.T) {
 
 // TestHistoryConcurrentChanges: admins changing one program at once from
 // two instances find each change answered as made in the history exactly
-// once, and none that was refused.
+// once, and none that was refused. The eight admins' first reads all see
+// one version, so that their first writes conflict; every change is made
+// at one instant of the instances' clock.
 func TestHistoryConcurrentChanges(t *testing.T) {
 	t.Parallel()
+	const workers, each = 8, 4
 	a := newFaultRig(t)
-	b := queue.NewService(dynamostore.New(a.client, a.table), polling.DefaultTiers())
+	reads := &await.Barrier{N: workers}
+	clk := clocktest.NewFrozen(t0)
+	svcs := make([]*queue.Service, 2)
+	for i := range svcs {
+		svcs[i] = queue.NewService(barrierReads{dynamostore.New(a.client, a.table), reads}, polling.DefaultTiers(), queue.WithClock(clk))
+	}
 	ctx := queue.WithActor(t.Context(), "local-admin")
 	if _, _, err := a.svc.PutProgram(ctx, "busy", api.ProgramSettings{}); err != nil {
 		t.Fatal(err)
 	}
-	const workers, each = 8, 4
 	var mu sync.Mutex
 	made, refused := map[string]bool{}, map[string]bool{}
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			svc := []*queue.Service{a.svc, b}[w%2]
+			svc := svcs[w%2]
 			for i := range each {
 				msg := fmt.Sprintf("w%d-%d", w, i)
 				var err error
@@ -177,4 +187,19 @@ func TestHistoryConcurrentChanges(t *testing.T) {
 		t.Fatal("no change was made")
 	}
 	t.Logf("%d changes made, %d refused as busy", len(made), len(refused))
+}
+
+// barrierReads holds a store's first program reads at a barrier until all
+// have been made.
+type barrierReads struct {
+	*dynamostore.Store
+	b *await.Barrier
+}
+
+func (s barrierReads) GetProgram(ctx context.Context, id string) (queue.Program, error) {
+	p, err := s.Store.GetProgram(ctx, id)
+	if _, werr := s.b.Arrive(ctx); werr != nil {
+		return queue.Program{}, werr
+	}
+	return p, err
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,40 +45,11 @@ func TestClientBudget(t *testing.T) {
 	}
 }
 
-// deadlineSeen is a transport that records how long each request had left
-// before its context's deadline when it arrived (-1: no deadline).
-type deadlineSeen struct {
-	base http.RoundTripper
-	mu   sync.Mutex
-	left []time.Duration
-}
-
-func (d *deadlineSeen) RoundTrip(r *http.Request) (*http.Response, error) {
-	left := time.Duration(-1)
-	if dl, ok := r.Context().Deadline(); ok {
-		left = time.Until(dl)
-	}
-	d.mu.Lock()
-	d.left = append(d.left, left)
-	d.mu.Unlock()
-	return d.base.RoundTrip(r)
-}
-
-// take returns the times left recorded so far and forgets them.
-func (d *deadlineSeen) take() []time.Duration {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	l := d.left
-	d.left = nil
-	return l
-}
-
 // TestClientGivesUpBeforeDeadline: a call whose context has a deadline
 // ends before it, leaving the caller time to answer; without a deadline
-// the attempt timeouts end it. The reserve and the attempt timeouts are
-// read from the requests' deadlines, not from how long the calls took,
-// which on a busy machine includes any wait for a core; durations are
-// checked only where time can only make them longer.
+// the attempt timeouts end it. Every attempt times out at once
+// (faultinject.Timeout); the reserve and the attempt timeouts are read
+// from the deadlines the attempts carried.
 func TestClientGivesUpBeforeDeadline(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -87,63 +57,72 @@ func TestClientGivesUpBeforeDeadline(t *testing.T) {
 		_, _ = w.Write([]byte("{}"))
 	}))
 	defer srv.Close()
-	// Every request hangs.
 	ft := faultinject.New(nil, 1)
-	ft.SetRules(faultinject.Rule{Action: faultinject.Hold, Delay: time.Minute})
-	seen := &deadlineSeen{base: ft}
 	newClient := func(attempt time.Duration) *dynamodb.Client {
 		client, err := dynamostore.NewClientWithOptions(t.Context(), dynamostore.ClientOptions{
 			Endpoint:       srv.URL,
-			Transport:      seen,
+			Transport:      ft,
 			AttemptTimeout: attempt,
 			MaxAttempts:    2,
+			Backoff:        dynamostore.NoBackoff,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return client
 	}
-	get := func(client *dynamodb.Client, timeout time.Duration) (time.Duration, error) {
+	// get makes a GetItem whose every attempt times out, with a deadline
+	// timeout away (none if 0), and returns the attempts' deadlines and
+	// the instants between which the call started.
+	get := func(client *dynamodb.Client, timeout time.Duration) (deadline time.Time, attempts []time.Time, before, after time.Time) {
+		t.Helper()
+		ft.SetRules(faultinject.Rule{Action: faultinject.Timeout})
 		ctx := t.Context()
 		if timeout > 0 {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, timeout)
+			deadline = time.Now().Add(timeout)
+			ctx, cancel = context.WithDeadline(ctx, deadline)
 			defer cancel()
 		}
-		start := time.Now()
+		before = time.Now()
 		_, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: aws.String("t"),
 			Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}},
 		})
-		return time.Since(start), err
+		after = time.Now()
+		if err == nil {
+			t.Errorf("deadline %v away: no error from a store that never answers in time", timeout)
+		}
+		if got := ft.Calls("GetItem"); got != 2 {
+			t.Errorf("deadline %v away: %d attempts, want 2", timeout, got)
+		}
+		return deadline, ft.Deadlines("GetItem"), before, after
+	}
+	// reserved checks that each attempt gave up the reserve before the
+	// deadline: a quarter of the time left when the call started (between
+	// before and after), at most DefaultDeadlineReserve.
+	reserved := func(deadline time.Time, attempts []time.Time, before, after time.Time) {
+		t.Helper()
+		most := min(dynamostore.DefaultDeadlineReserve, deadline.Sub(before)/4)
+		least := min(dynamostore.DefaultDeadlineReserve, deadline.Sub(after)/4)
+		for _, d := range attempts {
+			if kept := deadline.Sub(d); d.IsZero() || kept < least || kept > most {
+				t.Errorf("deadline %v away: an attempt's deadline keeps %v before it, want %v to %v", deadline.Sub(before).Round(time.Millisecond), kept, least, most)
+			}
+		}
 	}
 
 	patient := newClient(time.Minute)
 	// 2 s to the deadline: the call gives up DefaultDeadlineReserve
-	// (500 ms) before it: its one request has at most 1.5 s left, and it
-	// took at least about that long.
-	if took, err := get(patient, 2*time.Second); err == nil || took < 1400*time.Millisecond {
-		t.Errorf("deadline 2 s away: err %v after %v, want an error after about 1.5 s", err, took)
-	}
-	if left := seen.take(); len(left) != 1 || left[0] < 0 || left[0] > 1500*time.Millisecond {
-		t.Errorf("deadline 2 s away: the requests had %v left, want one with at most 1.5 s", left)
-	}
+	// (500 ms, or a little less: a quarter of the time left) before it.
+	reserved(get(patient, 2*time.Second))
 	// 200 ms to the deadline: the reserve shrinks to a quarter of that.
-	if _, err := get(patient, 200*time.Millisecond); err == nil {
-		t.Errorf("deadline 200 ms away: no error")
-	}
-	if left := seen.take(); len(left) != 1 || left[0] < 0 || left[0] > 150*time.Millisecond {
-		t.Errorf("deadline 200 ms away: the requests had %v left, want one with at most 150 ms", left)
-	}
-	// No deadline: two attempts of 300 ms each; the minute bounds a hang.
-	ft.SetRules(faultinject.Rule{Action: faultinject.Hold, Delay: time.Minute})
-	if took, err := get(newClient(300*time.Millisecond), 0); err == nil || took < 600*time.Millisecond || took > 30*time.Second {
-		t.Errorf("no deadline: err %v after %v, want an error after two attempts of 300 ms", err, took)
-	}
-	if left := seen.take(); len(left) != 2 || left[0] < 0 || left[0] > 300*time.Millisecond || left[1] < 0 || left[1] > 300*time.Millisecond {
-		t.Errorf("no deadline: the attempts had %v left, want two with at most 300 ms each", left)
-	}
-	if got := ft.Calls("GetItem"); got != 2 {
-		t.Errorf("%d attempts, want 2", got)
+	reserved(get(patient, 200*time.Millisecond))
+	// No deadline: two attempts of 300 ms each.
+	_, attempts, before, after := get(newClient(300*time.Millisecond), 0)
+	for _, d := range attempts {
+		if d.Before(before.Add(300*time.Millisecond)) || d.After(after.Add(300*time.Millisecond)) {
+			t.Errorf("no deadline: an attempt's deadline %v after the call began, want the attempt timeout of 300 ms", d.Sub(before))
+		}
 	}
 }

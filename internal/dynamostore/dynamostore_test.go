@@ -373,7 +373,7 @@ func TestCreateTable(t *testing.T) {
 func TestStoreFault(t *testing.T) {
 	client := newClient(t)
 	s := dynamostore.New(client, "no-such-table")
-	_, err := s.IssueTicket(t.Context(), "p", time.Now())
+	_, err := s.IssueTicket(t.Context(), "p", t0)
 	if err == nil || errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrConflict) {
 		t.Fatalf("IssueTicket on a missing table: %v, want a store fault", err)
 	}

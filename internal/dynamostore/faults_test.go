@@ -6,8 +6,10 @@ package dynamostore_test
 // answers slowly or drops connections, and that the queue's invariants hold
 // through it: an enter that fails blocks nothing, no ticket is handed to two
 // tokens, and no position ever goes backwards. Each has its own table and
-// client and spends most of its time waiting on timeouts and backoff, so
-// they run in parallel, after the package's sequential tests.
+// client and a server of its own, so they run in parallel. Nothing waits
+// for time to pass: a timeout is injected as one (faultinject.Timeout),
+// retries have no backoff, the services run on a fake clock the test
+// moves, and a write the test must act beside is held at a gate.
 
 import (
 	"context"
@@ -15,11 +17,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/polling"
@@ -42,46 +45,65 @@ import (
 	"github.com/example/waitingroom/internal/tickets"
 )
 
-// hangBound is how long a request may take, whatever the store does, when
-// the caller sets no deadline: the client's longest call
-// (ClientOptions.MaxCallDuration, 3.4 s) and slack for a busy machine,
-// well below the minute the injected faults hold a request. It bounds a
-// hang; it is not a timing benchmark.
-const hangBound = 10 * time.Second
+// hangBound is how long a request may take, whatever the store does: a
+// hang guard, far above what any of these calls takes (they never wait
+// for a timeout or a backoff), not a timing benchmark.
+const hangBound = time.Minute
+
+// t0 is the rigs' clock at their start.
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // faultRig is one function instance (handler, service, store, SDK client)
-// whose requests to the DynamoDB API server go through a fault injector.
+// whose requests to the DynamoDB API server go through a fault injector,
+// on a fake clock.
 type faultRig struct {
 	endpoint string // a server of the test's own (dynamotest.Lease)
 	ft       *faultinject.Transport
 	client   *dynamodb.Client
 	table    string
+	clock    *clock.Fake
 	svc      *queue.Service
 	h        httpapi.LambdaHandler
 }
 
-// newFaultRig builds an instance on a fresh table with the client's
-// default retries and timeouts, and no faults yet.
+// patient is the rigs' client budget: the production retries without
+// backoff, and attempts of a minute, so that on a busy machine no attempt
+// times out unless a test makes it (faultinject.Timeout).
+var patient = dynamostore.ClientOptions{AttemptTimeout: time.Minute, Backoff: dynamostore.NoBackoff}
+
+// newFaultRig builds an instance on a fresh table with the patient client
+// and no faults yet; opts come after the rig's clock and ticket shards.
 func newFaultRig(t *testing.T, opts ...queue.Option) *faultRig {
+	t.Helper()
+	return newFaultRigWith(t, patient, opts...)
+}
+
+// newFaultRigWith is newFaultRig with the client budget co (its Endpoint
+// and Transport are the rig's).
+func newFaultRigWith(t *testing.T, co dynamostore.ClientOptions, opts ...queue.Option) *faultRig {
 	t.Helper()
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(base.CloseIdleConnections)
 	ft := faultinject.New(base, 1)
-	endpoint := dynamotest.Lease(t)
-	client, err := dynamostore.NewClientWithOptions(t.Context(), dynamostore.ClientOptions{
-		Endpoint:  endpoint,
-		Transport: ft,
-	})
+	co.Endpoint, co.Transport = dynamotest.Lease(t), ft
+	client, err := dynamostore.NewClientWithOptions(t.Context(), co)
 	if err != nil {
 		t.Fatalf("NewClientWithOptions: %v", err)
 	}
 	table := dynamotest.NewTable(t, client)
 	// Cleanups run last first: the faults stop before the table is deleted.
 	t.Cleanup(func() { ft.SetRules() })
-	store := dynamostore.New(client, table)
-	svc := queue.NewService(store, polling.DefaultTiers(), append([]queue.Option{queue.WithTickets(tickets.New(store))}, opts...)...)
-	h := httpapi.Lambda(httpapi.New(svc, httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
-	return &faultRig{endpoint: endpoint, ft: ft, client: client, table: table, svc: svc, h: h}
+	r := &faultRig{endpoint: co.Endpoint, ft: ft, client: client, table: table, clock: clock.NewFake(t0)}
+	r.svc = r.service(dynamostore.New(client, table), opts...)
+	r.h = httpapi.Lambda(httpapi.New(r.svc, httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
+	return r
+}
+
+// service is an instance over store on the rig's clock, with ticket shards.
+func (r *faultRig) service(store *dynamostore.Store, opts ...queue.Option) *queue.Service {
+	return queue.NewService(store, polling.DefaultTiers(), append([]queue.Option{
+		queue.WithClock(r.clock), queue.WithTickets(tickets.New(store, tickets.WithClock(r.clock))),
+	}, opts...)...)
 }
 
 // program creates a program, without faults.
@@ -149,8 +171,8 @@ func mustStatus(t *testing.T, what string, a answer, want int) {
 
 // checkUnavailable checks a store-fault answer: 503 with a Retry-After of
 // whole seconds, the {"code","message"} body and nothing internal in it,
-// answered within bound.
-func checkUnavailable(t *testing.T, what string, a answer, bound time.Duration) {
+// answered before hangBound.
+func checkUnavailable(t *testing.T, what string, a answer) {
 	t.Helper()
 	if a.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("%s: status %d, want 503; body %s", what, a.StatusCode, a.Body)
@@ -162,13 +184,13 @@ func checkUnavailable(t *testing.T, what string, a answer, bound time.Duration) 
 	if len(a.body) != 2 || a.str("message") == "" || (a.str("code") != api.CodeUnavailable && a.str("code") != api.CodeBusy) {
 		t.Errorf("%s: body %s, want exactly {code: STORE_UNAVAILABLE or BUSY, message}", what, a.Body)
 	}
-	for _, secret := range []string{"dynamodb", "DynamoDB", "Exception", "127.0.0.1", "reset", "FAULTINJECT", "deadline", "context", "table"} {
+	for _, secret := range []string{"dynamodb", "DynamoDB", "Exception", "127.0.0.1", "reset", "FAULTINJECT", "faultinject", "deadline", "context", "table", "timed out"} {
 		if strings.Contains(a.Body, secret) {
 			t.Errorf("%s: body leaks %q: %s", what, secret, a.Body)
 		}
 	}
-	if a.took > bound {
-		t.Errorf("%s: answered after %v, want within %v", what, a.took, bound)
+	if a.took > hangBound {
+		t.Errorf("%s: answered after %v: a hang", what, a.took)
 	}
 }
 
@@ -279,12 +301,12 @@ func TestFaultsStoreDown(t *testing.T) {
 			tok := r.enter(t, "demo").str("tokenId")
 			r.ft.SetRules(faultinject.Rule{Action: action})
 			a := r.call(t, t.Context(), "enter", "demo", "")
-			checkUnavailable(t, "enter", a, hangBound)
+			checkUnavailable(t, "enter", a)
 			if got, want := r.ft.Calls(""), dynamostore.DefaultMaxAttempts; got != want {
 				t.Errorf("enter made %d attempts, want %d", got, want)
 			}
 			for _, name := range []string{"poll-waiting", "leave", "admin-get-program", "admin-put-program", "admin-admit"} {
-				checkUnavailable(t, name, r.call(t, t.Context(), name, "demo", tok), hangBound)
+				checkUnavailable(t, name, r.call(t, t.Context(), name, "demo", tok))
 			}
 			r.ft.SetRules()
 			p := r.call(t, t.Context(), "poll-waiting", "demo", tok)
@@ -326,38 +348,74 @@ func TestFaultsUnknownProgramThrottled(t *testing.T) {
 }
 
 // TestFaultsSlowStore: answers slower than anything the function can wait
-// for end in a 503 before the invocation's deadline, or within the
-// client's own bound when there is none: never a hang, never a 500.
+// for end in a 503, never a hang or a 500, with the store's calls bounded
+// by the invocation's deadline (less the reserve the handler needs to
+// answer) or, without one, by the client's attempt timeout. Each attempt
+// is applied and then times out at once (faultinject.TimeoutAfterApply);
+// the bounds are read from the deadlines the attempts carried.
 func TestFaultsSlowStore(t *testing.T) {
 	t.Parallel()
-	r := newFaultRig(t)
-	r.program(t, "demo", 10, true)
-	tok := r.enter(t, "demo").str("tokenId")
-	r.ft.SetRules(faultinject.Rule{Action: faultinject.Pass, Delay: time.Minute})
-
 	t.Run("InvocationDeadline", func(t *testing.T) {
-		// The Lambda runtime puts the invocation's deadline on the context.
-		const timeout = 2 * time.Second
-		ctx, cancel := context.WithTimeout(t.Context(), timeout)
+		// The Lambda runtime puts the invocation's deadline on the
+		// context. The patient client's attempts would last a minute: the
+		// deadline, less the reserve, bounds them.
+		r := newFaultRig(t)
+		r.program(t, "demo", 10, true)
+		r.ft.SetRules(faultinject.Rule{Op: "UpdateItem", Action: faultinject.TimeoutAfterApply}) // the ticket
+		deadline := time.Now().Add(2 * time.Second)
+		ctx, cancel := context.WithDeadline(t.Context(), deadline)
 		defer cancel()
-		// Before the deadline: the 500 ms reserve is the slack for a busy
-		// machine.
-		checkUnavailable(t, "enter", r.call(t, ctx, "enter", "demo", ""), timeout)
+		before := time.Now()
+		a := r.call(t, ctx, "enter", "demo", "")
+		after := time.Now()
+		checkUnavailable(t, "enter", a)
+		// The reserve is a quarter of the time left when a call starts, at
+		// most DefaultDeadlineReserve: between these two.
+		least, most := min(dynamostore.DefaultDeadlineReserve, deadline.Sub(after)/4), min(dynamostore.DefaultDeadlineReserve, deadline.Sub(before)/4)
+		deadlines := r.ft.Deadlines("")
+		for _, d := range deadlines {
+			if kept := deadline.Sub(d); d.IsZero() || kept < least || kept > most {
+				t.Errorf("an attempt's deadline %v before the invocation's, want the reserve (%v to %v)", kept, least, most)
+			}
+		}
+		if len(deadlines) == 0 {
+			t.Error("no store call was made")
+		}
+		checkGapCounted(t, r)
 	})
 	t.Run("NoDeadline", func(t *testing.T) {
-		checkUnavailable(t, "poll", r.call(t, t.Context(), "poll-waiting", "demo", tok), hangBound)
+		r := newFaultRigWith(t, dynamostore.ClientOptions{Backoff: dynamostore.NoBackoff}) // production attempts
+		r.program(t, "demo", 10, true)
+		tok := r.enter(t, "demo").str("tokenId")
+		r.ft.SetRules(faultinject.Rule{Action: faultinject.TimeoutAfterApply})
+		before := time.Now()
+		checkUnavailable(t, "poll", r.call(t, t.Context(), "poll-waiting", "demo", tok))
+		after := time.Now()
+		deadlines := r.ft.Deadlines("GetItem")
+		if len(deadlines) != dynamostore.DefaultMaxAttempts {
+			t.Errorf("%d attempts to read the token, want %d", len(deadlines), dynamostore.DefaultMaxAttempts)
+		}
+		for _, d := range deadlines {
+			if d.IsZero() || d.Before(before.Add(dynamostore.DefaultAttemptTimeout)) || d.After(after.Add(dynamostore.DefaultAttemptTimeout)) {
+				t.Errorf("an attempt's deadline is %v after the poll started, want the attempt timeout (%v)", d.Sub(before), dynamostore.DefaultAttemptTimeout)
+			}
+		}
 	})
+}
 
-	// The slow answers were applied (enter's tickets, once per attempt):
-	// gaps, which the next enter counts in its position; nothing blocks it.
+// checkGapCounted: after a spell of slow answers that were applied (enter's
+// tickets), an enter without faults gets a position that counts every
+// ticket issued, gaps included, and no ticket has two holders.
+func checkGapCounted(t *testing.T, r *faultRig) {
+	t.Helper()
 	r.ft.SetRules()
 	e := r.enter(t, "demo")
 	c, err := r.svc.Program(t.Context(), "demo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.position() != c.Issued {
-		t.Errorf("enter after the slow spell: position %d, want %d (every ticket issued, gaps included)", e.position(), c.Issued)
+	if c.Issued < 2 || e.position() != c.Issued {
+		t.Errorf("enter after the slow spell: position %d of %d issued, want every ticket issued counted, the slow one's gap included", e.position(), c.Issued)
 	}
 	checkTicketsUnique(t, r.scanTokens(t))
 }
@@ -370,7 +428,7 @@ func TestFaultsEnterPutTokenFails(t *testing.T) {
 	r := newFaultRig(t)
 	r.program(t, "demo", 10, true)
 	r.ft.SetRules(faultinject.Rule{Op: "PutItem", Action: faultinject.InternalServerError})
-	checkUnavailable(t, "enter", r.call(t, t.Context(), "enter", "demo", ""), hangBound)
+	checkUnavailable(t, "enter", r.call(t, t.Context(), "enter", "demo", ""))
 	if got, want := r.ft.Calls("UpdateItem"), 1; got != want {
 		t.Errorf("%d ticket writes, want %d", got, want)
 	}
@@ -414,7 +472,7 @@ func TestFaultsLostResponses(t *testing.T) {
 	r := newFaultRig(t)
 	ctx := t.Context()
 	lost := faultinject.Rule{Count: 1, Action: faultinject.DropResponse}
-	slow := faultinject.Rule{Count: 1, Action: faultinject.Pass, Delay: dynamostore.DefaultAttemptTimeout + 500*time.Millisecond}
+	slow := faultinject.Rule{Count: 1, Action: faultinject.TimeoutAfterApply}
 	with := func(r faultinject.Rule, op, body string) faultinject.Rule {
 		r.Op, r.BodyContains = op, body
 		return r
@@ -431,14 +489,34 @@ func TestFaultsLostResponses(t *testing.T) {
 	})
 	// A ticket write slower than an ordinary attempt (a stalled store) is
 	// waited for, not retried: a retry would be applied too once the store
-	// wakes up, and leave a gap for every attempt.
+	// wakes up, and leave a gap for every attempt. Its one attempt may last
+	// IssueAttemptTimeout, where others last the client's attempt timeout;
+	// one that times out even so is not repeated (the enter answers 503,
+	// the ticket a gap).
 	t.Run("IssueTicketSlow", func(t *testing.T) {
+		r := newFaultRigWith(t, dynamostore.ClientOptions{Backoff: dynamostore.NoBackoff}) // production attempts
 		r.program(t, "ticketslow", 10, true)
+		r.ft.SetRules()
+		before := time.Now()
+		mustStatus(t, "enter", r.call(t, ctx, "enter", "ticketslow", ""), http.StatusCreated)
+		after := time.Now()
+		within := func(op string, d time.Duration) {
+			t.Helper()
+			got := r.ft.Deadlines(op)
+			if len(got) != 1 || got[0].Before(before.Add(d)) || got[0].After(after.Add(d)) {
+				t.Errorf("%s: attempt deadlines %v after the enter began, want one of %v", op, got, d)
+			}
+		}
+		within("UpdateItem", dynamostore.IssueAttemptTimeout) // the ticket
+		within("PutItem", dynamostore.DefaultAttemptTimeout)  // the token
 		r.ft.SetRules(with(slow, "UpdateItem", `"issued"`))
-		e := r.call(t, ctx, "enter", "ticketslow", "")
-		mustStatus(t, "enter", e, http.StatusCreated)
-		if e.position() != 1 {
-			t.Errorf("position %d, want 1: the slow ticket write was retried and took a second ticket", e.position())
+		checkUnavailable(t, "enter", r.call(t, ctx, "enter", "ticketslow", ""))
+		if n := r.ft.Calls("UpdateItem"); n != 1 {
+			t.Errorf("%d ticket writes, want 1: a ticket write that timed out is not repeated", n)
+		}
+		e := r.enter(t, "ticketslow")
+		if e.position() != 3 {
+			t.Errorf("position %d, want 3: behind the first enter and the slow ticket's gap", e.position())
 		}
 	})
 	for name, rule := range map[string]faultinject.Rule{"PutTokenDropped": lost, "PutTokenSlow": slow} {
@@ -505,11 +583,13 @@ func TestFaultsLostResponses(t *testing.T) {
 
 // TestFaultsPositionsNeverGoBack: people poll an advancing queue through a
 // store that throttles, fails, drops connections and loses answers at
-// random. Every answer is a 2xx or a 503, and no token's position ever
-// increases.
+// random (seeded: the run is the same every time). Every answer is a 2xx
+// or a 503, and no token's position ever increases. Twelve rounds of polls,
+// 250 ms of the service's clock apart, admit a person a round; a fifth of
+// the people leave in the third.
 func TestFaultsPositionsNeverGoBack(t *testing.T) {
 	t.Parallel()
-	r := newFaultRig(t, queue.WithProgramCache(time.Second))
+	r := newFaultRig(t, queue.WithProgramCache(time.Second), queue.WithRand(rand.New(rand.NewPCG(1, 2))))
 	r.program(t, "demo", 4, false)
 	ctx := t.Context()
 	var tokens []string
@@ -523,7 +603,7 @@ func TestFaultsPositionsNeverGoBack(t *testing.T) {
 				tokens = append(tokens, a.str("tokenId"))
 				break
 			}
-			checkUnavailable(t, "enter", a, hangBound)
+			checkUnavailable(t, "enter", a)
 		}
 		if len(tokens) == 1 {
 			// Faults from the second enter on.
@@ -542,9 +622,9 @@ func TestFaultsPositionsNeverGoBack(t *testing.T) {
 		pos    int64
 	}
 	last := map[string]seen{}
-	unavailable := 0
-	deadline := time.Now().Add(3 * time.Second)
-	for round := 0; time.Now().Before(deadline); round++ {
+	unavailable, left := 0, 0
+	for round := range 12 {
+		r.clock.Advance(250 * time.Millisecond)
 		for i, tok := range tokens {
 			name := "poll-waiting"
 			if round == 2 && i%5 == 4 {
@@ -556,12 +636,13 @@ func TestFaultsPositionsNeverGoBack(t *testing.T) {
 			case http.StatusConflict: // leave after admission
 				continue
 			default:
-				checkUnavailable(t, name, a, hangBound)
+				checkUnavailable(t, name, a)
 				unavailable++
 				continue
 			}
 			if name == "leave" {
 				last[tok] = seen{status: "LEFT"}
+				left++
 				continue
 			}
 			cur := seen{a.str("status"), a.position()}
@@ -582,19 +663,29 @@ func TestFaultsPositionsNeverGoBack(t *testing.T) {
 	if r.ft.Faults("") == 0 {
 		t.Error("no fault injected")
 	}
+	admitted := 0
+	for _, s := range last {
+		if s.status == "ADMITTED" {
+			admitted++
+		}
+	}
+	if admitted == 0 || left == 0 {
+		t.Errorf("%d admitted and %d left: the run did not move the queue", admitted, left)
+	}
 	checkTicketsUnique(t, r.scanTokens(t))
 }
 
-// instance returns another function instance on the rig's table, with its
-// own client and no faults.
+// instance returns another function instance on the rig's table and clock,
+// with its own patient client and no faults.
 func (r *faultRig) instance(t *testing.T, opts ...queue.Option) *queue.Service {
 	t.Helper()
-	client, err := dynamostore.NewClient(t.Context(), r.endpoint)
+	co := patient
+	co.Endpoint = r.endpoint
+	client, err := dynamostore.NewClientWithOptions(t.Context(), co)
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := dynamostore.New(client, r.table)
-	return queue.NewService(store, polling.DefaultTiers(), append([]queue.Option{queue.WithTickets(tickets.New(store))}, opts...)...)
+	return r.service(dynamostore.New(client, r.table), opts...)
 }
 
 // TestFaultsSlowAdminWrite: an admin change is stored only when its
@@ -602,7 +693,10 @@ func (r *faultRig) instance(t *testing.T, opts ...queue.Option) *queue.Service {
 // caches the old one for a TTL from then. The change is scheduled a TTL
 // plus the admin write budget after it is made, so it takes effect after
 // every such read has expired: a person whose polls land on the stale
-// instance and on fresh ones never sees their position go back.
+// instance and on fresh ones never sees their position go back. The write
+// is held at a gate while the other instance reads, and lands 900 ms of
+// the clock later, within the budget; the polls then step through the
+// change's taking effect 100 ms apart.
 func TestFaultsSlowAdminWrite(t *testing.T) {
 	t.Parallel()
 	const ttl = time.Second
@@ -614,7 +708,8 @@ func TestFaultsSlowAdminWrite(t *testing.T) {
 	}
 	ctx := t.Context()
 	b := admin.instance(t, queue.WithProgramCache(ttl))
-	admin.ft.SetRules(faultinject.Rule{Op: "UpdateItem", Action: faultinject.Hold, Delay: 500 * time.Millisecond})
+	gate := faultinject.NewGate()
+	admin.ft.SetRules(faultinject.Rule{Op: "UpdateItem", Action: faultinject.Hold, Gate: gate})
 
 	done := make(chan error, 1)
 	var counters queue.Counters
@@ -623,11 +718,12 @@ func TestFaultsSlowAdminWrite(t *testing.T) {
 		counters, err = admin.svc.Admit(ctx, "gala", 5)
 		done <- err
 	}()
-	for admin.ft.Faults("UpdateItem") == 0 && len(done) == 0 { // the write is held on its way
-		time.Sleep(10 * time.Millisecond)
+	if err := gate.Wait(ctx, 1); err != nil { // the write is held on its way
+		t.Fatal(err)
 	}
 	var seen []int64 // positions in the order the person saw them, from either instance
 	poll := func(s *queue.Service) {
+		t.Helper()
 		v, err := s.Poll(ctx, "gala", tok)
 		if err != nil {
 			t.Fatal(err)
@@ -635,20 +731,16 @@ func TestFaultsSlowAdminWrite(t *testing.T) {
 		seen = append(seen, v.Position)
 	}
 	poll(b) // B reads the program while the write is on its way
+	admin.clock.Advance(900 * time.Millisecond)
+	gate.Release()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	fresh := admin.instance(t) // no cache: always the stored program
-	// Polls until a round that started after the admission took effect,
-	// however slowly the polls go.
-	for {
-		after := time.Now().After(counters.EffectiveAt.Add(300 * time.Millisecond))
+	for !admin.clock.Now().After(counters.EffectiveAt.Add(300 * time.Millisecond)) {
+		admin.clock.Advance(100 * time.Millisecond)
 		poll(b)
 		poll(fresh)
-		if after {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	for i := 1; i < len(seen); i++ {
 		if seen[i] > seen[i-1] {
@@ -663,10 +755,16 @@ func TestFaultsSlowAdminWrite(t *testing.T) {
 // TestFaultsShardAnswersLost: every write of the ticket shards (claim,
 // fill, take, trim, shard count, give back) is applied and its answer
 // lost on its first attempt; the SDK's retry is answered. Two instances
-// enter a paused program on shards in bursts; between them they go quiet,
-// trim their blocks and give back the numbers nobody took. No ticket is
-// ever held twice, and none is above the program's last ticket (a number
-// given back while someone holds it is handed out again).
+// sharing a clock, driven one call at a time, go through each write: a
+// crowd on a puts the program on shards (shard count, claim, fill, take);
+// once its blocks are stale, a few enter on b, who refills the shards,
+// then on a, who takes from b's blocks; once those are stale, a crowd on
+// a alone refills them all; a quiet spell of polls makes both trim their
+// blocks and a give back the numbers at the top that nobody took. Each kind of
+// write is checked to have lost an answer after the step that makes it,
+// and after each step no ticket is held twice, nor above the program's
+// last ticket (a number given back while someone holds it would be handed
+// out again).
 func TestFaultsShardAnswersLost(t *testing.T) {
 	t.Parallel()
 	r := newFaultRig(t)
@@ -680,12 +778,14 @@ func TestFaultsShardAnswersLost(t *testing.T) {
 		// and every shard write costs one here.
 		client := dynamodb.New(r.client.Options(), func(o *dynamodb.Options) {
 			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-				so.MaxAttempts, so.MaxBackoff, so.RateLimiter = dynamostore.DefaultMaxAttempts, dynamostore.DefaultMaxBackoff, ratelimit.None
+				so.MaxAttempts, so.Backoff, so.RateLimiter = dynamostore.DefaultMaxAttempts, dynamostore.NoBackoff, ratelimit.None
 			})
 		})
 		store := givingBack{dynamostore.New(client, r.table, dynamostore.WithLogger(quiet)), &returned}
+		rng := rand.New(rand.NewPCG(7, uint64(i)))
 		svcs[i] = queue.NewService(store, polling.DefaultTiers(), queue.WithProgramCache(time.Second), queue.WithLogger(quiet),
-			queue.WithTickets(tickets.New(store, tickets.WithItemWriteLimit(20), tickets.WithLogger(quiet))))
+			queue.WithClock(r.clock), queue.WithRand(rng),
+			queue.WithTickets(tickets.New(store, tickets.WithItemWriteLimit(20), tickets.WithLogger(quiet), tickets.WithClock(r.clock), tickets.WithRand(rng))))
 	}
 	a, b := svcs[0], svcs[1]
 	kinds := []struct{ name, body string }{
@@ -709,55 +809,32 @@ func TestFaultsShardAnswersLost(t *testing.T) {
 		}
 		return got
 	}
-	faulted := func(names ...string) bool {
+	// faulted fails t unless each named kind has lost an answer.
+	faulted := func(step string, names ...string) {
+		t.Helper()
 		got := lostNow()
 		for i, k := range kinds {
 			if slices.Contains(names, k.name) && got[i] == 0 {
-				return false
+				t.Errorf("after %s: no %s lost its answer (lost answers per write: %v)", step, k.name, got)
 			}
 		}
-		return true
 	}
 
-	var (
-		mu     sync.Mutex
-		tokens []string
-		errs   atomic.Int64
-	)
-	// Bursts until each shard write has lost an answer and numbers were
-	// given back, bounded by a generous timeout.
-	deadline := time.Now().Add(3 * time.Minute)
-	// enter has workers enter through svc until n tokens were made in all.
-	enter := func(svc *queue.Service, workers, n int) {
-		var wg sync.WaitGroup
-		for range workers {
-			wg.Go(func() {
-				for {
-					mu.Lock()
-					done := len(tokens) >= n
-					mu.Unlock()
-					if done || time.Now().After(deadline) {
-						return
-					}
-					v, _, err := svc.Enter(t.Context(), "lost", queue.Entry{})
-					if err != nil {
-						if queue.ErrorKind(err) != queue.KindUnavailable {
-							t.Errorf("enter: %v", err)
-							return
-						}
-						errs.Add(1)
-						continue
-					}
-					mu.Lock()
-					tokens = append(tokens, v.TokenID)
-					mu.Unlock()
-				}
-			})
+	var tokens []string
+	// enter has n people enter through svc, one every gap of the clock.
+	enter := func(svc *queue.Service, n int, gap time.Duration) {
+		t.Helper()
+		for range n {
+			r.clock.Advance(gap)
+			v, _, err := svc.Enter(t.Context(), "lost", queue.Entry{})
+			if err != nil {
+				t.Fatalf("enter at +%v: %v", r.clock.Now().Sub(t0), err)
+			}
+			tokens = append(tokens, v.TokenID)
 		}
-		wg.Wait()
 	}
 	// check fails t if a ticket is held twice or above the last ticket.
-	check := func() {
+	check := func(step string) {
 		t.Helper()
 		lost = lostNow()
 		r.ft.SetRules()
@@ -770,37 +847,48 @@ func TestFaultsShardAnswersLost(t *testing.T) {
 		}
 		for id, st := range stored {
 			if st.ticket > p.Issued {
-				t.Errorf("token %s holds ticket %d, above the program's last ticket %d: given back while held", id, st.ticket, p.Issued)
+				t.Errorf("after %s: token %s holds ticket %d, above the program's last ticket %d: given back while held", step, id, st.ticket, p.Issued)
 			}
 		}
+		if len(stored) != len(tokens) {
+			t.Errorf("after %s: %d tokens stored, %d answered", step, len(stored), len(tokens))
+		}
+		t.Logf("after %s: %d tokens, %d tickets issued, %d given back; lost answers per write %v", step, len(tokens), p.Issued, returned.Load(), lost)
 		if t.Failed() {
 			t.FailNow()
 		}
 	}
-	for burst := 0; burst < 2 || !faulted("claim", "fill", "take", "trim", "set shards", "give back"); burst++ {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %d bursts, %d enters: lost answers per write (claim, fill, take, trim, set shards, give back) %v, %d numbers given back", burst, len(tokens), lostNow(), returned.Load())
-		}
-		// A crowd on a; once its blocks are stale, a few on b, who
-		// refill the shards, then a few on a, who take from b's blocks.
-		first := len(tokens)
-		enter(a, 4, len(tokens)+30)
-		time.Sleep(tickets.BlockLifetime + 100*time.Millisecond)
-		enter(b, 1, len(tokens)+5)
-		enter(a, 1, len(tokens)+5)
-		// Quiet: polls of the burst's tokens make the instances trim
-		// their stale blocks and give back what nobody took.
-		time.Sleep(tickets.BlockLifetime + 300*time.Millisecond)
-		for round := range 5 {
-			for i, tok := range tokens[first:] {
-				if _, err := svcs[(i+round)%len(svcs)].Poll(t.Context(), "lost", tok); err != nil && queue.ErrorKind(err) != queue.KindUnavailable {
-					t.Fatalf("poll: %v", err)
-				}
+
+	// A crowd of 60 at 50 a second on a: the program goes on shards.
+	enter(a, 60, 20*time.Millisecond)
+	faulted("the crowd", "set shards", "claim", "fill", "take")
+	check("the crowd")
+	// Once a's blocks are stale, b refills the shards; a takes from
+	// b's blocks.
+	r.clock.Advance(tickets.BlockLifetime)
+	enter(b, 10, 20*time.Millisecond)
+	enter(a, 10, 20*time.Millisecond)
+	check("the refills")
+	// Once those are stale, a crowd on a alone: a refills every shard, so
+	// the blocks at the top are its own, to give back.
+	r.clock.Advance(tickets.BlockLifetime)
+	enter(a, 30, 20*time.Millisecond)
+	check("a's refills")
+	// Quiet: polls make the instances trim their stale blocks and give
+	// back what nobody took.
+	first := len(tokens) - 50
+	for round := range 30 {
+		r.clock.Advance(100 * time.Millisecond)
+		for i, tok := range tokens[first:] {
+			if _, err := svcs[(i+round)%len(svcs)].Poll(t.Context(), "lost", tok); err != nil {
+				t.Fatalf("poll: %v", err)
 			}
-			time.Sleep(300 * time.Millisecond)
 		}
-		t.Logf("burst %d: %d tokens, %d numbers given back, %d enters answered 503; lost answers per write (claim, fill, take, trim, set shards, give back): %v", burst, len(tokens), returned.Load(), errs.Load(), lostNow())
-		check()
+	}
+	faulted("the quiet spell", "trim", "give back")
+	check("the quiet spell")
+	if returned.Load() == 0 {
+		t.Error("no number was given back")
 	}
 }
 
@@ -831,7 +919,7 @@ func TestShardWritesAnswerLost(t *testing.T) {
 	r.program(t, "once", 1, true)
 	s := dynamostore.New(r.client, r.table)
 	ctx := t.Context()
-	now := time.Now()
+	now := t0
 	fresh := now.Add(-tickets.BlockLifetime)
 	lose := func(body string) { r.loseFirst("UpdateItem", body) }
 	checkLost := func(what string) {
@@ -896,7 +984,7 @@ func TestShardTakeRetriedAfterRefill(t *testing.T) {
 	}
 	other := dynamostore.New(client, r.table) // another instance, no faults
 	ctx := t.Context()
-	now := time.Now()
+	now := t0
 	fresh := now.Add(-tickets.BlockLifetime)
 	if _, err := s.IssueTickets(ctx, "refill", now, 3); err != nil {
 		t.Fatal(err)
@@ -912,9 +1000,10 @@ func TestShardTakeRetriedAfterRefill(t *testing.T) {
 		}
 	}
 	fill(s, tickets.Shard{Start: 1, Next: 2, End: 3, ReservedAt: now}) // 1 is the filler's
-	// The take of 3 gets 2..3 and uses the block up; its answer is held,
-	// then lost, while the other instance refills the shard.
-	r.ft.SetRules(faultinject.Rule{Op: "UpdateItem", BodyContains: `"takes"`, FirstOnly: true, Action: faultinject.DropResponse, Delay: 500 * time.Millisecond})
+	// The take of 3 gets 2..3 and uses the block up; its answer is held at
+	// a gate, then lost, while the other instance refills the shard.
+	gate := faultinject.NewGate()
+	r.ft.SetRules(faultinject.Rule{Op: "UpdateItem", BodyContains: `"takes"`, FirstOnly: true, Action: faultinject.DropResponse, Gate: gate})
 	type take struct {
 		run tickets.Run
 		ok  bool
@@ -925,19 +1014,18 @@ func TestShardTakeRetriedAfterRefill(t *testing.T) {
 		run, ok, err := s.TakeShardTickets(ctx, "refill", 0, fresh, 3)
 		taken <- take{run, ok, err}
 	}()
-	for deadline := time.Now().Add(hangBound); ; time.Sleep(10 * time.Millisecond) {
-		if sh, err := other.GetShard(ctx, "refill", 0); err != nil || sh.Next == 5 {
-			break // the take is applied, its answer still held
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the take was never applied")
-		}
+	if err := gate.Wait(ctx, 1); err != nil { // the take is applied, its answer held
+		t.Fatal(err)
+	}
+	if sh, err := other.GetShard(ctx, "refill", 0); err != nil || sh.Next != 5 {
+		t.Fatalf("shard while the take's answer is held: %+v %v, want next 5", sh, err)
 	}
 	q, err := other.IssueTickets(ctx, "refill", now, 4) // 4..7
 	if err != nil || q.Issued != 7 {
 		t.Fatalf("IssueTickets: %+v %v, want 4..7", q, err)
 	}
 	fill(other, tickets.Shard{Start: 4, Next: 5, End: 7, ReservedAt: now}) // 4 is the refiller's
+	gate.Release() // the answer is lost; the SDK retries the take
 	got := <-taken
 	r.checkLost(t, "UpdateItem", "take")
 	if got.err != nil {

@@ -97,7 +97,7 @@ func TestKIDs(t *testing.T) {
 // signs, as after a first pass.
 func eventKeyring(t testing.TB) *admissionpass.Keyring {
 	t.Helper()
-	ring := admissionpass.NewKeyring(memstore.New(), &seqWrapper{}, admissionpass.WithKeyringClock(clocktest.Frozen{At: t0}))
+	ring := admissionpass.NewKeyring(memstore.New(), &seqWrapper{}, admissionpass.WithKeyringClock(clocktest.NewFrozen(t0)))
 	if _, err := ring.SigningKey(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestKeyRoutes(t *testing.T) {
 	a := app.New(cfg, store, slog.New(slog.NewJSONHandler(&logs, nil)),
 		// The keyring stays at t0; the service's clock moves on as it
 		// sleeps (the change delay of a bypass issuance).
-		app.WithKeyring("https://queue.example.com", nil, &seqWrapper{}, admissionpass.WithKeyringClock(clocktest.Frozen{At: t0})),
+		app.WithKeyring("https://queue.example.com", nil, &seqWrapper{}, admissionpass.WithKeyringClock(clocktest.NewFrozen(t0))),
 		app.WithServiceOptions(queue.WithClock(clock.NewFake(t0))))
 	h := checked(t, a.LocalHandler("s3cret"))
 	const (

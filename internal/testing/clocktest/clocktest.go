@@ -4,6 +4,7 @@ package clocktest
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -39,14 +40,32 @@ func (m Manual) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Frozen is a clock that always reads At: Sleep returns at once without
-// moving it, so that every goroutine sharing it acts at one instant.
-type Frozen struct{ At time.Time }
+// Frozen is a clock that moves only when Advance is called: Sleep returns
+// at once without moving it, so that goroutines sharing it act at one
+// instant until the test moves it. It is safe for concurrent use.
+type Frozen struct {
+	mu sync.Mutex
+	at time.Time
+}
 
-var _ clock.Clock = Frozen{}
+var _ clock.Clock = (*Frozen)(nil)
 
-// Now returns At.
-func (f Frozen) Now() time.Time { return f.At }
+// NewFrozen returns a Frozen clock reading at.
+func NewFrozen(at time.Time) *Frozen { return &Frozen{at: at} }
+
+// Now returns the clock's time.
+func (f *Frozen) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.at
+}
+
+// Advance moves the clock forward by d.
+func (f *Frozen) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.at = f.at.Add(d)
+}
 
 // Sleep returns ctx's error, at once.
-func (Frozen) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+func (*Frozen) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }

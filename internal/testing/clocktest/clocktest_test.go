@@ -54,11 +54,15 @@ func TestManual(t *testing.T) {
 	}
 }
 
-// TestFrozen: the clock never moves, sleeping included.
+// TestFrozen: the clock moves only when advanced, not when slept on.
 func TestFrozen(t *testing.T) {
-	c := clocktest.Frozen{At: t0}
+	c := clocktest.NewFrozen(t0)
 	if err := c.Sleep(t.Context(), time.Hour); err != nil || !c.Now().Equal(t0) {
 		t.Errorf("after Sleep(1h): %v, %v; want %v, nil", c.Now(), err, t0)
+	}
+	c.Advance(time.Second)
+	if got := c.Now(); !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("after Advance(1s): %v", got)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -1025,7 +1025,7 @@ func TestShardTakeRetriedAfterRefill(t *testing.T) {
 		t.Fatalf("IssueTickets: %+v %v, want 4..7", q, err)
 	}
 	fill(other, tickets.Shard{Start: 4, Next: 5, End: 7, ReservedAt: now}) // 4 is the refiller's
-	gate.Release() // the answer is lost; the SDK retries the take
+	gate.Release()                                                         // the answer is lost; the SDK retries the take
 	got := <-taken
 	r.checkLost(t, "UpdateItem", "take")
 	if got.err != nil {

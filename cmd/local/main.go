@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
@@ -103,7 +104,10 @@ Flags:
 	return f, nil
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// run serves the local server as args and getenv configure it until ctx
+// ends; keyring options go to its keyring after the configuration's
+// (tests fix the keyring's clock).
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, keyring ...admissionpass.KeyringOption) error {
 	f, err := parseLocalFlags(args, stderr)
 	if err != nil {
 		return err
@@ -126,7 +130,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer ln.Close() // if run fails before serving
 	base := baseURL(ln.Addr())
-	passes, err := app.PassOption(ctx, cfg.Pass, base)
+	passes, err := app.PassOption(ctx, cfg.Pass, base, keyring...)
 	if err != nil {
 		return fmt.Errorf("admission passes: %w", err)
 	}

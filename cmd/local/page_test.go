@@ -86,7 +86,9 @@ type pageCall struct {
 func TestWaitingRoomEndToEnd(t *testing.T) {
 	t.Parallel()
 	const secret = "s3cret"
-	base := start(t, map[string]string{"ADMIN_TOKEN": secret, "POLL_TIERS": "100:1s,inf:1s+-400ms"}, "-demo-rate", "2")
+	// The default program cache (PROGRAM_CACHE_TTL empty), as deployed:
+	// an admission takes effect at the effectiveAt it answers.
+	base := start(t, map[string]string{"ADMIN_TOKEN": secret, "POLL_TIERS": "100:1s,inf:1s+-400ms", "PROGRAM_CACHE_TTL": ""}, "-demo-rate", "2")
 	admin := base + "/api/v1/admin/programs/demo"
 	pageURL := base + "/waiting-room/demo"
 	// The demo program sends admitted people to the demo site; the admin

@@ -18,6 +18,7 @@ import (
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go/logging"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/client"
@@ -70,14 +71,19 @@ type app struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	settings []setting
-	now      func() time.Time
+	// clock tells the time and ticks (watch) for the run: the real clock,
+	// or a fake one in tests.
+	clock clockwork.Clock
+	// sleep waits before a retry (client.Retry.Sleep; nil: on the real
+	// clock); tests record the waits instead.
+	sleep    func(ctx context.Context, d time.Duration) error
 	terminal bool
 	// transport carries the requests; nil for http.DefaultTransport.
 	transport http.RoundTripper
 }
 
 func newApp(getenv func(string) string, stdout, stderr io.Writer, settings []setting) *app {
-	return &app{getenv: getenv, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, settings: settings, now: time.Now, terminal: isTerminal(stdout)}
+	return &app{getenv: getenv, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, settings: settings, clock: clockwork.NewRealClock(), terminal: isTerminal(stdout)}
 }
 
 // command is a subcommand: its arguments, its own flags, and what it does.
@@ -111,7 +117,7 @@ func (a *app) commands() map[string]command {
 			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.get }},
 		"put": {args: []string{"ID"}, synopsis: "Creates the program, or changes the settings given as flags (and only those).",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
-				settings := registerSettings(fs, a.settings, a.now)
+				settings := registerSettings(fs, a.settings, a.clock.Now)
 				return func(ctx context.Context, c *call) error { return a.put(ctx, c, settings()) }
 			}},
 		"admit": {args: []string{"ID", "N"}, synopsis: "Admits N more people now, on top of the admission rate.",
@@ -249,7 +255,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	if !cmd.sampling {
 		opts = append(opts, client.WithRetry(client.Retry{Attempts: attempts, MaxWait: maxRetryWait, Notify: func(e *client.Error, wait time.Duration, attempt int) {
 			fmt.Fprintf(a.stderr, "wrctl: %v; retrying in %v (%d of %d)\n", e, wait, attempt, attempts-1)
-		}}))
+		}, Sleep: a.sleep}))
 	}
 	c.client, err = client.New(c.url, opts...)
 	if err != nil {

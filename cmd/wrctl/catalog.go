@@ -42,14 +42,14 @@ func (a *app) listCommand(fs *flag.FlagSet) func(context.Context, *call) error {
 		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "PROGRAM\tWAITING\tADMITTED\tISSUED\tRATE/S\tSTATE\t")
 		for _, p := range all {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%g\t%s\t\n", p.ProgramID, p.Waiting, p.Admitted, p.Issued, p.AdmissionRatePerSecond, stateOf(p))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%g\t%s\t\n", p.ProgramID, p.Waiting, p.Admitted, p.Issued, p.AdmissionRatePerSecond, stateOf(p, a.clock.Now()))
 		}
 		return tw.Flush()
 	}
 }
 
-// stateOf is p's state in a word or two.
-func stateOf(p api.Program) string {
+// stateOf is p's state at now in a word or two.
+func stateOf(p api.Program, now time.Time) string {
 	var s []string
 	if p.Closed {
 		s = append(s, "closed")
@@ -57,7 +57,7 @@ func stateOf(p api.Program) string {
 	if p.Paused {
 		s = append(s, "paused")
 	}
-	if !p.OpensAt.IsZero() && p.OpensAt.After(time.Now()) {
+	if !p.OpensAt.IsZero() && p.OpensAt.After(now) {
 		s = append(s, "opens "+p.OpensAt.UTC().Format(time.RFC3339))
 	}
 	if len(s) == 0 {
@@ -77,7 +77,7 @@ func (a *app) deleteCommand(fs *flag.FlagSet) func(context.Context, *call) error
 			if err != nil {
 				return err
 			}
-			if !p.Closed && (p.ClosesAt.IsZero() || p.ClosesAt.After(time.Now())) {
+			if !p.Closed && (p.ClosesAt.IsZero() || p.ClosesAt.After(a.clock.Now())) {
 				return fmt.Errorf("program %s is open: close it first (wrctl close %s)", id, id)
 			}
 			fmt.Fprintf(a.stderr, "Delete program %s (%d waiting, %d admitted)? Its id stays taken for 7 days.\nType the id to confirm: ", id, p.Waiting, p.Admitted)

@@ -1,24 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // wrctlWithInput is wrctl with stdin.
 func wrctlWithInput(t *testing.T, env map[string]string, stdin string, args ...string) result {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	a := newApp(func(k string) string { return env[k] }, &stdout, &stderr, programSettings)
-	a.stdin = strings.NewReader(stdin)
-	status := exitStatus(a.run(ctx, args), &stderr)
-	return result{stdout.String(), stderr.String(), status}
+	return runApp(t, env, func(a *app) { a.stdin = strings.NewReader(stdin) }, args...)
 }
 
 // TestCatalogCommands: list, history and delete against the API in

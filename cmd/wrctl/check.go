@@ -81,7 +81,7 @@ func (a *app) checkCommand(fs *flag.FlagSet) func(context.Context, *call) error 
 		if err != nil {
 			return err
 		}
-		now := a.now()
+		now := a.clock.Now()
 		found := presale{p: p.Program, l: l, now: now}.checks()
 		if err := a.printFindings(c, p.ProgramID, l, now, found); err != nil {
 			return err

@@ -12,9 +12,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	waitingroom "github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/sigv4test"
 	"github.com/example/waitingroom/passverify"
 )
@@ -24,7 +26,9 @@ import (
 // admin routes list, rotate and revoke.
 func newKeyringAPI(t *testing.T) http.Handler {
 	t.Helper()
-	passes, err := waitingroom.PassOption(t.Context(), config.Pass{}, testIssuer)
+	// The keyring's clock reads mid-slot: no next key is due, whatever the
+	// hour the test runs at.
+	passes, err := waitingroom.PassOption(t.Context(), config.Pass{}, testIssuer, admissionpass.WithKeyringClock(clocktest.MidSlot(24*time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	waitingroom "github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/sigv4test"
 )
 
@@ -84,19 +84,75 @@ func serve(t *testing.T, h http.Handler) string {
 type result struct {
 	stdout, stderr string
 	status         int
+	waits          []time.Duration // asked before retries
 }
 
 // wrctl runs the command line args with env as its environment (and
 // nothing of the process's, except the AWS SDK's own variables).
 func wrctl(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
+	return runApp(t, env, nil, args...)
+}
+
+// runApp is wrctl with the app changed by setup first (nil: none). Waits
+// before a retry are recorded in the result, not slept.
+func runApp(t *testing.T, env map[string]string, setup func(*app), args ...string) result {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a := newApp(func(k string) string { return env[k] }, &stdout, &stderr, programSettings)
+	var waits []time.Duration
+	a.sleep = func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return ctx.Err()
+	}
+	if setup != nil {
+		setup(a)
+	}
 	status := exitStatus(a.run(ctx, args), &stderr)
-	return result{stdout.String(), stderr.String(), status}
+	return result{stdout.String(), stderr.String(), status, waits}
 }
+
+// roundTrip is an http.RoundTripper of a function.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// watchOnClock runs wrctl watch args (which must say -every every) on a
+// manual clock started at t0 that moves by every once each sample's
+// answer is in, after between(i) for the i-th answer (nil: nothing): the
+// i-th sample is taken at t0 + (i+1)·every, however fast the machine.
+func watchOnClock(t *testing.T, env map[string]string, every time.Duration, between func(i int), args ...string) result {
+	t.Helper()
+	c := clocktest.NewManual(t0)
+	answers := 0
+	return runApp(t, env, func(a *app) {
+		a.clock = c.FakeClock
+		a.transport = roundTrip(func(r *http.Request) (*http.Response, error) {
+			resp, err := http.DefaultTransport.RoundTrip(r)
+			if err == nil {
+				// Read now: the clock's move may end a -for, which must not
+				// cut short an answer already in.
+				body, rerr := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if rerr != nil {
+					return nil, rerr
+				}
+				resp.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			if between != nil {
+				between(answers)
+			}
+			answers++
+			c.Advance(every)
+			return resp, err
+		})
+	}, append([]string{"watch"}, args...)...)
+}
+
+// t0 is when the watches on a manual clock start.
+var t0 = time.Date(2026, 5, 19, 10, 0, 0, 0, time.UTC)
 
 // decode parses a -json answer.
 func decode(t *testing.T, r result) map[string]any {
@@ -393,9 +449,9 @@ func TestErrors(t *testing.T) {
 }
 
 // watchLines runs watch and returns its output lines.
-func watchLines(t *testing.T, env map[string]string, args ...string) []string {
+func watchLines(t *testing.T, env map[string]string, every time.Duration, between func(int), args ...string) []string {
 	t.Helper()
-	r := wrctl(t, env, append([]string{"watch"}, args...)...)
+	r := watchOnClock(t, env, every, between, append(args, "-every", every.String())...)
 	if r.status != 0 {
 		t.Fatalf("exit %d: %s", r.status, r.stderr)
 	}
@@ -412,7 +468,7 @@ func TestWatch(t *testing.T) {
 	enter(t, url, "gala", 4)
 
 	t.Run("PlainLines", func(t *testing.T) {
-		lines := watchLines(t, env, "gala", "-n", "3", "-every", "10ms")
+		lines := watchLines(t, env, 10*time.Millisecond, nil, "gala", "-n", "3")
 		if len(lines) != 3 {
 			t.Fatalf("%d lines, want 3:\n%s", len(lines), strings.Join(lines, "\n"))
 		}
@@ -431,36 +487,8 @@ func TestWatch(t *testing.T) {
 		if r := wrctl(t, env, "resume", "gala"); r.status != 0 {
 			t.Fatal(r.stderr)
 		}
-		var wg sync.WaitGroup
-		stop := make(chan struct{})
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(5 * time.Millisecond):
-					// Not enter: t.Fatal only on the test's goroutine.
-					if resp, err := http.Post(url+"/api/v1/queues/programs/gala", "", nil); err == nil {
-						resp.Body.Close()
-					}
-				}
-			}
-		})
-		// Watches until one saw people enter between its first and last
-		// samples: how many enters a 200 ms watch sees depends on the
-		// machine. The minute bounds a run where nobody gets in at all.
-		var lines []string
-		for give := time.Now().Add(time.Minute); ; {
-			lines = watchLines(t, env, "gala", "-n", "6", "-every", "40ms", "-json")
-			var first, last frame
-			_ = json.Unmarshal([]byte(lines[0]), &first)
-			_ = json.Unmarshal([]byte(lines[len(lines)-1]), &last)
-			if last.Issued > first.Issued || time.Now().After(give) {
-				break
-			}
-		}
-		close(stop)
-		wg.Wait()
+		// One person enters after each sample: every sample sees more.
+		lines := watchLines(t, env, 40*time.Millisecond, func(int) { enter(t, url, "gala", 1) }, "gala", "-n", "6", "-json")
 		if len(lines) != 6 {
 			t.Fatalf("%d lines, want 6", len(lines))
 		}
@@ -479,10 +507,11 @@ func TestWatch(t *testing.T) {
 				}
 			} else {
 				dt := f.At.Sub(prev.At).Seconds()
+				if dt != 0.04 || f.Issued != prev.Issued+1 {
+					t.Errorf("line %d: %g s and %d enters after the last, want 0.04 s and 1", i, dt, f.Issued-prev.Issued)
+				}
 				wantEnters := float64(f.Issued-prev.Issued) / dt
 				wantAdmissions := float64(f.Admitted-prev.Admitted) / dt
-				// Within 0.1 %: "at" is wall-clock time, the rates come from
-				// the monotonic clock.
 				near := func(got *float64, want float64) bool {
 					return got != nil && math.Abs(*got-want) <= 1e-3*math.Max(1, want)
 				}
@@ -501,15 +530,11 @@ func TestWatch(t *testing.T) {
 	})
 
 	t.Run("For", func(t *testing.T) {
-		start := time.Now()
-		lines := watchLines(t, env, "gala", "-for", "200ms", "-every", "50ms")
-		// A bound on a -for taken as some longer duration, not a speed
-		// goal; and at most one line a tick: a busy machine makes fewer.
-		if took := time.Since(start); took > 20*time.Second {
-			t.Errorf("-for 200ms took %s", took)
-		}
-		if len(lines) > 5 {
-			t.Errorf("%d lines in 200 ms at one per 50 ms", len(lines))
+		// Samples at 0, 50, 100 and 150 ms of the clock; at 200 ms the
+		// watch ends, the sample due then not taken.
+		lines := watchLines(t, env, 50*time.Millisecond, nil, "gala", "-for", "200ms")
+		if len(lines) != 4 {
+			t.Errorf("%d lines in 200 ms at one per 50 ms, want 4:\n%s", len(lines), strings.Join(lines, "\n"))
 		}
 	})
 
@@ -537,7 +562,7 @@ func TestWatch(t *testing.T) {
 		if r := wrctl(t, flakyEnv, "put", "gala", "-paused"); r.status != 0 {
 			t.Fatal(r.stderr)
 		}
-		lines := watchLines(t, flakyEnv, "gala", "-n", "3", "-every", "10ms")
+		lines := watchLines(t, flakyEnv, 10*time.Millisecond, nil, "gala", "-n", "3")
 		if len(lines) != 3 || !strings.HasSuffix(lines[1], `error="STORE_UNAVAILABLE: The queue is briefly unavailable; retry shortly."`) || strings.Contains(lines[2], "error=") {
 			t.Errorf("want the fault on the second line only:\n%s", strings.Join(lines, "\n"))
 		}

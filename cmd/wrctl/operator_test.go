@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,13 +31,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 // wrctlThrough runs wrctl with its requests carried by transport.
 func wrctlThrough(t *testing.T, transport http.RoundTripper, env map[string]string, args ...string) result {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	a := newApp(func(k string) string { return env[k] }, &stdout, &stderr, programSettings)
-	a.transport = transport
-	status := exitStatus(a.run(ctx, args), &stderr)
-	return result{stdout.String(), stderr.String(), status}
+	return runApp(t, env, func(a *app) { a.transport = transport }, args...)
 }
 
 // TestBearerOnlyOverTLSOrLoopback is the regression test of ADMIN_TOKEN
@@ -194,6 +187,11 @@ func TestRetries(t *testing.T) {
 			retries := len(regexp.MustCompile(`(?m)^wrctl: .*; retrying in `).FindAllString(r.stderr, -1))
 			if r.status != tc.status || f.requests() != tc.requests || retries != tc.retries {
 				t.Errorf("exit %d after %d requests, %d retries said, stderr:\n%s\nwant exit %d, %d requests, %d retries", r.status, f.requests(), retries, r.stderr, tc.status, tc.requests, tc.retries)
+			}
+			// Each retry waits the answer's Retry-After (1 s), or 1 s
+			// without one.
+			if want := slices.Repeat([]time.Duration{time.Second}, tc.retries); !slices.Equal(r.waits, want) {
+				t.Errorf("waits before the retries %v, want %v", r.waits, want)
 			}
 		})
 	}

@@ -275,18 +275,23 @@ func (d *display) show(f frame) error {
 
 // watch samples the program every opt.every until interrupted or bounded,
 // showing each sample. Server faults and network errors are shown and
-// retried at the next sample; any other error ends the watch.
+// retried at the next sample; any other error ends the watch. With -for,
+// the watch ends opt.forDur after it started, a request in flight then
+// included; a sample due at that very instant is not taken.
 func (a *app) watch(ctx context.Context, c *call, opt watchOptions) error {
 	if opt.every <= 0 || opt.forDur < 0 || opt.count < 0 {
 		return errors.New("watch: -every must be positive, -for and -n not negative")
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var end time.Time // of -for; zero without
 	if opt.forDur > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opt.forDur)
-		defer cancel()
+		end = a.clock.Now().Add(opt.forDur)
+		t := a.clock.AfterFunc(opt.forDur, cancel)
+		defer t.Stop()
 	}
 	d := &display{w: a.stdout, json: c.json, terminal: a.terminal && !c.json, url: c.url}
-	tick := time.NewTicker(opt.every)
+	tick := a.clock.NewTicker(opt.every)
 	defer tick.Stop()
 	var prev *frame
 	for n := 0; opt.count == 0 || n < opt.count; n++ {
@@ -294,11 +299,14 @@ func (a *app) watch(ctx context.Context, c *call, opt watchOptions) error {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-tick.C:
+			case <-tick.Chan():
+			}
+			if !end.IsZero() && !a.clock.Now().Before(end) {
+				return nil // the end of -for, whether or not its timer has fired yet
 			}
 		}
 		p, err := c.client.GetProgram(ctx, c.args[0])
-		now := a.now()
+		now := a.clock.Now()
 		var f frame
 		switch {
 		case err == nil:

@@ -192,8 +192,8 @@ func fromConfig(ctx context.Context, cfg config.Config, w io.Writer, opts ...Opt
 // PassOption returns the App option that signs passes as p describes: a
 // keyring wrapped by the KMS key p.WrapKMSKeyID; key files (NewIssuer);
 // else, for the local server, a keyring wrapped by a key of this process.
-// The iss is as NewIssuer's.
-func PassOption(ctx context.Context, p config.Pass, defaultIssuer string) (Option, error) {
+// The iss is as NewIssuer's; opts go to the keyring, after p's.
+func PassOption(ctx context.Context, p config.Pass, defaultIssuer string, keyring ...admissionpass.KeyringOption) (Option, error) {
 	iss := p.Issuer
 	if iss == "" {
 		iss = defaultIssuer
@@ -202,6 +202,7 @@ func PassOption(ctx context.Context, p config.Pass, defaultIssuer string) (Optio
 	if p.KeyRotation > 0 {
 		opts = append(opts, admissionpass.WithRotation(p.KeyRotation))
 	}
+	opts = append(opts, keyring...)
 	switch {
 	case p.WrapKMSKeyID != "":
 		client, err := admissionpass.NewKMSClient(ctx, p.KMSEndpoint)

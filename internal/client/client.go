@@ -77,6 +77,7 @@ type Client struct {
 	http    *http.Client
 	retry   Retry
 	observe func(Exchange)
+	now     func() time.Time
 }
 
 // Option configures a Client.
@@ -96,6 +97,11 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = 
 // (default: each request is sent once).
 func WithRetry(r Retry) Option { return func(c *Client) { c.retry = r } }
 
+// WithNow reads the time from now (default time.Now) where an answer is
+// read against it: a Retry-After given as an HTTP-date in an answer without
+// a Date header. Tests pass a fixed clock.
+func WithNow(now func() time.Time) Option { return func(c *Client) { c.now = now } }
+
 // WithObserver calls f after every request sent, retries included, before
 // the call returns, from the calling goroutine.
 func WithObserver(f func(Exchange)) Option { return func(c *Client) { c.observe = f } }
@@ -109,7 +115,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("API URL %q: want http(s)://host[:port][/path]", baseURL)
 	}
-	c := &Client{base: u}
+	c := &Client{base: u, now: time.Now}
 	for _, o := range opts {
 		o(c)
 	}
@@ -314,12 +320,8 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, []byte, error
 		if !again {
 			return status, raw, err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return status, raw, err
-		case <-t.C:
+		if c.retry.sleep(ctx, wait) != nil {
+			return status, raw, err // the caller's context ended the wait
 		}
 	}
 }
@@ -372,7 +374,7 @@ func (c *Client) once(ctx context.Context, r request, payload []byte, out any) (
 		return resp.StatusCode, nil, fmt.Errorf("%s %s: read the answer: %w", r.method, req.URL.Redacted(), err)
 	}
 	if !slices.Contains(r.want, resp.StatusCode) {
-		return resp.StatusCode, nil, answerError(resp, raw)
+		return resp.StatusCode, nil, answerError(resp, raw, c.now())
 	}
 	if out != nil {
 		if err := decodeAnswer(raw, out); err != nil {

@@ -228,16 +228,25 @@ func TestNewIdempotencyKey(t *testing.T) {
 }
 
 // TestCanceled: a request ended by the caller's context is observed as
-// Canceled, and not worth retrying.
+// Canceled, and not worth retrying. The server signals the request's
+// arrival and the test cancels then: the request is in flight for sure.
 func TestCanceled(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	arrived := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done()
+	}))
 	defer srv.Close()
 	var ex client.Exchange
 	c := newClient(t, srv.URL, client.WithObserver(func(e client.Exchange) { ex = e }))
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		<-arrived
+		cancel()
+	}()
 	_, err := c.Poll(ctx, "p", "t")
-	if err == nil || !ex.Canceled || ex.Status != 0 || ex.Op != client.OpPoll {
+	if err == nil || !errors.Is(err, context.Canceled) || !ex.Canceled || ex.Status != 0 || ex.Op != client.OpPoll {
 		t.Errorf("err %v, exchange %+v; want a canceled poll", err, ex)
 	}
 	if _, ok := client.RetryDelay(ctx, err, time.Second); ok {

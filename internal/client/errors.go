@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/clock"
 )
 
 // Error is an answer other than the one expected: the API's
@@ -42,10 +43,11 @@ func (e *Error) Retryable() bool {
 // kept as an Error's Message.
 const maxMessageBytes = 200
 
-// answerError reads an answer other than the one expected.
-func answerError(resp *http.Response, raw []byte) *Error {
+// answerError reads an answer other than the one expected, received at
+// now.
+func answerError(resp *http.Response, raw []byte, now time.Time) *Error {
 	e := &Error{Status: resp.StatusCode}
-	e.RetryAfter, _ = ParseRetryAfter(resp.Header, time.Now())
+	e.RetryAfter, _ = ParseRetryAfter(resp.Header, now)
 	var body struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
@@ -124,6 +126,18 @@ type Retry struct {
 	Attempts int
 	MaxWait  time.Duration
 	Notify   func(err *Error, wait time.Duration, attempt int)
+	// Sleep waits before each retry: for d, or until ctx ends (then it
+	// returns ctx's error and the call gives up). Nil is the real clock's
+	// (clock.Real.Sleep); tests record the waits asked for instead.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// sleep waits d before a retry with r.Sleep, else on the real clock.
+func (r Retry) sleep(ctx context.Context, d time.Duration) error {
+	if r.Sleep != nil {
+		return r.Sleep(ctx, d)
+	}
+	return clock.Real{}.Sleep(ctx, d)
 }
 
 // after reports whether to send again a request of method that failed with

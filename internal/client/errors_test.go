@@ -81,29 +81,41 @@ func TestErrors(t *testing.T) {
 }
 
 // TestRetry: with a Retry, a request the server could not serve now is
-// sent again after its Retry-After, bounded; each attempt is observed and
-// each retry told. A POST is repeated after BUSY or 429 only.
+// sent again after its Retry-After (1 s without one), capped at MaxWait
+// and bounded in attempts; each attempt is observed, each retry told, and
+// each wait asked of Retry.Sleep, which the test records instead of
+// sleeping. A POST is repeated after BUSY or 429 only.
 func TestRetry(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		failures int // answers before a success
-		code     string
-		admit    bool
-		revoke   bool
-		ok       bool
-		sent     int
+		name       string
+		failures   int    // answers before a success
+		retryAfter string // of each failure; "" for none
+		maxWait    time.Duration
+		code       string
+		admit      bool
+		revoke     bool
+		ok         bool
+		sent       int
+		waits      []time.Duration // asked of Sleep, and told, in order
 	}{
-		{"get after two 503s", 2, "STORE_UNAVAILABLE", false, false, true, 3},
-		{"get bounded", 5, "STORE_UNAVAILABLE", false, false, false, 3},
-		{"admit after BUSY", 1, "BUSY", true, false, true, 2},
-		{"admit not after STORE_UNAVAILABLE", 1, "STORE_UNAVAILABLE", true, false, false, 1},
-		{"revoke (a DELETE) after a 503", 1, "STORE_UNAVAILABLE", false, true, true, 2},
+		{"get after two 503s", 2, "1", 10 * time.Second, "STORE_UNAVAILABLE", false, false, true, 3, []time.Duration{time.Second, time.Second}},
+		{"get bounded", 5, "1", 10 * time.Second, "STORE_UNAVAILABLE", false, false, false, 3, []time.Duration{time.Second, time.Second}},
+		{"capped at MaxWait", 1, "60", 10 * time.Second, "STORE_UNAVAILABLE", false, false, true, 2, []time.Duration{10 * time.Second}},
+		{"capped below a second", 2, "1", time.Millisecond, "STORE_UNAVAILABLE", false, false, true, 3, []time.Duration{time.Millisecond, time.Millisecond}},
+		{"no Retry-After: a second", 1, "", 10 * time.Second, "STORE_UNAVAILABLE", false, false, true, 2, []time.Duration{time.Second}},
+		{"Retry-After 0: a second", 1, "0", 10 * time.Second, "STORE_UNAVAILABLE", false, false, true, 2, []time.Duration{time.Second}},
+		{"Retry-After 3", 1, "3", 10 * time.Second, "STORE_UNAVAILABLE", false, false, true, 2, []time.Duration{3 * time.Second}},
+		{"admit after BUSY", 1, "1", 10 * time.Second, "BUSY", true, false, true, 2, []time.Duration{time.Second}},
+		{"admit not after STORE_UNAVAILABLE", 1, "1", 10 * time.Second, "STORE_UNAVAILABLE", true, false, false, 1, nil},
+		{"revoke (a DELETE) after a 503", 1, "1", 10 * time.Second, "STORE_UNAVAILABLE", false, true, true, 2, []time.Duration{time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var n atomic.Int32
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if int(n.Add(1)) <= tc.failures {
-					w.Header().Set("Retry-After", "1")
+					if tc.retryAfter != "" {
+						w.Header().Set("Retry-After", tc.retryAfter)
+					}
 					w.WriteHeader(http.StatusServiceUnavailable)
 					_, _ = w.Write([]byte(`{"code":"` + tc.code + `","message":"m"}`))
 					return
@@ -115,14 +127,23 @@ func TestRetry(t *testing.T) {
 				_, _ = w.Write([]byte(`{"programId":"p"}`))
 			}))
 			defer srv.Close()
-			var observed, told int
+			var observed int
+			var told, slept []time.Duration
 			c := newClient(t, srv.URL, client.WithObserver(func(client.Exchange) { observed++ }),
-				client.WithRetry(client.Retry{Attempts: 3, MaxWait: time.Millisecond, Notify: func(e *client.Error, wait time.Duration, attempt int) {
-					told++
-					if e.Code != tc.code || wait != time.Millisecond || attempt != told {
-						t.Errorf("Notify(%v, %s, %d): want %s, the cap 1ms, attempt %d", e, wait, attempt, tc.code, told)
-					}
-				}}))
+				client.WithRetry(client.Retry{Attempts: 3, MaxWait: tc.maxWait,
+					Notify: func(e *client.Error, wait time.Duration, attempt int) {
+						told = append(told, wait)
+						if e.Code != tc.code || attempt != len(told) {
+							t.Errorf("Notify(%v, %s, %d): want %s, attempt %d", e, wait, attempt, tc.code, len(told))
+						}
+					},
+					Sleep: func(ctx context.Context, d time.Duration) error {
+						if len(slept) != len(told)-1 {
+							t.Errorf("Sleep(%s) without a Notify first", d)
+						}
+						slept = append(slept, d)
+						return ctx.Err()
+					}}))
 			var err error
 			switch {
 			case tc.admit:
@@ -132,12 +153,81 @@ func TestRetry(t *testing.T) {
 			default:
 				_, err = c.GetProgram(context.Background(), "p")
 			}
-			if (err == nil) != tc.ok || int(n.Load()) != tc.sent || observed != tc.sent || told != tc.sent-1 {
-				t.Errorf("err %v after %d requests, %d observed, %d retries told; want ok %v, %d requests", err, n.Load(), observed, told, tc.ok, tc.sent)
+			if (err == nil) != tc.ok || int(n.Load()) != tc.sent || observed != tc.sent {
+				t.Errorf("err %v after %d requests, %d observed; want ok %v, %d requests", err, n.Load(), observed, tc.ok, tc.sent)
+			}
+			if diff := cmp.Diff(tc.waits, slept); diff != "" {
+				t.Errorf("waits asked of Sleep (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.waits, told); diff != "" {
+				t.Errorf("waits told (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
+
+// TestRetryGivesUpWhenTheWaitEnds: a Sleep that ends with the caller's
+// context ends the call with the last answer's error, sending nothing more.
+func TestRetryGivesUpWhenTheWaitEnds(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		w.Header().Set("Retry-After", "5")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"code":"THROTTLED","message":"m"}`))
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var slept []time.Duration
+	c := newClient(t, srv.URL, client.WithRetry(client.Retry{Attempts: 3, MaxWait: time.Minute,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			slept = append(slept, d)
+			cancel() // the caller gives up during the wait
+			return ctx.Err()
+		}}))
+	_, err := c.GetProgram(ctx, "p")
+	if ae := (*client.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests || ae.RetryAfter != 5*time.Second {
+		t.Errorf("err %v; want the 429 answered", err)
+	}
+	if n.Load() != 1 || !cmp.Equal(slept, []time.Duration{5 * time.Second}) {
+		t.Errorf("%d requests, waits %v; want 1 request and one wait of 5s", n.Load(), slept)
+	}
+}
+
+// TestRetryAfterDateWithoutDate: a Retry-After given as an HTTP-date in an
+// answer without a Date header counts from the client's clock (WithNow).
+func TestRetryAfterDateWithoutDate(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Date"] = nil // net/http adds none then
+		w.Header().Set("Retry-After", now.Add(7*time.Second).Format(http.TimeFormat))
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"code":"BUSY","message":"m"}`))
+	}))
+	defer srv.Close()
+	var dates []string
+	c := newClient(t, srv.URL, client.WithNow(func() time.Time { return now }), client.WithObserver(func(client.Exchange) {}),
+		client.WithHTTPClient(&http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+			resp, err := http.DefaultTransport.RoundTrip(r)
+			if err == nil {
+				dates = append(dates, resp.Header.Get("Date"))
+			}
+			return resp, err
+		})}))
+	_, err := c.GetProgram(context.Background(), "p")
+	if ae := (*client.Error)(nil); !errors.As(err, &ae) || ae.RetryAfter != 7*time.Second {
+		t.Errorf("err %#v; want BUSY with RetryAfter 7s from the client's now", err)
+	}
+	if !cmp.Equal(dates, []string{""}) {
+		t.Errorf("Date headers %q: the answer should have none", dates)
+	}
+}
+
+// roundTripper is a function as an http.RoundTripper.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestRetryDelay(t *testing.T) {
 	canceled, cancel := context.WithCancel(context.Background())

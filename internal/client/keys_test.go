@@ -11,6 +11,7 @@ import (
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/client"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -19,13 +20,16 @@ import (
 
 // TestKeyCalls lists, rotates and revokes signing keys against the real
 // handler with a keyring, as an admin; a handler without one answers
-// NO_KEYRING.
+// NO_KEYRING. The keyring's clock stands at noon UTC, mid-slot: away from
+// the lead before the next day's key, so its keys are the ones the test
+// makes.
 func TestKeyCalls(t *testing.T) {
 	wrap, err := admissionpass.NewLocalWrapper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ring := admissionpass.NewKeyring(memstore.New(), wrap)
+	noon := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
+	ring := admissionpass.NewKeyring(memstore.New(), wrap, admissionpass.WithKeyringClock(clock.NewFake(noon)))
 	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth(secret), httpapi.WithKeyring(ring)))
 	t.Cleanup(srv.Close)
 	var ops []client.Op
@@ -37,8 +41,8 @@ func TestKeyCalls(t *testing.T) {
 		t.Fatalf("Keys = %+v, %v; want none, a rotation of a day", l, err)
 	}
 	k, err := c.RotateKey(ctx)
-	if err != nil || k.State != api.KeyNext || len(k.KeyID) != 43 || k.SignFrom.Sub(k.CreatedAt.Time) != 15*time.Minute {
-		t.Fatalf("RotateKey = %+v, %v; want a next key signing 15 minutes on", k, err)
+	if err != nil || k.State != api.KeyNext || len(k.KeyID) != 43 || !k.CreatedAt.Equal(noon) || !k.SignFrom.Equal(noon.Add(15*time.Minute)) {
+		t.Fatalf("RotateKey = %+v, %v; want a next key made at %s, signing 15 minutes on", k, err, noon)
 	}
 	if l, err := c.Keys(ctx); err != nil || len(l.Keys) != 1 || l.Keys[0].KeyID != k.KeyID {
 		t.Errorf("Keys after the rotation = %+v, %v; want the new key", l, err)

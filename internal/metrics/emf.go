@@ -18,9 +18,21 @@ type EMF struct {
 	now       func() time.Time
 }
 
-// NewEMF returns an EMF sink writing lines to w under namespace.
-func NewEMF(w io.Writer, namespace string) *EMF {
-	return &EMF{w: w, namespace: namespace, now: time.Now}
+// EMFOption configures NewEMF.
+type EMFOption func(*EMF)
+
+// WithEMFClock stamps each line with now's time (default time.Now); tests
+// pass a fixed clock to check the Timestamp exactly.
+func WithEMFClock(now func() time.Time) EMFOption { return func(e *EMF) { e.now = now } }
+
+// NewEMF returns an EMF sink writing lines to w under namespace, each
+// stamped with the time it is written.
+func NewEMF(w io.Writer, namespace string, opts ...EMFOption) *EMF {
+	e := &EMF{w: w, namespace: namespace, now: time.Now}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
 }
 
 // emfDirective is a MetricDirective of the EMF specification.

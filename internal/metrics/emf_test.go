@@ -46,6 +46,12 @@ func parseLine(t *testing.T, line []byte) (emfspec.Document, []published) {
 	return doc, out
 }
 
+// emfNow is the EMF clock of the tests: a time with milliseconds, and
+// nanoseconds below them that the Timestamp drops.
+var emfNow = time.Date(2026, 3, 1, 12, 34, 56, 789_654_321, time.UTC)
+
+// TestEMF: each request is one EMF line with its metrics, dimensions and
+// properties, stamped with the sink's clock to the millisecond.
 func TestEMF(t *testing.T) {
 	latency := func(op string) published {
 		return published{"Latency", "Milliseconds", "Operation=" + op, []float64{12.345}}
@@ -112,8 +118,7 @@ func TestEMF(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			tc.req.Duration = 12345 * time.Microsecond
-			before := time.Now().UnixMilli()
-			metrics.NewEMF(&buf, "WaitingRoom").Observe(tc.req)
+			metrics.NewEMF(&buf, "WaitingRoom", metrics.WithEMFClock(func() time.Time { return emfNow })).Observe(tc.req)
 			line := buf.Bytes()
 			if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' {
 				t.Fatalf("want exactly one line, got %q", line)
@@ -122,8 +127,8 @@ func TestEMF(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("published metrics (-want +got):\n%s\nline: %s", diff, line)
 			}
-			if doc.Timestamp < before || doc.Timestamp > time.Now().UnixMilli() {
-				t.Errorf("Timestamp %d is not now", doc.Timestamp)
+			if doc.Timestamp != emfNow.UnixMilli() {
+				t.Errorf("Timestamp %d, want the clock's %d", doc.Timestamp, emfNow.UnixMilli())
 			}
 			if doc.Root["HttpStatus"] == nil || doc.Root["Method"] != metrics.MethodLabel(tc.req.Method) {
 				t.Errorf("line lacks the HttpStatus and Method properties: %s", line)

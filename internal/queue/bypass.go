@@ -201,11 +201,12 @@ func (s *Service) IssueBypass(ctx context.Context, programID string, count int64
 // at most bypassSigners at a time, within bypassSignBudget and leaving
 // adminDeadline of ctx's time.
 func (s *Service) signBypass(ctx context.Context, signer BypassSigner, programID string, n int64, now, expires time.Time) ([]string, error) {
-	budget := bypassSignBudget
 	if d, ok := ctx.Deadline(); ok {
-		budget = min(budget, time.Until(d)-adminDeadline)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-adminDeadline))
+		defer cancel()
 	}
-	ctx, cancel := context.WithTimeout(ctx, budget)
+	ctx, cancel := context.WithTimeout(ctx, bypassSignBudget)
 	defer cancel()
 	passes := make([]string, n)
 	g, gctx := errgroup.WithContext(ctx)

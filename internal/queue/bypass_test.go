@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/await"
 )
 
 // bypassClaims are the claims of a pass as its payload says.
@@ -198,7 +201,9 @@ func (s *flakySigner) SignBypass(ctx context.Context, b queue.Bypass) (string, e
 
 // TestBypassSigningBounds: an issuance signs at most BypassSigners passes
 // at a time, and gives up, reserving nothing, in time to leave the
-// request AdminDeadline for the change.
+// request AdminDeadline for the change: every signature's deadline is the
+// request's less AdminDeadline. The signer fails once BypassSigners
+// signatures are in flight.
 func TestBypassSigningBounds(t *testing.T) {
 	signer := &blockingSigner{PassSigner: newSigner(t)}
 	signer.block.Store(true)
@@ -206,16 +211,20 @@ func TestBypassSigningBounds(t *testing.T) {
 	if _, _, err := svc.PutProgram(t.Context(), "gala", api.ProgramSettings{MaxActiveUsers: new(int64(100))}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), queue.AdminDeadline+100*time.Millisecond)
+	// A request deadline that binds before the signing budget does.
+	deadline := time.Now().Add(queue.AdminDeadline + queue.BypassSignBudget - time.Second)
+	ctx, cancel := context.WithDeadline(t.Context(), deadline)
 	defer cancel()
 	if _, err := svc.IssueBypass(ctx, "gala", 100, time.Hour); !hasCode(err, api.CodePassUnavailable) {
-		t.Fatalf("signer that never answers: %v, want PASS_UNAVAILABLE", err)
-	}
-	if ctx.Err() != nil {
-		t.Error("the signing took the time kept for the change")
+		t.Fatalf("signer that fails: %v, want PASS_UNAVAILABLE", err)
 	}
 	if got := signer.most.Load(); got != queue.BypassSigners {
 		t.Errorf("at most %d signatures in flight, want %d", got, queue.BypassSigners)
+	}
+	for _, d := range signer.deadlines() {
+		if want := deadline.Add(-queue.AdminDeadline); !d.Equal(want) {
+			t.Errorf("a signature's deadline %v before the request's, want AdminDeadline (%v)", deadline.Sub(d), queue.AdminDeadline)
+		}
 	}
 	signer.block.Store(false)
 	if passes, err := svc.IssueBypass(t.Context(), "gala", 100, time.Hour); err != nil || len(passes) != 100 {
@@ -223,12 +232,15 @@ func TestBypassSigningBounds(t *testing.T) {
 	}
 }
 
-// blockingSigner, while block is set, answers no signature until its
-// context ends, counting the calls in flight.
+// blockingSigner, while block is set, holds each signature until
+// BypassSigners are in flight, then fails them, recording their deadlines.
 type blockingSigner struct {
 	queue.PassSigner
 	block     atomic.Bool
 	now, most atomic.Int64
+	arrived   await.Counter
+	mu        sync.Mutex
+	seen      []time.Time
 }
 
 func (s *blockingSigner) SignBypass(ctx context.Context, b queue.Bypass) (string, error) {
@@ -239,8 +251,21 @@ func (s *blockingSigner) SignBypass(ctx context.Context, b queue.Bypass) (string
 	defer s.now.Add(-1)
 	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
 	}
-	<-ctx.Done()
-	return "", ctx.Err()
+	d, _ := ctx.Deadline()
+	s.mu.Lock()
+	s.seen = append(s.seen, d)
+	s.mu.Unlock()
+	s.arrived.Add()
+	if err := s.arrived.Wait(ctx, queue.BypassSigners); err != nil {
+		return "", err
+	}
+	return "", errors.New("blocking signer: no signature")
+}
+
+func (s *blockingSigner) deadlines() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.seen)
 }
 
 // TestReserveBounded: however many issuances, a program keeps at most 8

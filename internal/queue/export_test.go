@@ -31,6 +31,10 @@ var Pruned = pruned
 const (
 	BypassSigners = bypassSigners
 	AdminDeadline = adminDeadline
+	// BypassSignBudget bounds the signing of one issuance.
+	BypassSignBudget = bypassSignBudget
+	// MaxAdminTrials bounds an admin request's optimistic retries.
+	MaxAdminTrials = maxAdminTrials
 )
 
 // Reserve exposes reserve.

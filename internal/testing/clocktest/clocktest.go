@@ -40,6 +40,37 @@ func (m Manual) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// Asleep reports whether at least n goroutines sleep on the clock (or
+// wait on its timers) now, without waiting.
+func (m Manual) Asleep(n int) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return m.BlockUntilContext(ctx, n) == nil
+}
+
+// Drive advances the clock by step each time at least n goroutines sleep
+// on it, until done is closed or ctx ends, and returns how many times it
+// advanced: it stands for time passing while the goroutines it drives
+// wait, and for nothing else.
+func (m Manual) Drive(ctx context.Context, n int, step time.Duration, done <-chan struct{}) (int, error) {
+	for k := 0; ; k++ {
+		wctx, cancel := context.WithCancel(ctx)
+		asleep := make(chan error, 1)
+		go func() { asleep <- m.BlockUntilContext(wctx, n) }()
+		select {
+		case <-done:
+			cancel()
+			return k, nil
+		case err := <-asleep:
+			cancel()
+			if err != nil {
+				return k, err
+			}
+			m.Advance(step)
+		}
+	}
+}
+
 // Frozen is a clock that moves only when Advance is called: Sleep returns
 // at once without moving it, so that goroutines sharing it act at one
 // instant until the test moves it. It is safe for concurrent use.
@@ -69,3 +100,13 @@ func (f *Frozen) Advance(d time.Duration) {
 
 // Sleep returns ctx's error, at once.
 func (*Frozen) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+// MidSlot is the real clock shifted so that it reads the middle of its
+// current slot of length slot (slots start at multiples of slot since the
+// Unix epoch, as the keyring's do): a test that runs for less than half a
+// slot never sees one end, whatever the hour it runs at.
+func MidSlot(slot time.Duration) clock.Offset {
+	now := time.Now()
+	into := time.Duration(now.UnixMilli()%slot.Milliseconds()) * time.Millisecond
+	return clock.Offset{Base: clock.Real{}, By: slot/2 - into}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 )
 
@@ -43,8 +44,8 @@ func TestManual(t *testing.T) {
 	if err := <-woke; !errors.Is(err, context.Canceled) {
 		t.Errorf("Sleep with its context canceled: %v, want context.Canceled", err)
 	}
-	if err := c.BlockUntilContext(t.Context(), 0); err != nil {
-		t.Fatal(err)
+	if c.Asleep(1) {
+		t.Error("a canceled Sleep left a sleeper")
 	}
 	if !c.Now().Equal(t0.Add(time.Second)) {
 		t.Errorf("a canceled Sleep moved the clock to %v", c.Now())
@@ -68,5 +69,42 @@ func TestFrozen(t *testing.T) {
 	cancel()
 	if err := c.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("Sleep on a done context: %v", err)
+	}
+}
+
+// TestDrive: Drive advances the clock each time the driven goroutine
+// sleeps on it, until it is done.
+func TestDrive(t *testing.T) {
+	c := clocktest.NewManual(t0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 3 {
+			if err := c.Sleep(t.Context(), 100*time.Millisecond); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	n, err := c.Drive(t.Context(), 1, 100*time.Millisecond, done)
+	if err != nil || n != 3 {
+		t.Errorf("Drive = %d, %v; want 3 advances", n, err)
+	}
+	if got := c.Now().Sub(t0); got != 300*time.Millisecond {
+		t.Errorf("the clock moved %v, want 300ms", got)
+	}
+}
+
+// TestMidSlot: the shifted clock reads half a slot into its slot, and
+// moves as the real one does.
+func TestMidSlot(t *testing.T) {
+	for _, slot := range []time.Duration{time.Hour, 24 * time.Hour} {
+		c := clocktest.MidSlot(slot)
+		ms := c.Now().UnixMilli() % slot.Milliseconds()
+		if into := time.Duration(ms) * time.Millisecond; into < slot/2 || into > slot/2+time.Minute {
+			t.Errorf("slot %v: %v into the slot, want about %v", slot, into, slot/2)
+		}
+		if c.Base != (clock.Real{}) {
+			t.Errorf("slot %v: base %v, want the real clock", slot, c.Base)
+		}
 	}
 }

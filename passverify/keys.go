@@ -37,6 +37,8 @@ type keyCache struct {
 	tried    time.Time                   // the last fetch's start
 	lastErr  error                       // the last fetch's error
 	inflight chan struct{}               // closed when the running fetch ends
+
+	onWait func() // tests: called as a lookup starts to wait for a fetch
 }
 
 // get returns the key kid, fetching the JWKS when needed and allowed.
@@ -53,6 +55,9 @@ func (c *keyCache) get(ctx context.Context, kid string) (*ecdsa.PublicKey, error
 			c.mu.Unlock()
 			if known {
 				return key, nil // stale, and being refreshed
+			}
+			if c.onWait != nil {
+				c.onWait()
 			}
 			select {
 			case <-wait:

@@ -1,6 +1,7 @@
 package passverify_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/hmac"
@@ -26,6 +27,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/testing/await"
 	"github.com/example/waitingroom/internal/testing/passtest"
 	"github.com/example/waitingroom/passverify"
 )
@@ -422,16 +424,26 @@ func TestJWKSUnavailable(t *testing.T) {
 // FetchTimeout; concurrent first lookups share one fetch.
 func TestJWKSFetch(t *testing.T) {
 	t.Run("Timeout", func(t *testing.T) {
+		// The fetch carries a deadline FetchTimeout away; a transport that
+		// finds it passed at once stands for a JWKS that never answers.
 		room := passtest.NewRoom(t)
-		room.SetDelay(10 * time.Second)
-		v := room.Verifier(t, passtest.NewClock(passtest.Admission.AdmittedAt), func(c *passverify.Config) { c.FetchTimeout = 100 * time.Millisecond })
-		start := time.Now()
+		var deadline time.Time
+		expired := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			deadline, _ = r.Context().Deadline()
+			return nil, context.DeadlineExceeded
+		})
+		const timeout = 100 * time.Millisecond
+		v := room.Verifier(t, passtest.NewClock(passtest.Admission.AdmittedAt), func(c *passverify.Config) {
+			c.FetchTimeout, c.HTTPClient = timeout, &http.Client{Transport: expired}
+		})
+		before := time.Now()
 		_, err := v.Verify(t.Context(), room.Pass(t, passtest.Admission))
+		after := time.Now()
 		if !errors.Is(err, passverify.ErrKeysUnavailable) {
 			t.Errorf("got %v, want ErrKeysUnavailable", err)
 		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("Verify took %v with a 100ms fetch timeout", d)
+		if deadline.Before(before.Add(timeout)) || deadline.After(after.Add(timeout)) {
+			t.Errorf("the fetch's deadline %v after the call began, want FetchTimeout (%v)", deadline.Sub(before), timeout)
 		}
 	})
 	t.Run("Client", func(t *testing.T) {
@@ -446,11 +458,21 @@ func TestJWKSFetch(t *testing.T) {
 		}
 	})
 	t.Run("ConcurrentFirstLookups", func(t *testing.T) {
+		// The first lookup's fetch is held until the other 19 wait for it.
 		room := passtest.NewRoom(t)
-		room.SetDelay(50 * time.Millisecond)
+		arrived, release := room.Hold()
+		defer release()
 		v := room.Verifier(t, passtest.NewClock(passtest.Admission.AdmittedAt), nil)
+		var waiting await.Counter
+		passverify.OnFetchWait(v, waiting.Add)
 		pass := room.Pass(t, passtest.Admission)
 		var wg sync.WaitGroup
+		go func() {
+			<-arrived
+			if err := waiting.Wait(t.Context(), 19); err == nil {
+				release()
+			}
+		}()
 		for range 20 {
 			wg.Go(func() {
 				if _, err := v.Verify(t.Context(), pass); err != nil {
@@ -572,3 +594,8 @@ func TestVerifyBypass(t *testing.T) {
 		t.Errorf("claims through the cookie: %+v, want one with Bypass and ticket 0", seen)
 	}
 }
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

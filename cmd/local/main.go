@@ -105,9 +105,20 @@ Flags:
 }
 
 // run serves the local server as args and getenv configure it until ctx
-// ends; keyring options go to its keyring after the configuration's
-// (tests fix the keyring's clock).
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, keyring ...admissionpass.KeyringOption) error {
+// ends.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return runWith(ctx, seams{}, args, getenv, stdout, stderr)
+}
+
+// seams are the clocks tests fix in the local server; zero values are
+// the real ones.
+type seams struct {
+	keyring      []admissionpass.KeyringOption // after the configuration's
+	partitionNow func() time.Time              // -partition-limits' clock
+}
+
+// runWith is run with the seams s.
+func runWith(ctx context.Context, s seams, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f, err := parseLocalFlags(args, stderr)
 	if err != nil {
 		return err
@@ -130,7 +141,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer ln.Close() // if run fails before serving
 	base := baseURL(ln.Addr())
-	passes, err := app.PassOption(ctx, cfg.Pass, base, keyring...)
+	passes, err := app.PassOption(ctx, cfg.Pass, base, s.keyring...)
 	if err != nil {
 		return fmt.Errorf("admission passes: %w", err)
 	}
@@ -143,7 +154,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("challenge secret: %w", err)
 	}
-	a, where, model, closeStore, err := openStore(ctx, cfg, f.store, log, passes, app.WithShuffleKey(shuffle),
+	a, where, model, closeStore, err := openStore(ctx, cfg, f.store, s.partitionNow, log, passes, app.WithShuffleKey(shuffle),
 		app.WithServiceOptions(queue.WithChallengeSecret(challengeSecret)))
 	if err != nil {
 		return err

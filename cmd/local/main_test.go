@@ -33,14 +33,30 @@ func TestMain(m *testing.M) {
 
 // syncBuffer is an io.Writer safe to read while run writes to it.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed and replaced at each write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
+}
+
+// next returns what was written so far and a channel closed at the next
+// write.
+func (s *syncBuffer) next() (string, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.written == nil {
+		s.written = make(chan struct{})
+	}
+	return s.b.String(), s.written
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
@@ -56,22 +72,30 @@ func start(t *testing.T, env map[string]string, args ...string) string {
 // startOut is start, also returning what the server printed.
 func startOut(t *testing.T, env map[string]string, args ...string) (string, *syncBuffer) {
 	t.Helper()
+	return startWith(t, seams{}, env, args...)
+}
+
+// startWith is startOut with the seams s; the keyring's clock, unless s
+// sets one, reads mid-slot: no next key is due, whatever the hour.
+func startWith(t *testing.T, s seams, env map[string]string, args ...string) (string, *syncBuffer) {
+	t.Helper()
+	if s.keyring == nil {
+		s.keyring = []admissionpass.KeyringOption{admissionpass.WithKeyringClock(clocktest.MidSlot(24 * time.Hour))}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errs syncBuffer
 	done := make(chan error, 1)
 	go func() {
 		// No crowd in the demo program unless a test asks for one.
 		// No program cache unless a test sets one: an admission shows at
-		// the next poll. The keyring's clock reads mid-slot: no next key is
-		// due, whatever the hour.
+		// the next poll.
 		getenv := func(k string) string {
 			if v, ok := env[k]; ok || k != config.EnvProgramCacheTTL {
 				return v
 			}
 			return "0s"
 		}
-		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-demo-crowd", "0"}, args...), getenv, &out, &errs,
-			admissionpass.WithKeyringClock(clocktest.MidSlot(24*time.Hour)))
+		done <- runWith(ctx, s, append([]string{"-addr", "127.0.0.1:0", "-demo-crowd", "0"}, args...), getenv, &out, &errs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -81,17 +105,21 @@ func startOut(t *testing.T, env map[string]string, args ...string) (string, *syn
 	})
 	// A hang guard: with -dynamo moto the start includes moto's, which
 	// takes over 30 s on a busy machine (localdynamo allows it 2 min).
-	deadline := time.Now().Add(4 * time.Minute)
-	for time.Now().Before(deadline) {
-		if m := listening.FindStringSubmatch(out.String()); m != nil {
+	guard := time.After(4 * time.Minute)
+	for {
+		printed, written := out.next()
+		if m := listening.FindStringSubmatch(printed); m != nil {
 			return m[1], &out
 		}
 		select {
 		case err := <-done:
 			done <- err // for the cleanup, which would wait for it for ever
 			t.Fatalf("server stopped: %v\n%s", err, errs.String())
-		case <-time.After(20 * time.Millisecond):
+		case <-written:
+			continue
+		case <-guard:
 		}
+		break
 	}
 	t.Fatalf("server did not start: %s %s", out.String(), errs.String())
 	return "", nil
@@ -121,9 +149,9 @@ func call(t *testing.T, method, url, token, auth, body string) (int, map[string]
 	return resp.StatusCode, m
 }
 
-// callRetry is call, repeated while the answer is 503, as a client
-// honouring Retry-After would: on a busy machine, moto may take longer
-// than an admin write's budget (1 s). A minute bounds a server that never
+// callRetry is call, repeated while the answer is 503: on a busy machine,
+// moto may take longer than an admin write's budget (1 s), which the
+// attempt itself then spends. A minute bounds a server that never
 // recovers.
 func callRetry(t *testing.T, method, url, token, auth, body string) (int, map[string]any) {
 	t.Helper()
@@ -133,7 +161,6 @@ func callRetry(t *testing.T, method, url, token, auth, body string) (int, map[st
 		if code != http.StatusServiceUnavailable || time.Now().After(give) {
 			return code, m
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -214,23 +241,11 @@ func TestLocalDynamoDB(t *testing.T) {
 
 func TestLocalGeneratesAdminToken(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errs syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-demo-program", ""}, func(string) string { return "" }, &out, &errs)
-	}()
-	defer func() { cancel(); <-done }()
-	re := regexp.MustCompile(`generated admin token: ([0-9a-f]{32})`)
-	deadline := time.Now().Add(30 * time.Second) // a hang guard, generous for a busy machine
-	for time.Now().Before(deadline) && !listening.MatchString(out.String()) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	m := re.FindStringSubmatch(out.String())
+	base, out := startOut(t, map[string]string{}, "-demo-program", "")
+	m := regexp.MustCompile(`generated admin token: ([0-9a-f]{32})`).FindStringSubmatch(out.String())
 	if m == nil {
 		t.Fatalf("no generated token printed: %q", out.String())
 	}
-	base := listening.FindStringSubmatch(out.String())[1]
 	if code, _ := call(t, "GET", base+"/api/v1/admin/programs/demo", "", m[1], ""); code != 404 {
 		t.Errorf("generated token not accepted (want 404 for the absent demo program, got %d)", code)
 	}
@@ -356,16 +371,14 @@ func enterConcurrently(t *testing.T, base string, n int) {
 // like DynamoDB, and the server publishes the model's counts.
 func TestLocalPartitionLimits(t *testing.T) {
 	t.Parallel()
-	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-dynamo", "moto", "-partition-limits", "write=1,read=100", "-demo-program", "")
+	frozen := time.Now()
+	base, out := startWith(t, seams{partitionNow: func() time.Time { return frozen }}, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-dynamo", "moto", "-partition-limits", "write=1,read=100", "-demo-program", "")
 	if !strings.Contains(out.String(), "per-partition limits write=1,read=100 a second") {
 		t.Errorf("start-up line does not name the limits: %s", out)
 	}
 	if code, body := call(t, "PUT", base+"/api/v1/admin/programs/hot", "", "s3cret", `{"paused": true}`); code != 201 {
 		t.Fatalf("create program: %d %v", code, body)
 	}
-	// Rounds of 30 enters at once until the program item was throttled:
-	// on a busy machine a round may come too slowly to pass 1 unit a
-	// second. Ten rounds bound a model that never throttles.
 	type stats struct {
 		ThrottledWrites int64
 		Hottest         []struct {
@@ -375,43 +388,32 @@ func TestLocalPartitionLimits(t *testing.T) {
 			ThrottledWrites int64
 		}
 	}
+	// Enters in one second of the model's clock, which does not move:
+	// the program item's 1 unit a second is spent, the rest throttled.
+	for range 3 {
+		if code, body := call(t, "POST", base+"/api/v1/queues/programs/hot", "", "", ""); code != 201 && code != 503 {
+			t.Errorf("enter: %d %v, want 201 or 503", code, body)
+		}
+	}
+	resp, err := http.Get(base + partitionStatsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var sum stats
+	err = json.NewDecoder(resp.Body).Decode(&sum)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The program item is among the hottest and throttled (with ticket
+	// shards beside it, a shard may be hotter still).
 	programThrottled := false
-	for round := 0; round < 10 && !programThrottled; round++ {
-		var wg sync.WaitGroup
-		for range 30 {
-			wg.Go(func() {
-				resp, err := http.Post(base+"/api/v1/queues/programs/hot", "", nil)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				resp.Body.Close()
-				if resp.StatusCode != 201 && resp.StatusCode != 503 {
-					t.Errorf("enter: %d, want 201 or 503", resp.StatusCode)
-				}
-			})
-		}
-		wg.Wait()
-		resp, err := http.Get(base + partitionStatsPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum = stats{}
-		err = json.NewDecoder(resp.Body).Decode(&sum)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The program item is among the hottest and throttled (with
-		// ticket shards beside it, a shard may be hotter still).
-		for _, h := range sum.Hottest {
-			programThrottled = programThrottled || strings.Contains(h.Key, "PROGRAM#hot") && h.ThrottledWrites > 0
-		}
+	for _, h := range sum.Hottest {
+		programThrottled = programThrottled || strings.Contains(h.Key, "PROGRAM#hot") && h.ThrottledWrites > 0
 	}
 	if sum.ThrottledWrites == 0 || !programThrottled {
 		b, _ := json.Marshal(sum)
-		t.Errorf("rounds of 30 enters on a 1-unit partition: %s, want throttled writes on PROGRAM#hot", b)
+		t.Errorf("3 enters in one second on a 1-unit partition: %s, want throttled writes on PROGRAM#hot", b)
 	}
 }
 

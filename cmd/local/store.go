@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -35,8 +36,9 @@ type storeFlags struct {
 // openStore builds the App with opts on the in-memory store or on a
 // DynamoDB API (started by -dynamo, or DYNAMODB_ENDPOINT's). It returns the
 // store's description, the -partition-limits model (nil without it) and a
-// function that closes what it started.
-func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.Logger, opts ...app.Option) (a *app.App, where string, model *partitionmodel.Model, stop func(), err error) {
+// function that closes what it started. The model reads partitionNow
+// (nil: time.Now).
+func openStore(ctx context.Context, cfg config.Config, f storeFlags, partitionNow func() time.Time, log *slog.Logger, opts ...app.Option) (a *app.App, where string, model *partitionmodel.Model, stop func(), err error) {
 	stop = func() {}
 	if f.dynamo == "" && cfg.DynamoEndpoint == "" {
 		if f.partitionLimits != "" {
@@ -91,7 +93,7 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, log *slog.L
 	if limits != nil {
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		base.MaxIdleConnsPerHost = 256
-		tr := partitionmodel.New(base, *limits, partitionmodel.Options{})
+		tr := partitionmodel.New(base, *limits, partitionmodel.Options{Now: partitionNow})
 		model = tr.Model()
 		copts.Transport = tr
 		where += fmt.Sprintf("; per-partition limits %s a second", limits)

@@ -58,14 +58,9 @@ func TestIdempotencyKeyParallel(t *testing.T) {
 			})
 		}
 		// The winner's fill is held until the others wait for it.
-		if err := clk.BlockUntilContext(ctx, parallel-1); err != nil {
+		if err := rounds.Settle(ctx, clk, parallel, k+1); err != nil {
 			t.Fatal(err)
 		}
-		rounds.ReleaseFill()
-		if err := rounds.Filled.Wait(ctx, k+1); err != nil {
-			t.Fatal(err)
-		}
-		clk.Advance(time.Second)
 		wg.Wait()
 		for _, id := range ids {
 			if id != ids[0] {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/challenge"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -17,7 +18,7 @@ import (
 // API: its challenge (never cached), an enter with the solution (201),
 // the same proof again (403 CHALLENGE_FAILED), and an unknown program.
 func TestHandlerChallenge(t *testing.T) {
-	svc := queue.NewService(memstore.New(), polling.DefaultTiers())
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
 	if _, _, err := svc.PutProgram(t.Context(), "gala", api.ProgramSettings{Paused: new(true), ChallengeBits: new(int64(10))}); err != nil {
 		t.Fatal(err)
 	}

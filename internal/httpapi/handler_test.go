@@ -455,7 +455,7 @@ func TestLambdaUnconvertible(t *testing.T) {
 // back in the counters, are cleared with "", and the notice reaches the
 // people waiting; a bad value is INVALID_SETTINGS.
 func TestHandlerProfile(t *testing.T) {
-	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
+	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0))), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
 	do := func(method, path, body string, hdr ...string) (int, map[string]any) {
 		t.Helper()
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -495,7 +495,7 @@ func TestHandlerProfile(t *testing.T) {
 // TestHandlerIdempotencyKey: a retried enter with the same Idempotency-Key
 // answers the same token and ticket, and takes no ticket of its own.
 func TestHandlerIdempotencyKey(t *testing.T) {
-	svc := queue.NewService(memstore.New(), polling.DefaultTiers())
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
 	if _, _, err := svc.PutProgram(context.Background(), "gala", api.ProgramSettings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +528,7 @@ func TestHandlerIdempotencyKey(t *testing.T) {
 // INVALID_SETTINGS and changes nothing; the values beside them still go
 // through.
 func TestHandlerSettingsQuirks(t *testing.T) {
-	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
+	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0))), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
 	do := func(body string) (int, map[string]any) {
 		t.Helper()
 		r := httptest.NewRequest("PUT", "/api/v1/admin/programs/gala", strings.NewReader(body))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
@@ -36,7 +37,9 @@ func (s *heldFillStore) FillToken(ctx context.Context, t queue.Token, claim stri
 // answers its token with 200.
 func TestHandlerEnterInProgress(t *testing.T) {
 	store := &heldFillStore{Store: memstore.New(), held: make(chan struct{}), release: make(chan struct{})}
-	svc := queue.NewService(store, polling.DefaultTiers())
+	// The second enter waits for the first's token on this clock, whose
+	// Sleep moves it at once: its wait runs out without real time passing.
+	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
 	if _, _, err := svc.PutProgram(context.Background(), "gala", api.ProgramSettings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}

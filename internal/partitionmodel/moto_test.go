@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -27,7 +28,9 @@ func TestOnDynamoAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := dynamotest.NewTable(t, plain)
-	tr := partitionmodel.New(nil, partitionmodel.Limits{WriteUnits: 12, ReadUnits: 100}, partitionmodel.Options{})
+	// The model's clock does not move: no unit comes back once spent.
+	frozen := time.Now()
+	tr := partitionmodel.New(nil, partitionmodel.Limits{WriteUnits: 12, ReadUnits: 100}, partitionmodel.Options{Now: func() time.Time { return frozen }})
 	client, err := dynamostore.NewClientWithOptions(t.Context(), dynamostore.ClientOptions{Endpoint: endpoint, Transport: tr})
 	if err != nil {
 		t.Fatal(err)
@@ -53,10 +56,10 @@ func TestOnDynamoAPI(t *testing.T) {
 	if st.WriteUnits != 10 || st.ReadUnits != 2 {
 		t.Fatalf("stats %+v, want 5+5 write units and 2 read units", st)
 	}
-	// 2 units left, refilling at 12 a second: a third 5-unit write waits
-	// for them, and a burst of them runs out of retries.
+	// 2 units left, and no second passes: a third 5-unit write is
+	// throttled at every try, and the client gives up with DynamoDB's error.
 	var throttled int
-	for range 6 {
+	for range 2 {
 		_, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: &table, Key: k, UpdateExpression: aws.String("SET n = n + :n"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: "1"}},
@@ -69,7 +72,7 @@ func TestOnDynamoAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if throttled == 0 || tr.Model().Stats()[0].ThrottledWrites == 0 {
-		t.Errorf("six 5-unit writes to a 12-unit partition in about a second: none throttled (%+v)", tr.Model().Stats()[0])
+	if st := tr.Model().Stats()[0]; throttled != 2 || st.ThrottledWrites < 2 || st.WriteUnits != 10 {
+		t.Errorf("two 5-unit writes to a spent 12-unit partition in one second: %d throttled (%+v), want both, every try", throttled, st)
 	}
 }

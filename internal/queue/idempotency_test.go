@@ -174,7 +174,7 @@ func TestEnterIdempotencyKeyReleased(t *testing.T) {
 	}
 
 	store := memstore.New()
-	svc = queue.NewService(store, polling.DefaultTiers())
+	svc = queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
 	_, _, err = svc.Enter(ctx, "nope", queue.Entry{IdempotencyKey: claimKey})
 	wantCode(t, "enter to an unknown program", err, api.CodeProgramNotFound)
 	if _, err := store.GetToken(ctx, queue.IdempotentTokenID("nope", claimKey)); !errors.Is(err, queue.ErrNotFound) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/challenge"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
@@ -145,7 +146,7 @@ func (s *faultyIssue) IssueTicket(ctx context.Context, id string, now time.Time)
 func TestChallengeRetryAfterFault(t *testing.T) {
 	ctx := t.Context()
 	store := &faultyIssue{Store: memstore.New()}
-	svc := queue.NewService(store, polling.DefaultTiers())
+	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
 	guarded(t, svc, "gala", 8)
 	e := proof(t, svc, "gala")
 	e.IdempotencyKey = "the-enter-that-failed-once"

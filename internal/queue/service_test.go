@@ -15,6 +15,8 @@ import (
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/clocktest"
+	"github.com/example/waitingroom/internal/testing/queuetest"
 )
 
 func newService(t testing.TB, opts ...queue.Option) (*queue.Service, *clock.Fake) {
@@ -339,22 +341,29 @@ func TestEnterIdempotencyKeyInvalid(t *testing.T) {
 // took a ticket and all but one burnt it).
 func TestEnterIdempotencyKeyConcurrent(t *testing.T) {
 	const keys, parallel = 8, 16
-	store := &gatedStore{Store: memstore.New()}
-	svc := queue.NewService(store, polling.DefaultTiers()) // the real clock: the losers wait for the winner's ticket
+	clk := clocktest.NewManual(t0)
+	var rounds queuetest.KeyedEnters
+	svc := queue.NewService(rounds.Wrap(memstore.New()), polling.DefaultTiers(), queue.WithClock(clk))
 	mustPut(t, svc, "rush", 1, true)
+	ctx := t.Context()
 	for k := range keys {
 		key := fmt.Sprintf("concurrent-enter-key-%04d", k)
-		store.gate(parallel)
+		// Every enter reads the key unclaimed; the winner's fill is held
+		// until the others wait for it on the clock.
+		rounds.Round(parallel)
 		var wg sync.WaitGroup
 		ids := make([]string, parallel)
 		for i := range ids {
 			wg.Go(func() {
-				v, _, err := svc.Enter(context.Background(), "rush", queue.Entry{IdempotencyKey: key})
+				v, _, err := svc.Enter(ctx, "rush", queue.Entry{IdempotencyKey: key})
 				if err != nil {
 					t.Error(err)
 				}
 				ids[i] = v.TokenID
 			})
+		}
+		if err := rounds.Settle(ctx, clk, parallel, k+1); err != nil {
+			t.Fatal(err)
 		}
 		wg.Wait()
 		for _, id := range ids {
@@ -363,45 +372,9 @@ func TestEnterIdempotencyKeyConcurrent(t *testing.T) {
 			}
 		}
 	}
-	if c, _ := svc.Program(context.Background(), "rush"); c.Issued != keys {
+	if c, _ := svc.Program(ctx, "rush"); c.Issued != keys {
 		t.Errorf("%d keys, %d concurrent enters each: issued %d tickets, want %d", keys, parallel, c.Issued, keys)
 	}
-}
-
-// gatedStore holds the answers of token reads until a given number of them
-// have been read: the enters of a round all read the key's token before
-// any goes on.
-type gatedStore struct {
-	queue.Store
-	mu      sync.Mutex
-	arrived int
-	open    chan struct{}
-}
-
-// gate holds the next n token reads until the nth arrives.
-func (g *gatedStore) gate(n int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.arrived, g.open = -n, make(chan struct{})
-}
-
-func (g *gatedStore) GetToken(ctx context.Context, id string) (queue.Token, error) {
-	t, err := g.Store.GetToken(ctx, id)
-	g.mu.Lock()
-	g.arrived++
-	if g.arrived == 0 {
-		close(g.open)
-	}
-	open := g.open
-	g.mu.Unlock()
-	if open != nil {
-		select {
-		case <-open:
-		case <-ctx.Done():
-			return queue.Token{}, ctx.Err()
-		}
-	}
-	return t, err
 }
 
 // countingSigner signs "pass-N" for the Nth call, or fails while fail is set.

@@ -30,7 +30,7 @@ func TestUnknownProgramsLeaveNoState(t *testing.T) {
 // over two batches of 10,000 enters to distinct unknown program ids (it
 // grew by about 500 bytes an id when the ticket shards kept state for them).
 func TestUnknownProgramsMemory(t *testing.T) {
-	svc, _ := instance(memstore.New(), clock.Real{}, nil, tickets.DefaultItemWriteUnits)
+	svc, _ := instance(memstore.New(), clock.NewFake(t0), nil, tickets.DefaultItemWriteUnits)
 	inUse := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats

@@ -92,7 +92,8 @@ type Room struct {
 	doc          []byte
 	cacheControl string
 	status       int
-	delay        time.Duration
+	arrived      chan struct{} // of Hold: closed at the first held request
+	held         chan struct{} // of Hold: closed by its release
 	lastHeader   http.Header
 }
 
@@ -109,12 +110,16 @@ func NewRoom(t testing.TB) *Room {
 func (r *Room) serveJWKS(w http.ResponseWriter, req *http.Request) {
 	r.fetches.Add(1)
 	r.mu.Lock()
-	doc, cc, status, delay := r.doc, r.cacheControl, r.status, r.delay
+	doc, cc, status, held := r.doc, r.cacheControl, r.status, r.held
 	r.lastHeader = req.Header.Clone()
+	if r.arrived != nil {
+		close(r.arrived)
+		r.arrived = nil
+	}
 	r.mu.Unlock()
-	if delay > 0 {
+	if held != nil {
 		select {
-		case <-time.After(delay):
+		case <-held:
 		case <-req.Context().Done():
 			return
 		}
@@ -172,11 +177,15 @@ func (r *Room) SetStatus(status int) {
 	r.status = status
 }
 
-// SetDelay makes the JWKS answer d late.
-func (r *Room) SetDelay(d time.Duration) {
+// Hold makes the JWKS answers wait until release is called (or the
+// request ends); arrived is closed when the first held request arrives.
+func (r *Room) Hold() (arrived <-chan struct{}, release func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.delay = d
+	a, held := make(chan struct{}), make(chan struct{})
+	r.arrived, r.held = a, held
+	var once sync.Once
+	return a, func() { once.Do(func() { close(held) }) }
 }
 
 // Fetches returns how many times the JWKS was requested.

@@ -3,9 +3,11 @@ package queuetest
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/await"
+	"github.com/example/waitingroom/internal/testing/clocktest"
 )
 
 // KeyedEnters makes a round of enters with one Idempotency-Key, through the
@@ -69,4 +71,19 @@ func (s keyedStore) FillToken(ctx context.Context, t queue.Token, claim string) 
 	}
 	defer s.k.Filled.Add()
 	return s.Store.FillToken(ctx, t, claim)
+}
+
+// Settle ends a round of n enters on clk: once the n-1 that lost the key
+// sleep on clk waiting for the winner's token, it lets the fill through,
+// waits until fills were made in all, and wakes the losers.
+func (s *KeyedEnters) Settle(ctx context.Context, clk clocktest.Manual, n, fills int) error {
+	if err := clk.BlockUntilContext(ctx, n-1); err != nil {
+		return err
+	}
+	s.ReleaseFill()
+	if err := s.Filled.Wait(ctx, fills); err != nil {
+		return err
+	}
+	clk.Advance(time.Second)
+	return nil
 }

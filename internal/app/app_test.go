@@ -19,6 +19,7 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/app"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
@@ -80,7 +81,10 @@ func TestKeyringRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	passes, err := app.PassOption(t.Context(), cfg.Pass, "https://queue.example.com")
+	// The keyring's clock moves a minute before each request: the second
+	// rotation is one of its own, not the first's key again.
+	clk := clock.NewFake(time.Date(2026, 5, 19, 12, 0, 0, 0, time.UTC))
+	passes, err := app.PassOption(t.Context(), cfg.Pass, "https://queue.example.com", admissionpass.WithKeyringClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +115,7 @@ func TestKeyringRoutes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			clk.Advance(time.Minute)
 			var code int
 			var body string
 			if tt.admin {

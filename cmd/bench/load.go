@@ -177,7 +177,7 @@ func (lf *loadFlags) runModes(ctx context.Context, fs *flag.FlagSet, name string
 		cfg := loadtest.Config{
 			BaseURL: lf.baseURL, AdminToken: p.token, ProgramID: id, Existing: existing != "",
 			Scenario: p.sc, Poll: m, SampleEvery: lf.sampleEvery, Conns: lf.conns, Progress: e.progress,
-			Seed: lf.seed, CacheTTL: lf.cacheTTL, Capacity: p.capacity,
+			Seed: lf.seed, CacheTTL: lf.cacheTTL, Capacity: p.capacity, Clock: e.clock,
 		}
 		var passes *passFile
 		if lf.passes != nil && *lf.passes != "" {

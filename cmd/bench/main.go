@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/example/waitingroom/internal/bench"
+	"github.com/example/waitingroom/internal/clock"
 )
 
 func main() {
@@ -43,6 +44,9 @@ type env struct {
 	// terminal.
 	progress io.Writer
 	getenv   func(string) string
+	// clock, when not nil, is the load tests' clock (loadtest.Config.Clock);
+	// nil is the real one.
+	clock clock.Clock
 }
 
 // errUsage is returned after a usage message has been printed.

@@ -6,12 +6,24 @@ import (
 	"flag"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/clock"
 )
 
 func runCmd(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	return runCmdOn(t, nil, args...)
+}
+
+// runCmdOn runs the command with its load tests on clk (nil: the real
+// clock), within a hang guard.
+func runCmdOn(t *testing.T, clk clock.Clock, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
 	var out, errb strings.Builder
-	err = run(context.Background(), args, env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }})
+	err = run(ctx, args, env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }, clock: clk})
 	return out.String(), errb.String(), err
 }
 

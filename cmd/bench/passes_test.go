@@ -132,7 +132,9 @@ func TestPassesLoopback(t *testing.T) {
 	}
 	// kmstest's proxy logs each request its client gave up on to the
 	// standard logger, until it is closed: not the measurement's output.
+	prev := log.Writer()
 	log.SetOutput(io.Discard)
+	t.Cleanup(func() { log.SetOutput(prev) })
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "local")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/example/waitingroom/cmd/local").CombinedOutput(); err != nil {

@@ -6,18 +6,29 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 )
 
+// fakeClock is the clock a test's server and its load test share: each
+// wait of the run advances it at once, so that no run takes real time.
+func fakeClock() *clock.Fake { return clock.NewFake(time.Now().Truncate(time.Second)) }
+
+// virtualTimeout is the -timeout of runs on a fake clock, which every wait
+// advances: long enough that only the scenario ends them.
+const virtualTimeout = "24h"
+
 func TestRunJSON(t *testing.T) {
-	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret")))
+	clk := fakeClock()
+	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clk)), httpapi.BearerAuth("s3cret")))
 	defer srv.Close()
-	out, errOut, err := runCmd(t, "run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "20", "-admit-rate", "100", "-timeout", "10s", "-json")
+	out, errOut, err := runCmdOn(t, clk, "run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "20", "-admit-rate", "100", "-timeout", virtualTimeout, "-json")
 	if err != nil {
 		t.Fatalf("%v: %s", err, errOut)
 	}
@@ -35,14 +46,15 @@ func TestRunJSON(t *testing.T) {
 // with its settings as they are: the run creates nothing and changes
 // nothing, and the operator's rate admits its people.
 func TestRunExistingProgram(t *testing.T) {
-	svc := queue.NewService(memstore.New(), polling.DefaultTiers())
+	clk := fakeClock()
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clk))
 	rate, paused := 100.0, false
 	if _, _, err := svc.PutProgram(t.Context(), "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate)), Paused: &paused}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(httpapi.New(svc, httpapi.BearerAuth("s3cret")))
 	defer srv.Close()
-	out, errOut, err := runCmd(t, "run", "-url", srv.URL, "-admin-token", "s3cret", "-program-id", "gala", "-users", "10", "-timeout", "10s", "-json")
+	out, errOut, err := runCmdOn(t, clk, "run", "-url", srv.URL, "-admin-token", "s3cret", "-program-id", "gala", "-users", "10", "-timeout", virtualTimeout, "-json")
 	if err != nil {
 		t.Fatalf("%v: %s", err, errOut)
 	}
@@ -67,7 +79,8 @@ func TestRunExistingProgram(t *testing.T) {
 // shows no error among the requests and the admin failures on their own
 // rows, and the routes add up to both counts.
 func TestRunCountsAdminApart(t *testing.T) {
-	api := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth("s3cret"))
+	clk := fakeClock()
+	api := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clk)), httpapi.BearerAuth("s3cret"))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/admin/") {
 			w.Header().Set("Retry-After", "1")
@@ -78,8 +91,8 @@ func TestRunCountsAdminApart(t *testing.T) {
 		api.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	args := []string{"run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "10", "-admit-rate", "100", "-timeout", "10s"}
-	out, errOut, err := runCmd(t, append(args, "-json")...)
+	args := []string{"run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "10", "-admit-rate", "100", "-timeout", virtualTimeout}
+	out, errOut, err := runCmdOn(t, clk, append(args, "-json")...)
 	if err != nil {
 		t.Fatalf("%v: %s", err, errOut)
 	}
@@ -102,7 +115,7 @@ func TestRunCountsAdminApart(t *testing.T) {
 		t.Errorf("errors %d, admin errors %d, requests %d + admin %d, routes %v (sum %d)", r.Errors, r.AdminErrors, r.Requests, r.AdminRequests, r.ByRoute, sum)
 	}
 
-	out, errOut, err = runCmd(t, args...)
+	out, errOut, err = runCmdOn(t, clk, args...)
 	if err != nil {
 		t.Fatalf("%v: %s", err, errOut)
 	}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -425,10 +424,4 @@ func TestUpdateScheduledMovesDrain(t *testing.T) {
 			}
 		})
 	}
-}
-
-// isTimeout reports whether err comes from an attempt that timed out.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,13 +23,111 @@ import (
 
 func TestMain(m *testing.M) { browser.Main(m) }
 
-// tab opens a browser tab with a deadline for the whole test.
+// hangGuard bounds a whole test's use of its tabs: only a hang reaches it.
+const hangGuard = 2 * time.Minute
+
+// tab opens a browser tab, instrumented, with a hang guard for the whole
+// test.
 func tab(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(browser.Tab(t), 30*time.Second)
+	ctx, cancel := context.WithTimeout(browser.Tab(t), hangGuard)
 	t.Cleanup(cancel)
+	instrument(t, ctx)
 	return ctx
 }
+
+// instrument makes the pages the tab ctx loads from now on run their
+// timers on a clock the test moves (browser.FakeClock) and record their
+// API requests (pageRecorder).
+func instrument(t *testing.T, ctx context.Context) {
+	t.Helper()
+	browser.FakeClock(t, ctx)
+	browser.AddScript(t, ctx, pageRecorder)
+}
+
+// pageRecorder records each API request the page's fetch makes (not the
+// challenge's): its document, method, start, and the moment its answer
+// came, on the page's clock, in sessionStorage so that the record outlives
+// a navigation of the tab, with the most ever in flight at once in one
+// document; window.__started() counts the current document's. It also
+// keeps in window.__seen every text the state line showed, in order.
+const pageRecorder = `(() => {
+  const KEY = '__wr';
+  let rec = null;
+  try { rec = JSON.parse(sessionStorage.getItem(KEY)); } catch {}
+  rec = rec || { calls: [], maxAtOnce: 0, docs: 0 };
+  const doc = ++rec.docs;
+  const save = () => { try { sessionStorage.setItem(KEY, JSON.stringify(rec)); } catch {} };
+  save();
+  let inFlight = 0;
+  const real = window.fetch;
+  window.fetch = function (input, init) {
+    const url = new URL(input instanceof Request ? input.url : String(input), location.href);
+    if (!url.pathname.startsWith('/api/') || url.pathname.endsWith('/challenge')) return real.apply(this, arguments);
+    const c = { doc, method: (init && init.method) || 'GET', start: performance.now(), end: -1 };
+    rec.calls.push(c);
+    rec.maxAtOnce = Math.max(rec.maxAtOnce, ++inFlight);
+    save();
+    const settle = () => { inFlight--; c.end = performance.now(); save(); };
+    return real.apply(this, arguments).then((r) => { settle(); return r; }, (e) => { settle(); throw e; });
+  };
+  window.__started = () => rec.calls.filter((c) => c.doc === doc).length;
+  const seen = window.__seen = [];
+  new MutationObserver(() => {
+    const el = document.getElementById('state');
+    if (el && el.textContent !== seen[seen.length - 1]) seen.push(el.textContent);
+  }).observe(document, { subtree: true, childList: true, characterData: true });
+})();`
+
+// pageCall is an API request as pageRecorder recorded it, at times of the
+// page's clock in milliseconds.
+type pageCall struct {
+	Doc    int     `json:"doc"`
+	Method string  `json:"method"`
+	Start  float64 `json:"start"`
+	End    float64 `json:"end"` // -1: no answer came
+}
+
+// gapAfter is the page's time from prev's answer to c's start.
+func (c pageCall) gapAfter(prev pageCall) time.Duration {
+	return time.Duration((c.Start - prev.End) * float64(time.Millisecond))
+}
+
+// pageRecord is pageRecorder's record of the tab.
+type pageRecord struct {
+	Calls     []pageCall `json:"calls"`
+	MaxAtOnce int        `json:"maxAtOnce"`
+}
+
+func pageCalls(t *testing.T, ctx context.Context) pageRecord {
+	t.Helper()
+	return eval[pageRecord](t, ctx, `JSON.parse(sessionStorage.getItem('__wr'))`)
+}
+
+// started is how many API requests the current page has made.
+func started(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	return eval[int](t, ctx, `__started()`)
+}
+
+// drive fires the page's timers one at a time, each once the page has
+// handled the answer before it, until expr holds: the page moves exactly
+// as far as its own schedule takes it, at no real time. It fails t when
+// expr does not hold after 50 timers.
+func drive(t *testing.T, ctx context.Context, expr string) {
+	t.Helper()
+	for range 50 {
+		waitFor(t, ctx, `(`+expr+`) || __clock.pending().length > 0`)
+		if eval[bool](t, ctx, `!!(`+expr+`)`) {
+			return
+		}
+		browser.Next(t, ctx)
+	}
+	t.Fatalf("%s does not hold after 50 of the page's timers", expr)
+}
+
+// ms is d in the page's milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func storedToken(t *testing.T, ctx context.Context, program string) string {
 	t.Helper()
@@ -44,10 +144,12 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 	return browser.Eval[T](t, ctx, expr)
 }
 
-// waitFor waits up to 10 s until expr is truthy in the page.
+// waitFor waits until expr is truthy in the page: an event of the page,
+// its network or the browser, never of the page's clock, which stands
+// still until the test moves it; a minute is a hang guard.
 func waitFor(t *testing.T, ctx context.Context, expr string) {
 	t.Helper()
-	browser.WaitFor(t, ctx, 10*time.Second, expr)
+	browser.WaitFor(t, ctx, time.Minute, expr)
 }
 
 // phone is the viewport of a common phone, at scale 1 to keep screenshots
@@ -79,11 +181,12 @@ func loadGala(t *testing.T, s *script, path string, first ...chromedp.Action[chr
 	return q, ctx
 }
 
-// openGala is loadGala, then waits for the first position (1,234).
+// openGala is loadGala, then drives the page to the first position of
+// 1,234 (the enter and two polls).
 func openGala(t *testing.T, s *script, path string, first ...chromedp.Action[chromedp.Void]) (*fakeQueue, context.Context) {
 	t.Helper()
 	q, ctx := loadGala(t, s, path, first...)
-	waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+	drive(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
 	return q, ctx
 }
 
@@ -117,7 +220,7 @@ func TestWaitingShowsThePlace(t *testing.T) {
 		t.Errorf("live region = %q, want the first place announced", got)
 	}
 	screenshot(t, ctx, "waiting.png")
-	q.checkSchedule(t)
+	q.checkSchedule(t, ctx)
 }
 
 // The state lines of a person in line, after the operator changed the
@@ -163,12 +266,12 @@ func TestPauseReachesAnOpenPage(t *testing.T) {
 	q.mu.Lock()
 	s.info.Paused = true
 	q.mu.Unlock()
-	waitFor(t, ctx, `document.getElementById('state').textContent === 'Admission is paused for now. Your place is kept.'`)
+	drive(t, ctx, `document.getElementById('state').textContent === 'Admission is paused for now. Your place is kept.'`)
 	q.mu.Lock()
 	s.info.Paused = false
 	q.mu.Unlock()
-	waitFor(t, ctx, `document.getElementById('state').hidden`)
-	q.checkSchedule(t)
+	drive(t, ctx, `document.getElementById('state').hidden`)
+	q.checkSchedule(t, ctx)
 }
 
 func TestClosedToNewcomers(t *testing.T) {
@@ -203,13 +306,20 @@ func TestFullLineOffersToTryAgain(t *testing.T) {
 	if storedToken(t, ctx, "gala") != "" {
 		t.Error("a token was kept although the enter was refused")
 	}
-	time.Sleep(1500 * time.Millisecond) // longer than any retry the page makes by itself
-	if n := len(q.recorded()); n != 1 {
-		t.Fatalf("%d requests after a full line, want the one enter: the page must not loop", n)
+	// Nothing is armed to try again, and an hour of the page's time brings
+	// no request.
+	if p := browser.Pending(t, ctx); len(p) != 0 {
+		t.Errorf("timers armed after a full line: %v, want none", p)
+	}
+	if fired := browser.Advance(t, ctx, ms(time.Hour)); fired != 0 {
+		t.Errorf("%d timers fired in an hour after a full line, want none", fired)
+	}
+	if n, m := started(t, ctx), len(q.recorded()); n != 1 || m != 1 {
+		t.Fatalf("the page made %d requests and the server answered %d after a full line, want the one enter: the page must not loop", n, m)
 	}
 	q.setFull("gala", false)
 	do(t, ctx, chromedp.Click(chromedp.ID("again")))
-	waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+	drive(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
 }
 
 func TestReloadAndSecondTabKeepThePlace(t *testing.T) {
@@ -218,15 +328,16 @@ func TestReloadAndSecondTabKeepThePlace(t *testing.T) {
 	first := storedToken(t, ctx, "gala")
 
 	do(t, ctx, chromedp.Reload())
-	waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+	drive(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
 	if got := storedToken(t, ctx, "gala"); got != first {
 		t.Errorf("after a reload the token is %q, want %q", got, first)
 	}
 
 	second, cancel := chromedp.NewContext(ctx) // another tab of the same browser profile
 	defer cancel()
+	instrument(t, second)
 	do(t, second, chromedp.Navigate(eval[string](t, ctx, "location.href")))
-	waitFor(t, second, `document.getElementById('pos').textContent === '1,234'`)
+	drive(t, second, `document.getElementById('pos').textContent === '1,234'`)
 	if got := storedToken(t, second, "gala"); got != first {
 		t.Errorf("a second tab has token %q, want %q", got, first)
 	}
@@ -244,22 +355,57 @@ func TestReloadAndSecondTabKeepThePlace(t *testing.T) {
 }
 
 // A reload while the first enter is still in flight sends the same
-// Idempotency-Key, so the person still gets one place.
+// Idempotency-Key, so the person still gets one place: the server holds
+// the first enter until the reloaded page has sent the second, then makes
+// the place for the first and gives it back to the second.
 func TestReloadDuringEnterKeepsOnePlace(t *testing.T) {
 	t.Parallel()
 	q := newFakeQueue()
 	q.add("gala", gala())
-	q.latency = 400 * time.Millisecond
+	arrived := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	release := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	posts := 0
+	q.arrive = func(c apiCall) {
+		if c.Method != http.MethodPost {
+			return
+		}
+		q.mu.Lock()
+		n := posts
+		posts++
+		q.mu.Unlock()
+		if n < len(arrived) {
+			close(arrived[n])
+			<-release[n]
+		}
+	}
 	srv, _ := q.serve(t, waitpage.Options{})
+	var released [2]sync.Once
+	letGo := func(n int) { released[n].Do(func() { close(release[n]) }) }
+	t.Cleanup(func() { letGo(0); letGo(1) }) // before the server closes
 	ctx := tab(t)
+	await := func(n int) {
+		t.Helper()
+		select {
+		case <-arrived[n]:
+		case <-ctx.Done():
+			t.Fatalf("waiting for enter %d: %v", n+1, ctx.Err())
+		}
+	}
+
 	do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
+	await(0)
 	do(t, ctx, chromedp.Reload())
+	await(1)
+	letGo(0)
+	q.awaitCalls(t, ctx, 1)
+	letGo(1)
 	waitFor(t, ctx, `document.getElementById('pos').textContent !== '–'`)
 
 	var keys []string
-	for _, c := range q.recorded() {
+	var statuses []int
+	for _, c := range q.awaitCalls(t, ctx, 2) {
 		if c.Method == "POST" {
-			keys = append(keys, c.Key)
+			keys, statuses = append(keys, c.Key), append(statuses, c.Status)
 		}
 	}
 	q.mu.Lock()
@@ -267,6 +413,9 @@ func TestReloadDuringEnterKeepsOnePlace(t *testing.T) {
 	q.mu.Unlock()
 	if len(keys) != 2 || keys[0] == "" || keys[1] != keys[0] || tokens != 1 {
 		t.Errorf("enters carried keys %q and made %d tokens, want two enters with one key, and one token", keys, tokens)
+	}
+	if !slices.Equal(statuses, []int{http.StatusCreated, http.StatusOK}) {
+		t.Errorf("enters answered %v, want 201 (the place made) then 200 (the same place)", statuses)
 	}
 }
 
@@ -299,7 +448,7 @@ func TestLanguages(t *testing.T) {
 				}
 			}
 			do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala"+tt.query))
-			waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+			drive(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
 			got := eval[[]string](t, ctx, `[document.documentElement.lang, document.querySelector('[data-t=position]').textContent, document.getElementById('eta').textContent]`)
 			if want := []string{tt.lang, tt.label, tt.eta}; !slices.Equal(got, want) {
 				t.Errorf("lang, label, eta = %q, want %q", got, want)
@@ -322,7 +471,7 @@ func TestAdmittedGoesToTheTargetWithThePass(t *testing.T) {
 
 	ctx := tab(t)
 	do(t, ctx, phone, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
-	waitFor(t, ctx, `location.pathname.startsWith('/demo-site/') && document.getElementById('in')`)
+	drive(t, ctx, `location.pathname.startsWith('/demo-site/') && document.getElementById('in')`)
 	screenshot(t, ctx, "admitted-site.png")
 
 	q.mu.Lock()
@@ -339,7 +488,7 @@ func TestAdmittedGoesToTheTargetWithThePass(t *testing.T) {
 	if want := "from=wr&x=a%20b&admissionPass="; len(site.query) != 1 || !strings.HasPrefix(site.query[0], want) {
 		t.Errorf("the site's query = %q, want the target's query kept, then the pass: %s…", site.query, want)
 	}
-	q.checkSchedule(t)
+	q.checkSchedule(t, ctx)
 }
 
 func TestAdmittedWithoutTarget(t *testing.T) {
@@ -347,7 +496,7 @@ func TestAdmittedWithoutTarget(t *testing.T) {
 	s := gala()
 	s.admitAfter = 2
 	q, ctx := loadGala(t, s, "", phone)
-	waitFor(t, ctx, `!document.getElementById('done').hidden`)
+	drive(t, ctx, `!document.getElementById('done').hidden`)
 	if got := text(t, ctx, "doneTitle"); got != "It's your turn!" {
 		t.Errorf("title = %q", got)
 	}
@@ -355,7 +504,7 @@ func TestAdmittedWithoutTarget(t *testing.T) {
 		t.Errorf("text = %q, want the pass's expiry", got)
 	}
 	screenshot(t, ctx, "admitted.png")
-	q.checkSchedule(t)
+	q.checkSchedule(t, ctx)
 }
 
 func TestEndedOffersToEnterAgain(t *testing.T) {
@@ -375,7 +524,7 @@ func TestEndedOffersToEnterAgain(t *testing.T) {
 			q, ctx := openGala(t, gala(), "")
 			old := storedToken(t, ctx, "gala")
 			q.set(old, tt.status)
-			waitFor(t, ctx, `!document.getElementById('again').hidden`)
+			drive(t, ctx, `!document.getElementById('again').hidden`)
 			if got := text(t, ctx, "doneTitle"); got != tt.title {
 				t.Errorf("title = %q, want %q", got, tt.title)
 			}
@@ -386,7 +535,7 @@ func TestEndedOffersToEnterAgain(t *testing.T) {
 				t.Errorf("button = %q", got)
 			}
 			do(t, ctx, chromedp.Click(chromedp.ID("again")))
-			waitFor(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
+			drive(t, ctx, `document.getElementById('pos').textContent === '1,234'`)
 			if got := storedToken(t, ctx, "gala"); got == old || got == "" {
 				t.Errorf("after entering again the token is %q, want a new one", got)
 			}
@@ -404,49 +553,117 @@ func TestEndedOffersToEnterAgain(t *testing.T) {
 	}
 }
 
+// TestRetryAfterIsHonoured: a 503 with Retry-After: 1 is said on the
+// state line, and the page asks again exactly a second of its time later,
+// not a millisecond sooner, then recovers.
 func TestRetryAfterIsHonoured(t *testing.T) {
+	t.Parallel()
 	s := gala()
 	s.fail = map[int]int{2: 1} // the second poll: 503 with Retry-After: 1
 	q, ctx := loadGala(t, s, "")
-	waitFor(t, ctx, `document.getElementById('state').textContent.startsWith('Trouble reaching the server')`)
+	drive(t, ctx, `document.getElementById('state').textContent.startsWith('Trouble reaching the server')`)
+	if p := browser.Pending(t, ctx); !slices.Equal(p, []float64{1000}) {
+		t.Fatalf("timers armed after a 503 with Retry-After: 1: %v, want one of 1000 ms", p)
+	}
+	n := started(t, ctx)
+	if fired := browser.Advance(t, ctx, 999); fired != 0 || started(t, ctx) != n {
+		t.Errorf("999 ms after a 503 with Retry-After: 1, %d timers fired and %d requests went", fired, started(t, ctx)-n)
+	}
+	if fired := browser.Advance(t, ctx, 1); fired != 1 || started(t, ctx) != n+1 {
+		t.Errorf("1000 ms after a 503 with Retry-After: 1, %d timers fired and %d requests went, want one of each", fired, started(t, ctx)-n)
+	}
 	waitFor(t, ctx, `document.getElementById('state').hidden`)
-	calls := q.recorded()
+	calls := q.awaitCalls(t, ctx, n+1)
 	i := slices.IndexFunc(calls, func(c apiCall) bool { return c.Status == 503 })
 	if i < 0 || i+1 >= len(calls) {
 		t.Fatalf("no request after the 503: %+v", calls)
 	}
-	if gap := calls[i+1].Start.Sub(calls[i].End); gap < 950*time.Millisecond {
-		t.Errorf("the request after a 503 with Retry-After: 1 came after %v", gap)
+	page := pageCalls(t, ctx).Calls
+	if gap := page[i+1].gapAfter(page[i]); gap != time.Second {
+		t.Errorf("the request after a 503 with Retry-After: 1 came after %v of the page's time, want 1s", gap)
 	}
-	q.checkSchedule(t)
+	q.checkSchedule(t, ctx)
 }
 
-// The page's own requests, timed by the server: never earlier than the
-// answer before asked, close to it, and never two at once, while the page
-// is pelted with visibilitychange and online events. Not parallel, like
-// the other timing test, so that it runs alone.
+// TestPollsFollowRetryAfterExactly: each answer arms exactly one timer, of
+// its retryAfterMs; the page asks again exactly then, not a millisecond
+// sooner, and never two at once, while it is pelted with visibilitychange
+// and online events before the delay, at its last millisecond and while
+// its request is held at the server.
 func TestPollsFollowRetryAfterExactly(t *testing.T) {
+	t.Parallel()
 	s := gala()
 	s.retry = []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, 180 * time.Millisecond, 420 * time.Millisecond, 120 * time.Millisecond}
 	q, ctx := loadGala(t, s, "")
 	waitFor(t, ctx, `document.getElementById('pos').textContent !== '–'`)
-	eval[chromedp.Void](t, ctx, `setInterval(() => { document.dispatchEvent(new Event('visibilitychange')); dispatchEvent(new Event('online')); }, 25), 0`)
-	deadline := time.Now().Add(time.Minute) // a hang guard: 15 polls take 4 s on an idle machine
-	for len(q.recorded()) < 15 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	if v := eval[string](t, ctx, `document.visibilityState`); v != "visible" {
+		t.Fatalf("visibilityState = %q: the page would ignore visibilitychange", v)
 	}
-	calls := q.recorded()
-	if len(calls) < 15 {
-		t.Fatalf("%d requests in a minute", len(calls))
+
+	// The server holds each poll until the test lets it go.
+	arrived, release, stop := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(stop) }) // before the server closes
+	q.mu.Lock()
+	q.arrive = func(c apiCall) {
+		select {
+		case arrived <- struct{}{}:
+			select {
+			case <-release:
+			case <-stop:
+			}
+		case <-stop:
+		}
 	}
-	q.checkSchedule(t)
-	var late []time.Duration
-	for i := 1; i < len(calls); i++ {
-		late = append(late, calls[i].Start.Sub(calls[i-1].End)-calls[i-1].RetryAfter)
+	q.mu.Unlock()
+	const pelt = `(() => {
+		for (let i = 0; i < 5; i++) {
+			document.dispatchEvent(new Event('visibilitychange'));
+			dispatchEvent(new Event('online'));
+		}
+		return __started();
+	})()`
+
+	const requests = 15
+	for n := 1; n < requests; n++ {
+		waitFor(t, ctx, `__clock.pending().length > 0`) // answer n handled
+		want := ms(q.recorded()[n-1].RetryAfter)
+		if p := browser.Pending(t, ctx); !slices.Equal(p, []float64{want}) {
+			t.Fatalf("after answer %d, which asked for %v ms, the page armed %v, want one timer of it", n, want, p)
+		}
+		if got := eval[int](t, ctx, pelt); got != n {
+			t.Fatalf("events before the delay made request %d", got)
+		}
+		if fired := browser.Advance(t, ctx, want-1); fired != 0 {
+			t.Fatalf("%d timers fired 1 ms before answer %d's %v ms", fired, n, want)
+		}
+		if got := eval[int](t, ctx, pelt); got != n {
+			t.Fatalf("events 1 ms before answer %d's delay made request %d", n, got)
+		}
+		if fired := browser.Advance(t, ctx, 1); fired != 1 || started(t, ctx) != n+1 {
+			t.Fatalf("at answer %d's delay %d timers fired and the page made %d requests, want one poll", n, fired, started(t, ctx)-n)
+		}
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			t.Fatalf("waiting for poll %d at the server: %v", n, ctx.Err())
+		}
+		if got := eval[int](t, ctx, pelt); got != n+1 {
+			t.Fatalf("events while poll %d was in flight made request %d", n, got)
+		}
+		release <- struct{}{}
+		q.awaitCalls(t, ctx, n+1)
 	}
-	slices.Sort(late)
-	if median := late[len(late)/2]; median > 250*time.Millisecond {
-		t.Errorf("median lateness %v over retryAfterMs: the page does not follow it (%v)", median, late)
+	waitFor(t, ctx, `__clock.pending().length > 0`)
+
+	q.checkSchedule(t, ctx)
+	calls, page := q.recorded(), pageCalls(t, ctx).Calls
+	if len(page) != requests {
+		t.Fatalf("the page made %d requests, want %d", len(page), requests)
+	}
+	for i := 1; i < len(page); i++ {
+		if late := page[i].gapAfter(page[i-1]) - calls[i-1].RetryAfter; late != 0 {
+			t.Errorf("request %d came %v late on the page's clock, want exactly at retryAfterMs", i, late)
+		}
 	}
 }
 
@@ -456,35 +673,55 @@ func TestOfflineWaitsForOnline(t *testing.T) {
 	setOffline := func(off bool) {
 		t.Helper()
 		// The state sets navigator.onLine and fires offline/online; the rule
-		// makes requests fail.
-		_, err := chromedp.Call(ctx, network.OverrideNetworkState, network.OverrideNetworkStateParams{Offline: off, DownloadThroughput: -1, UploadThroughput: -1})
-		if err != nil {
-			t.Fatal(err)
+		// makes requests fail. Going online, the rule goes first, so that the
+		// poll the online event makes can pass.
+		state := func() {
+			_, err := chromedp.Call(ctx, network.OverrideNetworkState, network.OverrideNetworkStateParams{Offline: off, DownloadThroughput: -1, UploadThroughput: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
-		_, err = chromedp.Call(ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
+		if off {
+			state()
+		}
+		_, err := chromedp.Call(ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
 			MatchedNetworkConditions: []*network.Conditions{{Offline: off, DownloadThroughput: -1, UploadThroughput: -1}},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if !off {
+			state()
+		}
 	}
 	setOffline(true)
-	waitFor(t, ctx, `document.getElementById('state').textContent.startsWith('You are offline')`)
-	before := len(q.recorded())
-	time.Sleep(700 * time.Millisecond) // several retryAfterMs
-	if n := len(q.recorded()); n != before {
-		t.Errorf("%d requests reached the server while offline", n-before)
+	waitFor(t, ctx, `!navigator.onLine`)
+	before, answered := started(t, ctx), len(q.recorded())
+	// The next poll falls due offline: the page says so and sends nothing,
+	// and arms nothing, for ten minutes of its time.
+	if d := browser.Next(t, ctx); d < 0 {
+		t.Fatal("no poll armed before going offline")
+	}
+	if got := text(t, ctx, "state"); !strings.HasPrefix(got, "You are offline") {
+		t.Errorf("state line when a poll falls due offline = %q, want You are offline…", got)
+	}
+	if fired := browser.Advance(t, ctx, ms(10*time.Minute)); fired != 0 {
+		t.Errorf("%d timers fired while offline, want none", fired)
+	}
+	if n := started(t, ctx) - before; n != 0 {
+		t.Errorf("the page made %d requests while offline", n)
+	}
+	if n := len(q.recorded()) - answered; n != 0 {
+		t.Errorf("%d requests reached the server while offline", n)
 	}
 	setOffline(false)
 	waitFor(t, ctx, `document.getElementById('state').hidden`)
-	deadline := time.Now().Add(30 * time.Second) // a hang guard, generous for a busy machine
-	for len(q.recorded()) == before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	if n := started(t, ctx) - before; n != 1 {
+		t.Fatalf("the page made %d requests on coming back online, want one poll", n)
 	}
-	if len(q.recorded()) == before {
-		t.Error("no poll after coming back online")
-	}
-	q.checkSchedule(t)
+	q.awaitCalls(t, ctx, answered+1)
+	waitFor(t, ctx, `__clock.pending().length > 0`) // its answer handled
+	q.checkSchedule(t, ctx)
 }
 
 // Without JavaScript: the form enters, the cookie keeps the place, the
@@ -587,9 +824,9 @@ func TestScheduledClose(t *testing.T) {
 	q.mu.Lock()
 	s.info.ClosesAt = time.Now() // the next answers carry a close that has passed
 	q.mu.Unlock()
-	waitFor(t, ctx, `document.getElementById('closing').textContent.startsWith('New entries closed at ')`)
+	drive(t, ctx, `document.getElementById('closing').textContent.startsWith('New entries closed at ')`)
 	waitFor(t, ctx, `document.getElementById('state').textContent === 'The queue is closed to new entries. Your place is kept.'`)
-	q.checkSchedule(t)
+	q.checkSchedule(t, ctx)
 
 	late := tab(t)
 	do(t, late, chromedp.Navigate(strings.Replace(eval[string](t, ctx, "location.href"), "?lang=en", "?lang=ko", 1)))
@@ -633,7 +870,7 @@ func TestTranslatedTexts(t *testing.T) {
 
 	en := tab(t)
 	do(t, en, chromedp.Navigate(strings.Replace(eval[string](t, ctx, "location.href"), "?lang=ko", "?lang=en", 1)))
-	waitFor(t, en, `document.getElementById('pos').textContent === '1,234'`)
+	drive(t, en, `document.getElementById('pos').textContent === '1,234'`)
 	got = eval[[]string](t, en, `[document.querySelector('h1').textContent, document.getElementById('noticeText').textContent]`)
 	if want := []string{s.info.DisplayName, s.notice}; !slices.Equal(got, want) {
 		t.Errorf("h1, notice in English = %q, want the untranslated %q", got, want)
@@ -661,10 +898,13 @@ func TestChallengeSolvedInAWorker(t *testing.T) {
 	s := gala()
 	s.challengeBits = 16
 	q, ctx := loadGala(t, s, "?lang=en")
-	// The challenge's first solution is past 100,000 tries: the progress
-	// shows before it is found.
-	waitFor(t, ctx, `/^Checking your browser… [1-9][0-9]?%$/.test(document.getElementById('state').textContent)`)
-	waitFor(t, ctx, `document.getElementById('pos').textContent === '1,500'`)
+	drive(t, ctx, `document.getElementById('pos').textContent === '1,500'`)
+	// The challenge's first solution is past 100,000 tries and the worker
+	// posts its progress every 20,000: the state line showed it before.
+	seen := eval[[]string](t, ctx, `__seen`)
+	if !slices.ContainsFunc(seen, regexp.MustCompile(`^Checking your browser… [1-9][0-9]?%$`).MatchString) {
+		t.Errorf("state lines shown = %q, want the solving's progress", seen)
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var posts []int

@@ -21,21 +21,25 @@ import (
 )
 
 // fakeQueue is a scripted queue: it implements waitpage.Programs and the
-// JSON API's enter and poll routes, and records every API request with its
-// server-side times, so that tests can check the page's schedule.
+// JSON API's enter and poll routes, and records every API request it
+// answers, so that tests can check the page's requests; the page records
+// their times on its own clock (pageRecorder).
 type fakeQueue struct {
 	mu        sync.Mutex
 	programs  map[string]*script
 	tokens    map[string]*fakeToken
 	keys      map[string]string // Idempotency-Key → token id
 	calls     []apiCall
+	answered  chan struct{} // closed, and replaced, when a call is recorded
 	inFlight  int
 	maxAtOnce int
 	pageErr   error // Page fails with it when set
 	// challenges are the proofs of work handed out, true once used.
 	challenges map[string]bool
 	polls      int // calls of Programs.Poll (the no-JavaScript page)
-	latency    time.Duration
+	// arrive, when set, is called with each API request as it arrives,
+	// before it is answered: a test holds a request by blocking in it.
+	arrive func(apiCall)
 }
 
 // script says how a program's tokens move: each poll of a WAITING token
@@ -73,7 +77,6 @@ type fakeToken struct {
 type apiCall struct {
 	Method, Token, Key string
 	Lang               string        // the query's lang
-	Start, End         time.Time     // arrival; the moment the answer was final
 	Status             int           // HTTP status answered
 	RetryAfter         time.Duration // the delay the answer asked for; 0: none
 }
@@ -83,7 +86,7 @@ var programIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 func newFakeQueue() *fakeQueue {
 	return &fakeQueue{
 		programs: map[string]*script{}, tokens: map[string]*fakeToken{}, keys: map[string]string{}, challenges: map[string]bool{},
-		latency: 15 * time.Millisecond,
+		answered: make(chan struct{}),
 	}
 }
 
@@ -267,17 +270,20 @@ func (q *fakeQueue) apiHandler() http.Handler {
 }
 
 func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
-	c := apiCall{Method: r.Method, Token: r.Header.Get("X-Queue-Token"), Key: r.Header.Get("Idempotency-Key"), Lang: r.URL.Query().Get("lang"), Start: time.Now()}
+	c := apiCall{Method: r.Method, Token: r.Header.Get("X-Queue-Token"), Key: r.Header.Get("Idempotency-Key"), Lang: r.URL.Query().Get("lang")}
 	q.mu.Lock()
 	q.inFlight++
 	q.maxAtOnce = max(q.maxAtOnce, q.inFlight)
+	arrive := q.arrive
 	q.mu.Unlock()
 	defer func() {
 		q.mu.Lock()
 		q.inFlight--
 		q.mu.Unlock()
 	}()
-	time.Sleep(q.latency) // a server that takes a moment, so that overlapping polls would show
+	if arrive != nil {
+		arrive(c)
+	}
 
 	q.mu.Lock()
 	var (
@@ -324,8 +330,9 @@ func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c.Status = status
-	c.End = time.Now()
 	q.calls = append(q.calls, c)
+	close(q.answered)
+	q.answered = make(chan struct{})
 	q.mu.Unlock()
 
 	w.Header().Set("Content-Type", "application/json")
@@ -372,21 +379,55 @@ func (q *fakeQueue) recorded() []apiCall {
 	return append([]apiCall(nil), q.calls...)
 }
 
-// checkSchedule fails t if a request came earlier than the delay the
-// answer before it asked for, less 50 ms, or if two were ever in flight.
-func (q *fakeQueue) checkSchedule(t *testing.T) {
+// awaitCalls waits until the fake has answered n API requests, or ctx
+// ends, and returns the calls answered.
+func (q *fakeQueue) awaitCalls(t *testing.T, ctx context.Context, n int) []apiCall {
 	t.Helper()
-	calls := q.recorded()
-	for i := 1; i < len(calls); i++ {
-		prev, cur := calls[i-1], calls[i]
-		if gap := cur.Start.Sub(prev.End); gap < prev.RetryAfter-50*time.Millisecond {
-			t.Errorf("request %d (%s) came %v after an answer that asked for %v", i, cur.Method, gap.Round(time.Millisecond), prev.RetryAfter)
+	for {
+		q.mu.Lock()
+		calls, answered := append([]apiCall(nil), q.calls...), q.answered
+		q.mu.Unlock()
+		if len(calls) >= n {
+			return calls
 		}
+		select {
+		case <-answered:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d API answers: %v; answered %+v", n, ctx.Err(), calls)
+		}
+	}
+}
+
+// checkSchedule fails t unless each API request the page made came, on the
+// page's clock, no earlier than the answer before it asked for (within one
+// document: a reload starts over), the page never had two in flight, and
+// the server answered the same requests the page recorded.
+func (q *fakeQueue) checkSchedule(t *testing.T, ctx context.Context) {
+	t.Helper()
+	page := pageCalls(t, ctx)
+	calls := q.awaitCalls(t, ctx, len(page.Calls))
+	if len(calls) != len(page.Calls) {
+		t.Fatalf("the server answered %d API requests, the page made %d", len(calls), len(page.Calls))
+	}
+	for i := range page.Calls {
+		if page.Calls[i].Method != calls[i].Method {
+			t.Fatalf("request %d: the page sent a %s, the server answered a %s", i, page.Calls[i].Method, calls[i].Method)
+		}
+		if i == 0 || page.Calls[i].Doc != page.Calls[i-1].Doc {
+			continue
+		}
+		prev, cur := page.Calls[i-1], page.Calls[i]
+		if gap := cur.gapAfter(prev); gap < calls[i-1].RetryAfter {
+			t.Errorf("request %d (%s) came %v after an answer that asked for %v", i, cur.Method, gap, calls[i-1].RetryAfter)
+		}
+	}
+	if page.MaxAtOnce > 1 {
+		t.Errorf("the page had %d API requests in flight at once", page.MaxAtOnce)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.maxAtOnce > 1 {
-		t.Errorf("%d API requests were in flight at once", q.maxAtOnce)
+		t.Errorf("%d API requests were in flight at once at the server", q.maxAtOnce)
 	}
 }
 

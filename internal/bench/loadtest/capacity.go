@@ -93,7 +93,7 @@ func (r *runner) endSession(ctx context.Context, u *user, ans api.Token) {
 		u.missingPass = true
 		return
 	}
-	if !Sleep(ctx, u.session) {
+	if !r.sleep(ctx, u.session) {
 		return
 	}
 	for {
@@ -103,7 +103,7 @@ func (r *runner) endSession(ctx context.Context, u *user, ans api.Token) {
 			u.ended, u.endSent, u.endRecv = true, sent, r.since()
 			return
 		}
-		if !retry(ctx, err) {
+		if !r.retry(ctx, err) {
 			u.endFailed = ctx.Err() == nil
 			return
 		}

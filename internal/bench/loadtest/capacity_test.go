@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/google/go-cmp/cmp"
 )
 
 // newSigner signs passes with a fresh local key, as cmd/local does.
@@ -33,13 +35,14 @@ func newSigner(t *testing.T) queue.PassSigner {
 // counters agree with the crowd.
 func TestRunCapacity(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("about 20 s of virtual users")
-	}
-	srv := newServer(t, serverOptions{capacity: true, tickets: withTicket})
+	vc := newVClock()
+	srv := newServer(t, serverOptions{capacity: true, tickets: withTicket, clock: vc})
 	capy := &Capacity{MaxActive: 6, NoShowSeconds: 5, NoShow: 0.3, SessionMin: time.Second, SessionMax: 2 * time.Second}
-	sc := bench.Scenario{Users: 20, Arrival: bench.Arrival{Over: 2 * time.Second}, Rates: bench.ConstantRate(10), Timeout: 60 * time.Second}
-	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "capped", Scenario: sc, Seed: 5, Capacity: capy})
+	sc := bench.Scenario{Users: 20, Arrival: bench.Arrival{Over: 2 * time.Second}, Rates: bench.ConstantRate(10), Timeout: virtualTimeout}
+	// The users and the counter sampling (every 100 ms) play on a clock
+	// that moves only when all of them wait.
+	track := newDriver(vc, sc.Users, 1)
+	r, err := Run(hangGuard(t), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "capped", Scenario: sc, Seed: 5, Capacity: capy, Clock: vc, trackUser: track})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +65,8 @@ func TestRunCapacity(t *testing.T) {
 	if k.PeakActiveUsers < 2 {
 		t.Errorf("peak active %d: the cap was never approached", k.PeakActiveUsers)
 	}
-	// A slot freed is refilled a fold and a change delay (2 s) later; a
-	// busy machine may add seconds, never an unbounded wait.
+	// A slot freed is refilled a fold and a change delay (2 s) later, on
+	// the run's clock.
 	if k.NotReused != 0 || k.ReuseMs.Count == 0 || k.ReuseMs.Max > 10_000 {
 		t.Errorf("reuse %+v, not reused %d; want every slot reused within 10 s", k.ReuseMs, k.NotReused)
 	}
@@ -82,11 +85,35 @@ func TestRunCapacity(t *testing.T) {
 // once a user, and the seen series counts them.
 func TestRunAtAdmission(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t, serverOptions{tickets: withTicket, capacity: true})
-	sc := bench.Scenario{Users: 200, Rates: bench.ConstantRate(400), Timeout: 20 * time.Second}
+	vc := newVClock()
+	after, admitting := onRateApplied(nil)
+	// The clock moves once the rate is applied and every user has asked
+	// for its first wait (so that each asked from the start of admission).
+	var mu0 sync.Mutex
+	asked := 0
+	allAsked := make(chan struct{})
+	polling := vc.after(admitting)
+	vc.onSleep = func(ctx context.Context, w vwait) error {
+		if w.d <= 0 {
+			return nil
+		}
+		mu0.Lock()
+		if asked++; asked == 200 {
+			close(allAsked)
+		}
+		mu0.Unlock()
+		select {
+		case <-allAsked:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return polling(ctx, w)
+	}
+	srv := newServer(t, serverOptions{tickets: withTicket, capacity: true, clock: vc, after: after})
+	sc := bench.Scenario{Users: 200, Rates: bench.ConstantRate(400), Timeout: virtualTimeout}
 	var mu sync.Mutex
 	passes := map[string]int{}
-	r, err := Run(context.Background(), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "due", Scenario: sc,
+	r, err := Run(hangGuard(t), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "due", Scenario: sc, Clock: vc,
 		Poll: Poll{AtAdmission: true}, CacheTTL: 2 * time.Second, OnPass: func(p string) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -106,11 +133,24 @@ func TestRunAtAdmission(t *testing.T) {
 	if seen != int64(sc.Users) || r.SeenPerSecondPeak < 1 || r.ErrorCodes != nil {
 		t.Errorf("seen series %v (peak %d), error codes %v; want the %d admitted, no error", r.SeenSeries, r.SeenPerSecondPeak, r.ErrorCodes, sc.Users)
 	}
-	// One poll each when it is due; a poll that comes before the server
-	// applied the rate is answered WAITING and comes again, but nobody
-	// polls the paused queue on the tiers' schedule.
-	if r.Polls < int64(sc.Users) || r.Polls >= 2*int64(sc.Users) {
-		t.Errorf("%d polls for %d users, want about one each", r.Polls, sc.Users)
+	// One poll each, when it is due: its ticket's predicted admission plus
+	// DueMargin, from the start of admission; nobody polls the paused
+	// queue on the tiers' schedule.
+	if r.Polls != int64(sc.Users) {
+		t.Errorf("%d polls for %d users, want one each", r.Polls, sc.Users)
+	}
+	plan := bench.AdmissionTimes(sc, 2*time.Second, true)
+	var want, got []time.Duration
+	for k := 1; k <= sc.Users; k++ {
+		want = append(want, plan[k]+DueMargin)
+	}
+	for _, ds := range vc.byUser() {
+		got = append(got, ds...)
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("the users' waits (-want +got):\n%s", d)
 	}
 	checkTotals(t, r)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/client"
+	"github.com/example/waitingroom/internal/clock"
 )
 
 // Poll is how a virtual user waits before its next poll.
@@ -133,6 +134,17 @@ type Config struct {
 	// first ADMITTED answer (one pass a user; none when the answer carries
 	// none), from that user's goroutine, so concurrently.
 	OnPass func(pass string)
+	// Clock, when not nil, is the run's time: its start, every instant it
+	// records, and every wait of the users and the runner (arrival
+	// offsets, poll intervals, Retry-After, rate changes, sessions, leave
+	// instants) are on it, and Scenario.Timeout is enforced on it alone
+	// (ctx bounds the real time). nil means the real clock and a real
+	// timeout.
+	Clock clock.Clock
+
+	// trackUser, when not nil, is told of each virtual user's start (+1,
+	// before it starts) and end (-1): tests drive a clock by it.
+	trackUser func(delta int)
 }
 
 // CheckLoopback returns an error unless rawURL is http(s) on a loopback
@@ -208,7 +220,10 @@ func Run(ctx context.Context, cfg Config) (bench.Result, error) {
 		hc = NewClient(min(cfg.Conns, sc.Users+1))
 		defer hc.CloseIdleConnections()
 	}
-	r := &runner{cfg: cfg, started: make(chan struct{}), hc: hc}
+	r := &runner{cfg: cfg, clock: cfg.Clock, started: make(chan struct{}), hc: hc}
+	if r.clock == nil {
+		r.clock = clock.Real{}
+	}
 	c, err := client.New(cfg.BaseURL, client.WithHTTPClient(hc), client.WithAuth(client.BearerToken(cfg.AdminToken)), client.WithObserver(r.observe))
 	if err != nil {
 		return bench.Result{}, err

@@ -41,7 +41,7 @@ func (r *runner) enter(ctx context.Context) (ans api.Token, sent, recv time.Dura
 				}
 			}
 		}
-		if !retry(ctx, err) {
+		if !r.retry(ctx, err) {
 			return ans, sent, recv, false
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/client"
+	"github.com/example/waitingroom/internal/clock"
 )
 
 // retryFallback is the wait before retrying a failed request whose answer
@@ -26,7 +27,11 @@ type runner struct {
 	cfg    Config
 	client *client.Client
 	hc     *http.Client
+	clock  clock.Clock
 	start  time.Time // set before any virtual user starts
+	// deadline is the run's end on the clock (zero while unknown); no
+	// wait is begun past it.
+	deadline time.Time
 
 	mu      sync.Mutex
 	records []record
@@ -75,7 +80,43 @@ type sample struct {
 	issued, active, ended, noShows int64
 }
 
-func (r *runner) since() time.Duration { return time.Since(r.start) }
+func (r *runner) since() time.Duration { return r.clock.Now().Sub(r.start) }
+
+// bound is parent ended at the run's deadline in real time, when the
+// run is on the real clock (on another clock, sleep enforces it).
+func (r *runner) bound(parent context.Context) (context.Context, context.CancelFunc) {
+	if r.cfg.Clock != nil {
+		return context.WithCancel(parent)
+	}
+	return context.WithDeadline(parent, r.deadline)
+}
+
+// userKey is the context key of a virtual user's index (userOf).
+type userKey struct{}
+
+// samplerUser is userOf the counter sampling's context.
+const samplerUser = -2
+
+// userOf is the index of the virtual user whose context ctx is
+// (samplerUser for the counter sampling); ok is false for the runner's
+// other work.
+func userOf(ctx context.Context) (index int, ok bool) {
+	index, ok = ctx.Value(userKey{}).(int)
+	return index, ok
+}
+
+// sleep waits d on the run's clock or until ctx ends, and reports whether
+// d elapsed: a wait that would end at or past the run's deadline only
+// lasts until it, and reports false.
+func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
+	if !r.deadline.IsZero() {
+		if left := r.deadline.Sub(r.clock.Now()); d >= left {
+			_ = r.clock.Sleep(ctx, left)
+			return false
+		}
+	}
+	return r.clock.Sleep(ctx, d) == nil && ctx.Err() == nil
+}
 
 // observe records every request the client sends, unless the run's end
 // canceled it.
@@ -87,8 +128,12 @@ func (r *runner) observe(ex client.Exchange) {
 	// working as documented, not a failure.
 	failed := ex.Err != nil && !(ex.Op == client.OpLeave && ex.Status == http.StatusConflict)
 	var at time.Duration
-	if !r.start.IsZero() {
+	switch {
+	case r.start.IsZero():
+	case r.cfg.Clock == nil:
 		at = ex.Sent.Sub(r.start)
+	default: // the client times its exchanges in real time
+		at = r.since()
 	}
 	var code string
 	if ae := (*client.Error)(nil); errors.As(ex.Err, &ae) {
@@ -114,15 +159,15 @@ func (r *runner) observe(ex client.Exchange) {
 // its answer asks (Retry-After on 429 and 5xx; retryFallback after a
 // transport error). It does not wait, and answers false, when the wait
 // would end past the run's deadline or the answer is not worth a retry.
-func retry(ctx context.Context, err error) bool {
+func (r *runner) retry(ctx context.Context, err error) bool {
 	d, ok := client.RetryDelay(ctx, err, retryFallback)
 	if !ok {
 		return false
 	}
-	if dl, has := ctx.Deadline(); has && time.Now().Add(d).After(dl) {
+	if !r.deadline.IsZero() && r.clock.Now().Add(d).After(r.deadline) {
 		return false
 	}
-	return Sleep(ctx, d)
+	return r.sleep(ctx, d)
 }
 
 // getProgram reads the program until it is answered, honouring
@@ -130,7 +175,7 @@ func retry(ctx context.Context, err error) bool {
 func (r *runner) getProgram(ctx context.Context) (client.ProgramAnswer, error) {
 	for {
 		p, err := r.client.GetProgram(ctx, r.cfg.ProgramID)
-		if err == nil || !retry(ctx, err) {
+		if err == nil || !r.retry(ctx, err) {
 			return p, err
 		}
 	}
@@ -141,7 +186,7 @@ func (r *runner) getProgram(ctx context.Context) (client.ProgramAnswer, error) {
 func (r *runner) putProgram(ctx context.Context, s api.ProgramSettings) (client.ProgramAnswer, error) {
 	for {
 		p, _, err := r.client.PutProgram(ctx, r.cfg.ProgramID, s)
-		if err == nil || !retry(ctx, err) {
+		if err == nil || !r.retry(ctx, err) {
 			return p, err
 		}
 	}
@@ -157,8 +202,9 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 	r.baseIssued = c.Issued
 	r.proofs = c.ChallengeBits > 0
 
-	r.start = time.Now()
-	ctx, cancel := context.WithTimeout(parent, sc.Timeout)
+	r.start = r.clock.Now()
+	r.deadline = r.start.Add(sc.Timeout)
+	ctx, cancel := r.bound(parent)
 	defer cancel()
 	bgCtx, stopBG := context.WithCancel(ctx)
 	defer stopBG()
@@ -192,7 +238,8 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 // admitted before the scenario's admission starts, or reads the existing
 // one; within the scenario's timeout.
 func (r *runner) openProgram(parent context.Context) (client.ProgramAnswer, error) {
-	ctx, cancel := context.WithTimeout(parent, r.cfg.Scenario.Timeout)
+	r.deadline = r.clock.Now().Add(r.cfg.Scenario.Timeout)
+	ctx, cancel := r.bound(parent)
 	defer cancel()
 	if r.cfg.Existing {
 		c, err := r.getProgram(ctx)
@@ -272,8 +319,15 @@ func (r *runner) playUsers(ctx context.Context, enters *sync.WaitGroup) []user {
 		if r.leaving != nil {
 			users[i].leaving = r.leaving[i]
 		}
+		if r.cfg.trackUser != nil {
+			r.cfg.trackUser(1)
+		}
 		vus.Go(func() {
-			if !Sleep(ctx, time.Until(r.start.Add(sc.Arrival.At(i, sc.Users)))) {
+			if r.cfg.trackUser != nil {
+				defer r.cfg.trackUser(-1)
+			}
+			ctx := context.WithValue(ctx, userKey{}, i)
+			if !r.sleep(ctx, sc.Arrival.At(i, sc.Users)-r.since()) {
 				enters.Done()
 				return
 			}
@@ -332,7 +386,7 @@ func (r *runner) schedule(ctx context.Context) error {
 	r.admitStart.Store(int64(from) + 1)
 	close(r.started)
 	for i, ch := range r.cfg.Scenario.Rates {
-		if i > 0 && !Sleep(ctx, time.Until(r.start.Add(from+ch.At))) {
+		if i > 0 && !r.sleep(ctx, from+ch.At-r.since()) {
 			return nil
 		}
 		if i == 0 && ch.Rate == 0 {
@@ -360,8 +414,7 @@ const sampleGrace = 2 * time.Second
 // sample reads the admitted counter every SampleEvery, timing each read
 // at the middle of its round trip.
 func (r *runner) sample(ctx context.Context) {
-	t := time.NewTicker(r.cfg.SampleEvery)
-	defer t.Stop()
+	ctx = context.WithValue(ctx, userKey{}, samplerUser)
 	for {
 		sent := r.since()
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -376,10 +429,8 @@ func (r *runner) sample(ctx context.Context) {
 				active: deref(p.Active), ended: deref(p.Ended), noShows: deref(p.NoShows)})
 			r.mu.Unlock()
 		}
-		select {
-		case <-ctx.Done():
+		if !r.sleep(ctx, sent+r.cfg.SampleEvery-r.since()) {
 			return
-		case <-t.C:
 		}
 	}
 }

@@ -110,7 +110,7 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 			if err == nil {
 				break
 			}
-			if !retry(ctx, err) {
+			if !r.retry(ctx, err) {
 				return
 			}
 		}
@@ -145,7 +145,7 @@ func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duratio
 	until := r.since() + d
 	for {
 		if at, ok := r.leaveAt(u); ok && at < until {
-			if !Sleep(ctx, at-r.since()) {
+			if !r.sleep(ctx, at-r.since()) {
 				return true
 			}
 			// A 409 (admitted first) leaves u waiting: it polls at once and
@@ -153,17 +153,29 @@ func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duratio
 			return r.leave(ctx, u, token)
 		}
 		if u.leaving < 0 || r.admitStart.Load() != 0 {
-			return !Sleep(ctx, until-r.since())
+			return !r.sleep(ctx, until-r.since())
 		}
-		t := time.NewTimer(until - r.since())
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return true
-		case <-r.started:
-			t.Stop()
-		case <-t.C:
+		// Sleep until the poll, or until the start of admission is known.
+		sctx, stop := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-r.started:
+				stop()
+			case <-sctx.Done():
+			}
+		}()
+		slept := r.sleep(sctx, until-r.since())
+		stop()
+		if slept {
 			return false
+		}
+		select {
+		case <-r.started: // place the leave
+		default: // the run ended
+			return true
+		}
+		if ctx.Err() != nil {
+			return true
 		}
 	}
 }
@@ -212,7 +224,7 @@ func (r *runner) leave(ctx context.Context, u *user, token string) bool {
 			return true
 		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
 			return false
-		case !retry(ctx, err):
+		case !r.retry(ctx, err):
 			return true
 		}
 	}

@@ -2,8 +2,10 @@ package browser
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,19 +38,60 @@ func Text(t testing.TB, ctx context.Context, id string) string {
 
 // WaitFor waits up to limit until expr is truthy in the page, across
 // navigations, and fails t with the page's address and text otherwise.
+// limit is a hang guard: see [Await].
 func WaitFor(t testing.TB, ctx context.Context, limit time.Duration, expr string) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	var err error
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")")); err == nil && ok {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	if err := Await(wctx, expr); err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + '\n' + (document.body ? document.body.innerText : '')`))
+		t.Fatalf("waiting %v for %s: %v\npage:\n%s", limit, expr, err, body)
 	}
-	body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + '\n' + (document.body ? document.body.innerText : '')`))
-	t.Fatalf("waiting %v for %s (last error: %v)\npage:\n%s", limit, expr, err, body)
+}
+
+// awaitScript is a promise that resolves once EXPR is truthy, checked now,
+// on every change to the document and on every animation frame; an
+// exception counts as false.
+const awaitScript = `new Promise((resolve) => {
+  const ok = () => { try { return !!(EXPR); } catch { return false; } };
+  if (ok()) return resolve(true);
+  let frame = 0;
+  const observer = new MutationObserver(() => check());
+  const check = () => {
+    if (!ok()) return false;
+    observer.disconnect();
+    cancelAnimationFrame(frame);
+    resolve(true);
+    return true;
+  };
+  const loop = () => { if (!check()) frame = requestAnimationFrame(loop); };
+  observer.observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+  frame = requestAnimationFrame(loop);
+})`
+
+// Await waits until expr is truthy in the page of the tab ctx: the page
+// itself checks it on every change and animation frame and answers once
+// it holds, so that nothing is polled from here. A navigation that
+// replaces the page is waited out, and expr checked again in the new one.
+// It returns ctx's error if ctx ends first: ctx's deadline is the hang
+// guard.
+func Await(ctx context.Context, expr string) error {
+	script := strings.Replace(awaitScript, "EXPR", expr, 1)
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](script, chromedp.EvalAwaitPromise))
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("await %s: %w (last error: %w)", expr, ctx.Err(), err)
+		}
+		// The page went away while it waited (a navigation destroyed its
+		// context): ask again once the next one is there.
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // Screenshot saves a full-page PNG of the tab ctx as name in t's artifact

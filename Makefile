@@ -42,7 +42,7 @@ HOST_BUILD := $(GO) build -tags $(LAMBDA_TAGS)
 RACE_PKGS := ./internal/queue/... ./internal/httpapi/... ./internal/memstore/... ./internal/polling/... ./internal/app/...
 # The longest-running test packages, started first so that the others run
 # beside them rather than after them.
-SLOW_PKGS := ./internal/dynamostore/... ./cmd/local/... ./internal/waitpage/... ./internal/bench/simulate/...
+SLOW_PKGS := ./internal/dynamostore/... ./cmd/local/... ./internal/waitpage/... ./internal/tools/bench/simulate/...
 
 .DEFAULT_GOAL := help
 
@@ -142,7 +142,7 @@ race: ## The core packages under the race detector.
 
 .PHONY: emulator integration
 emulator: $(RIE) ## The real bootstraps under aws-lambda-rie, against moto_server, with events/*.json; and `make invoke`.
-	AWS_LAMBDA_RIE=$(RIE) $(GOTEST) -tags $(CHECK_TAGS) -run 'TestFunctions|TestInvoke' -v ./internal/lambdaemu/ ./cmd/invoke/
+	AWS_LAMBDA_RIE=$(RIE) $(GOTEST) -tags $(CHECK_TAGS) -run 'TestFunctions|TestInvoke' -v ./internal/tools/lambdaemu/ ./cmd/invoke/
 integration: emulator ## Same as emulator.
 
 # Every fuzz target, each for FUZZTIME; CI runs a short pass.

@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // testingPrefix is where the test-only helpers live; no binary may link them.
@@ -54,4 +57,41 @@ func testHelperDeps(t *testing.T, tags string, patterns ...string) map[string][]
 		}
 	}
 	return found
+}
+
+// TestLayout holds the tree to what docs/design.md ("Code layout") says:
+// the Lambdas link every package under internal/ except internal/tools/
+// and internal/testing/, and nothing else of this module but passverify.
+func TestLayout(t *testing.T) {
+	const module = "github.com/example/waitingroom/"
+	list := func(args ...string) []string {
+		t.Helper()
+		out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
+		}
+		return strings.Fields(string(out))
+	}
+	var product []string
+	for _, pkg := range list("./internal/...") {
+		rel := strings.TrimPrefix(pkg, module)
+		if !strings.HasPrefix(rel, "internal/tools/") && !strings.HasPrefix(rel, "internal/testing/") {
+			product = append(product, rel)
+		}
+	}
+	for _, tags := range []string{"", "lambda.norpc"} {
+		var linked []string
+		for _, pkg := range list("-tags", tags, "-deps", "./functions/...") {
+			rel, ok := strings.CutPrefix(pkg, module)
+			if ok && strings.HasPrefix(rel, "internal/") {
+				linked = append(linked, rel)
+			} else if ok && !strings.HasPrefix(rel, "functions/") && !strings.HasPrefix(rel, "passverify") {
+				t.Errorf("tags %q: the Lambdas link %s, outside internal/ and passverify/", tags, rel)
+			}
+		}
+		slices.Sort(linked)
+		if d := cmp.Diff(product, linked); d != "" {
+			t.Errorf("tags %q: product packages under internal/ (-) against what ./functions/... link (+):\n%s", tags, d)
+		}
+	}
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/samtemplate"
+	"github.com/example/waitingroom/internal/tools/samtemplate"
 	"github.com/example/waitingroom/internal/waitpage"
 )
 

@@ -30,7 +30,7 @@ import (
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/samtemplate"
+	"github.com/example/waitingroom/internal/tools/samtemplate"
 	"github.com/example/waitingroom/internal/waitpage"
 )
 

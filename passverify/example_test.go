@@ -4,11 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"log"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/example/waitingroom/internal/admissionpass"
@@ -111,4 +118,82 @@ func startWaitingRoom() (*httptest.Server, string) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /.well-known/jwks.json", issuer.JWKSHandler(nil))
 	return httptest.NewServer(mux), pass
+}
+
+// protect puts the waiting room's gate in front of shop, the site's handler.
+func protect(shop http.Handler, cookieSecret []byte) (http.Handler, error) {
+	v, err := passverify.New(passverify.Config{
+		JWKSURL:   "https://queue.example.com/.well-known/jwks.json", // the stack's JwksUrl output
+		Issuer:    "https://queue.example.com",
+		ProgramID: "gala",
+	})
+	if err != nil {
+		return nil, err
+	}
+	gate, err := passverify.NewGate(v, passverify.GateConfig{
+		WaitingRoomURL: "https://queue.example.com/waiting-room/gala",
+		CookieSecrets:  [][]byte{cookieSecret},       // ≥ 32 random bytes, the same on every instance
+		ReplayGuard:    passverify.NewMemoryGuard(0), // single use; dynamoreplay.Guard across instances
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gate.Wrap(shop), nil
+}
+
+// The README's snippet, protect: a site's shop behind the gate, which
+// sends a request without a pass or a cookie to the waiting room. It
+// fetches nothing: the JWKS is read at the first pass.
+func ExampleNewGate() {
+	shop := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		claims, _ := passverify.FromContext(r.Context())
+		fmt.Fprintf(w, "Welcome, ticket %d.", claims.Ticket)
+	})
+	// In production: the same random bytes on every instance, from the
+	// site's secret store.
+	secret := make([]byte, passverify.MinCookieSecretSize)
+	rand.Read(secret) // crypto/rand's Read never fails
+	h, err := protect(shop, secret)
+	if err != nil {
+		log.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "https://shop.example.com/seats", nil))
+	fmt.Println(rec.Code, rec.Header().Get("Location"))
+	// Output:
+	// 303 https://queue.example.com/waiting-room/gala
+}
+
+// TestREADMESnippet: the README's passverify snippet is protect, as
+// compiled and run above, character for character.
+func TestREADMESnippet(t *testing.T) {
+	fset := token.NewFileSet()
+	src, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parser.ParseFile(fset, "example_test.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want string
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == "protect" {
+			want = string(src[fset.Position(fn.Doc.Pos()).Offset:fset.Position(fn.End()).Offset])
+		}
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```go\n(.*?)\n```").FindAllSubmatch(readme, -1)
+	for _, b := range blocks {
+		if strings.Contains(string(b[1]), "passverify.New(") {
+			if got := string(b[1]); got != want {
+				t.Errorf("README.md's passverify snippet:\n%s\nwant protect of example_test.go:\n%s", got, want)
+			}
+			return
+		}
+	}
+	t.Errorf("README.md has no go block with passverify.New; want protect of example_test.go:\n%s", want)
 }

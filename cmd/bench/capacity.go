@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/example/waitingroom/internal/bench/loadtest"
+	"github.com/example/waitingroom/internal/tools/bench/loadtest"
 )
 
 // capacityFlags are the flags of run and compare for a program with an

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tools/bench"
 )
 
 // scenarioFlags are the flags every command shares.
@@ -97,8 +99,10 @@ func (s *scenarioFlags) output(e env, rep bench.Report, results []bench.Result) 
 	var err error
 	if s.jsonOut {
 		err = bench.WriteJSON(e.stdout, results)
-	} else {
-		err = bench.WriteTable(e.stdout, results)
+	} else if err = bench.WriteTable(e.stdout, results); err == nil {
+		for _, n := range notes(results) {
+			fmt.Fprintln(e.stdout, n)
+		}
 	}
 	if err != nil {
 		return err
@@ -112,6 +116,39 @@ func (s *scenarioFlags) output(e env, rep bench.Report, results []bench.Result) 
 		}
 	}
 	return nil
+}
+
+// notes explains, under the table, the rows that read as a failure when
+// they are not zero, a line each: the errors, by code, and the gaps.
+func notes(results []bench.Result) []string {
+	var errs, gaps bool
+	codes := map[string]int64{}
+	for _, r := range results {
+		errs, gaps = errs || r.Errors > 0, gaps || r.Gaps > 0
+		for code, n := range r.ErrorCodes {
+			codes[code] += n
+		}
+	}
+	var out []string
+	if errs {
+		line := "\nerrors: requests that failed: transport errors, 5xx, 429 and answers the bench does not expect (409 PROGRAM_CLOSED: enters after the program closed)"
+		if len(codes) > 0 {
+			var byCode []string
+			for _, code := range slices.Sorted(maps.Keys(codes)) {
+				byCode = append(byCode, code+" "+bench.Thousands(codes[code]))
+			}
+			line += "; by code: " + strings.Join(byCode, ", ")
+		}
+		out = append(out, line)
+	}
+	if gaps {
+		line := "gaps: tickets of the program that no user of the bench holds: taken by others during the run (a curl, a browser) or by enters whose answer was lost"
+		if !errs {
+			line = "\n" + line
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // newFlagSet returns the flag set of bench name, printing synopsis in its

@@ -13,9 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/example/waitingroom/internal/bench"
-	"github.com/example/waitingroom/internal/bench/loadtest"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/bench/loadtest"
 )
 
 // loadSynopsis describes the load test of run and compare.

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/tools/bench"
 )
 
 func main() {

@@ -1,7 +1,7 @@
 package main
 
-// The loopback measurement of issue 22, "passes without KMS on the hot
-// path" (docs/benchmarks.md): the local server (cmd/local, as a process, on
+// The loopback measurement of docs/benchmarks.md, "Admission passes:
+// signing and verification": the local server (cmd/local, as a process, on
 // its embedded store) signing passes with a keyring whose keys KMS makes
 // and opens (PASS_WRAP_KMS_KEY_ID on moto, behind kmstest's proxy, which
 // counts the KMS calls) or with a fixed key (-pass-key), driven by bench
@@ -11,9 +11,6 @@ package main
 //	go test ./cmd/bench -run TestPassesLoopback -v -timeout 60m -args \
 //	  -passes.modes keyring,fixed,keyring,fixed,keyring,fixed \
 //	  -passes.users 60000 -passes.rate 10000 -passes.out /tmp/passes
-//
-// (The Before, a kms:Sign per pass, was measured by a kms-sign mode that
-// left with PASS_KMS_KEY_ID: docs/benchmarks.md keeps its results.)
 
 import (
 	"bufio"
@@ -45,9 +42,9 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
+	"github.com/example/waitingroom/internal/tools/bench"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }

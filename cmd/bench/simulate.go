@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/example/waitingroom/internal/bench"
-	"github.com/example/waitingroom/internal/bench/simulate"
-	"github.com/example/waitingroom/internal/partitionmodel"
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/bench/simulate"
+	"github.com/example/waitingroom/internal/tools/partitionmodel"
 )
 
 const simulateSynopsis = `The load test's scenario on a virtual clock with no network: users enter
@@ -34,7 +34,7 @@ tier; usage per event counted from the code).
 With -partition-model, -opens-at or -shuffle the simulator runs the service
 itself (queue.Service, its ticket shards, its opening) on -instances
 instances sharing an in-memory table charged to DynamoDB's per-partition
-limits (internal/partitionmodel): every enter is Service.Enter
+limits (internal/tools/partitionmodel): every enter is Service.Enter
 (sent again 1 s after a 503, with its Idempotency-Key), every poll
 Service.Poll; -policy then defaults to eta. -tickets single takes every
 ticket from the program item, as before ticket shards. -clock-skew sets

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/waitingroom/internal/bench/simulate"
+	"github.com/example/waitingroom/internal/tools/bench/simulate"
 )
 
 func TestSimulateJSON(t *testing.T) {

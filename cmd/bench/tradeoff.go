@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/example/waitingroom/internal/bench"
-	"github.com/example/waitingroom/internal/bench/simulate"
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/bench/simulate"
 )
 
 const tradeoffSynopsis = `Simulates the eta policy once per value of one of its parameters (-vary,

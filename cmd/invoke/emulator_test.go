@@ -14,8 +14,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/example/waitingroom/internal/lambdaemu"
 	"github.com/example/waitingroom/internal/testing/emfspec"
+	"github.com/example/waitingroom/internal/tools/lambdaemu"
 )
 
 // TestInvoke runs `make invoke` as a user would with an event written by

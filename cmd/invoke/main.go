@@ -4,11 +4,11 @@
 // (`make invoke EVENT=events/enter.json`).
 //
 // Without DYNAMODB_ENDPOINT it starts a throwaway moto_server with
-// internal/localdynamo; either way it creates the table if missing, seeds
-// the state the sample events refer to (internal/sampleevents) unless
+// internal/tools/localdynamo; either way it creates the table if missing, seeds
+// the state the sample events refer to (internal/tools/sampleevents) unless
 // -seed=false, and creates there a KMS key of the same kind for each of
 // the template's (so that endpoint must serve KMS too, as moto_server
-// does), which the function reaches through internal/localkms: it adds
+// does), which the function reaches through internal/tools/localkms: it adds
 // the kms:GenerateDataKeyPair of the pass keyring, which moto lacks.
 package main
 
@@ -30,12 +30,12 @@ import (
 
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/lambdaemu"
-	"github.com/example/waitingroom/internal/localdynamo"
-	"github.com/example/waitingroom/internal/localkms"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/sampleevents"
-	"github.com/example/waitingroom/internal/samtemplate"
+	"github.com/example/waitingroom/internal/tools/lambdaemu"
+	"github.com/example/waitingroom/internal/tools/localdynamo"
+	"github.com/example/waitingroom/internal/tools/localkms"
+	"github.com/example/waitingroom/internal/tools/sampleevents"
+	"github.com/example/waitingroom/internal/tools/samtemplate"
 )
 
 func main() {

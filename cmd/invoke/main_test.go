@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/example/waitingroom/internal/samtemplate"
+	"github.com/example/waitingroom/internal/tools/samtemplate"
 )
 
 // TestFunctionFor routes events as API Gateway would: by method and path,

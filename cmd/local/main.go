@@ -24,10 +24,10 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
-	"github.com/example/waitingroom/internal/demosite"
 	"github.com/example/waitingroom/internal/memstore"
-	"github.com/example/waitingroom/internal/metrics/prom"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tools/demosite"
+	"github.com/example/waitingroom/internal/tools/prom"
 	"github.com/example/waitingroom/internal/waitpage"
 )
 
@@ -136,7 +136,9 @@ func runWith(ctx context.Context, s seams, args []string, getenv func(string) st
 	}
 
 	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w\n(another server holds %s: stop it, or serve on another address: make run ADDR=127.0.0.1:3001, or -addr)", err, f.addr)
+	} else if err != nil {
 		return err
 	}
 	defer ln.Close() // if run fails before serving

@@ -8,20 +8,22 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/config"
-	"github.com/example/waitingroom/internal/localdynamo"
 	"github.com/example/waitingroom/internal/testing/browser"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/tools/localdynamo"
 )
 
 func TestMain(m *testing.M) {
@@ -259,6 +261,23 @@ func TestLocalBadConfig(t *testing.T) {
 	}, &out, &errs)
 	if err == nil || !strings.Contains(err.Error(), "POLL_TIERS") {
 		t.Errorf("err = %v, want a POLL_TIERS error", err)
+	}
+}
+
+// TestLocalAddressInUse: a port another server holds is named, with how
+// to serve on another address (the Makefile's ADDR=, or -addr).
+func TestLocalAddressInUse(t *testing.T) {
+	t.Parallel()
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	var out, errs syncBuffer
+	err = run(context.Background(), []string{"-addr", held.Addr().String(), "-demo-crowd", "0"}, func(string) string { return "" }, &out, &errs)
+	want := "\n(another server holds " + held.Addr().String() + ": stop it, or serve on another address: make run ADDR=127.0.0.1:3001, or -addr)"
+	if !errors.Is(err, syscall.EADDRINUSE) || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("err = %v, want EADDRINUSE ending %q", err, want)
 	}
 }
 

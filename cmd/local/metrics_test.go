@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/example/waitingroom/internal/bench"
-	"github.com/example/waitingroom/internal/bench/loadtest"
-	"github.com/example/waitingroom/internal/client"
+	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/bench/loadtest"
+	"github.com/example/waitingroom/internal/tools/client"
 )
 
 // scrapeCounters GETs base/metrics and returns family's counters by their

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/example/waitingroom/internal/testing/browser"
+	"github.com/example/waitingroom/internal/tools/bench"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the waiting state's screenshot, from the real server, to docs/img/waiting-room.png")
@@ -269,8 +270,8 @@ func checkShows(t *testing.T, ctx context.Context, label, eta string) shown {
 	for _, c := range s.Calls {
 		firstPos = max(firstPos, c.Position)
 	}
-	if s.Pos != formatThousands(last.Position) || s.Label != label || !strings.HasPrefix(s.ETA, eta) {
-		t.Errorf("the page shows position, label, estimate %q, %q, %q; want %q, %q, %q…, as the answer %+v", s.Pos, s.Label, s.ETA, formatThousands(last.Position), label, eta, last)
+	if s.Pos != bench.Thousands(last.Position) || s.Label != label || !strings.HasPrefix(s.ETA, eta) {
+		t.Errorf("the page shows position, label, estimate %q, %q, %q; want %q, %q, %q…, as the answer %+v", s.Pos, s.Label, s.ETA, bench.Thousands(last.Position), label, eta, last)
 	}
 	if s.BarMax != float64(firstPos) || s.BarValue != float64(firstPos-last.Position) {
 		t.Errorf("progress bar max %v value %v, want %d (the first position) and %d", s.BarMax, s.BarValue, firstPos, firstPos-last.Position)
@@ -326,14 +327,6 @@ var (
 
 func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 	return browser.Eval[T](t, ctx, expr)
-}
-
-func formatThousands(n int64) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 // TestChallengePageEndToEnd: on the real local server, a program that asks

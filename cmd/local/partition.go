@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/partitionmodel"
+	"github.com/example/waitingroom/internal/tools/partitionmodel"
 )
 
 // partitionStatsPath serves the partition model's counts (-partition-limits).

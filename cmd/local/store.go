@@ -14,9 +14,9 @@ import (
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/localdynamo"
 	"github.com/example/waitingroom/internal/memstore"
-	"github.com/example/waitingroom/internal/partitionmodel"
+	"github.com/example/waitingroom/internal/tools/localdynamo"
+	"github.com/example/waitingroom/internal/tools/partitionmodel"
 )
 
 // defaultLocalTable is the table used on a DynamoDB API when TABLE_NAME is

@@ -8,11 +8,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -21,12 +25,21 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/client"
+	"github.com/example/waitingroom/internal/tools/client"
 )
 
-// errUsage is a command line wrctl could not make sense of; the usage has
-// been printed.
+// errUsage is a command line wrctl could not make sense of (exit status
+// 2); what was wrong has been printed.
 var errUsage = errors.New("usage")
+
+// usageError prints msg, prefixed with the command (cmd, or wrctl's own
+// for ""), and where the command's help is, then returns errUsage: two
+// lines, so that the error stays on screen.
+func (a *app) usageError(cmd, msg string) error {
+	prog := strings.TrimSpace("wrctl " + cmd)
+	fmt.Fprintf(a.stderr, "%s: %s\nRun \"%s -h\" for usage.\n", prog, msg, prog)
+	return errUsage
+}
 
 // defaultURL is the local server's address (make run).
 const defaultURL = "http://127.0.0.1:3000"
@@ -46,7 +59,7 @@ Commands:
   watch ID      a live view of the crowd, refreshed every second
   check ID      what may go wrong at the announced load (-expect N), line by line
   history ID    the program's admin changes, newest first, with who made them
-  delete ID     delete a closed program (asks to type the id again, or -yes)
+  delete ID     delete a closed program, its id taken for 7 days (asks to type it again, or -yes)
   token ID TOKEN   where a token stands, as its holder would see it
   revoke ID TOKEN  revoke a token: no place, no admission, no pass
   keys             the keys that sign the passes, newest first
@@ -93,6 +106,9 @@ type command struct {
 	// sampling commands (watch) send each request once: the next sample
 	// is the retry.
 	sampling bool
+	// valid checks the positional arguments before anything is sent (nil:
+	// any); its error is a usage error.
+	valid func(args []string) error
 	// flags registers the command's own flags and returns what runs it.
 	flags func(a *app, fs *flag.FlagSet) func(ctx context.Context, c *call) error
 }
@@ -120,7 +136,7 @@ func (a *app) commands() map[string]command {
 				settings := registerSettings(fs, a.settings, a.clock.Now)
 				return func(ctx context.Context, c *call) error { return a.put(ctx, c, settings()) }
 			}},
-		"admit": {args: []string{"ID", "N"}, synopsis: "Admits N more people now, on top of the admission rate.",
+		"admit": {args: []string{"ID", "N"}, synopsis: "Admits N more of the people waiting now, on top of the admission rate.", valid: validAdmit,
 			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.admit }},
 		"passes": {args: []string{"ID"}, synopsis: "Issues bypass passes: each lets one person into the program's site without queueing,\nuntil it expires; under maxActiveUsers each holds a slot until then. Prints one per line.",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
@@ -148,11 +164,11 @@ func (a *app) commands() map[string]command {
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.listCommand(fs) }},
 		"history": {args: []string{"ID"}, synopsis: "Prints the program's admin changes, newest first: when, when in effect, who, what.",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.historyCommand(fs) }},
-		"delete": {args: []string{"ID"}, synopsis: "Deletes a closed program: it is gone everywhere, and its id stays taken for 7 days.\nAsks you to type the id again, unless -yes is given.",
+		"delete": {args: []string{"ID"}, synopsis: "Deletes a closed program: it is gone everywhere, and its id stays taken for 7 days, on the\nlocal server too (a put of it answers PROGRAM_DELETED). Asks you to type the id again, unless -yes\nis given.",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.deleteCommand(fs) }},
-		"keys": {args: nil, synopsis: "Prints the keys that sign the admission passes, newest first: their kid, state (next, signing,\npublished, retired, revoked), when each signs from, was made and was revoked.\nSubcommands: \"wrctl keys rotate\", \"wrctl keys revoke KID\".",
+		"keys": {args: nil, synopsis: "Prints the keys that sign the admission passes, newest first: their kid, state (next, signing,\npublished, retired, revoked, unusable), when each signs from, was made and was revoked.\nSubcommands: \"wrctl keys rotate\", \"wrctl keys revoke KID\".",
 			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.keys }},
-		"keys rotate": {args: nil, synopsis: "Makes a new signing key: in the JWKS within a minute, it signs from 15 minutes on (once sites\ncan have it) until the next scheduled key. Not repeated after a 503: run \"wrctl keys\" to see\nwhether it was made.",
+		"keys rotate": {args: nil, synopsis: "Makes a new signing key: in the JWKS within a minute, it signs from 15 minutes on (once sites\ncan have it) until the next scheduled key; until it signs, a rotation answers it again and makes none.\nNot repeated after a 503: run \"wrctl keys\" to see whether it was made.",
 			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.rotateKey }},
 		"keys revoke": {args: []string{"KID"}, synopsis: "Revokes a signing key (a leaked one): it leaves the JWKS and signs no more on every instance within\na minute, and sites refuse its passes once their cached JWKS expires (within about 6 minutes);\nwhen it was the key that signs, a new key signs in its place. Asks you to type the kid again,\nunless -yes is given.",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.revokeKeyCommand(fs) }},
@@ -189,17 +205,17 @@ func (a *app) run(ctx context.Context, args []string) error {
 	if g.url == "" {
 		g.url = defaultURL
 	}
-	// The flags before the command.
+	// The flags before the command. Parse errors are printed below, in
+	// one line with a pointer to -h, rather than under the whole usage.
 	pre := flag.NewFlagSet("wrctl", flag.ContinueOnError)
-	pre.SetOutput(a.stderr)
-	pre.Usage = func() {} // printed below, on stdout for -h
+	pre.SetOutput(io.Discard)
+	pre.Usage = func() {}
 	g.register(pre)
 	if err := pre.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(a.stdout, usage)
 		return err
 	} else if err != nil {
-		fmt.Fprint(a.stderr, usage)
-		return errUsage
+		return a.usageError("", err.Error())
 	}
 	args = pre.Args()
 	if len(args) == 0 {
@@ -219,38 +235,40 @@ func (a *app) run(ctx context.Context, args []string) error {
 	}
 	cmd, ok := a.commands()[name]
 	if !ok {
-		fmt.Fprintf(a.stderr, "wrctl: unknown command %q\n\n%s", name, usage)
-		return errUsage
+		return a.usageError("", fmt.Sprintf("unknown command %q (commands: %s)", name, strings.Join(a.commandNames(), ", ")))
 	}
 	fs := flag.NewFlagSet("wrctl "+name, flag.ContinueOnError)
-	fs.SetOutput(a.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: wrctl %s [flags] %s\n\n%s\n\nFlags:\n", name, strings.Join(cmd.args, " "), cmd.synopsis)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	g.register(fs)
 	runCmd := cmd.flags(a, fs)
 	args, err := parseInterspersed(fs, args[1:])
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(a.stderr)
+		fmt.Fprintf(a.stderr, "Usage: wrctl %s [flags] %s\n\n%s\n\nFlags:\n", name, strings.Join(cmd.args, " "), cmd.synopsis)
+		fs.PrintDefaults()
+		return err
+	} else if err != nil {
+		return a.usageError(name, err.Error())
 	}
 	if len(args) != len(cmd.args) {
 		want := strings.Join(cmd.args, " ")
 		if want == "" {
 			want = "no arguments"
 		}
-		fmt.Fprintf(a.stderr, "wrctl %s: want %s, got %d argument(s)\n", name, want, len(args))
-		fs.Usage()
-		return errUsage
+		return a.usageError(name, fmt.Sprintf("want %s, got %d argument(s)", want, len(args)))
+	}
+	if cmd.valid != nil {
+		if err := cmd.valid(args); err != nil {
+			return a.usageError(name, err.Error())
+		}
 	}
 	c := &call{args: args, url: g.url, json: g.json}
 	auth, err := a.authorizer(ctx, c.url, g.region, g.profile)
 	if err != nil {
 		return err
 	}
+	_, bearer := auth.(client.BearerToken)
 	opts := []client.Option{client.WithAuth(auth), client.WithHTTPClient(newHTTPClient(g.timeout, a.transport))}
 	if !cmd.sampling {
 		opts = append(opts, client.WithRetry(client.Retry{Attempts: attempts, MaxWait: maxRetryWait, Notify: func(e *client.Error, wait time.Duration, attempt int) {
@@ -259,12 +277,77 @@ func (a *app) run(ctx context.Context, args []string) error {
 	}
 	c.client, err = client.New(c.url, opts...)
 	if err != nil {
-		if _, bearer := auth.(client.BearerToken); bearer {
-			return fmt.Errorf("%w\n(ADMIN_TOKEN is set: give an https -url, or unset it to sign with AWS credentials)", err)
+		return urlHint(err, c.url, bearer)
+	}
+	return connectHint(a.explain(runCmd(ctx, c), bearer), c.url)
+}
+
+// commandNames returns the commands' first words, sorted.
+func (a *app) commandNames() []string {
+	var names []string
+	for name := range a.commands() {
+		if first, _, _ := strings.Cut(name, " "); first == name {
+			names = append(names, name)
 		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// urlHint adds, to an API URL that client.New refused, what to give
+// instead: the scheme of a URL without one (http:// for a loopback host,
+// whose server serves no TLS; https:// otherwise), or https for a bearer
+// token that would cross the network in clear text.
+func urlHint(err error, apiURL string, bearer bool) error {
+	if !strings.Contains(apiURL, "://") {
+		scheme := "https://"
+		if host, _, _ := strings.Cut(apiURL, "/"); loopbackHost(host) {
+			scheme = "http://"
+		}
+		return fmt.Errorf("%w\n(a URL starts with its scheme: -url %s%s)", err, scheme, apiURL)
+	}
+	if u, perr := url.Parse(apiURL); bearer && perr == nil && u.Scheme == "http" && u.Host != "" && !loopbackHost(u.Host) {
+		return fmt.Errorf("%w\n(ADMIN_TOKEN is set: give an https -url, or unset it to sign with AWS credentials)", err)
+	}
+	return err
+}
+
+// connectHint adds, to a connection refused by a loopback host, how to
+// start the local server there.
+func connectHint(err error, apiURL string) error {
+	u, perr := url.Parse(apiURL)
+	if !errors.Is(err, syscall.ECONNREFUSED) || perr != nil || !loopbackHost(u.Host) {
 		return err
 	}
-	return a.explain(runCmd(ctx, c), auth)
+	start := "make run"
+	if addr := hostPort(u); addr != strings.TrimPrefix(defaultURL, "http://") {
+		start += " ADDR=" + addr
+	}
+	return fmt.Errorf("%w\n(no server at %s: start the local one with %s at the repository's root, or give -url or WR_URL)", err, apiURL, start)
+}
+
+// hostPort is u's host and port, the scheme's port when it names none.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// loopbackHost reports whether hostport (a host, with or without a port)
+// is localhost or a loopback address.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // parseInterspersed parses flags placed before, between and after the
@@ -330,13 +413,13 @@ func (a *app) authorizer(ctx context.Context, apiURL, region, profile string) (c
 
 var unknownField = regexp.MustCompile(`^Unknown field "([^"]+)"`)
 
-// explain adds what the operator can do about an API error.
-func (a *app) explain(err error, auth client.Authorizer) error {
+// explain adds what the operator can do about an API error; bearer says
+// whether the request carried ADMIN_TOKEN.
+func (a *app) explain(err error, bearer bool) error {
 	var ae *client.Error
 	if !errors.As(err, &ae) {
 		return err
 	}
-	_, bearer := auth.(client.BearerToken)
 	switch {
 	case ae.Code == api.CodeInvalidJSON && unknownField.MatchString(ae.Message):
 		field := unknownField.FindStringSubmatch(ae.Message)[1]
@@ -375,11 +458,16 @@ func (a *app) put(ctx context.Context, c *call, set api.ProgramSettings) error {
 	return a.printProgram(c, p, title)
 }
 
-func (a *app) admit(ctx context.Context, c *call) error {
-	n, err := strconv.ParseInt(c.args[1], 10, 64)
-	if err != nil || n < 1 {
-		return fmt.Errorf("admit: N must be a whole number of at least 1, not %q", c.args[1])
+// validAdmit checks admit's N: a whole number of at least 1.
+func validAdmit(args []string) error {
+	if n, err := strconv.ParseInt(args[1], 10, 64); err != nil || n < 1 {
+		return fmt.Errorf("want N a whole number of at least 1, not %q", args[1])
 	}
+	return nil
+}
+
+func (a *app) admit(ctx context.Context, c *call) error {
+	n, _ := strconv.ParseInt(c.args[1], 10, 64) // checked by validAdmit
 	p, err := c.client.Admit(ctx, c.args[0], n)
 	if err != nil {
 		return err
@@ -389,7 +477,7 @@ func (a *app) admit(ctx context.Context, c *call) error {
 
 func (a *app) passes(ctx context.Context, c *call, n int64, valid time.Duration) error {
 	if valid%time.Second != 0 {
-		return fmt.Errorf("passes: -valid must be whole seconds, not %v", valid)
+		return a.usageError("passes", fmt.Sprintf("-valid must be whole seconds, not %v", valid))
 	}
 	passes, err := c.client.IssueBypass(ctx, c.args[0], n, valid)
 	if err != nil {

@@ -12,10 +12,15 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/queue"
 )
 
 // errNotConfirmed is a deletion the operator did not confirm.
 var errNotConfirmed = errors.New("not deleted: the confirmation did not match the id")
+
+// deletedRetention is how long a deleted program's id stays taken, on
+// every store (the in-memory one too): "7 days".
+var deletedRetention = fmt.Sprintf("%d days", int(queue.DeletedRetention/(24*time.Hour)))
 
 // listCommand prints every program, a row each (-json: one object with
 // them all).
@@ -80,7 +85,7 @@ func (a *app) deleteCommand(fs *flag.FlagSet) func(context.Context, *call) error
 			if !p.Closed && (p.ClosesAt.IsZero() || p.ClosesAt.After(a.clock.Now())) {
 				return fmt.Errorf("program %s is open: close it first (wrctl close %s)", id, id)
 			}
-			fmt.Fprintf(a.stderr, "Delete program %s (%d waiting, %d admitted)? Its id stays taken for 7 days.\nType the id to confirm: ", id, p.Waiting, p.Admitted)
+			fmt.Fprintf(a.stderr, "Delete program %s (%d waiting, %d admitted)? Its id stays taken for %s.\nType the id to confirm: ", id, p.Waiting, p.Admitted, deletedRetention)
 			line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 			if strings.TrimSpace(line) != id {
 				return errNotConfirmed
@@ -92,7 +97,7 @@ func (a *app) deleteCommand(fs *flag.FlagSet) func(context.Context, *call) error
 		if c.json {
 			return a.printJSON(map[string]any{"programId": id, "deleted": true})
 		}
-		fmt.Fprintf(a.stdout, "deleted program %s\n", id)
+		fmt.Fprintf(a.stdout, "deleted program %s; its id stays taken for %s (a put of it answers PROGRAM_DELETED)\n", id, deletedRetention)
 		return nil
 	}
 }

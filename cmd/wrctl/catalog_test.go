@@ -61,11 +61,15 @@ func TestCatalogCommands(t *testing.T) {
 		t.Errorf("delete with the wrong confirmation: exit %d, stderr %s", r.status, r.stderr)
 	}
 	must("get", "matinee")
-	if r := wrctlWithInput(t, env, "matinee\n", "delete", "matinee"); r.status != 0 || r.stdout != "deleted program matinee\n" {
+	if r := wrctlWithInput(t, env, "matinee\n", "delete", "matinee"); r.status != 0 || r.stdout != "deleted program matinee; its id stays taken for 7 days (a put of it answers PROGRAM_DELETED)\n" {
 		t.Errorf("delete confirmed: exit %d, stdout %q, stderr %s", r.status, r.stdout, r.stderr)
 	}
 	if r := wrctl(t, env, "get", "matinee"); r.status != 1 || !strings.Contains(r.stderr, "PROGRAM_NOT_FOUND") {
 		t.Errorf("get after delete: exit %d, stderr %s", r.status, r.stderr)
+	}
+	// The in-memory server keeps the id taken too, and says so.
+	if r := wrctl(t, env, "put", "matinee", "-rate", "5"); r.status != 1 || !regexp.MustCompile(`^wrctl: PROGRAM_DELETED: .*deleted less than 7 days ago; choose another id\.\n$`).MatchString(r.stderr) {
+		t.Errorf("put after delete: exit %d, stderr %q", r.status, r.stderr)
 	}
 	must("close", "gala")
 	if got := decode(t, must("delete", "gala", "-yes", "-json")); got["deleted"] != true {

@@ -73,9 +73,7 @@ func (a *app) checkCommand(fs *flag.FlagSet) func(context.Context, *call) error 
 	fs.Float64Var(&l.apiRate, "api-rate", defaultAPIRate, "the API's ThrottlingRateLimit, requests a second")
 	return func(ctx context.Context, c *call) error {
 		if l.expect < 1 || l.peak < 0 || l.cacheTTL < 0 || l.apiRate <= 0 {
-			fmt.Fprintln(a.stderr, "wrctl check: -expect must be at least 1, -peak and -cache-ttl at least 0, -api-rate above 0")
-			fs.Usage()
-			return errUsage
+			return a.usageError("check", "-expect must be at least 1, -peak and -cache-ttl at least 0, -api-rate above 0")
 		}
 		p, err := c.client.GetProgram(ctx, c.args[0])
 		if err != nil {

@@ -144,7 +144,7 @@ func (c presale) enters() []finding {
 }
 
 // browserHash is the page's time per SHA-256 of the proof of work in a
-// laptop's Chromium (docs/benchmarks.md, "Proof of work (issue 21)").
+// laptop's Chromium (docs/benchmarks.md, "Proof of work").
 const browserHash = 700 * time.Nanosecond
 
 // challenge: a proof of work on enter, and what it costs a person.

@@ -40,7 +40,7 @@ func newKeyringAPI(t *testing.T) http.Handler {
 }
 
 // keyRow is a row of wrctl keys: its kid, state and revocation time.
-var keyRow = regexp.MustCompile(`(?m)^([A-Za-z0-9_-]{43})  +(next|signing|published|retired|revoked)  +(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  +(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  +(-|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)$`)
+var keyRow = regexp.MustCompile(`(?m)^([A-Za-z0-9_-]{43})  +(next|signing|published|retired|revoked|unusable)  +(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  +(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  +(-|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)$`)
 
 // keyRows returns wrctl keys' rows as "kid state", and checks its header
 // and its rotation line.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -412,10 +414,22 @@ func TestErrors(t *testing.T) {
 		{"WrongToken", map[string]string{"WR_URL": url, "ADMIN_TOKEN": "wrong"}, []string{"get", "gala"}, 1, `^wrctl: FORBIDDEN: The admin credentials are not valid\.\n$`},
 		{"InvalidSetting", env, []string{"put", "gala", "-rate", "1e9"}, 1, `^wrctl: INVALID_SETTINGS: admissionRatePerSecond must be`},
 		{"InvalidProgramID", env, []string{"get", "_x"}, 1, `^wrctl: INVALID_PROGRAM_ID: `},
-		{"AdmitZero", env, []string{"admit", "gala", "0"}, 1, `^wrctl: admit: N must be a whole number of at least 1, not "0"\n$`},
+		// N is read before anything is sent: a usage error, in two lines.
+		{"AdmitZero", env, []string{"admit", "gala", "0"}, 2, `^wrctl admit: want N a whole number of at least 1, not "0"\nRun "wrctl admit -h" for usage\.\n$`},
+		{"AdmitNotANumber", map[string]string{"WR_URL": down.URL, "ADMIN_TOKEN": testSecret}, []string{"admit", "demo", "ten"}, 2, `^wrctl admit: want N a whole number of at least 1, not "ten"\nRun "wrctl admit -h" for usage\.\n$`},
 		{"AdmitTooMany", env, []string{"admit", "gala", "2000000"}, 1, `^wrctl: INVALID_COUNT: `},
-		{"ServerDown", map[string]string{"WR_URL": down.URL, "ADMIN_TOKEN": testSecret}, []string{"get", "gala"}, 1, `^wrctl: GET http://127\.0\.0\.1:\d+/api/v1/admin/programs/gala: .*connection refused\n$`},
-		{"BadURL", map[string]string{"ADMIN_TOKEN": testSecret}, []string{"get", "gala", "-url", "127.0.0.1:3000"}, 1, `^wrctl: API URL "127.0.0.1:3000": want http`},
+		// Nothing listens on a loopback URL: how to start the local
+		// server on its address.
+		{"ServerDown", map[string]string{"WR_URL": down.URL, "ADMIN_TOKEN": testSecret}, []string{"get", "gala"}, 1,
+			`^wrctl: GET http://127\.0\.0\.1:\d+/api/v1/admin/programs/gala: .*connection refused\n\(no server at http://127\.0\.0\.1:\d+: start the local one with make run ADDR=127\.0\.0\.1:\d+ at the repository's root, or give -url or WR_URL\)\n$`},
+		// A URL without its scheme: the scheme to add, http:// for a
+		// loopback host, https:// otherwise; no word of ADMIN_TOKEN.
+		{"BadURL", map[string]string{"ADMIN_TOKEN": testSecret}, []string{"get", "gala", "-url", "127.0.0.1:3000"}, 1,
+			`^wrctl: API URL "127.0.0.1:3000": want http\S+\n\(a URL starts with its scheme: -url http://127\.0\.0\.1:3000\)\n$`},
+		{"BadURLLocalhost", map[string]string{"ADMIN_TOKEN": testSecret}, []string{"get", "gala", "-url", "localhost:3000"}, 1,
+			`^wrctl: API URL "localhost:3000": want http\S+\n\(a URL starts with its scheme: -url http://localhost:3000\)\n$`},
+		{"BadURLRemote", map[string]string{"ADMIN_TOKEN": testSecret}, []string{"get", "gala", "-url", "queue.example.com/prod"}, 1,
+			`^wrctl: API URL "queue.example.com/prod": want http\S+\n\(a URL starts with its scheme: -url https://queue\.example\.com/prod\)\n$`},
 		// A flag of a setting the server does not know yet: the server's
 		// own error, and what it means.
 		{"SettingUnknownToServer", map[string]string{"WR_URL": older, "ADMIN_TOKEN": testSecret}, []string{"put", "gala", "-shuffle-at-open"}, 1,
@@ -425,8 +439,13 @@ func TestErrors(t *testing.T) {
 		{"BadOpensAt", env, []string{"put", "gala", "-opens-at", "tomorrow"}, 2, `invalid value "tomorrow" for flag -opens-at: want an RFC 3339 time`},
 		{"MissingID", env, []string{"get"}, 2, `wrctl get: want ID, got 0 argument\(s\)`},
 		{"ExtraArgument", env, []string{"pause", "gala", "now"}, 2, `wrctl pause: want ID, got 2 argument\(s\)`},
-		{"UnknownFlag", env, []string{"get", "gala", "-bogus"}, 2, `flag provided but not defined: -bogus`},
-		{"UnknownCommand", env, []string{"open", "gala"}, 2, `wrctl: unknown command "open"`},
+		// A mistyped flag or command: the error and where the help is, in
+		// two lines, not under the whole usage.
+		{"UnknownFlag", env, []string{"get", "gala", "-bogus"}, 2, `^wrctl get: flag provided but not defined: -bogus\nRun "wrctl get -h" for usage\.\n$`},
+		{"MistypedPutFlag", env, []string{"put", "gala", "-rat", "5"}, 2, `^wrctl put: flag provided but not defined: -rat\nRun "wrctl put -h" for usage\.\n$`},
+		{"BadFlagValue", env, []string{"watch", "gala", "-every", "often"}, 2, `^wrctl watch: invalid value "often" for flag -every: parse error\nRun "wrctl watch -h" for usage\.\n$`},
+		{"UnknownCommand", env, []string{"open", "gala"}, 2,
+			`^wrctl: unknown command "open" \(commands: admit, check, close, delete, get, history, keys, list, passes, pause, put, reopen, resume, revoke, token, watch\)\nRun "wrctl -h" for usage\.\n$`},
 		{"NoCommand", env, nil, 2, `^Usage: wrctl COMMAND`},
 		{"CommandHelp", env, []string{"watch", "-h"}, 0, `(?s)^Usage: wrctl watch \[flags\] ID\n.*-every duration`},
 	} {
@@ -440,6 +459,22 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
+	t.Run("DefaultURLRefused", func(t *testing.T) {
+		// Nothing at the default URL, where make run serves: the hint is
+		// make run itself. The refusal is forced by the transport.
+		var sent []string
+		r := runApp(t, map[string]string{"ADMIN_TOKEN": testSecret}, func(a *app) {
+			a.transport = roundTrip(func(r *http.Request) (*http.Response, error) {
+				sent = append(sent, r.URL.String())
+				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+			})
+		}, "get", "gala")
+		want := `^wrctl: GET http://127\.0\.0\.1:3000/api/v1/admin/programs/gala: .*connection refused\n` +
+			`\(no server at http://127\.0\.0\.1:3000: start the local one with make run at the repository's root, or give -url or WR_URL\)\n$`
+		if r.status != 1 || !regexp.MustCompile(want).MatchString(r.stderr) || len(sent) != 1 || sent[0] != defaultURL+"/api/v1/admin/programs/gala" {
+			t.Errorf("exit %d, stderr:\n%s\nsent %v; want exit 1, stderr matching %s, one request to %s", r.status, r.stderr, sent, want, defaultURL)
+		}
+	})
 	t.Run("Help", func(t *testing.T) {
 		r := wrctl(t, env, "-h")
 		if r.status != 0 || !strings.Contains(r.stdout, "Commands:") {

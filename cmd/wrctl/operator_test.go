@@ -108,7 +108,7 @@ func TestGlobalFlagsBeforeCommand(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"-url"}, `flag needs an argument: -url`},
-		{[]string{"-bogus", "get", "gala"}, `flag provided but not defined: -bogus`},
+		{[]string{"-bogus", "get", "gala"}, `^wrctl: flag provided but not defined: -bogus\nRun "wrctl -h" for usage\.\n$`},
 		{[]string{"-rate", "5", "put", "gala"}, `flag provided but not defined: -rate`},
 		{[]string{"-url", url}, `^Usage: wrctl COMMAND`},
 	} {

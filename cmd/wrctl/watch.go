@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/client"
+	"github.com/example/waitingroom/internal/tools/client"
 )
 
 // watchOptions bound a watch: the sampling period, and a duration or a

@@ -4,25 +4,6 @@
 // lambda.norpc as bootstrap for provided.al2023 (make build-AdminFunction).
 package main
 
-import (
-	"context"
-	"log/slog"
-	"os"
+import "github.com/example/waitingroom/internal/app"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/example/waitingroom/internal/app"
-	"github.com/example/waitingroom/internal/httpapi"
-)
-
-func main() {
-	// Once per cold start, shared by every invocation.
-	a, err := app.FromEnv(context.Background(), os.Getenv, os.Stderr)
-	if err != nil {
-		// One JSON line, then exit: Lambda reports the init error and
-		// retries on the next request.
-		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("cold start", "error", err.Error())
-		os.Exit(1)
-	}
-	lambda.Start(httpapi.Lambda(a.AdminHandler()))
-}
+func main() { app.StartLambda(app.FromEnv, (*app.App).AdminHandler) }

@@ -153,6 +153,18 @@ func (r *Keyring) state(ctx context.Context, publish bool) (Key, []Key, error) {
 			published = append(published, rk)
 		}
 	}
+	signer, err := r.openSigner(ctx, keys, now, failed, openErr)
+	if err != nil {
+		return nil, published, err
+	}
+	return signer, published, nil
+}
+
+// openSigner is the key of keys that signs at now, opened: signer's
+// choice leaving out failed, and each key that does not open (added to
+// failed). ErrKeysUnavailable (wrapped, with the last open error, or
+// openErr) when none is left.
+func (r *Keyring) openSigner(ctx context.Context, keys []StoredKey, now time.Time, failed map[string]bool, openErr error) (*ringKey, error) {
 	for {
 		sk, ok := r.signer(keys, now, failed)
 		if !ok {
@@ -160,14 +172,14 @@ func (r *Keyring) state(ctx context.Context, publish bool) (Key, []Key, error) {
 			if openErr != nil {
 				err = fmt.Errorf("%w: %w", err, openErr)
 			}
-			return nil, published, err
+			return nil, err
 		}
 		rk := r.keyOf(sk)
 		if _, err := rk.open(ctx); err != nil {
 			failed[sk.KeyID], openErr = true, err
 			continue
 		}
-		return rk, published, nil
+		return rk, nil
 	}
 }
 
@@ -264,27 +276,49 @@ func (r *Keyring) signer(keys []StoredKey, now time.Time, failed map[string]bool
 // KeyState is a key as an operator sees it.
 type KeyState struct {
 	StoredKey
-	// State is "next" (published, signs later), "signing", "published"
-	// (no longer signing, still in the JWKS), "retired" or "revoked".
+	// State is "next" (signs later), "signing", "published" (no longer
+	// signing, still in the JWKS), "retired", "revoked" or "unusable"
+	// (it did not open with the wrapper: out of the JWKS, never signs).
 	State string
 }
 
-// Keys returns every stored key with its state at now, newest first.
+// Keys returns every stored key with its state at now, newest first. It
+// opens the keys that would be published and the signer as state does,
+// so that "signing" is the key that really signs and a key that does not
+// open is "unusable"; ErrKeysUnavailable (wrapped) when keys were tried
+// and none opened (the wrapper is down: no state can be told).
 func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 	now := r.clock.Now()
 	keys, err := r.readNow(ctx, now)
 	if err != nil {
 		return nil, err
 	}
-	signing, _ := r.signer(keys, now, nil)
 	usable := r.usable(keys, now)
+	failed := map[string]bool{} // keys that did not open
+	var openErr error
+	opened := 0
+	for _, k := range usable {
+		if _, err := r.keyOf(k).open(ctx); err != nil {
+			failed[k.KeyID], openErr = true, err
+			continue
+		}
+		opened++
+	}
+	var signing string
+	if rk, err := r.openSigner(ctx, keys, now, failed, openErr); err == nil {
+		signing = rk.stored.KeyID
+	} else if opened == 0 && len(failed) > 0 {
+		return nil, err
+	}
 	out := make([]KeyState, 0, len(keys))
 	for _, k := range slices.Backward(keys) {
 		s := KeyState{StoredKey: k, State: "retired"}
 		switch {
 		case !k.Revoked.IsZero():
 			s.State = "revoked"
-		case k.KeyID == signing.KeyID:
+		case failed[k.KeyID]:
+			s.State = "unusable"
+		case k.KeyID == signing:
 			s.State = "signing"
 		case k.SignFrom.After(now):
 			s.State = "next" // published from a rotation and a lead before it signs
@@ -297,13 +331,19 @@ func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 }
 
 // Rotate makes a key that signs from the lead from now, superseding the
-// scheduled one until the next slot, and returns it.
+// scheduled one until the next slot, and returns it. While the key of an
+// earlier rotation is pending (it signs within the lead, is not revoked,
+// and opens), Rotate returns that key instead: repeated rotations add one
+// key to the JWKS, not one each.
 func (r *Keyring) Rotate(ctx context.Context) (StoredKey, error) {
 	now := r.clock.Now()
 	at := now.Add(r.lead).Truncate(time.Millisecond)
 	keys, err := r.readNow(ctx, now)
 	if err != nil {
 		return StoredKey{}, err
+	}
+	if k, ok := r.pendingRotation(ctx, keys, now); ok {
+		return k, nil
 	}
 	keys = r.make(ctx, at, now, keys, true)
 	for _, k := range keys {
@@ -312,6 +352,23 @@ func (r *Keyring) Rotate(ctx context.Context) (StoredKey, error) {
 		}
 	}
 	return StoredKey{}, fmt.Errorf("%w: the key of %s was not made", ErrKeysUnavailable, at.UTC().Format(time.RFC3339Nano))
+}
+
+// pendingRotation is the newest key of keys that a rotation made and that
+// has not started signing at now: it signs after now and at most a lead
+// after now, off the slots' starts (a scheduled key signs from a slot's
+// start, a revocation's replacement from the revocation), is not revoked
+// and opens.
+func (r *Keyring) pendingRotation(ctx context.Context, keys []StoredKey, now time.Time) (StoredKey, bool) {
+	for _, k := range slices.Backward(keys) {
+		if !k.SignFrom.After(now) || k.SignFrom.After(now.Add(r.lead)) || k.SignFrom.Equal(r.slotOf(k.SignFrom)) || !k.Revoked.IsZero() {
+			continue
+		}
+		if _, err := r.keyOf(k).open(ctx); err == nil {
+			return k, true
+		}
+	}
+	return StoredKey{}, false
 }
 
 // Revoke revokes the key kid: it leaves the JWKS, and neither it nor an

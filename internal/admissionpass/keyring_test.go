@@ -626,3 +626,107 @@ func TestKeyringRotationShortensTheOldKey(t *testing.T) {
 		t.Error("a key for a slot a week ahead is published")
 	}
 }
+
+// keyStates are the keys' states as "kid state", newest first.
+func keyStates(t *testing.T, ring *admissionpass.Keyring) []string {
+	t.Helper()
+	states, err := ring.Keys(t.Context())
+	if err != nil {
+		t.Fatalf("Keys: %v", err)
+	}
+	var out []string
+	for _, s := range states {
+		out = append(out, s.KeyID+" "+s.State)
+	}
+	return out
+}
+
+// TestKeyringKeysShowTheRealSigner: a key planted with a wrapped half
+// that does not open, newer than the key that signs and old enough to
+// sign, is listed as unusable, and the key that really signs as signing;
+// a cold instance that cannot open any key answers ErrKeysUnavailable
+// rather than a list it cannot tell.
+func TestKeyringKeysShowTheRealSigner(t *testing.T) {
+	now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	store, wrap, clock, a := setup(t, now)
+	good := a.sign(t, clock)
+
+	attacker, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&attacker.PublicKey)
+	planted := thumbprint(t, &attacker.PublicKey)
+	plant(t, store, admissionpass.StoredKey{SignFrom: now.Add(time.Minute), KeyID: planted, Public: der,
+		Wrapped: []byte("garbage"), Created: now.Add(-admissionpass.DefaultLead)})
+	setClock(clock, now.Add(admissionpass.DefaultRefresh+time.Minute))
+
+	want := []string{planted + " unusable", good + " signing"}
+	if diff := cmp.Diff(want, keyStates(t, a.ring)); diff != "" {
+		t.Errorf("key states, newest first (-want +got):\n%s", diff)
+	}
+	if got := a.sign(t, clock); got != good {
+		t.Errorf("signs with %s, want the key listed as signing %s", got, good)
+	}
+
+	b := newInstance(t, store, wrap, clock)
+	b.wrap.fail.Store(true)
+	if _, err := b.ring.Keys(t.Context()); !errors.Is(err, admissionpass.ErrKeysUnavailable) {
+		t.Errorf("Keys with KMS down on a cold instance: %v, want ErrKeysUnavailable", err)
+	}
+}
+
+// TestKeyringRotateWhilePending: rotations while the key of an earlier
+// one has not started signing return that key, so ten rotations within
+// the lead add one key to the store and the JWKS; once it signs, or once
+// it is revoked, a rotation makes a new key.
+func TestKeyringRotateWhilePending(t *testing.T) {
+	store, _, clock, a := setup(t, time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	first := a.sign(t, clock)
+	var pending admissionpass.StoredKey
+	for i := range 10 {
+		k, err := a.ring.Rotate(t.Context())
+		if err != nil {
+			t.Fatalf("rotation %d: %v", i, err)
+		}
+		if i == 0 {
+			pending = k
+		} else if k.KeyID != pending.KeyID {
+			t.Errorf("rotation %d made %s, want the pending key %s", i, k.KeyID, pending.KeyID)
+		}
+		clock.Advance(admissionpass.DefaultLead / 12) // ten rotations within the lead
+	}
+	stored, err := store.PassKeys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 2 {
+		t.Errorf("after ten rotations the store holds %d keys, want 2 (the signer and one rotated key)", len(stored))
+	}
+	doc, err := a.iss.JWKS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{first, pending.KeyID}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, kids(t, doc)); diff != "" {
+		t.Errorf("JWKS kids (-want +got):\n%s", diff)
+	}
+
+	setClock(clock, pending.SignFrom)
+	if got := a.sign(t, clock); got != pending.KeyID {
+		t.Fatalf("from its signFrom signs with %s, want the rotated key %s", got, pending.KeyID)
+	}
+	second, err := a.ring.Rotate(t.Context())
+	if err != nil || second.KeyID == pending.KeyID || !second.SignFrom.Equal(clock.Now().Add(admissionpass.DefaultLead)) {
+		t.Fatalf("rotation once the rotated key signs: %+v %v, want a new key signing a lead from now", second, err)
+	}
+	if _, _, err := a.ring.Revoke(t.Context(), second.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	third, err := a.ring.Rotate(t.Context())
+	if err != nil || third.KeyID == second.KeyID {
+		t.Errorf("rotation after the pending key was revoked: %+v %v, want a new key", third, err)
+	}
+}

@@ -4,7 +4,7 @@
 // hold the server's answers to it.
 package api
 
-//go:generate go run ./genschemas ../../docs/openapi.yaml
+//go:generate go run ../tools/genschemas ../../docs/openapi.yaml
 
 import (
 	"encoding/json"
@@ -364,6 +364,10 @@ const (
 	KeyRetired KeyState = "retired"
 	// KeyRevoked was revoked: out of the JWKS, signing nothing, for good.
 	KeyRevoked KeyState = "revoked"
+	// KeyUnusable does not open with KMS (its stored private half is not
+	// one KMS wrapped for its slot, or not its public half's): out of the
+	// JWKS, it never signs.
+	KeyUnusable KeyState = "unusable"
 )
 
 // SigningKey is a pass signing key of the keyring, as an operator sees
@@ -372,7 +376,8 @@ type SigningKey struct {
 	// KeyID is the key's kid in the JWKS and in the passes it signs: its
 	// RFC 7638 thumbprint, 43 characters of base64url.
 	KeyID string `json:"keyId"`
-	// State is next, signing, published, retired or revoked (KeyState).
+	// State is next, signing, published, retired, revoked or unusable
+	// (KeyState).
 	State KeyState `json:"state"`
 	// SignFrom is when the key starts (or started) signing.
 	SignFrom  Time `json:"signFrom"`

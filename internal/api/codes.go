@@ -48,6 +48,7 @@ const (
 	CodeUnauthorized     = "UNAUTHORIZED"
 	CodeForbidden        = "FORBIDDEN"
 	CodePayloadTooLarge  = "PAYLOAD_TOO_LARGE"
+	CodeHeadersTooLarge  = "HEADERS_TOO_LARGE"
 	CodeInvalidJSON      = "INVALID_JSON"
 	CodeInvalidBody      = "INVALID_BODY"
 )

@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/example/waitingroom/internal/admissionpass"
@@ -345,4 +346,17 @@ func (a *App) options() []httpapi.Option {
 // list, rotate and revoke (none with fixed keys: they answer NO_KEYRING).
 func (a *App) adminOptions() []httpapi.Option {
 	return append(a.options(), httpapi.WithKeyring(a.Keys))
+}
+
+// StartLambda is a function's main: it builds the App with fromEnv once per
+// cold start and serves handler's routes under the Lambda runtime. A build
+// error is one JSON line on stderr and exit status 1, which Lambda reports
+// as an init error and retries on the next request.
+func StartLambda(fromEnv func(context.Context, func(string) string, io.Writer) (*App, error), handler func(*App) http.Handler) {
+	a, err := fromEnv(context.Background(), os.Getenv, os.Stderr)
+	if err != nil {
+		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("cold start", "error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(httpapi.Lambda(handler(a)))
 }

@@ -25,9 +25,9 @@ import (
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/sampleevents"
 	"github.com/example/waitingroom/internal/testing/fixtures"
 	"github.com/example/waitingroom/internal/testing/metricstest"
+	"github.com/example/waitingroom/internal/tools/sampleevents"
 )
 
 // fixtureApp is the App over the fixtures of events/, seeded now, its

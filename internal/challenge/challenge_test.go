@@ -153,7 +153,7 @@ func FuzzOpen(f *testing.F) {
 // BenchmarkSolve solves a fresh challenge per iteration, for bits 14 to
 // 22, and reports the median time per solve (median-ms), the mean number
 // of hashes (hashes/op) and the time per hash (ns/hash): docs/benchmarks.md,
-// "Proof of work (issue 21)".
+// "Proof of work".
 func BenchmarkSolve(b *testing.B) {
 	for bits := 14; bits <= 22; bits++ {
 		b.Run("bits="+itoa(bits), func(b *testing.B) {

@@ -156,6 +156,27 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 	if requireTable && c.TableName == "" {
 		errs = append(errs, fmt.Errorf("%s is required", EnvTableName))
 	}
+	errs = append(errs, c.pollingFromEnv(getenv)...)
+	errs = append(errs, c.serviceFromEnv(getenv)...)
+	var err error
+	c.Pass, err = passFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.PageLogoURL = strings.TrimSpace(getenv(EnvPageLogoURL))
+	if err := waitpage.CheckLogoURL(c.PageLogoURL); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvPageLogoURL, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+// pollingFromEnv sets the polling policies and the one chosen from
+// POLL_TIERS, POLL_ETA, POLL_STEADY and POLL_POLICY; it returns what is wrong.
+func (c *Config) pollingFromEnv(getenv func(string) string) []error {
+	var errs []error
 	spec := getenv(EnvPollTiers)
 	if strings.TrimSpace(spec) == "" {
 		spec = polling.DefaultTiersSpec
@@ -185,6 +206,13 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 	if c.Policy, err = c.Policies.Lookup(c.PolicyName); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", EnvPollPolicy, err))
 	}
+	return errs
+}
+
+// serviceFromEnv sets the program cache, the log level, the metrics
+// namespace and checks the challenge secret; it returns what is wrong.
+func (c *Config) serviceFromEnv(getenv func(string) string) []error {
+	var errs []error
 	if v := strings.TrimSpace(getenv(EnvProgramCacheTTL)); v != "" {
 		d, err := time.ParseDuration(v)
 		switch {
@@ -213,18 +241,7 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		}
 		c.MetricsNamespace = v
 	}
-	c.Pass, err = passFromEnv(getenv)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	c.PageLogoURL = strings.TrimSpace(getenv(EnvPageLogoURL))
-	if err := waitpage.CheckLogoURL(c.PageLogoURL); err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", EnvPageLogoURL, err))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
-	}
-	return c, nil
+	return errs
 }
 
 // Bounds of PASS_KEY_ROTATION.

@@ -18,7 +18,7 @@ import (
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/sampleevents"
+	"github.com/example/waitingroom/internal/tools/sampleevents"
 )
 
 // routePath is r's path for program demo (and token
@@ -47,7 +47,8 @@ type panicKey struct{ brokenKey }
 func (panicKey) PublicKey(context.Context) (*ecdsa.PublicKey, error) { panic("boom") }
 
 // TestEveryRouteAnswers drives each route through the answers every route
-// can give: 413 to a body announced too large, 500 to a bug, 400
+// can give: 413 to a body announced too large, 431 to headers over
+// MaxHeaderBytes, 500 to a bug, 400
 // INVALID_BODY to a Lambda event whose body is not base64, and on admin
 // routes 401 and 403 without valid credentials.
 func TestEveryRouteAnswers(t *testing.T) {
@@ -69,6 +70,11 @@ func TestEveryRouteAnswers(t *testing.T) {
 			path := routePath(r)
 			if status, code := sendTo(fine, r.Method, path, admin, strings.Repeat(" ", httpapi.MaxBodyBytes+1)); status != 413 || code != api.CodePayloadTooLarge {
 				t.Errorf("too large: %d %s", status, code)
+			}
+			big := admin.Clone()
+			big.Set("X-Big", strings.Repeat("a", httpapi.MaxHeaderBytes))
+			if status, code := sendTo(fine, r.Method, path, big, ""); status != 431 || code != api.CodeHeadersTooLarge {
+				t.Errorf("headers too large: %d %s", status, code)
 			}
 			body := ""
 			if r.Admin {

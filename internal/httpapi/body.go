@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
@@ -80,33 +82,47 @@ func memberProblem(err error) string {
 	var syn *jsontext.SyntacticError
 	switch {
 	case errors.As(err, &syn) && errors.Is(err, jsontext.ErrDuplicateName):
-		return fmt.Sprintf("Field %q is repeated.", capName(syn.JSONPointer.LastToken()))
+		return fmt.Sprintf("Field %q is repeated.", memberName(syn.JSONPointer))
 	case !errors.As(err, &sem):
 		return "The body is not valid JSON."
 	case errors.Is(err, json.ErrUnknownName):
-		return fmt.Sprintf("Unknown field %q.", capName(sem.JSONPointer.LastToken()))
+		return fmt.Sprintf("Unknown field %q.", memberName(sem.JSONPointer))
 	}
 	t := sem.GoType
 	if null, ok := errors.AsType[nullMember](err); ok {
 		t = null.t
 	}
-	return fmt.Sprintf("Field %q must be a %s.", sem.JSONPointer.LastToken(), kindOf(t))
-}
-
-// kindOf names the JSON type of a value of Go type t.
-func kindOf(t reflect.Type) string {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	name := memberName(sem.JSONPointer)
+	if t == reflect.TypeFor[wire.TextSettings]() {
+		return fmt.Sprintf(`Field %q must be an object of texts (displayName, message, notice); to remove a language, set each of its texts to "".`, name)
+	}
+	return fmt.Sprintf("Field %q must be %s.", name, kindOf(t))
+}
+
+// kindOf names the JSON type of a value of Go type t, with its article.
+func kindOf(t reflect.Type) string {
 	switch {
 	case t == nil:
-		return "value"
+		return "a value"
 	case t.Kind() == reflect.Bool:
-		return "boolean"
+		return "a boolean"
 	case t.Kind() == reflect.String:
-		return "string"
+		return "a string"
+	case t.Kind() == reflect.Struct, t.Kind() == reflect.Map:
+		return "an object"
+	case t.Kind() == reflect.Slice, t.Kind() == reflect.Array:
+		return "an array"
 	}
-	return "number"
+	return "a number"
+}
+
+// memberName is the member at p as a message names it: its keys from the
+// body's top joined by dots (translations.ko.notice), capped.
+func memberName(p jsontext.Pointer) string {
+	return capName(strings.Join(slices.Collect(p.Tokens()), "."))
 }
 
 // capName shortens a client's key to maxNameInMessage runes.

@@ -42,6 +42,7 @@ func httpErrorf(status int, code, format string, args ...any) *httpError {
 var (
 	errNoRoute     = httpErrorf(http.StatusNotFound, wire.CodeNotFound, "No such route.")
 	errTooLarge    = httpErrorf(http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "The body must be at most %d bytes.", MaxBodyBytes)
+	errHeadersBig  = httpErrorf(http.StatusRequestHeaderFieldsTooLarge, wire.CodeHeadersTooLarge, "The request line and headers must be at most %d bytes.", MaxHeaderBytes)
 	errUnreadable  = httpErrorf(http.StatusBadRequest, wire.CodeInvalidBody, "The request body could not be read.")
 	errInternal    = httpErrorf(http.StatusInternalServerError, wire.CodeInternal, "Internal error.")
 	errNeedsBearer = httpErrorf(http.StatusUnauthorized, wire.CodeUnauthorized, "Admin routes need an Authorization: Bearer header.")

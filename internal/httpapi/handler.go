@@ -23,6 +23,11 @@ import (
 // MaxBodyBytes bounds request bodies; larger ones get 413.
 const MaxBodyBytes = 16 << 10
 
+// MaxHeaderBytes bounds a request's line and headers as sent; larger ones
+// get 431. It is also the local server's http.Server.MaxHeaderBytes, past
+// which (and net/http's 4 KiB of slack) net/http answers 431 itself.
+const MaxHeaderBytes = 16 << 10
+
 // Middleware wraps a handler, such as the admin routes' auth.
 type Middleware = func(http.Handler) http.Handler
 
@@ -133,7 +138,7 @@ func (a *api) handler(keep func(Route) bool, auth Middleware) http.Handler {
 		}
 		return metrics.OpOther
 	})
-	return a.logRequests(observe(a.recoverPanics(a.canonicalPath(limitBody(mux)))))
+	return a.logRequests(observe(a.recoverPanics(limitHeaders(a.canonicalPath(limitBody(mux))))))
 }
 
 func (a *api) notFound() http.Handler {
@@ -182,9 +187,16 @@ func (a *api) leave(w http.ResponseWriter, r *http.Request) {
 }
 
 // endSession ends the admission of the pass in X-Admission-Pass: the site
-// that holds it is done with its holder.
+// that holds it is done with its holder. A program that does not exist
+// (deleted) answers 404 PROGRAM_NOT_FOUND, as a poll does, read through
+// the program cache as a poll reads it.
 func (a *api) endSession(w http.ResponseWriter, r *http.Request) {
-	if err := a.svc.EndSession(r.Context(), r.PathValue("programId"), r.Header.Get(wire.HeaderAdmissionPass)); err != nil {
+	id := r.PathValue("programId")
+	if _, err := a.svc.Showing(r.Context(), id); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if err := a.svc.EndSession(r.Context(), id, r.Header.Get(wire.HeaderAdmissionPass)); err != nil {
 		a.writeError(w, r, err)
 		return
 	}

@@ -27,8 +27,8 @@ import (
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/sampleevents"
 	"github.com/example/waitingroom/internal/testing/fixtures"
+	"github.com/example/waitingroom/internal/tools/sampleevents"
 )
 
 // t0 is the seed time of the fixtures and the fixed clock of these tests.

@@ -170,6 +170,7 @@ func TestKeyRoutes(t *testing.T) {
 		{name: "a first pass makes the slot's key", method: "POST", path: "/api/v1/admin/programs/gala/passes", body: `{"count":1,"validSeconds":60}`, status: 200, signer: kid1},
 		{name: "list: one signing key", method: "GET", path: api.KeysPath, status: 200, want: `{"rotationSeconds":86400,"keys":[` + slot + `]}`},
 		{name: "rotate", method: "POST", path: api.KeysPath, status: 201, want: `{"key":` + next1 + `}`},
+		{name: "rotate again: the pending key", method: "POST", path: api.KeysPath, status: 201, want: `{"key":` + next1 + `}`},
 		{name: "list: next and signing", method: "GET", path: api.KeysPath, status: 200, want: `{"rotationSeconds":86400,"keys":[` + next1 + `,` + slot + `]}`},
 		{name: "JWKS: both", method: "GET", path: api.JWKSPath, status: 200, jwks: []string{kid1, kid2}},
 		{name: "the signing key still signs", method: "POST", path: "/api/v1/admin/programs/gala/passes", body: `{"count":1,"validSeconds":60}`, status: 200, signer: kid1},
@@ -246,6 +247,7 @@ func TestKeyRoutes(t *testing.T) {
 		}
 	}
 	want := []line{
+		{"INFO", "admin change", "rotate-key", httpapi.LocalActor, kid2, ""},
 		{"INFO", "admin change", "rotate-key", httpapi.LocalActor, kid2, ""},
 		{"INFO", "admin change", "revoke-key", httpapi.LocalActor, kid1, kid3},
 		{"INFO", "admin change", "revoke-key", httpapi.LocalActor, kid1, ""},

@@ -163,6 +163,38 @@ func (a *api) canonicalPath(next http.Handler) http.Handler {
 	})
 }
 
+// limitHeaders answers 431 to a request whose line and headers, as sent,
+// are over MaxHeaderBytes.
+func limitHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if headerBytes(r) > MaxHeaderBytes {
+			writeClientError(w, r, errHeadersBig)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// headerBytes is the size of r's request line and header fields as sent
+// over HTTP/1.1 ("Name: value\r\n" each, Host included), with the blank
+// line that ends them.
+func headerBytes(r *http.Request) int {
+	uri := r.RequestURI
+	if uri == "" {
+		uri = r.URL.RequestURI()
+	}
+	n := len(r.Method) + 1 + len(uri) + len(" HTTP/1.1\r\n") + len("\r\n")
+	if r.Host != "" {
+		n += len("Host: ") + len(r.Host) + len("\r\n")
+	}
+	for name, values := range r.Header {
+		for _, v := range values {
+			n += len(name) + len(": ") + len(v) + len("\r\n")
+		}
+	}
+	return n
+}
+
 // limitBody answers 413 to a body announced over MaxBodyBytes and cuts any
 // other body at the limit (reading past it fails with *http.MaxBytesError).
 func limitBody(next http.Handler) http.Handler {

@@ -16,8 +16,8 @@ import (
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/sampleevents"
 	"github.com/example/waitingroom/internal/testing/fixtures"
+	"github.com/example/waitingroom/internal/tools/sampleevents"
 )
 
 // TestHandlerFirstAdmission: the poll that first sees an admission answers

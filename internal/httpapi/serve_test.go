@@ -44,6 +44,17 @@ func serve(t *testing.T) func(method, path string, hdr http.Header, body string)
 	}
 }
 
+// headersTooLarge is the answer to a request line and headers over
+// MaxHeaderBytes.
+const headersTooLarge = `{"code":"HEADERS_TOO_LARGE","message":"The request line and headers must be at most 16384 bytes."}`
+
+// withHeader is hdr with name set to value.
+func withHeader(hdr http.Header, name, value string) http.Header {
+	out := hdr.Clone()
+	out.Set(name, value)
+	return out
+}
+
 var (
 	admin   = http.Header{"Authorization": {"Bearer s3cret"}}
 	waiting = http.Header{"X-Queue-Token": {"waitingTokenFixture001"}}
@@ -62,6 +73,13 @@ func TestServeHTTP(t *testing.T) {
 		{"Poll", "GET", "/api/v1/queues/programs/demo", waiting, "", 200,
 			`{"tokenId":"waitingTokenFixture001","status":"WAITING","ticket":734,"issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + firstRetryMs(234) + `,"estimatedWaitMs":23400}`,
 			map[string]string{"Retry-After": "6", "Cache-Control": "no-store"}},
+		// A request line and headers up to MaxHeaderBytes pass; past it,
+		// 431 (17 KiB is within net/http's own slack: the handler answers).
+		{"HeadersUnderTheLimit", "DELETE", "/api/v1/queues/programs/demo/session", http.Header{"X-Admission-Pass": {strings.Repeat("a", 15<<10)}}, "", 403,
+			`{"code":"INVALID_PASS","message":"The admission pass is not one this waiting room handed out for this program."}`, nil},
+		{"HeadersTooLarge", "GET", "/api/v1/queues/programs/demo", withHeader(waiting, "X-Big", strings.Repeat("a", 17<<10)), "", 431, headersTooLarge, nil},
+		{"AuthorizationTooLarge", "PUT", "/api/v1/admin/programs/demo", http.Header{"Authorization": {"Bearer " + strings.Repeat("a", 17<<10)}}, `{"paused":true}`, 431, headersTooLarge, nil},
+		{"PassTooLarge", "DELETE", "/api/v1/queues/programs/demo/session", http.Header{"X-Admission-Pass": {strings.Repeat("a", 17<<10)}}, "", 431, headersTooLarge, nil},
 		{"TooLarge", "PUT", "/api/v1/admin/programs/demo", admin, `{"admissionRatePerSecond": 1` + strings.Repeat(" ", httpapi.MaxBodyBytes) + `}`, 413,
 			`{"code":"PAYLOAD_TOO_LARGE","message":"The body must be at most 16384 bytes."}`, nil},
 		{"TooLargeOnAnyRoute", "POST", "/api/v1/queues/programs/demo", nil, strings.Repeat(" ", httpapi.MaxBodyBytes+1), 413,
@@ -104,7 +122,8 @@ func TestServeHTTP(t *testing.T) {
 
 // TestDecodeBody holds the admin bodies to the documented JSON rules: one
 // object, keys spelt exactly and at most once, no null, no unknown key
-// (named in at most 64 characters), -0 read as 0.
+// (named in at most 64 characters, a nested one by its path), a wrong
+// type named as the JSON type wanted, -0 read as 0.
 func TestDecodeBody(t *testing.T) {
 	long := strings.Repeat("x", 15000)
 	tests := []struct {
@@ -120,6 +139,11 @@ func TestDecodeBody(t *testing.T) {
 		{"KeyCase", "/api/v1/admin/programs/demo", `{"ADMISSIONRATEPERSECOND": 5}`, 400, `{"code":"INVALID_JSON","message":"Unknown field \"ADMISSIONRATEPERSECOND\"."}`},
 		{"DuplicateKey", "/api/v1/admin/programs/demo", `{"paused": true, "paused": false}`, 400, `{"code":"INVALID_JSON","message":"Field \"paused\" is repeated."}`},
 		{"NullField", "/api/v1/admin/programs/demo", `{"paused": null}`, 400, `{"code":"INVALID_JSON","message":"Field \"paused\" must be a boolean."}`},
+		{"NullTranslation", "/api/v1/admin/programs/demo", `{"translations": {"ja": null}}`, 400, `{"code":"INVALID_JSON","message":"Field \"translations.ja\" must be an object of texts (displayName, message, notice); to remove a language, set each of its texts to \"\"."}`},
+		{"TranslationNotAnObject", "/api/v1/admin/programs/demo", `{"translations": {"ja": "x"}}`, 400, `{"code":"INVALID_JSON","message":"Field \"translations.ja\" must be an object of texts (displayName, message, notice); to remove a language, set each of its texts to \"\"."}`},
+		{"NullTranslations", "/api/v1/admin/programs/demo", `{"translations": null}`, 400, `{"code":"INVALID_JSON","message":"Field \"translations\" must be an object."}`},
+		{"NestedWrongType", "/api/v1/admin/programs/demo", `{"translations": {"ja": {"notice": 5}}}`, 400, `{"code":"INVALID_JSON","message":"Field \"translations.ja.notice\" must be a string."}`},
+		{"NestedUnknownField", "/api/v1/admin/programs/demo", `{"translations": {"ja": {"title": "x"}}}`, 400, `{"code":"INVALID_JSON","message":"Unknown field \"translations.ja.title\"."}`},
 		{"LongUnknownField", "/api/v1/admin/programs/demo", `{"` + long + `": 1}`, 400, `{"code":"INVALID_JSON","message":"Unknown field \"` + strings.Repeat("x", 64) + `…\"."}`},
 		{"MinusZero", "/api/v1/admin/programs/demo", `{"admissionRatePerSecond": -0}`, 200,
 			`{"programId":"demo","issued":1000,"admitted":500,"waiting":500,"admissionRatePerSecond":0,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T09:00:00.123Z"}`},

@@ -98,6 +98,8 @@ func TestTranslationsOnTheWire(t *testing.T) {
 	}{
 		{"", "", "Saturday is sold out"},
 		{"?lang=ko", "en", "토요일 매진"},
+		{"?lang=KO", "en", "토요일 매진"}, // BCP 47 tags are case-insensitive
+		{"", "KO-kr, en;q=0.5", "토요일 매진"},
 		{"?lang=en", "ko", "Saturday is sold out"}, // the page's choice stands alone: en has none, so the untranslated one
 		{"", "fr;q=0.9, ko-KR;q=0.8", "토요일 매진"},
 		{"?lang=not_a*tag", "ko", "토요일 매진"},

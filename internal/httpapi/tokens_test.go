@@ -3,11 +3,12 @@ package httpapi_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/sampleevents"
+	"github.com/example/waitingroom/internal/tools/sampleevents"
 )
 
 // TestTokenAdmin walks an admin's lookup and revoke of tokens: a lookup
@@ -62,4 +63,40 @@ func TestTokenAdmin(t *testing.T) {
 			assertJSONEqual(t, w.Body.String(), s.body)
 		}
 	}
+}
+
+// TestEndSessionOfADeletedProgram: once its program is deleted, a pass's
+// session end answers what a poll of its token does, 404
+// PROGRAM_NOT_FOUND, not 204.
+func TestEndSessionOfADeletedProgram(t *testing.T) {
+	iss := passIssuer(t, "https://queue.example.com")
+	h := checked(t, httpapi.New(newServiceIssuing(t, iss), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(iss)))
+	admin := http.Header{"Authorization": {"Bearer s3cret"}}
+	do := func(method, path string, hdr http.Header, body string) *httptest.ResponseRecorder {
+		t.Helper()
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		for k, vs := range hdr {
+			r.Header[k] = vs
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	if w := do("PUT", "/api/v1/admin/programs/demo", admin, `{"closed":true}`); w.Code != 200 {
+		t.Fatalf("close: %d %s", w.Code, w.Body)
+	}
+	if w := do("DELETE", "/api/v1/admin/programs/demo", admin, ""); w.Code != 204 {
+		t.Fatalf("delete: %d %s", w.Code, w.Body)
+	}
+	const gone = `{"code":"PROGRAM_NOT_FOUND","message":"No such program."}`
+	poll := do("GET", "/api/v1/queues/programs/demo", http.Header{api.HeaderToken: {sampleevents.SessionToken}}, "")
+	if poll.Code != 404 {
+		t.Fatalf("poll of the deleted program's token: %d %s, want 404", poll.Code, poll.Body)
+	}
+	assertJSONEqual(t, poll.Body.String(), gone)
+	end := do("DELETE", "/api/v1/queues/programs/demo/session", http.Header{api.HeaderAdmissionPass: {sampleevents.SessionPass}}, "")
+	if end.Code != 404 {
+		t.Fatalf("session end in the deleted program: %d %s, want 404", end.Code, end.Body)
+	}
+	assertJSONEqual(t, end.Body.String(), gone)
 }

@@ -23,17 +23,63 @@ type endsKey struct {
 	k       int
 }
 
-// ends is one end index: its places, and whether a fold sealed it.
+// How long the capacity records stay after the write that made them (a
+// mark: after its last write), as dynamostore's TTL keeps them: Sweep
+// drops them then, once no fold can read them.
+const (
+	capGroupTTL = 3 * 24 * time.Hour
+	capMarkTTL  = 3 * 24 * time.Hour
+	capEndsTTL  = 24 * time.Hour
+)
+
+// group is one capacity group and when Sweep drops it.
+type group struct {
+	queue.Group
+	expires time.Time
+}
+
+// ends is one end index: its places, whether a fold sealed it, and when
+// Sweep drops it.
 type ends struct {
-	places map[int64]bool
-	sealed bool
+	places  map[int64]bool
+	sealed  bool
+	expires time.Time
+}
+
+// mark is one mark and when Sweep drops it.
+type mark struct {
+	queue.Mark
+	expires time.Time
 }
 
 // capacity holds the capacity records (queue.CapacityStore).
 type capacity struct {
-	groups map[groupKey]queue.Group
+	groups map[groupKey]group
 	ends   map[endsKey]ends
-	marks  map[string][]queue.Mark // by program, in time order
+	marks  map[string][]mark // by program, in time order
+}
+
+// sweepCapacity deletes the capacity records past their expiry; s.mu is
+// held.
+func (s *Store) sweepCapacity(now time.Time) {
+	for k, g := range s.cap.groups {
+		if now.After(g.expires) {
+			delete(s.cap.groups, k)
+		}
+	}
+	for k, e := range s.cap.ends {
+		if now.After(e.expires) {
+			delete(s.cap.ends, k)
+		}
+	}
+	for id, marks := range s.cap.marks {
+		marks = slices.DeleteFunc(marks, func(m mark) bool { return now.After(m.expires) })
+		if len(marks) == 0 {
+			delete(s.cap.marks, id)
+		} else {
+			s.cap.marks[id] = marks
+		}
+	}
 }
 
 // updateGroup applies edit to a copy of group k and stores it, unless edit
@@ -44,12 +90,16 @@ func (s *Store) updateGroup(ctx context.Context, k groupKey, edit func(g *queue.
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.cap.groups[k]
+	stored, ok := s.cap.groups[k]
+	g := stored.Group
 	g.Sighted, g.Seals, g.Ended = slices.Clone(g.Sighted), slices.Clone(g.Seals), maps.Clone(g.Ended)
 	if err := edit(&g); err != nil {
 		return queue.Group{}, err
 	}
-	s.cap.groups[k] = g
+	if !ok {
+		stored.expires = s.clock.Now().Add(capGroupTTL)
+	}
+	s.cap.groups[k] = group{Group: g, expires: stored.expires}
 	g.Sighted, g.Seals, g.Ended = slices.Clone(g.Sighted), slices.Clone(g.Seals), maps.Clone(g.Ended)
 	return g, nil
 }
@@ -122,9 +172,12 @@ func (s *Store) AddEnd(ctx context.Context, programID string, q int64, k int, pl
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := endsKey{programID, q, k}
-	e := s.cap.ends[key]
+	e, ok := s.cap.ends[key]
 	if e.sealed && !e.places[place] {
 		return queue.ErrSealed
+	}
+	if !ok {
+		e.expires = s.clock.Now().Add(capEndsTTL)
 	}
 	if e.places == nil {
 		e.places = map[int64]bool{}
@@ -142,7 +195,10 @@ func (s *Store) SealEnds(ctx context.Context, programID string, q int64, k int) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := endsKey{programID, q, k}
-	e := s.cap.ends[key]
+	e, ok := s.cap.ends[key]
+	if !ok {
+		e.expires = s.clock.Now().Add(capEndsTTL)
+	}
 	e.sealed = true
 	s.cap.ends[key] = e
 	return slices.Sorted(maps.Keys(e.places)), nil
@@ -156,11 +212,12 @@ func (s *Store) PutMark(ctx context.Context, programID string, m queue.Mark) err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	marks := s.cap.marks[programID]
-	i, found := slices.BinarySearchFunc(marks, m.AtMs, func(m queue.Mark, at int64) int { return cmp.Compare(m.AtMs, at) })
+	i, found := slices.BinarySearchFunc(marks, m.AtMs, compareMark)
+	stored := mark{Mark: m, expires: s.clock.Now().Add(capMarkTTL)}
 	if found {
-		marks[i] = m
+		marks[i] = stored
 	} else {
-		s.cap.marks[programID] = slices.Insert(marks, i, m)
+		s.cap.marks[programID] = slices.Insert(marks, i, stored)
 	}
 	return nil
 }
@@ -173,15 +230,18 @@ func (s *Store) MarkBefore(ctx context.Context, programID string, ms int64) (que
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	marks := s.cap.marks[programID]
-	i, found := slices.BinarySearchFunc(marks, ms, func(m queue.Mark, at int64) int { return cmp.Compare(m.AtMs, at) })
+	i, found := slices.BinarySearchFunc(marks, ms, compareMark)
 	if found {
-		return marks[i], nil
+		return marks[i].Mark, nil
 	}
 	if i == 0 {
 		return queue.Mark{}, queue.ErrNotFound
 	}
-	return marks[i-1], nil
+	return marks[i-1].Mark, nil
 }
+
+// compareMark orders a mark against the instant at, in Unix ms.
+func compareMark(m mark, at int64) int { return cmp.Compare(m.AtMs, at) }
 
 // ApplyFold implements queue.CapacityStore.
 func (s *Store) ApplyFold(ctx context.Context, programID string, prevFoldedAtMs int64, next queue.Capacity) error {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tickets"
 )
@@ -26,7 +27,17 @@ type Store struct {
 	cat          catalog
 	challenges   map[string]challengeUse
 	passKeys     map[int64]passKeySlot // by SignFrom, Unix ms
+	// clock dates the records that expire from their making (the
+	// capacity records), as DynamoDB's TTL dates them from its write.
+	clock clock.Clock
 }
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock replaces the real clock that dates the capacity records'
+// expiry (Sweep drops them a TTL after the write that made them).
+func WithClock(c clock.Clock) Option { return func(s *Store) { s.clock = c } }
 
 type shardKey struct {
 	program string
@@ -41,10 +52,15 @@ var (
 )
 
 // New returns an empty Store.
-func New() *Store {
-	return &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]tickets.Shard), changeIssued: make(map[string]int64), challenges: make(map[string]challengeUse), passKeys: make(map[int64]passKeySlot),
-		cap: capacity{groups: map[groupKey]queue.Group{}, ends: map[endsKey]ends{}, marks: map[string][]queue.Mark{}},
-		cat: catalog{listed: map[string]struct{}{}, deleted: map[string]time.Time{}, history: map[string][]queue.Change{}}}
+func New(opts ...Option) *Store {
+	s := &Store{programs: make(map[string]queue.Program), tokens: make(map[string]queue.Token), shards: make(map[shardKey]tickets.Shard), changeIssued: make(map[string]int64), challenges: make(map[string]challengeUse), passKeys: make(map[int64]passKeySlot),
+		cap:   capacity{groups: map[groupKey]group{}, ends: map[endsKey]ends{}, marks: map[string][]mark{}},
+		cat:   catalog{listed: map[string]struct{}{}, deleted: map[string]time.Time{}, history: map[string][]queue.Change{}},
+		clock: clock.Real{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // CreateProgram implements queue.Store.
@@ -438,13 +454,14 @@ func (s *Store) update(ctx context.Context, id string, when func(queue.Token) bo
 }
 
 // Sweep deletes the tokens whose ExpiresAt has passed, as DynamoDB TTL does,
-// and returns how many it removed; the challenge uses and signing keys past
-// their expiry go too (not counted).
+// and returns how many it removed; the challenge uses, signing keys and
+// capacity records past their expiry go too (not counted).
 func (s *Store) Sweep(now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sweepChallenges(now)
 	s.sweepPassKeys(now)
+	s.sweepCapacity(now)
 	n := 0
 	for id, t := range s.tokens {
 		if !t.ExpiresAt.IsZero() && now.After(t.ExpiresAt) {

@@ -456,8 +456,8 @@ func TestPlaceOfPermutation(t *testing.T) {
 func setClock(c *clock.Fake, at time.Time) { c.Advance(at.Sub(c.Now())) }
 
 // BenchmarkPlaceOf measures one place of a pre-queue of 600,000 (the
-// million scenario's opening at 36 s): docs/benchmarks.md, "Trust at the
-// edges".
+// million scenario's opening at 36 s): docs/benchmarks.md, "The poll in
+// process".
 func BenchmarkPlaceOf(b *testing.B) {
 	seed := base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 256))
 	const n = 600_000

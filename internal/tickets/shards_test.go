@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/bench"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/memstore"
-	"github.com/example/waitingroom/internal/partitionmodel"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/queuetest"
 	"github.com/example/waitingroom/internal/tickets"
+	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/partitionmodel"
 )
 
 // countingStore charges every write of the program item and of the shard

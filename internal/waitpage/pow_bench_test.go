@@ -14,7 +14,7 @@ import (
 // BenchmarkWorkerSolve solves fresh random challenges of each size with
 // the page's own Web Worker in Chromium, one a loop; tries/op is the mean
 // number of hashes a solve took (2^bits expected), ns/try the page's cost
-// of one. docs/benchmarks.md, "Proof of work (issue 21)".
+// of one. docs/benchmarks.md, "Proof of work".
 func BenchmarkWorkerSolve(b *testing.B) {
 	q := newFakeQueue()
 	q.add("gala", gala())

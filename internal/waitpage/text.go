@@ -60,17 +60,28 @@ func (l language) t(key string, args ...string) string {
 // requestLang chooses the language of r: ?lang= when the table has it, then
 // the first Accept-Language range it has, then English.
 func requestLang(r *http.Request) language {
-	if l, ok := text[r.URL.Query().Get("lang")]; ok {
+	if l, ok := tableLang(r.URL.Query().Get("lang")); ok {
 		return l
 	}
 	for part := range strings.SplitSeq(r.Header.Get("Accept-Language"), ",") {
 		tag, _, _ := strings.Cut(part, ";")
-		primary, _, _ := strings.Cut(strings.TrimSpace(tag), "-")
-		if l, ok := text[strings.ToLower(primary)]; ok {
+		if l, ok := tableLang(tag); ok {
 			return l
 		}
 	}
 	return text[fallbackLang]
+}
+
+// tableLang is the table's language for the BCP 47 tag s, by its primary
+// language subtag and whatever its case (tags are case-insensitive): KO,
+// ko-KR and ko_kr are ko.
+func tableLang(s string) (language, bool) {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "-_"); i >= 0 {
+		s = s[:i]
+	}
+	l, ok := text[strings.ToLower(s)]
+	return l, ok
 }
 
 // number formats n with thousands separators (as both of our languages

@@ -231,7 +231,7 @@ func (h *Handler) enter(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	_ = r.ParseForm() // a bad body leaves the fields empty: a plain new enter
 	lang := requestLang(r)
-	if l, ok := text[r.PostForm.Get("lang")]; ok {
+	if l, ok := tableLang(r.PostForm.Get("lang")); ok {
 		lang = l
 	}
 	key := r.PostForm.Get("key")

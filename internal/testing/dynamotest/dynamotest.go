@@ -12,7 +12,7 @@
 //
 // DYNAMOTEST_VERBOSE=1 passes the server's output through to stderr.
 //
-// internal/localdynamo starts the server. moto is reached through a proxy
+// internal/tools/localdynamo starts the server. moto is reached through a proxy
 // that passes one request at a time, because moto is not atomic per item
 // (see localdynamo.Options.Serialize). dynalite locks per item and is used
 // directly, but has no TTL API: NewTable then makes tables without TTL.
@@ -42,7 +42,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/localdynamo"
+	"github.com/example/waitingroom/internal/tools/localdynamo"
 )
 
 // Server is the server of a test binary that DYNAMODB_TEST_SERVER does not

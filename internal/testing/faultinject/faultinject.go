@@ -29,8 +29,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/example/waitingroom/internal/dynamowire"
 	"github.com/example/waitingroom/internal/testing/await"
+	"github.com/example/waitingroom/internal/tools/dynamowire"
 )
 
 // Action is what a Rule does to a request it applies to.

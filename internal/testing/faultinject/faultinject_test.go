@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/example/waitingroom/internal/dynamowire"
 	"github.com/example/waitingroom/internal/testing/faultinject"
+	"github.com/example/waitingroom/internal/tools/dynamowire"
 )
 
 // fakeDynamo answers every request with an empty JSON object (a GetItem

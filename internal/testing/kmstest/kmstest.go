@@ -1,7 +1,7 @@
 // Package kmstest makes KMS keys (admission passes, shuffle seeds, the
 // wrapping of signing keys) for tests on the test binary's moto_server, the
 // one internal/testing/dynamotest starts (moto serves KMS and DynamoDB on
-// one endpoint). Its Proxy (internal/localkms) adds kms:GenerateDataKeyPair,
+// one endpoint). Its Proxy (internal/tools/localkms) adds kms:GenerateDataKeyPair,
 // which moto lacks.
 // Import it from _test.go files only, in a package whose TestMain calls
 // dynamotest.Main.

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 
 	"github.com/example/waitingroom/internal/admissionpass"
-	"github.com/example/waitingroom/internal/localkms"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/tools/localkms"
 )
 
 // Proxy is a localkms.Proxy in front of the test binary's moto_server: it

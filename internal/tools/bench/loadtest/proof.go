@@ -1,0 +1,66 @@
+package loadtest
+
+import (
+	"context"
+	"time"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/challenge"
+	"github.com/example/waitingroom/internal/tools/client"
+)
+
+// maxProofs bounds the proofs of work one user solves for its enter: a
+// program that asks for one refuses its first enter, and a proof may be
+// refused once more (expired, or the program asks for more bits since).
+const maxProofs = 3
+
+// enter enters the program until it is answered, within ctx, and
+// returns the answer with the last attempt's send and receipt times; ok
+// is false when it gave up. Its attempts all carry one idempotency key,
+// and a proof of work when the program asks for one.
+func (r *runner) enter(ctx context.Context) (ans api.Token, sent, recv time.Duration, ok bool) {
+	e := client.Entry{IdempotencyKey: client.NewIdempotencyKey()}
+	proofs := 0
+	for {
+		var err error
+		if r.proofs && proofs == 0 {
+			proofs++
+			e, err = r.prove(ctx, e)
+		}
+		if err == nil {
+			sent = r.since()
+			ans, _, err = r.client.Enter(ctx, r.cfg.ProgramID, e)
+			recv = r.since()
+			if err == nil {
+				return ans, sent, recv, true
+			}
+			if client.NeedsProof(err) && proofs < maxProofs {
+				proofs++
+				if e, err = r.prove(ctx, e); err == nil {
+					continue
+				}
+			}
+		}
+		if !r.retry(ctx, err) {
+			return ans, sent, recv, false
+		}
+	}
+}
+
+// prove fetches a challenge and solves it, counting the solve's time,
+// and returns e with the proof (Config's program asked for one).
+func (r *runner) prove(ctx context.Context, e client.Entry) (client.Entry, error) {
+	ch, err := r.client.Challenge(ctx, r.cfg.ProgramID)
+	if err != nil || ch.Bits == 0 {
+		return e, err
+	}
+	start := time.Now()
+	sol, _, err := challenge.Solve(ctx, ch.Challenge, ch.Bits)
+	r.solveNs.Add(int64(time.Since(start)))
+	if err != nil {
+		return e, err
+	}
+	r.solves.Add(1)
+	e.Challenge, e.Solution = ch.Challenge, sol
+	return e, nil
+}

@@ -1,0 +1,237 @@
+package loadtest
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/client"
+)
+
+// tickets fills the ticket-order fields of res: the gaps (the run's
+// tickets, from the program's issued counter, that no user holds) and
+// duplicates, and the worst inversion of arrival order.
+func (r *runner) tickets(users []user, issued int64, res *bench.Result) {
+	held := map[int64]int{}
+	var es []bench.Entrant
+	var prequeue int64
+	for _, u := range users {
+		prequeue = max(prequeue, u.prequeue)
+	}
+	for _, u := range users {
+		if u.ticket <= 0 {
+			continue
+		}
+		held[u.ticket]++
+		if u.issuedAtMs > 0 {
+			// A shuffled pre-queue's order is random by design: left out.
+			e := bench.Entrant{EnteredMs: u.issuedAtMs, Place: u.ticket, Prequeue: u.ticket <= prequeue}
+			es = append(es, e)
+		}
+	}
+	for _, n := range held {
+		res.DuplicateTickets += int64(n - 1)
+	}
+	res.MaxInversionMs = float64(bench.MaxInversion(es))
+	if issued >= 0 {
+		res.Gaps = max(0, issued-r.baseIssued-int64(len(held)))
+	}
+}
+
+// result is the run's measurements: the requests counted by route and
+// second, their latency, and each admitted user's notification delay.
+func (r *runner) result(users []user, baseServing int64, end time.Duration) bench.Result {
+	sc := r.cfg.Scenario
+	res := bench.Result{
+		Policy:    r.cfg.Poll.String(),
+		Mode:      "run",
+		ProgramID: r.cfg.ProgramID,
+		Arrival:   sc.Arrival.String(),
+		AdmitRate: sc.Rates.String(),
+		Abandon:   sc.Abandon,
+		Seed:      r.cfg.Seed,
+		Users:     sc.Users,
+		ByRoute:   map[string]int64{},
+	}
+	if r.cfg.Existing {
+		res.AdmitRate = "by the operator"
+	}
+	seconds := int((end + time.Second - 1) / time.Second) // the last one may be partial
+	r.countRequests(&res, seconds)
+	res.ChallengeSolves, res.ChallengeSolveMs = r.solves.Load(), bench.Ms(time.Duration(r.solveNs.Load()))
+	pollsOfAdmitted := r.countUsers(&res, users, baseServing)
+	res.SeenSeries, res.SeenPerSecondPeak = seenSeries(users, seconds)
+	res.Passes = r.passes.Load()
+	res.Finish(end, pollsOfAdmitted)
+	return res
+}
+
+// countRequests fills res's request counts, by route and by second (of
+// seconds), and their latency.
+func (r *runner) countRequests(res *bench.Result, seconds int) {
+	res.RpsSeries = make([]int64, seconds)
+	res.PollSeries = make([]int64, seconds)
+	enters := make([]int64, seconds)
+	var lat []float64
+	for _, rec := range r.records {
+		key := string(rec.op) + " "
+		if rec.status == 0 {
+			key += "error"
+		} else {
+			key += strconv.Itoa(rec.status)
+		}
+		res.ByRoute[key]++
+		if rec.code != "" {
+			if res.ErrorCodes == nil {
+				res.ErrorCodes = map[string]int64{}
+			}
+			res.ErrorCodes[rec.code]++
+		}
+		if rec.op.Admin() {
+			res.AdminRequests++
+			if rec.failed {
+				res.AdminErrors++
+			}
+			continue
+		}
+		res.Requests++
+		if rec.failed {
+			res.Errors++
+		}
+		switch rec.op {
+		case client.OpEnter:
+			res.Enters++
+			if rec.status == http.StatusServiceUnavailable || rec.status == http.StatusTooManyRequests {
+				res.ThrottledEnters++
+			}
+			if rec.status == http.StatusCreated {
+				if s := min(int((rec.at+rec.latency)/time.Second), seconds-1); s >= 0 {
+					enters[s]++
+				}
+			}
+		case client.OpPoll:
+			res.Polls++
+		case client.OpLeave:
+			res.Leaves++
+		case client.OpEndSession, client.OpReleaseSession:
+			res.SessionEnds++
+		case client.OpChallenge:
+			res.Challenges++
+		}
+		if s := min(int(rec.at/time.Second), seconds-1); s >= 0 {
+			res.RpsSeries[s]++
+			if rec.op == client.OpPoll {
+				res.PollSeries[s]++
+			}
+		}
+		if rec.status != 0 {
+			lat = append(lat, bench.Ms(rec.latency))
+		}
+	}
+	l := bench.Summarize(lat)
+	res.LatencyMs = &l
+	res.EnterSeries, res.EntersPerSecondPeak = enters, bench.SeriesPeak(enters)
+}
+
+// countUsers fills res's user counts and the admitted users' notification
+// delays, and returns how many times the admitted users polled.
+func (r *runner) countUsers(res *bench.Result, users []user, baseServing int64) (pollsOfAdmitted int64) {
+	samples := slices.Clone(r.samples)
+	slices.SortFunc(samples, func(a, b sample) int { return int(a.at - b.at) })
+	paused := r.cfg.Scenario.Arrival.Over == 0 && !r.cfg.Existing
+	var delays []float64
+	for _, u := range users {
+		if u.entered {
+			res.Entered++
+		}
+		if u.left {
+			res.Left++
+		}
+		if !u.admitted {
+			continue
+		}
+		res.Admitted++
+		pollsOfAdmitted += int64(u.polls)
+		tk := u.ticket
+		if tk > 0 {
+			res.TicketsKnown++
+		} else {
+			tk = servingAt(samples, u.enterAt, baseServing, paused) + u.position
+		}
+		at := admittedAt(samples, tk)
+		// The server answered WAITING to a request sent at lastWaiting, and
+		// ADMITTED by seenAt: the admission lies in between.
+		at = min(max(at, u.lastWaiting), u.seenAt)
+		delays = append(delays, bench.Ms(u.seenAt-at))
+	}
+	res.NotifyDelayMs = bench.Summarize(delays)
+	return pollsOfAdmitted
+}
+
+// servingAt estimates the serving counter at instant t: exactly base while
+// a burst enters the paused queue, else interpolated between samples.
+func servingAt(samples []sample, t time.Duration, base int64, paused bool) int64 {
+	if paused || len(samples) == 0 {
+		return base
+	}
+	i, _ := slices.BinarySearchFunc(samples, t, func(s sample, t time.Duration) int { return int(s.at - t) })
+	switch {
+	case i == 0:
+		return base
+	case i == len(samples):
+		return samples[i-1].admitted
+	}
+	a, b := samples[i-1], samples[i]
+	f := float64(t-a.at) / float64(b.at-a.at)
+	return a.admitted + int64(f*float64(b.admitted-a.admitted))
+}
+
+// admittedAt estimates when the counter passed ticket: between the last
+// sample below it and the first at or above it, reading each sample as the
+// middle of its counter's interval (a floor); -1 (so that the caller's
+// clamp applies) when the samples say nothing.
+func admittedAt(samples []sample, ticket int64) time.Duration {
+	i, _ := slices.BinarySearchFunc(samples, ticket, func(s sample, k int64) int {
+		switch {
+		case s.admitted < k:
+			return -1
+		case s.admitted > k:
+			return 1
+		}
+		return 0
+	})
+	// i is the first sample with admitted ≥ ticket.
+	var a, b sample
+	switch {
+	case i == 0:
+		return -1
+	case i == len(samples):
+		if len(samples) < 2 {
+			return -1
+		}
+		a, b = samples[len(samples)-2], samples[len(samples)-1]
+		if b.admitted == a.admitted {
+			return b.at
+		}
+	default:
+		a, b = samples[i-1], samples[i]
+	}
+	f := (float64(ticket-a.admitted) - 0.5) / float64(b.admitted-a.admitted)
+	return a.at + time.Duration(f*float64(b.at-a.at))
+}
+
+// seenSeries counts the users who first saw ADMITTED in each second of
+// the run (of seconds), and returns the series and its peak.
+func seenSeries(users []user, seconds int) ([]int64, int64) {
+	series := make([]int64, seconds)
+	for _, u := range users {
+		if u.admitted {
+			if s := min(int(u.seenAt/time.Second), seconds-1); s >= 0 {
+				series[s]++
+			}
+		}
+	}
+	return series, bench.SeriesPeak(series)
+}

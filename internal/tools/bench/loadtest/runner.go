@@ -1,0 +1,465 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/client"
+)
+
+// retryFallback is the wait before retrying a failed request whose answer
+// names none (a transport error, a 5xx without Retry-After).
+const retryFallback = time.Second
+
+// runner is one load-test run: its client, and what its virtual users and
+// background work record.
+type runner struct {
+	cfg    Config
+	client *client.Client
+	hc     *http.Client
+	clock  clock.Clock
+	start  time.Time // set before any virtual user starts
+	// deadline is the run's end on the clock (zero while unknown); no
+	// wait is begun past it.
+	deadline time.Time
+
+	mu      sync.Mutex
+	records []record
+	samples []sample // admin counter over time, in time order
+
+	// baseIssued is the program's ticket counter when the run starts: the
+	// run's tickets are baseIssued+1, baseIssued+2, …
+	baseIssued int64
+	// leaving is, per user, the fraction of its wait after which it leaves
+	// (negative: it stays); plan is the predicted admission offset of each
+	// ticket from the start of admission (bench.AdmissionTimes), with
+	// abandonment or Poll.AtAdmission.
+	leaving []float64
+	plan    []time.Duration
+	// admitStart is the start of admission, from the run's start, plus 1
+	// ns; 0 until known (a burst starts admission once everyone is in),
+	// when started is closed.
+	admitStart atomic.Int64
+	started    chan struct{}
+
+	entered, admitted, left, requests, errs, adminErrs atomic.Int64
+	// passes counts the first ADMITTED answers that carried a pass.
+	passes atomic.Int64
+	// solves and solveNs count the proofs of work solved and their time.
+	solves, solveNs atomic.Int64
+	// proofs is set when the program asks for a proof of work: every
+	// user solves one before its first enter.
+	proofs bool
+}
+
+// record is one request as sent and answered.
+type record struct {
+	at      time.Duration // sent, from the start
+	latency time.Duration
+	op      client.Op
+	status  int    // 0: transport error
+	code    string // the error answer's code, e.g. PASS_UNAVAILABLE
+	failed  bool
+}
+
+// sample is the admin counter at an instant.
+type sample struct {
+	at       time.Duration
+	admitted int64
+	// issued, and with a cap the active, ended and no-show counters.
+	issued, active, ended, noShows int64
+}
+
+func (r *runner) since() time.Duration { return r.clock.Now().Sub(r.start) }
+
+// bound is parent ended at the run's deadline in real time, when the
+// run is on the real clock (on another clock, sleep enforces it).
+func (r *runner) bound(parent context.Context) (context.Context, context.CancelFunc) {
+	if r.cfg.Clock != nil {
+		return context.WithCancel(parent)
+	}
+	return context.WithDeadline(parent, r.deadline)
+}
+
+// userKey is the context key of a virtual user's index (userOf).
+type userKey struct{}
+
+// samplerUser is userOf the counter sampling's context.
+const samplerUser = -2
+
+// userOf is the index of the virtual user whose context ctx is
+// (samplerUser for the counter sampling); ok is false for the runner's
+// other work.
+func userOf(ctx context.Context) (index int, ok bool) {
+	index, ok = ctx.Value(userKey{}).(int)
+	return index, ok
+}
+
+// sleep waits d on the run's clock or until ctx ends, and reports whether
+// d elapsed: a wait that would end at or past the run's deadline only
+// lasts until it, and reports false.
+func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
+	if !r.deadline.IsZero() {
+		if left := r.deadline.Sub(r.clock.Now()); d >= left {
+			_ = r.clock.Sleep(ctx, left)
+			return false
+		}
+	}
+	return r.clock.Sleep(ctx, d) == nil && ctx.Err() == nil
+}
+
+// observe records every request the client sends, unless the run's end
+// canceled it.
+func (r *runner) observe(ex client.Exchange) {
+	if ex.Canceled {
+		return
+	}
+	// A DELETE answered 409 (admitted before it left) is the service
+	// working as documented, not a failure.
+	failed := ex.Err != nil && !(ex.Op == client.OpLeave && ex.Status == http.StatusConflict)
+	var at time.Duration
+	switch {
+	case r.start.IsZero():
+	case r.cfg.Clock == nil:
+		at = ex.Sent.Sub(r.start)
+	default: // the client times its exchanges in real time
+		at = r.since()
+	}
+	var code string
+	if ae := (*client.Error)(nil); errors.As(ex.Err, &ae) {
+		code = ae.Code
+	}
+	r.mu.Lock()
+	r.records = append(r.records, record{at: at, latency: ex.Latency, op: ex.Op, status: ex.Status, code: code, failed: failed})
+	r.mu.Unlock()
+	switch {
+	case ex.Op.Admin():
+		if failed {
+			r.adminErrs.Add(1)
+		}
+	default:
+		r.requests.Add(1)
+		if failed {
+			r.errs.Add(1)
+		}
+	}
+}
+
+// retry reports whether to send a failed request again, after waiting as
+// its answer asks (Retry-After on 429 and 5xx; retryFallback after a
+// transport error). It does not wait, and answers false, when the wait
+// would end past the run's deadline or the answer is not worth a retry.
+func (r *runner) retry(ctx context.Context, err error) bool {
+	d, ok := client.RetryDelay(ctx, err, retryFallback)
+	if !ok {
+		return false
+	}
+	if !r.deadline.IsZero() && r.clock.Now().Add(d).After(r.deadline) {
+		return false
+	}
+	return r.sleep(ctx, d)
+}
+
+// getProgram reads the program until it is answered, honouring
+// Retry-After, within ctx.
+func (r *runner) getProgram(ctx context.Context) (client.ProgramAnswer, error) {
+	for {
+		p, err := r.client.GetProgram(ctx, r.cfg.ProgramID)
+		if err == nil || !r.retry(ctx, err) {
+			return p, err
+		}
+	}
+}
+
+// putProgram sends an admin change until it is applied, honouring
+// Retry-After, within ctx.
+func (r *runner) putProgram(ctx context.Context, s api.ProgramSettings) (client.ProgramAnswer, error) {
+	for {
+		p, _, err := r.client.PutProgram(ctx, r.cfg.ProgramID, s)
+		if err == nil || !r.retry(ctx, err) {
+			return p, err
+		}
+	}
+}
+
+func (r *runner) run(parent context.Context) (bench.Result, error) {
+	sc := r.cfg.Scenario
+	c, err := r.openProgram(parent)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	baseServing := c.Admitted
+	r.baseIssued = c.Issued
+	r.proofs = c.ChallengeBits > 0
+
+	r.start = r.clock.Now()
+	r.deadline = r.start.Add(sc.Timeout)
+	ctx, cancel := r.bound(parent)
+	defer cancel()
+	bgCtx, stopBG := context.WithCancel(ctx)
+	defer stopBG()
+	var enters sync.WaitGroup
+	enters.Add(sc.Users)
+	bg, schedErr := r.startBackground(bgCtx, &enters)
+	users := r.playUsers(ctx, &enters)
+	end := r.since()
+	stopBG()
+	bg.Wait()
+	if err := <-schedErr; err != nil && parent.Err() == nil {
+		return bench.Result{}, err
+	}
+	if err := parent.Err(); err != nil {
+		return bench.Result{}, err
+	}
+	if end > sc.Timeout {
+		end = sc.Timeout
+	}
+	issued, writes := r.final(parent)
+	res := r.result(users, baseServing, end)
+	r.tickets(users, issued, &res)
+	if r.cfg.Capacity != nil {
+		res.CapacityRun = r.capacity(users, end)
+	}
+	res.ProgramItemWritesPerSecondMax = writes
+	return res, nil
+}
+
+// openProgram creates the run's program paused, so that nobody is
+// admitted before the scenario's admission starts, or reads the existing
+// one; within the scenario's timeout.
+func (r *runner) openProgram(parent context.Context) (client.ProgramAnswer, error) {
+	r.deadline = r.clock.Now().Add(r.cfg.Scenario.Timeout)
+	ctx, cancel := r.bound(parent)
+	defer cancel()
+	if r.cfg.Existing {
+		c, err := r.getProgram(ctx)
+		if err != nil {
+			return c, fmt.Errorf("read program %s: %w", r.cfg.ProgramID, err)
+		}
+		return c, nil
+	}
+	create := api.ProgramSettings{Paused: new(true)}
+	if r.cfg.Poll.Policy != "" {
+		create.PollingPolicy = new(r.cfg.Poll.Policy)
+	}
+	if r.cfg.Capacity != nil {
+		r.cfg.Capacity.settings(&create)
+	}
+	c, err := r.putProgram(ctx, create)
+	if err != nil {
+		return c, fmt.Errorf("create program %s: %w", r.cfg.ProgramID, err)
+	}
+	return c, nil
+}
+
+// startBackground starts, until ctx ends, the counter sampling (when
+// anyone gets admitted), the progress line, and the rate schedule: a burst
+// enters a paused queue and admission starts once everyone is in (enters),
+// as in the simulator; a ramp starts admission with the run. The channel
+// receives the schedule's outcome.
+func (r *runner) startBackground(ctx context.Context, enters *sync.WaitGroup) (*sync.WaitGroup, <-chan error) {
+	sc := r.cfg.Scenario
+	admits := r.cfg.Existing // the operator may admit at any time
+	for _, ch := range sc.Rates {
+		admits = admits || ch.Rate > 0
+	}
+	var bg sync.WaitGroup
+	if admits {
+		bg.Go(func() { r.sample(ctx) })
+	}
+	if r.cfg.Progress != nil {
+		progress := bench.NewProgress(r.cfg.Progress, r.cfg.Poll.String())
+		bg.Go(func() { r.report(ctx, progress) })
+	}
+	schedErr := make(chan error, 1)
+	bg.Go(func() {
+		if r.cfg.Existing {
+			schedErr <- nil
+			return
+		}
+		if sc.Arrival.Over == 0 {
+			enters.Wait()
+		}
+		schedErr <- r.schedule(ctx)
+	})
+	return &bg, schedErr
+}
+
+// playUsers starts each virtual user at its arrival instant and returns
+// their outcomes once all are done; each calls enters.Done once its enter
+// is over.
+func (r *runner) playUsers(ctx context.Context, enters *sync.WaitGroup) []user {
+	sc := r.cfg.Scenario
+	users := make([]user, sc.Users)
+	r.leaving = sc.Leaving(r.cfg.Seed)
+	if r.leaving != nil || r.cfg.Poll.AtAdmission {
+		r.plan = bench.AdmissionTimes(sc, r.cfg.CacheTTL, true)
+	}
+	var vus sync.WaitGroup
+	var noShow []bool
+	var session []time.Duration
+	if c := r.cfg.Capacity; c != nil {
+		noShow, session = c.draw(sc.Users, r.cfg.Seed)
+	}
+	for i := range users {
+		users[i].index, users[i].leaving = i, -1
+		if noShow != nil {
+			users[i].noShow, users[i].session = noShow[i], session[i]
+		}
+		if r.leaving != nil {
+			users[i].leaving = r.leaving[i]
+		}
+		if r.cfg.trackUser != nil {
+			r.cfg.trackUser(1)
+		}
+		vus.Go(func() {
+			if r.cfg.trackUser != nil {
+				defer r.cfg.trackUser(-1)
+			}
+			ctx := context.WithValue(ctx, userKey{}, i)
+			if !r.sleep(ctx, sc.Arrival.At(i, sc.Users)-r.since()) {
+				enters.Done()
+				return
+			}
+			r.user(ctx, &users[i], enters.Done)
+		})
+	}
+	vus.Wait()
+	return users
+}
+
+// PartitionStatsPath is where the local server publishes its partition
+// model's counts (cmd/local -partition-limits).
+const PartitionStatsPath = "/debug/partition-model"
+
+// final reads, once the run is over, the program's issued counter (-1 if
+// the read fails; the read counts among the admin requests) and the
+// program item's busiest second from the server's partition model (nil
+// when the server has none).
+func (r *runner) final(ctx context.Context) (issued int64, writes *int64) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	issued = -1
+	if p, err := r.client.GetProgram(ctx, r.cfg.ProgramID); err == nil {
+		issued = p.Issued
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(r.cfg.BaseURL, "/")+PartitionStatsPath, nil)
+	if err != nil {
+		return issued, nil
+	}
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		return issued, nil
+	}
+	defer resp.Body.Close()
+	var sum struct {
+		Hottest []struct {
+			Key                string
+			MaxWritesPerSecond int64
+		}
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&sum) != nil {
+		return issued, nil
+	}
+	for _, p := range sum.Hottest {
+		if strings.Contains(p.Key, `"PROGRAM#`+r.cfg.ProgramID+`"`) {
+			return issued, &p.MaxWritesPerSecond
+		}
+	}
+	return issued, nil
+}
+
+// schedule applies the scenario's rate changes at their offsets (the first
+// one now).
+func (r *runner) schedule(ctx context.Context) error {
+	from := r.since()
+	r.admitStart.Store(int64(from) + 1)
+	close(r.started)
+	for i, ch := range r.cfg.Scenario.Rates {
+		if i > 0 && !r.sleep(ctx, from+ch.At-r.since()) {
+			return nil
+		}
+		if i == 0 && ch.Rate == 0 {
+			continue // created paused
+		}
+		s := api.ProgramSettings{Paused: new(ch.Rate == 0 || ch.Paused)}
+		if ch.Rate > 0 {
+			s.AdmissionRatePerSecond = new(api.Rate(ch.Rate))
+		}
+		if _, err := r.putProgram(ctx, s); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("set admission rate %g: %w", ch.Rate, err)
+		}
+	}
+	return nil
+}
+
+// sampleGrace is how long a counter read in flight when the run ends may
+// still take: the read is let finish, so that the admin requests counted
+// are the ones the server saw.
+const sampleGrace = 2 * time.Second
+
+// sample reads the admitted counter every SampleEvery, timing each read
+// at the middle of its round trip.
+func (r *runner) sample(ctx context.Context) {
+	ctx = context.WithValue(ctx, userKey{}, samplerUser)
+	for {
+		sent := r.since()
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		stop := context.AfterFunc(ctx, func() { time.AfterFunc(sampleGrace, cancel) })
+		p, err := r.client.GetProgram(rctx, r.cfg.ProgramID)
+		stop()
+		cancel()
+		if err == nil {
+			at := sent + (r.since()-sent)/2
+			r.mu.Lock()
+			r.samples = append(r.samples, sample{at: at, admitted: p.Admitted, issued: p.Issued,
+				active: deref(p.Active), ended: deref(p.Ended), noShows: deref(p.NoShows)})
+			r.mu.Unlock()
+		}
+		if !r.sleep(ctx, sent+r.cfg.SampleEvery-r.since()) {
+			return
+		}
+	}
+}
+
+// deref is *p, or 0 for nil.
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func (r *runner) report(ctx context.Context, p *bench.Progress) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	defer p.Done()
+	var lastReq int64
+	lastAt := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			req := r.requests.Load()
+			rps := float64(req-lastReq) / now.Sub(lastAt).Seconds()
+			lastReq, lastAt = req, now
+			p.Update("%s/%s  entered %d/%d  admitted %d  requests %d (%.0f/s)  errors %d  admin errors %d",
+				r.since().Truncate(time.Second), r.cfg.Scenario.Timeout, r.entered.Load(), r.cfg.Scenario.Users,
+				r.admitted.Load(), req, rps, r.errs.Load(), r.adminErrs.Load())
+		}
+	}
+}

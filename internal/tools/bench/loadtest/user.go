@@ -1,0 +1,231 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/tools/client"
+)
+
+// user is one virtual user's outcome.
+type user struct {
+	index       int
+	entered     bool
+	leaving     float64 // fraction of the wait after which it leaves; negative: never
+	left        bool
+	ticket      int64 // from the enter answer; 0 when the server does not send it
+	issuedAtMs  int64 // the token's issuedAt (server clock, Unix ms); 0 when unknown
+	prequeue    int64 // the size of a shuffled pre-queue, when an answer told it
+	position    int64 // at enter
+	enterAt     time.Duration
+	lastWaiting time.Duration // send time of the last WAITING answer
+	seenAt      time.Duration // receipt of ADMITTED
+	admitted    bool
+	polls       int
+
+	// With Config.Capacity: noShow and session are drawn; silent is set
+	// when the no-show stopped polling, expired when EXPIRED was read;
+	// the session's end was sent at endSent and answered at endRecv.
+	noShow, silent, expired       bool
+	session                       time.Duration
+	windowEnd                     time.Duration // the admission's end, from the start; 0 when unknown
+	ended, endFailed, missingPass bool
+	endSent, endRecv              time.Duration
+}
+
+// user plays one virtual user; entered is called once its enter is over,
+// whatever the outcome. Its enters all carry one idempotency key, so that
+// a retry can be answered the place the first attempt took.
+func (r *runner) user(ctx context.Context, u *user, entered func()) {
+	var once sync.Once
+	defer once.Do(entered)
+	ans, sent, recv, ok := r.enter(ctx)
+	if !ok {
+		return
+	}
+	u.entered, u.enterAt, u.ticket, u.position = true, recv, ans.Ticket, ans.Position
+	if !ans.IssuedAt.IsZero() {
+		u.issuedAtMs = ans.IssuedAt.UnixMilli()
+	}
+	r.entered.Add(1)
+	once.Do(entered)
+	token := ans.TokenID
+	for {
+		switch ans.Status {
+		case api.StatusAdmitted:
+			u.admitted, u.seenAt = true, recv
+			r.admitted.Add(1)
+			if ans.AdmissionPass != "" {
+				r.passes.Add(1)
+				if r.cfg.OnPass != nil {
+					r.cfg.OnPass(ans.AdmissionPass)
+				}
+			}
+			if r.cfg.Capacity != nil {
+				r.endSession(ctx, u, ans)
+			}
+			return
+		case api.StatusWaiting:
+			u.lastWaiting = sent
+			if ans.Shuffle != nil && ans.Shuffle.Prequeue > 0 {
+				u.prequeue = ans.Shuffle.Prequeue
+			}
+		default: // EXPIRED or LEFT: the bench lets neither happen, but a late poll may be taken for a no-show
+			u.expired = ans.Status == api.StatusExpired
+			return
+		}
+		wait := r.cfg.Poll.Fixed
+		if wait == 0 {
+			wait = ans.RetryAfter()
+			if wait <= 0 {
+				wait = retryFallback
+			}
+		}
+		if r.cfg.Poll.AtAdmission && u.polls == 0 {
+			d, ok := r.untilDue(ctx, u)
+			if !ok {
+				return
+			}
+			if d >= 0 {
+				wait = d
+			}
+		}
+		if r.stopsPolling(u, ans.Position, wait) {
+			u.silent = true
+			return
+		}
+		if done := r.wait(ctx, u, token, wait); done {
+			return
+		}
+		for {
+			var err error
+			sent = r.since()
+			ans, err = r.client.Poll(ctx, r.cfg.ProgramID, token)
+			recv = r.since()
+			u.polls++
+			if err == nil {
+				break
+			}
+			if !r.retry(ctx, err) {
+				return
+			}
+		}
+	}
+}
+
+// untilDue is, in the admission mode, how long from now u waits for its
+// first poll: until its ticket's predicted admission plus DueMargin (at
+// least 0), once the start of admission is known; -1 when u's ticket is
+// unknown or not predicted to be admitted. ok is false when the run ended
+// first.
+func (r *runner) untilDue(ctx context.Context, u *user) (d time.Duration, ok bool) {
+	select {
+	case <-r.started:
+	case <-ctx.Done():
+		return 0, false
+	}
+	k := u.ticket - r.baseIssued
+	if u.ticket <= 0 || k < 1 || k >= int64(len(r.plan)) || r.plan[k] < 0 {
+		return -1, true
+	}
+	due := time.Duration(r.admitStart.Load()-1) + r.plan[k] + DueMargin
+	return max(0, due-r.since()), true
+}
+
+// wait sleeps d before u's next poll, unless u is an abandoning user whose
+// leave instant comes first: then it leaves. It reports whether u is done
+// (it left, or the run ended). An abandoner in a burst enters before the
+// start of admission is known, so it also wakes up at that start to place
+// its leave.
+func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duration) (done bool) {
+	until := r.since() + d
+	for {
+		if at, ok := r.leaveAt(u); ok && at < until {
+			if !r.sleep(ctx, at-r.since()) {
+				return true
+			}
+			// A 409 (admitted first) leaves u waiting: it polls at once and
+			// hears it.
+			return r.leave(ctx, u, token)
+		}
+		if u.leaving < 0 || r.admitStart.Load() != 0 {
+			return !r.sleep(ctx, until-r.since())
+		}
+		// Sleep until the poll, or until the start of admission is known.
+		sctx, stop := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-r.started:
+				stop()
+			case <-sctx.Done():
+			}
+		}()
+		slept := r.sleep(sctx, until-r.since())
+		stop()
+		if slept {
+			return false
+		}
+		select {
+		case <-r.started: // place the leave
+		default: // the run ended
+			return true
+		}
+		if ctx.Err() != nil {
+			return true
+		}
+	}
+}
+
+// leaveAt is when u, an abandoning user, leaves: its fraction of the wait
+// from its enter to its ticket's predicted admission (or to the timeout).
+// ok is false for a user who stays, or while the start of admission is
+// not known yet.
+func (r *runner) leaveAt(u *user) (time.Duration, bool) {
+	start := r.admitStart.Load()
+	if u.leaving < 0 || start == 0 {
+		return 0, false
+	}
+	// k is u's rank among the run's tickets: exact when the server sends
+	// the ticket; else a burst's position (it entered a paused queue) or a
+	// ramp's arrival order.
+	k := int64(u.index + 1)
+	switch {
+	case u.ticket > 0:
+		k = u.ticket - r.baseIssued
+	case r.cfg.Scenario.Arrival.Over == 0 && u.position > 0:
+		k = u.position
+	}
+	end := r.cfg.Scenario.Timeout
+	if k >= 1 && k < int64(len(r.plan)) && r.plan[k] >= 0 {
+		end = time.Duration(start-1) + r.plan[k]
+	}
+	if end <= u.enterAt {
+		return 0, false
+	}
+	return u.enterAt + time.Duration(u.leaving*float64(end-u.enterAt)), true
+}
+
+// leave sends u's DELETE until it is answered; it reports whether u is
+// done (it left, or the run ended). A 409 means u was admitted first: it
+// stays, and polls again.
+func (r *runner) leave(ctx context.Context, u *user, token string) bool {
+	u.leaving = -1
+	for {
+		err := r.client.Leave(ctx, r.cfg.ProgramID, token)
+		var ae *client.Error
+		switch {
+		case err == nil:
+			u.left = true
+			r.left.Add(1)
+			return true
+		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+			return false
+		case !r.retry(ctx, err):
+			return true
+		}
+	}
+}

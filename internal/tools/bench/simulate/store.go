@@ -1,0 +1,189 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tickets"
+	"github.com/example/waitingroom/internal/tools/partitionmodel"
+)
+
+// store is the simulated DynamoDB table: the in-memory store, with every
+// call on the program item and the shard items charged to the partition
+// model on the simulation's clock and refused with queue.ErrThrottled when
+// the partition has no capacity left. Token items and the capacity records
+// (each in its own partition) are not charged; a fold's write of the
+// program item is.
+type store struct {
+	*memstore.Store
+	clock clock.Clock
+	model *partitionmodel.Model // nil: no limits, nothing counted
+	// writeU and readU are the program item's units, recomputed from its
+	// DynamoDB encoding in the second unitsAt (see units).
+	unitsAt         int64
+	writeU, readU   float64
+	programWrites   map[int64]int64 // per second, counted with or without a model
+	maxProgramWrite int64
+}
+
+var (
+	_ queue.Store         = (*store)(nil)
+	_ tickets.Store       = (*store)(nil)
+	_ queue.PrequeueStore = (*store)(nil)
+	_ queue.ScheduleStore = (*store)(nil)
+	_ queue.CapacityStore = (*store)(nil)
+)
+
+const programKey = "program"
+
+func newStore(c clock.Clock, model *partitionmodel.Model) *store {
+	return &store{Store: memstore.New(), clock: c, model: model, unitsAt: -1, programWrites: map[int64]int64{}}
+}
+
+// units returns the program item's write and read units (strongly
+// consistent), from its size as DynamoDB counts it, recomputed once per
+// virtual second.
+func (s *store) units(id string) (float64, float64) {
+	sec := s.clock.Now().Unix()
+	if sec != s.unitsAt {
+		s.unitsAt, s.writeU, s.readU = sec, 1, 1
+		if p, err := s.Store.GetProgram(context.Background(), id); err == nil {
+			if item, err := dynamostore.ProgramItem(p); err == nil {
+				size := partitionmodel.ItemSizeOf(item)
+				s.writeU, s.readU = partitionmodel.WriteUnits(size), partitionmodel.ReadUnits(size, true)
+			}
+		}
+	}
+	return s.writeU, s.readU
+}
+
+// take charges one call to key; false when the partition refuses it.
+func (s *store) take(key string, kind partitionmodel.Kind, units float64) bool {
+	if s.model == nil {
+		return true
+	}
+	return s.model.Take(key, kind, units, s.clock.Now())
+}
+
+// writeProgram charges a write of the program item.
+func (s *store) writeProgram(id string) error {
+	w, _ := s.units(id)
+	if !s.take(programKey, partitionmodel.Write, w) {
+		return fmt.Errorf("simulated program item: %w", queue.ErrThrottled)
+	}
+	sec := s.clock.Now().Unix()
+	s.programWrites[sec]++
+	s.maxProgramWrite = max(s.maxProgramWrite, s.programWrites[sec])
+	return nil
+}
+
+func (s *store) writeShard(i int) error {
+	if !s.take("shard"+strconv.Itoa(i), partitionmodel.Write, 1) {
+		return fmt.Errorf("simulated shard item: %w", queue.ErrThrottled)
+	}
+	return nil
+}
+
+func (s *store) GetProgram(ctx context.Context, id string) (queue.Program, error) {
+	if _, r := s.units(id); !s.take(programKey, partitionmodel.Read, r) {
+		return queue.Program{}, fmt.Errorf("simulated program item: %w", queue.ErrThrottled)
+	}
+	return s.Store.GetProgram(ctx, id)
+}
+
+func (s *store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
+	if err := s.writeProgram(p.ID); err != nil {
+		return err
+	}
+	return s.Store.UpdateProgram(ctx, p, expectIssued)
+}
+
+func (s *store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
+	if err := s.writeProgram(p.ID); err != nil {
+		return 0, err
+	}
+	return s.Store.UpdateScheduled(ctx, p)
+}
+
+func (s *store) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
+	if err := s.writeProgram(p.ID); err != nil {
+		return err
+	}
+	return s.Store.MoveDrain(ctx, p, issued)
+}
+
+func (s *store) IssueTicket(ctx context.Context, id string, now time.Time) (queue.Program, error) {
+	if err := s.writeProgram(id); err != nil {
+		return queue.Program{}, err
+	}
+	return s.Store.IssueTicket(ctx, id, now)
+}
+
+func (s *store) IssueTickets(ctx context.Context, id string, now time.Time, n int64) (queue.Program, error) {
+	if err := s.writeProgram(id); err != nil {
+		return queue.Program{}, err
+	}
+	return s.Store.IssueTickets(ctx, id, now, n)
+}
+
+func (s *store) SetShards(ctx context.Context, id string, from, k int) (bool, error) {
+	if err := s.writeProgram(id); err != nil {
+		return false, err
+	}
+	return s.Store.SetShards(ctx, id, from, k)
+}
+
+func (s *store) FixPrequeue(ctx context.Context, id string, now time.Time) (queue.Program, error) {
+	if err := s.writeProgram(id); err != nil {
+		return queue.Program{}, err
+	}
+	return s.Store.FixPrequeue(ctx, id, now)
+}
+
+func (s *store) TakeShardTickets(ctx context.Context, id string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
+	if err := s.writeShard(i); err != nil {
+		return tickets.Run{}, false, err
+	}
+	return s.Store.TakeShardTickets(ctx, id, i, notBefore, m)
+}
+
+func (s *store) ClaimShard(ctx context.Context, id string, i int, claim string, now, notBefore, claimNotBefore time.Time) (tickets.Shard, bool, error) {
+	if err := s.writeShard(i); err != nil {
+		return tickets.Shard{}, false, err
+	}
+	return s.Store.ClaimShard(ctx, id, i, claim, now, notBefore, claimNotBefore)
+}
+
+func (s *store) FillShard(ctx context.Context, id string, i int, claim string, claimedAt time.Time, b tickets.Shard) (bool, error) {
+	if err := s.writeShard(i); err != nil {
+		return false, err
+	}
+	return s.Store.FillShard(ctx, id, i, claim, claimedAt, b)
+}
+
+func (s *store) TrimShard(ctx context.Context, id string, i int, start int64, reservedAt time.Time, back tickets.Run) (tickets.Run, bool, error) {
+	if err := s.writeShard(i); err != nil {
+		return tickets.Run{}, false, err
+	}
+	return s.Store.TrimShard(ctx, id, i, start, reservedAt, back)
+}
+
+func (s *store) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
+	if err := s.writeProgram(p.ID); err != nil {
+		return false, err
+	}
+	return s.Store.ReturnTickets(ctx, p, from)
+}
+
+func (s *store) ApplyFold(ctx context.Context, id string, prevFoldedAtMs int64, next queue.Capacity) error {
+	if err := s.writeProgram(id); err != nil {
+		return err
+	}
+	return s.Store.ApplyFold(ctx, id, prevFoldedAtMs, next)
+}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Series and bytes of /metrics on cmd/local before and after N requests
 # with made-up methods (M00000, M00001, …) to the API, the page and an
-# unknown path. docs/benchmarks.md, "Trust at the edges", gives the
-# results. Run from the repository root:
+# unknown path: made-up methods add no series (docs/security.md). Run
+# from the repository root:
 #
 #   docs/bench/labels.sh            # HEAD
 #   REV=0441536 docs/bench/labels.sh  # another commit, built in a worktree

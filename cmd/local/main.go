@@ -24,6 +24,7 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/demosite"
@@ -115,6 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 type seams struct {
 	keyring      []admissionpass.KeyringOption // after the configuration's
 	partitionNow func() time.Time              // -partition-limits' clock
+	dynamo       dynamostore.ClientOptions     // Backoff and AttemptTimeout, when set
 }
 
 // runWith is run with the seams s.
@@ -156,7 +158,7 @@ func runWith(ctx context.Context, s seams, args []string, getenv func(string) st
 	if err != nil {
 		return fmt.Errorf("challenge secret: %w", err)
 	}
-	a, where, model, closeStore, err := openStore(ctx, cfg, f.store, s.partitionNow, log, passes, app.WithShuffleKey(shuffle),
+	a, where, model, closeStore, err := openStore(ctx, cfg, f.store, s, log, passes, app.WithShuffleKey(shuffle),
 		app.WithServiceOptions(queue.WithChallengeSecret(challengeSecret)))
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/testing/browser"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
@@ -324,7 +325,7 @@ func TestLocalBareMoto(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(moto.Stop)
-	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret", "DYNAMODB_ENDPOINT": moto.Endpoint()}, "-create-table")
+	base, out := startWith(t, patientMoto, map[string]string{"ADMIN_TOKEN": "s3cret", "DYNAMODB_ENDPOINT": moto.Endpoint()}, "-create-table")
 	if !strings.Contains(out.String(), "moto, through a proxy") {
 		t.Errorf("start-up line does not say moto is serialised: %s", out)
 	}
@@ -335,13 +336,18 @@ func TestLocalBareMoto(t *testing.T) {
 // table and serves from it.
 func TestLocalDynamoFlag(t *testing.T) {
 	t.Parallel()
-	base, out := startOut(t, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-dynamo", "moto")
+	base, out := startWith(t, patientMoto, map[string]string{"ADMIN_TOKEN": "s3cret"}, "-dynamo", "moto")
 	if want := "(store: DynamoDB table " + defaultLocalTable + " on a moto it started at http://"; !strings.Contains(out.String(), want) {
 		t.Errorf("start-up line %q, want %q", out, want)
 	}
 	walk(t, base, "s3cret")
 	enterConcurrently(t, base, 40)
 }
+
+// patientMoto lets the server's DynamoDB client wait for moto's one-at-a-time
+// proxy as long as a crowd of enters needs on a loaded machine, rather
+// than time attempts out and answer 503.
+var patientMoto = seams{dynamo: dynamostore.ClientOptions{Backoff: dynamostore.NoBackoff, AttemptTimeout: time.Minute}}
 
 // enterConcurrently makes n people enter program "crowd" at once and checks
 // that their tickets are n distinct numbers.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -37,8 +36,8 @@ type storeFlags struct {
 // DynamoDB API (started by -dynamo, or DYNAMODB_ENDPOINT's). It returns the
 // store's description, the -partition-limits model (nil without it) and a
 // function that closes what it started. The model reads partitionNow
-// (nil: time.Now).
-func openStore(ctx context.Context, cfg config.Config, f storeFlags, partitionNow func() time.Time, log *slog.Logger, opts ...app.Option) (a *app.App, where string, model *partitionmodel.Model, stop func(), err error) {
+// (nil: time.Now); s.dynamo sets the client's patience.
+func openStore(ctx context.Context, cfg config.Config, f storeFlags, s seams, log *slog.Logger, opts ...app.Option) (a *app.App, where string, model *partitionmodel.Model, stop func(), err error) {
 	stop = func() {}
 	if f.dynamo == "" && cfg.DynamoEndpoint == "" {
 		if f.partitionLimits != "" {
@@ -89,11 +88,11 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, partitionNo
 	case server == "moto":
 		where += fmt.Sprintf(" (moto, through a proxy at %s that serialises its requests)", cfg.DynamoEndpoint)
 	}
-	copts := dynamostore.ClientOptions{Endpoint: cfg.DynamoEndpoint}
+	copts := dynamostore.ClientOptions{Endpoint: cfg.DynamoEndpoint, Backoff: s.dynamo.Backoff, AttemptTimeout: s.dynamo.AttemptTimeout}
 	if limits != nil {
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		base.MaxIdleConnsPerHost = 256
-		tr := partitionmodel.New(base, *limits, partitionmodel.Options{Now: partitionNow})
+		tr := partitionmodel.New(base, *limits, partitionmodel.Options{Now: s.partitionNow})
 		model = tr.Model()
 		copts.Transport = tr
 		where += fmt.Sprintf("; per-partition limits %s a second", limits)

@@ -402,12 +402,7 @@ func TestKeyringRefusesPlantedKeys(t *testing.T) {
 	store, wrap, clock, a := setup(t, now)
 	good := a.sign(t, clock)
 
-	attacker, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	attackerDER, _ := x509.MarshalPKIXPublicKey(&attacker.PublicKey)
-	attackerKID := thumbprint(t, &attacker.PublicKey)
+	attackerDER, attackerKID := attackerKey(t)
 	// A key for the next slot: the attacker's public half, junk for the
 	// private one.
 	next := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
@@ -651,12 +646,7 @@ func TestKeyringKeysShowTheRealSigner(t *testing.T) {
 	store, wrap, clock, a := setup(t, now)
 	good := a.sign(t, clock)
 
-	attacker, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalPKIXPublicKey(&attacker.PublicKey)
-	planted := thumbprint(t, &attacker.PublicKey)
+	der, planted := attackerKey(t)
 	plant(t, store, admissionpass.StoredKey{SignFrom: now.Add(time.Minute), KeyID: planted, Public: der,
 		Wrapped: []byte("garbage"), Created: now.Add(-admissionpass.DefaultLead)})
 	setClock(clock, now.Add(admissionpass.DefaultRefresh+time.Minute))
@@ -729,4 +719,18 @@ func TestKeyringRotateWhilePending(t *testing.T) {
 	if err != nil || third.KeyID == second.KeyID {
 		t.Errorf("rotation after the pending key was revoked: %+v %v, want a new key", third, err)
 	}
+}
+
+// attackerKey is a P-256 public key no keyring made: its DER and its kid.
+func attackerKey(t *testing.T) ([]byte, string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der, thumbprint(t, &k.PublicKey)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/memstore"
@@ -117,6 +118,7 @@ type seams struct {
 	keyring      []admissionpass.KeyringOption // after the configuration's
 	partitionNow func() time.Time              // -partition-limits' clock
 	dynamo       dynamostore.ClientOptions     // Backoff and AttemptTimeout, when set
+	clock        clock.Clock                   // the queue service's, when set
 }
 
 // runWith is run with the seams s.
@@ -158,8 +160,12 @@ func runWith(ctx context.Context, s seams, args []string, getenv func(string) st
 	if err != nil {
 		return fmt.Errorf("challenge secret: %w", err)
 	}
+	svc := []queue.Option{queue.WithChallengeSecret(challengeSecret)}
+	if s.clock != nil {
+		svc = append(svc, queue.WithClock(s.clock))
+	}
 	a, where, model, closeStore, err := openStore(ctx, cfg, f.store, s, log, passes, app.WithShuffleKey(shuffle),
-		app.WithServiceOptions(queue.WithChallengeSecret(challengeSecret)))
+		app.WithServiceOptions(svc...))
 	if err != nil {
 		return err
 	}

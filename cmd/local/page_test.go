@@ -16,7 +16,9 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/testing/browser"
+	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/tools/bench"
 )
 
@@ -80,30 +82,33 @@ type pageCall struct {
 // (in-memory store): 1,233 people are already in line; the page enters and
 // shows the place, the progress bar and the estimate, in English and in
 // Korean; a reload keeps the token; the admin admits people over HTTP and
-// the page hears it within one retryAfterMs, and goes to the demo site
-// with the pass, where the person is in. Every
-// poll the page sends is measured in the browser: none earlier than the
-// retryAfterMs before it (less 50 ms), never two at once.
+// the first poll after the admission takes effect hears it, and goes to
+// the demo site with the pass, where the person is in. The page's timers
+// and the server's clock move together, only when the test moves them
+// (lockstep), so every poll's timing is exact: each starts exactly the
+// retryAfterMs of the answer before it after that answer, never two at once.
 func TestWaitingRoomEndToEnd(t *testing.T) {
 	t.Parallel()
 	const secret = "s3cret"
+	server := clocktest.NewManual(time.Now())
 	// The default program cache (PROGRAM_CACHE_TTL empty), as deployed:
 	// an admission takes effect at the effectiveAt it answers.
-	base := start(t, map[string]string{"ADMIN_TOKEN": secret, "POLL_TIERS": "100:1s,inf:1s+-400ms", "PROGRAM_CACHE_TTL": ""}, "-demo-rate", "2")
+	base, _ := startWith(t, seams{clock: server}, map[string]string{"ADMIN_TOKEN": secret, "POLL_TIERS": "100:1s,inf:1s+-400ms", "PROGRAM_CACHE_TTL": ""}, "-demo-rate", "2")
 	admin := base + "/api/v1/admin/programs/demo"
 	pageURL := base + "/waiting-room/demo"
 	// The demo program sends admitted people to the demo site; the admin
-	// adds a notice.
+	// adds a notice, which shows once it takes effect.
 	if code, body := call(t, "PUT", admin, "", secret, `{"notice":"Saturday is sold out; Sunday still has seats."}`); code != 200 || body["targetUrl"] != base+"/demo-site/demo" {
 		t.Fatalf("the demo program: %d %v, want its targetUrl the demo site", code, body)
 	}
+	server.Advance(config.DefaultProgramCacheTTL)
 	crowd(t, base+"/api/v1/queues/programs/demo", 1233)
 
 	ctx, cancel := context.WithTimeout(browser.Tab(t), 90*time.Second)
 	defer cancel()
-	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: recordCalls}); err != nil {
-		t.Fatal(err)
-	}
+	browser.FakeClock(t, ctx)
+	browser.AddScript(t, ctx, recordCalls)
+	steps := lockstep{t: t, ctx: ctx, server: server}
 	do(t, ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(pageURL+"?lang=en"))
 	waitFor(t, ctx, 10*time.Second, `document.getElementById('pos').textContent !== '–'`)
 
@@ -122,7 +127,7 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 		t.Errorf("title = %q, want the demo program's %q", got, demoProfile.DisplayName)
 	}
 
-	// A reload keeps the token: it polls, it does not enter again.
+	// A reload keeps the token: it polls at once, it does not enter again.
 	before := len(calls)
 	do(t, ctx, chromedp.Reload())
 	waitFor(t, ctx, 10*time.Second, `(JSON.parse(sessionStorage.getItem('e2e:calls')) || []).length > `+fmt.Sprint(before))
@@ -138,7 +143,7 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 		t.Errorf("counters after the reload: %d %v, want 1234 issued", code, body)
 	}
 
-	// Korean, in a second tab: the same place, Korean text.
+	// Korean, in a second tab (on real timers): the same place, Korean text.
 	ko, cancelKo := chromedp.NewContext(ctx)
 	do(t, ko, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(pageURL+"?lang=ko"))
 	waitFor(t, ko, 10*time.Second, `document.getElementById('pos').textContent !== '–'`)
@@ -151,11 +156,14 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 	screenshot(t, ko, "waiting-ko.png")
 	cancelKo()
 
-	// The admin admits 400 people: the bar moves.
-	admitted := admit(t, admin, secret, 400)
-	waitFor(t, ctx, 10*time.Second, fmt.Sprintf(`(JSON.parse(sessionStorage.getItem('e2e:calls')) || []).some(c => c.start + c.doc > %d && c.position <= %d)`, admitted.UnixMilli(), first.Position-400))
-	if s := checkShows(t, ctx, "Your place in line", "about "); s.BarValue < 400 {
-		t.Errorf("progress bar value %v after 400 admitted, want at least 400", s.BarValue)
+	// The admin admits 400 people: the first poll after it takes effect
+	// moves the place and the bar.
+	effective := admit(t, admin, secret, 400)
+	for at := (time.Time{}); at.Before(effective); {
+		at, _ = steps.poll()
+	}
+	if s := checkShows(t, ctx, "Your place in line", "about "); s.BarValue < 400 || s.Calls[len(s.Calls)-1].Position > first.Position-400 {
+		t.Errorf("after 400 admitted: place %d, progress bar value %v; want at most %d and at least 400", s.Calls[len(s.Calls)-1].Position, s.BarValue, first.Position-400)
 	}
 	png := screenshot(t, ctx, "waiting-en.png")
 	if *updateScreenshot {
@@ -164,19 +172,29 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 		}
 	}
 
-	// A few more polls to measure, then the admin admits everyone left: the page hears it within one
-	// retryAfterMs of the admission taking effect, and goes to the site.
-	waitFor(t, ctx, 30*time.Second, `(JSON.parse(sessionStorage.getItem('e2e:calls')) || []).filter(c => c.doc === performance.timeOrigin).length >= 10`)
+	// Ten polls more to measure, then the admin admits everyone left: the
+	// polls before the admission takes effect hear WAITING, the first at
+	// or after it ADMITTED; the page goes to the site.
+	for range 10 {
+		steps.poll()
+	}
 	code, counters := call(t, "GET", admin, "", secret, "")
 	if code != 200 {
 		t.Fatalf("counters: %d %v", code, counters)
 	}
-	effective := admit(t, admin, secret, int64(counters["waiting"].(float64)))
+	effective = admit(t, admin, secret, int64(counters["waiting"].(float64)))
+	var (
+		at   time.Time
+		last pageCall
+	)
+	for last.Status != "ADMITTED" {
+		at, last = steps.poll()
+		if at.Before(effective) != (last.Status == "WAITING") {
+			t.Fatalf("a poll %v after the admission takes effect answered %s", at.Sub(effective), last.Status)
+		}
+	}
 	waitFor(t, ctx, 15*time.Second, `location.pathname === '/demo-site/demo' && document.querySelector('h1')`)
-	arrived := eval[float64](t, ctx, `performance.timeOrigin`)
-	calls = recorded(t, ctx)
-	last := calls[len(calls)-1]
-	if last.Status != "ADMITTED" || last.TokenID != token || strings.Count(last.AdmissionPass, ".") != 2 {
+	if last.TokenID != token || strings.Count(last.AdmissionPass, ".") != 2 {
 		t.Fatalf("the page's last answer: %+v, want ADMITTED for %s with a pass (a JWS)", last, token)
 	}
 	// The site took the pass (its Gate exchanges it for a cookie and
@@ -186,19 +204,33 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 	if want := []string{base + "/demo-site/demo", "You're in", "1234", "1"}; !slices.Equal(site, want) {
 		t.Errorf("the site: URL, heading, ticket, redirects = %q, want %q", site, want)
 	}
-	prev := calls[len(calls)-2]
-	// The page's schedule: the poll that heard the admission started
-	// within one retryAfterMs of it taking effect (timed from the poll's
-	// start, so that neither the request's way nor the site's loading,
-	// slow on a busy machine, counts; 1 s for a late timer).
-	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	heard, reached := ms(last.Doc+last.Start-float64(effective.UnixMilli())), ms(arrived-float64(effective.UnixMilli()))
-	if limit := ms(prev.RetryAfterMs) + time.Second; heard > limit {
-		t.Errorf("the page polled %v after the admission took effect; want within one retryAfterMs (%v), and 1 s for a timer late on a busy machine", heard, ms(prev.RetryAfterMs))
-	}
-	t.Logf("admission heard %v and the site reached %v after it took effect (retryAfterMs before it: %v ms)", heard.Round(time.Millisecond), reached.Round(time.Millisecond), prev.RetryAfterMs)
 	screenshot(t, ctx, "admitted.png")
-	checkSchedule(t, calls)
+	checkSchedule(t, recorded(t, ctx))
+}
+
+// lockstep moves the page's fake clock (browser.FakeClock) and the
+// server's together, one poll at a time.
+type lockstep struct {
+	t      *testing.T
+	ctx    context.Context
+	server clocktest.Manual
+}
+
+// poll waits for the page to arm its next poll, moves both clocks to it,
+// fires it, and returns the server's time at the poll and its answer.
+func (l lockstep) poll() (time.Time, pageCall) {
+	l.t.Helper()
+	waitFor(l.t, l.ctx, 10*time.Second, `__clock.pending().length > 0`)
+	pending := browser.Pending(l.t, l.ctx)
+	if len(pending) != 1 {
+		l.t.Fatalf("the page has timers armed in %v ms; want one, its next poll", pending)
+	}
+	n := len(recorded(l.t, l.ctx))
+	l.server.Advance(time.Duration(pending[0] * float64(time.Millisecond)))
+	at := l.server.Now()
+	browser.Next(l.t, l.ctx)
+	waitFor(l.t, l.ctx, 10*time.Second, fmt.Sprintf(`(JSON.parse(sessionStorage.getItem('e2e:calls')) || []).length > %d`, n))
+	return at, recorded(l.t, l.ctx)[n]
 }
 
 // crowd makes n people enter url, 8 at a time.
@@ -279,9 +311,9 @@ func checkShows(t *testing.T, ctx context.Context, label, eta string) shown {
 	return s
 }
 
-// checkSchedule fails t if a request of one document started earlier than
-// the retryAfterMs of the answer before it (less 50 ms), or while another
-// was in flight.
+// checkSchedule fails t unless each request of one document started
+// exactly the retryAfterMs of the answer before it after that answer (on
+// the page's fake clock), and none while another was in flight.
 func checkSchedule(t *testing.T, calls []pageCall) {
 	t.Helper()
 	n := 0
@@ -293,7 +325,7 @@ func checkSchedule(t *testing.T, calls []pageCall) {
 			continue
 		}
 		prev := calls[i-1]
-		if gap := c.Start - prev.End; gap < prev.RetryAfterMs-50 {
+		if gap := c.Start - prev.End; gap != prev.RetryAfterMs {
 			t.Errorf("request %d came %.0f ms after an answer that asked for %.0f ms", i, gap, prev.RetryAfterMs)
 		}
 		n++

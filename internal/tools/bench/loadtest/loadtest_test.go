@@ -353,7 +353,7 @@ func TestRunPolicyAndAbandon(t *testing.T) {
 // putRecorder returns a serverOptions.after hook that records the bodies
 // of the admin PUTs answered, and closes the returned channel once the
 // n-th PUT setting a rate unpaused is answered.
-func putRecorder(n int) (after func(*http.Request, []byte, int), puts func() []string, done <-chan struct{}) {
+func putRecorder(n int, hold <-chan struct{}) (after func(*http.Request, []byte, int), puts func() []string, done <-chan struct{}) {
 	var mu sync.Mutex
 	var bodies []string
 	rates := 0
@@ -363,11 +363,19 @@ func putRecorder(n int) (after func(*http.Request, []byte, int), puts func() []s
 			return
 		}
 		mu.Lock()
-		defer mu.Unlock()
 		bodies = append(bodies, string(body))
+		last := false
 		if status == http.StatusOK && containsRate(body) {
 			if rates++; rates == n {
 				close(ch)
+				last = true
+			}
+		}
+		mu.Unlock()
+		if last && hold != nil {
+			select { // the answer waits (the handler has not returned)
+			case <-hold:
+			case <-r.Context().Done():
 			}
 		}
 	}
@@ -381,11 +389,27 @@ func putRecorder(n int) (after func(*http.Request, []byte, int), puts func() []s
 
 // runScheduled runs sc on a virtual clock whose users wait until the
 // admin API has answered the schedule's first opens PUTs that let people
-// in; it returns the result, the PUT bodies and the clock.
-func runScheduled(t *testing.T, program string, sc bench.Scenario, opens int) (bench.Result, func() []string, *vclock) {
+// in; with holdLast, the answer to the opens-th waits until every user is
+// done (the run ends with that change in flight). It returns the result,
+// the PUT bodies and the clock.
+func runScheduled(t *testing.T, program string, sc bench.Scenario, opens int, holdLast bool) (bench.Result, func() []string, *vclock) {
 	t.Helper()
 	vc := newVClock()
-	after, puts, opened := putRecorder(opens)
+	var hold chan struct{}
+	var track func(int)
+	if holdLast {
+		hold = make(chan struct{})
+		var mu sync.Mutex
+		live := 0
+		track = func(delta int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if live += delta; live == 0 {
+				close(hold)
+			}
+		}
+	}
+	after, puts, opened := putRecorder(opens, hold)
 	users := vc.after(opened)
 	vc.onSleep = func(ctx context.Context, w vwait) error {
 		if w.user < 0 {
@@ -394,7 +418,7 @@ func runScheduled(t *testing.T, program string, sc bench.Scenario, opens int) (b
 		return users(ctx, w)
 	}
 	srv := newServer(t, serverOptions{clock: vc, after: after})
-	r, err := Run(hangGuard(t), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: program, Scenario: sc, Clock: vc})
+	r, err := Run(hangGuard(t), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: program, Scenario: sc, Clock: vc, trackUser: track})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,11 +427,13 @@ func runScheduled(t *testing.T, program string, sc bench.Scenario, opens int) (b
 
 // TestRunSchedule applies a rate schedule through the admin API: admit,
 // pause at 300 ms, restart at 1 s, each change after its requested wait
-// on the run's clock; the users' polls wait for the restart.
+// on the run's clock; the users' polls wait for the restart, and the
+// restart's answer arrives only once every user is done: the run counts
+// it all the same.
 func TestRunSchedule(t *testing.T) {
 	t.Parallel()
 	sc := bench.Scenario{Users: 30, Rates: bench.Schedule{{At: 0, Rate: 40}, {At: 300 * time.Millisecond, Rate: 0}, {At: time.Second, Rate: 40}}, Timeout: virtualTimeout}
-	r, puts, vc := runScheduled(t, "schedule", sc, 2)
+	r, puts, vc := runScheduled(t, "schedule", sc, 2, true)
 	if r.Errors != 0 || r.Admitted != sc.Users || r.ByRoute["PUT admin 200"] != 3 || r.AdmitRate != "0s:40,300ms:0,1s:40" {
 		t.Errorf("errors %d, admitted %d, rate %s, routes %v; want 0, %d, three admin changes", r.Errors, r.Admitted, r.AdmitRate, r.ByRoute, sc.Users)
 	}
@@ -427,7 +453,7 @@ func TestRunSchedule(t *testing.T) {
 func TestRunPausedFor(t *testing.T) {
 	t.Parallel()
 	sc := bench.Scenario{Users: 20, Rates: bench.PausedFor(40, 300*time.Millisecond), Timeout: virtualTimeout}
-	r, puts, vc := runScheduled(t, "presale", sc, 1)
+	r, puts, vc := runScheduled(t, "presale", sc, 1, false)
 	want := []string{`{"paused":true}`, `{"admissionRatePerSecond":40,"paused":true}`, `{"admissionRatePerSecond":40,"paused":false}`}
 	if d := cmp.Diff(want, puts()); d != "" || r.Errors != 0 || r.Admitted != sc.Users || r.AdmitRate != "0s:40:paused,300ms:40" {
 		t.Errorf("errors %d, admitted %d, rate %s; admin PUTs (-want +got):\n%s", r.Errors, r.Admitted, r.AdmitRate, d)

@@ -182,10 +182,12 @@ func (r *runner) getProgram(ctx context.Context) (client.ProgramAnswer, error) {
 }
 
 // putProgram sends an admin change until it is applied, honouring
-// Retry-After, within ctx.
+// Retry-After, within ctx. A request sent is seen to its answer (within
+// the client's timeout) even when ctx ends meanwhile: the run's end must
+// not hide a change the server made.
 func (r *runner) putProgram(ctx context.Context, s api.ProgramSettings) (client.ProgramAnswer, error) {
 	for {
-		p, _, err := r.client.PutProgram(ctx, r.cfg.ProgramID, s)
+		p, _, err := r.client.PutProgram(context.WithoutCancel(ctx), r.cfg.ProgramID, s)
 		if err == nil || !r.retry(ctx, err) {
 			return p, err
 		}

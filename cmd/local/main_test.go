@@ -357,29 +357,19 @@ func enterConcurrently(t *testing.T, base string, n int) {
 	if code, body := callRetry(t, "PUT", base+"/api/v1/admin/programs/crowd", "", "s3cret", `{"paused": true}`); code != 201 {
 		t.Fatalf("create program: %d %v", code, body)
 	}
-	people := make(chan struct{}, n)
-	for range n {
-		people <- struct{}{}
-	}
-	close(people)
 	tickets := make(chan float64, n)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for range people {
-				// A 503 (moto slower than the request's budget on a busy
-				// machine) is tried again, as a client would.
-				code, body := callRetry(t, "POST", base+"/api/v1/queues/programs/crowd", "", "", "")
-				ticket, ok := body["ticket"].(float64)
-				if code != 201 || !ok {
-					t.Errorf("enter: %d %v", code, body)
-					return
-				}
-				tickets <- ticket
-			}
-		})
-	}
-	wg.Wait()
+	eightAtATime(n, func() bool {
+		// A 503 (moto slower than the request's budget on a busy machine)
+		// is tried again, as a client would.
+		code, body := callRetry(t, "POST", base+"/api/v1/queues/programs/crowd", "", "", "")
+		ticket, ok := body["ticket"].(float64)
+		if code != 201 || !ok {
+			t.Errorf("enter: %d %v", code, body)
+			return false
+		}
+		tickets <- ticket
+		return true
+	})
 	close(tickets)
 	// A crowd this fast may get its tickets from ticket shards, whose
 	// blocks leave gaps: every ticket is unique and at most what was issued.

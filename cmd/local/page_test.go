@@ -236,6 +236,24 @@ func (l lockstep) poll() (time.Time, pageCall) {
 // crowd makes n people enter url, 8 at a time.
 func crowd(t *testing.T, url string, n int) {
 	t.Helper()
+	eightAtATime(n, func() bool {
+		resp, err := http.Post(url, "", nil)
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 201 {
+			t.Errorf("enter: %d", resp.StatusCode)
+			return false
+		}
+		return true
+	})
+}
+
+// eightAtATime calls enter n times from eight goroutines and returns when
+// all are done; a goroutine stops at its first call that answers false.
+func eightAtATime(n int, enter func() bool) {
 	next := make(chan struct{}, n)
 	for range n {
 		next <- struct{}{}
@@ -245,14 +263,7 @@ func crowd(t *testing.T, url string, n int) {
 	for range 8 {
 		wg.Go(func() {
 			for range next {
-				resp, err := http.Post(url, "", nil)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				resp.Body.Close()
-				if resp.StatusCode != 201 {
-					t.Errorf("enter: %d", resp.StatusCode)
+				if !enter() {
 					return
 				}
 			}

@@ -23,11 +23,29 @@ func Do(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 // Eval evaluates the JavaScript expression expr in the tab ctx.
 func Eval[T any](t testing.TB, ctx context.Context, expr string) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
+	for {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+		switch {
+		case err == nil:
+			return v
+		case ctx.Err() == nil && navigatedAway(err):
+			// The page went to another while it evaluated (a redirect
+			// the page made): evaluate again in the next one.
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
 		t.Fatalf("%s: %v", expr, err)
 	}
-	return v
+}
+
+// navigatedAway tells an evaluation that failed because a navigation
+// replaced the page's context.
+func navigatedAway(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "navigated or closed") || strings.Contains(msg, "context was destroyed") || strings.Contains(msg, "Cannot find context")
 }
 
 // Text is the text content of the element with id.

@@ -39,7 +39,7 @@ LAMBDA_BUILD := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags $(LAMBDA
 HOST_BUILD := $(GO) build -tags $(LAMBDA_TAGS)
 
 # Core packages for the race detector (slow on 2 cores, so not ./...).
-RACE_PKGS := ./internal/queue/... ./internal/httpapi/... ./internal/memstore/... ./internal/polling/... ./internal/app/...
+RACE_PKGS := ./internal/queue/... ./internal/httpapi/... ./internal/tools/memstore/... ./internal/polling/... ./internal/app/...
 # The longest-running test packages, started first so that the others run
 # beside them rather than after them.
 SLOW_PKGS := ./internal/dynamostore/... ./cmd/local/... ./internal/waitpage/... ./internal/tools/bench/simulate/...
@@ -147,7 +147,7 @@ integration: emulator ## Same as emulator.
 
 # Every fuzz target, each for FUZZTIME; CI runs a short pass.
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./internal/httpapi:FuzzHandler ./internal/polling:FuzzParseTiers ./internal/queue:FuzzSegment
+FUZZ_TARGETS := ./internal/httpapi:FuzzHandler ./internal/polling:FuzzParseTiers ./internal/pace:FuzzSegment
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s), seeded from events/.

@@ -1,7 +1,6 @@
 package waitingroom_test
 
 import (
-	"bufio"
 	"bytes"
 	"os/exec"
 	"slices"
@@ -34,24 +33,11 @@ func TestBinariesLinkNoTestHelpers(t *testing.T) {
 // packages under internal/testing/ it depends on (itself excluded).
 func testHelperDeps(t *testing.T, tags string, patterns ...string) map[string][]string {
 	t.Helper()
-	args := append([]string{"list", "-tags", tags, "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`}, patterns...)
-	var stderr bytes.Buffer
-	cmd := exec.Command("go", args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
 	found := make(map[string][]string)
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 {
-			continue
-		}
-		for _, dep := range fields[1:] {
-			if strings.HasPrefix(dep, testingPrefix) {
+	for _, line := range goList(t, append([]string{"-tags", tags, "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`}, patterns...)...) {
+		fields := strings.Fields(line)
+		for i, dep := range fields {
+			if i > 0 && strings.HasPrefix(dep, testingPrefix) {
 				found[fields[0]] = append(found[fields[0]], dep)
 			}
 		}
@@ -59,21 +45,26 @@ func testHelperDeps(t *testing.T, tags string, patterns ...string) map[string][]
 	return found
 }
 
+// goList returns the lines go list prints with args, failing t on an error.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
 // TestLayout holds the tree to what docs/design.md ("Code layout") says:
 // the Lambdas link every package under internal/ except internal/tools/
 // and internal/testing/, and nothing else of this module but passverify.
 func TestLayout(t *testing.T) {
 	const module = "github.com/example/waitingroom/"
-	list := func(args ...string) []string {
-		t.Helper()
-		out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
-		if err != nil {
-			t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
-		}
-		return strings.Fields(string(out))
-	}
 	var product []string
-	for _, pkg := range list("./internal/...") {
+	for _, pkg := range goList(t, "./internal/...") {
 		rel := strings.TrimPrefix(pkg, module)
 		if !strings.HasPrefix(rel, "internal/tools/") && !strings.HasPrefix(rel, "internal/testing/") {
 			product = append(product, rel)
@@ -81,7 +72,7 @@ func TestLayout(t *testing.T) {
 	}
 	for _, tags := range []string{"", "lambda.norpc"} {
 		var linked []string
-		for _, pkg := range list("-tags", tags, "-deps", "./functions/...") {
+		for _, pkg := range goList(t, "-tags", tags, "-deps", "./functions/...") {
 			rel, ok := strings.CutPrefix(pkg, module)
 			if ok && strings.HasPrefix(rel, "internal/") {
 				linked = append(linked, rel)

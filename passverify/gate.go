@@ -120,7 +120,7 @@ func (g *Gate) Wrap(next http.Handler) http.Handler {
 		case err == nil:
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)))
 		case errors.Is(err, ErrInvalid):
-			http.SetCookie(w, g.cookie(r, "", -1, time.Time{}))
+			g.Forget(w, r)
 			g.refuse(w, r, err)
 		default:
 			unavailable(w)

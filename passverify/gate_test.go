@@ -496,3 +496,78 @@ func TestGateCookie(t *testing.T) {
 		refused(s, c, passverify.ErrUnknownKey)
 	})
 }
+
+// TestEndSession: the DELETE the waiting room expects, and its answers
+// read back: 204 is done, an error body becomes a SessionError.
+func TestEndSession(t *testing.T) {
+	var got *http.Request
+	answer := func(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		answer(w)
+	}))
+	defer srv.Close()
+	if err := passverify.EndSession(t.Context(), srv.Client(), srv.URL+"/", "gala night", "the.pass.jwt"); err != nil {
+		t.Fatalf("EndSession: %v", err)
+	}
+	if got.Method != http.MethodDelete || got.URL.EscapedPath() != "/api/v1/queues/programs/gala%20night/session" || got.Header.Get("X-Admission-Pass") != "the.pass.jwt" {
+		t.Errorf("request %s %s, pass %q", got.Method, got.URL.EscapedPath(), got.Header.Get("X-Admission-Pass"))
+	}
+	for _, tt := range []struct {
+		status     int
+		body, code string
+	}{
+		{http.StatusForbidden, `{"code":"PASS_EXPIRED","message":"The admission pass has expired."}`, "PASS_EXPIRED"},
+		{http.StatusBadGateway, `<html>bad gateway</html>`, ""},
+	} {
+		answer = func(w http.ResponseWriter) {
+			w.WriteHeader(tt.status)
+			_, _ = w.Write([]byte(tt.body))
+		}
+		err := passverify.EndSession(t.Context(), srv.Client(), srv.URL, "gala", "p")
+		var se *passverify.SessionError
+		if !errors.As(err, &se) || se.Status != tt.status || se.Code != tt.code {
+			t.Errorf("answer %d %s: %v", tt.status, tt.body, err)
+		}
+	}
+}
+
+func TestMemoryGuard(t *testing.T) {
+	passtest.ReplayGuardContract(t, func(*testing.T) passverify.ReplayGuard { return passverify.NewMemoryGuard(0) })
+}
+
+// TestMemoryGuardBounds: passes are forgotten when they expire; a full
+// guard refuses rather than forgets an unexpired one.
+func TestMemoryGuardBounds(t *testing.T) {
+	clock := passtest.NewClock(time.Date(2026, 5, 19, 10, 0, 0, 0, time.UTC))
+	g := passverify.NewMemoryGuard(2)
+	passverify.SetGuardClock(g, clock.Now)
+	use := func(jti string, until time.Duration) (bool, error) {
+		return g.FirstUse(t.Context(), jti, clock.Now().Add(until))
+	}
+	steps := []struct {
+		name    string
+		advance time.Duration
+		jti     string
+		until   time.Duration
+		want    bool
+		wantErr error
+	}{
+		{"a", 0, "a", time.Minute, true, nil},
+		{"b", 0, "b", 2 * time.Minute, true, nil},
+		{"a again", 0, "a", time.Minute, false, nil},
+		{"c while full", 0, "c", time.Minute, false, passverify.ErrGuardFull},
+		{"a again while full", 0, "a", time.Minute, false, nil},
+		{"c once a expired", time.Minute, "c", time.Minute, true, nil},
+		{"a after it expired", 0, "a", time.Minute, false, passverify.ErrGuardFull},
+		{"b still held", 0, "b", time.Minute, false, nil},
+		{"a once b expired", time.Minute, "a", time.Minute, true, nil},
+	}
+	for _, s := range steps {
+		clock.Advance(s.advance)
+		got, err := use(s.jti, s.until)
+		if got != s.want || !errors.Is(err, s.wantErr) || (s.wantErr == nil && err != nil) {
+			t.Errorf("%s: FirstUse = %v, %v; want %v, %v", s.name, got, err, s.want, s.wantErr)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"golang.org/x/sync/singleflight"
 )
 
 // maxJWKSSize bounds the JWKS document read.
@@ -22,7 +23,8 @@ const maxJWKSSize = 1 << 20
 
 // keyCache holds the JWKS's usable keys and fetches the JWKS when it has
 // none, when its copy is past max-age, or for an unknown kid, at most once
-// per refreshInterval. A stale known key answers at once.
+// per refreshInterval; concurrent lookups share one fetch. A stale known
+// key answers at once while a fetch is under way, and when none may start.
 type keyCache struct {
 	url             string
 	client          *http.Client
@@ -30,71 +32,67 @@ type keyCache struct {
 	minTTL, maxTTL  time.Duration
 	refreshInterval time.Duration
 	now             func() time.Time
+	fetches         singleflight.Group
 
 	mu       sync.Mutex
 	keys     map[string]*ecdsa.PublicKey // nil until a fetch succeeds
 	expires  time.Time                   // when keys need a refresh
 	tried    time.Time                   // the last fetch's start
 	lastErr  error                       // the last fetch's error
-	inflight chan struct{}               // closed when the running fetch ends
+	fetching bool                        // a fetch is under way
 
-	onWait func() // tests: called as a lookup starts to wait for a fetch
+	onWait func() // tests: called as a lookup turns to the shared fetch
 }
 
 // get returns the key kid, fetching the JWKS when needed and allowed.
 func (c *keyCache) get(ctx context.Context, kid string) (*ecdsa.PublicKey, error) {
-	for attempt := 0; ; attempt++ {
-		c.mu.Lock()
-		now := c.now()
-		key, known := c.keys[kid]
-		if known && now.Before(c.expires) {
-			c.mu.Unlock()
-			return key, nil
-		}
-		if wait := c.inflight; wait != nil {
-			c.mu.Unlock()
-			if known {
-				return key, nil // stale, and being refreshed
-			}
-			if c.onWait != nil {
-				c.onWait()
-			}
-			select {
-			case <-wait:
-			case <-ctx.Done():
-				return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, ctx.Err())
-			}
-			continue
-		}
-		mayFetch := attempt == 0 && (c.tried.IsZero() || now.Sub(c.tried) >= c.refreshInterval)
-		if !mayFetch {
-			keys, lastErr := c.keys, c.lastErr
-			c.mu.Unlock()
-			switch {
-			case known:
-				return key, nil // stale: better than nothing while the JWKS is down
-			case keys == nil:
-				return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, lastErr)
-			default:
-				return nil, fmt.Errorf("%w: kid %q", ErrUnknownKey, kid)
-			}
-		}
-		done := make(chan struct{})
-		c.inflight, c.tried = done, now
-		c.mu.Unlock()
-
-		keys, ttl, err := c.fetch(ctx)
-
-		c.mu.Lock()
-		if err == nil {
-			c.keys, c.expires, c.lastErr = keys, c.now().Add(ttl), nil
-		} else {
-			c.lastErr = err
-		}
-		c.inflight = nil
-		close(done)
-		c.mu.Unlock()
+	c.mu.Lock()
+	key, known := c.keys[kid]
+	current := known && (c.now().Before(c.expires) || c.fetching)
+	c.mu.Unlock()
+	if current {
+		return key, nil
 	}
+	if c.onWait != nil {
+		c.onWait()
+	}
+	// The fetch runs in a goroutine of its own, to its own timeout: a
+	// lookup may leave it when ctx is done, the others still wait for it.
+	fetched := c.fetches.DoChan("", func() (any, error) { c.refresh(ctx); return nil, nil })
+	select {
+	case <-fetched:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, ctx.Err())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key, known = c.keys[kid]
+	switch {
+	case known:
+		return key, nil // stale, if the fetch failed: better than nothing while the JWKS is down
+	case c.keys == nil:
+		return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, c.lastErr)
+	}
+	return nil, fmt.Errorf("%w: kid %q", ErrUnknownKey, kid)
+}
+
+// refresh fetches the JWKS into the cache unless the last fetch started
+// less than refreshInterval ago.
+func (c *keyCache) refresh(ctx context.Context) {
+	c.mu.Lock()
+	if !c.tried.IsZero() && c.now().Sub(c.tried) < c.refreshInterval {
+		c.mu.Unlock()
+		return
+	}
+	c.tried, c.fetching = c.now(), true
+	c.mu.Unlock()
+	keys, ttl, err := c.fetch(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		c.keys, c.expires = keys, c.now().Add(ttl)
+	}
+	c.lastErr, c.fetching = err, false
 }
 
 // fetch reads the JWKS and how long to keep it. It runs to its own

@@ -11,51 +11,27 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/capacity"
+	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/shuffle"
 )
 
-// Program is the part of a program item the audit reads (see
-// internal/dynamostore for the whole layout).
+// Program is a program as the audit reads it: its item, the shuffle key's
+// public half and the seed the answers published (ShufflePublicKey and
+// ShuffleSeed, not in the table: -shuffle-key, -shuffle-seed), and its
+// capacity groups by number, from their own items.
 type Program struct {
-	ID     string `dynamodbav:"programId"`
-	Issued int64  `dynamodbav:"issued"`
-	// A shuffled opening: its nonce (which makes the commitment,
-	// queue.ShuffleMessage), and the pre-queue once fixed.
-	Shuffle       bool   `dynamodbav:"shuffle"`
-	ShuffleNonce  string `dynamodbav:"shuffleNonce"`
-	Prequeue      int64  `dynamodbav:"prequeue"`
-	PrequeueFixed bool   `dynamodbav:"prequeueFixed"`
-	// PublicKey and Seed are not in the table: the shuffle key's public
-	// half and the seed the answers published (-shuffle-key, -shuffle-seed).
-	PublicKey, Seed string `dynamodbav:"-"`
-	// The cap and no-show handling, the window, and the folds' totals.
-	MaxActiveUsers    int64          `dynamodbav:"maxActiveUsers"`
-	NoShowSeconds     int64          `dynamodbav:"noShowSeconds"`
-	AdmissionWindowMs int64          `dynamodbav:"admissionWindowMs"`
-	Capacity          queue.Capacity `dynamodbav:"capacity"`
-	// Groups are the program's capacity groups by number, from their own
-	// items.
-	Groups map[int64]queue.Group `dynamodbav:"-"`
-}
-
-// Token is the part of a token item the audit reads. A token without a
-// ticket attribute decodes with Ticket 0, which is out of range.
-type Token struct {
-	ID         string `dynamodbav:"tokenId"`
-	ProgramID  string `dynamodbav:"programId"`
-	Ticket     int64  `dynamodbav:"ticket"`
-	AdmittedAt int64  `dynamodbav:"admittedAt"`
-	LeftAt     int64  `dynamodbav:"leftAt"`
-	// AdmissionExpiresAt ends the admission window (Unix ms); HasPass is
-	// whether the item holds a signed pass.
-	AdmissionExpiresAt int64 `dynamodbav:"admissionExpiresAt"`
-	HasPass            bool  `dynamodbav:"-"`
+	queue.Program
+	Groups map[int64]capacity.Group
 }
 
 // Items are the decoded items of a table.
 type Items struct {
 	Programs map[string]Program
-	Tokens   []Token
+	// Tokens are the token items but the claims; one without a ticket
+	// attribute has Ticket 0, which is out of range.
+	Tokens []queue.Token
 	// Shards counts ticket shard items; Other the items that are none of
 	// these.
 	Shards, Other int
@@ -63,7 +39,7 @@ type Items struct {
 	// they hold no place and are not audited.
 	Claims int
 	// Groups are the capacity groups by program and number.
-	Groups map[string]map[int64]queue.Group
+	Groups map[string]map[int64]capacity.Group
 }
 
 // Decode sorts scanned items into programs (pk PROGRAM#id, sk PROGRAM),
@@ -83,32 +59,33 @@ func Decode(items []map[string]types.AttributeValue, into *Items) error {
 		}
 		switch {
 		case key.SK == "PROGRAM" && strings.HasPrefix(key.PK, "PROGRAM#"):
-			var p Program
-			if err := attributevalue.UnmarshalMap(av, &p); err != nil {
+			p, err := dynamostore.DecodeProgram(av)
+			if err != nil {
 				return fmt.Errorf("decode %s: %w", key.PK, err)
 			}
-			into.Programs[p.ID] = p
+			into.Programs[p.ID] = Program{Program: p}
 		case key.SK == "SHARD" && strings.HasPrefix(key.PK, "SHARD#"):
 			into.Shards++
-		case key.SK == "TOKEN" && strings.HasPrefix(key.PK, "TOKEN#") && av["claimId"] != nil && av["ticket"] == nil:
-			into.Claims++
 		case key.SK == "TOKEN" && strings.HasPrefix(key.PK, "TOKEN#"):
-			var t Token
-			if err := attributevalue.UnmarshalMap(av, &t); err != nil {
+			t, err := dynamostore.DecodeToken(av)
+			if err != nil {
 				return fmt.Errorf("decode %s: %w", key.PK, err)
 			}
-			t.HasPass = av["admissionPass"] != nil
-			into.Tokens = append(into.Tokens, t)
+			if t.Claim != "" && t.Ticket == 0 {
+				into.Claims++
+			} else {
+				into.Tokens = append(into.Tokens, t)
+			}
 		case key.SK == "CAPGROUP" && strings.HasPrefix(key.PK, "CAPGROUP#"):
 			id, g, grp, err := decodeGroup(key.PK, av)
 			if err != nil {
 				return err
 			}
 			if into.Groups == nil {
-				into.Groups = map[string]map[int64]queue.Group{}
+				into.Groups = map[string]map[int64]capacity.Group{}
 			}
 			if into.Groups[id] == nil {
-				into.Groups[id] = map[int64]queue.Group{}
+				into.Groups[id] = map[int64]capacity.Group{}
 			}
 			into.Groups[id][g] = grp
 		default:
@@ -151,7 +128,7 @@ type Report struct {
 	// Duplicates are the tickets held by two tokens or more, ascending.
 	Duplicates []Duplicate
 	// OutOfRange are the tokens whose ticket is not in 1..Issued, by ticket.
-	OutOfRange []Token
+	OutOfRange []queue.Token
 	// Gaps are the tickets in 1..Issued that no token holds, as ascending
 	// runs; GapCount is their total.
 	Gaps     []Range
@@ -192,7 +169,7 @@ func (r Report) OK() bool {
 
 // Audit checks the tokens of program p; tokens of other programs are
 // ignored.
-func Audit(p Program, tokens []Token) Report {
+func Audit(p Program, tokens []queue.Token) Report {
 	r := Report{Program: p.ID, Issued: p.Issued, Shuffled: p.Shuffle && p.PrequeueFixed, Unrevealed: p.Shuffle && !p.PrequeueFixed}
 	holders := map[int64][]string{}
 	for _, t := range tokens {
@@ -201,12 +178,12 @@ func Audit(p Program, tokens []Token) Report {
 		}
 		r.Tokens++
 		switch {
-		case t.AdmittedAt != 0:
+		case !t.AdmittedAt.IsZero():
 			r.AdmittedSeen++
-			if t.LeftAt != 0 {
+			if !t.LeftAt.IsZero() {
 				r.Ended++
 			}
-		case t.LeftAt != 0:
+		case !t.LeftAt.IsZero():
 			r.Left++
 		default:
 			r.Unrecorded++
@@ -217,14 +194,14 @@ func Audit(p Program, tokens []Token) Report {
 		}
 		holders[t.Ticket] = append(holders[t.Ticket], t.ID)
 	}
-	if r.Shuffled && (p.PublicKey != "" || p.Seed != "") {
+	if r.Shuffled && (p.ShufflePublicKey != "" || p.ShuffleSeed != "") {
 		r.Checked = true
 		r.checkShuffle(p)
 	}
-	if p.MaxActiveUsers > 0 || p.NoShowSeconds > 0 {
+	if p.Followed() {
 		r.Cap = auditCapacity(p, tokens, r.Checked && r.SeedErr == "" && r.PlacesWrong == 0)
 	}
-	slices.SortFunc(r.OutOfRange, func(a, b Token) int {
+	slices.SortFunc(r.OutOfRange, func(a, b queue.Token) int {
 		return cmp.Or(cmp.Compare(a.Ticket, b.Ticket), cmp.Compare(a.ID, b.ID))
 	})
 	held := make([]int64, 0, len(holders))
@@ -248,13 +225,13 @@ func Audit(p Program, tokens []Token) Report {
 	return r
 }
 
-// checkShuffle verifies that p.Seed is p.PublicKey's signature of p's
-// commitment and that the places it gives the pre-queue's tickets are a
-// permutation of 1..Prequeue.
+// checkShuffle verifies that p.ShuffleSeed is p.ShufflePublicKey's
+// signature of p's commitment and that the places it gives the
+// pre-queue's tickets are a permutation of 1..Prequeue.
 func (r *Report) checkShuffle(p Program) {
-	pub, err := queue.ParsePublicKey(p.PublicKey)
+	pub, err := shuffle.ParsePublicKey(p.ShufflePublicKey)
 	if err == nil {
-		err = queue.VerifySeed(pub, queue.ShuffleMessage(p.ID, p.ShuffleNonce), p.Seed)
+		err = shuffle.VerifySeed(pub, shuffle.Message(p.ID, p.ShuffleNonce), p.ShuffleSeed)
 	}
 	if err != nil {
 		r.SeedErr = err.Error()
@@ -262,7 +239,7 @@ func (r *Report) checkShuffle(p Program) {
 	}
 	taken := make([]bool, p.Prequeue+1)
 	for ticket := int64(1); ticket <= p.Prequeue; ticket++ {
-		place := queue.PlaceOf(p.Seed, p.Prequeue, ticket)
+		place := shuffle.PlaceOf(p.ShuffleSeed, p.Prequeue, ticket)
 		if place < 1 || place > p.Prequeue || taken[place] {
 			r.PlacesWrong++
 			continue
@@ -289,7 +266,7 @@ func AuditAll(items Items, id string) []Report {
 		}
 		p, ok := items.Programs[pid]
 		if !ok {
-			p = Program{ID: pid}
+			p = Program{Program: queue.Program{ID: pid}}
 		}
 		p.Groups = items.Groups[pid]
 		r := Audit(p, items.Tokens)

@@ -5,18 +5,30 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/capacity"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/shuffle"
 	"github.com/example/waitingroom/internal/shufflekey"
 )
 
+// program is a program item of id with issued tickets.
+func program(id string, issued int64) Program {
+	return Program{Program: queue.Program{ID: id, Issued: issued}}
+}
+
+// ms is the instant of Unix ms, the zero time for 0.
+var ms = pace.FromUnixMs
+
 // tokens returns one token of program p per ticket, named by position.
-func tokens(p string, tickets ...int64) []Token {
-	var ts []Token
+func tokens(p string, tickets ...int64) []queue.Token {
+	var ts []queue.Token
 	for i, n := range tickets {
-		ts = append(ts, Token{ID: p + "-" + string(rune('a'+i)), ProgramID: p, Ticket: n})
+		ts = append(ts, queue.Token{ID: p + "-" + string(rune('a'+i)), ProgramID: p, Ticket: n})
 	}
 	return ts
 }
@@ -56,7 +68,7 @@ func TestAudit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := append(tokens("p", tc.tickets...), tokens("other", 1, 1, 7)...)
-			r := Audit(Program{ID: "p", Issued: tc.issued}, ts)
+			r := Audit(program("p", tc.issued), ts)
 			if r.Tokens != len(tc.tickets) || r.Unrecorded != len(tc.tickets) {
 				t.Errorf("Tokens %d, Unrecorded %d; want %d", r.Tokens, r.Unrecorded, len(tc.tickets))
 			}
@@ -84,14 +96,14 @@ func TestAudit(t *testing.T) {
 }
 
 func TestAuditStatuses(t *testing.T) {
-	ts := []Token{
-		{ID: "a", ProgramID: "p", Ticket: 1, AdmittedAt: 10},
-		{ID: "b", ProgramID: "p", Ticket: 2, LeftAt: 11},
+	ts := []queue.Token{
+		{ID: "a", ProgramID: "p", Ticket: 1, AdmittedAt: ms(10)},
+		{ID: "b", ProgramID: "p", Ticket: 2, LeftAt: ms(11)},
 		{ID: "c", ProgramID: "p", Ticket: 3},
-		{ID: "d", ProgramID: "p", Ticket: 4, AdmittedAt: 12},
-		{ID: "e", ProgramID: "p", Ticket: 5, AdmittedAt: 12, LeftAt: 20}, // its admission ended early
+		{ID: "d", ProgramID: "p", Ticket: 4, AdmittedAt: ms(12)},
+		{ID: "e", ProgramID: "p", Ticket: 5, AdmittedAt: ms(12), LeftAt: ms(20)}, // its admission ended early
 	}
-	r := Audit(Program{ID: "p", Issued: 5}, ts)
+	r := Audit(program("p", 5), ts)
 	if r.AdmittedSeen != 3 || r.Ended != 1 || r.Left != 1 || r.Unrecorded != 1 || !r.OK() {
 		t.Errorf("got admitted seen %d, ended %d, left %d, unrecorded %d, OK %v; want 3, 1, 1, 1, true", r.AdmittedSeen, r.Ended, r.Left, r.Unrecorded, r.OK())
 	}
@@ -112,7 +124,7 @@ func TestGapLimit(t *testing.T) {
 		{0.02, true},   // exactly at the limit
 		{0.5, true},
 	} {
-		r := Audit(Program{ID: "p", Issued: 50}, tokens("p", held...))
+		r := Audit(program("p", 50), tokens("p", held...))
 		r.GapLimit = tc.limit
 		if r.GapCount != 1 || r.OK() != tc.ok || r.GapsOver() == tc.ok {
 			t.Errorf("limit %g: gaps %d, OK %v, GapsOver %v; want OK %v", tc.limit, r.GapCount, r.OK(), r.GapsOver(), tc.ok)
@@ -122,7 +134,7 @@ func TestGapLimit(t *testing.T) {
 
 func TestAuditAll(t *testing.T) {
 	items := Items{
-		Programs: map[string]Program{"b": {ID: "b", Issued: 2}, "a": {ID: "a", Issued: 1}},
+		Programs: map[string]Program{"b": program("b", 2), "a": program("a", 1)},
 		Tokens:   append(append(tokens("a", 1), tokens("b", 1, 2)...), tokens("ghost", 1)...),
 	}
 	rs := AuditAll(items, "")
@@ -164,12 +176,12 @@ func TestDecode(t *testing.T) {
 	if err := Decode(raw, &items); err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]Program{"gala": {ID: "gala", Issued: 3}}; !reflect.DeepEqual(items.Programs, want) {
+	if want := map[string]Program{"gala": program("gala", 3)}; !reflect.DeepEqual(items.Programs, want) {
 		t.Errorf("Programs = %v, want %v", items.Programs, want)
 	}
-	want := []Token{
-		{ID: "t1", ProgramID: "gala", Ticket: 1, AdmittedAt: 1700000000000},
-		{ID: "t2", ProgramID: "gala", Ticket: 3},
+	want := []queue.Token{
+		{ID: "t1", ProgramID: "gala", Ticket: 1, AdmittedAt: ms(1700000000000), ExpiresAt: time.Unix(1700000600, 0).UTC()},
+		{ID: "t2", ProgramID: "gala", Ticket: 3, IssuedAt: ms(1700000000001)},
 		{ID: "t3", ProgramID: "gala"},
 	}
 	if !reflect.DeepEqual(items.Tokens, want) || items.Other != 1 || items.Claims != 1 {
@@ -186,10 +198,8 @@ func TestDecode(t *testing.T) {
 }
 
 func TestWrite(t *testing.T) {
-	r := Audit(Program{ID: "p", Issued: 9}, tokens("p", 1, 1, 3, 8, 12))
-	var b strings.Builder
-	r.Write(&b, 0)
-	for _, want := range []string{
+	r := Audit(program("p", 9), tokens("p", 1, 1, 3, 8, 12))
+	wantLines(t, written(r, 0),
 		"program p\n",
 		"issued      9\n",
 		"tokens      5 (admission seen by a poll 0, of them ended early 0; left 0, neither recorded 5)\n",
@@ -200,20 +210,25 @@ func TestWrite(t *testing.T) {
 		"out of range: ticket 12, token p-e\n",
 		"issued 9 ≠ tokens 5 + gaps 6\n",
 		"FAIL\n",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, b.String())
+	)
+	wantLines(t, written(r, 2), "gaps        6 tickets without a token (66.67 % of issued): 2, 4-7, … (1 more runs)\n")
+	wantLines(t, written(Audit(program("q", 2), tokens("q", 2, 1)), 0), "issued 2 = tokens 2 + gaps 0\n  OK\n")
+}
+
+// written is r's report, listing at most limit of each kind.
+func written(r Report, limit int) string {
+	var b strings.Builder
+	r.Write(&b, limit)
+	return b.String()
+}
+
+// wantLines fails t for each of want that out lacks.
+func wantLines(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
 		}
-	}
-	b.Reset()
-	r.Write(&b, 2)
-	if !strings.Contains(b.String(), "gaps        6 tickets without a token (66.67 % of issued): 2, 4-7, … (1 more runs)\n") {
-		t.Errorf("limited output:\n%s", b.String())
-	}
-	b.Reset()
-	Audit(Program{ID: "q", Issued: 2}, tokens("q", 2, 1)).Write(&b, 0)
-	if !strings.Contains(b.String(), "issued 2 = tokens 2 + gaps 0\n  OK\n") {
-		t.Errorf("clean output:\n%s", b.String())
 	}
 }
 
@@ -232,16 +247,16 @@ func TestAuditShuffle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := func(k queue.ShuffleKey) string {
+	pub := func(k shuffle.Key) string {
 		pk, _ := k.PublicKey(t.Context())
-		s, err := queue.EncodePublicKey(pk)
+		s, err := shuffle.EncodePublicKey(pk)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	seed := func(k queue.ShuffleKey, nonce string) string {
-		s, err := queue.SignSeed(t.Context(), k, "gala", nonce)
+	seed := func(k shuffle.Key, nonce string) string {
+		s, err := shuffle.SignSeed(t.Context(), k, "gala", nonce)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,36 +264,34 @@ func TestAuditShuffle(t *testing.T) {
 	}
 	const nonce = "00112233445566778899aabbccddeeff"
 	ts := tokens("gala", 1, 2, 3, 4, 6)
-	good := Program{ID: "gala", Issued: 200, Shuffle: true, ShuffleNonce: nonce, Prequeue: 150, PrequeueFixed: true, PublicKey: pub(key), Seed: seed(key, nonce)}
+	good := program("gala", 200)
+	good.Shuffle, good.ShuffleNonce, good.Prequeue, good.PrequeueFixed = true, nonce, 150, true
+	good.ShufflePublicKey, good.ShuffleSeed = pub(key), seed(key, nonce)
 	r := Audit(good, ts)
 	if !r.Shuffled || !r.Checked || r.SeedErr != "" || r.PlacesChecked != 150 || r.PlacesWrong != 0 || r.GapCount != 195 || !r.OK() {
 		t.Errorf("report %+v: want the seed verified, 150 places checked, OK", r)
 	}
-	var b strings.Builder
-	r.Write(&b, 0)
-	if !strings.Contains(b.String(), "seed verified against the key; pre-queue places: 150 checked, 0 wrong") {
-		t.Errorf("report text lacks the check:\n%s", b.String())
-	}
-	tampered := []byte(good.Seed)
+	wantLines(t, written(r, 0), "seed verified against the key; pre-queue places: 150 checked, 0 wrong")
+	tampered := []byte(good.ShuffleSeed)
 	tampered[10] ^= 'A' ^ 'B'
-	for name, p := range map[string]Program{
-		"a tampered seed":            {Seed: string(tampered)},
-		"another key's seed":         {Seed: seed(other, nonce)},
-		"another key, its own seed":  {PublicKey: pub(other)},
-		"a seed for another shuffle": {Seed: seed(key, "ffeeddccbbaa99887766554433221100")},
-		"no key":                     {PublicKey: "-"},
+	for name, p := range map[string]struct{ key, seed string }{
+		"a tampered seed":            {seed: string(tampered)},
+		"another key's seed":         {seed: seed(other, nonce)},
+		"another key, its own seed":  {key: pub(other)},
+		"a seed for another shuffle": {seed: seed(key, "ffeeddccbbaa99887766554433221100")},
+		"no key":                     {key: "-"},
 	} {
 		bad := good
-		bad.PublicKey, bad.Seed = cmp.Or(p.PublicKey, good.PublicKey), cmp.Or(p.Seed, good.Seed)
-		if p.PublicKey == "-" {
-			bad.PublicKey = ""
+		bad.ShufflePublicKey, bad.ShuffleSeed = cmp.Or(p.key, good.ShufflePublicKey), cmp.Or(p.seed, good.ShuffleSeed)
+		if p.key == "-" {
+			bad.ShufflePublicKey = ""
 		}
 		if r := Audit(bad, ts); r.SeedErr == "" || r.OK() {
 			t.Errorf("%s: %+v, want FAIL", name, r)
 		}
 	}
 	unchecked := good
-	unchecked.PublicKey, unchecked.Seed = "", ""
+	unchecked.ShufflePublicKey, unchecked.ShuffleSeed = "", ""
 	if r := Audit(unchecked, ts); !r.Shuffled || r.Checked || !r.OK() {
 		t.Errorf("without the published key and seed: %+v, want nothing checked", r)
 	}
@@ -291,15 +304,15 @@ func TestAuditShuffle(t *testing.T) {
 // capped is a program with a cap of 2 and five tickets: place 1 ended by
 // the site at 3 s, place 2 left by its holder at 2 s (its slot held to
 // 11 s), place 3 admitted at 3 s, place 4 a no-show, place 5 waiting.
-func capped() (Program, []Token) {
-	p := Program{ID: "p", Issued: 5, MaxActiveUsers: 2, NoShowSeconds: 5, AdmissionWindowMs: 10_000,
-		Capacity: queue.Capacity{Ended: 1, NoShows: 1},
-		Groups:   map[int64]queue.Group{0: {Sighted: []int64{1, 2, 3}, SealedThrough: 4, Ended: map[int64]int64{1: 1}}},
-	}
-	ts := []Token{
-		{ID: "a", ProgramID: "p", Ticket: 1, AdmittedAt: 1000, AdmissionExpiresAt: 11_000, LeftAt: 3000, HasPass: true},
-		{ID: "b", ProgramID: "p", Ticket: 2, AdmittedAt: 1000, AdmissionExpiresAt: 11_000, LeftAt: 2000, HasPass: true},
-		{ID: "c", ProgramID: "p", Ticket: 3, AdmittedAt: 3000, AdmissionExpiresAt: 13_000, HasPass: true},
+func capped() (Program, []queue.Token) {
+	p := program("p", 5)
+	p.MaxActiveUsers, p.NoShowSeconds, p.AdmissionWindow = 2, 5, 10*time.Second
+	p.Capacity = capacity.Capacity{Ended: 1, NoShows: 1}
+	p.Groups = map[int64]capacity.Group{0: {Sighted: []int64{1, 2, 3}, SealedThrough: 4, Ended: map[int64]int64{1: 1}}}
+	ts := []queue.Token{
+		{ID: "a", ProgramID: "p", Ticket: 1, AdmittedAt: ms(1000), AdmissionExpiresAt: ms(11_000), LeftAt: ms(3000), AdmissionPass: "pass"},
+		{ID: "b", ProgramID: "p", Ticket: 2, AdmittedAt: ms(1000), AdmissionExpiresAt: ms(11_000), LeftAt: ms(2000), AdmissionPass: "pass"},
+		{ID: "c", ProgramID: "p", Ticket: 3, AdmittedAt: ms(3000), AdmissionExpiresAt: ms(13_000), AdmissionPass: "pass"},
 		{ID: "d", ProgramID: "p", Ticket: 4},
 		{ID: "e", ProgramID: "p", Ticket: 5},
 	}
@@ -317,40 +330,35 @@ func TestAuditCapacity(t *testing.T) {
 	if c == nil || !r.OK() || c.Peak != 2 || c.PeakAtMs != 1000 || c.EndedBySite != 1 || c.LeftByHolder != 1 || c.NoShows != 1 || len(c.Findings) != 0 {
 		t.Fatalf("clean: OK %v, %+v; want peak 2 at 1000, 1 ended, 1 left, 1 no-show", r.OK(), c)
 	}
-	var b strings.Builder
-	r.Write(&b, 0)
-	for _, want := range []string{
+	out := written(r, 0)
+	wantLines(t, out,
 		"active      at most 2 at once (from 1970-01-01T00:00:01Z), within the cap of 2\n",
 		"ended       by the site 1 (program's total 1), by their holder 1 (slot held until the window ends)\n",
 		"no-shows    1 sealed and not sighted (program's total 1)\n",
 		"  OK\n",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, b.String())
-		}
-	}
-	if strings.Contains(b.String(), "totals") {
-		t.Errorf("totals agree, yet a note:\n%s", b.String())
+	)
+	if strings.Contains(out, "totals") {
+		t.Errorf("totals agree, yet a note:\n%s", out)
 	}
 
 	for _, tc := range []struct {
 		name   string
-		change func(p *Program, ts []Token)
+		change func(p *Program, ts []queue.Token)
 		ok     bool
 		check  func(c *CapReport) bool
 		text   string
 	}{
 		{
 			name:   "admitted while two were active",
-			change: func(_ *Program, ts []Token) { ts[2].AdmittedAt = 2500 },
+			change: func(_ *Program, ts []queue.Token) { ts[2].AdmittedAt = ms(2500) },
 			check:  func(c *CapReport) bool { return c.Peak == 3 && c.PeakAtMs == 2500 && c.OverCap() },
 			text:   "active      at most 3 at once (from 1970-01-01T00:00:02.5Z): ABOVE the cap of 2\n",
 		},
 		{
 			// Without the site's end, place 1's slot is held to 11 s.
 			name: "a holder's own leave frees nothing",
-			change: func(p *Program, _ []Token) {
-				p.Groups[0] = queue.Group{Sighted: []int64{1, 2, 3}, SealedThrough: 4}
+			change: func(p *Program, _ []queue.Token) {
+				p.Groups[0] = capacity.Group{Sighted: []int64{1, 2, 3}, SealedThrough: 4}
 				p.Capacity.Ended = 0
 			},
 			check: func(c *CapReport) bool {
@@ -360,45 +368,47 @@ func TestAuditCapacity(t *testing.T) {
 		},
 		{
 			name:   "folds behind",
-			change: func(p *Program, _ []Token) { p.Capacity = queue.Capacity{} },
+			change: func(p *Program, _ []queue.Token) { p.Capacity = capacity.Capacity{} },
 			ok:     true,
 			check:  func(c *CapReport) bool { return c.ProgramEnded == 0 && c.EndedBySite == 1 && !c.Undercounted() },
 			text:   "the program's totals are behind its records",
 		},
 		{
 			name:   "an end counted that did not happen",
-			change: func(p *Program, _ []Token) { p.Capacity.Ended = 2 },
+			change: func(p *Program, _ []queue.Token) { p.Capacity.Ended = 2 },
 			check:  func(c *CapReport) bool { return c.Undercounted() },
 			text:   "the program counted more than its records show",
 		},
 		{
 			name:   "a no-show counted that did not happen",
-			change: func(p *Program, _ []Token) { p.Capacity.NoShows = 2 },
+			change: func(p *Program, _ []queue.Token) { p.Capacity.NoShows = 2 },
 			check:  func(c *CapReport) bool { return c.Undercounted() },
 			text:   "program's total 2",
 		},
 		{
 			name:   "a no-show with a pass",
-			change: func(_ *Program, ts []Token) { ts[3].HasPass = true },
+			change: func(_ *Program, ts []queue.Token) { ts[3].AdmissionPass = "pass" },
 			check:  func(c *CapReport) bool { return len(c.Findings) == 1 && c.Findings[0].Place == 4 },
 			text:   "inconsistent place 4 (token d): a no-show (sealed, not sighted) whose token was admitted or holds a pass\n",
 		},
 		{
-			name:   "admitted, never sighted",
-			change: func(_ *Program, ts []Token) { ts[4].AdmittedAt, ts[4].AdmissionExpiresAt = 20_000, 30_000 },
-			check:  func(c *CapReport) bool { return len(c.Findings) == 1 && c.Findings[0].Place == 5 && c.Peak == 2 },
-			text:   "inconsistent place 5 (token e): admitted (admittedAt) but not sighted",
+			name: "admitted, never sighted",
+			change: func(_ *Program, ts []queue.Token) {
+				ts[4].AdmittedAt, ts[4].AdmissionExpiresAt = ms(20_000), ms(30_000)
+			},
+			check: func(c *CapReport) bool { return len(c.Findings) == 1 && c.Findings[0].Place == 5 && c.Peak == 2 },
+			text:  "inconsistent place 5 (token e): admitted (admittedAt) but not sighted",
 		},
 		{
 			name:   "ended, its token not left",
-			change: func(_ *Program, ts []Token) { ts[0].LeftAt = 0 },
+			change: func(_ *Program, ts []queue.Token) { ts[0].LeftAt = time.Time{} },
 			check:  func(c *CapReport) bool { return len(c.Findings) == 1 && c.Findings[0].Place == 1 },
 			text:   "inconsistent place 1 (token a): ended by the site, but its token lacks admittedAt or leftAt\n",
 		},
 		{
 			name: "ended, never sighted",
-			change: func(p *Program, _ []Token) {
-				p.Groups[0] = queue.Group{Sighted: []int64{2, 3}, SealedThrough: 4, Ended: map[int64]int64{1: 1}}
+			change: func(p *Program, _ []queue.Token) {
+				p.Groups[0] = capacity.Group{Sighted: []int64{2, 3}, SealedThrough: 4, Ended: map[int64]int64{1: 1}}
 			},
 			check: func(c *CapReport) bool { return len(c.Findings) == 3 && c.NoShows == 2 },
 			text:  "inconsistent place 1: ended by the site but never sighted\n",
@@ -407,8 +417,8 @@ func TestAuditCapacity(t *testing.T) {
 			// The sighting is written before the token: a lost token
 			// write leaves this, and it is not a failure.
 			name: "sighted, not recorded",
-			change: func(p *Program, _ []Token) {
-				p.Groups[0] = queue.Group{Sighted: []int64{1, 2, 3, 5}, SealedThrough: 4, Ended: map[int64]int64{1: 1}}
+			change: func(p *Program, _ []queue.Token) {
+				p.Groups[0] = capacity.Group{Sighted: []int64{1, 2, 3, 5}, SealedThrough: 4, Ended: map[int64]int64{1: 1}}
 			},
 			ok:    true,
 			check: func(c *CapReport) bool { return c.SightedUnrecorded == 1 && len(c.Findings) == 0 },
@@ -419,10 +429,8 @@ func TestAuditCapacity(t *testing.T) {
 			p, ts := capped()
 			tc.change(&p, ts)
 			r := Audit(p, ts)
-			var b strings.Builder
-			r.Write(&b, 0)
-			if r.OK() != tc.ok || !tc.check(r.Cap) || !strings.Contains(b.String(), tc.text) {
-				t.Errorf("OK %v (want %v), %+v; output, want %q:\n%s", r.OK(), tc.ok, r.Cap, tc.text, b.String())
+			if out := written(r, 0); r.OK() != tc.ok || !tc.check(r.Cap) || !strings.Contains(out, tc.text) {
+				t.Errorf("OK %v (want %v), %+v; output, want %q:\n%s", r.OK(), tc.ok, r.Cap, tc.text, out)
 			}
 		})
 	}
@@ -434,12 +442,10 @@ func TestAuditCapacity(t *testing.T) {
 		t.Errorf("no cap: %+v, want no capacity audit", r.Cap)
 	}
 	p.NoShowSeconds = 5
-	ts[2].AdmittedAt = 2500
-	b.Reset()
+	ts[2].AdmittedAt = ms(2500)
 	r = Audit(p, ts)
-	r.Write(&b, 0)
-	if r.Cap == nil || !r.OK() || r.Cap.NoShows != 1 || strings.Contains(b.String(), "active ") {
-		t.Errorf("no-show handling only: OK %v, %+v\n%s", r.OK(), r.Cap, b.String())
+	if out = written(r, 0); r.Cap == nil || !r.OK() || r.Cap.NoShows != 1 || strings.Contains(out, "active ") {
+		t.Errorf("no-show handling only: OK %v, %+v\n%s", r.OK(), r.Cap, out)
 	}
 }
 

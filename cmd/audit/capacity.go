@@ -12,25 +12,27 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
 )
 
 // decodeGroup reads the capacity group item av, keyed pk: its program and
 // group number, and the group.
-func decodeGroup(pk string, av map[string]types.AttributeValue) (string, int64, queue.Group, error) {
+func decodeGroup(pk string, av map[string]types.AttributeValue) (string, int64, capacity.Group, error) {
 	rest := strings.TrimPrefix(pk, "CAPGROUP#")
 	i := strings.LastIndexByte(rest, '#')
 	if i < 0 {
-		return "", 0, queue.Group{}, fmt.Errorf("decode %s: no group number", pk)
+		return "", 0, capacity.Group{}, fmt.Errorf("decode %s: no group number", pk)
 	}
 	g, err := strconv.ParseInt(rest[i+1:], 10, 64)
 	if err != nil {
-		return "", 0, queue.Group{}, fmt.Errorf("decode %s: %w", pk, err)
+		return "", 0, capacity.Group{}, fmt.Errorf("decode %s: %w", pk, err)
 	}
 	grp, err := dynamostore.DecodeGroup(av)
 	if err != nil {
-		return "", 0, queue.Group{}, fmt.Errorf("decode %s: %w", pk, err)
+		return "", 0, capacity.Group{}, fmt.Errorf("decode %s: %w", pk, err)
 	}
 	if grp.Ended == nil {
 		grp.Ended = map[int64]int64{}
@@ -89,57 +91,65 @@ func (c CapReport) Undercounted() bool {
 func (c CapReport) OK() bool { return !c.OverCap() && !c.Undercounted() && len(c.Findings) == 0 }
 
 // auditCapacity audits p's admissions against its capacity groups; seeded
-// is whether p.Seed verified, so that a shuffled pre-queue's places are
-// known.
-func auditCapacity(p Program, tokens []Token, seeded bool) *CapReport {
+// is whether p.ShuffleSeed verified, so that a shuffled pre-queue's places
+// are known.
+func auditCapacity(p Program, tokens []queue.Token, seeded bool) *CapReport {
 	c := &CapReport{Cap: p.MaxActiveUsers, NoShowSeconds: p.NoShowSeconds, ProgramEnded: p.Capacity.Ended, ProgramNoShows: p.Capacity.NoShows}
-	qp := queue.Program{ID: p.ID, Options: queue.Options{Shuffle: p.Shuffle}, Prequeue: p.Prequeue, PrequeueFixed: p.PrequeueFixed}
-	if seeded {
-		qp.ShuffleSeed = p.Seed
+	qp := p.Program
+	if !seeded {
+		qp.ShuffleSeed = "" // a pre-queue's places are unknown
 	}
-	group := func(place int64) queue.Group { return p.Groups[queue.GroupOf(place)] }
-	held := map[int64][]Token{}
-	type interval struct{ from, to int64 }
+	group := func(place int64) capacity.Group { return p.Groups[capacity.GroupOf(place)] }
+	held := map[int64][]queue.Token{}
 	var active []interval
 	for _, t := range tokens {
 		if t.ProgramID != p.ID {
 			continue
 		}
-		place, placed := qp.Place(queue.Token{Ticket: t.Ticket})
+		place, placed := qp.Place(t)
 		if placed {
 			held[place] = append(held[place], t)
 		}
-		if t.AdmittedAt == 0 {
+		admitted, left, end := pace.UnixMs(t.AdmittedAt), pace.UnixMs(t.LeftAt), pace.UnixMs(t.AdmissionExpiresAt)
+		if admitted == 0 {
 			continue
 		}
-		end := t.AdmissionExpiresAt
 		if end == 0 {
-			end = t.AdmittedAt + p.AdmissionWindowMs
+			end = admitted + qp.Window().Milliseconds()
 		}
 		_, ended := group(place).Ended[place]
 		switch {
 		case !placed:
 			c.Unplaced++
-			if t.LeftAt != 0 {
-				end = min(end, t.LeftAt)
+			if left != 0 {
+				end = min(end, left)
 			}
-		case ended && t.LeftAt != 0:
-			end = min(end, t.LeftAt)
-		case t.LeftAt != 0:
+		case ended && left != 0:
+			end = min(end, left)
+		case left != 0:
 			c.LeftByHolder++
 		}
 		if placed && !slices.Contains(group(place).Sighted, place) {
 			c.add(place, t.ID, "admitted (admittedAt) but not sighted: the folds would count its slot free")
 		}
-		if end > t.AdmittedAt {
-			active = append(active, interval{t.AdmittedAt, end})
+		if end > admitted {
+			active = append(active, interval{admitted, end})
 		}
 	}
 	c.PeakLowerBound = c.Unplaced > 0
-	for _, g := range slices.Sorted(maps.Keys(p.Groups)) {
-		grp := p.Groups[g]
+	c.groups(p.Groups, held)
+	c.Peak, c.PeakAtMs = peakOf(active)
+	slices.SortStableFunc(c.Findings, func(a, b Finding) int { return cmp.Compare(a.Place, b.Place) })
+	return c
+}
+
+// groups counts what the groups recorded, by place, against the tokens
+// that hold each place.
+func (c *CapReport) groups(groups map[int64]capacity.Group, held map[int64][]queue.Token) {
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
+		grp := groups[g]
 		for _, place := range grp.Sighted {
-			if ts := held[place]; len(ts) > 0 && ts[0].AdmittedAt == 0 {
+			if ts := held[place]; len(ts) > 0 && ts[0].AdmittedAt.IsZero() {
 				c.SightedUnrecorded++
 			}
 		}
@@ -150,21 +160,28 @@ func auditCapacity(p Program, tokens []Token, seeded bool) *CapReport {
 			case !slices.Contains(grp.Sighted, place):
 				c.add(place, "", "ended by the site but never sighted")
 			case len(ts) == 0:
-			case ts[0].AdmittedAt == 0 || ts[0].LeftAt == 0:
+			case ts[0].AdmittedAt.IsZero() || ts[0].LeftAt.IsZero():
 				c.add(place, ts[0].ID, "ended by the site, but its token lacks admittedAt or leftAt")
 			}
 		}
-		for place := g*queue.GroupSize + 1; place <= min(grp.SealedThrough, (g+1)*queue.GroupSize); place++ {
+		for place := g*capacity.GroupSize + 1; place <= min(grp.SealedThrough, (g+1)*capacity.GroupSize); place++ {
 			if slices.Contains(grp.Sighted, place) {
 				continue
 			}
 			c.NoShows++
-			if ts := held[place]; len(ts) > 0 && (ts[0].AdmittedAt != 0 || ts[0].HasPass) {
+			if ts := held[place]; len(ts) > 0 && (!ts[0].AdmittedAt.IsZero() || ts[0].AdmissionPass != "") {
 				c.add(place, ts[0].ID, "a no-show (sealed, not sighted) whose token was admitted or holds a pass")
 			}
 		}
 	}
-	// The sweep: ends before starts at the same instant (half-open).
+}
+
+// interval is a time someone was active, in Unix ms: from, up to to.
+type interval struct{ from, to int64 }
+
+// peakOf is the most intervals that hold at once, and the first instant
+// they do; an interval ends before another starts at the same instant.
+func peakOf(active []interval) (peak int, atMs int64) {
 	type event struct{ at, delta int64 }
 	events := make([]event, 0, 2*len(active))
 	for _, a := range active {
@@ -174,12 +191,11 @@ func auditCapacity(p Program, tokens []Token, seeded bool) *CapReport {
 	n := 0
 	for _, e := range events {
 		n += int(e.delta)
-		if n > c.Peak {
-			c.Peak, c.PeakAtMs = n, e.at
+		if n > peak {
+			peak, atMs = n, e.at
 		}
 	}
-	slices.SortStableFunc(c.Findings, func(a, b Finding) int { return cmp.Compare(a.Place, b.Place) })
-	return c
+	return peak, atMs
 }
 
 func (c *CapReport) add(place int64, token, problem string) {
@@ -191,7 +207,7 @@ func (c CapReport) write(w io.Writer, limit int) {
 	if c.Cap > 0 {
 		fmt.Fprintf(w, "  active      at most %d at once", c.Peak)
 		if c.Peak > 0 {
-			fmt.Fprintf(w, " (from %s)", queue.FromUnixMs(c.PeakAtMs).UTC().Format(time.RFC3339Nano))
+			fmt.Fprintf(w, " (from %s)", pace.FromUnixMs(c.PeakAtMs).UTC().Format(time.RFC3339Nano))
 		}
 		if c.OverCap() {
 			fmt.Fprintf(w, ": ABOVE the cap of %d", c.Cap)

@@ -1,22 +1,8 @@
 // Command audit scans a waiting-room table (strongly consistent) and checks
-// each program's tickets: all in 1..issued, none held twice, and issued =
-// token items + gaps (tickets no token holds). With -shuffle-key and
-// -shuffle-seed it also verifies a shuffled opening's seed (queue.VerifySeed)
-// and that its places are a permutation of 1..prequeue (queue.PlaceOf).
-// For a program with a cap (maxActiveUsers) it checks, from the tokens and
-// the capacity groups, that no more people were active at once than the
-// cap, counts the sessions ended, left and no-shows against the program's
-// totals, and that tokens and groups agree (docs/design.md, "Tools").
-//
-// Usage:
-//
-//	DYNAMODB_ENDPOINT=http://127.0.0.1:8000 TABLE_NAME=loadtest audit [-program ID] [-max N] [-max-gaps FRACTION]
-//	    [-shuffle-key PUBLICKEY -shuffle-seed SEED] (with -program)
-//
-// Without DYNAMODB_ENDPOINT it scans (and bills) the table on AWS, and
-// TABLE_NAME is required; with one it defaults to "waiting-room". Gaps pass
-// unless -max-gaps. Exit status: 0 when every program passes, 1 when one
-// fails, 2 on a usage error or when the table cannot be read.
+// each program's tickets, a shuffled opening's seed and places, and a
+// capped program's admissions against its capacity groups
+// (docs/design.md, "Tools"). "audit -h" says what it checks, its flags,
+// environment and exit statuses.
 package main
 
 import (
@@ -47,6 +33,30 @@ func main() {
 	os.Exit(code)
 }
 
+// usage is audit's help, above its flags.
+const usage = `Usage: audit [flags]
+
+Scans a waiting-room table and checks each program's tickets: none duplicated,
+all in 1..issued, issued = tokens + gaps. Tokens are counted by what they record:
+an admission seen by a poll (admittedAt; ended early if leftAt too), a leave
+(leftAt), or neither (waiting, or admitted and not polled since). With -shuffle-key
+and -shuffle-seed (and -program), a shuffled opening's seed is verified
+(shuffle.VerifySeed) and every pre-queue place recomputed (shuffle.PlaceOf). For a
+program with a cap (maxActiveUsers), it checks from the tokens and the capacity
+groups that no more people were active at once than the cap, counts the sessions
+ended, left and no-shows against the program's totals, and that tokens and groups
+agree.
+Environment: %s (a local DynamoDB API, e.g. http://127.0.0.1:8000; without it the
+table on AWS is scanned, and billed), %s (required on AWS; default %q with an
+endpoint).
+Exit status 1 on duplicates, tickets out of range, gaps above -max-gaps (gaps pass
+without it), or a seed or places that do not verify; with a cap, also when more
+people were active at once than the cap, a program total exceeds what the records
+show, or tokens and capacity groups disagree; 2 on a usage error or when the table
+cannot be read.
+
+`
+
 // Exit statuses.
 const (
 	exitOK    = 0
@@ -63,8 +73,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	shuffleKey := fs.String("shuffle-key", "", "with -program: the shuffle key's public half, as answers publish it (shuffle.publicKey)")
 	shuffleSeed := fs.String("shuffle-seed", "", "with -program: the seed the answers revealed after the opening (shuffle.seed)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: audit [flags]\n\nScans a waiting-room table and checks each program's tickets: none duplicated,\nall in 1..issued, issued = tokens + gaps. Tokens are counted by what they record:\nan admission seen by a poll (admittedAt; ended early if leftAt too), a leave\n(leftAt), or neither (waiting, or admitted and not polled since). With -shuffle-key and -shuffle-seed, a\nshuffled opening's seed is verified and every pre-queue place recomputed.\nEnvironment: %s (a local DynamoDB API; AWS otherwise), %s (default %q\nwith an endpoint).\nExit status 1 on duplicates, tickets out of range, gaps above -max-gaps,\nor a seed or places that do not verify; with a cap, also when more people\nwere active at once than the cap, a program total exceeds what the records\nshow, or tokens and capacity groups disagree; 2 on errors.\n\n",
-			config.EnvDynamoEndpoint, config.EnvTableName, defaultLocalTable)
+		fmt.Fprintf(stderr, usage, config.EnvDynamoEndpoint, config.EnvTableName, defaultLocalTable)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -112,7 +121,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fmt.Fprintf(stdout, "table %s: %d items (%d programs, %d tokens, %d claims, %d ticket shards, %d capacity groups, %d other)\n",
 		table, scanned, len(items.Programs), len(items.Tokens), items.Claims, items.Shards, groups, items.Other)
 	if p, ok := items.Programs[*program]; ok && (*shuffleKey != "" || *shuffleSeed != "") {
-		p.PublicKey, p.Seed = *shuffleKey, *shuffleSeed
+		p.ShufflePublicKey, p.ShuffleSeed = *shuffleKey, *shuffleSeed
 		items.Programs[*program] = p
 	}
 	reports := AuditAll(items, *program)
@@ -153,9 +162,6 @@ func scan(ctx context.Context, client *dynamodb.Client, table string) (Items, in
 		if err := Decode(page.Items, &items); err != nil {
 			return Items{}, 0, fmt.Errorf("scan %s: %w", table, err)
 		}
-	}
-	if items.Programs == nil {
-		items.Programs = map[string]Program{}
 	}
 	return items, n, nil
 }

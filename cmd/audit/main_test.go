@@ -18,8 +18,10 @@ import (
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/shufflekey"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
@@ -27,24 +29,40 @@ import (
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
 
-// TestRunDynamo seeds a table through dynamostore, as the service writes
-// it, and audits it through the DynamoDB API (moto, or dynalite with
-// DYNAMODB_TEST_SERVER=dynalite).
-func TestRunDynamo(t *testing.T) {
+// newTable makes a fresh table on the test server (moto, or dynalite with
+// DYNAMODB_TEST_SERVER=dynalite): its client, its name, and audit run on
+// it with args, which returns the exit status, stdout and stderr.
+func newTable(t *testing.T) (*dynamodb.Client, string, func(args ...string) (int, string, string)) {
+	t.Helper()
 	endpoint := dynamotest.Endpoint(t)
-	ctx := t.Context()
-	client, err := dynamostore.NewClient(ctx, endpoint)
+	client, err := dynamostore.NewClient(t.Context(), endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
 	table := dynamotest.NewTable(t, client)
+	env := map[string]string{"DYNAMODB_ENDPOINT": endpoint, "TABLE_NAME": table}
+	return client, table, func(args ...string) (int, string, string) {
+		var out, errs strings.Builder
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		code := run(ctx, args, func(k string) string { return env[k] }, &out, &errs)
+		return code, out.String(), errs.String()
+	}
+}
+
+// TestRunDynamo seeds a table through dynamostore, as the service writes
+// it, and audits it through the DynamoDB API (moto, or dynalite with
+// DYNAMODB_TEST_SERVER=dynalite).
+func TestRunDynamo(t *testing.T) {
+	ctx := t.Context()
+	client, table, runAudit := newTable(t)
 	store := dynamostore.New(client, table)
 	now := time.Now()
 
 	// issue creates a paused program and hands out n tickets.
 	issue := func(id string, n int) {
 		t.Helper()
-		p := queue.Program{ID: id, CreatedAt: now, Version: 1, Current: queue.Segment{AnchorMs: now.UnixMilli(), Rate: queue.OnePerSecond, Paused: true}, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
+		p := queue.Program{ID: id, CreatedAt: now, Version: 1, Current: pace.Segment{AnchorMs: now.UnixMilli(), Rate: pace.OnePerSecond, Paused: true}, Options: settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
 		if err := store.CreateProgram(ctx, p); err != nil {
 			t.Fatalf("CreateProgram(%s): %v", id, err)
 		}
@@ -73,34 +91,23 @@ func TestRunDynamo(t *testing.T) {
 	}
 
 	audit := func(program string, flags ...string) (int, string, string) {
-		var out, errs strings.Builder
-		env := map[string]string{"DYNAMODB_ENDPOINT": endpoint, "TABLE_NAME": table}
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		code := run(ctx, append([]string{"-program", program}, flags...), func(k string) string { return env[k] }, &out, &errs)
-		return code, out.String(), errs.String()
+		return runAudit(append([]string{"-program", program}, flags...)...)
 	}
 
 	code, out, errs := audit("clean")
 	if code != exitOK {
 		t.Errorf("audit clean: exit %d, want 0\n%s%s", code, out, errs)
 	}
-	for _, want := range []string{"(2 programs, 8 tokens, 0 claims, 0 ticket shards, 0 capacity groups, 0 other)", "issued      4\n", "tokens      3 ", "tokens      3 (admission seen by a poll 0, of them ended early 0; left 0, neither recorded 3)\n",
-		"gaps        1 tickets without a token (25.00 % of issued): 4\n", "issued 4 = tokens 3 + gaps 1\n  OK\n"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("audit clean: output lacks %q:\n%s", want, out)
-		}
-	}
+	wantLines(t, out, "(2 programs, 8 tokens, 0 claims, 0 ticket shards, 0 capacity groups, 0 other)", "issued      4\n", "tokens      3 ",
+		"tokens      3 (admission seen by a poll 0, of them ended early 0; left 0, neither recorded 3)\n",
+		"gaps        1 tickets without a token (25.00 % of issued): 4\n", "issued 4 = tokens 3 + gaps 1\n  OK\n")
 
 	code, out, errs = audit("broken")
 	if code != exitFail {
 		t.Errorf("audit broken: exit %d, want 1\n%s%s", code, out, errs)
 	}
-	for _, want := range []string{"duplicates  1 tickets", "duplicate ticket 2: tokens ", "out of range: ticket 9, token ", "gaps        2 tickets without a token (40.00 % of issued): 3-4\n", "FAIL\n"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("audit broken: output lacks %q:\n%s", want, out)
-		}
-	}
+	wantLines(t, out, "duplicates  1 tickets", "duplicate ticket 2: tokens ", "out of range: ticket 9, token ",
+		"gaps        2 tickets without a token (40.00 % of issued): 3-4\n", "FAIL\n")
 
 	// -max-gaps: clean's one gap in four tickets is 25 %.
 	if code, out, errs := audit("clean", "-max-gaps", "0.2"); code != exitFail || !strings.Contains(out, "(25.00 % of issued, above the limit of 20 %)") || !strings.Contains(out, "FAIL\n") {
@@ -140,15 +147,10 @@ func TestRunUsage(t *testing.T) {
 // published key and recomputes every place, and fails a tampered seed.
 // Two instances, each with its own client of the key, reveal one seed.
 func TestRunShuffled(t *testing.T) {
-	endpoint := dynamotest.Endpoint(t)
 	ctx := t.Context()
-	client, err := dynamostore.NewClient(ctx, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, table, runAudit := newTable(t)
 	kc := kmstest.Client(t)
 	keyID := kmstest.NewShuffleKey(t, kc)
-	table := dynamotest.NewTable(t, client)
 	c := clock.NewFake(time.Now().Truncate(time.Second))
 	instance := func() *queue.Service {
 		return queue.NewService(dynamostore.New(client, table), polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second),
@@ -169,10 +171,8 @@ func TestRunShuffled(t *testing.T) {
 		ids = append(ids, v.TokenID)
 	}
 	audit := func(args ...string) (int, string) {
-		var out, errs strings.Builder
-		env := map[string]string{"DYNAMODB_ENDPOINT": endpoint, "TABLE_NAME": table}
-		code := run(ctx, append([]string{"-program", "draw"}, args...), func(k string) string { return env[k] }, &out, &errs)
-		return code, out.String() + errs.String()
+		code, out, errs := runAudit(append([]string{"-program", "draw"}, args...)...)
+		return code, out + errs
 	}
 	if code, out := audit(); code != exitOK || !strings.Contains(out, "pre-queue not fixed yet") {
 		t.Errorf("before the opening: exit %d\n%s", code, out)
@@ -217,19 +217,13 @@ func TestRunShuffled(t *testing.T) {
 	}
 }
 
-// passSigner signs passes with a fresh key, as the service does on AWS.
 // TestRunCapped: a capped program run through the service on the
 // DynamoDB API (cap 3): one session ended by the site, one left by its
 // holder, one no-show; the audit finds them, the peak within the cap, and
 // fails once a token is planted that makes four active at once.
 func TestRunCapped(t *testing.T) {
-	endpoint := dynamotest.Endpoint(t)
 	ctx := t.Context()
-	client, err := dynamostore.NewClient(ctx, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := dynamotest.NewTable(t, client)
+	client, table, runAudit := newTable(t)
 	key, err := admissionpass.GenerateLocalKey()
 	if err != nil {
 		t.Fatal(err)
@@ -283,10 +277,8 @@ func TestRunCapped(t *testing.T) {
 	poll(5)
 
 	audit := func() (int, string) {
-		var out, errs strings.Builder
-		env := map[string]string{"DYNAMODB_ENDPOINT": endpoint, "TABLE_NAME": table}
-		code := run(ctx, []string{"-program", "capped"}, func(k string) string { return env[k] }, &out, &errs)
-		return code, out.String() + errs.String()
+		code, out, errs := runAudit("-program", "capped")
+		return code, out + errs
 	}
 	code, out := audit()
 	for _, want := range []string{

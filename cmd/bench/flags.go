@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/tools/bench"
 )
 
@@ -43,7 +45,7 @@ func (s *scenarioFlags) register(fs *flag.FlagSet, timeout time.Duration, timeou
 	fs.DurationVar(&s.cacheTTL, "cache-ttl", time.Second, cacheTTLHelp)
 	fs.Uint64Var(&s.seed, "seed", 1, "seed of the abandonment draws and, in simulate, of the policies' jitter")
 	fs.BoolVar(&s.jsonOut, "json", false, "print the results as a JSON array, one object per policy, instead of a table")
-	fs.StringVar(&s.outDir, "out", "", "also write results.json, report.md and rps.svg (requests per second over time) into this directory")
+	fs.StringVar(&s.outDir, "out", "", "also write results.json and report.md (the table) into this directory")
 }
 
 // scenario checks the shared flags and returns the scenario they describe.
@@ -52,14 +54,12 @@ func (s *scenarioFlags) scenario() (bench.Scenario, error) {
 	if err != nil {
 		return bench.Scenario{}, err
 	}
-	if s.admitRate < 0 || s.admitRate > queue.MaxAdmissionRate {
-		return bench.Scenario{}, fmt.Errorf("-admit-rate %g: want 0 to %g", s.admitRate, queue.MaxAdmissionRate)
+	if s.admitRate < 0 || s.admitRate > pace.MaxAdmissionRate {
+		return bench.Scenario{}, fmt.Errorf("-admit-rate %g: want 0 to %g", s.admitRate, pace.MaxAdmissionRate)
 	}
 	rates := bench.ConstantRate(s.admitRate)
 	if s.rateSchedule != "" {
-		admitRateSet := false
-		s.fs.Visit(func(f *flag.Flag) { admitRateSet = admitRateSet || f.Name == "admit-rate" })
-		if admitRateSet {
+		if flagGiven(s.fs, "admit-rate") {
 			return bench.Scenario{}, errors.New("-admit-rate and -rate-schedule: give one of them")
 		}
 		if rates, err = bench.ParseSchedule(s.rateSchedule); err != nil {
@@ -84,36 +84,31 @@ func (s *scenarioFlags) scenario() (bench.Scenario, error) {
 	return sc, sc.Validate()
 }
 
-// admission describes the scenario's admission for a report title:
-// "admission 10/s" or "admission 0s:200,120s:100, 20% leave".
-func admission(sc bench.Scenario) string {
-	s := "admission " + sc.Rates.String()
-	if sc.Abandon > 0 {
-		s += fmt.Sprintf(", %g%% leave", sc.Abandon*100)
-	}
-	return s
-}
-
-// output prints results and writes the -out directory.
-func (s *scenarioFlags) output(e env, rep bench.Report, results []bench.Result) error {
-	var err error
+// output prints results, as a table or with -json as JSON, and writes
+// them into the -out directory under title. table is the Markdown table to
+// print; "" is the results' comparison, with notes under it.
+func (s *scenarioFlags) output(e env, title string, args []string, table string, results []bench.Result) error {
 	if s.jsonOut {
-		err = bench.WriteJSON(e.stdout, results)
-	} else if err = bench.WriteTable(e.stdout, results); err == nil {
+		if err := bench.WriteJSON(e.stdout, results); err != nil {
+			return err
+		}
+	} else if table != "" {
+		fmt.Fprint(e.stdout, table)
+	} else {
+		fmt.Fprint(e.stdout, bench.MarkdownTable(results))
 		for _, n := range notes(results) {
 			fmt.Fprintln(e.stdout, n)
 		}
 	}
-	if err != nil {
+	if s.outDir == "" {
+		return nil
+	}
+	rep := bench.Report{Title: title, Command: s.fs.Name() + " " + strings.Join(args, " "), Table: table}
+	if err := bench.WriteDir(s.outDir, rep, results); err != nil {
 		return err
 	}
-	if s.outDir != "" {
-		if err := bench.WriteDir(s.outDir, rep, results); err != nil {
-			return err
-		}
-		if !s.jsonOut {
-			fmt.Fprintf(e.stdout, "\nwrote %s/{%s,%s,%s}\n", s.outDir, bench.ResultsFile, bench.ReportFile, bench.ChartFile)
-		}
+	if !s.jsonOut {
+		fmt.Fprintf(e.stdout, "\nwrote %s/{%s,%s}\n", s.outDir, bench.ResultsFile, bench.ReportFile)
 	}
 	return nil
 }
@@ -151,33 +146,108 @@ func notes(results []bench.Result) []string {
 	return out
 }
 
-// newFlagSet returns the flag set of bench name, printing synopsis in its
-// usage.
-func newFlagSet(name, synopsis string, e env) *flag.FlagSet {
+// crowdFlags are the flags of a program's cap and of its crowd.
+type crowdFlags struct {
+	maxActive, noShowSeconds int64
+	noShow                   float64
+	session                  string
+}
+
+// register defines the crowd flags on fs; sessionHelp says what no -session
+// means.
+func (c *crowdFlags) register(fs *flag.FlagSet, sessionHelp string) {
+	fs.Int64Var(&c.maxActive, "max-active", 0, "the program's maxActiveUsers: at most this many people admitted at once (0: no cap)")
+	fs.Float64Var(&c.noShow, "no-show", 0, "fraction of users, in [0, 1), who stop polling right before their admission and never fetch it; who follows -seed")
+	fs.Int64Var(&c.noShowSeconds, "no-show-seconds", 0, "the program's noShowSeconds, 5 to 3600: an admitted person who has not fetched their answer this long after is a no-show (0: not set)")
+	fs.StringVar(&c.session, "session", "", "MIN-MAX, e.g. 5s-20s: the site ends the session of each user who came after a uniform random time in that range ("+sessionHelp+")")
+}
+
+// crowd returns the crowd the flags describe.
+func (c *crowdFlags) crowd() (bench.Crowd, error) {
+	session, err := parseSession(c.session)
+	if err != nil {
+		return bench.Crowd{}, err
+	}
+	out := bench.Crowd{MaxActive: c.maxActive, NoShowSeconds: c.noShowSeconds, NoShow: c.noShow, Session: session}
+	return out, out.Validate()
+}
+
+// runCrowd returns the crowd of run and compare: nil without any crowd
+// flag, an error without -max-active.
+func (c *crowdFlags) runCrowd() (*bench.Crowd, error) {
+	crowd, err := c.crowd()
+	switch {
+	case err != nil:
+		return nil, err
+	case crowd == (bench.Crowd{}):
+		return nil, nil
+	case crowd.MaxActive == 0:
+		return nil, errors.New("-no-show, -no-show-seconds and -session need -max-active")
+	}
+	return &crowd, nil
+}
+
+// parseSession parses -session: MIN-MAX, each a duration or a number of
+// seconds; empty is none.
+func parseSession(spec string) (bench.Range, error) {
+	if spec == "" {
+		return bench.Range{}, nil
+	}
+	bad := fmt.Errorf("-session %q: want MIN-MAX, two durations with 0 < MIN ≤ MAX or MIN 0, e.g. 5s-20s", spec)
+	lo, hi, ok := strings.Cut(spec, "-")
+	if !ok {
+		return bench.Range{}, bad
+	}
+	var ends [2]time.Duration
+	for i, f := range []string{lo, hi} {
+		f = strings.TrimSpace(f)
+		d, err := time.ParseDuration(f)
+		if err != nil {
+			sec, ferr := strconv.ParseFloat(f, 64)
+			if ferr != nil || math.IsNaN(sec) || math.IsInf(sec, 0) {
+				return bench.Range{}, bad
+			}
+			d = time.Duration(sec * float64(time.Second))
+		}
+		ends[i] = d
+	}
+	r := bench.Range{Min: ends[0], Max: ends[1]}
+	if r.Min < 0 || r.Max < r.Min || r.Max <= 0 {
+		return bench.Range{}, bad
+	}
+	return r, nil
+}
+
+// flagGiven reports whether flag name was given on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// parseFlags returns the flag set of bench name, printing synopsis in its
+// usage, with the flags register defines on it, parsed from args. The
+// error is flag.ErrHelp for -h and errUsage for a bad flag or an argument.
+func parseFlags(name, synopsis string, e env, args []string, register func(*flag.FlagSet)) (*flag.FlagSet, error) {
 	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: bench %s [flags]\n\n%s\nFlags:\n", name, synopsis)
 		fs.PrintDefaults()
 	}
-	return fs
-}
-
-// parse parses args into fs; it returns flag.ErrHelp for -h and errUsage
-// for a bad flag or an argument.
-func parse(fs *flag.FlagSet, args []string) error {
+	register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return fs, err
 		}
-		return errUsage
+		return fs, errUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(fs.Output(), "bench: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
-		return errUsage
+		return fs, errUsage
 	}
-	return nil
+	return fs, nil
 }
 
 // usageError prints err and a pointer to -h, and returns errUsage.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/bench"
 	"github.com/example/waitingroom/internal/tools/bench/loadtest"
@@ -31,7 +33,12 @@ settings and its admission to the operator (a rehearsal with wrctl).
 Loopback targets only, unless -allow-remote.
 `
 
-// loadCommand is what run and compare set apart in cmdLoad.
+const compareSynopsis = `Runs each -poll mode in turn (Before first) on the same scenario, each on
+a fresh program, and prints them side by side with the change in percent.
+` + loadSynopsis
+
+// loadCommand is what run and compare set apart: both run the load test
+// of each -poll mode in turn (loadCommand.main).
 type loadCommand struct {
 	name, synopsis    string
 	defPoll, pollHelp string
@@ -39,18 +46,34 @@ type loadCommand struct {
 	oneMode bool
 }
 
+// The load commands: run, one load test with one -poll mode, and compare,
+// a load test per -poll mode, side by side.
+var (
+	runCommand = loadCommand{
+		name:     "run",
+		synopsis: loadSynopsis,
+		defPoll:  "server",
+		pollHelp: "how a user waits between polls: server (honour retryAfterMs; the program on the server's default policy), server:POLICY (the program created with that pollingPolicy, e.g. server:eta) fixed:DURATION (e.g. fixed:3s), or admission (first poll when the user's ticket is due at the scheduled rate: every poll a first sighting, each signing a pass)",
+		oneMode:  true,
+	}
+	compareCommand = loadCommand{
+		name:     "compare",
+		synopsis: compareSynopsis,
+		defPoll:  "fixed:3s,server",
+		pollHelp: "comma-separated poll modes to compare, the first being the baseline: server, server:POLICY (e.g. fixed:3s,server:tiers,server:eta) or fixed:DURATION",
+	}
+)
+
 // loadFlags are the flags of run and compare beyond the scenario's.
 type loadFlags struct {
 	scenarioFlags
 	baseURL, adminToken, polls, prefix string
-	sampleEvery                        time.Duration
-	conns                              int
 	allowRemote                        bool
 	// existing is nil unless the command takes -program-id.
 	existing *string
 	// passes is nil unless the command takes -passes.
-	passes   *string
-	capacity capacityFlags
+	passes *string
+	crowd  crowdFlags
 }
 
 // register defines lc's flags on fs.
@@ -61,10 +84,8 @@ func (lf *loadFlags) register(fs *flag.FlagSet, lc loadCommand) {
 	fs.StringVar(&lf.adminToken, "admin-token", "", "admin bearer secret (default $ADMIN_TOKEN)")
 	fs.StringVar(&lf.polls, "poll", lc.defPoll, lc.pollHelp)
 	fs.StringVar(&lf.prefix, "program", "bench", "prefix of the program ids the runs create (a timestamp and the mode are appended)")
-	fs.DurationVar(&lf.sampleEvery, "sample-every", 100*time.Millisecond, "period of the admin counter reads that time admissions (for the notification delay)")
-	fs.IntVar(&lf.conns, "conns", loadtest.DefaultConns, "maximum HTTP connections shared by the virtual users")
 	fs.BoolVar(&lf.allowRemote, "allow-remote", false, "allow a -url that is not a loopback address (never point a load test at a server you do not own)")
-	lf.capacity.register(fs)
+	lf.crowd.register(fs, "default 0s-0s: at once; -no-show, -no-show-seconds and -session need -max-active")
 	if lc.oneMode {
 		lf.existing = fs.String("program-id", "", "fill this existing program instead of creating one: its settings and admission stay the operator's (wrctl), so -admit-rate, -rate-schedule, -abandon and -poll server:POLICY do not apply")
 		lf.passes = fs.String("passes", "", "write the admission pass of each user's first ADMITTED answer to this file, one compact JWS a line, to verify them afterwards")
@@ -81,10 +102,10 @@ func (lf *loadFlags) existingID() string {
 
 // loadPlan is what the parsed flags of run or compare resolve to.
 type loadPlan struct {
-	sc       bench.Scenario
-	modes    []loadtest.Poll
-	token    string
-	capacity *loadtest.Capacity
+	sc    bench.Scenario
+	modes []loadtest.Poll
+	token string
+	crowd *bench.Crowd
 }
 
 // plan checks the parsed flags and resolves them into a loadPlan; an error
@@ -99,22 +120,22 @@ func (lf *loadFlags) plan(fs *flag.FlagSet, lc loadCommand, e env) (loadPlan, er
 			return loadPlan{}, err
 		}
 	}
-	capacity, err := lf.capacity.capacity()
+	crowd, err := lf.crowd.runCrowd()
 	if err != nil {
 		return loadPlan{}, err
 	}
+	p := loadPlan{sc: sc, crowd: crowd}
 	if sc.Timeout <= 0 {
 		return loadPlan{}, errors.New("-timeout must be positive")
 	}
-	var modes []loadtest.Poll
-	for p := range strings.SplitSeq(lf.polls, ",") {
-		m, err := loadtest.ParsePoll(p)
+	for mode := range strings.SplitSeq(lf.polls, ",") {
+		m, err := loadtest.ParsePoll(mode)
 		if err != nil {
 			return loadPlan{}, err
 		}
-		modes = append(modes, m)
+		p.modes = append(p.modes, m)
 	}
-	if lc.oneMode && len(modes) != 1 {
+	if lc.oneMode && len(p.modes) != 1 {
 		return loadPlan{}, errors.New("-poll: run takes one mode; use compare for several")
 	}
 	if !lf.allowRemote {
@@ -122,22 +143,17 @@ func (lf *loadFlags) plan(fs *flag.FlagSet, lc loadCommand, e env) (loadPlan, er
 			return loadPlan{}, err
 		}
 	}
-	token := lf.adminToken
-	if token == "" {
-		token = e.getenv("ADMIN_TOKEN")
-	}
-	if token == "" {
+	if p.token = cmp.Or(lf.adminToken, e.getenv("ADMIN_TOKEN")); p.token == "" {
 		return loadPlan{}, errors.New("an admin token is required: -admin-token or $ADMIN_TOKEN")
 	}
-	return loadPlan{sc: sc, modes: modes, token: token, capacity: capacity}, nil
+	return p, nil
 }
 
-// cmdLoad runs the load test of each -poll mode in turn and prints them.
-func cmdLoad(ctx context.Context, lc loadCommand, args []string, e env) error {
-	fs := newFlagSet(lc.name, lc.synopsis, e)
+// main runs the load test of each -poll mode in turn and prints them.
+func (lc loadCommand) main(ctx context.Context, args []string, e env) error {
 	var lf loadFlags
-	lf.register(fs, lc)
-	if err := parse(fs, args); err != nil {
+	fs, err := parseFlags(lc.name, lc.synopsis, e, args, func(fs *flag.FlagSet) { lf.register(fs, lc) })
+	if err != nil {
 		return err
 	}
 	p, err := lf.plan(fs, lc, e)
@@ -148,11 +164,7 @@ func cmdLoad(ctx context.Context, lc loadCommand, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	rep := bench.Report{
-		Title:   fmt.Sprintf("Loopback %s: %s users, %s arrival, %s", lc.name, bench.Thousands(int64(p.sc.Users)), p.sc.Arrival, admission(p.sc)),
-		Command: "bench " + lc.name + " " + strings.Join(args, " "),
-	}
-	return lf.output(e, rep, results)
+	return lf.output(e, "Loopback "+lc.name, args, "", results)
 }
 
 // runModes runs the load test once per mode of p, two seconds apart, and
@@ -160,10 +172,16 @@ func cmdLoad(ctx context.Context, lc loadCommand, args []string, e env) error {
 func (lf *loadFlags) runModes(ctx context.Context, fs *flag.FlagSet, name string, p loadPlan, e env) ([]bench.Result, error) {
 	stamp := time.Now().UTC().Format("20060102T150405")
 	existing := lf.existingID()
+	var clk clock.Clock = clock.Real{}
+	if e.clock != nil {
+		clk = e.clock
+	}
 	var results []bench.Result
 	for i, m := range p.modes {
-		if i > 0 && !loadtest.Sleep(ctx, 2*time.Second) { // let the server settle
-			return nil, ctx.Err()
+		if i > 0 {
+			if err := clk.Sleep(ctx, 2*time.Second); err != nil { // let the server settle
+				return nil, err
+			}
 		}
 		id := programID(lf.prefix, stamp, m)
 		if existing != "" {
@@ -171,13 +189,10 @@ func (lf *loadFlags) runModes(ctx context.Context, fs *flag.FlagSet, name string
 		} else if !queue.ValidProgramID(id) {
 			return nil, usageError(fs, fmt.Errorf("-program %q makes the invalid program id %q", lf.prefix, id))
 		}
-		if e.progress != nil {
-			fmt.Fprintf(e.progress, "%s: %d users on program %s, polling %s…\n", name, p.sc.Users, id, m)
-		}
 		cfg := loadtest.Config{
 			BaseURL: lf.baseURL, AdminToken: p.token, ProgramID: id, Existing: existing != "",
-			Scenario: p.sc, Poll: m, SampleEvery: lf.sampleEvery, Conns: lf.conns, Progress: e.progress,
-			Seed: lf.seed, CacheTTL: lf.cacheTTL, Capacity: p.capacity, Clock: e.clock,
+			Scenario: p.sc, Poll: m,
+			Seed: lf.seed, CacheTTL: lf.cacheTTL, Crowd: p.crowd, Clock: e.clock,
 		}
 		var passes *passFile
 		if lf.passes != nil && *lf.passes != "" {

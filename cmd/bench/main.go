@@ -16,17 +16,12 @@ import (
 	"syscall"
 
 	"github.com/example/waitingroom/internal/clock"
-	"github.com/example/waitingroom/internal/tools/bench"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var progress io.Writer
-	if bench.IsTerminal(os.Stderr) {
-		progress = os.Stderr
-	}
-	err := run(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, progress: progress, getenv: os.Getenv})
+	err := run(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 	case errors.Is(err, errUsage):
@@ -40,10 +35,7 @@ func main() {
 // env is the outside world of a command, so that tests can supply it.
 type env struct {
 	stdout, stderr io.Writer
-	// progress receives live progress lines; nil when stderr is not a
-	// terminal.
-	progress io.Writer
-	getenv   func(string) string
+	getenv         func(string) string
 	// clock, when not nil, is the load tests' clock (loadtest.Config.Clock);
 	// nil is the real one.
 	clock clock.Clock
@@ -60,10 +52,10 @@ type command struct {
 }
 
 var commands = []command{
-	{"run", "one load test of real HTTP virtual users against a server", cmdRun},
-	{"compare", "Before and After load tests on fresh programs, side by side", cmdCompare},
+	{"run", "one load test of real HTTP virtual users against a server", runCommand.main},
+	{"compare", "Before and After load tests on fresh programs, side by side", compareCommand.main},
 	{"simulate", "the same scenario on a virtual clock, no network, up to millions\nof users, with DynamoDB read units and the AWS price", cmdSimulate},
-	{"tradeoff", "simulate eta over a range of one parameter: requests per user\nagainst the p99 notify delay, as a table and a chart", cmdTradeoff},
+	{"tradeoff", "simulate eta over a range of one parameter: requests per user\nagainst the p99 notify delay, as a table", cmdTradeoff},
 }
 
 // usage returns bench's usage text, listing the commands.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"strings"
@@ -25,6 +26,21 @@ func runCmdOn(t *testing.T, clk clock.Clock, args ...string) (stdout, stderr str
 	var out, errb strings.Builder
 	err = run(ctx, args, env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }, clock: clk})
 	return out.String(), errb.String(), err
+}
+
+// runJSON runs the command with its load tests on clk (nil: the real
+// clock) and returns its -json output, which must hold n results.
+func runJSON[T any](t *testing.T, clk clock.Clock, n int, args ...string) []T {
+	t.Helper()
+	out, errOut, err := runCmdOn(t, clk, args...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	var got []T
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != n {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return got
 }
 
 // contract is the -json output contract of the issue.

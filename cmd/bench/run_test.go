@@ -1,19 +1,21 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
 // fakeClock is the clock a test's server and its load test share: each
@@ -28,14 +30,7 @@ func TestRunJSON(t *testing.T) {
 	clk := fakeClock()
 	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clk)), httpapi.BearerAuth("s3cret")))
 	defer srv.Close()
-	out, errOut, err := runCmdOn(t, clk, "run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "20", "-admit-rate", "100", "-timeout", virtualTimeout, "-json")
-	if err != nil {
-		t.Fatalf("%v: %s", err, errOut)
-	}
-	var got []contract
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
-		t.Fatalf("%v: %s", err, out)
-	}
+	got := runJSON[contract](t, clk, 1, "run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "20", "-admit-rate", "100", "-timeout", virtualTimeout, "-json")
 	got[0].check(t, true)
 	if *got[0].Policy != "server" || *got[0].Admitted != 20 || *got[0].Errors != 0 {
 		t.Errorf("policy %s, admitted %d, errors %d", *got[0].Policy, *got[0].Admitted, *got[0].Errors)
@@ -54,19 +49,13 @@ func TestRunExistingProgram(t *testing.T) {
 	}
 	srv := httptest.NewServer(httpapi.New(svc, httpapi.BearerAuth("s3cret")))
 	defer srv.Close()
-	out, errOut, err := runCmdOn(t, clk, "run", "-url", srv.URL, "-admin-token", "s3cret", "-program-id", "gala", "-users", "10", "-timeout", virtualTimeout, "-json")
-	if err != nil {
-		t.Fatalf("%v: %s", err, errOut)
-	}
-	var got []struct {
+	type row struct {
 		ProgramID string           `json:"programId"`
 		Admitted  int              `json:"admitted"`
 		AdmitRate string           `json:"admitRate"`
 		ByRoute   map[string]int64 `json:"byRoute"`
 	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
-		t.Fatalf("%v: %s", err, out)
-	}
+	got := runJSON[row](t, clk, 1, "run", "-url", srv.URL, "-admin-token", "s3cret", "-program-id", "gala", "-users", "10", "-timeout", virtualTimeout, "-json")
 	if r := got[0]; r.ProgramID != "gala" || r.Admitted != 10 || r.AdmitRate != "by the operator" || r.ByRoute["PUT admin 200"]+r.ByRoute["PUT admin 201"] != 0 {
 		t.Errorf("%+v; want gala's 10 people admitted at its own rate, no admin change", r)
 	}
@@ -92,20 +81,14 @@ func TestRunCountsAdminApart(t *testing.T) {
 	}))
 	defer srv.Close()
 	args := []string{"run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "10", "-admit-rate", "100", "-timeout", virtualTimeout}
-	out, errOut, err := runCmdOn(t, clk, append(args, "-json")...)
-	if err != nil {
-		t.Fatalf("%v: %s", err, errOut)
-	}
-	var got []struct {
+	type row struct {
 		Requests      int64            `json:"requests"`
 		Errors        int64            `json:"errors"`
 		AdminRequests int64            `json:"adminRequests"`
 		AdminErrors   int64            `json:"adminErrors"`
 		ByRoute       map[string]int64 `json:"byRoute"`
 	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
-		t.Fatalf("%v: %s", err, out)
-	}
+	got := runJSON[row](t, clk, 1, append(args, "-json")...)
 	r := got[0]
 	var sum int64
 	for _, n := range r.ByRoute {
@@ -115,14 +98,14 @@ func TestRunCountsAdminApart(t *testing.T) {
 		t.Errorf("errors %d, admin errors %d, requests %d + admin %d, routes %v (sum %d)", r.Errors, r.AdminErrors, r.Requests, r.AdminRequests, r.ByRoute, sum)
 	}
 
-	out, errOut, err = runCmdOn(t, clk, args...)
+	out, errOut, err := runCmdOn(t, clk, args...)
 	if err != nil {
 		t.Fatalf("%v: %s", err, errOut)
 	}
 	rows := map[string][]string{}
 	for line := range strings.Lines(out) {
-		if label, rest, ok := strings.Cut(strings.TrimSpace(line), "  "); ok {
-			rows[strings.TrimSpace(label)] = strings.Fields(rest)
+		if cells := strings.Split(strings.Trim(line, "| \n"), " | "); len(cells) > 1 {
+			rows[cells[0]] = cells[1:]
 		}
 	}
 	if e := rows["errors (of the requests)"]; len(e) != 1 || e[0] != "0" {
@@ -133,5 +116,44 @@ func TestRunCountsAdminApart(t *testing.T) {
 	}
 	if _, ok := rows["admin requests (the bench's own)"]; !ok {
 		t.Errorf("no admin requests row:\n%s", out)
+	}
+}
+
+// TestNotes: under the table, the errors and the gaps are explained where
+// they are not zero, a line each, the errors with their codes (summed over
+// the results, in code order), as a rehearsal that closes its program
+// while the crowd still arrives and enters once with curl prints them.
+func TestNotes(t *testing.T) {
+	const (
+		errorsLine = "errors: requests that failed: transport errors, 5xx, 429 and answers the bench does not expect (409 PROGRAM_CLOSED: enters after the program closed)"
+		gapsLine   = "gaps: tickets of the program that no user of the bench holds: taken by others during the run (a curl, a browser) or by enters whose answer was lost"
+	)
+	tests := []struct {
+		name    string
+		results []bench.Result
+		want    []string
+	}{
+		{"none", []bench.Result{{Users: 10}}, nil},
+		{"the rehearsal", []bench.Result{{Errors: 1216, Gaps: 1, ErrorCodes: map[string]int64{"PROGRAM_CLOSED": 1216}}},
+			[]string{"\n" + errorsLine + "; by code: PROGRAM_CLOSED 1,216", gapsLine}},
+		{"errors without a code", []bench.Result{{Errors: 3}}, []string{"\n" + errorsLine}},
+		{"gaps alone", []bench.Result{{Gaps: 2}}, []string{"\n" + gapsLine}},
+		{"codes summed over the results", []bench.Result{
+			{Errors: 2, ErrorCodes: map[string]int64{"QUEUE_FULL": 1, "BUSY": 1}},
+			{Errors: 1, ErrorCodes: map[string]int64{"BUSY": 1}},
+		}, []string{"\n" + errorsLine + "; by code: BUSY 2, QUEUE_FULL 1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := notes(tt.results)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("notes (-want +got):\n%s", diff)
+			}
+			for _, line := range got {
+				if strings.Count(strings.TrimPrefix(line, "\n"), "\n") != 0 {
+					t.Errorf("note %q is more than one line", line)
+				}
+			}
+		})
 	}
 }

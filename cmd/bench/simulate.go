@@ -5,8 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,40 +14,23 @@ import (
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
 )
 
-const simulateSynopsis = `The load test's scenario on a virtual clock with no network: users enter
-(burst or uniform), then poll when the policy says until they see ADMITTED
-or, with -abandon, stop polling at a random instant of their wait.
-Admission is the service's own queue.Program, with -rate-schedule changes
-taking effect -cache-ttl after their offset (the server adds a 1 s write
-budget: -cache-ttl 2s models its default); delays are
-the polling package's policies; time advances in whole milliseconds,
-requests take no time and never fail. Deterministic for a given -seed.
-Adds the run's AWS bill: API Gateway, Lambda, DynamoDB reads and writes,
-CloudWatch Logs and KMS, the last both Before (a kms:Sign per admission)
-and After (a key pair per -key-rotation, opened once per Lambda instance,
-instances by Little's law), with totals per million people admitted
-(defaults: us-east-1 list prices read in 2026, first volume tier, no free
-tier; usage per event counted from the code).
+const simulateSynopsis = `The scenario on a virtual clock with no network: users enter (burst or
+uniform), then poll as the policy says until they see ADMITTED or, with
+-abandon, leave at a random instant of their wait. Admission is the
+service's queue.Program, -rate-schedule changes in force -cache-ttl after
+their offset (-cache-ttl 2s models the server's default); requests take no
+time, time advances in whole milliseconds, and a -seed gives the same run.
+Each run is priced: API Gateway, Lambda, DynamoDB, CloudWatch Logs and KMS,
+with the total per million people admitted (us-east-1 list prices of 2026,
+usage counted from the code; every price and count is a flag).
 
-With -partition-model, -opens-at or -shuffle the simulator runs the service
-itself (queue.Service, its ticket shards, its opening) on -instances
-instances sharing an in-memory table charged to DynamoDB's per-partition
-limits (internal/tools/partitionmodel): every enter is Service.Enter
-(sent again 1 s after a 503, with its Idempotency-Key), every poll
-Service.Poll; -policy then defaults to eta. -tickets single takes every
-ticket from the program item, as before ticket shards. -clock-skew sets
-each instance's clock off the true time by an offset drawn uniformly in
-[-skew, +skew] (by -seed); a list gives a column per skew, policy by policy.
-
--max-active caps how many people are admitted at once, -no-show-seconds
-gives admitted people that long to fetch their answer; -no-show makes a
-fraction of the crowd stop polling right before their admission, and
--session has the site end each session of those who came (EndSession)
-after a uniform random duration. Any of them runs the service, and with
--max-active or -no-show-seconds each policy is run twice on the same crowd
-and seed: first a rate-only program (no cap, no no-show handling), then
-the capped one, with rows for the time to serve everyone who shows, the
-admissions wasted, the most active at once and the slot reuse delay.
+-partition-model, -opens-at, -shuffle, -tickets, -clock-skew and the crowd
+flags (-max-active, -no-show, -no-show-seconds, -session) run the service
+itself (queue.Service, its ticket shards and its opening) on -instances
+instances over one table, charged with -partition-model to DynamoDB's
+per-partition limits; a refused enter is sent again 1 s later, and -policy
+defaults to eta. With -max-active or -no-show-seconds each policy runs
+twice on the same crowd: a rate-only program, then the capped one.
 `
 
 // simulateFlags are the flags of simulate beyond the scenario's.
@@ -63,9 +44,7 @@ type simulateFlags struct {
 	opensAt                                    time.Duration
 	shuffle                                    bool
 	tickets, skewList                          string
-	maxActive, noShowSeconds                   int64
-	noShow                                     float64
-	session                                    string
+	crowd                                      crowdFlags
 }
 
 // register defines simulate's flags on fs.
@@ -91,10 +70,9 @@ func (s *simulateFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&p.EnterWRU, "enter-wru", p.EnterWRU, "write units of an enter: claim PutItem, ticket take, token fill PutItem (2 without an Idempotency-Key: take, token PutItem)")
 	fs.Float64Var(&p.AdmitWRU, "admit-wru", p.AdmitWRU, "write units of an admission's first sighting: the token's UpdateItem with its pass (item under 1 KB)")
 	fs.Float64Var(&p.LeaveWRU, "leave-wru", p.LeaveWRU, "write units of a leave: the token's UpdateItem")
-	fs.Float64Var(&p.KMSAsymmetricPer10k, "price-kms-asymmetric", p.KMSAsymmetricPer10k, "KMS asymmetric requests (ECC Sign, GetPublicKey), USD per 10,000")
 	fs.Float64Var(&p.KMSSymmetricPer10k, "price-kms-symmetric", p.KMSSymmetricPer10k, "KMS symmetric requests (Decrypt), USD per 10,000")
 	fs.Float64Var(&p.KMSKeyPairPer10k, "price-kms-keypair", p.KMSKeyPairPer10k, "KMS GenerateDataKeyPair (ECC), USD per 10,000")
-	fs.DurationVar(&p.KeyRotation, "key-rotation", p.KeyRotation, "the After design's signing key lifetime: one key pair, opened once per Lambda instance, per period")
+	fs.DurationVar(&p.KeyRotation, "key-rotation", p.KeyRotation, "the signing key's lifetime: one key pair, opened once per Lambda instance, per period")
 	fs.Float64Var(&p.LogsPerGB, "price-logs-gb", p.LogsPerGB, "CloudWatch Logs ingestion, USD per GB")
 	fs.Float64Var(&p.EMFBytes, "emf-bytes", p.EMFBytes, "bytes of a request's EMF line (a WAITING poll's, the largest)")
 	fs.Float64Var(&p.LambdaLogBytes, "lambda-log-bytes", p.LambdaLogBytes, "bytes of Lambda's platform lines per invocation (JSON platform.start and platform.report; 0 with SystemLogLevel WARN)")
@@ -104,11 +82,8 @@ func (s *simulateFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.instances, "instances", 100, "service instances sharing the table (Lambda instances warm for the crowd), with the service")
 	fs.DurationVar(&s.opensAt, "opens-at", 0, "open the program this long after the start (before it, entries are taken and nobody admitted); runs the service")
 	fs.BoolVar(&s.shuffle, "shuffle", false, "with -opens-at: shuffle everyone who entered before the opening (shuffleAtOpen)")
-	fs.StringVar(&s.tickets, "tickets", "shards", "with the service: shards (ticket shards above a rate) or single (every ticket from the program item, as before them)")
-	fs.Int64Var(&s.maxActive, "max-active", 0, "the program's maxActiveUsers: at most this many people admitted at once (0: no cap); runs the service, beside a rate-only program")
-	fs.Int64Var(&s.noShowSeconds, "no-show-seconds", 0, "the program's noShowSeconds: an admitted person who has not fetched their answer this long after is a no-show (0: none; with a cap, the admission window)")
-	fs.Float64Var(&s.noShow, "no-show", 0, "fraction of users, in [0, 1), who stop polling right before their admission and never fetch it; who follows -seed")
-	fs.StringVar(&s.session, "session", "", "MIN-MAX, e.g. 5s-20s: the site ends the session of each user who came after a uniform random duration in [MIN, MAX] (none: sessions run to the window's end)")
+	fs.StringVar(&s.tickets, "tickets", "shards", "with the service: shards (ticket shards above a rate, sized by the pace), fixed:K,N (K shards, blocks of N, whatever the pace) or single (every ticket from the program item, as before them)")
+	s.crowd.register(fs, "none: sessions run to the window's end; any crowd flag runs the service, -max-active or -no-show-seconds beside a rate-only program")
 	fs.StringVar(&s.skewList, "clock-skew", "0", "comma-separated clock skews, e.g. 0,500ms: each instance's clock is off by an offset drawn uniformly in [-skew, +skew]; runs the service")
 }
 
@@ -133,8 +108,12 @@ func (s *simulateFlags) plan(fs *flag.FlagSet) (simulatePlan, error) {
 	} else if s.partitionLimits != "" {
 		return simulatePlan{}, errors.New("-partition-limits needs -partition-model")
 	}
+	var fixedShards int
+	var fixedBlock int64
 	if s.tickets != "shards" && s.tickets != "single" {
-		return simulatePlan{}, fmt.Errorf("-tickets %q: want shards or single", s.tickets)
+		if _, err := fmt.Sscanf(s.tickets, "fixed:%d,%d", &fixedShards, &fixedBlock); err != nil || fixedShards < 1 || fixedBlock < 1 {
+			return simulatePlan{}, fmt.Errorf("-tickets %q: want shards, single or fixed:K,N (K shards, blocks of N, both at least 1)", s.tickets)
+		}
 	}
 	if s.instances < 1 {
 		return simulatePlan{}, errors.New("-instances: at least 1")
@@ -147,26 +126,20 @@ func (s *simulateFlags) plan(fs *flag.FlagSet) (simulatePlan, error) {
 	if err != nil {
 		return simulatePlan{}, err
 	}
-	session, err := parseSession(s.session)
+	crowd, err := s.crowd.crowd()
 	if err != nil {
 		return simulatePlan{}, err
-	}
-	capacity := s.maxActive != 0 || s.noShowSeconds != 0 || s.noShow != 0 || session.Max > 0
-	service := capacity || s.partitionModel || s.opensAt != 0 || s.shuffle || s.tickets == "single" || len(skews) > 1 || skews[0] != 0
-	policies, err := s.parsePolicies(fs, service)
-	if err != nil {
-		return simulatePlan{}, err
-	}
-	if sc.Timeout == 0 && sc.Rates.Final() == 0 {
-		return simulatePlan{}, errors.New("admission ends paused (rate 0) and never admits everyone: set -timeout")
 	}
 	base := simulate.Config{Scenario: sc, Seed: s.seed, CacheTTL: s.cacheTTL, Prices: s.prices,
-		Service: service, PartitionLimits: limits, Instances: s.instances, OpensAt: s.opensAt, Shuffle: s.shuffle, SingleTickets: s.tickets == "single",
-		MaxActiveUsers: s.maxActive, NoShowSeconds: s.noShowSeconds, NoShow: s.noShow, Session: session}
-	if err := simulate.ValidateCapacity(base); err != nil {
+		Service: len(skews) > 1 || skews[0] != 0, PartitionLimits: limits, Instances: s.instances, OpensAt: s.opensAt, Shuffle: s.shuffle,
+		SingleTickets: s.tickets == "single", FixedShards: fixedShards, FixedBlock: fixedBlock, Crowd: crowd}
+	policies, err := s.parsePolicies(fs, base.UsesService())
+	if err != nil {
 		return simulatePlan{}, err
 	}
-	return simulatePlan{base: base, policies: policies, skews: skews}, nil
+	first := base
+	first.Policy = policies[0]
+	return simulatePlan{base: base, policies: policies, skews: skews}, first.Validate()
 }
 
 // parsePolicies parses -tiers, -eta and -policy; with the service and no
@@ -189,32 +162,25 @@ func (s *simulateFlags) parsePolicies(fs *flag.FlagSet, service bool) ([]bench.N
 		// would be hundreds of millions of service calls.
 		s.policyList = "eta"
 	}
-	return bench.DefaultPolicies(polling.Named(tiers, eta, steady)).Parse(s.policyList)
+	return bench.ParsePolicies(s.policyList, polling.Named(tiers, eta, steady))
 }
 
 // cmdSimulate runs bench simulate: one simulation per policy and skew.
 func cmdSimulate(ctx context.Context, args []string, e env) error {
-	fs := newFlagSet("simulate", simulateSynopsis, e)
 	var sf simulateFlags
-	sf.register(fs)
-	if err := parse(fs, args); err != nil {
+	fs, err := parseFlags("simulate", simulateSynopsis, e, args, sf.register)
+	if err != nil {
 		return err
 	}
 	p, err := sf.plan(fs)
 	if err != nil {
 		return usageError(fs, err)
 	}
-	p.base.Progress = e.progress
 	results, err := p.run(ctx)
 	if err != nil {
 		return err
 	}
-	sc := p.base.Scenario
-	rep := bench.Report{
-		Title:   fmt.Sprintf("Simulation: %s users, %s arrival, %s", bench.Thousands(int64(sc.Users)), sc.Arrival, admission(sc)),
-		Command: "bench simulate " + strings.Join(args, " "),
-	}
-	return sf.output(e, rep, results)
+	return sf.output(e, "Simulation", args, "", results)
 }
 
 // run simulates every policy at every skew, policy by policy, and returns
@@ -256,64 +222,24 @@ func parseSkews(list string) ([]time.Duration, error) {
 	return skews, nil
 }
 
-// flagGiven reports whether flag name was given on the command line.
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
-
 // programs returns the programs cfg is run on: with a cap or no-show
 // handling, a rate-only program first (the same crowd, neither setting),
 // then cfg's, each named for it; otherwise cfg alone.
 func programs(cfg simulate.Config) []simulate.Config {
-	if cfg.MaxActiveUsers == 0 && cfg.NoShowSeconds == 0 {
+	c := cfg.Crowd
+	if c.MaxActive == 0 && c.NoShowSeconds == 0 {
 		return []simulate.Config{cfg}
 	}
 	rateOnly := cfg
-	rateOnly.MaxActiveUsers, rateOnly.NoShowSeconds, rateOnly.FollowAdmissions = 0, 0, true
+	rateOnly.Crowd.MaxActive, rateOnly.Crowd.NoShowSeconds, rateOnly.FollowAdmissions = 0, 0, true
 	rateOnly.Policy.Name += ", rate only"
 	var parts []string
-	if cfg.MaxActiveUsers > 0 {
-		parts = append(parts, fmt.Sprintf("cap %d", cfg.MaxActiveUsers))
+	if c.MaxActive > 0 {
+		parts = append(parts, fmt.Sprintf("cap %d", c.MaxActive))
 	}
-	if cfg.NoShowSeconds > 0 {
-		parts = append(parts, fmt.Sprintf("no-show %ds", cfg.NoShowSeconds))
+	if c.NoShowSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("no-show %ds", c.NoShowSeconds))
 	}
 	cfg.Policy.Name += ", " + strings.Join(parts, ", ")
 	return []simulate.Config{rateOnly, cfg}
-}
-
-// parseSession parses -session: MIN-MAX, each a duration or a number of
-// seconds; empty is none.
-func parseSession(spec string) (simulate.Range, error) {
-	if spec == "" {
-		return simulate.Range{}, nil
-	}
-	lo, hi, ok := strings.Cut(spec, "-")
-	bad := fmt.Errorf("-session %q: want MIN-MAX, two durations with 0 < MIN ≤ MAX or MIN 0, e.g. 5s-20s", spec)
-	if !ok {
-		return simulate.Range{}, bad
-	}
-	var r simulate.Range
-	for i, f := range []string{lo, hi} {
-		f = strings.TrimSpace(f)
-		d, err := time.ParseDuration(f)
-		if err != nil {
-			sec, ferr := strconv.ParseFloat(f, 64)
-			if ferr != nil || math.IsNaN(sec) || math.IsInf(sec, 0) {
-				return simulate.Range{}, bad
-			}
-			d = time.Duration(sec * float64(time.Second))
-		}
-		if i == 0 {
-			r.Min = d
-		} else {
-			r.Max = d
-		}
-	}
-	if r.Min < 0 || r.Max < r.Min || r.Max <= 0 {
-		return simulate.Range{}, bad
-	}
-	return r, nil
 }

@@ -33,7 +33,6 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/lambdaemu"
 	"github.com/example/waitingroom/internal/tools/localdynamo"
-	"github.com/example/waitingroom/internal/tools/localkms"
 	"github.com/example/waitingroom/internal/tools/sampleevents"
 	"github.com/example/waitingroom/internal/tools/samtemplate"
 )
@@ -118,26 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if o.endpoint == "" {
-		moto, err := localdynamo.Start(ctx, localdynamo.Options{Server: "moto", Serialize: true})
-		if err != nil {
-			return fmt.Errorf("no %s: %w", config.EnvDynamoEndpoint, err)
-		}
-		defer moto.Stop()
-		o.endpoint = moto.Endpoint()
-		logf("invoke: moto_server on %s", o.endpoint)
-	}
-	if err := prepareTable(ctx, o.endpoint, o.table, o.seed); err != nil {
-		return err
-	}
-	env, closeKMS, err := functionEnv(ctx, tpl, o, logf)
-	if err != nil {
-		return err
-	}
-	defer closeKMS()
-	bootstrap := filepath.Join(o.binDir, filepath.Base(samtemplate.MainPackage(o.function)), "bootstrap")
-	logf("invoke: %s (%s) with %s", o.function, bootstrap, o.eventFile)
-	resp, err := invokeBootstrap(ctx, o.rie, bootstrap, env, event, stderr)
+	resp, err := invoke(ctx, o, tpl, event, stderr, logf)
 	if err != nil {
 		return err
 	}
@@ -170,44 +150,39 @@ func prepareTable(ctx context.Context, endpoint, table string, seed bool) error 
 	return nil
 }
 
-// functionEnv is the environment of o.function as the template sets it,
-// with a key of the same kind created at o.endpoint for each KMS key of
-// the template, and the challenges' secret. The functions reach KMS
-// through a localkms proxy that adds kms:GenerateDataKeyPair (which moto
-// lacks, and the pass keyring calls): close it once they are done.
-func functionEnv(ctx context.Context, tpl *samtemplate.Template, o options, logf func(string, ...any)) (env []string, closeKMS func(), err error) {
-	res := lambdaemu.Resources{Endpoint: o.endpoint, Table: o.table}
-	closeKMS = func() {}
-	if lambdaemu.NeedsKMSKeys(tpl) {
-		if res.KMSKeys, err = lambdaemu.CreateKMSKeys(ctx, tpl, o.endpoint); err != nil {
-			return nil, nil, err
-		}
-		logf("invoke: KMS keys %v", res.KMSKeys)
-		proxy, err := localkms.Start(o.endpoint)
+// invoke runs o.function's bootstrap under the emulator against
+// o.endpoint (a moto_server it starts when empty), with the table prepared
+// and the template's other resources stood in for (lambdaemu.Provide: the
+// function reaches KMS through a localkms proxy), sends it event and
+// returns its response; the emulator's output goes to logs.
+func invoke(ctx context.Context, o options, tpl *samtemplate.Template, event []byte, logs io.Writer, logf func(string, ...any)) ([]byte, error) {
+	if o.endpoint == "" {
+		moto, err := localdynamo.Start(ctx, localdynamo.Options{Server: "moto", Serialize: true})
 		if err != nil {
-			return nil, nil, err
+			return nil, fmt.Errorf("no %s: %w", config.EnvDynamoEndpoint, err)
 		}
-		closeKMS = func() { _ = proxy.Close() }
-		res.KMSEndpoint = proxy.URL()
-		logf("invoke: KMS (with GenerateDataKeyPair) on %s", res.KMSEndpoint)
+		defer moto.Stop()
+		o.endpoint = moto.Endpoint()
+		logf("invoke: moto_server on %s", o.endpoint)
 	}
-	if lambdaemu.NeedsChallengeSecret(tpl) {
-		if res.ChallengeSecret, err = lambdaemu.CreateChallengeSecret(ctx, o.endpoint); err != nil {
-			closeKMS()
-			return nil, nil, err
-		}
+	if err := prepareTable(ctx, o.endpoint, o.table, o.seed); err != nil {
+		return nil, err
 	}
-	if env, err = lambdaemu.FunctionEnv(tpl, o.function, res); err != nil {
-		closeKMS()
-		return nil, nil, err
+	res, proxy, err := lambdaemu.Provide(ctx, tpl, o.endpoint, o.table)
+	if err != nil {
+		return nil, err
 	}
-	return env, closeKMS, nil
-}
-
-// invokeBootstrap runs bootstrap under the emulator rie with env, sends it
-// event and returns its response; the emulator's output goes to logs.
-func invokeBootstrap(ctx context.Context, rie, bootstrap string, env []string, event []byte, logs io.Writer) ([]byte, error) {
-	emu, err := lambdaemu.Start(rie, bootstrap, env, logs)
+	if proxy != nil {
+		defer proxy.Close()
+		logf("invoke: KMS keys %v, KMS (with GenerateDataKeyPair) on %s", res.KMSKeys, res.KMSEndpoint)
+	}
+	env, err := lambdaemu.FunctionEnv(tpl, o.function, res)
+	if err != nil {
+		return nil, err
+	}
+	bootstrap := filepath.Join(o.binDir, filepath.Base(samtemplate.MainPackage(o.function)), "bootstrap")
+	logf("invoke: %s (%s) with %s", o.function, bootstrap, o.eventFile)
+	emu, err := lambdaemu.Start(o.rie, bootstrap, env, logs)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,9 +27,11 @@ import (
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/demosite"
+	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/partitionmodel"
 	"github.com/example/waitingroom/internal/tools/prom"
 	"github.com/example/waitingroom/internal/waitpage"
 )
@@ -180,10 +183,7 @@ func runWith(ctx context.Context, s seams, args []string, getenv func(string) st
 	}
 
 	conns := newConnLimit(f.maxConns)
-	// The partition model's statistics sit outside the metered API: they
-	// answer 404 without -partition-limits.
-	handler := withPartitionStats(withDemoSite(withMetrics(a, secret), demoSite), model)
-	srv := f.newServer(handler, conns, log)
+	srv := f.newServer(handler(a, secret, demoSite, model), conns, log)
 	if m, ok := a.Store.(*memstore.Store); ok {
 		go sweep(ctx, m, time.Minute)
 	}
@@ -214,7 +214,7 @@ func (f localFlags) createDemoProgram(ctx context.Context, svc *queue.Service, b
 		AdmissionRatePerSecond: new(api.Rate(f.demoRate)), Paused: new(false),
 		DisplayName: new(demoProfile.DisplayName), Message: new(demoProfile.Message), TargetURL: new(demosite.URL(base, f.demo)),
 	}
-	if _, _, err := svc.PutProgram(queue.WithActor(ctx, queue.SystemActor), f.demo, set); err != nil {
+	if _, _, err := svc.PutProgram(history.WithActor(ctx, history.SystemActor), f.demo, set); err != nil {
 		return fmt.Errorf("create demo program: %w", err)
 	}
 	for range f.demoCrowd {
@@ -278,33 +278,52 @@ var demoProfile = api.Profile{
 	Message:     "This is the local demo of the waiting room. Keep this page open: it shows your place and takes you in when it is your turn.",
 }
 
-// withMetrics returns a's API recording into a Prometheus registry that
-// GET /metrics serves (scrapes are not counted). No ServeMux: it would
-// redirect the non-canonical paths the API answers 404.
-func withMetrics(a *app.App, secret string) http.Handler {
+// handler is a's API recording into a Prometheus registry that GET
+// /metrics serves (scrapes are not counted), with site under
+// demosite.Prefix and the partition model's counts at partitionStatsPath
+// beside it, outside the metered API (404 without -partition-limits).
+func handler(a *app.App, secret string, site http.Handler, model *partitionmodel.Model) http.Handler {
 	sink := prom.New()
 	a.Metrics = sink
-	scrape, api := sink.Handler(), a.LocalHandler(secret)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/metrics" && r.Method == http.MethodGet {
-			scrape.ServeHTTP(w, r)
+	h := withRoute(a.LocalHandler(secret), isGet("/metrics"), sink.Handler())
+	h = withRoute(h, func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, demosite.Prefix) }, site)
+	return withRoute(h, isGet(partitionStatsPath), partitionStats(model))
+}
+
+// partitionStatsPath serves the partition model's counts (-partition-limits).
+const partitionStatsPath = "/debug/partition-model"
+
+// partitionStats serves m's summary (JSON: the totals and the busiest
+// partitions), or 404 when m is nil.
+func partitionStats(m *partitionmodel.Model) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if m == nil {
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(map[string]string{"code": api.CodeNotFound, "message": "No partition model: start the server with -partition-limits."})
 			return
 		}
-		api.ServeHTTP(w, r)
+		_ = json.NewEncoder(w).Encode(m.Summarize())
 	})
 }
 
-// withDemoSite serves /demo-site/… with site and everything else with
-// api, untouched (no ServeMux in front: the API answers unclean paths
-// itself).
-func withDemoSite(api, site http.Handler) http.Handler {
+// withRoute serves the requests match picks with h and the others with
+// next, untouched: no ServeMux in front, which would redirect the
+// non-canonical paths the API answers 404 itself.
+func withRoute(next http.Handler, match func(*http.Request) bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, demosite.Prefix) {
-			site.ServeHTTP(w, r)
+		if match(r) {
+			h.ServeHTTP(w, r)
 			return
 		}
-		api.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	})
+}
+
+// isGet matches the GET requests of path.
+func isGet(path string) func(*http.Request) bool {
+	return func(r *http.Request) bool { return r.URL.Path == path && r.Method == http.MethodGet }
 }
 
 // baseURL returns the local API's base URL on addr, with a loopback host

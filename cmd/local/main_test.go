@@ -219,13 +219,8 @@ func TestLocalMemory(t *testing.T) {
 	if want := "waiting-room page of the demo program: " + base + "/waiting-room/demo\n"; !strings.Contains(out.String(), want) {
 		t.Errorf("start-up output %q, want %q", out, want)
 	}
-	resp, err := http.Get(base + "/waiting-room/demo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(page), "<h1>Demo concert · 데모 콘서트</h1>") {
+	resp, page := get(t, http.DefaultClient, base+"/waiting-room/demo", nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, "<h1>Demo concert · 데모 콘서트</h1>") {
 		t.Errorf("demo page: %d\n%s", resp.StatusCode, page)
 	}
 }

@@ -109,8 +109,8 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 	browser.FakeClock(t, ctx)
 	browser.AddScript(t, ctx, recordCalls)
 	steps := lockstep{t: t, ctx: ctx, server: server}
-	do(t, ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(pageURL+"?lang=en"))
-	waitFor(t, ctx, 10*time.Second, `document.getElementById('pos').textContent !== '–'`)
+	browser.Do(t, ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(pageURL+"?lang=en"))
+	browser.WaitFor(t, ctx, 10*time.Second, `document.getElementById('pos').textContent !== '–'`)
 
 	// WAITING, the place the server answered, the estimate, the bar.
 	calls := recorded(t, ctx)
@@ -120,17 +120,17 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 	}
 	token := first.TokenID
 	checkShows(t, ctx, "Your place in line", "about ")
-	if got := text(t, ctx, "noticeText"); got != "Saturday is sold out; Sunday still has seats." {
+	if got := browser.Text(t, ctx, "noticeText"); got != "Saturday is sold out; Sunday still has seats." {
 		t.Errorf("notice = %q", got)
 	}
-	if got := eval[string](t, ctx, `document.querySelector('h1').textContent`); got != demoProfile.DisplayName {
+	if got := browser.Eval[string](t, ctx, `document.querySelector('h1').textContent`); got != demoProfile.DisplayName {
 		t.Errorf("title = %q, want the demo program's %q", got, demoProfile.DisplayName)
 	}
 
 	// A reload keeps the token: it polls at once, it does not enter again.
 	before := len(calls)
-	do(t, ctx, chromedp.Reload())
-	waitFor(t, ctx, 10*time.Second, `(JSON.parse(sessionStorage.getItem('e2e:calls')) || []).length > `+fmt.Sprint(before))
+	browser.Do(t, ctx, chromedp.Reload())
+	browser.WaitFor(t, ctx, 10*time.Second, `(JSON.parse(sessionStorage.getItem('e2e:calls')) || []).length > `+fmt.Sprint(before))
 	if got := storedToken(t, ctx); got != token {
 		t.Errorf("after a reload the page keeps token %q, want %q", got, token)
 	}
@@ -145,15 +145,15 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 
 	// Korean, in a second tab (on real timers): the same place, Korean text.
 	ko, cancelKo := chromedp.NewContext(ctx)
-	do(t, ko, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(pageURL+"?lang=ko"))
-	waitFor(t, ko, 10*time.Second, `document.getElementById('pos').textContent !== '–'`)
-	if got := eval[[]string](t, ko, `[document.documentElement.lang, document.querySelector('[data-t=position]').textContent, document.getElementById('eta').textContent, document.querySelector('[data-t=keepOpen]').textContent]`); got[0] != "ko" || got[1] != "내 대기 순서" || !strings.HasPrefix(got[2], "약 ") || !strings.HasSuffix(got[2], "분") || !strings.HasPrefix(got[3], "이 페이지를 열어 두세요") {
+	browser.Do(t, ko, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(pageURL+"?lang=ko"))
+	browser.WaitFor(t, ko, 10*time.Second, `document.getElementById('pos').textContent !== '–'`)
+	if got := browser.Eval[[]string](t, ko, `[document.documentElement.lang, document.querySelector('[data-t=position]').textContent, document.getElementById('eta').textContent, document.querySelector('[data-t=keepOpen]').textContent]`); got[0] != "ko" || got[1] != "내 대기 순서" || !strings.HasPrefix(got[2], "약 ") || !strings.HasSuffix(got[2], "분") || !strings.HasPrefix(got[3], "이 페이지를 열어 두세요") {
 		t.Errorf("Korean page: lang, label, estimate, hint = %q", got)
 	}
 	if got := storedToken(t, ko); got != token {
 		t.Errorf("the Korean tab has token %q, want the same place %q", got, token)
 	}
-	screenshot(t, ko, "waiting-ko.png")
+	browser.Screenshot(t, ko, "waiting-ko.png")
 	cancelKo()
 
 	// The admin admits 400 people: the first poll after it takes effect
@@ -165,7 +165,7 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 	if s := checkShows(t, ctx, "Your place in line", "about "); s.BarValue < 400 || s.Calls[len(s.Calls)-1].Position > first.Position-400 {
 		t.Errorf("after 400 admitted: place %d, progress bar value %v; want at most %d and at least 400", s.Calls[len(s.Calls)-1].Position, s.BarValue, first.Position-400)
 	}
-	png := screenshot(t, ctx, "waiting-en.png")
+	png := browser.Screenshot(t, ctx, "waiting-en.png")
 	if *updateScreenshot {
 		if err := os.WriteFile(filepath.Join("..", "..", "docs", "img", "waiting-room.png"), png, 0o644); err != nil {
 			t.Fatal(err)
@@ -193,18 +193,18 @@ func TestWaitingRoomEndToEnd(t *testing.T) {
 			t.Fatalf("a poll %v after the admission takes effect answered %s", at.Sub(effective), last.Status)
 		}
 	}
-	waitFor(t, ctx, 15*time.Second, `location.pathname === '/demo-site/demo' && document.querySelector('h1')`)
+	browser.WaitFor(t, ctx, 15*time.Second, `location.pathname === '/demo-site/demo' && document.querySelector('h1')`)
 	if last.TokenID != token || strings.Count(last.AdmissionPass, ".") != 2 {
 		t.Fatalf("the page's last answer: %+v, want ADMITTED for %s with a pass (a JWS)", last, token)
 	}
 	// The site took the pass (its Gate exchanges it for a cookie and
 	// redirects once to the clean URL; without a valid one it would have
 	// sent the person back to the waiting room) and says the person is in.
-	site := eval[[]string](t, ctx, `[location.href, document.querySelector('h1').textContent, document.querySelector('[data-ticket]').textContent, String(performance.getEntriesByType('navigation')[0].redirectCount)]`)
+	site := browser.Eval[[]string](t, ctx, `[location.href, document.querySelector('h1').textContent, document.querySelector('[data-ticket]').textContent, String(performance.getEntriesByType('navigation')[0].redirectCount)]`)
 	if want := []string{base + "/demo-site/demo", "You're in", "1234", "1"}; !slices.Equal(site, want) {
 		t.Errorf("the site: URL, heading, ticket, redirects = %q, want %q", site, want)
 	}
-	screenshot(t, ctx, "admitted.png")
+	browser.Screenshot(t, ctx, "admitted.png")
 	checkSchedule(t, recorded(t, ctx))
 }
 
@@ -220,7 +220,7 @@ type lockstep struct {
 // fires it, and returns the server's time at the poll and its answer.
 func (l lockstep) poll() (time.Time, pageCall) {
 	l.t.Helper()
-	waitFor(l.t, l.ctx, 10*time.Second, `__clock.pending().length > 0`)
+	browser.WaitFor(l.t, l.ctx, 10*time.Second, `__clock.pending().length > 0`)
 	pending := browser.Pending(l.t, l.ctx)
 	if len(pending) != 1 {
 		l.t.Fatalf("the page has timers armed in %v ms; want one, its next poll", pending)
@@ -229,7 +229,7 @@ func (l lockstep) poll() (time.Time, pageCall) {
 	l.server.Advance(time.Duration(pending[0] * float64(time.Millisecond)))
 	at := l.server.Now()
 	browser.Next(l.t, l.ctx)
-	waitFor(l.t, l.ctx, 10*time.Second, fmt.Sprintf(`(JSON.parse(sessionStorage.getItem('e2e:calls')) || []).length > %d`, n))
+	browser.WaitFor(l.t, l.ctx, 10*time.Second, fmt.Sprintf(`(JSON.parse(sessionStorage.getItem('e2e:calls')) || []).length > %d`, n))
 	return at, recorded(l.t, l.ctx)[n]
 }
 
@@ -304,8 +304,8 @@ type shown struct {
 func checkShows(t *testing.T, ctx context.Context, label, eta string) shown {
 	t.Helper()
 	// The recorder keeps an answer just before the page reads it.
-	waitFor(t, ctx, 5*time.Second, `(c => c.status === 'WAITING' && document.getElementById('pos').textContent === new Intl.NumberFormat('en').format(c.position))(JSON.parse(sessionStorage.getItem('e2e:calls')).at(-1))`)
-	s := eval[shown](t, ctx, `({calls: JSON.parse(sessionStorage.getItem('e2e:calls')), pos: document.getElementById('pos').textContent,
+	browser.WaitFor(t, ctx, 5*time.Second, `(c => c.status === 'WAITING' && document.getElementById('pos').textContent === new Intl.NumberFormat('en').format(c.position))(JSON.parse(sessionStorage.getItem('e2e:calls')).at(-1))`)
+	s := browser.Eval[shown](t, ctx, `({calls: JSON.parse(sessionStorage.getItem('e2e:calls')), pos: document.getElementById('pos').textContent,
 		label: document.querySelector('[data-t=position]').textContent, eta: document.getElementById('eta').textContent,
 		barMax: document.getElementById('bar').max, barValue: document.getElementById('bar').value})`)
 	last := s.Calls[len(s.Calls)-1]
@@ -349,7 +349,7 @@ func checkSchedule(t *testing.T, calls []pageCall) {
 
 func recorded(t *testing.T, ctx context.Context) []pageCall {
 	t.Helper()
-	calls := eval[[]pageCall](t, ctx, `JSON.parse(sessionStorage.getItem('e2e:calls')) || []`)
+	calls := browser.Eval[[]pageCall](t, ctx, `JSON.parse(sessionStorage.getItem('e2e:calls')) || []`)
 	if len(calls) == 0 {
 		t.Fatal("the page made no request")
 	}
@@ -358,18 +358,7 @@ func recorded(t *testing.T, ctx context.Context) []pageCall {
 
 func storedToken(t *testing.T, ctx context.Context) string {
 	t.Helper()
-	return eval[string](t, ctx, `(JSON.parse(localStorage.getItem('waitingroom:demo')) || {}).token || ''`)
-}
-
-var (
-	do         = browser.Do
-	text       = browser.Text
-	waitFor    = browser.WaitFor
-	screenshot = browser.Screenshot
-)
-
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
-	return browser.Eval[T](t, ctx, expr)
+	return browser.Eval[string](t, ctx, `(JSON.parse(localStorage.getItem('waitingroom:demo')) || {}).token || ''`)
 }
 
 // TestChallengePageEndToEnd: on the real local server, a program that asks
@@ -389,8 +378,8 @@ func TestChallengePageEndToEnd(t *testing.T) {
 	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: recordCalls}); err != nil {
 		t.Fatal(err)
 	}
-	do(t, ctx, chromedp.Navigate(base+"/waiting-room/guarded?lang=en"))
-	waitFor(t, ctx, 30*time.Second, `document.getElementById('pos').textContent === '1'`)
+	browser.Do(t, ctx, chromedp.Navigate(base+"/waiting-room/guarded?lang=en"))
+	browser.WaitFor(t, ctx, 30*time.Second, `document.getElementById('pos').textContent === '1'`)
 	var enters []int
 	for _, c := range recorded(t, ctx) {
 		if c.Method == "POST" {

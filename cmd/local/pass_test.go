@@ -71,6 +71,13 @@ func get(t *testing.T, c *http.Client, target string, cookie *http.Cookie) (*htt
 	if cookie != nil {
 		req.AddCookie(cookie)
 	}
+	return send(t, c, req)
+}
+
+// send sends req with c and returns the answer and its body, failing t
+// on an error.
+func send(t *testing.T, c *http.Client, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -90,14 +97,8 @@ func TestLocalAdmissionPass(t *testing.T) {
 	t.Parallel()
 	// A key file, so that this test can also sign passes with the
 	// server's own key (expired, not yet valid, another issuer).
-	key, err := admissionpass.GenerateLocalKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM, err := key.PEM()
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := must(admissionpass.GenerateLocalKey())
+	keyPEM := must(key.PEM())
 	keyFile := filepath.Join(t.TempDir(), "pass-key.pem")
 	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
 		t.Fatal(err)
@@ -206,18 +207,8 @@ func TestLocalAdmissionPass(t *testing.T) {
 	expired, notYet := adm, adm
 	expired.AdmittedAt, expired.ExpiresAt = now.Add(-20*time.Minute), now.Add(-10*time.Minute)
 	notYet.AdmittedAt, notYet.ExpiresAt = now.Add(10*time.Minute), now.Add(20*time.Minute)
-	strangerKey, err := admissionpass.GenerateLocalKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stranger, err := admissionpass.NewIssuer(base, strangerKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	foreignSigned, err := stranger.Issue(context.Background(), adm)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stranger := must(admissionpass.NewIssuer(base, must(admissionpass.GenerateLocalKey())))
+	foreignSigned := must(stranger.Issue(context.Background(), adm))
 	header, payload, sig := splitPass(t, pass)
 	otherHeader, otherPayload, otherSig := splitPass(t, other)
 	pubDER, err := x509.MarshalPKIXPublicKey(must(key.PublicKey(context.Background())))
@@ -320,13 +311,8 @@ func TestLocalAdmissionPass(t *testing.T) {
 	if resp, err := browser.Do(done("same-site")); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Errorf("Done posted from a sibling origin: %v %v, want 403", resp.StatusCode, err)
 	}
-	resp, err = browser.Do(done("same-origin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), "has ended") {
+	resp, body := send(t, browser, done("same-origin"))
+	if resp.StatusCode != 200 || !strings.Contains(body, "has ended") {
 		t.Fatalf("Done: %d %s", resp.StatusCode, body)
 	}
 	if cs := resp.Cookies(); len(cs) != 1 || cs[0].MaxAge >= 0 {
@@ -360,6 +346,8 @@ func call2(t *testing.T, base, program, token string) map[string]any {
 	return body
 }
 
+// must returns v, and panics on err: for steps that cannot fail in a
+// working build.
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)

@@ -1,23 +1,20 @@
 package main
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -79,11 +76,10 @@ Run "wrctl COMMAND -h" for a command's flags.
 
 // app is one run of wrctl and its outside world.
 type app struct {
-	getenv   func(string) string
-	stdin    io.Reader
-	stdout   io.Writer
-	stderr   io.Writer
-	settings []setting
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
 	// clock tells the time and ticks (watch) for the run: the real clock,
 	// or a fake one in tests.
 	clock clockwork.Clock
@@ -95,8 +91,8 @@ type app struct {
 	transport http.RoundTripper
 }
 
-func newApp(getenv func(string) string, stdout, stderr io.Writer, settings []setting) *app {
-	return &app{getenv: getenv, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, settings: settings, clock: clockwork.NewRealClock(), terminal: isTerminal(stdout)}
+func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
+	return &app{getenv: getenv, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, clock: clockwork.NewRealClock(), terminal: isTerminal(stdout)}
 }
 
 // command is a subcommand: its arguments, its own flags, and what it does.
@@ -109,7 +105,9 @@ type command struct {
 	// valid checks the positional arguments before anything is sent (nil:
 	// any); its error is a usage error.
 	valid func(args []string) error
-	// flags registers the command's own flags and returns what runs it.
+	// run runs a command without flags of its own; flags, for one with,
+	// registers them and returns what runs it.
+	run   func(a *app, ctx context.Context, c *call) error
 	flags func(a *app, fs *flag.FlagSet) func(ctx context.Context, c *call) error
 }
 
@@ -124,20 +122,23 @@ type call struct {
 func (a *app) commands() map[string]command {
 	toggle := func(set api.ProgramSettings, synopsis string) command {
 		return command{args: []string{"ID"}, synopsis: synopsis,
-			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error {
-				return func(ctx context.Context, c *call) error { return a.put(ctx, c, set) }
-			}}
+			run: func(a *app, ctx context.Context, c *call) error { return a.put(ctx, c, set) }}
 	}
 	return map[string]command{
-		"get": {args: []string{"ID"}, synopsis: "Prints the program's counters and settings.",
-			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.get }},
+		"get": {args: []string{"ID"}, synopsis: "Prints the program's counters and settings.", run: (*app).get},
 		"put": {args: []string{"ID"}, synopsis: "Creates the program, or changes the settings given as flags (and only those).",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
-				settings := registerSettings(fs, a.settings, a.clock.Now)
-				return func(ctx context.Context, c *call) error { return a.put(ctx, c, settings()) }
+				settings := registerSettings(fs, a.clock.Now)
+				return func(ctx context.Context, c *call) error {
+					set, err := settings()
+					if err != nil {
+						return err
+					}
+					return a.put(ctx, c, set)
+				}
 			}},
 		"admit": {args: []string{"ID", "N"}, synopsis: "Admits N more of the people waiting now, on top of the admission rate.", valid: validAdmit,
-			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.admit }},
+			run: (*app).admit},
 		"passes": {args: []string{"ID"}, synopsis: "Issues bypass passes: each lets one person into the program's site without queueing,\nuntil it expires; under maxActiveUsers each holds a slot until then. Prints one per line.",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
 				n := fs.Int64("n", 1, "how many passes (1 to 1000)")
@@ -149,9 +150,9 @@ func (a *app) commands() map[string]command {
 		"close":  toggle(api.ProgramSettings{Closed: new(true)}, "Stops new entries; people already waiting keep their place."),
 		"reopen": toggle(api.ProgramSettings{Closed: new(false)}, "Takes new entries again."),
 		"token": {args: []string{"ID", "TOKEN"}, synopsis: "Prints where the token stands, as its holder would see it (never the pass), and its times.",
-			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.token }},
+			run: (*app).token},
 		"revoke": {args: []string{"ID", "TOKEN"}, synopsis: "Revokes the token: it reads REVOKED, with no place, admission or pass.\nA pass already handed out stays valid offline until it expires.",
-			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.revoke }},
+			run: (*app).revoke},
 		"watch": {args: []string{"ID"}, sampling: true, synopsis: "Shows the crowd live: issued, admitted, waiting, the rate, when the last person in line gets in,\nenters/s and admissions/s, and the queue length over time. Redraws in place on a terminal;\nprints one line per sample otherwise (one JSON object per line with -json).",
 			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
 				var w watchOptions
@@ -160,20 +161,19 @@ func (a *app) commands() map[string]command {
 				fs.IntVar(&w.count, "n", 0, "stop after this many samples (0: until interrupted)")
 				return func(ctx context.Context, c *call) error { return a.watch(ctx, c, w) }
 			}},
-		"list": {args: nil, synopsis: "Prints every program: waiting, admitted, issued, rate and state.",
-			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.listCommand(fs) }},
+		"list": {args: nil, synopsis: "Prints every program: waiting, admitted, issued, rate and state.", flags: (*app).listCommand},
 		"history": {args: []string{"ID"}, synopsis: "Prints the program's admin changes, newest first: when, when in effect, who, what.",
-			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.historyCommand(fs) }},
+			flags: (*app).historyCommand},
 		"delete": {args: []string{"ID"}, synopsis: "Deletes a closed program: it is gone everywhere, and its id stays taken for 7 days, on the\nlocal server too (a put of it answers PROGRAM_DELETED). Asks you to type the id again, unless -yes\nis given.",
-			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.deleteCommand(fs) }},
+			flags: (*app).deleteCommand},
 		"keys": {args: nil, synopsis: "Prints the keys that sign the admission passes, newest first: their kid, state (next, signing,\npublished, retired, revoked, unusable), when each signs from, was made and was revoked.\nSubcommands: \"wrctl keys rotate\", \"wrctl keys revoke KID\".",
-			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.keys }},
+			run: (*app).keys},
 		"keys rotate": {args: nil, synopsis: "Makes a new signing key: in the JWKS within a minute, it signs from 15 minutes on (once sites\ncan have it) until the next scheduled key; until it signs, a rotation answers it again and makes none.\nNot repeated after a 503: run \"wrctl keys\" to see whether it was made.",
-			flags: func(a *app, _ *flag.FlagSet) func(context.Context, *call) error { return a.rotateKey }},
+			run: (*app).rotateKey},
 		"keys revoke": {args: []string{"KID"}, synopsis: "Revokes a signing key (a leaked one): it leaves the JWKS and signs no more on every instance within\na minute, and sites refuse its passes once their cached JWKS expires (within about 6 minutes);\nwhen it was the key that signs, a new key signs in its place. Asks you to type the kid again,\nunless -yes is given.",
-			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.revokeKeyCommand(fs) }},
+			flags: (*app).revokeKeyCommand},
 		"check": {args: []string{"ID"}, synopsis: "Reads the program and says, line by line (OK, WARN, FAIL, and what to do), what may go wrong\nat the announced load, following the pre-sale checklist of docs/operations.md. Exits with\nstatus 1 when any check FAILs.",
-			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error { return a.checkCommand(fs) }},
+			flags: (*app).checkCommand},
 	}
 }
 
@@ -184,13 +184,19 @@ type globals struct {
 	timeout              time.Duration
 }
 
-// register defines g's flags on fs, each defaulting to its value in g.
-func (g *globals) register(fs *flag.FlagSet) {
+// flagSet is the flag set of command name with g's flags, each defaulting
+// to its value in g. It prints nothing: run prints a parse error in one
+// line with a pointer to -h, rather than under the whole usage.
+func (g *globals) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&g.url, "url", g.url, "base `URL` of the waiting room's API ($WR_URL)")
 	fs.BoolVar(&g.json, "json", g.json, "machine-readable output: the API's JSON (check: one finding a line)")
 	fs.StringVar(&g.region, "region", g.region, "AWS `region` to sign for (default: the API host's, else the AWS configuration's)")
 	fs.StringVar(&g.profile, "profile", g.profile, "AWS shared configuration `profile` (default $AWS_PROFILE)")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "time limit of each request")
+	return fs
 }
 
 // Retries of a request the server could not serve now (client.Retry).
@@ -201,48 +207,18 @@ const (
 
 // run parses args and runs the command they name.
 func (a *app) run(ctx context.Context, args []string) error {
-	g := globals{url: a.getenv("WR_URL"), timeout: 30 * time.Second}
-	if g.url == "" {
-		g.url = defaultURL
-	}
-	// The flags before the command. Parse errors are printed below, in
-	// one line with a pointer to -h, rather than under the whole usage.
-	pre := flag.NewFlagSet("wrctl", flag.ContinueOnError)
-	pre.SetOutput(io.Discard)
-	pre.Usage = func() {}
-	g.register(pre)
-	if err := pre.Parse(args); errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(a.stdout, usage)
+	g := globals{url: cmp.Or(a.getenv("WR_URL"), defaultURL), timeout: 30 * time.Second}
+	name, args, err := a.commandOf(&g, args)
+	if err != nil {
 		return err
-	} else if err != nil {
-		return a.usageError("", err.Error())
 	}
-	args = pre.Args()
-	if len(args) == 0 {
-		fmt.Fprint(a.stderr, usage)
-		return errUsage
+	cmd := a.commands()[name]
+	fs := g.flagSet("wrctl " + name)
+	runCmd := func(ctx context.Context, c *call) error { return cmd.run(a, ctx, c) }
+	if cmd.flags != nil {
+		runCmd = cmd.flags(a, fs)
 	}
-	if args[0] == "help" {
-		fmt.Fprint(a.stdout, usage)
-		return flag.ErrHelp
-	}
-	name := args[0]
-	// A command of two words (keys rotate) when there is one.
-	if len(args) > 1 {
-		if _, ok := a.commands()[name+" "+args[1]]; ok {
-			name, args = name+" "+args[1], args[1:]
-		}
-	}
-	cmd, ok := a.commands()[name]
-	if !ok {
-		return a.usageError("", fmt.Sprintf("unknown command %q (commands: %s)", name, strings.Join(a.commandNames(), ", ")))
-	}
-	fs := flag.NewFlagSet("wrctl "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	g.register(fs)
-	runCmd := cmd.flags(a, fs)
-	args, err := parseInterspersed(fs, args[1:])
+	args, err = parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(a.stderr)
 		fmt.Fprintf(a.stderr, "Usage: wrctl %s [flags] %s\n\n%s\n\nFlags:\n", name, strings.Join(cmd.args, " "), cmd.synopsis)
@@ -282,16 +258,42 @@ func (a *app) run(ctx context.Context, args []string) error {
 	return connectHint(a.explain(runCmd(ctx, c), bearer), c.url)
 }
 
-// commandNames returns the commands' first words, sorted.
-func (a *app) commandNames() []string {
-	var names []string
-	for name := range a.commands() {
-		if first, _, _ := strings.Cut(name, " "); first == name {
-			names = append(names, name)
+// commandOf parses the flags before the command into g and returns the
+// command's name, of one word or two (keys rotate), and the arguments
+// after it; with none, or "help", it prints the usage.
+func (a *app) commandOf(g *globals, args []string) (string, []string, error) {
+	pre := g.flagSet("wrctl")
+	if err := pre.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(a.stdout, usage)
+		return "", nil, err
+	} else if err != nil {
+		return "", nil, a.usageError("", err.Error())
+	}
+	args = pre.Args()
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(a.stderr, usage)
+		return "", nil, errUsage
+	case args[0] == "help":
+		fmt.Fprint(a.stdout, usage)
+		return "", nil, flag.ErrHelp
+	}
+	name := args[0]
+	if len(args) > 1 {
+		if _, ok := a.commands()[name+" "+args[1]]; ok {
+			name, args = name+" "+args[1], args[1:]
 		}
 	}
-	slices.Sort(names)
-	return names
+	if _, ok := a.commands()[name]; !ok {
+		return "", nil, a.usageError("", fmt.Sprintf("unknown command %q (commands: %s)", name, strings.Join(a.commandNames(), ", ")))
+	}
+	return name, args[1:], nil
+}
+
+// commandNames returns the commands' first words, sorted.
+func (a *app) commandNames() []string {
+	names := slices.Sorted(maps.Keys(a.commands()))
+	return slices.DeleteFunc(names, func(name string) bool { return strings.Contains(name, " ") })
 }
 
 // urlHint adds, to an API URL that client.New refused, what to give
@@ -301,12 +303,12 @@ func (a *app) commandNames() []string {
 func urlHint(err error, apiURL string, bearer bool) error {
 	if !strings.Contains(apiURL, "://") {
 		scheme := "https://"
-		if host, _, _ := strings.Cut(apiURL, "/"); loopbackHost(host) {
+		if host, _, _ := strings.Cut(apiURL, "/"); client.Loopback(host) {
 			scheme = "http://"
 		}
 		return fmt.Errorf("%w\n(a URL starts with its scheme: -url %s%s)", err, scheme, apiURL)
 	}
-	if u, perr := url.Parse(apiURL); bearer && perr == nil && u.Scheme == "http" && u.Host != "" && !loopbackHost(u.Host) {
+	if u, perr := url.Parse(apiURL); bearer && perr == nil && u.Scheme == "http" && u.Host != "" && !client.Loopback(u.Host) {
 		return fmt.Errorf("%w\n(ADMIN_TOKEN is set: give an https -url, or unset it to sign with AWS credentials)", err)
 	}
 	return err
@@ -316,7 +318,7 @@ func urlHint(err error, apiURL string, bearer bool) error {
 // start the local server there.
 func connectHint(err error, apiURL string) error {
 	u, perr := url.Parse(apiURL)
-	if !errors.Is(err, syscall.ECONNREFUSED) || perr != nil || !loopbackHost(u.Host) {
+	if !errors.Is(err, syscall.ECONNREFUSED) || perr != nil || !client.Loopback(u.Host) {
 		return err
 	}
 	start := "make run"
@@ -333,21 +335,6 @@ func hostPort(u *url.URL) string {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
 	return net.JoinHostPort(u.Hostname(), port)
-}
-
-// loopbackHost reports whether hostport (a host, with or without a port)
-// is localhost or a loopback address.
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // parseInterspersed parses flags placed before, between and after the
@@ -423,7 +410,7 @@ func (a *app) explain(err error, bearer bool) error {
 	switch {
 	case ae.Code == api.CodeInvalidJSON && unknownField.MatchString(ae.Message):
 		field := unknownField.FindStringSubmatch(ae.Message)[1]
-		if f := flagOf(a.settings, field); f != "" {
+		if f := flagOf(field); f != "" {
 			return fmt.Errorf("%w\n(this server does not know -%s yet: it runs an older version than wrctl)", err, f)
 		}
 	case (ae.Status == http.StatusUnauthorized || ae.Code == api.CodeForbidden) && !bearer:
@@ -438,117 +425,11 @@ func (a *app) explain(err error, bearer bool) error {
 	return err
 }
 
-func (a *app) get(ctx context.Context, c *call) error {
-	p, err := c.client.GetProgram(ctx, c.args[0])
-	if err != nil {
-		return err
-	}
-	return a.printProgram(c, p, "")
-}
-
-func (a *app) put(ctx context.Context, c *call, set api.ProgramSettings) error {
-	p, created, err := c.client.PutProgram(ctx, c.args[0], set)
-	if err != nil {
-		return err
-	}
-	title := "updated program " + c.args[0]
-	if created {
-		title = "created program " + c.args[0]
-	}
-	return a.printProgram(c, p, title)
-}
-
-// validAdmit checks admit's N: a whole number of at least 1.
-func validAdmit(args []string) error {
-	if n, err := strconv.ParseInt(args[1], 10, 64); err != nil || n < 1 {
-		return fmt.Errorf("want N a whole number of at least 1, not %q", args[1])
-	}
-	return nil
-}
-
-func (a *app) admit(ctx context.Context, c *call) error {
-	n, _ := strconv.ParseInt(c.args[1], 10, 64) // checked by validAdmit
-	p, err := c.client.Admit(ctx, c.args[0], n)
-	if err != nil {
-		return err
-	}
-	return a.printProgram(c, p, fmt.Sprintf("admitted %d more of program %s", n, c.args[0]))
-}
-
-func (a *app) passes(ctx context.Context, c *call, n int64, valid time.Duration) error {
-	if valid%time.Second != 0 {
-		return a.usageError("passes", fmt.Sprintf("-valid must be whole seconds, not %v", valid))
-	}
-	passes, err := c.client.IssueBypass(ctx, c.args[0], n, valid)
-	if err != nil {
-		return err
-	}
-	if c.json {
-		return json.NewEncoder(a.stdout).Encode(api.BypassPasses{Passes: passes})
-	}
-	for _, p := range passes {
-		fmt.Fprintln(a.stdout, p)
-	}
-	return nil
-}
-
-// printProgram prints p as printRaw does.
-func (a *app) printProgram(c *call, p client.ProgramAnswer, title string) error {
-	return a.printRaw(c, p.Raw, title)
-}
-
-// printRaw prints raw, an answer's JSON object: as is with -json,
-// otherwise its fields, in the server's order, one per line.
-func (a *app) printRaw(c *call, raw json.RawMessage, title string) error {
-	if c.json {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return err
-		}
-		buf.WriteByte('\n')
-		_, err := a.stdout.Write(buf.Bytes())
-		return err
-	}
-	fields, err := orderedFields(raw)
-	if err != nil {
-		return err
-	}
-	if title != "" {
-		fmt.Fprintln(a.stdout, title)
-	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	for _, f := range fields {
-		fmt.Fprintf(tw, "  %s\t%s\n", f[0], f[1])
-	}
-	return tw.Flush()
-}
-
-// orderedFields returns the members of a JSON object in order, each value
-// as text (strings unquoted).
-func orderedFields(raw []byte) ([][2]string, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, errors.New("the answer is not a JSON object")
-	}
-	var out [][2]string
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		text := fmt.Sprint(v)
-		if s, ok := v.(string); ok {
-			text = s
-		} else if _, ok := v.(json.Number); !ok {
-			b, _ := json.Marshal(v)
-			text = string(b)
-		}
-		out = append(out, [2]string{fmt.Sprint(k), text})
-	}
-	return out, nil
+// newHTTPClient is the client of every request, through transport (nil
+// for http.DefaultTransport). It follows no redirect: the admin API makes
+// none, and one would carry the credentials elsewhere (https to http).
+func newHTTPClient(timeout time.Duration, transport http.RoundTripper) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
 }

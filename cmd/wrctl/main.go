@@ -1,23 +1,9 @@
 // Command wrctl runs a waiting room during an on-sale: it reads and changes
-// a program's settings, admits people by hand and watches the crowd live,
-// through the admin API of the local server (ADMIN_TOKEN) or of the stack
-// on AWS (requests signed with the operator's AWS credentials).
-//
-//	wrctl list                    every program, a row each
-//	wrctl get ID                  the program's counters and settings
-//	wrctl put ID [-rate N] [...]  create it, or change the settings given
-//	wrctl admit ID N              admit N more people now
-//	wrctl pause|resume ID         stop or restart admission
-//	wrctl close|reopen ID         stop or resume new entries
-//	wrctl watch ID                a live view of the crowd
-//	wrctl check ID -expect N      what may go wrong at the announced load
-//	wrctl history ID              the program's changes and who made them
-//	wrctl delete ID [-yes]        delete a closed program
-//	wrctl keys                    the keys that sign the passes
-//	wrctl keys rotate             a new signing key, signing 15 minutes on
-//	wrctl keys revoke KID [-yes]  revoke a signing key
-//
-// Run "wrctl COMMAND -h" for the flags.
+// a program's settings, admits people by hand, watches the crowd live and
+// checks a program before the sale, through the admin API of the local
+// server (ADMIN_TOKEN) or of the stack on AWS (requests signed with the
+// operator's AWS credentials). "wrctl -h" lists the commands and "wrctl
+// COMMAND -h" a command's flags; docs/operations.md ("wrctl") has them all.
 package main
 
 import (
@@ -35,7 +21,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	a := newApp(os.Getenv, os.Stdout, os.Stderr, programSettings)
+	a := newApp(os.Getenv, os.Stdout, os.Stderr)
 	a.stdin = os.Stdin
 	err := a.run(ctx, os.Args[1:])
 	stop()

@@ -24,9 +24,9 @@ import (
 
 	waitingroom "github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
-	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/sigv4test"
+	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
 // testSecret is the test server's admin bearer secret, testIssuer the iss
@@ -74,6 +74,20 @@ func mustRun(t *testing.T, env map[string]string, args ...string) result {
 	return r
 }
 
+// musts is mustRun with t and env.
+func musts(t *testing.T, env map[string]string) func(args ...string) result {
+	return func(args ...string) result {
+		t.Helper()
+		return mustRun(t, env, args...)
+	}
+}
+
+// adminEnv is the environment of a wrctl run against url with the test
+// server's admin token.
+func adminEnv(url string) map[string]string {
+	return map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
+}
+
 // serve serves h on loopback for the test's duration and returns its URL.
 func serve(t *testing.T, h http.Handler) string {
 	t.Helper()
@@ -103,7 +117,7 @@ func runApp(t *testing.T, env map[string]string, setup func(*app), args ...strin
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a := newApp(func(k string) string { return env[k] }, &stdout, &stderr, programSettings)
+	a := newApp(func(k string) string { return env[k] }, &stdout, &stderr)
 	var waits []time.Duration
 	a.sleep = func(ctx context.Context, d time.Duration) error {
 		waits = append(waits, d)
@@ -199,7 +213,7 @@ func enter(t *testing.T, url, id string, n int) {
 func TestCommands(t *testing.T) {
 	t.Parallel()
 	url := serve(t, newAPI(t))
-	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
+	env := adminEnv(url)
 	run := func(t *testing.T, args ...string) map[string]any {
 		t.Helper()
 		return decode(t, wrctl(t, env, args...))
@@ -366,7 +380,7 @@ func TestCommands(t *testing.T) {
 func TestErrors(t *testing.T) {
 	t.Parallel()
 	url := serve(t, newAPI(t))
-	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
+	env := adminEnv(url)
 	if r := wrctl(t, env, "put", "gala", "-paused"); r.status != 0 {
 		t.Fatal(r.stderr)
 	}
@@ -416,11 +430,11 @@ func TestErrors(t *testing.T) {
 		{"InvalidProgramID", env, []string{"get", "_x"}, 1, `^wrctl: INVALID_PROGRAM_ID: `},
 		// N is read before anything is sent: a usage error, in two lines.
 		{"AdmitZero", env, []string{"admit", "gala", "0"}, 2, `^wrctl admit: want N a whole number of at least 1, not "0"\nRun "wrctl admit -h" for usage\.\n$`},
-		{"AdmitNotANumber", map[string]string{"WR_URL": down.URL, "ADMIN_TOKEN": testSecret}, []string{"admit", "demo", "ten"}, 2, `^wrctl admit: want N a whole number of at least 1, not "ten"\nRun "wrctl admit -h" for usage\.\n$`},
+		{"AdmitNotANumber", adminEnv(down.URL), []string{"admit", "demo", "ten"}, 2, `^wrctl admit: want N a whole number of at least 1, not "ten"\nRun "wrctl admit -h" for usage\.\n$`},
 		{"AdmitTooMany", env, []string{"admit", "gala", "2000000"}, 1, `^wrctl: INVALID_COUNT: `},
 		// Nothing listens on a loopback URL: how to start the local
 		// server on its address.
-		{"ServerDown", map[string]string{"WR_URL": down.URL, "ADMIN_TOKEN": testSecret}, []string{"get", "gala"}, 1,
+		{"ServerDown", adminEnv(down.URL), []string{"get", "gala"}, 1,
 			`^wrctl: GET http://127\.0\.0\.1:\d+/api/v1/admin/programs/gala: .*connection refused\n\(no server at http://127\.0\.0\.1:\d+: start the local one with make run ADDR=127\.0\.0\.1:\d+ at the repository's root, or give -url or WR_URL\)\n$`},
 		// A URL without its scheme: the scheme to add, http:// for a
 		// loopback host, https:// otherwise; no word of ADMIN_TOKEN.
@@ -432,7 +446,7 @@ func TestErrors(t *testing.T) {
 			`^wrctl: API URL "queue.example.com/prod": want http\S+\n\(a URL starts with its scheme: -url https://queue\.example\.com/prod\)\n$`},
 		// A flag of a setting the server does not know yet: the server's
 		// own error, and what it means.
-		{"SettingUnknownToServer", map[string]string{"WR_URL": older, "ADMIN_TOKEN": testSecret}, []string{"put", "gala", "-shuffle-at-open"}, 1,
+		{"SettingUnknownToServer", adminEnv(older), []string{"put", "gala", "-shuffle-at-open"}, 1,
 			`^wrctl: INVALID_JSON: Unknown field "shuffleAtOpen"\.\n\(this server does not know -shuffle-at-open yet: it runs an older version than wrctl\)\n$`},
 		{"NotANumber", env, []string{"put", "gala", "-rate", "fast"}, 2, `invalid value "fast" for flag -rate: not a number`},
 		{"FractionalWindow", env, []string{"put", "gala", "-window", "1.5s"}, 2, `invalid value "1.5s" for flag -window: want whole seconds`},
@@ -496,7 +510,7 @@ func watchLines(t *testing.T, env map[string]string, every time.Duration, betwee
 func TestWatch(t *testing.T) {
 	t.Parallel()
 	url := serve(t, newAPI(t))
-	env := map[string]string{"WR_URL": url, "ADMIN_TOKEN": testSecret}
+	env := adminEnv(url)
 	if r := wrctl(t, env, "put", "gala", "-paused", "-rate", "2"); r.status != 0 {
 		t.Fatal(r.stderr)
 	}
@@ -593,7 +607,7 @@ func TestWatch(t *testing.T) {
 			}
 			api.ServeHTTP(w, r)
 		}))
-		flakyEnv := map[string]string{"WR_URL": flaky, "ADMIN_TOKEN": testSecret}
+		flakyEnv := adminEnv(flaky)
 		if r := wrctl(t, flakyEnv, "put", "gala", "-paused"); r.status != 0 {
 			t.Fatal(r.stderr)
 		}
@@ -604,19 +618,28 @@ func TestWatch(t *testing.T) {
 	})
 }
 
-// TestSigV4 runs wrctl as on AWS: no ADMIN_TOKEN, so it signs with the
-// AWS credentials of its environment, and a gateway that verifies the
-// signature as API Gateway's IAM authorizer does stands before the API.
-func TestSigV4(t *testing.T) {
+// awsEnv gives the test an AWS environment of its own: the example
+// credentials, which it returns, region (AWS_REGION; "" for none), and no
+// shared configuration or instance metadata.
+func awsEnv(t *testing.T, region string) aws.Credentials {
+	t.Helper()
 	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}
 	dir := t.TempDir()
 	for k, v := range map[string]string{
 		"AWS_ACCESS_KEY_ID": creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": creds.SecretAccessKey, "AWS_SESSION_TOKEN": "",
-		"AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_REGION": region, "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
 		"AWS_CONFIG_FILE": filepath.Join(dir, "config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
 	} {
 		t.Setenv(k, v)
 	}
+	return creds
+}
+
+// TestSigV4 runs wrctl as on AWS: no ADMIN_TOKEN, so it signs with the
+// AWS credentials of its environment, and a gateway that verifies the
+// signature as API Gateway's IAM authorizer does stands before the API.
+func TestSigV4(t *testing.T) {
+	creds := awsEnv(t, "")
 	h := newAPI(t)
 	url := serve(t, sigv4test.Gateway(creds, "eu-west-1", "Bearer "+testSecret, h))
 	env := map[string]string{"WR_URL": url}

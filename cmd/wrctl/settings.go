@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -210,48 +211,36 @@ func (v *settingValue) setText(s string) error {
 	return nil
 }
 
-// registerSettings registers table's settings on fs; the returned function
+// registerSettings registers the put flags on fs; the returned function
 // gives the settings of the flags given on the command line, and only
 // those.
-func registerSettings(fs *flag.FlagSet, table []setting, now func() time.Time) func() api.ProgramSettings {
+func registerSettings(fs *flag.FlagSet, now func() time.Time) func() (api.ProgramSettings, error) {
 	values := map[string]*settingValue{}
 	fields := map[string]string{}
-	for _, s := range table {
+	for _, s := range programSettings {
 		v := &settingValue{kind: s.kind, now: now}
 		values[s.flag], fields[s.flag] = v, s.field
 		fs.Var(v, s.flag, s.usage+" ("+s.field+")")
 	}
-	return func() api.ProgramSettings {
-		var set api.ProgramSettings
+	return func() (api.ProgramSettings, error) {
+		given := map[string]any{} // by JSON field
 		fs.Visit(func(f *flag.Flag) {
 			if v, ok := values[f.Name]; ok {
-				setField(&set, fields[f.Name], v.value)
+				given[fields[f.Name]] = v.value
 			}
 		})
-		return set
-	}
-}
-
-// setField sets the field of set with JSON name field to value.
-func setField(set *api.ProgramSettings, field string, value any) {
-	s := reflect.ValueOf(set).Elem()
-	for f := range s.Type().Fields() {
-		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == field {
-			if f.Type.Kind() == reflect.Map {
-				s.FieldByIndex(f.Index).Set(reflect.ValueOf(value))
-				return
-			}
-			p := reflect.New(f.Type.Elem())
-			p.Elem().Set(reflect.ValueOf(value).Convert(f.Type.Elem()))
-			s.FieldByIndex(f.Index).Set(p)
-			return
+		var set api.ProgramSettings
+		b, err := json.Marshal(given)
+		if err == nil {
+			err = json.Unmarshal(b, &set)
 		}
+		return set, err
 	}
 }
 
 // flagOf is the put flag that sets JSON field, "" if none.
-func flagOf(table []setting, field string) string {
-	for _, s := range table {
+func flagOf(field string) string {
+	for _, s := range programSettings {
 		if s.field == field {
 			return s.flag
 		}

@@ -2,16 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/tools/client"
@@ -27,15 +28,6 @@ type watchOptions struct {
 
 // sparkWidth is how many samples the queue-length sparkline shows.
 const sparkWidth = 30
-
-// newHTTPClient is the client of every request, through transport (nil
-// for http.DefaultTransport). It follows no redirect: the admin API makes
-// none, and one would carry the credentials elsewhere (https to http).
-func newHTTPClient(timeout time.Duration, transport http.RoundTripper) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}
-}
 
 // frame is one sample of watch, with what it derives from the previous
 // one. Its JSON form is watch's -json output, one object per line.
@@ -75,7 +67,7 @@ func nextFrame(prev *frame, p api.Program, now time.Time) frame {
 		Rate: p.AdmissionRatePerSecond, Paused: p.Paused, Closed: p.Closed}
 	if !p.ClosesAt.IsZero() {
 		f.ClosesAt = &p.ClosesAt.Time
-		f.Closed = f.Closed || !now.Before(p.ClosesAt.Time)
+		f.Closed = f.Closed || domain(p).ClosedAt(now)
 	}
 	switch {
 	case p.Waiting <= 0:
@@ -223,19 +215,11 @@ func (f frame) screen(apiURL string) []string {
 	}
 }
 
+// english formats numbers with thousands separators: 48,210.
+var english = message.NewPrinter(language.English)
+
 // thousands formats n with comma separators.
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
-}
+func thousands(n int64) string { return english.Sprintf("%d", n) }
 
 // display writes frames: redrawn in place on a terminal, else one line (or
 // one JSON object) per frame.
@@ -250,12 +234,7 @@ type display struct {
 func (d *display) show(f frame) error {
 	switch {
 	case d.json:
-		b, err := json.Marshal(f)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(d.w, "%s\n", b)
-		return err
+		return writeJSON(d.w, f)
 	case !d.terminal:
 		_, err := fmt.Fprintln(d.w, f.plainLine())
 		return err
@@ -333,11 +312,5 @@ func transient(err error) bool {
 		ae *client.Error
 		ue *url.Error
 	)
-	switch {
-	case errors.As(err, &ae):
-		return ae.Status >= 500 || ae.Status == http.StatusTooManyRequests
-	case errors.As(err, &ue):
-		return true
-	}
-	return false
+	return errors.As(err, &ae) && ae.Retryable() || errors.As(err, &ue)
 }

@@ -115,7 +115,7 @@ set -e
 
 admitted=$(sed -n 's/^ *"admitted": \([0-9]*\),$/\1/p' "$OUT/run/results.json" 2>/dev/null | head -1)
 log "bench exit $bench_status, admitted ${admitted:-?} of $USERS; audit exit $audit_status (MAX_GAPS $MAX_GAPS)"
-log "results in $OUT: run.txt, run/{results.json,report.md,rps.svg}, audit.txt, local.log, store.log"
+log "results in $OUT: run.txt, run/{results.json,report.md}, audit.txt, local.log, store.log"
 if [ "$bench_status" = 0 ] && [ "${admitted:-0}" = "$USERS" ] && [ "$audit_status" = 0 ]; then
 	log PASS
 	exit 0

@@ -6,12 +6,10 @@ package admissionpass
 import (
 	"context"
 	"crypto/rand"
-	"encoding/asn1"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
 	"strings"
 	"sync"
@@ -128,17 +126,16 @@ func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 	case !a.ExpiresAt.After(a.AdmittedAt):
 		return "", fmt.Errorf("admissionpass: admission window %v..%v is empty", a.AdmittedAt, a.ExpiresAt)
 	}
-	key, err := i.keys.SigningKey(ctx)
+	key, pub, err := i.signingKey(ctx)
 	if err != nil {
 		return "", err
 	}
-	pub, err := i.jwk(ctx, key)
+	priv, err := key.PrivateKey(ctx)
 	if err != nil {
 		return "", err
 	}
-	// go-jose's signer takes no context: this one carries the caller's.
 	signer, err := jose.NewSigner(
-		jose.SigningKey{Algorithm: jose.ES256, Key: contextSigner{ctx: ctx, key: key, pub: pub}},
+		jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: priv, KeyID: pub.KeyID}},
 		(&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
 		return "", fmt.Errorf("admissionpass: signer: %w", err)
@@ -166,15 +163,24 @@ func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 // KeyID returns the kid of the signing key: the RFC 7638 thumbprint of its
 // public key, the same on every instance.
 func (i *Issuer) KeyID(ctx context.Context) (string, error) {
-	key, err := i.keys.SigningKey(ctx)
-	if err != nil {
-		return "", err
-	}
-	pub, err := i.jwk(ctx, key)
+	_, pub, err := i.signingKey(ctx)
 	if err != nil {
 		return "", err
 	}
 	return pub.KeyID, nil
+}
+
+// signingKey is the key that signs now and its JWK.
+func (i *Issuer) signingKey(ctx context.Context) (Key, *jose.JSONWebKey, error) {
+	key, err := i.keys.SigningKey(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	pub, err := i.jwk(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, pub, nil
 }
 
 // JWKS returns the JSON Web Key Set of the published keys: EC P-256
@@ -259,50 +265,6 @@ func (i *Issuer) jwk(ctx context.Context, key Key) (*jose.JSONWebKey, error) {
 	i.jwks[key] = pub
 	i.mu.Unlock()
 	return pub, nil
-}
-
-// contextSigner is a go-jose OpaqueSigner for one call: it signs with key
-// under ctx.
-type contextSigner struct {
-	ctx context.Context
-	key Key
-	pub *jose.JSONWebKey
-}
-
-func (s contextSigner) Public() *jose.JSONWebKey { return s.pub }
-
-func (s contextSigner) Algs() []jose.SignatureAlgorithm {
-	return []jose.SignatureAlgorithm{jose.ES256}
-}
-
-func (s contextSigner) SignPayload(payload []byte, alg jose.SignatureAlgorithm) ([]byte, error) {
-	if alg != jose.ES256 {
-		return nil, jose.ErrUnsupportedAlgorithm
-	}
-	der, err := s.key.SignASN1(s.ctx, payload)
-	if err != nil {
-		return nil, err
-	}
-	return jwsSignature(der)
-}
-
-// jwsSignature turns an ASN.1 DER ECDSA P-256 signature into JWS's form
-// (RFC 7518 §3.4): R and S as 32 big-endian bytes each.
-func jwsSignature(der []byte) ([]byte, error) {
-	var sig struct{ R, S *big.Int }
-	rest, err := asn1.Unmarshal(der, &sig)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("admissionpass: signature is not ASN.1 DER: %w", err)
-	case len(rest) != 0:
-		return nil, errors.New("admissionpass: trailing bytes after the signature")
-	case sig.R.Sign() <= 0 || sig.S.Sign() <= 0 || sig.R.BitLen() > 256 || sig.S.BitLen() > 256:
-		return nil, errors.New("admissionpass: signature is not a P-256 signature")
-	}
-	out := make([]byte, 64)
-	sig.R.FillBytes(out[:32])
-	sig.S.FillBytes(out[32:])
-	return out, nil
 }
 
 // newJTI returns 128 random bits, base64url-encoded.

@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -17,9 +16,9 @@ import (
 type Key interface {
 	// PublicKey returns the key's public half, a P-256 key.
 	PublicKey(ctx context.Context) (*ecdsa.PublicKey, error)
-	// SignASN1 returns the ECDSA signature of SHA-256(message), ASN.1 DER
-	// encoded.
-	SignASN1(ctx context.Context, message []byte) ([]byte, error)
+	// PrivateKey returns the key's private half, which signs: a
+	// keyring's key is opened (through KMS, under ctx) on its first use.
+	PrivateKey(ctx context.Context) (*ecdsa.PrivateKey, error)
 }
 
 // LocalKey is a P-256 private key held in memory: for the local server and
@@ -102,8 +101,5 @@ func (k *LocalKey) PublicKey(context.Context) (*ecdsa.PublicKey, error) {
 	return &k.priv.PublicKey, nil
 }
 
-// SignASN1 signs SHA-256(message) with k.
-func (k *LocalKey) SignASN1(_ context.Context, message []byte) ([]byte, error) {
-	digest := sha256.Sum256(message)
-	return ecdsa.SignASN1(rand.Reader, k.priv, digest[:])
-}
+// PrivateKey returns k.
+func (k *LocalKey) PrivateKey(context.Context) (*ecdsa.PrivateKey, error) { return k.priv, nil }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/example/waitingroom/internal/clock"
 )
@@ -53,11 +52,13 @@ type Keyring struct {
 	clock                           clock.Clock
 	rotation, lead, refresh, retain time.Duration
 
+	reads singleflight.Group // the reads of the key set, one at a time
+
 	mu      sync.Mutex
 	keys    []StoredKey         // as last read, oldest SignFrom first
 	readAt  time.Time           // zero: never read
+	reading bool                // a read is under way
 	opened  map[string]*ringKey // by kid
-	reading chan struct{}       // closed when the read out is back
 	making  map[int64]*making   // slots this instance made or is making, by SignFrom ms
 }
 
@@ -141,23 +142,33 @@ func (r *Keyring) state(ctx context.Context, publish bool) (Key, []Key, error) {
 		keys = r.make(ctx, next, now, keys, false)
 	}
 	var published []Key
-	failed := map[string]bool{} // keys that did not open
 	var openErr error
+	failed := map[string]bool{} // keys that did not open
 	if publish {
-		for _, k := range r.usable(keys, now) {
-			rk := r.keyOf(k)
-			if _, err := rk.open(ctx); err != nil {
-				failed[k.KeyID], openErr = true, err
-				continue
-			}
-			published = append(published, rk)
-		}
+		published, failed, openErr = r.openAll(ctx, r.usable(keys, now))
 	}
 	signer, err := r.openSigner(ctx, keys, now, failed, openErr)
 	if err != nil {
 		return nil, published, err
 	}
 	return signer, published, nil
+}
+
+// openAll opens keys: those that opened, the kids of those that did not,
+// and the last open error.
+func (r *Keyring) openAll(ctx context.Context, keys []StoredKey) ([]Key, map[string]bool, error) {
+	var opened []Key
+	failed := map[string]bool{}
+	var openErr error
+	for _, k := range keys {
+		rk := r.keyOf(k)
+		if _, err := rk.open(ctx); err != nil {
+			failed[k.KeyID], openErr = true, err
+			continue
+		}
+		opened = append(opened, rk)
+	}
+	return opened, failed, openErr
 }
 
 // openSigner is the key of keys that signs at now, opened: signer's
@@ -294,20 +305,11 @@ func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 		return nil, err
 	}
 	usable := r.usable(keys, now)
-	failed := map[string]bool{} // keys that did not open
-	var openErr error
-	opened := 0
-	for _, k := range usable {
-		if _, err := r.keyOf(k).open(ctx); err != nil {
-			failed[k.KeyID], openErr = true, err
-			continue
-		}
-		opened++
-	}
+	opened, failed, openErr := r.openAll(ctx, usable)
 	var signing string
 	if rk, err := r.openSigner(ctx, keys, now, failed, openErr); err == nil {
 		signing = rk.stored.KeyID
-	} else if opened == 0 && len(failed) > 0 {
+	} else if len(opened) == 0 && len(failed) > 0 {
 		return nil, err
 	}
 	out := make([]KeyState, 0, len(keys))
@@ -418,17 +420,11 @@ func hasSlot(keys []StoredKey, at time.Time) bool {
 // it was, if there is one.
 func (r *Keyring) read(ctx context.Context, now time.Time) ([]StoredKey, error) {
 	r.mu.Lock()
-	if !r.readAt.IsZero() && now.Sub(r.readAt) < r.refresh {
-		keys := r.keys
-		r.mu.Unlock()
-		return keys, nil
-	}
-	if r.reading != nil && !r.readAt.IsZero() {
-		keys := r.keys
-		r.mu.Unlock()
-		return keys, nil
-	}
+	keys, current := r.keys, !r.readAt.IsZero() && (now.Sub(r.readAt) < r.refresh || r.reading)
 	r.mu.Unlock()
+	if current {
+		return keys, nil
+	}
 	keys, err := r.readNow(ctx, now)
 	if err == nil {
 		return keys, nil
@@ -444,40 +440,33 @@ func (r *Keyring) read(ctx context.Context, now time.Time) ([]StoredKey, error) 
 	return r.keys, nil
 }
 
-// readNow reads the key set from the store; concurrent calls share one read.
+// readNow reads the key set from the store; concurrent calls share one
+// read, its result or its error (a read that panics panics in each, and
+// the next call reads again).
 func (r *Keyring) readNow(ctx context.Context, now time.Time) ([]StoredKey, error) {
-	r.mu.Lock()
-	if wait := r.reading; wait != nil {
-		r.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, ctx.Err())
+	keys, err, _ := r.reads.Do("", func() (any, error) {
+		r.setReading(true)
+		defer r.setReading(false)
+		keys, err := r.store.PassKeys(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%w: read keys: %w", ErrKeysUnavailable, err)
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if r.readAt.IsZero() {
-			return nil, fmt.Errorf("%w: the key set could not be read", ErrKeysUnavailable)
-		}
-		return r.keys, nil
+		r.keys, r.readAt = keys, now
+		return keys, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	done := make(chan struct{})
-	r.reading = done
-	r.mu.Unlock()
-	defer func() { // also if the read panics: the waiters go on
-		r.mu.Lock()
-		r.reading = nil
-		r.mu.Unlock()
-		close(done)
-	}()
-	keys, err := r.store.PassKeys(ctx)
+	return keys.([]StoredKey), nil
+}
+
+// setReading records whether a read of the key set is under way.
+func (r *Keyring) setReading(on bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err != nil {
-		return nil, fmt.Errorf("%w: read keys: %w", ErrKeysUnavailable, err)
-	}
-	r.keys, r.readAt = keys, now
-	return keys, nil
+	r.reading = on
 }
 
 // make makes the key of slot signFrom unless the store has one, and
@@ -701,11 +690,4 @@ func (k *ringKey) PublicKey(ctx context.Context) (*ecdsa.PublicKey, error) {
 	return &priv.PublicKey, nil
 }
 
-func (k *ringKey) SignASN1(ctx context.Context, message []byte) ([]byte, error) {
-	priv, err := k.open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	digest := sha256.Sum256(message)
-	return ecdsa.SignASN1(rand.Reader, priv, digest[:])
-}
+func (k *ringKey) PrivateKey(ctx context.Context) (*ecdsa.PrivateKey, error) { return k.open(ctx) }

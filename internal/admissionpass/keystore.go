@@ -27,8 +27,8 @@ type StoredKey struct {
 	Expires time.Time
 }
 
-// KeyStore keeps a keyring's keys. memstore and dynamostore implement it;
-// storetest.PassKeys holds its contract.
+// KeyStore keeps a keyring's keys. MemoryKeyStore, memstore and
+// dynamostore implement it; storetest.PassKeys holds its contract.
 type KeyStore interface {
 	// PassKeys returns every stored key, by SignFrom, oldest first. Claims
 	// that hold no key yet are left out.

@@ -17,12 +17,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/bypass"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
+	"github.com/example/waitingroom/internal/shuffle"
 	"github.com/example/waitingroom/internal/shufflekey"
 	"github.com/example/waitingroom/internal/tickets"
 )
@@ -78,10 +80,10 @@ func WithKeyring(iss string, ks admissionpass.KeyStore, wrap admissionpass.KeyWr
 // PassRetain is how long a superseded signing key stays published: the
 // longest pass, an admission window or a bypass pass, and a minute for
 // clocks.
-const PassRetain = max(queue.MaxAdmissionWindow, queue.MaxBypassValidity) + time.Minute
+const PassRetain = max(settings.MaxAdmissionWindow, bypass.MaxValidity) + time.Minute
 
 // WithShuffleKey makes key sign the seeds of shuffled openings.
-func WithShuffleKey(key queue.ShuffleKey) Option {
+func WithShuffleKey(key shuffle.Key) Option {
 	return WithServiceOptions(queue.WithShuffleKey(key))
 }
 
@@ -224,7 +226,7 @@ func PassOption(ctx context.Context, p config.Pass, defaultIssuer string, keyrin
 	}
 	// Keys this process alone can open live as long as it: in its memory,
 	// whatever the store (a DynamoDB table outlives the process).
-	return WithKeyring(iss, memstore.New(), wrap, opts...), nil
+	return WithKeyring(iss, admissionpass.NewMemoryKeyStore(), wrap, opts...), nil
 }
 
 // NewIssuer returns the issuer of fixed keys p describes: PEM key files,
@@ -264,7 +266,7 @@ func NewIssuer(_ context.Context, p config.Pass, defaultIssuer string) (*admissi
 // NewShuffleKey returns the key that seeds shuffled openings: the KMS key
 // cfg.ShuffleKMSKeyID (at cfg.Pass.KMSEndpoint), else an RSA key
 // generated now (one process: the local server).
-func NewShuffleKey(ctx context.Context, cfg config.Config) (queue.ShuffleKey, error) {
+func NewShuffleKey(ctx context.Context, cfg config.Config) (shuffle.Key, error) {
 	if cfg.ShuffleKMSKeyID == "" {
 		return shufflekey.GenerateLocalKey()
 	}
@@ -275,7 +277,7 @@ func NewShuffleKey(ctx context.Context, cfg config.Config) (queue.ShuffleKey, er
 	return shufflekey.NewKMSKey(client, cfg.ShuffleKMSKeyID), nil
 }
 
-// Signer is iss as the queue service's PassSigner and BypassSigner: a
+// Signer is iss as the queue service's PassSigner and bypass.Signer: a
 // token's program, id, ticket and admission window become the pass's
 // claims; a bypass pass has ticket 0 and "bypass": true.
 func Signer(iss *admissionpass.Issuer) queue.PassSigner { return passSigner{iss} }
@@ -292,7 +294,7 @@ func (s passSigner) SignPass(ctx context.Context, t queue.Token) (string, error)
 	})
 }
 
-func (s passSigner) SignBypass(ctx context.Context, b queue.Bypass) (string, error) {
+func (s passSigner) SignBypass(ctx context.Context, b bypass.Pass) (string, error) {
 	return s.iss.Issue(ctx, admissionpass.Admission{
 		ProgramID:  b.ProgramID,
 		TokenID:    b.ID,

@@ -15,6 +15,7 @@ import (
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/waitpage"
 )
 
@@ -63,7 +64,7 @@ func (p pagePrograms) Poll(ctx context.Context, programID, tokenID, lang string)
 // pageLanguage is the page's language as a preference: none if lang is
 // no language tag.
 func pageLanguage(lang string) []language.Tag {
-	if tag, ok := queue.ParseLanguage(lang); ok {
+	if tag, ok := settings.ParseLanguage(lang); ok {
 		return []language.Tag{tag}
 	}
 	return nil

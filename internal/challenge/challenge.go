@@ -2,6 +2,15 @@
 // stateless challenge the service issues (a MAC over the program, the issue
 // time, a random nonce and the bits), its verification, and a native solver.
 // docs/design.md, "Proof of work on enter", gives the reasons.
+//
+// Invariants:
+//   - Stateless until used: a challenge carries its bits, its issue time
+//     and a MAC over them and its program, so any instance that shares
+//     the secret checks it without a read, and refuses one forged,
+//     altered or issued for another program (ErrForged).
+//   - A challenge lives Lifetime from its issue, which may be at most
+//     skew ahead of the verifier's clock; package queue records each use,
+//     so that one proof serves one enter.
 package challenge
 
 import (

@@ -18,8 +18,10 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/testing/await"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
@@ -55,8 +57,8 @@ func newAdminRig(t *testing.T, endpoint string) *adminRig {
 // admitted.
 func (r *adminRig) pausedProgram(t *testing.T, id string, issued int64, now time.Time) {
 	t.Helper()
-	p := queue.Program{ID: id, CreatedAt: now, Issued: issued, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
-	p = p.Rebased(now, queue.OnePerSecond, true, 0, 0)
+	p := queue.Program{ID: id, CreatedAt: now, Issued: issued, Options: settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
+	p = p.Rebased(now, pace.OnePerSecond, true, 0, 0)
 	if err := r.store.CreateProgram(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
@@ -383,15 +385,15 @@ func TestUpdateScheduledMovesDrain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newAdminRig(t, dynamotest.Lease(t))
 			ctx := t.Context()
-			p := queue.Program{ID: "gala", CreatedAt: now, Issued: 1000, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
-			if err := r.store.CreateProgram(ctx, p.Rebased(now, queue.OnePerSecond, false, 0, 0)); err != nil {
+			p := queue.Program{ID: "gala", CreatedAt: now, Issued: 1000, Options: settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
+			if err := r.store.CreateProgram(ctx, p.Rebased(now, pace.OnePerSecond, false, 0, 0)); err != nil {
 				t.Fatal(err)
 			}
 			read, err := r.store.GetProgram(ctx, "gala")
 			if err != nil {
 				t.Fatal(err)
 			}
-			half, _ := queue.NewRate(0.5)
+			half, _ := pace.NewRate(0.5)
 			change := read.Rebased(now, half, false, 0, 10*time.Second) // 2 s a ticket from 10 s on
 			change.Changes = []string{fmt.Sprintf("%d/x", change.Version)}
 			for range 5 {

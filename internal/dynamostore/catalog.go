@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/history"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -28,19 +30,17 @@ const (
 	changeMsWidth = 15
 )
 
-func listKey(id string) map[string]types.AttributeValue {
-	return capKey(listPK, id)
-}
+func listKey(id string) map[string]types.AttributeValue { return itemKey(listPK, id) }
 
 func tombstoneKey(id string) map[string]types.AttributeValue {
-	return capKey("PROGRAM#"+id, deletedSK)
+	return itemKey("PROGRAM#"+id, deletedSK)
 }
 
 func changesPK(programID string) string { return "CHANGES#" + programID }
 
 // changeSK is the sort key of the change at at with id.
 func changeSK(at time.Time, id string) string {
-	return fmt.Sprintf("%s%0*d#%s", changePrefix, changeMsWidth, queue.UnixMs(at), id)
+	return fmt.Sprintf("%s%0*d#%s", changePrefix, changeMsWidth, pace.UnixMs(at), id)
 }
 
 // changeItem is a change's item.
@@ -67,7 +67,7 @@ type tombstoneItem struct {
 func (s *Store) IndexProgram(ctx context.Context, id string) error {
 	item := listKey(id)
 	item["programId"] = &types.AttributeValueMemberS{Value: id}
-	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item}); err != nil {
+	if err := s.putItem(ctx, item, expression.ConditionBuilder{}); err != nil {
 		return fmt.Errorf("dynamostore: list program %s: %w", id, throttled(err))
 	}
 	return nil
@@ -80,15 +80,15 @@ func (s *Store) ListPrograms(ctx context.Context, after string, limit int) ([]st
 	if after != "" {
 		key = key.And(expression.Key("sk").GreaterThan(expression.Value(after)))
 	}
-	items, err := s.query(ctx, key, true, limit+1)
+	items, err := query[struct {
+		SK string `dynamodbav:"sk"`
+	}](ctx, s, key, true, limit+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("dynamostore: list programs: %w", err)
 	}
 	ids := make([]string, 0, len(items))
 	for _, it := range items {
-		if sk, ok := it["sk"].(*types.AttributeValueMemberS); ok {
-			ids = append(ids, sk.Value)
-		}
+		ids = append(ids, it.SK)
 	}
 	if len(ids) > limit {
 		return ids[:limit], true, nil
@@ -96,44 +96,37 @@ func (s *Store) ListPrograms(ctx context.Context, after string, limit int) ([]st
 	return ids, false, nil
 }
 
-// query runs a strongly consistent query of up to limit items, in sort
-// key order or its reverse.
-func (s *Store) query(ctx context.Context, key expression.KeyConditionBuilder, forward bool, limit int) ([]map[string]types.AttributeValue, error) {
+// query runs a strongly consistent query of up to limit items (all of
+// them for 0), in sort key order or its reverse, and decodes them.
+func query[T any](ctx context.Context, s *Store, key expression.KeyConditionBuilder, forward bool, limit int) ([]T, error) {
 	expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
 	if err != nil {
 		return nil, err
 	}
-	var items []map[string]types.AttributeValue
-	p := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+	in := &dynamodb.QueryInput{
 		TableName:                 &s.table,
 		KeyConditionExpression:    expr.KeyCondition(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
 		ConsistentRead:            aws.Bool(true),
 		ScanIndexForward:          aws.Bool(forward),
-		Limit:                     aws.Int32(int32(limit)),
-	})
-	for p.HasMorePages() && len(items) < limit {
+	}
+	if limit > 0 {
+		in.Limit = aws.Int32(int32(limit))
+	}
+	var items []map[string]types.AttributeValue
+	for p := dynamodb.NewQueryPaginator(s.client, in); p.HasMorePages() && (limit == 0 || len(items) < limit); {
 		out, err := p.NextPage(ctx)
 		if err != nil {
 			return nil, throttled(err)
 		}
 		items = append(items, out.Items...)
 	}
-	return items[:min(len(items), limit)], nil
-}
-
-// deletedUntil is when program id's tombstone frees the id; zero if none.
-func (s *Store) deletedUntil(ctx context.Context, id string) (time.Time, error) {
-	item, err := s.getItem(ctx, tombstoneKey(id))
-	if err != nil || item == nil {
-		return time.Time{}, err
+	if limit > 0 && len(items) > limit {
+		items = items[:limit]
 	}
-	var t tombstoneItem
-	if err := attributevalue.UnmarshalMap(item, &t); err != nil {
-		return time.Time{}, err
-	}
-	return queue.FromUnixMs(t.UntilMs), nil
+	var all []T
+	return all, attributevalue.UnmarshalListOfMaps(items, &all)
 }
 
 // DeleteProgram implements queue.CatalogStore. The tombstone is written
@@ -141,24 +134,12 @@ func (s *Store) deletedUntil(ctx context.Context, id string) (time.Time, error) 
 // takes it back.
 func (s *Store) DeleteProgram(ctx context.Context, p queue.Program, until time.Time) error {
 	tomb := tombstoneKey(p.ID)
-	tomb["untilMs"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(queue.UnixMs(until), 10)}
+	tomb["untilMs"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(pace.UnixMs(until), 10)}
 	tomb["ttl"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ttlSeconds(until), 10)}
-	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: tomb}); err != nil {
+	if err := s.putItem(ctx, tomb, expression.ConditionBuilder{}); err != nil {
 		return fmt.Errorf("dynamostore: delete program %s: %w", p.ID, throttled(err))
 	}
-	cond := nameOf("version").Equal(expression.Value(p.Version))
-	expr, err := expression.NewBuilder().WithCondition(cond).Build()
-	if err != nil {
-		return fmt.Errorf("dynamostore: delete program %s: %w", p.ID, err)
-	}
-	_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                           &s.table,
-		Key:                                 programKey(p.ID),
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	err := s.deleteItem(ctx, programKey(p.ID), nameOf("version").Equal(expression.Value(p.Version)))
 	if old, failed := conditionFailed(err); failed {
 		if old, err = s.failedOn(ctx, programKey(p.ID), old); err != nil {
 			return fmt.Errorf("dynamostore: delete program %s: %w", p.ID, throttled(err))
@@ -175,7 +156,7 @@ func (s *Store) DeleteProgram(ctx context.Context, p queue.Program, until time.T
 		keys = append(keys, shardKey(p.ID, i))
 	}
 	for _, k := range keys {
-		if _, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: k}); err != nil {
+		if err := s.deleteItem(ctx, k, expression.ConditionBuilder{}); err != nil {
 			return fmt.Errorf("dynamostore: delete program %s: %w", p.ID, throttled(err))
 		}
 	}
@@ -186,13 +167,7 @@ func (s *Store) DeleteProgram(ctx context.Context, p queue.Program, until time.T
 // until until wrote, unless another deletion has written its own since,
 // and answers queue.ErrConflict: the program was not deleted.
 func (s *Store) takeBackTombstone(ctx context.Context, id string, until time.Time) error {
-	expr, err := expression.NewBuilder().WithCondition(expression.Name("untilMs").Equal(expression.Value(queue.UnixMs(until)))).Build()
-	if err == nil {
-		_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName: &s.table, Key: tombstoneKey(id), ConditionExpression: expr.Condition(),
-			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-		})
-	}
+	err := s.deleteItem(ctx, tombstoneKey(id), expression.Name("untilMs").Equal(expression.Value(pace.UnixMs(until))))
 	if _, failed := conditionFailed(err); err != nil && !failed {
 		return fmt.Errorf("dynamostore: delete program %s: take back its tombstone: %w", id, throttled(err))
 	}
@@ -200,18 +175,14 @@ func (s *Store) takeBackTombstone(ctx context.Context, id string, until time.Tim
 }
 
 // PutChange implements queue.CatalogStore.
-func (s *Store) PutChange(ctx context.Context, programID string, c queue.Change) error {
-	it := changeItem{
-		PK: changesPK(programID), SK: changeSK(c.At, c.ID), ID: c.ID, AtMs: queue.UnixMs(c.At),
+func (s *Store) PutChange(ctx context.Context, programID string, c history.Change) error {
+	av, err := attributevalue.MarshalMap(changeItem{
+		PK: changesPK(programID), SK: changeSK(c.At, c.ID), ID: c.ID,
+		AtMs: pace.UnixMs(c.At), EffectiveMs: pace.UnixMs(c.EffectiveAt), TTL: ttlSeconds(c.At.Add(history.Retention)),
 		Actor: c.Actor, Action: c.Action, Fields: string(c.Fields), Version: c.Version, Committed: c.Committed,
-		TTL: ttlSeconds(c.At.Add(queue.ChangeRetention)),
-	}
-	if !c.EffectiveAt.IsZero() {
-		it.EffectiveMs = queue.UnixMs(c.EffectiveAt)
-	}
-	av, err := attributevalue.MarshalMap(it)
+	})
 	if err == nil {
-		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: av})
+		err = s.putItem(ctx, av, expression.ConditionBuilder{})
 	}
 	if err != nil {
 		return fmt.Errorf("dynamostore: put change %s: %w", programID, throttled(err))
@@ -221,7 +192,7 @@ func (s *Store) PutChange(ctx context.Context, programID string, c queue.Change)
 
 // CommitChange implements queue.CatalogStore.
 func (s *Store) CommitChange(ctx context.Context, programID string, at time.Time, id string) error {
-	key := capKey(changesPK(programID), changeSK(at, id))
+	key := itemKey(changesPK(programID), changeSK(at, id))
 	_, err := s.update(ctx, key, expression.AttributeExists(expression.Name("pk")),
 		expression.Set(expression.Name("committed"), expression.Value(true)), types.ReturnValueNone)
 	if err != nil {
@@ -232,28 +203,22 @@ func (s *Store) CommitChange(ctx context.Context, programID string, at time.Time
 
 // Changes implements queue.CatalogStore with one strongly consistent
 // query of the program's partition, newest first.
-func (s *Store) Changes(ctx context.Context, programID string, from queue.ChangeKey, limit int) ([]queue.Change, bool, error) {
+func (s *Store) Changes(ctx context.Context, programID string, from history.Key, limit int) ([]history.Change, bool, error) {
 	pk := expression.Key("pk").Equal(expression.Value(changesPK(programID)))
 	key := pk.And(expression.Key("sk").BeginsWith(changePrefix))
-	if from != (queue.ChangeKey{}) {
+	if from != (history.Key{}) {
 		// BETWEEN includes from's own item: it is dropped below.
 		key = pk.And(expression.Key("sk").Between(expression.Value(changePrefix), expression.Value(changeSK(from.At, from.ID))))
 	}
-	items, err := s.query(ctx, key, false, limit+2)
+	items, err := query[changeItem](ctx, s, key, false, limit+2)
 	if err != nil {
 		return nil, false, fmt.Errorf("dynamostore: changes %s: %w", programID, err)
 	}
-	var out []queue.Change
-	for _, av := range items {
-		var it changeItem
-		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-			return nil, false, fmt.Errorf("dynamostore: changes %s: %w", programID, err)
+	var out []history.Change
+	for _, it := range items {
+		if c := changeOf(it); c.Key() != from {
+			out = append(out, c)
 		}
-		c := changeOf(it)
-		if c.Key() == from {
-			continue
-		}
-		out = append(out, c)
 	}
 	if len(out) > limit {
 		return out[:limit], true, nil
@@ -262,22 +227,25 @@ func (s *Store) Changes(ctx context.Context, programID string, from queue.Change
 }
 
 // changeOf is the change an item holds.
-func changeOf(it changeItem) queue.Change {
-	c := queue.Change{ID: it.ID, At: queue.FromUnixMs(it.AtMs), Actor: it.Actor, Action: it.Action, Fields: json.RawMessage(it.Fields), Version: it.Version, Committed: it.Committed}
-	if it.EffectiveMs != 0 {
-		c.EffectiveAt = queue.FromUnixMs(it.EffectiveMs)
+func changeOf(it changeItem) history.Change {
+	return history.Change{
+		ID: it.ID, At: pace.FromUnixMs(it.AtMs), EffectiveAt: pace.FromUnixMs(it.EffectiveMs),
+		Actor: it.Actor, Action: it.Action, Fields: json.RawMessage(it.Fields), Version: it.Version, Committed: it.Committed,
 	}
-	return c
 }
 
 // errDeletedIfTombstoned is queue.ErrDeleted if program p.ID has a tombstone
 // that still takes its id at p.CreatedAt, else nil.
 func (s *Store) errDeletedIfTombstoned(ctx context.Context, p queue.Program) error {
-	until, err := s.deletedUntil(ctx, p.ID)
+	item, err := s.getItem(ctx, tombstoneKey(p.ID))
+	var tomb tombstoneItem
+	if err == nil {
+		tomb, err = unmarshal[tombstoneItem](item) // zero when there is none
+	}
 	switch {
 	case err != nil:
 		return throttled(err)
-	case !p.CreatedAt.Before(until):
+	case !p.CreatedAt.Before(pace.FromUnixMs(tomb.UntilMs)):
 		return nil
 	}
 	// A live program beside a tombstone is one whose deletion failed.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/dynamostore"
+	changes "github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/await"
@@ -19,9 +20,9 @@ import (
 )
 
 // historyOf reads programID's whole history through svc, newest first.
-func historyOf(t *testing.T, svc *queue.Service, programID string) []queue.Change {
+func historyOf(t *testing.T, svc *queue.Service, programID string) []changes.Change {
 	t.Helper()
-	var all []queue.Change
+	var all []changes.Change
 	cursor := ""
 	for {
 		h, err := svc.History(t.Context(), programID, cursor, 7)
@@ -37,7 +38,7 @@ func historyOf(t *testing.T, svc *queue.Service, programID string) []queue.Chang
 
 // messagesOf is the message each change in cs set, "" for one that set
 // none, newest first.
-func messagesOf(cs []queue.Change) []string {
+func messagesOf(cs []changes.Change) []string {
 	var ms []string
 	for _, c := range cs {
 		var f struct{ Message string }
@@ -53,7 +54,7 @@ func messagesOf(cs []queue.Change) []string {
 func TestHistoryWritesAnswerLost(t *testing.T) {
 	t.Parallel()
 	r := newFaultRig(t)
-	ctx := queue.WithActor(t.Context(), "arn:aws:iam::123456789012:user/ops")
+	ctx := changes.WithActor(t.Context(), "arn:aws:iam::123456789012:user/ops")
 	put := func(msg string) {
 		t.Helper()
 		if _, _, err := r.svc.PutProgram(ctx, "lost", api.ProgramSettings{Message: &msg}); err != nil {
@@ -121,7 +122,7 @@ func TestHistoryConcurrentChanges(t *testing.T) {
 	for i := range svcs {
 		svcs[i] = queue.NewService(barrierReads{dynamostore.New(a.client, a.table), reads}, polling.DefaultTiers(), queue.WithClock(clk))
 	}
-	ctx := queue.WithActor(t.Context(), "local-admin")
+	ctx := changes.WithActor(t.Context(), "local-admin")
 	if _, _, err := a.svc.PutProgram(ctx, "busy", api.ProgramSettings{}); err != nil {
 		t.Fatal(err)
 	}
@@ -166,10 +167,10 @@ func TestHistoryConcurrentChanges(t *testing.T) {
 		}
 		_ = json.Unmarshal(c.Fields, &f)
 		key := f.Message
-		if c.Action == queue.ActionAdmit {
+		if c.Action == changes.ActionAdmit {
 			key = fmt.Sprint(f.Count)
 		}
-		if c.Action != queue.ActionCreate {
+		if c.Action != changes.ActionCreate {
 			seen[key]++
 		}
 	}

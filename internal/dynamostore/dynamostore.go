@@ -29,7 +29,7 @@ type Store struct {
 	client *dynamodb.Client
 	table  string
 	// steps holds each program's time per ticket as last seen, which
-	// blockSteps are conditioned on.
+	// the issueSteps of a block are conditioned on.
 	steps sync.Map // program id → int64
 	log   *slog.Logger
 }
@@ -70,12 +70,15 @@ const (
 	maxIssueTrials = 5
 )
 
-func programKey(id string) map[string]types.AttributeValue {
+// itemKey is the primary key of the item pk, sk.
+func itemKey(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: "PROGRAM#" + id},
-		"sk": &types.AttributeValueMemberS{Value: programSK},
+		"pk": &types.AttributeValueMemberS{Value: pk},
+		"sk": &types.AttributeValueMemberS{Value: sk},
 	}
 }
+
+func programKey(id string) map[string]types.AttributeValue { return itemKey("PROGRAM#"+id, programSK) }
 
 // throttled marks err as queue.ErrThrottled when it is DynamoDB's
 // throughput limit (after the client's retries), keeping its chain.
@@ -113,23 +116,170 @@ func (s *Store) failedOn(ctx context.Context, key, old map[string]types.Attribut
 
 // getItem reads an item with a strongly consistent read; nil if absent.
 func (s *Store) getItem(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      &s.table,
-		Key:            key,
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil || len(out.Item) == 0 {
 		return nil, err
-	}
-	if len(out.Item) == 0 {
-		return nil, nil
 	}
 	return out.Item, nil
 }
 
+// decoded is decode(item) for a call of op that read item, unless the
+// call failed with err.
+func decoded[T any](op string, decode func(map[string]types.AttributeValue) (T, error), item map[string]types.AttributeValue, err error) (T, error) {
+	var v T
+	if err == nil {
+		v, err = decode(item)
+	}
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("dynamostore: %s: %w", op, err)
+	}
+	return v, nil
+}
+
+// unmarshal decodes item into a T.
+func unmarshal[T any](item map[string]types.AttributeValue) (T, error) {
+	var v T
+	err := attributevalue.UnmarshalMap(item, &v)
+	return v, err
+}
+
+// The requests below ask, when they have a condition, for the item a
+// failed one met (conditionFailed), which DynamoDB answers at no cost.
+
+// build is the expression of cond, when it is set, and upd.
+func build(cond expression.ConditionBuilder, upd expression.UpdateBuilder) (expression.Expression, error) {
+	b := expression.NewBuilder().WithUpdate(upd)
+	if cond.IsSet() {
+		b = b.WithCondition(cond)
+	}
+	return b.Build()
+}
+
+// condition is the expression of cond alone; none when cond is not set.
+func condition(cond expression.ConditionBuilder) (expression.Expression, error) {
+	if !cond.IsSet() {
+		return expression.Expression{}, nil
+	}
+	return expression.NewBuilder().WithCondition(cond).Build()
+}
+
+// oldOnFailure is what a request by expr asks for when its condition
+// fails: the item as it was, if it has a condition.
+func oldOnFailure(expr expression.Expression) types.ReturnValuesOnConditionCheckFailure {
+	if expr.Condition() == nil {
+		return ""
+	}
+	return types.ReturnValuesOnConditionCheckFailureAllOld
+}
+
+// setOrRemove adds to upd, for each name, the SET of item's attribute, or
+// its REMOVE when item has none (an attribute absent when zero).
+func setOrRemove(upd expression.UpdateBuilder, item map[string]types.AttributeValue, names ...string) expression.UpdateBuilder {
+	for _, name := range names {
+		if av, ok := item[name]; ok {
+			upd = upd.Set(expression.Name(name), expression.Value(av))
+		} else {
+			upd = upd.Remove(expression.Name(name))
+		}
+	}
+	return upd
+}
+
+// updateItem runs one UpdateItem of the item at key: upd if cond holds
+// (always when cond is not set), answering ret.
+func (s *Store) updateItem(ctx context.Context, key map[string]types.AttributeValue, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	expr, err := build(cond, upd)
+	if err != nil {
+		return nil, err
+	}
+	return s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           &s.table,
+		Key:                                 key,
+		ConditionExpression:                 expr.Condition(),
+		UpdateExpression:                    expr.Update(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValues:                        ret,
+		ReturnValuesOnConditionCheckFailure: oldOnFailure(expr),
+	}, opts...)
+}
+
+// written is the outcome of one conditional UpdateItem.
+type written struct {
+	item map[string]types.AttributeValue // the condition held: the item as ReturnValues asked
+	ok   bool
+	// old is the item the condition failed on (nil if it did not exist).
+	old map[string]types.AttributeValue
+	// retried: an earlier attempt of the call failed in a way that may
+	// have been applied (a lost answer, a 5xx), so the condition may have
+	// held or failed on the call's own write.
+	retried bool
+}
+
+// update runs one conditional UpdateItem on the item at key.
+func (s *Store) update(ctx context.Context, key map[string]types.AttributeValue, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue, opts ...func(*dynamodb.Options)) (written, error) {
+	var att attempts
+	out, err := s.updateItem(ctx, key, cond, upd, ret, append(opts, att.record)...)
+	w := written{retried: att.retried.Load()}
+	if old, failed := conditionFailed(err); failed {
+		w.old, err = s.failedOn(ctx, key, old)
+		return w, err
+	} else if err != nil {
+		return w, throttled(err)
+	}
+	w.item, w.ok = out.Attributes, true
+	return w, nil
+}
+
+// programUpdate runs one conditional UpdateItem on the program item,
+// answering whether the condition held.
+func (s *Store) programUpdate(ctx context.Context, op, programID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder, opts ...func(*dynamodb.Options)) (bool, error) {
+	w, err := s.update(ctx, programKey(programID), cond, upd, types.ReturnValueNone, opts...)
+	if err != nil {
+		return false, fmt.Errorf("dynamostore: %s %s: %w", op, programID, err)
+	}
+	return w.ok, nil
+}
+
+// putItem stores item if cond holds (always when cond is not set).
+func (s *Store) putItem(ctx context.Context, item map[string]types.AttributeValue, cond expression.ConditionBuilder) error {
+	expr, err := condition(cond)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           &s.table,
+		Item:                                item,
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: oldOnFailure(expr),
+	})
+	return err
+}
+
+// deleteItem deletes the item at key if cond holds (always when cond is
+// not set).
+func (s *Store) deleteItem(ctx context.Context, key map[string]types.AttributeValue, cond expression.ConditionBuilder) error {
+	expr, err := condition(cond)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                           &s.table,
+		Key:                                 key,
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: oldOnFailure(expr),
+	})
+	return err
+}
+
 // CreateProgram implements queue.Store.
 func (s *Store) CreateProgram(ctx context.Context, p queue.Program) error {
-	item, err := encodeProgram(p)
+	item, err := ProgramItem(p)
 	if err == nil {
 		err = s.errDeletedIfTombstoned(ctx, p)
 	}
@@ -144,11 +294,7 @@ func (s *Store) CreateProgram(ctx context.Context, p queue.Program) error {
 
 // putNew stores item unless an item with its key exists (queue.ErrConflict).
 func (s *Store) putNew(ctx context.Context, av map[string]types.AttributeValue) error {
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:           &s.table,
-		Item:                av,
-		ConditionExpression: aws.String("attribute_not_exists(pk)"),
-	})
+	err := s.putItem(ctx, av, expression.AttributeNotExists(expression.Name("pk")))
 	if _, ok := conditionFailed(err); ok {
 		return queue.ErrConflict
 	}
@@ -159,39 +305,24 @@ func (s *Store) putNew(ctx context.Context, av map[string]types.AttributeValue) 
 // admin reads its own writes, and a ticket just issued is issuing.
 func (s *Store) GetProgram(ctx context.Context, id string) (queue.Program, error) {
 	item, err := s.getItem(ctx, programKey(id))
-	if err != nil {
-		return queue.Program{}, fmt.Errorf("dynamostore: get program %s: %w", id, err)
-	}
-	if item == nil {
+	if err == nil && item == nil {
 		return queue.Program{}, queue.ErrNotFound
 	}
-	p, err := decodeProgram(item)
-	if err != nil {
-		return queue.Program{}, fmt.Errorf("dynamostore: get program %s: %w", id, err)
-	}
-	return p, nil
+	return decoded("get program "+id, DecodeProgram, item, err)
 }
 
-// UpdateProgram implements queue.Store: one conditional UpdateItem that
-// writes every state and derived attribute of programItem, never issued or
-// createdAt, which only IssueTicket and CreateProgram write.
+// UpdateProgram implements queue.Store: one UpdateItem, on p's previous
+// version and expectIssued tickets, that writes every state and derived
+// attribute of programItem, never issued or createdAt, which only
+// IssueTicket and CreateProgram write.
 func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
-	upd, err := updateOf(p)
+	upd, err := writeOf(p, state, derived)
 	if err != nil {
 		return fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
 	}
-	expr, err := expression.NewBuilder().WithCondition(conditionOf(p, expectIssued)).WithUpdate(upd).Build()
-	if err != nil {
-		return fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
-	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &s.table,
-		Key:                       programKey(p.ID),
-		ConditionExpression:       expr.Condition(),
-		UpdateExpression:          expr.Update(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	})
+	cond := nameOf("version").Equal(expression.Value(p.Version - 1)).
+		And(nameOf("issued").Equal(expression.Value(expectIssued)))
+	_, err = s.updateItem(ctx, programKey(p.ID), cond, upd, types.ReturnValueNone)
 	if _, ok := conditionFailed(err); ok {
 		// A missing program fails the condition too: a conflict, as in
 		// memstore (the caller read it, so it was deleted meanwhile).
@@ -211,13 +342,13 @@ const changeIssued = "changeIssued"
 // condition of the version, which also copies issued into changeIssued,
 // and returns that count.
 func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
-	upd, err := updateOf(p)
+	upd, err := writeOf(p, state, derived)
 	if err != nil {
 		return 0, fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
 	}
 	upd = upd.Set(expression.Name(changeIssued), nameOf("issued"))
 	cond := nameOf("version").Equal(expression.Value(p.Version - 1))
-	out, err := s.programWrite(ctx, p.ID, cond, upd, types.ReturnValueAllNew)
+	out, err := s.updateItem(ctx, programKey(p.ID), cond, upd, types.ReturnValueAllNew)
 	var item map[string]types.AttributeValue
 	if out != nil {
 		item = out.Attributes
@@ -228,7 +359,7 @@ func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, er
 		if item, err = s.getItem(ctx, programKey(p.ID)); err != nil {
 			return 0, fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
 		}
-		if q, err := decodeProgram(item); item == nil || err != nil || q.Version != p.Version || len(q.Changes) == 0 || len(p.Changes) == 0 || q.Changes[0] != p.Changes[0] {
+		if q, err := DecodeProgram(item); item == nil || err != nil || q.Version != p.Version || len(q.Changes) == 0 || len(p.Changes) == 0 || q.Changes[0] != p.Changes[0] {
 			return 0, queue.ErrConflict
 		}
 	} else if err != nil {
@@ -270,38 +401,19 @@ func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) er
 	return nil
 }
 
-// programWrite is one conditional UpdateItem of programID's item,
-// answering the attributes ret asks for.
-func (s *Store) programWrite(ctx context.Context, programID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue) (*dynamodb.UpdateItemOutput, error) {
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
-	if err != nil {
-		return nil, err
-	}
-	return s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &s.table,
-		Key:                       programKey(programID),
-		ConditionExpression:       expr.Condition(),
-		UpdateExpression:          expr.Update(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ReturnValues:              ret,
-	})
-}
-
 // IssueTicket implements queue.Store: IssueTickets for one ticket.
 func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
 	return s.IssueTickets(ctx, programID, now, 1)
 }
 
 // IssueTickets implements tickets.Store: Program.WithTicketsIssued applied,
-// without reading the program, by whichever of issueSteps (blockSteps for
-// n > 1) holds, starting over at most maxIssueTrials times while the
-// program changes. A missing or closed program is queue.ErrNotFound or
-// queue.ErrClosed.
+// without reading the program, by whichever of issueSteps holds, starting
+// over at most maxIssueTrials times while the program changes. A missing
+// or closed program is queue.ErrNotFound or queue.ErrClosed.
 func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (queue.Program, error) {
-	steps, stepNs := issueSteps, int64(0)
+	stepNs := int64(0)
 	if n > 1 {
-		steps, stepNs = blockSteps, -1
+		stepNs = -1
 		if v, ok := s.steps.Load(programID); ok {
 			stepNs = v.(int64)
 		}
@@ -314,52 +426,71 @@ func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Tim
 			}
 			stepNs = p.StepNs()
 		}
-		for _, st := range steps {
-			in := st.input(s.table, programID, now, n, stepNs)
-			out, err := s.client.UpdateItem(ctx, in, notRepeated)
-			if err == nil {
-				p, err := decodeProgram(out.Attributes)
-				if err != nil {
-					return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, err)
-				}
-				s.steps.Store(programID, p.StepNs())
-				return p, nil
-			}
-			old, ok := conditionFailed(err)
-			if !ok {
-				return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, throttled(err))
-			}
-			if old, err = s.failedOn(ctx, in.Key, old); err != nil {
-				return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, err)
-			} else if old == nil {
-				return queue.Program{}, queue.ErrNotFound
-			}
-			if p, err := decodeProgram(old); err == nil {
-				if p.Closed {
-					return queue.Program{}, queue.ErrClosed
-				}
-				if q := p.WithPrequeueFixed(now); q.PrequeueFixed != p.PrequeueFixed {
-					if _, err := s.FixPrequeue(ctx, programID, now); err != nil {
-						return queue.Program{}, err
-					}
-					break // the program changed: the steps again
-				}
-				if n > 1 && p.StepNs() != stepNs {
-					stepNs = p.StepNs()
-					s.steps.Store(programID, stepNs)
-					break // the other steps assumed the old time per ticket too
-				}
-				if p.DrainAtNs > drainLimit(n, p.StepNs()) {
-					q, ok, err := s.issueSaturated(ctx, p, now, n)
-					if err != nil || ok {
-						return q, err
-					}
-					break // the program changed: the steps again
-				}
+		for _, st := range issueSteps(now, n, stepNs) {
+			p, then, err := s.tryStep(ctx, st, programID, now, n, &stepNs)
+			if then == stepDone {
+				return p, err
+			} else if then == stepsAgain {
+				break
 			}
 		}
 	}
 	return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: program still changing after %d trials", programID, maxIssueTrials)
+}
+
+// stepThen is what IssueTickets does after one of its steps.
+type stepThen int
+
+const (
+	stepDone   stepThen = iota // return the step's program or error
+	stepNext                   // the step's condition failed: the next step
+	stepsAgain                 // the program changed: the steps again
+)
+
+// tryStep writes step st of IssueTickets for n tickets of *stepNs each
+// and, when its condition fails, reads why from the program it failed on;
+// *stepNs becomes the program's time per ticket when a block assumed
+// another.
+func (s *Store) tryStep(ctx context.Context, st issueStep, programID string, now time.Time, n int64, stepNs *int64) (queue.Program, stepThen, error) {
+	out, err := s.updateItem(ctx, programKey(programID), st.cond, st.upd, types.ReturnValueAllNew, notRepeated)
+	if err == nil {
+		p, err := decoded("issue ticket "+programID, DecodeProgram, out.Attributes, nil)
+		if err == nil {
+			s.steps.Store(programID, p.StepNs())
+		}
+		return p, stepDone, err
+	}
+	old, ok := conditionFailed(err)
+	if !ok {
+		return queue.Program{}, stepDone, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, throttled(err))
+	}
+	if old, err = s.failedOn(ctx, programKey(programID), old); err != nil {
+		return queue.Program{}, stepDone, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, err)
+	} else if old == nil {
+		return queue.Program{}, stepDone, queue.ErrNotFound
+	}
+	p, err := DecodeProgram(old)
+	switch {
+	case err != nil: // not a program as this version reads it: the next step
+	case p.Closed:
+		return queue.Program{}, stepDone, queue.ErrClosed
+	case p.WithPrequeueFixed(now).PrequeueFixed != p.PrequeueFixed:
+		if _, err := s.FixPrequeue(ctx, programID, now); err != nil {
+			return queue.Program{}, stepDone, err
+		}
+		return queue.Program{}, stepsAgain, nil
+	case n > 1 && p.StepNs() != *stepNs:
+		*stepNs = p.StepNs()
+		s.steps.Store(programID, *stepNs) // the other steps assumed the old time per ticket too
+		return queue.Program{}, stepsAgain, nil
+	case p.DrainAtNs > drainLimit(n, p.StepNs()):
+		q, ok, err := s.issueSaturated(ctx, p, now, n)
+		if err != nil || ok {
+			return q, stepDone, err
+		}
+		return queue.Program{}, stepsAgain, nil
+	}
+	return queue.Program{}, stepNext, nil
 }
 
 // issueSaturated writes p.WithTicketsIssued(now, n) computed in Go if the
@@ -390,27 +521,11 @@ func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time
 		And(expression.AttributeNotExists(nameOf("prequeueFixed"))).
 		And(nameOf("opensAtMs").LessThanEqual(expression.Value(now.UnixMilli())))
 	upd := expression.Set(nameOf("prequeue"), nameOf("issued")).Set(nameOf("prequeueFixed"), expression.Value(true))
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
-	if err != nil {
-		return queue.Program{}, fmt.Errorf("dynamostore: fix pre-queue: %w", err)
-	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &s.table,
-		Key:                       programKey(programID),
-		ConditionExpression:       expr.Condition(),
-		UpdateExpression:          expr.Update(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ReturnValues:              types.ReturnValueAllNew,
-	})
+	out, err := s.updateItem(ctx, programKey(programID), cond, upd, types.ReturnValueAllNew)
 	if _, failed := conditionFailed(err); failed {
 		return s.GetProgram(ctx, programID)
 	} else if err != nil {
 		return queue.Program{}, fmt.Errorf("dynamostore: fix pre-queue %s: %w", programID, throttled(err))
 	}
-	p, err := decodeProgram(out.Attributes)
-	if err != nil {
-		return queue.Program{}, fmt.Errorf("dynamostore: fix pre-queue %s: %w", programID, err)
-	}
-	return p, nil
+	return decoded("fix pre-queue "+programID, DecodeProgram, out.Attributes, nil)
 }

@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +17,9 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/storetest"
 )
@@ -204,9 +207,9 @@ func TestProgramItem(t *testing.T) {
 		CreatedAt: t0,
 		Version:   1,
 		Issued:    0,
-		Current:   queue.Segment{AnchorMs: t0.UnixMilli(), Rate: 4 * queue.OnePerSecond},
+		Current:   pace.Segment{AnchorMs: t0.UnixMilli(), Rate: 4 * pace.OnePerSecond},
 		DrainAtNs: t0.UnixNano(),
-		Options:   queue.Options{AdmissionWindow: 10 * time.Minute},
+		Options:   settings.Options{AdmissionWindow: 10 * time.Minute},
 	}
 	if err := s.CreateProgram(ctx, p); err != nil {
 		t.Fatalf("CreateProgram: %v", err)
@@ -239,37 +242,32 @@ func TestProgramItem(t *testing.T) {
 
 	// Paused, with a change id and a policy: not advancing, no time per
 	// ticket.
-	upd := p.Rebased(t0.Add(time.Second), 4*queue.OnePerSecond, true, 0, 0)
+	upd := p.Rebased(t0.Add(time.Second), 4*pace.OnePerSecond, true, 0, 0)
 	upd.Changes, upd.Policy = []string{"change-2", "change-1"}, "eta"
-	if err := s.UpdateProgram(ctx, upd, p.Issued); err != nil {
-		t.Fatalf("UpdateProgram: %v", err)
-	}
-	want["version"] = "N:2"
-	want["paused"] = "BOOL:true"
-	want["advancing"] = "BOOL:false"
-	want["nsPerTicket"] = "N:0"
-	want["anchorMs"] = "N:1772366401000"
-	want["drainAtNs"] = "N:1772366401000000000"
-	want["changeIds"] = "L:[S:change-2 S:change-1]"
-	want["policy"] = "S:eta"
-	checkItem(t, rawItem(t, client, table, "PROGRAM#spring-sale", "PROGRAM"), want)
-
 	// A change scheduled at 2.5/s: the settled segment says how tickets
 	// push the drain instant back.
-	next := upd.Rebased(t0.Add(2*time.Second), queue.Rate(2500), false, 0, time.Second) // 2.5/s
+	next := upd.Rebased(t0.Add(2*time.Second), pace.Rate(2500), false, 0, time.Second) // 2.5/s
 	next.Policy = ""
-	if err := s.UpdateProgram(ctx, next, p.Issued); err != nil {
-		t.Fatalf("UpdateProgram: %v", err)
+	for _, step := range []struct {
+		p       queue.Program
+		changed map[string]string
+	}{
+		{upd, map[string]string{
+			"version": "N:2", "paused": "BOOL:true", "advancing": "BOOL:false", "nsPerTicket": "N:0",
+			"anchorMs": "N:1772366401000", "drainAtNs": "N:1772366401000000000",
+			"changeIds": "L:[S:change-2 S:change-1]", "policy": "S:eta",
+		}},
+		{next, map[string]string{
+			"version": "N:3", "nextAnchorMs": "N:1772366403000", "nextBase": "N:0", "nextRateMilli": "N:2500",
+			"advancing": "BOOL:true", "nsPerTicket": "N:400000000", "drainAtNs": "N:1772366403000000000", "policy": "",
+		}},
+	} {
+		if err := s.UpdateProgram(ctx, step.p, p.Issued); err != nil {
+			t.Fatalf("UpdateProgram: %v", err)
+		}
+		maps.Copy(want, step.changed)
+		checkItem(t, rawItem(t, client, table, "PROGRAM#spring-sale", "PROGRAM"), want)
 	}
-	want["version"] = "N:3"
-	want["nextAnchorMs"] = "N:1772366403000"
-	want["nextBase"] = "N:0"
-	want["nextRateMilli"] = "N:2500"
-	want["advancing"] = "BOOL:true"
-	want["nsPerTicket"] = "N:400000000"
-	want["drainAtNs"] = "N:1772366403000000000"
-	want["policy"] = ""
-	checkItem(t, rawItem(t, client, table, "PROGRAM#spring-sale", "PROGRAM"), want)
 }
 
 func TestTokenItem(t *testing.T) {

@@ -34,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
@@ -61,6 +62,7 @@ type faultRig struct {
 	ft       *faultinject.Transport
 	client   *dynamodb.Client
 	table    string
+	store    *dynamostore.Store // the service's
 	clock    *clock.Fake
 	svc      *queue.Service
 	h        httpapi.LambdaHandler
@@ -93,8 +95,8 @@ func newFaultRigWith(t *testing.T, co dynamostore.ClientOptions, opts ...queue.O
 	table := dynamotest.NewTable(t, client)
 	// Cleanups run last first: the faults stop before the table is deleted.
 	t.Cleanup(func() { ft.SetRules() })
-	r := &faultRig{endpoint: co.Endpoint, ft: ft, client: client, table: table, clock: clock.NewFake(t0)}
-	r.svc = r.service(dynamostore.New(client, table), opts...)
+	r := &faultRig{endpoint: co.Endpoint, ft: ft, client: client, table: table, store: dynamostore.New(client, table), clock: clock.NewFake(t0)}
+	r.svc = r.service(r.store, opts...)
 	r.h = httpapi.Lambda(httpapi.New(r.svc, httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
 	return r
 }
@@ -112,6 +114,15 @@ func (r *faultRig) program(t *testing.T, id string, rate float64, paused bool) {
 	if _, _, err := r.svc.PutProgram(t.Context(), id, api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate)), Paused: &paused}); err != nil {
 		t.Fatalf("PutProgram %s: %v", id, err)
 	}
+}
+
+// newStoreRig is a rig with program id (1/s, paused) and the store under
+// its service, for the tests of the store's own writes.
+func newStoreRig(t *testing.T, id string) (*faultRig, *dynamostore.Store) {
+	t.Helper()
+	r := newFaultRig(t)
+	r.program(t, id, 1, true)
+	return r, r.store
 }
 
 // apiEvent loads events/<name>.json addressed to programID, carrying token
@@ -331,9 +342,8 @@ func TestFaultsUnknownProgramThrottled(t *testing.T) {
 		if a.StatusCode != http.StatusNotFound || a.str("code") != api.CodeProgramNotFound {
 			t.Errorf("enter %s: status %d, body %s; want 404 %s", id, a.StatusCode, a.Body, api.CodeProgramNotFound)
 		}
-		store := dynamostore.New(r.client, r.table)
 		for i := range 2 {
-			b, err := store.GetShard(t.Context(), id, i)
+			b, err := r.store.GetShard(t.Context(), id, i)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -915,9 +925,7 @@ func (r *faultRig) checkLost(t *testing.T, op, what string) {
 // back.
 func TestShardWritesAnswerLost(t *testing.T) {
 	t.Parallel()
-	r := newFaultRig(t)
-	r.program(t, "once", 1, true)
-	s := dynamostore.New(r.client, r.table)
+	r, s := newStoreRig(t, "once")
 	ctx := t.Context()
 	now := t0
 	fresh := now.Add(-tickets.BlockLifetime)
@@ -975,9 +983,7 @@ func TestShardWritesAnswerLost(t *testing.T) {
 // block, whose first numbers are the refiller's.
 func TestShardTakeRetriedAfterRefill(t *testing.T) {
 	t.Parallel()
-	r := newFaultRig(t)
-	r.program(t, "refill", 1, true)
-	s := dynamostore.New(r.client, r.table)
+	r, s := newStoreRig(t, "refill")
 	client, err := dynamostore.NewClient(t.Context(), r.endpoint)
 	if err != nil {
 		t.Fatal(err)
@@ -1049,9 +1055,7 @@ func TestShardTakeRetriedAfterRefill(t *testing.T) {
 // again) with the fold stored.
 func TestCapacityWritesAnswerLost(t *testing.T) {
 	t.Parallel()
-	r := newFaultRig(t)
-	r.program(t, "cap", 1, true)
-	s := dynamostore.New(r.client, r.table)
+	r, s := newStoreRig(t, "cap")
 	ctx := t.Context()
 	at := time.UnixMilli(1_772_366_400_000).UTC()
 	r.loseFirst("UpdateItem", `"sighted"`)
@@ -1097,14 +1101,14 @@ func TestCapacityWritesAnswerLost(t *testing.T) {
 		t.Fatalf("SealEnds: %v %v, want [7]", places, err)
 	}
 	r.loseFirst("PutItem", `"counter"`)
-	m := queue.Mark{AtMs: at.UnixMilli(), Counter: 12, NoShowThrough: 9}
+	m := capacity.Mark{AtMs: at.UnixMilli(), Counter: 12, NoShowThrough: 9}
 	err = s.PutMark(ctx, "cap", m)
 	r.checkLost(t, "PutItem", "put mark")
 	if got, err2 := s.MarkBefore(ctx, "cap", m.AtMs); err != nil || err2 != nil || got != m {
 		t.Fatalf("PutMark: %v; MarkBefore: %+v %v, want %+v", err, got, err2, m)
 	}
 	r.loseFirst("UpdateItem", `"capacity"`)
-	next := queue.Capacity{Level: 1, Steps: []queue.Step{{AtMs: m.AtMs, Freed: 3}}, FoldedAtMs: m.AtMs, NoShowThrough: 9}
+	next := capacity.Capacity{Level: 1, Steps: []capacity.Step{{AtMs: m.AtMs, Freed: 3}}, FoldedAtMs: m.AtMs, NoShowThrough: 9}
 	err = s.ApplyFold(ctx, "cap", 0, next)
 	r.checkLost(t, "UpdateItem", "apply fold")
 	if err != nil && !errors.Is(err, queue.ErrConflict) {

@@ -3,18 +3,16 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/example/waitingroom/internal/admissionpass"
-	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/pace"
 )
 
 // The pass-signing keys: one partition, an item per signing slot, sorted by
@@ -29,11 +27,11 @@ const (
 var _ admissionpass.KeyStore = (*Store)(nil)
 
 func passKeySK(signFrom time.Time) string {
-	return fmt.Sprintf("%s%0*d", passKeyPrefix, passKeyMsWidth, queue.UnixMs(signFrom))
+	return fmt.Sprintf("%s%0*d", passKeyPrefix, passKeyMsWidth, pace.UnixMs(signFrom))
 }
 
 func passKeyKey(signFrom time.Time) map[string]types.AttributeValue {
-	return capKey(passKeysPK, passKeySK(signFrom))
+	return itemKey(passKeysPK, passKeySK(signFrom))
 }
 
 // passKeyItem is a signing slot's item: its maker's claim and, once put,
@@ -56,12 +54,12 @@ func (it passKeyItem) key() (admissionpass.StoredKey, error) {
 		return admissionpass.StoredKey{}, fmt.Errorf("sort key %q is no signing slot", it.SK)
 	}
 	return admissionpass.StoredKey{
-		SignFrom: queue.FromUnixMs(ms),
+		SignFrom: pace.FromUnixMs(ms),
 		KeyID:    it.KeyID,
 		Public:   it.Public,
 		Wrapped:  it.Wrapped,
-		Created:  queue.FromUnixMs(it.CreatedMs),
-		Revoked:  queue.FromUnixMs(it.RevokedMs),
+		Created:  pace.FromUnixMs(it.CreatedMs),
+		Revoked:  pace.FromUnixMs(it.RevokedMs),
 		Expires:  fromTTL(it.TTL),
 	}, nil
 }
@@ -94,35 +92,9 @@ func (s *Store) PassKeys(ctx context.Context) ([]admissionpass.StoredKey, error)
 func (s *Store) passKeyItems(ctx context.Context) ([]passKeyItem, error) {
 	key := expression.Key("pk").Equal(expression.Value(passKeysPK)).
 		And(expression.Key("sk").BeginsWith(passKeyPrefix))
-	expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
-	if err != nil {
-		return nil, err
-	}
-	p := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
-		TableName:                 &s.table,
-		KeyConditionExpression:    expr.KeyCondition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ConsistentRead:            aws.Bool(true),
-	})
-	var items []passKeyItem
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, throttled(err)
-		}
-		for _, av := range out.Items {
-			if _, ok := av["keyId"]; !ok {
-				continue // a claim: no key yet
-			}
-			var it passKeyItem
-			if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-				return nil, err
-			}
-			items = append(items, it)
-		}
-	}
-	return items, nil
+	items, err := query[passKeyItem](ctx, s, key, true, 0)
+	// A claim has no key yet.
+	return slices.DeleteFunc(items, func(it passKeyItem) bool { return it.KeyID == "" }), err
 }
 
 // ClaimPassKey implements admissionpass.KeyStore: one conditional
@@ -130,10 +102,10 @@ func (s *Store) passKeyItems(ctx context.Context) ([]passKeyItem, error) {
 // claim's own (so a retry whose first attempt was applied succeeds too).
 func (s *Store) ClaimPassKey(ctx context.Context, signFrom time.Time, claim string, now, staleBefore time.Time) (bool, error) {
 	free := expression.Or(expression.AttributeNotExists(slotClaimMs),
-		slotClaimMs.LessThan(expression.Value(queue.UnixMs(staleBefore))),
+		slotClaimMs.LessThan(expression.Value(pace.UnixMs(staleBefore))),
 		slotClaimID.Equal(expression.Value(claim)))
 	cond := expression.AttributeNotExists(slotKeyID).And(free)
-	upd := expression.Set(slotClaimID, expression.Value(claim)).Set(slotClaimMs, expression.Value(queue.UnixMs(now)))
+	upd := expression.Set(slotClaimID, expression.Value(claim)).Set(slotClaimMs, expression.Value(pace.UnixMs(now)))
 	w, err := s.update(ctx, passKeyKey(signFrom), cond, upd, types.ReturnValueNone)
 	if err != nil {
 		return false, fmt.Errorf("dynamostore: claim pass key %s: %w", passKeySK(signFrom), err)
@@ -149,29 +121,23 @@ func (s *Store) PutPassKey(ctx context.Context, k admissionpass.StoredKey, claim
 	upd := expression.Set(slotKeyID, expression.Value(k.KeyID)).
 		Set(expression.Name("public"), expression.Value(k.Public)).
 		Set(expression.Name("wrapped"), expression.Value(k.Wrapped)).
-		Set(expression.Name("createdMs"), expression.Value(queue.UnixMs(k.Created)))
+		Set(expression.Name("createdMs"), expression.Value(pace.UnixMs(k.Created)))
 	if !k.Revoked.IsZero() {
-		upd = upd.Set(slotRevokedMs, expression.Value(queue.UnixMs(k.Revoked)))
+		upd = upd.Set(slotRevokedMs, expression.Value(pace.UnixMs(k.Revoked)))
 	}
 	if !k.Expires.IsZero() {
 		upd = upd.Set(expression.Name("ttl"), expression.Value(ttlSeconds(k.Expires)))
 	}
-	sk := passKeySK(k.SignFrom)
 	w, err := s.update(ctx, passKeyKey(k.SignFrom), cond, upd, types.ReturnValueNone)
 	switch {
 	case err != nil:
-		return false, fmt.Errorf("dynamostore: put pass key %s: %w", sk, err)
+		return false, fmt.Errorf("dynamostore: put pass key %s: %w", passKeySK(k.SignFrom), err)
 	case w.ok:
 		return true, nil
 	}
-	if _, hasKey := w.old["keyId"]; !hasKey {
-		return false, nil // another claim's, or no claim's
-	}
-	var old passKeyItem
-	if err := attributevalue.UnmarshalMap(w.old, &old); err != nil {
-		return false, fmt.Errorf("dynamostore: put pass key %s: %w", sk, err)
-	}
-	return old.KeyID == k.KeyID, nil
+	// No key: another claim's, or no claim's.
+	kid, _ := w.old["keyId"].(*types.AttributeValueMemberS)
+	return kid != nil && kid.Value == k.KeyID, nil
 }
 
 // RevokePassKey implements admissionpass.KeyStore: a query of the keys'
@@ -182,29 +148,23 @@ func (s *Store) RevokePassKey(ctx context.Context, kid string, at time.Time) (ad
 	if err != nil {
 		return admissionpass.StoredKey{}, fmt.Errorf("dynamostore: revoke pass key %s: %w", kid, err)
 	}
-	var sk string
-	for _, it := range items {
-		if it.KeyID == kid {
-			sk = it.SK
-			break
-		}
-	}
-	if sk == "" {
+	i := slices.IndexFunc(items, func(it passKeyItem) bool { return it.KeyID == kid })
+	if i < 0 {
 		return admissionpass.StoredKey{}, admissionpass.ErrKeyNotFound
 	}
-	w, err := s.update(ctx, capKey(passKeysPK, sk), slotKeyID.Equal(expression.Value(kid)),
-		expression.Set(slotRevokedMs, slotRevokedMs.IfNotExists(expression.Value(queue.UnixMs(at)))), types.ReturnValueAllNew)
-	if err != nil {
+	w, err := s.update(ctx, itemKey(passKeysPK, items[i].SK), slotKeyID.Equal(expression.Value(kid)),
+		expression.Set(slotRevokedMs, slotRevokedMs.IfNotExists(expression.Value(pace.UnixMs(at)))), types.ReturnValueAllNew)
+	switch {
+	case err != nil:
 		return admissionpass.StoredKey{}, fmt.Errorf("dynamostore: revoke pass key %s: %w", kid, err)
-	}
-	if !w.ok {
+	case !w.ok:
 		return admissionpass.StoredKey{}, admissionpass.ErrKeyNotFound // gone since the query (TTL)
 	}
-	var it passKeyItem
-	if err := attributevalue.UnmarshalMap(w.item, &it); err != nil {
-		return admissionpass.StoredKey{}, fmt.Errorf("dynamostore: revoke pass key %s: %w", kid, err)
+	var k admissionpass.StoredKey
+	it, err := unmarshal[passKeyItem](w.item)
+	if err == nil {
+		k, err = it.key()
 	}
-	k, err := it.key()
 	if err != nil {
 		return admissionpass.StoredKey{}, fmt.Errorf("dynamostore: revoke pass key %s: %w", kid, err)
 	}

@@ -8,12 +8,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tickets"
 )
@@ -48,8 +47,8 @@ type shardItem struct {
 func (it shardItem) shard() tickets.Shard {
 	return tickets.Shard{
 		Start: it.Start, Next: it.Next, End: it.End,
-		ReservedAt: queue.FromUnixMs(it.ReservedAtMs), Takes: it.Takes,
-		Claim: it.ClaimID, ClaimedAt: queue.FromUnixMs(it.ClaimMs),
+		ReservedAt: pace.FromUnixMs(it.ReservedAtMs), Takes: it.Takes,
+		Claim: it.ClaimID, ClaimedAt: pace.FromUnixMs(it.ClaimMs),
 	}
 }
 
@@ -60,10 +59,7 @@ func (it shardItem) isBlock(start int64, reservedAt time.Time) bool {
 }
 
 func shardKey(programID string, i int) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: "SHARD#" + programID + "#" + strconv.Itoa(i)},
-		"sk": &types.AttributeValueMemberS{Value: shardSK},
-	}
+	return itemKey("SHARD#"+programID+"#"+strconv.Itoa(i), shardSK)
 }
 
 // The shard item's attributes in expressions.
@@ -86,62 +82,16 @@ func notMine(name expression.NameBuilder, id string) expression.ConditionBuilder
 	return expression.Or(expression.AttributeNotExists(name), name.NotEqual(expression.Value(id)))
 }
 
-// written is the outcome of one conditional UpdateItem.
-type written struct {
-	item map[string]types.AttributeValue // the condition held: the item as ReturnValues asked
-	ok   bool
-	// old is the item the condition failed on (nil if it did not exist).
-	old map[string]types.AttributeValue
-	// retried: an earlier attempt of the call failed in a way that may
-	// have been applied (a lost answer, a 5xx), so the condition may have
-	// held or failed on the call's own write.
-	retried bool
-}
-
-// update runs one conditional UpdateItem on the item at key.
-func (s *Store) update(ctx context.Context, key map[string]types.AttributeValue, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue, opts ...func(*dynamodb.Options)) (written, error) {
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
-	if err != nil {
-		return written{}, err
-	}
-	var att attempts
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           &s.table,
-		Key:                                 key,
-		ConditionExpression:                 expr.Condition(),
-		UpdateExpression:                    expr.Update(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValues:                        ret,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, append(opts, att.record)...)
-	w := written{retried: att.retried.Load()}
-	if old, failed := conditionFailed(err); failed {
-		w.old, err = s.failedOn(ctx, key, old)
-		return w, err
-	} else if err != nil {
-		return w, throttled(err)
-	}
-	w.item, w.ok = out.Attributes, true
-	return w, nil
-}
-
 // shardUpdate runs one conditional UpdateItem on shard i of programID and
 // decodes the item it answers (the condition held) or failed on.
 func (s *Store) shardUpdate(ctx context.Context, op, programID string, i int, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue) (shardItem, written, error) {
 	w, err := s.update(ctx, shardKey(programID, i), cond, upd, ret)
-	var it shardItem
-	if err == nil {
-		av := w.item
-		if !w.ok {
-			av = w.old
-		}
-		err = attributevalue.UnmarshalMap(av, &it)
+	item := w.item
+	if !w.ok {
+		item = w.old
 	}
-	if err != nil {
-		return shardItem{}, w, fmt.Errorf("dynamostore: %s %s shard %d: %w", op, programID, i, err)
-	}
-	return it, w, nil
+	it, err := decoded(fmt.Sprintf("%s %s shard %d", op, programID, i), unmarshal[shardItem], item, err)
+	return it, w, err
 }
 
 // lost logs that a write of shard i of programID whose answer was lost may
@@ -174,7 +124,7 @@ func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, n
 	if !w.ok && it.TakeID != id {
 		return tickets.Run{}, false, nil
 	}
-	return tickets.Run{First: it.TakeFrom, Last: min(it.TakeFrom+m-1, it.End), ReservedAt: queue.FromUnixMs(it.ReservedAtMs), Block: it.Start, After: it.TakeFrom + m}, true, nil
+	return tickets.Run{First: it.TakeFrom, Last: min(it.TakeFrom+m-1, it.End), ReservedAt: pace.FromUnixMs(it.ReservedAtMs), Block: it.Start, After: it.TakeFrom + m}, true, nil
 }
 
 // ClaimShard implements tickets.Store: one conditional UpdateItem that
@@ -245,7 +195,7 @@ func (s *Store) TrimShard(ctx context.Context, programID string, i int, start in
 			}
 			return tickets.Run{}, false, nil
 		}
-		return tickets.Run{First: it.Next, Last: it.TrimEnd, ReservedAt: queue.FromUnixMs(it.ReservedAtMs)}, true, nil
+		return tickets.Run{First: it.Next, Last: it.TrimEnd, ReservedAt: pace.FromUnixMs(it.ReservedAtMs)}, true, nil
 	}
 	if back.First > 0 && back.First <= back.Last {
 		r, ok, err := trim(block.And(shNext.Equal(expression.Value(back.After))), expression.Value(back.First-1))
@@ -284,29 +234,13 @@ func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) 
 	case w.ok:
 		return true, nil
 	}
-	var old struct {
-		ReturnID string `dynamodbav:"returnId"`
-	}
-	if err := attributevalue.UnmarshalMap(w.old, &old); err != nil {
-		return false, fmt.Errorf("dynamostore: return tickets %s: %w", p.ID, err)
-	}
-	switch {
-	case old.ReturnID == id:
+	switch rid, _ := w.old["returnId"].(*types.AttributeValueMemberS); {
+	case rid != nil && rid.Value == id:
 		return true, nil // applied by an earlier attempt
 	case w.retried:
 		return false, fmt.Errorf("dynamostore: return tickets %s: %w", p.ID, errOutcomeUnknown)
 	}
 	return false, nil
-}
-
-// programUpdate runs one conditional UpdateItem on the program item,
-// answering whether the condition held.
-func (s *Store) programUpdate(ctx context.Context, op, programID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder, opts ...func(*dynamodb.Options)) (bool, error) {
-	w, err := s.update(ctx, programKey(programID), cond, upd, types.ReturnValueNone, opts...)
-	if err != nil {
-		return false, fmt.Errorf("dynamostore: %s %s: %w", op, programID, err)
-	}
-	return w.ok, nil
 }
 
 // SetShards implements tickets.Store: one conditional UpdateItem of the
@@ -337,13 +271,7 @@ func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (b
 // GetShard reads shard i of programID (strongly consistent); the zero
 // Shard when it does not exist. For tests and audits.
 func (s *Store) GetShard(ctx context.Context, programID string, i int) (tickets.Shard, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: shardKey(programID, i), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return tickets.Shard{}, fmt.Errorf("dynamostore: get shard: %w", err)
-	}
-	var it shardItem
-	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
-		return tickets.Shard{}, fmt.Errorf("dynamostore: get shard: %w", err)
-	}
-	return it.shard(), nil
+	item, err := s.getItem(ctx, shardKey(programID, i))
+	it, err := decoded("get shard", unmarshal[shardItem], item, err)
+	return it.shard(), err
 }

@@ -7,9 +7,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -33,12 +33,7 @@ type tokenItem struct {
 	ClaimMs            int64  `dynamodbav:"claimMs,omitempty"`
 }
 
-func tokenKey(id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: "TOKEN#" + id},
-		"sk": &types.AttributeValueMemberS{Value: tokenSK},
-	}
-}
+func tokenKey(id string) map[string]types.AttributeValue { return itemKey("TOKEN#"+id, tokenSK) }
 
 // ttlSeconds is t in Unix seconds rounded up (0 for the zero time), so that
 // TTL never deletes an item before t.
@@ -67,15 +62,15 @@ func toTokenItem(t queue.Token) tokenItem {
 		TokenID:            t.ID,
 		ProgramID:          t.ProgramID,
 		Ticket:             t.Ticket,
-		IssuedAt:           queue.UnixMs(t.IssuedAt),
-		AdmittedAt:         queue.UnixMs(t.AdmittedAt),
-		AdmissionExpiresAt: queue.UnixMs(t.AdmissionExpiresAt),
-		LeftAt:             queue.UnixMs(t.LeftAt),
-		RevokedAt:          queue.UnixMs(t.RevokedAt),
+		IssuedAt:           pace.UnixMs(t.IssuedAt),
+		AdmittedAt:         pace.UnixMs(t.AdmittedAt),
+		AdmissionExpiresAt: pace.UnixMs(t.AdmissionExpiresAt),
+		LeftAt:             pace.UnixMs(t.LeftAt),
+		RevokedAt:          pace.UnixMs(t.RevokedAt),
 		AdmissionPass:      t.AdmissionPass,
 		TTL:                ttlSeconds(t.ExpiresAt),
 		ClaimID:            t.Claim,
-		ClaimMs:            queue.UnixMs(t.ClaimedAt),
+		ClaimMs:            pace.UnixMs(t.ClaimedAt),
 	}
 }
 
@@ -84,21 +79,23 @@ func (it tokenItem) token() queue.Token {
 		ID:                 it.TokenID,
 		ProgramID:          it.ProgramID,
 		Ticket:             it.Ticket,
-		IssuedAt:           queue.FromUnixMs(it.IssuedAt),
-		AdmittedAt:         queue.FromUnixMs(it.AdmittedAt),
-		AdmissionExpiresAt: queue.FromUnixMs(it.AdmissionExpiresAt),
-		LeftAt:             queue.FromUnixMs(it.LeftAt),
-		RevokedAt:          queue.FromUnixMs(it.RevokedAt),
+		IssuedAt:           pace.FromUnixMs(it.IssuedAt),
+		AdmittedAt:         pace.FromUnixMs(it.AdmittedAt),
+		AdmissionExpiresAt: pace.FromUnixMs(it.AdmissionExpiresAt),
+		LeftAt:             pace.FromUnixMs(it.LeftAt),
+		RevokedAt:          pace.FromUnixMs(it.RevokedAt),
 		AdmissionPass:      it.AdmissionPass,
 		ExpiresAt:          fromTTL(it.TTL),
 		Claim:              it.ClaimID,
-		ClaimedAt:          queue.FromUnixMs(it.ClaimMs),
+		ClaimedAt:          pace.FromUnixMs(it.ClaimMs),
 	}
 }
 
-func decodeToken(av map[string]types.AttributeValue) (queue.Token, error) {
+// DecodeToken reads a token item, or a claim (for tools that scan the
+// table, such as cmd/audit); absent attributes are zero.
+func DecodeToken(item map[string]types.AttributeValue) (queue.Token, error) {
 	var it tokenItem
-	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 		return queue.Token{}, err
 	}
 	return it.token(), nil
@@ -120,59 +117,40 @@ func (s *Store) PutToken(ctx context.Context, t queue.Token) error {
 // poll right after an enter finds its token on any instance.
 func (s *Store) GetToken(ctx context.Context, id string) (queue.Token, error) {
 	item, err := s.getItem(ctx, tokenKey(id))
-	if err != nil {
-		return queue.Token{}, fmt.Errorf("dynamostore: get token: %w", err)
-	}
-	if item == nil {
+	if err == nil && item == nil {
 		return queue.Token{}, queue.ErrNotFound
 	}
-	t, err := decodeToken(item)
-	if err != nil {
-		return queue.Token{}, fmt.Errorf("dynamostore: get token: %w", err)
-	}
-	return t, nil
+	return decoded("get token", DecodeToken, item, err)
 }
 
 // MarkAdmitted implements queue.Store.
 func (s *Store) MarkAdmitted(ctx context.Context, t queue.Token) (queue.Token, error) {
-	it := toTokenItem(t)
-	upd := setOrRemove(expression.UpdateBuilder{}, "admittedAt", it.AdmittedAt)
-	upd = setOrRemove(upd, "admissionExpiresAt", it.AdmissionExpiresAt)
-	if it.AdmissionPass != "" {
-		upd = upd.Set(expression.Name("admissionPass"), expression.Value(it.AdmissionPass))
+	names := []string{"admittedAt", "admissionExpiresAt", "ttl"}
+	if t.AdmissionPass != "" {
+		names = append(names, "admissionPass")
 	}
-	upd = setOrRemove(upd, "ttl", it.TTL)
-	return s.mark(ctx, "mark admitted", t.ID, waiting(), upd)
+	return s.mark(ctx, "mark admitted", t, waiting(), names...)
 }
 
 // MarkLeft implements queue.Store.
 func (s *Store) MarkLeft(ctx context.Context, t queue.Token) (queue.Token, error) {
-	it := toTokenItem(t)
-	upd := setOrRemove(expression.UpdateBuilder{}, "leftAt", it.LeftAt)
-	upd = setOrRemove(upd, "ttl", it.TTL)
-	return s.mark(ctx, "mark left", t.ID, waiting(), upd)
+	return s.mark(ctx, "mark left", t, waiting(), "leftAt", "ttl")
 }
 
 // EndAdmission implements queue.Store.
 func (s *Store) EndAdmission(ctx context.Context, t queue.Token) (queue.Token, error) {
-	it := toTokenItem(t)
-	upd := setOrRemove(expression.UpdateBuilder{}, "leftAt", it.LeftAt)
-	upd = setOrRemove(upd, "ttl", it.TTL)
 	admitted := expression.AttributeExists(expression.Name("pk")).
 		And(expression.AttributeExists(expression.Name("admittedAt"))).
 		And(expression.AttributeNotExists(expression.Name("leftAt"))).
-		And(expression.Name("admissionExpiresAt").GreaterThan(expression.Value(it.LeftAt)))
-	return s.mark(ctx, "end admission", t.ID, admitted, upd)
+		And(expression.Name("admissionExpiresAt").GreaterThan(expression.Value(pace.UnixMs(t.LeftAt))))
+	return s.mark(ctx, "end admission", t, admitted, "leftAt", "ttl")
 }
 
 // RevokeToken implements queue.Store.
 func (s *Store) RevokeToken(ctx context.Context, t queue.Token) (queue.Token, error) {
-	it := toTokenItem(t)
-	upd := setOrRemove(expression.UpdateBuilder{}, "revokedAt", it.RevokedAt)
-	upd = setOrRemove(upd, "ttl", it.TTL)
 	live := expression.AttributeExists(expression.Name("ticket")).
 		And(expression.AttributeNotExists(expression.Name("revokedAt")))
-	got, err := s.mark(ctx, "revoke token", t.ID, live, upd)
+	got, err := s.mark(ctx, "revoke token", t, live, "revokedAt", "ttl")
 	if err == nil && got.Claim != "" {
 		return queue.Token{}, queue.ErrNotFound
 	}
@@ -187,52 +165,109 @@ func waiting() expression.ConditionBuilder {
 		And(expression.AttributeNotExists(expression.Name("revokedAt")))
 }
 
-// setOrRemove sets a number attribute, or removes it for 0, keeping "absent
-// when zero".
-func setOrRemove(upd expression.UpdateBuilder, name string, v int64) expression.UpdateBuilder {
-	if v == 0 {
-		return upd.Remove(expression.Name(name))
+// mark writes the named attributes of t's item (removing those it lacks)
+// to the token, if cond holds (the token exists, in the state the change
+// is for): the first writer wins, and every caller gets the token as
+// stored afterwards.
+func (s *Store) mark(ctx context.Context, op string, t queue.Token, cond expression.ConditionBuilder, names ...string) (queue.Token, error) {
+	item, err := attributevalue.MarshalMap(toTokenItem(t))
+	if err != nil {
+		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
 	}
-	return upd.Set(expression.Name(name), expression.Value(v))
+	upd := setOrRemove(expression.UpdateBuilder{}, item, names...)
+	out, err := s.updateItem(ctx, tokenKey(t.ID), cond, upd, types.ReturnValueAllNew)
+	if err == nil {
+		return decoded(op, DecodeToken, out.Attributes, nil)
+	}
+	// Past that state: the stored token wins. It can only move on, so
+	// reading it after the failure is as good.
+	return s.tokenFailedOn(ctx, op, t.ID, err)
 }
 
-// mark applies upd to a token for which cond holds (the token exists, in
-// the state the change is for): the first writer wins, and every caller
-// gets the token as stored afterwards.
-func (s *Store) mark(ctx context.Context, op, id string, cond expression.ConditionBuilder, upd expression.UpdateBuilder) (queue.Token, error) {
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
-	if err != nil {
-		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
-	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           &s.table,
-		Key:                                 tokenKey(id),
-		ConditionExpression:                 expr.Condition(),
-		UpdateExpression:                    expr.Update(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var item map[string]types.AttributeValue
+// tokenFailedOn answers a write of op on token id that failed with err: the
+// token its condition failed on, queue.ErrNotFound if there is none, or
+// err when the condition did not fail.
+func (s *Store) tokenFailedOn(ctx context.Context, op, id string, err error) (queue.Token, error) {
 	old, failed := conditionFailed(err)
-	switch {
-	case failed:
-		// Past that state: the stored token wins. It can only move on, so
-		// reading it after the failure is as good.
-		if item, err = s.failedOn(ctx, tokenKey(id), old); err != nil {
-			return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
-		} else if item == nil {
-			return queue.Token{}, queue.ErrNotFound
-		}
-	case err != nil:
-		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
-	default:
-		item = out.Attributes
-	}
-	t, err := decodeToken(item)
-	if err != nil {
+	if !failed {
 		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
 	}
-	return t, nil
+	item, err := s.failedOn(ctx, tokenKey(id), old)
+	if err == nil && item == nil {
+		return queue.Token{}, queue.ErrNotFound
+	}
+	return decoded(op, DecodeToken, item, err)
+}
+
+// A claim is a token item with claimId and claimMs and no ticket: an enter
+// with an Idempotency-Key holds the id before it takes its ticket
+// (queue.Store.ClaimToken). Filling it replaces the whole item by the
+// token, which has no claim attributes.
+
+// ClaimToken implements queue.Store: one conditional PutItem, on no item or
+// a claim older than staleBefore. An attempt of this call that was applied
+// but whose answer was lost fails the retry's condition on its own claim,
+// which the caller recognises by its claim id.
+func (s *Store) ClaimToken(ctx context.Context, c queue.Token, staleBefore time.Time) (queue.Token, error) {
+	cond := expression.AttributeNotExists(expression.Name("pk")).Or(
+		expression.AttributeNotExists(expression.Name("ticket")).And(
+			expression.Name("claimMs").LessThan(expression.Value(pace.UnixMs(staleBefore)))))
+	return s.putTokenIf(ctx, "claim token", c, cond)
+}
+
+// FillToken implements queue.Store: one PutItem of the token, conditioned
+// on the claim and no ticket. A retried attempt whose first was applied
+// finds the token with t's ticket, which is t.
+func (s *Store) FillToken(ctx context.Context, t queue.Token, claim string) (queue.Token, error) {
+	cond := expression.Name("claimId").Equal(expression.Value(claim)).And(
+		expression.AttributeNotExists(expression.Name("ticket")))
+	return s.putTokenIf(ctx, "fill token", t, cond)
+}
+
+// ReleaseClaim implements queue.Store: SET claimMs = 0 if the item is
+// still that claim (an UpdateItem: the queue function may not delete).
+func (s *Store) ReleaseClaim(ctx context.Context, id, claim string) error {
+	cond := expression.Name("claimId").Equal(expression.Value(claim)).And(
+		expression.AttributeNotExists(expression.Name("ticket")))
+	upd := expression.Set(expression.Name("claimMs"), expression.Value(0))
+	_, err := s.updateItem(ctx, tokenKey(id), cond, upd, types.ReturnValueNone)
+	if _, failed := conditionFailed(err); failed || err == nil {
+		return nil
+	}
+	return fmt.Errorf("dynamostore: release claim: %w", throttled(err))
+}
+
+// putTokenIf stores t's item if cond holds and returns what is stored
+// afterwards: t, or the item the condition failed on (queue.ErrNotFound if
+// it is gone when read).
+func (s *Store) putTokenIf(ctx context.Context, op string, t queue.Token, cond expression.ConditionBuilder) (queue.Token, error) {
+	av, err := attributevalue.MarshalMap(toTokenItem(t))
+	if err == nil {
+		err = s.putItem(ctx, av, cond)
+	}
+	if err == nil {
+		return t, nil
+	}
+	return s.tokenFailedOn(ctx, op, t.ID, throttled(err))
+}
+
+// challengeSK is the sort key of a challenge use item.
+const challengeSK = "CHALLENGE"
+
+// UseChallenge implements queue.Store: one conditional PutItem of the item
+// CHALLENGE#<key> with its owner and a TTL, on no item or one of the same
+// owner (the SDK's retry of an attempt applied whose answer was lost).
+func (s *Store) UseChallenge(ctx context.Context, key, owner string, expires time.Time) error {
+	cond := expression.AttributeNotExists(expression.Name("pk")).Or(
+		expression.Name("owner").Equal(expression.Value(owner)))
+	item := itemKey("CHALLENGE#"+key, challengeSK)
+	item["owner"] = &types.AttributeValueMemberS{Value: owner}
+	item["ttl"] = &types.AttributeValueMemberN{Value: fmt.Sprint(ttlSeconds(expires))}
+	err := s.putItem(ctx, item, cond)
+	if _, failed := conditionFailed(err); failed {
+		return queue.ErrConflict
+	} else if err != nil {
+		return fmt.Errorf("dynamostore: use challenge: %w", throttled(err))
+	}
+	return nil
 }

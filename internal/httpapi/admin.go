@@ -5,9 +5,14 @@ import (
 	"time"
 
 	wire "github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/bypass"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
 )
+
+// errNoCount answers a body without its count.
+var errNoCount = queue.Errorf(queue.KindInvalid, wire.CodeInvalidCount, "count is required.")
 
 func (a *api) getProgram(w http.ResponseWriter, r *http.Request) {
 	c, err := a.svc.Program(r.Context(), r.PathValue("programId"))
@@ -35,7 +40,7 @@ func (a *api) admit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if b.Count == nil {
-		a.writeError(w, r, queue.Errorf(queue.KindInvalid, wire.CodeInvalidCount, "count is required."))
+		a.writeError(w, r, errNoCount)
 		return
 	}
 	c, err := a.svc.Admit(r.Context(), r.PathValue("programId"), *b.Count)
@@ -52,21 +57,17 @@ func (a *api) issueBypass(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case b.Count == nil:
-		a.writeError(w, r, queue.Errorf(queue.KindInvalid, wire.CodeInvalidCount, "count is required."))
+		a.writeError(w, r, errNoCount)
 		return
 	case b.ValidSeconds == nil:
 		a.writeError(w, r, queue.Errorf(queue.KindInvalid, wire.CodeInvalidValidity, "validSeconds is required."))
 		return
 	}
 	// Kept within a Duration: one second past the bound is as invalid.
-	seconds := min(max(*b.ValidSeconds, -1), int64(queue.MaxBypassValidity/time.Second)+1)
+	seconds := min(max(*b.ValidSeconds, -1), int64(bypass.MaxValidity/time.Second)+1)
 	passes, err := a.svc.IssueBypass(r.Context(), r.PathValue("programId"), *b.Count, time.Duration(seconds)*time.Second)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
 	metrics.Note(r.Context()).BypassPasses = int64(len(passes))
-	writeJSON(w, http.StatusOK, wire.BypassPasses{Passes: passes})
+	a.answer(w, r, http.StatusOK, wire.BypassPasses{Passes: passes}, err)
 }
 
 // programOf is c as the wire's Program.
@@ -104,7 +105,7 @@ func programOf(c queue.Counters) wire.Program {
 }
 
 // profileOf is p as the wire's Profile.
-func profileOf(p queue.Profile) wire.Profile {
+func profileOf(p settings.Profile) wire.Profile {
 	out := wire.Profile{DisplayName: p.DisplayName, Message: p.Message, Notice: p.Notice, TargetURL: p.TargetURL}
 	if len(p.Translations) > 0 {
 		out.Translations = make(map[string]wire.Texts, len(p.Translations))

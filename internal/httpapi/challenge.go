@@ -10,9 +10,5 @@ import (
 // with bits 0 when the program asks for none; never cached).
 func (a *api) challenge(w http.ResponseWriter, r *http.Request) {
 	c, err := a.svc.Challenge(r.Context(), r.PathValue("programId"))
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, wire.Challenge{Challenge: c.Challenge, Bits: c.Bits, ExpiresAt: wire.TimeOf(c.ExpiresAt)})
+	a.answer(w, r, http.StatusOK, wire.Challenge{Challenge: c.Challenge, Bits: c.Bits, ExpiresAt: wire.TimeOf(c.ExpiresAt)}, err)
 }

@@ -108,6 +108,16 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, status, body)
 }
 
+// answer answers body with status, or err when it is not nil (body nil:
+// no body).
+func (a *api) answer(w http.ResponseWriter, r *http.Request, status int, body any, err error) {
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, status, body)
+}
+
 // writeClientError answers e, a client's mistake (4xx), which is not
 // logged; r is nil for an event that never became a request.
 func writeClientError(w http.ResponseWriter, r *http.Request, e *httpError) {

@@ -18,6 +18,7 @@ import (
 	wire "github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
 )
 
 // MaxBodyBytes bounds request bodies; larger ones get 413.
@@ -94,7 +95,7 @@ func newAPI(svc *queue.Service, opts []Option) *api {
 	}
 	if a.passes != nil {
 		a.jwksh = a.passes.JWKSHandler(func(w http.ResponseWriter, r *http.Request, err error) {
-			a.writeError(w, r, &queue.Error{Kind: queue.KindUnavailable, Code: wire.CodeKeysUnavailable, Message: "The signing keys are briefly unavailable; retry shortly.", Err: err})
+			a.writeError(w, r, keysError(err))
 		})
 	}
 	return a
@@ -179,11 +180,7 @@ func (a *api) poll(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) leave(w http.ResponseWriter, r *http.Request) {
-	if err := a.svc.Leave(r.Context(), r.PathValue("programId"), token(r)); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusNoContent, nil)
+	a.answer(w, r, http.StatusNoContent, nil, a.svc.Leave(r.Context(), r.PathValue("programId"), token(r)))
 }
 
 // endSession ends the admission of the pass in X-Admission-Pass: the site
@@ -196,21 +193,14 @@ func (a *api) endSession(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	if err := a.svc.EndSession(r.Context(), id, r.Header.Get(wire.HeaderAdmissionPass)); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusNoContent, nil)
+	a.answer(w, r, http.StatusNoContent, nil, a.svc.EndSession(r.Context(), id, r.Header.Get(wire.HeaderAdmissionPass)))
 }
 
 // releaseSession is endSession for the site, as an admin: under a cap the
 // slot frees at once.
 func (a *api) releaseSession(w http.ResponseWriter, r *http.Request) {
-	if err := a.svc.ReleaseSession(r.Context(), r.PathValue("programId"), r.Header.Get(wire.HeaderAdmissionPass)); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusNoContent, nil)
+	err := a.svc.ReleaseSession(r.Context(), r.PathValue("programId"), r.Header.Get(wire.HeaderAdmissionPass))
+	a.answer(w, r, http.StatusNoContent, nil, err)
 }
 
 // jwks serves the JWKS of the passes' keys: public, cached by sites for
@@ -253,7 +243,7 @@ func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v q
 // stands alone; without one (or with one that is no tag), Accept-Language.
 func languages(r *http.Request) []language.Tag {
 	if r.URL.RawQuery != "" {
-		if tag, ok := queue.ParseLanguage(r.URL.Query().Get("lang")); ok {
+		if tag, ok := settings.ParseLanguage(r.URL.Query().Get("lang")); ok {
 			return []language.Tag{tag}
 		}
 	}

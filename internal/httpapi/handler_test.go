@@ -1,33 +1,45 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
+	"github.com/example/waitingroom/internal/challenge"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/fixtures"
+	"github.com/example/waitingroom/internal/testing/metricstest"
+	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/sampleevents"
 )
 
@@ -584,5 +596,804 @@ func TestHandlerSettingsQuirks(t *testing.T) {
 	_, c := do(`{}`)
 	if c["opensAt"] == nil || c["displayName"] == nil || strings.ContainsAny(c["displayName"].(string), "\u202E\u200E") {
 		t.Errorf("after the refusals: %v; want the opening and the display name kept", c)
+	}
+}
+
+// heldFillStore is a memstore whose token fills wait until release is
+// closed, and signal held when the first one starts waiting.
+type heldFillStore struct {
+	*memstore.Store
+	once    sync.Once
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (s *heldFillStore) FillToken(ctx context.Context, t queue.Token, claim string) (queue.Token, error) {
+	s.once.Do(func() { close(s.held) })
+	<-s.release
+	return s.Store.FillToken(ctx, t, claim)
+}
+
+// TestHandlerEnterInProgress: while an enter with a key is taking its
+// ticket, another enter with the key answers 503 ENTER_IN_PROGRESS with
+// Retry-After and takes no ticket; once the first has answered 201, a retry
+// answers its token with 200.
+func TestHandlerEnterInProgress(t *testing.T) {
+	store := &heldFillStore{Store: memstore.New(), held: make(chan struct{}), release: make(chan struct{})}
+	// The second enter waits for the first's token on this clock, whose
+	// Sleep moves it at once: its wait runs out without real time passing.
+	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
+	if _, _, err := svc.PutProgram(context.Background(), "gala", api.ProgramSettings{Paused: new(true)}); err != nil {
+		t.Fatal(err)
+	}
+	h := checked(t, httpapi.NewQueue(svc, httpapi.WithLogger(discard)))
+	const key = "in-progress-key-3b1d-4c2e"
+	enter := func() *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/api/v1/queues/programs/gala", nil)
+		r.Header.Set(api.HeaderIdempotencyKey, key)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	body := func(w *httptest.ResponseRecorder) map[string]any {
+		var m map[string]any
+		_ = json.Unmarshal(w.Body.Bytes(), &m)
+		return m
+	}
+	first := make(chan *httptest.ResponseRecorder)
+	go func() { first <- enter() }()
+	<-store.held
+
+	w := enter()
+	if b := body(w); w.Code != 503 || b["code"] != api.CodeEnterInProgress {
+		t.Errorf("enter while another with the key takes its ticket = %d %v; want 503 %s", w.Code, b, api.CodeEnterInProgress)
+	}
+	if s, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || s < 1 {
+		t.Errorf("Retry-After %q, want whole seconds ≥ 1", w.Header().Get("Retry-After"))
+	}
+	close(store.release)
+	a := <-first
+	again := enter()
+	if a.Code != 201 || again.Code != 200 || body(a)["tokenId"] != body(again)["tokenId"] || body(again)["ticket"] != 1.0 {
+		t.Errorf("first %d %s, retry %d %s; want 201 then 200 with the same token, ticket 1", a.Code, a.Body, again.Code, again.Body)
+	}
+}
+
+// TestHandlerChallenge walks a program with a proof of work through the
+// API: its challenge (never cached), an enter with the solution (201),
+// the same proof again (403 CHALLENGE_FAILED), and an unknown program.
+func TestHandlerChallenge(t *testing.T) {
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
+	if _, _, err := svc.PutProgram(t.Context(), "gala", api.ProgramSettings{Paused: new(true), ChallengeBits: new(int64(10))}); err != nil {
+		t.Fatal(err)
+	}
+	h := checked(t, httpapi.NewQueue(svc, httpapi.WithLogger(discard)))
+	do := func(method, path string, header map[string]string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, path, nil)
+		for k, v := range header {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	w := do("GET", "/api/v1/queues/programs/gala/challenge", nil)
+	got := decode(t, w.Body.String())
+	c, _ := got["challenge"].(string)
+	if w.Code != http.StatusOK || w.Header().Get("Cache-Control") != "no-store" || got["bits"] != 10.0 || len(c) != challenge.EncodedLen || got["expiresAt"] == nil {
+		t.Fatalf("challenge: %d %v %s", w.Code, w.Header(), w.Body)
+	}
+	sol, _, err := challenge.Solve(t.Context(), c, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof := map[string]string{api.HeaderChallenge: c, api.HeaderSolution: sol}
+	if w := do("POST", "/api/v1/queues/programs/gala", proof); w.Code != http.StatusCreated {
+		t.Errorf("enter with the proof: %d %s, want 201", w.Code, w.Body)
+	}
+	w = do("POST", "/api/v1/queues/programs/gala", proof)
+	if got := decode(t, w.Body.String()); w.Code != http.StatusForbidden || got["code"] != api.CodeChallengeFailed {
+		t.Errorf("the proof again: %d %s, want 403 %s", w.Code, w.Body, api.CodeChallengeFailed)
+	}
+	w = do("GET", "/api/v1/queues/programs/nope/challenge", nil)
+	if got := decode(t, w.Body.String()); w.Code != http.StatusNotFound || got["code"] != api.CodeProgramNotFound {
+		t.Errorf("challenge of an unknown program: %d %s, want 404", w.Code, w.Body)
+	}
+}
+
+// TestHandlerFirstAdmission: the poll that first sees an admission answers
+// a pass that an independent JOSE implementation (jwx) verifies against
+// the JWKS route's document, with the token's claims and, with no
+// configured issuer, the URL of the domain API Gateway reports; later
+// polls answer the same pass.
+func TestHandlerFirstAdmission(t *testing.T) {
+	h := newLambda(t, nil)
+	resp := invoke(t, h, fixtures.Event(t, "poll-first-admission"))
+	pass, _ := decode(t, resp.Body)["admissionPass"].(string)
+	if resp.StatusCode != http.StatusOK || pass == "" {
+		t.Fatalf("status %d body %s, want 200 with an admissionPass", resp.StatusCode, resp.Body)
+	}
+	jwks := invoke(t, h, fixtures.Event(t, "jwks"))
+	set, err := jwk.Parse([]byte(jwks.Body))
+	if err != nil {
+		t.Fatalf("JWKS: %v: %s", err, jwks.Body)
+	}
+	const iss = "https://abc123.execute-api.us-east-1.amazonaws.com"
+	tok, err := jwt.ParseString(pass, jwt.WithKeySet(set), jwt.WithValidate(true), jwt.WithIssuer(iss),
+		jwt.WithAudience(sampleevents.ProgramID), jwt.WithClock(jwt.ClockFunc(func() time.Time { return t0 })))
+	if err != nil {
+		t.Fatalf("jwx refuses the pass: %v", err)
+	}
+	type claims struct {
+		Sub           string
+		IAT, NBF, EXP time.Time
+		Ticket        float64
+	}
+	var got claims
+	got.Sub, _ = tok.Subject()
+	got.IAT, _ = tok.IssuedAt()
+	got.NBF, _ = tok.NotBefore()
+	got.EXP, _ = tok.Expiration()
+	if err := tok.Get("ticket", &got.Ticket); err != nil {
+		t.Error(err)
+	}
+	admitted := t0.Truncate(time.Second)
+	want := claims{Sub: sampleevents.AdmitNowToken, IAT: admitted, NBF: admitted, EXP: admitted.Add(10 * time.Minute), Ticket: 450}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
+	}
+
+	again := invoke(t, h, fixtures.Event(t, "poll-first-admission"))
+	if p, _ := decode(t, again.Body)["admissionPass"].(string); p != pass {
+		t.Errorf("second poll's pass differs from the first: the pass is signed once and kept")
+	}
+}
+
+// TestHandlerIssuerNotFromHost: off API Gateway, a pass's issuer is never
+// taken from the Host header, which the client writes; with none
+// configured, nothing is signed and nothing recorded (503).
+func TestHandlerIssuerNotFromHost(t *testing.T) {
+	h := checked(t, httpapi.New(newService(t), httpapi.BearerAuth("s"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, ""))))
+	r := httptest.NewRequest(http.MethodGet, "http://evil.example/api/v1/queues/programs/demo", nil)
+	r.Header.Set(api.HeaderToken, sampleevents.AdmitNowToken)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusServiceUnavailable || decodeCode(w.Body.String()) != "PASS_UNAVAILABLE" || w.Header().Get("Retry-After") == "" {
+		t.Errorf("%d %s, want 503 PASS_UNAVAILABLE with Retry-After", w.Code, w.Body)
+	}
+}
+
+// brokenKey is a signing key whose public half cannot be read.
+type brokenKey struct{}
+
+func (brokenKey) PublicKey(context.Context) (*ecdsa.PublicKey, error) {
+	return nil, errors.New("kms:GetPublicKey: AccessDeniedException")
+}
+func (brokenKey) PrivateKey(context.Context) (*ecdsa.PrivateKey, error) {
+	return nil, errors.New("kms:Decrypt: AccessDeniedException")
+}
+
+// TestHandlerJWKSErrors: the JWKS route answers the API's JSON errors: 503
+// KEYS_UNAVAILABLE with Retry-After when the key cannot be read, 404 on a
+// handler that signs no passes.
+func TestHandlerJWKSErrors(t *testing.T) {
+	broken, err := admissionpass.NewIssuer("https://queue.example.com", brokenKey{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		opts       []httpapi.Option
+		wantStatus int
+		wantCode   string
+	}{
+		{"KeyUnreadable", []httpapi.Option{httpapi.WithPasses(broken)}, 503, "KEYS_UNAVAILABLE"},
+		{"NoPasses", nil, 404, "NOT_FOUND"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := checked(t, httpapi.NewQueue(newService(t), append(tt.opts, httpapi.WithLogger(discard))...))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, api.JWKSPath, nil))
+			if w.Code != tt.wantStatus || decodeCode(w.Body.String()) != tt.wantCode || w.Header().Get("Cache-Control") != "no-store" {
+				t.Errorf("%d %s (Cache-Control %q), want %d %s, no-store", w.Code, w.Body, w.Header().Get("Cache-Control"), tt.wantStatus, tt.wantCode)
+			}
+			if (w.Header().Get("Retry-After") != "") != (tt.wantStatus == 503) {
+				t.Errorf("Retry-After %q on a %d", w.Header().Get("Retry-After"), w.Code)
+			}
+		})
+	}
+}
+
+// answer is what a client of the local server sees.
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// serve starts the API behind net/http, as the local server runs it, and
+// returns a function that sends one request to it.
+func serve(t *testing.T) func(method, path string, hdr http.Header, body string) answer {
+	t.Helper()
+	srv := httptest.NewServer(newHandler(t, httpapi.BearerAuth("s3cret")))
+	t.Cleanup(srv.Close)
+	return func(method, path string, hdr http.Header, body string) answer {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = hdr.Clone()
+		if req.Header == nil {
+			req.Header = http.Header{}
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return answer{resp.StatusCode, resp.Header, string(b)}
+	}
+}
+
+// headersTooLarge is the answer to a request line and headers over
+// MaxHeaderBytes.
+const headersTooLarge = `{"code":"HEADERS_TOO_LARGE","message":"The request line and headers must be at most 16384 bytes."}`
+
+// withHeader is hdr with name set to value.
+func withHeader(hdr http.Header, name, value string) http.Header {
+	out := hdr.Clone()
+	out.Set(name, value)
+	return out
+}
+
+var (
+	admin   = http.Header{"Authorization": {"Bearer s3cret"}}
+	waiting = http.Header{"X-Queue-Token": {"waitingTokenFixture001"}}
+)
+
+func TestServeHTTP(t *testing.T) {
+	do := serve(t)
+	tests := []struct {
+		name, method, path string
+		hdr                http.Header
+		body               string
+		wantStatus         int
+		wantBody           string // exact JSON; "" for none
+		wantHeader         map[string]string
+	}{
+		{"Poll", "GET", "/api/v1/queues/programs/demo", waiting, "", 200,
+			`{"tokenId":"waitingTokenFixture001","status":"WAITING","ticket":734,"issuedAt":"2026-05-19T09:30:00.123Z","position":234,"retryAfterMs":` + firstRetryMs(234) + `,"estimatedWaitMs":23400}`,
+			map[string]string{"Retry-After": "6", "Cache-Control": "no-store"}},
+		// A request line and headers up to MaxHeaderBytes pass; past it,
+		// 431 (17 KiB is within net/http's own slack: the handler answers).
+		{"HeadersUnderTheLimit", "DELETE", "/api/v1/queues/programs/demo/session", http.Header{"X-Admission-Pass": {strings.Repeat("a", 15<<10)}}, "", 403,
+			`{"code":"INVALID_PASS","message":"The admission pass is not one this waiting room handed out for this program."}`, nil},
+		{"HeadersTooLarge", "GET", "/api/v1/queues/programs/demo", withHeader(waiting, "X-Big", strings.Repeat("a", 17<<10)), "", 431, headersTooLarge, nil},
+		{"AuthorizationTooLarge", "PUT", "/api/v1/admin/programs/demo", http.Header{"Authorization": {"Bearer " + strings.Repeat("a", 17<<10)}}, `{"paused":true}`, 431, headersTooLarge, nil},
+		{"PassTooLarge", "DELETE", "/api/v1/queues/programs/demo/session", http.Header{"X-Admission-Pass": {strings.Repeat("a", 17<<10)}}, "", 431, headersTooLarge, nil},
+		{"TooLarge", "PUT", "/api/v1/admin/programs/demo", admin, `{"admissionRatePerSecond": 1` + strings.Repeat(" ", httpapi.MaxBodyBytes) + `}`, 413,
+			`{"code":"PAYLOAD_TOO_LARGE","message":"The body must be at most 16384 bytes."}`, nil},
+		{"TooLargeOnAnyRoute", "POST", "/api/v1/queues/programs/demo", nil, strings.Repeat(" ", httpapi.MaxBodyBytes+1), 413,
+			`{"code":"PAYLOAD_TOO_LARGE","message":"The body must be at most 16384 bytes."}`, nil},
+		{"EscapedProgramID", "GET", "/api/v1/queues/programs/de%2Fmo", waiting, "", 400,
+			`{"code":"INVALID_PROGRAM_ID","message":"The program id must be 1 to 64 letters, digits, '-' or '_', starting with a letter or digit."}`, nil},
+		{"AdminSecret", "POST", "/api/v1/admin/programs/demo/admissions", admin, `{"count":2}`, 200,
+			`{"programId":"demo","issued":1000,"admitted":502,"waiting":498,"admissionRatePerSecond":10,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T09:00:00.123Z"}`, nil},
+		// Two values must not pass for one.
+		{"TwoTokens", "GET", "/api/v1/queues/programs/demo", http.Header{"X-Queue-Token": {"waitingTokenFixture001", "admittedTokenFixture01"}}, "", 400,
+			`{"code":"INVALID_TOKEN","message":"The queue token is malformed."}`, nil},
+		// ServeMux would answer these itself, in text: a redirect to the
+		// clean path, its own 404 and 405.
+		{"DoubleSlash", "GET", "//api/v1/queues/programs/demo", nil, "", 404, `{"code":"NOT_FOUND","message":"No such route."}`, nil},
+		{"DotSegment", "GET", "/api/v1/admin/programs/../../queues/programs/demo", nil, "", 404, `{"code":"NOT_FOUND","message":"No such route."}`, nil},
+		{"TrailingSlash", "GET", "/api/v1/queues/programs/demo/", nil, "", 404, `{"code":"NOT_FOUND","message":"No such route."}`, nil},
+		{"UnknownRoute", "GET", "/favicon.ico", nil, "", 404, `{"code":"NOT_FOUND","message":"No such route."}`, nil},
+		{"MethodNotAllowed", "PATCH", "/api/v1/admin/programs/demo/admissions", nil, "", 405,
+			`{"code":"METHOD_NOT_ALLOWED","message":"Allowed methods: POST."}`, map[string]string{"Allow": "POST"}},
+		{"Head", "HEAD", "/api/v1/queues/programs/demo", nil, "", 405, "", map[string]string{"Allow": "DELETE, GET, POST"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := do(tt.method, tt.path, tt.hdr, tt.body)
+			if got.status != tt.wantStatus {
+				t.Errorf("status = %d, want %d (body %s)", got.status, tt.wantStatus, got.body)
+			}
+			assertJSONEqual(t, got.body, tt.wantBody)
+			for k, want := range tt.wantHeader {
+				if g := got.header.Get(k); g != want {
+					t.Errorf("header %s = %q, want %q", k, g, want)
+				}
+			}
+			if got.header.Get("Cache-Control") != "no-store" {
+				t.Errorf("Cache-Control = %q, want no-store on every answer", got.header.Get("Cache-Control"))
+			}
+		})
+	}
+}
+
+// TestDecodeBody holds the admin bodies to the documented JSON rules: one
+// object, keys spelt exactly and at most once, no null, no unknown key
+// (named in at most 64 characters, a nested one by its path), a wrong
+// type named as the JSON type wanted, -0 read as 0.
+func TestDecodeBody(t *testing.T) {
+	long := strings.Repeat("x", 15000)
+	tests := []struct {
+		name, path, body string
+		wantStatus       int
+		wantBody         string // exact JSON
+	}{
+		{"NullBody", "/api/v1/admin/programs/demo", `null`, 400, `{"code":"INVALID_JSON","message":"The body must be a JSON object."}`},
+		{"Array", "/api/v1/admin/programs/demo", `[{"paused":true}]`, 400, `{"code":"INVALID_JSON","message":"The body must be a JSON object."}`},
+		{"Empty", "/api/v1/admin/programs/demo", ` `, 400, `{"code":"INVALID_JSON","message":"A JSON object body is required."}`},
+		{"TwoObjects", "/api/v1/admin/programs/demo", `{} {}`, 400, `{"code":"INVALID_JSON","message":"The body must hold a single JSON object."}`},
+		{"Syntax", "/api/v1/admin/programs/demo", `{"paused" true}`, 400, `{"code":"INVALID_JSON","message":"The body is not valid JSON (at byte 11)."}`},
+		{"KeyCase", "/api/v1/admin/programs/demo", `{"ADMISSIONRATEPERSECOND": 5}`, 400, `{"code":"INVALID_JSON","message":"Unknown field \"ADMISSIONRATEPERSECOND\"."}`},
+		{"DuplicateKey", "/api/v1/admin/programs/demo", `{"paused": true, "paused": false}`, 400, `{"code":"INVALID_JSON","message":"Field \"paused\" is repeated."}`},
+		{"NullField", "/api/v1/admin/programs/demo", `{"paused": null}`, 400, `{"code":"INVALID_JSON","message":"Field \"paused\" must be a boolean."}`},
+		{"NullTranslation", "/api/v1/admin/programs/demo", `{"translations": {"ja": null}}`, 400, `{"code":"INVALID_JSON","message":"Field \"translations.ja\" must be an object of texts (displayName, message, notice); to remove a language, set each of its texts to \"\"."}`},
+		{"TranslationNotAnObject", "/api/v1/admin/programs/demo", `{"translations": {"ja": "x"}}`, 400, `{"code":"INVALID_JSON","message":"Field \"translations.ja\" must be an object of texts (displayName, message, notice); to remove a language, set each of its texts to \"\"."}`},
+		{"NullTranslations", "/api/v1/admin/programs/demo", `{"translations": null}`, 400, `{"code":"INVALID_JSON","message":"Field \"translations\" must be an object."}`},
+		{"NestedWrongType", "/api/v1/admin/programs/demo", `{"translations": {"ja": {"notice": 5}}}`, 400, `{"code":"INVALID_JSON","message":"Field \"translations.ja.notice\" must be a string."}`},
+		{"NestedUnknownField", "/api/v1/admin/programs/demo", `{"translations": {"ja": {"title": "x"}}}`, 400, `{"code":"INVALID_JSON","message":"Unknown field \"translations.ja.title\"."}`},
+		{"LongUnknownField", "/api/v1/admin/programs/demo", `{"` + long + `": 1}`, 400, `{"code":"INVALID_JSON","message":"Unknown field \"` + strings.Repeat("x", 64) + `…\"."}`},
+		{"MinusZero", "/api/v1/admin/programs/demo", `{"admissionRatePerSecond": -0}`, 200,
+			`{"programId":"demo","issued":1000,"admitted":500,"waiting":500,"admissionRatePerSecond":0,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T09:00:00.123Z"}`},
+		{"FractionalCount", "/api/v1/admin/programs/demo/admissions", `{"count": 1.5}`, 400, `{"code":"INVALID_JSON","message":"Field \"count\" must be a number."}`},
+		{"MissingCount", "/api/v1/admin/programs/demo/admissions", `{}`, 400, `{"code":"INVALID_COUNT","message":"count is required."}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			method := "PUT"
+			if strings.HasSuffix(tt.path, "/admissions") {
+				method = "POST"
+			}
+			got := serve(t)(method, tt.path, admin, tt.body)
+			if got.status != tt.wantStatus {
+				t.Errorf("status = %d, want %d (body %s)", got.status, tt.wantStatus, got.body)
+			}
+			assertJSONEqual(t, got.body, tt.wantBody)
+			if strings.Contains(got.body, ":-0") {
+				t.Errorf("body %s echoes -0", got.body)
+			}
+		})
+	}
+}
+
+// TestUnreadableBody: a body that fails while read (the client's stream
+// broke, or stopped and the server's read deadline passed) gets
+// INVALID_BODY.
+func TestUnreadableBody(t *testing.T) {
+	h := newHandler(t, httpapi.BearerAuth("s3cret"))
+	r := httptest.NewRequest("PUT", "/api/v1/admin/programs/demo", io.MultiReader(strings.NewReader(`{"paused":`), errReader{}))
+	r.Header = admin.Clone()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusBadRequest {
+		t.Errorf("status = %d, want 400", w.Code)
+	}
+	assertJSONEqual(t, w.Body.String(), `{"code":"INVALID_BODY","message":"The request body could not be read."}`)
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+// decodeCode returns the code of an error body, "" for anything else.
+func decodeCode(body string) string {
+	var e struct{ Code string }
+	_ = json.Unmarshal([]byte(body), &e)
+	return e.Code
+}
+
+// TestRoutes checks httpapi.Routes against what the handler does: each
+// listed route is served, and any other method on a listed path (HEAD
+// included, which a GET pattern would match) gets 405 with exactly the
+// listed methods in Allow.
+func TestRoutes(t *testing.T) {
+	h := newLambda(t, nil)
+	methods := map[string][]string{} // path -> methods listed for it
+	for _, r := range httpapi.Routes {
+		methods[r.Path] = append(methods[r.Path], r.Method)
+	}
+	call := func(method, path string) events.APIGatewayV2HTTPResponse {
+		t.Helper()
+		req := events.APIGatewayV2HTTPRequest{
+			RawPath: strings.NewReplacer("{programId}", "demo", "{keyId}", kid1).Replace(path),
+			Headers: map[string]string{},
+		}
+		req.RequestContext.HTTP.Method = method
+		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::123456789012:user/ops"},
+		}
+		return invoke(t, h, req)
+	}
+
+	for _, r := range httpapi.Routes {
+		t.Run(r.Method+" "+r.Path, func(t *testing.T) {
+			resp := call(r.Method, r.Path)
+			if code := decodeCode(resp.Body); resp.StatusCode == http.StatusMethodNotAllowed || code == "NOT_FOUND" {
+				t.Errorf("status %d body %s: the handler does not serve this listed route", resp.StatusCode, resp.Body)
+			}
+		})
+	}
+	for path, listed := range methods {
+		for _, method := range []string{http.MethodPatch, http.MethodHead, http.MethodOptions} {
+			if slices.Contains(listed, method) {
+				continue
+			}
+			t.Run(method+" "+path, func(t *testing.T) {
+				resp := call(method, path)
+				slices.Sort(listed)
+				if got, want := resp.StatusCode, http.StatusMethodNotAllowed; got != want {
+					t.Errorf("status = %d, want %d (body %s)", got, want, resp.Body)
+				}
+				if got, want := resp.Headers["Allow"], strings.Join(listed, ", "); got != want {
+					t.Errorf("Allow = %q, want %q (the methods Routes lists)", got, want)
+				}
+				if code := decodeCode(resp.Body); code != "METHOD_NOT_ALLOWED" {
+					t.Errorf("body %s, want code METHOD_NOT_ALLOWED", resp.Body)
+				}
+			})
+		}
+	}
+}
+
+// TestObserver walks a program through the handler and checks what each
+// answer told the metrics: its route's op, status and code, the token's
+// status and delays, the first sighting of an admission, the queue length
+// where the answer knows it.
+func TestObserver(t *testing.T) {
+	c := clock.NewFake(t0)
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(c), queue.WithRand(rand.New(rand.NewPCG(seed, seed))))
+	rec := &metricstest.Recorder{}
+	h := checked(t, httpapi.New(svc, httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithObserver(rec)))
+	do := func(method, path, token, auth, body string) map[string]any {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set(api.HeaderToken, token)
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		var m map[string]any
+		_ = json.Unmarshal(w.Body.Bytes(), &m)
+		return m
+	}
+	const queuePath, adminPath = "/api/v1/queues/programs/gala", "/api/v1/admin/programs/gala"
+	ms := func(m map[string]any, key string) time.Duration {
+		f, _ := m[key].(float64)
+		return time.Duration(f) * time.Millisecond
+	}
+
+	do("PUT", adminPath, "", "s3cret", `{"admissionRatePerSecond": 1, "paused": true}`)
+	do("PUT", adminPath, "", "", `{"paused": false}`)
+	first := do("POST", queuePath, "", "", "")
+	second := do("POST", queuePath, "", "", "")
+	poll := do("GET", queuePath, first["tokenId"].(string), "", "")
+	do("GET", "/nowhere", "", "", "")
+	do("PATCH", queuePath, "", "", "")
+	do("POST", adminPath+"/admissions", "", "s3cret", `{"count": 1}`)
+	c.Advance(time.Second)
+	do("GET", queuePath, first["tokenId"].(string), "", "")
+	do("GET", queuePath, first["tokenId"].(string), "", "")
+	do("DELETE", queuePath, first["tokenId"].(string), "", "")
+	do("POST", "/api/v1/queues/programs/nope", "", "", "")
+
+	if poll["status"] != "WAITING" || ms(poll, "retryAfterMs") <= 0 {
+		t.Fatalf("poll answered %v", poll)
+	}
+	want := []metrics.Request{
+		{Op: metrics.OpAdmin, Method: "PUT", Status: 201, ProgramID: "gala", WaitingKnown: true},
+		{Op: metrics.OpAdmin, Method: "PUT", Status: 401, Code: "UNAUTHORIZED", ProgramID: "gala"},
+		{Op: metrics.OpEnter, Method: "POST", Status: 201, ProgramID: "gala", TokenStatus: "WAITING", RetryAfter: ms(first, "retryAfterMs"), Waiting: 1, WaitingKnown: true},
+		{Op: metrics.OpEnter, Method: "POST", Status: 201, ProgramID: "gala", TokenStatus: "WAITING", RetryAfter: ms(second, "retryAfterMs"), Waiting: 2, WaitingKnown: true},
+		{Op: metrics.OpPoll, Method: "GET", Status: 200, ProgramID: "gala", TokenStatus: "WAITING", RetryAfter: ms(poll, "retryAfterMs")},
+		{Op: metrics.OpOther, Method: "GET", Status: 404, Code: "NOT_FOUND"},
+		{Op: metrics.OpOther, Method: "PATCH", Status: 405, Code: "METHOD_NOT_ALLOWED", ProgramID: "gala"},
+		{Op: metrics.OpAdmin, Method: "POST", Status: 200, ProgramID: "gala", Waiting: 1, WaitingKnown: true},
+		{Op: metrics.OpPoll, Method: "GET", Status: 200, ProgramID: "gala", TokenStatus: "ADMITTED", Admitted: true},
+		{Op: metrics.OpPoll, Method: "GET", Status: 200, ProgramID: "gala", TokenStatus: "ADMITTED"},
+		{Op: metrics.OpLeave, Method: "DELETE", Status: 204, ProgramID: "gala"},
+		{Op: metrics.OpEnter, Method: "POST", Status: 404, Code: "PROGRAM_NOT_FOUND", ProgramID: "nope"},
+	}
+	if diff := cmp.Diff(want, rec.Requests(), cmpopts.IgnoreFields(metrics.Request{}, "Duration")); diff != "" {
+		t.Errorf("observed (-want +got):\n%s", diff)
+	}
+}
+
+// TestObserverEstimatedWait: a WAITING answer on a program that admits
+// tells the metrics the estimated wait it told the person.
+func TestObserverEstimatedWait(t *testing.T) {
+	rec := &metricstest.Recorder{}
+	h := checked(t, httpapi.NewQueue(newService(t), httpapi.WithLogger(discard), httpapi.WithObserver(rec)))
+	req := httptest.NewRequest("GET", "/api/v1/queues/programs/demo", nil)
+	req.Header.Set(api.HeaderToken, "waitingTokenFixture001")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	var body struct{ EstimatedWaitMs, RetryAfterMs int64 }
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != http.StatusOK || body.EstimatedWaitMs <= 0 {
+		t.Fatalf("%d %s: want a WAITING answer with an estimated wait", w.Code, w.Body)
+	}
+	if len(rec.Requests()) != 1 {
+		t.Fatalf("observed %d requests, want 1", len(rec.Requests()))
+	}
+	got := rec.Requests()[0]
+	if got.EstimatedWait != time.Duration(body.EstimatedWaitMs)*time.Millisecond || got.RetryAfter != time.Duration(body.RetryAfterMs)*time.Millisecond {
+		t.Errorf("observed wait %s, retry %s; answered %d ms, %d ms", got.EstimatedWait, got.RetryAfter, body.EstimatedWaitMs, body.RetryAfterMs)
+	}
+}
+
+// brokenStore fails every call with an error whose text must never reach a
+// client.
+type brokenStore struct{ queue.Store }
+
+var errSecret = errors.New("dial tcp 10.0.0.12:443: arn:aws:dynamodb:eu-west-1:123456789012:table/secret")
+
+func (brokenStore) GetToken(context.Context, string) (queue.Token, error) {
+	return queue.Token{}, errSecret
+}
+func (brokenStore) IssueTicket(context.Context, string, time.Time) (queue.Program, error) {
+	return queue.Program{}, errSecret
+}
+func (brokenStore) GetProgram(context.Context, string) (queue.Program, error) {
+	return queue.Program{}, errSecret
+}
+func (brokenStore) ListPrograms(context.Context, string, int) ([]string, bool, error) {
+	return nil, false, errSecret
+}
+
+func TestHandlerStoreFault(t *testing.T) {
+	var logs bytes.Buffer
+	h := checkedLambda(t, httpapi.Lambda(httpapi.New(queue.NewService(brokenStore{memstore.New()}, polling.DefaultTiers()),
+		httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))))
+	for _, event := range []string{"enter", "challenge", "poll-waiting", "leave", "session-end", "admin-session-release", "admin-get-program", "admin-put-program", "admin-admit",
+		"admin-list-programs", "admin-delete-program", "admin-history", "admin-token-get", "admin-token-revoke", "admin-passes"} {
+		t.Run(event, func(t *testing.T) {
+			resp := invoke(t, h, fixtures.Event(t, event))
+			if resp.StatusCode != http.StatusServiceUnavailable {
+				t.Errorf("status = %d, want 503", resp.StatusCode)
+			}
+			if resp.Headers["Retry-After"] == "" {
+				t.Error("no Retry-After on a 503")
+			}
+			if strings.Contains(resp.Body, "10.0.0.12") || strings.Contains(resp.Body, "arn:") {
+				t.Errorf("body leaks internals: %s", resp.Body)
+			}
+			assertJSONEqual(t, resp.Body, `{"code":"STORE_UNAVAILABLE","message":"The queue is briefly unavailable; retry shortly."}`)
+		})
+	}
+	if !strings.Contains(logs.String(), "10.0.0.12") || !strings.Contains(logs.String(), `"requestId":"JKJaXmPLvHcESHA="`) {
+		t.Errorf("store faults must be logged with their cause and request id; logs: %s", logs.String())
+	}
+}
+
+// panickyStore panics, as a bug would.
+type panickyStore struct{ queue.Store }
+
+func (panickyStore) GetToken(context.Context, string) (queue.Token, error) { panic("boom") }
+
+func TestHandlerRecoversPanic(t *testing.T) {
+	var logs bytes.Buffer
+	h := checkedLambda(t, httpapi.Lambda(httpapi.NewQueue(queue.NewService(panickyStore{memstore.New()}, polling.DefaultTiers()),
+		httpapi.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))))
+	resp := invoke(t, h, fixtures.Event(t, "poll-waiting"))
+	if resp.StatusCode != 500 {
+		t.Fatalf("status %d, want 500", resp.StatusCode)
+	}
+	assertJSONEqual(t, resp.Body, `{"code":"INTERNAL","message":"Internal error."}`)
+	if !strings.Contains(logs.String(), "boom") || !strings.Contains(logs.String(), `"requestId":"JKJaXmPLvHcESHA="`) {
+		t.Errorf("a panic must be logged with the request id; logs: %s", logs.String())
+	}
+}
+
+// routePath is r's path for program demo (and token
+// waitingTokenFixture001, key kid1).
+func routePath(r httpapi.Route) string {
+	return strings.NewReplacer("{programId}", "demo", "{tokenId}", "waitingTokenFixture001", "{keyId}", kid1).Replace(r.Path)
+}
+
+// sendTo sends one request to h and returns its status and error code.
+func sendTo(h http.Handler, method, path string, hdr http.Header, body string) (int, string) {
+	w := record(h, method, path, hdr, body)
+	return w.Code, decodeCode(w.Body.String())
+}
+
+// panicStore panics on every call, as a bug would.
+type panicStore struct{ queue.Store }
+
+// panicKey panics when asked for its public half.
+type panicKey struct{ brokenKey }
+
+func (panicKey) PublicKey(context.Context) (*ecdsa.PublicKey, error) { panic("boom") }
+
+// TestEveryRouteAnswers drives each route through the answers every route
+// can give: 413 to a body announced too large, 431 to headers over
+// MaxHeaderBytes, 500 to a bug, 400
+// INVALID_BODY to a Lambda event whose body is not base64, and on admin
+// routes 401 and 403 without valid credentials.
+func TestEveryRouteAnswers(t *testing.T) {
+	keys, err := admissionpass.NewIssuer("https://queue.example.com", panicKey{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fine := checked(t, httpapi.New(newService(t), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, ""))))
+	// A keyring whose store panicked stays stuck on its read: one a route.
+	buggyFor := func() http.Handler {
+		return checked(t, httpapi.New(queue.NewService(panicStore{}, polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(keys),
+			httpapi.WithKeyring(admissionpass.NewKeyring(panicKeyStore{}, &seqWrapper{}))))
+	}
+	lambda := checkedLambda(t, httpapi.Lambda(httpapi.New(newService(t), httpapi.IAMAuth(), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, "")))))
+	admin := http.Header{"Authorization": {"Bearer s3cret"}, api.HeaderToken: {"waitingTokenFixture001"}, api.HeaderAdmissionPass: {sampleevents.SessionPass}}
+	bodyOf := map[string]string{http.MethodPut: `{"paused":true}`, http.MethodPost: `{"count":1}`}
+	for _, r := range httpapi.Routes {
+		t.Run(r.Method+" "+r.Path, func(t *testing.T) {
+			path := routePath(r)
+			if status, code := sendTo(fine, r.Method, path, admin, strings.Repeat(" ", httpapi.MaxBodyBytes+1)); status != 413 || code != api.CodePayloadTooLarge {
+				t.Errorf("too large: %d %s", status, code)
+			}
+			big := admin.Clone()
+			big.Set("X-Big", strings.Repeat("a", httpapi.MaxHeaderBytes))
+			if status, code := sendTo(fine, r.Method, path, big, ""); status != 431 || code != api.CodeHeadersTooLarge {
+				t.Errorf("headers too large: %d %s", status, code)
+			}
+			body := ""
+			if r.Admin {
+				body = bodyOf[r.Method]
+			}
+			if r.Path == api.PassesPath {
+				body = `{"count":1,"validSeconds":60}`
+			}
+			if status, code := sendTo(buggyFor(), r.Method, path, admin, body); status != 500 || code != api.CodeInternal {
+				t.Errorf("a bug: %d %s", status, code)
+			}
+			ev := events.APIGatewayV2HTTPRequest{RawPath: path, IsBase64Encoded: true, Body: "{not base64"}
+			ev.RequestContext.HTTP.Method = r.Method
+			if resp := invoke(t, lambda, ev); resp.StatusCode != 400 || decodeCode(resp.Body) != api.CodeInvalidBody {
+				t.Errorf("body not base64: %d %s", resp.StatusCode, resp.Body)
+			}
+			if !r.Admin {
+				return
+			}
+			if status, code := sendTo(fine, r.Method, path, nil, body); status != 401 || code != api.CodeUnauthorized {
+				t.Errorf("no credentials: %d %s", status, code)
+			}
+			if status, code := sendTo(fine, r.Method, path, http.Header{"Authorization": {"Bearer nope"}}, body); status != 403 || code != api.CodeForbidden {
+				t.Errorf("wrong credentials: %d %s", status, code)
+			}
+		})
+	}
+}
+
+// TestConflictAnswers drives the answers of programs in a state that
+// refuses the request: unknown tokens and programs, an opening not yet
+// reached or too near to move, a shuffle asked too late, a change while
+// another is pending.
+func TestConflictAnswers(t *testing.T) {
+	c := clock.NewFake(t0)
+	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(5*time.Second)), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
+	admin := http.Header{"Authorization": {"Bearer s3cret"}}
+	opens := t0.Add(48 * time.Hour).Format(time.RFC3339)
+	steps := []struct {
+		name, method, path string
+		hdr                http.Header
+		body               string
+		advance            time.Duration
+		status             int
+		code               string
+	}{
+		{"create with an opening", "PUT", "/api/v1/admin/programs/sale", admin, `{"opensAt":"` + opens + `"}`, 0, 201, ""},
+		{"admit before the opening", "POST", "/api/v1/admin/programs/sale/admissions", admin, `{"count":1}`, 0, 409, api.CodeNotOpen},
+		{"admit in an unknown program", "POST", "/api/v1/admin/programs/nobody/admissions", admin, `{"count":1}`, 0, 404, api.CodeProgramNotFound},
+		{"leave with an unknown token", "DELETE", "/api/v1/queues/programs/sale", http.Header{api.HeaderToken: {"AAAAAAAAAAAAAAAAAAAAAA"}}, "", 0, 404, api.CodeTokenNotFound},
+		{"enter", "POST", "/api/v1/queues/programs/sale", nil, "", 0, 201, ""},
+		{"shuffle once people entered", "PUT", "/api/v1/admin/programs/sale", admin, `{"shuffleAtOpen":true}`, 0, 409, api.CodeInvalidSettings},
+		{"move the opening too late", "PUT", "/api/v1/admin/programs/sale", admin, `{"opensAt":"` + t0.Add(72*time.Hour).Format(time.RFC3339) + `"}`, 48*time.Hour - time.Second, 409, api.CodeNotOpen},
+		{"change", "PUT", "/api/v1/admin/programs/sale", admin, `{"paused":true}`, 0, 200, ""},
+		{"change while one is pending", "PUT", "/api/v1/admin/programs/sale", admin, `{"paused":false}`, 0, 503, api.CodeBusy},
+	}
+	for _, s := range steps {
+		c.Advance(s.advance)
+		if status, code := sendTo(h, s.method, s.path, s.hdr, s.body); status != s.status || code != s.code {
+			t.Errorf("%s: %d %s, want %d %s", s.name, status, code, s.status, s.code)
+		}
+	}
+}
+
+// FuzzHandler throws arbitrary methods, paths, tokens, authorization
+// headers and bodies at the handler, both through the Lambda adapter and
+// directly (ServeHTTP, as the local server calls it): it must never panic,
+// never return an error, always answer JSON (or nothing on 204), and never
+// blame itself (5xx) for what a client sent. Seeds come from events/.
+func FuzzHandler(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "events", "*.json"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var req events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(b, &req); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(req.RequestContext.HTTP.Method, req.RawPath, req.Headers["x-queue-token"], req.Headers["authorization"], req.Body, req.RequestContext.Authorizer != nil)
+	}
+	f.Add("GET", "/api/v1/queues/programs/%zz", "", "", "", false)
+	f.Add("PUT", "/api/v1/admin/programs/demo", "", "Bearer s3cret", `{"admissionRatePerSecond":1e309}`, false)
+	f.Add("POST", "/api/v1/admin/programs/demo/admissions", "", "Bearer s3cret", `{"count":1.5}`, false)
+	f.Add("POST", "//api/v1//queues/programs/demo/", "waitingTokenFixture001", "", "", false)
+	f.Add("PUT", "/api/v1/admin/programs/demo", "", "Bearer s3cret", `{"paused":true,"paused":false}`, true)
+	f.Add("PUT", "/api/v1/admin/programs/demo", "", "Bearer s3cret", `null`, true)
+	f.Add("GET", "/api/v1/admin/programs/../queues/programs/demo", "", "", "", false)
+	f.Add("GE T", "/", "", "", "", false)
+	f.Add("DELETE", "/api/v1/admin/keys/"+kid1, "", "Bearer s3cret", "", false)
+	f.Add("DELETE", "/api/v1/admin/keys/%2e%2e", "", "Bearer s3cret", "", true)
+
+	// As deployed: the local server names its issuer; on Lambda, API
+	// Gateway always gives the domain, whose URL the passes then name.
+	svc := newServiceIssuing(f, passIssuer(f, "http://127.0.0.1:3000"))
+	ring := admissionpass.NewKeyring(memstore.New(), &seqWrapper{})
+	lambda := httpapi.Lambda(httpapi.New(svc, httpapi.IAMAuth(), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(f, "")), httpapi.WithKeyring(ring)))
+	direct := httpapi.New(svc, httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(f, "")), httpapi.WithKeyring(ring))
+	f.Fuzz(func(t *testing.T, method, path, token, auth, body string, iam bool) {
+		req := events.APIGatewayV2HTTPRequest{
+			Version: "2.0", RouteKey: "$default", RawPath: path,
+			Headers: map[string]string{"x-queue-token": token, "authorization": auth},
+			Body:    body,
+		}
+		req.RequestContext.HTTP.Method = method
+		req.RequestContext.RequestID = "fuzz"
+		if iam {
+			req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+				IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/x"}}
+		}
+		resp := invoke(t, lambda, req)
+		checkAnswer(t, "lambda", method, path, body, resp.StatusCode, resp.Body)
+
+		// The same request as net/http would hand it to the local server,
+		// when it is one net/http would accept.
+		r, err := http.NewRequest(method, "http://localhost"+path, strings.NewReader(body))
+		if err != nil || !strings.HasPrefix(path, "/") {
+			return
+		}
+		r.Header.Set(api.HeaderToken, token)
+		r.Header.Set("Authorization", auth)
+		w := httptest.NewRecorder()
+		direct.ServeHTTP(w, r)
+		b, _ := io.ReadAll(w.Result().Body)
+		checkAnswer(t, "ServeHTTP", method, path, body, w.Code, string(b))
+	})
+}
+
+func checkAnswer(t *testing.T, via, method, path, reqBody string, status int, body string) {
+	t.Helper()
+	if status >= 500 {
+		t.Fatalf("%s: %s %q: status %d for client input: %s", via, method, path, status, body)
+	}
+	if status == 204 {
+		if body != "" {
+			t.Fatalf("%s: 204 with a body: %q", via, body)
+		}
+		return
+	}
+	if !json.Valid([]byte(body)) || !utf8.ValidString(body) {
+		t.Fatalf("%s: %s %q: body is not valid JSON: %q", via, method, path, body)
+	}
+	if status >= 400 {
+		var e map[string]any
+		_ = json.Unmarshal([]byte(body), &e)
+		code, _ := e["code"].(string)
+		msg, _ := e["message"].(string)
+		if code == "" || msg == "" || len(e) != 2 {
+			t.Fatalf("%s: error body is not {code,message}: %s", via, body)
+		}
+		if len(reqBody) > 8 && strings.Contains(msg, reqBody) {
+			t.Fatalf("%s: error message echoes the request body: %s", via, msg)
+		}
 	}
 }

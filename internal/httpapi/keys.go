@@ -9,6 +9,7 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	wire "github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -28,14 +29,22 @@ func keysError(err error) error {
 	return &queue.Error{Kind: queue.KindUnavailable, Code: wire.CodeKeysUnavailable, Message: "The signing keys are briefly unavailable; retry shortly.", Err: err}
 }
 
+// withKeyring serves a key route with serve, or answers 409 NO_KEYRING
+// when the passes are signed with fixed keys.
+func withKeyring(serve func(*api, http.ResponseWriter, *http.Request)) func(*api, http.ResponseWriter, *http.Request) {
+	return func(a *api, w http.ResponseWriter, r *http.Request) {
+		if a.keys == nil {
+			a.writeError(w, r, errNoKeyring)
+			return
+		}
+		serve(a, w, r)
+	}
+}
+
 // listKeys answers every key of the keyring, newest first, with its state:
 // none until the first pass signed or the first JWKS request makes the
 // first key.
 func (a *api) listKeys(w http.ResponseWriter, r *http.Request) {
-	if a.keys == nil {
-		a.writeError(w, r, errNoKeyring)
-		return
-	}
 	keys, err := a.keys.Keys(r.Context())
 	if err != nil {
 		a.writeError(w, r, keysError(err))
@@ -51,10 +60,6 @@ func (a *api) listKeys(w http.ResponseWriter, r *http.Request) {
 // rotateKey makes a key that signs from the keyring's lead from now: 201
 // with the key, next until then.
 func (a *api) rotateKey(w http.ResponseWriter, r *http.Request) {
-	if a.keys == nil {
-		a.writeError(w, r, errNoKeyring)
-		return
-	}
 	k, err := a.keys.Rotate(r.Context())
 	if err != nil {
 		a.writeError(w, r, keysError(err))
@@ -68,10 +73,6 @@ func (a *api) rotateKey(w http.ResponseWriter, r *http.Request) {
 // signed, the key that signs in its place from now. Revoking it again is
 // no error.
 func (a *api) revokeKey(w http.ResponseWriter, r *http.Request) {
-	if a.keys == nil {
-		a.writeError(w, r, errNoKeyring)
-		return
-	}
 	kid := r.PathValue("keyId")
 	if !validKeyID(kid) {
 		a.writeError(w, r, errInvalidKeyID)
@@ -106,7 +107,7 @@ func (a *api) logKeyChange(r *http.Request, action string, attrs ...slog.Attr) {
 	ctx := r.Context()
 	a.log.LogAttrs(ctx, slog.LevelInfo, "admin change", append([]slog.Attr{
 		slog.String("action", action),
-		slog.String("actor", queue.ActorOf(ctx)),
+		slog.String("actor", history.ActorOf(ctx)),
 		slog.String("requestId", requestID(ctx)),
 	}, attrs...)...)
 }

@@ -30,10 +30,10 @@ import (
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/fixtures"
+	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
 // The kids of the keys a seqWrapper makes first, second and third: the

@@ -16,7 +16,7 @@ import (
 	"github.com/felixge/httpsnoop"
 
 	"github.com/example/waitingroom/internal/admissionpass"
-	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/history"
 )
 
 // LocalActor is the actor of the admin changes made with the bearer secret.
@@ -40,7 +40,7 @@ func BearerAuth(secret string) Middleware {
 				writeClientError(w, r, errBadBearer)
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(queue.WithActor(r.Context(), LocalActor)))
+			next.ServeHTTP(w, r.WithContext(history.WithActor(r.Context(), LocalActor)))
 		})
 	}
 }
@@ -61,7 +61,7 @@ func IAMAuth() Middleware {
 			if actor == "" {
 				actor = "caller:" + rc.Authorizer.IAM.CallerID
 			}
-			next.ServeHTTP(w, r.WithContext(queue.WithActor(r.Context(), actor)))
+			next.ServeHTTP(w, r.WithContext(history.WithActor(r.Context(), actor)))
 		})
 	}
 }

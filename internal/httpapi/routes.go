@@ -42,7 +42,7 @@ var Routes = []Route{
 	{http.MethodGet, wire.TokenPath, true, metrics.OpAdmin, (*api).getToken},
 	{http.MethodDelete, wire.TokenPath, true, metrics.OpAdmin, (*api).revokeToken},
 	{http.MethodPost, wire.PassesPath, true, metrics.OpAdmin, (*api).issueBypass},
-	{http.MethodGet, wire.KeysPath, true, metrics.OpAdmin, (*api).listKeys},
-	{http.MethodPost, wire.KeysPath, true, metrics.OpAdmin, (*api).rotateKey},
-	{http.MethodDelete, wire.KeyPath, true, metrics.OpAdmin, (*api).revokeKey},
+	{http.MethodGet, wire.KeysPath, true, metrics.OpAdmin, withKeyring((*api).listKeys)},
+	{http.MethodPost, wire.KeysPath, true, metrics.OpAdmin, withKeyring((*api).rotateKey)},
+	{http.MethodDelete, wire.KeyPath, true, metrics.OpAdmin, withKeyring((*api).revokeKey)},
 }

@@ -11,20 +11,12 @@ import (
 // told, without the pass, and the times it stores.
 func (a *api) getToken(w http.ResponseWriter, r *http.Request) {
 	l, err := a.svc.Token(r.Context(), r.PathValue("programId"), r.PathValue("tokenId"))
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, tokenRecordOf(l))
+	a.answer(w, r, http.StatusOK, tokenRecordOf(l), err)
 }
 
 // revokeToken revokes a token: from then on it reads REVOKED.
 func (a *api) revokeToken(w http.ResponseWriter, r *http.Request) {
-	if err := a.svc.RevokeToken(r.Context(), r.PathValue("programId"), r.PathValue("tokenId")); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusNoContent, nil)
+	a.answer(w, r, http.StatusNoContent, nil, a.svc.RevokeToken(r.Context(), r.PathValue("programId"), r.PathValue("tokenId")))
 }
 
 // tokenRecordOf is l as the wire's TokenRecord: its view, with every time

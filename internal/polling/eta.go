@@ -86,10 +86,15 @@ func (e ETA) share(w, limit time.Duration, rng *rand.Rand) time.Duration {
 	// Jitter only shortens: a client never sleeps past the limit or past
 	// its share of the wait, and the many clients at the limit do not
 	// return in the same second.
-	if e.Jitter > 0 {
-		d -= uniform(time.Duration(2*e.Jitter*float64(d)), rng)
+	return max(min(lessJitter(d, e.Jitter, rng), w), e.Floor).Truncate(time.Millisecond)
+}
+
+// lessJitter is d less up to 2×jitter of it, drawn from rng.
+func lessJitter(d time.Duration, jitter float64, rng *rand.Rand) time.Duration {
+	if jitter <= 0 {
+		return d
 	}
-	return max(min(d, w), e.Floor).Truncate(time.Millisecond)
+	return d - uniform(time.Duration(2*jitter*float64(d)), rng)
 }
 
 // uniform returns a uniform duration in [0, max] at millisecond resolution.

@@ -1,9 +1,26 @@
 // Package polling chooses how long a waiting client sleeps before it polls
-// again: a Policy turns a waiting token's Situation into a retry delay.
+// again: a Policy turns a waiting token's Situation into a retry delay. A
+// deployment offers three by name (Registry): Tiers by position, ETA from
+// the estimated wait, Steady from the earliest admission (docs/design.md,
+// "Polling policies").
+//
+// Invariants:
+//   - A policy built by its Parse function (or checked by Validate)
+//     never answers less than its floor (MinInterval for Tiers), so a
+//     typo cannot make clients hammer, nor more than MaxInterval plus a
+//     band's jitter (Tiers) or twice its Lead (ETA, Steady).
+//   - ETA's and Steady's jitter only shortens a delay: a client never
+//     sleeps past its share of the wait nor past the cap, so the many at
+//     the cap come back spread, never late.
+//   - A nil *rand.Rand draws from math/rand/v2, safe for concurrent use.
 package polling
 
 import (
+	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -91,18 +108,46 @@ func (ts Tiers) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
 // Jitter returns a uniform whole number of milliseconds in [-j, +j]
 // (0 when j < 1 ms), drawn from rng or, when rng is nil, from math/rand/v2.
 func Jitter(j time.Duration, rng *rand.Rand) time.Duration {
-	ms := j.Milliseconds()
-	if ms <= 0 {
-		return 0
-	}
-	var n int64
-	if rng == nil {
-		n = rand.Int64N(2*ms + 1)
-	} else {
-		n = rng.Int64N(2*ms + 1)
-	}
-	return time.Duration(n-ms) * time.Millisecond
+	ms := max(j, 0).Truncate(time.Millisecond)
+	return uniform(2*ms, rng) - ms
 }
 
 // String returns the policy's name as the bench CLI spells it.
 func (ts Tiers) String() string { return NameTiers }
+
+// Names of the policies a deployment offers (POLL_POLICY, a program's
+// pollingPolicy).
+const (
+	NameTiers  = "tiers"
+	NameETA    = "eta"
+	NameSteady = "steady"
+	// DefaultName is the policy of programs that choose none, unless
+	// POLL_POLICY says otherwise.
+	DefaultName = NameTiers
+)
+
+// Registry is the set of policies a deployment offers, by name.
+type Registry map[string]Policy
+
+// Named returns the registry of a deployment: "tiers", "eta" and
+// "steady", with tiers as eta's fallback and eta as steady's.
+func Named(tiers Tiers, eta ETA, steady Steady) Registry {
+	eta.Fallback = tiers
+	steady.Fallback = eta
+	return Registry{NameTiers: tiers, NameETA: eta, NameSteady: steady}
+}
+
+// Names returns the registry's names, sorted.
+func (r Registry) Names() []string { return slices.Sorted(maps.Keys(r)) }
+
+// Lookup returns the policy called name (DefaultName for ""), or an error
+// listing the names it knows.
+func (r Registry) Lookup(name string) (Policy, error) {
+	if name == "" {
+		name = DefaultName
+	}
+	if p, ok := r[name]; ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("%q is not one of %s", name, strings.Join(r.Names(), ", "))
+}

@@ -1,10 +1,14 @@
 package polling_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/polling"
 )
@@ -155,4 +159,82 @@ func TestDefaultTiersSpecMatchesDefault(t *testing.T) {
 	if got, want := polling.DefaultTiers().Spec(), polling.DefaultTiersSpec; got != want {
 		t.Errorf("DefaultTiers().Spec() = %q, want %q", got, want)
 	}
+}
+
+func TestNamed(t *testing.T) {
+	tiers := polling.Tiers{{MaxPosition: 0, Interval: 2e9}}
+	reg := polling.Named(tiers, polling.DefaultETA(), polling.DefaultSteady())
+	if diff := cmp.Diff([]string{"eta", "steady", "tiers"}, reg.Names()); diff != "" {
+		t.Errorf("Names (-want +got):\n%s", diff)
+	}
+	for _, name := range reg.Names() {
+		if got := fmt.Sprint(reg[name]); got != name {
+			t.Errorf("policy %q calls itself %q", name, got)
+		}
+	}
+	eta := reg[polling.NameETA].(polling.ETA)
+	if diff := cmp.Diff(polling.Policy(tiers), eta.Fallback); diff != "" {
+		t.Errorf("eta falls back to (-want +got):\n%s", diff)
+	}
+	steady := reg[polling.NameSteady].(polling.Steady)
+	if diff := cmp.Diff(polling.Policy(eta), steady.Fallback); diff != "" {
+		t.Errorf("steady falls back to (-want +got):\n%s", diff)
+	}
+}
+
+func TestRegistryLookup(t *testing.T) {
+	reg := polling.Named(polling.DefaultTiers(), polling.DefaultETA(), polling.DefaultSteady())
+	tests := []struct {
+		name, want, wantErr string
+	}{
+		{"", "tiers", ""},
+		{"tiers", "tiers", ""},
+		{"eta", "eta", ""},
+		{"steady", "steady", ""},
+		{"ETA", "", `"ETA" is not one of eta, steady, tiers`},
+		{"fastest", "", `"fastest" is not one of eta, steady, tiers`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := reg.Lookup(tt.name)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || fmt.Sprint(p) != tt.want {
+				t.Errorf("Lookup(%q) = %v, %v; want %s", tt.name, p, err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzParseTiers: any configuration string either fails with an error or
+// yields tiers that validate, round-trip through Spec, and answer every
+// position within their bounds. Never a panic.
+func FuzzParseTiers(f *testing.F) {
+	for _, s := range []string{polling.DefaultTiersSpec, "inf:1s", "*:2s", "100:1s,inf:30s+-4s", "1:100ms,2:200ms+-100ms,inf:10m", "", ",", ":", "inf:", "100:1s+-", "9223372036854775807:1s,inf:1s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		ts, err := polling.ParseTiers(spec)
+		if err != nil {
+			return
+		}
+		if err := ts.Validate(); err != nil {
+			t.Fatalf("ParseTiers(%q) returned invalid tiers: %v", spec, err)
+		}
+		again, err := polling.ParseTiers(ts.Spec())
+		if err != nil || again.Spec() != ts.Spec() {
+			t.Fatalf("Spec %q of %q does not round-trip: %v", ts.Spec(), spec, err)
+		}
+		for _, pos := range []int64{-1, 0, 1, 100, 101, 1 << 40} {
+			tier := ts.Tier(pos)
+			d := ts.RetryAfter(polling.Situation{Position: pos}, nil)
+			if d < tier.Interval-tier.Jitter || d > tier.Interval+tier.Jitter || d < polling.MinInterval {
+				t.Fatalf("%q at %d: %v outside %v±%v", spec, pos, d, tier.Interval, tier.Jitter)
+			}
+		}
+	})
 }

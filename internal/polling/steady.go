@@ -45,7 +45,7 @@ func (p Steady) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
 	w := soonest(s)
 	switch {
 	case s.Paused && w > p.Hold:
-		return p.shortened(p.Hold, rng)
+		return max(lessJitter(p.Hold, p.Jitter, rng), p.Floor).Truncate(time.Millisecond)
 	case s.Paused:
 		// Sleep to the earliest admission, which a resume at the
 		// program's rate would bring.
@@ -57,17 +57,9 @@ func (p Steady) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
 	// enough that the next one is slept through.
 	d := w - p.Direct + uniform(p.Direct/2, rng)
 	if d > p.Cap {
-		return p.shortened(p.Cap, rng)
+		return max(lessJitter(p.Cap, p.Jitter, rng), p.Floor).Truncate(time.Millisecond)
 	}
 	return max(d, p.Floor)
-}
-
-// shortened is d less up to 2×Jitter of it, at least Floor, in whole ms.
-func (p Steady) shortened(d time.Duration, rng *rand.Rand) time.Duration {
-	if p.Jitter > 0 {
-		d -= uniform(time.Duration(2*p.Jitter*float64(d)), rng)
-	}
-	return max(d, p.Floor).Truncate(time.Millisecond)
 }
 
 // String returns the policy's name as the bench CLI and POLL_POLICY spell it.

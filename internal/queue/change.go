@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/catalog"
+	"github.com/example/waitingroom/internal/history"
+	"github.com/example/waitingroom/internal/pace"
 )
 
 // Bounds of an admin change; see docs/design.md, "Segments and scheduled changes".
@@ -39,96 +42,54 @@ const (
 // the change is scheduled that much later than the cache TTL.
 const AdminWriteBudget = time.Second
 
-// changeDelay is how long after an admin change it takes effect: nothing
-// without a program cache, the cache TTL plus the write budget with one.
-func (s *Service) changeDelay() time.Duration {
-	if s.cache.ttl <= 0 {
+// ChangeDelay is how long after it is made an admin change takes effect
+// with a program cache of ttl: at once without a cache, the TTL plus the
+// write budget with one.
+func ChangeDelay(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
 		return 0
 	}
-	return s.cache.ttl + AdminWriteBudget
+	return ttl + AdminWriteBudget
 }
+
+// changeDelay is how long after an admin change it takes effect: nothing
+// without a program cache, the cache TTL plus the write budget with one.
+func (s *Service) changeDelay() time.Duration { return ChangeDelay(s.cache.ttl) }
 
 // changeProgram stores edit(program, now) as one admin change tagged with a
 // fresh change id and recorded in the history as rec (its action and
 // fields), retrying on conflicts and first waiting for a pending change to
 // take effect, within adminDeadline. BUSY means the change was not made;
 // STORE_UNAVAILABLE that it may have been. A missing program is created
-// with create (action ActionCreate), or is PROGRAM_NOT_FOUND if create is nil.
-func (s *Service) changeProgram(ctx context.Context, op, id string, rec Change, create func(now time.Time) (Program, error), edit func(p Program, now time.Time) (Program, error)) (_ Program, now time.Time, created bool, _ error) {
-	deadline := s.clock.Now().Add(adminDeadline)
-	rec.Actor = ActorOf(ctx)
+// with create (action history.ActionCreate), or is PROGRAM_NOT_FOUND if
+// create is nil.
+func (s *Service) changeProgram(ctx context.Context, op, id string, rec history.Change, create func(now time.Time) (Program, error), edit func(p Program, now time.Time) (Program, error)) (_ Program, now time.Time, created bool, _ error) {
+	c := &adminChange{s: s, op: op, id: id, rec: rec, action: rec.Action, create: create, edit: edit, deadline: s.clock.Now().Add(adminDeadline)}
+	c.rec.Actor, c.rec.ID = history.ActorOf(ctx), NewTokenID()
 	ctx, cancel := context.WithTimeout(ctx, adminDeadline) // the same bound for the store's calls
 	defer cancel()
-	// room is the time a write needs before the deadline: a reserve, more
-	// if the store has answered slowly so far.
-	var slowest time.Duration
-	room := func() time.Duration { return adminWriteReserve + 2*slowest }
-	// timeLeft reports whether a write may still start, on the service's
-	// clock and in the request's real time.
-	timeLeft := func() bool {
-		d, _ := ctx.Deadline()
-		return !s.clock.Now().Add(room()).After(deadline) && time.Until(d) >= room()
-	}
-	change := NewTokenID()
-	rec.ID = change
-	action := rec.Action
 	for range maxAdminTrials {
-		start := time.Now()
-		p, err := s.store.GetProgram(ctx, id)
-		slowest = max(slowest, time.Since(start))
+		p, found, err := c.read(ctx)
 		now = s.clock.Now()
-		switch {
-		case err == nil || errors.Is(err, ErrNotFound) && create != nil:
-		case errors.Is(err, ErrNotFound):
-			return Program{}, now, false, errProgramNotFound()
-		case !timeLeft(): // the read ran into the deadline: nothing written
-			return Program{}, now, false, errBusy(time.Second)
-		default:
-			return Program{}, now, false, storeError(op, err)
+		if err != nil {
+			return Program{}, now, false, err
 		}
 		if p.Pending(now) {
 			// A change is scheduled only once the previous one has taken
 			// effect (every instance must know it before it acts).
-			if err := s.awaitPending(ctx, p, now, deadline.Add(-room())); err != nil {
+			if err := s.awaitPending(ctx, p, now, c.deadline.Add(-c.room())); err != nil {
 				return Program{}, now, false, err
 			}
 			continue
 		}
-		if !timeLeft() {
+		if !c.timeLeft(ctx) {
 			return Program{}, now, false, errBusy(time.Second)
 		}
-		start = time.Now()
-		if err != nil { // not found: create it
-			if p, err = create(now); err != nil {
-				return Program{}, now, false, err
-			}
-			rec.At, rec.Action = changeAt(Program{}, now), ActionCreate
-			p = p.withChange(change, rec.At)
-			if err = s.writeCreation(ctx, p, &rec); err == nil {
-				s.endChange(ctx, id, rec)
-				s.cache.put(p, now)
-				return p, now, true, nil
-			}
-		} else {
-			read := p
-			if p, err = edit(p, now); err != nil {
-				return Program{}, now, false, err
-			}
-			rec.At, rec.Action = changeAt(read, now), action
-			p = p.withChange(change, rec.At)
-			// A change that makes the shuffle depends on nobody having
-			// entered: it keeps the condition on the tickets issued.
-			scheduled := p.Pending(now) && p.Shuffle == read.Shuffle
-			if err = s.beginEdit(ctx, read, p, &rec); err != nil {
-				return Program{}, now, false, storeError(op, err)
-			}
-			if err = s.updateProgram(ctx, p, change, scheduled); err == nil {
-				s.endChange(ctx, id, rec)
-				s.cache.put(p, now)
-				return p, now, false, nil
-			}
+		start := time.Now()
+		if p, err = c.write(ctx, p, found, now); err == nil {
+			return p, now, !found, nil
 		}
-		slowest = max(slowest, time.Since(start)/2) // a write and a read
+		c.slowest = max(c.slowest, time.Since(start)/2) // a write and a read
 		if e := (*Error)(nil); errors.As(err, &e) {
 			return Program{}, now, false, err
 		}
@@ -142,11 +103,120 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, rec Change, 
 	return Program{}, now, false, errBusy(time.Second)
 }
 
+// adminChange is one admin request's change in the making
+// (changeProgram).
+type adminChange struct {
+	s        *Service
+	op, id   string
+	rec      history.Change
+	action   string
+	create   func(now time.Time) (Program, error)
+	edit     func(p Program, now time.Time) (Program, error)
+	deadline time.Time
+	// slowest is the slowest store answer so far.
+	slowest time.Duration
+}
+
+// room is the time a write needs before the deadline: a reserve, more if
+// the store has answered slowly so far.
+func (c *adminChange) room() time.Duration { return adminWriteReserve + 2*c.slowest }
+
+// timeLeft reports whether a write may still start, on the service's
+// clock and in the request's real time.
+func (c *adminChange) timeLeft(ctx context.Context) bool {
+	d, _ := ctx.Deadline()
+	return !c.s.clock.Now().Add(c.room()).After(c.deadline) && time.Until(d) >= c.room()
+}
+
+// read reads the program, found false when it is to be created; an error
+// is the answer.
+func (c *adminChange) read(ctx context.Context) (p Program, found bool, err error) {
+	start := time.Now()
+	p, err = c.s.store.GetProgram(ctx, c.id)
+	c.slowest = max(c.slowest, time.Since(start))
+	switch {
+	case err == nil:
+		return p, true, nil
+	case errors.Is(err, ErrNotFound) && c.create != nil:
+		return Program{}, false, nil
+	case errors.Is(err, ErrNotFound):
+		return Program{}, false, errProgramNotFound
+	case !c.timeLeft(ctx): // the read ran into the deadline: nothing written
+		return Program{}, false, errBusy(time.Second)
+	}
+	return Program{}, false, storeError(c.op, err)
+}
+
+// write makes the change over p, read at now (or creates the program when
+// not found), and stores it once recorded in the history: nil once
+// stored; an *Error to answer; ErrConflict to try again.
+func (c *adminChange) write(ctx context.Context, p Program, found bool, now time.Time) (Program, error) {
+	s, read := c.s, p
+	var err error
+	if !found {
+		p, err = c.create(now)
+		c.rec.Action = history.ActionCreate
+	} else {
+		p, err = c.edit(p, now)
+		c.rec.Action = c.action
+	}
+	if err != nil {
+		return Program{}, err
+	}
+	c.rec.At = history.NextAt(read.Changes, now)
+	p = p.withChange(c.rec.ID, c.rec.At)
+	if !found {
+		err = s.writeCreation(ctx, p, &c.rec)
+	} else if err = s.beginChange(ctx, read, p, &c.rec, true); err != nil {
+		return Program{}, storeError(c.op, err)
+	} else {
+		// A change that makes the shuffle depends on nobody having
+		// entered: it keeps the condition on the tickets issued.
+		err = s.updateProgram(ctx, p, c.rec.ID, p.Pending(now) && p.Shuffle == read.Shuffle)
+	}
+	if err != nil {
+		return Program{}, err
+	}
+	s.endChange(ctx, c.id, c.rec)
+	s.cache.put(p, now)
+	return p, nil
+}
+
+// beginChange fills in rec, the change that writes p over read (the zero
+// Program for a creation), and makes it recoverable from the history
+// (history.Begin), listing p too when list is set. An error means nothing
+// is to be written.
+func (s *Service) beginChange(ctx context.Context, read, p Program, rec *history.Change, list bool) error {
+	rec.Version, rec.EffectiveAt, rec.Committed = p.Version, time.Time{}, false
+	if p.Pending(rec.At) {
+		rec.EffectiveAt = pace.FromUnixMs(p.Next.AnchorMs)
+	}
+	var also []func() error
+	if list {
+		also = append(also, func() error {
+			if err := s.store.IndexProgram(ctx, p.ID); err != nil {
+				return fmt.Errorf("list the program: %w", err)
+			}
+			return nil
+		})
+	}
+	return history.Begin(ctx, s.store, p.ID, read.Changes, *rec, also...)
+}
+
+// endChange logs rec, once written, with its actor. It stays uncommitted
+// until the next change commits it (beginChange): reads know it applied
+// as its program's latest.
+func (s *Service) endChange(ctx context.Context, programID string, rec history.Change) {
+	s.log.LogAttrs(ctx, slog.LevelInfo, "admin change",
+		slog.String("programId", programID), slog.String("changeId", rec.ID), slog.String("action", rec.Action),
+		slog.String("actor", rec.Actor), slog.Int64("version", rec.Version), slog.String("fields", string(rec.Fields)))
+}
+
 // awaitPending sleeps until p's pending change has taken effect, plus a
 // random spread so that those who waited for it wake apart (one makes the
 // next change, the others see it); BUSY if that is past latest.
 func (s *Service) awaitPending(ctx context.Context, p Program, now, latest time.Time) error {
-	effective := FromUnixMs(p.Next.AnchorMs)
+	effective := pace.FromUnixMs(p.Next.AnchorMs)
 	if effective.After(latest) {
 		return errBusy(effective.Sub(now))
 	}
@@ -160,23 +230,17 @@ func (s *Service) awaitPending(ctx context.Context, p Program, now, latest time.
 	return nil
 }
 
-// beginEdit lists the program p (listing the programs made before the
-// list) and begins its change rec over read.
-func (s *Service) beginEdit(ctx context.Context, read, p Program, rec *Change) error {
-	return s.beginChangeListed(ctx, read, p, rec, true)
-}
-
 // writeCreation lists and records the new program p made by admin change
 // rec, then stores it. A conflict is another creation, or this one's own
 // write retried after its answer was lost: then the stored program records
 // the change.
-func (s *Service) writeCreation(ctx context.Context, p Program, rec *Change) error {
-	if err := s.beginChangeListed(ctx, Program{}, p, rec, true); err != nil {
+func (s *Service) writeCreation(ctx context.Context, p Program, rec *history.Change) error {
+	if err := s.beginChange(ctx, Program{}, p, rec, true); err != nil {
 		return err
 	}
 	err := s.store.CreateProgram(ctx, p)
 	if errors.Is(err, ErrDeleted) {
-		return Errorf(KindConflict, api.CodeProgramDeleted, "A program with this id was deleted less than %d days ago; choose another id.", int(DeletedRetention.Hours()/24))
+		return Errorf(KindConflict, api.CodeProgramDeleted, "A program with this id was deleted less than %d days ago; choose another id.", int(catalog.DeletedRetention.Hours()/24))
 	}
 	return s.checkOwnWrite(ctx, p, rec.ID, err)
 }
@@ -222,7 +286,7 @@ func (s *Service) moveDrain(ctx context.Context, ss ScheduleStore, p Program, is
 			return nil
 		}
 	}
-	s.logger().LogAttrs(ctx, slog.LevelError, "admin change stored, its drain instant not moved",
+	s.log.LogAttrs(ctx, slog.LevelError, "admin change stored, its drain instant not moved",
 		slog.String("programId", p.ID), slog.Int64("version", p.Version), slog.Int64("ticketsEarly", issued-p.Issued), slog.String("error", err.Error()))
 	return fmt.Errorf("the change is stored, its drain instant not moved: %w", err)
 }
@@ -240,13 +304,13 @@ func (s *Service) checkOwnWrite(ctx context.Context, p Program, change string, e
 	if rerr != nil {
 		return fmt.Errorf("a conflict, and reading whether the write was applied failed: %w", rerr)
 	}
-	switch applied, known := stored.changeApplied(change, p.Version); {
+	switch applied, known := history.Applied(stored.Changes, change, p.Version, stored.Version); {
 	case applied:
 		return nil
 	case !known:
 		// So many changes since that ours, if applied, has left the list:
 		// neither retry (it could apply twice) nor call it undone.
-		return fmt.Errorf("a conflict, and %d later changes hide whether the write was applied", maxRecentChanges)
+		return fmt.Errorf("a conflict, and %d later changes hide whether the write was applied", history.MaxRecent)
 	}
 	return err
 }

@@ -9,22 +9,23 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
 )
 
 // randomRate is an admission rate from the whole range, most often a
 // handful per second, sometimes one whose ticket time is not a whole
 // number of nanoseconds or milliseconds, sometimes an extreme.
-func randomRate(rng *rand.Rand) queue.Rate {
+func randomRate(rng *rand.Rand) pace.Rate {
 	switch rng.IntN(8) {
 	case 0:
-		return queue.Rate(1 + rng.IntN(999)) // under one per second
+		return pace.Rate(1 + rng.IntN(999)) // under one per second
 	case 1:
-		return queue.Rate(1 + rng.Int64N(int64(100_000*queue.OnePerSecond))) // anything
+		return pace.Rate(1 + rng.Int64N(int64(100_000*pace.OnePerSecond))) // anything
 	case 2:
-		return queue.Rate(3 * (1 + rng.IntN(10)) * int(queue.OnePerSecond) / 7) // awkward fractions
+		return pace.Rate(3 * (1 + rng.IntN(10)) * int(pace.OnePerSecond) / 7) // awkward fractions
 	default:
-		return queue.Rate(1+rng.IntN(30)) * queue.OnePerSecond
+		return pace.Rate(1+rng.IntN(30)) * pace.OnePerSecond
 	}
 }
 
@@ -130,7 +131,7 @@ func TestReturnedTicketsAgree(t *testing.T) {
 	returned := 0
 	for seed := range uint64(12) {
 		rng := rand.New(rand.NewPCG(seed, 5))
-		p := queue.Program{ID: "p"}.Rebased(t0, queue.Rate(1+rng.IntN(30))*queue.OnePerSecond, false, 0, 0)
+		p := queue.Program{ID: "p"}.Rebased(t0, pace.Rate(1+rng.IntN(30))*pace.OnePerSecond, false, 0, 0)
 		history, at, now := []queue.Program{p}, []time.Time{t0}, t0
 		for range 400 {
 			now = now.Add(time.Duration(rng.IntN(700)) * time.Millisecond)
@@ -141,7 +142,7 @@ func TestReturnedTicketsAgree(t *testing.T) {
 				p = p.WithTicketIssued(now)
 			case 2: // a change that acts a TTL later, and stays unfolded after
 				if !p.Pending(now) {
-					p = p.Rebased(now, queue.Rate(1+rng.IntN(30))*queue.OnePerSecond, rng.IntN(5) == 0, 0, ttl)
+					p = p.Rebased(now, pace.Rate(1+rng.IntN(30))*pace.OnePerSecond, rng.IntN(5) == 0, 0, ttl)
 				}
 			default:
 				serving := p.Serving(now)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/store"
 )
 
 // Kind classifies an Error; the HTTP layer maps each kind to one status in a
@@ -55,28 +56,40 @@ func Errorf(kind Kind, code, format string, args ...any) *Error {
 	return &Error{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Sentinel errors a Store returns; callers test them with errors.Is.
+// The errors a Store answers (package store, which declares them for the
+// packages below queue); callers test them with errors.Is.
 var (
-	// ErrNotFound means the item does not exist.
-	ErrNotFound = errors.New("store: not found")
-	// ErrConflict means a conditional write found the item changed or
-	// already present.
-	ErrConflict = errors.New("store: condition failed")
-	// ErrClosed means IssueTicket found the program closed to entries.
-	ErrClosed = errors.New("store: program closed")
-	// ErrThrottled marks a store fault caused by the store's throughput
-	// limit on one item, after every retry. Clients see it as any other
-	// fault; package tickets takes it as a sign to use more shards.
-	ErrThrottled = errors.New("store: throughput exceeded")
-	// ErrDeleted means CreateProgram found the id deleted less than the
-	// retention ago (Store.DeleteProgram).
-	ErrDeleted = errors.New("store: program deleted")
+	ErrNotFound  = store.ErrNotFound
+	ErrConflict  = store.ErrConflict
+	ErrClosed    = store.ErrClosed
+	ErrThrottled = store.ErrThrottled
+	ErrDeleted   = store.ErrDeleted
+)
+
+// The answers that say nothing of the request beyond their code.
+var (
+	errInvalidProgramID = Errorf(KindInvalid, api.CodeInvalidProgramID, "The program id must be 1 to 64 letters, digits, '-' or '_', starting with a letter or digit.")
+	errProgramNotFound  = Errorf(KindNotFound, api.CodeProgramNotFound, "No such program.")
+	errProgramClosed    = Errorf(KindConflict, api.CodeProgramClosed, "The program's queue is closed to new entries.")
+	errTokenNotFound    = Errorf(KindNotFound, api.CodeTokenNotFound, "No such token in this program's queue.")
+	errTokenRevoked     = Errorf(KindForbidden, api.CodeTokenRevoked, "The token was revoked: its admission pass is withdrawn.")
+	errInvalidPass      = Errorf(KindForbidden, api.CodeInvalidPass, "The admission pass is not one this waiting room handed out for this program.")
+	errInvalidCursor    = Errorf(KindInvalid, api.CodeInvalidCursor, "The cursor is not one this API gave; start again without it.")
+	errEnterInProgress  = &Error{Kind: KindUnavailable, Code: api.CodeEnterInProgress, Message: "An enter with this idempotency key is in progress; retry shortly with the same key."}
 )
 
 // storeError is a failure of the store during op as the client sees it:
 // STORE_UNAVAILABLE, worth a retry, whatever the cause (kept for the logs).
 func storeError(op string, err error) error {
 	return &Error{Kind: KindUnavailable, Code: api.CodeUnavailable, Message: "The queue is briefly unavailable; retry shortly.", Err: fmt.Errorf("%s: %w", op, err)}
+}
+
+// programReadError is err reading a program for op as the client sees it.
+func programReadError(op string, err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return errProgramNotFound
+	}
+	return storeError(op, err)
 }
 
 // ErrorKind returns the Kind of err, KindInternal when it is not an *Error.

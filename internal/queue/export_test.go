@@ -1,6 +1,11 @@
 package queue
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/example/waitingroom/internal/capacity"
+)
 
 // IdempotentTokenID exposes idempotentTokenID to the external tests.
 var IdempotentTokenID = idempotentTokenID
@@ -18,27 +23,15 @@ func (s *Service) CacheNotice(p Program, now time.Time) time.Duration { return s
 // CachePut caches p as read at now.
 func (s *Service) CachePut(p Program, now time.Time) { s.cache.put(p, now) }
 
-// FreedAt exposes Capacity.freedAt.
-func (c Capacity) FreedAt(ms int64) int64 { return c.freedAt(ms) }
-
-// ReachMs exposes Capacity.reachMs.
-func (c Capacity) ReachMs(n, from int64) (int64, bool) { return c.reachMs(n, from) }
-
-// Pruned exposes pruned.
-var Pruned = pruned
-
-// BypassSigners and AdminDeadline expose the bounds of a bypass issuance.
+// AdminDeadline bounds an admin request; MaxAdminTrials its optimistic
+// retries.
 const (
-	BypassSigners = bypassSigners
-	AdminDeadline = adminDeadline
-	// BypassSignBudget bounds the signing of one issuance.
-	BypassSignBudget = bypassSignBudget
-	// MaxAdminTrials bounds an admin request's optimistic retries.
+	AdminDeadline  = adminDeadline
 	MaxAdminTrials = maxAdminTrials
 )
 
-// Reserve exposes reserve.
-var Reserve = reserve
-
-// HeldAt exposes Reservation.heldAt.
-func (r Reservation) HeldAt(ms int64) int64 { return r.heldAt(ms) }
+// Fold folds p's capacity at now (capacity.Fold), its step taking effect
+// delay later.
+func Fold(ctx context.Context, cs capacity.Store, p Program, now time.Time, delay time.Duration) (capacity.Capacity, error) {
+	return capacity.Fold(ctx, cs, p.folding(now), now, delay)
+}

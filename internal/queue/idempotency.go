@@ -71,7 +71,7 @@ func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry) (
 			return v, false, err
 		}
 		if s.clock.Now().Add(pause).After(start.Add(claimWait)) {
-			return View{}, false, errEnterInProgress()
+			return View{}, false, errEnterInProgress
 		}
 		if err := s.clock.Sleep(ctx, pause); err != nil {
 			return View{}, false, storeError("wait for the key's token", err)
@@ -88,11 +88,11 @@ func (s *Service) fillToken(ctx context.Context, t Token, claim string) (Token, 
 	stored, err := s.store.FillToken(ctx, t, claim)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return Token{}, errEnterInProgress()
+		return Token{}, errEnterInProgress
 	case err != nil:
 		return Token{}, storeError("fill token", err)
 	case stored.Claim != "":
-		return Token{}, errEnterInProgress()
+		return Token{}, errEnterInProgress
 	}
 	return stored, nil
 }
@@ -102,8 +102,4 @@ func (s *Service) fillToken(ctx context.Context, t Token, claim string) (Token, 
 // Best effort: a claim it cannot release is taken over after ClaimTimeout.
 func (s *Service) releaseClaim(ctx context.Context, id, claim string) {
 	_ = s.store.ReleaseClaim(ctx, id, claim)
-}
-
-func errEnterInProgress() error {
-	return &Error{Kind: KindUnavailable, Code: api.CodeEnterInProgress, Message: "An enter with this idempotency key is in progress; retry shortly with the same key."}
 }

@@ -2,21 +2,14 @@ package queue
 
 import (
 	"context"
-	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
-	"fmt"
-	"math/bits"
 	"sync"
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/pace"
+	"github.com/example/waitingroom/internal/settings"
+	"github.com/example/waitingroom/internal/shuffle"
 )
 
 // A scheduled, fair opening: see docs/design.md, "The shuffle".
@@ -38,7 +31,7 @@ func (p Program) armed() bool { return p.Shuffle && !p.PrequeueFixed }
 // startAfter is the opening, in Unix ms, of a segment that starts at ms:
 // p's opening if it is later, else 0.
 func (p Program) startAfter(ms int64) int64 {
-	if o := UnixMs(p.OpensAt); !p.OpensAt.IsZero() && o > ms {
+	if o := pace.UnixMs(p.OpensAt); !p.OpensAt.IsZero() && o > ms {
 		return o
 	}
 	return 0
@@ -57,119 +50,9 @@ func (p Program) WithPrequeueFixed(now time.Time) Program {
 	return p
 }
 
-// ShuffleKey is the RSA key whose signature seeds a shuffled opening:
-// RSASSA-PKCS1-v1_5 over SHA-256, deterministic, so that every instance
-// derives the same seed. internal/shufflekey implements it (KMS, local).
-type ShuffleKey interface {
-	PublicKey(ctx context.Context) (*rsa.PublicKey, error)
-	SignPKCS1v15(ctx context.Context, message []byte) ([]byte, error)
-}
-
 // WithShuffleKey makes key sign the seeds of shuffled openings; a service
 // without one answers a shuffled program after its opening KEYS_UNAVAILABLE.
-func WithShuffleKey(key ShuffleKey) Option { return func(s *Service) { s.shuffle.key = key } }
-
-// NewShuffleNonce returns a shuffle's nonce: 16 bytes from crypto/rand, in
-// hex. It makes the message signed at the opening unique to this shuffle.
-func NewShuffleNonce() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// ShuffleMessage is what the shuffle key signs at the opening of program
-// programID, the shuffle's commitment: "waitingroom/shuffle/v2 ", the
-// program id, a space and the nonce.
-func ShuffleMessage(programID, nonce string) string {
-	return "waitingroom/shuffle/v2 " + programID + " " + nonce
-}
-
-// SignSeed returns the seed of program programID's shuffle with nonce:
-// key's signature of ShuffleMessage, in unpadded base64url.
-func SignSeed(ctx context.Context, key ShuffleKey, programID, nonce string) (string, error) {
-	sig, err := key.SignPKCS1v15(ctx, []byte(ShuffleMessage(programID, nonce)))
-	if err != nil {
-		return "", fmt.Errorf("queue: sign the shuffle seed: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(sig), nil
-}
-
-// VerifySeed reports whether seed, unpadded base64url, is the shuffle
-// key pub's RSASSA-PKCS1-v1_5 SHA-256 signature of message.
-func VerifySeed(pub *rsa.PublicKey, message, seed string) error {
-	sig, err := base64.RawURLEncoding.DecodeString(seed)
-	if err != nil {
-		return fmt.Errorf("queue: the seed is not base64url: %w", err)
-	}
-	digest := sha256.Sum256([]byte(message))
-	if err := rsa.VerifyPKCS1v15(pub, crypto.SHA256, digest[:], sig); err != nil {
-		return fmt.Errorf("queue: the seed is not the key's signature of %q: %w", message, err)
-	}
-	return nil
-}
-
-// EncodePublicKey is a shuffle key's public half as answers publish it:
-// its PKIX (SubjectPublicKeyInfo) DER, in standard base64.
-func EncodePublicKey(pub *rsa.PublicKey) (string, error) {
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		return "", fmt.Errorf("queue: encode the shuffle key: %w", err)
-	}
-	return base64.StdEncoding.EncodeToString(der), nil
-}
-
-// ParsePublicKey reads a public key that EncodePublicKey wrote.
-func ParsePublicKey(s string) (*rsa.PublicKey, error) {
-	der, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("queue: the shuffle key is not base64: %w", err)
-	}
-	k, err := x509.ParsePKIXPublicKey(der)
-	if err != nil {
-		return nil, fmt.Errorf("queue: parse the shuffle key: %w", err)
-	}
-	pub, ok := k.(*rsa.PublicKey)
-	if !ok {
-		return nil, fmt.Errorf("queue: the shuffle key is %T, want RSA", k)
-	}
-	return pub, nil
-}
-
-// shuffleRounds is the Feistel network's number of rounds.
-const shuffleRounds = 10
-
-// PlaceOf returns the place of ticket in a pre-queue of prequeue tickets
-// shuffled with seed: π(ticket), π a permutation of 1..prequeue keyed by
-// the seed (a 10-round Feistel network; see docs/design.md, "The shuffle").
-// Tickets outside 1..prequeue keep their number.
-func PlaceOf(seed string, prequeue, ticket int64) int64 {
-	if ticket < 1 || ticket > prequeue || prequeue < 2 {
-		return ticket
-	}
-	sig, _ := base64.RawURLEncoding.DecodeString(seed)
-	var in [49]byte // one SHA-256 block
-	key := sha256.Sum256(sig)
-	copy(in[:32], key[:])
-	binary.BigEndian.PutUint64(in[33:41], uint64(prequeue))
-	half := (bits.Len64(uint64(prequeue-1)) + 1) / 2
-	mask := uint64(1)<<half - 1
-	round := func(i int, r uint64) uint64 {
-		in[32] = byte(i)
-		binary.BigEndian.PutUint64(in[41:], r)
-		sum := sha256.Sum256(in[:])
-		return binary.BigEndian.Uint64(sum[:8]) & mask
-	}
-	x := uint64(ticket - 1)
-	for {
-		l, r := x>>half, x&mask
-		for i := range shuffleRounds {
-			l, r = r, l^round(i, r)
-		}
-		if x = l<<half | r; x < uint64(prequeue) {
-			return int64(x) + 1
-		}
-	}
-}
+func WithShuffleKey(key shuffle.Key) Option { return func(s *Service) { s.shuffle.key = key } }
 
 // Place is t's place in p's admission order, and whether it has one yet:
 // its ticket; in a shuffled opening, a pre-queue ticket's place in the
@@ -186,17 +69,17 @@ func (p Program) Place(t Token) (int64, bool) {
 	case p.ShuffleSeed == "":
 		return 0, false
 	}
-	return PlaceOf(p.ShuffleSeed, p.Prequeue, t.Ticket), true
+	return shuffle.PlaceOf(p.ShuffleSeed, p.Prequeue, t.Ticket), true
 }
 
 // shuffleSeeds signs the seeds of an instance's shuffled openings, once
 // per program and nonce, and keeps them with the key's public half.
 type shuffleSeeds struct {
-	key ShuffleKey
+	key shuffle.Key
 
 	mu      sync.Mutex
 	pub     string
-	seeds   map[string]string // by ShuffleMessage
+	seeds   map[string]string // by shuffle.Message
 	retryAt time.Time         // after a failed KMS call, none before this
 }
 
@@ -225,7 +108,7 @@ func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 	now := s.clock.Now()
 	if ss.pub == "" && !now.Before(ss.retryAt) {
 		if pub, err := ss.key.PublicKey(ctx); err == nil {
-			ss.pub, _ = EncodePublicKey(pub)
+			ss.pub, _ = shuffle.EncodePublicKey(pub)
 		} else {
 			ss.retryAt = now.Add(shuffleKeyBackoff)
 		}
@@ -234,7 +117,7 @@ func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 	if !p.PrequeueFixed {
 		return p, nil
 	}
-	msg := ShuffleMessage(p.ID, p.ShuffleNonce)
+	msg := shuffle.Message(p.ID, p.ShuffleNonce)
 	if seed, ok := ss.seeds[msg]; ok {
 		p.ShuffleSeed = seed
 		return p, nil
@@ -245,7 +128,7 @@ func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 	if now.Before(ss.retryAt) {
 		return Program{}, unavailable(errors.New("shuffle key failed recently"))
 	}
-	seed, err := SignSeed(ctx, ss.key, p.ID, p.ShuffleNonce)
+	seed, err := shuffle.SignSeed(ctx, ss.key, p.ID, p.ShuffleNonce)
 	if err != nil {
 		ss.retryAt = now.Add(shuffleKeyBackoff)
 		return Program{}, unavailable(err)
@@ -279,4 +162,76 @@ func (p Program) openingSpread(now time.Time) time.Duration {
 	}
 	d := time.Duration(size * 10 / r.PerSecond() * float64(time.Millisecond)) // size / rate / 100 s
 	return min(max(d, minOpeningSpread), maxOpeningSpread)
+}
+
+// A scheduled close (closesAt): see docs/design.md, "A scheduled close".
+
+// ClosedAt reports whether p's scheduled close has come at now: from then
+// on it takes no new entries, as if Closed.
+func (p Program) ClosedAt(now time.Time) bool { return !p.ClosesAt.IsZero() && !now.Before(p.ClosesAt) }
+
+// takesEntries reports whether p takes new entries at now: neither closed
+// by hand nor past its scheduled close.
+func (p Program) takesEntries(now time.Time) bool { return !p.Closed && !p.ClosedAt(now) }
+
+// errEntriesClosed is the PROGRAM_CLOSED answer to an enter in p at now.
+func (p Program) errEntriesClosed(now time.Time) error {
+	if !p.Closed && p.ClosedAt(now) {
+		return Errorf(KindConflict, api.CodeProgramClosed, "The program's queue closed to new entries at %s.", p.ClosesAt.UTC().Format(time.RFC3339))
+	}
+	return errProgramClosed
+}
+
+// checkSchedule checks set's opening, shuffle and close against p at now,
+// for a change taking effect delay later: the opening and the close move
+// only while the current and the new one are both more than delay ahead
+// (moved); the shuffle is armed only before anyone entered and with an
+// opening ahead; the close comes after the opening.
+func (p Program) checkSchedule(set api.ProgramSettings, now time.Time, delay time.Duration) error {
+	opensAt, err := moved("opensAt", set.OpensAt, p.OpensAt, now, delay,
+		Errorf(KindConflict, api.CodeNotOpen, "The program opens at %s (or has opened): its opening can no longer change.", p.OpensAt.UTC().Format(time.RFC3339)))
+	if err != nil {
+		return err
+	}
+	shuffle := p.Shuffle
+	if set.ShuffleAtOpen != nil {
+		if p.PrequeueFixed && *set.ShuffleAtOpen != p.Shuffle {
+			return Errorf(KindConflict, api.CodeNotOpen, "The pre-queue was shuffled at the opening: shuffleAtOpen can no longer change.")
+		}
+		if *set.ShuffleAtOpen && !p.Shuffle && p.Issued > 0 {
+			return Errorf(KindConflict, api.CodeInvalidSettings, "shuffleAtOpen must be set before anyone enters: its commitment is published before the pre-queue starts.")
+		}
+		shuffle = *set.ShuffleAtOpen
+	}
+	if shuffle && !p.PrequeueFixed && (opensAt.IsZero() || !opensAt.After(now.Add(delay))) {
+		return Errorf(KindInvalid, api.CodeInvalidSettings, "shuffleAtOpen needs an opensAt more than %v from now.", delay)
+	}
+	closesAt, err := moved("closesAt", set.ClosesAt, p.ClosesAt, now, delay,
+		Errorf(KindConflict, api.CodeInvalidSettings, "The program closes at %s (or has closed): its closing can no longer change.", p.ClosesAt.UTC().Format(time.RFC3339)))
+	if err != nil {
+		return err
+	}
+	if !closesAt.IsZero() && !opensAt.IsZero() && !closesAt.After(opensAt) {
+		return invalidSetting("closesAt", "must be after opensAt ("+opensAt.UTC().Format(time.RFC3339)+")")
+	}
+	return nil
+}
+
+// moved is the instant a change sets in field (opensAt or closesAt; v nil
+// leaves it at cur), refused unless cur and it are both more than delay
+// ahead of now when it moves: passed once cur has come.
+func moved(field string, v *string, cur, now time.Time, delay time.Duration, passed *Error) (time.Time, error) {
+	if v == nil {
+		return cur, nil
+	}
+	next, _ := settings.ParseOpening(*v) // checked by PutProgram
+	effective := now.Add(delay)
+	switch {
+	case next.Equal(cur):
+	case !cur.IsZero() && !cur.After(effective):
+		return next, passed
+	case !next.IsZero() && !next.After(effective):
+		return next, Errorf(KindInvalid, api.CodeInvalidSettings, "%s must be more than %v from now.", field, delay)
+	}
+	return next, nil
 }

@@ -1,14 +1,10 @@
 package queue_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -19,10 +15,11 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
-	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/shuffle"
 	"github.com/example/waitingroom/internal/testing/queuetest"
+	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
 // opening is a program opening 10 s after t0 at 10 a second, seen through
@@ -115,7 +112,7 @@ func TestOpeningShuffled(t *testing.T) {
 		t.Errorf("retry after %v: want it a little after the opening, 10 s ahead", d)
 	}
 	commitment := first.Shuffle.Commitment
-	pub, err := queue.ParsePublicKey(first.Shuffle.PublicKey)
+	pub, err := shuffle.ParsePublicKey(first.Shuffle.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,17 +141,17 @@ func TestOpeningShuffled(t *testing.T) {
 			if sh == nil || sh.Commitment != commitment || sh.PublicKey != first.Shuffle.PublicKey || sh.Prequeue != 200 || sh.Place < 21 || v.Position != sh.Place-20 {
 				t.Fatalf("pre-queue answer 2 s after the opening at 10 a second: %+v, %+v", v, sh)
 			}
-			if err := queue.VerifySeed(pub, commitment, sh.Seed); err != nil {
+			if err := shuffle.VerifySeed(pub, commitment, sh.Seed); err != nil {
 				t.Fatal(err)
 			}
-			if want := queue.PlaceOf(sh.Seed, 200, v.Ticket); sh.Place != want {
+			if want := shuffle.PlaceOf(sh.Seed, 200, v.Ticket); sh.Place != want {
 				t.Fatalf("token %d: place %d, the seed gives ticket %d place %d", i, sh.Place, v.Ticket, want)
 			}
 			seed = sh.Seed
 		}
 	}
 	for i, w := range o.waiting[:200] { // admitted or not as the revealed seed says
-		place := queue.PlaceOf(seed, 200, w.Ticket)
+		place := shuffle.PlaceOf(seed, 200, w.Ticket)
 		places[place]++
 		if v, _ := o.a.Poll(t.Context(), "sale", w.TokenID); (v.Status == queue.StatusAdmitted) != (place <= 20) {
 			t.Errorf("token %d at place %d: %s, 2 s after the opening at 10 a second", i, place, v.Status)
@@ -378,94 +375,107 @@ func mustEnter(t *testing.T, svc *queue.Service, id string) string {
 	return v.TokenID
 }
 
-// TestShuffleUniform: across many seeds, a ticket's place in a pre-queue
-// of 40 is uniform over 1..40 (chi-square over the places of every
-// ticket, 39 degrees of freedom), and a run's places are not correlated
-// with the order of arrival (Spearman's rho averages 0 within its
-// standard error).
-func TestShuffleUniform(t *testing.T) {
-	const n, runs = 40, 2_000
-	counts := make([][]int, n) // [arrival][place-1]
-	for i := range counts {
-		counts[i] = make([]int, n)
-	}
-	var rhoSum float64
-	for run := range runs {
-		sum := sha256.Sum256(fmt.Appendf(nil, "seed %d", run))
-		seed := base64.RawURLEncoding.EncodeToString(sum[:]) // a stand-in for a signature
-		var d2 float64
-		for arrival := range n {
-			rank := int(queue.PlaceOf(seed, n, int64(arrival+1))) - 1
-			counts[arrival][rank]++
-			diff := float64(rank - arrival)
-			d2 += diff * diff
-		}
-		rhoSum += 1 - 6*d2/float64(n*(n*n-1))
-	}
-	// Each arrival's places: chi-square with n-1 degrees of freedom; the
-	// 0.1 % critical value of 39 is 72.05. Every one of the 40 must pass
-	// (a 4 % chance that one of them fails by luck is the test's flakiness
-	// at 0.1 % each; the seeds are fixed, so it fails the same way again).
-	expected := float64(runs) / n
-	for i, row := range counts {
-		var chi float64
-		for _, c := range row {
-			chi += (float64(c) - expected) * (float64(c) - expected) / expected
-		}
-		if chi > 72.05 {
-			t.Errorf("arrival %d: chi-square of its places %.1f over 39 degrees of freedom (p < 0.001): not uniform", i, chi)
-		}
-	}
-	// Spearman's rho of independent orders has mean 0 and variance
-	// 1/(n-1); its mean over runs, 1/sqrt((n-1)·runs).
-	if mean, se := rhoSum/runs, 1/math.Sqrt(float64((n-1)*runs)); math.Abs(mean) > 4*se {
-		t.Errorf("mean Spearman rho between arrival and place %.4f, more than 4 standard errors (%.4f) from 0", mean, se)
-	}
-}
-
-// TestPlaceOfPermutation: for every pre-queue size, under several seeds,
-// PlaceOf gives the tickets 1..n the places 1..n, one each; a ticket
-// outside the pre-queue keeps its number.
-func TestPlaceOfPermutation(t *testing.T) {
-	sizes := []int64{65_537} // 2¹⁶ + 1: the most cycle-walking (a domain of 2¹⁸)
-	for n := int64(1); n <= 300; n++ {
-		sizes = append(sizes, n)
-	}
-	for _, n := range sizes {
-		for s := range 3 {
-			if n > 300 && s > 0 {
-				break
-			}
-			seed := base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "seed %d of %d", s, n))
-			taken := make([]bool, n+1)
-			for ticket := int64(1); ticket <= n; ticket++ {
-				p := queue.PlaceOf(seed, n, ticket)
-				if p < 1 || p > n || taken[p] {
-					t.Fatalf("pre-queue of %d, seed %d: ticket %d gets place %d, outside 1..%d or taken", n, s, ticket, p, n)
-				}
-				taken[p] = true
-			}
-			if p := queue.PlaceOf(seed, n, n+1); p != n+1 {
-				t.Errorf("ticket %d after a pre-queue of %d: place %d", n+1, n, p)
-			}
-		}
-	}
-}
-
 // setClock moves c forward to at.
 func setClock(c *clock.Fake, at time.Time) { c.Advance(at.Sub(c.Now())) }
 
-// BenchmarkPlaceOf measures one place of a pre-queue of 600,000 (the
-// million scenario's opening at 36 s): docs/benchmarks.md, "The poll in
-// process".
-func BenchmarkPlaceOf(b *testing.B) {
-	seed := base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 256))
-	const n = 600_000
-	var sink int64
-	for i := 0; b.Loop(); i++ {
-		sink += queue.PlaceOf(seed, n, int64(i%n)+1)
+func rfc(t time.Time) *string { return new(t.Format(time.RFC3339Nano)) }
+
+// TestClosingSettings: closesAt moves only while it and the new one are
+// both more than the change delay ahead, "" clears it while allowed, and
+// it must come after opensAt.
+func TestClosingSettings(t *testing.T) {
+	ctx := t.Context()
+	svc, c := newService(t, queue.WithProgramCache(time.Second)) // a change delay of 2 s
+	opens, closes := t0.Add(time.Hour), t0.Add(2*time.Hour)
+	for _, tc := range []struct {
+		name string
+		set  api.ProgramSettings
+		code string
+	}{
+		{"not a time", api.ProgramSettings{ClosesAt: new("tomorrow")}, api.CodeInvalidSettings},
+		{"before the year 2000", api.ProgramSettings{ClosesAt: new("1999-12-31T23:59:59Z")}, api.CodeInvalidSettings},
+		{"within the change delay", api.ProgramSettings{ClosesAt: rfc(t0.Add(time.Second))}, api.CodeInvalidSettings},
+		{"at the opening", api.ProgramSettings{OpensAt: rfc(opens), ClosesAt: rfc(opens)}, api.CodeInvalidSettings},
+		{"OK", api.ProgramSettings{OpensAt: rfc(opens), ClosesAt: rfc(closes)}, ""},
+		{"the opening moved past it", api.ProgramSettings{OpensAt: rfc(closes.Add(time.Minute))}, api.CodeInvalidSettings},
+		{"moved before the opening", api.ProgramSettings{ClosesAt: rfc(opens.Add(-time.Minute))}, api.CodeInvalidSettings},
+		{"cleared while ahead", api.ProgramSettings{ClosesAt: new("")}, ""},
+		{"set again", api.ProgramSettings{ClosesAt: rfc(closes)}, ""},
+		{"moved while ahead", api.ProgramSettings{ClosesAt: rfc(closes.Add(time.Hour))}, ""},
+	} {
+		_, _, err := svc.PutProgram(ctx, "p", tc.set)
+		if code := codeOf(err); code != tc.code {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.code)
+		}
+		c.Advance(3 * time.Second) // past the change delay
 	}
-	if sink == 0 {
-		b.Fatal("no place computed")
+	got, err := svc.Program(ctx, "p")
+	if err != nil || !got.ClosesAt.Equal(closes.Add(time.Hour)) {
+		t.Fatalf("counters: closesAt %v %v, want %v", got.ClosesAt, err, closes.Add(time.Hour))
+	}
+	setClock(c, closes.Add(time.Hour-time.Second)) // within the change delay of it
+	for _, set := range []api.ProgramSettings{{ClosesAt: rfc(closes.Add(2 * time.Hour))}, {ClosesAt: new("")}} {
+		if _, _, err := svc.PutProgram(ctx, "p", set); codeOf(err) != api.CodeInvalidSettings || !strings.Contains(err.Error(), "can no longer change") {
+			t.Errorf("moving %v a close within the change delay: %v, want INVALID_SETTINGS", *set.ClosesAt, err)
+		}
+	}
+}
+
+// TestScheduledClose: before closesAt enters are taken; from the instant
+// on, on every instance and whatever its program cache holds, an enter
+// answers PROGRAM_CLOSED naming the time, while the people already waiting
+// keep their places, see closesAt in their answers, and are admitted.
+func TestScheduledClose(t *testing.T) {
+	ctx := t.Context()
+	c := clock.NewFake(t0)
+	store := memstore.New()
+	a := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))
+	b := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))
+	closes := t0.Add(10 * time.Second)
+	if _, _, err := a.PutProgram(ctx, "p", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(1)), Paused: new(true), ClosesAt: rfc(closes)}); err != nil {
+		t.Fatal(err)
+	}
+	var waiting []queue.View
+	for _, svc := range []*queue.Service{a, b} {
+		v, _, err := svc.Enter(ctx, "p", queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v.ClosesAt.Equal(closes) {
+			t.Errorf("WAITING answer's ClosesAt = %v, want %v", v.ClosesAt, closes)
+		}
+		waiting = append(waiting, v)
+	}
+	if s, err := a.Showing(ctx, "p"); err != nil || s.Closed || !s.ClosesAt.Equal(closes) {
+		t.Errorf("Showing before the close = %+v %v, want open, closing at %v", s, err, closes)
+	}
+	setClock(c, closes.Add(-time.Millisecond)) // both caches still hold the program read before
+	if _, _, err := b.Enter(ctx, "p", queue.Entry{}); err != nil {
+		t.Fatalf("enter a millisecond before the close: %v", err)
+	}
+	setClock(c, closes)
+	for i, svc := range []*queue.Service{a, b} {
+		for _, e := range []queue.Entry{{}, {IdempotencyKey: "late-key-0123456789"}} {
+			_, _, err := svc.Enter(ctx, "p", e)
+			if codeOf(err) != api.CodeProgramClosed || !strings.Contains(err.Error(), closes.Format(time.RFC3339)) {
+				t.Errorf("instance %d: enter %+v at the close: %v, want PROGRAM_CLOSED at %s", i, e, err, closes.Format(time.RFC3339))
+			}
+		}
+		if s, err := svc.Showing(ctx, "p"); err != nil || !s.Closed {
+			t.Errorf("instance %d: Showing at the close = %+v %v, want closed", i, s, err)
+		}
+	}
+	v, created, err := a.Enter(ctx, "p", queue.Entry{Token: waiting[0].TokenID})
+	if err != nil || created || v.Position != 1 || v.Status != queue.StatusWaiting || !v.ClosesAt.Equal(closes) {
+		t.Errorf("refresh after the close: %+v created=%v %v, want place 1, closesAt shown", v, created, err)
+	}
+	if _, _, err := a.PutProgram(ctx, "p", api.ProgramSettings{Paused: new(false)}); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(5 * time.Second)
+	for _, w := range waiting {
+		if v, err := b.Poll(ctx, "p", w.TokenID); err != nil || v.Status != queue.StatusAdmitted {
+			t.Errorf("poll of ticket %d after the close: %+v %v, want ADMITTED", w.Ticket, v, err)
+		}
 	}
 }

@@ -12,13 +12,14 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
 )
 
 // TestProfileSettingsCoverProfile: every Profile text is set by the
 // settings' field of the same JSON name, so the admin API and the stores
 // carry it (the translations: TestTranslationsMerge).
 func TestProfileSettingsCoverProfile(t *testing.T) {
-	typ := reflect.TypeFor[queue.Profile]()
+	typ := reflect.TypeFor[settings.Profile]()
 	texts := map[string]string{}
 	for f := range typ.Fields() {
 		if f.Type.Kind() != reflect.String {
@@ -81,7 +82,7 @@ func TestProfileValidation(t *testing.T) {
 		{"targetUrl", "//tickets.example.com/", false},
 		{"targetUrl", "ftp://tickets.example.com/", false},
 		{"targetUrl", "https://tickets.example.com/a b", false},
-		{"targetUrl", "https://" + strings.Repeat("a", queue.MaxTargetURLLen) + ".com/", false},
+		{"targetUrl", "https://" + strings.Repeat("a", settings.MaxTargetURLLen) + ".com/", false},
 		{"displayName", "Gala — 갈라 2026", true},
 		{"displayName", strings.Repeat("가", 80), true},
 		{"displayName", strings.Repeat("가", 81), false},
@@ -109,7 +110,7 @@ func TestProfileSetClearAndNotice(t *testing.T) {
 	set := profileSet(t, texts)
 	set.Paused = ptr(true)
 	c, _, err := svc.PutProgram(ctx, "gala", set)
-	want := queue.Profile{DisplayName: "Gala", Message: "Both nights.", Notice: "Saturday is sold out", TargetURL: "https://tickets.example.com/"}
+	want := settings.Profile{DisplayName: "Gala", Message: "Both nights.", Notice: "Saturday is sold out", TargetURL: "https://tickets.example.com/"}
 	if err != nil || !cmp.Equal(c.Profile, want) {
 		t.Fatalf("PutProgram = %+v, %v; want profile %+v", c.Profile, err, want)
 	}
@@ -143,7 +144,7 @@ func TestShowing(t *testing.T) {
 	if err != nil || w.Paused {
 		t.Fatalf("enter = %+v, %v; want WAITING, not paused", w, err)
 	}
-	want := queue.Showing{Profile: queue.Profile{DisplayName: "Gala", Message: "Both nights.", TargetURL: "https://tickets.example.com/"}}
+	want := queue.Showing{Profile: settings.Profile{DisplayName: "Gala", Message: "Both nights.", TargetURL: "https://tickets.example.com/"}}
 	if got, err := svc.Showing(ctx, "gala"); err != nil || !cmp.Equal(got, want) {
 		t.Errorf("Showing = %+v, %v; want %+v", got, err, want)
 	}
@@ -166,5 +167,81 @@ func TestShowing(t *testing.T) {
 		if _, err := svc.Showing(ctx, id); !errors.As(err, &qe) || qe.Code != code {
 			t.Errorf("Showing(%q) = %v, want %s", id, err, code)
 		}
+	}
+}
+
+// TestTranslationsMerge: a PUT's translations merge per language and per
+// text, with canonical keys; "" clears a text, and a language left
+// without texts goes away.
+func TestTranslationsMerge(t *testing.T) {
+	ctx := t.Context()
+	svc, _ := newService(t)
+	steps := []struct {
+		name string
+		set  map[string]api.TextSettings
+		want settings.Translations
+	}{
+		{"create", map[string]api.TextSettings{"KO": {DisplayName: new("갈라"), Notice: new("토요일 매진")}, "pt_br": {Message: new("Duas noites.")}},
+			settings.Translations{"ko": {DisplayName: "갈라", Notice: "토요일 매진"}, "pt-BR": {Message: "Duas noites."}}},
+		{"one text of one language", map[string]api.TextSettings{"ko": {Message: new("이틀 밤")}},
+			settings.Translations{"ko": {DisplayName: "갈라", Message: "이틀 밤", Notice: "토요일 매진"}, "pt-BR": {Message: "Duas noites."}}},
+		{"clear a text", map[string]api.TextSettings{"ko": {Notice: new("")}},
+			settings.Translations{"ko": {DisplayName: "갈라", Message: "이틀 밤"}, "pt-BR": {Message: "Duas noites."}}},
+		{"clear a language's last text", map[string]api.TextSettings{"pt-BR": {Message: new("")}},
+			settings.Translations{"ko": {DisplayName: "갈라", Message: "이틀 밤"}}},
+		{"no translations: kept", nil,
+			settings.Translations{"ko": {DisplayName: "갈라", Message: "이틀 밤"}}},
+		{"clear the last language", map[string]api.TextSettings{"ko": {DisplayName: new(""), Message: new("")}}, nil},
+	}
+	for _, s := range steps {
+		c, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{Translations: s.set})
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if d := cmp.Diff(s.want, c.Profile.Translations); d != "" {
+			t.Errorf("%s: translations (-want +got):\n%s", s.name, d)
+		}
+		stored, err := svc.Program(ctx, "gala")
+		if err != nil || !cmp.Equal(stored.Profile.Translations, c.Profile.Translations) {
+			t.Errorf("%s: read back %v %v, want the answer's", s.name, stored.Profile.Translations, err)
+		}
+	}
+}
+
+// TestTranslationsRules: keys must be language tags, named once; each text
+// follows the untranslated one's rule; at most MaxTranslations languages.
+func TestTranslationsRules(t *testing.T) {
+	ctx := t.Context()
+	svc, _ := newService(t)
+	many := map[string]api.TextSettings{}
+	for _, lang := range []string{"ko", "ja", "zh-Hant", "zh-Hans", "fr", "de", "es", "pt-BR", "it", "nl"} {
+		many[lang] = api.TextSettings{Notice: new(lang)}
+	}
+	if _, _, err := svc.PutProgram(ctx, "full", api.ProgramSettings{Translations: many}); err != nil {
+		t.Fatalf("%d languages: %v", len(many), err)
+	}
+	for _, tc := range []struct {
+		name, id string
+		set      map[string]api.TextSettings
+		problem  string
+	}{
+		{"not a tag", "p", map[string]api.TextSettings{"korean!": {Notice: new("x")}}, "BCP 47"},
+		{"undetermined", "p", map[string]api.TextSettings{"und": {Notice: new("x")}}, "BCP 47"},
+		{"too long", "p", map[string]api.TextSettings{"en-" + strings.Repeat("a1b2c3d4-", 4): {Notice: new("x")}}, "BCP 47"},
+		{"named twice", "p", map[string]api.TextSettings{"ko": {Notice: new("a")}, "KO": {Message: new("b")}}, "twice"},
+		{"a notice too long", "p", map[string]api.TextSettings{"ko": {Notice: new(strings.Repeat("가", 281))}}, "translations.ko.notice must be at most 280"},
+		{"a display name on two lines", "p", map[string]api.TextSettings{"ko": {DisplayName: new("a\nb")}}, "translations.ko.displayName"},
+		{"a hidden character", "p", map[string]api.TextSettings{"ko": {Message: new("a\u202Eb")}}, "translations.ko.message"},
+		{"an eleventh language", "full", map[string]api.TextSettings{"sv": {Notice: new("x")}}, "at most 10 languages"},
+	} {
+		_, _, err := svc.PutProgram(ctx, tc.id, api.ProgramSettings{Translations: tc.set})
+		if codeOf(err) != api.CodeInvalidSettings || !strings.Contains(err.Error(), tc.problem) {
+			t.Errorf("%s: %v, want INVALID_SETTINGS with %q", tc.name, err, tc.problem)
+		}
+	}
+	// Replacing a language by another in one PUT stays within the bound.
+	swap := map[string]api.TextSettings{"nl": {Notice: new("")}, "sv": {Notice: new("sv")}}
+	if _, _, err := svc.PutProgram(ctx, "full", api.ProgramSettings{Translations: swap}); err != nil {
+		t.Errorf("swap a language at the bound: %v", err)
 	}
 }

@@ -4,21 +4,20 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/example/waitingroom/internal/capacity"
+	"github.com/example/waitingroom/internal/history"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/settings"
 )
 
 // Limits on program settings and admissions.
 const (
-	MaxAdmissionRate       = 100_000.0 // people per second
-	MinAdmissionRate       = 0.001     // people per second: one person in about 17 minutes, and the Rate unit
 	MaxAdmissionCount      = 1_000_000 // per manual admission
-	DefaultAdmissionRate   = 10 * OnePerSecond
+	DefaultAdmissionRate   = 10 * pace.OnePerSecond
 	DefaultAdmissionWindow = 10 * time.Minute
-	MinAdmissionWindow     = time.Minute
-	MaxAdmissionWindow     = 24 * time.Hour
 	programIDMaxLen        = 64
 	tokenIDLen             = 22 // 128 bits, base64url without padding
-	waitingTokenRetention  = 48 * time.Hour
 	endedTokenRetention    = 24 * time.Hour
 )
 
@@ -49,8 +48,8 @@ type Program struct {
 	Version   int64 // bumped by every settings or admission change, and by a re-anchor
 	Issued    int64 // tickets handed out, 1..Issued
 
-	Current Segment
-	Next    Segment // takes over at Next.AnchorMs; the zero Segment when none is scheduled
+	Current pace.Segment
+	Next    pace.Segment // takes over at Next.AnchorMs; the zero Segment when none is scheduled
 
 	// DrainAtNs is the Unix ns at which the counter reaches Issued, rounded
 	// up; each ticket adds the settled segment's StepNs.
@@ -58,16 +57,16 @@ type Program struct {
 
 	// Options are the admin-set values: the admission window, the
 	// policy, whether closed, the opening and the profile.
-	Options
+	settings.Options
 
 	// The pace of manual admissions, measured: an average rate over the
 	// last admissions, when the last one happened, and the gap before it.
-	ManualRate   Rate
+	ManualRate   pace.Rate
 	LastAdmitAt  time.Time
 	LastAdmitGap time.Duration
 
-	// Changes are the ids of the latest admin changes, newest first (at
-	// most maxRecentChanges): how a retried write recognises its own.
+	// Changes are the ids of the latest admin changes, newest first
+	// (history.Push): how a retried write recognises its own.
 	Changes []string
 
 	// Shards is how many ticket shards (package tickets) hand out the
@@ -78,11 +77,11 @@ type Program struct {
 	// so that a single answer shows a burst (BurstRate).
 	Recent [RecentTickets]int64
 
-	// ShuffleNonce makes the shuffle's message (ShuffleMessage) unique: 16
+	// ShuffleNonce makes the shuffle's message (shuffle.Message) unique: 16
 	// random bytes in hex, public, set when the shuffle is armed.
 	ShuffleNonce string
 	// ShufflePublicKey and ShuffleSeed are never stored: the service sets
-	// them from its ShuffleKey, the public key (EncodePublicKey) for a
+	// them from its shuffle key, the public key (shuffle.EncodePublicKey) for a
 	// shuffled program, the seed (the key's signature of the message)
 	// once the pre-queue is fixed.
 	ShufflePublicKey, ShuffleSeed string
@@ -93,7 +92,7 @@ type Program struct {
 
 	// Capacity is what frees the slots of a capped program (MaxActiveUsers)
 	// and the fold's state; only the fold writes it.
-	Capacity Capacity
+	Capacity capacity.Capacity
 	// ExtraGiven is how many of Capacity.Owed, the no-shows of a program
 	// without a cap, were given back as extra admissions (giveOwed).
 	ExtraGiven int64
@@ -101,8 +100,20 @@ type Program struct {
 	// (Unix ms), a change delay after it was made.
 	CapFrom, CapRaiseAtMs int64
 	// Reserved are the slots of the ceiling that bypass passes hold
-	// (IssueBypass), at most maxReservations.
-	Reserved []Reservation
+	// (IssueBypass; capacity.Reserve bounds them).
+	Reserved []capacity.Reservation
+}
+
+// WaitingTokenRetention is how long a waiting token is kept after its
+// enter.
+const WaitingTokenRetention = 48 * time.Hour
+
+// Window is p's admission window: its own, or the default.
+func (p Program) Window() time.Duration {
+	if p.AdmissionWindow > 0 {
+		return p.AdmissionWindow
+	}
+	return DefaultAdmissionWindow
 }
 
 // RecentTickets is how many single tickets' instants a program keeps.
@@ -120,14 +131,11 @@ func (p Program) BurstRate() float64 {
 	return float64(RecentTickets-1) * 1000 / float64(span)
 }
 
-// maxRecentChanges is how many admin change ids a program remembers.
-const maxRecentChanges = 8
-
 // Scheduled reports whether a change is scheduled (pending or due but not
 // yet folded into Current).
 func (p Program) Scheduled() bool { return p.Next.AnchorMs != 0 }
 
-func (p Program) segmentAt(ms int64) Segment {
+func (p Program) segmentAt(ms int64) pace.Segment {
 	if p.Scheduled() && ms >= p.Next.AnchorMs {
 		return p.Next
 	}
@@ -135,11 +143,11 @@ func (p Program) segmentAt(ms int64) Segment {
 }
 
 // Segment returns the segment in effect at t.
-func (p Program) Segment(t time.Time) Segment { return p.segmentAt(UnixMs(t)) }
+func (p Program) Segment(t time.Time) pace.Segment { return p.segmentAt(pace.UnixMs(t)) }
 
 // Settled returns the segment that holds once any scheduled change has
 // taken effect: the settings an admin sees.
-func (p Program) Settled() Segment {
+func (p Program) Settled() pace.Segment {
 	if p.Scheduled() {
 		return p.Next
 	}
@@ -149,7 +157,7 @@ func (p Program) Settled() Segment {
 func (p Program) pendingAt(ms int64) bool { return p.Scheduled() && ms < p.Next.AnchorMs }
 
 // Pending reports whether a scheduled change has yet to take effect at now.
-func (p Program) Pending(now time.Time) bool { return p.pendingAt(UnixMs(now)) }
+func (p Program) Pending(now time.Time) bool { return p.pendingAt(pace.UnixMs(now)) }
 
 // StepNs is how far each ticket issued pushes DrainAtNs back: the settled
 // segment's StepNs.
@@ -158,7 +166,7 @@ func (p Program) StepNs() int64 { return p.Settled().StepNs() }
 // Serving returns the serving counter at now: every ticket at or below it
 // is admitted.
 func (p Program) Serving(now time.Time) int64 {
-	return min(p.counterAt(UnixMs(now)), p.Issued)
+	return min(p.counterAt(pace.UnixMs(now)), p.Issued)
 }
 
 // Full reports whether the line is at its MaxWaiting at now: as many
@@ -170,17 +178,17 @@ func (p Program) Full(now time.Time) bool {
 // Admits reports whether ticket is admitted at now. It does not depend on
 // Issued, so a cached program answers it exactly for any ticket.
 func (p Program) Admits(ticket int64, now time.Time) bool {
-	return ticket <= p.counterAt(UnixMs(now))
+	return ticket <= p.counterAt(pace.UnixMs(now))
 }
 
 func (p Program) drainedAt(ms int64) bool {
-	return !p.pendingAt(ms) && p.segmentAt(ms).Advancing() && p.DrainAtNs <= msToNs(ms)
+	return !p.pendingAt(ms) && p.segmentAt(ms).Advancing() && p.DrainAtNs <= pace.MsToNs(ms)
 }
 
 // Drained reports whether, at now, the counter has caught up with every
 // ticket issued, so that the next ticket re-anchors it. Never while a
 // change is pending.
-func (p Program) Drained(now time.Time) bool { return p.drainedAt(UnixMs(now)) }
+func (p Program) Drained(now time.Time) bool { return p.drainedAt(pace.UnixMs(now)) }
 
 // CacheableUntil is until when a program read at loadedAt may be reused:
 // ttl later, but never past the drain instant (after which the next ticket
@@ -192,7 +200,7 @@ func (p Program) CacheableUntil(loadedAt time.Time, ttl time.Duration) time.Time
 		until = p.OpensAt // the pre-queue is fixed then: read it
 	}
 	if p.Segment(until).Advancing() || p.Current.Advancing() {
-		if d := FromUnixMs(nsToMs(p.DrainAtNs)); d.Before(until) && !p.heldAt(UnixMs(loadedAt)) {
+		if d := pace.FromUnixMs(pace.NsToMs(p.DrainAtNs)); d.Before(until) && !p.heldAt(pace.UnixMs(loadedAt)) {
 			until = d
 		}
 	}
@@ -202,7 +210,7 @@ func (p Program) CacheableUntil(loadedAt time.Time, ttl time.Duration) time.Time
 // folded returns p with a change that has taken effect by ms made current.
 func (p Program) folded(ms int64) Program {
 	if p.Scheduled() && ms >= p.Next.AnchorMs {
-		p.Current, p.Next = p.Next, Segment{}
+		p.Current, p.Next = p.Next, pace.Segment{}
 	}
 	return p
 }
@@ -218,16 +226,16 @@ func (p Program) WithTicketIssued(now time.Time) Program { return p.WithTicketsI
 // for Recent, which records single tickets only: a block of tickets
 // (tickets.Store.IssueTickets).
 func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
-	ms := UnixMs(now)
+	ms := pace.UnixMs(now)
 	p = p.WithPrequeueFixed(now)
 	if p.drainedAt(ms) {
 		p = p.folded(ms)
 		p.Current.Base, p.Current.AnchorMs = p.Issued, ms
-		p.DrainAtNs = msToNs(ms)
+		p.DrainAtNs = pace.MsToNs(ms)
 		p.Version++
 	}
-	p.Issued = addSat(p.Issued, n)
-	p.DrainAtNs = addSat(p.DrainAtNs, MulSat(n, p.StepNs()))
+	p.Issued = pace.AddSat(p.Issued, n)
+	p.DrainAtNs = pace.AddSat(p.DrainAtNs, pace.MulSat(n, p.StepNs()))
 	if n == 1 {
 		copy(p.Recent[1:], p.Recent[:RecentTickets-1])
 		p.Recent[0] = ms
@@ -256,7 +264,7 @@ func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 	case p.Shuffle && p.PrequeueFixed && p.Prequeue >= from, p.armed() && !now.Before(p.OpensAt):
 		return false
 	}
-	ms := UnixMs(now.Add(hold))
+	ms := pace.UnixMs(now.Add(hold))
 	return p.segmentAt(ms).Counter(ms) < from-1
 }
 
@@ -265,22 +273,22 @@ func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 // more people are let in, the counter never passing Issued nor going back.
 // The change takes effect at now+delay, or at once when delay is 0 or the
 // queue has drained; the caller must first wait out any pending change.
-func (p Program) Rebased(now time.Time, rate Rate, paused bool, admit int64, delay time.Duration) Program {
-	ms := UnixMs(now)
+func (p Program) Rebased(now time.Time, rate pace.Rate, paused bool, admit int64, delay time.Duration) Program {
+	ms := pace.UnixMs(now)
 	p = p.folded(ms)
 	p.Version++
 	if delay <= 0 || p.drainedAt(ms) {
 		serving := min(p.counterAt(ms), p.Issued) // credit beyond Issued, or the ceiling, is dropped
-		p.Current = Segment{AnchorMs: ms, Base: min(addSat(serving, admit), p.Issued), Rate: rate, Paused: paused, StartMs: p.startAfter(ms)}
-		p.Next = Segment{}
+		p.Current = pace.Segment{AnchorMs: ms, Base: min(pace.AddSat(serving, admit), p.Issued), Rate: rate, Paused: paused, StartMs: p.startAfter(ms)}
+		p.Next = pace.Segment{}
 		p.DrainAtNs = p.Current.DrainAtNs(p.Issued)
 		return p
 	}
-	at := addSat(ms, delay.Milliseconds())
+	at := pace.AddSat(ms, delay.Milliseconds())
 	raw := p.Current.Counter(at)
-	p.Next = Segment{AnchorMs: at, Base: raw, Rate: rate, Paused: paused, StartMs: p.startAfter(at)}
+	p.Next = pace.Segment{AnchorMs: at, Base: raw, Rate: rate, Paused: paused, StartMs: p.startAfter(at)}
 	if admit > 0 {
-		p.Next.Base = max(raw, min(addSat(raw, admit), p.Issued))
+		p.Next.Base = max(raw, min(pace.AddSat(raw, admit), p.Issued))
 	}
 	p.DrainAtNs = p.ScheduledDrainAtNs(p.Issued)
 	return p
@@ -291,7 +299,7 @@ func (p Program) Rebased(now time.Time, rate Rate, paused bool, admit int64, del
 // change, under the current segment, or after it, under the next.
 func (p Program) ScheduledDrainAtNs(issued int64) int64 {
 	if p.Current.Advancing() {
-		if d := p.Current.DrainAtNs(issued); d <= msToNs(p.Next.AnchorMs) {
+		if d := p.Current.DrainAtNs(issued); d <= pace.MsToNs(p.Next.AnchorMs) {
 			return d
 		}
 	}
@@ -312,35 +320,14 @@ func (p Program) MovedDrainAtNs(drainAtNs, issued int64) int64 {
 	if d < 0 {
 		return drainAtNs + d
 	}
-	return addSat(drainAtNs, d)
+	return pace.AddSat(drainAtNs, d)
 }
 
 // withChange returns p recording admin change id, asked for at at, as the
-// latest, with the version it gives the program (changeEntry).
+// latest, with the version it gives the program (history.Push).
 func (p Program) withChange(id string, at time.Time) Program {
-	p.Changes = append([]string{changeEntry(p.Version, id, at)}, p.Changes[:min(len(p.Changes), maxRecentChanges-1)]...)
+	p.Changes = history.Push(p.Changes, p.Version, id, at)
 	return p
-}
-
-// changeApplied tells whether p records the admin change id made as
-// version v: yes, no, or unknown when the changes p still records all
-// came after v (id may have been applied and forgotten since).
-func (p Program) changeApplied(id string, v int64) (applied, known bool) {
-	oldest := int64(-1)
-	for _, e := range p.Changes {
-		n, got, _, ok := parseChangeEntry(e)
-		if !ok {
-			continue
-		}
-		if n == v {
-			return got == id, true
-		}
-		if oldest < 0 || n < oldest {
-			oldest = n
-		}
-	}
-	// No change made version v: applied only if it fell off the list.
-	return false, len(p.Changes) < maxRecentChanges || oldest < v || p.Version < v
 }
 
 // admissionMs is admissionTime in Unix ms.
@@ -358,11 +345,11 @@ func (p Program) admissionMs(ticket, ms int64) (int64, bool) {
 // knows of (its current segment and any scheduled change) holds, and
 // whether that is known at all: not while admission is stopped.
 func (p Program) AdmissionTime(ticket int64, now time.Time) (time.Time, bool) {
-	at, ok := p.admissionMs(ticket, UnixMs(now))
+	at, ok := p.admissionMs(ticket, pace.UnixMs(now))
 	if !ok {
 		return time.Time{}, false
 	}
-	return FromUnixMs(at), true
+	return pace.FromUnixMs(at), true
 }
 
 // maxAdmitGap is the longest gap between two manual admissions that still
@@ -372,17 +359,17 @@ const maxAdmitGap = 10 * time.Minute
 // withManualAdmission records a manual admission of n at now in the
 // measured pace.
 func (p Program) withManualAdmission(n int64, now time.Time) Program {
-	now = FromUnixMs(UnixMs(now))
+	now = pace.FromUnixMs(pace.UnixMs(now))
 	gap := now.Sub(p.LastAdmitAt)
 	switch {
 	case p.LastAdmitAt.IsZero() || gap <= 0 || gap > maxAdmitGap:
 		p.ManualRate, p.LastAdmitGap = 0, 0
 	default:
-		measured, _ := mulDiv(uint64(n), 1e6, uint64(gap.Milliseconds()), false)
+		measured, _ := pace.MulDiv(uint64(n), 1e6, uint64(gap.Milliseconds()), false)
 		if p.ManualRate > 0 {
 			measured = (int64(p.ManualRate) + measured) / 2
 		}
-		p.ManualRate, p.LastAdmitGap = Rate(measured), gap
+		p.ManualRate, p.LastAdmitGap = pace.Rate(measured), gap
 	}
 	p.LastAdmitAt = now
 	return p
@@ -391,7 +378,7 @@ func (p Program) withManualAdmission(n int64, now time.Time) Program {
 // MeasuredRate is the pace of manual admissions at now, if they have come
 // at a steady pace recently enough to predict the next: within twice the
 // last gap (plus a second) of the last one.
-func (p Program) MeasuredRate(now time.Time) (Rate, bool) {
+func (p Program) MeasuredRate(now time.Time) (pace.Rate, bool) {
 	if p.ManualRate <= 0 || now.Sub(p.LastAdmitAt) > 2*p.LastAdmitGap+time.Second {
 		return 0, false
 	}
@@ -406,7 +393,7 @@ func (p Program) MeasuredRate(now time.Time) (Rate, bool) {
 // change not yet in p could take effect (ChangeNotice; negative when it
 // may already have).
 func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) polling.Situation {
-	ms := UnixMs(now)
+	ms := pace.UnixMs(now)
 	seg := p.segmentAt(ms)
 	sit := polling.Situation{Position: ticket - p.counterAt(ms), Paused: p.Settled().Paused}
 	if seg.Advancing() {
@@ -414,7 +401,7 @@ func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) po
 	}
 	at, known := p.admissionMs(ticket, ms)
 	if known {
-		capped, ok := p.ceilingAdmitsMs(ticket, at)
+		capped, ok := p.ceiling().AdmitsMs(ticket, at)
 		if ok {
 			sit.Wait = waitOf(capped - ms)
 		}
@@ -423,11 +410,11 @@ func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) po
 		}
 	} else if r, ok := p.MeasuredRate(now); ok && sit.Position > 0 {
 		sit.RatePerSecond = r.PerSecond()
-		wait, _ := mulDiv(uint64(sit.Position), 1e6, uint64(r), false)
+		wait, _ := pace.MulDiv(uint64(sit.Position), 1e6, uint64(r), false)
 		sit.Wait = waitOf(wait)
 	}
 	if at, ok := p.earliestMs(ticket, ms, notice.Milliseconds(), at, known); ok && sit.Position > 0 {
-		if c, ok := p.ceilingEarliestMs(ticket, ms, notice.Milliseconds(), roundMs(notice)); ok {
+		if c, ok := p.ceiling().EarliestMs(ticket, ms, notice.Milliseconds(), roundMs(notice)); ok {
 			at = max(at, c) // the ceiling holds the place back too
 		}
 		sit.Earliest = waitOf(max(at-ms, 1))
@@ -454,10 +441,10 @@ func (p Program) earliestMs(ticket, ms, notice, at int64, known bool) (int64, bo
 	if p.pendingAt(ms) {
 		from = max(from, p.Next.AnchorMs)
 	}
-	if known && p.Opened(FromUnixMs(from)) || settled.Rate <= 0 {
+	if known && p.Opened(pace.FromUnixMs(from)) || settled.Rate <= 0 {
 		return at, known
 	}
-	resumed := Segment{AnchorMs: from, Base: p.segmentAt(from).Counter(from), Rate: settled.Rate}
+	resumed := pace.Segment{AnchorMs: from, Base: p.segmentAt(from).Counter(from), Rate: settled.Rate}
 	soonest, _ := resumed.AdmittedAt(ticket, from)
 	if known {
 		return min(at, soonest), true
@@ -476,4 +463,16 @@ func ChangeNotice(readAt, now time.Time, ttl time.Duration) time.Duration {
 		return readAt.Sub(now) - AdminWriteBudget
 	}
 	return readAt.Add(ttl).Sub(now)
+}
+
+// MaxEstimatedWait caps an estimated wait: a wait beyond it (a slow rate
+// behind millions of tickets) is reported as MaxEstimatedWait.
+const MaxEstimatedWait = 100 * 365 * 24 * time.Hour
+
+// waitOf is ms milliseconds as a wait, capped at MaxEstimatedWait.
+func waitOf(ms int64) time.Duration {
+	if ms >= MaxEstimatedWait.Milliseconds() {
+		return MaxEstimatedWait
+	}
+	return time.Duration(max(ms, 0)) * time.Millisecond
 }

@@ -2,12 +2,17 @@ package queue_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/pace"
+	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
 var t0 = time.Date(2026, 5, 19, 10, 0, 0, 0, time.UTC)
@@ -20,8 +25,8 @@ func program(issued, base int64, perSecond float64, paused bool) queue.Program {
 }
 
 // rate is perSecond as a Rate; it panics if perSecond is not one.
-func rate(perSecond float64) queue.Rate {
-	r, ok := queue.NewRate(perSecond)
+func rate(perSecond float64) pace.Rate {
+	r, ok := pace.NewRate(perSecond)
 	if !ok {
 		panic(fmt.Sprintf("rate %g is not a valid admission rate", perSecond))
 	}
@@ -174,5 +179,160 @@ func TestNewTokenIDIsRandom(t *testing.T) {
 			t.Fatalf("duplicate token id %s", id)
 		}
 		seen[id] = true
+	}
+}
+
+func TestAdmissionTime(t *testing.T) {
+	p := program(1000, 100, 10, false) // 10/s from 100 at t0
+	tests := []struct {
+		name   string
+		p      queue.Program
+		ticket int64
+		now    time.Time
+		want   time.Duration // after t0; -1: unknown
+	}{
+		{"Steady", p, 150, t0, 5 * time.Second},
+		{"SteadyLater", p, 150, t0.Add(2 * time.Second), 5 * time.Second},
+		{"AlreadyAdmitted", p, 90, t0.Add(time.Second), time.Second},
+		{"FractionalRate", program(1000, 0, 3, false), 1, t0, 334 * time.Millisecond},
+		{"Paused", program(1000, 100, 10, true), 150, t0, -1},
+		{"PauseScheduledBefore", p.Rebased(t0, rate(10), true, 0, time.Second), 150, t0, -1},
+		{"PauseScheduledAfter", p.Rebased(t0, rate(10), true, 0, time.Second), 105, t0, 500 * time.Millisecond},
+		{"SpeedUpScheduled", p.Rebased(t0, rate(20), false, 0, time.Second), 150, t0, 3 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			at, ok := tt.p.AdmissionTime(tt.ticket, tt.now)
+			if tt.want < 0 {
+				if ok {
+					t.Fatalf("AdmissionTime = %v, want unknown", at.Sub(t0))
+				}
+				return
+			}
+			if !ok || at.Sub(t0) != tt.want {
+				t.Fatalf("AdmissionTime = %v (%v), want %v", at.Sub(t0), ok, tt.want)
+			}
+			// It is exactly the first millisecond that admits the ticket.
+			if at.After(tt.now) && (!tt.p.Admits(tt.ticket, at) || tt.p.Admits(tt.ticket, at.Add(-time.Millisecond))) {
+				t.Errorf("%v is not the instant of admission", at.Sub(t0))
+			}
+		})
+	}
+}
+
+func TestSituation(t *testing.T) {
+	p := program(1000, 100, 10, false)
+	s := p.Situation(334, t0.Add(time.Second), 0) // counter 110
+	if s.Position != 224 || s.RatePerSecond != 10 || s.Wait != 22400*time.Millisecond {
+		t.Errorf("automatic: %+v", s)
+	}
+	paused := program(1000, 100, 10, true)
+	if s := paused.Situation(334, t0, 0); s.Wait != 0 || s.RatePerSecond != 0 || s.Position != 234 {
+		t.Errorf("paused: %+v", s)
+	}
+}
+
+// TestMeasuredRate: manual admissions at a steady pace give a rate and a
+// wait estimate; a pause in them withdraws it.
+func TestMeasuredRate(t *testing.T) {
+	ctx := t.Context()
+	svc, c := newService(t)
+	mustPut(t, svc, "manual", 0, false)
+	var last string
+	for range 200 {
+		v, _, err := svc.Enter(ctx, "manual", queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = v.TokenID
+	}
+	for range 3 { // 10 people every 2 s: 5 per second
+		if _, err := svc.Admit(ctx, "manual", 10); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(2 * time.Second)
+	}
+	v, err := svc.Poll(ctx, "manual", last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Position != 170 || v.EstimatedWait != 34*time.Second {
+		t.Errorf("under a steady manual pace: position %d, wait %v; want 170 and 34s", v.Position, v.EstimatedWait)
+	}
+	c.Advance(time.Minute)
+	if v, _ := svc.Poll(ctx, "manual", last); v.EstimatedWait != 0 {
+		t.Errorf("a minute after the last admission the pace still counts: %+v", v)
+	}
+}
+
+// TestSituationBeyondRange is the regression test of the endless loop: at
+// the slowest rates behind millions of tickets the wait exceeds what a
+// time.Duration holds. It is answered at once, capped at MaxEstimatedWait.
+func TestSituationBeyondRange(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		rate    float64
+		waiting int64
+	}{
+		{"0.001/s, 9.3 million waiting", 0.001, 9_300_000},
+		{"0.01/s, 93 million waiting", 0.01, 93_000_000},
+		{"0.001/s, every ticket there is", 0.001, math.MaxInt64 - 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := program(tt.waiting+1, 1, tt.rate, false)
+			done := make(chan struct{})
+			var sit, later = p.Situation(0, t0, 0), p.Situation(0, t0, 0)
+			go func() {
+				defer close(done)
+				sit = p.Situation(p.Issued, t0, 0)
+				later = p.Situation(p.Issued, t0.Add(time.Hour), 0)
+			}()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Situation did not answer within 5 s")
+			}
+			if sit.Wait != queue.MaxEstimatedWait || later.Wait != queue.MaxEstimatedWait {
+				t.Errorf("Wait = %v and an hour later %v, want both capped at %v", sit.Wait, later.Wait, queue.MaxEstimatedWait)
+			}
+			if sit.Position != tt.waiting {
+				t.Errorf("Position = %d, want %d", sit.Position, tt.waiting)
+			}
+			if at, ok := p.AdmissionTime(p.Issued, t0); !ok || !at.After(t0.Add(math.MaxInt64)) {
+				t.Errorf("AdmissionTime = %v, %v; want beyond %v", at, ok, t0.Add(math.MaxInt64))
+			}
+		})
+	}
+	t.Run("measured manual pace", func(t *testing.T) {
+		p := queue.Program{ID: "p", Issued: math.MaxInt64, ManualRate: 1, LastAdmitAt: t0, LastAdmitGap: time.Minute}
+		if sit := p.Situation(math.MaxInt64, t0, 0); sit.Wait != queue.MaxEstimatedWait {
+			t.Errorf("Wait = %v, want %v", sit.Wait, queue.MaxEstimatedWait)
+		}
+	})
+}
+
+// TestPollBeyondRange: a poll at the back of a queue whose wait exceeds a
+// time.Duration is answered, with the estimate capped (the service once
+// spun forever on it).
+func TestPollBeyondRange(t *testing.T) {
+	store := memstore.New()
+	svc := queue.NewService(store, polling.DefaultETA(), queue.WithClock(clock.NewFake(t0)))
+	for _, tt := range []struct {
+		rate    float64
+		waiting int64
+	}{{0.001, 9_300_000}, {0.01, 93_000_000}} {
+		id := fmt.Sprintf("slow-%d", tt.waiting)
+		p := program(tt.waiting, 0, tt.rate, false)
+		p.ID = id
+		if err := store.CreateProgram(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+		v, _, err := svc.Enter(t.Context(), id, queue.Entry{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Position != tt.waiting+1 || v.EstimatedWait != queue.MaxEstimatedWait || v.RetryAfter <= 0 {
+			t.Errorf("%s: position %d, wait %v, retry after %v; want %d, %v and a delay", id, v.Position, v.EstimatedWait, v.RetryAfter, tt.waiting+1, queue.MaxEstimatedWait)
+		}
 	}
 }

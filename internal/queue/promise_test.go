@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 )
@@ -28,11 +29,11 @@ func changeDelay(ttl time.Duration) time.Duration {
 // with a change scheduled; and a waiting ticket and an instant to answer
 // it at.
 func randomProgram(rng *rand.Rand, delay time.Duration) (p queue.Program, ticket int64, now time.Time) {
-	randRate := func() queue.Rate {
+	randRate := func() pace.Rate {
 		if rng.IntN(6) == 0 {
 			return 0 // manual admission only
 		}
-		return queue.Rate(1 + rng.Int64N(2_000_000)) // 0.001/s to 2,000/s
+		return pace.Rate(1 + rng.Int64N(2_000_000)) // 0.001/s to 2,000/s
 	}
 	issued := 1 + rng.Int64N(1_000_000)
 	p = queue.Program{ID: "p", Issued: issued}
@@ -70,9 +71,9 @@ func earliestUnderTheBound(p queue.Program, ticket int64, now time.Time, notice,
 	// A change p does not show was made after every write p shows: after
 	// the one that anchored its current segment, delay before it took
 	// effect (or at it).
-	made := laterOf(now.Add(notice-delay), queue.FromUnixMs(p.Current.AnchorMs).Add(-delay))
+	made := laterOf(now.Add(notice-delay), pace.FromUnixMs(p.Current.AnchorMs).Add(-delay))
 	if p.Pending(made) {
-		made = queue.FromUnixMs(p.Next.AnchorMs)
+		made = pace.FromUnixMs(p.Next.AnchorMs)
 	}
 	// Until the resume takes effect its program is p, and it is valid
 	// only from the instant it was made.

@@ -44,7 +44,7 @@ type ChallengeView struct {
 // asking for the program's challengeBits as this instance last read them.
 func (s *Service) Challenge(ctx context.Context, programID string) (ChallengeView, error) {
 	if !ValidProgramID(programID) {
-		return ChallengeView{}, errInvalidProgramID()
+		return ChallengeView{}, errInvalidProgramID
 	}
 	now := s.clock.Now()
 	p, err := s.program(ctx, programID, now)

@@ -10,9 +10,9 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/challenge"
 	"github.com/example/waitingroom/internal/clock"
-	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
 // guarded puts a paused program id asking for bits of proof of work.

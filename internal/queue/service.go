@@ -1,3 +1,39 @@
+// Package queue is the waiting room's domain service (Service): people
+// enter a program's queue and get a token with a ticket, each poll
+// computes their place from the program's serving counter, and the first
+// answer that finds them admitted signs their pass. Operators change a
+// program through the same Service (PutProgram, Admit, IssueBypass,
+// RevokeToken, DeleteProgram), each change stored once, recorded in the
+// program's history, and acting a change delay later everywhere. Store is
+// what it needs of a database (dynamostore, memstore).
+//
+// The parts it is built on know nothing of it: pace (the counter's
+// arithmetic), capacity (the cap on active people, no-shows), settings
+// (what an admin sets and its rules), shuffle (the opening's draw),
+// history and catalog (the operator's records), bypass (the signing of
+// bypass passes). docs/design.md says why each rule is what it is.
+//
+// Invariants:
+//   - The serving counter is computed, never stored as a running number:
+//     from the program's segments and the clock, so every instance holding
+//     the same read computes the same counter, and it never goes back.
+//   - An admin change takes effect once every read made before it was
+//     stored has expired (ChangeDelay: the cache TTL plus
+//     AdminWriteBudget), so a position never goes up, a status only moves
+//     forward, and no instance admits a ticket another would not.
+//   - No idle credit: the first ticket after the counter caught up with
+//     the tickets issued re-anchors it, in the write that hands it out.
+//   - A repeated write is recognised as its own: an admin change by its id
+//     among the program's latest (history.Applied), a keyed enter by its
+//     claim, a token by its id. A failed enter costs at most a gap in the
+//     tickets; no ticket is ever held by two tokens.
+//   - Every admin request answers within its deadline: applied, or BUSY
+//     and not made (STORE_UNAVAILABLE: it may have been).
+//   - A token only moves WAITING → ADMITTED → EXPIRED or WAITING → LEFT,
+//     and to REVOKED by an admin; its pass is signed once, at the first
+//     sighting of its admission, and never shown to an admin.
+//   - Under a cap, admissions plus live bypass passes never exceed the cap
+//     (package capacity).
 package queue
 
 import (
@@ -10,8 +46,11 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/settings"
+	"github.com/example/waitingroom/internal/shuffle"
 )
 
 // Service applies the queue's rules on top of a Store. It is safe for
@@ -26,6 +65,7 @@ type Service struct {
 	passes   PassSigner
 	shuffle  shuffleSeeds
 	tickets  Tickets
+	folds    capacity.Throttle
 	log      *slog.Logger
 	secret   []byte // of the proof-of-work challenges
 }
@@ -71,14 +111,6 @@ func WithPolicies(named map[string]polling.Policy) Option {
 // instant was not moved to l; slog.Default() otherwise.
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
-// logger is the service's logger (WithLogger).
-func (s *Service) logger() *slog.Logger {
-	if s.log == nil {
-		return slog.Default()
-	}
-	return s.log
-}
-
 // jitter returns a uniform random duration in [0, d), from the service's
 // rng if it has one.
 func (s *Service) jitter(d time.Duration) time.Duration {
@@ -107,6 +139,9 @@ func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
 		o(s)
 	}
 	s.cache.entries = make(map[string]cachedProgram)
+	if s.log == nil {
+		s.log = slog.Default()
+	}
 	if s.secret == nil {
 		s.secret = randomSecret()
 	}
@@ -135,16 +170,13 @@ type Entry struct {
 // e.IdempotencyKey created, whatever its status.
 func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View, created bool, err error) {
 	if !ValidProgramID(programID) {
-		return View{}, false, errInvalidProgramID()
+		return View{}, false, errInvalidProgramID
 	}
 	if e.IdempotencyKey != "" && !ValidIdempotencyKey(e.IdempotencyKey) {
 		return View{}, false, Errorf(KindInvalid, api.CodeInvalidIdempotencyKey, "The idempotency key must be %d to %d letters, digits, '-', '_', '.' or ':' (a random UUID fits).", MinIdempotencyKeyLen, MaxIdempotencyKeyLen)
 	}
 	if e.Token != "" {
-		if !ValidTokenID(e.Token) {
-			return View{}, false, Errorf(KindInvalid, api.CodeInvalidToken, "The queue token is malformed.")
-		}
-		v, err := s.Poll(ctx, programID, e.Token)
+		v, err := s.Poll(ctx, programID, e.Token) // INVALID_TOKEN if malformed
 		switch {
 		case err == nil && (v.Status == StatusWaiting || v.Status == StatusAdmitted):
 			return v, false, nil
@@ -163,19 +195,15 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 	return s.enterNew(ctx, programID, id, "")
 }
 
-func errProgramClosed() error {
-	return Errorf(KindConflict, api.CodeProgramClosed, "The program's queue is closed to new entries.")
-}
-
 // enterNew takes a ticket and stores it as the new token id, created=true;
 // with a claim (see enterWithKey), as the fill of that claim on id.
 func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v View, created bool, err error) {
 	ticket, p, fresh, now, err := s.takeTicket(ctx, programID, s.clock.Now())
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return View{}, false, errProgramNotFound()
+		return View{}, false, errProgramNotFound
 	case errors.Is(err, ErrClosed):
-		return View{}, false, errProgramClosed()
+		return View{}, false, errProgramClosed
 	case err != nil:
 		return View{}, false, storeError("issue ticket", err)
 	}
@@ -191,7 +219,7 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 		ProgramID: programID,
 		Ticket:    ticket,
 		IssuedAt:  now.Truncate(time.Millisecond),
-		ExpiresAt: now.Add(waitingTokenRetention),
+		ExpiresAt: now.Add(WaitingTokenRetention),
 	}
 	var stored Token
 	if claim == "" {
@@ -255,7 +283,7 @@ func (s *Service) answer(ctx context.Context, programID string, t Token) (View, 
 		return View{}, err
 	}
 	if t.IssuedAt.Before(p.CreatedAt.Add(-incarnationMargin)) {
-		return View{}, errTokenNotFound() // of a deleted program of that id
+		return View{}, errTokenNotFound // of a deleted program of that id
 	}
 	if t.pending() {
 		if p, err = s.withOpening(ctx, p, now); err != nil {
@@ -283,10 +311,8 @@ func (s *Service) withOpening(ctx context.Context, p Program, now time.Time) (Pr
 		}
 		q, err = ps.FixPrequeue(ctx, p.ID, now)
 	}
-	if errors.Is(err, ErrNotFound) {
-		return Program{}, errProgramNotFound()
-	} else if err != nil {
-		return Program{}, storeError("fix the pre-queue", err)
+	if err != nil {
+		return Program{}, programReadError("fix the pre-queue", err)
 	}
 	s.cache.put(q, now)
 	return s.withShuffle(ctx, q)
@@ -334,7 +360,7 @@ func (s *Service) endAdmission(ctx context.Context, t Token, now time.Time) erro
 func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, error) {
 	switch {
 	case !ValidProgramID(programID):
-		return Token{}, errInvalidProgramID()
+		return Token{}, errInvalidProgramID
 	case tokenID == "":
 		return Token{}, Errorf(KindInvalid, api.CodeMissingToken, "A queue token is required.")
 	case !ValidTokenID(tokenID):
@@ -342,7 +368,7 @@ func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, 
 	}
 	t, err := s.store.GetToken(ctx, tokenID)
 	if errors.Is(err, ErrNotFound) || (err == nil && (t.ProgramID != programID || t.Claim != "")) {
-		return Token{}, errTokenNotFound()
+		return Token{}, errTokenNotFound
 	} else if err != nil {
 		return Token{}, storeError("get token", err)
 	}
@@ -382,7 +408,7 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 	v.ClosesAt = p.ClosesAt
 	place, placed := p.Place(t)
 	if p.Shuffle {
-		v.Shuffle = &ShuffleView{Commitment: ShuffleMessage(p.ID, p.ShuffleNonce), PublicKey: p.ShufflePublicKey}
+		v.Shuffle = &ShuffleView{Commitment: shuffle.Message(p.ID, p.ShuffleNonce), PublicKey: p.ShufflePublicKey}
 		if p.PrequeueFixed {
 			v.Shuffle.Seed, v.Shuffle.Prequeue = p.ShuffleSeed, p.Prequeue
 			if t.Ticket <= p.Prequeue {
@@ -413,9 +439,9 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 // time to show after the soonest any change could admit them (an admin's
 // manual admission or a raised cap included).
 func (s *Service) inTimeToShow(p Program, v View, now time.Time) View {
-	if p.capacityManaged() {
+	if p.Followed() {
 		soonest := max(s.cache.notice(p, now), 0)
-		v.RetryAfter = min(v.RetryAfter, max(soonest+p.noShowAfter()/2, time.Second))
+		v.RetryAfter = min(v.RetryAfter, p.PollToShow(soonest))
 	}
 	return v
 }
@@ -444,10 +470,10 @@ func (s *Service) markAdmitted(ctx context.Context, p Program, t Token, now time
 		return t, false, err
 	}
 	t.AdmittedAt = now.Truncate(time.Millisecond)
-	t.AdmissionExpiresAt = t.AdmittedAt.Add(p.window())
-	if !sealedAt.IsZero() && sealedAt.Add(p.window()).Before(t.AdmissionExpiresAt) {
+	t.AdmissionExpiresAt = t.AdmittedAt.Add(p.Window())
+	if !sealedAt.IsZero() && sealedAt.Add(p.Window()).Before(t.AdmissionExpiresAt) {
 		// Seen before its seal, recorded after: the window the fold counts.
-		t.AdmissionExpiresAt = sealedAt.Add(p.window())
+		t.AdmissionExpiresAt = sealedAt.Add(p.Window())
 	}
 	t.ExpiresAt = t.AdmissionExpiresAt.Add(endedTokenRetention)
 	if s.passes != nil {
@@ -474,25 +500,11 @@ func (s *Service) program(ctx context.Context, id string, now time.Time) (Progra
 		return p, nil
 	}
 	p, err := s.store.GetProgram(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return Program{}, errProgramNotFound()
-	} else if err != nil {
-		return Program{}, storeError("get program", err)
+	if err != nil {
+		return Program{}, programReadError("get program", err)
 	}
 	s.cache.put(p, now)
 	return p, nil
-}
-
-func errInvalidProgramID() error {
-	return Errorf(KindInvalid, api.CodeInvalidProgramID, "The program id must be 1 to 64 letters, digits, '-' or '_', starting with a letter or digit.")
-}
-
-func errTokenNotFound() error {
-	return Errorf(KindNotFound, api.CodeTokenNotFound, "No such token in this program's queue.")
-}
-
-func errProgramNotFound() error {
-	return Errorf(KindNotFound, api.CodeProgramNotFound, "No such program.")
 }
 
 // shardView returns the instance's last read of program id if it is at
@@ -524,7 +536,6 @@ type programCache struct {
 	mu      sync.RWMutex
 	entries map[string]cachedProgram
 	sweptAt time.Time
-	folds   map[string]time.Time // the last fold tried, by program (tryFold)
 }
 
 // get returns the cached read of id if it may still be used at now
@@ -584,4 +595,31 @@ func (c *programCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.entries, id)
+}
+
+// Showing is what anyone may see of a program: its profile, and whether
+// admission is paused and new entries closed. It carries no counts.
+type Showing struct {
+	Profile settings.Profile
+	// Paused reports whether admission is paused now (a scheduled change
+	// counts once it takes effect).
+	Paused bool
+	// Closed reports whether new entries are refused now: closed by hand
+	// or past ClosesAt, the scheduled close (zero: none).
+	Closed   bool
+	ClosesAt time.Time
+}
+
+// Showing returns what programID shows the people who wait (the
+// waiting-room page), read through the program cache as a poll reads it.
+func (s *Service) Showing(ctx context.Context, programID string) (Showing, error) {
+	if !ValidProgramID(programID) {
+		return Showing{}, errInvalidProgramID
+	}
+	now := s.clock.Now()
+	p, err := s.program(ctx, programID, now)
+	if err != nil {
+		return Showing{}, err
+	}
+	return Showing{Profile: p.Profile, Paused: p.Segment(now).Paused, Closed: !p.takesEntries(now), ClosesAt: p.ClosesAt}, nil
 }

@@ -40,20 +40,20 @@ func (s *Service) ReleaseSession(ctx context.Context, programID, pass string) er
 func (s *Service) endSession(ctx context.Context, programID, pass string, release bool) error {
 	switch {
 	case !ValidProgramID(programID):
-		return errInvalidProgramID()
+		return errInvalidProgramID
 	case pass == "":
 		return Errorf(KindInvalid, api.CodeMissingPass, "An admission pass is required in the %s header.", api.HeaderAdmissionPass)
 	}
 	tokenID, ok := passToken(pass, programID)
 	if !ok {
-		return errInvalidPass()
+		return errInvalidPass
 	}
 	t, err := s.store.GetToken(ctx, tokenID)
 	switch {
 	case err == nil && t.ProgramID == programID && t.AdmissionPass != "" &&
 		subtle.ConstantTimeCompare([]byte(t.AdmissionPass), []byte(pass)) == 1:
 	case err == nil || errors.Is(err, ErrNotFound):
-		return errInvalidPass()
+		return errInvalidPass
 	default:
 		return storeError("get token", err)
 	}
@@ -62,7 +62,7 @@ func (s *Service) endSession(ctx context.Context, programID, pass string, releas
 	case !t.RevokedAt.IsZero():
 		// The revoke ended the admission and freed its slot: the site
 		// learns that the pass, valid offline, was withdrawn.
-		return errTokenRevoked()
+		return errTokenRevoked
 	case !t.LeftAt.IsZero() && !release:
 		return nil
 	case !t.LeftAt.IsZero():
@@ -120,8 +120,4 @@ func passToken(pass, programID string) (string, bool) {
 		return "", false
 	}
 	return c.Subject, true
-}
-
-func errInvalidPass() error {
-	return Errorf(KindForbidden, api.CodeInvalidPass, "The admission pass is not one this waiting room handed out for this program.")
 }

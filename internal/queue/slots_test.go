@@ -6,8 +6,24 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/capacity"
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tools/memstore"
 )
+
+// followed is a service with a pass signer and a one-second program
+// cache, program id made with set, and the tokens of n people who entered
+// it; the fake clock drives it.
+func followed(t *testing.T, id string, set api.ProgramSettings, n int) (*queue.Service, *clock.Fake, []string) {
+	t.Helper()
+	svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
+	if _, _, err := svc.PutProgram(t.Context(), id, set); err != nil {
+		t.Fatal(err)
+	}
+	return svc, c, enterN(t, svc, id, n)
+}
 
 // TestCapEndToEnd: a program capped at 3 admits 3; the site ending a
 // session lets the next in a few seconds later; someone admitted who
@@ -15,13 +31,9 @@ import (
 // and frees their slot; the counters say so.
 func TestCapEndToEnd(t *testing.T) {
 	ctx := t.Context()
-	svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
-	if _, _, err := svc.PutProgram(ctx, "capped", api.ProgramSettings{
+	svc, c, ids := followed(t, "capped", api.ProgramSettings{
 		AdmissionRatePerSecond: new(api.Rate(10)), MaxActiveUsers: new(int64(3)), NoShowSeconds: new(int64(5)),
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ids := enterN(t, svc, "capped", 6)
+	}, 6)
 	poll := func(i int) queue.View {
 		t.Helper()
 		v, err := svc.Poll(ctx, "capped", ids[i])
@@ -89,13 +101,9 @@ func TestCapEndToEnd(t *testing.T) {
 // is given to the next person in line, once.
 func TestNoShowsGivenBack(t *testing.T) {
 	ctx := t.Context()
-	svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
-	if _, _, err := svc.PutProgram(ctx, "given", api.ProgramSettings{
+	svc, c, ids := followed(t, "given", api.ProgramSettings{
 		AdmissionRatePerSecond: new(api.Rate(2)), NoShowSeconds: new(int64(5)),
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ids := enterN(t, svc, "given", 60)
+	}, 60)
 	// Everyone polls every 100 ms but the holders of places 1 and 2.
 	for range 200 {
 		c.Advance(100 * time.Millisecond)
@@ -208,13 +216,9 @@ func TestPolledInTimeToShow(t *testing.T) {
 // within half the time to show of the soonest any change could admit.
 func TestCapRaiseKeepsTimeToShow(t *testing.T) {
 	ctx := t.Context()
-	svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
-	if _, _, err := svc.PutProgram(ctx, "raise", api.ProgramSettings{
+	svc, c, ids := followed(t, "raise", api.ProgramSettings{
 		AdmissionRatePerSecond: new(api.Rate(1000)), MaxActiveUsers: new(int64(2)), NoShowSeconds: new(int64(10)),
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ids := enterN(t, svc, "raise", 1200)
+	}, 1200)
 	c.Advance(time.Second)
 	for i := range 2 {
 		if v, err := svc.Poll(ctx, "raise", ids[i]); err != nil || v.Status != queue.StatusAdmitted {
@@ -288,13 +292,9 @@ func TestCapRaiseTakesEffectWithTheChange(t *testing.T) {
 // one unexpired pass is ever handed out.
 func TestSelfEndSessionKeepsTheCap(t *testing.T) {
 	ctx := t.Context()
-	svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
-	if _, _, err := svc.PutProgram(ctx, "cap1", api.ProgramSettings{
+	svc, c, ids := followed(t, "cap1", api.ProgramSettings{
 		AdmissionRatePerSecond: new(api.Rate(10)), MaxActiveUsers: new(int64(1)),
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ids := enterN(t, svc, "cap1", 5)
+	}, 5)
 	passes := map[int]queue.View{}
 	c.Advance(time.Second)
 	for round := 0; round < 60; round++ {
@@ -324,5 +324,258 @@ func TestSelfEndSessionKeepsTheCap(t *testing.T) {
 	}
 	if live > 1 {
 		t.Errorf("cap 1 but %d unexpired passes handed out", live)
+	}
+}
+
+// TestCeilingHoldsTheCounter: a capped program's counter stops at
+// MaxActiveUsers plus the slots freed, whatever its rate.
+func TestCeilingHoldsTheCounter(t *testing.T) {
+	p := program(1000, 0, 10, false)
+	p.MaxActiveUsers = 50
+	p.Capacity = capacity.Capacity{Steps: []capacity.Step{{AtMs: pace.UnixMs(t0.Add(20 * time.Second)), Freed: 30, Rate: rate(10)}}}
+	for _, tt := range []struct {
+		at   time.Duration
+		want int64
+	}{
+		{time.Second, 10},
+		{5 * time.Second, 50},  // at the cap
+		{19 * time.Second, 50}, // held
+		{20 * time.Second, 51}, // the first slot freed at once
+		{21 * time.Second, 61}, // then the rest at the rate
+		{time.Minute, 80},      // all 30
+		{time.Minute + time.Second, 80},
+	} {
+		if got := p.Serving(t0.Add(tt.at)); got != tt.want {
+			t.Errorf("Serving(+%v) = %d, want %d", tt.at, got, tt.want)
+		}
+		if !p.Admits(tt.want, t0.Add(tt.at)) || p.Admits(tt.want+1, t0.Add(tt.at)) {
+			t.Errorf("Admits at +%v disagrees with Serving %d", tt.at, tt.want)
+		}
+	}
+	// An admin's manual admission does not pass the cap either.
+	q := p.Rebased(t0.Add(10*time.Second), rate(10), false, 500, 0)
+	if got := q.Serving(t0.Add(10 * time.Second)); got != 50 {
+		t.Errorf("after admitting 500 more: Serving = %d, want the cap, 50", got)
+	}
+}
+
+// TestSituationUnderTheCeiling: a place the ceiling holds back is told a
+// wait from the ceiling's steps, then from the measured release rate.
+func TestSituationUnderTheCeiling(t *testing.T) {
+	p := program(1000, 0, 100, false)
+	p.MaxActiveUsers = 50
+	p.Capacity = capacity.Capacity{
+		Steps:       []capacity.Step{{AtMs: pace.UnixMs(t0.Add(10 * time.Second)), Freed: 20, Rate: rate(100)}},
+		ReleaseRate: rate(2),
+	}
+	now := t0.Add(5 * time.Second)
+	for _, tt := range []struct {
+		place    int64
+		wantWait time.Duration
+		wantRate float64
+	}{
+		{40, 0, 100}, // already in
+		{60, 5*time.Second + 90*time.Millisecond, 2}, // the 10th freed slot: the first at 10 s, then one each 10 ms
+		{70, 5*time.Second + 190*time.Millisecond, 2},
+		{80, 5*time.Second + 190*time.Millisecond + 5*time.Second, 2}, // 10 past the steps at 2/s
+	} {
+		sit := p.Situation(tt.place, now, time.Second)
+		if sit.Wait != tt.wantWait || sit.RatePerSecond != tt.wantRate {
+			t.Errorf("place %d: wait %v at %v/s, want %v at %v/s", tt.place, sit.Wait, sit.RatePerSecond, tt.wantWait, tt.wantRate)
+		}
+		if sit.Earliest > sit.Wait && sit.Wait > 0 {
+			t.Errorf("place %d: earliest %v after the wait %v", tt.place, sit.Earliest, sit.Wait)
+		}
+	}
+}
+
+// TestEarliestUnderTheCeiling: a place the ceiling holds back is told an
+// earliest admission no sooner than the slots could free: steps not yet
+// written take effect a notice from now at the soonest, and free at most
+// the cap's worth of slots a round.
+func TestEarliestUnderTheCeiling(t *testing.T) {
+	p := program(1000, 0, 100, false)
+	p.MaxActiveUsers = 50
+	now := t0.Add(5 * time.Second) // the segments alone admit 500
+	for _, tt := range []struct {
+		place int64
+		want  time.Duration
+	}{
+		{60, time.Second},      // one round: the notice
+		{100, time.Second},     // the cap's worth in that round
+		{101, 3 * time.Second}, // a second round: the notice and the write budget
+		{170, 5 * time.Second}, // three rounds
+	} {
+		if sit := p.Situation(tt.place, now, time.Second); sit.Earliest != tt.want {
+			t.Errorf("place %d: earliest %v, want %v", tt.place, sit.Earliest, tt.want)
+		}
+	}
+}
+
+// TestCachedWhileHeld: a program the ceiling holds may be cached past its
+// drain instant (every poll would read it otherwise, while the line waits
+// on the cap); one it does not hold may not.
+func TestCachedWhileHeld(t *testing.T) {
+	p := program(100, 0, 100, false) // drained 1 s after t0
+	loaded := t0.Add(2 * time.Second)
+	if got := p.CacheableUntil(loaded, time.Second); !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("uncapped: cacheable until %v, want the drain instant %v", got, t0.Add(time.Second))
+	}
+	p.MaxActiveUsers = 50
+	if got := p.CacheableUntil(loaded, time.Second); !got.Equal(loaded.Add(time.Second)) {
+		t.Errorf("held by the ceiling: cacheable until %v, want a TTL after the read, %v", got, loaded.Add(time.Second))
+	}
+	p.MaxActiveUsers = 500
+	if got := p.CacheableUntil(loaded, time.Second); !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("a cap that does not hold: cacheable until %v, want the drain instant", got)
+	}
+}
+
+// foldRig is a capped program in a memstore, folded by hand.
+type foldRig struct {
+	t     *testing.T
+	store *memstore.Store
+	id    string
+}
+
+func newFoldRig(t *testing.T, p queue.Program) foldRig {
+	s := memstore.New()
+	if err := s.CreateProgram(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	return foldRig{t, s, p.ID}
+}
+
+func (r foldRig) program() queue.Program {
+	p, err := r.store.GetProgram(r.t.Context(), r.id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return p
+}
+
+// fold folds the stored program at at, with a 2 s change delay.
+func (r foldRig) fold(at time.Duration) capacity.Capacity {
+	r.t.Helper()
+	c, err := queue.Fold(r.t.Context(), r.store, r.program(), t0.Add(at), 2*time.Second)
+	if err != nil {
+		r.t.Fatalf("Fold at +%v: %v", at, err)
+	}
+	return c
+}
+
+func (r foldRig) sight(places ...int64) {
+	r.t.Helper()
+	for _, p := range places {
+		if _, err := r.store.Sight(r.t.Context(), r.id, p); err != nil {
+			r.t.Fatalf("Sight(%d): %v", p, err)
+		}
+	}
+}
+
+// end records place's end in the index the program's last fold left open.
+func (r foldRig) end(place int64) {
+	r.t.Helper()
+	q := r.program().Capacity.EndsThrough + 1
+	if _, err := r.store.EndPlace(r.t.Context(), r.id, place, q); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.store.AddEnd(r.t.Context(), r.id, q, int(place%capacity.EndShards), place); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// TestFoldFreesSlots: ended sessions and no-shows raise the ceiling, each
+// once, after the change delay; a no-show can no longer be sighted.
+func TestFoldFreesSlots(t *testing.T) {
+	p := program(100, 0, 100, false)
+	p.ID, p.MaxActiveUsers, p.NoShowSeconds, p.AdmissionWindow = "capped", 10, 5, time.Minute
+	r := newFoldRig(t, p)
+	if got := r.program().Serving(t0.Add(time.Second)); got != 10 {
+		t.Fatalf("Serving at +1s = %d, want the cap, 10", got)
+	}
+	r.fold(time.Second) // the first mark: 10 admitted
+	r.sight(1, 2, 3, 4, 5, 6, 7)
+	r.end(1)
+	r.end(2)
+	c := r.fold(2 * time.Second)
+	if c.Ended != 2 || c.NoShows != 0 {
+		t.Fatalf("after the ends: ended %d, no-shows %d; want 2, 0", c.Ended, c.NoShows)
+	}
+	// Twice the same fold (a request that read the program before): the
+	// first wins, nothing is counted twice.
+	stale := r.program()
+	r.end(3)
+	first, err := queue.Fold(t.Context(), r.store, stale, t0.Add(3*time.Second), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := queue.Fold(t.Context(), r.store, stale, t0.Add(3100*time.Millisecond), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.program().Capacity; got.Ended != 3 || got.FoldedAtMs != first.FoldedAtMs {
+		t.Fatalf("after two folds from one read: ended %d, folded at %d; want 3, %d", got.Ended, got.FoldedAtMs, first.FoldedAtMs)
+	}
+	for _, tt := range []struct {
+		at   time.Duration
+		want int64
+	}{
+		{4999 * time.Millisecond, 12}, // the first 2 freed at +4 s (fold at +2 s, δ 2 s)
+		{5010 * time.Millisecond, 13}, // the third from +5 s, at the rate
+	} {
+		if got := r.program().Serving(t0.Add(tt.at)); got != tt.want {
+			t.Errorf("Serving at +%v = %d, want %d", tt.at, got, tt.want)
+		}
+	}
+	// Places 8, 9, 10 never showed: 5 s after the +1 s mark (and the
+	// margin) they are sealed, and counted once.
+	c = r.fold(7100 * time.Millisecond)
+	if c.NoShows != 3 || c.NoShowThrough != 10 {
+		t.Fatalf("no-shows %d through %d, want 3 through 10", c.NoShows, c.NoShowThrough)
+	}
+	if _, err := r.store.Sight(t.Context(), r.id, 9); !errors.Is(err, capacity.ErrSealed) {
+		t.Errorf("a no-show's late sighting: %v, want ErrSealed", err)
+	}
+	c = r.fold(8200 * time.Millisecond)
+	if c.NoShows != 3 || c.Ended != 3 {
+		t.Errorf("a later fold counted again: no-shows %d, ended %d", c.NoShows, c.Ended)
+	}
+	if got := r.program().Serving(t0.Add(10 * time.Second)); got != 16 {
+		t.Errorf("Serving at +10s = %d, want 10 + 3 ended + 3 no-shows", got)
+	}
+}
+
+// TestFoldExpiresWindows: a group whose windows are all over frees the
+// slots of those who showed and did not end.
+func TestFoldExpiresWindows(t *testing.T) {
+	const maxActive = capacity.GroupSize + 10
+	p := program(1000, 0, 1000, false)
+	p.ID, p.MaxActiveUsers, p.NoShowSeconds, p.AdmissionWindow = "windows", maxActive, 5, time.Minute
+	r := newFoldRig(t, p)
+	r.fold(time.Second) // mark: cap admitted
+	for place := int64(1); place <= capacity.GroupSize; place++ {
+		if place%4 != 0 { // a quarter never shows
+			r.sight(place)
+		}
+	}
+	r.end(1)
+	c := r.fold(7 * time.Second) // seals the first group, and the 10 of the next, unseen
+	if c.NoShows != capacity.GroupSize/4+10 || c.Ended != 1 {
+		t.Fatalf("no-shows %d, ended %d; want %d, 1", c.NoShows, c.Ended, capacity.GroupSize/4+10)
+	}
+	c = r.fold(7*time.Second + time.Minute) // the window is over, not the margin
+	if c.Expired != 0 {
+		t.Fatalf("expired %d before the margin", c.Expired)
+	}
+	c = r.fold(7*time.Second + 2*time.Minute + time.Millisecond)
+	if want := int64(capacity.GroupSize*3/4 - 1); c.Expired != want || c.ExpiredThrough != maxActive {
+		t.Fatalf("expired %d through place %d, want %d through %d", c.Expired, c.ExpiredThrough, want, maxActive)
+	}
+	if _, err := r.store.EndPlace(t.Context(), r.id, 2, c.EndsThrough+1); !errors.Is(err, capacity.ErrSealed) {
+		t.Errorf("an end after the expiry: %v, want ErrSealed", err)
+	}
+	c = r.fold(7*time.Second + 3*time.Minute)
+	if c.Expired != capacity.GroupSize*3/4-1 {
+		t.Errorf("a later fold expired again: %d", c.Expired)
 	}
 }

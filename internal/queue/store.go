@@ -3,6 +3,9 @@ package queue
 import (
 	"context"
 	"time"
+
+	"github.com/example/waitingroom/internal/catalog"
+	"github.com/example/waitingroom/internal/history"
 )
 
 // Store keeps programs and tokens. Implementations: memstore (embedded) and
@@ -75,27 +78,14 @@ type Store interface {
 // CatalogStore keeps the list of programs, their deletion and the history
 // of their admin changes (docs/design.md, "The operator's records").
 type CatalogStore interface {
-	// IndexProgram adds id to the list of programs; it may already be there.
-	IndexProgram(ctx context.Context, id string) error
-	// ListPrograms returns up to limit listed ids in ascending order, each
-	// after after ("" from the first), and whether more follow.
-	ListPrograms(ctx context.Context, after string, limit int) (ids []string, more bool, err error)
+	catalog.Store
+	history.Store
 	// DeleteProgram deletes program p.ID if it is stored at version
 	// p.Version (ErrConflict if it is stored otherwise), with its ticket
 	// shards and its place in the list; an absent one counts as deleted
 	// (by a lost answer's first attempt). Until until, CreateProgram of
 	// the id answers ErrDeleted.
 	DeleteProgram(ctx context.Context, p Program, until time.Time) error
-	// PutChange stores c in programID's history, replacing the change with
-	// the same At and ID.
-	PutChange(ctx context.Context, programID string, c Change) error
-	// CommitChange marks programID's change (at, id) committed; nothing if
-	// there is none.
-	CommitChange(ctx context.Context, programID string, at time.Time, id string) error
-	// Changes returns up to limit of programID's changes that come before
-	// from (newest first; the zero ChangeKey starts at the newest), and
-	// whether more follow.
-	Changes(ctx context.Context, programID string, from ChangeKey, limit int) ([]Change, bool, error)
 }
 
 // ScheduleStore is a Store whose admin writes need not find a moment

@@ -6,19 +6,25 @@ import (
 	"encoding/base64"
 	"regexp"
 	"time"
+
+	"golang.org/x/text/language"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/settings"
 )
 
-// Status is where a token stands.
-type Status string
+// Status is where a token stands: the wire's status. A token only ever
+// moves WAITING → ADMITTED → EXPIRED or WAITING → LEFT, and from any of
+// them to REVOKED by an admin.
+type Status = api.Status
 
-// Token statuses. A token only ever moves WAITING → ADMITTED → EXPIRED or
-// WAITING → LEFT, and from any of them to REVOKED by an admin.
+// Token statuses, as api names them.
 const (
-	StatusWaiting  Status = "WAITING"
-	StatusAdmitted Status = "ADMITTED"
-	StatusExpired  Status = "EXPIRED"
-	StatusLeft     Status = "LEFT"
-	StatusRevoked  Status = "REVOKED"
+	StatusWaiting  = api.StatusWaiting
+	StatusAdmitted = api.StatusAdmitted
+	StatusExpired  = api.StatusExpired
+	StatusLeft     = api.StatusLeft
+	StatusRevoked  = api.StatusRevoked
 )
 
 // Token is one person's place in one program's queue, as stored.
@@ -88,8 +94,8 @@ func idempotentTokenID(programID, key string) string {
 // for anyone to check a place (docs/design.md, "The shuffle").
 type ShuffleView struct {
 	// Commitment is the message the shuffle key signs at the opening
-	// (ShuffleMessage), and PublicKey that key's public half
-	// (EncodePublicKey): both published before anyone entered.
+	// (shuffle.Message), and PublicKey that key's public half
+	// (shuffle.EncodePublicKey): both published before anyone entered.
 	Commitment, PublicKey string
 	// Seed, the key's signature of Commitment, and Prequeue are revealed
 	// once the pre-queue is fixed.
@@ -113,7 +119,7 @@ type View struct {
 	Notice string
 	// Translations are the program's texts in other languages, shared
 	// with it (read only); WAITING only. NoticeIn picks the notice.
-	Translations Translations
+	Translations settings.Translations
 	// Paused reports whether admission is paused; WAITING only.
 	Paused bool
 	// OpensAt is the program's opening while it is ahead; WAITING only.
@@ -159,4 +165,10 @@ func storedView(t Token, now time.Time) View {
 		v.Status, v.AdmittedAt, v.ExpiresAt = StatusExpired, t.AdmittedAt, t.AdmissionExpiresAt
 	}
 	return v
+}
+
+// NoticeIn is v's notice in the language of prefs that best matches a
+// translation, else the untranslated one (settings.Profile.In).
+func (v View) NoticeIn(prefs ...language.Tag) string {
+	return settings.Profile{Notice: v.Notice, Translations: v.Translations}.In(prefs...).Notice
 }

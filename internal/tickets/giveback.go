@@ -116,11 +116,10 @@ func (s *Shards) startGiveBack(id string, now time.Time) (giveBackWork, bool) {
 
 // endGiveBack records the runs a give-back could not give back yet.
 func (s *Shards) endGiveBack(id string, left []Run) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ps := s.stateOf(id)
-	ps.givingBack = false
-	ps.addReturns(left...)
+	s.withState(id, func(ps *programState) {
+		ps.givingBack = false
+		ps.addReturns(left...)
+	})
 }
 
 // GiveBack gives back to programID, when due, the numbers this instance

@@ -27,6 +27,10 @@ type Shards struct {
 	log        *slog.Logger
 	clock      clock.Clock
 	rng        *rand.Rand
+	// fixedShards and fixedBlock, when set, replace the sizing by the pace
+	// (WithFixedSizing).
+	fixedShards int
+	fixedBlock  int64
 
 	mu       sync.Mutex
 	programs map[string]*programState
@@ -42,6 +46,13 @@ type Option func(*Shards)
 // units write units a second (default DefaultItemWriteUnits); 0 or less
 // takes every ticket from the program item.
 func WithItemWriteLimit(units float64) Option { return func(s *Shards) { s.writeUnits = units } }
+
+// WithFixedSizing makes a program on shards use k of them, blocks of n
+// numbers and one number a take, whatever its pace: the fixed policy that
+// docs/benchmarks.md measures the sizing by the pace against.
+func WithFixedSizing(k int, n int64) Option {
+	return func(s *Shards) { s.fixedShards, s.fixedBlock = min(max(k, 1), MaxShards), max(n, 1) }
+}
 
 // WithLogger logs the shard writes that failed outside a request's answer
 // to l (slog.Default() otherwise).
@@ -71,11 +82,10 @@ func (s *Shards) Take(ctx context.Context, programs queue.Programs, programID st
 		return s.takeSingle(ctx, programID, now)
 	}
 	c, ok := programs.Recent(programID, now)
-	asked := s.recordAsk(programID, now, ok)
+	asked, run, opensAt := s.recordAsk(programID, now, ok)
 	if !ok {
-		c.OpensAt = s.openingOf(programID)
+		c.OpensAt = opensAt
 	}
-	run := s.runLength(programID, asked)
 	if !c.Closed {
 		ticket, ok, done, err := s.takeHeld(ctx, programID, c.OpensAt, run > 1)
 		now = s.clock.Now()
@@ -104,14 +114,21 @@ func (s *Shards) withShardCount(ctx context.Context, c queue.Program, id string,
 	if k, ok := s.shardCount(id, now, ttl); ok {
 		c.ID, c.Shards = id, k
 	}
-	if c.Shards == 0 && asked >= s.switchOn() {
+	if c.Shards == 0 && asked >= s.switchOnRate() {
 		c.ID, c.Shards = id, s.shardsFor(asked/float64(run))
-		s.learnShards(id, c.Shards, now)
-		if s.mayWiden(id, now) {
-			_, _ = s.setShardCount(ctx, id, 0, c.Shards)
-		}
+		s.switchOn(ctx, id, c.Shards, now)
 	}
 	return c
+}
+
+// switchOn turns program id to k shards on this instance's own evidence:
+// it learns k, and sets it unless it changed the count a block lifetime
+// ago or less (mayWiden).
+func (s *Shards) switchOn(ctx context.Context, id string, k int, now time.Time) {
+	s.learnShards(id, k, now)
+	if s.mayWiden(id, now) {
+		_, _ = s.setShardCount(ctx, id, 0, k)
+	}
 }
 
 // takeSingle takes one ticket from the program item.
@@ -135,13 +152,13 @@ func (s *Shards) takeFromItem(ctx context.Context, programs queue.Programs, prog
 		return queue.Taken{At: now}, err
 	}
 	s.recordAnswer(p, now)
-	rate := s.rate(programID, now)
-	if p.BurstRate() >= 5*s.switchOn() {
-		rate = max(rate, 5*s.switchOn()) // a burst of single tickets in one answer
+	served, asked, run := s.rates(programID, now)
+	rate := max(served, asked)
+	if p.BurstRate() >= 5*s.switchOnRate() {
+		rate = max(rate, 5*s.switchOnRate()) // a burst of single tickets in one answer
 	}
-	if rate >= s.switchOn() && p.Shards == 0 && !p.Closed {
-		_, asked := s.rates(programID, now)
-		k := s.shardsFor(rate / float64(s.runLength(programID, asked)))
+	if rate >= s.switchOnRate() && p.Shards == 0 && !p.Closed {
+		k := s.shardsFor(rate / float64(run))
 		if set, err := s.setShardCount(ctx, programID, 0, k); err == nil && set {
 			p.Shards = k
 			s.learnShards(programID, k, now)
@@ -160,11 +177,8 @@ func (s *Shards) takeThrottled(ctx context.Context, programs queue.Programs, pro
 		}
 		return queue.Taken{At: now}, err
 	}
-	k := 2
-	s.learnShards(programID, k, now)
-	if s.mayWiden(programID, now) {
-		_, _ = s.setShardCount(ctx, programID, 0, k)
-	}
+	k := max(2, s.fixedShards)
+	s.switchOn(ctx, programID, k, now)
 	t, ok, serr := s.takeFromShards(ctx, queue.Program{ID: programID, Shards: k}, 1, now)
 	if serr != nil || !ok {
 		return queue.Taken{At: now}, err
@@ -199,34 +213,27 @@ func (s *Shards) takeFromShards(ctx context.Context, c queue.Program, run int64,
 	for range shardTries {
 		i := s.intN(s.shardSpan(c.ID, k, now))
 		r, ok, err := s.store.TakeShardTickets(ctx, c.ID, i, notBefore, run)
-		if errors.Is(err, queue.ErrThrottled) {
+		var old Shard
+		var won bool
+		var claim string
+		// A shard beyond the count is taken from, never refilled.
+		if err == nil && !ok && i < k {
+			claim = queue.NewTokenID()
+			old, won, err = s.store.ClaimShard(ctx, c.ID, i, claim, now, notBefore, now.Add(-claimTimeout))
+		}
+		switch {
+		case errors.Is(err, queue.ErrThrottled):
 			k = s.widen(ctx, c.ID, k)
-			continue
-		}
-		if err != nil {
+		case err != nil:
 			return queue.Taken{}, false, err
-		}
-		if ok {
+		case ok:
 			if r.Last > r.First {
 				rest := r
 				rest.First++
 				s.hold(c.ID, rest, i, true, now)
 			}
 			return queue.Taken{Ticket: r.First}, true, nil
-		}
-		if i >= k {
-			continue // a shard beyond the count: taken from, never refilled
-		}
-		claim := queue.NewTokenID()
-		old, won, err := s.store.ClaimShard(ctx, c.ID, i, claim, now, notBefore, now.Add(-claimTimeout))
-		if errors.Is(err, queue.ErrThrottled) {
-			k = s.widen(ctx, c.ID, k)
-			continue
-		}
-		if err != nil {
-			return queue.Taken{}, false, err
-		}
-		if won {
+		case won:
 			return s.refill(ctx, c.ID, i, k, claim, old, run, now)
 		}
 	}
@@ -245,7 +252,7 @@ const (
 // this enter's and this instance's next ones. It changes the shard count
 // when the pace calls for it (to 0: the shard gets no new block).
 func (s *Shards) refill(ctx context.Context, id string, i, k int, claim string, old Shard, run int64, now time.Time) (queue.Taken, bool, error) {
-	served, asked := s.rates(id, now)
+	served, asked, _ := s.rates(id, now)
 	pc := paceOf(old, served, asked, k, run, now)
 	want := s.wantShards(pc, old, asked, k)
 	if want != k {
@@ -279,7 +286,7 @@ func (s *Shards) refill(ctx context.Context, id string, i, k int, claim string, 
 // spread the next try over.
 func (s *Shards) widen(ctx context.Context, programID string, k int) int {
 	now := s.clock.Now()
-	if !s.mayWiden(programID, now) {
+	if s.fixedShards > 0 || !s.mayWiden(programID, now) {
 		return k
 	}
 	w := min(2*k, MaxShards)

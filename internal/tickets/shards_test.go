@@ -9,11 +9,12 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
-	"github.com/example/waitingroom/internal/memstore"
+	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/queuetest"
 	"github.com/example/waitingroom/internal/tickets"
 	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
 )
 
@@ -480,5 +481,31 @@ func TestTicketShardsFillAnswerLost(t *testing.T) {
 		clk.Advance(2 * time.Second)
 		enter(a, 50, 100*time.Millisecond) // single tickets: the numbers given back
 		check()
+	}
+}
+
+// TestTicketShardsFixedSizing: with tickets.WithFixedSizing a program on
+// shards uses the fixed count whatever its pace, and no ticket is handed
+// out twice.
+func TestTicketShardsFixedSizing(t *testing.T) {
+	clk := clock.NewFake(t0)
+	st := memstore.New()
+	shards := tickets.New(st, tickets.WithItemWriteLimit(tickets.DefaultItemWriteUnits), tickets.WithClock(clk),
+		tickets.WithRand(rand.New(rand.NewPCG(1, 3))), tickets.WithFixedSizing(24, 200))
+	svc := queue.NewService(st, polling.DefaultTiers(), queue.WithClock(clk), queue.WithProgramCache(time.Second), queue.WithTickets(shards))
+	if _, _, err := svc.PutProgram(t.Context(), "p", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(200))}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for i := range 5_000 {
+		clk.Advance(200 * time.Microsecond)
+		v, _, err := svc.Enter(t.Context(), "p", queue.Entry{})
+		if err != nil || seen[v.Ticket] {
+			t.Fatalf("enter %d: ticket %d (handed out before: %v), %v", i, v.Ticket, seen[v.Ticket], err)
+		}
+		seen[v.Ticket] = true
+	}
+	if p, err := st.GetProgram(t.Context(), "p"); err != nil || p.Shards != 24 {
+		t.Errorf("program after 5,000 enters at 5,000 a second: %d shards (%v); want the fixed 24", p.Shards, err)
 	}
 }

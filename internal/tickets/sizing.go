@@ -16,10 +16,18 @@ const (
 // The rates that size the shards, all proportional to the item write
 // limit: the rate that turns shards on and off, a shard's share, and the
 // program item's writes left to block reservations.
-func (s *Shards) switchOn() float64     { return 0.2 * s.writeUnits }
+func (s *Shards) switchOnRate() float64 { return 0.2 * s.writeUnits }
 func (s *Shards) switchOff() float64    { return 0.1 * s.writeUnits }
 func (s *Shards) perShard() float64     { return 0.7 * s.writeUnits }
 func (s *Shards) reservations() float64 { return 0.25 * s.writeUnits }
+
+// EnterRates are, for a store whose items each take writeUnits write
+// units a second, the enters a second above which a program takes its
+// tickets from shards, and the most its shards take together.
+func EnterRates(writeUnits float64) (shardsFrom, most float64) {
+	s := Shards{writeUnits: writeUnits}
+	return s.switchOnRate(), MaxShards * s.perShard()
+}
 
 // enabled reports whether the shards are in use with a program cache of
 // ttl: a write limit is set and reads live at least a block lifetime.
@@ -30,6 +38,9 @@ func (s *Shards) enabled(ttl time.Duration) bool {
 // shardsFor is the shard count for takes at rate a second: enough shards
 // that each takes perShard.
 func (s *Shards) shardsFor(rate float64) int {
+	if s.fixedShards > 0 {
+		return s.fixedShards
+	}
 	return min(MaxShards, max(1, int(math.Ceil(rate/s.perShard()))))
 }
 
@@ -54,10 +65,14 @@ func (s *Shards) blockSize(perShard float64, k int, last, run int64) int64 {
 	return max(1, n, run)
 }
 
-// runLengthFor is how many numbers an instance takes at a time when it is
-// asked for rate enters a second and fetching them takes took.
-func runLengthFor(rate float64, took time.Duration) int64 {
-	return min(maxRun, max(1, int64(rate*max(runTime, took*3/2).Seconds())))
+// runLength is how many numbers this instance takes from a shard at a
+// time when it is asked for asked enters a second and fetching them takes
+// ps.fetchTook (one with fixed sizing); s.mu must be held.
+func (s *Shards) runLength(ps *programState, asked float64) int64 {
+	if s.fixedShards > 0 {
+		return 1
+	}
+	return min(maxRun, max(1, int64(asked*max(runTime, ps.fetchTook*3/2).Seconds())))
 }
 
 // pace is what a refill measures of a shard and its program.
@@ -100,6 +115,8 @@ func (s *Shards) wantShards(pc pace, old Shard, asked float64, k int) int {
 		return k
 	case pc.full && pc.program < s.switchOff():
 		return 0
+	case s.fixedShards > 0:
+		return s.fixedShards
 	case old.Takes >= 4 && asked > 0 && 2*w >= 3*k:
 		return min(w, 2*k)
 	case pc.full && w <= k/2:
@@ -114,6 +131,9 @@ func (s *Shards) wantShards(pc pace, old Shard, asked float64, k int) int {
 func (s *Shards) refillSize(pc pace, old Shard, k, want int, run int64) int64 {
 	if want == 0 {
 		return 1
+	}
+	if s.fixedBlock > 0 {
+		return max(s.fixedBlock, run)
 	}
 	perShard := pc.perShard
 	if old.End == 0 || perShard == 0 {

@@ -7,9 +7,9 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
-	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tickets"
+	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
 // reserveHook is the in-memory store with a hook run once, just before the

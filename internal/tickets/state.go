@@ -142,10 +142,19 @@ func (ps *programState) idle(now time.Time) bool {
 	return now.Sub(ps.used) > after
 }
 
+// withState runs f on the state of program id with s.mu held: a blank
+// one, not kept, when the instance has none.
+func (s *Shards) withState(id string, f func(ps *programState)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s.stateOf(id))
+}
+
 // recordAsk records an enter asked of this instance at now and returns
-// this instance's rate of enters. exists tells that the program is known
-// to exist; an enter to a program without state is not kept otherwise.
-func (s *Shards) recordAsk(id string, now time.Time, exists bool) float64 {
+// this instance's rate of enters, its run length and the program's
+// opening as last seen. exists tells that the program is known to exist;
+// an enter to a program without state is not kept otherwise.
+func (s *Shards) recordAsk(id string, now time.Time, exists bool) (asked float64, run int64, opensAt time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ps := s.stateOf(id)
@@ -157,7 +166,8 @@ func (s *Shards) recordAsk(id string, now time.Time, exists bool) float64 {
 	ps.tried++
 	ps.lastAsk = now
 	ps.asked = ps.asked.add(ps.tried, now)
-	return ps.asked.current(now)
+	asked = ps.asked.current(now)
+	return asked, s.runLength(ps, asked), ps.opensAt
 }
 
 // known reports whether the instance keeps state for program id (so the
@@ -179,46 +189,28 @@ func (s *Shards) recordAnswer(p queue.Program, now time.Time) {
 	ps.opensAt = p.OpensAt
 }
 
-// openingOf is the program's opening as this instance last saw it.
-func (s *Shards) openingOf(id string) time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stateOf(id).opensAt
-}
-
-// rate is the larger of the program's ticket rate and this instance's
-// rate of enters; 0 if neither is recent.
-func (s *Shards) rate(id string, now time.Time) float64 {
-	served, asked := s.rates(id, now)
-	return max(served, asked)
-}
-
 // rates are the program's ticket rate from its answers (0 if not
-// measured recently) and this instance's rate of enters.
-func (s *Shards) rates(id string, now time.Time) (served, asked float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ps := s.stateOf(id)
-	return ps.served.current(now), ps.asked.current(now)
+// measured recently), this instance's rate of enters and its run length.
+func (s *Shards) rates(id string, now time.Time) (served, asked float64, run int64) {
+	s.withState(id, func(ps *programState) {
+		served, asked = ps.served.current(now), ps.asked.current(now)
+		run = s.runLength(ps, asked)
+	})
+	return served, asked, run
 }
 
 // learnShards records that the program has k shards at now.
 func (s *Shards) learnShards(id string, k int, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stateOf(id).setShards(k, now)
+	s.withState(id, func(ps *programState) { ps.setShards(k, now) })
 }
 
 // shardCount is the program's shard count as this instance learnt it at
 // most ttl ago.
-func (s *Shards) shardCount(id string, now time.Time, ttl time.Duration) (int, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ps := s.stateOf(id)
-	if ps.shardsAt.IsZero() || now.Before(ps.shardsAt) || now.Sub(ps.shardsAt) >= ttl {
-		return 0, false
-	}
-	return ps.shards, true
+func (s *Shards) shardCount(id string, now time.Time, ttl time.Duration) (k int, ok bool) {
+	s.withState(id, func(ps *programState) {
+		k, ok = ps.shards, !ps.shardsAt.IsZero() && !now.Before(ps.shardsAt) && now.Sub(ps.shardsAt) < ttl
+	})
+	return k, ok
 }
 
 // setShards records that the program has k shards at now. A smaller count
@@ -236,28 +228,27 @@ func (ps *programState) setShards(k int, now time.Time) {
 
 // shardSpan is how many shards an enter may take from at now when the
 // program has k: more than k for a block lifetime after the count fell.
-func (s *Shards) shardSpan(id string, k int, now time.Time) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ps := s.stateOf(id)
-	if now.Before(ps.widerUntil) {
-		return max(k, ps.wider)
-	}
-	return k
+func (s *Shards) shardSpan(id string, k int, now time.Time) (span int) {
+	s.withState(id, func(ps *programState) {
+		span = k
+		if now.Before(ps.widerUntil) {
+			span = max(k, ps.wider)
+		}
+	})
+	return span
 }
 
 // mayWiden reports whether this instance may change the program's shard
 // count on its own at now: once a block lifetime, so that a burst of
 // throttles doubles the count once.
-func (s *Shards) mayWiden(id string, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ps := s.stateOf(id)
-	if !ps.widened.IsZero() && now.Sub(ps.widened) < BlockLifetime {
-		return false
-	}
-	ps.widened = now
-	return true
+func (s *Shards) mayWiden(id string, now time.Time) (may bool) {
+	s.withState(id, func(ps *programState) {
+		may = ps.widened.IsZero() || now.Sub(ps.widened) >= BlockLifetime
+		if may {
+			ps.widened = now
+		}
+	})
+	return may
 }
 
 // takeHeld hands out the next number this instance holds, if its block is
@@ -312,16 +303,5 @@ func (s *Shards) hold(id string, r Run, i int, filled bool, now time.Time) {
 
 // recordFetch records that fetching numbers took d.
 func (s *Shards) recordFetch(id string, d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ps := s.stateOf(id)
-	ps.fetchTook = (ps.fetchTook + max(d, 0)) / 2
-}
-
-// runLength is how many numbers this instance takes from a shard at a
-// time, asked for asked enters a second.
-func (s *Shards) runLength(id string, asked float64) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return runLengthFor(asked, s.stateOf(id).fetchTook)
+	s.withState(id, func(ps *programState) { ps.fetchTook = (ps.fetchTook + max(d, 0)) / 2 })
 }

@@ -6,18 +6,22 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/testing/browser"
 	"github.com/example/waitingroom/internal/waitpage"
 )
 
@@ -473,6 +477,60 @@ func TestRefusesFraming(t *testing.T) {
 			if csp := w.Header().Get("Content-Security-Policy"); !regexp.MustCompile(`(^|; )frame-ancestors 'none'(;|$)`).MatchString(csp) {
 				t.Errorf("Content-Security-Policy = %q, want frame-ancestors 'none'", csp)
 			}
+		})
+	}
+}
+
+// TestNoScriptRevoked: without JavaScript, a revoked token's page says
+// its place was withdrawn, and offers to enter again.
+func TestNoScriptRevoked(t *testing.T) {
+	q := newFakeQueue()
+	q.add("gala", gala())
+	h := newHandler(t, q, waitpage.Options{})
+	page := send(h, "GET", "http://127.0.0.1:3000/waiting-room/gala", nil, nil).Body.String()
+	key := strings.SplitN(strings.SplitN(page, `name="key" value="`, 2)[1], `"`, 2)[0]
+	w := send(h, "POST", "http://127.0.0.1:3000/waiting-room/gala/enter", strings.NewReader(url.Values{"key": {key}, "lang": {"en"}}.Encode()),
+		http.Header{"Content-Type": {"application/x-www-form-urlencoded"}})
+	c := w.Result().Cookies()[0]
+	q.set(c.Value, api.StatusRevoked)
+	body := send(h, "GET", "http://127.0.0.1:3000/waiting-room/gala?lang=en", nil, http.Header{"Cookie": {c.Name + "=" + c.Value}}).Body.String()
+	for _, want := range []string{"Your place was withdrawn", "The organiser withdrew this place at ", `action="/waiting-room/gala/enter"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q:\n%s", want, body)
+		}
+	}
+}
+
+// BenchmarkWorkerSolve solves fresh random challenges of each size with
+// the page's own Web Worker in Chromium, one a loop; tries/op is the mean
+// number of hashes a solve took (2^bits expected), ns/try the page's cost
+// of one. docs/benchmarks.md, "Proof of work".
+func BenchmarkWorkerSolve(b *testing.B) {
+	q := newFakeQueue()
+	q.add("gala", gala())
+	srv, _ := q.serve(b, waitpage.Options{})
+	ctx := browser.Tab(b)
+	browser.Do(b, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
+	for bits := 14; bits <= 22; bits += 2 {
+		b.Run(fmt.Sprintf("bits=%d", bits), func(b *testing.B) {
+			var tries float64
+			for b.Loop() {
+				solution, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`new Promise((resolve) => {
+					const w = new Worker(document.getElementById('wr').dataset.pow);
+					w.onmessage = (e) => { if (e.data.solution !== undefined) { w.terminate(); resolve(e.data.solution); } };
+					w.postMessage({ challenge: crypto.randomUUID(), bits: %d });
+				})`, bits), chromedp.EvalAwaitPromise))
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := strconv.ParseInt(solution, 36, 64)
+				if err != nil {
+					b.Fatalf("solution %q: %v", solution, err)
+				}
+				tries += float64(n + 1)
+			}
+			b.ReportMetric(tries/float64(b.N), "tries/op")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/tries, "ns/try")
 		})
 	}
 }

@@ -91,20 +91,21 @@ func noscriptView(lang language, programID string, info PageInfo, v View) *noscr
 			d.Text = lang.t("admittedNoTarget", "t", clock(v.ExpiresAt.Time))
 		}
 		return d
-	case api.StatusExpired:
+	case api.StatusExpired, api.StatusLeft, api.StatusRevoked:
+		// The texts of an ended place are keyed by its status ("left",
+		// "leftTitle"), each saying when it ended; a new place is offered.
+		key, at := strings.ToLower(string(v.Status)), v.ExpiresAt
+		switch v.Status {
+		case api.StatusLeft:
+			at = v.LeftAt
+		case api.StatusRevoked:
+			at = v.RevokedAt
+		}
 		d := joinView(lang, programID, true)
-		d.Heading, d.Text = lang.t("expiredTitle"), lang.t("expired", "t", clock(v.ExpiresAt.Time))
-		if v.ExpiresAt.IsZero() { // a no-show: admitted, never came to see
+		d.Heading, d.Text = lang.t(key+"Title"), lang.t(key, "t", clock(at.Time))
+		if v.Status == api.StatusExpired && at.IsZero() { // a no-show: admitted, never came to see
 			d.Text = lang.t("noShow")
 		}
-		return d
-	case api.StatusLeft:
-		d := joinView(lang, programID, true)
-		d.Heading, d.Text = lang.t("leftTitle"), lang.t("left", "t", clock(v.LeftAt.Time))
-		return d
-	case api.StatusRevoked:
-		d := joinView(lang, programID, true)
-		d.Heading, d.Text = lang.t("revokedTitle"), lang.t("revoked", "t", clock(v.RevokedAt.Time))
 		return d
 	}
 	return troubleView(lang)

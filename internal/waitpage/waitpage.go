@@ -281,20 +281,18 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
 // Retry-After and a refresh.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, lang language, err error) {
 	d := h.data(lang, "", PageInfo{})
-	status := http.StatusServiceUnavailable
+	status, key := http.StatusServiceUnavailable, "unavailable" // key: the card's texts
 	switch {
 	case errors.Is(err, ErrInvalidProgram):
-		status = http.StatusBadRequest
-		d.Error = &errorData{Title: lang.t("badRequestTitle"), Text: lang.t("badRequest")}
+		status, key = http.StatusBadRequest, "badRequest"
 	case errors.Is(err, ErrProgramNotFound):
-		status = http.StatusNotFound
-		d.Error = &errorData{Title: lang.t("notFoundTitle"), Text: lang.t("notFound")}
+		status, key = http.StatusNotFound, "notFound"
 	default:
 		h.logError(r, err)
-		d.Error = &errorData{Title: lang.t("unavailableTitle"), Text: lang.t("unavailable")}
 		d.Refresh = unavailableRetry
 		w.Header().Set("Retry-After", fmt.Sprint(unavailableRetry))
 	}
+	d.Error = &errorData{Title: lang.t(key + "Title"), Text: lang.t(key)}
 	d.Title = d.Error.Title
 	h.render(w, status, d)
 }

@@ -66,13 +66,14 @@ func ExecPath() (string, error) {
 	return "", fmt.Errorf("none of %v on PATH: %w", candidates, ErrNotInstalled)
 }
 
-var shared struct {
-	once    sync.Once
-	mu      sync.Mutex
-	ctx     context.Context // the browser's chromedp context; nil once stopped
-	cancel  context.CancelFunc
-	err     error
-	missing bool
+// running starts the browser on first use and returns its chromedp
+// context, which Stop cancels.
+var running = sync.OnceValues(start)
+
+// stop holds the function that stops the browser, once it has started.
+var stop struct {
+	sync.Mutex
+	cancel context.CancelFunc
 }
 
 // Tab returns a chromedp context for a new tab in a fresh browser context
@@ -81,17 +82,14 @@ var shared struct {
 // -short when none is installed.
 func Tab(t testing.TB) context.Context {
 	t.Helper()
-	shared.once.Do(start)
-	if shared.err != nil {
-		if shared.missing && testing.Short() {
-			t.Skipf("browser: %v (skipped under -short)", shared.err)
+	parent, err := running()
+	if err != nil {
+		if errors.Is(err, ErrNotInstalled) && testing.Short() {
+			t.Skipf("browser: %v (skipped under -short)", err)
 		}
-		t.Fatalf("browser: %v", shared.err)
+		t.Fatalf("browser: %v", err)
 	}
-	shared.mu.Lock()
-	parent := shared.ctx
-	shared.mu.Unlock()
-	if parent == nil {
+	if parent.Err() != nil {
 		t.Fatal("browser: already stopped")
 	}
 	ctx, cancel := chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
@@ -113,19 +111,18 @@ func Main(m *testing.M) {
 // Stop closes the browser if it is running. Main calls it; a later Tab
 // does not restart it.
 func Stop() {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.cancel != nil {
-		shared.cancel()
-		shared.ctx, shared.cancel = nil, nil
+	stop.Lock()
+	defer stop.Unlock()
+	if stop.cancel != nil {
+		stop.cancel()
 	}
 }
 
-func start() {
+// start starts the browser and returns its chromedp context.
+func start() (context.Context, error) {
 	path, err := ExecPath()
 	if err != nil {
-		shared.err, shared.missing = err, true
-		return
+		return nil, err
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
@@ -151,10 +148,10 @@ func start() {
 	}
 	if err != nil {
 		cancel()
-		shared.err = fmt.Errorf("start %s: %w", path, err)
-		return
+		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	shared.mu.Lock()
-	shared.ctx, shared.cancel = ctx, cancel
-	shared.mu.Unlock()
+	stop.Lock()
+	defer stop.Unlock()
+	stop.cancel = cancel
+	return ctx, nil
 }

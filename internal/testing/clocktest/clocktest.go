@@ -4,7 +4,6 @@ package clocktest
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -74,29 +73,12 @@ func (m Manual) Drive(ctx context.Context, n int, step time.Duration, done <-cha
 // Frozen is a clock that moves only when Advance is called: Sleep returns
 // at once without moving it, so that goroutines sharing it act at one
 // instant until the test moves it. It is safe for concurrent use.
-type Frozen struct {
-	mu sync.Mutex
-	at time.Time
-}
+type Frozen struct{ *clock.Fake }
 
 var _ clock.Clock = (*Frozen)(nil)
 
 // NewFrozen returns a Frozen clock reading at.
-func NewFrozen(at time.Time) *Frozen { return &Frozen{at: at} }
-
-// Now returns the clock's time.
-func (f *Frozen) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.at
-}
-
-// Advance moves the clock forward by d.
-func (f *Frozen) Advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.at = f.at.Add(d)
-}
+func NewFrozen(at time.Time) *Frozen { return &Frozen{clock.NewFake(at)} }
 
 // Sleep returns ctx's error, at once.
 func (*Frozen) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }

@@ -29,6 +29,7 @@
 package dynamotest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -50,26 +51,22 @@ import (
 // Main.
 var Server = "moto"
 
-// shared is a server that tests share, started on first use.
-type shared struct {
-	once     sync.Once
-	mu       sync.Mutex
-	srv      *localdynamo.Server // nil once stopped
-	endpoint string
-	err      error
-	missing  bool // the server's executable is not installed
-}
-
-// server is the binary's shared server (Endpoint), moto the shared moto
-// (Moto) when the binary's server is another one.
-var server, moto shared
+// server and moto start, on first use, the binary's shared server
+// (Endpoint) and the shared moto (Moto) when the binary's server is
+// another one.
+var (
+	server = sync.OnceValues(func() (*localdynamo.Server, error) { return start(options()) })
+	moto   = sync.OnceValues(func() (*localdynamo.Server, error) {
+		return start(localdynamo.Options{Server: "moto", Serialize: true, Output: options().Output})
+	})
+)
 
 // Endpoint returns the URL of the test binary's DynamoDB API server,
 // starting it on first use. It fails t if the server cannot start, or skips
 // it under -short when the server is not installed.
 func Endpoint(t testing.TB) string {
 	t.Helper()
-	return server.endpointFor(t, options())
+	return endpointOf(t, server)
 }
 
 // Moto returns the URL of a moto server that tests share, for what the
@@ -79,19 +76,21 @@ func Moto(t testing.TB) string {
 	if options().Server == "moto" {
 		return Endpoint(t)
 	}
-	return moto.endpointFor(t, localdynamo.Options{Server: "moto", Serialize: true, Output: options().Output})
+	return endpointOf(t, moto)
 }
 
-func (s *shared) endpointFor(t testing.TB, opts localdynamo.Options) string {
+// endpointOf returns the URL of the shared server that shared starts, as
+// Endpoint says.
+func endpointOf(t testing.TB, shared func() (*localdynamo.Server, error)) string {
 	t.Helper()
-	s.once.Do(func() { s.start(opts) })
-	if s.err != nil {
-		if s.missing && testing.Short() {
-			t.Skipf("dynamotest: %v (skipped under -short)", s.err)
+	srv, err := shared()
+	if err != nil {
+		if errors.Is(err, localdynamo.ErrNotInstalled) && testing.Short() {
+			t.Skipf("dynamotest: %v (skipped under -short)", err)
 		}
-		t.Fatalf("dynamotest: %v", s.err)
+		t.Fatalf("dynamotest: %v", err)
 	}
-	return s.endpoint
+	return srv.Endpoint()
 }
 
 // Lease returns the URL of a DynamoDB API server that no other test uses
@@ -108,12 +107,9 @@ func Lease(t testing.TB) string {
 	pool.mu.Unlock()
 	if srv == nil {
 		var err error
-		if srv, err = localdynamo.Start(context.Background(), options()); err != nil {
+		if srv, err = start(options()); err != nil {
 			t.Fatalf("dynamotest: %v", err)
 		}
-		pool.mu.Lock()
-		pool.all = append(pool.all, srv)
-		pool.mu.Unlock()
 	}
 	t.Cleanup(func() {
 		pool.mu.Lock()
@@ -123,8 +119,8 @@ func Lease(t testing.TB) string {
 	return srv.Endpoint()
 }
 
-// pool holds the servers Lease started: all of them, and those no test
-// holds.
+// pool holds the servers started: all of them, and those of Lease that
+// no test holds.
 var pool struct {
 	mu        sync.Mutex
 	all, idle []*localdynamo.Server
@@ -141,8 +137,6 @@ func Main(m *testing.M) {
 // Stop kills the servers that are running. Main calls it; a later Endpoint
 // does not restart the shared one.
 func Stop() {
-	server.stop()
-	moto.stop()
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
 	for _, srv := range pool.all {
@@ -151,24 +145,9 @@ func Stop() {
 	pool.all, pool.idle = nil, nil
 }
 
-func (s *shared) stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.srv != nil {
-		s.srv.Stop()
-		s.srv = nil
-	}
-}
-
 // options are the binary's server options: Server, or the environment's.
 func options() localdynamo.Options {
-	kind := os.Getenv("DYNAMODB_TEST_SERVER")
-	if kind == "" {
-		kind = Server
-	}
-	if kind == "" {
-		kind = "moto"
-	}
+	kind := cmp.Or(os.Getenv("DYNAMODB_TEST_SERVER"), Server, "moto")
 	opts := localdynamo.Options{Server: kind, Serialize: kind == "moto"}
 	if os.Getenv("DYNAMOTEST_VERBOSE") != "" {
 		opts.Output = os.Stderr
@@ -176,19 +155,19 @@ func options() localdynamo.Options {
 	return opts
 }
 
-func (s *shared) start(opts localdynamo.Options) {
+// start starts a server with opts, for Stop to kill.
+func start(opts localdynamo.Options) (*localdynamo.Server, error) {
 	srv, err := localdynamo.Start(context.Background(), opts)
-	if err != nil {
-		if errors.Is(err, localdynamo.ErrUnknownServer) {
-			err = fmt.Errorf("DYNAMODB_TEST_SERVER=%q: %w", os.Getenv("DYNAMODB_TEST_SERVER"), localdynamo.ErrUnknownServer)
-		}
-		s.err = err
-		s.missing = errors.Is(err, localdynamo.ErrNotInstalled)
-		return
+	if errors.Is(err, localdynamo.ErrUnknownServer) {
+		err = fmt.Errorf("DYNAMODB_TEST_SERVER=%q: %w", os.Getenv("DYNAMODB_TEST_SERVER"), localdynamo.ErrUnknownServer)
 	}
-	s.mu.Lock()
-	s.srv, s.endpoint = srv, srv.Endpoint()
-	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	pool.all = append(pool.all, srv)
+	return srv, nil
 }
 
 // noTTL reports whether the binary's server lacks the TTL API (dynalite):

@@ -40,7 +40,7 @@ type Action int
 // message, X-Amz-Crc32), so the SDK classifies them as it would the real
 // ones: the two throttling errors and the 500 are retried.
 const (
-	// Pass forwards the request unchanged; with a Delay it is a slow
+	// Pass forwards the request unchanged; with a Gate it is a slow
 	// answer: the server applies the request, the answer comes late.
 	Pass Action = iota
 	// ThroughputExceeded answers 400 ProvisionedThroughputExceededException
@@ -58,8 +58,8 @@ const (
 	// fails it with a connection reset: the caller cannot know it
 	// succeeded.
 	DropResponse
-	// Hold holds the request for Delay (or at its Gate) before forwarding
-	// it: it reaches the server late, and is applied then (unless the
+	// Hold holds the request at its Gate before forwarding it: it
+	// reaches the server late, and is applied then (unless the
 	// request's context ends first: then it is not forwarded at all).
 	Hold
 	// Timeout fails the request at once, without forwarding it, with an
@@ -107,16 +107,14 @@ type Rule struct {
 	FirstOnly bool
 	// Action is the fault.
 	Action Action
-	// Delay holds the request this long before the fault: after the server
-	// answered for Pass, DropResponse and TimeoutAfterApply, before
-	// forwarding for Hold, before answering for the others.
-	// If the request's context ends first (the SDK's per-attempt timeout,
-	// the caller's deadline), RoundTrip returns the context's error at once,
+	// Gate, if set, holds the request until the test releases the gate:
+	// after the server answered for Pass, DropResponse and
+	// TimeoutAfterApply, before forwarding for Hold, before answering for
+	// the others. A scenario's next step happens while the request is
+	// held, at a point the test chooses rather than in a time window. If
+	// the request's context ends first (the SDK's per-attempt timeout, the
+	// caller's deadline), RoundTrip returns the context's error at once,
 	// as a real transport does.
-	Delay time.Duration
-	// Gate, if set, holds the request where Delay would, until the test
-	// releases the gate: a scenario's next step happens while the request
-	// is held, at a point the test chooses rather than in a time window.
 	Gate *Gate
 }
 
@@ -358,30 +356,15 @@ func (t *Transport) choose(op string, body []byte, deadline time.Time) (Rule, bo
 	return chosen, faulted
 }
 
-// hold holds a faulted request at r's Gate, then for r's Delay, or until
-// ctx ends.
+// hold holds a faulted request at r's Gate, if any, until it opens; it
+// returns ctx's error if ctx ends first.
 func hold(ctx context.Context, r Rule) error {
 	if r.Gate != nil {
 		if err := r.Gate.pass(ctx); err != nil {
 			return err
 		}
 	}
-	return sleep(ctx, r.Delay)
-}
-
-// sleep waits d or until ctx ends, whichever is first.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ctx.Err()
 }
 
 // discard reads and closes a response the caller will not see, so that its

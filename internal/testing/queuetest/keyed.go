@@ -13,7 +13,7 @@ import (
 // KeyedEnters makes a round of enters with one Idempotency-Key, through the
 // stores it wraps, collide at chosen steps: the round's first N token
 // reads answer only once all N were made (every enter finds the key
-// unclaimed), and the claim's fill waits until ReleaseFill (the others
+// unclaimed), and the claim's fill waits until Settle (the others
 // find it claimed and wait on their clock).
 type KeyedEnters struct {
 	Filled await.Counter // fills made, over all rounds
@@ -36,13 +36,6 @@ func (s *KeyedEnters) Round(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads, s.fill = &await.Barrier{N: n}, make(chan struct{})
-}
-
-// ReleaseFill lets the round's fill through.
-func (s *KeyedEnters) ReleaseFill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	close(s.fill)
 }
 
 func (s *KeyedEnters) round() (*await.Barrier, chan struct{}) {
@@ -80,7 +73,8 @@ func (s *KeyedEnters) Settle(ctx context.Context, clk clocktest.Manual, n, fills
 	if err := clk.BlockUntilContext(ctx, n-1); err != nil {
 		return err
 	}
-	s.ReleaseFill()
+	_, fill := s.round()
+	close(fill)
 	if err := s.Filled.Wait(ctx, fills); err != nil {
 		return err
 	}

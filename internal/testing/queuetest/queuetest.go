@@ -50,8 +50,7 @@ func CheckIdleProgramsDropped(t testing.TB, svc *queue.Service, clk *clock.Fake,
 	if n := programs(); n != 0 {
 		t.Fatalf("after 10,000 enters to unknown programs: %s for %d programs; want none", what, n)
 	}
-	rate := 5.0
-	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate))}); err != nil {
+	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(5))}); err != nil {
 		t.Fatal(err)
 	}
 	v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
@@ -67,8 +66,7 @@ func CheckIdleProgramsDropped(t testing.TB, svc *queue.Service, clk *clock.Fake,
 	if _, err := svc.Poll(ctx, "gala", v.TokenID); err != nil {
 		t.Fatal(err)
 	}
-	rate2 := 6.0
-	if _, _, err := svc.PutProgram(ctx, "other", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate2))}); err != nil {
+	if _, _, err := svc.PutProgram(ctx, "other", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(6))}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(10 * time.Minute)

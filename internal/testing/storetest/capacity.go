@@ -2,54 +2,45 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-
+	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// groupDiff compares capacity groups, an absent Ended map as an empty one.
-func groupDiff(want, got queue.Group) string {
-	return cmp.Diff(want, got, cmpopts.EquateEmpty())
+// checkGroup checks that a capacity write answered want without an
+// error.
+func checkGroup(t *testing.T, what string, got capacity.Group, err error, want capacity.Group) {
+	t.Helper()
+	checkErr(t, what, err, nil)
+	check(t, what, got, want)
 }
 
-func testCapacity(t *testing.T, s queue.CapacityStore, ps queue.Store) {
+func testCapacity(t *testing.T, ps queue.Store) {
+	s := ps.(capacity.Store)
 	ctx := t.Context()
 	const id = "capped"
 	t.Run("sightings and their seal", func(t *testing.T) {
 		for _, place := range []int64{5, 2, 5, 9} { // 5 twice: one sighting
-			if _, err := s.Sight(ctx, id, place); err != nil {
-				t.Fatalf("Sight(%d): %v", place, err)
-			}
+			_, err := s.Sight(ctx, id, place)
+			checkErr(t, fmt.Sprintf("Sight(%d)", place), err, nil)
 		}
 		g, err := s.SealSightings(ctx, id, 0, 6, t0)
-		checkErr(t, "SealSightings", err, nil)
-		want := queue.Group{Sighted: []int64{2, 5, 9}, SealedThrough: 6, Seals: []queue.Seal{{Through: 6, At: t0}}}
-		if d := groupDiff(want, g); d != "" {
-			t.Fatalf("sealed group (-want +got):\n%s", d)
-		}
+		want := capacity.Group{Sighted: []int64{2, 5, 9}, SealedThrough: 6, Seals: []capacity.Seal{{Through: 6, At: t0}}}
+		checkGroup(t, "SealSightings", g, err, want)
 		_, err = s.Sight(ctx, id, 3)
-		checkErr(t, "Sight of a sealed place", err, queue.ErrSealed)
+		checkErr(t, "Sight of a sealed place", err, capacity.ErrSealed)
 		g, err = s.Sight(ctx, id, 5) // a retry after a lost answer
-		checkErr(t, "Sight again of a sealed place seen before", err, nil)
-		if d := groupDiff(want, g); d != "" {
-			t.Fatalf("group after a repeat (-want +got):\n%s", d)
-		}
+		checkGroup(t, "Sight again of a sealed place seen before", g, err, want)
 		g, err = s.SealSightings(ctx, id, 0, 4, t0.Add(ms(500))) // never back
-		checkErr(t, "SealSightings back", err, nil)
-		if d := groupDiff(want, g); d != "" {
-			t.Fatalf("group after a seal below (-want +got):\n%s", d)
-		}
+		checkGroup(t, "SealSightings back", g, err, want)
 		g, err = s.Sight(ctx, id, 7)
-		checkErr(t, "Sight past the seal", err, nil)
-		if !slices.Equal(g.Sighted, []int64{2, 5, 7, 9}) {
-			t.Fatalf("Sighted %v, want [2 5 7 9]", g.Sighted)
-		}
+		want.Sighted = []int64{2, 5, 7, 9}
+		checkGroup(t, "Sight past the seal", g, err, want)
 		g, err = s.SealSightings(ctx, id, 0, 8, t0.Add(ms(900))) // a second move
 		checkErr(t, "SealSightings further", err, nil)
 		for _, tt := range []struct {
@@ -62,11 +53,8 @@ func testCapacity(t *testing.T, s queue.CapacityStore, ps queue.Store) {
 			}
 		}
 		// Another group, another program: untouched.
-		g, err = s.Sight(ctx, id, queue.GroupSize+1)
-		checkErr(t, "Sight in group 1", err, nil)
-		if d := groupDiff(queue.Group{Sighted: []int64{queue.GroupSize + 1}}, g); d != "" {
-			t.Fatalf("group 1 (-want +got):\n%s", d)
-		}
+		g, err = s.Sight(ctx, id, capacity.GroupSize+1)
+		checkGroup(t, "Sight in group 1", g, err, capacity.Group{Sighted: []int64{capacity.GroupSize + 1}})
 		g, err = s.SealSightings(ctx, "other", 0, 1, t0)
 		checkErr(t, "SealSightings of another program", err, nil)
 		if len(g.Sighted) != 0 {
@@ -74,50 +62,31 @@ func testCapacity(t *testing.T, s queue.CapacityStore, ps queue.Store) {
 		}
 	})
 	t.Run("ends and the expiry seal", func(t *testing.T) {
-		const g1 = 3 * queue.GroupSize
-		if _, err := s.EndPlace(ctx, id, g1+1, 10); err != nil {
-			t.Fatalf("EndPlace: %v", err)
-		}
-		g, err := s.EndPlace(ctx, id, g1+1, 11) // the first stays
-		checkErr(t, "EndPlace again", err, nil)
-		if d := groupDiff(queue.Group{Ended: map[int64]int64{g1 + 1: 10}}, g); d != "" {
-			t.Fatalf("group (-want +got):\n%s", d)
-		}
+		const g1 = 3 * capacity.GroupSize
+		ended := map[int64]int64{g1 + 1: 10}
+		g, err := s.EndPlace(ctx, id, g1+1, 10)
+		checkGroup(t, "EndPlace", g, err, capacity.Group{Ended: ended})
+		g, err = s.EndPlace(ctx, id, g1+1, 11) // the first stays
+		checkGroup(t, "EndPlace again", g, err, capacity.Group{Ended: ended})
 		g, err = s.MoveEnd(ctx, id, g1+1, 9, 12) // not from 9: unchanged
-		checkErr(t, "MoveEnd from another quantum", err, nil)
-		if g.Ended[g1+1] != 10 {
-			t.Fatalf("MoveEnd from 9 moved the end to %d", g.Ended[g1+1])
-		}
+		checkGroup(t, "MoveEnd from another quantum", g, err, capacity.Group{Ended: ended})
 		g, err = s.MoveEnd(ctx, id, g1+1, 10, 12)
-		checkErr(t, "MoveEnd", err, nil)
-		if g.Ended[g1+1] != 12 {
-			t.Fatalf("MoveEnd from 10 to 12: the end is in %d", g.Ended[g1+1])
-		}
-		if _, err := s.EndPlace(ctx, id, g1+2, 13); err != nil {
-			t.Fatalf("EndPlace: %v", err)
-		}
+		ended[g1+1] = 12
+		checkGroup(t, "MoveEnd from 10 to 12", g, err, capacity.Group{Ended: ended})
+		g, err = s.EndPlace(ctx, id, g1+2, 13)
+		ended[g1+2] = 13
+		checkGroup(t, "EndPlace", g, err, capacity.Group{Ended: ended})
 		g, err = s.ExpireGroup(ctx, id, 3, g1+3)
-		checkErr(t, "ExpireGroup", err, nil)
-		if d := groupDiff(queue.Group{Ended: map[int64]int64{g1 + 1: 12, g1 + 2: 13}, ExpiredThrough: g1 + 3}, g); d != "" {
-			t.Fatalf("expired group (-want +got):\n%s", d)
-		}
+		checkGroup(t, "ExpireGroup", g, err, capacity.Group{Ended: ended, ExpiredThrough: g1 + 3})
 		g, err = s.ExpireGroup(ctx, id, 3, g1+1) // never back
-		checkErr(t, "ExpireGroup back", err, nil)
-		if g.ExpiredThrough != g1+3 {
-			t.Fatalf("the expiry seal moved back to %d", g.ExpiredThrough)
-		}
+		checkGroup(t, "ExpireGroup back", g, err, capacity.Group{Ended: ended, ExpiredThrough: g1 + 3})
 		_, err = s.EndPlace(ctx, id, g1+3, 14)
-		checkErr(t, "EndPlace of an expired place", err, queue.ErrSealed)
+		checkErr(t, "EndPlace of an expired place", err, capacity.ErrSealed)
 		g, err = s.EndPlace(ctx, id, g1+4, 14)
-		checkErr(t, "EndPlace past the expiry seal", err, nil)
-		if g.Ended[g1+4] != 14 {
-			t.Fatalf("the end past the expiry seal is in %d", g.Ended[g1+4])
-		}
+		ended[g1+4] = 14
+		checkGroup(t, "EndPlace past the expiry seal", g, err, capacity.Group{Ended: ended, ExpiredThrough: g1 + 3})
 		g, err = s.EndPlace(ctx, id, g1+2, 15) // a retry of an end made before the seal
-		checkErr(t, "EndPlace again in an expired group", err, nil)
-		if g.Ended[g1+2] != 13 {
-			t.Fatalf("a repeated end moved to quantum %d", g.Ended[g1+2])
-		}
+		checkGroup(t, "EndPlace again in an expired group", g, err, capacity.Group{Ended: ended, ExpiredThrough: g1 + 3})
 	})
 	t.Run("end indexes", func(t *testing.T) {
 		for _, place := range []int64{40, 7, 40} {
@@ -131,28 +100,28 @@ func testCapacity(t *testing.T, s queue.CapacityStore, ps queue.Store) {
 				t.Fatalf("SealEnds = %v, want [7 40]", got)
 			}
 		}
-		checkErr(t, "AddEnd to a sealed index", s.AddEnd(ctx, id, 100, 1, 9), queue.ErrSealed)
+		checkErr(t, "AddEnd to a sealed index", s.AddEnd(ctx, id, 100, 1, 9), capacity.ErrSealed)
 		checkErr(t, "AddEnd again to a sealed index that has it", s.AddEnd(ctx, id, 100, 1, 40), nil)
 		got, err := s.SealEnds(ctx, id, 101, 0)
 		checkErr(t, "SealEnds of an empty index", err, nil)
 		if len(got) != 0 {
 			t.Fatalf("an empty index sealed with %v", got)
 		}
-		checkErr(t, "AddEnd to a sealed empty index", s.AddEnd(ctx, id, 101, 0, 9), queue.ErrSealed)
+		checkErr(t, "AddEnd to a sealed empty index", s.AddEnd(ctx, id, 101, 0, 9), capacity.ErrSealed)
 	})
 	t.Run("marks", func(t *testing.T) {
 		_, err := s.MarkBefore(ctx, id, 5_000)
 		checkErr(t, "MarkBefore with none", err, queue.ErrNotFound)
-		marks := []queue.Mark{{AtMs: 2_000, Counter: 20, NoShowThrough: 3}, {AtMs: 1_000, Counter: 10}, {AtMs: 3_000, Counter: 35, NoShowThrough: 9}}
+		marks := []capacity.Mark{{AtMs: 2_000, Counter: 20, NoShowThrough: 3}, {AtMs: 1_000, Counter: 10}, {AtMs: 3_000, Counter: 35, NoShowThrough: 9}}
 		for _, m := range append(marks, marks[0]) {
 			checkErr(t, "PutMark", s.PutMark(ctx, id, m), nil)
 		}
 		for _, tt := range []struct {
 			ms   int64
-			want queue.Mark
+			want capacity.Mark
 			err  error
 		}{
-			{999, queue.Mark{}, queue.ErrNotFound},
+			{999, capacity.Mark{}, queue.ErrNotFound},
 			{1_000, marks[1], nil},
 			{2_999, marks[0], nil},
 			{3_000, marks[2], nil},
@@ -169,8 +138,8 @@ func testCapacity(t *testing.T, s queue.CapacityStore, ps queue.Store) {
 	})
 	t.Run("ApplyFold", func(t *testing.T) {
 		p := program("folded")
-		checkErr(t, "CreateProgram", ps.CreateProgram(ctx, p), nil)
-		next := queue.Capacity{Level: 2, Steps: []queue.Step{{AtMs: 5_000, Freed: 9, Rate: 2_000}, {AtMs: 6_000, Freed: 11}},
+		create(t, ps, p)
+		next := capacity.Capacity{Level: 2, Steps: []capacity.Step{{AtMs: 5_000, Freed: 9, Rate: 2_000}, {AtMs: 6_000, Freed: 11}},
 			ReleaseRate: 1_500, FoldedAtMs: 4_000, EndsThrough: 15, NoShowThrough: 300, ExpiredThrough: 256, Owed: 1, NoShows: 7, Ended: 3, Expired: 4}
 		checkErr(t, "ApplyFold", s.ApplyFold(ctx, p.ID, 0, next), nil)
 		checkErr(t, "ApplyFold from the same fold again", s.ApplyFold(ctx, p.ID, 0, next), queue.ErrConflict)
@@ -180,37 +149,30 @@ func testCapacity(t *testing.T, s queue.CapacityStore, ps queue.Store) {
 		upd.Version++
 		upd.MaxActiveUsers = 50
 		checkErr(t, "UpdateProgram", ps.UpdateProgram(ctx, upd, p.Issued), nil)
-		if _, err := ps.IssueTicket(ctx, p.ID, t0.Add(ms(10))); err != nil {
-			t.Fatalf("IssueTicket: %v", err)
-		}
-		got, err := ps.GetProgram(ctx, p.ID)
-		checkErr(t, "GetProgram", err, nil)
-		if d := cmp.Diff(next, got.Capacity, cmpopts.EquateEmpty()); d != "" {
-			t.Fatalf("stored capacity (-want +got):\n%s", d)
-		}
+		_, err := ps.IssueTicket(ctx, p.ID, t0.Add(ms(10)))
+		checkErr(t, "IssueTicket", err, nil)
+		got := storedProgram(t, ps, p.ID)
+		check(t, "stored capacity", got.Capacity, next)
 		if got.MaxActiveUsers != 50 {
 			t.Fatalf("MaxActiveUsers %d, want 50", got.MaxActiveUsers)
 		}
 		next2 := next
 		next2.FoldedAtMs, next2.Steps = 5_000, nil
 		checkErr(t, "ApplyFold from the last fold", s.ApplyFold(ctx, p.ID, 4_000, next2), nil)
-		got, err = ps.GetProgram(ctx, p.ID)
-		checkErr(t, "GetProgram", err, nil)
-		if d := cmp.Diff(next2, got.Capacity, cmpopts.EquateEmpty()); d != "" {
-			t.Fatalf("stored capacity after a second fold (-want +got):\n%s", d)
-		}
+		check(t, "stored capacity after a second fold", storedProgram(t, ps, p.ID).Capacity, next2)
 	})
 }
 
 // testCapacityConcurrent: sightings racing their group's seal. Every
 // sighting accepted for a place at or below the seal is in the group the
 // seal returned: what the fold counts is what was accepted.
-func testCapacityConcurrent(t *testing.T, s queue.CapacityStore) {
+func testCapacityConcurrent(t *testing.T, qs queue.Store) {
+	s := qs.(capacity.Store)
 	ctx := t.Context()
 	const id, places, through = "race", 48, 24
 	var mu sync.Mutex
 	accepted := map[int64]bool{}
-	var sealed queue.Group
+	var sealed capacity.Group
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		inParallel(places, func(i int) {
@@ -221,7 +183,7 @@ func testCapacityConcurrent(t *testing.T, s queue.CapacityStore) {
 				mu.Lock()
 				accepted[place] = true
 				mu.Unlock()
-			case !errors.Is(err, queue.ErrSealed) || place > through:
+			case !errors.Is(err, capacity.ErrSealed) || place > through:
 				t.Errorf("Sight(%d): %v", place, err)
 			}
 		})

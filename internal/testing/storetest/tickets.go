@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/tickets"
 )
 
@@ -22,55 +23,22 @@ func testIssueTickets(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
 	now := t0.Add(ms(10_345) + 678*time.Microsecond)
-	for i, tc := range programStates(now) {
-		t.Run(tc.name, func(t *testing.T) {
-			p := program(fmt.Sprintf("block-%d", i))
-			tc.edit(&p)
-			if err := store.CreateProgram(ctx, p); err != nil {
-				t.Fatalf("CreateProgram: %v", err)
-			}
-			want := p
-			for _, step := range []struct {
-				at time.Time
-				n  int64
-			}{{now, 50}, {now.Add(time.Microsecond), 2}, {now.Add(time.Hour), 300}, {now.Add(time.Hour + time.Millisecond), 1}} {
-				got, err := s.IssueTickets(ctx, p.ID, step.at, step.n)
-				if err != nil {
-					t.Fatalf("IssueTickets(%d): %v", step.n, err)
-				}
-				want = want.WithTicketsIssued(step.at, step.n)
-				checkProgram(t, fmt.Sprintf("IssueTickets(%d) at %v", step.n, step.at), got, want)
-			}
-			checkStoredProgram(t, store, want)
-		})
-	}
+	steps := []time.Time{now, now.Add(time.Microsecond), now.Add(time.Hour), now.Add(time.Hour + time.Millisecond)}
+	issueInStates(t, store, "block", now, s.IssueTickets, steps, 50, 2, 300, 1)
 
 	t.Run("time per ticket changed since last seen", func(t *testing.T) {
 		p := program("block-rate")
-		if err := store.CreateProgram(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		want := p.WithTicketsIssued(now, 10)
-		if _, err := s.IssueTickets(ctx, p.ID, now, 10); err != nil {
-			t.Fatal(err)
-		}
-		upd := want.Rebased(now, perSecond(7), false, 0, 0)
-		if err := store.UpdateProgram(ctx, upd, want.Issued); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.IssueTickets(ctx, p.ID, now.Add(ms(1)), 25)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkProgram(t, "IssueTickets after a rate change", got, upd.WithTicketsIssued(now.Add(ms(1)), 25))
+		create(t, store, p)
+		issueSteps(t, store, p, s.IssueTickets, []time.Time{now}, 10)
+		upd := p.WithTicketsIssued(now, 10).Rebased(now, perSecond(7), false, 0, 0)
+		checkErr(t, "UpdateProgram", store.UpdateProgram(ctx, upd, upd.Issued), nil)
+		issueSteps(t, store, upd, s.IssueTickets, []time.Time{now.Add(ms(1))}, 25)
 	})
 
 	t.Run("ErrClosed and ErrNotFound", func(t *testing.T) {
 		p := program("block-closed")
 		p.Closed = true
-		if err := store.CreateProgram(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		create(t, store, p)
 		_, err := s.IssueTickets(ctx, p.ID, now, 40)
 		checkErr(t, "IssueTickets on a closed program", err, queue.ErrClosed)
 		checkStoredProgram(t, store, p)
@@ -85,15 +53,12 @@ func testIssueTicketsConcurrent(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
 	now := t0.Add(time.Minute)
-	p := queue.Program{ID: "blocks", CreatedAt: t0, Version: 2, Current: queue.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1000)}, DrainAtNs: unixNs(now) - 1e6, Options: queue.Options{AdmissionWindow: time.Minute}}
-	if err := store.CreateProgram(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	const calls = concurrentReanchors
+	p := queue.Program{ID: "blocks", CreatedAt: t0, Version: 2, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1000)}, DrainAtNs: unixNs(now) - 1e6, Options: settings.Options{AdmissionWindow: time.Minute}}
+	create(t, store, p)
 	var mu sync.Mutex
 	var held []int64
 	var total int64
-	inParallel(calls, func(i int) {
+	inParallel(concurrentReanchors, func(i int) {
 		n := int64(1 + i%7*5) // 1, 6, 11, …, 31
 		q, err := s.IssueTickets(ctx, p.ID, now, n)
 		if err != nil {
@@ -107,28 +72,26 @@ func testIssueTicketsConcurrent(t *testing.T, s tickets.Store) {
 			held = append(held, tk)
 		}
 	})
-	slices.Sort(held)
-	for i, tk := range held {
-		if tk != int64(i)+1 {
-			t.Fatalf("sorted tickets[%d] = %d: blocks overlap or skip (want each of 1..%d once)", i, tk, total)
-		}
-	}
-	got, err := store.GetProgram(ctx, p.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	checkEach(t, "tickets issued in blocks", held, 1, total)
+	got := storedProgram(t, store, p.ID)
 	if want := p.WithTicketsIssued(now, total); got.Issued != total || got.DrainAtNs != want.DrainAtNs || got.Current != want.Current {
 		t.Errorf("after %d tickets in blocks: %+v, want %+v", total, got, want)
 	}
 }
 
-// take1 takes one number from a shard.
-func take1(ctx context.Context, s tickets.Store, id string, i int, notBefore time.Time) (int64, bool, error) {
-	r, ok, err := s.TakeShardTickets(ctx, id, i, notBefore, 1)
-	if ok && (r.First != r.Last || r.ReservedAt.IsZero()) {
-		return 0, false, fmt.Errorf("a take of one number answered %+v", r)
+// checkEach stops the test unless got, in any order, is each of
+// first..last once.
+func checkEach(t *testing.T, what string, got []int64, first, last int64) {
+	t.Helper()
+	slices.Sort(got)
+	for i, n := range got {
+		if n != first+int64(i) {
+			t.Fatalf("%s: sorted [%d] = %d, want each of %d..%d once", what, i, n, first, last)
+		}
 	}
-	return r.First, ok, err
+	if int64(len(got)) != last-first+1 {
+		t.Fatalf("%s: %d numbers, want each of %d..%d once", what, len(got), first, last)
+	}
 }
 
 // testShards: the life of a ticket shard, step by step.
@@ -136,61 +99,51 @@ func testShards(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	now := t0.Add(time.Minute)
 	fresh, claimLapse := now.Add(-tickets.BlockLifetime), now.Add(-time.Second)
-
-	if _, ok, err := take1(ctx, s, "p", 3, fresh); err != nil || ok {
-		t.Fatalf("TakeShardTicket on a shard never filled: ok=%v, %v; want false", ok, err)
+	// claim claims shard 3 at at; fill fills it.
+	claim := func(what, c string, at, notBefore, claimNotBefore time.Time, want bool) tickets.Shard {
+		t.Helper()
+		old, ok, err := s.ClaimShard(ctx, "p", 3, c, at, notBefore, claimNotBefore)
+		checkOK(t, what, ok, err, want)
+		return old
 	}
-	old, ok, err := s.ClaimShard(ctx, "p", 3, "claim-a", now, fresh, claimLapse)
-	if err != nil || !ok || old != (tickets.Shard{}) {
-		t.Fatalf("first ClaimShard: %+v ok=%v %v; want the zero shard, true", old, ok, err)
+	fill := func(what, c string, at time.Time, b tickets.Shard, want bool) {
+		t.Helper()
+		ok, err := s.FillShard(ctx, "p", 3, c, at, b)
+		checkOK(t, what, ok, err, want)
 	}
-	if _, ok, err := s.ClaimShard(ctx, "p", 3, "claim-b", now.Add(ms(5)), fresh, claimLapse); err != nil || ok {
-		t.Fatalf("ClaimShard by another while claimed: ok=%v %v; want false", ok, err)
-	}
-	if _, ok, err := s.ClaimShard(ctx, "p", 3, "claim-a", now, fresh, claimLapse); err != nil || !ok {
-		t.Fatalf("ClaimShard again by the same claim (a retry): ok=%v %v; want true", ok, err)
-	}
-	block := tickets.Shard{Start: 101, Next: 102, End: 104, ReservedAt: now}
-	if ok, err := s.FillShard(ctx, "p", 3, "claim-b", now, block); err != nil || ok {
-		t.Fatalf("FillShard by a claim that does not hold it: ok=%v %v; want false", ok, err)
-	}
-	if ok, err := s.FillShard(ctx, "p", 3, "claim-a", now, block); err != nil || !ok {
-		t.Fatalf("FillShard: ok=%v %v; want true", ok, err)
-	}
-	if ok, err := s.FillShard(ctx, "p", 3, "claim-a", now, tickets.Shard{Start: 1, Next: 1, End: 9, ReservedAt: now}); err != nil || ok {
-		t.Fatalf("FillShard twice: ok=%v %v; want false (a fill never applies twice)", ok, err)
-	}
-	// The same fill again, as the retry of a fill whose answer was lost:
-	// true, and the block goes on from where it was.
-	if got, ok, err := take1(ctx, s, "p", 3, fresh); err != nil || !ok || got != 102 {
-		t.Fatalf("TakeShardTicket: %d ok=%v %v; want 102", got, ok, err)
-	}
-	if ok, err := s.FillShard(ctx, "p", 3, "claim-a", now, block); err != nil || !ok {
-		t.Fatalf("the same FillShard again: ok=%v %v; want true (it was applied)", ok, err)
-	}
-	if _, ok, err := s.ClaimShard(ctx, "p", 3, "claim-c", now.Add(ms(1)), fresh, claimLapse); err != nil || ok {
-		t.Fatalf("ClaimShard on a usable block: ok=%v %v; want false", ok, err)
-	}
-	if _, ok, err := take1(ctx, s, "p", 4, fresh); err != nil || ok {
-		t.Fatalf("TakeShardTicket on another shard: ok=%v %v; want false", ok, err)
-	}
-	for _, want := range []int64{103, 104} {
-		got, ok, err := take1(ctx, s, "p", 3, fresh)
-		if err != nil || !ok || got != want {
-			t.Fatalf("TakeShardTicket: %d ok=%v %v; want %d", got, ok, err, want)
+	// take takes one number of shard i: want, or none when want is 0.
+	take := func(what string, i int, notBefore time.Time, want int64) {
+		t.Helper()
+		r, ok, err := s.TakeShardTickets(ctx, "p", i, notBefore, 1)
+		if err != nil || ok != (want != 0) || ok && (r.First != want || r.Last != want || r.ReservedAt.IsZero()) {
+			t.Fatalf("%s: %+v ok=%v %v; want %d", what, r, ok, err, want)
 		}
 	}
-	if _, ok, err := take1(ctx, s, "p", 3, fresh); err != nil || ok {
-		t.Fatalf("TakeShardTicket on a used-up block: ok=%v %v; want false", ok, err)
-	}
+
+	take("TakeShardTicket on a shard never filled", 3, fresh, 0)
+	old := claim("first ClaimShard", "claim-a", now, fresh, claimLapse, true)
+	check(t, "first ClaimShard", old, tickets.Shard{})
+	claim("ClaimShard by another while claimed", "claim-b", now.Add(ms(5)), fresh, claimLapse, false)
+	claim("ClaimShard again by the same claim (a retry)", "claim-a", now, fresh, claimLapse, true)
+	block := tickets.Shard{Start: 101, Next: 102, End: 104, ReservedAt: now}
+	fill("FillShard by a claim that does not hold it", "claim-b", now, block, false)
+	fill("FillShard", "claim-a", now, block, true)
+	fill("FillShard twice (a fill never applies twice)", "claim-a", now, tickets.Shard{Start: 1, Next: 1, End: 9, ReservedAt: now}, false)
+	// The same fill again, as the retry of a fill whose answer was lost:
+	// true, and the block goes on from where it was.
+	take("TakeShardTicket", 3, fresh, 102)
+	fill("the same FillShard again (it was applied)", "claim-a", now, block, true)
+	claim("ClaimShard on a usable block", "claim-c", now.Add(ms(1)), fresh, claimLapse, false)
+	take("TakeShardTicket on another shard", 4, fresh, 0)
+	take("TakeShardTicket", 3, fresh, 103)
+	take("TakeShardTicket", 3, fresh, 104)
+	take("TakeShardTicket on a used-up block", 3, fresh, 0)
 	later := now.Add(ms(10))
-	old, ok, err = s.ClaimShard(ctx, "p", 3, "claim-d", later, later.Add(-tickets.BlockLifetime), later.Add(-time.Second))
-	if want := (tickets.Shard{Start: 101, Next: 105, End: 104, ReservedAt: now, Takes: 3, Claim: "claim-a"}); err != nil || !ok || old.Start != want.Start || old.Next != want.Next || old.End != want.End || old.Takes != want.Takes || !old.ReservedAt.Equal(want.ReservedAt) {
-		t.Fatalf("ClaimShard on a used-up block: %+v ok=%v %v; want the old block %+v", old, ok, err, want)
+	old = claim("ClaimShard on a used-up block", "claim-d", later, later.Add(-tickets.BlockLifetime), later.Add(-time.Second), true)
+	if want := (tickets.Shard{Start: 101, Next: 105, End: 104, ReservedAt: now, Takes: 3}); old.Start != want.Start || old.Next != want.Next || old.End != want.End || old.Takes != want.Takes || !old.ReservedAt.Equal(want.ReservedAt) {
+		t.Fatalf("ClaimShard on a used-up block: %+v; want the old block %+v", old, want)
 	}
-	if ok, err := s.FillShard(ctx, "p", 3, "claim-d", later, tickets.Shard{Start: 200, Next: 200, End: 207, ReservedAt: later}); err != nil || !ok {
-		t.Fatalf("second FillShard: ok=%v %v", ok, err)
-	}
+	fill("second FillShard", "claim-d", later, tickets.Shard{Start: 200, Next: 200, End: 207, ReservedAt: later}, true)
 	// Several numbers a take: as many as asked, fewer when fewer are left.
 	for _, want := range []tickets.Run{{First: 200, Last: 202}, {First: 203, Last: 205}, {First: 206, Last: 207}} {
 		r, ok, err := s.TakeShardTickets(ctx, "p", 3, later.Add(-tickets.BlockLifetime), 3)
@@ -198,39 +151,26 @@ func testShards(t *testing.T, s tickets.Store) {
 			t.Fatalf("TakeShardTickets(3): %+v ok=%v %v; want %d..%d reserved at %v", r, ok, err, want.First, want.Last, later)
 		}
 	}
-	if _, ok, err := s.TakeShardTickets(ctx, "p", 3, later.Add(-tickets.BlockLifetime), 3); err != nil || ok {
-		t.Fatalf("TakeShardTickets on a used-up block: ok=%v %v; want false", ok, err)
+	_, ok, err := s.TakeShardTickets(ctx, "p", 3, later.Add(-tickets.BlockLifetime), 3)
+	checkOK(t, "TakeShardTickets on a used-up block", ok, err, false)
+	old = claim("ClaimShard after three takes", "claim-g", later.Add(ms(1)), later.Add(-tickets.BlockLifetime), later.Add(-time.Second), true)
+	if old.Takes != 3 || old.Start != 200 || old.End != 207 {
+		t.Fatalf("ClaimShard after three takes: %+v; want the block 200..207 with 3 takes", old)
 	}
-	old, ok, err = s.ClaimShard(ctx, "p", 3, "claim-g", later.Add(ms(1)), later.Add(-tickets.BlockLifetime), later.Add(-time.Second))
-	if err != nil || !ok || old.Takes != 3 || old.Start != 200 || old.End != 207 {
-		t.Fatalf("ClaimShard after three takes: %+v ok=%v %v; want the block 200..207 with 3 takes", old, ok, err)
-	}
-	if ok, err := s.FillShard(ctx, "p", 3, "claim-g", later.Add(ms(1)), tickets.Shard{Start: 200, Next: 200, End: 201, ReservedAt: later}); err != nil || !ok {
-		t.Fatalf("third FillShard: ok=%v %v", ok, err)
-	}
+	fill("third FillShard", "claim-g", later.Add(ms(1)), tickets.Shard{Start: 200, Next: 200, End: 201, ReservedAt: later}, true)
 	// Stale: a block reserved before notBefore hands out nothing, and can
 	// be claimed though not used up.
 	stale := later.Add(tickets.BlockLifetime + ms(1))
-	if _, ok, err := take1(ctx, s, "p", 3, stale.Add(-tickets.BlockLifetime)); err != nil || ok {
-		t.Fatalf("TakeShardTicket on a stale block: ok=%v %v; want false", ok, err)
-	}
-	if got, ok, err := take1(ctx, s, "p", 3, later.Add(-tickets.BlockLifetime)); err != nil || !ok || got != 200 {
-		t.Fatalf("TakeShardTicket on the fresh block: %d ok=%v %v; want 200", got, ok, err)
-	}
-	old, ok, err = s.ClaimShard(ctx, "p", 3, "claim-e", stale, stale.Add(-tickets.BlockLifetime), stale.Add(-time.Second))
-	if err != nil || !ok || old.Next != 201 || old.End != 201 {
-		t.Fatalf("ClaimShard on a stale block: %+v ok=%v %v; want it, Next 201", old, ok, err)
+	take("TakeShardTicket on a stale block", 3, stale.Add(-tickets.BlockLifetime), 0)
+	take("TakeShardTicket on the fresh block", 3, later.Add(-tickets.BlockLifetime), 200)
+	old = claim("ClaimShard on a stale block", "claim-e", stale, stale.Add(-tickets.BlockLifetime), stale.Add(-time.Second), true)
+	if old.Next != 201 || old.End != 201 {
+		t.Fatalf("ClaimShard on a stale block: %+v; want it, Next 201", old)
 	}
 	// A claim that lapsed (its refiller gone) is taken over.
-	if _, ok, err := s.ClaimShard(ctx, "p", 3, "claim-f", stale.Add(ms(500)), stale, stale.Add(ms(500)-time.Second)); err != nil || ok {
-		t.Fatalf("ClaimShard half a second into another's claim: ok=%v %v; want false", ok, err)
-	}
-	if _, ok, err := s.ClaimShard(ctx, "p", 3, "claim-f", stale.Add(ms(1001)), stale, stale.Add(ms(1))); err != nil || !ok {
-		t.Fatalf("ClaimShard after another's claim lapsed: ok=%v %v; want true", ok, err)
-	}
-	if ok, err := s.FillShard(ctx, "p", 3, "claim-e", stale, tickets.Shard{Start: 300, Next: 300, End: 310, ReservedAt: stale}); err != nil || ok {
-		t.Fatalf("FillShard by a lapsed claim: ok=%v %v; want false", ok, err)
-	}
+	claim("ClaimShard half a second into another's claim", "claim-f", stale.Add(ms(500)), stale, stale.Add(ms(500)-time.Second), false)
+	claim("ClaimShard after another's claim lapsed", "claim-f", stale.Add(ms(1001)), stale, stale.Add(ms(1)), true)
+	fill("FillShard by a lapsed claim", "claim-e", stale, tickets.Shard{Start: 300, Next: 300, End: 310, ReservedAt: stale}, false)
 }
 
 // testShardsConcurrent: takers racing for a block get each of its numbers
@@ -239,40 +179,32 @@ func testShardsConcurrent(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	now := t0.Add(time.Minute)
 	fresh := now.Add(-tickets.BlockLifetime)
-	if _, ok, err := s.ClaimShard(ctx, "race", 0, "filler", now, fresh, fresh); err != nil || !ok {
-		t.Fatalf("ClaimShard: %v %v", ok, err)
-	}
+	_, ok, err := s.ClaimShard(ctx, "race", 0, "filler", now, fresh, fresh)
+	checkOK(t, "ClaimShard", ok, err, true)
 	const size = concurrentReanchors
-	if ok, err := s.FillShard(ctx, "race", 0, "filler", now, tickets.Shard{Start: 1, Next: 1, End: size, ReservedAt: now}); err != nil || !ok {
-		t.Fatalf("FillShard: %v %v", ok, err)
-	}
+	ok, err = s.FillShard(ctx, "race", 0, "filler", now, tickets.Shard{Start: 1, Next: 1, End: size, ReservedAt: now})
+	checkOK(t, "FillShard", ok, err, true)
 	var mu sync.Mutex
 	var got []int64
-	var misses atomic.Int32
+	var misses, won atomic.Int32
+	var errs []error
 	inParallel(size+size/2, func(int) {
-		tk, ok, err := take1(ctx, s, "race", 0, fresh)
+		r, ok, err := s.TakeShardTickets(ctx, "race", 0, fresh, 1)
+		mu.Lock()
+		defer mu.Unlock()
 		switch {
-		case err != nil:
-			t.Errorf("TakeShardTicket: %v", err)
+		case err != nil || ok && (r.First != r.Last || r.ReservedAt.IsZero()):
+			errs = append(errs, fmt.Errorf("TakeShardTickets(1): %+v, %w", r, err))
 		case !ok:
 			misses.Add(1)
 		default:
-			mu.Lock()
-			got = append(got, tk)
-			mu.Unlock()
+			got = append(got, r.First)
 		}
 	})
-	slices.Sort(got)
-	if len(got) != size || misses.Load() != size/2 {
-		t.Fatalf("%d takers of a block of %d: %d numbers, %d misses", size+size/2, size, len(got), misses.Load())
+	if err := errors.Join(errs...); err != nil || misses.Load() != size/2 {
+		t.Fatalf("%d takers of a block of %d: %d misses, %v", size+size/2, size, misses.Load(), err)
 	}
-	for i, tk := range got {
-		if tk != int64(i)+1 {
-			t.Fatalf("sorted numbers[%d] = %d: each of 1..%d once", i, tk, size)
-		}
-	}
-	var won atomic.Int32
-	var errs []error
+	checkEach(t, "numbers taken", got, 1, size)
 	inParallel(concurrentMarks, func(i int) {
 		_, ok, err := s.ClaimShard(ctx, "race", 0, fmt.Sprintf("refiller-%d", i), now.Add(ms(1)), fresh, fresh)
 		if ok {
@@ -295,72 +227,28 @@ func testSetShards(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
 	p := program("set-shards")
-	if err := store.CreateProgram(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := s.SetShards(ctx, p.ID, 2, 5); err != nil || ok {
-		t.Fatalf("SetShards from a wrong count: ok=%v %v; want false", ok, err)
-	}
-	if ok, err := s.SetShards(ctx, p.ID, 0, 5); err != nil || !ok {
-		t.Fatalf("SetShards(0→5): ok=%v %v; want true", ok, err)
-	}
-	p.Shards = 5
-	checkStoredProgram(t, store, p)
-	if ok, err := s.SetShards(ctx, p.ID, 0, 5); err != nil || !ok {
-		t.Fatalf("SetShards(0→5) again, as a retry after a lost answer: ok=%v %v; want true (the count is 5)", ok, err)
-	}
-	checkStoredProgram(t, store, p)
-	if ok, err := s.SetShards(ctx, p.ID, 5, 0); err != nil || !ok {
-		t.Fatalf("SetShards(5→0): ok=%v %v; want true", ok, err)
-	}
-	p.Shards = 0
-	checkStoredProgram(t, store, p)
-	if ok, err := s.SetShards(ctx, "missing", 0, 5); err != nil || ok {
-		t.Fatalf("SetShards on a missing program: ok=%v %v; want false", ok, err)
-	}
-	if _, err := store.GetProgram(ctx, "missing"); !errors.Is(err, queue.ErrNotFound) {
-		t.Fatalf("SetShards created a program: %v", err)
-	}
-}
-
-// testFixPrequeue: a shuffled program's pre-queue is fixed once, at or
-// after its opening, to the tickets issued then.
-func testFixPrequeue(t *testing.T, s queue.Store) {
-	ctx := t.Context()
-	ps := s.(queue.PrequeueStore)
-	opens := t0.Add(time.Hour)
-	p := program("prequeue")
-	p.OpensAt, p.Shuffle, p.ShuffleNonce = opens, true, "cd"
-	p.Current.StartMs, p.DrainAtNs = opens.UnixMilli(), unixNs(opens)+28*400e6
-	plain := program("no-shuffle")
-	plain.OpensAt = opens
-	for _, q := range []queue.Program{p, plain} {
-		if err := s.CreateProgram(ctx, q); err != nil {
-			t.Fatal(err)
+	create(t, store, p)
+	for _, step := range []struct {
+		what     string
+		id       string
+		from, to int
+		want     bool
+	}{
+		{"SetShards from a wrong count", p.ID, 2, 5, false},
+		{"SetShards(0→5)", p.ID, 0, 5, true},
+		{"SetShards(0→5) again, as a retry after a lost answer (the count is 5)", p.ID, 0, 5, true},
+		{"SetShards(5→0)", p.ID, 5, 0, true},
+		{"SetShards on a missing program", "missing", 0, 5, false},
+	} {
+		ok, err := s.SetShards(ctx, step.id, step.from, step.to)
+		checkOK(t, step.what, ok, err, step.want)
+		if step.id == p.ID && step.want {
+			p.Shards = step.to
 		}
+		checkStoredProgram(t, store, p)
 	}
-	fix := func(what, id string, at time.Time, want queue.Program) {
-		t.Helper()
-		got, err := ps.FixPrequeue(ctx, id, at)
-		if err != nil {
-			t.Fatalf("%s: FixPrequeue: %v", what, err)
-		}
-		checkProgram(t, what, got, want)
-	}
-	fix("before the opening: unchanged", p.ID, opens.Add(-ms(1)), p)
-	fix("without a shuffle: unchanged", plain.ID, opens.Add(time.Second), plain)
-	fixed := p.WithPrequeueFixed(opens)
-	if fixed.Prequeue != 40 || !fixed.PrequeueFixed {
-		t.Fatalf("WithPrequeueFixed: pre-queue %d (fixed %v), want the 40 tickets issued", fixed.Prequeue, fixed.PrequeueFixed)
-	}
-	fix("at the opening: fixed", p.ID, opens, fixed)
-	if _, err := s.IssueTicket(ctx, p.ID, opens.Add(ms(1))); err != nil {
-		t.Fatal(err)
-	}
-	fix("again later, with one more ticket: as fixed", p.ID, opens.Add(time.Minute), fixed.WithTicketIssued(opens.Add(ms(1))))
-	if _, err := ps.FixPrequeue(ctx, "missing", opens); !errors.Is(err, queue.ErrNotFound) {
-		t.Errorf("FixPrequeue of a missing program: %v, want ErrNotFound", err)
-	}
+	_, err := store.GetProgram(ctx, "missing")
+	checkErr(t, "SetShards created a program", err, queue.ErrNotFound)
 }
 
 // testTrimShard: a block is trimmed once, only the block named, before
@@ -372,19 +260,15 @@ func testTrimShard(t *testing.T, s tickets.Store) {
 	fresh := now.Add(-tickets.BlockLifetime)
 	fill := func(i int, claim string, b tickets.Shard) {
 		t.Helper()
-		if _, ok, err := s.ClaimShard(ctx, "p", i, claim, now, fresh, now.Add(-time.Second)); err != nil || !ok {
-			t.Fatalf("ClaimShard(%d): ok=%v %v", i, ok, err)
-		}
-		if ok, err := s.FillShard(ctx, "p", i, claim, now, b); err != nil || !ok {
-			t.Fatalf("FillShard(%d): ok=%v %v", i, ok, err)
-		}
+		_, ok, err := s.ClaimShard(ctx, "p", i, claim, now, fresh, now.Add(-time.Second))
+		checkOK(t, fmt.Sprintf("ClaimShard(%d)", i), ok, err, true)
+		ok, err = s.FillShard(ctx, "p", i, claim, now, b)
+		checkOK(t, fmt.Sprintf("FillShard(%d)", i), ok, err, true)
 	}
-	take := func(i int, m int64) tickets.Run {
+	takeRun := func(i int, m int64) tickets.Run {
 		t.Helper()
 		r, ok, err := s.TakeShardTickets(ctx, "p", i, fresh, m)
-		if err != nil || !ok {
-			t.Fatalf("TakeShardTickets(%d, %d): ok=%v %v", i, m, ok, err)
-		}
+		checkOK(t, fmt.Sprintf("TakeShardTickets(%d, %d)", i, m), ok, err, true)
 		return r
 	}
 	trim := func(i int, start int64, at time.Time, back tickets.Run, want tickets.Run, wantOK bool) {
@@ -395,35 +279,33 @@ func testTrimShard(t *testing.T, s tickets.Store) {
 		}
 	}
 
-	if _, ok, err := s.TrimShard(ctx, "p", 1, 1, now, tickets.Run{}); err != nil || ok {
-		t.Fatalf("TrimShard on a shard never filled: ok=%v %v; want false", ok, err)
-	}
+	_, ok, err := s.TrimShard(ctx, "p", 1, 1, now, tickets.Run{})
+	checkOK(t, "TrimShard on a shard never filled", ok, err, false)
 	// A plain trim: the numbers not handed out, once.
 	fill(1, "a", tickets.Shard{Start: 100, Next: 100, End: 119, ReservedAt: now})
-	if r := take(1, 3); r.First != 100 || r.Last != 102 || r.Block != 100 || r.After != 103 {
+	if r := takeRun(1, 3); r.First != 100 || r.Last != 102 || r.Block != 100 || r.After != 103 {
 		t.Fatalf("TakeShardTickets(3): %+v; want 100..102 of block 100, next 103", r)
 	}
 	trim(1, 101, now, tickets.Run{}, tickets.Run{}, false)            // another block
 	trim(1, 100, now.Add(ms(1)), tickets.Run{}, tickets.Run{}, false) // reserved at another instant
 	trim(1, 100, now, tickets.Run{}, tickets.Run{First: 103, Last: 119}, true)
 	trim(1, 100, now, tickets.Run{}, tickets.Run{}, false) // nothing left
-	if _, ok, err := s.TakeShardTickets(ctx, "p", 1, fresh, 1); err != nil || ok {
-		t.Fatalf("TakeShardTickets after a trim: ok=%v %v; want false (used up)", ok, err)
-	}
+	_, ok, err = s.TakeShardTickets(ctx, "p", 1, fresh, 1)
+	checkOK(t, "TakeShardTickets after a trim (used up)", ok, err, false)
 
 	// A take given back: only when nobody took after it.
 	fill(2, "b", tickets.Shard{Start: 200, Next: 200, End: 229, ReservedAt: now})
-	mine := take(2, 5)
+	mine := takeRun(2, 5)
 	mine.First++ // the first number went to an enter; 201..204 are left
 	trim(2, 200, now, mine, tickets.Run{First: 201, Last: 229}, true)
 	fill(3, "c", tickets.Shard{Start: 300, Next: 300, End: 329, ReservedAt: now})
-	mine = take(3, 5)
-	take(3, 2) // another instance's take: 305, 306
+	mine = takeRun(3, 5)
+	takeRun(3, 2) // another instance's take: 305, 306
 	trim(3, 300, now, mine, tickets.Run{First: 307, Last: 329}, true)
 	// A take cut short at the block's end, given back.
 	fill(4, "d", tickets.Shard{Start: 400, Next: 400, End: 409, ReservedAt: now})
-	take(4, 6)
-	mine = take(4, 6)
+	takeRun(4, 6)
+	mine = takeRun(4, 6)
 	if mine.First != 406 || mine.Last != 409 || mine.After != 412 {
 		t.Fatalf("TakeShardTickets past the end: %+v; want 406..409, next 412", mine)
 	}
@@ -437,44 +319,34 @@ func testReturnTickets(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
 	p := program("return")
-	if err := store.CreateProgram(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	create(t, store, p)
 	stale := p
 	stale.Version--
-	if ok, err := s.ReturnTickets(ctx, stale, 35); err != nil || ok {
-		t.Fatalf("ReturnTickets from an older version: ok=%v %v; want false", ok, err)
-	}
-	if ok, err := s.ReturnTickets(ctx, p, 35); err != nil || !ok {
-		t.Fatalf("ReturnTickets(35): ok=%v %v; want true", ok, err)
-	}
+	ok, err := s.ReturnTickets(ctx, stale, 35)
+	checkOK(t, "ReturnTickets from an older version", ok, err, false)
+	ok, err = s.ReturnTickets(ctx, p, 35)
+	checkOK(t, "ReturnTickets(35)", ok, err, true)
 	want := p.WithTicketsReturned(35)
 	if want.Issued != 34 || want.Version != p.Version+1 || want.DrainAtNs >= p.DrainAtNs {
 		t.Fatalf("WithTicketsReturned(35) of %+v: %+v; want 34 issued, the version bumped, an earlier drain", p, want)
 	}
 	checkStoredProgram(t, store, want)
-	if ok, err := s.ReturnTickets(ctx, p, 35); err != nil || ok {
-		t.Fatalf("ReturnTickets again: ok=%v %v; want false (a repeat never applies)", ok, err)
-	}
+	ok, err = s.ReturnTickets(ctx, p, 35)
+	checkOK(t, "ReturnTickets again (a repeat never applies)", ok, err, false)
 	got, err := s.IssueTickets(ctx, p.ID, t0.Add(ms(2000)), 3)
 	if err != nil || got.Issued != 37 {
 		t.Fatalf("IssueTickets(3) after the return: issued %d, %v; want 35..37 handed out again", got.Issued, err)
 	}
 	moved := got
 	moved.Issued = 36 // read before the last ticket
-	if ok, err := s.ReturnTickets(ctx, moved, 36); err != nil || ok {
-		t.Fatalf("ReturnTickets below the top: ok=%v %v; want false", ok, err)
-	}
+	ok, err = s.ReturnTickets(ctx, moved, 36)
+	checkOK(t, "ReturnTickets below the top", ok, err, false)
 	// A pre-queue fixed since the caller read the program.
 	q := program("return-opened")
 	q.OpensAt, q.Shuffle, q.ShuffleNonce = t0.Add(time.Second), true, "cd"
-	if err := store.CreateProgram(ctx, q); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.(queue.PrequeueStore).FixPrequeue(ctx, q.ID, t0.Add(2*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := s.ReturnTickets(ctx, q, 40); err != nil || ok {
-		t.Fatalf("ReturnTickets after the pre-queue was fixed: ok=%v %v; want false", ok, err)
-	}
+	create(t, store, q)
+	_, err = s.(queue.PrequeueStore).FixPrequeue(ctx, q.ID, t0.Add(2*time.Second))
+	checkErr(t, "FixPrequeue", err, nil)
+	ok, err = s.ReturnTickets(ctx, q, 40)
+	checkOK(t, "ReturnTickets after the pre-queue was fixed", ok, err, false)
 }

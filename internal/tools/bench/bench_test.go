@@ -1,20 +1,25 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/json"
-	"encoding/xml"
-	"errors"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/example/waitingroom/internal/metrics"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tools/samtemplate"
 )
 
 func TestParseArrival(t *testing.T) {
@@ -176,7 +181,7 @@ func TestApplyChange(t *testing.T) {
 	if !ok || !p.Pending(t1) || p.Serving(t1.Add(999*time.Millisecond)) != 29 || p.Serving(t1.Add(5*time.Second)) != 30 {
 		t.Fatalf("pause: ok %v, pending %v, serving %d then %d; want 29 then 30", ok, p.Pending(t1), p.Serving(t1.Add(999*time.Millisecond)), p.Serving(t1.Add(5*time.Second)))
 	}
-	if s := p.Settled(); !s.Paused || s.Rate != 10*queue.OnePerSecond {
+	if s := p.Settled(); !s.Paused || s.Rate != 10*pace.OnePerSecond {
 		t.Errorf("paused segment %+v, want the rate kept", s)
 	}
 	if _, ok := ApplyChange(p, t1.Add(500*time.Millisecond), RateChange{Rate: 20}, false, time.Second); ok {
@@ -196,7 +201,7 @@ func TestApplyChangePausedWithRate(t *testing.T) {
 	for range 100 {
 		p = p.WithTicketIssued(t0)
 	}
-	if got := p.Settled(); !got.Paused || got.Rate != 10*queue.OnePerSecond {
+	if got := p.Settled(); !got.Paused || got.Rate != 10*pace.OnePerSecond {
 		t.Fatalf("created %+v, want paused at 10/s", got)
 	}
 	t1 := t0.Add(time.Minute)
@@ -213,7 +218,7 @@ func TestApplyChangePausedWithRate(t *testing.T) {
 }
 
 func TestPoliciesParse(t *testing.T) {
-	ps := DefaultPolicies(polling.Named(polling.DefaultTiers(), polling.DefaultETA(), polling.DefaultSteady()))
+	reg := polling.Named(polling.DefaultTiers(), polling.DefaultETA(), polling.DefaultSteady())
 	for _, tc := range []struct {
 		in    string
 		names []string
@@ -230,7 +235,7 @@ func TestPoliciesParse(t *testing.T) {
 		{in: ",", err: true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := ps.Parse(tc.in)
+			got, err := ParsePolicies(tc.in, reg)
 			if (err != nil) != tc.err {
 				t.Fatalf("Parse(%q) error %v", tc.in, err)
 			}
@@ -246,7 +251,7 @@ func TestPoliciesParse(t *testing.T) {
 	}
 }
 
-// constPolicy shows how a new policy plugs in.
+// constPolicy shows how a new policy plugs in: by its name in the registry.
 type constPolicy time.Duration
 
 func (c constPolicy) RetryAfter(polling.Situation, *rand.Rand) time.Duration {
@@ -254,14 +259,9 @@ func (c constPolicy) RetryAfter(polling.Situation, *rand.Rand) time.Duration {
 }
 
 func TestPoliciesPluggable(t *testing.T) {
-	ps := DefaultPolicies(polling.Named(polling.DefaultTiers(), polling.DefaultETA(), polling.DefaultSteady()))
-	ps["const"] = func(arg string) (polling.Policy, error) {
-		if arg != "" {
-			return nil, errors.New("no argument")
-		}
-		return constPolicy(time.Second), nil
-	}
-	got, err := ps.Parse("fixed:3s,const")
+	reg := polling.Named(polling.DefaultTiers(), polling.DefaultETA(), polling.DefaultSteady())
+	reg["const"] = constPolicy(time.Second)
+	got, err := ParsePolicies("fixed:3s,const", reg)
 	if err != nil || len(got) != 2 || got[1].Policy.RetryAfter(polling.Situation{}, nil) != time.Second {
 		t.Fatalf("Parse = %v, %v", got, err)
 	}
@@ -297,9 +297,6 @@ func TestFormatting(t *testing.T) {
 		{Thousands(1000), "1,000"},
 		{Thousands(1234567), "1,234,567"},
 		{Thousands(-1234), "-1,234"},
-		{SI(0), "0"},
-		{SI(1500), "1.5k"},
-		{SI(2_000_000), "2M"},
 		{change(100, 17), "−83.0%"},
 		{change(100, 240), "+140.0%"},
 		{change(100, 100), "0%"},
@@ -317,21 +314,16 @@ func TestFormatting(t *testing.T) {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
 	}
-	for _, tc := range []struct{ raw, want float64 }{{0.3, 1}, {3, 5}, {12, 20}, {200, 200}, {201, 500}} {
-		if got := niceStep(tc.raw); got != tc.want {
-			t.Errorf("niceStep(%g) = %g, want %g", tc.raw, got, tc.want)
-		}
-	}
 }
 
 func sampleResults() []Result {
 	a := Result{Policy: "fixed:3s", Mode: "simulate", Users: 10, Admitted: 10, Requests: 100, Polls: 90,
 		RpsSeries: []int64{10, 0, 0, 30, 0, 0, 30}, PollSeries: []int64{0, 0, 0, 30, 0, 0, 30},
 		ByRoute: map[string]int64{"GET poll 200": 90, "POST enter 201": 10}, NotifyDelayMs: Summarize([]float64{1, 2, 3})}
-	a.Finish(7*time.Second, 90)
+	a.Finish(7 * time.Second)
 	b := a
 	b.Policy, b.Requests, b.Polls = "tiers", 40, 30
-	b.Finish(7*time.Second, 30)
+	b.Finish(7 * time.Second)
 	return []Result{a, b}
 }
 
@@ -350,37 +342,21 @@ func TestWriteDir(t *testing.T) {
 		t.Fatalf("results.json: %v, %+v", err, back)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, ReportFile))
-	for _, want := range []string{"# Test <run>", "| metric | fixed:3s | tiers | tiers vs fixed:3s |", "| polls (GET) | 90 | 30 | −66.7% |", "](rps.svg)"} {
+	for _, want := range []string{"# Test <run>", "bench simulate -users 10", "| metric | fixed:3s | tiers | tiers vs fixed:3s |", "| polls (GET) | 90 | 30 | −66.7% |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
 	}
-	svg, _ := os.ReadFile(filepath.Join(dir, ChartFile))
-	dec := xml.NewDecoder(strings.NewReader(string(svg)))
-	lines := 0
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("rps.svg is not well-formed XML: %v", err)
-		}
-		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
-			lines++
-		}
+	if err := WriteDir(dir, Report{Title: "Trade-off", Table: "| setting |\n"}, results); err != nil {
+		t.Fatal(err)
 	}
-	if lines != 4 { // per second and smoothed, per result
-		t.Errorf("rps.svg has %d polylines, want 4", lines)
+	if md, _ := os.ReadFile(filepath.Join(dir, ReportFile)); !strings.Contains(string(md), "| setting |") || strings.Contains(string(md), "| metric |") {
+		t.Errorf("report.md with a table of its own:\n%s", md)
 	}
 }
 
-func TestWriteTable(t *testing.T) {
-	var b strings.Builder
-	if err := WriteTable(&b, sampleResults()); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
+func TestMarkdownTable(t *testing.T) {
+	out := MarkdownTable(sampleResults())
 	for _, want := range []string{"fixed:3s", "tiers vs fixed:3s", "−60.0%", "notify delay p99"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
@@ -418,7 +394,7 @@ func TestCapacityRows(t *testing.T) {
 	rateOnly, capped := sampleResults()[0], sampleResults()[0]
 	rateOnly.Policy, capped.Policy = "rate only", "cap 50"
 	rateOnly.Capacity = &Capacity{NoShows: 600, Wasted: 600, ServedMs: 100_000, MostActive: 250}
-	capped.Capacity = &Capacity{MaxActiveUsers: 50, NoShowSeconds: 10, NoShows: 600, NoShowsFound: 600, ServedMs: 600_000, MostActive: 50,
+	capped.Capacity = &Capacity{MaxActiveUsers: 50, NoShowSeconds: 10, NoShows: 600, ServerNoShows: 600, ServedMs: 600_000, MostActive: 50,
 		SlotReuseMs: &Percentiles{Count: 1950, P50: 2500, Max: 4000}}
 	cells := map[string][]string{}
 	for _, line := range table([]Result{rateOnly, capped}) {
@@ -440,5 +416,150 @@ func TestCapacityRows(t *testing.T) {
 		if line[0] == "cap (maxActiveUsers)" {
 			t.Error("results without the capacity model have its rows")
 		}
+	}
+}
+
+// TestCost: every line of the bill, from the units a run used. KMS is a
+// Decrypt per instance and a key pair per key period; instances are the
+// peak rate times the billed duration.
+func TestCost(t *testing.T) {
+	p := DefaultPrices()
+	logBytes := p.EMFBytes + p.LambdaLogBytes + p.AccessLogBytes
+	for _, tc := range []struct {
+		name   string
+		prices func(*Prices)
+		r      Result
+		want   Cost
+	}{
+		{"a million, eta-like", nil,
+			Result{Requests: 5_000_000, Enters: 1_000_000, Polls: 4_000_000, Admitted: 1_000_000, PeakRps: 1_000_000, DurationSeconds: 1000},
+			Cost{
+				Usage: Usage{Requests: 5_000_000, GBSeconds: 12_500, Instances: 10_000,
+					RRU: 4_000_000*2 + 1_000_000, WRU: 1_000_000*3 + 1_000_000,
+					KMS: 10_000 + 1, KeyPeriods: 1, LogBytes: 5e6 * logBytes},
+				APIGateway: 5, LambdaRequests: 1, LambdaDuration: 12_500 * 0.0000133334,
+				DynamoReads: 9 * 0.125, DynamoWrites: 4 * 0.625, Logs: 5e6 * logBytes / 1e9 * 0.5,
+				KMS: (10_000*0.03 + 0.10) / 1e4,
+			}},
+		{"leaves, an idle peak, three key periods", nil,
+			Result{Requests: 300, Enters: 100, Polls: 100, Leaves: 100, Admitted: 0, PeakRps: 0, DurationSeconds: 2*86400 + 1},
+			Cost{
+				Usage: Usage{Requests: 300, GBSeconds: 300 * 0.25 * 0.01, Instances: 1,
+					RRU: 100*2 + 100, WRU: 100*3 + 100, KMS: 3 + 3, KeyPeriods: 3, LogBytes: 300 * logBytes},
+				APIGateway: 300e-6, LambdaRequests: 300 * 0.2e-6, LambdaDuration: 300 * 0.25 * 0.01 * 0.0000133334,
+				DynamoReads: 300 * 0.125e-6, DynamoWrites: 400 * 0.625e-6, Logs: 300 * logBytes / 1e9 * 0.5,
+				KMS: (3*0.03 + 3*0.10) / 1e4,
+			}},
+		{"no rotation, no key-less enters", func(p *Prices) { p.KeyRotation, p.EnterRRU, p.EnterWRU, p.LambdaMsPerRequest = 0, 0, 2, 100 },
+			Result{Requests: 20, Enters: 10, Polls: 10, Admitted: 10, PeakRps: 15, DurationSeconds: 5},
+			Cost{
+				Usage: Usage{Requests: 20, GBSeconds: 20 * 0.25 * 0.1, Instances: 2,
+					RRU: 20, WRU: 10*2 + 10, KMS: 2 + 1, KeyPeriods: 1, LogBytes: 20 * logBytes},
+				APIGateway: 20e-6, LambdaRequests: 20 * 0.2e-6, LambdaDuration: 20 * 0.25 * 0.1 * 0.0000133334,
+				DynamoReads: 20 * 0.125e-6, DynamoWrites: 30 * 0.625e-6, Logs: 20 * logBytes / 1e9 * 0.5,
+				KMS: (2*0.03 + 0.10) / 1e4,
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prices := DefaultPrices()
+			if tc.prices != nil {
+				tc.prices(&prices)
+			}
+			want := tc.want
+			want.Total = want.APIGateway + want.LambdaRequests + want.LambdaDuration + want.DynamoReads + want.DynamoWrites + want.Logs + want.KMS
+			if diff := cmp.Diff(want, prices.Cost(tc.r), cmpopts.EquateApprox(1e-12, 1e-12)); diff != "" {
+				t.Errorf("Cost (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCostRows: a priced result shows every line, the total and the total
+// per million admitted.
+func TestCostRows(t *testing.T) {
+	r := Result{Policy: "eta", Users: 1000, Admitted: 1000, Requests: 5000, Enters: 1000, Polls: 4000, RpsSeries: []int64{1000, 1000, 1000, 1000, 1000}}
+	r.Finish(100 * time.Second)
+	r.Price(DefaultPrices())
+	cells := map[string][]string{}
+	for _, line := range table([]Result{r}) {
+		cells[line[0]] = line[1:]
+	}
+	c := r.Cost
+	for label, want := range map[string]string{
+		"DynamoDB read units":                   "9,000",
+		"DynamoDB write units":                  "4,000",
+		"Lambda instances (peak, Little's law)": "10",
+		"KMS requests":                          "11",
+		"log bytes (EMF, Lambda, access)":       "8.21 MB",
+		"cost: total":                           USD(c.Total),
+		"per million admitted":                  USD(c.Total * 1000),
+	} {
+		if got := cells[label]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s: %q, want %q", label, got, want)
+		}
+	}
+	if c.Usage.RRU != 9000 {
+		t.Errorf("read units %g, want 9,000", c.Usage.RRU)
+	}
+}
+
+// TestCostDefaults: the defaults read from the code are what the code
+// writes: the function's memory size, a WAITING poll's EMF line and the
+// access log line of template.yaml's format.
+func TestCostDefaults(t *testing.T) {
+	p := DefaultPrices()
+	tpl, err := samtemplate.Load("../../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := tpl.Function("QueueFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if float64(fn.MemorySize) != p.LambdaMemoryMB {
+		t.Errorf("LambdaMemoryMB %g, template's QueueFunction MemorySize %d", p.LambdaMemoryMB, fn.MemorySize)
+	}
+
+	var emf bytes.Buffer
+	metrics.NewEMF(&emf, metrics.DefaultNamespace).Observe(metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 200,
+		ProgramID: "spring-sale-2026", TokenStatus: "WAITING", RetryAfter: 15300 * time.Millisecond, EstimatedWait: 4 * time.Minute,
+		Waiting: 234_567, WaitingKnown: true, Duration: 6789 * time.Microsecond})
+	if float64(emf.Len()) != p.EMFBytes {
+		t.Errorf("EMFBytes %g, a WAITING poll's line has %d:\n%s", p.EMFBytes, emf.Len(), emf.String())
+	}
+
+	settings, _ := tpl.Properties("HttpApi")["AccessLogSettings"].(map[string]any)
+	format, _ := settings["Format"].(string)
+	// A poll from a desktop browser, answered 200.
+	values := map[string]string{
+		"$context.requestId":           "JZ3pnhUroAMEVbw=",
+		"$context.requestTime":         "21/Jan/2026:10:15:30 +0000",
+		"$context.requestTimeEpoch":    "1768990530123",
+		"$context.identity.sourceIp":   "203.0.113.42",
+		"$context.identity.userAgent":  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+		"$context.httpMethod":          "GET",
+		"$context.routeKey":            "ANY /api/v1/queues/programs/{programId}",
+		"$context.path":                "/api/v1/queues/programs/spring-sale-2026",
+		"$context.status":              "200",
+		"$context.responseLength":      "412",
+		"$context.responseLatency":     "12",
+		"$context.integrationLatency":  "10",
+		"$context.integrationStatus":   "200",
+		"$context.identity.userArn":    "-",
+		"$context.identity.accountId":  "-",
+		"$context.error.messageString": `"-"`,
+	}
+	line := regexp.MustCompile(`\$context(\.[A-Za-z0-9]+)+`).ReplaceAllStringFunc(format, func(v string) string {
+		s, ok := values[v]
+		if !ok {
+			t.Errorf("the access log format's %s has no sample value", v)
+		}
+		return s
+	}) + "\n"
+	if !json.Valid([]byte(line)) {
+		t.Errorf("the sample access log line is not JSON:\n%s", line)
+	}
+	if float64(len(line)) != p.AccessLogBytes {
+		t.Errorf("AccessLogBytes %g, the sample line has %d:\n%s", p.AccessLogBytes, len(line), line)
 	}
 }

@@ -39,12 +39,11 @@ type Prices struct {
 	// AdmitWRU is the write units of an admission's first sighting: the
 	// token's update with its pass. LeaveWRU is a leave's.
 	AdmitWRU, LeaveWRU float64
-	// KMSAsymmetricPer10k prices kms:Sign and kms:GetPublicKey on the ECC
-	// key, KMSSymmetricPer10k kms:Decrypt, KMSKeyPairPer10k an ECC
-	// kms:GenerateDataKeyPair; each per 10,000 requests.
-	KMSAsymmetricPer10k, KMSSymmetricPer10k, KMSKeyPairPer10k float64
-	// KeyRotation is the After design's signing key lifetime: one key pair
-	// made, and opened once per instance, per period.
+	// KMSSymmetricPer10k prices kms:Decrypt and KMSKeyPairPer10k an ECC
+	// kms:GenerateDataKeyPair, each per 10,000 requests.
+	KMSSymmetricPer10k, KMSKeyPairPer10k float64
+	// KeyRotation is the signing key's lifetime: one key pair made, and
+	// opened once per instance, per period.
 	KeyRotation time.Duration
 	// LogsPerGB is CloudWatch Logs ingestion, per GB (10⁹ bytes).
 	LogsPerGB float64
@@ -70,7 +69,6 @@ func DefaultPrices() Prices {
 		EnterWRU:                 3,
 		AdmitWRU:                 1,
 		LeaveWRU:                 1,
-		KMSAsymmetricPer10k:      0.15,
 		KMSSymmetricPer10k:       0.03,
 		KMSKeyPairPer10k:         0.10,
 		KeyRotation:              24 * time.Hour,
@@ -91,19 +89,15 @@ type Usage struct {
 	Instances int64   `json:"lambdaInstances"`
 	RRU       float64 `json:"dynamoRRU"`
 	WRU       float64 `json:"dynamoWRU"`
-	// KMSBefore is today's KMS requests: a Sign per admission and a
-	// GetPublicKey per instance. KMSAfter is issue 22's: per key period,
-	// a GenerateDataKeyPair and a Decrypt per instance.
-	KMSBefore int64 `json:"kmsBefore"`
-	KMSAfter  int64 `json:"kmsAfter"`
+	// KMS is the KMS requests: per key period, a GenerateDataKeyPair and
+	// a Decrypt per instance (passes are signed in memory).
+	KMS int64 `json:"kms"`
 	// KeyPeriods is how many key rotation periods the run touches.
 	KeyPeriods int64   `json:"keyPeriods"`
 	LogBytes   float64 `json:"logBytes"`
 }
 
-// Cost is the AWS bill of a run, in US dollars, with KMS and the total
-// both Before (a kms:Sign per admission) and After (a key pair per
-// rotation, signing in memory).
+// Cost is the AWS bill of a run, in US dollars.
 type Cost struct {
 	Usage          Usage   `json:"usage"`
 	APIGateway     float64 `json:"apiGateway"`
@@ -112,16 +106,14 @@ type Cost struct {
 	DynamoReads    float64 `json:"dynamoReads"`
 	DynamoWrites   float64 `json:"dynamoWrites"`
 	Logs           float64 `json:"logs"`
-	KMSBefore      float64 `json:"kmsBefore"`
-	KMSAfter       float64 `json:"kmsAfter"`
-	TotalBefore    float64 `json:"totalBefore"`
-	TotalAfter     float64 `json:"totalAfter"`
+	KMS            float64 `json:"kms"`
+	Total          float64 `json:"total"`
 }
 
 // Cost prices r's requests, each through API Gateway and one Lambda
 // invocation; the enters, polls, leaves and admissions (first sightings)
-// read and write DynamoDB, and the admissions need passes. r must be
-// finished (its peak rate and duration set).
+// read and write DynamoDB, and each instance opens the signing key. r must
+// be finished (its peak rate and duration set).
 func (p Prices) Cost(r Result) Cost {
 	req := float64(r.Requests)
 	u := Usage{
@@ -137,8 +129,7 @@ func (p Prices) Cost(r Result) Cost {
 		u.KeyPeriods = max(1, int64(math.Ceil(r.DurationSeconds/p.KeyRotation.Seconds())))
 	}
 	decrypts := u.Instances * u.KeyPeriods
-	u.KMSBefore = int64(r.Admitted) + u.Instances
-	u.KMSAfter = decrypts + u.KeyPeriods
+	u.KMS = decrypts + u.KeyPeriods
 	c := Cost{
 		Usage:          u,
 		APIGateway:     req / 1e6 * p.APIGatewayPerMillion,
@@ -147,16 +138,14 @@ func (p Prices) Cost(r Result) Cost {
 		DynamoReads:    u.RRU / 1e6 * p.DynamoReadPerMillion,
 		DynamoWrites:   u.WRU / 1e6 * p.DynamoWritePerMillion,
 		Logs:           u.LogBytes / 1e9 * p.LogsPerGB,
-		KMSBefore:      float64(u.KMSBefore) / 1e4 * p.KMSAsymmetricPer10k,
-		KMSAfter:       (float64(decrypts)*p.KMSSymmetricPer10k + float64(u.KeyPeriods)*p.KMSKeyPairPer10k) / 1e4,
+		KMS:            (float64(decrypts)*p.KMSSymmetricPer10k + float64(u.KeyPeriods)*p.KMSKeyPairPer10k) / 1e4,
 	}
-	rest := c.APIGateway + c.LambdaRequests + c.LambdaDuration + c.DynamoReads + c.DynamoWrites + c.Logs
-	c.TotalBefore, c.TotalAfter = rest+c.KMSBefore, rest+c.KMSAfter
+	c.Total = c.APIGateway + c.LambdaRequests + c.LambdaDuration + c.DynamoReads + c.DynamoWrites + c.Logs + c.KMS
 	return c
 }
 
-// Price sets r's Cost, and its DynamoRRU, at prices p; r must be finished.
+// Price sets r's Cost at prices p; r must be finished.
 func (r *Result) Price(p Prices) {
 	c := p.Cost(*r)
-	r.Cost, r.DynamoRRU = &c, c.Usage.RRU
+	r.Cost = &c
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,62 +14,18 @@ type NamedPolicy struct {
 	Policy polling.Policy
 }
 
-// PolicyFactory builds a policy from the text after "NAME:" in a policy
-// list ("" when there is none).
-type PolicyFactory func(arg string) (polling.Policy, error)
-
-// Policies maps a policy name, as the simulator's -policy spells it, to its
-// factory. The server resolves its names with polling.Registry instead.
-type Policies map[string]PolicyFactory
-
-// DefaultPolicies returns the factories of "fixed:DUR" (polling.Fixed)
-// and of every policy of reg by its name (no argument: their parameters
-// have their own flags).
-func DefaultPolicies(reg polling.Registry) Policies {
-	ps := Policies{
-		"fixed": func(arg string) (polling.Policy, error) {
-			d, err := time.ParseDuration(arg)
-			if err != nil || d < time.Millisecond {
-				return nil, fmt.Errorf("fixed:%s: want a duration of at least 1ms (fixed:3s)", arg)
-			}
-			return polling.Fixed(d), nil
-		},
-	}
-	for name, p := range reg {
-		ps[name] = func(arg string) (polling.Policy, error) {
-			if arg != "" {
-				return nil, fmt.Errorf("%s takes no argument; set its parameters with -%s", name, name)
-			}
-			return p, nil
-		}
-	}
-	return ps
-}
-
-// Names returns the known policy names, sorted.
-func (ps Policies) Names() []string {
-	names := make([]string, 0, len(ps))
-	for n := range ps {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// Parse reads a comma-separated policy list such as "fixed:3s,tiers".
-func (ps Policies) Parse(list string) ([]NamedPolicy, error) {
+// ParsePolicies reads a comma-separated policy list such as
+// "fixed:3s,tiers": fixed:DURATION (polling.Fixed) or a policy of reg by its
+// name, which takes no argument (its parameters have flags of their own).
+// The server resolves its names with polling.Registry.Lookup instead.
+func ParsePolicies(list string, reg polling.Registry) ([]NamedPolicy, error) {
 	var out []NamedPolicy
 	for item := range strings.SplitSeq(list, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
 		}
-		name, arg, _ := strings.Cut(item, ":")
-		f, ok := ps[name]
-		if !ok {
-			return nil, fmt.Errorf("policy %q: unknown, want one of %s", item, strings.Join(ps.Names(), ", "))
-		}
-		p, err := f(arg)
+		p, err := parsePolicy(item, reg)
 		if err != nil {
 			return nil, fmt.Errorf("policy %q: %w", item, err)
 		}
@@ -80,4 +35,24 @@ func (ps Policies) Parse(list string) ([]NamedPolicy, error) {
 		return nil, fmt.Errorf("policy list %q is empty", list)
 	}
 	return out, nil
+}
+
+// parsePolicy reads one item of a policy list.
+func parsePolicy(item string, reg polling.Registry) (polling.Policy, error) {
+	name, arg, _ := strings.Cut(item, ":")
+	if name == "fixed" {
+		d, err := time.ParseDuration(arg)
+		if err != nil || d < time.Millisecond {
+			return nil, fmt.Errorf("want fixed:DURATION of at least 1ms (fixed:3s)")
+		}
+		return polling.Fixed(d), nil
+	}
+	p, ok := reg[name]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("unknown, want fixed:DURATION or one of %s", strings.Join(reg.Names(), ", "))
+	case arg != "":
+		return nil, fmt.Errorf("%s takes no argument; set its parameters with -%s", name, name)
+	}
+	return p, nil
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,69 +11,165 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
-	"unicode/utf8"
 
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
 
-// row is one line of the comparison table: a label and how to read the
-// value from a result; ok false leaves the cell empty.
-type row struct {
+// cell is one result's value on one line of the comparison table.
+type cell struct {
 	label string
-	value func(Result) (v float64, ok bool)
-	// format renders a value.
+	v     float64
+	// format renders v.
 	format func(float64) string
-	// compare: whether a change in percent means something for this row.
+	// compare: whether a change in percent means something on this line.
 	compare bool
 }
 
-// rows returns the table's rows for results: the common ones, and those of
-// leaves, clock skew, admin requests, latency, capacity and cost when any
-// result has them.
-func rows(results []Result) []row {
-	var run, sim, left, admin, skew, capacity bool
-	for _, r := range results {
-		capacity = capacity || r.Capacity != nil
-		skew = skew || r.ClockSkewMs > 0
-		run = run || r.LatencyMs != nil
-		admin = admin || r.AdminRequests > 0
-		sim = sim || r.Cost != nil
-		left = left || r.Abandon > 0 || r.Left > 0 || r.Leaves > 0
+// cells returns r's lines of the table: the common ones, then those of
+// leaves, the service's checks, admin requests, latency, capacity and cost
+// when r has them.
+func (r Result) cells() []cell {
+	left := r.Abandon > 0 || r.Left > 0 || r.Leaves > 0
+	// "Polls per user" has two readings: GETs only, and every request of
+	// the user, the enter included.
+	requests, perUser := "requests (enter + polls)", "requests per user (enter + GETs)"
+	if left {
+		requests, perUser = "requests (enter + polls + leaves)", "requests per user (enter + GETs + DELETE)"
 	}
-	rs := append(requestRows(left), rateRows()...)
-	if skew {
-		rs = append(rs, skewRows()...)
+	cs := []cell{{"users", float64(r.Users), formatInteger, false}, {"admitted", float64(r.Admitted), formatInteger, false}}
+	if left {
+		cs = append(cs, cell{"left while waiting", float64(r.Left), formatInteger, false})
 	}
-	if admin {
-		rs = append(rs,
-			row{"admin requests (the bench's own)", always(func(r Result) float64 { return float64(r.AdminRequests) }), formatInteger, false},
-			row{"admin errors", always(func(r Result) float64 { return float64(r.AdminErrors) }), formatInteger, false},
+	cs = append(cs,
+		cell{requests, float64(r.Requests), formatInteger, true},
+		cell{"polls (GET)", float64(r.Polls), formatInteger, true},
+		cell{"polls per user (GETs only)", r.PollsPerUser, formatDecimals(2), true},
+		cell{perUser, r.RequestsPerUser, formatDecimals(2), true},
+		cell{"duration", r.DurationSeconds * 1000, formatSeconds, false},
+		cell{"avg requests/s", r.AvgRps, formatDecimals(1), true},
+		cell{"peak requests/s (1 s)", float64(r.PeakRps), formatInteger, true},
+		cell{"peak polls/s (1 s)", float64(r.PeakPollRps), formatInteger, true},
+		cell{"errors (of the requests)", float64(r.Errors), formatInteger, false},
+		cell{"enters/s peak (1 s)", float64(r.EntersPerSecondPeak), formatInteger, true},
+		cell{"throttled enters", float64(r.ThrottledEnters), formatInteger, false},
+	)
+	if w := r.ProgramItemWritesPerSecondMax; w != nil {
+		cs = append(cs, cell{"program item writes/s max", float64(*w), formatInteger, true})
+	}
+	cs = append(cs,
+		cell{"gaps (tickets nobody holds)", float64(r.Gaps), formatInteger, false},
+		cell{"max inversion", r.MaxInversionMs, formatSeconds, false},
+	)
+	if r.Instances > 0 {
+		cs = append(cs,
+			cell{"clock skew (±)", r.ClockSkewMs, formatSeconds, false},
+			cell{"clock offsets spread", r.ClockSpreadMs, formatSeconds, false},
+			cell{"duplicate tickets", float64(r.DuplicateTickets), formatInteger, false},
+			cell{"tickets past issued", float64(r.TicketsPastIssued), formatInteger, false},
+			cell{"status regressions", float64(r.StatusRegressions), formatInteger, false},
+			cell{"max position rise", float64(r.MaxPositionRise), formatInteger, false},
 		)
 	}
+	if r.AdminRequests > 0 {
+		cs = append(cs,
+			cell{"admin requests (the bench's own)", float64(r.AdminRequests), formatInteger, false},
+			cell{"admin errors", float64(r.AdminErrors), formatInteger, false},
+		)
+	}
+	if l := r.LatencyMs; l != nil && l.Count > 0 {
+		cs = append(cs, percentileCells("latency", *l, formatMs, false, true)...)
+	}
+	if r.Capacity != nil {
+		cs = append(cs, r.Capacity.cells(r.Mode == "run")...)
+	}
+	if r.NotifyDelayMs.Count > 0 {
+		cs = append(cs, percentileCells("notify delay", r.NotifyDelayMs, formatSeconds, true, true)...)
+	}
+	if r.Cost != nil {
+		cs = append(cs, r.Cost.cells(r.Admitted)...)
+	}
+	return cs
+}
+
+// percentileCells returns the lines "name p50" to "name max" of p, p95
+// only when withP95.
+func percentileCells(name string, p Percentiles, format func(float64) string, compare, withP95 bool) []cell {
+	cs := []cell{{name + " p50", p.P50, format, compare}}
+	if withP95 {
+		cs = append(cs, cell{name + " p95", p.P95, format, compare})
+	}
+	return append(cs, cell{name + " p99", p.P99, format, compare}, cell{name + " max", p.Max, format, compare})
+}
+
+// cells returns the lines of the capacity model: the program's cap and
+// no-show handling, the no-shows, the sessions and the slots; run adds
+// what only a run over HTTP measures, else what only the simulator does.
+func (c Capacity) cells(run bool) []cell {
+	var cs []cell
+	add := func(label string, v float64, format func(float64) string, compare bool) {
+		cs = append(cs, cell{label, v, format, compare})
+	}
+	if c.MaxActiveUsers > 0 {
+		add("cap (maxActiveUsers)", float64(c.MaxActiveUsers), formatInteger, false)
+	}
+	if c.NoShowSeconds > 0 {
+		add("no-show seconds", float64(c.NoShowSeconds), formatInteger, false)
+	}
 	if run {
-		rs = append(rs, latencyRows()...)
+		add("showed (saw ADMITTED)", float64(c.Showed), formatInteger, false)
+	} else {
+		add("time to serve everyone who shows", c.ServedMs, formatSeconds, true)
 	}
-	if capacity {
-		rs = append(rs, capacityRows()...)
+	add("no-shows (never fetched their admission)", float64(c.NoShows), formatInteger, false)
+	add("no-shows counted by the service", float64(c.ServerNoShows), formatInteger, false)
+	if !run {
+		add("admissions wasted (net)", float64(c.Wasted), formatInteger, true)
 	}
-	if slices.ContainsFunc(results, func(r Result) bool { return r.CapacityRun != nil }) {
-		rs = append(rs, capacityRunRows()...)
+	add("sessions ended by the site", float64(c.SessionsEnded), formatInteger, false)
+	add("most active at once (users' view)", float64(c.MostActive), formatInteger, true)
+	if run {
+		add("read EXPIRED while polling", float64(c.Expired), formatInteger, false)
+		add("sessions ended, counted by the service", float64(c.ServerEnded), formatInteger, false)
+		add("peak active, admin counter", float64(c.PeakActiveCounter), formatInteger, false)
 	}
-	notify := func(f func(Percentiles) float64) func(Result) (float64, bool) {
-		return func(r Result) (float64, bool) { return f(r.NotifyDelayMs), r.NotifyDelayMs.Count > 0 }
+	if p := c.SlotReuseMs; p != nil && p.Count > 0 {
+		cs = append(cs, percentileCells("slot reuse delay", *p, formatSeconds, false, false)...)
 	}
-	rs = append(rs,
-		row{"notify delay p50", notify(func(p Percentiles) float64 { return p.P50 }), formatSeconds, true},
-		row{"notify delay p95", notify(func(p Percentiles) float64 { return p.P95 }), formatSeconds, true},
-		row{"notify delay p99", notify(func(p Percentiles) float64 { return p.P99 }), formatSeconds, true},
-		row{"notify delay max", notify(func(p Percentiles) float64 { return p.Max }), formatSeconds, true},
-	)
-	if sim {
-		rs = append(rs, costRows()...)
+	if run {
+		add("ends not followed by a move", float64(c.NotReused), formatInteger, false)
+		add("mean session", c.MeanSessionMs, formatSeconds, false)
+		add("duration (admission start to last done)", c.DurationMs, formatSeconds, false)
+		add("turnover bound", c.BoundMs, formatSeconds, false)
+		add("duration / bound", c.Ratio, formatDecimals(2), false)
 	}
-	return rs
+	return cs
+}
+
+// cells returns the lines of a simulation's bill: the units used, the
+// price of each line, the total and the total per million people admitted
+// (none admitted: no such line).
+func (c Cost) cells(admitted int) []cell {
+	u := c.Usage
+	cs := []cell{
+		{"DynamoDB read units", u.RRU, formatInteger, true},
+		{"DynamoDB write units", u.WRU, formatInteger, true},
+		{"Lambda GB-seconds", u.GBSeconds, formatInteger, true},
+		{"Lambda instances (peak, Little's law)", float64(u.Instances), formatInteger, true},
+		{"KMS requests", float64(u.KMS), formatInteger, true},
+		{"log bytes (EMF, Lambda, access)", u.LogBytes, formatBytes, true},
+		{"cost: API Gateway", c.APIGateway, USD, true},
+		{"cost: Lambda", c.LambdaRequests + c.LambdaDuration, USD, true},
+		{"cost: DynamoDB reads", c.DynamoReads, USD, true},
+		{"cost: DynamoDB writes", c.DynamoWrites, USD, true},
+		{"cost: CloudWatch Logs", c.Logs, USD, true},
+		{"cost: KMS", c.KMS, USD, true},
+		{"cost: total", c.Total, USD, true},
+	}
+	if admitted > 0 {
+		cs = append(cs, cell{"per million admitted", c.Total / float64(admitted) * 1e6, USD, true})
+	}
+	return cs
 }
 
 // formatInteger renders v rounded, with thousands separators.
@@ -86,183 +183,39 @@ func formatDecimals(n int) func(float64) string {
 // formatSeconds renders milliseconds v as seconds with two decimals.
 func formatSeconds(v float64) string { return strconv.FormatFloat(v/1000, 'f', 2, 64) + " s" }
 
-// always returns a row value that every result has.
-func always(f func(Result) float64) func(Result) (float64, bool) {
-	return func(r Result) (float64, bool) { return f(r), true }
-}
-
-// requestRows returns the rows of users and their requests; left adds the
-// leaves.
-func requestRows(left bool) []row {
-	// "Polls per user" has two readings: GETs only, and every request of
-	// the user, the enter included.
-	requests, perUser := "requests (enter + polls)", "requests per user (enter + GETs)"
-	if left {
-		requests, perUser = "requests (enter + polls + leaves)", "requests per user (enter + GETs + DELETE)"
-	}
-	rs := []row{
-		{"users", always(func(r Result) float64 { return float64(r.Users) }), formatInteger, false},
-		{"admitted", always(func(r Result) float64 { return float64(r.Admitted) }), formatInteger, false},
-	}
-	if left {
-		rs = append(rs, row{"left while waiting", always(func(r Result) float64 { return float64(r.Left) }), formatInteger, false})
-	}
-	return append(rs,
-		row{requests, always(func(r Result) float64 { return float64(r.Requests) }), formatInteger, true},
-		row{"polls (GET)", always(func(r Result) float64 { return float64(r.Polls) }), formatInteger, true},
-		row{"polls per user (GETs only)", always(func(r Result) float64 { return r.PollsPerUser }), formatDecimals(2), true},
-		row{perUser, always(func(r Result) float64 { return r.RequestsPerUser }), formatDecimals(2), true},
-		row{"polls per admitted user", func(r Result) (float64, bool) { return r.PollsPerAdmitted, r.Admitted > 0 }, formatDecimals(2), true},
-	)
-}
-
-// rateRows returns the rows of duration, request rates, errors and order.
-func rateRows() []row {
-	return []row{
-		{"duration", always(func(r Result) float64 { return r.DurationSeconds * 1000 }), formatSeconds, false},
-		{"avg requests/s", always(func(r Result) float64 { return r.AvgRps }), formatDecimals(1), true},
-		{"peak requests/s (1 s)", always(func(r Result) float64 { return float64(r.PeakRps) }), formatInteger, true},
-		{"peak polls/s (1 s)", always(func(r Result) float64 { return float64(r.PeakPollRps) }), formatInteger, true},
-		{"errors (of the requests)", always(func(r Result) float64 { return float64(r.Errors) }), formatInteger, false},
-		{"enters/s peak (1 s)", always(func(r Result) float64 { return float64(r.EntersPerSecondPeak) }), formatInteger, true},
-		{"throttled enters", always(func(r Result) float64 { return float64(r.ThrottledEnters) }), formatInteger, false},
-		{"program item writes/s max", func(r Result) (float64, bool) {
-			if r.ProgramItemWritesPerSecondMax == nil {
-				return 0, false
-			}
-			return float64(*r.ProgramItemWritesPerSecondMax), true
-		}, formatInteger, true},
-		{"gaps (tickets nobody holds)", always(func(r Result) float64 { return float64(r.Gaps) }), formatInteger, false},
-		{"max inversion", always(func(r Result) float64 { return r.MaxInversionMs }), formatSeconds, false},
-	}
-}
-
-// skewRows returns the rows of the clock-skew checks.
-func skewRows() []row {
-	return []row{
-		{"clock skew (±)", always(func(r Result) float64 { return r.ClockSkewMs }), formatSeconds, false},
-		{"clock offsets spread", always(func(r Result) float64 { return r.ClockSpreadMs }), formatSeconds, false},
-		{"duplicate tickets", always(func(r Result) float64 { return float64(r.DuplicateTickets) }), formatInteger, false},
-		{"tickets past issued", always(func(r Result) float64 { return float64(r.TicketsPastIssued) }), formatInteger, false},
-		{"status regressions", always(func(r Result) float64 { return float64(r.StatusRegressions) }), formatInteger, false},
-		{"max position rise", always(func(r Result) float64 { return float64(r.MaxPositionRise) }), formatInteger, false},
-	}
-}
-
-// capacityRows returns the rows of the capacity model: the program's cap
-// and no-show handling, the no-shows and the slots.
-func capacityRows() []row {
-	c := func(f func(Capacity) (float64, bool)) func(Result) (float64, bool) {
-		return func(r Result) (float64, bool) {
-			if r.Capacity == nil {
-				return 0, false
-			}
-			return f(*r.Capacity)
-		}
-	}
-	set := func(f func(Capacity) int64) func(Result) (float64, bool) {
-		return c(func(c Capacity) (float64, bool) { return float64(f(c)), f(c) > 0 })
-	}
-	all := func(f func(Capacity) float64) func(Result) (float64, bool) {
-		return c(func(c Capacity) (float64, bool) { return f(c), true })
-	}
-	reuse := func(f func(Percentiles) float64) func(Result) (float64, bool) {
-		return c(func(c Capacity) (float64, bool) {
-			if c.SlotReuseMs == nil || c.SlotReuseMs.Count == 0 {
-				return 0, false
-			}
-			return f(*c.SlotReuseMs), true
-		})
-	}
-	return []row{
-		{"cap (maxActiveUsers)", set(func(c Capacity) int64 { return c.MaxActiveUsers }), formatInteger, false},
-		{"no-show seconds", set(func(c Capacity) int64 { return c.NoShowSeconds }), formatInteger, false},
-		{"time to serve everyone who shows", all(func(c Capacity) float64 { return c.ServedMs }), formatSeconds, true},
-		{"no-shows (admitted, never came)", all(func(c Capacity) float64 { return float64(c.NoShows) }), formatInteger, false},
-		{"no-shows found by the folds", all(func(c Capacity) float64 { return float64(c.NoShowsFound) }), formatInteger, false},
-		{"admissions wasted (net)", all(func(c Capacity) float64 { return float64(c.Wasted) }), formatInteger, true},
-		{"sessions ended by the site", all(func(c Capacity) float64 { return float64(c.SessionsEnded) }), formatInteger, false},
-		{"most active at once (users' view)", all(func(c Capacity) float64 { return float64(c.MostActive) }), formatInteger, true},
-		{"slot reuse delay p50", reuse(func(p Percentiles) float64 { return p.P50 }), formatSeconds, false},
-		{"slot reuse delay max", reuse(func(p Percentiles) float64 { return p.Max }), formatSeconds, false},
-	}
-}
-
-// latencyRows returns the rows of a load test's request latency.
-func latencyRows() []row {
-	lat := func(f func(Percentiles) float64) func(Result) (float64, bool) {
-		return func(r Result) (float64, bool) {
-			if r.LatencyMs == nil || r.LatencyMs.Count == 0 {
-				return 0, false
-			}
-			return f(*r.LatencyMs), true
-		}
-	}
-	ms := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " ms" }
-	return []row{
-		{"latency p50", lat(func(p Percentiles) float64 { return p.P50 }), ms, false},
-		{"latency p95", lat(func(p Percentiles) float64 { return p.P95 }), ms, false},
-		{"latency p99", lat(func(p Percentiles) float64 { return p.P99 }), ms, false},
-	}
-}
-
-// costRows returns the rows of a simulation's bill: the units used, the
-// price of each line, the totals Before and After (KMS per admission, KMS
-// per key rotation) and the totals per million people admitted.
-func costRows() []row {
-	cost := func(f func(Cost) float64) func(Result) (float64, bool) {
-		return func(r Result) (float64, bool) {
-			if r.Cost == nil {
-				return 0, false
-			}
-			return f(*r.Cost), true
-		}
-	}
-	use := func(f func(Usage) float64) func(Result) (float64, bool) {
-		return cost(func(c Cost) float64 { return f(c.Usage) })
-	}
-	perMillion := func(f func(Cost) float64) func(Result) (float64, bool) {
-		return func(r Result) (float64, bool) {
-			if r.Cost == nil || r.Admitted == 0 {
-				return 0, false
-			}
-			return f(*r.Cost) / float64(r.Admitted) * 1e6, true
-		}
-	}
-	return []row{
-		{"DynamoDB read units", use(func(u Usage) float64 { return u.RRU }), formatInteger, true},
-		{"DynamoDB write units", use(func(u Usage) float64 { return u.WRU }), formatInteger, true},
-		{"Lambda GB-seconds", use(func(u Usage) float64 { return u.GBSeconds }), formatInteger, true},
-		{"Lambda instances (peak, Little's law)", use(func(u Usage) float64 { return float64(u.Instances) }), formatInteger, true},
-		{"KMS requests, Before (Sign per admission)", use(func(u Usage) float64 { return float64(u.KMSBefore) }), formatInteger, true},
-		{"KMS requests, After (key per rotation)", use(func(u Usage) float64 { return float64(u.KMSAfter) }), formatInteger, true},
-		{"log bytes (EMF, Lambda, access)", use(func(u Usage) float64 { return u.LogBytes }), formatBytes, true},
-		{"cost: API Gateway", cost(func(c Cost) float64 { return c.APIGateway }), USD, true},
-		{"cost: Lambda", cost(func(c Cost) float64 { return c.LambdaRequests + c.LambdaDuration }), USD, true},
-		{"cost: DynamoDB reads", cost(func(c Cost) float64 { return c.DynamoReads }), USD, true},
-		{"cost: DynamoDB writes", cost(func(c Cost) float64 { return c.DynamoWrites }), USD, true},
-		{"cost: CloudWatch Logs", cost(func(c Cost) float64 { return c.Logs }), USD, true},
-		{"cost: KMS, Before", cost(func(c Cost) float64 { return c.KMSBefore }), USD, true},
-		{"cost: KMS, After", cost(func(c Cost) float64 { return c.KMSAfter }), USD, true},
-		{"cost: total, Before", cost(func(c Cost) float64 { return c.TotalBefore }), USD, true},
-		{"cost: total, After", cost(func(c Cost) float64 { return c.TotalAfter }), USD, true},
-		{"per million admitted, Before", perMillion(func(c Cost) float64 { return c.TotalBefore }), USD, true},
-		{"per million admitted, After", perMillion(func(c Cost) float64 { return c.TotalAfter }), USD, true},
-	}
-}
+// formatMs renders milliseconds v with two decimals.
+func formatMs(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " ms" }
 
 // formatBytes renders a byte count in decimal units ("4.86 GB").
 func formatBytes(v float64) string {
-	for _, u := range []struct {
-		unit string
-		size float64
-	}{{"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}} {
-		if v >= u.size {
-			return strconv.FormatFloat(v/u.size, 'f', 2, 64) + " " + u.unit
+	for i, unit := range []string{"GB", "MB", "kB"} {
+		if size := math.Pow(1000, float64(3-i)); v >= size {
+			return strconv.FormatFloat(v/size, 'f', 2, 64) + " " + unit
 		}
 	}
 	return formatInteger(v) + " B"
 }
+
+// USD formats a price: whole dollars with separators from a thousand,
+// cents from a dollar, four decimals below, two significant digits below
+// a hundredth of a cent.
+func USD(v float64) string {
+	switch {
+	case v >= 1000:
+		return "$" + Thousands(int64(math.Round(v)))
+	case v >= 1:
+		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
+	case v > 0 && v < 0.0001:
+		return "$" + strconv.FormatFloat(v, 'f', 1-int(math.Floor(math.Log10(v))), 64)
+	}
+	return "$" + strconv.FormatFloat(v, 'f', 4, 64)
+}
+
+// Thousands formats n with comma separators (1,234,567).
+func Thousands(n int64) string { return english.Sprintf("%d", n) }
+
+// english formats numbers as the reports write them.
+var english = message.NewPrinter(language.English)
 
 // change renders the change from base to v in percent ("−83.1%").
 func change(base, v float64) string {
@@ -280,10 +233,26 @@ func change(base, v float64) string {
 	return "+" + s
 }
 
-// table returns the comparison as cells: a header line, then one line per
-// metric; with two results or more, a column per later result gives its
-// change against the first (negative: a reduction).
+// table returns the comparison as text cells: a header line, then a line
+// per label any result has, each result's in its order; with two results or
+// more, a column per later result gives its change against the first
+// (negative: a reduction). A result without a line shows "–".
 func table(results []Result) [][]string {
+	var labels []string
+	byLabel := make([]map[string]cell, len(results))
+	for i, r := range results {
+		byLabel[i] = map[string]cell{}
+		at := 0 // where a new label goes: after this result's previous one
+		for _, c := range r.cells() {
+			byLabel[i][c.label] = c
+			if j := slices.Index(labels, c.label); j >= 0 {
+				at = j + 1
+				continue
+			}
+			labels = slices.Insert(labels, at, c.label)
+			at++
+		}
+	}
 	head := []string{"metric"}
 	for _, r := range results {
 		head = append(head, r.Policy)
@@ -292,21 +261,19 @@ func table(results []Result) [][]string {
 		head = append(head, r.Policy+" vs "+results[0].Policy)
 	}
 	out := [][]string{head}
-	for _, rw := range rows(results) {
-		line := []string{rw.label}
-		vals := make([]float64, len(results))
-		oks := make([]bool, len(results))
-		for i, r := range results {
-			vals[i], oks[i] = rw.value(r)
-			if oks[i] {
-				line = append(line, rw.format(vals[i]))
+	for _, label := range labels {
+		line := []string{label}
+		for _, cs := range byLabel {
+			if c, ok := cs[label]; ok {
+				line = append(line, c.format(c.v))
 			} else {
 				line = append(line, "–")
 			}
 		}
-		for i := 1; i < len(results); i++ {
-			if rw.compare && oks[0] && oks[i] {
-				line = append(line, change(vals[0], vals[i]))
+		base, ok := byLabel[0][label]
+		for _, cs := range byLabel[1:] {
+			if c, has := cs[label]; ok && has && c.compare {
+				line = append(line, change(base.v, c.v))
 			} else {
 				line = append(line, "")
 			}
@@ -316,52 +283,25 @@ func table(results []Result) [][]string {
 	return out
 }
 
-// WriteTable prints the side-by-side comparison of results for a terminal:
-// labels left, numbers right-aligned.
-func WriteTable(w io.Writer, results []Result) error {
-	if len(results) == 0 {
-		return nil
+// Markdown renders rows as a Markdown table: the first row is its header,
+// and every column but the first is right-aligned.
+func Markdown(rows [][]string) string {
+	var b strings.Builder
+	for i, row := range rows {
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		if i == 0 {
+			b.WriteString("|---" + strings.Repeat("|--:", len(row)-1) + "|\n")
+		}
 	}
-	lines := table(results)
-	width := 0
-	for _, line := range lines {
-		width = max(width, utf8.RuneCountInString(line[0]))
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for _, line := range lines {
-		line[0] += strings.Repeat(" ", width-utf8.RuneCountInString(line[0]))
-		fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
-	}
-	return tw.Flush()
+	return b.String()
 }
 
-// USD formats a price: cents above a dollar, four decimals below, two
-// significant digits below a hundredth of a cent.
-func USD(v float64) string {
-	switch {
-	case v >= 1000:
-		return "$" + Thousands(int64(math.Round(v)))
-	case v >= 1:
-		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
-	case v > 0 && v < 0.0001:
-		return "$" + strconv.FormatFloat(v, 'f', 1-int(math.Floor(math.Log10(v))), 64)
-	}
-	return "$" + strconv.FormatFloat(v, 'f', 4, 64)
-}
-
-// MarkdownTable returns the comparison as a Markdown table.
+// MarkdownTable returns the comparison of results as a Markdown table.
 func MarkdownTable(results []Result) string {
 	if len(results) == 0 {
 		return ""
 	}
-	var b strings.Builder
-	for i, line := range table(results) {
-		b.WriteString("| " + strings.Join(line, " | ") + " |\n")
-		if i == 0 {
-			b.WriteString("|---" + strings.Repeat("|--:", len(line)-1) + "|\n")
-		}
-	}
-	return b.String()
+	return Markdown(table(results))
 }
 
 // WriteJSON writes results as an indented JSON array.
@@ -373,22 +313,23 @@ func WriteJSON(w io.Writer, results []Result) error {
 
 // Report describes a set of results for report.md.
 type Report struct {
+	// Title names the kind of run ("Simulation"); report.md adds the
+	// scenario.
 	Title string
 	// Command is the command line that produced the results.
 	Command string
-	// Notes are paragraphs printed under the table.
-	Notes []string
+	// Table is the report's Markdown table; "" is MarkdownTable's.
+	Table string
 }
 
 // Files written by WriteDir.
 const (
 	ResultsFile = "results.json"
 	ReportFile  = "report.md"
-	ChartFile   = "rps.svg"
 )
 
-// WriteDir writes results.json, report.md and rps.svg (requests per second
-// over time, one line per result) into dir, creating it if needed.
+// WriteDir writes results.json and report.md into dir, creating it if
+// needed.
 func WriteDir(dir string, rep Report, results []Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -400,15 +341,8 @@ func WriteDir(dir string, rep Report, results []Result) error {
 	if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(js.String()), 0o644); err != nil {
 		return err
 	}
-	chart := Chart{Title: rep.Title + ": requests per second", Results: results}
-	if err := os.WriteFile(filepath.Join(dir, ChartFile), chart.SVG(), 0o644); err != nil {
-		return err
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\n", rep.Title)
-	if rep.Command != "" {
-		fmt.Fprintf(&b, "```\n%s\n```\n\n", rep.Command)
-	}
+	fmt.Fprintf(&b, "# %s\n\n```\n%s\n```\n\n", rep.Title, rep.Command)
 	if len(results) > 0 {
 		r := results[0]
 		fmt.Fprintf(&b, "%s users, arrival %s, admission %s", Thousands(int64(r.Users)), r.Arrival, r.AdmitRate)
@@ -416,37 +350,10 @@ func WriteDir(dir string, rep Report, results []Result) error {
 			fmt.Fprintf(&b, ", %g%% of users leave while waiting", r.Abandon*100)
 		}
 		if r.CacheTTLMs > 0 && strings.Contains(r.AdmitRate, ",") {
-			fmt.Fprintf(&b, ", rate changes in effect %s after their offset (program cache TTL)", strconv.FormatFloat(float64(r.CacheTTLMs)/1000, 'g', -1, 64)+" s")
+			fmt.Fprintf(&b, ", rate changes in effect %g s after their offset (program cache TTL)", float64(r.CacheTTLMs)/1000)
 		}
 		fmt.Fprintf(&b, ", mode %s.\n\n", r.Mode)
 	}
-	b.WriteString(MarkdownTable(results))
-	fmt.Fprintf(&b, "\n![requests per second](%s)\n", ChartFile)
-	for _, n := range rep.Notes {
-		fmt.Fprintf(&b, "\n%s\n", n)
-	}
-	b.WriteString("\nRequests by route and status:\n\n")
-	for _, r := range results {
-		fmt.Fprintf(&b, "- %s: %s\n", r.Policy, routes(r.ByRoute))
-	}
+	b.WriteString(cmp.Or(rep.Table, MarkdownTable(results)))
 	return os.WriteFile(filepath.Join(dir, ReportFile), []byte(b.String()), 0o644)
 }
-
-func routes(m map[string]int64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s: %s", k, Thousands(m[k]))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// Thousands formats n with comma separators (1,234,567).
-func Thousands(n int64) string { return english.Sprintf("%d", n) }
-
-// english formats numbers as the reports write them.
-var english = message.NewPrinter(language.English)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -48,9 +49,6 @@ type Result struct {
 	// RequestsPerUser is Requests / Users: the polls plus the enter (plus
 	// the leave of those who abandon).
 	RequestsPerUser float64 `json:"requestsPerUser"`
-	// PollsPerAdmitted is the polls of the admitted users over their
-	// number (0 when nobody was admitted).
-	PollsPerAdmitted float64 `json:"pollsPerAdmitted"`
 
 	// DurationSeconds runs from the start to the last user's ADMITTED or
 	// the timeout.
@@ -87,10 +85,6 @@ type Result struct {
 	// NotifyDelayMs is, per admitted user, the time from the instant its
 	// ticket was admitted to the instant it saw ADMITTED.
 	NotifyDelayMs Percentiles `json:"notifyDelayMs"`
-	// TicketsKnown counts the admitted users of a run whose enter answer
-	// carried their ticket, so that their notify delay is timed from it;
-	// the others' tickets are estimated from their position.
-	TicketsKnown int `json:"ticketsKnown,omitempty"`
 
 	// SeenSeries counts the users who first saw ADMITTED in each second
 	// of a run, and SeenPerSecondPeak is its largest count: the passes
@@ -104,26 +98,20 @@ type Result struct {
 	// EntersPerSecondPeak is the most enters answered with a new place in
 	// one second.
 	EntersPerSecondPeak int64 `json:"entersPerSecondPeak"`
-	// EnterSeries counts the enters answered with a new place in each
-	// second of the run.
-	EnterSeries []int64 `json:"enterSeries,omitempty"`
 	// ThrottledEnters counts enters the store's throttling refused: in a
 	// simulation, enter attempts whose writes the partition model throttled
 	// through every retry; in a run, enter requests answered 503 or 429.
 	ThrottledEnters int64 `json:"throttledEnters"`
-	// ChallengeSolves counts the proofs of work a run solved, for a
-	// program with challengeBits, and ChallengeSolveMs the time they took
-	// in all (one core each); absent without.
-	Challenges       int64   `json:"challenges,omitempty"` // challenge fetches
+	// Challenges counts the challenge fetches of a run, for a program
+	// with challengeBits; ChallengeSolves the proofs of work it solved and
+	// ChallengeSolveMs the time they took in all (one core each).
+	Challenges       int64   `json:"challenges,omitempty"`
 	ChallengeSolves  int64   `json:"challengeSolves,omitempty"`
 	ChallengeSolveMs float64 `json:"challengeSolveMs,omitempty"`
 	// ProgramItemWritesPerSecondMax is the most writes the program item
 	// took in one second: counted by the simulator, read from the server's
 	// partition model in a run (absent when the server has none).
 	ProgramItemWritesPerSecondMax *int64 `json:"programItemWritesPerSecondMax,omitempty"`
-	// ProgramItemReadsPerSecondMax is the most reads of the program item
-	// in one second (simulate, with the partition model).
-	ProgramItemReadsPerSecondMax *int64 `json:"programItemReadsPerSecondMax,omitempty"`
 	// StoreThrottles counts every call the partition model refused (simulate).
 	StoreThrottles int64 `json:"storeThrottles,omitempty"`
 	// Instances is how many service instances the simulation ran.
@@ -154,47 +142,65 @@ type Result struct {
 	// a shuffled pre-queue excluded, whose order is random by design).
 	MaxInversionMs float64 `json:"maxInversionMs"`
 
-	// DynamoRRU is the DynamoDB read request units of the polls (simulate).
-	DynamoRRU float64 `json:"dynamoRRU,omitempty"`
 	// Cost is the AWS price of the requests (simulate).
 	Cost *Cost `json:"costUSD,omitempty"`
-	// Capacity is what happened after the admissions: the cap, the
-	// no-shows and the sessions (simulate, with the capacity model).
+	// Capacity is what happened after the admissions of a program with a
+	// Crowd: the cap, the no-shows and the sessions.
 	Capacity *Capacity `json:"capacity,omitempty"`
-	// CapacityRun is what a run on a capped program measured (run).
-	CapacityRun *CapacityRun `json:"capacityRun,omitempty"`
 }
 
-// Capacity is what a simulation measured of a program's admissions once
-// made: its cap and no-show handling, its no-shows, and its users'
-// sessions as they lived them.
+// Capacity is what a run or a simulation measured of a program's
+// admissions once made: its cap and no-show handling, its no-shows, and
+// its users' sessions as they lived them. Fields marked (run) are measured
+// over HTTP only, (simulate) by the simulator only.
 type Capacity struct {
 	// MaxActiveUsers and NoShowSeconds are the program's settings (0: none).
 	MaxActiveUsers int64 `json:"maxActiveUsers,omitempty"`
 	NoShowSeconds  int64 `json:"noShowSeconds,omitempty"`
-	// NoShows counts the users admitted who never fetched their answer;
-	// NoShowsFound, the no-shows the program's folds counted by the end
-	// (tickets nobody holds included).
-	NoShows      int64 `json:"noShows"`
-	NoShowsFound int64 `json:"noShowsFound"`
+	// Showed counts the users who saw ADMITTED (run); NoShows those who
+	// never fetched their admission; NoShowsSeen the drawn no-shows who
+	// saw ADMITTED anyway, counted among Showed (run).
+	Showed      int64 `json:"showed,omitempty"`
+	NoShows     int64 `json:"noShows"`
+	NoShowsSeen int64 `json:"noShowsSeen,omitempty"`
+	// ServerNoShows and ServerEnded are the no-shows and ended sessions
+	// the service counted by the end (its folds, tickets nobody holds
+	// included).
+	ServerNoShows int64 `json:"serverNoShows"`
+	ServerEnded   int64 `json:"serverEnded,omitempty"`
 	// Wasted counts the no-shows' admissions not given back to the line
-	// (a slot freed, or an admission owed) by the end of the run.
+	// (a slot freed, or an admission owed) by the end of the run (simulate).
 	Wasted int64 `json:"wasted"`
 	// ServedMs is when the last user who showed saw ADMITTED: the time to
-	// serve everyone.
-	ServedMs float64 `json:"servedMs"`
+	// serve everyone (simulate).
+	ServedMs float64 `json:"servedMs,omitempty"`
 	// MostActive is the most users active at once as they see it: from
-	// seeing ADMITTED to their session's or window's end.
-	MostActive int64 `json:"mostActive"`
-	// SessionsEnded counts the sessions the site ended (EndSession);
-	// EndErrors, its calls that failed.
+	// seeing ADMITTED to their session's or window's end; PeakActiveCounter
+	// the largest "active" the admin counters showed (run).
+	MostActive        int64 `json:"mostActive"`
+	PeakActiveCounter int64 `json:"peakActiveCounter,omitempty"`
+	// SessionsEnded counts the sessions the site ended; EndErrors, its
+	// ends that failed; Expired the users who read EXPIRED while still
+	// polling (run); MissingPasses the ADMITTED answers without a pass (run).
 	SessionsEnded int64 `json:"sessionsEnded"`
 	EndErrors     int64 `json:"endErrors,omitempty"`
-	// SlotReuseMs is, with a cap, the time from each slot's freeing (a
-	// session's or window's end, a no-show's time to show over) to the
-	// admission that took it: the j-th slot freed is taken by admission
-	// MaxActiveUsers + j.
+	Expired       int64 `json:"expired,omitempty"`
+	MissingPasses int64 `json:"missingPasses,omitempty"`
+	// SlotReuseMs is, with a cap, the time from each slot's freeing to the
+	// admission that took it: in a simulation the j-th slot freed is taken
+	// by admission MaxActiveUsers + j; in a run, per session end while
+	// people waited, the time to the admitted counter's next move
+	// (sampled), and NotReused counts the ends after which it never moved.
 	SlotReuseMs *Percentiles `json:"slotReuseMs,omitempty"`
+	NotReused   int64        `json:"notReused,omitempty"`
+	// MeanSessionMs is the showed users' mean time from ADMITTED to their
+	// end; DurationMs runs from the start of admission to the last user
+	// done; BoundMs is the least time the turnover allows (see
+	// docs/benchmarks.md), and Ratio is DurationMs / BoundMs (run).
+	MeanSessionMs float64 `json:"meanSessionMs,omitempty"`
+	DurationMs    float64 `json:"durationMs,omitempty"`
+	BoundMs       float64 `json:"boundMs,omitempty"`
+	Ratio         float64 `json:"ratio,omitempty"`
 }
 
 // Percentiles summarise a sample exactly (sorted samples, nearest rank).
@@ -214,18 +220,11 @@ func Summarize(samples []float64) Percentiles {
 		return Percentiles{}
 	}
 	slices.Sort(samples)
-	return Percentiles{
-		Count: len(samples),
-		P50:   rank(samples, 50),
-		P95:   rank(samples, 95),
-		P99:   rank(samples, 99),
-		Max:   samples[len(samples)-1],
+	rank := func(p float64) float64 {
+		i := int(math.Ceil(p/100*float64(len(samples)))) - 1
+		return samples[max(0, min(i, len(samples)-1))]
 	}
-}
-
-func rank(sorted []float64, p float64) float64 {
-	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
+	return Percentiles{Count: len(samples), P50: rank(50), P95: rank(95), P99: rank(99), Max: samples[len(samples)-1]}
 }
 
 // Ms converts d to float milliseconds.
@@ -233,25 +232,16 @@ func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // Finish fills the fields derived from the counters: the per-user ratios,
 // average and peak rates. duration is the length of the run.
-func (r *Result) Finish(duration time.Duration, pollsOfAdmitted int64) {
+func (r *Result) Finish(duration time.Duration) {
 	r.DurationSeconds = duration.Seconds()
 	if r.Users > 0 {
 		r.PollsPerUser = float64(r.Polls) / float64(r.Users)
 		r.RequestsPerUser = float64(r.Requests) / float64(r.Users)
 	}
-	if r.Admitted > 0 {
-		r.PollsPerAdmitted = float64(pollsOfAdmitted) / float64(r.Admitted)
-	}
 	if r.DurationSeconds > 0 {
 		r.AvgRps = float64(r.Requests) / r.DurationSeconds
 	}
-	r.PeakRps, r.PeakPollRps = 0, 0
-	for _, n := range r.RpsSeries {
-		r.PeakRps = max(r.PeakRps, n)
-	}
-	for _, n := range r.PollSeries {
-		r.PeakPollRps = max(r.PeakPollRps, n)
-	}
+	r.PeakRps, r.PeakPollRps = SeriesPeak(r.RpsSeries), SeriesPeak(r.PollSeries)
 }
 
 // Entrant is one user's place, for MaxInversion: when it entered, its
@@ -269,11 +259,7 @@ type Entrant struct {
 func MaxInversion(es []Entrant) int64 {
 	es = slices.DeleteFunc(es, func(e Entrant) bool { return e.Prequeue })
 	slices.SortFunc(es, func(a, b Entrant) int {
-		switch {
-		case a.Place != b.Place:
-			return cmpInt(a.Place, b.Place)
-		}
-		return cmpInt(a.EnteredMs, b.EnteredMs)
+		return cmp.Or(cmp.Compare(a.Place, b.Place), cmp.Compare(a.EnteredMs, b.EnteredMs))
 	})
 	var worst int64
 	latest := int64(math.MinInt64) // the latest entry among strictly earlier places
@@ -293,16 +279,6 @@ func MaxInversion(es []Entrant) int64 {
 		i = j
 	}
 	return worst
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // SeriesPeak is the largest count of a per-second series.

@@ -1,6 +1,6 @@
 // Package bench holds what the bench's load test (loadtest) and simulator
-// (simulate) share: the Scenario, the policies by name, the Result of a run,
-// the cost model and the reports (table, JSON, Markdown, SVG).
+// (simulate) share: the Scenario and its Crowd, the policies by name, the
+// Result of a run, the cost model and the reports (table, JSON, Markdown).
 package bench
 
 import (
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -110,8 +111,8 @@ func ParseSchedule(spec string) (Schedule, error) {
 			return nil, fmt.Errorf("rate schedule %q: offset %q is not a duration (120s)", item, at)
 		}
 		r, err := strconv.ParseFloat(strings.TrimSpace(rate), 64)
-		if _, ok := queue.NewRate(r); err != nil || !ok {
-			return nil, fmt.Errorf("rate schedule %q: rate %q: want 0 (paused) or %g to %g people per second, in steps of %g", item, rate, queue.MinAdmissionRate, queue.MaxAdmissionRate, queue.MinAdmissionRate)
+		if _, ok := pace.NewRate(r); err != nil || !ok {
+			return nil, fmt.Errorf("rate schedule %q: rate %q: want 0 (paused) or %g to %g people per second, in steps of %g", item, rate, pace.MinAdmissionRate, pace.MaxAdmissionRate, pace.MinAdmissionRate)
 		}
 		s = append(s, RateChange{At: d, Rate: r, Paused: paused})
 	}
@@ -127,8 +128,8 @@ func (s Schedule) Validate() error {
 		return errors.New("rate schedule: the first change must be at 0")
 	}
 	for i, c := range s {
-		if _, ok := queue.NewRate(c.Rate); !ok {
-			return fmt.Errorf("rate schedule: change %d: rate %g is not 0 or %g to %g people per second, in steps of %g", i+1, c.Rate, queue.MinAdmissionRate, queue.MaxAdmissionRate, queue.MinAdmissionRate)
+		if _, ok := pace.NewRate(c.Rate); !ok {
+			return fmt.Errorf("rate schedule: change %d: rate %g is not 0 or %g to %g people per second, in steps of %g", i+1, c.Rate, pace.MinAdmissionRate, pace.MaxAdmissionRate, pace.MinAdmissionRate)
 		}
 		if i > 0 && c.At <= s[i-1].At {
 			return fmt.Errorf("rate schedule: change %d: offsets must ascend", i+1)
@@ -178,7 +179,7 @@ func ApplyChange(p queue.Program, now time.Time, c RateChange, first bool, delay
 		// is kept for the restart.
 		return p.Rebased(now, p.Settled().Rate, true, 0, delay), true
 	}
-	r, _ := queue.NewRate(c.Rate) // validated
+	r, _ := pace.NewRate(c.Rate) // validated
 	return p.Rebased(now, r, c.Paused, 0, delay), true
 }
 
@@ -235,51 +236,4 @@ func (sc Scenario) Leaving(seed uint64) []float64 {
 		frac[perm[i]] = rng.Float64()
 	}
 	return frac
-}
-
-// AdmissionTimes returns, for each ticket 1..Users (index 0 unused), the
-// offset from the start at which queue.Program admits it, user i taking
-// ticket i+1 on arrival and rate changes applied by ApplyChange with delay;
-// -1 marks a ticket not admitted before the timeout. With createdPaused even
-// the first change waits delay, as in a load test.
-func AdmissionTimes(sc Scenario, delay time.Duration, createdPaused bool) []time.Duration {
-	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	n := sc.Users
-	at := make([]time.Duration, n+1)
-	for i := range at {
-		at[i] = -1
-	}
-	p := queue.Program{ID: "plan", CreatedAt: epoch, Current: queue.Segment{Paused: createdPaused}, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
-	end := int64(math.MaxInt64)
-	if sc.Timeout > 0 {
-		end = sc.Timeout.Milliseconds()
-	} else if sc.Rates.Final() == 0 {
-		return at
-	}
-	var admitted int64
-	nextUser, nextChange := 0, 0
-	for t := int64(0); t < end && admitted < int64(n); t++ {
-		now := epoch.Add(time.Duration(t) * time.Millisecond)
-		for nextChange < len(sc.Rates) && sc.Rates[nextChange].At.Milliseconds() <= t {
-			c := sc.Rates[nextChange]
-			if nextChange == 0 && createdPaused && c.Rate == 0 {
-				nextChange++ // created paused already
-				continue
-			}
-			var ok bool
-			if p, ok = ApplyChange(p, now, c, nextChange == 0 && !createdPaused, delay); !ok {
-				break
-			}
-			nextChange++
-		}
-		for nextUser < n && sc.Arrival.At(nextUser, n).Milliseconds() <= t {
-			p = p.WithTicketIssued(now)
-			nextUser++
-		}
-		for serving := p.Serving(now); admitted < serving; {
-			admitted++
-			at[admitted] = time.Duration(t) * time.Millisecond
-		}
-	}
-	return at
 }

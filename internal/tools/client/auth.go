@@ -42,13 +42,19 @@ func (t BearerToken) Authorize(_ context.Context, req *http.Request, _ []byte) e
 // (localhost, 127.0.0.0/8, ::1): a bearer token sent anywhere else in
 // clear text is anyone's on the way.
 func BearerSafe(u *url.URL) error {
-	if u.Scheme == "https" || loopback(u.Hostname()) {
+	if u.Scheme == "https" || Loopback(u.Host) {
 		return nil
 	}
 	return fmt.Errorf("a bearer token goes only over https or to a loopback host (localhost, 127.0.0.0/8, ::1), not to %s://%s", u.Scheme, u.Host)
 }
 
-func loopback(host string) bool {
+// Loopback reports whether host (with or without a port) is localhost or a
+// loopback address.
+func Loopback(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

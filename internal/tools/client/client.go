@@ -7,7 +7,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,44 +14,9 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/example/waitingroom/internal/api"
 )
-
-// Op names an API call as "METHOD route"; the bench counts requests by it.
-type Op string
-
-// The calls of the API.
-const (
-	OpEnter      Op = "POST enter"
-	OpPoll       Op = "GET poll"
-	OpLeave      Op = "DELETE leave"
-	OpEndSession Op = "DELETE session"
-	// OpReleaseSession is the site's end of a session as an admin.
-	OpReleaseSession Op = "DELETE release"
-	OpGetProgram     Op = "GET admin"
-	OpPutProgram     Op = "PUT admin"
-	OpAdmit          Op = "POST admissions"
-	OpListPrograms   Op = "GET programs"
-	OpDeleteProgram  Op = "DELETE admin"
-	OpHistory        Op = "GET changes"
-	// OpBypass is an admin's issuance of bypass passes.
-	OpBypass Op = "POST passes"
-)
-
-// adminOps are the admin calls.
-var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory, OpGetToken, OpRevokeToken, OpBypass,
-	OpListKeys, OpRotateKey, OpRevokeKey}
-
-// Admin reports whether o is an admin call.
-func (o Op) Admin() bool { return slices.Contains(adminOps, o) }
-
-// authorized reports whether o's request carries the admin credentials:
-// an admin operation, or the site's release of a session.
-func (o Op) authorized() bool { return o.Admin() || o == OpReleaseSession }
 
 // Exchange is one request as sent and answered, for an observer.
 type Exchange struct {
@@ -115,7 +79,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("API URL %q: want http(s)://host[:port][/path]", baseURL)
 	}
-	c := &Client{base: u, now: time.Now}
+	c := &Client{base: u, now: time.Now, http: &http.Client{Timeout: 30 * time.Second}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -127,33 +91,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	if c.http == nil {
-		c.http = &http.Client{Timeout: 30 * time.Second}
-	}
 	return c, nil
-}
-
-// NewIdempotencyKey returns a fresh random key for an enter (128 bits of
-// crypto/rand as 26 base32 characters).
-func NewIdempotencyKey() string { return rand.Text() }
-
-// Entry is what an enter sends besides the program: a token already held
-// (answered again) and an idempotency key, each optional.
-type Entry struct {
-	Token string
-	// IdempotencyKey makes a retried enter answer the token and ticket of
-	// the first attempt.
-	IdempotencyKey string
-	// Challenge and Solution are a proof of work (Prove), for a program
-	// that asks for one.
-	Challenge, Solution string
-}
-
-// ProgramAnswer is an admin call's answer: the program, and the body as
-// the server sent it, including any field this client does not know.
-type ProgramAnswer struct {
-	api.Program
-	Raw json.RawMessage
 }
 
 // request is one call of the API: what to send and what answer to expect.
@@ -166,141 +104,10 @@ type request struct {
 	want   []int // the statuses of a success
 }
 
-func queuePath(programID string) string {
-	return strings.Replace(api.QueuePath, "{programId}", url.PathEscape(programID), 1)
-}
-
-func adminPath(programID string) string {
-	return strings.Replace(api.AdminPath, "{programId}", url.PathEscape(programID), 1)
-}
-
-// Enter takes a place in programID's queue; created is true for a new
-// place (201), false for a token answered again (200).
-func (c *Client) Enter(ctx context.Context, programID string, e Entry) (t api.Token, created bool, err error) {
-	h := http.Header{}
-	if e.Token != "" {
-		h.Set(api.HeaderToken, e.Token)
-	}
-	if e.IdempotencyKey != "" {
-		h.Set(api.HeaderIdempotencyKey, e.IdempotencyKey)
-	}
-	if e.Challenge != "" || e.Solution != "" {
-		h.Set(api.HeaderChallenge, e.Challenge)
-		h.Set(api.HeaderSolution, e.Solution)
-	}
-	status, _, err := c.do(ctx, request{OpEnter, http.MethodPost, queuePath(programID), h, nil, []int{http.StatusCreated, http.StatusOK}}, &t)
-	return t, status == http.StatusCreated, err
-}
-
-// Poll reads the status of token in programID's queue.
-func (c *Client) Poll(ctx context.Context, programID, token string) (api.Token, error) {
-	var t api.Token
-	_, _, err := c.do(ctx, request{OpPoll, http.MethodGet, queuePath(programID), http.Header{api.HeaderToken: {token}}, nil, []int{http.StatusOK}}, &t)
-	return t, err
-}
-
-// Leave gives up token's place in programID's queue. An admitted token
-// cannot leave: that is an *Error with Status 409.
-func (c *Client) Leave(ctx context.Context, programID, token string) error {
-	_, _, err := c.do(ctx, request{OpLeave, http.MethodDelete, queuePath(programID), http.Header{api.HeaderToken: {token}}, nil, []int{http.StatusNoContent}}, nil)
+// send sends r, which expects no answer body.
+func (c *Client) send(ctx context.Context, r request) error {
+	_, _, err := c.do(ctx, r, nil)
 	return err
-}
-
-// EndSession tells the waiting room that the protected site is done with
-// the person whose admission pass is pass, as passverify.EndSession does;
-// under a cap their slot frees when their window ends. Ending it again is
-// no error.
-func (c *Client) EndSession(ctx context.Context, programID, pass string) error {
-	path := strings.Replace(api.SessionPath, "{programId}", url.PathEscape(programID), 1)
-	_, _, err := c.do(ctx, request{OpEndSession, http.MethodDelete, path, http.Header{api.HeaderAdmissionPass: {pass}}, nil, []int{http.StatusNoContent}}, nil)
-	return err
-}
-
-// ReleaseSession is EndSession with the client's admin credentials: under
-// a cap the slot also frees at once.
-func (c *Client) ReleaseSession(ctx context.Context, programID, pass string) error {
-	path := strings.Replace(api.AdminSessionPath, "{programId}", url.PathEscape(programID), 1)
-	_, _, err := c.do(ctx, request{OpReleaseSession, http.MethodDelete, path, http.Header{api.HeaderAdmissionPass: {pass}}, nil, []int{http.StatusNoContent}}, nil)
-	return err
-}
-
-// GetProgram reads programID's counters and settings.
-func (c *Client) GetProgram(ctx context.Context, programID string) (ProgramAnswer, error) {
-	p, _, err := c.program(ctx, request{OpGetProgram, http.MethodGet, adminPath(programID), nil, nil, []int{http.StatusOK}})
-	return p, err
-}
-
-// PutProgram creates programID with s, or changes the settings s holds;
-// created tells which.
-func (c *Client) PutProgram(ctx context.Context, programID string, s api.ProgramSettings) (p ProgramAnswer, created bool, err error) {
-	p, status, err := c.program(ctx, request{OpPutProgram, http.MethodPut, adminPath(programID), nil, s, []int{http.StatusCreated, http.StatusOK}})
-	return p, status == http.StatusCreated, err
-}
-
-// Admit admits the next n people of programID's queue now, on top of the
-// automatic admission.
-func (c *Client) Admit(ctx context.Context, programID string, n int64) (ProgramAnswer, error) {
-	path := strings.Replace(api.AdmissionPath, "{programId}", url.PathEscape(programID), 1)
-	p, _, err := c.program(ctx, request{OpAdmit, http.MethodPost, path, nil, api.Admission{Count: &n}, []int{http.StatusOK}})
-	return p, err
-}
-
-// ListPrograms reads a page of up to limit programs (0: the server's
-// default) from cursor ("" for the first).
-func (c *Client) ListPrograms(ctx context.Context, cursor string, limit int) (api.ProgramList, error) {
-	var l api.ProgramList
-	_, _, err := c.do(ctx, request{OpListPrograms, http.MethodGet, api.ProgramsPath + pageQuery(cursor, limit), nil, nil, []int{http.StatusOK}}, &l)
-	return l, err
-}
-
-// DeleteProgram deletes programID, which must be closed.
-func (c *Client) DeleteProgram(ctx context.Context, programID string) error {
-	_, _, err := c.do(ctx, request{OpDeleteProgram, http.MethodDelete, adminPath(programID), nil, nil, []int{http.StatusNoContent}}, nil)
-	return err
-}
-
-// History reads a page of up to limit of programID's changes (0: the
-// server's default), newest first, from cursor ("" for the newest).
-func (c *Client) History(ctx context.Context, programID, cursor string, limit int) (api.ChangeList, error) {
-	path := strings.Replace(api.ChangesPath, "{programId}", url.PathEscape(programID), 1)
-	var l api.ChangeList
-	_, _, err := c.do(ctx, request{OpHistory, http.MethodGet, path + pageQuery(cursor, limit), nil, nil, []int{http.StatusOK}}, &l)
-	return l, err
-}
-
-// pageQuery is the query string of a page: cursor and limit when set.
-func pageQuery(cursor string, limit int) string {
-	q := url.Values{}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if len(q) == 0 {
-		return ""
-	}
-	return "?" + q.Encode()
-}
-
-// IssueBypass asks for n bypass passes to programID, each valid for
-// validity (whole seconds) from when the server signs it.
-func (c *Client) IssueBypass(ctx context.Context, programID string, n int64, validity time.Duration) ([]string, error) {
-	path := strings.Replace(api.PassesPath, "{programId}", url.PathEscape(programID), 1)
-	seconds := int64(validity / time.Second)
-	var out api.BypassPasses
-	_, _, err := c.do(ctx, request{OpBypass, http.MethodPost, path, nil, api.BypassRequest{Count: &n, ValidSeconds: &seconds}, []int{http.StatusOK}}, &out)
-	return out.Passes, err
-}
-
-// program sends an admin request and reads the program it answers.
-func (c *Client) program(ctx context.Context, r request) (ProgramAnswer, int, error) {
-	var p ProgramAnswer
-	status, raw, err := c.do(ctx, r, &p.Program)
-	if err == nil {
-		p.Raw = raw
-	}
-	return p, status, err
 }
 
 // do sends r, repeating it as c.retry says, and decodes a wanted answer

@@ -13,12 +13,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/client"
+	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
 const secret = "s3cret"
@@ -279,5 +281,152 @@ func TestEndSession(t *testing.T) {
 	err := c.EndSession(context.Background(), "a b", "expired")
 	if ae := (*client.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusForbidden || ae.Code != api.CodePassExpired {
 		t.Errorf("EndSession of an expired pass = %v; want 403 %s", err, api.CodePassExpired)
+	}
+}
+
+// TestTokenCalls looks a token up and revokes it against the real
+// handler, as an admin; the requests go to the token's escaped path.
+func TestTokenCalls(t *testing.T) {
+	srv := newServer(t)
+	var ops []client.Op
+	c := newClient(t, srv.URL, client.WithAuth(client.BearerToken(secret)), client.WithHTTPClient(srv.Client()),
+		client.WithObserver(func(e client.Exchange) {
+			if e.Op == client.OpGetToken || e.Op == client.OpRevokeToken {
+				ops = append(ops, e.Op)
+			}
+		}))
+	ctx := context.Background()
+	if _, _, err := c.PutProgram(ctx, "p1", api.ProgramSettings{Paused: new(true)}); err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := c.Enter(ctx, "p1", client.Entry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Token(ctx, "p1", w.TokenID)
+	if err != nil || got.Status != api.StatusWaiting || got.Position != 1 || got.RetainedUntil.IsZero() || len(got.Raw) == 0 {
+		t.Fatalf("Token = %+v, %v; want WAITING at 1, with its retention and raw body", got, err)
+	}
+	for range 2 { // the second changes nothing
+		if err := c.RevokeToken(ctx, "p1", w.TokenID); err != nil {
+			t.Fatalf("RevokeToken = %v", err)
+		}
+	}
+	if p, err := c.Poll(ctx, "p1", w.TokenID); err != nil || p.Status != api.StatusRevoked || p.RevokedAt.IsZero() || p.Position != 0 {
+		t.Errorf("Poll after the revoke = %+v, %v; want REVOKED", p, err)
+	}
+	if got, err = c.Token(ctx, "p1", w.TokenID); err != nil || got.Status != api.StatusRevoked || got.RevokedAt.IsZero() {
+		t.Errorf("Token after the revoke = %+v, %v; want REVOKED", got, err)
+	}
+	err = c.RevokeToken(ctx, "p1", "unknownTokenFixture001")
+	if ae := (*client.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusNotFound || ae.Code != api.CodeTokenNotFound {
+		t.Errorf("RevokeToken of an unknown token = %v; want 404 %s", err, api.CodeTokenNotFound)
+	}
+	if len(ops) != 5 {
+		t.Errorf("%d token calls observed, want 5", len(ops))
+	}
+	for _, op := range ops {
+		if !op.Admin() {
+			t.Errorf("%s is not an admin call", op)
+		}
+	}
+}
+
+// TestTokenPath: the program and token go escaped into the path, with
+// the admin credentials.
+func TestTokenPath(t *testing.T) {
+	var path, auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path, auth = r.URL.EscapedPath(), r.Header.Get("Authorization")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL, client.WithAuth(client.BearerToken("tok")))
+	if err := c.RevokeToken(context.Background(), "a b", "t/1"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "/api/v1/admin/programs/a%20b/tokens/t%2F1"; path != want || auth != "Bearer tok" {
+		t.Errorf("sent %s with %q, want %s with the bearer token", path, auth, want)
+	}
+}
+
+// TestKeyCalls lists, rotates and revokes signing keys against the real
+// handler with a keyring, as an admin; a handler without one answers
+// NO_KEYRING. The keyring's clock stands at noon UTC, mid-slot: away from
+// the lead before the next day's key, so its keys are the ones the test
+// makes.
+func TestKeyCalls(t *testing.T) {
+	wrap, err := admissionpass.NewLocalWrapper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	noon := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
+	ring := admissionpass.NewKeyring(memstore.New(), wrap, admissionpass.WithKeyringClock(clock.NewFake(noon)))
+	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth(secret), httpapi.WithKeyring(ring)))
+	t.Cleanup(srv.Close)
+	var ops []client.Op
+	c := newClient(t, srv.URL, client.WithAuth(client.BearerToken(secret)), client.WithHTTPClient(srv.Client()),
+		client.WithObserver(func(e client.Exchange) { ops = append(ops, e.Op) }))
+	ctx := context.Background()
+
+	if l, err := c.Keys(ctx); err != nil || l.RotationSeconds != 86400 || len(l.Keys) != 0 {
+		t.Fatalf("Keys = %+v, %v; want none, a rotation of a day", l, err)
+	}
+	k, err := c.RotateKey(ctx)
+	if err != nil || k.State != api.KeyNext || len(k.KeyID) != 43 || !k.CreatedAt.Equal(noon) || !k.SignFrom.Equal(noon.Add(15*time.Minute)) {
+		t.Fatalf("RotateKey = %+v, %v; want a next key made at %s, signing 15 minutes on", k, err, noon)
+	}
+	if l, err := c.Keys(ctx); err != nil || len(l.Keys) != 1 || l.Keys[0].KeyID != k.KeyID {
+		t.Errorf("Keys after the rotation = %+v, %v; want the new key", l, err)
+	}
+	if r, err := c.RevokeKey(ctx, k.KeyID); err != nil || r.Revoked != k.KeyID || r.Replacement != nil {
+		t.Errorf("RevokeKey of a key that does not sign yet = %+v, %v; want it revoked, no replacement", r, err)
+	}
+	_, err = c.RevokeKey(ctx, "unknownKeyFixture00000000000000000000000000")
+	if ae := (*client.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusNotFound || ae.Code != api.CodeKeyNotFound {
+		t.Errorf("RevokeKey of an unknown key = %v; want 404 %s", err, api.CodeKeyNotFound)
+	}
+	for _, op := range ops {
+		if !op.Admin() {
+			t.Errorf("%s is not an admin call", op)
+		}
+	}
+
+	fixed := newClient(t, newServer(t).URL, client.WithAuth(client.BearerToken(secret)))
+	_, err = fixed.RotateKey(ctx)
+	if ae := (*client.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != api.CodeNoKeyring {
+		t.Errorf("RotateKey without a keyring = %v; want 409 %s", err, api.CodeNoKeyring)
+	}
+}
+
+// TestProve: against the real handler, an enter without a proof needs one;
+// Prove fetches and solves a challenge with which the enter takes its
+// place; the same proof again needs a new one.
+func TestProve(t *testing.T) {
+	srv := newServer(t)
+	c := newClient(t, srv.URL+"/", client.WithAuth(client.BearerToken(secret)), client.WithHTTPClient(srv.Client()))
+	ctx := t.Context()
+	if _, _, err := c.PutProgram(ctx, "guarded", api.ProgramSettings{Paused: new(true), ChallengeBits: new(int64(8))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Enter(ctx, "guarded", client.Entry{}); !client.NeedsProof(err) {
+		t.Fatalf("enter without a proof: %v, want CHALLENGE_REQUIRED", err)
+	}
+	e, err := c.Prove(ctx, "guarded", client.Entry{IdempotencyKey: client.NewIdempotencyKey()})
+	if err != nil || e.Challenge == "" || e.Solution == "" {
+		t.Fatalf("Prove = %+v, %v", e, err)
+	}
+	if _, created, err := c.Enter(ctx, "guarded", e); err != nil || !created {
+		t.Fatalf("enter with the proof: created %v, %v", created, err)
+	}
+	e.IdempotencyKey = client.NewIdempotencyKey()
+	if _, _, err := c.Enter(ctx, "guarded", e); !client.NeedsProof(err) {
+		t.Errorf("the proof again under another key: %v, want CHALLENGE_FAILED", err)
+	}
+	if _, _, err := c.PutProgram(ctx, "open", api.ProgramSettings{Paused: new(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := c.Prove(ctx, "open", client.Entry{}); err != nil || e.Challenge != "" {
+		t.Errorf("Prove of a program without proof: %+v, %v; want no proof", e, err)
 	}
 }

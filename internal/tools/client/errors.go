@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,10 +112,7 @@ func RetryDelay(ctx context.Context, err error, fallback time.Duration) (time.Du
 	if !e.Retryable() {
 		return 0, false
 	}
-	if e.RetryAfter > 0 {
-		return e.RetryAfter, true
-	}
-	return fallback, true
+	return cmp.Or(e.RetryAfter, fallback), true
 }
 
 // Retry is how a Client repeats a request the server could not serve now
@@ -147,11 +145,7 @@ func (r Retry) after(method string, err error, attempt int) (time.Duration, bool
 	if !errors.As(err, &e) || attempt >= r.Attempts || !safeToRepeat(method, e) {
 		return 0, false
 	}
-	wait := e.RetryAfter
-	if wait <= 0 {
-		wait = time.Second
-	}
-	wait = min(wait, r.MaxWait)
+	wait := min(cmp.Or(e.RetryAfter, time.Second), r.MaxWait)
 	if r.Notify != nil {
 		r.Notify(e, wait, attempt)
 	}

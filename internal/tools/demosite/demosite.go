@@ -150,22 +150,18 @@ var errNoProgram = errors.New("no such program")
 // serve serves the handler of the request's program that pick chooses.
 func (h *Handler) serve(pick func(*gated) http.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		h.servePage(w, r, pick)
-	}
-}
-
-func (h *Handler) servePage(w http.ResponseWriter, r *http.Request, pick func(*gated) http.Handler) {
-	g, err := h.gate(r.Context(), r.PathValue("programId"))
-	switch {
-	case errors.Is(err, errNoProgram):
-		w.Header().Set("Cache-Control", "no-store")
-		http.Error(w, "No such program.", http.StatusNotFound)
-	case err != nil:
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, "The demo site cannot check the program right now; retry shortly.", http.StatusServiceUnavailable)
-	default:
-		pick(g).ServeHTTP(w, r)
+		g, err := h.gate(r.Context(), r.PathValue("programId"))
+		switch {
+		case errors.Is(err, errNoProgram):
+			w.Header().Set("Cache-Control", "no-store")
+			http.Error(w, "No such program.", http.StatusNotFound)
+		case err != nil:
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "The demo site cannot check the program right now; retry shortly.", http.StatusServiceUnavailable)
+		default:
+			pick(g).ServeHTTP(w, r)
+		}
 	}
 }
 
@@ -220,7 +216,7 @@ func (h *Handler) gate(ctx context.Context, id string) (*gated, error) {
 			g.gate.Forget(w, r)
 			w.Header().Set("Cache-Control", "no-store")
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			_ = donePage.Execute(w, c.ProgramID)
+			_ = pages.ExecuteTemplate(w, "done", c.ProgramID)
 			return
 		}
 		servePage(w, r)
@@ -266,45 +262,32 @@ func (h *Handler) serveDone(w http.ResponseWriter, r *http.Request, gate *passve
 	}
 	gate.Forget(w, r)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = donePage.Execute(w, c.ProgramID)
+	_ = pages.ExecuteTemplate(w, "done", c.ProgramID)
 }
 
-var donePage = template.Must(template.New("done").Parse(`<!doctype html>
+// pages are the demo site's pages in one layout: "page", the protected
+// page, and "done", after the Done button.
+var pages = template.Must(template.New("pages").Parse(`{{define "top"}}<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Done: {{.}}</title>
+<title>{{.}}</title>
 <style>body{font:1.125rem/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#1a1a1a}</style>
 </head>
 <body>
 <main>
-<h1>Done</h1>
-<p>Your admission to <strong>{{.}}</strong> has ended: the waiting room can let the next person in.</p>
-</main>
+{{end}}{{define "bottom"}}</main>
 </body>
 </html>
-`))
-
-var page = template.Must(template.New("page").Parse(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>You're in: {{.Program}}</title>
-<style>body{font:1.125rem/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#1a1a1a}</style>
-</head>
-<body>
-<main>
-<h1>You're in</h1>
+{{end}}{{define "done"}}{{template "top" print "Done: " .}}<h1>Done</h1>
+<p>Your admission to <strong>{{.}}</strong> has ended: the waiting room can let the next person in.</p>
+{{template "bottom"}}{{end}}{{define "page"}}{{template "top" print "You're in: " .Program}}<h1>You're in</h1>
 <p>Welcome to <strong>{{.Program}}</strong>. The waiting room let you through with ticket <strong data-ticket>{{.Ticket}}</strong>.</p>
 <p>Your admission is valid until <time datetime="{{.Until}}" data-expires>{{.UntilText}}</time>.</p>
 <p>This page stands for the protected ticketing site: it checked your admission pass on its own, against the waiting room's published keys.</p>
 <form method="post" action="{{.Done}}"><button type="submit">Done</button></form>
-</main>
-</body>
-</html>
-`))
+{{template "bottom"}}{{end}}`))
 
 // servePage is the protected page, behind the Gate.
 func servePage(w http.ResponseWriter, r *http.Request) {
@@ -315,7 +298,7 @@ func servePage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "private, no-store")
-	_ = page.Execute(w, struct {
+	_ = pages.ExecuteTemplate(w, "page", struct {
 		Program          string
 		Ticket           int64
 		Until, UntilText string

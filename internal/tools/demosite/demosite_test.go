@@ -79,18 +79,16 @@ func TestDemoSite(t *testing.T) {
 	}
 
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	tests := []struct {
-		name, path   string
-		wantStatus   int
-		wantLocation string
+	for _, tt := range []struct {
+		name, path, wantLocation string
+		wantStatus               int
 	}{
-		{"NoPassGoesToTheWaitingRoom", "/demo-site/gala", 303, "/waiting-room/gala"},
-		{"AnotherProgram", "/demo-site/other", 303, "/waiting-room/other"},
-		{"BadProgramID", "/demo-site/-x", 404, ""},
-		{"UnknownProgram", "/demo-site/third", 404, ""},
-		{"OtherPath", "/demo-site/gala/more", 404, ""},
-	}
-	for _, tt := range tests {
+		{"NoPassGoesToTheWaitingRoom", "/demo-site/gala", "/waiting-room/gala", 303},
+		{"AnotherProgram", "/demo-site/other", "/waiting-room/other", 303},
+		{"BadProgramID", "/demo-site/-x", "", 404},
+		{"UnknownProgram", "/demo-site/third", "", 404},
+		{"OtherPath", "/demo-site/gala/more", "", 404},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, err := noFollow.Get(site.URL + tt.path)
 			if err != nil {

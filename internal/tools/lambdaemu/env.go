@@ -3,6 +3,7 @@ package lambdaemu
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"maps"
 	"os"
@@ -13,9 +14,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/awsconfig"
 	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/tools/localkms"
 	"github.com/example/waitingroom/internal/tools/samtemplate"
 )
 
@@ -28,7 +32,7 @@ type Resources struct {
 	Table string
 	// KMSKeys maps the logical id of each AWS::KMS::Key of the template to
 	// the id of a key on Endpoint of the same spec and usage
-	// (CreateKMSKeys): the pass wrapping key a symmetric one, the shuffle
+	// (Provide): the pass wrapping key a symmetric one, the shuffle
 	// key an RSA one. Nil when no function needs one.
 	KMSKeys map[string]string
 	// KMSEndpoint is the KMS API the functions call (KMS_ENDPOINT): a
@@ -37,7 +41,7 @@ type Resources struct {
 	// for Endpoint itself.
 	KMSEndpoint string
 	// ChallengeSecret is the ARN of a secret on Endpoint
-	// (CreateChallengeSecret) that stands for each
+	// (Provide) that stands for each
 	// AWS::SecretsManager::Secret; "" when the template has none.
 	ChallengeSecret string
 }
@@ -91,17 +95,38 @@ func FunctionEnv(tpl *samtemplate.Template, id string, r Resources) ([]string, e
 	return env, nil
 }
 
-// NeedsKMSKeys reports whether tpl declares KMS keys, which
-// Resources.KMSKeys must stand for.
-func NeedsKMSKeys(tpl *samtemplate.Template) bool {
-	return len(tpl.IDsOfType("AWS::KMS::Key")) > 0
+// Provide stands in for tpl's resources on endpoint, for FunctionEnv:
+// table for its tables, a key of the same kind for each AWS::KMS::Key,
+// reached through a localkms.Proxy that adds the kms:GenerateDataKeyPair
+// moto lacks, and a secret for each AWS::SecretsManager::Secret. Close the
+// proxy (nil when tpl has no KMS key) once the functions are done.
+func Provide(ctx context.Context, tpl *samtemplate.Template, endpoint, table string) (Resources, *localkms.Proxy, error) {
+	r := Resources{Endpoint: endpoint, Table: table}
+	var err error
+	if len(tpl.IDsOfType("AWS::SecretsManager::Secret")) > 0 {
+		if r.ChallengeSecret, err = createChallengeSecret(ctx, endpoint); err != nil {
+			return r, nil, err
+		}
+	}
+	if len(tpl.IDsOfType("AWS::KMS::Key")) == 0 {
+		return r, nil, nil
+	}
+	if r.KMSKeys, err = createKMSKeys(ctx, tpl, endpoint); err != nil {
+		return r, nil, err
+	}
+	proxy, err := localkms.Start(endpoint)
+	if err != nil {
+		return r, nil, err
+	}
+	r.KMSEndpoint = proxy.URL()
+	return r, proxy, nil
 }
 
-// CreateKMSKeys creates, on the KMS API at endpoint, a key for each
+// createKMSKeys creates, on the KMS API at endpoint, a key for each
 // AWS::KMS::Key of tpl with its KeySpec and KeyUsage (CloudFormation's
 // defaults, SYMMETRIC_DEFAULT and ENCRYPT_DECRYPT, when it names none),
 // and returns their ids by logical id, for Resources.KMSKeys.
-func CreateKMSKeys(ctx context.Context, tpl *samtemplate.Template, endpoint string) (map[string]string, error) {
+func createKMSKeys(ctx context.Context, tpl *samtemplate.Template, endpoint string) (map[string]string, error) {
 	client, err := admissionpass.NewKMSClient(ctx, endpoint)
 	if err != nil {
 		return nil, err
@@ -134,4 +159,23 @@ func literal(v any, def string) (string, bool) {
 	}
 	s, ok := v.(string)
 	return s, ok
+}
+
+// createChallengeSecret creates a secret of 64 random characters, as
+// template.yaml generates ChallengeSecret, on the Secrets Manager API at
+// endpoint, and returns its ARN.
+func createChallengeSecret(ctx context.Context, endpoint string) (string, error) {
+	cfg, err := awsconfig.Load(ctx, endpoint)
+	if err != nil {
+		return "", err
+	}
+	client := secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	out, err := client.CreateSecret(ctx, &secretsmanager.CreateSecretInput{
+		Name:         aws.String("waitingroom-challenge-" + rand.Text()),
+		SecretString: aws.String(rand.Text() + rand.Text() + rand.Text()[:12]),
+	})
+	if err != nil {
+		return "", fmt.Errorf("create the challenge secret on the Secrets Manager API at %s (moto_server serves it): %w", endpoint, err)
+	}
+	return aws.ToString(out.ARN), nil
 }

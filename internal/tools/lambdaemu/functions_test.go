@@ -43,13 +43,13 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/emfspec"
 	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/tools/lambdaemu"
+	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/sampleevents"
 	"github.com/example/waitingroom/internal/tools/samtemplate"
 	"github.com/example/waitingroom/passverify"
@@ -87,17 +87,18 @@ func TestFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The template's KMS keys, each of its own kind, on the same
-	// moto_server, which the functions reach through the proxy that adds
-	// GenerateDataKeyPair (the pass keyring's).
-	kmsProxy := kmstest.NewProxy(t)
-	res := lambdaemu.Resources{Endpoint: endpoint, Table: table, KMSEndpoint: kmsProxy.URL()}
-	if res.KMSKeys, err = lambdaemu.CreateKMSKeys(ctx, tpl, endpoint); err != nil {
+	// moto_server (its KMS warmed by kmstest.Client), which the functions
+	// reach through the proxy that adds GenerateDataKeyPair (the pass
+	// keyring's); and its challenges' secret (Secrets Manager).
+	kmstest.Client(t)
+	res, kmsProxy, err := lambdaemu.Provide(ctx, tpl, endpoint, table)
+	if err != nil {
 		t.Fatal(err)
 	}
-	// And its challenges' secret (Secrets Manager).
-	if res.ChallengeSecret, err = lambdaemu.CreateChallengeSecret(ctx, endpoint); err != nil {
-		t.Fatal(err)
+	if kmsProxy == nil {
+		t.Fatal("lambdaemu.Provide started no KMS proxy: the template has no KMS key")
 	}
+	t.Cleanup(func() { _ = kmsProxy.Close() })
 
 	mem := memstore.New() // the reference handlers' store
 	// The reference handlers' passes: signed with the bootstraps' keyring

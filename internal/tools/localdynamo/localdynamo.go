@@ -5,7 +5,8 @@
 package localdynamo
 
 import (
-	"bytes"
+	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,7 +27,7 @@ import (
 
 // ErrNotInstalled is wrapped by Start's error when the server's executable
 // is not on PATH.
-var ErrNotInstalled = errors.New("server not installed")
+var ErrNotInstalled = errors.New("not installed")
 
 // ErrUnknownServer is wrapped by Start's error when Options.Server names
 // no server it knows.
@@ -66,70 +67,36 @@ type Server struct {
 
 // Start starts the server on a loopback port the kernel chooses (the
 // server binds port 0 and prints the port it got, so no other process can
-// take it first) and waits until it answers HTTP, ctx is done or
+// take it first) and waits until it answers DynamoDB calls, ctx is done or
 // startTimeout passes. ctx bounds only the start: the server runs until
 // Stop.
 func Start(ctx context.Context, opts Options) (*Server, error) {
-	kind := opts.Server
-	if kind == "" {
-		kind = "moto"
-	}
-	var name string
-	var args []string
-	switch kind {
-	case "moto":
-		name, args = "moto_server", []string{"-H", "127.0.0.1", "-p", "0"}
-	case "dynalite":
-		name = "dynalite"
-	default:
-		return nil, fmt.Errorf("server %q: %w", opts.Server, ErrUnknownServer)
-	}
-	path, err := exec.LookPath(name)
+	name, path, args, err := command(cmp.Or(opts.Server, "moto"))
 	if err != nil {
-		return nil, fmt.Errorf("%s not found on PATH (%s): %w", name, installHint[kind], notInstalled{err})
-	}
-	if kind == "dynalite" {
-		// dynalite's command line cannot listen on port 0: its module
-		// can, run by node from the installed command's package. New
-		// tables are ACTIVE at once, as with moto (dynalite's default is
-		// half a second).
-		if path, args, err = dynaliteCommand(path); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	cmd := exec.Command(path, args...)
-	out := newPortWatch(opts.Output)
+	out, found := watchPort(opts.Output)
 	cmd.Stdout, cmd.Stderr = out, out
 	proc, err := StartProcess(cmd)
 	if err != nil {
+		out.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	fail := func(err error) (*Server, error) {
-		proc.Kill()
-		if waitErr := proc.Err(); waitErr != nil {
+	go func() {
+		<-proc.Exited()
+		out.Close()
+	}()
+	s := &Server{proc: proc}
+	err = s.ready(ctx, found)
+	if err == nil && opts.Serialize {
+		err = s.serialize()
+	}
+	if err != nil {
+		if waitErr := proc.Kill(); waitErr != nil {
 			err = fmt.Errorf("%w (%v)", err, waitErr)
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	port, err := out.wait(ctx, proc.Exited())
-	if err != nil {
-		return fail(err)
-	}
-	s := &Server{proc: proc, endpoint: "http://127.0.0.1:" + strconv.Itoa(port)}
-	if err := waitReady(ctx, s.endpoint, proc.Exited()); err != nil {
-		return fail(fmt.Errorf("on port %d: %w", port, err))
-	}
-	if kind == "moto" {
-		if err := dynamoReady(ctx, s.endpoint); err != nil {
-			return fail(fmt.Errorf("on port %d: %w", port, err))
-		}
-	}
-	if !opts.Serialize {
-		return s, nil
-	}
-	if err := s.serialize(); err != nil {
-		proc.Kill()
-		return nil, err
 	}
 	return s, nil
 }
@@ -139,80 +106,63 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 const dynaliteScript = `const s = require(process.argv[1])({createTableMs: 0, deleteTableMs: 0, updateTableMs: 0});
 s.listen(0, '127.0.0.1', () => console.log('Dynalite listening at: http://127.0.0.1:' + s.address().port));`
 
-// dynaliteCommand is node running dynaliteScript on the package of the
-// dynalite command at path (node_modules/.bin/dynalite, a link to the
-// package's cli.js).
-func dynaliteCommand(path string) (string, []string, error) {
+// command is the command line that starts the server kind on port 0 of
+// 127.0.0.1, and the name of its executable.
+func command(kind string) (name, path string, args []string, err error) {
+	switch kind {
+	case "moto":
+		name, args = "moto_server", []string{"-H", "127.0.0.1", "-p", "0"}
+	case "dynalite":
+		name = "dynalite"
+	default:
+		return "", "", nil, fmt.Errorf("server %q: %w", kind, ErrUnknownServer)
+	}
+	if path, err = exec.LookPath(name); err != nil {
+		return "", "", nil, fmt.Errorf("%s: %w (%s): %w", name, ErrNotInstalled, installHint[kind], err)
+	}
+	if kind == "moto" {
+		return name, path, args, nil
+	}
+	// dynalite's command line cannot listen on port 0: its module can, run
+	// by node from the package of the installed command
+	// (node_modules/.bin/dynalite, a link to the package's cli.js). New
+	// tables are ACTIVE at once, as with moto (dynalite's default is half
+	// a second).
 	cli, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return "", nil, fmt.Errorf("dynalite: %w", err)
+		return "", "", nil, fmt.Errorf("dynalite: %w", err)
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		return "", nil, fmt.Errorf("node not found on PATH (%s): %w", installHint["dynalite"], notInstalled{err})
+	if path, err = exec.LookPath("node"); err != nil {
+		return "", "", nil, fmt.Errorf("node: %w (%s): %w", ErrNotInstalled, installHint[kind], err)
 	}
-	return node, []string{"-e", dynaliteScript, filepath.Dir(cli)}, nil
-}
-
-// portWatch passes a server's output on to w and finds the port in the
-// first line that names an http://127.0.0.1:PORT URL.
-type portWatch struct {
-	w     io.Writer
-	mu    sync.Mutex
-	line  []byte
-	found chan int // receives the port once
-	done  bool
-}
-
-func newPortWatch(w io.Writer) *portWatch {
-	if w == nil {
-		w = io.Discard
-	}
-	return &portWatch{w: w, found: make(chan int, 1)}
+	return name, path, []string{"-e", dynaliteScript, filepath.Dir(cli)}, nil
 }
 
 var listening = regexp.MustCompile(`http://(?:127\.0\.0\.1|localhost):(\d+)`)
 
-func (p *portWatch) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	if !p.done {
-		p.line = append(p.line, b...)
-		for {
-			i := bytes.IndexByte(p.line, '\n')
-			if i < 0 {
-				break
-			}
-			if m := listening.FindSubmatch(p.line[:i]); m != nil {
+// watchPort returns a writer that passes a server's output on to w (nil
+// discards it) and a channel that receives the port of the first line that
+// names an http://127.0.0.1:PORT URL. Close the writer once the server has
+// exited.
+func watchPort(w io.Writer) (io.WriteCloser, <-chan int) {
+	if w == nil {
+		w = io.Discard
+	}
+	r, pw := io.Pipe()
+	found := make(chan int, 1)
+	go func() {
+		lines := bufio.NewScanner(io.TeeReader(r, w)) // a line over 64 KiB ends the scan
+		for lines.Scan() {
+			if m := listening.FindSubmatch(lines.Bytes()); m != nil {
 				port, _ := strconv.Atoi(string(m[1]))
-				p.found <- port
-				p.done, p.line = true, nil
+				found <- port
 				break
 			}
-			p.line = p.line[i+1:]
 		}
-		if len(p.line) > 64<<10 { // a hang guard against a server that prints no newline
-			p.line = nil
-		}
-	}
-	p.mu.Unlock()
-	return p.w.Write(b)
-}
-
-// wait returns the port once the server has printed it, or an error if it
-// exits first, ctx is done or startTimeout passes.
-func (p *portWatch) wait(ctx context.Context, exited <-chan struct{}) (int, error) {
-	timer := time.NewTimer(startTimeout)
-	defer timer.Stop()
-	select {
-	case port := <-p.found:
-		return port, nil
-	case <-exited:
-		return 0, errors.New("exited before listening")
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-timer.C:
-		return 0, errors.New("not listening after " + startTimeout.String())
-	}
+		_, _ = io.Copy(w, r)
+		r.Close()
+	}()
+	return pw, found
 }
 
 // Proxy starts the proxy of Options.Serialize in front of the DynamoDB API
@@ -291,55 +241,48 @@ func serialized(h http.Handler) http.Handler {
 	})
 }
 
-// waitReady polls endpoint until it answers HTTP, the process exits, ctx
-// is done or startTimeout passes.
-func waitReady(ctx context.Context, endpoint string, exited <-chan struct{}) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(startTimeout)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("exited before answering")
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
+// ready waits until the server has printed its port, which s.endpoint
+// then names, and answered its first DynamoDB call, ListTables: moto loads
+// its DynamoDB backend then, which can take longer than a client's attempt
+// timeout. It gives up when the server exits, ctx is done or startTimeout
+// passes.
+func (s *Server) ready(ctx context.Context, found <-chan int) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	select {
+	case port := <-found:
+		s.endpoint = "http://127.0.0.1:" + strconv.Itoa(port)
+	case <-s.proc.Exited():
+		return errors.New("exited before listening")
+	case <-ctx.Done():
+		return fmt.Errorf("not listening: %w", ctx.Err())
+	}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint, strings.NewReader("{}"))
 		if err != nil {
 			return err
 		}
-		if resp, err := client.Do(req); err == nil {
+		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		req.Header.Set("X-Amz-Target", "DynamoDB_20120810.ListTables")
+		req.Header.Set("X-Amz-Date", "20260101T000000Z")
+		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s: first DynamoDB call: %s", s.endpoint, resp.Status)
+			}
 			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-s.proc.Exited():
+			return fmt.Errorf("%s: exited before answering", s.endpoint)
+		case <-ctx.Done():
+			return fmt.Errorf("%s: first DynamoDB call: %w", s.endpoint, err)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	return errors.New("not answering after " + startTimeout.String())
-}
-
-// dynamoReady makes moto's first DynamoDB call, ListTables, and waits up
-// to startTimeout for it: moto loads its DynamoDB backend then, which can
-// take longer than a client's attempt timeout.
-func dynamoReady(ctx context.Context, endpoint string) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader("{}"))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.ListTables")
-	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("first DynamoDB call: %w", err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("first DynamoDB call: %s", resp.Status)
-	}
-	return nil
 }
 
 // FreePort asks the kernel for a free port on 127.0.0.1. Another process
@@ -352,10 +295,3 @@ func FreePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
-
-// notInstalled is LookPath's error, which also is ErrNotInstalled.
-type notInstalled struct{ err error }
-
-func (e notInstalled) Error() string        { return e.err.Error() }
-func (e notInstalled) Unwrap() error        { return e.err }
-func (e notInstalled) Is(target error) bool { return target == ErrNotInstalled }

@@ -43,20 +43,10 @@ func StartProcess(cmd *exec.Cmd) (*Process, error) {
 // Exited is closed once the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
-// Err returns the process's exit error, as from exec.Cmd.Wait, once Exited
-// is closed; nil before.
-func (p *Process) Err() error {
-	select {
-	case <-p.exited:
-		return p.err
-	default:
-		return nil
-	}
-}
-
-// Kill kills the process's group with SIGKILL and waits for the process
-// to exit.
-func (p *Process) Kill() {
+// Kill kills the process's group with SIGKILL, waits for the process to
+// exit and returns its exit error, as from exec.Cmd.Wait.
+func (p *Process) Kill() error {
 	kill(p.cmd)
 	<-p.exited
+	return p.err
 }

@@ -97,11 +97,8 @@ func (b *bucket) refill(now time.Time, rate float64) {
 type partition struct {
 	write, read bucket
 	stats       PartitionStats
-	second      int64 // the Unix second the counts below are for
+	second      int64 // the Unix second writesInSec counts
 	writesInSec int64
-	unitsInSec  float64
-	readSecond  int64
-	readsInSec  int64
 }
 
 // Model holds one write and one read bucket per partition key value, on
@@ -116,9 +113,6 @@ type Model struct {
 func NewModel(l Limits) *Model {
 	return &Model{limits: l, parts: make(map[string]*partition)}
 }
-
-// Limits returns the model's limits.
-func (m *Model) Limits() Limits { return m.limits }
 
 // Kind is what a request does to its partition.
 type Kind int
@@ -186,25 +180,17 @@ func (m *Model) Settle(key string, kind Kind, estimate, actual float64, now time
 		p.write.tokens += estimate - actual
 		p.stats.Writes++
 		p.stats.WriteUnits += actual
-		sec := now.Unix()
-		if sec != p.second {
-			p.second, p.writesInSec, p.unitsInSec = sec, 0, 0
+		if sec := now.Unix(); sec != p.second {
+			p.second, p.writesInSec = sec, 0
 		}
 		p.writesInSec++
-		p.unitsInSec += actual
 		p.stats.MaxWritesPerSecond = max(p.stats.MaxWritesPerSecond, p.writesInSec)
-		p.stats.MaxWriteUnitsPerSecond = max(p.stats.MaxWriteUnitsPerSecond, p.unitsInSec)
 		return
 	}
 	p.read.refill(now, m.limits.ReadUnits)
 	p.read.tokens += estimate - actual
 	p.stats.Reads++
 	p.stats.ReadUnits += actual
-	if sec := now.Unix(); sec != p.readSecond {
-		p.readSecond, p.readsInSec = sec, 0
-	}
-	p.readsInSec++
-	p.stats.MaxReadsPerSecond = max(p.stats.MaxReadsPerSecond, p.readsInSec)
 }
 
 // Take admits and settles a request whose cost is known in advance: it
@@ -219,16 +205,14 @@ func (m *Model) Take(key string, kind Kind, units float64, now time.Time) bool {
 
 // PartitionStats is what one partition served and refused.
 type PartitionStats struct {
-	Key                    string  `json:"key"`
-	Reads                  int64   `json:"reads"`
-	Writes                 int64   `json:"writes"`
-	ReadUnits              float64 `json:"readUnits"`
-	WriteUnits             float64 `json:"writeUnits"`
-	ThrottledReads         int64   `json:"throttledReads"`
-	ThrottledWrites        int64   `json:"throttledWrites"`
-	MaxWritesPerSecond     int64   `json:"maxWritesPerSecond"`
-	MaxWriteUnitsPerSecond float64 `json:"maxWriteUnitsPerSecond"`
-	MaxReadsPerSecond      int64   `json:"maxReadsPerSecond"`
+	Key                string  `json:"key"`
+	Reads              int64   `json:"reads"`
+	Writes             int64   `json:"writes"`
+	ReadUnits          float64 `json:"readUnits"`
+	WriteUnits         float64 `json:"writeUnits"`
+	ThrottledReads     int64   `json:"throttledReads"`
+	ThrottledWrites    int64   `json:"throttledWrites"`
+	MaxWritesPerSecond int64   `json:"maxWritesPerSecond"`
 }
 
 // Stats returns every partition's counts, the busiest writer first.
@@ -244,6 +228,10 @@ func (m *Model) Stats() []PartitionStats {
 	})
 	return out
 }
+
+// StatsPath is where the local server (cmd/local -partition-limits)
+// serves its model's Summary as JSON.
+const StatsPath = "/debug/partition-model"
 
 // Summary totals the stats of every partition.
 type Summary struct {

@@ -73,6 +73,11 @@ func valueSize(v Value) int {
 func sumOf[T any](raw json.RawMessage, size func(T) int) int {
 	var es []T
 	_ = json.Unmarshal(raw, &es)
+	return total(es, size)
+}
+
+// total is the sizes of es, summed.
+func total[T any](es []T, size func(T) int) int {
 	n := 0
 	for _, e := range es {
 		n += size(e)
@@ -141,29 +146,13 @@ func avSize(v types.AttributeValue) int {
 	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
 		return 1
 	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
+		return total(v.Value, func(s string) int { return len(s) })
 	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += numberSize(s)
-		}
-		return n
+		return total(v.Value, numberSize)
 	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
+		return total(v.Value, func(b []byte) int { return len(b) })
 	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + avSize(e)
-		}
-		return n
+		return 3 + total(v.Value, func(e types.AttributeValue) int { return 1 + avSize(e) })
 	case *types.AttributeValueMemberM:
 		n := 3
 		for name, e := range v.Value {

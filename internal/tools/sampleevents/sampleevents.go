@@ -9,7 +9,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/example/waitingroom/internal/capacity"
+	"github.com/example/waitingroom/internal/history"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
 )
 
 // Token ids used by the sample events.
@@ -61,33 +65,27 @@ const (
 // and the tokens above, except UnknownToken.
 func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	now = now.Truncate(time.Millisecond)
-	p := queue.Program{ID: ProgramID, CreatedAt: now.Add(-time.Hour), Issued: 1000, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
-	p = p.Rebased(now, 10*queue.OnePerSecond, false, 500, 0)
-	if err := s.CreateProgram(ctx, p); err != nil {
-		return fmt.Errorf("seed program: %w", err)
-	}
-	for _, id := range []string{ClosedProgramID, DeletableProgramID} {
-		closed := queue.Program{ID: id, CreatedAt: now.Add(-time.Hour), Issued: 10, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
-		closed = closed.Rebased(now, queue.OnePerSecond, false, 0, 0)
-		closed.Closed = true
-		if err := s.CreateProgram(ctx, closed); err != nil {
-			return fmt.Errorf("seed closed program: %w", err)
+	window := queue.DefaultAdmissionWindow
+	for _, seed := range []struct {
+		id             string
+		issued, admit  int64
+		rate           pace.Rate
+		paused, closed bool
+		opts           settings.Options
+	}{
+		{ProgramID, 1000, 500, 10 * pace.OnePerSecond, false, false, settings.Options{AdmissionWindow: window}},
+		{ClosedProgramID, 10, 0, pace.OnePerSecond, false, true, settings.Options{AdmissionWindow: window}},
+		{DeletableProgramID, 10, 0, pace.OnePerSecond, false, true, settings.Options{AdmissionWindow: window}},
+		{EndedProgramID, 10, 0, pace.OnePerSecond, false, false, settings.Options{AdmissionWindow: window, ClosesAt: now.Add(-time.Minute)}},
+		{FullProgramID, 100, 0, pace.OnePerSecond, true, false, settings.Options{AdmissionWindow: window, MaxWaiting: 100}},
+		{GuardedProgramID, 0, 0, pace.OnePerSecond, true, false, settings.Options{AdmissionWindow: window, ChallengeBits: 16}},
+	} {
+		p := queue.Program{ID: seed.id, CreatedAt: now.Add(-time.Hour), Issued: seed.issued, Options: seed.opts}
+		p = p.Rebased(now, seed.rate, seed.paused, seed.admit, 0)
+		p.Closed = seed.closed
+		if err := s.CreateProgram(ctx, p); err != nil {
+			return fmt.Errorf("seed program %s: %w", seed.id, err)
 		}
-	}
-	ended := queue.Program{ID: EndedProgramID, CreatedAt: now.Add(-time.Hour), Issued: 10, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow, ClosesAt: now.Add(-time.Minute)}}
-	ended = ended.Rebased(now, queue.OnePerSecond, false, 0, 0)
-	if err := s.CreateProgram(ctx, ended); err != nil {
-		return fmt.Errorf("seed ended program: %w", err)
-	}
-	full := queue.Program{ID: FullProgramID, CreatedAt: now.Add(-time.Hour), Issued: 100, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow, MaxWaiting: 100}}
-	full = full.Rebased(now, queue.OnePerSecond, true, 0, 0)
-	if err := s.CreateProgram(ctx, full); err != nil {
-		return fmt.Errorf("seed full program: %w", err)
-	}
-	guarded := queue.Program{ID: GuardedProgramID, CreatedAt: now.Add(-time.Hour), Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow, ChallengeBits: 16}}
-	guarded = guarded.Rebased(now, queue.OnePerSecond, true, 0, 0)
-	if err := s.CreateProgram(ctx, guarded); err != nil {
-		return fmt.Errorf("seed guarded program: %w", err)
 	}
 	if err := seedCapped(ctx, s, now); err != nil {
 		return err
@@ -123,13 +121,13 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 // seedCapped stores CappedProgramID and NoShowToken, and seals the no-shows
 // of its first 50 places, when s keeps capacity records.
 func seedCapped(ctx context.Context, s queue.Store, now time.Time) error {
-	cs, ok := s.(queue.CapacityStore)
+	cs, ok := s.(capacity.Store)
 	if !ok {
 		return nil
 	}
 	p := queue.Program{ID: CappedProgramID, CreatedAt: now.Add(-time.Hour), Issued: 100,
-		Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow, MaxActiveUsers: 50, NoShowSeconds: 60}}
-	p = p.Rebased(now.Add(-10*time.Minute), 20*queue.OnePerSecond, false, 0, 0)
+		Options: settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow, MaxActiveUsers: 50, NoShowSeconds: 60}}
+	p = p.Rebased(now.Add(-10*time.Minute), 20*pace.OnePerSecond, false, 0, 0)
 	if err := s.CreateProgram(ctx, p); err != nil {
 		return fmt.Errorf("seed capped program: %w", err)
 	}
@@ -159,8 +157,8 @@ func seedCatalog(ctx context.Context, s queue.Store, now time.Time) error {
 			return fmt.Errorf("seed the list: %w", err)
 		}
 	}
-	c := queue.Change{ID: "changeFixture000000001", At: now.Add(-30 * time.Minute), Actor: "arn:aws:sts::123456789012:assumed-role/ops/ops",
-		Action: queue.ActionUpdate, Fields: json.RawMessage(`{"admissionRatePerSecond":10,"paused":false}`), Committed: true}
+	c := history.Change{ID: "changeFixture000000001", At: now.Add(-30 * time.Minute), Actor: "arn:aws:sts::123456789012:assumed-role/ops/ops",
+		Action: history.ActionUpdate, Fields: json.RawMessage(`{"admissionRatePerSecond":10,"paused":false}`), Committed: true}
 	if err := s.PutChange(ctx, ProgramID, c); err != nil {
 		return fmt.Errorf("seed the history: %w", err)
 	}

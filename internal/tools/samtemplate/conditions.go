@@ -70,30 +70,20 @@ func (t *Template) evalBool(v any, params map[string]string, seen []string) (boo
 	return false, fmt.Errorf("cannot evaluate %v as a condition", v)
 }
 
-// evalString resolves a literal or a !Ref to a parameter.
+// evalString resolves a literal or a !Ref to a parameter, params before
+// the parameter's default.
 func (t *Template) evalString(v any, params map[string]string) (string, error) {
 	if m, ok := v.(map[string]any); ok && len(m) == 1 {
 		if name, ok := m["Ref"].(string); ok {
 			if s, ok := params[name]; ok {
 				return s, nil
 			}
-			p, ok := t.Parameters[name]
-			if !ok {
+			if _, ok := t.Parameters[name]; !ok {
 				return "", fmt.Errorf("!Ref %s: no such parameter", name)
 			}
-			if p.Default == nil {
-				return "", fmt.Errorf("parameter %s has no default", name)
-			}
-			return fmt.Sprint(p.Default), nil
 		}
 	}
-	switch v := v.(type) {
-	case string:
-		return v, nil
-	case float64, bool:
-		return fmt.Sprint(v), nil
-	}
-	return "", fmt.Errorf("cannot evaluate %v as a string", v)
+	return t.resolve(v, nil)
 }
 
 // ResourcesWith returns the resources that a stack deployed with the

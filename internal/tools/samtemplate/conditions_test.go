@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/example/waitingroom/internal/tools/samtemplate"
 )
 
 const condSrc = `
@@ -27,17 +25,11 @@ Conditions:
   HasIssuer: !Not [!Equals [!Ref Issuer, ""]]
   Loop: !Condition Loop
 Resources:
-  Always:
-    Type: AWS::SNS::Topic
-  Edge:
-    Type: AWS::CloudFront::Distribution
-    Condition: On
+  Always: {Type: AWS::SNS::Topic}
+  Edge: {Type: AWS::CloudFront::Distribution, Condition: On}
   Fn:
     Type: AWS::Serverless::Function
-    Properties:
-      Environment:
-        Variables:
-          ISSUER: !If [HasIssuer, !Ref Issuer, !If [HasDomain, "domain", "none"]]
+    Properties: {Environment: {Variables: {ISSUER: !If [HasIssuer, !Ref Issuer, !If [HasDomain, "domain", "none"]]}}}
 Outputs:
   Plain:
     Value: x
@@ -47,10 +39,7 @@ Outputs:
 `
 
 func TestCondition(t *testing.T) {
-	tpl, err := samtemplate.Parse([]byte(condSrc))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tpl := parse(t, condSrc)
 	for _, tc := range []struct {
 		cond   string
 		params map[string]string
@@ -78,10 +67,7 @@ func TestCondition(t *testing.T) {
 }
 
 func TestResourcesAndOutputsWith(t *testing.T) {
-	tpl, err := samtemplate.Parse([]byte(condSrc))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tpl := parse(t, condSrc)
 	for _, tc := range []struct {
 		mode            string
 		resources, outs []string
@@ -114,10 +100,7 @@ func TestResourcesAndOutputsWith(t *testing.T) {
 
 // TestEnvIf: Env resolves an !If by its condition at the defaults.
 func TestEnvIf(t *testing.T) {
-	tpl, err := samtemplate.Parse([]byte(condSrc))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tpl := parse(t, condSrc)
 	env, err := tpl.Env("Fn", nil)
 	if err != nil {
 		t.Fatal(err)

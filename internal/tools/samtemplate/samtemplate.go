@@ -6,6 +6,7 @@ package samtemplate
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -139,16 +140,8 @@ func Parse(src []byte) (*Template, error) {
 }
 
 // FunctionIDs returns the logical ids of the template's
-// AWS::Serverless::Function resources.
-func (t *Template) FunctionIDs() []string {
-	var ids []string
-	for id, r := range t.Resources {
-		if r.Type == "AWS::Serverless::Function" {
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
+// AWS::Serverless::Function resources, sorted.
+func (t *Template) FunctionIDs() []string { return t.IDsOfType("AWS::Serverless::Function") }
 
 // Function returns the properties of function id with Globals.Function
 // applied as SAM applies them: the function's own value wins, and
@@ -163,31 +156,19 @@ func (t *Template) Function(id string) (Function, error) {
 		return Function{}, fmt.Errorf("%s: %w", id, err)
 	}
 	g := t.Globals.Function
-	if f.Runtime == "" {
-		f.Runtime = g.Runtime
-	}
-	if f.Handler == "" {
-		f.Handler = g.Handler
-	}
+	f.Runtime = cmp.Or(f.Runtime, g.Runtime)
+	f.Handler = cmp.Or(f.Handler, g.Handler)
+	f.Timeout = cmp.Or(f.Timeout, g.Timeout)
+	f.MemorySize = cmp.Or(f.MemorySize, g.MemorySize)
 	if f.Architectures == nil {
 		f.Architectures = g.Architectures
-	}
-	if f.Timeout == 0 {
-		f.Timeout = g.Timeout
-	}
-	if f.MemorySize == 0 {
-		f.MemorySize = g.MemorySize
 	}
 	if f.CodeURI == nil {
 		f.CodeURI = g.CodeURI
 	}
 	vars := make(map[string]any, len(g.Environment.Variables)+len(f.Environment.Variables))
-	for k, v := range g.Environment.Variables {
-		vars[k] = v
-	}
-	for k, v := range f.Environment.Variables {
-		vars[k] = v
-	}
+	maps.Copy(vars, g.Environment.Variables)
+	maps.Copy(vars, f.Environment.Variables)
 	f.Environment.Variables = vars
 	f.Policies = append(append([]any(nil), g.Policies...), f.Policies...)
 	return f, nil

@@ -60,10 +60,7 @@ Outputs:
 `
 
 func TestParse(t *testing.T) {
-	tpl, err := samtemplate.Parse([]byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tpl := parse(t, src)
 	f, err := tpl.Function("Fn")
 	if err != nil {
 		t.Fatal(err)
@@ -102,10 +99,7 @@ func TestParse(t *testing.T) {
 		}
 	})
 	t.Run("EnvSubAttribute", func(t *testing.T) {
-		attr, err := samtemplate.Parse([]byte("Resources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties:\n      Environment:\n        Variables:\n          ARN: !Sub \"${Table.Arn}\"\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		attr := parse(t, "Resources: {Fn: {Type: AWS::Serverless::Function, Properties: {Environment: {Variables: {ARN: !Sub \"${Table.Arn}\"}}}}}\n")
 		if env, err := attr.Env("Fn", map[string]string{"Table": "t1"}); err == nil {
 			t.Errorf("Env of !Sub ${Table.Arn} = %v, want an error", env)
 		}
@@ -129,6 +123,16 @@ func TestParse(t *testing.T) {
 	})
 }
 
+// parse parses the template src, failing t on an error.
+func parse(t *testing.T, src string) *samtemplate.Template {
+	t.Helper()
+	tpl, err := samtemplate.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpl
+}
+
 func TestParseUnknownTag(t *testing.T) {
 	if _, err := samtemplate.Parse([]byte("Resources: !Bogus x\n")); err == nil {
 		t.Error("Parse accepted an unknown short-form tag")
@@ -138,31 +142,11 @@ func TestParseUnknownTag(t *testing.T) {
 // routing has routes of every kind API Gateway ranks, one function each.
 const routing = `
 Resources:
-  Exact:
-    Type: AWS::Serverless::Function
-    Properties:
-      Events:
-        E: {Type: HttpApi, Properties: {Path: /pets/dog/1, Method: get}}
-  Variable:
-    Type: AWS::Serverless::Function
-    Properties:
-      Events:
-        E: {Type: HttpApi, Properties: {Path: "/pets/dog/{id}", Method: GET}}
-  AnyVariable:
-    Type: AWS::Serverless::Function
-    Properties:
-      Events:
-        E: {Type: HttpApi, Properties: {Path: "/pets/dog/{id}", Method: ANY}}
-  Greedy:
-    Type: AWS::Serverless::Function
-    Properties:
-      Events:
-        E: {Type: HttpApi, Properties: {Path: "/pets/{proxy+}", Method: GET}}
-  AnyGreedy:
-    Type: AWS::Serverless::Function
-    Properties:
-      Events:
-        E: {Type: HttpApi, Properties: {Path: "/{proxy+}", Method: ANY}}
+  Exact: {Type: AWS::Serverless::Function, Properties: {Events: {E: {Type: HttpApi, Properties: {Path: /pets/dog/1, Method: get}}}}}
+  Variable: {Type: AWS::Serverless::Function, Properties: {Events: {E: {Type: HttpApi, Properties: {Path: "/pets/dog/{id}", Method: GET}}}}}
+  AnyVariable: {Type: AWS::Serverless::Function, Properties: {Events: {E: {Type: HttpApi, Properties: {Path: "/pets/dog/{id}", Method: ANY}}}}}
+  Greedy: {Type: AWS::Serverless::Function, Properties: {Events: {E: {Type: HttpApi, Properties: {Path: "/pets/{proxy+}", Method: GET}}}}}
+  AnyGreedy: {Type: AWS::Serverless::Function, Properties: {Events: {E: {Type: HttpApi, Properties: {Path: "/{proxy+}", Method: ANY}}}}}
   Queue:
     Type: AWS::Serverless::Function
     Properties:
@@ -172,13 +156,8 @@ Resources:
 `
 
 func TestRouteFor(t *testing.T) {
-	tpl, err := samtemplate.Parse([]byte(routing))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		method, path, wantKey, wantFunction string
-	}{
+	tpl := parse(t, routing)
+	for _, tt := range []struct{ method, path, wantKey, wantFunction string }{
 		{"GET", "/pets/dog/1", "GET /pets/dog/1", "Exact"},
 		{"GET", "/pets/dog/2", "GET /pets/dog/{id}", "Variable"},
 		{"DELETE", "/pets/dog/2", "ANY /pets/dog/{id}", "AnyVariable"},
@@ -189,20 +168,17 @@ func TestRouteFor(t *testing.T) {
 		{"POST", "/api/v1/queues/programs/demo", "ANY /api/v1/queues/programs/{programId}", "Queue"},
 		{"GET", "/api/v1/queues/programs/demo/x", "ANY /{proxy+}", "AnyGreedy"},
 		{"GET", "/", "$default", "Queue"},
+	} {
+		key, fn, err := tpl.RouteFor(tt.method, tt.path)
+		if err != nil || key != tt.wantKey || fn != tt.wantFunction {
+			t.Errorf("RouteFor(%s, %s) = %q, %q, %v; want %q, %q", tt.method, tt.path, key, fn, err, tt.wantKey, tt.wantFunction)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			key, fn, err := tpl.RouteFor(tt.method, tt.path)
-			if err != nil || key != tt.wantKey || fn != tt.wantFunction {
-				t.Errorf("RouteFor = %q, %q, %v; want %q, %q", key, fn, err, tt.wantKey, tt.wantFunction)
-			}
-		})
-	}
-	withDefault, _ := samtemplate.Parse([]byte(src))
+	withDefault := parse(t, src)
 	if _, _, err := withDefault.RouteFor("GET", "/elsewhere"); err != nil {
 		t.Errorf("a template with $default: %v", err)
 	}
-	bare, _ := samtemplate.Parse([]byte("Resources: {}\n"))
+	bare := parse(t, "Resources: {}\n")
 	if _, _, err := bare.RouteFor("GET", "/elsewhere"); err == nil {
 		t.Error("no route and no $default: no error")
 	}

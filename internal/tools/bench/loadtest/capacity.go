@@ -2,10 +2,7 @@ package loadtest
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -13,59 +10,13 @@ import (
 	"github.com/example/waitingroom/internal/tools/bench"
 )
 
-// Capacity is the crowd of a program with an active-user cap (issue 19):
-// some admitted people never come to fetch their admission, and those who
-// come end their session at the site after a while.
-type Capacity struct {
-	// MaxActive is the program's maxActiveUsers; NoShowSeconds its
-	// noShowSeconds (0 leaves the server's default, the admission window).
-	MaxActive     int64
-	NoShowSeconds int64
-	// NoShow is the fraction of users, in [0, 1), who stop polling right
-	// before their admission and so never see it.
-	NoShow float64
-	// SessionMin and SessionMax bound the uniform random time after which
-	// a user who saw ADMITTED has the site end their session (with the
-	// pass, as the site would).
-	SessionMin, SessionMax time.Duration
-}
-
-// Validate reports whether c is runnable.
-func (c Capacity) Validate() error {
-	switch {
-	case c.MaxActive < 1:
-		return fmt.Errorf("max-active %d: want at least 1", c.MaxActive)
-	case c.NoShowSeconds < 0:
-		return errors.New("no-show-seconds: negative")
-	case !(c.NoShow >= 0 && c.NoShow < 1):
-		return fmt.Errorf("no-show %g: want a fraction in [0, 1)", c.NoShow)
-	case c.SessionMin < 0 || c.SessionMax < c.SessionMin:
-		return fmt.Errorf("session %v-%v: want 0 ≤ MIN ≤ MAX", c.SessionMin, c.SessionMax)
-	}
-	return nil
-}
-
-// settings adds c's settings to the program's creation.
-func (c Capacity) settings(s *api.ProgramSettings) {
+// crowdSettings adds the settings of c, a crowd with a cap, to the
+// program's creation.
+func crowdSettings(c *bench.Crowd, s *api.ProgramSettings) {
 	s.MaxActiveUsers = new(c.MaxActive)
 	if c.NoShowSeconds > 0 {
 		s.NoShowSeconds = new(c.NoShowSeconds)
 	}
-}
-
-// draw picks, by seed, round(NoShow × users) no-shows and every user's
-// session length; independent of the abandonment draws.
-func (c Capacity) draw(users int, seed uint64) (noShow []bool, session []time.Duration) {
-	rng := rand.New(rand.NewPCG(seed^0x9e3779b97f4a7c15, seed+0x632be59bd9b4e019))
-	noShow = make([]bool, users)
-	for _, i := range rng.Perm(users)[:int(math.Round(c.NoShow*float64(users)))] {
-		noShow[i] = true
-	}
-	session = make([]time.Duration, users)
-	for i := range session {
-		session[i] = c.SessionMin + time.Duration(rng.Float64()*float64(c.SessionMax-c.SessionMin))
-	}
-	return noShow, session
 }
 
 // stopsPolling reports whether u, a no-show, goes quiet at a WAITING answer
@@ -76,11 +27,7 @@ func (r *runner) stopsPolling(u *user, pos int64, wait time.Duration) bool {
 	if !u.noShow {
 		return false
 	}
-	rate := 0.0
-	for _, ch := range r.cfg.Scenario.Rates {
-		rate = max(rate, ch.Rate)
-	}
-	return float64(pos) <= 1+math.Ceil(rate*(wait+time.Second).Seconds())
+	return float64(pos) <= 1+math.Ceil(maxRate(r.cfg.Scenario.Rates)*(wait+time.Second).Seconds())
 }
 
 // endSession plays the site's side of an admission u saw in ans: after u's
@@ -96,18 +43,16 @@ func (r *runner) endSession(ctx context.Context, u *user, ans api.Token) {
 	if !r.sleep(ctx, u.session) {
 		return
 	}
-	for {
-		sent := r.since()
-		err := r.client.ReleaseSession(ctx, r.cfg.ProgramID, ans.AdmissionPass)
-		if err == nil {
-			u.ended, u.endSent, u.endRecv = true, sent, r.since()
-			return
-		}
-		if !r.retry(ctx, err) {
-			u.endFailed = ctx.Err() == nil
-			return
-		}
+	var sent time.Duration
+	err := r.retrying(ctx, func() error {
+		sent = r.since()
+		return r.client.ReleaseSession(ctx, r.cfg.ProgramID, ans.AdmissionPass)
+	})
+	if err != nil {
+		u.endFailed = ctx.Err() == nil
+		return
 	}
+	u.ended, u.endSent, u.endRecv = true, sent, r.since()
 }
 
 // unmeasuredTail is how long before the last sample an end must be for
@@ -117,14 +62,10 @@ const unmeasuredTail = 5 * time.Second
 
 // capacity measures a capped run from its users and the admin samples;
 // end is the run's end from its start.
-func (r *runner) capacity(users []user, end time.Duration) *bench.CapacityRun {
-	c := r.cfg.Capacity
-	res := &bench.CapacityRun{
-		MaxActiveUsers: c.MaxActive, NoShowSeconds: c.NoShowSeconds, NoShow: c.NoShow,
-		SessionMinMs: bench.Ms(c.SessionMin), SessionMaxMs: bench.Ms(c.SessionMax),
-	}
-	samples := slices.Clone(r.samples)
-	slices.SortFunc(samples, func(a, b sample) int { return int(a.at - b.at) })
+func (r *runner) capacity(users []user, end time.Duration) *bench.Capacity {
+	c := r.cfg.Crowd
+	res := &bench.Capacity{MaxActiveUsers: c.MaxActive, NoShowSeconds: c.NoShowSeconds}
+	samples := r.samples
 	for _, s := range samples {
 		res.PeakActiveCounter = max(res.PeakActiveCounter, s.active)
 	}
@@ -186,9 +127,9 @@ func (r *runner) capacity(users []user, end time.Duration) *bench.CapacityRun {
 	var active int64
 	for _, e := range events {
 		active += e.delta
-		res.PeakActiveUsers = max(res.PeakActiveUsers, active)
+		res.MostActive = max(res.MostActive, active)
 	}
-	res.ReuseMs = bench.Summarize(reuse)
+	res.SlotReuseMs = new(bench.Summarize(reuse))
 	if res.SessionsEnded > 0 {
 		res.MeanSessionMs = bench.Ms(sessions) / float64(res.SessionsEnded)
 	}
@@ -203,17 +144,22 @@ func (r *runner) capacity(users []user, end time.Duration) *bench.CapacityRun {
 // turnoverBound is the least time admitting admitted people can take: the
 // admission rate's N / rate, or the slot time they hold (the sessions
 // measured, and NoShowSeconds for each no-show) shared by the cap's slots.
-func turnoverBound(sessions time.Duration, noShows int, c *Capacity, admitted int, rates bench.Schedule) time.Duration {
-	rate := 0.0
-	for _, ch := range rates {
-		rate = max(rate, ch.Rate)
-	}
+func turnoverBound(sessions time.Duration, noShows int64, c *bench.Crowd, admitted int64, rates bench.Schedule) time.Duration {
 	var byRate time.Duration
-	if rate > 0 {
+	if rate := maxRate(rates); rate > 0 {
 		byRate = time.Duration(float64(admitted) / rate * float64(time.Second))
 	}
 	slotTime := sessions + time.Duration(noShows)*time.Duration(c.NoShowSeconds)*time.Second
 	return max(byRate, slotTime/time.Duration(c.MaxActive))
+}
+
+// maxRate is the fastest rate of a schedule.
+func maxRate(rates bench.Schedule) float64 {
+	rate := 0.0
+	for _, ch := range rates {
+		rate = max(rate, ch.Rate)
+	}
+	return rate
 }
 
 // reuseAfter is how long after end the sampled admitted counter next moved

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -33,7 +32,7 @@ type Poll struct {
 	Policy string
 	// AtAdmission ("admission") makes each user first poll when its
 	// ticket's admission is due, as the scenario's rates predict it
-	// (bench.AdmissionTimes) plus DueMargin, then as its answers say: an
+	// (simulate.AdmissionTimes) plus DueMargin, then as its answers say: an
 	// ideal client, whose every timely poll is a first sighting and signs
 	// a pass, to measure what admissions cost the server.
 	AtAdmission bool
@@ -112,24 +111,18 @@ type Config struct {
 	// admissions (default 100ms). The notification delay is exact to about
 	// one admission interval (1/rate) plus the loopback round trip.
 	SampleEvery time.Duration
-	// Client sends the requests; nil means NewClient(Conns).
-	Client *http.Client
-	// Conns bounds the connections of the default client (DefaultConns
-	// when 0).
-	Conns int
-	// Progress, when not nil, receives a live progress line.
-	Progress io.Writer
 	// Seed draws the abandoning users and their instants
 	// (bench.Scenario.Leaving), as in the simulator.
 	Seed uint64
 	// CacheTTL is how long after an admin change the server applies it. It
 	// only serves to predict when each ticket is admitted
-	// (bench.AdmissionTimes), so that an abandoning user leaves at its
+	// (simulate.AdmissionTimes), so that an abandoning user leaves at its
 	// fraction of that wait.
 	CacheTTL time.Duration
-	// Capacity, when not nil, creates the program with an active-user cap
-	// and plays its crowd: no-shows, and sessions the site ends.
-	Capacity *Capacity
+	// Crowd, when not nil, creates the program with its active-user cap
+	// and plays it: no-shows, and sessions the site ends (at once, without
+	// a Session).
+	Crowd *bench.Crowd
 	// OnPass, when not nil, receives the admission pass of each user's
 	// first ADMITTED answer (one pass a user; none when the answer carries
 	// none), from that user's goroutine, so concurrently.
@@ -167,19 +160,16 @@ func CheckLoopback(rawURL string) error {
 	return fmt.Errorf("url %q is not a loopback address: refusing to send load there (see -allow-remote)", rawURL)
 }
 
-// DefaultConns is the default size of the connection pool.
-const DefaultConns = 256
+// conns is the size of the connection pool.
+const conns = 256
 
-// NewClient returns an HTTP client with a pool of at most conns kept-alive
+// newClient returns an HTTP client with a pool of at most conns kept-alive
 // connections shared by all virtual users. A connection per user would
 // storm the loopback listener (a burst of thousands of connects overflows
 // its backlog and stalls on SYN retransmits) and leave thousands of
 // sockets in TIME_WAIT after each run; a request waiting for a free
 // connection counts that wait in its latency, as a browser's would.
-func NewClient(conns int) *http.Client {
-	if conns <= 0 {
-		conns = DefaultConns
-	}
+func newClient() *http.Client {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxConnsPerHost:     conns,
@@ -204,9 +194,9 @@ func Run(ctx context.Context, cfg Config) (bench.Result, error) {
 	if cfg.Existing && (sc.Abandon > 0 || cfg.Poll.Policy != "" || cfg.Poll.AtAdmission) {
 		return bench.Result{}, errors.New("loadtest: a run on an existing program has no abandonment, no polling policy and no admission schedule of its own")
 	}
-	if c := cfg.Capacity; c != nil {
-		if err := c.Validate(); err != nil {
-			return bench.Result{}, fmt.Errorf("loadtest: %w", err)
+	if c := cfg.Crowd; c != nil {
+		if err := c.Validate(); err != nil || c.MaxActive < 1 {
+			return bench.Result{}, fmt.Errorf("loadtest: a crowd needs a cap (-max-active) and valid settings: %v", err)
 		}
 		if cfg.Existing {
 			return bench.Result{}, errors.New("loadtest: a run on an existing program has no capacity settings of its own")
@@ -215,11 +205,8 @@ func Run(ctx context.Context, cfg Config) (bench.Result, error) {
 	if cfg.SampleEvery <= 0 {
 		cfg.SampleEvery = 100 * time.Millisecond
 	}
-	hc := cfg.Client
-	if hc == nil {
-		hc = NewClient(min(cfg.Conns, sc.Users+1))
-		defer hc.CloseIdleConnections()
-	}
+	hc := newClient()
+	defer hc.CloseIdleConnections()
 	r := &runner{cfg: cfg, clock: cfg.Clock, started: make(chan struct{}), hc: hc}
 	if r.clock == nil {
 		r.clock = clock.Real{}
@@ -230,19 +217,4 @@ func Run(ctx context.Context, cfg Config) (bench.Result, error) {
 	}
 	r.client = c
 	return r.run(ctx)
-}
-
-// Sleep waits d or until ctx ends; it reports whether d elapsed.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -15,14 +15,17 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
-	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/bench/simulate"
 	"github.com/example/waitingroom/internal/tools/client"
+	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
 const secret = "secret"
@@ -36,8 +39,6 @@ const (
 	// withTicket sets every token answer's ticket from the store (and
 	// fails the test if the handler sent a different one).
 	withTicket
-	// withoutTicket removes it, as a server that does not send it.
-	withoutTicket
 )
 
 // serverOptions configure newServer.
@@ -107,18 +108,14 @@ func newServer(t *testing.T, o serverOptions) *testServer {
 		body := rec.Body.Bytes()
 		var ans map[string]any
 		if rec.Code < 300 && json.Unmarshal(body, &ans) == nil && ans["tokenId"] != nil {
-			if o.tickets == withTicket {
-				tok, err := store.GetToken(r.Context(), ans["tokenId"].(string))
-				if err != nil {
-					t.Errorf("token of an answer: %v", err)
-				}
-				if sent, ok := ans["ticket"].(float64); ok && int64(sent) != tok.Ticket {
-					t.Errorf("the server answered ticket %v for token %s, the store holds %d", sent, tok.ID, tok.Ticket)
-				}
-				ans["ticket"] = tok.Ticket
-			} else {
-				delete(ans, "ticket")
+			tok, err := store.GetToken(r.Context(), ans["tokenId"].(string))
+			if err != nil {
+				t.Errorf("token of an answer: %v", err)
 			}
+			if sent, ok := ans["ticket"].(float64); ok && int64(sent) != tok.Ticket {
+				t.Errorf("the server answered ticket %v for token %s, the store holds %d", sent, tok.ID, tok.Ticket)
+			}
+			ans["ticket"] = tok.Ticket
 			body, _ = json.Marshal(ans)
 		}
 		for k, v := range rec.Header() {
@@ -255,8 +252,8 @@ func TestRunDrain(t *testing.T) {
 	if r.DurationSeconds != 1 {
 		t.Errorf("duration %g s, want 1 s", r.DurationSeconds)
 	}
-	if r.TicketsKnown != sc.Users || r.AdminRequests < 3 || r.AdminErrors != 0 {
-		t.Errorf("tickets known %d, admin requests %d, admin errors %d; want %d, ≥ 3 (create, rate, samples), 0", r.TicketsKnown, r.AdminRequests, r.AdminErrors, sc.Users)
+	if r.AdminRequests < 3 || r.AdminErrors != 0 {
+		t.Errorf("admin requests %d, admin errors %d; want ≥ 3 (create, rate, samples), 0", r.AdminRequests, r.AdminErrors)
 	}
 	// Every ticket was issued at the same instant of the server's clock.
 	if r.Gaps != 0 || r.DuplicateTickets != 0 || r.ThrottledEnters != 0 || r.MaxInversionMs != 0 || r.ProgramItemWritesPerSecondMax != nil {
@@ -304,19 +301,7 @@ func TestRunPolicyAndAbandon(t *testing.T) {
 		t.Fatalf("seed %d draws %d leavers of %d", seed, leavers, sc.Users)
 	}
 	vc := newVClock()
-	var mu sync.Mutex
-	left := 0
-	allLeft := make(chan struct{})
-	after := func(r *http.Request, _ []byte, status int) {
-		if r.Method != http.MethodDelete || status != http.StatusNoContent {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if left++; left == leavers {
-			close(allLeft)
-		}
-	}
+	after, allLeft := onNth(http.MethodDelete, http.StatusNoContent, leavers, nil)
 	// The users' waits pass at once; the rate change waits for the leaves.
 	vc.onSleep = func(ctx context.Context, w vwait) error {
 		if w.user < 0 {
@@ -473,22 +458,11 @@ func TestRunExisting(t *testing.T) {
 	ctx := context.Background()
 	sc := bench.Scenario{Users: 20, Rates: bench.ConstantRate(50), Timeout: virtualTimeout}
 	var srv *testServer
-	var mu sync.Mutex
-	entered := 0
-	admitted := make(chan struct{})
-	after := func(r *http.Request, _ []byte, status int) {
-		if r.Method != http.MethodPost || status != http.StatusCreated {
-			return
+	after, admitted := onNth(http.MethodPost, http.StatusCreated, sc.Users, func() {
+		if _, err := srv.svc.Admit(ctx, "gala", int64(sc.Users)); err != nil {
+			t.Error(err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if entered++; entered == sc.Users {
-			if _, err := srv.svc.Admit(ctx, "gala", int64(sc.Users)); err != nil {
-				t.Error(err)
-			}
-			close(admitted)
-		}
-	}
+	})
 	srv = newServer(t, serverOptions{tickets: withTicket, after: after})
 	rate, paused := 0.0, false
 	if _, _, err := srv.svc.PutProgram(ctx, "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate)), Paused: &paused}); err != nil {
@@ -600,12 +574,6 @@ func TestAdmittedAt(t *testing.T) {
 	}
 	if got := admittedAt(samples[5:], 1); got != -1 {
 		t.Errorf("before the first sample: %s, want -1", got)
-	}
-	if got := servingAt(samples, 1234*time.Millisecond, 0, false); got < 11 || got > 12 {
-		t.Errorf("servingAt(1.234 s) = %d, want 11 or 12", got)
-	}
-	if got := servingAt(samples, 1234*time.Millisecond, 7, true); got != 7 {
-		t.Errorf("servingAt while paused = %d, want 7", got)
 	}
 }
 
@@ -808,41 +776,25 @@ func TestRunAdminErrors(t *testing.T) {
 }
 
 // TestRunTicket: users who arrive while admission runs get their ticket
-// from the enter answer when the server sends it, else from the position,
-// and every admitted user has a notification delay. (That the delay is
-// timed on the right base is TestResultTicket's.)
+// from the enter answer, and every admitted user has a notification
+// delay. (That the delay is timed on the right base is TestResultTicket's.)
 func TestRunTicket(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name    string
-		tickets tickets
-		known   bool
-	}{
-		{"with ticket", withTicket, true},
-		{"without ticket", withoutTicket, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			vc := newVClock()
-			srv := newServer(t, serverOptions{tickets: tc.tickets, clock: vc})
-			sc := bench.Scenario{Users: 30, Arrival: bench.Arrival{Over: 1500 * time.Millisecond}, Rates: bench.ConstantRate(40), Timeout: virtualTimeout}
-			r, err := Run(hangGuard(t), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "ticket", Scenario: sc, Clock: vc})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := 0
-			if tc.known {
-				want = sc.Users
-			}
-			if r.Admitted != sc.Users || r.TicketsKnown != want || r.NotifyDelayMs.Count != sc.Users || r.Errors != 0 {
-				t.Errorf("admitted %d, tickets known %d (want %d), notify delay %+v, errors %d", r.Admitted, r.TicketsKnown, want, r.NotifyDelayMs, r.Errors)
-			}
-			checkTotals(t, r)
-		})
+	vc := newVClock()
+	srv := newServer(t, serverOptions{tickets: withTicket, clock: vc})
+	sc := bench.Scenario{Users: 30, Arrival: bench.Arrival{Over: 1500 * time.Millisecond}, Rates: bench.ConstantRate(40), Timeout: virtualTimeout}
+	r, err := Run(hangGuard(t), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "ticket", Scenario: sc, Clock: vc})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if r.Admitted != sc.Users || r.NotifyDelayMs.Count != sc.Users || r.Errors != 0 {
+		t.Errorf("admitted %d, notify delay %+v, errors %d", r.Admitted, r.NotifyDelayMs, r.Errors)
+	}
+	checkTotals(t, r)
 }
 
 // TestResultTicket: the notify delay is timed from the ticket the enter
-// answered when there is one, and from the position's estimate otherwise.
+// answered, clamped to the last WAITING answer.
 func TestResultTicket(t *testing.T) {
 	t.Parallel()
 	// The counter at 10/s from 0, sampled every 100 ms at +50 ms.
@@ -852,19 +804,19 @@ func TestResultTicket(t *testing.T) {
 		samples = append(samples, sample{at: at, admitted: int64(at / (100 * time.Millisecond))})
 	}
 	r := &runner{cfg: Config{Scenario: bench.Scenario{Users: 2, Arrival: bench.Arrival{Over: 3 * time.Second}, Rates: bench.ConstantRate(10), Timeout: 10 * time.Second}}, samples: samples}
-	// Both entered at 1.2 s, at position 3, were told WAITING at 1.9 s and
-	// ADMITTED at 2.05 s. The position says ticket 12 + 3 = 15, admitted
-	// at 1.5 s (clamped to the last WAITING, 1.9 s: 150 ms); the first
-	// user's enter answered ticket 20, admitted at 2.0 s: 50 ms.
-	u := user{entered: true, admitted: true, position: 3, enterAt: 1200 * time.Millisecond, lastWaiting: 1900 * time.Millisecond, seenAt: 2050 * time.Millisecond}
-	withTk := u
-	withTk.ticket = 20
-	res := r.result([]user{withTk, u}, 0, 3*time.Second)
-	if res.TicketsKnown != 1 || res.NotifyDelayMs.Count != 2 {
-		t.Fatalf("tickets known %d, delays %+v", res.TicketsKnown, res.NotifyDelayMs)
+	// Both entered at 1.2 s, were told WAITING at 1.9 s and ADMITTED at
+	// 2.05 s. The first holds ticket 20, admitted at 2.0 s: 50 ms; the
+	// second ticket 15, admitted at 1.5 s, clamped to the last WAITING,
+	// 1.9 s: 150 ms.
+	u := user{entered: true, admitted: true, ticket: 20, enterAt: 1200 * time.Millisecond, lastWaiting: 1900 * time.Millisecond, seenAt: 2050 * time.Millisecond}
+	early := u
+	early.ticket = 15
+	res := r.result([]user{u, early}, 3*time.Second)
+	if res.NotifyDelayMs.Count != 2 {
+		t.Fatalf("delays %+v", res.NotifyDelayMs)
 	}
 	if lo, hi := res.NotifyDelayMs.P50, res.NotifyDelayMs.Max; lo < 0 || lo > 60 || hi != 150 {
-		t.Errorf("delays %.1f and %.1f ms; want about 50 (ticket 20) and 150 (estimated ticket 15, clamped)", lo, hi)
+		t.Errorf("delays %.1f and %.1f ms; want about 50 (ticket 20) and 150 (ticket 15, clamped)", lo, hi)
 	}
 }
 
@@ -887,6 +839,147 @@ func TestRunSolvesChallenges(t *testing.T) {
 	if r.Errors != 0 || r.Admitted != sc.Users || r.ChallengeSolves != int64(sc.Users) || r.Challenges != int64(sc.Users) || r.ChallengeSolveMs <= 0 {
 		t.Errorf("errors %d, admitted %d/%d, challenges %d, solves %d in %g ms; want every user in with one proof each, no error",
 			r.Errors, r.Admitted, sc.Users, r.Challenges, r.ChallengeSolves, r.ChallengeSolveMs)
+	}
+	checkTotals(t, r)
+}
+
+// newSigner signs passes with a fresh local key, as cmd/local does.
+func newSigner(t *testing.T) queue.PassSigner {
+	t.Helper()
+	key, err := admissionpass.GenerateLocalKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := admissionpass.NewIssuer("http://127.0.0.1", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app.Signer(iss)
+}
+
+// TestRunCapacity plays issue 19's crowd on a small cap: every user either
+// comes (and the site ends their session) or stops polling before their
+// admission; never more than the cap active at once, by the users' count
+// or the server's; every freed slot reused while people wait; and the
+// counters agree with the crowd.
+func TestRunCapacity(t *testing.T) {
+	t.Parallel()
+	vc := newVClock()
+	srv := newServer(t, serverOptions{capacity: true, tickets: withTicket, clock: vc})
+	capy := &bench.Crowd{MaxActive: 6, NoShowSeconds: 5, NoShow: 0.3, Session: bench.Range{Min: time.Second, Max: 2 * time.Second}}
+	sc := bench.Scenario{Users: 20, Arrival: bench.Arrival{Over: 2 * time.Second}, Rates: bench.ConstantRate(10), Timeout: virtualTimeout}
+	// The users and the counter sampling (every 100 ms) play on a clock
+	// that moves only when all of them wait.
+	track := newDriver(vc, sc.Users, 1)
+	r, err := Run(hangGuard(t), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "capped", Scenario: sc, Seed: 5, Crowd: capy, Clock: vc, trackUser: track})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := r.Capacity
+	if k == nil {
+		t.Fatal("no capacity result")
+	}
+	t.Logf("capacity %+v; routes %v", *k, r.ByRoute)
+	if r.Errors != 0 || r.AdminErrors != 0 || r.Entered != sc.Users {
+		t.Fatalf("errors %d, admin errors %d, entered %d/%d; routes %v", r.Errors, r.AdminErrors, r.Entered, sc.Users, r.ByRoute)
+	}
+	// Every user served: came and ended their session, or never came.
+	if k.Showed+k.NoShows != int64(sc.Users) || k.SessionsEnded != k.Showed || k.NoShows != 6-k.NoShowsSeen || k.Expired != 0 || k.MissingPasses != 0 || k.EndErrors != 0 {
+		t.Errorf("showed %d, no-shows %d (seen anyway %d), ended %d, expired %d, missing passes %d, end errors %d; want %d in all, 6 no-shows, every session ended",
+			k.Showed, k.NoShows, k.NoShowsSeen, k.SessionsEnded, k.Expired, k.MissingPasses, k.EndErrors, sc.Users)
+	}
+	if k.MostActive > capy.MaxActive || k.PeakActiveCounter > capy.MaxActive {
+		t.Errorf("peak active: users' view %d, counter %d; the cap is %d", k.MostActive, k.PeakActiveCounter, capy.MaxActive)
+	}
+	if k.MostActive < 2 {
+		t.Errorf("peak active %d: the cap was never approached", k.MostActive)
+	}
+	// A slot freed is refilled a fold and a change delay (2 s) later, on
+	// the run's clock.
+	if k.NotReused != 0 || k.SlotReuseMs == nil || k.SlotReuseMs.Count == 0 || k.SlotReuseMs.Max > 10_000 {
+		t.Errorf("reuse %+v, not reused %d; want every slot reused within 10 s", k.SlotReuseMs, k.NotReused)
+	}
+	if k.ServerEnded > k.SessionsEnded || k.ServerNoShows > k.NoShows {
+		t.Errorf("the server counted %d ended sessions and %d no-shows, the users %d and %d", k.ServerEnded, k.ServerNoShows, k.SessionsEnded, k.NoShows)
+	}
+	if k.Ratio < 1 || k.BoundMs <= 0 {
+		t.Errorf("duration %.0f ms against the bound %.0f ms: ratio %.2f, want ≥ 1", k.DurationMs, k.BoundMs, k.Ratio)
+	}
+	checkTotals(t, r)
+}
+
+// TestRunAtAdmission: in the admission mode each user of a burst polls
+// once its ticket is due, not while the queue is paused, so that its polls
+// are first sightings; every first ADMITTED answer's pass reaches OnPass,
+// once a user, and the seen series counts them.
+func TestRunAtAdmission(t *testing.T) {
+	t.Parallel()
+	vc := newVClock()
+	after, admitting := onRateApplied(nil)
+	// The clock moves once the rate is applied and every user has asked
+	// for its first wait (so that each asked from the start of admission).
+	var mu0 sync.Mutex
+	asked := 0
+	allAsked := make(chan struct{})
+	polling := vc.after(admitting)
+	vc.onSleep = func(ctx context.Context, w vwait) error {
+		if w.d <= 0 {
+			return nil
+		}
+		mu0.Lock()
+		if asked++; asked == 200 {
+			close(allAsked)
+		}
+		mu0.Unlock()
+		select {
+		case <-allAsked:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return polling(ctx, w)
+	}
+	srv := newServer(t, serverOptions{tickets: withTicket, capacity: true, clock: vc, after: after})
+	sc := bench.Scenario{Users: 200, Rates: bench.ConstantRate(400), Timeout: virtualTimeout}
+	var mu sync.Mutex
+	passes := map[string]int{}
+	r, err := Run(hangGuard(t), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "due", Scenario: sc, Clock: vc,
+		Poll: Poll{AtAdmission: true}, CacheTTL: 2 * time.Second, OnPass: func(p string) {
+			mu.Lock()
+			defer mu.Unlock()
+			passes[p]++
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Errors != 0 || r.Admitted != sc.Users || r.Passes != int64(sc.Users) || len(passes) != sc.Users {
+		t.Fatalf("errors %d, admitted %d, passes %d (%d distinct to OnPass); want 0, %d, %d, %d; routes %v",
+			r.Errors, r.Admitted, r.Passes, len(passes), sc.Users, sc.Users, sc.Users, r.ByRoute)
+	}
+	var seen int64
+	for _, n := range r.SeenSeries {
+		seen += n
+	}
+	if seen != int64(sc.Users) || r.SeenPerSecondPeak < 1 || r.ErrorCodes != nil {
+		t.Errorf("seen series %v (peak %d), error codes %v; want the %d admitted, no error", r.SeenSeries, r.SeenPerSecondPeak, r.ErrorCodes, sc.Users)
+	}
+	// One poll each, when it is due: its ticket's predicted admission plus
+	// DueMargin, from the start of admission; nobody polls the paused
+	// queue on the tiers' schedule.
+	if r.Polls != int64(sc.Users) {
+		t.Errorf("%d polls for %d users, want one each", r.Polls, sc.Users)
+	}
+	plan := simulate.AdmissionTimes(sc, 2*time.Second, true)
+	var want, got []time.Duration
+	for k := 1; k <= sc.Users; k++ {
+		want = append(want, plan[k]+DueMargin)
+	}
+	for _, ds := range vc.byUser() {
+		got = append(got, ds...)
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("the users' waits (-want +got):\n%s", d)
 	}
 	checkTotals(t, r)
 }

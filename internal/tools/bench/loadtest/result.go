@@ -42,7 +42,7 @@ func (r *runner) tickets(users []user, issued int64, res *bench.Result) {
 
 // result is the run's measurements: the requests counted by route and
 // second, their latency, and each admitted user's notification delay.
-func (r *runner) result(users []user, baseServing int64, end time.Duration) bench.Result {
+func (r *runner) result(users []user, end time.Duration) bench.Result {
 	sc := r.cfg.Scenario
 	res := bench.Result{
 		Policy:    r.cfg.Poll.String(),
@@ -61,10 +61,10 @@ func (r *runner) result(users []user, baseServing int64, end time.Duration) benc
 	seconds := int((end + time.Second - 1) / time.Second) // the last one may be partial
 	r.countRequests(&res, seconds)
 	res.ChallengeSolves, res.ChallengeSolveMs = r.solves.Load(), bench.Ms(time.Duration(r.solveNs.Load()))
-	pollsOfAdmitted := r.countUsers(&res, users, baseServing)
+	r.countUsers(&res, users)
 	res.SeenSeries, res.SeenPerSecondPeak = seenSeries(users, seconds)
 	res.Passes = r.passes.Load()
-	res.Finish(end, pollsOfAdmitted)
+	res.Finish(end)
 	return res
 }
 
@@ -132,15 +132,12 @@ func (r *runner) countRequests(res *bench.Result, seconds int) {
 	}
 	l := bench.Summarize(lat)
 	res.LatencyMs = &l
-	res.EnterSeries, res.EntersPerSecondPeak = enters, bench.SeriesPeak(enters)
+	res.EntersPerSecondPeak = bench.SeriesPeak(enters)
 }
 
 // countUsers fills res's user counts and the admitted users' notification
-// delays, and returns how many times the admitted users polled.
-func (r *runner) countUsers(res *bench.Result, users []user, baseServing int64) (pollsOfAdmitted int64) {
-	samples := slices.Clone(r.samples)
-	slices.SortFunc(samples, func(a, b sample) int { return int(a.at - b.at) })
-	paused := r.cfg.Scenario.Arrival.Over == 0 && !r.cfg.Existing
+// delays.
+func (r *runner) countUsers(res *bench.Result, users []user) {
 	var delays []float64
 	for _, u := range users {
 		if u.entered {
@@ -153,39 +150,13 @@ func (r *runner) countUsers(res *bench.Result, users []user, baseServing int64) 
 			continue
 		}
 		res.Admitted++
-		pollsOfAdmitted += int64(u.polls)
-		tk := u.ticket
-		if tk > 0 {
-			res.TicketsKnown++
-		} else {
-			tk = servingAt(samples, u.enterAt, baseServing, paused) + u.position
-		}
-		at := admittedAt(samples, tk)
+		at := admittedAt(r.samples, u.ticket)
 		// The server answered WAITING to a request sent at lastWaiting, and
 		// ADMITTED by seenAt: the admission lies in between.
 		at = min(max(at, u.lastWaiting), u.seenAt)
 		delays = append(delays, bench.Ms(u.seenAt-at))
 	}
 	res.NotifyDelayMs = bench.Summarize(delays)
-	return pollsOfAdmitted
-}
-
-// servingAt estimates the serving counter at instant t: exactly base while
-// a burst enters the paused queue, else interpolated between samples.
-func servingAt(samples []sample, t time.Duration, base int64, paused bool) int64 {
-	if paused || len(samples) == 0 {
-		return base
-	}
-	i, _ := slices.BinarySearchFunc(samples, t, func(s sample, t time.Duration) int { return int(s.at - t) })
-	switch {
-	case i == 0:
-		return base
-	case i == len(samples):
-		return samples[i-1].admitted
-	}
-	a, b := samples[i-1], samples[i]
-	f := float64(t-a.at) / float64(b.at-a.at)
-	return a.admitted + int64(f*float64(b.admitted-a.admitted))
 }
 
 // admittedAt estimates when the counter passed ticket: between the last

@@ -1,11 +1,13 @@
 package loadtest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +16,9 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/bench/simulate"
 	"github.com/example/waitingroom/internal/tools/client"
+	"github.com/example/waitingroom/internal/tools/partitionmodel"
 )
 
 // retryFallback is the wait before retrying a failed request whose answer
@@ -35,14 +39,14 @@ type runner struct {
 
 	mu      sync.Mutex
 	records []record
-	samples []sample // admin counter over time, in time order
+	samples []sample // admin counter over time, sorted once the run is over
 
 	// baseIssued is the program's ticket counter when the run starts: the
 	// run's tickets are baseIssued+1, baseIssued+2, …
 	baseIssued int64
 	// leaving is, per user, the fraction of its wait after which it leaves
 	// (negative: it stays); plan is the predicted admission offset of each
-	// ticket from the start of admission (bench.AdmissionTimes), with
+	// ticket from the start of admission (simulate.AdmissionTimes), with
 	// abandonment or Poll.AtAdmission.
 	leaving []float64
 	plan    []time.Duration
@@ -52,7 +56,6 @@ type runner struct {
 	admitStart atomic.Int64
 	started    chan struct{}
 
-	entered, admitted, left, requests, errs, adminErrs atomic.Int64
 	// passes counts the first ADMITTED answers that carried a pass.
 	passes atomic.Int64
 	// solves and solveNs count the proofs of work solved and their time.
@@ -142,17 +145,6 @@ func (r *runner) observe(ex client.Exchange) {
 	r.mu.Lock()
 	r.records = append(r.records, record{at: at, latency: ex.Latency, op: ex.Op, status: ex.Status, code: code, failed: failed})
 	r.mu.Unlock()
-	switch {
-	case ex.Op.Admin():
-		if failed {
-			r.adminErrs.Add(1)
-		}
-	default:
-		r.requests.Add(1)
-		if failed {
-			r.errs.Add(1)
-		}
-	}
 }
 
 // retry reports whether to send a failed request again, after waiting as
@@ -170,13 +162,13 @@ func (r *runner) retry(ctx context.Context, err error) bool {
 	return r.sleep(ctx, d)
 }
 
-// getProgram reads the program until it is answered, honouring
-// Retry-After, within ctx.
-func (r *runner) getProgram(ctx context.Context) (client.ProgramAnswer, error) {
+// retrying calls send until it succeeds or retry gives up, and returns
+// its last error.
+func (r *runner) retrying(ctx context.Context, send func() error) error {
 	for {
-		p, err := r.client.GetProgram(ctx, r.cfg.ProgramID)
+		err := send()
 		if err == nil || !r.retry(ctx, err) {
-			return p, err
+			return err
 		}
 	}
 }
@@ -185,13 +177,12 @@ func (r *runner) getProgram(ctx context.Context) (client.ProgramAnswer, error) {
 // Retry-After, within ctx. A request sent is seen to its answer (within
 // the client's timeout) even when ctx ends meanwhile: the run's end must
 // not hide a change the server made.
-func (r *runner) putProgram(ctx context.Context, s api.ProgramSettings) (client.ProgramAnswer, error) {
-	for {
-		p, _, err := r.client.PutProgram(context.WithoutCancel(ctx), r.cfg.ProgramID, s)
-		if err == nil || !r.retry(ctx, err) {
-			return p, err
-		}
-	}
+func (r *runner) putProgram(ctx context.Context, s api.ProgramSettings) (p client.ProgramAnswer, err error) {
+	err = r.retrying(ctx, func() (err error) {
+		p, _, err = r.client.PutProgram(context.WithoutCancel(ctx), r.cfg.ProgramID, s)
+		return err
+	})
+	return p, err
 }
 
 func (r *runner) run(parent context.Context) (bench.Result, error) {
@@ -200,7 +191,6 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 	if err != nil {
 		return bench.Result{}, err
 	}
-	baseServing := c.Admitted
 	r.baseIssued = c.Issued
 	r.proofs = c.ChallengeBits > 0
 
@@ -227,10 +217,11 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 		end = sc.Timeout
 	}
 	issued, writes := r.final(parent)
-	res := r.result(users, baseServing, end)
+	slices.SortFunc(r.samples, func(a, b sample) int { return cmp.Compare(a.at, b.at) })
+	res := r.result(users, end)
 	r.tickets(users, issued, &res)
-	if r.cfg.Capacity != nil {
-		res.CapacityRun = r.capacity(users, end)
+	if r.cfg.Crowd != nil {
+		res.Capacity = r.capacity(users, end)
 	}
 	res.ProgramItemWritesPerSecondMax = writes
 	return res, nil
@@ -244,7 +235,11 @@ func (r *runner) openProgram(parent context.Context) (client.ProgramAnswer, erro
 	ctx, cancel := r.bound(parent)
 	defer cancel()
 	if r.cfg.Existing {
-		c, err := r.getProgram(ctx)
+		var c client.ProgramAnswer
+		err := r.retrying(ctx, func() (err error) {
+			c, err = r.client.GetProgram(ctx, r.cfg.ProgramID)
+			return err
+		})
 		if err != nil {
 			return c, fmt.Errorf("read program %s: %w", r.cfg.ProgramID, err)
 		}
@@ -254,8 +249,8 @@ func (r *runner) openProgram(parent context.Context) (client.ProgramAnswer, erro
 	if r.cfg.Poll.Policy != "" {
 		create.PollingPolicy = new(r.cfg.Poll.Policy)
 	}
-	if r.cfg.Capacity != nil {
-		r.cfg.Capacity.settings(&create)
+	if r.cfg.Crowd != nil {
+		crowdSettings(r.cfg.Crowd, &create)
 	}
 	c, err := r.putProgram(ctx, create)
 	if err != nil {
@@ -265,7 +260,7 @@ func (r *runner) openProgram(parent context.Context) (client.ProgramAnswer, erro
 }
 
 // startBackground starts, until ctx ends, the counter sampling (when
-// anyone gets admitted), the progress line, and the rate schedule: a burst
+// anyone gets admitted) and the rate schedule: a burst
 // enters a paused queue and admission starts once everyone is in (enters),
 // as in the simulator; a ramp starts admission with the run. The channel
 // receives the schedule's outcome.
@@ -278,10 +273,6 @@ func (r *runner) startBackground(ctx context.Context, enters *sync.WaitGroup) (*
 	var bg sync.WaitGroup
 	if admits {
 		bg.Go(func() { r.sample(ctx) })
-	}
-	if r.cfg.Progress != nil {
-		progress := bench.NewProgress(r.cfg.Progress, r.cfg.Poll.String())
-		bg.Go(func() { r.report(ctx, progress) })
 	}
 	schedErr := make(chan error, 1)
 	bg.Go(func() {
@@ -305,18 +296,21 @@ func (r *runner) playUsers(ctx context.Context, enters *sync.WaitGroup) []user {
 	users := make([]user, sc.Users)
 	r.leaving = sc.Leaving(r.cfg.Seed)
 	if r.leaving != nil || r.cfg.Poll.AtAdmission {
-		r.plan = bench.AdmissionTimes(sc, r.cfg.CacheTTL, true)
+		r.plan = simulate.AdmissionTimes(sc, r.cfg.CacheTTL, true)
 	}
 	var vus sync.WaitGroup
 	var noShow []bool
 	var session []time.Duration
-	if c := r.cfg.Capacity; c != nil {
-		noShow, session = c.draw(sc.Users, r.cfg.Seed)
+	if c := r.cfg.Crowd; c != nil {
+		noShow, session = c.Draw(sc.Users, r.cfg.Seed)
 	}
 	for i := range users {
-		users[i].index, users[i].leaving = i, -1
+		users[i].leaving = -1
 		if noShow != nil {
-			users[i].noShow, users[i].session = noShow[i], session[i]
+			users[i].noShow = noShow[i]
+		}
+		if session != nil {
+			users[i].session = session[i]
 		}
 		if r.leaving != nil {
 			users[i].leaving = r.leaving[i]
@@ -340,10 +334,6 @@ func (r *runner) playUsers(ctx context.Context, enters *sync.WaitGroup) []user {
 	return users
 }
 
-// PartitionStatsPath is where the local server publishes its partition
-// model's counts (cmd/local -partition-limits).
-const PartitionStatsPath = "/debug/partition-model"
-
 // final reads, once the run is over, the program's issued counter (-1 if
 // the read fails; the read counts among the admin requests) and the
 // program item's busiest second from the server's partition model (nil
@@ -355,7 +345,7 @@ func (r *runner) final(ctx context.Context) (issued int64, writes *int64) {
 	if p, err := r.client.GetProgram(ctx, r.cfg.ProgramID); err == nil {
 		issued = p.Issued
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(r.cfg.BaseURL, "/")+PartitionStatsPath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(r.cfg.BaseURL, "/")+partitionmodel.StatsPath, nil)
 	if err != nil {
 		return issued, nil
 	}
@@ -364,12 +354,7 @@ func (r *runner) final(ctx context.Context) (issued int64, writes *int64) {
 		return issued, nil
 	}
 	defer resp.Body.Close()
-	var sum struct {
-		Hottest []struct {
-			Key                string
-			MaxWritesPerSecond int64
-		}
-	}
+	var sum partitionmodel.Summary
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&sum) != nil {
 		return issued, nil
 	}
@@ -443,25 +428,4 @@ func deref(p *int64) int64 {
 		return 0
 	}
 	return *p
-}
-
-func (r *runner) report(ctx context.Context, p *bench.Progress) {
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	defer p.Done()
-	var lastReq int64
-	lastAt := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			req := r.requests.Load()
-			rps := float64(req-lastReq) / now.Sub(lastAt).Seconds()
-			lastReq, lastAt = req, now
-			p.Update("%s/%s  entered %d/%d  admitted %d  requests %d (%.0f/s)  errors %d  admin errors %d",
-				r.since().Truncate(time.Second), r.cfg.Scenario.Timeout, r.entered.Load(), r.cfg.Scenario.Users,
-				r.admitted.Load(), req, rps, r.errs.Load(), r.adminErrs.Load())
-		}
-	}
 }

@@ -13,21 +13,19 @@ import (
 
 // user is one virtual user's outcome.
 type user struct {
-	index       int
 	entered     bool
 	leaving     float64 // fraction of the wait after which it leaves; negative: never
 	left        bool
-	ticket      int64 // from the enter answer; 0 when the server does not send it
+	ticket      int64 // from the enter answer
 	issuedAtMs  int64 // the token's issuedAt (server clock, Unix ms); 0 when unknown
 	prequeue    int64 // the size of a shuffled pre-queue, when an answer told it
-	position    int64 // at enter
 	enterAt     time.Duration
 	lastWaiting time.Duration // send time of the last WAITING answer
 	seenAt      time.Duration // receipt of ADMITTED
 	admitted    bool
 	polls       int
 
-	// With Config.Capacity: noShow and session are drawn; silent is set
+	// With Config.Crowd: noShow and session are drawn; silent is set
 	// when the no-show stopped polling, expired when EXPIRED was read;
 	// the session's end was sent at endSent and answered at endRecv.
 	noShow, silent, expired       bool
@@ -47,25 +45,23 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 	if !ok {
 		return
 	}
-	u.entered, u.enterAt, u.ticket, u.position = true, recv, ans.Ticket, ans.Position
+	u.entered, u.enterAt, u.ticket = true, recv, ans.Ticket
 	if !ans.IssuedAt.IsZero() {
 		u.issuedAtMs = ans.IssuedAt.UnixMilli()
 	}
-	r.entered.Add(1)
 	once.Do(entered)
 	token := ans.TokenID
 	for {
 		switch ans.Status {
 		case api.StatusAdmitted:
 			u.admitted, u.seenAt = true, recv
-			r.admitted.Add(1)
 			if ans.AdmissionPass != "" {
 				r.passes.Add(1)
 				if r.cfg.OnPass != nil {
 					r.cfg.OnPass(ans.AdmissionPass)
 				}
 			}
-			if r.cfg.Capacity != nil {
+			if r.cfg.Crowd != nil {
 				r.endSession(ctx, u, ans)
 			}
 			return
@@ -101,18 +97,15 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 		if done := r.wait(ctx, u, token, wait); done {
 			return
 		}
-		for {
-			var err error
+		err := r.retrying(ctx, func() (err error) {
 			sent = r.since()
 			ans, err = r.client.Poll(ctx, r.cfg.ProgramID, token)
 			recv = r.since()
 			u.polls++
-			if err == nil {
-				break
-			}
-			if !r.retry(ctx, err) {
-				return
-			}
+			return err
+		})
+		if err != nil {
+			return
 		}
 	}
 }
@@ -128,12 +121,22 @@ func (r *runner) untilDue(ctx context.Context, u *user) (d time.Duration, ok boo
 	case <-ctx.Done():
 		return 0, false
 	}
-	k := u.ticket - r.baseIssued
-	if u.ticket <= 0 || k < 1 || k >= int64(len(r.plan)) || r.plan[k] < 0 {
+	at, ok := r.admissionAt(u)
+	if !ok {
 		return -1, true
 	}
-	due := time.Duration(r.admitStart.Load()-1) + r.plan[k] + DueMargin
-	return max(0, due-r.since()), true
+	return max(0, at+DueMargin-r.since()), true
+}
+
+// admissionAt is when u's ticket is predicted to be admitted, from the
+// run's start: the start of admission plus its plan; ok is false when it
+// is not predicted or the start of admission is not known yet.
+func (r *runner) admissionAt(u *user) (time.Duration, bool) {
+	start, k := r.admitStart.Load(), u.ticket-r.baseIssued
+	if start == 0 || k < 1 || k >= int64(len(r.plan)) || r.plan[k] < 0 {
+		return 0, false
+	}
+	return time.Duration(start-1) + r.plan[k], true
 }
 
 // wait sleeps d before u's next poll, unless u is an abandoning user whose
@@ -185,23 +188,12 @@ func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duratio
 // ok is false for a user who stays, or while the start of admission is
 // not known yet.
 func (r *runner) leaveAt(u *user) (time.Duration, bool) {
-	start := r.admitStart.Load()
-	if u.leaving < 0 || start == 0 {
+	if u.leaving < 0 || r.admitStart.Load() == 0 {
 		return 0, false
 	}
-	// k is u's rank among the run's tickets: exact when the server sends
-	// the ticket; else a burst's position (it entered a paused queue) or a
-	// ramp's arrival order.
-	k := int64(u.index + 1)
-	switch {
-	case u.ticket > 0:
-		k = u.ticket - r.baseIssued
-	case r.cfg.Scenario.Arrival.Over == 0 && u.position > 0:
-		k = u.position
-	}
 	end := r.cfg.Scenario.Timeout
-	if k >= 1 && k < int64(len(r.plan)) && r.plan[k] >= 0 {
-		end = time.Duration(start-1) + r.plan[k]
+	if at, ok := r.admissionAt(u); ok {
+		end = at
 	}
 	if end <= u.enterAt {
 		return 0, false
@@ -220,7 +212,6 @@ func (r *runner) leave(ctx context.Context, u *user, token string) bool {
 		switch {
 		case err == nil:
 			u.left = true
-			r.left.Add(1)
 			return true
 		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
 			return false

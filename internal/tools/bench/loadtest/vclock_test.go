@@ -157,6 +157,28 @@ func onRateApplied(then func()) (func(r *http.Request, body []byte, status int),
 	}, ch
 }
 
+// onNth returns a serverOptions.after hook that closes the returned channel
+// once the n-th answer with status to a method request has been written,
+// after calling then (when not nil) in the handler.
+func onNth(method string, status, n int, then func()) (func(r *http.Request, body []byte, status int), <-chan struct{}) {
+	ch := make(chan struct{})
+	var mu sync.Mutex
+	seen := 0
+	return func(r *http.Request, _ []byte, st int) {
+		if r.Method != method || st != status {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if seen++; seen == n {
+			if then != nil {
+				then()
+			}
+			close(ch)
+		}
+	}, ch
+}
+
 // containsRate reports whether an admin PUT body sets a positive rate
 // without pausing.
 func containsRate(body []byte) bool {

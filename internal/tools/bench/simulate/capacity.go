@@ -1,10 +1,6 @@
 package simulate
 
 import (
-	"errors"
-	"fmt"
-	"math"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/example/waitingroom/internal/admissionpass"
@@ -14,63 +10,8 @@ import (
 )
 
 // The capacity model of service mode: the program's cap and no-show
-// handling (Config.MaxActiveUsers, NoShowSeconds), and a crowd of which some
-// never come to see their admission (NoShow) and the others' sessions are
-// ended by the site (Session).
-
-// Values of waiter.polls that mark a user's scheduled event rather than a
-// poll: the site ends its session, or its admission window ends.
-const (
-	sessionEndEvent int32 = -1
-	windowEndEvent  int32 = -2
-)
-
-// crowd is what each user, by arrival order, does once admitted.
-type crowd struct {
-	noShow  []bool  // nil: everyone shows
-	session []int64 // ms from seeing ADMITTED to the session's end; nil: the window's end
-}
-
-// ValidateCapacity reports the capacity settings of cfg that cannot be
-// simulated, as errors naming the bench's flags.
-func ValidateCapacity(cfg Config) error {
-	ss := cfg.Session
-	switch {
-	case cfg.MaxActiveUsers < 0 || cfg.MaxActiveUsers > queue.MaxMaxActiveUsers:
-		return fmt.Errorf("simulate: -max-active %d: want 0 (no cap) to %d", cfg.MaxActiveUsers, queue.MaxMaxActiveUsers)
-	case cfg.NoShowSeconds != 0 && (cfg.NoShowSeconds < queue.MinNoShowSeconds || cfg.NoShowSeconds > queue.MaxNoShowSeconds):
-		return fmt.Errorf("simulate: -no-show-seconds %d: want 0 (none) or %d to %d", cfg.NoShowSeconds, queue.MinNoShowSeconds, queue.MaxNoShowSeconds)
-	case !(cfg.NoShow >= 0 && cfg.NoShow < 1):
-		return fmt.Errorf("simulate: -no-show %g: want a fraction in [0, 1)", cfg.NoShow)
-	case ss.Min < 0 || ss.Max < ss.Min || (ss != Range{} && ss.Max <= 0):
-		return fmt.Errorf("simulate: -session %v-%v: want 0 ≤ MIN ≤ MAX and MAX above 0", ss.Min, ss.Max)
-	case cfg.MaxActiveUsers > 0 && ss.Max == 0 && cfg.Scenario.Timeout == 0:
-		return errors.New("simulate: -max-active without -session holds every slot for a whole admission window: set -session or -timeout")
-	}
-	return nil
-}
-
-// drawCrowd draws from cfg.Seed alone round(NoShow × Users) no-shows and
-// every user's session, so that each program meets the same crowd.
-func drawCrowd(cfg Config) crowd {
-	n := cfg.Scenario.Users
-	rng := rand.New(rand.NewPCG(cfg.Seed^0x6e6f2d73686f77, cfg.Seed+0x5e5510_0000))
-	var c crowd
-	if k := int(math.Round(cfg.NoShow * float64(n))); k > 0 {
-		c.noShow = make([]bool, n)
-		for _, i := range rng.Perm(n)[:k] {
-			c.noShow[i] = true
-		}
-	}
-	if cfg.Session.Max > 0 {
-		lo, hi := cfg.Session.Min.Milliseconds(), cfg.Session.Max.Milliseconds()
-		c.session = make([]int64, n)
-		for i := range c.session {
-			c.session[i] = lo + rng.Int64N(hi-lo+1)
-		}
-	}
-	return c
-}
+// handling, and a crowd of which some never come to see their admission
+// and the others' sessions are ended by the site (Config.Crowd).
 
 // passSigner returns a signer of admission passes with a fresh local key,
 // as the service signs them on AWS.
@@ -86,11 +27,13 @@ func passSigner() (queue.PassSigner, error) {
 	return app.Signer(iss), nil
 }
 
-// capacityState is what a service-mode run with the capacity model counts
-// from the users' side.
+// capacityState is what a simulation that follows admissions counts from
+// the users' side.
 type capacityState struct {
-	crowd crowd
-	// noShowAfter is the program's time to show (-1: no-shows never free
+	// noShow and session are the crowd, by arrival order (bench.Crowd.Draw).
+	noShow  []bool
+	session []int64 // ms from seeing ADMITTED to the session's end; nil: the window's end
+	// noShowAfterMs is the program's time to show (-1: no-shows never free
 	// a slot, the program having no cap).
 	noShowAfterMs int64
 	noShows       int
@@ -106,18 +49,35 @@ type capacityState struct {
 	frees []int64
 }
 
+// init draws cfg's crowd and reads the time to show of p, the program as
+// created.
+func (c *capacityState) init(cfg Config, p queue.Program) {
+	noShow, session := cfg.Crowd.Draw(cfg.Scenario.Users, cfg.Seed)
+	c.noShow = noShow
+	for _, d := range session {
+		c.session = append(c.session, d.Milliseconds())
+	}
+	c.noShowAfterMs = -1
+	if cfg.Crowd.MaxActive > 0 {
+		c.noShowAfterMs = p.AdmissionWindow.Milliseconds()
+		if cfg.Crowd.NoShowSeconds > 0 {
+			c.noShowAfterMs = cfg.Crowd.NoShowSeconds * 1000
+		}
+	}
+}
+
 // isNoShow reports whether user u stops polling now, right before its
 // admission: it is a no-show and the serving counter has passed its place.
-func (s *serviceSim) isNoShow(u int) bool {
+func (s *sim) isNoShow(u int) bool {
 	c := &s.capacity
-	if c.crowd.noShow == nil || !c.crowd.noShow[u] {
+	if c.noShow == nil || !c.noShow[u] {
 		return false
 	}
 	// The counter as it is now: a fold in this millisecond may have
 	// moved it.
 	s.advance()
-	place := s.place(u)
-	if place > s.serving {
+	place := s.model.place(s.users[u], s.model.program())
+	if place >= int64(len(s.admitAt)) {
 		return false
 	}
 	c.noShows++
@@ -127,35 +87,34 @@ func (s *serviceSim) isNoShow(u int) bool {
 	return true
 }
 
-// admitted starts the session of user u, who just saw v (ADMITTED): it
+// admitted starts the session of user u, who just heard a (ADMITTED): it
 // ends at the site's word after the user's session length, or with the
 // window.
-func (s *serviceSim) admitted(u int, v queue.View) {
+func (s *sim) admitted(u int, a answer) {
 	c := &s.capacity
 	c.active++
 	c.mostActive = max(c.mostActive, c.active)
 	c.servedMs = s.t
-	s.users[u].pass = v.AdmissionPass
-	windowEnd := max(v.ExpiresAt.Sub(Epoch).Milliseconds(), s.t+1)
-	s.users[u].windowEndMs = windowEnd
+	windowEnd := max(a.expiresAt.Sub(Epoch).Milliseconds(), s.t+1)
+	s.users[u].pass, s.users[u].windowEndMs = a.pass, windowEnd
 	at, event := windowEnd, windowEndEvent
-	if c.crowd.session != nil {
-		if end := s.t + c.crowd.session[u]; end < windowEnd {
+	if c.session != nil {
+		if end := s.t + c.session[u]; end < windowEnd {
 			at, event = end, sessionEndEvent
 			c.pendingEnds++
 		}
 	}
-	s.wheel.add(s.t, at, waiter{ticket: int32(u + 1), polls: event})
+	s.wheel.add(s.t, at, waiter{user: int32(u + 1), event: event})
 }
 
 // endSession is the site ending user u's session with its pass. One that
 // fails runs on to its window's end.
-func (s *serviceSim) endSession(u int) {
+func (s *sim) endSession(u int) {
 	c := &s.capacity
 	c.pendingEnds--
-	if err := s.instance().ReleaseSession(s.ctx, serviceProgram, s.users[u].pass); err != nil {
+	if err := s.model.release(s.users[u].pass); err != nil {
 		c.endErrors++
-		s.wheel.add(s.t, s.users[u].windowEndMs, waiter{ticket: int32(u + 1), polls: windowEndEvent})
+		s.wheel.add(s.t, s.users[u].windowEndMs, waiter{user: int32(u + 1), event: windowEndEvent})
 		return
 	}
 	c.sessionsEnded++
@@ -163,7 +122,7 @@ func (s *serviceSim) endSession(u int) {
 }
 
 // release ends a session, at the site's word or the window's end.
-func (s *serviceSim) release() {
+func (s *sim) release() {
 	c := &s.capacity
 	c.active--
 	if c.noShowAfterMs >= 0 {
@@ -173,13 +132,13 @@ func (s *serviceSim) release() {
 
 // capacityResult returns what the capacity model measured, p being the
 // program at the end of the run.
-func (s *serviceSim) capacityResult(p queue.Program) *bench.Capacity {
+func (s *sim) capacityResult(p queue.Program) *bench.Capacity {
 	c := &s.capacity
 	r := &bench.Capacity{
-		MaxActiveUsers: s.cfg.MaxActiveUsers,
-		NoShowSeconds:  s.cfg.NoShowSeconds,
+		MaxActiveUsers: s.cfg.Crowd.MaxActive,
+		NoShowSeconds:  s.cfg.Crowd.NoShowSeconds,
 		NoShows:        int64(c.noShows),
-		NoShowsFound:   p.Capacity.NoShows,
+		ServerNoShows:  p.Capacity.NoShows,
 		ServedMs:       float64(c.servedMs),
 		MostActive:     c.mostActive,
 		SessionsEnded:  c.sessionsEnded,
@@ -188,12 +147,12 @@ func (s *serviceSim) capacityResult(p queue.Program) *bench.Capacity {
 	// Given back: the no-shows the folds found and either freed a slot
 	// (a cap) or are owed to the line (none, not given yet).
 	r.Wasted = max(r.NoShows-(p.Capacity.NoShows-p.Capacity.Owed), 0)
-	if s.cfg.MaxActiveUsers > 0 {
+	if s.cfg.Crowd.MaxActive > 0 {
 		// The j-th slot freed is taken by admission cap + j.
 		slices.Sort(c.frees)
 		var delays []float64
 		for j, at := range c.frees {
-			place := s.cfg.MaxActiveUsers + int64(j) + 1
+			place := s.cfg.Crowd.MaxActive + int64(j) + 1
 			if place >= int64(len(s.admitAt)) {
 				break
 			}

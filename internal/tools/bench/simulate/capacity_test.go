@@ -24,21 +24,21 @@ func TestCapacitySideBySide(t *testing.T) {
 		name          string
 		noShow        float64
 		noShowSeconds int64
-		session       Range
+		session       bench.Range
 	}{
-		{"no-shows and sessions", 0.3, 5, Range{2 * time.Second, 6 * time.Second}},
-		{"sessions only", 0, 0, Range{time.Second, 3 * time.Second}},
-		{"no-shows, sessions of one length", 0.5, 8, Range{4 * time.Second, 4 * time.Second}},
+		{"no-shows and sessions", 0.3, 5, bench.Range{Min: 2 * time.Second, Max: 6 * time.Second}},
+		{"sessions only", 0, 0, bench.Range{Min: time.Second, Max: 3 * time.Second}},
+		{"no-shows, sessions of one length", 0.5, 8, bench.Range{Min: 4 * time.Second, Max: 4 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			base := Config{
 				Scenario: bench.Scenario{Users: users, Arrival: bench.Arrival{Over: 10 * time.Second}, Rates: bench.ConstantRate(rate)},
 				Policy:   fixed(500 * time.Millisecond), Prices: bench.DefaultPrices(), Seed: 7, Instances: 4,
-				NoShow: tc.noShow, Session: tc.session,
+				Crowd: bench.Crowd{NoShow: tc.noShow, Session: tc.session},
 			}
 			capped := base
-			capped.MaxActiveUsers, capped.NoShowSeconds = cap, tc.noShowSeconds
+			capped.Crowd.MaxActive, capped.Crowd.NoShowSeconds = cap, tc.noShowSeconds
 			rateOnly, err := Run(base)
 			if err != nil {
 				t.Fatal(err)
@@ -67,14 +67,14 @@ func TestCapacitySideBySide(t *testing.T) {
 			if oc.MostActive <= cap {
 				t.Errorf("rate only: most active at once %d; want past %d (nothing holds it)", oc.MostActive, cap)
 			}
-			if oc.Wasted != noShows || oc.NoShowsFound != 0 || oc.SlotReuseMs != nil {
-				t.Errorf("rate only: wasted %d, found %d, slot reuse %v; want every no-show (%d) wasted, none found, no slots", oc.Wasted, oc.NoShowsFound, oc.SlotReuseMs, noShows)
+			if oc.Wasted != noShows || oc.ServerNoShows != 0 || oc.SlotReuseMs != nil {
+				t.Errorf("rate only: wasted %d, found %d, slot reuse %v; want every no-show (%d) wasted, none found, no slots", oc.Wasted, oc.ServerNoShows, oc.SlotReuseMs, noShows)
 			}
 			// The folds find the no-shows (and the tickets nobody holds)
 			// and give their slots back; only those whose time to show was
 			// not over at the end can be left, fewer than the cap.
-			if rc.NoShowsFound > rc.NoShows+r.Gaps || rc.Wasted >= cap || (noShows > 0 && rc.NoShowsFound == 0) {
-				t.Errorf("capped: %d no-shows found of %d (+%d gaps), %d wasted; want all but fewer than %d found", rc.NoShowsFound, rc.NoShows, r.Gaps, rc.Wasted, cap)
+			if rc.ServerNoShows > rc.NoShows+r.Gaps || rc.Wasted >= cap || (noShows > 0 && rc.ServerNoShows == 0) {
+				t.Errorf("capped: %d no-shows found of %d (+%d gaps), %d wasted; want all but fewer than %d found", rc.ServerNoShows, rc.NoShows, r.Gaps, rc.Wasted, cap)
 			}
 			// A slot freed is counted by a fold (every 500 ms) and refilled
 			// a change delay (2 s) later, give or take a poll (500 ms).
@@ -98,7 +98,7 @@ func TestCapacitySideBySide(t *testing.T) {
 				t.Errorf("capped: served in %.1f s, rate only in %.1f s; want the cap to take at least twice as long", rc.ServedMs/1000, oc.ServedMs/1000)
 			}
 			t.Logf("capped: served %.1f s (expected %.1f s), most active %d, found %d of %d (+%d gaps), reuse %+v; rate only: served %.1f s, most active %d",
-				rc.ServedMs/1000, expect/1000, rc.MostActive, rc.NoShowsFound, rc.NoShows, r.Gaps, *rc.SlotReuseMs, oc.ServedMs/1000, oc.MostActive)
+				rc.ServedMs/1000, expect/1000, rc.MostActive, rc.ServerNoShows, rc.NoShows, r.Gaps, *rc.SlotReuseMs, oc.ServedMs/1000, oc.MostActive)
 		})
 	}
 }
@@ -107,55 +107,56 @@ func TestCapacitySideBySide(t *testing.T) {
 // lasts follow the seed alone.
 func TestCapacityCrowdBySeed(t *testing.T) {
 	t.Parallel()
-	cfg := Config{Scenario: bench.Scenario{Users: 1000}, Seed: 3, NoShow: 0.25, Session: Range{5 * time.Second, 20 * time.Second}}
-	a, b := drawCrowd(cfg), drawCrowd(cfg)
-	if diff := cmp.Diff(a, b, cmp.AllowUnexported(crowd{})); diff != "" {
+	c := bench.Crowd{NoShow: 0.25, Session: bench.Range{Min: 5 * time.Second, Max: 20 * time.Second}}
+	noShow, session := c.Draw(1000, 3)
+	noShow2, session2 := c.Draw(1000, 3)
+	if diff := cmp.Diff([]any{noShow, session}, []any{noShow2, session2}); diff != "" {
 		t.Fatalf("two draws differ (-first +second):\n%s", diff)
 	}
 	n := 0
-	for _, ns := range a.noShow {
+	for _, ns := range noShow {
 		if ns {
 			n++
 		}
 	}
-	if n != 250 || len(a.session) != 1000 {
-		t.Errorf("%d no-shows, %d sessions; want 250, 1000", n, len(a.session))
+	if n != 250 || len(session) != 1000 {
+		t.Errorf("%d no-shows, %d sessions; want 250, 1000", n, len(session))
 	}
-	for i, d := range a.session {
-		if d < 5000 || d > 20000 {
-			t.Fatalf("session %d: %d ms; want 5 to 20 s", i, d)
+	for i, d := range session {
+		if d < 5*time.Second || d > 20*time.Second || d%time.Millisecond != 0 {
+			t.Fatalf("session %d: %v; want 5 to 20 s in whole ms", i, d)
 		}
 	}
-	cfg.Seed = 4
-	if c := drawCrowd(cfg); cmp.Equal(a.noShow, c.noShow) {
+	if other, _ := c.Draw(1000, 4); cmp.Equal(noShow, other) {
 		t.Error("another seed draws the same no-shows")
 	}
 }
 
-// TestValidateCapacity: settings the program refuses, or a run that could
+// TestValidateCapacity: crowd settings the program refuses, or a run that could
 // not end, are errors naming the flag.
 func TestValidateCapacity(t *testing.T) {
 	t.Parallel()
 	sc := bench.Scenario{Users: 10, Rates: bench.ConstantRate(1)}
-	s := Range{time.Second, 2 * time.Second}
+	s := bench.Range{Min: time.Second, Max: 2 * time.Second}
 	for _, tc := range []struct {
 		name string
 		cfg  Config
 		want string // "": valid
 	}{
-		{"cap and sessions", Config{Scenario: sc, MaxActiveUsers: 5, NoShowSeconds: 5, NoShow: 0.3, Session: s}, ""},
-		{"no-shows alone", Config{Scenario: sc, NoShow: 0.3}, ""},
-		{"cap without sessions, a timeout", Config{Scenario: bench.Scenario{Users: 10, Rates: bench.ConstantRate(1), Timeout: time.Minute}, MaxActiveUsers: 5}, ""},
-		{"negative cap", Config{Scenario: sc, MaxActiveUsers: -1, Session: s}, "-max-active"},
-		{"no-show seconds too short", Config{Scenario: sc, NoShowSeconds: 4}, "-no-show-seconds"},
-		{"no-show fraction 1", Config{Scenario: sc, NoShow: 1}, "-no-show "},
-		{"no-show fraction NaN", Config{Scenario: sc, NoShow: math.NaN()}, "-no-show "},
-		{"session max below min", Config{Scenario: sc, Session: Range{2 * time.Second, time.Second}}, "-session"},
-		{"session of zero", Config{Scenario: sc, Session: Range{0, 0}, MaxActiveUsers: 1}, "-max-active without -session"},
-		{"negative session", Config{Scenario: sc, Session: Range{-time.Second, time.Second}}, "-session"},
-		{"cap without sessions or timeout", Config{Scenario: sc, MaxActiveUsers: 5}, "-max-active without -session"},
+		{"cap and sessions", Config{Scenario: sc, Crowd: bench.Crowd{MaxActive: 5, NoShowSeconds: 5, NoShow: 0.3, Session: s}}, ""},
+		{"no-shows alone", Config{Scenario: sc, Crowd: bench.Crowd{NoShow: 0.3}}, ""},
+		{"cap without sessions, a timeout", Config{Scenario: bench.Scenario{Users: 10, Rates: bench.ConstantRate(1), Timeout: time.Minute}, Crowd: bench.Crowd{MaxActive: 5}}, ""},
+		{"negative cap", Config{Scenario: sc, Crowd: bench.Crowd{MaxActive: -1, Session: s}}, "-max-active"},
+		{"no-show seconds too short", Config{Scenario: sc, Crowd: bench.Crowd{NoShowSeconds: 4}}, "-no-show-seconds"},
+		{"no-show fraction 1", Config{Scenario: sc, Crowd: bench.Crowd{NoShow: 1}}, "-no-show "},
+		{"no-show fraction NaN", Config{Scenario: sc, Crowd: bench.Crowd{NoShow: math.NaN()}}, "-no-show "},
+		{"session max below min", Config{Scenario: sc, Crowd: bench.Crowd{Session: bench.Range{Min: 2 * time.Second, Max: time.Second}}}, "-session"},
+		{"session of zero", Config{Scenario: sc, Crowd: bench.Crowd{MaxActive: 1}}, "-max-active without -session"},
+		{"negative session", Config{Scenario: sc, Crowd: bench.Crowd{Session: bench.Range{Min: -time.Second, Max: time.Second}}}, "-session"},
+		{"cap without sessions or timeout", Config{Scenario: sc, Crowd: bench.Crowd{MaxActive: 5}}, "-max-active without -session"},
 	} {
-		err := ValidateCapacity(tc.cfg)
+		tc.cfg.Policy = etaDefault
+		err := tc.cfg.Validate()
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)

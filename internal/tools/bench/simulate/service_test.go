@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/tickets"
 	"github.com/example/waitingroom/internal/tools/bench"
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
@@ -165,17 +169,47 @@ func TestTicketCounts(t *testing.T) {
 		{"three holders", []int64{2, 2, 2}, 2, 1, 2, 0},
 		{"given back while held", []int64{1, 2, 5}, 2, 0, 0, 1},
 	} {
-		s := &serviceSim{}
+		s := &sim{}
 		for _, tk := range tc.tickets {
-			u := serviceUser{ticket: tk, enteredMs: -1}
-			if tk > 0 {
-				u.enteredMs = 0
-			}
-			s.users = append(s.users, u)
+			s.users = append(s.users, user{ticket: tk})
 		}
 		gaps, dup, past := s.ticketCounts(tc.issued)
 		if gaps != tc.gaps || dup != tc.duplicates || past != tc.past {
 			t.Errorf("%s: gaps %d, duplicates %d, past issued %d; want %d, %d, %d", tc.name, gaps, dup, past, tc.gaps, tc.duplicates, tc.past)
 		}
+	}
+}
+
+// TestStoreChargesScheduledWrites: the admin path's scheduled writes
+// (queue.ScheduleStore, which the embedded memstore provides) are writes of
+// the program item, charged like UpdateProgram.
+func TestStoreChargesScheduledWrites(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(clock.NewFake(Epoch), nil)
+	var ss queue.ScheduleStore = s
+	p := queue.Program{ID: programKey, CreatedAt: Epoch, Options: settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
+	p = p.Rebased(Epoch, pace.OnePerSecond, false, 0, 0)
+	if err := s.CreateProgram(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		var err error
+		if p, err = s.IssueTicket(ctx, p.ID, Epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change := p.Rebased(Epoch, pace.OnePerSecond, true, 0, 10*time.Second)
+	change.Changes = []string{"x"}
+	before := s.programWrites[Epoch.Unix()]
+	issued, err := ss.UpdateScheduled(ctx, change)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.MoveDrain(ctx, change, issued); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.programWrites[Epoch.Unix()] - before; got != 2 {
+		t.Errorf("%d program writes charged for UpdateScheduled and MoveDrain, want 2", got)
 	}
 }

@@ -1,19 +1,16 @@
 // Package simulate runs a bench.Scenario on a virtual clock with no network:
 // admission is a queue.Program and the retry delay the policy's, as the
 // service computes them (or, with Config.Service, queue.Service itself).
-// Requests take no time and never fail; time advances in whole milliseconds,
-// and a seed makes a run repeatable.
+// Requests take no time; time advances in whole milliseconds, and a seed
+// makes a run repeatable.
 package simulate
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"math/rand/v2"
 	"time"
 
-	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/bench"
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
@@ -27,18 +24,16 @@ type Config struct {
 	Scenario bench.Scenario
 	Policy   bench.NamedPolicy
 	// Seed drives the policy's jitter and, separately, who abandons and
-	// when (bench.Scenario.Leaving).
+	// when (bench.Scenario.Leaving) and the crowd (bench.Crowd.Draw).
 	Seed uint64
 	// CacheTTL is the service's PROGRAM_CACHE_TTL: every rate change after
 	// the first takes effect this long after its offset.
 	CacheTTL time.Duration
 	Prices   bench.Prices
-	// Progress, when not nil, receives a live progress line.
-	Progress io.Writer
 
 	// Service runs the scenario through queue.Service itself, as Run also
-	// does when PartitionLimits, OpensAt, Shuffle, SingleTickets or
-	// ClockSkew is set; otherwise only queue.Program is stepped.
+	// does when PartitionLimits, OpensAt, Shuffle, SingleTickets, ClockSkew
+	// or the Crowd is set; otherwise only queue.Program is stepped.
 	Service bool
 	// PartitionLimits, with Service, puts DynamoDB's per-partition limits
 	// on the simulated table (nil: none).
@@ -53,37 +48,32 @@ type Config struct {
 	// SingleTickets takes every ticket from the program item, with no
 	// ticket shards.
 	SingleTickets bool
+	// FixedShards and FixedBlock, when FixedShards > 0, size ticket shards
+	// by tickets.WithFixedSizing instead of by the pace.
+	FixedShards int
+	FixedBlock  int64
 	// ClockSkew, with Service, sets each instance's clock off the true
 	// time by an offset drawn uniformly in [−ClockSkew, +ClockSkew] (by
 	// Seed); 0: every instance reads the true time.
 	ClockSkew time.Duration
 
-	// MaxActiveUsers and NoShowSeconds are the program's settings of those
-	// names (0: none). With either, or with NoShow or Session, the service
-	// runs and signs an admission pass for each admission.
-	MaxActiveUsers, NoShowSeconds int64
-	// NoShow is the fraction of users, in [0, 1), who stop polling right
-	// before their admission and so never fetch their answer; who follows
-	// Seed alone (NoShows).
-	NoShow float64
-	// Session, when its Max is positive, is the range of the uniform
-	// duration after which the site ends a user's session (EndSession),
-	// from when the user saw ADMITTED; zero: sessions run to the window's
+	// Crowd is the program's cap and no-show handling and what its people
+	// do once admitted; with any of it the service runs and signs a pass
+	// for each admission. Its zero value leaves sessions to the window's
 	// end.
-	Session Range
+	Crowd bench.Crowd
 	// FollowAdmissions follows each admission to its session's end as
-	// the capacity settings do, without them: a rate-only program's
-	// side of a comparison.
+	// the Crowd does, without its cap or no-show handling: a rate-only
+	// program's side of a comparison.
 	FollowAdmissions bool
 }
 
-// Range is a closed range of durations.
-type Range struct{ Min, Max time.Duration }
+// following reports whether cfg models admissions after they are made.
+func (cfg Config) following() bool { return cfg.FollowAdmissions || cfg.Crowd != bench.Crowd{} }
 
-// capacity reports whether cfg models admissions after they are made: a
-// cap, no-show handling, no-shows or sessions.
-func (cfg Config) capacity() bool {
-	return cfg.FollowAdmissions || cfg.MaxActiveUsers > 0 || cfg.NoShowSeconds > 0 || cfg.NoShow > 0 || cfg.Session.Max > 0
+// UsesService reports whether cfg runs queue.Service.
+func (cfg Config) UsesService() bool {
+	return cfg.Service || cfg.PartitionLimits != nil || cfg.OpensAt != 0 || cfg.Shuffle || cfg.SingleTickets || cfg.ClockSkew != 0 || cfg.following()
 }
 
 // Route keys of bench.Result.ByRoute the simulator fills.
@@ -93,79 +83,156 @@ const (
 	RouteLeave = "DELETE leave 204"
 )
 
+// retryAfterFailure is when a user sends a failed request again (the
+// service's Retry-After on 503).
+const retryAfterFailure = time.Second
+
+// Validate reports what cfg cannot simulate, as errors naming the bench's
+// flags.
+func (cfg Config) Validate() error {
+	sc, c := cfg.Scenario, cfg.Crowd
+	switch err := sc.Validate(); {
+	case err != nil:
+		return err
+	case cfg.Policy.Policy == nil:
+		return errors.New("simulate: no policy")
+	case sc.Timeout == 0 && sc.Rates.Final() == 0:
+		return errors.New("simulate: admission ends paused (rate 0) and never admits everyone: set -timeout")
+	case sc.Users > math.MaxInt32:
+		return fmt.Errorf("simulate: at most %d users", math.MaxInt32)
+	case !cfg.UsesService():
+		return nil
+	case sc.Abandon > 0:
+		return errors.New("simulate: -abandon is not simulated with the service (-partition-model, -opens-at, -shuffle)")
+	case len(sc.Rates) > 1:
+		return errors.New("simulate: -rate-schedule is not simulated with the service (-partition-model, -opens-at, -shuffle)")
+	case cfg.Shuffle && cfg.OpensAt <= 0:
+		return errors.New("simulate: -shuffle needs -opens-at")
+	case cfg.OpensAt < 0:
+		return errors.New("simulate: -opens-at: negative")
+	case cfg.ClockSkew < 0:
+		return errors.New("simulate: -clock-skew: negative")
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	if c.MaxActive > 0 && c.Session.Max == 0 && sc.Timeout == 0 {
+		return errors.New("simulate: -max-active without -session holds every slot for a whole admission window: set -session or -timeout")
+	}
+	return nil
+}
+
 // Run simulates cfg and returns its result.
 func Run(cfg Config) (bench.Result, error) {
-	sc := cfg.Scenario
-	if err := sc.Validate(); err != nil {
+	s, err := newSim(cfg)
+	if err != nil {
 		return bench.Result{}, err
 	}
-	if cfg.Policy.Policy == nil {
-		return bench.Result{}, errors.New("simulate: no policy")
-	}
-	if sc.Timeout == 0 && sc.Rates.Final() == 0 {
-		return bench.Result{}, errors.New("simulate: admission ends paused (rate 0): set a timeout")
-	}
-	if sc.Users > math.MaxInt32 {
-		return bench.Result{}, fmt.Errorf("simulate: at most %d users", math.MaxInt32)
-	}
-	if cfg.Service || cfg.PartitionLimits != nil || cfg.OpensAt != 0 || cfg.Shuffle || cfg.SingleTickets || cfg.ClockSkew != 0 || cfg.capacity() {
-		return runService(cfg)
-	}
-	s := newSim(cfg)
 	s.run()
 	return s.result(), nil
 }
 
-// sim is the state of one simulation.
-type sim struct {
-	cfg    Config
-	policy polling.Policy
-	// needs is how much of the Situation the policy reads.
-	needs needs
-	rng   *rand.Rand
-	prog  queue.Program
-	now   time.Time // virtual clock, at ms t
-	t     int64     // ms since Epoch
-
-	entered int
-	admitAt []int64 // per ticket: ms at which the serving counter passed it
-	// leaveAt is, per ticket, the ms at which its holder leaves, -1 if it
-	// stays; nil when nobody does.
-	leaveAt  []int64
-	admitted int64 // tickets whose admitAt is known
-	wheel    wheel
-
-	seen            int // users who saw ADMITTED
-	left            int // users who left
-	pollsOfAdmitted int64
-	delays          []float64
-	requests        int64
-	pollCount       int64
-	leaves          int64
-	series          []int64
-	pollSeries      []int64
-	progress        *bench.Progress
+// model answers the simulated users: queue.Program stepped directly
+// (programModel) or queue.Service on a simulated table (serviceModel).
+type model interface {
+	// tick moves the model to ms t of the run.
+	tick(t int64)
+	// program returns the program as it is now.
+	program() queue.Program
+	// serving returns the serving counter now.
+	serving() int64
+	// enter enters user u; poll polls for us.
+	enter(u int) (answer, error)
+	poll(us *user) (answer, error)
+	// place returns us's place in the admission order of p.
+	place(us user, p queue.Program) int64
+	// release ends the session of a pass, at the site's word.
+	release(pass string) error
+	// finish adds what the model measured to r.
+	finish(r *bench.Result)
 }
 
-func newSim(cfg Config) *sim {
-	n := cfg.Scenario.Users
-	s := &sim{
-		cfg:     cfg,
-		policy:  cfg.Policy.Policy,
-		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		admitAt: make([]int64, n+1),
-		delays:  make([]float64, 0, n),
-		now:     Epoch,
+// answer is what a user hears back: admitted, or waiting at a position
+// until retryAfter. token, pass and expiresAt come from the service only.
+type answer struct {
+	token      string
+	ticket     int64
+	admitted   bool
+	position   int64
+	retryAfter time.Duration
+	pass       string
+	expiresAt  time.Time
+}
+
+// user is one virtual user; ticket 0 until it entered.
+type user struct {
+	token     string
+	ticket    int64
+	enteredMs int64
+	position  int64 // the position of its last WAITING answer; 0: none yet
+	// pass and windowEndMs are its admission pass and the end of its
+	// window (ms), when the simulation follows admissions.
+	pass        string
+	windowEndMs int64
+}
+
+// Events of the wheel other than a poll (waiter.event 0).
+const (
+	sessionEndEvent int32 = iota + 1 // the site ends the user's session
+	windowEndEvent                   // the user's admission window ends
+	enterEvent                       // the user sends its enter again
+	leaveEvent                       // the user leaves the queue
+)
+
+// waiter is a pending event of a user (user is its index plus one).
+type waiter struct {
+	user  int32
+	event int32
+}
+
+// sim is the state of one simulation: its users, as its model answers them.
+type sim struct {
+	cfg   Config
+	model model
+	t     int64 // ms since Epoch
+	users []user
+	// admitAt is, per place, the ms at which the serving counter passed it.
+	admitAt []int64
+	// leaveAt is, per user, the ms at which it leaves, -1 if it stays; nil
+	// when nobody does.
+	leaveAt  []int64
+	wheel    wheel
+	capacity capacityState
+
+	seen, left, entered int
+	delays              []float64
+	requests, polls     int64
+	leaves, failures    int64
+	throttled           int64 // enters the partition model refused
+	positionRise        int64 // the most a user's position went up between two answers
+	series, pollSeries  []int64
+	enterSeries         []int64
+}
+
+func newSim(cfg Config) (*sim, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	s.needs = needsOf(cfg.Policy.Policy)
-	// The program as the admin PUT creates it, before anyone arrives.
-	s.prog = queue.Program{ID: "sim", CreatedAt: Epoch, Options: queue.Options{AdmissionWindow: queue.DefaultAdmissionWindow}, Version: 0}
+	var m model = newProgramModel(cfg, false)
+	if cfg.UsesService() {
+		var err error
+		if m, err = newServiceModel(cfg); err != nil {
+			return nil, err
+		}
+	}
+	n := cfg.Scenario.Users
+	s := &sim{cfg: cfg, model: m, users: make([]user, n), delays: make([]float64, 0, n)}
 	s.wheel.init(4096)
 	s.planLeaves()
-	if cfg.Progress != nil {
-		s.progress = bench.NewProgress(cfg.Progress, cfg.Policy.Name)
+	if cfg.following() {
+		s.capacity.init(cfg, m.program())
 	}
-	return s
+	return s, nil
 }
 
 func (s *sim) run() {
@@ -175,116 +242,136 @@ func (s *sim) run() {
 	if sc.Timeout > 0 {
 		end = sc.Timeout.Milliseconds()
 	}
-	nextUser, nextChange := 0, 0
+	next := 0
 	for s.t = 0; s.t < end; s.t++ {
-		s.now = Epoch.Add(time.Duration(s.t) * time.Millisecond)
-		for nextChange < len(sc.Rates) && sc.Rates[nextChange].At.Milliseconds() <= s.t {
-			var ok bool
-			if s.prog, ok = bench.ApplyChange(s.prog, s.now, sc.Rates[nextChange], nextChange == 0, s.cfg.CacheTTL); !ok {
-				break // an earlier change is pending: try again next ms
-			}
-			nextChange++
+		s.model.tick(s.t)
+		for next < n && sc.Arrival.At(next, n).Milliseconds() <= s.t {
+			s.enter(next)
+			next++
 		}
-		for nextUser < n && sc.Arrival.At(nextUser, n).Milliseconds() <= s.t {
-			s.enter()
-			nextUser++
-		}
-		serving := s.prog.Serving(s.now)
-		s.advance(serving)
+		s.advance()
 		if b := s.wheel.take(s.t); len(b) > 0 {
 			for _, x := range b {
-				if x.ticket < 0 {
-					s.leave(waiter{ticket: -x.ticket, polls: x.polls}, serving)
-					continue
-				}
-				s.countPoll()
-				x.polls++
-				s.answer(x, serving)
+				s.due(x)
 			}
 			s.wheel.giveBack(s.t, b)
 		}
-		if s.seen+s.left == n {
+		if s.seen+s.left+s.capacity.noShows == n && s.capacity.pendingEnds == 0 {
 			break
 		}
-		if s.progress != nil && s.t%1000 == 0 {
-			s.progress.Update("virtual %s, entered %d/%d, admitted %d", time.Duration(s.t)*time.Millisecond, nextUser, n, s.seen)
+	}
+}
+
+// due handles an event of the wheel.
+func (s *sim) due(x waiter) {
+	u := int(x.user) - 1
+	switch x.event {
+	case enterEvent:
+		s.enter(u)
+	case leaveEvent:
+		s.leave()
+	case sessionEndEvent:
+		s.endSession(u)
+	case windowEndEvent:
+		s.release()
+	default:
+		if !s.isNoShow(u) {
+			s.poll(u)
 		}
 	}
-	if s.progress != nil {
-		s.progress.Done()
+}
+
+// advance records the admission instant of the places the serving counter
+// passed since the last call.
+func (s *sim) advance() {
+	for serving := s.model.serving(); int64(len(s.admitAt)) <= serving; {
+		s.admitAt = append(s.admitAt, s.t)
 	}
 }
 
-// enter issues the next user's ticket and answers it like Service.Enter.
-func (s *sim) enter() {
-	s.prog = s.prog.WithTicketIssued(s.now)
-	s.entered++
-	s.count()
-	serving := s.prog.Serving(s.now)
-	s.advance(serving)
-	s.answer(waiter{ticket: int32(s.prog.Issued)}, serving)
-}
-
-// answer is the service's view of x's token at s.now: ADMITTED ends the
-// user; WAITING schedules its next poll after the policy's delay.
-func (s *sim) answer(x waiter, serving int64) {
-	tk := int64(x.ticket)
-	if tk <= serving {
-		s.seen++
-		s.pollsOfAdmitted += int64(x.polls)
-		s.delays = append(s.delays, float64(s.t-s.admitAt[tk]))
+// enter is user u's enter (again, after a failure, 1 s later).
+func (s *sim) enter(u int) {
+	s.count(false)
+	a, err := s.model.enter(u)
+	if err != nil {
+		s.failures++
+		if errors.Is(err, queue.ErrThrottled) {
+			s.throttled++
+		}
+		s.wheel.add(s.t, s.t+retryAfterFailure.Milliseconds(), waiter{user: int32(u + 1), event: enterEvent})
 		return
 	}
-	var sit polling.Situation
-	switch s.needs {
-	case needsPosition:
-		sit.Position = tk - serving // what Situation computes, without the wait estimate
-	case needsAll:
-		sit = s.prog.Situation(tk, s.now, s.notice())
+	if us := &s.users[u]; us.ticket == 0 {
+		us.token, us.ticket, us.enteredMs = a.token, a.ticket, s.t
+		s.entered++
+		s.enterSeries[s.t/1000]++
 	}
-	d := s.policy.RetryAfter(sit, s.rng)
-	ms := max(1, int64((d+time.Millisecond-1)/time.Millisecond))
+	s.advance()
+	s.answer(u, a)
+}
+
+// poll is user u's poll (again, after a failure, 1 s later).
+func (s *sim) poll(u int) {
+	s.count(true)
+	a, err := s.model.poll(&s.users[u])
+	if err != nil {
+		s.failures++
+		s.wheel.add(s.t, s.t+retryAfterFailure.Milliseconds(), waiter{user: int32(u + 1)})
+		return
+	}
+	s.answer(u, a)
+}
+
+// answer handles what user u heard: ADMITTED ends its wait, WAITING
+// schedules its next poll, or its leave when that comes first.
+func (s *sim) answer(u int, a answer) {
+	us := &s.users[u]
+	if a.admitted {
+		s.seen++
+		// From when the counter passed the place, or the user entered if
+		// that was later (a number of a block the counter had passed).
+		at := s.t
+		if place := s.model.place(*us, s.model.program()); place < int64(len(s.admitAt)) {
+			at = max(s.admitAt[place], us.enteredMs)
+		}
+		s.delays = append(s.delays, float64(s.t-at))
+		if s.cfg.following() {
+			s.admitted(u, a)
+		}
+		return
+	}
+	if a.position > 0 {
+		if us.position > 0 {
+			s.positionRise = max(s.positionRise, a.position-us.position)
+		}
+		us.position = a.position
+	}
+	next := s.t + max(1, int64((a.retryAfter+time.Millisecond-1)/time.Millisecond))
 	if s.leaveAt != nil {
-		switch at := s.leaveAt[tk]; {
-		case at < 0 || at > s.t+ms:
+		switch at := s.leaveAt[u]; {
+		case at < 0 || at > next:
 		case at <= s.t:
-			s.leave(x, serving)
+			s.leave()
 			return
 		default:
-			// It leaves before its next poll: the wheel carries the leave,
-			// marked by a negative ticket.
-			s.wheel.add(s.t, at, waiter{ticket: -x.ticket, polls: x.polls})
+			// It leaves before its next poll.
+			s.wheel.add(s.t, at, waiter{user: int32(u + 1), event: leaveEvent})
 			return
 		}
 	}
-	s.wheel.add(s.t, s.t+ms, x)
+	s.wheel.add(s.t, next, waiter{user: int32(u + 1)})
 }
 
-// notice is the answer's queue.ChangeNotice at s.t as the service would
-// give it: its cache TTL is the change delay (CacheTTL) less the admin
-// write budget, and one busy instance reads the program each time its read
-// expires (at every multiple of the TTL).
-func (s *sim) notice() time.Duration {
-	ttl := (s.cfg.CacheTTL - queue.AdminWriteBudget).Milliseconds()
-	if ttl <= 0 {
-		return 0
-	}
-	return time.Duration(ttl-s.t%ttl) * time.Millisecond
-}
-
-// leave is x's DELETE at s.t. The leave instant lies before the ticket's
-// admission, so the service answers 204 and the token reads LEFT.
-func (s *sim) leave(x waiter, serving int64) {
-	if int64(x.ticket) <= serving {
-		panic("simulate: a user leaves after its admission") // planLeaves prevents it
-	}
+// leave is a user's DELETE before its admission: the service answers 204
+// and the token reads LEFT.
+func (s *sim) leave() {
 	s.left++
 	s.leaves++
-	s.count()
+	s.count(false)
 }
 
 // planLeaves sets leaveAt: each abandoning user leaves at its drawn fraction
-// of the wait from its enter to its admission (bench.AdmissionTimes) or to
+// of the wait from its enter to its admission (AdmissionTimes) or to
 // the timeout. A user admitted at its enter does not leave.
 func (s *sim) planLeaves() {
 	sc := s.cfg.Scenario
@@ -292,136 +379,127 @@ func (s *sim) planLeaves() {
 	if frac == nil {
 		return
 	}
-	admit := bench.AdmissionTimes(sc, s.cfg.CacheTTL, false)
-	s.leaveAt = make([]int64, sc.Users+1)
+	admit := AdmissionTimes(sc, s.cfg.CacheTTL, false)
+	s.leaveAt = make([]int64, sc.Users)
 	for i, f := range frac {
-		tk := i + 1
-		s.leaveAt[tk] = -1
+		s.leaveAt[i] = -1
 		if f < 0 {
 			continue
 		}
 		enter := sc.Arrival.At(i, sc.Users).Milliseconds()
 		end := sc.Timeout.Milliseconds()
-		if admit[tk] >= 0 {
-			end = admit[tk].Milliseconds()
+		if admit[i+1] >= 0 {
+			end = admit[i+1].Milliseconds()
 		}
 		if end > enter {
-			s.leaveAt[tk] = enter + int64(f*float64(end-enter))
+			s.leaveAt[i] = enter + int64(f*float64(end-enter))
 		}
 	}
 }
 
-// needs says how much of the polling.Situation a policy reads, so that a
-// poll builds the costly Program.Situation only for policies that read it.
-type needs int
-
-const (
-	needsAll      needs = iota // any policy: Program.Situation
-	needsNothing               // polling.Fixed
-	needsPosition              // polling.Tiers reads the position only
-)
-
-// fullSituation makes every policy get Program.Situation (tests compare).
-var fullSituation = false
-
-func needsOf(p polling.Policy) needs {
-	if fullSituation {
-		return needsAll
-	}
-	switch p.(type) {
-	case polling.Fixed:
-		return needsNothing
-	case polling.Tiers:
-		return needsPosition
-	}
-	return needsAll
-}
-
-// advance records the admission instant of the tickets the serving counter
-// passed since the last call.
-func (s *sim) advance(serving int64) {
-	for s.admitted < serving {
-		s.admitted++
-		s.admitAt[s.admitted] = s.t
-	}
-}
-
-// count counts an enter at s.t.
-func (s *sim) count() {
-	sec := s.second()
-	s.requests++
-	s.series[sec]++
-}
-
-// countPoll counts a poll at s.t.
-func (s *sim) countPoll() {
-	sec := s.second()
-	s.requests++
-	s.pollCount++
-	s.series[sec]++
-	s.pollSeries[sec]++
-}
-
-// second returns the index of s.t's second in the series, growing them.
-func (s *sim) second() int {
+// count counts a request at s.t: a poll, or an enter or leave.
+func (s *sim) count(poll bool) {
 	sec := int(s.t / 1000)
 	for len(s.series) <= sec {
 		s.series = append(s.series, 0)
 		s.pollSeries = append(s.pollSeries, 0)
+		s.enterSeries = append(s.enterSeries, 0)
 	}
-	return sec
+	s.requests++
+	s.series[sec]++
+	if poll {
+		s.polls++
+		s.pollSeries[sec]++
+	}
+}
+
+// ticketCounts returns, against the program's issued count, the numbers in
+// 1..issued nobody holds, the extra holders of numbers held more than once,
+// and the holders of numbers past issued.
+func (s *sim) ticketCounts(issued int64) (gaps, duplicates, past int64) {
+	holders := make([]int32, issued+1)
+	for _, us := range s.users {
+		switch {
+		case us.ticket == 0:
+		case us.ticket > issued:
+			past++
+		default:
+			holders[us.ticket]++
+		}
+	}
+	for _, n := range holders[1:] {
+		if n == 0 {
+			gaps++
+		}
+		duplicates += int64(max(n-1, 0))
+	}
+	return gaps, duplicates, past
 }
 
 func (s *sim) result() bench.Result {
 	sc := s.cfg.Scenario
-	enters := s.requests - s.pollCount - s.leaves
+	enters := s.requests - s.polls - s.leaves
 	r := bench.Result{
-		Policy:        s.cfg.Policy.Name,
-		Mode:          "simulate",
-		Arrival:       sc.Arrival.String(),
-		AdmitRate:     sc.Rates.String(),
-		Seed:          s.cfg.Seed,
-		Users:         sc.Users,
-		Entered:       s.entered,
-		Admitted:      s.seen,
-		Left:          s.left,
-		Requests:      s.requests,
-		Enters:        enters,
-		Polls:         s.pollCount,
-		Leaves:        s.leaves,
-		RpsSeries:     s.series,
-		PollSeries:    s.pollSeries,
-		ByRoute:       map[string]int64{RouteEnter: enters, RoutePoll: s.pollCount},
-		Abandon:       sc.Abandon,
-		CacheTTLMs:    s.cfg.CacheTTL.Milliseconds(),
-		NotifyDelayMs: bench.Summarize(s.delays),
+		Policy:              s.cfg.Policy.Name,
+		Mode:                "simulate",
+		Arrival:             sc.Arrival.String(),
+		AdmitRate:           sc.Rates.String(),
+		Abandon:             sc.Abandon,
+		CacheTTLMs:          s.cfg.CacheTTL.Milliseconds(),
+		Seed:                s.cfg.Seed,
+		Users:               sc.Users,
+		Entered:             s.entered,
+		Admitted:            s.seen,
+		Left:                s.left,
+		Requests:            s.requests,
+		Enters:              enters,
+		Polls:               s.polls,
+		Leaves:              s.leaves,
+		RpsSeries:           s.series,
+		PollSeries:          s.pollSeries,
+		Errors:              s.failures,
+		ByRoute:             map[string]int64{RouteEnter: enters, RoutePoll: s.polls},
+		NotifyDelayMs:       bench.Summarize(s.delays),
+		EntersPerSecondPeak: bench.SeriesPeak(s.enterSeries),
+		ThrottledEnters:     s.throttled,
+		MaxPositionRise:     s.positionRise,
 	}
 	if s.leaves > 0 {
 		r.ByRoute[RouteLeave] = s.leaves
 	}
+	p := s.model.program()
+	r.Gaps, r.DuplicateTickets, r.TicketsPastIssued = s.ticketCounts(p.Issued)
+	shuffled := p.Shuffle && p.PrequeueFixed
+	var es []bench.Entrant
+	for _, us := range s.users {
+		if us.ticket > 0 {
+			es = append(es, bench.Entrant{EnteredMs: us.enteredMs, Place: s.model.place(us, p), Prequeue: shuffled && us.ticket <= p.Prequeue})
+		}
+	}
+	r.MaxInversionMs = float64(bench.MaxInversion(es))
+	if shuffled {
+		r.Prequeue = p.Prequeue
+	}
+	if s.cfg.following() {
+		r.Capacity = s.capacityResult(p)
+	}
+	s.model.finish(&r)
 	duration := time.Duration(s.t) * time.Millisecond
-	if sc.Timeout > 0 && s.seen+s.left < sc.Users {
+	if sc.Timeout > 0 && s.seen+s.left+s.capacity.noShows < sc.Users {
 		duration = sc.Timeout
 	}
-	r.Finish(duration, s.pollsOfAdmitted)
+	r.Finish(duration)
 	r.Price(s.cfg.Prices)
 	return r
 }
 
-// waiter is a pending poll: the user's ticket (negative for a pending
-// leave) and the polls it has sent.
-type waiter struct {
-	ticket int32
-	polls  int32
-}
-
-// wheel is a calendar queue of pending polls: one bucket per millisecond,
+// wheel is a calendar queue of pending events: one bucket per millisecond,
 // modulo a power-of-two horizon that grows to fit the longest delay.
 type wheel struct {
 	buckets [][]waiter
 	mask    int64
 	// spare holds the storage of large processed buckets, handed to the
-	// next empty bucket that receives a poll.
+	// next empty bucket that receives an event.
 	spare [][]waiter
 }
 

@@ -6,11 +6,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
-	"github.com/example/waitingroom/internal/memstore"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tickets"
+	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
 )
 
@@ -37,7 +38,7 @@ var (
 	_ tickets.Store       = (*store)(nil)
 	_ queue.PrequeueStore = (*store)(nil)
 	_ queue.ScheduleStore = (*store)(nil)
-	_ queue.CapacityStore = (*store)(nil)
+	_ capacity.Store      = (*store)(nil)
 )
 
 const programKey = "program"
@@ -181,7 +182,7 @@ func (s *store) ReturnTickets(ctx context.Context, p queue.Program, from int64) 
 	return s.Store.ReturnTickets(ctx, p, from)
 }
 
-func (s *store) ApplyFold(ctx context.Context, id string, prevFoldedAtMs int64, next queue.Capacity) error {
+func (s *store) ApplyFold(ctx context.Context, id string, prevFoldedAtMs int64, next capacity.Capacity) error {
 	if err := s.writeProgram(id); err != nil {
 		return err
 	}

@@ -1,0 +1,388 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/api"
+	waitingroom "github.com/example/waitingroom/internal/app"
+	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/testing/clocktest"
+	"github.com/example/waitingroom/internal/testing/sigv4test"
+	"github.com/example/waitingroom/passverify"
+)
+
+// wrctlWithInput is wrctl with stdin.
+func wrctlWithInput(t *testing.T, env map[string]string, stdin string, args ...string) result {
+	t.Helper()
+	return runApp(t, env, func(a *app) { a.stdin = strings.NewReader(stdin) }, args...)
+}
+
+// TestCatalogCommands: list, history and delete against the API in
+// process, as an operator runs them.
+func TestCatalogCommands(t *testing.T) {
+	t.Parallel()
+	url := serve(t, newAPI(t))
+	env := adminEnv(url)
+	must := musts(t, env)
+	must("put", "gala", "-rate", "5")
+	must("put", "matinee", "-paused")
+	enter(t, url, "gala", 3)
+	must("admit", "gala", "2")
+	must("close", "matinee")
+
+	list := must("list").stdout
+	for _, re := range []string{`(?m)^\s*PROGRAM\s+WAITING\s+ADMITTED\s+ISSUED\s+RATE/S\s+STATE$`, `(?m)^\s*gala\s+1\s+2\s+3\s+5\s+open$`, `(?m)^\s*matinee\s+0\s+0\s+0\s+\d+\s+closed, paused$`} {
+		if !regexp.MustCompile(re).MatchString(list) {
+			t.Errorf("list output lacks %s:\n%s", re, list)
+		}
+	}
+	if got := decode(t, must("list", "-json", "-n", "1")); len(got["programs"].([]any)) != 1 {
+		t.Errorf("list -n 1 -json: %v", got)
+	}
+
+	hist := must("history", "gala").stdout
+	lines := strings.Split(strings.TrimSpace(hist), "\n")
+	want := []string{`local-admin\s+admit\s+\{"count":2\}`, `local-admin\s+create\s+\{"admissionRatePerSecond":5\}`}
+	if len(lines) != 1+len(want) {
+		t.Fatalf("history: %d lines, want a header and %d:\n%s", len(lines), len(want), hist)
+	}
+	for i, re := range want {
+		if !regexp.MustCompile(re).MatchString(lines[i+1]) {
+			t.Errorf("history line %d = %q, want %s", i+1, lines[i+1], re)
+		}
+	}
+
+	// Delete: refused while open, asked for, then done.
+	if r := wrctl(t, env, "delete", "gala", "-yes"); r.status != 1 || !strings.Contains(r.stderr, "PROGRAM_NOT_CLOSED") {
+		t.Errorf("delete an open program: exit %d, stderr %s", r.status, r.stderr)
+	}
+	if r := wrctlWithInput(t, env, "gala\n", "delete", "gala"); r.status != 1 || !strings.Contains(r.stderr, "program gala is open: close it first") || strings.Contains(r.stderr, "Type the id") {
+		t.Errorf("delete an open program, asked: exit %d, stderr %s", r.status, r.stderr)
+	}
+	if r := wrctlWithInput(t, env, "gal\n", "delete", "matinee"); r.status != 1 || !strings.Contains(r.stderr, "Type the id to confirm") || !strings.Contains(r.stderr, "not deleted") {
+		t.Errorf("delete with the wrong confirmation: exit %d, stderr %s", r.status, r.stderr)
+	}
+	must("get", "matinee")
+	if r := wrctlWithInput(t, env, "matinee\n", "delete", "matinee"); r.status != 0 || r.stdout != "deleted program matinee; its id stays taken for 7 days (a put of it answers PROGRAM_DELETED)\n" {
+		t.Errorf("delete confirmed: exit %d, stdout %q, stderr %s", r.status, r.stdout, r.stderr)
+	}
+	if r := wrctl(t, env, "get", "matinee"); r.status != 1 || !strings.Contains(r.stderr, "PROGRAM_NOT_FOUND") {
+		t.Errorf("get after delete: exit %d, stderr %s", r.status, r.stderr)
+	}
+	// The in-memory server keeps the id taken too, and says so.
+	if r := wrctl(t, env, "put", "matinee", "-rate", "5"); r.status != 1 || !regexp.MustCompile(`^wrctl: PROGRAM_DELETED: .*deleted less than 7 days ago; choose another id\.\n$`).MatchString(r.stderr) {
+		t.Errorf("put after delete: exit %d, stderr %q", r.status, r.stderr)
+	}
+	must("close", "gala")
+	if got := decode(t, must("delete", "gala", "-yes", "-json")); got["deleted"] != true {
+		t.Errorf("delete -yes -json: %v", got)
+	}
+	if got := decode(t, must("list", "-json")); len(got["programs"].([]any)) != 0 {
+		t.Errorf("list after deleting both: %v", got)
+	}
+}
+
+// TestPasses: wrctl passes prints the server's bypass passes one per line
+// (or its JSON with -json), each one passverify accepts as a bypass pass
+// of the program valid for -valid; bad flags and an unknown program fail
+// with the server's or its own reason.
+func TestPasses(t *testing.T) {
+	t.Parallel()
+	url := serve(t, newAPI(t))
+	env := adminEnv(url)
+	if r := wrctl(t, env, "close", "gala"); r.status != 0 {
+		t.Fatal(r.stderr)
+	}
+	start := time.Now().Truncate(time.Second)
+	r := wrctl(t, env, "passes", "gala", "-n", "10", "-valid", "2h")
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if r.status != 0 || len(lines) != 10 {
+		t.Fatalf("exit %d, %d lines, stderr %s", r.status, len(lines), r.stderr)
+	}
+	v, err := passverify.New(passverify.Config{JWKSURL: url + api.JWKSPath, Issuer: testIssuer, ProgramID: "gala"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i, pass := range lines {
+		c, err := v.Verify(t.Context(), pass)
+		if err != nil {
+			t.Fatalf("pass %d: %v", i, err)
+		}
+		if exp := c.ExpiresAt.Sub(c.AdmittedAt); !c.Bypass || c.Ticket != 0 || exp != 2*time.Hour || c.AdmittedAt.Before(start) || seen[c.TokenID] {
+			t.Errorf("pass %d: %+v, want a bypass pass valid 2h from now with a fresh sub", i, c)
+		}
+		seen[c.TokenID] = true
+	}
+
+	got := decode(t, wrctl(t, env, "passes", "gala", "-json"))
+	if ps, _ := got["passes"].([]any); len(ps) != 1 {
+		t.Errorf("-json: %v, want {\"passes\": [one]}", got)
+	}
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"passes", "gala", "-n", "1001"}, "INVALID_COUNT"},
+		{[]string{"passes", "gala", "-valid", "30s"}, "INVALID_VALIDITY"},
+		{[]string{"passes", "gala", "-valid", "90.5s"}, "whole seconds"},
+		{[]string{"passes", "nobody"}, "PROGRAM_NOT_FOUND"},
+	} {
+		if r := wrctl(t, env, tc.args...); r.status == 0 || !strings.Contains(r.stderr, tc.stderr) || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want a failure with %s", tc.args, r.status, r.stdout, r.stderr, tc.stderr)
+		}
+	}
+}
+
+// enterToken makes one person enter program id and returns their token.
+func enterToken(t *testing.T, url, id string) string {
+	t.Helper()
+	resp, err := http.Post(url+"/api/v1/queues/programs/"+id, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct{ TokenID string }
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("enter: status %d, %v", resp.StatusCode, err)
+	}
+	return tok.TokenID
+}
+
+// TestTokenCommands: wrctl token prints where a token stands, one field a
+// line (the API's JSON with -json); wrctl revoke revokes it, again with
+// no error; an unknown token is the API's error.
+func TestTokenCommands(t *testing.T) {
+	t.Parallel()
+	env := adminEnv(serve(t, newAPI(t)))
+	if r := wrctl(t, env, "put", "gala", "-paused"); r.status != 0 {
+		t.Fatal(r.stderr)
+	}
+	enterToken(t, env["WR_URL"], "gala")
+	id := enterToken(t, env["WR_URL"], "gala")
+
+	r := wrctl(t, env, "token", "gala", id)
+	for _, line := range []string{`tokenId +` + id, `status +WAITING`, `ticket +2`, `position +2`, `paused +true`, `retainedUntil +20\d\d-.*`} {
+		if r.status != 0 || !regexp.MustCompile(`(?m)^  `+line+`$`).MatchString(r.stdout) {
+			t.Errorf("wrctl token: exit %d, no line %q in:\n%s%s", r.status, line, r.stdout, r.stderr)
+		}
+	}
+	for range 2 {
+		r = wrctl(t, env, "revoke", "gala", id)
+		if want := "revoked token " + id + " of program gala\n"; r.status != 0 || r.stdout != want {
+			t.Errorf("wrctl revoke: exit %d, stdout %q, stderr %s; want %q", r.status, r.stdout, r.stderr, want)
+		}
+	}
+	got := decode(t, wrctl(t, env, "token", "gala", id, "-json"))
+	if got["status"] != "REVOKED" || got["revokedAt"] == nil || got["position"] != nil {
+		t.Errorf("wrctl token -json after the revoke: %v; want REVOKED with revokedAt, no position", got)
+	}
+	r = wrctl(t, env, "revoke", "gala", "unknownTokenFixture001")
+	if r.status != 1 || !strings.HasPrefix(r.stderr, "wrctl: TOKEN_NOT_FOUND: ") {
+		t.Errorf("revoke of an unknown token: exit %d, stderr %q", r.status, r.stderr)
+	}
+	r = wrctl(t, env, "token", "gala")
+	if r.status != 2 || !strings.Contains(r.stderr, "want ID TOKEN") {
+		t.Errorf("token without TOKEN: exit %d, stderr %q", r.status, r.stderr)
+	}
+}
+
+// newKeyringAPI is newAPI with passes signed by a keyring (the local
+// server's: its keys wrapped by a key of this process), whose keys the
+// admin routes list, rotate and revoke.
+func newKeyringAPI(t *testing.T) http.Handler {
+	t.Helper()
+	// The keyring's clock reads mid-slot: no next key is due, whatever the
+	// hour the test runs at.
+	passes, err := waitingroom.PassOption(t.Context(), config.Pass{}, testIssuer, admissionpass.WithKeyringClock(clocktest.MidSlot(24*time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newServer(t, passes)
+	if a.Keys == nil {
+		t.Fatal("no keyring")
+	}
+	return a.LocalHandler(testSecret)
+}
+
+// keyRow is a row of wrctl keys: its kid, state and revocation time.
+var keyRow = regexp.MustCompile(`(?m)^([A-Za-z0-9_-]{43})  +(next|signing|published|retired|revoked|unusable)  +(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  +(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  +(-|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)$`)
+
+// keyRows returns wrctl keys' rows as "kid state", and checks its header
+// and its rotation line.
+func keyRows(t *testing.T, env map[string]string) []string {
+	t.Helper()
+	r := wrctl(t, env, "keys")
+	if r.status != 0 {
+		t.Fatalf("keys: exit %d, stderr %s", r.status, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if !regexp.MustCompile(`^KID +STATE +SIGNS FROM +CREATED +REVOKED$`).MatchString(lines[0]) || lines[len(lines)-1] != "rotation: a new key signs every 24h0m0s" {
+		t.Errorf("keys: no header or no rotation line:\n%s", r.stdout)
+	}
+	var rows []string
+	for _, m := range keyRow.FindAllStringSubmatch(r.stdout, -1) {
+		if revoked := m[5] != "-"; revoked != (m[2] == "revoked") {
+			t.Errorf("row %q: REVOKED %s for state %s", m[0], m[5], m[2])
+		}
+		rows = append(rows, m[1]+" "+m[2])
+	}
+	return rows
+}
+
+// TestKeys: wrctl keys lists the keyring's keys, keys rotate makes one,
+// keys revoke revokes one once its kid is typed again (or with -yes),
+// against the local server's API in process; a site's passverify then
+// takes the replacement's passes, and the JWKS no longer has the revoked
+// key.
+func TestKeys(t *testing.T) {
+	t.Parallel()
+	url := serve(t, newKeyringAPI(t))
+	env := adminEnv(url)
+	must := musts(t, env)
+
+	if r := must("keys"); !strings.Contains(r.stdout, "(no key yet: the first pass signed or JWKS request makes one)\n") {
+		t.Errorf("keys before any pass:\n%s", r.stdout)
+	}
+	// A first pass makes the key that signs.
+	must("put", "gala", "-paused")
+	first := strings.TrimSpace(must("passes", "gala").stdout)
+	rows := keyRows(t, env)
+	if len(rows) != 1 || !strings.HasSuffix(rows[0], " signing") {
+		t.Fatalf("keys after a first pass: %v, want one signing key", rows)
+	}
+	kid1, _, _ := strings.Cut(rows[0], " ")
+	got := decode(t, must("keys", "-json"))
+	if keys, _ := got["keys"].([]any); got["rotationSeconds"] != 86400.0 || len(keys) != 1 || keys[0].(map[string]any)["keyId"] != kid1 {
+		t.Errorf("keys -json: %v", got)
+	}
+	// The site has verified a pass of kid1: its JWKS is cached.
+	v, err := passverify.New(passverify.Config{JWKSURL: url + api.JWKSPath, Issuer: testIssuer, ProgramID: "gala", MinRefreshInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(t.Context(), first); err != nil {
+		t.Fatalf("the first pass: %v", err)
+	}
+
+	r := must("keys", "rotate")
+	m := regexp.MustCompile(`^new key ([A-Za-z0-9_-]{43}): in the JWKS within a minute, signs from \S+Z \(in 15m0s\)\n$`).FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("keys rotate: %q", r.stdout)
+	}
+	kid2 := m[1]
+	if rows := keyRows(t, env); !slices.Equal(rows, []string{kid2 + " next", kid1 + " signing"}) {
+		t.Errorf("keys after the rotation: %v, want %s next, %s signing", rows, kid2, kid1)
+	}
+
+	// The revocation of the key that signs: asked, refused, then made.
+	r = wrctlWithInput(t, env, kid2+"\n", "keys", "revoke", kid1)
+	if r.status != 1 || !strings.Contains(r.stderr, "Type the key id to confirm: ") || !strings.Contains(r.stderr, "A new key signs in its place from now.") || !strings.Contains(r.stderr, "not revoked") {
+		t.Errorf("revoke with the wrong confirmation: exit %d, stderr %s", r.status, r.stderr)
+	}
+	if rows := keyRows(t, env); !slices.Contains(rows, kid1+" signing") {
+		t.Errorf("keys after an unconfirmed revoke: %v, want %s still signing", rows, kid1)
+	}
+	r = wrctlWithInput(t, env, kid1+"\n", "keys", "revoke", kid1)
+	m = regexp.MustCompile(`^revoked key ` + kid1 + `\nkey ([A-Za-z0-9_-]{43}) signs in its place from \S+Z\n$`).FindStringSubmatch(r.stdout)
+	if r.status != 0 || m == nil {
+		t.Fatalf("revoke confirmed: exit %d, stdout %q, stderr %s", r.status, r.stdout, r.stderr)
+	}
+	kid3 := m[1]
+	if rows := keyRows(t, env); !slices.Equal(rows, []string{kid2 + " next", kid3 + " signing", kid1 + " revoked"}) {
+		t.Errorf("keys after the revoke: %v, want %s next, %s signing, %s revoked", rows, kid2, kid3, kid1)
+	}
+	jwks := jwksOf(t, url)
+	if slices.Contains(jwks, kid1) || !slices.Contains(jwks, kid3) || !slices.Contains(jwks, kid2) {
+		t.Errorf("JWKS after the revoke: %v, want %s and %s, not %s", jwks, kid2, kid3, kid1)
+	}
+	// The replacement's passes verify at once: an unknown kid makes the
+	// site fetch the JWKS again.
+	next := strings.TrimSpace(must("passes", "gala").stdout)
+	if _, err := v.Verify(t.Context(), next); err != nil {
+		t.Errorf("a pass of the replacement: %v", err)
+	}
+
+	// The next key, without asking; then refusals.
+	if got := decode(t, must("keys", "revoke", kid2, "-yes", "-json")); got["revoked"] != kid2 || got["replacement"] != nil {
+		t.Errorf("keys revoke -yes -json of the next key: %v, want it revoked without a replacement", got)
+	}
+	for _, tc := range []struct {
+		args   []string
+		status int
+		stderr string
+	}{
+		{[]string{"keys", "revoke", "unknownKeyFixture00000000000000000000000000", "-yes"}, 1, `^wrctl: KEY_NOT_FOUND: No signing key has this id\.\n$`},
+		{[]string{"keys", "revoke", "not-a-kid"}, 1, `^wrctl: INVALID_KEY_ID: `},
+		{[]string{"keys", "revoke"}, 2, `wrctl keys revoke: want KID, got 0 argument\(s\)`},
+		{[]string{"keys", "bogus"}, 2, `wrctl keys: want no arguments, got 1 argument\(s\)`},
+		{[]string{"keys", "rotate", "now"}, 2, `wrctl keys rotate: want no arguments, got 1 argument\(s\)`},
+	} {
+		r := wrctl(t, env, tc.args...)
+		if r.status != tc.status || !regexp.MustCompile(tc.stderr).MatchString(r.stderr) || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %s", tc.args, r.status, r.stdout, r.stderr, tc.status, tc.stderr)
+		}
+	}
+}
+
+// jwksOf is the kids of the JWKS that url serves.
+func jwksOf(t *testing.T, url string) []string {
+	t.Helper()
+	resp, err := http.Get(url + api.JWKSPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var set struct{ Keys []struct{ KID string } }
+	if err := json.NewDecoder(resp.Body).Decode(&set); err != nil {
+		t.Fatal(err)
+	}
+	var kids []string
+	for _, k := range set.Keys {
+		kids = append(kids, k.KID)
+	}
+	return kids
+}
+
+// TestKeysFixedKeys: a server that signs with fixed keys has no keyring:
+// each key command says so, and where fixed keys are rotated.
+func TestKeysFixedKeys(t *testing.T) {
+	t.Parallel()
+	env := adminEnv(serve(t, newAPI(t)))
+	for _, args := range [][]string{{"keys"}, {"keys", "rotate"}, {"keys", "revoke", "unknownKeyFixture00000000000000000000000000", "-yes"}} {
+		r := wrctl(t, env, args...)
+		if r.status != 1 || !strings.HasPrefix(r.stderr, "wrctl: NO_KEYRING: Passes are signed with fixed key files") || !strings.Contains(r.stderr, `"Rotating the key"`) {
+			t.Errorf("%v: exit %d, stderr %q", args, r.status, r.stderr)
+		}
+	}
+}
+
+// TestKeysSigV4: the key commands as on AWS, signed with AWS credentials
+// through a gateway that verifies the signature as API Gateway's IAM
+// authorizer does.
+func TestKeysSigV4(t *testing.T) {
+	creds := awsEnv(t, "eu-west-1")
+	env := map[string]string{"WR_URL": serve(t, sigv4test.Gateway(creds, "eu-west-1", "Bearer "+testSecret, newKeyringAPI(t)))}
+	rot := decode(t, wrctl(t, env, "keys", "rotate", "-json"))
+	key, _ := rot["key"].(map[string]any)
+	kid, _ := key["keyId"].(string)
+	if key["state"] != "next" || len(kid) != 43 {
+		t.Fatalf("keys rotate through the signed gateway: %v", rot)
+	}
+	if got := decode(t, wrctl(t, env, "keys", "-json")); len(got["keys"].([]any)) != 1 {
+		t.Errorf("keys through the signed gateway: %v", got)
+	}
+	if got := decode(t, wrctl(t, env, "keys", "revoke", kid, "-yes", "-json")); got["revoked"] != kid {
+		t.Errorf("keys revoke through the signed gateway: %v", got)
+	}
+	if r := wrctl(t, env, "keys", "-region", "us-east-1"); r.status != 1 || !strings.Contains(r.stderr, "signed for execute-api in us-east-1") {
+		t.Errorf("keys signed for another region: exit %d, stderr %s", r.status, r.stderr)
+	}
+}

@@ -1,0 +1,237 @@
+// Package capacity frees the slots of a program with a cap on active
+// people (maxActiveUsers) and finds its no-shows, with no job and no hot
+// item (docs/design.md, "Capacity"). Package queue follows a program's
+// admissions through it; it knows nothing of queue.
+//
+// The records, by place, in groups of GroupSize (Store): the first
+// ADMITTED answer of a place sights it; an early end records it in its
+// group and in the end index a fold has not sealed yet. A Fold, at most
+// every FoldPeriod, counts from them the slots freed since the last one
+// (ends, no-shows, windows over) and writes the ceiling's next Step.
+//
+// Invariants:
+//   - Sealed before counted: a fold seals every record it counts (the
+//     no-show seal refuses later sightings, a sealed end index sends an
+//     end to the next, the expiry seal refuses late ends), so a retried or
+//     racing fold counts the same frozen records, and one write wins
+//     (Store.ApplyFold on the fold it read).
+//   - The Ceiling only rises where the counter cannot reach: a step acts a
+//     change delay after it is written, so every cached read computes the
+//     same ceiling, and it frees its slots at the rate, not in a burst.
+//     Bypass Reservations hold slots below it from when they are made.
+//   - So admissions plus live bypass passes never exceed the cap: the
+//     ceiling grows only by releases certain when folded.
+package capacity
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/example/waitingroom/internal/pace"
+)
+
+// GroupSize is how many places one capacity group records: places
+// g×GroupSize+1 to (g+1)×GroupSize are group g (GroupOf).
+const GroupSize = 128
+
+// GroupOf is the capacity group of place p ≥ 1.
+func GroupOf(p int64) int64 { return (p - 1) / GroupSize }
+
+// How long the capacity records stay after the write that made them (a
+// mark: after its last write), once no fold can read them: the stores'
+// TTL (dynamostore) and sweep (memstore) drop them then.
+const (
+	GroupTTL = 3 * 24 * time.Hour
+	MarkTTL  = 3 * 24 * time.Hour
+	EndsTTL  = 24 * time.Hour
+)
+
+// Step is one rise of a capped program's ceiling, written by the fold:
+// from AtMs (Unix ms) the slots freed rise from their level then towards
+// Freed, the first slot at AtMs and the next at Rate, or all at once when
+// Rate is 0.
+type Step struct {
+	AtMs  int64     `dynamodbav:"at"`
+	Freed int64     `dynamodbav:"freed"`
+	Rate  pace.Rate `dynamodbav:"rate"`
+}
+
+// Capacity is a program's capacity state: the slots its admissions freed,
+// as the ceiling's steps, and the fold's cursors and totals. Only the fold
+// writes it.
+type Capacity struct {
+	// Level is how many slots were freed before the first of Steps.
+	Level int64 `dynamodbav:"level"`
+	// Steps are the ceiling's latest rises, oldest first.
+	Steps []Step `dynamodbav:"steps"`
+	// ReleaseRate is the rate at which slots were freed lately, as the
+	// fold measures it: the pace of admission while the ceiling holds it.
+	ReleaseRate pace.Rate `dynamodbav:"releaseRate"`
+
+	// FoldedAtMs is when the last fold was made (Unix ms; 0: never): the
+	// condition of the next (Store.ApplyFold).
+	FoldedAtMs int64 `dynamodbav:"foldedAtMs"`
+	// EndsThrough is the last end quantum whose index the folds counted.
+	EndsThrough int64 `dynamodbav:"endsThrough"`
+	// NoShowThrough is the last place whose sighting the folds sealed.
+	NoShowThrough int64 `dynamodbav:"noShowThrough"`
+	// ExpiredThrough is the last place whose window the folds expired.
+	ExpiredThrough int64 `dynamodbav:"expiredThrough"`
+	// Owed are no-shows of a program without a cap not yet given to the
+	// next people in line as extra admissions.
+	Owed int64 `dynamodbav:"owed"`
+	// The totals: admissions that were no-shows, that ended early, and
+	// whose window ended.
+	NoShows int64 `dynamodbav:"noShows"`
+	Ended   int64 `dynamodbav:"ended"`
+	Expired int64 `dynamodbav:"expired"`
+}
+
+// FreedAt is how many slots are freed at Unix ms: Level, then each step's
+// rise from the level at its instant towards its Freed, up to ms.
+func (c Capacity) FreedAt(ms int64) int64 {
+	level := c.Level
+	for i, st := range c.Steps {
+		if ms < st.AtMs {
+			break
+		}
+		end := ms
+		if i+1 < len(c.Steps) {
+			end = min(end, c.Steps[i+1].AtMs)
+		}
+		switch {
+		case st.Freed <= level:
+		case st.Rate <= 0:
+			level = st.Freed
+		default:
+			level = min(st.Freed, pace.AddSat(level, releasedBy(st.AtMs, end, st.Rate)))
+		}
+	}
+	return level
+}
+
+// ReachMs is the first Unix ms at or after from at which FreedAt reaches
+// n, and false if no step takes it there.
+func (c Capacity) ReachMs(n, from int64) (int64, bool) {
+	if c.FreedAt(from) >= n {
+		return from, true
+	}
+	level := c.Level
+	for i, st := range c.Steps {
+		end := int64(-1) // none: the last step rises for good
+		if i+1 < len(c.Steps) {
+			end = c.Steps[i+1].AtMs
+		}
+		switch {
+		case st.Freed <= level:
+			continue
+		case st.Rate <= 0:
+			if n <= st.Freed {
+				return max(st.AtMs, from), true
+			}
+			level = st.Freed
+			continue
+		}
+		if n <= st.Freed {
+			d, _ := pace.MulDiv(uint64(n-level-1), 1e6, uint64(st.Rate), true)
+			if at := pace.AddSat(st.AtMs, d); end < 0 || at <= end {
+				return max(at, from), true
+			}
+		}
+		if end >= 0 {
+			level = min(st.Freed, pace.AddSat(level, releasedBy(st.AtMs, end, st.Rate)))
+		}
+	}
+	return 0, false
+}
+
+// releasedBy is how many slots a release at rate r from fromMs has freed
+// by toMs ≥ fromMs: the first at fromMs, then one every 1/r.
+func releasedBy(fromMs, toMs int64, r pace.Rate) int64 {
+	n, _ := pace.MulDiv(uint64(toMs-fromMs), uint64(r), 1e6, false)
+	return pace.AddSat(n, 1)
+}
+
+// Group is one capacity group of a program as stored: what the folds read
+// of its places.
+type Group struct {
+	// Sighted are the places whose admission was seen (the pass fetched).
+	Sighted []int64
+	// SealedThrough is the no-show seal: places at or below it take no
+	// new sighting; Seals are its moves, in order.
+	SealedThrough int64
+	Seals         []Seal
+	// Ended maps each place whose admission ended early to the end
+	// quantum whose index counts it.
+	Ended map[int64]int64
+	// ExpiredThrough is the expiry seal: places at or below it take no
+	// new end.
+	ExpiredThrough int64
+}
+
+// Seal is one move of a group's no-show seal: places up to Through were
+// sealed at At.
+type Seal struct {
+	Through int64
+	At      time.Time
+}
+
+// SealedAt is when place was sealed against new sightings, and false if
+// it is not.
+func (g Group) SealedAt(place int64) (time.Time, bool) {
+	for _, s := range g.Seals {
+		if place <= s.Through {
+			return s.At, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// Mark is the serving counter at a fold, and the no-show cursor after it.
+type Mark struct {
+	AtMs          int64
+	Counter       int64
+	NoShowThrough int64
+}
+
+// ErrSealed means a capacity record was sealed by a fold before the write.
+var ErrSealed = errors.New("store: sealed")
+
+// Store keeps the records that free a capped program's slots, and that
+// find its no-shows. Every record a fold counts is sealed first, so that
+// a retried or racing fold counts the same. Its other errors are package
+// store's.
+type Store interface {
+	// Sight adds place to its group's sightings, unless the group is
+	// sealed through place without it (ErrSealed), and returns the group.
+	Sight(ctx context.Context, programID string, place int64) (Group, error)
+	// SealSightings moves group g's no-show seal up to through (never
+	// back) at now, and returns the group.
+	SealSightings(ctx context.Context, programID string, g, through int64, now time.Time) (Group, error)
+	// EndPlace records place's end in quantum q unless one is recorded
+	// (that one stays), and returns the group; ErrSealed if place has
+	// expired (ExpireGroup) without one.
+	EndPlace(ctx context.Context, programID string, place, q int64) (Group, error)
+	// MoveEnd moves place's end from quantum from to quantum to if it is
+	// still in from, and returns the group.
+	MoveEnd(ctx context.Context, programID string, place, from, to int64) (Group, error)
+	// ExpireGroup moves group g's expiry seal up to through (never back),
+	// so that no new end is taken at or below it, and returns the group.
+	ExpireGroup(ctx context.Context, programID string, g, through int64) (Group, error)
+	// AddEnd adds place to the end index of quantum q, shard k, unless it
+	// is sealed without it (ErrSealed).
+	AddEnd(ctx context.Context, programID string, q int64, k int, place int64) error
+	// SealEnds seals the end index of quantum q, shard k, and returns its
+	// places.
+	SealEnds(ctx context.Context, programID string, q int64, k int) ([]int64, error)
+	// PutMark stores m (the same mark again changes nothing).
+	PutMark(ctx context.Context, programID string, m Mark) error
+	// MarkBefore returns the latest mark at or before Unix ms;
+	// store.ErrNotFound if there is none.
+	MarkBefore(ctx context.Context, programID string, ms int64) (Mark, error)
+	// ApplyFold stores next as the program's capacity if its stored
+	// capacity is still from the fold made at prevFoldedAtMs;
+	// store.ErrConflict otherwise, store.ErrNotFound without the program.
+	ApplyFold(ctx context.Context, programID string, prevFoldedAtMs int64, next Capacity) error
+}

@@ -1,0 +1,158 @@
+package capacity
+
+import "github.com/example/waitingroom/internal/pace"
+
+// Ceiling bounds a capped program's serving counter: L(t) = the cap +
+// the slots its admissions freed by t − those bypass passes hold at t.
+// The zero Cap is no cap, and no ceiling.
+type Ceiling struct {
+	// Cap is the program's maxActiveUsers; a raise takes effect at
+	// RaiseAtMs (Unix ms), the cap being From until then.
+	Cap, From, RaiseAtMs int64
+	// Capacity holds the slots freed, as the folds wrote them.
+	Capacity Capacity
+	// Reserved are the slots bypass passes hold (Reserve).
+	Reserved []Reservation
+}
+
+// At is the ceiling at Unix ms, and false without a cap.
+func (l Ceiling) At(ms int64) (int64, bool) {
+	if l.Cap <= 0 {
+		return 0, false
+	}
+	return max(pace.AddSat(l.CapAt(ms), l.Capacity.FreedAt(ms))-l.ReservedAt(ms), 0), true
+}
+
+// CapAt is the cap in effect at Unix ms: Cap, or the one before a raise
+// that has not taken effect yet.
+func (l Ceiling) CapAt(ms int64) int64 {
+	if ms < l.RaiseAtMs {
+		return l.From
+	}
+	return l.Cap
+}
+
+// ReservedAt is how many slots bypass passes hold at Unix ms.
+func (l Ceiling) ReservedAt(ms int64) int64 {
+	n := int64(0)
+	for _, r := range l.Reserved {
+		n = pace.AddSat(n, r.HeldAt(ms))
+	}
+	return n
+}
+
+// AdmitsMs is the first Unix ms at or after at (when the segments admit
+// place) at which the ceiling lets place in: from the steps written, then
+// at the measured ReleaseRate; false when neither tells. at itself
+// without a cap.
+func (l Ceiling) AdmitsMs(place, at int64) (int64, bool) {
+	// The slots bypass passes hold count as if held to the end.
+	need := pace.AddSat(place-l.Cap, l.ReservedAt(at))
+	if l.Cap <= 0 || need <= 0 {
+		return at, true
+	}
+	c := l.Capacity
+	if reach, ok := c.ReachMs(need, at); ok {
+		return reach, true
+	}
+	if c.ReleaseRate <= 0 {
+		return 0, false
+	}
+	// Past the steps written: the last one's target, then the pace.
+	from, level := at, c.FreedAt(at)
+	if n := len(c.Steps); n > 0 {
+		last := c.Steps[n-1]
+		if end, ok := c.ReachMs(last.Freed, at); ok {
+			from, level = end, max(level, last.Freed)
+		}
+	}
+	d, _ := pace.MulDiv(uint64(need-level), 1e6, uint64(c.ReleaseRate), true)
+	return pace.AddSat(from, d), true
+}
+
+// EarliestMs is a lower bound on when the ceiling could let place in,
+// seen at ms: the steps written, or steps not written yet, which take
+// effect notice ms from now at the soonest and free at most Cap slots a
+// round, a round lasting round ms at least. False without a cap, or when
+// the ceiling lets place in already.
+func (l Ceiling) EarliestMs(place, ms, notice, round int64) (int64, bool) {
+	at, ok := l.At(ms)
+	if !ok || place <= at {
+		return 0, false
+	}
+	c := l.Capacity
+	from := max(ms+notice, ms)
+	need := place - pace.AddSat(l.Cap, c.FreedAt(from))
+	if need <= 0 {
+		reach, _ := c.ReachMs(place-l.Cap, ms)
+		return reach, true
+	}
+	rounds := (need + l.Cap - 1) / l.Cap
+	earliest := pace.AddSat(from, pace.MulSat(rounds-1, round))
+	if reach, ok := c.ReachMs(place-l.Cap, from); ok {
+		earliest = min(earliest, reach)
+	}
+	return earliest, true
+}
+
+// maxReservations bounds the bypass reservations a program keeps; an
+// issuance beyond merges into the one that ends nearest its own.
+const maxReservations = 8
+
+// Reservation is N slots of a capped program's ceiling held by live bypass
+// passes: from FromMs (Unix ms) to UntilMs, then freed at Rate, the first
+// at UntilMs (all at once when Rate is 0), as a fold's Step frees them.
+type Reservation struct {
+	FromMs  int64     `dynamodbav:"from"`
+	UntilMs int64     `dynamodbav:"until"`
+	N       int64     `dynamodbav:"n"`
+	Rate    pace.Rate `dynamodbav:"rate"`
+}
+
+// HeldAt is how many of r's slots are held at Unix ms.
+func (r Reservation) HeldAt(ms int64) int64 {
+	switch {
+	case ms < r.FromMs:
+		return 0
+	case ms < r.UntilMs:
+		return r.N
+	case r.Rate <= 0:
+		return 0
+	}
+	return max(r.N-releasedBy(r.UntilMs, ms, r.Rate), 0)
+}
+
+// Reserve returns rs, less the reservations over at ms, with r added, or
+// merged into the one that ends nearest it when rs holds maxReservations:
+// the merged one holds at least what both would, so the ceiling is never
+// higher.
+func Reserve(rs []Reservation, r Reservation, ms int64) []Reservation {
+	kept := make([]Reservation, 0, len(rs)+1)
+	for _, x := range rs {
+		if ms < x.UntilMs || x.HeldAt(ms) > 0 {
+			kept = append(kept, x)
+		}
+	}
+	if len(kept) < maxReservations {
+		return append(kept, r)
+	}
+	near := 0
+	for i, x := range kept {
+		if absDiff(x.UntilMs, r.UntilMs) < absDiff(kept[near].UntilMs, r.UntilMs) {
+			near = i
+		}
+	}
+	x := &kept[near]
+	x.FromMs, x.UntilMs, x.N = min(x.FromMs, r.FromMs), max(x.UntilMs, r.UntilMs), pace.AddSat(x.N, r.N)
+	if x.Rate <= 0 || r.Rate > 0 && r.Rate < x.Rate {
+		x.Rate = r.Rate // the slower release; 0 (all at once) only if both are
+	}
+	return kept
+}
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}

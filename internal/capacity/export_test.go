@@ -1,0 +1,4 @@
+package capacity
+
+// Pruned exposes pruned.
+var Pruned = pruned

@@ -1,0 +1,225 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/example/waitingroom/internal/pace"
+	"github.com/example/waitingroom/internal/store"
+)
+
+// Fold parameters (docs/design.md, "Capacity").
+const (
+	// EndShards is how many items each end index is spread over.
+	EndShards = 4
+	// FoldPeriod is the least time between two folds of a program: with
+	// the change delay (2 s at the default cache TTL), a slot freed is
+	// refilled within 2.25 s (more when more slots free at once than the
+	// rate refills in a fold's period).
+	FoldPeriod = 250 * time.Millisecond
+	// ExpiryMargin is added to a window before its slot is freed: the
+	// pass verifiers' leeway (passverify.DefaultLeeway) and clock skew.
+	ExpiryMargin = time.Minute
+	// maxGroupsPerFold bounds the groups one fold seals for no-shows.
+	maxGroupsPerFold = 16
+	// noShowMargin is added to the no-show time before a place is sealed:
+	// none is needed, the seal decides, not a clock.
+	noShowMargin = 0
+	// keptSteps bounds the ceiling's steps already in effect that a fold
+	// keeps (the older ones become Level).
+	keptSteps = 1
+)
+
+// Program is what a fold reads of the program it folds.
+type Program struct {
+	ID       string
+	Capacity Capacity
+	// Capped reports whether the program has a cap: the slots freed then
+	// make the ceiling's next step; without one, no-shows are Owed.
+	Capped bool
+	// NoShowAfter is how long someone admitted has to fetch their pass;
+	// FreedAfter is how long after an admission its slot is freed when
+	// they came and never ended (the window, then ExpiryMargin).
+	NoShowAfter, FreedAfter time.Duration
+	// Rate is the settled admission rate, at which a step frees its
+	// slots.
+	Rate pace.Rate
+	// Serving is the serving counter at the fold, which its mark records.
+	Serving int64
+}
+
+// Fold counts, from records it seals first, the slots p's admissions freed
+// since the last fold (ended early, no-shows, windows over), and stores
+// the ceiling's next step delay after now, delay being the admin change
+// delay; a fold made meanwhile by another request wins, and this one
+// returns p.Capacity and nil.
+func Fold(ctx context.Context, s Store, p Program, now time.Time, delay time.Duration) (Capacity, error) {
+	c := p.Capacity
+	ended, err := sealEnds(ctx, s, p.ID, c.EndsThrough+1)
+	if err != nil {
+		return c, err
+	}
+	noShows, noShowThrough, err := sealNoShows(ctx, s, p, now)
+	if err != nil {
+		return c, err
+	}
+	expired, expiredThrough, err := expireWindows(ctx, s, p, noShowThrough, now)
+	if err != nil {
+		return c, err
+	}
+	next := c.folded(p, now, delay, ended, noShows, expired)
+	next.NoShowThrough, next.ExpiredThrough = noShowThrough, expiredThrough
+	if err := s.PutMark(ctx, p.ID, Mark{AtMs: next.FoldedAtMs, Counter: p.Serving, NoShowThrough: noShowThrough}); err != nil {
+		return c, fmt.Errorf("put mark: %w", err)
+	}
+	switch err := s.ApplyFold(ctx, p.ID, c.FoldedAtMs, next); {
+	case errors.Is(err, store.ErrConflict):
+		return c, nil // another request folded first
+	case err != nil:
+		return c, fmt.Errorf("apply fold: %w", err)
+	}
+	return next, nil
+}
+
+// sealEnds seals the end index of quantum q, the one after the last the
+// folds counted, and returns how many places ended in it.
+func sealEnds(ctx context.Context, s Store, programID string, q int64) (int64, error) {
+	ended := int64(0)
+	for k := range EndShards {
+		places, err := s.SealEnds(ctx, programID, q, k)
+		if err != nil {
+			return 0, fmt.Errorf("seal ends %d/%d: %w", q, k, err)
+		}
+		ended += int64(len(places))
+	}
+	return ended, nil
+}
+
+// sealNoShows seals against new sightings the places admitted by the
+// latest mark older than the time to show, and returns how many of them
+// were never sighted (no-shows) and the no-show cursor after it.
+func sealNoShows(ctx context.Context, s Store, p Program, now time.Time) (noShows, through int64, err error) {
+	done := p.Capacity.NoShowThrough
+	m, ok, err := markBefore(ctx, s, p.ID, now.Add(-p.NoShowAfter-noShowMargin))
+	if err != nil || !ok {
+		return 0, done, err
+	}
+	through = min(m.Counter, done+maxGroupsPerFold*GroupSize)
+	err = forGroups(done, through, func(g, from, to int64) error {
+		grp, err := s.SealSightings(ctx, p.ID, g, to, now)
+		if err != nil {
+			return fmt.Errorf("seal group %d: %w", g, err)
+		}
+		noShows += to - from + 1 - count(grp.Sighted, from, to, nil)
+		return nil
+	})
+	return noShows, max(done, through), err
+}
+
+// expireWindows seals against late ends the places whose window (and the
+// margin) is over, up to noShowThrough: those a mark that old saw sealed
+// were all sighted by then, if ever. It returns how many were sighted
+// and never ended, whose slots are now free, and the expiry cursor.
+func expireWindows(ctx context.Context, s Store, p Program, noShowThrough int64, now time.Time) (expired, through int64, err error) {
+	done := p.Capacity.ExpiredThrough
+	m, ok, err := markBefore(ctx, s, p.ID, now.Add(-p.FreedAfter))
+	if err != nil || !ok {
+		return 0, done, err
+	}
+	through = min(m.NoShowThrough, noShowThrough, done+maxGroupsPerFold*GroupSize)
+	err = forGroups(done, through, func(g, from, to int64) error {
+		grp, err := s.ExpireGroup(ctx, p.ID, g, to)
+		if err != nil {
+			return fmt.Errorf("expire group %d: %w", g, err)
+		}
+		expired += count(grp.Sighted, from, to, grp.Ended)
+		return nil
+	})
+	return expired, max(done, through), err
+}
+
+// markBefore is the latest mark at or before at, and false if there is
+// none.
+func markBefore(ctx context.Context, s Store, programID string, at time.Time) (Mark, bool, error) {
+	m, err := s.MarkBefore(ctx, programID, pace.UnixMs(at))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Mark{}, false, nil
+	case err != nil:
+		return Mark{}, false, fmt.Errorf("read mark: %w", err)
+	}
+	return m, true, nil
+}
+
+// forGroups calls f for each group holding places done+1 to through, with
+// the group's first and last place in that range; it stops at f's first
+// error.
+func forGroups(done, through int64, f func(g, from, to int64) error) error {
+	for g := GroupOf(done + 1); done < through && g <= GroupOf(through); g++ {
+		if err := f(g, max(done+1, g*GroupSize+1), min(through, (g+1)*GroupSize)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// count is how many of places are in from..to and not in except.
+func count(places []int64, from, to int64, except map[int64]int64) int64 {
+	n := int64(0)
+	for _, pl := range places {
+		if _, out := except[pl]; pl >= from && pl <= to && !out {
+			n++
+		}
+	}
+	return n
+}
+
+// folded is c after a fold of p at now that found ended, noShows and
+// expired slots freed: the totals, the index counted, and with a cap the
+// ceiling's next step delay after now (the older steps pruned), else the
+// no-shows owed; the release rate measured since the last fold.
+func (c Capacity) folded(p Program, now time.Time, delay time.Duration, ended, noShows, expired int64) Capacity {
+	nowMs := pace.UnixMs(now)
+	next := c
+	next.FoldedAtMs = nowMs
+	next.EndsThrough++
+	next.Ended += ended
+	next.NoShows += noShows
+	next.Expired += expired
+	released := ended + noShows + expired
+	if p.Capped {
+		next.Level, next.Steps = pruned(c, nowMs)
+		target := next.Level
+		if n := len(next.Steps); n > 0 {
+			target = next.Steps[n-1].Freed
+		}
+		if released > 0 {
+			next.Steps = append(next.Steps, Step{AtMs: pace.UnixMs(now.Add(delay)), Freed: pace.AddSat(target, released), Rate: p.Rate})
+		}
+	} else {
+		next.Owed += noShows
+	}
+	if c.FoldedAtMs > 0 && nowMs > c.FoldedAtMs {
+		measured, _ := pace.MulDiv(uint64(released), 1e6, uint64(nowMs-c.FoldedAtMs), false)
+		next.ReleaseRate = pace.Rate((int64(c.ReleaseRate)*3 + measured) / 4)
+	}
+	return next
+}
+
+// pruned is c's level and steps at nowMs, the steps in effect before the
+// last keptSteps of them turned into the level.
+func pruned(c Capacity, nowMs int64) (int64, []Step) {
+	due := 0
+	for due < len(c.Steps) && c.Steps[due].AtMs <= nowMs {
+		due++
+	}
+	drop := max(due-keptSteps, 0)
+	if drop == 0 {
+		return c.Level, append([]Step(nil), c.Steps...)
+	}
+	// The level where the first kept step starts: the dropped steps only.
+	level := Capacity{Level: c.Level, Steps: c.Steps[:drop]}.FreedAt(c.Steps[drop].AtMs)
+	return level, append([]Step(nil), c.Steps[drop:]...)
+}

@@ -1,0 +1,320 @@
+// Package history keeps each program's history of admin changes, which
+// answers "who paused at 10:02?" (docs/design.md, "The operator's
+// records"): a Change per item in the program's partition of the Store,
+// keyed by its instant and id, with its actor (WithActor) and what it set.
+// Package queue writes one beside every admin change it stores; this
+// package knows nothing of programs beyond the ids of their latest
+// changes (Push).
+//
+// Invariants:
+//   - Every change applied is shown once, and no other, without
+//     transactions: a change is stored uncommitted before its program's
+//     write (Begin), after committing the program's previous latest
+//     change, so at most one uncommitted change per program is applied,
+//     its latest; a read (Read) shows an uncommitted change only when it
+//     was applied: the program's latest, at its version, or a revoke
+//     whose token the caller finds revoked at its instant.
+//   - The history's order is the order the changes were made in: each
+//     change's instant is after its program's previous one (NextAt).
+//   - A program remembers its last MaxRecent change ids with the version
+//     each made (Push), so a write retried after a lost answer recognises
+//     its own (Applied), or knows that it cannot tell.
+package history
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/example/waitingroom/internal/pace"
+)
+
+// Change is one admin change in a program's history.
+type Change struct {
+	ID string
+	// At is when the change was made, to the millisecond, after its
+	// program's previous change; with ID it keys the change (Key).
+	At time.Time
+	// EffectiveAt is when the change takes effect everywhere; zero: at once.
+	EffectiveAt time.Time
+	Actor       string
+	// Action is what the change did: one of the Action constants.
+	Action string
+	// Fields is a JSON object of what it set: {name: new value}.
+	Fields json.RawMessage
+	// Version is the program version the change made; 0 for an action
+	// that writes no program (a token revoked).
+	Version int64
+	// Committed is set once the change is known applied; a change not yet
+	// committed is applied only if it is its program's latest.
+	Committed bool
+}
+
+// Actions of a Change.
+const (
+	ActionCreate = "create"
+	ActionUpdate = "update"
+	ActionAdmit  = "admit"
+	// ActionReadmit is the service giving no-shows' admissions back.
+	ActionReadmit = "readmit"
+	ActionRevoke  = "revoke"
+	ActionBypass  = "bypass"
+)
+
+// SystemActor is the actor of the changes the service makes itself.
+const SystemActor = "system"
+
+// Key orders a program's changes: by At, then ID.
+type Key struct {
+	At time.Time
+	ID string
+}
+
+// Key is c's Key.
+func (c Change) Key() Key { return Key{c.At, c.ID} }
+
+// Bounds of the history's reads and of an actor's name.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+	maxActorLen  = 512
+	// Retention is how long a store keeps a change.
+	Retention = 400 * 24 * time.Hour
+)
+
+// Store keeps the programs' histories.
+type Store interface {
+	// PutChange stores c in programID's history, replacing the change with
+	// the same At and ID.
+	PutChange(ctx context.Context, programID string, c Change) error
+	// CommitChange marks programID's change (at, id) committed; nothing if
+	// there is none.
+	CommitChange(ctx context.Context, programID string, at time.Time, id string) error
+	// Changes returns up to limit of programID's changes that come before
+	// from (newest first; the zero Key starts at the newest), and whether
+	// more follow.
+	Changes(ctx context.Context, programID string, from Key, limit int) ([]Change, bool, error)
+}
+
+type actorKey struct{}
+
+// WithActor returns ctx naming actor (an IAM ARN, "local-admin") as the
+// caller of the admin changes made with it.
+func WithActor(ctx context.Context, actor string) context.Context {
+	if len(actor) > maxActorLen {
+		actor = actor[:maxActorLen]
+	}
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// ActorOf is the actor ctx names, or "unknown".
+func ActorOf(ctx context.Context) string {
+	if a, _ := ctx.Value(actorKey{}).(string); a != "" {
+		return a
+	}
+	return "unknown"
+}
+
+// Fields is v's JSON, the fields of a change.
+func Fields(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
+
+// Begin makes c, a change of programID about to be written, recoverable:
+// it commits the program's latest change (the newest of recent, its
+// Push entries as read), so that only the latest can be uncommitted, and
+// stores c uncommitted, side by side with alongside (the list entry of a
+// new program), the admin deadline being short. An error means nothing is
+// to be written.
+func Begin(ctx context.Context, s Store, programID string, recent []string, c Change, alongside ...func() error) error {
+	c.Committed = false
+	var g errgroup.Group
+	if k, _, ok := Latest(recent); ok {
+		g.Go(func() error {
+			if err := s.CommitChange(ctx, programID, k.At, k.ID); err != nil {
+				return fmt.Errorf("commit the previous change: %w", err)
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		if err := s.PutChange(ctx, programID, c); err != nil {
+			return fmt.Errorf("record the change: %w", err)
+		}
+		return nil
+	})
+	for _, f := range alongside {
+		g.Go(f)
+	}
+	return g.Wait()
+}
+
+// MaxRecent is how many of its latest change ids a program remembers.
+const MaxRecent = 8
+
+// Push returns recent, a program's latest changes newest first, with
+// change id, made as version v at at, in front, keeping MaxRecent: entries
+// "version/id/atMs".
+func Push(recent []string, v int64, id string, at time.Time) []string {
+	e := strconv.FormatInt(v, 10) + "/" + id + "/" + strconv.FormatInt(pace.UnixMs(at), 10)
+	return append([]string{e}, recent[:min(len(recent), MaxRecent-1)]...)
+}
+
+// parse reads an entry of Push; at is zero for the entries written before
+// the history ("version/id").
+func parse(e string) (v int64, id string, at time.Time, ok bool) {
+	ver, rest, ok := strings.Cut(e, "/")
+	if !ok {
+		return 0, "", time.Time{}, false
+	}
+	v, err := strconv.ParseInt(ver, 10, 64)
+	if err != nil {
+		return 0, "", time.Time{}, false
+	}
+	id, ms, hasAt := strings.Cut(rest, "/")
+	if hasAt {
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil {
+			return 0, "", time.Time{}, false
+		}
+		at = pace.FromUnixMs(n)
+	}
+	return v, id, at, true
+}
+
+// Applied tells whether recent, the entries of a program at version
+// current, records change id as made version v: yes, no, or unknown when
+// the changes it still records all came after v (id may have been applied
+// and forgotten since).
+func Applied(recent []string, id string, v, current int64) (applied, known bool) {
+	oldest := int64(-1)
+	for _, e := range recent {
+		n, got, _, ok := parse(e)
+		if !ok {
+			continue
+		}
+		if n == v {
+			return got == id, true
+		}
+		if oldest < 0 || n < oldest {
+			oldest = n
+		}
+	}
+	// No change made version v: applied only if it fell off the list.
+	return false, len(recent) < MaxRecent || oldest < v || current < v
+}
+
+// Latest is the Key and version of the newest of recent, and false if
+// there is none with an instant.
+func Latest(recent []string) (Key, int64, bool) {
+	if len(recent) == 0 {
+		return Key{}, 0, false
+	}
+	v, id, at, ok := parse(recent[0])
+	return Key{at, id}, v, ok && !at.IsZero()
+}
+
+// NextAt is the instant of a change made at now after those of recent:
+// now to the millisecond, after the latest, so that the history's order
+// is the order the changes were made in.
+func NextAt(recent []string, now time.Time) time.Time {
+	ms := pace.UnixMs(now)
+	if k, _, ok := Latest(recent); ok {
+		ms = max(ms, pace.UnixMs(k.At)+1)
+	}
+	return pace.FromUnixMs(ms)
+}
+
+// Page is a page of a program's changes, newest first.
+type Page struct {
+	Changes []Change
+	// Next is the cursor of the following page; "" on the last.
+	Next string
+}
+
+// maxReads bounds the store pages one Read takes to fill a page past the
+// changes it hides.
+const maxReads = 4
+
+// Read returns up to limit of programID's changes that come before from
+// (the zero Key: from the newest), newest first: every change applied,
+// once, and none other. A change is applied if committed, if it is the
+// latest of recent (the program's Push entries, as read) at its version,
+// or, an uncommitted revoke, if revoked says so. A change made before
+// born is a deleted namesake's: never shown.
+func Read(ctx context.Context, s Store, programID string, recent []string, born time.Time, from Key, limit int, revoked func(Change) (bool, error)) (Page, error) {
+	latest, latestV, _ := Latest(recent)
+	shown := func(c Change) (bool, error) {
+		switch {
+		case c.At.Before(born):
+			return false, nil
+		case c.Committed:
+			return true, nil
+		case c.Action == ActionRevoke:
+			return revoked(c)
+		}
+		return c.Key() == latest && c.Version == latestV, nil
+	}
+	var p Page
+	for range maxReads {
+		page, more, err := s.Changes(ctx, programID, from, limit-len(p.Changes))
+		if err != nil {
+			return Page{}, err
+		}
+		for _, c := range page {
+			from = c.Key()
+			ok, err := shown(c)
+			if err != nil {
+				return Page{}, err
+			}
+			if ok {
+				p.Changes = append(p.Changes, c)
+			}
+		}
+		if !more {
+			return p, nil
+		}
+		if len(p.Changes) == limit {
+			break
+		}
+	}
+	p.Next = encodeCursor(from)
+	return p, nil
+}
+
+// changeIDPattern is the shape of a change id: 128 random bits in
+// base64url, as queue.NewTokenID makes them.
+var changeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
+
+func encodeCursor(k Key) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(pace.UnixMs(k.At), 10) + "/" + k.ID))
+}
+
+// DecodeCursor reads a Page's Next; "" is the zero Key. False for a
+// cursor that Read did not make.
+func DecodeCursor(c string) (Key, bool) {
+	if c == "" {
+		return Key{}, true
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(c) > 128 {
+		return Key{}, false
+	}
+	ms, id, ok := strings.Cut(string(b), "/")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || n < 0 || !changeIDPattern.MatchString(id) {
+		return Key{}, false
+	}
+	return Key{pace.FromUnixMs(n), id}, true
+}

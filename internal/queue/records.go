@@ -1,0 +1,289 @@
+package queue
+
+// The operator's records, as package catalog and package history keep
+// them: the list of programs, their deletion, the history that every
+// admin change writes itself into, and an admin's look at a token and its
+// revoke (docs/design.md, "The operator's records").
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/catalog"
+	"github.com/example/waitingroom/internal/history"
+	"github.com/example/waitingroom/internal/pace"
+)
+
+// incarnationMargin is how much earlier than its program a token may seem
+// issued (instances' clocks differ) and still be its: a token of a deleted
+// namesake is catalog.DeletedRetention older.
+const incarnationMargin = catalog.DeletedRetention / 2
+
+// ProgramList is a page of programs, in id order.
+type ProgramList struct {
+	Programs []Counters
+	// Next is the cursor of the following page; "" on the last.
+	Next string
+}
+
+// ListPrograms returns up to limit (0: catalog.DefaultLimit) programs in
+// id order, from cursor ("" for the first), each read fresh.
+func (s *Service) ListPrograms(ctx context.Context, cursor string, limit int) (ProgramList, error) {
+	limit, err := pageLimit(limit, catalog.DefaultLimit, catalog.MaxLimit)
+	if err != nil {
+		return ProgramList{}, err
+	}
+	after, ok := catalog.DecodeCursor(cursor)
+	if !ok || after != "" && !ValidProgramID(after) {
+		return ProgramList{}, errInvalidCursor
+	}
+	read := func(ctx context.Context, id string) (Program, bool, error) {
+		p, err := s.store.GetProgram(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			return p, false, nil // listed by a creation that failed, or deleted since
+		}
+		return p, err == nil, err
+	}
+	programs, next, err := catalog.List(ctx, s.store, after, limit, read)
+	if err != nil {
+		return ProgramList{}, storeError("list programs", err)
+	}
+	now := s.clock.Now()
+	l := ProgramList{Programs: make([]Counters, 0, len(programs)), Next: next}
+	for _, p := range programs {
+		l.Programs = append(l.Programs, p.counters(now))
+	}
+	return l, nil
+}
+
+// DeleteProgram deletes a closed program (closed, or past its closesAt):
+// it is then PROGRAM_NOT_FOUND everywhere (within a cache TTL on other
+// instances), its id is taken for catalog.DeletedRetention, and its tokens
+// go when the store's TTL removes them. An open one is PROGRAM_NOT_CLOSED.
+func (s *Service) DeleteProgram(ctx context.Context, programID string) error {
+	if !ValidProgramID(programID) {
+		return errInvalidProgramID
+	}
+	ctx, cancel := context.WithTimeout(ctx, adminDeadline)
+	defer cancel()
+	for range maxAdminTrials {
+		p, err := s.store.GetProgram(ctx, programID)
+		if err != nil {
+			return programReadError("get program", err)
+		}
+		now := s.clock.Now()
+		if p.takesEntries(now) {
+			return Errorf(KindConflict, api.CodeProgramNotClosed, "Close the program (closed: true) before you delete it.")
+		}
+		err = s.store.DeleteProgram(ctx, p, now.Add(catalog.DeletedRetention))
+		switch {
+		case err == nil:
+			s.cache.forget(programID)
+			s.log.LogAttrs(ctx, slog.LevelInfo, "program deleted", slog.String("programId", programID), slog.String("actor", history.ActorOf(ctx)), slog.Int64("version", p.Version))
+			return nil
+		case !errors.Is(err, ErrConflict):
+			return storeError("delete program", err)
+		}
+		if err := s.clock.Sleep(ctx, s.jitter(maxConflictBackoff)); err != nil {
+			break
+		}
+	}
+	return errBusy(time.Second)
+}
+
+// History returns up to limit (0: history.DefaultLimit) of programID's
+// changes, newest first, from cursor ("" for the newest): every admin
+// change applied, once, and none that was not.
+func (s *Service) History(ctx context.Context, programID, cursor string, limit int) (history.Page, error) {
+	if !ValidProgramID(programID) {
+		return history.Page{}, errInvalidProgramID
+	}
+	limit, err := pageLimit(limit, history.DefaultLimit, history.MaxLimit)
+	if err != nil {
+		return history.Page{}, err
+	}
+	from, ok := history.DecodeCursor(cursor)
+	if !ok {
+		return history.Page{}, errInvalidCursor
+	}
+	p, err := s.store.GetProgram(ctx, programID)
+	if err != nil {
+		return history.Page{}, programReadError("get program", err)
+	}
+	// A change older than the program is its deleted namesake's.
+	born := p.CreatedAt.Add(-adminDeadline)
+	page, err := history.Read(ctx, s.store, programID, p.Changes, born, from, limit, func(c history.Change) (bool, error) {
+		return s.revokeApplied(ctx, programID, c)
+	})
+	if err != nil {
+		return history.Page{}, storeError("read changes", err)
+	}
+	return page, nil
+}
+
+// pageLimit is the limit of a page: def for 0, INVALID_LIMIT outside
+// 1..most.
+func pageLimit(limit, def, most int) (int, error) {
+	switch {
+	case limit == 0:
+		return def, nil
+	case limit < 1 || limit > most:
+		return 0, Errorf(KindInvalid, api.CodeInvalidLimit, "limit must be a whole number between 1 and %d.", most)
+	}
+	return limit, nil
+}
+
+// Lookup is an admin's look at a token (Service.Token).
+type Lookup struct {
+	// View is the answer the token's holder would get now, computed
+	// without recording anything (lookupView).
+	View View
+	// Token is the token as stored.
+	Token Token
+}
+
+// Token looks up token tokenID of programID for an admin: what its holder
+// would be told, but never the pass, from a fresh read of the program, and
+// the token as stored. Unlike a poll it records no sighting, signs no pass
+// and runs no fold; a token of another program is TOKEN_NOT_FOUND.
+func (s *Service) Token(ctx context.Context, programID, tokenID string) (Lookup, error) {
+	p, t, err := s.adminToken(ctx, programID, tokenID)
+	if err != nil {
+		return Lookup{}, err
+	}
+	now := s.clock.Now()
+	if !t.pending() {
+		v := storedView(t, now)
+		v.AdmissionPass = "" // the holder's key to the site, not support's
+		return Lookup{View: v, Token: t}, nil
+	}
+	if p, err = s.withShuffle(ctx, p); err != nil {
+		return Lookup{}, err
+	}
+	return Lookup{View: s.lookupView(p, t, now), Token: t}, nil
+}
+
+// lookupView is the view of t, pending in the store, in p at now as an
+// admin sees it: WAITING; ADMITTED by the counter but not seen by its
+// holder yet (no window, no pass); or EXPIRED once the folds sealed its
+// place as a no-show.
+func (s *Service) lookupView(p Program, t Token, now time.Time) View {
+	if !p.AdmitsToken(t, now) {
+		return s.waiting(p, t, now)
+	}
+	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Status: StatusAdmitted}
+	if place, _ := p.Place(t); p.Followed() && place <= p.Capacity.NoShowThrough {
+		v.Status = StatusExpired
+	}
+	return v
+}
+
+// RevokeToken revokes token tokenID of programID: from then on it reads
+// REVOKED, with no place, admission or pass. Revoking it again is not an
+// error. An admission it held ends, and its slot under a cap frees at
+// once, as ReleaseSession frees it; a pass already handed out stays valid
+// offline until it expires (docs/security.md, "Revoked tokens").
+func (s *Service) RevokeToken(ctx context.Context, programID, tokenID string) error {
+	_, t, err := s.adminToken(ctx, programID, tokenID)
+	if err != nil {
+		return err
+	}
+	if t.RevokedAt.IsZero() {
+		if t, err = s.revokeRecorded(ctx, programID, t); err != nil {
+			return err
+		}
+	}
+	return s.endRevoked(ctx, t)
+}
+
+// adminToken reads programID, fresh, and its token tokenID for an admin:
+// PROGRAM_NOT_FOUND once the program is deleted, TOKEN_NOT_FOUND for a
+// token of another program or of a deleted namesake.
+func (s *Service) adminToken(ctx context.Context, programID, tokenID string) (Program, Token, error) {
+	t, err := s.token(ctx, programID, tokenID)
+	if err != nil {
+		return Program{}, Token{}, err
+	}
+	p, err := s.store.GetProgram(ctx, programID)
+	if err != nil {
+		return Program{}, Token{}, programReadError("get program", err)
+	}
+	if t.IssuedAt.Before(p.CreatedAt.Add(-incarnationMargin)) {
+		return Program{}, Token{}, errTokenNotFound // of a deleted program of that id
+	}
+	return p, t, nil
+}
+
+// revokeRecorded revokes t as a change of programID's history: the change
+// is stored uncommitted first, keyed by the token and the instant the
+// revoke sets, then committed once the token is stored revoked at that
+// instant. A read shows an uncommitted revoke only if its token was
+// revoked at its instant (revokeApplied), so a revoke applied is recorded
+// once, with the actor who applied it, and one refused or lost is not.
+func (s *Service) revokeRecorded(ctx context.Context, programID string, t Token) (Token, error) {
+	now := s.clock.Now()
+	rec := history.Change{ID: t.ID, At: pace.FromUnixMs(pace.UnixMs(now)), Actor: history.ActorOf(ctx), Action: history.ActionRevoke, Fields: history.Fields(map[string]string{"tokenId": t.ID})}
+	if err := s.store.PutChange(ctx, programID, rec); err != nil {
+		return Token{}, storeError("record the revoke", err)
+	}
+	t, err := s.revoke(ctx, t, rec.At)
+	if err != nil || !t.RevokedAt.Equal(rec.At) {
+		return t, err // or revoked by another call, which recorded it
+	}
+	if err := s.store.CommitChange(ctx, programID, rec.At, rec.ID); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "revoke stored, its history entry left uncommitted", slog.String("programId", programID), slog.String("error", err.Error()))
+	}
+	s.endChange(ctx, programID, rec)
+	return t, nil
+}
+
+// revokeApplied reports whether c, an uncommitted revoke of programID,
+// was applied: its token is stored revoked at its instant.
+func (s *Service) revokeApplied(ctx context.Context, programID string, c history.Change) (bool, error) {
+	t, err := s.store.GetToken(ctx, c.ID)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return t.ProgramID == programID && t.RevokedAt.Equal(c.At), nil
+}
+
+// revoke stores t as revoked at now, keeping it at least a day, and
+// returns the token as stored afterwards (revoked by this call or a
+// concurrent one).
+func (s *Service) revoke(ctx context.Context, t Token, now time.Time) (Token, error) {
+	r := t
+	r.RevokedAt = now.Truncate(time.Millisecond)
+	if keep := now.Add(endedTokenRetention); r.ExpiresAt.Before(keep) {
+		r.ExpiresAt = keep
+	}
+	stored, err := s.store.RevokeToken(ctx, r)
+	if errors.Is(err, ErrNotFound) {
+		return Token{}, errTokenNotFound
+	} else if err != nil {
+		return Token{}, storeError("revoke token", err)
+	}
+	return stored, nil
+}
+
+// endRevoked ends the admission t, a revoked token, held when it was
+// revoked, and frees its slot (freeSlot); a retried revoke does it again,
+// which changes nothing.
+func (s *Service) endRevoked(ctx context.Context, t Token) error {
+	if t.AdmittedAt.IsZero() || !t.RevokedAt.Before(t.AdmissionExpiresAt) {
+		return nil // never seen admitted, or its window was over
+	}
+	if t.LeftAt.IsZero() {
+		ended := t
+		ended.LeftAt = t.RevokedAt
+		var err error
+		if t, err = s.store.EndAdmission(ctx, ended); err != nil {
+			return storeError("end admission", err)
+		}
+	}
+	return s.freeSlot(ctx, t, s.clock.Now())
+}

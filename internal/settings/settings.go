@@ -1,0 +1,228 @@
+// Package settings holds what an admin sets on a program beside its
+// admission pace (Options), what it shows the people who wait (Profile,
+// in every language: Translations), and one rule per setting, which Apply
+// checks a change against (docs/design.md, "Program settings: one field,
+// one rule"). It knows nothing of a program's state: the rules that depend
+// on it (an opening that can no longer move, a cap set once admission has
+// started) are package queue's.
+//
+// Invariants:
+//   - Each field of api.ProgramSettings has exactly one rule, which turns
+//     its wire value into the stored one (seconds into a Duration, a rate
+//     into thousandths) or refuses it with an *Error naming the field.
+//   - A rule reads the value alone, never the stored Options, so a call
+//     on zero values validates a change before anything is read.
+//   - The texts are plain text: valid UTF-8 within their length, without
+//     control or invisible formatting characters that could make them read
+//     otherwise than they are; a target URL is absolute https (http only
+//     for a loopback host).
+//   - A stored Translations map is never modified, only replaced: a
+//     cached program may share it.
+package settings
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/challenge"
+	"github.com/example/waitingroom/internal/pace"
+	"github.com/example/waitingroom/internal/polling"
+)
+
+// Bounds of an admission window.
+const (
+	MinAdmissionWindow = time.Minute
+	MaxAdmissionWindow = 24 * time.Hour
+)
+
+// Options are a program's admin-set values beside its admission pace
+// (the rate and pause, which live in its segments). Their dynamodbav tags
+// name their attributes in the DynamoDB program item; "-" marks one stored
+// in another unit.
+type Options struct {
+	AdmissionWindow time.Duration `dynamodbav:"-"`
+	// Policy names the program's polling policy; "" is the service's
+	// default.
+	Policy string `dynamodbav:"policy,omitempty"`
+	// Closed programs take no new entries (sold out, ended); people
+	// already in the queue keep their place and are admitted as before.
+	Closed bool `dynamodbav:"closed"`
+	// OpensAt is the program's opening (zero: none): before it entries are
+	// taken and nobody is admitted, at it admission starts at the rate.
+	OpensAt time.Time `dynamodbav:"-"`
+	// ClosesAt is the program's scheduled close (zero: none): from it on
+	// entries are refused, as when Closed.
+	ClosesAt time.Time `dynamodbav:"-"`
+	// Shuffle places everyone who entered before OpensAt in a random
+	// order at the opening (shuffle.PlaceOf, queue.Program.Place).
+	Shuffle bool `dynamodbav:"shuffle,omitempty"`
+	// MaxWaiting is the longest the line may be (0: no limit): an enter
+	// while Waiting is at it gets QUEUE_FULL (queue.Program.Full).
+	MaxWaiting int64 `dynamodbav:"maxWaiting,omitempty"`
+	// MaxActiveUsers caps how many people may be admitted at once (0: no
+	// cap): admitted, and neither ended, expired nor a no-show.
+	MaxActiveUsers int64 `dynamodbav:"maxActiveUsers,omitempty"`
+	// NoShowSeconds is how long an admitted person has to fetch their pass
+	// before they are a no-show (0: no no-show handling; with a cap, the
+	// admission window).
+	NoShowSeconds int64 `dynamodbav:"noShowSeconds,omitempty"`
+	// ChallengeBits is the proof of work an enter must carry, in leading
+	// zero bits of its hash (0: none; see package challenge).
+	ChallengeBits int64 `dynamodbav:"challengeBits,omitempty"`
+	// Profile is what the program shows the people who wait.
+	Profile Profile `dynamodbav:"-"`
+}
+
+// Error is a value a setting's rule refuses: INVALID_SETTINGS to the
+// client, with Error() as its message.
+type Error struct {
+	// Setting is the setting's JSON name in api.ProgramSettings
+	// ("translations.ko.notice" for a translated text).
+	Setting string
+	// Problem says what is wrong, as the end of a sentence: "must be at
+	// most 80 characters (got 81)".
+	Problem string
+}
+
+func (e *Error) Error() string { return e.Setting + " " + e.Problem + "." }
+
+// Apply applies the admin's change set to o and to seg's Rate and
+// Paused, each value present converted from its wire unit and checked by
+// its setting's rule; the first problem is the error. The rules ignore the
+// values in o, so a call on zero values validates set alone.
+func Apply(set api.ProgramSettings, o *Options, seg *pace.Segment, policies map[string]polling.Policy) error {
+	return cmp.Or(
+		change(&o.OpensAt, set.OpensAt, "opensAt", opening),
+		change(&o.ClosesAt, set.ClosesAt, "closesAt", opening),
+		changeProfile(&o.Profile, set),
+		change(&o.Policy, set.PollingPolicy, "pollingPolicy", policyIn(policies)),
+		change(&seg.Rate, set.AdmissionRatePerSecond, "admissionRatePerSecond", admissionRate),
+		change(&o.AdmissionWindow, set.AdmissionWindowSeconds, "admissionWindowSeconds", admissionWindow),
+		change(&seg.Paused, set.Paused, "paused", anyValue[bool]),
+		change(&o.Closed, set.Closed, "closed", anyValue[bool]),
+		change(&o.Shuffle, set.ShuffleAtOpen, "shuffleAtOpen", anyValue[bool]),
+		change(&o.MaxWaiting, set.MaxWaiting, "maxWaiting", maxWaiting),
+		change(&o.MaxActiveUsers, set.MaxActiveUsers, "maxActiveUsers", maxActiveUsers),
+		change(&o.NoShowSeconds, set.NoShowSeconds, "noShowSeconds", noShowSeconds),
+		change(&o.ChallengeBits, set.ChallengeBits, "challengeBits", challengeBits),
+	)
+}
+
+// change stores rule(*v) in *dst when v is set, or answers the rule's
+// problem as the error of the setting called name.
+func change[T, U any](dst *U, v *T, name string, rule func(T) (U, string)) error {
+	if v == nil {
+		return nil
+	}
+	u, problem := rule(*v)
+	if problem != "" {
+		return &Error{Setting: name, Problem: problem}
+	}
+	*dst = u
+	return nil
+}
+
+// The rules of Apply: each returns the value to store, or why v
+// is not valid.
+
+func anyValue[T any](v T) (T, string) { return v, "" }
+
+func policyIn(policies map[string]polling.Policy) func(string) (string, string) {
+	return func(name string) (string, string) {
+		if _, ok := policies[name]; !ok && name != "" {
+			return "", fmt.Sprintf("must be one of %q, or \"\" for the default", slices.Sorted(maps.Keys(policies)))
+		}
+		return name, ""
+	}
+}
+
+func admissionRate(perSecond api.Rate) (pace.Rate, string) {
+	f := float64(perSecond)
+	if math.IsNaN(f) || f < 0 || f > pace.MaxAdmissionRate || f > 0 && f < pace.MinAdmissionRate {
+		return 0, fmt.Sprintf("must be 0 (manual admission only) or between %g and %g", pace.MinAdmissionRate, pace.MaxAdmissionRate)
+	}
+	r, ok := pace.NewRate(f)
+	if !ok {
+		return 0, fmt.Sprintf("must be a whole number of thousandths (%g)", pace.MinAdmissionRate)
+	}
+	return r, ""
+}
+
+// Bounds of the counts an admin sets; noShowSeconds is 0 (none) or
+// within its bounds.
+const (
+	MaxMaxWaiting     = 1_000_000_000
+	MaxMaxActiveUsers = 100_000_000
+	MinNoShowSeconds  = 5
+	MaxNoShowSeconds  = 3600
+)
+
+// The rules of the counts: 0 (off) or a whole number within their bounds.
+var (
+	maxWaiting     = bounded(0, MaxMaxWaiting, "must be 0 (no limit) or at most %[2]d")
+	maxActiveUsers = bounded(0, MaxMaxActiveUsers, "must be 0 (no cap) or at most %[2]d")
+	noShowSeconds  = bounded(MinNoShowSeconds, MaxNoShowSeconds, "must be 0 (none) or %d to %d")
+	challengeBits  = bounded(0, challenge.MaxBits, "must be 0 (no proof of work) to %[2]d")
+)
+
+// bounded is the rule of a count that is 0 or within lo..hi; problem is
+// its refusal, formatted with lo and hi.
+func bounded(lo, hi int64, problem string) func(int64) (int64, string) {
+	return func(n int64) (int64, string) {
+		if n != 0 && (n < lo || n > hi) {
+			return 0, fmt.Sprintf(problem, lo, hi)
+		}
+		return n, ""
+	}
+}
+
+// admissionWindow reads a window in whole seconds.
+func admissionWindow(seconds int64) (time.Duration, string) {
+	if seconds < 0 || seconds > math.MaxInt64/int64(time.Second) {
+		return 0, "is out of range"
+	}
+	w := time.Duration(seconds) * time.Second
+	if w < MinAdmissionWindow || w > MaxAdmissionWindow {
+		return 0, fmt.Sprintf("must be between %d and %d", int(MinAdmissionWindow.Seconds()), int(MaxAdmissionWindow.Seconds()))
+	}
+	return w, ""
+}
+
+// opening reads an opensAt, kept to the millisecond in UTC: "" (no
+// opening) or an RFC 3339 time in the range of an opening.
+func opening(v string) (time.Time, string) {
+	t, ok := ParseOpening(v)
+	if !ok {
+		return t, openingProblem
+	}
+	return t.UTC().Truncate(time.Millisecond), ""
+}
+
+// ParseOpening reads an opensAt as given: the zero time for "", else an
+// RFC 3339 time, which must be in the range of an opening.
+func ParseOpening(v string) (time.Time, bool) {
+	if v == "" {
+		return time.Time{}, true
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	return t, err == nil && validOpening(t)
+}
+
+// The range of an opening: from the year 2000, so that no time given can be
+// taken for the zero time that clears it, to the last that RFC 3339's four
+// digit year can write in UTC. A change must also be ahead of the change
+// delay (queue checks it).
+var (
+	MinOpensAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxOpensAt = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
+)
+
+// validOpening reports whether t is in the range of an opening.
+func validOpening(t time.Time) bool { return !t.Before(MinOpensAt) && !t.After(MaxOpensAt) }
+
+const openingProblem = `must be an RFC 3339 time from 2000-01-01T00:00:00Z to 9999-12-31T23:59:59Z, e.g. 2026-12-01T10:00:00+09:00, or "" to clear it`

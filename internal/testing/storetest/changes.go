@@ -1,0 +1,307 @@
+package storetest
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/example/waitingroom/internal/history"
+	"github.com/example/waitingroom/internal/pace"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// scheduleRig is a change scheduled from a read of a program at version 3
+// with 40 tickets (the change makes version 4, change id "4/change-4"),
+// and flooded, the program after five more tickets were issued since.
+type scheduleRig struct {
+	change, flooded queue.Program
+}
+
+// scheduleNow is when the rig's change is made and its tickets issued.
+var scheduleNow = t0.Add(ms(2_000))
+
+// newScheduleRig stores program id and makes the rig: the change slows
+// admission to one ticket per 2 s from 10 s on, so that the tickets issued
+// since the read drain later under it than the read assumed.
+func newScheduleRig(t *testing.T, s queue.Store, id string) scheduleRig {
+	t.Helper()
+	return scheduleRigOf(t, s, program(id), perSecond(0.5))
+}
+
+// scheduleRigOf stores read and makes the rig of a change to rate from
+// 10 s on.
+func scheduleRigOf(t *testing.T, s queue.Store, read queue.Program, rate pace.Rate) scheduleRig {
+	t.Helper()
+	ctx := t.Context()
+	create(t, s, read)
+	change := read.Rebased(scheduleNow, rate, false, 0, 10*time.Second)
+	change.Changes = append([]string{fmt.Sprintf("%d/change-%d", change.Version, change.Version)}, read.Changes...)
+	if !change.Scheduled() {
+		t.Fatalf("the change takes effect at once, want it scheduled: %+v", change)
+	}
+	flooded := read
+	for range 5 {
+		var err error
+		if flooded, err = s.IssueTicket(ctx, read.ID, scheduleNow); err != nil {
+			t.Fatalf("IssueTicket: %v", err)
+		}
+	}
+	return scheduleRig{change: change, flooded: flooded}
+}
+
+// nearSaturation is program "schedule-saturated" at the slowest rate
+// with so many waiting that a change to the same rate puts the drain
+// instant 2.5 to 3.5 tickets before the end of int64, where five tickets
+// more saturate it.
+func nearSaturation() queue.Program {
+	p := program("schedule-saturated")
+	p.Current.Rate = 1
+	next := p.Rebased(scheduleNow, 1, false, 0, 10*time.Second)
+	step := next.Next.StepNs()
+	p.Issued = next.Next.Base + (math.MaxInt64-next.Next.DrainAtNs(next.Next.Base)-5*step/2)/step
+	p.DrainAtNs = p.Current.DrainAtNs(p.Issued)
+	return p
+}
+
+// landedOn is change as a store keeps it over stored: the fields an
+// update leaves alone come from stored.
+func landedOn(change, stored queue.Program) queue.Program {
+	change.CreatedAt, change.Issued, change.Shards, change.Recent = stored.CreatedAt, stored.Issued, stored.Shards, stored.Recent
+	change.Prequeue, change.PrequeueFixed = stored.Prequeue, stored.PrequeueFixed
+	return change
+}
+
+func testSchedule(t *testing.T, store queue.Store) {
+	ctx := t.Context()
+	s := struct {
+		queue.Store
+		queue.ScheduleStore
+	}{store, store.(queue.ScheduleStore)}
+	updated := func(t *testing.T, what string, p queue.Program, want int64) {
+		t.Helper()
+		issued, err := s.UpdateScheduled(ctx, p)
+		checkErr(t, what, err, nil)
+		if issued != want {
+			t.Errorf("%s: %d tickets issued, want %d", what, issued, want)
+		}
+	}
+
+	t.Run("lands through tickets, moves the drain once", func(t *testing.T) {
+		r := newScheduleRig(t, s, "schedule-lands")
+		change := r.change
+		checkErr(t, "UpdateProgram after tickets", s.UpdateProgram(ctx, change, change.Issued), queue.ErrConflict)
+
+		updated(t, "UpdateScheduled", change, r.flooded.Issued)
+		landed := landedOn(change, r.flooded)
+		checkStoredProgram(t, s, landed)
+		// The same write again, as the SDK retries it after a lost
+		// answer: it recognises its change and applies nothing.
+		updated(t, "UpdateScheduled repeated", change, r.flooded.Issued)
+		checkStoredProgram(t, s, landed)
+		// A ticket after the change: a repeat still reports the tickets
+		// issued when the change landed.
+		_, err := s.IssueTicket(ctx, change.ID, scheduleNow)
+		checkErr(t, "IssueTicket", err, nil)
+		updated(t, "UpdateScheduled repeated after a ticket", change, r.flooded.Issued)
+
+		before := storedProgram(t, s, change.ID)
+		move := change.ScheduledDrainAtNs(r.flooded.Issued) - change.DrainAtNs
+		if move == 0 {
+			t.Fatalf("the rig's tickets leave the drain instant where it was")
+		}
+		checkErr(t, "MoveDrain", s.MoveDrain(ctx, change, r.flooded.Issued), nil)
+		moved := before
+		moved.DrainAtNs += move
+		checkStoredProgram(t, s, moved)
+		if want := change.ScheduledDrainAtNs(before.Issued); moved.DrainAtNs != want {
+			t.Errorf("drain instant %d after the move, want %d for %d tickets (%+d)", moved.DrainAtNs, want, before.Issued, moved.DrainAtNs-want)
+		}
+		checkErr(t, "MoveDrain repeated", s.MoveDrain(ctx, change, r.flooded.Issued), nil)
+		checkStoredProgram(t, s, moved)
+		// Both writes retried after the move: together they change nothing.
+		issued, err := s.UpdateScheduled(ctx, change)
+		checkErr(t, "UpdateScheduled repeated after the move", err, nil)
+		checkErr(t, "MoveDrain after that", s.MoveDrain(ctx, change, issued), nil)
+		checkStoredProgram(t, s, moved)
+	})
+
+	t.Run("moves the drain to the end of int64, not past it", func(t *testing.T) {
+		r := scheduleRigOf(t, s, nearSaturation(), 1)
+		change := r.change
+		updated(t, "UpdateScheduled", change, r.flooded.Issued)
+		// A ticket between the two writes pushes the stored drain instant
+		// back by more than the move leaves room for.
+		_, err := s.IssueTicket(ctx, change.ID, scheduleNow)
+		checkErr(t, "IssueTicket", err, nil)
+		before := storedProgram(t, s, change.ID)
+		if move := change.ScheduledDrainAtNs(r.flooded.Issued) - change.DrainAtNs; before.DrainAtNs <= math.MaxInt64-move {
+			t.Fatalf("drain instant %d stored, moved by %d it stays within int64", before.DrainAtNs, move)
+		}
+		checkErr(t, "MoveDrain", s.MoveDrain(ctx, change, r.flooded.Issued), nil)
+		moved := before
+		moved.DrainAtNs = math.MaxInt64
+		checkStoredProgram(t, s, moved)
+	})
+
+	t.Run("ErrConflict", func(t *testing.T) {
+		for i, tc := range []struct {
+			name    string
+			edit    func(p *queue.Program)
+			landed  bool // another change landed first
+			missing bool // a program never created
+		}{
+			{name: "stale version", edit: func(p *queue.Program) { p.Version-- }},
+			{name: "version ahead", edit: func(p *queue.Program) { p.Version++ }},
+			{name: "another change at the version", landed: true, edit: func(p *queue.Program) { p.Changes[0] = "4/change-other" }},
+			{name: "no change id at the version", landed: true, edit: func(p *queue.Program) { p.Changes = nil }},
+			{name: "missing program", missing: true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := newScheduleRig(t, s, fmt.Sprintf("schedule-conflict-%d", i))
+				want := r.flooded
+				if tc.landed {
+					updated(t, "UpdateScheduled of the first change", r.change, r.flooded.Issued)
+					want = landedOn(r.change, r.flooded)
+				}
+				p := r.change
+				p.Changes = append([]string(nil), p.Changes...)
+				p.Current.Rate, p.DrainAtNs = perSecond(7), p.DrainAtNs+1
+				if tc.missing {
+					p.ID = p.ID + "-missing"
+				}
+				if tc.edit != nil {
+					tc.edit(&p)
+				}
+				_, err := s.UpdateScheduled(ctx, p)
+				checkErr(t, "UpdateScheduled", err, queue.ErrConflict)
+				checkStoredProgram(t, s, want)
+				if tc.missing {
+					_, err := s.GetProgram(ctx, p.ID)
+					checkErr(t, "GetProgram after UpdateScheduled", err, queue.ErrNotFound)
+				}
+			})
+		}
+	})
+
+	t.Run("MoveDrain of another count or version", func(t *testing.T) {
+		r := newScheduleRig(t, s, "schedule-superseded")
+		change := r.change
+		updated(t, "UpdateScheduled", change, r.flooded.Issued)
+		landed := landedOn(change, r.flooded)
+		checkErr(t, "MoveDrain of another count", s.MoveDrain(ctx, change, r.flooded.Issued-1), nil)
+		checkStoredProgram(t, s, landed)
+		// A later change sets the drain instant afresh: the move is
+		// superseded.
+		later := landed
+		later.Version++
+		later.Next, later.DrainAtNs = pace.Segment{}, landed.DrainAtNs+5e9
+		later.Changes = append([]string{fmt.Sprintf("%d/change-later", later.Version)}, landed.Changes...)
+		checkErr(t, "UpdateProgram", s.UpdateProgram(ctx, later, later.Issued), nil)
+		checkErr(t, "MoveDrain of the superseded change", s.MoveDrain(ctx, change, r.flooded.Issued), nil)
+		checkStoredProgram(t, s, later)
+	})
+}
+
+// testCatalog holds the list of programs, their deletion and the history
+// of their changes.
+func testCatalog(t *testing.T, s queue.Store) {
+	ctx := t.Context()
+	ids := []string{"c-delta", "c-alpha", "c-charlie", "c-bravo", "c-echo"}
+	for _, id := range append(ids, "c-alpha") { // c-alpha again: listed already
+		checkErr(t, "IndexProgram "+id, s.IndexProgram(ctx, id), nil)
+	}
+	var listed []string
+	for after, pages := "", 0; ; pages++ {
+		page, more, err := s.ListPrograms(ctx, after, 2)
+		checkErr(t, fmt.Sprintf("ListPrograms(%q)", after), err, nil)
+		if len(page) > 2 || more && len(page) < 2 || pages > 3 {
+			t.Fatalf("ListPrograms(%q, 2) = %v, more %v", after, page, more)
+		}
+		listed = append(listed, page...)
+		if !more {
+			break
+		}
+		after = page[len(page)-1]
+	}
+	check(t, "the list, paged by 2", listed, []string{"c-alpha", "c-bravo", "c-charlie", "c-delta", "c-echo"})
+
+	// Deleting: only the version read; then the id is taken.
+	p := program("c-charlie")
+	create(t, s, p)
+	closed := p
+	closed.Version, closed.Closed = p.Version+1, true
+	checkErr(t, "UpdateProgram", s.UpdateProgram(ctx, closed, p.Issued), nil)
+	checkErr(t, "DeleteProgram of an older version", s.DeleteProgram(ctx, p, t0.Add(time.Hour)), queue.ErrConflict)
+	checkStoredProgram(t, s, closed) // a refused delete keeps the program
+	checkErr(t, "DeleteProgram", s.DeleteProgram(ctx, closed, t0.Add(time.Hour)), nil)
+	_, err := s.GetProgram(ctx, p.ID)
+	checkErr(t, "GetProgram after the delete", err, queue.ErrNotFound)
+	checkErr(t, "DeleteProgram again (a retry)", s.DeleteProgram(ctx, closed, t0.Add(time.Hour)), nil)
+	page, _, err := s.ListPrograms(ctx, "c-bravo", 10)
+	checkErr(t, "ListPrograms after the delete", err, nil)
+	check(t, "ListPrograms after the delete", page, []string{"c-delta", "c-echo"})
+	again := program("c-charlie")
+	again.CreatedAt = t0.Add(time.Hour - time.Millisecond)
+	checkErr(t, "CreateProgram before the id is free", s.CreateProgram(ctx, again), queue.ErrDeleted)
+	again.CreatedAt = t0.Add(time.Hour)
+	checkErr(t, "CreateProgram once the id is free", s.CreateProgram(ctx, again), nil)
+	checkStoredProgram(t, s, again)
+
+	testChanges(t, s)
+}
+
+// testChanges holds a program's history: replaced by key, committed,
+// paged newest first.
+func testChanges(t *testing.T, s queue.Store) {
+	ctx := t.Context()
+	const id = "c-history"
+	change := func(i int) history.Change {
+		return history.Change{
+			ID: queue.NewTokenID(), At: t0.Add(time.Duration(i/2) * time.Millisecond), // pairs share an instant
+			Actor: "arn:aws:iam::123456789012:user/ops", Action: history.ActionUpdate,
+			Fields: json.RawMessage(fmt.Sprintf(`{"message":"change %d"}`, i)), Version: int64(i + 1),
+		}
+	}
+	var all []history.Change
+	for i := range 7 {
+		c := change(i)
+		if i == 3 {
+			c.EffectiveAt = c.At.Add(2 * time.Second)
+		}
+		checkErr(t, "PutChange", s.PutChange(ctx, id, c), nil)
+		all = append(all, c)
+	}
+	// A put again replaces; a commit marks; a commit of nothing is nil.
+	all[2].Fields, all[2].Version = json.RawMessage(`{"paused":true}`), 30
+	checkErr(t, "PutChange again", s.PutChange(ctx, id, all[2]), nil)
+	for _, i := range []int{1, 2} {
+		checkErr(t, "CommitChange", s.CommitChange(ctx, id, all[i].At, all[i].ID), nil)
+		all[i].Committed = true
+	}
+	checkErr(t, "CommitChange of no change", s.CommitChange(ctx, id, t0, queue.NewTokenID()), nil)
+	checkErr(t, "PutChange of another program", s.PutChange(ctx, "c-other", change(9)), nil)
+	newestFirst := slices.Clone(all)
+	slices.SortFunc(newestFirst, func(a, b history.Change) int {
+		return cmp.Or(b.At.Compare(a.At), strings.Compare(b.ID, a.ID))
+	})
+	var got []history.Change
+	from := history.Key{}
+	for pages := 0; ; pages++ {
+		page, more, err := s.Changes(ctx, id, from, 3)
+		checkErr(t, "Changes", err, nil)
+		if len(page) > 3 || more && len(page) < 3 || pages > 3 {
+			t.Fatalf("Changes(from %v, 3) = %d changes, more %v", from, len(page), more)
+		}
+		got = append(got, page...)
+		if !more {
+			break
+		}
+		from = page[len(page)-1].Key()
+	}
+	check(t, "the history, paged by 3", got, newestFirst)
+}

@@ -1,0 +1,561 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/challenge"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+// A markFunc is a write of t's state, from the token as put.
+type markFunc func(ctx context.Context, s queue.Store, t queue.Token) (queue.Token, error)
+
+// waiting is a token as Enter stores it.
+func waiting(ticket int64) queue.Token {
+	issued := t0.Add(ms(1_234))
+	return queue.Token{
+		ID:        queue.NewTokenID(),
+		ProgramID: "prog",
+		Ticket:    ticket,
+		IssuedAt:  issued,
+		ExpiresAt: issued.Add(48 * time.Hour),
+	}
+}
+
+func admitted(t queue.Token) queue.Token {
+	t.AdmittedAt = t0.Add(ms(5_001))
+	t.AdmissionExpiresAt = t.AdmittedAt.Add(10 * time.Minute)
+	t.ExpiresAt = t.AdmissionExpiresAt.Add(24 * time.Hour).Add(ms(500)) // not on a second
+	t.AdmissionPass = "pass-of-" + t.ID
+	return t
+}
+
+func left(t queue.Token) queue.Token {
+	t.LeftAt = t0.Add(ms(7_777))
+	t.ExpiresAt = t.LeftAt.Add(24 * time.Hour)
+	return t
+}
+
+// ended is t admitted, then its admission ended at left's instant.
+func ended(t queue.Token) queue.Token { return left(admitted(t)) }
+
+// revoked is t revoked by an admin after it was admitted and left.
+func revoked(t queue.Token) queue.Token {
+	t.RevokedAt = t0.Add(ms(9_001))
+	t.ExpiresAt = t.RevokedAt.Add(24 * time.Hour)
+	return t
+}
+
+// putTokens stores the tokens, which must not exist yet.
+func putTokens(t *testing.T, s queue.Store, toks ...queue.Token) {
+	t.Helper()
+	for _, tok := range toks {
+		checkErr(t, "PutToken", s.PutToken(t.Context(), tok), nil)
+	}
+}
+
+// checkStoredToken reads the token and compares it with want.
+func checkStoredToken(t *testing.T, s queue.Store, want queue.Token) {
+	t.Helper()
+	got, err := s.GetToken(t.Context(), want.ID)
+	checkErr(t, "GetToken", err, nil)
+	check(t, "stored token", got, want)
+}
+
+func testToken(t *testing.T, s queue.Store) {
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name string
+		tok  queue.Token
+	}{
+		{"waiting", waiting(1)},
+		{"admitted", admitted(waiting(2))},
+		{"left", left(waiting(3))},
+		{"every field", left(admitted(waiting(4)))},
+		{"revoked", revoked(ended(waiting(1)))},
+		{"zero times stay zero", queue.Token{ID: queue.NewTokenID(), ProgramID: "prog", Ticket: 5}},
+		{"large ticket", waiting(1 << 53)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			putTokens(t, s, tc.tok)
+			checkStoredToken(t, s, tc.tok)
+		})
+	}
+
+	t.Run("ErrConflict on duplicate", func(t *testing.T) {
+		first := waiting(10)
+		putTokens(t, s, first)
+		second := waiting(11)
+		second.ID = first.ID
+		checkErr(t, "second PutToken", s.PutToken(ctx, second), queue.ErrConflict)
+		checkStoredToken(t, s, first)
+	})
+
+	t.Run("ErrNotFound", func(t *testing.T) {
+		_, err := s.GetToken(ctx, queue.NewTokenID())
+		checkErr(t, "GetToken", err, queue.ErrNotFound)
+	})
+}
+
+// writing is the markFunc that writes state(t) with op, a queue.Store
+// method.
+func writing(op func(queue.Store, context.Context, queue.Token) (queue.Token, error), state func(queue.Token) queue.Token) markFunc {
+	return func(ctx context.Context, s queue.Store, t queue.Token) (queue.Token, error) {
+		return op(s, ctx, state(t))
+	}
+}
+
+var (
+	markAdmitted = writing(queue.Store.MarkAdmitted, admitted)
+	markLeft     = writing(queue.Store.MarkLeft, left)
+	endAdmission = writing(queue.Store.EndAdmission, ended) // once admitted, at left's instant
+	revoke       = writing(queue.Store.RevokeToken, revoked)
+	// The same writes made again at another time (later).
+	endAdmissionLate = writing(queue.Store.EndAdmission, func(t queue.Token) queue.Token { return later(ended(t)) })
+	revokeLate       = writing(queue.Store.RevokeToken, func(t queue.Token) queue.Token { return later(revoked(t)) })
+	markAdmittedLate = writing(queue.Store.MarkAdmitted, func(t queue.Token) queue.Token {
+		t = later(admitted(t))
+		t.AdmissionPass = "a later pass"
+		return t
+	})
+	// A sighting from a stale copy of t: a mark writes only its own fields.
+	markAdmittedStale = writing(queue.Store.MarkAdmitted, func(t queue.Token) queue.Token {
+		t.Ticket, t.ProgramID, t.IssuedAt = 99, "other", t0
+		return admitted(t)
+	})
+	// An end when the admission window is over.
+	endAfterWindow = writing(queue.Store.EndAdmission, func(t queue.Token) queue.Token {
+		t = ended(t)
+		t.LeftAt = t.AdmissionExpiresAt
+		return t
+	})
+)
+
+// later is t with each of its instants a minute later: the same write
+// made again at another time.
+func later(t queue.Token) queue.Token {
+	for _, at := range []*time.Time{&t.AdmittedAt, &t.AdmissionExpiresAt, &t.LeftAt, &t.RevokedAt, &t.ExpiresAt} {
+		if !at.IsZero() {
+			*at = at.Add(time.Minute)
+		}
+	}
+	return t
+}
+
+// admitThenEnd marks t admitted, then ends its admission.
+func admitThenEnd(ctx context.Context, s queue.Store, t queue.Token) (queue.Token, error) {
+	if _, err := markAdmitted(ctx, s, t); err != nil {
+		return queue.Token{}, err
+	}
+	return endAdmission(ctx, s, t)
+}
+
+// writeAll puts tok, then writes each of writes in turn: each answers,
+// and the store keeps, want. The first writer wins.
+func writeAll(t *testing.T, s queue.Store, tok, want queue.Token, writes ...markFunc) {
+	t.Helper()
+	putTokens(t, s, tok)
+	for i, write := range writes {
+		got, err := write(t.Context(), s, tok)
+		checkErr(t, fmt.Sprintf("write %d", i+1), err, nil)
+		check(t, fmt.Sprintf("write %d (the first writer wins)", i+1), got, want)
+	}
+	checkStoredToken(t, s, want)
+}
+
+func testMark(t *testing.T, s queue.Store) {
+	ctx := t.Context()
+	same := func(t queue.Token) queue.Token { return t }
+	for _, tc := range []struct {
+		name   string
+		writes []markFunc
+		want   func(queue.Token) queue.Token // stored after the writes, from the waiting token
+	}{
+		{"MarkAdmitted then MarkLeft", []markFunc{markAdmitted, markLeft}, admitted},
+		{"MarkLeft then MarkAdmitted", []markFunc{markLeft, markAdmitted}, left},
+		{"MarkAdmitted twice", []markFunc{markAdmitted, markAdmittedLate}, admitted},
+		{"MarkLeft twice", []markFunc{markLeft, markLeft}, left},
+		// A mark writes only its own fields: the rest of the token as
+		// stored stays, whatever the caller's copy says.
+		{"MarkAdmitted keeps stored fields", []markFunc{markAdmittedStale}, admitted},
+		// EndAdmission acts on an admitted token only, once, within its
+		// window: past it the admission ended by itself (EXPIRED).
+		{"MarkLeft then EndAdmission", []markFunc{markLeft, endAdmission}, left},
+		{"MarkAdmitted, EndAdmission, then both again", []markFunc{admitThenEnd, endAdmissionLate}, ended},
+		{"MarkAdmitted, EndAdmission, then MarkLeft", []markFunc{admitThenEnd, markLeft}, ended},
+		{"EndAdmission of a waiting token", []markFunc{endAdmission}, same},
+		{"EndAdmission after the window", []markFunc{markAdmitted, endAfterWindow}, admitted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := waiting(3)
+			writeAll(t, s, tok, tc.want(tok), tc.writes...)
+		})
+	}
+
+	for _, tc := range []struct {
+		op   string
+		mark markFunc
+	}{
+		{"MarkAdmitted", markAdmitted},
+		{"MarkLeft", markLeft},
+		{"EndAdmission", endAdmission},
+	} {
+		t.Run(tc.op+" ErrNotFound", func(t *testing.T) {
+			tok := waiting(5)
+			_, err := tc.mark(ctx, s, tok)
+			checkErr(t, tc.op, err, queue.ErrNotFound)
+			_, err = s.GetToken(ctx, tok.ID)
+			checkErr(t, "GetToken after mark", err, queue.ErrNotFound)
+		})
+	}
+}
+
+// raceWrites races write a against write b on each of concurrentMarks
+// waiting tokens, and hands their answers to judge, which checks them and
+// names the winner; it logs how often each won.
+func raceWrites(t *testing.T, s queue.Store, a, b markFunc, judge func(i int, tok, ra, rb queue.Token) string) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	wins := map[string]int{}
+	inParallel(concurrentMarks, func(i int) {
+		tok := waiting(int64(i + 1))
+		if err := s.PutToken(ctx, tok); err != nil {
+			t.Errorf("PutToken: %v", err)
+			return
+		}
+		var ra, rb queue.Token
+		var errA, errB error
+		var wg sync.WaitGroup
+		wg.Go(func() { ra, errA = a(ctx, s, tok) })
+		wg.Go(func() { rb, errB = b(ctx, s, tok) })
+		wg.Wait()
+		if err := errors.Join(errA, errB); err != nil {
+			t.Errorf("token %d: %v", i, err)
+			return
+		}
+		winner := judge(i, tok, ra, rb)
+		mu.Lock()
+		defer mu.Unlock()
+		wins[winner]++
+	})
+	t.Logf("%d races won: %v", concurrentMarks, wins)
+}
+
+// testMarkConcurrent: per token, MarkAdmitted and MarkLeft race: one
+// wins, both callers get the winner's token. Enough tokens that both
+// orders happen.
+func testMarkConcurrent(t *testing.T, s queue.Store) {
+	raceWrites(t, s, markAdmitted, markLeft, func(i int, tok, a, l queue.Token) string {
+		want, winner := admitted(tok), "MarkAdmitted"
+		switch {
+		case !a.AdmittedAt.IsZero() && a.LeftAt.IsZero():
+		case !a.LeftAt.IsZero() && a.AdmittedAt.IsZero():
+			want, winner = left(tok), "MarkLeft"
+		default:
+			t.Errorf("token %d: MarkAdmitted returned AdmittedAt %v, LeftAt %v: want exactly one set", i, a.AdmittedAt, a.LeftAt)
+			return "neither"
+		}
+		check(t, fmt.Sprintf("token %d: MarkAdmitted", i), a, want)
+		if d := cmp.Diff(a, l); d != "" {
+			t.Errorf("token %d: MarkLeft and MarkAdmitted returned different tokens (-MarkAdmitted +MarkLeft):\n%s", i, d)
+		}
+		got, err := s.GetToken(t.Context(), tok.ID)
+		if err != nil {
+			t.Errorf("token %d: GetToken: %v", i, err)
+		} else if d := cmp.Diff(a, got); d != "" {
+			t.Errorf("token %d: stored token differs from the marks' (-marks +stored):\n%s", i, d)
+		}
+		return winner
+	})
+}
+
+// testRevoke: a revoke lands once on a token in any state, and from then
+// on a token takes no sighting and no leave; its admission may still end.
+func testRevoke(t *testing.T, s queue.Store) {
+	ctx := t.Context()
+	same := func(t queue.Token) queue.Token { return t }
+	for _, tc := range []struct {
+		name   string
+		before func(queue.Token) queue.Token // the token as put
+		second markFunc
+		want   func(queue.Token) queue.Token // stored after the revoke and second, from the token put
+	}{
+		{"waiting, then MarkAdmitted", same, markAdmitted, revoked},
+		{"waiting, then MarkLeft", same, markLeft, revoked},
+		{"admitted, then revoked again", admitted, revokeLate, revoked},
+		{"admitted, then EndAdmission", admitted, endAdmission, func(t queue.Token) queue.Token {
+			e := revoked(t)
+			e.LeftAt, e.ExpiresAt = left(t).LeftAt, left(t).ExpiresAt // EndAdmission's retention
+			return e
+		}},
+		{"left, then MarkAdmitted", left, markAdmitted, revoked},
+		{"ended, then EndAdmission", ended, endAdmissionLate, revoked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := tc.before(waiting(2))
+			putTokens(t, s, tok)
+			got, err := revoke(ctx, s, tok)
+			checkErr(t, "RevokeToken", err, nil)
+			check(t, "RevokeToken", got, revoked(tok))
+			want := tc.want(tok)
+			got, err = tc.second(ctx, s, tok)
+			checkErr(t, "second write", err, nil)
+			check(t, "second write", got, want)
+			checkStoredToken(t, s, want)
+		})
+	}
+	t.Run("keeps stored fields", func(t *testing.T) {
+		tok := admitted(waiting(3))
+		putTokens(t, s, tok)
+		stale := waiting(99)
+		stale.ID, stale.ProgramID = tok.ID, "other"
+		got, err := revoke(ctx, s, stale)
+		checkErr(t, "RevokeToken", err, nil)
+		check(t, "RevokeToken", got, revoked(tok))
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		tok := waiting(4)
+		_, err := revoke(ctx, s, tok)
+		checkErr(t, "RevokeToken", err, queue.ErrNotFound)
+		_, err = s.GetToken(ctx, tok.ID)
+		checkErr(t, "GetToken after RevokeToken", err, queue.ErrNotFound)
+	})
+	t.Run("ErrNotFound on a claim", func(t *testing.T) {
+		c := claimOf(queue.NewTokenID(), "claim-a", t0)
+		_, err := s.ClaimToken(ctx, c, t0)
+		checkErr(t, "ClaimToken", err, nil)
+		_, err = revoke(ctx, s, queue.Token{ID: c.ID, ProgramID: "prog"})
+		checkErr(t, "RevokeToken", err, queue.ErrNotFound)
+		checkStoredToken(t, s, c)
+	})
+}
+
+// testRevokeConcurrent: per token, a revoke races the first sighting of
+// its admission. One wins, both callers get the same token, and it is
+// revoked: with the admission if the sighting came first, without it
+// (no pass stored) if the revoke did.
+func testRevokeConcurrent(t *testing.T, s queue.Store) {
+	raceWrites(t, s, markAdmitted, revoke, func(i int, tok, a, r queue.Token) string {
+		if !r.AdmittedAt.IsZero() {
+			check(t, fmt.Sprintf("token %d: RevokeToken", i), r, revoked(admitted(tok)))
+			return "the sighting" // MarkAdmitted answered before the revoke landed
+		}
+		check(t, fmt.Sprintf("token %d: RevokeToken", i), r, revoked(tok))
+		if d := cmp.Diff(r, a); d != "" {
+			t.Errorf("token %d: MarkAdmitted after the revoke differs (-RevokeToken +MarkAdmitted):\n%s", i, d)
+		}
+		return "the revoke"
+	})
+}
+
+// claimsPerKey is how many enters race for one key's token in
+// testClaimsConcurrent, as many as issue 16 sent in parallel.
+const claimsPerKey = 16
+
+// claimOf is a claim on token id made at at, as Enter stores it.
+func claimOf(id, claim string, at time.Time) queue.Token {
+	return queue.Token{ID: id, ProgramID: "prog", Claim: claim, ClaimedAt: at, ExpiresAt: at.Add(time.Hour)}
+}
+
+// filled is waiting(ticket) stored as the fill of a claim on id.
+func filled(id string, ticket int64) queue.Token {
+	t := waiting(ticket)
+	t.ID = id
+	return t
+}
+
+func testClaims(t *testing.T, s queue.Store) {
+	ctx := t.Context()
+	at := t0.Add(ms(2_000))
+	claimed := func(t *testing.T, what string, c queue.Token, staleBefore time.Time, want queue.Token) {
+		t.Helper()
+		got, err := s.ClaimToken(ctx, c, staleBefore)
+		checkErr(t, what, err, nil)
+		check(t, what, got, want)
+	}
+	filledAs := func(t *testing.T, what string, tok queue.Token, claim string, want queue.Token) {
+		t.Helper()
+		got, err := s.FillToken(ctx, tok, claim)
+		checkErr(t, what, err, nil)
+		check(t, what, got, want)
+	}
+
+	t.Run("claim, retry, lose, fill", func(t *testing.T) {
+		id := queue.NewTokenID()
+		a, b := claimOf(id, "claim-a", at), claimOf(id, "claim-b", at.Add(ms(5)))
+		claimed(t, "first claim", a, at.Add(-ms(10_000)), a)
+		checkStoredToken(t, s, a)
+		// The same claim again: an attempt whose first was applied and
+		// whose answer was lost recognises its own claim.
+		claimed(t, "the claim retried", a, at.Add(-ms(10_000)), a)
+		claimed(t, "another claim while a's is live", b, at, a)
+		filledAs(t, "fill by the claim that lost", filled(id, 8), "claim-b", a)
+		tok := filled(id, 7)
+		filledAs(t, "fill", tok, "claim-a", tok)
+		checkStoredToken(t, s, tok)
+		// The fill retried after its answer was lost finds its own token.
+		filledAs(t, "the fill retried", tok, "claim-a", tok)
+		// A token is never taken over, however old.
+		claimed(t, "claim on a token", b, at.Add(time.Hour), tok)
+		checkErr(t, "release of a filled claim", s.ReleaseClaim(ctx, id, "claim-a"), nil)
+		checkStoredToken(t, s, tok)
+	})
+
+	t.Run("takeover", func(t *testing.T) {
+		id := queue.NewTokenID()
+		a, b := claimOf(id, "claim-a", at), claimOf(id, "claim-b", at.Add(ms(10_001)))
+		claimed(t, "first claim", a, at.Add(-ms(10_000)), a)
+		claimed(t, "claim once a's is stale", b, at.Add(ms(1)), b)
+		filledAs(t, "fill by the claim taken over", filled(id, 8), "claim-a", b)
+		tok := filled(id, 9)
+		filledAs(t, "fill by the claim that took over", tok, "claim-b", tok)
+		checkStoredToken(t, s, tok)
+	})
+
+	t.Run("release", func(t *testing.T) {
+		id := queue.NewTokenID()
+		a, b := claimOf(id, "claim-a", at), claimOf(id, "claim-b", at.Add(ms(1)))
+		claimed(t, "first claim", a, at.Add(-ms(10_000)), a)
+		checkErr(t, "release by another claim", s.ReleaseClaim(ctx, id, "claim-b"), nil)
+		checkStoredToken(t, s, a)
+		checkErr(t, "release", s.ReleaseClaim(ctx, id, "claim-a"), nil)
+		released := a
+		released.ClaimedAt = time.Time{}
+		checkStoredToken(t, s, released)
+		// Released: stale for any enter, at once.
+		claimed(t, "claim after the release", b, t0, b)
+		checkErr(t, "release of an absent item", s.ReleaseClaim(ctx, queue.NewTokenID(), "claim-a"), nil)
+	})
+
+	t.Run("fill of an absent item", func(t *testing.T) {
+		_, err := s.FillToken(ctx, filled(queue.NewTokenID(), 1), "claim-a")
+		checkErr(t, "FillToken", err, queue.ErrNotFound)
+	})
+}
+
+// testClaimsConcurrent: of the enters that claim one key's token at once,
+// exactly one gets its claim and every other is answered that claim; the
+// same when they take over a stale claim.
+func testClaimsConcurrent(t *testing.T, s queue.Store) {
+	ctx := t.Context()
+	at := t0.Add(ms(3_000))
+	race := func(t *testing.T, id, round string, at, staleBefore time.Time) string {
+		t.Helper()
+		got := make([]queue.Token, claimsPerKey)
+		errs := make([]error, claimsPerKey)
+		inParallel(claimsPerKey, func(i int) {
+			got[i], errs[i] = s.ClaimToken(ctx, claimOf(id, fmt.Sprintf("%s-%02d", round, i), at), staleBefore)
+		})
+		won := 0
+		for i, g := range got {
+			checkErr(t, "ClaimToken", errs[i], nil)
+			if g.Claim == fmt.Sprintf("%s-%02d", round, i) {
+				won++
+			}
+			if g.Claim != got[0].Claim || g.Ticket != 0 {
+				t.Fatalf("claim %d answered %+v, claim 0 %+v: want one claim for all", i, g, got[0])
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d of %d racing claims won, want exactly 1", won, claimsPerKey)
+		}
+		return got[0].Claim
+	}
+	for k := range 4 {
+		id := queue.NewTokenID()
+		race(t, id, "first", at, at.Add(-ms(10_000)))
+		second := race(t, id, "takeover", at.Add(ms(10_001)), at.Add(ms(1)))
+		tok := filled(id, int64(k+1))
+		got, err := s.FillToken(ctx, tok, second)
+		checkErr(t, "FillToken", err, nil)
+		check(t, "fill after the race", got, tok)
+	}
+}
+
+// testChallenges: a proof of work serves one owner, again and again (a
+// retry), and no other.
+func testChallenges(t *testing.T, s queue.Store) {
+	ctx := t.Context()
+	exp := t0.Add(5 * time.Minute)
+	checkErr(t, "first use", s.UseChallenge(ctx, "key-1", "owner-a", exp), nil)
+	checkErr(t, "the use retried", s.UseChallenge(ctx, "key-1", "owner-a", exp), nil)
+	checkErr(t, "use by another owner", s.UseChallenge(ctx, "key-1", "owner-b", exp), queue.ErrConflict)
+	checkErr(t, "another key", s.UseChallenge(ctx, "key-2", "owner-b", exp), nil)
+	checkErr(t, "the first owner on the second key", s.UseChallenge(ctx, "key-2", "owner-a", exp), queue.ErrConflict)
+}
+
+// testChallengesConcurrent: of claimsPerKey owners using one proof at once,
+// exactly one succeeds and the others get ErrConflict.
+func testChallengesConcurrent(t *testing.T, s queue.Store) {
+	errs := make([]error, claimsPerKey)
+	inParallel(claimsPerKey, func(i int) {
+		errs[i] = s.UseChallenge(t.Context(), "key-race", fmt.Sprint("owner-", i), t0.Add(5*time.Minute))
+	})
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, queue.ErrConflict):
+			t.Errorf("owner %d: %v, want nil or ErrConflict", i, err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d owners used the proof, want 1", won)
+	}
+}
+
+// ProofReplay holds a Service on s to issue 21's rule: claimsPerKey
+// enters at once with one solved proof of work (half of them without an
+// Idempotency-Key, half each with its own) take exactly one ticket; every
+// other one answers CHALLENGE_FAILED.
+func ProofReplay(t *testing.T, s queue.Store) {
+	ctx := t.Context()
+	svc := queue.NewService(s, polling.DefaultTiers())
+	paused := true
+	_, _, err := svc.PutProgram(ctx, "guarded", api.ProgramSettings{Paused: &paused, ChallengeBits: new(int64(8))})
+	checkErr(t, "PutProgram", err, nil)
+	c, err := svc.Challenge(ctx, "guarded")
+	checkErr(t, "Challenge", err, nil)
+	sol, _, err := challenge.Solve(ctx, c.Challenge, c.Bits)
+	checkErr(t, "Solve", err, nil)
+	type result struct {
+		created bool
+		err     error
+	}
+	results := make([]result, claimsPerKey)
+	inParallel(claimsPerKey, func(i int) {
+		e := queue.Entry{Challenge: c.Challenge, Solution: sol}
+		if i%2 == 1 {
+			e.IdempotencyKey = fmt.Sprintf("proof-replay-key-%02d", i)
+		}
+		_, created, err := svc.Enter(ctx, "guarded", e)
+		results[i] = result{created, err}
+	})
+	won := 0
+	for i, r := range results {
+		var qe *queue.Error
+		switch {
+		case r.err == nil && r.created:
+			won++
+		case r.err != nil && (!errors.As(r.err, &qe) || qe.Code != api.CodeChallengeFailed):
+			t.Errorf("enter %d: %v, want a ticket or CHALLENGE_FAILED", i, r.err)
+		case r.err == nil:
+			t.Errorf("enter %d answered a token it did not create", i)
+		}
+	}
+	p, err := svc.Program(ctx, "guarded")
+	checkErr(t, "Program", err, nil)
+	if won != 1 || p.Issued != 1 {
+		t.Errorf("%d enters took a ticket with one proof, %d tickets issued; want 1 and 1", won, p.Issued)
+	}
+}

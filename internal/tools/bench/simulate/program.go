@@ -1,0 +1,178 @@
+package simulate
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/example/waitingroom/internal/pace"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
+	"github.com/example/waitingroom/internal/tools/bench"
+)
+
+// programModel steps a queue.Program as the service does, with the policy's
+// delays: user i takes ticket i+1 on arrival, every request succeeds, and a
+// poll builds only as much of the polling.Situation as the policy reads.
+// It is fast enough for a million people polling every few seconds.
+type programModel struct {
+	cfg    Config
+	policy polling.Policy
+	// needs is how much of the Situation the policy reads.
+	needs needs
+	rng   *rand.Rand
+	prog  queue.Program
+	t     int64
+	now   time.Time
+	// cur is the serving counter at the last call of serving.
+	cur        int64
+	nextChange int
+	// createdPaused: the program was created paused, as a load test
+	// creates it, so that even the first change waits CacheTTL.
+	createdPaused bool
+}
+
+func newProgramModel(cfg Config, createdPaused bool) *programModel {
+	return &programModel{
+		cfg:    cfg,
+		policy: cfg.Policy.Policy,
+		needs:  needsOf(cfg.Policy.Policy),
+		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		// The program as the admin PUT creates it, before anyone arrives.
+		prog: queue.Program{ID: "sim", CreatedAt: Epoch, Current: pace.Segment{Paused: createdPaused},
+			Options: settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow}},
+		now:           Epoch,
+		createdPaused: createdPaused,
+	}
+}
+
+// tick applies the rate changes due by ms t.
+func (m *programModel) tick(t int64) {
+	m.t, m.now = t, Epoch.Add(time.Duration(t)*time.Millisecond)
+	rates := m.cfg.Scenario.Rates
+	for m.nextChange < len(rates) && rates[m.nextChange].At.Milliseconds() <= t {
+		c := rates[m.nextChange]
+		if m.nextChange == 0 && m.createdPaused && c.Rate == 0 {
+			m.nextChange++ // created paused already
+			continue
+		}
+		var ok bool
+		if m.prog, ok = bench.ApplyChange(m.prog, m.now, c, m.nextChange == 0 && !m.createdPaused, m.cfg.CacheTTL); !ok {
+			break // an earlier change is pending: try again next ms
+		}
+		m.nextChange++
+	}
+}
+
+// AdmissionTimes returns, for each ticket 1..Users (index 0 unused), the
+// offset from the start at which the simulated program admits it, user i
+// taking ticket i+1 on arrival and rate changes in force delay after their
+// offset; -1 marks a ticket not admitted before the timeout. With
+// createdPaused even the first change waits delay, as in a load test.
+func AdmissionTimes(sc bench.Scenario, delay time.Duration, createdPaused bool) []time.Duration {
+	at := make([]time.Duration, sc.Users+1)
+	for i := range at {
+		at[i] = -1
+	}
+	end := int64(math.MaxInt64)
+	if sc.Timeout > 0 {
+		end = sc.Timeout.Milliseconds()
+	} else if sc.Rates.Final() == 0 {
+		return at
+	}
+	m := newProgramModel(Config{Scenario: sc, CacheTTL: delay}, createdPaused)
+	var admitted int64
+	next := 0
+	for t := int64(0); t < end && admitted < int64(sc.Users); t++ {
+		m.tick(t)
+		for ; next < sc.Users && sc.Arrival.At(next, sc.Users).Milliseconds() <= t; next++ {
+			m.prog = m.prog.WithTicketIssued(m.now)
+		}
+		for serving := m.serving(); admitted < serving; {
+			admitted++
+			at[admitted] = time.Duration(t) * time.Millisecond
+		}
+	}
+	return at
+}
+
+func (m *programModel) program() queue.Program { return m.prog }
+
+func (m *programModel) serving() int64 {
+	m.cur = m.prog.Serving(m.now)
+	return m.cur
+}
+
+// enter issues the next ticket and answers it like Service.Enter.
+func (m *programModel) enter(int) (answer, error) {
+	m.prog = m.prog.WithTicketIssued(m.now)
+	m.serving()
+	return m.answer(m.prog.Issued), nil
+}
+
+func (m *programModel) poll(us *user) (answer, error) { return m.answer(us.ticket), nil }
+
+// answer is the service's answer to ticket tk at m.now, the serving
+// counter at m.cur.
+func (m *programModel) answer(tk int64) answer {
+	if tk <= m.cur {
+		return answer{ticket: tk, admitted: true}
+	}
+	var sit polling.Situation
+	switch m.needs {
+	case needsPosition:
+		sit.Position = tk - m.cur // what Situation computes, without the wait estimate
+	case needsAll:
+		sit = m.prog.Situation(tk, m.now, m.notice())
+	}
+	return answer{ticket: tk, position: tk - m.cur, retryAfter: m.policy.RetryAfter(sit, m.rng)}
+}
+
+// notice is the answer's queue.ChangeNotice at m.t as the service would
+// give it: its cache TTL is the change delay (CacheTTL) less the admin
+// write budget, and one busy instance reads the program each time its read
+// expires (at every multiple of the TTL).
+func (m *programModel) notice() time.Duration {
+	ttl := (m.cfg.CacheTTL - queue.AdminWriteBudget).Milliseconds()
+	if ttl <= 0 {
+		return 0
+	}
+	return time.Duration(ttl-m.t%ttl) * time.Millisecond
+}
+
+// place is the ticket: the program has no shuffled opening.
+func (m *programModel) place(us user, _ queue.Program) int64 { return us.ticket }
+
+func (m *programModel) release(string) error {
+	return errors.New("simulate: sessions are simulated with the service only")
+}
+
+func (m *programModel) finish(*bench.Result) {}
+
+// needs says how much of the polling.Situation a policy reads, so that a
+// poll builds the costly Program.Situation only for policies that read it.
+type needs int
+
+const (
+	needsAll      needs = iota // any policy: Program.Situation
+	needsNothing               // polling.Fixed
+	needsPosition              // polling.Tiers reads the position only
+)
+
+// fullSituation makes every policy get Program.Situation (tests compare).
+var fullSituation = false
+
+func needsOf(p polling.Policy) needs {
+	if fullSituation {
+		return needsAll
+	}
+	switch p.(type) {
+	case polling.Fixed:
+		return needsNothing
+	case polling.Tiers:
+		return needsPosition
+	}
+	return needsAll
+}

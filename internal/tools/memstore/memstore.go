@@ -1,0 +1,474 @@
+// Package memstore is the embedded, in-memory queue.Store used by the local
+// server and by tests. It keeps the same contract as the DynamoDB store
+// (internal/testing/storetest) but nothing survives the process.
+package memstore
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/history"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/tickets"
+)
+
+// Store is an in-memory queue.Store, safe for concurrent use.
+type Store struct {
+	mu       sync.Mutex
+	programs map[string]queue.Program
+	tokens   map[string]queue.Token
+	shards   map[shardKey]tickets.Shard
+	// changeIssued holds, per program, the tickets issued when its
+	// scheduled change landed, until MoveDrain has moved the drain
+	// instant accordingly (dynamostore's changeIssued attribute).
+	changeIssued map[string]int64
+	cap          capRecords
+	cat          catalogRecords
+	challenges   map[string]challengeUse
+	// The signing keys (admissionpass.KeyStore), which Sweep drops past
+	// their expiry.
+	*admissionpass.MemoryKeyStore
+	// clock dates the records that expire from their making (the
+	// capacity records), as DynamoDB's TTL dates them from its write.
+	clock clock.Clock
+}
+
+var _ admissionpass.KeyStore = (*Store)(nil) // by its MemoryKeyStore
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock replaces the real clock that dates the capacity records'
+// expiry (Sweep drops them a TTL after the write that made them).
+func WithClock(c clock.Clock) Option { return func(s *Store) { s.clock = c } }
+
+var (
+	_ queue.Store         = (*Store)(nil)
+	_ queue.PrequeueStore = (*Store)(nil)
+	_ queue.ScheduleStore = (*Store)(nil)
+)
+
+// New returns an empty Store.
+func New(opts ...Option) *Store {
+	s := &Store{
+		programs: map[string]queue.Program{}, tokens: map[string]queue.Token{}, shards: map[shardKey]tickets.Shard{},
+		changeIssued: map[string]int64{}, challenges: map[string]challengeUse{},
+		MemoryKeyStore: admissionpass.NewMemoryKeyStore(),
+		cap:            capRecords{groups: map[groupKey]group{}, ends: map[endsKey]ends{}, marks: map[string][]mark{}},
+		cat:            catalogRecords{listed: map[string]struct{}{}, deleted: map[string]time.Time{}, history: map[string][]history.Change{}},
+		clock:          clock.Real{},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// CreateProgram implements queue.Store.
+func (s *Store) CreateProgram(ctx context.Context, p queue.Program) error {
+	return s.do(ctx, func() error {
+		if _, ok := s.programs[p.ID]; ok {
+			return queue.ErrConflict
+		}
+		if p.CreatedAt.Before(s.cat.deleted[p.ID]) {
+			return queue.ErrDeleted
+		}
+		delete(s.cat.deleted, p.ID)
+		s.programs[p.ID] = p
+		return nil
+	})
+}
+
+// GetProgram implements queue.Store.
+func (s *Store) GetProgram(ctx context.Context, id string) (queue.Program, error) {
+	return get(ctx, s, s.programs, id)
+}
+
+// UpdateProgram implements queue.Store.
+func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
+	return s.do(ctx, func() error {
+		cur, ok := s.programs[p.ID]
+		if !ok || cur.Version != p.Version-1 || cur.Issued != expectIssued {
+			return queue.ErrConflict
+		}
+		s.programs[p.ID] = updated(cur, p)
+		return nil
+	})
+}
+
+// updated is p stored over cur by an update: ID, CreatedAt, Issued and
+// what tickets and shards maintain stay as in cur.
+func updated(cur, p queue.Program) queue.Program {
+	p.CreatedAt, p.Issued, p.Shards, p.Recent = cur.CreatedAt, cur.Issued, cur.Shards, cur.Recent
+	p.Prequeue, p.PrequeueFixed = cur.Prequeue, cur.PrequeueFixed
+	p.Capacity = cur.Capacity // the fold's own (ApplyFold)
+	return p
+}
+
+// UpdateScheduled implements queue.ScheduleStore. A write found already
+// applied (the stored version and latest change are p's, as a DynamoDB
+// retry after a lost answer finds them) reports the count it recorded.
+func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
+	return locked(ctx, s, func() (int64, error) {
+		cur, ok := s.programs[p.ID]
+		switch {
+		case ok && cur.Version == p.Version-1:
+			s.programs[p.ID] = updated(cur, p)
+			s.changeIssued[p.ID] = cur.Issued
+			return cur.Issued, nil
+		case !ok || cur.Version != p.Version || len(cur.Changes) == 0 || len(p.Changes) == 0 || cur.Changes[0] != p.Changes[0]:
+			return 0, queue.ErrConflict
+		}
+		if issued, ok := s.changeIssued[p.ID]; ok {
+			return issued, nil
+		}
+		return p.Issued, nil // the drain instant is moved already
+	})
+}
+
+// MoveDrain implements queue.ScheduleStore: only while p is the stored
+// version and issued the count its UpdateScheduled recorded, which it
+// forgets, so that a repeat does nothing.
+func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
+	return s.do(ctx, func() error {
+		cur, ok := s.programs[p.ID]
+		recorded, moving := s.changeIssued[p.ID]
+		if ok && moving && cur.Version == p.Version && recorded == issued {
+			cur.DrainAtNs = p.MovedDrainAtNs(cur.DrainAtNs, issued)
+			s.programs[p.ID] = cur
+			delete(s.changeIssued, p.ID)
+		}
+		return nil
+	})
+}
+
+// IssueTicket implements queue.Store.
+func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
+	return s.IssueTickets(ctx, programID, now, 1)
+}
+
+// IssueTickets implements tickets.Store.
+func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (queue.Program, error) {
+	return s.editProgram(ctx, programID, func(p queue.Program) (queue.Program, error) {
+		if p.Closed {
+			return queue.Program{}, queue.ErrClosed
+		}
+		return p.WithTicketsIssued(now, n), nil
+	})
+}
+
+// FixPrequeue implements queue.PrequeueStore.
+func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
+	return s.editProgram(ctx, programID, func(p queue.Program) (queue.Program, error) {
+		return p.WithPrequeueFixed(now), nil
+	})
+}
+
+// editProgram stores edit's program in place of program id unless edit
+// fails, and returns it; queue.ErrNotFound when there is none.
+func (s *Store) editProgram(ctx context.Context, id string, edit func(queue.Program) (queue.Program, error)) (queue.Program, error) {
+	return locked(ctx, s, func() (queue.Program, error) {
+		p, err := lookup(s.programs, id)
+		if err == nil {
+			p, err = edit(p)
+		}
+		if err != nil {
+			return queue.Program{}, err
+		}
+		s.programs[id] = p
+		return p, nil
+	})
+}
+
+var _ tickets.Store = (*Store)(nil)
+
+// shardKey names a ticket shard: shard index of program.
+type shardKey struct {
+	program string
+	index   int
+}
+
+// TakeShardTickets implements tickets.Store.
+func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
+	if err := s.lock(ctx); err != nil {
+		return tickets.Run{}, false, err
+	}
+	defer s.mu.Unlock()
+	k := shardKey{programID, i}
+	b, ok := s.shards[k]
+	if !ok || b.Next > b.End || b.ReservedAt.Before(notBefore.Truncate(time.Millisecond)) {
+		return tickets.Run{}, false, nil
+	}
+	r := tickets.Run{First: b.Next, Last: min(b.Next+m-1, b.End), ReservedAt: b.ReservedAt, Block: b.Start, After: b.Next + m}
+	b.Next += m
+	b.Takes++
+	s.shards[k] = b
+	return r, true, nil
+}
+
+// ClaimShard implements tickets.Store.
+func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim string, now, notBefore, claimNotBefore time.Time) (tickets.Shard, bool, error) {
+	if err := s.lock(ctx); err != nil {
+		return tickets.Shard{}, false, err
+	}
+	defer s.mu.Unlock()
+	k := shardKey{programID, i}
+	b, exists := s.shards[k]
+	usable := exists && b.Next <= b.End && !b.ReservedAt.Before(notBefore.Truncate(time.Millisecond))
+	taken := b.Claim != "" && b.Claim != claim && !b.ClaimedAt.Before(claimNotBefore.Truncate(time.Millisecond))
+	if usable || taken {
+		return tickets.Shard{}, false, nil
+	}
+	old := b
+	b.Claim, b.ClaimedAt = claim, now.Truncate(time.Millisecond)
+	s.shards[k] = b
+	return old, true, nil
+}
+
+// FillShard implements tickets.Store.
+func (s *Store) FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, f tickets.Shard) (bool, error) {
+	return locked(ctx, s, func() (bool, error) {
+		k := shardKey{programID, i}
+		b := s.shards[k]
+		if b.Claim == claim && b.ClaimedAt.IsZero() && b.Start == f.Start && b.ReservedAt.Equal(f.ReservedAt.Truncate(time.Millisecond)) {
+			return true, nil // filled already by this claim: a retry
+		}
+		if b.Claim != claim || !b.ClaimedAt.Equal(claimedAt.Truncate(time.Millisecond)) {
+			return false, nil
+		}
+		s.shards[k] = tickets.Shard{Start: f.Start, Next: f.Next, End: f.End, ReservedAt: f.ReservedAt.Truncate(time.Millisecond), Claim: claim}
+		return true, nil
+	})
+}
+
+// SetShards implements tickets.Store.
+func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (bool, error) {
+	return locked(ctx, s, func() (bool, error) {
+		p, ok := s.programs[programID]
+		if !ok || p.Shards != from {
+			return ok && p.Shards == k, nil
+		}
+		p.Shards = k
+		s.programs[programID] = p
+		return true, nil
+	})
+}
+
+// TrimShard implements tickets.Store.
+func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back tickets.Run) (tickets.Run, bool, error) {
+	if err := s.lock(ctx); err != nil {
+		return tickets.Run{}, false, err
+	}
+	defer s.mu.Unlock()
+	k := shardKey{programID, i}
+	b, ok := s.shards[k]
+	if !ok || b.End == 0 || b.Start != start || !b.ReservedAt.Equal(reservedAt.Truncate(time.Millisecond)) {
+		return tickets.Run{}, false, nil
+	}
+	if back.First <= back.Last && back.First > 0 && b.Next == back.After {
+		b.Next = back.First
+	} else if b.Next > b.End {
+		return tickets.Run{}, false, nil
+	}
+	r := tickets.Run{First: b.Next, Last: b.End, ReservedAt: b.ReservedAt}
+	b.End = b.Next - 1
+	s.shards[k] = b
+	return r, true, nil
+}
+
+// ReturnTickets implements tickets.Store.
+func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
+	return locked(ctx, s, func() (bool, error) {
+		cur, ok := s.programs[p.ID]
+		if !ok || cur.Version != p.Version || cur.Issued != p.Issued || cur.PrequeueFixed != p.PrequeueFixed || from < 1 || from > cur.Issued {
+			return false, nil
+		}
+		s.programs[p.ID] = cur.WithTicketsReturned(from)
+		return true, nil
+	})
+}
+
+// Shard returns shard i of programID as stored (for tests and audits).
+func (s *Store) Shard(programID string, i int) tickets.Shard {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shards[shardKey{programID, i}]
+}
+
+// PutToken implements queue.Store.
+func (s *Store) PutToken(ctx context.Context, t queue.Token) error {
+	return s.do(ctx, func() error {
+		if _, ok := s.tokens[t.ID]; ok {
+			return queue.ErrConflict
+		}
+		s.tokens[t.ID] = t
+		return nil
+	})
+}
+
+// ClaimToken implements queue.Store.
+func (s *Store) ClaimToken(ctx context.Context, c queue.Token, staleBefore time.Time) (queue.Token, error) {
+	return locked(ctx, s, func() (queue.Token, error) {
+		cur, ok := s.tokens[c.ID]
+		if ok && (cur.Claim == "" || cur.Claim == c.Claim || !cur.ClaimedAt.Before(staleBefore.Truncate(time.Millisecond))) {
+			return cur, nil
+		}
+		c.ClaimedAt = c.ClaimedAt.Truncate(time.Millisecond)
+		s.tokens[c.ID] = c
+		return c, nil
+	})
+}
+
+// FillToken implements queue.Store.
+func (s *Store) FillToken(ctx context.Context, t queue.Token, claim string) (queue.Token, error) {
+	return locked(ctx, s, func() (queue.Token, error) {
+		cur, err := lookup(s.tokens, t.ID)
+		if err != nil || cur.Claim != claim || cur.Ticket != 0 {
+			return cur, err
+		}
+		s.tokens[t.ID] = t
+		return t, nil
+	})
+}
+
+// ReleaseClaim implements queue.Store.
+func (s *Store) ReleaseClaim(ctx context.Context, id, claim string) error {
+	return s.do(ctx, func() error {
+		if cur, ok := s.tokens[id]; ok && cur.Claim == claim && cur.Ticket == 0 {
+			cur.ClaimedAt = time.Time{}
+			s.tokens[id] = cur
+		}
+		return nil
+	})
+}
+
+// GetToken implements queue.Store. Like DynamoDB TTL it hides nothing: an
+// item past ExpiresAt is still returned until it is swept.
+func (s *Store) GetToken(ctx context.Context, id string) (queue.Token, error) {
+	return get(ctx, s, s.tokens, id)
+}
+
+// MarkAdmitted implements queue.Store.
+func (s *Store) MarkAdmitted(ctx context.Context, t queue.Token) (queue.Token, error) {
+	return s.mark(ctx, t, func(cur *queue.Token) {
+		cur.AdmittedAt, cur.AdmissionExpiresAt, cur.ExpiresAt, cur.AdmissionPass = t.AdmittedAt, t.AdmissionExpiresAt, t.ExpiresAt, t.AdmissionPass
+	})
+}
+
+// MarkLeft implements queue.Store.
+func (s *Store) MarkLeft(ctx context.Context, t queue.Token) (queue.Token, error) {
+	return s.mark(ctx, t, func(cur *queue.Token) { cur.LeftAt, cur.ExpiresAt = t.LeftAt, t.ExpiresAt })
+}
+
+// EndAdmission implements queue.Store.
+func (s *Store) EndAdmission(ctx context.Context, t queue.Token) (queue.Token, error) {
+	return s.update(ctx, t.ID, func(cur queue.Token) bool {
+		return !cur.AdmittedAt.IsZero() && cur.LeftAt.IsZero() && t.LeftAt.Before(cur.AdmissionExpiresAt)
+	},
+		func(cur *queue.Token) { cur.LeftAt, cur.ExpiresAt = t.LeftAt, t.ExpiresAt })
+}
+
+// RevokeToken implements queue.Store.
+func (s *Store) RevokeToken(ctx context.Context, t queue.Token) (queue.Token, error) {
+	cur, err := s.update(ctx, t.ID, func(cur queue.Token) bool { return cur.Claim == "" && cur.RevokedAt.IsZero() },
+		func(cur *queue.Token) { cur.RevokedAt, cur.ExpiresAt = t.RevokedAt, t.ExpiresAt })
+	if err == nil && cur.Claim != "" {
+		return queue.Token{}, queue.ErrNotFound
+	}
+	return cur, err
+}
+
+// mark applies set to a token that is neither admitted, left nor revoked.
+func (s *Store) mark(ctx context.Context, t queue.Token, set func(*queue.Token)) (queue.Token, error) {
+	return s.update(ctx, t.ID, func(cur queue.Token) bool {
+		return cur.AdmittedAt.IsZero() && cur.LeftAt.IsZero() && cur.RevokedAt.IsZero()
+	}, set)
+}
+
+// update applies set to token id if when holds of it, and returns the
+// token as stored afterwards.
+func (s *Store) update(ctx context.Context, id string, when func(queue.Token) bool, set func(*queue.Token)) (queue.Token, error) {
+	return locked(ctx, s, func() (queue.Token, error) {
+		cur, err := lookup(s.tokens, id)
+		if err == nil && when(cur) {
+			set(&cur)
+			s.tokens[id] = cur
+		}
+		return cur, err
+	})
+}
+
+// challengeUse is the record of a proof of work used (queue.Store.UseChallenge).
+type challengeUse struct {
+	owner   string
+	expires time.Time
+}
+
+// UseChallenge implements queue.Store.
+func (s *Store) UseChallenge(ctx context.Context, key, owner string, expires time.Time) error {
+	return s.do(ctx, func() error {
+		if u, ok := s.challenges[key]; ok && u.owner != owner {
+			return queue.ErrConflict
+		}
+		s.challenges[key] = challengeUse{owner: owner, expires: expires}
+		return nil
+	})
+}
+
+// Sweep deletes the tokens whose ExpiresAt has passed, as DynamoDB TTL does,
+// and returns how many it removed; the challenge uses, signing keys and
+// capacity records past their expiry go too (not counted).
+func (s *Store) Sweep(now time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maps.DeleteFunc(s.challenges, func(_ string, u challengeUse) bool { return now.After(u.expires) })
+	s.DropExpired(now)
+	s.sweepCapacity(now)
+	n := len(s.tokens)
+	maps.DeleteFunc(s.tokens, func(_ string, t queue.Token) bool { return !t.ExpiresAt.IsZero() && now.After(t.ExpiresAt) })
+	return n - len(s.tokens)
+}
+
+// lock takes s.mu unless ctx is done; the caller unlocks it.
+func (s *Store) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	return nil
+}
+
+// locked returns f's results, called with s.mu held, unless ctx is done.
+func locked[T any](ctx context.Context, s *Store, f func() (T, error)) (T, error) {
+	if err := s.lock(ctx); err != nil {
+		var zero T
+		return zero, err
+	}
+	defer s.mu.Unlock()
+	return f()
+}
+
+// do returns f's error, called with s.mu held, unless ctx is done.
+func (s *Store) do(ctx context.Context, f func() error) error {
+	_, err := locked(ctx, s, func() (struct{}, error) { return struct{}{}, f() })
+	return err
+}
+
+// get returns m[k] read with s.mu held: the one lookup of a record by its
+// key, queue.ErrNotFound when m has no k.
+func get[K comparable, V any](ctx context.Context, s *Store, m map[K]V, k K) (V, error) {
+	return locked(ctx, s, func() (V, error) { return lookup(m, k) })
+}
+
+// lookup returns m[k], or queue.ErrNotFound when m has no k; s.mu is held.
+func lookup[K comparable, V any](m map[K]V, k K) (V, error) {
+	v, ok := m[k]
+	if !ok {
+		return v, queue.ErrNotFound
+	}
+	return v, nil
+}

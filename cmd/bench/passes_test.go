@@ -45,6 +45,7 @@ import (
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
@@ -145,7 +146,7 @@ func TestPassesLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pemKey, err := k.PEM()
+	pemKey, err := localkeys.PEM(k)
 	if err != nil {
 		t.Fatal(err)
 	}

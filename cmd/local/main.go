@@ -30,6 +30,7 @@ import (
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/demosite"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
 	"github.com/example/waitingroom/internal/tools/prom"
@@ -150,7 +151,7 @@ func runWith(ctx context.Context, s seams, args []string, getenv func(string) st
 	}
 	defer ln.Close() // if run fails before serving
 	base := baseURL(ln.Addr())
-	passes, err := app.PassOption(ctx, cfg.Pass, base, s.keyring...)
+	passes, err := localkeys.PassOption(ctx, cfg.Pass, base, s.keyring...)
 	if err != nil {
 		return fmt.Errorf("admission passes: %w", err)
 	}

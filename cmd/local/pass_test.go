@@ -27,6 +27,7 @@ import (
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/testing/passtest"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 )
 
 // admitted walks a new token of program to ADMITTED through the API
@@ -98,7 +99,7 @@ func TestLocalAdmissionPass(t *testing.T) {
 	// A key file, so that this test can also sign passes with the
 	// server's own key (expired, not yet valid, another issuer).
 	key := must(admissionpass.GenerateLocalKey())
-	keyPEM := must(key.PEM())
+	keyPEM := must(localkeys.PEM(key))
 	keyFile := filepath.Join(t.TempDir(), "pass-key.pem")
 	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
 		t.Fatal(err)

@@ -11,10 +11,10 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
-	waitingroom "github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/sigv4test"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/passverify"
 )
 
@@ -201,7 +201,7 @@ func newKeyringAPI(t *testing.T) http.Handler {
 	t.Helper()
 	// The keyring's clock reads mid-slot: no next key is due, whatever the
 	// hour the test runs at.
-	passes, err := waitingroom.PassOption(t.Context(), config.Pass{}, testIssuer, admissionpass.WithKeyringClock(clocktest.MidSlot(24*time.Hour)))
+	passes, err := localkeys.PassOption(t.Context(), config.Pass{}, testIssuer, admissionpass.WithKeyringClock(clocktest.MidSlot(24*time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}

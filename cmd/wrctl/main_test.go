@@ -26,6 +26,7 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/sigv4test"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
@@ -41,7 +42,7 @@ const (
 // routes behind testSecret, passes signed for testIssuer by a fixed key.
 func newAPI(t *testing.T) http.Handler {
 	t.Helper()
-	iss, err := waitingroom.NewIssuer(t.Context(), config.Pass{}, testIssuer)
+	iss, err := localkeys.NewIssuer(config.Pass{}, testIssuer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/testing/passtest"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/passverify"
 )
 
@@ -173,7 +174,7 @@ func TestKeyringKMSRoundTrip(t *testing.T) {
 	proxy := kmstest.NewProxy(t)
 	client := kmstest.ClientFor(t, proxy.URL())
 	wrap := admissionpass.NewKMSWrapper(client, kmstest.NewWrapKey(t, client))
-	store := admissionpass.NewMemoryKeyStore()
+	store := localkeys.NewKeyStore()
 	// The keyrings' clock is fixed at the admission, mid-slot: the slot's
 	// key alone exists, whatever the time of day the test runs at.
 	clk := clock.NewFake(admission.AdmittedAt)
@@ -567,7 +568,7 @@ func TestLocalKeyFiles(t *testing.T) {
 			if err := os.WriteFile(path, tt.data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			k, err := admissionpass.ReadLocalKeyFile(path)
+			k, err := localkeys.ReadFile(path)
 			if tt.wantErr {
 				if err == nil {
 					t.Error("read a key that is not a P-256 private key")
@@ -582,11 +583,11 @@ func TestLocalKeyFiles(t *testing.T) {
 				t.Error("read another key")
 			}
 			// PEM writes it back as PKCS#8.
-			out, err := k.PEM()
+			out, err := localkeys.PEM(k)
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := admissionpass.ParseLocalKey(out)
+			again, err := localkeys.Parse(out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -595,7 +596,7 @@ func TestLocalKeyFiles(t *testing.T) {
 			}
 		})
 	}
-	if _, err := admissionpass.ReadLocalKeyFile(filepath.Join(t.TempDir(), "missing.pem")); err == nil {
+	if _, err := localkeys.ReadFile(filepath.Join(t.TempDir(), "missing.pem")); err == nil {
 		t.Error("read a missing file")
 	}
 	if _, err := admissionpass.NewLocalKey(p384); err == nil {
@@ -702,17 +703,17 @@ func BenchmarkIssue(b *testing.B) {
 		bench(b, iss, nil)
 	})
 	b.Run("key=keyring-local", func(b *testing.B) {
-		w, err := admissionpass.NewLocalWrapper()
+		w, err := localkeys.NewWrapper()
 		if err != nil {
 			b.Fatal(err)
 		}
-		bench(b, admissionpass.NewSetIssuer(issuerURL, admissionpass.NewKeyring(admissionpass.NewMemoryKeyStore(), w)), nil)
+		bench(b, admissionpass.NewSetIssuer(issuerURL, admissionpass.NewKeyring(localkeys.NewKeyStore(), w)), nil)
 	})
 	b.Run("key=keyring-kms", func(b *testing.B) {
 		proxy := kmstest.NewProxy(b)
 		client := kmstest.ClientFor(b, proxy.URL())
 		w := admissionpass.NewKMSWrapper(client, kmstest.NewWrapKey(b, client))
-		bench(b, admissionpass.NewSetIssuer(issuerURL, admissionpass.NewKeyring(admissionpass.NewMemoryKeyStore(), w)), proxy)
+		bench(b, admissionpass.NewSetIssuer(issuerURL, admissionpass.NewKeyring(localkeys.NewKeyStore(), w)), proxy)
 	})
 }
 
@@ -729,11 +730,11 @@ func pkcs8(t *testing.T, priv *ecdsa.PrivateKey) []byte {
 // TestLocalWrapper: a LocalWrapper unwraps what it wrapped under the same
 // encryption context, and nothing else.
 func TestLocalWrapper(t *testing.T) {
-	w, err := admissionpass.NewLocalWrapper()
+	w, err := localkeys.NewWrapper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := admissionpass.NewLocalWrapper()
+	other, err := localkeys.NewWrapper()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
 )
 
 // Key is a P-256 key that signs passes: a LocalKey, or a keyring's key.
@@ -44,56 +41,6 @@ func NewLocalKey(priv *ecdsa.PrivateKey) (*LocalKey, error) {
 		return nil, errors.New("admissionpass: the key must be an ECDSA P-256 key")
 	}
 	return &LocalKey{priv: priv}, nil
-}
-
-// ParseLocalKey reads a P-256 private key from the first PEM block of
-// data: PKCS#8 ("PRIVATE KEY") or SEC 1 ("EC PRIVATE KEY").
-func ParseLocalKey(data []byte) (*LocalKey, error) {
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, errors.New("admissionpass: no PEM block found")
-	}
-	var priv any
-	var err error
-	switch block.Type {
-	case "PRIVATE KEY":
-		priv, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-	case "EC PRIVATE KEY":
-		priv, err = x509.ParseECPrivateKey(block.Bytes)
-	default:
-		return nil, fmt.Errorf("admissionpass: PEM block %q: want PRIVATE KEY or EC PRIVATE KEY", block.Type)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("admissionpass: parse %s: %w", block.Type, err)
-	}
-	ec, ok := priv.(*ecdsa.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("admissionpass: %T is not an ECDSA key", priv)
-	}
-	return NewLocalKey(ec)
-}
-
-// ReadLocalKeyFile reads a key with ParseLocalKey from the file at path.
-func ReadLocalKeyFile(path string) (*LocalKey, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("admissionpass: read key: %w", err)
-	}
-	k, err := ParseLocalKey(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w (in %s)", err, path)
-	}
-	return k, nil
-}
-
-// PEM returns the private key as a PKCS#8 PEM block, which ParseLocalKey
-// reads back.
-func (k *LocalKey) PEM() ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(k.priv)
-	if err != nil {
-		return nil, fmt.Errorf("admissionpass: marshal key: %w", err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
 // PublicKey returns the public half of k.

@@ -32,14 +32,15 @@ import (
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/testing/storetest"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 )
 
 // TestMemoryKeyStore holds MemoryKeyStore to KeyStore's contract, and its
 // DropExpired to the keys' expiry.
 func TestMemoryKeyStore(t *testing.T) {
-	storetest.PassKeys(t, admissionpass.NewMemoryKeyStore())
+	storetest.PassKeys(t, localkeys.NewKeyStore())
 
-	s := admissionpass.NewMemoryKeyStore()
+	s := localkeys.NewKeyStore()
 	at := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
 	k := admissionpass.StoredKey{SignFrom: at, KeyID: "kid", Expires: at.Add(time.Hour)}
 	if ok, err := s.ClaimPassKey(t.Context(), at, "claim", at, at); !ok || err != nil {
@@ -85,7 +86,7 @@ func (w *countingWrapper) Unwrap(ctx context.Context, wrapped []byte, encCtx map
 
 func newCountingWrapper(t *testing.T) *countingWrapper {
 	t.Helper()
-	w, err := admissionpass.NewLocalWrapper()
+	w, err := localkeys.NewWrapper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,9 +112,9 @@ func newInstance(t *testing.T, store admissionpass.KeyStore, wrap admissionpass.
 
 // setup is a key store, a wrapper shared by the instances, a clock at
 // start and a first instance.
-func setup(t *testing.T, start time.Time) (*admissionpass.MemoryKeyStore, admissionpass.KeyWrapper, *clock.Fake, instance) {
+func setup(t *testing.T, start time.Time) (*localkeys.KeyStore, admissionpass.KeyWrapper, *clock.Fake, instance) {
 	t.Helper()
-	store, wrap, clock := admissionpass.NewMemoryKeyStore(), newCountingWrapper(t).KeyWrapper, clock.NewFake(start)
+	store, wrap, clock := localkeys.NewKeyStore(), newCountingWrapper(t).KeyWrapper, clock.NewFake(start)
 	return store, wrap, clock, newInstance(t, store, wrap, clock)
 }
 
@@ -159,7 +160,7 @@ func (in instance) sign(t *testing.T, clock *clock.Fake) string {
 // signs, the old one leaves the JWKS once every pass it signed expired,
 // and each instance opens each key once.
 func TestKeyringSchedule(t *testing.T) {
-	store := admissionpass.NewMemoryKeyStore()
+	store := localkeys.NewKeyStore()
 	wrap := newCountingWrapper(t).KeyWrapper
 	start := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC) // 9 h into a slot of 24 h
 	clock := clock.NewFake(start)
@@ -229,7 +230,7 @@ func TestKeyringSchedule(t *testing.T) {
 // wait for it, on the keyring's clock.
 func TestKeyringFirstKeyOnce(t *testing.T) {
 	const n = 8
-	store := &firstKeyStore{KeyStore: admissionpass.NewMemoryKeyStore(), claims: await.Barrier{N: n}, put: make(chan struct{})}
+	store := &firstKeyStore{KeyStore: localkeys.NewKeyStore(), claims: await.Barrier{N: n}, put: make(chan struct{})}
 	wrap := newCountingWrapper(t).KeyWrapper
 	clk := clocktest.NewManual(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	ins := make([]instance, n)
@@ -298,7 +299,7 @@ func (s *firstKeyStore) PutPassKey(ctx context.Context, k admissionpass.StoredKe
 // new key signs at once; a rotation publishes a key that signs a lead
 // later; an unknown kid is ErrKeyNotFound.
 func TestKeyringRevokeAndRotate(t *testing.T) {
-	store := admissionpass.NewMemoryKeyStore()
+	store := localkeys.NewKeyStore()
 	wrap := newCountingWrapper(t).KeyWrapper
 	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	a, b := newInstance(t, store, wrap, clock), newInstance(t, store, wrap, clock)
@@ -352,7 +353,7 @@ func TestKeyringRevokeAndRotate(t *testing.T) {
 // TestKeyringUnavailable: without KMS, no key can be made: signing fails
 // with ErrKeysUnavailable, and succeeds once KMS is back.
 func TestKeyringUnavailable(t *testing.T) {
-	store := admissionpass.NewMemoryKeyStore()
+	store := localkeys.NewKeyStore()
 	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	a := newInstance(t, store, newCountingWrapper(t).KeyWrapper, clock)
 	a.wrap.fail.Store(true)
@@ -380,7 +381,7 @@ func (s *failingReads) PassKeys(ctx context.Context) ([]admissionpass.StoredKey,
 // TestKeyringStoreFault: once an instance has read the key set, a store
 // that fails its later reads does not stop it signing.
 func TestKeyringStoreFault(t *testing.T) {
-	store := &failingReads{KeyStore: admissionpass.NewMemoryKeyStore()}
+	store := &failingReads{KeyStore: localkeys.NewKeyStore()}
 	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	a := newInstance(t, store, newCountingWrapper(t).KeyWrapper, clock)
 	first := a.sign(t, clock)
@@ -401,7 +402,7 @@ func TestKeyringStoreFault(t *testing.T) {
 // the first pass is signed with it.
 func TestKeyringJWKSFirst(t *testing.T) {
 	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
-	a := newInstance(t, admissionpass.NewMemoryKeyStore(), newCountingWrapper(t).KeyWrapper, clock)
+	a := newInstance(t, localkeys.NewKeyStore(), newCountingWrapper(t).KeyWrapper, clock)
 	doc, err := a.iss.JWKS(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -568,7 +569,7 @@ func (s *panickyReads) PassKeys(ctx context.Context) ([]admissionpass.StoredKey,
 // TestKeyringReadPanic: a read that panics leaves the keyring able to read
 // again, instead of every later call waiting for it.
 func TestKeyringReadPanic(t *testing.T) {
-	store := &panickyReads{KeyStore: admissionpass.NewMemoryKeyStore()}
+	store := &panickyReads{KeyStore: localkeys.NewKeyStore()}
 	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	a := newInstance(t, store, newCountingWrapper(t).KeyWrapper, clock)
 	func() {
@@ -926,7 +927,7 @@ func TestKeyringKMSCallsAcrossInstances(t *testing.T) {
 	proxy := kmstest.NewProxy(t)
 	client := kmstest.ClientFor(t, proxy.URL())
 	keyID := kmstest.NewWrapKey(t, client)
-	store := admissionpass.NewMemoryKeyStore()
+	store := localkeys.NewKeyStore()
 	slot := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC) // a slot's start at a rotation of 1 h
 	clk := clock.NewFake(slot)
 	const n, perPhase = 4, 400
@@ -1061,7 +1062,7 @@ func TestKeyringSigningRate(t *testing.T) {
 	proxy := kmstest.NewProxy(t)
 	client := kmstest.ClientFor(t, proxy.URL())
 	keyID := kmstest.NewWrapKey(t, client)
-	store := admissionpass.NewMemoryKeyStore()
+	store := localkeys.NewKeyStore()
 	paced := *signFor > 0
 	var clk clock.Clock = clock.Real{}
 	if !paced {

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -192,75 +193,25 @@ func fromConfig(ctx context.Context, cfg config.Config, w io.Writer, opts ...Opt
 	return a, nil
 }
 
-// PassOption returns the App option that signs passes as p describes: a
-// keyring wrapped by the KMS key p.WrapKMSKeyID; key files (NewIssuer);
-// else, for the local server, a keyring wrapped by a key of this process.
-// The iss is as NewIssuer's; opts go to the keyring, after p's.
-func PassOption(ctx context.Context, p config.Pass, defaultIssuer string, keyring ...admissionpass.KeyringOption) (Option, error) {
-	iss := p.Issuer
-	if iss == "" {
-		iss = defaultIssuer
-	}
-	var opts []admissionpass.KeyringOption
-	if p.KeyRotation > 0 {
-		opts = append(opts, admissionpass.WithRotation(p.KeyRotation))
-	}
-	opts = append(opts, keyring...)
-	switch {
-	case p.WrapKMSKeyID != "":
-		client, err := admissionpass.NewKMSClient(ctx, p.KMSEndpoint)
-		if err != nil {
-			return nil, fmt.Errorf("KMS client: %w", err)
-		}
-		return WithKeyring(iss, nil, admissionpass.NewKMSWrapper(client, p.WrapKMSKeyID), opts...), nil
-	case p.KeyFile != "":
-		i, err := NewIssuer(ctx, p, defaultIssuer)
-		if err != nil {
-			return nil, err
-		}
-		return WithPasses(i), nil
-	}
-	wrap, err := admissionpass.NewLocalWrapper()
+// PassOption returns the App option that signs passes with a keyring in
+// the App's store wrapped by the KMS key p.WrapKMSKeyID (WithKeyring), of
+// issuer p.Issuer else iss, rotated every p.KeyRotation; opts go to the
+// keyring after p's.
+func PassOption(ctx context.Context, p config.Pass, iss string, opts ...admissionpass.KeyringOption) (Option, error) {
+	client, err := admissionpass.NewKMSClient(ctx, p.KMSEndpoint)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("KMS client: %w", err)
 	}
-	// Keys this process alone can open live as long as it: in its memory,
-	// whatever the store (a DynamoDB table outlives the process).
-	return WithKeyring(iss, admissionpass.NewMemoryKeyStore(), wrap, opts...), nil
+	return KeyringOf(p, iss, nil, admissionpass.NewKMSWrapper(client, p.WrapKMSKeyID), opts...), nil
 }
 
-// NewIssuer returns the issuer of fixed keys p describes: PEM key files,
-// else a P-256 key generated now. The iss is p.Issuer, else defaultIssuer,
-// else (both empty) each request's base URL.
-func NewIssuer(_ context.Context, p config.Pass, defaultIssuer string) (*admissionpass.Issuer, error) {
-	iss := p.Issuer
-	if iss == "" {
-		iss = defaultIssuer
+// KeyringOf is WithKeyring with the issuer and rotation of p: issuer
+// p.Issuer else iss, p.KeyRotation's option before opts.
+func KeyringOf(p config.Pass, iss string, ks admissionpass.KeyStore, wrap admissionpass.KeyWrapper, opts ...admissionpass.KeyringOption) Option {
+	if p.KeyRotation > 0 {
+		opts = append([]admissionpass.KeyringOption{admissionpass.WithRotation(p.KeyRotation)}, opts...)
 	}
-	var signing admissionpass.Key
-	var others []admissionpass.Key
-	switch {
-	case p.KeyFile != "":
-		k, err := admissionpass.ReadLocalKeyFile(p.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", config.EnvPassKeyFile, err)
-		}
-		signing = k
-		if p.PublishedKeyFile != "" {
-			k, err := admissionpass.ReadLocalKeyFile(p.PublishedKeyFile)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", config.EnvPassPublishedKeyFile, err)
-			}
-			others = append(others, k)
-		}
-	default:
-		k, err := admissionpass.GenerateLocalKey()
-		if err != nil {
-			return nil, err
-		}
-		signing = k
-	}
-	return admissionpass.NewIssuer(iss, signing, others...)
+	return WithKeyring(cmp.Or(p.Issuer, iss), ks, wrap, opts...)
 }
 
 // NewShuffleKey returns the key that seeds shuffled openings: the KMS key

@@ -23,6 +23,7 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
@@ -84,7 +85,7 @@ func TestKeyringRoutes(t *testing.T) {
 	// The keyring's clock moves a minute before each request: the second
 	// rotation is one of its own, not the first's key again.
 	clk := clock.NewFake(time.Date(2026, 5, 19, 12, 0, 0, 0, time.UTC))
-	passes, err := app.PassOption(t.Context(), cfg.Pass, "https://queue.example.com", admissionpass.WithKeyringClock(clk))
+	passes, err := localkeys.PassOption(t.Context(), cfg.Pass, "https://queue.example.com", admissionpass.WithKeyringClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestKeyringRoutes(t *testing.T) {
 	if ring.Keys == nil {
 		t.Fatal("PassOption without keys made no keyring")
 	}
-	fixed, err := app.NewIssuer(t.Context(), cfg.Pass, "https://queue.example.com")
+	fixed, err := localkeys.NewIssuer(cfg.Pass, "https://queue.example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func TestNewIssuer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := k.PEM()
+		b, err := localkeys.PEM(k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +299,7 @@ func TestNewIssuer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			iss, err := app.NewIssuer(t.Context(), tt.pass, tt.def)
+			iss, err := localkeys.NewIssuer(tt.pass, tt.def)
 			if tt.wantErrHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErrHas) {
 					t.Fatalf("err %v, want it to name %s", err, tt.wantErrHas)
@@ -323,7 +324,7 @@ func TestLocalKeyringAcrossRestart(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var kids []string
 	for range 2 { // the server, then the server restarted
-		opt, err := app.PassOption(t.Context(), config.Pass{}, "http://127.0.0.1:3000")
+		opt, err := localkeys.PassOption(t.Context(), config.Pass{}, "http://127.0.0.1:3000")
 		if err != nil {
 			t.Fatal(err)
 		}

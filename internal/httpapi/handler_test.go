@@ -39,6 +39,7 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/fixtures"
 	"github.com/example/waitingroom/internal/testing/metricstest"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/sampleevents"
 )
@@ -55,7 +56,7 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // URL from the request, as on AWS without PASS_ISSUER.
 func passIssuer(t testing.TB, iss string) *admissionpass.Issuer {
 	t.Helper()
-	key, err := admissionpass.ReadLocalKeyFile(filepath.Join("testdata", "pass-key.pem"))
+	key, err := localkeys.ReadFile(filepath.Join("testdata", "pass-key.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/client"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
@@ -356,7 +357,7 @@ func TestTokenPath(t *testing.T) {
 // the lead before the next day's key, so its keys are the ones the test
 // makes.
 func TestKeyCalls(t *testing.T) {
-	wrap, err := admissionpass.NewLocalWrapper()
+	wrap, err := localkeys.NewWrapper()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tickets"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 )
 
 // Store is an in-memory queue.Store, safe for concurrent use.
@@ -31,13 +32,13 @@ type Store struct {
 	challenges   map[string]challengeUse
 	// The signing keys (admissionpass.KeyStore), which Sweep drops past
 	// their expiry.
-	*admissionpass.MemoryKeyStore
+	*localkeys.KeyStore
 	// clock dates the records that expire from their making (the
 	// capacity records), as DynamoDB's TTL dates them from its write.
 	clock clock.Clock
 }
 
-var _ admissionpass.KeyStore = (*Store)(nil) // by its MemoryKeyStore
+var _ admissionpass.KeyStore = (*Store)(nil) // by its localkeys.KeyStore
 
 // Option configures a Store.
 type Option func(*Store)
@@ -57,10 +58,10 @@ func New(opts ...Option) *Store {
 	s := &Store{
 		programs: map[string]queue.Program{}, tokens: map[string]queue.Token{}, shards: map[shardKey]tickets.Shard{},
 		changeIssued: map[string]int64{}, challenges: map[string]challengeUse{},
-		MemoryKeyStore: admissionpass.NewMemoryKeyStore(),
-		cap:            capRecords{groups: map[groupKey]group{}, ends: map[endsKey]ends{}, marks: map[string][]mark{}},
-		cat:            catalogRecords{listed: map[string]struct{}{}, deleted: map[string]time.Time{}, history: map[string][]history.Change{}},
-		clock:          clock.Real{},
+		KeyStore: localkeys.NewKeyStore(),
+		cap:      capRecords{groups: map[groupKey]group{}, ends: map[endsKey]ends{}, marks: map[string][]mark{}},
+		cat:      catalogRecords{listed: map[string]struct{}{}, deleted: map[string]time.Time{}, history: map[string][]history.Change{}},
+		clock:    clock.Real{},
 	}
 	for _, o := range opts {
 		o(s)

@@ -1,4 +1,4 @@
-package admissionpass
+package localkeys
 
 import (
 	"bytes"
@@ -7,52 +7,54 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/example/waitingroom/internal/admissionpass"
 )
 
-// MemoryKeyStore is a KeyStore in this process's memory: for keys that
-// only this process can open (the local server's), for the in-memory
-// store and for tests. It is safe for concurrent use.
-type MemoryKeyStore struct {
+// KeyStore is an admissionpass.KeyStore in this process's memory: for
+// keys that only this process can open (the local server's), for the
+// in-memory store and for tests. It is safe for concurrent use.
+type KeyStore struct {
 	mu    sync.Mutex
 	slots map[int64]memorySlot // by SignFrom, Unix ms
 }
 
-var _ KeyStore = (*MemoryKeyStore)(nil)
+var _ admissionpass.KeyStore = (*KeyStore)(nil)
 
 // memorySlot is a signing slot: the claim of its maker and, once put,
 // its key.
 type memorySlot struct {
 	claim     string
 	claimedAt time.Time
-	key       *StoredKey // nil: no key yet
+	key       *admissionpass.StoredKey // nil: no key yet
 }
 
-// NewMemoryKeyStore returns an empty MemoryKeyStore.
-func NewMemoryKeyStore() *MemoryKeyStore {
-	return &MemoryKeyStore{slots: map[int64]memorySlot{}}
+// NewKeyStore returns an empty KeyStore.
+func NewKeyStore() *KeyStore {
+	return &KeyStore{slots: map[int64]memorySlot{}}
 }
 
-// PassKeys implements KeyStore.
-func (s *MemoryKeyStore) PassKeys(ctx context.Context) ([]StoredKey, error) {
+// PassKeys implements admissionpass.KeyStore.
+func (s *KeyStore) PassKeys(ctx context.Context) ([]admissionpass.StoredKey, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	keys := make([]StoredKey, 0, len(s.slots))
+	keys := make([]admissionpass.StoredKey, 0, len(s.slots))
 	for _, slot := range s.slots {
 		if slot.key != nil {
 			keys = append(keys, copyKey(*slot.key))
 		}
 	}
 	s.mu.Unlock()
-	slices.SortFunc(keys, func(a, b StoredKey) int {
+	slices.SortFunc(keys, func(a, b admissionpass.StoredKey) int {
 		return cmp.Compare(a.SignFrom.UnixMilli(), b.SignFrom.UnixMilli())
 	})
 	return keys, nil
 }
 
-// ClaimPassKey implements KeyStore.
-func (s *MemoryKeyStore) ClaimPassKey(ctx context.Context, signFrom time.Time, claim string, now, staleBefore time.Time) (bool, error) {
+// ClaimPassKey implements admissionpass.KeyStore.
+func (s *KeyStore) ClaimPassKey(ctx context.Context, signFrom time.Time, claim string, now, staleBefore time.Time) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -66,8 +68,8 @@ func (s *MemoryKeyStore) ClaimPassKey(ctx context.Context, signFrom time.Time, c
 	return true, nil
 }
 
-// PutPassKey implements KeyStore.
-func (s *MemoryKeyStore) PutPassKey(ctx context.Context, k StoredKey, claim string) (bool, error) {
+// PutPassKey implements admissionpass.KeyStore.
+func (s *KeyStore) PutPassKey(ctx context.Context, k admissionpass.StoredKey, claim string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -88,10 +90,10 @@ func (s *MemoryKeyStore) PutPassKey(ctx context.Context, k StoredKey, claim stri
 	return true, nil
 }
 
-// RevokePassKey implements KeyStore.
-func (s *MemoryKeyStore) RevokePassKey(ctx context.Context, kid string, at time.Time) (StoredKey, error) {
+// RevokePassKey implements admissionpass.KeyStore.
+func (s *KeyStore) RevokePassKey(ctx context.Context, kid string, at time.Time) (admissionpass.StoredKey, error) {
 	if err := ctx.Err(); err != nil {
-		return StoredKey{}, err
+		return admissionpass.StoredKey{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -103,12 +105,12 @@ func (s *MemoryKeyStore) RevokePassKey(ctx context.Context, kid string, at time.
 			return copyKey(*k), nil
 		}
 	}
-	return StoredKey{}, ErrKeyNotFound
+	return admissionpass.StoredKey{}, admissionpass.ErrKeyNotFound
 }
 
 // DropExpired deletes the keys whose Expires has passed at now, as a
 // store's TTL does.
-func (s *MemoryKeyStore) DropExpired(now time.Time) {
+func (s *KeyStore) DropExpired(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for ms, slot := range s.slots {
@@ -119,7 +121,7 @@ func (s *MemoryKeyStore) DropExpired(now time.Time) {
 }
 
 // copyKey is k with slices of its own.
-func copyKey(k StoredKey) StoredKey {
+func copyKey(k admissionpass.StoredKey) admissionpass.StoredKey {
 	k.Public, k.Wrapped = bytes.Clone(k.Public), bytes.Clone(k.Wrapped)
 	return k
 }

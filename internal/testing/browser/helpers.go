@@ -31,12 +31,10 @@ func Eval[T any](t testing.TB, ctx context.Context, expr string) T {
 			return v
 		case ctx.Err() == nil && navigatedAway(err):
 			// The page went to another while it evaluated (a redirect
-			// the page made): evaluate again in the next one.
-			select {
-			case <-ctx.Done():
-			case <-time.After(10 * time.Millisecond):
+			// the page made): evaluate again once the next one is there.
+			if err := Await(ctx, "document.readyState !== 'loading'"); err == nil {
+				continue
 			}
-			continue
 		}
 		t.Fatalf("%s: %v", expr, err)
 	}

@@ -45,8 +45,16 @@ func (Real) Sleep(ctx context.Context, d time.Duration) error {
 // it: Sleep advances it by the duration at once. It is safe for concurrent
 // use.
 type Fake struct {
-	mu  sync.Mutex
-	now time.Time
+	mu     sync.Mutex
+	now    time.Time
+	next   uint64
+	timers map[uint64]fakeTimer // the WithTimeout contexts not yet done
+}
+
+// fakeTimer ends a WithTimeout context once the fake time reaches at.
+type fakeTimer struct {
+	at     time.Time
+	cancel context.CancelCauseFunc
 }
 
 var _ Clock = (*Fake)(nil)
@@ -64,8 +72,41 @@ func (f *Fake) Now() time.Time {
 // Advance moves the clock forward by d.
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.now = f.now.Add(d)
+	var due []context.CancelCauseFunc
+	for id, tm := range f.timers {
+		if !tm.at.After(f.now) {
+			due = append(due, tm.cancel)
+			delete(f.timers, id)
+		}
+	}
+	f.mu.Unlock()
+	for _, cancel := range due {
+		cancel(context.DeadlineExceeded)
+	}
+}
+
+// withTimeout is WithTimeout on the fake time.
+func (f *Fake) withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	if d <= 0 {
+		cancel(context.DeadlineExceeded)
+		return ctx, func() {}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.timers == nil {
+		f.timers = make(map[uint64]fakeTimer)
+	}
+	f.next++
+	id := f.next
+	f.timers[id] = fakeTimer{at: f.now.Add(d), cancel: cancel}
+	return ctx, func() {
+		f.mu.Lock()
+		delete(f.timers, id)
+		f.mu.Unlock()
+		cancel(context.Canceled)
+	}
 }
 
 // Sleep advances the clock by d (if positive) and returns at once, or
@@ -78,6 +119,20 @@ func (f *Fake) Sleep(ctx context.Context, d time.Duration) error {
 		f.Advance(d)
 	}
 	return nil
+}
+
+// WithTimeout returns a copy of ctx that is done once c has moved d on: a
+// real deadline on the real clock, the fake time passing it on a Fake (whose
+// context then reports context.DeadlineExceeded as its Cause, and no
+// Deadline, so that nothing mixes fake and real time).
+func WithTimeout(ctx context.Context, c Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	switch c := c.(type) {
+	case *Fake:
+		return c.withTimeout(ctx, d)
+	case Offset:
+		return WithTimeout(ctx, c.Base, d)
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // Offset is a clock that reads Base shifted by By: an instance whose clock

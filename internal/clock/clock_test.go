@@ -76,3 +76,55 @@ func TestOffset(t *testing.T) {
 		}
 	}
 }
+
+// TestWithTimeout: a Fake's timeout ends its context when the fake time
+// reaches it (by Advance or Sleep), never on real time, and reports no
+// deadline; cancelling first ends it as Canceled; Offset times out on its
+// base; the real clock gives a real deadline.
+func TestWithTimeout(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	done := func(ctx context.Context) bool { return ctx.Err() != nil }
+
+	f := clock.NewFake(t0)
+	ctx, cancel := clock.WithTimeout(t.Context(), f, time.Second)
+	defer cancel()
+	if _, ok := ctx.Deadline(); ok {
+		t.Error("a fake timeout reports a real deadline")
+	}
+	f.Advance(999 * time.Millisecond)
+	if done(ctx) {
+		t.Fatal("done 1 ms before its fake deadline")
+	}
+	if err := f.Sleep(t.Context(), time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if !done(ctx) || !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		t.Errorf("at its fake deadline: err %v, cause %v; want done, DeadlineExceeded", ctx.Err(), context.Cause(ctx))
+	}
+
+	early, cancelEarly := clock.WithTimeout(t.Context(), clock.Offset{Base: f, By: time.Hour}, time.Minute)
+	cancelEarly()
+	if !errors.Is(context.Cause(early), context.Canceled) {
+		t.Errorf("cancelled before its deadline: cause %v, want Canceled", context.Cause(early))
+	}
+	f.Advance(time.Hour) // fires nothing left behind by the cancel
+
+	onBase, cancelBase := clock.WithTimeout(t.Context(), clock.Offset{Base: f, By: time.Hour}, time.Minute)
+	defer cancelBase()
+	f.Advance(time.Minute)
+	if !done(onBase) {
+		t.Error("an Offset's timeout did not follow its base")
+	}
+	if now, cancelNow := clock.WithTimeout(t.Context(), f, 0); !done(now) {
+		t.Error("a zero timeout is not done at once")
+	} else {
+		cancelNow()
+	}
+
+	real, cancelReal := clock.WithTimeout(t.Context(), clock.Real{}, time.Hour)
+	defer cancelReal()
+	if d, ok := real.Deadline(); !ok || time.Until(d) < 59*time.Minute {
+		t.Errorf("real clock: deadline %v (%v), want an hour from now", d, ok)
+	}
+}

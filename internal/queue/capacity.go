@@ -12,6 +12,7 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/capacity"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/pace"
 )
@@ -153,7 +154,7 @@ func (s *Service) maybeFold(ctx context.Context, p Program, now time.Time) {
 	}
 	// The fold's step takes effect a change delay after now: like an admin
 	// change, it must be stored within the write budget.
-	fctx, cancel := context.WithTimeout(ctx, AdminWriteBudget)
+	fctx, cancel := clock.WithTimeout(ctx, s.clock, AdminWriteBudget)
 	defer cancel()
 	fresh, err := s.store.GetProgram(fctx, p.ID)
 	if err == nil && fresh.FoldDue(now) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/catalog"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/pace"
 )
@@ -66,7 +67,7 @@ func (s *Service) changeDelay() time.Duration { return ChangeDelay(s.cache.ttl) 
 func (s *Service) changeProgram(ctx context.Context, op, id string, rec history.Change, create func(now time.Time) (Program, error), edit func(p Program, now time.Time) (Program, error)) (_ Program, now time.Time, created bool, _ error) {
 	c := &adminChange{s: s, op: op, id: id, rec: rec, action: rec.Action, create: create, edit: edit, deadline: s.clock.Now().Add(adminDeadline)}
 	c.rec.Actor, c.rec.ID = history.ActorOf(ctx), NewTokenID()
-	ctx, cancel := context.WithTimeout(ctx, adminDeadline) // the same bound for the store's calls
+	ctx, cancel := clock.WithTimeout(ctx, s.clock, adminDeadline) // the same bound for the store's calls
 	defer cancel()
 	for range maxAdminTrials {
 		p, found, err := c.read(ctx)
@@ -122,10 +123,12 @@ type adminChange struct {
 func (c *adminChange) room() time.Duration { return adminWriteReserve + 2*c.slowest }
 
 // timeLeft reports whether a write may still start, on the service's
-// clock and in the request's real time.
+// clock and, if the request has a real deadline, in its real time.
 func (c *adminChange) timeLeft(ctx context.Context) bool {
-	d, _ := ctx.Deadline()
-	return !c.s.clock.Now().Add(c.room()).After(c.deadline) && time.Until(d) >= c.room()
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < c.room() {
+		return false
+	}
+	return !c.s.clock.Now().Add(c.room()).After(c.deadline)
 }
 
 // read reads the program, found false when it is to be created; an error
@@ -250,7 +253,7 @@ func (s *Service) writeCreation(ctx context.Context, p Program, rec *history.Cha
 // change goes to a ScheduleStore on the condition of the version alone, so
 // that a flood of tickets, each moving Issued, cannot starve it.
 func (s *Service) updateProgram(ctx context.Context, p Program, change string, scheduled bool) error {
-	wctx, cancel := context.WithTimeout(ctx, AdminWriteBudget)
+	wctx, cancel := clock.WithTimeout(ctx, s.clock, AdminWriteBudget)
 	defer cancel()
 	ss, ok := s.store.(ScheduleStore)
 	if !ok || !scheduled {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/catalog"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/pace"
 )
@@ -67,7 +68,7 @@ func (s *Service) DeleteProgram(ctx context.Context, programID string) error {
 	if !ValidProgramID(programID) {
 		return errInvalidProgramID
 	}
-	ctx, cancel := context.WithTimeout(ctx, adminDeadline)
+	ctx, cancel := clock.WithTimeout(ctx, s.clock, adminDeadline)
 	defer cancel()
 	for range maxAdminTrials {
 		p, err := s.store.GetProgram(ctx, programID)

@@ -22,13 +22,19 @@ import (
 // wait of the run advances it at once, so that no run takes real time.
 func fakeClock() *clock.Fake { return clock.NewFake(time.Now().Truncate(time.Second)) }
 
+// serverClock is the server's view of the shared clock: the Fake's time,
+// but admin budgets (clock.WithTimeout) in real time, since each person of
+// the load test moves the Fake on as it waits and would end an admin
+// call's budget mid-call.
+type serverClock struct{ *clock.Fake }
+
 // virtualTimeout is the -timeout of runs on a fake clock, which every wait
 // advances: long enough that only the scenario ends them.
 const virtualTimeout = "24h"
 
 func TestRunJSON(t *testing.T) {
 	clk := fakeClock()
-	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clk)), httpapi.BearerAuth("s3cret")))
+	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(serverClock{clk})), httpapi.BearerAuth("s3cret")))
 	defer srv.Close()
 	got := runJSON[contract](t, clk, 1, "run", "-url", srv.URL, "-admin-token", "s3cret", "-users", "20", "-admit-rate", "100", "-timeout", virtualTimeout, "-json")
 	got[0].check(t, true)
@@ -42,7 +48,7 @@ func TestRunJSON(t *testing.T) {
 // nothing, and the operator's rate admits its people.
 func TestRunExistingProgram(t *testing.T) {
 	clk := fakeClock()
-	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clk))
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(serverClock{clk}))
 	rate, paused := 100.0, false
 	if _, _, err := svc.PutProgram(t.Context(), "gala", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(rate)), Paused: &paused}); err != nil {
 		t.Fatal(err)
@@ -69,7 +75,7 @@ func TestRunExistingProgram(t *testing.T) {
 // rows, and the routes add up to both counts.
 func TestRunCountsAdminApart(t *testing.T) {
 	clk := fakeClock()
-	api := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clk)), httpapi.BearerAuth("s3cret"))
+	api := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(serverClock{clk})), httpapi.BearerAuth("s3cret"))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/admin/") {
 			w.Header().Set("Retry-After", "1")

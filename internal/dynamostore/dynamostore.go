@@ -147,6 +147,17 @@ func unmarshal[T any](item map[string]types.AttributeValue) (T, error) {
 // The requests below ask, when they have a condition, for the item a
 // failed one met (conditionFailed), which DynamoDB answers at no cost.
 
+// all is the conjunction of conds written flat, (a) AND (b) AND (c): a
+// chain of ConditionBuilder.And nests each step in parentheses, which
+// DynamoDB reads as fast but dynalite's parser in time exponential in the
+// depth.
+func all(conds ...expression.ConditionBuilder) expression.ConditionBuilder {
+	if len(conds) == 1 {
+		return conds[0]
+	}
+	return expression.And(conds[0], conds[1], conds[2:]...)
+}
+
 // build is the expression of cond, when it is set, and upd.
 func build(cond expression.ConditionBuilder, upd expression.UpdateBuilder) (expression.Expression, error) {
 	b := expression.NewBuilder().WithUpdate(upd)
@@ -320,8 +331,8 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 	if err != nil {
 		return fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
 	}
-	cond := nameOf("version").Equal(expression.Value(p.Version - 1)).
-		And(nameOf("issued").Equal(expression.Value(expectIssued)))
+	cond := all(nameOf("version").Equal(expression.Value(p.Version-1)),
+		nameOf("issued").Equal(expression.Value(expectIssued)))
 	_, err = s.updateItem(ctx, programKey(p.ID), cond, upd, types.ReturnValueNone)
 	if _, ok := conditionFailed(err); ok {
 		// A missing program fails the condition too: a conflict, as in
@@ -383,13 +394,13 @@ func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) er
 	drain := nameOf("drainAtNs")
 	move := p.DrainMoveNs(issued)
 	limit := math.MaxInt64 - max(move, 0) // the latest drain instant the move keeps within int64
-	cond := nameOf("version").Equal(expression.Value(p.Version)).And(expression.Name(changeIssued).Equal(expression.Value(issued)))
+	version, changed := nameOf("version").Equal(expression.Value(p.Version)), expression.Name(changeIssued).Equal(expression.Value(issued))
 	for _, w := range []struct {
 		cond expression.ConditionBuilder
 		to   expression.OperandBuilder
 	}{
-		{cond.And(drain.LessThanEqual(expression.Value(limit))), drain.Plus(expression.Value(move))},
-		{cond.And(drain.GreaterThan(expression.Value(limit))), expression.Value(int64(math.MaxInt64))},
+		{all(version, changed, drain.LessThanEqual(expression.Value(limit))), drain.Plus(expression.Value(move))},
+		{all(version, changed, drain.GreaterThan(expression.Value(limit))), expression.Value(int64(math.MaxInt64))},
 	} {
 		ok, err := s.programUpdate(ctx, "move the drain instant", p.ID, w.cond, expression.Set(drain, w.to).Remove(expression.Name(changeIssued)))
 		if err != nil || ok {
@@ -502,9 +513,9 @@ func (s *Store) issueSaturated(ctx context.Context, p queue.Program, now time.Ti
 	if err != nil {
 		return queue.Program{}, false, fmt.Errorf("dynamostore: issue ticket %s: %w", p.ID, err)
 	}
-	cond := nameOf("version").Equal(expression.Value(p.Version)).
-		And(nameOf("issued").Equal(expression.Value(p.Issued))).
-		And(nameOf("drainAtNs").Equal(expression.Value(p.DrainAtNs)))
+	cond := all(nameOf("version").Equal(expression.Value(p.Version)),
+		nameOf("issued").Equal(expression.Value(p.Issued)),
+		nameOf("drainAtNs").Equal(expression.Value(p.DrainAtNs)))
 	ok, err := s.programUpdate(ctx, "issue ticket", p.ID, cond, upd, notRepeated)
 	if err != nil || !ok {
 		return queue.Program{}, false, err
@@ -517,9 +528,9 @@ func (s *Store) issueSaturated(ctx context.Context, p queue.Program, now time.Ti
 // SET prequeue = issued if the program shuffles, is past its opening and
 // has not fixed its pre-queue; else the program as it is.
 func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
-	cond := nameOf("shuffle").Equal(expression.Value(true)).
-		And(expression.AttributeNotExists(nameOf("prequeueFixed"))).
-		And(nameOf("opensAtMs").LessThanEqual(expression.Value(now.UnixMilli())))
+	cond := all(nameOf("shuffle").Equal(expression.Value(true)),
+		expression.AttributeNotExists(nameOf("prequeueFixed")),
+		nameOf("opensAtMs").LessThanEqual(expression.Value(now.UnixMilli())))
 	upd := expression.Set(nameOf("prequeue"), nameOf("issued")).Set(nameOf("prequeueFixed"), expression.Value(true))
 	out, err := s.updateItem(ctx, programKey(programID), cond, upd, types.ReturnValueAllNew)
 	if _, failed := conditionFailed(err); failed {

@@ -250,24 +250,25 @@ func issueSteps(now time.Time, n, stepNs int64) [3]issueStep {
 	// The program exists and is open, and is not a shuffle past its
 	// opening whose pre-queue is not fixed yet (IssueTickets fixes it
 	// first: Program.WithPrequeueFixed).
-	open := expression.AttributeExists(expression.Name("pk")).And(nameOf("closed").Equal(expression.Value(false))).
-		And(expression.Or(expression.AttributeNotExists(nameOf("shuffle")), nameOf("prequeueFixed").Equal(expression.Value(true)), nameOf("opensAtMs").GreaterThan(nowMs)))
+	open := []expression.ConditionBuilder{expression.AttributeExists(expression.Name("pk")), nameOf("closed").Equal(expression.Value(false)),
+		expression.Or(expression.AttributeNotExists(nameOf("shuffle")), nameOf("prequeueFixed").Equal(expression.Value(true)), nameOf("opensAtMs").GreaterThan(nowMs))}
 	count, stepped := issued.Plus(one), drain.Plus(step) // one ticket
 	fromNow := nowNs.Plus(step)
 	if block {
-		open = open.And(step.Equal(expression.Value(stepNs)))
+		open = append(open, step.Equal(expression.Value(stepNs)))
 		count, stepped = issued.Plus(expression.Value(n)), drain.Plus(expression.Value(pace.MulSat(n, stepNs)))
 		fromNow = nowNs.Plus(expression.Value(pace.MulSat(n, stepNs)))
 	}
 	// Drained: the settled segment advances and the counter has caught up.
-	drained := advancing.Equal(expression.Value(true)).And(drain.LessThanEqual(nowNs))
+	drained := []expression.ConditionBuilder{advancing.Equal(expression.Value(true)), drain.LessThanEqual(nowNs)}
 
 	// Not drained, admission stopped, or a change pending: the tickets only
 	// push the drain instant back.
 	// Past the limit, none of the steps applies: IssueTickets saturates
 	// the drain instant in Go (issueSaturated).
-	busy := open.And(expression.Or(nextAnchor.GreaterThan(nowMs), drain.GreaterThan(nowNs), advancing.Equal(expression.Value(false)))).
-		And(drain.LessThanEqual(expression.Value(drainLimit(n, stepNs))))
+	busy := all(slices.Concat(open, []expression.ConditionBuilder{
+		expression.Or(nextAnchor.GreaterThan(nowMs), drain.GreaterThan(nowNs), advancing.Equal(expression.Value(false))),
+		drain.LessThanEqual(expression.Value(drainLimit(n, stepNs)))})...)
 	extend := expression.Set(issued, count).Set(drain, stepped)
 
 	// Drained: re-anchor the counter at now on the old issued. DynamoDB
@@ -288,8 +289,8 @@ func issueSteps(now time.Time, n, stepNs int64) [3]issueStep {
 	}
 	return [3]issueStep{
 		{busy, recent(extend)},
-		{open.And(nextAnchor.Equal(zero)).And(drained), recent(reanchor())},
-		{open.And(nextAnchor.NotEqual(zero)).And(nextAnchor.LessThanEqual(nowMs)).And(drained), recent(promoteNext(reanchor()))},
+		{all(slices.Concat(open, []expression.ConditionBuilder{nextAnchor.Equal(zero)}, drained)...), recent(reanchor())},
+		{all(slices.Concat(open, []expression.ConditionBuilder{nextAnchor.NotEqual(zero), nextAnchor.LessThanEqual(nowMs)}, drained)...), recent(promoteNext(reanchor()))},
 	}
 }
 

@@ -108,7 +108,7 @@ func (s *Store) lost(ctx context.Context, op, programID string, i int) {
 // are gaps.
 func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
 	id := queue.NewTokenID()
-	cond := shNext.LessThanEqual(shEnd).And(shReserved.GreaterThanEqual(expression.Value(notBefore.UnixMilli()))).And(notMine(shTakeID, id))
+	cond := all(shNext.LessThanEqual(shEnd), shReserved.GreaterThanEqual(expression.Value(notBefore.UnixMilli())), notMine(shTakeID, id))
 	// takeFrom is set before next: servers that apply the actions in
 	// order (moto, dynalite) then read next before it changes too.
 	upd := expression.Set(shTakeFrom, shNext).Set(shTakeID, expression.Value(id)).
@@ -176,8 +176,8 @@ func (s *Store) FillShard(ctx context.Context, programID string, i int, claim st
 // back) one that ends the block at next - 1. A retry whose first attempt
 // was applied answers the same numbers, found by the trim's id.
 func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back tickets.Run) (tickets.Run, bool, error) {
-	block := shStart.Equal(expression.Value(start)).And(shReserved.Equal(expression.Value(reservedAt.UnixMilli())))
-	trim := func(cond expression.ConditionBuilder, next expression.OperandBuilder) (tickets.Run, bool, error) {
+	startIs, reservedIs := shStart.Equal(expression.Value(start)), shReserved.Equal(expression.Value(reservedAt.UnixMilli()))
+	trim := func(nextIs expression.ConditionBuilder, next expression.OperandBuilder) (tickets.Run, bool, error) {
 		id := queue.NewTokenID()
 		// trimEnd is set before end: servers that apply the actions in
 		// order then read end before it changes too.
@@ -185,7 +185,7 @@ func (s *Store) TrimShard(ctx context.Context, programID string, i int, start in
 		if back.First > 0 {
 			upd = upd.Set(shNext, expression.Value(back.First))
 		}
-		it, w, err := s.shardUpdate(ctx, "trim shard", programID, i, cond.And(notMine(shTrimID, id)), upd, types.ReturnValueAllNew)
+		it, w, err := s.shardUpdate(ctx, "trim shard", programID, i, all(startIs, reservedIs, nextIs, notMine(shTrimID, id)), upd, types.ReturnValueAllNew)
 		switch {
 		case err != nil:
 			return tickets.Run{}, false, err
@@ -198,13 +198,13 @@ func (s *Store) TrimShard(ctx context.Context, programID string, i int, start in
 		return tickets.Run{First: it.Next, Last: it.TrimEnd, ReservedAt: pace.FromUnixMs(it.ReservedAtMs)}, true, nil
 	}
 	if back.First > 0 && back.First <= back.Last {
-		r, ok, err := trim(block.And(shNext.Equal(expression.Value(back.After))), expression.Value(back.First-1))
+		r, ok, err := trim(shNext.Equal(expression.Value(back.After)), expression.Value(back.First-1))
 		if err != nil || ok {
 			return r, ok, err
 		}
 	}
 	back = tickets.Run{}
-	return trim(block.And(shNext.LessThanEqual(shEnd)), shNext.Minus(expression.Value(1)))
+	return trim(shNext.LessThanEqual(shEnd), shNext.Minus(expression.Value(1)))
 }
 
 // ReturnTickets implements tickets.Store: one UpdateItem of the program
@@ -217,12 +217,11 @@ func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) 
 	}
 	q := p.WithTicketsReturned(from)
 	id := queue.NewTokenID()
-	cond := nameOf("version").Equal(expression.Value(p.Version)).And(nameOf("issued").Equal(expression.Value(p.Issued)))
+	fixed := expression.AttributeNotExists(nameOf("prequeueFixed"))
 	if p.PrequeueFixed {
-		cond = cond.And(nameOf("prequeueFixed").Equal(expression.Value(true)))
-	} else {
-		cond = cond.And(expression.AttributeNotExists(nameOf("prequeueFixed")))
+		fixed = nameOf("prequeueFixed").Equal(expression.Value(true))
 	}
+	cond := all(nameOf("version").Equal(expression.Value(p.Version)), nameOf("issued").Equal(expression.Value(p.Issued)), fixed)
 	upd := expression.Set(nameOf("issued"), expression.Value(q.Issued)).
 		Set(nameOf("drainAtNs"), expression.Value(q.DrainAtNs)).
 		Set(nameOf("version"), expression.Value(q.Version)).

@@ -139,10 +139,10 @@ func (s *Store) MarkLeft(ctx context.Context, t queue.Token) (queue.Token, error
 
 // EndAdmission implements queue.Store.
 func (s *Store) EndAdmission(ctx context.Context, t queue.Token) (queue.Token, error) {
-	admitted := expression.AttributeExists(expression.Name("pk")).
-		And(expression.AttributeExists(expression.Name("admittedAt"))).
-		And(expression.AttributeNotExists(expression.Name("leftAt"))).
-		And(expression.Name("admissionExpiresAt").GreaterThan(expression.Value(pace.UnixMs(t.LeftAt))))
+	admitted := all(expression.AttributeExists(expression.Name("pk")),
+		expression.AttributeExists(expression.Name("admittedAt")),
+		expression.AttributeNotExists(expression.Name("leftAt")),
+		expression.Name("admissionExpiresAt").GreaterThan(expression.Value(pace.UnixMs(t.LeftAt))))
 	return s.mark(ctx, "end admission", t, admitted, "leftAt", "ttl")
 }
 
@@ -159,10 +159,10 @@ func (s *Store) RevokeToken(ctx context.Context, t queue.Token) (queue.Token, er
 
 // waiting is the condition of a token neither admitted, left nor revoked.
 func waiting() expression.ConditionBuilder {
-	return expression.AttributeExists(expression.Name("pk")).
-		And(expression.AttributeNotExists(expression.Name("admittedAt"))).
-		And(expression.AttributeNotExists(expression.Name("leftAt"))).
-		And(expression.AttributeNotExists(expression.Name("revokedAt")))
+	return all(expression.AttributeExists(expression.Name("pk")),
+		expression.AttributeNotExists(expression.Name("admittedAt")),
+		expression.AttributeNotExists(expression.Name("leftAt")),
+		expression.AttributeNotExists(expression.Name("revokedAt")))
 }
 
 // mark writes the named attributes of t's item (removing those it lacks)

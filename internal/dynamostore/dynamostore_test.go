@@ -26,8 +26,8 @@ import (
 
 // TestMain runs the store's tests on dynalite, which locks items as
 // DynamoDB does (moto needs a proxy that passes one request at a time);
-// TestCreateTable (the TTL API, which dynalite lacks) and TestContract run
-// on moto. DYNAMODB_TEST_SERVER=moto runs them all on moto.
+// TestCreateTable (the TTL API, which dynalite lacks) and the tests that
+// want a second implementation of the conditions run on moto. DYNAMODB_TEST_SERVER=moto runs them all on moto.
 func TestMain(m *testing.M) {
 	dynamotest.Server = "dynalite"
 	dynamotest.Main(m)
@@ -58,13 +58,12 @@ func newClientAt(t *testing.T, endpoint string) *dynamodb.Client {
 	return client
 }
 
-// TestContract holds the store to the contract on moto: dynalite parses
-// the ticket write's expressions at four times moto's CPU, and the
-// contract's races are about the conditions, which moto applies one
-// request at a time.
+// TestContract holds the store to the contract on dynalite, which locks
+// items as DynamoDB does, so that the contract's races are decided by the
+// conditions rather than by moto's proxy passing one request at a time.
 func TestContract(t *testing.T) {
 	t.Parallel()
-	client := newClientAt(t, dynamotest.Moto(t))
+	client := newClient(t)
 	storetest.Run(t, func(t *testing.T) queue.Store {
 		return dynamostore.New(client, dynamotest.NewTable(t, client))
 	})

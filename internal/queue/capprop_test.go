@@ -31,7 +31,7 @@ type person struct {
 // outnumber the cap, no no-show ever gets a pass, and everyone is served
 // or counted a no-show.
 func TestCapNeverExceeded(t *testing.T) {
-	for seed := range uint64(12) {
+	for seed := range seeds(12) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 19))

@@ -31,6 +31,7 @@ import (
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/metricstest"
 	"github.com/example/waitingroom/internal/tools/samtemplate"
 	"github.com/example/waitingroom/internal/waitpage"
 )
@@ -342,7 +343,7 @@ func TestTemplateTable(t *testing.T) {
 	props := fmt.Sprint(tpl.Properties("QueueTable"))
 	for _, w := range want {
 		if !strings.Contains(props, w) {
-			t.Errorf("QueueTable properties lack %s (what internal/dynamostore.CreateTable makes)\n  %s", w, props)
+			t.Errorf("QueueTable properties lack %s (what internal/localdynamo.CreateTable makes)\n  %s", w, props)
 		}
 	}
 }
@@ -499,7 +500,7 @@ func TestTemplateMetrics(t *testing.T) {
 	alarms, alarmMetricRefs := alarmRefs(tpl)
 	shown := map[string]bool{}
 	for _, ref := range append(dashRefs, alarmMetricRefs...) {
-		d, ok := metrics.ByName(ref.name)
+		d, ok := metricstest.ByName(ref.name)
 		if !ok {
 			t.Errorf("%s: metric %q is not one the functions publish (internal/metrics.Defs)", ref.where, ref.name)
 			continue

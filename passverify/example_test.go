@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/passverify"
 )
 
@@ -100,11 +101,11 @@ func Example() {
 // startWaitingRoom stands in for the waiting room: it serves the JWKS and
 // returns a pass for ticket 42, admitted now.
 func startWaitingRoom() (*httptest.Server, string) {
-	key, err := admissionpass.GenerateLocalKey()
+	key, err := localkeys.Generate()
 	if err != nil {
 		log.Fatal(err)
 	}
-	issuer, err := admissionpass.NewIssuer("https://queue.example.com", key)
+	issuer, err := localkeys.FixedIssuer("https://queue.example.com", key)
 	if err != nil {
 		log.Fatal(err)
 	}

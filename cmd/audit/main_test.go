@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/clock"
@@ -25,6 +24,7 @@ import (
 	"github.com/example/waitingroom/internal/shufflekey"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
@@ -224,11 +224,11 @@ func TestRunShuffled(t *testing.T) {
 func TestRunCapped(t *testing.T) {
 	ctx := t.Context()
 	client, table, runAudit := newTable(t)
-	key, err := admissionpass.GenerateLocalKey()
+	key, err := localkeys.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	iss, err := admissionpass.NewIssuer("https://queue.example.com", key)
+	iss, err := localkeys.FixedIssuer("https://queue.example.com", key)
 	if err != nil {
 		t.Fatal(err)
 	}

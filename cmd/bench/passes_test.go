@@ -40,7 +40,6 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
-	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
@@ -142,7 +141,7 @@ func TestPassesLoopback(t *testing.T) {
 	client := kmstest.ClientFor(t, proxy.URL())
 	wrapKey := kmstest.NewWrapKey(t, client)
 	fixedKey := filepath.Join(dir, "pass.pem")
-	k, err := admissionpass.GenerateLocalKey()
+	k, err := localkeys.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}

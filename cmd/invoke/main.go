@@ -137,7 +137,7 @@ func prepareTable(ctx context.Context, endpoint, table string, seed bool) error 
 	if err != nil {
 		return err
 	}
-	if err := dynamostore.CreateTable(ctx, client, table); err != nil {
+	if err := localdynamo.CreateTable(ctx, client, table); err != nil {
 		return err
 	}
 	if !seed {

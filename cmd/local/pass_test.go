@@ -98,7 +98,7 @@ func TestLocalAdmissionPass(t *testing.T) {
 	t.Parallel()
 	// A key file, so that this test can also sign passes with the
 	// server's own key (expired, not yet valid, another issuer).
-	key := must(admissionpass.GenerateLocalKey())
+	key := must(localkeys.Generate())
 	keyPEM := must(localkeys.PEM(key))
 	keyFile := filepath.Join(t.TempDir(), "pass-key.pem")
 	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
@@ -202,13 +202,13 @@ func TestLocalAdmissionPass(t *testing.T) {
 	other := admitted(t, base, "s3cret", "other")["admissionPass"].(string)
 	now := time.Now()
 	signed := func(iss string, a admissionpass.Admission) string {
-		return passtest.IssuePass(t, iss, passtest.Key{LocalKey: key}, a)
+		return passtest.IssuePass(t, iss, passtest.Key{Key: key}, a)
 	}
 	adm := admissionpass.Admission{ProgramID: "gala", TokenID: tok["tokenId"].(string), Ticket: 1, AdmittedAt: now, ExpiresAt: now.Add(10 * time.Minute)}
 	expired, notYet := adm, adm
 	expired.AdmittedAt, expired.ExpiresAt = now.Add(-20*time.Minute), now.Add(-10*time.Minute)
 	notYet.AdmittedAt, notYet.ExpiresAt = now.Add(10*time.Minute), now.Add(20*time.Minute)
-	stranger := must(admissionpass.NewIssuer(base, must(admissionpass.GenerateLocalKey())))
+	stranger := must(localkeys.FixedIssuer(base, must(localkeys.Generate())))
 	foreignSigned := must(stranger.Issue(context.Background(), adm))
 	header, payload, sig := splitPass(t, pass)
 	otherHeader, otherPayload, otherSig := splitPass(t, other)

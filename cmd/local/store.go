@@ -116,8 +116,8 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, s seams, lo
 // table is reported at start rather than as 503s.
 func ensureTable(ctx context.Context, client *dynamodb.Client, table, endpoint string, create bool, log *slog.Logger) error {
 	if create {
-		err := dynamostore.CreateTable(ctx, client, table)
-		if errors.Is(err, dynamostore.ErrNoTTL) {
+		err := localdynamo.CreateTable(ctx, client, table)
+		if errors.Is(err, localdynamo.ErrNoTTL) {
 			log.Warn("the DynamoDB API has no TTL: ended tokens stay in the table", "table", table)
 			return nil
 		}

@@ -233,16 +233,16 @@ func TestKeyringKMSRoundTrip(t *testing.T) {
 	}
 }
 
-func newLocalKey(t *testing.T) (*admissionpass.LocalKey, *ecdsa.PrivateKey) {
+func newLocalKey(t *testing.T) (*localkeys.Key, *ecdsa.PrivateKey) {
 	t.Helper()
 	k := passtest.NewKey(t)
-	return k.LocalKey, k.Private
+	return k.Key, k.Private
 }
 
 // issuerOf is an issuer signing with key, its JWKS and its kid.
 func issuerOf(t *testing.T, key admissionpass.Key) (*admissionpass.Issuer, []byte, string) {
 	t.Helper()
-	issuer, err := admissionpass.NewIssuer(issuerURL, key)
+	issuer, err := localkeys.FixedIssuer(issuerURL, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestIssueBypass(t *testing.T) {
 
 func TestIssueRefusesBadAdmissions(t *testing.T) {
 	key, _ := newLocalKey(t)
-	issuer, err := admissionpass.NewIssuer(issuerURL, key)
+	issuer, err := localkeys.FixedIssuer(issuerURL, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestIssueRefusesBadAdmissions(t *testing.T) {
 			}
 		})
 	}
-	if _, err := admissionpass.NewIssuer(issuerURL, nil); err == nil {
+	if _, err := localkeys.FixedIssuer(issuerURL, nil); err == nil {
 		t.Error("NewIssuer took no key")
 	}
 }
@@ -343,7 +343,7 @@ func TestIssueRefusesBadAdmissions(t *testing.T) {
 // TestIssuerFromContext: an Issuer without an issuer takes the context's.
 func TestIssuerFromContext(t *testing.T) {
 	key, _ := newLocalKey(t)
-	issuer, err := admissionpass.NewIssuer("", key)
+	issuer, err := localkeys.FixedIssuer("", key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestIssuerFromContext(t *testing.T) {
 		t.Errorf("iss %q, want the context's %q", got, issuerURL)
 	}
 	// A configured issuer wins over the context's.
-	configured, err := admissionpass.NewIssuer("https://configured.example.com", key)
+	configured, err := localkeys.FixedIssuer("https://configured.example.com", key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func TestIssuerFromContext(t *testing.T) {
 
 // fakeKey is a Key whose calls are counted and can be made to fail.
 type fakeKey struct {
-	*admissionpass.LocalKey
+	*localkeys.Key
 	publicCalls atomic.Int32
 	fail        atomic.Bool
 }
@@ -389,14 +389,14 @@ func (k *fakeKey) PublicKey(ctx context.Context) (*ecdsa.PublicKey, error) {
 	if k.fail.Load() {
 		return nil, errFake
 	}
-	return k.LocalKey.PublicKey(ctx)
+	return k.Key.PublicKey(ctx)
 }
 
 func (k *fakeKey) PrivateKey(ctx context.Context) (*ecdsa.PrivateKey, error) {
 	if k.fail.Load() {
 		return nil, errFake
 	}
-	return k.LocalKey.PrivateKey(ctx)
+	return k.Key.PrivateKey(ctx)
 }
 
 // jwksView is a JWKS as JSON says it.
@@ -409,8 +409,8 @@ type jwksView struct {
 func TestJWKS(t *testing.T) {
 	current, currentPriv := newLocalKey(t)
 	previous, previousPriv := newLocalKey(t)
-	counted := &fakeKey{LocalKey: current}
-	issuer, err := admissionpass.NewIssuer(issuerURL, counted, previous, current)
+	counted := &fakeKey{Key: current}
+	issuer, err := localkeys.FixedIssuer(issuerURL, counted, previous, current)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +457,7 @@ func TestJWKS(t *testing.T) {
 	}
 
 	// A pass of the previous key still verifies against this JWKS.
-	old, err := admissionpass.NewIssuer(issuerURL, previous)
+	old, err := localkeys.FixedIssuer(issuerURL, previous)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,9 +470,9 @@ func TestJWKS(t *testing.T) {
 
 func TestJWKSHandler(t *testing.T) {
 	local, _ := newLocalKey(t)
-	key := &fakeKey{LocalKey: local}
+	key := &fakeKey{Key: local}
 	key.fail.Store(true)
-	issuer, err := admissionpass.NewIssuer(issuerURL, key)
+	issuer, err := localkeys.FixedIssuer(issuerURL, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,8 +523,8 @@ func TestJWKSHandler(t *testing.T) {
 
 func TestIssueFailsWithItsKey(t *testing.T) {
 	local, _ := newLocalKey(t)
-	key := &fakeKey{LocalKey: local}
-	issuer, err := admissionpass.NewIssuer(issuerURL, key)
+	key := &fakeKey{Key: local}
+	issuer, err := localkeys.FixedIssuer(issuerURL, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,11 +599,11 @@ func TestLocalKeyFiles(t *testing.T) {
 	if _, err := localkeys.ReadFile(filepath.Join(t.TempDir(), "missing.pem")); err == nil {
 		t.Error("read a missing file")
 	}
-	if _, err := admissionpass.NewLocalKey(p384); err == nil {
+	if _, err := localkeys.NewKey(p384); err == nil {
 		t.Error("NewLocalKey took a P-384 key")
 	}
-	if k, err := admissionpass.GenerateLocalKey(); err != nil || k == nil {
-		t.Errorf("GenerateLocalKey: %v", err)
+	if k, err := localkeys.Generate(); err != nil || k == nil {
+		t.Errorf("GenerateKey: %v", err)
 	}
 }
 
@@ -692,11 +692,11 @@ func BenchmarkIssue(b *testing.B) {
 		}
 	}
 	b.Run("key=fixed", func(b *testing.B) {
-		k, err := admissionpass.GenerateLocalKey()
+		k, err := localkeys.Generate()
 		if err != nil {
 			b.Fatal(err)
 		}
-		iss, err := admissionpass.NewIssuer(issuerURL, k)
+		iss, err := localkeys.FixedIssuer(issuerURL, k)
 		if err != nil {
 			b.Fatal(err)
 		}

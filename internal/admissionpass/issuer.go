@@ -42,20 +42,14 @@ const (
 	JWKSContentType  = "application/jwk-set+json"
 )
 
-// KeySet is the keys an Issuer signs with and publishes: fixed keys
-// (NewIssuer) or a Keyring.
+// KeySet is the keys an Issuer signs with and publishes: a Keyring, or
+// fixed keys (internal/tools/localkeys).
 type KeySet interface {
 	// SigningKey is the key that signs now.
 	SigningKey(ctx context.Context) (Key, error)
 	// PublishedKeys are the keys of the JWKS, the signing key among them.
 	PublishedKeys(ctx context.Context) ([]Key, error)
 }
-
-// fixedKeys is a KeySet of keys that never change.
-type fixedKeys struct{ keys []Key } // the signing key first
-
-func (f fixedKeys) SigningKey(context.Context) (Key, error)      { return f.keys[0], nil }
-func (f fixedKeys) PublishedKeys(context.Context) ([]Key, error) { return f.keys, nil }
 
 // Issuer signs passes with its key set's signing key and publishes the
 // set in a JWKS. It is safe for concurrent use.
@@ -69,24 +63,9 @@ type Issuer struct {
 	docKIDs string
 }
 
-// NewIssuer returns an Issuer whose passes have iss issuer, signed with
-// signing; others are only published in the JWKS (keys of a rotation). With
-// an empty issuer, each pass takes the one WithIssuer put in Issue's context.
-func NewIssuer(issuer string, signing Key, others ...Key) (*Issuer, error) {
-	if signing == nil {
-		return nil, errors.New("admissionpass: no signing key")
-	}
-	keys := []Key{signing}
-	for _, k := range others {
-		if k != nil {
-			keys = append(keys, k)
-		}
-	}
-	return NewSetIssuer(issuer, fixedKeys{keys}), nil
-}
-
 // NewSetIssuer returns an Issuer of passes signed with set's signing key,
-// as NewIssuer's.
+// with issuer as their iss; with an empty issuer, each pass takes the one
+// WithIssuer put in Issue's context.
 func NewSetIssuer(issuer string, set KeySet) *Issuer {
 	return &Issuer{issuer: issuer, keys: set, jwks: map[Key]*jose.JSONWebKey{}}
 }

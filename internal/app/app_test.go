@@ -257,7 +257,7 @@ func TestQueueFromEnv(t *testing.T) {
 func TestNewIssuer(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string) string {
-		k, err := admissionpass.GenerateLocalKey()
+		k, err := localkeys.Generate()
 		if err != nil {
 			t.Fatal(err)
 		}

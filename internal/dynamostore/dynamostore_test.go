@@ -22,6 +22,7 @@ import (
 	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/storetest"
+	"github.com/example/waitingroom/internal/tools/localdynamo"
 )
 
 // TestMain runs the store's tests on dynalite, which locks items as
@@ -325,7 +326,7 @@ func TestCreateTable(t *testing.T) {
 	table := dynamotest.NewTable(t, client)
 
 	// Idempotent: a second call finds the table and TTL in place.
-	if err := dynamostore.CreateTable(ctx, client, table); err != nil {
+	if err := localdynamo.CreateTable(ctx, client, table); err != nil {
 		t.Fatalf("second CreateTable: %v", err)
 	}
 

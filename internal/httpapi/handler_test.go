@@ -60,7 +60,7 @@ func passIssuer(t testing.TB, iss string) *admissionpass.Issuer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i, err := admissionpass.NewIssuer(iss, key)
+	i, err := localkeys.FixedIssuer(iss, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -778,7 +778,7 @@ func (brokenKey) PrivateKey(context.Context) (*ecdsa.PrivateKey, error) {
 // KEYS_UNAVAILABLE with Retry-After when the key cannot be read, 404 on a
 // handler that signs no passes.
 func TestHandlerJWKSErrors(t *testing.T) {
-	broken, err := admissionpass.NewIssuer("https://queue.example.com", brokenKey{})
+	broken, err := localkeys.FixedIssuer("https://queue.example.com", brokenKey{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1219,7 +1219,7 @@ func (panicKey) PublicKey(context.Context) (*ecdsa.PublicKey, error) { panic("bo
 // INVALID_BODY to a Lambda event whose body is not base64, and on admin
 // routes 401 and 403 without valid credentials.
 func TestEveryRouteAnswers(t *testing.T) {
-	keys, err := admissionpass.NewIssuer("https://queue.example.com", panicKey{})
+	keys, err := localkeys.FixedIssuer("https://queue.example.com", panicKey{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -195,20 +195,12 @@ func TestDefs(t *testing.T) {
 		if len(d.Dimensions) > emfspec.MaxDimensionsPerSet {
 			t.Errorf("%s: %d dimensions", d.Name, len(d.Dimensions))
 		}
-		if _, ok := metrics.ByName(d.Name); d.Name != "" && !ok {
+		if _, ok := metricstest.ByName(d.Name); d.Name != "" && !ok {
 			t.Errorf("ByName(%q) finds nothing", d.Name)
 		}
 	}
-	if _, ok := metrics.ByName(""); ok {
+	if _, ok := metricstest.ByName(""); ok {
 		t.Error(`ByName("") found a Prometheus-only metric`)
-	}
-}
-
-func TestLabelName(t *testing.T) {
-	for in, want := range map[string]string{"ProgramId": "program_id", "HttpStatus": "http_status", "Code": "code"} {
-		if got := metrics.LabelName(in); got != want {
-			t.Errorf("LabelName(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

@@ -207,16 +207,6 @@ func (d Def) Value(r Request) (float64, bool) { return d.value(r) }
 // CloudWatch reports whether d is published to CloudWatch (has a Name).
 func (d Def) CloudWatch() bool { return d.Name != "" }
 
-// ByName returns the CloudWatch metric called name.
-func ByName(name string) (Def, bool) {
-	for _, d := range Defs {
-		if d.Name != "" && d.Name == name {
-			return d, true
-		}
-	}
-	return Def{}, false
-}
-
 // DimensionValue is the value of dimension dim for r; "" means none (the
 // metric is then not recorded).
 func DimensionValue(dim string, r Request) string {
@@ -256,20 +246,4 @@ func MethodLabel(method string) string {
 		return method
 	}
 	return MethodOther
-}
-
-// LabelName is the Prometheus label of dimension dim: "ProgramId" is
-// "program_id", "HttpStatus" is "http_status".
-func LabelName(dim string) string {
-	var b strings.Builder
-	for i, c := range dim {
-		if unicode.IsUpper(c) {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			c = unicode.ToLower(c)
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }

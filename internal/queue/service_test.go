@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/clock"
@@ -18,6 +17,7 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/queuetest"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
@@ -581,11 +581,11 @@ func TestUnknownProgramsLeaveNoState(t *testing.T) {
 // newSigner signs passes with a fresh key, as the service does on AWS.
 func newSigner(t testing.TB) queue.PassSigner {
 	t.Helper()
-	key, err := admissionpass.GenerateLocalKey()
+	key, err := localkeys.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	iss, err := admissionpass.NewIssuer("https://queue.example.com", key)
+	iss, err := localkeys.FixedIssuer("https://queue.example.com", key)
 	if err != nil {
 		t.Fatal(err)
 	}

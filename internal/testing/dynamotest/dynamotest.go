@@ -42,7 +42,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/tools/localdynamo"
 )
 
@@ -175,7 +174,7 @@ func start(opts localdynamo.Options) (*localdynamo.Server, error) {
 func noTTL() bool { return options().Server == "dynalite" }
 
 // NewTable creates a fresh, uniquely named table with
-// dynamostore.CreateTable and deletes it when t ends.
+// localdynamo.CreateTable and deletes it when t ends.
 func NewTable(t testing.TB, client *dynamodb.Client) string {
 	t.Helper()
 	var b [6]byte
@@ -183,8 +182,8 @@ func NewTable(t testing.TB, client *dynamodb.Client) string {
 	table := "test-" + hex.EncodeToString(b[:])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := dynamostore.CreateTable(ctx, client, table); err != nil {
-		if !errors.Is(err, dynamostore.ErrNoTTL) || !noTTL() {
+	if err := localdynamo.CreateTable(ctx, client, table); err != nil {
+		if !errors.Is(err, localdynamo.ErrNoTTL) || !noTTL() {
 			t.Fatalf("dynamotest: %v", err)
 		}
 		// dynalite has no TTL API; the table is there, without TTL.

@@ -1,4 +1,5 @@
-// Package metricstest holds a metrics.Observer for tests.
+// Package metricstest holds metrics helpers for tests: an Observer that
+// records, and the lookup of a CloudWatch metric by name.
 package metricstest
 
 import (
@@ -27,4 +28,14 @@ func (r *Recorder) Requests() []metrics.Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.seen)
+}
+
+// ByName returns the CloudWatch metric called name.
+func ByName(name string) (metrics.Def, bool) {
+	for _, d := range metrics.Defs {
+		if d.Name != "" && d.Name == name {
+			return d, true
+		}
+	}
+	return metrics.Def{}, false
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/passverify"
 )
 
@@ -48,7 +49,7 @@ func NewClock(t time.Time) *Clock { return clock.NewFake(t) }
 
 // Key is a local signing key and its private half, for crafting passes.
 type Key struct {
-	*admissionpass.LocalKey
+	*localkeys.Key
 	Private *ecdsa.PrivateKey
 }
 
@@ -59,17 +60,17 @@ func NewKey(t testing.TB) Key {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := admissionpass.NewLocalKey(priv)
+	k, err := localkeys.NewKey(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Key{LocalKey: k, Private: priv}
+	return Key{Key: k, Private: priv}
 }
 
 // KeyID returns the kid of k.
 func (k Key) KeyID(t testing.TB) string {
 	t.Helper()
-	iss, err := admissionpass.NewIssuer(Issuer, k.LocalKey)
+	iss, err := localkeys.FixedIssuer(Issuer, k.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,9 +143,9 @@ func (r *Room) Publish(t testing.TB, keys ...Key) {
 	t.Helper()
 	var previous []admissionpass.Key
 	for _, k := range keys[1:] {
-		previous = append(previous, k.LocalKey)
+		previous = append(previous, k.Key)
 	}
-	iss, err := admissionpass.NewIssuer(Issuer, keys[0].LocalKey, previous...)
+	iss, err := localkeys.FixedIssuer(Issuer, keys[0].Key, previous...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func (r *Room) Pass(t testing.TB, a admissionpass.Admission, key ...Key) string 
 // IssuePass signs a pass for a by iss with key.
 func IssuePass(t testing.TB, iss string, key Key, a admissionpass.Admission) string {
 	t.Helper()
-	issuer, err := admissionpass.NewIssuer(iss, key.LocalKey)
+	issuer, err := localkeys.FixedIssuer(iss, key.Key)
 	if err != nil {
 		t.Fatal(err)
 	}

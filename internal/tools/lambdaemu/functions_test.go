@@ -48,6 +48,7 @@ import (
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/emfspec"
 	"github.com/example/waitingroom/internal/testing/kmstest"
+	"github.com/example/waitingroom/internal/testing/metricstest"
 	"github.com/example/waitingroom/internal/tools/lambdaemu"
 	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/sampleevents"
@@ -257,7 +258,7 @@ func checkEMF(t *testing.T, fn *function) {
 		latency := false
 		for _, m := range doc.Metrics {
 			seen[m.Name] = true
-			def, ok := metrics.ByName(m.Name)
+			def, ok := metricstest.ByName(m.Name)
 			switch {
 			case !ok:
 				t.Errorf("line %d: metric %q is not in metrics.Defs", i, m.Name)

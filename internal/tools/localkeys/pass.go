@@ -39,11 +39,11 @@ func PassOption(ctx context.Context, p config.Pass, iss string, opts ...admissio
 // (both empty) each request's base URL.
 func NewIssuer(p config.Pass, iss string) (*admissionpass.Issuer, error) {
 	if p.KeyFile == "" {
-		k, err := admissionpass.GenerateLocalKey()
+		k, err := Generate()
 		if err != nil {
 			return nil, err
 		}
-		return admissionpass.NewIssuer(cmp.Or(p.Issuer, iss), k)
+		return FixedIssuer(cmp.Or(p.Issuer, iss), k)
 	}
 	signing, err := ReadFile(p.KeyFile)
 	if err != nil {
@@ -57,5 +57,5 @@ func NewIssuer(p config.Pass, iss string) (*admissionpass.Issuer, error) {
 		}
 		others = append(others, k)
 	}
-	return admissionpass.NewIssuer(cmp.Or(p.Issuer, iss), signing, others...)
+	return FixedIssuer(cmp.Or(p.Issuer, iss), signing, others...)
 }

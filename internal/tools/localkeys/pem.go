@@ -8,12 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-
-	"github.com/example/waitingroom/internal/admissionpass"
 )
 
 // Parse reads a P-256 private key from the first PEM block of data: PKCS#8 ("PRIVATE KEY") or SEC 1 ("EC PRIVATE KEY").
-func Parse(data []byte) (*admissionpass.LocalKey, error) {
+func Parse(data []byte) (*Key, error) {
 	block, _ := pem.Decode(data)
 	if block == nil {
 		return nil, errors.New("localkeys: no PEM block found")
@@ -35,11 +33,11 @@ func Parse(data []byte) (*admissionpass.LocalKey, error) {
 	if !ok {
 		return nil, fmt.Errorf("localkeys: %T is not an ECDSA key", priv)
 	}
-	return admissionpass.NewLocalKey(ec)
+	return NewKey(ec)
 }
 
 // ReadFile reads a key with Parse from the file at path.
-func ReadFile(path string) (*admissionpass.LocalKey, error) {
+func ReadFile(path string) (*Key, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("localkeys: read key: %w", err)
@@ -52,7 +50,7 @@ func ReadFile(path string) (*admissionpass.LocalKey, error) {
 }
 
 // PEM returns k as a PKCS#8 PEM block, which Parse reads back.
-func PEM(k *admissionpass.LocalKey) ([]byte, error) {
+func PEM(k *Key) ([]byte, error) {
 	priv, _ := k.PrivateKey(context.Background())
 	der, err := x509.MarshalPKCS8PrivateKey(priv)
 	if err != nil {

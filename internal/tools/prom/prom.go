@@ -4,6 +4,8 @@ package prom
 
 import (
 	"net/http"
+	"strings"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -33,7 +35,7 @@ func New() *Sink {
 	for _, d := range metrics.Defs {
 		labels := make([]string, len(d.Dimensions))
 		for i, dim := range d.Dimensions {
-			labels[i] = metrics.LabelName(dim)
+			labels[i] = labelName(dim)
 		}
 		r := record{def: d}
 		var c prometheus.Collector
@@ -90,4 +92,20 @@ func (s *Sink) Gatherer() prometheus.Gatherer { return s.reg }
 // Handler serves the registry in the Prometheus exposition formats.
 func (s *Sink) Handler() http.Handler {
 	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+}
+
+// labelName is the Prometheus label of dimension dim: "ProgramId" is
+// "program_id", "HttpStatus" is "http_status".
+func labelName(dim string) string {
+	var b strings.Builder
+	for i, c := range dim {
+		if unicode.IsUpper(c) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			c = unicode.ToLower(c)
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

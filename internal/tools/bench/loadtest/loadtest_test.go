@@ -15,7 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/clock"
@@ -25,6 +24,7 @@ import (
 	"github.com/example/waitingroom/internal/tools/bench"
 	"github.com/example/waitingroom/internal/tools/bench/simulate"
 	"github.com/example/waitingroom/internal/tools/client"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/memstore"
 )
 
@@ -846,11 +846,11 @@ func TestRunSolvesChallenges(t *testing.T) {
 // newSigner signs passes with a fresh local key, as cmd/local does.
 func newSigner(t *testing.T) queue.PassSigner {
 	t.Helper()
-	key, err := admissionpass.GenerateLocalKey()
+	key, err := localkeys.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	iss, err := admissionpass.NewIssuer("http://127.0.0.1", key)
+	iss, err := localkeys.FixedIssuer("http://127.0.0.1", key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,10 @@ package simulate
 import (
 	"slices"
 
-	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 )
 
 // The capacity model of service mode: the program's cap and no-show
@@ -16,11 +16,11 @@ import (
 // passSigner returns a signer of admission passes with a fresh local key,
 // as the service signs them on AWS.
 func passSigner() (queue.PassSigner, error) {
-	key, err := admissionpass.GenerateLocalKey()
+	key, err := localkeys.Generate()
 	if err != nil {
 		return nil, err
 	}
-	iss, err := admissionpass.NewIssuer("https://queue.example.com", key)
+	iss, err := localkeys.FixedIssuer("https://queue.example.com", key)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,8 @@ import (
 // TestMain runs the store's tests on dynalite, which locks items as
 // DynamoDB does (moto needs a proxy that passes one request at a time);
 // TestCreateTable (the TTL API, which dynalite lacks) and the tests that
-// want a second implementation of the conditions run on moto. DYNAMODB_TEST_SERVER=moto runs them all on moto.
+// want a second implementation of the conditions run on moto.
+// DYNAMODB_TEST_SERVER=moto runs them all on moto.
 func TestMain(m *testing.M) {
 	dynamotest.Server = "dynalite"
 	dynamotest.Main(m)

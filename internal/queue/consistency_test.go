@@ -166,8 +166,8 @@ func TestReturnedTicketsAgree(t *testing.T) {
 		checkCachedViews(t, seed, history, at, ttl)
 	}
 	t.Logf("%d returns in %d histories", returned, n)
-	if returned < 12*int(n) {
-		t.Errorf("only %d returns in %d histories: the test exercises too few", returned, n)
+	if want := 150 * int(n) / 12; returned < want {
+		t.Errorf("only %d returns in %d histories, want %d: the test exercises too few", returned, n, want)
 	}
 }
 

@@ -2,4 +2,5 @@
 
 package queue_test
 
+// raceEnabled reports a build with the race detector (see seeds).
 const raceEnabled = true

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/queue"
@@ -22,7 +23,7 @@ import (
 // ShuffleSeed, not in the table: -shuffle-key, -shuffle-seed), and its
 // capacity groups by number, from their own items.
 type Program struct {
-	queue.Program
+	admission.Program
 	Groups map[int64]capacity.Group
 }
 
@@ -266,7 +267,7 @@ func AuditAll(items Items, id string) []Report {
 		}
 		p, ok := items.Programs[pid]
 		if !ok {
-			p = Program{Program: queue.Program{ID: pid}}
+			p = Program{Program: admission.Program{ID: pid}}
 		}
 		p.Groups = items.Groups[pid]
 		r := Audit(p, items.Tokens)

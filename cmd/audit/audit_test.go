@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
@@ -18,7 +19,7 @@ import (
 
 // program is a program item of id with issued tickets.
 func program(id string, issued int64) Program {
-	return Program{Program: queue.Program{ID: id, Issued: issued}}
+	return Program{Program: admission.Program{ID: id, Issued: issued}}
 }
 
 // ms is the instant of Unix ms, the zero time for 0.

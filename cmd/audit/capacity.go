@@ -106,7 +106,7 @@ func auditCapacity(p Program, tokens []queue.Token, seeded bool) *CapReport {
 		if t.ProgramID != p.ID {
 			continue
 		}
-		place, placed := qp.Place(t)
+		place, placed := qp.Place(t.Ticket)
 		if placed {
 			held[place] = append(held[place], t)
 		}

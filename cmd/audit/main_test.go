@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/clock"
@@ -62,7 +63,7 @@ func TestRunDynamo(t *testing.T) {
 	// issue creates a paused program and hands out n tickets.
 	issue := func(id string, n int) {
 		t.Helper()
-		p := queue.Program{ID: id, CreatedAt: now, Version: 1, Current: pace.Segment{AnchorMs: now.UnixMilli(), Rate: pace.OnePerSecond, Paused: true}, Options: settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
+		p := admission.Program{ID: id, CreatedAt: now, Version: 1, Current: pace.Segment{AnchorMs: now.UnixMilli(), Rate: pace.OnePerSecond, Paused: true}, Options: settings.Options{AdmissionWindow: admission.DefaultAdmissionWindow}}
 		if err := store.CreateProgram(ctx, p); err != nil {
 			t.Fatalf("CreateProgram(%s): %v", id, err)
 		}

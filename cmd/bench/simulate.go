@@ -17,7 +17,7 @@ import (
 const simulateSynopsis = `The scenario on a virtual clock with no network: users enter (burst or
 uniform), then poll as the policy says until they see ADMITTED or, with
 -abandon, leave at a random instant of their wait. Admission is the
-service's queue.Program, -rate-schedule changes in force -cache-ttl after
+service's admission.Program, -rate-schedule changes in force -cache-ttl after
 their offset (-cache-ttl 2s models the server's default); requests take no
 time, time advances in whole milliseconds, and a -seed gives the same run.
 Each run is priced: API Gateway, Lambda, DynamoDB, CloudWatch Logs and KMS,

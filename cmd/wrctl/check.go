@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/config"
@@ -150,7 +151,7 @@ func (a *app) printFindings(c *call, id string, l checkLoad, now time.Time, fs [
 // of the checklist in docs/operations.md, in its order.
 type presale struct {
 	p     api.Program
-	q     queue.Program // p as the service's rules read it
+	q     admission.Program // p as the service's rules read it
 	l     checkLoad
 	now   time.Time
 	delay time.Duration // how long after it is made a change takes effect
@@ -169,8 +170,8 @@ func checks(p api.Program, l checkLoad, now time.Time) []finding {
 
 // domain is p as the service's rules read it: its window, scheduled
 // close, cap and no-show handling.
-func domain(p api.Program) queue.Program {
-	return queue.Program{ID: p.ProgramID, Options: settings.Options{AdmissionWindow: time.Duration(p.AdmissionWindowSeconds) * time.Second,
+func domain(p api.Program) admission.Program {
+	return admission.Program{ID: p.ProgramID, Options: settings.Options{AdmissionWindow: time.Duration(p.AdmissionWindowSeconds) * time.Second,
 		ClosesAt: p.ClosesAt.Time, MaxActiveUsers: p.MaxActiveUsers, NoShowSeconds: p.NoShowSeconds}}
 }
 

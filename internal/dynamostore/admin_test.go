@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
@@ -57,7 +58,7 @@ func newAdminRig(t *testing.T, endpoint string) *adminRig {
 // admitted.
 func (r *adminRig) pausedProgram(t *testing.T, id string, issued int64, now time.Time) {
 	t.Helper()
-	p := queue.Program{ID: id, CreatedAt: now, Issued: issued, Options: settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
+	p := admission.Program{ID: id, CreatedAt: now, Issued: issued, Options: settings.Options{AdmissionWindow: admission.DefaultAdmissionWindow}}
 	p = p.Rebased(now, pace.OnePerSecond, true, 0, 0)
 	if err := r.store.CreateProgram(t.Context(), p); err != nil {
 		t.Fatal(err)
@@ -319,21 +320,21 @@ func (s *floodedStore) ticket(ctx context.Context, id string) {
 	}
 }
 
-func (s *floodedStore) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
+func (s *floodedStore) UpdateProgram(ctx context.Context, p admission.Program, expectIssued int64) error {
 	s.ticket(ctx, p.ID)
 	err := s.Store.UpdateProgram(ctx, p, expectIssued)
 	s.count(ctx, p, err)
 	return err
 }
 
-func (s *floodedStore) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
+func (s *floodedStore) UpdateScheduled(ctx context.Context, p admission.Program) (int64, error) {
 	s.ticket(ctx, p.ID)
 	issued, err := s.Store.UpdateScheduled(ctx, p)
 	s.count(ctx, p, err)
 	return issued, err
 }
 
-func (s *floodedStore) count(ctx context.Context, p queue.Program, err error) {
+func (s *floodedStore) count(ctx context.Context, p admission.Program, err error) {
 	if !errors.Is(err, queue.ErrConflict) {
 		return
 	}
@@ -345,7 +346,7 @@ func (s *floodedStore) count(ctx context.Context, p queue.Program, err error) {
 // putRetrying makes an admin change as wrctl does: a BUSY or a store fault
 // is repeated after its retry delay (1 s for a store fault) on clk, at most
 // maxTries times in all. It returns each try's answer code.
-func putRetrying(ctx context.Context, svc *queue.Service, clk *clock.Fake, id string, set api.ProgramSettings) (queue.Counters, []string, error) {
+func putRetrying(ctx context.Context, svc *queue.Service, clk *clock.Fake, id string, set api.ProgramSettings) (admission.Counters, []string, error) {
 	const maxTries = 4 // wrctl's
 	var tries []string
 	for {
@@ -385,7 +386,7 @@ func TestUpdateScheduledMovesDrain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newAdminRig(t, dynamotest.Lease(t))
 			ctx := t.Context()
-			p := queue.Program{ID: "gala", CreatedAt: now, Issued: 1000, Options: settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
+			p := admission.Program{ID: "gala", CreatedAt: now, Issued: 1000, Options: settings.Options{AdmissionWindow: admission.DefaultAdmissionWindow}}
 			if err := r.store.CreateProgram(ctx, p.Rebased(now, pace.OnePerSecond, false, 0, 0)); err != nil {
 				t.Fatal(err)
 			}

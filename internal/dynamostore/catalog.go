@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
@@ -132,7 +133,7 @@ func query[T any](ctx context.Context, s *Store, key expression.KeyConditionBuil
 // DeleteProgram implements queue.CatalogStore. The tombstone is written
 // first, so that no creation slips in between; a program found changed
 // takes it back.
-func (s *Store) DeleteProgram(ctx context.Context, p queue.Program, until time.Time) error {
+func (s *Store) DeleteProgram(ctx context.Context, p admission.Program, until time.Time) error {
 	tomb := tombstoneKey(p.ID)
 	tomb["untilMs"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(pace.UnixMs(until), 10)}
 	tomb["ttl"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ttlSeconds(until), 10)}
@@ -236,7 +237,7 @@ func changeOf(it changeItem) history.Change {
 
 // errDeletedIfTombstoned is queue.ErrDeleted if program p.ID has a tombstone
 // that still takes its id at p.CreatedAt, else nil.
-func (s *Store) errDeletedIfTombstoned(ctx context.Context, p queue.Program) error {
+func (s *Store) errDeletedIfTombstoned(ctx context.Context, p admission.Program) error {
 	item, err := s.getItem(ctx, tombstoneKey(p.ID))
 	var tomb tombstoneItem
 	if err == nil {

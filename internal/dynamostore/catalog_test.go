@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/dynamostore"
 	changes "github.com/example/waitingroom/internal/history"
@@ -197,10 +198,10 @@ type barrierReads struct {
 	b *await.Barrier
 }
 
-func (s barrierReads) GetProgram(ctx context.Context, id string) (queue.Program, error) {
+func (s barrierReads) GetProgram(ctx context.Context, id string) (admission.Program, error) {
 	p, err := s.Store.GetProgram(ctx, id)
 	if _, werr := s.b.Arrive(ctx); werr != nil {
-		return queue.Program{}, werr
+		return admission.Program{}, werr
 	}
 	return p, err
 }

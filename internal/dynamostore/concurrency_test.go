@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/polling"
@@ -143,7 +144,7 @@ type givingBack struct {
 	returned *atomic.Int64
 }
 
-func (g givingBack) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
+func (g givingBack) ReturnTickets(ctx context.Context, p admission.Program, from int64) (bool, error) {
 	ok, err := g.Store.ReturnTickets(ctx, p, from)
 	if ok {
 		g.returned.Add(p.Issued - from + 1)
@@ -190,7 +191,7 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 		tl        tally
 		mu        sync.Mutex
 		histories []*history
-		counters  []queue.Counters
+		counters  []admission.Counters
 		failures  []string
 	)
 	fail := func(format string, args ...any) {
@@ -347,7 +348,7 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 			op = adminCycle[next%len(adminCycle)]
 			next++
 		}
-		var c queue.Counters
+		var c admission.Counters
 		var err error
 		switch {
 		case op.admit > 0:
@@ -412,7 +413,7 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 	if _, _, err := svcs[0].PutProgram(ctx, concurrencyProgram, api.ProgramSettings{Paused: &paused}); err != nil {
 		t.Fatalf("pause: %v", err)
 	}
-	clk.Advance(queue.DefaultAdmissionWindow + time.Minute)
+	clk.Advance(admission.DefaultAdmissionWindow + time.Minute)
 	final, err := svcs[0].Program(ctx, concurrencyProgram)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tickets"
 )
@@ -289,7 +290,7 @@ func (s *Store) deleteItem(ctx context.Context, key map[string]types.AttributeVa
 }
 
 // CreateProgram implements queue.Store.
-func (s *Store) CreateProgram(ctx context.Context, p queue.Program) error {
+func (s *Store) CreateProgram(ctx context.Context, p admission.Program) error {
 	item, err := ProgramItem(p)
 	if err == nil {
 		err = s.errDeletedIfTombstoned(ctx, p)
@@ -314,10 +315,10 @@ func (s *Store) putNew(ctx context.Context, av map[string]types.AttributeValue) 
 
 // GetProgram implements queue.Store with a strongly consistent read: the
 // admin reads its own writes, and a ticket just issued is issuing.
-func (s *Store) GetProgram(ctx context.Context, id string) (queue.Program, error) {
+func (s *Store) GetProgram(ctx context.Context, id string) (admission.Program, error) {
 	item, err := s.getItem(ctx, programKey(id))
 	if err == nil && item == nil {
-		return queue.Program{}, queue.ErrNotFound
+		return admission.Program{}, queue.ErrNotFound
 	}
 	return decoded("get program "+id, DecodeProgram, item, err)
 }
@@ -326,7 +327,7 @@ func (s *Store) GetProgram(ctx context.Context, id string) (queue.Program, error
 // version and expectIssued tickets, that writes every state and derived
 // attribute of programItem, never issued or createdAt, which only
 // IssueTicket and CreateProgram write.
-func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
+func (s *Store) UpdateProgram(ctx context.Context, p admission.Program, expectIssued int64) error {
 	upd, err := writeOf(p, state, derived)
 	if err != nil {
 		return fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
@@ -352,7 +353,7 @@ const changeIssued = "changeIssued"
 // UpdateScheduled implements queue.ScheduleStore: one UpdateItem on the
 // condition of the version, which also copies issued into changeIssued,
 // and returns that count.
-func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
+func (s *Store) UpdateScheduled(ctx context.Context, p admission.Program) (int64, error) {
 	upd, err := writeOf(p, state, derived)
 	if err != nil {
 		return 0, fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
@@ -390,7 +391,7 @@ func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, er
 // MoveDrain implements queue.ScheduleStore: an UpdateItem conditioned on
 // the version and changeIssued, which it removes, so a repeat does nothing.
 // A move that would pass int64 sets math.MaxInt64 instead.
-func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
+func (s *Store) MoveDrain(ctx context.Context, p admission.Program, issued int64) error {
 	drain := nameOf("drainAtNs")
 	move := p.DrainMoveNs(issued)
 	limit := math.MaxInt64 - max(move, 0) // the latest drain instant the move keeps within int64
@@ -413,7 +414,7 @@ func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) er
 }
 
 // IssueTicket implements queue.Store: IssueTickets for one ticket.
-func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
+func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (admission.Program, error) {
 	return s.IssueTickets(ctx, programID, now, 1)
 }
 
@@ -421,7 +422,7 @@ func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time
 // without reading the program, by whichever of issueSteps holds, starting
 // over at most maxIssueTrials times while the program changes. A missing
 // or closed program is queue.ErrNotFound or queue.ErrClosed.
-func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (queue.Program, error) {
+func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (admission.Program, error) {
 	stepNs := int64(0)
 	if n > 1 {
 		stepNs = -1
@@ -433,7 +434,7 @@ func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Tim
 		if stepNs < 0 {
 			p, err := s.GetProgram(ctx, programID)
 			if err != nil {
-				return queue.Program{}, err
+				return admission.Program{}, err
 			}
 			stepNs = p.StepNs()
 		}
@@ -446,7 +447,7 @@ func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Tim
 			}
 		}
 	}
-	return queue.Program{}, fmt.Errorf("dynamostore: issue ticket %s: program still changing after %d trials", programID, maxIssueTrials)
+	return admission.Program{}, fmt.Errorf("dynamostore: issue ticket %s: program still changing after %d trials", programID, maxIssueTrials)
 }
 
 // stepThen is what IssueTickets does after one of its steps.
@@ -462,7 +463,7 @@ const (
 // and, when its condition fails, reads why from the program it failed on;
 // *stepNs becomes the program's time per ticket when a block assumed
 // another.
-func (s *Store) tryStep(ctx context.Context, st issueStep, programID string, now time.Time, n int64, stepNs *int64) (queue.Program, stepThen, error) {
+func (s *Store) tryStep(ctx context.Context, st issueStep, programID string, now time.Time, n int64, stepNs *int64) (admission.Program, stepThen, error) {
 	out, err := s.updateItem(ctx, programKey(programID), st.cond, st.upd, types.ReturnValueAllNew, notRepeated)
 	if err == nil {
 		p, err := decoded("issue ticket "+programID, DecodeProgram, out.Attributes, nil)
@@ -473,52 +474,52 @@ func (s *Store) tryStep(ctx context.Context, st issueStep, programID string, now
 	}
 	old, ok := conditionFailed(err)
 	if !ok {
-		return queue.Program{}, stepDone, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, throttled(err))
+		return admission.Program{}, stepDone, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, throttled(err))
 	}
 	if old, err = s.failedOn(ctx, programKey(programID), old); err != nil {
-		return queue.Program{}, stepDone, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, err)
+		return admission.Program{}, stepDone, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, err)
 	} else if old == nil {
-		return queue.Program{}, stepDone, queue.ErrNotFound
+		return admission.Program{}, stepDone, queue.ErrNotFound
 	}
 	p, err := DecodeProgram(old)
 	switch {
 	case err != nil: // not a program as this version reads it: the next step
 	case p.Closed:
-		return queue.Program{}, stepDone, queue.ErrClosed
+		return admission.Program{}, stepDone, queue.ErrClosed
 	case p.WithPrequeueFixed(now).PrequeueFixed != p.PrequeueFixed:
 		if _, err := s.FixPrequeue(ctx, programID, now); err != nil {
-			return queue.Program{}, stepDone, err
+			return admission.Program{}, stepDone, err
 		}
-		return queue.Program{}, stepsAgain, nil
+		return admission.Program{}, stepsAgain, nil
 	case n > 1 && p.StepNs() != *stepNs:
 		*stepNs = p.StepNs()
 		s.steps.Store(programID, *stepNs) // the other steps assumed the old time per ticket too
-		return queue.Program{}, stepsAgain, nil
+		return admission.Program{}, stepsAgain, nil
 	case p.DrainAtNs > drainLimit(n, p.StepNs()):
 		q, ok, err := s.issueSaturated(ctx, p, now, n)
 		if err != nil || ok {
 			return q, stepDone, err
 		}
-		return queue.Program{}, stepsAgain, nil
+		return admission.Program{}, stepsAgain, nil
 	}
-	return queue.Program{}, stepNext, nil
+	return admission.Program{}, stepNext, nil
 }
 
 // issueSaturated writes p.WithTicketsIssued(now, n) computed in Go if the
 // stored program is still p, for a drain instant that would pass int64
 // (DynamoDB's numbers do not saturate). False when the program changed.
-func (s *Store) issueSaturated(ctx context.Context, p queue.Program, now time.Time, n int64) (queue.Program, bool, error) {
+func (s *Store) issueSaturated(ctx context.Context, p admission.Program, now time.Time, n int64) (admission.Program, bool, error) {
 	q := p.WithTicketsIssued(now, n)
 	upd, err := writeOf(q, state, derived, issuing)
 	if err != nil {
-		return queue.Program{}, false, fmt.Errorf("dynamostore: issue ticket %s: %w", p.ID, err)
+		return admission.Program{}, false, fmt.Errorf("dynamostore: issue ticket %s: %w", p.ID, err)
 	}
 	cond := all(nameOf("version").Equal(expression.Value(p.Version)),
 		nameOf("issued").Equal(expression.Value(p.Issued)),
 		nameOf("drainAtNs").Equal(expression.Value(p.DrainAtNs)))
 	ok, err := s.programUpdate(ctx, "issue ticket", p.ID, cond, upd, notRepeated)
 	if err != nil || !ok {
-		return queue.Program{}, false, err
+		return admission.Program{}, false, err
 	}
 	s.steps.Store(p.ID, q.StepNs())
 	return q, true, nil
@@ -527,7 +528,7 @@ func (s *Store) issueSaturated(ctx context.Context, p queue.Program, now time.Ti
 // FixPrequeue implements queue.PrequeueStore: one conditional UpdateItem,
 // SET prequeue = issued if the program shuffles, is past its opening and
 // has not fixed its pre-queue; else the program as it is.
-func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
+func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time) (admission.Program, error) {
 	cond := all(nameOf("shuffle").Equal(expression.Value(true)),
 		expression.AttributeNotExists(nameOf("prequeueFixed")),
 		nameOf("opensAtMs").LessThanEqual(expression.Value(now.UnixMilli())))
@@ -536,7 +537,7 @@ func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time
 	if _, failed := conditionFailed(err); failed {
 		return s.GetProgram(ctx, programID)
 	} else if err != nil {
-		return queue.Program{}, fmt.Errorf("dynamostore: fix pre-queue %s: %w", programID, throttled(err))
+		return admission.Program{}, fmt.Errorf("dynamostore: fix pre-queue %s: %w", programID, throttled(err))
 	}
 	return decoded("fix pre-queue "+programID, DecodeProgram, out.Attributes, nil)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/pace"
@@ -203,7 +204,7 @@ func TestProgramItem(t *testing.T) {
 	table := dynamotest.NewTable(t, client)
 	s := dynamostore.New(client, table)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) // 1772366400000 ms
-	p := queue.Program{
+	p := admission.Program{
 		ID:        "spring-sale",
 		CreatedAt: t0,
 		Version:   1,
@@ -250,7 +251,7 @@ func TestProgramItem(t *testing.T) {
 	next := upd.Rebased(t0.Add(2*time.Second), pace.Rate(2500), false, 0, time.Second) // 2.5/s
 	next.Policy = ""
 	for _, step := range []struct {
-		p       queue.Program
+		p       admission.Program
 		changed map[string]string
 	}{
 		{upd, map[string]string{

@@ -33,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/clock"
@@ -722,7 +723,7 @@ func TestFaultsSlowAdminWrite(t *testing.T) {
 	admin.ft.SetRules(faultinject.Rule{Op: "UpdateItem", Action: faultinject.Hold, Gate: gate})
 
 	done := make(chan error, 1)
-	var counters queue.Counters
+	var counters admission.Counters
 	go func() {
 		var err error
 		counters, err = admin.svc.Admit(ctx, "gala", 5)

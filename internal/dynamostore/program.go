@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/pace"
-	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/settings"
 )
 
@@ -85,7 +85,7 @@ type programItem struct {
 }
 
 // itemOf is p's program item.
-func itemOf(p queue.Program) programItem {
+func itemOf(p admission.Program) programItem {
 	it := programItem{
 		PK: "PROGRAM#" + p.ID, SK: programSK,
 		ProgramID: p.ID, CreatedAt: pace.UnixMs(p.CreatedAt), Version: p.Version, Issued: p.Issued,
@@ -111,9 +111,9 @@ func itemOf(p queue.Program) programItem {
 	return it
 }
 
-// program is the queue.Program the item holds.
-func (it programItem) program() queue.Program {
-	p := queue.Program{
+// program is the admission.Program the item holds.
+func (it programItem) program() admission.Program {
+	p := admission.Program{
 		ID: it.ProgramID, CreatedAt: pace.FromUnixMs(it.CreatedAt), Version: it.Version, Issued: it.Issued,
 		Current:    pace.Segment{AnchorMs: it.AnchorMs, Base: it.Base, Rate: it.RateMilli, Paused: it.Paused, StartMs: it.StartMs},
 		Next:       pace.Segment{AnchorMs: it.NextAnchorMs, Base: it.NextBase, Rate: it.NextRateMilli, Paused: it.NextPaused, StartMs: it.NextStartMs},
@@ -122,7 +122,7 @@ func (it programItem) program() queue.Program {
 		ManualRate: it.ManualRateMilli, LastAdmitAt: pace.FromUnixMs(it.LastAdmitAtMs), LastAdmitGap: time.Duration(it.LastAdmitGapMs) * time.Millisecond,
 		Changes: it.ChangeIDs, Shards: it.Shards, ShuffleNonce: it.ShuffleNonce, Prequeue: it.Prequeue, PrequeueFixed: it.PrequeueFixed, ExtraGiven: it.ExtraGiven, CapFrom: it.CapFrom, CapRaiseAtMs: it.CapRaiseAtMs,
 		Reserved: it.Reserved,
-		Recent:   [queue.RecentTickets]int64{it.Recent1, it.Recent2, it.Recent3, it.Recent4, it.Recent5, it.Recent6, it.Recent7, it.Recent8},
+		Recent:   [admission.RecentTickets]int64{it.Recent1, it.Recent2, it.Recent3, it.Recent4, it.Recent5, it.Recent6, it.Recent7, it.Recent8},
 	}
 	p.AdmissionWindow = time.Duration(it.AdmissionWindowMs) * time.Millisecond
 	p.OpensAt = pace.FromUnixMs(it.OpensAtMs)
@@ -177,23 +177,23 @@ func nameOf(name string) expression.NameBuilder {
 
 // ProgramItem is p's program item as CreateProgram writes it (also for
 // models of DynamoDB's capacity that need its size).
-func ProgramItem(p queue.Program) (map[string]types.AttributeValue, error) {
+func ProgramItem(p admission.Program) (map[string]types.AttributeValue, error) {
 	return attributevalue.MarshalMap(itemOf(p))
 }
 
 // DecodeProgram reads a program item (also for tools that scan the table,
 // such as cmd/audit); absent attributes are zero.
-func DecodeProgram(item map[string]types.AttributeValue) (queue.Program, error) {
+func DecodeProgram(item map[string]types.AttributeValue) (admission.Program, error) {
 	var it programItem
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-		return queue.Program{}, err
+		return admission.Program{}, err
 	}
 	return it.program(), nil
 }
 
 // writeOf SETs (or REMOVEs, when absent) the attributes of p that the
 // writers named write.
-func writeOf(p queue.Program, who ...string) (expression.UpdateBuilder, error) {
+func writeOf(p admission.Program, who ...string) (expression.UpdateBuilder, error) {
 	var upd expression.UpdateBuilder
 	item, err := ProgramItem(p)
 	for _, w := range who {
@@ -207,7 +207,7 @@ var nextAttrs = []string{"nextAnchorMs", "nextBase", "nextRateMilli", "nextPause
 
 // noProgram is the item of the zero program, whose next segment is none.
 var noProgram = func() map[string]types.AttributeValue {
-	item, err := ProgramItem(queue.Program{})
+	item, err := ProgramItem(admission.Program{})
 	if err != nil {
 		panic(err)
 	}
@@ -233,7 +233,7 @@ type issueStep struct {
 	upd  expression.UpdateBuilder
 }
 
-// issueSteps apply queue.Program.WithTicketsIssued for n tickets at now in
+// issueSteps apply admission.Program.WithTicketsIssued for n tickets at now in
 // one UpdateItem each, without reading the program first; exactly one
 // step's condition holds for an open program. DynamoDB cannot multiply, so
 // for a block (n > 1) the caller passes the time per ticket it knows,
@@ -310,7 +310,7 @@ func promoteNext(u expression.UpdateBuilder) expression.UpdateBuilder {
 // now.
 func withRecent(u expression.UpdateBuilder, nowMs expression.ValueBuilder) expression.UpdateBuilder {
 	recentName := func(i int) string { return "recent" + strconv.Itoa(i+1) }
-	for i := queue.RecentTickets - 1; i > 0; i-- {
+	for i := admission.RecentTickets - 1; i > 0; i-- {
 		u = u.Set(nameOf(recentName(i)), expression.IfNotExists(nameOf(recentName(i-1)), expression.Value(0)))
 	}
 	return u.Set(nameOf(recentName(0)), nowMs)

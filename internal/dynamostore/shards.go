@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tickets"
@@ -211,7 +212,7 @@ func (s *Store) TrimShard(ctx context.Context, programID string, i int, start in
 // conditioned on its version, issued and pre-queue state, which bumps the
 // version. A retry finds its own write by returnId; when the item no
 // longer shows whether an earlier attempt applied, it returns an error.
-func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
+func (s *Store) ReturnTickets(ctx context.Context, p admission.Program, from int64) (bool, error) {
 	if from < 1 || from > p.Issued {
 		return false, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	wire "github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/bypass"
 	"github.com/example/waitingroom/internal/metrics"
@@ -71,7 +72,7 @@ func (a *api) issueBypass(w http.ResponseWriter, r *http.Request) {
 }
 
 // programOf is c as the wire's Program.
-func programOf(c queue.Counters) wire.Program {
+func programOf(c admission.Counters) wire.Program {
 	view := wire.Program{
 		ProgramID:              c.ProgramID,
 		Issued:                 c.Issued,
@@ -117,7 +118,7 @@ func profileOf(p settings.Profile) wire.Profile {
 }
 
 // writeCounters answers c as a Program with status, or err.
-func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, c queue.Counters, err error) {
+func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, c admission.Counters, err error) {
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -28,6 +28,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
@@ -1139,11 +1140,11 @@ var errSecret = errors.New("dial tcp 10.0.0.12:443: arn:aws:dynamodb:eu-west-1:1
 func (brokenStore) GetToken(context.Context, string) (queue.Token, error) {
 	return queue.Token{}, errSecret
 }
-func (brokenStore) IssueTicket(context.Context, string, time.Time) (queue.Program, error) {
-	return queue.Program{}, errSecret
+func (brokenStore) IssueTicket(context.Context, string, time.Time) (admission.Program, error) {
+	return admission.Program{}, errSecret
 }
-func (brokenStore) GetProgram(context.Context, string) (queue.Program, error) {
-	return queue.Program{}, errSecret
+func (brokenStore) GetProgram(context.Context, string) (admission.Program, error) {
+	return admission.Program{}, errSecret
 }
 func (brokenStore) ListPrograms(context.Context, string, int) ([]string, bool, error) {
 	return nil, false, errSecret

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/bypass"
 	"github.com/example/waitingroom/internal/clock"
@@ -48,11 +49,11 @@ type lossyStore struct {
 	reads *rounds
 }
 
-func (s *lossyStore) GetProgram(ctx context.Context, id string) (queue.Program, error) {
+func (s *lossyStore) GetProgram(ctx context.Context, id string) (admission.Program, error) {
 	p, err := s.Store.GetProgram(ctx, id)
 	if s.reads != nil {
 		if werr := s.reads.arrive(ctx); werr != nil {
-			return queue.Program{}, werr
+			return admission.Program{}, werr
 		}
 	}
 	return p, err
@@ -99,7 +100,7 @@ func (r *rounds) releaseIfAll() {
 	}
 }
 
-func (s *lossyStore) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
+func (s *lossyStore) UpdateProgram(ctx context.Context, p admission.Program, expectIssued int64) error {
 	s.updates.Add(1)
 	if s.conflictAlways.Load() {
 		return queue.ErrConflict
@@ -113,7 +114,7 @@ func (s *lossyStore) UpdateProgram(ctx context.Context, p queue.Program, expectI
 
 // UpdateScheduled loses answers and conflicts as UpdateProgram does: the
 // admin path takes it for a scheduled change.
-func (s *lossyStore) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
+func (s *lossyStore) UpdateScheduled(ctx context.Context, p admission.Program) (int64, error) {
 	s.updates.Add(1)
 	if s.conflictAlways.Load() {
 		return 0, queue.ErrConflict
@@ -128,7 +129,7 @@ func (s *lossyStore) UpdateScheduled(ctx context.Context, p queue.Program) (int6
 	return issued, err
 }
 
-func (s *lossyStore) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
+func (s *lossyStore) MoveDrain(ctx context.Context, p admission.Program, issued int64) error {
 	s.moves.Add(1)
 	if s.moveFails.Add(-1) >= 0 {
 		return errors.New("lossy store: connection reset")
@@ -140,7 +141,7 @@ func (s *lossyStore) MoveDrain(ctx context.Context, p queue.Program, issued int6
 	return err
 }
 
-func (s *lossyStore) CreateProgram(ctx context.Context, p queue.Program) error {
+func (s *lossyStore) CreateProgram(ctx context.Context, p admission.Program) error {
 	err := s.Store.CreateProgram(ctx, p)
 	if err == nil && s.loseAnswers.Load() {
 		return s.Store.CreateProgram(ctx, p)
@@ -279,7 +280,7 @@ func TestAdminWaitsOnTheClock(t *testing.T) {
 			t.Fatal(err)
 		}
 		type answer struct {
-			c   queue.Counters
+			c   admission.Counters
 			err error
 		}
 		result := make(chan answer, 1)

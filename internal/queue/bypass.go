@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/bypass"
 	"github.com/example/waitingroom/internal/capacity"
@@ -12,43 +13,19 @@ import (
 	"github.com/example/waitingroom/internal/pace"
 )
 
-// bypassRoom is how many bypass passes p, capped, can take at now: the
-// ceiling now, less the most the counter may reach before the passes hold
-// their slots everywhere (q is p with the change made: the old segments'
-// counter at the change while one is scheduled, else the counter now).
-// From now on the ceiling only rises, so passes within it never take the
-// counter back (docs/design.md, "Bypass passes").
-func bypassRoom(p, q Program, now time.Time) int64 {
-	at := pace.UnixMs(now)
-	if q.Pending(now) {
-		at = q.Next.AnchorMs
+// withBypass is p.WithBypass, NO_ROOM when the cap has no room.
+func withBypass(p admission.Program, n, untilMs int64, now time.Time, delay time.Duration) (admission.Program, error) {
+	q, room := p.WithBypass(n, untilMs, now, delay)
+	if room < n {
+		return p, errNoRoom(p, room, delay)
 	}
-	ceiling, _ := p.ceiling().At(pace.UnixMs(now))
-	return ceiling - q.segmentAt(at).Counter(at)
-}
-
-// withBypass returns p with n bypass passes, held until untilMs, reserved
-// from its ceiling at now as an admin change taking effect delay later,
-// or NO_ROOM. Without a cap it is p as an admin change that changes
-// nothing.
-func (p Program) withBypass(n, untilMs int64, now time.Time, delay time.Duration) (Program, error) {
-	settled := p.Settled()
-	q := p.Rebased(now, settled.Rate, settled.Paused, 0, delay)
-	if p.MaxActiveUsers <= 0 {
-		return q, nil
-	}
-	if room := bypassRoom(p, q, now); n > room {
-		return p, errNoRoom(p, max(room, 0), delay)
-	}
-	ms := pace.UnixMs(now)
-	q.Reserved = capacity.Reserve(q.Reserved, capacity.Reservation{FromMs: ms, UntilMs: untilMs, N: n, Rate: settled.Rate}, ms)
 	return q, nil
 }
 
 // errNoRoom is NO_ROOM: p's cap has room for only room passes.
-func errNoRoom(p Program, room int64, delay time.Duration) error {
+func errNoRoom(p admission.Program, room int64, delay time.Duration) error {
 	e := Errorf(KindConflict, api.CodeNoRoom, "maxActiveUsers (%d) has room for %d bypass passes now: retry once people have left, or pause admission so that the line does not take the freed slots first.", p.MaxActiveUsers, room)
-	e.RetryAfter = time.Duration(roundMs(delay)) * time.Millisecond
+	e.RetryAfter = time.Duration(admission.RoundMs(delay)) * time.Millisecond
 	return e
 }
 
@@ -76,7 +53,7 @@ func (s *Service) IssueBypass(ctx context.Context, programID string, count int64
 	}
 	now := s.clock.Now()
 	if !p.Pending(now) {
-		if _, err := p.withBypass(count, 0, now, s.changeDelay()); err != nil {
+		if _, err := withBypass(p, count, 0, now, s.changeDelay()); err != nil {
 			return nil, err // no room: refused before any signature
 		}
 	}
@@ -88,8 +65,8 @@ func (s *Service) IssueBypass(ctx context.Context, programID string, count int64
 	// One admin change, also without a cap, so that the history holds it
 	// exactly once.
 	until := pace.UnixMs(expires.Add(capacity.ExpiryMargin))
-	edit := func(p Program, now time.Time) (Program, error) {
-		return p.withBypass(count, until, now, s.changeDelay())
+	edit := func(p admission.Program, now time.Time) (admission.Program, error) {
+		return withBypass(p, count, until, now, s.changeDelay())
 	}
 	rec := history.Change{Action: history.ActionBypass, Fields: history.Fields(map[string]int64{"count": count, "validSeconds": int64(validity / time.Second)})}
 	if _, _, _, err := s.changeProgram(ctx, "reserve bypass", programID, rec, nil, edit); err != nil {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/catalog"
 	"github.com/example/waitingroom/internal/clock"
@@ -39,10 +40,6 @@ const (
 	moveDrainBackoff  = 50 * time.Millisecond
 )
 
-// AdminWriteBudget bounds how long an admin change may take to be stored;
-// the change is scheduled that much later than the cache TTL.
-const AdminWriteBudget = time.Second
-
 // ChangeDelay is how long after it is made an admin change takes effect
 // with a program cache of ttl: at once without a cache, the TTL plus the
 // write budget with one.
@@ -50,12 +47,12 @@ func ChangeDelay(ttl time.Duration) time.Duration {
 	if ttl <= 0 {
 		return 0
 	}
-	return ttl + AdminWriteBudget
+	return ttl + admission.AdminWriteBudget
 }
 
 // changeDelay is how long after an admin change it takes effect: nothing
 // without a program cache, the cache TTL plus the write budget with one.
-func (s *Service) changeDelay() time.Duration { return ChangeDelay(s.cache.ttl) }
+func (s *Service) changeDelay() time.Duration { return ChangeDelay(s.cache.TTL()) }
 
 // changeProgram stores edit(program, now) as one admin change tagged with a
 // fresh change id and recorded in the history as rec (its action and
@@ -64,7 +61,7 @@ func (s *Service) changeDelay() time.Duration { return ChangeDelay(s.cache.ttl) 
 // STORE_UNAVAILABLE that it may have been. A missing program is created
 // with create (action history.ActionCreate), or is PROGRAM_NOT_FOUND if
 // create is nil.
-func (s *Service) changeProgram(ctx context.Context, op, id string, rec history.Change, create func(now time.Time) (Program, error), edit func(p Program, now time.Time) (Program, error)) (_ Program, now time.Time, created bool, _ error) {
+func (s *Service) changeProgram(ctx context.Context, op, id string, rec history.Change, create func(now time.Time) (admission.Program, error), edit func(p admission.Program, now time.Time) (admission.Program, error)) (_ admission.Program, now time.Time, created bool, _ error) {
 	c := &adminChange{s: s, op: op, id: id, rec: rec, action: rec.Action, create: create, edit: edit, deadline: s.clock.Now().Add(adminDeadline)}
 	c.rec.Actor, c.rec.ID = history.ActorOf(ctx), NewTokenID()
 	ctx, cancel := clock.WithTimeout(ctx, s.clock, adminDeadline) // the same bound for the store's calls
@@ -73,18 +70,18 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, rec history.
 		p, found, err := c.read(ctx)
 		now = s.clock.Now()
 		if err != nil {
-			return Program{}, now, false, err
+			return admission.Program{}, now, false, err
 		}
 		if p.Pending(now) {
 			// A change is scheduled only once the previous one has taken
 			// effect (every instance must know it before it acts).
 			if err := s.awaitPending(ctx, p, now, c.deadline.Add(-c.room())); err != nil {
-				return Program{}, now, false, err
+				return admission.Program{}, now, false, err
 			}
 			continue
 		}
 		if !c.timeLeft(ctx) {
-			return Program{}, now, false, errBusy(time.Second)
+			return admission.Program{}, now, false, errBusy(time.Second)
 		}
 		start := time.Now()
 		if p, err = c.write(ctx, p, found, now); err == nil {
@@ -92,16 +89,16 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, rec history.
 		}
 		c.slowest = max(c.slowest, time.Since(start)/2) // a write and a read
 		if e := (*Error)(nil); errors.As(err, &e) {
-			return Program{}, now, false, err
+			return admission.Program{}, now, false, err
 		}
 		if !errors.Is(err, ErrConflict) {
-			return Program{}, now, false, storeError(op, err)
+			return admission.Program{}, now, false, storeError(op, err)
 		}
 		if err := s.clock.Sleep(ctx, s.jitter(maxConflictBackoff)); err != nil {
-			return Program{}, now, false, errBusy(time.Second)
+			return admission.Program{}, now, false, errBusy(time.Second)
 		}
 	}
-	return Program{}, now, false, errBusy(time.Second)
+	return admission.Program{}, now, false, errBusy(time.Second)
 }
 
 // adminChange is one admin request's change in the making
@@ -111,8 +108,8 @@ type adminChange struct {
 	op, id   string
 	rec      history.Change
 	action   string
-	create   func(now time.Time) (Program, error)
-	edit     func(p Program, now time.Time) (Program, error)
+	create   func(now time.Time) (admission.Program, error)
+	edit     func(p admission.Program, now time.Time) (admission.Program, error)
 	deadline time.Time
 	// slowest is the slowest store answer so far.
 	slowest time.Duration
@@ -133,7 +130,7 @@ func (c *adminChange) timeLeft(ctx context.Context) bool {
 
 // read reads the program, found false when it is to be created; an error
 // is the answer.
-func (c *adminChange) read(ctx context.Context) (p Program, found bool, err error) {
+func (c *adminChange) read(ctx context.Context) (p admission.Program, found bool, err error) {
 	start := time.Now()
 	p, err = c.s.store.GetProgram(ctx, c.id)
 	c.slowest = max(c.slowest, time.Since(start))
@@ -141,19 +138,19 @@ func (c *adminChange) read(ctx context.Context) (p Program, found bool, err erro
 	case err == nil:
 		return p, true, nil
 	case errors.Is(err, ErrNotFound) && c.create != nil:
-		return Program{}, false, nil
+		return admission.Program{}, false, nil
 	case errors.Is(err, ErrNotFound):
-		return Program{}, false, errProgramNotFound
+		return admission.Program{}, false, errProgramNotFound
 	case !c.timeLeft(ctx): // the read ran into the deadline: nothing written
-		return Program{}, false, errBusy(time.Second)
+		return admission.Program{}, false, errBusy(time.Second)
 	}
-	return Program{}, false, storeError(c.op, err)
+	return admission.Program{}, false, storeError(c.op, err)
 }
 
 // write makes the change over p, read at now (or creates the program when
 // not found), and stores it once recorded in the history: nil once
 // stored; an *Error to answer; ErrConflict to try again.
-func (c *adminChange) write(ctx context.Context, p Program, found bool, now time.Time) (Program, error) {
+func (c *adminChange) write(ctx context.Context, p admission.Program, found bool, now time.Time) (admission.Program, error) {
 	s, read := c.s, p
 	var err error
 	if !found {
@@ -164,32 +161,32 @@ func (c *adminChange) write(ctx context.Context, p Program, found bool, now time
 		c.rec.Action = c.action
 	}
 	if err != nil {
-		return Program{}, err
+		return admission.Program{}, err
 	}
 	c.rec.At = history.NextAt(read.Changes, now)
-	p = p.withChange(c.rec.ID, c.rec.At)
+	p = p.WithChange(c.rec.ID, c.rec.At)
 	if !found {
 		err = s.writeCreation(ctx, p, &c.rec)
 	} else if err = s.beginChange(ctx, read, p, &c.rec, true); err != nil {
-		return Program{}, storeError(c.op, err)
+		return admission.Program{}, storeError(c.op, err)
 	} else {
 		// A change that makes the shuffle depends on nobody having
 		// entered: it keeps the condition on the tickets issued.
 		err = s.updateProgram(ctx, p, c.rec.ID, p.Pending(now) && p.Shuffle == read.Shuffle)
 	}
 	if err != nil {
-		return Program{}, err
+		return admission.Program{}, err
 	}
 	s.endChange(ctx, c.id, c.rec)
-	s.cache.put(p, now)
+	s.cache.Put(p, now)
 	return p, nil
 }
 
 // beginChange fills in rec, the change that writes p over read (the zero
-// Program for a creation), and makes it recoverable from the history
+// admission.Program for a creation), and makes it recoverable from the history
 // (history.Begin), listing p too when list is set. An error means nothing
 // is to be written.
-func (s *Service) beginChange(ctx context.Context, read, p Program, rec *history.Change, list bool) error {
+func (s *Service) beginChange(ctx context.Context, read, p admission.Program, rec *history.Change, list bool) error {
 	rec.Version, rec.EffectiveAt, rec.Committed = p.Version, time.Time{}, false
 	if p.Pending(rec.At) {
 		rec.EffectiveAt = pace.FromUnixMs(p.Next.AnchorMs)
@@ -218,7 +215,7 @@ func (s *Service) endChange(ctx context.Context, programID string, rec history.C
 // awaitPending sleeps until p's pending change has taken effect, plus a
 // random spread so that those who waited for it wake apart (one makes the
 // next change, the others see it); BUSY if that is past latest.
-func (s *Service) awaitPending(ctx context.Context, p Program, now, latest time.Time) error {
+func (s *Service) awaitPending(ctx context.Context, p admission.Program, now, latest time.Time) error {
 	effective := pace.FromUnixMs(p.Next.AnchorMs)
 	if effective.After(latest) {
 		return errBusy(effective.Sub(now))
@@ -237,8 +234,8 @@ func (s *Service) awaitPending(ctx context.Context, p Program, now, latest time.
 // rec, then stores it. A conflict is another creation, or this one's own
 // write retried after its answer was lost: then the stored program records
 // the change.
-func (s *Service) writeCreation(ctx context.Context, p Program, rec *history.Change) error {
-	if err := s.beginChange(ctx, Program{}, p, rec, true); err != nil {
+func (s *Service) writeCreation(ctx context.Context, p admission.Program, rec *history.Change) error {
+	if err := s.beginChange(ctx, admission.Program{}, p, rec, true); err != nil {
 		return err
 	}
 	err := s.store.CreateProgram(ctx, p)
@@ -252,8 +249,8 @@ func (s *Service) writeCreation(ctx context.Context, p Program, rec *history.Cha
 // change is scheduled for a write that lands within it). A scheduled
 // change goes to a ScheduleStore on the condition of the version alone, so
 // that a flood of tickets, each moving Issued, cannot starve it.
-func (s *Service) updateProgram(ctx context.Context, p Program, change string, scheduled bool) error {
-	wctx, cancel := clock.WithTimeout(ctx, s.clock, AdminWriteBudget)
+func (s *Service) updateProgram(ctx context.Context, p admission.Program, change string, scheduled bool) error {
+	wctx, cancel := clock.WithTimeout(ctx, s.clock, admission.AdminWriteBudget)
 	defer cancel()
 	ss, ok := s.store.(ScheduleStore)
 	if !ok || !scheduled {
@@ -279,7 +276,7 @@ func (s *Service) updateProgram(ctx context.Context, p Program, change string, s
 // tickets, trying again after a failure (MoveDrain is idempotent) while
 // ctx allows. If every try fails, it logs the instant left early and
 // answers a store error, which no client repeats for an admission.
-func (s *Service) moveDrain(ctx context.Context, ss ScheduleStore, p Program, issued int64) error {
+func (s *Service) moveDrain(ctx context.Context, ss ScheduleStore, p admission.Program, issued int64) error {
 	var err error
 	for attempt := range moveDrainAttempts {
 		if attempt > 0 && s.clock.Sleep(ctx, moveDrainBackoff<<(attempt-1)) != nil {
@@ -299,7 +296,7 @@ func (s *Service) moveDrain(ctx context.Context, ss ScheduleStore, p Program, is
 // If the stored program records change, the write succeeded (nil); if it
 // cannot tell, the error is no longer a conflict, so that the change is
 // never applied twice.
-func (s *Service) checkOwnWrite(ctx context.Context, p Program, change string, err error) error {
+func (s *Service) checkOwnWrite(ctx context.Context, p admission.Program, change string, err error) error {
 	if !errors.Is(err, ErrConflict) {
 		return err
 	}

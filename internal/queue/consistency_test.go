@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/pace"
-	"github.com/example/waitingroom/internal/queue"
 )
 
 // randomRate is an admission rate from the whole range, most often a
@@ -55,9 +55,9 @@ func TestCachedViewsAgree(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 99))
 			// history[i] is the program as stored from at[i] on.
-			p := queue.Program{ID: "p", Issued: 0}
+			p := admission.Program{ID: "p", Issued: 0}
 			p = p.Rebased(t0, randomRate(rng), rng.IntN(4) == 0, 0, 0)
-			history := []queue.Program{p}
+			history := []admission.Program{p}
 			at := []time.Time{t0}
 			now := t0
 			for range 400 {
@@ -96,9 +96,9 @@ func TestCachedViewsAgree(t *testing.T) {
 // at[i] on): an instance that read it at any point and reuses the read
 // until CacheableUntil(read, ttl) admits exactly the tickets a fresh read
 // admits, and a fresh read's serving counter never goes down.
-func checkCachedViews(t *testing.T, seed uint64, history []queue.Program, at []time.Time, ttl time.Duration) {
+func checkCachedViews(t *testing.T, seed uint64, history []admission.Program, at []time.Time, ttl time.Duration) {
 	t.Helper()
-	stored := func(t time.Time) queue.Program { // the program as a fresh read at t sees it
+	stored := func(t time.Time) admission.Program { // the program as a fresh read at t sees it
 		// at is in order: the last entry not after t.
 		return history[sort.Search(len(at), func(i int) bool { return at[i].After(t) })-1]
 	}
@@ -131,8 +131,8 @@ func checkCachedViews(t *testing.T, seed uint64, history []queue.Program, at []t
 }
 
 // TestReturnedTicketsAgree: tickets given back from the top (never handed
-// out) keep TestCachedViewsAgree's property, when Program.mayReturn allows
-// it: however close to the counter they are, with admin changes pending or
+// out) keep TestCachedViewsAgree's property, when
+// admission.Program.MayReturn allows it: however close to the counter they are, with admin changes pending or
 // due, and when the queue then drains and re-anchors on the numbers handed
 // out again.
 func TestReturnedTicketsAgree(t *testing.T) {
@@ -141,8 +141,8 @@ func TestReturnedTicketsAgree(t *testing.T) {
 	returned, n := 0, seeds(12)
 	for seed := range n {
 		rng := rand.New(rand.NewPCG(seed, 5))
-		p := queue.Program{ID: "p"}.Rebased(t0, pace.Rate(1+rng.IntN(30))*pace.OnePerSecond, false, 0, 0)
-		history, at, now := []queue.Program{p}, []time.Time{t0}, t0
+		p := admission.Program{ID: "p"}.Rebased(t0, pace.Rate(1+rng.IntN(30))*pace.OnePerSecond, false, 0, 0)
+		history, at, now := []admission.Program{p}, []time.Time{t0}, t0
 		for range 400 {
 			now = now.Add(time.Duration(rng.IntN(700)) * time.Millisecond)
 			switch rng.IntN(5) {
@@ -182,7 +182,7 @@ func TestNoIdleCredit(t *testing.T) {
 	t.Parallel()
 	for seed := range seeds(64) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		p := queue.Program{ID: "p"}.Rebased(t0, randomRate(rng), false, 0, 0)
+		p := admission.Program{ID: "p"}.Rebased(t0, randomRate(rng), false, 0, 0)
 		now := t0
 		for range 2000 {
 			switch op := rng.IntN(20); {

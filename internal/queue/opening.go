@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/shuffle"
 )
@@ -18,59 +18,15 @@ import (
 // pre-queue at its opening. memstore and dynamostore implement it; a
 // program on a store without it cannot shuffle.
 type PrequeueStore interface {
-	// FixPrequeue applies Program.WithPrequeueFixed at now and returns the
-	// program after it (as it is, if the pre-queue is fixed already or not
-	// due). ErrNotFound if the program does not exist.
-	FixPrequeue(ctx context.Context, programID string, now time.Time) (Program, error)
-}
-
-// armed reports whether p shuffles at its opening and has not fixed its
-// pre-queue yet.
-func (p Program) armed() bool { return p.Shuffle && !p.PrequeueFixed }
-
-// startAfter is the opening, in Unix ms, of a segment that starts at ms:
-// p's opening if it is later, else 0.
-func (p Program) startAfter(ms int64) int64 {
-	if o := pace.UnixMs(p.OpensAt); !p.OpensAt.IsZero() && o > ms {
-		return o
-	}
-	return 0
-}
-
-// Opened reports whether p has no opening ahead at now.
-func (p Program) Opened(now time.Time) bool { return p.OpensAt.IsZero() || !now.Before(p.OpensAt) }
-
-// WithPrequeueFixed returns p with its pre-queue fixed if it shuffles and
-// now is at or after its opening: every ticket issued so far is in it.
-// Every store applies it before a ticket at or after the opening.
-func (p Program) WithPrequeueFixed(now time.Time) Program {
-	if p.armed() && !p.OpensAt.IsZero() && !now.Before(p.OpensAt) {
-		p.Prequeue, p.PrequeueFixed = p.Issued, true
-	}
-	return p
+	// FixPrequeue applies admission.Program.WithPrequeueFixed at now and
+	// returns the program after it (as it is, if the pre-queue is fixed
+	// already or not due). ErrNotFound if the program does not exist.
+	FixPrequeue(ctx context.Context, programID string, now time.Time) (admission.Program, error)
 }
 
 // WithShuffleKey makes key sign the seeds of shuffled openings; a service
 // without one answers a shuffled program after its opening KEYS_UNAVAILABLE.
 func WithShuffleKey(key shuffle.Key) Option { return func(s *Service) { s.shuffle.key = key } }
-
-// Place is t's place in p's admission order, and whether it has one yet:
-// its ticket; in a shuffled opening, a pre-queue ticket's place in the
-// permutation the revealed seed keys, none until the pre-queue is fixed
-// and the seed revealed.
-func (p Program) Place(t Token) (int64, bool) {
-	switch {
-	case !p.Shuffle:
-		return t.Ticket, true
-	case !p.PrequeueFixed:
-		return 0, false // everyone in so far will be in the pre-queue
-	case t.Ticket > p.Prequeue:
-		return t.Ticket, true
-	case p.ShuffleSeed == "":
-		return 0, false
-	}
-	return shuffle.PlaceOf(p.ShuffleSeed, p.Prequeue, t.Ticket), true
-}
 
 // shuffleSeeds signs the seeds of an instance's shuffled openings, once
 // per program and nonce, and keeps them with the key's public half.
@@ -92,7 +48,7 @@ const shuffleKeyBackoff = 2 * time.Second
 // the key cannot be read) and, once its pre-queue is fixed, ShuffleSeed,
 // signed on first need and kept for the instance's life. Without a seed no
 // place is known, so a signing failure is KEYS_UNAVAILABLE.
-func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
+func (s *Service) withShuffle(ctx context.Context, p admission.Program) (admission.Program, error) {
 	if !p.Shuffle {
 		return p, nil
 	}
@@ -101,7 +57,7 @@ func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 		if !p.PrequeueFixed {
 			return p, nil
 		}
-		return Program{}, &Error{Kind: KindInternal, Code: api.CodeKeysUnavailable, Message: "The opening's draw cannot be made.", Err: errors.New("no shuffle key")}
+		return admission.Program{}, &Error{Kind: KindInternal, Code: api.CodeKeysUnavailable, Message: "The opening's draw cannot be made.", Err: errors.New("no shuffle key")}
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -126,12 +82,12 @@ func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 		return &Error{Kind: KindUnavailable, Code: api.CodeKeysUnavailable, Message: "The opening's draw cannot be made just now; retry shortly.", Err: err, RetryAfter: ss.retryAt.Sub(now)}
 	}
 	if now.Before(ss.retryAt) {
-		return Program{}, unavailable(errors.New("shuffle key failed recently"))
+		return admission.Program{}, unavailable(errors.New("shuffle key failed recently"))
 	}
 	seed, err := shuffle.SignSeed(ctx, ss.key, p.ID, p.ShuffleNonce)
 	if err != nil {
 		ss.retryAt = now.Add(shuffleKeyBackoff)
-		return Program{}, unavailable(err)
+		return admission.Program{}, unavailable(err)
 	}
 	if ss.seeds == nil {
 		ss.seeds = map[string]string{}
@@ -140,42 +96,10 @@ func (s *Service) withShuffle(ctx context.Context, p Program) (Program, error) {
 	return p, nil
 }
 
-// AdmitsToken reports whether t is admitted at now: whether its place is.
-func (p Program) AdmitsToken(t Token, now time.Time) bool {
-	place, ok := p.Place(t)
-	return ok && p.Admits(place, now)
-}
-
-// openingSpread is the span after the opening over which, seen at now, the
-// people of a shuffled pre-queue come back to learn their place: a
-// hundredth of the pre-queue's admission time (its size at the opening
-// extrapolated from the entries so far), within 1 to 5 s.
-func (p Program) openingSpread(now time.Time) time.Duration {
-	const minOpeningSpread, maxOpeningSpread = time.Second, 5 * time.Second
-	r := p.Settled().Rate
-	if r <= 0 {
-		return maxOpeningSpread
-	}
-	size := float64(p.Issued)
-	if open, since := p.OpensAt.Sub(p.CreatedAt), now.Sub(p.CreatedAt); since > 0 && open > since {
-		size *= float64(open) / float64(since)
-	}
-	d := time.Duration(size * 10 / r.PerSecond() * float64(time.Millisecond)) // size / rate / 100 s
-	return min(max(d, minOpeningSpread), maxOpeningSpread)
-}
-
 // A scheduled close (closesAt): see docs/design.md, "A scheduled close".
 
-// ClosedAt reports whether p's scheduled close has come at now: from then
-// on it takes no new entries, as if Closed.
-func (p Program) ClosedAt(now time.Time) bool { return !p.ClosesAt.IsZero() && !now.Before(p.ClosesAt) }
-
-// takesEntries reports whether p takes new entries at now: neither closed
-// by hand nor past its scheduled close.
-func (p Program) takesEntries(now time.Time) bool { return !p.Closed && !p.ClosedAt(now) }
-
 // errEntriesClosed is the PROGRAM_CLOSED answer to an enter in p at now.
-func (p Program) errEntriesClosed(now time.Time) error {
+func errEntriesClosed(p admission.Program, now time.Time) error {
 	if !p.Closed && p.ClosedAt(now) {
 		return Errorf(KindConflict, api.CodeProgramClosed, "The program's queue closed to new entries at %s.", p.ClosesAt.UTC().Format(time.RFC3339))
 	}
@@ -187,7 +111,7 @@ func (p Program) errEntriesClosed(now time.Time) error {
 // only while the current and the new one are both more than delay ahead
 // (moved); the shuffle is armed only before anyone entered and with an
 // opening ahead; the close comes after the opening.
-func (p Program) checkSchedule(set api.ProgramSettings, now time.Time, delay time.Duration) error {
+func checkSchedule(p admission.Program, set api.ProgramSettings, now time.Time, delay time.Duration) error {
 	opensAt, err := moved("opensAt", set.OpensAt, p.OpensAt, now, delay,
 		Errorf(KindConflict, api.CodeNotOpen, "The program opens at %s (or has opened): its opening can no longer change.", p.OpensAt.UTC().Format(time.RFC3339)))
 	if err != nil {

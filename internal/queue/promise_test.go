@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
@@ -21,14 +22,14 @@ func changeDelay(ttl time.Duration) time.Duration {
 	if ttl <= 0 {
 		return 0
 	}
-	return ttl + queue.AdminWriteBudget
+	return ttl + admission.AdminWriteBudget
 }
 
 // randomProgram is a program in any state the admission model allows:
 // with or without a rate, paused or not, maybe before its opening, maybe
 // with a change scheduled; and a waiting ticket and an instant to answer
 // it at.
-func randomProgram(rng *rand.Rand, delay time.Duration) (p queue.Program, ticket int64, now time.Time) {
+func randomProgram(rng *rand.Rand, delay time.Duration) (p admission.Program, ticket int64, now time.Time) {
 	randRate := func() pace.Rate {
 		if rng.IntN(6) == 0 {
 			return 0 // manual admission only
@@ -36,7 +37,7 @@ func randomProgram(rng *rand.Rand, delay time.Duration) (p queue.Program, ticket
 		return pace.Rate(1 + rng.Int64N(2_000_000)) // 0.001/s to 2,000/s
 	}
 	issued := 1 + rng.Int64N(1_000_000)
-	p = queue.Program{ID: "p", Issued: issued}
+	p = admission.Program{ID: "p", Issued: issued}
 	if rng.IntN(4) == 0 {
 		p.OpensAt = t0.Add(time.Duration(rng.Int64N(int64(time.Minute))))
 	}
@@ -63,7 +64,7 @@ func randomProgram(rng *rand.Rand, delay time.Duration) (p queue.Program, ticket
 // made as early as a change the answer does not show can be (it takes
 // effect notice after now) and not before a scheduled change has taken
 // effect. False when p has no rate.
-func earliestUnderTheBound(p queue.Program, ticket int64, now time.Time, notice, delay time.Duration) (time.Time, bool) {
+func earliestUnderTheBound(p admission.Program, ticket int64, now time.Time, notice, delay time.Duration) (time.Time, bool) {
 	settled := p.Settled()
 	if settled.Rate <= 0 {
 		return time.Time{}, false
@@ -118,7 +119,7 @@ func TestNoPollAfterTheEarliestAdmission(t *testing.T) {
 		// The read the answer comes from: up to one TTL old with a cache,
 		// made at now without one.
 		readAt := now.Add(-time.Duration(rng.Int64N(int64(ttl) + 1)).Truncate(time.Millisecond))
-		notice := queue.ChangeNotice(readAt, now, ttl)
+		notice := admission.ChangeNotice(readAt, now, ttl)
 		earliest, bounded := earliestUnderTheBound(p, ticket, now, notice, delay)
 		if !bounded {
 			continue
@@ -186,20 +187,20 @@ func TestPausedAnswerCountsTheCacheAge(t *testing.T) {
 // without a cache a change may have taken effect a write budget ago.
 func TestCacheNotice(t *testing.T) {
 	svc, _ := newService(t, queue.WithProgramCache(promiseTTL))
-	v1, v2 := queue.Program{ID: "p", Version: 1}, queue.Program{ID: "p", Version: 2}
+	v1, v2 := admission.Program{ID: "p", Version: 1}, admission.Program{ID: "p", Version: 2}
 	svc.CachePut(v1, t0)
 	if got, want := svc.CacheNotice(v1, t0.Add(300*time.Millisecond)), 700*time.Millisecond; got != want {
 		t.Errorf("read 300 ms ago: notice %v, want %v", got, want)
 	}
 	svc.CachePut(v2, t0.Add(500*time.Millisecond))
-	if got, want := svc.CacheNotice(v1, t0.Add(600*time.Millisecond)), -queue.AdminWriteBudget; got != want {
+	if got, want := svc.CacheNotice(v1, t0.Add(600*time.Millisecond)), -admission.AdminWriteBudget; got != want {
 		t.Errorf("version 1 after version 2 was read: notice %v, want %v", got, want)
 	}
 	if got, want := svc.CacheNotice(v2, t0.Add(600*time.Millisecond)), 900*time.Millisecond; got != want {
 		t.Errorf("version 2: notice %v, want %v", got, want)
 	}
 	uncached, _ := newService(t)
-	if got, want := uncached.CacheNotice(v1, t0), -queue.AdminWriteBudget; got != want {
+	if got, want := uncached.CacheNotice(v1, t0), -admission.AdminWriteBudget; got != want {
 		t.Errorf("no cache: notice %v, want %v", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/challenge"
 )
@@ -69,8 +70,8 @@ func (s *Service) checkEntry(ctx context.Context, programID string, e Entry, id 
 		return err
 	}
 	switch {
-	case !p.takesEntries(now):
-		return p.errEntriesClosed(now) // for good: never "try again later"
+	case !p.TakesEntries(now):
+		return errEntriesClosed(p, now) // for good: never "try again later"
 	case p.Full(now):
 		return Errorf(KindConflict, api.CodeQueueFull, "The line is full (%d waiting): try again later.", p.MaxWaiting)
 	}
@@ -80,7 +81,7 @@ func (s *Service) checkEntry(ctx context.Context, programID string, e Entry, id 
 // checkProof checks the proof of work e carries, when p asks for one, and
 // records its use by owner: the token id the enter stores, the same for
 // every retry of a keyed enter. It runs before any ticket is taken.
-func (s *Service) checkProof(ctx context.Context, p Program, e Entry, owner string, now time.Time) error {
+func (s *Service) checkProof(ctx context.Context, p admission.Program, e Entry, owner string, now time.Time) error {
 	if p.ChallengeBits == 0 {
 		return nil
 	}

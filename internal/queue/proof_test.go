@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/challenge"
 	"github.com/example/waitingroom/internal/clock"
@@ -133,10 +134,10 @@ type faultyIssue struct {
 	failed bool
 }
 
-func (s *faultyIssue) IssueTicket(ctx context.Context, id string, now time.Time) (queue.Program, error) {
+func (s *faultyIssue) IssueTicket(ctx context.Context, id string, now time.Time) (admission.Program, error) {
 	if !s.failed {
 		s.failed = true
-		return queue.Program{}, errors.New("injected fault")
+		return admission.Program{}, errors.New("injected fault")
 	}
 	return s.Store.IssueTicket(ctx, id, now)
 }

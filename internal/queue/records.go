@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/catalog"
 	"github.com/example/waitingroom/internal/clock"
@@ -25,7 +26,7 @@ const incarnationMargin = catalog.DeletedRetention / 2
 
 // ProgramList is a page of programs, in id order.
 type ProgramList struct {
-	Programs []Counters
+	Programs []admission.Counters
 	// Next is the cursor of the following page; "" on the last.
 	Next string
 }
@@ -41,7 +42,7 @@ func (s *Service) ListPrograms(ctx context.Context, cursor string, limit int) (P
 	if !ok || after != "" && !ValidProgramID(after) {
 		return ProgramList{}, errInvalidCursor
 	}
-	read := func(ctx context.Context, id string) (Program, bool, error) {
+	read := func(ctx context.Context, id string) (admission.Program, bool, error) {
 		p, err := s.store.GetProgram(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			return p, false, nil // listed by a creation that failed, or deleted since
@@ -53,9 +54,9 @@ func (s *Service) ListPrograms(ctx context.Context, cursor string, limit int) (P
 		return ProgramList{}, storeError("list programs", err)
 	}
 	now := s.clock.Now()
-	l := ProgramList{Programs: make([]Counters, 0, len(programs)), Next: next}
+	l := ProgramList{Programs: make([]admission.Counters, 0, len(programs)), Next: next}
 	for _, p := range programs {
-		l.Programs = append(l.Programs, p.counters(now))
+		l.Programs = append(l.Programs, p.Counters(now))
 	}
 	return l, nil
 }
@@ -76,13 +77,13 @@ func (s *Service) DeleteProgram(ctx context.Context, programID string) error {
 			return programReadError("get program", err)
 		}
 		now := s.clock.Now()
-		if p.takesEntries(now) {
+		if p.TakesEntries(now) {
 			return Errorf(KindConflict, api.CodeProgramNotClosed, "Close the program (closed: true) before you delete it.")
 		}
 		err = s.store.DeleteProgram(ctx, p, now.Add(catalog.DeletedRetention))
 		switch {
 		case err == nil:
-			s.cache.forget(programID)
+			s.cache.Forget(programID)
 			s.log.LogAttrs(ctx, slog.LevelInfo, "program deleted", slog.String("programId", programID), slog.String("actor", history.ActorOf(ctx)), slog.Int64("version", p.Version))
 			return nil
 		case !errors.Is(err, ErrConflict):
@@ -171,12 +172,12 @@ func (s *Service) Token(ctx context.Context, programID, tokenID string) (Lookup,
 // admin sees it: WAITING; ADMITTED by the counter but not seen by its
 // holder yet (no window, no pass); or EXPIRED once the folds sealed its
 // place as a no-show.
-func (s *Service) lookupView(p Program, t Token, now time.Time) View {
-	if !p.AdmitsToken(t, now) {
+func (s *Service) lookupView(p admission.Program, t Token, now time.Time) View {
+	if !p.AdmitsTicket(t.Ticket, now) {
 		return s.waiting(p, t, now)
 	}
 	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Status: StatusAdmitted}
-	if place, _ := p.Place(t); p.Followed() && place <= p.Capacity.NoShowThrough {
+	if place, _ := p.Place(t.Ticket); p.Followed() && place <= p.Capacity.NoShowThrough {
 		v.Status = StatusExpired
 	}
 	return v
@@ -203,17 +204,17 @@ func (s *Service) RevokeToken(ctx context.Context, programID, tokenID string) er
 // adminToken reads programID, fresh, and its token tokenID for an admin:
 // PROGRAM_NOT_FOUND once the program is deleted, TOKEN_NOT_FOUND for a
 // token of another program or of a deleted namesake.
-func (s *Service) adminToken(ctx context.Context, programID, tokenID string) (Program, Token, error) {
+func (s *Service) adminToken(ctx context.Context, programID, tokenID string) (admission.Program, Token, error) {
 	t, err := s.token(ctx, programID, tokenID)
 	if err != nil {
-		return Program{}, Token{}, err
+		return admission.Program{}, Token{}, err
 	}
 	p, err := s.store.GetProgram(ctx, programID)
 	if err != nil {
-		return Program{}, Token{}, programReadError("get program", err)
+		return admission.Program{}, Token{}, programReadError("get program", err)
 	}
 	if t.IssuedAt.Before(p.CreatedAt.Add(-incarnationMargin)) {
-		return Program{}, Token{}, errTokenNotFound // of a deleted program of that id
+		return admission.Program{}, Token{}, errTokenNotFound // of a deleted program of that id
 	}
 	return p, t, nil
 }

@@ -7,20 +7,19 @@
 // program's history, and acting a change delay later everywhere. Store is
 // what it needs of a database (dynamostore, memstore).
 //
-// The parts it is built on know nothing of it: pace (the counter's
-// arithmetic), capacity (the cap on active people, no-shows), settings
-// (what an admin sets and its rules), shuffle (the opening's draw),
-// history and catalog (the operator's records), bypass (the signing of
-// bypass passes). docs/design.md says why each rule is what it is.
+// The parts it is built on know nothing of it: admission (a program's
+// state and the counter's arithmetic), pace, capacity (the cap on active
+// people, no-shows), settings, shuffle, history and catalog (the
+// operator's records), bypass. docs/design.md says why each rule is so.
 //
 // Invariants:
 //   - The serving counter is computed, never stored as a running number:
 //     from the program's segments and the clock, so every instance holding
 //     the same read computes the same counter, and it never goes back.
 //   - An admin change takes effect once every read made before it was
-//     stored has expired (ChangeDelay: the cache TTL plus
-//     AdminWriteBudget), so a position never goes up, a status only moves
-//     forward, and no instance admits a ticket another would not.
+//     stored has expired (ChangeDelay: the cache TTL plus the write
+//     budget), so a position never goes up, a status only moves forward,
+//     and no instance admits a ticket another would not.
 //   - No idle credit: the first ticket after the counter caught up with
 //     the tickets issued re-anchors it, in the write that hands it out.
 //   - A repeated write is recognised as its own: an admin change by its id
@@ -42,9 +41,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/clock"
@@ -61,7 +60,7 @@ type Service struct {
 	policies map[string]polling.Policy
 	clock    clock.Clock
 	rng      *rand.Rand
-	cache    programCache
+	cache    *admission.Cache
 	passes   PassSigner
 	shuffle  shuffleSeeds
 	tickets  Tickets
@@ -87,7 +86,7 @@ func WithRand(rng *rand.Rand) Option { return func(s *Service) { s.rng = rng } }
 // so that every instance computes the same serving counter. Every instance
 // of a deployment must use the same ttl (see docs/design.md, "Caching").
 func WithProgramCache(ttl time.Duration) Option {
-	return func(s *Service) { s.cache.ttl = ttl }
+	return func(s *Service) { s.cache = admission.NewCache(ttl) }
 }
 
 // PassSigner signs the admission pass of a token at the first sighting of
@@ -124,7 +123,7 @@ func (s *Service) jitter(d time.Duration) time.Duration {
 }
 
 // policyOf is the polling policy of p.
-func (s *Service) policyOf(p Program) polling.Policy {
+func (s *Service) policyOf(p admission.Program) polling.Policy {
 	if pol, ok := s.policies[p.Policy]; ok && p.Policy != "" {
 		return pol
 	}
@@ -134,11 +133,10 @@ func (s *Service) policyOf(p Program) polling.Policy {
 // NewService returns a Service over store that answers retry delays with
 // policy.
 func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
-	s := &Service{store: store, policy: policy, clock: clock.Real{}}
+	s := &Service{store: store, policy: policy, clock: clock.Real{}, cache: admission.NewCache(0)}
 	for _, o := range opts {
 		o(s)
 	}
-	s.cache.entries = make(map[string]cachedProgram)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -208,7 +206,7 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 		return View{}, false, storeError("issue ticket", err)
 	}
 	if fresh {
-		s.cache.put(p, now)
+		s.cache.Put(p, now)
 	} else if p, err = s.program(ctx, programID, now); err != nil {
 		// A ticket from a shard: the answer needs the program as a read at
 		// most one cache TTL old, and before its drain instant, sees it.
@@ -292,29 +290,29 @@ func (s *Service) answer(ctx context.Context, programID string, t Token) (View, 
 		s.maybeFold(ctx, p, now)
 		return s.view(ctx, p, t, now)
 	}
-	return s.view(ctx, Program{}, t, now)
+	return s.view(ctx, admission.Program{}, t, now)
 }
 
 // withOpening returns p as an answer at now needs it: if p shuffles and its
 // opening has come, read fresh with its pre-queue fixed (by this call if no
 // ticket has fixed it yet); then with its shuffle key and seed
 // (withShuffle).
-func (s *Service) withOpening(ctx context.Context, p Program, now time.Time) (Program, error) {
-	if !p.armed() || now.Before(p.OpensAt) {
+func (s *Service) withOpening(ctx context.Context, p admission.Program, now time.Time) (admission.Program, error) {
+	if !p.Armed() || now.Before(p.OpensAt) {
 		return s.withShuffle(ctx, p)
 	}
 	q, err := s.store.GetProgram(ctx, p.ID)
-	if err == nil && q.armed() {
+	if err == nil && q.Armed() {
 		ps, ok := s.store.(PrequeueStore)
 		if !ok {
-			return Program{}, Errorf(KindInternal, api.CodeInternal, "The store cannot shuffle.")
+			return admission.Program{}, Errorf(KindInternal, api.CodeInternal, "The store cannot shuffle.")
 		}
 		q, err = ps.FixPrequeue(ctx, p.ID, now)
 	}
 	if err != nil {
-		return Program{}, programReadError("fix the pre-queue", err)
+		return admission.Program{}, programReadError("fix the pre-queue", err)
 	}
-	s.cache.put(q, now)
+	s.cache.Put(q, now)
 	return s.withShuffle(ctx, q)
 }
 
@@ -377,10 +375,10 @@ func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, 
 
 // view derives the token's status at now; p is needed only while the token
 // is neither admitted nor left in the store.
-func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (View, error) {
+func (s *Service) view(ctx context.Context, p admission.Program, t Token, now time.Time) (View, error) {
 	first := false
 	if t.pending() {
-		if !p.AdmitsToken(t, now) {
+		if !p.AdmitsTicket(t.Ticket, now) {
 			return s.waiting(p, t, now), nil
 		}
 		var err error
@@ -400,13 +398,13 @@ func (s *Service) view(ctx context.Context, p Program, t Token, now time.Time) (
 // waiting is the view of t, WAITING in p at now: its position and
 // estimated wait from its place; before a shuffled pre-queue is fixed, no
 // place yet, and the next poll a little after the opening.
-func (s *Service) waiting(p Program, t Token, now time.Time) View {
+func (s *Service) waiting(p admission.Program, t Token, now time.Time) View {
 	v := View{TokenID: t.ID, Status: StatusWaiting, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Notice: p.Profile.Notice, Translations: p.Profile.Translations, Paused: p.Segment(now).Paused}
 	if !p.Opened(now) {
 		v.OpensAt = p.OpensAt
 	}
 	v.ClosesAt = p.ClosesAt
-	place, placed := p.Place(t)
+	place, placed := p.Place(t.Ticket)
 	if p.Shuffle {
 		v.Shuffle = &ShuffleView{Commitment: shuffle.Message(p.ID, p.ShuffleNonce), PublicKey: p.ShufflePublicKey}
 		if p.PrequeueFixed {
@@ -418,7 +416,7 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 	}
 	v.StatusLine = statusLine(p, v, now)
 	if placed {
-		sit := p.Situation(place, now, s.cache.notice(p, now))
+		sit := p.Situation(place, now, s.cache.Notice(p, now))
 		v.Position, v.EstimatedWait = sit.Position, sit.Wait
 		v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
 		return s.inTimeToShow(p, v, now)
@@ -428,7 +426,7 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 	// An opening moved earlier is heard then: place 1's earliest admission
 	// would have the whole pre-queue poll every second.
 	sit := p.Situation(p.Issued, now, 0)
-	sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.openingSpread(now))
+	sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.OpeningSpread(now))
 	sit.Earliest = sit.Wait
 	v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
 	return s.inTimeToShow(p, v, now)
@@ -438,16 +436,16 @@ func (s *Service) waiting(p Program, t Token, now time.Time) View {
 // told fetches their admission in time: with no-show handling, by half the
 // time to show after the soonest any change could admit them (an admin's
 // manual admission or a raised cap included).
-func (s *Service) inTimeToShow(p Program, v View, now time.Time) View {
+func (s *Service) inTimeToShow(p admission.Program, v View, now time.Time) View {
 	if p.Followed() {
-		soonest := max(s.cache.notice(p, now), 0)
+		soonest := max(s.cache.Notice(p, now), 0)
 		v.RetryAfter = min(v.RetryAfter, p.PollToShow(soonest))
 	}
 	return v
 }
 
 // statusLine is the sentence a waiting answer carries about the opening.
-func statusLine(p Program, v View, now time.Time) string {
+func statusLine(p admission.Program, v View, now time.Time) string {
 	at := p.OpensAt.UTC().Format(time.RFC3339)
 	switch {
 	case !v.OpensAt.IsZero() && p.Shuffle:
@@ -463,8 +461,8 @@ func statusLine(p Program, v View, now time.Time) string {
 // markAdmitted records the first sighting of t's admission; if the token
 // changed meanwhile (admitted by a concurrent poll, or left) the stored
 // version wins, and recorded is false.
-func (s *Service) markAdmitted(ctx context.Context, p Program, t Token, now time.Time) (stored Token, recorded bool, err error) {
-	place, _ := p.Place(t) // placed: p admits t
+func (s *Service) markAdmitted(ctx context.Context, p admission.Program, t Token, now time.Time) (stored Token, recorded bool, err error) {
+	place, _ := p.Place(t.Ticket) // placed: p admits t
 	sealedAt, err := s.sight(ctx, p, place)
 	if err != nil {
 		return t, false, err
@@ -495,106 +493,16 @@ func (s *Service) markAdmitted(ctx context.Context, p Program, t Token, now time
 
 // program returns program id as of now, from the cache or read (and cached);
 // PROGRAM_NOT_FOUND if it does not exist.
-func (s *Service) program(ctx context.Context, id string, now time.Time) (Program, error) {
-	if p, ok := s.cache.get(id, now); ok {
+func (s *Service) program(ctx context.Context, id string, now time.Time) (admission.Program, error) {
+	if p, ok := s.cache.Get(id, now); ok {
 		return p, nil
 	}
 	p, err := s.store.GetProgram(ctx, id)
 	if err != nil {
-		return Program{}, programReadError("get program", err)
+		return admission.Program{}, programReadError("get program", err)
 	}
-	s.cache.put(p, now)
+	s.cache.Put(p, now)
 	return p, nil
-}
-
-// shardView returns the instance's last read of program id if it is at
-// most one TTL old, past its drain instant too: what an enter needs to
-// choose where its ticket comes from (the shard count, whether the program
-// is closed), not to place anyone.
-func (c *programCache) shardView(id string, now time.Time) (Program, bool) {
-	c.mu.RLock()
-	e, ok := c.entries[id]
-	c.mu.RUnlock()
-	if !ok || now.Before(e.loadedAt) || !now.Before(e.loadedAt.Add(c.ttl)) {
-		return Program{}, false
-	}
-	return e.p, true
-}
-
-// cachedProgram is one read of a program kept by programCache.
-type cachedProgram struct {
-	p        Program
-	loadedAt time.Time
-	until    time.Time // Program.CacheableUntil
-}
-
-// programCache keeps recent program reads per function instance. A read
-// never replaces a newer version loaded less than two TTLs ago, and
-// entries that old are swept, at most once a TTL, when a read is put.
-type programCache struct {
-	ttl     time.Duration
-	mu      sync.RWMutex
-	entries map[string]cachedProgram
-	sweptAt time.Time
-}
-
-// get returns the cached read of id if it may still be used at now
-// (Program.CacheableUntil).
-func (c *programCache) get(id string, now time.Time) (Program, bool) {
-	if c.ttl <= 0 {
-		return Program{}, false
-	}
-	c.mu.RLock()
-	e, ok := c.entries[id]
-	c.mu.RUnlock()
-	if !ok || !now.Before(e.until) || now.Before(e.loadedAt) {
-		return Program{}, false
-	}
-	return e.p, true
-}
-
-// notice is ChangeNotice for p, a program this instance read at or after
-// now: from the latest read of p's version when the cache holds it, else
-// as if p were read at now without a cache (the least notice there is).
-func (c *programCache) notice(p Program, now time.Time) time.Duration {
-	if c.ttl <= 0 {
-		return ChangeNotice(now, now, 0)
-	}
-	c.mu.RLock()
-	e, ok := c.entries[p.ID]
-	c.mu.RUnlock()
-	if !ok || e.p.Version != p.Version {
-		return ChangeNotice(now, now, 0)
-	}
-	return ChangeNotice(e.loadedAt, now, c.ttl)
-}
-
-// put caches p as read at now; nothing without a TTL.
-func (c *programCache) put(p Program, now time.Time) {
-	if c.ttl <= 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.entries[p.ID]; ok && e.p.Version > p.Version && now.Before(e.loadedAt.Add(2*c.ttl)) {
-		return
-	}
-	if now.Sub(c.sweptAt) >= c.ttl {
-		c.sweptAt = now
-		for id, e := range c.entries {
-			if !now.Before(e.loadedAt.Add(2 * c.ttl)) {
-				delete(c.entries, id)
-			}
-		}
-	}
-	c.entries[p.ID] = cachedProgram{p: p, loadedAt: now, until: p.CacheableUntil(now, c.ttl)}
-}
-
-// forget drops id's cached read.
-func (c *programCache) forget(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.entries, id)
 }
 
 // Showing is what anyone may see of a program: its profile, and whether
@@ -621,5 +529,5 @@ func (s *Service) Showing(ctx context.Context, programID string) (Showing, error
 	if err != nil {
 		return Showing{}, err
 	}
-	return Showing{Profile: p.Profile, Paused: p.Segment(now).Paused, Closed: !p.takesEntries(now), ClosesAt: p.ClosesAt}, nil
+	return Showing{Profile: p.Profile, Paused: p.Segment(now).Paused, Closed: !p.TakesEntries(now), ClosesAt: p.ClosesAt}, nil
 }

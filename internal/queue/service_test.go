@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/clock"
@@ -61,7 +62,7 @@ func TestTokenLifecycle(t *testing.T) {
 	mustPut(t, svc, "gala", 1, false)
 	c.Advance(time.Second)
 	v, err := svc.Poll(ctx, "gala", ids[0])
-	if err != nil || v.Status != queue.StatusAdmitted || !v.AdmittedAt.Equal(c.Now()) || !v.ExpiresAt.Equal(c.Now().Add(queue.DefaultAdmissionWindow)) {
+	if err != nil || v.Status != queue.StatusAdmitted || !v.AdmittedAt.Equal(c.Now()) || !v.ExpiresAt.Equal(c.Now().Add(admission.DefaultAdmissionWindow)) {
 		t.Fatalf("first after resume: %+v %v", v, err)
 	}
 	if v.Position != 0 || v.RetryAfter != 0 {
@@ -98,7 +99,7 @@ func TestTokenLifecycle(t *testing.T) {
 	if _, err := svc.Poll(ctx, "gala", ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	c.Advance(queue.DefaultAdmissionWindow)
+	c.Advance(admission.DefaultAdmissionWindow)
 	if v, _ := svc.Poll(ctx, "gala", ids[1]); v.Status != queue.StatusExpired {
 		t.Errorf("after the window: %+v", v)
 	}
@@ -433,7 +434,7 @@ func TestAdmissionPass(t *testing.T) {
 	if n := signer.calls.Load(); n != 1 {
 		t.Errorf("signed %d passes for one admission, want 1", n)
 	}
-	c.Advance(queue.DefaultAdmissionWindow)
+	c.Advance(admission.DefaultAdmissionWindow)
 	if v, _ := svc.Poll(ctx, "gala", w.TokenID); v.Status != queue.StatusExpired || v.AdmissionPass != "" {
 		t.Errorf("expired = %+v; want no pass", v)
 	}
@@ -648,7 +649,7 @@ func TestEndSession(t *testing.T) {
 			t.Fatalf("after ending the session: %+v", v)
 		}
 	}
-	c.Advance(queue.DefaultAdmissionWindow)
+	c.Advance(admission.DefaultAdmissionWindow)
 	refused("a pass whose admission is over", "gala", b.AdmissionPass, api.CodePassExpired)
 	if v, _ := svc.Poll(ctx, "gala", b.TokenID); v.Status != queue.StatusExpired {
 		t.Errorf("an expired admission ended: %+v", v)

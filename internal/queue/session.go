@@ -94,7 +94,7 @@ func (s *Service) freeSlot(ctx context.Context, t Token, now time.Time) error {
 	if p, err = s.withShuffle(ctx, p); err != nil {
 		return err
 	}
-	place, ok := p.Place(t)
+	place, ok := p.Place(t.Ticket)
 	if !ok {
 		return nil // never admitted: never sighted
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/clock"
@@ -438,7 +439,7 @@ type foldRig struct {
 	id    string
 }
 
-func newFoldRig(t *testing.T, p queue.Program) foldRig {
+func newFoldRig(t *testing.T, p admission.Program) foldRig {
 	s := memstore.New()
 	if err := s.CreateProgram(t.Context(), p); err != nil {
 		t.Fatal(err)
@@ -446,7 +447,7 @@ func newFoldRig(t *testing.T, p queue.Program) foldRig {
 	return foldRig{t, s, p.ID}
 }
 
-func (r foldRig) program() queue.Program {
+func (r foldRig) program() admission.Program {
 	p, err := r.store.GetProgram(r.t.Context(), r.id)
 	if err != nil {
 		r.t.Fatal(err)

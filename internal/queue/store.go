@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/catalog"
 	"github.com/example/waitingroom/internal/history"
 )
@@ -15,18 +16,18 @@ import (
 // condition, anything else is a store fault.
 type Store interface {
 	// CreateProgram stores a new program; ErrConflict if the id exists.
-	CreateProgram(ctx context.Context, p Program) error
+	CreateProgram(ctx context.Context, p admission.Program) error
 	// GetProgram reads a program with a strongly consistent read.
-	GetProgram(ctx context.Context, id string) (Program, error)
+	GetProgram(ctx context.Context, id string) (admission.Program, error)
 	// UpdateProgram replaces p's settings and admission state (everything
 	// but ID, CreatedAt and Issued) and sets Version to p.Version, provided
 	// the stored program still has version p.Version-1 and expectIssued
 	// tickets; ErrConflict otherwise.
-	UpdateProgram(ctx context.Context, p Program, expectIssued int64) error
+	UpdateProgram(ctx context.Context, p admission.Program, expectIssued int64) error
 	// IssueTicket atomically hands out the next ticket at now, applying
-	// Program.WithTicketIssued, and returns the program after it.
+	// admission.Program.WithTicketIssued, and returns the program after it.
 	// ErrNotFound if the program does not exist, ErrClosed if it is closed.
-	IssueTicket(ctx context.Context, programID string, now time.Time) (Program, error)
+	IssueTicket(ctx context.Context, programID string, now time.Time) (admission.Program, error)
 	// PutToken stores a new token; ErrConflict if the id exists.
 	PutToken(ctx context.Context, t Token) error
 	// GetToken reads a token, or a claim on its id; ErrNotFound if absent.
@@ -85,20 +86,20 @@ type CatalogStore interface {
 	// shards and its place in the list; an absent one counts as deleted
 	// (by a lost answer's first attempt). Until until, CreateProgram of
 	// the id answers ErrDeleted.
-	DeleteProgram(ctx context.Context, p Program, until time.Time) error
+	DeleteProgram(ctx context.Context, p admission.Program, until time.Time) error
 }
 
 // ScheduleStore is a Store whose admin writes need not find a moment
-// without tickets: a change scheduled for later (Program.Next) is stored
-// whatever tickets were issued since it was read, and its drain instant
-// then moved to match them.
+// without tickets: a change scheduled for later (admission.Program.Next)
+// is stored whatever tickets were issued since it was read, and its drain
+// instant then moved to match them.
 type ScheduleStore interface {
 	// UpdateScheduled is UpdateProgram for p with a change scheduled, on
 	// the condition of the version alone, and returns the tickets issued
 	// when it landed (also when it is retried after a lost answer).
 	// ErrConflict if the version moved.
-	UpdateScheduled(ctx context.Context, p Program) (issued int64, err error)
+	UpdateScheduled(ctx context.Context, p admission.Program) (issued int64, err error)
 	// MoveDrain adds p.ScheduledDrainAtNs(issued) − p.DrainAtNs to the
 	// stored drain instant, once, if p is still the stored version.
-	MoveDrain(ctx context.Context, p Program, issued int64) error
+	MoveDrain(ctx context.Context, p admission.Program, issued int64) error
 }

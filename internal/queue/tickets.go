@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"time"
+
+	"github.com/example/waitingroom/internal/admission"
 )
 
 // Tickets hands out enters' tickets when one program item cannot take
@@ -22,8 +24,8 @@ type Taken struct {
 	Ticket int64
 	// Program is the program as the ticket left it, when Fresh; else the
 	// caller must read it.
-	Program Program
-	Fresh   bool
+	admission.Program
+	Fresh bool
 	// At is when the ticket was taken: later than asked when the enter
 	// waited for another to fetch numbers.
 	At time.Time
@@ -37,33 +39,33 @@ func WithTickets(t Tickets) Option { return func(s *Service) { s.tickets = t } }
 type Programs struct{ s *Service }
 
 // TTL is how long a read is reused (WithProgramCache).
-func (p Programs) TTL() time.Duration { return p.s.cache.ttl }
+func (p Programs) TTL() time.Duration { return p.s.cache.TTL() }
 
 // Recent is the last read of id if it is at most one TTL old, past its
 // drain instant too: enough to choose where a ticket comes from, not to
 // place anyone.
-func (p Programs) Recent(id string, now time.Time) (Program, bool) {
-	return p.s.cache.shardView(id, now)
+func (p Programs) Recent(id string, now time.Time) (admission.Program, bool) {
+	return p.s.cache.ShardView(id, now)
 }
 
 // Get is program id as a poll reads it: cached, else read and cached.
-func (p Programs) Get(ctx context.Context, id string, now time.Time) (Program, error) {
+func (p Programs) Get(ctx context.Context, id string, now time.Time) (admission.Program, error) {
 	return p.s.program(ctx, id, now)
 }
 
 // Put caches prog as read at now.
-func (p Programs) Put(prog Program, now time.Time) { p.s.cache.put(prog, now) }
+func (p Programs) Put(prog admission.Program, now time.Time) { p.s.cache.Put(prog, now) }
 
 // takeTicket hands out the next ticket of programID asked at now, through
 // the service's Tickets if it has them; see Taken for what it returns.
-func (s *Service) takeTicket(ctx context.Context, programID string, now time.Time) (ticket int64, p Program, fresh bool, at time.Time, err error) {
+func (s *Service) takeTicket(ctx context.Context, programID string, now time.Time) (ticket int64, p admission.Program, fresh bool, at time.Time, err error) {
 	if s.tickets != nil {
 		t, err := s.tickets.Take(ctx, Programs{s}, programID, now)
 		return t.Ticket, t.Program, t.Fresh, t.At, err
 	}
 	p, err = s.store.IssueTicket(ctx, programID, now)
 	if err != nil {
-		return 0, Program{}, false, now, err
+		return 0, admission.Program{}, false, now, err
 	}
 	return p.Issued, p, true, now, nil
 }

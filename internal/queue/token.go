@@ -13,6 +13,34 @@ import (
 	"github.com/example/waitingroom/internal/settings"
 )
 
+// Limits on program settings and admissions.
+const (
+	MaxAdmissionCount   = 1_000_000 // per manual admission
+	programIDMaxLen     = 64
+	tokenIDLen          = 22 // 128 bits, base64url without padding
+	endedTokenRetention = 24 * time.Hour
+
+	// WaitingTokenRetention is how long a waiting token is kept after
+	// its enter.
+	WaitingTokenRetention = 48 * time.Hour
+)
+
+var (
+	programIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+	tokenIDPattern   = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
+)
+
+// ValidProgramID reports whether id is a well-formed program id: 1 to 64
+// characters of ASCII letters, digits, '-' and '_', starting with a letter or
+// digit.
+func ValidProgramID(id string) bool {
+	return len(id) <= programIDMaxLen && programIDPattern.MatchString(id)
+}
+
+// ValidTokenID reports whether id has the shape of a token id (22 base64url
+// characters); it says nothing of whether the token exists.
+func ValidTokenID(id string) bool { return len(id) == tokenIDLen && tokenIDPattern.MatchString(id) }
+
 // Status is where a token stands: the wire's status. A token only ever
 // moves WAITING → ADMITTED → EXPIRED or WAITING → LEFT, and from any of
 // them to REVOKED by an admin.

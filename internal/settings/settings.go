@@ -59,10 +59,10 @@ type Options struct {
 	// entries are refused, as when Closed.
 	ClosesAt time.Time `dynamodbav:"-"`
 	// Shuffle places everyone who entered before OpensAt in a random
-	// order at the opening (shuffle.PlaceOf, queue.Program.Place).
+	// order at the opening (shuffle.PlaceOf, admission.Program.Place).
 	Shuffle bool `dynamodbav:"shuffle,omitempty"`
 	// MaxWaiting is the longest the line may be (0: no limit): an enter
-	// while Waiting is at it gets QUEUE_FULL (queue.Program.Full).
+	// while Waiting is at it gets QUEUE_FULL (admission.Program.Full).
 	MaxWaiting int64 `dynamodbav:"maxWaiting,omitempty"`
 	// MaxActiveUsers caps how many people may be admitted at once (0: no
 	// cap): admitted, and neither ended, expired nor a no-show.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -174,7 +175,7 @@ func (s *Shards) trim(ctx context.Context, programID string, w giveBackWork) []R
 // returnTop gives back to p, top down, the runs (sorted) that end at its
 // last ticket while p.MayReturn allows, and returns the runs left and the
 // program after. A store error drops the run it was about.
-func (s *Shards) returnTop(ctx context.Context, programs queue.Programs, p queue.Program, runs []Run, hold time.Duration, now time.Time) ([]Run, queue.Program) {
+func (s *Shards) returnTop(ctx context.Context, programs queue.Programs, p admission.Program, runs []Run, hold time.Duration, now time.Time) ([]Run, admission.Program) {
 	for len(runs) > 0 {
 		top := runs[len(runs)-1]
 		if top.Last != p.Issued || !p.MayReturn(top.First, now, hold) {

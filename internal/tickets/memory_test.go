@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/polling"
@@ -62,13 +63,13 @@ type throttledStore struct {
 	readErr error
 }
 
-func (s throttledStore) IssueTicket(context.Context, string, time.Time) (queue.Program, error) {
-	return queue.Program{}, fmt.Errorf("program item: %w", queue.ErrThrottled)
+func (s throttledStore) IssueTicket(context.Context, string, time.Time) (admission.Program, error) {
+	return admission.Program{}, fmt.Errorf("program item: %w", queue.ErrThrottled)
 }
 
-func (s throttledStore) GetProgram(ctx context.Context, id string) (queue.Program, error) {
+func (s throttledStore) GetProgram(ctx context.Context, id string) (admission.Program, error) {
 	if s.readErr != nil {
-		return queue.Program{}, s.readErr
+		return admission.Program{}, s.readErr
 	}
 	return s.Store.GetProgram(ctx, id)
 }

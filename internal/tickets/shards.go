@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/queue"
 )
@@ -110,7 +111,7 @@ func (s *Shards) Take(ctx context.Context, programs queue.Programs, programID st
 // withShardCount returns c, program id as last read (if at all), with the
 // shard count learnt since, or with one this instance sets on its own when
 // its own enters alone exceed what the program item should take.
-func (s *Shards) withShardCount(ctx context.Context, c queue.Program, id string, ttl time.Duration, asked float64, run int64, now time.Time) queue.Program {
+func (s *Shards) withShardCount(ctx context.Context, c admission.Program, id string, ttl time.Duration, asked float64, run int64, now time.Time) admission.Program {
 	if k, ok := s.shardCount(id, now, ttl); ok {
 		c.ID, c.Shards = id, k
 	}
@@ -179,7 +180,7 @@ func (s *Shards) takeThrottled(ctx context.Context, programs queue.Programs, pro
 	}
 	k := max(2, s.fixedShards)
 	s.switchOn(ctx, programID, k, now)
-	t, ok, serr := s.takeFromShards(ctx, queue.Program{ID: programID, Shards: k}, 1, now)
+	t, ok, serr := s.takeFromShards(ctx, admission.Program{ID: programID, Shards: k}, 1, now)
 	if serr != nil || !ok {
 		return queue.Taken{At: now}, err
 	}
@@ -207,7 +208,7 @@ func (s *Shards) exists(ctx context.Context, programs queue.Programs, programID 
 // for this instance's next ones) from one of c's shards: ok false when
 // every shard it tried was refilled by another instance or throttled, or
 // when the program goes back to its program item.
-func (s *Shards) takeFromShards(ctx context.Context, c queue.Program, run int64, now time.Time) (t queue.Taken, ok bool, err error) {
+func (s *Shards) takeFromShards(ctx context.Context, c admission.Program, run int64, now time.Time) (t queue.Taken, ok bool, err error) {
 	k := c.Shards
 	notBefore := freshAfter(now, c.OpensAt)
 	for range shardTries {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/polling"
@@ -31,12 +32,12 @@ func (c *countingStore) charge(key string) {
 	c.model.Take(key, partitionmodel.Write, 1, c.clock.Now())
 }
 
-func (c *countingStore) IssueTicket(ctx context.Context, id string, now time.Time) (queue.Program, error) {
+func (c *countingStore) IssueTicket(ctx context.Context, id string, now time.Time) (admission.Program, error) {
 	c.charge("program")
 	return c.Store.IssueTicket(ctx, id, now)
 }
 
-func (c *countingStore) IssueTickets(ctx context.Context, id string, now time.Time, n int64) (queue.Program, error) {
+func (c *countingStore) IssueTickets(ctx context.Context, id string, now time.Time, n int64) (admission.Program, error) {
 	c.charge("program")
 	return c.Store.IssueTickets(ctx, id, now, n)
 }
@@ -66,7 +67,7 @@ func (c *countingStore) TrimShard(ctx context.Context, id string, i int, start i
 	return c.Store.TrimShard(ctx, id, i, start, reservedAt, back)
 }
 
-func (c *countingStore) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
+func (c *countingStore) ReturnTickets(ctx context.Context, p admission.Program, from int64) (bool, error) {
 	c.charge("program")
 	return c.Store.ReturnTickets(ctx, p, from)
 }
@@ -141,7 +142,7 @@ func (c *crowd) pollAll(t *testing.T, d time.Duration) {
 	}
 }
 
-func (c *crowd) program(t *testing.T) queue.Program {
+func (c *crowd) program(t *testing.T) admission.Program {
 	t.Helper()
 	p, err := c.store.GetProgram(t.Context(), "p")
 	if err != nil {

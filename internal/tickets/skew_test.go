@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/queue"
@@ -19,7 +20,7 @@ type reserveHook struct {
 	before func()
 }
 
-func (h *reserveHook) IssueTickets(ctx context.Context, id string, now time.Time, n int64) (queue.Program, error) {
+func (h *reserveHook) IssueTickets(ctx context.Context, id string, now time.Time, n int64) (admission.Program, error) {
 	if f := h.before; f != nil {
 		h.before = nil
 		f()

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/admission"
 )
 
 // Rate measures: the shortest span measured, the smoothing, and when a
@@ -180,7 +180,7 @@ func (s *Shards) known(id string) bool {
 
 // recordAnswer records a write of the program item answered at now: its
 // tickets issued, its shard count and its opening.
-func (s *Shards) recordAnswer(p queue.Program, now time.Time) {
+func (s *Shards) recordAnswer(p admission.Program, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ps := s.addState(p.ID, now)

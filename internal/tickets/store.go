@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/admission"
 )
 
 // Shard is one ticket shard of a program as stored: a block of ticket
@@ -51,12 +51,12 @@ func (b Shard) used() int64 {
 // memstore and dynamostore implement it; storetest holds its contract.
 type Store interface {
 	// IssueTicket and GetProgram are queue.Store's.
-	IssueTicket(ctx context.Context, programID string, now time.Time) (queue.Program, error)
-	GetProgram(ctx context.Context, id string) (queue.Program, error)
+	IssueTicket(ctx context.Context, programID string, now time.Time) (admission.Program, error)
+	GetProgram(ctx context.Context, id string) (admission.Program, error)
 	// IssueTickets atomically hands out n ≥ 1 consecutive tickets at now,
 	// applying Program.WithTicketsIssued, and returns the program after:
 	// the tickets are Issued-n+1..Issued. Errors as IssueTicket.
-	IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (queue.Program, error)
+	IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (admission.Program, error)
 	// TakeShardTickets hands out the next m ≥ 1 numbers of shard i's block
 	// (fewer if fewer are left) and counts a take, if the block was
 	// reserved at or after notBefore and is not used up: the numbers and
@@ -91,7 +91,7 @@ type Store interface {
 	// the program, if it is still p (its Version, Issued and pre-queue):
 	// it stores p.WithTicketsReturned(from). False when the program
 	// changed.
-	ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error)
+	ReturnTickets(ctx context.Context, p admission.Program, from int64) (bool, error)
 }
 
 // Bounds of the ticket shards (docs/design.md, "Ticket shards").

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
@@ -19,7 +20,7 @@ import (
 // with 40 tickets (the change makes version 4, change id "4/change-4"),
 // and flooded, the program after five more tickets were issued since.
 type scheduleRig struct {
-	change, flooded queue.Program
+	change, flooded admission.Program
 }
 
 // scheduleNow is when the rig's change is made and its tickets issued.
@@ -35,7 +36,7 @@ func newScheduleRig(t *testing.T, s queue.Store, id string) scheduleRig {
 
 // scheduleRigOf stores read and makes the rig of a change to rate from
 // 10 s on.
-func scheduleRigOf(t *testing.T, s queue.Store, read queue.Program, rate pace.Rate) scheduleRig {
+func scheduleRigOf(t *testing.T, s queue.Store, read admission.Program, rate pace.Rate) scheduleRig {
 	t.Helper()
 	ctx := t.Context()
 	create(t, s, read)
@@ -58,7 +59,7 @@ func scheduleRigOf(t *testing.T, s queue.Store, read queue.Program, rate pace.Ra
 // with so many waiting that a change to the same rate puts the drain
 // instant 2.5 to 3.5 tickets before the end of int64, where five tickets
 // more saturate it.
-func nearSaturation() queue.Program {
+func nearSaturation() admission.Program {
 	p := program("schedule-saturated")
 	p.Current.Rate = 1
 	next := p.Rebased(scheduleNow, 1, false, 0, 10*time.Second)
@@ -70,7 +71,7 @@ func nearSaturation() queue.Program {
 
 // landedOn is change as a store keeps it over stored: the fields an
 // update leaves alone come from stored.
-func landedOn(change, stored queue.Program) queue.Program {
+func landedOn(change, stored admission.Program) admission.Program {
 	change.CreatedAt, change.Issued, change.Shards, change.Recent = stored.CreatedAt, stored.Issued, stored.Shards, stored.Recent
 	change.Prequeue, change.PrequeueFixed = stored.Prequeue, stored.PrequeueFixed
 	return change
@@ -82,7 +83,7 @@ func testSchedule(t *testing.T, store queue.Store) {
 		queue.Store
 		queue.ScheduleStore
 	}{store, store.(queue.ScheduleStore)}
-	updated := func(t *testing.T, what string, p queue.Program, want int64) {
+	updated := func(t *testing.T, what string, p admission.Program, want int64) {
 		t.Helper()
 		issued, err := s.UpdateScheduled(ctx, p)
 		checkErr(t, what, err, nil)
@@ -151,14 +152,14 @@ func testSchedule(t *testing.T, store queue.Store) {
 	t.Run("ErrConflict", func(t *testing.T) {
 		for i, tc := range []struct {
 			name    string
-			edit    func(p *queue.Program)
+			edit    func(p *admission.Program)
 			landed  bool // another change landed first
 			missing bool // a program never created
 		}{
-			{name: "stale version", edit: func(p *queue.Program) { p.Version-- }},
-			{name: "version ahead", edit: func(p *queue.Program) { p.Version++ }},
-			{name: "another change at the version", landed: true, edit: func(p *queue.Program) { p.Changes[0] = "4/change-other" }},
-			{name: "no change id at the version", landed: true, edit: func(p *queue.Program) { p.Changes = nil }},
+			{name: "stale version", edit: func(p *admission.Program) { p.Version-- }},
+			{name: "version ahead", edit: func(p *admission.Program) { p.Version++ }},
+			{name: "another change at the version", landed: true, edit: func(p *admission.Program) { p.Changes[0] = "4/change-other" }},
+			{name: "no change id at the version", landed: true, edit: func(p *admission.Program) { p.Changes = nil }},
 			{name: "missing program", missing: true},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

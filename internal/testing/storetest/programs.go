@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
@@ -26,9 +27,9 @@ func perSecond(n float64) pace.Rate {
 // program is an advancing program in mid-flight: 40 tickets issued, the
 // counter at 12 from t0+1.5 s at 2.5 per second, so the queue drains 28
 // tickets later.
-func program(id string) queue.Program {
+func program(id string) admission.Program {
 	anchor := t0.Add(ms(1500))
-	return queue.Program{
+	return admission.Program{
 		ID:        id,
 		CreatedAt: t0,
 		Version:   3,
@@ -55,19 +56,19 @@ func program(id string) queue.Program {
 }
 
 // freshProgram is a program as created with the defaults at t0.
-func freshProgram(id string) queue.Program {
-	return queue.Program{
+func freshProgram(id string) admission.Program {
+	return admission.Program{
 		ID: id, CreatedAt: t0, Version: 1,
-		Current:   pace.Segment{AnchorMs: t0.UnixMilli(), Rate: queue.DefaultAdmissionRate},
+		Current:   pace.Segment{AnchorMs: t0.UnixMilli(), Rate: admission.DefaultAdmissionRate},
 		DrainAtNs: unixNs(t0),
-		Options:   settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow},
+		Options:   settings.Options{AdmissionWindow: admission.DefaultAdmissionWindow},
 	}
 }
 
 // saturating edits p to the slowest rate (1,000 s a ticket) with 9.2
 // million waiting: the drain instant is a ticket short of the end of
 // int64, where WithTicketsIssued saturates it.
-func saturating(p *queue.Program) {
+func saturating(p *admission.Program) {
 	p.Current.Rate, p.Issued, p.DrainAtNs = 1, 9_223_300, math.MaxInt64-600e9
 }
 
@@ -96,7 +97,7 @@ func testProgram(t *testing.T, s queue.Store) {
 	manual.LastAdmitAt, manual.LastAdmitGap = t0.Add(ms(8_000)), ms(1_500)
 	sharded := program("sharded")
 	sharded.Shards = 7
-	sharded.Recent = [queue.RecentTickets]int64{9, 8, 7, 6, 5, 4, 3, 2}
+	sharded.Recent = [admission.RecentTickets]int64{9, 8, 7, 6, 5, 4, 3, 2}
 	opening := program("opening")
 	opening.OpensAt, opening.ClosesAt = t0.Add(time.Hour), t0.Add(5*time.Hour+ms(1))
 	opening.Shuffle, opening.ShuffleNonce = true, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
@@ -107,7 +108,7 @@ func testProgram(t *testing.T, s queue.Store) {
 	bypassed := program("bypassed")
 	bypassed.MaxActiveUsers, bypassed.Reserved = 50, reservations()
 
-	for _, p := range []queue.Program{program("mid-flight"), fractional, paused, stopped, scheduled, manual, freshProgram("fresh"), sharded, opening, opened, bypassed} {
+	for _, p := range []admission.Program{program("mid-flight"), fractional, paused, stopped, scheduled, manual, freshProgram("fresh"), sharded, opening, opened, bypassed} {
 		t.Run("OK "+p.ID, func(t *testing.T) {
 			create(t, s, p)
 			checkStoredProgram(t, s, p)
@@ -229,11 +230,11 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 }
 
 // issueFunc issues n tickets of program id at at.
-type issueFunc func(ctx context.Context, id string, at time.Time, n int64) (queue.Program, error)
+type issueFunc func(ctx context.Context, id string, at time.Time, n int64) (admission.Program, error)
 
 // issueOne issues one ticket a call with s.IssueTicket.
 func issueOne(s queue.Store) issueFunc {
-	return func(ctx context.Context, id string, at time.Time, _ int64) (queue.Program, error) {
+	return func(ctx context.Context, id string, at time.Time, _ int64) (admission.Program, error) {
 		return s.IssueTicket(ctx, id, at)
 	}
 }
@@ -242,7 +243,7 @@ func issueOne(s queue.Store) issueFunc {
 // of at, n tickets by the call (1 when n has none). Each answer and the
 // stored program in the end must be p with those tickets issued
 // (WithTicketsIssued).
-func issueSteps(t *testing.T, s queue.Store, p queue.Program, issue issueFunc, at []time.Time, n ...int64) {
+func issueSteps(t *testing.T, s queue.Store, p admission.Program, issue issueFunc, at []time.Time, n ...int64) {
 	t.Helper()
 	want := p
 	for i, at := range at {
@@ -314,7 +315,7 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 // program in it.
 type programState struct {
 	name string
-	edit func(p *queue.Program)
+	edit func(p *admission.Program)
 }
 
 // programStates are the states tickets are issued in, at now, single or in
@@ -322,45 +323,45 @@ type programState struct {
 func programStates(now time.Time) []programState {
 	nowNs := unixNs(now.Truncate(time.Millisecond))
 	return []programState{
-		{"paused, drain time past", func(p *queue.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs-5e9 }},
-		{"paused, drain time ahead", func(p *queue.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs+5e9 }},
-		{"advancing busy queue", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(4), nowNs+2_500_250_000 }},
-		{"advancing, drains in half a ms", func(p *queue.Program) { p.DrainAtNs = nowNs + 500_000 }},
-		{"advancing, drains in a ns", func(p *queue.Program) { p.DrainAtNs = nowNs + 1 }},
-		{"advancing, drained exactly now", func(p *queue.Program) { p.DrainAtNs = nowNs }},
-		{"drained queue re-anchors", func(p *queue.Program) { p.DrainAtNs = nowNs - 1e9 }},
-		{"drained, fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(3), nowNs-333_333_334 }},
-		{"busy, fractional time per ticket", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(7), nowNs+142_857_143_000 }},
-		{"slowest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 1, nowNs-1 }},
+		{"paused, drain time past", func(p *admission.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs-5e9 }},
+		{"paused, drain time ahead", func(p *admission.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs+5e9 }},
+		{"advancing busy queue", func(p *admission.Program) { p.Current.Rate, p.DrainAtNs = perSecond(4), nowNs+2_500_250_000 }},
+		{"advancing, drains in half a ms", func(p *admission.Program) { p.DrainAtNs = nowNs + 500_000 }},
+		{"advancing, drains in a ns", func(p *admission.Program) { p.DrainAtNs = nowNs + 1 }},
+		{"advancing, drained exactly now", func(p *admission.Program) { p.DrainAtNs = nowNs }},
+		{"drained queue re-anchors", func(p *admission.Program) { p.DrainAtNs = nowNs - 1e9 }},
+		{"drained, fractional time per ticket", func(p *admission.Program) { p.Current.Rate, p.DrainAtNs = perSecond(3), nowNs-333_333_334 }},
+		{"busy, fractional time per ticket", func(p *admission.Program) { p.Current.Rate, p.DrainAtNs = perSecond(7), nowNs+142_857_143_000 }},
+		{"slowest rate", func(p *admission.Program) { p.Current.Rate, p.DrainAtNs = 1, nowNs-1 }},
 		{"slowest rate, millions waiting: the drain instant saturates", saturating},
-		{"drain instant saturated", func(p *queue.Program) { p.Current.Rate, p.Issued, p.DrainAtNs = 1, 9_300_000, math.MaxInt64 }},
-		{"fastest rate", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = perSecond(100_000), nowNs+10_000 }},
-		{"rate 0", func(p *queue.Program) { p.Current.Rate, p.DrainAtNs = 0, nowNs-1e9 }},
-		{"change pending", func(p *queue.Program) {
+		{"drain instant saturated", func(p *admission.Program) { p.Current.Rate, p.Issued, p.DrainAtNs = 1, 9_300_000, math.MaxInt64 }},
+		{"fastest rate", func(p *admission.Program) { p.Current.Rate, p.DrainAtNs = perSecond(100_000), nowNs+10_000 }},
+		{"rate 0", func(p *admission.Program) { p.Current.Rate, p.DrainAtNs = 0, nowNs-1e9 }},
+		{"change pending", func(p *admission.Program) {
 			p.Next = pace.Segment{AnchorMs: now.Add(time.Minute).UnixMilli(), Base: 20, Rate: perSecond(5)}
 			p.DrainAtNs = nowNs - 1e9
 		}},
-		{"change due, drained", func(p *queue.Program) {
+		{"change due, drained", func(p *admission.Program) {
 			p.Next = pace.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5)}
 			p.DrainAtNs = nowNs - 1e9
 		}},
-		{"change due to a pause, drained", func(p *queue.Program) {
+		{"change due to a pause, drained", func(p *admission.Program) {
 			p.Next = pace.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5), Paused: true}
 			p.DrainAtNs = nowNs - 1e9
 		}},
-		{"fresh program", func(p *queue.Program) { *p = freshProgram(p.ID) }},
-		{"opening ahead, shuffled", func(p *queue.Program) {
+		{"fresh program", func(p *admission.Program) { *p = freshProgram(p.ID) }},
+		{"opening ahead, shuffled", func(p *admission.Program) {
 			p.OpensAt, p.Shuffle, p.ShuffleNonce = now.Truncate(time.Millisecond).Add(time.Minute), true, "ab"
 			p.Current.StartMs, p.DrainAtNs = p.OpensAt.UnixMilli(), unixNs(p.OpensAt)+28*400e6
 		}},
-		{"opening just passed, shuffled: the pre-queue is fixed first", func(p *queue.Program) {
+		{"opening just passed, shuffled: the pre-queue is fixed first", func(p *admission.Program) {
 			p.OpensAt, p.Shuffle, p.ShuffleNonce = now.Truncate(time.Millisecond).Add(-ms(1)), true, "ab"
 			p.Current.StartMs = p.OpensAt.UnixMilli()
 		}},
-		{"opening passed, pre-queue fixed", func(p *queue.Program) {
+		{"opening passed, pre-queue fixed", func(p *admission.Program) {
 			p.OpensAt, p.Shuffle, p.ShuffleNonce, p.Prequeue, p.PrequeueFixed = now.Truncate(time.Millisecond).Add(-time.Second), true, "ab", 33, true
 		}},
-		{"change due to an opening, drained", func(p *queue.Program) {
+		{"change due to an opening, drained", func(p *admission.Program) {
 			p.Next = pace.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5), StartMs: now.Add(-ms(500)).UnixMilli()}
 			p.DrainAtNs = nowNs - 1e9
 		}},
@@ -374,22 +375,22 @@ func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
 		name string
 		n    int
 		// p's state when the tickets are issued; want its state after.
-		p, want queue.Program
+		p, want admission.Program
 	}{
 		{
 			// Every call extends DrainAtNs.
 			name: "busy queue",
 			n:    concurrentTickets,
-			p:    queue.Program{ID: "busy", CreatedAt: t0, Version: 2, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15, Options: settings.Options{AdmissionWindow: time.Minute}},
-			want: queue.Program{ID: "busy", CreatedAt: t0, Version: 2, Issued: concurrentTickets, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15 + concurrentTickets*1e9, Options: settings.Options{AdmissionWindow: time.Minute}},
+			p:    admission.Program{ID: "busy", CreatedAt: t0, Version: 2, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15, Options: settings.Options{AdmissionWindow: time.Minute}},
+			want: admission.Program{ID: "busy", CreatedAt: t0, Version: 2, Issued: concurrentTickets, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15 + concurrentTickets*1e9, Options: settings.Options{AdmissionWindow: time.Minute}},
 		},
 		{
 			// Every call finds the queue drained at the same now; exactly
 			// one re-anchors it, the others then find it busy.
 			name: "drained queue",
 			n:    concurrentReanchors,
-			p:    queue.Program{ID: "drained", CreatedAt: t0, Version: 2, Issued: 7, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: unixNs(now) - 10e6, Options: settings.Options{AdmissionWindow: time.Minute}},
-			want: queue.Program{ID: "drained", CreatedAt: t0, Version: 3, Issued: 7 + concurrentReanchors, Current: pace.Segment{AnchorMs: now.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: unixNs(now) + concurrentReanchors*1e6, Options: settings.Options{AdmissionWindow: time.Minute}},
+			p:    admission.Program{ID: "drained", CreatedAt: t0, Version: 2, Issued: 7, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: unixNs(now) - 10e6, Options: settings.Options{AdmissionWindow: time.Minute}},
+			want: admission.Program{ID: "drained", CreatedAt: t0, Version: 3, Issued: 7 + concurrentReanchors, Current: pace.Segment{AnchorMs: now.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: unixNs(now) + concurrentReanchors*1e6, Options: settings.Options{AdmissionWindow: time.Minute}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -425,7 +426,7 @@ func testFixPrequeue(t *testing.T, s queue.Store) {
 	plain := program("no-shuffle")
 	plain.OpensAt = opens
 	create(t, s, p, plain)
-	fix := func(what, id string, at time.Time, want queue.Program) {
+	fix := func(what, id string, at time.Time, want admission.Program) {
 		t.Helper()
 		got, err := ps.FixPrequeue(ctx, id, at)
 		checkErr(t, what+": FixPrequeue", err, nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tickets"
@@ -136,7 +137,7 @@ func checkOK(t *testing.T, what string, ok bool, err error, want bool) {
 }
 
 // create stores the programs, which must not exist yet.
-func create(t *testing.T, s queue.Store, ps ...queue.Program) {
+func create(t *testing.T, s queue.Store, ps ...admission.Program) {
 	t.Helper()
 	for _, p := range ps {
 		checkErr(t, "CreateProgram "+p.ID, s.CreateProgram(t.Context(), p), nil)
@@ -144,7 +145,7 @@ func create(t *testing.T, s queue.Store, ps ...queue.Program) {
 }
 
 // storedProgram reads program id.
-func storedProgram(t *testing.T, s queue.Store, id string) queue.Program {
+func storedProgram(t *testing.T, s queue.Store, id string) admission.Program {
 	t.Helper()
 	p, err := s.GetProgram(t.Context(), id)
 	checkErr(t, "GetProgram "+id, err, nil)
@@ -152,7 +153,7 @@ func storedProgram(t *testing.T, s queue.Store, id string) queue.Program {
 }
 
 // checkStoredProgram reads the program and compares it with want.
-func checkStoredProgram(t *testing.T, s queue.Store, want queue.Program) {
+func checkStoredProgram(t *testing.T, s queue.Store, want admission.Program) {
 	t.Helper()
 	check(t, "stored program", storedProgram(t, s, want.ID), want)
 }

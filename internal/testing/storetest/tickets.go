@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/settings"
@@ -53,7 +54,7 @@ func testIssueTicketsConcurrent(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
 	now := t0.Add(time.Minute)
-	p := queue.Program{ID: "blocks", CreatedAt: t0, Version: 2, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1000)}, DrainAtNs: unixNs(now) - 1e6, Options: settings.Options{AdmissionWindow: time.Minute}}
+	p := admission.Program{ID: "blocks", CreatedAt: t0, Version: 2, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1000)}, DrainAtNs: unixNs(now) - 1e6, Options: settings.Options{AdmissionWindow: time.Minute}}
 	create(t, store, p)
 	var mu sync.Mutex
 	var held []int64

@@ -15,10 +15,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
-	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/samtemplate"
 )
 
@@ -168,7 +168,7 @@ func TestLeaving(t *testing.T) {
 // later, a pause keeps the rate, and a change waits for a pending one.
 func TestApplyChange(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p := queue.Program{ID: "p", CreatedAt: t0}
+	p := admission.Program{ID: "p", CreatedAt: t0}
 	p, ok := ApplyChange(p, t0, RateChange{Rate: 10}, true, time.Second)
 	if !ok || p.Pending(t0) || !p.Segment(t0).Advancing() {
 		t.Fatalf("first change: ok %v, pending %v", ok, p.Pending(t0))
@@ -194,7 +194,7 @@ func TestApplyChange(t *testing.T) {
 func TestApplyChangePausedWithRate(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := PausedFor(10, time.Minute)
-	p, ok := ApplyChange(queue.Program{ID: "p", CreatedAt: t0}, t0, s[0], true, 2*time.Second)
+	p, ok := ApplyChange(admission.Program{ID: "p", CreatedAt: t0}, t0, s[0], true, 2*time.Second)
 	if !ok || p.Pending(t0) {
 		t.Fatalf("create: ok %v, pending %v", ok, p.Pending(t0))
 	}

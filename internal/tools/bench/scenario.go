@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/pace"
-	"github.com/example/waitingroom/internal/queue"
 )
 
 // Arrival says when each virtual user makes its first request (the enter).
@@ -167,7 +167,7 @@ func (s Schedule) String() string {
 // keeps the rate, Paused pauses with c's rate. ok is false, and p
 // unchanged, while an earlier change is still pending (the caller retries
 // later).
-func ApplyChange(p queue.Program, now time.Time, c RateChange, first bool, delay time.Duration) (_ queue.Program, ok bool) {
+func ApplyChange(p admission.Program, now time.Time, c RateChange, first bool, delay time.Duration) (_ admission.Program, ok bool) {
 	if p.Pending(now) {
 		return p, false
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/queue"
 )
@@ -220,9 +221,9 @@ func compareMark(m mark, at int64) int { return cmp.Compare(m.AtMs, at) }
 
 // ApplyFold implements capacity.Store.
 func (s *Store) ApplyFold(ctx context.Context, programID string, prevFoldedAtMs int64, next capacity.Capacity) error {
-	_, err := s.editProgram(ctx, programID, func(p queue.Program) (queue.Program, error) {
+	_, err := s.editProgram(ctx, programID, func(p admission.Program) (admission.Program, error) {
 		if p.Capacity.FoldedAtMs != prevFoldedAtMs {
-			return queue.Program{}, queue.ErrConflict
+			return admission.Program{}, queue.ErrConflict
 		}
 		next.Steps = slices.Clone(next.Steps)
 		p.Capacity = next

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/catalog"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/queue"
@@ -52,7 +53,7 @@ func (s *Store) ListPrograms(ctx context.Context, after string, limit int) ([]st
 
 // DeleteProgram implements queue.CatalogStore. It forgets the program's
 // shards, capacity records and history at once.
-func (s *Store) DeleteProgram(ctx context.Context, p queue.Program, until time.Time) error {
+func (s *Store) DeleteProgram(ctx context.Context, p admission.Program, until time.Time) error {
 	return s.do(ctx, func() error {
 		// Bounded: forget the ids free again.
 		maps.DeleteFunc(s.cat.deleted, func(_ string, u time.Time) bool { return u.Before(until.Add(-catalog.DeletedRetention)) })

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/history"
@@ -20,7 +21,7 @@ import (
 // Store is an in-memory queue.Store, safe for concurrent use.
 type Store struct {
 	mu       sync.Mutex
-	programs map[string]queue.Program
+	programs map[string]admission.Program
 	tokens   map[string]queue.Token
 	shards   map[shardKey]tickets.Shard
 	// changeIssued holds, per program, the tickets issued when its
@@ -56,7 +57,7 @@ var (
 // New returns an empty Store.
 func New(opts ...Option) *Store {
 	s := &Store{
-		programs: map[string]queue.Program{}, tokens: map[string]queue.Token{}, shards: map[shardKey]tickets.Shard{},
+		programs: map[string]admission.Program{}, tokens: map[string]queue.Token{}, shards: map[shardKey]tickets.Shard{},
 		changeIssued: map[string]int64{}, challenges: map[string]challengeUse{},
 		KeyStore: localkeys.NewKeyStore(),
 		cap:      capRecords{groups: map[groupKey]group{}, ends: map[endsKey]ends{}, marks: map[string][]mark{}},
@@ -70,7 +71,7 @@ func New(opts ...Option) *Store {
 }
 
 // CreateProgram implements queue.Store.
-func (s *Store) CreateProgram(ctx context.Context, p queue.Program) error {
+func (s *Store) CreateProgram(ctx context.Context, p admission.Program) error {
 	return s.do(ctx, func() error {
 		if _, ok := s.programs[p.ID]; ok {
 			return queue.ErrConflict
@@ -85,12 +86,12 @@ func (s *Store) CreateProgram(ctx context.Context, p queue.Program) error {
 }
 
 // GetProgram implements queue.Store.
-func (s *Store) GetProgram(ctx context.Context, id string) (queue.Program, error) {
+func (s *Store) GetProgram(ctx context.Context, id string) (admission.Program, error) {
 	return get(ctx, s, s.programs, id)
 }
 
 // UpdateProgram implements queue.Store.
-func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
+func (s *Store) UpdateProgram(ctx context.Context, p admission.Program, expectIssued int64) error {
 	return s.do(ctx, func() error {
 		cur, ok := s.programs[p.ID]
 		if !ok || cur.Version != p.Version-1 || cur.Issued != expectIssued {
@@ -103,7 +104,7 @@ func (s *Store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued
 
 // updated is p stored over cur by an update: ID, CreatedAt, Issued and
 // what tickets and shards maintain stay as in cur.
-func updated(cur, p queue.Program) queue.Program {
+func updated(cur, p admission.Program) admission.Program {
 	p.CreatedAt, p.Issued, p.Shards, p.Recent = cur.CreatedAt, cur.Issued, cur.Shards, cur.Recent
 	p.Prequeue, p.PrequeueFixed = cur.Prequeue, cur.PrequeueFixed
 	p.Capacity = cur.Capacity // the fold's own (ApplyFold)
@@ -113,7 +114,7 @@ func updated(cur, p queue.Program) queue.Program {
 // UpdateScheduled implements queue.ScheduleStore. A write found already
 // applied (the stored version and latest change are p's, as a DynamoDB
 // retry after a lost answer finds them) reports the count it recorded.
-func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
+func (s *Store) UpdateScheduled(ctx context.Context, p admission.Program) (int64, error) {
 	return locked(ctx, s, func() (int64, error) {
 		cur, ok := s.programs[p.ID]
 		switch {
@@ -134,7 +135,7 @@ func (s *Store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, er
 // MoveDrain implements queue.ScheduleStore: only while p is the stored
 // version and issued the count its UpdateScheduled recorded, which it
 // forgets, so that a repeat does nothing.
-func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
+func (s *Store) MoveDrain(ctx context.Context, p admission.Program, issued int64) error {
 	return s.do(ctx, func() error {
 		cur, ok := s.programs[p.ID]
 		recorded, moving := s.changeIssued[p.ID]
@@ -148,37 +149,37 @@ func (s *Store) MoveDrain(ctx context.Context, p queue.Program, issued int64) er
 }
 
 // IssueTicket implements queue.Store.
-func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
+func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time) (admission.Program, error) {
 	return s.IssueTickets(ctx, programID, now, 1)
 }
 
 // IssueTickets implements tickets.Store.
-func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (queue.Program, error) {
-	return s.editProgram(ctx, programID, func(p queue.Program) (queue.Program, error) {
+func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (admission.Program, error) {
+	return s.editProgram(ctx, programID, func(p admission.Program) (admission.Program, error) {
 		if p.Closed {
-			return queue.Program{}, queue.ErrClosed
+			return admission.Program{}, queue.ErrClosed
 		}
 		return p.WithTicketsIssued(now, n), nil
 	})
 }
 
 // FixPrequeue implements queue.PrequeueStore.
-func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time) (queue.Program, error) {
-	return s.editProgram(ctx, programID, func(p queue.Program) (queue.Program, error) {
+func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time) (admission.Program, error) {
+	return s.editProgram(ctx, programID, func(p admission.Program) (admission.Program, error) {
 		return p.WithPrequeueFixed(now), nil
 	})
 }
 
 // editProgram stores edit's program in place of program id unless edit
 // fails, and returns it; queue.ErrNotFound when there is none.
-func (s *Store) editProgram(ctx context.Context, id string, edit func(queue.Program) (queue.Program, error)) (queue.Program, error) {
-	return locked(ctx, s, func() (queue.Program, error) {
+func (s *Store) editProgram(ctx context.Context, id string, edit func(admission.Program) (admission.Program, error)) (admission.Program, error) {
+	return locked(ctx, s, func() (admission.Program, error) {
 		p, err := lookup(s.programs, id)
 		if err == nil {
 			p, err = edit(p)
 		}
 		if err != nil {
-			return queue.Program{}, err
+			return admission.Program{}, err
 		}
 		s.programs[id] = p
 		return p, nil
@@ -282,7 +283,7 @@ func (s *Store) TrimShard(ctx context.Context, programID string, i int, start in
 }
 
 // ReturnTickets implements tickets.Store.
-func (s *Store) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
+func (s *Store) ReturnTickets(ctx context.Context, p admission.Program, from int64) (bool, error) {
 	return locked(ctx, s, func() (bool, error) {
 		cur, ok := s.programs[p.ID]
 		if !ok || cur.Version != p.Version || cur.Issued != p.Issued || cur.PrequeueFixed != p.PrequeueFixed || from < 1 || from > cur.Issued {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/pace"
@@ -65,7 +66,7 @@ const (
 // and the tokens above, except UnknownToken.
 func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	now = now.Truncate(time.Millisecond)
-	window := queue.DefaultAdmissionWindow
+	window := admission.DefaultAdmissionWindow
 	for _, seed := range []struct {
 		id             string
 		issued, admit  int64
@@ -80,7 +81,7 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 		{FullProgramID, 100, 0, pace.OnePerSecond, true, false, settings.Options{AdmissionWindow: window, MaxWaiting: 100}},
 		{GuardedProgramID, 0, 0, pace.OnePerSecond, true, false, settings.Options{AdmissionWindow: window, ChallengeBits: 16}},
 	} {
-		p := queue.Program{ID: seed.id, CreatedAt: now.Add(-time.Hour), Issued: seed.issued, Options: seed.opts}
+		p := admission.Program{ID: seed.id, CreatedAt: now.Add(-time.Hour), Issued: seed.issued, Options: seed.opts}
 		p = p.Rebased(now, seed.rate, seed.paused, seed.admit, 0)
 		p.Closed = seed.closed
 		if err := s.CreateProgram(ctx, p); err != nil {
@@ -99,13 +100,13 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 		{ID: LeavingToken, ProgramID: ProgramID, Ticket: 900, IssuedAt: now.Add(-20 * time.Minute)},
 		{ID: AdmitNowToken, ProgramID: ProgramID, Ticket: 450, IssuedAt: now.Add(-35 * time.Minute)},
 		{ID: AdmittedToken, ProgramID: ProgramID, Ticket: 400, IssuedAt: now.Add(-40 * time.Minute),
-			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow)},
+			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(admission.DefaultAdmissionWindow)},
 		{ID: EndingToken, ProgramID: ProgramID, Ticket: 410, IssuedAt: now.Add(-40 * time.Minute),
-			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow)},
+			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(admission.DefaultAdmissionWindow)},
 		{ID: SessionToken, ProgramID: ProgramID, Ticket: 420, IssuedAt: now.Add(-40 * time.Minute),
-			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow), AdmissionPass: SessionPass},
+			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(admission.DefaultAdmissionWindow), AdmissionPass: SessionPass},
 		{ID: RevokeToken, ProgramID: ProgramID, Ticket: 440, IssuedAt: now.Add(-40 * time.Minute),
-			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(queue.DefaultAdmissionWindow)},
+			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(admission.DefaultAdmissionWindow)},
 		{ID: ExpiredToken, ProgramID: ProgramID, Ticket: 430, IssuedAt: now.Add(-40 * time.Minute),
 			AdmittedAt: now.Add(-20 * time.Minute), AdmissionExpiresAt: now.Add(-10 * time.Minute), AdmissionPass: ExpiredPass},
 	}
@@ -125,8 +126,8 @@ func seedCapped(ctx context.Context, s queue.Store, now time.Time) error {
 	if !ok {
 		return nil
 	}
-	p := queue.Program{ID: CappedProgramID, CreatedAt: now.Add(-time.Hour), Issued: 100,
-		Options: settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow, MaxActiveUsers: 50, NoShowSeconds: 60}}
+	p := admission.Program{ID: CappedProgramID, CreatedAt: now.Add(-time.Hour), Issued: 100,
+		Options: settings.Options{AdmissionWindow: admission.DefaultAdmissionWindow, MaxActiveUsers: 50, NoShowSeconds: 60}}
 	p = p.Rebased(now.Add(-10*time.Minute), 20*pace.OnePerSecond, false, 0, 0)
 	if err := s.CreateProgram(ctx, p); err != nil {
 		return fmt.Errorf("seed capped program: %w", err)

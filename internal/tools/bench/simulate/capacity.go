@@ -3,6 +3,7 @@ package simulate
 import (
 	"slices"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/bench"
@@ -51,7 +52,7 @@ type capacityState struct {
 
 // init draws cfg's crowd and reads the time to show of p, the program as
 // created.
-func (c *capacityState) init(cfg Config, p queue.Program) {
+func (c *capacityState) init(cfg Config, p admission.Program) {
 	noShow, session := cfg.Crowd.Draw(cfg.Scenario.Users, cfg.Seed)
 	c.noShow = noShow
 	for _, d := range session {
@@ -132,7 +133,7 @@ func (s *sim) release() {
 
 // capacityResult returns what the capacity model measured, p being the
 // program at the end of the run.
-func (s *sim) capacityResult(p queue.Program) *bench.Capacity {
+func (s *sim) capacityResult(p admission.Program) *bench.Capacity {
 	c := &s.capacity
 	r := &bench.Capacity{
 		MaxActiveUsers: s.cfg.Crowd.MaxActive,

@@ -6,14 +6,14 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
-	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/tools/bench"
 )
 
-// programModel steps a queue.Program as the service does, with the policy's
+// programModel steps an admission.Program as the service does, with the policy's
 // delays: user i takes ticket i+1 on arrival, every request succeeds, and a
 // poll builds only as much of the polling.Situation as the policy reads.
 // It is fast enough for a million people polling every few seconds.
@@ -23,7 +23,7 @@ type programModel struct {
 	// needs is how much of the Situation the policy reads.
 	needs needs
 	rng   *rand.Rand
-	prog  queue.Program
+	prog  admission.Program
 	t     int64
 	now   time.Time
 	// cur is the serving counter at the last call of serving.
@@ -41,8 +41,8 @@ func newProgramModel(cfg Config, createdPaused bool) *programModel {
 		needs:  needsOf(cfg.Policy.Policy),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		// The program as the admin PUT creates it, before anyone arrives.
-		prog: queue.Program{ID: "sim", CreatedAt: Epoch, Current: pace.Segment{Paused: createdPaused},
-			Options: settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow}},
+		prog: admission.Program{ID: "sim", CreatedAt: Epoch, Current: pace.Segment{Paused: createdPaused},
+			Options: settings.Options{AdmissionWindow: admission.DefaultAdmissionWindow}},
 		now:           Epoch,
 		createdPaused: createdPaused,
 	}
@@ -98,7 +98,7 @@ func AdmissionTimes(sc bench.Scenario, delay time.Duration, createdPaused bool) 
 	return at
 }
 
-func (m *programModel) program() queue.Program { return m.prog }
+func (m *programModel) program() admission.Program { return m.prog }
 
 func (m *programModel) serving() int64 {
 	m.cur = m.prog.Serving(m.now)
@@ -130,12 +130,12 @@ func (m *programModel) answer(tk int64) answer {
 	return answer{ticket: tk, position: tk - m.cur, retryAfter: m.policy.RetryAfter(sit, m.rng)}
 }
 
-// notice is the answer's queue.ChangeNotice at m.t as the service would
+// notice is the answer's admission.ChangeNotice at m.t as the service would
 // give it: its cache TTL is the change delay (CacheTTL) less the admin
 // write budget, and one busy instance reads the program each time its read
 // expires (at every multiple of the TTL).
 func (m *programModel) notice() time.Duration {
-	ttl := (m.cfg.CacheTTL - queue.AdminWriteBudget).Milliseconds()
+	ttl := (m.cfg.CacheTTL - admission.AdminWriteBudget).Milliseconds()
 	if ttl <= 0 {
 		return 0
 	}
@@ -143,7 +143,7 @@ func (m *programModel) notice() time.Duration {
 }
 
 // place is the ticket: the program has no shuffled opening.
-func (m *programModel) place(us user, _ queue.Program) int64 { return us.ticket }
+func (m *programModel) place(us user, _ admission.Program) int64 { return us.ticket }
 
 func (m *programModel) release(string) error {
 	return errors.New("simulate: sessions are simulated with the service only")

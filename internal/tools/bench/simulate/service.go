@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/queue"
@@ -139,7 +140,7 @@ func (m *serviceModel) tick(t int64) {
 }
 
 // program reads the program from the table, uncharged.
-func (m *serviceModel) program() queue.Program {
+func (m *serviceModel) program() admission.Program {
 	p, _ := m.store.Store.GetProgram(m.ctx, serviceProgram)
 	return p
 }
@@ -190,7 +191,7 @@ func (m *serviceModel) answer(v queue.View) answer {
 // place is us's place in the admission order: its ticket, or in a shuffled
 // pre-queue its ticket's place in the permutation the seed keys (the same
 // rule as Program.Place).
-func (m *serviceModel) place(us user, p queue.Program) int64 {
+func (m *serviceModel) place(us user, p admission.Program) int64 {
 	if !p.Shuffle || !p.PrequeueFixed || us.ticket > p.Prequeue {
 		return us.ticket
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
@@ -188,7 +189,7 @@ func TestStoreChargesScheduledWrites(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(clock.NewFake(Epoch), nil)
 	var ss queue.ScheduleStore = s
-	p := queue.Program{ID: programKey, CreatedAt: Epoch, Options: settings.Options{AdmissionWindow: queue.DefaultAdmissionWindow}}
+	p := admission.Program{ID: programKey, CreatedAt: Epoch, Options: settings.Options{AdmissionWindow: admission.DefaultAdmissionWindow}}
 	p = p.Rebased(Epoch, pace.OnePerSecond, false, 0, 0)
 	if err := s.CreateProgram(ctx, p); err != nil {
 		t.Fatal(err)

@@ -1,5 +1,5 @@
 // Package simulate runs a bench.Scenario on a virtual clock with no network:
-// admission is a queue.Program and the retry delay the policy's, as the
+// admission is an admission.Program and the retry delay the policy's, as the
 // service computes them (or, with Config.Service, queue.Service itself).
 // Requests take no time; time advances in whole milliseconds, and a seed
 // makes a run repeatable.
@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/bench"
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
@@ -33,7 +34,7 @@ type Config struct {
 
 	// Service runs the scenario through queue.Service itself, as Run also
 	// does when PartitionLimits, OpensAt, Shuffle, SingleTickets, ClockSkew
-	// or the Crowd is set; otherwise only queue.Program is stepped.
+	// or the Crowd is set; otherwise only admission.Program is stepped.
 	Service bool
 	// PartitionLimits, with Service, puts DynamoDB's per-partition limits
 	// on the simulated table (nil: none).
@@ -132,20 +133,20 @@ func Run(cfg Config) (bench.Result, error) {
 	return s.result(), nil
 }
 
-// model answers the simulated users: queue.Program stepped directly
+// model answers the simulated users: admission.Program stepped directly
 // (programModel) or queue.Service on a simulated table (serviceModel).
 type model interface {
 	// tick moves the model to ms t of the run.
 	tick(t int64)
 	// program returns the program as it is now.
-	program() queue.Program
+	program() admission.Program
 	// serving returns the serving counter now.
 	serving() int64
 	// enter enters user u; poll polls for us.
 	enter(u int) (answer, error)
 	poll(us *user) (answer, error)
 	// place returns us's place in the admission order of p.
-	place(us user, p queue.Program) int64
+	place(us user, p admission.Program) int64
 	// release ends the session of a pass, at the site's word.
 	release(pass string) error
 	// finish adds what the model measured to r.

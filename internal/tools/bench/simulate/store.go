@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
@@ -91,44 +92,44 @@ func (s *store) writeShard(i int) error {
 	return nil
 }
 
-func (s *store) GetProgram(ctx context.Context, id string) (queue.Program, error) {
+func (s *store) GetProgram(ctx context.Context, id string) (admission.Program, error) {
 	if _, r := s.units(id); !s.take(programKey, partitionmodel.Read, r) {
-		return queue.Program{}, fmt.Errorf("simulated program item: %w", queue.ErrThrottled)
+		return admission.Program{}, fmt.Errorf("simulated program item: %w", queue.ErrThrottled)
 	}
 	return s.Store.GetProgram(ctx, id)
 }
 
-func (s *store) UpdateProgram(ctx context.Context, p queue.Program, expectIssued int64) error {
+func (s *store) UpdateProgram(ctx context.Context, p admission.Program, expectIssued int64) error {
 	if err := s.writeProgram(p.ID); err != nil {
 		return err
 	}
 	return s.Store.UpdateProgram(ctx, p, expectIssued)
 }
 
-func (s *store) UpdateScheduled(ctx context.Context, p queue.Program) (int64, error) {
+func (s *store) UpdateScheduled(ctx context.Context, p admission.Program) (int64, error) {
 	if err := s.writeProgram(p.ID); err != nil {
 		return 0, err
 	}
 	return s.Store.UpdateScheduled(ctx, p)
 }
 
-func (s *store) MoveDrain(ctx context.Context, p queue.Program, issued int64) error {
+func (s *store) MoveDrain(ctx context.Context, p admission.Program, issued int64) error {
 	if err := s.writeProgram(p.ID); err != nil {
 		return err
 	}
 	return s.Store.MoveDrain(ctx, p, issued)
 }
 
-func (s *store) IssueTicket(ctx context.Context, id string, now time.Time) (queue.Program, error) {
+func (s *store) IssueTicket(ctx context.Context, id string, now time.Time) (admission.Program, error) {
 	if err := s.writeProgram(id); err != nil {
-		return queue.Program{}, err
+		return admission.Program{}, err
 	}
 	return s.Store.IssueTicket(ctx, id, now)
 }
 
-func (s *store) IssueTickets(ctx context.Context, id string, now time.Time, n int64) (queue.Program, error) {
+func (s *store) IssueTickets(ctx context.Context, id string, now time.Time, n int64) (admission.Program, error) {
 	if err := s.writeProgram(id); err != nil {
-		return queue.Program{}, err
+		return admission.Program{}, err
 	}
 	return s.Store.IssueTickets(ctx, id, now, n)
 }
@@ -140,9 +141,9 @@ func (s *store) SetShards(ctx context.Context, id string, from, k int) (bool, er
 	return s.Store.SetShards(ctx, id, from, k)
 }
 
-func (s *store) FixPrequeue(ctx context.Context, id string, now time.Time) (queue.Program, error) {
+func (s *store) FixPrequeue(ctx context.Context, id string, now time.Time) (admission.Program, error) {
 	if err := s.writeProgram(id); err != nil {
-		return queue.Program{}, err
+		return admission.Program{}, err
 	}
 	return s.Store.FixPrequeue(ctx, id, now)
 }
@@ -175,7 +176,7 @@ func (s *store) TrimShard(ctx context.Context, id string, i int, start int64, re
 	return s.Store.TrimShard(ctx, id, i, start, reservedAt, back)
 }
 
-func (s *store) ReturnTickets(ctx context.Context, p queue.Program, from int64) (bool, error) {
+func (s *store) ReturnTickets(ctx context.Context, p admission.Program, from int64) (bool, error) {
 	if err := s.writeProgram(p.ID); err != nil {
 		return false, err
 	}

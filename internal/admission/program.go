@@ -1,7 +1,26 @@
-package queue
+// Package admission is a program's stored state as a value (Program) and
+// the arithmetic of who is admitted when: the serving counter computed from
+// time, scheduled admin changes, the ceiling a cap puts on the counter, the
+// shuffled opening and the close, and an instance's Cache of reads. Nothing
+// here reads a clock or a store: package queue applies these rules, and
+// every store applies WithTicketsIssued atomically.
+//
+// Invariants (docs/design.md, "The admission model" to "Caching"):
+//   - The serving counter (Serving) is a function of the stored segments
+//     and the time, so it never goes back: Rebased keeps it where it is
+//     or, admitting more, moves it forward, never past Issued.
+//   - WithTicketsIssued(now, n) leaves p as n calls of WithTicketIssued
+//     would, and re-anchors a drained counter on Issued (no idle credit).
+//   - A change Rebased with a delay takes effect at now+delay; until then
+//     every answer computed from an older read stays true.
+//   - A read is reused (CacheableUntil) never past its drain instant,
+//     after which a ticket may re-anchor the counter, unless the ceiling
+//     holds the counter then.
+//   - Under a cap, the counter never passes the Ceiling: admissions plus
+//     bypass passes held stay within MaxActiveUsers.
+package admission
 
 import (
-	"regexp"
 	"time"
 
 	"github.com/example/waitingroom/internal/capacity"
@@ -13,29 +32,13 @@ import (
 
 // Limits on program settings and admissions.
 const (
-	MaxAdmissionCount      = 1_000_000 // per manual admission
 	DefaultAdmissionRate   = 10 * pace.OnePerSecond
 	DefaultAdmissionWindow = 10 * time.Minute
-	programIDMaxLen        = 64
-	tokenIDLen             = 22 // 128 bits, base64url without padding
-	endedTokenRetention    = 24 * time.Hour
 )
 
-var (
-	programIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-	tokenIDPattern   = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
-)
-
-// ValidProgramID reports whether id is a well-formed program id: 1 to 64
-// characters of ASCII letters, digits, '-' and '_', starting with a letter or
-// digit.
-func ValidProgramID(id string) bool {
-	return len(id) <= programIDMaxLen && programIDPattern.MatchString(id)
-}
-
-// ValidTokenID reports whether id has the shape of a token id (22 base64url
-// characters); it says nothing of whether the token exists.
-func ValidTokenID(id string) bool { return len(id) == tokenIDLen && tokenIDPattern.MatchString(id) }
+// AdminWriteBudget bounds how long an admin change may take to be stored;
+// the change is scheduled that much later than the cache TTL.
+const AdminWriteBudget = time.Second
 
 // Program is one queue: its ticket counter and its admission state.
 // Admission is a counter computed from time: the Current segment says how
@@ -104,10 +107,6 @@ type Program struct {
 	Reserved []capacity.Reservation
 }
 
-// WaitingTokenRetention is how long a waiting token is kept after its
-// enter.
-const WaitingTokenRetention = 48 * time.Hour
-
 // Window is p's admission window: its own, or the default.
 func (p Program) Window() time.Duration {
 	if p.AdmissionWindow > 0 {
@@ -135,7 +134,7 @@ func (p Program) BurstRate() float64 {
 // yet folded into Current).
 func (p Program) Scheduled() bool { return p.Next.AnchorMs != 0 }
 
-func (p Program) segmentAt(ms int64) pace.Segment {
+func (p Program) SegmentAt(ms int64) pace.Segment {
 	if p.Scheduled() && ms >= p.Next.AnchorMs {
 		return p.Next
 	}
@@ -143,7 +142,7 @@ func (p Program) segmentAt(ms int64) pace.Segment {
 }
 
 // Segment returns the segment in effect at t.
-func (p Program) Segment(t time.Time) pace.Segment { return p.segmentAt(pace.UnixMs(t)) }
+func (p Program) Segment(t time.Time) pace.Segment { return p.SegmentAt(pace.UnixMs(t)) }
 
 // Settled returns the segment that holds once any scheduled change has
 // taken effect: the settings an admin sees.
@@ -166,7 +165,7 @@ func (p Program) StepNs() int64 { return p.Settled().StepNs() }
 // Serving returns the serving counter at now: every ticket at or below it
 // is admitted.
 func (p Program) Serving(now time.Time) int64 {
-	return min(p.counterAt(pace.UnixMs(now)), p.Issued)
+	return min(p.CounterAt(pace.UnixMs(now)), p.Issued)
 }
 
 // Full reports whether the line is at its MaxWaiting at now: as many
@@ -178,11 +177,11 @@ func (p Program) Full(now time.Time) bool {
 // Admits reports whether ticket is admitted at now. It does not depend on
 // Issued, so a cached program answers it exactly for any ticket.
 func (p Program) Admits(ticket int64, now time.Time) bool {
-	return ticket <= p.counterAt(pace.UnixMs(now))
+	return ticket <= p.CounterAt(pace.UnixMs(now))
 }
 
 func (p Program) drainedAt(ms int64) bool {
-	return !p.pendingAt(ms) && p.segmentAt(ms).Advancing() && p.DrainAtNs <= pace.MsToNs(ms)
+	return !p.pendingAt(ms) && p.SegmentAt(ms).Advancing() && p.DrainAtNs <= pace.MsToNs(ms)
 }
 
 // Drained reports whether, at now, the counter has caught up with every
@@ -196,7 +195,7 @@ func (p Program) Drained(now time.Time) bool { return p.drainedAt(pace.UnixMs(no
 // nor past an armed shuffle's opening.
 func (p Program) CacheableUntil(loadedAt time.Time, ttl time.Duration) time.Time {
 	until := loadedAt.Add(ttl)
-	if p.armed() && p.OpensAt.After(loadedAt) && p.OpensAt.Before(until) {
+	if p.Armed() && p.OpensAt.After(loadedAt) && p.OpensAt.Before(until) {
 		until = p.OpensAt // the pre-queue is fixed then: read it
 	}
 	if p.Segment(until).Advancing() || p.Current.Advancing() {
@@ -261,11 +260,11 @@ func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 	switch {
 	case p.Pending(now) || from < 1 || from > p.Issued:
 		return false
-	case p.Shuffle && p.PrequeueFixed && p.Prequeue >= from, p.armed() && !now.Before(p.OpensAt):
+	case p.Shuffle && p.PrequeueFixed && p.Prequeue >= from, p.Armed() && !now.Before(p.OpensAt):
 		return false
 	}
 	ms := pace.UnixMs(now.Add(hold))
-	return p.segmentAt(ms).Counter(ms) < from-1
+	return p.SegmentAt(ms).Counter(ms) < from-1
 }
 
 // Rebased returns p with an admin change made at now: admission goes on at
@@ -278,7 +277,7 @@ func (p Program) Rebased(now time.Time, rate pace.Rate, paused bool, admit int64
 	p = p.folded(ms)
 	p.Version++
 	if delay <= 0 || p.drainedAt(ms) {
-		serving := min(p.counterAt(ms), p.Issued) // credit beyond Issued, or the ceiling, is dropped
+		serving := min(p.CounterAt(ms), p.Issued) // credit beyond Issued, or the ceiling, is dropped
 		p.Current = pace.Segment{AnchorMs: ms, Base: min(pace.AddSat(serving, admit), p.Issued), Rate: rate, Paused: paused, StartMs: p.startAfter(ms)}
 		p.Next = pace.Segment{}
 		p.DrainAtNs = p.Current.DrainAtNs(p.Issued)
@@ -323,9 +322,9 @@ func (p Program) MovedDrainAtNs(drainAtNs, issued int64) int64 {
 	return pace.AddSat(drainAtNs, d)
 }
 
-// withChange returns p recording admin change id, asked for at at, as the
+// WithChange returns p recording admin change id, asked for at at, as the
 // latest, with the version it gives the program (history.Push).
-func (p Program) withChange(id string, at time.Time) Program {
+func (p Program) WithChange(id string, at time.Time) Program {
 	p.Changes = history.Push(p.Changes, p.Version, id, at)
 	return p
 }
@@ -338,7 +337,7 @@ func (p Program) admissionMs(ticket, ms int64) (int64, bool) {
 		}
 		return p.Next.AdmittedAt(ticket, p.Next.AnchorMs)
 	}
-	return p.segmentAt(ms).AdmittedAt(ticket, ms)
+	return p.SegmentAt(ms).AdmittedAt(ticket, ms)
 }
 
 // AdmissionTime is when ticket will be admitted if the schedule the program
@@ -356,9 +355,9 @@ func (p Program) AdmissionTime(ticket int64, now time.Time) (time.Time, bool) {
 // counts as one pace.
 const maxAdmitGap = 10 * time.Minute
 
-// withManualAdmission records a manual admission of n at now in the
+// WithManualAdmission records a manual admission of n at now in the
 // measured pace.
-func (p Program) withManualAdmission(n int64, now time.Time) Program {
+func (p Program) WithManualAdmission(n int64, now time.Time) Program {
 	now = pace.FromUnixMs(pace.UnixMs(now))
 	gap := now.Sub(p.LastAdmitAt)
 	switch {
@@ -394,14 +393,14 @@ func (p Program) MeasuredRate(now time.Time) (pace.Rate, bool) {
 // may already have).
 func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) polling.Situation {
 	ms := pace.UnixMs(now)
-	seg := p.segmentAt(ms)
-	sit := polling.Situation{Position: ticket - p.counterAt(ms), Paused: p.Settled().Paused}
+	seg := p.SegmentAt(ms)
+	sit := polling.Situation{Position: ticket - p.CounterAt(ms), Paused: p.Settled().Paused}
 	if seg.Advancing() {
 		sit.RatePerSecond = seg.Rate.PerSecond()
 	}
 	at, known := p.admissionMs(ticket, ms)
 	if known {
-		capped, ok := p.ceiling().AdmitsMs(ticket, at)
+		capped, ok := p.Ceiling().AdmitsMs(ticket, at)
 		if ok {
 			sit.Wait = waitOf(capped - ms)
 		}
@@ -414,7 +413,7 @@ func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) po
 		sit.Wait = waitOf(wait)
 	}
 	if at, ok := p.earliestMs(ticket, ms, notice.Milliseconds(), at, known); ok && sit.Position > 0 {
-		if c, ok := p.ceiling().EarliestMs(ticket, ms, notice.Milliseconds(), roundMs(notice)); ok {
+		if c, ok := p.Ceiling().EarliestMs(ticket, ms, notice.Milliseconds(), RoundMs(notice)); ok {
 			at = max(at, c) // the ceiling holds the place back too
 		}
 		sit.Earliest = waitOf(max(at-ms, 1))
@@ -444,25 +443,12 @@ func (p Program) earliestMs(ticket, ms, notice, at int64, known bool) (int64, bo
 	if known && p.Opened(pace.FromUnixMs(from)) || settled.Rate <= 0 {
 		return at, known
 	}
-	resumed := pace.Segment{AnchorMs: from, Base: p.segmentAt(from).Counter(from), Rate: settled.Rate}
+	resumed := pace.Segment{AnchorMs: from, Base: p.SegmentAt(from).Counter(from), Rate: settled.Rate}
 	soonest, _ := resumed.AdmittedAt(ticket, from)
 	if known {
 		return min(at, soonest), true
 	}
 	return soonest, true
-}
-
-// ChangeNotice is the least time, at now, before an admin change that a
-// program read at readAt does not show could take effect: a change missed
-// by the read was stored after it, so made at most AdminWriteBudget before,
-// and takes effect changeDelay after it was made: ttl + AdminWriteBudget
-// with a cache, so at readAt + ttl; at once without one (ttl 0), so
-// possibly AdminWriteBudget before readAt.
-func ChangeNotice(readAt, now time.Time, ttl time.Duration) time.Duration {
-	if ttl <= 0 {
-		return readAt.Sub(now) - AdminWriteBudget
-	}
-	return readAt.Add(ttl).Sub(now)
 }
 
 // MaxEstimatedWait caps an estimated wait: a wait beyond it (a slow rate

@@ -1,0 +1,124 @@
+package admission
+
+import (
+	"sync"
+	"time"
+)
+
+// ShardView returns the instance's last read of program id if it is at
+// most one TTL old, past its drain instant too: what an enter needs to
+// choose where its ticket comes from (the shard count, whether the program
+// is closed), not to place anyone.
+func (c *Cache) ShardView(id string, now time.Time) (Program, bool) {
+	c.mu.RLock()
+	e, ok := c.entries[id]
+	c.mu.RUnlock()
+	if !ok || now.Before(e.loadedAt) || !now.Before(e.loadedAt.Add(c.ttl)) {
+		return Program{}, false
+	}
+	return e.p, true
+}
+
+// cached is one read of a program kept by Cache.
+type cached struct {
+	p        Program
+	loadedAt time.Time
+	until    time.Time // Program.CacheableUntil
+}
+
+// Cache keeps recent program reads per function instance. A read
+// never replaces a newer version loaded less than two TTLs ago, and
+// entries that old are swept, at most once a TTL, when a read is put.
+type Cache struct {
+	ttl     time.Duration // 0: no reuse
+	mu      sync.RWMutex
+	entries map[string]cached
+	sweptAt time.Time
+}
+
+// Get returns the cached read of id if it may still be used at now
+// (Program.CacheableUntil).
+func (c *Cache) Get(id string, now time.Time) (Program, bool) {
+	if c.ttl <= 0 {
+		return Program{}, false
+	}
+	c.mu.RLock()
+	e, ok := c.entries[id]
+	c.mu.RUnlock()
+	if !ok || !now.Before(e.until) || now.Before(e.loadedAt) {
+		return Program{}, false
+	}
+	return e.p, true
+}
+
+// Notice is ChangeNotice for p, a program this instance read at or after
+// now: from the latest read of p's version when the cache holds it, else
+// as if p were read at now without a cache (the least notice there is).
+func (c *Cache) Notice(p Program, now time.Time) time.Duration {
+	if c.ttl <= 0 {
+		return ChangeNotice(now, now, 0)
+	}
+	c.mu.RLock()
+	e, ok := c.entries[p.ID]
+	c.mu.RUnlock()
+	if !ok || e.p.Version != p.Version {
+		return ChangeNotice(now, now, 0)
+	}
+	return ChangeNotice(e.loadedAt, now, c.ttl)
+}
+
+// Put caches p as read at now; nothing without a TTL.
+func (c *Cache) Put(p Program, now time.Time) {
+	if c.ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[p.ID]; ok && e.p.Version > p.Version && now.Before(e.loadedAt.Add(2*c.ttl)) {
+		return
+	}
+	if now.Sub(c.sweptAt) >= c.ttl {
+		c.sweptAt = now
+		for id, e := range c.entries {
+			if !now.Before(e.loadedAt.Add(2 * c.ttl)) {
+				delete(c.entries, id)
+			}
+		}
+	}
+	c.entries[p.ID] = cached{p: p, loadedAt: now, until: p.CacheableUntil(now, c.ttl)}
+}
+
+// Forget drops id's cached read.
+func (c *Cache) Forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, id)
+}
+
+// NewCache returns a Cache that reuses a read for up to ttl (0: never).
+func NewCache(ttl time.Duration) *Cache {
+	return &Cache{ttl: ttl, entries: make(map[string]cached)}
+}
+
+// TTL is how long c reuses a read.
+func (c *Cache) TTL() time.Duration { return c.ttl }
+
+// Len is how many programs c holds.
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.entries)
+}
+
+// ChangeNotice is the least time, at now, before an admin change that a
+// program read at readAt does not show could take effect: a change missed
+// by the read was stored after it, so made at most AdminWriteBudget before,
+// and takes effect changeDelay after it was made: ttl + AdminWriteBudget
+// with a cache, so at readAt + ttl; at once without one (ttl 0), so
+// possibly AdminWriteBudget before readAt.
+func ChangeNotice(readAt, now time.Time, ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return readAt.Sub(now) - AdminWriteBudget
+	}
+	return readAt.Add(ttl).Sub(now)
+}

@@ -1,0 +1,72 @@
+package admission
+
+import (
+	"time"
+
+	"github.com/example/waitingroom/internal/pace"
+	"github.com/example/waitingroom/internal/settings"
+	"github.com/example/waitingroom/internal/shuffle"
+)
+
+// Counters is the admin view of a program.
+type Counters struct {
+	ProgramID string
+	Issued    int64 // tickets handed out
+	Admitted  int64 // serving counter: tickets admitted, including ones whose holder left
+	Waiting   int64 // Issued − Admitted
+	Rate      float64
+	Paused    bool
+	CreatedAt time.Time
+	settings.Options
+	// EffectiveAt is when the last change (Rate, Paused, an admission)
+	// takes effect, if it has not yet; zero otherwise.
+	EffectiveAt time.Time
+	// ShuffleCommitment is the message the shuffle key signs at the
+	// opening (shuffle.Message); Prequeue (its size) once the pre-queue is
+	// fixed (PrequeueFixed). The seed is in the queue's answers only: the
+	// admin side cannot sign.
+	ShuffleCommitment string
+	Prequeue          int64
+	PrequeueFixed     bool
+	// Followed is set when the folds follow the program's admissions (a
+	// cap or no-show handling): then Active (admitted and not done),
+	// Ended (early) and NoShows count them, as of the last fold.
+	Followed               bool
+	Active, Ended, NoShows int64
+	// BypassHeld is how many slots of the cap bypass passes hold.
+	BypassHeld int64
+}
+
+// Counters is the admin view of p at now.
+func (p Program) Counters(now time.Time) Counters {
+	admitted := p.Serving(now)
+	settled := p.Settled()
+	c := Counters{
+		ProgramID:     p.ID,
+		Issued:        p.Issued,
+		Admitted:      admitted,
+		Waiting:       p.Issued - admitted,
+		Rate:          settled.Rate.PerSecond(),
+		Paused:        settled.Paused,
+		CreatedAt:     p.CreatedAt,
+		Options:       p.Options,
+		PrequeueFixed: p.PrequeueFixed,
+	}
+	if p.Pending(now) {
+		c.EffectiveAt = pace.FromUnixMs(p.Next.AnchorMs)
+	}
+	if p.Shuffle {
+		c.ShuffleCommitment = shuffle.Message(p.ID, p.ShuffleNonce)
+	}
+	if p.PrequeueFixed {
+		c.Prequeue = p.Prequeue
+	}
+	if p.Followed() {
+		k := p.Capacity
+		c.Followed = true
+		c.Ended, c.NoShows = k.Ended, k.NoShows
+		c.Active = max(admitted-k.Ended-k.NoShows-k.Expired, 0)
+		c.BypassHeld = p.Ceiling().ReservedAt(pace.UnixMs(now))
+	}
+	return c
+}

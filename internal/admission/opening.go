@@ -1,0 +1,88 @@
+package admission
+
+// A scheduled, fair opening and a scheduled close: see docs/design.md,
+// "The shuffle" and "A scheduled close".
+
+import (
+	"time"
+
+	"github.com/example/waitingroom/internal/pace"
+	"github.com/example/waitingroom/internal/shuffle"
+)
+
+// Armed reports whether p shuffles at its opening and has not fixed its
+// pre-queue yet.
+func (p Program) Armed() bool { return p.Shuffle && !p.PrequeueFixed }
+
+// startAfter is the opening, in Unix ms, of a segment that starts at ms:
+// p's opening if it is later, else 0.
+func (p Program) startAfter(ms int64) int64 {
+	if o := pace.UnixMs(p.OpensAt); !p.OpensAt.IsZero() && o > ms {
+		return o
+	}
+	return 0
+}
+
+// Opened reports whether p has no opening ahead at now.
+func (p Program) Opened(now time.Time) bool { return p.OpensAt.IsZero() || !now.Before(p.OpensAt) }
+
+// WithPrequeueFixed returns p with its pre-queue fixed if it shuffles and
+// now is at or after its opening: every ticket issued so far is in it.
+// Every store applies it before a ticket at or after the opening.
+func (p Program) WithPrequeueFixed(now time.Time) Program {
+	if p.Armed() && !p.OpensAt.IsZero() && !now.Before(p.OpensAt) {
+		p.Prequeue, p.PrequeueFixed = p.Issued, true
+	}
+	return p
+}
+
+// Place is ticket's place in p's admission order, and whether it has one yet:
+// its ticket; in a shuffled opening, a pre-queue ticket's place in the
+// permutation the revealed seed keys, none until the pre-queue is fixed
+// and the seed revealed.
+func (p Program) Place(ticket int64) (int64, bool) {
+	switch {
+	case !p.Shuffle:
+		return ticket, true
+	case !p.PrequeueFixed:
+		return 0, false // everyone in so far will be in the pre-queue
+	case ticket > p.Prequeue:
+		return ticket, true
+	case p.ShuffleSeed == "":
+		return 0, false
+	}
+	return shuffle.PlaceOf(p.ShuffleSeed, p.Prequeue, ticket), true
+}
+
+// AdmitsTicket reports whether the holder of ticket is admitted at now:
+// whether its place is.
+func (p Program) AdmitsTicket(ticket int64, now time.Time) bool {
+	place, ok := p.Place(ticket)
+	return ok && p.Admits(place, now)
+}
+
+// OpeningSpread is the span after the opening over which, seen at now, the
+// people of a shuffled pre-queue come back to learn their place: a
+// hundredth of the pre-queue's admission time (its size at the opening
+// extrapolated from the entries so far), within 1 to 5 s.
+func (p Program) OpeningSpread(now time.Time) time.Duration {
+	const minOpeningSpread, maxOpeningSpread = time.Second, 5 * time.Second
+	r := p.Settled().Rate
+	if r <= 0 {
+		return maxOpeningSpread
+	}
+	size := float64(p.Issued)
+	if open, since := p.OpensAt.Sub(p.CreatedAt), now.Sub(p.CreatedAt); since > 0 && open > since {
+		size *= float64(open) / float64(since)
+	}
+	d := time.Duration(size * 10 / r.PerSecond() * float64(time.Millisecond)) // size / rate / 100 s
+	return min(max(d, minOpeningSpread), maxOpeningSpread)
+}
+
+// ClosedAt reports whether p's scheduled close has come at now: from then
+// on it takes no new entries, as if Closed.
+func (p Program) ClosedAt(now time.Time) bool { return !p.ClosesAt.IsZero() && !now.Before(p.ClosesAt) }
+
+// TakesEntries reports whether p takes new entries at now: neither closed
+// by hand nor past its scheduled close.
+func (p Program) TakesEntries(now time.Time) bool { return !p.Closed && !p.ClosedAt(now) }

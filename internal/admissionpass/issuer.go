@@ -4,6 +4,7 @@
 package admissionpass
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,33 +23,27 @@ import (
 
 // Admission is what a pass attests: one token admitted to one program.
 type Admission struct {
-	ProgramID string
-	TokenID   string
-	Ticket    int64
-	// AdmittedAt is the admission: the pass's iat and nbf.
-	AdmittedAt time.Time
-	// ExpiresAt is the end of the admission window: the pass's exp.
-	ExpiresAt time.Time
-	// Bypass marks a pass issued by an admin, not earned in the queue
-	// (TokenID is then a fresh id, Ticket 0): the claim "bypass": true.
+	ProgramID, TokenID string
+	Ticket             int64
+	AdmittedAt         time.Time // the pass's iat and nbf
+	ExpiresAt          time.Time // the end of the admission window: exp
+	// Bypass marks a pass issued by an admin (TokenID a fresh id, Ticket
+	// 0): the claim "bypass": true.
 	Bypass bool
 }
 
 // JWKS response headers: the document is public and cacheable for
-// JWKSMaxAge, 5 minutes, shorter than the 15-minute lead with which a
-// keyring publishes a key before it signs.
+// JWKSMaxAge, shorter than a keyring's lead.
 const (
 	JWKSMaxAge       = 5 * time.Minute
 	JWKSCacheControl = "public, max-age=300"
 	JWKSContentType  = "application/jwk-set+json"
 )
 
-// KeySet is the keys an Issuer signs with and publishes: a Keyring, or
-// fixed keys (internal/tools/localkeys).
+// KeySet is the keys an Issuer signs with (SigningKey) and publishes in
+// the JWKS (PublishedKeys): a Keyring, or fixed keys.
 type KeySet interface {
-	// SigningKey is the key that signs now.
 	SigningKey(ctx context.Context) (Key, error)
-	// PublishedKeys are the keys of the JWKS, the signing key among them.
 	PublishedKeys(ctx context.Context) ([]Key, error)
 }
 
@@ -57,9 +53,9 @@ type Issuer struct {
 	issuer string
 	keys   KeySet
 
+	jwks    sync.Map // Key -> *jose.JSONWebKey, each key's public JWK
 	mu      sync.Mutex
-	jwks    map[Key]*jose.JSONWebKey // each key's public JWK, worked out once
-	doc     []byte                   // the JWKS of docKIDs
+	doc     []byte // the JWKS of docKIDs
 	docKIDs string
 }
 
@@ -67,7 +63,7 @@ type Issuer struct {
 // with issuer as their iss; with an empty issuer, each pass takes the one
 // WithIssuer put in Issue's context.
 func NewSetIssuer(issuer string, set KeySet) *Issuer {
-	return &Issuer{issuer: issuer, keys: set, jwks: map[Key]*jose.JSONWebKey{}}
+	return &Issuer{issuer: issuer, keys: set}
 }
 
 // Issuer returns the passes' iss, or "" if it comes from the context.
@@ -89,14 +85,11 @@ type passClaims struct {
 }
 
 // Issue signs a new pass for a: a compact ES256 JWS with claims iss, aud
-// (the program), sub (the token), a random jti, iat and nbf (AdmittedAt),
-// exp (ExpiresAt), ticket, and bypass when a.Bypass. ctx bounds the
-// signing.
+// (the program), sub (the token), a random jti, iat, nbf, exp, ticket, and
+// bypass when a.Bypass.
 func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
-	iss := i.issuer
-	if iss == "" {
-		iss, _ = ctx.Value(issuerKey{}).(string)
-	}
+	fromCtx, _ := ctx.Value(issuerKey{}).(string)
+	iss := cmp.Or(i.issuer, fromCtx)
 	switch {
 	case iss == "":
 		return "", errors.New("admissionpass: no issuer configured, and none in the context")
@@ -139,8 +132,7 @@ func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 	return pass, nil
 }
 
-// KeyID returns the kid of the signing key: the RFC 7638 thumbprint of its
-// public key, the same on every instance.
+// KeyID returns the kid of the signing key: its RFC 7638 thumbprint.
 func (i *Issuer) KeyID(ctx context.Context) (string, error) {
 	_, pub, err := i.signingKey(ctx)
 	if err != nil {
@@ -162,9 +154,8 @@ func (i *Issuer) signingKey(ctx context.Context) (Key, *jose.JSONWebKey, error) 
 	return key, pub, nil
 }
 
-// JWKS returns the JSON Web Key Set of the published keys: EC P-256
-// public keys with kid, alg ES256 and use sig. It is built again only
-// when the set changes.
+// JWKS returns the JSON Web Key Set of the published keys (kid, alg ES256,
+// use sig), built again only when the set changes.
 func (i *Issuer) JWKS(ctx context.Context) ([]byte, error) {
 	keys, err := i.keys.PublishedKeys(ctx)
 	if err != nil {
@@ -172,14 +163,12 @@ func (i *Issuer) JWKS(ctx context.Context) ([]byte, error) {
 	}
 	var set jose.JSONWebKeySet
 	var kids strings.Builder
-	seen := make(map[string]bool)
 	for _, k := range keys {
 		pub, err := i.jwk(ctx, k)
 		if err != nil {
 			return nil, err
 		}
-		if !seen[pub.KeyID] {
-			seen[pub.KeyID] = true
+		if !slices.ContainsFunc(set.Keys, func(k jose.JSONWebKey) bool { return k.KeyID == pub.KeyID }) {
 			set.Keys = append(set.Keys, *pub)
 			kids.WriteString(pub.KeyID + " ")
 		}
@@ -222,14 +211,10 @@ func (i *Issuer) JWKSHandler(onError func(http.ResponseWriter, *http.Request, er
 	})
 }
 
-// jwk is key's public JWK, worked out on its first use and kept (a
-// handful of keys a process lifetime: the fixed ones, or a keyring's).
+// jwk is key's public JWK, worked out on its first use and kept.
 func (i *Issuer) jwk(ctx context.Context, key Key) (*jose.JSONWebKey, error) {
-	i.mu.Lock()
-	pub := i.jwks[key]
-	i.mu.Unlock()
-	if pub != nil {
-		return pub, nil
+	if pub, ok := i.jwks.Load(key); ok {
+		return pub.(*jose.JSONWebKey), nil
 	}
 	pk, err := key.PublicKey(ctx)
 	if err != nil {
@@ -239,16 +224,14 @@ func (i *Issuer) jwk(ctx context.Context, key Key) (*jose.JSONWebKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub = &jose.JSONWebKey{Key: pk, KeyID: kid, Algorithm: string(jose.ES256), Use: "sig"}
-	i.mu.Lock()
-	i.jwks[key] = pub
-	i.mu.Unlock()
+	pub := &jose.JSONWebKey{Key: pk, KeyID: kid, Algorithm: string(jose.ES256), Use: "sig"}
+	i.jwks.Store(key, pub)
 	return pub, nil
 }
 
 // newJTI returns 128 random bits, base64url-encoded.
 func newJTI() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	_, _ = rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }

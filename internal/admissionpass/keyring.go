@@ -9,12 +9,15 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/example/waitingroom/internal/clock"
@@ -25,14 +28,12 @@ const (
 	// DefaultRotation is how long a scheduled key signs.
 	DefaultRotation = 24 * time.Hour
 	// DefaultLead is how long before it signs a scheduled key is in the
-	// JWKS: more than JWKSMaxAge plus the refresh, so that sites that
-	// cache the JWKS hold it before its first pass.
+	// JWKS: more than JWKSMaxAge plus the refresh.
 	DefaultLead = 15 * time.Minute
 	// DefaultRefresh is how often an instance reads the key set again.
 	DefaultRefresh = time.Minute
 	// DefaultRetain is how long a key stays in the JWKS once it stopped
-	// signing: the longest pass (a 24 h bypass pass or admission window)
-	// and a minute for clocks.
+	// signing: the longest pass and a minute for clocks.
 	DefaultRetain = 24*time.Hour + time.Minute
 	// claimTimeout is how long a claim on a slot holds before another
 	// instance may take it over.
@@ -52,18 +53,18 @@ type Keyring struct {
 	clock                           clock.Clock
 	rotation, lead, refresh, retain time.Duration
 
-	reads singleflight.Group // the reads of the key set, one at a time
+	reads   singleflight.Group // the reads of the key set, one at a time
+	reading atomic.Bool        // a read is under way
 
-	mu      sync.Mutex
-	keys    []StoredKey         // as last read, oldest SignFrom first
-	readAt  time.Time           // zero: never read
-	reading bool                // a read is under way
-	opened  map[string]*ringKey // by kid
-	making  map[int64]*making   // slots this instance made or is making, by SignFrom ms
+	mu     sync.Mutex
+	keys   []StoredKey         // as last read, oldest SignFrom first
+	readAt time.Time           // zero: never read
+	opened map[string]*ringKey // by kid
+	making map[int64]*making   // slots this instance made or is making, by SignFrom ms
 }
 
 // making is one instance's making of a slot's key: done once, or again
-// after a failure once retryMaking has passed.
+// retryMaking after a failure.
 type making struct {
 	once     sync.Once
 	failedAt time.Time // zero: made, or not yet failed
@@ -81,8 +82,7 @@ type KeyringOption func(*Keyring)
 // WithRotation sets how long a scheduled key signs (at least an hour).
 func WithRotation(d time.Duration) KeyringOption { return func(r *Keyring) { r.rotation = d } }
 
-// WithKeyringClock replaces the real clock, for reading the time and for
-// the wait while another instance makes a key.
+// WithKeyringClock replaces the real clock.
 func WithKeyringClock(c clock.Clock) KeyringOption { return func(r *Keyring) { r.clock = c } }
 
 // WithRetain sets how long a superseded key stays published.
@@ -103,19 +103,17 @@ func NewKeyring(store KeyStore, wrap KeyWrapper, opts ...KeyringOption) *Keyring
 // Rotation is how long a scheduled key signs.
 func (r *Keyring) Rotation() time.Duration { return r.rotation }
 
-// SigningKey implements KeySet: the key that signs at now (signer), made
-// first when none may; it also makes the next slot's key once it is due
-// and opens the published keys. ErrKeysUnavailable (wrapped) when no key
-// can be read, made or opened.
+// SigningKey implements KeySet: the key that signs now, made first when
+// none may (and the next slot's once due). ErrKeysUnavailable (wrapped)
+// when no key can be read, made or opened.
 func (r *Keyring) SigningKey(ctx context.Context) (Key, error) {
 	signer, _, err := r.state(ctx, false)
 	return signer, err
 }
 
 // PublishedKeys implements KeySet: the keys that sign now or will, and
-// those that stopped signing less than the retention ago, each opened
-// (so that its public half is the one its private half holds); never a
-// revoked one. A new stack's first key is made here too.
+// those that stopped signing less than the retention ago, each opened;
+// never a revoked one.
 func (r *Keyring) PublishedKeys(ctx context.Context) ([]Key, error) {
 	_, published, err := r.state(ctx, true)
 	if len(published) > 0 {
@@ -126,8 +124,7 @@ func (r *Keyring) PublishedKeys(ctx context.Context) ([]Key, error) {
 
 // state reads the key set (on the refresh), makes the keys that are due,
 // and returns the signer, opened; with publish, also the published keys,
-// each opened. Only the JWKS opens a key that no longer signs, so an
-// instance that only signs opens one key a rotation.
+// each opened (only the JWKS opens a key that no longer signs).
 func (r *Keyring) state(ctx context.Context, publish bool) (Key, []Key, error) {
 	now := r.clock.Now()
 	keys, err := r.read(ctx, now)
@@ -141,41 +138,36 @@ func (r *Keyring) state(ctx context.Context, publish bool) (Key, []Key, error) {
 	if next := r.slotOf(now).Add(r.rotation); !now.Before(next.Add(-r.lead)) && !hasSlot(keys, next) {
 		keys = r.make(ctx, next, now, keys, false)
 	}
-	var published []Key
-	var openErr error
-	failed := map[string]bool{} // keys that did not open
-	if publish {
-		published, failed, openErr = r.openAll(ctx, r.usable(keys, now))
-	}
-	signer, err := r.openSigner(ctx, keys, now, failed, openErr)
+	signer, published, _, err := r.openKeys(ctx, keys, now, publish)
 	if err != nil {
 		return nil, published, err
 	}
 	return signer, published, nil
 }
 
-// openAll opens keys: those that opened, the kids of those that did not,
-// and the last open error.
-func (r *Keyring) openAll(ctx context.Context, keys []StoredKey) ([]Key, map[string]bool, error) {
-	var opened []Key
+// openKeys opens the published keys of keys (with publish) and the key that
+// signs at now: it returns the signer, the published keys that opened, and
+// the kids of the keys that did not. ErrKeysUnavailable (wrapped, with the
+// last open error) when no key that opens signs.
+func (r *Keyring) openKeys(ctx context.Context, keys []StoredKey, now time.Time, publish bool) (*ringKey, []Key, map[string]bool, error) {
+	var published []Key
 	failed := map[string]bool{}
 	var openErr error
-	for _, k := range keys {
+	try := func(k StoredKey) *ringKey {
 		rk := r.keyOf(k)
 		if _, err := rk.open(ctx); err != nil {
 			failed[k.KeyID], openErr = true, err
-			continue
+			return nil
 		}
-		opened = append(opened, rk)
+		return rk
 	}
-	return opened, failed, openErr
-}
-
-// openSigner is the key of keys that signs at now, opened: signer's
-// choice leaving out failed, and each key that does not open (added to
-// failed). ErrKeysUnavailable (wrapped, with the last open error, or
-// openErr) when none is left.
-func (r *Keyring) openSigner(ctx context.Context, keys []StoredKey, now time.Time, failed map[string]bool, openErr error) (*ringKey, error) {
+	if publish {
+		for _, k := range r.usable(keys, now) {
+			if rk := try(k); rk != nil {
+				published = append(published, rk)
+			}
+		}
+	}
 	for {
 		sk, ok := r.signer(keys, now, failed)
 		if !ok {
@@ -183,21 +175,17 @@ func (r *Keyring) openSigner(ctx context.Context, keys []StoredKey, now time.Tim
 			if openErr != nil {
 				err = fmt.Errorf("%w: %w", err, openErr)
 			}
-			return nil, err
+			return nil, published, failed, err
 		}
-		rk := r.keyOf(sk)
-		if _, err := rk.open(ctx); err != nil {
-			failed[sk.KeyID], openErr = true, err
-			continue
+		if rk := try(sk); rk != nil {
+			return rk, published, failed, nil
 		}
-		return rk, nil
 	}
 }
 
 // dueSlot is the slot whose key must be made at now, if any: the current
-// slot's when no key has been made for it (a new stack, or no request in
-// the lead before it), or, when the newest key that started is revoked, a
-// slot of its own just after it, the same on every instance.
+// slot when it has no key, or, when the newest key that started is
+// revoked, a slot of its own just after it (the same on every instance).
 func (r *Keyring) dueSlot(keys []StoredKey, now time.Time) (time.Time, bool) {
 	slot := r.slotOf(now)
 	var newest StoredKey // the newest key that started
@@ -220,8 +208,7 @@ func (r *Keyring) dueSlot(keys []StoredKey, now time.Time) (time.Time, bool) {
 }
 
 // signEnd is when k stops signing: the end of its slot and a lead, so that
-// a successor made late (no request in the lead before the slot) is
-// published before it signs.
+// a successor made late is published before it signs.
 func (r *Keyring) signEnd(k StoredKey) time.Time {
 	return r.slotOf(k.SignFrom).Add(r.rotation + r.lead)
 }
@@ -258,10 +245,10 @@ func (r *Keyring) stoppedAt(keys []StoredKey, i int) time.Time {
 	return end
 }
 
-// signer is the key of keys that signs at now, leaving out those failed
-// (that did not open): the newest that may sign (started, before its sign
-// end, not revoked, newer than any revoked key that started) and was made
-// a lead ago; else the newest that may sign.
+// signer is the key of keys that signs at now, leaving out failed: the
+// newest that may sign (started, before its sign end, newer than any
+// revoked key that started) and was made a lead ago; else the newest that
+// may sign.
 func (r *Keyring) signer(keys []StoredKey, now time.Time, failed map[string]bool) (StoredKey, bool) {
 	var may []StoredKey
 	for _, k := range keys {
@@ -293,11 +280,9 @@ type KeyState struct {
 	State string
 }
 
-// Keys returns every stored key with its state at now, newest first. It
-// opens the keys that would be published and the signer as state does,
-// so that "signing" is the key that really signs and a key that does not
-// open is "unusable"; ErrKeysUnavailable (wrapped) when keys were tried
-// and none opened (the wrapper is down: no state can be told).
+// Keys returns every stored key with its state at now, newest first,
+// opening the keys as state does; ErrKeysUnavailable (wrapped) when keys
+// were tried and none opened.
 func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 	now := r.clock.Now()
 	keys, err := r.readNow(ctx, now)
@@ -305,12 +290,13 @@ func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 		return nil, err
 	}
 	usable := r.usable(keys, now)
-	opened, failed, openErr := r.openAll(ctx, usable)
-	var signing string
-	if rk, err := r.openSigner(ctx, keys, now, failed, openErr); err == nil {
-		signing = rk.stored.KeyID
-	} else if len(opened) == 0 && len(failed) > 0 {
+	rk, opened, failed, err := r.openKeys(ctx, keys, now, true)
+	if err != nil && len(opened) == 0 && len(failed) > 0 {
 		return nil, err
+	}
+	var signing string
+	if err == nil {
+		signing = rk.stored.KeyID
 	}
 	out := make([]KeyState, 0, len(keys))
 	for _, k := range slices.Backward(keys) {
@@ -332,11 +318,9 @@ func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 	return out, nil
 }
 
-// Rotate makes a key that signs from the lead from now, superseding the
-// scheduled one until the next slot, and returns it. While the key of an
-// earlier rotation is pending (it signs within the lead, is not revoked,
-// and opens), Rotate returns that key instead: repeated rotations add one
-// key to the JWKS, not one each.
+// Rotate makes a key that signs a lead from now, superseding the scheduled
+// one until the next slot, and returns it; while an earlier rotation's key
+// is pending, it returns that key instead.
 func (r *Keyring) Rotate(ctx context.Context) (StoredKey, error) {
 	now := r.clock.Now()
 	at := now.Add(r.lead).Truncate(time.Millisecond)
@@ -348,19 +332,15 @@ func (r *Keyring) Rotate(ctx context.Context) (StoredKey, error) {
 		return k, nil
 	}
 	keys = r.make(ctx, at, now, keys, true)
-	for _, k := range keys {
-		if k.SignFrom.Equal(at) {
-			return k, nil
-		}
+	if i := slices.IndexFunc(keys, func(k StoredKey) bool { return k.SignFrom.Equal(at) }); i >= 0 {
+		return keys[i], nil
 	}
 	return StoredKey{}, fmt.Errorf("%w: the key of %s was not made", ErrKeysUnavailable, at.UTC().Format(time.RFC3339Nano))
 }
 
-// pendingRotation is the newest key of keys that a rotation made and that
-// has not started signing at now: it signs after now and at most a lead
-// after now, off the slots' starts (a scheduled key signs from a slot's
-// start, a revocation's replacement from the revocation), is not revoked
-// and opens.
+// pendingRotation is the newest key that a rotation made and that has not
+// started signing at now: it signs within a lead from now, off the slots'
+// starts, is not revoked and opens.
 func (r *Keyring) pendingRotation(ctx context.Context, keys []StoredKey, now time.Time) (StoredKey, bool) {
 	for _, k := range slices.Backward(keys) {
 		if !k.SignFrom.After(now) || k.SignFrom.After(now.Add(r.lead)) || k.SignFrom.Equal(r.slotOf(k.SignFrom)) || !k.Revoked.IsZero() {
@@ -374,9 +354,8 @@ func (r *Keyring) pendingRotation(ctx context.Context, keys []StoredKey, now tim
 }
 
 // Revoke revokes the key kid: it leaves the JWKS, and neither it nor an
-// older key signs again on any instance after its next read. When it was
-// the key that signs, a new one does from now (sites then fetch the JWKS
-// anew): it is returned, or made by the next request if making it fails.
+// older key signs again after each instance's next read. When it was the
+// signing key, the key that signs in its place from now is returned too.
 func (r *Keyring) Revoke(ctx context.Context, kid string) (StoredKey, bool, error) {
 	now := r.clock.Now()
 	before, err := r.readNow(ctx, now)
@@ -416,11 +395,11 @@ func hasSlot(keys []StoredKey, at time.Time) bool {
 }
 
 // read returns the key set, read again when it is older than the refresh;
-// while one call reads, or when the read fails, the others use the set as
-// it was, if there is one.
+// while one call reads, or when the read fails, it is the set as it was,
+// if any.
 func (r *Keyring) read(ctx context.Context, now time.Time) ([]StoredKey, error) {
 	r.mu.Lock()
-	keys, current := r.keys, !r.readAt.IsZero() && (now.Sub(r.readAt) < r.refresh || r.reading)
+	keys, current := r.keys, !r.readAt.IsZero() && (now.Sub(r.readAt) < r.refresh || r.reading.Load())
 	r.mu.Unlock()
 	if current {
 		return keys, nil
@@ -429,9 +408,7 @@ func (r *Keyring) read(ctx context.Context, now time.Time) ([]StoredKey, error) 
 	if err == nil {
 		return keys, nil
 	}
-	// A failed read keeps the set as it was, if any, and is tried again
-	// retryMaking later: a store fault never stops the signing.
-	r.mu.Lock()
+	r.mu.Lock() // a failed read is tried again retryMaking later
 	defer r.mu.Unlock()
 	if r.readAt.IsZero() {
 		return nil, err
@@ -441,12 +418,11 @@ func (r *Keyring) read(ctx context.Context, now time.Time) ([]StoredKey, error) 
 }
 
 // readNow reads the key set from the store; concurrent calls share one
-// read, its result or its error (a read that panics panics in each, and
-// the next call reads again).
+// read.
 func (r *Keyring) readNow(ctx context.Context, now time.Time) ([]StoredKey, error) {
 	keys, err, _ := r.reads.Do("", func() (any, error) {
-		r.setReading(true)
-		defer r.setReading(false)
+		r.reading.Store(true)
+		defer r.reading.Store(false)
 		keys, err := r.store.PassKeys(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("%w: read keys: %w", ErrKeysUnavailable, err)
@@ -462,17 +438,9 @@ func (r *Keyring) readNow(ctx context.Context, now time.Time) ([]StoredKey, erro
 	return keys.([]StoredKey), nil
 }
 
-// setReading records whether a read of the key set is under way.
-func (r *Keyring) setReading(on bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reading = on
-}
-
 // make makes the key of slot signFrom unless the store has one, and
-// returns the key set after: with the new key when this instance or
-// another made it, as it was when the making failed. With wait (no key
-// signs meanwhile), it waits for the key another instance is making.
+// returns the key set after. With wait (no key signs meanwhile), it waits
+// for the key another instance is making.
 func (r *Keyring) make(ctx context.Context, signFrom, now time.Time, keys []StoredKey, wait bool) []StoredKey {
 	slot := signFrom.UnixMilli()
 	r.mu.Lock()
@@ -482,11 +450,8 @@ func (r *Keyring) make(ctx context.Context, signFrom, now time.Time, keys []Stor
 		claim, m = m.claim, nil
 	}
 	if m == nil {
-		for at := range r.making { // bounded: slots of the last two rotations
-			if at < now.Add(-2*r.rotation).UnixMilli() {
-				delete(r.making, at)
-			}
-		}
+		old := now.Add(-2 * r.rotation).UnixMilli() // kept: slots of the last two rotations
+		maps.DeleteFunc(r.making, func(at int64, _ *making) bool { return at < old })
 		m = &making{claim: claim}
 		r.making[slot] = m
 	}
@@ -532,7 +497,7 @@ func (r *Keyring) makeOnce(ctx context.Context, signFrom time.Time, claim string
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.opened[k.KeyID] = &ringKey{ring: r, stored: k, priv: priv}
+	r.opened[k.KeyID] = r.newKey(k, priv)
 	if !hasSlot(r.keys, signFrom) {
 		r.keys = append(slices.Clone(r.keys), k)
 		slices.SortFunc(r.keys, func(a, b StoredKey) int { return a.SignFrom.Compare(b.SignFrom) })
@@ -541,8 +506,7 @@ func (r *Keyring) makeOnce(ctx context.Context, signFrom time.Time, claim string
 }
 
 // awaitSlot reads the key set until it holds slot signFrom's key, made by
-// the instance that holds the claim: for claimWait at most with wait, else
-// once (a signing key serves meanwhile).
+// the claim's holder: for claimWait at most with wait, else once.
 func (r *Keyring) awaitSlot(ctx context.Context, signFrom, now time.Time, wait bool) error {
 	for deadline := r.clock.Now().Add(claimWait); ; {
 		keys, err := r.readNow(ctx, now)
@@ -566,16 +530,22 @@ const claimWait, claimPoll = 3 * time.Second, 100 * time.Millisecond
 
 // storedKey is priv as a keyring stores it.
 func storedKey(priv *ecdsa.PrivateKey, wrapped []byte, signFrom, now time.Time, keep time.Duration) (StoredKey, error) {
-	der, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
-	if err != nil {
-		return StoredKey{}, fmt.Errorf("admissionpass: marshal public key: %w", err)
-	}
-	kid, err := thumbprint(&priv.PublicKey)
+	der, kid, err := publicHalf(&priv.PublicKey)
 	if err != nil {
 		return StoredKey{}, err
 	}
 	return StoredKey{SignFrom: signFrom.UTC(), KeyID: kid, Public: der, Wrapped: wrapped,
 		Created: now.UTC().Truncate(time.Millisecond), Expires: signFrom.Add(keep).UTC()}, nil
+}
+
+// publicHalf is pub in PKIX DER and its kid.
+func publicHalf(pub *ecdsa.PublicKey) ([]byte, string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return nil, "", fmt.Errorf("admissionpass: marshal public key: %w", err)
+	}
+	kid, err := thumbprint(pub)
+	return der, kid, err
 }
 
 // thumbprint is the RFC 7638 thumbprint of pub, the kid of its JWK.
@@ -594,8 +564,7 @@ func encryptionContext(signFrom time.Time) map[string]string {
 }
 
 // EncryptionPurpose is the "purpose" of every signing key's encryption
-// context: the IAM policies condition kms:Decrypt and
-// kms:GenerateDataKeyPair on it.
+// context, on which the IAM policies condition KMS calls.
 const EncryptionPurpose = "admission-pass-signing"
 
 // keyOf is the key of stored key k, one per kid, opened on first use.
@@ -605,78 +574,56 @@ func (r *Keyring) keyOf(k StoredKey) *ringKey {
 	if rk := r.opened[k.KeyID]; rk != nil {
 		return rk
 	}
-	rk := &ringKey{ring: r, stored: k}
+	rk := r.newKey(k, nil)
 	r.opened[k.KeyID] = rk
 	return rk
 }
 
-// ringKey is a key of a keyring, opened by the wrapper once: its public
-// half is the one its private half holds, never the stored one alone.
+// ringKey is a key of a keyring, opened by the wrapper once.
 type ringKey struct {
 	ring   *Keyring
 	stored StoredKey
 
-	mu       sync.Mutex
+	lock     *semaphore.Weighted // held while opening, and to use the fields below
 	priv     *ecdsa.PrivateKey
-	opening  chan struct{} // closed when the open out is back; nil if none
-	failedAt time.Time     // the last failed open, retried retryMaking after
-	err      error         // its error
+	failedAt time.Time // the last failed open, retried retryMaking after
+	err      error     // its error
+}
+
+func (r *Keyring) newKey(k StoredKey, priv *ecdsa.PrivateKey) *ringKey {
+	return &ringKey{ring: r, stored: k, priv: priv, lock: semaphore.NewWeighted(1)}
 }
 
 // open returns the private key, opening it once (one Unwrap for any
-// number of callers, none while the last failure is recent). It refuses a
-// key whose stored public half or kid is not its own, so that a key
-// written to the table by anyone but its maker is never published.
+// number of callers, none while the last failure is recent).
 func (k *ringKey) open(ctx context.Context) (*ecdsa.PrivateKey, error) {
-	for {
-		k.mu.Lock()
-		switch {
-		case k.priv != nil:
-			priv := k.priv
-			k.mu.Unlock()
-			return priv, nil
-		case !k.failedAt.IsZero() && k.ring.clock.Now().Sub(k.failedAt) < retryMaking:
-			err := k.err
-			k.mu.Unlock()
-			return nil, err
-		case k.opening != nil:
-			wait := k.opening
-			k.mu.Unlock()
-			select {
-			case <-wait:
-				continue
-			case <-ctx.Done():
-				return nil, fmt.Errorf("%w: open key %s: %w", ErrKeysUnavailable, k.stored.KeyID, ctx.Err())
-			}
-		}
-		done := make(chan struct{})
-		k.opening = done
-		k.mu.Unlock()
-		priv, err := k.unwrap(ctx)
-		k.mu.Lock()
-		k.opening = nil
-		if err != nil {
-			k.failedAt, k.err = k.ring.clock.Now(), err
-		} else {
-			k.priv = priv
-		}
-		k.mu.Unlock()
-		close(done)
-		return priv, err
+	if err := k.lock.Acquire(ctx, 1); err != nil {
+		return nil, fmt.Errorf("%w: open key %s: %w", ErrKeysUnavailable, k.stored.KeyID, err)
 	}
+	defer k.lock.Release(1)
+	switch {
+	case k.priv != nil:
+		return k.priv, nil
+	case !k.failedAt.IsZero() && k.ring.clock.Now().Sub(k.failedAt) < retryMaking:
+		return nil, k.err
+	}
+	priv, err := k.unwrap(ctx)
+	if err != nil {
+		k.failedAt, k.err = k.ring.clock.Now(), err
+		return nil, err
+	}
+	k.priv = priv
+	return priv, nil
 }
 
-// unwrap opens the stored key and checks it against its stored halves.
+// unwrap opens the stored key, refusing one whose stored public half or
+// kid is not its own (written by anyone but its maker).
 func (k *ringKey) unwrap(ctx context.Context) (*ecdsa.PrivateKey, error) {
 	priv, err := k.ring.wrap.Unwrap(ctx, k.stored.Wrapped, encryptionContext(k.stored.SignFrom))
 	if err != nil {
 		return nil, fmt.Errorf("%w: open key %s: %w", ErrKeysUnavailable, k.stored.KeyID, err)
 	}
-	der, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
-	if err != nil {
-		return nil, fmt.Errorf("%w: key %s: %w", ErrKeysUnavailable, k.stored.KeyID, err)
-	}
-	if kid, err := thumbprint(&priv.PublicKey); err != nil || kid != k.stored.KeyID || !bytes.Equal(der, k.stored.Public) {
+	if der, kid, err := publicHalf(&priv.PublicKey); err != nil || kid != k.stored.KeyID || !bytes.Equal(der, k.stored.Public) {
 		return nil, fmt.Errorf("%w: key %s: its stored public half or kid is not its own", ErrKeysUnavailable, k.stored.KeyID)
 	}
 	return priv, nil

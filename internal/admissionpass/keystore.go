@@ -7,24 +7,28 @@ import (
 	"time"
 )
 
-// StoredKey is one signing key of a keyring as its store keeps it: the
-// public half, the private half wrapped under a KMS key, and when it
-// signs. docs/design.md, "Pass signing keys", gives the schedule.
+// Key is a P-256 key that signs passes: a keyring's key, or a local one
+// (internal/tools/localkeys).
+type Key interface {
+	// PublicKey returns the key's public half, a P-256 key.
+	PublicKey(ctx context.Context) (*ecdsa.PublicKey, error)
+	// PrivateKey returns the key's private half, which signs: a
+	// keyring's key is opened (through KMS, under ctx) on its first use.
+	PrivateKey(ctx context.Context) (*ecdsa.PrivateKey, error)
+}
+
+// StoredKey is one signing key of a keyring as its store keeps it
+// (docs/design.md, "Pass signing keys").
 type StoredKey struct {
 	// SignFrom is when the key starts signing, and its slot: a store
 	// holds at most one key per SignFrom (to the millisecond).
 	SignFrom time.Time
-	// KeyID is the kid: the RFC 7638 thumbprint of the public key.
-	KeyID string
-	// Public is the public key, PKIX DER.
-	Public []byte
-	// Wrapped is the private key (PKCS#8 DER) as KMS encrypted it.
-	Wrapped []byte
+	KeyID    string // the RFC 7638 thumbprint of the public key
+	Public   []byte // PKIX DER
+	Wrapped  []byte // the private key (PKCS#8 DER) as KMS encrypted it
 	// Created is when the key was made; Revoked when it was revoked (zero:
-	// not revoked).
-	Created, Revoked time.Time
-	// Expires is when the store may forget the key (its TTL).
-	Expires time.Time
+	// not); Expires when the store may forget it (its TTL).
+	Created, Revoked, Expires time.Time
 }
 
 // KeyStore keeps a keyring's keys. MemoryKeyStore, memstore and

@@ -24,30 +24,22 @@ type KMSAPI interface {
 	GetPublicKey(ctx context.Context, in *kms.GetPublicKeyInput, optFns ...func(*kms.Options)) (*kms.GetPublicKeyOutput, error)
 }
 
-// The KMS client's time budget per call.
-const (
-	kmsMaxAttempts    = 3
-	kmsMaxBackoff     = 200 * time.Millisecond
-	kmsAttemptTimeout = time.Second
-	// KMSDeadlineReserve: a KMS call whose context has a deadline gives up
-	// this long before it (at most a quarter of the time left).
-	KMSDeadlineReserve = 500 * time.Millisecond
-)
+// KMSDeadlineReserve: a KMS call whose context has a deadline gives up
+// this long before it (at most a quarter of the time left).
+const KMSDeadlineReserve = 500 * time.Millisecond
 
 // NewKMSClient returns a KMS client loaded by awsconfig.Load for endpoint
 // ("" for AWS), with at most 3 attempts of 1 s each per call and every call
 // giving up KMSDeadlineReserve before its context's deadline.
 func NewKMSClient(ctx context.Context, endpoint string) (*kms.Client, error) {
-	opts := []func(*config.LoadOptions) error{
+	cfg, err := awsconfig.Load(ctx, endpoint,
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(so *retry.StandardOptions) {
-				so.MaxAttempts = kmsMaxAttempts
-				so.MaxBackoff = kmsMaxBackoff
+				so.MaxAttempts = 3
+				so.MaxBackoff = 200 * time.Millisecond
 			})
 		}),
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(kmsAttemptTimeout)),
-	}
-	cfg, err := awsconfig.Load(ctx, endpoint, opts...)
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(time.Second)))
 	if err != nil {
 		return nil, fmt.Errorf("admissionpass: %w", err)
 	}

@@ -45,22 +45,20 @@ func (w *KMSWrapper) NewKeyPair(ctx context.Context, encCtx map[string]string) (
 		EncryptionContext: encCtx,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("admissionpass: kms:GenerateDataKeyPair %s: %w", w.keyID, err)
+		return nil, nil, w.errorf("GenerateDataKeyPair", "%w", err)
 	}
 	defer clear(out.PrivateKeyPlaintext)
 	priv, err := parseP256PKCS8(out.PrivateKeyPlaintext)
-	if err != nil {
-		return nil, nil, fmt.Errorf("admissionpass: kms:GenerateDataKeyPair %s: private key: %w", w.keyID, err)
-	}
-	pub, err := x509.ParsePKIXPublicKey(out.PublicKey)
-	if err != nil {
-		return nil, nil, fmt.Errorf("admissionpass: kms:GenerateDataKeyPair %s: parse public key: %w", w.keyID, err)
-	}
-	if !priv.PublicKey.Equal(pub) {
-		return nil, nil, fmt.Errorf("admissionpass: kms:GenerateDataKeyPair %s: the public key does not match the private key", w.keyID)
-	}
-	if len(out.PrivateKeyCiphertextBlob) == 0 {
-		return nil, nil, fmt.Errorf("admissionpass: kms:GenerateDataKeyPair %s: no wrapped private key", w.keyID)
+	pub, perr := x509.ParsePKIXPublicKey(out.PublicKey)
+	switch {
+	case err != nil:
+		return nil, nil, w.errorf("GenerateDataKeyPair", "private key: %w", err)
+	case perr != nil:
+		return nil, nil, w.errorf("GenerateDataKeyPair", "parse public key: %w", perr)
+	case !priv.PublicKey.Equal(pub):
+		return nil, nil, w.errorf("GenerateDataKeyPair", "the public key does not match the private key")
+	case len(out.PrivateKeyCiphertextBlob) == 0:
+		return nil, nil, w.errorf("GenerateDataKeyPair", "no wrapped private key")
 	}
 	return priv, out.PrivateKeyCiphertextBlob, nil
 }
@@ -75,14 +73,19 @@ func (w *KMSWrapper) Unwrap(ctx context.Context, wrapped []byte, encCtx map[stri
 		EncryptionContext: encCtx,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("admissionpass: kms:Decrypt %s: %w", w.keyID, err)
+		return nil, w.errorf("Decrypt", "%w", err)
 	}
 	defer clear(out.Plaintext)
 	priv, err := parseP256PKCS8(out.Plaintext)
 	if err != nil {
-		return nil, fmt.Errorf("admissionpass: kms:Decrypt %s: private key: %w", w.keyID, err)
+		return nil, w.errorf("Decrypt", "private key: %w", err)
 	}
 	return priv, nil
+}
+
+// errorf is an error of the KMS call op on the wrapper's key.
+func (w *KMSWrapper) errorf(op, format string, args ...any) error {
+	return fmt.Errorf("admissionpass: kms:%s %s: %w", op, w.keyID, fmt.Errorf(format, args...))
 }
 
 // parseP256PKCS8 parses der, a PKCS#8 private key that must be an ECDSA

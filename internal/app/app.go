@@ -37,20 +37,13 @@ type App struct {
 	Log     *slog.Logger
 	Store   queue.Store
 	Service *queue.Service
-	// Passes signs the admission passes and publishes their JWKS; nil
-	// when the App signs none.
-	Passes *admissionpass.Issuer
-	// Keys is the keyring Passes signs with (WithKeyring); nil with fixed
-	// keys.
-	Keys *admissionpass.Keyring
-	// Page is the waiting-room page over Service (internal/waitpage).
-	Page http.Handler
+	Passes  *admissionpass.Issuer  // signs passes, publishes the JWKS; nil: none
+	Keys    *admissionpass.Keyring // the keyring Passes signs with; nil with fixed keys
+	Page    http.Handler           // the waiting-room page over Service
 	// Metrics records every request the handlers answer (set it before
 	// building them); metrics.Discard unless FromEnv or the caller sets it.
-	Metrics metrics.Observer
-	// serviceOpts are extra options of the service (WithServiceOptions).
-	serviceOpts []queue.Option
-	// itemWriteUnits sizes the ticket shards (WithItemWriteLimit).
+	Metrics        metrics.Observer
+	serviceOpts    []queue.Option
 	itemWriteUnits float64
 }
 
@@ -63,8 +56,7 @@ func WithPasses(iss *admissionpass.Issuer) Option { return func(a *App) { a.Pass
 
 // WithKeyring makes every admission carry a pass of issuer iss ("": each
 // request's base URL) signed by a keyring kept in ks (nil: the App's
-// store, which must then be an admissionpass.KeyStore), its keys made and
-// opened by wrap.
+// store), its keys made and opened by wrap.
 func WithKeyring(iss string, ks admissionpass.KeyStore, wrap admissionpass.KeyWrapper, opts ...admissionpass.KeyringOption) Option {
 	return func(a *App) {
 		if ks == nil {
@@ -79,8 +71,7 @@ func WithKeyring(iss string, ks admissionpass.KeyStore, wrap admissionpass.KeyWr
 }
 
 // PassRetain is how long a superseded signing key stays published: the
-// longest pass, an admission window or a bypass pass, and a minute for
-// clocks.
+// longest pass and a minute for clocks.
 const PassRetain = max(settings.MaxAdmissionWindow, bypass.MaxValidity) + time.Minute
 
 // WithShuffleKey makes key sign the seeds of shuffled openings.
@@ -95,8 +86,7 @@ func WithServiceOptions(opts ...queue.Option) Option {
 }
 
 // WithItemWriteLimit sizes the ticket shards for a store whose items each
-// take units write units a second (default tickets.DefaultItemWriteUnits,
-// DynamoDB's); 0 takes every ticket from the program item.
+// take units writes a second (default DynamoDB's); 0: no shards.
 func WithItemWriteLimit(units float64) Option { return func(a *App) { a.itemWriteUnits = units } }
 
 // New builds the service over store as cfg describes: the default and named
@@ -125,22 +115,10 @@ func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger, opt
 }
 
 // FromEnv builds the admin function's App from getenv (TABLE_NAME
-// required): JSON logs to w, EMF metrics on stdout and a DynamoDB client.
-// With PASS_WRAP_KMS_KEY_ID it signs bypass passes and manages the
-// keyring (PassOption); without, it signs nothing.
+// required): JSON logs to w, EMF metrics on stdout and a DynamoDB client;
+// with PASS_WRAP_KMS_KEY_ID it signs bypass passes (PassOption).
 func FromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
-	cfg, err := config.FromEnv(getenv, true)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Pass.WrapKMSKeyID == "" {
-		return fromConfig(ctx, cfg, w)
-	}
-	passes, err := PassOption(ctx, cfg.Pass, "")
-	if err != nil {
-		return nil, err
-	}
-	return fromConfig(ctx, cfg, w, passes)
+	return fromEnv(ctx, getenv, w, false)
 }
 
 // ErrNoPassKey is QueueFromEnv's error when PASS_WRAP_KMS_KEY_ID is unset.
@@ -150,40 +128,46 @@ var ErrNoPassKey = errors.New("config: " + config.EnvPassWrapKMSKeyID + " is req
 var ErrNoShuffleKey = errors.New("config: " + config.EnvShuffleKMSKeyID + " is required: the queue function seeds shuffled openings with that KMS key (template.yaml: ShuffleKey)")
 
 // QueueFromEnv builds the queue function's App: FromEnv's, plus the pass
-// signing of PassOption (ErrNoPassKey without a KMS key) and the shuffle key
-// SHUFFLE_KMS_KEY_ID (else ErrNoShuffleKey). Nothing is fetched from KMS
-// yet; the challenges' secret CHALLENGE_SECRET_ARN (else
-// ErrNoChallengeSecret) is read now, once.
+// signing of PassOption (else ErrNoPassKey), the shuffle key (else
+// ErrNoShuffleKey) and the challenges' secret, read now (else
+// ErrNoChallengeSecret).
 func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
+	return fromEnv(ctx, getenv, w, true)
+}
+
+func fromEnv(ctx context.Context, getenv func(string) string, w io.Writer, queueFunction bool) (*App, error) {
 	cfg, err := config.FromEnv(getenv, true)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Pass.WrapKMSKeyID == "" {
+	switch {
+	case !queueFunction:
+	case cfg.Pass.WrapKMSKeyID == "":
 		return nil, ErrNoPassKey
-	}
-	if cfg.ShuffleKMSKeyID == "" {
+	case cfg.ShuffleKMSKeyID == "":
 		return nil, ErrNoShuffleKey
-	}
-	if cfg.ChallengeSecretARN == "" {
+	case cfg.ChallengeSecretARN == "":
 		return nil, ErrNoChallengeSecret
 	}
-	passes, err := PassOption(ctx, cfg.Pass, "")
-	if err != nil {
-		return nil, err
+	var opts []Option
+	if cfg.Pass.WrapKMSKeyID != "" {
+		passes, err := PassOption(ctx, cfg.Pass, "")
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, passes)
 	}
-	shuffle, err := NewShuffleKey(ctx, cfg)
-	if err != nil {
-		return nil, err
+	if queueFunction {
+		shuffle, err := NewShuffleKey(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		secret, err := ChallengeSecret(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, WithShuffleKey(shuffle), WithServiceOptions(queue.WithChallengeSecret(secret)))
 	}
-	secret, err := ChallengeSecret(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return fromConfig(ctx, cfg, w, passes, WithShuffleKey(shuffle), WithServiceOptions(queue.WithChallengeSecret(secret)))
-}
-
-func fromConfig(ctx context.Context, cfg config.Config, w io.Writer, opts ...Option) (*App, error) {
 	client, err := dynamostore.NewClient(ctx, cfg.DynamoEndpoint)
 	if err != nil {
 		return nil, fmt.Errorf("DynamoDB client: %w", err)
@@ -194,9 +178,7 @@ func fromConfig(ctx context.Context, cfg config.Config, w io.Writer, opts ...Opt
 }
 
 // PassOption returns the App option that signs passes with a keyring in
-// the App's store wrapped by the KMS key p.WrapKMSKeyID (WithKeyring), of
-// issuer p.Issuer else iss, rotated every p.KeyRotation; opts go to the
-// keyring after p's.
+// the App's store wrapped by the KMS key p.WrapKMSKeyID (KeyringOf).
 func PassOption(ctx context.Context, p config.Pass, iss string, opts ...admissionpass.KeyringOption) (Option, error) {
 	client, err := admissionpass.NewKMSClient(ctx, p.KMSEndpoint)
 	if err != nil {
@@ -215,8 +197,7 @@ func KeyringOf(p config.Pass, iss string, ks admissionpass.KeyStore, wrap admiss
 }
 
 // NewShuffleKey returns the key that seeds shuffled openings: the KMS key
-// cfg.ShuffleKMSKeyID (at cfg.Pass.KMSEndpoint), else an RSA key
-// generated now (one process: the local server).
+// cfg.ShuffleKMSKeyID, else an RSA key generated now (the local server).
 func NewShuffleKey(ctx context.Context, cfg config.Config) (shuffle.Key, error) {
 	if cfg.ShuffleKMSKeyID == "" {
 		return shufflekey.GenerateLocalKey()
@@ -228,9 +209,7 @@ func NewShuffleKey(ctx context.Context, cfg config.Config) (shuffle.Key, error) 
 	return shufflekey.NewKMSKey(client, cfg.ShuffleKMSKeyID), nil
 }
 
-// Signer is iss as the queue service's PassSigner and bypass.Signer: a
-// token's program, id, ticket and admission window become the pass's
-// claims; a bypass pass has ticket 0 and "bypass": true.
+// Signer is iss as the queue service's PassSigner and bypass.Signer.
 func Signer(iss *admissionpass.Issuer) queue.PassSigner { return passSigner{iss} }
 
 type passSigner struct{ iss *admissionpass.Issuer }
@@ -289,22 +268,19 @@ func (a *App) LocalHandler(secret string) http.Handler {
 	})
 }
 
-// options are the handlers' logger, metrics and pass keys (whose JWKS
-// only the public routes serve).
+// options are the handlers' logger, metrics and pass keys.
 func (a *App) options() []httpapi.Option {
 	return []httpapi.Option{httpapi.WithLogger(a.Log), httpapi.WithObserver(a.Metrics), httpapi.WithPasses(a.Passes)}
 }
 
-// adminOptions are options and the keyring whose keys the admin routes
-// list, rotate and revoke (none with fixed keys: they answer NO_KEYRING).
+// adminOptions are options and the keyring of the admin key routes.
 func (a *App) adminOptions() []httpapi.Option {
 	return append(a.options(), httpapi.WithKeyring(a.Keys))
 }
 
 // StartLambda is a function's main: it builds the App with fromEnv once per
 // cold start and serves handler's routes under the Lambda runtime. A build
-// error is one JSON line on stderr and exit status 1, which Lambda reports
-// as an init error and retries on the next request.
+// error is one JSON line on stderr and exit status 1 (an init error).
 func StartLambda(fromEnv func(context.Context, func(string) string, io.Writer) (*App, error), handler func(*App) http.Handler) {
 	a, err := fromEnv(context.Background(), os.Getenv, os.Stderr)
 	if err != nil {

@@ -41,9 +41,8 @@ func (p pagePrograms) Page(ctx context.Context, programID, lang string) (waitpag
 	}, nil
 }
 
-// Enter implements waitpage.Programs. A cookie's token or a form's key the
-// queue would refuse as malformed is dropped: the visitor then gets a
-// fresh place, as with an unknown token.
+// Enter implements waitpage.Programs. A malformed token or key is dropped:
+// the visitor then gets a fresh place.
 func (p pagePrograms) Enter(ctx context.Context, programID, tokenID, key, lang string) (waitpage.View, error) {
 	if !queue.ValidTokenID(tokenID) {
 		tokenID = ""
@@ -70,37 +69,35 @@ func pageLanguage(lang string) []language.Tag {
 	return nil
 }
 
-// pageError maps the queue's error codes onto the page's sentinels and
-// notes the code in the request's metrics; any other error is returned as
-// it is (the page shows a 503 that retries).
+// pageSentinels are the page's errors for the queue's error codes.
+var pageSentinels = map[string]error{
+	api.CodeInvalidProgramID:  waitpage.ErrInvalidProgram,
+	api.CodeProgramNotFound:   waitpage.ErrProgramNotFound,
+	api.CodeTokenNotFound:     waitpage.ErrTokenNotFound,
+	api.CodeInvalidToken:      waitpage.ErrTokenNotFound,
+	api.CodeMissingToken:      waitpage.ErrTokenNotFound,
+	api.CodeProgramClosed:     waitpage.ErrClosed,
+	api.CodeQueueFull:         waitpage.ErrFull,
+	api.CodeChallengeRequired: waitpage.ErrNeedsScript,
+	api.CodeChallengeFailed:   waitpage.ErrNeedsScript,
+}
+
+// pageError wraps err in its page sentinel and notes its code in the
+// request's metrics; any other error is returned as it is (a 503 page).
 func pageError(ctx context.Context, err error) error {
-	var qe *queue.Error
-	if !errors.As(err, &qe) {
+	qe, ok := errors.AsType[*queue.Error](err)
+	if !ok {
 		return err
 	}
 	metrics.Note(ctx).Code = qe.Code
-	var sentinel error
-	switch qe.Code {
-	case api.CodeInvalidProgramID:
-		sentinel = waitpage.ErrInvalidProgram
-	case api.CodeProgramNotFound:
-		sentinel = waitpage.ErrProgramNotFound
-	case api.CodeTokenNotFound, api.CodeInvalidToken, api.CodeMissingToken:
-		sentinel = waitpage.ErrTokenNotFound
-	case api.CodeProgramClosed:
-		sentinel = waitpage.ErrClosed
-	case api.CodeQueueFull:
-		sentinel = waitpage.ErrFull
-	case api.CodeChallengeRequired, api.CodeChallengeFailed:
-		sentinel = waitpage.ErrNeedsScript
-	default:
-		return err
+	if sentinel := pageSentinels[qe.Code]; sentinel != nil {
+		return fmt.Errorf("%w: %w", sentinel, err)
 	}
-	return fmt.Errorf("%w: %w", sentinel, err)
+	return err
 }
 
-// newPage is the waiting-room page over svc with logoURL, which config
-// has checked; were it refused all the same, the page goes without it.
+// newPage is the waiting-room page over svc with logoURL, or without it if
+// refused.
 func newPage(svc *queue.Service, logoURL string, log *slog.Logger) *waitpage.Handler {
 	opts := waitpage.Options{LogoURL: logoURL, Logger: log}
 	h, err := waitpage.New(pagePrograms{svc}, opts)
@@ -117,9 +114,8 @@ func (a *App) meteredPage() http.Handler {
 	return metrics.Middleware(a.Metrics, func(*http.Request) metrics.Op { return metrics.OpPage })(a.Page)
 }
 
-// withPage serves the waiting-room page's paths with page and everything
-// else with api. A path under the page's prefix that is not in canonical
-// form goes to api, which answers it 404 as it does any such path.
+// withPage serves the waiting-room page's canonical paths with page and
+// everything else with api.
 func withPage(page, api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path

@@ -18,23 +18,12 @@ import (
 )
 
 // The capacity records of a program (capacity.Store), each in its own
-// partition: its groups CAPGROUP#<programId>#<g>, its end indexes
-// CAPENDS#<programId>#<q>#<k>, and its marks under CAPMARKS#<programId>,
-// one item per mark. The capacity the folds make is the program item's
-// capacity map. See docs/design.md, "The data model (DynamoDB)".
-
+// partition: groups, end indexes and marks.
 var _ capacity.Store = (*Store)(nil)
 
 const (
-	capGroupSK = "CAPGROUP"
-	capEndsSK  = "CAPENDS"
-	// endPrefix starts the attribute of a group that holds a place's end
-	// quantum: end_<place>, one top-level attribute each (SET of a map's
-	// entry fails while the map does not exist).
-	endPrefix = "end_"
-	// markWidth is the digits of a mark's sort key, zero-padded so that
-	// the keys sort as the instants (any non-negative int64 fits).
-	markWidth = 19
+	endPrefix = "end_" // end_<place>: a group's top-level attribute of a place's end quantum
+	markWidth = 19     // a mark's sort key, zero-padded so that the keys sort as the instants
 )
 
 // The capacity records' attributes in expressions.
@@ -74,11 +63,11 @@ type markItem struct {
 }
 
 func groupKey(programID string, g int64) map[string]types.AttributeValue {
-	return itemKey("CAPGROUP#"+programID+"#"+strconv.FormatInt(g, 10), capGroupSK)
+	return itemKey("CAPGROUP#"+programID+"#"+strconv.FormatInt(g, 10), "CAPGROUP")
 }
 
 func endsKey(programID string, q int64, k int) map[string]types.AttributeValue {
-	return itemKey("CAPENDS#"+programID+"#"+strconv.FormatInt(q, 10)+"#"+strconv.Itoa(k), capEndsSK)
+	return itemKey("CAPENDS#"+programID+"#"+strconv.FormatInt(q, 10)+"#"+strconv.Itoa(k), "CAPENDS")
 }
 
 func marksPK(programID string) string { return "CAPMARKS#" + programID }
@@ -101,8 +90,8 @@ func withTTL(upd expression.UpdateBuilder, d time.Duration) expression.UpdateBui
 	return upd.Set(capTTLName, expression.IfNotExists(capTTLName, expression.Value(ttlSeconds(time.Now().Add(d)))))
 }
 
-// DecodeGroup reads a capacity group item (for tools that scan the table,
-// such as cmd/audit); nil is the empty group.
+// DecodeGroup reads a capacity group item (also for cmd/audit); nil is the
+// empty group.
 func DecodeGroup(item map[string]types.AttributeValue) (capacity.Group, error) {
 	var it groupItem
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
@@ -119,11 +108,11 @@ func DecodeGroup(item map[string]types.AttributeValue) (capacity.Group, error) {
 			continue
 		}
 		place, err := strconv.ParseInt(p, 10, 64)
-		if err != nil {
-			return capacity.Group{}, fmt.Errorf("attribute %s: %w", name, err)
-		}
 		var q int64
-		if err := attributevalue.Unmarshal(av, &q); err != nil {
+		if err == nil {
+			err = attributevalue.Unmarshal(av, &q)
+		}
+		if err != nil {
 			return capacity.Group{}, fmt.Errorf("attribute %s: %w", name, err)
 		}
 		if g.Ended == nil {
@@ -135,9 +124,8 @@ func DecodeGroup(item map[string]types.AttributeValue) (capacity.Group, error) {
 }
 
 // groupUpdate runs one UpdateItem of group g of programID on cond and
-// returns the group after it. When cond fails: sealed if not nil, else the
-// group the condition failed on (the write's effect is there already, or
-// it must not be made).
+// returns the group after it; when cond fails, sealed if not nil, else the
+// group the condition failed on.
 func (s *Store) groupUpdate(ctx context.Context, op, programID string, g int64, cond expression.ConditionBuilder, upd expression.UpdateBuilder, sealed error) (capacity.Group, error) {
 	w, err := s.update(ctx, groupKey(programID, g), cond, withTTL(upd, capacity.GroupTTL), types.ReturnValueAllNew)
 	item := w.item
@@ -150,9 +138,8 @@ func (s *Store) groupUpdate(ctx context.Context, op, programID string, g int64, 
 	return decoded(fmt.Sprintf("%s %s group %d", op, programID, g), DecodeGroup, item, err)
 }
 
-// Sight implements capacity.Store: ADD sighted :p, on the condition
-// that the group is not sealed through place, or has place already (a
-// retry whose first attempt was applied).
+// Sight implements capacity.Store: ADD sighted :p, if the group is not
+// sealed through place or has place already (a retry).
 func (s *Store) Sight(ctx context.Context, programID string, place int64) (capacity.Group, error) {
 	cond := expression.Or(expression.AttributeNotExists(cgSealed), cgSealed.LessThan(expression.Value(place)), expression.Contains(cgSighted, place))
 	return s.groupUpdate(ctx, "sight", programID, capacity.GroupOf(place), cond, expression.Add(cgSighted, placeSet(place)), capacity.ErrSealed)
@@ -198,13 +185,10 @@ func (s *Store) AddEnd(ctx context.Context, programID string, q int64, k int, pl
 	cond := expression.Or(expression.AttributeNotExists(ceSealed), expression.Contains(cePlaces, place))
 	upd := withTTL(expression.Add(cePlaces, placeSet(place)), capacity.EndsTTL)
 	w, err := s.update(ctx, endsKey(programID, q, k), cond, upd, types.ReturnValueNone)
-	switch {
-	case err != nil:
-		return fmt.Errorf("dynamostore: add end %s quantum %d shard %d: %w", programID, q, k, err)
-	case !w.ok:
+	if err == nil && !w.ok {
 		return capacity.ErrSealed
 	}
-	return nil
+	return opErr(err, "add end %s quantum %d shard %d", programID, q, k)
 }
 
 // SealEnds implements capacity.Store: SET sealed = true, answering
@@ -230,10 +214,7 @@ func (s *Store) PutMark(ctx context.Context, programID string, m capacity.Mark) 
 	if err == nil {
 		err = s.putItem(ctx, av, expression.ConditionBuilder{})
 	}
-	if err != nil {
-		return fmt.Errorf("dynamostore: put mark %s: %w", programID, throttled(err))
-	}
-	return nil
+	return opErr(throttled(err), "put mark %s", programID)
 }
 
 // MarkBefore implements capacity.Store: a strongly consistent Query
@@ -253,15 +234,15 @@ func (s *Store) MarkBefore(ctx context.Context, programID string, ms int64) (cap
 		at, err = strconv.ParseInt(items[0].SK, 10, 64)
 	}
 	if err != nil {
-		return capacity.Mark{}, fmt.Errorf("dynamostore: mark before %s: %w", programID, err)
+		return capacity.Mark{}, opErr(err, "mark before %s", programID)
 	}
 	return capacity.Mark{AtMs: at, Counter: items[0].Counter, NoShowThrough: items[0].NoShowThrough}, nil
 }
 
-// ApplyFold implements capacity.Store: SET capacity = :next on the
-// condition that the program exists and its capacity is from the fold made
-// at prevFoldedAtMs (or, for 0, that it has none). A retry whose first
-// attempt was applied answers queue.ErrConflict: the caller reads again.
+// ApplyFold implements capacity.Store: SET capacity = :next if the
+// program exists and its capacity is from the fold made at prevFoldedAtMs
+// (for 0: it has none). A retry after an applied attempt answers
+// queue.ErrConflict.
 func (s *Store) ApplyFold(ctx context.Context, programID string, prevFoldedAtMs int64, next capacity.Capacity) error {
 	capacity := nameOf("capacity")
 	was := capacity.AppendName(expression.Name("foldedAtMs")).Equal(expression.Value(prevFoldedAtMs))
@@ -271,10 +252,8 @@ func (s *Store) ApplyFold(ctx context.Context, programID string, prevFoldedAtMs 
 	cond := expression.AttributeExists(expression.Name("pk")).And(was)
 	w, err := s.update(ctx, programKey(programID), cond, expression.Set(capacity, expression.Value(next)), types.ReturnValueNone)
 	switch {
-	case err != nil:
-		return fmt.Errorf("dynamostore: apply fold %s: %w", programID, err)
-	case w.ok:
-		return nil
+	case err != nil || w.ok:
+		return opErr(err, "apply fold %s", programID)
 	case w.old == nil:
 		return queue.ErrNotFound
 	}

@@ -23,12 +23,10 @@ import (
 // program id), a deleted program's tombstone (beside its item) and its
 // changes (a partition of their own, away from the hot program item).
 const (
-	listPK       = "PROGRAMS"
-	deletedSK    = "DELETED"
-	changePrefix = "CHANGE#"
-	// changeMsWidth zero-pads a change's instant so that sort keys order
-	// as the instants do.
-	changeMsWidth = 15
+	listPK        = "PROGRAMS"
+	deletedSK     = "DELETED"
+	changePrefix  = "CHANGE#"
+	changeMsWidth = 15 // zero-pads a change's instant so that sort keys order as the instants
 )
 
 func listKey(id string) map[string]types.AttributeValue { return itemKey(listPK, id) }
@@ -68,10 +66,7 @@ type tombstoneItem struct {
 func (s *Store) IndexProgram(ctx context.Context, id string) error {
 	item := listKey(id)
 	item["programId"] = &types.AttributeValueMemberS{Value: id}
-	if err := s.putItem(ctx, item, expression.ConditionBuilder{}); err != nil {
-		return fmt.Errorf("dynamostore: list program %s: %w", id, throttled(err))
-	}
-	return nil
+	return opErr(throttled(s.putItem(ctx, item, expression.ConditionBuilder{})), "list program %s", id)
 }
 
 // ListPrograms implements queue.CatalogStore with one strongly consistent
@@ -85,7 +80,7 @@ func (s *Store) ListPrograms(ctx context.Context, after string, limit int) ([]st
 		SK string `dynamodbav:"sk"`
 	}](ctx, s, key, true, limit+1)
 	if err != nil {
-		return nil, false, fmt.Errorf("dynamostore: list programs: %w", err)
+		return nil, false, opErr(err, "list programs")
 	}
 	ids := make([]string, 0, len(items))
 	for _, it := range items {
@@ -105,12 +100,8 @@ func query[T any](ctx context.Context, s *Store, key expression.KeyConditionBuil
 		return nil, err
 	}
 	in := &dynamodb.QueryInput{
-		TableName:                 &s.table,
-		KeyConditionExpression:    expr.KeyCondition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ConsistentRead:            aws.Bool(true),
-		ScanIndexForward:          aws.Bool(forward),
+		TableName: &s.table, ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(forward),
+		KeyConditionExpression: expr.KeyCondition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 	}
 	if limit > 0 {
 		in.Limit = aws.Int32(int32(limit))
@@ -137,31 +128,26 @@ func (s *Store) DeleteProgram(ctx context.Context, p admission.Program, until ti
 	tomb := tombstoneKey(p.ID)
 	tomb["untilMs"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(pace.UnixMs(until), 10)}
 	tomb["ttl"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ttlSeconds(until), 10)}
-	if err := s.putItem(ctx, tomb, expression.ConditionBuilder{}); err != nil {
-		return fmt.Errorf("dynamostore: delete program %s: %w", p.ID, throttled(err))
+	err := s.putItem(ctx, tomb, expression.ConditionBuilder{})
+	if err == nil {
+		err = s.deleteItem(ctx, programKey(p.ID), nameOf("version").Equal(expression.Value(p.Version)))
 	}
-	err := s.deleteItem(ctx, programKey(p.ID), nameOf("version").Equal(expression.Value(p.Version)))
 	if old, failed := conditionFailed(err); failed {
-		if old, err = s.failedOn(ctx, programKey(p.ID), old); err != nil {
-			return fmt.Errorf("dynamostore: delete program %s: %w", p.ID, throttled(err))
+		if old, err = s.failedOn(ctx, programKey(p.ID), old); err == nil && old != nil {
+			return s.takeBackTombstone(ctx, p.ID, until) // changed since it was read: not deleted
 		}
-		if old != nil { // changed since it was read: not deleted
-			return s.takeBackTombstone(ctx, p.ID, until)
-		}
-		// Gone: deleted by this call's earlier attempt, or by another.
-	} else if err != nil {
-		return fmt.Errorf("dynamostore: delete program %s: %w", p.ID, throttled(err))
+		// Else gone: deleted by this call's earlier attempt, or by another.
 	}
 	keys := []map[string]types.AttributeValue{listKey(p.ID)}
 	for i := range p.Shards {
 		keys = append(keys, shardKey(p.ID, i))
 	}
 	for _, k := range keys {
-		if err := s.deleteItem(ctx, k, expression.ConditionBuilder{}); err != nil {
-			return fmt.Errorf("dynamostore: delete program %s: %w", p.ID, throttled(err))
+		if err == nil {
+			err = s.deleteItem(ctx, k, expression.ConditionBuilder{})
 		}
 	}
-	return nil
+	return opErr(throttled(err), "delete program %s", p.ID)
 }
 
 // takeBackTombstone deletes the tombstone of program id that a deletion
@@ -170,7 +156,7 @@ func (s *Store) DeleteProgram(ctx context.Context, p admission.Program, until ti
 func (s *Store) takeBackTombstone(ctx context.Context, id string, until time.Time) error {
 	err := s.deleteItem(ctx, tombstoneKey(id), expression.Name("untilMs").Equal(expression.Value(pace.UnixMs(until))))
 	if _, failed := conditionFailed(err); err != nil && !failed {
-		return fmt.Errorf("dynamostore: delete program %s: take back its tombstone: %w", id, throttled(err))
+		return opErr(throttled(err), "delete program %s: take back its tombstone", id)
 	}
 	return queue.ErrConflict
 }
@@ -185,10 +171,7 @@ func (s *Store) PutChange(ctx context.Context, programID string, c history.Chang
 	if err == nil {
 		err = s.putItem(ctx, av, expression.ConditionBuilder{})
 	}
-	if err != nil {
-		return fmt.Errorf("dynamostore: put change %s: %w", programID, throttled(err))
-	}
-	return nil
+	return opErr(throttled(err), "put change %s", programID)
 }
 
 // CommitChange implements queue.CatalogStore.
@@ -196,10 +179,7 @@ func (s *Store) CommitChange(ctx context.Context, programID string, at time.Time
 	key := itemKey(changesPK(programID), changeSK(at, id))
 	_, err := s.update(ctx, key, expression.AttributeExists(expression.Name("pk")),
 		expression.Set(expression.Name("committed"), expression.Value(true)), types.ReturnValueNone)
-	if err != nil {
-		return fmt.Errorf("dynamostore: commit change %s: %w", programID, err)
-	}
-	return nil
+	return opErr(err, "commit change %s", programID)
 }
 
 // Changes implements queue.CatalogStore with one strongly consistent
@@ -213,7 +193,7 @@ func (s *Store) Changes(ctx context.Context, programID string, from history.Key,
 	}
 	items, err := query[changeItem](ctx, s, key, false, limit+2)
 	if err != nil {
-		return nil, false, fmt.Errorf("dynamostore: changes %s: %w", programID, err)
+		return nil, false, opErr(err, "changes %s", programID)
 	}
 	var out []history.Change
 	for _, it := range items {

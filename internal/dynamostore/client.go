@@ -22,42 +22,32 @@ import (
 // The client's time budget: an attempt unanswered after DefaultAttemptTimeout
 // is abandoned, a call makes at most DefaultMaxAttempts attempts at most
 // DefaultMaxBackoff apart, and gives up DefaultDeadlineReserve before its
-// context's deadline. Retries draw on the SDK's retry quota of the client
-// (a token bucket of 500), except the ticket-taking writes (notRepeated).
+// context's deadline. Retries draw on the client's SDK retry quota, except
+// the ticket-taking writes (notRepeated).
 const (
 	DefaultMaxAttempts     = 3
 	DefaultMaxBackoff      = 200 * time.Millisecond
 	DefaultAttemptTimeout  = time.Second
 	DefaultDeadlineReserve = 500 * time.Millisecond
-	// retryBaseDelay is the first backoff of a non-throttling error
-	// (DynamoDB's own default); throttling errors start from 1 s, which
-	// DefaultMaxBackoff caps. Each delay is drawn uniformly below its cap.
-	retryBaseDelay = 25 * time.Millisecond
+	retryBaseDelay         = 25 * time.Millisecond // the first backoff of a non-throttling error
 )
 
 // ClientOptions configures NewClientWithOptions. Zero fields take the
 // defaults above.
 type ClientOptions struct {
-	// Endpoint, if set, points the client at a DynamoDB-compatible server
-	// instead of AWS (see NewClient).
-	Endpoint string
-	// Transport, if set, carries the HTTP requests instead of the SDK's
-	// default transport: tests put internal/testing/faultinject here.
-	Transport http.RoundTripper
-	// MaxAttempts is how many times one call is tried.
-	MaxAttempts int
-	// MaxBackoff caps the delay between two attempts.
-	MaxBackoff time.Duration
-	// AttemptTimeout bounds one attempt, from dialling to reading the
-	// answer's last byte.
+	Endpoint  string            // a DynamoDB-compatible server instead of AWS
+	Transport http.RoundTripper // instead of the SDK's (tests: internal/testing/faultinject)
+	// MaxAttempts is how many times one call is tried, at most MaxBackoff
+	// apart; AttemptTimeout bounds one attempt, from dialling to reading
+	// the answer's last byte.
+	MaxAttempts    int
+	MaxBackoff     time.Duration
 	AttemptTimeout time.Duration
 	// DeadlineReserve: a call whose context has a deadline gives up this
-	// long before it (at most a quarter of the time left), so that the
-	// caller still has time to answer.
+	// long before it (at most a quarter of the time left).
 	DeadlineReserve time.Duration
 	// Backoff, if set, chooses the delay before each retry instead of the
-	// SDK's exponential backoff with jitter under MaxBackoff: tests of
-	// retries pass NoBackoff rather than wait.
+	// SDK's exponential backoff with jitter (tests pass NoBackoff).
 	Backoff retry.BackoffDelayer
 }
 
@@ -107,10 +97,7 @@ func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Clien
 			}
 		}),
 	}
-	if o.Transport == nil {
-		// The SDK's own transport (dial and TLS timeouts tuned per
-		// service, AWS_CA_BUNDLE applied), with the per-attempt timeout on
-		// top.
+	if o.Transport == nil { // the SDK's own, with the per-attempt timeout on top
 		opts = append(opts, config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(o.AttemptTimeout)))
 	}
 	cfg, err := awsconfig.Load(ctx, o.Endpoint, opts...)
@@ -129,13 +116,11 @@ func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Clien
 }
 
 // IssueAttemptTimeout bounds the one attempt of a write that must not be
-// repeated (a ticket), or the client's AttemptTimeout if that is longer:
-// as long as a Lambda invocation may last, so that in practice the call's
-// deadline (the invocation's, less the reserve) bounds it.
+// repeated (a ticket), or the client's AttemptTimeout if that is longer.
 const IssueAttemptTimeout = 5 * time.Second
 
-// clientRetryer is a client's retry policy for its calls, carrying the
-// one of its ticket-taking writes (notRepeated), with the same backoff.
+// clientRetryer is a client's retry policy, carrying the one of its
+// ticket-taking writes (notRepeated).
 type clientRetryer struct {
 	aws.RetryerV2
 	issue aws.RetryerV2
@@ -143,8 +128,7 @@ type clientRetryer struct {
 
 // newRetryer is the SDK's standard retryer: attempts at most maxBackoff
 // apart (or as backoff says). For the ticket-taking writes (issue) it never
-// retries an attempt that timed out and has no retry quota, so the
-// client's quota does not limit these writes.
+// retries an attempt that timed out, and has no retry quota.
 func newRetryer(attempts int, maxBackoff time.Duration, backoff retry.BackoffDelayer, issue bool) *retry.Standard {
 	return retry.NewStandard(func(so *retry.StandardOptions) {
 		so.MaxAttempts, so.MaxBackoff, so.BaseDelay = attempts, maxBackoff, retryBaseDelay
@@ -163,8 +147,7 @@ func newRetryer(attempts int, maxBackoff time.Duration, backoff retry.BackoffDel
 var defaultIssueRetryer = newRetryer(DefaultMaxAttempts, DefaultMaxBackoff, nil, true)
 
 // notRepeated is the call option of a write that is not idempotent (taking
-// a ticket): it retries with the client's issue retryer, and its one
-// attempt may last IssueAttemptTimeout.
+// a ticket): the client's issue retryer, and attempts of IssueAttemptTimeout.
 func notRepeated(o *dynamodb.Options) {
 	if r, ok := o.Retryer.(clientRetryer); ok {
 		o.Retryer = r.issue
@@ -191,8 +174,7 @@ func timedOut(err error) aws.Ternary {
 }
 
 // attempts records whether an attempt of one call failed in a way that may
-// have been applied: no answer (a dropped connection, a timeout) or a 5xx.
-// A 4xx, throttling included, was refused.
+// have been applied: no answer or a 5xx (a 4xx was refused).
 type attempts struct{ retried atomic.Bool }
 
 // record is the call option that makes the call's retryer tell a.

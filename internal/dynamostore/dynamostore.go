@@ -29,10 +29,8 @@ import (
 type Store struct {
 	client *dynamodb.Client
 	table  string
-	// steps holds each program's time per ticket as last seen, which
-	// the issueSteps of a block are conditioned on.
-	steps sync.Map // program id → int64
-	log   *slog.Logger
+	steps  sync.Map // program id → its time per ticket as last seen (int64), for issueSteps
+	log    *slog.Logger
 }
 
 // Option configures New.
@@ -65,10 +63,8 @@ func New(client *dynamodb.Client, table string, opts ...Option) *Store {
 }
 
 const (
-	programSK = "PROGRAM"
-	// maxIssueTrials bounds IssueTickets' retries; a trial fails only when
-	// the program changed between two of its conditional writes.
-	maxIssueTrials = 5
+	programSK      = "PROGRAM"
+	maxIssueTrials = 5 // IssueTickets' tries while the program changes under it
 )
 
 // itemKey is the primary key of the item pk, sk.
@@ -82,7 +78,7 @@ func itemKey(pk, sk string) map[string]types.AttributeValue {
 func programKey(id string) map[string]types.AttributeValue { return itemKey("PROGRAM#"+id, programSK) }
 
 // throttled marks err as queue.ErrThrottled when it is DynamoDB's
-// throughput limit (after the client's retries), keeping its chain.
+// throughput limit, keeping its chain.
 func throttled(err error) error {
 	var pte *types.ProvisionedThroughputExceededException
 	var rle *types.RequestLimitExceeded
@@ -93,9 +89,8 @@ func throttled(err error) error {
 	return err
 }
 
-// conditionFailed reports whether err is a failed condition and, if so,
-// returns the item as it stood if the request asked for it with
-// ReturnValuesOnConditionCheckFailure ALL_OLD (nil when it did not exist).
+// conditionFailed reports whether err is a failed condition, and the item
+// it failed on when DynamoDB returned it (nil otherwise).
 func conditionFailed(err error) (old map[string]types.AttributeValue, ok bool) {
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
@@ -104,10 +99,8 @@ func conditionFailed(err error) (old map[string]types.AttributeValue, ok bool) {
 	return nil, false
 }
 
-// failedOn returns the item a conditional write failed on, nil if there was
-// none: old when DynamoDB returned it with the failure, else a strongly
-// consistent read (for servers that ignore ReturnValuesOnConditionCheckFailure,
-// such as dynalite).
+// failedOn returns the item a conditional write failed on (nil if none):
+// old, or a strongly consistent read for servers that return none (dynalite).
 func (s *Store) failedOn(ctx context.Context, key, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	if len(old) > 0 {
 		return old, nil
@@ -124,6 +117,14 @@ func (s *Store) getItem(ctx context.Context, key map[string]types.AttributeValue
 	return out.Item, nil
 }
 
+// opErr is err, unless nil, as a failure of the operation format names.
+func opErr(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("dynamostore: "+format+": %w", append(args, err)...)
+}
+
 // decoded is decode(item) for a call of op that read item, unless the
 // call failed with err.
 func decoded[T any](op string, decode func(map[string]types.AttributeValue) (T, error), item map[string]types.AttributeValue, err error) (T, error) {
@@ -133,7 +134,7 @@ func decoded[T any](op string, decode func(map[string]types.AttributeValue) (T, 
 	}
 	if err != nil {
 		var zero T
-		return zero, fmt.Errorf("dynamostore: %s: %w", op, err)
+		return zero, opErr(err, "%s", op)
 	}
 	return v, nil
 }
@@ -145,17 +146,10 @@ func unmarshal[T any](item map[string]types.AttributeValue) (T, error) {
 	return v, err
 }
 
-// The requests below ask, when they have a condition, for the item a
-// failed one met (conditionFailed), which DynamoDB answers at no cost.
-
-// all is the conjunction of conds written flat, (a) AND (b) AND (c): a
-// chain of ConditionBuilder.And nests each step in parentheses, which
-// DynamoDB reads as fast but dynalite's parser in time exponential in the
-// depth.
+// all is the conjunction of two or more conds written flat, (a) AND (b): a
+// chain of ConditionBuilder.And nests, which dynalite parses in time
+// exponential in the depth.
 func all(conds ...expression.ConditionBuilder) expression.ConditionBuilder {
-	if len(conds) == 1 {
-		return conds[0]
-	}
 	return expression.And(conds[0], conds[1], conds[2:]...)
 }
 
@@ -176,8 +170,8 @@ func condition(cond expression.ConditionBuilder) (expression.Expression, error) 
 	return expression.NewBuilder().WithCondition(cond).Build()
 }
 
-// oldOnFailure is what a request by expr asks for when its condition
-// fails: the item as it was, if it has a condition.
+// oldOnFailure asks, for a request with a condition, for the item a failed
+// condition met (conditionFailed).
 func oldOnFailure(expr expression.Expression) types.ReturnValuesOnConditionCheckFailure {
 	if expr.Condition() == nil {
 		return ""
@@ -206,27 +200,19 @@ func (s *Store) updateItem(ctx context.Context, key map[string]types.AttributeVa
 		return nil, err
 	}
 	return s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           &s.table,
-		Key:                                 key,
-		ConditionExpression:                 expr.Condition(),
-		UpdateExpression:                    expr.Update(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValues:                        ret,
-		ReturnValuesOnConditionCheckFailure: oldOnFailure(expr),
+		TableName: &s.table, Key: key, ReturnValues: ret, ReturnValuesOnConditionCheckFailure: oldOnFailure(expr),
+		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 	}, opts...)
 }
 
-// written is the outcome of one conditional UpdateItem.
+// written is the outcome of one conditional UpdateItem: ok and the item
+// as ReturnValues asked, or the item old the condition failed on (nil if
+// none). retried: an earlier attempt may have been applied (see attempts).
 type written struct {
-	item map[string]types.AttributeValue // the condition held: the item as ReturnValues asked
-	ok   bool
-	// old is the item the condition failed on (nil if it did not exist).
-	old map[string]types.AttributeValue
-	// retried: an earlier attempt of the call failed in a way that may
-	// have been applied (a lost answer, a 5xx), so the condition may have
-	// held or failed on the call's own write.
-	retried bool
+	item, old map[string]types.AttributeValue
+	ok        bool
+	retried   bool
 }
 
 // update runs one conditional UpdateItem on the item at key.
@@ -248,26 +234,18 @@ func (s *Store) update(ctx context.Context, key map[string]types.AttributeValue,
 // answering whether the condition held.
 func (s *Store) programUpdate(ctx context.Context, op, programID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder, opts ...func(*dynamodb.Options)) (bool, error) {
 	w, err := s.update(ctx, programKey(programID), cond, upd, types.ReturnValueNone, opts...)
-	if err != nil {
-		return false, fmt.Errorf("dynamostore: %s %s: %w", op, programID, err)
-	}
-	return w.ok, nil
+	return w.ok, opErr(err, "%s %s", op, programID)
 }
 
 // putItem stores item if cond holds (always when cond is not set).
 func (s *Store) putItem(ctx context.Context, item map[string]types.AttributeValue, cond expression.ConditionBuilder) error {
 	expr, err := condition(cond)
-	if err != nil {
-		return err
+	if err == nil {
+		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: &s.table, Item: item, ReturnValuesOnConditionCheckFailure: oldOnFailure(expr),
+			ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		})
 	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           &s.table,
-		Item:                                item,
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValuesOnConditionCheckFailure: oldOnFailure(expr),
-	})
 	return err
 }
 
@@ -275,17 +253,12 @@ func (s *Store) putItem(ctx context.Context, item map[string]types.AttributeValu
 // not set).
 func (s *Store) deleteItem(ctx context.Context, key map[string]types.AttributeValue, cond expression.ConditionBuilder) error {
 	expr, err := condition(cond)
-	if err != nil {
-		return err
+	if err == nil {
+		_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: &s.table, Key: key, ReturnValuesOnConditionCheckFailure: oldOnFailure(expr),
+			ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		})
 	}
-	_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                           &s.table,
-		Key:                                 key,
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValuesOnConditionCheckFailure: oldOnFailure(expr),
-	})
 	return err
 }
 
@@ -298,10 +271,7 @@ func (s *Store) CreateProgram(ctx context.Context, p admission.Program) error {
 	if err == nil {
 		err = s.putNew(ctx, item)
 	}
-	if err != nil {
-		return fmt.Errorf("dynamostore: create program %s: %w", p.ID, err)
-	}
-	return nil
+	return opErr(err, "create program %s", p.ID)
 }
 
 // putNew stores item unless an item with its key exists (queue.ErrConflict).
@@ -324,29 +294,21 @@ func (s *Store) GetProgram(ctx context.Context, id string) (admission.Program, e
 }
 
 // UpdateProgram implements queue.Store: one UpdateItem, on p's previous
-// version and expectIssued tickets, that writes every state and derived
-// attribute of programItem, never issued or createdAt, which only
-// IssueTicket and CreateProgram write.
+// version and expectIssued tickets, of the state and derived attributes.
 func (s *Store) UpdateProgram(ctx context.Context, p admission.Program, expectIssued int64) error {
 	upd, err := writeOf(p, state, derived)
-	if err != nil {
-		return fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
+	if err == nil {
+		cond := all(nameOf("version").Equal(expression.Value(p.Version-1)), nameOf("issued").Equal(expression.Value(expectIssued)))
+		_, err = s.updateItem(ctx, programKey(p.ID), cond, upd, types.ReturnValueNone)
 	}
-	cond := all(nameOf("version").Equal(expression.Value(p.Version-1)),
-		nameOf("issued").Equal(expression.Value(expectIssued)))
-	_, err = s.updateItem(ctx, programKey(p.ID), cond, upd, types.ReturnValueNone)
 	if _, ok := conditionFailed(err); ok {
-		// A missing program fails the condition too: a conflict, as in
-		// memstore (the caller read it, so it was deleted meanwhile).
-		return queue.ErrConflict
-	} else if err != nil {
-		return fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
+		return queue.ErrConflict // a missing program too: deleted since the caller read it
 	}
-	return nil
+	return opErr(err, "update program %s", p.ID)
 }
 
 // changeIssued is the program attribute in which UpdateScheduled records
-// the tickets issued when its change landed, until MoveDrain has moved the
+// the tickets issued when its change landed, until MoveDrain moves the
 // drain instant accordingly.
 const changeIssued = "changeIssued"
 
@@ -355,37 +317,33 @@ const changeIssued = "changeIssued"
 // and returns that count.
 func (s *Store) UpdateScheduled(ctx context.Context, p admission.Program) (int64, error) {
 	upd, err := writeOf(p, state, derived)
-	if err != nil {
-		return 0, fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
+	var out *dynamodb.UpdateItemOutput
+	if err == nil {
+		upd = upd.Set(expression.Name(changeIssued), nameOf("issued"))
+		out, err = s.updateItem(ctx, programKey(p.ID), nameOf("version").Equal(expression.Value(p.Version-1)), upd, types.ReturnValueAllNew)
 	}
-	upd = upd.Set(expression.Name(changeIssued), nameOf("issued"))
-	cond := nameOf("version").Equal(expression.Value(p.Version - 1))
-	out, err := s.updateItem(ctx, programKey(p.ID), cond, upd, types.ReturnValueAllNew)
 	var item map[string]types.AttributeValue
-	if out != nil {
-		item = out.Attributes
-	}
 	if _, failed := conditionFailed(err); failed {
 		// A conflict, or this write applied by an attempt whose answer
 		// was lost: then the program records this change as its latest.
-		if item, err = s.getItem(ctx, programKey(p.ID)); err != nil {
-			return 0, fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
+		if item, err = s.getItem(ctx, programKey(p.ID)); err == nil {
+			if q, derr := DecodeProgram(item); item == nil || derr != nil || q.Version != p.Version || len(q.Changes) == 0 || len(p.Changes) == 0 || q.Changes[0] != p.Changes[0] {
+				return 0, queue.ErrConflict
+			}
 		}
-		if q, err := DecodeProgram(item); item == nil || err != nil || q.Version != p.Version || len(q.Changes) == 0 || len(p.Changes) == 0 || q.Changes[0] != p.Changes[0] {
-			return 0, queue.ErrConflict
-		}
-	} else if err != nil {
-		return 0, fmt.Errorf("dynamostore: update program %s: %w", p.ID, err)
+	} else if err == nil {
+		item = out.Attributes
+	}
+	if err != nil {
+		return 0, opErr(err, "update program %s", p.ID)
 	}
 	av, ok := item[changeIssued]
 	if !ok {
 		return p.Issued, nil // the drain instant is moved already
 	}
 	var issued int64
-	if err := attributevalue.Unmarshal(av, &issued); err != nil {
-		return 0, fmt.Errorf("dynamostore: update program %s: attribute %s: %w", p.ID, changeIssued, err)
-	}
-	return issued, nil
+	err = attributevalue.Unmarshal(av, &issued)
+	return issued, opErr(err, "update program %s: attribute %s", p.ID, changeIssued)
 }
 
 // MoveDrain implements queue.ScheduleStore: an UpdateItem conditioned on
@@ -408,9 +366,7 @@ func (s *Store) MoveDrain(ctx context.Context, p admission.Program, issued int64
 			return err
 		}
 	}
-	// Both conditions failed: moved by an attempt whose answer was lost,
-	// or superseded by a later change.
-	return nil
+	return nil // moved by an attempt whose answer was lost, or superseded by a later change
 }
 
 // IssueTicket implements queue.Store: IssueTickets for one ticket.
@@ -460,9 +416,8 @@ const (
 )
 
 // tryStep writes step st of IssueTickets for n tickets of *stepNs each
-// and, when its condition fails, reads why from the program it failed on;
-// *stepNs becomes the program's time per ticket when a block assumed
-// another.
+// and, when its condition fails, reads why from the program it failed on
+// (updating *stepNs when a block assumed another time per ticket).
 func (s *Store) tryStep(ctx context.Context, st issueStep, programID string, now time.Time, n int64, stepNs *int64) (admission.Program, stepThen, error) {
 	out, err := s.updateItem(ctx, programKey(programID), st.cond, st.upd, types.ReturnValueAllNew, notRepeated)
 	if err == nil {
@@ -474,10 +429,10 @@ func (s *Store) tryStep(ctx context.Context, st issueStep, programID string, now
 	}
 	old, ok := conditionFailed(err)
 	if !ok {
-		return admission.Program{}, stepDone, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, throttled(err))
+		return admission.Program{}, stepDone, opErr(throttled(err), "issue ticket %s", programID)
 	}
 	if old, err = s.failedOn(ctx, programKey(programID), old); err != nil {
-		return admission.Program{}, stepDone, fmt.Errorf("dynamostore: issue ticket %s: %w", programID, err)
+		return admission.Program{}, stepDone, opErr(err, "issue ticket %s", programID)
 	} else if old == nil {
 		return admission.Program{}, stepDone, queue.ErrNotFound
 	}
@@ -512,7 +467,7 @@ func (s *Store) issueSaturated(ctx context.Context, p admission.Program, now tim
 	q := p.WithTicketsIssued(now, n)
 	upd, err := writeOf(q, state, derived, issuing)
 	if err != nil {
-		return admission.Program{}, false, fmt.Errorf("dynamostore: issue ticket %s: %w", p.ID, err)
+		return admission.Program{}, false, opErr(err, "issue ticket %s", p.ID)
 	}
 	cond := all(nameOf("version").Equal(expression.Value(p.Version)),
 		nameOf("issued").Equal(expression.Value(p.Issued)),
@@ -537,7 +492,7 @@ func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time
 	if _, failed := conditionFailed(err); failed {
 		return s.GetProgram(ctx, programID)
 	} else if err != nil {
-		return admission.Program{}, fmt.Errorf("dynamostore: fix pre-queue %s: %w", programID, throttled(err))
+		return admission.Program{}, opErr(throttled(err), "fix pre-queue %s", programID)
 	}
 	return decoded("fix pre-queue "+programID, DecodeProgram, out.Attributes, nil)
 }

@@ -16,8 +16,7 @@ import (
 )
 
 // The pass-signing keys: one partition, an item per signing slot, sorted by
-// the instant the slot's key starts signing. See docs/design.md, "The data
-// model (DynamoDB)".
+// the instant the slot's key starts signing.
 const (
 	passKeysPK     = "PASSKEYS"
 	passKeyPrefix  = "KEY#"
@@ -48,19 +47,23 @@ type passKeyItem struct {
 	TTL       int64  `dynamodbav:"ttl"`
 }
 
+// decodePassKey reads a signing slot's item.
+func decodePassKey(item map[string]types.AttributeValue) (admissionpass.StoredKey, error) {
+	it, err := unmarshal[passKeyItem](item)
+	if err != nil {
+		return admissionpass.StoredKey{}, err
+	}
+	return it.key()
+}
+
 func (it passKeyItem) key() (admissionpass.StoredKey, error) {
 	ms, err := strconv.ParseInt(strings.TrimPrefix(it.SK, passKeyPrefix), 10, 64)
 	if err != nil || !strings.HasPrefix(it.SK, passKeyPrefix) {
 		return admissionpass.StoredKey{}, fmt.Errorf("sort key %q is no signing slot", it.SK)
 	}
 	return admissionpass.StoredKey{
-		SignFrom: pace.FromUnixMs(ms),
-		KeyID:    it.KeyID,
-		Public:   it.Public,
-		Wrapped:  it.Wrapped,
-		Created:  pace.FromUnixMs(it.CreatedMs),
-		Revoked:  pace.FromUnixMs(it.RevokedMs),
-		Expires:  fromTTL(it.TTL),
+		SignFrom: pace.FromUnixMs(ms), KeyID: it.KeyID, Public: it.Public, Wrapped: it.Wrapped,
+		Created: pace.FromUnixMs(it.CreatedMs), Revoked: pace.FromUnixMs(it.RevokedMs), Expires: fromTTL(it.TTL),
 	}, nil
 }
 
@@ -74,16 +77,12 @@ var (
 // query of the keys' partition.
 func (s *Store) PassKeys(ctx context.Context) ([]admissionpass.StoredKey, error) {
 	items, err := s.passKeyItems(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("dynamostore: list pass keys: %w", err)
+	keys := make([]admissionpass.StoredKey, len(items))
+	for i := 0; err == nil && i < len(items); i++ {
+		keys[i], err = items[i].key()
 	}
-	keys := make([]admissionpass.StoredKey, 0, len(items))
-	for _, it := range items {
-		k, err := it.key()
-		if err != nil {
-			return nil, fmt.Errorf("dynamostore: list pass keys: %w", err)
-		}
-		keys = append(keys, k)
+	if err != nil {
+		return nil, opErr(err, "list pass keys")
 	}
 	return keys, nil
 }
@@ -99,7 +98,7 @@ func (s *Store) passKeyItems(ctx context.Context) ([]passKeyItem, error) {
 
 // ClaimPassKey implements admissionpass.KeyStore: one conditional
 // UpdateItem, on a slot without a key whose claim is absent, stale or
-// claim's own (so a retry whose first attempt was applied succeeds too).
+// claim's own (a retry).
 func (s *Store) ClaimPassKey(ctx context.Context, signFrom time.Time, claim string, now, staleBefore time.Time) (bool, error) {
 	free := expression.Or(expression.AttributeNotExists(slotClaimMs),
 		slotClaimMs.LessThan(expression.Value(pace.UnixMs(staleBefore))),
@@ -107,10 +106,7 @@ func (s *Store) ClaimPassKey(ctx context.Context, signFrom time.Time, claim stri
 	cond := expression.AttributeNotExists(slotKeyID).And(free)
 	upd := expression.Set(slotClaimID, expression.Value(claim)).Set(slotClaimMs, expression.Value(pace.UnixMs(now)))
 	w, err := s.update(ctx, passKeyKey(signFrom), cond, upd, types.ReturnValueNone)
-	if err != nil {
-		return false, fmt.Errorf("dynamostore: claim pass key %s: %w", passKeySK(signFrom), err)
-	}
-	return w.ok, nil
+	return w.ok, opErr(err, "claim pass key %s", passKeySK(signFrom))
 }
 
 // PutPassKey implements admissionpass.KeyStore: one UpdateItem conditioned
@@ -129,13 +125,9 @@ func (s *Store) PutPassKey(ctx context.Context, k admissionpass.StoredKey, claim
 		upd = upd.Set(expression.Name("ttl"), expression.Value(ttlSeconds(k.Expires)))
 	}
 	w, err := s.update(ctx, passKeyKey(k.SignFrom), cond, upd, types.ReturnValueNone)
-	switch {
-	case err != nil:
-		return false, fmt.Errorf("dynamostore: put pass key %s: %w", passKeySK(k.SignFrom), err)
-	case w.ok:
-		return true, nil
+	if err != nil || w.ok {
+		return w.ok, opErr(err, "put pass key %s", passKeySK(k.SignFrom))
 	}
-	// No key: another claim's, or no claim's.
 	kid, _ := w.old["keyId"].(*types.AttributeValueMemberS)
 	return kid != nil && kid.Value == k.KeyID, nil
 }
@@ -154,19 +146,8 @@ func (s *Store) RevokePassKey(ctx context.Context, kid string, at time.Time) (ad
 	}
 	w, err := s.update(ctx, itemKey(passKeysPK, items[i].SK), slotKeyID.Equal(expression.Value(kid)),
 		expression.Set(slotRevokedMs, slotRevokedMs.IfNotExists(expression.Value(pace.UnixMs(at)))), types.ReturnValueAllNew)
-	switch {
-	case err != nil:
-		return admissionpass.StoredKey{}, fmt.Errorf("dynamostore: revoke pass key %s: %w", kid, err)
-	case !w.ok:
+	if err == nil && !w.ok {
 		return admissionpass.StoredKey{}, admissionpass.ErrKeyNotFound // gone since the query (TTL)
 	}
-	var k admissionpass.StoredKey
-	it, err := unmarshal[passKeyItem](w.item)
-	if err == nil {
-		k, err = it.key()
-	}
-	if err != nil {
-		return admissionpass.StoredKey{}, fmt.Errorf("dynamostore: revoke pass key %s: %w", kid, err)
-	}
-	return k, nil
+	return decoded("revoke pass key "+kid, decodePassKey, w.item, err)
 }

@@ -45,28 +45,24 @@ type programItem struct {
 	NsPerTicket int64 `dynamodbav:"nsPerTicket" write:"derived"` // its StepNs
 	DrainAtNs   int64 `dynamodbav:"drainAtNs"`
 
-	// The options and profile carry their own attribute names; the
-	// window and the opening are stored in ms here.
-	settings.Options
+	settings.Options        // and Profile: with their own attribute names
 	AdmissionWindowMs int64 `dynamodbav:"admissionWindowMs"`
 	OpensAtMs         int64 `dynamodbav:"opensAtMs,omitempty"`
 	ClosesAtMs        int64 `dynamodbav:"closesAtMs,omitempty"`
 	settings.Profile
 
-	ManualRateMilli pace.Rate `dynamodbav:"manualRateMilli"`
-	LastAdmitAtMs   int64     `dynamodbav:"lastAdmitAtMs"`
-	LastAdmitGapMs  int64     `dynamodbav:"lastAdmitGapMs"`
-	ChangeIDs       []string  `dynamodbav:"changeIds,omitempty"`
-	Shards          int       `dynamodbav:"shards,omitempty" write:"shards"`
-	ShuffleNonce    string    `dynamodbav:"shuffleNonce,omitempty"`
-	Prequeue        int64     `dynamodbav:"prequeue,omitempty" write:"tickets"`
-	PrequeueFixed   bool      `dynamodbav:"prequeueFixed,omitempty" write:"tickets"`
-	ExtraGiven      int64     `dynamodbav:"extraGiven,omitempty"`
-	CapFrom         int64     `dynamodbav:"capFrom,omitempty"`
-	CapRaiseAtMs    int64     `dynamodbav:"capRaiseAtMs,omitempty"`
-	// The slots bypass passes hold: a list of maps of
-	// capacity.Reservation's attributes.
-	Reserved []capacity.Reservation `dynamodbav:"bypass,omitempty"`
+	ManualRateMilli pace.Rate              `dynamodbav:"manualRateMilli"`
+	LastAdmitAtMs   int64                  `dynamodbav:"lastAdmitAtMs"`
+	LastAdmitGapMs  int64                  `dynamodbav:"lastAdmitGapMs"`
+	ChangeIDs       []string               `dynamodbav:"changeIds,omitempty"`
+	Shards          int                    `dynamodbav:"shards,omitempty" write:"shards"`
+	ShuffleNonce    string                 `dynamodbav:"shuffleNonce,omitempty"`
+	Prequeue        int64                  `dynamodbav:"prequeue,omitempty" write:"tickets"`
+	PrequeueFixed   bool                   `dynamodbav:"prequeueFixed,omitempty" write:"tickets"`
+	ExtraGiven      int64                  `dynamodbav:"extraGiven,omitempty"`
+	CapFrom         int64                  `dynamodbav:"capFrom,omitempty"`
+	CapRaiseAtMs    int64                  `dynamodbav:"capRaiseAtMs,omitempty"`
+	Reserved        []capacity.Reservation `dynamodbav:"bypass,omitempty"` // the slots bypass passes hold
 
 	// The instants (Unix ms) of the last single tickets, newest first.
 	Recent1 int64 `dynamodbav:"recent1,omitempty" write:"tickets"`
@@ -78,9 +74,8 @@ type programItem struct {
 	Recent7 int64 `dynamodbav:"recent7,omitempty" write:"tickets"`
 	Recent8 int64 `dynamodbav:"recent8,omitempty" write:"tickets"`
 
-	// Capacity is the fold's state, which only CapacityStore.ApplyFold
-	// writes (absent until the first fold): a map of capacity.Capacity's
-	// attributes.
+	// Capacity is the fold's state (absent until the first), which only
+	// ApplyFold writes.
 	Capacity *capacity.Capacity `dynamodbav:"capacity,omitempty" write:"fold"`
 }
 
@@ -134,8 +129,7 @@ func (it programItem) program() admission.Program {
 	return p
 }
 
-// writers maps each write tag ("" for state) to the attributes it names,
-// read from programItem's tags.
+// writers maps each write tag to the attributes programItem tags with it.
 var writers = func() map[string][]string {
 	w := map[string][]string{}
 	var walk func(t reflect.Type)
@@ -155,17 +149,16 @@ var writers = func() map[string][]string {
 	return w
 }()
 
-// Who writes an attribute (programItem's write tags).
+// Who writes an attribute (programItem's write tags; also "created",
+// "shards" and "fold", which only their own writes set).
 const (
 	state   = ""
-	created = "created"
 	issuing = "tickets"
 	derived = "derived"
-	// "fold": the capacity, which only ApplyFold writes.
 )
 
 // nameOf is the expression name of the program attribute called name; it
-// panics if there is none, so that a misspelt name fails at start-up.
+// panics if there is none.
 func nameOf(name string) expression.NameBuilder {
 	for _, names := range writers {
 		if slices.Contains(names, name) {
@@ -175,14 +168,13 @@ func nameOf(name string) expression.NameBuilder {
 	panic("dynamostore: no program attribute " + name)
 }
 
-// ProgramItem is p's program item as CreateProgram writes it (also for
-// models of DynamoDB's capacity that need its size).
+// ProgramItem is p's program item as CreateProgram writes it.
 func ProgramItem(p admission.Program) (map[string]types.AttributeValue, error) {
 	return attributevalue.MarshalMap(itemOf(p))
 }
 
-// DecodeProgram reads a program item (also for tools that scan the table,
-// such as cmd/audit); absent attributes are zero.
+// DecodeProgram reads a program item (also for cmd/audit); absent
+// attributes are zero.
 func DecodeProgram(item map[string]types.AttributeValue) (admission.Program, error) {
 	var it programItem
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
@@ -202,9 +194,6 @@ func writeOf(p admission.Program, who ...string) (expression.UpdateBuilder, erro
 	return upd, err
 }
 
-// nextAttrs are the attributes of the next segment.
-var nextAttrs = []string{"nextAnchorMs", "nextBase", "nextRateMilli", "nextPaused", "nextStartMs"}
-
 // noProgram is the item of the zero program, whose next segment is none.
 var noProgram = func() map[string]types.AttributeValue {
 	item, err := ProgramItem(admission.Program{})
@@ -218,8 +207,7 @@ var noProgram = func() map[string]types.AttributeValue {
 var maxStepNs = pace.Segment{Rate: 1}.StepNs()
 
 // drainLimit is the latest drain instant that n tickets of stepNs each
-// push back without passing int64 (DynamoDB's numbers do not saturate as
-// WithTicketsIssued does): for a single ticket, whatever its time.
+// (for one ticket: of any time) push back without passing int64.
 func drainLimit(n, stepNs int64) int64 {
 	if n == 1 {
 		stepNs = maxStepNs
@@ -234,11 +222,8 @@ type issueStep struct {
 }
 
 // issueSteps apply admission.Program.WithTicketsIssued for n tickets at now in
-// one UpdateItem each, without reading the program first; exactly one
-// step's condition holds for an open program. DynamoDB cannot multiply, so
-// for a block (n > 1) the caller passes the time per ticket it knows,
-// stepNs, and each write is conditioned on it. See docs/design.md, "The
-// data model (DynamoDB)".
+// one UpdateItem each; exactly one step's condition holds for an open
+// program. A block (n > 1) is conditioned on the time per ticket stepNs.
 func issueSteps(now time.Time, n, stepNs int64) [3]issueStep {
 	block := n > 1
 	ms := now.UnixMilli()
@@ -247,9 +232,8 @@ func issueSteps(now time.Time, n, stepNs int64) [3]issueStep {
 	issued, drain, step := nameOf("issued"), nameOf("drainAtNs"), nameOf("nsPerTicket")
 	advancing, version := nameOf("advancing"), nameOf("version")
 	nextAnchor := nameOf("nextAnchorMs")
-	// The program exists and is open, and is not a shuffle past its
-	// opening whose pre-queue is not fixed yet (IssueTickets fixes it
-	// first: Program.WithPrequeueFixed).
+	// Exists, open, and not a shuffle past its opening with its pre-queue
+	// not fixed yet.
 	open := []expression.ConditionBuilder{expression.AttributeExists(expression.Name("pk")), nameOf("closed").Equal(expression.Value(false)),
 		expression.Or(expression.AttributeNotExists(nameOf("shuffle")), nameOf("prequeueFixed").Equal(expression.Value(true)), nameOf("opensAtMs").GreaterThan(nowMs))}
 	count, stepped := issued.Plus(one), drain.Plus(step) // one ticket
@@ -263,17 +247,14 @@ func issueSteps(now time.Time, n, stepNs int64) [3]issueStep {
 	drained := []expression.ConditionBuilder{advancing.Equal(expression.Value(true)), drain.LessThanEqual(nowNs)}
 
 	// Not drained, admission stopped, or a change pending: the tickets only
-	// push the drain instant back.
-	// Past the limit, none of the steps applies: IssueTickets saturates
-	// the drain instant in Go (issueSaturated).
+	// push the drain instant back (up to the limit: issueSaturated).
 	busy := all(slices.Concat(open, []expression.ConditionBuilder{
 		expression.Or(nextAnchor.GreaterThan(nowMs), drain.GreaterThan(nowNs), advancing.Equal(expression.Value(false))),
 		drain.LessThanEqual(expression.Value(drainLimit(n, stepNs)))})...)
 	extend := expression.Set(issued, count).Set(drain, stepped)
 
-	// Drained: re-anchor the counter at now on the old issued. DynamoDB
-	// evaluates every right-hand side on the item as it was; servers that
-	// apply the actions in order (dynalite, moto) see base set first.
+	// Drained: re-anchor the counter at now on the old issued (base set
+	// first for servers that apply SETs in order).
 	reanchor := func() expression.UpdateBuilder {
 		return expression.Set(nameOf("base"), issued).
 			Set(issued, count).
@@ -294,20 +275,18 @@ func issueSteps(now time.Time, n, stepNs int64) [3]issueStep {
 	}
 }
 
-// promoteNext adds to u, for a drained program under a change that has
-// taken effect, the making current of that change (its rate, pause and
-// opening; base and anchor come from the re-anchoring) and its clearing.
+// promoteNext adds to u the making current of the next segment that has
+// taken effect (its rate, pause and opening) and its clearing.
 func promoteNext(u expression.UpdateBuilder) expression.UpdateBuilder {
 	for _, part := range []string{"rateMilli", "paused", "startMs"} {
 		u = u.Set(nameOf(part), expression.IfNotExists(nameOf("next"+strings.ToUpper(part[:1])+part[1:]), expression.Value(0)))
 	}
-	return setOrRemove(u, noProgram, nextAttrs...)
+	return setOrRemove(u, noProgram, "nextAnchorMs", "nextBase", "nextRateMilli", "nextPaused", "nextStartMs")
 }
 
 // withRecent adds to u, for a single ticket, the shift of the instants of
-// the last ones (the oldest first: servers that apply the actions in
-// order then read each value before it is overwritten) and the record of
-// now.
+// the last ones (oldest first, for servers that apply SETs in order) and
+// the record of now.
 func withRecent(u expression.UpdateBuilder, nowMs expression.ValueBuilder) expression.UpdateBuilder {
 	recentName := func(i int) string { return "recent" + strconv.Itoa(i+1) }
 	for i := admission.RecentTickets - 1; i > 0; i-- {

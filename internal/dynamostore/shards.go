@@ -18,11 +18,6 @@ import (
 	"github.com/example/waitingroom/internal/tickets"
 )
 
-// The ticket shards of a program: one item each, SHARD#<programId>#<i>,
-// each in its own partition. See docs/design.md, "The data model (DynamoDB)".
-
-const shardSK = "SHARD"
-
 // shardItem is a shard item; absent attributes are zero.
 type shardItem struct {
 	PK           string `dynamodbav:"pk"`
@@ -36,9 +31,8 @@ type shardItem struct {
 	Takes        int64  `dynamodbav:"takes"`
 	ClaimID      string `dynamodbav:"claimId"`
 	ClaimMs      int64  `dynamodbav:"claimMs"`
-	// The last take and the last trim: the id of the call, and the next
-	// number before the take, the block's end before the trim. A call
-	// whose answer was lost finds its own write by them on its retry.
+	// The last take's id and next number before it, and the last trim's
+	// id and block end before it: a retry finds its own write by them.
 	TakeID   string `dynamodbav:"takeId"`
 	TakeFrom int64  `dynamodbav:"takeFrom"`
 	TrimID   string `dynamodbav:"trimId"`
@@ -60,7 +54,7 @@ func (it shardItem) isBlock(start int64, reservedAt time.Time) bool {
 }
 
 func shardKey(programID string, i int) map[string]types.AttributeValue {
-	return itemKey("SHARD#"+programID+"#"+strconv.Itoa(i), shardSK)
+	return itemKey("SHARD#"+programID+"#"+strconv.Itoa(i), "SHARD")
 }
 
 // The shard item's attributes in expressions.
@@ -72,13 +66,11 @@ var (
 	shTrimID, shTrimEnd    = expression.Name("trimId"), expression.Name("trimEnd")
 )
 
-// errOutcomeUnknown is the error of a write that failed its condition on a
-// retry, after an attempt whose answer was lost and which the item no
-// longer shows: it may or may not have been applied.
+// errOutcomeUnknown is the error of a write whose retry failed its
+// condition after a lost answer the item no longer shows.
 var errOutcomeUnknown = errors.New("an earlier attempt may have been applied: outcome unknown")
 
-// notMine is the condition that the item does not carry id under name: a
-// call's retry after its own write was applied fails it.
+// notMine is the condition that the item does not carry id under name.
 func notMine(name expression.NameBuilder, id string) expression.ConditionBuilder {
 	return expression.Or(expression.AttributeNotExists(name), name.NotEqual(expression.Value(id)))
 }
@@ -104,14 +96,12 @@ func (s *Store) lost(ctx context.Context, op, programID string, i int) {
 
 // TakeShardTickets implements tickets.Store: one conditional UpdateItem,
 // SET next = next + m if the block is fresh and not used up (next may pass
-// end). A retry whose first attempt was applied answers the same numbers,
-// found by the take's id; if another take or a refill came between, they
-// are gaps.
+// end). A retry after an applied attempt answers the same numbers, found
+// by the take's id, or leaves them gaps.
 func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
 	id := queue.NewTokenID()
 	cond := all(shNext.LessThanEqual(shEnd), shReserved.GreaterThanEqual(expression.Value(notBefore.UnixMilli())), notMine(shTakeID, id))
-	// takeFrom is set before next: servers that apply the actions in
-	// order (moto, dynalite) then read next before it changes too.
+	// takeFrom is set before next for servers that apply SETs in order.
 	upd := expression.Set(shTakeFrom, shNext).Set(shTakeID, expression.Value(id)).
 		Set(shNext, shNext.Plus(expression.Value(m))).Set(shTakes, shTakes.Plus(expression.Value(1)))
 	it, w, err := s.shardUpdate(ctx, "take shard tickets", programID, i, cond, upd, types.ReturnValueAllNew)
@@ -130,8 +120,7 @@ func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, n
 
 // ClaimShard implements tickets.Store: one conditional UpdateItem that
 // sets the claim (creating the item if need be) and answers the item as it
-// was. A retry whose first attempt was applied claims again (the same
-// claim may).
+// was. A retry claims again.
 func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim string, now, notBefore, claimNotBefore time.Time) (tickets.Shard, bool, error) {
 	unusable := expression.Or(expression.AttributeNotExists(shEnd), shNext.GreaterThan(shEnd), shReserved.LessThan(expression.Value(notBefore.UnixMilli())))
 	free := expression.Or(expression.AttributeNotExists(shClaimMs), shClaimMs.LessThan(expression.Value(claimNotBefore.UnixMilli())), shClaimID.Equal(expression.Value(claim)))
@@ -147,10 +136,8 @@ func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim s
 }
 
 // FillShard implements tickets.Store: one UpdateItem conditioned on the
-// claim, which it clears, so it never applies twice. It forgets the last
-// take, whose retry must not find its numbers in the new block. When the
-// item no longer shows whether an earlier attempt applied, it returns an
-// error.
+// claim, which it clears, so it never applies twice; it forgets the last
+// take, whose retry must not find its numbers in the new block.
 func (s *Store) FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, b tickets.Shard) (bool, error) {
 	cond := shClaimID.Equal(expression.Value(claim)).And(shClaimMs.Equal(expression.Value(claimedAt.UnixMilli())))
 	upd := expression.Set(shStart, expression.Value(b.Start)).
@@ -167,21 +154,20 @@ func (s *Store) FillShard(ctx context.Context, programID string, i int, claim st
 	case it.ClaimID == claim && it.ClaimMs == 0 && it.isBlock(b.Start, b.ReservedAt):
 		return true, nil // filled by an earlier attempt
 	case w.retried:
-		return false, fmt.Errorf("dynamostore: fill shard %s shard %d: %w", programID, i, errOutcomeUnknown)
+		return false, opErr(errOutcomeUnknown, "fill shard %s shard %d", programID, i)
 	}
 	return false, nil
 }
 
 // TrimShard implements tickets.Store: one conditional UpdateItem that
 // takes back's numbers back if next is still back.After, else (or without
-// back) one that ends the block at next - 1. A retry whose first attempt
-// was applied answers the same numbers, found by the trim's id.
+// back) one that ends the block at next - 1. A retry answers the same
+// numbers, found by the trim's id.
 func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back tickets.Run) (tickets.Run, bool, error) {
 	startIs, reservedIs := shStart.Equal(expression.Value(start)), shReserved.Equal(expression.Value(reservedAt.UnixMilli()))
 	trim := func(nextIs expression.ConditionBuilder, next expression.OperandBuilder) (tickets.Run, bool, error) {
 		id := queue.NewTokenID()
-		// trimEnd is set before end: servers that apply the actions in
-		// order then read end before it changes too.
+		// trimEnd is set before end for servers that apply SETs in order.
 		upd := expression.Set(shTrimEnd, shEnd).Set(shTrimID, expression.Value(id)).Set(shEnd, next)
 		if back.First > 0 {
 			upd = upd.Set(shNext, expression.Value(back.First))
@@ -210,8 +196,7 @@ func (s *Store) TrimShard(ctx context.Context, programID string, i int, start in
 
 // ReturnTickets implements tickets.Store: one UpdateItem of the program
 // conditioned on its version, issued and pre-queue state, which bumps the
-// version. A retry finds its own write by returnId; when the item no
-// longer shows whether an earlier attempt applied, it returns an error.
+// version. A retry finds its own write by returnId.
 func (s *Store) ReturnTickets(ctx context.Context, p admission.Program, from int64) (bool, error) {
 	if from < 1 || from > p.Issued {
 		return false, nil
@@ -228,24 +213,21 @@ func (s *Store) ReturnTickets(ctx context.Context, p admission.Program, from int
 		Set(nameOf("version"), expression.Value(q.Version)).
 		Set(expression.Name("returnId"), expression.Value(id))
 	w, err := s.update(ctx, programKey(p.ID), cond, upd, types.ReturnValueNone)
+	rid, _ := w.old["returnId"].(*types.AttributeValueMemberS)
 	switch {
-	case err != nil:
-		return false, fmt.Errorf("dynamostore: return tickets %s: %w", p.ID, err)
-	case w.ok:
-		return true, nil
-	}
-	switch rid, _ := w.old["returnId"].(*types.AttributeValueMemberS); {
+	case err != nil || w.ok:
+		return w.ok, opErr(err, "return tickets %s", p.ID)
 	case rid != nil && rid.Value == id:
 		return true, nil // applied by an earlier attempt
 	case w.retried:
-		return false, fmt.Errorf("dynamostore: return tickets %s: %w", p.ID, errOutcomeUnknown)
+		return false, opErr(errOutcomeUnknown, "return tickets %s", p.ID)
 	}
 	return false, nil
 }
 
 // SetShards implements tickets.Store: one conditional UpdateItem of the
 // program's shards attribute (absent reads as 0); when it fails, true if
-// the count is k already (a retry whose first attempt was applied).
+// the count is k already.
 func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (bool, error) {
 	shards := nameOf("shards")
 	was := shards.Equal(expression.Value(from))
@@ -253,19 +235,14 @@ func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (b
 		was = expression.Or(was, expression.AttributeNotExists(shards))
 	}
 	w, err := s.update(ctx, programKey(programID), expression.AttributeExists(expression.Name("pk")).And(was), expression.Set(shards, expression.Value(k)), types.ReturnValueNone)
-	if err != nil {
-		return false, fmt.Errorf("dynamostore: set shards %s: %w", programID, err)
+	if err != nil || w.ok || w.old == nil {
+		return w.ok, opErr(err, "set shards %s", programID)
 	}
-	if !w.ok && w.old != nil {
-		var old struct {
-			Shards int `dynamodbav:"shards"`
-		}
-		if err := attributevalue.UnmarshalMap(w.old, &old); err != nil {
-			return false, fmt.Errorf("dynamostore: set shards %s: %w", programID, err)
-		}
-		return old.Shards == k, nil // k already (an earlier attempt, or another instance)
+	var old struct {
+		Shards int `dynamodbav:"shards"`
 	}
-	return w.ok, nil
+	err = attributevalue.UnmarshalMap(w.old, &old)
+	return err == nil && old.Shards == k, opErr(err, "set shards %s", programID) // k already: an earlier attempt, or another instance
 }
 
 // GetShard reads shard i of programID (strongly consistent); the zero

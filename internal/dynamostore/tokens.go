@@ -57,42 +57,24 @@ func fromTTL(s int64) time.Time {
 
 func toTokenItem(t queue.Token) tokenItem {
 	return tokenItem{
-		PK:                 "TOKEN#" + t.ID,
-		SK:                 tokenSK,
-		TokenID:            t.ID,
-		ProgramID:          t.ProgramID,
-		Ticket:             t.Ticket,
-		IssuedAt:           pace.UnixMs(t.IssuedAt),
-		AdmittedAt:         pace.UnixMs(t.AdmittedAt),
-		AdmissionExpiresAt: pace.UnixMs(t.AdmissionExpiresAt),
-		LeftAt:             pace.UnixMs(t.LeftAt),
-		RevokedAt:          pace.UnixMs(t.RevokedAt),
-		AdmissionPass:      t.AdmissionPass,
-		TTL:                ttlSeconds(t.ExpiresAt),
-		ClaimID:            t.Claim,
-		ClaimMs:            pace.UnixMs(t.ClaimedAt),
+		PK: "TOKEN#" + t.ID, SK: tokenSK, TokenID: t.ID, ProgramID: t.ProgramID, Ticket: t.Ticket,
+		IssuedAt: pace.UnixMs(t.IssuedAt), AdmittedAt: pace.UnixMs(t.AdmittedAt), AdmissionExpiresAt: pace.UnixMs(t.AdmissionExpiresAt),
+		LeftAt: pace.UnixMs(t.LeftAt), RevokedAt: pace.UnixMs(t.RevokedAt), AdmissionPass: t.AdmissionPass,
+		TTL: ttlSeconds(t.ExpiresAt), ClaimID: t.Claim, ClaimMs: pace.UnixMs(t.ClaimedAt),
 	}
 }
 
 func (it tokenItem) token() queue.Token {
 	return queue.Token{
-		ID:                 it.TokenID,
-		ProgramID:          it.ProgramID,
-		Ticket:             it.Ticket,
-		IssuedAt:           pace.FromUnixMs(it.IssuedAt),
-		AdmittedAt:         pace.FromUnixMs(it.AdmittedAt),
-		AdmissionExpiresAt: pace.FromUnixMs(it.AdmissionExpiresAt),
-		LeftAt:             pace.FromUnixMs(it.LeftAt),
-		RevokedAt:          pace.FromUnixMs(it.RevokedAt),
-		AdmissionPass:      it.AdmissionPass,
-		ExpiresAt:          fromTTL(it.TTL),
-		Claim:              it.ClaimID,
-		ClaimedAt:          pace.FromUnixMs(it.ClaimMs),
+		ID: it.TokenID, ProgramID: it.ProgramID, Ticket: it.Ticket,
+		IssuedAt: pace.FromUnixMs(it.IssuedAt), AdmittedAt: pace.FromUnixMs(it.AdmittedAt), AdmissionExpiresAt: pace.FromUnixMs(it.AdmissionExpiresAt),
+		LeftAt: pace.FromUnixMs(it.LeftAt), RevokedAt: pace.FromUnixMs(it.RevokedAt), AdmissionPass: it.AdmissionPass,
+		ExpiresAt: fromTTL(it.TTL), Claim: it.ClaimID, ClaimedAt: pace.FromUnixMs(it.ClaimMs),
 	}
 }
 
-// DecodeToken reads a token item, or a claim (for tools that scan the
-// table, such as cmd/audit); absent attributes are zero.
+// DecodeToken reads a token item or a claim (also for cmd/audit); absent
+// attributes are zero.
 func DecodeToken(item map[string]types.AttributeValue) (queue.Token, error) {
 	var it tokenItem
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
@@ -107,10 +89,7 @@ func (s *Store) PutToken(ctx context.Context, t queue.Token) error {
 	if err == nil {
 		err = s.putNew(ctx, av)
 	}
-	if err != nil {
-		return fmt.Errorf("dynamostore: put token: %w", err)
-	}
-	return nil
+	return opErr(err, "put token")
 }
 
 // GetToken implements queue.Store with a strongly consistent read, so the
@@ -166,21 +145,17 @@ func waiting() expression.ConditionBuilder {
 }
 
 // mark writes the named attributes of t's item (removing those it lacks)
-// to the token, if cond holds (the token exists, in the state the change
-// is for): the first writer wins, and every caller gets the token as
-// stored afterwards.
+// to the token if cond holds (it is in the state the change is for): the
+// first writer wins, and every caller gets the token as stored afterwards.
 func (s *Store) mark(ctx context.Context, op string, t queue.Token, cond expression.ConditionBuilder, names ...string) (queue.Token, error) {
 	item, err := attributevalue.MarshalMap(toTokenItem(t))
 	if err != nil {
-		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
+		return queue.Token{}, opErr(err, "%s", op)
 	}
-	upd := setOrRemove(expression.UpdateBuilder{}, item, names...)
-	out, err := s.updateItem(ctx, tokenKey(t.ID), cond, upd, types.ReturnValueAllNew)
+	out, err := s.updateItem(ctx, tokenKey(t.ID), cond, setOrRemove(expression.UpdateBuilder{}, item, names...), types.ReturnValueAllNew)
 	if err == nil {
 		return decoded(op, DecodeToken, out.Attributes, nil)
 	}
-	// Past that state: the stored token wins. It can only move on, so
-	// reading it after the failure is as good.
 	return s.tokenFailedOn(ctx, op, t.ID, err)
 }
 
@@ -190,7 +165,7 @@ func (s *Store) mark(ctx context.Context, op string, t queue.Token, cond express
 func (s *Store) tokenFailedOn(ctx context.Context, op, id string, err error) (queue.Token, error) {
 	old, failed := conditionFailed(err)
 	if !failed {
-		return queue.Token{}, fmt.Errorf("dynamostore: %s: %w", op, err)
+		return queue.Token{}, opErr(err, "%s", op)
 	}
 	item, err := s.failedOn(ctx, tokenKey(id), old)
 	if err == nil && item == nil {
@@ -199,14 +174,9 @@ func (s *Store) tokenFailedOn(ctx context.Context, op, id string, err error) (qu
 	return decoded(op, DecodeToken, item, err)
 }
 
-// A claim is a token item with claimId and claimMs and no ticket: an enter
-// with an Idempotency-Key holds the id before it takes its ticket
-// (queue.Store.ClaimToken). Filling it replaces the whole item by the
-// token, which has no claim attributes.
-
-// ClaimToken implements queue.Store: one conditional PutItem, on no item or
-// a claim older than staleBefore. An attempt of this call that was applied
-// but whose answer was lost fails the retry's condition on its own claim,
+// ClaimToken implements queue.Store: one conditional PutItem of the claim
+// (a token item without ticket), on no item or a claim older than
+// staleBefore. A retry after an applied attempt fails on its own claim,
 // which the caller recognises by its claim id.
 func (s *Store) ClaimToken(ctx context.Context, c queue.Token, staleBefore time.Time) (queue.Token, error) {
 	cond := expression.AttributeNotExists(expression.Name("pk")).Or(
@@ -216,8 +186,7 @@ func (s *Store) ClaimToken(ctx context.Context, c queue.Token, staleBefore time.
 }
 
 // FillToken implements queue.Store: one PutItem of the token, conditioned
-// on the claim and no ticket. A retried attempt whose first was applied
-// finds the token with t's ticket, which is t.
+// on the claim and no ticket; a retry after an applied attempt finds t.
 func (s *Store) FillToken(ctx context.Context, t queue.Token, claim string) (queue.Token, error) {
 	cond := expression.Name("claimId").Equal(expression.Value(claim)).And(
 		expression.AttributeNotExists(expression.Name("ticket")))
@@ -231,10 +200,10 @@ func (s *Store) ReleaseClaim(ctx context.Context, id, claim string) error {
 		expression.AttributeNotExists(expression.Name("ticket")))
 	upd := expression.Set(expression.Name("claimMs"), expression.Value(0))
 	_, err := s.updateItem(ctx, tokenKey(id), cond, upd, types.ReturnValueNone)
-	if _, failed := conditionFailed(err); failed || err == nil {
+	if _, failed := conditionFailed(err); failed {
 		return nil
 	}
-	return fmt.Errorf("dynamostore: release claim: %w", throttled(err))
+	return opErr(throttled(err), "release claim")
 }
 
 // putTokenIf stores t's item if cond holds and returns what is stored
@@ -251,23 +220,18 @@ func (s *Store) putTokenIf(ctx context.Context, op string, t queue.Token, cond e
 	return s.tokenFailedOn(ctx, op, t.ID, throttled(err))
 }
 
-// challengeSK is the sort key of a challenge use item.
-const challengeSK = "CHALLENGE"
-
 // UseChallenge implements queue.Store: one conditional PutItem of the item
 // CHALLENGE#<key> with its owner and a TTL, on no item or one of the same
-// owner (the SDK's retry of an attempt applied whose answer was lost).
+// owner (a retry).
 func (s *Store) UseChallenge(ctx context.Context, key, owner string, expires time.Time) error {
 	cond := expression.AttributeNotExists(expression.Name("pk")).Or(
 		expression.Name("owner").Equal(expression.Value(owner)))
-	item := itemKey("CHALLENGE#"+key, challengeSK)
+	item := itemKey("CHALLENGE#"+key, "CHALLENGE")
 	item["owner"] = &types.AttributeValueMemberS{Value: owner}
 	item["ttl"] = &types.AttributeValueMemberN{Value: fmt.Sprint(ttlSeconds(expires))}
 	err := s.putItem(ctx, item, cond)
 	if _, failed := conditionFailed(err); failed {
 		return queue.ErrConflict
-	} else if err != nil {
-		return fmt.Errorf("dynamostore: use challenge: %w", throttled(err))
 	}
-	return nil
+	return opErr(throttled(err), "use challenge")
 }

@@ -1,12 +1,16 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/example/waitingroom/internal/admission"
 	wire "github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/bypass"
+	"github.com/example/waitingroom/internal/catalog"
+	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/settings"
@@ -15,60 +19,124 @@ import (
 // errNoCount answers a body without its count.
 var errNoCount = queue.Errorf(queue.KindInvalid, wire.CodeInvalidCount, "count is required.")
 
-func (a *api) getProgram(w http.ResponseWriter, r *http.Request) {
+func (a *api) getProgram(w http.ResponseWriter, r *http.Request) error {
 	c, err := a.svc.Program(r.Context(), r.PathValue("programId"))
-	a.writeCounters(w, r, http.StatusOK, c, err)
+	return writeCounters(w, r, http.StatusOK, c, err)
 }
 
-func (a *api) putProgram(w http.ResponseWriter, r *http.Request) {
+func (a *api) putProgram(w http.ResponseWriter, r *http.Request) error {
 	var b wire.ProgramSettings
 	if err := decodeObject(r, &b); err != nil {
-		a.writeError(w, r, err)
-		return
+		return err
 	}
 	c, created, err := a.svc.PutProgram(r.Context(), r.PathValue("programId"), b)
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	a.writeCounters(w, r, status, c, err)
+	return writeCounters(w, r, okOrCreated(created), c, err)
 }
 
-func (a *api) admit(w http.ResponseWriter, r *http.Request) {
+func (a *api) admit(w http.ResponseWriter, r *http.Request) error {
 	var b wire.Admission
 	if err := decodeObject(r, &b); err != nil {
-		a.writeError(w, r, err)
-		return
+		return err
 	}
 	if b.Count == nil {
-		a.writeError(w, r, errNoCount)
-		return
+		return errNoCount
 	}
 	c, err := a.svc.Admit(r.Context(), r.PathValue("programId"), *b.Count)
-	a.writeCounters(w, r, http.StatusOK, c, err)
+	return writeCounters(w, r, http.StatusOK, c, err)
 }
 
 // issueBypass answers 200 {"passes": […]}: nothing addressable is
 // created, as for an admission.
-func (a *api) issueBypass(w http.ResponseWriter, r *http.Request) {
+func (a *api) issueBypass(w http.ResponseWriter, r *http.Request) error {
 	var b wire.BypassRequest
 	if err := decodeObject(r, &b); err != nil {
-		a.writeError(w, r, err)
-		return
+		return err
 	}
 	switch {
 	case b.Count == nil:
-		a.writeError(w, r, errNoCount)
-		return
+		return errNoCount
 	case b.ValidSeconds == nil:
-		a.writeError(w, r, queue.Errorf(queue.KindInvalid, wire.CodeInvalidValidity, "validSeconds is required."))
-		return
+		return queue.Errorf(queue.KindInvalid, wire.CodeInvalidValidity, "validSeconds is required.")
 	}
 	// Kept within a Duration: one second past the bound is as invalid.
 	seconds := min(max(*b.ValidSeconds, -1), int64(bypass.MaxValidity/time.Second)+1)
 	passes, err := a.svc.IssueBypass(r.Context(), r.PathValue("programId"), *b.Count, time.Duration(seconds)*time.Second)
 	metrics.Note(r.Context()).BypassPasses = int64(len(passes))
-	a.answer(w, r, http.StatusOK, wire.BypassPasses{Passes: passes}, err)
+	return answer(w, http.StatusOK, wire.BypassPasses{Passes: passes}, err)
+}
+
+func (a *api) listPrograms(w http.ResponseWriter, r *http.Request) error {
+	limit, err := limitOf(r, catalog.MaxLimit)
+	if err != nil {
+		return err
+	}
+	l, err := a.svc.ListPrograms(r.Context(), r.URL.Query().Get("cursor"), limit)
+	body := wire.ProgramList{Programs: make([]wire.Program, len(l.Programs)), NextCursor: l.Next}
+	for i, c := range l.Programs {
+		body.Programs[i] = programOf(c)
+	}
+	return answer(w, http.StatusOK, body, err)
+}
+
+func (a *api) deleteProgram(w http.ResponseWriter, r *http.Request) error {
+	return answer(w, http.StatusNoContent, nil, a.svc.DeleteProgram(r.Context(), r.PathValue("programId")))
+}
+
+func (a *api) history(w http.ResponseWriter, r *http.Request) error {
+	limit, err := limitOf(r, history.MaxLimit)
+	if err != nil {
+		return err
+	}
+	h, err := a.svc.History(r.Context(), r.PathValue("programId"), r.URL.Query().Get("cursor"), limit)
+	body := wire.ChangeList{Changes: make([]wire.Change, len(h.Changes)), NextCursor: h.Next}
+	for i, c := range h.Changes {
+		body.Changes[i] = changeOf(c)
+	}
+	return answer(w, http.StatusOK, body, err)
+}
+
+// getToken answers an admin's lookup of a token: what its holder would be
+// told, without the pass, and the times it stores.
+func (a *api) getToken(w http.ResponseWriter, r *http.Request) error {
+	l, err := a.svc.Token(r.Context(), r.PathValue("programId"), r.PathValue("tokenId"))
+	return answer(w, http.StatusOK, tokenRecordOf(l), err)
+}
+
+// revokeToken revokes a token: from then on it reads REVOKED.
+func (a *api) revokeToken(w http.ResponseWriter, r *http.Request) error {
+	return answer(w, http.StatusNoContent, nil, a.svc.RevokeToken(r.Context(), r.PathValue("programId"), r.PathValue("tokenId")))
+}
+
+// releaseSession is endSession for the site, as an admin: under a cap the
+// slot frees at once.
+func (a *api) releaseSession(w http.ResponseWriter, r *http.Request) error {
+	err := a.svc.ReleaseSession(r.Context(), r.PathValue("programId"), r.Header.Get(wire.HeaderAdmissionPass))
+	return answer(w, http.StatusNoContent, nil, err)
+}
+
+// limitOf reads the limit query parameter: 0 when absent, INVALID_LIMIT
+// naming most when it is not a positive whole number (the service checks
+// the upper bound).
+func limitOf(r *http.Request, most int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return 0, nil
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return n, nil
+	}
+	return 0, queue.Errorf(queue.KindInvalid, wire.CodeInvalidLimit, "limit must be a whole number between 1 and %d.", most)
+}
+
+// writeCounters answers c as a Program with status, or returns err.
+func writeCounters(w http.ResponseWriter, r *http.Request, status int, c admission.Counters, err error) error {
+	if err != nil {
+		return err
+	}
+	n := metrics.Note(r.Context())
+	n.Waiting, n.WaitingKnown = c.Waiting, true
+	writeJSON(w, status, programOf(c))
+	return nil
 }
 
 // programOf is c as the wire's Program.
@@ -117,13 +185,24 @@ func profileOf(p settings.Profile) wire.Profile {
 	return out
 }
 
-// writeCounters answers c as a Program with status, or err.
-func (a *api) writeCounters(w http.ResponseWriter, r *http.Request, status int, c admission.Counters, err error) {
-	if err != nil {
-		a.writeError(w, r, err)
-		return
+// changeOf is c on the wire.
+func changeOf(c history.Change) wire.Change {
+	out := wire.Change{ChangeID: c.ID, At: wire.TimeOf(c.At), EffectiveAt: wire.TimeOf(c.EffectiveAt), Actor: c.Actor, Action: c.Action}
+	if c.EffectiveAt.IsZero() {
+		out.EffectiveAt = out.At
 	}
-	n := metrics.Note(r.Context())
-	n.Waiting, n.WaitingKnown = c.Waiting, true
-	writeJSON(w, status, programOf(c))
+	if err := json.Unmarshal(c.Fields, &out.Fields); err != nil || out.Fields == nil {
+		out.Fields = map[string]any{}
+	}
+	return out
+}
+
+// tokenRecordOf is l as the wire's TokenRecord: its view, with every time
+// the token stores and never a pass.
+func tokenRecordOf(l queue.Lookup) wire.TokenRecord {
+	tok, t := TokenOf(l.View), l.Token
+	tok.AdmittedAt, tok.ExpiresAt = wire.TimeOf(t.AdmittedAt), wire.TimeOf(t.AdmissionExpiresAt)
+	tok.LeftAt, tok.RevokedAt = wire.TimeOf(t.LeftAt), wire.TimeOf(t.RevokedAt)
+	tok.AdmissionPass = ""
+	return wire.TokenRecord{Token: tok, RetainedUntil: wire.TimeOf(t.ExpiresAt)}
 }

@@ -122,15 +122,11 @@ func kindOf(t reflect.Type) string {
 // memberName is the member at p as a message names it: its keys from the
 // body's top joined by dots (translations.ko.notice), capped.
 func memberName(p jsontext.Pointer) string {
-	return capName(strings.Join(slices.Collect(p.Tokens()), "."))
-}
-
-// capName shortens a client's key to maxNameInMessage runes.
-func capName(s string) string {
-	if utf8.RuneCountInString(s) <= maxNameInMessage {
-		return s
+	s := strings.Join(slices.Collect(p.Tokens()), ".")
+	if utf8.RuneCountInString(s) > maxNameInMessage {
+		s = string([]rune(s)[:maxNameInMessage]) + "…"
 	}
-	return string([]rune(s)[:maxNameInMessage]) + "…"
+	return s
 }
 
 // invalidJSON is a 400 INVALID_JSON error with msg.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,8 +25,8 @@ var statusOf = map[queue.Kind]int{
 	queue.KindForbidden:   http.StatusForbidden,
 }
 
-// httpError is an error of the HTTP layer itself (the request, not the
-// queue, is at fault), answered with its own status.
+// httpError is an error of the HTTP layer itself, answered with its own
+// status.
 type httpError struct {
 	status int
 	body   wire.Error
@@ -62,31 +63,22 @@ var headerMessages = map[string]string{
 // internalBody answers when even an error cannot be encoded.
 var internalBody, _ = json.Marshal(errInternal.body)
 
-// answerOf is err as the client sees it: its status, its body and, for a
-// 503, the delay the domain knows (0 for none). Anything but an
-// *httpError or a *queue.Error is an internal error.
+// answerOf is err as the client sees it: its status, body and retry delay
+// (0 for none). Anything but an *httpError or a *queue.Error is internal.
 func answerOf(err error) (int, wire.Error, time.Duration) {
-	var he *httpError
-	if errors.As(err, &he) {
+	if he, ok := errors.AsType[*httpError](err); ok {
 		return he.status, he.body, 0
 	}
-	var e *queue.Error
-	if !errors.As(err, &e) || e.Kind == queue.KindInternal {
+	e, ok := errors.AsType[*queue.Error](err)
+	if !ok || e.Kind == queue.KindInternal {
 		return errInternal.status, errInternal.body, 0
 	}
-	status, ok := statusOf[e.Kind]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
-	body := wire.Error{Code: e.Code, Message: e.Message}
-	if m, ok := headerMessages[e.Code]; ok {
-		body.Message = m
-	}
-	return status, body, e.RetryAfter
+	status := cmp.Or(statusOf[e.Kind], http.StatusInternalServerError)
+	return status, wire.Error{Code: e.Code, Message: cmp.Or(headerMessages[e.Code], e.Message)}, e.RetryAfter
 }
 
 // writeError answers err as {code,message} with its status, and a 503 (or
-// a refusal with a retry delay) with Retry-After. Only 5xx answers are logged, with their cause.
+// a refusal with a retry delay) with Retry-After; it logs 5xx answers.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, body, retry := answerOf(err)
 	if status >= 500 {
@@ -101,21 +93,20 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusServiceUnavailable && retry <= 0 {
 		retry = a.unavRetry
 	}
-	if retry > 0 { // a 503, or a refusal that says when to try again (NO_ROOM)
+	if retry > 0 {
 		w.Header().Set(wire.HeaderRetryAfter, strconv.FormatInt(max(1, ceilSeconds(retry)), 10))
 	}
 	metrics.Note(r.Context()).Code = body.Code
 	writeJSON(w, status, body)
 }
 
-// answer answers body with status, or err when it is not nil (body nil:
-// no body).
-func (a *api) answer(w http.ResponseWriter, r *http.Request, status int, body any, err error) {
-	if err != nil {
-		a.writeError(w, r, err)
-		return
+// answer writes body with status (body nil: no body), or returns err when
+// it is not nil.
+func answer(w http.ResponseWriter, status int, body any, err error) error {
+	if err == nil {
+		writeJSON(w, status, body)
 	}
-	writeJSON(w, status, body)
+	return err
 }
 
 // writeClientError answers e, a client's mistake (4xx), which is not

@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -25,8 +26,7 @@ import (
 const MaxBodyBytes = 16 << 10
 
 // MaxHeaderBytes bounds a request's line and headers as sent; larger ones
-// get 431. It is also the local server's http.Server.MaxHeaderBytes, past
-// which (and net/http's 4 KiB of slack) net/http answers 431 itself.
+// get 431. It is also the local server's http.Server.MaxHeaderBytes.
 const MaxHeaderBytes = 16 << 10
 
 // Middleware wraps a handler, such as the admin routes' auth.
@@ -38,15 +38,12 @@ type Option func(*api)
 // WithLogger sets the structured logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(a *api) { a.log = l } }
 
-// WithPasses serves the JWKS of iss, the issuer of the admission passes
-// the service signs, on the public routes; without it (or with nil) that
-// route answers 404.
+// WithPasses serves the JWKS of iss, the passes' issuer, on the public
+// routes; without it (or with nil) that route answers 404.
 func WithPasses(iss *admissionpass.Issuer) Option { return func(a *api) { a.passes = iss } }
 
-// WithKeyring serves the operator's controls of ring, the keyring that
-// signs the passes, on the admin routes (list, rotate, revoke); without
-// it (or with nil: passes signed with fixed keys) those routes answer 409
-// NO_KEYRING.
+// WithKeyring serves the admin key routes (list, rotate, revoke) over ring;
+// without it (or with nil: fixed keys) they answer 409 NO_KEYRING.
 func WithKeyring(ring *admissionpass.Keyring) Option { return func(a *api) { a.keys = ring } }
 
 // WithObserver records every request in obs once answered, each as its
@@ -112,9 +109,7 @@ func (a *api) handler(keep func(Route) bool, auth Middleware) http.Handler {
 			continue
 		}
 		ops[rt.Method+" "+rt.Path] = rt.Op
-		serve := rt.serve
-		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(a, w, r) })
-		h = passIssuer(h) // the admin signs bypass passes too
+		h := passIssuer(a.endpoint(rt.serve)) // the admin signs bypass passes too
 		if rt.Admin {
 			h = auth(h)
 		}
@@ -123,34 +118,39 @@ func (a *api) handler(keep func(Route) bool, auth Middleware) http.Handler {
 	}
 	for path, ms := range methods {
 		slices.Sort(ms)
-		h := a.methodNotAllowed(strings.Join(ms, ", "))
+		allow := strings.Join(ms, ", ")
+		h := a.endpoint(func(_ *api, w http.ResponseWriter, _ *http.Request) error {
+			w.Header().Set("Allow", allow)
+			return httpErrorf(http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "Allowed methods: %s.", allow)
+		})
 		mux.Handle(path, h)
 		// A GET pattern also matches HEAD; HEAD is not served.
 		if slices.Contains(ms, http.MethodGet) {
 			mux.Handle(http.MethodHead+" "+path, h)
 		}
 	}
-	mux.Handle("/", a.notFound())
+	mux.Handle("/", a.endpoint(func(*api, http.ResponseWriter, *http.Request) error { return errNoRoute }))
 	// observe reads the Pattern the mux sets on the same *http.Request, so
 	// nothing between them may copy the request (logRequests does).
-	observe := metrics.Middleware(a.obs, func(r *http.Request) metrics.Op {
-		if op, ok := ops[r.Pattern]; ok {
-			return op
-		}
-		return metrics.OpOther
-	})
+	observe := metrics.Middleware(a.obs, func(r *http.Request) metrics.Op { return cmp.Or(ops[r.Pattern], metrics.OpOther) })
 	return a.logRequests(observe(a.recoverPanics(limitHeaders(a.canonicalPath(limitBody(mux))))))
 }
 
-func (a *api) notFound() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.writeError(w, r, errNoRoute) })
+// endpoint serves serve, answering the error it returns.
+func (a *api) endpoint(serve func(*api, http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := serve(a, w, r); err != nil {
+			a.writeError(w, r, err)
+		}
+	})
 }
 
-func (a *api) methodNotAllowed(allow string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", allow)
-		a.writeError(w, r, httpErrorf(http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "Allowed methods: %s.", allow))
-	})
+// okOrCreated is 201 when created, else 200.
+func okOrCreated(created bool) int {
+	if created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
 }
 
 // token returns the request's queue token.
@@ -162,63 +162,56 @@ func header(r *http.Request, name string) string {
 	return strings.TrimSpace(strings.Join(r.Header.Values(name), ","))
 }
 
-func (a *api) enter(w http.ResponseWriter, r *http.Request) {
+func (a *api) enter(w http.ResponseWriter, r *http.Request) error {
 	v, created, err := a.svc.Enter(r.Context(), r.PathValue("programId"), queue.Entry{
 		Token: token(r), IdempotencyKey: header(r, wire.HeaderIdempotencyKey),
 		Challenge: header(r, wire.HeaderChallenge), Solution: header(r, wire.HeaderSolution),
 	})
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	a.writeToken(w, r, status, v, err)
+	return writeToken(w, r, okOrCreated(created), v, err)
 }
 
-func (a *api) poll(w http.ResponseWriter, r *http.Request) {
+func (a *api) poll(w http.ResponseWriter, r *http.Request) error {
 	v, err := a.svc.Poll(r.Context(), r.PathValue("programId"), token(r))
-	a.writeToken(w, r, http.StatusOK, v, err)
+	return writeToken(w, r, http.StatusOK, v, err)
 }
 
-func (a *api) leave(w http.ResponseWriter, r *http.Request) {
-	a.answer(w, r, http.StatusNoContent, nil, a.svc.Leave(r.Context(), r.PathValue("programId"), token(r)))
+func (a *api) leave(w http.ResponseWriter, r *http.Request) error {
+	return answer(w, http.StatusNoContent, nil, a.svc.Leave(r.Context(), r.PathValue("programId"), token(r)))
 }
 
-// endSession ends the admission of the pass in X-Admission-Pass: the site
-// that holds it is done with its holder. A program that does not exist
-// (deleted) answers 404 PROGRAM_NOT_FOUND, as a poll does, read through
-// the program cache as a poll reads it.
-func (a *api) endSession(w http.ResponseWriter, r *http.Request) {
+// endSession ends the admission of the pass in X-Admission-Pass. A program
+// that does not exist answers 404 PROGRAM_NOT_FOUND, read through the
+// program cache as a poll reads it.
+func (a *api) endSession(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("programId")
 	if _, err := a.svc.Showing(r.Context(), id); err != nil {
-		a.writeError(w, r, err)
-		return
+		return err
 	}
-	a.answer(w, r, http.StatusNoContent, nil, a.svc.EndSession(r.Context(), id, r.Header.Get(wire.HeaderAdmissionPass)))
+	return answer(w, http.StatusNoContent, nil, a.svc.EndSession(r.Context(), id, r.Header.Get(wire.HeaderAdmissionPass)))
 }
 
-// releaseSession is endSession for the site, as an admin: under a cap the
-// slot frees at once.
-func (a *api) releaseSession(w http.ResponseWriter, r *http.Request) {
-	err := a.svc.ReleaseSession(r.Context(), r.PathValue("programId"), r.Header.Get(wire.HeaderAdmissionPass))
-	a.answer(w, r, http.StatusNoContent, nil, err)
+// challenge hands out a proof-of-work challenge for an enter (200, also
+// with bits 0 when the program asks for none; never cached).
+func (a *api) challenge(w http.ResponseWriter, r *http.Request) error {
+	c, err := a.svc.Challenge(r.Context(), r.PathValue("programId"))
+	return answer(w, http.StatusOK, wire.Challenge{Challenge: c.Challenge, Bits: c.Bits, ExpiresAt: wire.TimeOf(c.ExpiresAt)}, err)
 }
 
 // jwks serves the JWKS of the passes' keys: public, cached by sites for
 // admissionpass.JWKSMaxAge.
-func (a *api) jwks(w http.ResponseWriter, r *http.Request) {
+func (a *api) jwks(w http.ResponseWriter, r *http.Request) error {
 	if a.jwksh == nil {
-		a.writeError(w, r, errNoRoute)
-		return
+		return errNoRoute
 	}
 	a.jwksh.ServeHTTP(w, r)
+	return nil
 }
 
-// writeToken answers v with status, or err; a WAITING token also gets
-// Retry-After in whole seconds, rounded up.
-func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v queue.View, err error) {
+// writeToken answers v with status, or returns err; a WAITING token also
+// gets Retry-After in whole seconds, rounded up.
+func writeToken(w http.ResponseWriter, r *http.Request, status int, v queue.View, err error) error {
 	if err != nil {
-		a.writeError(w, r, err)
-		return
+		return err
 	}
 	n := metrics.Note(r.Context())
 	n.TokenStatus, n.Admitted = string(v.Status), v.FirstSighting
@@ -226,9 +219,7 @@ func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v q
 		w.Header().Set(wire.HeaderRetryAfter, strconv.FormatInt(ceilSeconds(v.RetryAfter), 10))
 		n.RetryAfter, n.EstimatedWait = v.RetryAfter, v.EstimatedWait
 	}
-	if status == http.StatusCreated {
-		// A new ticket is the last one issued: its position is the
-		// queue's length (0 when admitted at once).
+	if status == http.StatusCreated { // a new ticket's position is the queue's length
 		n.Waiting, n.WaitingKnown = v.Position, true
 	}
 	var prefs []language.Tag
@@ -236,11 +227,11 @@ func (a *api) writeToken(w http.ResponseWriter, r *http.Request, status int, v q
 		prefs = languages(r)
 	}
 	writeJSON(w, status, TokenOf(v, prefs...))
+	return nil
 }
 
-// languages are r's language preferences, most preferred first: ?lang=,
-// a BCP 47 tag, is the reader's choice (a page in that language) and
-// stands alone; without one (or with one that is no tag), Accept-Language.
+// languages are r's language preferences, most preferred first: ?lang=
+// (a BCP 47 tag) alone, else Accept-Language.
 func languages(r *http.Request) []language.Tag {
 	if r.URL.RawQuery != "" {
 		if tag, ok := settings.ParseLanguage(r.URL.Query().Get("lang")); ok {
@@ -254,9 +245,8 @@ func languages(r *http.Request) []language.Tag {
 	return tags
 }
 
-// TokenOf is v as the wire's Token: what the API answers, and what the
-// waiting-room page renders; a WAITING token's notice in the language of
-// prefs, where the program has it.
+// TokenOf is v as the wire's Token, as the API answers and the page
+// renders it, with the notice in the language of prefs where translated.
 func TokenOf(v queue.View, prefs ...language.Tag) wire.Token {
 	if len(v.Translations) > 0 && len(prefs) > 0 {
 		v.Notice = v.NoticeIn(prefs...)

@@ -22,87 +22,76 @@ var (
 	errKeyNotFound = queue.Errorf(queue.KindNotFound, wire.CodeKeyNotFound, "No signing key has this id.")
 )
 
-// keysError is err, of the keyring, as the client sees it: the key set
-// could not be read, or a key made or stored (the store or KMS failed),
-// worth a retry; the cause goes to the log only.
+// keysError is err, of the keyring, as the client sees it: a 503 worth a
+// retry; the cause goes to the log only.
 func keysError(err error) error {
 	return &queue.Error{Kind: queue.KindUnavailable, Code: wire.CodeKeysUnavailable, Message: "The signing keys are briefly unavailable; retry shortly.", Err: err}
 }
 
 // withKeyring serves a key route with serve, or answers 409 NO_KEYRING
 // when the passes are signed with fixed keys.
-func withKeyring(serve func(*api, http.ResponseWriter, *http.Request)) func(*api, http.ResponseWriter, *http.Request) {
-	return func(a *api, w http.ResponseWriter, r *http.Request) {
+func withKeyring(serve func(*api, http.ResponseWriter, *http.Request) error) func(*api, http.ResponseWriter, *http.Request) error {
+	return func(a *api, w http.ResponseWriter, r *http.Request) error {
 		if a.keys == nil {
-			a.writeError(w, r, errNoKeyring)
-			return
+			return errNoKeyring
 		}
-		serve(a, w, r)
+		return serve(a, w, r)
 	}
 }
 
 // listKeys answers every key of the keyring, newest first, with its state:
 // none until the first pass signed or the first JWKS request makes the
 // first key.
-func (a *api) listKeys(w http.ResponseWriter, r *http.Request) {
+func (a *api) listKeys(w http.ResponseWriter, r *http.Request) error {
 	keys, err := a.keys.Keys(r.Context())
 	if err != nil {
-		a.writeError(w, r, keysError(err))
-		return
+		return keysError(err)
 	}
 	body := wire.SigningKeys{RotationSeconds: int64(a.keys.Rotation() / time.Second), Keys: make([]wire.SigningKey, len(keys))}
 	for i, k := range keys {
 		body.Keys[i] = signingKeyOf(k.StoredKey, wire.KeyState(k.State))
 	}
-	writeJSON(w, http.StatusOK, body)
+	return answer(w, http.StatusOK, body, nil)
 }
 
 // rotateKey makes a key that signs from the keyring's lead from now: 201
 // with the key, next until then.
-func (a *api) rotateKey(w http.ResponseWriter, r *http.Request) {
+func (a *api) rotateKey(w http.ResponseWriter, r *http.Request) error {
 	k, err := a.keys.Rotate(r.Context())
 	if err != nil {
-		a.writeError(w, r, keysError(err))
-		return
+		return keysError(err)
 	}
 	a.logKeyChange(r, "rotate-key", slog.String("keyId", k.KeyID), slog.Time("signFrom", k.SignFrom))
-	writeJSON(w, http.StatusCreated, wire.KeyRotation{Key: signingKeyOf(k, wire.KeyNext)})
+	return answer(w, http.StatusCreated, wire.KeyRotation{Key: signingKeyOf(k, wire.KeyNext)}, nil)
 }
 
 // revokeKey revokes the key keyId: 200 with, when it was the key that
 // signed, the key that signs in its place from now. Revoking it again is
 // no error.
-func (a *api) revokeKey(w http.ResponseWriter, r *http.Request) {
+func (a *api) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	kid := r.PathValue("keyId")
 	if !validKeyID(kid) {
-		a.writeError(w, r, errInvalidKeyID)
-		return
+		return errInvalidKeyID
 	}
 	k, made, err := a.keys.Revoke(r.Context(), kid)
 	switch {
 	case errors.Is(err, admissionpass.ErrKeyNotFound):
-		a.writeError(w, r, errKeyNotFound)
-		return
-	case err != nil:
-		// The key may be revoked already, its replacement not made: a
-		// retry revokes it again and answers which key signs.
-		a.writeError(w, r, keysError(err))
-		return
+		return errKeyNotFound
+	case err != nil: // a retry revokes again and answers which key signs
+		return keysError(err)
 	}
 	body := wire.KeyRevocation{Revoked: kid}
 	attrs := []slog.Attr{slog.String("keyId", kid)}
-	if made {
-		// It signs from the instant of the revocation: it signs now.
+	if made { // it signs from the revocation: now
 		rep := signingKeyOf(k, wire.KeySigning)
 		body.Replacement = &rep
 		attrs = append(attrs, slog.String("replacement", k.KeyID))
 	}
 	a.logKeyChange(r, "revoke-key", attrs...)
-	writeJSON(w, http.StatusOK, body)
+	return answer(w, http.StatusOK, body, nil)
 }
 
-// logKeyChange logs a change of the keyring at info level, with its actor,
-// as the service logs the changes of programs.
+// logKeyChange logs a change of the keyring at info level, with its actor.
 func (a *api) logKeyChange(r *http.Request, action string, attrs ...slog.Attr) {
 	ctx := r.Context()
 	a.log.LogAttrs(ctx, slog.LevelInfo, "admin change", append([]slog.Attr{
@@ -117,21 +106,10 @@ func signingKeyOf(k admissionpass.StoredKey, state wire.KeyState) wire.SigningKe
 	return wire.SigningKey{KeyID: k.KeyID, State: state, SignFrom: wire.TimeOf(k.SignFrom), CreatedAt: wire.TimeOf(k.Created), RevokedAt: wire.TimeOf(k.Revoked)}
 }
 
-// keyIDLen is the length of a kid: a SHA-256 thumbprint in unpadded
-// base64url.
-const keyIDLen = 43
-
-// validKeyID reports whether kid is a key id a keyring makes: the
-// base64url of 32 bytes, canonical.
+// validKeyID reports whether kid is a key id a keyring makes: a SHA-256
+// thumbprint in canonical unpadded base64url (43 characters; the decoder
+// would skip newlines).
 func validKeyID(kid string) bool {
-	if len(kid) != keyIDLen {
-		return false
-	}
-	for _, c := range []byte(kid) {
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	_, err := base64.RawURLEncoding.Strict().DecodeString(kid)
-	return err == nil
+	b, err := base64.RawURLEncoding.Strict().DecodeString(kid)
+	return len(kid) == 43 && err == nil && len(b) == 32
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"net/http"
@@ -16,10 +17,9 @@ import (
 // (payload format 2.0) request in, its answer out.
 type LambdaHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// Lambda serves h to API Gateway through aws-lambda-go-api-proxy's
-// httpadapter.NewV2. It never returns an error: an event the adapter cannot
-// turn into a request (a bad path escape, a body that is not base64) gets
-// the API's JSON 404 or 400, where Lambda would answer an opaque 500.
+// Lambda serves h to API Gateway through httpadapter.NewV2. It never
+// returns an error: an event the adapter cannot turn into a request gets
+// the API's JSON 404 or 400, not Lambda's opaque 500.
 func Lambda(h http.Handler) LambdaHandler {
 	proxy := httpadapter.NewV2(h).ProxyWithContext
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -35,18 +35,14 @@ func Lambda(h http.Handler) LambdaHandler {
 }
 
 // unconvertible returns the error for an ev whose body or URL the adapter
-// cannot convert, before the adapter prints its own complaint to stdout;
-// nil when both convert.
+// cannot convert (before the adapter complains on stdout); nil if none.
 func unconvertible(ev events.APIGatewayV2HTTPRequest) *httpError {
 	if ev.IsBase64Encoded {
 		if _, err := base64.StdEncoding.DecodeString(ev.Body); err != nil {
 			return errUnreadable
 		}
 	}
-	p := ev.RawPath
-	if p == "" {
-		p = ev.RequestContext.HTTP.Path
-	}
+	p := cmp.Or(ev.RawPath, ev.RequestContext.HTTP.Path)
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p
 	}

@@ -1,15 +1,16 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
@@ -23,8 +24,7 @@ import (
 const LocalActor = "local-admin"
 
 // BearerAuth admits requests bearing "Authorization: Bearer <secret>"
-// (compared in constant time), as LocalActor: the local server's admin
-// scheme.
+// (compared in constant time) as LocalActor: the local server's admin auth.
 func BearerAuth(secret string) Middleware {
 	want := sha256.Sum256([]byte(secret))
 	return func(next http.Handler) http.Handler {
@@ -45,10 +45,9 @@ func BearerAuth(secret string) Middleware {
 	}
 }
 
-// IAMAuth admits requests that API Gateway's AWS_IAM authorizer let through,
-// as the request context of the Lambda adapter shows them, with the
-// caller's IAM ARN as their actor. API Gateway
-// rejects unsigned ones before the function runs; this is the second lock.
+// IAMAuth admits requests that API Gateway's AWS_IAM authorizer let
+// through, as the Lambda adapter's request context shows them, with the
+// caller's IAM ARN as their actor: a second lock behind API Gateway's.
 func IAMAuth() Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -57,41 +56,26 @@ func IAMAuth() Middleware {
 				writeClientError(w, r, errNeedsIAM)
 				return
 			}
-			actor := rc.Authorizer.IAM.UserARN
-			if actor == "" {
-				actor = "caller:" + rc.Authorizer.IAM.CallerID
-			}
-			next.ServeHTTP(w, r.WithContext(history.WithActor(r.Context(), actor)))
+			iam := rc.Authorizer.IAM
+			next.ServeHTTP(w, r.WithContext(history.WithActor(r.Context(), cmp.Or(iam.UserARN, "caller:"+iam.CallerID))))
 		})
 	}
 }
 
-// passIssuer names https://<the domain API Gateway reports> as the issuer
-// of the passes signed for the request, used when no PASS_ISSUER is
-// configured. The client-written Host header is never used, so off API
-// Gateway nothing is named.
+// passIssuer names https://<API Gateway's domainName> as the issuer of the
+// passes signed for the request (when no PASS_ISSUER is set); never the
+// client's Host header.
 func passIssuer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && validDomain(rc.DomainName) {
+		if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && dnsName.MatchString(rc.DomainName) {
 			r = r.WithContext(admissionpass.WithIssuer(r.Context(), "https://"+rc.DomainName))
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// validDomain reports whether d is a DNS name, as API Gateway's domainName
-// always is.
-func validDomain(d string) bool {
-	if d == "" || len(d) > 253 {
-		return false
-	}
-	for _, c := range d {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
+// dnsName matches a DNS name, as API Gateway's domainName always is.
+var dnsName = regexp.MustCompile(`^[A-Za-z0-9.-]{1,253}$`)
 
 type requestIDKey struct{}
 
@@ -105,15 +89,8 @@ func requestID(ctx context.Context) string {
 // one) and logs it at debug level once answered, never with its token.
 func (a *api) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := ""
-		if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok {
-			id = rc.RequestID
-		}
-		if id == "" {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
-		}
+		rc, _ := core.GetAPIGatewayV2ContextFromContext(r.Context())
+		id := cmp.Or(rc.RequestID, rand.Text())
 		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
 		m := httpsnoop.CaptureMetrics(next, w, r.WithContext(ctx))
 		a.log.LogAttrs(ctx, slog.LevelDebug, "request",
@@ -130,16 +107,15 @@ func (a *api) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var m httpsnoop.Metrics // Code and Written stay 0 until the handler writes
 		defer func() {
-			v := recover()
-			if v == nil {
-				return
-			}
-			if v == http.ErrAbortHandler {
+			switch v := recover(); v {
+			case nil:
+			case http.ErrAbortHandler:
 				panic(v)
-			}
-			a.log.ErrorContext(r.Context(), "panic", "requestId", requestID(r.Context()), "panic", fmt.Sprint(v))
-			if m.Code == 0 && m.Written == 0 {
-				a.writeError(w, r, errInternal)
+			default:
+				a.log.ErrorContext(r.Context(), "panic", "requestId", requestID(r.Context()), "panic", fmt.Sprint(v))
+				if m.Code == 0 && m.Written == 0 {
+					a.writeError(w, r, errInternal)
+				}
 			}
 		}()
 		m.CaptureMetrics(w, func(w http.ResponseWriter) { next.ServeHTTP(w, r) })
@@ -179,10 +155,7 @@ func limitHeaders(next http.Handler) http.Handler {
 // over HTTP/1.1 ("Name: value\r\n" each, Host included), with the blank
 // line that ends them.
 func headerBytes(r *http.Request) int {
-	uri := r.RequestURI
-	if uri == "" {
-		uri = r.URL.RequestURI()
-	}
+	uri := cmp.Or(r.RequestURI, r.URL.RequestURI())
 	n := len(r.Method) + 1 + len(uri) + len(" HTTP/1.1\r\n") + len("\r\n")
 	if r.Host != "" {
 		n += len("Host: ") + len(r.Host) + len("\r\n")
@@ -200,9 +173,7 @@ func headerBytes(r *http.Request) int {
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > MaxBodyBytes {
-			// The body stays unread: the connection cannot serve another
-			// request (and net/http need not read the body first).
-			w.Header().Set("Connection", "close")
+			w.Header().Set("Connection", "close") // the body stays unread
 			writeClientError(w, r, errTooLarge)
 			return
 		}

@@ -17,14 +17,13 @@ type Route struct {
 	Admin bool
 	// Op is what the route's requests count as in the metrics.
 	Op    metrics.Op
-	serve func(*api, http.ResponseWriter, *http.Request)
+	serve func(*api, http.ResponseWriter, *http.Request) error
 }
 
-// Routes lists every route the API serves, each with its metrics operation
-// and its endpoint function:
-// adding a route is one line here and one function. template.yaml must send
-// each to the right function with the right authorization (template_test.go
-// checks), and any other method on one of these paths gets 405 with Allow.
+// Routes lists every route the API serves, with its metrics operation and
+// endpoint; template.yaml must route each to the right function and
+// authorization (template_test.go checks). Other methods on these paths get
+// 405 with Allow.
 var Routes = []Route{
 	{http.MethodPost, wire.QueuePath, false, metrics.OpEnter, (*api).enter},
 	{http.MethodGet, wire.QueuePath, false, metrics.OpPoll, (*api).poll},

@@ -3,6 +3,7 @@ package metrics
 import (
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,12 +22,10 @@ type EMF struct {
 // EMFOption configures NewEMF.
 type EMFOption func(*EMF)
 
-// WithEMFClock stamps each line with now's time (default time.Now); tests
-// pass a fixed clock to check the Timestamp exactly.
+// WithEMFClock stamps each line with now's time (default time.Now).
 func WithEMFClock(now func() time.Time) EMFOption { return func(e *EMF) { e.now = now } }
 
-// NewEMF returns an EMF sink writing lines to w under namespace, each
-// stamped with the time it is written.
+// NewEMF returns an EMF sink writing lines to w under namespace.
 func NewEMF(w io.Writer, namespace string, opts ...EMFOption) *EMF {
 	e := &EMF{w: w, namespace: namespace, now: time.Now}
 	for _, o := range opts {
@@ -35,7 +34,8 @@ func NewEMF(w io.Writer, namespace string, opts ...EMFOption) *EMF {
 	return e
 }
 
-// emfDirective is a MetricDirective of the EMF specification.
+// emfDirective is a MetricDirective of the EMF specification, at most
+// maxMetricsPerDirective metrics.
 type emfDirective struct {
 	Namespace  string      `json:"Namespace"`
 	Dimensions [][]string  `json:"Dimensions"`
@@ -47,7 +47,6 @@ type emfMetric struct {
 	Unit Unit   `json:"Unit"`
 }
 
-// maxMetricsPerDirective is the EMF specification's limit.
 const maxMetricsPerDirective = 100
 
 // Observe writes r's line. A write error is dropped: metrics never fail a
@@ -65,8 +64,7 @@ func (e *EMF) Observe(r Request) {
 // document builds r's EMF line (with its newline); false when r records no
 // CloudWatch metric.
 func (e *EMF) document(r Request) ([]byte, bool) {
-	root := map[string]any{
-		// Not dimensions: for Logs Insights queries on the same line.
+	root := map[string]any{ // not dimensions: for Logs Insights queries
 		DimMethod:    DimensionValue(DimMethod, r),
 		DimHTTP:      r.Status,
 		DimOperation: DimensionValue(DimOperation, r),
@@ -74,24 +72,13 @@ func (e *EMF) document(r Request) ([]byte, bool) {
 	var directives []emfDirective
 	index := map[string]int{} // dimension set -> directive
 	for _, d := range Defs {
-		if !d.CloudWatch() {
-			continue
-		}
 		v, ok := d.value(r)
-		if !ok {
+		if !ok || !d.CloudWatch() || slices.ContainsFunc(d.Dimensions, func(dim string) bool { return DimensionValue(dim, r) == "" }) {
 			continue
 		}
-		dims := make([]string, 0, len(d.Dimensions))
-		for _, dim := range d.Dimensions {
-			dv := DimensionValue(dim, r)
-			if dv == "" {
-				break
-			}
-			root[dim] = dv
-			dims = append(dims, dim)
-		}
-		if len(dims) != len(d.Dimensions) {
-			continue
+		dims := append([]string{}, d.Dimensions...)
+		for _, dim := range dims {
+			root[dim] = DimensionValue(dim, r)
 		}
 		root[d.Name] = v
 		key := strings.Join(dims, ",")

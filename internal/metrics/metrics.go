@@ -5,13 +5,14 @@
 package metrics
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/example/waitingroom/internal/api"
 )
@@ -28,13 +29,13 @@ func ValidNamespace(ns string) error {
 	if strings.HasPrefix(ns, "AWS/") {
 		return errors.New(`namespaces starting with "AWS/" are reserved`)
 	}
-	for _, c := range ns {
-		if !(c < unicode.MaxASCII && (unicode.IsLetter(c) || unicode.IsDigit(c) || strings.ContainsRune(".-_/#: ", c))) {
-			return fmt.Errorf("%q: a namespace holds letters, digits and . - _ / # : and space only", ns)
-		}
+	if !namespaceChars.MatchString(ns) {
+		return fmt.Errorf("%q: a namespace holds letters, digits and . - _ / # : and space only", ns)
 	}
 	return nil
 }
+
+var namespaceChars = regexp.MustCompile(`^[A-Za-z0-9._/#: -]*$`)
 
 // Op is what a request asked for; the middleware sets it from the route.
 type Op string
@@ -44,45 +45,33 @@ const (
 	OpEnter Op = "enter"
 	OpPoll  Op = "poll"
 	OpLeave Op = "leave"
-	// OpAdmin is any admin route: program settings, counters, admissions.
-	OpAdmin Op = "admin"
-	// OpOther is a request that matched no route, or one for the JWKS.
-	OpOther Op = "other"
-	// OpPage is the waiting-room page: the HTML, its assets and its
-	// no-JavaScript form.
-	OpPage Op = "page"
+	OpAdmin Op = "admin" // any admin route
+	OpOther Op = "other" // no route, the JWKS, a challenge
+	OpPage  Op = "page"  // the waiting-room page, its assets and its form
 )
 
 // Request is one answered request, as the middleware saw it. Fields that do
 // not apply are zero.
 type Request struct {
-	Op Op
-	// Method is the request's method as sent; the Method dimension is
-	// MethodLabel of it, from a closed set.
-	Method string
-	// Status is the HTTP status answered.
-	Status int
-	// Code is the error code of a 4xx or 5xx answer ("PROGRAM_CLOSED").
-	Code     string
+	Op       Op
+	Method   string // as sent; the Method dimension is MethodLabel of it
+	Status   int    // the HTTP status answered
+	Code     string // the error code of a 4xx or 5xx answer
 	Duration time.Duration
 	// ProgramID is the program of the request's path; it becomes a
 	// dimension only on 2xx answers, where the program is known to exist.
-	ProgramID string
-	// TokenStatus is the status of the token answered ("WAITING", …).
-	TokenStatus string
+	ProgramID   string
+	TokenStatus string // the status of the token answered ("WAITING", …)
 	// Admitted reports that this answer is the first sighting of the
 	// token's admission (the one that wrote admittedAt).
 	Admitted bool
 	// RetryAfter and EstimatedWait are those of a WAITING answer.
-	RetryAfter    time.Duration
-	EstimatedWait time.Duration
+	RetryAfter, EstimatedWait time.Duration
 	// Waiting is the program's queue length (issued − admitted) as the
-	// answer saw it, recorded when WaitingKnown; an enter's position is
-	// exactly that length.
+	// answer saw it, recorded when WaitingKnown.
 	Waiting      int64
 	WaitingKnown bool
-	// BypassPasses is how many bypass passes the answer issued.
-	BypassPasses int64
+	BypassPasses int64 // how many bypass passes the answer issued
 }
 
 // Observer records requests. Implementations are safe for concurrent use.
@@ -102,14 +91,9 @@ type Kind int
 
 // Kinds of metric.
 const (
-	// Counter counts events: each observation adds one.
-	Counter Kind = iota
-	// Distribution records a value per observation (percentiles,
-	// averages): a Prometheus histogram.
-	Distribution
-	// Level records the current value of a quantity: a Prometheus gauge,
-	// a CloudWatch value read as Maximum or Average.
-	Level
+	Counter      Kind = iota // counts events: a Prometheus counter
+	Distribution             // a value per observation: a Prometheus histogram
+	Level                    // the current value of a quantity: a Prometheus gauge
 )
 
 // Unit is a CloudWatch unit.
@@ -135,26 +119,22 @@ const (
 // Def is one metric: its CloudWatch name, unit and dimensions, its
 // Prometheus name, and when a request records it and with what value.
 type Def struct {
-	// Name is the CloudWatch metric name; "" for a Prometheus-only metric.
-	Name string
-	Unit Unit
-	Kind Kind
-	// Dimensions name the CloudWatch dimensions (and Prometheus labels).
-	Dimensions []string
-	// Prom is the Prometheus name; Milliseconds are exported as seconds.
-	Prom string
-	Help string
+	Name       string // the CloudWatch name; "" for a Prometheus-only metric
+	Unit       Unit
+	Kind       Kind
+	Dimensions []string // CloudWatch dimensions, and Prometheus labels
+	Prom       string   // the Prometheus name; Milliseconds are exported as seconds
+	Help       string
 	// Buckets are the Prometheus histogram bounds of a Distribution, in
-	// the exported unit (seconds for Milliseconds).
+	// the exported unit.
 	Buckets []float64
-	// value is the metric's value for r, and whether r records it.
-	value func(r Request) (float64, bool)
+	value   func(r Request) (float64, bool)
 }
 
 // Defs is the table of every metric. template.yaml's dashboard and alarms
 // name metrics from it (template_test.go checks).
 var Defs = []Def{
-	{Name: "", Unit: Count, Kind: Counter, Dimensions: []string{DimOperation, DimMethod, DimHTTP},
+	{Unit: Count, Kind: Counter, Dimensions: []string{DimOperation, DimMethod, DimHTTP},
 		Prom: "waitingroom_requests_total", Help: "Requests answered, by operation, method and HTTP status (on AWS: API Gateway's Count).",
 		value: func(Request) (float64, bool) { return 1, true }},
 	{Name: "Latency", Unit: Milliseconds, Kind: Distribution, Dimensions: []string{DimOperation},
@@ -216,15 +196,9 @@ func DimensionValue(dim string, r Request) string {
 	case DimStatus:
 		return r.TokenStatus
 	case DimCode:
-		if r.Code == "" {
-			return "UNKNOWN"
-		}
-		return r.Code
+		return cmp.Or(r.Code, "UNKNOWN")
 	case DimOperation:
-		if r.Op == "" {
-			return string(OpOther)
-		}
-		return string(r.Op)
+		return string(cmp.Or(r.Op, OpOther))
 	case DimMethod:
 		return MethodLabel(r.Method)
 	case DimHTTP:
@@ -233,12 +207,11 @@ func DimensionValue(dim string, r Request) string {
 	return ""
 }
 
-// MethodOther is the Method dimension of a request whose method is none of
-// RFC 9110's and RFC 5789's (any token is a valid method).
+// MethodOther is the Method dimension of a method that is not standard.
 const MethodOther = "OTHER"
 
 // MethodLabel is the Method dimension of method: the method itself when it
-// is a standard one, else MethodOther, so that clients cannot make series.
+// is a standard one (RFC 9110, RFC 5789), else MethodOther.
 func MethodLabel(method string) string {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 
@@ -20,12 +21,8 @@ func Middleware(obs Observer, op func(r *http.Request) Op) func(http.Handler) ht
 			r = r.WithContext(context.WithValue(r.Context(), requestKey{}, rec))
 			m := httpsnoop.CaptureMetrics(next, w, r)
 			rec.Duration, rec.Method, rec.Status = m.Duration, r.Method, m.Code
-			if rec.ProgramID == "" {
-				rec.ProgramID = r.PathValue("programId")
-			}
-			if rec.Op == "" {
-				rec.Op = op(r)
-			}
+			rec.ProgramID = cmp.Or(rec.ProgramID, r.PathValue("programId"))
+			rec.Op = cmp.Or(rec.Op, op(r))
 			obs.Observe(*rec)
 		})
 	}

@@ -33,17 +33,16 @@ func (b shardBlock) same(o shardBlock) bool {
 	return b.shard == o.shard && b.start == o.start && b.reservedAt.UnixMilli() == o.reservedAt.UnixMilli()
 }
 
-// recordReserved records that this instance reserved block b: filled (its
-// shard holds it), to trim once stale; surely not filled, its numbers
-// left to give back.
+// recordReserved records that this instance reserved block b: to trim
+// once stale if filled, its numbers left to give back if surely not.
 func (s *Shards) recordReserved(id string, b shardBlock, left Run, filled, sure bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ps := s.addState(id, b.reservedAt)
 	switch {
 	case filled:
-		// The shard's older block, and blocks a block lifetime older, are
-		// used up or left below the top.
+		// The shard's older block, and those a block lifetime older, are
+		// used up or below the top.
 		ps.blocks = slices.DeleteFunc(ps.blocks, func(o shardBlock) bool {
 			return o.shard == b.shard || o.reservedAt.Before(b.reservedAt.Add(-BlockLifetime))
 		})
@@ -67,18 +66,17 @@ func (ps *programState) addReturns(runs ...Run) {
 	}
 }
 
-// giveBackWork is what one give-back does: trim blocks (the one back came
-// from taking back) and give back runs.
+// giveBackWork is what one give-back does: trim blocks (backOf taking back
+// this instance's numbers left, back) and give back runs.
 type giveBackWork struct {
 	trims   []shardBlock
-	back    Run // this instance's numbers left, from backOf
+	back    Run
 	backOf  shardBlock
 	returns []Run
 }
 
-// startGiveBack hands the give-back due at now to its caller, taking it
-// from the instance's state: false when none is due. The caller must call
-// endGiveBack.
+// startGiveBack takes the give-back due at now from the instance's state
+// (false when none is); the caller must call endGiveBack.
 func (s *Shards) startGiveBack(id string, now time.Time) (giveBackWork, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -126,7 +124,7 @@ func (s *Shards) endGiveBack(id string, left []Run) {
 // GiveBack gives back to programID, when due, the numbers this instance
 // reserved or holds that nobody took: it trims its stale blocks, then
 // gives back, top down, the runs that end at the program's last ticket
-// while the counter is far from them. It never fails the request.
+// while the counter is far from them.
 func (s *Shards) GiveBack(ctx context.Context, programs queue.Programs, programID string, now time.Time) {
 	if !s.enabled(programs.TTL()) {
 		return
@@ -144,8 +142,7 @@ func (s *Shards) GiveBack(ctx context.Context, programs queue.Programs, programI
 	}
 	hold := programs.TTL() + time.Second
 	runs, p = s.returnTop(ctx, programs, p, runs, hold, now)
-	// Runs the counter will have reached, or kept too long, can never be
-	// given back.
+	// Runs the counter will have reached, or kept too long, are dropped.
 	reach := now.Add(hold)
 	runs = slices.DeleteFunc(runs, func(r Run) bool {
 		return now.Sub(r.ReservedAt) > returnsKept || p.Segment(reach).Counter(reach.UnixMilli()) >= r.First-1
@@ -174,7 +171,7 @@ func (s *Shards) trim(ctx context.Context, programID string, w giveBackWork) []R
 
 // returnTop gives back to p, top down, the runs (sorted) that end at its
 // last ticket while p.MayReturn allows, and returns the runs left and the
-// program after. A store error drops the run it was about.
+// program after; a store error drops its run.
 func (s *Shards) returnTop(ctx context.Context, programs queue.Programs, p admission.Program, runs []Run, hold time.Duration, now time.Time) ([]Run, admission.Program) {
 	for len(runs) > 0 {
 		top := runs[len(runs)-1]

@@ -5,6 +5,7 @@
 package tickets
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,18 +20,15 @@ import (
 )
 
 // Shards decides, per program and per instance, where an enter's ticket
-// comes from, and keeps the instance's share of the shards. It keeps state
-// only for programs the store has shown to exist, dropped once idle. Build
-// one per Service.
+// comes from, and keeps the instance's share of the shards, for programs
+// the store has shown to exist. Build one per Service.
 type Shards struct {
-	store      Store
-	writeUnits float64
-	log        *slog.Logger
-	clock      clock.Clock
-	rng        *rand.Rand
-	// fixedShards and fixedBlock, when set, replace the sizing by the pace
-	// (WithFixedSizing).
-	fixedShards int
+	store       Store
+	writeUnits  float64
+	log         *slog.Logger
+	clock       clock.Clock
+	rng         *rand.Rand
+	fixedShards int // with fixedBlock, when set: WithFixedSizing
 	fixedBlock  int64
 
 	mu       sync.Mutex
@@ -49,21 +47,19 @@ type Option func(*Shards)
 func WithItemWriteLimit(units float64) Option { return func(s *Shards) { s.writeUnits = units } }
 
 // WithFixedSizing makes a program on shards use k of them, blocks of n
-// numbers and one number a take, whatever its pace: the fixed policy that
-// docs/benchmarks.md measures the sizing by the pace against.
+// numbers and one number a take, whatever its pace (docs/benchmarks.md).
 func WithFixedSizing(k int, n int64) Option {
 	return func(s *Shards) { s.fixedShards, s.fixedBlock = min(max(k, 1), MaxShards), max(n, 1) }
 }
 
-// WithLogger logs the shard writes that failed outside a request's answer
-// to l (slog.Default() otherwise).
+// WithLogger logs failed shard writes to l (slog.Default() otherwise).
 func WithLogger(l *slog.Logger) Option { return func(s *Shards) { s.log = l } }
 
 // WithClock replaces the real clock; pass the Service's.
 func WithClock(c clock.Clock) Option { return func(s *Shards) { s.clock = c } }
 
-// WithRand makes shard choices come from rng (pass the Service's) instead
-// of the runtime's source; a *rand.Rand is for single-goroutine tests.
+// WithRand makes shard choices come from rng (pass the Service's; for
+// single-goroutine tests).
 func WithRand(rng *rand.Rand) Option { return func(s *Shards) { s.rng = rng } }
 
 // New returns the ticket shards of one Service over store.
@@ -109,8 +105,8 @@ func (s *Shards) Take(ctx context.Context, programs queue.Programs, programID st
 }
 
 // withShardCount returns c, program id as last read (if at all), with the
-// shard count learnt since, or with one this instance sets on its own when
-// its own enters alone exceed what the program item should take.
+// shard count learnt since, or one this instance sets when its own enters
+// alone exceed what the program item should take.
 func (s *Shards) withShardCount(ctx context.Context, c admission.Program, id string, ttl time.Duration, asked float64, run int64, now time.Time) admission.Program {
 	if k, ok := s.shardCount(id, now, ttl); ok {
 		c.ID, c.Shards = id, k
@@ -123,8 +119,7 @@ func (s *Shards) withShardCount(ctx context.Context, c admission.Program, id str
 }
 
 // switchOn turns program id to k shards on this instance's own evidence:
-// it learns k, and sets it unless it changed the count a block lifetime
-// ago or less (mayWiden).
+// it learns k, and sets it if mayWiden.
 func (s *Shards) switchOn(ctx context.Context, id string, k int, now time.Time) {
 	s.learnShards(id, k, now)
 	if s.mayWiden(id, now) {
@@ -145,14 +140,15 @@ func (s *Shards) takeSingle(ctx context.Context, programID string, now time.Time
 // to shards when its rate calls for them, and takes from a shard when the
 // program item is throttled.
 func (s *Shards) takeFromItem(ctx context.Context, programs queue.Programs, programID string, now time.Time) (queue.Taken, error) {
-	p, err := s.store.IssueTicket(ctx, programID, now)
+	t, err := s.takeSingle(ctx, programID, now)
 	switch {
 	case errors.Is(err, queue.ErrThrottled):
 		return s.takeThrottled(ctx, programs, programID, err, now)
 	case err != nil:
-		return queue.Taken{At: now}, err
+		return t, err
 	}
-	s.recordAnswer(p, now)
+	p := &t.Program
+	s.recordAnswer(*p, now)
 	served, asked, run := s.rates(programID, now)
 	rate := max(served, asked)
 	if p.BurstRate() >= 5*s.switchOnRate() {
@@ -165,12 +161,12 @@ func (s *Shards) takeFromItem(ctx context.Context, programs queue.Programs, prog
 			s.learnShards(programID, k, now)
 		}
 	}
-	return queue.Taken{Ticket: p.Issued, Program: p, Fresh: true, At: now}, nil
+	return t, nil
 }
 
 // takeThrottled takes a ticket from one of two shards after the program
-// item refused it (throttled, with err), for a program that exists:
-// ErrNotFound when it does not, err when no shard answered.
+// item refused it with err (throttled): ErrNotFound when the program does
+// not exist, err when no shard answered.
 func (s *Shards) takeThrottled(ctx context.Context, programs queue.Programs, programID string, err error, now time.Time) (queue.Taken, error) {
 	if xerr := s.exists(ctx, programs, programID, now); xerr != nil {
 		if errors.Is(xerr, queue.ErrNotFound) {
@@ -188,10 +184,8 @@ func (s *Shards) takeThrottled(ctx context.Context, programs queue.Programs, pro
 	return t, nil
 }
 
-// exists answers nil when programID is known to exist: the instance keeps
-// state for it or read it within a cache TTL, else a read now shows it
-// (and is cached). ErrNotFound when it does not exist; the read's error
-// when it fails.
+// exists answers nil when programID is known to exist (state, the cache,
+// or a read now, which is cached), else the read's error.
 func (s *Shards) exists(ctx context.Context, programs queue.Programs, programID string, now time.Time) error {
 	if _, ok := programs.Recent(programID, now); ok || s.known(programID) {
 		return nil
@@ -205,9 +199,9 @@ func (s *Shards) exists(ctx context.Context, programs queue.Programs, programID 
 }
 
 // takeFromShards takes run numbers (one for this enter, the others held
-// for this instance's next ones) from one of c's shards: ok false when
-// every shard it tried was refilled by another instance or throttled, or
-// when the program goes back to its program item.
+// for this instance's next ones) from one of c's shards: false when every
+// shard it tried was refilled elsewhere or throttled, or the program goes
+// back to its program item.
 func (s *Shards) takeFromShards(ctx context.Context, c admission.Program, run int64, now time.Time) (t queue.Taken, ok bool, err error) {
 	k := c.Shards
 	notBefore := freshAfter(now, c.OpensAt)
@@ -241,17 +235,15 @@ func (s *Shards) takeFromShards(ctx context.Context, c admission.Program, run in
 	return queue.Taken{}, false, nil
 }
 
-// Claims and tries: a refill may take claimTimeout before another instance
-// takes it over; an enter tries shardTries shards before the program item.
 const (
-	claimTimeout = time.Second
-	shardTries   = 3
+	claimTimeout = time.Second // a refill's time before another instance takes it over
+	shardTries   = 3           // the shards an enter tries before the program item
 )
 
 // refill reserves a new block for shard i of k, which claim holds, sized
 // from the pace, and fills the shard with it; its first run numbers are
 // this enter's and this instance's next ones. It changes the shard count
-// when the pace calls for it (to 0: the shard gets no new block).
+// when the pace calls for it.
 func (s *Shards) refill(ctx context.Context, id string, i, k int, claim string, old Shard, run int64, now time.Time) (queue.Taken, bool, error) {
 	served, asked, _ := s.rates(id, now)
 	pc := paceOf(old, served, asked, k, run, now)
@@ -283,8 +275,7 @@ func (s *Shards) refill(ctx context.Context, id string, i, k int, claim string, 
 }
 
 // widen doubles the program's shard count of k after a shard was
-// throttled (once a block lifetime per instance) and returns the count to
-// spread the next try over.
+// throttled (if mayWiden) and returns the count to spread the next try over.
 func (s *Shards) widen(ctx context.Context, programID string, k int) int {
 	now := s.clock.Now()
 	if s.fixedShards > 0 || !s.mayWiden(programID, now) {
@@ -296,8 +287,7 @@ func (s *Shards) widen(ctx context.Context, programID string, k int) int {
 	return w
 }
 
-// setShardCount changes programID's shard count from from to k
-// (Store.SetShards), logging a failure: the count stays as it was.
+// setShardCount is Store.SetShards, logging a failure.
 func (s *Shards) setShardCount(ctx context.Context, programID string, from, k int) (bool, error) {
 	set, err := s.store.SetShards(ctx, programID, from, k)
 	if err != nil {
@@ -306,14 +296,9 @@ func (s *Shards) setShardCount(ctx context.Context, programID string, from, k in
 	return set, err
 }
 
-// logFailure logs that a shard write op of programID failed with err, and
-// what it cost.
+// logFailure logs that a shard write op of programID failed with err, at cost.
 func (s *Shards) logFailure(ctx context.Context, op, programID string, err error, cost string) {
-	l := s.log
-	if l == nil {
-		l = slog.Default()
-	}
-	l.LogAttrs(ctx, slog.LevelWarn, "ticket shard write failed", slog.String("op", op), slog.String("programId", programID),
+	cmp.Or(s.log, slog.Default()).LogAttrs(ctx, slog.LevelWarn, "ticket shard write failed", slog.String("op", op), slog.String("programId", programID),
 		slog.String("error", err.Error()), slog.String("cost", cost))
 }
 

@@ -9,9 +9,8 @@ import (
 )
 
 // Rate measures: the shortest span measured, the smoothing, and when a
-// rate is forgotten. Idle program state is dropped after idleAfter
-// (returnsKept while it holds numbers to give back), swept once a
-// sweepEvery at most.
+// rate is forgotten; idle program state is dropped after idleAfter, swept
+// once a sweepEvery at most.
 const (
 	measureEvery, rateSmoothing, staleMeasure = 20 * time.Millisecond, time.Second, 5 * time.Second
 	idleAfter, sweepEvery                     = staleMeasure, staleMeasure
@@ -22,29 +21,22 @@ type programState struct {
 	served measure // the program's tickets, from its answers (all instances')
 	asked  measure // this instance's enters, served or not
 	tried  int64   // this instance's enters so far
-	// shards is the shard count as this instance last learnt it, at
-	// shardsAt; widened is when it last widened it after a throttle;
-	// wider the larger count it had before, until widerUntil.
-	shards            int
-	shardsAt, widened time.Time
-	wider             int
-	widerUntil        time.Time
-	opensAt           time.Time // the program's opening, as last seen
-	held              Run       // numbers this instance holds, handed out one an enter
-	// heldShard is the shard held came from; heldFilled is false when the
-	// shard never held its block (the fill failed).
-	heldShard  int
-	heldFilled bool
-	// blocks are the blocks this instance reserved lately, to trim once
-	// stale; returns the numbers retired that nobody holds, to give back;
-	// lastAsk the last enter asked of this instance; giveBackAt the last
-	// give-back (givingBack: one is out).
-	blocks              []shardBlock
-	returns             []Run
-	lastAsk, giveBackAt time.Time
-	givingBack          bool
-	used                time.Time     // the last enter or store answer about the program
-	fetchTook           time.Duration // how long fetching more numbers took lately
+	// shards is the shard count as last learnt, at shardsAt; wider the
+	// larger one before it, until widerUntil.
+	shards, wider        int
+	shardsAt, widerUntil time.Time
+	widened              time.Time    // when this instance last widened the count after a throttle
+	opensAt              time.Time    // the program's opening, as last seen
+	held                 Run          // numbers this instance holds, handed out one an enter
+	heldShard            int          // the shard held came from
+	heldFilled           bool         // false when that shard never held its block
+	blocks               []shardBlock // the blocks this instance reserved lately, to trim once stale
+	returns              []Run        // retired numbers nobody holds, to give back
+	lastAsk              time.Time    // the last enter asked of this instance
+	giveBackAt           time.Time    // the last give-back (givingBack: one is out)
+	givingBack           bool
+	used                 time.Time     // the last enter or store answer about the program
+	fetchTook            time.Duration // how long fetching more numbers took lately
 	// fetching is closed when the enter that went to fetch more numbers
 	// for this instance is back; nil when none is out.
 	fetching chan struct{}
@@ -58,9 +50,8 @@ type measure struct {
 	rateAt time.Time // when rate was last updated
 }
 
-// add is m after the count was seen at count at now: once the span since
-// its start reaches measureEvery, its rate is smoothed into m.rate and a
-// new span begins.
+// add is m after the count was seen at count at now: once the span
+// reaches measureEvery, its rate is smoothed into m.rate.
 func (m measure) add(count int64, now time.Time) measure {
 	switch d := now.Sub(m.at); {
 	case m.at.IsZero() || d > staleMeasure || d < 0 || count < m.count:
@@ -152,8 +143,7 @@ func (s *Shards) withState(id string, f func(ps *programState)) {
 
 // recordAsk records an enter asked of this instance at now and returns
 // this instance's rate of enters, its run length and the program's
-// opening as last seen. exists tells that the program is known to exist;
-// an enter to a program without state is not kept otherwise.
+// opening as last seen. The state is kept only if exists.
 func (s *Shards) recordAsk(id string, now time.Time, exists bool) (asked float64, run int64, opensAt time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -170,8 +160,7 @@ func (s *Shards) recordAsk(id string, now time.Time, exists bool) (asked float64
 	return asked, s.runLength(ps, asked), ps.opensAt
 }
 
-// known reports whether the instance keeps state for program id (so the
-// store has shown it exists).
+// known reports whether the instance keeps state for program id.
 func (s *Shards) known(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -213,9 +202,8 @@ func (s *Shards) shardCount(id string, now time.Time, ttl time.Duration) (k int,
 	return k, ok
 }
 
-// setShards records that the program has k shards at now. A smaller count
-// than before leaves the shards beyond it to be taken from, not refilled,
-// for a block lifetime.
+// setShards records that the program has k shards at now; the shards
+// beyond a smaller count are taken from for a block lifetime.
 func (ps *programState) setShards(k int, now time.Time) {
 	if k < ps.shards {
 		if now.After(ps.widerUntil) {
@@ -239,8 +227,7 @@ func (s *Shards) shardSpan(id string, k int, now time.Time) (span int) {
 }
 
 // mayWiden reports whether this instance may change the program's shard
-// count on its own at now: once a block lifetime, so that a burst of
-// throttles doubles the count once.
+// count on its own at now: once a block lifetime.
 func (s *Shards) mayWiden(id string, now time.Time) (may bool) {
 	s.withState(id, func(ps *programState) {
 		may = ps.widened.IsZero() || now.Sub(ps.widened) >= BlockLifetime
@@ -252,9 +239,8 @@ func (s *Shards) mayWiden(id string, now time.Time) (may bool) {
 }
 
 // takeHeld hands out the next number this instance holds, if its block is
-// still fresh. When it holds none and shared is true, one enter at a time
-// goes to fetch more while the others wait for it (or ctx); the one that
-// fetches must call done. Without shared every enter fetches its own.
+// still fresh. Else, when shared, one enter at a time goes to fetch more
+// (and must call done) while the others wait for it or ctx.
 func (s *Shards) takeHeld(ctx context.Context, id string, opensAt time.Time, shared bool) (ticket int64, ok bool, done func(), err error) {
 	for {
 		now := s.clock.Now()
@@ -292,8 +278,8 @@ func (s *Shards) takeHeld(ctx context.Context, id string, opensAt time.Time, sha
 }
 
 // hold gives this instance the numbers of r, taken from shard i, to hand
-// out (those it still held are gaps now); filled is false when r's block
-// is in no shard.
+// out instead of those it held; filled is false when r's block is in no
+// shard.
 func (s *Shards) hold(id string, r Run, i int, filled bool, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

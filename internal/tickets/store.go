@@ -11,27 +11,19 @@ import (
 // numbers reserved from the program, handed out one at a time, and the
 // claim of whoever is refilling it.
 type Shard struct {
-	// Start..End is the block; Next is the number handed out next (Next >
-	// End: used up). All 0 for a shard never filled.
-	Start, Next, End int64
-	// ReservedAt is when the block was reserved: its numbers are handed
-	// out for BlockLifetime after, no longer.
-	ReservedAt time.Time
-	// Takes counts the takes of the block (each of one number or more).
-	Takes int64
-	// Claim is the id of the refill in progress, made at ClaimedAt ("" and
-	// zero when none is).
-	Claim     string
-	ClaimedAt time.Time
+	Start, Next, End int64     // the block, and the number handed out next (> End: used up); 0 if never filled
+	ReservedAt       time.Time // its numbers are handed out for BlockLifetime after
+	Takes            int64     // the takes of the block
+	Claim            string    // the refill in progress ("" when none is), made at ClaimedAt
+	ClaimedAt        time.Time
 }
 
 // Run is numbers handed out together, First..Last, from a block reserved
-// at ReservedAt.
+// at ReservedAt. Of a take from a shard: Block is its block's first number,
+// After the shard's next number right after the take.
 type Run struct {
-	First, Last int64
-	ReservedAt  time.Time
-	// Block and After, of a take from a shard: the first number of its
-	// block, and the shard's next number right after the take.
+	First, Last  int64
+	ReservedAt   time.Time
 	Block, After int64
 }
 
@@ -53,58 +45,47 @@ type Store interface {
 	// IssueTicket and GetProgram are queue.Store's.
 	IssueTicket(ctx context.Context, programID string, now time.Time) (admission.Program, error)
 	GetProgram(ctx context.Context, id string) (admission.Program, error)
-	// IssueTickets atomically hands out n ≥ 1 consecutive tickets at now,
-	// applying Program.WithTicketsIssued, and returns the program after:
-	// the tickets are Issued-n+1..Issued. Errors as IssueTicket.
+	// IssueTickets atomically hands out n ≥ 1 consecutive tickets at now
+	// (Program.WithTicketsIssued) and returns the program after: the
+	// tickets are Issued-n+1..Issued. Errors as IssueTicket.
 	IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (admission.Program, error)
 	// TakeShardTickets hands out the next m ≥ 1 numbers of shard i's block
 	// (fewer if fewer are left) and counts a take, if the block was
-	// reserved at or after notBefore and is not used up: the numbers and
-	// true. Otherwise false, and nothing changes.
+	// reserved at or after notBefore and is not used up; else false, and
+	// nothing changes.
 	TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (Run, bool, error)
 	// ClaimShard makes claim the refiller of shard i at now, if its block
-	// is used up or was reserved before notBefore, and it is not claimed
-	// by another claim made at or after claimNotBefore (a claim made again
-	// by the same id succeeds again). It returns the shard as it was and
-	// true, or false when it is taken or still usable. A claim creates the
-	// shard when there is none: callers claim only programs that exist.
+	// is used up or was reserved before notBefore and no other claim made
+	// at or after claimNotBefore holds it (the same claim may again), and
+	// returns the shard as it was; else false. It creates the shard when
+	// there is none: callers claim only programs that exist.
 	ClaimShard(ctx context.Context, programID string, i int, claim string, now, notBefore, claimNotBefore time.Time) (Shard, bool, error)
-	// FillShard installs b's block (Start, Next, End, ReservedAt; no takes
-	// yet) in shard i and clears the claim, if claim still holds it (made
-	// at claimedAt); false otherwise. A fill is never applied twice; the
-	// same fill again (a retry after a lost answer) answers true while the
-	// shard still shows it. An error means the block may or may not be in
-	// the shard.
+	// FillShard installs b's block (no takes yet) in shard i and clears the
+	// claim, if claim made at claimedAt still holds it; never twice, but a
+	// retry answers true while the shard shows it. An error means the block
+	// may or may not be in the shard.
 	FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, b Shard) (bool, error)
-	// SetShards sets the program's ticket shard count to k if it is from,
-	// and answers whether the count is k (true also when it was k
-	// already: a retry after a lost answer). It changes nothing else (not
-	// the version).
+	// SetShards sets the program's shard count (nothing else) to k if it is
+	// from, and answers whether the count is k (also when it was already).
 	SetShards(ctx context.Context, programID string, from, k int) (bool, error)
-	// TrimShard ends shard i's block, if it is the block that starts at
-	// start and was reserved at reservedAt, before its next number, and
-	// returns the numbers it retired. If back is not empty and the shard's
-	// next number is still back.After, back's numbers are taken back and
-	// retired first. False when the block is another or had nothing left.
+	// TrimShard ends shard i's block before its next number, if it is the
+	// block that starts at start reserved at reservedAt, and returns the
+	// numbers it retired, with back's if the shard's next number is still
+	// back.After. False when the block is another or had nothing left.
 	TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back Run) (Run, bool, error)
-	// ReturnTickets gives tickets from..p.Issued, held by nobody, back to
-	// the program, if it is still p (its Version, Issued and pre-queue):
-	// it stores p.WithTicketsReturned(from). False when the program
-	// changed.
+	// ReturnTickets stores p.WithTicketsReturned(from), giving tickets held
+	// by nobody back, if the program is still p (its Version, Issued and
+	// pre-queue); false when it changed.
 	ReturnTickets(ctx context.Context, p admission.Program, from int64) (bool, error)
 }
 
 // Bounds of the ticket shards (docs/design.md, "Ticket shards").
 const (
 	// BlockLifetime bounds how long after its reservation a block's
-	// numbers are handed out: someone who entered this much before another
-	// is never behind them. Never more than the program cache's TTL.
-	BlockLifetime = 900 * time.Millisecond
-	// MaxShards bounds a program's ticket shards.
-	MaxShards = 100
-	// DefaultItemWriteUnits is DynamoDB's write limit of one item (its
-	// partition), in write units a second.
-	DefaultItemWriteUnits = 1000
+	// numbers are handed out; never more than the program cache's TTL.
+	BlockLifetime         = 900 * time.Millisecond
+	MaxShards             = 100  // a program's ticket shards at most
+	DefaultItemWriteUnits = 1000 // DynamoDB's write units a second of one item
 )
 
 // freshAfter is the earliest reservation of a block whose numbers may be

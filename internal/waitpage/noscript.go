@@ -14,12 +14,12 @@ import (
 	"github.com/example/waitingroom/internal/api"
 )
 
-// cookieName holds the no-JavaScript visitor's token, one cookie per
-// program (its Path is the program's page).
-const cookieName = "wr_token"
-
-// cookieMaxAge bounds how long the no-JavaScript fallback keeps a place.
-const cookieMaxAge = 24 * time.Hour
+// The no-JavaScript visitor's token is kept in cookieName, one cookie per
+// program (its Path is the program's page), for cookieMaxAge at most.
+const (
+	cookieName   = "wr_token"
+	cookieMaxAge = 24 * time.Hour
+)
 
 // noscriptData is the server-rendered view inside <noscript>.
 type noscriptData struct {
@@ -143,9 +143,6 @@ func passURL(target, pass string) string {
 // passes on.
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// validKey reports whether k can be passed on as an Idempotency-Key.
-func validKey(k string) bool { return idPattern.MatchString(k) }
-
 // tokenCookie returns the token of the request's cookie, which its Path
 // scopes to the program's page; "" when none or malformed.
 func tokenCookie(r *http.Request) string {
@@ -156,22 +153,18 @@ func tokenCookie(r *http.Request) string {
 	return c.Value
 }
 
+// setTokenCookie sets the cookie of the program's page to token, or clears
+// it for "": HttpOnly, SameSite=Lax, and Secure unless the request came
+// over plain HTTP to a loopback host (a local run).
 func setTokenCookie(w http.ResponseWriter, r *http.Request, programID, token string) {
-	http.SetCookie(w, tokenCookieFor(r, programID, token, int(cookieMaxAge.Seconds())))
-}
-
-func clearTokenCookie(w http.ResponseWriter, r *http.Request, programID string) {
-	http.SetCookie(w, tokenCookieFor(r, programID, "", -1))
-}
-
-// tokenCookieFor is the cookie for the program's page: HttpOnly,
-// SameSite=Lax, and Secure unless the request came over plain HTTP to a
-// loopback host (a local run).
-func tokenCookieFor(r *http.Request, programID, value string, maxAge int) *http.Cookie {
-	return &http.Cookie{
-		Name: cookieName, Value: value, Path: PathPrefix + programID, MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: !plainLoopback(r),
+	maxAge := int(cookieMaxAge.Seconds())
+	if token == "" {
+		maxAge = -1
 	}
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: token, Path: PathPrefix + programID, MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: !plainLoopback(r),
+	})
 }
 
 // plainLoopback reports whether r came over plain HTTP to a loopback host.

@@ -2,6 +2,7 @@ package waitpage
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -16,9 +17,6 @@ var pageHTML string
 // its blocks.
 func parsePage(override string) (*template.Template, error) {
 	t := template.Must(template.New("page").Parse(pageHTML))
-	if override == "" {
-		return t, nil
-	}
 	if _, err := t.New("override").Parse(override); err != nil {
 		return nil, fmt.Errorf("waitpage: template override: %w", err)
 	}
@@ -27,17 +25,12 @@ func parsePage(override string) (*template.Template, error) {
 
 // pageData is what page.html renders.
 type pageData struct {
-	lang    language
-	Lang    string
-	Title   string
-	Program string
-	Info    PageInfo
-	Logo    string
-	API     string
-	CSS, JS string
-	// POW is the proof of work's worker script.
-	POW     string
-	Refresh int // seconds until the page reloads itself (error pages); 0: never
+	lang                 language
+	Lang, Title, Program string
+	Info                 PageInfo
+	Logo, API            string
+	CSS, JS, POW         string // POW: the proof of work's worker script
+	Refresh              int    // seconds until the page reloads itself (error pages); 0: never
 	// ClosesAt is Info.ClosesAt in RFC 3339, "" for none: app.js says it.
 	ClosesAt string
 	Error    *errorData
@@ -51,15 +44,8 @@ func (d *pageData) T(key string) string { return d.lang.t(key) }
 type errorData struct{ Title, Text string }
 
 func (h *Handler) data(lang language, programID string, info PageInfo) *pageData {
-	title := info.DisplayName
-	if title == "" {
-		title = programID
-	}
-	if title == "" {
-		title = lang.t("title")
-	}
 	d := &pageData{
-		lang: lang, Lang: lang.code, Title: title, Program: programID, Info: info,
+		lang: lang, Lang: lang.code, Title: cmp.Or(info.DisplayName, programID, lang.t("title")), Program: programID, Info: info,
 		Logo: h.logo, API: h.apiBase, CSS: assetURL["app.css"], JS: assetURL["app.js"], POW: assetURL["pow.js"],
 	}
 	if !info.ClosesAt.IsZero() {

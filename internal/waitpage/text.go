@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// textJSON is every text of the page, one entry per language; the server
-// renders from it and app.js carries it whole.
+// textJSON is every text of the page, by language, for the server and
+// app.js alike.
 //
 //go:embed web/text.json
 var textJSON []byte
@@ -88,19 +88,10 @@ func tableLang(s string) (language, bool) {
 // write them).
 func number(n int64) string {
 	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return s
 }
 
 // wait says an estimated wait in words: "about 4 min", or "not known yet"

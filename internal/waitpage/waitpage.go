@@ -5,6 +5,7 @@
 package waitpage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,20 +23,12 @@ import (
 // right status; any other error is logged and shown as a 503 page that
 // reloads.
 var (
-	// ErrInvalidProgram means the program id is malformed (400).
-	ErrInvalidProgram = errors.New("waitpage: malformed program id")
-	// ErrProgramNotFound means no program has this id (404).
-	ErrProgramNotFound = errors.New("waitpage: program not found")
-	// ErrTokenNotFound means the token is unknown to this program (the
-	// fallback then offers a fresh join).
-	ErrTokenNotFound = errors.New("waitpage: token not found")
-	// ErrClosed means the program takes no new entries (409).
-	ErrClosed = errors.New("waitpage: program closed to new entries")
-	// ErrFull means the program's line is at its limit for now (409).
-	ErrFull = errors.New("waitpage: the line is full")
-	// ErrNeedsScript means the program asks each enter for a proof of
-	// work, which only the page's script solves (403).
-	ErrNeedsScript = errors.New("waitpage: the program's enter needs the page's script")
+	ErrInvalidProgram  = errors.New("waitpage: malformed program id")                        // 400
+	ErrProgramNotFound = errors.New("waitpage: program not found")                           // 404
+	ErrTokenNotFound   = errors.New("waitpage: token not found")                             // the fallback offers a fresh join
+	ErrClosed          = errors.New("waitpage: program closed to new entries")               // 409
+	ErrFull            = errors.New("waitpage: the line is full")                            // 409
+	ErrNeedsScript     = errors.New("waitpage: the program's enter needs the page's script") // 403: a proof of work
 )
 
 // Programs is what the page needs from the queue: a program's page settings,
@@ -43,25 +36,22 @@ var (
 // API's POST and GET do. lang is the page's language (a BCP 47 tag): the
 // program's texts come in it where translated.
 type Programs interface {
-	// Page returns what the page shows of a program.
 	Page(ctx context.Context, programID, lang string) (PageInfo, error)
 	// Enter enters the queue. A still valid (WAITING or ADMITTED) tokenID
 	// of the program is answered again; a retried enter with the same
 	// non-empty idempotencyKey gets the same token.
 	Enter(ctx context.Context, programID, tokenID, idempotencyKey, lang string) (View, error)
-	// Poll returns the token's current view.
 	Poll(ctx context.Context, programID, tokenID, lang string) (View, error)
 }
 
 // PageInfo is the operator-set part of a program that the page shows.
 type PageInfo struct {
-	DisplayName string // the page's title, in the page's language where translated; the program id when empty
-	Message     string // plain text under the title, likewise; none when empty
-	TargetURL   string // http(s) URL admitted people are sent to with ?admissionPass=…; none when empty
-	Paused      bool   // admission is paused (when the page loads; answers then say)
-	Closed      bool   // the program takes no new entries
-	// ClosesAt is the program's scheduled close to new entries; zero: none.
-	ClosesAt time.Time
+	DisplayName string    // the page's title, in the page's language where translated; the program id when empty
+	Message     string    // plain text under the title, likewise; none when empty
+	TargetURL   string    // http(s) URL admitted people are sent to with ?admissionPass=…; none when empty
+	Paused      bool      // admission is paused (when the page loads; answers then say)
+	Closed      bool      // the program takes no new entries
+	ClosesAt    time.Time // the scheduled close to new entries; zero: none
 }
 
 // View is one answer about a token: the JSON API's Token.
@@ -72,15 +62,11 @@ type Options struct {
 	// APIBase is the queue API's enter-and-poll route without the program
 	// id, a path or an absolute URL; "/api/v1/queues/programs/" when empty.
 	APIBase string
-	// LogoURL is an image shown above the title: an https URL or a path
-	// on this origin; none when empty.
-	LogoURL string
+	LogoURL string // an image above the title: an https URL or a path; none when empty
 	// Override is the text of an html/template file whose {{define}}s
 	// replace the page's "head", "brand" or "footer" blocks.
 	Override string
-	// Logger receives the errors that the page shows as 503; slog's
-	// default logger when nil.
-	Logger *slog.Logger
+	Logger   *slog.Logger // receives the errors shown as 503; slog.Default() when nil
 }
 
 // Route prefixes the Handler serves.
@@ -104,7 +90,6 @@ var Routes = []Route{
 const defaultAPIBase = "/api/v1/queues/programs/"
 
 // Handler serves the waiting-room page and its assets under PathPrefix.
-// Mount it with mux.Handle(waitpage.PathPrefix, h).
 type Handler struct {
 	programs Programs
 	tmpl     *template.Template
@@ -119,13 +104,7 @@ type Handler struct {
 // APIBase or LogoURL that is not a path or an http(s) URL, or an Override
 // that does not parse.
 func New(programs Programs, opts Options) (*Handler, error) {
-	h := &Handler{programs: programs, apiBase: opts.APIBase, logo: opts.LogoURL, log: opts.Logger}
-	if h.apiBase == "" {
-		h.apiBase = defaultAPIBase
-	}
-	if h.log == nil {
-		h.log = slog.Default()
-	}
+	h := &Handler{programs: programs, apiBase: cmp.Or(opts.APIBase, defaultAPIBase), logo: opts.LogoURL, log: cmp.Or(opts.Logger, slog.Default())}
 	apiOrigin, err := pathOrHTTPURL(h.apiBase, true)
 	if err != nil {
 		return nil, fmt.Errorf("waitpage: APIBase: %w", err)
@@ -137,14 +116,10 @@ func New(programs Programs, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	connect := "'self'"
-	if apiOrigin != "" {
-		connect += " " + apiOrigin
-	}
 	// Scripts only from this origin; images, styles and fonts also from
 	// https, for an operator's logo and override; in no frame.
-	h.csp = "default-src 'self'; img-src 'self' https: data:; style-src 'self' https:; font-src 'self' https:; connect-src " + connect +
-		"; base-uri 'none'; form-action 'self'; object-src 'none'; frame-ancestors 'none'"
+	h.csp = "default-src 'self'; img-src 'self' https: data:; style-src 'self' https:; font-src 'self' https:; connect-src " +
+		strings.TrimSpace("'self' "+apiOrigin) + "; base-uri 'none'; form-action 'self'; object-src 'none'; frame-ancestors 'none'"
 
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc(Routes[0].Method+" "+Routes[0].Path, h.page)
@@ -199,16 +174,14 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := h.data(lang, id, info)
-	// A person's place, their pass, or a join form with their own
-	// Idempotency-Key: kept by no cache.
-	w.Header().Set("Cache-Control", "private, no-store")
+	w.Header().Set("Cache-Control", "private, no-store") // a person's place, pass or key
 	if tok := tokenCookie(r); tok != "" {
 		v, err := h.programs.Poll(r.Context(), id, tok, lang.code)
 		switch {
 		case err == nil:
 			d.NoScript = noscriptView(lang, id, info, v)
 		case errors.Is(err, ErrTokenNotFound):
-			clearTokenCookie(w, r, id)
+			setTokenCookie(w, r, id, "")
 			d.NoScript = joinView(lang, id, false)
 		default:
 			h.logError(r, err)
@@ -235,7 +208,7 @@ func (h *Handler) enter(w http.ResponseWriter, r *http.Request) {
 		lang = l
 	}
 	key := r.PostForm.Get("key")
-	if !validKey(key) {
+	if !idPattern.MatchString(key) {
 		key = ""
 	}
 	tok := ""
@@ -269,7 +242,7 @@ func (h *Handler) enter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setTokenCookie(w, r, id, v.TokenID)
-	http.Redirect(w, r, pagePath(id, lang), http.StatusSeeOther)
+	http.Redirect(w, r, PathPrefix+url.PathEscape(id)+"?lang="+lang.code, http.StatusSeeOther)
 }
 
 // notFound is every other GET under PathPrefix.
@@ -302,9 +275,4 @@ const unavailableRetry = 5
 
 func (h *Handler) logError(r *http.Request, err error) {
 	h.log.ErrorContext(r.Context(), "waiting-room page", "path", r.URL.Path, "err", err)
-}
-
-// pagePath is the page's path in lang.
-func pagePath(programID string, lang language) string {
-	return PathPrefix + url.PathEscape(programID) + "?lang=" + lang.code
 }

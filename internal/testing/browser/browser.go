@@ -1,28 +1,9 @@
-// Package browser runs headless Chromium for tests, driven with
-// github.com/chromedp/chromedp: one browser per test binary, started on
-// first use and stopped when the binary exits, and one isolated tab (its
-// own cookies and storage) per test. Import it from _test.go files only.
-//
-// The browser is $CHROMIUM, or the first of chromium-headless-shell,
-// headless-shell, chromium, chromium-browser, google-chrome and
-// google-chrome-stable on PATH: the headless shell first, as Playwright
-// does, for the same Blink at a third of full Chromium's CPU. A missing
-// browser fails the test rather than skipping it, so that CI cannot pass
-// without running the browser tests; under go test -short it is skipped
-// instead. Debian: apt-get install -y chromium-headless-shell (.ci/run does
-// it).
-//
-// Use it as:
-//
-//	func TestMain(m *testing.M) { browser.Main(m) }
-//
-//	func TestPage(t *testing.T) {
-//		ctx := browser.Tab(t)
-//		err := chromedp.Do(ctx, chromedp.Navigate(url))
-//		...
-//	}
-//
-// BROWSER_VERBOSE=1 passes the browser's output through to stderr.
+// Package browser runs headless Chromium for tests with chromedp: one
+// browser per test binary, started on first use and stopped by Main (call
+// it from TestMain), and one isolated tab per test (Tab). A missing browser
+// fails the test, so that CI cannot pass without the browser tests, except
+// under -short, which skips it. BROWSER_VERBOSE=1 passes the browser's
+// output to stderr. Import it from _test.go files only.
 package browser
 
 import (
@@ -41,7 +22,8 @@ import (
 // ErrNotInstalled is wrapped by ExecPath's error when no browser is found.
 var ErrNotInstalled = errors.New("chromium not installed (Debian: apt-get install -y chromium-headless-shell)")
 
-// candidates are the executables ExecPath looks for on PATH, in order.
+// candidates are the executables ExecPath looks for on PATH, in order: the
+// headless shell first, for the same Blink at a third of the CPU.
 var candidates = []string{"chromium-headless-shell", "headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
 
 // startTimeout bounds the browser's start: a hang guard, generous enough
@@ -67,14 +49,14 @@ func ExecPath() (string, error) {
 }
 
 // running starts the browser on first use and returns its chromedp
-// context, which Stop cancels.
-var running = sync.OnceValues(start)
-
-// stop holds the function that stops the browser, once it has started.
-var stop struct {
-	sync.Mutex
-	cancel context.CancelFunc
-}
+// context; stop.cancel, once set, stops it.
+var (
+	running = sync.OnceValues(start)
+	stop    struct {
+		sync.Mutex
+		cancel context.CancelFunc
+	}
+)
 
 // Tab returns a chromedp context for a new tab in a fresh browser context
 // (no cookies, no storage), closed when t ends. It starts the browser on

@@ -86,12 +86,9 @@ const awaitScript = `new Promise((resolve) => {
   frame = requestAnimationFrame(loop);
 })`
 
-// Await waits until expr is truthy in the page of the tab ctx: the page
-// itself checks it on every change and animation frame and answers once
-// it holds, so that nothing is polled from here. A navigation that
-// replaces the page is waited out, and expr checked again in the new one.
-// It returns ctx's error if ctx ends first: ctx's deadline is the hang
-// guard.
+// Await waits until expr is truthy in the page of the tab ctx, checked by
+// the page itself (awaitScript), across navigations. It returns ctx's error
+// if ctx ends first: ctx's deadline is the hang guard.
 func Await(ctx context.Context, expr string) error {
 	script := strings.Replace(awaitScript, "EXPR", expr, 1)
 	for {
@@ -128,10 +125,8 @@ func Screenshot(t testing.TB, ctx context.Context, name string) []byte {
 }
 
 // clockScript replaces a document's timers and performance.now by
-// window.__clock, a clock that starts at 0 and moves only when the test
-// calls advance or next. Timers fire inside those calls, in order of their
-// due time (then of their setting), each with the clock at its due time.
-// Date and Date.now stay real, and workers keep their own timers.
+// window.__clock, a clock at 0 that moves only by advance or next, which
+// fire the timers due in order, each with the clock at its due time.
 const clockScript = `(() => {
   if (window.__clock) return;
   let now = 0, seq = 0;
@@ -167,11 +162,9 @@ const clockScript = `(() => {
     now = target;
     return fired;
   };
-  const clear = (id) => { timers.delete(id); };
   window.setTimeout = (fn, ms, ...args) => arm(fn, ms, args, false);
   window.setInterval = (fn, ms, ...args) => arm(fn, ms, args, true);
-  window.clearTimeout = clear;
-  window.clearInterval = clear;
+  window.clearTimeout = window.clearInterval = (id) => { timers.delete(id); };
   performance.now = () => now;
   window.__clock = {
     get now() { return now; },
@@ -190,10 +183,9 @@ const clockScript = `(() => {
   };
 })();`
 
-// FakeClock makes every document the tab ctx loads from now on (frames
-// too) run its timers and performance.now on a clock that only the test
-// moves, with [Advance] and [Next]; call it before navigating. Date and
-// Date.now stay real, so that times the server sends compare as before.
+// FakeClock makes every document the tab ctx loads from now on run its
+// timers and performance.now on a clock that only [Advance] and [Next]
+// move; call it before navigating. Date and Date.now stay real.
 func FakeClock(t testing.TB, ctx context.Context) {
 	t.Helper()
 	AddScript(t, ctx, clockScript)

@@ -11,11 +11,9 @@ import (
 	"github.com/example/waitingroom/internal/clock"
 )
 
-// Manual is a clock that moves only when Advance is called; Sleep blocks
-// until the clock reaches the sleeper's wake time or ctx ends.
-// BlockUntilContext waits until a number of sleepers are asleep, so that a
-// test advances time at a chosen step rather than racing the goroutines
-// it drives.
+// Manual is a clock that moves only by Advance: Sleep blocks until it
+// reaches the wake time or ctx ends, and BlockUntilContext waits until n
+// goroutines sleep, so a test advances time at a chosen step.
 type Manual struct{ *clockwork.FakeClock }
 
 var _ clock.Clock = Manual{}
@@ -49,8 +47,7 @@ func (m Manual) Asleep(n int) bool {
 
 // Drive advances the clock by step each time at least n goroutines sleep
 // on it, until done is closed or ctx ends, and returns how many times it
-// advanced: it stands for time passing while the goroutines it drives
-// wait, and for nothing else.
+// advanced.
 func (m Manual) Drive(ctx context.Context, n int, step time.Duration, done <-chan struct{}) (int, error) {
 	for k := 0; ; k++ {
 		wctx, cancel := context.WithCancel(ctx)

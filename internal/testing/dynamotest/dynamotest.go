@@ -1,38 +1,17 @@
-// Package dynamotest runs local DynamoDB API servers for tests: one shared
-// per test binary (Endpoint), and more that a test can have to itself
-// (Lease), each started on first use and stopped when the binary exits.
+// Package dynamotest runs local DynamoDB API servers (internal/tools/localdynamo)
+// for tests: one shared per test binary (Endpoint) and more that a test can
+// have to itself (Lease), started on first use and stopped by Main (call it
+// from TestMain). The server is DYNAMODB_TEST_SERVER, else Server; moto is
+// serialized, as it is not atomic per item. A missing server fails the test,
+// so that CI cannot pass without the DynamoDB tests, except under -short,
+// which skips it. DYNAMOTEST_VERBOSE=1 passes the server's output to stderr.
 // Import it from _test.go files only.
-//
-// The server is the binary's Server (moto_server, pip install
-// 'moto[server]', unless TestMain chose dynalite, npm install -g dynalite),
-// or DYNAMODB_TEST_SERVER when set. A missing server fails the test rather
-// than skipping it, so that CI cannot pass without running the DynamoDB
-// tests; under go test -short it is skipped instead. Moto gives a moto
-// server whatever the binary's, for the tests of what dynalite lacks.
-//
-// DYNAMOTEST_VERBOSE=1 passes the server's output through to stderr.
-//
-// internal/tools/localdynamo starts the server. moto is reached through a proxy
-// that passes one request at a time, because moto is not atomic per item
-// (see localdynamo.Options.Serialize). dynalite locks per item and is used
-// directly, but has no TTL API: NewTable then makes tables without TTL.
-//
-// Use it as:
-//
-//	func TestMain(m *testing.M) { dynamotest.Main(m) }
-//
-//	func TestSomething(t *testing.T) {
-//		client, err := dynamostore.NewClient(t.Context(), dynamotest.Endpoint(t))
-//		...
-//		table := dynamotest.NewTable(t, client)
-//	}
 package dynamotest
 
 import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -50,9 +29,8 @@ import (
 // Main.
 var Server = "moto"
 
-// server and moto start, on first use, the binary's shared server
-// (Endpoint) and the shared moto (Moto) when the binary's server is
-// another one.
+// server and moto start, on first use, the shared servers of Endpoint and
+// Moto.
 var (
 	server = sync.OnceValues(func() (*localdynamo.Server, error) { return start(options()) })
 	moto   = sync.OnceValues(func() (*localdynamo.Server, error) {
@@ -61,8 +39,7 @@ var (
 )
 
 // Endpoint returns the URL of the test binary's DynamoDB API server,
-// starting it on first use. It fails t if the server cannot start, or skips
-// it under -short when the server is not installed.
+// starting it on first use.
 func Endpoint(t testing.TB) string {
 	t.Helper()
 	return endpointOf(t, server)
@@ -78,8 +55,8 @@ func Moto(t testing.TB) string {
 	return endpointOf(t, moto)
 }
 
-// endpointOf returns the URL of the shared server that shared starts, as
-// Endpoint says.
+// endpointOf returns the URL of the shared server that shared starts,
+// failing t if it cannot start (skipping it under -short if not installed).
 func endpointOf(t testing.TB, shared func() (*localdynamo.Server, error)) string {
 	t.Helper()
 	srv, err := shared()
@@ -93,8 +70,7 @@ func endpointOf(t testing.TB, shared func() (*localdynamo.Server, error)) string
 }
 
 // Lease returns the URL of a DynamoDB API server that no other test uses
-// until t ends: an idle one, or a new one. Parallel tests that each lease
-// one use a core each rather than queueing at the shared server.
+// until t ends: an idle one, or a new one.
 func Lease(t testing.TB) string {
 	t.Helper()
 	Endpoint(t) // the first server tells whether one can start
@@ -169,24 +145,18 @@ func start(opts localdynamo.Options) (*localdynamo.Server, error) {
 	return srv, nil
 }
 
-// noTTL reports whether the binary's server lacks the TTL API (dynalite):
-// there NewTable creates tables without TTL; tests of TTL use Moto.
-func noTTL() bool { return options().Server == "dynalite" }
-
 // NewTable creates a fresh, uniquely named table with
-// localdynamo.CreateTable and deletes it when t ends.
+// localdynamo.CreateTable (without TTL on dynalite, which lacks the TTL
+// API) and deletes it when t ends.
 func NewTable(t testing.TB, client *dynamodb.Client) string {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	table := "test-" + hex.EncodeToString(b[:])
+	table := "test-" + rand.Text()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := localdynamo.CreateTable(ctx, client, table); err != nil {
-		if !errors.Is(err, localdynamo.ErrNoTTL) || !noTTL() {
+		if !errors.Is(err, localdynamo.ErrNoTTL) || options().Server != "dynalite" {
 			t.Fatalf("dynamotest: %v", err)
 		}
-		// dynalite has no TTL API; the table is there, without TTL.
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -78,167 +78,167 @@ func Parse(line []byte) (Document, error) {
 	if dec.More() {
 		return Document{}, errors.New("data after the JSON object")
 	}
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-
 	aws, ok := root["_aws"].(map[string]any)
 	if !ok {
 		return Document{}, errors.New(`no "_aws" object at the root`)
 	}
-	var doc Document
-	doc.Root = root
-	switch ts := aws["Timestamp"].(type) {
-	case json.Number:
-		n, err := ts.Int64()
-		if err != nil || n < 0 {
-			bad("_aws.Timestamp %v is not a non-negative integer of milliseconds", ts)
-		}
+	p := parser{root: root}
+	doc := Document{Root: root}
+	if ts, ok := aws["Timestamp"].(json.Number); !ok {
+		p.bad("_aws.Timestamp is missing or not a number (%T)", aws["Timestamp"])
+	} else if n, err := ts.Int64(); err != nil || n < 0 {
+		p.bad("_aws.Timestamp %v is not a non-negative integer of milliseconds", ts)
+	} else {
 		doc.Timestamp = n
-	default:
-		bad("_aws.Timestamp is missing or not a number (%T)", aws["Timestamp"])
 	}
 	directives, ok := aws["CloudWatchMetrics"].([]any)
 	if !ok {
-		bad("_aws.CloudWatchMetrics is missing or not an array")
+		p.bad("_aws.CloudWatchMetrics is missing or not an array")
 	}
 	for i, raw := range directives {
-		where := fmt.Sprintf("CloudWatchMetrics[%d]", i)
-		dir, ok := raw.(map[string]any)
-		if !ok {
-			bad("%s is not an object", where)
-			continue
-		}
-		ns, ok := dir["Namespace"].(string)
-		if !ok || strings.TrimSpace(ns) == "" || len(ns) > MaxNameLength {
-			bad("%s.Namespace %v: want a non-empty string of at most %d characters", where, dir["Namespace"], MaxNameLength)
-		} else if strings.HasPrefix(ns, "AWS/") {
-			bad("%s.Namespace %q: AWS/ is reserved", where, ns)
-		}
-		sets, ok := dir["Dimensions"].([]any)
-		if !ok || len(sets) == 0 {
-			bad("%s.Dimensions: want an array of at least one dimension set", where)
-		}
-		var dimSets []map[string]string
-		for j, rawSet := range sets {
-			set, ok := rawSet.([]any)
-			if !ok {
-				bad("%s.Dimensions[%d] is not an array", where, j)
-				continue
-			}
-			if len(set) > MaxDimensionsPerSet {
-				bad("%s.Dimensions[%d] has %d keys, over %d", where, j, len(set), MaxDimensionsPerSet)
-			}
-			dims := map[string]string{}
-			for _, rawKey := range set {
-				key, ok := rawKey.(string)
-				if !ok || key == "" || len(key) > MaxNameLength {
-					bad("%s.Dimensions[%d]: key %v is not a non-empty string", where, j, rawKey)
-					continue
-				}
-				val, ok := root[key].(string)
-				switch {
-				case !ok:
-					bad("%s: dimension %q: the root member is missing or not a string (%T)", where, key, root[key])
-				case strings.TrimSpace(val) == "" || len(val) > MaxDimensionValue || !ascii(val):
-					bad("%s: dimension %q = %q: want 1 to %d ASCII characters, not all spaces", where, key, val, MaxDimensionValue)
-				}
-				dims[key] = val
-			}
-			dimSets = append(dimSets, dims)
-		}
-		defs, ok := dir["Metrics"].([]any)
-		if !ok {
-			bad("%s.Metrics is missing or not an array", where)
-		}
-		if len(defs) > MaxMetricsPerDirective {
-			bad("%s.Metrics has %d definitions, over %d", where, len(defs), MaxMetricsPerDirective)
-		}
-		for k, rawDef := range defs {
-			def, ok := rawDef.(map[string]any)
-			if !ok {
-				bad("%s.Metrics[%d] is not an object", where, k)
-				continue
-			}
-			name, ok := def["Name"].(string)
-			if !ok || name == "" || len(name) > MaxNameLength {
-				bad("%s.Metrics[%d].Name %v: want a non-empty string", where, k, def["Name"])
-				continue
-			}
-			unit := "None"
-			if u, present := def["Unit"]; present {
-				s, ok := u.(string)
-				if !ok || !validUnit(s) {
-					bad("%s: metric %q: unit %v is not a CloudWatch unit", where, name, u)
-				}
-				unit = s
-			}
-			if sr, present := def["StorageResolution"]; present {
-				if n, ok := sr.(json.Number); !ok || (n.String() != "1" && n.String() != "60") {
-					bad("%s: metric %q: StorageResolution %v: want 1 or 60", where, name, sr)
-				}
-			}
-			values, err := metricValues(root[name])
-			if err != nil {
-				bad("%s: metric %q: %v", where, name, err)
-				continue
-			}
-			for _, dims := range dimSets {
-				doc.Metrics = append(doc.Metrics, Metric{Namespace: ns, Name: name, Unit: unit, Dimensions: dims, Values: values})
-			}
-		}
+		doc.Metrics = append(doc.Metrics, p.directive(fmt.Sprintf("CloudWatchMetrics[%d]", i), raw)...)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(p.errs...); err != nil {
 		return Document{}, err
 	}
 	return doc, nil
 }
 
+// parser collects the violations of a document with root members root.
+type parser struct {
+	root map[string]any
+	errs []error
+}
+
+func (p *parser) bad(format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf(format, args...))
+}
+
+// directive checks the metric directive raw, found at where, and returns
+// the metrics it publishes.
+func (p *parser) directive(where string, raw any) []Metric {
+	dir, ok := raw.(map[string]any)
+	if !ok {
+		p.bad("%s is not an object", where)
+		return nil
+	}
+	ns, ok := dir["Namespace"].(string)
+	if !ok || strings.TrimSpace(ns) == "" || len(ns) > MaxNameLength {
+		p.bad("%s.Namespace %v: want a non-empty string of at most %d characters", where, dir["Namespace"], MaxNameLength)
+	} else if strings.HasPrefix(ns, "AWS/") {
+		p.bad("%s.Namespace %q: AWS/ is reserved", where, ns)
+	}
+	dimSets := p.dimensionSets(where, dir["Dimensions"])
+	defs, ok := dir["Metrics"].([]any)
+	if !ok {
+		p.bad("%s.Metrics is missing or not an array", where)
+	}
+	if len(defs) > MaxMetricsPerDirective {
+		p.bad("%s.Metrics has %d definitions, over %d", where, len(defs), MaxMetricsPerDirective)
+	}
+	var metrics []Metric
+	for k, rawDef := range defs {
+		def, ok := rawDef.(map[string]any)
+		if !ok {
+			p.bad("%s.Metrics[%d] is not an object", where, k)
+			continue
+		}
+		name, ok := def["Name"].(string)
+		if !ok || name == "" || len(name) > MaxNameLength {
+			p.bad("%s.Metrics[%d].Name %v: want a non-empty string", where, k, def["Name"])
+			continue
+		}
+		unit := "None"
+		if u, present := def["Unit"]; present {
+			s, ok := u.(string)
+			if !ok || !slices.Contains(Units, s) {
+				p.bad("%s: metric %q: unit %v is not a CloudWatch unit", where, name, u)
+			}
+			unit = s
+		}
+		if sr, present := def["StorageResolution"]; present {
+			if n, ok := sr.(json.Number); !ok || (n.String() != "1" && n.String() != "60") {
+				p.bad("%s: metric %q: StorageResolution %v: want 1 or 60", where, name, sr)
+			}
+		}
+		values, err := metricValues(p.root[name])
+		if err != nil {
+			p.bad("%s: metric %q: %v", where, name, err)
+			continue
+		}
+		for _, dims := range dimSets {
+			metrics = append(metrics, Metric{Namespace: ns, Name: name, Unit: unit, Dimensions: dims, Values: values})
+		}
+	}
+	return metrics
+}
+
+// dimensionSets checks a directive's Dimensions, raw, and returns its
+// dimension sets, each of its names to their values.
+func (p *parser) dimensionSets(where string, raw any) []map[string]string {
+	sets, ok := raw.([]any)
+	if !ok || len(sets) == 0 {
+		p.bad("%s.Dimensions: want an array of at least one dimension set", where)
+	}
+	var dimSets []map[string]string
+	for j, rawSet := range sets {
+		set, ok := rawSet.([]any)
+		if !ok {
+			p.bad("%s.Dimensions[%d] is not an array", where, j)
+			continue
+		}
+		if len(set) > MaxDimensionsPerSet {
+			p.bad("%s.Dimensions[%d] has %d keys, over %d", where, j, len(set), MaxDimensionsPerSet)
+		}
+		dims := map[string]string{}
+		for _, rawKey := range set {
+			key, ok := rawKey.(string)
+			if !ok || key == "" || len(key) > MaxNameLength {
+				p.bad("%s.Dimensions[%d]: key %v is not a non-empty string", where, j, rawKey)
+				continue
+			}
+			val, ok := p.root[key].(string)
+			switch {
+			case !ok:
+				p.bad("%s: dimension %q: the root member is missing or not a string (%T)", where, key, p.root[key])
+			case strings.TrimSpace(val) == "" || len(val) > MaxDimensionValue || !printableASCII(val):
+				p.bad("%s: dimension %q = %q: want 1 to %d ASCII characters, not all spaces", where, key, val, MaxDimensionValue)
+			}
+			dims[key] = val
+		}
+		dimSets = append(dimSets, dims)
+	}
+	return dimSets
+}
+
 // metricValues reads a metric's root member: a number or an array of at
 // most MaxValuesPerMetric numbers.
 func metricValues(v any) ([]float64, error) {
-	num := func(x any) (float64, error) {
+	xs, isArray := v.([]any)
+	switch {
+	case v == nil:
+		return nil, errors.New("no root member holds its value")
+	case !isArray:
+		xs = []any{v}
+	case len(xs) == 0 || len(xs) > MaxValuesPerMetric:
+		return nil, fmt.Errorf("%d values: want 1 to %d", len(xs), MaxValuesPerMetric)
+	}
+	out := make([]float64, len(xs))
+	for i, x := range xs {
 		n, ok := x.(json.Number)
 		if !ok {
-			return 0, fmt.Errorf("value %v (%T) is not a number", x, x)
+			return nil, fmt.Errorf("value %v (%T) is not a number", x, x)
 		}
 		f, err := n.Float64()
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return 0, fmt.Errorf("value %v is not a finite number", n)
+			return nil, fmt.Errorf("value %v is not a finite number", n)
 		}
-		return f, nil
+		out[i] = f
 	}
-	switch v := v.(type) {
-	case nil:
-		return nil, errors.New("no root member holds its value")
-	case []any:
-		if len(v) == 0 || len(v) > MaxValuesPerMetric {
-			return nil, fmt.Errorf("%d values: want 1 to %d", len(v), MaxValuesPerMetric)
-		}
-		out := make([]float64, len(v))
-		for i, x := range v {
-			f, err := num(x)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = f
-		}
-		return out, nil
-	default:
-		f, err := num(v)
-		if err != nil {
-			return nil, err
-		}
-		return []float64{f}, nil
-	}
+	return out, nil
 }
 
-func validUnit(u string) bool { return slices.Contains(Units, u) }
-
-func ascii(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
+// printableASCII reports whether s is all printable ASCII characters.
+func printableASCII(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r > 0x7e })
 }

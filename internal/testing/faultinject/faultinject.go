@@ -1,12 +1,9 @@
-// Package faultinject is an http.RoundTripper that stands between the AWS
-// SDK and a DynamoDB API server in tests and makes the server misbehave the
-// way a real table does under stress: throttling, internal errors, slow
-// answers and dropped connections. A plan of Rules chooses the faults by
-// operation (the X-Amz-Target header: "DynamoDB_20120810.UpdateItem" is
-// "UpdateItem"), by the request body, by call count or at random with a
-// seeded generator, so that a failing test fails the same way again.
-//
-// Use it as the SDK client's transport:
+// Package faultinject is an http.RoundTripper between the AWS SDK and a
+// DynamoDB API server in tests that makes the server misbehave as a real
+// table does under stress: throttling, internal errors, slow answers and
+// dropped connections. Rules choose the faults by operation, request body,
+// call count or a seeded random draw, so a failing test fails the same way
+// again. Use it as the SDK client's transport:
 //
 //	ft := faultinject.New(nil, 1)
 //	client, _ := dynamostore.NewClientWithOptions(ctx, dynamostore.ClientOptions{Endpoint: url, Transport: ft})
@@ -15,6 +12,7 @@ package faultinject
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -36,12 +34,10 @@ import (
 // Action is what a Rule does to a request it applies to.
 type Action int
 
-// Actions. The error answers are shaped as DynamoDB's (JSON 1.0, __type and
-// message, X-Amz-Crc32), so the SDK classifies them as it would the real
-// ones: the two throttling errors and the 500 are retried.
+// Actions. The error answers are shaped as DynamoDB's, so the SDK
+// classifies (and retries) them as it would the real ones.
 const (
-	// Pass forwards the request unchanged; with a Gate it is a slow
-	// answer: the server applies the request, the answer comes late.
+	// Pass forwards the request; with a Gate, its answer comes late.
 	Pass Action = iota
 	// ThroughputExceeded answers 400 ProvisionedThroughputExceededException
 	// without forwarding the request.
@@ -51,26 +47,35 @@ const (
 	// InternalServerError answers 500 InternalServerError without
 	// forwarding.
 	InternalServerError
-	// Drop fails the request with a connection reset before it reaches the
-	// server: nothing is applied.
+	// Drop fails the request with ErrConnectionReset without forwarding it.
 	Drop
-	// DropResponse forwards the request, lets the server apply it, then
-	// fails it with a connection reset: the caller cannot know it
-	// succeeded.
+	// DropResponse forwards the request, then fails it with
+	// ErrConnectionReset: the caller cannot know it was applied.
 	DropResponse
-	// Hold holds the request at its Gate before forwarding it: it
-	// reaches the server late, and is applied then (unless the
-	// request's context ends first: then it is not forwarded at all).
+	// Hold forwards the request once its Gate opens (not at all if its
+	// context ends first).
 	Hold
-	// Timeout fails the request at once, without forwarding it, with an
-	// error whose Timeout() is true: what an attempt that outlived the
-	// client's attempt timeout looks like to the SDK, without the wait.
+	// Timeout fails the request with ErrAttemptTimeout without forwarding
+	// it: an attempt timeout, without the wait.
 	Timeout
-	// TimeoutAfterApply forwards the request, lets the server apply it,
-	// then fails it as Timeout does: an answer later than the attempt
-	// timeout.
+	// TimeoutAfterApply forwards the request, then fails it with
+	// ErrAttemptTimeout.
 	TimeoutAfterApply
 )
+
+// answers are the DynamoDB errors the actions that answer send.
+var answers = map[Action]struct {
+	status        int
+	code, message string
+}{
+	ThroughputExceeded: {http.StatusBadRequest, "ProvisionedThroughputExceededException",
+		"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."},
+	Throttling:          {http.StatusBadRequest, "ThrottlingException", "Rate of requests exceeds the allowed throughput."},
+	InternalServerError: {http.StatusInternalServerError, "InternalServerError", "Internal server error"},
+}
+
+// failures are the errors the actions that fail a request fail it with.
+var failures = map[Action]error{Drop: ErrConnectionReset, DropResponse: ErrConnectionReset, Timeout: ErrAttemptTimeout, TimeoutAfterApply: ErrAttemptTimeout}
 
 var actionNames = [...]string{"Pass", "ThroughputExceeded", "Throttling", "InternalServerError", "Drop", "DropResponse", "Hold", "Timeout", "TimeoutAfterApply"}
 
@@ -86,35 +91,22 @@ func (a Action) String() string {
 // Skip pass, the next Count are faulted (every later one when Count is 0),
 // each with Probability.
 type Rule struct {
-	// Op is the operation name, e.g. "UpdateItem"; "" matches every
-	// operation.
-	Op string
-	// BodyContains, if set, matches only requests whose JSON body contains
-	// it, e.g. `"issued"` for the UpdateItems that name the ticket counter.
-	BodyContains string
-	// Skip lets the first Skip matching requests through untouched.
-	Skip int
-	// Count is how many matching requests (after Skip) are faulted; 0 means
-	// all of them.
-	Count int
-	// Probability, if in (0, 1), faults an eligible request only with
-	// this probability, drawn from the Transport's seeded generator;
-	// 0 means always. A request the draw spares still counts toward Count.
+	Op           string // the operation, e.g. "UpdateItem"; "" matches all
+	BodyContains string // if set, the request body must contain it
+	Skip         int    // the first Skip matching requests pass
+	Count        int    // how many matching requests (after Skip) are faulted; 0: all
+	// Probability, if in (0, 1), faults an eligible request only with this
+	// probability, drawn from the seeded generator; a request the draw
+	// spares still counts toward Count.
 	Probability float64
 	// FirstOnly faults a request only the first time its body is seen: the
-	// SDK's retries of it (the same body) pass. With DropResponse: the
-	// write is applied, its answer lost, and the retry answered.
+	// SDK's retries of it pass.
 	FirstOnly bool
-	// Action is the fault.
-	Action Action
-	// Gate, if set, holds the request until the test releases the gate:
-	// after the server answered for Pass, DropResponse and
-	// TimeoutAfterApply, before forwarding for Hold, before answering for
-	// the others. A scenario's next step happens while the request is
-	// held, at a point the test chooses rather than in a time window. If
-	// the request's context ends first (the SDK's per-attempt timeout, the
-	// caller's deadline), RoundTrip returns the context's error at once,
-	// as a real transport does.
+	Action    Action
+	// Gate, if set, holds the request until the test releases it: after
+	// the server answered for Pass, DropResponse and TimeoutAfterApply,
+	// before forwarding for Hold, before answering for the others. If the
+	// request's context ends first, RoundTrip returns its error at once.
 	Gate *Gate
 }
 
@@ -136,15 +128,17 @@ func (g *Gate) Wait(ctx context.Context, n int) error { return g.held.Wait(ctx, 
 // Release lets every held request on, and every later one through.
 func (g *Gate) Release() { g.release.Do(func() { close(g.open) }) }
 
-// pass holds a request until the gate opens or ctx ends.
+// pass holds a request until the gate, if any, opens or ctx ends, and
+// returns ctx's error.
 func (g *Gate) pass(ctx context.Context) error {
-	g.held.Add()
-	select {
-	case <-g.open:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if g != nil {
+		g.held.Add()
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+		}
 	}
+	return ctx.Err()
 }
 
 // ErrAttemptTimeout is the error of Timeout and TimeoutAfterApply: a
@@ -277,43 +271,31 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.base.RoundTrip(req)
 	}
 	ctx := req.Context()
-	switch rule.Action {
-	case Pass, DropResponse, TimeoutAfterApply:
+	if a := rule.Action; a == Pass || a == DropResponse || a == TimeoutAfterApply {
 		resp, err := t.base.RoundTrip(req)
 		if err != nil {
 			return nil, err
 		}
-		if err := hold(ctx, rule); err != nil {
-			discard(resp)
-			return nil, err
-		}
-		switch rule.Action {
-		case DropResponse:
-			discard(resp)
-			return nil, ErrConnectionReset
-		case TimeoutAfterApply:
-			discard(resp)
-			return nil, ErrAttemptTimeout
+		if err := rule.Gate.pass(ctx); err != nil || a != Pass {
+			// Read the answer the caller will not see, so that its
+			// connection goes back to the pool.
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return nil, cmp.Or(err, failures[a])
 		}
 		return resp, nil
 	}
-	if err := hold(ctx, rule); err != nil {
+	if err := rule.Gate.pass(ctx); err != nil {
 		return nil, err
 	}
-	switch rule.Action {
-	case Hold:
+	if rule.Action == Hold {
 		return t.base.RoundTrip(req)
-	case Timeout:
-		return nil, ErrAttemptTimeout
-	case ThroughputExceeded:
-		return errorResponse(req, http.StatusBadRequest, "ProvisionedThroughputExceededException",
-			"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."), nil
-	case Throttling:
-		return errorResponse(req, http.StatusBadRequest, "ThrottlingException", "Rate of requests exceeds the allowed throughput."), nil
-	case InternalServerError:
-		return errorResponse(req, http.StatusInternalServerError, "InternalServerError", "Internal server error"), nil
-	case Drop:
-		return nil, ErrConnectionReset
+	}
+	if a, ok := answers[rule.Action]; ok {
+		return dynamowire.ErrorResponse(req, a.status, "FAULTINJECT", dynamowire.Error(a.code, a.message, nil)), nil
+	}
+	if err, ok := failures[rule.Action]; ok {
+		return nil, err
 	}
 	return nil, fmt.Errorf("faultinject: unknown action %v", rule.Action)
 }
@@ -354,27 +336,4 @@ func (t *Transport) choose(op string, body []byte, deadline time.Time) (Rule, bo
 		t.faults[op]++
 	}
 	return chosen, faulted
-}
-
-// hold holds a faulted request at r's Gate, if any, until it opens; it
-// returns ctx's error if ctx ends first.
-func hold(ctx context.Context, r Rule) error {
-	if r.Gate != nil {
-		if err := r.Gate.pass(ctx); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
-}
-
-// discard reads and closes a response the caller will not see, so that its
-// connection goes back to the pool.
-func discard(resp *http.Response) {
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-}
-
-// errorResponse is a DynamoDB error answer.
-func errorResponse(req *http.Request, status int, code, message string) *http.Response {
-	return dynamowire.ErrorResponse(req, status, "FAULTINJECT", dynamowire.Error(code, message, nil))
 }

@@ -1,15 +1,11 @@
-// Package kmstest makes KMS keys (admission passes, shuffle seeds, the
-// wrapping of signing keys) for tests on the test binary's moto_server, the
-// one internal/testing/dynamotest starts (moto serves KMS and DynamoDB on
-// one endpoint). Its Proxy (internal/tools/localkms) adds kms:GenerateDataKeyPair,
-// which moto lacks.
-// Import it from _test.go files only, in a package whose TestMain calls
-// dynamotest.Main.
+// Package kmstest makes KMS keys for tests on the moto_server that
+// internal/testing/dynamotest starts (moto serves KMS and DynamoDB on one
+// endpoint). Import it from _test.go files only, in a package whose
+// TestMain calls dynamotest.Main.
 package kmstest
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"sync"
@@ -36,7 +32,7 @@ func Client(t testing.TB) *kms.Client {
 	client := ClientFor(t, dynamotest.Endpoint(t))
 	warm.Do(func() { warm.err = warmUp(client) })
 	if warm.err != nil {
-		t.Fatalf("kmstest: %v", warm.err)
+		t.Fatalf("kmstest: first KMS call: %v", warm.err)
 	}
 	return client
 }
@@ -50,9 +46,9 @@ var warm struct {
 // warmUpTimeout bounds moto's first KMS call: a hang guard.
 const warmUpTimeout = 2 * time.Minute
 
-// warmUp makes moto's first KMS call with a patient attempt: moto loads its
-// KMS backend on the first call, which takes seconds, and on a busy
-// machine longer than NewKMSClient gives an attempt (1 s, 3 attempts).
+// warmUp makes moto's first KMS call with one patient attempt: moto loads
+// its KMS backend then, which on a busy machine takes longer than
+// NewKMSClient's attempts.
 func warmUp(client *kms.Client) error {
 	ctx, cancel := context.WithTimeout(context.Background(), warmUpTimeout)
 	defer cancel()
@@ -60,23 +56,18 @@ func warmUp(client *kms.Client) error {
 		o.HTTPClient = &http.Client{Timeout: warmUpTimeout}
 		o.RetryMaxAttempts = 1
 	})
-	if err != nil {
-		return fmt.Errorf("first KMS call: %w", err)
-	}
-	return nil
+	return err
 }
 
-// NewSigningKey creates an asymmetric signing key (KeySpec ECC_NIST_P256,
-// KeyUsage SIGN_VERIFY), a key of the wrong kind for the shuffle, returns
-// its id, and schedules its deletion when t ends.
+// NewSigningKey creates an ECC_NIST_P256 SIGN_VERIFY key (the wrong kind
+// for the shuffle) and returns its id; see createKey.
 func NewSigningKey(t testing.TB, client *kms.Client) string {
 	t.Helper()
 	return createKey(t, client, types.KeySpecEccNistP256, types.KeyUsageTypeSignVerify, "test admission pass key: ")
 }
 
-// NewShuffleKey creates the key whose signature seeds a shuffled opening
-// (KeySpec RSA_2048, KeyUsage SIGN_VERIFY), as template.yaml declares it,
-// returns its id, and schedules its deletion when t ends.
+// NewShuffleKey creates the RSA_2048 SIGN_VERIFY key whose signature seeds
+// a shuffled opening, as template.yaml declares it; see createKey.
 func NewShuffleKey(t testing.TB, client *kms.Client) string {
 	t.Helper()
 	return createKey(t, client, types.KeySpecRsa2048, types.KeyUsageTypeSignVerify, "test shuffle key: ")
@@ -107,9 +98,8 @@ func createKey(t testing.TB, client *kms.Client, spec types.KeySpec, usage types
 	return id
 }
 
-// Proxy is a localkms.Proxy in front of the test binary's moto_server: it
-// adds kms:GenerateDataKeyPair, which moto 5.2 lacks, and counts the
-// requests it receives per operation.
+// Proxy is a localkms.Proxy: it adds kms:GenerateDataKeyPair, which moto
+// lacks, and counts the requests per operation.
 type Proxy = localkms.Proxy
 
 // NewProxy starts a Proxy on 127.0.0.1 in front of the test binary's
@@ -126,10 +116,9 @@ func NewProxy(t testing.TB) *Proxy {
 	return p
 }
 
-// ClientFor returns a KMS client (admissionpass.NewKMSClient) for endpoint,
-// such as a Proxy's URL, whose attempts may take a minute rather than the
-// production second: on a busy machine moto can take longer, and a retried
-// call would count twice where tests count KMS calls.
+// ClientFor returns a KMS client (admissionpass.NewKMSClient) for endpoint
+// whose attempts may take a minute, not the production second, so that a
+// slow moto causes no retry (tests count KMS calls).
 func ClientFor(t testing.TB, endpoint string) *kms.Client {
 	t.Helper()
 	client, err := admissionpass.NewKMSClient(t.Context(), endpoint)
@@ -141,9 +130,8 @@ func ClientFor(t testing.TB, endpoint string) *kms.Client {
 	})
 }
 
-// NewWrapKey creates a symmetric key (KeySpec SYMMETRIC_DEFAULT, KeyUsage
-// ENCRYPT_DECRYPT) that wraps signing keys, as template.yaml declares
-// PassWrapKey, returns its id, and schedules its deletion when t ends.
+// NewWrapKey creates the SYMMETRIC_DEFAULT ENCRYPT_DECRYPT key that wraps
+// signing keys, as template.yaml declares PassWrapKey; see createKey.
 func NewWrapKey(t testing.TB, client *kms.Client) string {
 	t.Helper()
 	return createKey(t, client, types.KeySpecSymmetricDefault, types.KeyUsageTypeEncryptDecrypt, "test signing key wrapping key: ")

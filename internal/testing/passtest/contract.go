@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,25 +37,20 @@ func ReplayGuardContract(t *testing.T, newGuard func(t *testing.T) passverify.Re
 		jti := rand.Text()
 		const n = 8
 		var wg sync.WaitGroup
-		firsts := make(chan bool, n)
+		var firsts atomic.Int32
 		for range n {
 			wg.Go(func() {
 				first, err := g.FirstUse(context.Background(), jti, until)
 				if err != nil {
 					t.Error(err)
 				}
-				firsts <- first
+				if first {
+					firsts.Add(1)
+				}
 			})
 		}
 		wg.Wait()
-		close(firsts)
-		count := 0
-		for f := range firsts {
-			if f {
-				count++
-			}
-		}
-		if count != 1 {
+		if count := firsts.Load(); count != 1 {
 			t.Errorf("%d of %d concurrent first uses succeeded, want 1", count, n)
 		}
 	})

@@ -1,8 +1,7 @@
 // Package passtest is a stand-in waiting room for tests of admission
-// passes: an issuer with local keys, its JWKS on an httptest server whose
-// answers a test controls, a settable clock, and the contract suite of
-// passverify.ReplayGuard implementations. Import it from _test.go files
-// only.
+// passes (an issuer with local keys, its JWKS on an httptest server that a
+// test controls, a settable clock) and the contract of
+// passverify.ReplayGuard. Import it from _test.go files only.
 package passtest
 
 import (
@@ -70,15 +69,25 @@ func NewKey(t testing.TB) Key {
 // KeyID returns the kid of k.
 func (k Key) KeyID(t testing.TB) string {
 	t.Helper()
-	iss, err := localkeys.FixedIssuer(Issuer, k.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kid, err := iss.KeyID(context.Background())
+	kid, err := issuer(t, Issuer, k).KeyID(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return kid
+}
+
+// issuer is an issuer iss of keys, the first the current one.
+func issuer(t testing.TB, iss string, keys ...Key) *admissionpass.Issuer {
+	t.Helper()
+	var previous []admissionpass.Key
+	for _, k := range keys[1:] {
+		previous = append(previous, k.Key)
+	}
+	i, err := localkeys.FixedIssuer(iss, keys[0].Key, previous...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
 }
 
 // Room is a waiting room: it signs passes with Key and serves a JWKS,
@@ -141,15 +150,7 @@ func (r *Room) JWKSURL() string { return r.srv.URL + "/.well-known/jwks.json" }
 // Publish makes the JWKS hold keys, the first as the current one.
 func (r *Room) Publish(t testing.TB, keys ...Key) {
 	t.Helper()
-	var previous []admissionpass.Key
-	for _, k := range keys[1:] {
-		previous = append(previous, k.Key)
-	}
-	iss, err := localkeys.FixedIssuer(Issuer, keys[0].Key, previous...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := iss.JWKS(context.Background())
+	doc, err := issuer(t, Issuer, keys...).JWKS(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,11 +213,7 @@ func (r *Room) Pass(t testing.TB, a admissionpass.Admission, key ...Key) string 
 // IssuePass signs a pass for a by iss with key.
 func IssuePass(t testing.TB, iss string, key Key, a admissionpass.Admission) string {
 	t.Helper()
-	issuer, err := localkeys.FixedIssuer(iss, key.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pass, err := issuer.Issue(context.Background(), a)
+	pass, err := issuer(t, iss, key).Issue(context.Background(), a)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 // Package sigv4test checks AWS Signature Version 4 on requests as API
-// Gateway's IAM authorizer would: it recomputes the signature with the
-// SDK's own signer, from the request as received, its body and known
-// credentials, and compares. Tests put Gateway in front of a handler to
-// stand in for the authorizer.
+// Gateway's IAM authorizer would, by signing the request as received again
+// with the SDK's signer. Gateway stands in for the authorizer in tests.
 package sigv4test
 
 import (
@@ -96,10 +94,9 @@ func Verify(r *http.Request, body []byte, creds aws.Credentials, service, region
 }
 
 // Gateway returns a handler that lets through to next only requests
-// signed with creds for service execute-api in region, and answers the
-// others 403 with {"message"} as API Gateway does. A request let through
-// reaches next with its Authorization header replaced by forward (e.g. the
-// local server's "Bearer <secret>"), or removed when forward is "".
+// signed with creds for execute-api in region, with their Authorization
+// replaced by forward (removed for ""), and answers the others 403 with
+// {"message"} as API Gateway does.
 func Gateway(creds aws.Credentials, region, forward string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)

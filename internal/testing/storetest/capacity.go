@@ -12,14 +12,6 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// checkGroup checks that a capacity write answered want without an
-// error.
-func checkGroup(t *testing.T, what string, got capacity.Group, err error, want capacity.Group) {
-	t.Helper()
-	checkErr(t, what, err, nil)
-	check(t, what, got, want)
-}
-
 func testCapacity(t *testing.T, ps queue.Store) {
 	s := ps.(capacity.Store)
 	ctx := t.Context()
@@ -29,19 +21,16 @@ func testCapacity(t *testing.T, ps queue.Store) {
 			_, err := s.Sight(ctx, id, place)
 			checkErr(t, fmt.Sprintf("Sight(%d)", place), err, nil)
 		}
-		g, err := s.SealSightings(ctx, id, 0, 6, t0)
 		want := capacity.Group{Sighted: []int64{2, 5, 9}, SealedThrough: 6, Seals: []capacity.Seal{{Through: 6, At: t0}}}
-		checkGroup(t, "SealSightings", g, err, want)
-		_, err = s.Sight(ctx, id, 3)
+		checkCall(t, "SealSightings", answer(s.SealSightings(ctx, id, 0, 6, t0)), want)
+		_, err := s.Sight(ctx, id, 3)
 		checkErr(t, "Sight of a sealed place", err, capacity.ErrSealed)
-		g, err = s.Sight(ctx, id, 5) // a retry after a lost answer
-		checkGroup(t, "Sight again of a sealed place seen before", g, err, want)
-		g, err = s.SealSightings(ctx, id, 0, 4, t0.Add(ms(500))) // never back
-		checkGroup(t, "SealSightings back", g, err, want)
-		g, err = s.Sight(ctx, id, 7)
+		// A retry after a lost answer.
+		checkCall(t, "Sight again of a sealed place seen before", answer(s.Sight(ctx, id, 5)), want)
+		checkCall(t, "SealSightings back (never)", answer(s.SealSightings(ctx, id, 0, 4, t0.Add(ms(500)))), want)
 		want.Sighted = []int64{2, 5, 7, 9}
-		checkGroup(t, "Sight past the seal", g, err, want)
-		g, err = s.SealSightings(ctx, id, 0, 8, t0.Add(ms(900))) // a second move
+		checkCall(t, "Sight past the seal", answer(s.Sight(ctx, id, 7)), want)
+		g, err := s.SealSightings(ctx, id, 0, 8, t0.Add(ms(900))) // a second move
 		checkErr(t, "SealSightings further", err, nil)
 		for _, tt := range []struct {
 			place int64
@@ -53,8 +42,7 @@ func testCapacity(t *testing.T, ps queue.Store) {
 			}
 		}
 		// Another group, another program: untouched.
-		g, err = s.Sight(ctx, id, capacity.GroupSize+1)
-		checkGroup(t, "Sight in group 1", g, err, capacity.Group{Sighted: []int64{capacity.GroupSize + 1}})
+		checkCall(t, "Sight in group 1", answer(s.Sight(ctx, id, capacity.GroupSize+1)), capacity.Group{Sighted: []int64{capacity.GroupSize + 1}})
 		g, err = s.SealSightings(ctx, "other", 0, 1, t0)
 		checkErr(t, "SealSightings of another program", err, nil)
 		if len(g.Sighted) != 0 {
@@ -64,29 +52,22 @@ func testCapacity(t *testing.T, ps queue.Store) {
 	t.Run("ends and the expiry seal", func(t *testing.T) {
 		const g1 = 3 * capacity.GroupSize
 		ended := map[int64]int64{g1 + 1: 10}
-		g, err := s.EndPlace(ctx, id, g1+1, 10)
-		checkGroup(t, "EndPlace", g, err, capacity.Group{Ended: ended})
-		g, err = s.EndPlace(ctx, id, g1+1, 11) // the first stays
-		checkGroup(t, "EndPlace again", g, err, capacity.Group{Ended: ended})
-		g, err = s.MoveEnd(ctx, id, g1+1, 9, 12) // not from 9: unchanged
-		checkGroup(t, "MoveEnd from another quantum", g, err, capacity.Group{Ended: ended})
-		g, err = s.MoveEnd(ctx, id, g1+1, 10, 12)
+		checkCall(t, "EndPlace", answer(s.EndPlace(ctx, id, g1+1, 10)), capacity.Group{Ended: ended})
+		checkCall(t, "EndPlace again (the first stays)", answer(s.EndPlace(ctx, id, g1+1, 11)), capacity.Group{Ended: ended})
+		checkCall(t, "MoveEnd from another quantum (unchanged)", answer(s.MoveEnd(ctx, id, g1+1, 9, 12)), capacity.Group{Ended: ended})
 		ended[g1+1] = 12
-		checkGroup(t, "MoveEnd from 10 to 12", g, err, capacity.Group{Ended: ended})
-		g, err = s.EndPlace(ctx, id, g1+2, 13)
+		checkCall(t, "MoveEnd from 10 to 12", answer(s.MoveEnd(ctx, id, g1+1, 10, 12)), capacity.Group{Ended: ended})
 		ended[g1+2] = 13
-		checkGroup(t, "EndPlace", g, err, capacity.Group{Ended: ended})
-		g, err = s.ExpireGroup(ctx, id, 3, g1+3)
-		checkGroup(t, "ExpireGroup", g, err, capacity.Group{Ended: ended, ExpiredThrough: g1 + 3})
-		g, err = s.ExpireGroup(ctx, id, 3, g1+1) // never back
-		checkGroup(t, "ExpireGroup back", g, err, capacity.Group{Ended: ended, ExpiredThrough: g1 + 3})
-		_, err = s.EndPlace(ctx, id, g1+3, 14)
+		checkCall(t, "EndPlace", answer(s.EndPlace(ctx, id, g1+2, 13)), capacity.Group{Ended: ended})
+		expired := capacity.Group{Ended: ended, ExpiredThrough: g1 + 3}
+		checkCall(t, "ExpireGroup", answer(s.ExpireGroup(ctx, id, 3, g1+3)), expired)
+		checkCall(t, "ExpireGroup back (never)", answer(s.ExpireGroup(ctx, id, 3, g1+1)), expired)
+		_, err := s.EndPlace(ctx, id, g1+3, 14)
 		checkErr(t, "EndPlace of an expired place", err, capacity.ErrSealed)
-		g, err = s.EndPlace(ctx, id, g1+4, 14)
 		ended[g1+4] = 14
-		checkGroup(t, "EndPlace past the expiry seal", g, err, capacity.Group{Ended: ended, ExpiredThrough: g1 + 3})
-		g, err = s.EndPlace(ctx, id, g1+2, 15) // a retry of an end made before the seal
-		checkGroup(t, "EndPlace again in an expired group", g, err, capacity.Group{Ended: ended, ExpiredThrough: g1 + 3})
+		checkCall(t, "EndPlace past the expiry seal", answer(s.EndPlace(ctx, id, g1+4, 14)), expired)
+		// A retry of an end made before the seal.
+		checkCall(t, "EndPlace again in an expired group", answer(s.EndPlace(ctx, id, g1+2, 15)), expired)
 	})
 	t.Run("end indexes", func(t *testing.T) {
 		for _, place := range []int64{40, 7, 40} {

@@ -16,43 +16,35 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// scheduleRig is a change scheduled from a read of a program at version 3
-// with 40 tickets (the change makes version 4, change id "4/change-4"),
-// and flooded, the program after five more tickets were issued since.
-type scheduleRig struct {
-	change, flooded admission.Program
-}
-
 // scheduleNow is when the rig's change is made and its tickets issued.
 var scheduleNow = t0.Add(ms(2_000))
 
-// newScheduleRig stores program id and makes the rig: the change slows
-// admission to one ticket per 2 s from 10 s on, so that the tickets issued
-// since the read drain later under it than the read assumed.
-func newScheduleRig(t *testing.T, s queue.Store, id string) scheduleRig {
-	t.Helper()
-	return scheduleRigOf(t, s, program(id), perSecond(0.5))
-}
-
-// scheduleRigOf stores read and makes the rig of a change to rate from
-// 10 s on.
-func scheduleRigOf(t *testing.T, s queue.Store, read admission.Program, rate pace.Rate) scheduleRig {
+// scheduleRig stores read and returns change, a change to rate from 10 s
+// on scheduled from it (of id "<version>/change-<version>"), and flooded,
+// the program after five more tickets were issued since.
+func scheduleRig(t *testing.T, s queue.Store, read admission.Program, rate pace.Rate) (change, flooded admission.Program) {
 	t.Helper()
 	ctx := t.Context()
 	create(t, s, read)
-	change := read.Rebased(scheduleNow, rate, false, 0, 10*time.Second)
+	change = read.Rebased(scheduleNow, rate, false, 0, 10*time.Second)
 	change.Changes = append([]string{fmt.Sprintf("%d/change-%d", change.Version, change.Version)}, read.Changes...)
 	if !change.Scheduled() {
 		t.Fatalf("the change takes effect at once, want it scheduled: %+v", change)
 	}
-	flooded := read
+	flooded = read
 	for range 5 {
 		var err error
-		if flooded, err = s.IssueTicket(ctx, read.ID, scheduleNow); err != nil {
-			t.Fatalf("IssueTicket: %v", err)
-		}
+		flooded, err = s.IssueTicket(ctx, read.ID, scheduleNow)
+		checkErr(t, "IssueTicket", err, nil)
 	}
-	return scheduleRig{change: change, flooded: flooded}
+	return change, flooded
+}
+
+// slowedRig is the rig of program id slowed to one ticket per 2 s, so
+// that the tickets issued since the read drain later than it assumed.
+func slowedRig(t *testing.T, s queue.Store, id string) (change, flooded admission.Program) {
+	t.Helper()
+	return scheduleRig(t, s, program(id), perSecond(0.5))
 }
 
 // nearSaturation is program "schedule-saturated" at the slowest rate
@@ -93,36 +85,35 @@ func testSchedule(t *testing.T, store queue.Store) {
 	}
 
 	t.Run("lands through tickets, moves the drain once", func(t *testing.T) {
-		r := newScheduleRig(t, s, "schedule-lands")
-		change := r.change
+		change, flooded := slowedRig(t, s, "schedule-lands")
 		checkErr(t, "UpdateProgram after tickets", s.UpdateProgram(ctx, change, change.Issued), queue.ErrConflict)
 
-		updated(t, "UpdateScheduled", change, r.flooded.Issued)
-		landed := landedOn(change, r.flooded)
+		updated(t, "UpdateScheduled", change, flooded.Issued)
+		landed := landedOn(change, flooded)
 		checkStoredProgram(t, s, landed)
 		// The same write again, as the SDK retries it after a lost
 		// answer: it recognises its change and applies nothing.
-		updated(t, "UpdateScheduled repeated", change, r.flooded.Issued)
+		updated(t, "UpdateScheduled repeated", change, flooded.Issued)
 		checkStoredProgram(t, s, landed)
 		// A ticket after the change: a repeat still reports the tickets
 		// issued when the change landed.
 		_, err := s.IssueTicket(ctx, change.ID, scheduleNow)
 		checkErr(t, "IssueTicket", err, nil)
-		updated(t, "UpdateScheduled repeated after a ticket", change, r.flooded.Issued)
+		updated(t, "UpdateScheduled repeated after a ticket", change, flooded.Issued)
 
 		before := storedProgram(t, s, change.ID)
-		move := change.ScheduledDrainAtNs(r.flooded.Issued) - change.DrainAtNs
+		move := change.ScheduledDrainAtNs(flooded.Issued) - change.DrainAtNs
 		if move == 0 {
 			t.Fatalf("the rig's tickets leave the drain instant where it was")
 		}
-		checkErr(t, "MoveDrain", s.MoveDrain(ctx, change, r.flooded.Issued), nil)
+		checkErr(t, "MoveDrain", s.MoveDrain(ctx, change, flooded.Issued), nil)
 		moved := before
 		moved.DrainAtNs += move
 		checkStoredProgram(t, s, moved)
 		if want := change.ScheduledDrainAtNs(before.Issued); moved.DrainAtNs != want {
 			t.Errorf("drain instant %d after the move, want %d for %d tickets (%+d)", moved.DrainAtNs, want, before.Issued, moved.DrainAtNs-want)
 		}
-		checkErr(t, "MoveDrain repeated", s.MoveDrain(ctx, change, r.flooded.Issued), nil)
+		checkErr(t, "MoveDrain repeated", s.MoveDrain(ctx, change, flooded.Issued), nil)
 		checkStoredProgram(t, s, moved)
 		// Both writes retried after the move: together they change nothing.
 		issued, err := s.UpdateScheduled(ctx, change)
@@ -132,18 +123,17 @@ func testSchedule(t *testing.T, store queue.Store) {
 	})
 
 	t.Run("moves the drain to the end of int64, not past it", func(t *testing.T) {
-		r := scheduleRigOf(t, s, nearSaturation(), 1)
-		change := r.change
-		updated(t, "UpdateScheduled", change, r.flooded.Issued)
+		change, flooded := scheduleRig(t, s, nearSaturation(), 1)
+		updated(t, "UpdateScheduled", change, flooded.Issued)
 		// A ticket between the two writes pushes the stored drain instant
 		// back by more than the move leaves room for.
 		_, err := s.IssueTicket(ctx, change.ID, scheduleNow)
 		checkErr(t, "IssueTicket", err, nil)
 		before := storedProgram(t, s, change.ID)
-		if move := change.ScheduledDrainAtNs(r.flooded.Issued) - change.DrainAtNs; before.DrainAtNs <= math.MaxInt64-move {
+		if move := change.ScheduledDrainAtNs(flooded.Issued) - change.DrainAtNs; before.DrainAtNs <= math.MaxInt64-move {
 			t.Fatalf("drain instant %d stored, moved by %d it stays within int64", before.DrainAtNs, move)
 		}
-		checkErr(t, "MoveDrain", s.MoveDrain(ctx, change, r.flooded.Issued), nil)
+		checkErr(t, "MoveDrain", s.MoveDrain(ctx, change, flooded.Issued), nil)
 		moved := before
 		moved.DrainAtNs = math.MaxInt64
 		checkStoredProgram(t, s, moved)
@@ -163,13 +153,13 @@ func testSchedule(t *testing.T, store queue.Store) {
 			{name: "missing program", missing: true},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				r := newScheduleRig(t, s, fmt.Sprintf("schedule-conflict-%d", i))
-				want := r.flooded
+				change, flooded := slowedRig(t, s, fmt.Sprintf("schedule-conflict-%d", i))
+				want := flooded
 				if tc.landed {
-					updated(t, "UpdateScheduled of the first change", r.change, r.flooded.Issued)
-					want = landedOn(r.change, r.flooded)
+					updated(t, "UpdateScheduled of the first change", change, flooded.Issued)
+					want = landedOn(change, flooded)
 				}
-				p := r.change
+				p := change
 				p.Changes = append([]string(nil), p.Changes...)
 				p.Current.Rate, p.DrainAtNs = perSecond(7), p.DrainAtNs+1
 				if tc.missing {
@@ -182,19 +172,17 @@ func testSchedule(t *testing.T, store queue.Store) {
 				checkErr(t, "UpdateScheduled", err, queue.ErrConflict)
 				checkStoredProgram(t, s, want)
 				if tc.missing {
-					_, err := s.GetProgram(ctx, p.ID)
-					checkErr(t, "GetProgram after UpdateScheduled", err, queue.ErrNotFound)
+					checkNoProgram(t, s, p.ID, "UpdateScheduled")
 				}
 			})
 		}
 	})
 
 	t.Run("MoveDrain of another count or version", func(t *testing.T) {
-		r := newScheduleRig(t, s, "schedule-superseded")
-		change := r.change
-		updated(t, "UpdateScheduled", change, r.flooded.Issued)
-		landed := landedOn(change, r.flooded)
-		checkErr(t, "MoveDrain of another count", s.MoveDrain(ctx, change, r.flooded.Issued-1), nil)
+		change, flooded := slowedRig(t, s, "schedule-superseded")
+		updated(t, "UpdateScheduled", change, flooded.Issued)
+		landed := landedOn(change, flooded)
+		checkErr(t, "MoveDrain of another count", s.MoveDrain(ctx, change, flooded.Issued-1), nil)
 		checkStoredProgram(t, s, landed)
 		// A later change sets the drain instant afresh: the move is
 		// superseded.
@@ -203,7 +191,7 @@ func testSchedule(t *testing.T, store queue.Store) {
 		later.Next, later.DrainAtNs = pace.Segment{}, landed.DrainAtNs+5e9
 		later.Changes = append([]string{fmt.Sprintf("%d/change-later", later.Version)}, landed.Changes...)
 		checkErr(t, "UpdateProgram", s.UpdateProgram(ctx, later, later.Issued), nil)
-		checkErr(t, "MoveDrain of the superseded change", s.MoveDrain(ctx, change, r.flooded.Issued), nil)
+		checkErr(t, "MoveDrain of the superseded change", s.MoveDrain(ctx, change, flooded.Issued), nil)
 		checkStoredProgram(t, s, later)
 	})
 }
@@ -216,19 +204,9 @@ func testCatalog(t *testing.T, s queue.Store) {
 	for _, id := range append(ids, "c-alpha") { // c-alpha again: listed already
 		checkErr(t, "IndexProgram "+id, s.IndexProgram(ctx, id), nil)
 	}
-	var listed []string
-	for after, pages := "", 0; ; pages++ {
-		page, more, err := s.ListPrograms(ctx, after, 2)
-		checkErr(t, fmt.Sprintf("ListPrograms(%q)", after), err, nil)
-		if len(page) > 2 || more && len(page) < 2 || pages > 3 {
-			t.Fatalf("ListPrograms(%q, 2) = %v, more %v", after, page, more)
-		}
-		listed = append(listed, page...)
-		if !more {
-			break
-		}
-		after = page[len(page)-1]
-	}
+	listed := paged(t, "ListPrograms", 2, func(after string) ([]string, bool, error) {
+		return s.ListPrograms(ctx, after, 2)
+	}, func(id string) string { return id })
 	check(t, "the list, paged by 2", listed, []string{"c-alpha", "c-bravo", "c-charlie", "c-delta", "c-echo"})
 
 	// Deleting: only the version read; then the id is taken.
@@ -240,8 +218,7 @@ func testCatalog(t *testing.T, s queue.Store) {
 	checkErr(t, "DeleteProgram of an older version", s.DeleteProgram(ctx, p, t0.Add(time.Hour)), queue.ErrConflict)
 	checkStoredProgram(t, s, closed) // a refused delete keeps the program
 	checkErr(t, "DeleteProgram", s.DeleteProgram(ctx, closed, t0.Add(time.Hour)), nil)
-	_, err := s.GetProgram(ctx, p.ID)
-	checkErr(t, "GetProgram after the delete", err, queue.ErrNotFound)
+	checkNoProgram(t, s, p.ID, "the delete")
 	checkErr(t, "DeleteProgram again (a retry)", s.DeleteProgram(ctx, closed, t0.Add(time.Hour)), nil)
 	page, _, err := s.ListPrograms(ctx, "c-bravo", 10)
 	checkErr(t, "ListPrograms after the delete", err, nil)
@@ -290,19 +267,8 @@ func testChanges(t *testing.T, s queue.Store) {
 	slices.SortFunc(newestFirst, func(a, b history.Change) int {
 		return cmp.Or(b.At.Compare(a.At), strings.Compare(b.ID, a.ID))
 	})
-	var got []history.Change
-	from := history.Key{}
-	for pages := 0; ; pages++ {
-		page, more, err := s.Changes(ctx, id, from, 3)
-		checkErr(t, "Changes", err, nil)
-		if len(page) > 3 || more && len(page) < 3 || pages > 3 {
-			t.Fatalf("Changes(from %v, 3) = %d changes, more %v", from, len(page), more)
-		}
-		got = append(got, page...)
-		if !more {
-			break
-		}
-		from = page[len(page)-1].Key()
-	}
+	got := paged(t, "Changes", 3, func(from history.Key) ([]history.Change, bool, error) {
+		return s.Changes(ctx, id, from, 3)
+	}, history.Change.Key)
 	check(t, "the history, paged by 3", got, newestFirst)
 }

@@ -48,21 +48,17 @@ func PassKeys(t *testing.T, s admissionpass.KeyStore) {
 	}
 	claimed := func(t *testing.T, signFrom time.Time, claim string, now, staleBefore time.Time, want bool) {
 		t.Helper()
-		got, err := s.ClaimPassKey(ctx, signFrom, claim, now, staleBefore)
-		checkOK(t, fmt.Sprintf("ClaimPassKey(%s, %q, now %v, stale before %v)", signFrom, claim, now, staleBefore), got, err, want)
+		checkCall(t, fmt.Sprintf("ClaimPassKey(%s, %q, now %v, stale before %v)", signFrom, claim, now, staleBefore), answer(s.ClaimPassKey(ctx, signFrom, claim, now, staleBefore)), want)
 	}
 	put := func(t *testing.T, k admissionpass.StoredKey, claim string, want bool) {
 		t.Helper()
-		got, err := s.PutPassKey(ctx, k, claim)
-		checkOK(t, fmt.Sprintf("PutPassKey(%s %s, %q)", k.SignFrom, k.KeyID, claim), got, err, want)
+		checkCall(t, fmt.Sprintf("PutPassKey(%s %s, %q)", k.SignFrom, k.KeyID, claim), answer(s.PutPassKey(ctx, k, claim)), want)
 	}
 	at := t0.Add(ms(1_500)) // when the claims are made
 	fresh := at.Add(-time.Minute)
 
 	t.Run("Empty", func(t *testing.T) {
-		all, err := s.PassKeys(ctx)
-		checkErr(t, "PassKeys", err, nil)
-		check(t, "PassKeys on an empty store", all, nil)
+		checkCall(t, "PassKeys on an empty store", answer(s.PassKeys(ctx)), nil)
 	})
 
 	t.Run("RoundTrip", func(t *testing.T) {
@@ -153,41 +149,12 @@ func PassKeys(t *testing.T, s admissionpass.KeyStore) {
 			puts   []putStep
 			stored []int // the slot's keys stored in the end
 		}{
-			{
-				name:   "by its claim",
-				claims: []claimStep{{"a", at, fresh}},
-				puts:   []putStep{{0, "a", true}},
-				stored: []int{0},
-			},
-			{
-				name:   "with no claim",
-				puts:   []putStep{{0, "a", false}},
-				stored: nil,
-			},
-			{
-				name:   "by a claim that lost its slot",
-				claims: []claimStep{{"a", at, fresh}, {"b", at.Add(time.Minute), at.Add(ms(1))}},
-				puts:   []putStep{{0, "a", false}},
-				stored: nil,
-			},
-			{
-				name:   "retried",
-				claims: []claimStep{{"a", at, fresh}},
-				puts:   []putStep{{0, "a", true}, {0, "a", true}},
-				stored: []int{0},
-			},
-			{
-				name:   "another key after its own",
-				claims: []claimStep{{"a", at, fresh}},
-				puts:   []putStep{{0, "a", true}, {1, "a", false}},
-				stored: []int{0},
-			},
-			{
-				name:   "by the claim that lost, after the key",
-				claims: []claimStep{{"a", at, fresh}, {"b", at.Add(time.Minute), at.Add(ms(1))}},
-				puts:   []putStep{{1, "b", true}, {0, "a", false}},
-				stored: []int{1},
-			},
+			{"by its claim", []claimStep{{"a", at, fresh}}, []putStep{{0, "a", true}}, []int{0}},
+			{"with no claim", nil, []putStep{{0, "a", false}}, nil},
+			{"by a claim that lost its slot", []claimStep{{"a", at, fresh}, {"b", at.Add(time.Minute), at.Add(ms(1))}}, []putStep{{0, "a", false}}, nil},
+			{"retried", []claimStep{{"a", at, fresh}}, []putStep{{0, "a", true}, {0, "a", true}}, []int{0}},
+			{"another key after its own", []claimStep{{"a", at, fresh}}, []putStep{{0, "a", true}, {1, "a", false}}, []int{0}},
+			{"by the claim that lost, after the key", []claimStep{{"a", at, fresh}, {"b", at.Add(time.Minute), at.Add(ms(1))}}, []putStep{{1, "b", true}, {0, "a", false}}, []int{1}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				sf := slot()
@@ -247,24 +214,9 @@ func PassKeys(t *testing.T, s admissionpass.KeyStore) {
 
 	t.Run("ClaimConcurrent", func(t *testing.T) {
 		sf := slot()
-		won := make([]bool, racingClaims)
-		errs := make([]error, racingClaims)
-		inParallel(racingClaims, func(i int) {
-			won[i], errs[i] = s.ClaimPassKey(ctx, sf, fmt.Sprint("racer-", i), at, fresh)
+		winner := oneWins(t, "racing ClaimPassKey", racingClaims, func(i int) (bool, error) {
+			return s.ClaimPassKey(ctx, sf, fmt.Sprint("racer-", i), at, fresh)
 		})
-		winner := -1
-		for i, ok := range won {
-			checkErr(t, fmt.Sprint("ClaimPassKey by racer ", i), errs[i], nil)
-			if ok {
-				if winner >= 0 {
-					t.Fatalf("racers %d and %d both claimed the slot, want exactly one", winner, i)
-				}
-				winner = i
-			}
-		}
-		if winner < 0 {
-			t.Fatalf("none of %d racing claims won, want exactly one", racingClaims)
-		}
 		k := passKey(sf, "raced")
 		put(t, k, fmt.Sprint("racer-", (winner+1)%racingClaims), false)
 		put(t, k, fmt.Sprint("racer-", winner), true)

@@ -35,7 +35,7 @@ func program(id string) admission.Program {
 		Version:   3,
 		Issued:    40,
 		Current:   pace.Segment{AnchorMs: anchor.UnixMilli(), Base: 12, Rate: perSecond(2.5)},
-		DrainAtNs: unixNs(anchor.Add(28 * ms(400))),
+		DrainAtNs: anchor.Add(28 * ms(400)).UnixNano(),
 		Changes:   []string{"change-3", "change-2"},
 		Options: settings.Options{
 			AdmissionWindow: 10 * time.Minute,
@@ -60,7 +60,7 @@ func freshProgram(id string) admission.Program {
 	return admission.Program{
 		ID: id, CreatedAt: t0, Version: 1,
 		Current:   pace.Segment{AnchorMs: t0.UnixMilli(), Rate: admission.DefaultAdmissionRate},
-		DrainAtNs: unixNs(t0),
+		DrainAtNs: t0.UnixNano(),
 		Options:   settings.Options{AdmissionWindow: admission.DefaultAdmissionWindow},
 	}
 }
@@ -85,7 +85,7 @@ func testProgram(t *testing.T, s queue.Store) {
 	ctx := t.Context()
 	fractional := program("fractional")
 	fractional.Current.Rate = perSecond(0.333)
-	fractional.DrainAtNs = unixNs(t0) + 1_234_567_891
+	fractional.DrainAtNs = t0.UnixNano() + 1_234_567_891
 	paused := program("paused")
 	paused.Current.Paused = true
 	stopped := program("rate-zero")
@@ -157,7 +157,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 			upd.Version = tc.version
 			upd.Current = pace.Segment{AnchorMs: t0.Add(ms(9_999)).UnixMilli(), Base: 30, Rate: perSecond(4), Paused: true}
 			upd.Next = pace.Segment{AnchorMs: t0.Add(ms(11_000)).UnixMilli(), Base: 31, Rate: perSecond(0.001)}
-			upd.DrainAtNs = unixNs(t0.Add(ms(9_999))) + 123
+			upd.DrainAtNs = t0.Add(ms(9_999)).UnixNano() + 123
 			upd.AdmissionWindow = 3 * time.Minute
 			upd.Policy, upd.ManualRate, upd.Closed = "eta", perSecond(2.75), true
 			upd.LastAdmitAt, upd.LastAdmitGap = t0.Add(ms(8_000)), ms(1_500)
@@ -174,8 +174,7 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 
 			checkErr(t, "UpdateProgram", s.UpdateProgram(ctx, upd, tc.expectIssued), tc.wantErr)
 			if tc.missing {
-				_, err := s.GetProgram(ctx, id)
-				checkErr(t, "GetProgram after UpdateProgram", err, queue.ErrNotFound)
+				checkNoProgram(t, s, id, "UpdateProgram")
 				return
 			}
 			want := orig
@@ -251,10 +250,8 @@ func issueSteps(t *testing.T, s queue.Store, p admission.Program, issue issueFun
 		if i < len(n) {
 			k = n[i]
 		}
-		got, err := issue(t.Context(), p.ID, at, k)
-		checkErr(t, fmt.Sprintf("issuing %d tickets", k), err, nil)
 		want = want.WithTicketsIssued(at, k)
-		check(t, fmt.Sprintf("%d tickets issued at %v", k, at), got, want)
+		checkCall(t, fmt.Sprintf("%d tickets issued at %v", k, at), answer(issue(t.Context(), p.ID, at, k)), want)
 	}
 	checkStoredProgram(t, s, want)
 }
@@ -277,7 +274,7 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 	// now is not on a millisecond: stores truncate it as WithTicketIssued
 	// does.
 	now := t0.Add(ms(10_345) + 678*time.Microsecond)
-	nowNs := unixNs(now.Truncate(time.Millisecond))
+	nowNs := now.Truncate(time.Millisecond).UnixNano()
 	// Three tickets: at now, 1 µs later (same millisecond), and once the
 	// queue has long drained.
 	issueInStates(t, s, "issue", now, issueOne(s), []time.Time{now, now.Add(time.Microsecond), now.Add(time.Hour)})
@@ -285,8 +282,7 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		_, err := s.IssueTicket(ctx, "missing", now)
 		checkErr(t, "IssueTicket", err, queue.ErrNotFound)
-		_, err = s.GetProgram(ctx, "missing")
-		checkErr(t, "GetProgram after IssueTicket", err, queue.ErrNotFound)
+		checkNoProgram(t, s, "missing", "IssueTicket")
 	})
 
 	// A closed program takes no ticket, drained or not, and is left as it
@@ -304,9 +300,7 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 			open.Closed = false
 			open.Version++
 			checkErr(t, "UpdateProgram", s.UpdateProgram(ctx, open, p.Issued), nil)
-			got, err := s.IssueTicket(ctx, p.ID, at)
-			checkErr(t, "IssueTicket after reopening", err, nil)
-			check(t, "IssueTicket after reopening", got, open.WithTicketIssued(at))
+			checkCall(t, "IssueTicket after reopening", answer(s.IssueTicket(ctx, p.ID, at)), open.WithTicketIssued(at))
 		})
 	}
 }
@@ -321,7 +315,7 @@ type programState struct {
 // programStates are the states tickets are issued in, at now, single or in
 // blocks.
 func programStates(now time.Time) []programState {
-	nowNs := unixNs(now.Truncate(time.Millisecond))
+	nowNs := now.Truncate(time.Millisecond).UnixNano()
 	return []programState{
 		{"paused, drain time past", func(p *admission.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs-5e9 }},
 		{"paused, drain time ahead", func(p *admission.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs+5e9 }},
@@ -352,7 +346,7 @@ func programStates(now time.Time) []programState {
 		{"fresh program", func(p *admission.Program) { *p = freshProgram(p.ID) }},
 		{"opening ahead, shuffled", func(p *admission.Program) {
 			p.OpensAt, p.Shuffle, p.ShuffleNonce = now.Truncate(time.Millisecond).Add(time.Minute), true, "ab"
-			p.Current.StartMs, p.DrainAtNs = p.OpensAt.UnixMilli(), unixNs(p.OpensAt)+28*400e6
+			p.Current.StartMs, p.DrainAtNs = p.OpensAt.UnixMilli(), p.OpensAt.UnixNano()+28*400e6
 		}},
 		{"opening just passed, shuffled: the pre-queue is fixed first", func(p *admission.Program) {
 			p.OpensAt, p.Shuffle, p.ShuffleNonce = now.Truncate(time.Millisecond).Add(-ms(1)), true, "ab"
@@ -381,16 +375,16 @@ func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
 			// Every call extends DrainAtNs.
 			name: "busy queue",
 			n:    concurrentTickets,
-			p:    admission.Program{ID: "busy", CreatedAt: t0, Version: 2, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15, Options: settings.Options{AdmissionWindow: time.Minute}},
-			want: admission.Program{ID: "busy", CreatedAt: t0, Version: 2, Issued: concurrentTickets, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: unixNs(t0) + 1e15 + concurrentTickets*1e9, Options: settings.Options{AdmissionWindow: time.Minute}},
+			p:    admission.Program{ID: "busy", CreatedAt: t0, Version: 2, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: t0.UnixNano() + 1e15, Options: settings.Options{AdmissionWindow: time.Minute}},
+			want: admission.Program{ID: "busy", CreatedAt: t0, Version: 2, Issued: concurrentTickets, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: t0.UnixNano() + 1e15 + concurrentTickets*1e9, Options: settings.Options{AdmissionWindow: time.Minute}},
 		},
 		{
 			// Every call finds the queue drained at the same now; exactly
 			// one re-anchors it, the others then find it busy.
 			name: "drained queue",
 			n:    concurrentReanchors,
-			p:    admission.Program{ID: "drained", CreatedAt: t0, Version: 2, Issued: 7, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: unixNs(now) - 10e6, Options: settings.Options{AdmissionWindow: time.Minute}},
-			want: admission.Program{ID: "drained", CreatedAt: t0, Version: 3, Issued: 7 + concurrentReanchors, Current: pace.Segment{AnchorMs: now.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: unixNs(now) + concurrentReanchors*1e6, Options: settings.Options{AdmissionWindow: time.Minute}},
+			p:    admission.Program{ID: "drained", CreatedAt: t0, Version: 2, Issued: 7, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: now.UnixNano() - 10e6, Options: settings.Options{AdmissionWindow: time.Minute}},
+			want: admission.Program{ID: "drained", CreatedAt: t0, Version: 3, Issued: 7 + concurrentReanchors, Current: pace.Segment{AnchorMs: now.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: now.UnixNano() + concurrentReanchors*1e6, Options: settings.Options{AdmissionWindow: time.Minute}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -422,15 +416,13 @@ func testFixPrequeue(t *testing.T, s queue.Store) {
 	opens := t0.Add(time.Hour)
 	p := program("prequeue")
 	p.OpensAt, p.Shuffle, p.ShuffleNonce = opens, true, "cd"
-	p.Current.StartMs, p.DrainAtNs = opens.UnixMilli(), unixNs(opens)+28*400e6
+	p.Current.StartMs, p.DrainAtNs = opens.UnixMilli(), opens.UnixNano()+28*400e6
 	plain := program("no-shuffle")
 	plain.OpensAt = opens
 	create(t, s, p, plain)
 	fix := func(what, id string, at time.Time, want admission.Program) {
 		t.Helper()
-		got, err := ps.FixPrequeue(ctx, id, at)
-		checkErr(t, what+": FixPrequeue", err, nil)
-		check(t, what, got, want)
+		checkCall(t, what, answer(ps.FixPrequeue(ctx, id, at)), want)
 	}
 	fix("before the opening: unchanged", p.ID, opens.Add(-ms(1)), p)
 	fix("without a shuffle: unchanged", plain.ID, opens.Add(time.Second), plain)

@@ -89,9 +89,6 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
-// unixNs is t in Unix nanoseconds, as Program.DrainAtNs keeps it.
-func unixNs(t time.Time) int64 { return t.UnixNano() }
-
 // equal is how the suite compares what a store returns: every field
 // counts, times as instants, an empty list or map equals a missing one,
 // and a TTL (Token.ExpiresAt, StoredKey.Expires) may come back rounded up
@@ -116,6 +113,23 @@ func check[T any](t *testing.T, what string, got, want T) {
 	if d := cmp.Diff(want, got, equal); d != "" {
 		t.Errorf("%s (-want +got):\n%s", what, d)
 	}
+}
+
+// call is a store call's answer and error, for checkCall.
+type call[T any] struct {
+	got T
+	err error
+}
+
+// answer is the call whose results are got and err.
+func answer[T any](got T, err error) call[T] { return call[T]{got, err} }
+
+// checkCall stops the test if c failed, and reports how its answer
+// differs from want.
+func checkCall[T any](t *testing.T, what string, c call[T], want T) {
+	t.Helper()
+	checkErr(t, what, c.err, nil)
+	check(t, what, c.got, want)
 }
 
 // checkErr stops the test unless got is want (errors.Is), or nil when
@@ -156,6 +170,54 @@ func storedProgram(t *testing.T, s queue.Store, id string) admission.Program {
 func checkStoredProgram(t *testing.T, s queue.Store, want admission.Program) {
 	t.Helper()
 	check(t, "stored program", storedProgram(t, s, want.ID), want)
+}
+
+// checkNoProgram stops the test unless program id is absent after what.
+func checkNoProgram(t *testing.T, s queue.Store, id, what string) {
+	t.Helper()
+	_, err := s.GetProgram(t.Context(), id)
+	checkErr(t, "GetProgram after "+what, err, queue.ErrNotFound)
+}
+
+// oneWins calls win(0..n-1) in parallel and stops the test unless none
+// failed and exactly one won; it returns the winner.
+func oneWins(t *testing.T, what string, n int, win func(i int) (bool, error)) int {
+	t.Helper()
+	won := make([]bool, n)
+	errs := make([]error, n)
+	inParallel(n, func(i int) { won[i], errs[i] = win(i) })
+	checkErr(t, what, errors.Join(errs...), nil)
+	var winners []int
+	for i, ok := range won {
+		if ok {
+			winners = append(winners, i)
+		}
+	}
+	if len(winners) != 1 {
+		t.Fatalf("%s: callers %v of %d won, want exactly one", what, winners, n)
+	}
+	return winners[0]
+}
+
+// paged reads a list n items a page, each page from the key next gives
+// its predecessor's last item, and stops the test if a page is longer than
+// n, or shorter with more to come.
+func paged[T, K any](t *testing.T, what string, n int, read func(from K) ([]T, bool, error), next func(T) K) []T {
+	t.Helper()
+	var all []T
+	var from K
+	for pages := 0; ; pages++ {
+		page, more, err := read(from)
+		checkErr(t, what, err, nil)
+		if len(page) > n || more && len(page) < n || pages > 3 {
+			t.Fatalf("%s from %v by %d: %d items, more %v", what, from, n, len(page), more)
+		}
+		all = append(all, page...)
+		if !more {
+			return all
+		}
+		from = next(page[len(page)-1])
+	}
 }
 
 // inParallel calls f(0..n-1) from a pool of workers.

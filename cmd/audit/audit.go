@@ -18,10 +18,8 @@ import (
 	"github.com/example/waitingroom/internal/shuffle"
 )
 
-// Program is a program as the audit reads it: its item, the shuffle key's
-// public half and the seed the answers published (ShufflePublicKey and
-// ShuffleSeed, not in the table: -shuffle-key, -shuffle-seed), and its
-// capacity groups by number, from their own items.
+// Program is a program as the audit reads it: its item (with the flags'
+// ShufflePublicKey and ShuffleSeed) and its capacity groups by number.
 type Program struct {
 	admission.Program
 	Groups map[int64]capacity.Group
@@ -30,22 +28,16 @@ type Program struct {
 // Items are the decoded items of a table.
 type Items struct {
 	Programs map[string]Program
-	// Tokens are the token items but the claims; one without a ticket
-	// attribute has Ticket 0, which is out of range.
-	Tokens []queue.Token
-	// Shards counts ticket shard items; Other the items that are none of
-	// these.
-	Shards, Other int
-	// Claims counts the token items that are claims (claimId, no ticket):
-	// they hold no place and are not audited.
-	Claims int
-	// Groups are the capacity groups by program and number.
-	Groups map[string]map[int64]capacity.Group
+	// Tokens are the token items but the claims (claimId, no ticket),
+	// which Claims counts; Shards counts ticket shard items, Other the
+	// items that are none of these.
+	Tokens                []queue.Token
+	Shards, Other, Claims int
+	Groups                map[string]map[int64]capacity.Group // by program and number
 }
 
-// Decode sorts scanned items into programs (pk PROGRAM#id, sk PROGRAM),
-// tokens (pk TOKEN#id, sk TOKEN) and capacity groups (pk CAPGROUP#id#g, sk
-// CAPGROUP), counting the claims apart.
+// Decode sorts scanned items into programs, tokens, claims, shards and
+// capacity groups by their keys.
 func Decode(items []map[string]types.AttributeValue, into *Items) error {
 	if into.Programs == nil {
 		into.Programs = map[string]Program{}
@@ -120,10 +112,8 @@ type Report struct {
 	Missing bool
 	Issued  int64
 	// Tokens is the number of token items of the program: AdmittedSeen
-	// have admittedAt set (a poll saw the admission), Ended of them have
-	// leftAt too (the admission ended early), Left have leftAt only (left
-	// the line), Unrecorded neither (waiting, or admitted and not polled
-	// since).
+	// have admittedAt, Ended of them leftAt too, Left have leftAt only,
+	// Unrecorded neither (waiting, or admitted and not polled since).
 	Tokens                                int
 	AdmittedSeen, Ended, Left, Unrecorded int
 	// Duplicates are the tickets held by two tokens or more, ascending.
@@ -134,20 +124,17 @@ type Report struct {
 	// runs; GapCount is their total.
 	Gaps     []Range
 	GapCount int64
-	// GapLimit, when positive, is the largest fraction of Issued that the
-	// gaps may reach for the program to pass (0.01: 1 %); 0 lets any
-	// number of gaps pass.
+	// GapLimit, when positive, is the largest fraction of Issued the gaps
+	// may reach for the program to pass.
 	GapLimit float64
 	// Shuffled: a shuffled opening whose pre-queue is fixed; Unrevealed:
 	// one not fixed yet; Checked: key and seed were given. SeedErr says why
-	// the seed does not verify ("" when it does); PlacesChecked counts the
-	// pre-queue places that are in 1..Prequeue and unique, PlacesWrong the
-	// others.
+	// the seed does not verify; PlacesWrong counts the pre-queue places
+	// repeated or out of 1..Prequeue, PlacesChecked the others.
 	Shuffled, Unrevealed, Checked bool
 	SeedErr                       string
 	PlacesChecked, PlacesWrong    int64
-	// Cap is the audit of the admissions of a program with a cap or
-	// no-show handling; nil for others.
+	// Cap audits a program with a cap or no-show handling; nil for others.
 	Cap *CapReport
 }
 
@@ -160,16 +147,13 @@ func (r Report) GapsOver() bool {
 	return r.GapLimit > 0 && float64(r.GapCount) > r.GapLimit*float64(r.Issued)
 }
 
-// OK reports whether the program passes: no duplicated ticket, none out of
-// range, the count balanced, the gaps within GapLimit, the shuffle's seed
-// and places verified when they were checked, and its capacity's audit.
+// OK reports whether the program passes every check of the audit.
 func (r Report) OK() bool {
 	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && r.Balanced() && !r.GapsOver() && r.SeedErr == "" && r.PlacesWrong == 0 &&
 		(r.Cap == nil || r.Cap.OK())
 }
 
-// Audit checks the tokens of program p; tokens of other programs are
-// ignored.
+// Audit checks the tokens of program p, ignoring other programs'.
 func Audit(p Program, tokens []queue.Token) Report {
 	r := Report{Program: p.ID, Issued: p.Issued, Shuffled: p.Shuffle && p.PrequeueFixed, Unrevealed: p.Shuffle && !p.PrequeueFixed}
 	holders := map[int64][]string{}
@@ -304,24 +288,27 @@ func (r Report) Write(w io.Writer, limit int) {
 		}
 		fmt.Fprint(w, ")")
 	}
-	if len(r.Gaps) > 0 {
-		fmt.Fprintf(w, ": %s", joinLimited(r.Gaps, limit, Range.String))
+	if n := len(r.Gaps); n > 0 {
+		shown := n
+		if limit > 0 {
+			shown = min(n, limit)
+		}
+		runs := make([]string, shown)
+		for i, g := range r.Gaps[:shown] {
+			runs[i] = g.String()
+		}
+		fmt.Fprintf(w, ": %s", strings.Join(runs, ", "))
+		if shown < n {
+			fmt.Fprintf(w, ", … (%d more runs)", n-shown)
+		}
 	}
 	fmt.Fprintln(w)
-	for i, d := range r.Duplicates {
-		if limit > 0 && i == limit {
-			fmt.Fprintf(w, "  … %d more duplicated tickets\n", len(r.Duplicates)-limit)
-			break
-		}
+	writeList(w, r.Duplicates, limit, "duplicated tickets", func(d Duplicate) {
 		fmt.Fprintf(w, "  duplicate ticket %d: tokens %s\n", d.Ticket, strings.Join(d.Tokens, ", "))
-	}
-	for i, t := range r.OutOfRange {
-		if limit > 0 && i == limit {
-			fmt.Fprintf(w, "  … %d more tokens out of range\n", len(r.OutOfRange)-limit)
-			break
-		}
+	})
+	writeList(w, r.OutOfRange, limit, "tokens out of range", func(t queue.Token) {
 		fmt.Fprintf(w, "  out of range: ticket %d, token %s\n", t.Ticket, t.ID)
-	}
+	})
 	switch {
 	case r.SeedErr != "":
 		fmt.Fprintf(w, "  shuffle     the seed is NOT the key's signature of the commitment: %s\n", r.SeedErr)
@@ -347,17 +334,14 @@ func (r Report) Write(w io.Writer, limit int) {
 	}
 }
 
-func joinLimited[T any](xs []T, limit int, str func(T) string) string {
-	var b strings.Builder
+// writeList prints xs with line, at most limit of them (all when limit <=
+// 0) and then how many more there are, as what.
+func writeList[T any](w io.Writer, xs []T, limit int, what string, line func(T)) {
 	for i, x := range xs {
 		if limit > 0 && i == limit {
-			fmt.Fprintf(&b, ", … (%d more runs)", len(xs)-limit)
-			break
+			fmt.Fprintf(w, "  … %d more %s\n", len(xs)-limit, what)
+			return
 		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(str(x))
+		line(x)
 	}
-	return b.String()
 }

@@ -53,25 +53,21 @@ type CapReport struct {
 	Cap           int64 // 0: no cap (no-show handling only)
 	NoShowSeconds int64
 	// Peak is the most people active at once, first reached at PeakAtMs
-	// (Unix ms): each from AdmittedAt until LeftAt if the site ended the
-	// session, else until AdmissionExpiresAt. PeakLowerBound: some places
-	// are unknown (a shuffled pre-queue without the seed), and their
-	// holders' leaves are taken as ends.
+	// (Unix ms): each from AdmittedAt until the site ended the session or
+	// AdmissionExpiresAt. PeakLowerBound: some places are unknown, and
+	// their holders' leaves are taken as ends.
 	Peak           int
 	PeakAtMs       int64
 	PeakLowerBound bool
 	// Unplaced counts admitted tokens whose place is unknown.
 	Unplaced int
 	// EndedBySite are places in their group's ended records; LeftByHolder
-	// admitted tokens with leftAt whose place is not; NoShows places at or
-	// below their group's seal and not sighted. ProgramEnded and
-	// ProgramNoShows are the program's totals, as the folds counted them.
+	// admitted tokens with leftAt whose place is not; NoShows places sealed
+	// and not sighted. ProgramEnded and ProgramNoShows are the folds' totals.
 	EndedBySite, LeftByHolder, NoShows int64
 	ProgramEnded, ProgramNoShows       int64
 	// SightedUnrecorded counts sighted places whose token has no
-	// admittedAt: the sighting is written before the token, so a failed
-	// pass signing or a leave racing the first poll leaves one (its slot is
-	// held until its group expires, which is safe).
+	// admittedAt (a failed pass signing or a leave racing the first poll).
 	SightedUnrecorded int
 	// Findings are the records that contradict each other, by place.
 	Findings []Finding
@@ -230,15 +226,11 @@ func (c CapReport) write(w io.Writer, limit int) {
 	if c.SightedUnrecorded > 0 {
 		fmt.Fprintf(w, "  sighted     %d places whose token has no admittedAt (a failed pass signing or a leave racing the first poll; the slot is held until expiry)\n", c.SightedUnrecorded)
 	}
-	for i, f := range c.Findings {
-		if limit > 0 && i == limit {
-			fmt.Fprintf(w, "  … %d more inconsistent places\n", len(c.Findings)-limit)
-			break
-		}
+	writeList(w, c.Findings, limit, "inconsistent places", func(f Finding) {
 		fmt.Fprintf(w, "  inconsistent place %d", f.Place)
 		if f.Token != "" {
 			fmt.Fprintf(w, " (token %s)", f.Token)
 		}
 		fmt.Fprintf(w, ": %s\n", f.Problem)
-	}
+	})
 }

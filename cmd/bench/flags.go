@@ -84,9 +84,8 @@ func (s *scenarioFlags) scenario() (bench.Scenario, error) {
 	return sc, sc.Validate()
 }
 
-// output prints results, as a table or with -json as JSON, and writes
-// them into the -out directory under title. table is the Markdown table to
-// print; "" is the results' comparison, with notes under it.
+// output prints results as table ("": the results' comparison, with
+// notes), or with -json as JSON, and writes them into -out under title.
 func (s *scenarioFlags) output(e env, title string, args []string, table string, results []bench.Result) error {
 	if s.jsonOut {
 		if err := bench.WriteJSON(e.stdout, results); err != nil {
@@ -225,9 +224,9 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// parseFlags returns the flag set of bench name, printing synopsis in its
-// usage, with the flags register defines on it, parsed from args. The
-// error is flag.ErrHelp for -h and errUsage for a bad flag or an argument.
+// parseFlags returns the flag set of bench name with the flags register
+// defines, parsed from args; the error is flag.ErrHelp for -h and errUsage
+// for a bad flag or an argument.
 func parseFlags(name, synopsis string, e env, args []string, register func(*flag.FlagSet)) (*flag.FlagSet, error) {
 	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)

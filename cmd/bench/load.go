@@ -37,8 +37,7 @@ const compareSynopsis = `Runs each -poll mode in turn (Before first) on the same
 a fresh program, and prints them side by side with the change in percent.
 ` + loadSynopsis
 
-// loadCommand is what run and compare set apart: both run the load test
-// of each -poll mode in turn (loadCommand.main).
+// loadCommand is what sets run and compare apart.
 type loadCommand struct {
 	name, synopsis    string
 	defPoll, pollHelp string
@@ -46,8 +45,6 @@ type loadCommand struct {
 	oneMode bool
 }
 
-// The load commands: run, one load test with one -poll mode, and compare,
-// a load test per -poll mode, side by side.
 var (
 	runCommand = loadCommand{
 		name:     "run",
@@ -64,16 +61,14 @@ var (
 	}
 )
 
-// loadFlags are the flags of run and compare beyond the scenario's.
+// loadFlags are the flags of run and compare beyond the scenario's;
+// -program-id (existing) and -passes are run's only.
 type loadFlags struct {
 	scenarioFlags
 	baseURL, adminToken, polls, prefix string
 	allowRemote                        bool
-	// existing is nil unless the command takes -program-id.
-	existing *string
-	// passes is nil unless the command takes -passes.
-	passes *string
-	crowd  crowdFlags
+	existing, passes                   string
+	crowd                              crowdFlags
 }
 
 // register defines lc's flags on fs.
@@ -87,17 +82,9 @@ func (lf *loadFlags) register(fs *flag.FlagSet, lc loadCommand) {
 	fs.BoolVar(&lf.allowRemote, "allow-remote", false, "allow a -url that is not a loopback address (never point a load test at a server you do not own)")
 	lf.crowd.register(fs, "default 0s-0s: at once; -no-show, -no-show-seconds and -session need -max-active")
 	if lc.oneMode {
-		lf.existing = fs.String("program-id", "", "fill this existing program instead of creating one: its settings and admission stay the operator's (wrctl), so -admit-rate, -rate-schedule, -abandon and -poll server:POLICY do not apply")
-		lf.passes = fs.String("passes", "", "write the admission pass of each user's first ADMITTED answer to this file, one compact JWS a line, to verify them afterwards")
+		fs.StringVar(&lf.existing, "program-id", "", "fill this existing program instead of creating one: its settings and admission stay the operator's (wrctl), so -admit-rate, -rate-schedule, -abandon and -poll server:POLICY do not apply")
+		fs.StringVar(&lf.passes, "passes", "", "write the admission pass of each user's first ADMITTED answer to this file, one compact JWS a line, to verify them afterwards")
 	}
-}
-
-// existingID returns the -program-id given, or "" when there is none.
-func (lf *loadFlags) existingID() string {
-	if lf.existing == nil {
-		return ""
-	}
-	return *lf.existing
 }
 
 // loadPlan is what the parsed flags of run or compare resolve to.
@@ -115,8 +102,8 @@ func (lf *loadFlags) plan(fs *flag.FlagSet, lc loadCommand, e env) (loadPlan, er
 	if err != nil {
 		return loadPlan{}, err
 	}
-	if id := lf.existingID(); id != "" {
-		if err := existingProgram(fs, id, sc, lf.polls); err != nil {
+	if lf.existing != "" {
+		if err := existingProgram(fs, lf.existing, sc, lf.polls); err != nil {
 			return loadPlan{}, err
 		}
 	}
@@ -171,7 +158,6 @@ func (lc loadCommand) main(ctx context.Context, args []string, e env) error {
 // returns their results in order.
 func (lf *loadFlags) runModes(ctx context.Context, fs *flag.FlagSet, name string, p loadPlan, e env) ([]bench.Result, error) {
 	stamp := time.Now().UTC().Format("20060102T150405")
-	existing := lf.existingID()
 	var clk clock.Clock = clock.Real{}
 	if e.clock != nil {
 		clk = e.clock
@@ -184,20 +170,20 @@ func (lf *loadFlags) runModes(ctx context.Context, fs *flag.FlagSet, name string
 			}
 		}
 		id := programID(lf.prefix, stamp, m)
-		if existing != "" {
-			id = existing
+		if lf.existing != "" {
+			id = lf.existing
 		} else if !queue.ValidProgramID(id) {
 			return nil, usageError(fs, fmt.Errorf("-program %q makes the invalid program id %q", lf.prefix, id))
 		}
 		cfg := loadtest.Config{
-			BaseURL: lf.baseURL, AdminToken: p.token, ProgramID: id, Existing: existing != "",
+			BaseURL: lf.baseURL, AdminToken: p.token, ProgramID: id, Existing: lf.existing != "",
 			Scenario: p.sc, Poll: m,
 			Seed: lf.seed, CacheTTL: lf.cacheTTL, Crowd: p.crowd, Clock: e.clock,
 		}
 		var passes *passFile
-		if lf.passes != nil && *lf.passes != "" {
+		if lf.passes != "" {
 			var err error
-			if passes, err = createPassFile(*lf.passes); err != nil {
+			if passes, err = createPassFile(lf.passes); err != nil {
 				return nil, err
 			}
 			cfg.OnPass = passes.write
@@ -223,8 +209,8 @@ func programID(prefix, stamp string, m loadtest.Poll) string {
 	return prefix + "-" + stamp + "-" + mode + "-" + hex.EncodeToString(b[:])
 }
 
-// existingProgram checks that the flags given suit a run on the existing
-// program id: none of those that set up the program the run would create.
+// existingProgram checks that no flag given sets up the program a run on
+// the existing program id would otherwise create.
 func existingProgram(fs *flag.FlagSet, id string, sc bench.Scenario, poll string) error {
 	if !queue.ValidProgramID(id) {
 		return fmt.Errorf("-program-id %q is not a valid program id", id)
@@ -251,10 +237,9 @@ func existingProgram(fs *flag.FlagSet, id string, sc bench.Scenario, poll string
 // passFile is the -passes file: one pass a line, written by the virtual
 // users concurrently.
 type passFile struct {
-	mu  sync.Mutex
-	f   *os.File
-	w   *bufio.Writer
-	err error // the first write error
+	mu sync.Mutex
+	f  *os.File
+	w  *bufio.Writer // keeps its first error
 }
 
 func createPassFile(name string) (*passFile, error) {
@@ -268,16 +253,14 @@ func createPassFile(name string) (*passFile, error) {
 func (p *passFile) write(pass string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.err == nil {
-		_, p.err = p.w.WriteString(pass + "\n")
-	}
+	_, _ = p.w.WriteString(pass + "\n")
 }
 
 // close flushes and closes the file, and returns the first error.
 func (p *passFile) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	err := errors.Join(p.err, p.w.Flush(), p.f.Close())
+	err := errors.Join(p.w.Flush(), p.f.Close())
 	if err != nil {
 		return fmt.Errorf("-passes: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/example/waitingroom/internal/clock"
@@ -44,55 +43,46 @@ type env struct {
 // errUsage is returned after a usage message has been printed.
 var errUsage = errors.New("usage")
 
-// command is one subcommand: its name, a line for the usage, and its
-// entry point.
-type command struct {
-	name, summary string
-	run           func(ctx context.Context, args []string, e env) error
+// commands are bench's subcommands by name.
+var commands = map[string]func(ctx context.Context, args []string, e env) error{
+	"run":      runCommand.main,
+	"compare":  compareCommand.main,
+	"simulate": cmdSimulate,
+	"tradeoff": cmdTradeoff,
 }
 
-var commands = []command{
-	{"run", "one load test of real HTTP virtual users against a server", runCommand.main},
-	{"compare", "Before and After load tests on fresh programs, side by side", compareCommand.main},
-	{"simulate", "the same scenario on a virtual clock, no network, up to millions\nof users, with DynamoDB read units and the AWS price", cmdSimulate},
-	{"tradeoff", "simulate eta over a range of one parameter: requests per user\nagainst the p99 notify delay, as a table", cmdTradeoff},
-}
-
-// usage returns bench's usage text, listing the commands.
-func usage() string {
-	var b strings.Builder
-	b.WriteString(`Usage: bench COMMAND [flags]
+const usage = `Usage: bench COMMAND [flags]
 
 Measures the polling load of the waiting room: Before (clients that poll
 every few seconds) and After (clients that sleep the retryAfterMs the server
 answers).
 
 Commands:
-`)
-	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-9s %s\n", c.name, strings.ReplaceAll(c.summary, "\n", "\n            "))
-	}
-	b.WriteString("\nRun \"bench COMMAND -h\" for a command's flags.\n")
-	return b.String()
-}
+  run       one load test of real HTTP virtual users against a server
+  compare   Before and After load tests on fresh programs, side by side
+  simulate  the same scenario on a virtual clock, no network, up to millions
+            of users, with DynamoDB read units and the AWS price
+  tradeoff  simulate eta over a range of one parameter: requests per user
+            against the p99 notify delay, as a table
+
+Run "bench COMMAND -h" for a command's flags.
+`
 
 // run runs the command named by args[0]; it returns errUsage for a missing
 // or unknown command.
 func run(ctx context.Context, args []string, e env) error {
 	if len(args) == 0 {
-		fmt.Fprint(e.stderr, usage())
+		fmt.Fprint(e.stderr, usage)
 		return errUsage
 	}
-	for _, c := range commands {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], e)
-		}
+	if cmd, ok := commands[args[0]]; ok {
+		return cmd(ctx, args[1:], e)
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(e.stdout, usage())
+		fmt.Fprint(e.stdout, usage)
 		return nil
 	}
-	fmt.Fprintf(e.stderr, "bench: unknown command %q\n\n%s", args[0], usage())
+	fmt.Fprintf(e.stderr, "bench: unknown command %q\n\n%s", args[0], usage)
 	return errUsage
 }

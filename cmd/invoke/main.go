@@ -1,15 +1,10 @@
 // Command invoke runs one sample event through a real function bootstrap
 // under the AWS Lambda Runtime Interface Emulator, with the function and
 // environment template.yaml gives it, and prints the function's response
-// (`make invoke EVENT=events/enter.json`).
-//
-// Without DYNAMODB_ENDPOINT it starts a throwaway moto_server with
-// internal/tools/localdynamo; either way it creates the table if missing, seeds
-// the state the sample events refer to (internal/tools/sampleevents) unless
-// -seed=false, and creates there a KMS key of the same kind for each of
-// the template's (so that endpoint must serve KMS too, as moto_server
-// does), which the function reaches through internal/tools/localkms: it adds
-// the kms:GenerateDataKeyPair of the pass keyring, which moto lacks.
+// (`make invoke EVENT=events/enter.json`). It runs against DYNAMODB_ENDPOINT
+// or a throwaway moto_server, with the table created, the sample events'
+// state seeded (unless -seed=false) and the template's KMS keys and secret
+// stood in for there (lambdaemu.Provide).
 package main
 
 import (
@@ -151,10 +146,9 @@ func prepareTable(ctx context.Context, endpoint, table string, seed bool) error 
 }
 
 // invoke runs o.function's bootstrap under the emulator against
-// o.endpoint (a moto_server it starts when empty), with the table prepared
-// and the template's other resources stood in for (lambdaemu.Provide: the
-// function reaches KMS through a localkms proxy), sends it event and
-// returns its response; the emulator's output goes to logs.
+// o.endpoint (a moto_server it starts when empty), with the table and the
+// template's other resources prepared, sends it event and returns its
+// response; the emulator's output goes to logs.
 func invoke(ctx context.Context, o options, tpl *samtemplate.Template, event []byte, logs io.Writer, logf func(string, ...any)) ([]byte, error) {
 	if o.endpoint == "" {
 		moto, err := localdynamo.Start(ctx, localdynamo.Options{Server: "moto", Serialize: true})
@@ -191,9 +185,7 @@ func invoke(ctx context.Context, o options, tpl *samtemplate.Template, event []b
 }
 
 // functionFor returns the route and function that API Gateway would invoke
-// for the event: by its method and path, as samtemplate.RouteFor ranks the
-// template's routes (its routeKey is what API Gateway would write, not what
-// it reads).
+// for the event's method and path (samtemplate.RouteFor).
 func functionFor(tpl *samtemplate.Template, event []byte) (route, function string, err error) {
 	var e events.APIGatewayV2HTTPRequest
 	if err := json.Unmarshal(event, &e); err != nil {

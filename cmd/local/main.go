@@ -116,8 +116,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return runWith(ctx, seams{}, args, getenv, stdout, stderr)
 }
 
-// seams are the clocks tests fix in the local server; zero values are
-// the real ones.
+// seams are what tests fix in the local server; zero values are the real
+// ones.
 type seams struct {
 	keyring      []admissionpass.KeyringOption // after the configuration's
 	partitionNow func() time.Time              // -partition-limits' clock
@@ -159,7 +159,6 @@ func runWith(ctx context.Context, s seams, args []string, getenv func(string) st
 	if err != nil {
 		return fmt.Errorf("shuffle key: %w", err)
 	}
-	// CHALLENGE_SECRET, or a random secret of this process.
 	challengeSecret, err := app.ChallengeSecret(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("challenge secret: %w", err)
@@ -279,10 +278,9 @@ var demoProfile = api.Profile{
 	Message:     "This is the local demo of the waiting room. Keep this page open: it shows your place and takes you in when it is your turn.",
 }
 
-// handler is a's API recording into a Prometheus registry that GET
-// /metrics serves (scrapes are not counted), with site under
-// demosite.Prefix and the partition model's counts at partitionStatsPath
-// beside it, outside the metered API (404 without -partition-limits).
+// handler is a's API recording into a Prometheus registry, with GET
+// /metrics, site under demosite.Prefix and the partition model's counts at
+// partitionStatsPath beside it, outside the metered API.
 func handler(a *app.App, secret string, site http.Handler, model *partitionmodel.Model) http.Handler {
 	sink := prom.New()
 	a.Metrics = sink
@@ -292,7 +290,7 @@ func handler(a *app.App, secret string, site http.Handler, model *partitionmodel
 }
 
 // partitionStatsPath serves the partition model's counts (-partition-limits).
-const partitionStatsPath = "/debug/partition-model"
+const partitionStatsPath = partitionmodel.StatsPath
 
 // partitionStats serves m's summary (JSON: the totals and the busiest
 // partitions), or 404 when m is nil.
@@ -310,8 +308,7 @@ func partitionStats(m *partitionmodel.Model) http.Handler {
 }
 
 // withRoute serves the requests match picks with h and the others with
-// next, untouched: no ServeMux in front, which would redirect the
-// non-canonical paths the API answers 404 itself.
+// next, untouched (a ServeMux would redirect non-canonical paths).
 func withRoute(next http.Handler, match func(*http.Request) bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if match(r) {
@@ -328,8 +325,7 @@ func isGet(path string) func(*http.Request) bool {
 }
 
 // baseURL returns the local API's base URL on addr, with a loopback host
-// when addr is unspecified. It is the passes' default iss, never taken from
-// a request's Host header.
+// when addr is unspecified: the passes' default iss.
 func baseURL(addr net.Addr) string {
 	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,46 +25,36 @@ const defaultLocalTable = "waiting-room"
 
 // storeFlags choose the store beyond what the environment says.
 type storeFlags struct {
-	dynamo      string // "", "moto" or "dynalite": start that server
-	createTable bool
-	// partitionLimits, when set, puts DynamoDB's per-partition limits
-	// (partitionmodel.ParseSpec, e.g. "scale=0.1") between the server and
-	// the DynamoDB API.
-	partitionLimits string
+	dynamo          string // "", "moto" or "dynalite": start that server
+	createTable     bool
+	partitionLimits string // partitionmodel.ParseSpec's: throttle the DynamoDB API's partitions
 }
 
 // openStore builds the App with opts on the in-memory store or on a
 // DynamoDB API (started by -dynamo, or DYNAMODB_ENDPOINT's). It returns the
 // store's description, the -partition-limits model (nil without it) and a
-// function that closes what it started. The model reads partitionNow
-// (nil: time.Now); s.dynamo sets the client's patience.
+// function that closes what it started.
 func openStore(ctx context.Context, cfg config.Config, f storeFlags, s seams, log *slog.Logger, opts ...app.Option) (a *app.App, where string, model *partitionmodel.Model, stop func(), err error) {
 	stop = func() {}
 	if f.dynamo == "" && cfg.DynamoEndpoint == "" {
 		if f.partitionLimits != "" {
 			return nil, "", nil, stop, fmt.Errorf("-partition-limits needs a DynamoDB API: -dynamo, or %s", config.EnvDynamoEndpoint)
 		}
-		// One process, one store, no per-item write limit: every ticket
-		// comes from the program item, with no ticket shards (and so no
-		// gaps from their blocks).
+		// One process, no per-item write limit: no ticket shards.
 		opts = append(opts, app.WithItemWriteLimit(0))
 		return app.New(cfg, memstore.New(), log, opts...), "memory", nil, stop, nil
 	}
-	var limits *partitionmodel.Limits
+	var limits partitionmodel.Limits
 	if f.partitionLimits != "" {
-		l, err := partitionmodel.ParseSpec(f.partitionLimits)
-		if err != nil {
+		if limits, err = partitionmodel.ParseSpec(f.partitionLimits); err != nil {
 			return nil, "", nil, stop, fmt.Errorf("-partition-limits: %w", err)
 		}
-		limits = &l
 	}
 	if f.dynamo != "" && cfg.DynamoEndpoint != "" {
 		return nil, "", nil, stop, fmt.Errorf("-dynamo %s and %s=%s: choose one", f.dynamo, config.EnvDynamoEndpoint, cfg.DynamoEndpoint)
 	}
-	if cfg.TableName == "" {
-		cfg.TableName = defaultLocalTable
-	}
-	endpoint, server := cfg.DynamoEndpoint, f.dynamo
+	cfg.TableName = cmp.Or(cfg.TableName, defaultLocalTable)
+	endpoint := cfg.DynamoEndpoint
 	var local *localdynamo.Server
 	switch {
 	case f.dynamo != "":
@@ -71,31 +62,31 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, s seams, lo
 		f.createTable = true
 	case localdynamo.IsMoto(ctx, endpoint):
 		// moto's conditional updates are not atomic: serialise its requests.
-		server = "moto"
 		local, err = localdynamo.Proxy(endpoint)
 	}
 	if err != nil {
 		return nil, "", nil, stop, fmt.Errorf("local DynamoDB API: %w", err)
 	}
+	where = fmt.Sprintf("DynamoDB table %s at %s", cfg.TableName, endpoint)
 	if local != nil {
 		stop = local.Stop
 		cfg.DynamoEndpoint = local.Endpoint()
-	}
-	where = fmt.Sprintf("DynamoDB table %s at %s", cfg.TableName, endpoint)
-	switch {
-	case f.dynamo != "":
-		where = fmt.Sprintf("DynamoDB table %s on a %s it started at %s", cfg.TableName, server, cfg.DynamoEndpoint)
-	case server == "moto":
-		where += fmt.Sprintf(" (moto, through a proxy at %s that serialises its requests)", cfg.DynamoEndpoint)
+		if f.dynamo != "" {
+			where = fmt.Sprintf("DynamoDB table %s on a %s it started at %s", cfg.TableName, f.dynamo, cfg.DynamoEndpoint)
+		} else {
+			where += fmt.Sprintf(" (moto, through a proxy at %s that serialises its requests)", cfg.DynamoEndpoint)
+		}
 	}
 	copts := dynamostore.ClientOptions{Endpoint: cfg.DynamoEndpoint, Backoff: s.dynamo.Backoff, AttemptTimeout: s.dynamo.AttemptTimeout}
-	if limits != nil {
+	if f.partitionLimits != "" {
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		base.MaxIdleConnsPerHost = 256
-		tr := partitionmodel.New(base, *limits, partitionmodel.Options{Now: s.partitionNow})
+		tr := partitionmodel.New(base, limits, partitionmodel.Options{Now: s.partitionNow})
 		model = tr.Model()
 		copts.Transport = tr
 		where += fmt.Sprintf("; per-partition limits %s a second", limits)
+		// Size the ticket shards for the scaled item limit.
+		opts = append(opts, app.WithItemWriteLimit(limits.WriteUnits))
 	}
 	client, err := dynamostore.NewClientWithOptions(ctx, copts)
 	if err == nil {
@@ -104,10 +95,6 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, s seams, lo
 	if err != nil {
 		stop()
 		return nil, "", nil, func() {}, err
-	}
-	if limits != nil {
-		// Size the ticket shards for the scaled item limit.
-		opts = append(opts, app.WithItemWriteLimit(limits.WriteUnits))
 	}
 	return app.NewDynamo(cfg, client, log, opts...), where, model, stop, nil
 }

@@ -26,12 +26,11 @@ import (
 )
 
 // errUsage is a command line wrctl could not make sense of (exit status
-// 2); what was wrong has been printed.
+// 2), already explained.
 var errUsage = errors.New("usage")
 
-// usageError prints msg, prefixed with the command (cmd, or wrctl's own
-// for ""), and where the command's help is, then returns errUsage: two
-// lines, so that the error stays on screen.
+// usageError prints msg for command cmd ("" for wrctl's own) and where its
+// help is, in two lines, and returns errUsage.
 func (a *app) usageError(cmd, msg string) error {
 	prog := strings.TrimSpace("wrctl " + cmd)
 	fmt.Fprintf(a.stderr, "%s: %s\nRun \"%s -h\" for usage.\n", prog, msg, prog)
@@ -80,11 +79,8 @@ type app struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
-	// clock tells the time and ticks (watch) for the run: the real clock,
-	// or a fake one in tests.
-	clock clockwork.Clock
-	// sleep waits before a retry (client.Retry.Sleep; nil: on the real
-	// clock); tests record the waits instead.
+	clock  clockwork.Clock // a fake one in tests
+	// sleep waits before a retry (client.Retry.Sleep; nil: the real clock).
 	sleep    func(ctx context.Context, d time.Duration) error
 	terminal bool
 	// transport carries the requests; nil for http.DefaultTransport.
@@ -99,9 +95,7 @@ func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
 type command struct {
 	args     []string // names of the positional arguments
 	synopsis string
-	// sampling commands (watch) send each request once: the next sample
-	// is the retry.
-	sampling bool
+	sampling bool // sends each request once: the next sample is the retry (watch)
 	// valid checks the positional arguments before anything is sent (nil:
 	// any); its error is a usage error.
 	valid func(args []string) error
@@ -185,8 +179,7 @@ type globals struct {
 }
 
 // flagSet is the flag set of command name with g's flags, each defaulting
-// to its value in g. It prints nothing: run prints a parse error in one
-// line with a pointer to -h, rather than under the whole usage.
+// to its value in g. It prints nothing: run explains a parse error.
 func (g *globals) flagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -259,8 +252,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 }
 
 // commandOf parses the flags before the command into g and returns the
-// command's name, of one word or two (keys rotate), and the arguments
-// after it; with none, or "help", it prints the usage.
+// command's name (one word or two: keys rotate) and the arguments after it.
 func (a *app) commandOf(g *globals, args []string) (string, []string, error) {
 	pre := g.flagSet("wrctl")
 	if err := pre.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -285,21 +277,15 @@ func (a *app) commandOf(g *globals, args []string) (string, []string, error) {
 		}
 	}
 	if _, ok := a.commands()[name]; !ok {
-		return "", nil, a.usageError("", fmt.Sprintf("unknown command %q (commands: %s)", name, strings.Join(a.commandNames(), ", ")))
+		names := slices.DeleteFunc(slices.Sorted(maps.Keys(a.commands())), func(n string) bool { return strings.Contains(n, " ") })
+		return "", nil, a.usageError("", fmt.Sprintf("unknown command %q (commands: %s)", name, strings.Join(names, ", ")))
 	}
 	return name, args[1:], nil
 }
 
-// commandNames returns the commands' first words, sorted.
-func (a *app) commandNames() []string {
-	names := slices.Sorted(maps.Keys(a.commands()))
-	return slices.DeleteFunc(names, func(name string) bool { return strings.Contains(name, " ") })
-}
-
 // urlHint adds, to an API URL that client.New refused, what to give
-// instead: the scheme of a URL without one (http:// for a loopback host,
-// whose server serves no TLS; https:// otherwise), or https for a bearer
-// token that would cross the network in clear text.
+// instead: a scheme (http:// for a loopback host, else https://), or https
+// for a bearer token that would cross the network in clear text.
 func urlHint(err error, apiURL string, bearer bool) error {
 	if !strings.Contains(apiURL, "://") {
 		scheme := "https://"
@@ -322,19 +308,11 @@ func connectHint(err error, apiURL string) error {
 		return err
 	}
 	start := "make run"
-	if addr := hostPort(u); addr != strings.TrimPrefix(defaultURL, "http://") {
+	port := cmp.Or(u.Port(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	if addr := net.JoinHostPort(u.Hostname(), port); addr != strings.TrimPrefix(defaultURL, "http://") {
 		start += " ADDR=" + addr
 	}
 	return fmt.Errorf("%w\n(no server at %s: start the local one with %s at the repository's root, or give -url or WR_URL)", err, apiURL, start)
-}
-
-// hostPort is u's host and port, the scheme's port when it names none.
-func hostPort(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // parseInterspersed parses flags placed before, between and after the
@@ -379,8 +357,7 @@ func (a *app) authorizer(ctx context.Context, apiURL, region, profile string) (c
 			region, _ = client.RegionFromHost(u.Host)
 		}
 	}
-	// The SDK's own warnings (e.g. on falling back to IMDSv1) would only
-	// clutter the answer; a failure still comes back as an error.
+	// The SDK's warnings would clutter the answer; failures are errors.
 	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithLogger(logging.Nop{})}
 	if region != "" {
 		opts = append(opts, awsconfig.WithRegion(region))
@@ -426,8 +403,8 @@ func (a *app) explain(err error, bearer bool) error {
 }
 
 // newHTTPClient is the client of every request, through transport (nil
-// for http.DefaultTransport). It follows no redirect: the admin API makes
-// none, and one would carry the credentials elsewhere (https to http).
+// for http.DefaultTransport). It follows no redirect, which would carry
+// the credentials elsewhere.
 func newHTTPClient(timeout time.Duration, transport http.RoundTripper) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse

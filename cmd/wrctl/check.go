@@ -25,21 +25,18 @@ import (
 const (
 	defaultCacheTTL = config.DefaultProgramCacheTTL // PROGRAM_CACHE_TTL, the template's ProgramCacheTTL
 	defaultAPIRate  = 1000                          // the template's ThrottlingRateLimit
-	// DynamoDB on demand: what a new table writes a second until it has
-	// seen more (or is pre-warmed), and the per-table quota.
+	// DynamoDB on demand: the writes a second of a new table (not
+	// pre-warmed), the per-table quota, and an item's (partition's).
 	newTableWrites   = 4000
 	tableWritesQuota = 40000
-	// itemWriteUnits is what one DynamoDB item (partition) writes a second.
-	itemWriteUnits = tickets.DefaultItemWriteUnits
-	// shortNoShow is the least noShowSeconds that a page in a background
-	// tab keeps: browsers slow its timers to about once a minute.
+	itemWriteUnits   = tickets.DefaultItemWriteUnits
+	// shortNoShow is the least noShowSeconds a background tab keeps:
+	// browsers slow its timers to about once a minute.
 	shortNoShow = 2 * time.Minute
-	// browserHash is the page's time per SHA-256 of the proof of work in a
-	// laptop's Chromium (docs/benchmarks.md, "Proof of work").
+	// browserHash is a laptop Chromium's time per SHA-256 of the proof of
+	// work (docs/benchmarks.md, "Proof of work").
 	browserHash = 700 * time.Nanosecond
-	// textsBudget is the size of a program's texts past which the check
-	// warns.
-	textsBudget = 4 << 10
+	textsBudget = 4 << 10 // the size of a program's texts past which check warns
 )
 
 // checkLoad is the load the operator announces, and the deployment's
@@ -70,8 +67,7 @@ const (
 )
 
 // finding is one line of check: a verdict, the check's name, what was
-// found and why it matters, and what to do about it. Its JSON form is
-// check's -json output, one object per line.
+// found, and what to do about it. Its JSON form is a line of check -json.
 type finding struct {
 	Level level  `json:"level"`
 	Check string `json:"check"`
@@ -79,8 +75,7 @@ type finding struct {
 	Do    string `json:"do,omitempty"`
 }
 
-// errCheckFailed is check's error when a check FAILs; its findings are
-// printed.
+// errCheckFailed is check's error when a check FAILs.
 var errCheckFailed = errors.New("check failed")
 
 func (a *app) checkCommand(fs *flag.FlagSet) func(context.Context, *call) error {
@@ -147,8 +142,8 @@ func (a *app) printFindings(c *call, id string, l checkLoad, now time.Time, fs [
 }
 
 // presale is one program's pre-sale check: the program as read at now,
-// the announced load, and the findings so far. Each method is one check
-// of the checklist in docs/operations.md, in its order.
+// the announced load, and the findings so far. Each method is one check of
+// the checklist in docs/operations.md.
 type presale struct {
 	p     api.Program
 	q     admission.Program // p as the service's rules read it
@@ -168,15 +163,13 @@ func checks(p api.Program, l checkLoad, now time.Time) []finding {
 	return c.out
 }
 
-// domain is p as the service's rules read it: its window, scheduled
-// close, cap and no-show handling.
+// domain is p as the service's rules read it.
 func domain(p api.Program) admission.Program {
 	return admission.Program{ID: p.ProgramID, Options: settings.Options{AdmissionWindow: time.Duration(p.AdmissionWindowSeconds) * time.Second,
 		ClosesAt: p.ClosesAt.Time, MaxActiveUsers: p.MaxActiveUsers, NoShowSeconds: p.NoShowSeconds}}
 }
 
-// add adds a finding of check: its level, what it says, and what to do
-// ("" for nothing).
+// add adds a finding; do is "" for nothing to do.
 func (c *presale) add(l level, check, says, do string) {
 	c.out = append(c.out, finding{Level: l, Check: check, Says: says, Do: do})
 }

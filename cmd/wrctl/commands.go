@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -135,12 +137,9 @@ func stateOf(p api.Program, now time.Time) string {
 		s = append(s, "paused")
 	}
 	if !p.OpensAt.IsZero() && p.OpensAt.After(now) {
-		s = append(s, "opens "+p.OpensAt.UTC().Format(time.RFC3339))
+		s = append(s, "opens "+clock(p.OpensAt.Time))
 	}
-	if len(s) == 0 {
-		return "open"
-	}
-	return strings.Join(s, ", ")
+	return cmp.Or(strings.Join(s, ", "), "open")
 }
 
 // historyCommand prints a program's changes, newest first.
@@ -278,10 +277,8 @@ func (a *app) revokeKeyCommand(fs *flag.FlagSet) func(context.Context, *call) er
 				return err
 			}
 			// An unknown kid asks nothing: the server refuses it.
-			for _, k := range l.Keys {
-				if k.KeyID != kid {
-					continue
-				}
+			if i := slices.IndexFunc(l.Keys, func(k api.SigningKey) bool { return k.KeyID == kid }); i >= 0 {
+				k := l.Keys[i]
 				fmt.Fprintf(a.stderr, "Revoke key %s (%s; signs from %s)?\n", kid, k.State, keyTime(k.SignFrom))
 				fmt.Fprintln(a.stderr, "It leaves the JWKS and signs no more within a minute. Sites refuse its passes once their copy")
 				fmt.Fprintln(a.stderr, "of the JWKS expires (within about 6 minutes): the people admitted with them must queue again.")
@@ -292,7 +289,6 @@ func (a *app) revokeKeyCommand(fs *flag.FlagSet) func(context.Context, *call) er
 				if !a.confirmed(kid) {
 					return errKeyNotConfirmed
 				}
-				break
 			}
 		}
 		r, err := c.client.RevokeKey(ctx, kid)
@@ -315,18 +311,11 @@ func keyTime(t api.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return t.UTC().Format(time.RFC3339)
+	return clock(t.Time)
 }
 
 // writeJSON writes v as one line of JSON.
-func writeJSON(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
-}
+func writeJSON(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
 // printRaw prints raw, an answer's JSON object: as is with -json,
 // otherwise its fields, in the server's order, one per line.

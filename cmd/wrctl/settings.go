@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -184,30 +185,23 @@ func (v *settingValue) Set(s string) error {
 	return nil
 }
 
-// translatedTexts are the texts -text sets, by the JSON name -text takes.
-var translatedTexts = map[string]func(*api.TextSettings) **string{
-	"displayName": func(t *api.TextSettings) **string { return &t.DisplayName },
-	"message":     func(t *api.TextSettings) **string { return &t.Message },
-	"notice":      func(t *api.TextSettings) **string { return &t.Notice },
-}
-
-// setText adds one LANG.TEXT=VALUE to the translations being set; the
-// server checks LANG.
+// setText adds one LANG.TEXT=VALUE to the translations being set, a JSON
+// object by language and text; the server checks LANG.
 func (v *settingValue) setText(s string) error {
 	key, value, ok := strings.Cut(s, "=")
 	lang, name, dot := strings.Cut(key, ".")
-	field := translatedTexts[name]
-	if !ok || !dot || lang == "" || field == nil {
+	if !ok || !dot || lang == "" || !slices.Contains([]string{"displayName", "message", "notice"}, name) {
 		return errors.New("want LANG.TEXT=VALUE with TEXT displayName, message or notice, e.g. ko.notice=토요일 매진")
 	}
-	m, _ := v.value.(map[string]api.TextSettings)
+	m, _ := v.value.(map[string]map[string]string)
 	if m == nil {
-		m = map[string]api.TextSettings{}
+		m = map[string]map[string]string{}
 		v.value = m
 	}
-	t := m[lang]
-	*field(&t) = &value
-	m[lang] = t
+	if m[lang] == nil {
+		m[lang] = map[string]string{}
+	}
+	m[lang][name] = value
 	return nil
 }
 
@@ -215,20 +209,18 @@ func (v *settingValue) setText(s string) error {
 // gives the settings of the flags given on the command line, and only
 // those.
 func registerSettings(fs *flag.FlagSet, now func() time.Time) func() (api.ProgramSettings, error) {
-	values := map[string]*settingValue{}
-	fields := map[string]string{}
+	values := map[string]*settingValue{} // by JSON field
 	for _, s := range programSettings {
-		v := &settingValue{kind: s.kind, now: now}
-		values[s.flag], fields[s.flag] = v, s.field
-		fs.Var(v, s.flag, s.usage+" ("+s.field+")")
+		values[s.field] = &settingValue{kind: s.kind, now: now}
+		fs.Var(values[s.field], s.flag, s.usage+" ("+s.field+")")
 	}
 	return func() (api.ProgramSettings, error) {
-		given := map[string]any{} // by JSON field
-		fs.Visit(func(f *flag.Flag) {
-			if v, ok := values[f.Name]; ok {
-				given[fields[f.Name]] = v.value
+		given := map[string]any{}
+		for field, v := range values {
+			if v.value != nil {
+				given[field] = v.value
 			}
-		})
+		}
 		var set api.ProgramSettings
 		b, err := json.Marshal(given)
 		if err == nil {

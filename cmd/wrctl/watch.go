@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,8 +19,8 @@ import (
 	"github.com/example/waitingroom/internal/tools/client"
 )
 
-// watchOptions bound a watch: the sampling period, and a duration or a
-// number of samples (zero: until interrupted).
+// watchOptions are the sampling period, and a duration or a number of
+// samples (zero: until interrupted).
 type watchOptions struct {
 	every  time.Duration
 	forDur time.Duration
@@ -32,17 +33,15 @@ const sparkWidth = 30
 // frame is one sample of watch, with what it derives from the previous
 // one. Its JSON form is watch's -json output, one object per line.
 type frame struct {
-	At        time.Time `json:"at"`
-	ProgramID string    `json:"programId"`
-	Issued    int64     `json:"issued"`
-	Admitted  int64     `json:"admitted"`
-	Waiting   int64     `json:"waiting"`
-	Rate      float64   `json:"admissionRatePerSecond"`
-	Paused    bool      `json:"paused"`
-	Closed    bool      `json:"closed"`
-	// ClosesAt is the scheduled close to new entries, if any: Closed
-	// from then on.
-	ClosesAt *time.Time `json:"closesAt,omitempty"`
+	At        time.Time  `json:"at"`
+	ProgramID string     `json:"programId"`
+	Issued    int64      `json:"issued"`
+	Admitted  int64      `json:"admitted"`
+	Waiting   int64      `json:"waiting"`
+	Rate      float64    `json:"admissionRatePerSecond"`
+	Paused    bool       `json:"paused"`
+	Closed    bool       `json:"closed"`
+	ClosesAt  *time.Time `json:"closesAt,omitempty"` // the scheduled close, if any
 	// LastInLine is when the last person now in line gets in: "advancing"
 	// (LastInLineMs from now), "paused", "manual" (rate 0), "not open"
 	// (opensAt ahead: LastInLineMs counts from now, the wait to the
@@ -50,12 +49,10 @@ type frame struct {
 	LastInLine   string `json:"lastInLine"`
 	LastInLineMs *int64 `json:"lastInLineMs,omitempty"`
 	// EntersPerSecond and AdmissionsPerSecond are the differences from the
-	// previous sample; absent on the first.
+	// previous good sample; absent on the first.
 	EntersPerSecond     *float64 `json:"entersPerSecond,omitempty"`
 	AdmissionsPerSecond *float64 `json:"admissionsPerSecond,omitempty"`
-	// Error is a failed sample's error (the counters are then the last
-	// known ones).
-	Error string `json:"error,omitempty"`
+	Error               string   `json:"error,omitempty"` // a failed sample's, which has the last known counters
 
 	history []int64 // queue lengths of the last samples, oldest first
 }
@@ -87,8 +84,6 @@ func nextFrame(prev *frame, p api.Program, now time.Time) frame {
 		f.LastInLineMs = &ms
 	}
 	if prev != nil {
-		// Rates only between two good samples: a failed one holds stale
-		// counters.
 		if dt := now.Sub(prev.At).Seconds(); dt > 0 && prev.Error == "" {
 			enters := float64(p.Issued-prev.Issued) / dt
 			admissions := float64(p.Admitted-prev.Admitted) / dt
@@ -97,9 +92,7 @@ func nextFrame(prev *frame, p api.Program, now time.Time) frame {
 		f.history = append(f.history, prev.history...)
 	}
 	f.history = append(f.history, p.Waiting)
-	if len(f.history) > sparkWidth {
-		f.history = f.history[len(f.history)-sparkWidth:]
-	}
+	f.history = f.history[max(0, len(f.history)-sparkWidth):]
 	return f
 }
 
@@ -117,8 +110,7 @@ func failedFrame(prev *frame, programID string, err error, now time.Time) frame 
 
 // sparkline draws values as block characters scaled to their maximum.
 func sparkline(values []int64) string {
-	const blocks = "▁▂▃▄▅▆▇█"
-	runes := []rune(blocks)
+	runes := []rune("▁▂▃▄▅▆▇█")
 	var hi int64
 	for _, v := range values {
 		hi = max(hi, v)
@@ -167,10 +159,10 @@ func perSecond(v *float64) string {
 func (f frame) plainLine() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s issued=%d admitted=%d waiting=%d rate=%g/s last=%q enters/s=%s admissions/s=%s paused=%t closed=%t queue=%s",
-		f.At.UTC().Format(time.RFC3339), f.ProgramID, f.Issued, f.Admitted, f.Waiting, f.Rate,
+		clock(f.At), f.ProgramID, f.Issued, f.Admitted, f.Waiting, f.Rate,
 		f.lastInLine(), perSecond(f.EntersPerSecond), perSecond(f.AdmissionsPerSecond), f.Paused, f.Closed, sparkline(f.history))
 	if f.ClosesAt != nil {
-		fmt.Fprintf(&b, " closesAt=%s", f.ClosesAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, " closesAt=%s", clock(*f.ClosesAt))
 	}
 	if f.Error != "" {
 		fmt.Fprintf(&b, " error=%q", f.Error)
@@ -180,15 +172,14 @@ func (f frame) plainLine() string {
 
 // screen is f as the lines of the terminal view.
 func (f frame) screen(apiURL string) []string {
-	state := "open"
-	switch {
-	case f.Paused && f.Closed:
-		state = "paused, closed to new entries"
-	case f.Paused:
-		state = "paused"
-	case f.Closed:
-		state = "closed to new entries"
+	var states []string
+	if f.Paused {
+		states = append(states, "paused")
 	}
+	if f.Closed {
+		states = append(states, "closed to new entries")
+	}
+	state := cmp.Or(strings.Join(states, ", "), "open")
 	if f.ClosesAt != nil {
 		verb := "close"
 		if f.Closed {
@@ -254,9 +245,8 @@ func (d *display) show(f frame) error {
 
 // watch samples the program every opt.every until interrupted or bounded,
 // showing each sample. Server faults and network errors are shown and
-// retried at the next sample; any other error ends the watch. With -for,
-// the watch ends opt.forDur after it started, a request in flight then
-// included; a sample due at that very instant is not taken.
+// retried at the next sample; any other error ends the watch. -for ends it
+// opt.forDur after it started, a request in flight included.
 func (a *app) watch(ctx context.Context, c *call, opt watchOptions) error {
 	if opt.every <= 0 || opt.forDur < 0 || opt.count < 0 {
 		return errors.New("watch: -every must be positive, -for and -n not negative")

@@ -5,52 +5,39 @@ import (
 	"time"
 )
 
-// Prices are the cost model's AWS unit prices and its usage per event.
-// Price defaults are us-east-1 list prices read in 2026 (first volume tier,
-// no free tier); usage defaults are counted from the code. Every one is a
-// flag of bench simulate (docs/benchmarks.md, "Cost model").
+// Prices are the cost model's AWS unit prices and its usage per event:
+// us-east-1 list prices of 2026 (first tier, no free tier) and usage
+// counted from the code, each a flag of bench simulate (docs/benchmarks.md,
+// "Cost model").
 type Prices struct {
-	// APIGatewayPerMillion is API Gateway HTTP API, per million requests
-	// (first 300 million a month; $0.90 beyond).
+	// APIGatewayPerMillion is API Gateway HTTP API, per million requests.
 	APIGatewayPerMillion float64
-	// LambdaRequestsPerMillion is Lambda, per million invocations.
-	LambdaRequestsPerMillion float64
-	// LambdaPerGBSecond is Lambda arm64 duration, per GB-second.
-	LambdaPerGBSecond float64
-	// LambdaMemoryMB is the function's memory size (template.yaml's).
-	LambdaMemoryMB float64
-	// LambdaMsPerRequest is the billed duration of one invocation (1 ms
-	// granularity).
-	LambdaMsPerRequest float64
+	// LambdaRequestsPerMillion is Lambda, per million invocations;
+	// LambdaPerGBSecond its arm64 duration, per GB-second.
+	LambdaRequestsPerMillion, LambdaPerGBSecond float64
+	// LambdaMemoryMB is the function's memory size and LambdaMsPerRequest
+	// the billed duration of an invocation.
+	LambdaMemoryMB, LambdaMsPerRequest float64
 	// DynamoReadPerMillion and DynamoWritePerMillion are DynamoDB
 	// on-demand, per million read and write request units.
 	DynamoReadPerMillion, DynamoWritePerMillion float64
-	// TokenRRUPerPoll is the read units of the token read of a poll: a
-	// strongly consistent read of an item under 4 KB is 1.
-	TokenRRUPerPoll float64
-	// ProgramReadsPerPoll is how many program reads (1 RRU each, strongly
-	// consistent) a poll costs: 1 without the per-instance program cache;
-	// with PROGRAM_CACHE_TTL=1s it tends to (instances × seconds) / polls.
-	ProgramReadsPerPoll float64
-	// EnterRRU and EnterWRU are an enter's read and write units: with an
-	// Idempotency-Key (the waiting page always sends one) the key's token
-	// read, then the claim, the ticket take and the token's fill.
-	EnterRRU, EnterWRU float64
-	// AdmitWRU is the write units of an admission's first sighting: the
-	// token's update with its pass. LeaveWRU is a leave's.
-	AdmitWRU, LeaveWRU float64
+	// TokenRRUPerPoll is the read units of a poll's token read, and
+	// ProgramReadsPerPoll its program reads (1 RRU each): 1 without the
+	// per-instance program cache.
+	TokenRRUPerPoll, ProgramReadsPerPoll float64
+	// EnterRRU and EnterWRU are an enter's read and write units (with an
+	// Idempotency-Key), AdmitWRU an admission's first sighting's, LeaveWRU
+	// a leave's.
+	EnterRRU, EnterWRU, AdmitWRU, LeaveWRU float64
 	// KMSSymmetricPer10k prices kms:Decrypt and KMSKeyPairPer10k an ECC
 	// kms:GenerateDataKeyPair, each per 10,000 requests.
 	KMSSymmetricPer10k, KMSKeyPairPer10k float64
 	// KeyRotation is the signing key's lifetime: one key pair made, and
 	// opened once per instance, per period.
 	KeyRotation time.Duration
-	// LogsPerGB is CloudWatch Logs ingestion, per GB (10⁹ bytes).
-	LogsPerGB float64
-	// EMFBytes, LambdaLogBytes and AccessLogBytes are the log bytes of
-	// one request: its EMF line, Lambda's platform lines and its API
-	// Gateway access log line.
-	EMFBytes, LambdaLogBytes, AccessLogBytes float64
+	// LogsPerGB is CloudWatch Logs ingestion, per GB (10⁹ bytes); EMFBytes,
+	// LambdaLogBytes and AccessLogBytes are a request's log bytes.
+	LogsPerGB, EMFBytes, LambdaLogBytes, AccessLogBytes float64
 }
 
 // DefaultPrices returns the documented defaults.
@@ -84,13 +71,12 @@ type Usage struct {
 	Requests int64 `json:"requests"`
 	// GBSeconds is the Lambda duration billed.
 	GBSeconds float64 `json:"lambdaGBSeconds"`
-	// Instances is the peak Lambda concurrency by Little's law: the peak
-	// requests a second times the seconds a request takes, at least 1.
+	// Instances is the peak Lambda concurrency by Little's law, at least 1.
 	Instances int64   `json:"lambdaInstances"`
 	RRU       float64 `json:"dynamoRRU"`
 	WRU       float64 `json:"dynamoWRU"`
 	// KMS is the KMS requests: per key period, a GenerateDataKeyPair and
-	// a Decrypt per instance (passes are signed in memory).
+	// a Decrypt per instance.
 	KMS int64 `json:"kms"`
 	// KeyPeriods is how many key rotation periods the run touches.
 	KeyPeriods int64   `json:"keyPeriods"`
@@ -111,9 +97,8 @@ type Cost struct {
 }
 
 // Cost prices r's requests, each through API Gateway and one Lambda
-// invocation; the enters, polls, leaves and admissions (first sightings)
-// read and write DynamoDB, and each instance opens the signing key. r must
-// be finished (its peak rate and duration set).
+// invocation, with their DynamoDB units and the signing key's KMS calls.
+// r must be finished (its peak rate and duration set).
 func (p Prices) Cost(r Result) Cost {
 	req := float64(r.Requests)
 	u := Usage{

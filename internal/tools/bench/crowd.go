@@ -6,29 +6,35 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/settings"
 )
 
-// Crowd is a program's active-user cap and no-show handling, and what its
-// people do once admitted: some never come to fetch their admission (the
-// no-shows), and the site ends the others' sessions after a while.
+// Crowd is a program's maxActiveUsers and noShowSeconds (0: none), and
+// what its people do once admitted: a fraction NoShow in [0, 1) never
+// fetch their admission, and, when Session.Max is positive, the site ends
+// the others' sessions a uniform time in Session after they saw ADMITTED.
 type Crowd struct {
-	// MaxActive and NoShowSeconds are the program's maxActiveUsers and
-	// noShowSeconds (0: none set).
 	MaxActive, NoShowSeconds int64
-	// NoShow is the fraction of users, in [0, 1), who stop polling right
-	// before their admission and so never see it.
-	NoShow float64
-	// Session, when its Max is positive, is the range of the uniform time
-	// from a user's seeing ADMITTED to the site ending its session.
-	Session Range
+	NoShow                   float64
+	Session                  Range
+}
+
+// Settings adds the program settings of c that are set to s.
+func (c Crowd) Settings(s *api.ProgramSettings) {
+	if c.MaxActive > 0 {
+		s.MaxActiveUsers = new(c.MaxActive)
+	}
+	if c.NoShowSeconds > 0 {
+		s.NoShowSeconds = new(c.NoShowSeconds)
+	}
 }
 
 // Range is a closed range of durations.
 type Range struct{ Min, Max time.Duration }
 
-// Validate reports the settings of c that a program refuses or a crowd
-// cannot have, as errors naming the bench's flags.
+// Validate reports the settings of c a program refuses or a crowd cannot
+// have, naming the bench's flags.
 func (c Crowd) Validate() error {
 	s := c.Session
 	switch {
@@ -46,8 +52,7 @@ func (c Crowd) Validate() error {
 
 // Draw picks from seed alone round(NoShow × users) no-shows and, when
 // Session.Max is positive, every user's session length in whole
-// milliseconds, so that every program and policy meets the same crowd.
-// Either slice is nil when there is nothing to draw.
+// milliseconds; either slice is nil when there is nothing to draw.
 func (c Crowd) Draw(users int, seed uint64) (noShow []bool, session []time.Duration) {
 	rng := rand.New(rand.NewPCG(seed^0x6e6f2d73686f77, seed+0x5e5510_0000))
 	if k := int(math.Round(c.NoShow * float64(users))); k > 0 {

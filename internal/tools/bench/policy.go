@@ -15,9 +15,8 @@ type NamedPolicy struct {
 }
 
 // ParsePolicies reads a comma-separated policy list such as
-// "fixed:3s,tiers": fixed:DURATION (polling.Fixed) or a policy of reg by its
-// name, which takes no argument (its parameters have flags of their own).
-// The server resolves its names with polling.Registry.Lookup instead.
+// "fixed:3s,tiers": fixed:DURATION (polling.Fixed) or the name of a policy
+// of reg, without an argument.
 func ParsePolicies(list string, reg polling.Registry) ([]NamedPolicy, error) {
 	var out []NamedPolicy
 	for item := range strings.SplitSeq(list, ",") {

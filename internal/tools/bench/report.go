@@ -16,23 +16,20 @@ import (
 	"golang.org/x/text/message"
 )
 
-// cell is one result's value on one line of the comparison table.
+// cell is one result's value on one line of the comparison table; compare
+// says whether a change in percent means something on this line.
 type cell struct {
-	label string
-	v     float64
-	// format renders v.
-	format func(float64) string
-	// compare: whether a change in percent means something on this line.
+	label   string
+	v       float64
+	format  func(float64) string
 	compare bool
 }
 
-// cells returns r's lines of the table: the common ones, then those of
-// leaves, the service's checks, admin requests, latency, capacity and cost
-// when r has them.
+// cells returns r's lines of the table: the common ones, then those r has
+// of leaves, the service's checks, admin requests, latency, capacity and
+// cost.
 func (r Result) cells() []cell {
 	left := r.Abandon > 0 || r.Left > 0 || r.Leaves > 0
-	// "Polls per user" has two readings: GETs only, and every request of
-	// the user, the enter included.
 	requests, perUser := "requests (enter + polls)", "requests per user (enter + GETs)"
 	if left {
 		requests, perUser = "requests (enter + polls + leaves)", "requests per user (enter + GETs + DELETE)"
@@ -102,9 +99,8 @@ func percentileCells(name string, p Percentiles, format func(float64) string, co
 	return append(cs, cell{name + " p99", p.P99, format, compare}, cell{name + " max", p.Max, format, compare})
 }
 
-// cells returns the lines of the capacity model: the program's cap and
-// no-show handling, the no-shows, the sessions and the slots; run adds
-// what only a run over HTTP measures, else what only the simulator does.
+// cells returns the lines of the capacity model, with those only a run
+// (run) or only the simulator measures.
 func (c Capacity) cells(run bool) []cell {
 	var cs []cell
 	add := func(label string, v float64, format func(float64) string, compare bool) {
@@ -147,8 +143,8 @@ func (c Capacity) cells(run bool) []cell {
 }
 
 // cells returns the lines of a simulation's bill: the units used, the
-// price of each line, the total and the total per million people admitted
-// (none admitted: no such line).
+// prices, the total and, when anyone was admitted, the total per million
+// admitted.
 func (c Cost) cells(admitted int) []cell {
 	u := c.Usage
 	cs := []cell{
@@ -214,7 +210,6 @@ func USD(v float64) string {
 // Thousands formats n with comma separators (1,234,567).
 func Thousands(n int64) string { return english.Sprintf("%d", n) }
 
-// english formats numbers as the reports write them.
 var english = message.NewPrinter(language.English)
 
 // change renders the change from base to v in percent ("−83.1%").
@@ -234,9 +229,8 @@ func change(base, v float64) string {
 }
 
 // table returns the comparison as text cells: a header line, then a line
-// per label any result has, each result's in its order; with two results or
-// more, a column per later result gives its change against the first
-// (negative: a reduction). A result without a line shows "–".
+// per label of any result, and a column per later result with its change
+// against the first. A result without a line shows "–".
 func table(results []Result) [][]string {
 	var labels []string
 	byLabel := make([]map[string]cell, len(results))
@@ -311,15 +305,11 @@ func WriteJSON(w io.Writer, results []Result) error {
 	return enc.Encode(results)
 }
 
-// Report describes a set of results for report.md.
+// Report describes a set of results for report.md: the kind of run
+// ("Simulation"), the command line that produced them, and its Markdown
+// table ("" is MarkdownTable's).
 type Report struct {
-	// Title names the kind of run ("Simulation"); report.md adds the
-	// scenario.
-	Title string
-	// Command is the command line that produced the results.
-	Command string
-	// Table is the report's Markdown table; "" is MarkdownTable's.
-	Table string
+	Title, Command, Table string
 }
 
 // Files written by WriteDir.
@@ -328,17 +318,16 @@ const (
 	ReportFile  = "report.md"
 )
 
-// WriteDir writes results.json and report.md into dir, creating it if
-// needed.
+// WriteDir writes results.json and report.md into dir, creating it.
 func WriteDir(dir string, rep Report, results []Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	var js strings.Builder
-	if err := WriteJSON(&js, results); err != nil {
+	js, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(js.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ResultsFile), append(js, '\n'), 0o644); err != nil {
 		return err
 	}
 	var b strings.Builder

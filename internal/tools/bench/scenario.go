@@ -16,11 +16,9 @@ import (
 	"github.com/example/waitingroom/internal/pace"
 )
 
-// Arrival says when each virtual user makes its first request (the enter).
-// The zero value is a burst: everyone at the start.
+// Arrival says when each virtual user enters: user i of n at i×Over/n, or
+// everyone at the start (a burst) when Over is zero.
 type Arrival struct {
-	// Over spreads the users evenly over this duration: user i of n arrives
-	// at i×Over/n. Zero means a burst.
 	Over time.Duration
 }
 
@@ -65,8 +63,7 @@ func shortDuration(d time.Duration) string {
 }
 
 // RateChange sets the program's admission rate from an offset of the run
-// on; a rate of 0 pauses admission, and Paused pauses it with Rate set, as
-// an operator prepares an on-sale.
+// on; a rate of 0 pauses admission, and Paused pauses it with Rate set.
 type RateChange struct {
 	At     time.Duration
 	Rate   float64
@@ -74,8 +71,7 @@ type RateChange struct {
 }
 
 // Schedule is the admission rate over a run: changes in ascending At, the
-// first at 0 (the program's setting when the run starts). A constant rate is
-// a one-change schedule.
+// first at 0 (the program's setting when the run starts).
 type Schedule []RateChange
 
 // ConstantRate returns the schedule of a rate that never changes.
@@ -87,10 +83,8 @@ func PausedFor(rate float64, d time.Duration) Schedule {
 	return Schedule{{At: 0, Rate: rate, Paused: true}, {At: d, Rate: rate}}
 }
 
-// ParseSchedule reads comma-separated OFFSET:RATE changes, e.g.
-// "0s:200,120s:100,240s:0": offsets ascending from 0s, rates in people per
-// second, 0 pausing; OFFSET:RATE:paused sets the rate and pauses. The
-// result is validated.
+// ParseSchedule reads and validates comma-separated OFFSET:RATE changes,
+// e.g. "0s:200,120s:100,240s:0", or OFFSET:RATE:paused.
 func ParseSchedule(spec string) (Schedule, error) {
 	var s Schedule
 	for item := range strings.SplitSeq(spec, ",") {
@@ -164,9 +158,8 @@ func (s Schedule) String() string {
 
 // ApplyChange returns p with change c made at now, as the service applies
 // an admin change: at once when first, else delay later; rate 0 pauses and
-// keeps the rate, Paused pauses with c's rate. ok is false, and p
-// unchanged, while an earlier change is still pending (the caller retries
-// later).
+// keeps the rate. ok is false, and p unchanged, while an earlier change is
+// still pending.
 func ApplyChange(p admission.Program, now time.Time, c RateChange, first bool, delay time.Duration) (_ admission.Program, ok bool) {
 	if p.Pending(now) {
 		return p, false
@@ -174,27 +167,31 @@ func ApplyChange(p admission.Program, now time.Time, c RateChange, first bool, d
 	if first {
 		delay = 0
 	}
-	if c.Rate == 0 {
-		// A pause, as the load test sends it ({"paused": true}): the rate
-		// is kept for the restart.
+	if c.Rate == 0 { // a pause, as the load test sends it ({"paused": true})
 		return p.Rebased(now, p.Settled().Rate, true, 0, delay), true
 	}
 	r, _ := pace.NewRate(c.Rate) // validated
 	return p.Rebased(now, r, c.Paused, 0, delay), true
 }
 
-// Scenario is what a run or a simulation exercises; the same flags build it
-// for both.
+// Scenario is what a run or a simulation exercises.
 type Scenario struct {
 	Users   int
 	Arrival Arrival
 	Rates   Schedule
 	// Abandon is the fraction of users, in [0, 1), who leave the queue
-	// while waiting, each at a random instant of its wait (see Leaving).
+	// while waiting (see Leaving).
 	Abandon float64
 	// Timeout bounds the run from its start; 0 means until every user has
 	// seen ADMITTED or left.
 	Timeout time.Duration
+}
+
+// Result returns the Result of a run of sc under policy in mode, with the
+// scenario's fields set.
+func (sc Scenario) Result(policy, mode string, seed uint64) Result {
+	return Result{Policy: policy, Mode: mode, Arrival: sc.Arrival.String(), AdmitRate: sc.Rates.String(),
+		Abandon: sc.Abandon, Seed: seed, Users: sc.Users}
 }
 
 // Validate reports whether sc is runnable.
@@ -211,10 +208,10 @@ func (sc Scenario) Validate() error {
 	return sc.Rates.Validate()
 }
 
-// Leaving draws round(Abandon × Users) users by seed and, for each, the
-// fraction of its wait in [0, 1) after which it leaves; the result is
+// Leaving draws from seed alone round(Abandon × Users) users and, for each,
+// the fraction of its wait in [0, 1) after which it leaves; the result is
 // indexed by arrival order, negative for users who stay, nil when nobody
-// leaves. It depends on seed only, never on a policy's jitter.
+// leaves.
 func (sc Scenario) Leaving(seed uint64) []float64 {
 	k := int(math.Round(sc.Abandon * float64(sc.Users)))
 	if k == 0 {

@@ -67,13 +67,11 @@ const Service = "execute-api"
 
 // SigV4 signs requests with AWS Signature Version 4 for API Gateway's IAM
 // authorizer, with credentials from Credentials (e.g. the SDK's default
-// chain) for Region.
+// chain) for Region, at Now (nil: time.Now).
 type SigV4 struct {
 	Credentials aws.CredentialsProvider
 	Region      string
-	// Signer defaults to v4.NewSigner(); Now to time.Now.
-	Signer *v4.Signer
-	Now    func() time.Time
+	Now         func() time.Time
 }
 
 // Authorize signs req, its payload hashed into the signature, after every
@@ -89,23 +87,15 @@ func (s SigV4) Authorize(ctx context.Context, req *http.Request, payload []byte)
 	if err != nil {
 		return fmt.Errorf("sign the request: AWS credentials: %w", err)
 	}
-	signer, now := s.Signer, s.Now
-	if signer == nil {
-		signer = v4.NewSigner()
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
 	}
-	if now == nil {
-		now = time.Now
-	}
-	if err := signer.SignHTTP(ctx, creds, req, PayloadHash(payload), Service, s.Region, now()); err != nil {
+	sum := sha256.Sum256(payload)
+	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), Service, s.Region, now()); err != nil {
 		return fmt.Errorf("sign the request: %w", err)
 	}
 	return nil
-}
-
-// PayloadHash is the hex SHA-256 of a request body, as SigV4 signs it.
-func PayloadHash(payload []byte) string {
-	sum := sha256.Sum256(payload)
-	return hex.EncodeToString(sum[:])
 }
 
 // apiHost matches an API Gateway default endpoint:

@@ -19,6 +19,12 @@ import (
 // Op names an API call as "METHOD route"; the bench counts requests by it.
 type Op string
 
+// method is o's HTTP method.
+func (o Op) method() string {
+	m, _, _ := strings.Cut(string(o), " ")
+	return m
+}
+
 // The calls of the API.
 const (
 	OpEnter      Op = "POST enter"
@@ -58,27 +64,22 @@ func (o Op) authorized() bool { return o.Admin() || o == OpReleaseSession }
 // crypto/rand as 26 base32 characters).
 func NewIdempotencyKey() string { return rand.Text() }
 
-// Entry is what an enter sends besides the program: a token already held
-// (answered again) and an idempotency key, each optional.
+// Entry is what an enter sends besides the program, each optional: a token
+// already held (answered again), an idempotency key (a retried enter gets
+// the first attempt's answer), and a proof of work (Prove).
 type Entry struct {
-	Token string
-	// IdempotencyKey makes a retried enter answer the token and ticket of
-	// the first attempt.
-	IdempotencyKey string
-	// Challenge and Solution are a proof of work (Prove), for a program
-	// that asks for one.
-	Challenge, Solution string
+	Token, IdempotencyKey string
+	Challenge, Solution   string
 }
 
 // ProgramAnswer is an admin call's answer: the program, and the body as
-// the server sent it, including any field this client does not know.
+// the server sent it, with any field this client does not know.
 type ProgramAnswer struct {
 	api.Program
 	Raw json.RawMessage
 }
 
-// TokenAnswer is a token lookup's answer: the record, and the body as the
-// server sent it, including any field this client does not know.
+// TokenAnswer is a token lookup's answer: the record, and the body as sent.
 type TokenAnswer struct {
 	api.TokenRecord
 	Raw json.RawMessage
@@ -112,10 +113,16 @@ func pageQuery(cursor string, limit int) string {
 }
 
 // answer sends r and decodes the wanted answer into a T.
-func answer[T any](ctx context.Context, c *Client, r request) (T, int, error) {
+func answer[T any](ctx context.Context, c *Client, r request) (T, error) {
 	var out T
-	status, _, err := c.do(ctx, r, &out)
-	return out, status, err
+	_, _, err := c.do(ctx, r, &out)
+	return out, err
+}
+
+// send sends op's request to path, which answers 204 without a body.
+func (c *Client) send(ctx context.Context, op Op, path string, h http.Header) error {
+	_, _, err := c.do(ctx, request{op: op, path: path, header: h, want: []int{http.StatusNoContent}}, nil)
+	return err
 }
 
 // Enter takes a place in programID's queue; created is true for a new
@@ -132,45 +139,38 @@ func (c *Client) Enter(ctx context.Context, programID string, e Entry) (t api.To
 		h.Set(api.HeaderChallenge, e.Challenge)
 		h.Set(api.HeaderSolution, e.Solution)
 	}
-	r := request{OpEnter, http.MethodPost, route(api.QueuePath, programID), h, nil, []int{http.StatusCreated, http.StatusOK}}
-	t, status, err := answer[api.Token](ctx, c, r)
+	r := request{op: OpEnter, path: route(api.QueuePath, programID), header: h, want: []int{http.StatusCreated, http.StatusOK}}
+	status, _, err := c.do(ctx, r, &t)
 	return t, status == http.StatusCreated, err
 }
 
 // Poll reads the status of token in programID's queue.
 func (c *Client) Poll(ctx context.Context, programID, token string) (api.Token, error) {
-	h := http.Header{api.HeaderToken: {token}}
-	t, _, err := answer[api.Token](ctx, c, request{OpPoll, http.MethodGet, route(api.QueuePath, programID), h, nil, []int{http.StatusOK}})
-	return t, err
+	return answer[api.Token](ctx, c, request{op: OpPoll, path: route(api.QueuePath, programID), header: http.Header{api.HeaderToken: {token}}})
 }
 
 // Leave gives up token's place in programID's queue. An admitted token
 // cannot leave: that is an *Error with Status 409.
 func (c *Client) Leave(ctx context.Context, programID, token string) error {
-	h := http.Header{api.HeaderToken: {token}}
-	return c.send(ctx, request{OpLeave, http.MethodDelete, route(api.QueuePath, programID), h, nil, []int{http.StatusNoContent}})
+	return c.send(ctx, OpLeave, route(api.QueuePath, programID), http.Header{api.HeaderToken: {token}})
 }
 
-// EndSession tells the waiting room that the protected site is done with
-// the person whose admission pass is pass, as passverify.EndSession does;
-// under a cap their slot frees when their window ends. Ending it again is
-// no error.
+// EndSession tells the waiting room that the site is done with the holder
+// of pass, as passverify.EndSession does; under a cap their slot frees when
+// their window ends. Ending it again is no error.
 func (c *Client) EndSession(ctx context.Context, programID, pass string) error {
-	h := http.Header{api.HeaderAdmissionPass: {pass}}
-	return c.send(ctx, request{OpEndSession, http.MethodDelete, route(api.SessionPath, programID), h, nil, []int{http.StatusNoContent}})
+	return c.send(ctx, OpEndSession, route(api.SessionPath, programID), http.Header{api.HeaderAdmissionPass: {pass}})
 }
 
 // ReleaseSession is EndSession with the client's admin credentials: under
 // a cap the slot also frees at once.
 func (c *Client) ReleaseSession(ctx context.Context, programID, pass string) error {
-	h := http.Header{api.HeaderAdmissionPass: {pass}}
-	return c.send(ctx, request{OpReleaseSession, http.MethodDelete, route(api.AdminSessionPath, programID), h, nil, []int{http.StatusNoContent}})
+	return c.send(ctx, OpReleaseSession, route(api.AdminSessionPath, programID), http.Header{api.HeaderAdmissionPass: {pass}})
 }
 
 // Challenge fetches a proof-of-work challenge for an enter into programID.
 func (c *Client) Challenge(ctx context.Context, programID string) (api.Challenge, error) {
-	ch, _, err := answer[api.Challenge](ctx, c, request{OpChallenge, http.MethodGet, route(api.ChallengePath, programID), nil, nil, []int{http.StatusOK}})
-	return ch, err
+	return answer[api.Challenge](ctx, c, request{op: OpChallenge, path: route(api.ChallengePath, programID)})
 }
 
 // Prove fetches a challenge of programID and solves it on this core, and
@@ -198,21 +198,21 @@ func NeedsProof(err error) bool {
 
 // GetProgram reads programID's counters and settings.
 func (c *Client) GetProgram(ctx context.Context, programID string) (ProgramAnswer, error) {
-	p, _, err := c.program(ctx, request{OpGetProgram, http.MethodGet, route(api.AdminPath, programID), nil, nil, []int{http.StatusOK}})
+	p, _, err := c.program(ctx, request{op: OpGetProgram, path: route(api.AdminPath, programID)})
 	return p, err
 }
 
 // PutProgram creates programID with s, or changes the settings s holds;
 // created tells which.
 func (c *Client) PutProgram(ctx context.Context, programID string, s api.ProgramSettings) (p ProgramAnswer, created bool, err error) {
-	p, status, err := c.program(ctx, request{OpPutProgram, http.MethodPut, route(api.AdminPath, programID), nil, s, []int{http.StatusCreated, http.StatusOK}})
+	p, status, err := c.program(ctx, request{op: OpPutProgram, path: route(api.AdminPath, programID), body: s, want: []int{http.StatusCreated, http.StatusOK}})
 	return p, status == http.StatusCreated, err
 }
 
 // Admit admits the next n people of programID's queue now, on top of the
 // automatic admission.
 func (c *Client) Admit(ctx context.Context, programID string, n int64) (ProgramAnswer, error) {
-	p, _, err := c.program(ctx, request{OpAdmit, http.MethodPost, route(api.AdmissionPath, programID), nil, api.Admission{Count: &n}, []int{http.StatusOK}})
+	p, _, err := c.program(ctx, request{op: OpAdmit, path: route(api.AdmissionPath, programID), body: api.Admission{Count: &n}})
 	return p, err
 }
 
@@ -227,21 +227,18 @@ func (c *Client) program(ctx context.Context, r request) (ProgramAnswer, int, er
 // ListPrograms reads a page of up to limit programs (0: the server's
 // default) from cursor ("" for the first).
 func (c *Client) ListPrograms(ctx context.Context, cursor string, limit int) (api.ProgramList, error) {
-	l, _, err := answer[api.ProgramList](ctx, c, request{OpListPrograms, http.MethodGet, api.ProgramsPath + pageQuery(cursor, limit), nil, nil, []int{http.StatusOK}})
-	return l, err
+	return answer[api.ProgramList](ctx, c, request{op: OpListPrograms, path: api.ProgramsPath + pageQuery(cursor, limit)})
 }
 
 // DeleteProgram deletes programID, which must be closed.
 func (c *Client) DeleteProgram(ctx context.Context, programID string) error {
-	return c.send(ctx, request{OpDeleteProgram, http.MethodDelete, route(api.AdminPath, programID), nil, nil, []int{http.StatusNoContent}})
+	return c.send(ctx, OpDeleteProgram, route(api.AdminPath, programID), nil)
 }
 
 // History reads a page of up to limit of programID's changes (0: the
 // server's default), newest first, from cursor ("" for the newest).
 func (c *Client) History(ctx context.Context, programID, cursor string, limit int) (api.ChangeList, error) {
-	path := route(api.ChangesPath, programID) + pageQuery(cursor, limit)
-	l, _, err := answer[api.ChangeList](ctx, c, request{OpHistory, http.MethodGet, path, nil, nil, []int{http.StatusOK}})
-	return l, err
+	return answer[api.ChangeList](ctx, c, request{op: OpHistory, path: route(api.ChangesPath, programID) + pageQuery(cursor, limit)})
 }
 
 // IssueBypass asks for n bypass passes to programID, each valid for
@@ -249,7 +246,7 @@ func (c *Client) History(ctx context.Context, programID, cursor string, limit in
 func (c *Client) IssueBypass(ctx context.Context, programID string, n int64, validity time.Duration) ([]string, error) {
 	seconds := int64(validity / time.Second)
 	body := api.BypassRequest{Count: &n, ValidSeconds: &seconds}
-	out, _, err := answer[api.BypassPasses](ctx, c, request{OpBypass, http.MethodPost, route(api.PassesPath, programID), nil, body, []int{http.StatusOK}})
+	out, err := answer[api.BypassPasses](ctx, c, request{op: OpBypass, path: route(api.PassesPath, programID), body: body})
 	return out.Passes, err
 }
 
@@ -257,7 +254,7 @@ func (c *Client) IssueBypass(ctx context.Context, programID string, n int64, val
 // told (without the pass), and the times it stores. It records nothing.
 func (c *Client) Token(ctx context.Context, programID, token string) (TokenAnswer, error) {
 	var t TokenAnswer
-	_, raw, err := c.do(ctx, request{OpGetToken, http.MethodGet, route(api.TokenPath, programID, token), nil, nil, []int{http.StatusOK}}, &t.TokenRecord)
+	_, raw, err := c.do(ctx, request{op: OpGetToken, path: route(api.TokenPath, programID, token)}, &t.TokenRecord)
 	t.Raw = raw
 	return t, err
 }
@@ -265,21 +262,20 @@ func (c *Client) Token(ctx context.Context, programID, token string) (TokenAnswe
 // RevokeToken revokes token in programID: it then reads REVOKED, with no
 // place, admission or pass. Revoking it again is no error.
 func (c *Client) RevokeToken(ctx context.Context, programID, token string) error {
-	return c.send(ctx, request{OpRevokeToken, http.MethodDelete, route(api.TokenPath, programID, token), nil, nil, []int{http.StatusNoContent}})
+	return c.send(ctx, OpRevokeToken, route(api.TokenPath, programID, token), nil)
 }
 
 // Keys lists the keyring's signing keys, newest first, with their states.
 // A deployment that signs with fixed keys answers 409 NO_KEYRING.
 func (c *Client) Keys(ctx context.Context) (api.SigningKeys, error) {
-	l, _, err := answer[api.SigningKeys](ctx, c, request{OpListKeys, http.MethodGet, api.KeysPath, nil, nil, []int{http.StatusOK}})
-	return l, err
+	return answer[api.SigningKeys](ctx, c, request{op: OpListKeys, path: api.KeysPath})
 }
 
 // RotateKey makes a new signing key, published at once, that signs from
 // 15 minutes from now. It is not repeated after a 503: the key may have
 // been made (Keys tells).
 func (c *Client) RotateKey(ctx context.Context) (api.SigningKey, error) {
-	r, _, err := answer[api.KeyRotation](ctx, c, request{OpRotateKey, http.MethodPost, api.KeysPath, nil, nil, []int{http.StatusCreated}})
+	r, err := answer[api.KeyRotation](ctx, c, request{op: OpRotateKey, path: api.KeysPath, want: []int{http.StatusCreated}})
 	return r.Key, err
 }
 
@@ -287,6 +283,5 @@ func (c *Client) RotateKey(ctx context.Context) (api.SigningKey, error) {
 // more; when it was the key that signs, the answer's Replacement signs in
 // its place from now. Revoking it again is no error.
 func (c *Client) RevokeKey(ctx context.Context, kid string) (api.KeyRevocation, error) {
-	r, _, err := answer[api.KeyRevocation](ctx, c, request{OpRevokeKey, http.MethodDelete, route(api.KeyPath, kid), nil, nil, []int{http.StatusOK}})
-	return r, err
+	return answer[api.KeyRevocation](ctx, c, request{op: OpRevokeKey, path: route(api.KeyPath, kid)})
 }

@@ -11,25 +11,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/example/waitingroom/internal/clock"
 )
 
-// Exchange is one request as sent and answered, for an observer.
+// Exchange is one request as sent and answered, for an observer. Status is
+// 0 when no answer came; Err is nil for a wanted answer, an *Error for
+// another, else the transport's error; Canceled reports that the caller's
+// context ended the request (the failure is not the server's).
 type Exchange struct {
-	Op      Op
-	Sent    time.Time
-	Latency time.Duration // from sending to the whole answer read
-	// Status is the answer's status; 0 when none came.
-	Status int
-	// Err is nil for an expected 2xx, an *Error for any other answer,
-	// else the transport error.
-	Err error
-	// Canceled reports that the caller's context ended the request: the
-	// failure is the caller's, not the server's.
+	Op       Op
+	Sent     time.Time
+	Latency  time.Duration // from sending to the whole answer read
+	Status   int
+	Err      error
 	Canceled bool
 }
 
@@ -61,9 +62,8 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = 
 // (default: each request is sent once).
 func WithRetry(r Retry) Option { return func(c *Client) { c.retry = r } }
 
-// WithNow reads the time from now (default time.Now) where an answer is
-// read against it: a Retry-After given as an HTTP-date in an answer without
-// a Date header. Tests pass a fixed clock.
+// WithNow reads the time from now (default time.Now) for a Retry-After
+// HTTP-date in an answer without a Date header.
 func WithNow(now func() time.Time) Option { return func(c *Client) { c.now = now } }
 
 // WithObserver calls f after every request sent, retries included, before
@@ -83,6 +83,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	if c.retry.Sleep == nil {
+		c.retry.Sleep = clock.Real{}.Sleep
+	}
 	if c.authSet && c.auth == nil {
 		return nil, errors.New("client: WithAuth(nil)")
 	}
@@ -94,24 +97,19 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// request is one call of the API: what to send and what answer to expect.
+// request is one call of the API: what to send and the statuses of a
+// success (nil: 200).
 type request struct {
 	op     Op
-	method string
 	path   string // under the base URL, escaped
 	header http.Header
-	body   any   // JSON; nil for none
-	want   []int // the statuses of a success
+	body   any // JSON; nil for none
+	want   []int
 }
 
-// send sends r, which expects no answer body.
-func (c *Client) send(ctx context.Context, r request) error {
-	_, _, err := c.do(ctx, r, nil)
-	return err
-}
-
-// do sends r, repeating it as c.retry says, and decodes a wanted answer
-// into out (unless nil); it returns the answer's status and body.
+// do sends r, repeating it as c.retry says, and tells the observer of each
+// attempt. It decodes a wanted answer into out (unless nil) and returns the
+// answer's status and body.
 func (c *Client) do(ctx context.Context, r request, out any) (int, []byte, error) {
 	var payload []byte
 	if r.body != nil {
@@ -122,27 +120,16 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, []byte, error
 		payload = b
 	}
 	for attempt := 1; ; attempt++ {
-		status, raw, err := c.observed(ctx, r, payload, out)
-		wait, again := c.retry.after(r.method, err, attempt)
-		if !again {
+		sent := time.Now()
+		status, raw, err := c.once(ctx, r, payload, out)
+		if c.observe != nil {
+			c.observe(Exchange{Op: r.op, Sent: sent, Latency: time.Since(sent), Status: status, Err: err, Canceled: err != nil && ctx.Err() != nil})
+		}
+		wait, again := c.retry.after(r.op.method(), err, attempt)
+		if !again || c.retry.Sleep(ctx, wait) != nil {
 			return status, raw, err
 		}
-		if c.retry.sleep(ctx, wait) != nil {
-			return status, raw, err // the caller's context ended the wait
-		}
 	}
-}
-
-// observed sends r once and tells the observer.
-func (c *Client) observed(ctx context.Context, r request, payload []byte, out any) (int, []byte, error) {
-	ex := Exchange{Op: r.op, Sent: time.Now()}
-	status, raw, err := c.once(ctx, r, payload, out)
-	ex.Latency, ex.Status, ex.Err = time.Since(ex.Sent), status, err
-	ex.Canceled = err != nil && ctx.Err() != nil
-	if c.observe != nil {
-		c.observe(ex)
-	}
-	return status, raw, err
 }
 
 // maxAnswerBytes bounds what the client reads of an answer: the API's are
@@ -152,14 +139,12 @@ const maxAnswerBytes = 1 << 20
 // once sends r with payload as its body and reads the answer: a wanted
 // status, its body decoded into out (unless nil), or else an *Error.
 func (c *Client) once(ctx context.Context, r request, payload []byte, out any) (int, []byte, error) {
-	u := c.base.String() + r.path
-	req, err := http.NewRequestWithContext(ctx, r.method, u, bytes.NewReader(payload))
+	method := r.op.method()
+	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+r.path, bytes.NewReader(payload))
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", r.op, err)
 	}
-	for k, v := range r.header {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, r.header)
 	if payload == nil {
 		req.Body, req.GetBody, req.ContentLength = http.NoBody, nil, 0
 	} else {
@@ -171,21 +156,26 @@ func (c *Client) once(ctx context.Context, r request, payload []byte, out any) (
 			return 0, nil, err
 		}
 	}
+	where := method + " " + req.URL.Redacted()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", r.method, req.URL.Redacted(), err)
+		return 0, nil, fmt.Errorf("%s: %w", where, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return resp.StatusCode, nil, fmt.Errorf("%s %s: read the answer: %w", r.method, req.URL.Redacted(), err)
+		return resp.StatusCode, nil, fmt.Errorf("%s: read the answer: %w", where, err)
 	}
-	if !slices.Contains(r.want, resp.StatusCode) {
+	want := r.want
+	if want == nil {
+		want = []int{http.StatusOK}
+	}
+	if !slices.Contains(want, resp.StatusCode) {
 		return resp.StatusCode, nil, answerError(resp, raw, c.now())
 	}
 	if out != nil {
 		if err := decodeAnswer(raw, out); err != nil {
-			return resp.StatusCode, nil, fmt.Errorf("%s %s: decode the answer: %w", r.method, req.URL.Redacted(), err)
+			return resp.StatusCode, nil, fmt.Errorf("%s: decode the answer: %w", where, err)
 		}
 	}
 	return resp.StatusCode, raw, nil

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/clock"
 )
 
 // Error is an answer other than the one expected: the API's
@@ -125,17 +124,9 @@ type Retry struct {
 	MaxWait  time.Duration
 	Notify   func(err *Error, wait time.Duration, attempt int)
 	// Sleep waits before each retry: for d, or until ctx ends (then it
-	// returns ctx's error and the call gives up). Nil is the real clock's
-	// (clock.Real.Sleep); tests record the waits asked for instead.
+	// returns ctx's error and the call gives up). Nil is the real clock's;
+	// tests record the waits asked for instead.
 	Sleep func(ctx context.Context, d time.Duration) error
-}
-
-// sleep waits d before a retry with r.Sleep, else on the real clock.
-func (r Retry) sleep(ctx context.Context, d time.Duration) error {
-	if r.Sleep != nil {
-		return r.Sleep(ctx, d)
-	}
-	return clock.Real{}.Sleep(ctx, d)
 }
 
 // after reports whether to send again a request of method that failed with

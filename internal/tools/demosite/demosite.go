@@ -1,8 +1,6 @@
 // Package demosite is the local server's demo protected site: a page at
-// GET /demo-site/{programId} behind a passverify.Gate that fetches the
-// waiting room's JWKS over HTTP and sends people without a valid pass to
-// /waiting-room/{programId}; its Done button (POST …/done) ends the
-// admission with passverify.EndSession.
+// GET /demo-site/{programId} behind a passverify.Gate, whose Done button
+// (POST …/done) ends the admission with passverify.EndSession.
 package demosite
 
 import (
@@ -37,16 +35,10 @@ type Programs interface {
 
 // Config configures a Handler. API, Issuer and Programs are required.
 type Config struct {
-	// API is the waiting room's base URL, e.g. http://127.0.0.1:3000: the
-	// JWKS is fetched from API + /.well-known/jwks.json.
-	API string
-	// Issuer is the iss of the waiting room's passes.
-	Issuer string
-	// HTTPClient fetches the JWKS; nil for passverify's default.
-	HTTPClient *http.Client
-	// Programs is asked whether a program exists before its gate is
-	// built, so that only programs that exist have one.
-	Programs Programs
+	API        string       // the waiting room's base URL, e.g. http://127.0.0.1:3000
+	Issuer     string       // the iss of the waiting room's passes
+	HTTPClient *http.Client // fetches the JWKS; nil for passverify's default
+	Programs   Programs     // says which programs exist, and so get a gate
 }
 
 // URL returns the demo page of programID on the server at base (an

@@ -1,7 +1,6 @@
 // Package lambdaemu runs a Lambda function's bootstrap under the AWS Lambda
-// Runtime Interface Emulator (aws-lambda-rie) on loopback and invokes it, as
-// the Lambda service would: the emulator tests and `make invoke` use it to
-// run the real function binaries. `make tools` installs the emulator.
+// Runtime Interface Emulator (aws-lambda-rie, which `make tools` installs) on
+// loopback and invokes it, as the Lambda service would.
 package lambdaemu
 
 import (
@@ -27,8 +26,7 @@ import (
 // EnvRIE names the variable that may give the emulator's path.
 const EnvRIE = "AWS_LAMBDA_RIE"
 
-// startTimeout bounds how long the emulator may take to listen: a hang
-// guard, generous enough for a busy 2-core machine.
+// startTimeout bounds how long the emulator may take to listen.
 const startTimeout = time.Minute
 
 // Find returns the path of aws-lambda-rie: $AWS_LAMBDA_RIE if set, else the
@@ -58,9 +56,7 @@ func Find(dir string) (string, error) {
 type Emulator struct {
 	url  string
 	proc *localdynamo.Process // in its own process group, with the bootstrap
-	// The emulator serves one invocation at a time and crashes on a
-	// second concurrent one; Invoke takes turns.
-	turn sync.Mutex
+	turn sync.Mutex           // the emulator crashes on concurrent invocations
 }
 
 // Start runs rie serving the executable bootstrap with env added to this
@@ -79,8 +75,8 @@ func Start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error
 	if _, err := os.Stat(bootstrap); err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
-	// rie cannot listen on port 0: a port another process took between
-	// freeAddr and rie's start makes rie exit, and a new pair is tried.
+	// rie cannot listen on port 0: when another process takes a free port
+	// first, rie exits, and a new pair is tried.
 	for attempt := 1; ; attempt++ {
 		e, err := start(rie, bootstrap, env, out)
 		if !errors.Is(err, errExited) || attempt == 3 {
@@ -93,8 +89,8 @@ func Start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error
 var errExited = errors.New("aws-lambda-rie exited before listening")
 
 func start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error) {
-	// Two ports: the invoke API for us, the Runtime API for the bootstrap
-	// (by default 9001, which a second emulator would collide on).
+	// The invoke API's port, and the Runtime API's (by default 9001, which
+	// a second emulator would collide on).
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -103,8 +99,7 @@ func start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error
 	if err != nil {
 		return nil, err
 	}
-	// Its own chatter at warn and above only: out is the function's logs
-	// (and Lambda's START, END and REPORT lines), as in CloudWatch.
+	// Its own chatter at warn and above only: out is the function's logs.
 	cmd := exec.Command(rie,
 		"--log-level", "warn",
 		"--runtime-interface-emulator-address", addr,
@@ -167,8 +162,7 @@ func (e *Emulator) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("invoke: emulator answered %s: %s", resp.Status, body)
 	}
-	// A function error (a panic that escaped, an init failure) comes back
-	// as 200 with an error object instead of a response.
+	// A function error comes back as 200 with an error object.
 	var fnErr struct {
 		ErrorType    string `json:"errorType"`
 		ErrorMessage string `json:"errorMessage"`
@@ -183,7 +177,7 @@ func (e *Emulator) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 func (e *Emulator) Stop() { e.proc.Kill() }
 
 // freeAddr returns a loopback address with a port that was free a moment
-// ago (see localdynamo.FreePort).
+// ago.
 func freeAddr() (string, error) {
 	port, err := localdynamo.FreePort()
 	if err != nil {

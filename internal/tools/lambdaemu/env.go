@@ -26,23 +26,17 @@ import (
 // Resources stand in, on loopback, for the template's: a DynamoDB table,
 // KMS keys and a secret, on one endpoint (moto_server serves them all).
 type Resources struct {
-	// Endpoint is the DynamoDB, KMS and Secrets Manager API.
-	Endpoint string
-	// Table stands for each AWS::DynamoDB::Table.
-	Table string
+	Endpoint string // the DynamoDB, KMS and Secrets Manager API
+	Table    string // stands for each AWS::DynamoDB::Table
 	// KMSKeys maps the logical id of each AWS::KMS::Key of the template to
-	// the id of a key on Endpoint of the same spec and usage
-	// (Provide): the pass wrapping key a symmetric one, the shuffle
-	// key an RSA one. Nil when no function needs one.
+	// the id of a key on Endpoint of the same spec and usage; nil when
+	// there is none.
 	KMSKeys map[string]string
-	// KMSEndpoint is the KMS API the functions call (KMS_ENDPOINT): a
-	// localkms.Proxy in front of Endpoint, which adds the
-	// kms:GenerateDataKeyPair of the pass keyring that moto lacks; ""
-	// for Endpoint itself.
+	// KMSEndpoint is the KMS API the functions call: a localkms.Proxy in
+	// front of Endpoint; "" for Endpoint itself.
 	KMSEndpoint string
-	// ChallengeSecret is the ARN of a secret on Endpoint
-	// (Provide) that stands for each
-	// AWS::SecretsManager::Secret; "" when the template has none.
+	// ChallengeSecret is the ARN of a secret on Endpoint that stands for
+	// each AWS::SecretsManager::Secret; "" when the template has none.
 	ChallengeSecret string
 }
 
@@ -51,11 +45,9 @@ type Resources struct {
 var kmsVariables = []string{config.EnvPassWrapKMSKeyID, config.EnvShuffleKMSKeyID}
 
 // FunctionEnv returns the environment for running function id of tpl
-// against r, as `sam local` would set it: the template's variables
-// (parameters at their defaults, !Ref to the table, the keys and the
-// secret as r names them), DYNAMODB_ENDPOINT, KMS_ENDPOINT for a function
-// that uses a KMS key, SECRETS_ENDPOINT for one that reads the secret,
-// and the function's name, timeout and memory size for the emulator.
+// against r, as `sam local` would set it: the template's variables with
+// r's resources, the endpoints the function needs, and its name, timeout
+// and memory size for the emulator.
 func FunctionEnv(tpl *samtemplate.Template, id string, r Resources) ([]string, error) {
 	f, err := tpl.Function(id)
 	if err != nil {
@@ -97,9 +89,9 @@ func FunctionEnv(tpl *samtemplate.Template, id string, r Resources) ([]string, e
 
 // Provide stands in for tpl's resources on endpoint, for FunctionEnv:
 // table for its tables, a key of the same kind for each AWS::KMS::Key,
-// reached through a localkms.Proxy that adds the kms:GenerateDataKeyPair
-// moto lacks, and a secret for each AWS::SecretsManager::Secret. Close the
-// proxy (nil when tpl has no KMS key) once the functions are done.
+// reached through a localkms.Proxy, and a secret for each
+// AWS::SecretsManager::Secret. Close the proxy (nil when tpl has no KMS
+// key) once the functions are done.
 func Provide(ctx context.Context, tpl *samtemplate.Template, endpoint, table string) (Resources, *localkms.Proxy, error) {
 	r := Resources{Endpoint: endpoint, Table: table}
 	var err error
@@ -124,8 +116,7 @@ func Provide(ctx context.Context, tpl *samtemplate.Template, endpoint, table str
 
 // createKMSKeys creates, on the KMS API at endpoint, a key for each
 // AWS::KMS::Key of tpl with its KeySpec and KeyUsage (CloudFormation's
-// defaults, SYMMETRIC_DEFAULT and ENCRYPT_DECRYPT, when it names none),
-// and returns their ids by logical id, for Resources.KMSKeys.
+// defaults when it names none), and returns their ids by logical id.
 func createKMSKeys(ctx context.Context, tpl *samtemplate.Template, endpoint string) (map[string]string, error) {
 	client, err := admissionpass.NewKMSClient(ctx, endpoint)
 	if err != nil {
@@ -161,9 +152,8 @@ func literal(v any, def string) (string, bool) {
 	return s, ok
 }
 
-// createChallengeSecret creates a secret of 64 random characters, as
-// template.yaml generates ChallengeSecret, on the Secrets Manager API at
-// endpoint, and returns its ARN.
+// createChallengeSecret creates a secret of 64 random characters on the
+// Secrets Manager API at endpoint, and returns its ARN.
 func createChallengeSecret(ctx context.Context, endpoint string) (string, error) {
 	cfg, err := awsconfig.Load(ctx, endpoint)
 	if err != nil {

@@ -19,19 +19,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
-// ErrNotInstalled is wrapped by Start's error when the server's executable
-// is not on PATH.
-var ErrNotInstalled = errors.New("not installed")
-
-// ErrUnknownServer is wrapped by Start's error when Options.Server names
-// no server it knows.
-var ErrUnknownServer = errors.New("want moto or dynalite")
+// Errors wrapped by Start's: the server's executable is not on PATH, or
+// Options.Server names no server it knows.
+var (
+	ErrNotInstalled  = errors.New("not installed")
+	ErrUnknownServer = errors.New("want moto or dynalite")
+)
 
 var installHint = map[string]string{
 	"moto":     "install moto: pip install 'moto[server]'",
@@ -39,7 +39,7 @@ var installHint = map[string]string{
 }
 
 // startTimeout bounds how long the server may take to answer after it is
-// started: a hang guard (moto took over 30 s on a busy 2-core machine).
+// started (moto took over 30 s on a busy 2-core machine).
 const startTimeout = 2 * time.Minute
 
 // Options choose the server and how it is reached.
@@ -48,12 +48,10 @@ type Options struct {
 	Server string
 
 	// Serialize puts a proxy that passes one request at a time in front
-	// of the server, and Endpoint is then the proxy's. moto needs it:
-	// its conditional writes are not atomic (docs/operations.md).
+	// of the server (Endpoint is the proxy's): moto's conditional writes
+	// are not atomic (docs/operations.md).
 	Serialize bool
-
-	// Output receives the server's standard output and error; nil
-	// discards them.
+	// Output receives the server's output; nil discards it.
 	Output io.Writer
 }
 
@@ -65,11 +63,9 @@ type Server struct {
 	stop     sync.Once
 }
 
-// Start starts the server on a loopback port the kernel chooses (the
-// server binds port 0 and prints the port it got, so no other process can
-// take it first) and waits until it answers DynamoDB calls, ctx is done or
-// startTimeout passes. ctx bounds only the start: the server runs until
-// Stop.
+// Start starts the server on a loopback port it binds itself (port 0) and
+// waits until it answers DynamoDB calls, ctx is done or startTimeout
+// passes. ctx bounds only the start: the server runs until Stop.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	name, path, args, err := command(cmp.Or(opts.Server, "moto"))
 	if err != nil {
@@ -124,10 +120,7 @@ func command(kind string) (name, path string, args []string, err error) {
 		return name, path, args, nil
 	}
 	// dynalite's command line cannot listen on port 0: its module can, run
-	// by node from the package of the installed command
-	// (node_modules/.bin/dynalite, a link to the package's cli.js). New
-	// tables are ACTIVE at once, as with moto (dynalite's default is half
-	// a second).
+	// by node from the package the installed command links to.
 	cli, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return "", "", nil, fmt.Errorf("dynalite: %w", err)
@@ -141,9 +134,8 @@ func command(kind string) (name, path string, args []string, err error) {
 var listening = regexp.MustCompile(`http://(?:127\.0\.0\.1|localhost):(\d+)`)
 
 // watchPort returns a writer that passes a server's output on to w (nil
-// discards it) and a channel that receives the port of the first line that
-// names an http://127.0.0.1:PORT URL. Close the writer once the server has
-// exited.
+// discards it) and a channel that receives the port of the first
+// http://127.0.0.1:PORT URL in it. Close the writer once the server exits.
 func watchPort(w io.Writer) (io.WriteCloser, <-chan int) {
 	if w == nil {
 		w = io.Discard
@@ -192,10 +184,8 @@ func (s *Server) serialize() error {
 	return nil
 }
 
-// IsMoto reports whether the server at endpoint is moto_server, which
-// answers its own /moto-api/data.json with a JSON object (dynalite answers
-// every GET with a plain-text health line; DynamoDB and DynamoDB Local
-// refuse it).
+// IsMoto reports whether the server at endpoint is moto_server: it
+// answers its own /moto-api/data.json with a JSON object.
 func IsMoto(ctx context.Context, endpoint string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(endpoint, "/")+"/moto-api/data.json", nil)
 	if err != nil {
@@ -242,10 +232,9 @@ func serialized(h http.Handler) http.Handler {
 }
 
 // ready waits until the server has printed its port, which s.endpoint
-// then names, and answered its first DynamoDB call, ListTables: moto loads
-// its DynamoDB backend then, which can take longer than a client's attempt
-// timeout. It gives up when the server exits, ctx is done or startTimeout
-// passes.
+// then names, and answered its first DynamoDB call (moto loads its backend
+// then, slower than a client's attempt timeout). It gives up when the
+// server exits, ctx is done or startTimeout passes.
 func (s *Server) ready(ctx context.Context, found <-chan int) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
@@ -294,4 +283,48 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Process is a child process in its own process group, so that Kill
+// reaches whatever it forked too. On Linux it also gets SIGKILL if the
+// process that started it dies first.
+type Process struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd has been waited for
+	err    error         // cmd.Wait's, set before exited is closed
+}
+
+// StartProcess starts cmd, after setting its SysProcAttr, and waits for it
+// in the background. Stop it with Kill.
+func StartProcess(cmd *exec.Cmd) (*Process, error) {
+	cmd.SysProcAttr = sysProcAttr()
+	p := &Process{cmd: cmd, exited: make(chan struct{})}
+	// Pdeathsig fires when the thread that started the child ends: start
+	// and wait for it from a goroutine locked to its thread.
+	started := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Exited is closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Kill kills the process's group with SIGKILL, waits for the process to
+// exit and returns its exit error, as from exec.Cmd.Wait.
+func (p *Process) Kill() error {
+	kill(p.cmd)
+	<-p.exited
+	return p.err
 }

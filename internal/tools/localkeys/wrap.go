@@ -5,7 +5,6 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/binary"
@@ -46,16 +45,16 @@ func NewWrapper() (*Wrapper, error) {
 // NewKeyPair returns a new random P-256 key and its PKCS#8 encoding sealed
 // with encCtx as additional data.
 func (w *Wrapper) NewKeyPair(ctx context.Context, encCtx map[string]string) (*ecdsa.PrivateKey, []byte, error) {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	k, err := Generate()
 	if err != nil {
-		return nil, nil, fmt.Errorf("localkeys: generate key: %w", err)
+		return nil, nil, err
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	der, err := x509.MarshalPKCS8PrivateKey(k.priv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("localkeys: marshal key: %w", err)
 	}
 	defer clear(der)
-	return priv, w.aead.Seal(nil, nil, der, encodeContext(encCtx)), nil
+	return k.priv, w.aead.Seal(nil, nil, der, encodeContext(encCtx)), nil
 }
 
 // Unwrap opens wrapped, which this wrapper must have sealed under encCtx.

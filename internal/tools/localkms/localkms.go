@@ -22,28 +22,23 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 )
 
 // Proxy is an HTTP proxy on loopback in front of a local KMS API (moto)
-// that adds kms:GenerateDataKeyPair and counts the requests it receives
-// per operation. It forwards every other request unchanged.
-//
-// It answers GenerateDataKeyPair itself, ECC_NIST_P256 only: it makes a
-// P-256 key and wraps its PKCS#8 encoding with the upstream's own
-// kms:Encrypt, with the request's KeyId and EncryptionContext. The blob is
-// thus the upstream's ciphertext, and kms:Decrypt is the upstream's own: it
-// refuses another encryption context or, given a KeyId, another key.
+// that counts the requests it receives per operation and forwards them,
+// but for kms:GenerateDataKeyPair (ECC_NIST_P256 only): it answers that
+// itself, wrapping a new key with the upstream's kms:Encrypt under the
+// request's KeyId and EncryptionContext, so the upstream's kms:Decrypt
+// opens the blob.
 type Proxy struct {
 	srv      *http.Server
 	url      string
 	upstream string // the KMS API's URL, without a trailing slash
 	done     chan struct{}
 
-	total atomic.Int64
 	mu    sync.Mutex
 	calls map[string]int64 // by operation
 }
@@ -65,8 +60,7 @@ func Start(upstream string) (*Proxy, error) {
 		done:     make(chan struct{}),
 		calls:    map[string]int64{},
 	}
-	// Failures reach the caller as KMS errors, never as log lines: a
-	// command's stderr is its function's logs (cmd/invoke).
+	// Failures reach the caller as KMS errors, never as log lines.
 	quiet := log.New(io.Discard, "", 0)
 	forward := httputil.NewSingleHostReverseProxy(u)
 	forward.ErrorLog = quiet
@@ -76,7 +70,9 @@ func Start(upstream string) (*Proxy, error) {
 	p.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			op := operation(r)
-			p.count(op)
+			p.mu.Lock()
+			p.calls[op]++
+			p.mu.Unlock()
 			if op == "GenerateDataKeyPair" && strings.HasPrefix(r.Header.Get("X-Amz-Target"), "TrentService.") {
 				p.generateDataKeyPair(w, r)
 				return
@@ -115,13 +111,14 @@ func (p *Proxy) Calls(op string) int64 {
 }
 
 // Total returns how many requests the proxy has received.
-func (p *Proxy) Total() int64 { return p.total.Load() }
-
-func (p *Proxy) count(op string) {
-	p.total.Add(1)
+func (p *Proxy) Total() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calls[op]++
+	n := int64(0)
+	for _, c := range p.calls {
+		n += c
+	}
+	return n
 }
 
 // operation is r's operation: X-Amz-Target after its last dot ("" without
@@ -158,61 +155,42 @@ func (p *Proxy) generateDataKeyPair(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "ValidationException", "localkms: the GenerateDataKeyPair shim supports neither DryRun nor Recipient")
 		return
 	}
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "KMSInternalException", err.Error())
-		return
-	}
-	plain, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "KMSInternalException", err.Error())
-		return
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "KMSInternalException", err.Error())
-		return
-	}
-	encIn, err := json.Marshal(struct {
+	// None of these fails: a P-256 key from crypto/rand, and JSON of
+	// strings and bytes.
+	priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	plain, _ := x509.MarshalPKCS8PrivateKey(priv)
+	pub, _ := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	encIn, _ := json.Marshal(struct {
 		KeyId             string
 		Plaintext         []byte
 		EncryptionContext map[string]string `json:",omitempty"`
 		GrantTokens       []string          `json:",omitempty"`
 	}{in.KeyId, plain, in.EncryptionContext, in.GrantTokens})
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "KMSInternalException", err.Error())
-		return
-	}
 	resp, body, err := p.encrypt(r, encIn)
-	if err != nil {
+	var enc struct {
+		CiphertextBlob []byte
+		KeyId          string
+	}
+	if err == nil && resp.StatusCode == http.StatusOK {
+		err = json.Unmarshal(body, &enc)
+	}
+	switch {
+	case err != nil:
 		writeError(w, http.StatusInternalServerError, "KMSInternalException", "localkms: upstream kms:Encrypt: "+err.Error())
 		return
-	}
-	if resp.StatusCode != http.StatusOK {
+	case resp.StatusCode != http.StatusOK:
 		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 		w.WriteHeader(resp.StatusCode)
 		_, _ = w.Write(body)
 		return
 	}
-	var enc struct {
-		CiphertextBlob []byte
-		KeyId          string
-	}
-	if err := json.Unmarshal(body, &enc); err != nil {
-		writeError(w, http.StatusInternalServerError, "KMSInternalException", "localkms: upstream kms:Encrypt: "+err.Error())
-		return
-	}
-	out, err := json.Marshal(struct {
+	out, _ := json.Marshal(struct {
 		KeyId                    string
 		KeyPairSpec              string
 		PrivateKeyCiphertextBlob []byte
 		PrivateKeyPlaintext      []byte
 		PublicKey                []byte
 	}{enc.KeyId, in.KeyPairSpec, enc.CiphertextBlob, plain, pub})
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "KMSInternalException", err.Error())
-		return
-	}
 	w.Header().Set("Content-Type", jsonContentType)
 	_, _ = w.Write(out)
 }
@@ -220,9 +198,9 @@ func (p *Proxy) generateDataKeyPair(w http.ResponseWriter, r *http.Request) {
 // encryptTimeout bounds the shim's kms:Encrypt call upstream.
 const encryptTimeout = 30 * time.Second
 
-// encrypt sends the upstream the TrentService.Encrypt request body, with
-// the caller's Authorization header, from which moto takes the account and
-// region (moto checks no signature), and returns its answer.
+// encrypt sends the upstream the TrentService.Encrypt request body with
+// r's credentials headers (moto takes the account and region from them)
+// and returns its answer.
 func (p *Proxy) encrypt(r *http.Request, body []byte) (*http.Response, []byte, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), encryptTimeout)
 	defer cancel()

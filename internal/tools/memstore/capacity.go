@@ -12,8 +12,6 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 )
 
-var _ capacity.Store = (*Store)(nil)
-
 type groupKey struct {
 	program string
 	g       int64
@@ -52,9 +50,8 @@ type capRecords struct {
 	marks  map[string][]mark // by program, in time order
 }
 
-// sweepCapacity deletes the capacity records past their expiry, which
-// their writes set as dynamostore's TTL does (the capacity package's
-// GroupTTL and the others); s.mu is held.
+// sweepCapacity deletes the capacity records past their expiry; s.mu is
+// held.
 func (s *Store) sweepCapacity(now time.Time) {
 	maps.DeleteFunc(s.cap.groups, func(_ groupKey, g group) bool { return now.After(g.expires) })
 	maps.DeleteFunc(s.cap.ends, func(_ endsKey, e ends) bool { return now.After(e.expires) })

@@ -11,6 +11,7 @@ import (
 
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/queue"
@@ -25,21 +26,16 @@ type Store struct {
 	tokens   map[string]queue.Token
 	shards   map[shardKey]tickets.Shard
 	// changeIssued holds, per program, the tickets issued when its
-	// scheduled change landed, until MoveDrain has moved the drain
-	// instant accordingly (dynamostore's changeIssued attribute).
+	// scheduled change landed, until MoveDrain uses it (dynamostore's
+	// changeIssued attribute).
 	changeIssued map[string]int64
 	cap          capRecords
 	cat          catalogRecords
 	challenges   map[string]challengeUse
-	// The signing keys (admissionpass.KeyStore), which Sweep drops past
-	// their expiry.
-	*localkeys.KeyStore
-	// clock dates the records that expire from their making (the
-	// capacity records), as DynamoDB's TTL dates them from its write.
-	clock clock.Clock
-}
+	clock        clock.Clock // dates the capacity records' expiry
 
-var _ admissionpass.KeyStore = (*Store)(nil) // by its localkeys.KeyStore
+	*localkeys.KeyStore // the signing keys
+}
 
 // Option configures a Store.
 type Option func(*Store)
@@ -49,9 +45,12 @@ type Option func(*Store)
 func WithClock(c clock.Clock) Option { return func(s *Store) { s.clock = c } }
 
 var (
-	_ queue.Store         = (*Store)(nil)
-	_ queue.PrequeueStore = (*Store)(nil)
-	_ queue.ScheduleStore = (*Store)(nil)
+	_ queue.Store            = (*Store)(nil)
+	_ queue.PrequeueStore    = (*Store)(nil)
+	_ queue.ScheduleStore    = (*Store)(nil)
+	_ tickets.Store          = (*Store)(nil)
+	_ capacity.Store         = (*Store)(nil)
+	_ admissionpass.KeyStore = (*Store)(nil)
 )
 
 // New returns an empty Store.
@@ -112,8 +111,7 @@ func updated(cur, p admission.Program) admission.Program {
 }
 
 // UpdateScheduled implements queue.ScheduleStore. A write found already
-// applied (the stored version and latest change are p's, as a DynamoDB
-// retry after a lost answer finds them) reports the count it recorded.
+// applied (a retry) reports the count it recorded.
 func (s *Store) UpdateScheduled(ctx context.Context, p admission.Program) (int64, error) {
 	return locked(ctx, s, func() (int64, error) {
 		cur, ok := s.programs[p.ID]
@@ -133,8 +131,7 @@ func (s *Store) UpdateScheduled(ctx context.Context, p admission.Program) (int64
 }
 
 // MoveDrain implements queue.ScheduleStore: only while p is the stored
-// version and issued the count its UpdateScheduled recorded, which it
-// forgets, so that a repeat does nothing.
+// version and issued the count UpdateScheduled recorded, which it forgets.
 func (s *Store) MoveDrain(ctx context.Context, p admission.Program, issued int64) error {
 	return s.do(ctx, func() error {
 		cur, ok := s.programs[p.ID]
@@ -185,8 +182,6 @@ func (s *Store) editProgram(ctx context.Context, id string, edit func(admission.
 		return p, nil
 	})
 }
-
-var _ tickets.Store = (*Store)(nil)
 
 // shardKey names a ticket shard: shard index of program.
 type shardKey struct {
@@ -421,9 +416,8 @@ func (s *Store) UseChallenge(ctx context.Context, key, owner string, expires tim
 	})
 }
 
-// Sweep deletes the tokens whose ExpiresAt has passed, as DynamoDB TTL does,
-// and returns how many it removed; the challenge uses, signing keys and
-// capacity records past their expiry go too (not counted).
+// Sweep deletes the records past their expiry, as DynamoDB TTL does, and
+// returns how many tokens it removed.
 func (s *Store) Sweep(now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -460,8 +454,7 @@ func (s *Store) do(ctx context.Context, f func() error) error {
 	return err
 }
 
-// get returns m[k] read with s.mu held: the one lookup of a record by its
-// key, queue.ErrNotFound when m has no k.
+// get returns m[k] read with s.mu held, queue.ErrNotFound when m has no k.
 func get[K comparable, V any](ctx context.Context, s *Store, m map[K]V, k K) (V, error) {
 	return locked(ctx, s, func() (V, error) { return lookup(m, k) })
 }

@@ -1,8 +1,7 @@
-// Package partitionmodel makes a local DynamoDB API server (moto,
-// dynalite) throttle a hot partition as DynamoDB does. A Model keeps one
-// token bucket of write units and one of read units per partition key
-// value, each one second deep; Transport charges single-item requests to
-// them by item size and answers DynamoDB's throttling error when empty.
+// Package partitionmodel makes a local DynamoDB API server throttle a hot
+// partition as DynamoDB does: a Model keeps a one-second token bucket of
+// write units and one of read units per partition key value, which
+// Transport charges single-item requests to.
 package partitionmodel
 
 import (
@@ -18,11 +17,8 @@ import (
 
 // Limits are per-partition throughput limits, in capacity units a second.
 type Limits struct {
-	// WriteUnits is the write capacity units a partition takes a second.
 	WriteUnits float64
-	// ReadUnits is the strongly consistent read capacity units a partition
-	// serves a second; an eventually consistent read costs half a unit.
-	ReadUnits float64
+	ReadUnits  float64 // strongly consistent; an eventual read costs half
 }
 
 // AWS is DynamoDB's per-partition limit: 1,000 WCU and 3,000 RCU a second.
@@ -38,10 +34,9 @@ func (l Limits) String() string {
 	return "write=" + strconv.FormatFloat(l.WriteUnits, 'g', -1, 64) + ",read=" + strconv.FormatFloat(l.ReadUnits, 'g', -1, 64)
 }
 
-// ParseSpec reads a limits specification: "scale=F" (AWS's limits times F,
-// e.g. scale=0.1 for 100 WCU and 300 RCU a second), optionally with
-// "write=W" and "read=R" setting the units a second outright, comma
-// separated. "" and "aws" are AWS's limits.
+// ParseSpec reads a limits specification: "scale=F" (AWS's limits times F),
+// "write=W" and "read=R" (units a second), comma separated. "" and "aws"
+// are AWS's limits.
 func ParseSpec(spec string) (Limits, error) {
 	l := AWS
 	spec = strings.TrimSpace(spec)
@@ -132,20 +127,24 @@ func (m *Model) part(key string) *partition {
 	return p
 }
 
-// Admit reports whether partition key can take a request of kind at now
-// that is expected to cost units, and if so takes them: the bucket must
-// hold them. A refused request is counted as throttled and costs nothing;
-// an admitted one must be settled with Settle once its actual cost is
-// known.
-func (m *Model) Admit(key string, kind Kind, units float64, now time.Time) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := m.part(key)
+// bucketOf is p's bucket of kind and its rate, refilled to now.
+func (m *Model) bucketOf(p *partition, kind Kind, now time.Time) (*bucket, float64) {
 	b, rate := &p.read, m.limits.ReadUnits
 	if kind == Write {
 		b, rate = &p.write, m.limits.WriteUnits
 	}
 	b.refill(now, rate)
+	return b, rate
+}
+
+// Admit reports whether partition key can take a request of kind at now
+// that is expected to cost units, and if so takes them. A refused request
+// is counted as throttled; an admitted one must be settled with Settle.
+func (m *Model) Admit(key string, kind Kind, units float64, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.part(key)
+	b, rate := m.bucketOf(p, kind, now)
 	if b.tokens >= units || units > rate && b.tokens >= rate {
 		b.tokens -= units
 		return true
@@ -159,38 +158,30 @@ func (m *Model) Admit(key string, kind Kind, units float64, now time.Time) bool 
 }
 
 // Settle records a request Admit took estimate units for and that cost
-// actual units, served at now. The bucket may go into debt (a read whose
-// item turned out larger than expected), which the following requests then
-// wait for. An actual cost of 0 is a request not served (the server
-// refused it): the estimate is given back and nothing counted.
+// actual units, served at now; the bucket may go into debt. An actual cost
+// of 0 is a request not served: the estimate is given back, nothing counted.
 func (m *Model) Settle(key string, kind Kind, estimate, actual float64, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.part(key)
+	b, rate := m.bucketOf(p, kind, now)
 	if actual == 0 {
-		if kind == Write {
-			p.write.tokens = min(m.limits.WriteUnits, p.write.tokens+estimate)
-		} else {
-			p.read.tokens = min(m.limits.ReadUnits, p.read.tokens+estimate)
-		}
+		b.tokens = min(rate, b.tokens+estimate)
 		return
 	}
-	if kind == Write {
-		p.write.refill(now, m.limits.WriteUnits)
-		p.write.tokens += estimate - actual
-		p.stats.Writes++
-		p.stats.WriteUnits += actual
-		if sec := now.Unix(); sec != p.second {
-			p.second, p.writesInSec = sec, 0
-		}
-		p.writesInSec++
-		p.stats.MaxWritesPerSecond = max(p.stats.MaxWritesPerSecond, p.writesInSec)
+	b.tokens += estimate - actual
+	if kind == Read {
+		p.stats.Reads++
+		p.stats.ReadUnits += actual
 		return
 	}
-	p.read.refill(now, m.limits.ReadUnits)
-	p.read.tokens += estimate - actual
-	p.stats.Reads++
-	p.stats.ReadUnits += actual
+	p.stats.Writes++
+	p.stats.WriteUnits += actual
+	if sec := now.Unix(); sec != p.second {
+		p.second, p.writesInSec = sec, 0
+	}
+	p.writesInSec++
+	p.stats.MaxWritesPerSecond = max(p.stats.MaxWritesPerSecond, p.writesInSec)
 }
 
 // Take admits and settles a request whose cost is known in advance: it

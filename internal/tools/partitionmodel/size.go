@@ -29,10 +29,7 @@ func ItemSize(item Item) int {
 	return n
 }
 
-// valueSize is the size of one value: a string's UTF-8 bytes; a number's
-// significant digits, two to a byte, plus one; a binary's raw bytes; 1 for
-// a Boolean or a null; a list or map 3 bytes plus 1 per element plus its
-// elements (and, for a map, their names); a set the sum of its members.
+// valueSize is the size of one value as DynamoDB counts it.
 func valueSize(v Value) int {
 	for typ, raw := range v {
 		switch typ {

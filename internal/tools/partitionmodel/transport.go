@@ -13,31 +13,20 @@ import (
 	"github.com/example/waitingroom/internal/tools/dynamowire"
 )
 
-// Options configure a Transport; zero fields take the defaults.
+// Options configure a Transport.
 type Options struct {
-	// PartitionKey and SortKey name the table's key attributes (default
-	// "pk" and "sk", this project's table): requests are charged to the
-	// partition of their partition key value, and item sizes are tracked
-	// per full key.
-	PartitionKey, SortKey string
-	// ErrorCode is the throttling error answered: the default
-	// "ProvisionedThroughputExceededException" is what DynamoDB answers for
-	// a hot partition, with a KeyRangeThroughputExceeded throttling
-	// reason; "ThrottlingException" is the other code the SDK retries as a
-	// throttle.
-	ErrorCode string
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
 }
 
 // Transport is an http.RoundTripper in front of a DynamoDB API server that
-// applies a Model to every single-item request and passes every other
-// request (Query, Scan, batches, table operations) through uncharged. It
-// is safe for concurrent use.
+// applies a Model to every single-item request of this project's table
+// (key pk and sk) and passes every other request through uncharged. It is
+// safe for concurrent use.
 type Transport struct {
 	base  http.RoundTripper
 	model *Model
-	opts  Options
+	now   func() time.Time
 
 	mu    sync.Mutex
 	sizes map[string]int // item key → last known size in bytes
@@ -46,22 +35,14 @@ type Transport struct {
 // New returns a Transport forwarding to base (http.DefaultTransport if nil)
 // under limits l.
 func New(base http.RoundTripper, l Limits, o Options) *Transport {
+	t := &Transport{base: base, model: NewModel(l), now: o.Now, sizes: map[string]int{}}
 	if base == nil {
-		base = http.DefaultTransport
-	}
-	if o.PartitionKey == "" {
-		o.PartitionKey = "pk"
-	}
-	if o.SortKey == "" {
-		o.SortKey = "sk"
-	}
-	if o.ErrorCode == "" {
-		o.ErrorCode = "ProvisionedThroughputExceededException"
+		t.base = http.DefaultTransport
 	}
 	if o.Now == nil {
-		o.Now = time.Now
+		t.now = time.Now
 	}
-	return &Transport{base: base, model: NewModel(l), opts: o, sizes: make(map[string]int)}
+	return t
 }
 
 // Model returns the model the Transport charges, for its statistics.
@@ -103,30 +84,28 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.base.RoundTrip(req) // the server will reject it
 	}
 	c := t.estimate(op, kind, in)
-	if !t.model.Admit(c.part, kind, c.estimate, t.opts.Now()) {
+	if !t.model.Admit(c.part, kind, c.estimate, t.now()) {
 		return t.throttled(req, in.TableName, kind), nil
 	}
 	resp, err := t.base.RoundTrip(req)
+	if err == nil && resp.Header.Get("Content-Encoding") == "" {
+		var raw []byte
+		raw, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil {
+			resp.Body = io.NopCloser(bytes.NewReader(raw))
+			var out answer
+			_ = json.Unmarshal(raw, &out)
+			t.settle(c, resp.StatusCode, out)
+			return resp, nil
+		}
+	}
+	// The answer is lost or unread: DynamoDB charges a request it applied
+	// whose answer was lost, so charge the estimate.
+	t.model.Settle(c.part, kind, c.estimate, c.estimate, t.now())
 	if err != nil {
-		// Nothing is known to have been served; DynamoDB charges a request
-		// it applied whose answer was lost, so charge the estimate.
-		t.model.Settle(c.part, kind, c.estimate, c.estimate, t.opts.Now())
 		return nil, err
 	}
-	if resp.Header.Get("Content-Encoding") != "" {
-		t.model.Settle(c.part, kind, c.estimate, c.estimate, t.opts.Now())
-		return resp, nil
-	}
-	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.model.Settle(c.part, kind, c.estimate, c.estimate, t.opts.Now())
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(raw))
-	var out answer
-	_ = json.Unmarshal(raw, &out)
-	t.settle(c, resp.StatusCode, out)
 	return resp, nil
 }
 
@@ -147,10 +126,10 @@ type charge struct {
 func (t *Transport) estimate(op string, kind Kind, in request) charge {
 	key := in.Key
 	if op == "PutItem" {
-		key = Item{t.opts.PartitionKey: in.Item[t.opts.PartitionKey], t.opts.SortKey: in.Item[t.opts.SortKey]}
+		key = Item{"pk": in.Item["pk"], "sk": in.Item["sk"]}
 	}
-	c := charge{op: op, kind: kind, in: in, part: in.TableName + "|" + canonical(key[t.opts.PartitionKey])}
-	c.id = c.part + "|" + canonical(key[t.opts.SortKey])
+	c := charge{op: op, kind: kind, in: in, part: in.TableName + "|" + canonical(key["pk"])}
+	c.id = c.part + "|" + canonical(key["sk"])
 	t.mu.Lock()
 	c.old, c.known = t.sizes[c.id]
 	t.mu.Unlock()
@@ -168,7 +147,7 @@ func (t *Transport) estimate(op string, kind Kind, in request) charge {
 // settle charges c the units its answer (status, out) shows it consumed
 // and remembers the item's size.
 func (t *Transport) settle(c charge, status int, out answer) {
-	now := t.opts.Now()
+	now := t.now()
 	switch {
 	case status == http.StatusOK:
 		switch c.op {
@@ -234,7 +213,7 @@ func (t *Transport) throttled(req *http.Request, table string, kind Kind) *http.
 	if kind == Read {
 		reason = "TableReadKeyRangeThroughputExceeded"
 	}
-	body := dynamowire.Error(t.opts.ErrorCode,
+	body := dynamowire.Error("ProvisionedThroughputExceededException",
 		"Throughput exceeds the current capacity for one or more partitions of your table (partitionmodel). Consider spreading the requests over more partition keys.",
 		map[string]any{"ThrottlingReasons": []map[string]string{{
 			"reason":   reason,

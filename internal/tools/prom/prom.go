@@ -19,12 +19,10 @@ type Sink struct {
 	records []record
 }
 
-// record is one metric of metrics.Defs and its collector.
+// record is one metric of metrics.Defs and how a value is recorded in it.
 type record struct {
 	def     metrics.Def
-	counter *prometheus.CounterVec
-	hist    *prometheus.HistogramVec
-	gauge   *prometheus.GaugeVec
+	observe func(labels []string, v float64)
 }
 
 var _ metrics.Observer = (*Sink)(nil)
@@ -38,19 +36,20 @@ func New() *Sink {
 			labels[i] = labelName(dim)
 		}
 		r := record{def: d}
-		var c prometheus.Collector
 		switch d.Kind {
 		case metrics.Counter:
-			r.counter = prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Prom, Help: d.Help}, labels)
-			c = r.counter
+			c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Prom, Help: d.Help}, labels)
+			s.reg.MustRegister(c)
+			r.observe = func(l []string, v float64) { c.WithLabelValues(l...).Add(v) }
 		case metrics.Distribution:
-			r.hist = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: d.Prom, Help: d.Help, Buckets: d.Buckets}, labels)
-			c = r.hist
+			h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: d.Prom, Help: d.Help, Buckets: d.Buckets}, labels)
+			s.reg.MustRegister(h)
+			r.observe = func(l []string, v float64) { h.WithLabelValues(l...).Observe(v) }
 		case metrics.Level:
-			r.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: d.Prom, Help: d.Help}, labels)
-			c = r.gauge
+			g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: d.Prom, Help: d.Help}, labels)
+			s.reg.MustRegister(g)
+			r.observe = func(l []string, v float64) { g.WithLabelValues(l...).Set(v) }
 		}
-		s.reg.MustRegister(c)
 		s.records = append(s.records, r)
 	}
 	return s
@@ -60,9 +59,6 @@ func New() *Sink {
 func (s *Sink) Observe(req metrics.Request) {
 	for _, r := range s.records {
 		v, ok := r.def.Value(req)
-		if !ok {
-			continue
-		}
 		values := make([]string, len(r.def.Dimensions))
 		for i, dim := range r.def.Dimensions {
 			if values[i] = metrics.DimensionValue(dim, req); values[i] == "" {
@@ -75,14 +71,7 @@ func (s *Sink) Observe(req metrics.Request) {
 		if r.def.Unit == metrics.Milliseconds {
 			v /= 1000
 		}
-		switch {
-		case r.counter != nil:
-			r.counter.WithLabelValues(values...).Add(v)
-		case r.hist != nil:
-			r.hist.WithLabelValues(values...).Observe(v)
-		case r.gauge != nil:
-			r.gauge.WithLabelValues(values...).Set(v)
-		}
+		r.observe(values, v)
 	}
 }
 

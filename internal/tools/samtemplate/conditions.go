@@ -7,9 +7,7 @@ import (
 )
 
 // Condition evaluates the template's condition name as CloudFormation
-// would with the parameter values params (a parameter absent from params
-// takes its default): Fn::Equals, Fn::Not, Fn::And, Fn::Or and Condition
-// over parameter references and literals.
+// would with the parameter values params (else their defaults).
 func (t *Template) Condition(name string, params map[string]string) (bool, error) {
 	return t.condition(name, params, nil)
 }

@@ -5,7 +5,6 @@
 package samtemplate
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -121,19 +120,21 @@ func Parse(src []byte) (*Template, error) {
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return nil, err
 	}
-	tree, err := toValue(&doc)
-	if err != nil {
+	if err := expand(&doc); err != nil {
 		return nil, err
 	}
-	// Through JSON into the typed structs: the tree holds only what JSON
-	// can, and encoding/json does the field matching.
+	var tree any
+	if err := doc.Decode(&tree); err != nil {
+		return nil, err
+	}
+	// Through JSON into the typed structs: encoding/json does the field
+	// matching.
 	b, err := json.Marshal(tree)
 	if err != nil {
 		return nil, err
 	}
 	var t Template
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&t); err != nil {
+	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, err
 	}
 	return &t, nil
@@ -186,8 +187,7 @@ func (t *Template) Properties(id string) map[string]any {
 
 // MainPackage returns the directory of function id's main package by
 // this repository's convention: QueueFunction is built from
-// functions/queue (the Makefile's build-QueueFunction target, which
-// template_test.go checks).
+// functions/queue.
 func MainPackage(id string) string {
 	return "functions/" + strings.ToLower(strings.TrimSuffix(id, "Function"))
 }
@@ -199,8 +199,7 @@ func (t *Template) TableRefs(name string) map[string]string {
 }
 
 // RefsOfType maps the logical id of each resource of type typ to name, for
-// Env: e.g. the KMS key a test created for the template's
-// AWS::KMS::Key.
+// Env.
 func (t *Template) RefsOfType(typ, name string) map[string]string {
 	refs := map[string]string{}
 	for id, r := range t.Resources {
@@ -240,11 +239,9 @@ func (t *Template) Routes() (map[string]string, error) {
 }
 
 // Env returns function id's environment with every value resolved to a
-// string: a literal as written, a !Ref to a parameter as the parameter's
-// default, a !Ref to a resource as refs gives it (for instance the table
-// name that a test created), an !If by its condition at the parameters'
-// defaults, a !Sub string whose ${Name}s are such !Refs. Anything else is
-// an error.
+// string: a literal, a !Ref to a parameter (its default) or to a resource
+// (as refs gives it), an !If at the parameters' defaults, a !Sub of such
+// !Refs. Anything else is an error.
 func (t *Template) Env(id string, refs map[string]string) (map[string]string, error) {
 	f, err := t.Function(id)
 	if err != nil {
@@ -323,92 +320,58 @@ func (t *Template) sub(s string, refs map[string]string) (string, error) {
 	return out, errors.Join(errs...)
 }
 
-// intrinsics maps the short-form tags that take the "Fn::" prefix in their
-// long form; !Ref and !Condition are handled apart.
-var intrinsics = map[string]bool{
-	"Base64": true, "Cidr": true, "FindInMap": true, "GetAtt": true, "GetAZs": true,
-	"ImportValue": true, "Join": true, "Select": true, "Split": true, "Sub": true,
-	"Transform": true, "And": true, "Equals": true, "If": true, "Not": true, "Or": true,
-	"ToJsonString": true, "Length": true,
+// intrinsics are the short-form tags that take the "Fn::" prefix in their
+// long form; !Ref and !Condition keep their name.
+var intrinsics = []string{"Base64", "Cidr", "FindInMap", "GetAtt", "GetAZs", "ImportValue", "Join", "Select",
+	"Split", "Sub", "Transform", "And", "Equals", "If", "Not", "Or", "ToJsonString", "Length"}
+
+// expand rewrites n's short-form intrinsic functions (!Ref x) into their
+// long form ({Ref: x}), in place, and makes every mapping key a string, so
+// that n decodes into the JSON-shaped value CloudFormation reads.
+func expand(n *yaml.Node) error {
+	for i, c := range n.Content {
+		if n.Kind == yaml.MappingNode && i%2 == 0 {
+			if c.Kind != yaml.ScalarNode {
+				return fmt.Errorf("line %d: mapping key is not a scalar", c.Line)
+			}
+			c.Tag = "!!str"
+		} else if err := expand(c); err != nil {
+			return err
+		}
+	}
+	name, ok := strings.CutPrefix(n.Tag, "!")
+	if !ok || strings.HasPrefix(name, "!") {
+		return nil
+	}
+	inner := *n
+	inner.Tag = ""
+	if n.Kind == yaml.ScalarNode {
+		inner.Tag = "!!str" // !Ref 1 names "1", it is not a number
+	}
+	switch {
+	case name == "Ref" || name == "Condition":
+	case name == "GetAtt" && n.Kind == yaml.ScalarNode:
+		res, attr, found := strings.Cut(n.Value, ".")
+		if !found {
+			return fmt.Errorf("line %d: !GetAtt %q: want Resource.Attribute", n.Line, n.Value)
+		}
+		inner = yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{str(res), str(attr)}}
+		name = "Fn::GetAtt"
+	case slices.Contains(intrinsics, name):
+		name = "Fn::" + name
+	default:
+		return fmt.Errorf("line %d: unknown tag !%s", n.Line, name)
+	}
+	*n = yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Content: []*yaml.Node{str(name), &inner}}
+	return nil
 }
 
-// toValue turns a YAML node into the JSON-shaped value CloudFormation reads,
-// expanding short-form intrinsic functions.
-func toValue(n *yaml.Node) (any, error) {
-	if name, ok := strings.CutPrefix(n.Tag, "!"); ok && !strings.HasPrefix(name, "!") {
-		plain := *n
-		plain.Tag = ""
-		if n.Kind == yaml.ScalarNode {
-			plain.Tag = "!!str" // !Ref 1 names "1", it is not a number
-		}
-		inner, err := toValue(&plain)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case name == "Ref" || name == "Condition":
-			return map[string]any{name: inner}, nil
-		case name == "GetAtt":
-			if s, ok := inner.(string); ok {
-				res, attr, found := strings.Cut(s, ".")
-				if !found {
-					return nil, fmt.Errorf("line %d: !GetAtt %q: want Resource.Attribute", n.Line, s)
-				}
-				inner = []any{res, attr}
-			}
-			return map[string]any{"Fn::GetAtt": inner}, nil
-		case intrinsics[name]:
-			return map[string]any{"Fn::" + name: inner}, nil
-		}
-		return nil, fmt.Errorf("line %d: unknown tag !%s", n.Line, name)
-	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			return nil, nil
-		}
-		return toValue(n.Content[0])
-	case yaml.AliasNode:
-		return toValue(n.Alias)
-	case yaml.SequenceNode:
-		out := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			v, err := toValue(c)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, nil
-	case yaml.MappingNode:
-		out := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			if k.Kind != yaml.ScalarNode {
-				return nil, fmt.Errorf("line %d: mapping key is not a scalar", k.Line)
-			}
-			v, err := toValue(n.Content[i+1])
-			if err != nil {
-				return nil, err
-			}
-			out[k.Value] = v
-		}
-		return out, nil
-	case yaml.ScalarNode:
-		var v any
-		if err := n.Decode(&v); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n.Line, err)
-		}
-		return v, nil
-	}
-	return nil, fmt.Errorf("line %d: unexpected YAML node kind %v", n.Line, n.Kind)
-}
+// str is a YAML string node of s.
+func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
 // RouteFor returns the route key and function that API Gateway would choose
-// for a request with method and path: among the routes that match, one
-// without a greedy variable ({proxy+}) first, then literal segments before
-// variables, left to right, then the method's own route before ANY;
-// $default when nothing else matches.
+// for a request with method and path, ranking the matching routes as it
+// does (matchPath, then the method's own before ANY); else $default.
 func (t *Template) RouteFor(method, path string) (key, function string, err error) {
 	routes, err := t.Routes()
 	if err != nil {

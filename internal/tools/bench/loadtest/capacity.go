@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -10,19 +11,9 @@ import (
 	"github.com/example/waitingroom/internal/tools/bench"
 )
 
-// crowdSettings adds the settings of c, a crowd with a cap, to the
-// program's creation.
-func crowdSettings(c *bench.Crowd, s *api.ProgramSettings) {
-	s.MaxActiveUsers = new(c.MaxActive)
-	if c.NoShowSeconds > 0 {
-		s.NoShowSeconds = new(c.NoShowSeconds)
-	}
-}
-
 // stopsPolling reports whether u, a no-show, goes quiet at a WAITING answer
-// at position pos with its next poll wait away: when the counter, at the
-// fastest scheduled rate, could reach it before (or a second after) that
-// poll.
+// at position pos: when the counter, at the fastest scheduled rate, could
+// reach it by a second after its next poll, wait away.
 func (r *runner) stopsPolling(u *user, pos int64, wait time.Duration) bool {
 	if !u.noShow {
 		return false
@@ -30,8 +21,8 @@ func (r *runner) stopsPolling(u *user, pos int64, wait time.Duration) bool {
 	return float64(pos) <= 1+math.Ceil(maxRate(r.cfg.Scenario.Rates)*(wait+time.Second).Seconds())
 }
 
-// endSession plays the site's side of an admission u saw in ans: after u's
-// session it ends the session with the pass, retrying as answers ask.
+// endSession plays the site's side of an admission u saw in ans: it ends
+// the session with the pass after u's session length.
 func (r *runner) endSession(ctx context.Context, u *user, ans api.Token) {
 	if !ans.ExpiresAt.IsZero() {
 		u.windowEnd = ans.ExpiresAt.Sub(r.start)
@@ -56,8 +47,7 @@ func (r *runner) endSession(ctx context.Context, u *user, ans api.Token) {
 }
 
 // unmeasuredTail is how long before the last sample an end must be for
-// its slot's reuse to be judged: the last ends of a run may free slots for
-// no-shows who no longer send the requests that fold.
+// its slot's reuse to be judged.
 const unmeasuredTail = 5 * time.Second
 
 // capacity measures a capped run from its users and the admin samples;
@@ -118,11 +108,8 @@ func (r *runner) capacity(users []user, end time.Duration) *bench.Capacity {
 		last = max(last, done)
 		events = append(events, event{u.seenAt, 1}, event{done, -1})
 	}
-	slices.SortFunc(events, func(a, b event) int {
-		if a.at != b.at {
-			return int(a.at - b.at)
-		}
-		return int(a.delta - b.delta) // ends first
+	slices.SortFunc(events, func(a, b event) int { // ends first
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta))
 	})
 	var active int64
 	for _, e := range events {
@@ -141,9 +128,8 @@ func (r *runner) capacity(users []user, end time.Duration) *bench.Capacity {
 	return res
 }
 
-// turnoverBound is the least time admitting admitted people can take: the
-// admission rate's N / rate, or the slot time they hold (the sessions
-// measured, and NoShowSeconds for each no-show) shared by the cap's slots.
+// turnoverBound is the least time admitting admitted people can take: N /
+// rate, or the slot time they hold shared by the cap's slots.
 func turnoverBound(sessions time.Duration, noShows int64, c *bench.Crowd, admitted int64, rates bench.Schedule) time.Duration {
 	var byRate time.Duration
 	if rate := maxRate(rates); rate > 0 {
@@ -163,9 +149,8 @@ func maxRate(rates bench.Schedule) float64 {
 }
 
 // reuseAfter is how long after end the sampled admitted counter next moved
-// past its level at the last sample before end: ok is false when nobody
-// waited then (nothing to reuse the slot), or, with a negative duration,
-// when it never moved again.
+// past its level before end: ok is false when nobody waited then, or, with
+// a negative duration, when it never moved again.
 func reuseAfter(samples []sample, end time.Duration) (time.Duration, bool) {
 	i, _ := slices.BinarySearchFunc(samples, end, func(s sample, t time.Duration) int { return int(s.at - t) })
 	if i == 0 {

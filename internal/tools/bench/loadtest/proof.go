@@ -9,15 +9,12 @@ import (
 	"github.com/example/waitingroom/internal/tools/client"
 )
 
-// maxProofs bounds the proofs of work one user solves for its enter: a
-// program that asks for one refuses its first enter, and a proof may be
-// refused once more (expired, or the program asks for more bits since).
+// maxProofs bounds the proofs of work one user solves for its enter.
 const maxProofs = 3
 
-// enter enters the program until it is answered, within ctx, and
-// returns the answer with the last attempt's send and receipt times; ok
-// is false when it gave up. Its attempts all carry one idempotency key,
-// and a proof of work when the program asks for one.
+// enter enters the program until it is answered, with one idempotency key
+// and a proof of work when asked, and returns the answer with the last
+// attempt's send and receipt times; ok is false when it gave up.
 func (r *runner) enter(ctx context.Context) (ans api.Token, sent, recv time.Duration, ok bool) {
 	e := client.Entry{IdempotencyKey: client.NewIdempotencyKey()}
 	proofs := 0
@@ -47,8 +44,7 @@ func (r *runner) enter(ctx context.Context) (ans api.Token, sent, recv time.Dura
 	}
 }
 
-// prove fetches a challenge and solves it, counting the solve's time,
-// and returns e with the proof (Config's program asked for one).
+// prove fetches a challenge and returns e with its solution.
 func (r *runner) prove(ctx context.Context, e client.Entry) (client.Entry, error) {
 	ch, err := r.client.Challenge(ctx, r.cfg.ProgramID)
 	if err != nil || ch.Bits == 0 {

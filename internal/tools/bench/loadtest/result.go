@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,9 +11,8 @@ import (
 	"github.com/example/waitingroom/internal/tools/client"
 )
 
-// tickets fills the ticket-order fields of res: the gaps (the run's
-// tickets, from the program's issued counter, that no user holds) and
-// duplicates, and the worst inversion of arrival order.
+// tickets fills the ticket fields of res: the gaps (from the program's
+// issued counter, -1 if unknown), the duplicates and the inversion.
 func (r *runner) tickets(users []user, issued int64, res *bench.Result) {
 	held := map[int64]int{}
 	var es []bench.Entrant
@@ -26,9 +26,7 @@ func (r *runner) tickets(users []user, issued int64, res *bench.Result) {
 		}
 		held[u.ticket]++
 		if u.issuedAtMs > 0 {
-			// A shuffled pre-queue's order is random by design: left out.
-			e := bench.Entrant{EnteredMs: u.issuedAtMs, Place: u.ticket, Prequeue: u.ticket <= prequeue}
-			es = append(es, e)
+			es = append(es, bench.Entrant{EnteredMs: u.issuedAtMs, Place: u.ticket, Prequeue: u.ticket <= prequeue})
 		}
 	}
 	for _, n := range held {
@@ -43,18 +41,8 @@ func (r *runner) tickets(users []user, issued int64, res *bench.Result) {
 // result is the run's measurements: the requests counted by route and
 // second, their latency, and each admitted user's notification delay.
 func (r *runner) result(users []user, end time.Duration) bench.Result {
-	sc := r.cfg.Scenario
-	res := bench.Result{
-		Policy:    r.cfg.Poll.String(),
-		Mode:      "run",
-		ProgramID: r.cfg.ProgramID,
-		Arrival:   sc.Arrival.String(),
-		AdmitRate: sc.Rates.String(),
-		Abandon:   sc.Abandon,
-		Seed:      r.cfg.Seed,
-		Users:     sc.Users,
-		ByRoute:   map[string]int64{},
-	}
+	res := r.cfg.Scenario.Result(r.cfg.Poll.String(), "run", r.cfg.Seed)
+	res.ProgramID, res.ByRoute = r.cfg.ProgramID, map[string]int64{}
 	if r.cfg.Existing {
 		res.AdmitRate = "by the operator"
 	}
@@ -159,21 +147,11 @@ func (r *runner) countUsers(res *bench.Result, users []user) {
 	res.NotifyDelayMs = bench.Summarize(delays)
 }
 
-// admittedAt estimates when the counter passed ticket: between the last
-// sample below it and the first at or above it, reading each sample as the
-// middle of its counter's interval (a floor); -1 (so that the caller's
-// clamp applies) when the samples say nothing.
+// admittedAt estimates when the counter passed ticket, interpolating
+// between the samples around it; -1 when the samples say nothing.
 func admittedAt(samples []sample, ticket int64) time.Duration {
-	i, _ := slices.BinarySearchFunc(samples, ticket, func(s sample, k int64) int {
-		switch {
-		case s.admitted < k:
-			return -1
-		case s.admitted > k:
-			return 1
-		}
-		return 0
-	})
 	// i is the first sample with admitted ≥ ticket.
+	i, _ := slices.BinarySearchFunc(samples, ticket, func(s sample, k int64) int { return cmp.Compare(s.admitted, k) })
 	var a, b sample
 	switch {
 	case i == 0:
@@ -193,8 +171,8 @@ func admittedAt(samples []sample, ticket int64) time.Duration {
 	return a.at + time.Duration(f*float64(b.at-a.at))
 }
 
-// seenSeries counts the users who first saw ADMITTED in each second of
-// the run (of seconds), and returns the series and its peak.
+// seenSeries returns the count of users who first saw ADMITTED in each
+// second of the run, and its peak.
 func seenSeries(users []user, seconds int) ([]int64, int64) {
 	series := make([]int64, seconds)
 	for _, u := range users {

@@ -22,7 +22,7 @@ import (
 )
 
 // retryFallback is the wait before retrying a failed request whose answer
-// names none (a transport error, a 5xx without Retry-After).
+// names none.
 const retryFallback = time.Second
 
 // runner is one load-test run: its client, and what its virtual users and
@@ -41,28 +41,21 @@ type runner struct {
 	records []record
 	samples []sample // admin counter over time, sorted once the run is over
 
-	// baseIssued is the program's ticket counter when the run starts: the
-	// run's tickets are baseIssued+1, baseIssued+2, …
+	// baseIssued is the program's ticket counter when the run starts.
 	baseIssued int64
-	// leaving is, per user, the fraction of its wait after which it leaves
-	// (negative: it stays); plan is the predicted admission offset of each
-	// ticket from the start of admission (simulate.AdmissionTimes), with
-	// abandonment or Poll.AtAdmission.
-	leaving []float64
-	plan    []time.Duration
-	// admitStart is the start of admission, from the run's start, plus 1
-	// ns; 0 until known (a burst starts admission once everyone is in),
-	// when started is closed.
-	admitStart atomic.Int64
-	started    chan struct{}
-
-	// passes counts the first ADMITTED answers that carried a pass.
-	passes atomic.Int64
-	// solves and solveNs count the proofs of work solved and their time.
-	solves, solveNs atomic.Int64
-	// proofs is set when the program asks for a proof of work: every
-	// user solves one before its first enter.
-	proofs bool
+	// plan is the predicted admission offset of each ticket from the start
+	// of admission (simulate.AdmissionTimes), with abandonment or
+	// Poll.AtAdmission.
+	plan []time.Duration
+	// admitStart is the start of admission from the run's start, plus 1 ns
+	// (0 until known); started ends once it is set.
+	admitStart  atomic.Int64
+	started     context.Context
+	markStarted context.CancelFunc
+	passes      atomic.Int64 // first ADMITTED answers that carried a pass
+	solves      atomic.Int64 // proofs of work solved
+	solveNs     atomic.Int64 // their time
+	proofs      bool         // the program asks for a proof of work
 }
 
 // record is one request as sent and answered.
@@ -85,8 +78,8 @@ type sample struct {
 
 func (r *runner) since() time.Duration { return r.clock.Now().Sub(r.start) }
 
-// bound is parent ended at the run's deadline in real time, when the
-// run is on the real clock (on another clock, sleep enforces it).
+// bound is parent ended at the run's deadline, on the real clock (on
+// another clock, sleep enforces it).
 func (r *runner) bound(parent context.Context) (context.Context, context.CancelFunc) {
 	if r.cfg.Clock != nil {
 		return context.WithCancel(parent)
@@ -100,9 +93,8 @@ type userKey struct{}
 // samplerUser is userOf the counter sampling's context.
 const samplerUser = -2
 
-// userOf is the index of the virtual user whose context ctx is
-// (samplerUser for the counter sampling); ok is false for the runner's
-// other work.
+// userOf is the index of the virtual user of ctx (samplerUser for the
+// counter sampling); ok is false for the runner's other work.
 func userOf(ctx context.Context) (index int, ok bool) {
 	index, ok = ctx.Value(userKey{}).(int)
 	return index, ok
@@ -121,8 +113,8 @@ func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
 	return r.clock.Sleep(ctx, d) == nil && ctx.Err() == nil
 }
 
-// observe records every request the client sends, unless the run's end
-// canceled it.
+// observe records every request the client sends that the run's end did
+// not cancel.
 func (r *runner) observe(ex client.Exchange) {
 	if ex.Canceled {
 		return
@@ -148,9 +140,8 @@ func (r *runner) observe(ex client.Exchange) {
 }
 
 // retry reports whether to send a failed request again, after waiting as
-// its answer asks (Retry-After on 429 and 5xx; retryFallback after a
-// transport error). It does not wait, and answers false, when the wait
-// would end past the run's deadline or the answer is not worth a retry.
+// its answer asks; it answers false at once when the wait would end past
+// the run's deadline or the answer is not worth a retry.
 func (r *runner) retry(ctx context.Context, err error) bool {
 	d, ok := client.RetryDelay(ctx, err, retryFallback)
 	if !ok {
@@ -173,10 +164,8 @@ func (r *runner) retrying(ctx context.Context, send func() error) error {
 	}
 }
 
-// putProgram sends an admin change until it is applied, honouring
-// Retry-After, within ctx. A request sent is seen to its answer (within
-// the client's timeout) even when ctx ends meanwhile: the run's end must
-// not hide a change the server made.
+// putProgram sends an admin change until it is applied, within ctx; a
+// request sent is seen to its answer even when ctx ends meanwhile.
 func (r *runner) putProgram(ctx context.Context, s api.ProgramSettings) (p client.ProgramAnswer, err error) {
 	err = r.retrying(ctx, func() (err error) {
 		p, _, err = r.client.PutProgram(context.WithoutCancel(ctx), r.cfg.ProgramID, s)
@@ -227,9 +216,8 @@ func (r *runner) run(parent context.Context) (bench.Result, error) {
 	return res, nil
 }
 
-// openProgram creates the run's program paused, so that nobody is
-// admitted before the scenario's admission starts, or reads the existing
-// one; within the scenario's timeout.
+// openProgram creates the run's program paused, or reads the existing
+// one, within the scenario's timeout.
 func (r *runner) openProgram(parent context.Context) (client.ProgramAnswer, error) {
 	r.deadline = r.clock.Now().Add(r.cfg.Scenario.Timeout)
 	ctx, cancel := r.bound(parent)
@@ -250,7 +238,7 @@ func (r *runner) openProgram(parent context.Context) (client.ProgramAnswer, erro
 		create.PollingPolicy = new(r.cfg.Poll.Policy)
 	}
 	if r.cfg.Crowd != nil {
-		crowdSettings(r.cfg.Crowd, &create)
+		r.cfg.Crowd.Settings(&create)
 	}
 	c, err := r.putProgram(ctx, create)
 	if err != nil {
@@ -260,10 +248,9 @@ func (r *runner) openProgram(parent context.Context) (client.ProgramAnswer, erro
 }
 
 // startBackground starts, until ctx ends, the counter sampling (when
-// anyone gets admitted) and the rate schedule: a burst
-// enters a paused queue and admission starts once everyone is in (enters),
-// as in the simulator; a ramp starts admission with the run. The channel
-// receives the schedule's outcome.
+// anyone gets admitted) and the rate schedule, which starts once everyone
+// is in (enters) for a burst, with the run otherwise. The channel receives
+// the schedule's outcome.
 func (r *runner) startBackground(ctx context.Context, enters *sync.WaitGroup) (*sync.WaitGroup, <-chan error) {
 	sc := r.cfg.Scenario
 	admits := r.cfg.Existing // the operator may admit at any time
@@ -294,8 +281,8 @@ func (r *runner) startBackground(ctx context.Context, enters *sync.WaitGroup) (*
 func (r *runner) playUsers(ctx context.Context, enters *sync.WaitGroup) []user {
 	sc := r.cfg.Scenario
 	users := make([]user, sc.Users)
-	r.leaving = sc.Leaving(r.cfg.Seed)
-	if r.leaving != nil || r.cfg.Poll.AtAdmission {
+	leaving := sc.Leaving(r.cfg.Seed)
+	if leaving != nil || r.cfg.Poll.AtAdmission {
 		r.plan = simulate.AdmissionTimes(sc, r.cfg.CacheTTL, true)
 	}
 	var vus sync.WaitGroup
@@ -312,8 +299,8 @@ func (r *runner) playUsers(ctx context.Context, enters *sync.WaitGroup) []user {
 		if session != nil {
 			users[i].session = session[i]
 		}
-		if r.leaving != nil {
-			users[i].leaving = r.leaving[i]
+		if leaving != nil {
+			users[i].leaving = leaving[i]
 		}
 		if r.cfg.trackUser != nil {
 			r.cfg.trackUser(1)
@@ -335,9 +322,8 @@ func (r *runner) playUsers(ctx context.Context, enters *sync.WaitGroup) []user {
 }
 
 // final reads, once the run is over, the program's issued counter (-1 if
-// the read fails; the read counts among the admin requests) and the
-// program item's busiest second from the server's partition model (nil
-// when the server has none).
+// the read fails) and the program item's busiest second from the server's
+// partition model (nil when it has none).
 func (r *runner) final(ctx context.Context) (issued int64, writes *int64) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -371,7 +357,7 @@ func (r *runner) final(ctx context.Context) (issued int64, writes *int64) {
 func (r *runner) schedule(ctx context.Context) error {
 	from := r.since()
 	r.admitStart.Store(int64(from) + 1)
-	close(r.started)
+	r.markStarted()
 	for i, ch := range r.cfg.Scenario.Rates {
 		if i > 0 && !r.sleep(ctx, from+ch.At-r.since()) {
 			return nil
@@ -394,8 +380,7 @@ func (r *runner) schedule(ctx context.Context) error {
 }
 
 // sampleGrace is how long a counter read in flight when the run ends may
-// still take: the read is let finish, so that the admin requests counted
-// are the ones the server saw.
+// still take, so that the admin requests counted are those the server saw.
 const sampleGrace = 2 * time.Second
 
 // sample reads the admitted counter every SampleEvery, timing each read

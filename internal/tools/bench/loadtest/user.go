@@ -25,9 +25,8 @@ type user struct {
 	admitted    bool
 	polls       int
 
-	// With Config.Crowd: noShow and session are drawn; silent is set
-	// when the no-show stopped polling, expired when EXPIRED was read;
-	// the session's end was sent at endSent and answered at endRecv.
+	// With Config.Crowd: noShow and session are drawn, silent is set when
+	// the no-show stopped polling, expired when EXPIRED was read.
 	noShow, silent, expired       bool
 	session                       time.Duration
 	windowEnd                     time.Duration // the admission's end, from the start; 0 when unknown
@@ -36,8 +35,7 @@ type user struct {
 }
 
 // user plays one virtual user; entered is called once its enter is over,
-// whatever the outcome. Its enters all carry one idempotency key, so that
-// a retry can be answered the place the first attempt took.
+// whatever the outcome.
 func (r *runner) user(ctx context.Context, u *user, entered func()) {
 	var once sync.Once
 	defer once.Do(entered)
@@ -111,13 +109,12 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 }
 
 // untilDue is, in the admission mode, how long from now u waits for its
-// first poll: until its ticket's predicted admission plus DueMargin (at
-// least 0), once the start of admission is known; -1 when u's ticket is
-// unknown or not predicted to be admitted. ok is false when the run ended
-// first.
+// first poll, once the start of admission is known: until its predicted
+// admission plus DueMargin, or -1 when there is none. ok is false when the
+// run ended first.
 func (r *runner) untilDue(ctx context.Context, u *user) (d time.Duration, ok bool) {
 	select {
-	case <-r.started:
+	case <-r.started.Done():
 	case <-ctx.Done():
 		return 0, false
 	}
@@ -129,8 +126,7 @@ func (r *runner) untilDue(ctx context.Context, u *user) (d time.Duration, ok boo
 }
 
 // admissionAt is when u's ticket is predicted to be admitted, from the
-// run's start: the start of admission plus its plan; ok is false when it
-// is not predicted or the start of admission is not known yet.
+// run's start; ok is false when that is not known.
 func (r *runner) admissionAt(u *user) (time.Duration, bool) {
 	start, k := r.admitStart.Load(), u.ticket-r.baseIssued
 	if start == 0 || k < 1 || k >= int64(len(r.plan)) || r.plan[k] < 0 {
@@ -139,11 +135,9 @@ func (r *runner) admissionAt(u *user) (time.Duration, bool) {
 	return time.Duration(start-1) + r.plan[k], true
 }
 
-// wait sleeps d before u's next poll, unless u is an abandoning user whose
-// leave instant comes first: then it leaves. It reports whether u is done
-// (it left, or the run ended). An abandoner in a burst enters before the
-// start of admission is known, so it also wakes up at that start to place
-// its leave.
+// wait sleeps d before u's next poll, or leaves if u's leave instant comes
+// first (woken at the start of admission to place it), and reports whether
+// u is done (it left, or the run ended).
 func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duration) (done bool) {
 	until := r.since() + d
 	for {
@@ -160,33 +154,22 @@ func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duratio
 		}
 		// Sleep until the poll, or until the start of admission is known.
 		sctx, stop := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-r.started:
-				stop()
-			case <-sctx.Done():
-			}
-		}()
+		unhook := context.AfterFunc(r.started, stop)
 		slept := r.sleep(sctx, until-r.since())
+		unhook()
 		stop()
 		if slept {
 			return false
 		}
-		select {
-		case <-r.started: // place the leave
-		default: // the run ended
-			return true
-		}
-		if ctx.Err() != nil {
+		if r.started.Err() == nil || ctx.Err() != nil { // the run ended
 			return true
 		}
 	}
 }
 
-// leaveAt is when u, an abandoning user, leaves: its fraction of the wait
-// from its enter to its ticket's predicted admission (or to the timeout).
-// ok is false for a user who stays, or while the start of admission is
-// not known yet.
+// leaveAt is when u leaves: its fraction of the wait from its enter to its
+// predicted admission (or the timeout). ok is false for a user who stays,
+// or while the start of admission is not known.
 func (r *runner) leaveAt(u *user) (time.Duration, bool) {
 	if u.leaving < 0 || r.admitStart.Load() == 0 {
 		return 0, false
@@ -201,9 +184,8 @@ func (r *runner) leaveAt(u *user) (time.Duration, bool) {
 	return u.enterAt + time.Duration(u.leaving*float64(end-u.enterAt)), true
 }
 
-// leave sends u's DELETE until it is answered; it reports whether u is
-// done (it left, or the run ended). A 409 means u was admitted first: it
-// stays, and polls again.
+// leave sends u's DELETE until it is answered, and reports whether u is
+// done; after a 409 (admitted first) u polls again.
 func (r *runner) leave(ctx context.Context, u *user, token string) bool {
 	u.leaving = -1
 	for {

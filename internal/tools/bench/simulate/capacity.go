@@ -10,12 +10,7 @@ import (
 	"github.com/example/waitingroom/internal/tools/localkeys"
 )
 
-// The capacity model of service mode: the program's cap and no-show
-// handling, and a crowd of which some never come to see their admission
-// and the others' sessions are ended by the site (Config.Crowd).
-
-// passSigner returns a signer of admission passes with a fresh local key,
-// as the service signs them on AWS.
+// passSigner returns a signer of admission passes with a fresh local key.
 func passSigner() (queue.PassSigner, error) {
 	key, err := localkeys.Generate()
 	if err != nil {
@@ -34,20 +29,17 @@ type capacityState struct {
 	// noShow and session are the crowd, by arrival order (bench.Crowd.Draw).
 	noShow  []bool
 	session []int64 // ms from seeing ADMITTED to the session's end; nil: the window's end
-	// noShowAfterMs is the program's time to show (-1: no-shows never free
-	// a slot, the program having no cap).
+	// noShowAfterMs is the program's time to show (-1: without a cap).
 	noShowAfterMs int64
 	noShows       int
-	// active is how many users are admitted, came to see it, and whose
-	// session and window have not ended; mostActive its peak.
+	// active is how many users saw ADMITTED and are in their session and
+	// window; mostActive its peak.
 	active, mostActive int64
 	servedMs           int64 // when the last user who showed saw ADMITTED
 	pendingEnds        int   // sessions the site has yet to end
 	sessionsEnded      int64
 	endErrors          int64
-	// frees are the instants (ms) at which a slot of a capped program
-	// freed: a session's or a window's end, a no-show's time to show over.
-	frees []int64
+	frees              []int64 // when a slot of a capped program freed (ms)
 }
 
 // init draws cfg's crowd and reads the time to show of p, the program as
@@ -67,16 +59,14 @@ func (c *capacityState) init(cfg Config, p admission.Program) {
 	}
 }
 
-// isNoShow reports whether user u stops polling now, right before its
-// admission: it is a no-show and the serving counter has passed its place.
+// isNoShow reports whether user u, a no-show, stops polling now: the
+// serving counter has passed its place.
 func (s *sim) isNoShow(u int) bool {
 	c := &s.capacity
 	if c.noShow == nil || !c.noShow[u] {
 		return false
 	}
-	// The counter as it is now: a fold in this millisecond may have
-	// moved it.
-	s.advance()
+	s.advance() // a fold in this millisecond may have moved the counter
 	place := s.model.place(s.users[u], s.model.program())
 	if place >= int64(len(s.admitAt)) {
 		return false
@@ -88,9 +78,8 @@ func (s *sim) isNoShow(u int) bool {
 	return true
 }
 
-// admitted starts the session of user u, who just heard a (ADMITTED): it
-// ends at the site's word after the user's session length, or with the
-// window.
+// admitted starts the session of user u, who just heard a (ADMITTED),
+// until the site ends it or the window ends.
 func (s *sim) admitted(u int, a answer) {
 	c := &s.capacity
 	c.active++
@@ -108,7 +97,7 @@ func (s *sim) admitted(u int, a answer) {
 	s.wheel.add(s.t, at, waiter{user: int32(u + 1), event: event})
 }
 
-// endSession is the site ending user u's session with its pass. One that
+// endSession is the site ending user u's session with its pass; one that
 // fails runs on to its window's end.
 func (s *sim) endSession(u int) {
 	c := &s.capacity
@@ -145,8 +134,7 @@ func (s *sim) capacityResult(p admission.Program) *bench.Capacity {
 		SessionsEnded:  c.sessionsEnded,
 		EndErrors:      c.endErrors,
 	}
-	// Given back: the no-shows the folds found and either freed a slot
-	// (a cap) or are owed to the line (none, not given yet).
+	// Given back: the no-shows the folds found, less those still owed.
 	r.Wasted = max(r.NoShows-(p.Capacity.NoShows-p.Capacity.Owed), 0)
 	if s.cfg.Crowd.MaxActive > 0 {
 		// The j-th slot freed is taken by admission cap + j.

@@ -13,21 +13,18 @@ import (
 	"github.com/example/waitingroom/internal/tools/bench"
 )
 
-// programModel steps an admission.Program as the service does, with the policy's
-// delays: user i takes ticket i+1 on arrival, every request succeeds, and a
-// poll builds only as much of the polling.Situation as the policy reads.
-// It is fast enough for a million people polling every few seconds.
+// programModel steps an admission.Program as the service does, with the
+// policy's delays: user i takes ticket i+1 on arrival, every request
+// succeeds, and a poll builds only as much of the polling.Situation as the
+// policy reads.
 type programModel struct {
-	cfg    Config
-	policy polling.Policy
-	// needs is how much of the Situation the policy reads.
-	needs needs
-	rng   *rand.Rand
-	prog  admission.Program
-	t     int64
-	now   time.Time
-	// cur is the serving counter at the last call of serving.
-	cur        int64
+	cfg        Config
+	needs      needs
+	rng        *rand.Rand
+	prog       admission.Program
+	t          int64
+	now        time.Time
+	cur        int64 // the serving counter at the last call of serving
 	nextChange int
 	// createdPaused: the program was created paused, as a load test
 	// creates it, so that even the first change waits CacheTTL.
@@ -36,10 +33,9 @@ type programModel struct {
 
 func newProgramModel(cfg Config, createdPaused bool) *programModel {
 	return &programModel{
-		cfg:    cfg,
-		policy: cfg.Policy.Policy,
-		needs:  needsOf(cfg.Policy.Policy),
-		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		cfg:   cfg,
+		needs: needsOf(cfg.Policy.Policy),
+		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		// The program as the admin PUT creates it, before anyone arrives.
 		prog: admission.Program{ID: "sim", CreatedAt: Epoch, Current: pace.Segment{Paused: createdPaused},
 			Options: settings.Options{AdmissionWindow: admission.DefaultAdmissionWindow}},
@@ -67,10 +63,9 @@ func (m *programModel) tick(t int64) {
 }
 
 // AdmissionTimes returns, for each ticket 1..Users (index 0 unused), the
-// offset from the start at which the simulated program admits it, user i
-// taking ticket i+1 on arrival and rate changes in force delay after their
-// offset; -1 marks a ticket not admitted before the timeout. With
-// createdPaused even the first change waits delay, as in a load test.
+// offset from the start at which the simulated program admits it, rate
+// changes in force delay after their offset (the first too with
+// createdPaused); -1 marks a ticket not admitted before the timeout.
 func AdmissionTimes(sc bench.Scenario, delay time.Duration, createdPaused bool) []time.Duration {
 	at := make([]time.Duration, sc.Users+1)
 	for i := range at {
@@ -127,13 +122,12 @@ func (m *programModel) answer(tk int64) answer {
 	case needsAll:
 		sit = m.prog.Situation(tk, m.now, m.notice())
 	}
-	return answer{ticket: tk, position: tk - m.cur, retryAfter: m.policy.RetryAfter(sit, m.rng)}
+	return answer{ticket: tk, position: tk - m.cur, retryAfter: m.cfg.Policy.Policy.RetryAfter(sit, m.rng)}
 }
 
-// notice is the answer's admission.ChangeNotice at m.t as the service would
-// give it: its cache TTL is the change delay (CacheTTL) less the admin
-// write budget, and one busy instance reads the program each time its read
-// expires (at every multiple of the TTL).
+// notice is the answer's admission.ChangeNotice at m.t as one busy
+// instance would give it, its cache TTL being CacheTTL less the admin
+// write budget.
 func (m *programModel) notice() time.Duration {
 	ttl := (m.cfg.CacheTTL - admission.AdminWriteBudget).Milliseconds()
 	if ttl <= 0 {
@@ -151,8 +145,7 @@ func (m *programModel) release(string) error {
 
 func (m *programModel) finish(*bench.Result) {}
 
-// needs says how much of the polling.Situation a policy reads, so that a
-// poll builds the costly Program.Situation only for policies that read it.
+// needs says how much of the polling.Situation a policy reads.
 type needs int
 
 const (

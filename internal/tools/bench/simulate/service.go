@@ -22,27 +22,24 @@ import (
 const serviceProgram = "sim"
 
 // serviceModel runs queue.Service on Config.Instances instances sharing one
-// simulated table (store) and the virtual clock: every enter is
-// Service.Enter with an Idempotency-Key, every poll Service.Poll.
+// simulated table (store) and the virtual clock.
 type serviceModel struct {
 	cfg   Config
 	clock *clock.Fake
 	store *store
 	svcs  []*queue.Service
-	// shuffleKey signs every instance's shuffle seed (one key, as the
-	// deployment's KMS key); seed is the seed once revealed.
+	// shuffleKey signs every instance's shuffle seed; seed is the seed
+	// once revealed.
 	shuffleKey shuffle.Key
 	seed       string
 	// offsets are the instances' clock offsets; slowest is the instance
 	// whose clock is furthest behind, which checks every admission.
-	offsets []time.Duration
-	slowest *queue.Service
-	rng     *rand.Rand
-	ctx     context.Context
-	cur     int64 // the serving counter at the last call of serving
-	// regressions counts admitted users the slowest instance did not see
-	// admitted.
-	regressions int64
+	offsets     []time.Duration
+	slowest     *queue.Service
+	rng         *rand.Rand
+	ctx         context.Context
+	cur         int64 // the serving counter at the last call of serving
+	regressions int64 // admitted users the slowest instance did not see admitted
 }
 
 func newServiceModel(cfg Config) (*serviceModel, error) {
@@ -104,12 +101,7 @@ func programSettings(cfg Config) api.ProgramSettings {
 	if first.Rate == 0 {
 		set = api.ProgramSettings{Paused: new(true)}
 	}
-	if c := cfg.Crowd; c.MaxActive > 0 {
-		set.MaxActiveUsers = new(c.MaxActive)
-	}
-	if c := cfg.Crowd; c.NoShowSeconds > 0 {
-		set.NoShowSeconds = new(c.NoShowSeconds)
-	}
+	cfg.Crowd.Settings(&set)
 	if cfg.OpensAt > 0 {
 		set.OpensAt = new(Epoch.Add(cfg.OpensAt).Format(time.RFC3339Nano))
 		set.ShuffleAtOpen = new(cfg.Shuffle)
@@ -169,8 +161,8 @@ func (m *serviceModel) poll(us *user) (answer, error) {
 }
 
 // answer reads the service's view. With clock skew, an admission is asked
-// again of the instance whose clock is furthest behind (not counted as a
-// user's request), and a regression counted unless it answers ADMITTED too.
+// again, uncounted, of the slowest instance, and a regression counted
+// unless it answers ADMITTED too.
 func (m *serviceModel) answer(v queue.View) answer {
 	a := answer{token: v.TokenID, ticket: v.Ticket, admitted: v.Status == queue.StatusAdmitted, pass: v.AdmissionPass, expiresAt: v.ExpiresAt}
 	if !a.admitted {
@@ -189,8 +181,7 @@ func (m *serviceModel) answer(v queue.View) answer {
 }
 
 // place is us's place in the admission order: its ticket, or in a shuffled
-// pre-queue its ticket's place in the permutation the seed keys (the same
-// rule as Program.Place).
+// pre-queue its place in the seed's permutation (as Program.Place).
 func (m *serviceModel) place(us user, p admission.Program) int64 {
 	if !p.Shuffle || !p.PrequeueFixed || us.ticket > p.Prequeue {
 		return us.ticket

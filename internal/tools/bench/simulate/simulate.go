@@ -1,7 +1,6 @@
-// Package simulate runs a bench.Scenario on a virtual clock with no network:
-// admission is an admission.Program and the retry delay the policy's, as the
-// service computes them (or, with Config.Service, queue.Service itself).
-// Requests take no time; time advances in whole milliseconds, and a seed
+// Package simulate runs a bench.Scenario on a virtual clock with no network,
+// stepping an admission.Program and the policy's retry delays (or running
+// queue.Service itself). Time advances in whole milliseconds, and a seed
 // makes a run repeatable.
 package simulate
 
@@ -24,48 +23,40 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type Config struct {
 	Scenario bench.Scenario
 	Policy   bench.NamedPolicy
-	// Seed drives the policy's jitter and, separately, who abandons and
-	// when (bench.Scenario.Leaving) and the crowd (bench.Crowd.Draw).
+	// Seed drives the policy's jitter and, separately, the abandoning users
+	// and the crowd.
 	Seed uint64
-	// CacheTTL is the service's PROGRAM_CACHE_TTL: every rate change after
-	// the first takes effect this long after its offset.
+	// CacheTTL is the delay of every rate change after the first.
 	CacheTTL time.Duration
 	Prices   bench.Prices
 
-	// Service runs the scenario through queue.Service itself, as Run also
-	// does when PartitionLimits, OpensAt, Shuffle, SingleTickets, ClockSkew
-	// or the Crowd is set; otherwise only admission.Program is stepped.
+	// Service runs queue.Service itself, as does any of the fields below
+	// but Instances, FixedShards and FixedBlock; otherwise only
+	// admission.Program is stepped.
 	Service bool
-	// PartitionLimits, with Service, puts DynamoDB's per-partition limits
-	// on the simulated table (nil: none).
+	// PartitionLimits puts DynamoDB's per-partition limits on the
+	// simulated table (nil: none).
 	PartitionLimits *partitionmodel.Limits
-	// Instances is how many service instances share the table (Lambda
-	// instances warm for the crowd); at least 1.
+	// Instances is how many service instances share the table; at least 1.
 	Instances int
 	// OpensAt, when positive, opens the program this long after the start,
 	// Shuffle with shuffleAtOpen.
 	OpensAt time.Duration
 	Shuffle bool
-	// SingleTickets takes every ticket from the program item, with no
-	// ticket shards.
+	// SingleTickets takes every ticket from the program item.
 	SingleTickets bool
 	// FixedShards and FixedBlock, when FixedShards > 0, size ticket shards
-	// by tickets.WithFixedSizing instead of by the pace.
+	// by tickets.WithFixedSizing.
 	FixedShards int
 	FixedBlock  int64
-	// ClockSkew, with Service, sets each instance's clock off the true
-	// time by an offset drawn uniformly in [−ClockSkew, +ClockSkew] (by
-	// Seed); 0: every instance reads the true time.
+	// ClockSkew sets each instance's clock off by an offset drawn
+	// uniformly in [−ClockSkew, +ClockSkew].
 	ClockSkew time.Duration
-
 	// Crowd is the program's cap and no-show handling and what its people
-	// do once admitted; with any of it the service runs and signs a pass
-	// for each admission. Its zero value leaves sessions to the window's
-	// end.
+	// do once admitted; its zero value leaves sessions to the window's end.
 	Crowd bench.Crowd
-	// FollowAdmissions follows each admission to its session's end as
-	// the Crowd does, without its cap or no-show handling: a rate-only
-	// program's side of a comparison.
+	// FollowAdmissions follows each admission to its session's end as the
+	// Crowd does, without a cap or no-show handling.
 	FollowAdmissions bool
 }
 
@@ -84,12 +75,10 @@ const (
 	RouteLeave = "DELETE leave 204"
 )
 
-// retryAfterFailure is when a user sends a failed request again (the
-// service's Retry-After on 503).
+// retryAfterFailure is when a user sends a failed request again.
 const retryAfterFailure = time.Second
 
-// Validate reports what cfg cannot simulate, as errors naming the bench's
-// flags.
+// Validate reports what cfg cannot simulate, naming the bench's flags.
 func (cfg Config) Validate() error {
 	sc, c := cfg.Scenario, cfg.Crowd
 	switch err := sc.Validate(); {
@@ -136,25 +125,18 @@ func Run(cfg Config) (bench.Result, error) {
 // model answers the simulated users: admission.Program stepped directly
 // (programModel) or queue.Service on a simulated table (serviceModel).
 type model interface {
-	// tick moves the model to ms t of the run.
-	tick(t int64)
-	// program returns the program as it is now.
+	tick(t int64) // moves the model to ms t of the run
 	program() admission.Program
-	// serving returns the serving counter now.
 	serving() int64
-	// enter enters user u; poll polls for us.
 	enter(u int) (answer, error)
 	poll(us *user) (answer, error)
-	// place returns us's place in the admission order of p.
-	place(us user, p admission.Program) int64
-	// release ends the session of a pass, at the site's word.
-	release(pass string) error
-	// finish adds what the model measured to r.
-	finish(r *bench.Result)
+	place(us user, p admission.Program) int64 // us's place in p's admission order
+	release(pass string) error                // ends a pass's session
+	finish(r *bench.Result)                   // adds what the model measured
 }
 
 // answer is what a user hears back: admitted, or waiting at a position
-// until retryAfter. token, pass and expiresAt come from the service only.
+// until retryAfter; token, pass and expiresAt come from the service only.
 type answer struct {
 	token      string
 	ticket     int64
@@ -171,8 +153,7 @@ type user struct {
 	ticket    int64
 	enteredMs int64
 	position  int64 // the position of its last WAITING answer; 0: none yet
-	// pass and windowEndMs are its admission pass and the end of its
-	// window (ms), when the simulation follows admissions.
+	// pass and windowEndMs are its admission pass and window's end (ms).
 	pass        string
 	windowEndMs int64
 }
@@ -199,20 +180,16 @@ type sim struct {
 	users []user
 	// admitAt is, per place, the ms at which the serving counter passed it.
 	admitAt []int64
-	// leaveAt is, per user, the ms at which it leaves, -1 if it stays; nil
+	// leaveAt is, per user, the ms at which it leaves (-1: never); nil
 	// when nobody does.
 	leaveAt  []int64
 	wheel    wheel
 	capacity capacityState
 
-	seen, left, entered int
-	delays              []float64
-	requests, polls     int64
-	leaves, failures    int64
-	throttled           int64 // enters the partition model refused
-	positionRise        int64 // the most a user's position went up between two answers
-	series, pollSeries  []int64
-	enterSeries         []int64
+	// r is the result as counted so far: its users, requests and series.
+	r           bench.Result
+	delays      []float64
+	enterSeries []int64
 }
 
 func newSim(cfg Config) (*sim, error) {
@@ -227,7 +204,8 @@ func newSim(cfg Config) (*sim, error) {
 		}
 	}
 	n := cfg.Scenario.Users
-	s := &sim{cfg: cfg, model: m, users: make([]user, n), delays: make([]float64, 0, n)}
+	s := &sim{cfg: cfg, model: m, users: make([]user, n), delays: make([]float64, 0, n),
+		r: cfg.Scenario.Result(cfg.Policy.Name, "simulate", cfg.Seed)}
 	s.wheel.init(4096)
 	s.planLeaves()
 	if cfg.following() {
@@ -257,7 +235,7 @@ func (s *sim) run() {
 			}
 			s.wheel.giveBack(s.t, b)
 		}
-		if s.seen+s.left+s.capacity.noShows == n && s.capacity.pendingEnds == 0 {
+		if s.r.Admitted+s.r.Left+s.capacity.noShows == n && s.capacity.pendingEnds == 0 {
 			break
 		}
 	}
@@ -292,19 +270,20 @@ func (s *sim) advance() {
 
 // enter is user u's enter (again, after a failure, 1 s later).
 func (s *sim) enter(u int) {
+	s.r.Enters++
 	s.count(false)
 	a, err := s.model.enter(u)
 	if err != nil {
-		s.failures++
+		s.r.Errors++
 		if errors.Is(err, queue.ErrThrottled) {
-			s.throttled++
+			s.r.ThrottledEnters++
 		}
 		s.wheel.add(s.t, s.t+retryAfterFailure.Milliseconds(), waiter{user: int32(u + 1), event: enterEvent})
 		return
 	}
 	if us := &s.users[u]; us.ticket == 0 {
 		us.token, us.ticket, us.enteredMs = a.token, a.ticket, s.t
-		s.entered++
+		s.r.Entered++
 		s.enterSeries[s.t/1000]++
 	}
 	s.advance()
@@ -316,7 +295,7 @@ func (s *sim) poll(u int) {
 	s.count(true)
 	a, err := s.model.poll(&s.users[u])
 	if err != nil {
-		s.failures++
+		s.r.Errors++
 		s.wheel.add(s.t, s.t+retryAfterFailure.Milliseconds(), waiter{user: int32(u + 1)})
 		return
 	}
@@ -328,7 +307,7 @@ func (s *sim) poll(u int) {
 func (s *sim) answer(u int, a answer) {
 	us := &s.users[u]
 	if a.admitted {
-		s.seen++
+		s.r.Admitted++
 		// From when the counter passed the place, or the user entered if
 		// that was later (a number of a block the counter had passed).
 		at := s.t
@@ -343,7 +322,7 @@ func (s *sim) answer(u int, a answer) {
 	}
 	if a.position > 0 {
 		if us.position > 0 {
-			s.positionRise = max(s.positionRise, a.position-us.position)
+			s.r.MaxPositionRise = max(s.r.MaxPositionRise, a.position-us.position)
 		}
 		us.position = a.position
 	}
@@ -363,17 +342,16 @@ func (s *sim) answer(u int, a answer) {
 	s.wheel.add(s.t, next, waiter{user: int32(u + 1)})
 }
 
-// leave is a user's DELETE before its admission: the service answers 204
-// and the token reads LEFT.
+// leave is a user's DELETE before its admission.
 func (s *sim) leave() {
-	s.left++
-	s.leaves++
+	s.r.Left++
+	s.r.Leaves++
 	s.count(false)
 }
 
 // planLeaves sets leaveAt: each abandoning user leaves at its drawn fraction
-// of the wait from its enter to its admission (AdmissionTimes) or to
-// the timeout. A user admitted at its enter does not leave.
+// of the wait from its enter to its admission (AdmissionTimes) or to the
+// timeout.
 func (s *sim) planLeaves() {
 	sc := s.cfg.Scenario
 	frac := sc.Leaving(s.cfg.Seed)
@@ -401,22 +379,23 @@ func (s *sim) planLeaves() {
 // count counts a request at s.t: a poll, or an enter or leave.
 func (s *sim) count(poll bool) {
 	sec := int(s.t / 1000)
-	for len(s.series) <= sec {
-		s.series = append(s.series, 0)
-		s.pollSeries = append(s.pollSeries, 0)
+	r := &s.r
+	for len(r.RpsSeries) <= sec {
+		r.RpsSeries = append(r.RpsSeries, 0)
+		r.PollSeries = append(r.PollSeries, 0)
 		s.enterSeries = append(s.enterSeries, 0)
 	}
-	s.requests++
-	s.series[sec]++
+	r.Requests++
+	r.RpsSeries[sec]++
 	if poll {
-		s.polls++
-		s.pollSeries[sec]++
+		r.Polls++
+		r.PollSeries[sec]++
 	}
 }
 
-// ticketCounts returns, against the program's issued count, the numbers in
-// 1..issued nobody holds, the extra holders of numbers held more than once,
-// and the holders of numbers past issued.
+// ticketCounts returns the numbers in 1..issued nobody holds, the extra
+// holders of numbers held more than once, and the holders of numbers past
+// issued.
 func (s *sim) ticketCounts(issued int64) (gaps, duplicates, past int64) {
 	holders := make([]int32, issued+1)
 	for _, us := range s.users {
@@ -438,36 +417,13 @@ func (s *sim) ticketCounts(issued int64) (gaps, duplicates, past int64) {
 }
 
 func (s *sim) result() bench.Result {
-	sc := s.cfg.Scenario
-	enters := s.requests - s.polls - s.leaves
-	r := bench.Result{
-		Policy:              s.cfg.Policy.Name,
-		Mode:                "simulate",
-		Arrival:             sc.Arrival.String(),
-		AdmitRate:           sc.Rates.String(),
-		Abandon:             sc.Abandon,
-		CacheTTLMs:          s.cfg.CacheTTL.Milliseconds(),
-		Seed:                s.cfg.Seed,
-		Users:               sc.Users,
-		Entered:             s.entered,
-		Admitted:            s.seen,
-		Left:                s.left,
-		Requests:            s.requests,
-		Enters:              enters,
-		Polls:               s.polls,
-		Leaves:              s.leaves,
-		RpsSeries:           s.series,
-		PollSeries:          s.pollSeries,
-		Errors:              s.failures,
-		ByRoute:             map[string]int64{RouteEnter: enters, RoutePoll: s.polls},
-		NotifyDelayMs:       bench.Summarize(s.delays),
-		EntersPerSecondPeak: bench.SeriesPeak(s.enterSeries),
-		ThrottledEnters:     s.throttled,
-		MaxPositionRise:     s.positionRise,
+	sc, r := s.cfg.Scenario, s.r
+	r.CacheTTLMs = s.cfg.CacheTTL.Milliseconds()
+	r.ByRoute = map[string]int64{RouteEnter: r.Enters, RoutePoll: r.Polls}
+	if r.Leaves > 0 {
+		r.ByRoute[RouteLeave] = r.Leaves
 	}
-	if s.leaves > 0 {
-		r.ByRoute[RouteLeave] = s.leaves
-	}
+	r.NotifyDelayMs, r.EntersPerSecondPeak = bench.Summarize(s.delays), bench.SeriesPeak(s.enterSeries)
 	p := s.model.program()
 	r.Gaps, r.DuplicateTickets, r.TicketsPastIssued = s.ticketCounts(p.Issued)
 	shuffled := p.Shuffle && p.PrequeueFixed
@@ -486,7 +442,7 @@ func (s *sim) result() bench.Result {
 	}
 	s.model.finish(&r)
 	duration := time.Duration(s.t) * time.Millisecond
-	if sc.Timeout > 0 && s.seen+s.left+s.capacity.noShows < sc.Users {
+	if sc.Timeout > 0 && r.Admitted+r.Left+s.capacity.noShows < sc.Users {
 		duration = sc.Timeout
 	}
 	r.Finish(duration)
@@ -499,9 +455,7 @@ func (s *sim) result() bench.Result {
 type wheel struct {
 	buckets [][]waiter
 	mask    int64
-	// spare holds the storage of large processed buckets, handed to the
-	// next empty bucket that receives an event.
-	spare [][]waiter
+	spare   [][]waiter // storage of large processed buckets, for reuse
 }
 
 func (w *wheel) init(size int64) {
@@ -545,9 +499,8 @@ func (w *wheel) giveBack(t int64, b []waiter) {
 	}
 }
 
-// grow widens the horizon beyond horizon ms. An entry's due time is
-// implied by its bucket: the one instant in (now, now+size) congruent to
-// the bucket's index.
+// grow widens the horizon beyond horizon ms, keeping each entry's due time:
+// the one instant in (now, now+size) congruent to its bucket's index.
 func (w *wheel) grow(now, horizon int64) {
 	size := int64(len(w.buckets))
 	for size <= horizon {

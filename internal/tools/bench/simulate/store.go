@@ -18,16 +18,13 @@ import (
 
 // store is the simulated DynamoDB table: the in-memory store, with every
 // call on the program item and the shard items charged to the partition
-// model on the simulation's clock and refused with queue.ErrThrottled when
-// the partition has no capacity left. Token items and the capacity records
-// (each in its own partition) are not charged; a fold's write of the
-// program item is.
+// model and refused with queue.ErrThrottled when the partition has no
+// capacity left.
 type store struct {
 	*memstore.Store
 	clock clock.Clock
 	model *partitionmodel.Model // nil: no limits, nothing counted
-	// writeU and readU are the program item's units, recomputed from its
-	// DynamoDB encoding in the second unitsAt (see units).
+	// writeU and readU are the program item's units in the second unitsAt.
 	unitsAt         int64
 	writeU, readU   float64
 	programWrites   map[int64]int64 // per second, counted with or without a model
@@ -49,8 +46,7 @@ func newStore(c clock.Clock, model *partitionmodel.Model) *store {
 }
 
 // units returns the program item's write and read units (strongly
-// consistent), from its size as DynamoDB counts it, recomputed once per
-// virtual second.
+// consistent), recomputed once per virtual second.
 func (s *store) units(id string) (float64, float64) {
 	sec := s.clock.Now().Unix()
 	if sec != s.unitsAt {

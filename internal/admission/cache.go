@@ -5,10 +5,9 @@ import (
 	"time"
 )
 
-// ShardView returns the instance's last read of program id if it is at
-// most one TTL old, past its drain instant too: what an enter needs to
-// choose where its ticket comes from (the shard count, whether the program
-// is closed), not to place anyone.
+// ShardView returns the last read of program id if it is at most one TTL
+// old, past its drain instant too: enough to choose where a ticket comes
+// from, not to place anyone.
 func (c *Cache) ShardView(id string, now time.Time) (Program, bool) {
 	c.mu.RLock()
 	e, ok := c.entries[id]
@@ -39,9 +38,6 @@ type Cache struct {
 // Get returns the cached read of id if it may still be used at now
 // (Program.CacheableUntil).
 func (c *Cache) Get(id string, now time.Time) (Program, bool) {
-	if c.ttl <= 0 {
-		return Program{}, false
-	}
 	c.mu.RLock()
 	e, ok := c.entries[id]
 	c.mu.RUnlock()
@@ -51,13 +47,9 @@ func (c *Cache) Get(id string, now time.Time) (Program, bool) {
 	return e.p, true
 }
 
-// Notice is ChangeNotice for p, a program this instance read at or after
-// now: from the latest read of p's version when the cache holds it, else
-// as if p were read at now without a cache (the least notice there is).
+// Notice is ChangeNotice for p at now: from the cached read of p's
+// version, else as if p were read at now without a cache.
 func (c *Cache) Notice(p Program, now time.Time) time.Duration {
-	if c.ttl <= 0 {
-		return ChangeNotice(now, now, 0)
-	}
 	c.mu.RLock()
 	e, ok := c.entries[p.ID]
 	c.mu.RUnlock()
@@ -67,7 +59,8 @@ func (c *Cache) Notice(p Program, now time.Time) time.Duration {
 	return ChangeNotice(e.loadedAt, now, c.ttl)
 }
 
-// Put caches p as read at now; nothing without a TTL.
+// Put caches p as read at now; nothing without a TTL, so a Cache without
+// one holds nothing.
 func (c *Cache) Put(p Program, now time.Time) {
 	if c.ttl <= 0 {
 		return
@@ -111,11 +104,8 @@ func (c *Cache) Len() int {
 }
 
 // ChangeNotice is the least time, at now, before an admin change that a
-// program read at readAt does not show could take effect: a change missed
-// by the read was stored after it, so made at most AdminWriteBudget before,
-// and takes effect changeDelay after it was made: ttl + AdminWriteBudget
-// with a cache, so at readAt + ttl; at once without one (ttl 0), so
-// possibly AdminWriteBudget before readAt.
+// program read at readAt does not show could take effect: readAt + ttl with
+// a cache, AdminWriteBudget before readAt without one.
 func ChangeNotice(readAt, now time.Time, ttl time.Duration) time.Duration {
 	if ttl <= 0 {
 		return readAt.Sub(now) - AdminWriteBudget

@@ -1,7 +1,6 @@
 package admission
 
-// A program's capacity, as package capacity frees it: the ceiling on its
-// serving counter (docs/design.md, "Capacity").
+// A program's capacity: the ceiling on its serving counter.
 
 import (
 	"time"
@@ -26,9 +25,9 @@ func (p Program) CounterAt(ms int64) int64 {
 	return c
 }
 
-// RoundMs is the least time, in ms, between a slot taken and its reuse by
-// the next holder, seen with notice: a fold's period without a cache;
-// with one, the change delay, at least the notice plus the write budget.
+// RoundMs is the least time, in ms, between a slot taken and its reuse,
+// seen with notice: a fold's period without a cache, else notice plus the
+// write budget.
 func RoundMs(notice time.Duration) int64 {
 	if notice <= 0 {
 		return capacity.FoldPeriod.Milliseconds()
@@ -37,10 +36,7 @@ func RoundMs(notice time.Duration) int64 {
 }
 
 // heldAt reports whether the ceiling holds the serving counter below the
-// segments' at Unix ms. A re-anchor of the segments then changes nothing
-// below the ceiling, so a read may outlive the drain instant: a reader
-// still on the old segments can admit a ticket issued since only within
-// the ceiling, which never lets more people in than the cap.
+// segments' at Unix ms (a read may then outlive the drain instant).
 func (p Program) heldAt(ms int64) bool {
 	l, ok := p.Ceiling().At(ms)
 	return ok && l < p.SegmentAt(ms).Counter(ms)
@@ -60,13 +56,12 @@ func (p Program) NoShowAfter() time.Duration {
 }
 
 // SlotFreedAfter is how long after an admission the folds count its
-// capped slot free when the person came and the site did not end their
-// session: the window, then the pass verifiers' margin.
+// capped slot free when the session was not ended: the window and margin.
 func (p Program) SlotFreedAfter() time.Duration { return p.Window() + capacity.ExpiryMargin }
 
-// PollToShow is the longest that someone waiting on a followed program is
-// told to wait between polls, when the soonest a change could admit them
-// is notice from now: that, then half the time to show, at least a second.
+// PollToShow is the longest poll interval on a followed program when a
+// change could admit someone notice from now: notice plus half the time to
+// show, at least a second.
 func (p Program) PollToShow(notice time.Duration) time.Duration {
 	return max(notice+p.NoShowAfter()/2, time.Second)
 }
@@ -85,35 +80,25 @@ func (p Program) Folding(now time.Time) capacity.Program {
 	}
 }
 
-// bypassRoom is how many bypass passes p, capped, can take at now: the
-// Ceiling now, less the most the counter may reach before the passes hold
-// their slots everywhere (q is p with the change made: the old segments'
-// counter at the change while one is scheduled, else the counter now).
-// From now on the ceiling only rises, so passes within it never take the
-// counter back (docs/design.md, "Bypass passes").
-func bypassRoom(p, q Program, now time.Time) int64 {
-	at := pace.UnixMs(now)
-	if q.Pending(now) {
-		at = q.Next.AnchorMs
-	}
-	ceiling, _ := p.Ceiling().At(pace.UnixMs(now))
-	return ceiling - q.SegmentAt(at).Counter(at)
-}
-
 // WithBypass returns p with n bypass passes, held until untilMs, reserved
-// from its ceiling at now as an admin change taking effect delay later,
-// and the room there was (at least n when they were reserved; p unchanged
-// when not). Without a cap it is p as an admin change that changes nothing.
+// from its ceiling as an admin change at now taking effect delay later,
+// and the room there was (p unchanged when less than n).
 func (p Program) WithBypass(n, untilMs int64, now time.Time, delay time.Duration) (Program, int64) {
 	settled := p.Settled()
 	q := p.Rebased(now, settled.Rate, settled.Paused, 0, delay)
 	if p.MaxActiveUsers <= 0 {
 		return q, n
 	}
-	if room := bypassRoom(p, q, now); n > room {
+	// The room is the ceiling now, less the most the counter may reach
+	// before the change takes effect.
+	ms, at := pace.UnixMs(now), pace.UnixMs(now)
+	if q.Pending(now) {
+		at = q.Next.AnchorMs
+	}
+	ceiling, _ := p.Ceiling().At(ms)
+	if room := ceiling - q.SegmentAt(at).Counter(at); n > room {
 		return p, max(room, 0)
 	}
-	ms := pace.UnixMs(now)
 	q.Reserved = capacity.Reserve(q.Reserved, capacity.Reservation{FromMs: ms, UntilMs: untilMs, N: n, Rate: settled.Rate}, ms)
 	return q, n
 }

@@ -21,16 +21,13 @@ type Counters struct {
 	// EffectiveAt is when the last change (Rate, Paused, an admission)
 	// takes effect, if it has not yet; zero otherwise.
 	EffectiveAt time.Time
-	// ShuffleCommitment is the message the shuffle key signs at the
-	// opening (shuffle.Message); Prequeue (its size) once the pre-queue is
-	// fixed (PrequeueFixed). The seed is in the queue's answers only: the
-	// admin side cannot sign.
+	// ShuffleCommitment is shuffle.Message; Prequeue is set once the
+	// pre-queue is fixed.
 	ShuffleCommitment string
 	Prequeue          int64
 	PrequeueFixed     bool
-	// Followed is set when the folds follow the program's admissions (a
-	// cap or no-show handling): then Active (admitted and not done),
-	// Ended (early) and NoShows count them, as of the last fold.
+	// Followed is set when the folds follow the admissions: then Active,
+	// Ended (early) and NoShows count them as of the last fold.
 	Followed               bool
 	Active, Ended, NoShows int64
 	// BypassHeld is how many slots of the cap bypass passes hold.

@@ -1,7 +1,6 @@
 package admission
 
-// A scheduled, fair opening and a scheduled close: see docs/design.md,
-// "The shuffle" and "A scheduled close".
+// A scheduled, fair opening and a scheduled close.
 
 import (
 	"time"
@@ -26,9 +25,8 @@ func (p Program) startAfter(ms int64) int64 {
 // Opened reports whether p has no opening ahead at now.
 func (p Program) Opened(now time.Time) bool { return p.OpensAt.IsZero() || !now.Before(p.OpensAt) }
 
-// WithPrequeueFixed returns p with its pre-queue fixed if it shuffles and
-// now is at or after its opening: every ticket issued so far is in it.
-// Every store applies it before a ticket at or after the opening.
+// WithPrequeueFixed returns p with its pre-queue fixed, every ticket
+// issued so far in it, if it shuffles and its opening has come.
 func (p Program) WithPrequeueFixed(now time.Time) Program {
 	if p.Armed() && !p.OpensAt.IsZero() && !now.Before(p.OpensAt) {
 		p.Prequeue, p.PrequeueFixed = p.Issued, true
@@ -36,10 +34,8 @@ func (p Program) WithPrequeueFixed(now time.Time) Program {
 	return p
 }
 
-// Place is ticket's place in p's admission order, and whether it has one yet:
-// its ticket; in a shuffled opening, a pre-queue ticket's place in the
-// permutation the revealed seed keys, none until the pre-queue is fixed
-// and the seed revealed.
+// Place is ticket's place in p's admission order, and whether it has one
+// yet: a pre-queue ticket's has none until the seed is revealed.
 func (p Program) Place(ticket int64) (int64, bool) {
 	switch {
 	case !p.Shuffle:
@@ -61,10 +57,9 @@ func (p Program) AdmitsTicket(ticket int64, now time.Time) bool {
 	return ok && p.Admits(place, now)
 }
 
-// OpeningSpread is the span after the opening over which, seen at now, the
-// people of a shuffled pre-queue come back to learn their place: a
-// hundredth of the pre-queue's admission time (its size at the opening
-// extrapolated from the entries so far), within 1 to 5 s.
+// OpeningSpread is the span after the opening over which the people of a
+// shuffled pre-queue come back: a hundredth of its estimated admission
+// time, within 1 to 5 s.
 func (p Program) OpeningSpread(now time.Time) time.Duration {
 	const minOpeningSpread, maxOpeningSpread = time.Second, 5 * time.Second
 	r := p.Settled().Rate

@@ -30,7 +30,7 @@ import (
 	"github.com/example/waitingroom/internal/settings"
 )
 
-// Limits on program settings and admissions.
+// Defaults of a new program's settings.
 const (
 	DefaultAdmissionRate   = 10 * pace.OnePerSecond
 	DefaultAdmissionWindow = 10 * time.Minute
@@ -40,11 +40,9 @@ const (
 // the change is scheduled that much later than the cache TTL.
 const AdminWriteBudget = time.Second
 
-// Program is one queue: its ticket counter and its admission state.
-// Admission is a counter computed from time: the Current segment says how
-// it grows, an admin change is scheduled as the Next one (zero: none), and
-// DrainAtNs is when the counter catches up with Issued. See docs/design.md,
-// "The admission model" and "Segments and scheduled changes".
+// Program is one queue: its ticket counter and its admission state, a
+// counter computed from time that grows as the Current segment says until
+// a scheduled change (Next) takes over.
 type Program struct {
 	ID        string
 	CreatedAt time.Time
@@ -58,9 +56,7 @@ type Program struct {
 	// up; each ticket adds the settled segment's StepNs.
 	DrainAtNs int64
 
-	// Options are the admin-set values: the admission window, the
-	// policy, whether closed, the opening and the profile.
-	settings.Options
+	settings.Options // the admin-set values
 
 	// The pace of manual admissions, measured: an average rate over the
 	// last admissions, when the last one happened, and the gap before it.
@@ -75,35 +71,29 @@ type Program struct {
 	// Shards is how many ticket shards (package tickets) hand out the
 	// program's tickets; 0: every ticket comes from the program item.
 	Shards int
-	// Recent are the instants (Unix ms) of the last RecentTickets tickets
-	// taken one at a time from the program item, newest first (0: none),
-	// so that a single answer shows a burst (BurstRate).
+	// Recent are the instants (Unix ms) of the last tickets taken one at a
+	// time from the program item, newest first (0: none).
 	Recent [RecentTickets]int64
 
 	// ShuffleNonce makes the shuffle's message (shuffle.Message) unique: 16
 	// random bytes in hex, public, set when the shuffle is armed.
 	ShuffleNonce string
 	// ShufflePublicKey and ShuffleSeed are never stored: the service sets
-	// them from its shuffle key, the public key (shuffle.EncodePublicKey) for a
-	// shuffled program, the seed (the key's signature of the message)
-	// once the pre-queue is fixed.
+	// them from its shuffle key.
 	ShufflePublicKey, ShuffleSeed string
 	// Prequeue is how many tickets were issued before the opening, fixed
 	// (PrequeueFixed) by the first ticket or poll at or after it.
 	Prequeue      int64
 	PrequeueFixed bool
 
-	// Capacity is what frees the slots of a capped program (MaxActiveUsers)
-	// and the fold's state; only the fold writes it.
+	// Capacity is the fold's state; only the fold writes it.
 	Capacity capacity.Capacity
-	// ExtraGiven is how many of Capacity.Owed, the no-shows of a program
-	// without a cap, were given back as extra admissions (giveOwed).
+	// ExtraGiven is how many of Capacity.Owed were given back as extra
+	// admissions.
 	ExtraGiven int64
-	// CapFrom is the cap before a raise that takes effect at CapRaiseAtMs
-	// (Unix ms), a change delay after it was made.
+	// CapFrom is the cap before a raise that takes effect at CapRaiseAtMs.
 	CapFrom, CapRaiseAtMs int64
-	// Reserved are the slots of the ceiling that bypass passes hold
-	// (IssueBypass; capacity.Reserve bounds them).
+	// Reserved are the slots of the ceiling that bypass passes hold.
 	Reserved []capacity.Reservation
 }
 
@@ -119,8 +109,7 @@ func (p Program) Window() time.Duration {
 const RecentTickets = 8
 
 // BurstRate is the rate per second of the last RecentTickets single
-// tickets (their number less one over their span, at least a ms); 0 until
-// there are that many.
+// tickets; 0 until there are that many.
 func (p Program) BurstRate() float64 {
 	oldest := p.Recent[RecentTickets-1]
 	if oldest == 0 {
@@ -134,6 +123,7 @@ func (p Program) BurstRate() float64 {
 // yet folded into Current).
 func (p Program) Scheduled() bool { return p.Next.AnchorMs != 0 }
 
+// SegmentAt returns the segment in effect at Unix ms.
 func (p Program) SegmentAt(ms int64) pace.Segment {
 	if p.Scheduled() && ms >= p.Next.AnchorMs {
 		return p.Next
@@ -145,7 +135,7 @@ func (p Program) SegmentAt(ms int64) pace.Segment {
 func (p Program) Segment(t time.Time) pace.Segment { return p.SegmentAt(pace.UnixMs(t)) }
 
 // Settled returns the segment that holds once any scheduled change has
-// taken effect: the settings an admin sees.
+// taken effect.
 func (p Program) Settled() pace.Segment {
 	if p.Scheduled() {
 		return p.Next
@@ -185,14 +175,12 @@ func (p Program) drainedAt(ms int64) bool {
 }
 
 // Drained reports whether, at now, the counter has caught up with every
-// ticket issued, so that the next ticket re-anchors it. Never while a
-// change is pending.
+// ticket issued (never while a change is pending).
 func (p Program) Drained(now time.Time) bool { return p.drainedAt(pace.UnixMs(now)) }
 
 // CacheableUntil is until when a program read at loadedAt may be reused:
-// ttl later, but never past the drain instant (after which the next ticket
-// may re-anchor the counter), unless the ceiling holds the counter then,
-// nor past an armed shuffle's opening.
+// ttl later, but never past the drain instant unless the ceiling holds the
+// counter then, nor past an armed shuffle's opening.
 func (p Program) CacheableUntil(loadedAt time.Time, ttl time.Duration) time.Time {
 	until := loadedAt.Add(ttl)
 	if p.Armed() && p.OpensAt.After(loadedAt) && p.OpensAt.Before(until) {
@@ -216,14 +204,12 @@ func (p Program) folded(ms int64) Program {
 
 // WithTicketIssued returns p after one more ticket is handed out at now:
 // the rule every Store applies atomically. A due pre-queue is fixed first,
-// and a drained queue re-anchored at now on Issued (a due change made
-// current first).
+// and a drained queue re-anchored at now on Issued.
 func (p Program) WithTicketIssued(now time.Time) Program { return p.WithTicketsIssued(now, 1) }
 
 // WithTicketsIssued returns p after n ≥ 1 consecutive tickets are handed
-// out at now, as n calls of WithTicketIssued at now would leave it, but
-// for Recent, which records single tickets only: a block of tickets
-// (tickets.Store.IssueTickets).
+// out at now, as n calls of WithTicketIssued would leave it but for
+// Recent, which records single tickets only.
 func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
 	ms := pace.UnixMs(now)
 	p = p.WithPrequeueFixed(now)
@@ -242,9 +228,8 @@ func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
 	return p
 }
 
-// WithTicketsReturned returns p with tickets from..Issued given back
-// (tickets.Store.ReturnTickets): Issued from-1, its drain instant under the
-// settled segment, the version bumped. No change of p may be pending.
+// WithTicketsReturned returns p with tickets from..Issued given back. No
+// change of p may be pending.
 func (p Program) WithTicketsReturned(from int64) Program {
 	p.Issued = from - 1
 	p.DrainAtNs = p.Settled().DrainAtNs(p.Issued)
@@ -254,8 +239,7 @@ func (p Program) WithTicketsReturned(from int64) Program {
 
 // MayReturn reports whether tickets from..Issued, held by nobody, may be
 // given back at now: no change is pending, they are not in a pre-queue,
-// and the counter will not reach from-1 (the new drain instant) before
-// hold has passed, by when every read of p taken before has expired.
+// and the counter will not reach from-1 before hold has passed.
 func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 	switch {
 	case p.Pending(now) || from < 1 || from > p.Issued:
@@ -268,10 +252,9 @@ func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 }
 
 // Rebased returns p with an admin change made at now: admission goes on at
-// rate (or stops if paused, and never starts before p.OpensAt) and admit
-// more people are let in, the counter never passing Issued nor going back.
-// The change takes effect at now+delay, or at once when delay is 0 or the
-// queue has drained; the caller must first wait out any pending change.
+// rate (or stops if paused) and admit more people are let in, the counter
+// never passing Issued nor going back. It takes effect at now+delay, or at
+// once when delay is 0 or the queue has drained; no change may be pending.
 func (p Program) Rebased(now time.Time, rate pace.Rate, paused bool, admit int64, delay time.Duration) Program {
 	ms := pace.UnixMs(now)
 	p = p.folded(ms)
@@ -293,9 +276,8 @@ func (p Program) Rebased(now time.Time, rate pace.Rate, paused bool, admit int64
 	return p
 }
 
-// ScheduledDrainAtNs is the drain instant of p, whose change is scheduled
-// (p.Next), with issued tickets: the counter reaches them before the
-// change, under the current segment, or after it, under the next.
+// ScheduledDrainAtNs is the drain instant with issued tickets of p, whose
+// change is scheduled.
 func (p Program) ScheduledDrainAtNs(issued int64) int64 {
 	if p.Current.Advancing() {
 		if d := p.Current.DrainAtNs(issued); d <= pace.MsToNs(p.Next.AnchorMs) {
@@ -311,9 +293,7 @@ func (p Program) DrainMoveNs(issued int64) int64 {
 	return p.ScheduledDrainAtNs(issued) - p.DrainAtNs
 }
 
-// MovedDrainAtNs is the stored drain instant drainAtNs moved as
-// ScheduleStore.MoveDrain moves it for issued tickets, saturating at
-// math.MaxInt64.
+// MovedDrainAtNs is drainAtNs moved by DrainMoveNs(issued), saturating.
 func (p Program) MovedDrainAtNs(drainAtNs, issued int64) int64 {
 	d := p.DrainMoveNs(issued)
 	if d < 0 {
@@ -340,9 +320,8 @@ func (p Program) admissionMs(ticket, ms int64) (int64, bool) {
 	return p.SegmentAt(ms).AdmittedAt(ticket, ms)
 }
 
-// AdmissionTime is when ticket will be admitted if the schedule the program
-// knows of (its current segment and any scheduled change) holds, and
-// whether that is known at all: not while admission is stopped.
+// AdmissionTime is when ticket will be admitted if p's schedule holds, and
+// whether that is known (not while admission is stopped).
 func (p Program) AdmissionTime(ticket int64, now time.Time) (time.Time, bool) {
 	at, ok := p.admissionMs(ticket, pace.UnixMs(now))
 	if !ok {
@@ -351,8 +330,7 @@ func (p Program) AdmissionTime(ticket int64, now time.Time) (time.Time, bool) {
 	return pace.FromUnixMs(at), true
 }
 
-// maxAdmitGap is the longest gap between two manual admissions that still
-// counts as one pace.
+// maxAdmitGap is the longest gap between two manual admissions of one pace.
 const maxAdmitGap = 10 * time.Minute
 
 // WithManualAdmission records a manual admission of n at now in the
@@ -374,9 +352,8 @@ func (p Program) WithManualAdmission(n int64, now time.Time) Program {
 	return p
 }
 
-// MeasuredRate is the pace of manual admissions at now, if they have come
-// at a steady pace recently enough to predict the next: within twice the
-// last gap (plus a second) of the last one.
+// MeasuredRate is the pace of manual admissions at now, if the last came
+// within twice the gap before it (plus a second).
 func (p Program) MeasuredRate(now time.Time) (pace.Rate, bool) {
 	if p.ManualRate <= 0 || now.Sub(p.LastAdmitAt) > 2*p.LastAdmitGap+time.Second {
 		return 0, false
@@ -384,13 +361,9 @@ func (p Program) MeasuredRate(now time.Time) (pace.Rate, bool) {
 	return p.ManualRate, true
 }
 
-// Situation is what a polling policy may know about ticket at now: its
-// position, the admission rate, the estimated wait (at most
-// MaxEstimatedWait), from the schedule when admission is automatic or from
-// the measured pace when it is manual, the earliest admission (earliestMs)
-// and whether admission is paused. notice is the least time before a
-// change not yet in p could take effect (ChangeNotice; negative when it
-// may already have).
+// Situation is what a polling policy may know about ticket at now; notice
+// is the least time before a change not yet in p could take effect
+// (ChangeNotice; negative when it may already have).
 func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) polling.Situation {
 	ms := pace.UnixMs(now)
 	seg := p.SegmentAt(ms)
@@ -425,17 +398,11 @@ func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) po
 }
 
 // earliestMs is the first Unix ms at which ticket could be admitted if
-// admission never runs faster than the configured (settled) rate, whatever
-// the admin changes from now on: the schedule's own instant, or, while
-// admission is stopped or the opening ahead (an admin may move it
-// earlier), a resume at that rate taking effect as soon as a change can
-// (notice ms from now, and not before a pending change) if sooner. False
-// when the program has no rate: manual admission can admit anyone at any
-// change. at and known are p.admissionMs(ticket, ms).
+// admission never runs faster than the settled rate, whatever the admin
+// changes from now on (a resume notice ms from now included). False when
+// the program has no rate. at and known are p.admissionMs(ticket, ms).
 func (p Program) earliestMs(ticket, ms, notice, at int64, known bool) (int64, bool) {
 	settled := p.Settled()
-	// A change p does not show came after those p shows, so takes effect
-	// after their anchors.
 	from := max(ms+notice, p.Current.AnchorMs)
 	if p.pendingAt(ms) {
 		from = max(from, p.Next.AnchorMs)
@@ -451,8 +418,7 @@ func (p Program) earliestMs(ticket, ms, notice, at int64, known bool) (int64, bo
 	return soonest, true
 }
 
-// MaxEstimatedWait caps an estimated wait: a wait beyond it (a slow rate
-// behind millions of tickets) is reported as MaxEstimatedWait.
+// MaxEstimatedWait caps an estimated wait.
 const MaxEstimatedWait = 100 * 365 * 24 * time.Hour
 
 // waitOf is ms milliseconds as a wait, capped at MaxEstimatedWait.

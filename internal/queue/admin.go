@@ -20,8 +20,7 @@ func invalidSetting(name, problem string) *Error {
 	return Errorf(KindInvalid, api.CodeInvalidSettings, "%s %s.", name, problem)
 }
 
-// applySettings is settings.Apply, a value its rule refuses
-// INVALID_SETTINGS.
+// applySettings is settings.Apply, answering INVALID_SETTINGS.
 func applySettings(set api.ProgramSettings, o *settings.Options, seg *pace.Segment, policies map[string]polling.Policy) error {
 	err := settings.Apply(set, o, seg, policies)
 	if e := (*settings.Error)(nil); errors.As(err, &e) {
@@ -31,10 +30,8 @@ func applySettings(set api.ProgramSettings, o *settings.Options, seg *pace.Segme
 }
 
 // PutProgram creates programID with set (defaults for what is absent) or
-// applies set to it; created tells which. A rate or pause change takes
-// effect one program-cache TTL plus the admin write budget after it is made
-// (at once without a cache), without moving the serving counter. It answers
-// within adminDeadline: applied, or BUSY.
+// applies set to it; created tells which. A change takes effect
+// ChangeDelay after it is made, without moving the serving counter.
 func (s *Service) PutProgram(ctx context.Context, programID string, set api.ProgramSettings) (c admission.Counters, created bool, err error) {
 	if !ValidProgramID(programID) {
 		return admission.Counters{}, false, errInvalidProgramID
@@ -75,9 +72,8 @@ func (s *Service) Program(ctx context.Context, programID string) (admission.Coun
 	return p.Counters(s.clock.Now()), nil
 }
 
-// Admit lets n more people in, on top of the automatic admission and never
-// beyond the tickets issued, taking effect as PutProgram's changes do. An
-// admission answered without error is counted exactly once.
+// Admit lets n more people in, never beyond the tickets issued, taking
+// effect as PutProgram's changes do; counted exactly once when answered.
 func (s *Service) Admit(ctx context.Context, programID string, n int64) (admission.Counters, error) {
 	if !ValidProgramID(programID) {
 		return admission.Counters{}, errInvalidProgramID
@@ -122,13 +118,12 @@ func apply(p admission.Program, set api.ProgramSettings, now time.Time, delay ti
 	return p.Rebased(now, seg.Rate, seg.Paused, 0, delay), nil
 }
 
-// checkCapacityChange refuses, once anyone has been admitted, a cap or
-// no-show handling that would follow people admitted before it (their
-// sightings were never recorded, and a new ceiling would take the serving
-// counter back), and a cap lowered or removed; raising one is allowed.
+// checkCapacityChange refuses, once anyone has been admitted, a new cap or
+// no-show handling (they would follow people never sighted), and a cap
+// lowered or removed; raising one is allowed.
 func checkCapacityChange(p admission.Program, set api.ProgramSettings, now time.Time, delay time.Duration) error {
 	if p.Version == 0 || p.CounterAt(pace.UnixMs(now.Add(delay))) == 0 {
-		return nil // being created, or nobody admitted before the change takes effect everywhere
+		return nil // being created, or nobody admitted before the change takes effect
 	}
 	started := func(what string) error {
 		return Errorf(KindConflict, api.CodeInvalidSettings, "%s once admission has started: the people admitted before it were not followed.", what)

@@ -29,10 +29,9 @@ func errNoRoom(p admission.Program, room int64, delay time.Duration) error {
 	return e
 }
 
-// IssueBypass signs count bypass passes to programID, each valid for
-// validity from now with a fresh subject and "bypass": true. Under a cap
-// they hold slots until they expire, reserved by one admin change: with no
-// room it is NO_ROOM, and nothing is reserved unless every pass was signed.
+// IssueBypass signs count bypass passes to programID, valid for validity.
+// Under a cap they hold slots until they expire, reserved by one admin
+// change once every pass is signed: with no room it is NO_ROOM.
 func (s *Service) IssueBypass(ctx context.Context, programID string, count int64, validity time.Duration) ([]string, error) {
 	if !ValidProgramID(programID) {
 		return nil, errInvalidProgramID
@@ -62,8 +61,7 @@ func (s *Service) IssueBypass(ctx context.Context, programID string, count int64
 	if err != nil {
 		return nil, &Error{Kind: KindUnavailable, Code: api.CodePassUnavailable, Message: "The passes could not be signed; retry shortly.", Err: err, RetryAfter: time.Second}
 	}
-	// One admin change, also without a cap, so that the history holds it
-	// exactly once.
+	// An admin change also without a cap, for the history.
 	until := pace.UnixMs(expires.Add(capacity.ExpiryMargin))
 	edit := func(p admission.Program, now time.Time) (admission.Program, error) {
 		return withBypass(p, count, until, now, s.changeDelay())

@@ -1,8 +1,7 @@
 package queue
 
-// A program's capacity, as package capacity frees it: the ceiling on its
-// serving counter, the sightings and ends its answers record, and the
-// folds its requests run (docs/design.md, "Capacity").
+// A program's capacity: the sightings and ends its answers record, and the
+// folds its requests run (package capacity).
 
 import (
 	"context"
@@ -31,10 +30,9 @@ func (s *Service) capacityStore(p admission.Program) (capacity.Store, bool) {
 var errNoShow = errors.New("queue: no-show")
 
 // sight records that the holder of place, admitted in p, fetched their
-// answer, before their pass is signed; errNoShow if the place was sealed
-// as a no-show first. The returned instant, when not zero, is when the
-// place's group was sealed: a sighting accepted after it (a retry) keeps
-// a window that ends by that instant plus the window.
+// answer; errNoShow if the place was sealed as a no-show first. sealedAt,
+// when not zero, is when the place's group was sealed: the window then
+// ends by sealedAt plus the window.
 func (s *Service) sight(ctx context.Context, p admission.Program, place int64) (sealedAt time.Time, err error) {
 	cs, ok := s.capacityStore(p)
 	if !ok {
@@ -68,17 +66,15 @@ func (s *Service) recordEnd(ctx context.Context, p admission.Program, place int6
 	return nil
 }
 
-// maybeFold folds p at now when a fold is due and this instance has not
-// tried one within capacity.FoldPeriod, from a fresh read so that the instances
-// that cached p do not all fold. A fold that fails is left to the next
-// request: it is logged, not reported to the person whose request ran it.
+// maybeFold folds p, read fresh, at now when a fold is due and this
+// instance has not tried one within capacity.FoldPeriod. A failure is
+// logged and left to the next request.
 func (s *Service) maybeFold(ctx context.Context, p admission.Program, now time.Time) {
 	cs, ok := s.capacityStore(p)
 	if !ok || !p.FoldDue(now) || !s.folds.Try(p.ID, now) {
 		return
 	}
-	// The fold's step takes effect a change delay after now: like an admin
-	// change, it must be stored within the write budget.
+	// The fold's step, like an admin change, is stored within the write budget.
 	fctx, cancel := clock.WithTimeout(ctx, s.clock, admission.AdminWriteBudget)
 	defer cancel()
 	fresh, err := s.store.GetProgram(fctx, p.ID)
@@ -99,10 +95,9 @@ func (s *Service) maybeFold(ctx context.Context, p admission.Program, now time.T
 }
 
 // giveOwed gives the no-shows of p, a program without a cap, back to the
-// next people in line as extra admissions: one admin-like change taking
-// effect a change delay after now, recording them as given in the same
-// write. Nothing while a change is pending (the next fold tries again),
-// and on a conflict (someone else changed p first).
+// next people in line as extra admissions, in one admin-like change that
+// records them as given. Nothing while a change is pending, nor on a
+// conflict.
 func (s *Service) giveOwed(ctx context.Context, p admission.Program, now time.Time) error {
 	n := p.Capacity.Owed - p.ExtraGiven
 	if p.MaxActiveUsers > 0 || n <= 0 || p.Pending(now) || !p.Opened(now) {

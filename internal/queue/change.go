@@ -19,30 +19,20 @@ import (
 	"github.com/example/waitingroom/internal/pace"
 )
 
-// Bounds of an admin change; see docs/design.md, "Segments and scheduled changes".
+// Bounds of an admin change.
 const (
-	// adminDeadline bounds an admin request, waits for a pending change
-	// and optimistic retries included.
-	adminDeadline = 3 * time.Second
-	// adminWriteReserve is the least time before the deadline in which an
-	// admin request still starts a write (more when the store is slow).
-	adminWriteReserve = 500 * time.Millisecond
-	// maxWakeSpread spreads the admin requests that waited for the same
-	// pending change.
-	maxWakeSpread = 300 * time.Millisecond
-	// maxAdminTrials bounds an admin request's optimistic retries.
-	maxAdminTrials = 16
-	// maxConflictBackoff bounds the random pause after a conflict.
-	maxConflictBackoff = 20 * time.Millisecond
-	// moveDrainAttempts bounds the tries of a failing MoveDrain;
-	// moveDrainBackoff is the pause before the second, doubling after.
-	moveDrainAttempts = 3
-	moveDrainBackoff  = 50 * time.Millisecond
+	adminDeadline      = 3 * time.Second        // the whole request, waits and retries included
+	adminWriteReserve  = 500 * time.Millisecond // least time left before the deadline to start a write
+	maxWakeSpread      = 300 * time.Millisecond // spreads requests that waited for the same pending change
+	maxAdminTrials     = 16                     // optimistic retries
+	maxConflictBackoff = 20 * time.Millisecond  // random pause after a conflict
+	moveDrainAttempts  = 3                      // tries of a failing MoveDrain
+	moveDrainBackoff   = 50 * time.Millisecond  // pause before the second try, doubling after
 )
 
 // ChangeDelay is how long after it is made an admin change takes effect
-// with a program cache of ttl: at once without a cache, the TTL plus the
-// write budget with one.
+// with a program cache of ttl: 0 without a cache, else ttl plus the write
+// budget.
 func ChangeDelay(ttl time.Duration) time.Duration {
 	if ttl <= 0 {
 		return 0
@@ -50,19 +40,16 @@ func ChangeDelay(ttl time.Duration) time.Duration {
 	return ttl + admission.AdminWriteBudget
 }
 
-// changeDelay is how long after an admin change it takes effect: nothing
-// without a program cache, the cache TTL plus the write budget with one.
+// changeDelay is ChangeDelay for the service's program cache.
 func (s *Service) changeDelay() time.Duration { return ChangeDelay(s.cache.TTL()) }
 
-// changeProgram stores edit(program, now) as one admin change tagged with a
-// fresh change id and recorded in the history as rec (its action and
-// fields), retrying on conflicts and first waiting for a pending change to
-// take effect, within adminDeadline. BUSY means the change was not made;
+// changeProgram stores edit(program, now) as one admin change recorded in
+// the history as rec, waiting out a pending change and retrying conflicts
+// within adminDeadline. BUSY means the change was not made,
 // STORE_UNAVAILABLE that it may have been. A missing program is created
-// with create (action history.ActionCreate), or is PROGRAM_NOT_FOUND if
-// create is nil.
+// with create, or is PROGRAM_NOT_FOUND if create is nil.
 func (s *Service) changeProgram(ctx context.Context, op, id string, rec history.Change, create func(now time.Time) (admission.Program, error), edit func(p admission.Program, now time.Time) (admission.Program, error)) (_ admission.Program, now time.Time, created bool, _ error) {
-	c := &adminChange{s: s, op: op, id: id, rec: rec, action: rec.Action, create: create, edit: edit, deadline: s.clock.Now().Add(adminDeadline)}
+	c := &adminChange{s: s, op: op, id: id, rec: rec, create: create, edit: edit, deadline: s.clock.Now().Add(adminDeadline)}
 	c.rec.Actor, c.rec.ID = history.ActorOf(ctx), NewTokenID()
 	ctx, cancel := clock.WithTimeout(ctx, s.clock, adminDeadline) // the same bound for the store's calls
 	defer cancel()
@@ -73,8 +60,6 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, rec history.
 			return admission.Program{}, now, false, err
 		}
 		if p.Pending(now) {
-			// A change is scheduled only once the previous one has taken
-			// effect (every instance must know it before it acts).
 			if err := s.awaitPending(ctx, p, now, c.deadline.Add(-c.room())); err != nil {
 				return admission.Program{}, now, false, err
 			}
@@ -101,26 +86,22 @@ func (s *Service) changeProgram(ctx context.Context, op, id string, rec history.
 	return admission.Program{}, now, false, errBusy(time.Second)
 }
 
-// adminChange is one admin request's change in the making
-// (changeProgram).
+// adminChange is one admin request's change in the making.
 type adminChange struct {
 	s        *Service
 	op, id   string
 	rec      history.Change
-	action   string
 	create   func(now time.Time) (admission.Program, error)
 	edit     func(p admission.Program, now time.Time) (admission.Program, error)
 	deadline time.Time
-	// slowest is the slowest store answer so far.
-	slowest time.Duration
+	slowest  time.Duration // the slowest store answer so far
 }
 
-// room is the time a write needs before the deadline: a reserve, more if
-// the store has answered slowly so far.
+// room is the time a write needs before the deadline.
 func (c *adminChange) room() time.Duration { return adminWriteReserve + 2*c.slowest }
 
 // timeLeft reports whether a write may still start, on the service's
-// clock and, if the request has a real deadline, in its real time.
+// clock and before ctx's deadline.
 func (c *adminChange) timeLeft(ctx context.Context) bool {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < c.room() {
 		return false
@@ -128,8 +109,7 @@ func (c *adminChange) timeLeft(ctx context.Context) bool {
 	return !c.s.clock.Now().Add(c.room()).After(c.deadline)
 }
 
-// read reads the program, found false when it is to be created; an error
-// is the answer.
+// read reads the program, found false when it is to be created.
 func (c *adminChange) read(ctx context.Context) (p admission.Program, found bool, err error) {
 	start := time.Now()
 	p, err = c.s.store.GetProgram(ctx, c.id)
@@ -148,44 +128,41 @@ func (c *adminChange) read(ctx context.Context) (p admission.Program, found bool
 }
 
 // write makes the change over p, read at now (or creates the program when
-// not found), and stores it once recorded in the history: nil once
-// stored; an *Error to answer; ErrConflict to try again.
+// not found), and stores it recorded in the history: an *Error to answer,
+// ErrConflict to try again.
 func (c *adminChange) write(ctx context.Context, p admission.Program, found bool, now time.Time) (admission.Program, error) {
-	s, read := c.s, p
+	s, read, rec := c.s, p, c.rec
 	var err error
 	if !found {
 		p, err = c.create(now)
-		c.rec.Action = history.ActionCreate
+		rec.Action = history.ActionCreate
 	} else {
 		p, err = c.edit(p, now)
-		c.rec.Action = c.action
 	}
 	if err != nil {
 		return admission.Program{}, err
 	}
-	c.rec.At = history.NextAt(read.Changes, now)
-	p = p.WithChange(c.rec.ID, c.rec.At)
+	rec.At = history.NextAt(read.Changes, now)
+	p = p.WithChange(rec.ID, rec.At)
 	if !found {
-		err = s.writeCreation(ctx, p, &c.rec)
-	} else if err = s.beginChange(ctx, read, p, &c.rec, true); err != nil {
+		err = s.writeCreation(ctx, p, &rec)
+	} else if err = s.beginChange(ctx, read, p, &rec, true); err != nil {
 		return admission.Program{}, storeError(c.op, err)
 	} else {
-		// A change that makes the shuffle depends on nobody having
-		// entered: it keeps the condition on the tickets issued.
-		err = s.updateProgram(ctx, p, c.rec.ID, p.Pending(now) && p.Shuffle == read.Shuffle)
+		// Arming the shuffle keeps the condition on the tickets issued.
+		err = s.updateProgram(ctx, p, rec.ID, p.Pending(now) && p.Shuffle == read.Shuffle)
 	}
 	if err != nil {
 		return admission.Program{}, err
 	}
-	s.endChange(ctx, c.id, c.rec)
+	s.endChange(ctx, c.id, rec)
 	s.cache.Put(p, now)
 	return p, nil
 }
 
-// beginChange fills in rec, the change that writes p over read (the zero
-// admission.Program for a creation), and makes it recoverable from the history
-// (history.Begin), listing p too when list is set. An error means nothing
-// is to be written.
+// beginChange fills in rec, the change that writes p over read (zero for a
+// creation), and records it with history.Begin, listing p too when list is
+// set. An error means nothing is to be written.
 func (s *Service) beginChange(ctx context.Context, read, p admission.Program, rec *history.Change, list bool) error {
 	rec.Version, rec.EffectiveAt, rec.Committed = p.Version, time.Time{}, false
 	if p.Pending(rec.At) {
@@ -203,9 +180,8 @@ func (s *Service) beginChange(ctx context.Context, read, p admission.Program, re
 	return history.Begin(ctx, s.store, p.ID, read.Changes, *rec, also...)
 }
 
-// endChange logs rec, once written, with its actor. It stays uncommitted
-// until the next change commits it (beginChange): reads know it applied
-// as its program's latest.
+// endChange logs rec, once written, with its actor; the next change
+// commits it (beginChange).
 func (s *Service) endChange(ctx context.Context, programID string, rec history.Change) {
 	s.log.LogAttrs(ctx, slog.LevelInfo, "admin change",
 		slog.String("programId", programID), slog.String("changeId", rec.ID), slog.String("action", rec.Action),
@@ -213,8 +189,7 @@ func (s *Service) endChange(ctx context.Context, programID string, rec history.C
 }
 
 // awaitPending sleeps until p's pending change has taken effect, plus a
-// random spread so that those who waited for it wake apart (one makes the
-// next change, the others see it); BUSY if that is past latest.
+// random spread; BUSY if that is past latest.
 func (s *Service) awaitPending(ctx context.Context, p admission.Program, now, latest time.Time) error {
 	effective := pace.FromUnixMs(p.Next.AnchorMs)
 	if effective.After(latest) {
@@ -231,9 +206,7 @@ func (s *Service) awaitPending(ctx context.Context, p admission.Program, now, la
 }
 
 // writeCreation lists and records the new program p made by admin change
-// rec, then stores it. A conflict is another creation, or this one's own
-// write retried after its answer was lost: then the stored program records
-// the change.
+// rec, then stores it (checkOwnWrite).
 func (s *Service) writeCreation(ctx context.Context, p admission.Program, rec *history.Change) error {
 	if err := s.beginChange(ctx, admission.Program{}, p, rec, true); err != nil {
 		return err
@@ -245,10 +218,9 @@ func (s *Service) writeCreation(ctx context.Context, p admission.Program, rec *h
 	return s.checkOwnWrite(ctx, p, rec.ID, err)
 }
 
-// updateProgram stores the admin change p within the write budget (the
-// change is scheduled for a write that lands within it). A scheduled
-// change goes to a ScheduleStore on the condition of the version alone, so
-// that a flood of tickets, each moving Issued, cannot starve it.
+// updateProgram stores the admin change p within the write budget; a
+// scheduled one goes to a ScheduleStore on the condition of the version
+// alone, so that a flood of tickets cannot starve it.
 func (s *Service) updateProgram(ctx context.Context, p admission.Program, change string, scheduled bool) error {
 	wctx, cancel := clock.WithTimeout(ctx, s.clock, admission.AdminWriteBudget)
 	defer cancel()
@@ -257,25 +229,16 @@ func (s *Service) updateProgram(ctx context.Context, p admission.Program, change
 		return s.checkOwnWrite(ctx, p, change, s.store.UpdateProgram(wctx, p, p.Issued))
 	}
 	issued, err := ss.UpdateScheduled(wctx, p)
-	if err != nil {
-		// Not applied, or applied and superseded since (the later change
-		// set the drain instant afresh).
+	if err != nil || issued == p.Issued {
 		return s.checkOwnWrite(ctx, p, change, err)
 	}
-	if issued == p.Issued {
-		return nil
-	}
-	// The tickets issued meanwhile counted the old time per ticket. The
-	// drain instant matters once the change takes effect, a cache TTL
-	// plus the write budget from now; till then it is moved within the
-	// admin deadline.
+	// The tickets issued meanwhile counted the old time per ticket.
 	return s.moveDrain(ctx, ss, p, issued)
 }
 
 // moveDrain moves the drain instant of the stored change p for issued
-// tickets, trying again after a failure (MoveDrain is idempotent) while
-// ctx allows. If every try fails, it logs the instant left early and
-// answers a store error, which no client repeats for an admission.
+// tickets, retrying the idempotent MoveDrain; if every try fails, it logs
+// that and answers a store error.
 func (s *Service) moveDrain(ctx context.Context, ss ScheduleStore, p admission.Program, issued int64) error {
 	var err error
 	for attempt := range moveDrainAttempts {
@@ -291,11 +254,10 @@ func (s *Service) moveDrain(ctx context.Context, ss ScheduleStore, p admission.P
 	return fmt.Errorf("the change is stored, its drain instant not moved: %w", err)
 }
 
-// checkOwnWrite sorts out a write's conflict: it may be the store's retry
-// of this very write, applied by an earlier attempt whose answer was lost.
-// If the stored program records change, the write succeeded (nil); if it
-// cannot tell, the error is no longer a conflict, so that the change is
-// never applied twice.
+// checkOwnWrite sorts out a write's conflict, which may be this very write
+// applied by an attempt whose answer was lost: nil if the stored program
+// records change; if it cannot tell, no longer a conflict, so that the
+// change is never applied twice.
 func (s *Service) checkOwnWrite(ctx context.Context, p admission.Program, change string, err error) error {
 	if !errors.Is(err, ErrConflict) {
 		return err
@@ -308,15 +270,12 @@ func (s *Service) checkOwnWrite(ctx context.Context, p admission.Program, change
 	case applied:
 		return nil
 	case !known:
-		// So many changes since that ours, if applied, has left the list:
-		// neither retry (it could apply twice) nor call it undone.
 		return fmt.Errorf("a conflict, and %d later changes hide whether the write was applied", history.MaxRecent)
 	}
 	return err
 }
 
-// errBusy is the answer to an admin change that could not be made within
-// adminDeadline; retry after retry.
+// errBusy is BUSY: an admin change not made within adminDeadline.
 func errBusy(retry time.Duration) error {
 	e := Errorf(KindUnavailable, api.CodeBusy, "The program is being changed concurrently; retry.")
 	e.RetryAfter = max(retry, time.Millisecond)

@@ -9,24 +9,17 @@ import (
 	"github.com/example/waitingroom/internal/store"
 )
 
-// Kind classifies an Error; the HTTP layer maps each kind to one status in a
-// single table.
+// Kind classifies an Error; the HTTP layer maps each kind to one status.
 type Kind int
 
 // Error kinds.
 const (
-	// KindInternal is a bug or an unexpected state: logged, never shown.
-	KindInternal Kind = iota
-	// KindInvalid is malformed input.
-	KindInvalid
-	// KindNotFound is an unknown program or token.
-	KindNotFound
-	// KindConflict is a request that contradicts the current state.
-	KindConflict
-	// KindUnavailable is a store fault the client should retry later.
-	KindUnavailable
-	// KindForbidden is a credential (an admission pass) that is refused.
-	KindForbidden
+	KindInternal    Kind = iota // a bug or an unexpected state: logged, never shown
+	KindInvalid                 // malformed input
+	KindNotFound                // an unknown program or token
+	KindConflict                // a request that contradicts the current state
+	KindUnavailable             // a store fault the client should retry later
+	KindForbidden               // a credential (an admission pass) that is refused
 )
 
 // Error is a domain error with a stable machine-readable code and a message
@@ -36,8 +29,7 @@ type Error struct {
 	Code    string // one of internal/api's codes, e.g. api.CodeProgramNotFound
 	Message string // safe for clients
 	Err     error  // cause, for logs only
-	// RetryAfter is when a KindUnavailable error is worth retrying, when
-	// the service knows; 0 leaves it to the caller.
+	// RetryAfter is when the error is worth retrying (0: up to the caller).
 	RetryAfter time.Duration
 }
 
@@ -56,8 +48,7 @@ func Errorf(kind Kind, code, format string, args ...any) *Error {
 	return &Error{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// The errors a Store answers (package store, which declares them for the
-// packages below queue); callers test them with errors.Is.
+// The errors a Store answers (package store); test them with errors.Is.
 var (
 	ErrNotFound  = store.ErrNotFound
 	ErrConflict  = store.ErrConflict
@@ -79,7 +70,7 @@ var (
 )
 
 // storeError is a failure of the store during op as the client sees it:
-// STORE_UNAVAILABLE, worth a retry, whatever the cause (kept for the logs).
+// STORE_UNAVAILABLE, worth a retry.
 func storeError(op string, err error) error {
 	return &Error{Kind: KindUnavailable, Code: api.CodeUnavailable, Message: "The queue is briefly unavailable; retry shortly.", Err: fmt.Errorf("%s: %w", op, err)}
 }

@@ -8,34 +8,23 @@ import (
 	"github.com/example/waitingroom/internal/api"
 )
 
-// Bounds of an enter with an Idempotency-Key, which claims the token item
-// its key names before it takes a ticket (see docs/design.md, "Idempotency
-// and lost answers").
+// Bounds of an enter with an Idempotency-Key.
 const (
 	// ClaimTimeout is how long a claim holds before another enter with the
 	// key may take it over: twice the queue function's timeout.
-	ClaimTimeout = 10 * time.Second
-	// claimRetention is how long the store keeps a claim that nobody
-	// filled (its TTL).
-	claimRetention = time.Hour
-	// claimWait bounds how long an enter waits for the token of another
-	// enter with the same key before answering ENTER_IN_PROGRESS.
-	claimWait = time.Second
-	// claimPollFirst and claimPollMax are the first and the longest pause
-	// between two reads of a claimed token while waiting.
-	claimPollFirst = 20 * time.Millisecond
-	claimPollMax   = 200 * time.Millisecond
+	ClaimTimeout   = 10 * time.Second
+	claimRetention = time.Hour              // the store's TTL of a claim nobody filled
+	claimWait      = time.Second            // wait for another enter's token before ENTER_IN_PROGRESS
+	claimPollFirst = 20 * time.Millisecond  // first pause between reads of a claimed token
+	claimPollMax   = 200 * time.Millisecond // longest such pause
 )
 
 // enterWithKey is Enter with an Idempotency-Key: one key takes at most one
-// ticket, however many enters carry it at once. The enter that claims the
-// key's token takes the ticket and fills the claim with it; the others
-// answer that token once it is there, waiting for it up to claimWait, and
-// else ENTER_IN_PROGRESS (503, to retry). A claim older than ClaimTimeout
-// is taken over. Only the enter that claims needs the proof of work, which
-// it records as used by the key's token: a retry that finds that token
-// answers it without a proof, and one that claims again (the first lost
-// its claim) may use the same proof again.
+// ticket. The enter that claims the key's token takes the ticket and fills
+// the claim; the others answer that token, waiting up to claimWait, else
+// ENTER_IN_PROGRESS. A claim older than ClaimTimeout is taken over. Only
+// the claiming enter needs the proof of work, recorded as used by the
+// key's token.
 func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry) (View, bool, error) {
 	id := idempotentTokenID(programID, e.IdempotencyKey)
 	claim := NewTokenID()
@@ -44,8 +33,7 @@ func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry) (
 		t, err := s.store.GetToken(ctx, id)
 		now := s.clock.Now()
 		if errors.Is(err, ErrNotFound) || err == nil && t.Claim != "" && now.After(t.ClaimedAt.Add(ClaimTimeout)) {
-			// An unknown program, or a full line, gets no claim item;
-			// the program is usually in the instance's cache.
+			// An unknown program, or a full line, gets no claim item.
 			if err := s.checkEntry(ctx, programID, e, id, now); err != nil {
 				return View{}, false, err
 			}
@@ -54,7 +42,8 @@ func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry) (
 			if err == nil && t.Claim == claim {
 				v, created, err := s.enterNew(ctx, programID, id, claim)
 				if err != nil {
-					s.releaseClaim(ctx, id, claim)
+					// Best effort: so that a retry need not wait ClaimTimeout.
+					_ = s.store.ReleaseClaim(ctx, id, claim)
 				}
 				return v, created, err
 			}
@@ -81,9 +70,8 @@ func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry) (
 
 // fillToken stores t, which took its ticket under claim, in place of the
 // claim, and returns what is stored: t, or the token of an enter that took
-// the claim over and filled it first. A claim taken over and not filled
-// yet, or gone, is ENTER_IN_PROGRESS: the client's retry answers the one
-// token.
+// the claim over first. A claim taken over and not filled yet, or gone, is
+// ENTER_IN_PROGRESS.
 func (s *Service) fillToken(ctx context.Context, t Token, claim string) (Token, error) {
 	stored, err := s.store.FillToken(ctx, t, claim)
 	switch {
@@ -95,11 +83,4 @@ func (s *Service) fillToken(ctx context.Context, t Token, claim string) (Token, 
 		return Token{}, errEnterInProgress
 	}
 	return stored, nil
-}
-
-// releaseClaim gives up claim on token id after an enter failed, so that a
-// retry need not wait ClaimTimeout; a claim already filled stays as it is.
-// Best effort: a claim it cannot release is taken over after ClaimTimeout.
-func (s *Service) releaseClaim(ctx context.Context, id, claim string) {
-	_ = s.store.ReleaseClaim(ctx, id, claim)
 }

@@ -12,11 +12,8 @@ import (
 	"github.com/example/waitingroom/internal/shuffle"
 )
 
-// A scheduled, fair opening: see docs/design.md, "The shuffle".
-
 // PrequeueStore is what a Store offers to fix a shuffled program's
-// pre-queue at its opening. memstore and dynamostore implement it; a
-// program on a store without it cannot shuffle.
+// pre-queue at its opening; a program on a store without it cannot shuffle.
 type PrequeueStore interface {
 	// FixPrequeue applies admission.Program.WithPrequeueFixed at now and
 	// returns the program after it (as it is, if the pre-queue is fixed
@@ -40,14 +37,12 @@ type shuffleSeeds struct {
 }
 
 // shuffleKeyBackoff is how long an instance leaves the shuffle key alone
-// after a failed call, so that answers do not each wait on an unreachable
-// KMS.
+// after a failed call.
 const shuffleKeyBackoff = 2 * time.Second
 
 // withShuffle returns p, if it shuffles, with ShufflePublicKey (empty while
 // the key cannot be read) and, once its pre-queue is fixed, ShuffleSeed,
-// signed on first need and kept for the instance's life. Without a seed no
-// place is known, so a signing failure is KEYS_UNAVAILABLE.
+// signed on first need; a signing failure is KEYS_UNAVAILABLE.
 func (s *Service) withShuffle(ctx context.Context, p admission.Program) (admission.Program, error) {
 	if !p.Shuffle {
 		return p, nil
@@ -96,8 +91,6 @@ func (s *Service) withShuffle(ctx context.Context, p admission.Program) (admissi
 	return p, nil
 }
 
-// A scheduled close (closesAt): see docs/design.md, "A scheduled close".
-
 // errEntriesClosed is the PROGRAM_CLOSED answer to an enter in p at now.
 func errEntriesClosed(p admission.Program, now time.Time) error {
 	if !p.Closed && p.ClosedAt(now) {
@@ -107,10 +100,9 @@ func errEntriesClosed(p admission.Program, now time.Time) error {
 }
 
 // checkSchedule checks set's opening, shuffle and close against p at now,
-// for a change taking effect delay later: the opening and the close move
-// only while the current and the new one are both more than delay ahead
-// (moved); the shuffle is armed only before anyone entered and with an
-// opening ahead; the close comes after the opening.
+// for a change taking effect delay later: the shuffle is armed only before
+// anyone entered and with an opening ahead, the close comes after the
+// opening, and both move as moved allows.
 func checkSchedule(p admission.Program, set api.ProgramSettings, now time.Time, delay time.Duration) error {
 	opensAt, err := moved("opensAt", set.OpensAt, p.OpensAt, now, delay,
 		Errorf(KindConflict, api.CodeNotOpen, "The program opens at %s (or has opened): its opening can no longer change.", p.OpensAt.UTC().Format(time.RFC3339)))

@@ -16,13 +16,12 @@ import (
 )
 
 // useMargin is how long a proof's use record outlives its challenge, for
-// instances whose clocks lag (see docs/design.md, "Proof of work on enter").
+// instances whose clocks lag.
 const useMargin = time.Minute
 
 // WithChallengeSecret makes the service issue and check challenges under
-// secret (at least challenge.MinSecretLen bytes), which every instance of
-// a deployment must share; without it each Service draws its own at
-// random, which only a single process may use.
+// secret (at least challenge.MinSecretLen bytes), shared by every instance;
+// without it each Service draws its own at random.
 func WithChallengeSecret(secret []byte) Option {
 	return func(s *Service) { s.secret = secret }
 }
@@ -59,11 +58,9 @@ func (s *Service) Challenge(ctx context.Context, programID string) (ChallengeVie
 	return ChallengeView{Challenge: c, Bits: int(p.ChallengeBits), ExpiresAt: exp}, nil
 }
 
-// checkEntry answers QUEUE_FULL if programID's line, as this instance read
-// it at most one cache TTL ago, is at its maxWaiting (PROGRAM_NOT_FOUND
-// if there is no such program), and checks e's proof of work for the
-// enter that stores token id: before an enter takes a ticket or writes
-// anything else.
+// checkEntry refuses an enter into programID, as last cached, that is
+// closed or full, and checks e's proof of work for the enter that stores
+// token id, before it takes a ticket or writes anything else.
 func (s *Service) checkEntry(ctx context.Context, programID string, e Entry, id string, now time.Time) error {
 	p, err := s.program(ctx, programID, now)
 	if err != nil {
@@ -79,8 +76,7 @@ func (s *Service) checkEntry(ctx context.Context, programID string, e Entry, id 
 }
 
 // checkProof checks the proof of work e carries, when p asks for one, and
-// records its use by owner: the token id the enter stores, the same for
-// every retry of a keyed enter. It runs before any ticket is taken.
+// records its use by owner, the token id the enter stores.
 func (s *Service) checkProof(ctx context.Context, p admission.Program, e Entry, owner string, now time.Time) error {
 	if p.ChallengeBits == 0 {
 		return nil

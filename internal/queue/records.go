@@ -20,15 +20,14 @@ import (
 )
 
 // incarnationMargin is how much earlier than its program a token may seem
-// issued (instances' clocks differ) and still be its: a token of a deleted
-// namesake is catalog.DeletedRetention older.
+// issued (clocks differ) and still be its, not a deleted namesake's.
 const incarnationMargin = catalog.DeletedRetention / 2
 
-// ProgramList is a page of programs, in id order.
+// ProgramList is a page of programs in id order, and the cursor of the
+// next page ("" on the last).
 type ProgramList struct {
 	Programs []admission.Counters
-	// Next is the cursor of the following page; "" on the last.
-	Next string
+	Next     string
 }
 
 // ListPrograms returns up to limit (0: catalog.DefaultLimit) programs in
@@ -61,10 +60,9 @@ func (s *Service) ListPrograms(ctx context.Context, cursor string, limit int) (P
 	return l, nil
 }
 
-// DeleteProgram deletes a closed program (closed, or past its closesAt):
-// it is then PROGRAM_NOT_FOUND everywhere (within a cache TTL on other
-// instances), its id is taken for catalog.DeletedRetention, and its tokens
-// go when the store's TTL removes them. An open one is PROGRAM_NOT_CLOSED.
+// DeleteProgram deletes a closed program: PROGRAM_NOT_FOUND everywhere
+// within a cache TTL, its id taken for catalog.DeletedRetention. An open
+// one is PROGRAM_NOT_CLOSED.
 func (s *Service) DeleteProgram(ctx context.Context, programID string) error {
 	if !ValidProgramID(programID) {
 		return errInvalidProgramID
@@ -138,19 +136,15 @@ func pageLimit(limit, def, most int) (int, error) {
 	return limit, nil
 }
 
-// Lookup is an admin's look at a token (Service.Token).
+// Lookup is an admin's look at a token: the answer its holder would get
+// now, without the pass, and the token as stored.
 type Lookup struct {
-	// View is the answer the token's holder would get now, computed
-	// without recording anything (lookupView).
-	View View
-	// Token is the token as stored.
+	View  View
 	Token Token
 }
 
-// Token looks up token tokenID of programID for an admin: what its holder
-// would be told, but never the pass, from a fresh read of the program, and
-// the token as stored. Unlike a poll it records no sighting, signs no pass
-// and runs no fold; a token of another program is TOKEN_NOT_FOUND.
+// Token looks up token tokenID of programID for an admin, from a fresh read
+// of the program; unlike a poll it records nothing and runs no fold.
 func (s *Service) Token(ctx context.Context, programID, tokenID string) (Lookup, error) {
 	p, t, err := s.adminToken(ctx, programID, tokenID)
 	if err != nil {
@@ -169,9 +163,8 @@ func (s *Service) Token(ctx context.Context, programID, tokenID string) (Lookup,
 }
 
 // lookupView is the view of t, pending in the store, in p at now as an
-// admin sees it: WAITING; ADMITTED by the counter but not seen by its
-// holder yet (no window, no pass); or EXPIRED once the folds sealed its
-// place as a no-show.
+// admin sees it: WAITING; ADMITTED but not seen yet (no window, no pass);
+// or EXPIRED once sealed as a no-show.
 func (s *Service) lookupView(p admission.Program, t Token, now time.Time) View {
 	if !p.AdmitsTicket(t.Ticket, now) {
 		return s.waiting(p, t, now)
@@ -183,11 +176,9 @@ func (s *Service) lookupView(p admission.Program, t Token, now time.Time) View {
 	return v
 }
 
-// RevokeToken revokes token tokenID of programID: from then on it reads
-// REVOKED, with no place, admission or pass. Revoking it again is not an
-// error. An admission it held ends, and its slot under a cap frees at
-// once, as ReleaseSession frees it; a pass already handed out stays valid
-// offline until it expires (docs/security.md, "Revoked tokens").
+// RevokeToken revokes token tokenID of programID: it reads REVOKED from
+// then on, an admission it held ends and its slot under a cap frees at
+// once. Revoking it again is not an error.
 func (s *Service) RevokeToken(ctx context.Context, programID, tokenID string) error {
 	_, t, err := s.adminToken(ctx, programID, tokenID)
 	if err != nil {
@@ -201,9 +192,7 @@ func (s *Service) RevokeToken(ctx context.Context, programID, tokenID string) er
 	return s.endRevoked(ctx, t)
 }
 
-// adminToken reads programID, fresh, and its token tokenID for an admin:
-// PROGRAM_NOT_FOUND once the program is deleted, TOKEN_NOT_FOUND for a
-// token of another program or of a deleted namesake.
+// adminToken reads programID, fresh, and its token tokenID for an admin.
 func (s *Service) adminToken(ctx context.Context, programID, tokenID string) (admission.Program, Token, error) {
 	t, err := s.token(ctx, programID, tokenID)
 	if err != nil {
@@ -219,12 +208,9 @@ func (s *Service) adminToken(ctx context.Context, programID, tokenID string) (ad
 	return p, t, nil
 }
 
-// revokeRecorded revokes t as a change of programID's history: the change
-// is stored uncommitted first, keyed by the token and the instant the
-// revoke sets, then committed once the token is stored revoked at that
-// instant. A read shows an uncommitted revoke only if its token was
-// revoked at its instant (revokeApplied), so a revoke applied is recorded
-// once, with the actor who applied it, and one refused or lost is not.
+// revokeRecorded revokes t as a change of programID's history, stored
+// uncommitted first and committed once the token is stored revoked at its
+// instant; reads check an uncommitted one with revokeApplied.
 func (s *Service) revokeRecorded(ctx context.Context, programID string, t Token) (Token, error) {
 	now := s.clock.Now()
 	rec := history.Change{ID: t.ID, At: pace.FromUnixMs(pace.UnixMs(now)), Actor: history.ActorOf(ctx), Action: history.ActionRevoke, Fields: history.Fields(map[string]string{"tokenId": t.ID})}
@@ -255,8 +241,7 @@ func (s *Service) revokeApplied(ctx context.Context, programID string, c history
 }
 
 // revoke stores t as revoked at now, keeping it at least a day, and
-// returns the token as stored afterwards (revoked by this call or a
-// concurrent one).
+// returns the token as stored afterwards.
 func (s *Service) revoke(ctx context.Context, t Token, now time.Time) (Token, error) {
 	r := t
 	r.RevokedAt = now.Truncate(time.Millisecond)
@@ -272,9 +257,8 @@ func (s *Service) revoke(ctx context.Context, t Token, now time.Time) (Token, er
 	return stored, nil
 }
 
-// endRevoked ends the admission t, a revoked token, held when it was
-// revoked, and frees its slot (freeSlot); a retried revoke does it again,
-// which changes nothing.
+// endRevoked ends the admission the revoked token t held, and frees its
+// slot; doing it again changes nothing.
 func (s *Service) endRevoked(ctx context.Context, t Token) error {
 	if t.AdmittedAt.IsZero() || !t.RevokedAt.Before(t.AdmissionExpiresAt) {
 		return nil // never seen admitted, or its window was over

@@ -72,19 +72,16 @@ type Service struct {
 // Option configures a Service.
 type Option func(*Service)
 
-// WithClock replaces the real clock, for reading the time and for every
-// wait (tests and simulations).
+// WithClock replaces the real clock, for the time and every wait.
 func WithClock(c clock.Clock) Option { return func(s *Service) { s.clock = c } }
 
-// WithRand makes jitter come from rng instead of the runtime's lock-free
-// per-thread source. A *rand.Rand is not safe for concurrent use: only for
-// single-goroutine tests.
+// WithRand makes jitter come from rng; a *rand.Rand is not safe for
+// concurrent use, so only single-goroutine tests set it.
 func WithRand(rng *rand.Rand) Option { return func(s *Service) { s.rng = rng } }
 
 // WithProgramCache lets polls reuse a program read for up to ttl (0: read
-// every time), and delays admin changes by ttl plus the admin write budget
-// so that every instance computes the same serving counter. Every instance
-// of a deployment must use the same ttl (see docs/design.md, "Caching").
+// every time) and delays admin changes by ttl plus the admin write budget.
+// Every instance of a deployment must use the same ttl.
 func WithProgramCache(ttl time.Duration) Option {
 	return func(s *Service) { s.cache = admission.NewCache(ttl) }
 }
@@ -95,23 +92,19 @@ type PassSigner interface {
 	SignPass(ctx context.Context, t Token) (string, error)
 }
 
-// WithPassSigner makes every admission carry a pass signed by signer,
-// signed once and stored with the token.
+// WithPassSigner makes every admission carry a pass signed once by signer.
 func WithPassSigner(signer PassSigner) Option { return func(s *Service) { s.passes = signer } }
 
-// WithPolicies names the polling policies a program may choose through the
-// admin API (its "pollingPolicy"); programs that choose none get the
-// service's default.
+// WithPolicies names the polling policies a program may choose
+// ("pollingPolicy"); others get the service's default.
 func WithPolicies(named map[string]polling.Policy) Option {
 	return func(s *Service) { s.policies = named }
 }
 
-// WithLogger makes the service log admin changes stored whose drain
-// instant was not moved to l; slog.Default() otherwise.
+// WithLogger makes the service log to l instead of slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
-// jitter returns a uniform random duration in [0, d), from the service's
-// rng if it has one.
+// jitter returns a uniform random duration in [0, d).
 func (s *Service) jitter(d time.Duration) time.Duration {
 	if d <= 0 {
 		return 0
@@ -146,20 +139,11 @@ func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
 	return s
 }
 
-// Entry is what a person brings to Enter: a token already held, and a
-// key that makes a retried enter answer the same place.
+// Entry is what a person brings to Enter ("" for none of each): a token
+// already held, a key that makes every enter with it answer the same token,
+// and the proof of work a new ticket needs in a program with challengeBits.
 type Entry struct {
-	// Token is a token the client holds ("" for none); a still valid one
-	// of this program is answered again instead of a new place.
-	Token string
-	// IdempotencyKey is the client's id for this enter ("" for none): every
-	// enter with the same key in the same program answers the same token,
-	// for as long as the token is stored.
-	IdempotencyKey string
-	// Challenge and Solution are the proof of work of an enter into a
-	// program with challengeBits ("" for none): needed for a new ticket
-	// only.
-	Challenge, Solution string
+	Token, IdempotencyKey, Challenge, Solution string
 }
 
 // Enter puts a person in programID's queue, created=true when it took a new
@@ -196,7 +180,8 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 // enterNew takes a ticket and stores it as the new token id, created=true;
 // with a claim (see enterWithKey), as the fill of that claim on id.
 func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v View, created bool, err error) {
-	ticket, p, fresh, now, err := s.takeTicket(ctx, programID, s.clock.Now())
+	tk, err := s.takeTicket(ctx, programID, s.clock.Now())
+	p, now := tk.Program, tk.At
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return View{}, false, errProgramNotFound
@@ -205,7 +190,7 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 	case err != nil:
 		return View{}, false, storeError("issue ticket", err)
 	}
-	if fresh {
+	if tk.Fresh {
 		s.cache.Put(p, now)
 	} else if p, err = s.program(ctx, programID, now); err != nil {
 		// A ticket from a shard: the answer needs the program as a read at
@@ -215,7 +200,7 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 	t := Token{
 		ID:        id,
 		ProgramID: programID,
-		Ticket:    ticket,
+		Ticket:    tk.Ticket,
 		IssuedAt:  now.Truncate(time.Millisecond),
 		ExpiresAt: now.Add(WaitingTokenRetention),
 	}
@@ -243,10 +228,8 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 	return v, true, err
 }
 
-// putToken stores the new token t (a random id) and returns the token
-// stored under its id. A conflict is this very write, applied by an earlier
-// attempt whose answer was lost (the SDK retries a write that timed out or
-// whose connection dropped): the stored token wins.
+// putToken stores the new token t and returns the token stored under its
+// id: on a conflict, the one an earlier attempt whose answer was lost stored.
 func (s *Service) putToken(ctx context.Context, t Token) (Token, error) {
 	err := s.store.PutToken(ctx, t)
 	if err == nil {
@@ -275,7 +258,9 @@ func (s *Service) Poll(ctx context.Context, programID, tokenID string) (View, er
 // answer is Poll's answer for t, a token of programID as just read.
 func (s *Service) answer(ctx context.Context, programID string, t Token) (View, error) {
 	now := s.clock.Now()
-	s.tidyTickets(ctx, programID, now)
+	if s.tickets != nil {
+		s.tickets.GiveBack(ctx, Programs{s}, programID, now)
+	}
 	p, err := s.program(ctx, programID, now)
 	if err != nil {
 		return View{}, err
@@ -293,10 +278,9 @@ func (s *Service) answer(ctx context.Context, programID string, t Token) (View, 
 	return s.view(ctx, admission.Program{}, t, now)
 }
 
-// withOpening returns p as an answer at now needs it: if p shuffles and its
-// opening has come, read fresh with its pre-queue fixed (by this call if no
-// ticket has fixed it yet); then with its shuffle key and seed
-// (withShuffle).
+// withOpening returns p as an answer at now needs it: once an armed
+// shuffle's opening has come, read fresh with its pre-queue fixed; then
+// withShuffle.
 func (s *Service) withOpening(ctx context.Context, p admission.Program, now time.Time) (admission.Program, error) {
 	if !p.Armed() || now.Before(p.OpensAt) {
 		return s.withShuffle(ctx, p)
@@ -395,9 +379,8 @@ func (s *Service) view(ctx context.Context, p admission.Program, t Token, now ti
 	return v, nil
 }
 
-// waiting is the view of t, WAITING in p at now: its position and
-// estimated wait from its place; before a shuffled pre-queue is fixed, no
-// place yet, and the next poll a little after the opening.
+// waiting is the view of t, WAITING in p at now; without a place yet
+// (a shuffled pre-queue), the next poll is a little after the opening.
 func (s *Service) waiting(p admission.Program, t Token, now time.Time) View {
 	v := View{TokenID: t.ID, Status: StatusWaiting, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Notice: p.Profile.Notice, Translations: p.Profile.Translations, Paused: p.Segment(now).Paused}
 	if !p.Opened(now) {
@@ -421,10 +404,7 @@ func (s *Service) waiting(p admission.Program, t Token, now time.Time) View {
 		v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
 		return s.inTimeToShow(p, v, now)
 	}
-	// Any place in the pre-queue is as likely: no position, no estimate;
-	// come back after the opening, spread so as not to come all at once.
-	// An opening moved earlier is heard then: place 1's earliest admission
-	// would have the whole pre-queue poll every second.
+	// No position, no estimate: come back after the opening, spread out.
 	sit := p.Situation(p.Issued, now, 0)
 	sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.OpeningSpread(now))
 	sit.Earliest = sit.Wait
@@ -432,10 +412,8 @@ func (s *Service) waiting(p admission.Program, t Token, now time.Time) View {
 	return s.inTimeToShow(p, v, now)
 }
 
-// inTimeToShow shortens a waiting answer's retry so that whoever polls as
-// told fetches their admission in time: with no-show handling, by half the
-// time to show after the soonest any change could admit them (an admin's
-// manual admission or a raised cap included).
+// inTimeToShow shortens a waiting answer's retry, on a followed program, so
+// that whoever polls as told fetches their admission in time to show.
 func (s *Service) inTimeToShow(p admission.Program, v View, now time.Time) View {
 	if p.Followed() {
 		soonest := max(s.cache.Notice(p, now), 0)
@@ -459,8 +437,7 @@ func statusLine(p admission.Program, v View, now time.Time) string {
 }
 
 // markAdmitted records the first sighting of t's admission; if the token
-// changed meanwhile (admitted by a concurrent poll, or left) the stored
-// version wins, and recorded is false.
+// changed meanwhile the stored version wins, and recorded is false.
 func (s *Service) markAdmitted(ctx context.Context, p admission.Program, t Token, now time.Time) (stored Token, recorded bool, err error) {
 	place, _ := p.Place(t.Ticket) // placed: p admits t
 	sealedAt, err := s.sight(ctx, p, place)
@@ -505,21 +482,18 @@ func (s *Service) program(ctx context.Context, id string, now time.Time) (admiss
 	return p, nil
 }
 
-// Showing is what anyone may see of a program: its profile, and whether
-// admission is paused and new entries closed. It carries no counts.
+// Showing is what anyone may see of a program now: its profile, whether
+// admission is paused, whether new entries are refused (closed by hand or
+// past ClosesAt), and its scheduled close (zero: none). No counts.
 type Showing struct {
-	Profile settings.Profile
-	// Paused reports whether admission is paused now (a scheduled change
-	// counts once it takes effect).
-	Paused bool
-	// Closed reports whether new entries are refused now: closed by hand
-	// or past ClosesAt, the scheduled close (zero: none).
+	Profile  settings.Profile
+	Paused   bool
 	Closed   bool
 	ClosesAt time.Time
 }
 
-// Showing returns what programID shows the people who wait (the
-// waiting-room page), read through the program cache as a poll reads it.
+// Showing returns what programID shows the people who wait, read through
+// the program cache.
 func (s *Service) Showing(ctx context.Context, programID string) (Showing, error) {
 	if !ValidProgramID(programID) {
 		return Showing{}, errInvalidProgramID

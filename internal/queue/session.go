@@ -18,20 +18,15 @@ const maxPassSize = 4096
 
 // EndSession ends the admission that pass, one this service handed out for
 // programID, grants: the token then reads LEFT. Ending it again is not an
-// error; a pass that is not one of programID's (forged, altered, another
-// program's) is INVALID_PASS, one whose admission is over PASS_EXPIRED,
-// and one whose token an admin revoked TOKEN_REVOKED.
-// The pass is checked against the one stored with its token, so no key is
-// needed (docs/admission-pass.md, "Ending a session"). Under a cap its slot
-// frees when its window ends: whoever holds the pass may call this, its
-// holder included.
+// error; another pass is INVALID_PASS, one whose admission is over
+// PASS_EXPIRED, one whose token was revoked TOKEN_REVOKED. Under a cap its
+// slot frees when its window ends.
 func (s *Service) EndSession(ctx context.Context, programID, pass string) error {
 	return s.endSession(ctx, programID, pass, false)
 }
 
 // ReleaseSession is EndSession for the protected site, authenticated as an
-// admin: under a cap the slot also frees at once, as the site vouches that
-// the session is over (docs/design.md, "Capacity").
+// admin: under a cap the slot also frees at once.
 func (s *Service) ReleaseSession(ctx context.Context, programID, pass string) error {
 	return s.endSession(ctx, programID, pass, true)
 }
@@ -60,14 +55,11 @@ func (s *Service) endSession(ctx context.Context, programID, pass string, releas
 	now := s.clock.Now()
 	switch {
 	case !t.RevokedAt.IsZero():
-		// The revoke ended the admission and freed its slot: the site
-		// learns that the pass, valid offline, was withdrawn.
-		return errTokenRevoked
+		return errTokenRevoked // the revoke ended it and freed its slot
 	case !t.LeftAt.IsZero() && !release:
 		return nil
 	case !t.LeftAt.IsZero():
-		// Ended before (a retry), or left by its holder: the site's word
-		// frees the slot now.
+		// Ended before: the site's word frees the slot now.
 	case !now.Before(t.AdmissionExpiresAt):
 		return Errorf(KindForbidden, api.CodePassExpired, "The admission pass has expired: its admission is over.")
 	default:

@@ -9,11 +9,9 @@ import (
 	"github.com/example/waitingroom/internal/history"
 )
 
-// Store keeps programs and tokens. Implementations: memstore (embedded) and
-// dynamostore (DynamoDB); storetest holds the contract both pass.
-//
-// Errors: ErrNotFound for a missing item, ErrConflict for a failed
-// condition, anything else is a store fault.
+// Store keeps programs and tokens (memstore, dynamostore; storetest holds
+// the contract). Errors: ErrNotFound for a missing item, ErrConflict for a
+// failed condition, anything else is a store fault.
 type Store interface {
 	// CreateProgram stores a new program; ErrConflict if the id exists.
 	CreateProgram(ctx context.Context, p admission.Program) error
@@ -34,19 +32,16 @@ type Store interface {
 	GetToken(ctx context.Context, id string) (Token, error)
 	// ClaimToken stores claim c (Claim and ClaimedAt set, Ticket 0) under
 	// c.ID if nothing is stored there, or only a claim made before
-	// staleBefore, and returns what is stored afterwards: c if it was
-	// stored (by this call or an earlier attempt of it: same Claim), else
-	// the token or the live claim found. ErrNotFound if the item it failed
-	// on is gone when read.
+	// staleBefore, and returns what is stored afterwards (c if it was
+	// stored, also by an earlier attempt). ErrNotFound if the item it
+	// failed on is gone when read.
 	ClaimToken(ctx context.Context, c Token, staleBefore time.Time) (Token, error)
 	// FillToken replaces claim on t.ID by token t, provided the item still
 	// holds that claim and no ticket, and returns what is stored
-	// afterwards (t itself if it was stored, by this call or an earlier
-	// attempt of it). ErrNotFound if the item is gone.
+	// afterwards. ErrNotFound if the item is gone.
 	FillToken(ctx context.Context, t Token, claim string) (Token, error)
 	// ReleaseClaim makes claim on token id stale at once (ClaimedAt zero),
-	// if the item still holds that claim and no ticket, so that the next
-	// enter with the key takes it over without waiting.
+	// if the item still holds that claim and no ticket.
 	ReleaseClaim(ctx context.Context, id, claim string) error
 	// MarkAdmitted records the first sighting of the token's admission
 	// (sets AdmittedAt, AdmissionExpiresAt and ExpiresAt) if it is neither
@@ -77,22 +72,19 @@ type Store interface {
 }
 
 // CatalogStore keeps the list of programs, their deletion and the history
-// of their admin changes (docs/design.md, "The operator's records").
+// of their admin changes.
 type CatalogStore interface {
 	catalog.Store
 	history.Store
-	// DeleteProgram deletes program p.ID if it is stored at version
-	// p.Version (ErrConflict if it is stored otherwise), with its ticket
-	// shards and its place in the list; an absent one counts as deleted
-	// (by a lost answer's first attempt). Until until, CreateProgram of
-	// the id answers ErrDeleted.
+	// DeleteProgram deletes program p.ID, with its ticket shards and its
+	// place in the list, if it is stored at version p.Version (else
+	// ErrConflict; absent counts as deleted). Until until, CreateProgram
+	// of the id answers ErrDeleted.
 	DeleteProgram(ctx context.Context, p admission.Program, until time.Time) error
 }
 
-// ScheduleStore is a Store whose admin writes need not find a moment
-// without tickets: a change scheduled for later (admission.Program.Next)
-// is stored whatever tickets were issued since it was read, and its drain
-// instant then moved to match them.
+// ScheduleStore is a Store that stores a scheduled change whatever
+// tickets were issued since it was read, then moves its drain instant.
 type ScheduleStore interface {
 	// UpdateScheduled is UpdateProgram for p with a change scheduled, on
 	// the condition of the version alone, and returns the tickets issued

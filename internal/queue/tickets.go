@@ -8,8 +8,8 @@ import (
 )
 
 // Tickets hands out enters' tickets when one program item cannot take
-// them all (package tickets: ticket shards). A Service without Tickets
-// takes every ticket from Store.IssueTicket.
+// them all (package tickets); without it every ticket comes from
+// Store.IssueTicket.
 type Tickets interface {
 	// Take hands out the next ticket of programID for an enter asked at
 	// now; its errors are the Store's.
@@ -41,9 +41,8 @@ type Programs struct{ s *Service }
 // TTL is how long a read is reused (WithProgramCache).
 func (p Programs) TTL() time.Duration { return p.s.cache.TTL() }
 
-// Recent is the last read of id if it is at most one TTL old, past its
-// drain instant too: enough to choose where a ticket comes from, not to
-// place anyone.
+// Recent is admission.Cache.ShardView: a read to choose where a ticket
+// comes from, not to place anyone.
 func (p Programs) Recent(id string, now time.Time) (admission.Program, bool) {
 	return p.s.cache.ShardView(id, now)
 }
@@ -57,23 +56,11 @@ func (p Programs) Get(ctx context.Context, id string, now time.Time) (admission.
 func (p Programs) Put(prog admission.Program, now time.Time) { p.s.cache.Put(prog, now) }
 
 // takeTicket hands out the next ticket of programID asked at now, through
-// the service's Tickets if it has them; see Taken for what it returns.
-func (s *Service) takeTicket(ctx context.Context, programID string, now time.Time) (ticket int64, p admission.Program, fresh bool, at time.Time, err error) {
+// the service's Tickets if it has them.
+func (s *Service) takeTicket(ctx context.Context, programID string, now time.Time) (Taken, error) {
 	if s.tickets != nil {
-		t, err := s.tickets.Take(ctx, Programs{s}, programID, now)
-		return t.Ticket, t.Program, t.Fresh, t.At, err
+		return s.tickets.Take(ctx, Programs{s}, programID, now)
 	}
-	p, err = s.store.IssueTicket(ctx, programID, now)
-	if err != nil {
-		return 0, admission.Program{}, false, now, err
-	}
-	return p.Issued, p, true, now, nil
-}
-
-// tidyTickets gives back what the service's Tickets reserved and nobody
-// took, when due.
-func (s *Service) tidyTickets(ctx context.Context, programID string, now time.Time) {
-	if s.tickets != nil {
-		s.tickets.GiveBack(ctx, Programs{s}, programID, now)
-	}
+	p, err := s.store.IssueTicket(ctx, programID, now)
+	return Taken{Ticket: p.Issued, Program: p, Fresh: true, At: now}, err
 }

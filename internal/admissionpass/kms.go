@@ -44,9 +44,6 @@ func NewKMSClient(ctx context.Context, endpoint string) (*kms.Client, error) {
 		return nil, fmt.Errorf("admissionpass: %w", err)
 	}
 	return kms.NewFromConfig(cfg, func(o *kms.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
 		o.APIOptions = append(o.APIOptions, awsconfig.ReserveBeforeDeadline(KMSDeadlineReserve))
 	}), nil
 }

@@ -34,12 +34,7 @@ func ChallengeSecret(ctx context.Context, cfg config.Config) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("secrets manager client: %w", err)
 		}
-		client := secretsmanager.NewFromConfig(awscfg, func(o *secretsmanager.Options) {
-			if cfg.SecretsEndpoint != "" {
-				o.BaseEndpoint = aws.String(cfg.SecretsEndpoint)
-			}
-		})
-		return ReadSecret(ctx, client, cfg.ChallengeSecretARN)
+		return ReadSecret(ctx, secretsmanager.NewFromConfig(awscfg), cfg.ChallengeSecretARN)
 	case cfg.ChallengeSecret != "":
 		return []byte(cfg.ChallengeSecret), nil
 	}

@@ -3,9 +3,11 @@
 package awsconfig
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,9 +16,10 @@ import (
 	"github.com/aws/smithy-go/middleware"
 )
 
-// Load returns the AWS configuration from the environment with opts. For a
-// local endpoint ("" means AWS) the region defaults to us-east-1 and, unless
-// the environment names credentials, the credentials are static dummies.
+// Load returns the AWS configuration from the environment with opts. A
+// local endpoint ("" means AWS) becomes every client's BaseEndpoint, the
+// region defaults to us-east-1 and, unless the environment names
+// credentials, the credentials are static dummies.
 func Load(ctx context.Context, endpoint string, opts ...func(*config.LoadOptions) error) (aws.Config, error) {
 	if endpoint != "" && !credentialsInEnv() {
 		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
@@ -25,8 +28,9 @@ func Load(ctx context.Context, endpoint string, opts ...func(*config.LoadOptions
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load AWS config: %w", err)
 	}
-	if endpoint != "" && cfg.Region == "" {
-		cfg.Region = "us-east-1"
+	if endpoint != "" {
+		cfg.BaseEndpoint = aws.String(endpoint)
+		cfg.Region = cmp.Or(cfg.Region, "us-east-1")
 	}
 	return cfg, nil
 }
@@ -35,12 +39,8 @@ func Load(ctx context.Context, endpoint string, opts ...func(*config.LoadOptions
 // a profile, a web identity). It reads variables only: resolving the default
 // chain outside AWS waits for the instance metadata service to time out.
 func credentialsInEnv() bool {
-	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
-		if os.Getenv(v) != "" {
-			return true
-		}
-	}
-	return false
+	vars := []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"}
+	return slices.ContainsFunc(vars, func(v string) bool { return os.Getenv(v) != "" })
 }
 
 // ReserveBeforeDeadline is an API option that makes every call, retries

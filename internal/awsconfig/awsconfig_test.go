@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/example/waitingroom/internal/awsconfig"
@@ -25,6 +26,9 @@ func TestLoadLocal(t *testing.T) {
 	creds, err := cfg.Credentials.Retrieve(t.Context())
 	if err != nil || cfg.Region != "us-east-1" || creds.AccessKeyID != "local" {
 		t.Errorf("local endpoint: region %q, key %q, %v; want us-east-1 and the dummy key", cfg.Region, creds.AccessKeyID, err)
+	}
+	if got := aws.ToString(cfg.BaseEndpoint); got != "http://127.0.0.1:8000" {
+		t.Errorf("local endpoint: BaseEndpoint %q, want the endpoint", got)
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")

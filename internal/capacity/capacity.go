@@ -3,11 +3,9 @@
 // item (docs/design.md, "Capacity"). Package queue follows a program's
 // admissions through it; it knows nothing of queue.
 //
-// The records, by place, in groups of GroupSize (Store): the first
-// ADMITTED answer of a place sights it; an early end records it in its
-// group and in the end index a fold has not sealed yet. A Fold, at most
-// every FoldPeriod, counts from them the slots freed since the last one
-// (ends, no-shows, windows over) and writes the ceiling's next Step.
+// A Fold, at most every FoldPeriod, counts the slots freed since the last
+// one (ends, no-shows, windows over) from the records kept by place in
+// groups of GroupSize (Store), and writes the ceiling's next Step.
 //
 // Invariants:
 //   - Sealed before counted: a fold seals every record it counts (the
@@ -38,39 +36,33 @@ const GroupSize = 128
 // GroupOf is the capacity group of place p ≥ 1.
 func GroupOf(p int64) int64 { return (p - 1) / GroupSize }
 
-// How long the capacity records stay after the write that made them (a
-// mark: after its last write), once no fold can read them: the stores'
-// TTL (dynamostore) and sweep (memstore) drop them then.
+// How long the capacity records stay after their last write, once no
+// fold can read them.
 const (
 	GroupTTL = 3 * 24 * time.Hour
 	MarkTTL  = 3 * 24 * time.Hour
 	EndsTTL  = 24 * time.Hour
 )
 
-// Step is one rise of a capped program's ceiling, written by the fold:
-// from AtMs (Unix ms) the slots freed rise from their level then towards
-// Freed, the first slot at AtMs and the next at Rate, or all at once when
-// Rate is 0.
+// Step is one rise of a capped program's ceiling: from AtMs (Unix ms) the
+// slots freed rise towards Freed, one at AtMs and then at Rate (all at
+// once when Rate is 0).
 type Step struct {
 	AtMs  int64     `dynamodbav:"at"`
 	Freed int64     `dynamodbav:"freed"`
 	Rate  pace.Rate `dynamodbav:"rate"`
 }
 
-// Capacity is a program's capacity state: the slots its admissions freed,
-// as the ceiling's steps, and the fold's cursors and totals. Only the fold
-// writes it.
+// Capacity is a program's capacity state, which only the fold writes.
 type Capacity struct {
 	// Level is how many slots were freed before the first of Steps.
 	Level int64 `dynamodbav:"level"`
 	// Steps are the ceiling's latest rises, oldest first.
 	Steps []Step `dynamodbav:"steps"`
-	// ReleaseRate is the rate at which slots were freed lately, as the
-	// fold measures it: the pace of admission while the ceiling holds it.
+	// ReleaseRate is the rate at which slots were freed lately.
 	ReleaseRate pace.Rate `dynamodbav:"releaseRate"`
 
-	// FoldedAtMs is when the last fold was made (Unix ms; 0: never): the
-	// condition of the next (Store.ApplyFold).
+	// FoldedAtMs is when the last fold was made (Unix ms; 0: never).
 	FoldedAtMs int64 `dynamodbav:"foldedAtMs"`
 	// EndsThrough is the last end quantum whose index the folds counted.
 	EndsThrough int64 `dynamodbav:"endsThrough"`
@@ -78,8 +70,8 @@ type Capacity struct {
 	NoShowThrough int64 `dynamodbav:"noShowThrough"`
 	// ExpiredThrough is the last place whose window the folds expired.
 	ExpiredThrough int64 `dynamodbav:"expiredThrough"`
-	// Owed are no-shows of a program without a cap not yet given to the
-	// next people in line as extra admissions.
+	// Owed are no-shows of a program without a cap not yet given back as
+	// extra admissions.
 	Owed int64 `dynamodbav:"owed"`
 	// The totals: admissions that were no-shows, that ended early, and
 	// whose window ended.
@@ -100,13 +92,7 @@ func (c Capacity) FreedAt(ms int64) int64 {
 		if i+1 < len(c.Steps) {
 			end = min(end, c.Steps[i+1].AtMs)
 		}
-		switch {
-		case st.Freed <= level:
-		case st.Rate <= 0:
-			level = st.Freed
-		default:
-			level = min(st.Freed, pace.AddSat(level, releasedBy(st.AtMs, end, st.Rate)))
-		}
+		level = st.rise(level, end)
 	}
 	return level
 }
@@ -123,27 +109,32 @@ func (c Capacity) ReachMs(n, from int64) (int64, bool) {
 		if i+1 < len(c.Steps) {
 			end = c.Steps[i+1].AtMs
 		}
-		switch {
-		case st.Freed <= level:
-			continue
-		case st.Rate <= 0:
-			if n <= st.Freed {
-				return max(st.AtMs, from), true
+		if level < st.Freed && n <= st.Freed {
+			at := st.AtMs
+			if st.Rate > 0 {
+				d, _ := pace.MulDiv(uint64(n-level-1), 1e6, uint64(st.Rate), true)
+				at = pace.AddSat(st.AtMs, d)
 			}
-			level = st.Freed
-			continue
-		}
-		if n <= st.Freed {
-			d, _ := pace.MulDiv(uint64(n-level-1), 1e6, uint64(st.Rate), true)
-			if at := pace.AddSat(st.AtMs, d); end < 0 || at <= end {
+			if st.Rate <= 0 || end < 0 || at <= end {
 				return max(at, from), true
 			}
 		}
 		if end >= 0 {
-			level = min(st.Freed, pace.AddSat(level, releasedBy(st.AtMs, end, st.Rate)))
+			level = st.rise(level, end)
 		}
 	}
 	return 0, false
+}
+
+// rise is the level after st has risen from level until end ≥ st.AtMs.
+func (st Step) rise(level, end int64) int64 {
+	switch {
+	case st.Freed <= level:
+		return level
+	case st.Rate <= 0:
+		return st.Freed
+	}
+	return min(st.Freed, pace.AddSat(level, releasedBy(st.AtMs, end, st.Rate)))
 }
 
 // releasedBy is how many slots a release at rate r from fromMs has freed
@@ -153,8 +144,7 @@ func releasedBy(fromMs, toMs int64, r pace.Rate) int64 {
 	return pace.AddSat(n, 1)
 }
 
-// Group is one capacity group of a program as stored: what the folds read
-// of its places.
+// Group is one capacity group of a program as stored.
 type Group struct {
 	// Sighted are the places whose admission was seen (the pass fetched).
 	Sighted []int64
@@ -198,10 +188,8 @@ type Mark struct {
 // ErrSealed means a capacity record was sealed by a fold before the write.
 var ErrSealed = errors.New("store: sealed")
 
-// Store keeps the records that free a capped program's slots, and that
-// find its no-shows. Every record a fold counts is sealed first, so that
-// a retried or racing fold counts the same. Its other errors are package
-// store's.
+// Store keeps the records that free a capped program's slots and find its
+// no-shows. Its other errors are package store's.
 type Store interface {
 	// Sight adds place to its group's sightings, unless the group is
 	// sealed through place without it (ErrSealed), and returns the group.
@@ -217,7 +205,7 @@ type Store interface {
 	// still in from, and returns the group.
 	MoveEnd(ctx context.Context, programID string, place, from, to int64) (Group, error)
 	// ExpireGroup moves group g's expiry seal up to through (never back),
-	// so that no new end is taken at or below it, and returns the group.
+	// and returns the group.
 	ExpireGroup(ctx context.Context, programID string, g, through int64) (Group, error)
 	// AddEnd adds place to the end index of quantum q, shard k, unless it
 	// is sealed without it (ErrSealed).

@@ -70,11 +70,10 @@ func (l Ceiling) AdmitsMs(place, at int64) (int64, bool) {
 	return pace.AddSat(from, d), true
 }
 
-// EarliestMs is a lower bound on when the ceiling could let place in,
-// seen at ms: the steps written, or steps not written yet, which take
-// effect notice ms from now at the soonest and free at most Cap slots a
-// round, a round lasting round ms at least. False without a cap, or when
-// the ceiling lets place in already.
+// EarliestMs is a lower bound, seen at ms, on when the ceiling could let
+// place in, steps not written yet taking effect notice ms from now at the
+// soonest and freeing at most Cap slots a round of round ms. False without
+// a cap, or when the ceiling lets place in already.
 func (l Ceiling) EarliestMs(place, ms, notice, round int64) (int64, bool) {
 	at, ok := l.At(ms)
 	if !ok || place <= at {
@@ -100,8 +99,7 @@ func (l Ceiling) EarliestMs(place, ms, notice, round int64) (int64, bool) {
 const maxReservations = 8
 
 // Reservation is N slots of a capped program's ceiling held by live bypass
-// passes: from FromMs (Unix ms) to UntilMs, then freed at Rate, the first
-// at UntilMs (all at once when Rate is 0), as a fold's Step frees them.
+// passes from FromMs (Unix ms) to UntilMs, then freed as a Step at Rate.
 type Reservation struct {
 	FromMs  int64     `dynamodbav:"from"`
 	UntilMs int64     `dynamodbav:"until"`
@@ -123,9 +121,8 @@ func (r Reservation) HeldAt(ms int64) int64 {
 }
 
 // Reserve returns rs, less the reservations over at ms, with r added, or
-// merged into the one that ends nearest it when rs holds maxReservations:
-// the merged one holds at least what both would, so the ceiling is never
-// higher.
+// merged (holding at least what both would) into the one that ends nearest
+// it when rs holds maxReservations.
 func Reserve(rs []Reservation, r Reservation, ms int64) []Reservation {
 	kept := make([]Reservation, 0, len(rs)+1)
 	for _, x := range rs {

@@ -10,19 +10,16 @@ import (
 )
 
 // maxEndMoves bounds how many end indexes an end tries before it reports
-// the store busy: each fold seals one, and a cached cursor is at most a
-// cache TTL behind.
+// the store busy.
 const maxEndMoves = 8
 
 // ErrEndsSealed means an end found maxEndMoves end indexes sealed in a
 // row: the folds outran it, and a retry finds an open one.
 var ErrEndsSealed = errors.New("capacity: end indexes sealed in a row")
 
-// RecordEnd records that the admission of place, sighted, ended early, so
-// that the next fold frees its slot: in its group, then in the end index
-// of quantum q (the one after the last the folds counted) or, sealed, a
-// later one. A group already expired frees the slot itself, and an end
-// recorded before (a retry) is found again.
+// RecordEnd records that the admission of place, sighted, ended early, in
+// its group, then in the end index of quantum q or, sealed, a later one,
+// so that the next fold frees its slot; a retry finds its end again.
 func RecordEnd(ctx context.Context, s Store, programID string, place, q int64) error {
 	g, err := s.EndPlace(ctx, programID, place, q)
 	switch {
@@ -40,8 +37,7 @@ func RecordEnd(ctx context.Context, s Store, programID string, place, q int64) e
 		} else if !errors.Is(err, ErrSealed) {
 			return fmt.Errorf("index the end: %w", err)
 		}
-		// Sealed: counted if an earlier attempt got in first, else on to
-		// the next index.
+		// Sealed: counted if an earlier attempt got in, else move on.
 		places, err := s.SealEnds(ctx, programID, q, k)
 		if err != nil {
 			return fmt.Errorf("read the end index: %w", err)

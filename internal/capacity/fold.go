@@ -14,19 +14,13 @@ import (
 const (
 	// EndShards is how many items each end index is spread over.
 	EndShards = 4
-	// FoldPeriod is the least time between two folds of a program: with
-	// the change delay (2 s at the default cache TTL), a slot freed is
-	// refilled within 2.25 s (more when more slots free at once than the
-	// rate refills in a fold's period).
+	// FoldPeriod is the least time between two folds of a program.
 	FoldPeriod = 250 * time.Millisecond
 	// ExpiryMargin is added to a window before its slot is freed: the
 	// pass verifiers' leeway (passverify.DefaultLeeway) and clock skew.
 	ExpiryMargin = time.Minute
 	// maxGroupsPerFold bounds the groups one fold seals for no-shows.
 	maxGroupsPerFold = 16
-	// noShowMargin is added to the no-show time before a place is sealed:
-	// none is needed, the seal decides, not a clock.
-	noShowMargin = 0
 	// keptSteps bounds the ceiling's steps already in effect that a fold
 	// keeps (the older ones become Level).
 	keptSteps = 1
@@ -36,25 +30,22 @@ const (
 type Program struct {
 	ID       string
 	Capacity Capacity
-	// Capped reports whether the program has a cap: the slots freed then
-	// make the ceiling's next step; without one, no-shows are Owed.
+	// Capped reports whether the program has a cap; without one, no-shows
+	// are Owed.
 	Capped bool
 	// NoShowAfter is how long someone admitted has to fetch their pass;
 	// FreedAfter is how long after an admission its slot is freed when
 	// they came and never ended (the window, then ExpiryMargin).
 	NoShowAfter, FreedAfter time.Duration
-	// Rate is the settled admission rate, at which a step frees its
-	// slots.
+	// Rate is the settled admission rate, at which a step frees slots.
 	Rate pace.Rate
 	// Serving is the serving counter at the fold, which its mark records.
 	Serving int64
 }
 
 // Fold counts, from records it seals first, the slots p's admissions freed
-// since the last fold (ended early, no-shows, windows over), and stores
-// the ceiling's next step delay after now, delay being the admin change
-// delay; a fold made meanwhile by another request wins, and this one
-// returns p.Capacity and nil.
+// since the last fold, and stores the ceiling's next step delay after now;
+// if another fold wins meanwhile, it returns p.Capacity and nil.
 func Fold(ctx context.Context, s Store, p Program, now time.Time, delay time.Duration) (Capacity, error) {
 	c := p.Capacity
 	ended, err := sealEnds(ctx, s, p.ID, c.EndsThrough+1)
@@ -101,68 +92,51 @@ func sealEnds(ctx context.Context, s Store, programID string, q int64) (int64, e
 // latest mark older than the time to show, and returns how many of them
 // were never sighted (no-shows) and the no-show cursor after it.
 func sealNoShows(ctx context.Context, s Store, p Program, now time.Time) (noShows, through int64, err error) {
-	done := p.Capacity.NoShowThrough
-	m, ok, err := markBefore(ctx, s, p.ID, now.Add(-p.NoShowAfter-noShowMargin))
-	if err != nil || !ok {
-		return 0, done, err
-	}
-	through = min(m.Counter, done+maxGroupsPerFold*GroupSize)
-	err = forGroups(done, through, func(g, from, to int64) error {
+	upTo := func(m Mark) int64 { return m.Counter }
+	return sealGroups(ctx, s, p.ID, now.Add(-p.NoShowAfter), p.Capacity.NoShowThrough, upTo, func(g, from, to int64) (int64, error) {
 		grp, err := s.SealSightings(ctx, p.ID, g, to, now)
 		if err != nil {
-			return fmt.Errorf("seal group %d: %w", g, err)
+			return 0, fmt.Errorf("seal group %d: %w", g, err)
 		}
-		noShows += to - from + 1 - count(grp.Sighted, from, to, nil)
-		return nil
+		return to - from + 1 - count(grp.Sighted, from, to, nil), nil
 	})
-	return noShows, max(done, through), err
 }
 
 // expireWindows seals against late ends the places whose window (and the
-// margin) is over, up to noShowThrough: those a mark that old saw sealed
-// were all sighted by then, if ever. It returns how many were sighted
-// and never ended, whose slots are now free, and the expiry cursor.
+// margin) is over, up to noShowThrough, and returns how many were sighted
+// and never ended, and the expiry cursor.
 func expireWindows(ctx context.Context, s Store, p Program, noShowThrough int64, now time.Time) (expired, through int64, err error) {
-	done := p.Capacity.ExpiredThrough
-	m, ok, err := markBefore(ctx, s, p.ID, now.Add(-p.FreedAfter))
-	if err != nil || !ok {
-		return 0, done, err
-	}
-	through = min(m.NoShowThrough, noShowThrough, done+maxGroupsPerFold*GroupSize)
-	err = forGroups(done, through, func(g, from, to int64) error {
+	upTo := func(m Mark) int64 { return min(m.NoShowThrough, noShowThrough) }
+	return sealGroups(ctx, s, p.ID, now.Add(-p.FreedAfter), p.Capacity.ExpiredThrough, upTo, func(g, from, to int64) (int64, error) {
 		grp, err := s.ExpireGroup(ctx, p.ID, g, to)
 		if err != nil {
-			return fmt.Errorf("expire group %d: %w", g, err)
+			return 0, fmt.Errorf("expire group %d: %w", g, err)
 		}
-		expired += count(grp.Sighted, from, to, grp.Ended)
-		return nil
+		return count(grp.Sighted, from, to, grp.Ended), nil
 	})
-	return expired, max(done, through), err
 }
 
-// markBefore is the latest mark at or before at, and false if there is
-// none.
-func markBefore(ctx context.Context, s Store, programID string, at time.Time) (Mark, bool, error) {
+// sealGroups calls seal, at most maxGroupsPerFold groups from the cursor
+// done, for each group holding places up to upTo of the latest mark at or
+// before at, with the group's first and last place in that range. It
+// returns the sum of seal's counts and the cursor after them.
+func sealGroups(ctx context.Context, s Store, programID string, at time.Time, done int64, upTo func(Mark) int64, seal func(g, from, to int64) (int64, error)) (n, through int64, err error) {
 	m, err := s.MarkBefore(ctx, programID, pace.UnixMs(at))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return Mark{}, false, nil
+		return 0, done, nil
 	case err != nil:
-		return Mark{}, false, fmt.Errorf("read mark: %w", err)
+		return 0, done, fmt.Errorf("read mark: %w", err)
 	}
-	return m, true, nil
-}
-
-// forGroups calls f for each group holding places done+1 to through, with
-// the group's first and last place in that range; it stops at f's first
-// error.
-func forGroups(done, through int64, f func(g, from, to int64) error) error {
+	through = min(upTo(m), done+maxGroupsPerFold*GroupSize)
 	for g := GroupOf(done + 1); done < through && g <= GroupOf(through); g++ {
-		if err := f(g, max(done+1, g*GroupSize+1), min(through, (g+1)*GroupSize)); err != nil {
-			return err
+		k, err := seal(g, max(done+1, g*GroupSize+1), min(through, (g+1)*GroupSize))
+		if err != nil {
+			return 0, done, err
 		}
+		n += k
 	}
-	return nil
+	return n, max(done, through), nil
 }
 
 // count is how many of places are in from..to and not in except.
@@ -177,9 +151,7 @@ func count(places []int64, from, to int64, except map[int64]int64) int64 {
 }
 
 // folded is c after a fold of p at now that found ended, noShows and
-// expired slots freed: the totals, the index counted, and with a cap the
-// ceiling's next step delay after now (the older steps pruned), else the
-// no-shows owed; the release rate measured since the last fold.
+// expired slots freed.
 func (c Capacity) folded(p Program, now time.Time, delay time.Duration, ended, noShows, expired int64) Capacity {
 	nowMs := pace.UnixMs(now)
 	next := c

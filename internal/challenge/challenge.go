@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"strings"
 	"time"
 )
 
@@ -147,19 +148,7 @@ func mac(secret []byte, programID string, body []byte) []byte {
 // ValidSolution reports whether s is 1 to MaxSolutionLen characters of
 // [A-Za-z0-9_-].
 func ValidSolution(s string) bool {
-	if len(s) == 0 || len(s) > MaxSolutionLen {
-		return false
-	}
-	for i := range len(s) {
-		if !isSolutionByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isSolutionByte(b byte) bool {
-	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '-' || b == '_'
+	return len(s) > 0 && len(s) <= MaxSolutionLen && strings.Trim(s, alphabet) == ""
 }
 
 // ZeroBits is the number of leading zero bits of SHA-256 of

@@ -12,10 +12,8 @@ const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 // checkEvery is how many candidates Solve tries between two looks at ctx.
 const checkEvery = 1 << 14
 
-// Solve finds a solution of challenge with bits leading zero bits by
-// counting through candidates on one core (a bot's best case per core),
-// and returns it with the number of hashes it took. It stops with ctx's
-// error when ctx ends first.
+// Solve finds a solution of challenge with bits leading zero bits on one
+// core, and returns it with the number of hashes it took, or ctx's error.
 func Solve(ctx context.Context, challenge string, bits int) (string, int64, error) {
 	if bits < 0 || bits > MaxBits {
 		return "", 0, fmt.Errorf("challenge: %d bits out of 0..%d", bits, MaxBits)

@@ -31,24 +31,20 @@ func (Real) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-time.After(d):
 		return nil
 	}
 }
 
-// Fake is a clock that moves only when told to, or when someone sleeps on
-// it: Sleep advances it by the duration at once. It is safe for concurrent
-// use.
+// Fake is a clock that moves only by Advance or Sleep. It is safe for
+// concurrent use.
 type Fake struct {
 	mu     sync.Mutex
 	now    time.Time
-	next   uint64
-	timers map[uint64]fakeTimer // the WithTimeout contexts not yet done
+	timers map[*fakeTimer]bool // the WithTimeout contexts not yet done
 }
 
 // fakeTimer ends a WithTimeout context once the fake time reaches at.
@@ -74,10 +70,10 @@ func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	f.now = f.now.Add(d)
 	var due []context.CancelCauseFunc
-	for id, tm := range f.timers {
+	for tm := range f.timers {
 		if !tm.at.After(f.now) {
 			due = append(due, tm.cancel)
-			delete(f.timers, id)
+			delete(f.timers, tm)
 		}
 	}
 	f.mu.Unlock()
@@ -96,14 +92,13 @@ func (f *Fake) withTimeout(ctx context.Context, d time.Duration) (context.Contex
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.timers == nil {
-		f.timers = make(map[uint64]fakeTimer)
+		f.timers = make(map[*fakeTimer]bool)
 	}
-	f.next++
-	id := f.next
-	f.timers[id] = fakeTimer{at: f.now.Add(d), cancel: cancel}
+	tm := &fakeTimer{at: f.now.Add(d), cancel: cancel}
+	f.timers[tm] = true
 	return ctx, func() {
 		f.mu.Lock()
-		delete(f.timers, id)
+		delete(f.timers, tm)
 		f.mu.Unlock()
 		cancel(context.Canceled)
 	}
@@ -121,10 +116,8 @@ func (f *Fake) Sleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// WithTimeout returns a copy of ctx that is done once c has moved d on: a
-// real deadline on the real clock, the fake time passing it on a Fake (whose
-// context then reports context.DeadlineExceeded as its Cause, and no
-// Deadline, so that nothing mixes fake and real time).
+// WithTimeout returns a copy of ctx that is done once c has moved d on; on
+// a Fake it has no Deadline, and context.DeadlineExceeded as its Cause.
 func WithTimeout(ctx context.Context, c Clock, d time.Duration) (context.Context, context.CancelFunc) {
 	switch c := c.(type) {
 	case *Fake:

@@ -105,9 +105,6 @@ func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Clien
 		return nil, fmt.Errorf("dynamostore: %w", err)
 	}
 	return dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
-		if o.Endpoint != "" {
-			do.BaseEndpoint = aws.String(o.Endpoint)
-		}
 		if o.Transport != nil {
 			do.HTTPClient = &http.Client{Transport: o.Transport, Timeout: o.AttemptTimeout}
 		}

@@ -131,12 +131,9 @@ func Fields(v any) json.RawMessage {
 	return b
 }
 
-// Begin makes c, a change of programID about to be written, recoverable:
-// it commits the program's latest change (the newest of recent, its
-// Push entries as read), so that only the latest can be uncommitted, and
-// stores c uncommitted, side by side with alongside (the list entry of a
-// new program), the admin deadline being short. An error means nothing is
-// to be written.
+// Begin commits programID's latest change (the newest of recent, its Push
+// entries) and stores c, about to be written, uncommitted, in parallel
+// with alongside. An error means nothing is to be written.
 func Begin(ctx context.Context, s Store, programID string, recent []string, c Change, alongside ...func() error) error {
 	c.Committed = false
 	var g errgroup.Group
@@ -174,23 +171,19 @@ func Push(recent []string, v int64, id string, at time.Time) []string {
 // parse reads an entry of Push; at is zero for the entries written before
 // the history ("version/id").
 func parse(e string) (v int64, id string, at time.Time, ok bool) {
-	ver, rest, ok := strings.Cut(e, "/")
-	if !ok {
+	parts := strings.SplitN(e, "/", 3)
+	v, err := strconv.ParseInt(parts[0], 10, 64)
+	if err != nil || len(parts) < 2 {
 		return 0, "", time.Time{}, false
 	}
-	v, err := strconv.ParseInt(ver, 10, 64)
-	if err != nil {
-		return 0, "", time.Time{}, false
-	}
-	id, ms, hasAt := strings.Cut(rest, "/")
-	if hasAt {
-		n, err := strconv.ParseInt(ms, 10, 64)
+	if len(parts) == 3 {
+		ms, err := strconv.ParseInt(parts[2], 10, 64)
 		if err != nil {
 			return 0, "", time.Time{}, false
 		}
-		at = pace.FromUnixMs(n)
+		at = pace.FromUnixMs(ms)
 	}
-	return v, id, at, true
+	return v, parts[1], at, true
 }
 
 // Applied tells whether recent, the entries of a program at version
@@ -226,8 +219,7 @@ func Latest(recent []string) (Key, int64, bool) {
 }
 
 // NextAt is the instant of a change made at now after those of recent:
-// now to the millisecond, after the latest, so that the history's order
-// is the order the changes were made in.
+// now to the millisecond, after the latest.
 func NextAt(recent []string, now time.Time) time.Time {
 	ms := pace.UnixMs(now)
 	if k, _, ok := Latest(recent); ok {
@@ -248,11 +240,9 @@ type Page struct {
 const maxReads = 4
 
 // Read returns up to limit of programID's changes that come before from
-// (the zero Key: from the newest), newest first: every change applied,
-// once, and none other. A change is applied if committed, if it is the
-// latest of recent (the program's Push entries, as read) at its version,
-// or, an uncommitted revoke, if revoked says so. A change made before
-// born is a deleted namesake's: never shown.
+// (the zero Key: from the newest), newest first, showing only those
+// applied: committed, the latest of recent at its version, or an
+// uncommitted revoke that revoked confirms; never one made before born.
 func Read(ctx context.Context, s Store, programID string, recent []string, born time.Time, from Key, limit int, revoked func(Change) (bool, error)) (Page, error) {
 	latest, latestV, _ := Latest(recent)
 	shown := func(c Change) (bool, error) {

@@ -56,13 +56,7 @@ func MsToNs(ms int64) int64 {
 }
 
 // NsToMs returns ns in milliseconds, rounded down.
-func NsToMs(ns int64) int64 {
-	ms := ns / nsPerMs
-	if ns%nsPerMs < 0 {
-		ms--
-	}
-	return ms
-}
+func NsToMs(ns int64) int64 { return time.Unix(0, ns).UnixMilli() }
 
 // UnixMs is t in Unix milliseconds, rounded down; the zero time is 0, as
 // the stores write an absent time.

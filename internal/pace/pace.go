@@ -104,9 +104,8 @@ func (s Segment) AdmittedAt(ticket, from int64) (int64, bool) {
 	return max(AddSat(s.origin(), d), from), true
 }
 
-// StepNs is one ticket's time in nanoseconds, rounded up: how far each
-// ticket pushes the drain instant back; 0 when the segment does not
-// advance.
+// StepNs is one ticket's time in nanoseconds, rounded up; 0 when the
+// segment does not advance.
 func (s Segment) StepNs() int64 {
 	if !s.Advancing() {
 		return 0
@@ -117,8 +116,7 @@ func (s Segment) StepNs() int64 {
 
 // DrainAtNs returns the Unix ns, rounded up, at which the counter reaches
 // issued (its origin if it has already, or if the segment does not
-// advance), so that it is at or before now exactly when Counter(now) ≥
-// issued.
+// advance).
 func (s Segment) DrainAtNs(issued int64) int64 {
 	at := MsToNs(s.origin())
 	if !s.Advancing() || issued <= s.Base {

@@ -10,11 +10,9 @@ import (
 	"time"
 )
 
-// ETA is the rate-aware policy: while the estimated wait exceeds Direct it
-// answers Fraction of the wait, shortened by jitter and kept within Floor and
-// Cap; a shorter wait is slept through to Lead plus up to Lead after it.
-// Without an estimate (Situation.Wait 0) it answers Fallback's delay, or
-// DefaultTiers' when Fallback is nil.
+// ETA is the rate-aware policy: it answers Fraction of a wait longer than
+// Direct, within Floor and Cap, sleeps through a shorter one, and falls
+// back to Fallback (DefaultTiers when nil) without an estimate.
 type ETA struct {
 	Fraction float64       // of the wait slept while the wait exceeds Direct, in (0, 1]
 	Floor    time.Duration // shortest delay
@@ -22,11 +20,7 @@ type ETA struct {
 	Direct   time.Duration // waits up to this are slept through in one go
 	Lead     time.Duration // margin after the expected admission, plus up to Lead of jitter
 	Jitter   float64       // relative jitter of early polls: they are shortened by up to 2×Jitter
-	// Hold is the longest delay while a program with a rate is paused,
-	// when Fraction of the earliest admission is slept: it bounds how late
-	// a surprise (a resume faster than the rate, a manual admission) is
-	// heard.
-	Hold     time.Duration
+	Hold     time.Duration // longest delay while a program with a rate is paused
 	Fallback Policy
 }
 
@@ -55,8 +49,6 @@ func (e ETA) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
 	case w <= 0:
 		return e.Fallback.RetryAfter(s, rng)
 	case s.Paused && s.Earliest > 0:
-		// Nobody is admitted before the earliest admission, what a resume
-		// at the program's rate made now would take.
 		return e.share(w, e.Hold, rng)
 	}
 	return e.fromWait(w, rng)
@@ -83,9 +75,6 @@ func (e ETA) fromWait(w time.Duration, rng *rand.Rand) time.Duration {
 // share is Fraction of w within [Floor, limit], shortened by jitter.
 func (e ETA) share(w, limit time.Duration, rng *rand.Rand) time.Duration {
 	d := min(max(time.Duration(float64(w)*e.Fraction), e.Floor), limit)
-	// Jitter only shortens: a client never sleeps past the limit or past
-	// its share of the wait, and the many clients at the limit do not
-	// return in the same second.
 	return max(min(lessJitter(d, e.Jitter, rng), w), e.Floor).Truncate(time.Millisecond)
 }
 
@@ -103,10 +92,11 @@ func uniform(max time.Duration, rng *rand.Rand) time.Duration {
 	if ms <= 0 {
 		return 0
 	}
-	if rng == nil {
-		return time.Duration(rand.Int64N(ms+1)) * time.Millisecond
+	n := rand.Int64N
+	if rng != nil {
+		n = rng.Int64N
 	}
-	return time.Duration(rng.Int64N(ms+1)) * time.Millisecond
+	return time.Duration(n(ms+1)) * time.Millisecond
 }
 
 // String returns the policy's name as the bench CLI and POLL_POLICY spell it.
@@ -120,10 +110,7 @@ func (e ETA) Validate() error {
 	return validTiming(NameETA, e.Floor, e.Cap, e.Hold, e.Direct, e.Lead, e.Jitter)
 }
 
-// validTiming checks the delays eta and steady share: floor at least
-// MinInterval and at most cap, cap and hold at most MaxInterval, hold at
-// least floor, direct
-// within [0, cap], lead within [0, 5 s], jitter within [0, 0.5).
+// validTiming checks the delays eta and steady share.
 func validTiming(policy string, floor, cap, hold, direct, lead time.Duration, jitter float64) error {
 	switch {
 	case floor < MinInterval || floor > cap:

@@ -38,28 +38,20 @@ func ParseTiers(spec string) (Tiers, error) {
 			return nil, fmt.Errorf("polling tiers: band %d %q: want MAXPOS:INTERVAL[+-JITTER]", i+1, p)
 		}
 		var t Tier
-		switch pos = strings.TrimSpace(pos); pos {
-		case "inf", "*":
-			t.MaxPosition = 0
-		default:
-			n, err := strconv.ParseInt(pos, 10, 64)
-			if err != nil || n < 1 {
+		var err error
+		if pos = strings.TrimSpace(pos); pos != "inf" && pos != "*" {
+			if t.MaxPosition, err = strconv.ParseInt(pos, 10, 64); err != nil || t.MaxPosition < 1 {
 				return nil, fmt.Errorf("polling tiers: band %d: max position %q is not a whole number ≥ 1 (or inf)", i+1, pos)
 			}
-			t.MaxPosition = n
 		}
 		iv, jit, hasJitter := strings.Cut(rest, "+-")
-		d, err := time.ParseDuration(strings.TrimSpace(iv))
-		if err != nil {
+		if t.Interval, err = time.ParseDuration(strings.TrimSpace(iv)); err != nil {
 			return nil, fmt.Errorf("polling tiers: band %d: interval %q: %w", i+1, iv, err)
 		}
-		t.Interval = d
 		if hasJitter {
-			j, err := time.ParseDuration(strings.TrimSpace(jit))
-			if err != nil {
+			if t.Jitter, err = time.ParseDuration(strings.TrimSpace(jit)); err != nil {
 				return nil, fmt.Errorf("polling tiers: band %d: jitter %q: %w", i+1, jit, err)
 			}
-			t.Jitter = j
 		}
 		ts = append(ts, t)
 	}
@@ -101,22 +93,15 @@ func (ts Tiers) Validate() error {
 
 // Spec returns the tiers in the syntax ParseTiers reads.
 func (ts Tiers) Spec() string {
-	var b strings.Builder
+	bands := make([]string, len(ts))
 	for i, t := range ts {
-		if i > 0 {
-			b.WriteByte(',')
+		bands[i] = "inf:" + t.Interval.String()
+		if t.MaxPosition != 0 {
+			bands[i] = strconv.FormatInt(t.MaxPosition, 10) + ":" + t.Interval.String()
 		}
-		if t.MaxPosition == 0 {
-			b.WriteString("inf")
-		} else {
-			b.WriteString(strconv.FormatInt(t.MaxPosition, 10))
-		}
-		b.WriteByte(':')
-		b.WriteString(t.Interval.String())
 		if t.Jitter > 0 {
-			b.WriteString("+-")
-			b.WriteString(t.Jitter.String())
+			bands[i] += "+-" + t.Jitter.String()
 		}
 	}
-	return b.String()
+	return strings.Join(bands, ",")
 }

@@ -30,17 +30,15 @@ type Situation struct {
 	Position int64
 	// RatePerSecond is the program's admission rate; 0 when unknown or paused.
 	RatePerSecond float64
-	// Wait is the estimated time until the token is admitted, from the
-	// admission schedule as the server knows it; 0 when unknown (paused,
-	// manual admission without a measured pace).
+	// Wait is the estimated time until the token is admitted; 0 when
+	// unknown (paused, manual admission without a measured pace).
 	Wait time.Duration
 	// Earliest is the least time before the token could be admitted if
-	// admission never runs faster than the program's configured rate,
-	// whatever the admin changes (a resume, a lower rate, a pause): at
-	// most Wait when Wait is known. 0 when the program has no rate.
+	// admission never runs faster than the program's configured rate; 0
+	// when the program has no rate.
 	Earliest time.Duration
 	// Paused reports that admission is paused, or is about to be by a
-	// scheduled change: only a resume, or a manual admission, moves it.
+	// scheduled change.
 	Paused bool
 }
 
@@ -66,8 +64,7 @@ type Tier struct {
 	MaxPosition int64
 	// Interval is the centre of the delay.
 	Interval time.Duration
-	// Jitter is the half-width of the uniform jitter around Interval, inclusive
-	// at both ends, at millisecond resolution.
+	// Jitter is the half-width of the uniform jitter around Interval.
 	Jitter time.Duration
 }
 

@@ -5,11 +5,10 @@ import (
 	"time"
 )
 
-// Steady is the policy for a program whose configured rate is the most it
-// admits at: the next poll comes at the earliest instant the person could
-// be admitted at that rate (Situation.Earliest), with one poll before it
-// when the wait is longer than Direct, within Cap (Hold while paused). Without a
-// configured rate it answers Fallback's delay, or DefaultETA's when nil.
+// Steady is the policy that polls at the earliest admission at the
+// configured rate (Situation.Earliest), once before it when the wait is
+// longer than Direct, within Cap (Hold while paused); it falls back to
+// Fallback (DefaultETA when nil) without a rate.
 type Steady struct {
 	Floor    time.Duration // shortest delay
 	Cap      time.Duration // longest delay while admission runs
@@ -47,14 +46,11 @@ func (p Steady) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
 	case s.Paused && w > p.Hold:
 		return max(lessJitter(p.Hold, p.Jitter, rng), p.Floor).Truncate(time.Millisecond)
 	case s.Paused:
-		// Sleep to the earliest admission, which a resume at the
-		// program's rate would bring.
 		return max(w, p.Floor)
 	case w <= p.Direct:
 		return max(w+p.Lead+uniform(p.Lead, rng), p.Floor)
 	}
-	// One early poll, when between Direct/2 and Direct are left: late
-	// enough that the next one is slept through.
+	// One early poll, when between Direct/2 and Direct are left.
 	d := w - p.Direct + uniform(p.Direct/2, rng)
 	if d > p.Cap {
 		return max(lessJitter(p.Cap, p.Jitter, rng), p.Floor).Truncate(time.Millisecond)

@@ -13,9 +13,7 @@ import (
 )
 
 // Profile is what a program shows the people who wait, and where it sends
-// them once admitted. Every field is optional text that the admin sets and
-// clears (""). The dynamodbav tags name its attributes in the DynamoDB
-// program item.
+// them once admitted; every field is optional ("").
 type Profile struct {
 	DisplayName string `json:"displayName,omitempty" dynamodbav:"displayName,omitempty"`
 	Message     string `json:"message,omitempty" dynamodbav:"message,omitempty"`
@@ -45,11 +43,9 @@ func plainText(max int, lines bool) func(string) error {
 	}
 }
 
-// hiddenChar reports whether r is a control character (Cc), a format one
-// (Cf: the bidirectional marks, embeddings, overrides and isolates, zero
-// width spaces, the byte order mark…) or a line or paragraph separator,
-// all of which can make text read otherwise than it is. The zero width
-// (non-)joiner, which emoji and several scripts need, is accepted.
+// hiddenChar reports whether r is a control (Cc) or format (Cf) character
+// or a line or paragraph separator, except the zero width (non-)joiner,
+// which emoji and several scripts need.
 func hiddenChar(r rune) bool {
 	if r == '\u200C' || r == '\u200D' {
 		return false
@@ -83,11 +79,8 @@ func checkTargetURL(v string) error {
 }
 
 func loopbackHost(h string) bool {
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
 	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
+	return strings.EqualFold(h, "localhost") || ip != nil && ip.IsLoopback()
 }
 
 // changeProfile applies set's profile texts to p, each checked by its

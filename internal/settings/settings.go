@@ -40,20 +40,18 @@ const (
 	MaxAdmissionWindow = 24 * time.Hour
 )
 
-// Options are a program's admin-set values beside its admission pace
-// (the rate and pause, which live in its segments). Their dynamodbav tags
-// name their attributes in the DynamoDB program item; "-" marks one stored
-// in another unit.
+// Options are a program's admin-set values beside its admission pace;
+// dynamodbav "-" marks one stored in another unit.
 type Options struct {
 	AdmissionWindow time.Duration `dynamodbav:"-"`
 	// Policy names the program's polling policy; "" is the service's
 	// default.
 	Policy string `dynamodbav:"policy,omitempty"`
-	// Closed programs take no new entries (sold out, ended); people
-	// already in the queue keep their place and are admitted as before.
+	// Closed programs take no new entries; people already in the queue
+	// are admitted as before.
 	Closed bool `dynamodbav:"closed"`
-	// OpensAt is the program's opening (zero: none): before it entries are
-	// taken and nobody is admitted, at it admission starts at the rate.
+	// OpensAt is the program's opening (zero: none), before which nobody
+	// is admitted.
 	OpensAt time.Time `dynamodbav:"-"`
 	// ClosesAt is the program's scheduled close (zero: none): from it on
 	// entries are refused, as when Closed.
@@ -68,8 +66,7 @@ type Options struct {
 	// cap): admitted, and neither ended, expired nor a no-show.
 	MaxActiveUsers int64 `dynamodbav:"maxActiveUsers,omitempty"`
 	// NoShowSeconds is how long an admitted person has to fetch their pass
-	// before they are a no-show (0: no no-show handling; with a cap, the
-	// admission window).
+	// before they are a no-show (0: none; with a cap, the admission window).
 	NoShowSeconds int64 `dynamodbav:"noShowSeconds,omitempty"`
 	// ChallengeBits is the proof of work an enter must carry, in leading
 	// zero bits of its hash (0: none; see package challenge).
@@ -78,8 +75,7 @@ type Options struct {
 	Profile Profile `dynamodbav:"-"`
 }
 
-// Error is a value a setting's rule refuses: INVALID_SETTINGS to the
-// client, with Error() as its message.
+// Error is a value a setting's rule refuses (INVALID_SETTINGS).
 type Error struct {
 	// Setting is the setting's JSON name in api.ProgramSettings
 	// ("translations.ko.notice" for a translated text).
@@ -92,9 +88,8 @@ type Error struct {
 func (e *Error) Error() string { return e.Setting + " " + e.Problem + "." }
 
 // Apply applies the admin's change set to o and to seg's Rate and
-// Paused, each value present converted from its wire unit and checked by
-// its setting's rule; the first problem is the error. The rules ignore the
-// values in o, so a call on zero values validates set alone.
+// Paused, each value present checked and converted by its setting's rule;
+// the first problem is the error.
 func Apply(set api.ProgramSettings, o *Options, seg *pace.Segment, policies map[string]polling.Policy) error {
 	return cmp.Or(
 		change(&o.OpensAt, set.OpensAt, "opensAt", opening),
@@ -127,9 +122,8 @@ func change[T, U any](dst *U, v *T, name string, rule func(T) (U, string)) error
 	return nil
 }
 
-// The rules of Apply: each returns the value to store, or why v
-// is not valid.
-
+// The rules of Apply: each returns the value to store, or why v is not
+// valid.
 func anyValue[T any](v T) (T, string) { return v, "" }
 
 func policyIn(policies map[string]polling.Policy) func(string) (string, string) {
@@ -210,19 +204,14 @@ func ParseOpening(v string) (time.Time, bool) {
 		return time.Time{}, true
 	}
 	t, err := time.Parse(time.RFC3339, v)
-	return t, err == nil && validOpening(t)
+	return t, err == nil && !t.Before(MinOpensAt) && !t.After(MaxOpensAt)
 }
 
 // The range of an opening: from the year 2000, so that no time given can be
-// taken for the zero time that clears it, to the last that RFC 3339's four
-// digit year can write in UTC. A change must also be ahead of the change
-// delay (queue checks it).
+// taken for the zero time that clears it, to the last RFC 3339 can write.
 var (
 	MinOpensAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	MaxOpensAt = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
 )
-
-// validOpening reports whether t is in the range of an opening.
-func validOpening(t time.Time) bool { return !t.Before(MinOpensAt) && !t.After(MaxOpensAt) }
 
 const openingProblem = `must be an RFC 3339 time from 2000-01-01T00:00:00Z to 9999-12-31T23:59:59Z, e.g. 2026-12-01T10:00:00+09:00, or "" to clear it`

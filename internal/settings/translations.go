@@ -14,8 +14,7 @@ import (
 )
 
 // Texts are a program's texts to the people who wait, in one language;
-// each is optional ("": none). The dynamodbav tags name their attributes
-// in the DynamoDB program item's translations map.
+// each is optional ("": none).
 type Texts struct {
 	DisplayName string `json:"displayName,omitempty" dynamodbav:"displayName,omitempty"`
 	Message     string `json:"message,omitempty" dynamodbav:"message,omitempty"`
@@ -26,8 +25,7 @@ type Texts struct {
 // 47 tags; a language whose texts are all empty is absent.
 type Translations map[string]Texts
 
-// Bounds of a program's translations: see docs/design.md, "Texts in every
-// language".
+// Bounds of a program's translations.
 const (
 	MaxTranslations = 10 // languages
 	maxLanguageTag  = 35 // characters of a language key (RFC 5646's minimum buffer)
@@ -40,16 +38,11 @@ var (
 	noticeRule      = profileText(plainText(280, true))
 )
 
-// texts returns p's untranslated texts.
-func (p Profile) texts() Texts {
-	return Texts{DisplayName: p.DisplayName, Message: p.Message, Notice: p.Notice}
-}
-
 // In returns p's texts in the language of prefs (most preferred first)
 // that best matches one of its translations, each text falling back to
 // the untranslated one; the untranslated texts when none matches well.
 func (p Profile) In(prefs ...language.Tag) Texts {
-	base := p.texts()
+	base := Texts{DisplayName: p.DisplayName, Message: p.Message, Notice: p.Notice}
 	if len(p.Translations) == 0 || len(prefs) == 0 {
 		return base
 	}
@@ -66,10 +59,8 @@ func (p Profile) In(prefs ...language.Tag) Texts {
 	}
 }
 
-// matchers memoizes a language.Matcher by the languages it matches,
-// which is costly to build (hundreds of allocations) and asked for on
-// every WAITING answer of a translated program; reset when it holds
-// maxMatchers sets.
+// matchers memoizes a language.Matcher, costly to build, by the languages
+// it matches; reset when it holds maxMatchers sets.
 var matchers struct {
 	sync.Mutex
 	m map[string]language.Matcher
@@ -114,11 +105,9 @@ func ParseLanguage(s string) (language.Tag, bool) {
 	return tag, true
 }
 
-// changeTranslations merges set into *t, per language and per text: a
-// text given replaces the stored one ("" clears it), a language left
-// without texts goes away. Keys are canonicalized; the texts follow the
-// untranslated ones' rules; at most MaxTranslations languages remain. *t
-// is replaced, never modified: a stored program's map may be shared.
+// changeTranslations merges set into *t, per language and per text: ""
+// clears a text, a language left without texts goes away. *t is replaced,
+// never modified: a stored program's map may be shared.
 func changeTranslations(t *Translations, set map[string]api.TextSettings) error {
 	if set == nil {
 		return nil

@@ -1,6 +1,7 @@
 package passverify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,16 +21,13 @@ const SessionPath = "/api/v1/queues/programs/{programId}/session"
 // next person is let in. Ending it twice is no error. client nil means
 // http.DefaultClient; the pass must be programID's.
 func EndSession(ctx context.Context, client *http.Client, apiBase, programID, pass string) error {
-	if client == nil {
-		client = http.DefaultClient
-	}
 	u := strings.TrimSuffix(apiBase, "/") + strings.ReplaceAll(SessionPath, "{programId}", url.PathEscape(programID))
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
 	if err != nil {
 		return fmt.Errorf("passverify: end session: %w", err)
 	}
 	req.Header.Set("X-Admission-Pass", pass)
-	resp, err := client.Do(req)
+	resp, err := cmp.Or(client, http.DefaultClient).Do(req)
 	if err != nil {
 		return fmt.Errorf("passverify: end session: %w", err)
 	}

@@ -1,6 +1,7 @@
 package passverify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -53,14 +55,9 @@ type GateConfig struct {
 // Gate is net/http middleware that lets in only the requests that carry a
 // valid pass for its Verifier's program. It is safe for concurrent use.
 type Gate struct {
-	v          *Verifier
-	room       string
-	cookieName string
-	cookiePath string
-	guard      ReplayGuard
-	refused    func(http.ResponseWriter, *http.Request, error)
-	exchanged  func(context.Context, Claims, string)
-	keys       [][]byte // MAC keys derived from CookieSecrets, the first signs
+	v    *Verifier
+	cfg  GateConfig // with the defaults filled in
+	keys [][]byte   // MAC keys derived from CookieSecrets, the first signs
 }
 
 // NewGate returns a Gate that checks passes with v.
@@ -78,18 +75,15 @@ func NewGate(v *Verifier, cfg GateConfig) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{v: v, room: u.String(), cookieName: cfg.CookieName, cookiePath: cfg.CookiePath, guard: cfg.ReplayGuard, refused: cfg.Refused, exchanged: cfg.Exchanged, keys: keys}
-	if g.cookieName == "" {
-		g.cookieName = DefaultCookieName
+	cfg.WaitingRoomURL = u.String()
+	cfg.CookieName = cmp.Or(cfg.CookieName, DefaultCookieName)
+	cfg.CookiePath = cmp.Or(cfg.CookiePath, "/")
+	if !strings.HasPrefix(cfg.CookiePath, "/") {
+		return nil, fmt.Errorf("passverify: CookiePath %q does not start with /", cfg.CookiePath)
 	}
-	if g.cookiePath == "" {
-		g.cookiePath = "/"
-	}
-	if !strings.HasPrefix(g.cookiePath, "/") {
-		return nil, fmt.Errorf("passverify: CookiePath %q does not start with /", g.cookiePath)
-	}
-	if g.refused == nil {
-		g.refused = g.defaultRefused
+	g := &Gate{v: v, cfg: cfg, keys: keys}
+	if g.cfg.Refused == nil {
+		g.cfg.Refused = g.defaultRefused
 	}
 	return g, nil
 }
@@ -106,19 +100,15 @@ func (g *Gate) Wrap(next http.Handler) http.Handler {
 		// method never exchanges one (a form posting a stranger's pass
 		// would swap the browser's session).
 		if pass, ok := queryPass(r.URL.RawQuery); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			w.Header().Set("Cache-Control", "no-store")
 			g.exchange(w, r, pass)
 			return
 		}
-		c, err := r.Cookie(g.cookieName)
-		if err != nil {
-			g.refuse(w, r, nil)
-			return
-		}
-		claims, err := g.open(r.Context(), c.Value)
+		claims, err := g.session(r)
 		switch {
 		case err == nil:
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)))
+		case errors.Is(err, http.ErrNoCookie):
+			g.refuse(w, r, nil)
 		case errors.Is(err, ErrInvalid):
 			g.Forget(w, r)
 			g.refuse(w, r, err)
@@ -131,8 +121,9 @@ func (g *Gate) Wrap(next http.Handler) http.Handler {
 // exchange verifies the pass of the query and exchanges it for the
 // cookie.
 func (g *Gate) exchange(w http.ResponseWriter, r *http.Request, pass string) {
+	w.Header().Set("Cache-Control", "no-store")
 	ctx := r.Context()
-	claims, kid, err := g.v.verify(ctx, pass)
+	claims, s, err := g.v.verify(ctx, pass)
 	if err != nil {
 		if errors.Is(err, ErrInvalid) {
 			g.refuse(w, r, err)
@@ -141,8 +132,8 @@ func (g *Gate) exchange(w http.ResponseWriter, r *http.Request, pass string) {
 		}
 		return
 	}
-	if g.guard != nil && !g.holds(r, claims.JTI) {
-		first, err := g.guard.FirstUse(ctx, claims.JTI, claims.ExpiresAt.Add(g.v.leeway))
+	if g.cfg.ReplayGuard != nil && !g.holds(r, claims.JTI) {
+		first, err := g.cfg.ReplayGuard.FirstUse(ctx, claims.JTI, claims.ExpiresAt.Add(g.v.cfg.Leeway))
 		if err != nil {
 			unavailable(w)
 			return
@@ -152,11 +143,11 @@ func (g *Gate) exchange(w http.ResponseWriter, r *http.Request, pass string) {
 			return
 		}
 	}
-	if g.exchanged != nil {
-		g.exchanged(ctx, claims, pass)
+	if g.cfg.Exchanged != nil {
+		g.cfg.Exchanged(ctx, claims, pass)
 	}
-	maxAge := int((claims.ExpiresAt.Sub(g.v.now()) + time.Second - 1) / time.Second)
-	http.SetCookie(w, g.cookie(r, g.seal(claims, kid), max(maxAge, 1), claims.ExpiresAt))
+	maxAge := int((claims.ExpiresAt.Sub(g.v.cfg.Now()) + time.Second - 1) / time.Second)
+	http.SetCookie(w, g.cookie(r, g.seal(s), max(maxAge, 1), claims.ExpiresAt))
 	w.Header().Set("Location", withoutPass(r.URL))
 	w.WriteHeader(http.StatusSeeOther)
 }
@@ -170,21 +161,26 @@ func (g *Gate) Forget(w http.ResponseWriter, r *http.Request) {
 // holds reports whether r's cookie is a valid one for the pass jti: the
 // same browser bringing its pass again, which is no replay.
 func (g *Gate) holds(r *http.Request, jti string) bool {
-	c, err := r.Cookie(g.cookieName)
-	if err != nil {
-		return false
-	}
-	claims, err := g.open(r.Context(), c.Value)
+	claims, err := g.session(r)
 	return err == nil && claims.JTI == jti
+}
+
+// session opens r's cookie; its error is http.ErrNoCookie without one.
+func (g *Gate) session(r *http.Request) (Claims, error) {
+	c, err := r.Cookie(g.cfg.CookieName)
+	if err != nil {
+		return Claims{}, err
+	}
+	return g.open(r.Context(), c.Value)
 }
 
 // cookie returns the Gate's cookie: HttpOnly, SameSite=Lax, and Secure
 // unless r came over plain HTTP to a loopback host.
 func (g *Gate) cookie(r *http.Request, value string, maxAge int, expires time.Time) *http.Cookie {
 	return &http.Cookie{
-		Name:     g.cookieName,
+		Name:     g.cfg.CookieName,
 		Value:    value,
-		Path:     g.cookiePath,
+		Path:     g.cfg.CookiePath,
 		MaxAge:   maxAge,
 		Expires:  expires,
 		HttpOnly: true,
@@ -196,7 +192,7 @@ func (g *Gate) cookie(r *http.Request, value string, maxAge int, expires time.Ti
 // refuse answers a request turned away, never to be cached.
 func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Cache-Control", "no-store")
-	g.refused(w, r, err)
+	g.cfg.Refused(w, r, err)
 }
 
 var replayedPage = template.Must(template.New("replayed").Parse(`<!doctype html>
@@ -212,10 +208,10 @@ func (g *Gate) defaultRefused(w http.ResponseWriter, r *http.Request, err error)
 	if errors.Is(err, ErrReplayed) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(http.StatusForbidden)
-		_ = replayedPage.Execute(w, g.room)
+		_ = replayedPage.Execute(w, g.cfg.WaitingRoomURL)
 		return
 	}
-	w.Header().Set("Location", g.room)
+	w.Header().Set("Location", g.cfg.WaitingRoomURL)
 	w.WriteHeader(http.StatusSeeOther)
 }
 
@@ -239,8 +235,7 @@ func FromContext(ctx context.Context) (Claims, bool) {
 // queryPass returns the value of Param in rawQuery, if present.
 func queryPass(rawQuery string) (string, bool) {
 	for part := range strings.SplitSeq(rawQuery, "&") {
-		key, value, _ := strings.Cut(part, "=")
-		if k, err := url.QueryUnescape(key); err == nil && k == Param {
+		if value, ok := passParam(part); ok {
 			v, err := url.QueryUnescape(value)
 			return v, err == nil
 		}
@@ -248,20 +243,23 @@ func queryPass(rawQuery string) (string, bool) {
 	return "", false
 }
 
+// passParam reports whether the query part key=value is Param, and
+// returns its escaped value.
+func passParam(part string) (string, bool) {
+	key, value, _ := strings.Cut(part, "=")
+	k, err := url.QueryUnescape(key)
+	return value, err == nil && k == Param
+}
+
 // withoutPass returns u's path and query, without Param and otherwise
 // unchanged, as a Location on the same host.
 func withoutPass(u *url.URL) string {
-	var kept []string
-	for part := range strings.SplitSeq(u.RawQuery, "&") {
-		key, _, _ := strings.Cut(part, "=")
-		if k, err := url.QueryUnescape(key); part == "" || (err == nil && k == Param) {
-			continue
-		}
-		kept = append(kept, part)
-	}
-	path := u.EscapedPath()
+	kept := slices.DeleteFunc(strings.Split(u.RawQuery, "&"), func(part string) bool {
+		_, isPass := passParam(part)
+		return part == "" || isPass
+	})
 	// "//host" or "/\host" would send the browser to another host.
-	path = "/" + strings.TrimLeft(path, `/\`)
+	path := "/" + strings.TrimLeft(u.EscapedPath(), `/\`)
 	if len(kept) == 0 {
 		return path
 	}

@@ -23,16 +23,11 @@ const maxJWKSSize = 1 << 20
 
 // keyCache holds the JWKS's usable keys and fetches the JWKS when it has
 // none, when its copy is past max-age, or for an unknown kid, at most once
-// per refreshInterval; concurrent lookups share one fetch. A stale known
+// per MinRefreshInterval; concurrent lookups share one fetch. A stale known
 // key answers at once while a fetch is under way, and when none may start.
 type keyCache struct {
-	url             string
-	client          *http.Client
-	fetchTimeout    time.Duration
-	minTTL, maxTTL  time.Duration
-	refreshInterval time.Duration
-	now             func() time.Time
-	fetches         singleflight.Group
+	cfg     *Config
+	fetches singleflight.Group
 
 	mu       sync.Mutex
 	keys     map[string]*ecdsa.PublicKey // nil until a fetch succeeds
@@ -48,7 +43,7 @@ type keyCache struct {
 func (c *keyCache) get(ctx context.Context, kid string) (*ecdsa.PublicKey, error) {
 	c.mu.Lock()
 	key, known := c.keys[kid]
-	current := known && (c.now().Before(c.expires) || c.fetching)
+	current := known && (c.cfg.Now().Before(c.expires) || c.fetching)
 	c.mu.Unlock()
 	if current {
 		return key, nil
@@ -77,20 +72,20 @@ func (c *keyCache) get(ctx context.Context, kid string) (*ecdsa.PublicKey, error
 }
 
 // refresh fetches the JWKS into the cache unless the last fetch started
-// less than refreshInterval ago.
+// less than MinRefreshInterval ago.
 func (c *keyCache) refresh(ctx context.Context) {
 	c.mu.Lock()
-	if !c.tried.IsZero() && c.now().Sub(c.tried) < c.refreshInterval {
+	if !c.tried.IsZero() && c.cfg.Now().Sub(c.tried) < c.cfg.MinRefreshInterval {
 		c.mu.Unlock()
 		return
 	}
-	c.tried, c.fetching = c.now(), true
+	c.tried, c.fetching = c.cfg.Now(), true
 	c.mu.Unlock()
 	keys, ttl, err := c.fetch(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err == nil {
-		c.keys, c.expires = keys, c.now().Add(ttl)
+		c.keys, c.expires = keys, c.cfg.Now().Add(ttl)
 	}
 	c.lastErr, c.fetching = err, false
 }
@@ -98,14 +93,11 @@ func (c *keyCache) refresh(ctx context.Context) {
 // fetch reads the JWKS and how long to keep it. It runs to its own
 // timeout even if ctx is cancelled, since other lookups wait for it.
 func (c *keyCache) fetch(ctx context.Context) (map[string]*ecdsa.PublicKey, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.fetchTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.FetchTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
-	if err != nil {
-		return nil, 0, fmt.Errorf("JWKS request: %w", err)
-	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.JWKSURL, nil) // New parsed the URL
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
-	resp, err := c.client.Do(req)
+	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return nil, 0, fmt.Errorf("fetch JWKS: %w", err)
 	}
@@ -127,27 +119,21 @@ func (c *keyCache) fetch(ctx context.Context) (map[string]*ecdsa.PublicKey, time
 	return keys, c.ttl(resp.Header.Get("Cache-Control")), nil
 }
 
-// ttl is the Cache-Control max-age, or DefaultCacheTTL, within the bounds.
+// ttl is the Cache-Control max-age (RFC 9111 §5.2.2.1; a quoted value is
+// tolerated), or DefaultCacheTTL without one, within the bounds.
 func (c *keyCache) ttl(cacheControl string) time.Duration {
 	ttl := DefaultCacheTTL
-	if s, ok := maxAge(cacheControl); ok {
-		ttl = time.Duration(min(s, uint64(c.maxTTL/time.Second))) * time.Second
-	}
-	return min(max(ttl, c.minTTL), c.maxTTL)
-}
-
-// maxAge returns the max-age directive of a Cache-Control header, in
-// seconds (RFC 9111 §5.2.2.1; a quoted value is tolerated).
-func maxAge(cacheControl string) (uint64, bool) {
 	for directive := range strings.SplitSeq(cacheControl, ",") {
 		name, value, ok := strings.Cut(strings.TrimSpace(directive), "=")
 		if !ok || !strings.EqualFold(strings.TrimSpace(name), "max-age") {
 			continue
 		}
-		s, err := strconv.ParseUint(strings.Trim(strings.TrimSpace(value), `"`), 10, 64)
-		return s, err == nil
+		if s, err := strconv.ParseUint(strings.Trim(strings.TrimSpace(value), `"`), 10, 64); err == nil {
+			ttl = time.Duration(min(s, uint64(c.cfg.MaxCacheTTL/time.Second))) * time.Second
+		}
+		break
 	}
-	return 0, false
+	return min(max(ttl, c.cfg.MinCacheTTL), c.cfg.MaxCacheTTL)
 }
 
 // parseJWKS returns the keys of a JWKS that can verify ES256: public EC

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 )
 
 // MinCookieSecretSize is the least length of a GateConfig.CookieSecrets
@@ -27,33 +26,12 @@ const maxSessionSize = 4096
 // session is what a Gate's cookie holds: the claims of the pass it was
 // exchanged for, and the kid of the key that signed it.
 type session struct {
-	Issuer     string `json:"iss"`
-	ProgramID  string `json:"aud"`
-	TokenID    string `json:"sub"`
-	JTI        string `json:"jti"`
-	KeyID      string `json:"kid"`
-	AdmittedAt int64  `json:"iat"`
-	ExpiresAt  int64  `json:"exp"`
-	Ticket     int64  `json:"ticket"`
-	Bypass     bool   `json:"bypass,omitempty"`
+	payload
+	KeyID string `json:"kid"`
 }
 
-func (s session) claims() Claims {
-	return Claims{
-		Issuer:     s.Issuer,
-		ProgramID:  s.ProgramID,
-		TokenID:    s.TokenID,
-		Ticket:     s.Ticket,
-		JTI:        s.JTI,
-		AdmittedAt: time.Unix(s.AdmittedAt, 0).UTC(),
-		ExpiresAt:  time.Unix(s.ExpiresAt, 0).UTC(),
-		Bypass:     s.Bypass,
-	}
-}
-
-// sessionKeys derives the MAC keys from the site's secrets: HKDF-SHA256,
-// so that a secret the site also uses elsewhere yields no MAC that is
-// valid there.
+// sessionKeys derives the MAC keys from the site's secrets with HKDF-SHA256,
+// so that a secret also used elsewhere yields no MAC valid there.
 func sessionKeys(secrets [][]byte) ([][]byte, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("passverify: GateConfig.CookieSecrets is empty; a Gate needs a secret to sign its cookies")
@@ -72,13 +50,11 @@ func sessionKeys(secrets [][]byte) ([][]byte, error) {
 	return keys, nil
 }
 
-// seal returns the cookie value of the session of c, signed with the
-// first key: "v1.<claims>.<HMAC-SHA256>", each part base64url.
-func (g *Gate) seal(c Claims, kid string) string {
-	body, _ := json.Marshal(session{ // strings and integers: never fails
-		Issuer: c.Issuer, ProgramID: c.ProgramID, TokenID: c.TokenID, JTI: c.JTI, KeyID: kid,
-		AdmittedAt: c.AdmittedAt.Unix(), ExpiresAt: c.ExpiresAt.Unix(), Ticket: c.Ticket, Bypass: c.Bypass,
-	})
+// seal returns the cookie value of s, signed with the first key:
+// "v1.<claims>.<HMAC-SHA256>", each part base64url.
+func (g *Gate) seal(s session) string {
+	s.NotBefore = nil          // the cookie holds the claims docs/admission-pass.md lists
+	body, _ := json.Marshal(s) // strings and integers: never fails
 	signed := sessionVersion + "." + base64.RawURLEncoding.EncodeToString(body)
 	return signed + "." + base64.RawURLEncoding.EncodeToString(mac(g.keys[0], signed))
 }
@@ -102,14 +78,9 @@ func (g *Gate) open(ctx context.Context, value string) (Claims, error) {
 	if err != nil || json.Unmarshal(body, &s) != nil {
 		return Claims{}, ErrCookie
 	}
-	c := s.claims()
-	switch {
-	case c.Issuer != g.v.issuer:
-		return Claims{}, fmt.Errorf("%w: %q", ErrIssuer, c.Issuer)
-	case c.ProgramID != g.v.programID:
-		return Claims{}, fmt.Errorf("%w: %q", ErrAudience, c.ProgramID)
-	case g.v.now().After(c.ExpiresAt.Add(g.v.leeway)):
-		return Claims{}, fmt.Errorf("%w: at %v", ErrExpired, c.ExpiresAt)
+	c, err := g.v.check(s.payload)
+	if err != nil {
+		return Claims{}, err
 	}
 	if _, err := g.v.keys.get(ctx, s.KeyID); err != nil {
 		return Claims{}, err

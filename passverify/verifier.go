@@ -1,6 +1,7 @@
 package passverify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,11 +65,8 @@ type Config struct {
 // caches. It is safe for concurrent use; build one per protected program
 // and keep it.
 type Verifier struct {
-	issuer    string
-	programID string
-	leeway    time.Duration
-	now       func() time.Time
-	keys      *keyCache
+	cfg  Config // with the defaults filled in
+	keys keyCache
 }
 
 // New returns a Verifier for cfg. It fetches nothing until the first
@@ -87,46 +85,31 @@ func New(cfg Config) (*Verifier, error) {
 	case cfg.Leeway < 0:
 		cfg.Leeway = 0
 	}
-	if cfg.FetchTimeout <= 0 {
-		cfg.FetchTimeout = DefaultFetchTimeout
-	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: cfg.FetchTimeout}
-	}
-	if cfg.MinCacheTTL <= 0 {
-		cfg.MinCacheTTL = DefaultMinCacheTTL
-	}
-	if cfg.MaxCacheTTL <= 0 {
-		cfg.MaxCacheTTL = DefaultMaxCacheTTL
-	}
+	cfg.FetchTimeout = positiveOr(cfg.FetchTimeout, DefaultFetchTimeout)
+	cfg.MinCacheTTL = positiveOr(cfg.MinCacheTTL, DefaultMinCacheTTL)
+	cfg.MaxCacheTTL = positiveOr(cfg.MaxCacheTTL, DefaultMaxCacheTTL)
+	cfg.MinRefreshInterval = positiveOr(cfg.MinRefreshInterval, DefaultMinRefreshInterval)
 	if cfg.MaxCacheTTL < cfg.MinCacheTTL {
 		return nil, fmt.Errorf("passverify: MaxCacheTTL %v is below MinCacheTTL %v", cfg.MaxCacheTTL, cfg.MinCacheTTL)
 	}
-	if cfg.MinRefreshInterval <= 0 {
-		cfg.MinRefreshInterval = DefaultMinRefreshInterval
-	}
+	cfg.HTTPClient = cmp.Or(cfg.HTTPClient, &http.Client{Timeout: cfg.FetchTimeout})
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Verifier{
-		issuer:    cfg.Issuer,
-		programID: cfg.ProgramID,
-		leeway:    cfg.Leeway,
-		now:       cfg.Now,
-		keys: &keyCache{
-			url:             cfg.JWKSURL,
-			client:          cfg.HTTPClient,
-			fetchTimeout:    cfg.FetchTimeout,
-			minTTL:          cfg.MinCacheTTL,
-			maxTTL:          cfg.MaxCacheTTL,
-			refreshInterval: cfg.MinRefreshInterval,
-			now:             cfg.Now,
-		},
-	}, nil
+	v := &Verifier{cfg: cfg}
+	v.keys.cfg = &v.cfg
+	return v, nil
+}
+
+func positiveOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // ProgramID returns the program the Verifier admits to.
-func (v *Verifier) ProgramID() string { return v.programID }
+func (v *Verifier) ProgramID() string { return v.cfg.ProgramID }
 
 // Claims are what a valid pass attests.
 type Claims struct {
@@ -178,7 +161,7 @@ func (r *refusal) Is(target error) bool { return target == ErrInvalid }
 type payload struct {
 	jwt.Claims
 	Ticket *int64 `json:"ticket"`
-	Bypass bool   `json:"bypass"`
+	Bypass bool   `json:"bypass,omitempty"`
 }
 
 // Verify checks pass: signed with ES256 by a key of the JWKS, issued by
@@ -190,62 +173,67 @@ func (v *Verifier) Verify(ctx context.Context, pass string) (Claims, error) {
 	return c, err
 }
 
-// verify is Verify, also returning the kid of the key that signed pass.
-func (v *Verifier) verify(ctx context.Context, pass string) (Claims, string, error) {
+// verify is Verify, also returning the session a Gate's cookie holds.
+func (v *Verifier) verify(ctx context.Context, pass string) (Claims, session, error) {
 	if len(pass) > maxPassSize {
-		return Claims{}, "", fmt.Errorf("%w: %d bytes", ErrMalformed, len(pass))
+		return Claims{}, session{}, fmt.Errorf("%w: %d bytes", ErrMalformed, len(pass))
 	}
 	jws, err := jose.ParseSignedCompact(pass, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		if algErr := (*jose.ErrUnexpectedSignatureAlgorithm)(nil); errors.As(err, &algErr) {
-			return Claims{}, "", fmt.Errorf("%w: alg %q", ErrAlgorithm, algErr.Got)
+			return Claims{}, session{}, fmt.Errorf("%w: alg %q", ErrAlgorithm, algErr.Got)
 		}
-		return Claims{}, "", fmt.Errorf("%w: %v", ErrMalformed, err)
+		return Claims{}, session{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if len(jws.Signatures) != 1 {
-		return Claims{}, "", fmt.Errorf("%w: %d signatures", ErrMalformed, len(jws.Signatures))
+		return Claims{}, session{}, fmt.Errorf("%w: %d signatures", ErrMalformed, len(jws.Signatures))
 	}
-	kid := jws.Signatures[0].Header.KeyID
-	if kid == "" {
-		return Claims{}, "", fmt.Errorf("%w: no kid", ErrUnknownKey)
+	s := session{KeyID: jws.Signatures[0].Header.KeyID}
+	if s.KeyID == "" {
+		return Claims{}, session{}, fmt.Errorf("%w: no kid", ErrUnknownKey)
 	}
-	key, err := v.keys.get(ctx, kid)
+	key, err := v.keys.get(ctx, s.KeyID)
 	if err != nil {
-		return Claims{}, "", err
+		return Claims{}, session{}, err
 	}
 	raw, err := jws.Verify(key)
 	if err != nil {
-		return Claims{}, "", fmt.Errorf("%w: %v", ErrSignature, err)
+		return Claims{}, session{}, fmt.Errorf("%w: %v", ErrSignature, err)
 	}
-	var p payload
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return Claims{}, "", fmt.Errorf("%w: claims: %v", ErrMalformed, err)
+	if err := json.Unmarshal(raw, &s.payload); err != nil {
+		return Claims{}, session{}, fmt.Errorf("%w: claims: %v", ErrMalformed, err)
 	}
-	if p.Issuer == "" || p.Subject == "" || p.ID == "" || len(p.Audience) == 0 ||
+	if p := s.payload; p.Issuer == "" || p.Subject == "" || p.ID == "" || len(p.Audience) == 0 ||
 		p.Expiry == nil || p.NotBefore == nil || p.IssuedAt == nil || p.Ticket == nil {
-		return Claims{}, "", fmt.Errorf("%w: want iss, sub, aud, jti, exp, nbf, iat and ticket", ErrMalformed)
+		return Claims{}, session{}, fmt.Errorf("%w: want iss, sub, aud, jti, exp, nbf, iat and ticket", ErrMalformed)
 	}
-	err = p.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: jwt.Audience{v.programID}, Time: v.now()}, v.leeway)
+	c, err := v.check(s.payload)
+	soon := v.cfg.Now().Add(v.cfg.Leeway)
+	if err == nil && (soon.Before(s.NotBefore.Time()) || soon.Before(s.IssuedAt.Time())) {
+		return Claims{}, session{}, fmt.Errorf("%w: from %v", ErrNotYetValid, s.NotBefore.Time().UTC())
+	}
+	return c, s, err
+}
+
+// check returns p's Claims if p is for v's issuer and program and has not
+// expired, with the leeway; p has the claims that verify requires.
+func (v *Verifier) check(p payload) (Claims, error) {
 	switch {
-	case errors.Is(err, jwt.ErrInvalidIssuer):
-		return Claims{}, "", fmt.Errorf("%w: %q", ErrIssuer, p.Issuer)
-	case errors.Is(err, jwt.ErrInvalidAudience):
-		return Claims{}, "", fmt.Errorf("%w: %q", ErrAudience, []string(p.Audience))
-	case errors.Is(err, jwt.ErrExpired):
-		return Claims{}, "", fmt.Errorf("%w: at %v", ErrExpired, p.Expiry.Time().UTC())
-	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
-		return Claims{}, "", fmt.Errorf("%w: from %v", ErrNotYetValid, p.NotBefore.Time().UTC())
-	case err != nil:
-		return Claims{}, "", fmt.Errorf("%w: %v", ErrMalformed, err)
+	case p.Issuer != v.cfg.Issuer:
+		return Claims{}, fmt.Errorf("%w: %q", ErrIssuer, p.Issuer)
+	case !p.Audience.Contains(v.cfg.ProgramID):
+		return Claims{}, fmt.Errorf("%w: %q", ErrAudience, []string(p.Audience))
+	case v.cfg.Now().Add(-v.cfg.Leeway).After(p.Expiry.Time()):
+		return Claims{}, fmt.Errorf("%w: at %v", ErrExpired, p.Expiry.Time().UTC())
 	}
 	return Claims{
 		Issuer:     p.Issuer,
-		ProgramID:  v.programID,
+		ProgramID:  v.cfg.ProgramID,
 		TokenID:    p.Subject,
 		Ticket:     *p.Ticket,
 		JTI:        p.ID,
 		AdmittedAt: p.IssuedAt.Time().UTC(),
 		ExpiresAt:  p.Expiry.Time().UTC(),
 		Bypass:     p.Bypass,
-	}, kid, nil
+	}, nil
 }

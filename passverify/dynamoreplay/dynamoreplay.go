@@ -4,6 +4,7 @@
 package dynamoreplay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -46,7 +46,6 @@ type Guard struct {
 	client API
 	table  string
 	opts   Options
-	cond   expression.Expression
 }
 
 var _ passverify.ReplayGuard = (*Guard)(nil)
@@ -54,22 +53,10 @@ var _ passverify.ReplayGuard = (*Guard)(nil)
 // New returns a Guard on table, whose partition key is opts.KeyAttribute
 // (a string).
 func New(client API, table string, opts Options) (*Guard, error) {
-	if opts.KeyAttribute == "" {
-		opts.KeyAttribute = DefaultKeyAttribute
-	}
-	if opts.TTLAttribute == "" {
-		opts.TTLAttribute = DefaultTTLAttribute
-	}
-	if opts.KeyPrefix == "" {
-		opts.KeyPrefix = DefaultKeyPrefix
-	}
-	cond, err := expression.NewBuilder().
-		WithCondition(expression.AttributeNotExists(expression.Name(opts.KeyAttribute))).
-		Build()
-	if err != nil {
-		return nil, fmt.Errorf("dynamoreplay: condition: %w", err)
-	}
-	return &Guard{client: client, table: table, opts: opts, cond: cond}, nil
+	opts.KeyAttribute = cmp.Or(opts.KeyAttribute, DefaultKeyAttribute)
+	opts.TTLAttribute = cmp.Or(opts.TTLAttribute, DefaultTTLAttribute)
+	opts.KeyPrefix = cmp.Or(opts.KeyPrefix, DefaultKeyPrefix)
+	return &Guard{client: client, table: table, opts: opts}, nil
 }
 
 // FirstUse puts an item for jti, kept until until, if there is none, and
@@ -83,8 +70,8 @@ func (g *Guard) FirstUse(ctx context.Context, jti string, until time.Time) (bool
 			// before the guard is asked, so a late deletion is harmless.
 			g.opts.TTLAttribute: &types.AttributeValueMemberN{Value: strconv.FormatInt(until.Add(time.Second).Unix(), 10)},
 		},
-		ConditionExpression:      g.cond.Condition(),
-		ExpressionAttributeNames: g.cond.Names(),
+		ConditionExpression:      aws.String("attribute_not_exists(#key)"),
+		ExpressionAttributeNames: map[string]string{"#key": g.opts.KeyAttribute},
 	})
 	var failed *types.ConditionalCheckFailedException
 	switch {

@@ -155,15 +155,9 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 	errs = append(errs, c.readPolling(getenv)...)
 
 	if v := env(EnvProgramCacheTTL); v != "" {
-		d, err := time.ParseDuration(v)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("%s: %q is not a duration (e.g. 1s, 500ms)", EnvProgramCacheTTL, v))
-		case d < 0 || d > MaxProgramCacheTTL:
-			errs = append(errs, fmt.Errorf("%s: %s outside [0s, %s]", EnvProgramCacheTTL, d, MaxProgramCacheTTL))
-		default:
-			c.ProgramCacheTTL = d
-		}
+		ttl, err := programCacheTTL(v)
+		c.ProgramCacheTTL = ttl
+		check(EnvProgramCacheTTL, err)
 	}
 	if v := env(EnvLogLevel); v != "" && c.LogLevel.UnmarshalText([]byte(v)) != nil {
 		errs = append(errs, fmt.Errorf("%s: %q is not one of debug, info, warn, error", EnvLogLevel, v))
@@ -271,4 +265,16 @@ func (c *Config) readPolling(getenv func(string) string) []error {
 	c.Policy, err = c.Policies.Lookup(c.PolicyName)
 	check(EnvPollPolicy, err)
 	return errs
+}
+
+// programCacheTTL parses PROGRAM_CACHE_TTL's value v.
+func programCacheTTL(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return DefaultProgramCacheTTL, fmt.Errorf("%q is not a duration (e.g. 1s, 500ms)", v)
+	case d < 0 || d > MaxProgramCacheTTL:
+		return DefaultProgramCacheTTL, fmt.Errorf("%s outside [0s, %s]", d, MaxProgramCacheTTL)
+	}
+	return d, nil
 }

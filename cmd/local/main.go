@@ -242,19 +242,21 @@ func (f localFlags) newServer(handler http.Handler, conns *connLimit, log *slog.
 	}
 }
 
-// printStartup writes the start-up lines: the address, the store, the
-// polling policy, the pass keys and the demo program's URLs.
+// printStartup writes the start-up lines in one write, so that a reader
+// who sees the first sees them all: the address, the store, the polling
+// policy, the pass keys and the demo program's URLs.
 func (f localFlags) printStartup(stdout io.Writer, addr net.Addr, base, where string, cfg config.Config, issuer string) {
-	fmt.Fprintf(stdout, "waiting room listening on http://%s (store: %s; default polling policy %s, tiers %s", addr, where, cfg.PolicyName, cfg.Tiers.Spec())
+	var b strings.Builder
+	fmt.Fprintf(&b, "waiting room listening on http://%s (store: %s; default polling policy %s, tiers %s", addr, where, cfg.PolicyName, cfg.Tiers.Spec())
 	if f.demo != "" {
-		fmt.Fprintf(stdout, "; demo program %q at %g/s, %d people in line", f.demo, f.demoRate, f.demoCrowd)
+		fmt.Fprintf(&b, "; demo program %q at %g/s, %d people in line", f.demo, f.demoRate, f.demoCrowd)
 	}
-	fmt.Fprintln(stdout, ")")
-	fmt.Fprintf(stdout, "admission passes: iss %s, %s; keys at %s/.well-known/jwks.json\n", issuer, passKeySource(cfg.Pass), base)
+	fmt.Fprintf(&b, ")\nadmission passes: iss %s, %s; keys at %s/.well-known/jwks.json\n", issuer, passKeySource(cfg.Pass), base)
 	if f.demo != "" {
-		fmt.Fprintf(stdout, "demo site: %s (targetUrl of %q)\n", demosite.URL(base, f.demo), f.demo)
-		fmt.Fprintf(stdout, "waiting-room page of the demo program: %s%s%s\n", base, waitpage.PathPrefix, f.demo)
+		fmt.Fprintf(&b, "demo site: %s (targetUrl of %q)\n", demosite.URL(base, f.demo), f.demo)
+		fmt.Fprintf(&b, "waiting-room page of the demo program: %s%s%s\n", base, waitpage.PathPrefix, f.demo)
 	}
+	io.WriteString(stdout, b.String())
 }
 
 // serve runs srv on ln until it fails or ctx ends, then shuts it down

@@ -11,23 +11,20 @@ import (
 	"strings"
 )
 
-// SessionPath is the waiting room's route that ends an admission, under
-// its API's base URL; {programId} is the program.
+// SessionPath is the waiting room's API route that ends an admission.
 const SessionPath = "/api/v1/queues/programs/{programId}/session"
 
-// EndSession tells the waiting room at apiBase (its API's base URL, e.g.
-// https://queue.example.com) that the site is done with the person whose
-// pass this is: their admission ends, and with a cap on active users the
-// next person is let in. Ending it twice is no error. client nil means
-// http.DefaultClient; the pass must be programID's.
+// EndSession tells the waiting room at apiBase (e.g. https://queue.example.com)
+// that the site is done with the holder of programID's pass; ending it twice is
+// no error. client nil means http.DefaultClient.
 func EndSession(ctx context.Context, client *http.Client, apiBase, programID, pass string) error {
 	u := strings.TrimSuffix(apiBase, "/") + strings.ReplaceAll(SessionPath, "{programId}", url.PathEscape(programID))
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
-	if err != nil {
-		return fmt.Errorf("passverify: end session: %w", err)
+	var resp *http.Response
+	if err == nil {
+		req.Header.Set("X-Admission-Pass", pass)
+		resp, err = cmp.Or(client, http.DefaultClient).Do(req)
 	}
-	req.Header.Set("X-Admission-Pass", pass)
-	resp, err := cmp.Or(client, http.DefaultClient).Do(req)
 	if err != nil {
 		return fmt.Errorf("passverify: end session: %w", err)
 	}
@@ -36,15 +33,12 @@ func EndSession(ctx context.Context, client *http.Client, apiBase, programID, pa
 		return nil
 	}
 	e := &SessionError{Status: resp.StatusCode}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	_ = json.Unmarshal(body, e) // a body that is not the API's leaves Code empty
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(e) // a body not the API's leaves Code empty
 	return e
 }
 
 // SessionError is the waiting room's answer when it did not end a session:
-// its HTTP status and, from its JSON error body, the code (INVALID_PASS,
-// PASS_EXPIRED, TOKEN_REVOKED, MISSING_PASS, STORE_UNAVAILABLE…) and
-// message.
+// its HTTP status, and its JSON body's code (INVALID_PASS…) and message.
 type SessionError struct {
 	Status  int
 	Code    string `json:"code"`

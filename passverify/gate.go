@@ -17,38 +17,27 @@ import (
 // Param is the query parameter that brings a pass to the site.
 const Param = "admissionPass"
 
-// DefaultCookieName is the name of the cookie that a Gate exchanges a
-// pass for.
+// DefaultCookieName names the cookie that a Gate exchanges a pass for.
 const DefaultCookieName = "admission_pass"
 
-// GateConfig configures a Gate. WaitingRoomURL and CookieSecrets are
-// required.
+// GateConfig configures a Gate; WaitingRoomURL and CookieSecrets are required.
 type GateConfig struct {
-	// WaitingRoomURL is where a request without a valid pass is sent:
-	// the program's waiting room, an absolute http(s) URL, or an absolute
-	// path when the waiting room is on the site's own origin.
+	// WaitingRoomURL is where a request without a valid pass is sent: an
+	// absolute http(s) URL, or an absolute path on the site's own origin.
 	WaitingRoomURL string
-	// CookieSecrets authenticate the site's cookies, each of at least
-	// MinCookieSecretSize random bytes: the first signs, every one
-	// verifies. Every instance of the site needs the same secrets.
+	// CookieSecrets authenticate the cookies, each of at least
+	// MinCookieSecretSize random bytes: the first signs, every one verifies.
 	CookieSecrets [][]byte
-	// CookieName names the cookie. Default DefaultCookieName.
-	CookieName string
-	// CookiePath scopes the cookie. Default "/".
-	CookiePath string
-	// ReplayGuard, if set, lets each pass be exchanged for a cookie once
-	// (single use); nil lets every holder of a pass exchange it until it
-	// expires.
+	CookieName    string // default DefaultCookieName
+	CookiePath    string // default "/"
+	// ReplayGuard, if set, lets each pass be exchanged for a cookie once.
 	ReplayGuard ReplayGuard
-	// Refused, if set, answers the requests the Gate turns away instead
-	// of the default (a 303 to WaitingRoomURL, or a 403 page for a pass
-	// already used). err is why: nil when the request had no pass,
-	// otherwise an error matching ErrInvalid.
+	// Refused, if set, answers the requests the Gate turns away instead of
+	// the default (a 303 to WaitingRoomURL, or a 403 page for a pass
+	// already used); err is nil without a pass, else matches ErrInvalid.
 	Refused func(w http.ResponseWriter, r *http.Request, err error)
-	// Exchanged, if set, is called with each pass the Gate exchanges for a
-	// cookie and its claims, before the cookie is set: a site that will
-	// end the admission (EndSession) keeps the pass then, as the cookie
-	// does not hold it.
+	// Exchanged, if set, is given each pass the Gate exchanges and its
+	// claims, before the cookie (which does not hold the pass) is set.
 	Exchanged func(ctx context.Context, c Claims, pass string)
 }
 
@@ -67,7 +56,8 @@ func NewGate(v *Verifier, cfg GateConfig) (*Gate, error) {
 	}
 	u, err := url.Parse(cfg.WaitingRoomURL)
 	absolute := err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
-	sameSite := err == nil && u.Scheme == "" && u.Host == "" && strings.HasPrefix(u.Path, "/") && !strings.HasPrefix(cfg.WaitingRoomURL, "//") && !strings.HasPrefix(cfg.WaitingRoomURL, `/\`)
+	sameSite := err == nil && u.Scheme == "" && u.Host == "" && strings.HasPrefix(u.Path, "/") &&
+		!strings.HasPrefix(cfg.WaitingRoomURL, "//") && !strings.HasPrefix(cfg.WaitingRoomURL, `/\`)
 	if !absolute && !sameSite {
 		return nil, fmt.Errorf("passverify: WaitingRoomURL %q is neither an absolute http(s) URL nor an absolute path", cfg.WaitingRoomURL)
 	}
@@ -81,24 +71,17 @@ func NewGate(v *Verifier, cfg GateConfig) (*Gate, error) {
 	if !strings.HasPrefix(cfg.CookiePath, "/") {
 		return nil, fmt.Errorf("passverify: CookiePath %q does not start with /", cfg.CookiePath)
 	}
-	g := &Gate{v: v, cfg: cfg, keys: keys}
-	if g.cfg.Refused == nil {
-		g.cfg.Refused = g.defaultRefused
-	}
-	return g, nil
+	return &Gate{v: v, cfg: cfg, keys: keys}, nil
 }
 
-// Wrap returns next behind the gate. A valid ?admissionPass= on a GET (first
-// use, with a ReplayGuard) is exchanged for a cookie and redirected (303)
-// to the URL without it; a request with a valid cookie goes to next with the claims
-// in its context (FromContext); any other is refused. When the pass cannot
-// be checked (keys unavailable, ReplayGuard error) it answers 503 with
-// Retry-After.
+// Wrap returns next behind the gate: a valid ?admissionPass= on a GET or
+// HEAD is exchanged for a cookie (once, with a ReplayGuard) and redirected
+// (303) without it, a request with a valid cookie goes to next with its
+// claims (FromContext), and any other is refused; 503 with Retry-After when
+// the pass cannot be checked.
 func (g *Gate) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A pass arrives by the waiting room's redirect, a GET: another
-		// method never exchanges one (a form posting a stranger's pass
-		// would swap the browser's session).
+		// Only a GET or HEAD: a form posting a stranger's pass would swap the session.
 		if pass, ok := queryPass(r.URL.RawQuery); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			g.exchange(w, r, pass)
 			return
@@ -111,37 +94,29 @@ func (g *Gate) Wrap(next http.Handler) http.Handler {
 			g.refuse(w, r, nil)
 		case errors.Is(err, ErrInvalid):
 			g.Forget(w, r)
-			g.refuse(w, r, err)
+			fallthrough
 		default:
-			unavailable(w)
+			g.refuse(w, r, err)
 		}
 	})
 }
 
-// exchange verifies the pass of the query and exchanges it for the
-// cookie.
+// exchange verifies the pass of the query and exchanges it for the cookie.
 func (g *Gate) exchange(w http.ResponseWriter, r *http.Request, pass string) {
 	w.Header().Set("Cache-Control", "no-store")
 	ctx := r.Context()
 	claims, s, err := g.v.verify(ctx, pass)
-	if err != nil {
-		if errors.Is(err, ErrInvalid) {
-			g.refuse(w, r, err)
-		} else {
-			unavailable(w)
+	if err == nil && g.cfg.ReplayGuard != nil && !g.holds(r, claims.JTI) {
+		var first bool
+		if first, err = g.cfg.ReplayGuard.FirstUse(ctx, claims.JTI, claims.ExpiresAt.Add(g.v.cfg.Leeway)); err != nil {
+			err = fmt.Errorf("passverify: replay guard: %v", err) // not ErrInvalid, whatever the guard says: 503
+		} else if !first {
+			err = fmt.Errorf("%w: jti %q", ErrReplayed, claims.JTI)
 		}
-		return
 	}
-	if g.cfg.ReplayGuard != nil && !g.holds(r, claims.JTI) {
-		first, err := g.cfg.ReplayGuard.FirstUse(ctx, claims.JTI, claims.ExpiresAt.Add(g.v.cfg.Leeway))
-		if err != nil {
-			unavailable(w)
-			return
-		}
-		if !first {
-			g.refuse(w, r, fmt.Errorf("%w: jti %q", ErrReplayed, claims.JTI))
-			return
-		}
+	if err != nil {
+		g.refuse(w, r, err)
+		return
 	}
 	if g.cfg.Exchanged != nil {
 		g.cfg.Exchanged(ctx, claims, pass)
@@ -152,14 +127,12 @@ func (g *Gate) exchange(w http.ResponseWriter, r *http.Request, pass string) {
 	w.WriteHeader(http.StatusSeeOther)
 }
 
-// Forget drops the Gate's cookie from the browser that sent r: its session
-// at the site is over (after EndSession, say).
+// Forget drops the Gate's cookie from the browser that sent r.
 func (g *Gate) Forget(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, g.cookie(r, "", -1, time.Time{}))
 }
 
-// holds reports whether r's cookie is a valid one for the pass jti: the
-// same browser bringing its pass again, which is no replay.
+// holds reports whether r's cookie is valid for the pass jti: no replay.
 func (g *Gate) holds(r *http.Request, jti string) bool {
 	claims, err := g.session(r)
 	return err == nil && claims.JTI == jti
@@ -189,10 +162,28 @@ func (g *Gate) cookie(r *http.Request, value string, maxAge int, expires time.Ti
 	}
 }
 
-// refuse answers a request turned away, never to be cached.
+// refuse answers, never to be cached, a request whose pass cannot be
+// checked (503), or one turned away (err nil or matching ErrInvalid): with
+// Refused if set, else a 303 to the waiting room, or a 403 page for a pass
+// already used (the waiting room would send it back).
 func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Cache-Control", "no-store")
-	g.cfg.Refused(w, r, err)
+	switch {
+	case err != nil && !errors.Is(err, ErrInvalid):
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Retry-After", "5")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("The admission pass cannot be checked right now; retry shortly.\n"))
+	case g.cfg.Refused != nil:
+		g.cfg.Refused(w, r, err)
+	case errors.Is(err, ErrReplayed):
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		_ = replayedPage.Execute(w, g.cfg.WaitingRoomURL)
+	default:
+		w.Header().Set("Location", g.cfg.WaitingRoomURL)
+		w.WriteHeader(http.StatusSeeOther)
+	}
 }
 
 var replayedPage = template.Must(template.New("replayed").Parse(`<!doctype html>
@@ -201,27 +192,6 @@ var replayedPage = template.Must(template.New("replayed").Parse(`<!doctype html>
 <p><a href="{{.}}">Back to the waiting room</a></p>
 </html>
 `))
-
-// defaultRefused redirects r to the waiting room (303), except a pass
-// already used, which gets a 403 page (the waiting room would send it back).
-func (g *Gate) defaultRefused(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, ErrReplayed) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(http.StatusForbidden)
-		_ = replayedPage.Execute(w, g.cfg.WaitingRoomURL)
-		return
-	}
-	w.Header().Set("Location", g.cfg.WaitingRoomURL)
-	w.WriteHeader(http.StatusSeeOther)
-}
-
-func unavailable(w http.ResponseWriter) {
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Retry-After", "5")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write([]byte("The admission pass cannot be checked right now; retry shortly.\n"))
-}
 
 type claimsKey struct{}
 
@@ -243,8 +213,7 @@ func queryPass(rawQuery string) (string, bool) {
 	return "", false
 }
 
-// passParam reports whether the query part key=value is Param, and
-// returns its escaped value.
+// passParam returns the escaped value of the query part key=value, if Param.
 func passParam(part string) (string, bool) {
 	key, value, _ := strings.Cut(part, "=")
 	k, err := url.QueryUnescape(key)
@@ -266,16 +235,11 @@ func withoutPass(u *url.URL) string {
 	return path + "?" + strings.Join(kept, "&")
 }
 
-// loopback reports whether host (with or without a port) is localhost or
-// a loopback address.
+// loopback reports whether host[:port] is localhost, *.localhost or a loopback IP.
 func loopback(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return host == "localhost" || strings.HasSuffix(host, ".localhost") || net.ParseIP(host).IsLoopback()
 }

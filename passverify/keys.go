@@ -11,93 +11,70 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"golang.org/x/sync/singleflight"
 )
 
 // maxJWKSSize bounds the JWKS document read.
 const maxJWKSSize = 1 << 20
 
-// keyCache holds the JWKS's usable keys and fetches the JWKS when it has
-// none, when its copy is past max-age, or for an unknown kid, at most once
-// per MinRefreshInterval; concurrent lookups share one fetch. A stale known
-// key answers at once while a fetch is under way, and when none may start.
-type keyCache struct {
-	cfg     *Config
-	fetches singleflight.Group
-
-	mu       sync.Mutex
-	keys     map[string]*ecdsa.PublicKey // nil until a fetch succeeds
-	expires  time.Time                   // when keys need a refresh
-	tried    time.Time                   // the last fetch's start
-	lastErr  error                       // the last fetch's error
-	fetching bool                        // a fetch is under way
-
-	onWait func() // tests: called as a lookup turns to the shared fetch
-}
-
-// get returns the key kid, fetching the JWKS when needed and allowed.
-func (c *keyCache) get(ctx context.Context, kid string) (*ecdsa.PublicKey, error) {
-	c.mu.Lock()
-	key, known := c.keys[kid]
-	current := known && (c.cfg.Now().Before(c.expires) || c.fetching)
-	c.mu.Unlock()
+// key returns the key kid, fetching the JWKS when needed and allowed.
+func (v *Verifier) key(ctx context.Context, kid string) (*ecdsa.PublicKey, error) {
+	v.mu.Lock()
+	key, known := v.keys[kid]
+	current := known && (v.cfg.Now().Before(v.expires) || v.fetching)
+	v.mu.Unlock()
 	if current {
 		return key, nil
 	}
-	if c.onWait != nil {
-		c.onWait()
+	if v.onWait != nil {
+		v.onWait()
 	}
-	// The fetch runs in a goroutine of its own, to its own timeout: a
-	// lookup may leave it when ctx is done, the others still wait for it.
-	fetched := c.fetches.DoChan("", func() (any, error) { c.refresh(ctx); return nil, nil })
+	// The shared fetch outlives a lookup that leaves when ctx is done.
+	fetched := v.fetches.DoChan("", func() (any, error) { v.refresh(ctx); return nil, nil })
 	select {
 	case <-fetched:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, ctx.Err())
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	key, known = c.keys[kid]
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	key, known = v.keys[kid]
 	switch {
 	case known:
 		return key, nil // stale, if the fetch failed: better than nothing while the JWKS is down
-	case c.keys == nil:
-		return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, c.lastErr)
+	case v.keys == nil:
+		return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, v.lastErr)
 	}
 	return nil, fmt.Errorf("%w: kid %q", ErrUnknownKey, kid)
 }
 
-// refresh fetches the JWKS into the cache unless the last fetch started
-// less than MinRefreshInterval ago.
-func (c *keyCache) refresh(ctx context.Context) {
-	c.mu.Lock()
-	if !c.tried.IsZero() && c.cfg.Now().Sub(c.tried) < c.cfg.MinRefreshInterval {
-		c.mu.Unlock()
+// refresh fetches the JWKS into the cache, at most once per MinRefreshInterval.
+func (v *Verifier) refresh(ctx context.Context) {
+	v.mu.Lock()
+	if !v.tried.IsZero() && v.cfg.Now().Sub(v.tried) < v.cfg.MinRefreshInterval {
+		v.mu.Unlock()
 		return
 	}
-	c.tried, c.fetching = c.cfg.Now(), true
-	c.mu.Unlock()
-	keys, ttl, err := c.fetch(ctx)
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	v.tried, v.fetching = v.cfg.Now(), true
+	v.mu.Unlock()
+	keys, ttl, err := v.fetch(ctx)
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if err == nil {
-		c.keys, c.expires = keys, c.cfg.Now().Add(ttl)
+		v.keys, v.expires = keys, v.cfg.Now().Add(ttl)
 	}
-	c.lastErr, c.fetching = err, false
+	v.lastErr, v.fetching = err, false
 }
 
-// fetch reads the JWKS and how long to keep it. It runs to its own
-// timeout even if ctx is cancelled, since other lookups wait for it.
-func (c *keyCache) fetch(ctx context.Context) (map[string]*ecdsa.PublicKey, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.FetchTimeout)
+// fetch reads the JWKS and how long to keep it, to its own timeout.
+func (v *Verifier) fetch(ctx context.Context) (map[string]*ecdsa.PublicKey, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.cfg.FetchTimeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.JWKSURL, nil) // New parsed the URL
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, v.cfg.JWKSURL, nil) // New parsed the URL
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
-	resp, err := c.cfg.HTTPClient.Do(req)
+	resp, err := v.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return nil, 0, fmt.Errorf("fetch JWKS: %w", err)
 	}
@@ -112,16 +89,31 @@ func (c *keyCache) fetch(ctx context.Context) (map[string]*ecdsa.PublicKey, time
 	if len(body) > maxJWKSSize {
 		return nil, 0, errors.New("JWKS larger than 1 MiB")
 	}
-	keys, err := parseJWKS(body)
-	if err != nil {
-		return nil, 0, err
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
 	}
-	return keys, c.ttl(resp.Header.Get("Cache-Control")), nil
+	if err := json.Unmarshal(body, &set); err != nil {
+		return nil, 0, fmt.Errorf("parse JWKS: %w", err)
+	}
+	// Keep the keys that can verify ES256, skip the others.
+	keys := make(map[string]*ecdsa.PublicKey)
+	for _, raw := range set.Keys {
+		var k jose.JSONWebKey
+		if k.UnmarshalJSON(raw) != nil {
+			continue
+		}
+		pub, ok := k.Key.(*ecdsa.PublicKey)
+		if ok && pub.Curve == elliptic.P256() && k.KeyID != "" &&
+			(k.Use == "" || k.Use == "sig") && (k.Algorithm == "" || k.Algorithm == string(jose.ES256)) {
+			keys[k.KeyID] = pub
+		}
+	}
+	return keys, v.ttl(resp.Header.Get("Cache-Control")), nil
 }
 
 // ttl is the Cache-Control max-age (RFC 9111 §5.2.2.1; a quoted value is
 // tolerated), or DefaultCacheTTL without one, within the bounds.
-func (c *keyCache) ttl(cacheControl string) time.Duration {
+func (v *Verifier) ttl(cacheControl string) time.Duration {
 	ttl := DefaultCacheTTL
 	for directive := range strings.SplitSeq(cacheControl, ",") {
 		name, value, ok := strings.Cut(strings.TrimSpace(directive), "=")
@@ -129,35 +121,9 @@ func (c *keyCache) ttl(cacheControl string) time.Duration {
 			continue
 		}
 		if s, err := strconv.ParseUint(strings.Trim(strings.TrimSpace(value), `"`), 10, 64); err == nil {
-			ttl = time.Duration(min(s, uint64(c.cfg.MaxCacheTTL/time.Second))) * time.Second
+			ttl = time.Duration(min(s, uint64(v.cfg.MaxCacheTTL/time.Second))) * time.Second
 		}
 		break
 	}
-	return min(max(ttl, c.cfg.MinCacheTTL), c.cfg.MaxCacheTTL)
-}
-
-// parseJWKS returns the keys of a JWKS that can verify ES256: public EC
-// P-256 keys with a kid, for signing, with alg ES256 or none. Other keys
-// are skipped.
-func parseJWKS(doc []byte) (map[string]*ecdsa.PublicKey, error) {
-	var set struct {
-		Keys []json.RawMessage `json:"keys"`
-	}
-	if err := json.Unmarshal(doc, &set); err != nil {
-		return nil, fmt.Errorf("parse JWKS: %w", err)
-	}
-	keys := make(map[string]*ecdsa.PublicKey)
-	for _, raw := range set.Keys {
-		var k jose.JSONWebKey
-		if err := k.UnmarshalJSON(raw); err != nil {
-			continue // a key of a kind this package does not use
-		}
-		pub, ok := k.Key.(*ecdsa.PublicKey)
-		if !ok || pub.Curve != elliptic.P256() || k.KeyID == "" ||
-			(k.Use != "" && k.Use != "sig") || (k.Algorithm != "" && k.Algorithm != string(jose.ES256)) {
-			continue
-		}
-		keys[k.KeyID] = pub
-	}
-	return keys, nil
+	return min(max(ttl, v.cfg.MinCacheTTL), v.cfg.MaxCacheTTL)
 }

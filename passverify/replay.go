@@ -1,6 +1,7 @@
 package passverify
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -8,8 +9,8 @@ import (
 	"time"
 )
 
-// ReplayGuard remembers the passes already exchanged, for single use. A
-// Gate with one lets each pass be exchanged for its cookie once.
+// ReplayGuard remembers the passes a Gate exchanged, so that each is
+// exchanged for its cookie once.
 type ReplayGuard interface {
 	// FirstUse records jti until the instant until and reports whether it
 	// was new. An error means nothing could be decided.
@@ -23,9 +24,8 @@ const DefaultMemoryGuardSize = 100_000
 // capacity of unexpired passes: it refuses rather than forgets one.
 var ErrGuardFull = errors.New("passverify: replay guard full")
 
-// MemoryGuard is a ReplayGuard in memory, for a site that runs on one
-// instance. It holds at most its capacity of passes and forgets each one
-// when it expires.
+// MemoryGuard is a ReplayGuard in memory for a site on one instance; it
+// holds at most its capacity of passes and forgets each as it expires.
 type MemoryGuard struct {
 	max int
 	now func() time.Time
@@ -35,14 +35,10 @@ type MemoryGuard struct {
 	expiry expiryHeap
 }
 
-var _ ReplayGuard = (*MemoryGuard)(nil)
-
 // NewMemoryGuard returns a MemoryGuard for at most capacity passes at once
 // (DefaultMemoryGuardSize when capacity ≤ 0).
 func NewMemoryGuard(capacity int) *MemoryGuard {
-	if capacity <= 0 {
-		capacity = DefaultMemoryGuardSize
-	}
+	capacity = cmp.Or(max(capacity, 0), DefaultMemoryGuardSize)
 	return &MemoryGuard{max: capacity, now: time.Now, seen: make(map[string]time.Time)}
 }
 
@@ -78,8 +74,7 @@ func (h expiryHeap) Less(i, j int) bool { return h[i].until.Before(h[j].until) }
 func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(seenPass)) }
 func (h *expiryHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+	x := (*h)[len(*h)-1]
+	*h = (*h)[:len(*h)-1]
 	return x
 }

@@ -12,16 +12,11 @@ import (
 	"strings"
 )
 
-// MinCookieSecretSize is the least length of a GateConfig.CookieSecrets
-// entry, in bytes.
+// MinCookieSecretSize is the least length of a CookieSecrets entry, in bytes.
 const MinCookieSecretSize = 32
 
-// sessionVersion starts every session cookie's value; a raw pass (a JWS,
-// "eyJ…") never does.
+// sessionVersion starts a session cookie's value, never a raw pass ("eyJ…").
 const sessionVersion = "v1"
-
-// maxSessionSize bounds the session cookie a Gate reads.
-const maxSessionSize = 4096
 
 // session is what a Gate's cookie holds: the claims of the pass it was
 // exchanged for, and the kid of the key that signed it.
@@ -41,11 +36,8 @@ func sessionKeys(secrets [][]byte) ([][]byte, error) {
 		if len(s) < MinCookieSecretSize {
 			return nil, fmt.Errorf("passverify: CookieSecrets[%d] has %d bytes, want at least %d", i, len(s), MinCookieSecretSize)
 		}
-		k, err := hkdf.Key(sha256.New, s, nil, "passverify session cookie "+sessionVersion, sha256.Size)
-		if err != nil {
-			return nil, fmt.Errorf("passverify: derive cookie key: %w", err)
-		}
-		keys[i] = k
+		// Never fails: SHA-256, a 32-byte key from a secret of at least 32 bytes.
+		keys[i], _ = hkdf.Key(sha256.New, s, nil, "passverify session cookie "+sessionVersion, sha256.Size)
 	}
 	return keys, nil
 }
@@ -59,12 +51,11 @@ func (g *Gate) seal(s session) string {
 	return signed + "." + base64.RawURLEncoding.EncodeToString(mac(g.keys[0], signed))
 }
 
-// open checks a session cookie value: made with one of g's keys, for g's
-// issuer and program, not expired (with the leeway), and its pass's key
-// still in the JWKS. Its errors are Verify's, and ErrCookie.
+// open checks a cookie value: made with one of g's keys, valid for g's
+// Verifier, its pass's key still in the JWKS. Its errors are Verify's, and ErrCookie.
 func (g *Gate) open(ctx context.Context, value string) (Claims, error) {
 	dot := strings.LastIndexByte(value, '.')
-	if len(value) > maxSessionSize || dot < 0 {
+	if len(value) > maxPassSize || dot < 0 {
 		return Claims{}, ErrCookie
 	}
 	signed := value[:dot]
@@ -82,14 +73,13 @@ func (g *Gate) open(ctx context.Context, value string) (Claims, error) {
 	if err != nil {
 		return Claims{}, err
 	}
-	if _, err := g.v.keys.get(ctx, s.KeyID); err != nil {
+	if _, err := g.v.key(ctx, s.KeyID); err != nil {
 		return Claims{}, err
 	}
 	return c, nil
 }
 
-// authentic reports whether sum is the MAC of signed under one of g's
-// keys, comparing in constant time.
+// authentic reports in constant time whether sum is signed's MAC under a key of g.
 func (g *Gate) authentic(signed string, sum []byte) bool {
 	ok := false
 	for _, k := range g.keys {

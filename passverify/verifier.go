@@ -3,18 +3,21 @@ package passverify
 import (
 	"cmp"
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"golang.org/x/sync/singleflight"
 )
 
-// Defaults of Config's optional fields.
+// Defaults of Config's optional fields of the same names.
 const (
 	DefaultLeeway             = 30 * time.Second
 	DefaultFetchTimeout       = 5 * time.Second
@@ -24,53 +27,51 @@ const (
 	DefaultMinRefreshInterval = 10 * time.Second
 )
 
-// maxPassSize bounds the pass a Verifier reads; a real one is under 1 KiB.
+// maxPassSize bounds the pass, or the Gate's cookie, that is read.
 const maxPassSize = 4096
 
-// Config configures a Verifier. JWKSURL, Issuer and ProgramID are
-// required; the other fields have defaults.
+// Config configures a Verifier; JWKSURL, Issuer and ProgramID are required.
 type Config struct {
-	// JWKSURL is the waiting room's JWKS, e.g.
-	// https://queue.example.com/.well-known/jwks.json.
-	JWKSURL string
-	// Issuer is the iss the waiting room puts in its passes (by default
-	// its API's base URL).
-	Issuer string
-	// ProgramID is the program this site protects: a pass's aud must
-	// name it.
-	ProgramID string
+	JWKSURL   string // the waiting room's JWKS, e.g. https://queue.example.com/.well-known/jwks.json
+	Issuer    string // the iss of its passes (by default its API's base URL)
+	ProgramID string // the program this site protects: a pass's aud must name it
 
-	// Leeway is how far exp and nbf may be off, for clock skew.
-	// Default DefaultLeeway; a negative value means none.
+	// Leeway is how far exp, nbf and iat may be off; a negative value means none.
 	Leeway time.Duration
-	// HTTPClient fetches the JWKS. Default: a client with a
-	// FetchTimeout timeout.
+	// HTTPClient fetches the JWKS. Default: a client with a FetchTimeout timeout.
 	HTTPClient *http.Client
-	// FetchTimeout bounds one JWKS fetch. Default DefaultFetchTimeout.
+	// FetchTimeout bounds one JWKS fetch.
 	FetchTimeout time.Duration
 	// MinCacheTTL and MaxCacheTTL bound how long a fetched JWKS is used:
-	// its Cache-Control max-age, or DefaultCacheTTL without one, is kept
-	// within them. Defaults DefaultMinCacheTTL and DefaultMaxCacheTTL.
+	// its Cache-Control max-age, or DefaultCacheTTL without one.
 	MinCacheTTL, MaxCacheTTL time.Duration
-	// MinRefreshInterval is the least time between two fetches that a
-	// pass with an unknown kid, or a failed fetch, may start, so that
-	// forged kids cannot flood the JWKS. Default
-	// DefaultMinRefreshInterval.
+	// MinRefreshInterval is the least time between two fetches for an
+	// unknown kid or after a failed fetch.
 	MinRefreshInterval time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
 
 // Verifier checks admission passes against a JWKS that it fetches and
-// caches. It is safe for concurrent use; build one per protected program
-// and keep it.
+// caches; build one per protected program. It is safe for concurrent use.
 type Verifier struct {
-	cfg  Config // with the defaults filled in
-	keys keyCache
+	cfg Config // with the defaults filled in
+
+	// The key cache holds the JWKS's usable keys and fetches the JWKS when
+	// it has none, when its copy is past max-age, or for an unknown kid, at
+	// most once per MinRefreshInterval; concurrent lookups share one fetch.
+	// A stale known key answers while a fetch is under way or none may start.
+	fetches  singleflight.Group
+	mu       sync.Mutex
+	keys     map[string]*ecdsa.PublicKey // nil until a fetch succeeds
+	expires  time.Time                   // when keys need a refresh
+	tried    time.Time                   // the last fetch's start
+	lastErr  error                       // the last fetch's error
+	fetching bool                        // a fetch is under way
+	onWait   func()                      // tests: called as a lookup turns to the shared fetch
 }
 
-// New returns a Verifier for cfg. It fetches nothing until the first
-// Verify.
+// New returns a Verifier for cfg; it fetches nothing until the first Verify.
 func New(cfg Config) (*Verifier, error) {
 	u, err := url.Parse(cfg.JWKSURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -79,16 +80,11 @@ func New(cfg Config) (*Verifier, error) {
 	if cfg.Issuer == "" || cfg.ProgramID == "" {
 		return nil, errors.New("passverify: Issuer and ProgramID are required")
 	}
-	switch {
-	case cfg.Leeway == 0:
-		cfg.Leeway = DefaultLeeway
-	case cfg.Leeway < 0:
-		cfg.Leeway = 0
-	}
-	cfg.FetchTimeout = positiveOr(cfg.FetchTimeout, DefaultFetchTimeout)
-	cfg.MinCacheTTL = positiveOr(cfg.MinCacheTTL, DefaultMinCacheTTL)
-	cfg.MaxCacheTTL = positiveOr(cfg.MaxCacheTTL, DefaultMaxCacheTTL)
-	cfg.MinRefreshInterval = positiveOr(cfg.MinRefreshInterval, DefaultMinRefreshInterval)
+	cfg.Leeway = max(cmp.Or(cfg.Leeway, DefaultLeeway), 0)
+	cfg.FetchTimeout = cmp.Or(max(cfg.FetchTimeout, 0), DefaultFetchTimeout)
+	cfg.MinCacheTTL = cmp.Or(max(cfg.MinCacheTTL, 0), DefaultMinCacheTTL)
+	cfg.MaxCacheTTL = cmp.Or(max(cfg.MaxCacheTTL, 0), DefaultMaxCacheTTL)
+	cfg.MinRefreshInterval = cmp.Or(max(cfg.MinRefreshInterval, 0), DefaultMinRefreshInterval)
 	if cfg.MaxCacheTTL < cfg.MinCacheTTL {
 		return nil, fmt.Errorf("passverify: MaxCacheTTL %v is below MinCacheTTL %v", cfg.MaxCacheTTL, cfg.MinCacheTTL)
 	}
@@ -96,16 +92,7 @@ func New(cfg Config) (*Verifier, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	v := &Verifier{cfg: cfg}
-	v.keys.cfg = &v.cfg
-	return v, nil
-}
-
-func positiveOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
+	return &Verifier{cfg: cfg}, nil
 }
 
 // ProgramID returns the program the Verifier admits to.
@@ -113,18 +100,14 @@ func (v *Verifier) ProgramID() string { return v.cfg.ProgramID }
 
 // Claims are what a valid pass attests.
 type Claims struct {
-	Issuer    string // iss
-	ProgramID string // aud
-	TokenID   string // sub: the queue token that was admitted
-	Ticket    int64  // ticket: the token's ticket number
-	JTI       string // jti: unique per pass
-	// AdmittedAt is the admission (iat and nbf), to the second.
-	AdmittedAt time.Time
-	// ExpiresAt is the end of the admission window (exp), to the second.
-	ExpiresAt time.Time
-	// Bypass is the bypass claim: the waiting room's admin issued the
-	// pass without a place in the queue (Ticket is then 0).
-	Bypass bool
+	Issuer     string    // iss
+	ProgramID  string    // aud
+	TokenID    string    // sub: the queue token that was admitted
+	Ticket     int64     // ticket: the token's ticket number
+	JTI        string    // jti: unique per pass
+	AdmittedAt time.Time // iat and nbf: the admission, to the second
+	ExpiresAt  time.Time // exp: the end of the admission window, to the second
+	Bypass     bool      // bypass: the admin issued the pass without a place in the queue (Ticket 0)
 }
 
 // ErrInvalid is matched (errors.Is) by every refusal of a pass itself:
@@ -143,8 +126,7 @@ var (
 	ErrExpired     error = &refusal{"admission pass expired"}
 	ErrNotYetValid error = &refusal{"admission pass not valid yet"}
 	ErrReplayed    error = &refusal{"admission pass already used"}
-	// ErrCookie is a Gate's cookie that the Gate did not make under one
-	// of its CookieSecrets: a raw pass, an altered cookie, or garbage.
+	// ErrCookie is a Gate's cookie not made under one of its CookieSecrets.
 	ErrCookie error = &refusal{"admission cookie not made by this site"}
 )
 
@@ -164,10 +146,9 @@ type payload struct {
 	Bypass bool   `json:"bypass,omitempty"`
 }
 
-// Verify checks pass: signed with ES256 by a key of the JWKS, issued by
-// the configured issuer for the configured program, and valid now within
-// the leeway. Its error matches ErrInvalid (and the reason) for a pass
-// that is refused, or ErrKeysUnavailable.
+// Verify checks that pass is signed with ES256 by a key of the JWKS, for
+// the configured issuer and program, and valid now within the leeway. Its
+// error matches ErrInvalid and the reason, or ErrKeysUnavailable.
 func (v *Verifier) Verify(ctx context.Context, pass string) (Claims, error) {
 	c, _, err := v.verify(ctx, pass)
 	return c, err
@@ -192,7 +173,7 @@ func (v *Verifier) verify(ctx context.Context, pass string) (Claims, session, er
 	if s.KeyID == "" {
 		return Claims{}, session{}, fmt.Errorf("%w: no kid", ErrUnknownKey)
 	}
-	key, err := v.keys.get(ctx, s.KeyID)
+	key, err := v.key(ctx, s.KeyID)
 	if err != nil {
 		return Claims{}, session{}, err
 	}
@@ -208,23 +189,23 @@ func (v *Verifier) verify(ctx context.Context, pass string) (Claims, session, er
 		return Claims{}, session{}, fmt.Errorf("%w: want iss, sub, aud, jti, exp, nbf, iat and ticket", ErrMalformed)
 	}
 	c, err := v.check(s.payload)
-	soon := v.cfg.Now().Add(v.cfg.Leeway)
-	if err == nil && (soon.Before(s.NotBefore.Time()) || soon.Before(s.IssuedAt.Time())) {
-		return Claims{}, session{}, fmt.Errorf("%w: from %v", ErrNotYetValid, s.NotBefore.Time().UTC())
-	}
 	return c, s, err
 }
 
-// check returns p's Claims if p is for v's issuer and program and has not
-// expired, with the leeway; p has the claims that verify requires.
+// check returns p's Claims if p is for v's issuer and program and valid now;
+// a cookie's p has no nbf (its pass was checked at the exchange).
 func (v *Verifier) check(p payload) (Claims, error) {
+	now := v.cfg.Now()
+	late, soon := now.Add(-v.cfg.Leeway), now.Add(v.cfg.Leeway)
 	switch {
 	case p.Issuer != v.cfg.Issuer:
 		return Claims{}, fmt.Errorf("%w: %q", ErrIssuer, p.Issuer)
 	case !p.Audience.Contains(v.cfg.ProgramID):
 		return Claims{}, fmt.Errorf("%w: %q", ErrAudience, []string(p.Audience))
-	case v.cfg.Now().Add(-v.cfg.Leeway).After(p.Expiry.Time()):
+	case late.After(p.Expiry.Time()):
 		return Claims{}, fmt.Errorf("%w: at %v", ErrExpired, p.Expiry.Time().UTC())
+	case p.NotBefore != nil && (soon.Before(p.NotBefore.Time()) || soon.Before(p.IssuedAt.Time())):
+		return Claims{}, fmt.Errorf("%w: from %v", ErrNotYetValid, p.NotBefore.Time().UTC())
 	}
 	return Claims{
 		Issuer:     p.Issuer,

@@ -2,10 +2,12 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -18,8 +20,7 @@ import (
 	"github.com/example/waitingroom/internal/shuffle"
 )
 
-// Program is a program as the audit reads it: its item (with the flags'
-// ShufflePublicKey and ShuffleSeed) and its capacity groups by number.
+// Program is a program's item (with the flags' shuffle key and seed) and its capacity groups by number.
 type Program struct {
 	admission.Program
 	Groups map[int64]capacity.Group
@@ -27,17 +28,13 @@ type Program struct {
 
 // Items are the decoded items of a table.
 type Items struct {
-	Programs map[string]Program
-	// Tokens are the token items but the claims (claimId, no ticket),
-	// which Claims counts; Shards counts ticket shard items, Other the
-	// items that are none of these.
-	Tokens                []queue.Token
-	Shards, Other, Claims int
+	Programs              map[string]Program
+	Tokens                []queue.Token                       // but the claims (claimId, no ticket)
+	Shards, Other, Claims int                                 // Other: items of no kind the audit reads
 	Groups                map[string]map[int64]capacity.Group // by program and number
 }
 
-// Decode sorts scanned items into programs, tokens, claims, shards and
-// capacity groups by their keys.
+// Decode adds scanned items to into, sorted by their keys.
 func Decode(items []map[string]types.AttributeValue, into *Items) error {
 	if into.Programs == nil {
 		into.Programs = map[string]Program{}
@@ -50,40 +47,60 @@ func Decode(items []map[string]types.AttributeValue, into *Items) error {
 		if err := attributevalue.UnmarshalMap(av, &key); err != nil {
 			return fmt.Errorf("decode key: %w", err)
 		}
-		switch {
-		case key.SK == "PROGRAM" && strings.HasPrefix(key.PK, "PROGRAM#"):
-			p, err := dynamostore.DecodeProgram(av)
-			if err != nil {
-				return fmt.Errorf("decode %s: %w", key.PK, err)
-			}
-			into.Programs[p.ID] = Program{Program: p}
-		case key.SK == "SHARD" && strings.HasPrefix(key.PK, "SHARD#"):
-			into.Shards++
-		case key.SK == "TOKEN" && strings.HasPrefix(key.PK, "TOKEN#"):
-			t, err := dynamostore.DecodeToken(av)
-			if err != nil {
-				return fmt.Errorf("decode %s: %w", key.PK, err)
-			}
-			if t.Claim != "" && t.Ticket == 0 {
-				into.Claims++
-			} else {
-				into.Tokens = append(into.Tokens, t)
-			}
-		case key.SK == "CAPGROUP" && strings.HasPrefix(key.PK, "CAPGROUP#"):
-			id, g, grp, err := decodeGroup(key.PK, av)
-			if err != nil {
-				return err
-			}
-			if into.Groups == nil {
-				into.Groups = map[string]map[int64]capacity.Group{}
-			}
-			if into.Groups[id] == nil {
-				into.Groups[id] = map[int64]capacity.Group{}
-			}
-			into.Groups[id][g] = grp
-		default:
-			into.Other++
+		if err := into.add(key.PK, key.SK, av); err != nil {
+			return fmt.Errorf("decode %s: %w", key.PK, err)
 		}
+	}
+	return nil
+}
+
+// add sorts the item av, keyed pk and sk, into items.
+func (items *Items) add(pk, sk string, av map[string]types.AttributeValue) error {
+	if !strings.HasPrefix(pk, sk+"#") {
+		sk = "" // not an item of the audit's kinds
+	}
+	switch sk {
+	case "PROGRAM":
+		p, err := dynamostore.DecodeProgram(av)
+		if err != nil {
+			return err
+		}
+		items.Programs[p.ID] = Program{Program: p}
+	case "SHARD":
+		items.Shards++
+	case "TOKEN":
+		t, err := dynamostore.DecodeToken(av)
+		if err != nil {
+			return err
+		}
+		if t.Claim != "" && t.Ticket == 0 {
+			items.Claims++
+		} else {
+			items.Tokens = append(items.Tokens, t)
+		}
+	case "CAPGROUP":
+		rest := strings.TrimPrefix(pk, "CAPGROUP#")
+		i := strings.LastIndexByte(rest, '#')
+		if i < 0 {
+			return errors.New("no group number")
+		}
+		g, err := strconv.ParseInt(rest[i+1:], 10, 64)
+		if err != nil {
+			return err
+		}
+		grp, err := dynamostore.DecodeGroup(av)
+		if err != nil {
+			return err
+		}
+		if items.Groups == nil {
+			items.Groups = map[string]map[int64]capacity.Group{}
+		}
+		if items.Groups[rest[:i]] == nil {
+			items.Groups[rest[:i]] = map[int64]capacity.Group{}
+		}
+		items.Groups[rest[:i]][g] = grp
+	default:
+		items.Other++
 	}
 	return nil
 }
@@ -107,26 +124,18 @@ type Duplicate struct {
 // Report is the audit of one program.
 type Report struct {
 	Program string
-	// Missing: the table has tokens of this program but no program item;
-	// Issued is then 0 and every ticket is out of range.
-	Missing bool
+	Missing bool // tokens name the program but it has no item: Issued is 0, every ticket out of range
 	Issued  int64
-	// Tokens is the number of token items of the program: AdmittedSeen
-	// have admittedAt, Ended of them leftAt too, Left have leftAt only,
-	// Unrecorded neither (waiting, or admitted and not polled since).
+	// Tokens counts the program's token items: AdmittedSeen have admittedAt
+	// (Ended of them leftAt too), Left leftAt only, Unrecorded neither
+	// (waiting, or admitted and not polled since).
 	Tokens                                int
 	AdmittedSeen, Ended, Left, Unrecorded int
-	// Duplicates are the tickets held by two tokens or more, ascending.
-	Duplicates []Duplicate
-	// OutOfRange are the tokens whose ticket is not in 1..Issued, by ticket.
-	OutOfRange []queue.Token
-	// Gaps are the tickets in 1..Issued that no token holds, as ascending
-	// runs; GapCount is their total.
-	Gaps     []Range
-	GapCount int64
-	// GapLimit, when positive, is the largest fraction of Issued the gaps
-	// may reach for the program to pass.
-	GapLimit float64
+	Duplicates                            []Duplicate   // tickets held by two tokens or more, ascending
+	OutOfRange                            []queue.Token // tokens whose ticket is not in 1..Issued, by ticket
+	Gaps                                  []Range       // tickets in 1..Issued no token holds, as ascending runs
+	GapCount                              int64         // the tickets in Gaps
+	GapLimit                              float64       // when positive, the largest fraction of Issued the gaps may reach
 	// Shuffled: a shuffled opening whose pre-queue is fixed; Unrevealed:
 	// one not fixed yet; Checked: key and seed were given. SeedErr says why
 	// the seed does not verify; PlacesWrong counts the pre-queue places
@@ -134,12 +143,10 @@ type Report struct {
 	Shuffled, Unrevealed, Checked bool
 	SeedErr                       string
 	PlacesChecked, PlacesWrong    int64
-	// Cap audits a program with a cap or no-show handling; nil for others.
-	Cap *CapReport
+	Cap                           *CapReport // a program with a cap or no-show handling; nil for others
 }
 
-// Balanced reports whether Issued equals the token items plus the gaps
-// (true exactly when there are no duplicates and no tickets out of range).
+// Balanced reports whether Issued equals the token items plus the gaps.
 func (r Report) Balanced() bool { return int64(r.Tokens)+r.GapCount == r.Issued }
 
 // GapsOver reports whether the gaps exceed GapLimit.
@@ -210,9 +217,8 @@ func Audit(p Program, tokens []queue.Token) Report {
 	return r
 }
 
-// checkShuffle verifies that p.ShuffleSeed is p.ShufflePublicKey's
-// signature of p's commitment and that the places it gives the
-// pre-queue's tickets are a permutation of 1..Prequeue.
+// checkShuffle verifies p's seed against its key and commitment, and that the pre-queue's places are a
+// permutation of 1..Prequeue.
 func (r *Report) checkShuffle(p Program) {
 	pub, err := shuffle.ParsePublicKey(p.ShufflePublicKey)
 	if err == nil {
@@ -234,8 +240,7 @@ func (r *Report) checkShuffle(p Program) {
 	}
 }
 
-// AuditAll audits every program of items, and every program id that only
-// tokens name (Missing), sorted by id; only id when it is not empty.
+// AuditAll audits, by id, every program of items and every id only tokens name (or only id if not "").
 func AuditAll(items Items, id string) []Report {
 	ids := map[string]bool{}
 	for pid := range items.Programs {
@@ -261,8 +266,7 @@ func AuditAll(items Items, id string) []Report {
 	return reports
 }
 
-// Write prints r, listing at most limit gap runs, duplicates and tokens out
-// of range (all of them when limit <= 0).
+// Write prints r, listing at most limit of each kind of problem (all when limit <= 0).
 func (r Report) Write(w io.Writer, limit int) {
 	fmt.Fprintf(w, "program %s", r.Program)
 	if r.Missing {
@@ -289,17 +293,17 @@ func (r Report) Write(w io.Writer, limit int) {
 		fmt.Fprint(w, ")")
 	}
 	if n := len(r.Gaps); n > 0 {
-		shown := n
-		if limit > 0 {
-			shown = min(n, limit)
+		shown := r.Gaps
+		if limit > 0 && n > limit {
+			shown = shown[:limit]
 		}
-		runs := make([]string, shown)
-		for i, g := range r.Gaps[:shown] {
+		runs := make([]string, len(shown))
+		for i, g := range shown {
 			runs[i] = g.String()
 		}
 		fmt.Fprintf(w, ": %s", strings.Join(runs, ", "))
-		if shown < n {
-			fmt.Fprintf(w, ", … (%d more runs)", n-shown)
+		if len(shown) < n {
+			fmt.Fprintf(w, ", … (%d more runs)", n-len(shown))
 		}
 	}
 	fmt.Fprintln(w)
@@ -334,8 +338,7 @@ func (r Report) Write(w io.Writer, limit int) {
 	}
 }
 
-// writeList prints xs with line, at most limit of them (all when limit <=
-// 0) and then how many more there are, as what.
+// writeList prints at most limit of xs (all when limit <= 0) with line, then how many more what there are.
 func writeList[T any](w io.Writer, xs []T, limit int, what string, line func(T)) {
 	for i, x := range xs {
 		if limit > 0 && i == limit {

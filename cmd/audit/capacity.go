@@ -6,39 +6,12 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/example/waitingroom/internal/capacity"
-	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
 )
-
-// decodeGroup reads the capacity group item av, keyed pk: its program and
-// group number, and the group.
-func decodeGroup(pk string, av map[string]types.AttributeValue) (string, int64, capacity.Group, error) {
-	rest := strings.TrimPrefix(pk, "CAPGROUP#")
-	i := strings.LastIndexByte(rest, '#')
-	if i < 0 {
-		return "", 0, capacity.Group{}, fmt.Errorf("decode %s: no group number", pk)
-	}
-	g, err := strconv.ParseInt(rest[i+1:], 10, 64)
-	if err != nil {
-		return "", 0, capacity.Group{}, fmt.Errorf("decode %s: %w", pk, err)
-	}
-	grp, err := dynamostore.DecodeGroup(av)
-	if err != nil {
-		return "", 0, capacity.Group{}, fmt.Errorf("decode %s: %w", pk, err)
-	}
-	if grp.Ended == nil {
-		grp.Ended = map[int64]int64{}
-	}
-	return rest[:i], g, grp, nil
-}
 
 // Finding is a place whose records disagree with each other.
 type Finding struct {
@@ -47,48 +20,37 @@ type Finding struct {
 	Problem string
 }
 
-// CapReport is the audit of a capped program's admissions, or of one with
-// no-show handling: who was active when, and what the groups recorded.
+// CapReport is the audit of a program's admissions against its cap or no-show handling.
 type CapReport struct {
 	Cap           int64 // 0: no cap (no-show handling only)
 	NoShowSeconds int64
-	// Peak is the most people active at once, first reached at PeakAtMs
-	// (Unix ms): each from AdmittedAt until the site ended the session or
-	// AdmissionExpiresAt. PeakLowerBound: some places are unknown, and
-	// their holders' leaves are taken as ends.
+	// Peak is the most people active at once (from AdmittedAt to the session's end or AdmissionExpiresAt),
+	// first at PeakAtMs; a lower bound when Unplaced admitted tokens have no known place.
 	Peak           int
 	PeakAtMs       int64
 	PeakLowerBound bool
-	// Unplaced counts admitted tokens whose place is unknown.
-	Unplaced int
+	Unplaced       int
 	// EndedBySite are places in their group's ended records; LeftByHolder
 	// admitted tokens with leftAt whose place is not; NoShows places sealed
 	// and not sighted. ProgramEnded and ProgramNoShows are the folds' totals.
 	EndedBySite, LeftByHolder, NoShows int64
 	ProgramEnded, ProgramNoShows       int64
-	// SightedUnrecorded counts sighted places whose token has no
-	// admittedAt (a failed pass signing or a leave racing the first poll).
-	SightedUnrecorded int
-	// Findings are the records that contradict each other, by place.
-	Findings []Finding
+	SightedUnrecorded                  int       // sighted places whose token has no admittedAt
+	Findings                           []Finding // the records that contradict each other, by place
 }
 
 // OverCap reports whether more people were active at once than the cap.
 func (c CapReport) OverCap() bool { return c.Cap > 0 && int64(c.Peak) > c.Cap }
 
-// Undercounted reports whether a program total exceeds what the records
-// show: the folds counted an end or a no-show that did not happen.
+// Undercounted reports whether a program total exceeds what the records show.
 func (c CapReport) Undercounted() bool {
 	return c.EndedBySite < c.ProgramEnded || c.NoShows < c.ProgramNoShows
 }
 
-// OK reports whether the cap held, the totals are possible and the records
-// agree.
+// OK reports whether the cap held, the totals are possible and the records agree.
 func (c CapReport) OK() bool { return !c.OverCap() && !c.Undercounted() && len(c.Findings) == 0 }
 
-// auditCapacity audits p's admissions against its capacity groups; seeded
-// is whether p.ShuffleSeed verified, so that a shuffled pre-queue's places
-// are known.
+// auditCapacity audits p's admissions against its groups; seeded: p's seed verified, its places are known.
 func auditCapacity(p Program, tokens []queue.Token, seeded bool) *CapReport {
 	c := &CapReport{Cap: p.MaxActiveUsers, NoShowSeconds: p.NoShowSeconds, ProgramEnded: p.Capacity.Ended, ProgramNoShows: p.Capacity.NoShows}
 	qp := p.Program
@@ -97,7 +59,7 @@ func auditCapacity(p Program, tokens []queue.Token, seeded bool) *CapReport {
 	}
 	group := func(place int64) capacity.Group { return p.Groups[capacity.GroupOf(place)] }
 	held := map[int64][]queue.Token{}
-	var active []interval
+	var active []event
 	for _, t := range tokens {
 		if t.ProgramID != p.ID {
 			continue
@@ -129,7 +91,7 @@ func auditCapacity(p Program, tokens []queue.Token, seeded bool) *CapReport {
 			c.add(place, t.ID, "admitted (admittedAt) but not sighted: the folds would count its slot free")
 		}
 		if end > admitted {
-			active = append(active, interval{admitted, end})
+			active = append(active, event{admitted, 1}, event{end, -1})
 		}
 	}
 	c.PeakLowerBound = c.Unplaced > 0
@@ -139,8 +101,7 @@ func auditCapacity(p Program, tokens []queue.Token, seeded bool) *CapReport {
 	return c
 }
 
-// groups counts what the groups recorded, by place, against the tokens
-// that hold each place.
+// groups checks what the groups recorded, by place, against the tokens that hold each place.
 func (c *CapReport) groups(groups map[int64]capacity.Group, held map[int64][]queue.Token) {
 	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		grp := groups[g]
@@ -172,17 +133,11 @@ func (c *CapReport) groups(groups map[int64]capacity.Group, held map[int64][]que
 	}
 }
 
-// interval is a time someone was active, in Unix ms: from, up to to.
-type interval struct{ from, to int64 }
+// event is the start (delta 1) or end (-1) of someone's activity, in Unix ms.
+type event struct{ at, delta int64 }
 
-// peakOf is the most intervals that hold at once, and the first instant
-// they do; an interval ends before another starts at the same instant.
-func peakOf(active []interval) (peak int, atMs int64) {
-	type event struct{ at, delta int64 }
-	events := make([]event, 0, 2*len(active))
-	for _, a := range active {
-		events = append(events, event{a.from, 1}, event{a.to, -1})
-	}
+// peakOf is the most people active at once (ends first at an instant), and the first instant they are.
+func peakOf(events []event) (peak int, atMs int64) {
 	slices.SortFunc(events, func(a, b event) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
 	n := 0
 	for _, e := range events {

@@ -1,8 +1,6 @@
-// Command audit scans a waiting-room table (strongly consistent) and checks
-// each program's tickets, a shuffled opening's seed and places, and a
-// capped program's admissions against its capacity groups
-// (docs/design.md, "Tools"). "audit -h" says what it checks, its flags,
-// environment and exit statuses.
+// Command audit scans a waiting-room table and checks each program's tickets,
+// a shuffled opening's seed and places, and a capped program's admissions
+// (docs/design.md, "Tools"); "audit -h" says how.
 package main
 
 import (
@@ -82,16 +80,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return exitError
 	}
-	if *maxGaps < 0 || *maxGaps >= 1 {
-		fmt.Fprintf(stderr, "audit: -max-gaps %g: want a fraction in [0, 1)\n", *maxGaps)
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "audit: "+format+"\n", args...)
 		return exitError
 	}
-	if (*shuffleKey != "" || *shuffleSeed != "") && *program == "" {
-		fmt.Fprintln(stderr, "audit: -shuffle-key and -shuffle-seed need -program")
-		return exitError
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "audit: unexpected argument %q\n", fs.Arg(0))
+	switch {
+	case *maxGaps < 0 || *maxGaps >= 1:
+		return fail("-max-gaps %g: want a fraction in [0, 1)", *maxGaps)
+	case (*shuffleKey != "" || *shuffleSeed != "") && *program == "":
+		return fail("-shuffle-key and -shuffle-seed need -program")
+	case fs.NArg() > 0:
+		fail("unexpected argument %q", fs.Arg(0))
 		fs.Usage()
 		return exitError
 	}
@@ -99,20 +98,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	table := strings.TrimSpace(getenv(config.EnvTableName))
 	if table == "" {
 		if endpoint == "" {
-			fmt.Fprintf(stderr, "audit: %s is required without %s\n", config.EnvTableName, config.EnvDynamoEndpoint)
-			return exitError
+			return fail("%s is required without %s", config.EnvTableName, config.EnvDynamoEndpoint)
 		}
 		table = defaultLocalTable
 	}
 	client, err := dynamostore.NewClient(ctx, endpoint)
 	if err != nil {
-		fmt.Fprintln(stderr, "audit:", err)
-		return exitError
+		return fail("%v", err)
 	}
 	items, scanned, err := scan(ctx, client, table)
 	if err != nil {
-		fmt.Fprintln(stderr, "audit:", err)
-		return exitError
+		return fail("%v", err)
 	}
 	groups := 0
 	for _, gs := range items.Groups {
@@ -125,13 +121,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		items.Programs[*program] = p
 	}
 	reports := AuditAll(items, *program)
-	if len(reports) == 0 {
-		if *program != "" {
-			fmt.Fprintf(stderr, "audit: no program %q in table %s\n", *program, table)
-		} else {
-			fmt.Fprintf(stderr, "audit: no programs in table %s\n", table)
-		}
-		return exitError
+	switch {
+	case len(reports) == 0 && *program != "":
+		return fail("no program %q in table %s", *program, table)
+	case len(reports) == 0:
+		return fail("no programs in table %s", table)
 	}
 	code := exitOK
 	for _, r := range reports {
@@ -144,8 +138,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return code
 }
 
-// scan reads every item of table with strongly consistent reads, page by
-// page.
+// scan reads every item of table with strongly consistent reads.
 func scan(ctx context.Context, client *dynamodb.Client, table string) (Items, int, error) {
 	var items Items
 	n := 0
@@ -155,13 +148,13 @@ func scan(ctx context.Context, client *dynamodb.Client, table string) (Items, in
 	})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
+		if err == nil {
+			err = Decode(page.Items, &items)
+		}
 		if err != nil {
 			return Items{}, 0, fmt.Errorf("scan %s: %w", table, err)
 		}
 		n += len(page.Items)
-		if err := Decode(page.Items, &items); err != nil {
-			return Items{}, 0, fmt.Errorf("scan %s: %w", table, err)
-		}
 	}
 	return items, n, nil
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
@@ -26,6 +25,7 @@ import (
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/tools/localkeys"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
@@ -152,7 +152,7 @@ func TestRunShuffled(t *testing.T) {
 	client, table, runAudit := newTable(t)
 	kc := kmstest.Client(t)
 	keyID := kmstest.NewShuffleKey(t, kc)
-	c := clock.NewFake(time.Now().Truncate(time.Second))
+	c := simclock.NewFake(time.Now().Truncate(time.Second))
 	instance := func() *queue.Service {
 		return queue.NewService(dynamostore.New(client, table), polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second),
 			queue.WithShuffleKey(shufflekey.NewKMSKey(kc, keyID)))
@@ -233,7 +233,7 @@ func TestRunCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := clock.NewFake(time.Now().Truncate(time.Second))
+	c := simclock.NewFake(time.Now().Truncate(time.Second))
 	svc := queue.NewService(dynamostore.New(client, table), polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second), queue.WithPassSigner(app.Signer(iss)))
 	if _, _, err := svc.PutProgram(ctx, "capped", api.ProgramSettings{
 		AdmissionRatePerSecond: new(api.Rate(10)), MaxActiveUsers: new(int64(3)), NoShowSeconds: new(int64(5)),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/pace"
+	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/tools/bench"
 )
 
@@ -125,7 +126,7 @@ func notes(results []bench.Result) []string {
 	}
 	var out []string
 	if errs {
-		line := "\nerrors: requests that failed: transport errors, 5xx, 429 and answers the bench does not expect (409 PROGRAM_CLOSED: enters after the program closed)"
+		line := "errors: requests that failed: transport errors, 5xx, 429 and answers the bench does not expect (409 PROGRAM_CLOSED: enters after the program closed)"
 		if len(codes) > 0 {
 			var byCode []string
 			for _, code := range slices.Sorted(maps.Keys(codes)) {
@@ -136,11 +137,10 @@ func notes(results []bench.Result) []string {
 		out = append(out, line)
 	}
 	if gaps {
-		line := "gaps: tickets of the program that no user of the bench holds: taken by others during the run (a curl, a browser) or by enters whose answer was lost"
-		if !errs {
-			line = "\n" + line
-		}
-		out = append(out, line)
+		out = append(out, "gaps: tickets of the program that no user of the bench holds: taken by others during the run (a curl, a browser) or by enters whose answer was lost")
+	}
+	if len(out) > 0 {
+		out[0] = "\n" + out[0] // a blank line under the table
 	}
 	return out
 }
@@ -187,34 +187,37 @@ func (c *crowdFlags) runCrowd() (*bench.Crowd, error) {
 }
 
 // parseSession parses -session: MIN-MAX, each a duration or a number of
-// seconds; empty is none.
+// seconds, MAX above 0; empty is none. Crowd.Validate checks the order.
 func parseSession(spec string) (bench.Range, error) {
 	if spec == "" {
 		return bench.Range{}, nil
 	}
-	bad := fmt.Errorf("-session %q: want MIN-MAX, two durations with 0 < MIN ≤ MAX or MIN 0, e.g. 5s-20s", spec)
 	lo, hi, ok := strings.Cut(spec, "-")
-	if !ok {
-		return bench.Range{}, bad
-	}
 	var ends [2]time.Duration
 	for i, f := range []string{lo, hi} {
 		f = strings.TrimSpace(f)
 		d, err := time.ParseDuration(f)
-		if err != nil {
-			sec, ferr := strconv.ParseFloat(f, 64)
-			if ferr != nil || math.IsNaN(sec) || math.IsInf(sec, 0) {
-				return bench.Range{}, bad
-			}
-			d = time.Duration(sec * float64(time.Second))
+		if sec, ferr := strconv.ParseFloat(f, 64); err != nil && ferr == nil && !math.IsNaN(sec) && !math.IsInf(sec, 0) {
+			d, err = time.Duration(sec*float64(time.Second)), nil
 		}
-		ends[i] = d
+		ends[i], ok = d, ok && err == nil
 	}
-	r := bench.Range{Min: ends[0], Max: ends[1]}
-	if r.Min < 0 || r.Max < r.Min || r.Max <= 0 {
-		return bench.Range{}, bad
+	if !ok || ends[1] <= 0 {
+		return bench.Range{}, fmt.Errorf("-session %q: want MIN-MAX, two durations with 0 < MIN ≤ MAX or MIN 0, e.g. 5s-20s", spec)
 	}
-	return r, nil
+	return bench.Range{Min: ends[0], Max: ends[1]}, nil
+}
+
+// registry parses the parameters of the tiers, eta and steady policies
+// into the registry of named policies.
+func registry(tiersSpec, etaSpec, steadySpec string) (polling.Registry, error) {
+	tiers, err1 := polling.ParseTiers(tiersSpec)
+	eta, err2 := polling.ParseETA(etaSpec)
+	steady, err3 := polling.ParseSteady(steadySpec)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, err
+	}
+	return polling.Named(tiers, eta, steady), nil
 }
 
 // flagGiven reports whether flag name was given on the command line.
@@ -222,35 +225,4 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
-}
-
-// parseFlags returns the flag set of bench name with the flags register
-// defines, parsed from args; the error is flag.ErrHelp for -h and errUsage
-// for a bad flag or an argument.
-func parseFlags(name, synopsis string, e env, args []string, register func(*flag.FlagSet)) (*flag.FlagSet, error) {
-	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: bench %s [flags]\n\n%s\nFlags:\n", name, synopsis)
-		fs.PrintDefaults()
-	}
-	register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return fs, err
-		}
-		return fs, errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "bench: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return fs, errUsage
-	}
-	return fs, nil
-}
-
-// usageError prints err and a pointer to -h, and returns errUsage.
-func usageError(fs *flag.FlagSet, err error) error {
-	fmt.Fprintf(fs.Output(), "bench: %v\n(see bench %s -h)\n", err, strings.TrimPrefix(fs.Name(), "bench "))
-	return errUsage
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/tools/bench"
 )
 
 func main() {
@@ -35,20 +36,32 @@ func main() {
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	// clock, when not nil, is the load tests' clock (loadtest.Config.Clock);
-	// nil is the real one.
-	clock clock.Clock
+	clock          clock.Clock // the load tests' clock; nil is the real one
 }
 
 // errUsage is returned after a usage message has been printed.
 var errUsage = errors.New("usage")
 
-// commands are bench's subcommands by name.
-var commands = map[string]func(ctx context.Context, args []string, e env) error{
-	"run":      runCommand.main,
-	"compare":  compareCommand.main,
-	"simulate": cmdSimulate,
-	"tradeoff": cmdTradeoff,
+// command is a command's flags: check resolves them once parsed (its error
+// is a usage error), run runs the command and returns its results and its
+// table ("": the results' comparison).
+type command interface {
+	register(fs *flag.FlagSet)
+	check(fs *flag.FlagSet, e env) error
+	run(ctx context.Context, e env) (table string, results []bench.Result, err error)
+	output(e env, title string, args []string, table string, results []bench.Result) error
+}
+
+// commands are bench's subcommands by name, with the title of their
+// report.md.
+var commands = map[string]struct {
+	synopsis, title string
+	flags           func() command
+}{
+	"run":      {loadSynopsis, "Loopback run", func() command { return &loadFlags{} }},
+	"compare":  {compareSynopsis, "Loopback compare", func() command { return &loadFlags{compare: true} }},
+	"simulate": {simulateSynopsis, "Simulation", func() command { return &simulateFlags{} }},
+	"tradeoff": {tradeoffSynopsis, "Trade-off", func() command { return &tradeoffFlags{} }},
 }
 
 const usage = `Usage: bench COMMAND [flags]
@@ -69,20 +82,47 @@ Run "bench COMMAND -h" for a command's flags.
 `
 
 // run runs the command named by args[0]; it returns errUsage for a missing
-// or unknown command.
+// or unknown command, a bad flag or an argument, and flag.ErrHelp for -h.
 func run(ctx context.Context, args []string, e env) error {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, usage)
 		return errUsage
 	}
-	if cmd, ok := commands[args[0]]; ok {
-		return cmd(ctx, args[1:], e)
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	name := args[0]
+	c, ok := commands[name]
+	switch {
+	case name == "-h" || name == "-help" || name == "--help" || name == "help":
 		fmt.Fprint(e.stdout, usage)
 		return nil
+	case !ok:
+		fmt.Fprintf(e.stderr, "bench: unknown command %q\n\n%s", name, usage)
+		return errUsage
 	}
-	fmt.Fprintf(e.stderr, "bench: unknown command %q\n\n%s", args[0], usage)
-	return errUsage
+	flags := c.flags()
+	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: bench %s [flags]\n\n%s\nFlags:\n", name, c.synopsis)
+		fs.PrintDefaults()
+	}
+	flags.register(fs)
+	if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
+		return err
+	} else if err != nil {
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "bench: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	if err := flags.check(fs, e); err != nil {
+		fmt.Fprintf(fs.Output(), "bench: %v\n(see bench %s -h)\n", err, name)
+		return errUsage
+	}
+	table, results, err := flags.run(ctx, e)
+	if err != nil {
+		return err
+	}
+	return flags.output(e, c.title, args[1:], table, results)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,23 +11,28 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/bench"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // fakeClock is the clock a test's server and its load test share: each
 // wait of the run advances it at once, so that no run takes real time.
-func fakeClock() *clock.Fake { return clock.NewFake(time.Now().Truncate(time.Second)) }
+func fakeClock() *simclock.Fake { return simclock.NewFake(time.Now().Truncate(time.Second)) }
 
 // serverClock is the server's view of the shared clock: the Fake's time,
 // but admin budgets (clock.WithTimeout) in real time, since each person of
 // the load test moves the Fake on as it waits and would end an admin
 // call's budget mid-call.
-type serverClock struct{ *clock.Fake }
+type serverClock struct{ *simclock.Fake }
+
+// WithTimeout hides the Fake's: the budget runs in real time.
+func (serverClock) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
 
 // virtualTimeout is the -timeout of runs on a fake clock, which every wait
 // advances: long enough that only the scenario ends them.

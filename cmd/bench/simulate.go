@@ -33,7 +33,8 @@ defaults to eta. With -max-active or -no-show-seconds each policy runs
 twice on the same crowd: a rate-only program, then the capped one.
 `
 
-// simulateFlags are the flags of simulate beyond the scenario's.
+// simulateFlags are the flags of simulate beyond the scenario's, and the
+// runs they resolve to.
 type simulateFlags struct {
 	scenarioFlags
 	policyList, tiersSpec, etaSpec, steadySpec string
@@ -45,6 +46,7 @@ type simulateFlags struct {
 	shuffle                                    bool
 	tickets, skewList                          string
 	crowd                                      crowdFlags
+	runs                                       []simulate.Config // by policy, then skew, then program
 }
 
 // register defines simulate's flags on fs.
@@ -87,124 +89,86 @@ func (s *simulateFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.skewList, "clock-skew", "0", "comma-separated clock skews, e.g. 0,500ms: each instance's clock is off by an offset drawn uniformly in [-skew, +skew]; runs the service")
 }
 
-// simulatePlan is what simulate's parsed flags resolve to: one run per
-// policy and skew, each from base with its Policy and ClockSkew set.
-type simulatePlan struct {
-	base     simulate.Config
-	policies []bench.NamedPolicy
-	skews    []time.Duration
-}
-
-// plan checks the parsed flags and resolves them into a simulatePlan; an
-// error is a usage error to report against fs.
-func (s *simulateFlags) plan(fs *flag.FlagSet) (simulatePlan, error) {
+// check resolves the parsed flags into the runs.
+func (s *simulateFlags) check(fs *flag.FlagSet, _ env) error {
 	var limits *partitionmodel.Limits
 	if s.partitionModel {
 		l, err := partitionmodel.ParseSpec(s.partitionLimits)
 		if err != nil {
-			return simulatePlan{}, err
+			return err
 		}
 		limits = &l
 	} else if s.partitionLimits != "" {
-		return simulatePlan{}, errors.New("-partition-limits needs -partition-model")
+		return errors.New("-partition-limits needs -partition-model")
 	}
 	var fixedShards int
 	var fixedBlock int64
 	if s.tickets != "shards" && s.tickets != "single" {
 		if _, err := fmt.Sscanf(s.tickets, "fixed:%d,%d", &fixedShards, &fixedBlock); err != nil || fixedShards < 1 || fixedBlock < 1 {
-			return simulatePlan{}, fmt.Errorf("-tickets %q: want shards, single or fixed:K,N (K shards, blocks of N, both at least 1)", s.tickets)
+			return fmt.Errorf("-tickets %q: want shards, single or fixed:K,N (K shards, blocks of N, both at least 1)", s.tickets)
 		}
 	}
 	if s.instances < 1 {
-		return simulatePlan{}, errors.New("-instances: at least 1")
+		return errors.New("-instances: at least 1")
 	}
 	skews, err := parseSkews(s.skewList)
 	if err != nil {
-		return simulatePlan{}, err
+		return err
 	}
 	sc, err := s.scenario()
 	if err != nil {
-		return simulatePlan{}, err
+		return err
 	}
 	crowd, err := s.crowd.crowd()
 	if err != nil {
-		return simulatePlan{}, err
+		return err
 	}
 	base := simulate.Config{Scenario: sc, Seed: s.seed, CacheTTL: s.cacheTTL, Prices: s.prices,
 		Service: len(skews) > 1 || skews[0] != 0, PartitionLimits: limits, Instances: s.instances, OpensAt: s.opensAt, Shuffle: s.shuffle,
 		SingleTickets: s.tickets == "single", FixedShards: fixedShards, FixedBlock: fixedBlock, Crowd: crowd}
-	policies, err := s.parsePolicies(fs, base.UsesService())
-	if err != nil {
-		return simulatePlan{}, err
-	}
-	first := base
-	first.Policy = policies[0]
-	return simulatePlan{base: base, policies: policies, skews: skews}, first.Validate()
-}
-
-// parsePolicies parses -tiers, -eta and -policy; with the service and no
-// -policy given, the policy is eta.
-func (s *simulateFlags) parsePolicies(fs *flag.FlagSet, service bool) ([]bench.NamedPolicy, error) {
-	tiers, err := polling.ParseTiers(s.tiersSpec)
-	if err != nil {
-		return nil, err
-	}
-	eta, err := polling.ParseETA(s.etaSpec)
-	if err != nil {
-		return nil, err
-	}
-	steady, err := polling.ParseSteady(s.steadySpec)
-	if err != nil {
-		return nil, err
-	}
-	if service && !flagGiven(fs, "policy") {
-		// The service's crowds are a million strong: a poll every 3 s
-		// would be hundreds of millions of service calls.
-		s.policyList = "eta"
-	}
-	return bench.ParsePolicies(s.policyList, polling.Named(tiers, eta, steady))
-}
-
-// cmdSimulate runs bench simulate: one simulation per policy and skew.
-func cmdSimulate(ctx context.Context, args []string, e env) error {
-	var sf simulateFlags
-	fs, err := parseFlags("simulate", simulateSynopsis, e, args, sf.register)
+	reg, err := registry(s.tiersSpec, s.etaSpec, s.steadySpec)
 	if err != nil {
 		return err
 	}
-	p, err := sf.plan(fs)
-	if err != nil {
-		return usageError(fs, err)
+	if base.UsesService() && !flagGiven(fs, "policy") {
+		s.policyList = "eta" // with the service, a poll every 3 s would be hundreds of millions of calls
 	}
-	results, err := p.run(ctx)
+	policies, err := bench.ParsePolicies(s.policyList, reg)
 	if err != nil {
 		return err
 	}
-	return sf.output(e, "Simulation", args, "", results)
-}
-
-// run simulates every policy at every skew, policy by policy, and returns
-// the results in that order.
-func (p simulatePlan) run(ctx context.Context) ([]bench.Result, error) {
-	var results []bench.Result
-	for _, named := range p.policies {
-		for _, skew := range p.skews {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			cfg := p.base
+	for _, named := range policies {
+		for _, skew := range skews {
+			cfg := base
 			cfg.Policy, cfg.ClockSkew = named, skew
-			if len(p.skews) > 1 || skew != 0 {
+			if len(skews) > 1 || skew != 0 {
 				cfg.Policy.Name = fmt.Sprintf("%s, skew ±%v", named.Name, skew)
 			}
-			for _, cfg := range programs(cfg) {
-				r, err := simulate.Run(cfg)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", cfg.Policy.Name, err)
-				}
-				results = append(results, r)
-			}
+			s.runs = append(s.runs, programs(cfg)...)
 		}
+	}
+	base.Policy = policies[0]
+	return base.Validate()
+}
+
+// run simulates the runs in turn.
+func (s *simulateFlags) run(ctx context.Context, _ env) (string, []bench.Result, error) {
+	results, err := simulateAll(ctx, s.runs)
+	return "", results, err
+}
+
+// simulateAll simulates cfgs in turn and returns their results.
+func simulateAll(ctx context.Context, cfgs []simulate.Config) ([]bench.Result, error) {
+	var results []bench.Result
+	for _, cfg := range cfgs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := simulate.Run(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Policy.Name, err)
+		}
+		results = append(results, r)
 	}
 	return results, nil
 }

@@ -18,10 +18,14 @@ included) against its p99 notify delay: the curve a setting moves along.
 -out writes the table as report.md, and results.json.
 `
 
-// tradeoffFlags are the flags of tradeoff beyond the scenario's.
+// tradeoffFlags are the flags of tradeoff beyond the scenario's, and the
+// runs they resolve to: the curve's points, each named for its setting
+// (fraction=0.5), then the references.
 type tradeoffFlags struct {
 	scenarioFlags
 	vary, mark, etaSpec, tiersSpec, refs string
+	chosen                               string // the -mark setting, KEY=VALUE
+	runs                                 []simulate.Config
 }
 
 // register defines tradeoff's flags on fs.
@@ -35,86 +39,64 @@ func (t *tradeoffFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.refs, "reference", "fixed:3s,tiers", "policies placed in the table for reference, as -policy of simulate")
 }
 
-// variants checks the parsed flags and returns the scenario and the
-// policies to simulate: the curve's points, each named for its setting
-// (fraction=0.5), then the references; an error is a usage error.
-func (t *tradeoffFlags) variants() (bench.Scenario, []bench.NamedPolicy, error) {
+// check resolves the parsed flags into the runs.
+func (t *tradeoffFlags) check(*flag.FlagSet, env) error {
 	sc, err := t.scenario()
-	if err != nil {
-		return sc, nil, err
-	}
-	if err := (simulate.Config{Scenario: sc, Policy: bench.NamedPolicy{Policy: polling.DefaultETA()}}).Validate(); err != nil {
-		return sc, nil, err
-	}
-	key, list, ok := strings.Cut(t.vary, "=")
-	if !ok || key == "" || list == "" {
-		return sc, nil, fmt.Errorf("-vary %q: want KEY=V1,V2,… (fraction=0.5,0.6)", t.vary)
-	}
-	tiers, err := polling.ParseTiers(t.tiersSpec)
-	if err != nil {
-		return sc, nil, err
-	}
-	var variants []bench.NamedPolicy
-	for v := range strings.SplitSeq(list, ",") {
-		v = strings.TrimSpace(v)
-		spec := key + "=" + v
-		if t.etaSpec != "" {
-			spec = t.etaSpec + "," + spec
-		}
-		eta, err := polling.ParseETA(spec)
-		if err != nil {
-			return sc, nil, err
-		}
-		eta.Fallback = tiers
-		variants = append(variants, bench.NamedPolicy{Name: key + "=" + v, Policy: eta})
-	}
-	if t.refs != "" {
-		base, err := polling.ParseETA(t.etaSpec)
-		if err != nil {
-			return sc, nil, err
-		}
-		refs, err := bench.ParsePolicies(t.refs, polling.Named(tiers, base, polling.DefaultSteady()))
-		if err != nil {
-			return sc, nil, err
-		}
-		variants = append(variants, refs...)
-	}
-	return sc, variants, nil
-}
-
-// cmdTradeoff runs bench tradeoff: one simulation per swept eta value and
-// reference policy, printed as a Markdown table.
-func cmdTradeoff(ctx context.Context, args []string, e env) error {
-	var tf tradeoffFlags
-	fs, err := parseFlags("tradeoff", tradeoffSynopsis, e, args, tf.register)
 	if err != nil {
 		return err
 	}
-	sc, variants, err := tf.variants()
+	base := simulate.Config{Scenario: sc, Policy: bench.NamedPolicy{Policy: polling.DefaultETA()}, Seed: t.seed, CacheTTL: t.cacheTTL,
+		Prices: bench.DefaultPrices()}
+	if err := base.Validate(); err != nil {
+		return err
+	}
+	key, list, ok := strings.Cut(t.vary, "=")
+	if !ok || key == "" || list == "" {
+		return fmt.Errorf("-vary %q: want KEY=V1,V2,… (fraction=0.5,0.6)", t.vary)
+	}
+	reg, err := registry(t.tiersSpec, t.etaSpec, "")
 	if err != nil {
-		return usageError(fs, err)
+		return err
 	}
-	marked := ""
-	if tf.mark != "" {
-		key, _, _ := strings.Cut(tf.vary, "=")
-		marked = key + "=" + tf.mark
-	}
-	var results []bench.Result
-	rows := [][]string{{"setting", "polls per user (GETs)", "requests per user (enter + GETs)", "notify p99"}}
-	for _, v := range variants {
-		if err := ctx.Err(); err != nil {
+	var policies []bench.NamedPolicy
+	for v := range strings.SplitSeq(list, ",") {
+		name := key + "=" + strings.TrimSpace(v)
+		eta, err := polling.ParseETA(strings.TrimPrefix(t.etaSpec+","+name, ","))
+		if err != nil {
 			return err
 		}
-		r, err := simulate.Run(simulate.Config{Scenario: sc, Policy: v, Seed: tf.seed, CacheTTL: tf.cacheTTL, Prices: bench.DefaultPrices()})
+		eta.Fallback = reg[polling.NameTiers]
+		policies = append(policies, bench.NamedPolicy{Name: name, Policy: eta})
+	}
+	if t.refs != "" {
+		refs, err := bench.ParsePolicies(t.refs, reg)
 		if err != nil {
-			return fmt.Errorf("%s: %w", v.Name, err)
+			return err
 		}
-		results = append(results, r)
-		label := v.Name
-		if label == marked {
+		policies = append(policies, refs...)
+	}
+	t.chosen = key + "=" + t.mark
+	for _, p := range policies {
+		base.Policy = p
+		t.runs = append(t.runs, base)
+	}
+	return nil
+}
+
+// run simulates each policy and returns them as a Markdown table of
+// requests per user against the p99 notify delay.
+func (t *tradeoffFlags) run(ctx context.Context, _ env) (string, []bench.Result, error) {
+	results, err := simulateAll(ctx, t.runs)
+	if err != nil {
+		return "", nil, err
+	}
+	rows := [][]string{{"setting", "polls per user (GETs)", "requests per user (enter + GETs)", "notify p99"}}
+	for _, r := range results {
+		label := r.Policy
+		if t.mark != "" && label == t.chosen {
 			label = "**" + label + "** (chosen)"
 		}
 		rows = append(rows, []string{label, fmt.Sprintf("%.2f", r.PollsPerUser), fmt.Sprintf("%.2f", r.RequestsPerUser), fmt.Sprintf("%.2f s", r.NotifyDelayMs.P99/1000)})
 	}
-	return tf.output(e, "Trade-off", args, bench.Markdown(rows), results)
+	return bench.Markdown(rows), results, nil
 }

@@ -1,14 +1,11 @@
-// Command invoke runs one sample event through a real function bootstrap
-// under the AWS Lambda Runtime Interface Emulator, with the function and
-// environment template.yaml gives it, and prints the function's response
-// (`make invoke EVENT=events/enter.json`). It runs against DYNAMODB_ENDPOINT
-// or a throwaway moto_server, with the table created, the sample events'
-// state seeded (unless -seed=false) and the template's KMS keys and secret
-// stood in for there (lambdaemu.Provide).
+// Command invoke runs one sample event through a real function bootstrap under the AWS Lambda Runtime
+// Interface Emulator, as template.yaml configures it, and prints the response (`make invoke EVENT=events/enter.json`),
+// against DYNAMODB_ENDPOINT or a throwaway moto_server, with the sample events' state seeded (unless -seed=false).
 package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,9 +48,8 @@ type options struct {
 	eventFile                       string
 }
 
-// parseFlags reads args into options; it prints the usage to stderr when
-// they are wrong.
-func parseFlags(args []string, stderr io.Writer) (options, error) {
+// run invokes the event file args name with the function it is routed to and prints the response to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -70,23 +66,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		return err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return o, errors.New("want one event file")
+		return errors.New("want one event file")
 	}
 	o.eventFile = fs.Arg(0)
-	return o, nil
-}
-
-// run invokes the event file args name with the function it is routed to,
-// against a prepared table, and prints the response to stdout.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseFlags(args, stderr)
-	if err != nil {
-		return err
-	}
 	logf := func(format string, args ...any) {
 		if o.verbose {
 			fmt.Fprintf(stderr, format+"\n", args...)
@@ -125,30 +111,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// prepareTable creates the table at endpoint if missing and, with seed,
-// stores the state the sample events refer to (once: a second seed finds it).
-func prepareTable(ctx context.Context, endpoint, table string, seed bool) error {
-	client, err := dynamostore.NewClient(ctx, endpoint)
-	if err != nil {
-		return err
-	}
-	if err := localdynamo.CreateTable(ctx, client, table); err != nil {
-		return err
-	}
-	if !seed {
-		return nil
-	}
-	err = sampleevents.Seed(ctx, dynamostore.New(client, table), time.Now())
-	if err != nil && !errors.Is(err, queue.ErrConflict) { // seeded before: fine
-		return err
-	}
-	return nil
-}
-
-// invoke runs o.function's bootstrap under the emulator against
-// o.endpoint (a moto_server it starts when empty), with the table and the
-// template's other resources prepared, sends it event and returns its
-// response; the emulator's output goes to logs.
+// invoke runs o.function's bootstrap under the emulator against o.endpoint (else a moto_server it starts),
+// with the table and the template's other resources prepared, and returns its response to event.
 func invoke(ctx context.Context, o options, tpl *samtemplate.Template, event []byte, logs io.Writer, logf func(string, ...any)) ([]byte, error) {
 	if o.endpoint == "" {
 		moto, err := localdynamo.Start(ctx, localdynamo.Options{Server: "moto", Serialize: true})
@@ -159,8 +123,18 @@ func invoke(ctx context.Context, o options, tpl *samtemplate.Template, event []b
 		o.endpoint = moto.Endpoint()
 		logf("invoke: moto_server on %s", o.endpoint)
 	}
-	if err := prepareTable(ctx, o.endpoint, o.table, o.seed); err != nil {
+	client, err := dynamostore.NewClient(ctx, o.endpoint)
+	if err != nil {
 		return nil, err
+	}
+	if err := localdynamo.CreateTable(ctx, client, o.table); err != nil {
+		return nil, err
+	}
+	if o.seed {
+		err := sampleevents.Seed(ctx, dynamostore.New(client, o.table), time.Now())
+		if err != nil && !errors.Is(err, queue.ErrConflict) { // seeded before: fine
+			return nil, err
+		}
 	}
 	res, proxy, err := lambdaemu.Provide(ctx, tpl, o.endpoint, o.table)
 	if err != nil {
@@ -184,17 +158,13 @@ func invoke(ctx context.Context, o options, tpl *samtemplate.Template, event []b
 	return emu.Invoke(ctx, event)
 }
 
-// functionFor returns the route and function that API Gateway would invoke
-// for the event's method and path (samtemplate.RouteFor).
+// functionFor returns the route and function that API Gateway would invoke for the event's method and path.
 func functionFor(tpl *samtemplate.Template, event []byte) (route, function string, err error) {
 	var e events.APIGatewayV2HTTPRequest
 	if err := json.Unmarshal(event, &e); err != nil {
 		return "", "", fmt.Errorf("event: %w", err)
 	}
-	path := e.RawPath
-	if path == "" {
-		path = e.RequestContext.HTTP.Path
-	}
+	path := cmp.Or(e.RawPath, e.RequestContext.HTTP.Path)
 	if e.RequestContext.HTTP.Method == "" || path == "" {
 		return "", "", errors.New("event: no requestContext.http.method or rawPath: not an HTTP API (payload 2.0) event (use -function)")
 	}

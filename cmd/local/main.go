@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
@@ -43,7 +45,7 @@ const EnvAdminToken = "ADMIN_TOKEN"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil && !errors.Is(err, flag.ErrHelp) {
+	if err := run(ctx, seams{}, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "local:", err)
 		os.Exit(1)
 	}
@@ -51,18 +53,16 @@ func main() {
 
 // localFlags are the local server's command-line flags.
 type localFlags struct {
-	addr                     string
-	demo                     string
+	addr, demo, passKey      string
 	demoRate                 float64
-	demoCrowd                int
-	store                    storeFlags
-	maxConns                 int
+	demoCrowd, maxConns      int
+	dynamo                   string // "", "moto" or "dynalite": start that server
+	partitionLimits          string // partitionmodel.ParseSpec's
+	createTable              bool
 	readTimeout, idleTimeout time.Duration
-	passKey                  string
 }
 
-// parseLocalFlags parses args; it returns flag.ErrHelp for -h and an error
-// for a flag out of range.
+// parseLocalFlags parses args; it returns flag.ErrHelp for -h.
 func parseLocalFlags(args []string, stderr io.Writer) (localFlags, error) {
 	var f localFlags
 	fs := flag.NewFlagSet("local", flag.ContinueOnError)
@@ -71,9 +71,9 @@ func parseLocalFlags(args []string, stderr io.Writer) (localFlags, error) {
 	fs.StringVar(&f.demo, "demo-program", "demo", "program created at start (empty: none)")
 	fs.Float64Var(&f.demoRate, "demo-rate", 1, "admission rate of the demo program, people per second")
 	fs.IntVar(&f.demoCrowd, "demo-crowd", 300, "people put in the demo program's line at start, ahead of whoever opens its page")
-	fs.StringVar(&f.store.dynamo, "dynamo", "", "start a local DynamoDB API and use it: moto (moto_server, behind a proxy that serialises its requests) or dynalite")
-	fs.BoolVar(&f.store.createTable, "create-table", false, "with "+config.EnvDynamoEndpoint+": create the table if it does not exist")
-	fs.StringVar(&f.store.partitionLimits, "partition-limits", "", "with a DynamoDB API: throttle each partition key as DynamoDB does, scale=F (AWS's 1,000 WCU and 3,000 RCU a second times F, e.g. scale=0.1) or write=W,read=R; its counts are at "+partitionStatsPath)
+	fs.StringVar(&f.dynamo, "dynamo", "", "start a local DynamoDB API and use it: moto (moto_server, behind a proxy that serialises its requests) or dynalite")
+	fs.BoolVar(&f.createTable, "create-table", false, "with "+config.EnvDynamoEndpoint+": create the table if it does not exist")
+	fs.StringVar(&f.partitionLimits, "partition-limits", "", "with a DynamoDB API: throttle each partition key as DynamoDB does, scale=F (AWS's 1,000 WCU and 3,000 RCU a second times F, e.g. scale=0.1) or write=W,read=R; its counts are at "+partitionmodel.StatsPath)
 	fs.IntVar(&f.maxConns, "max-conns", 1000, "most connections open at once; at the bound the longest idle keep-alive is closed")
 	fs.DurationVar(&f.readTimeout, "read-timeout", 10*time.Second, "longest time to read a request, body included (the write timeout is 10 s more)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 30*time.Second, "how long an idle keep-alive connection stays open")
@@ -110,14 +110,7 @@ Flags:
 	return f, nil
 }
 
-// run serves the local server as args and getenv configure it until ctx
-// ends.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return runWith(ctx, seams{}, args, getenv, stdout, stderr)
-}
-
-// seams are what tests fix in the local server; zero values are the real
-// ones.
+// seams are what tests fix in the local server; zero values are the real ones.
 type seams struct {
 	keyring      []admissionpass.KeyringOption // after the configuration's
 	partitionNow func() time.Time              // -partition-limits' clock
@@ -125,8 +118,8 @@ type seams struct {
 	clock        clock.Clock                   // the queue service's, when set
 }
 
-// runWith is run with the seams s.
-func runWith(ctx context.Context, s seams, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// run serves the local server as args, getenv and s configure it until ctx ends.
+func run(ctx context.Context, s seams, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f, err := parseLocalFlags(args, stderr)
 	if err != nil {
 		return err
@@ -167,7 +160,7 @@ func runWith(ctx context.Context, s seams, args []string, getenv func(string) st
 	if s.clock != nil {
 		svc = append(svc, queue.WithClock(s.clock))
 	}
-	a, where, model, closeStore, err := openStore(ctx, cfg, f.store, s, log, passes, app.WithShuffleKey(shuffle),
+	a, where, model, closeStore, err := openStore(ctx, cfg, f, s, log, passes, app.WithShuffleKey(shuffle),
 		app.WithServiceOptions(svc...))
 	if err != nil {
 		return err
@@ -182,17 +175,26 @@ func runWith(ctx context.Context, s seams, args []string, getenv func(string) st
 		return err
 	}
 
-	conns := newConnLimit(f.maxConns)
-	srv := f.newServer(handler(a, secret, demoSite, model), conns, log)
+	conns := &connLimit{max: f.maxConns, idle: map[net.Conn]time.Time{}}
+	srv := &http.Server{
+		Handler:           handler(a, secret, demoSite, model),
+		ReadHeaderTimeout: min(5*time.Second, f.readTimeout),
+		// A body that stops arriving fails to read, and the handler still has time to answer.
+		ReadTimeout:    f.readTimeout,
+		WriteTimeout:   f.readTimeout + 10*time.Second,
+		IdleTimeout:    f.idleTimeout,
+		MaxHeaderBytes: 16 << 10,
+		ConnState:      conns.track,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	if m, ok := a.Store.(*memstore.Store); ok {
 		go sweep(ctx, m, time.Minute)
 	}
 	f.printStartup(stdout, ln.Addr(), base, where, cfg, a.Passes.Issuer())
-	return serve(ctx, srv, conns.listener(ln))
+	return serve(ctx, srv, netutil.LimitListener(ln, f.maxConns))
 }
 
-// adminSecret returns $ADMIN_TOKEN, or a random one it prints to stdout
-// when that is unset.
+// adminSecret returns $ADMIN_TOKEN, or else a random one it prints to stdout.
 func adminSecret(getenv func(string) string, stdout io.Writer) string {
 	secret := getenv(EnvAdminToken)
 	if secret == "" {
@@ -204,8 +206,7 @@ func adminSecret(getenv func(string) string, stdout io.Writer) string {
 	return secret
 }
 
-// createDemoProgram creates the -demo-program, if any, open at -demo-rate
-// with the demo site as its target, and enters -demo-crowd people in it.
+// createDemoProgram creates the -demo-program, if any, and enters -demo-crowd people in it.
 func (f localFlags) createDemoProgram(ctx context.Context, svc *queue.Service, base string) error {
 	if f.demo == "" {
 		return nil
@@ -225,26 +226,7 @@ func (f localFlags) createDemoProgram(ctx context.Context, svc *queue.Service, b
 	return nil
 }
 
-// newServer returns the HTTP server of handler with the flags' timeouts,
-// its connections tracked by conns and its errors logged to log.
-func (f localFlags) newServer(handler http.Handler, conns *connLimit, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: min(5*time.Second, f.readTimeout),
-		// A body that stops arriving fails to read after ReadTimeout, and
-		// the handler still has time to answer it.
-		ReadTimeout:    f.readTimeout,
-		WriteTimeout:   f.readTimeout + 10*time.Second,
-		IdleTimeout:    f.idleTimeout,
-		MaxHeaderBytes: 16 << 10,
-		ConnState:      conns.track,
-		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-}
-
-// printStartup writes the start-up lines in one write, so that a reader
-// who sees the first sees them all: the address, the store, the polling
-// policy, the pass keys and the demo program's URLs.
+// printStartup writes the start-up lines in one write, so that a reader who sees the first sees them all.
 func (f localFlags) printStartup(stdout io.Writer, addr net.Addr, base, where string, cfg config.Config, issuer string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "waiting room listening on http://%s (store: %s; default polling policy %s, tiers %s", addr, where, cfg.PolicyName, cfg.Tiers.Spec())
@@ -259,8 +241,7 @@ func (f localFlags) printStartup(stdout io.Writer, addr net.Addr, base, where st
 	io.WriteString(stdout, b.String())
 }
 
-// serve runs srv on ln until it fails or ctx ends, then shuts it down
-// within 5 s.
+// serve runs srv on ln until it fails or ctx ends, then shuts it down within 5 s.
 func serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -280,54 +261,35 @@ var demoProfile = api.Profile{
 	Message:     "This is the local demo of the waiting room. Keep this page open: it shows your place and takes you in when it is your turn.",
 }
 
-// handler is a's API recording into a Prometheus registry, with GET
-// /metrics, site under demosite.Prefix and the partition model's counts at
-// partitionStatsPath beside it, outside the metered API.
+// handler is a's API recording into a Prometheus registry, with GET /metrics, site and the
+// partition model's counts beside it, routed by hand (a ServeMux redirects non-canonical paths).
 func handler(a *app.App, secret string, site http.Handler, model *partitionmodel.Model) http.Handler {
 	sink := prom.New()
 	a.Metrics = sink
-	h := withRoute(a.LocalHandler(secret), isGet("/metrics"), sink.Handler())
-	h = withRoute(h, func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, demosite.Prefix) }, site)
-	return withRoute(h, isGet(partitionStatsPath), partitionStats(model))
-}
-
-// partitionStatsPath serves the partition model's counts (-partition-limits).
-const partitionStatsPath = partitionmodel.StatsPath
-
-// partitionStats serves m's summary (JSON: the totals and the busiest
-// partitions), or 404 when m is nil.
-func partitionStats(m *partitionmodel.Model) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		if m == nil {
-			w.WriteHeader(http.StatusNotFound)
-			_ = json.NewEncoder(w).Encode(map[string]string{"code": api.CodeNotFound, "message": "No partition model: start the server with -partition-limits."})
-			return
-		}
-		_ = json.NewEncoder(w).Encode(m.Summarize())
-	})
-}
-
-// withRoute serves the requests match picks with h and the others with
-// next, untouched (a ServeMux would redirect non-canonical paths).
-func withRoute(next http.Handler, match func(*http.Request) bool, h http.Handler) http.Handler {
+	local, metrics := a.LocalHandler(secret), sink.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if match(r) {
-			h.ServeHTTP(w, r)
-			return
+		get := r.Method == http.MethodGet
+		switch {
+		case get && r.URL.Path == "/metrics":
+			metrics.ServeHTTP(w, r)
+		case strings.HasPrefix(r.URL.Path, demosite.Prefix):
+			site.ServeHTTP(w, r)
+		case get && r.URL.Path == partitionmodel.StatsPath:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "no-store")
+			if model == nil {
+				w.WriteHeader(http.StatusNotFound)
+				_ = json.NewEncoder(w).Encode(map[string]string{"code": api.CodeNotFound, "message": "No partition model: start the server with -partition-limits."})
+				return
+			}
+			_ = json.NewEncoder(w).Encode(model.Summarize())
+		default:
+			local.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r)
 	})
 }
 
-// isGet matches the GET requests of path.
-func isGet(path string) func(*http.Request) bool {
-	return func(r *http.Request) bool { return r.URL.Path == path && r.Method == http.MethodGet }
-}
-
-// baseURL returns the local API's base URL on addr, with a loopback host
-// when addr is unspecified: the passes' default iss.
+// baseURL returns the local API's base URL on addr, with a loopback host when addr is unspecified.
 func baseURL(addr net.Addr) string {
 	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {

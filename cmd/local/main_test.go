@@ -25,6 +25,7 @@ import (
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/tools/localdynamo"
+	"github.com/example/waitingroom/internal/tools/partitionmodel"
 )
 
 func TestMain(m *testing.M) {
@@ -98,7 +99,7 @@ func startWith(t *testing.T, s seams, env map[string]string, args ...string) (st
 			}
 			return "0s"
 		}
-		done <- runWith(ctx, s, append([]string{"-addr", "127.0.0.1:0", "-demo-crowd", "0"}, args...), getenv, &out, &errs)
+		done <- run(ctx, s, append([]string{"-addr", "127.0.0.1:0", "-demo-crowd", "0"}, args...), getenv, &out, &errs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -252,7 +253,7 @@ func TestLocalGeneratesAdminToken(t *testing.T) {
 func TestLocalBadConfig(t *testing.T) {
 	t.Parallel()
 	var out, errs syncBuffer
-	err := run(context.Background(), []string{"-addr", "127.0.0.1:0"}, func(k string) string {
+	err := run(context.Background(), seams{}, []string{"-addr", "127.0.0.1:0"}, func(k string) string {
 		return map[string]string{"POLL_TIERS": "100:1s"}[k]
 	}, &out, &errs)
 	if err == nil || !strings.Contains(err.Error(), "POLL_TIERS") {
@@ -270,7 +271,7 @@ func TestLocalAddressInUse(t *testing.T) {
 	}
 	defer held.Close()
 	var out, errs syncBuffer
-	err = run(context.Background(), []string{"-addr", held.Addr().String(), "-demo-crowd", "0"}, func(string) string { return "" }, &out, &errs)
+	err = run(context.Background(), seams{}, []string{"-addr", held.Addr().String(), "-demo-crowd", "0"}, func(string) string { return "" }, &out, &errs)
 	want := "\n(another server holds " + held.Addr().String() + ": stop it, or serve on another address: make run ADDR=127.0.0.1:3001, or -addr)"
 	if !errors.Is(err, syscall.EADDRINUSE) || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("err = %v, want EADDRINUSE ending %q", err, want)
@@ -281,7 +282,7 @@ func TestLocalAddressInUse(t *testing.T) {
 func TestLocalHelp(t *testing.T) {
 	t.Parallel()
 	var out, errs syncBuffer
-	err := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &out, &errs)
+	err := run(context.Background(), seams{}, []string{"-h"}, func(string) string { return "" }, &out, &errs)
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("err = %v, want flag.ErrHelp", err)
 	}
@@ -303,7 +304,7 @@ func TestLocalMissingTable(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DYNAMODB_ENDPOINT": dynamotest.Endpoint(t), "TABLE_NAME": "no-such-table"}
 	var out, errs syncBuffer
-	err := run(context.Background(), []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, &out, &errs)
+	err := run(context.Background(), seams{}, []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, &out, &errs)
 	if err == nil || !strings.Contains(err.Error(), "no table no-such-table") || !strings.Contains(err.Error(), "-create-table") {
 		t.Errorf("err = %v, want the missing table named and -create-table suggested", err)
 	}
@@ -413,7 +414,7 @@ func TestLocalPartitionLimits(t *testing.T) {
 			t.Errorf("enter: %d %v, want 201 or 503", code, body)
 		}
 	}
-	resp, err := http.Get(base + partitionStatsPath)
+	resp, err := http.Get(base + partitionmodel.StatsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +443,7 @@ func TestLocalPartitionLimitsNeedDynamo(t *testing.T) {
 		{"-dynamo", "moto", "-partition-limits", "scale=fast"},
 	} {
 		var out, errs syncBuffer
-		err := run(context.Background(), append([]string{"-addr", "127.0.0.1:0"}, args...), func(string) string { return "" }, &out, &errs)
+		err := run(context.Background(), seams{}, append([]string{"-addr", "127.0.0.1:0"}, args...), func(string) string { return "" }, &out, &errs)
 		if err == nil || !strings.Contains(err.Error(), "-partition-limits") {
 			t.Errorf("%v: err = %v, want a -partition-limits error", args, err)
 		}

@@ -434,7 +434,7 @@ func TestLocalKeyringPasses(t *testing.T) {
 	if got, made := proxy.Total()-before, proxy.Calls("GenerateDataKeyPair"); got != 1 || made != 1 {
 		t.Errorf("%d KMS calls (%d GenerateDataKeyPair) for 3 passes, want the one that made the key", got, made)
 	}
-	if err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-pass-key", "k.pem"}, func(k string) string {
+	if err := run(t.Context(), seams{}, []string{"-addr", "127.0.0.1:0", "-pass-key", "k.pem"}, func(k string) string {
 		return map[string]string{"PASS_WRAP_KMS_KEY_ID": keyID}[k]
 	}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "choose one") {
 		t.Errorf("-pass-key with PASS_WRAP_KMS_KEY_ID: err %v, want a refusal", err)

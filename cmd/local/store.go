@@ -19,22 +19,12 @@ import (
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
 )
 
-// defaultLocalTable is the table used on a DynamoDB API when TABLE_NAME is
-// unset.
+// defaultLocalTable is the table used on a DynamoDB API when TABLE_NAME is unset.
 const defaultLocalTable = "waiting-room"
 
-// storeFlags choose the store beyond what the environment says.
-type storeFlags struct {
-	dynamo          string // "", "moto" or "dynalite": start that server
-	createTable     bool
-	partitionLimits string // partitionmodel.ParseSpec's: throttle the DynamoDB API's partitions
-}
-
-// openStore builds the App with opts on the in-memory store or on a
-// DynamoDB API (started by -dynamo, or DYNAMODB_ENDPOINT's). It returns the
-// store's description, the -partition-limits model (nil without it) and a
-// function that closes what it started.
-func openStore(ctx context.Context, cfg config.Config, f storeFlags, s seams, log *slog.Logger, opts ...app.Option) (a *app.App, where string, model *partitionmodel.Model, stop func(), err error) {
+// openStore builds the App with opts on the in-memory store or on a DynamoDB API, and returns the
+// store's description, the -partition-limits model (or nil) and a function that closes what it started.
+func openStore(ctx context.Context, cfg config.Config, f localFlags, s seams, log *slog.Logger, opts ...app.Option) (a *app.App, where string, model *partitionmodel.Model, stop func(), err error) {
 	stop = func() {}
 	if f.dynamo == "" && cfg.DynamoEndpoint == "" {
 		if f.partitionLimits != "" {
@@ -81,7 +71,7 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, s seams, lo
 	if f.partitionLimits != "" {
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		base.MaxIdleConnsPerHost = 256
-		tr := partitionmodel.New(base, limits, partitionmodel.Options{Now: s.partitionNow})
+		tr := partitionmodel.New(base, limits, s.partitionNow)
 		model = tr.Model()
 		copts.Transport = tr
 		where += fmt.Sprintf("; per-partition limits %s a second", limits)
@@ -99,8 +89,7 @@ func openStore(ctx context.Context, cfg config.Config, f storeFlags, s seams, lo
 	return app.NewDynamo(cfg, client, log, opts...), where, model, stop, nil
 }
 
-// ensureTable creates table, or checks that it exists, so that a missing
-// table is reported at start rather than as 503s.
+// ensureTable creates table, or checks that it exists, so that a missing one is reported at start.
 func ensureTable(ctx context.Context, client *dynamodb.Client, table, endpoint string, create bool, log *slog.Logger) error {
 	if create {
 		err := localdynamo.CreateTable(ctx, client, table)

@@ -25,12 +25,10 @@ import (
 	"github.com/example/waitingroom/internal/tools/client"
 )
 
-// errUsage is a command line wrctl could not make sense of (exit status
-// 2), already explained.
+// errUsage is a command line already explained as wrong (exit status 2).
 var errUsage = errors.New("usage")
 
-// usageError prints msg for command cmd ("" for wrctl's own) and where its
-// help is, in two lines, and returns errUsage.
+// usageError prints msg for command cmd ("" for wrctl's own) and where its help is.
 func (a *app) usageError(cmd, msg string) error {
 	prog := strings.TrimSpace("wrctl " + cmd)
 	fmt.Fprintf(a.stderr, "%s: %s\nRun \"%s -h\" for usage.\n", prog, msg, prog)
@@ -75,99 +73,71 @@ Run "wrctl COMMAND -h" for a command's flags.
 
 // app is one run of wrctl and its outside world.
 type app struct {
-	getenv func(string) string
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
-	clock  clockwork.Clock // a fake one in tests
-	// sleep waits before a retry (client.Retry.Sleep; nil: the real clock).
-	sleep    func(ctx context.Context, d time.Duration) error
-	terminal bool
-	// transport carries the requests; nil for http.DefaultTransport.
-	transport http.RoundTripper
+	getenv    func(string) string
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	clock     clockwork.Clock                                  // a fake one in tests
+	sleep     func(ctx context.Context, d time.Duration) error // waits before a retry (nil: the real clock)
+	terminal  bool
+	transport http.RoundTripper // carries the requests (nil: http.DefaultTransport)
 }
 
 func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
 	return &app{getenv: getenv, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, clock: clockwork.NewRealClock(), terminal: isTerminal(stdout)}
 }
 
-// command is a subcommand: its arguments, its own flags, and what it does.
+// command is a subcommand: its positional arguments, its help, and what runs it.
 type command struct {
-	args     []string // names of the positional arguments
+	args     string // names of the positional arguments
 	synopsis string
-	sampling bool // sends each request once: the next sample is the retry (watch)
-	// valid checks the positional arguments before anything is sent (nil:
-	// any); its error is a usage error.
-	valid func(args []string) error
-	// run runs a command without flags of its own; flags, for one with,
-	// registers them and returns what runs it.
-	run   func(a *app, ctx context.Context, c *call) error
-	flags func(a *app, fs *flag.FlagSet) func(ctx context.Context, c *call) error
+	sampling bool                          // sends each request once: the next sample is the retry (watch)
+	valid    func(args []string) error     // checks the arguments before anything is sent (nil: any)
+	run      runner                        // a command without flags of its own
+	flags    func(fs *flag.FlagSet) runner // registers a command's flags, and returns what runs it
 }
+
+// runner runs a command.
+type runner = func(ctx context.Context, c *call) error
 
 // call is what a command runs with.
 type call struct {
+	globals
 	client *client.Client
-	json   bool
 	args   []string
-	url    string
 }
 
 func (a *app) commands() map[string]command {
 	toggle := func(set api.ProgramSettings, synopsis string) command {
-		return command{args: []string{"ID"}, synopsis: synopsis,
-			run: func(a *app, ctx context.Context, c *call) error { return a.put(ctx, c, set) }}
+		return command{args: "ID", synopsis: synopsis, run: func(ctx context.Context, c *call) error { return a.put(ctx, c, set) }}
 	}
 	return map[string]command{
-		"get": {args: []string{"ID"}, synopsis: "Prints the program's counters and settings.", run: (*app).get},
-		"put": {args: []string{"ID"}, synopsis: "Creates the program, or changes the settings given as flags (and only those).",
-			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
-				settings := registerSettings(fs, a.clock.Now)
-				return func(ctx context.Context, c *call) error {
-					set, err := settings()
-					if err != nil {
-						return err
-					}
-					return a.put(ctx, c, set)
-				}
-			}},
-		"admit": {args: []string{"ID", "N"}, synopsis: "Admits N more of the people waiting now, on top of the admission rate.", valid: validAdmit,
-			run: (*app).admit},
-		"passes": {args: []string{"ID"}, synopsis: "Issues bypass passes: each lets one person into the program's site without queueing,\nuntil it expires; under maxActiveUsers each holds a slot until then. Prints one per line.",
-			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
-				n := fs.Int64("n", 1, "how many passes (1 to 1000)")
-				valid := fs.Duration("valid", time.Hour, "how long each pass is valid, whole seconds from 1m to 24h")
-				return func(ctx context.Context, c *call) error { return a.passes(ctx, c, *n, *valid) }
-			}},
+		"get":   {args: "ID", synopsis: "Prints the program's counters and settings.", run: a.get},
+		"put":   {args: "ID", synopsis: "Creates the program, or changes the settings given as flags (and only those).", flags: a.putCommand},
+		"admit": {args: "ID N", synopsis: "Admits N more of the people waiting now, on top of the admission rate.", valid: validAdmit, run: a.admit},
+		"passes": {args: "ID", synopsis: "Issues bypass passes: each lets one person into the program's site without queueing,\nuntil it expires; under maxActiveUsers each holds a slot until then. Prints one per line.",
+			flags: a.passesCommand},
 		"pause":  toggle(api.ProgramSettings{Paused: new(true)}, "Stops admission; people keep their place."),
 		"resume": toggle(api.ProgramSettings{Paused: new(false)}, "Restarts admission at the program's rate."),
 		"close":  toggle(api.ProgramSettings{Closed: new(true)}, "Stops new entries; people already waiting keep their place."),
 		"reopen": toggle(api.ProgramSettings{Closed: new(false)}, "Takes new entries again."),
-		"token": {args: []string{"ID", "TOKEN"}, synopsis: "Prints where the token stands, as its holder would see it (never the pass), and its times.",
-			run: (*app).token},
-		"revoke": {args: []string{"ID", "TOKEN"}, synopsis: "Revokes the token: it reads REVOKED, with no place, admission or pass.\nA pass already handed out stays valid offline until it expires.",
-			run: (*app).revoke},
-		"watch": {args: []string{"ID"}, sampling: true, synopsis: "Shows the crowd live: issued, admitted, waiting, the rate, when the last person in line gets in,\nenters/s and admissions/s, and the queue length over time. Redraws in place on a terminal;\nprints one line per sample otherwise (one JSON object per line with -json).",
-			flags: func(a *app, fs *flag.FlagSet) func(context.Context, *call) error {
-				var w watchOptions
-				fs.DurationVar(&w.every, "every", time.Second, "time between samples")
-				fs.DurationVar(&w.forDur, "for", 0, "stop after this `duration` (0: until interrupted)")
-				fs.IntVar(&w.count, "n", 0, "stop after this many samples (0: until interrupted)")
-				return func(ctx context.Context, c *call) error { return a.watch(ctx, c, w) }
-			}},
-		"list": {args: nil, synopsis: "Prints every program: waiting, admitted, issued, rate and state.", flags: (*app).listCommand},
-		"history": {args: []string{"ID"}, synopsis: "Prints the program's admin changes, newest first: when, when in effect, who, what.",
-			flags: (*app).historyCommand},
-		"delete": {args: []string{"ID"}, synopsis: "Deletes a closed program: it is gone everywhere, and its id stays taken for 7 days, on the\nlocal server too (a put of it answers PROGRAM_DELETED). Asks you to type the id again, unless -yes\nis given.",
-			flags: (*app).deleteCommand},
-		"keys": {args: nil, synopsis: "Prints the keys that sign the admission passes, newest first: their kid, state (next, signing,\npublished, retired, revoked, unusable), when each signs from, was made and was revoked.\nSubcommands: \"wrctl keys rotate\", \"wrctl keys revoke KID\".",
-			run: (*app).keys},
-		"keys rotate": {args: nil, synopsis: "Makes a new signing key: in the JWKS within a minute, it signs from 15 minutes on (once sites\ncan have it) until the next scheduled key; until it signs, a rotation answers it again and makes none.\nNot repeated after a 503: run \"wrctl keys\" to see whether it was made.",
-			run: (*app).rotateKey},
-		"keys revoke": {args: []string{"KID"}, synopsis: "Revokes a signing key (a leaked one): it leaves the JWKS and signs no more on every instance within\na minute, and sites refuse its passes once their cached JWKS expires (within about 6 minutes);\nwhen it was the key that signs, a new key signs in its place. Asks you to type the kid again,\nunless -yes is given.",
-			flags: (*app).revokeKeyCommand},
-		"check": {args: []string{"ID"}, synopsis: "Reads the program and says, line by line (OK, WARN, FAIL, and what to do), what may go wrong\nat the announced load, following the pre-sale checklist of docs/operations.md. Exits with\nstatus 1 when any check FAILs.",
-			flags: (*app).checkCommand},
+		"token":  {args: "ID TOKEN", synopsis: "Prints where the token stands, as its holder would see it (never the pass), and its times.", run: a.token},
+		"revoke": {args: "ID TOKEN", synopsis: "Revokes the token: it reads REVOKED, with no place, admission or pass.\nA pass already handed out stays valid offline until it expires.",
+			run: a.revoke},
+		"watch": {args: "ID", sampling: true, synopsis: "Shows the crowd live: issued, admitted, waiting, the rate, when the last person in line gets in,\nenters/s and admissions/s, and the queue length over time. Redraws in place on a terminal;\nprints one line per sample otherwise (one JSON object per line with -json).",
+			flags: a.watchCommand},
+		"list":    {synopsis: "Prints every program: waiting, admitted, issued, rate and state.", flags: a.listCommand},
+		"history": {args: "ID", synopsis: "Prints the program's admin changes, newest first: when, when in effect, who, what.", flags: a.historyCommand},
+		"delete": {args: "ID", synopsis: "Deletes a closed program: it is gone everywhere, and its id stays taken for 7 days, on the\nlocal server too (a put of it answers PROGRAM_DELETED). Asks you to type the id again, unless -yes\nis given.",
+			flags: a.deleteCommand},
+		"keys": {synopsis: "Prints the keys that sign the admission passes, newest first: their kid, state (next, signing,\npublished, retired, revoked, unusable), when each signs from, was made and was revoked.\nSubcommands: \"wrctl keys rotate\", \"wrctl keys revoke KID\".",
+			run: a.keys},
+		"keys rotate": {synopsis: "Makes a new signing key: in the JWKS within a minute, it signs from 15 minutes on (once sites\ncan have it) until the next scheduled key; until it signs, a rotation answers it again and makes none.\nNot repeated after a 503: run \"wrctl keys\" to see whether it was made.",
+			run: a.rotateKey},
+		"keys revoke": {args: "KID", synopsis: "Revokes a signing key (a leaked one): it leaves the JWKS and signs no more on every instance within\na minute, and sites refuse its passes once their cached JWKS expires (within about 6 minutes);\nwhen it was the key that signs, a new key signs in its place. Asks you to type the kid again,\nunless -yes is given.",
+			flags: a.revokeKeyCommand},
+		"check": {args: "ID", synopsis: "Reads the program and says, line by line (OK, WARN, FAIL, and what to do), what may go wrong\nat the announced load, following the pre-sale checklist of docs/operations.md. Exits with\nstatus 1 when any check FAILs.",
+			flags: a.checkCommand},
 	}
 }
 
@@ -178,8 +148,7 @@ type globals struct {
 	timeout              time.Duration
 }
 
-// flagSet is the flag set of command name with g's flags, each defaulting
-// to its value in g. It prints nothing: run explains a parse error.
+// flagSet is command name's flag set with g's flags, defaulting to g; it prints nothing.
 func (g *globals) flagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -192,132 +161,87 @@ func (g *globals) flagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// Retries of a request the server could not serve now (client.Retry).
-const (
-	attempts     = 4
-	maxRetryWait = 10 * time.Second
-)
-
 // run parses args and runs the command they name.
 func (a *app) run(ctx context.Context, args []string) error {
-	g := globals{url: cmp.Or(a.getenv("WR_URL"), defaultURL), timeout: 30 * time.Second}
-	name, args, err := a.commandOf(&g, args)
+	c, cmds := &call{globals: globals{url: cmp.Or(a.getenv("WR_URL"), defaultURL), timeout: 30 * time.Second}}, a.commands()
+	name, args, err := a.commandOf(cmds, &c.globals, args)
 	if err != nil {
 		return err
 	}
-	cmd := a.commands()[name]
-	fs := g.flagSet("wrctl " + name)
-	runCmd := func(ctx context.Context, c *call) error { return cmd.run(a, ctx, c) }
+	cmd, fs := cmds[name], c.flagSet("wrctl "+name)
+	run := cmd.run
 	if cmd.flags != nil {
-		runCmd = cmd.flags(a, fs)
+		run = cmd.flags(fs)
 	}
-	args, err = parseInterspersed(fs, args)
+	c.args, err = parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(a.stderr)
-		fmt.Fprintf(a.stderr, "Usage: wrctl %s [flags] %s\n\n%s\n\nFlags:\n", name, strings.Join(cmd.args, " "), cmd.synopsis)
+		fmt.Fprintf(a.stderr, "Usage: wrctl %s [flags] %s\n\n%s\n\nFlags:\n", name, cmd.args, cmd.synopsis)
 		fs.PrintDefaults()
 		return err
 	} else if err != nil {
 		return a.usageError(name, err.Error())
 	}
-	if len(args) != len(cmd.args) {
-		want := strings.Join(cmd.args, " ")
-		if want == "" {
-			want = "no arguments"
-		}
-		return a.usageError(name, fmt.Sprintf("want %s, got %d argument(s)", want, len(args)))
+	if len(c.args) != len(strings.Fields(cmd.args)) {
+		want := cmp.Or(cmd.args, "no arguments")
+		return a.usageError(name, fmt.Sprintf("want %s, got %d argument(s)", want, len(c.args)))
 	}
 	if cmd.valid != nil {
-		if err := cmd.valid(args); err != nil {
+		if err := cmd.valid(c.args); err != nil {
 			return a.usageError(name, err.Error())
 		}
 	}
-	c := &call{args: args, url: g.url, json: g.json}
-	auth, err := a.authorizer(ctx, c.url, g.region, g.profile)
+	auth, err := a.authorizer(ctx, c.url, c.region, c.profile)
 	if err != nil {
 		return err
 	}
 	_, bearer := auth.(client.BearerToken)
-	opts := []client.Option{client.WithAuth(auth), client.WithHTTPClient(newHTTPClient(g.timeout, a.transport))}
-	if !cmd.sampling {
-		opts = append(opts, client.WithRetry(client.Retry{Attempts: attempts, MaxWait: maxRetryWait, Notify: func(e *client.Error, wait time.Duration, attempt int) {
-			fmt.Fprintf(a.stderr, "wrctl: %v; retrying in %v (%d of %d)\n", e, wait, attempt, attempts-1)
-		}, Sleep: a.sleep}))
+	// No redirect is followed: it would carry the credentials elsewhere.
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	hc := &http.Client{Timeout: c.timeout, Transport: a.transport, CheckRedirect: noRedirect}
+	opts := []client.Option{client.WithAuth(auth), client.WithHTTPClient(hc)}
+	if !cmd.sampling { // a request the server could not serve now is retried
+		retry := client.Retry{Attempts: 4, MaxWait: 10 * time.Second, Sleep: a.sleep}
+		retry.Notify = func(e *client.Error, wait time.Duration, attempt int) {
+			fmt.Fprintf(a.stderr, "wrctl: %v; retrying in %v (%d of %d)\n", e, wait, attempt, retry.Attempts-1)
+		}
+		opts = append(opts, client.WithRetry(retry))
 	}
-	c.client, err = client.New(c.url, opts...)
-	if err != nil {
-		return urlHint(err, c.url, bearer)
+	if c.client, err = client.New(c.url, opts...); err != nil {
+		return hint(err, c.url, bearer)
 	}
-	return connectHint(a.explain(runCmd(ctx, c), bearer), c.url)
+	return hint(run(ctx, c), c.url, bearer)
 }
 
-// commandOf parses the flags before the command into g and returns the
-// command's name (one word or two: keys rotate) and the arguments after it.
-func (a *app) commandOf(g *globals, args []string) (string, []string, error) {
+// commandOf parses the flags before the command into g, and returns the command (keys rotate is one) and its arguments.
+func (a *app) commandOf(cmds map[string]command, g *globals, args []string) (string, []string, error) {
 	pre := g.flagSet("wrctl")
-	if err := pre.Parse(args); errors.Is(err, flag.ErrHelp) {
+	err := pre.Parse(args)
+	switch args = pre.Args(); {
+	case errors.Is(err, flag.ErrHelp) || err == nil && len(args) > 0 && args[0] == "help":
 		fmt.Fprint(a.stdout, usage)
-		return "", nil, err
-	} else if err != nil {
+		return "", nil, flag.ErrHelp
+	case err != nil:
 		return "", nil, a.usageError("", err.Error())
-	}
-	args = pre.Args()
-	switch {
 	case len(args) == 0:
 		fmt.Fprint(a.stderr, usage)
 		return "", nil, errUsage
-	case args[0] == "help":
-		fmt.Fprint(a.stdout, usage)
-		return "", nil, flag.ErrHelp
 	}
 	name := args[0]
 	if len(args) > 1 {
-		if _, ok := a.commands()[name+" "+args[1]]; ok {
+		if _, ok := cmds[name+" "+args[1]]; ok {
 			name, args = name+" "+args[1], args[1:]
 		}
 	}
-	if _, ok := a.commands()[name]; !ok {
-		names := slices.DeleteFunc(slices.Sorted(maps.Keys(a.commands())), func(n string) bool { return strings.Contains(n, " ") })
+	if _, ok := cmds[name]; !ok {
+		names := slices.DeleteFunc(slices.Sorted(maps.Keys(cmds)), func(n string) bool { return strings.Contains(n, " ") })
 		return "", nil, a.usageError("", fmt.Sprintf("unknown command %q (commands: %s)", name, strings.Join(names, ", ")))
 	}
 	return name, args[1:], nil
 }
 
-// urlHint adds, to an API URL that client.New refused, what to give
-// instead: a scheme (http:// for a loopback host, else https://), or https
-// for a bearer token that would cross the network in clear text.
-func urlHint(err error, apiURL string, bearer bool) error {
-	if !strings.Contains(apiURL, "://") {
-		scheme := "https://"
-		if host, _, _ := strings.Cut(apiURL, "/"); client.Loopback(host) {
-			scheme = "http://"
-		}
-		return fmt.Errorf("%w\n(a URL starts with its scheme: -url %s%s)", err, scheme, apiURL)
-	}
-	if u, perr := url.Parse(apiURL); bearer && perr == nil && u.Scheme == "http" && u.Host != "" && !client.Loopback(u.Host) {
-		return fmt.Errorf("%w\n(ADMIN_TOKEN is set: give an https -url, or unset it to sign with AWS credentials)", err)
-	}
-	return err
-}
-
-// connectHint adds, to a connection refused by a loopback host, how to
-// start the local server there.
-func connectHint(err error, apiURL string) error {
-	u, perr := url.Parse(apiURL)
-	if !errors.Is(err, syscall.ECONNREFUSED) || perr != nil || !client.Loopback(u.Host) {
-		return err
-	}
-	start := "make run"
-	port := cmp.Or(u.Port(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
-	if addr := net.JoinHostPort(u.Hostname(), port); addr != strings.TrimPrefix(defaultURL, "http://") {
-		start += " ADDR=" + addr
-	}
-	return fmt.Errorf("%w\n(no server at %s: start the local one with %s at the repository's root, or give -url or WR_URL)", err, apiURL, start)
-}
-
-// parseInterspersed parses flags placed before, between and after the
-// positional arguments (wrctl put gala -rate 5), which it returns. A token
-// id or kid that starts with '-' (base64url, one in 64) is positional.
+// parseInterspersed parses flags around the positional arguments (wrctl put gala -rate 5), which it
+// returns; a token id or kid that starts with '-' (base64url, one in 64) is positional.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
@@ -327,27 +251,20 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
-		args = fs.Args()
-		if len(args) == 0 {
+		if args = fs.Args(); len(args) == 0 {
 			return positional, nil
 		}
-		positional = append(positional, args[0])
-		args = args[1:]
+		positional, args = append(positional, args[0]), args[1:]
 	}
 }
 
-// isDashedID reports whether arg is an id the service makes (a token id or
-// a kid: 22 or 43 base64url characters) that starts with '-' and names no
-// flag of fs.
+// isDashedID reports whether arg is a token id or kid (22 or 43 base64url characters) that starts with '-' and names no flag of fs.
 func isDashedID(fs *flag.FlagSet, arg string) bool {
-	if !strings.HasPrefix(arg, "-") || (len(arg) != 22 && len(arg) != 43) || fs.Lookup(strings.TrimLeft(arg, "-")) != nil {
-		return false
-	}
-	return strings.Trim(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == ""
+	return strings.HasPrefix(arg, "-") && (len(arg) == 22 || len(arg) == 43) && fs.Lookup(strings.TrimLeft(arg, "-")) == nil &&
+		strings.Trim(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == ""
 }
 
-// authorizer picks the bearer token (ADMIN_TOKEN) or SigV4 with the AWS
-// SDK's default credential chain.
+// authorizer is ADMIN_TOKEN's bearer token, else SigV4 with the SDK's default chain.
 func (a *app) authorizer(ctx context.Context, apiURL, region, profile string) (client.Authorizer, error) {
 	if tok := a.getenv("ADMIN_TOKEN"); tok != "" {
 		return client.BearerToken(tok), nil
@@ -357,15 +274,9 @@ func (a *app) authorizer(ctx context.Context, apiURL, region, profile string) (c
 			region, _ = client.RegionFromHost(u.Host)
 		}
 	}
-	// The SDK's warnings would clutter the answer; failures are errors.
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithLogger(logging.Nop{})}
-	if region != "" {
-		opts = append(opts, awsconfig.WithRegion(region))
-	}
-	if profile != "" {
-		opts = append(opts, awsconfig.WithSharedConfigProfile(profile))
-	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	// An empty region or profile is the SDK's default.
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithLogger(logging.Nop{}),
+		awsconfig.WithRegion(region), awsconfig.WithSharedConfigProfile(profile))
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %w", err)
 	}
@@ -377,36 +288,42 @@ func (a *app) authorizer(ctx context.Context, apiURL, region, profile string) (c
 
 var unknownField = regexp.MustCompile(`^Unknown field "([^"]+)"`)
 
-// explain adds what the operator can do about an API error; bearer says
-// whether the request carried ADMIN_TOKEN.
-func (a *app) explain(err error, bearer bool) error {
-	var ae *client.Error
-	if !errors.As(err, &ae) {
+// hint adds to err what to do about it, when wrctl knows; bearer: the request carried ADMIN_TOKEN.
+func hint(err error, apiURL string, bearer bool) error {
+	e := &client.Error{} // stays empty unless err is the API's
+	errors.As(err, &e)
+	field := unknownField.FindStringSubmatch(e.Message)
+	u, perr := url.Parse(apiURL)
+	loopback := perr == nil && client.Loopback(u.Host)
+	var advice string
+	switch {
+	case !strings.Contains(apiURL, "://"):
+		scheme := "https://"
+		if host, _, _ := strings.Cut(apiURL, "/"); client.Loopback(host) {
+			scheme = "http://"
+		}
+		advice = "a URL starts with its scheme: -url " + scheme + apiURL
+	case bearer && perr == nil && u.Scheme == "http" && u.Host != "" && !loopback:
+		advice = "ADMIN_TOKEN is set: give an https -url, or unset it to sign with AWS credentials"
+	case errors.Is(err, syscall.ECONNREFUSED) && loopback:
+		start := "make run"
+		port := cmp.Or(u.Port(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+		if addr := net.JoinHostPort(u.Hostname(), port); addr != strings.TrimPrefix(defaultURL, "http://") {
+			start += " ADDR=" + addr
+		}
+		advice = fmt.Sprintf("no server at %s: start the local one with %s at the repository's root, or give -url or WR_URL", apiURL, start)
+	case e.Code == api.CodeInvalidJSON && field != nil && flagOf(field[1]) != "":
+		advice = "this server does not know -" + flagOf(field[1]) + " yet: it runs an older version than wrctl"
+	case (e.Status == http.StatusUnauthorized || e.Code == api.CodeForbidden) && !bearer:
+		advice = "the local server takes a bearer token: set ADMIN_TOKEN to the one it printed"
+	case e.Status == http.StatusForbidden && e.Code == "" && bearer:
+		advice = "an API on AWS takes requests signed with AWS credentials: unset ADMIN_TOKEN"
+	case e.Code == api.CodeNoKeyring:
+		advice = "a fixed key is rotated as docs/admission-pass.md says, \"Rotating the key\""
+	case e.Status == http.StatusForbidden && e.Code == "" && !bearer:
+		advice = "check that your AWS identity may execute-api:Invoke the admin routes, and the -region"
+	default:
 		return err
 	}
-	switch {
-	case ae.Code == api.CodeInvalidJSON && unknownField.MatchString(ae.Message):
-		field := unknownField.FindStringSubmatch(ae.Message)[1]
-		if f := flagOf(field); f != "" {
-			return fmt.Errorf("%w\n(this server does not know -%s yet: it runs an older version than wrctl)", err, f)
-		}
-	case (ae.Status == http.StatusUnauthorized || ae.Code == api.CodeForbidden) && !bearer:
-		return fmt.Errorf("%w\n(the local server takes a bearer token: set ADMIN_TOKEN to the one it printed)", err)
-	case ae.Status == http.StatusForbidden && ae.Code == "" && bearer:
-		return fmt.Errorf("%w\n(an API on AWS takes requests signed with AWS credentials: unset ADMIN_TOKEN)", err)
-	case ae.Code == api.CodeNoKeyring:
-		return fmt.Errorf("%w\n(a fixed key is rotated as docs/admission-pass.md says, \"Rotating the key\")", err)
-	case ae.Status == http.StatusForbidden && ae.Code == "" && !bearer:
-		return fmt.Errorf("%w\n(check that your AWS identity may execute-api:Invoke the admin routes, and the -region)", err)
-	}
-	return err
-}
-
-// newHTTPClient is the client of every request, through transport (nil
-// for http.DefaultTransport). It follows no redirect, which would carry
-// the credentials elsewhere.
-func newHTTPClient(timeout time.Duration, transport http.RoundTripper) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}
+	return fmt.Errorf("%w\n(%s)", err, advice)
 }

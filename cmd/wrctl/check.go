@@ -1,12 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -20,27 +21,20 @@ import (
 	"github.com/example/waitingroom/internal/tickets"
 )
 
-// The deployment's limits that check assumes unless told: the template's
-// defaults, and AWS's (docs/operations.md, "The pre-sale check").
+// The limits check assumes unless told: the template's and AWS's (docs/operations.md, "The pre-sale check").
 const (
 	defaultCacheTTL = config.DefaultProgramCacheTTL // PROGRAM_CACHE_TTL, the template's ProgramCacheTTL
 	defaultAPIRate  = 1000                          // the template's ThrottlingRateLimit
-	// DynamoDB on demand: the writes a second of a new table (not
-	// pre-warmed), the per-table quota, and an item's (partition's).
+	// DynamoDB on demand: the writes a second of a new (not pre-warmed) table, a table's quota, an item's.
 	newTableWrites   = 4000
 	tableWritesQuota = 40000
 	itemWriteUnits   = tickets.DefaultItemWriteUnits
-	// shortNoShow is the least noShowSeconds a background tab keeps:
-	// browsers slow its timers to about once a minute.
-	shortNoShow = 2 * time.Minute
-	// browserHash is a laptop Chromium's time per SHA-256 of the proof of
-	// work (docs/benchmarks.md, "Proof of work").
-	browserHash = 700 * time.Nanosecond
-	textsBudget = 4 << 10 // the size of a program's texts past which check warns
+	shortNoShow      = 2 * time.Minute       // the least noShowSeconds a background tab (a timer a minute) keeps
+	browserHash      = 700 * time.Nanosecond // a laptop Chromium's SHA-256 of the proof of work (docs/benchmarks.md)
+	textsBudget      = 4 << 10               // the size of a program's texts past which check warns
 )
 
-// checkLoad is the load the operator announces, and the deployment's
-// limits that the admin API does not tell.
+// checkLoad is the load the operator announces, and the deployment's limits the API does not tell.
 type checkLoad struct {
 	expect   int64         // people expected in all
 	peak     float64       // most enters in one second; 0: the crowd over a minute
@@ -48,14 +42,8 @@ type checkLoad struct {
 	apiRate  float64       // the API's ThrottlingRateLimit, requests a second
 }
 
-// peakRate is the peak of enters a second: as given, or the crowd over a
-// minute.
-func (l checkLoad) peakRate() float64 {
-	if l.peak > 0 {
-		return l.peak
-	}
-	return float64(l.expect) / 60
-}
+// peakRate is the peak of enters a second: as given, or the crowd over a minute.
+func (l checkLoad) peakRate() float64 { return cmp.Or(l.peak, float64(l.expect)/60) }
 
 // level is a check's verdict.
 type level string
@@ -66,8 +54,7 @@ const (
 	levelFail level = "FAIL"
 )
 
-// finding is one line of check: a verdict, the check's name, what was
-// found, and what to do about it. Its JSON form is a line of check -json.
+// finding is one line of check: a verdict, the check's name, what was found, and what to do.
 type finding struct {
 	Level level  `json:"level"`
 	Check string `json:"check"`
@@ -75,10 +62,7 @@ type finding struct {
 	Do    string `json:"do,omitempty"`
 }
 
-// errCheckFailed is check's error when a check FAILs.
-var errCheckFailed = errors.New("check failed")
-
-func (a *app) checkCommand(fs *flag.FlagSet) func(context.Context, *call) error {
+func (a *app) checkCommand(fs *flag.FlagSet) runner {
 	var l checkLoad
 	fs.Int64Var(&l.expect, "expect", 0, "the `people` expected in all (required)")
 	fs.Float64Var(&l.peak, "peak", 0, "the most enters in one second, at the opening (default: -expect over a minute)")
@@ -93,57 +77,33 @@ func (a *app) checkCommand(fs *flag.FlagSet) func(context.Context, *call) error 
 			return err
 		}
 		now := a.clock.Now()
-		found := checks(p.Program, l, now)
-		if err := a.printFindings(c, p.ProgramID, l, now, found); err != nil {
-			return err
-		}
-		if n := count(found, levelFail); n > 0 {
-			return fmt.Errorf("%w: %d of %d lines FAIL", errCheckFailed, n, len(found))
-		}
-		return nil
-	}
-}
-
-func count(fs []finding, l level) int {
-	n := 0
-	for _, f := range fs {
-		if f.Level == l {
-			n++
-		}
-	}
-	return n
-}
-
-// printFindings prints fs: one JSON object per line with -json, else a
-// title, one line per finding with what to do under it, and the tally.
-func (a *app) printFindings(c *call, id string, l checkLoad, now time.Time, fs []finding) error {
-	if c.json {
-		for _, f := range fs {
-			if err := writeJSON(a.stdout, f); err != nil {
-				return err
+		found, n := checks(p.Program, l, now), map[level]int{}
+		var rows [][]string
+		for _, f := range found {
+			n[f.Level]++
+			rows = append(rows, []string{string(f.Level), f.Check, f.Says})
+			if f.Do != "" {
+				rows = append(rows, []string{"", "", "→ " + f.Do})
 			}
 		}
-		return nil
-	}
-	fmt.Fprintf(a.stdout, "check %s at %s for %s people, %s enters/s at the peak\n",
-		id, clock(now), thousands(l.expect), rate(l.peakRate()))
-	var rows [][]string
-	for _, f := range fs {
-		rows = append(rows, []string{string(f.Level), f.Check, f.Says})
-		if f.Do != "" {
-			rows = append(rows, []string{"", "", "→ " + f.Do})
+		if c.json { // a finding a line
+			for _, f := range found {
+				err = cmp.Or(err, writeJSON(a.stdout, f))
+			}
+		} else {
+			fmt.Fprintf(a.stdout, "check %s at %s for %s people, %s enters/s at the peak\n",
+				p.ProgramID, clock(now), thousands(l.expect), rate(l.peakRate()))
+			writeTable(a.stdout, 0, rows)
+			_, err = fmt.Fprintf(a.stdout, "%d FAIL, %d WARN, %d OK\n", n[levelFail], n[levelWarn], n[levelOK])
 		}
-	}
-	if err := writeTable(a.stdout, 0, rows); err != nil {
+		if err == nil && n[levelFail] > 0 {
+			err = fmt.Errorf("check failed: %d of %d lines FAIL", n[levelFail], len(found))
+		}
 		return err
 	}
-	_, err := fmt.Fprintf(a.stdout, "%d FAIL, %d WARN, %d OK\n", count(fs, levelFail), count(fs, levelWarn), count(fs, levelOK))
-	return err
 }
 
-// presale is one program's pre-sale check: the program as read at now,
-// the announced load, and the findings so far. Each method is one check of
-// the checklist in docs/operations.md.
+// presale is one program's pre-sale check; each method is a check of docs/operations.md's checklist.
 type presale struct {
 	p     api.Program
 	q     admission.Program // p as the service's rules read it
@@ -153,8 +113,7 @@ type presale struct {
 	out   []finding
 }
 
-// checks runs every check of p at now for the load l, in the checklist's
-// order.
+// checks runs every check of p at now for the load l, in the checklist's order.
 func checks(p api.Program, l checkLoad, now time.Time) []finding {
 	c := &presale{p: p, q: domain(p), l: l, now: now, delay: queue.ChangeDelay(l.cacheTTL)}
 	for _, check := range []func(){c.entries, c.opening, c.closing, c.target, c.enters, c.challenge, c.table, c.requests, c.capacity, c.line, c.wait, c.page} {
@@ -166,7 +125,7 @@ func checks(p api.Program, l checkLoad, now time.Time) []finding {
 // domain is p as the service's rules read it.
 func domain(p api.Program) admission.Program {
 	return admission.Program{ID: p.ProgramID, Options: settings.Options{AdmissionWindow: time.Duration(p.AdmissionWindowSeconds) * time.Second,
-		ClosesAt: p.ClosesAt.Time, MaxActiveUsers: p.MaxActiveUsers, NoShowSeconds: p.NoShowSeconds}}
+		Closed: p.Closed, OpensAt: p.OpensAt.Time, ClosesAt: p.ClosesAt.Time, MaxActiveUsers: p.MaxActiveUsers, NoShowSeconds: p.NoShowSeconds}}
 }
 
 // add adds a finding; do is "" for nothing to do.
@@ -174,21 +133,10 @@ func (c *presale) add(l level, check, says, do string) {
 	c.out = append(c.out, finding{Level: l, Check: check, Says: says, Do: do})
 }
 
-// slotHeld is how long someone who came holds a capped slot unless the
-// site ends their session: until the folds count it free, then a fold and
-// a change delay until the slot is given again.
+// slotHeld is how long someone who came holds a capped slot unless the site ends their
+// session: until the folds count it free, then a fold and a change delay.
 func (c *presale) slotHeld() time.Duration {
 	return c.q.SlotFreedAfter() + capacity.FoldPeriod + c.delay
-}
-
-// paced is the admission rate the program keeps: its rate, or under a cap
-// filled, the slots that turn over a second when no session ends early.
-func (c *presale) paced() float64 {
-	r := c.p.AdmissionRatePerSecond
-	if m := c.p.MaxActiveUsers; m > 0 {
-		r = min(r, float64(m)/c.slotHeld().Seconds())
-	}
-	return r
 }
 
 func (c *presale) entries() {
@@ -205,14 +153,11 @@ func (c *presale) opening() {
 	switch {
 	case at.IsZero() && p.Paused:
 		c.add(levelOK, "opening", "no opensAt, paused: nobody is admitted until you resume", "wrctl resume "+id+" when the sale opens")
-		return
 	case at.IsZero():
 		c.add(levelOK, "opening", "no opensAt, not paused: admitting now", "")
-		return
 	case left <= 0:
 		c.add(levelWarn, "opening", fmt.Sprintf("opensAt %s has passed (%s ago): admission started then, and the opening can no longer change", clock(at), span(-left)),
 			"check that this is the sale you mean; a new sale needs a new program id")
-		return
 	case left <= delay:
 		c.add(levelFail, "opening", fmt.Sprintf("opens in %s, within the change delay (%s): the opening can no longer move, and a change made now takes effect after it", span(left), delay),
 			"to fix anything below before anyone is admitted: wrctl pause "+id)
@@ -222,19 +167,14 @@ func (c *presale) opening() {
 	default:
 		c.add(levelOK, "opening", fmt.Sprintf("opens at %s, in %s; changes until %s", clock(at), span(left), clock(at.Add(-delay))), "")
 	}
-	if p.Paused {
+	if p.Paused && left > 0 { // an opening ahead
 		c.add(levelWarn, "opening", "paused: nobody is admitted at the opening until you resume", "wrctl resume "+id+" (it takes effect "+delay.String()+" later)")
 	}
 }
 
-// closing: a scheduled close already passed, or before the announced
-// crowd can have entered at the peak rate.
 func (c *presale) closing() {
 	at, id := c.p.ClosesAt.Time, c.p.ProgramID
-	start := c.now
-	if c.p.OpensAt.After(start) {
-		start = c.p.OpensAt.Time
-	}
+	start := c.now.Add(max(c.p.OpensAt.Sub(c.now), 0)) // of admission
 	switch {
 	case at.IsZero():
 		c.add(levelOK, "closing", "no scheduled close", "")
@@ -260,8 +200,7 @@ func (c *presale) target() {
 	}
 }
 
-// enters: a program's tickets come from its item up to a rate, then from
-// ticket shards, up to a ceiling.
+// enters: tickets come from the program item up to a rate, then from ticket shards, up to a ceiling.
 func (c *presale) enters() {
 	peak := c.l.peakRate()
 	shardsFrom, most := tickets.EnterRates(itemWriteUnits)
@@ -276,7 +215,6 @@ func (c *presale) enters() {
 	}
 }
 
-// challenge: a proof of work on enter, and what it costs a person.
 func (c *presale) challenge() {
 	bits := c.p.ChallengeBits
 	wait := time.Duration(1<<bits) * browserHash
@@ -296,8 +234,8 @@ func (c *presale) challenge() {
 	}
 }
 
-// table: an enter writes the token, the ticket and its idempotency claim;
-// an admission's first poll the token, and its sighting when followed.
+// table: an enter writes the token, the ticket and its idempotency claim; an admission's
+// first poll the token, and its sighting when followed.
 func (c *presale) table() {
 	perAdmission := 1.0
 	if c.q.Followed() {
@@ -322,9 +260,8 @@ func (c *presale) table() {
 	}
 }
 
-// requests: the API's throttle against the enters at the peak, the polls
-// that no-show handling asks of everyone waiting, and a shuffled
-// opening's pre-queue, which polls within 1-5 s of the opening.
+// requests: the API's throttle against the enters at the peak, no-show handling's polls,
+// and a shuffled opening's pre-queue, which polls within 1-5 s of the opening.
 func (c *presale) requests() {
 	reqs, why := c.l.peakRate(), "enters at the peak"
 	if burst := float64(c.l.expect) / 5; c.p.ShuffleAtOpen && burst > reqs {
@@ -344,9 +281,7 @@ func (c *presale) requests() {
 	}
 }
 
-// capacity: a cap that never fills, one that holds admission below the
-// rate, a no-show that holds a slot longer than someone who came, and a
-// no-show time that a background tab cannot keep.
+// capacity: a cap that never fills or holds admission below the rate, a no-show time too long or too short.
 func (c *presale) capacity() {
 	if !c.q.Followed() {
 		c.add(levelOK, "capacity", "no cap, no no-show handling: the rate alone paces admission (either can be set only before admission starts)", "")
@@ -406,10 +341,12 @@ func (c *presale) line() {
 	}
 }
 
-// wait: the last in line's wait at the pace admission keeps, against how
-// long a waiting token is kept after its enter.
+// wait: the last in line's wait at the pace kept, against how long a waiting token is kept.
 func (c *presale) wait() {
-	r, e, id, keep := c.paced(), c.l.expect, c.p.ProgramID, queue.WaitingTokenRetention
+	r, e, id, keep := c.p.AdmissionRatePerSecond, c.l.expect, c.p.ProgramID, queue.WaitingTokenRetention
+	if m := c.p.MaxActiveUsers; m > 0 { // a full cap paces admission by the slots turning over
+		r = min(r, float64(m)/c.slotHeld().Seconds())
+	}
 	if r <= 0 {
 		c.add(levelOK, "wait", "manual admission: the wait is what you admit", "")
 		return
@@ -440,8 +377,7 @@ func (c *presale) page() {
 	if p.Notice != "" {
 		c.add(levelWarn, "page", fmt.Sprintf("notice %q: everyone waiting sees it", p.Notice), "if it is stale: wrctl put "+id+" -notice \"\"")
 	}
-	// Every ticket taken from the program item writes the whole item, the
-	// texts included: a write unit a kilobyte.
+	// A ticket from the program item writes the whole item, texts included: a write unit a kilobyte.
 	if b, _ := json.Marshal(p.Profile); len(b) > textsBudget {
 		c.add(levelWarn, "page", fmt.Sprintf("the texts weigh %d KB: every ticket from the program item writes them, about %d write units each", len(b)>>10, (len(b)+1023)>>10),
 			"shorten the message or the translations, or expect ticket shards sooner")
@@ -459,8 +395,7 @@ func secondsOf(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second))
 }
 
-// rate formats a number a second: a whole one with thousands separators,
-// a small one to a tenth (a thousandth below 1).
+// rate formats a number a second: a whole or big one with thousands separators, else to a tenth (a thousandth below 1).
 func rate(f float64) string {
 	switch {
 	case f >= 100 || f == math.Trunc(f):
@@ -474,15 +409,8 @@ func rate(f float64) string {
 // clock formats an instant, in UTC to the second.
 func clock(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// span formats a duration to the second (to the minute from an hour),
-// without its zero units: 48h, 2h30m, 4m5s, 45s.
-func span(d time.Duration) string {
-	s := roundDuration(d).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+// span formats a duration as roundDuration does, without its zero units: 48h, 2h30m, 4m5s, 45s.
+func span(d time.Duration) string { return zeroUnits.ReplaceAllString(roundDuration(d).String(), "$1") }
+
+// zeroUnits are the zero minutes and seconds after an hour or a minute: 2h0m0s, 4m0s.
+var zeroUnits = regexp.MustCompile(`([hm])0(m0)?s$`)

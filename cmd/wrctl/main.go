@@ -1,9 +1,6 @@
-// Command wrctl runs a waiting room during an on-sale: it reads and changes
-// a program's settings, admits people by hand, watches the crowd live and
-// checks a program before the sale, through the admin API of the local
-// server (ADMIN_TOKEN) or of the stack on AWS (requests signed with the
-// operator's AWS credentials). "wrctl -h" lists the commands and "wrctl
-// COMMAND -h" a command's flags; docs/operations.md ("wrctl") has them all.
+// Command wrctl runs a waiting room during an on-sale through its admin API: it changes programs,
+// admits people by hand, watches the crowd and checks a program before the sale. "wrctl -h" lists
+// the commands; docs/operations.md ("wrctl") has them all.
 package main
 
 import (

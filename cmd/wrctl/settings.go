@@ -4,20 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/example/waitingroom/internal/api"
 )
 
-// setting is one program setting of the admin API: the put flag that sets
-// it, its JSON field, and how the flag's text becomes its value.
+// setting is a program setting: the put flag that sets it, its JSON field, and how the flag's text becomes its value.
 type setting struct {
 	flag  string
 	field string
@@ -25,9 +23,8 @@ type setting struct {
 	usage string
 }
 
-// settingFlags names and explains the put flag of each field of
-// api.ProgramSettings, by JSON name. A field without an entry gets a flag
-// named after it in kebab case, parsed by its Go type.
+// settingFlags names and explains the put flag of api.ProgramSettings's fields, by JSON name; a
+// field without an entry gets a flag named after it in kebab case, parsed by its Go type.
 var settingFlags = map[string]setting{
 	"admissionRatePerSecond": {"rate", "", number, "admission `rate`, people per second (0: manual admission only)"},
 	"paused":                 {"paused", "", boolean, "stop admission (-paused=false restarts it)"},
@@ -48,12 +45,10 @@ var settingFlags = map[string]setting{
 	"challengeBits":          {"challenge-bits", "", integer, "the proof of work every enter must carry, in leading zero `bits` of a hash, 0 to 26 (0: none)"},
 }
 
-// programSettings is every program setting put knows: one per field of
-// api.ProgramSettings.
+// programSettings is every program setting put knows: one per field of api.ProgramSettings.
 var programSettings = settingsOf(reflect.TypeFor[api.ProgramSettings](), settingFlags)
 
-// settingsOf returns a setting for each JSON field of the struct t, as
-// named by named or else after the field.
+// settingsOf returns a setting for each JSON field of the struct t, as named by named or else after the field.
 func settingsOf(t reflect.Type, named map[string]setting) []setting {
 	var out []setting
 	for f := range t.Fields() {
@@ -71,30 +66,17 @@ func settingsOf(t reflect.Type, named map[string]setting) []setting {
 	return out
 }
 
+var upper = regexp.MustCompile(`[A-Z]`)
+
 // kebab turns a JSON field name into a flag name: targetUrl, target-url.
 func kebab(field string) string {
-	var b strings.Builder
-	for _, r := range field {
-		if unicode.IsUpper(r) {
-			b.WriteByte('-')
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return upper.ReplaceAllStringFunc(field, func(s string) string { return "-" + strings.ToLower(s) })
 }
 
-// kindOf is how a flag reads a value of type t.
+// kindOf is how a flag reads a value of type t: text unless a bool or a number.
 func kindOf(t reflect.Type) kind {
-	switch t.Kind() {
-	case reflect.Bool:
-		return boolean
-	case reflect.Float32, reflect.Float64:
-		return number
-	case reflect.Int, reflect.Int32, reflect.Int64:
-		return integer
-	}
-	return text
+	return map[reflect.Kind]kind{reflect.Bool: boolean, reflect.Float32: number, reflect.Float64: number,
+		reflect.Int: integer, reflect.Int32: integer, reflect.Int64: integer}[t.Kind()]
 }
 
 // kind is how a setting's flag value becomes its JSON value.
@@ -110,118 +92,85 @@ const (
 	texts // repeated LANG.TEXT=VALUE, merged into one translations map
 )
 
-// settingValue is a setting's flag.Value; value is its JSON value once set.
-type settingValue struct {
-	kind  kind
-	value any
-	now   func() time.Time
-}
-
-func (v *settingValue) String() string {
-	if v == nil || v.value == nil {
-		return ""
-	}
-	return fmt.Sprint(v.value)
-}
-
-// IsBoolFlag lets "-paused" stand for "-paused=true".
-func (v *settingValue) IsBoolFlag() bool { return v.kind == boolean }
-
-func (v *settingValue) Set(s string) error {
-	switch v.kind {
+// parse reads s, a flag value of kind k, into its JSON value: prev is the
+// value so far (texts add to it), now what +DURATION counts from.
+func (k kind) parse(s string, prev any, now func() time.Time) (any, error) {
+	switch k {
 	case texts:
-		return v.setText(s)
-	case text:
-		v.value = s
+		return addText(prev, s)
 	case number:
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return errors.New("not a number")
-		}
-		v.value = f
+		return f, wrong(err != nil || math.IsInf(f, 0) || math.IsNaN(f), "not a number")
 	case integer:
 		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return errors.New("not a whole number")
-		}
-		v.value = n
+		return n, wrong(err != nil, "not a whole number")
 	case boolean:
 		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return errors.New("want true or false")
-		}
-		v.value = b
+		return b, wrong(err != nil, "want true or false")
 	case seconds:
 		d, err := time.ParseDuration(s)
+		if n, nerr := strconv.ParseInt(s, 10, 64); nerr == nil {
+			d, err = time.Duration(n)*time.Second, nil
+		}
 		if err != nil {
-			n, nerr := strconv.ParseInt(s, 10, 64)
-			if nerr != nil {
-				return errors.New("want a duration (10m) or whole seconds (600)")
-			}
-			d = time.Duration(n) * time.Second
+			return nil, errors.New("want a duration (10m) or whole seconds (600)")
 		}
-		if d%time.Second != 0 {
-			return errors.New("want whole seconds")
-		}
-		v.value = int64(d / time.Second)
+		return int64(d / time.Second), wrong(d%time.Second != 0, "want whole seconds")
 	case instant:
-		switch {
-		case s == "":
-			v.value = ""
-		case strings.HasPrefix(s, "+"):
-			d, err := time.ParseDuration(s[1:])
-			if err != nil || d < 0 {
-				return errors.New("want +DURATION, e.g. +15m")
-			}
-			v.value = v.now().Add(d).UTC().Truncate(time.Second).Format(time.RFC3339)
-		default:
-			t, err := time.Parse(time.RFC3339, s)
-			if err != nil {
-				return errors.New("want an RFC 3339 time, e.g. 2026-12-01T10:00:00+09:00, or +DURATION")
-			}
-			v.value = t.Format(time.RFC3339Nano)
+		if after, ok := strings.CutPrefix(s, "+"); ok {
+			d, err := time.ParseDuration(after)
+			return now().Add(d).UTC().Truncate(time.Second).Format(time.RFC3339), wrong(err != nil || d < 0, "want +DURATION, e.g. +15m")
 		}
+		if s == "" {
+			return s, nil // clears it
+		}
+		t, err := time.Parse(time.RFC3339, s)
+		return t.Format(time.RFC3339Nano), wrong(err != nil, "want an RFC 3339 time, e.g. 2026-12-01T10:00:00+09:00, or +DURATION")
+	}
+	return s, nil
+}
+
+// wrong is msg as an error when bad, else nil.
+func wrong(bad bool, msg string) error {
+	if bad {
+		return errors.New(msg)
 	}
 	return nil
 }
 
-// setText adds one LANG.TEXT=VALUE to the translations being set, a JSON
-// object by language and text; the server checks LANG.
-func (v *settingValue) setText(s string) error {
+// addText adds LANG.TEXT=VALUE to translations, by language and text (nil: none yet); the server checks LANG.
+func addText(translations any, s string) (any, error) {
 	key, value, ok := strings.Cut(s, "=")
 	lang, name, dot := strings.Cut(key, ".")
 	if !ok || !dot || lang == "" || !slices.Contains([]string{"displayName", "message", "notice"}, name) {
-		return errors.New("want LANG.TEXT=VALUE with TEXT displayName, message or notice, e.g. ko.notice=토요일 매진")
+		return nil, errors.New("want LANG.TEXT=VALUE with TEXT displayName, message or notice, e.g. ko.notice=토요일 매진")
 	}
-	m, _ := v.value.(map[string]map[string]string)
+	m, _ := translations.(map[string]map[string]string)
 	if m == nil {
 		m = map[string]map[string]string{}
-		v.value = m
 	}
 	if m[lang] == nil {
 		m[lang] = map[string]string{}
 	}
 	m[lang][name] = value
-	return nil
+	return m, nil
 }
 
-// registerSettings registers the put flags on fs; the returned function
-// gives the settings of the flags given on the command line, and only
-// those.
+// registerSettings registers the put flags on fs and returns the settings given by them, and only those.
 func registerSettings(fs *flag.FlagSet, now func() time.Time) func() (api.ProgramSettings, error) {
-	values := map[string]*settingValue{} // by JSON field
+	given := map[string]any{} // JSON values by field
 	for _, s := range programSettings {
-		values[s.field] = &settingValue{kind: s.kind, now: now}
-		fs.Var(values[s.field], s.flag, s.usage+" ("+s.field+")")
-	}
-	return func() (api.ProgramSettings, error) {
-		given := map[string]any{}
-		for field, v := range values {
-			if v.value != nil {
-				given[field] = v.value
-			}
+		set := func(v string) (err error) { // an error ends the command
+			given[s.field], err = s.kind.parse(v, given[s.field], now)
+			return err
 		}
-		var set api.ProgramSettings
+		define := fs.Func
+		if s.kind == boolean {
+			define = fs.BoolFunc // -paused for -paused=true
+		}
+		define(s.flag, s.usage+" ("+s.field+")", set)
+	}
+	return func() (set api.ProgramSettings, err error) {
 		b, err := json.Marshal(given)
 		if err == nil {
 			err = json.Unmarshal(b, &set)
@@ -232,10 +181,8 @@ func registerSettings(fs *flag.FlagSet, now func() time.Time) func() (api.Progra
 
 // flagOf is the put flag that sets JSON field, "" if none.
 func flagOf(field string) string {
-	for _, s := range programSettings {
-		if s.field == field {
-			return s.flag
-		}
+	if i := slices.IndexFunc(programSettings, func(s setting) bool { return s.field == field }); i >= 0 {
+		return programSettings[i].flag
 	}
 	return ""
 }

@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,19 +21,10 @@ import (
 	"github.com/example/waitingroom/internal/tools/client"
 )
 
-// watchOptions are the sampling period, and a duration or a number of
-// samples (zero: until interrupted).
-type watchOptions struct {
-	every  time.Duration
-	forDur time.Duration
-	count  int
-}
-
 // sparkWidth is how many samples the queue-length sparkline shows.
 const sparkWidth = 30
 
-// frame is one sample of watch, with what it derives from the previous
-// one. Its JSON form is watch's -json output, one object per line.
+// frame is one sample of watch and what it derives from the previous one; its JSON is a line of -json.
 type frame struct {
 	At        time.Time  `json:"at"`
 	ProgramID string     `json:"programId"`
@@ -42,14 +35,11 @@ type frame struct {
 	Paused    bool       `json:"paused"`
 	Closed    bool       `json:"closed"`
 	ClosesAt  *time.Time `json:"closesAt,omitempty"` // the scheduled close, if any
-	// LastInLine is when the last person now in line gets in: "advancing"
-	// (LastInLineMs from now), "paused", "manual" (rate 0), "not open"
-	// (opensAt ahead: LastInLineMs counts from now, the wait to the
-	// opening included) or "empty".
+	// LastInLine is when the last in line gets in: "advancing" or "not open" (in LastInLineMs,
+	// the wait to opensAt included), "paused", "manual" (rate 0) or "empty".
 	LastInLine   string `json:"lastInLine"`
 	LastInLineMs *int64 `json:"lastInLineMs,omitempty"`
-	// EntersPerSecond and AdmissionsPerSecond are the differences from the
-	// previous good sample; absent on the first.
+	// The rates are the differences from the previous good sample, if any.
 	EntersPerSecond     *float64 `json:"entersPerSecond,omitempty"`
 	AdmissionsPerSecond *float64 `json:"admissionsPerSecond,omitempty"`
 	Error               string   `json:"error,omitempty"` // a failed sample's, which has the last known counters
@@ -57,14 +47,12 @@ type frame struct {
 	history []int64 // queue lengths of the last samples, oldest first
 }
 
-// nextFrame derives the frame of p sampled at now from the previous frame
-// (nil for the first sample).
+// nextFrame is the frame of p sampled at now after prev (nil: the first).
 func nextFrame(prev *frame, p api.Program, now time.Time) frame {
 	f := frame{At: now, ProgramID: p.ProgramID, Issued: p.Issued, Admitted: p.Admitted, Waiting: p.Waiting,
-		Rate: p.AdmissionRatePerSecond, Paused: p.Paused, Closed: p.Closed}
+		Rate: p.AdmissionRatePerSecond, Paused: p.Paused, Closed: !domain(p).TakesEntries(now)}
 	if !p.ClosesAt.IsZero() {
 		f.ClosesAt = &p.ClosesAt.Time
-		f.Closed = f.Closed || domain(p).ClosedAt(now)
 	}
 	switch {
 	case p.Waiting <= 0:
@@ -80,14 +68,11 @@ func nextFrame(prev *frame, p api.Program, now time.Time) frame {
 			wait += p.OpensAt.Sub(now)
 			f.LastInLine = "not open"
 		}
-		ms := wait.Milliseconds()
-		f.LastInLineMs = &ms
+		f.LastInLineMs = new(wait.Milliseconds())
 	}
 	if prev != nil {
 		if dt := now.Sub(prev.At).Seconds(); dt > 0 && prev.Error == "" {
-			enters := float64(p.Issued-prev.Issued) / dt
-			admissions := float64(p.Admitted-prev.Admitted) / dt
-			f.EntersPerSecond, f.AdmissionsPerSecond = &enters, &admissions
+			f.EntersPerSecond, f.AdmissionsPerSecond = new(float64(p.Issued-prev.Issued)/dt), new(float64(p.Admitted-prev.Admitted)/dt)
 		}
 		f.history = append(f.history, prev.history...)
 	}
@@ -96,8 +81,7 @@ func nextFrame(prev *frame, p api.Program, now time.Time) frame {
 	return f
 }
 
-// failedFrame is a sample of programID that failed with err: the previous
-// counters, marked with the error.
+// failedFrame is a sample that failed with err: prev's counters and the error.
 func failedFrame(prev *frame, programID string, err error, now time.Time) frame {
 	f := frame{ProgramID: programID}
 	if prev != nil {
@@ -110,18 +94,10 @@ func failedFrame(prev *frame, programID string, err error, now time.Time) frame 
 
 // sparkline draws values as block characters scaled to their maximum.
 func sparkline(values []int64) string {
-	runes := []rune("▁▂▃▄▅▆▇█")
-	var hi int64
-	for _, v := range values {
-		hi = max(hi, v)
-	}
+	runes, hi := []rune("▁▂▃▄▅▆▇█"), slices.Max(append([]int64{1}, values...))
 	var b strings.Builder
 	for _, v := range values {
-		i := 0
-		if hi > 0 && v > 0 {
-			i = int(math.Round(float64(v) / float64(hi) * float64(len(runes)-1)))
-		}
-		b.WriteRune(runes[i])
+		b.WriteRune(runes[int(math.Round(float64(max(v, 0))/float64(hi)*float64(len(runes)-1)))])
 	}
 	return b.String()
 }
@@ -139,8 +115,7 @@ func (f frame) lastInLine() string {
 	return s
 }
 
-// roundDuration rounds d for display: to the second, to the minute past an
-// hour.
+// roundDuration rounds d to the second, to the minute past an hour.
 func roundDuration(d time.Duration) time.Duration {
 	if d >= time.Hour {
 		return d.Round(time.Minute)
@@ -157,17 +132,16 @@ func perSecond(v *float64) string {
 
 // plainLine is f as one line of text, for logs and pipes.
 func (f frame) plainLine() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s issued=%d admitted=%d waiting=%d rate=%g/s last=%q enters/s=%s admissions/s=%s paused=%t closed=%t queue=%s",
+	s := fmt.Sprintf("%s %s issued=%d admitted=%d waiting=%d rate=%g/s last=%q enters/s=%s admissions/s=%s paused=%t closed=%t queue=%s",
 		clock(f.At), f.ProgramID, f.Issued, f.Admitted, f.Waiting, f.Rate,
 		f.lastInLine(), perSecond(f.EntersPerSecond), perSecond(f.AdmissionsPerSecond), f.Paused, f.Closed, sparkline(f.history))
 	if f.ClosesAt != nil {
-		fmt.Fprintf(&b, " closesAt=%s", clock(*f.ClosesAt))
+		s += " closesAt=" + clock(*f.ClosesAt)
 	}
 	if f.Error != "" {
-		fmt.Fprintf(&b, " error=%q", f.Error)
+		s += fmt.Sprintf(" error=%q", f.Error)
 	}
-	return b.String()
+	return s
 }
 
 // screen is f as the lines of the terminal view.
@@ -206,14 +180,10 @@ func (f frame) screen(apiURL string) []string {
 	}
 }
 
-// english formats numbers with thousands separators: 48,210.
-var english = message.NewPrinter(language.English)
+// thousands formats n with comma separators: 48,210.
+func thousands(n int64) string { return message.NewPrinter(language.English).Sprintf("%d", n) }
 
-// thousands formats n with comma separators.
-func thousands(n int64) string { return english.Sprintf("%d", n) }
-
-// display writes frames: redrawn in place on a terminal, else one line (or
-// one JSON object) per frame.
+// display writes frames: redrawn in place on a terminal, else a line (or JSON object) each.
 type display struct {
 	w        io.Writer
 	json     bool
@@ -243,64 +213,57 @@ func (d *display) show(f frame) error {
 	return err
 }
 
-// watch samples the program every opt.every until interrupted or bounded,
-// showing each sample. Server faults and network errors are shown and
-// retried at the next sample; any other error ends the watch. -for ends it
-// opt.forDur after it started, a request in flight included.
-func (a *app) watch(ctx context.Context, c *call, opt watchOptions) error {
-	if opt.every <= 0 || opt.forDur < 0 || opt.count < 0 {
-		return errors.New("watch: -every must be positive, -for and -n not negative")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var end time.Time // of -for; zero without
-	if opt.forDur > 0 {
-		end = a.clock.Now().Add(opt.forDur)
-		t := a.clock.AfterFunc(opt.forDur, cancel)
-		defer t.Stop()
-	}
-	d := &display{w: a.stdout, json: c.json, terminal: a.terminal && !c.json, url: c.url}
-	tick := a.clock.NewTicker(opt.every)
-	defer tick.Stop()
-	var prev *frame
-	for n := 0; opt.count == 0 || n < opt.count; n++ {
-		if n > 0 {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-tick.Chan():
+// watchCommand shows a sample of the program every -every until interrupted, -n or -for (which
+// ends a request in flight too); a transient error is shown and retried at the next sample.
+func (a *app) watchCommand(fs *flag.FlagSet) runner {
+	every := fs.Duration("every", time.Second, "time between samples")
+	forDur := fs.Duration("for", 0, "stop after this `duration` (0: until interrupted)")
+	count := fs.Int("n", 0, "stop after this many samples (0: until interrupted)")
+	return func(ctx context.Context, c *call) error {
+		if *every <= 0 || *forDur < 0 || *count < 0 {
+			return errors.New("watch: -every must be positive, -for and -n not negative")
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var end time.Time // of -for; zero without
+		if *forDur > 0 {
+			end = a.clock.Now().Add(*forDur)
+			t := a.clock.AfterFunc(*forDur, cancel)
+			defer t.Stop()
+		}
+		d := &display{w: a.stdout, json: c.json, terminal: a.terminal && !c.json, url: c.url}
+		tick := a.clock.NewTicker(*every)
+		defer tick.Stop()
+		var prev *frame
+		for n := 0; *count == 0 || n < *count; n++ {
+			if n > 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-tick.Chan():
+				}
+				if !end.IsZero() && !a.clock.Now().Before(end) {
+					return nil // the end of -for, whether or not its timer has fired yet
+				}
 			}
-			if !end.IsZero() && !a.clock.Now().Before(end) {
-				return nil // the end of -for, whether or not its timer has fired yet
+			p, err := c.client.GetProgram(ctx, c.args[0])
+			now, ae, ue := a.clock.Now(), &client.Error{}, &url.Error{}
+			var f frame
+			switch {
+			case err == nil:
+				f = nextFrame(prev, p.Program, now)
+			case ctx.Err() != nil:
+				return nil // interrupted or -for elapsed during the request
+			case errors.As(err, &ae) && ae.Retryable() || errors.As(err, &ue): // a server fault, throttling or network error
+				f = failedFrame(prev, c.args[0], err, now)
+			default:
+				return err
 			}
+			if err := d.show(f); err != nil {
+				return err
+			}
+			prev = &f
 		}
-		p, err := c.client.GetProgram(ctx, c.args[0])
-		now := a.clock.Now()
-		var f frame
-		switch {
-		case err == nil:
-			f = nextFrame(prev, p.Program, now)
-		case ctx.Err() != nil:
-			return nil // interrupted or -for elapsed during the request
-		case transient(err):
-			f = failedFrame(prev, c.args[0], err, now)
-		default:
-			return err
-		}
-		if err := d.show(f); err != nil {
-			return err
-		}
-		prev = &f
+		return nil
 	}
-	return nil
-}
-
-// transient reports an error worth retrying at the next sample: a server
-// fault, throttling, or the network.
-func transient(err error) bool {
-	var (
-		ae *client.Error
-		ue *url.Error
-	)
-	return errors.As(err, &ae) && ae.Retryable() || errors.As(err, &ue)
 }

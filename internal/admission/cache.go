@@ -5,9 +5,8 @@ import (
 	"time"
 )
 
-// ShardView returns the last read of program id if it is at most one TTL
-// old, past its drain instant too: enough to choose where a ticket comes
-// from, not to place anyone.
+// ShardView returns the last read of program id if at most one TTL old,
+// past its drain instant too: enough to choose where a ticket comes from.
 func (c *Cache) ShardView(id string, now time.Time) (Program, bool) {
 	c.mu.RLock()
 	e, ok := c.entries[id]
@@ -25,9 +24,8 @@ type cached struct {
 	until    time.Time // Program.CacheableUntil
 }
 
-// Cache keeps recent program reads per function instance. A read
-// never replaces a newer version loaded less than two TTLs ago, and
-// entries that old are swept, at most once a TTL, when a read is put.
+// Cache keeps recent program reads per function instance; a read never
+// replaces a newer version loaded less than two TTLs ago.
 type Cache struct {
 	ttl     time.Duration // 0: no reuse
 	mu      sync.RWMutex
@@ -35,8 +33,7 @@ type Cache struct {
 	sweptAt time.Time
 }
 
-// Get returns the cached read of id if it may still be used at now
-// (Program.CacheableUntil).
+// Get returns the cached read of id if usable at now (CacheableUntil).
 func (c *Cache) Get(id string, now time.Time) (Program, bool) {
 	c.mu.RLock()
 	e, ok := c.entries[id]
@@ -47,8 +44,7 @@ func (c *Cache) Get(id string, now time.Time) (Program, bool) {
 	return e.p, true
 }
 
-// Notice is ChangeNotice for p at now: from the cached read of p's
-// version, else as if p were read at now without a cache.
+// Notice is ChangeNotice for p at now, from the cached read of p's version.
 func (c *Cache) Notice(p Program, now time.Time) time.Duration {
 	c.mu.RLock()
 	e, ok := c.entries[p.ID]
@@ -59,8 +55,7 @@ func (c *Cache) Notice(p Program, now time.Time) time.Duration {
 	return ChangeNotice(e.loadedAt, now, c.ttl)
 }
 
-// Put caches p as read at now; nothing without a TTL, so a Cache without
-// one holds nothing.
+// Put caches p as read at now (nothing without a TTL), sweeping old entries.
 func (c *Cache) Put(p Program, now time.Time) {
 	if c.ttl <= 0 {
 		return
@@ -103,9 +98,8 @@ func (c *Cache) Len() int {
 	return len(c.entries)
 }
 
-// ChangeNotice is the least time, at now, before an admin change that a
-// program read at readAt does not show could take effect: readAt + ttl with
-// a cache, AdminWriteBudget before readAt without one.
+// ChangeNotice is the least time, at now, before an admin change a read at
+// readAt does not show could take effect.
 func ChangeNotice(readAt, now time.Time, ttl time.Duration) time.Duration {
 	if ttl <= 0 {
 		return readAt.Sub(now) - AdminWriteBudget

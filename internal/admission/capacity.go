@@ -9,14 +9,13 @@ import (
 	"github.com/example/waitingroom/internal/pace"
 )
 
-// Ceiling is p's ceiling: the cap, the slots its folds freed and those its
-// bypass passes hold.
+// Ceiling is p's ceiling on its serving counter.
 func (p Program) Ceiling() capacity.Ceiling {
 	return capacity.Ceiling{Cap: p.MaxActiveUsers, From: p.CapFrom, RaiseAtMs: p.CapRaiseAtMs, Capacity: p.Capacity, Reserved: p.Reserved}
 }
 
-// CounterAt is the serving counter at Unix ms, not capped by the tickets
-// issued: the segments' counter, held at the ceiling of a capped program.
+// CounterAt is the serving counter at Unix ms under the ceiling, not
+// capped by Issued.
 func (p Program) CounterAt(ms int64) int64 {
 	c := p.SegmentAt(ms).Counter(ms)
 	if l, ok := p.Ceiling().At(ms); ok {
@@ -26,8 +25,7 @@ func (p Program) CounterAt(ms int64) int64 {
 }
 
 // RoundMs is the least time, in ms, between a slot taken and its reuse,
-// seen with notice: a fold's period without a cache, else notice plus the
-// write budget.
+// seen with notice.
 func RoundMs(notice time.Duration) int64 {
 	if notice <= 0 {
 		return capacity.FoldPeriod.Milliseconds()
@@ -35,19 +33,16 @@ func RoundMs(notice time.Duration) int64 {
 	return (notice + AdminWriteBudget).Milliseconds()
 }
 
-// heldAt reports whether the ceiling holds the serving counter below the
-// segments' at Unix ms (a read may then outlive the drain instant).
+// heldAt reports whether the ceiling holds the counter at Unix ms.
 func (p Program) heldAt(ms int64) bool {
 	l, ok := p.Ceiling().At(ms)
 	return ok && l < p.SegmentAt(ms).Counter(ms)
 }
 
-// Followed reports whether the folds follow p's admissions: it has a cap
-// or no-show handling.
+// Followed reports whether the folds follow p's admissions.
 func (p Program) Followed() bool { return p.MaxActiveUsers > 0 || p.NoShowSeconds > 0 }
 
-// NoShowAfter is how long someone admitted has to fetch their pass before
-// they are a no-show: NoShowSeconds, or with a cap and none, the window.
+// NoShowAfter is how long someone admitted has to fetch their pass.
 func (p Program) NoShowAfter() time.Duration {
 	if p.NoShowSeconds > 0 {
 		return time.Duration(p.NoShowSeconds) * time.Second
@@ -55,13 +50,11 @@ func (p Program) NoShowAfter() time.Duration {
 	return p.Window()
 }
 
-// SlotFreedAfter is how long after an admission the folds count its
-// capped slot free when the session was not ended: the window and margin.
+// SlotFreedAfter is how long after an admission its slot is counted free.
 func (p Program) SlotFreedAfter() time.Duration { return p.Window() + capacity.ExpiryMargin }
 
 // PollToShow is the longest poll interval on a followed program when a
-// change could admit someone notice from now: notice plus half the time to
-// show, at least a second.
+// change could admit someone notice from now.
 func (p Program) PollToShow(notice time.Duration) time.Duration {
 	return max(notice+p.NoShowAfter()/2, time.Second)
 }
@@ -81,16 +74,14 @@ func (p Program) Folding(now time.Time) capacity.Program {
 }
 
 // WithBypass returns p with n bypass passes, held until untilMs, reserved
-// from its ceiling as an admin change at now taking effect delay later,
-// and the room there was (p unchanged when less than n).
+// by an admin change at now, and the room (p unchanged when less than n).
 func (p Program) WithBypass(n, untilMs int64, now time.Time, delay time.Duration) (Program, int64) {
 	settled := p.Settled()
 	q := p.Rebased(now, settled.Rate, settled.Paused, 0, delay)
 	if p.MaxActiveUsers <= 0 {
 		return q, n
 	}
-	// The room is the ceiling now, less the most the counter may reach
-	// before the change takes effect.
+	// The ceiling now, less the most the counter reaches before the change.
 	ms, at := pace.UnixMs(now), pace.UnixMs(now)
 	if q.Pending(now) {
 		at = q.Next.AnchorMs

@@ -18,16 +18,13 @@ type Counters struct {
 	Paused    bool
 	CreatedAt time.Time
 	settings.Options
-	// EffectiveAt is when the last change (Rate, Paused, an admission)
-	// takes effect, if it has not yet; zero otherwise.
+	// EffectiveAt is when a pending change takes effect; zero otherwise.
 	EffectiveAt time.Time
-	// ShuffleCommitment is shuffle.Message; Prequeue is set once the
-	// pre-queue is fixed.
+	// ShuffleCommitment is shuffle.Message.
 	ShuffleCommitment string
 	Prequeue          int64
 	PrequeueFixed     bool
-	// Followed is set when the folds follow the admissions: then Active,
-	// Ended (early) and NoShows count them as of the last fold.
+	// Followed: Active, Ended and NoShows count as of the last fold.
 	Followed               bool
 	Active, Ended, NoShows int64
 	// BypassHeld is how many slots of the cap bypass passes hold.

@@ -9,12 +9,10 @@ import (
 	"github.com/example/waitingroom/internal/shuffle"
 )
 
-// Armed reports whether p shuffles at its opening and has not fixed its
-// pre-queue yet.
+// Armed reports whether p shuffles and has not fixed its pre-queue yet.
 func (p Program) Armed() bool { return p.Shuffle && !p.PrequeueFixed }
 
-// startAfter is the opening, in Unix ms, of a segment that starts at ms:
-// p's opening if it is later, else 0.
+// startAfter is p's opening in Unix ms if after ms, else 0.
 func (p Program) startAfter(ms int64) int64 {
 	if o := pace.UnixMs(p.OpensAt); !p.OpensAt.IsZero() && o > ms {
 		return o
@@ -25,8 +23,7 @@ func (p Program) startAfter(ms int64) int64 {
 // Opened reports whether p has no opening ahead at now.
 func (p Program) Opened(now time.Time) bool { return p.OpensAt.IsZero() || !now.Before(p.OpensAt) }
 
-// WithPrequeueFixed returns p with its pre-queue fixed, every ticket
-// issued so far in it, if it shuffles and its opening has come.
+// WithPrequeueFixed returns p with its pre-queue fixed if it is due.
 func (p Program) WithPrequeueFixed(now time.Time) Program {
 	if p.Armed() && !p.OpensAt.IsZero() && !now.Before(p.OpensAt) {
 		p.Prequeue, p.PrequeueFixed = p.Issued, true
@@ -34,8 +31,7 @@ func (p Program) WithPrequeueFixed(now time.Time) Program {
 	return p
 }
 
-// Place is ticket's place in p's admission order, and whether it has one
-// yet: a pre-queue ticket's has none until the seed is revealed.
+// Place is ticket's place in p's admission order, if it has one yet.
 func (p Program) Place(ticket int64) (int64, bool) {
 	switch {
 	case !p.Shuffle:
@@ -50,16 +46,14 @@ func (p Program) Place(ticket int64) (int64, bool) {
 	return shuffle.PlaceOf(p.ShuffleSeed, p.Prequeue, ticket), true
 }
 
-// AdmitsTicket reports whether the holder of ticket is admitted at now:
-// whether its place is.
+// AdmitsTicket reports whether the place of ticket is admitted at now.
 func (p Program) AdmitsTicket(ticket int64, now time.Time) bool {
 	place, ok := p.Place(ticket)
 	return ok && p.Admits(place, now)
 }
 
-// OpeningSpread is the span after the opening over which the people of a
-// shuffled pre-queue come back: a hundredth of its estimated admission
-// time, within 1 to 5 s.
+// OpeningSpread is the span after the opening over which a shuffled
+// pre-queue comes back: a hundredth of its admission time, 1 to 5 s.
 func (p Program) OpeningSpread(now time.Time) time.Duration {
 	const minOpeningSpread, maxOpeningSpread = time.Second, 5 * time.Second
 	r := p.Settled().Rate
@@ -74,10 +68,8 @@ func (p Program) OpeningSpread(now time.Time) time.Duration {
 	return min(max(d, minOpeningSpread), maxOpeningSpread)
 }
 
-// ClosedAt reports whether p's scheduled close has come at now: from then
-// on it takes no new entries, as if Closed.
+// ClosedAt reports whether p's scheduled close has come at now.
 func (p Program) ClosedAt(now time.Time) bool { return !p.ClosesAt.IsZero() && !now.Before(p.ClosesAt) }
 
-// TakesEntries reports whether p takes new entries at now: neither closed
-// by hand nor past its scheduled close.
+// TakesEntries reports whether p takes new entries at now.
 func (p Program) TakesEntries(now time.Time) bool { return !p.Closed && !p.ClosedAt(now) }

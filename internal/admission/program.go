@@ -1,9 +1,7 @@
 // Package admission is a program's stored state as a value (Program) and
-// the arithmetic of who is admitted when: the serving counter computed from
-// time, scheduled admin changes, the ceiling a cap puts on the counter, the
-// shuffled opening and the close, and an instance's Cache of reads. Nothing
-// here reads a clock or a store: package queue applies these rules, and
-// every store applies WithTicketsIssued atomically.
+// the arithmetic of who is admitted when, and an instance's Cache of reads.
+// Nothing here reads a clock or a store: package queue applies these rules,
+// and every store applies WithTicketsIssued atomically.
 //
 // Invariants (docs/design.md, "The admission model" to "Caching"):
 //   - The serving counter (Serving) is a function of the stored segments
@@ -36,13 +34,11 @@ const (
 	DefaultAdmissionWindow = 10 * time.Minute
 )
 
-// AdminWriteBudget bounds how long an admin change may take to be stored;
-// the change is scheduled that much later than the cache TTL.
+// AdminWriteBudget bounds how long an admin change may take to be stored.
 const AdminWriteBudget = time.Second
 
 // Program is one queue: its ticket counter and its admission state, a
-// counter computed from time that grows as the Current segment says until
-// a scheduled change (Next) takes over.
+// counter computed from time along Current until Next takes over.
 type Program struct {
 	ID        string
 	CreatedAt time.Time
@@ -52,44 +48,36 @@ type Program struct {
 	Current pace.Segment
 	Next    pace.Segment // takes over at Next.AnchorMs; the zero Segment when none is scheduled
 
-	// DrainAtNs is the Unix ns at which the counter reaches Issued, rounded
-	// up; each ticket adds the settled segment's StepNs.
+	// DrainAtNs is the Unix ns at which the counter reaches Issued, rounded up.
 	DrainAtNs int64
 
 	settings.Options // the admin-set values
 
-	// The pace of manual admissions, measured: an average rate over the
-	// last admissions, when the last one happened, and the gap before it.
+	// The measured pace of manual admissions (WithManualAdmission).
 	ManualRate   pace.Rate
 	LastAdmitAt  time.Time
 	LastAdmitGap time.Duration
 
-	// Changes are the ids of the latest admin changes, newest first
-	// (history.Push): how a retried write recognises its own.
+	// Changes are the latest admin changes, newest first (history.Push).
 	Changes []string
 
-	// Shards is how many ticket shards (package tickets) hand out the
-	// program's tickets; 0: every ticket comes from the program item.
+	// Shards is how many ticket shards (package tickets) hand out tickets.
 	Shards int
-	// Recent are the instants (Unix ms) of the last tickets taken one at a
-	// time from the program item, newest first (0: none).
+	// Recent are the Unix ms of the last single tickets, newest first.
 	Recent [RecentTickets]int64
 
-	// ShuffleNonce makes the shuffle's message (shuffle.Message) unique: 16
-	// random bytes in hex, public, set when the shuffle is armed.
+	// ShuffleNonce makes the shuffle's message (shuffle.Message) unique.
 	ShuffleNonce string
 	// ShufflePublicKey and ShuffleSeed are never stored: the service sets
 	// them from its shuffle key.
 	ShufflePublicKey, ShuffleSeed string
-	// Prequeue is how many tickets were issued before the opening, fixed
-	// (PrequeueFixed) by the first ticket or poll at or after it.
+	// Prequeue is how many tickets were issued before the opening, once fixed.
 	Prequeue      int64
 	PrequeueFixed bool
 
 	// Capacity is the fold's state; only the fold writes it.
 	Capacity capacity.Capacity
-	// ExtraGiven is how many of Capacity.Owed were given back as extra
-	// admissions.
+	// ExtraGiven is how many of Capacity.Owed were given back.
 	ExtraGiven int64
 	// CapFrom is the cap before a raise that takes effect at CapRaiseAtMs.
 	CapFrom, CapRaiseAtMs int64
@@ -108,8 +96,7 @@ func (p Program) Window() time.Duration {
 // RecentTickets is how many single tickets' instants a program keeps.
 const RecentTickets = 8
 
-// BurstRate is the rate per second of the last RecentTickets single
-// tickets; 0 until there are that many.
+// BurstRate is the rate per second of the last RecentTickets single tickets.
 func (p Program) BurstRate() float64 {
 	oldest := p.Recent[RecentTickets-1]
 	if oldest == 0 {
@@ -119,8 +106,7 @@ func (p Program) BurstRate() float64 {
 	return float64(RecentTickets-1) * 1000 / float64(span)
 }
 
-// Scheduled reports whether a change is scheduled (pending or due but not
-// yet folded into Current).
+// Scheduled reports whether a change is scheduled, pending or not.
 func (p Program) Scheduled() bool { return p.Next.AnchorMs != 0 }
 
 // SegmentAt returns the segment in effect at Unix ms.
@@ -134,8 +120,7 @@ func (p Program) SegmentAt(ms int64) pace.Segment {
 // Segment returns the segment in effect at t.
 func (p Program) Segment(t time.Time) pace.Segment { return p.SegmentAt(pace.UnixMs(t)) }
 
-// Settled returns the segment that holds once any scheduled change has
-// taken effect.
+// Settled returns the segment in effect once any scheduled change is.
 func (p Program) Settled() pace.Segment {
 	if p.Scheduled() {
 		return p.Next
@@ -148,24 +133,20 @@ func (p Program) pendingAt(ms int64) bool { return p.Scheduled() && ms < p.Next.
 // Pending reports whether a scheduled change has yet to take effect at now.
 func (p Program) Pending(now time.Time) bool { return p.pendingAt(pace.UnixMs(now)) }
 
-// StepNs is how far each ticket issued pushes DrainAtNs back: the settled
-// segment's StepNs.
+// StepNs is how far each ticket issued pushes DrainAtNs back.
 func (p Program) StepNs() int64 { return p.Settled().StepNs() }
 
-// Serving returns the serving counter at now: every ticket at or below it
-// is admitted.
+// Serving returns the serving counter at now, capped by Issued.
 func (p Program) Serving(now time.Time) int64 {
 	return min(p.CounterAt(pace.UnixMs(now)), p.Issued)
 }
 
-// Full reports whether the line is at its MaxWaiting at now: as many
-// tickets waiting (issued, not yet admitted) as it allows.
+// Full reports whether the line is at its MaxWaiting at now.
 func (p Program) Full(now time.Time) bool {
 	return p.MaxWaiting > 0 && p.Issued-p.Serving(now) >= p.MaxWaiting
 }
 
-// Admits reports whether ticket is admitted at now. It does not depend on
-// Issued, so a cached program answers it exactly for any ticket.
+// Admits reports whether ticket is admitted at now, whatever Issued.
 func (p Program) Admits(ticket int64, now time.Time) bool {
 	return ticket <= p.CounterAt(pace.UnixMs(now))
 }
@@ -174,13 +155,8 @@ func (p Program) drainedAt(ms int64) bool {
 	return !p.pendingAt(ms) && p.SegmentAt(ms).Advancing() && p.DrainAtNs <= pace.MsToNs(ms)
 }
 
-// Drained reports whether, at now, the counter has caught up with every
-// ticket issued (never while a change is pending).
-func (p Program) Drained(now time.Time) bool { return p.drainedAt(pace.UnixMs(now)) }
-
 // CacheableUntil is until when a program read at loadedAt may be reused:
-// ttl later, but never past the drain instant unless the ceiling holds the
-// counter then, nor past an armed shuffle's opening.
+// ttl later, but not past the drain instant nor an armed shuffle's opening.
 func (p Program) CacheableUntil(loadedAt time.Time, ttl time.Duration) time.Time {
 	until := loadedAt.Add(ttl)
 	if p.Armed() && p.OpensAt.After(loadedAt) && p.OpensAt.Before(until) {
@@ -203,13 +179,11 @@ func (p Program) folded(ms int64) Program {
 }
 
 // WithTicketIssued returns p after one more ticket is handed out at now:
-// the rule every Store applies atomically. A due pre-queue is fixed first,
-// and a drained queue re-anchored at now on Issued.
+// the rule every Store applies atomically.
 func (p Program) WithTicketIssued(now time.Time) Program { return p.WithTicketsIssued(now, 1) }
 
-// WithTicketsIssued returns p after n ≥ 1 consecutive tickets are handed
-// out at now, as n calls of WithTicketIssued would leave it but for
-// Recent, which records single tickets only.
+// WithTicketsIssued returns p after n ≥ 1 tickets are handed out at now,
+// as n WithTicketIssued would but for Recent.
 func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
 	ms := pace.UnixMs(now)
 	p = p.WithPrequeueFixed(now)
@@ -228,8 +202,8 @@ func (p Program) WithTicketsIssued(now time.Time, n int64) Program {
 	return p
 }
 
-// WithTicketsReturned returns p with tickets from..Issued given back. No
-// change of p may be pending.
+// WithTicketsReturned returns p, with no change pending, with tickets
+// from..Issued given back.
 func (p Program) WithTicketsReturned(from int64) Program {
 	p.Issued = from - 1
 	p.DrainAtNs = p.Settled().DrainAtNs(p.Issued)
@@ -238,8 +212,7 @@ func (p Program) WithTicketsReturned(from int64) Program {
 }
 
 // MayReturn reports whether tickets from..Issued, held by nobody, may be
-// given back at now: no change is pending, they are not in a pre-queue,
-// and the counter will not reach from-1 before hold has passed.
+// given back at now, the counter not reaching from-1 within hold.
 func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 	switch {
 	case p.Pending(now) || from < 1 || from > p.Issued:
@@ -251,10 +224,9 @@ func (p Program) MayReturn(from int64, now time.Time, hold time.Duration) bool {
 	return p.SegmentAt(ms).Counter(ms) < from-1
 }
 
-// Rebased returns p with an admin change made at now: admission goes on at
-// rate (or stops if paused) and admit more people are let in, the counter
-// never passing Issued nor going back. It takes effect at now+delay, or at
-// once when delay is 0 or the queue has drained; no change may be pending.
+// Rebased returns p with an admin change made at now (rate, paused, admit
+// more), taking effect at now+delay, or at once when delay is 0 or the
+// queue has drained; no change may be pending.
 func (p Program) Rebased(now time.Time, rate pace.Rate, paused bool, admit int64, delay time.Duration) Program {
 	ms := pace.UnixMs(now)
 	p = p.folded(ms)
@@ -276,8 +248,7 @@ func (p Program) Rebased(now time.Time, rate pace.Rate, paused bool, admit int64
 	return p
 }
 
-// ScheduledDrainAtNs is the drain instant with issued tickets of p, whose
-// change is scheduled.
+// ScheduledDrainAtNs is the drain instant of p, scheduled, with issued tickets.
 func (p Program) ScheduledDrainAtNs(issued int64) int64 {
 	if p.Current.Advancing() {
 		if d := p.Current.DrainAtNs(issued); d <= pace.MsToNs(p.Next.AnchorMs) {
@@ -287,8 +258,7 @@ func (p Program) ScheduledDrainAtNs(issued int64) int64 {
 	return p.Next.DrainAtNs(issued)
 }
 
-// DrainMoveNs is how far ScheduleStore.MoveDrain moves the stored drain
-// instant of p for issued tickets: ScheduledDrainAtNs(issued) − DrainAtNs.
+// DrainMoveNs is ScheduledDrainAtNs(issued) − DrainAtNs.
 func (p Program) DrainMoveNs(issued int64) int64 {
 	return p.ScheduledDrainAtNs(issued) - p.DrainAtNs
 }
@@ -302,8 +272,7 @@ func (p Program) MovedDrainAtNs(drainAtNs, issued int64) int64 {
 	return pace.AddSat(drainAtNs, d)
 }
 
-// WithChange returns p recording admin change id, asked for at at, as the
-// latest, with the version it gives the program (history.Push).
+// WithChange returns p recording admin change id, made at at (history.Push).
 func (p Program) WithChange(id string, at time.Time) Program {
 	p.Changes = history.Push(p.Changes, p.Version, id, at)
 	return p
@@ -320,8 +289,7 @@ func (p Program) admissionMs(ticket, ms int64) (int64, bool) {
 	return p.SegmentAt(ms).AdmittedAt(ticket, ms)
 }
 
-// AdmissionTime is when ticket will be admitted if p's schedule holds, and
-// whether that is known (not while admission is stopped).
+// AdmissionTime is when ticket will be admitted if p's schedule holds, if known.
 func (p Program) AdmissionTime(ticket int64, now time.Time) (time.Time, bool) {
 	at, ok := p.admissionMs(ticket, pace.UnixMs(now))
 	if !ok {
@@ -333,8 +301,7 @@ func (p Program) AdmissionTime(ticket int64, now time.Time) (time.Time, bool) {
 // maxAdmitGap is the longest gap between two manual admissions of one pace.
 const maxAdmitGap = 10 * time.Minute
 
-// WithManualAdmission records a manual admission of n at now in the
-// measured pace.
+// WithManualAdmission records a manual admission of n at now.
 func (p Program) WithManualAdmission(n int64, now time.Time) Program {
 	now = pace.FromUnixMs(pace.UnixMs(now))
 	gap := now.Sub(p.LastAdmitAt)
@@ -352,8 +319,7 @@ func (p Program) WithManualAdmission(n int64, now time.Time) Program {
 	return p
 }
 
-// MeasuredRate is the pace of manual admissions at now, if the last came
-// within twice the gap before it (plus a second).
+// MeasuredRate is the pace of manual admissions at now, while it holds.
 func (p Program) MeasuredRate(now time.Time) (pace.Rate, bool) {
 	if p.ManualRate <= 0 || now.Sub(p.LastAdmitAt) > 2*p.LastAdmitGap+time.Second {
 		return 0, false
@@ -362,8 +328,7 @@ func (p Program) MeasuredRate(now time.Time) (pace.Rate, bool) {
 }
 
 // Situation is what a polling policy may know about ticket at now; notice
-// is the least time before a change not yet in p could take effect
-// (ChangeNotice; negative when it may already have).
+// is ChangeNotice.
 func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) polling.Situation {
 	ms := pace.UnixMs(now)
 	seg := p.SegmentAt(ms)
@@ -397,10 +362,9 @@ func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) po
 	return sit
 }
 
-// earliestMs is the first Unix ms at which ticket could be admitted if
-// admission never runs faster than the settled rate, whatever the admin
-// changes from now on (a resume notice ms from now included). False when
-// the program has no rate. at and known are p.admissionMs(ticket, ms).
+// earliestMs is the first Unix ms at which ticket could be admitted at no
+// faster than the settled rate, whatever the changes from notice ms on;
+// at and known are p.admissionMs(ticket, ms).
 func (p Program) earliestMs(ticket, ms, notice, at int64, known bool) (int64, bool) {
 	settled := p.Settled()
 	from := max(ms+notice, p.Current.AnchorMs)

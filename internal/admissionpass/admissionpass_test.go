@@ -34,11 +34,11 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/example/waitingroom/internal/admissionpass"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/testing/passtest"
 	"github.com/example/waitingroom/internal/tools/localkeys"
+	"github.com/example/waitingroom/internal/tools/simclock"
 	"github.com/example/waitingroom/passverify"
 )
 
@@ -177,7 +177,7 @@ func TestKeyringKMSRoundTrip(t *testing.T) {
 	store := localkeys.NewKeyStore()
 	// The keyrings' clock is fixed at the admission, mid-slot: the slot's
 	// key alone exists, whatever the time of day the test runs at.
-	clk := clock.NewFake(admission.AdmittedAt)
+	clk := simclock.NewFake(admission.AdmittedAt)
 	maker := admissionpass.NewSetIssuer(issuerURL, admissionpass.NewKeyring(store, wrap, admissionpass.WithKeyringClock(clk)))
 	if _, err := maker.KeyID(t.Context()); err != nil {
 		t.Fatal(err)

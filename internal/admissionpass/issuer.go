@@ -27,28 +27,24 @@ type Admission struct {
 	Ticket             int64
 	AdmittedAt         time.Time // the pass's iat and nbf
 	ExpiresAt          time.Time // the end of the admission window: exp
-	// Bypass marks a pass issued by an admin (TokenID a fresh id, Ticket
-	// 0): the claim "bypass": true.
+	// Bypass marks a pass issued by an admin (a fresh TokenID, Ticket 0): "bypass": true.
 	Bypass bool
 }
 
-// JWKS response headers: the document is public and cacheable for
-// JWKSMaxAge, shorter than a keyring's lead.
+// JWKS response headers: the document is public and cacheable for JWKSMaxAge.
 const (
 	JWKSMaxAge       = 5 * time.Minute
 	JWKSCacheControl = "public, max-age=300"
 	JWKSContentType  = "application/jwk-set+json"
 )
 
-// KeySet is the keys an Issuer signs with (SigningKey) and publishes in
-// the JWKS (PublishedKeys): a Keyring, or fixed keys.
+// KeySet is the keys an Issuer signs with and publishes in the JWKS: a Keyring, or fixed keys.
 type KeySet interface {
 	SigningKey(ctx context.Context) (Key, error)
 	PublishedKeys(ctx context.Context) ([]Key, error)
 }
 
-// Issuer signs passes with its key set's signing key and publishes the
-// set in a JWKS. It is safe for concurrent use.
+// Issuer signs passes with its key set's signing key and publishes the set in a JWKS.
 type Issuer struct {
 	issuer string
 	keys   KeySet
@@ -59,9 +55,8 @@ type Issuer struct {
 	docKIDs string
 }
 
-// NewSetIssuer returns an Issuer of passes signed with set's signing key,
-// with issuer as their iss; with an empty issuer, each pass takes the one
-// WithIssuer put in Issue's context.
+// NewSetIssuer returns an Issuer of passes signed with set's signing key, with issuer as
+// their iss ("": the one WithIssuer put in Issue's context).
 func NewSetIssuer(issuer string, set KeySet) *Issuer {
 	return &Issuer{issuer: issuer, keys: set}
 }
@@ -71,8 +66,7 @@ func (i *Issuer) Issuer() string { return i.issuer }
 
 type issuerKey struct{}
 
-// WithIssuer returns a copy of ctx that names iss as the issuer of passes
-// that an Issuer built without one signs under it.
+// WithIssuer returns ctx naming iss as the issuer of passes that an Issuer without one signs.
 func WithIssuer(ctx context.Context, iss string) context.Context {
 	return context.WithValue(ctx, issuerKey{}, iss)
 }
@@ -84,9 +78,8 @@ type passClaims struct {
 	Bypass bool  `json:"bypass,omitempty"`
 }
 
-// Issue signs a new pass for a: a compact ES256 JWS with claims iss, aud
-// (the program), sub (the token), a random jti, iat, nbf, exp, ticket, and
-// bypass when a.Bypass.
+// Issue signs a new pass for a: a compact ES256 JWS with claims iss, aud (the program), sub
+// (the token), a random jti, iat, nbf, exp, ticket, and bypass when a.Bypass.
 func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 	fromCtx, _ := ctx.Value(issuerKey{}).(string)
 	iss := cmp.Or(i.issuer, fromCtx)
@@ -112,19 +105,9 @@ func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("admissionpass: signer: %w", err)
 	}
-	claims := passClaims{
-		Claims: jwt.Claims{
-			Issuer:    iss,
-			Subject:   a.TokenID,
-			Audience:  jwt.Audience{a.ProgramID},
-			ID:        newJTI(),
-			IssuedAt:  jwt.NewNumericDate(a.AdmittedAt),
-			NotBefore: jwt.NewNumericDate(a.AdmittedAt),
-			Expiry:    jwt.NewNumericDate(a.ExpiresAt),
-		},
-		Ticket: a.Ticket,
-		Bypass: a.Bypass,
-	}
+	at := jwt.NewNumericDate(a.AdmittedAt)
+	claims := passClaims{Ticket: a.Ticket, Bypass: a.Bypass, Claims: jwt.Claims{Issuer: iss, Subject: a.TokenID,
+		Audience: jwt.Audience{a.ProgramID}, ID: newJTI(), IssuedAt: at, NotBefore: at, Expiry: jwt.NewNumericDate(a.ExpiresAt)}}
 	pass, err := jwt.Signed(signer).Claims(claims).Serialize()
 	if err != nil {
 		return "", fmt.Errorf("admissionpass: sign pass: %w", err)
@@ -154,8 +137,7 @@ func (i *Issuer) signingKey(ctx context.Context) (Key, *jose.JSONWebKey, error) 
 	return key, pub, nil
 }
 
-// JWKS returns the JSON Web Key Set of the published keys (kid, alg ES256,
-// use sig), built again only when the set changes.
+// JWKS returns the JSON Web Key Set of the published keys, built again only when they change.
 func (i *Issuer) JWKS(ctx context.Context) ([]byte, error) {
 	keys, err := i.keys.PublishedKeys(ctx)
 	if err != nil {
@@ -186,9 +168,8 @@ func (i *Issuer) JWKS(ctx context.Context) ([]byte, error) {
 	return doc, nil
 }
 
-// JWKSHandler serves JWKS with JWKSCacheControl, to any origin. When the
-// keys cannot be read it calls onError, or with a nil onError answers 503
-// {"code":"KEYS_UNAVAILABLE","message"} with Retry-After.
+// JWKSHandler serves JWKS with JWKSCacheControl, to any origin. When the keys cannot be
+// read it calls onError, or with a nil onError answers 503 KEYS_UNAVAILABLE.
 func (i *Issuer) JWKSHandler(onError func(http.ResponseWriter, *http.Request, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		doc, err := i.JWKS(r.Context())

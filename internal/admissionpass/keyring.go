@@ -27,26 +27,21 @@ import (
 const (
 	// DefaultRotation is how long a scheduled key signs.
 	DefaultRotation = 24 * time.Hour
-	// DefaultLead is how long before it signs a scheduled key is in the
-	// JWKS: more than JWKSMaxAge plus the refresh.
+	// DefaultLead is how long before it signs a key is in the JWKS: over JWKSMaxAge plus the refresh.
 	DefaultLead = 15 * time.Minute
 	// DefaultRefresh is how often an instance reads the key set again.
 	DefaultRefresh = time.Minute
-	// DefaultRetain is how long a key stays in the JWKS once it stopped
-	// signing: the longest pass and a minute for clocks.
+	// DefaultRetain is how long a key stays in the JWKS once it stopped signing.
 	DefaultRetain = 24*time.Hour + time.Minute
-	// claimTimeout is how long a claim on a slot holds before another
-	// instance may take it over.
+	// claimTimeout is how long a claim on a slot holds against other instances.
 	claimTimeout = 30 * time.Second
 )
 
-// ErrKeysUnavailable is the error of a signing or JWKS call made while the
-// key set cannot be read or the signing key cannot be made or opened.
+// ErrKeysUnavailable is the error of a call made while the keys cannot be read, made or opened.
 var ErrKeysUnavailable = errors.New("admissionpass: signing keys unavailable")
 
-// Keyring is a KeySet whose keys come from a KeyStore on a schedule: slot n
-// of the rotation signs from n×rotation, made by the first instance that
-// needs it, published lead before. Each instance opens each key once.
+// Keyring is a KeySet whose keys come from a KeyStore on a schedule: slot n signs from
+// n×rotation, made by the first instance that needs it; each instance opens each key once.
 type Keyring struct {
 	store                           KeyStore
 	wrap                            KeyWrapper
@@ -63,8 +58,7 @@ type Keyring struct {
 	making map[int64]*making   // slots this instance made or is making, by SignFrom ms
 }
 
-// making is one instance's making of a slot's key: done once, or again
-// retryMaking after a failure.
+// making is one instance's making of a slot's key: once, or again retryMaking after a failure.
 type making struct {
 	once     sync.Once
 	failedAt time.Time // zero: made, or not yet failed
@@ -88,8 +82,7 @@ func WithKeyringClock(c clock.Clock) KeyringOption { return func(r *Keyring) { r
 // WithRetain sets how long a superseded key stays published.
 func WithRetain(d time.Duration) KeyringOption { return func(r *Keyring) { r.retain = d } }
 
-// NewKeyring returns the keyring kept in store, whose keys wrap makes and
-// opens. It calls nothing yet.
+// NewKeyring returns the keyring kept in store, whose keys wrap makes and opens.
 func NewKeyring(store KeyStore, wrap KeyWrapper, opts ...KeyringOption) *Keyring {
 	r := &Keyring{store: store, wrap: wrap, clock: clock.Real{}, rotation: DefaultRotation, lead: DefaultLead,
 		refresh: DefaultRefresh, retain: DefaultRetain, opened: map[string]*ringKey{}, making: map[int64]*making{}}
@@ -103,17 +96,14 @@ func NewKeyring(store KeyStore, wrap KeyWrapper, opts ...KeyringOption) *Keyring
 // Rotation is how long a scheduled key signs.
 func (r *Keyring) Rotation() time.Duration { return r.rotation }
 
-// SigningKey implements KeySet: the key that signs now, made first when
-// none may (and the next slot's once due). ErrKeysUnavailable (wrapped)
-// when no key can be read, made or opened.
+// SigningKey implements KeySet: the key that signs now, made first when none may.
 func (r *Keyring) SigningKey(ctx context.Context) (Key, error) {
 	signer, _, err := r.state(ctx, false)
 	return signer, err
 }
 
-// PublishedKeys implements KeySet: the keys that sign now or will, and
-// those that stopped signing less than the retention ago, each opened;
-// never a revoked one.
+// PublishedKeys implements KeySet: the keys that sign now or will, and those that stopped
+// less than the retention ago, each opened; never a revoked one.
 func (r *Keyring) PublishedKeys(ctx context.Context) ([]Key, error) {
 	_, published, err := r.state(ctx, true)
 	if len(published) > 0 {
@@ -122,9 +112,8 @@ func (r *Keyring) PublishedKeys(ctx context.Context) ([]Key, error) {
 	return nil, err
 }
 
-// state reads the key set (on the refresh), makes the keys that are due,
-// and returns the signer, opened; with publish, also the published keys,
-// each opened (only the JWKS opens a key that no longer signs).
+// state reads the key set (on the refresh), makes the keys that are due, and returns the
+// signer and, with publish, the published keys, each opened.
 func (r *Keyring) state(ctx context.Context, publish bool) (Key, []Key, error) {
 	now := r.clock.Now()
 	keys, err := r.read(ctx, now)
@@ -145,10 +134,8 @@ func (r *Keyring) state(ctx context.Context, publish bool) (Key, []Key, error) {
 	return signer, published, nil
 }
 
-// openKeys opens the published keys of keys (with publish) and the key that
-// signs at now: it returns the signer, the published keys that opened, and
-// the kids of the keys that did not. ErrKeysUnavailable (wrapped, with the
-// last open error) when no key that opens signs.
+// openKeys opens the key that signs at now and, with publish, the published keys: it
+// returns the signer, the published keys that opened, and the kids of those that did not.
 func (r *Keyring) openKeys(ctx context.Context, keys []StoredKey, now time.Time, publish bool) (*ringKey, []Key, map[string]bool, error) {
 	var published []Key
 	failed := map[string]bool{}
@@ -183,9 +170,8 @@ func (r *Keyring) openKeys(ctx context.Context, keys []StoredKey, now time.Time,
 	}
 }
 
-// dueSlot is the slot whose key must be made at now, if any: the current
-// slot when it has no key, or, when the newest key that started is
-// revoked, a slot of its own just after it (the same on every instance).
+// dueSlot is the slot whose key must be made at now, if any: the current slot when it has
+// no key, or one just after the newest key that started when it is revoked.
 func (r *Keyring) dueSlot(keys []StoredKey, now time.Time) (time.Time, bool) {
 	slot := r.slotOf(now)
 	var newest StoredKey // the newest key that started
@@ -207,15 +193,13 @@ func (r *Keyring) dueSlot(keys []StoredKey, now time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// signEnd is when k stops signing: the end of its slot and a lead, so that
-// a successor made late is published before it signs.
+// signEnd is when k stops signing: the end of its slot and a lead.
 func (r *Keyring) signEnd(k StoredKey) time.Time {
 	return r.slotOf(k.SignFrom).Add(r.rotation + r.lead)
 }
 
-// usable is the keys of keys that are published at now: not revoked, not
-// made for a slot more than a rotation ahead, and until the retention
-// after they stopped signing.
+// usable is the keys of keys that are published at now: not revoked, not more than a
+// rotation ahead, and until the retention after they stopped signing.
 func (r *Keyring) usable(keys []StoredKey, now time.Time) []StoredKey {
 	var out []StoredKey
 	for i, k := range keys {
@@ -232,23 +216,15 @@ func (r *Keyring) stoppedAt(keys []StoredKey, i int) time.Time {
 	end := r.signEnd(keys[i])
 	for _, o := range keys[i+1:] {
 		if o.Revoked.IsZero() {
-			start := o.SignFrom
-			if ready := o.Created.Add(r.lead); ready.After(start) {
-				start = ready
-			}
-			if start.Before(end) {
-				end = start
-			}
-			break
+			start := slices.MaxFunc([]time.Time{o.SignFrom, o.Created.Add(r.lead)}, time.Time.Compare)
+			return slices.MinFunc([]time.Time{end, start}, time.Time.Compare)
 		}
 	}
 	return end
 }
 
-// signer is the key of keys that signs at now, leaving out failed: the
-// newest that may sign (started, before its sign end, newer than any
-// revoked key that started) and was made a lead ago; else the newest that
-// may sign.
+// signer is the key of keys that signs at now, leaving out failed: the newest that may
+// sign and was made a lead ago; else the newest that may sign.
 func (r *Keyring) signer(keys []StoredKey, now time.Time, failed map[string]bool) (StoredKey, bool) {
 	var may []StoredKey
 	for _, k := range keys {
@@ -274,15 +250,11 @@ func (r *Keyring) signer(keys []StoredKey, now time.Time, failed map[string]bool
 // KeyState is a key as an operator sees it.
 type KeyState struct {
 	StoredKey
-	// State is "next" (signs later), "signing", "published" (no longer
-	// signing, still in the JWKS), "retired", "revoked" or "unusable"
-	// (it did not open with the wrapper: out of the JWKS, never signs).
-	State string
+	State string // next, signing, published, retired, revoked or unusable (as api.KeyState)
 }
 
-// Keys returns every stored key with its state at now, newest first,
-// opening the keys as state does; ErrKeysUnavailable (wrapped) when keys
-// were tried and none opened.
+// Keys returns every stored key with its state at now, newest first, opening the keys as
+// state does.
 func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 	now := r.clock.Now()
 	keys, err := r.readNow(ctx, now)
@@ -318,9 +290,8 @@ func (r *Keyring) Keys(ctx context.Context) ([]KeyState, error) {
 	return out, nil
 }
 
-// Rotate makes a key that signs a lead from now, superseding the scheduled
-// one until the next slot, and returns it; while an earlier rotation's key
-// is pending, it returns that key instead.
+// Rotate makes and returns a key that signs a lead from now, until the next slot; while an
+// earlier rotation's key is pending, it returns that key instead.
 func (r *Keyring) Rotate(ctx context.Context) (StoredKey, error) {
 	now := r.clock.Now()
 	at := now.Add(r.lead).Truncate(time.Millisecond)
@@ -338,9 +309,8 @@ func (r *Keyring) Rotate(ctx context.Context) (StoredKey, error) {
 	return StoredKey{}, fmt.Errorf("%w: the key of %s was not made", ErrKeysUnavailable, at.UTC().Format(time.RFC3339Nano))
 }
 
-// pendingRotation is the newest key that a rotation made and that has not
-// started signing at now: it signs within a lead from now, off the slots'
-// starts, is not revoked and opens.
+// pendingRotation is the newest key that a rotation made and that is yet to sign at now:
+// within a lead, off the slots' starts, not revoked, and it opens.
 func (r *Keyring) pendingRotation(ctx context.Context, keys []StoredKey, now time.Time) (StoredKey, bool) {
 	for _, k := range slices.Backward(keys) {
 		if !k.SignFrom.After(now) || k.SignFrom.After(now.Add(r.lead)) || k.SignFrom.Equal(r.slotOf(k.SignFrom)) || !k.Revoked.IsZero() {
@@ -353,9 +323,8 @@ func (r *Keyring) pendingRotation(ctx context.Context, keys []StoredKey, now tim
 	return StoredKey{}, false
 }
 
-// Revoke revokes the key kid: it leaves the JWKS, and neither it nor an
-// older key signs again after each instance's next read. When it was the
-// signing key, the key that signs in its place from now is returned too.
+// Revoke revokes the key kid; when it was the signing key, it also returns the key that
+// signs in its place from now.
 func (r *Keyring) Revoke(ctx context.Context, kid string) (StoredKey, bool, error) {
 	now := r.clock.Now()
 	before, err := r.readNow(ctx, now)
@@ -394,9 +363,8 @@ func hasSlot(keys []StoredKey, at time.Time) bool {
 	return slices.ContainsFunc(keys, func(k StoredKey) bool { return k.SignFrom.Equal(at) })
 }
 
-// read returns the key set, read again when it is older than the refresh;
-// while one call reads, or when the read fails, it is the set as it was,
-// if any.
+// read returns the key set, read again when older than the refresh; while one call reads,
+// or when the read fails, the set as it was, if any.
 func (r *Keyring) read(ctx context.Context, now time.Time) ([]StoredKey, error) {
 	r.mu.Lock()
 	keys, current := r.keys, !r.readAt.IsZero() && (now.Sub(r.readAt) < r.refresh || r.reading.Load())
@@ -417,8 +385,7 @@ func (r *Keyring) read(ctx context.Context, now time.Time) ([]StoredKey, error) 
 	return r.keys, nil
 }
 
-// readNow reads the key set from the store; concurrent calls share one
-// read.
+// readNow reads the key set from the store; concurrent calls share one read.
 func (r *Keyring) readNow(ctx context.Context, now time.Time) ([]StoredKey, error) {
 	keys, err, _ := r.reads.Do("", func() (any, error) {
 		r.reading.Store(true)
@@ -438,9 +405,8 @@ func (r *Keyring) readNow(ctx context.Context, now time.Time) ([]StoredKey, erro
 	return keys.([]StoredKey), nil
 }
 
-// make makes the key of slot signFrom unless the store has one, and
-// returns the key set after. With wait (no key signs meanwhile), it waits
-// for the key another instance is making.
+// make makes the key of slot signFrom unless the store has one, and returns the key set
+// after; with wait, it waits for the key another instance is making.
 func (r *Keyring) make(ctx context.Context, signFrom, now time.Time, keys []StoredKey, wait bool) []StoredKey {
 	slot := signFrom.UnixMilli()
 	r.mu.Lock()
@@ -471,8 +437,7 @@ func (r *Keyring) make(ctx context.Context, signFrom, now time.Time, keys []Stor
 	return keys
 }
 
-// makeOnce claims slot signFrom with claim, makes its key and stores it;
-// when another instance holds the slot, it reads its key (awaitSlot).
+// makeOnce claims slot signFrom with claim, makes its key and stores it, or awaits it.
 func (r *Keyring) makeOnce(ctx context.Context, signFrom time.Time, claim string, now time.Time, wait bool) error {
 	won, err := r.store.ClaimPassKey(ctx, signFrom, claim, now, now.Add(-claimTimeout))
 	if err != nil {
@@ -485,11 +450,13 @@ func (r *Keyring) makeOnce(ctx context.Context, signFrom time.Time, claim string
 	if err != nil {
 		return fmt.Errorf("admissionpass: make key: %w", err)
 	}
-	// Kept for its slot, its sign end's lead, the retention and a day.
-	k, err := storedKey(priv, wrapped, signFrom, now, r.signEnd(StoredKey{SignFrom: signFrom}).Add(r.retain+24*time.Hour).Sub(signFrom))
+	der, kid, err := publicHalf(&priv.PublicKey)
 	if err != nil {
 		return err
 	}
+	keep := r.signEnd(StoredKey{SignFrom: signFrom}).Add(r.retain + 24*time.Hour) // its slot, lead, retention and a day
+	k := StoredKey{SignFrom: signFrom.UTC(), KeyID: kid, Public: der, Wrapped: wrapped,
+		Created: now.UTC().Truncate(time.Millisecond), Expires: keep.UTC()}
 	stored, err := r.store.PutPassKey(ctx, k, claim)
 	if err != nil || !stored {
 		_, rerr := r.readNow(ctx, now)
@@ -505,8 +472,7 @@ func (r *Keyring) makeOnce(ctx context.Context, signFrom time.Time, claim string
 	return nil
 }
 
-// awaitSlot reads the key set until it holds slot signFrom's key, made by
-// the claim's holder: for claimWait at most with wait, else once.
+// awaitSlot reads the key set until it holds slot signFrom's key: for claimWait with wait, else once.
 func (r *Keyring) awaitSlot(ctx context.Context, signFrom, now time.Time, wait bool) error {
 	for deadline := r.clock.Now().Add(claimWait); ; {
 		keys, err := r.readNow(ctx, now)
@@ -524,19 +490,8 @@ func (r *Keyring) awaitSlot(ctx context.Context, signFrom, now time.Time, wait b
 	}
 }
 
-// How long and how often an instance without a signing key reads the set
-// while another makes the key.
+// How long and how often awaitSlot reads the set.
 const claimWait, claimPoll = 3 * time.Second, 100 * time.Millisecond
-
-// storedKey is priv as a keyring stores it.
-func storedKey(priv *ecdsa.PrivateKey, wrapped []byte, signFrom, now time.Time, keep time.Duration) (StoredKey, error) {
-	der, kid, err := publicHalf(&priv.PublicKey)
-	if err != nil {
-		return StoredKey{}, err
-	}
-	return StoredKey{SignFrom: signFrom.UTC(), KeyID: kid, Public: der, Wrapped: wrapped,
-		Created: now.UTC().Truncate(time.Millisecond), Expires: signFrom.Add(keep).UTC()}, nil
-}
 
 // publicHalf is pub in PKIX DER and its kid.
 func publicHalf(pub *ecdsa.PublicKey) ([]byte, string, error) {
@@ -557,14 +512,12 @@ func thumbprint(pub *ecdsa.PublicKey) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(t), nil
 }
 
-// encryptionContext binds a wrapped key to its purpose and slot, so that a
-// blob moved to another slot does not open.
+// encryptionContext binds a wrapped key to its purpose and slot: moved, a blob does not open.
 func encryptionContext(signFrom time.Time) map[string]string {
 	return map[string]string{"purpose": EncryptionPurpose, "signFrom": strconv.FormatInt(signFrom.UnixMilli(), 10)}
 }
 
-// EncryptionPurpose is the "purpose" of every signing key's encryption
-// context, on which the IAM policies condition KMS calls.
+// EncryptionPurpose is the "purpose" of the keys' encryption context, which IAM policies check.
 const EncryptionPurpose = "admission-pass-signing"
 
 // keyOf is the key of stored key k, one per kid, opened on first use.
@@ -594,8 +547,7 @@ func (r *Keyring) newKey(k StoredKey, priv *ecdsa.PrivateKey) *ringKey {
 	return &ringKey{ring: r, stored: k, priv: priv, lock: semaphore.NewWeighted(1)}
 }
 
-// open returns the private key, opening it once (one Unwrap for any
-// number of callers, none while the last failure is recent).
+// open returns the private key, unwrapped once (not again while the last failure is recent).
 func (k *ringKey) open(ctx context.Context) (*ecdsa.PrivateKey, error) {
 	if err := k.lock.Acquire(ctx, 1); err != nil {
 		return nil, fmt.Errorf("%w: open key %s: %w", ErrKeysUnavailable, k.stored.KeyID, err)
@@ -616,8 +568,7 @@ func (k *ringKey) open(ctx context.Context) (*ecdsa.PrivateKey, error) {
 	return priv, nil
 }
 
-// unwrap opens the stored key, refusing one whose stored public half or
-// kid is not its own (written by anyone but its maker).
+// unwrap opens the stored key, refusing one whose stored public half or kid is not its own.
 func (k *ringKey) unwrap(ctx context.Context) (*ecdsa.PrivateKey, error) {
 	priv, err := k.ring.wrap.Unwrap(ctx, k.stored.Wrapped, encryptionContext(k.stored.SignFrom))
 	if err != nil {

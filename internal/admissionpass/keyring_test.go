@@ -33,6 +33,7 @@ import (
 	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/testing/storetest"
 	"github.com/example/waitingroom/internal/tools/localkeys"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // TestMemoryKeyStore holds MemoryKeyStore to KeyStore's contract, and its
@@ -94,7 +95,7 @@ func newCountingWrapper(t *testing.T) *countingWrapper {
 }
 
 // setClock moves c to t.
-func setClock(c *clock.Fake, t time.Time) { c.Advance(t.Sub(c.Now())) }
+func setClock(c *simclock.Fake, t time.Time) { c.Advance(t.Sub(c.Now())) }
 
 // instance is one function instance's issuer over a shared key store.
 type instance struct {
@@ -112,9 +113,9 @@ func newInstance(t *testing.T, store admissionpass.KeyStore, wrap admissionpass.
 
 // setup is a key store, a wrapper shared by the instances, a clock at
 // start and a first instance.
-func setup(t *testing.T, start time.Time) (*localkeys.KeyStore, admissionpass.KeyWrapper, *clock.Fake, instance) {
+func setup(t *testing.T, start time.Time) (*localkeys.KeyStore, admissionpass.KeyWrapper, *simclock.Fake, instance) {
 	t.Helper()
-	store, wrap, clock := localkeys.NewKeyStore(), newCountingWrapper(t).KeyWrapper, clock.NewFake(start)
+	store, wrap, clock := localkeys.NewKeyStore(), newCountingWrapper(t).KeyWrapper, simclock.NewFake(start)
 	return store, wrap, clock, newInstance(t, store, wrap, clock)
 }
 
@@ -139,7 +140,7 @@ func kids(t *testing.T, doc []byte) []string {
 
 // sign signs a pass at the clock's now and checks it with jwx against the
 // JWKS the same instance publishes; it returns the pass's kid.
-func (in instance) sign(t *testing.T, clock *clock.Fake) string {
+func (in instance) sign(t *testing.T, clock *simclock.Fake) string {
 	t.Helper()
 	a := admission
 	a.AdmittedAt = clock.Now().Truncate(time.Second)
@@ -163,7 +164,7 @@ func TestKeyringSchedule(t *testing.T) {
 	store := localkeys.NewKeyStore()
 	wrap := newCountingWrapper(t).KeyWrapper
 	start := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC) // 9 h into a slot of 24 h
-	clock := clock.NewFake(start)
+	clock := simclock.NewFake(start)
 	const retain = 2 * time.Hour // passes of up to 2 h: the next slot's lead is far
 	a, b := newInstance(t, store, wrap, clock, admissionpass.WithRetain(retain)), newInstance(t, store, wrap, clock, admissionpass.WithRetain(retain))
 
@@ -301,7 +302,7 @@ func (s *firstKeyStore) PutPassKey(ctx context.Context, k admissionpass.StoredKe
 func TestKeyringRevokeAndRotate(t *testing.T) {
 	store := localkeys.NewKeyStore()
 	wrap := newCountingWrapper(t).KeyWrapper
-	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	clock := simclock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	a, b := newInstance(t, store, wrap, clock), newInstance(t, store, wrap, clock)
 	old := a.sign(t, clock)
 	b.sign(t, clock)
@@ -354,7 +355,7 @@ func TestKeyringRevokeAndRotate(t *testing.T) {
 // with ErrKeysUnavailable, and succeeds once KMS is back.
 func TestKeyringUnavailable(t *testing.T) {
 	store := localkeys.NewKeyStore()
-	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	clock := simclock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	a := newInstance(t, store, newCountingWrapper(t).KeyWrapper, clock)
 	a.wrap.fail.Store(true)
 	if _, err := a.iss.KeyID(t.Context()); !errors.Is(err, admissionpass.ErrKeysUnavailable) {
@@ -382,7 +383,7 @@ func (s *failingReads) PassKeys(ctx context.Context) ([]admissionpass.StoredKey,
 // that fails its later reads does not stop it signing.
 func TestKeyringStoreFault(t *testing.T) {
 	store := &failingReads{KeyStore: localkeys.NewKeyStore()}
-	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	clock := simclock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	a := newInstance(t, store, newCountingWrapper(t).KeyWrapper, clock)
 	first := a.sign(t, clock)
 	store.fail.Store(true)
@@ -401,7 +402,7 @@ func TestKeyringStoreFault(t *testing.T) {
 // TestKeyringJWKSFirst: on a new store the JWKS makes the first key, and
 // the first pass is signed with it.
 func TestKeyringJWKSFirst(t *testing.T) {
-	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	clock := simclock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	a := newInstance(t, localkeys.NewKeyStore(), newCountingWrapper(t).KeyWrapper, clock)
 	doc, err := a.iss.JWKS(t.Context())
 	if err != nil {
@@ -570,7 +571,7 @@ func (s *panickyReads) PassKeys(ctx context.Context) ([]admissionpass.StoredKey,
 // again, instead of every later call waiting for it.
 func TestKeyringReadPanic(t *testing.T) {
 	store := &panickyReads{KeyStore: localkeys.NewKeyStore()}
-	clock := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	clock := simclock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	a := newInstance(t, store, newCountingWrapper(t).KeyWrapper, clock)
 	func() {
 		defer func() { _ = recover() }()
@@ -929,7 +930,7 @@ func TestKeyringKMSCallsAcrossInstances(t *testing.T) {
 	keyID := kmstest.NewWrapKey(t, client)
 	store := localkeys.NewKeyStore()
 	slot := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC) // a slot's start at a rotation of 1 h
-	clk := clock.NewFake(slot)
+	clk := simclock.NewFake(slot)
 	const n, perPhase = 4, 400
 	ins := newKMSInstances(n, store, client, keyID, admissionpass.WithRotation(time.Hour), admissionpass.WithKeyringClock(clk))
 	made0, opened0, total0 := kmsCalls(proxy)
@@ -1066,7 +1067,7 @@ func TestKeyringSigningRate(t *testing.T) {
 	paced := *signFor > 0
 	var clk clock.Clock = clock.Real{}
 	if !paced {
-		clk = clock.NewFake(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)) // mid-slot: one key signs
+		clk = simclock.NewFake(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)) // mid-slot: one key signs
 	}
 	ins := newKMSInstances(*signInstances, store, client, keyID, admissionpass.WithKeyringClock(clk))
 	if !paced {

@@ -17,20 +17,17 @@ import (
 	"github.com/example/waitingroom/internal/awsconfig"
 )
 
-// KMSAPI is the part of the KMS client that signs with an asymmetric KMS
-// key (the shuffle key, internal/shufflekey).
+// KMSAPI is the part of the KMS client that signs with an asymmetric KMS key.
 type KMSAPI interface {
 	Sign(ctx context.Context, in *kms.SignInput, optFns ...func(*kms.Options)) (*kms.SignOutput, error)
 	GetPublicKey(ctx context.Context, in *kms.GetPublicKeyInput, optFns ...func(*kms.Options)) (*kms.GetPublicKeyOutput, error)
 }
 
-// KMSDeadlineReserve: a KMS call whose context has a deadline gives up
-// this long before it (at most a quarter of the time left).
+// KMSDeadlineReserve is how long before its context's deadline a KMS call gives up.
 const KMSDeadlineReserve = 500 * time.Millisecond
 
-// NewKMSClient returns a KMS client loaded by awsconfig.Load for endpoint
-// ("" for AWS), with at most 3 attempts of 1 s each per call and every call
-// giving up KMSDeadlineReserve before its context's deadline.
+// NewKMSClient returns a KMS client for endpoint ("" for AWS): at most 3 attempts of 1 s
+// each per call, each call giving up KMSDeadlineReserve before its deadline.
 func NewKMSClient(ctx context.Context, endpoint string) (*kms.Client, error) {
 	cfg, err := awsconfig.Load(ctx, endpoint,
 		config.WithRetryer(func() aws.Retryer {
@@ -48,9 +45,8 @@ func NewKMSClient(ctx context.Context, endpoint string) (*kms.Client, error) {
 	}), nil
 }
 
-// SigningPublicKey returns the public half of KMS key keyID from
-// kms:GetPublicKey, parsed (an *ecdsa.PublicKey or *rsa.PublicKey); it
-// fails unless the key is a SIGN_VERIFY key of spec that signs with alg.
+// SigningPublicKey returns the parsed public half of KMS key keyID; it fails unless the key
+// is a SIGN_VERIFY key of spec that signs with alg.
 func SigningPublicKey(ctx context.Context, client KMSAPI, keyID string, spec types.KeySpec, alg types.SigningAlgorithmSpec) (any, error) {
 	out, err := client.GetPublicKey(ctx, &kms.GetPublicKeyInput{KeyId: aws.String(keyID)})
 	if err != nil {

@@ -19,9 +19,8 @@ type KMSWrapAPI interface {
 	Decrypt(ctx context.Context, in *kms.DecryptInput, optFns ...func(*kms.Options)) (*kms.DecryptOutput, error)
 }
 
-// KMSWrapper is a KeyWrapper whose key pairs KMS makes
-// (kms:GenerateDataKeyPair, ECC_NIST_P256) under a symmetric KMS key, which
-// alone unwraps them (kms:Decrypt).
+// KMSWrapper is a KeyWrapper whose key pairs KMS makes under a symmetric KMS key, which
+// alone unwraps them.
 type KMSWrapper struct {
 	client KMSWrapAPI
 	keyID  string
@@ -29,15 +28,13 @@ type KMSWrapper struct {
 
 var _ KeyWrapper = (*KMSWrapper)(nil)
 
-// NewKMSWrapper returns the wrapper of the symmetric KMS key keyID (a key
-// id, ARN or alias) reached through client. It calls nothing yet.
+// NewKMSWrapper returns the wrapper of the symmetric KMS key keyID (id, ARN or alias).
 func NewKMSWrapper(client KMSWrapAPI, keyID string) *KMSWrapper {
 	return &KMSWrapper{client: client, keyID: keyID}
 }
 
-// NewKeyPair returns a P-256 key from kms:GenerateDataKeyPair and its
-// private half as KMS wrapped it under encCtx; it fails unless the private
-// key KMS answered is on P-256 and matches the public key it answered.
+// NewKeyPair returns a P-256 key from kms:GenerateDataKeyPair and its private half as KMS
+// wrapped it under encCtx, checking that both halves match.
 func (w *KMSWrapper) NewKeyPair(ctx context.Context, encCtx map[string]string) (*ecdsa.PrivateKey, []byte, error) {
 	out, err := w.client.GenerateDataKeyPair(ctx, &kms.GenerateDataKeyPairInput{
 		KeyId:             aws.String(w.keyID),
@@ -63,9 +60,8 @@ func (w *KMSWrapper) NewKeyPair(ctx context.Context, encCtx map[string]string) (
 	return priv, out.PrivateKeyCiphertextBlob, nil
 }
 
-// Unwrap returns the private key of wrapped from kms:Decrypt, pinned to the
-// wrapper's KMS key: KMS refuses a blob that another key wrapped, or that
-// was wrapped under another encryption context than encCtx.
+// Unwrap returns the private key of wrapped from kms:Decrypt, pinned to the wrapper's KMS
+// key and to encCtx.
 func (w *KMSWrapper) Unwrap(ctx context.Context, wrapped []byte, encCtx map[string]string) (*ecdsa.PrivateKey, error) {
 	out, err := w.client.Decrypt(ctx, &kms.DecryptInput{
 		KeyId:             aws.String(w.keyID),
@@ -88,8 +84,7 @@ func (w *KMSWrapper) errorf(op, format string, args ...any) error {
 	return fmt.Errorf("admissionpass: kms:%s %s: %w", op, w.keyID, fmt.Errorf(format, args...))
 }
 
-// parseP256PKCS8 parses der, a PKCS#8 private key that must be an ECDSA
-// P-256 key. Its errors never quote der.
+// parseP256PKCS8 parses der, a PKCS#8 ECDSA P-256 private key; its errors never quote der.
 func parseP256PKCS8(der []byte) (*ecdsa.PrivateKey, error) {
 	parsed, err := x509.ParsePKCS8PrivateKey(der)
 	if err != nil {

@@ -16,39 +16,19 @@ import (
 
 // Route paths, in the syntax of http.ServeMux and API Gateway alike.
 const (
-	QueuePath     = "/api/v1/queues/programs/{programId}"
-	SessionPath   = "/api/v1/queues/programs/{programId}/session"
-	ProgramsPath  = "/api/v1/admin/programs"
-	AdminPath     = "/api/v1/admin/programs/{programId}"
-	ChangesPath   = "/api/v1/admin/programs/{programId}/changes"
-	AdmissionPath = "/api/v1/admin/programs/{programId}/admissions"
-	// AdminSessionPath is the site's end of a session that frees its slot
-	// at once under a cap.
-	AdminSessionPath = "/api/v1/admin/programs/{programId}/session"
+	QueuePath        = "/api/v1/queues/programs/{programId}"
+	SessionPath      = "/api/v1/queues/programs/{programId}/session"
+	ChallengePath    = "/api/v1/queues/programs/{programId}/challenge" // a proof-of-work challenge for an enter
+	ProgramsPath     = "/api/v1/admin/programs"
+	AdminPath        = "/api/v1/admin/programs/{programId}"
+	ChangesPath      = "/api/v1/admin/programs/{programId}/changes"
+	AdmissionPath    = "/api/v1/admin/programs/{programId}/admissions"
+	AdminSessionPath = "/api/v1/admin/programs/{programId}/session"          // the site's end of a session
+	TokenPath        = "/api/v1/admin/programs/{programId}/tokens/{tokenId}" // looked up or revoked by an admin
+	PassesPath       = "/api/v1/admin/programs/{programId}/passes"           // issues bypass passes
+	KeysPath         = "/api/v1/admin/keys"                                  // the pass signing keys: list, rotate
+	KeyPath          = "/api/v1/admin/keys/{keyId}"                          // revokes one key
 	JWKSPath         = "/.well-known/jwks.json"
-)
-
-// TokenPath is one token of a program, looked up or revoked by an admin.
-const TokenPath = "/api/v1/admin/programs/{programId}/tokens/{tokenId}"
-
-// PassesPath issues bypass passes: staff let in without queueing.
-const PassesPath = "/api/v1/admin/programs/{programId}/passes"
-
-// ChallengePath hands out a proof-of-work challenge for an enter.
-const ChallengePath = "/api/v1/queues/programs/{programId}/challenge"
-
-// The keyring of the pass signing keys, for operators: KeysPath lists
-// the keys (GET) and rotates (POST); KeyPath revokes one key (DELETE).
-const (
-	KeysPath = "/api/v1/admin/keys"
-	KeyPath  = "/api/v1/admin/keys/{keyId}"
-)
-
-// Headers of an enter's proof of work: a challenge from ChallengePath and
-// its solution.
-const (
-	HeaderChallenge = "X-Queue-Challenge"
-	HeaderSolution  = "X-Queue-Solution"
 )
 
 // Challenge is a proof of work to solve before an enter: a solution is 1
@@ -64,17 +44,12 @@ type Challenge struct {
 
 // Headers of the API.
 const (
-	// HeaderToken carries the queue token.
-	HeaderToken = "X-Queue-Token"
-	// HeaderAdmissionPass carries an admission pass: the site that holds
-	// it ends the admission with it.
-	HeaderAdmissionPass = "X-Admission-Pass"
-	// HeaderIdempotencyKey names an enter, so that its retries answer the
-	// same token.
-	HeaderIdempotencyKey = "Idempotency-Key"
-	// HeaderRetryAfter is when to poll again (WAITING) or retry (503), in
-	// whole seconds.
-	HeaderRetryAfter = "Retry-After"
+	HeaderToken          = "X-Queue-Token"     // the queue token
+	HeaderAdmissionPass  = "X-Admission-Pass"  // a pass, with which its site ends the admission
+	HeaderIdempotencyKey = "Idempotency-Key"   // names an enter: its retries answer the same token
+	HeaderRetryAfter     = "Retry-After"       // when to poll again (WAITING) or retry (503), in seconds
+	HeaderChallenge      = "X-Queue-Challenge" // an enter's proof of work: a challenge from ChallengePath,
+	HeaderSolution       = "X-Queue-Solution"  // and its solution
 )
 
 // Status is a token's status.
@@ -86,9 +61,7 @@ const (
 	StatusAdmitted Status = "ADMITTED"
 	StatusExpired  Status = "EXPIRED"
 	StatusLeft     Status = "LEFT"
-	// StatusRevoked is a token an admin revoked: no place, no admission,
-	// no pass, for good.
-	StatusRevoked Status = "REVOKED"
+	StatusRevoked  Status = "REVOKED" // an admin revoked the token: no place, no pass, for good
 )
 
 // Token is the answer to an enter or a poll. Fields that do not apply to
@@ -350,24 +323,12 @@ type KeyState string
 
 // Key states, in the order a key goes through them (but for revoked).
 const (
-	// KeyNext signs later, from signFrom; it is in the JWKS from a
-	// rotation and a lead before it signs (a key stored further ahead is
-	// listed, but not yet published).
-	KeyNext KeyState = "next"
-	// KeySigning signs the passes now.
-	KeySigning KeyState = "signing"
-	// KeyPublished no longer signs, and stays in the JWKS for the
-	// retention (24 h and a minute) after it stopped signing, while
-	// passes it signed may be valid.
-	KeyPublished KeyState = "published"
-	// KeyRetired is out of the JWKS; the store forgets it later.
-	KeyRetired KeyState = "retired"
-	// KeyRevoked was revoked: out of the JWKS, signing nothing, for good.
-	KeyRevoked KeyState = "revoked"
-	// KeyUnusable does not open with KMS (its stored private half is not
-	// one KMS wrapped for its slot, or not its public half's): out of the
-	// JWKS, it never signs.
-	KeyUnusable KeyState = "unusable"
+	KeyNext      KeyState = "next"      // signs later, from signFrom; in the JWKS a rotation and a lead before
+	KeySigning   KeyState = "signing"   // signs the passes now
+	KeyPublished KeyState = "published" // no longer signs; in the JWKS while passes it signed may be valid
+	KeyRetired   KeyState = "retired"   // out of the JWKS; the store forgets it later
+	KeyRevoked   KeyState = "revoked"   // out of the JWKS, signing nothing, for good
+	KeyUnusable  KeyState = "unusable"  // does not open with KMS: out of the JWKS, it never signs
 )
 
 // SigningKey is a pass signing key of the keyring, as an operator sees

@@ -28,19 +28,13 @@ const (
 	CodeProgramDeleted        = "PROGRAM_DELETED"
 	CodeInvalidCursor         = "INVALID_CURSOR"
 	CodeInvalidLimit          = "INVALID_LIMIT"
-	// Bypass passes: a validSeconds out of range, and a cap with no room
-	// for the passes asked for.
-	CodeInvalidValidity = "INVALID_VALIDITY"
-	CodeNoRoom          = "NO_ROOM"
-	// An enter without the proof of work its program asks for, and one
-	// whose proof is wrong, expired, of another program or used.
-	CodeChallengeRequired = "CHALLENGE_REQUIRED"
-	CodeChallengeFailed   = "CHALLENGE_FAILED"
-	// The keyring of the pass signing keys: a deployment that signs with
-	// fixed keys has none; a kid that is no kid; a kid of no stored key.
-	CodeNoKeyring    = "NO_KEYRING"
-	CodeInvalidKeyID = "INVALID_KEY_ID"
-	CodeKeyNotFound  = "KEY_NOT_FOUND"
+	CodeInvalidValidity       = "INVALID_VALIDITY"   // a bypass pass's validSeconds out of range
+	CodeNoRoom                = "NO_ROOM"            // a cap with no room for the bypass passes asked for
+	CodeChallengeRequired     = "CHALLENGE_REQUIRED" // an enter without the proof of work its program asks for
+	CodeChallengeFailed       = "CHALLENGE_FAILED"   // a proof that is wrong, expired, of another program or used
+	CodeNoKeyring             = "NO_KEYRING"         // passes signed with fixed keys: no keyring
+	CodeInvalidKeyID          = "INVALID_KEY_ID"
+	CodeKeyNotFound           = "KEY_NOT_FOUND"
 
 	// Codes of the HTTP layer: the request, not the queue, is at fault.
 	CodeNotFound         = "NOT_FOUND"

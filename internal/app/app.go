@@ -40,8 +40,7 @@ type App struct {
 	Passes  *admissionpass.Issuer  // signs passes, publishes the JWKS; nil: none
 	Keys    *admissionpass.Keyring // the keyring Passes signs with; nil with fixed keys
 	Page    http.Handler           // the waiting-room page over Service
-	// Metrics records every request the handlers answer (set it before
-	// building them); metrics.Discard unless FromEnv or the caller sets it.
+	// Metrics records every request the handlers answer (set it before building them).
 	Metrics        metrics.Observer
 	serviceOpts    []queue.Option
 	itemWriteUnits float64
@@ -54,9 +53,8 @@ type Option func(*App)
 // queue handlers serve iss's JWKS.
 func WithPasses(iss *admissionpass.Issuer) Option { return func(a *App) { a.Passes = iss } }
 
-// WithKeyring makes every admission carry a pass of issuer iss ("": each
-// request's base URL) signed by a keyring kept in ks (nil: the App's
-// store), its keys made and opened by wrap.
+// WithKeyring makes every admission carry a pass of issuer iss ("": each request's base
+// URL) signed by a keyring kept in ks (nil: the App's store), its keys wrapped by wrap.
 func WithKeyring(iss string, ks admissionpass.KeyStore, wrap admissionpass.KeyWrapper, opts ...admissionpass.KeyringOption) Option {
 	return func(a *App) {
 		if ks == nil {
@@ -70,27 +68,21 @@ func WithKeyring(iss string, ks admissionpass.KeyStore, wrap admissionpass.KeyWr
 	}
 }
 
-// PassRetain is how long a superseded signing key stays published: the
-// longest pass and a minute for clocks.
+// PassRetain is how long a superseded signing key stays published: the longest pass and a minute.
 const PassRetain = max(settings.MaxAdmissionWindow, bypass.MaxValidity) + time.Minute
 
 // WithShuffleKey makes key sign the seeds of shuffled openings.
-func WithShuffleKey(key shuffle.Key) Option {
-	return WithServiceOptions(queue.WithShuffleKey(key))
-}
+func WithShuffleKey(key shuffle.Key) Option { return WithServiceOptions(queue.WithShuffleKey(key)) }
 
-// WithServiceOptions passes opts on to the queue service, after the ones
-// the configuration sets.
+// WithServiceOptions passes opts on to the queue service, after the configuration's.
 func WithServiceOptions(opts ...queue.Option) Option {
 	return func(a *App) { a.serviceOpts = append(a.serviceOpts, opts...) }
 }
 
-// WithItemWriteLimit sizes the ticket shards for a store whose items each
-// take units writes a second (default DynamoDB's); 0: no shards.
+// WithItemWriteLimit sizes the ticket shards for items of units writes a second; 0: no shards.
 func WithItemWriteLimit(units float64) Option { return func(a *App) { a.itemWriteUnits = units } }
 
-// New builds the service over store as cfg describes: the default and named
-// polling policies, the program cache, and the pass issuer if given.
+// New builds the service over store as cfg describes, with the pass issuer if given.
 func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...Option) *App {
 	a := &App{Config: cfg, Log: log, Store: store, Metrics: metrics.Discard, itemWriteUnits: tickets.DefaultItemWriteUnits}
 	for _, o := range opts {
@@ -108,15 +100,13 @@ func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...Option)
 	return a
 }
 
-// NewDynamo builds the App over the DynamoDB table cfg.TableName, reached
-// through client.
+// NewDynamo builds the App over the DynamoDB table cfg.TableName, reached through client.
 func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger, opts ...Option) *App {
 	return New(cfg, dynamostore.New(client, cfg.TableName, dynamostore.WithLogger(log)), log, opts...)
 }
 
-// FromEnv builds the admin function's App from getenv (TABLE_NAME
-// required): JSON logs to w, EMF metrics on stdout and a DynamoDB client;
-// with PASS_WRAP_KMS_KEY_ID it signs bypass passes (PassOption).
+// FromEnv builds the admin function's App from getenv: JSON logs to w, EMF metrics on
+// stdout; with PASS_WRAP_KMS_KEY_ID it signs bypass passes (PassOption).
 func FromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
 	return fromEnv(ctx, getenv, w, false)
 }
@@ -127,10 +117,8 @@ var ErrNoPassKey = errors.New("config: " + config.EnvPassWrapKMSKeyID + " is req
 // ErrNoShuffleKey is QueueFromEnv's error when SHUFFLE_KMS_KEY_ID is unset.
 var ErrNoShuffleKey = errors.New("config: " + config.EnvShuffleKMSKeyID + " is required: the queue function seeds shuffled openings with that KMS key (template.yaml: ShuffleKey)")
 
-// QueueFromEnv builds the queue function's App: FromEnv's, plus the pass
-// signing of PassOption (else ErrNoPassKey), the shuffle key (else
-// ErrNoShuffleKey) and the challenges' secret, read now (else
-// ErrNoChallengeSecret).
+// QueueFromEnv builds the queue function's App: FromEnv's, which needs the pass signing,
+// the shuffle key and the challenges' secret (else ErrNoPassKey, ErrNoShuffleKey, ErrNoChallengeSecret).
 func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
 	return fromEnv(ctx, getenv, w, true)
 }
@@ -177,8 +165,7 @@ func fromEnv(ctx context.Context, getenv func(string) string, w io.Writer, queue
 	return a, nil
 }
 
-// PassOption returns the App option that signs passes with a keyring in
-// the App's store wrapped by the KMS key p.WrapKMSKeyID (KeyringOf).
+// PassOption returns KeyringOf's option, with the App's store and the KMS key p.WrapKMSKeyID.
 func PassOption(ctx context.Context, p config.Pass, iss string, opts ...admissionpass.KeyringOption) (Option, error) {
 	client, err := admissionpass.NewKMSClient(ctx, p.KMSEndpoint)
 	if err != nil {
@@ -187,8 +174,7 @@ func PassOption(ctx context.Context, p config.Pass, iss string, opts ...admissio
 	return KeyringOf(p, iss, nil, admissionpass.NewKMSWrapper(client, p.WrapKMSKeyID), opts...), nil
 }
 
-// KeyringOf is WithKeyring with the issuer and rotation of p: issuer
-// p.Issuer else iss, p.KeyRotation's option before opts.
+// KeyringOf is WithKeyring with the issuer (else iss) and rotation of p.
 func KeyringOf(p config.Pass, iss string, ks admissionpass.KeyStore, wrap admissionpass.KeyWrapper, opts ...admissionpass.KeyringOption) Option {
 	if p.KeyRotation > 0 {
 		opts = append([]admissionpass.KeyringOption{admissionpass.WithRotation(p.KeyRotation)}, opts...)
@@ -196,8 +182,7 @@ func KeyringOf(p config.Pass, iss string, ks admissionpass.KeyStore, wrap admiss
 	return WithKeyring(cmp.Or(p.Issuer, iss), ks, wrap, opts...)
 }
 
-// NewShuffleKey returns the key that seeds shuffled openings: the KMS key
-// cfg.ShuffleKMSKeyID, else an RSA key generated now (the local server).
+// NewShuffleKey returns the KMS key cfg.ShuffleKMSKeyID, else an RSA key generated now.
 func NewShuffleKey(ctx context.Context, cfg config.Config) (shuffle.Key, error) {
 	if cfg.ShuffleKMSKeyID == "" {
 		return shufflekey.GenerateLocalKey()
@@ -215,23 +200,13 @@ func Signer(iss *admissionpass.Issuer) queue.PassSigner { return passSigner{iss}
 type passSigner struct{ iss *admissionpass.Issuer }
 
 func (s passSigner) SignPass(ctx context.Context, t queue.Token) (string, error) {
-	return s.iss.Issue(ctx, admissionpass.Admission{
-		ProgramID:  t.ProgramID,
-		TokenID:    t.ID,
-		Ticket:     t.Ticket,
-		AdmittedAt: t.AdmittedAt,
-		ExpiresAt:  t.AdmissionExpiresAt,
-	})
+	return s.iss.Issue(ctx, admissionpass.Admission{ProgramID: t.ProgramID, TokenID: t.ID, Ticket: t.Ticket,
+		AdmittedAt: t.AdmittedAt, ExpiresAt: t.AdmissionExpiresAt})
 }
 
 func (s passSigner) SignBypass(ctx context.Context, b bypass.Pass) (string, error) {
-	return s.iss.Issue(ctx, admissionpass.Admission{
-		ProgramID:  b.ProgramID,
-		TokenID:    b.ID,
-		AdmittedAt: b.IssuedAt,
-		ExpiresAt:  b.ExpiresAt,
-		Bypass:     true,
-	})
+	return s.iss.Issue(ctx, admissionpass.Admission{ProgramID: b.ProgramID, TokenID: b.ID,
+		AdmittedAt: b.IssuedAt, ExpiresAt: b.ExpiresAt, Bypass: true})
 }
 
 // Logger returns the JSON logger (Lambda's JSON log format) at cfg's level.
@@ -239,26 +214,21 @@ func Logger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
 }
 
-// QueueHandler is the public function's API (enter, poll, leave, and the
-// JWKS of the passes) and the waiting-room page.
+// QueueHandler is the public function's API and the waiting-room page.
 func (a *App) QueueHandler() http.Handler {
 	return withPage(a.meteredPage(), httpapi.NewQueue(a.Service, a.options()...))
 }
 
-// AdminHandler is the admin function's API, for requests API Gateway's
-// AWS_IAM authorizer let through, with the controls of the keyring.
+// AdminHandler is the admin function's API, behind IAMAuth.
 func (a *App) AdminHandler() http.Handler {
 	return httpapi.NewAdmin(a.Service, httpapi.IAMAuth(), a.adminOptions()...)
 }
 
-// QueueTimeout is the queue function's Lambda timeout (template.yaml): the
-// deadline every request works within, retries of the store included.
+// QueueTimeout is the queue function's Lambda timeout (template.yaml).
 const QueueTimeout = 5 * time.Second
 
-// LocalHandler is the local server's handler: the queue API, the admin
-// routes (the keyring's controls included) behind "Authorization: Bearer
-// secret", and the page. Each request gets QueueTimeout as its deadline,
-// as on Lambda.
+// LocalHandler is the local server's handler: the queue API, the admin routes behind
+// BearerAuth(secret), and the page, each request within QueueTimeout as on Lambda.
 func (a *App) LocalHandler(secret string) http.Handler {
 	h := withPage(a.meteredPage(), httpapi.New(a.Service, httpapi.BearerAuth(secret), a.adminOptions()...))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -278,9 +248,8 @@ func (a *App) adminOptions() []httpapi.Option {
 	return append(a.options(), httpapi.WithKeyring(a.Keys))
 }
 
-// StartLambda is a function's main: it builds the App with fromEnv once per
-// cold start and serves handler's routes under the Lambda runtime. A build
-// error is one JSON line on stderr and exit status 1 (an init error).
+// StartLambda is a function's main: it builds the App with fromEnv and serves handler's
+// routes under the Lambda runtime; a build error is a JSON line on stderr and exit status 1.
 func StartLambda(fromEnv func(context.Context, func(string) string, io.Writer) (*App, error), handler func(*App) http.Handler) {
 	a, err := fromEnv(context.Background(), os.Getenv, os.Stderr)
 	if err != nil {

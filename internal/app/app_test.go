@@ -19,12 +19,12 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/app"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 func newApp(t *testing.T, env map[string]string) *app.App {
@@ -84,7 +84,7 @@ func TestKeyringRoutes(t *testing.T) {
 	}
 	// The keyring's clock moves a minute before each request: the second
 	// rotation is one of its own, not the first's key again.
-	clk := clock.NewFake(time.Date(2026, 5, 19, 12, 0, 0, 0, time.UTC))
+	clk := simclock.NewFake(time.Date(2026, 5, 19, 12, 0, 0, 0, time.UTC))
 	passes, err := localkeys.PassOption(t.Context(), cfg.Pass, "https://queue.example.com", admissionpass.WithKeyringClock(clk))
 	if err != nil {
 		t.Fatal(err)

@@ -31,18 +31,11 @@ func (p pagePrograms) Page(ctx context.Context, programID, lang string) (waitpag
 		return waitpage.PageInfo{}, pageError(ctx, err)
 	}
 	texts := s.Profile.In(pageLanguage(lang)...)
-	return waitpage.PageInfo{
-		DisplayName: texts.DisplayName,
-		Message:     texts.Message,
-		TargetURL:   s.Profile.TargetURL,
-		Paused:      s.Paused,
-		Closed:      s.Closed,
-		ClosesAt:    s.ClosesAt,
-	}, nil
+	return waitpage.PageInfo{DisplayName: texts.DisplayName, Message: texts.Message, TargetURL: s.Profile.TargetURL,
+		Paused: s.Paused, Closed: s.Closed, ClosesAt: s.ClosesAt}, nil
 }
 
-// Enter implements waitpage.Programs. A malformed token or key is dropped:
-// the visitor then gets a fresh place.
+// Enter implements waitpage.Programs; a malformed token or key is dropped (a fresh place).
 func (p pagePrograms) Enter(ctx context.Context, programID, tokenID, key, lang string) (waitpage.View, error) {
 	if !queue.ValidTokenID(tokenID) {
 		tokenID = ""
@@ -60,8 +53,7 @@ func (p pagePrograms) Poll(ctx context.Context, programID, tokenID, lang string)
 	return httpapi.TokenOf(v, pageLanguage(lang)...), pageError(ctx, err)
 }
 
-// pageLanguage is the page's language as a preference: none if lang is
-// no language tag.
+// pageLanguage is the page's language as a preference: none if lang is no language tag.
 func pageLanguage(lang string) []language.Tag {
 	if tag, ok := settings.ParseLanguage(lang); ok {
 		return []language.Tag{tag}
@@ -82,8 +74,7 @@ var pageSentinels = map[string]error{
 	api.CodeChallengeFailed:   waitpage.ErrNeedsScript,
 }
 
-// pageError wraps err in its page sentinel and notes its code in the
-// request's metrics; any other error is returned as it is (a 503 page).
+// pageError wraps err in its page sentinel, if any, and notes its code in the metrics.
 func pageError(ctx context.Context, err error) error {
 	qe, ok := errors.AsType[*queue.Error](err)
 	if !ok {
@@ -96,8 +87,7 @@ func pageError(ctx context.Context, err error) error {
 	return err
 }
 
-// newPage is the waiting-room page over svc with logoURL, or without it if
-// refused.
+// newPage is the waiting-room page over svc with logoURL, or without it if refused.
 func newPage(svc *queue.Service, logoURL string, log *slog.Logger) *waitpage.Handler {
 	opts := waitpage.Options{LogoURL: logoURL, Logger: log}
 	h, err := waitpage.New(pagePrograms{svc}, opts)
@@ -114,8 +104,7 @@ func (a *App) meteredPage() http.Handler {
 	return metrics.Middleware(a.Metrics, func(*http.Request) metrics.Op { return metrics.OpPage })(a.Page)
 }
 
-// withPage serves the waiting-room page's canonical paths with page and
-// everything else with api.
+// withPage serves the waiting-room page's canonical paths with page, the rest with api.
 func withPage(page, api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path

@@ -19,7 +19,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/app"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
@@ -28,6 +27,7 @@ import (
 	"github.com/example/waitingroom/internal/testing/metricstest"
 	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/sampleevents"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // fixtureApp is the App over the fixtures of events/, seeded now, its
@@ -44,7 +44,7 @@ func fixtureApp(t *testing.T) *app.App {
 	if err := sampleevents.Seed(t.Context(), store, now); err != nil {
 		t.Fatal(err)
 	}
-	return app.New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)), app.WithServiceOptions(queue.WithClock(clock.NewFake(now))))
+	return app.New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)), app.WithServiceOptions(queue.WithClock(simclock.NewFake(now))))
 }
 
 const (

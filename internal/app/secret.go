@@ -13,9 +13,7 @@ import (
 	"github.com/example/waitingroom/internal/config"
 )
 
-// ErrNoChallengeSecret is QueueFromEnv's error when CHALLENGE_SECRET_ARN
-// is unset: instances that drew their own secrets would refuse each
-// other's challenges.
+// ErrNoChallengeSecret is QueueFromEnv's error when CHALLENGE_SECRET_ARN is unset.
 var ErrNoChallengeSecret = errors.New("config: " + config.EnvChallengeSecretARN + " is required: the queue function signs proof-of-work challenges with that secret (template.yaml: ChallengeSecret)")
 
 // SecretsAPI is the part of Secrets Manager the queue function calls.
@@ -23,10 +21,8 @@ type SecretsAPI interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
 
-// ChallengeSecret returns the secret of the proof-of-work challenges that
-// cfg names: the Secrets Manager secret ChallengeSecretARN, read now (at
-// SecretsEndpoint when set); else ChallengeSecret; else nil, for a random
-// one per process (the local server).
+// ChallengeSecret returns the challenges' secret: the Secrets Manager secret
+// cfg.ChallengeSecretARN, read now; else cfg.ChallengeSecret; else nil (random).
 func ChallengeSecret(ctx context.Context, cfg config.Config) ([]byte, error) {
 	switch {
 	case cfg.ChallengeSecretARN != "":
@@ -41,8 +37,7 @@ func ChallengeSecret(ctx context.Context, cfg config.Config) ([]byte, error) {
 	return nil, nil
 }
 
-// ReadSecret reads the string secret arn through client; it must be at
-// least challenge.MinSecretLen bytes.
+// ReadSecret reads the string secret arn, of at least challenge.MinSecretLen bytes.
 func ReadSecret(ctx context.Context, client SecretsAPI, arn string) ([]byte, error) {
 	out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
 	if err != nil {

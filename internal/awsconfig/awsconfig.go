@@ -16,10 +16,8 @@ import (
 	"github.com/aws/smithy-go/middleware"
 )
 
-// Load returns the AWS configuration from the environment with opts. A
-// local endpoint ("" means AWS) becomes every client's BaseEndpoint, the
-// region defaults to us-east-1 and, unless the environment names
-// credentials, the credentials are static dummies.
+// Load returns the AWS configuration from the environment with opts. A local endpoint ("":
+// AWS) becomes the BaseEndpoint, with us-east-1 and dummy credentials unless the environment names some.
 func Load(ctx context.Context, endpoint string, opts ...func(*config.LoadOptions) error) (aws.Config, error) {
 	if endpoint != "" && !credentialsInEnv() {
 		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
@@ -35,17 +33,15 @@ func Load(ctx context.Context, endpoint string, opts ...func(*config.LoadOptions
 	return cfg, nil
 }
 
-// credentialsInEnv reports whether the environment names credentials (keys,
-// a profile, a web identity). It reads variables only: resolving the default
-// chain outside AWS waits for the instance metadata service to time out.
+// credentialsInEnv reports whether the environment names credentials, reading variables only:
+// resolving the default chain outside AWS waits for the instance metadata service to time out.
 func credentialsInEnv() bool {
 	vars := []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"}
 	return slices.ContainsFunc(vars, func(v string) bool { return os.Getenv(v) != "" })
 }
 
-// ReserveBeforeDeadline is an API option that makes every call, retries
-// included, give up reserve (at most a quarter of the time left) before its
-// context's deadline, leaving the caller time to answer.
+// ReserveBeforeDeadline is an API option that makes every call, retries included, give up
+// reserve (at most a quarter of the time left) before its context's deadline.
 func ReserveBeforeDeadline(reserve time.Duration) func(*middleware.Stack) error {
 	return func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("DeadlineReserve",

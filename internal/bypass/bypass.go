@@ -1,8 +1,5 @@
 // Package bypass signs an admin's bypass passes: admission passes to a
-// program without a place in its queue, for staff, artists or a support
-// case (docs/design.md, "Bypass passes"). Package queue checks an
-// issuance, has it signed here, then reserves the passes' slots under a
-// cap (capacity.Reservation) in one admin change.
+// program without a place in its queue (docs/design.md, "Bypass passes").
 //
 // Invariants:
 //   - All or nothing: Sign returns every pass or none, so a failed signing
@@ -33,9 +30,7 @@ const (
 	SignBudget = 5 * time.Second
 )
 
-// Pass is one bypass pass to sign: an admin's pass to ProgramID without
-// a place in the queue, its subject the fresh id ID, valid from IssuedAt
-// to ExpiresAt.
+// Pass is one bypass pass to sign, its subject the fresh id ID.
 type Pass struct {
 	ProgramID, ID       string
 	IssuedAt, ExpiresAt time.Time
@@ -47,9 +42,8 @@ type Signer interface {
 	SignBypass(ctx context.Context, b Pass) (string, error)
 }
 
-// Sign signs n passes to programID valid from now to expires, each with a
-// subject from newID, Signers at a time, within SignBudget and leaving
-// reserve of ctx's time (for the change that reserves their slots).
+// Sign signs n passes to programID valid from now to expires, subjects from
+// newID, within SignBudget and leaving reserve of ctx's time.
 func Sign(ctx context.Context, s Signer, programID string, n int64, now, expires time.Time, reserve time.Duration, newID func() string) ([]string, error) {
 	if d, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc

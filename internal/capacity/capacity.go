@@ -36,17 +36,15 @@ const GroupSize = 128
 // GroupOf is the capacity group of place p ≥ 1.
 func GroupOf(p int64) int64 { return (p - 1) / GroupSize }
 
-// How long the capacity records stay after their last write, once no
-// fold can read them.
+// How long the capacity records stay after their last write.
 const (
 	GroupTTL = 3 * 24 * time.Hour
 	MarkTTL  = 3 * 24 * time.Hour
 	EndsTTL  = 24 * time.Hour
 )
 
-// Step is one rise of a capped program's ceiling: from AtMs (Unix ms) the
-// slots freed rise towards Freed, one at AtMs and then at Rate (all at
-// once when Rate is 0).
+// Step is one rise of the ceiling: from AtMs (Unix ms) the slots freed
+// rise towards Freed at Rate (all at once when 0).
 type Step struct {
 	AtMs  int64     `dynamodbav:"at"`
 	Freed int64     `dynamodbav:"freed"`
@@ -70,18 +68,15 @@ type Capacity struct {
 	NoShowThrough int64 `dynamodbav:"noShowThrough"`
 	// ExpiredThrough is the last place whose window the folds expired.
 	ExpiredThrough int64 `dynamodbav:"expiredThrough"`
-	// Owed are no-shows of a program without a cap not yet given back as
-	// extra admissions.
+	// Owed are no-shows of a program without a cap.
 	Owed int64 `dynamodbav:"owed"`
-	// The totals: admissions that were no-shows, that ended early, and
-	// whose window ended.
+	// The totals of no-shows, ends and windows over.
 	NoShows int64 `dynamodbav:"noShows"`
 	Ended   int64 `dynamodbav:"ended"`
 	Expired int64 `dynamodbav:"expired"`
 }
 
-// FreedAt is how many slots are freed at Unix ms: Level, then each step's
-// rise from the level at its instant towards its Freed, up to ms.
+// FreedAt is how many slots are freed at Unix ms.
 func (c Capacity) FreedAt(ms int64) int64 {
 	level := c.Level
 	for i, st := range c.Steps {
@@ -97,8 +92,7 @@ func (c Capacity) FreedAt(ms int64) int64 {
 	return level
 }
 
-// ReachMs is the first Unix ms at or after from at which FreedAt reaches
-// n, and false if no step takes it there.
+// ReachMs is the first Unix ms from from on at which FreedAt reaches n.
 func (c Capacity) ReachMs(n, from int64) (int64, bool) {
 	if c.FreedAt(from) >= n {
 		return from, true
@@ -137,8 +131,7 @@ func (st Step) rise(level, end int64) int64 {
 	return min(st.Freed, pace.AddSat(level, releasedBy(st.AtMs, end, st.Rate)))
 }
 
-// releasedBy is how many slots a release at rate r from fromMs has freed
-// by toMs ≥ fromMs: the first at fromMs, then one every 1/r.
+// releasedBy is how many slots a release at r from fromMs freed by toMs.
 func releasedBy(fromMs, toMs int64, r pace.Rate) int64 {
 	n, _ := pace.MulDiv(uint64(toMs-fromMs), uint64(r), 1e6, false)
 	return pace.AddSat(n, 1)
@@ -148,27 +141,22 @@ func releasedBy(fromMs, toMs int64, r pace.Rate) int64 {
 type Group struct {
 	// Sighted are the places whose admission was seen (the pass fetched).
 	Sighted []int64
-	// SealedThrough is the no-show seal: places at or below it take no
-	// new sighting; Seals are its moves, in order.
+	// SealedThrough is the no-show seal; Seals are its moves, in order.
 	SealedThrough int64
 	Seals         []Seal
-	// Ended maps each place whose admission ended early to the end
-	// quantum whose index counts it.
+	// Ended maps each place that ended early to its end quantum.
 	Ended map[int64]int64
-	// ExpiredThrough is the expiry seal: places at or below it take no
-	// new end.
+	// ExpiredThrough is the expiry seal.
 	ExpiredThrough int64
 }
 
-// Seal is one move of a group's no-show seal: places up to Through were
-// sealed at At.
+// Seal is one move of a group's no-show seal.
 type Seal struct {
 	Through int64
 	At      time.Time
 }
 
-// SealedAt is when place was sealed against new sightings, and false if
-// it is not.
+// SealedAt is when place was sealed against new sightings, if it was.
 func (g Group) SealedAt(place int64) (time.Time, bool) {
 	for _, s := range g.Seals {
 		if place <= s.Through {
@@ -188,8 +176,7 @@ type Mark struct {
 // ErrSealed means a capacity record was sealed by a fold before the write.
 var ErrSealed = errors.New("store: sealed")
 
-// Store keeps the records that free a capped program's slots and find its
-// no-shows. Its other errors are package store's.
+// Store keeps the capacity records; its other errors are package store's.
 type Store interface {
 	// Sight adds place to its group's sightings, unless the group is
 	// sealed through place without it (ErrSealed), and returns the group.

@@ -2,12 +2,10 @@ package capacity
 
 import "github.com/example/waitingroom/internal/pace"
 
-// Ceiling bounds a capped program's serving counter: L(t) = the cap +
-// the slots its admissions freed by t − those bypass passes hold at t.
-// The zero Cap is no cap, and no ceiling.
+// Ceiling bounds a capped program's serving counter: the cap + the slots
+// freed by t − those bypass passes hold at t (no cap: no ceiling).
 type Ceiling struct {
-	// Cap is the program's maxActiveUsers; a raise takes effect at
-	// RaiseAtMs (Unix ms), the cap being From until then.
+	// Cap is maxActiveUsers, From until a raise at RaiseAtMs (Unix ms).
 	Cap, From, RaiseAtMs int64
 	// Capacity holds the slots freed, as the folds wrote them.
 	Capacity Capacity
@@ -23,8 +21,7 @@ func (l Ceiling) At(ms int64) (int64, bool) {
 	return max(pace.AddSat(l.CapAt(ms), l.Capacity.FreedAt(ms))-l.ReservedAt(ms), 0), true
 }
 
-// CapAt is the cap in effect at Unix ms: Cap, or the one before a raise
-// that has not taken effect yet.
+// CapAt is the cap in effect at Unix ms.
 func (l Ceiling) CapAt(ms int64) int64 {
 	if ms < l.RaiseAtMs {
 		return l.From
@@ -41,10 +38,8 @@ func (l Ceiling) ReservedAt(ms int64) int64 {
 	return n
 }
 
-// AdmitsMs is the first Unix ms at or after at (when the segments admit
-// place) at which the ceiling lets place in: from the steps written, then
-// at the measured ReleaseRate; false when neither tells. at itself
-// without a cap.
+// AdmitsMs is the first Unix ms at or after at at which the ceiling lets
+// place in, from the steps written then the ReleaseRate; false if unknown.
 func (l Ceiling) AdmitsMs(place, at int64) (int64, bool) {
 	// The slots bypass passes hold count as if held to the end.
 	need := pace.AddSat(place-l.Cap, l.ReservedAt(at))
@@ -71,9 +66,7 @@ func (l Ceiling) AdmitsMs(place, at int64) (int64, bool) {
 }
 
 // EarliestMs is a lower bound, seen at ms, on when the ceiling could let
-// place in, steps not written yet taking effect notice ms from now at the
-// soonest and freeing at most Cap slots a round of round ms. False without
-// a cap, or when the ceiling lets place in already.
+// place in (false without a cap, or when it does already).
 func (l Ceiling) EarliestMs(place, ms, notice, round int64) (int64, bool) {
 	at, ok := l.At(ms)
 	if !ok || place <= at {
@@ -94,12 +87,11 @@ func (l Ceiling) EarliestMs(place, ms, notice, round int64) (int64, bool) {
 	return earliest, true
 }
 
-// maxReservations bounds the bypass reservations a program keeps; an
-// issuance beyond merges into the one that ends nearest its own.
+// maxReservations bounds the bypass reservations a program keeps.
 const maxReservations = 8
 
-// Reservation is N slots of a capped program's ceiling held by live bypass
-// passes from FromMs (Unix ms) to UntilMs, then freed as a Step at Rate.
+// Reservation is N slots of the ceiling held by bypass passes from FromMs
+// to UntilMs (Unix ms), then freed at Rate.
 type Reservation struct {
 	FromMs  int64     `dynamodbav:"from"`
 	UntilMs int64     `dynamodbav:"until"`
@@ -120,9 +112,8 @@ func (r Reservation) HeldAt(ms int64) int64 {
 	return max(r.N-releasedBy(r.UntilMs, ms, r.Rate), 0)
 }
 
-// Reserve returns rs, less the reservations over at ms, with r added, or
-// merged (holding at least what both would) into the one that ends nearest
-// it when rs holds maxReservations.
+// Reserve returns rs, less those over at ms, with r added, or merged into
+// the one ending nearest it when rs is full.
 func Reserve(rs []Reservation, r Reservation, ms int64) []Reservation {
 	kept := make([]Reservation, 0, len(rs)+1)
 	for _, x := range rs {
@@ -133,9 +124,9 @@ func Reserve(rs []Reservation, r Reservation, ms int64) []Reservation {
 	if len(kept) < maxReservations {
 		return append(kept, r)
 	}
-	near := 0
+	near, dist := 0, func(x Reservation) int64 { return max(x.UntilMs, r.UntilMs) - min(x.UntilMs, r.UntilMs) }
 	for i, x := range kept {
-		if absDiff(x.UntilMs, r.UntilMs) < absDiff(kept[near].UntilMs, r.UntilMs) {
+		if dist(x) < dist(kept[near]) {
 			near = i
 		}
 	}
@@ -145,11 +136,4 @@ func Reserve(rs []Reservation, r Reservation, ms int64) []Reservation {
 		x.Rate = r.Rate // the slower release; 0 (all at once) only if both are
 	}
 	return kept
-}
-
-func absDiff(a, b int64) int64 {
-	if a > b {
-		return a - b
-	}
-	return b - a
 }

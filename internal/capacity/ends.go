@@ -9,17 +9,14 @@ import (
 	"time"
 )
 
-// maxEndMoves bounds how many end indexes an end tries before it reports
-// the store busy.
+// maxEndMoves bounds how many end indexes an end tries.
 const maxEndMoves = 8
 
-// ErrEndsSealed means an end found maxEndMoves end indexes sealed in a
-// row: the folds outran it, and a retry finds an open one.
+// ErrEndsSealed means an end found maxEndMoves end indexes sealed in a row.
 var ErrEndsSealed = errors.New("capacity: end indexes sealed in a row")
 
-// RecordEnd records that the admission of place, sighted, ended early, in
-// its group, then in the end index of quantum q or, sealed, a later one,
-// so that the next fold frees its slot; a retry finds its end again.
+// RecordEnd records that place's sighted admission ended early, in its
+// group, then in the end index of quantum q or a later one.
 func RecordEnd(ctx context.Context, s Store, programID string, place, q int64) error {
 	g, err := s.EndPlace(ctx, programID, place, q)
 	switch {
@@ -52,19 +49,17 @@ func RecordEnd(ctx context.Context, s Store, programID string, place, q int64) e
 	return fmt.Errorf("end of place %d: %w", place, ErrEndsSealed)
 }
 
-// maxFoldsTracked is how many programs' fold attempts a Throttle keeps
-// before it forgets those older than FoldPeriod.
+// maxFoldsTracked is how many programs a Throttle keeps before forgetting.
 const maxFoldsTracked = 1024
 
-// Throttle spaces one instance's folds of each program: the requests
-// that find a fold due do not all try it. The zero Throttle is ready.
+// Throttle spaces one instance's folds of each program; the zero Throttle
+// is ready.
 type Throttle struct {
 	mu    sync.Mutex
 	tried map[string]time.Time // the last fold tried, by program
 }
 
-// Try reports whether this instance may try to fold program id at now:
-// once per FoldPeriod at most.
+// Try reports whether this instance may fold program id at now.
 func (t *Throttle) Try(id string, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -16,13 +16,11 @@ const (
 	EndShards = 4
 	// FoldPeriod is the least time between two folds of a program.
 	FoldPeriod = 250 * time.Millisecond
-	// ExpiryMargin is added to a window before its slot is freed: the
-	// pass verifiers' leeway (passverify.DefaultLeeway) and clock skew.
+	// ExpiryMargin is added to a window before its slot is freed.
 	ExpiryMargin = time.Minute
 	// maxGroupsPerFold bounds the groups one fold seals for no-shows.
 	maxGroupsPerFold = 16
-	// keptSteps bounds the ceiling's steps already in effect that a fold
-	// keeps (the older ones become Level).
+	// keptSteps bounds the steps in effect that a fold keeps.
 	keptSteps = 1
 )
 
@@ -30,22 +28,15 @@ const (
 type Program struct {
 	ID       string
 	Capacity Capacity
-	// Capped reports whether the program has a cap; without one, no-shows
-	// are Owed.
-	Capped bool
-	// NoShowAfter is how long someone admitted has to fetch their pass;
-	// FreedAfter is how long after an admission its slot is freed when
-	// they came and never ended (the window, then ExpiryMargin).
+	Capped   bool // without a cap, no-shows are Owed
+	// NoShowAfter and FreedAfter are admission.Program's.
 	NoShowAfter, FreedAfter time.Duration
-	// Rate is the settled admission rate, at which a step frees slots.
-	Rate pace.Rate
-	// Serving is the serving counter at the fold, which its mark records.
-	Serving int64
+	Rate                    pace.Rate // the settled admission rate
+	Serving                 int64     // the serving counter at the fold
 }
 
-// Fold counts, from records it seals first, the slots p's admissions freed
-// since the last fold, and stores the ceiling's next step delay after now;
-// if another fold wins meanwhile, it returns p.Capacity and nil.
+// Fold counts, from records it seals first, the slots freed since the last
+// fold and stores the next step; another fold won: p.Capacity and nil.
 func Fold(ctx context.Context, s Store, p Program, now time.Time, delay time.Duration) (Capacity, error) {
 	c := p.Capacity
 	ended, err := sealEnds(ctx, s, p.ID, c.EndsThrough+1)
@@ -74,8 +65,7 @@ func Fold(ctx context.Context, s Store, p Program, now time.Time, delay time.Dur
 	return next, nil
 }
 
-// sealEnds seals the end index of quantum q, the one after the last the
-// folds counted, and returns how many places ended in it.
+// sealEnds seals the end index of quantum q and counts its places.
 func sealEnds(ctx context.Context, s Store, programID string, q int64) (int64, error) {
 	ended := int64(0)
 	for k := range EndShards {
@@ -88,9 +78,8 @@ func sealEnds(ctx context.Context, s Store, programID string, q int64) (int64, e
 	return ended, nil
 }
 
-// sealNoShows seals against new sightings the places admitted by the
-// latest mark older than the time to show, and returns how many of them
-// were never sighted (no-shows) and the no-show cursor after it.
+// sealNoShows seals the places admitted by the latest mark older than the
+// time to show, and returns the no-shows and the cursor after it.
 func sealNoShows(ctx context.Context, s Store, p Program, now time.Time) (noShows, through int64, err error) {
 	upTo := func(m Mark) int64 { return m.Counter }
 	return sealGroups(ctx, s, p.ID, now.Add(-p.NoShowAfter), p.Capacity.NoShowThrough, upTo, func(g, from, to int64) (int64, error) {
@@ -102,9 +91,8 @@ func sealNoShows(ctx context.Context, s Store, p Program, now time.Time) (noShow
 	})
 }
 
-// expireWindows seals against late ends the places whose window (and the
-// margin) is over, up to noShowThrough, and returns how many were sighted
-// and never ended, and the expiry cursor.
+// expireWindows seals the places whose window is over, up to
+// noShowThrough, and returns those never ended and the expiry cursor.
 func expireWindows(ctx context.Context, s Store, p Program, noShowThrough int64, now time.Time) (expired, through int64, err error) {
 	upTo := func(m Mark) int64 { return min(m.NoShowThrough, noShowThrough) }
 	return sealGroups(ctx, s, p.ID, now.Add(-p.FreedAfter), p.Capacity.ExpiredThrough, upTo, func(g, from, to int64) (int64, error) {
@@ -116,10 +104,9 @@ func expireWindows(ctx context.Context, s Store, p Program, noShowThrough int64,
 	})
 }
 
-// sealGroups calls seal, at most maxGroupsPerFold groups from the cursor
-// done, for each group holding places up to upTo of the latest mark at or
-// before at, with the group's first and last place in that range. It
-// returns the sum of seal's counts and the cursor after them.
+// sealGroups calls seal on up to maxGroupsPerFold groups after the cursor
+// done, up to upTo of the latest mark by at, and returns the sum of its
+// counts and the cursor after them.
 func sealGroups(ctx context.Context, s Store, programID string, at time.Time, done int64, upTo func(Mark) int64, seal func(g, from, to int64) (int64, error)) (n, through int64, err error) {
 	m, err := s.MarkBefore(ctx, programID, pace.UnixMs(at))
 	switch {
@@ -150,8 +137,7 @@ func count(places []int64, from, to int64, except map[int64]int64) int64 {
 	return n
 }
 
-// folded is c after a fold of p at now that found ended, noShows and
-// expired slots freed.
+// folded is c after a fold of p at now that freed these slots.
 func (c Capacity) folded(p Program, now time.Time, delay time.Duration, ended, noShows, expired int64) Capacity {
 	nowMs := pace.UnixMs(now)
 	next := c
@@ -180,8 +166,7 @@ func (c Capacity) folded(p Program, now time.Time, delay time.Duration, ended, n
 	return next
 }
 
-// pruned is c's level and steps at nowMs, the steps in effect before the
-// last keptSteps of them turned into the level.
+// pruned is c's level and steps at nowMs, older steps folded into Level.
 func pruned(c Capacity, nowMs int64) (int64, []Step) {
 	due := 0
 	for due < len(c.Steps) && c.Steps[due].AtMs <= nowMs {

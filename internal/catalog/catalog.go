@@ -1,8 +1,6 @@
-// Package catalog keeps the list of programs an operator pages through:
-// an entry per program in one partition of the Store, so that a page is
-// one query, never a scan of the tokens (docs/design.md, "The operator's
-// records"). Package queue lists a program with its first admin change
-// and reads each listed one itself.
+// Package catalog keeps the list of programs an operator pages through, an
+// entry per program in one partition, so that a page is one query
+// (docs/design.md, "The operator's records").
 //
 // Invariants:
 //   - A listed id may name no program (a creation that failed after
@@ -42,10 +40,8 @@ type Store interface {
 	ListPrograms(ctx context.Context, after string, limit int) (ids []string, more bool, err error)
 }
 
-// List reads one page of the list: up to limit listed ids after after
-// ("" from the first), each read with read, listReaders at a time (false:
-// no such program, left out), in id order, and the cursor of the next
-// page ("" on the last; DecodeCursor reads it back).
+// List reads up to limit listed ids after after, each with read (false:
+// left out), in id order, and the next page's cursor ("" on the last).
 func List[P any](ctx context.Context, s Store, after string, limit int, read func(ctx context.Context, id string) (P, bool, error)) ([]P, string, error) {
 	ids, more, err := s.ListPrograms(ctx, after, limit)
 	if err != nil {
@@ -77,8 +73,7 @@ func List[P any](ctx context.Context, s Store, after string, limit int, read fun
 	return page, next, nil
 }
 
-// DecodeCursor reads a cursor List gave: the last id of a page; "" reads
-// as "". False if c is not one.
+// DecodeCursor reads a cursor List gave, false if c is not one.
 func DecodeCursor(c string) (after string, ok bool) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	return string(b), err == nil

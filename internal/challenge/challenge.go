@@ -36,14 +36,12 @@ const (
 	MaxSolutionLen = 64
 	// MinSecretLen is the shortest secret the MAC accepts, in bytes.
 	MinSecretLen = 32
-	// skew is how far in the future an issue time may be, for clocks of
-	// two instances that disagree a little.
+	// skew is how far in the future an issue time may be.
 	skew = 5 * time.Second
 )
 
 // The layout of a challenge before base64url: version, bits, issue time
-// (Unix ms), nonce, then a truncated HMAC-SHA256 of all that and the
-// program id.
+// (Unix ms), nonce, then the mac.
 const (
 	version  = 1
 	nonceLen = 16
@@ -90,9 +88,8 @@ func Issue(secret []byte, programID string, bits int, now time.Time) (string, ti
 	return base64.RawURLEncoding.EncodeToString(raw), time.UnixMilli(ms).Add(Lifetime).UTC(), nil
 }
 
-// Verify checks that challenge was issued under secret for programID, is
-// not expired at now, and that solution solves it; the error wraps one of
-// ErrMalformed, ErrForged, ErrExpired or ErrSolution.
+// Verify opens challenge (Open) and checks that solution solves it; the
+// error wraps an Err of this package.
 func Verify(secret []byte, programID, challenge, solution string, now time.Time) (Challenge, error) {
 	c, err := Open(secret, programID, challenge, now)
 	if err != nil {
@@ -108,8 +105,7 @@ func Verify(secret []byte, programID, challenge, solution string, now time.Time)
 }
 
 // Open checks that challenge was issued under secret for programID and is
-// not expired at now, and returns what it says; the error wraps
-// ErrMalformed, ErrForged or ErrExpired.
+// not expired at now, and returns what it says.
 func Open(secret []byte, programID, challenge string, now time.Time) (Challenge, error) {
 	if len(challenge) != EncodedLen {
 		return Challenge{}, fmt.Errorf("%w: length %d, want %d", ErrMalformed, len(challenge), EncodedLen)
@@ -132,8 +128,7 @@ func Open(secret []byte, programID, challenge string, now time.Time) (Challenge,
 	return c, nil
 }
 
-// mac is the truncated HMAC-SHA256 under secret of programID and body,
-// the program id length-prefixed so that no two pairs share an input.
+// mac is the truncated HMAC-SHA256 of the length-prefixed programID and body.
 func mac(secret []byte, programID string, body []byte) []byte {
 	h := hmac.New(sha256.New, secret)
 	var n [2]byte
@@ -145,14 +140,12 @@ func mac(secret []byte, programID string, body []byte) []byte {
 	return h.Sum(nil)[:macLen]
 }
 
-// ValidSolution reports whether s is 1 to MaxSolutionLen characters of
-// [A-Za-z0-9_-].
+// ValidSolution reports whether s is 1 to MaxSolutionLen of [A-Za-z0-9_-].
 func ValidSolution(s string) bool {
 	return len(s) > 0 && len(s) <= MaxSolutionLen && strings.Trim(s, alphabet) == ""
 }
 
-// ZeroBits is the number of leading zero bits of SHA-256 of
-// "<challenge>.<solution>".
+// ZeroBits is the leading zero bits of SHA-256("<challenge>.<solution>").
 func ZeroBits(challenge, solution string) int {
 	sum := sha256.Sum256([]byte(challenge + "." + solution))
 	return leadingZeros(sum[:])

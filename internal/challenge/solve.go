@@ -12,8 +12,8 @@ const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 // checkEvery is how many candidates Solve tries between two looks at ctx.
 const checkEvery = 1 << 14
 
-// Solve finds a solution of challenge with bits leading zero bits on one
-// core, and returns it with the number of hashes it took, or ctx's error.
+// Solve finds a solution of challenge with bits zero bits on one core, and
+// the hashes it took.
 func Solve(ctx context.Context, challenge string, bits int) (string, int64, error) {
 	if bits < 0 || bits > MaxBits {
 		return "", 0, fmt.Errorf("challenge: %d bits out of 0..%d", bits, MaxBits)

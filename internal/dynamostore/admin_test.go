@@ -28,6 +28,7 @@ import (
 	"github.com/example/waitingroom/internal/testing/dynamotest"
 	"github.com/example/waitingroom/internal/testing/faultinject"
 	"github.com/example/waitingroom/internal/tickets"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // adminRig is a store with the patient client (retries without backoff,
@@ -173,7 +174,7 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 	for _, ttl := range []time.Duration{time.Second, 0} {
 		t.Run(fmt.Sprintf("cache TTL %v", ttl), func(t *testing.T) {
 			r := newAdminRig(t, dynamotest.Lease(t))
-			create := queue.NewService(r.store, polling.DefaultTiers(), queue.WithProgramCache(ttl), queue.WithClock(clock.NewFake(t0)))
+			create := queue.NewService(r.store, polling.DefaultTiers(), queue.WithProgramCache(ttl), queue.WithClock(simclock.NewFake(t0)))
 			paused := true
 			if _, _, err := create.PutProgram(t.Context(), "gala", api.ProgramSettings{Paused: &paused}); err != nil {
 				t.Fatal(err)
@@ -181,10 +182,10 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 			const admins = 20
 			reads := &await.Barrier{N: admins}
 			errs := make([]error, admins)
-			clocks := make([]*clock.Fake, admins)
+			clocks := make([]*simclock.Fake, admins)
 			var wg sync.WaitGroup
 			for i := range admins {
-				clocks[i] = clock.NewFake(t0)
+				clocks[i] = simclock.NewFake(t0)
 				svc := queue.NewService(barrierReads{r.store, reads}, polling.DefaultTiers(), queue.WithProgramCache(ttl), queue.WithClock(clocks[i]))
 				wg.Go(func() {
 					rate := float64(i + 1)
@@ -231,7 +232,7 @@ func TestAdminChangesAnswerInTime(t *testing.T) {
 func TestAdminChangesGetThroughFlood(t *testing.T) {
 	t.Parallel()
 	r := newAdminRig(t, dynamotest.Lease(t))
-	clk := clock.NewFake(t0)
+	clk := simclock.NewFake(t0)
 	store := &floodedStore{Store: r.store, clock: clk}
 	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithProgramCache(time.Second), queue.WithClock(clk), queue.WithTickets(tickets.New(r.store, tickets.WithClock(clk))))
 	rate := 1.0 // slow: the queue never drains, so every change is scheduled
@@ -346,7 +347,7 @@ func (s *floodedStore) count(ctx context.Context, p admission.Program, err error
 // putRetrying makes an admin change as wrctl does: a BUSY or a store fault
 // is repeated after its retry delay (1 s for a store fault) on clk, at most
 // maxTries times in all. It returns each try's answer code.
-func putRetrying(ctx context.Context, svc *queue.Service, clk *clock.Fake, id string, set api.ProgramSettings) (admission.Counters, []string, error) {
+func putRetrying(ctx context.Context, svc *queue.Service, clk *simclock.Fake, id string, set api.ProgramSettings) (admission.Counters, []string, error) {
 	const maxTries = 4 // wrctl's
 	var tries []string
 	for {

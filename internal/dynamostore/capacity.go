@@ -17,8 +17,7 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// The capacity records of a program (capacity.Store), each in its own
-// partition: groups, end indexes and marks.
+// The capacity records of a program (capacity.Store), each in its own partition.
 var _ capacity.Store = (*Store)(nil)
 
 const (
@@ -26,7 +25,6 @@ const (
 	markWidth = 19     // a mark's sort key, zero-padded so that the keys sort as the instants
 )
 
-// The capacity records' attributes in expressions.
 var (
 	cgSighted, cgSealed, cgSeals  = expression.Name("sighted"), expression.Name("sealedThrough"), expression.Name("seals")
 	cgExpired, ceSealed, cePlaces = expression.Name("expiredThrough"), expression.Name("sealed"), expression.Name("places")
@@ -47,7 +45,6 @@ type sealItem struct {
 	AtMs    int64 `dynamodbav:"at"`
 }
 
-// endsItem is an end index item.
 type endsItem struct {
 	Places []int64 `dynamodbav:"places,numberset"` // absent when empty
 	Sealed bool    `dynamodbav:"sealed"`
@@ -75,12 +72,10 @@ func marksPK(programID string) string { return "CAPMARKS#" + programID }
 // markSK is the sort key of the mark at Unix ms ≥ 0.
 func markSK(ms int64) string { return fmt.Sprintf("%0*d", markWidth, ms) }
 
-// placeSet is the number set of one place.
 func placeSet(place int64) expression.ValueBuilder {
 	return expression.Value(&types.AttributeValueMemberNS{Value: []string{strconv.FormatInt(place, 10)}})
 }
 
-// endName is the group attribute that holds place's end quantum.
 func endName(place int64) expression.NameBuilder {
 	return expression.Name(endPrefix + strconv.FormatInt(place, 10))
 }
@@ -90,11 +85,10 @@ func withTTL(upd expression.UpdateBuilder, d time.Duration) expression.UpdateBui
 	return upd.Set(capTTLName, expression.IfNotExists(capTTLName, expression.Value(ttlSeconds(time.Now().Add(d)))))
 }
 
-// DecodeGroup reads a capacity group item (also for cmd/audit); nil is the
-// empty group.
+// DecodeGroup reads a capacity group item (also for cmd/audit); nil is the empty group.
 func DecodeGroup(item map[string]types.AttributeValue) (capacity.Group, error) {
-	var it groupItem
-	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+	it, err := unmarshal[groupItem](item)
+	if err != nil {
 		return capacity.Group{}, err
 	}
 	slices.Sort(it.Sighted)
@@ -123,9 +117,8 @@ func DecodeGroup(item map[string]types.AttributeValue) (capacity.Group, error) {
 	return g, nil
 }
 
-// groupUpdate runs one UpdateItem of group g of programID on cond and
-// returns the group after it; when cond fails, sealed if not nil, else the
-// group the condition failed on.
+// groupUpdate runs one UpdateItem of group g on cond and answers the group
+// after it, or when cond fails sealed if not nil, else the group as it is.
 func (s *Store) groupUpdate(ctx context.Context, op, programID string, g int64, cond expression.ConditionBuilder, upd expression.UpdateBuilder, sealed error) (capacity.Group, error) {
 	w, err := s.update(ctx, groupKey(programID, g), cond, withTTL(upd, capacity.GroupTTL), types.ReturnValueAllNew)
 	item := w.item
@@ -138,15 +131,13 @@ func (s *Store) groupUpdate(ctx context.Context, op, programID string, g int64, 
 	return decoded(fmt.Sprintf("%s %s group %d", op, programID, g), DecodeGroup, item, err)
 }
 
-// Sight implements capacity.Store: ADD sighted :p, if the group is not
-// sealed through place or has place already (a retry).
+// Sight implements capacity.Store: ADD sighted :p unless sealed through place (or a retry).
 func (s *Store) Sight(ctx context.Context, programID string, place int64) (capacity.Group, error) {
 	cond := expression.Or(expression.AttributeNotExists(cgSealed), cgSealed.LessThan(expression.Value(place)), expression.Contains(cgSighted, place))
 	return s.groupUpdate(ctx, "sight", programID, capacity.GroupOf(place), cond, expression.Add(cgSighted, placeSet(place)), capacity.ErrSealed)
 }
 
-// SealSightings implements capacity.Store: SET sealedThrough and
-// append the move to seals if it moves up; else the group as it is.
+// SealSightings implements capacity.Store: SET sealedThrough, appending to seals, if it moves up.
 func (s *Store) SealSightings(ctx context.Context, programID string, g, through int64, now time.Time) (capacity.Group, error) {
 	cond := expression.Or(expression.AttributeNotExists(cgSealed), cgSealed.LessThan(expression.Value(through)))
 	move := expression.Value([]sealItem{{Through: through, AtMs: pace.UnixMs(now)}})
@@ -156,8 +147,7 @@ func (s *Store) SealSightings(ctx context.Context, programID string, g, through 
 	return s.groupUpdate(ctx, "seal sightings", programID, g, cond, upd, nil)
 }
 
-// EndPlace implements capacity.Store: SET end_<place> unless set, on
-// the condition that place has not expired, or has an end already.
+// EndPlace implements capacity.Store: SET end_<place> unless set, if place has not expired.
 func (s *Store) EndPlace(ctx context.Context, programID string, place, q int64) (capacity.Group, error) {
 	e := endName(place)
 	cond := expression.Or(expression.AttributeNotExists(cgExpired), cgExpired.LessThan(expression.Value(place)), expression.AttributeExists(e))
@@ -165,16 +155,14 @@ func (s *Store) EndPlace(ctx context.Context, programID string, place, q int64) 
 	return s.groupUpdate(ctx, "end place", programID, capacity.GroupOf(place), cond, upd, capacity.ErrSealed)
 }
 
-// MoveEnd implements capacity.Store: SET end_<place> = :to if it is
-// :from; else the group as it is.
+// MoveEnd implements capacity.Store: SET end_<place> = :to if it is :from.
 func (s *Store) MoveEnd(ctx context.Context, programID string, place, from, to int64) (capacity.Group, error) {
 	e := endName(place)
 	cond := e.Equal(expression.Value(from))
 	return s.groupUpdate(ctx, "move end", programID, capacity.GroupOf(place), cond, expression.Set(e, expression.Value(to)), nil)
 }
 
-// ExpireGroup implements capacity.Store: SET expiredThrough if it
-// moves up; else the group as it is.
+// ExpireGroup implements capacity.Store: SET expiredThrough if it moves up.
 func (s *Store) ExpireGroup(ctx context.Context, programID string, g, through int64) (capacity.Group, error) {
 	cond := expression.Or(expression.AttributeNotExists(cgExpired), cgExpired.LessThan(expression.Value(through)))
 	return s.groupUpdate(ctx, "expire group", programID, g, cond, expression.Set(cgExpired, expression.Value(through)), nil)
@@ -191,8 +179,7 @@ func (s *Store) AddEnd(ctx context.Context, programID string, q int64, k int, pl
 	return opErr(err, "add end %s quantum %d shard %d", programID, q, k)
 }
 
-// SealEnds implements capacity.Store: SET sealed = true, answering
-// the places.
+// SealEnds implements capacity.Store: SET sealed = true, answering the places.
 func (s *Store) SealEnds(ctx context.Context, programID string, q int64, k int) ([]int64, error) {
 	upd := withTTL(expression.Set(ceSealed, expression.Value(true)), capacity.EndsTTL)
 	w, err := s.update(ctx, endsKey(programID, q, k), expression.ConditionBuilder{}, upd, types.ReturnValueAllNew)
@@ -217,8 +204,7 @@ func (s *Store) PutMark(ctx context.Context, programID string, m capacity.Mark) 
 	return opErr(throttled(err), "put mark %s", programID)
 }
 
-// MarkBefore implements capacity.Store: a strongly consistent Query
-// of the program's marks, backwards from ms, for one.
+// MarkBefore implements capacity.Store: a strongly consistent Query backwards from ms, for one.
 func (s *Store) MarkBefore(ctx context.Context, programID string, ms int64) (capacity.Mark, error) {
 	if ms < 0 {
 		return capacity.Mark{}, queue.ErrNotFound
@@ -239,10 +225,8 @@ func (s *Store) MarkBefore(ctx context.Context, programID string, ms int64) (cap
 	return capacity.Mark{AtMs: at, Counter: items[0].Counter, NoShowThrough: items[0].NoShowThrough}, nil
 }
 
-// ApplyFold implements capacity.Store: SET capacity = :next if the
-// program exists and its capacity is from the fold made at prevFoldedAtMs
-// (for 0: it has none). A retry after an applied attempt answers
-// queue.ErrConflict.
+// ApplyFold implements capacity.Store: SET capacity = :next if the program's
+// is from the fold at prevFoldedAtMs (0: none); a retry answers queue.ErrConflict.
 func (s *Store) ApplyFold(ctx context.Context, programID string, prevFoldedAtMs int64, next capacity.Capacity) error {
 	capacity := nameOf("capacity")
 	was := capacity.AppendName(expression.Name("foldedAtMs")).Equal(expression.Value(prevFoldedAtMs))

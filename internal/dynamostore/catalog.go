@@ -19,9 +19,8 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// The catalog's items: the list of programs (one partition, a sort key per
-// program id), a deleted program's tombstone (beside its item) and its
-// changes (a partition of their own, away from the hot program item).
+// The catalog's items: the list of programs (one partition), a deleted
+// program's tombstone (beside its item) and its changes (their own partition).
 const (
 	listPK        = "PROGRAMS"
 	deletedSK     = "DELETED"
@@ -37,12 +36,10 @@ func tombstoneKey(id string) map[string]types.AttributeValue {
 
 func changesPK(programID string) string { return "CHANGES#" + programID }
 
-// changeSK is the sort key of the change at at with id.
 func changeSK(at time.Time, id string) string {
 	return fmt.Sprintf("%s%0*d#%s", changePrefix, changeMsWidth, pace.UnixMs(at), id)
 }
 
-// changeItem is a change's item.
 type changeItem struct {
 	PK          string `dynamodbav:"pk"`
 	SK          string `dynamodbav:"sk"`
@@ -57,11 +54,6 @@ type changeItem struct {
 	TTL         int64  `dynamodbav:"ttl"`
 }
 
-// tombstoneItem is a deleted program's tombstone.
-type tombstoneItem struct {
-	UntilMs int64 `dynamodbav:"untilMs"`
-}
-
 // IndexProgram implements queue.CatalogStore.
 func (s *Store) IndexProgram(ctx context.Context, id string) error {
 	item := listKey(id)
@@ -69,8 +61,7 @@ func (s *Store) IndexProgram(ctx context.Context, id string) error {
 	return opErr(throttled(s.putItem(ctx, item, expression.ConditionBuilder{})), "list program %s", id)
 }
 
-// ListPrograms implements queue.CatalogStore with one strongly consistent
-// query of the list's partition.
+// ListPrograms implements queue.CatalogStore with one strongly consistent query.
 func (s *Store) ListPrograms(ctx context.Context, after string, limit int) ([]string, bool, error) {
 	key := expression.Key("pk").Equal(expression.Value(listPK))
 	if after != "" {
@@ -92,8 +83,7 @@ func (s *Store) ListPrograms(ctx context.Context, after string, limit int) ([]st
 	return ids, false, nil
 }
 
-// query runs a strongly consistent query of up to limit items (all of
-// them for 0), in sort key order or its reverse, and decodes them.
+// query decodes a strongly consistent query of up to limit items (0: all), forward or backward.
 func query[T any](ctx context.Context, s *Store, key expression.KeyConditionBuilder, forward bool, limit int) ([]T, error) {
 	expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
 	if err != nil {
@@ -121,9 +111,8 @@ func query[T any](ctx context.Context, s *Store, key expression.KeyConditionBuil
 	return all, attributevalue.UnmarshalListOfMaps(items, &all)
 }
 
-// DeleteProgram implements queue.CatalogStore. The tombstone is written
-// first, so that no creation slips in between; a program found changed
-// takes it back.
+// DeleteProgram implements queue.CatalogStore: the tombstone first, so that
+// no creation slips in, taken back if the program changed.
 func (s *Store) DeleteProgram(ctx context.Context, p admission.Program, until time.Time) error {
 	tomb := tombstoneKey(p.ID)
 	tomb["untilMs"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(pace.UnixMs(until), 10)}
@@ -136,23 +125,18 @@ func (s *Store) DeleteProgram(ctx context.Context, p admission.Program, until ti
 		if old, err = s.failedOn(ctx, programKey(p.ID), old); err == nil && old != nil {
 			return s.takeBackTombstone(ctx, p.ID, until) // changed since it was read: not deleted
 		}
-		// Else gone: deleted by this call's earlier attempt, or by another.
+		// Else deleted by this call's earlier attempt, or by another.
 	}
-	keys := []map[string]types.AttributeValue{listKey(p.ID)}
-	for i := range p.Shards {
-		keys = append(keys, shardKey(p.ID, i))
+	if err == nil {
+		err = s.deleteItem(ctx, listKey(p.ID), expression.ConditionBuilder{})
 	}
-	for _, k := range keys {
-		if err == nil {
-			err = s.deleteItem(ctx, k, expression.ConditionBuilder{})
-		}
+	for i := 0; err == nil && i < p.Shards; i++ {
+		err = s.deleteItem(ctx, shardKey(p.ID, i), expression.ConditionBuilder{})
 	}
 	return opErr(throttled(err), "delete program %s", p.ID)
 }
 
-// takeBackTombstone deletes the tombstone of program id that a deletion
-// until until wrote, unless another deletion has written its own since,
-// and answers queue.ErrConflict: the program was not deleted.
+// takeBackTombstone deletes the tombstone until until, unless replaced, and answers queue.ErrConflict.
 func (s *Store) takeBackTombstone(ctx context.Context, id string, until time.Time) error {
 	err := s.deleteItem(ctx, tombstoneKey(id), expression.Name("untilMs").Equal(expression.Value(pace.UnixMs(until))))
 	if _, failed := conditionFailed(err); err != nil && !failed {
@@ -182,8 +166,7 @@ func (s *Store) CommitChange(ctx context.Context, programID string, at time.Time
 	return opErr(err, "commit change %s", programID)
 }
 
-// Changes implements queue.CatalogStore with one strongly consistent
-// query of the program's partition, newest first.
+// Changes implements queue.CatalogStore with one strongly consistent query, newest first.
 func (s *Store) Changes(ctx context.Context, programID string, from history.Key, limit int) ([]history.Change, bool, error) {
 	pk := expression.Key("pk").Equal(expression.Value(changesPK(programID)))
 	key := pk.And(expression.Key("sk").BeginsWith(changePrefix))
@@ -197,7 +180,11 @@ func (s *Store) Changes(ctx context.Context, programID string, from history.Key,
 	}
 	var out []history.Change
 	for _, it := range items {
-		if c := changeOf(it); c.Key() != from {
+		c := history.Change{
+			ID: it.ID, At: pace.FromUnixMs(it.AtMs), EffectiveAt: pace.FromUnixMs(it.EffectiveMs),
+			Actor: it.Actor, Action: it.Action, Fields: json.RawMessage(it.Fields), Version: it.Version, Committed: it.Committed,
+		}
+		if c.Key() != from {
 			out = append(out, c)
 		}
 	}
@@ -207,21 +194,14 @@ func (s *Store) Changes(ctx context.Context, programID string, from history.Key,
 	return out, false, nil
 }
 
-// changeOf is the change an item holds.
-func changeOf(it changeItem) history.Change {
-	return history.Change{
-		ID: it.ID, At: pace.FromUnixMs(it.AtMs), EffectiveAt: pace.FromUnixMs(it.EffectiveMs),
-		Actor: it.Actor, Action: it.Action, Fields: json.RawMessage(it.Fields), Version: it.Version, Committed: it.Committed,
-	}
-}
-
-// errDeletedIfTombstoned is queue.ErrDeleted if program p.ID has a tombstone
-// that still takes its id at p.CreatedAt, else nil.
+// errDeletedIfTombstoned is queue.ErrDeleted if a tombstone still holds p.ID at p.CreatedAt.
 func (s *Store) errDeletedIfTombstoned(ctx context.Context, p admission.Program) error {
 	item, err := s.getItem(ctx, tombstoneKey(p.ID))
-	var tomb tombstoneItem
+	var tomb struct {
+		UntilMs int64 `dynamodbav:"untilMs"`
+	}
 	if err == nil {
-		tomb, err = unmarshal[tombstoneItem](item) // zero when there is none
+		err = attributevalue.UnmarshalMap(item, &tomb) // zero when there is none
 	}
 	switch {
 	case err != nil:

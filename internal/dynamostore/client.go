@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,11 +20,9 @@ import (
 	"github.com/example/waitingroom/internal/awsconfig"
 )
 
-// The client's time budget: an attempt unanswered after DefaultAttemptTimeout
-// is abandoned, a call makes at most DefaultMaxAttempts attempts at most
-// DefaultMaxBackoff apart, and gives up DefaultDeadlineReserve before its
-// context's deadline. Retries draw on the client's SDK retry quota, except
-// the ticket-taking writes (notRepeated).
+// The client's time budget: at most DefaultMaxAttempts attempts of
+// DefaultAttemptTimeout, DefaultMaxBackoff apart, giving up
+// DefaultDeadlineReserve before the context's deadline.
 const (
 	DefaultMaxAttempts     = 3
 	DefaultMaxBackoff      = 200 * time.Millisecond
@@ -32,22 +31,19 @@ const (
 	retryBaseDelay         = 25 * time.Millisecond // the first backoff of a non-throttling error
 )
 
-// ClientOptions configures NewClientWithOptions. Zero fields take the
-// defaults above.
+// ClientOptions configures NewClientWithOptions; zero fields take the defaults above.
 type ClientOptions struct {
 	Endpoint  string            // a DynamoDB-compatible server instead of AWS
 	Transport http.RoundTripper // instead of the SDK's (tests: internal/testing/faultinject)
 	// MaxAttempts is how many times one call is tried, at most MaxBackoff
-	// apart; AttemptTimeout bounds one attempt, from dialling to reading
-	// the answer's last byte.
+	// apart; AttemptTimeout bounds one attempt, dial to last byte.
 	MaxAttempts    int
 	MaxBackoff     time.Duration
 	AttemptTimeout time.Duration
-	// DeadlineReserve: a call whose context has a deadline gives up this
-	// long before it (at most a quarter of the time left).
+	// DeadlineReserve: a call gives up this long before its context's
+	// deadline (at most a quarter of the time left).
 	DeadlineReserve time.Duration
-	// Backoff, if set, chooses the delay before each retry instead of the
-	// SDK's exponential backoff with jitter (tests pass NoBackoff).
+	// Backoff, if set, replaces the SDK's exponential backoff with jitter.
 	Backoff retry.BackoffDelayer
 }
 
@@ -55,27 +51,11 @@ type ClientOptions struct {
 var NoBackoff retry.BackoffDelayer = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
 
 func (o ClientOptions) withDefaults() ClientOptions {
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.AttemptTimeout <= 0 {
-		o.AttemptTimeout = DefaultAttemptTimeout
-	}
-	if o.DeadlineReserve <= 0 {
-		o.DeadlineReserve = DefaultDeadlineReserve
-	}
+	o.MaxAttempts = cmp.Or(max(o.MaxAttempts, 0), DefaultMaxAttempts)
+	o.MaxBackoff = cmp.Or(max(o.MaxBackoff, 0), DefaultMaxBackoff)
+	o.AttemptTimeout = cmp.Or(max(o.AttemptTimeout, 0), DefaultAttemptTimeout)
+	o.DeadlineReserve = cmp.Or(max(o.DeadlineReserve, 0), DefaultDeadlineReserve)
 	return o
-}
-
-// MaxCallDuration is the longest one call of a client with these options
-// can take when its context has no deadline: every attempt timing out, with
-// the longest backoff between them.
-func (o ClientOptions) MaxCallDuration() time.Duration {
-	o = o.withDefaults()
-	return time.Duration(o.MaxAttempts)*o.AttemptTimeout + time.Duration(o.MaxAttempts-1)*o.MaxBackoff
 }
 
 // NewClient returns a DynamoDB client configured from the environment with
@@ -85,8 +65,7 @@ func NewClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 	return NewClientWithOptions(ctx, ClientOptions{Endpoint: endpoint})
 }
 
-// NewClientWithOptions is NewClient with the retry policy, the timeouts and
-// the transport chosen by o.
+// NewClientWithOptions is NewClient with the retry policy, timeouts and transport of o.
 func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Client, error) {
 	o = o.withDefaults()
 	opts := []func(*config.LoadOptions) error{
@@ -116,16 +95,14 @@ func NewClientWithOptions(ctx context.Context, o ClientOptions) (*dynamodb.Clien
 // repeated (a ticket), or the client's AttemptTimeout if that is longer.
 const IssueAttemptTimeout = 5 * time.Second
 
-// clientRetryer is a client's retry policy, carrying the one of its
-// ticket-taking writes (notRepeated).
+// clientRetryer is a client's retry policy, with issue for its ticket-taking writes (notRepeated).
 type clientRetryer struct {
 	aws.RetryerV2
 	issue aws.RetryerV2
 }
 
-// newRetryer is the SDK's standard retryer: attempts at most maxBackoff
-// apart (or as backoff says). For the ticket-taking writes (issue) it never
-// retries an attempt that timed out, and has no retry quota.
+// newRetryer is the SDK's standard retryer; for the ticket-taking writes
+// (issue) it never retries a timed-out attempt and has no retry quota.
 func newRetryer(attempts int, maxBackoff time.Duration, backoff retry.BackoffDelayer, issue bool) *retry.Standard {
 	return retry.NewStandard(func(so *retry.StandardOptions) {
 		so.MaxAttempts, so.MaxBackoff, so.BaseDelay = attempts, maxBackoff, retryBaseDelay
@@ -139,8 +116,7 @@ func newRetryer(attempts int, maxBackoff time.Duration, backoff retry.BackoffDel
 	})
 }
 
-// defaultIssueRetryer is the ticket writes' retry policy of a client made
-// elsewhere than NewClientWithOptions.
+// defaultIssueRetryer is the ticket writes' policy of a client not made by NewClientWithOptions.
 var defaultIssueRetryer = newRetryer(DefaultMaxAttempts, DefaultMaxBackoff, nil, true)
 
 // notRepeated is the call option of a write that is not idempotent (taking

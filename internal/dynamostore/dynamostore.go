@@ -1,10 +1,9 @@
-// Package dynamostore is the DynamoDB queue.Store on one table: every
-// invariant is kept by a conditional write, so any number of Lambda
-// instances share it without a lock. See docs/design.md, "The data model
-// (DynamoDB)".
+// Package dynamostore is the DynamoDB queue.Store on one table, every
+// invariant kept by a conditional write (docs/design.md, "The data model").
 package dynamostore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,15 +35,8 @@ type Store struct {
 // Option configures New.
 type Option func(*Store)
 
-// WithLogger makes the store log to l (nil: slog.Default()) the writes
-// whose lost answer may have left ticket gaps.
-func WithLogger(l *slog.Logger) Option {
-	return func(s *Store) {
-		if l != nil {
-			s.log = l
-		}
-	}
-}
+// WithLogger logs to l (nil: slog.Default()) the writes whose lost answer may have left ticket gaps.
+func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = cmp.Or(l, s.log) } }
 
 var (
 	_ queue.Store         = (*Store)(nil)
@@ -67,7 +59,6 @@ const (
 	maxIssueTrials = 5 // IssueTickets' tries while the program changes under it
 )
 
-// itemKey is the primary key of the item pk, sk.
 func itemKey(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: pk},
@@ -77,8 +68,7 @@ func itemKey(pk, sk string) map[string]types.AttributeValue {
 
 func programKey(id string) map[string]types.AttributeValue { return itemKey("PROGRAM#"+id, programSK) }
 
-// throttled marks err as queue.ErrThrottled when it is DynamoDB's
-// throughput limit, keeping its chain.
+// throttled marks err as queue.ErrThrottled when it is DynamoDB's throughput limit.
 func throttled(err error) error {
 	var pte *types.ProvisionedThroughputExceededException
 	var rle *types.RequestLimitExceeded
@@ -89,8 +79,7 @@ func throttled(err error) error {
 	return err
 }
 
-// conditionFailed reports whether err is a failed condition, and the item
-// it failed on when DynamoDB returned it (nil otherwise).
+// conditionFailed reports whether err is a failed condition, and the item it failed on if returned.
 func conditionFailed(err error) (old map[string]types.AttributeValue, ok bool) {
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
@@ -99,8 +88,7 @@ func conditionFailed(err error) (old map[string]types.AttributeValue, ok bool) {
 	return nil, false
 }
 
-// failedOn returns the item a conditional write failed on (nil if none):
-// old, or a strongly consistent read for servers that return none (dynalite).
+// failedOn is the item a write failed on: old, or a read for servers that return none (dynalite).
 func (s *Store) failedOn(ctx context.Context, key, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	if len(old) > 0 {
 		return old, nil
@@ -117,7 +105,7 @@ func (s *Store) getItem(ctx context.Context, key map[string]types.AttributeValue
 	return out.Item, nil
 }
 
-// opErr is err, unless nil, as a failure of the operation format names.
+// opErr wraps a non-nil err as a failure of the operation format names.
 func opErr(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
@@ -125,62 +113,46 @@ func opErr(err error, format string, args ...any) error {
 	return fmt.Errorf("dynamostore: "+format+": %w", append(args, err)...)
 }
 
-// decoded is decode(item) for a call of op that read item, unless the
-// call failed with err.
+// decoded is decode(item), unless the call of op that read item failed with err.
 func decoded[T any](op string, decode func(map[string]types.AttributeValue) (T, error), item map[string]types.AttributeValue, err error) (T, error) {
 	var v T
 	if err == nil {
 		v, err = decode(item)
 	}
 	if err != nil {
-		var zero T
-		return zero, opErr(err, "%s", op)
+		return *new(T), opErr(err, "%s", op)
 	}
 	return v, nil
 }
 
-// unmarshal decodes item into a T.
 func unmarshal[T any](item map[string]types.AttributeValue) (T, error) {
 	var v T
 	err := attributevalue.UnmarshalMap(item, &v)
 	return v, err
 }
 
-// all is the conjunction of two or more conds written flat, (a) AND (b): a
-// chain of ConditionBuilder.And nests, which dynalite parses in time
-// exponential in the depth.
+// all is the flat conjunction of two or more conds: a chain of And nests,
+// which dynalite parses in time exponential in the depth.
 func all(conds ...expression.ConditionBuilder) expression.ConditionBuilder {
 	return expression.And(conds[0], conds[1], conds[2:]...)
 }
 
-// build is the expression of cond, when it is set, and upd.
-func build(cond expression.ConditionBuilder, upd expression.UpdateBuilder) (expression.Expression, error) {
-	b := expression.NewBuilder().WithUpdate(upd)
+// build is the expression of cond and upd, each if set, and with a condition the ask for the item it fails on.
+func build(cond expression.ConditionBuilder, upd *expression.UpdateBuilder) (e expression.Expression, old types.ReturnValuesOnConditionCheckFailure, err error) {
+	b := expression.NewBuilder()
+	if upd != nil {
+		b = b.WithUpdate(*upd)
+	}
 	if cond.IsSet() {
-		b = b.WithCondition(cond)
+		b, old = b.WithCondition(cond), types.ReturnValuesOnConditionCheckFailureAllOld
+	} else if upd == nil {
+		return e, "", nil
 	}
-	return b.Build()
+	e, err = b.Build()
+	return e, old, err
 }
 
-// condition is the expression of cond alone; none when cond is not set.
-func condition(cond expression.ConditionBuilder) (expression.Expression, error) {
-	if !cond.IsSet() {
-		return expression.Expression{}, nil
-	}
-	return expression.NewBuilder().WithCondition(cond).Build()
-}
-
-// oldOnFailure asks, for a request with a condition, for the item a failed
-// condition met (conditionFailed).
-func oldOnFailure(expr expression.Expression) types.ReturnValuesOnConditionCheckFailure {
-	if expr.Condition() == nil {
-		return ""
-	}
-	return types.ReturnValuesOnConditionCheckFailureAllOld
-}
-
-// setOrRemove adds to upd, for each name, the SET of item's attribute, or
-// its REMOVE when item has none (an attribute absent when zero).
+// setOrRemove adds to upd the SET of each named attribute of item, or its REMOVE when item lacks it.
 func setOrRemove(upd expression.UpdateBuilder, item map[string]types.AttributeValue, names ...string) expression.UpdateBuilder {
 	for _, name := range names {
 		if av, ok := item[name]; ok {
@@ -192,30 +164,27 @@ func setOrRemove(upd expression.UpdateBuilder, item map[string]types.AttributeVa
 	return upd
 }
 
-// updateItem runs one UpdateItem of the item at key: upd if cond holds
-// (always when cond is not set), answering ret.
+// updateItem runs one UpdateItem of the item at key: upd if cond holds (or is unset), answering ret.
 func (s *Store) updateItem(ctx context.Context, key map[string]types.AttributeValue, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	expr, err := build(cond, upd)
+	expr, old, err := build(cond, &upd)
 	if err != nil {
 		return nil, err
 	}
 	return s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: key, ReturnValues: ret, ReturnValuesOnConditionCheckFailure: oldOnFailure(expr),
+		TableName: &s.table, Key: key, ReturnValues: ret, ReturnValuesOnConditionCheckFailure: old,
 		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
 		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 	}, opts...)
 }
 
-// written is the outcome of one conditional UpdateItem: ok and the item
-// as ReturnValues asked, or the item old the condition failed on (nil if
-// none). retried: an earlier attempt may have been applied (see attempts).
+// written is the outcome of one conditional UpdateItem: ok and the item as
+// asked, or the item old it failed on; retried: an earlier attempt may have been applied.
 type written struct {
-	item, old map[string]types.AttributeValue
-	ok        bool
-	retried   bool
+	item, old   map[string]types.AttributeValue
+	ok, retried bool
 }
 
-// update runs one conditional UpdateItem on the item at key.
+// update runs updateItem, answering what it wrote.
 func (s *Store) update(ctx context.Context, key map[string]types.AttributeValue, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue, opts ...func(*dynamodb.Options)) (written, error) {
 	var att attempts
 	out, err := s.updateItem(ctx, key, cond, upd, ret, append(opts, att.record)...)
@@ -230,32 +199,24 @@ func (s *Store) update(ctx context.Context, key map[string]types.AttributeValue,
 	return w, nil
 }
 
-// programUpdate runs one conditional UpdateItem on the program item,
-// answering whether the condition held.
-func (s *Store) programUpdate(ctx context.Context, op, programID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder, opts ...func(*dynamodb.Options)) (bool, error) {
-	w, err := s.update(ctx, programKey(programID), cond, upd, types.ReturnValueNone, opts...)
-	return w.ok, opErr(err, "%s %s", op, programID)
-}
-
 // putItem stores item if cond holds (always when cond is not set).
 func (s *Store) putItem(ctx context.Context, item map[string]types.AttributeValue, cond expression.ConditionBuilder) error {
-	expr, err := condition(cond)
+	expr, old, err := build(cond, nil)
 	if err == nil {
 		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: &s.table, Item: item, ReturnValuesOnConditionCheckFailure: oldOnFailure(expr),
+			TableName: &s.table, Item: item, ReturnValuesOnConditionCheckFailure: old,
 			ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 		})
 	}
 	return err
 }
 
-// deleteItem deletes the item at key if cond holds (always when cond is
-// not set).
+// deleteItem deletes the item at key if cond holds (always when cond is not set).
 func (s *Store) deleteItem(ctx context.Context, key map[string]types.AttributeValue, cond expression.ConditionBuilder) error {
-	expr, err := condition(cond)
+	expr, old, err := build(cond, nil)
 	if err == nil {
 		_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName: &s.table, Key: key, ReturnValuesOnConditionCheckFailure: oldOnFailure(expr),
+			TableName: &s.table, Key: key, ReturnValuesOnConditionCheckFailure: old,
 			ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 		})
 	}
@@ -283,8 +244,7 @@ func (s *Store) putNew(ctx context.Context, av map[string]types.AttributeValue) 
 	return err
 }
 
-// GetProgram implements queue.Store with a strongly consistent read: the
-// admin reads its own writes, and a ticket just issued is issuing.
+// GetProgram implements queue.Store with a strongly consistent read.
 func (s *Store) GetProgram(ctx context.Context, id string) (admission.Program, error) {
 	item, err := s.getItem(ctx, programKey(id))
 	if err == nil && item == nil {
@@ -293,8 +253,7 @@ func (s *Store) GetProgram(ctx context.Context, id string) (admission.Program, e
 	return decoded("get program "+id, DecodeProgram, item, err)
 }
 
-// UpdateProgram implements queue.Store: one UpdateItem, on p's previous
-// version and expectIssued tickets, of the state and derived attributes.
+// UpdateProgram implements queue.Store: one UpdateItem on p's previous version and expectIssued.
 func (s *Store) UpdateProgram(ctx context.Context, p admission.Program, expectIssued int64) error {
 	upd, err := writeOf(p, state, derived)
 	if err == nil {
@@ -307,14 +266,11 @@ func (s *Store) UpdateProgram(ctx context.Context, p admission.Program, expectIs
 	return opErr(err, "update program %s", p.ID)
 }
 
-// changeIssued is the program attribute in which UpdateScheduled records
-// the tickets issued when its change landed, until MoveDrain moves the
-// drain instant accordingly.
+// changeIssued holds the tickets issued when UpdateScheduled's change landed, until MoveDrain.
 const changeIssued = "changeIssued"
 
 // UpdateScheduled implements queue.ScheduleStore: one UpdateItem on the
-// condition of the version, which also copies issued into changeIssued,
-// and returns that count.
+// version, which copies issued into changeIssued, and returns that count.
 func (s *Store) UpdateScheduled(ctx context.Context, p admission.Program) (int64, error) {
 	upd, err := writeOf(p, state, derived)
 	var out *dynamodb.UpdateItemOutput
@@ -324,8 +280,7 @@ func (s *Store) UpdateScheduled(ctx context.Context, p admission.Program) (int64
 	}
 	var item map[string]types.AttributeValue
 	if _, failed := conditionFailed(err); failed {
-		// A conflict, or this write applied by an attempt whose answer
-		// was lost: then the program records this change as its latest.
+		// A conflict, or this write applied by an attempt whose answer was lost.
 		if item, err = s.getItem(ctx, programKey(p.ID)); err == nil {
 			if q, derr := DecodeProgram(item); item == nil || derr != nil || q.Version != p.Version || len(q.Changes) == 0 || len(p.Changes) == 0 || q.Changes[0] != p.Changes[0] {
 				return 0, queue.ErrConflict
@@ -346,27 +301,23 @@ func (s *Store) UpdateScheduled(ctx context.Context, p admission.Program) (int64
 	return issued, opErr(err, "update program %s: attribute %s", p.ID, changeIssued)
 }
 
-// MoveDrain implements queue.ScheduleStore: an UpdateItem conditioned on
-// the version and changeIssued, which it removes, so a repeat does nothing.
-// A move that would pass int64 sets math.MaxInt64 instead.
+// MoveDrain implements queue.ScheduleStore: an UpdateItem conditioned on the
+// version and changeIssued, which it removes; past int64 it sets math.MaxInt64.
 func (s *Store) MoveDrain(ctx context.Context, p admission.Program, issued int64) error {
 	drain := nameOf("drainAtNs")
 	move := p.DrainMoveNs(issued)
 	limit := math.MaxInt64 - max(move, 0) // the latest drain instant the move keeps within int64
 	version, changed := nameOf("version").Equal(expression.Value(p.Version)), expression.Name(changeIssued).Equal(expression.Value(issued))
-	for _, w := range []struct {
-		cond expression.ConditionBuilder
-		to   expression.OperandBuilder
-	}{
-		{all(version, changed, drain.LessThanEqual(expression.Value(limit))), drain.Plus(expression.Value(move))},
-		{all(version, changed, drain.GreaterThan(expression.Value(limit))), expression.Value(int64(math.MaxInt64))},
-	} {
-		ok, err := s.programUpdate(ctx, "move the drain instant", p.ID, w.cond, expression.Set(drain, w.to).Remove(expression.Name(changeIssued)))
-		if err != nil || ok {
-			return err
-		}
+	moveTo := func(cond expression.ConditionBuilder, to expression.OperandBuilder) (bool, error) {
+		upd := expression.Set(drain, to).Remove(expression.Name(changeIssued))
+		w, err := s.update(ctx, programKey(p.ID), all(version, changed, cond), upd, types.ReturnValueNone)
+		return w.ok, opErr(err, "move the drain instant %s", p.ID)
 	}
-	return nil // moved by an attempt whose answer was lost, or superseded by a later change
+	ok, err := moveTo(drain.LessThanEqual(expression.Value(limit)), drain.Plus(expression.Value(move)))
+	if err == nil && !ok {
+		_, err = moveTo(drain.GreaterThan(expression.Value(limit)), expression.Value(int64(math.MaxInt64)))
+	}
+	return err // neither held: moved by an attempt whose answer was lost, or superseded by a later change
 }
 
 // IssueTicket implements queue.Store: IssueTickets for one ticket.
@@ -374,10 +325,8 @@ func (s *Store) IssueTicket(ctx context.Context, programID string, now time.Time
 	return s.IssueTickets(ctx, programID, now, 1)
 }
 
-// IssueTickets implements tickets.Store: Program.WithTicketsIssued applied,
-// without reading the program, by whichever of issueSteps holds, starting
-// over at most maxIssueTrials times while the program changes. A missing
-// or closed program is queue.ErrNotFound or queue.ErrClosed.
+// IssueTickets implements tickets.Store: whichever of issueSteps holds,
+// without reading the program, at most maxIssueTrials times while it changes.
 func (s *Store) IssueTickets(ctx context.Context, programID string, now time.Time, n int64) (admission.Program, error) {
 	stepNs := int64(0)
 	if n > 1 {
@@ -415,9 +364,8 @@ const (
 	stepsAgain                 // the program changed: the steps again
 )
 
-// tryStep writes step st of IssueTickets for n tickets of *stepNs each
-// and, when its condition fails, reads why from the program it failed on
-// (updating *stepNs when a block assumed another time per ticket).
+// tryStep writes step st and, when its condition fails, reads why from the
+// program it failed on (updating *stepNs if a block assumed another).
 func (s *Store) tryStep(ctx context.Context, st issueStep, programID string, now time.Time, n int64, stepNs *int64) (admission.Program, stepThen, error) {
 	out, err := s.updateItem(ctx, programKey(programID), st.cond, st.upd, types.ReturnValueAllNew, notRepeated)
 	if err == nil {
@@ -460,29 +408,27 @@ func (s *Store) tryStep(ctx context.Context, st issueStep, programID string, now
 	return admission.Program{}, stepNext, nil
 }
 
-// issueSaturated writes p.WithTicketsIssued(now, n) computed in Go if the
-// stored program is still p, for a drain instant that would pass int64
-// (DynamoDB's numbers do not saturate). False when the program changed.
+// issueSaturated writes p.WithTicketsIssued computed in Go, for a drain
+// instant past int64, if the program is still p; false when it changed.
 func (s *Store) issueSaturated(ctx context.Context, p admission.Program, now time.Time, n int64) (admission.Program, bool, error) {
 	q := p.WithTicketsIssued(now, n)
-	upd, err := writeOf(q, state, derived, issuing)
-	if err != nil {
-		return admission.Program{}, false, opErr(err, "issue ticket %s", p.ID)
-	}
 	cond := all(nameOf("version").Equal(expression.Value(p.Version)),
 		nameOf("issued").Equal(expression.Value(p.Issued)),
 		nameOf("drainAtNs").Equal(expression.Value(p.DrainAtNs)))
-	ok, err := s.programUpdate(ctx, "issue ticket", p.ID, cond, upd, notRepeated)
-	if err != nil || !ok {
-		return admission.Program{}, false, err
+	upd, err := writeOf(q, state, derived, issuing)
+	var w written
+	if err == nil {
+		w, err = s.update(ctx, programKey(p.ID), cond, upd, types.ReturnValueNone, notRepeated)
+	}
+	if err != nil || !w.ok {
+		return admission.Program{}, false, opErr(err, "issue ticket %s", p.ID)
 	}
 	s.steps.Store(p.ID, q.StepNs())
 	return q, true, nil
 }
 
-// FixPrequeue implements queue.PrequeueStore: one conditional UpdateItem,
-// SET prequeue = issued if the program shuffles, is past its opening and
-// has not fixed its pre-queue; else the program as it is.
+// FixPrequeue implements queue.PrequeueStore: SET prequeue = issued if the
+// program shuffles, has opened and has not fixed it; else the program as it is.
 func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time) (admission.Program, error) {
 	cond := all(nameOf("shuffle").Equal(expression.Value(true)),
 		expression.AttributeNotExists(nameOf("prequeueFixed")),

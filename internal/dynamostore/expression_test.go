@@ -21,7 +21,7 @@ func TestConditionsFlat(t *testing.T) {
 		}
 	}
 	for name, c := range conds {
-		expr, err := condition(c)
+		expr, _, err := build(c, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -36,7 +36,6 @@ import (
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/capacity"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/polling"
@@ -45,6 +44,7 @@ import (
 	"github.com/example/waitingroom/internal/testing/faultinject"
 	"github.com/example/waitingroom/internal/testing/fixtures"
 	"github.com/example/waitingroom/internal/tickets"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // hangBound is how long a request may take, whatever the store does: a
@@ -64,7 +64,7 @@ type faultRig struct {
 	client   *dynamodb.Client
 	table    string
 	store    *dynamostore.Store // the service's
-	clock    *clock.Fake
+	clock    *simclock.Fake
 	svc      *queue.Service
 	h        httpapi.LambdaHandler
 }
@@ -96,7 +96,7 @@ func newFaultRigWith(t *testing.T, co dynamostore.ClientOptions, opts ...queue.O
 	table := dynamotest.NewTable(t, client)
 	// Cleanups run last first: the faults stop before the table is deleted.
 	t.Cleanup(func() { ft.SetRules() })
-	r := &faultRig{endpoint: co.Endpoint, ft: ft, client: client, table: table, store: dynamostore.New(client, table), clock: clock.NewFake(t0)}
+	r := &faultRig{endpoint: co.Endpoint, ft: ft, client: client, table: table, store: dynamostore.New(client, table), clock: simclock.NewFake(t0)}
 	r.svc = r.service(r.store, opts...)
 	r.h = httpapi.Lambda(httpapi.New(r.svc, httpapi.IAMAuth(), httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
 	return r

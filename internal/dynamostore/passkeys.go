@@ -15,8 +15,7 @@ import (
 	"github.com/example/waitingroom/internal/pace"
 )
 
-// The pass-signing keys: one partition, an item per signing slot, sorted by
-// the instant the slot's key starts signing.
+// The pass-signing keys: one partition, an item per signing slot, sorted by its start.
 const (
 	passKeysPK     = "PASSKEYS"
 	passKeyPrefix  = "KEY#"
@@ -33,8 +32,7 @@ func passKeyKey(signFrom time.Time) map[string]types.AttributeValue {
 	return itemKey(passKeysPK, passKeySK(signFrom))
 }
 
-// passKeyItem is a signing slot's item: its maker's claim and, once put,
-// its key (absent attributes are zero).
+// passKeyItem is a signing slot's item: its maker's claim and, once put, its key.
 type passKeyItem struct {
 	SK        string `dynamodbav:"sk"`
 	KeyID     string `dynamodbav:"keyId"`
@@ -45,15 +43,6 @@ type passKeyItem struct {
 	ClaimID   string `dynamodbav:"claimId"`
 	ClaimMs   int64  `dynamodbav:"claimMs"`
 	TTL       int64  `dynamodbav:"ttl"`
-}
-
-// decodePassKey reads a signing slot's item.
-func decodePassKey(item map[string]types.AttributeValue) (admissionpass.StoredKey, error) {
-	it, err := unmarshal[passKeyItem](item)
-	if err != nil {
-		return admissionpass.StoredKey{}, err
-	}
-	return it.key()
 }
 
 func (it passKeyItem) key() (admissionpass.StoredKey, error) {
@@ -67,14 +56,12 @@ func (it passKeyItem) key() (admissionpass.StoredKey, error) {
 	}, nil
 }
 
-// The signing slot item's attributes in expressions.
 var (
 	slotKeyID, slotClaimID, slotClaimMs = expression.Name("keyId"), expression.Name("claimId"), expression.Name("claimMs")
 	slotRevokedMs                       = expression.Name("revokedMs")
 )
 
-// PassKeys implements admissionpass.KeyStore with one strongly consistent
-// query of the keys' partition.
+// PassKeys implements admissionpass.KeyStore with one strongly consistent query.
 func (s *Store) PassKeys(ctx context.Context) ([]admissionpass.StoredKey, error) {
 	items, err := s.passKeyItems(ctx)
 	keys := make([]admissionpass.StoredKey, len(items))
@@ -92,13 +79,11 @@ func (s *Store) passKeyItems(ctx context.Context) ([]passKeyItem, error) {
 	key := expression.Key("pk").Equal(expression.Value(passKeysPK)).
 		And(expression.Key("sk").BeginsWith(passKeyPrefix))
 	items, err := query[passKeyItem](ctx, s, key, true, 0)
-	// A claim has no key yet.
-	return slices.DeleteFunc(items, func(it passKeyItem) bool { return it.KeyID == "" }), err
+	return slices.DeleteFunc(items, func(it passKeyItem) bool { return it.KeyID == "" }), err // claims
 }
 
-// ClaimPassKey implements admissionpass.KeyStore: one conditional
-// UpdateItem, on a slot without a key whose claim is absent, stale or
-// claim's own (a retry).
+// ClaimPassKey implements admissionpass.KeyStore: one UpdateItem on a slot
+// without a key whose claim is absent, stale or claim's own (a retry).
 func (s *Store) ClaimPassKey(ctx context.Context, signFrom time.Time, claim string, now, staleBefore time.Time) (bool, error) {
 	free := expression.Or(expression.AttributeNotExists(slotClaimMs),
 		slotClaimMs.LessThan(expression.Value(pace.UnixMs(staleBefore))),
@@ -109,9 +94,8 @@ func (s *Store) ClaimPassKey(ctx context.Context, signFrom time.Time, claim stri
 	return w.ok, opErr(err, "claim pass key %s", passKeySK(signFrom))
 }
 
-// PutPassKey implements admissionpass.KeyStore: one UpdateItem conditioned
-// on the claim and no key; when it fails, true if the slot holds k's kid
-// already (a retry whose first attempt was applied).
+// PutPassKey implements admissionpass.KeyStore: one UpdateItem on the claim
+// and no key; when it fails, true if the slot holds k's kid already (a retry).
 func (s *Store) PutPassKey(ctx context.Context, k admissionpass.StoredKey, claim string) (bool, error) {
 	cond := slotClaimID.Equal(expression.Value(claim)).And(expression.AttributeNotExists(slotKeyID))
 	upd := expression.Set(slotKeyID, expression.Value(k.KeyID)).
@@ -132,9 +116,8 @@ func (s *Store) PutPassKey(ctx context.Context, k admissionpass.StoredKey, claim
 	return kid != nil && kid.Value == k.KeyID, nil
 }
 
-// RevokePassKey implements admissionpass.KeyStore: a query of the keys'
-// partition finds the kid's slot, then one conditional UpdateItem sets
-// revokedMs unless it is set already.
+// RevokePassKey implements admissionpass.KeyStore: a query finds the kid's
+// slot, then one UpdateItem sets revokedMs unless set.
 func (s *Store) RevokePassKey(ctx context.Context, kid string, at time.Time) (admissionpass.StoredKey, error) {
 	items, err := s.passKeyItems(ctx)
 	if err != nil {
@@ -149,5 +132,10 @@ func (s *Store) RevokePassKey(ctx context.Context, kid string, at time.Time) (ad
 	if err == nil && !w.ok {
 		return admissionpass.StoredKey{}, admissionpass.ErrKeyNotFound // gone since the query (TTL)
 	}
-	return decoded("revoke pass key "+kid, decodePassKey, w.item, err)
+	it, err := decoded("revoke pass key "+kid, unmarshal[passKeyItem], w.item, err)
+	if err != nil {
+		return admissionpass.StoredKey{}, err
+	}
+	k, err := it.key()
+	return k, opErr(err, "revoke pass key %s", kid)
 }

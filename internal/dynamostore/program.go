@@ -18,9 +18,8 @@ import (
 	"github.com/example/waitingroom/internal/settings"
 )
 
-// programItem is the program item. Its write tags say which write sets
-// each attribute besides CreateProgram (untagged: UpdateProgram's state);
-// see docs/design.md, "The data model (DynamoDB)".
+// programItem is the program item; write tags say which write sets each
+// attribute besides CreateProgram (untagged: UpdateProgram's state).
 type programItem struct {
 	PK        string `dynamodbav:"pk" write:"created"`
 	SK        string `dynamodbav:"sk" write:"created"`
@@ -74,25 +73,21 @@ type programItem struct {
 	Recent7 int64 `dynamodbav:"recent7,omitempty" write:"tickets"`
 	Recent8 int64 `dynamodbav:"recent8,omitempty" write:"tickets"`
 
-	// Capacity is the fold's state (absent until the first), which only
-	// ApplyFold writes.
+	// Capacity is the fold's state (absent until the first), written by ApplyFold.
 	Capacity *capacity.Capacity `dynamodbav:"capacity,omitempty" write:"fold"`
 }
 
-// itemOf is p's program item.
-func itemOf(p admission.Program) programItem {
+// ProgramItem is p's program item as CreateProgram writes it.
+func ProgramItem(p admission.Program) (map[string]types.AttributeValue, error) {
 	it := programItem{
 		PK: "PROGRAM#" + p.ID, SK: programSK,
 		ProgramID: p.ID, CreatedAt: pace.UnixMs(p.CreatedAt), Version: p.Version, Issued: p.Issued,
 		AnchorMs: p.Current.AnchorMs, Base: p.Current.Base, RateMilli: p.Current.Rate, Paused: p.Current.Paused, StartMs: p.Current.StartMs,
 		NextAnchorMs: p.Next.AnchorMs, NextBase: p.Next.Base, NextRateMilli: p.Next.Rate, NextPaused: p.Next.Paused, NextStartMs: p.Next.StartMs,
 		Advancing: p.Settled().Advancing(), NsPerTicket: p.StepNs(), DrainAtNs: p.DrainAtNs,
-		Options:           p.Options,
-		AdmissionWindowMs: p.AdmissionWindow.Milliseconds(),
-		OpensAtMs:         pace.UnixMs(p.OpensAt),
-		ClosesAtMs:        pace.UnixMs(p.ClosesAt),
-		Profile:           p.Profile,
-		ManualRateMilli:   p.ManualRate, LastAdmitAtMs: pace.UnixMs(p.LastAdmitAt), LastAdmitGapMs: p.LastAdmitGap.Milliseconds(),
+		Options: p.Options, AdmissionWindowMs: p.AdmissionWindow.Milliseconds(), Profile: p.Profile,
+		OpensAtMs: pace.UnixMs(p.OpensAt), ClosesAtMs: pace.UnixMs(p.ClosesAt),
+		ManualRateMilli: p.ManualRate, LastAdmitAtMs: pace.UnixMs(p.LastAdmitAt), LastAdmitGapMs: p.LastAdmitGap.Milliseconds(),
 		ChangeIDs: p.Changes, Shards: p.Shards, ShuffleNonce: p.ShuffleNonce, Prequeue: p.Prequeue, PrequeueFixed: p.PrequeueFixed,
 		ExtraGiven: p.ExtraGiven, CapFrom: p.CapFrom, CapRaiseAtMs: p.CapRaiseAtMs,
 		Reserved: p.Reserved,
@@ -103,11 +98,12 @@ func itemOf(p admission.Program) programItem {
 		c := p.Capacity
 		it.Capacity = &c
 	}
-	return it
+	return attributevalue.MarshalMap(it)
 }
 
-// program is the admission.Program the item holds.
-func (it programItem) program() admission.Program {
+// DecodeProgram reads a program item (also for cmd/audit); absent attributes are zero.
+func DecodeProgram(item map[string]types.AttributeValue) (admission.Program, error) {
+	it, err := unmarshal[programItem](item)
 	p := admission.Program{
 		ID: it.ProgramID, CreatedAt: pace.FromUnixMs(it.CreatedAt), Version: it.Version, Issued: it.Issued,
 		Current:    pace.Segment{AnchorMs: it.AnchorMs, Base: it.Base, Rate: it.RateMilli, Paused: it.Paused, StartMs: it.StartMs},
@@ -126,39 +122,30 @@ func (it programItem) program() admission.Program {
 	if it.Capacity != nil {
 		p.Capacity = *it.Capacity
 	}
-	return p
+	return p, err
 }
 
 // writers maps each write tag to the attributes programItem tags with it.
 var writers = func() map[string][]string {
 	w := map[string][]string{}
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("dynamodbav"), ",")
-			switch {
-			case f.Anonymous:
-				walk(f.Type)
-			case name != "-":
-				w[f.Tag.Get("write")] = append(w[f.Tag.Get("write")], name)
-			}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[programItem]()) {
+		name, _, _ := strings.Cut(f.Tag.Get("dynamodbav"), ",")
+		if !f.Anonymous && name != "-" {
+			w[f.Tag.Get("write")] = append(w[f.Tag.Get("write")], name)
 		}
 	}
-	walk(reflect.TypeFor[programItem]())
 	return w
 }()
 
 // Who writes an attribute (programItem's write tags; also "created",
-// "shards" and "fold", which only their own writes set).
+// "shards" and "fold", set by their own writes only).
 const (
 	state   = ""
 	issuing = "tickets"
 	derived = "derived"
 )
 
-// nameOf is the expression name of the program attribute called name; it
-// panics if there is none.
+// nameOf is the expression name of the program attribute name; it panics if there is none.
 func nameOf(name string) expression.NameBuilder {
 	for _, names := range writers {
 		if slices.Contains(names, name) {
@@ -168,23 +155,7 @@ func nameOf(name string) expression.NameBuilder {
 	panic("dynamostore: no program attribute " + name)
 }
 
-// ProgramItem is p's program item as CreateProgram writes it.
-func ProgramItem(p admission.Program) (map[string]types.AttributeValue, error) {
-	return attributevalue.MarshalMap(itemOf(p))
-}
-
-// DecodeProgram reads a program item (also for cmd/audit); absent
-// attributes are zero.
-func DecodeProgram(item map[string]types.AttributeValue) (admission.Program, error) {
-	var it programItem
-	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-		return admission.Program{}, err
-	}
-	return it.program(), nil
-}
-
-// writeOf SETs (or REMOVEs, when absent) the attributes of p that the
-// writers named write.
+// writeOf SETs (REMOVEs when absent) the attributes of p that who write.
 func writeOf(p admission.Program, who ...string) (expression.UpdateBuilder, error) {
 	var upd expression.UpdateBuilder
 	item, err := ProgramItem(p)
@@ -206,8 +177,7 @@ var noProgram = func() map[string]types.AttributeValue {
 // maxStepNs is the longest time per ticket, that of the slowest rate.
 var maxStepNs = pace.Segment{Rate: 1}.StepNs()
 
-// drainLimit is the latest drain instant that n tickets of stepNs each
-// (for one ticket: of any time) push back without passing int64.
+// drainLimit is the latest drain instant n tickets of stepNs (one: any) push back within int64.
 func drainLimit(n, stepNs int64) int64 {
 	if n == 1 {
 		stepNs = maxStepNs
@@ -221,24 +191,22 @@ type issueStep struct {
 	upd  expression.UpdateBuilder
 }
 
-// issueSteps apply admission.Program.WithTicketsIssued for n tickets at now in
-// one UpdateItem each; exactly one step's condition holds for an open
-// program. A block (n > 1) is conditioned on the time per ticket stepNs.
+// issueSteps apply Program.WithTicketsIssued for n tickets at now, one
+// UpdateItem each, exactly one holding for an open program; a block (n > 1)
+// is conditioned on the time per ticket stepNs.
 func issueSteps(now time.Time, n, stepNs int64) [3]issueStep {
-	block := n > 1
 	ms := now.UnixMilli()
 	nowMs, nowNs := expression.Value(ms), expression.Value(ms*int64(time.Millisecond))
 	one, zero := expression.Value(1), expression.Value(0)
 	issued, drain, step := nameOf("issued"), nameOf("drainAtNs"), nameOf("nsPerTicket")
 	advancing, version := nameOf("advancing"), nameOf("version")
 	nextAnchor := nameOf("nextAnchorMs")
-	// Exists, open, and not a shuffle past its opening with its pre-queue
-	// not fixed yet.
+	// Exists, open, and not a shuffle past its opening with its pre-queue not fixed.
 	open := []expression.ConditionBuilder{expression.AttributeExists(expression.Name("pk")), nameOf("closed").Equal(expression.Value(false)),
 		expression.Or(expression.AttributeNotExists(nameOf("shuffle")), nameOf("prequeueFixed").Equal(expression.Value(true)), nameOf("opensAtMs").GreaterThan(nowMs))}
 	count, stepped := issued.Plus(one), drain.Plus(step) // one ticket
 	fromNow := nowNs.Plus(step)
-	if block {
+	if n > 1 {
 		open = append(open, step.Equal(expression.Value(stepNs)))
 		count, stepped = issued.Plus(expression.Value(n)), drain.Plus(expression.Value(pace.MulSat(n, stepNs)))
 		fromNow = nowNs.Plus(expression.Value(pace.MulSat(n, stepNs)))
@@ -246,15 +214,15 @@ func issueSteps(now time.Time, n, stepNs int64) [3]issueStep {
 	// Drained: the settled segment advances and the counter has caught up.
 	drained := []expression.ConditionBuilder{advancing.Equal(expression.Value(true)), drain.LessThanEqual(nowNs)}
 
-	// Not drained, admission stopped, or a change pending: the tickets only
-	// push the drain instant back (up to the limit: issueSaturated).
+	// Not drained, admission stopped, or a change pending: push the drain
+	// instant back (up to the limit: issueSaturated).
 	busy := all(slices.Concat(open, []expression.ConditionBuilder{
 		expression.Or(nextAnchor.GreaterThan(nowMs), drain.GreaterThan(nowNs), advancing.Equal(expression.Value(false))),
 		drain.LessThanEqual(expression.Value(drainLimit(n, stepNs)))})...)
 	extend := expression.Set(issued, count).Set(drain, stepped)
 
-	// Drained: re-anchor the counter at now on the old issued (base set
-	// first for servers that apply SETs in order).
+	// Drained: re-anchor at now on the old issued (base first for servers
+	// that apply SETs in order).
 	reanchor := func() expression.UpdateBuilder {
 		return expression.Set(nameOf("base"), issued).
 			Set(issued, count).
@@ -262,21 +230,15 @@ func issueSteps(now time.Time, n, stepNs int64) [3]issueStep {
 			Set(drain, fromNow).
 			Set(version, version.Plus(one))
 	}
-	recent := func(u expression.UpdateBuilder) expression.UpdateBuilder {
-		if block {
-			return u
-		}
-		return withRecent(u, nowMs)
-	}
 	return [3]issueStep{
-		{busy, recent(extend)},
-		{all(slices.Concat(open, []expression.ConditionBuilder{nextAnchor.Equal(zero)}, drained)...), recent(reanchor())},
-		{all(slices.Concat(open, []expression.ConditionBuilder{nextAnchor.NotEqual(zero), nextAnchor.LessThanEqual(nowMs)}, drained)...), recent(promoteNext(reanchor()))},
+		{busy, withRecent(extend, nowMs, n)},
+		{all(slices.Concat(open, []expression.ConditionBuilder{nextAnchor.Equal(zero)}, drained)...), withRecent(reanchor(), nowMs, n)},
+		{all(slices.Concat(open, []expression.ConditionBuilder{nextAnchor.NotEqual(zero), nextAnchor.LessThanEqual(nowMs)}, drained)...),
+			withRecent(promoteNext(reanchor()), nowMs, n)},
 	}
 }
 
-// promoteNext adds to u the making current of the next segment that has
-// taken effect (its rate, pause and opening) and its clearing.
+// promoteNext adds to u making the next segment current, and its clearing.
 func promoteNext(u expression.UpdateBuilder) expression.UpdateBuilder {
 	for _, part := range []string{"rateMilli", "paused", "startMs"} {
 		u = u.Set(nameOf(part), expression.IfNotExists(nameOf("next"+strings.ToUpper(part[:1])+part[1:]), expression.Value(0)))
@@ -284,10 +246,12 @@ func promoteNext(u expression.UpdateBuilder) expression.UpdateBuilder {
 	return setOrRemove(u, noProgram, "nextAnchorMs", "nextBase", "nextRateMilli", "nextPaused", "nextStartMs")
 }
 
-// withRecent adds to u, for a single ticket, the shift of the instants of
-// the last ones (oldest first, for servers that apply SETs in order) and
-// the record of now.
-func withRecent(u expression.UpdateBuilder, nowMs expression.ValueBuilder) expression.UpdateBuilder {
+// withRecent adds to u, for a single ticket (n = 1), the shift of the last
+// ones' instants (oldest first, for servers that apply SETs in order) and now.
+func withRecent(u expression.UpdateBuilder, nowMs expression.ValueBuilder, n int64) expression.UpdateBuilder {
+	if n > 1 {
+		return u
+	}
 	recentName := func(i int) string { return "recent" + strconv.Itoa(i+1) }
 	for i := admission.RecentTickets - 1; i > 0; i-- {
 		u = u.Set(nameOf(recentName(i)), expression.IfNotExists(nameOf(recentName(i-1)), expression.Value(0)))

@@ -18,12 +18,8 @@ import (
 	"github.com/example/waitingroom/internal/tickets"
 )
 
-// shardItem is a shard item; absent attributes are zero.
+// shardItem is a shard item as read (but its key, programId and shard); absent attributes are zero.
 type shardItem struct {
-	PK           string `dynamodbav:"pk"`
-	SK           string `dynamodbav:"sk"`
-	ProgramID    string `dynamodbav:"programId"`
-	Shard        int    `dynamodbav:"shard"`
 	Start        int64  `dynamodbav:"start"`
 	Next         int64  `dynamodbav:"next"`
 	End          int64  `dynamodbav:"end"`
@@ -31,8 +27,8 @@ type shardItem struct {
 	Takes        int64  `dynamodbav:"takes"`
 	ClaimID      string `dynamodbav:"claimId"`
 	ClaimMs      int64  `dynamodbav:"claimMs"`
-	// The last take's id and next number before it, and the last trim's
-	// id and block end before it: a retry finds its own write by them.
+	// The last take's id and next before it, the last trim's id and end
+	// before it: a retry finds its own write by them.
 	TakeID   string `dynamodbav:"takeId"`
 	TakeFrom int64  `dynamodbav:"takeFrom"`
 	TrimID   string `dynamodbav:"trimId"`
@@ -47,8 +43,7 @@ func (it shardItem) shard() tickets.Shard {
 	}
 }
 
-// isBlock reports whether the item holds the block that starts at start,
-// reserved at reservedAt (stores keep it to the millisecond).
+// isBlock reports whether the item holds the block that starts at start, reserved at reservedAt (in ms).
 func (it shardItem) isBlock(start int64, reservedAt time.Time) bool {
 	return it.Start == start && it.ReservedAtMs == reservedAt.UnixMilli()
 }
@@ -57,7 +52,6 @@ func shardKey(programID string, i int) map[string]types.AttributeValue {
 	return itemKey("SHARD#"+programID+"#"+strconv.Itoa(i), "SHARD")
 }
 
-// The shard item's attributes in expressions.
 var (
 	shNext, shEnd, shStart = expression.Name("next"), expression.Name("end"), expression.Name("start")
 	shReserved, shTakes    = expression.Name("reservedAtMs"), expression.Name("takes")
@@ -66,17 +60,15 @@ var (
 	shTrimID, shTrimEnd    = expression.Name("trimId"), expression.Name("trimEnd")
 )
 
-// errOutcomeUnknown is the error of a write whose retry failed its
-// condition after a lost answer the item no longer shows.
+// errOutcomeUnknown: a retry failed its condition after a lost answer the item no longer shows.
 var errOutcomeUnknown = errors.New("an earlier attempt may have been applied: outcome unknown")
 
-// notMine is the condition that the item does not carry id under name.
+// notMine: the item does not carry id under name.
 func notMine(name expression.NameBuilder, id string) expression.ConditionBuilder {
 	return expression.Or(expression.AttributeNotExists(name), name.NotEqual(expression.Value(id)))
 }
 
-// shardUpdate runs one conditional UpdateItem on shard i of programID and
-// decodes the item it answers (the condition held) or failed on.
+// shardUpdate runs one UpdateItem on shard i and decodes the item it answers or failed on.
 func (s *Store) shardUpdate(ctx context.Context, op, programID string, i int, cond expression.ConditionBuilder, upd expression.UpdateBuilder, ret types.ReturnValue) (shardItem, written, error) {
 	w, err := s.update(ctx, shardKey(programID, i), cond, upd, ret)
 	item := w.item
@@ -87,17 +79,14 @@ func (s *Store) shardUpdate(ctx context.Context, op, programID string, i int, co
 	return it, w, err
 }
 
-// lost logs that a write of shard i of programID whose answer was lost may
-// have cost numbers: gaps, never a number handed out twice.
+// lost logs that a shard write whose answer was lost may have cost numbers (gaps).
 func (s *Store) lost(ctx context.Context, op, programID string, i int) {
 	s.log.LogAttrs(ctx, slog.LevelWarn, "shard write retried after a lost answer: its numbers may be gaps",
 		slog.String("op", op), slog.String("programId", programID), slog.Int("shard", i))
 }
 
-// TakeShardTickets implements tickets.Store: one conditional UpdateItem,
-// SET next = next + m if the block is fresh and not used up (next may pass
-// end). A retry after an applied attempt answers the same numbers, found
-// by the take's id, or leaves them gaps.
+// TakeShardTickets implements tickets.Store: SET next = next + m if the block
+// is fresh and not used up; a retry finds its numbers by the take's id.
 func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
 	id := queue.NewTokenID()
 	cond := all(shNext.LessThanEqual(shEnd), shReserved.GreaterThanEqual(expression.Value(notBefore.UnixMilli())), notMine(shTakeID, id))
@@ -109,7 +98,7 @@ func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, n
 		return tickets.Run{}, false, err
 	}
 	if w.retried && (w.ok || it.TakeID != id) {
-		// The earlier attempt took nothing, or numbers nobody holds now.
+		// The earlier attempt took nothing, or numbers nobody holds.
 		s.lost(ctx, "take shard tickets", programID, i)
 	}
 	if !w.ok && it.TakeID != id {
@@ -118,9 +107,8 @@ func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, n
 	return tickets.Run{First: it.TakeFrom, Last: min(it.TakeFrom+m-1, it.End), ReservedAt: pace.FromUnixMs(it.ReservedAtMs), Block: it.Start, After: it.TakeFrom + m}, true, nil
 }
 
-// ClaimShard implements tickets.Store: one conditional UpdateItem that
-// sets the claim (creating the item if need be) and answers the item as it
-// was. A retry claims again.
+// ClaimShard implements tickets.Store: one UpdateItem that sets the claim
+// (creating the item) and answers the item as it was; a retry claims again.
 func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim string, now, notBefore, claimNotBefore time.Time) (tickets.Shard, bool, error) {
 	unusable := expression.Or(expression.AttributeNotExists(shEnd), shNext.GreaterThan(shEnd), shReserved.LessThan(expression.Value(notBefore.UnixMilli())))
 	free := expression.Or(expression.AttributeNotExists(shClaimMs), shClaimMs.LessThan(expression.Value(claimNotBefore.UnixMilli())), shClaimID.Equal(expression.Value(claim)))
@@ -135,9 +123,8 @@ func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim s
 	return it.shard(), true, nil
 }
 
-// FillShard implements tickets.Store: one UpdateItem conditioned on the
-// claim, which it clears, so it never applies twice; it forgets the last
-// take, whose retry must not find its numbers in the new block.
+// FillShard implements tickets.Store: one UpdateItem on the claim, which it
+// clears, forgetting the last take (whose retry must not find the new block).
 func (s *Store) FillShard(ctx context.Context, programID string, i int, claim string, claimedAt time.Time, b tickets.Shard) (bool, error) {
 	cond := shClaimID.Equal(expression.Value(claim)).And(shClaimMs.Equal(expression.Value(claimedAt.UnixMilli())))
 	upd := expression.Set(shStart, expression.Value(b.Start)).
@@ -159,10 +146,8 @@ func (s *Store) FillShard(ctx context.Context, programID string, i int, claim st
 	return false, nil
 }
 
-// TrimShard implements tickets.Store: one conditional UpdateItem that
-// takes back's numbers back if next is still back.After, else (or without
-// back) one that ends the block at next - 1. A retry answers the same
-// numbers, found by the trim's id.
+// TrimShard implements tickets.Store: one UpdateItem that takes back's numbers
+// if next is still back.After, else one that ends the block at next - 1.
 func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back tickets.Run) (tickets.Run, bool, error) {
 	startIs, reservedIs := shStart.Equal(expression.Value(start)), shReserved.Equal(expression.Value(reservedAt.UnixMilli()))
 	trim := func(nextIs expression.ConditionBuilder, next expression.OperandBuilder) (tickets.Run, bool, error) {
@@ -194,9 +179,8 @@ func (s *Store) TrimShard(ctx context.Context, programID string, i int, start in
 	return trim(shNext.LessThanEqual(shEnd), shNext.Minus(expression.Value(1)))
 }
 
-// ReturnTickets implements tickets.Store: one UpdateItem of the program
-// conditioned on its version, issued and pre-queue state, which bumps the
-// version. A retry finds its own write by returnId.
+// ReturnTickets implements tickets.Store: one UpdateItem of the program on its
+// version, issued and pre-queue, bumping the version; a retry finds its returnId.
 func (s *Store) ReturnTickets(ctx context.Context, p admission.Program, from int64) (bool, error) {
 	if from < 1 || from > p.Issued {
 		return false, nil
@@ -225,9 +209,8 @@ func (s *Store) ReturnTickets(ctx context.Context, p admission.Program, from int
 	return false, nil
 }
 
-// SetShards implements tickets.Store: one conditional UpdateItem of the
-// program's shards attribute (absent reads as 0); when it fails, true if
-// the count is k already.
+// SetShards implements tickets.Store: one UpdateItem of shards (absent: 0);
+// when it fails, true if the count is k already.
 func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (bool, error) {
 	shards := nameOf("shards")
 	was := shards.Equal(expression.Value(from))
@@ -243,12 +226,4 @@ func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (b
 	}
 	err = attributevalue.UnmarshalMap(w.old, &old)
 	return err == nil && old.Shards == k, opErr(err, "set shards %s", programID) // k already: an earlier attempt, or another instance
-}
-
-// GetShard reads shard i of programID (strongly consistent); the zero
-// Shard when it does not exist. For tests and audits.
-func (s *Store) GetShard(ctx context.Context, programID string, i int) (tickets.Shard, error) {
-	item, err := s.getItem(ctx, shardKey(programID, i))
-	it, err := decoded("get shard", unmarshal[shardItem], item, err)
-	return it.shard(), err
 }

@@ -35,25 +35,15 @@ type tokenItem struct {
 
 func tokenKey(id string) map[string]types.AttributeValue { return itemKey("TOKEN#"+id, tokenSK) }
 
-// ttlSeconds is t in Unix seconds rounded up (0 for the zero time), so that
-// TTL never deletes an item before t.
+// ttlSeconds is t in Unix seconds rounded up (0 for the zero time): TTL never deletes before t.
 func ttlSeconds(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	s := t.Unix()
-	if t.After(time.Unix(s, 0)) {
-		s++
-	}
-	return s
+	return t.Add(time.Second - 1).Unix()
 }
 
-func fromTTL(s int64) time.Time {
-	if s == 0 {
-		return time.Time{}
-	}
-	return time.Unix(s, 0).UTC()
-}
+func fromTTL(s int64) time.Time { return pace.FromUnixMs(s * 1000) }
 
 func toTokenItem(t queue.Token) tokenItem {
 	return tokenItem{
@@ -64,23 +54,15 @@ func toTokenItem(t queue.Token) tokenItem {
 	}
 }
 
-func (it tokenItem) token() queue.Token {
+// DecodeToken reads a token item or a claim (also for cmd/audit); absent attributes are zero.
+func DecodeToken(item map[string]types.AttributeValue) (queue.Token, error) {
+	it, err := unmarshal[tokenItem](item)
 	return queue.Token{
 		ID: it.TokenID, ProgramID: it.ProgramID, Ticket: it.Ticket,
 		IssuedAt: pace.FromUnixMs(it.IssuedAt), AdmittedAt: pace.FromUnixMs(it.AdmittedAt), AdmissionExpiresAt: pace.FromUnixMs(it.AdmissionExpiresAt),
 		LeftAt: pace.FromUnixMs(it.LeftAt), RevokedAt: pace.FromUnixMs(it.RevokedAt), AdmissionPass: it.AdmissionPass,
 		ExpiresAt: fromTTL(it.TTL), Claim: it.ClaimID, ClaimedAt: pace.FromUnixMs(it.ClaimMs),
-	}
-}
-
-// DecodeToken reads a token item or a claim (also for cmd/audit); absent
-// attributes are zero.
-func DecodeToken(item map[string]types.AttributeValue) (queue.Token, error) {
-	var it tokenItem
-	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-		return queue.Token{}, err
-	}
-	return it.token(), nil
+	}, err
 }
 
 // PutToken implements queue.Store.
@@ -92,8 +74,7 @@ func (s *Store) PutToken(ctx context.Context, t queue.Token) error {
 	return opErr(err, "put token")
 }
 
-// GetToken implements queue.Store with a strongly consistent read, so the
-// poll right after an enter finds its token on any instance.
+// GetToken implements queue.Store with a strongly consistent read.
 func (s *Store) GetToken(ctx context.Context, id string) (queue.Token, error) {
 	item, err := s.getItem(ctx, tokenKey(id))
 	if err == nil && item == nil {
@@ -144,9 +125,8 @@ func waiting() expression.ConditionBuilder {
 		expression.AttributeNotExists(expression.Name("revokedAt")))
 }
 
-// mark writes the named attributes of t's item (removing those it lacks)
-// to the token if cond holds (it is in the state the change is for): the
-// first writer wins, and every caller gets the token as stored afterwards.
+// mark writes the named attributes of t's item (removing those it lacks) if
+// cond holds, and answers the token as stored afterwards: the first writer wins.
 func (s *Store) mark(ctx context.Context, op string, t queue.Token, cond expression.ConditionBuilder, names ...string) (queue.Token, error) {
 	item, err := attributevalue.MarshalMap(toTokenItem(t))
 	if err != nil {
@@ -159,9 +139,7 @@ func (s *Store) mark(ctx context.Context, op string, t queue.Token, cond express
 	return s.tokenFailedOn(ctx, op, t.ID, err)
 }
 
-// tokenFailedOn answers a write of op on token id that failed with err: the
-// token its condition failed on, queue.ErrNotFound if there is none, or
-// err when the condition did not fail.
+// tokenFailedOn answers a write that failed with err: the token it failed on (or queue.ErrNotFound), or err.
 func (s *Store) tokenFailedOn(ctx context.Context, op, id string, err error) (queue.Token, error) {
 	old, failed := conditionFailed(err)
 	if !failed {
@@ -174,10 +152,8 @@ func (s *Store) tokenFailedOn(ctx context.Context, op, id string, err error) (qu
 	return decoded(op, DecodeToken, item, err)
 }
 
-// ClaimToken implements queue.Store: one conditional PutItem of the claim
-// (a token item without ticket), on no item or a claim older than
-// staleBefore. A retry after an applied attempt fails on its own claim,
-// which the caller recognises by its claim id.
+// ClaimToken implements queue.Store: one PutItem of the claim (no ticket) on
+// no item or a claim older than staleBefore; a retry fails on its own claim.
 func (s *Store) ClaimToken(ctx context.Context, c queue.Token, staleBefore time.Time) (queue.Token, error) {
 	cond := expression.AttributeNotExists(expression.Name("pk")).Or(
 		expression.AttributeNotExists(expression.Name("ticket")).And(
@@ -185,30 +161,29 @@ func (s *Store) ClaimToken(ctx context.Context, c queue.Token, staleBefore time.
 	return s.putTokenIf(ctx, "claim token", c, cond)
 }
 
-// FillToken implements queue.Store: one PutItem of the token, conditioned
-// on the claim and no ticket; a retry after an applied attempt finds t.
+// FillToken implements queue.Store: one PutItem of the token on the claim;
+// a retry after an applied attempt finds t.
 func (s *Store) FillToken(ctx context.Context, t queue.Token, claim string) (queue.Token, error) {
-	cond := expression.Name("claimId").Equal(expression.Value(claim)).And(
-		expression.AttributeNotExists(expression.Name("ticket")))
-	return s.putTokenIf(ctx, "fill token", t, cond)
+	return s.putTokenIf(ctx, "fill token", t, isClaim(claim))
+}
+
+// isClaim is the condition of a token item that is still claim, without ticket.
+func isClaim(claim string) expression.ConditionBuilder {
+	return expression.Name("claimId").Equal(expression.Value(claim)).And(expression.AttributeNotExists(expression.Name("ticket")))
 }
 
 // ReleaseClaim implements queue.Store: SET claimMs = 0 if the item is
 // still that claim (an UpdateItem: the queue function may not delete).
 func (s *Store) ReleaseClaim(ctx context.Context, id, claim string) error {
-	cond := expression.Name("claimId").Equal(expression.Value(claim)).And(
-		expression.AttributeNotExists(expression.Name("ticket")))
 	upd := expression.Set(expression.Name("claimMs"), expression.Value(0))
-	_, err := s.updateItem(ctx, tokenKey(id), cond, upd, types.ReturnValueNone)
+	_, err := s.updateItem(ctx, tokenKey(id), isClaim(claim), upd, types.ReturnValueNone)
 	if _, failed := conditionFailed(err); failed {
 		return nil
 	}
 	return opErr(throttled(err), "release claim")
 }
 
-// putTokenIf stores t's item if cond holds and returns what is stored
-// afterwards: t, or the item the condition failed on (queue.ErrNotFound if
-// it is gone when read).
+// putTokenIf stores t's item if cond holds and answers the token stored afterwards.
 func (s *Store) putTokenIf(ctx context.Context, op string, t queue.Token, cond expression.ConditionBuilder) (queue.Token, error) {
 	av, err := attributevalue.MarshalMap(toTokenItem(t))
 	if err == nil {
@@ -220,9 +195,8 @@ func (s *Store) putTokenIf(ctx context.Context, op string, t queue.Token, cond e
 	return s.tokenFailedOn(ctx, op, t.ID, throttled(err))
 }
 
-// UseChallenge implements queue.Store: one conditional PutItem of the item
-// CHALLENGE#<key> with its owner and a TTL, on no item or one of the same
-// owner (a retry).
+// UseChallenge implements queue.Store: one PutItem of CHALLENGE#<key>, on
+// no item or one of the same owner (a retry).
 func (s *Store) UseChallenge(ctx context.Context, key, owner string, expires time.Time) error {
 	cond := expression.AttributeNotExists(expression.Name("pk")).Or(
 		expression.Name("owner").Equal(expression.Value(owner)))

@@ -1,10 +1,7 @@
-// Package history keeps each program's history of admin changes, which
-// answers "who paused at 10:02?" (docs/design.md, "The operator's
-// records"): a Change per item in the program's partition of the Store,
-// keyed by its instant and id, with its actor (WithActor) and what it set.
-// Package queue writes one beside every admin change it stores; this
-// package knows nothing of programs beyond the ids of their latest
-// changes (Push).
+// Package history keeps each program's history of admin changes ("who
+// paused at 10:02?"): a Change per item, keyed by its instant and id, with
+// its actor (WithActor) and what it set (docs/design.md, "The operator's
+// records"). Package queue writes one beside every admin change.
 //
 // Invariants:
 //   - Every change applied is shown once, and no other, without
@@ -39,8 +36,7 @@ import (
 // Change is one admin change in a program's history.
 type Change struct {
 	ID string
-	// At is when the change was made, to the millisecond, after its
-	// program's previous change; with ID it keys the change (Key).
+	// At is when the change was made, to the millisecond (NextAt).
 	At time.Time
 	// EffectiveAt is when the change takes effect everywhere; zero: at once.
 	EffectiveAt time.Time
@@ -49,11 +45,9 @@ type Change struct {
 	Action string
 	// Fields is a JSON object of what it set: {name: new value}.
 	Fields json.RawMessage
-	// Version is the program version the change made; 0 for an action
-	// that writes no program (a token revoked).
+	// Version is the program version the change made (0 for a revoke).
 	Version int64
-	// Committed is set once the change is known applied; a change not yet
-	// committed is applied only if it is its program's latest.
+	// Committed is set once the change is known applied.
 	Committed bool
 }
 
@@ -91,22 +85,18 @@ const (
 
 // Store keeps the programs' histories.
 type Store interface {
-	// PutChange stores c in programID's history, replacing the change with
-	// the same At and ID.
+	// PutChange stores c in programID's history, replacing its namesake.
 	PutChange(ctx context.Context, programID string, c Change) error
-	// CommitChange marks programID's change (at, id) committed; nothing if
-	// there is none.
+	// CommitChange marks programID's change (at, id), if any, committed.
 	CommitChange(ctx context.Context, programID string, at time.Time, id string) error
-	// Changes returns up to limit of programID's changes that come before
-	// from (newest first; the zero Key starts at the newest), and whether
-	// more follow.
+	// Changes returns up to limit of programID's changes before from
+	// (newest first; zero Key: the newest), and whether more follow.
 	Changes(ctx context.Context, programID string, from Key, limit int) ([]Change, bool, error)
 }
 
 type actorKey struct{}
 
-// WithActor returns ctx naming actor (an IAM ARN, "local-admin") as the
-// caller of the admin changes made with it.
+// WithActor returns ctx naming actor as the caller of its admin changes.
 func WithActor(ctx context.Context, actor string) context.Context {
 	if len(actor) > maxActorLen {
 		actor = actor[:maxActorLen]
@@ -131,9 +121,8 @@ func Fields(v any) json.RawMessage {
 	return b
 }
 
-// Begin commits programID's latest change (the newest of recent, its Push
-// entries) and stores c, about to be written, uncommitted, in parallel
-// with alongside. An error means nothing is to be written.
+// Begin commits programID's latest change (of recent) and stores c
+// uncommitted, in parallel with alongside; on error nothing is to be written.
 func Begin(ctx context.Context, s Store, programID string, recent []string, c Change, alongside ...func() error) error {
 	c.Committed = false
 	var g errgroup.Group
@@ -160,16 +149,14 @@ func Begin(ctx context.Context, s Store, programID string, recent []string, c Ch
 // MaxRecent is how many of its latest change ids a program remembers.
 const MaxRecent = 8
 
-// Push returns recent, a program's latest changes newest first, with
-// change id, made as version v at at, in front, keeping MaxRecent: entries
-// "version/id/atMs".
+// Push returns recent with change id, made as version v at at, in front,
+// keeping MaxRecent entries "version/id/atMs".
 func Push(recent []string, v int64, id string, at time.Time) []string {
 	e := strconv.FormatInt(v, 10) + "/" + id + "/" + strconv.FormatInt(pace.UnixMs(at), 10)
 	return append([]string{e}, recent[:min(len(recent), MaxRecent-1)]...)
 }
 
-// parse reads an entry of Push; at is zero for the entries written before
-// the history ("version/id").
+// parse reads an entry of Push (at zero for an old "version/id").
 func parse(e string) (v int64, id string, at time.Time, ok bool) {
 	parts := strings.SplitN(e, "/", 3)
 	v, err := strconv.ParseInt(parts[0], 10, 64)
@@ -186,10 +173,8 @@ func parse(e string) (v int64, id string, at time.Time, ok bool) {
 	return v, parts[1], at, true
 }
 
-// Applied tells whether recent, the entries of a program at version
-// current, records change id as made version v: yes, no, or unknown when
-// the changes it still records all came after v (id may have been applied
-// and forgotten since).
+// Applied tells whether recent, of a program at version current, records
+// change id as made version v: yes, no, or unknown (forgotten since).
 func Applied(recent []string, id string, v, current int64) (applied, known bool) {
 	oldest := int64(-1)
 	for _, e := range recent {
@@ -208,8 +193,7 @@ func Applied(recent []string, id string, v, current int64) (applied, known bool)
 	return false, len(recent) < MaxRecent || oldest < v || current < v
 }
 
-// Latest is the Key and version of the newest of recent, and false if
-// there is none with an instant.
+// Latest is the Key and version of the newest of recent, if it has an instant.
 func Latest(recent []string) (Key, int64, bool) {
 	if len(recent) == 0 {
 		return Key{}, 0, false
@@ -218,8 +202,7 @@ func Latest(recent []string) (Key, int64, bool) {
 	return Key{at, id}, v, ok && !at.IsZero()
 }
 
-// NextAt is the instant of a change made at now after those of recent:
-// now to the millisecond, after the latest.
+// NextAt is the instant of a change made at now after those of recent.
 func NextAt(recent []string, now time.Time) time.Time {
 	ms := pace.UnixMs(now)
 	if k, _, ok := Latest(recent); ok {
@@ -235,14 +218,12 @@ type Page struct {
 	Next string
 }
 
-// maxReads bounds the store pages one Read takes to fill a page past the
-// changes it hides.
+// maxReads bounds the store pages one Read takes.
 const maxReads = 4
 
-// Read returns up to limit of programID's changes that come before from
-// (the zero Key: from the newest), newest first, showing only those
-// applied: committed, the latest of recent at its version, or an
-// uncommitted revoke that revoked confirms; never one made before born.
+// Read returns up to limit of programID's applied changes before from
+// (zero Key: the newest), newest first, none made before born; revoked
+// confirms an uncommitted revoke.
 func Read(ctx context.Context, s Store, programID string, recent []string, born time.Time, from Key, limit int, revoked func(Change) (bool, error)) (Page, error) {
 	latest, latestV, _ := Latest(recent)
 	shown := func(c Change) (bool, error) {
@@ -283,16 +264,14 @@ func Read(ctx context.Context, s Store, programID string, recent []string, born 
 	return p, nil
 }
 
-// changeIDPattern is the shape of a change id: 128 random bits in
-// base64url, as queue.NewTokenID makes them.
+// changeIDPattern is the shape of a change id (queue.NewTokenID).
 var changeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
 
 func encodeCursor(k Key) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(pace.UnixMs(k.At), 10) + "/" + k.ID))
 }
 
-// DecodeCursor reads a Page's Next; "" is the zero Key. False for a
-// cursor that Read did not make.
+// DecodeCursor reads a Page's Next ("": the zero Key), false if not one.
 func DecodeCursor(c string) (Key, bool) {
 	if c == "" {
 		return Key{}, true

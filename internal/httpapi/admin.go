@@ -45,8 +45,7 @@ func (a *api) admit(w http.ResponseWriter, r *http.Request) error {
 	return writeCounters(w, r, http.StatusOK, c, err)
 }
 
-// issueBypass answers 200 {"passes": […]}: nothing addressable is
-// created, as for an admission.
+// issueBypass answers 200 {"passes": […]}: nothing addressable is created.
 func (a *api) issueBypass(w http.ResponseWriter, r *http.Request) error {
 	var b wire.BypassRequest
 	if err := decodeObject(r, &b); err != nil {
@@ -71,11 +70,7 @@ func (a *api) listPrograms(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	l, err := a.svc.ListPrograms(r.Context(), r.URL.Query().Get("cursor"), limit)
-	body := wire.ProgramList{Programs: make([]wire.Program, len(l.Programs)), NextCursor: l.Next}
-	for i, c := range l.Programs {
-		body.Programs[i] = programOf(c)
-	}
-	return answer(w, http.StatusOK, body, err)
+	return answer(w, http.StatusOK, wire.ProgramList{Programs: mapped(l.Programs, programOf), NextCursor: l.Next}, err)
 }
 
 func (a *api) deleteProgram(w http.ResponseWriter, r *http.Request) error {
@@ -88,35 +83,27 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h, err := a.svc.History(r.Context(), r.PathValue("programId"), r.URL.Query().Get("cursor"), limit)
-	body := wire.ChangeList{Changes: make([]wire.Change, len(h.Changes)), NextCursor: h.Next}
-	for i, c := range h.Changes {
-		body.Changes[i] = changeOf(c)
-	}
-	return answer(w, http.StatusOK, body, err)
+	return answer(w, http.StatusOK, wire.ChangeList{Changes: mapped(h.Changes, changeOf), NextCursor: h.Next}, err)
 }
 
-// getToken answers an admin's lookup of a token: what its holder would be
-// told, without the pass, and the times it stores.
+// getToken answers what a token's holder would be told, without the pass.
 func (a *api) getToken(w http.ResponseWriter, r *http.Request) error {
 	l, err := a.svc.Token(r.Context(), r.PathValue("programId"), r.PathValue("tokenId"))
 	return answer(w, http.StatusOK, tokenRecordOf(l), err)
 }
 
-// revokeToken revokes a token: from then on it reads REVOKED.
 func (a *api) revokeToken(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, http.StatusNoContent, nil, a.svc.RevokeToken(r.Context(), r.PathValue("programId"), r.PathValue("tokenId")))
 }
 
-// releaseSession is endSession for the site, as an admin: under a cap the
-// slot frees at once.
+// releaseSession is endSession for the site, as an admin.
 func (a *api) releaseSession(w http.ResponseWriter, r *http.Request) error {
 	err := a.svc.ReleaseSession(r.Context(), r.PathValue("programId"), r.Header.Get(wire.HeaderAdmissionPass))
 	return answer(w, http.StatusNoContent, nil, err)
 }
 
 // limitOf reads the limit query parameter: 0 when absent, INVALID_LIMIT
-// naming most when it is not a positive whole number (the service checks
-// the upper bound).
+// naming most when not a positive whole number (the service checks most).
 func limitOf(r *http.Request, most int) (int, error) {
 	v := r.URL.Query().Get("limit")
 	if v == "" {
@@ -137,6 +124,15 @@ func writeCounters(w http.ResponseWriter, r *http.Request, status int, c admissi
 	n.Waiting, n.WaitingKnown = c.Waiting, true
 	writeJSON(w, status, programOf(c))
 	return nil
+}
+
+// mapped is f of each element of s, never nil.
+func mapped[S, T any](s []S, f func(S) T) []T {
+	out := make([]T, len(s))
+	for i, v := range s {
+		out[i] = f(v)
+	}
+	return out
 }
 
 // programOf is c as the wire's Program.
@@ -197,8 +193,7 @@ func changeOf(c history.Change) wire.Change {
 	return out
 }
 
-// tokenRecordOf is l as the wire's TokenRecord: its view, with every time
-// the token stores and never a pass.
+// tokenRecordOf is l as the wire's TokenRecord: every time it stores, never a pass.
 func tokenRecordOf(l queue.Lookup) wire.TokenRecord {
 	tok, t := TokenOf(l.View), l.Token
 	tok.AdmittedAt, tok.ExpiresAt = wire.TimeOf(t.AdmittedAt), wire.TimeOf(t.AdmissionExpiresAt)

@@ -17,19 +17,16 @@ import (
 	wire "github.com/example/waitingroom/internal/api"
 )
 
-// maxNameInMessage caps how much of an unknown or repeated key an error
-// message repeats.
+// maxNameInMessage caps the characters of a key that an error message repeats.
 const maxNameInMessage = 64
 
-// nullMember is the error of a member whose value is null; t is the type
-// of the pointer to the field it was to fill.
+// nullMember is the error of a null member; t is the type of the pointer it was to fill.
 type nullMember struct{ t reflect.Type }
 
 func (nullMember) Error() string { return "null" }
 
-// strict are the rules of a body's object: names spelt exactly and at most
-// once (json v2's defaults), none unknown, no null; invalid UTF-8 is read
-// as U+FFFD.
+// strict are the rules of a body's object: names spelt exactly and at most once (json
+// v2's defaults), none unknown, no null; invalid UTF-8 is read as U+FFFD.
 var strict = json.JoinOptions(
 	json.RejectUnknownMembers(true),
 	jsontext.AllowInvalidUTF8(true),
@@ -41,9 +38,8 @@ var strict = json.JoinOptions(
 	})),
 )
 
-// decodeObject reads r's body as one JSON object into dst, a pointer to a
-// struct whose fields are pointers: left nil when their member is absent.
-// Its errors are *httpError.
+// decodeObject reads r's body as one JSON object into dst, a pointer to a struct whose
+// fields are pointers (nil when absent). Its errors are *httpError.
 func decodeObject(r *http.Request, dst any) error {
 	raw, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
@@ -55,8 +51,7 @@ func decodeObject(r *http.Request, dst any) error {
 	case len(bytes.TrimSpace(raw)) == 0:
 		return invalidJSON("A JSON object body is required.")
 	}
-	// The syntax first, whole, as one value: its problems come before
-	// those of the members.
+	// The syntax first, as one value: its problems come before the members'.
 	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	obj, err := dec.ReadValue()
 	if err != nil {
@@ -75,8 +70,7 @@ func decodeObject(r *http.Request, dst any) error {
 	return nil
 }
 
-// memberProblem describes what json.Unmarshal found wrong with a member of
-// a syntactically valid object.
+// memberProblem describes what json.Unmarshal found wrong with a member.
 func memberProblem(err error) string {
 	var sem *json.SemanticError
 	var syn *jsontext.SyntacticError
@@ -119,8 +113,7 @@ func kindOf(t reflect.Type) string {
 	return "a number"
 }
 
-// memberName is the member at p as a message names it: its keys from the
-// body's top joined by dots (translations.ko.notice), capped.
+// memberName is the member at p as a message names it: translations.ko.notice, capped.
 func memberName(p jsontext.Pointer) string {
 	s := strings.Join(slices.Collect(p.Tokens()), ".")
 	if utf8.RuneCountInString(s) > maxNameInMessage {

@@ -25,8 +25,7 @@ var statusOf = map[queue.Kind]int{
 	queue.KindForbidden:   http.StatusForbidden,
 }
 
-// httpError is an error of the HTTP layer itself, answered with its own
-// status.
+// httpError is an error of the HTTP layer itself, answered with its own status.
 type httpError struct {
 	status int
 	body   wire.Error
@@ -51,8 +50,7 @@ var (
 	errNeedsIAM    = httpErrorf(http.StatusForbidden, wire.CodeForbidden, "Admin routes need an IAM-signed request.")
 )
 
-// headerMessages word the domain's errors about a request header for the
-// client, naming the header.
+// headerMessages word the domain's errors about a request header, naming it.
 var headerMessages = map[string]string{
 	wire.CodeMissingToken: "The " + wire.HeaderToken + " header is required.",
 	wire.CodeInvalidIdempotencyKey: fmt.Sprintf("The %s must be %d to %d letters, digits, '-', '_', '.' or ':' (a random UUID fits).",
@@ -82,13 +80,9 @@ func answerOf(err error) (int, wire.Error, time.Duration) {
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, body, retry := answerOf(err)
 	if status >= 500 {
-		a.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("requestId", requestID(r.Context())),
-			slog.String("method", r.Method),
-			slog.String("route", r.Pattern),
-			slog.Int("status", status),
-			slog.String("code", body.Code),
-			slog.String("error", fmt.Sprint(err)))
+		a.log.LogAttrs(r.Context(), slog.LevelError, "request failed", slog.String("requestId", requestID(r.Context())),
+			slog.String("method", r.Method), slog.String("route", r.Pattern), slog.Int("status", status),
+			slog.String("code", body.Code), slog.String("error", fmt.Sprint(err)))
 	}
 	if status == http.StatusServiceUnavailable && retry <= 0 {
 		retry = a.unavRetry
@@ -100,8 +94,7 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, status, body)
 }
 
-// answer writes body with status (body nil: no body), or returns err when
-// it is not nil.
+// answer writes body (nil: none) with status, or returns err when not nil.
 func answer(w http.ResponseWriter, status int, body any, err error) error {
 	if err == nil {
 		writeJSON(w, status, body)
@@ -109,8 +102,7 @@ func answer(w http.ResponseWriter, status int, body any, err error) error {
 	return err
 }
 
-// writeClientError answers e, a client's mistake (4xx), which is not
-// logged; r is nil for an event that never became a request.
+// writeClientError answers e, a client's mistake, unlogged; r is nil for an event.
 func writeClientError(w http.ResponseWriter, r *http.Request, e *httpError) {
 	if r != nil {
 		metrics.Note(r.Context()).Code = e.body.Code
@@ -118,8 +110,7 @@ func writeClientError(w http.ResponseWriter, r *http.Request, e *httpError) {
 	writeJSON(w, e.status, e.body)
 }
 
-// writeJSON answers status with body as JSON; body nil means no body. Every
-// answer has Cache-Control: no-store.
+// writeJSON answers status with body (nil: none) as JSON, and Cache-Control: no-store.
 func writeJSON(w http.ResponseWriter, status int, body any) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")

@@ -25,8 +25,7 @@ import (
 // MaxBodyBytes bounds request bodies; larger ones get 413.
 const MaxBodyBytes = 16 << 10
 
-// MaxHeaderBytes bounds a request's line and headers as sent; larger ones
-// get 431. It is also the local server's http.Server.MaxHeaderBytes.
+// MaxHeaderBytes bounds a request's line and headers as sent; larger ones get 431.
 const MaxHeaderBytes = 16 << 10
 
 // Middleware wraps a handler, such as the admin routes' auth.
@@ -48,13 +47,7 @@ func WithKeyring(ring *admissionpass.Keyring) Option { return func(a *api) { a.k
 
 // WithObserver records every request in obs once answered, each as its
 // route's Op (metrics.OpOther for no route); nil or absent records nothing.
-func WithObserver(obs metrics.Observer) Option {
-	return func(a *api) {
-		if obs != nil {
-			a.obs = obs
-		}
-	}
-}
+func WithObserver(obs metrics.Observer) Option { return func(a *api) { a.obs = cmp.Or(obs, a.obs) } }
 
 // api holds what every endpoint needs.
 type api struct {
@@ -63,7 +56,6 @@ type api struct {
 	obs       metrics.Observer
 	unavRetry time.Duration // Retry-After of a 503
 	passes    *admissionpass.Issuer
-	jwksh     http.Handler           // passes' JWKS, with the API's errors
 	keys      *admissionpass.Keyring // nil: fixed keys, no key routes
 }
 
@@ -89,11 +81,6 @@ func newAPI(svc *queue.Service, opts []Option) *api {
 	a := &api{svc: svc, log: slog.Default(), obs: metrics.Discard, unavRetry: 2 * time.Second}
 	for _, o := range opts {
 		o(a)
-	}
-	if a.passes != nil {
-		a.jwksh = a.passes.JWKSHandler(func(w http.ResponseWriter, r *http.Request, err error) {
-			a.writeError(w, r, keysError(err))
-		})
 	}
 	return a
 }
@@ -133,7 +120,7 @@ func (a *api) handler(keep func(Route) bool, auth Middleware) http.Handler {
 	// observe reads the Pattern the mux sets on the same *http.Request, so
 	// nothing between them may copy the request (logRequests does).
 	observe := metrics.Middleware(a.obs, func(r *http.Request) metrics.Op { return cmp.Or(ops[r.Pattern], metrics.OpOther) })
-	return a.logRequests(observe(a.recoverPanics(limitHeaders(a.canonicalPath(limitBody(mux))))))
+	return a.logRequests(observe(a.recoverPanics(screen(mux))))
 }
 
 // endpoint serves serve, answering the error it returns.
@@ -153,35 +140,30 @@ func okOrCreated(created bool) int {
 	return http.StatusOK
 }
 
-// token returns the request's queue token.
-func token(r *http.Request) string { return header(r, wire.HeaderToken) }
-
-// header returns every value of the request header name, joined, so that
-// two values never pass for one.
+// header returns every value of the request header name, joined: two never pass for one.
 func header(r *http.Request, name string) string {
 	return strings.TrimSpace(strings.Join(r.Header.Values(name), ","))
 }
 
 func (a *api) enter(w http.ResponseWriter, r *http.Request) error {
 	v, created, err := a.svc.Enter(r.Context(), r.PathValue("programId"), queue.Entry{
-		Token: token(r), IdempotencyKey: header(r, wire.HeaderIdempotencyKey),
+		Token: header(r, wire.HeaderToken), IdempotencyKey: header(r, wire.HeaderIdempotencyKey),
 		Challenge: header(r, wire.HeaderChallenge), Solution: header(r, wire.HeaderSolution),
 	})
 	return writeToken(w, r, okOrCreated(created), v, err)
 }
 
 func (a *api) poll(w http.ResponseWriter, r *http.Request) error {
-	v, err := a.svc.Poll(r.Context(), r.PathValue("programId"), token(r))
+	v, err := a.svc.Poll(r.Context(), r.PathValue("programId"), header(r, wire.HeaderToken))
 	return writeToken(w, r, http.StatusOK, v, err)
 }
 
 func (a *api) leave(w http.ResponseWriter, r *http.Request) error {
-	return answer(w, http.StatusNoContent, nil, a.svc.Leave(r.Context(), r.PathValue("programId"), token(r)))
+	return answer(w, http.StatusNoContent, nil, a.svc.Leave(r.Context(), r.PathValue("programId"), header(r, wire.HeaderToken)))
 }
 
-// endSession ends the admission of the pass in X-Admission-Pass. A program
-// that does not exist answers 404 PROGRAM_NOT_FOUND, read through the
-// program cache as a poll reads it.
+// endSession ends the admission of the pass in X-Admission-Pass; an unknown program,
+// read through the program cache as a poll reads it, answers 404.
 func (a *api) endSession(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("programId")
 	if _, err := a.svc.Showing(r.Context(), id); err != nil {
@@ -190,25 +172,22 @@ func (a *api) endSession(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, http.StatusNoContent, nil, a.svc.EndSession(r.Context(), id, r.Header.Get(wire.HeaderAdmissionPass)))
 }
 
-// challenge hands out a proof-of-work challenge for an enter (200, also
-// with bits 0 when the program asks for none; never cached).
+// challenge hands out a proof-of-work challenge (200, also with bits 0 for none).
 func (a *api) challenge(w http.ResponseWriter, r *http.Request) error {
 	c, err := a.svc.Challenge(r.Context(), r.PathValue("programId"))
 	return answer(w, http.StatusOK, wire.Challenge{Challenge: c.Challenge, Bits: c.Bits, ExpiresAt: wire.TimeOf(c.ExpiresAt)}, err)
 }
 
-// jwks serves the JWKS of the passes' keys: public, cached by sites for
-// admissionpass.JWKSMaxAge.
+// jwks serves the JWKS of the passes' keys.
 func (a *api) jwks(w http.ResponseWriter, r *http.Request) error {
-	if a.jwksh == nil {
+	if a.passes == nil {
 		return errNoRoute
 	}
-	a.jwksh.ServeHTTP(w, r)
+	a.passes.JWKSHandler(func(w http.ResponseWriter, r *http.Request, err error) { a.writeError(w, r, keysError(err)) }).ServeHTTP(w, r)
 	return nil
 }
 
-// writeToken answers v with status, or returns err; a WAITING token also
-// gets Retry-After in whole seconds, rounded up.
+// writeToken answers v with status, or returns err; a WAITING token also gets Retry-After.
 func writeToken(w http.ResponseWriter, r *http.Request, status int, v queue.View, err error) error {
 	if err != nil {
 		return err
@@ -230,8 +209,8 @@ func writeToken(w http.ResponseWriter, r *http.Request, status int, v queue.View
 	return nil
 }
 
-// languages are r's language preferences, most preferred first: ?lang=
-// (a BCP 47 tag) alone, else Accept-Language.
+// languages are r's language preferences, most preferred first: ?lang= alone, else
+// Accept-Language.
 func languages(r *http.Request) []language.Tag {
 	if r.URL.RawQuery != "" {
 		if tag, ok := settings.ParseLanguage(r.URL.Query().Get("lang")); ok {
@@ -245,8 +224,7 @@ func languages(r *http.Request) []language.Tag {
 	return tags
 }
 
-// TokenOf is v as the wire's Token, as the API answers and the page
-// renders it, with the notice in the language of prefs where translated.
+// TokenOf is v as the wire's Token, with the notice in the language of prefs where translated.
 func TokenOf(v queue.View, prefs ...language.Tag) wire.Token {
 	if len(v.Translations) > 0 && len(prefs) > 0 {
 		v.Notice = v.NoticeIn(prefs...)

@@ -33,7 +33,6 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/challenge"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/polling"
@@ -43,6 +42,7 @@ import (
 	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/sampleevents"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // t0 is the seed time of the fixtures and the fixed clock of these tests.
@@ -86,7 +86,7 @@ func newServiceIssuing(t testing.TB, iss *admissionpass.Issuer) *queue.Service {
 		t.Fatal(err)
 	}
 	return queue.NewService(store, polling.DefaultTiers(),
-		queue.WithClock(clock.NewFake(t0)),
+		queue.WithClock(simclock.NewFake(t0)),
 		queue.WithRand(rand.New(rand.NewPCG(seed, seed))),
 		queue.WithPassSigner(app.Signer(iss)))
 }
@@ -469,7 +469,7 @@ func TestLambdaUnconvertible(t *testing.T) {
 // back in the counters, are cleared with "", and the notice reaches the
 // people waiting; a bad value is INVALID_SETTINGS.
 func TestHandlerProfile(t *testing.T) {
-	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0))), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
+	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(simclock.NewFake(t0))), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
 	do := func(method, path, body string, hdr ...string) (int, map[string]any) {
 		t.Helper()
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -509,7 +509,7 @@ func TestHandlerProfile(t *testing.T) {
 // TestHandlerIdempotencyKey: a retried enter with the same Idempotency-Key
 // answers the same token and ticket, and takes no ticket of its own.
 func TestHandlerIdempotencyKey(t *testing.T) {
-	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(simclock.NewFake(t0)))
 	if _, _, err := svc.PutProgram(context.Background(), "gala", api.ProgramSettings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}
@@ -542,7 +542,7 @@ func TestHandlerIdempotencyKey(t *testing.T) {
 // INVALID_SETTINGS and changes nothing; the values beside them still go
 // through.
 func TestHandlerSettingsQuirks(t *testing.T) {
-	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0))), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
+	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(simclock.NewFake(t0))), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
 	do := func(body string) (int, map[string]any) {
 		t.Helper()
 		r := httptest.NewRequest("PUT", "/api/v1/admin/programs/gala", strings.NewReader(body))
@@ -624,7 +624,7 @@ func TestHandlerEnterInProgress(t *testing.T) {
 	store := &heldFillStore{Store: memstore.New(), held: make(chan struct{}), release: make(chan struct{})}
 	// The second enter waits for the first's token on this clock, whose
 	// Sleep moves it at once: its wait runs out without real time passing.
-	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
+	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(simclock.NewFake(t0)))
 	if _, _, err := svc.PutProgram(context.Background(), "gala", api.ProgramSettings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}
@@ -665,7 +665,7 @@ func TestHandlerEnterInProgress(t *testing.T) {
 // API: its challenge (never cached), an enter with the solution (201),
 // the same proof again (403 CHALLENGE_FAILED), and an unknown program.
 func TestHandlerChallenge(t *testing.T) {
-	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
+	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(simclock.NewFake(t0)))
 	if _, _, err := svc.PutProgram(t.Context(), "gala", api.ProgramSettings{Paused: new(true), ChallengeBits: new(int64(10))}); err != nil {
 		t.Fatal(err)
 	}
@@ -1048,7 +1048,7 @@ func TestRoutes(t *testing.T) {
 // status and delays, the first sighting of an admission, the queue length
 // where the answer knows it.
 func TestObserver(t *testing.T) {
-	c := clock.NewFake(t0)
+	c := simclock.NewFake(t0)
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(c), queue.WithRand(rand.New(rand.NewPCG(seed, seed))))
 	rec := &metricstest.Recorder{}
 	h := checked(t, httpapi.New(svc, httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithObserver(rec)))
@@ -1277,7 +1277,7 @@ func TestEveryRouteAnswers(t *testing.T) {
 // reached or too near to move, a shuffle asked too late, a change while
 // another is pending.
 func TestConflictAnswers(t *testing.T) {
-	c := clock.NewFake(t0)
+	c := simclock.NewFake(t0)
 	h := checked(t, httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(5*time.Second)), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard)))
 	admin := http.Header{"Authorization": {"Bearer s3cret"}}
 	opens := t0.Add(48 * time.Hour).Format(time.RFC3339)

@@ -22,14 +22,12 @@ var (
 	errKeyNotFound = queue.Errorf(queue.KindNotFound, wire.CodeKeyNotFound, "No signing key has this id.")
 )
 
-// keysError is err, of the keyring, as the client sees it: a 503 worth a
-// retry; the cause goes to the log only.
+// keysError is err, of the keyring, as a 503 worth a retry; the cause goes to the log only.
 func keysError(err error) error {
 	return &queue.Error{Kind: queue.KindUnavailable, Code: wire.CodeKeysUnavailable, Message: "The signing keys are briefly unavailable; retry shortly.", Err: err}
 }
 
-// withKeyring serves a key route with serve, or answers 409 NO_KEYRING
-// when the passes are signed with fixed keys.
+// withKeyring serves a key route with serve, or answers 409 NO_KEYRING with fixed keys.
 func withKeyring(serve func(*api, http.ResponseWriter, *http.Request) error) func(*api, http.ResponseWriter, *http.Request) error {
 	return func(a *api, w http.ResponseWriter, r *http.Request) error {
 		if a.keys == nil {
@@ -39,9 +37,7 @@ func withKeyring(serve func(*api, http.ResponseWriter, *http.Request) error) fun
 	}
 }
 
-// listKeys answers every key of the keyring, newest first, with its state:
-// none until the first pass signed or the first JWKS request makes the
-// first key.
+// listKeys answers every key of the keyring, newest first, with its state.
 func (a *api) listKeys(w http.ResponseWriter, r *http.Request) error {
 	keys, err := a.keys.Keys(r.Context())
 	if err != nil {
@@ -54,8 +50,7 @@ func (a *api) listKeys(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, http.StatusOK, body, nil)
 }
 
-// rotateKey makes a key that signs from the keyring's lead from now: 201
-// with the key, next until then.
+// rotateKey makes a key that signs a lead from now: 201 with the key, next until then.
 func (a *api) rotateKey(w http.ResponseWriter, r *http.Request) error {
 	k, err := a.keys.Rotate(r.Context())
 	if err != nil {
@@ -65,9 +60,8 @@ func (a *api) rotateKey(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, http.StatusCreated, wire.KeyRotation{Key: signingKeyOf(k, wire.KeyNext)}, nil)
 }
 
-// revokeKey revokes the key keyId: 200 with, when it was the key that
-// signed, the key that signs in its place from now. Revoking it again is
-// no error.
+// revokeKey revokes the key keyId: 200 with, when it was the signing key, the key that
+// signs in its place from now.
 func (a *api) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	kid := r.PathValue("keyId")
 	if !validKeyID(kid) {
@@ -94,11 +88,8 @@ func (a *api) revokeKey(w http.ResponseWriter, r *http.Request) error {
 // logKeyChange logs a change of the keyring at info level, with its actor.
 func (a *api) logKeyChange(r *http.Request, action string, attrs ...slog.Attr) {
 	ctx := r.Context()
-	a.log.LogAttrs(ctx, slog.LevelInfo, "admin change", append([]slog.Attr{
-		slog.String("action", action),
-		slog.String("actor", history.ActorOf(ctx)),
-		slog.String("requestId", requestID(ctx)),
-	}, attrs...)...)
+	a.log.LogAttrs(ctx, slog.LevelInfo, "admin change", append([]slog.Attr{slog.String("action", action),
+		slog.String("actor", history.ActorOf(ctx)), slog.String("requestId", requestID(ctx))}, attrs...)...)
 }
 
 // signingKeyOf is k, in state, as the wire's SigningKey.
@@ -106,9 +97,8 @@ func signingKeyOf(k admissionpass.StoredKey, state wire.KeyState) wire.SigningKe
 	return wire.SigningKey{KeyID: k.KeyID, State: state, SignFrom: wire.TimeOf(k.SignFrom), CreatedAt: wire.TimeOf(k.Created), RevokedAt: wire.TimeOf(k.Revoked)}
 }
 
-// validKeyID reports whether kid is a key id a keyring makes: a SHA-256
-// thumbprint in canonical unpadded base64url (43 characters; the decoder
-// would skip newlines).
+// validKeyID reports whether kid is a SHA-256 thumbprint in canonical unpadded base64url
+// (43 characters: the decoder would skip newlines).
 func validKeyID(kid string) bool {
 	b, err := base64.RawURLEncoding.Strict().DecodeString(kid)
 	return len(kid) == 43 && err == nil && len(b) == 32

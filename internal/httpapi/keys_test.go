@@ -27,13 +27,13 @@ import (
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/fixtures"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // The kids of the keys a seqWrapper makes first, second and third: the
@@ -149,7 +149,7 @@ func TestKeyRoutes(t *testing.T) {
 		// The keyring stays at t0; the service's clock moves on as it
 		// sleeps (the change delay of a bypass issuance).
 		app.WithKeyring("https://queue.example.com", nil, &seqWrapper{}, admissionpass.WithKeyringClock(clocktest.NewFrozen(t0))),
-		app.WithServiceOptions(queue.WithClock(clock.NewFake(t0))))
+		app.WithServiceOptions(queue.WithClock(simclock.NewFake(t0))))
 	h := checked(t, a.LocalHandler("s3cret"))
 	const (
 		next1 = `{"keyId":"` + kid2 + `","state":"next","signFrom":"2026-05-19T10:15:00.123Z","createdAt":"2026-05-19T10:00:00.123Z"}`

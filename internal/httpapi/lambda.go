@@ -13,13 +13,11 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 )
 
-// LambdaHandler is what lambda.Start runs: an API Gateway HTTP API
-// (payload format 2.0) request in, its answer out.
+// LambdaHandler is what lambda.Start runs: an API Gateway HTTP API (payload 2.0) request in, its answer out.
 type LambdaHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// Lambda serves h to API Gateway through httpadapter.NewV2. It never
-// returns an error: an event the adapter cannot turn into a request gets
-// the API's JSON 404 or 400, not Lambda's opaque 500.
+// Lambda serves h to API Gateway through httpadapter.NewV2; an event the adapter cannot
+// turn into a request gets the API's JSON 404 or 400, not Lambda's opaque 500.
 func Lambda(h http.Handler) LambdaHandler {
 	proxy := httpadapter.NewV2(h).ProxyWithContext
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -34,8 +32,7 @@ func Lambda(h http.Handler) LambdaHandler {
 	}
 }
 
-// unconvertible returns the error for an ev whose body or URL the adapter
-// cannot convert (before the adapter complains on stdout); nil if none.
+// unconvertible returns the error for an ev whose body or URL the adapter cannot convert.
 func unconvertible(ev events.APIGatewayV2HTTPRequest) *httpError {
 	if ev.IsBase64Encoded {
 		if _, err := base64.StdEncoding.DecodeString(ev.Body); err != nil {

@@ -30,23 +30,21 @@ func BearerAuth(secret string) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			auth := strings.TrimSpace(r.Header.Get("Authorization"))
-			if auth == "" {
-				writeClientError(w, r, errNeedsBearer)
-				return
-			}
 			scheme, got, ok := strings.Cut(auth, " ")
 			sum := sha256.Sum256([]byte(got))
-			if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			switch {
+			case auth == "":
+				writeClientError(w, r, errNeedsBearer)
+			case !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1:
 				writeClientError(w, r, errBadBearer)
-				return
+			default:
+				next.ServeHTTP(w, r.WithContext(history.WithActor(r.Context(), LocalActor)))
 			}
-			next.ServeHTTP(w, r.WithContext(history.WithActor(r.Context(), LocalActor)))
 		})
 	}
 }
 
-// IAMAuth admits requests that API Gateway's AWS_IAM authorizer let
-// through, as the Lambda adapter's request context shows them, with the
+// IAMAuth admits requests that API Gateway's AWS_IAM authorizer let through, with the
 // caller's IAM ARN as their actor: a second lock behind API Gateway's.
 func IAMAuth() Middleware {
 	return func(next http.Handler) http.Handler {
@@ -62,9 +60,8 @@ func IAMAuth() Middleware {
 	}
 }
 
-// passIssuer names https://<API Gateway's domainName> as the issuer of the
-// passes signed for the request (when no PASS_ISSUER is set); never the
-// client's Host header.
+// passIssuer names https://<API Gateway's domainName>, never the Host header, as the
+// issuer of the passes signed for the request (when no PASS_ISSUER is set).
 func passIssuer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && dnsName.MatchString(rc.DomainName) {
@@ -85,20 +82,16 @@ func requestID(ctx context.Context) string {
 	return id
 }
 
-// logRequests gives each request an id (API Gateway's, or a fresh random
-// one) and logs it at debug level once answered, never with its token.
+// logRequests gives each request an id (API Gateway's, or a random one) and logs it at
+// debug level once answered, never with its token.
 func (a *api) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc, _ := core.GetAPIGatewayV2ContextFromContext(r.Context())
 		id := cmp.Or(rc.RequestID, rand.Text())
 		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
 		m := httpsnoop.CaptureMetrics(next, w, r.WithContext(ctx))
-		a.log.LogAttrs(ctx, slog.LevelDebug, "request",
-			slog.String("requestId", id),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.EscapedPath()),
-			slog.Int("status", m.Code),
-			slog.Duration("duration", m.Duration))
+		a.log.LogAttrs(ctx, slog.LevelDebug, "request", slog.String("requestId", id), slog.String("method", r.Method),
+			slog.String("path", r.URL.EscapedPath()), slog.Int("status", m.Code), slog.Duration("duration", m.Duration))
 	})
 }
 
@@ -122,38 +115,34 @@ func (a *api) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// canonicalPath answers 404 to a path that is not in canonical form (a
-// doubled slash, a dot segment), where ServeMux would redirect.
-func (a *api) canonicalPath(next http.Handler) http.Handler {
+// screen answers 431 to a request whose line and headers, as sent, are
+// over MaxHeaderBytes, 404 to a path not in canonical form (where ServeMux
+// would redirect) and 413 to a body announced over MaxBodyBytes; it cuts
+// any other body at the limit (reading past it fails with *http.MaxBytesError).
+func screen(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		clean := path.Clean("/" + p)
 		if strings.HasSuffix(p, "/") && clean != "/" {
 			clean += "/"
 		}
-		if p != clean {
-			a.writeError(w, r, errNoRoute)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// limitHeaders answers 431 to a request whose line and headers, as sent,
-// are over MaxHeaderBytes.
-func limitHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if headerBytes(r) > MaxHeaderBytes {
+		switch {
+		case headerBytes(r) > MaxHeaderBytes:
 			writeClientError(w, r, errHeadersBig)
-			return
+		case p != clean:
+			writeClientError(w, r, errNoRoute)
+		case r.ContentLength > MaxBodyBytes:
+			w.Header().Set("Connection", "close") // the body stays unread
+			writeClientError(w, r, errTooLarge)
+		default:
+			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+			next.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r)
 	})
 }
 
-// headerBytes is the size of r's request line and header fields as sent
-// over HTTP/1.1 ("Name: value\r\n" each, Host included), with the blank
-// line that ends them.
+// headerBytes is the size of r's request line and header fields (Host included) as
+// sent over HTTP/1.1, with the blank line that ends them.
 func headerBytes(r *http.Request) int {
 	uri := cmp.Or(r.RequestURI, r.URL.RequestURI())
 	n := len(r.Method) + 1 + len(uri) + len(" HTTP/1.1\r\n") + len("\r\n")
@@ -166,18 +155,4 @@ func headerBytes(r *http.Request) int {
 		}
 	}
 	return n
-}
-
-// limitBody answers 413 to a body announced over MaxBodyBytes and cuts any
-// other body at the limit (reading past it fails with *http.MaxBytesError).
-func limitBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > MaxBodyBytes {
-			w.Header().Set("Connection", "close") // the body stays unread
-			writeClientError(w, r, errTooLarge)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-		next.ServeHTTP(w, r)
-	})
 }

@@ -7,23 +7,17 @@ import (
 	"github.com/example/waitingroom/internal/metrics"
 )
 
-// Route is one method and path that the API serves, the path in the syntax
-// of http.ServeMux and API Gateway alike ({programId} is a path parameter).
+// Route is one method and path that the API serves, in the syntax of http.ServeMux and API Gateway alike.
 type Route struct {
 	Method string
 	Path   string
-	// Admin routes are served by NewAdmin (and New) behind its auth; on AWS
-	// they sit behind the AWS_IAM authorizer, in the admin function.
-	Admin bool
-	// Op is what the route's requests count as in the metrics.
-	Op    metrics.Op
-	serve func(*api, http.ResponseWriter, *http.Request) error
+	Admin  bool       // served by NewAdmin (and New) behind its auth
+	Op     metrics.Op // what the route's requests count as in the metrics
+	serve  func(*api, http.ResponseWriter, *http.Request) error
 }
 
-// Routes lists every route the API serves, with its metrics operation and
-// endpoint; template.yaml must route each to the right function and
-// authorization (template_test.go checks). Other methods on these paths get
-// 405 with Allow.
+// Routes lists every route the API serves; template.yaml must route each to the right
+// function and authorization. Other methods on these paths get 405 with Allow.
 var Routes = []Route{
 	{http.MethodPost, wire.QueuePath, false, metrics.OpEnter, (*api).enter},
 	{http.MethodGet, wire.QueuePath, false, metrics.OpPoll, (*api).poll},

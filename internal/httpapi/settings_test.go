@@ -15,7 +15,6 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/polling"
@@ -23,14 +22,15 @@ import (
 	"github.com/example/waitingroom/internal/testing/metricstest"
 	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/sampleevents"
+	"github.com/example/waitingroom/internal/tools/simclock"
 	"github.com/example/waitingroom/passverify"
 )
 
 // settingsAPI is the API over an empty store with a fake clock and a
 // program cache, each answer held to docs/openapi.yaml.
-func settingsAPI(t *testing.T) (http.Handler, *clock.Fake) {
+func settingsAPI(t *testing.T) (http.Handler, *simclock.Fake) {
 	t.Helper()
-	c := clock.NewFake(t0)
+	c := simclock.NewFake(t0)
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))
 	return checked(t, httpapi.New(svc, httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard))), c
 }
@@ -268,7 +268,7 @@ func TestHandlerCatalog(t *testing.T) {
 // 409 NO_ROOM with Retry-After.
 func TestHandlerBypass(t *testing.T) {
 	const iss = "https://queue.example.com"
-	c := clock.NewFake(t0)
+	c := simclock.NewFake(t0)
 	keys := passIssuer(t, iss)
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(c), queue.WithPassSigner(app.Signer(keys)))
 	rec := &metricstest.Recorder{}

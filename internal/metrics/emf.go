@@ -9,9 +9,8 @@ import (
 	"time"
 )
 
-// EMF writes each observed request as one CloudWatch Embedded Metric Format
-// line: on Lambda, a line on stdout becomes CloudWatch metrics with no API
-// call. Only metrics with a CloudWatch name are written.
+// EMF writes each observed request's CloudWatch metrics as one Embedded Metric Format line:
+// on Lambda, a line on stdout becomes CloudWatch metrics with no API call.
 type EMF struct {
 	mu        sync.Mutex
 	w         io.Writer
@@ -34,8 +33,7 @@ func NewEMF(w io.Writer, namespace string, opts ...EMFOption) *EMF {
 	return e
 }
 
-// emfDirective is a MetricDirective of the EMF specification, at most
-// maxMetricsPerDirective metrics.
+// emfDirective is a MetricDirective of the EMF specification.
 type emfDirective struct {
 	Namespace  string      `json:"Namespace"`
 	Dimensions [][]string  `json:"Dimensions"`
@@ -49,8 +47,7 @@ type emfMetric struct {
 
 const maxMetricsPerDirective = 100
 
-// Observe writes r's line. A write error is dropped: metrics never fail a
-// request.
+// Observe writes r's line; a write error is dropped.
 func (e *EMF) Observe(r Request) {
 	line, ok := e.document(r)
 	if !ok {
@@ -61,8 +58,7 @@ func (e *EMF) Observe(r Request) {
 	_, _ = e.w.Write(line)
 }
 
-// document builds r's EMF line (with its newline); false when r records no
-// CloudWatch metric.
+// document builds r's EMF line; false when r records no CloudWatch metric.
 func (e *EMF) document(r Request) ([]byte, bool) {
 	root := map[string]any{ // not dimensions: for Logs Insights queries
 		DimMethod:    DimensionValue(DimMethod, r),
@@ -72,7 +68,7 @@ func (e *EMF) document(r Request) ([]byte, bool) {
 	var directives []emfDirective
 	index := map[string]int{} // dimension set -> directive
 	for _, d := range Defs {
-		v, ok := d.value(r)
+		v, ok := d.Value(r)
 		if !ok || !d.CloudWatch() || slices.ContainsFunc(d.Dimensions, func(dim string) bool { return DimensionValue(dim, r) == "" }) {
 			continue
 		}

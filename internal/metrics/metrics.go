@@ -20,8 +20,8 @@ import (
 // DefaultNamespace is the CloudWatch namespace when none is configured.
 const DefaultNamespace = "WaitingRoom"
 
-// ValidNamespace checks a CloudWatch namespace: 1 to 255 of letters,
-// digits and . - _ / # : and space, not starting with the reserved "AWS/".
+// ValidNamespace checks a CloudWatch namespace: 1 to 255 of letters, digits and . - _ / # :
+// and space, not starting with the reserved "AWS/".
 func ValidNamespace(ns string) error {
 	if ns == "" || len(ns) > 255 || strings.TrimSpace(ns) != ns {
 		return errors.New("a namespace is 1 to 255 characters, without leading or trailing spaces")
@@ -50,28 +50,21 @@ const (
 	OpPage  Op = "page"  // the waiting-room page, its assets and its form
 )
 
-// Request is one answered request, as the middleware saw it. Fields that do
-// not apply are zero.
+// Request is one answered request, as the middleware saw it; fields that do not apply are zero.
 type Request struct {
-	Op       Op
-	Method   string // as sent; the Method dimension is MethodLabel of it
-	Status   int    // the HTTP status answered
-	Code     string // the error code of a 4xx or 5xx answer
-	Duration time.Duration
-	// ProgramID is the program of the request's path; it becomes a
-	// dimension only on 2xx answers, where the program is known to exist.
-	ProgramID   string
+	Op          Op
+	Method      string // as sent; the Method dimension is MethodLabel of it
+	Status      int    // the HTTP status answered
+	Code        string // the error code of a 4xx or 5xx answer
+	Duration    time.Duration
+	ProgramID   string // the program of the request's path: a dimension only on 2xx answers
 	TokenStatus string // the status of the token answered ("WAITING", …)
-	// Admitted reports that this answer is the first sighting of the
-	// token's admission (the one that wrote admittedAt).
-	Admitted bool
+	Admitted    bool   // the answer is the first sighting of the token's admission
 	// RetryAfter and EstimatedWait are those of a WAITING answer.
 	RetryAfter, EstimatedWait time.Duration
-	// Waiting is the program's queue length (issued − admitted) as the
-	// answer saw it, recorded when WaitingKnown.
-	Waiting      int64
-	WaitingKnown bool
-	BypassPasses int64 // how many bypass passes the answer issued
+	Waiting                   int64 // the program's queue length as the answer saw it, when WaitingKnown
+	WaitingKnown              bool
+	BypassPasses              int64 // how many bypass passes the answer issued
 }
 
 // Observer records requests. Implementations are safe for concurrent use.
@@ -116,8 +109,7 @@ const (
 	DimHTTP      = "HttpStatus"
 )
 
-// Def is one metric: its CloudWatch name, unit and dimensions, its
-// Prometheus name, and when a request records it and with what value.
+// Def is one metric: its CloudWatch and Prometheus names, and when a request records it.
 type Def struct {
 	Name       string // the CloudWatch name; "" for a Prometheus-only metric
 	Unit       Unit
@@ -125,70 +117,63 @@ type Def struct {
 	Dimensions []string // CloudWatch dimensions, and Prometheus labels
 	Prom       string   // the Prometheus name; Milliseconds are exported as seconds
 	Help       string
-	// Buckets are the Prometheus histogram bounds of a Distribution, in
-	// the exported unit.
-	Buckets []float64
-	value   func(r Request) (float64, bool)
+	Buckets    []float64 // the Prometheus histogram bounds of a Distribution, in the exported unit
+	// Value is d's value for a request, and whether the request records d at all.
+	Value func(r Request) (float64, bool)
 }
 
-// Defs is the table of every metric. template.yaml's dashboard and alarms
-// name metrics from it (template_test.go checks).
+// Defs is the table of every metric; template.yaml's dashboard and alarms name metrics from it.
 var Defs = []Def{
 	{Unit: Count, Kind: Counter, Dimensions: []string{DimOperation, DimMethod, DimHTTP},
 		Prom: "waitingroom_requests_total", Help: "Requests answered, by operation, method and HTTP status (on AWS: API Gateway's Count).",
-		value: func(Request) (float64, bool) { return 1, true }},
+		Value: func(Request) (float64, bool) { return 1, true }},
 	{Name: "Latency", Unit: Milliseconds, Kind: Distribution, Dimensions: []string{DimOperation},
 		Prom: "waitingroom_request_duration_seconds", Help: "Time the handler took to answer, by operation.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		value:   func(r Request) (float64, bool) { return float64(r.Duration.Microseconds()) / 1000, true }},
+		Value:   func(r Request) (float64, bool) { return float64(r.Duration.Microseconds()) / 1000, true }},
 	{Name: "Enters", Unit: Count, Kind: Counter, Dimensions: []string{DimProgramID},
 		Prom: "waitingroom_enters_total", Help: "New tokens issued (201 answers to an enter), by program.",
-		value: func(r Request) (float64, bool) { return 1, r.Op == OpEnter && r.Status == 201 }},
+		Value: func(r Request) (float64, bool) { return 1, r.Op == OpEnter && r.Status == 201 }},
 	{Name: "Polls", Unit: Count, Kind: Counter, Dimensions: []string{DimStatus},
 		Prom: "waitingroom_polls_total", Help: "Successful polls, by the status of the token answered.",
-		value: func(r Request) (float64, bool) { return 1, r.Op == OpPoll && r.Status == 200 && r.TokenStatus != "" }},
+		Value: func(r Request) (float64, bool) { return 1, r.Op == OpPoll && r.Status == 200 && r.TokenStatus != "" }},
 	{Name: "Admissions", Unit: Count, Kind: Counter, Dimensions: []string{DimProgramID},
 		Prom: "waitingroom_admissions_total", Help: "Admissions seen for the first time (the answer that wrote admittedAt), by program.",
-		value: func(r Request) (float64, bool) { return 1, r.Admitted && success(r) }},
+		Value: func(r Request) (float64, bool) { return 1, r.Admitted && success(r) }},
 	{Name: "BypassPasses", Unit: Count, Kind: Counter, Dimensions: []string{DimProgramID},
 		Prom: "waitingroom_bypass_passes_total", Help: "Bypass passes issued by the admin API, by program.",
-		value: func(r Request) (float64, bool) { return float64(r.BypassPasses), r.BypassPasses > 0 && success(r) }},
+		Value: func(r Request) (float64, bool) { return float64(r.BypassPasses), r.BypassPasses > 0 && success(r) }},
 	{Name: "Leaves", Unit: Count, Kind: Counter, Dimensions: []string{DimProgramID},
 		Prom: "waitingroom_leaves_total", Help: "Tokens that left the queue (204 answers to a leave), by program.",
-		value: func(r Request) (float64, bool) { return 1, r.Op == OpLeave && r.Status == 204 }},
+		Value: func(r Request) (float64, bool) { return 1, r.Op == OpLeave && r.Status == 204 }},
 	{Name: "Rejected", Unit: Count, Kind: Counter, Dimensions: []string{DimCode},
 		Prom: "waitingroom_rejected_total", Help: "4xx answers, by error code.",
-		value: func(r Request) (float64, bool) { return 1, r.Status >= 400 && r.Status < 500 }},
+		Value: func(r Request) (float64, bool) { return 1, r.Status >= 400 && r.Status < 500 }},
 	{Name: "StoreUnavailable", Unit: Count, Kind: Counter,
 		Prom: "waitingroom_store_unavailable_total", Help: "503 answers of a store or KMS that failed or was contended (STORE_UNAVAILABLE, BUSY, PASS_UNAVAILABLE, KEYS_UNAVAILABLE); not ENTER_IN_PROGRESS, which waits for another enter.",
-		value: func(r Request) (float64, bool) { return 1, r.Status == 503 && r.Code != api.CodeEnterInProgress }},
+		Value: func(r Request) (float64, bool) { return 1, r.Status == 503 && r.Code != api.CodeEnterInProgress }},
 	{Name: "RetryAfterMs", Unit: Milliseconds, Kind: Distribution,
 		Prom: "waitingroom_retry_after_seconds", Help: "Delay to the next poll told to WAITING tokens.",
 		Buckets: []float64{.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600},
-		value:   func(r Request) (float64, bool) { return float64(r.RetryAfter.Milliseconds()), r.RetryAfter > 0 }},
+		Value:   func(r Request) (float64, bool) { return float64(r.RetryAfter.Milliseconds()), r.RetryAfter > 0 }},
 	{Name: "EstimatedWaitMs", Unit: Milliseconds, Kind: Distribution, Dimensions: []string{DimProgramID},
 		Prom: "waitingroom_estimated_wait_seconds", Help: "Estimated wait told to WAITING tokens, by program.",
 		Buckets: []float64{5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400},
-		value: func(r Request) (float64, bool) {
+		Value: func(r Request) (float64, bool) {
 			return float64(r.EstimatedWait.Milliseconds()), r.EstimatedWait > 0 && success(r)
 		}},
 	{Name: "Waiting", Unit: Count, Kind: Level, Dimensions: []string{DimProgramID},
 		Prom: "waitingroom_waiting", Help: "Queue length (issued − admitted) as the latest answer saw it, by program.",
-		value: func(r Request) (float64, bool) { return float64(r.Waiting), r.WaitingKnown && success(r) }},
+		Value: func(r Request) (float64, bool) { return float64(r.Waiting), r.WaitingKnown && success(r) }},
 }
 
-// success reports a 2xx answer: only then is the program known to exist,
-// so only then may it name a dimension (anyone can send any program id).
+// success reports a 2xx answer: only then may the program, known to exist, be a dimension.
 func success(r Request) bool { return r.Status >= 200 && r.Status < 300 && r.ProgramID != "" }
-
-// Value is d's value for r, and whether r records d at all.
-func (d Def) Value(r Request) (float64, bool) { return d.value(r) }
 
 // CloudWatch reports whether d is published to CloudWatch (has a Name).
 func (d Def) CloudWatch() bool { return d.Name != "" }
 
-// DimensionValue is the value of dimension dim for r; "" means none (the
-// metric is then not recorded).
+// DimensionValue is the value of dimension dim for r; "" (none) leaves the metric unrecorded.
 func DimensionValue(dim string, r Request) string {
 	switch dim {
 	case DimProgramID:
@@ -210,8 +195,7 @@ func DimensionValue(dim string, r Request) string {
 // MethodOther is the Method dimension of a method that is not standard.
 const MethodOther = "OTHER"
 
-// MethodLabel is the Method dimension of method: the method itself when it
-// is a standard one (RFC 9110, RFC 5789), else MethodOther.
+// MethodLabel is the Method dimension of method: a standard method itself, else MethodOther.
 func MethodLabel(method string) string {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,

@@ -10,10 +10,8 @@ import (
 
 type requestKey struct{}
 
-// Middleware passes obs one Request per request next answers: method,
-// status, duration, the path's {programId}, op(r) and what the handler set
-// through Note. op runs after next, so r.Pattern and r.PathValue are those
-// of next's ServeMux.
+// Middleware passes obs one Request per request next answers, with op(r) and what the
+// handler set through Note; op runs after next, so r.Pattern is that of next's ServeMux.
 func Middleware(obs Observer, op func(r *http.Request) Op) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -28,9 +26,8 @@ func Middleware(obs Observer, op func(r *http.Request) Op) func(http.Handler) ht
 	}
 }
 
-// Note returns the Request being recorded for ctx's request, for the
-// handler to fill in (Code, TokenStatus, Admitted, RetryAfter, …); outside
-// Middleware it returns a Request that nobody reads.
+// Note returns the Request being recorded for ctx's request, for the handler to fill in;
+// outside Middleware, one that nobody reads.
 func Note(ctx context.Context) *Request {
 	if r, ok := ctx.Value(requestKey{}).(*Request); ok {
 		return r

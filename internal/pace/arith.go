@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// MulDiv returns a×b/c rounded down (or up), and false, with
-// math.MaxInt64, when that exceeds int64. c must not be 0.
+// MulDiv returns a×b/c (c > 0) rounded down or up, math.MaxInt64 and
+// false beyond int64.
 func MulDiv(a, b, c uint64, up bool) (int64, bool) {
 	hi, lo := bits.Mul64(a, b)
 	if up {
@@ -58,8 +58,7 @@ func MsToNs(ms int64) int64 {
 // NsToMs returns ns in milliseconds, rounded down.
 func NsToMs(ns int64) int64 { return time.Unix(0, ns).UnixMilli() }
 
-// UnixMs is t in Unix milliseconds, rounded down; the zero time is 0, as
-// the stores write an absent time.
+// UnixMs is t in Unix milliseconds, rounded down; the zero time is 0.
 func UnixMs(t time.Time) int64 {
 	if t.IsZero() {
 		return 0

@@ -37,8 +37,7 @@ type Rate int64
 // OnePerSecond is the Rate of one person per second.
 const OnePerSecond Rate = 1000
 
-// NewRate returns perSecond people per second as a Rate, and false unless
-// it is 0 or between MinAdmissionRate and MaxAdmissionRate in whole
+// NewRate returns perSecond as a Rate, false unless 0 or in range in whole
 // thousandths (0.0015 is refused, not rounded).
 func NewRate(perSecond float64) (Rate, bool) {
 	if math.IsNaN(perSecond) || perSecond < 0 || perSecond > MaxAdmissionRate || perSecond > 0 && perSecond < MinAdmissionRate {
@@ -58,16 +57,13 @@ func (r Rate) PerSecond() float64 { return float64(r) / 1000 }
 func (r Rate) String() string { return strconv.FormatFloat(r.PerSecond(), 'f', -1, 64) + "/s" }
 
 // Segment is one stretch of the serving counter: from AnchorMs (Unix ms),
-// or from StartMs if later (a scheduled opening), it grows from Base at
-// Rate, unless Paused.
+// or a later StartMs, it grows from Base at Rate, unless Paused.
 type Segment struct {
 	AnchorMs int64
 	Base     int64
 	Rate     Rate
 	Paused   bool
-	// StartMs, when after AnchorMs, holds the counter at Base until then:
-	// the program's opening (settings.Options.OpensAt).
-	StartMs int64
+	StartMs  int64 // the program's opening, when after AnchorMs
 }
 
 // origin is the instant the counter starts to grow from Base.
@@ -77,8 +73,7 @@ func (s Segment) origin() int64 { return max(s.AnchorMs, s.StartMs) }
 func (s Segment) Advancing() bool { return !s.Paused && s.Rate > 0 }
 
 // Counter returns the serving counter at Unix ms t, not capped by the
-// tickets issued: Base + ⌊Rate × (t − origin)⌋, the origin being AnchorMs
-// or a later StartMs.
+// tickets issued: Base + ⌊Rate × (t − origin)⌋.
 func (s Segment) Counter(t int64) int64 {
 	o := s.origin()
 	if !s.Advancing() || t <= o {
@@ -90,8 +85,7 @@ func (s Segment) Counter(t int64) int64 {
 }
 
 // AdmittedAt returns the first Unix ms at or after from at which the
-// counter reaches ticket, and false if it never does (the segment does not
-// advance). An instant beyond int64 is math.MaxInt64.
+// counter reaches ticket, false if it never does.
 func (s Segment) AdmittedAt(ticket, from int64) (int64, bool) {
 	if s.Counter(from) >= ticket {
 		return from, true
@@ -115,8 +109,7 @@ func (s Segment) StepNs() int64 {
 }
 
 // DrainAtNs returns the Unix ns, rounded up, at which the counter reaches
-// issued (its origin if it has already, or if the segment does not
-// advance).
+// issued (its origin if it has, or does not advance).
 func (s Segment) DrainAtNs(issued int64) int64 {
 	at := MsToNs(s.origin())
 	if !s.Advancing() || issued <= s.Base {

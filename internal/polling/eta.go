@@ -10,9 +10,8 @@ import (
 	"time"
 )
 
-// ETA is the rate-aware policy: it answers Fraction of a wait longer than
-// Direct, within Floor and Cap, sleeps through a shorter one, and falls
-// back to Fallback (DefaultTiers when nil) without an estimate.
+// ETA is the rate-aware policy: Fraction of a wait longer than Direct, within Floor and
+// Cap, or through a shorter one; Fallback (DefaultTiers when nil) without an estimate.
 type ETA struct {
 	Fraction float64       // of the wait slept while the wait exceeds Direct, in (0, 1]
 	Floor    time.Duration // shortest delay
@@ -24,8 +23,7 @@ type ETA struct {
 	Fallback Policy
 }
 
-// DefaultETA is the rate-aware policy with the parameters measured in
-// docs/benchmarks.md, falling back to DefaultTiers.
+// DefaultETA is the rate-aware policy with the parameters of docs/benchmarks.md.
 func DefaultETA() ETA {
 	return ETA{
 		Fraction: 0.65,
@@ -39,8 +37,7 @@ func DefaultETA() ETA {
 	}
 }
 
-// RetryAfter implements Policy: the sooner of Wait and Earliest decides,
-// a share of it within Hold while paused; Fallback without either.
+// RetryAfter implements Policy: the sooner of Wait and Earliest decides (within Hold while paused).
 func (e ETA) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
 	w := soonest(s)
 	switch {
@@ -54,8 +51,7 @@ func (e ETA) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
 	return e.fromWait(w, rng)
 }
 
-// soonest is the sooner of s.Wait and s.Earliest, the one known if only
-// one is, 0 if neither.
+// soonest is the sooner of s.Wait and s.Earliest that is known, 0 if neither.
 func soonest(s Situation) time.Duration {
 	if s.Earliest > 0 && (s.Wait <= 0 || s.Earliest < s.Wait) {
 		return s.Earliest
@@ -66,8 +62,7 @@ func soonest(s Situation) time.Duration {
 // fromWait is the delay for an estimated wait w.
 func (e ETA) fromWait(w time.Duration, rng *rand.Rand) time.Duration {
 	if w <= e.Direct {
-		d := w + e.Lead + uniform(e.Lead, rng)
-		return max(d, e.Floor)
+		return max(w+e.Lead+uniform(e.Lead, rng), e.Floor)
 	}
 	return e.share(w, e.Cap, rng)
 }
@@ -129,9 +124,8 @@ func validTiming(policy string, floor, cap, hold, direct, lead time.Duration, ji
 	return nil
 }
 
-// ParseETA reads ETA parameters as comma-separated key=value pairs over
-// DefaultETA, e.g. "fraction=0.8,cap=2m,direct=10s"; "" gives the default.
-// Keys: fraction, floor, cap, direct, lead, jitter, hold.
+// ParseETA reads ETA's parameters (fraction, floor, cap, direct, lead, jitter, hold) as
+// comma-separated key=value pairs over DefaultETA, e.g. "fraction=0.8,cap=2m".
 func ParseETA(spec string) (ETA, error) {
 	e := DefaultETA()
 	err := setParams(NameETA, spec, map[string]any{
@@ -144,8 +138,7 @@ func ParseETA(spec string) (ETA, error) {
 	return e, e.Validate()
 }
 
-// setParams sets fields (*float64 or *time.Duration, by key) from spec's
-// comma-separated key=value pairs; policy names the errors.
+// setParams sets fields (*float64 or *time.Duration, by key) from spec's key=value pairs.
 func setParams(policy, spec string, fields map[string]any) error {
 	for kv := range strings.SplitSeq(spec, ",") {
 		kv = strings.TrimSpace(kv)

@@ -18,9 +18,8 @@ const (
 	maxTiers    = 32
 )
 
-// ParseTiers reads a tier configuration such as DefaultTiersSpec: comma
-// separated bands "MAXPOS:INTERVAL[+-JITTER]", MAXPOS ascending, the last band
-// "inf". Durations use Go syntax (1s, 300ms). The result is validated.
+// ParseTiers reads and validates tiers such as DefaultTiersSpec: comma-separated bands
+// "MAXPOS:INTERVAL[+-JITTER]", MAXPOS ascending, the last "inf"; Go durations.
 func ParseTiers(spec string) (Tiers, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
@@ -61,10 +60,8 @@ func ParseTiers(spec string) (Tiers, error) {
 	return ts, nil
 }
 
-// Validate reports whether the tiers form a usable policy: at least one band,
-// positions strictly ascending, only the last band unbounded, every interval
-// within [MinInterval, MaxInterval], jitter whole milliseconds, non-negative
-// and such that the delay never drops below MinInterval.
+// Validate reports whether the tiers form a usable policy: positions ascending, the last
+// band alone unbounded, delays within [MinInterval, MaxInterval], jitter whole milliseconds.
 func (ts Tiers) Validate() error {
 	if len(ts) == 0 {
 		return errors.New("polling tiers: no bands")

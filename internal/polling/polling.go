@@ -1,18 +1,9 @@
-// Package polling chooses how long a waiting client sleeps before it polls
-// again: a Policy turns a waiting token's Situation into a retry delay. A
-// deployment offers three by name (Registry): Tiers by position, ETA from
-// the estimated wait, Steady from the earliest admission (docs/design.md,
-// "Polling policies").
-//
-// Invariants:
-//   - A policy built by its Parse function (or checked by Validate)
-//     never answers less than its floor (MinInterval for Tiers), so a
-//     typo cannot make clients hammer, nor more than MaxInterval plus a
-//     band's jitter (Tiers) or twice its Lead (ETA, Steady).
-//   - ETA's and Steady's jitter only shortens a delay: a client never
-//     sleeps past its share of the wait nor past the cap, so the many at
-//     the cap come back spread, never late.
-//   - A nil *rand.Rand draws from math/rand/v2, safe for concurrent use.
+// Package polling chooses how long a waiting client sleeps before it polls again: a
+// Policy turns a waiting token's Situation into a retry delay. A deployment offers three
+// by name (Registry): Tiers by position, ETA from the estimated wait, Steady from the
+// earliest admission (docs/design.md, "Polling policies"). A validated policy answers
+// within its floor and MaxInterval (plus jitter or twice Lead); ETA's and Steady's jitter
+// only shortens a delay.
 package polling
 
 import (
@@ -26,24 +17,17 @@ import (
 
 // Situation is what a policy may know about one waiting token when it answers.
 type Situation struct {
-	// Position is the number of tickets ahead of the token plus one (1 = next).
-	Position int64
-	// RatePerSecond is the program's admission rate; 0 when unknown or paused.
-	RatePerSecond float64
-	// Wait is the estimated time until the token is admitted; 0 when
-	// unknown (paused, manual admission without a measured pace).
-	Wait time.Duration
-	// Earliest is the least time before the token could be admitted if
-	// admission never runs faster than the program's configured rate; 0
-	// when the program has no rate.
+	Position      int64         // the number of tickets ahead of the token plus one (1 = next)
+	RatePerSecond float64       // the program's admission rate; 0 when unknown or paused
+	Wait          time.Duration // the estimated time until admission; 0 when unknown
+	// Earliest is the least time before the token could be admitted if admission never
+	// runs faster than the program's configured rate; 0 when the program has no rate.
 	Earliest time.Duration
-	// Paused reports that admission is paused, or is about to be by a
-	// scheduled change.
-	Paused bool
+	Paused   bool // admission is paused, or is about to be by a scheduled change
 }
 
-// Policy chooses the delay before a waiting client's next poll. rng is the
-// jitter source; nil means the top-level math/rand/v2 functions.
+// Policy chooses the delay before a waiting client's next poll; rng is the jitter source
+// (nil: math/rand/v2's).
 type Policy interface {
 	RetryAfter(s Situation, rng *rand.Rand) time.Duration
 }
@@ -59,22 +43,16 @@ func (f Fixed) String() string { return "fixed:" + time.Duration(f).String() }
 
 // Tier is one band of a Tiers policy.
 type Tier struct {
-	// MaxPosition is the largest position the tier covers; 0 means no limit
-	// and is allowed only on the last tier.
-	MaxPosition int64
-	// Interval is the centre of the delay.
-	Interval time.Duration
-	// Jitter is the half-width of the uniform jitter around Interval.
-	Jitter time.Duration
+	MaxPosition int64         // the largest position the tier covers; 0 (last tier only): no limit
+	Interval    time.Duration // the centre of the delay
+	Jitter      time.Duration // the half-width of the uniform jitter around Interval
 }
 
-// Tiers is a policy of position bands, each with uniform jitter, ordered by
-// MaxPosition, the last one unbounded. Validate it (or build it with
-// ParseTiers) before use.
+// Tiers is a policy of position bands, each with uniform jitter, ordered by MaxPosition,
+// the last one unbounded. Validate it (or build it with ParseTiers) before use.
 type Tiers []Tier
 
-// DefaultTiers returns the default bands: ≤100: 1 s; ≤1,000: 5 s ±300 ms;
-// ≤10,000: 15 s ±500 ms; beyond: 30 s ±4 s.
+// DefaultTiers returns the default bands, DefaultTiersSpec.
 func DefaultTiers() Tiers {
 	return Tiers{
 		{MaxPosition: 100, Interval: time.Second},
@@ -84,8 +62,7 @@ func DefaultTiers() Tiers {
 	}
 }
 
-// Tier returns the band that covers position. Positions below 1 belong to
-// the first band.
+// Tier returns the band that covers position (the first below 1).
 func (ts Tiers) Tier(position int64) Tier {
 	for _, t := range ts {
 		if t.MaxPosition == 0 || position <= t.MaxPosition {
@@ -95,15 +72,13 @@ func (ts Tiers) Tier(position int64) Tier {
 	return ts[len(ts)-1]
 }
 
-// RetryAfter returns the tier's interval plus a uniform integer number of
-// milliseconds in [-Jitter, +Jitter].
+// RetryAfter returns the tier's interval plus its Jitter.
 func (ts Tiers) RetryAfter(s Situation, rng *rand.Rand) time.Duration {
 	t := ts.Tier(s.Position)
 	return t.Interval + Jitter(t.Jitter, rng)
 }
 
-// Jitter returns a uniform whole number of milliseconds in [-j, +j]
-// (0 when j < 1 ms), drawn from rng or, when rng is nil, from math/rand/v2.
+// Jitter returns a uniform whole number of milliseconds in [-j, +j], drawn from rng.
 func Jitter(j time.Duration, rng *rand.Rand) time.Duration {
 	ms := max(j, 0).Truncate(time.Millisecond)
 	return uniform(2*ms, rng) - ms
@@ -112,22 +87,19 @@ func Jitter(j time.Duration, rng *rand.Rand) time.Duration {
 // String returns the policy's name as the bench CLI spells it.
 func (ts Tiers) String() string { return NameTiers }
 
-// Names of the policies a deployment offers (POLL_POLICY, a program's
-// pollingPolicy).
+// Names of the policies a deployment offers (POLL_POLICY, a program's pollingPolicy).
 const (
 	NameTiers  = "tiers"
 	NameETA    = "eta"
 	NameSteady = "steady"
-	// DefaultName is the policy of programs that choose none, unless
-	// POLL_POLICY says otherwise.
+	// DefaultName is the policy of programs that choose none, unless POLL_POLICY says otherwise.
 	DefaultName = NameTiers
 )
 
 // Registry is the set of policies a deployment offers, by name.
 type Registry map[string]Policy
 
-// Named returns the registry of a deployment: "tiers", "eta" and
-// "steady", with tiers as eta's fallback and eta as steady's.
+// Named returns the registry of tiers, eta and steady, each the fallback of the next.
 func Named(tiers Tiers, eta ETA, steady Steady) Registry {
 	eta.Fallback = tiers
 	steady.Fallback = eta
@@ -137,8 +109,7 @@ func Named(tiers Tiers, eta ETA, steady Steady) Registry {
 // Names returns the registry's names, sorted.
 func (r Registry) Names() []string { return slices.Sorted(maps.Keys(r)) }
 
-// Lookup returns the policy called name (DefaultName for ""), or an error
-// listing the names it knows.
+// Lookup returns the policy called name (DefaultName for ""), or an error listing the names.
 func (r Registry) Lookup(name string) (Policy, error) {
 	if name == "" {
 		name = DefaultName

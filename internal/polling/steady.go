@@ -5,10 +5,8 @@ import (
 	"time"
 )
 
-// Steady is the policy that polls at the earliest admission at the
-// configured rate (Situation.Earliest), once before it when the wait is
-// longer than Direct, within Cap (Hold while paused); it falls back to
-// Fallback (DefaultETA when nil) without a rate.
+// Steady polls at the earliest admission (Situation.Earliest), once before it when the
+// wait is over Direct, within Cap (Hold while paused); Fallback (DefaultETA when nil) without a rate.
 type Steady struct {
 	Floor    time.Duration // shortest delay
 	Cap      time.Duration // longest delay while admission runs
@@ -19,8 +17,7 @@ type Steady struct {
 	Fallback Policy
 }
 
-// DefaultSteady is the steady policy with the parameters measured in
-// docs/benchmarks.md, falling back to DefaultETA.
+// DefaultSteady is the steady policy with the parameters of docs/benchmarks.md.
 func DefaultSteady() Steady {
 	return Steady{
 		Floor:    time.Second,
@@ -66,9 +63,8 @@ func (p Steady) Validate() error {
 	return validTiming(NameSteady, p.Floor, p.Cap, p.Hold, p.Direct, p.Lead, p.Jitter)
 }
 
-// ParseSteady reads Steady parameters as comma-separated key=value pairs
-// over DefaultSteady, e.g. "hold=30s,cap=10m"; "" gives the default. Keys:
-// floor, cap, hold, direct, lead, jitter.
+// ParseSteady reads Steady's parameters (floor, cap, hold, direct, lead, jitter) as
+// comma-separated key=value pairs over DefaultSteady, e.g. "hold=30s,cap=10m".
 func ParseSteady(spec string) (Steady, error) {
 	p := DefaultSteady()
 	err := setParams(NameSteady, spec, map[string]any{

@@ -14,8 +14,7 @@ import (
 	"github.com/example/waitingroom/internal/shuffle"
 )
 
-// invalidSetting is the INVALID_SETTINGS error of the setting named name
-// (its JSON name in api.ProgramSettings) and its problem.
+// invalidSetting is the INVALID_SETTINGS error of setting name.
 func invalidSetting(name, problem string) *Error {
 	return Errorf(KindInvalid, api.CodeInvalidSettings, "%s %s.", name, problem)
 }
@@ -29,9 +28,8 @@ func applySettings(set api.ProgramSettings, o *settings.Options, seg *pace.Segme
 	return err
 }
 
-// PutProgram creates programID with set (defaults for what is absent) or
-// applies set to it; created tells which. A change takes effect
-// ChangeDelay after it is made, without moving the serving counter.
+// PutProgram creates programID with set or applies set to it (taking
+// effect ChangeDelay later); created tells which.
 func (s *Service) PutProgram(ctx context.Context, programID string, set api.ProgramSettings) (c admission.Counters, created bool, err error) {
 	if !ValidProgramID(programID) {
 		return admission.Counters{}, false, errInvalidProgramID
@@ -72,8 +70,7 @@ func (s *Service) Program(ctx context.Context, programID string) (admission.Coun
 	return p.Counters(s.clock.Now()), nil
 }
 
-// Admit lets n more people in, never beyond the tickets issued, taking
-// effect as PutProgram's changes do; counted exactly once when answered.
+// Admit lets n more people in, never beyond the tickets issued.
 func (s *Service) Admit(ctx context.Context, programID string, n int64) (admission.Counters, error) {
 	if !ValidProgramID(programID) {
 		return admission.Counters{}, errInvalidProgramID
@@ -118,9 +115,8 @@ func apply(p admission.Program, set api.ProgramSettings, now time.Time, delay ti
 	return p.Rebased(now, seg.Rate, seg.Paused, 0, delay), nil
 }
 
-// checkCapacityChange refuses, once anyone has been admitted, a new cap or
-// no-show handling (they would follow people never sighted), and a cap
-// lowered or removed; raising one is allowed.
+// checkCapacityChange refuses, once anyone was admitted, a new cap or
+// no-show handling, and a cap lowered or removed.
 func checkCapacityChange(p admission.Program, set api.ProgramSettings, now time.Time, delay time.Duration) error {
 	if p.Version == 0 || p.CounterAt(pace.UnixMs(now.Add(delay))) == 0 {
 		return nil // being created, or nobody admitted before the change takes effect

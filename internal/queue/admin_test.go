@@ -21,12 +21,12 @@ import (
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/bypass"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/await"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // lossyStore is a memstore whose writes of programs can lose their answer
@@ -149,10 +149,10 @@ func (s *lossyStore) CreateProgram(ctx context.Context, p admission.Program) err
 	return err
 }
 
-func newLossyService(t *testing.T, opts ...queue.Option) (*queue.Service, *lossyStore, *clock.Fake) {
+func newLossyService(t *testing.T, opts ...queue.Option) (*queue.Service, *lossyStore, *simclock.Fake) {
 	t.Helper()
 	store := &lossyStore{Store: memstore.New()}
-	c := clock.NewFake(t0)
+	c := simclock.NewFake(t0)
 	return queue.NewService(store, polling.DefaultTiers(), append([]queue.Option{queue.WithClock(c)}, opts...)...), store, c
 }
 

@@ -16,22 +16,16 @@ import (
 // withBypass is p.WithBypass, NO_ROOM when the cap has no room.
 func withBypass(p admission.Program, n, untilMs int64, now time.Time, delay time.Duration) (admission.Program, error) {
 	q, room := p.WithBypass(n, untilMs, now, delay)
-	if room < n {
-		return p, errNoRoom(p, room, delay)
+	if room >= n {
+		return q, nil
 	}
-	return q, nil
-}
-
-// errNoRoom is NO_ROOM: p's cap has room for only room passes.
-func errNoRoom(p admission.Program, room int64, delay time.Duration) error {
 	e := Errorf(KindConflict, api.CodeNoRoom, "maxActiveUsers (%d) has room for %d bypass passes now: retry once people have left, or pause admission so that the line does not take the freed slots first.", p.MaxActiveUsers, room)
 	e.RetryAfter = time.Duration(admission.RoundMs(delay)) * time.Millisecond
-	return e
+	return p, e
 }
 
-// IssueBypass signs count bypass passes to programID, valid for validity.
-// Under a cap they hold slots until they expire, reserved by one admin
-// change once every pass is signed: with no room it is NO_ROOM.
+// IssueBypass signs count bypass passes to programID, valid for validity;
+// under a cap one admin change then reserves their slots (else NO_ROOM).
 func (s *Service) IssueBypass(ctx context.Context, programID string, count int64, validity time.Duration) ([]string, error) {
 	if !ValidProgramID(programID) {
 		return nil, errInvalidProgramID

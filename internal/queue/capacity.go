@@ -1,7 +1,7 @@
 package queue
 
-// A program's capacity: the sightings and ends its answers record, and the
-// folds its requests run (package capacity).
+// A program's capacity: the sightings and ends its answers record, and
+// the folds its requests run (package capacity).
 
 import (
 	"context"
@@ -16,8 +16,7 @@ import (
 	"github.com/example/waitingroom/internal/history"
 )
 
-// capacityStore is the service's store as a capacity.Store, when p's
-// admissions are followed (a cap or no-show handling) and it is one.
+// capacityStore is the store as a capacity.Store, when p is Followed.
 func (s *Service) capacityStore(p admission.Program) (capacity.Store, bool) {
 	if !p.Followed() {
 		return nil, false
@@ -30,9 +29,7 @@ func (s *Service) capacityStore(p admission.Program) (capacity.Store, bool) {
 var errNoShow = errors.New("queue: no-show")
 
 // sight records that the holder of place, admitted in p, fetched their
-// answer; errNoShow if the place was sealed as a no-show first. sealedAt,
-// when not zero, is when the place's group was sealed: the window then
-// ends by sealedAt plus the window.
+// answer (errNoShow if sealed first), and when its group was sealed.
 func (s *Service) sight(ctx context.Context, p admission.Program, place int64) (sealedAt time.Time, err error) {
 	cs, ok := s.capacityStore(p)
 	if !ok {
@@ -49,8 +46,7 @@ func (s *Service) sight(ctx context.Context, p admission.Program, place int64) (
 	return at, nil
 }
 
-// recordEnd records that the admission of place, sighted, ended early, so
-// that the next fold frees its slot (capacity.RecordEnd).
+// recordEnd records that place's sighted admission ended early.
 func (s *Service) recordEnd(ctx context.Context, p admission.Program, place int64) error {
 	cs, ok := s.capacityStore(p)
 	if !ok {
@@ -67,8 +63,7 @@ func (s *Service) recordEnd(ctx context.Context, p admission.Program, place int6
 }
 
 // maybeFold folds p, read fresh, at now when a fold is due and this
-// instance has not tried one within capacity.FoldPeriod. A failure is
-// logged and left to the next request.
+// instance's Throttle allows; a failure is logged only.
 func (s *Service) maybeFold(ctx context.Context, p admission.Program, now time.Time) {
 	cs, ok := s.capacityStore(p)
 	if !ok || !p.FoldDue(now) || !s.folds.Try(p.ID, now) {
@@ -94,10 +89,8 @@ func (s *Service) maybeFold(ctx context.Context, p admission.Program, now time.T
 	}
 }
 
-// giveOwed gives the no-shows of p, a program without a cap, back to the
-// next people in line as extra admissions, in one admin-like change that
-// records them as given. Nothing while a change is pending, nor on a
-// conflict.
+// giveOwed gives the no-shows of p, without a cap, back as extra
+// admissions in one admin-like change; nothing while one is pending.
 func (s *Service) giveOwed(ctx context.Context, p admission.Program, now time.Time) error {
 	n := p.Capacity.Owed - p.ExtraGiven
 	if p.MaxActiveUsers > 0 || n <= 0 || p.Pending(now) || !p.Opened(now) {

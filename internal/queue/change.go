@@ -1,8 +1,7 @@
 package queue
 
 // The admin change path: one change stored exactly once, recorded in the
-// history, within the admin deadline (docs/design.md, "Segments and
-// scheduled changes" and "The operator's records").
+// history, within the admin deadline (docs/design.md).
 
 import (
 	"context"
@@ -31,8 +30,7 @@ const (
 )
 
 // ChangeDelay is how long after it is made an admin change takes effect
-// with a program cache of ttl: 0 without a cache, else ttl plus the write
-// budget.
+// with a program cache of ttl: 0 without a cache, else ttl plus the write budget.
 func ChangeDelay(ttl time.Duration) time.Duration {
 	if ttl <= 0 {
 		return 0
@@ -43,11 +41,9 @@ func ChangeDelay(ttl time.Duration) time.Duration {
 // changeDelay is ChangeDelay for the service's program cache.
 func (s *Service) changeDelay() time.Duration { return ChangeDelay(s.cache.TTL()) }
 
-// changeProgram stores edit(program, now) as one admin change recorded in
-// the history as rec, waiting out a pending change and retrying conflicts
-// within adminDeadline. BUSY means the change was not made,
-// STORE_UNAVAILABLE that it may have been. A missing program is created
-// with create, or is PROGRAM_NOT_FOUND if create is nil.
+// changeProgram stores edit(program, now) as one admin change recorded as
+// rec, within adminDeadline (BUSY: not made; STORE_UNAVAILABLE: maybe). A
+// missing program is created with create, or PROGRAM_NOT_FOUND if nil.
 func (s *Service) changeProgram(ctx context.Context, op, id string, rec history.Change, create func(now time.Time) (admission.Program, error), edit func(p admission.Program, now time.Time) (admission.Program, error)) (_ admission.Program, now time.Time, created bool, _ error) {
 	c := &adminChange{s: s, op: op, id: id, rec: rec, create: create, edit: edit, deadline: s.clock.Now().Add(adminDeadline)}
 	c.rec.Actor, c.rec.ID = history.ActorOf(ctx), NewTokenID()
@@ -100,8 +96,7 @@ type adminChange struct {
 // room is the time a write needs before the deadline.
 func (c *adminChange) room() time.Duration { return adminWriteReserve + 2*c.slowest }
 
-// timeLeft reports whether a write may still start, on the service's
-// clock and before ctx's deadline.
+// timeLeft reports whether a write may still start, on both clocks.
 func (c *adminChange) timeLeft(ctx context.Context) bool {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < c.room() {
 		return false
@@ -127,9 +122,8 @@ func (c *adminChange) read(ctx context.Context) (p admission.Program, found bool
 	return admission.Program{}, false, storeError(c.op, err)
 }
 
-// write makes the change over p, read at now (or creates the program when
-// not found), and stores it recorded in the history: an *Error to answer,
-// ErrConflict to try again.
+// write makes the change over p read at now, or the creation, recorded in
+// the history: an *Error to answer, ErrConflict to try again.
 func (c *adminChange) write(ctx context.Context, p admission.Program, found bool, now time.Time) (admission.Program, error) {
 	s, read, rec := c.s, p, c.rec
 	var err error
@@ -145,7 +139,13 @@ func (c *adminChange) write(ctx context.Context, p admission.Program, found bool
 	rec.At = history.NextAt(read.Changes, now)
 	p = p.WithChange(rec.ID, rec.At)
 	if !found {
-		err = s.writeCreation(ctx, p, &rec)
+		if err = s.beginChange(ctx, admission.Program{}, p, &rec, true); err == nil {
+			err = s.store.CreateProgram(ctx, p)
+			if errors.Is(err, ErrDeleted) {
+				return admission.Program{}, Errorf(KindConflict, api.CodeProgramDeleted, "A program with this id was deleted less than %d days ago; choose another id.", int(catalog.DeletedRetention.Hours()/24))
+			}
+			err = s.checkOwnWrite(ctx, p, rec.ID, err)
+		}
 	} else if err = s.beginChange(ctx, read, p, &rec, true); err != nil {
 		return admission.Program{}, storeError(c.op, err)
 	} else {
@@ -160,28 +160,25 @@ func (c *adminChange) write(ctx context.Context, p admission.Program, found bool
 	return p, nil
 }
 
-// beginChange fills in rec, the change that writes p over read (zero for a
-// creation), and records it with history.Begin, listing p too when list is
-// set. An error means nothing is to be written.
+// beginChange fills in rec, the change writing p over read (zero for a
+// creation), and records it (history.Begin), listing p when list is set.
 func (s *Service) beginChange(ctx context.Context, read, p admission.Program, rec *history.Change, list bool) error {
 	rec.Version, rec.EffectiveAt, rec.Committed = p.Version, time.Time{}, false
 	if p.Pending(rec.At) {
 		rec.EffectiveAt = pace.FromUnixMs(p.Next.AnchorMs)
 	}
-	var also []func() error
-	if list {
-		also = append(also, func() error {
-			if err := s.store.IndexProgram(ctx, p.ID); err != nil {
-				return fmt.Errorf("list the program: %w", err)
-			}
-			return nil
-		})
+	if !list {
+		return history.Begin(ctx, s.store, p.ID, read.Changes, *rec)
 	}
-	return history.Begin(ctx, s.store, p.ID, read.Changes, *rec, also...)
+	return history.Begin(ctx, s.store, p.ID, read.Changes, *rec, func() error {
+		if err := s.store.IndexProgram(ctx, p.ID); err != nil {
+			return fmt.Errorf("list the program: %w", err)
+		}
+		return nil
+	})
 }
 
-// endChange logs rec, once written, with its actor; the next change
-// commits it (beginChange).
+// endChange logs rec, once written; the next change commits it.
 func (s *Service) endChange(ctx context.Context, programID string, rec history.Change) {
 	s.log.LogAttrs(ctx, slog.LevelInfo, "admin change",
 		slog.String("programId", programID), slog.String("changeId", rec.ID), slog.String("action", rec.Action),
@@ -205,22 +202,8 @@ func (s *Service) awaitPending(ctx context.Context, p admission.Program, now, la
 	return nil
 }
 
-// writeCreation lists and records the new program p made by admin change
-// rec, then stores it (checkOwnWrite).
-func (s *Service) writeCreation(ctx context.Context, p admission.Program, rec *history.Change) error {
-	if err := s.beginChange(ctx, admission.Program{}, p, rec, true); err != nil {
-		return err
-	}
-	err := s.store.CreateProgram(ctx, p)
-	if errors.Is(err, ErrDeleted) {
-		return Errorf(KindConflict, api.CodeProgramDeleted, "A program with this id was deleted less than %d days ago; choose another id.", int(catalog.DeletedRetention.Hours()/24))
-	}
-	return s.checkOwnWrite(ctx, p, rec.ID, err)
-}
-
 // updateProgram stores the admin change p within the write budget; a
-// scheduled one goes to a ScheduleStore on the condition of the version
-// alone, so that a flood of tickets cannot starve it.
+// scheduled one on a ScheduleStore on the version alone (no starving).
 func (s *Service) updateProgram(ctx context.Context, p admission.Program, change string, scheduled bool) error {
 	wctx, cancel := clock.WithTimeout(ctx, s.clock, admission.AdminWriteBudget)
 	defer cancel()
@@ -236,9 +219,8 @@ func (s *Service) updateProgram(ctx context.Context, p admission.Program, change
 	return s.moveDrain(ctx, ss, p, issued)
 }
 
-// moveDrain moves the drain instant of the stored change p for issued
-// tickets, retrying the idempotent MoveDrain; if every try fails, it logs
-// that and answers a store error.
+// moveDrain moves the stored change p's drain instant for issued tickets,
+// retrying the idempotent MoveDrain; all tries failed is logged and an error.
 func (s *Service) moveDrain(ctx context.Context, ss ScheduleStore, p admission.Program, issued int64) error {
 	var err error
 	for attempt := range moveDrainAttempts {
@@ -254,10 +236,9 @@ func (s *Service) moveDrain(ctx context.Context, ss ScheduleStore, p admission.P
 	return fmt.Errorf("the change is stored, its drain instant not moved: %w", err)
 }
 
-// checkOwnWrite sorts out a write's conflict, which may be this very write
-// applied by an attempt whose answer was lost: nil if the stored program
-// records change; if it cannot tell, no longer a conflict, so that the
-// change is never applied twice.
+// checkOwnWrite sorts out a conflict that may be this write applied by an
+// attempt whose answer was lost: nil if the stored program records change,
+// no longer a conflict if it cannot tell (never applied twice).
 func (s *Service) checkOwnWrite(ctx context.Context, p admission.Program, change string, err error) error {
 	if !errors.Is(err, ErrConflict) {
 		return err

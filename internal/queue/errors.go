@@ -69,8 +69,7 @@ var (
 	errEnterInProgress  = &Error{Kind: KindUnavailable, Code: api.CodeEnterInProgress, Message: "An enter with this idempotency key is in progress; retry shortly with the same key."}
 )
 
-// storeError is a failure of the store during op as the client sees it:
-// STORE_UNAVAILABLE, worth a retry.
+// storeError is STORE_UNAVAILABLE, a store failure during op.
 func storeError(op string, err error) error {
 	return &Error{Kind: KindUnavailable, Code: api.CodeUnavailable, Message: "The queue is briefly unavailable; retry shortly.", Err: fmt.Errorf("%s: %w", op, err)}
 }

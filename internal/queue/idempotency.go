@@ -10,8 +10,7 @@ import (
 
 // Bounds of an enter with an Idempotency-Key.
 const (
-	// ClaimTimeout is how long a claim holds before another enter with the
-	// key may take it over: twice the queue function's timeout.
+	// ClaimTimeout is how long a claim holds before another enter with the key may take it over.
 	ClaimTimeout   = 10 * time.Second
 	claimRetention = time.Hour              // the store's TTL of a claim nobody filled
 	claimWait      = time.Second            // wait for another enter's token before ENTER_IN_PROGRESS
@@ -19,12 +18,9 @@ const (
 	claimPollMax   = 200 * time.Millisecond // longest such pause
 )
 
-// enterWithKey is Enter with an Idempotency-Key: one key takes at most one
-// ticket. The enter that claims the key's token takes the ticket and fills
-// the claim; the others answer that token, waiting up to claimWait, else
-// ENTER_IN_PROGRESS. A claim older than ClaimTimeout is taken over. Only
-// the claiming enter needs the proof of work, recorded as used by the
-// key's token.
+// enterWithKey is Enter with an Idempotency-Key: the enter that claims the
+// key's token takes the one ticket and fills the claim; the others answer
+// that token within claimWait, else ENTER_IN_PROGRESS.
 func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry) (View, bool, error) {
 	id := idempotentTokenID(programID, e.IdempotencyKey)
 	claim := NewTokenID()
@@ -68,10 +64,9 @@ func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry) (
 	}
 }
 
-// fillToken stores t, which took its ticket under claim, in place of the
-// claim, and returns what is stored: t, or the token of an enter that took
-// the claim over first. A claim taken over and not filled yet, or gone, is
-// ENTER_IN_PROGRESS.
+// fillToken stores t in place of its claim and returns what is stored: t,
+// or the token of an enter that took the claim over (unfilled or gone:
+// ENTER_IN_PROGRESS).
 func (s *Service) fillToken(ctx context.Context, t Token, claim string) (Token, error) {
 	stored, err := s.store.FillToken(ctx, t, claim)
 	switch {

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 const claimKey = "claimed-key-0b6f4c1e-1d7a"
@@ -70,9 +70,9 @@ func issued(t *testing.T, svc *queue.Service, id string) int64 {
 // stoppedClaimant is a service on a fake clock at t0 whose program gala
 // holds a claim on claimKey's token that a stopped enter left, with ticket
 // 1 burnt.
-func stoppedClaimant(t *testing.T) (*queue.Service, *clock.Fake, *claimantStore) {
+func stoppedClaimant(t *testing.T) (*queue.Service, *simclock.Fake, *claimantStore) {
 	t.Helper()
-	c := clock.NewFake(t0)
+	c := simclock.NewFake(t0)
 	store := &claimantStore{Store: memstore.New()}
 	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c))
 	mustPut(t, svc, "gala", 1, true)
@@ -119,7 +119,7 @@ func TestEnterIdempotencyKeyDeadClaimant(t *testing.T) {
 // stored for the key, and one ticket is burnt.
 func TestEnterIdempotencyKeySlowClaimant(t *testing.T) {
 	ctx := context.Background()
-	c := clock.NewFake(t0)
+	c := simclock.NewFake(t0)
 	store := &claimantStore{Store: memstore.New(), held: make(chan struct{}), hold: make(chan struct{})}
 	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c))
 	mustPut(t, svc, "gala", 1, true)
@@ -174,7 +174,7 @@ func TestEnterIdempotencyKeyReleased(t *testing.T) {
 	}
 
 	store := memstore.New()
-	svc = queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
+	svc = queue.NewService(store, polling.DefaultTiers(), queue.WithClock(simclock.NewFake(t0)))
 	_, _, err = svc.Enter(ctx, "nope", queue.Entry{IdempotencyKey: claimKey})
 	wantCode(t, "enter to an unknown program", err, api.CodeProgramNotFound)
 	if _, err := store.GetToken(ctx, queue.IdempotentTokenID("nope", claimKey)); !errors.Is(err, queue.ErrNotFound) {

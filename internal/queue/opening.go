@@ -12,21 +12,17 @@ import (
 	"github.com/example/waitingroom/internal/shuffle"
 )
 
-// PrequeueStore is what a Store offers to fix a shuffled program's
-// pre-queue at its opening; a program on a store without it cannot shuffle.
+// PrequeueStore is a Store that can fix a shuffled program's pre-queue.
 type PrequeueStore interface {
 	// FixPrequeue applies admission.Program.WithPrequeueFixed at now and
-	// returns the program after it (as it is, if the pre-queue is fixed
-	// already or not due). ErrNotFound if the program does not exist.
+	// returns the program after it; ErrNotFound if it does not exist.
 	FixPrequeue(ctx context.Context, programID string, now time.Time) (admission.Program, error)
 }
 
-// WithShuffleKey makes key sign the seeds of shuffled openings; a service
-// without one answers a shuffled program after its opening KEYS_UNAVAILABLE.
+// WithShuffleKey makes key sign the seeds of shuffled openings.
 func WithShuffleKey(key shuffle.Key) Option { return func(s *Service) { s.shuffle.key = key } }
 
-// shuffleSeeds signs the seeds of an instance's shuffled openings, once
-// per program and nonce, and keeps them with the key's public half.
+// shuffleSeeds keeps an instance's shuffle seeds, by message, and the key's public half.
 type shuffleSeeds struct {
 	key shuffle.Key
 
@@ -36,13 +32,11 @@ type shuffleSeeds struct {
 	retryAt time.Time         // after a failed KMS call, none before this
 }
 
-// shuffleKeyBackoff is how long an instance leaves the shuffle key alone
-// after a failed call.
+// shuffleKeyBackoff is how long the shuffle key is left alone after a failure.
 const shuffleKeyBackoff = 2 * time.Second
 
-// withShuffle returns p, if it shuffles, with ShufflePublicKey (empty while
-// the key cannot be read) and, once its pre-queue is fixed, ShuffleSeed,
-// signed on first need; a signing failure is KEYS_UNAVAILABLE.
+// withShuffle returns a shuffled p with ShufflePublicKey and, once its
+// pre-queue is fixed, ShuffleSeed (signing failed: KEYS_UNAVAILABLE).
 func (s *Service) withShuffle(ctx context.Context, p admission.Program) (admission.Program, error) {
 	if !p.Shuffle {
 		return p, nil
@@ -100,9 +94,7 @@ func errEntriesClosed(p admission.Program, now time.Time) error {
 }
 
 // checkSchedule checks set's opening, shuffle and close against p at now,
-// for a change taking effect delay later: the shuffle is armed only before
-// anyone entered and with an opening ahead, the close comes after the
-// opening, and both move as moved allows.
+// for a change taking effect delay later.
 func checkSchedule(p admission.Program, set api.ProgramSettings, now time.Time, delay time.Duration) error {
 	opensAt, err := moved("opensAt", set.OpensAt, p.OpensAt, now, delay,
 		Errorf(KindConflict, api.CodeNotOpen, "The program opens at %s (or has opened): its opening can no longer change.", p.OpensAt.UTC().Format(time.RFC3339)))
@@ -133,9 +125,8 @@ func checkSchedule(p admission.Program, set api.ProgramSettings, now time.Time, 
 	return nil
 }
 
-// moved is the instant a change sets in field (opensAt or closesAt; v nil
-// leaves it at cur), refused unless cur and it are both more than delay
-// ahead of now when it moves: passed once cur has come.
+// moved is the instant v sets in field (nil: cur), refused unless cur and
+// it are more than delay ahead of now when it moves (passed once cur came).
 func moved(field string, v *string, cur, now time.Time, delay time.Duration, passed *Error) (time.Time, error) {
 	if v == nil {
 		return cur, nil

@@ -14,18 +14,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/shuffle"
 	"github.com/example/waitingroom/internal/testing/queuetest"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // opening is a program opening 10 s after t0 at 10 a second, seen through
 // two instances with a program cache, as the service runs on Lambda.
 type opening struct {
-	clock   *clock.Fake
+	clock   *simclock.Fake
 	store   *memstore.Store
 	a, b    *queue.Service
 	opensAt time.Time
@@ -34,7 +34,7 @@ type opening struct {
 
 func newOpening(t *testing.T, shuffle bool) *opening {
 	t.Helper()
-	o := &opening{clock: clock.NewFake(t0), opensAt: t0.Add(10 * time.Second)}
+	o := &opening{clock: simclock.NewFake(t0), opensAt: t0.Add(10 * time.Second)}
 	store := memstore.New()
 	o.store = store
 	eta := polling.DefaultETA()
@@ -376,7 +376,7 @@ func mustEnter(t *testing.T, svc *queue.Service, id string) string {
 }
 
 // setClock moves c forward to at.
-func setClock(c *clock.Fake, at time.Time) { c.Advance(at.Sub(c.Now())) }
+func setClock(c *simclock.Fake, at time.Time) { c.Advance(at.Sub(c.Now())) }
 
 func rfc(t time.Time) *string { return new(t.Format(time.RFC3339Nano)) }
 
@@ -427,7 +427,7 @@ func TestClosingSettings(t *testing.T) {
 // keep their places, see closesAt in their answers, and are admitted.
 func TestScheduledClose(t *testing.T) {
 	ctx := t.Context()
-	c := clock.NewFake(t0)
+	c := simclock.NewFake(t0)
 	store := memstore.New()
 	a := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))
 	b := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))

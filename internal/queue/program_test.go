@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/admission"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 var t0 = time.Date(2026, 5, 19, 10, 0, 0, 0, time.UTC)
@@ -98,7 +98,7 @@ func TestMeasuredRate(t *testing.T) {
 // spun forever on it).
 func TestPollBeyondRange(t *testing.T) {
 	store := memstore.New()
-	svc := queue.NewService(store, polling.DefaultETA(), queue.WithClock(clock.NewFake(t0)))
+	svc := queue.NewService(store, polling.DefaultETA(), queue.WithClock(simclock.NewFake(t0)))
 	for _, tt := range []struct {
 		rate    float64
 		waiting int64

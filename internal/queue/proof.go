@@ -15,13 +15,11 @@ import (
 	"github.com/example/waitingroom/internal/challenge"
 )
 
-// useMargin is how long a proof's use record outlives its challenge, for
-// instances whose clocks lag.
+// useMargin is how long a proof's use record outlives its challenge.
 const useMargin = time.Minute
 
-// WithChallengeSecret makes the service issue and check challenges under
-// secret (at least challenge.MinSecretLen bytes), shared by every instance;
-// without it each Service draws its own at random.
+// WithChallengeSecret sets the challenges' secret, shared by every
+// instance (without it, a random one).
 func WithChallengeSecret(secret []byte) Option {
 	return func(s *Service) { s.secret = secret }
 }
@@ -40,8 +38,7 @@ type ChallengeView struct {
 	ExpiresAt time.Time
 }
 
-// Challenge issues a proof-of-work challenge for an enter into programID,
-// asking for the program's challengeBits as this instance last read them.
+// Challenge issues a proof-of-work challenge for an enter into programID.
 func (s *Service) Challenge(ctx context.Context, programID string) (ChallengeView, error) {
 	if !ValidProgramID(programID) {
 		return ChallengeView{}, errInvalidProgramID
@@ -58,9 +55,8 @@ func (s *Service) Challenge(ctx context.Context, programID string) (ChallengeVie
 	return ChallengeView{Challenge: c, Bits: int(p.ChallengeBits), ExpiresAt: exp}, nil
 }
 
-// checkEntry refuses an enter into programID, as last cached, that is
-// closed or full, and checks e's proof of work for the enter that stores
-// token id, before it takes a ticket or writes anything else.
+// checkEntry refuses an enter into programID, as cached, that is closed or
+// full, then checks e's proof of work for token id, before any write.
 func (s *Service) checkEntry(ctx context.Context, programID string, e Entry, id string, now time.Time) error {
 	p, err := s.program(ctx, programID, now)
 	if err != nil {
@@ -75,8 +71,7 @@ func (s *Service) checkEntry(ctx context.Context, programID string, e Entry, id 
 	return s.checkProof(ctx, p, e, id, now)
 }
 
-// checkProof checks the proof of work e carries, when p asks for one, and
-// records its use by owner, the token id the enter stores.
+// checkProof checks e's proof of work, if p asks one, and records its use.
 func (s *Service) checkProof(ctx context.Context, p admission.Program, e Entry, owner string, now time.Time) error {
 	if p.ChallengeBits == 0 {
 		return nil

@@ -10,10 +10,10 @@ import (
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/challenge"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // guarded puts a paused program id asking for bits of proof of work.
@@ -147,7 +147,7 @@ func (s *faultyIssue) IssueTicket(ctx context.Context, id string, now time.Time)
 func TestChallengeRetryAfterFault(t *testing.T) {
 	ctx := t.Context()
 	store := &faultyIssue{Store: memstore.New()}
-	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
+	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(simclock.NewFake(t0)))
 	guarded(t, svc, "gala", 8)
 	e := proof(t, svc, "gala")
 	e.IdempotencyKey = "the-enter-that-failed-once"

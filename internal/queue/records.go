@@ -1,9 +1,7 @@
 package queue
 
-// The operator's records, as package catalog and package history keep
-// them: the list of programs, their deletion, the history that every
-// admin change writes itself into, and an admin's look at a token and its
-// revoke (docs/design.md, "The operator's records").
+// The operator's records (packages catalog and history), and an admin's
+// look at a token and its revoke (docs/design.md, "The operator's records").
 
 import (
 	"context"
@@ -23,8 +21,7 @@ import (
 // issued (clocks differ) and still be its, not a deleted namesake's.
 const incarnationMargin = catalog.DeletedRetention / 2
 
-// ProgramList is a page of programs in id order, and the cursor of the
-// next page ("" on the last).
+// ProgramList is a page of programs in id order, and the next cursor.
 type ProgramList struct {
 	Programs []admission.Counters
 	Next     string
@@ -60,9 +57,8 @@ func (s *Service) ListPrograms(ctx context.Context, cursor string, limit int) (P
 	return l, nil
 }
 
-// DeleteProgram deletes a closed program: PROGRAM_NOT_FOUND everywhere
-// within a cache TTL, its id taken for catalog.DeletedRetention. An open
-// one is PROGRAM_NOT_CLOSED.
+// DeleteProgram deletes a closed program (else PROGRAM_NOT_CLOSED), its id
+// taken for catalog.DeletedRetention.
 func (s *Service) DeleteProgram(ctx context.Context, programID string) error {
 	if !ValidProgramID(programID) {
 		return errInvalidProgramID
@@ -95,8 +91,7 @@ func (s *Service) DeleteProgram(ctx context.Context, programID string) error {
 }
 
 // History returns up to limit (0: history.DefaultLimit) of programID's
-// changes, newest first, from cursor ("" for the newest): every admin
-// change applied, once, and none that was not.
+// applied changes, newest first, from cursor ("" for the newest).
 func (s *Service) History(ctx context.Context, programID, cursor string, limit int) (history.Page, error) {
 	if !ValidProgramID(programID) {
 		return history.Page{}, errInvalidProgramID
@@ -124,8 +119,7 @@ func (s *Service) History(ctx context.Context, programID, cursor string, limit i
 	return page, nil
 }
 
-// pageLimit is the limit of a page: def for 0, INVALID_LIMIT outside
-// 1..most.
+// pageLimit is def for 0, INVALID_LIMIT outside 1..most.
 func pageLimit(limit, def, most int) (int, error) {
 	switch {
 	case limit == 0:
@@ -136,15 +130,14 @@ func pageLimit(limit, def, most int) (int, error) {
 	return limit, nil
 }
 
-// Lookup is an admin's look at a token: the answer its holder would get
-// now, without the pass, and the token as stored.
+// Lookup is an admin's look at a token: its holder's answer without the
+// pass, and the token as stored.
 type Lookup struct {
 	View  View
 	Token Token
 }
 
-// Token looks up token tokenID of programID for an admin, from a fresh read
-// of the program; unlike a poll it records nothing and runs no fold.
+// Token looks up token tokenID of programID for an admin, recording nothing.
 func (s *Service) Token(ctx context.Context, programID, tokenID string) (Lookup, error) {
 	p, t, err := s.adminToken(ctx, programID, tokenID)
 	if err != nil {
@@ -159,26 +152,19 @@ func (s *Service) Token(ctx context.Context, programID, tokenID string) (Lookup,
 	if p, err = s.withShuffle(ctx, p); err != nil {
 		return Lookup{}, err
 	}
-	return Lookup{View: s.lookupView(p, t, now), Token: t}, nil
-}
-
-// lookupView is the view of t, pending in the store, in p at now as an
-// admin sees it: WAITING; ADMITTED but not seen yet (no window, no pass);
-// or EXPIRED once sealed as a no-show.
-func (s *Service) lookupView(p admission.Program, t Token, now time.Time) View {
 	if !p.AdmitsTicket(t.Ticket, now) {
-		return s.waiting(p, t, now)
+		return Lookup{View: s.waiting(p, t, now), Token: t}, nil
 	}
+	// Admitted but not seen yet (no window, no pass), or sealed as a no-show.
 	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Status: StatusAdmitted}
 	if place, _ := p.Place(t.Ticket); p.Followed() && place <= p.Capacity.NoShowThrough {
 		v.Status = StatusExpired
 	}
-	return v
+	return Lookup{View: v, Token: t}, nil
 }
 
-// RevokeToken revokes token tokenID of programID: it reads REVOKED from
-// then on, an admission it held ends and its slot under a cap frees at
-// once. Revoking it again is not an error.
+// RevokeToken revokes token tokenID of programID, ending an admission it
+// held and freeing its slot; revoking again is not an error.
 func (s *Service) RevokeToken(ctx context.Context, programID, tokenID string) error {
 	_, t, err := s.adminToken(ctx, programID, tokenID)
 	if err != nil {
@@ -208,18 +194,25 @@ func (s *Service) adminToken(ctx context.Context, programID, tokenID string) (ad
 	return p, t, nil
 }
 
-// revokeRecorded revokes t as a change of programID's history, stored
-// uncommitted first and committed once the token is stored revoked at its
-// instant; reads check an uncommitted one with revokeApplied.
+// revokeRecorded revokes t as a change of programID's history, committed
+// once the token is stored revoked at its instant (revokeApplied).
 func (s *Service) revokeRecorded(ctx context.Context, programID string, t Token) (Token, error) {
 	now := s.clock.Now()
 	rec := history.Change{ID: t.ID, At: pace.FromUnixMs(pace.UnixMs(now)), Actor: history.ActorOf(ctx), Action: history.ActionRevoke, Fields: history.Fields(map[string]string{"tokenId": t.ID})}
 	if err := s.store.PutChange(ctx, programID, rec); err != nil {
 		return Token{}, storeError("record the revoke", err)
 	}
-	t, err := s.revoke(ctx, t, rec.At)
-	if err != nil || !t.RevokedAt.Equal(rec.At) {
-		return t, err // or revoked by another call, which recorded it
+	t.RevokedAt = rec.At
+	if keep := rec.At.Add(endedTokenRetention); t.ExpiresAt.Before(keep) {
+		t.ExpiresAt = keep // at least a day
+	}
+	t, err := s.store.RevokeToken(ctx, t)
+	if errors.Is(err, ErrNotFound) {
+		return Token{}, errTokenNotFound
+	} else if err != nil {
+		return Token{}, storeError("revoke token", err)
+	} else if !t.RevokedAt.Equal(rec.At) {
+		return t, nil // revoked by another call, which recorded it
 	}
 	if err := s.store.CommitChange(ctx, programID, rec.At, rec.ID); err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "revoke stored, its history entry left uncommitted", slog.String("programId", programID), slog.String("error", err.Error()))
@@ -228,8 +221,8 @@ func (s *Service) revokeRecorded(ctx context.Context, programID string, t Token)
 	return t, nil
 }
 
-// revokeApplied reports whether c, an uncommitted revoke of programID,
-// was applied: its token is stored revoked at its instant.
+// revokeApplied reports whether c, an uncommitted revoke of programID, was
+// applied.
 func (s *Service) revokeApplied(ctx context.Context, programID string, c history.Change) (bool, error) {
 	t, err := s.store.GetToken(ctx, c.ID)
 	if errors.Is(err, ErrNotFound) {
@@ -240,25 +233,7 @@ func (s *Service) revokeApplied(ctx context.Context, programID string, c history
 	return t.ProgramID == programID && t.RevokedAt.Equal(c.At), nil
 }
 
-// revoke stores t as revoked at now, keeping it at least a day, and
-// returns the token as stored afterwards.
-func (s *Service) revoke(ctx context.Context, t Token, now time.Time) (Token, error) {
-	r := t
-	r.RevokedAt = now.Truncate(time.Millisecond)
-	if keep := now.Add(endedTokenRetention); r.ExpiresAt.Before(keep) {
-		r.ExpiresAt = keep
-	}
-	stored, err := s.store.RevokeToken(ctx, r)
-	if errors.Is(err, ErrNotFound) {
-		return Token{}, errTokenNotFound
-	} else if err != nil {
-		return Token{}, storeError("revoke token", err)
-	}
-	return stored, nil
-}
-
-// endRevoked ends the admission the revoked token t held, and frees its
-// slot; doing it again changes nothing.
+// endRevoked ends the admission the revoked token t held and frees its slot.
 func (s *Service) endRevoked(ctx context.Context, t Token) error {
 	if t.AdmittedAt.IsZero() || !t.RevokedAt.Before(t.AdmissionExpiresAt) {
 		return nil // never seen admitted, or its window was over

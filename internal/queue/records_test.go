@@ -13,11 +13,11 @@ import (
 
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/catalog"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // TestRevokeToken: a revoked token reads REVOKED whatever it was, with no
@@ -90,7 +90,7 @@ func TestTokenLookup(t *testing.T) {
 	ctx := t.Context()
 	signer := &countingSigner{}
 	store := memstore.New()
-	c := clock.NewFake(t0)
+	c := simclock.NewFake(t0)
 	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c), queue.WithPassSigner(signer))
 	mustPut(t, svc, "gala", 1, false)
 	ids := enterN(t, svc, "gala", 3)
@@ -173,7 +173,7 @@ func (s revokingStore) MarkAdmitted(ctx context.Context, t queue.Token) (queue.T
 func TestRevokeRacesTheSighting(t *testing.T) {
 	ctx := t.Context()
 	signer := &countingSigner{}
-	c := clock.NewFake(t0)
+	c := simclock.NewFake(t0)
 	svc := queue.NewService(revokingStore{memstore.New()}, polling.DefaultTiers(), queue.WithClock(c), queue.WithPassSigner(signer))
 	mustPut(t, svc, "gala", 1, false)
 	w, _, err := svc.Enter(ctx, "gala", queue.Entry{})
@@ -199,7 +199,7 @@ func TestRevokeRacesTheSighting(t *testing.T) {
 func TestRevokeConcurrent(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
-	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)), queue.WithPassSigner(&countingSigner{}))
+	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(simclock.NewFake(t0)), queue.WithPassSigner(&countingSigner{}))
 	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestRevokeConcurrent(t *testing.T) {
 	if _, err := svc.Admit(ctx, "gala", n); err != nil {
 		t.Fatal(err)
 	}
-	svc = queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0.Add(time.Hour))), queue.WithPassSigner(&countingSigner{}))
+	svc = queue.NewService(store, polling.DefaultTiers(), queue.WithClock(simclock.NewFake(t0.Add(time.Hour))), queue.WithPassSigner(&countingSigner{}))
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		var v queue.View
@@ -280,7 +280,7 @@ func TestTokenLookupNoShow(t *testing.T) {
 // TestRevokeInHistory: a revoke is in the program's history once, with its
 // actor, however often it is repeated.
 func TestRevokeInHistory(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	clk := simclock.NewFake(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clk))
 	ctx := history.WithActor(context.Background(), "arn:aws:iam::123456789012:user/support")
 	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{}); err != nil {
@@ -350,7 +350,7 @@ func (s *failingChanges) PutChange(ctx context.Context, programID string, c hist
 // revoke is recorded after, so a failure or a crash between hides it).
 func TestRevokeAppliedIsInHistory(t *testing.T) {
 	store := &failingChanges{Store: memstore.New()}
-	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(clock.NewFake(t0)))
+	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(simclock.NewFake(t0)))
 	ctx := history.WithActor(context.Background(), "arn:aws:iam::1:user/support")
 	if _, _, err := svc.PutProgram(ctx, "gala", api.ProgramSettings{Paused: new(true)}); err != nil {
 		t.Fatal(err)
@@ -388,7 +388,7 @@ func TestRevokeUncommittedIsInHistory(t *testing.T) {
 	for _, failCommit := range []bool{false, true} {
 		t.Run(fmt.Sprintf("commit fails %v", failCommit), func(t *testing.T) {
 			store := &failingChanges{Store: memstore.New()}
-			c := clock.NewFake(t0)
+			c := simclock.NewFake(t0)
 			svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c))
 			ctx := context.Background()
 			mustPut(t, svc, "gala", 1, true)

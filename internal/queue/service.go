@@ -1,16 +1,8 @@
 // Package queue is the waiting room's domain service (Service): people
-// enter a program's queue and get a token with a ticket, each poll
-// computes their place from the program's serving counter, and the first
-// answer that finds them admitted signs their pass. Operators change a
-// program through the same Service (PutProgram, Admit, IssueBypass,
-// RevokeToken, DeleteProgram), each change stored once, recorded in the
-// program's history, and acting a change delay later everywhere. Store is
-// what it needs of a database (dynamostore, memstore).
-//
-// The parts it is built on know nothing of it: admission (a program's
-// state and the counter's arithmetic), pace, capacity (the cap on active
-// people, no-shows), settings, shuffle, history and catalog (the
-// operator's records), bypass. docs/design.md says why each rule is so.
+// enter a program's queue for a ticket, each poll computes their place from
+// the serving counter, and the first answer that finds them admitted signs
+// their pass; operators change programs through the same Service. Store is
+// what it needs of a database. docs/design.md says why each rule is so.
 //
 // Invariants:
 //   - The serving counter is computed, never stored as a running number:
@@ -79,9 +71,8 @@ func WithClock(c clock.Clock) Option { return func(s *Service) { s.clock = c } }
 // concurrent use, so only single-goroutine tests set it.
 func WithRand(rng *rand.Rand) Option { return func(s *Service) { s.rng = rng } }
 
-// WithProgramCache lets polls reuse a program read for up to ttl (0: read
-// every time) and delays admin changes by ttl plus the admin write budget.
-// Every instance of a deployment must use the same ttl.
+// WithProgramCache lets polls reuse a program read for up to ttl (0: never)
+// and delays admin changes by ChangeDelay(ttl); every instance uses one ttl.
 func WithProgramCache(ttl time.Duration) Option {
 	return func(s *Service) { s.cache = admission.NewCache(ttl) }
 }
@@ -140,16 +131,13 @@ func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
 }
 
 // Entry is what a person brings to Enter ("" for none of each): a token
-// already held, a key that makes every enter with it answer the same token,
-// and the proof of work a new ticket needs in a program with challengeBits.
+// held, an idempotency key, and a proof of work (challengeBits).
 type Entry struct {
 	Token, IdempotencyKey, Challenge, Solution string
 }
 
-// Enter puts a person in programID's queue, created=true when it took a new
-// ticket. A still valid token of the same program (e.Token) is answered
-// again instead, and so is the token an earlier enter with the same
-// e.IdempotencyKey created, whatever its status.
+// Enter puts a person in programID's queue, created=true for a new ticket;
+// a still valid e.Token, or the token of e.IdempotencyKey, is answered again.
 func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View, created bool, err error) {
 	if !ValidProgramID(programID) {
 		return View{}, false, errInvalidProgramID
@@ -193,8 +181,7 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 	if tk.Fresh {
 		s.cache.Put(p, now)
 	} else if p, err = s.program(ctx, programID, now); err != nil {
-		// A ticket from a shard: the answer needs the program as a read at
-		// most one cache TTL old, and before its drain instant, sees it.
+		// A ticket from a shard: the answer needs a read within the cache rules.
 		return View{}, false, err
 	}
 	t := Token{
@@ -215,8 +202,7 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 		return View{}, false, err
 	}
 	if stored.Ticket != t.Ticket {
-		// An enter that took the claim over stored its token first: that
-		// one is the place, and this ticket is a gap.
+		// An enter that took the claim over stored first: this ticket is a gap.
 		v, err := s.answer(ctx, programID, stored)
 		return v, false, err
 	}
@@ -244,9 +230,8 @@ func (s *Service) putToken(ctx context.Context, t Token) (Token, error) {
 	return got, nil
 }
 
-// Poll answers where token tokenID stands in programID's queue. A token of
-// another program, or a claim not filled yet (enterWithKey), is reported
-// exactly like an unknown one.
+// Poll answers where token tokenID stands in programID's queue; a token of
+// another program, or an unfilled claim, reads as unknown.
 func (s *Service) Poll(ctx context.Context, programID, tokenID string) (View, error) {
 	t, err := s.token(ctx, programID, tokenID)
 	if err != nil {
@@ -278,9 +263,8 @@ func (s *Service) answer(ctx context.Context, programID string, t Token) (View, 
 	return s.view(ctx, admission.Program{}, t, now)
 }
 
-// withOpening returns p as an answer at now needs it: once an armed
-// shuffle's opening has come, read fresh with its pre-queue fixed; then
-// withShuffle.
+// withOpening is withShuffle(p), read fresh with its pre-queue fixed once an
+// armed shuffle's opening has come.
 func (s *Service) withOpening(ctx context.Context, p admission.Program, now time.Time) (admission.Program, error) {
 	if !p.Armed() || now.Before(p.OpensAt) {
 		return s.withShuffle(ctx, p)
@@ -301,8 +285,7 @@ func (s *Service) withOpening(ctx context.Context, p admission.Program, now time
 }
 
 // Leave takes a token out of the queue, or ends its admission: it then
-// reads LEFT. Leaving twice, or once the admission has expired, changes
-// nothing and is not an error.
+// reads LEFT. Leaving again, or after the admission, is not an error.
 func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 	t, err := s.token(ctx, programID, tokenID)
 	if err != nil {
@@ -313,8 +296,7 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 		return nil // out of the queue already
 	}
 	if t.AdmittedAt.IsZero() && t.LeftAt.IsZero() {
-		// Waiting, or admitted by the counter but never told: it leaves
-		// without its pass. A poll may record the admission first.
+		// Waiting, or admitted but never told: it leaves without its pass.
 		left := t
 		left.LeftAt, left.ExpiresAt = now.Truncate(time.Millisecond), now.Add(endedTokenRetention)
 		if t, err = s.store.MarkLeft(ctx, left); err != nil {
@@ -398,26 +380,20 @@ func (s *Service) waiting(p admission.Program, t Token, now time.Time) View {
 		}
 	}
 	v.StatusLine = statusLine(p, v, now)
+	var sit polling.Situation
 	if placed {
-		sit := p.Situation(place, now, s.cache.Notice(p, now))
+		sit = p.Situation(place, now, s.cache.Notice(p, now))
 		v.Position, v.EstimatedWait = sit.Position, sit.Wait
-		v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
-		return s.inTimeToShow(p, v, now)
+	} else {
+		// No position, no estimate: come back after the opening, spread out.
+		sit = p.Situation(p.Issued, now, 0)
+		sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.OpeningSpread(now))
+		sit.Earliest = sit.Wait
 	}
-	// No position, no estimate: come back after the opening, spread out.
-	sit := p.Situation(p.Issued, now, 0)
-	sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.OpeningSpread(now))
-	sit.Earliest = sit.Wait
 	v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
-	return s.inTimeToShow(p, v, now)
-}
-
-// inTimeToShow shortens a waiting answer's retry, on a followed program, so
-// that whoever polls as told fetches their admission in time to show.
-func (s *Service) inTimeToShow(p admission.Program, v View, now time.Time) View {
 	if p.Followed() {
-		soonest := max(s.cache.Notice(p, now), 0)
-		v.RetryAfter = min(v.RetryAfter, p.PollToShow(soonest))
+		// Whoever polls as told fetches their admission in time to show.
+		v.RetryAfter = min(v.RetryAfter, p.PollToShow(max(s.cache.Notice(p, now), 0)))
 	}
 	return v
 }
@@ -436,8 +412,8 @@ func statusLine(p admission.Program, v View, now time.Time) string {
 	return ""
 }
 
-// markAdmitted records the first sighting of t's admission; if the token
-// changed meanwhile the stored version wins, and recorded is false.
+// markAdmitted records the first sighting of t's admission; recorded is
+// false when another version of the token won.
 func (s *Service) markAdmitted(ctx context.Context, p admission.Program, t Token, now time.Time) (stored Token, recorded bool, err error) {
 	place, _ := p.Place(t.Ticket) // placed: p admits t
 	sealedAt, err := s.sight(ctx, p, place)
@@ -482,9 +458,8 @@ func (s *Service) program(ctx context.Context, id string, now time.Time) (admiss
 	return p, nil
 }
 
-// Showing is what anyone may see of a program now: its profile, whether
-// admission is paused, whether new entries are refused (closed by hand or
-// past ClosesAt), and its scheduled close (zero: none). No counts.
+// Showing is what anyone may see of a program now (no counts); Closed:
+// new entries are refused, ClosesAt: its scheduled close (zero: none).
 type Showing struct {
 	Profile  settings.Profile
 	Paused   bool
@@ -492,8 +467,7 @@ type Showing struct {
 	ClosesAt time.Time
 }
 
-// Showing returns what programID shows the people who wait, read through
-// the program cache.
+// Showing returns what programID shows, read through the program cache.
 func (s *Service) Showing(ctx context.Context, programID string) (Showing, error) {
 	if !ValidProgramID(programID) {
 		return Showing{}, errInvalidProgramID

@@ -13,18 +13,18 @@ import (
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/queuetest"
 	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
-func newService(t testing.TB, opts ...queue.Option) (*queue.Service, *clock.Fake) {
+func newService(t testing.TB, opts ...queue.Option) (*queue.Service, *simclock.Fake) {
 	t.Helper()
-	c := clock.NewFake(t0)
+	c := simclock.NewFake(t0)
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), append([]queue.Option{queue.WithClock(c)}, opts...)...)
 	return svc, c
 }
@@ -161,7 +161,7 @@ func TestEnterErrors(t *testing.T) {
 // was stored has expired.
 func TestInstancesAgree(t *testing.T) {
 	ctx := context.Background()
-	c := clock.NewFake(t0)
+	c := simclock.NewFake(t0)
 	store := memstore.New()
 	cached := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))
 	admin := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c), queue.WithProgramCache(time.Second))
@@ -469,7 +469,7 @@ func TestFirstSighting(t *testing.T) {
 		{"RecordedElsewhere", func(s queue.Store) queue.Store { return racingStore{s} }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := clock.NewFake(t0)
+			c := simclock.NewFake(t0)
 			svc := queue.NewService(tc.store(memstore.New()), polling.DefaultTiers(), queue.WithClock(c))
 			mustPut(t, svc, "gala", 1, true)
 			w, _, err := svc.Enter(ctx, "gala", queue.Entry{})
@@ -574,7 +574,7 @@ func TestQueueFull(t *testing.T) {
 // dropped from it once it has been idle past its use (the ticket shards'
 // state: tickets.TestUnknownProgramsLeaveNoState).
 func TestUnknownProgramsLeaveNoState(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	clk := simclock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	svc := queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithClock(clk), queue.WithProgramCache(time.Second))
 	queuetest.CheckIdleProgramsDropped(t, svc, clk, svc.CachedPrograms, "an entry in the program cache")
 }

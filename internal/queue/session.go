@@ -16,17 +16,14 @@ import (
 // maxPassSize bounds the pass EndSession reads; a real one is under 1 KiB.
 const maxPassSize = 4096
 
-// EndSession ends the admission that pass, one this service handed out for
-// programID, grants: the token then reads LEFT. Ending it again is not an
-// error; another pass is INVALID_PASS, one whose admission is over
-// PASS_EXPIRED, one whose token was revoked TOKEN_REVOKED. Under a cap its
-// slot frees when its window ends.
+// EndSession ends the admission that pass, handed out for programID,
+// grants (ending it again is not an error); under a cap its slot frees
+// when its window ends.
 func (s *Service) EndSession(ctx context.Context, programID, pass string) error {
 	return s.endSession(ctx, programID, pass, false)
 }
 
-// ReleaseSession is EndSession for the protected site, authenticated as an
-// admin: under a cap the slot also frees at once.
+// ReleaseSession is EndSession for the protected site: the slot frees at once.
 func (s *Service) ReleaseSession(ctx context.Context, programID, pass string) error {
 	return s.endSession(ctx, programID, pass, true)
 }
@@ -73,8 +70,7 @@ func (s *Service) endSession(ctx context.Context, programID, pass string, releas
 	return s.freeSlot(ctx, t, now)
 }
 
-// freeSlot records that t's admission, sighted, ended before its window,
-// when its program follows its admissions (recordEnd).
+// freeSlot records that t's sighted admission ended early (recordEnd).
 func (s *Service) freeSlot(ctx context.Context, t Token, now time.Time) error {
 	p, err := s.program(ctx, t.ProgramID, now)
 	if err != nil {
@@ -97,8 +93,7 @@ func (s *Service) freeSlot(ctx context.Context, t Token, now time.Time) error {
 	return nil
 }
 
-// passToken reads, without checking the signature, the token id (sub) of
-// pass if it is an ES256 JWT for programID (aud).
+// passToken reads, unverified, the sub of pass, an ES256 JWT for programID.
 func passToken(pass, programID string) (string, bool) {
 	if len(pass) > maxPassSize {
 		return "", false

@@ -8,16 +8,16 @@ import (
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/capacity"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // followed is a service with a pass signer and a one-second program
 // cache, program id made with set, and the tokens of n people who entered
 // it; the fake clock drives it.
-func followed(t *testing.T, id string, set api.ProgramSettings, n int) (*queue.Service, *clock.Fake, []string) {
+func followed(t *testing.T, id string, set api.ProgramSettings, n int) (*queue.Service, *simclock.Fake, []string) {
 	t.Helper()
 	svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
 	if _, _, err := svc.PutProgram(t.Context(), id, set); err != nil {

@@ -9,9 +9,8 @@ import (
 	"github.com/example/waitingroom/internal/history"
 )
 
-// Store keeps programs and tokens (memstore, dynamostore; storetest holds
-// the contract). Errors: ErrNotFound for a missing item, ErrConflict for a
-// failed condition, anything else is a store fault.
+// Store keeps programs and tokens (storetest holds the contract): ErrNotFound
+// for a missing item, ErrConflict for a failed condition, else a fault.
 type Store interface {
 	// CreateProgram stores a new program; ErrConflict if the id exists.
 	CreateProgram(ctx context.Context, p admission.Program) error
@@ -22,76 +21,59 @@ type Store interface {
 	// the stored program still has version p.Version-1 and expectIssued
 	// tickets; ErrConflict otherwise.
 	UpdateProgram(ctx context.Context, p admission.Program, expectIssued int64) error
-	// IssueTicket atomically hands out the next ticket at now, applying
-	// admission.Program.WithTicketIssued, and returns the program after it.
-	// ErrNotFound if the program does not exist, ErrClosed if it is closed.
+	// IssueTicket atomically applies admission.Program.WithTicketIssued at
+	// now and returns the program after it; ErrNotFound, or ErrClosed.
 	IssueTicket(ctx context.Context, programID string, now time.Time) (admission.Program, error)
 	// PutToken stores a new token; ErrConflict if the id exists.
 	PutToken(ctx context.Context, t Token) error
 	// GetToken reads a token, or a claim on its id; ErrNotFound if absent.
 	GetToken(ctx context.Context, id string) (Token, error)
-	// ClaimToken stores claim c (Claim and ClaimedAt set, Ticket 0) under
-	// c.ID if nothing is stored there, or only a claim made before
-	// staleBefore, and returns what is stored afterwards (c if it was
-	// stored, also by an earlier attempt). ErrNotFound if the item it
-	// failed on is gone when read.
+	// ClaimToken stores claim c (Ticket 0) under c.ID if nothing, or only a
+	// claim made before staleBefore, is stored there, and returns what is
+	// stored afterwards; ErrNotFound if the item it failed on is gone.
 	ClaimToken(ctx context.Context, c Token, staleBefore time.Time) (Token, error)
-	// FillToken replaces claim on t.ID by token t, provided the item still
-	// holds that claim and no ticket, and returns what is stored
-	// afterwards. ErrNotFound if the item is gone.
+	// FillToken replaces claim on t.ID by t if the item still holds that
+	// claim and no ticket, and returns what is stored; ErrNotFound if gone.
 	FillToken(ctx context.Context, t Token, claim string) (Token, error)
 	// ReleaseClaim makes claim on token id stale at once (ClaimedAt zero),
 	// if the item still holds that claim and no ticket.
 	ReleaseClaim(ctx context.Context, id, claim string) error
-	// MarkAdmitted records the first sighting of the token's admission
-	// (sets AdmittedAt, AdmissionExpiresAt and ExpiresAt) if it is neither
-	// admitted, left nor revoked yet, and returns the token as stored
-	// afterwards.
+	// MarkAdmitted records the first sighting of the token's admission (its
+	// times) if it is pending, and returns the token as stored afterwards.
 	MarkAdmitted(ctx context.Context, t Token) (Token, error)
-	// MarkLeft records that a waiting token left (sets LeftAt and
-	// ExpiresAt) if it is neither admitted, left nor revoked yet, and
+	// MarkLeft records that a pending token left (LeftAt, ExpiresAt), and
 	// returns the token as stored afterwards.
 	MarkLeft(ctx context.Context, t Token) (Token, error)
-	// EndAdmission records that an admitted token's admission ended before
-	// its window (sets LeftAt and ExpiresAt) if it is admitted, not left
-	// yet, and t.LeftAt is within its window; it returns the token as
-	// stored afterwards.
+	// EndAdmission records that an admitted token, not left, ended at
+	// t.LeftAt within its window, and returns the token as stored afterwards.
 	EndAdmission(ctx context.Context, t Token) (Token, error)
-	// RevokeToken records that an admin revoked token t.ID (sets
-	// RevokedAt and ExpiresAt) if it is not revoked yet, and returns the
-	// token as stored afterwards. ErrNotFound if there is no token, or
-	// only a claim.
+	// RevokeToken records that an admin revoked token t.ID (RevokedAt,
+	// ExpiresAt) unless it is, and returns the token as stored afterwards;
+	// ErrNotFound without a token (or only a claim).
 	RevokeToken(ctx context.Context, t Token) (Token, error)
-	// UseChallenge records that the proof of work named key (a hash of its
-	// challenge) served the enter owner, to be kept until expires; it
-	// succeeds again for the same owner (a retry) and answers ErrConflict
-	// when another owner used it first.
+	// UseChallenge records that the proof of work named key served owner
+	// until expires; ErrConflict when another owner used it first.
 	UseChallenge(ctx context.Context, key, owner string, expires time.Time) error
 
 	CatalogStore
 }
 
-// CatalogStore keeps the list of programs, their deletion and the history
-// of their admin changes.
+// CatalogStore keeps the list of programs, their deletion and history.
 type CatalogStore interface {
 	catalog.Store
 	history.Store
-	// DeleteProgram deletes program p.ID, with its ticket shards and its
-	// place in the list, if it is stored at version p.Version (else
-	// ErrConflict; absent counts as deleted). Until until, CreateProgram
-	// of the id answers ErrDeleted.
+	// DeleteProgram deletes program p.ID, its shards and listing, if stored
+	// at p.Version (else ErrConflict; absent counts as deleted); until
+	// until, its id is ErrDeleted.
 	DeleteProgram(ctx context.Context, p admission.Program, until time.Time) error
 }
 
-// ScheduleStore is a Store that stores a scheduled change whatever
-// tickets were issued since it was read, then moves its drain instant.
+// ScheduleStore stores a scheduled change whatever tickets were issued.
 type ScheduleStore interface {
-	// UpdateScheduled is UpdateProgram for p with a change scheduled, on
-	// the condition of the version alone, and returns the tickets issued
-	// when it landed (also when it is retried after a lost answer).
-	// ErrConflict if the version moved.
+	// UpdateScheduled is UpdateProgram on the version alone, and returns
+	// the tickets issued when it landed (also on a retry).
 	UpdateScheduled(ctx context.Context, p admission.Program) (issued int64, err error)
-	// MoveDrain adds p.ScheduledDrainAtNs(issued) − p.DrainAtNs to the
-	// stored drain instant, once, if p is still the stored version.
+	// MoveDrain adds p.DrainMoveNs(issued) to the stored drain instant,
+	// once, if p is still the stored version.
 	MoveDrain(ctx context.Context, p admission.Program, issued int64) error
 }

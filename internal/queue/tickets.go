@@ -7,9 +7,8 @@ import (
 	"github.com/example/waitingroom/internal/admission"
 )
 
-// Tickets hands out enters' tickets when one program item cannot take
-// them all (package tickets); without it every ticket comes from
-// Store.IssueTicket.
+// Tickets hands out enters' tickets when one program item cannot take them
+// all (package tickets).
 type Tickets interface {
 	// Take hands out the next ticket of programID for an enter asked at
 	// now; its errors are the Store's.
@@ -22,17 +21,14 @@ type Tickets interface {
 // Taken is a ticket handed out to an enter.
 type Taken struct {
 	Ticket int64
-	// Program is the program as the ticket left it, when Fresh; else the
-	// caller must read it.
+	// Program is the program as the ticket left it, when Fresh.
 	admission.Program
 	Fresh bool
-	// At is when the ticket was taken: later than asked when the enter
-	// waited for another to fetch numbers.
+	// At is when the ticket was taken.
 	At time.Time
 }
 
-// WithTickets makes enters take their tickets through t, and answers give
-// back what t reserved and nobody took.
+// WithTickets makes enters take their tickets through t.
 func WithTickets(t Tickets) Option { return func(s *Service) { s.tickets = t } }
 
 // Programs is a Service's program cache, as its Tickets use it.
@@ -41,8 +37,7 @@ type Programs struct{ s *Service }
 // TTL is how long a read is reused (WithProgramCache).
 func (p Programs) TTL() time.Duration { return p.s.cache.TTL() }
 
-// Recent is admission.Cache.ShardView: a read to choose where a ticket
-// comes from, not to place anyone.
+// Recent is admission.Cache.ShardView.
 func (p Programs) Recent(id string, now time.Time) (admission.Program, bool) {
 	return p.s.cache.ShardView(id, now)
 }
@@ -55,8 +50,7 @@ func (p Programs) Get(ctx context.Context, id string, now time.Time) (admission.
 // Put caches prog as read at now.
 func (p Programs) Put(prog admission.Program, now time.Time) { p.s.cache.Put(prog, now) }
 
-// takeTicket hands out the next ticket of programID asked at now, through
-// the service's Tickets if it has them.
+// takeTicket hands out the next ticket of programID asked at now.
 func (s *Service) takeTicket(ctx context.Context, programID string, now time.Time) (Taken, error) {
 	if s.tickets != nil {
 		return s.tickets.Take(ctx, Programs{s}, programID, now)

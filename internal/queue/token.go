@@ -15,11 +15,9 @@ import (
 
 // Limits on admissions and how long tokens are kept.
 const (
-	MaxAdmissionCount   = 1_000_000 // per manual admission
-	endedTokenRetention = 24 * time.Hour
-	// WaitingTokenRetention is how long a waiting token is kept after
-	// its enter.
-	WaitingTokenRetention = 48 * time.Hour
+	MaxAdmissionCount     = 1_000_000 // per manual admission
+	endedTokenRetention   = 24 * time.Hour
+	WaitingTokenRetention = 48 * time.Hour // a waiting token kept after its enter
 )
 
 var (
@@ -28,13 +26,11 @@ var (
 	idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{16,128}$`)
 )
 
-// ValidProgramID reports whether id is a well-formed program id: 1 to 64
-// characters of ASCII letters, digits, '-' and '_', starting with a letter or
-// digit.
+// ValidProgramID reports whether id is a well-formed program id (1 to 64
+// of [A-Za-z0-9_-], not starting with '-' or '_').
 func ValidProgramID(id string) bool { return programIDPattern.MatchString(id) }
 
-// ValidTokenID reports whether id has the shape of a token id (22 base64url
-// characters); it says nothing of whether the token exists.
+// ValidTokenID reports whether id has the shape of a token id.
 func ValidTokenID(id string) bool { return tokenIDPattern.MatchString(id) }
 
 // Status is where a token stands: WAITING → ADMITTED → EXPIRED or
@@ -56,9 +52,8 @@ type Token struct {
 	ProgramID string
 	Ticket    int64
 	IssuedAt  time.Time
-	// AdmittedAt is when the service first saw the serving counter pass the
-	// ticket (zero while waiting); the admission window runs from it to
-	// AdmissionExpiresAt. AdmissionPass is "" when the service signs none.
+	// AdmittedAt is the first sighting of the admission (zero while
+	// waiting); its window ends at AdmissionExpiresAt.
 	AdmittedAt         time.Time
 	AdmissionExpiresAt time.Time
 	AdmissionPass      string
@@ -66,15 +61,12 @@ type Token struct {
 	RevokedAt          time.Time // zero unless an admin revoked the token
 	ExpiresAt          time.Time // when the store may delete the item (TTL)
 	// Claim is set, with Ticket 0, while an enter with an Idempotency-Key
-	// holds the id its key names and has no ticket yet (Store.ClaimToken):
-	// no place, answered as an unknown token. "" for a token.
-	Claim string
-	// ClaimedAt is when Claim was made; zero once released.
-	ClaimedAt time.Time
+	// holds the id and has no ticket yet (Store.ClaimToken); "" for a token.
+	Claim     string
+	ClaimedAt time.Time // zero once released
 }
 
-// pending reports whether t is neither admitted, left nor revoked in the
-// store: its status then comes from its program's serving counter.
+// pending reports whether t is neither admitted, left nor revoked in the store.
 func (t Token) pending() bool {
 	return t.AdmittedAt.IsZero() && t.LeftAt.IsZero() && t.RevokedAt.IsZero()
 }
@@ -92,22 +84,17 @@ const (
 	MaxIdempotencyKeyLen = 128
 )
 
-// ValidIdempotencyKey reports whether key is a well-formed Idempotency-Key:
-// 16 to 128 ASCII letters, digits, '-', '_', '.' or ':'.
+// ValidIdempotencyKey reports whether key is a well-formed Idempotency-Key.
 func ValidIdempotencyKey(key string) bool { return idempotencyKeyPattern.MatchString(key) }
 
-// idempotentTokenID is the token id an enter with key creates in
-// programID: 128 bits of SHA-256 over both.
+// idempotentTokenID is the token id an enter with key creates in programID.
 func idempotentTokenID(programID, key string) string {
 	sum := sha256.Sum256([]byte("waitingroom/idempotency-key/v1\x00" + programID + "\x00" + key))
 	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
-// ShuffleView is a shuffled opening as a token's answer shows it: enough
-// for anyone to check a place. Commitment (shuffle.Message) and PublicKey
-// are published before anyone entered; Seed, the key's signature of
-// Commitment, and Prequeue once the pre-queue is fixed; Place is the
-// token's place in it (0: not in it, or not fixed yet).
+// ShuffleView is a shuffled opening as an answer shows it, enough to check a
+// place: Seed and Prequeue once fixed, Place 0 when not in it (or not yet).
 type ShuffleView struct {
 	Commitment, PublicKey string
 	Seed                  string
@@ -123,13 +110,8 @@ type View struct {
 	// Ticket is the token's number in the program's queue.
 	Ticket int64
 
-	// Set only while WAITING: Position is ticket − serving counter;
-	// Translations (shared, read only) hold the program's texts in other
-	// languages (NoticeIn); OpensAt is set while the opening is ahead,
-	// ClosesAt when a close is scheduled; StatusLine ("" for none) says what
-	// the opening means; Shuffle (nil without one) is what the token can
-	// check of a shuffled opening; EstimatedWait is set when the pace is
-	// known.
+	// Set only while WAITING (Translations are shared, read only; OpensAt
+	// while the opening is ahead; Shuffle nil without one).
 	Position      int64
 	Notice        string
 	Translations  settings.Translations
@@ -146,14 +128,12 @@ type View struct {
 	AdmissionPass string    // ADMITTED only
 	LeftAt        time.Time // LEFT
 	RevokedAt     time.Time // REVOKED
-	// FirstSighting reports that this answer recorded the admission (wrote
-	// AdmittedAt): once per token, for the Admissions metric; two answers
-	// recording it in the same millisecond with no pass signer both do.
+	// FirstSighting reports that this answer recorded the admission, for
+	// the Admissions metric.
 	FirstSighting bool
 }
 
-// storedView is the view of t at now from what it stores: revoked, left,
-// or admitted (ADMITTED within its window, EXPIRED after it).
+// storedView is the view of t, not pending, at now.
 func storedView(t Token, now time.Time) View {
 	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket}
 	switch {
@@ -169,8 +149,7 @@ func storedView(t Token, now time.Time) View {
 	return v
 }
 
-// NoticeIn is v's notice in the language of prefs that best matches a
-// translation, else the untranslated one (settings.Profile.In).
+// NoticeIn is v's notice in the best language of prefs (settings.Profile.In).
 func (v View) NoticeIn(prefs ...language.Tag) string {
 	return settings.Profile{Notice: v.Notice, Translations: v.Translations}.In(prefs...).Notice
 }

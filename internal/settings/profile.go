@@ -13,7 +13,7 @@ import (
 )
 
 // Profile is what a program shows the people who wait, and where it sends
-// them once admitted; every field is optional ("").
+// them once admitted; every field is optional.
 type Profile struct {
 	DisplayName string `json:"displayName,omitempty" dynamodbav:"displayName,omitempty"`
 	Message     string `json:"message,omitempty" dynamodbav:"message,omitempty"`
@@ -23,9 +23,8 @@ type Profile struct {
 	Translations Translations `json:"translations,omitempty" dynamodbav:"translations,omitempty"`
 }
 
-// plainText accepts valid UTF-8 of at most max characters without control
-// characters (line breaks too, unless lines) nor invisible format ones
-// (hiddenChar).
+// plainText accepts valid UTF-8 of at most max characters without
+// hiddenChar (but line breaks when lines).
 func plainText(max int, lines bool) func(string) error {
 	return func(v string) error {
 		if !utf8.ValidString(v) {
@@ -43,9 +42,8 @@ func plainText(max int, lines bool) func(string) error {
 	}
 }
 
-// hiddenChar reports whether r is a control (Cc) or format (Cf) character
-// or a line or paragraph separator, except the zero width (non-)joiner,
-// which emoji and several scripts need.
+// hiddenChar reports whether r is Cc, Cf, Zl or Zp, but for the zero width
+// (non-)joiner, which emoji and several scripts need.
 func hiddenChar(r rune) bool {
 	if r == '\u200C' || r == '\u200D' {
 		return false
@@ -72,19 +70,13 @@ func checkTargetURL(v string) error {
 		return fmt.Errorf("must not have a fragment")
 	case u.Scheme == "https":
 		return nil
-	case u.Scheme == "http" && loopbackHost(u.Hostname()):
+	case u.Scheme == "http" && (strings.EqualFold(u.Hostname(), "localhost") || net.ParseIP(u.Hostname()).IsLoopback()):
 		return nil
 	}
 	return fmt.Errorf("must use https (http only for localhost)")
 }
 
-func loopbackHost(h string) bool {
-	ip := net.ParseIP(h)
-	return strings.EqualFold(h, "localhost") || ip != nil && ip.IsLoopback()
-}
-
-// changeProfile applies set's profile texts to p, each checked by its
-// rule; "" clears one.
+// changeProfile applies set's profile texts to p; "" clears one.
 func changeProfile(p *Profile, set api.ProgramSettings) error {
 	return cmp.Or(
 		change(&p.DisplayName, set.DisplayName, "displayName", displayNameRule),

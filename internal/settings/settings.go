@@ -40,36 +40,27 @@ const (
 	MaxAdmissionWindow = 24 * time.Hour
 )
 
-// Options are a program's admin-set values beside its admission pace;
-// dynamodbav "-" marks one stored in another unit.
+// Options are a program's admin-set values beside its admission pace
+// (dynamodbav "-": stored in another unit).
 type Options struct {
 	AdmissionWindow time.Duration `dynamodbav:"-"`
-	// Policy names the program's polling policy; "" is the service's
-	// default.
+	// Policy names the program's polling policy ("": the default).
 	Policy string `dynamodbav:"policy,omitempty"`
-	// Closed programs take no new entries; people already in the queue
-	// are admitted as before.
+	// Closed programs take no new entries; those in line are still admitted.
 	Closed bool `dynamodbav:"closed"`
-	// OpensAt is the program's opening (zero: none), before which nobody
-	// is admitted.
+	// OpensAt is the program's opening (zero: none).
 	OpensAt time.Time `dynamodbav:"-"`
-	// ClosesAt is the program's scheduled close (zero: none): from it on
-	// entries are refused, as when Closed.
+	// ClosesAt is the program's scheduled close (zero: none).
 	ClosesAt time.Time `dynamodbav:"-"`
-	// Shuffle places everyone who entered before OpensAt in a random
-	// order at the opening (shuffle.PlaceOf, admission.Program.Place).
+	// Shuffle draws the order of those who entered before OpensAt.
 	Shuffle bool `dynamodbav:"shuffle,omitempty"`
-	// MaxWaiting is the longest the line may be (0: no limit): an enter
-	// while Waiting is at it gets QUEUE_FULL (admission.Program.Full).
+	// MaxWaiting is the longest the line may be (0: no limit).
 	MaxWaiting int64 `dynamodbav:"maxWaiting,omitempty"`
-	// MaxActiveUsers caps how many people may be admitted at once (0: no
-	// cap): admitted, and neither ended, expired nor a no-show.
+	// MaxActiveUsers caps how many people may be admitted at once (0: none).
 	MaxActiveUsers int64 `dynamodbav:"maxActiveUsers,omitempty"`
-	// NoShowSeconds is how long an admitted person has to fetch their pass
-	// before they are a no-show (0: none; with a cap, the admission window).
+	// NoShowSeconds is how long an admitted person has to fetch their pass.
 	NoShowSeconds int64 `dynamodbav:"noShowSeconds,omitempty"`
-	// ChallengeBits is the proof of work an enter must carry, in leading
-	// zero bits of its hash (0: none; see package challenge).
+	// ChallengeBits is the proof of work an enter must carry (package challenge).
 	ChallengeBits int64 `dynamodbav:"challengeBits,omitempty"`
 	// Profile is what the program shows the people who wait.
 	Profile Profile `dynamodbav:"-"`
@@ -77,19 +68,14 @@ type Options struct {
 
 // Error is a value a setting's rule refuses (INVALID_SETTINGS).
 type Error struct {
-	// Setting is the setting's JSON name in api.ProgramSettings
-	// ("translations.ko.notice" for a translated text).
-	Setting string
-	// Problem says what is wrong, as the end of a sentence: "must be at
-	// most 80 characters (got 81)".
-	Problem string
+	Setting string // its JSON name, e.g. "translations.ko.notice"
+	Problem string // the end of a sentence, e.g. "must be at most 80 characters (got 81)"
 }
 
 func (e *Error) Error() string { return e.Setting + " " + e.Problem + "." }
 
-// Apply applies the admin's change set to o and to seg's Rate and
-// Paused, each value present checked and converted by its setting's rule;
-// the first problem is the error.
+// Apply applies the admin's change set to o and to seg's Rate and Paused,
+// each value checked by its rule; the first problem is the error.
 func Apply(set api.ProgramSettings, o *Options, seg *pace.Segment, policies map[string]polling.Policy) error {
 	return cmp.Or(
 		change(&o.OpensAt, set.OpensAt, "opensAt", opening),
@@ -108,8 +94,7 @@ func Apply(set api.ProgramSettings, o *Options, seg *pace.Segment, policies map[
 	)
 }
 
-// change stores rule(*v) in *dst when v is set, or answers the rule's
-// problem as the error of the setting called name.
+// change stores rule(*v) in *dst when v is set, or answers its problem.
 func change[T, U any](dst *U, v *T, name string, rule func(T) (U, string)) error {
 	if v == nil {
 		return nil
@@ -147,8 +132,7 @@ func admissionRate(perSecond api.Rate) (pace.Rate, string) {
 	return r, ""
 }
 
-// Bounds of the counts an admin sets; noShowSeconds is 0 (none) or
-// within its bounds.
+// Bounds of the counts an admin sets.
 const (
 	MaxMaxWaiting     = 1_000_000_000
 	MaxMaxActiveUsers = 100_000_000
@@ -164,8 +148,7 @@ var (
 	challengeBits  = bounded(0, challenge.MaxBits, "must be 0 (no proof of work) to %[2]d")
 )
 
-// bounded is the rule of a count that is 0 or within lo..hi; problem is
-// its refusal, formatted with lo and hi.
+// bounded is the rule of a count that is 0 or within lo..hi.
 func bounded(lo, hi int64, problem string) func(int64) (int64, string) {
 	return func(n int64) (int64, string) {
 		if n != 0 && (n < lo || n > hi) {
@@ -187,8 +170,7 @@ func admissionWindow(seconds int64) (time.Duration, string) {
 	return w, ""
 }
 
-// opening reads an opensAt, kept to the millisecond in UTC: "" (no
-// opening) or an RFC 3339 time in the range of an opening.
+// opening reads an opensAt, kept to the millisecond in UTC.
 func opening(v string) (time.Time, string) {
 	t, ok := ParseOpening(v)
 	if !ok {
@@ -197,8 +179,8 @@ func opening(v string) (time.Time, string) {
 	return t.UTC().Truncate(time.Millisecond), ""
 }
 
-// ParseOpening reads an opensAt as given: the zero time for "", else an
-// RFC 3339 time, which must be in the range of an opening.
+// ParseOpening reads an opensAt: the zero time for "", else an RFC 3339
+// time in the range of an opening.
 func ParseOpening(v string) (time.Time, bool) {
 	if v == "" {
 		return time.Time{}, true
@@ -207,8 +189,7 @@ func ParseOpening(v string) (time.Time, bool) {
 	return t, err == nil && !t.Before(MinOpensAt) && !t.After(MaxOpensAt)
 }
 
-// The range of an opening: from the year 2000, so that no time given can be
-// taken for the zero time that clears it, to the last RFC 3339 can write.
+// The range of an opening: from 2000 (never the zero time) to RFC 3339's last.
 var (
 	MinOpensAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	MaxOpensAt = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)

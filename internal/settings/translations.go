@@ -13,16 +13,14 @@ import (
 	"github.com/example/waitingroom/internal/api"
 )
 
-// Texts are a program's texts to the people who wait, in one language;
-// each is optional ("": none).
+// Texts are a program's texts to the people who wait, in one language.
 type Texts struct {
 	DisplayName string `json:"displayName,omitempty" dynamodbav:"displayName,omitempty"`
 	Message     string `json:"message,omitempty" dynamodbav:"message,omitempty"`
 	Notice      string `json:"notice,omitempty" dynamodbav:"notice,omitempty"`
 }
 
-// Translations are a program's texts by language, keyed by canonical BCP
-// 47 tags; a language whose texts are all empty is absent.
+// Translations are a program's texts by canonical BCP 47 tag.
 type Translations map[string]Texts
 
 // Bounds of a program's translations.
@@ -38,9 +36,8 @@ var (
 	noticeRule      = profileText(plainText(280, true))
 )
 
-// In returns p's texts in the language of prefs (most preferred first)
-// that best matches one of its translations, each text falling back to
-// the untranslated one; the untranslated texts when none matches well.
+// In returns p's texts in the language of prefs that best matches a
+// translation, each text falling back to the untranslated one.
 func (p Profile) In(prefs ...language.Tag) Texts {
 	base := Texts{DisplayName: p.DisplayName, Message: p.Message, Notice: p.Notice}
 	if len(p.Translations) == 0 || len(prefs) == 0 {
@@ -59,8 +56,7 @@ func (p Profile) In(prefs ...language.Tag) Texts {
 	}
 }
 
-// matchers memoizes a language.Matcher, costly to build, by the languages
-// it matches; reset when it holds maxMatchers sets.
+// matchers memoizes language.Matchers by their languages, up to maxMatchers.
 var matchers struct {
 	sync.Mutex
 	m map[string]language.Matcher
@@ -89,8 +85,7 @@ func matcherOf(t Translations) ([]string, language.Matcher) {
 	return keys, m
 }
 
-// ParseLanguage reads a BCP 47 language tag of at most 35 characters that
-// names a language (not "und"); false otherwise.
+// ParseLanguage reads a BCP 47 tag of at most 35 characters naming a language.
 func ParseLanguage(s string) (language.Tag, bool) {
 	if s == "" || len(s) > maxLanguageTag {
 		return language.Und, false
@@ -105,9 +100,8 @@ func ParseLanguage(s string) (language.Tag, bool) {
 	return tag, true
 }
 
-// changeTranslations merges set into *t, per language and per text: ""
-// clears a text, a language left without texts goes away. *t is replaced,
-// never modified: a stored program's map may be shared.
+// changeTranslations merges set into *t per language and text ("" clears
+// one); *t is replaced, never modified (it may be shared).
 func changeTranslations(t *Translations, set map[string]api.TextSettings) error {
 	if set == nil {
 		return nil

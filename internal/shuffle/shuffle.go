@@ -29,31 +29,28 @@ import (
 	"math/bits"
 )
 
-// Key is the RSA key whose signature seeds a shuffled opening:
-// RSASSA-PKCS1-v1_5 over SHA-256, deterministic, so that every instance
-// derives the same seed. internal/shufflekey implements it (KMS, local).
+// Key is the RSA key whose deterministic signature seeds a shuffled opening
+// (internal/shufflekey).
 type Key interface {
 	PublicKey(ctx context.Context) (*rsa.PublicKey, error)
 	SignPKCS1v15(ctx context.Context, message []byte) ([]byte, error)
 }
 
-// NewNonce returns a shuffle's nonce: 16 bytes from crypto/rand, in
-// hex. It makes the message signed at the opening unique to this shuffle.
+// NewNonce returns a shuffle's nonce: 16 random bytes in hex.
 func NewNonce() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-// Message is what the shuffle key signs at the opening of program
-// programID, the shuffle's commitment: "waitingroom/shuffle/v2 ", the
-// program id, a space and the nonce.
+// Message is what the shuffle key signs at programID's opening, the
+// shuffle's commitment.
 func Message(programID, nonce string) string {
 	return "waitingroom/shuffle/v2 " + programID + " " + nonce
 }
 
-// SignSeed returns the seed of program programID's shuffle with nonce:
-// key's signature of Message, in unpadded base64url.
+// SignSeed returns the seed of programID's shuffle: key's signature of
+// Message, in unpadded base64url.
 func SignSeed(ctx context.Context, key Key, programID, nonce string) (string, error) {
 	sig, err := key.SignPKCS1v15(ctx, []byte(Message(programID, nonce)))
 	if err != nil {
@@ -62,8 +59,7 @@ func SignSeed(ctx context.Context, key Key, programID, nonce string) (string, er
 	return base64.RawURLEncoding.EncodeToString(sig), nil
 }
 
-// VerifySeed reports whether seed, unpadded base64url, is the shuffle
-// key pub's RSASSA-PKCS1-v1_5 SHA-256 signature of message.
+// VerifySeed checks that seed is pub's signature of message.
 func VerifySeed(pub *rsa.PublicKey, message, seed string) error {
 	sig, err := base64.RawURLEncoding.DecodeString(seed)
 	if err != nil {
@@ -76,8 +72,7 @@ func VerifySeed(pub *rsa.PublicKey, message, seed string) error {
 	return nil
 }
 
-// EncodePublicKey is a shuffle key's public half as answers publish it:
-// its PKIX (SubjectPublicKeyInfo) DER, in standard base64.
+// EncodePublicKey is a shuffle key's public half as answers publish it.
 func EncodePublicKey(pub *rsa.PublicKey) (string, error) {
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
@@ -107,9 +102,7 @@ func ParsePublicKey(s string) (*rsa.PublicKey, error) {
 const shuffleRounds = 10
 
 // PlaceOf returns the place of ticket in a pre-queue of prequeue tickets
-// shuffled with seed: π(ticket), π a permutation of 1..prequeue keyed by
-// the seed (a 10-round Feistel network; see docs/design.md, "The shuffle").
-// Tickets outside 1..prequeue keep their number.
+// shuffled with seed; tickets outside 1..prequeue keep their number.
 func PlaceOf(seed string, prequeue, ticket int64) int64 {
 	if ticket < 1 || ticket > prequeue || prequeue < 2 {
 		return ticket

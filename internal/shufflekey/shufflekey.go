@@ -54,15 +54,13 @@ type KMSKey struct {
 	pub *rsa.PublicKey
 }
 
-// NewKMSKey returns the KMS key keyID (id, ARN or alias) reached through
-// client (admissionpass.NewKMSClient). It calls nothing yet.
+// NewKMSKey returns the KMS key keyID (id, ARN or alias) through client.
 func NewKMSKey(client admissionpass.KMSAPI, keyID string) *KMSKey {
 	return &KMSKey{client: client, keyID: keyID}
 }
 
-// PublicKey returns the key's public half from kms:GetPublicKey; it fails
-// if the key is not an RSA_2048 SIGN_VERIFY key that signs with
-// RSASSA_PKCS1_V1_5_SHA_256.
+// PublicKey returns the key's public half from kms:GetPublicKey, if it is
+// an RSA_2048 key signing with RSASSA_PKCS1_V1_5_SHA_256.
 func (k *KMSKey) PublicKey(ctx context.Context) (*rsa.PublicKey, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -10,39 +10,34 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// Bounds of the give-back: an instance gives back at most once a
-// giveBackEvery per program; it remembers maxOwnBlocks blocks and
-// maxReturns runs to give back, these for returnsKept at most.
+// Bounds of the give-back: at most once a giveBackEvery per program, of
+// maxOwnBlocks blocks and maxReturns runs kept for returnsKept at most.
 const (
 	giveBackEvery            = 250 * time.Millisecond
 	maxOwnBlocks, maxReturns = 32, 64
 	returnsKept              = time.Minute
 )
 
-// shardBlock names a block: shard's block that starts at start, reserved
-// at reservedAt.
+// shardBlock names shard's block that starts at start, reserved at reservedAt.
 type shardBlock struct {
 	shard      int
 	start      int64
 	reservedAt time.Time
 }
 
-// same reports whether b and o name the same block (stores keep the
-// reservation to the millisecond).
+// same reports whether b and o name the same block (to the millisecond, as stores keep it).
 func (b shardBlock) same(o shardBlock) bool {
 	return b.shard == o.shard && b.start == o.start && b.reservedAt.UnixMilli() == o.reservedAt.UnixMilli()
 }
 
-// recordReserved records that this instance reserved block b: to trim
-// once stale if filled, its numbers left to give back if surely not.
+// recordReserved records block b: to trim once stale if filled, its numbers left to give back if surely not.
 func (s *Shards) recordReserved(id string, b shardBlock, left Run, filled, sure bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ps := s.addState(id, b.reservedAt)
 	switch {
 	case filled:
-		// The shard's older block, and those a block lifetime older, are
-		// used up or below the top.
+		// The shard's older block, and those a lifetime older, are used up or below the top.
 		ps.blocks = slices.DeleteFunc(ps.blocks, func(o shardBlock) bool {
 			return o.shard == b.shard || o.reservedAt.Before(b.reservedAt.Add(-BlockLifetime))
 		})
@@ -56,8 +51,7 @@ func (s *Shards) recordReserved(id string, b shardBlock, left Run, filled, sure 
 	}
 }
 
-// addReturns adds runs to give back, keeping the newest maxReturns; s.mu
-// must be held.
+// addReturns adds runs to give back, keeping the newest maxReturns; s.mu must be held.
 func (ps *programState) addReturns(runs ...Run) {
 	ps.returns = append(ps.returns, runs...)
 	if n := len(ps.returns) - maxReturns; n > 0 {
@@ -66,8 +60,8 @@ func (ps *programState) addReturns(runs ...Run) {
 	}
 }
 
-// giveBackWork is what one give-back does: trim blocks (backOf taking back
-// this instance's numbers left, back) and give back runs.
+// giveBackWork is one give-back: blocks to trim (backOf with back, the
+// numbers this instance held) and runs to give back.
 type giveBackWork struct {
 	trims   []shardBlock
 	back    Run
@@ -75,8 +69,7 @@ type giveBackWork struct {
 	returns []Run
 }
 
-// startGiveBack takes the give-back due at now from the instance's state
-// (false when none is); the caller must call endGiveBack.
+// startGiveBack takes the give-back due at now, if any; the caller must end it (GiveBack).
 func (s *Shards) startGiveBack(id string, now time.Time) (giveBackWork, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,18 +106,9 @@ func (s *Shards) startGiveBack(id string, now time.Time) (giveBackWork, bool) {
 	return w, true
 }
 
-// endGiveBack records the runs a give-back could not give back yet.
-func (s *Shards) endGiveBack(id string, left []Run) {
-	s.withState(id, func(ps *programState) {
-		ps.givingBack = false
-		ps.addReturns(left...)
-	})
-}
-
 // GiveBack gives back to programID, when due, the numbers this instance
-// reserved or holds that nobody took: it trims its stale blocks, then
-// gives back, top down, the runs that end at the program's last ticket
-// while the counter is far from them.
+// reserved or holds that nobody took: it trims its stale blocks, then gives
+// back, top down, the runs that end at the last ticket while the counter is far.
 func (s *Shards) GiveBack(ctx context.Context, programs queue.Programs, programID string, now time.Time) {
 	if !s.enabled(programs.TTL()) {
 		return
@@ -134,7 +118,10 @@ func (s *Shards) GiveBack(ctx context.Context, programs queue.Programs, programI
 		return
 	}
 	runs := append(w.returns, s.trim(ctx, programID, w)...)
-	defer func() { s.endGiveBack(programID, runs) }() // keeps the runs left at return
+	defer s.withState(programID, func(ps *programState) { // ends it, keeping the runs left at return
+		ps.givingBack = false
+		ps.addReturns(runs...)
+	})
 	runs = coalesce(runs)
 	p, err := programs.Get(ctx, programID, now)
 	if err != nil {
@@ -169,9 +156,7 @@ func (s *Shards) trim(ctx context.Context, programID string, w giveBackWork) []R
 	return runs
 }
 
-// returnTop gives back to p, top down, the runs (sorted) that end at its
-// last ticket while p.MayReturn allows, and returns the runs left and the
-// program after; a store error drops its run.
+// returnTop gives back, top down, the sorted runs that end at p's last ticket; a store error drops its run.
 func (s *Shards) returnTop(ctx context.Context, programs queue.Programs, p admission.Program, runs []Run, hold time.Duration, now time.Time) ([]Run, admission.Program) {
 	for len(runs) > 0 {
 		top := runs[len(runs)-1]
@@ -193,8 +178,7 @@ func (s *Shards) returnTop(ctx context.Context, programs queue.Programs, p admis
 	return runs, p
 }
 
-// coalesce sorts runs by their numbers and joins adjacent ones; a joined
-// run keeps the latest ReservedAt.
+// coalesce sorts runs and joins adjacent ones, keeping the latest ReservedAt.
 func coalesce(runs []Run) []Run {
 	slices.SortFunc(runs, func(a, b Run) int { return cmp.Compare(a.First, b.First) })
 	out := runs[:0]

@@ -9,12 +9,12 @@ import (
 
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/queuetest"
 	"github.com/example/waitingroom/internal/tickets"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // TestUnknownProgramsLeaveNoState: enters to program ids that do not exist
@@ -22,7 +22,7 @@ import (
 // that exists is dropped once it has been idle past its use (the program
 // cache: queue.TestUnknownProgramsLeaveNoState).
 func TestUnknownProgramsLeaveNoState(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	clk := simclock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	svc, shards := instance(memstore.New(), clk, nil, tickets.DefaultItemWriteUnits)
 	queuetest.CheckIdleProgramsDropped(t, svc, clk, shards.Programs, "state in the ticket shards")
 }
@@ -31,7 +31,7 @@ func TestUnknownProgramsLeaveNoState(t *testing.T) {
 // over two batches of 10,000 enters to distinct unknown program ids (it
 // grew by about 500 bytes an id when the ticket shards kept state for them).
 func TestUnknownProgramsMemory(t *testing.T) {
-	svc, _ := instance(memstore.New(), clock.NewFake(t0), nil, tickets.DefaultItemWriteUnits)
+	svc, _ := instance(memstore.New(), simclock.NewFake(t0), nil, tickets.DefaultItemWriteUnits)
 	inUse := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats
@@ -93,7 +93,7 @@ func TestUnknownProgramsThrottled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
-			clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			clk := simclock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 			mem := memstore.New()
 			rate := 5.0
 			admin := queue.NewService(mem, polling.DefaultTiers(), queue.WithClock(clk))

@@ -1,7 +1,6 @@
-// Package tickets hands out a program's tickets past the write limit of
-// its one item: above a rate, enters take their numbers from ticket shards,
-// each holding a block reserved from the program item with one write
-// (docs/design.md, "Ticket shards"). It implements queue.Tickets.
+// Package tickets implements queue.Tickets: above a rate, enters take their
+// numbers from ticket shards, each a block reserved from the program item
+// with one write (docs/design.md, "Ticket shards").
 package tickets
 
 import (
@@ -19,9 +18,8 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 )
 
-// Shards decides, per program and per instance, where an enter's ticket
-// comes from, and keeps the instance's share of the shards, for programs
-// the store has shown to exist. Build one per Service.
+// Shards decides, per program and instance, where an enter's ticket comes
+// from, and keeps the instance's share of the shards. Build one per Service.
 type Shards struct {
 	store       Store
 	writeUnits  float64
@@ -41,9 +39,8 @@ var _ queue.Tickets = (*Shards)(nil)
 // Option configures Shards.
 type Option func(*Shards)
 
-// WithItemWriteLimit sizes the shards for a store whose items each take
-// units write units a second (default DefaultItemWriteUnits); 0 or less
-// takes every ticket from the program item.
+// WithItemWriteLimit sizes the shards for items of units write units a second
+// (default DefaultItemWriteUnits); 0 or less takes every ticket from the program item.
 func WithItemWriteLimit(units float64) Option { return func(s *Shards) { s.writeUnits = units } }
 
 // WithFixedSizing makes a program on shards use k of them, blocks of n
@@ -58,8 +55,7 @@ func WithLogger(l *slog.Logger) Option { return func(s *Shards) { s.log = l } }
 // WithClock replaces the real clock; pass the Service's.
 func WithClock(c clock.Clock) Option { return func(s *Shards) { s.clock = c } }
 
-// WithRand makes shard choices come from rng (pass the Service's; for
-// single-goroutine tests).
+// WithRand makes shard choices come from rng (the Service's; for single-goroutine tests).
 func WithRand(rng *rand.Rand) Option { return func(s *Shards) { s.rng = rng } }
 
 // New returns the ticket shards of one Service over store.
@@ -72,8 +68,7 @@ func New(store Store, opts ...Option) *Shards {
 }
 
 // Take hands out the next ticket of programID for an enter asked at now:
-// from the numbers this instance holds or a ticket shard when the program
-// uses them, else from the program item.
+// from numbers held, a ticket shard, or the program item.
 func (s *Shards) Take(ctx context.Context, programs queue.Programs, programID string, now time.Time) (queue.Taken, error) {
 	if !s.enabled(programs.TTL()) {
 		return s.takeSingle(ctx, programID, now)
@@ -104,9 +99,8 @@ func (s *Shards) Take(ctx context.Context, programs queue.Programs, programID st
 	return s.takeFromItem(ctx, programs, programID, now)
 }
 
-// withShardCount returns c, program id as last read (if at all), with the
-// shard count learnt since, or one this instance sets when its own enters
-// alone exceed what the program item should take.
+// withShardCount is c (program id as last read) with the shard count learnt
+// since, or one set when this instance's enters alone call for shards.
 func (s *Shards) withShardCount(ctx context.Context, c admission.Program, id string, ttl time.Duration, asked float64, run int64, now time.Time) admission.Program {
 	if k, ok := s.shardCount(id, now, ttl); ok {
 		c.ID, c.Shards = id, k
@@ -118,8 +112,7 @@ func (s *Shards) withShardCount(ctx context.Context, c admission.Program, id str
 	return c
 }
 
-// switchOn turns program id to k shards on this instance's own evidence:
-// it learns k, and sets it if mayWiden.
+// switchOn learns k shards for program id, and sets them if mayWiden.
 func (s *Shards) switchOn(ctx context.Context, id string, k int, now time.Time) {
 	s.learnShards(id, k, now)
 	if s.mayWiden(id, now) {
@@ -127,7 +120,6 @@ func (s *Shards) switchOn(ctx context.Context, id string, k int, now time.Time) 
 	}
 }
 
-// takeSingle takes one ticket from the program item.
 func (s *Shards) takeSingle(ctx context.Context, programID string, now time.Time) (queue.Taken, error) {
 	p, err := s.store.IssueTicket(ctx, programID, now)
 	if err != nil {
@@ -136,9 +128,8 @@ func (s *Shards) takeSingle(ctx context.Context, programID string, now time.Time
 	return queue.Taken{Ticket: p.Issued, Program: p, Fresh: true, At: now}, nil
 }
 
-// takeFromItem takes one ticket from the program item, turns the program
-// to shards when its rate calls for them, and takes from a shard when the
-// program item is throttled.
+// takeFromItem takes one ticket from the program item (from a shard when it
+// is throttled), turning the program to shards when its rate calls for them.
 func (s *Shards) takeFromItem(ctx context.Context, programs queue.Programs, programID string, now time.Time) (queue.Taken, error) {
 	t, err := s.takeSingle(ctx, programID, now)
 	switch {
@@ -164,9 +155,8 @@ func (s *Shards) takeFromItem(ctx context.Context, programs queue.Programs, prog
 	return t, nil
 }
 
-// takeThrottled takes a ticket from one of two shards after the program
-// item refused it with err (throttled): ErrNotFound when the program does
-// not exist, err when no shard answered.
+// takeThrottled takes a ticket from one of two shards after the program item
+// refused it with err: ErrNotFound when the program does not exist, err when no shard answered.
 func (s *Shards) takeThrottled(ctx context.Context, programs queue.Programs, programID string, err error, now time.Time) (queue.Taken, error) {
 	if xerr := s.exists(ctx, programs, programID, now); xerr != nil {
 		if errors.Is(xerr, queue.ErrNotFound) {
@@ -184,10 +174,12 @@ func (s *Shards) takeThrottled(ctx context.Context, programs queue.Programs, pro
 	return t, nil
 }
 
-// exists answers nil when programID is known to exist (state, the cache,
-// or a read now, which is cached), else the read's error.
+// exists answers nil when programID is known to exist (state, the cache, or a read now).
 func (s *Shards) exists(ctx context.Context, programs queue.Programs, programID string, now time.Time) error {
-	if _, ok := programs.Recent(programID, now); ok || s.known(programID) {
+	s.mu.Lock()
+	known := s.programs[programID] != nil
+	s.mu.Unlock()
+	if _, ok := programs.Recent(programID, now); ok || known {
 		return nil
 	}
 	p, err := s.store.GetProgram(ctx, programID)
@@ -198,10 +190,9 @@ func (s *Shards) exists(ctx context.Context, programs queue.Programs, programID 
 	return nil
 }
 
-// takeFromShards takes run numbers (one for this enter, the others held
-// for this instance's next ones) from one of c's shards: false when every
-// shard it tried was refilled elsewhere or throttled, or the program goes
-// back to its program item.
+// takeFromShards takes run numbers (one for this enter, the rest held) from
+// one of c's shards: false when every shard tried was refilled elsewhere or
+// throttled, or the program goes back to its item.
 func (s *Shards) takeFromShards(ctx context.Context, c admission.Program, run int64, now time.Time) (t queue.Taken, ok bool, err error) {
 	k := c.Shards
 	notBefore := freshAfter(now, c.OpensAt)
@@ -240,10 +231,7 @@ const (
 	shardTries   = 3           // the shards an enter tries before the program item
 )
 
-// refill reserves a new block for shard i of k, which claim holds, sized
-// from the pace, and fills the shard with it; its first run numbers are
-// this enter's and this instance's next ones. It changes the shard count
-// when the pace calls for it.
+// refill reserves a block sized from the pace and fills shard i of k, which claim holds, with it.
 func (s *Shards) refill(ctx context.Context, id string, i, k int, claim string, old Shard, run int64, now time.Time) (queue.Taken, bool, error) {
 	served, asked, _ := s.rates(id, now)
 	pc := paceOf(old, served, asked, k, run, now)
@@ -274,8 +262,7 @@ func (s *Shards) refill(ctx context.Context, id string, i, k int, claim string, 
 	return queue.Taken{Ticket: first, Program: q, Fresh: true}, true, nil
 }
 
-// widen doubles the program's shard count of k after a shard was
-// throttled (if mayWiden) and returns the count to spread the next try over.
+// widen doubles k after a shard was throttled (if mayWiden) and returns the count to try next.
 func (s *Shards) widen(ctx context.Context, programID string, k int) int {
 	now := s.clock.Now()
 	if s.fixedShards > 0 || !s.mayWiden(programID, now) {
@@ -296,13 +283,12 @@ func (s *Shards) setShardCount(ctx context.Context, programID string, from, k in
 	return set, err
 }
 
-// logFailure logs that a shard write op of programID failed with err, at cost.
+// logFailure logs that a shard write op failed with err, at cost.
 func (s *Shards) logFailure(ctx context.Context, op, programID string, err error, cost string) {
 	cmp.Or(s.log, slog.Default()).LogAttrs(ctx, slog.LevelWarn, "ticket shard write failed", slog.String("op", op), slog.String("programId", programID),
 		slog.String("error", err.Error()), slog.String("cost", cost))
 }
 
-// intN is a uniform int in [0, n), from s's rng if it has one.
 func (s *Shards) intN(n int) int {
 	if s.rng != nil {
 		return s.rng.IntN(n)

@@ -17,6 +17,7 @@ import (
 	"github.com/example/waitingroom/internal/tools/bench"
 	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // countingStore charges every write of the program item and of the shard
@@ -89,7 +90,7 @@ func (c *countingStore) throttled() int64 { return c.model.Summarize().Throttled
 // and one clock: what each entrant got.
 type crowd struct {
 	store     *countingStore
-	clock     *clock.Fake
+	clock     *simclock.Fake
 	instances []*queue.Service
 	rng       *rand.Rand
 	entrants  []bench.Entrant
@@ -99,7 +100,7 @@ type crowd struct {
 
 func newCrowd(t *testing.T, instances int, writeUnits float64, rate float64, seed uint64) *crowd {
 	t.Helper()
-	c := &crowd{clock: clock.NewFake(t0), rng: rand.New(rand.NewPCG(seed, 1)), tickets: map[int64]int{}}
+	c := &crowd{clock: simclock.NewFake(t0), rng: rand.New(rand.NewPCG(seed, 1)), tickets: map[int64]int{}}
 	c.store = &countingStore{Store: memstore.New(), clock: c.clock, model: partitionmodel.NewModel(partitionmodel.Limits{WriteUnits: writeUnits, ReadUnits: 3 * writeUnits})}
 	for i := range instances {
 		svc, _ := instance(c.store, c.clock, rand.New(rand.NewPCG(seed, uint64(i))), writeUnits, queue.WithShuffleKey(queuetest.ShuffleKey(t)))
@@ -353,7 +354,7 @@ func (failingFills) FillShard(context.Context, string, int, string, time.Time, t
 // never a duplicate, and enters go on (from the refiller's own numbers,
 // other shards, else the program item).
 func TestTicketShardsFillFails(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := simclock.NewFake(t0)
 	store := failingFills{memstore.New()}
 	svc, _ := instance(store, clk, rand.New(rand.NewPCG(1, 2)), 100)
 	rate := 10.0
@@ -426,7 +427,7 @@ func (s retriedFills) FillShard(ctx context.Context, id string, i int, claim str
 // ticket is above the program's last, none handed out twice when enters
 // come again.
 func TestTicketShardsFillAnswerLost(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := simclock.NewFake(t0)
 	store := retriedFills{memstore.New()}
 	var svcs [2]*queue.Service
 	for i := range svcs {
@@ -489,7 +490,7 @@ func TestTicketShardsFillAnswerLost(t *testing.T) {
 // shards uses the fixed count whatever its pace, and no ticket is handed
 // out twice.
 func TestTicketShardsFixedSizing(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := simclock.NewFake(t0)
 	st := memstore.New()
 	shards := tickets.New(st, tickets.WithItemWriteLimit(tickets.DefaultItemWriteUnits), tickets.WithClock(clk),
 		tickets.WithRand(rand.New(rand.NewPCG(1, 3))), tickets.WithFixedSizing(24, 200))

@@ -5,37 +5,30 @@ import (
 	"time"
 )
 
-// Sizing bounds (docs/design.md, "Ticket shards"): blocks aim at lasting
-// minBlockTime..maxBlockTime; an instance takes runs of the enters it
-// expects in runTime (or 1.5 times its last fetches), at most maxRun.
+// Sizing bounds: blocks last minBlockTime..maxBlockTime; an instance takes
+// runs of its enters in runTime (or 1.5 fetches), at most maxRun.
 const (
 	minBlockTime, maxBlockTime = 50 * time.Millisecond, 360 * time.Millisecond
 	runTime, maxRun            = 50 * time.Millisecond, 500
 )
 
-// The rates that size the shards, proportional to the item write limit:
-// the rates that turn shards on and off, a shard's share, and the program
-// item's writes left to block reservations.
+// The rates that size the shards: turning them on and off, a shard's share,
+// and the program item's writes left to block reservations.
 func (s *Shards) switchOnRate() float64 { return 0.2 * s.writeUnits }
 func (s *Shards) switchOff() float64    { return 0.1 * s.writeUnits }
 func (s *Shards) perShard() float64     { return 0.7 * s.writeUnits }
 func (s *Shards) reservations() float64 { return 0.25 * s.writeUnits }
 
-// EnterRates are, for items of writeUnits write units a second, the enters
-// a second above which a program takes its tickets from shards, and the
-// most its shards take together.
+// EnterRates are, for items of writeUnits write units a second, the enters a
+// second above which a program uses shards, and the most they take together.
 func EnterRates(writeUnits float64) (shardsFrom, most float64) {
 	s := Shards{writeUnits: writeUnits}
 	return s.switchOnRate(), MaxShards * s.perShard()
 }
 
-// enabled reports whether the shards are in use with a program cache of
-// ttl: a write limit is set and ttl is at least a block lifetime.
-func (s *Shards) enabled(ttl time.Duration) bool {
-	return s.writeUnits > 0 && ttl >= BlockLifetime
-}
+// enabled reports whether shards are in use with a program cache of ttl.
+func (s *Shards) enabled(ttl time.Duration) bool { return s.writeUnits > 0 && ttl >= BlockLifetime }
 
-// shardsFor is the shard count for takes at rate a second.
 func (s *Shards) shardsFor(rate float64) int {
 	if s.fixedShards > 0 {
 		return s.fixedShards
@@ -43,18 +36,12 @@ func (s *Shards) shardsFor(rate float64) int {
 	return min(MaxShards, max(1, int(math.Ceil(rate/s.perShard()))))
 }
 
-// blockTime is how long a block should last for k shards' reservations to
-// take reservations() writes a second.
-func (s *Shards) blockTime(k int) time.Duration {
-	d := time.Duration(float64(k) / s.reservations() * float64(time.Second))
-	return min(max(d, minBlockTime), maxBlockTime)
-}
-
-// blockSize is the size of a block for a shard of k handing out perShard
-// numbers a second: at most twice the last block's and 16, half for a
-// shard's first block (last 0), at least run.
+// blockSize is a block for a shard of k handing out perShard numbers a second, lasting for k
+// shards to take reservations() writes a second: at most twice the last and 16, half for a first
+// block, at least run.
 func (s *Shards) blockSize(perShard float64, k int, last, run int64) int64 {
-	n := int64(math.Ceil(perShard * s.blockTime(k).Seconds()))
+	d := time.Duration(float64(k) / s.reservations() * float64(time.Second))
+	n := int64(math.Ceil(perShard * min(max(d, minBlockTime), maxBlockTime).Seconds()))
 	if last > 0 {
 		n = min(n, 2*last+16)
 	} else {
@@ -63,8 +50,7 @@ func (s *Shards) blockSize(perShard float64, k int, last, run int64) int64 {
 	return max(1, n, run)
 }
 
-// runLength is how many numbers this instance takes from a shard at a
-// time for asked enters a second (one with fixed sizing); s.mu must be held.
+// runLength is how many numbers this instance takes at a time for asked enters a second; s.mu must be held.
 func (s *Shards) runLength(ps *programState, asked float64) int64 {
 	if s.fixedShards > 0 {
 		return 1
@@ -80,9 +66,8 @@ type pace struct {
 	full              bool    // program is measured over a block's whole life
 }
 
-// paceOf measures the pace from the shard's old block at now, the
-// program's rate from its answers (served), this instance's enters
-// (asked), the shard count k and this instance's run length.
+// paceOf measures the pace from the shard's old block at now, the program's
+// answers (served), this instance's enters (asked), k shards and the run.
 func paceOf(old Shard, served, asked float64, k int, run int64, now time.Time) pace {
 	pc := pace{perTake: float64(run)}
 	if old.End > 0 {
@@ -103,9 +88,8 @@ func paceOf(old Shard, served, asked float64, k int, run int64, now time.Time) p
 	return pc
 }
 
-// wantShards is the shard count a refill of a shard of k asks for: 0
-// below the switch-off rate, at most doubled, halved or more only when the
-// pace fell a lot; k until measured.
+// wantShards is the shard count a refill of k asks for: 0 below the
+// switch-off rate, at most doubled, cut only when the pace fell a lot.
 func (s *Shards) wantShards(pc pace, old Shard, asked float64, k int) int {
 	switch w := s.shardsFor(pc.program / pc.perTake); {
 	case old.End == 0:
@@ -122,8 +106,7 @@ func (s *Shards) wantShards(pc pace, old Shard, asked float64, k int) int {
 	return k
 }
 
-// refillSize is the size of the block a refill reserves with want shards
-// (k before): one number when going back to the program item (want 0).
+// refillSize is the block a refill reserves with want shards (k before); one number for want 0.
 func (s *Shards) refillSize(pc pace, old Shard, k, want int, run int64) int64 {
 	if want == 0 {
 		return 1

@@ -7,10 +7,10 @@ import (
 
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tickets"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // reserveHook is the in-memory store with a hook run once, just before the
@@ -36,11 +36,11 @@ func (h *reserveHook) IssueTickets(ctx context.Context, id string, now time.Time
 // once nobody enters, and every ticket, before and after, is held once.
 func TestClaimTakenOverBySkewedClock(t *testing.T) {
 	ctx := t.Context()
-	base := clock.NewFake(t0)
+	base := simclock.NewFake(t0)
 	mem := memstore.New()
 	slowStore := &reserveHook{Store: mem}
 	skewed := func(st store, by time.Duration) *queue.Service {
-		svc, _ := instance(st, clock.Offset{Base: base, By: by}, nil, tickets.DefaultItemWriteUnits)
+		svc, _ := instance(st, simclock.Offset{Base: base, By: by}, nil, tickets.DefaultItemWriteUnits)
 		return svc
 	}
 	slow, fast := skewed(slowStore, -600*time.Millisecond), skewed(mem, 600*time.Millisecond)

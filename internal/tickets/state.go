@@ -8,9 +8,8 @@ import (
 	"github.com/example/waitingroom/internal/admission"
 )
 
-// Rate measures: the shortest span measured, the smoothing, and when a
-// rate is forgotten; idle program state is dropped after idleAfter, swept
-// once a sweepEvery at most.
+// Rate measures: the shortest span, the smoothing, and when a rate is
+// forgotten; idle state is dropped after idleAfter, swept once a sweepEvery.
 const (
 	measureEvery, rateSmoothing, staleMeasure = 20 * time.Millisecond, time.Second, 5 * time.Second
 	idleAfter, sweepEvery                     = staleMeasure, staleMeasure
@@ -21,8 +20,7 @@ type programState struct {
 	served measure // the program's tickets, from its answers (all instances')
 	asked  measure // this instance's enters, served or not
 	tried  int64   // this instance's enters so far
-	// shards is the shard count as last learnt, at shardsAt; wider the
-	// larger one before it, until widerUntil.
+	// shards is the count learnt at shardsAt; wider the larger one before it, until widerUntil.
 	shards, wider        int
 	shardsAt, widerUntil time.Time
 	widened              time.Time    // when this instance last widened the count after a throttle
@@ -37,8 +35,7 @@ type programState struct {
 	givingBack           bool
 	used                 time.Time     // the last enter or store answer about the program
 	fetchTook            time.Duration // how long fetching more numbers took lately
-	// fetching is closed when the enter that went to fetch more numbers
-	// for this instance is back; nil when none is out.
+	// fetching is closed when the enter fetching more numbers is back; nil when none is out.
 	fetching chan struct{}
 }
 
@@ -50,8 +47,7 @@ type measure struct {
 	rateAt time.Time // when rate was last updated
 }
 
-// add is m after the count was seen at count at now: once the span
-// reaches measureEvery, its rate is smoothed into m.rate.
+// add is m after count was seen at now, smoothing a span of measureEvery into m.rate.
 func (m measure) add(count int64, now time.Time) measure {
 	switch d := now.Sub(m.at); {
 	case m.at.IsZero() || d > staleMeasure || d < 0 || count < m.count:
@@ -78,8 +74,7 @@ func (m measure) current(now time.Time) float64 {
 	return m.rate
 }
 
-// stateOf returns the state of program id, or a blank one that is not
-// kept when there is none; s.mu must be held.
+// stateOf is the state of program id, or a blank one not kept; s.mu must be held.
 func (s *Shards) stateOf(id string) *programState {
 	if ps := s.programs[id]; ps != nil {
 		return ps
@@ -87,8 +82,7 @@ func (s *Shards) stateOf(id string) *programState {
 	return &programState{}
 }
 
-// addState returns the state of program id, which the store has just shown
-// to exist at now, making it if need be; s.mu must be held.
+// addState is the state of program id, shown to exist at now, made if need be; s.mu must be held.
 func (s *Shards) addState(id string, now time.Time) *programState {
 	if s.programs == nil {
 		s.programs = make(map[string]*programState)
@@ -105,8 +99,7 @@ func (s *Shards) addState(id string, now time.Time) *programState {
 	return ps
 }
 
-// sweep drops the state of the programs idle at now, if the last sweep
-// was sweepEvery ago; s.mu must be held.
+// sweep drops the programs idle at now, once a sweepEvery; s.mu must be held.
 func (s *Shards) sweep(now time.Time) {
 	if now.Sub(s.sweptAt) < sweepEvery {
 		return
@@ -119,9 +112,8 @@ func (s *Shards) sweep(now time.Time) {
 	}
 }
 
-// idle reports whether ps is of no more use at now: no enter and no
-// answer for idleAfter (returnsKept when it holds numbers to give back),
-// no fetch or give-back out.
+// idle reports whether ps is of no more use at now: nothing for idleAfter
+// (returnsKept when it holds numbers to give back), no fetch or give-back out.
 func (ps *programState) idle(now time.Time) bool {
 	if ps.givingBack || ps.fetching != nil {
 		return false
@@ -133,17 +125,15 @@ func (ps *programState) idle(now time.Time) bool {
 	return now.Sub(ps.used) > after
 }
 
-// withState runs f on the state of program id with s.mu held: a blank
-// one, not kept, when the instance has none.
+// withState runs f on stateOf(id) with s.mu held.
 func (s *Shards) withState(id string, f func(ps *programState)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f(s.stateOf(id))
 }
 
-// recordAsk records an enter asked of this instance at now and returns
-// this instance's rate of enters, its run length and the program's
-// opening as last seen. The state is kept only if exists.
+// recordAsk records an enter at now (kept only if exists) and returns this
+// instance's rate of enters, its run length and the opening as last seen.
 func (s *Shards) recordAsk(id string, now time.Time, exists bool) (asked float64, run int64, opensAt time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -160,15 +150,7 @@ func (s *Shards) recordAsk(id string, now time.Time, exists bool) (asked float64
 	return asked, s.runLength(ps, asked), ps.opensAt
 }
 
-// known reports whether the instance keeps state for program id.
-func (s *Shards) known(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.programs[id] != nil
-}
-
-// recordAnswer records a write of the program item answered at now: its
-// tickets issued, its shard count and its opening.
+// recordAnswer records a write of the program item answered at now.
 func (s *Shards) recordAnswer(p admission.Program, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -178,8 +160,7 @@ func (s *Shards) recordAnswer(p admission.Program, now time.Time) {
 	ps.opensAt = p.OpensAt
 }
 
-// rates are the program's ticket rate from its answers (0 if not
-// measured recently), this instance's rate of enters and its run length.
+// rates are the program's ticket rate, this instance's rate of enters and its run length.
 func (s *Shards) rates(id string, now time.Time) (served, asked float64, run int64) {
 	s.withState(id, func(ps *programState) {
 		served, asked = ps.served.current(now), ps.asked.current(now)
@@ -188,13 +169,11 @@ func (s *Shards) rates(id string, now time.Time) (served, asked float64, run int
 	return served, asked, run
 }
 
-// learnShards records that the program has k shards at now.
 func (s *Shards) learnShards(id string, k int, now time.Time) {
 	s.withState(id, func(ps *programState) { ps.setShards(k, now) })
 }
 
-// shardCount is the program's shard count as this instance learnt it at
-// most ttl ago.
+// shardCount is the shard count as learnt at most ttl ago.
 func (s *Shards) shardCount(id string, now time.Time, ttl time.Duration) (k int, ok bool) {
 	s.withState(id, func(ps *programState) {
 		k, ok = ps.shards, !ps.shardsAt.IsZero() && !now.Before(ps.shardsAt) && now.Sub(ps.shardsAt) < ttl
@@ -202,8 +181,7 @@ func (s *Shards) shardCount(id string, now time.Time, ttl time.Duration) (k int,
 	return k, ok
 }
 
-// setShards records that the program has k shards at now; the shards
-// beyond a smaller count are taken from for a block lifetime.
+// setShards records k shards at now; those beyond a smaller count stay in use a block lifetime.
 func (ps *programState) setShards(k int, now time.Time) {
 	if k < ps.shards {
 		if now.After(ps.widerUntil) {
@@ -214,8 +192,7 @@ func (ps *programState) setShards(k int, now time.Time) {
 	ps.shards, ps.shardsAt = k, now
 }
 
-// shardSpan is how many shards an enter may take from at now when the
-// program has k: more than k for a block lifetime after the count fell.
+// shardSpan is how many shards an enter may take from: more than k a block lifetime after a fall.
 func (s *Shards) shardSpan(id string, k int, now time.Time) (span int) {
 	s.withState(id, func(ps *programState) {
 		span = k
@@ -226,8 +203,7 @@ func (s *Shards) shardSpan(id string, k int, now time.Time) (span int) {
 	return span
 }
 
-// mayWiden reports whether this instance may change the program's shard
-// count on its own at now: once a block lifetime.
+// mayWiden reports whether this instance may change the shard count on its own: once a block lifetime.
 func (s *Shards) mayWiden(id string, now time.Time) (may bool) {
 	s.withState(id, func(ps *programState) {
 		may = ps.widened.IsZero() || now.Sub(ps.widened) >= BlockLifetime
@@ -238,9 +214,8 @@ func (s *Shards) mayWiden(id string, now time.Time) (may bool) {
 	return may
 }
 
-// takeHeld hands out the next number this instance holds, if its block is
-// still fresh. Else, when shared, one enter at a time goes to fetch more
-// (and must call done) while the others wait for it or ctx.
+// takeHeld hands out the next number held, if fresh; else, when shared, one
+// enter fetches more (and must call done) while the others wait.
 func (s *Shards) takeHeld(ctx context.Context, id string, opensAt time.Time, shared bool) (ticket int64, ok bool, done func(), err error) {
 	for {
 		now := s.clock.Now()
@@ -277,9 +252,7 @@ func (s *Shards) takeHeld(ctx context.Context, id string, opensAt time.Time, sha
 	}
 }
 
-// hold gives this instance the numbers of r, taken from shard i, to hand
-// out instead of those it held; filled is false when r's block is in no
-// shard.
+// hold makes r, from shard i, the numbers held; filled is false when r's block is in no shard.
 func (s *Shards) hold(id string, r Run, i int, filled bool, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -287,7 +260,6 @@ func (s *Shards) hold(id string, r Run, i int, filled bool, now time.Time) {
 	ps.held, ps.heldShard, ps.heldFilled = r, i, filled
 }
 
-// recordFetch records that fetching numbers took d.
 func (s *Shards) recordFetch(id string, d time.Duration) {
 	s.withState(id, func(ps *programState) { ps.fetchTook = (ps.fetchTook + max(d, 0)) / 2 })
 }

@@ -20,19 +20,18 @@ var web embed.FS
 // textMarker is the placeholder in app.js that the text table replaces.
 const textMarker = "/*TEXT*/{}"
 
-// asset is one static file, served under its content-hashed name.
+// asset is one static file, served under its content-hashed name (with gzip).
 type asset struct {
 	body, gz []byte
 	ctype    string
 }
 
 var (
-	// assets by hashed file name, e.g. "app.3f9a1c2b.js".
-	assets = map[string]*asset{}
-	// assetURL maps a source name ("app.js") to its hashed URL.
-	assetURL = map[string]string{}
+	assets   = map[string]*asset{} // by hashed file name, e.g. "app.3f9a1c2b.js"
+	assetURL = map[string]string{} // a source name ("app.js") to its hashed URL
 )
 
+// init registers each asset under its name with a hash of its content before the extension.
 func init() {
 	compact := new(bytes.Buffer)
 	if err := json.Compact(compact, textJSON); err != nil {
@@ -49,26 +48,19 @@ func init() {
 			}
 			b = bytes.Replace(b, []byte(textMarker), compact.Bytes(), 1)
 		}
-		addAsset(name, b)
+		sum := sha256.Sum256(b)
+		ext := path.Ext(name)
+		hashed := strings.TrimSuffix(name, ext) + "." + hex.EncodeToString(sum[:4]) + ext
+		var gz bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+		_, _ = zw.Write(b)
+		_ = zw.Close()
+		assets[hashed] = &asset{body: b, gz: gz.Bytes(), ctype: mime.TypeByExtension(ext)}
+		assetURL[name] = assetPrefix + hashed
 	}
 }
 
-// addAsset registers body under name with its hash inserted before the
-// extension.
-func addAsset(name string, body []byte) {
-	sum := sha256.Sum256(body)
-	ext := path.Ext(name)
-	hashed := strings.TrimSuffix(name, ext) + "." + hex.EncodeToString(sum[:4]) + ext
-	var gz bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-	_, _ = zw.Write(body)
-	_ = zw.Close()
-	assets[hashed] = &asset{body: body, gz: gz.Bytes(), ctype: mime.TypeByExtension(ext)}
-	assetURL[name] = assetPrefix + hashed
-}
-
-// serveAsset is GET /waiting-room/assets/{file}: the bytes never change
-// under one name, so they are cached for a year; gzip when accepted.
+// serveAsset is GET /waiting-room/assets/{file}, cached for a year; gzip when accepted.
 func serveAsset(w http.ResponseWriter, r *http.Request) {
 	a, ok := assets[r.PathValue("file")]
 	if !ok {

@@ -14,8 +14,7 @@ import (
 	"github.com/example/waitingroom/internal/api"
 )
 
-// The no-JavaScript visitor's token is kept in cookieName, one cookie per
-// program (its Path is the program's page), for cookieMaxAge at most.
+// The no-JavaScript visitor's token is kept in cookieName, one per program's page.
 const (
 	cookieName   = "wr_token"
 	cookieMaxAge = 24 * time.Hour
@@ -57,8 +56,7 @@ func troubleView(lang language) *noscriptData {
 	return refreshing(lang, &noscriptData{State: lang.t("retrying")}, unavailableRetry*time.Second)
 }
 
-// refreshing sets d's reload to after, in whole seconds rounded up, so
-// that it never comes earlier than the server asked.
+// refreshing sets d's reload to after, in whole seconds rounded up: never earlier than asked.
 func refreshing(lang language, d *noscriptData, after time.Duration) *noscriptData {
 	d.Refresh = max(1, int(math.Ceil(after.Seconds())))
 	d.RefreshText = lang.t("noscriptRefresh", "n", strconv.Itoa(d.Refresh))
@@ -92,8 +90,7 @@ func noscriptView(lang language, programID string, info PageInfo, v View) *noscr
 		}
 		return d
 	case api.StatusExpired, api.StatusLeft, api.StatusRevoked:
-		// The texts of an ended place are keyed by its status ("left",
-		// "leftTitle"), each saying when it ended; a new place is offered.
+		// The texts of an ended place are keyed by its status ("left", "leftTitle").
 		key, at := strings.ToLower(string(v.Status)), v.ExpiresAt
 		switch v.Status {
 		case api.StatusLeft:
@@ -111,8 +108,7 @@ func noscriptView(lang language, programID string, info PageInfo, v View) *noscr
 	return troubleView(lang)
 }
 
-// closingLine says when new entries close (or closed, once at is past);
-// "" for no scheduled close.
+// closingLine says when new entries close (or closed); "" for no scheduled close.
 func closingLine(lang language, at time.Time) string {
 	switch {
 	case at.IsZero():
@@ -123,8 +119,8 @@ func closingLine(lang language, at time.Time) string {
 	return lang.t("closedAt", "t", clock(at))
 }
 
-// passURL is target with admissionPass=pass added to its query (kept as
-// it is); "" unless target is an absolute http(s) URL.
+// passURL is target with admissionPass=pass added to its query; "" unless target is an
+// absolute http(s) URL.
 func passURL(target, pass string) string {
 	u, err := url.Parse(target)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
@@ -139,12 +135,10 @@ func passURL(target, pass string) string {
 	return u.String()
 }
 
-// idPattern matches the token ids and idempotency keys the fallback
-// passes on.
+// idPattern matches the token ids and idempotency keys the fallback passes on.
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// tokenCookie returns the token of the request's cookie, which its Path
-// scopes to the program's page; "" when none or malformed.
+// tokenCookie returns the token of the program page's cookie; "" when none or malformed.
 func tokenCookie(r *http.Request) string {
 	c, err := r.Cookie(cookieName)
 	if err != nil || !idPattern.MatchString(c.Value) {
@@ -153,9 +147,8 @@ func tokenCookie(r *http.Request) string {
 	return c.Value
 }
 
-// setTokenCookie sets the cookie of the program's page to token, or clears
-// it for "": HttpOnly, SameSite=Lax, and Secure unless the request came
-// over plain HTTP to a loopback host (a local run).
+// setTokenCookie sets the cookie of the program's page to token, or clears it for "":
+// HttpOnly, SameSite=Lax, and Secure unless plainLoopback.
 func setTokenCookie(w http.ResponseWriter, r *http.Request, programID, token string) {
 	maxAge := int(cookieMaxAge.Seconds())
 	if token == "" {
@@ -176,9 +169,5 @@ func plainLoopback(r *http.Request) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
+	return strings.EqualFold(host, "localhost") || net.ParseIP(strings.Trim(host, "[]")).IsLoopback()
 }

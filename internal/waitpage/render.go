@@ -13,8 +13,7 @@ import (
 //go:embed web/page.html
 var pageHTML string
 
-// parsePage parses the page's template, then override's {{define}}s over
-// its blocks.
+// parsePage parses the page's template, then override's {{define}}s over its blocks.
 func parsePage(override string) (*template.Template, error) {
 	t := template.Must(template.New("page").Parse(pageHTML))
 	if _, err := t.New("override").Parse(override); err != nil {
@@ -54,8 +53,7 @@ func (h *Handler) data(lang language, programID string, info PageInfo) *pageData
 	return d
 }
 
-// render writes the page with status; it renders into a buffer first so
-// that a template error becomes a plain 500, not half a page.
+// render writes the page with status, or a plain 500 on a template error.
 func (h *Handler) render(w http.ResponseWriter, status int, d *pageData) {
 	var buf bytes.Buffer
 	if err := h.tmpl.ExecuteTemplate(&buf, "page", d); err != nil {

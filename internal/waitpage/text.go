@@ -11,8 +11,7 @@ import (
 	"time"
 )
 
-// textJSON is every text of the page, by language, for the server and
-// app.js alike.
+// textJSON is every text of the page, by language, for the server and app.js alike.
 //
 //go:embed web/text.json
 var textJSON []byte
@@ -44,8 +43,8 @@ func mustParseText(b []byte) map[string]language {
 	return out
 }
 
-// t returns the text of key, from English when this language lacks it, with
-// each {name} replaced by the value following it in args.
+// t returns the text of key (from English when l lacks it), each {name} replaced by the
+// value following it in args.
 func (l language) t(key string, args ...string) string {
 	s, ok := l.texts[key]
 	if !ok {
@@ -57,8 +56,7 @@ func (l language) t(key string, args ...string) string {
 	return s
 }
 
-// requestLang chooses the language of r: ?lang= when the table has it, then
-// the first Accept-Language range it has, then English.
+// requestLang chooses r's language: ?lang=, else the first Accept-Language range we have.
 func requestLang(r *http.Request) language {
 	if l, ok := tableLang(r.URL.Query().Get("lang")); ok {
 		return l
@@ -72,9 +70,8 @@ func requestLang(r *http.Request) language {
 	return text[fallbackLang]
 }
 
-// tableLang is the table's language for the BCP 47 tag s, by its primary
-// language subtag and whatever its case (tags are case-insensitive): KO,
-// ko-KR and ko_kr are ko.
+// tableLang is the table's language for the BCP 47 tag s, by its primary language subtag
+// in any case: KO, ko-KR and ko_kr are ko.
 func tableLang(s string) (language, bool) {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexAny(s, "-_"); i >= 0 {
@@ -84,8 +81,7 @@ func tableLang(s string) (language, bool) {
 	return l, ok
 }
 
-// number formats n with thousands separators (as both of our languages
-// write them).
+// number formats n with thousands separators.
 func number(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
@@ -94,8 +90,7 @@ func number(n int64) string {
 	return s
 }
 
-// wait says an estimated wait in words: "about 4 min", or "not known yet"
-// for 0. app.js words it the same way with Intl's unit names.
+// wait says an estimated wait in words, as app.js does: "about 4 min", or "not known yet".
 func (l language) wait(d time.Duration) string {
 	switch {
 	case d <= 0:
@@ -110,6 +105,5 @@ func (l language) wait(d time.Duration) string {
 	return l.t("about", "d", l.t("hours", "n", n))
 }
 
-// clock formats a time for the server-rendered page, which does not know
-// the reader's time zone.
+// clock formats a time for the server-rendered page, in UTC.
 func clock(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }

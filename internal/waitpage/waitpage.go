@@ -19,9 +19,8 @@ import (
 	"github.com/example/waitingroom/internal/api"
 )
 
-// Errors a Programs implementation wraps so that the page answers with the
-// right status; any other error is logged and shown as a 503 page that
-// reloads.
+// Errors a Programs implementation wraps for the page's status; any other error is logged
+// and shown as a 503 page that reloads.
 var (
 	ErrInvalidProgram  = errors.New("waitpage: malformed program id")                        // 400
 	ErrProgramNotFound = errors.New("waitpage: program not found")                           // 404
@@ -31,15 +30,11 @@ var (
 	ErrNeedsScript     = errors.New("waitpage: the program's enter needs the page's script") // 403: a proof of work
 )
 
-// Programs is what the page needs from the queue: a program's page settings,
-// and, for the no-JavaScript fallback only, entering and polling as the JSON
-// API's POST and GET do. lang is the page's language (a BCP 47 tag): the
-// program's texts come in it where translated.
+// Programs is what the page needs from the queue: a program's page settings and, for the
+// no-JavaScript fallback, the JSON API's enter and poll; texts come in lang where translated.
 type Programs interface {
 	Page(ctx context.Context, programID, lang string) (PageInfo, error)
-	// Enter enters the queue. A still valid (WAITING or ADMITTED) tokenID
-	// of the program is answered again; a retried enter with the same
-	// non-empty idempotencyKey gets the same token.
+	// Enter enters the queue, or answers a still valid tokenID (or idempotencyKey) again.
 	Enter(ctx context.Context, programID, tokenID, idempotencyKey, lang string) (View, error)
 	Poll(ctx context.Context, programID, tokenID, lang string) (View, error)
 }
@@ -59,12 +54,11 @@ type View = api.Token
 
 // Options customise a Handler; the zero value is usable.
 type Options struct {
-	// APIBase is the queue API's enter-and-poll route without the program
-	// id, a path or an absolute URL; "/api/v1/queues/programs/" when empty.
+	// APIBase is the queue API's route without the program id, a path or an absolute URL;
+	// "/api/v1/queues/programs/" when empty.
 	APIBase string
 	LogoURL string // an image above the title: an https URL or a path; none when empty
-	// Override is the text of an html/template file whose {{define}}s
-	// replace the page's "head", "brand" or "footer" blocks.
+	// Override is an html/template whose {{define}}s replace the "head", "brand" or "footer" blocks.
 	Override string
 	Logger   *slog.Logger // receives the errors shown as 503; slog.Default() when nil
 }
@@ -75,12 +69,11 @@ const (
 	assetPrefix = PathPrefix + "assets/"
 )
 
-// Route is one method and path pattern the Handler serves, in the syntax
-// of http.ServeMux and API Gateway alike.
+// Route is one method and path pattern the Handler serves (http.ServeMux's syntax).
 type Route struct{ Method, Path string }
 
-// Routes lists what the Handler serves: the page, the no-JavaScript enter
-// form and the assets. Every other GET under PathPrefix is a friendly 404.
+// Routes lists what the Handler serves: the page, the no-JavaScript enter form and the
+// assets. Every other GET under PathPrefix is a friendly 404.
 var Routes = []Route{
 	{http.MethodGet, PathPrefix + "{programId}"},
 	{http.MethodPost, PathPrefix + "{programId}/enter"},
@@ -100,9 +93,8 @@ type Handler struct {
 	mux      *http.ServeMux
 }
 
-// New returns a Handler over programs. It fails on an invalid option: an
-// APIBase or LogoURL that is not a path or an http(s) URL, or an Override
-// that does not parse.
+// New returns a Handler over programs; it fails on an APIBase, LogoURL or Override that
+// does not parse.
 func New(programs Programs, opts Options) (*Handler, error) {
 	h := &Handler{programs: programs, apiBase: cmp.Or(opts.APIBase, defaultAPIBase), logo: opts.LogoURL, log: cmp.Or(opts.Logger, slog.Default())}
 	apiOrigin, err := pathOrHTTPURL(h.apiBase, true)
@@ -116,8 +108,7 @@ func New(programs Programs, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Scripts only from this origin; images, styles and fonts also from
-	// https, for an operator's logo and override; in no frame.
+	// Scripts only from this origin; images, styles and fonts also from https; in no frame.
 	h.csp = "default-src 'self'; img-src 'self' https: data:; style-src 'self' https:; font-src 'self' https:; connect-src " +
 		strings.TrimSpace("'self' "+apiOrigin) + "; base-uri 'none'; form-action 'self'; object-src 'none'; frame-ancestors 'none'"
 
@@ -129,8 +120,7 @@ func New(programs Programs, opts Options) (*Handler, error) {
 	return h, nil
 }
 
-// ServeHTTP serves the page, its assets and the no-JavaScript enter form,
-// every answer with the page's Content-Security-Policy and none framable.
+// ServeHTTP serves the Routes, each answer with the page's Content-Security-Policy.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	hdr.Set("Content-Security-Policy", h.csp)
@@ -138,8 +128,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// CheckLogoURL reports why s cannot be Options.LogoURL: it must be empty,
-// a path on this origin or an https URL.
+// CheckLogoURL reports why s cannot be Options.LogoURL: empty, a path or an https URL.
 func CheckLogoURL(s string) error {
 	if s == "" {
 		return nil
@@ -148,9 +137,8 @@ func CheckLogoURL(s string) error {
 	return err
 }
 
-// pathOrHTTPURL checks that s is a path rooted at "/" or an absolute http(s)
-// URL (https only unless allowHTTP), and returns the URL's origin ("" for a
-// path).
+// pathOrHTTPURL checks that s is a path rooted at "/" or an absolute https (or, allowHTTP,
+// http) URL, and returns the URL's origin ("" for a path).
 func pathOrHTTPURL(s string, allowHTTP bool) (string, error) {
 	u, err := url.Parse(s)
 	switch {
@@ -196,9 +184,8 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	h.render(w, http.StatusOK, d)
 }
 
-// enter is POST /waiting-room/{programId}/enter, the no-JavaScript form:
-// it enters (or resumes with the cookie's token), sets the cookie and
-// answers 303 to the page.
+// enter is POST /waiting-room/{programId}/enter, the no-JavaScript form: it enters (or
+// resumes with the cookie's token), sets the cookie and answers 303 to the page.
 func (h *Handler) enter(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("programId")
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
@@ -250,8 +237,7 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
 	h.fail(w, r, requestLang(r), ErrProgramNotFound)
 }
 
-// fail renders the friendly page for err: 400, 404, or 503 with
-// Retry-After and a refresh.
+// fail renders the friendly page for err: 400, 404, or 503 with Retry-After and a refresh.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, lang language, err error) {
 	d := h.data(lang, "", PageInfo{})
 	status, key := http.StatusServiceUnavailable, "unavailable" // key: the card's texts

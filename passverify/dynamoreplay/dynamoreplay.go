@@ -33,12 +33,9 @@ type API interface {
 // Options name the attributes of the guard's items, so that the guard can
 // share a table. Zero fields take the defaults.
 type Options struct {
-	// KeyAttribute is the table's partition key, a string.
-	KeyAttribute string
-	// TTLAttribute is the table's TTL attribute (epoch seconds).
-	TTLAttribute string
-	// KeyPrefix goes before the jti in the key.
-	KeyPrefix string
+	KeyAttribute string // the table's partition key, a string
+	TTLAttribute string // the table's TTL attribute (epoch seconds)
+	KeyPrefix    string // goes before the jti in the key
 }
 
 // Guard records passes in a DynamoDB table. It is safe for concurrent use.
@@ -50,8 +47,7 @@ type Guard struct {
 
 var _ passverify.ReplayGuard = (*Guard)(nil)
 
-// New returns a Guard on table, whose partition key is opts.KeyAttribute
-// (a string).
+// New returns a Guard on table, whose string partition key is opts.KeyAttribute.
 func New(client API, table string, opts Options) (*Guard, error) {
 	opts.KeyAttribute = cmp.Or(opts.KeyAttribute, DefaultKeyAttribute)
 	opts.TTLAttribute = cmp.Or(opts.TTLAttribute, DefaultTTLAttribute)
@@ -59,15 +55,13 @@ func New(client API, table string, opts Options) (*Guard, error) {
 	return &Guard{client: client, table: table, opts: opts}, nil
 }
 
-// FirstUse puts an item for jti, kept until until, if there is none, and
-// reports whether it put it.
+// FirstUse puts an item for jti, kept until until, unless one exists, and reports whether it did.
 func (g *Guard) FirstUse(ctx context.Context, jti string, until time.Time) (bool, error) {
 	_, err := g.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(g.table),
 		Item: map[string]types.AttributeValue{
 			g.opts.KeyAttribute: &types.AttributeValueMemberS{Value: g.opts.KeyPrefix + jti},
-			// TTL deletes within days of this; an expired pass is refused
-			// before the guard is asked, so a late deletion is harmless.
+			// TTL deletes it days late at worst, which is harmless: an expired pass never gets here.
 			g.opts.TTLAttribute: &types.AttributeValueMemberN{Value: strconv.FormatInt(until.Add(time.Second).Unix(), 10)},
 		},
 		ConditionExpression:      aws.String("attribute_not_exists(#key)"),

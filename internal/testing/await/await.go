@@ -1,6 +1,5 @@
-// Package await gives tests the steps of a concurrent scenario to wait on,
-// instead of time: a Counter of events and a Barrier that holds its first
-// callers until all have arrived. Import it from test code only.
+// Package await gives tests steps of a concurrent scenario to wait on instead
+// of time: a Counter of events and a Barrier. Import it from test code only.
 package await
 
 import (
@@ -9,8 +8,8 @@ import (
 	"sync"
 )
 
-// Counter counts events that a test waits for. The zero value is ready;
-// it is safe for concurrent use.
+// Counter counts events a test waits for; the zero value is ready, and it is
+// safe for concurrent use.
 type Counter struct {
 	mu      sync.Mutex
 	n       int

@@ -1,9 +1,7 @@
-// Package browser runs headless Chromium for tests with chromedp: one
-// browser per test binary, started on first use and stopped by Main (call
-// it from TestMain), and one isolated tab per test (Tab). A missing browser
-// fails the test, so that CI cannot pass without the browser tests, except
-// under -short, which skips it. BROWSER_VERBOSE=1 passes the browser's
-// output to stderr. Import it from _test.go files only.
+// Package browser runs headless Chromium for tests with chromedp: one browser
+// per test binary, stopped by Main, and one isolated tab per test (Tab). A
+// missing browser fails the test except under -short; BROWSER_VERBOSE=1
+// passes its output to stderr. Import it from _test.go files only.
 package browser
 
 import (
@@ -22,12 +20,11 @@ import (
 // ErrNotInstalled is wrapped by ExecPath's error when no browser is found.
 var ErrNotInstalled = errors.New("chromium not installed (Debian: apt-get install -y chromium-headless-shell)")
 
-// candidates are the executables ExecPath looks for on PATH, in order: the
-// headless shell first, for the same Blink at a third of the CPU.
+// candidates are what ExecPath looks for on PATH, the headless shell first
+// (the same Blink at a third of the CPU).
 var candidates = []string{"chromium-headless-shell", "headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
 
-// startTimeout bounds the browser's start: a hang guard, generous enough
-// for a busy 2-core machine.
+// startTimeout is a hang guard on the browser's start, for a busy machine.
 const startTimeout = 2 * time.Minute
 
 // ExecPath returns the browser to run: $CHROMIUM when set, else the first
@@ -48,8 +45,7 @@ func ExecPath() (string, error) {
 	return "", fmt.Errorf("none of %v on PATH: %w", candidates, ErrNotInstalled)
 }
 
-// running starts the browser on first use and returns its chromedp
-// context; stop.cancel, once set, stops it.
+// running starts the browser on first use; stop.cancel stops it.
 var (
 	running = sync.OnceValues(start)
 	stop    struct {
@@ -59,9 +55,7 @@ var (
 )
 
 // Tab returns a chromedp context for a new tab in a fresh browser context
-// (no cookies, no storage), closed when t ends. It starts the browser on
-// first use; it fails t if the browser cannot start, or skips it under
-// -short when none is installed.
+// (no cookies, no storage), closed when t ends.
 func Tab(t testing.TB) context.Context {
 	t.Helper()
 	parent, err := running()
@@ -82,16 +76,14 @@ func Tab(t testing.TB) context.Context {
 	return ctx
 }
 
-// Main runs the tests and stops the browser, if one was started, before the
-// binary exits. Call it from TestMain.
+// Main runs the tests and stops the browser; call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
 	Stop()
 	os.Exit(code)
 }
 
-// Stop closes the browser if it is running. Main calls it; a later Tab
-// does not restart it.
+// Stop closes the browser if it is running; a later Tab does not restart it.
 func Stop() {
 	stop.Lock()
 	defer stop.Unlock()
@@ -107,20 +99,14 @@ func start() (context.Context, error) {
 		return nil, err
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		// Tests run as root in containers, where Chromium's sandbox cannot
-		// start; the pages are our own.
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900),
-	)
+		chromedp.ExecPath(path), chromedp.NoSandbox, // as root in containers the sandbox cannot start
+		chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
 	if os.Getenv("BROWSER_VERBOSE") != "" {
 		opts = append(opts, chromedp.CombinedOutput(os.Stderr))
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
 	cancel := func() { cancelCtx(); cancelAlloc() }
-
 	started := make(chan error, 1)
 	go func() { started <- chromedp.Do(ctx) }() // starts the browser
 	select {

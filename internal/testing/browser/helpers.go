@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,9 +30,7 @@ func Eval[T any](t testing.TB, ctx context.Context, expr string) T {
 		switch {
 		case err == nil:
 			return v
-		case ctx.Err() == nil && navigatedAway(err):
-			// The page went to another while it evaluated (a redirect
-			// the page made): evaluate again once the next one is there.
+		case ctx.Err() == nil && navigatedAway(err): // evaluate again on the next page
 			if err := Await(ctx, "document.readyState !== 'loading'"); err == nil {
 				continue
 			}
@@ -40,8 +39,7 @@ func Eval[T any](t testing.TB, ctx context.Context, expr string) T {
 	}
 }
 
-// navigatedAway tells an evaluation that failed because a navigation
-// replaced the page's context.
+// navigatedAway tells an evaluation that failed as a navigation replaced the page.
 func navigatedAway(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "navigated or closed") || strings.Contains(msg, "context was destroyed") || strings.Contains(msg, "Cannot find context")
@@ -53,9 +51,8 @@ func Text(t testing.TB, ctx context.Context, id string) string {
 	return Eval[string](t, ctx, `document.getElementById('`+id+`').textContent`)
 }
 
-// WaitFor waits up to limit until expr is truthy in the page, across
-// navigations, and fails t with the page's address and text otherwise.
-// limit is a hang guard: see [Await].
+// WaitFor waits up to limit (a hang guard) until expr is truthy in the page,
+// across navigations, and fails t with the page's address and text otherwise.
 func WaitFor(t testing.TB, ctx context.Context, limit time.Duration, expr string) {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, limit)
@@ -66,29 +63,11 @@ func WaitFor(t testing.TB, ctx context.Context, limit time.Duration, expr string
 	}
 }
 
-// awaitScript is a promise that resolves once EXPR is truthy, checked now,
-// on every change to the document and on every animation frame; an
-// exception counts as false.
-const awaitScript = `new Promise((resolve) => {
-  const ok = () => { try { return !!(EXPR); } catch { return false; } };
-  if (ok()) return resolve(true);
-  let frame = 0;
-  const observer = new MutationObserver(() => check());
-  const check = () => {
-    if (!ok()) return false;
-    observer.disconnect();
-    cancelAnimationFrame(frame);
-    resolve(true);
-    return true;
-  };
-  const loop = () => { if (!check()) frame = requestAnimationFrame(loop); };
-  observer.observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
-  frame = requestAnimationFrame(loop);
-})`
+//go:embed await.js
+var awaitScript string // a promise resolved once EXPR, replaced by Await, is truthy
 
-// Await waits until expr is truthy in the page of the tab ctx, checked by
-// the page itself (awaitScript), across navigations. It returns ctx's error
-// if ctx ends first: ctx's deadline is the hang guard.
+// Await waits until expr is truthy in the page of the tab ctx, across
+// navigations, or returns ctx's error: its deadline is the hang guard.
 func Await(ctx context.Context, expr string) error {
 	script := strings.Replace(awaitScript, "EXPR", expr, 1)
 	for {
@@ -99,9 +78,7 @@ func Await(ctx context.Context, expr string) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("await %s: %w (last error: %w)", expr, ctx.Err(), err)
 		}
-		// The page went away while it waited (a navigation destroyed its
-		// context): ask again once the next one is there.
-		select {
+		select { // a navigation destroyed the page's context: ask the next one
 		case <-ctx.Done():
 		case <-time.After(10 * time.Millisecond):
 		}
@@ -109,7 +86,7 @@ func Await(ctx context.Context, expr string) error {
 }
 
 // Screenshot saves a full-page PNG of the tab ctx as name in t's artifact
-// directory (kept with go test -artifacts) and returns it.
+// directory (go test -artifacts) and returns it.
 func Screenshot(t testing.TB, ctx context.Context, name string) []byte {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -124,75 +101,18 @@ func Screenshot(t testing.TB, ctx context.Context, name string) []byte {
 	return png
 }
 
-// clockScript replaces a document's timers and performance.now by
-// window.__clock, a clock at 0 that moves only by advance or next, which
-// fire the timers due in order, each with the clock at its due time.
-const clockScript = `(() => {
-  if (window.__clock) return;
-  let now = 0, seq = 0;
-  const timers = new Map(); // id → {due, fn, args, every}
-  const arm = (fn, ms, args, repeat) => {
-    const id = ++seq;
-    const d = Math.max(0, Number(ms) || 0);
-    timers.set(id, { due: now + d, fn, args, every: repeat ? Math.max(1, d) : 0 });
-    return id;
-  };
-  const earliest = (limit) => {
-    let id = 0, t = null;
-    for (const [k, v] of timers) {
-      if (v.due <= limit && (t === null || v.due < t.due)) { id = k; t = v; }
-    }
-    return [id, t];
-  };
-  const advance = (ms) => {
-    const target = now + Math.max(0, Number(ms) || 0);
-    let fired = 0;
-    for (;;) {
-      const [id, t] = earliest(target);
-      if (!t) break;
-      now = t.due;
-      if (t.every) t.due += t.every; else timers.delete(id);
-      fired++;
-      try {
-        if (typeof t.fn === 'function') t.fn(...t.args); else (0, eval)(String(t.fn));
-      } catch (e) {
-        reportError(e);
-      }
-    }
-    now = target;
-    return fired;
-  };
-  window.setTimeout = (fn, ms, ...args) => arm(fn, ms, args, false);
-  window.setInterval = (fn, ms, ...args) => arm(fn, ms, args, true);
-  window.clearTimeout = window.clearInterval = (id) => { timers.delete(id); };
-  performance.now = () => now;
-  window.__clock = {
-    get now() { return now; },
-    advance,
-    // next advances to the earliest timer and fires it (and any due with
-    // it); it returns the time advanced, or -1 when no timer is armed.
-    next() {
-      const [, t] = earliest(Infinity);
-      if (!t) return -1;
-      const d = t.due - now;
-      advance(d);
-      return d;
-    },
-    // pending lists the armed timers' delays from now, shortest first.
-    pending() { return [...timers.values()].map((t) => t.due - now).sort((a, b) => a - b); },
-  };
-})();`
+//go:embed clock.js
+var clockScript string // a fake clock, window.__clock, for a document's timers
 
-// FakeClock makes every document the tab ctx loads from now on run its
-// timers and performance.now on a clock that only [Advance] and [Next]
-// move; call it before navigating. Date and Date.now stay real.
+// FakeClock makes the documents the tab ctx loads from now on run timers and
+// performance.now on a clock only [Advance] and [Next] move (Date stays real).
 func FakeClock(t testing.TB, ctx context.Context) {
 	t.Helper()
 	AddScript(t, ctx, clockScript)
 }
 
-// AddScript makes script run in every document the tab ctx loads from now
-// on, before the document's own scripts.
+// AddScript runs script in every document the tab ctx loads from now on,
+// before the document's own scripts.
 func AddScript(t testing.TB, ctx context.Context, script string) {
 	t.Helper()
 	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: script}); err != nil {
@@ -200,22 +120,21 @@ func AddScript(t testing.TB, ctx context.Context, script string) {
 	}
 }
 
-// Advance moves the fake clock of the tab's page by ms, firing the timers
-// that fall due on the way, and returns how many fired.
+// Advance moves the page's fake clock by ms, firing the timers due on the
+// way, and returns how many fired.
 func Advance(t testing.TB, ctx context.Context, ms float64) int {
 	t.Helper()
 	return Eval[int](t, ctx, fmt.Sprintf("__clock.advance(%v)", ms))
 }
 
-// Next moves the fake clock of the tab's page to its earliest timer and
-// fires it; it returns the time moved, or -1 when no timer was armed.
+// Next moves the page's fake clock to its earliest timer and fires it; it
+// returns the time moved, or -1 when no timer was armed.
 func Next(t testing.TB, ctx context.Context) float64 {
 	t.Helper()
 	return Eval[float64](t, ctx, "__clock.next()")
 }
 
-// Pending is the delays, from the fake clock's now, of the timers armed in
-// the tab's page, shortest first.
+// Pending is the delays of the timers armed in the page, shortest first.
 func Pending(t testing.TB, ctx context.Context) []float64 {
 	t.Helper()
 	return Eval[[]float64](t, ctx, "__clock.pending()")

@@ -9,6 +9,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // Manual is a clock that moves only by Advance: Sleep blocks until it
@@ -70,12 +71,19 @@ func (m Manual) Drive(ctx context.Context, n int, step time.Duration, done <-cha
 // Frozen is a clock that moves only when Advance is called: Sleep returns
 // at once without moving it, so that goroutines sharing it act at one
 // instant until the test moves it. It is safe for concurrent use.
-type Frozen struct{ *clock.Fake }
+// Unlike a simclock.Fake, its timeouts run on real time.
+type Frozen struct{ fake *simclock.Fake }
 
 var _ clock.Clock = (*Frozen)(nil)
 
 // NewFrozen returns a Frozen clock reading at.
-func NewFrozen(at time.Time) *Frozen { return &Frozen{clock.NewFake(at)} }
+func NewFrozen(at time.Time) *Frozen { return &Frozen{simclock.NewFake(at)} }
+
+// Now returns the frozen time.
+func (f *Frozen) Now() time.Time { return f.fake.Now() }
+
+// Advance moves the clock forward by d.
+func (f *Frozen) Advance(d time.Duration) { f.fake.Advance(d) }
 
 // Sleep returns ctx's error, at once.
 func (*Frozen) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
@@ -84,8 +92,8 @@ func (*Frozen) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Er
 // current slot of length slot (slots start at multiples of slot since the
 // Unix epoch, as the keyring's do): a test that runs for less than half a
 // slot never sees one end, whatever the hour it runs at.
-func MidSlot(slot time.Duration) clock.Offset {
+func MidSlot(slot time.Duration) simclock.Offset {
 	now := time.Now()
 	into := time.Duration(now.UnixMilli()%slot.Milliseconds()) * time.Millisecond
-	return clock.Offset{Base: clock.Real{}, By: slot/2 - into}
+	return simclock.Offset{Base: clock.Real{}, By: slot/2 - into}
 }

@@ -1,11 +1,7 @@
-// Package dynamotest runs local DynamoDB API servers (internal/tools/localdynamo)
-// for tests: one shared per test binary (Endpoint) and more that a test can
-// have to itself (Lease), started on first use and stopped by Main (call it
-// from TestMain). The server is DYNAMODB_TEST_SERVER, else Server; moto is
-// serialized, as it is not atomic per item. A missing server fails the test,
-// so that CI cannot pass without the DynamoDB tests, except under -short,
-// which skips it. DYNAMOTEST_VERBOSE=1 passes the server's output to stderr.
-// Import it from _test.go files only.
+// Package dynamotest runs local DynamoDB API servers for tests: one shared
+// per test binary (Endpoint), more leased to one test (Lease), all stopped by
+// Main. A missing server fails the test except under -short;
+// DYNAMOTEST_VERBOSE=1 passes its output to stderr. Import it from tests only.
 package dynamotest
 
 import (
@@ -24,13 +20,11 @@ import (
 	"github.com/example/waitingroom/internal/tools/localdynamo"
 )
 
-// Server is the server of a test binary that DYNAMODB_TEST_SERVER does not
-// choose: "moto" (also when empty) or "dynalite". Set it in TestMain, before
-// Main.
+// Server is the server ("moto", the default, or "dynalite") when
+// DYNAMODB_TEST_SERVER is unset; set it in TestMain, before Main.
 var Server = "moto"
 
-// server and moto start, on first use, the shared servers of Endpoint and
-// Moto.
+// server and moto start the shared servers of Endpoint and Moto on first use.
 var (
 	server = sync.OnceValues(func() (*localdynamo.Server, error) { return start(options()) })
 	moto   = sync.OnceValues(func() (*localdynamo.Server, error) {
@@ -38,8 +32,7 @@ var (
 	})
 )
 
-// Endpoint returns the URL of the test binary's DynamoDB API server,
-// starting it on first use.
+// Endpoint returns the URL of the test binary's DynamoDB API server.
 func Endpoint(t testing.TB) string {
 	t.Helper()
 	return endpointOf(t, server)
@@ -55,8 +48,8 @@ func Moto(t testing.TB) string {
 	return endpointOf(t, moto)
 }
 
-// endpointOf returns the URL of the shared server that shared starts,
-// failing t if it cannot start (skipping it under -short if not installed).
+// endpointOf returns the URL of the shared server, failing t (or skipping
+// it under -short) without one.
 func endpointOf(t testing.TB, shared func() (*localdynamo.Server, error)) string {
 	t.Helper()
 	srv, err := shared()
@@ -94,23 +87,20 @@ func Lease(t testing.TB) string {
 	return srv.Endpoint()
 }
 
-// pool holds the servers started: all of them, and those of Lease that
-// no test holds.
+// pool holds the servers started, and those of Lease that no test holds.
 var pool struct {
 	mu        sync.Mutex
 	all, idle []*localdynamo.Server
 }
 
-// Main runs the tests and stops the servers that were started before the
-// binary exits. Call it from TestMain.
+// Main runs the tests and stops the servers; call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
 	Stop()
 	os.Exit(code)
 }
 
-// Stop kills the servers that are running. Main calls it; a later Endpoint
-// does not restart the shared one.
+// Stop kills the servers; a later Endpoint does not restart the shared one.
 func Stop() {
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
@@ -120,7 +110,7 @@ func Stop() {
 	pool.all, pool.idle = nil, nil
 }
 
-// options are the binary's server options: Server, or the environment's.
+// options are the binary's server options; moto is serialized, not atomic per item.
 func options() localdynamo.Options {
 	kind := cmp.Or(os.Getenv("DYNAMODB_TEST_SERVER"), Server, "moto")
 	opts := localdynamo.Options{Server: kind, Serialize: kind == "moto"}
@@ -145,9 +135,8 @@ func start(opts localdynamo.Options) (*localdynamo.Server, error) {
 	return srv, nil
 }
 
-// NewTable creates a fresh, uniquely named table with
-// localdynamo.CreateTable (without TTL on dynalite, which lacks the TTL
-// API) and deletes it when t ends.
+// NewTable creates a uniquely named table (without TTL on dynalite) and
+// deletes it when t ends.
 func NewTable(t testing.TB, client *dynamodb.Client) string {
 	t.Helper()
 	table := "test-" + rand.Text()

@@ -1,9 +1,6 @@
 // Package emfspec checks log lines against the CloudWatch Embedded Metric
-// Format specification, so that tests of the metrics package and of the
-// functions' real logs (under the emulator) can tell a line CloudWatch
-// would turn into metrics from one it would drop.
-//
-// Specification: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
+// Format specification, telling a line CloudWatch turns into metrics from one
+// it drops: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
 package emfspec
 
 import (
@@ -35,8 +32,7 @@ var Units = []string{
 	"Count/Second", "None",
 }
 
-// Metric is one metric a document publishes: its namespace, name, unit,
-// dimensions (name to value) and values.
+// Metric is one metric a document publishes; Dimensions map names to values.
 type Metric struct {
 	Namespace  string
 	Name       string
@@ -45,17 +41,14 @@ type Metric struct {
 	Values     []float64
 }
 
-// Document is a valid EMF document: its timestamp (Unix milliseconds),
-// the metrics it publishes (one per metric and dimension set), and its
-// root members.
+// Document is a valid EMF document.
 type Document struct {
-	Timestamp int64
-	Metrics   []Metric
-	Root      map[string]any
+	Timestamp int64          // Unix milliseconds
+	Metrics   []Metric       // one per metric and dimension set
+	Root      map[string]any // the root members
 }
 
-// IsEMF reports whether line looks like an EMF document (a JSON object
-// with an "_aws" member), valid or not.
+// IsEMF reports whether line is a JSON object with an "_aws" member, valid or not.
 func IsEMF(line []byte) bool {
 	var probe struct {
 		AWS json.RawMessage `json:"_aws"`
@@ -114,8 +107,7 @@ func (p *parser) bad(format string, args ...any) {
 	p.errs = append(p.errs, fmt.Errorf(format, args...))
 }
 
-// directive checks the metric directive raw, found at where, and returns
-// the metrics it publishes.
+// directive checks the metric directive raw at where and returns its metrics.
 func (p *parser) directive(where string, raw any) []Metric {
 	dir, ok := raw.(map[string]any)
 	if !ok {
@@ -173,8 +165,7 @@ func (p *parser) directive(where string, raw any) []Metric {
 	return metrics
 }
 
-// dimensionSets checks a directive's Dimensions, raw, and returns its
-// dimension sets, each of its names to their values.
+// dimensionSets checks a directive's Dimensions and returns them, names to values.
 func (p *parser) dimensionSets(where string, raw any) []map[string]string {
 	sets, ok := raw.([]any)
 	if !ok || len(sets) == 0 {
@@ -211,8 +202,7 @@ func (p *parser) dimensionSets(where string, raw any) []map[string]string {
 	return dimSets
 }
 
-// metricValues reads a metric's root member: a number or an array of at
-// most MaxValuesPerMetric numbers.
+// metricValues reads a metric's root member: a number or an array of numbers.
 func metricValues(v any) ([]float64, error) {
 	xs, isArray := v.([]any)
 	switch {

@@ -1,13 +1,7 @@
-// Package faultinject is an http.RoundTripper between the AWS SDK and a
-// DynamoDB API server in tests that makes the server misbehave as a real
-// table does under stress: throttling, internal errors, slow answers and
-// dropped connections. Rules choose the faults by operation, request body,
-// call count or a seeded random draw, so a failing test fails the same way
-// again. Use it as the SDK client's transport:
-//
-//	ft := faultinject.New(nil, 1)
-//	client, _ := dynamostore.NewClientWithOptions(ctx, dynamostore.ClientOptions{Endpoint: url, Transport: ft})
-//	ft.SetRules(faultinject.Rule{Op: "UpdateItem", Count: 1, Action: faultinject.ThroughputExceeded})
+// Package faultinject is an http.RoundTripper for the AWS SDK's DynamoDB
+// client in tests that injects the faults of a table under stress
+// (throttling, internal errors, slow answers, dropped connections), chosen
+// by Rules deterministically for a seed.
 package faultinject
 
 import (
@@ -15,7 +9,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -34,36 +27,20 @@ import (
 // Action is what a Rule does to a request it applies to.
 type Action int
 
-// Actions. The error answers are shaped as DynamoDB's, so the SDK
-// classifies (and retries) them as it would the real ones.
+// Actions; their error answers are DynamoDB's, which the SDK retries as the real ones.
 const (
-	// Pass forwards the request; with a Gate, its answer comes late.
-	Pass Action = iota
-	// ThroughputExceeded answers 400 ProvisionedThroughputExceededException
-	// without forwarding the request.
-	ThroughputExceeded
-	// Throttling answers 400 ThrottlingException without forwarding.
-	Throttling
-	// InternalServerError answers 500 InternalServerError without
-	// forwarding.
-	InternalServerError
-	// Drop fails the request with ErrConnectionReset without forwarding it.
-	Drop
-	// DropResponse forwards the request, then fails it with
-	// ErrConnectionReset: the caller cannot know it was applied.
-	DropResponse
-	// Hold forwards the request once its Gate opens (not at all if its
-	// context ends first).
-	Hold
-	// Timeout fails the request with ErrAttemptTimeout without forwarding
-	// it: an attempt timeout, without the wait.
-	Timeout
-	// TimeoutAfterApply forwards the request, then fails it with
-	// ErrAttemptTimeout.
-	TimeoutAfterApply
+	Pass                Action = iota // forwards the request; with a Gate, its answer comes late
+	ThroughputExceeded                // answers 400 ProvisionedThroughputExceededException, not forwarding
+	Throttling                        // answers 400 ThrottlingException, not forwarding
+	InternalServerError               // answers 500 InternalServerError, not forwarding
+	Drop                              // fails with ErrConnectionReset, not forwarding
+	DropResponse                      // forwards, then fails with ErrConnectionReset
+	Hold                              // forwards once its Gate opens (not if the context ends first)
+	Timeout                           // fails with ErrAttemptTimeout, not forwarding
+	TimeoutAfterApply                 // forwards, then fails with ErrAttemptTimeout
 )
 
-// answers are the DynamoDB errors the actions that answer send.
+// answers are the errors of the actions that answer, failures of those that fail.
 var answers = map[Action]struct {
 	status        int
 	code, message string
@@ -74,7 +51,6 @@ var answers = map[Action]struct {
 	InternalServerError: {http.StatusInternalServerError, "InternalServerError", "Internal server error"},
 }
 
-// failures are the errors the actions that fail a request fail it with.
 var failures = map[Action]error{Drop: ErrConnectionReset, DropResponse: ErrConnectionReset, Timeout: ErrAttemptTimeout, TimeoutAfterApply: ErrAttemptTimeout}
 
 var actionNames = [...]string{"Pass", "ThroughputExceeded", "Throttling", "InternalServerError", "Drop", "DropResponse", "Hold", "Timeout", "TimeoutAfterApply"}
@@ -86,33 +62,22 @@ func (a Action) String() string {
 	return "Action(" + strconv.Itoa(int(a)) + ")"
 }
 
-// Rule selects requests and the fault to inject into them. A request is
-// matched by Op and BodyContains; of the requests a rule matches, the first
-// Skip pass, the next Count are faulted (every later one when Count is 0),
-// each with Probability.
+// Rule selects requests by Op and BodyContains and injects Action into them.
 type Rule struct {
-	Op           string // the operation, e.g. "UpdateItem"; "" matches all
-	BodyContains string // if set, the request body must contain it
-	Skip         int    // the first Skip matching requests pass
-	Count        int    // how many matching requests (after Skip) are faulted; 0: all
-	// Probability, if in (0, 1), faults an eligible request only with this
-	// probability, drawn from the seeded generator; a request the draw
-	// spares still counts toward Count.
-	Probability float64
-	// FirstOnly faults a request only the first time its body is seen: the
-	// SDK's retries of it pass.
-	FirstOnly bool
-	Action    Action
-	// Gate, if set, holds the request until the test releases it: after
-	// the server answered for Pass, DropResponse and TimeoutAfterApply,
-	// before forwarding for Hold, before answering for the others. If the
-	// request's context ends first, RoundTrip returns its error at once.
+	Op           string  // the operation, e.g. "UpdateItem"; "" matches all
+	BodyContains string  // if set, the request body must contain it
+	Skip, Count  int     // of the matches, the first Skip pass, the next Count (0: all) are faulted
+	Probability  float64 // if in (0, 1), of a seeded draw; a request spared still counts
+	FirstOnly    bool    // only the first time a body is seen: the SDK's retries pass
+	Action       Action
+	// Gate, if set, holds the request until released: after the answer for
+	// Pass, DropResponse and TimeoutAfterApply, else before forwarding (Hold)
+	// or answering. A request whose context ends returns its error at once.
 	Gate *Gate
 }
 
-// Gate holds the requests of the Rules that name it until Release. A test
-// waits with Wait until a number of requests are held, acts, then
-// releases them. It is safe for concurrent use.
+// Gate holds the requests of the Rules that name it until Release; it is
+// safe for concurrent use.
 type Gate struct {
 	held    await.Counter
 	open    chan struct{} // closed by Release
@@ -128,8 +93,7 @@ func (g *Gate) Wait(ctx context.Context, n int) error { return g.held.Wait(ctx, 
 // Release lets every held request on, and every later one through.
 func (g *Gate) Release() { g.release.Do(func() { close(g.open) }) }
 
-// pass holds a request until the gate, if any, opens or ctx ends, and
-// returns ctx's error.
+// pass holds a request until the gate, if any, opens or ctx ends.
 func (g *Gate) pass(ctx context.Context) error {
 	if g != nil {
 		g.held.Add()
@@ -142,7 +106,7 @@ func (g *Gate) pass(ctx context.Context) error {
 }
 
 // ErrAttemptTimeout is the error of Timeout and TimeoutAfterApply: a
-// net.Error whose Timeout() is true, as a client's timeout is.
+// net.Error whose Timeout() is true.
 var ErrAttemptTimeout error = attemptTimeout{}
 
 type attemptTimeout struct{}
@@ -153,14 +117,12 @@ func (attemptTimeout) Error() string {
 func (attemptTimeout) Timeout() bool   { return true }
 func (attemptTimeout) Temporary() bool { return true }
 
-// ErrConnectionReset is the error Drop and DropResponse fail a request
-// with: what a real connection reset looks like to an http.Transport user,
-// so the SDK retries it as it would the real one.
+// ErrConnectionReset is the error of Drop and DropResponse, as a real
+// connection reset looks to an http.Transport user.
 var ErrConnectionReset error = &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 
-// Transport is an http.RoundTripper that injects faults into the requests it
-// forwards to Base. It is safe for concurrent use; the plan can be changed
-// while requests are in flight.
+// Transport injects faults into the requests it forwards to its base; it is
+// safe for concurrent use, the plan changing with requests in flight.
 type Transport struct {
 	base http.RoundTripper
 
@@ -169,15 +131,14 @@ type Transport struct {
 	rules     []Rule
 	matched   []int             // per rule: requests matched since SetRules
 	faulted   []int             // per rule: requests faulted since SetRules
-	seen      []map[uint64]bool // per FirstOnly rule: the bodies it saw
+	seen      []map[string]bool // per FirstOnly rule: the bodies it saw
 	calls     map[string]int
 	faults    map[string]int
 	deadlines map[string][]time.Time
 }
 
 // New returns a Transport forwarding to base (http.DefaultTransport if nil)
-// with an empty plan: every request passes. seed seeds the generator of
-// Probability rules.
+// with no rules; seed seeds the draws of Probability.
 func New(base http.RoundTripper, seed uint64) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
@@ -191,30 +152,25 @@ func New(base http.RoundTripper, seed uint64) *Transport {
 	}
 }
 
-// SetRules replaces the plan and resets the counts; with no rules every
-// request passes. The first rule that faults a request wins; every rule
-// counts the requests it matches, faulted or not.
+// SetRules replaces the plan and resets the counts. The first rule that
+// faults a request wins; every rule counts the requests it matches.
 func (t *Transport) SetRules(rules ...Rule) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rules = append([]Rule(nil), rules...)
 	t.matched = make([]int, len(rules))
 	t.faulted = make([]int, len(rules))
-	t.seen = make([]map[uint64]bool, len(rules))
-	for i, r := range rules {
-		if r.FirstOnly {
-			t.seen[i] = make(map[uint64]bool)
-		}
+	t.seen = make([]map[string]bool, len(rules))
+	for i := range rules {
+		t.seen[i] = make(map[string]bool)
 	}
 	clear(t.calls)
 	clear(t.faults)
 	clear(t.deadlines)
 }
 
-// Deadlines returns the deadline of each request for op ("" for all) since
-// the last SetRules, in the order they arrived; the zero time for a request
-// without one. A test checks a client's time budget by value with it,
-// rather than by how long its calls took.
+// Deadlines returns the deadline (or zero) of each request for op ("" for
+// all) since the last SetRules, in order.
 func (t *Transport) Deadlines(op string) []time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -229,16 +185,13 @@ func (t *Transport) Deadlines(op string) []time.Time {
 	return all
 }
 
-// Calls returns how many requests for op ("" for all) the Transport has
-// seen since the last SetRules, faulted or not.
+// Calls returns how many requests for op ("" for all) came since the last SetRules.
 func (t *Transport) Calls(op string) int { return t.count(t.calls, op) }
 
-// Faults returns how many requests for op ("" for all) were faulted since
-// the last SetRules.
+// Faults returns how many requests for op ("" for all) were faulted since the last SetRules.
 func (t *Transport) Faults(op string) int { return t.count(t.faults, op) }
 
-// RuleFaults returns how many requests each rule of the plan faulted since
-// the last SetRules, in the plan's order.
+// RuleFaults returns how many requests each rule faulted since the last SetRules.
 func (t *Transport) RuleFaults() []int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -277,8 +230,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if err := rule.Gate.pass(ctx); err != nil || a != Pass {
-			// Read the answer the caller will not see, so that its
-			// connection goes back to the pool.
+			// Drain the answer the caller will not see: its connection is reused.
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			return nil, cmp.Or(err, failures[a])
@@ -313,13 +265,10 @@ func (t *Transport) choose(op string, body []byte, deadline time.Time) (Rule, bo
 			continue
 		}
 		if r.FirstOnly {
-			h := fnv.New64a()
-			h.Write(body)
-			sum := h.Sum64()
-			if t.seen[i][sum] {
+			if t.seen[i][string(body)] {
 				continue
 			}
-			t.seen[i][sum] = true
+			t.seen[i][string(body)] = true
 		}
 		t.matched[i]++
 		n := t.matched[i] - r.Skip // 1-based among the eligible

@@ -1,7 +1,5 @@
-// Package kmstest makes KMS keys for tests on the moto_server that
-// internal/testing/dynamotest starts (moto serves KMS and DynamoDB on one
-// endpoint). Import it from _test.go files only, in a package whose
-// TestMain calls dynamotest.Main.
+// Package kmstest makes KMS keys for tests on dynamotest's moto_server (KMS
+// and DynamoDB on one endpoint), in packages whose TestMain calls dynamotest.Main.
 package kmstest
 
 import (
@@ -22,7 +20,7 @@ import (
 	"github.com/example/waitingroom/internal/tools/localkms"
 )
 
-// Client returns a KMS client for the test binary's moto_server. Under
+// Client returns a KMS client for the test binary's moto_server; under
 // DYNAMODB_TEST_SERVER=dynalite, which has no KMS, it skips t.
 func Client(t testing.TB) *kms.Client {
 	t.Helper()
@@ -43,12 +41,11 @@ var warm struct {
 	err error
 }
 
-// warmUpTimeout bounds moto's first KMS call: a hang guard.
+// warmUpTimeout is a hang guard on moto's first KMS call.
 const warmUpTimeout = 2 * time.Minute
 
-// warmUp makes moto's first KMS call with one patient attempt: moto loads
-// its KMS backend then, which on a busy machine takes longer than
-// NewKMSClient's attempts.
+// warmUp makes moto's first KMS call in one patient attempt, as moto loads
+// its KMS backend then.
 func warmUp(client *kms.Client) error {
 	ctx, cancel := context.WithTimeout(context.Background(), warmUpTimeout)
 	defer cancel()
@@ -59,31 +56,24 @@ func warmUp(client *kms.Client) error {
 	return err
 }
 
-// NewSigningKey creates an ECC_NIST_P256 SIGN_VERIFY key (the wrong kind
-// for the shuffle) and returns its id; see createKey.
+// NewSigningKey creates an ECC_NIST_P256 SIGN_VERIFY key; see createKey.
 func NewSigningKey(t testing.TB, client *kms.Client) string {
 	t.Helper()
 	return createKey(t, client, types.KeySpecEccNistP256, types.KeyUsageTypeSignVerify, "test admission pass key: ")
 }
 
-// NewShuffleKey creates the RSA_2048 SIGN_VERIFY key whose signature seeds
-// a shuffled opening, as template.yaml declares it; see createKey.
+// NewShuffleKey creates the RSA_2048 SIGN_VERIFY shuffle key of template.yaml; see createKey.
 func NewShuffleKey(t testing.TB, client *kms.Client) string {
 	t.Helper()
 	return createKey(t, client, types.KeySpecRsa2048, types.KeyUsageTypeSignVerify, "test shuffle key: ")
 }
 
-// createKey creates a key of spec and usage, returns its id, and schedules
-// its deletion when t ends.
+// createKey creates a key, returns its id, and schedules its deletion when t ends.
 func createKey(t testing.TB, client *kms.Client, spec types.KeySpec, usage types.KeyUsageType, description string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := client.CreateKey(ctx, &kms.CreateKeyInput{
-		KeySpec:     spec,
-		KeyUsage:    usage,
-		Description: aws.String(description + t.Name()),
-	})
+	out, err := client.CreateKey(ctx, &kms.CreateKeyInput{KeySpec: spec, KeyUsage: usage, Description: aws.String(description + t.Name())})
 	if err != nil {
 		t.Fatalf("kmstest: create key: %v", err)
 	}
@@ -98,13 +88,11 @@ func createKey(t testing.TB, client *kms.Client, spec types.KeySpec, usage types
 	return id
 }
 
-// Proxy is a localkms.Proxy: it adds kms:GenerateDataKeyPair, which moto
-// lacks, and counts the requests per operation.
+// Proxy is a localkms.Proxy: it adds kms:GenerateDataKeyPair, which moto lacks.
 type Proxy = localkms.Proxy
 
-// NewProxy starts a Proxy on 127.0.0.1 in front of the test binary's
-// moto_server and closes it when t ends. Under DYNAMODB_TEST_SERVER=dynalite,
-// which has no KMS, it skips t.
+// NewProxy starts a Proxy in front of the test binary's moto_server, closed
+// when t ends; it skips t under dynalite.
 func NewProxy(t testing.TB) *Proxy {
 	t.Helper()
 	Client(t) // skips under dynalite; moto's KMS is warm
@@ -116,9 +104,8 @@ func NewProxy(t testing.TB) *Proxy {
 	return p
 }
 
-// ClientFor returns a KMS client (admissionpass.NewKMSClient) for endpoint
-// whose attempts may take a minute, not the production second, so that a
-// slow moto causes no retry (tests count KMS calls).
+// ClientFor returns admissionpass.NewKMSClient for endpoint with attempts of
+// a minute, so that a slow moto causes no retry (tests count KMS calls).
 func ClientFor(t testing.TB, endpoint string) *kms.Client {
 	t.Helper()
 	client, err := admissionpass.NewKMSClient(t.Context(), endpoint)
@@ -130,8 +117,7 @@ func ClientFor(t testing.TB, endpoint string) *kms.Client {
 	})
 }
 
-// NewWrapKey creates the SYMMETRIC_DEFAULT ENCRYPT_DECRYPT key that wraps
-// signing keys, as template.yaml declares PassWrapKey; see createKey.
+// NewWrapKey creates the SYMMETRIC_DEFAULT ENCRYPT_DECRYPT PassWrapKey of template.yaml; see createKey.
 func NewWrapKey(t testing.TB, client *kms.Client) string {
 	t.Helper()
 	return createKey(t, client, types.KeySpecSymmetricDefault, types.KeyUsageTypeEncryptDecrypt, "test signing key wrapping key: ")

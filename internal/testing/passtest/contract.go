@@ -61,11 +61,8 @@ func ReplayGuardContract(t *testing.T, newGuard func(t *testing.T) passverify.Re
 		clock := NewClock(time.Now())
 		a := Admission
 		a.AdmittedAt, a.ExpiresAt = clock.Now().Add(-time.Minute), clock.Now().Add(9*time.Minute)
-		gate, err := passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{
-			WaitingRoomURL: WaitingRoomURL,
-			CookieSecrets:  [][]byte{[]byte(rand.Text() + rand.Text())},
-			ReplayGuard:    newGuard(t),
-		})
+		gate, err := passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{WaitingRoomURL: WaitingRoomURL,
+			CookieSecrets: [][]byte{[]byte(rand.Text() + rand.Text())}, ReplayGuard: newGuard(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,32 +79,26 @@ func ReplayGuardContract(t *testing.T, newGuard func(t *testing.T) passverify.Re
 			return rec.Result()
 		}
 
-		// Browser A exchanges the pass for its cookie.
 		first := do(target)
 		if first.StatusCode != http.StatusSeeOther || len(first.Cookies()) != 1 {
 			t.Fatalf("first exchange: %s with %d cookies, want 303 and the cookie", first.Status, len(first.Cookies()))
 		}
 		cookie := first.Cookies()[0]
-		// Browser B brings the same pass: refused, no cookie.
 		if again := do(target); again.StatusCode != http.StatusForbidden || len(again.Cookies()) != 0 {
 			t.Errorf("replay from another browser: %s with %d cookies, want 403 and none", again.Status, len(again.Cookies()))
 		}
-		// Browser B sets the raw pass as the cookie by hand: refused.
 		raw := &http.Cookie{Name: cookie.Name, Value: pass}
 		if forged := do("https://shop.example.com/seats", raw); forged.StatusCode == http.StatusOK {
 			t.Errorf("the raw pass as the cookie, after the pass was used: %s, want a refusal", forged.Status)
 		}
-		// Browser A brings it again: it holds it already, no replay.
 		if back := do(target, cookie); back.StatusCode != http.StatusSeeOther || len(back.Cookies()) != 1 {
 			t.Errorf("same browser again: %s with %d cookies, want 303 and the cookie", back.Status, len(back.Cookies()))
 		}
-		// Browser A's cookie lets it in.
 		if in := do("https://shop.example.com/seats", cookie); in.StatusCode != http.StatusOK {
 			t.Errorf("with the cookie: %s, want 200", in.Status)
 		}
-		// Another pass of the same token (another jti) is a first use.
 		if other := do(WithPass("https://shop.example.com/seats", room.Pass(t, a))); other.StatusCode != http.StatusSeeOther {
-			t.Errorf("a new pass: %s, want 303", other.Status)
+			t.Errorf("a new pass of the token (another jti): %s, want 303", other.Status)
 		}
 	})
 }

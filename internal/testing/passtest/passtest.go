@@ -1,7 +1,6 @@
-// Package passtest is a stand-in waiting room for tests of admission
-// passes (an issuer with local keys, its JWKS on an httptest server that a
-// test controls, a settable clock) and the contract of
-// passverify.ReplayGuard. Import it from _test.go files only.
+// Package passtest is a stand-in waiting room for tests of admission passes
+// (local keys, a JWKS server the test controls, a settable clock) and the
+// contract of passverify.ReplayGuard. Import it from _test.go files only.
 package passtest
 
 import (
@@ -19,19 +18,17 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/admissionpass"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/tools/localkeys"
+	"github.com/example/waitingroom/internal/tools/simclock"
 	"github.com/example/waitingroom/passverify"
 )
 
-// Issuer is the iss of the Room's passes.
-const Issuer = "https://queue.example.com"
+const (
+	Issuer         = "https://queue.example.com"   // the iss of the Room's passes
+	WaitingRoomURL = Issuer + "/waiting-room/gala" // the waiting room of program "gala"
+)
 
-// WaitingRoomURL is the waiting room of program "gala".
-const WaitingRoomURL = Issuer + "/waiting-room/gala"
-
-// Admission is a sample admission to program "gala"; its instants have
-// milliseconds, which a pass drops.
+// Admission is a sample admission to "gala", with milliseconds a pass drops.
 var Admission = admissionpass.Admission{
 	ProgramID:  "gala",
 	TokenID:    "qa2AFEZ5uMUwGcoY2YV5zg",
@@ -41,10 +38,10 @@ var Admission = admissionpass.Admission{
 }
 
 // Clock is a settable clock, safe for concurrent use.
-type Clock = clock.Fake
+type Clock = simclock.Fake
 
 // NewClock returns a Clock at t.
-func NewClock(t time.Time) *Clock { return clock.NewFake(t) }
+func NewClock(t time.Time) *Clock { return simclock.NewFake(t) }
 
 // Key is a local signing key and its private half, for crafting passes.
 type Key struct {
@@ -91,7 +88,7 @@ func issuer(t testing.TB, iss string, keys ...Key) *admissionpass.Issuer {
 }
 
 // Room is a waiting room: it signs passes with Key and serves a JWKS,
-// initially of Key alone, at URL()/.well-known/jwks.json.
+// initially of Key alone, at JWKSURL.
 type Room struct {
 	Key Key
 
@@ -171,16 +168,15 @@ func (r *Room) SetCacheControl(v string) {
 	r.cacheControl = v
 }
 
-// SetStatus sets the JWKS answers' status; other than 200, they have no
-// body.
+// SetStatus sets the JWKS answers' status; other than 200, they have no body.
 func (r *Room) SetStatus(status int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.status = status
 }
 
-// Hold makes the JWKS answers wait until release is called (or the
-// request ends); arrived is closed when the first held request arrives.
+// Hold makes the JWKS answers wait until release (or the request's end);
+// arrived is closed when the first held request arrives.
 func (r *Room) Hold() (arrived <-chan struct{}, release func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -220,8 +216,8 @@ func IssuePass(t testing.TB, iss string, key Key, a admissionpass.Admission) str
 	return pass
 }
 
-// Verifier returns a Verifier of the Room's passes for program "gala" on
-// clock, with change applied to its Config.
+// Verifier returns a Verifier of the Room's passes for "gala" on clock, with
+// change applied to its Config.
 func (r *Room) Verifier(t testing.TB, clock *Clock, change func(*passverify.Config)) *passverify.Verifier {
 	t.Helper()
 	cfg := passverify.Config{JWKSURL: r.JWKSURL(), Issuer: Issuer, ProgramID: "gala", Now: clock.Now}

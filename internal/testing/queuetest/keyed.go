@@ -10,11 +10,9 @@ import (
 	"github.com/example/waitingroom/internal/testing/clocktest"
 )
 
-// KeyedEnters makes a round of enters with one Idempotency-Key, through the
-// stores it wraps, collide at chosen steps: the round's first N token
-// reads answer only once all N were made (every enter finds the key
-// unclaimed), and the claim's fill waits until Settle (the others
-// find it claimed and wait on their clock).
+// KeyedEnters makes a round of enters with one Idempotency-Key collide: the
+// round's first N token reads answer once all N were made (all find the key
+// unclaimed), and the fill waits until Settle (the others wait on their clock).
 type KeyedEnters struct {
 	Filled await.Counter // fills made, over all rounds
 
@@ -66,9 +64,8 @@ func (s keyedStore) FillToken(ctx context.Context, t queue.Token, claim string) 
 	return s.Store.FillToken(ctx, t, claim)
 }
 
-// Settle ends a round of n enters on clk: once the n-1 that lost the key
-// sleep on clk waiting for the winner's token, it lets the fill through,
-// waits until fills were made in all, and wakes the losers.
+// Settle ends a round of n enters on clk: once the n-1 losers sleep on clk,
+// it lets the fill through, waits for fills in all, and wakes the losers.
 func (s *KeyedEnters) Settle(ctx context.Context, clk clocktest.Manual, n, fills int) error {
 	if err := clk.BlockUntilContext(ctx, n-1); err != nil {
 		return err

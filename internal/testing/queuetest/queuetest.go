@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/shufflekey"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 var shuffleKey = sync.OnceValues(shufflekey.GenerateLocalKey)
@@ -39,11 +39,10 @@ func EnterUnknown(t testing.TB, svc *queue.Service, first, n int) {
 	}
 }
 
-// CheckIdleProgramsDropped checks that svc, whose clock is clk, keeps state
-// for no program after 10,000 enters to unknown ones, for one after an enter
-// to a program, and drops that program once it is idle for 10 minutes.
-// programs counts the programs with state; what names that state in failures.
-func CheckIdleProgramsDropped(t testing.TB, svc *queue.Service, clk *clock.Fake, programs func() int, what string) {
+// CheckIdleProgramsDropped checks that svc on clk keeps state (programs
+// counts it, what names it) for no unknown program, and drops a program idle
+// for 10 minutes.
+func CheckIdleProgramsDropped(t testing.TB, svc *queue.Service, clk *simclock.Fake, programs func() int, what string) {
 	t.Helper()
 	ctx := t.Context()
 	EnterUnknown(t, svc, 0, 10_000)
@@ -60,7 +59,6 @@ func CheckIdleProgramsDropped(t testing.TB, svc *queue.Service, clk *clock.Fake,
 	if n := programs(); n != 1 {
 		t.Fatalf("after an enter to a program: %s for %d programs; want 1", what, n)
 	}
-	// Idle for long: the next request, to another program, drops it.
 	clk.Advance(10 * time.Minute)
 	EnterUnknown(t, svc, 10_000, 1)
 	if _, err := svc.Poll(ctx, "gala", v.TokenID); err != nil {

@@ -1,6 +1,5 @@
 // Package sigv4test checks AWS Signature Version 4 on requests as API
-// Gateway's IAM authorizer would, by signing the request as received again
-// with the SDK's signer. Gateway stands in for the authorizer in tests.
+// Gateway's IAM authorizer would, by signing them again with the SDK's signer.
 package sigv4test
 
 import (
@@ -64,8 +63,7 @@ func Verify(r *http.Request, body []byte, creds aws.Credentials, service, region
 		return errors.New("missing or wrong X-Amz-Security-Token")
 	}
 
-	// The request as the client signed it: the same method, host, path and
-	// query, and only the headers it says it signed.
+	// The request as signed: the same method, host, path, query and signed headers.
 	again, err := http.NewRequest(r.Method, "http://"+r.Host+r.URL.RequestURI(), nil)
 	if err != nil {
 		return err
@@ -93,10 +91,9 @@ func Verify(r *http.Request, body []byte, creds aws.Credentials, service, region
 	return nil
 }
 
-// Gateway returns a handler that lets through to next only requests
-// signed with creds for execute-api in region, with their Authorization
-// replaced by forward (removed for ""), and answers the others 403 with
-// {"message"} as API Gateway does.
+// Gateway stands in for the authorizer: it passes to next the requests signed
+// with creds for execute-api in region, their Authorization replaced by forward
+// (removed for ""), and answers the others 403 {"message"} as API Gateway does.
 func Gateway(creds aws.Credentials, region, forward string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)

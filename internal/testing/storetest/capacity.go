@@ -32,13 +32,9 @@ func testCapacity(t *testing.T, ps queue.Store) {
 		checkCall(t, "Sight past the seal", answer(s.Sight(ctx, id, 7)), want)
 		g, err := s.SealSightings(ctx, id, 0, 8, t0.Add(ms(900))) // a second move
 		checkErr(t, "SealSightings further", err, nil)
-		for _, tt := range []struct {
-			place int64
-			at    time.Time
-			ok    bool
-		}{{5, t0, true}, {6, t0, true}, {7, t0.Add(ms(900)), true}, {9, time.Time{}, false}} {
-			if at, ok := g.SealedAt(tt.place); !at.Equal(tt.at) || ok != tt.ok {
-				t.Errorf("SealedAt(%d) = %v, %v; want %v, %v", tt.place, at, ok, tt.at, tt.ok)
+		for place, want := range map[int64]time.Time{5: t0, 6: t0, 7: t0.Add(ms(900)), 9: {}} { // 9: not sealed
+			if at, ok := g.SealedAt(place); !at.Equal(want) || ok == want.IsZero() {
+				t.Errorf("SealedAt(%d) = %v, %v; want %v, %v", place, at, ok, want, !want.IsZero())
 			}
 		}
 		// Another group, another program: untouched.

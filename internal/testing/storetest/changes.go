@@ -19,9 +19,8 @@ import (
 // scheduleNow is when the rig's change is made and its tickets issued.
 var scheduleNow = t0.Add(ms(2_000))
 
-// scheduleRig stores read and returns change, a change to rate from 10 s
-// on scheduled from it (of id "<version>/change-<version>"), and flooded,
-// the program after five more tickets were issued since.
+// scheduleRig stores read and returns change, to rate in 10 s (of id
+// "<version>/change-<version>"), and flooded, read after five more tickets.
 func scheduleRig(t *testing.T, s queue.Store, read admission.Program, rate pace.Rate) (change, flooded admission.Program) {
 	t.Helper()
 	ctx := t.Context()
@@ -40,17 +39,15 @@ func scheduleRig(t *testing.T, s queue.Store, read admission.Program, rate pace.
 	return change, flooded
 }
 
-// slowedRig is the rig of program id slowed to one ticket per 2 s, so
-// that the tickets issued since the read drain later than it assumed.
+// slowedRig is the rig of program id slowed to one ticket per 2 s: the
+// tickets since the read drain later than it assumed.
 func slowedRig(t *testing.T, s queue.Store, id string) (change, flooded admission.Program) {
 	t.Helper()
 	return scheduleRig(t, s, program(id), perSecond(0.5))
 }
 
-// nearSaturation is program "schedule-saturated" at the slowest rate
-// with so many waiting that a change to the same rate puts the drain
-// instant 2.5 to 3.5 tickets before the end of int64, where five tickets
-// more saturate it.
+// nearSaturation is a program at the slowest rate with so many waiting that
+// a change to it drains 2.5 to 3.5 tickets before the end of int64.
 func nearSaturation() admission.Program {
 	p := program("schedule-saturated")
 	p.Current.Rate = 1
@@ -61,8 +58,7 @@ func nearSaturation() admission.Program {
 	return p
 }
 
-// landedOn is change as a store keeps it over stored: the fields an
-// update leaves alone come from stored.
+// landedOn is change as a store keeps it over stored (see UpdateProgram).
 func landedOn(change, stored admission.Program) admission.Program {
 	change.CreatedAt, change.Issued, change.Shards, change.Recent = stored.CreatedAt, stored.Issued, stored.Shards, stored.Recent
 	change.Prequeue, change.PrequeueFixed = stored.Prequeue, stored.PrequeueFixed
@@ -91,12 +87,10 @@ func testSchedule(t *testing.T, store queue.Store) {
 		updated(t, "UpdateScheduled", change, flooded.Issued)
 		landed := landedOn(change, flooded)
 		checkStoredProgram(t, s, landed)
-		// The same write again, as the SDK retries it after a lost
-		// answer: it recognises its change and applies nothing.
+		// A retry recognises its change and applies nothing, and reports the
+		// tickets issued when the change landed, even after one more.
 		updated(t, "UpdateScheduled repeated", change, flooded.Issued)
 		checkStoredProgram(t, s, landed)
-		// A ticket after the change: a repeat still reports the tickets
-		// issued when the change landed.
 		_, err := s.IssueTicket(ctx, change.ID, scheduleNow)
 		checkErr(t, "IssueTicket", err, nil)
 		updated(t, "UpdateScheduled repeated after a ticket", change, flooded.Issued)
@@ -125,8 +119,7 @@ func testSchedule(t *testing.T, store queue.Store) {
 	t.Run("moves the drain to the end of int64, not past it", func(t *testing.T) {
 		change, flooded := scheduleRig(t, s, nearSaturation(), 1)
 		updated(t, "UpdateScheduled", change, flooded.Issued)
-		// A ticket between the two writes pushes the stored drain instant
-		// back by more than the move leaves room for.
+		// A ticket between the writes leaves less room than the move.
 		_, err := s.IssueTicket(ctx, change.ID, scheduleNow)
 		checkErr(t, "IssueTicket", err, nil)
 		before := storedProgram(t, s, change.ID)
@@ -184,8 +177,7 @@ func testSchedule(t *testing.T, store queue.Store) {
 		landed := landedOn(change, flooded)
 		checkErr(t, "MoveDrain of another count", s.MoveDrain(ctx, change, flooded.Issued-1), nil)
 		checkStoredProgram(t, s, landed)
-		// A later change sets the drain instant afresh: the move is
-		// superseded.
+		// A later change sets the drain instant afresh: the move is superseded.
 		later := landed
 		later.Version++
 		later.Next, later.DrainAtNs = pace.Segment{}, landed.DrainAtNs+5e9
@@ -196,8 +188,7 @@ func testSchedule(t *testing.T, store queue.Store) {
 	})
 }
 
-// testCatalog holds the list of programs, their deletion and the history
-// of their changes.
+// testCatalog holds the list of programs, their deletion and their history.
 func testCatalog(t *testing.T, s queue.Store) {
 	ctx := t.Context()
 	ids := []string{"c-delta", "c-alpha", "c-charlie", "c-bravo", "c-echo"}
@@ -233,8 +224,7 @@ func testCatalog(t *testing.T, s queue.Store) {
 	testChanges(t, s)
 }
 
-// testChanges holds a program's history: replaced by key, committed,
-// paged newest first.
+// testChanges holds a program's history: replaced by key, committed, paged newest first.
 func testChanges(t *testing.T, s queue.Store) {
 	ctx := t.Context()
 	const id = "c-history"

@@ -12,19 +12,16 @@ import (
 const racingClaims = 8
 
 // PassKeys holds s, which must hold no key yet, to admissionpass.KeyStore's
-// contract. Times round-trip to the millisecond, except Expires (a TTL),
-// which may come back rounded up to the second.
+// contract.
 func PassKeys(t *testing.T, s admissionpass.KeyStore) {
 	ctx := t.Context()
-	// Each subtest has slots of its own: a day after the last one taken
-	// (and a millisecond, to be kept too).
+	// Each subtest has slots of its own, a day and a millisecond apart.
 	day := 0
 	slot := func() time.Time {
 		day++
 		return t0.Add(time.Duration(day)*24*time.Hour + ms(int64(day)))
 	}
-	// stored lists the keys and returns those in slots, checking that the
-	// whole list is in SignFrom order.
+	// stored lists the keys, checks their order, and returns those in slots.
 	stored := func(t *testing.T, slots ...time.Time) []admissionpass.StoredKey {
 		t.Helper()
 		all, err := s.PassKeys(ctx)
@@ -82,15 +79,11 @@ func PassKeys(t *testing.T, s admissionpass.KeyStore) {
 
 	t.Run("Claim", func(t *testing.T) {
 		for _, tc := range []struct {
-			name string
-			// held is the claim made at at on the slot before ("": none);
-			// filled, whether it put its key.
-			held   string
-			filled bool
-			claim  string
-			now    time.Time
-			stale  time.Time // staleBefore
-			want   bool
+			name, held string // held: the claim made at at before ("": none)
+			filled     bool   // whether held put its key
+			claim      string
+			now, stale time.Time
+			want       bool
 		}{
 			{name: "free slot", claim: "b", now: at, stale: fresh, want: true},
 			{name: "another claim's, not stale", held: "a", claim: "b", now: at.Add(time.Minute), stale: at, want: false},
@@ -115,8 +108,7 @@ func PassKeys(t *testing.T, s admissionpass.KeyStore) {
 				if tc.filled {
 					return
 				}
-				// Who holds the slot now: the one whose key it takes.
-				holder := tc.held
+				holder := tc.held // whose key the slot takes
 				if tc.want {
 					holder = tc.claim
 				}
@@ -224,16 +216,10 @@ func PassKeys(t *testing.T, s admissionpass.KeyStore) {
 	})
 }
 
-// passKey is a key of slot signFrom, its kid made of name and the slot: made
-// an hour before it signs, kept for three days after (not on a second).
+// passKey is a key of slot signFrom named name, made an hour before it signs,
+// kept for three days after (not on a second).
 func passKey(signFrom time.Time, name string) admissionpass.StoredKey {
 	kid := fmt.Sprintf("kid-%s-%d", name, signFrom.UnixMilli())
-	return admissionpass.StoredKey{
-		SignFrom: signFrom,
-		KeyID:    kid,
-		Public:   []byte("public " + kid),
-		Wrapped:  []byte{0x01, 0x02, 0x00, 0xff, byte(len(kid))},
-		Created:  signFrom.Add(-time.Hour + ms(234)),
-		Expires:  signFrom.Add(72*time.Hour + ms(500)),
-	}
+	return admissionpass.StoredKey{SignFrom: signFrom, KeyID: kid, Public: []byte("public " + kid), Wrapped: []byte{0x01, 0x02, 0x00, 0xff, byte(len(kid))},
+		Created: signFrom.Add(-time.Hour + ms(234)), Expires: signFrom.Add(72*time.Hour + ms(500))}
 }

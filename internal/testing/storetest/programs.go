@@ -25,27 +25,19 @@ func perSecond(n float64) pace.Rate {
 }
 
 // program is an advancing program in mid-flight: 40 tickets issued, the
-// counter at 12 from t0+1.5 s at 2.5 per second, so the queue drains 28
-// tickets later.
+// counter at 12 from t0+1.5 s at 2.5 per second (28 tickets to drain).
 func program(id string) admission.Program {
 	anchor := t0.Add(ms(1500))
 	return admission.Program{
-		ID:        id,
-		CreatedAt: t0,
-		Version:   3,
-		Issued:    40,
+		ID: id, CreatedAt: t0, Version: 3, Issued: 40,
 		Current:   pace.Segment{AnchorMs: anchor.UnixMilli(), Base: 12, Rate: perSecond(2.5)},
 		DrainAtNs: anchor.Add(28 * ms(400)).UnixNano(),
 		Changes:   []string{"change-3", "change-2"},
 		Options: settings.Options{
-			AdmissionWindow: 10 * time.Minute,
-			MaxWaiting:      5000,
-			ChallengeBits:   16,
+			AdmissionWindow: 10 * time.Minute, MaxWaiting: 5000, ChallengeBits: 16,
 			Profile: settings.Profile{
-				DisplayName: "Gala — 갈라",
-				Message:     "Two nights.\nSeats for both.",
-				Notice:      "Saturday is sold out",
-				TargetURL:   "https://tickets.example.com/buy?event=gala",
+				DisplayName: "Gala — 갈라", Message: "Two nights.\nSeats for both.", Notice: "Saturday is sold out",
+				TargetURL: "https://tickets.example.com/buy?event=gala",
 				Translations: settings.Translations{
 					"ko":      {DisplayName: "갈라", Message: "이틀 밤.\n두 밤 모두 좌석.", Notice: "토요일 매진"},
 					"zh-Hant": {Notice: "星期六售完"},
@@ -65,15 +57,13 @@ func freshProgram(id string) admission.Program {
 	}
 }
 
-// saturating edits p to the slowest rate (1,000 s a ticket) with 9.2
-// million waiting: the drain instant is a ticket short of the end of
-// int64, where WithTicketsIssued saturates it.
+// saturating edits p to the slowest rate (1,000 s a ticket) with 9.2 million
+// waiting: a ticket short of the end of int64, where the drain saturates.
 func saturating(p *admission.Program) {
 	p.Current.Rate, p.Issued, p.DrainAtNs = 1, 9_223_300, math.MaxInt64-600e9
 }
 
-// reservations are two bypass reservations: one freed at a rate, one all
-// at once.
+// reservations are two bypass reservations: one freed at a rate, one at once.
 func reservations() []capacity.Reservation {
 	return []capacity.Reservation{
 		{FromMs: t0.UnixMilli(), UntilMs: t0.Add(time.Hour).UnixMilli(), N: 1000, Rate: perSecond(2.5)},
@@ -197,9 +187,8 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 		checkStoredProgram(t, s, upd)
 	})
 
-	// A store may keep derived state (DynamoDB keeps whether the counter
-	// advances and the time per ticket): tickets issued after an update
-	// must follow the new settings.
+	// Tickets issued after an update follow the new settings, whatever
+	// derived state a store keeps.
 	now := t0.Add(ms(20_000))
 	for i, tc := range []struct {
 		name         string
@@ -238,10 +227,8 @@ func issueOne(s queue.Store) issueFunc {
 	}
 }
 
-// issueSteps issues tickets of p, stored, with issue: one call at each
-// of at, n tickets by the call (1 when n has none). Each answer and the
-// stored program in the end must be p with those tickets issued
-// (WithTicketsIssued).
+// issueSteps issues tickets of p, stored, a call at each of at, n[i] tickets
+// (1 past n): each answer, and the program stored, is p.WithTicketsIssued.
 func issueSteps(t *testing.T, s queue.Store, p admission.Program, issue issueFunc, at []time.Time, n ...int64) {
 	t.Helper()
 	want := p
@@ -256,8 +243,7 @@ func issueSteps(t *testing.T, s queue.Store, p admission.Program, issue issueFun
 	checkStoredProgram(t, s, want)
 }
 
-// issueInStates creates a program in each of programStates(now), named
-// prefix and its index, and issues its tickets as issueSteps does.
+// issueInStates runs issueSteps on a program in each of programStates(now).
 func issueInStates(t *testing.T, s queue.Store, prefix string, now time.Time, issue issueFunc, at []time.Time, n ...int64) {
 	for i, tc := range programStates(now) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -271,12 +257,10 @@ func issueInStates(t *testing.T, s queue.Store, prefix string, now time.Time, is
 
 func testIssueTicket(t *testing.T, s queue.Store) {
 	ctx := t.Context()
-	// now is not on a millisecond: stores truncate it as WithTicketIssued
-	// does.
+	// now is not on a millisecond: stores truncate it as WithTicketIssued does.
 	now := t0.Add(ms(10_345) + 678*time.Microsecond)
 	nowNs := now.Truncate(time.Millisecond).UnixNano()
-	// Three tickets: at now, 1 µs later (same millisecond), and once the
-	// queue has long drained.
+	// At now, 1 µs later (same millisecond), and once the queue has drained.
 	issueInStates(t, s, "issue", now, issueOne(s), []time.Time{now, now.Add(time.Microsecond), now.Add(time.Hour)})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
@@ -285,8 +269,7 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 		checkNoProgram(t, s, "missing", "IssueTicket")
 	})
 
-	// A closed program takes no ticket, drained or not, and is left as it
-	// was; reopened, it takes them again.
+	// A closed program takes no ticket, drained or not; reopened, it does.
 	for _, at := range []time.Time{now.Add(ms(1)), now.Add(time.Hour)} {
 		t.Run(fmt.Sprintf("ErrClosed at %v", at.Sub(now)), func(t *testing.T) {
 			p := program(fmt.Sprintf("closed-%d", at.Sub(now).Milliseconds()))
@@ -305,17 +288,19 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 	}
 }
 
-// programState is a state a program's tickets are issued in: edit puts a
-// program in it.
+// programState is a state tickets are issued in; edit puts a program in it.
 type programState struct {
 	name string
 	edit func(p *admission.Program)
 }
 
-// programStates are the states tickets are issued in, at now, single or in
-// blocks.
+// programStates are the states tickets are issued in at now.
 func programStates(now time.Time) []programState {
 	nowNs := now.Truncate(time.Millisecond).UnixNano()
+	due := func(p *admission.Program, at time.Duration, paused bool, startMs int64) {
+		p.Next = pace.Segment{AnchorMs: now.Add(at).UnixMilli(), Base: 20, Rate: perSecond(5), Paused: paused, StartMs: startMs}
+		p.DrainAtNs = nowNs - 1e9
+	}
 	return []programState{
 		{"paused, drain time past", func(p *admission.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs-5e9 }},
 		{"paused, drain time ahead", func(p *admission.Program) { p.Current.Paused, p.DrainAtNs = true, nowNs+5e9 }},
@@ -331,18 +316,9 @@ func programStates(now time.Time) []programState {
 		{"drain instant saturated", func(p *admission.Program) { p.Current.Rate, p.Issued, p.DrainAtNs = 1, 9_300_000, math.MaxInt64 }},
 		{"fastest rate", func(p *admission.Program) { p.Current.Rate, p.DrainAtNs = perSecond(100_000), nowNs+10_000 }},
 		{"rate 0", func(p *admission.Program) { p.Current.Rate, p.DrainAtNs = 0, nowNs-1e9 }},
-		{"change pending", func(p *admission.Program) {
-			p.Next = pace.Segment{AnchorMs: now.Add(time.Minute).UnixMilli(), Base: 20, Rate: perSecond(5)}
-			p.DrainAtNs = nowNs - 1e9
-		}},
-		{"change due, drained", func(p *admission.Program) {
-			p.Next = pace.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5)}
-			p.DrainAtNs = nowNs - 1e9
-		}},
-		{"change due to a pause, drained", func(p *admission.Program) {
-			p.Next = pace.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5), Paused: true}
-			p.DrainAtNs = nowNs - 1e9
-		}},
+		{"change pending", func(p *admission.Program) { due(p, time.Minute, false, 0) }},
+		{"change due, drained", func(p *admission.Program) { due(p, -time.Second, false, 0) }},
+		{"change due to a pause, drained", func(p *admission.Program) { due(p, -time.Second, true, 0) }},
 		{"fresh program", func(p *admission.Program) { *p = freshProgram(p.ID) }},
 		{"opening ahead, shuffled", func(p *admission.Program) {
 			p.OpensAt, p.Shuffle, p.ShuffleNonce = now.Truncate(time.Millisecond).Add(time.Minute), true, "ab"
@@ -355,10 +331,7 @@ func programStates(now time.Time) []programState {
 		{"opening passed, pre-queue fixed", func(p *admission.Program) {
 			p.OpensAt, p.Shuffle, p.ShuffleNonce, p.Prequeue, p.PrequeueFixed = now.Truncate(time.Millisecond).Add(-time.Second), true, "ab", 33, true
 		}},
-		{"change due to an opening, drained", func(p *admission.Program) {
-			p.Next = pace.Segment{AnchorMs: now.Add(-time.Second).UnixMilli(), Base: 20, Rate: perSecond(5), StartMs: now.Add(-ms(500)).UnixMilli()}
-			p.DrainAtNs = nowNs - 1e9
-		}},
+		{"change due to an opening, drained", func(p *admission.Program) { due(p, -time.Second, false, now.Add(-ms(500)).UnixMilli()) }},
 	}
 }
 
@@ -372,16 +345,13 @@ func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
 		p, want admission.Program
 	}{
 		{
-			// Every call extends DrainAtNs.
-			name: "busy queue",
+			name: "busy queue", // every call extends DrainAtNs
 			n:    concurrentTickets,
 			p:    admission.Program{ID: "busy", CreatedAt: t0, Version: 2, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: t0.UnixNano() + 1e15, Options: settings.Options{AdmissionWindow: time.Minute}},
 			want: admission.Program{ID: "busy", CreatedAt: t0, Version: 2, Issued: concurrentTickets, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1)}, DrainAtNs: t0.UnixNano() + 1e15 + concurrentTickets*1e9, Options: settings.Options{AdmissionWindow: time.Minute}},
 		},
 		{
-			// Every call finds the queue drained at the same now; exactly
-			// one re-anchors it, the others then find it busy.
-			name: "drained queue",
+			name: "drained queue", // one call re-anchors it, the others find it busy
 			n:    concurrentReanchors,
 			p:    admission.Program{ID: "drained", CreatedAt: t0, Version: 2, Issued: 7, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: now.UnixNano() - 10e6, Options: settings.Options{AdmissionWindow: time.Minute}},
 			want: admission.Program{ID: "drained", CreatedAt: t0, Version: 3, Issued: 7 + concurrentReanchors, Current: pace.Segment{AnchorMs: now.UnixMilli(), Base: 7, Rate: perSecond(1000)}, DrainAtNs: now.UnixNano() + concurrentReanchors*1e6, Options: settings.Options{AdmissionWindow: time.Minute}},
@@ -408,8 +378,8 @@ func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
 	}
 }
 
-// testFixPrequeue: a shuffled program's pre-queue is fixed once, at or
-// after its opening, to the tickets issued then.
+// testFixPrequeue: a shuffled program's pre-queue is fixed once, from its
+// opening, to the tickets issued then.
 func testFixPrequeue(t *testing.T, s queue.Store) {
 	ctx := t.Context()
 	ps := s.(queue.PrequeueStore)

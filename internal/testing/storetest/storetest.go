@@ -1,20 +1,16 @@
-// Package storetest is the contract every queue.Store keeps: memstore and
-// dynamostore both run it from their tests, so the in-memory store the
-// local server and the simulations use behaves like DynamoDB.
-//
-// Stores keep times to the millisecond, except Token.ExpiresAt (the TTL)
-// which a store may round up to the second; the suite only stores times of
-// millisecond precision, and accepts that rounding.
+// Package storetest is the contract every queue.Store keeps, run by the tests
+// of memstore and dynamostore. Stores keep times to the millisecond, except
+// TTLs, which a store may round up to the second.
 package storetest
 
 import (
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/capacity"
@@ -22,19 +18,17 @@ import (
 	"github.com/example/waitingroom/internal/tickets"
 )
 
-// Sizes of the concurrency tests: enough callers to interleave on a real
-// server (moto answers a few hundred requests a second), few enough to stay
-// within a couple of seconds there.
+// Sizes of the concurrency tests: enough callers to interleave on moto, few
+// enough to take seconds there (500 tickets took 15-40 s).
 const (
-	concurrentTickets   = 64 // 4 calls per worker: every worker's calls overlap the others' (500 took 15-40 s on moto)
+	concurrentTickets   = 64
 	concurrentReanchors = 48
 	concurrentMarks     = 20
 	workers             = 16
 )
 
-// Run runs the contract against stores from newStore. Each call must return
-// a store where no program or token exists yet; Run calls it once per group
-// of subtests.
+// Run runs the contract against stores from newStore, called once per group
+// of subtests, each an empty store.
 func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	probe := newStore(t)
 	_, sharded := probe.(tickets.Store)
@@ -83,20 +77,16 @@ func withTickets(test func(t *testing.T, s tickets.Store)) func(t *testing.T, s 
 	return func(t *testing.T, s queue.Store) { test(t, s.(tickets.Store)) }
 }
 
-// t0 is the suite's epoch; times are derived from it at millisecond
-// precision.
+// t0 is the suite's epoch, times derive from it at millisecond precision.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
-// equal is how the suite compares what a store returns: every field
-// counts, times as instants, an empty list or map equals a missing one,
-// and a TTL (Token.ExpiresAt, StoredKey.Expires) may come back rounded up
-// to the second.
+// equal compares what a store returns: empty equals missing, and a TTL
+// (Token.ExpiresAt, StoredKey.Expires) may come back rounded up to the second.
 var equal = cmp.Options{cmpopts.EquateEmpty(), ttlField(".ExpiresAt"), ttlField(".Expires")}
 
-// ttlField compares the time fields named field (".ExpiresAt") as a TTL:
-// one may be the other rounded up to the second (a zero one stays zero).
+// ttlField compares the time fields named field as TTLs (see equal).
 func ttlField(field string) cmp.Option {
 	return cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == field },
 		cmp.Comparer(func(w, g time.Time) bool {
@@ -121,19 +111,16 @@ type call[T any] struct {
 	err error
 }
 
-// answer is the call whose results are got and err.
 func answer[T any](got T, err error) call[T] { return call[T]{got, err} }
 
-// checkCall stops the test if c failed, and reports how its answer
-// differs from want.
+// checkCall stops the test if c failed, and reports how it differs from want.
 func checkCall[T any](t *testing.T, what string, c call[T], want T) {
 	t.Helper()
 	checkErr(t, what, c.err, nil)
 	check(t, what, c.got, want)
 }
 
-// checkErr stops the test unless got is want (errors.Is), or nil when
-// want is.
+// checkErr stops the test unless got is want (errors.Is), or nil when want is.
 func checkErr(t *testing.T, what string, got, want error) {
 	t.Helper()
 	if want == nil && got != nil || want != nil && !errors.Is(got, want) {
@@ -141,8 +128,7 @@ func checkErr(t *testing.T, what string, got, want error) {
 	}
 }
 
-// checkOK stops the test unless a conditional write answered want
-// without an error.
+// checkOK stops the test unless a conditional write answered want.
 func checkOK(t *testing.T, what string, ok bool, err error, want bool) {
 	t.Helper()
 	if err != nil || ok != want {
@@ -199,9 +185,8 @@ func oneWins(t *testing.T, what string, n int, win func(i int) (bool, error)) in
 	return winners[0]
 }
 
-// paged reads a list n items a page, each page from the key next gives
-// its predecessor's last item, and stops the test if a page is longer than
-// n, or shorter with more to come.
+// paged reads a list n items a page, each from the key next gives the last
+// item before, and stops the test on a page too long, or short with more.
 func paged[T, K any](t *testing.T, what string, n int, read func(from K) ([]T, bool, error), next func(T) K) []T {
 	t.Helper()
 	var all []T
@@ -220,20 +205,12 @@ func paged[T, K any](t *testing.T, what string, n int, read func(from K) ([]T, b
 	}
 }
 
-// inParallel calls f(0..n-1) from a pool of workers.
+// inParallel calls f(0..n-1), workers at a time.
 func inParallel(n int, f func(i int)) {
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Go(func() {
-			for i := range next {
-				f(i)
-			}
-		})
-	}
+	var g errgroup.Group
+	g.SetLimit(workers)
 	for i := range n {
-		next <- i
+		g.Go(func() error { f(i); return nil })
 	}
-	close(next)
-	wg.Wait()
+	_ = g.Wait()
 }

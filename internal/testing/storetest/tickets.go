@@ -17,9 +17,8 @@ import (
 )
 
 // testIssueTickets: a block of n tickets leaves the program as n single
-// tickets would (Program.WithTicketsIssued), in every state a single
-// ticket is tested in, and after the time per ticket changed under the
-// store's feet.
+// tickets would (WithTicketsIssued), in every state, and after the time per
+// ticket changed.
 func testIssueTickets(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
@@ -48,8 +47,8 @@ func testIssueTickets(t *testing.T, s tickets.Store) {
 	})
 }
 
-// testIssueTicketsConcurrent: blocks and single tickets issued at once
-// never overlap, and together they are every ticket.
+// testIssueTicketsConcurrent: blocks issued at once never overlap, and
+// together they are every ticket.
 func testIssueTicketsConcurrent(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
@@ -80,18 +79,17 @@ func testIssueTicketsConcurrent(t *testing.T, s tickets.Store) {
 	}
 }
 
-// checkEach stops the test unless got, in any order, is each of
-// first..last once.
+// checkEach stops the test unless got, in any order, is each of first..last once.
 func checkEach(t *testing.T, what string, got []int64, first, last int64) {
 	t.Helper()
 	slices.Sort(got)
+	if int64(len(got)) != last-first+1 {
+		t.Fatalf("%s: %d numbers, want each of %d..%d once", what, len(got), first, last)
+	}
 	for i, n := range got {
 		if n != first+int64(i) {
 			t.Fatalf("%s: sorted [%d] = %d, want each of %d..%d once", what, i, n, first, last)
 		}
-	}
-	if int64(len(got)) != last-first+1 {
-		t.Fatalf("%s: %d numbers, want each of %d..%d once", what, len(got), first, last)
 	}
 }
 
@@ -100,7 +98,7 @@ func testShards(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	now := t0.Add(time.Minute)
 	fresh, claimLapse := now.Add(-tickets.BlockLifetime), now.Add(-time.Second)
-	// claim claims shard 3 at at; fill fills it.
+	// claim claims shard 3; fill fills it; take takes one number of shard i (0: none).
 	claim := func(what, c string, at, notBefore, claimNotBefore time.Time, want bool) tickets.Shard {
 		t.Helper()
 		old, ok, err := s.ClaimShard(ctx, "p", 3, c, at, notBefore, claimNotBefore)
@@ -111,7 +109,6 @@ func testShards(t *testing.T, s tickets.Store) {
 		t.Helper()
 		checkCall(t, what, answer(s.FillShard(ctx, "p", 3, c, at, b)), want)
 	}
-	// take takes one number of shard i: want, or none when want is 0.
 	take := func(what string, i int, notBefore time.Time, want int64) {
 		t.Helper()
 		r, ok, err := s.TakeShardTickets(ctx, "p", i, notBefore, 1)
@@ -129,8 +126,7 @@ func testShards(t *testing.T, s tickets.Store) {
 	fill("FillShard by a claim that does not hold it", "claim-b", now, block, false)
 	fill("FillShard", "claim-a", now, block, true)
 	fill("FillShard twice (a fill never applies twice)", "claim-a", now, tickets.Shard{Start: 1, Next: 1, End: 9, ReservedAt: now}, false)
-	// The same fill again, as the retry of a fill whose answer was lost:
-	// true, and the block goes on from where it was.
+	// The same fill again (a retry): true, and the block goes on where it was.
 	take("TakeShardTicket", 3, fresh, 102)
 	fill("the same FillShard again (it was applied)", "claim-a", now, block, true)
 	claim("ClaimShard on a usable block", "claim-c", now.Add(ms(1)), fresh, claimLapse, false)
@@ -158,8 +154,7 @@ func testShards(t *testing.T, s tickets.Store) {
 		t.Fatalf("ClaimShard after three takes: %+v; want the block 200..207 with 3 takes", old)
 	}
 	fill("third FillShard", "claim-g", later.Add(ms(1)), tickets.Shard{Start: 200, Next: 200, End: 201, ReservedAt: later}, true)
-	// Stale: a block reserved before notBefore hands out nothing, and can
-	// be claimed though not used up.
+	// A block reserved before notBefore hands out nothing, and can be claimed.
 	stale := later.Add(tickets.BlockLifetime + ms(1))
 	take("TakeShardTicket on a stale block", 3, stale.Add(-tickets.BlockLifetime), 0)
 	take("TakeShardTicket on the fresh block", 3, later.Add(-tickets.BlockLifetime), 200)
@@ -174,7 +169,7 @@ func testShards(t *testing.T, s tickets.Store) {
 }
 
 // testShardsConcurrent: takers racing for a block get each of its numbers
-// once; refillers racing for a used-up shard: exactly one claims it.
+// once; of refillers racing for a used-up shard, exactly one claims it.
 func testShardsConcurrent(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	now := t0.Add(time.Minute)
@@ -208,8 +203,8 @@ func testShardsConcurrent(t *testing.T, s tickets.Store) {
 	})
 }
 
-// testSetShards: the shard count changes only from the value expected,
-// and nothing else of the program with it.
+// testSetShards: the shard count changes only from the value expected, and
+// nothing else with it.
 func testSetShards(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	store := s.(queue.Store)
@@ -236,8 +231,7 @@ func testSetShards(t *testing.T, s tickets.Store) {
 	checkNoProgram(t, store, "missing", "SetShards")
 }
 
-// fillShard claims shard i of program id, never filled or claimed, at at
-// and fills it with b.
+// fillShard claims shard i of program id, never claimed, and fills it with b.
 func fillShard(t *testing.T, s tickets.Store, id string, i int, at time.Time, b tickets.Shard) {
 	t.Helper()
 	_, ok, err := s.ClaimShard(t.Context(), id, i, "filler", at, at.Add(-tickets.BlockLifetime), at.Add(-time.Second))
@@ -245,9 +239,8 @@ func fillShard(t *testing.T, s tickets.Store, id string, i int, at time.Time, b 
 	checkCall(t, fmt.Sprintf("FillShard(%d)", i), answer(s.FillShard(t.Context(), id, i, "filler", at, b)), true)
 }
 
-// testTrimShard: a block is trimmed once, only the block named, before
-// the number it would hand out next; a take's numbers are taken back with
-// it when nobody took after them.
+// testTrimShard: a block is trimmed once, only the block named, from its
+// next number; a take's numbers come back with it if nobody took after them.
 func testTrimShard(t *testing.T, s tickets.Store) {
 	ctx := t.Context()
 	now := t0.Add(time.Minute)

@@ -5,38 +5,25 @@ import (
 	"time"
 )
 
-// Prices are the cost model's AWS unit prices and its usage per event:
-// us-east-1 list prices of 2026 (first tier, no free tier) and usage
-// counted from the code, each a flag of bench simulate (docs/benchmarks.md,
-// "Cost model").
+// Prices are the cost model's AWS unit prices, in USD (us-east-1 list
+// prices of 2026, first tier, no free tier), and its usage per event,
+// counted from the code; each is a flag of bench simulate whose help says
+// what it is (docs/benchmarks.md, "Cost model").
 type Prices struct {
-	// APIGatewayPerMillion is API Gateway HTTP API, per million requests.
-	APIGatewayPerMillion float64
-	// LambdaRequestsPerMillion is Lambda, per million invocations;
-	// LambdaPerGBSecond its arm64 duration, per GB-second.
-	LambdaRequestsPerMillion, LambdaPerGBSecond float64
-	// LambdaMemoryMB is the function's memory size and LambdaMsPerRequest
-	// the billed duration of an invocation.
-	LambdaMemoryMB, LambdaMsPerRequest float64
-	// DynamoReadPerMillion and DynamoWritePerMillion are DynamoDB
-	// on-demand, per million read and write request units.
-	DynamoReadPerMillion, DynamoWritePerMillion float64
-	// TokenRRUPerPoll is the read units of a poll's token read, and
-	// ProgramReadsPerPoll its program reads (1 RRU each): 1 without the
-	// per-instance program cache.
-	TokenRRUPerPoll, ProgramReadsPerPoll float64
-	// EnterRRU and EnterWRU are an enter's read and write units (with an
-	// Idempotency-Key), AdmitWRU an admission's first sighting's, LeaveWRU
-	// a leave's.
+	APIGatewayPerMillion, LambdaRequestsPerMillion, LambdaPerGBSecond float64
+	LambdaMemoryMB, LambdaMsPerRequest                                float64
+	DynamoReadPerMillion, DynamoWritePerMillion                       float64
+	// A poll reads TokenRRUPerPoll units and ProgramReadsPerPoll program
+	// items (1 unit each); an enter (with an Idempotency-Key) reads
+	// EnterRRU and writes EnterWRU units, an admission's first sighting
+	// AdmitWRU, a leave LeaveWRU.
+	TokenRRUPerPoll, ProgramReadsPerPoll   float64
 	EnterRRU, EnterWRU, AdmitWRU, LeaveWRU float64
-	// KMSSymmetricPer10k prices kms:Decrypt and KMSKeyPairPer10k an ECC
-	// kms:GenerateDataKeyPair, each per 10,000 requests.
+	// KMS requests (Decrypt, and an ECC GenerateDataKeyPair once per
+	// KeyRotation) are priced per 10,000.
 	KMSSymmetricPer10k, KMSKeyPairPer10k float64
-	// KeyRotation is the signing key's lifetime: one key pair made, and
-	// opened once per instance, per period.
-	KeyRotation time.Duration
-	// LogsPerGB is CloudWatch Logs ingestion, per GB (10⁹ bytes); EMFBytes,
-	// LambdaLogBytes and AccessLogBytes are a request's log bytes.
+	KeyRotation                          time.Duration
+	// LogsPerGB prices 10⁹ bytes; the others are a request's log bytes.
 	LogsPerGB, EMFBytes, LambdaLogBytes, AccessLogBytes float64
 }
 
@@ -68,18 +55,13 @@ func DefaultPrices() Prices {
 
 // Usage is what a run consumed of each billed unit.
 type Usage struct {
-	Requests int64 `json:"requests"`
-	// GBSeconds is the Lambda duration billed.
-	GBSeconds float64 `json:"lambdaGBSeconds"`
-	// Instances is the peak Lambda concurrency by Little's law, at least 1.
-	Instances int64   `json:"lambdaInstances"`
-	RRU       float64 `json:"dynamoRRU"`
-	WRU       float64 `json:"dynamoWRU"`
-	// KMS is the KMS requests: per key period, a GenerateDataKeyPair and
-	// a Decrypt per instance.
-	KMS int64 `json:"kms"`
-	// KeyPeriods is how many key rotation periods the run touches.
-	KeyPeriods int64   `json:"keyPeriods"`
+	Requests   int64   `json:"requests"`
+	GBSeconds  float64 `json:"lambdaGBSeconds"` // the Lambda duration billed
+	Instances  int64   `json:"lambdaInstances"` // peak Lambda concurrency by Little's law, at least 1
+	RRU        float64 `json:"dynamoRRU"`
+	WRU        float64 `json:"dynamoWRU"`
+	KMS        int64   `json:"kms"`        // per key period, a GenerateDataKeyPair and a Decrypt per instance
+	KeyPeriods int64   `json:"keyPeriods"` // the key rotation periods the run touches
 	LogBytes   float64 `json:"logBytes"`
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -21,10 +22,21 @@ func ParsePolicies(list string, reg polling.Registry) ([]NamedPolicy, error) {
 	var out []NamedPolicy
 	for item := range strings.SplitSeq(list, ",") {
 		item = strings.TrimSpace(item)
-		if item == "" {
+		name, arg, _ := strings.Cut(item, ":")
+		p, ok := reg[name]
+		var err error
+		switch d, derr := time.ParseDuration(arg); {
+		case item == "":
 			continue
+		case name == "fixed" && (derr != nil || d < time.Millisecond):
+			err = errors.New("want fixed:DURATION of at least 1ms (fixed:3s)")
+		case name == "fixed":
+			p = polling.Fixed(d)
+		case !ok:
+			err = fmt.Errorf("unknown, want fixed:DURATION or one of %s", strings.Join(reg.Names(), ", "))
+		case arg != "":
+			err = fmt.Errorf("%s takes no argument; set its parameters with -%s", name, name)
 		}
-		p, err := parsePolicy(item, reg)
 		if err != nil {
 			return nil, fmt.Errorf("policy %q: %w", item, err)
 		}
@@ -34,24 +46,4 @@ func ParsePolicies(list string, reg polling.Registry) ([]NamedPolicy, error) {
 		return nil, fmt.Errorf("policy list %q is empty", list)
 	}
 	return out, nil
-}
-
-// parsePolicy reads one item of a policy list.
-func parsePolicy(item string, reg polling.Registry) (polling.Policy, error) {
-	name, arg, _ := strings.Cut(item, ":")
-	if name == "fixed" {
-		d, err := time.ParseDuration(arg)
-		if err != nil || d < time.Millisecond {
-			return nil, fmt.Errorf("want fixed:DURATION of at least 1ms (fixed:3s)")
-		}
-		return polling.Fixed(d), nil
-	}
-	p, ok := reg[name]
-	switch {
-	case !ok:
-		return nil, fmt.Errorf("unknown, want fixed:DURATION or one of %s", strings.Join(reg.Names(), ", "))
-	case arg != "":
-		return nil, fmt.Errorf("%s takes no argument; set its parameters with -%s", name, name)
-	}
-	return p, nil
 }

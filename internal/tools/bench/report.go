@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -25,6 +26,27 @@ type cell struct {
 	compare bool
 }
 
+// lines collects a result's lines of the table.
+type lines []cell
+
+// add appends the line label when when holds.
+func (ls *lines) add(when bool, label string, v float64, format func(float64) string, compare bool) {
+	if when {
+		*ls = append(*ls, cell{label, v, format, compare})
+	}
+}
+
+// percentiles appends the lines "name p50" to "name max" of p when it has
+// samples, p95 only when withP95.
+func (ls *lines) percentiles(name string, p *Percentiles, format func(float64) string, compare, withP95 bool) {
+	if p != nil && p.Count > 0 {
+		ls.add(true, name+" p50", p.P50, format, compare)
+		ls.add(withP95, name+" p95", p.P95, format, compare)
+		ls.add(true, name+" p99", p.P99, format, compare)
+		ls.add(true, name+" max", p.Max, format, compare)
+	}
+}
+
 // cells returns r's lines of the table: the common ones, then those r has
 // of leaves, the service's checks, admin requests, latency, capacity and
 // cost.
@@ -34,120 +56,75 @@ func (r Result) cells() []cell {
 	if left {
 		requests, perUser = "requests (enter + polls + leaves)", "requests per user (enter + GETs + DELETE)"
 	}
-	cs := []cell{{"users", float64(r.Users), formatInteger, false}, {"admitted", float64(r.Admitted), formatInteger, false}}
-	if left {
-		cs = append(cs, cell{"left while waiting", float64(r.Left), formatInteger, false})
-	}
-	cs = append(cs,
-		cell{requests, float64(r.Requests), formatInteger, true},
-		cell{"polls (GET)", float64(r.Polls), formatInteger, true},
-		cell{"polls per user (GETs only)", r.PollsPerUser, formatDecimals(2), true},
-		cell{perUser, r.RequestsPerUser, formatDecimals(2), true},
-		cell{"duration", r.DurationSeconds * 1000, formatSeconds, false},
-		cell{"avg requests/s", r.AvgRps, formatDecimals(1), true},
-		cell{"peak requests/s (1 s)", float64(r.PeakRps), formatInteger, true},
-		cell{"peak polls/s (1 s)", float64(r.PeakPollRps), formatInteger, true},
-		cell{"errors (of the requests)", float64(r.Errors), formatInteger, false},
-		cell{"enters/s peak (1 s)", float64(r.EntersPerSecondPeak), formatInteger, true},
-		cell{"throttled enters", float64(r.ThrottledEnters), formatInteger, false},
-	)
+	var ls lines
+	ls.add(true, "users", float64(r.Users), formatInteger, false)
+	ls.add(true, "admitted", float64(r.Admitted), formatInteger, false)
+	ls.add(left, "left while waiting", float64(r.Left), formatInteger, false)
+	ls.add(true, requests, float64(r.Requests), formatInteger, true)
+	ls.add(true, "polls (GET)", float64(r.Polls), formatInteger, true)
+	ls.add(true, "polls per user (GETs only)", r.PollsPerUser, fixed(2, 1, ""), true)
+	ls.add(true, perUser, r.RequestsPerUser, fixed(2, 1, ""), true)
+	ls.add(true, "duration", r.DurationSeconds*1000, formatSeconds, false)
+	ls.add(true, "avg requests/s", r.AvgRps, fixed(1, 1, ""), true)
+	ls.add(true, "peak requests/s (1 s)", float64(r.PeakRps), formatInteger, true)
+	ls.add(true, "peak polls/s (1 s)", float64(r.PeakPollRps), formatInteger, true)
+	ls.add(true, "errors (of the requests)", float64(r.Errors), formatInteger, false)
+	ls.add(true, "enters/s peak (1 s)", float64(r.EntersPerSecondPeak), formatInteger, true)
+	ls.add(true, "throttled enters", float64(r.ThrottledEnters), formatInteger, false)
 	if w := r.ProgramItemWritesPerSecondMax; w != nil {
-		cs = append(cs, cell{"program item writes/s max", float64(*w), formatInteger, true})
+		ls.add(true, "program item writes/s max", float64(*w), formatInteger, true)
 	}
-	cs = append(cs,
-		cell{"gaps (tickets nobody holds)", float64(r.Gaps), formatInteger, false},
-		cell{"max inversion", r.MaxInversionMs, formatSeconds, false},
-	)
-	if r.Instances > 0 {
-		cs = append(cs,
-			cell{"clock skew (±)", r.ClockSkewMs, formatSeconds, false},
-			cell{"clock offsets spread", r.ClockSpreadMs, formatSeconds, false},
-			cell{"duplicate tickets", float64(r.DuplicateTickets), formatInteger, false},
-			cell{"tickets past issued", float64(r.TicketsPastIssued), formatInteger, false},
-			cell{"status regressions", float64(r.StatusRegressions), formatInteger, false},
-			cell{"max position rise", float64(r.MaxPositionRise), formatInteger, false},
-		)
-	}
-	if r.AdminRequests > 0 {
-		cs = append(cs,
-			cell{"admin requests (the bench's own)", float64(r.AdminRequests), formatInteger, false},
-			cell{"admin errors", float64(r.AdminErrors), formatInteger, false},
-		)
-	}
-	if l := r.LatencyMs; l != nil && l.Count > 0 {
-		cs = append(cs, percentileCells("latency", *l, formatMs, false, true)...)
-	}
+	ls.add(true, "gaps (tickets nobody holds)", float64(r.Gaps), formatInteger, false)
+	ls.add(true, "max inversion", r.MaxInversionMs, formatSeconds, false)
+	service := r.Instances > 0
+	ls.add(service, "clock skew (±)", r.ClockSkewMs, formatSeconds, false)
+	ls.add(service, "clock offsets spread", r.ClockSpreadMs, formatSeconds, false)
+	ls.add(service, "duplicate tickets", float64(r.DuplicateTickets), formatInteger, false)
+	ls.add(service, "tickets past issued", float64(r.TicketsPastIssued), formatInteger, false)
+	ls.add(service, "status regressions", float64(r.StatusRegressions), formatInteger, false)
+	ls.add(service, "max position rise", float64(r.MaxPositionRise), formatInteger, false)
+	ls.add(r.AdminRequests > 0, "admin requests (the bench's own)", float64(r.AdminRequests), formatInteger, false)
+	ls.add(r.AdminRequests > 0, "admin errors", float64(r.AdminErrors), formatInteger, false)
+	ls.percentiles("latency", r.LatencyMs, formatMs, false, true)
 	if r.Capacity != nil {
-		cs = append(cs, r.Capacity.cells(r.Mode == "run")...)
+		r.Capacity.add(&ls, r.Mode == "run")
 	}
-	if r.NotifyDelayMs.Count > 0 {
-		cs = append(cs, percentileCells("notify delay", r.NotifyDelayMs, formatSeconds, true, true)...)
-	}
+	ls.percentiles("notify delay", &r.NotifyDelayMs, formatSeconds, true, true)
 	if r.Cost != nil {
-		cs = append(cs, r.Cost.cells(r.Admitted)...)
+		r.Cost.add(&ls, r.Admitted)
 	}
-	return cs
+	return ls
 }
 
-// percentileCells returns the lines "name p50" to "name max" of p, p95
-// only when withP95.
-func percentileCells(name string, p Percentiles, format func(float64) string, compare, withP95 bool) []cell {
-	cs := []cell{{name + " p50", p.P50, format, compare}}
-	if withP95 {
-		cs = append(cs, cell{name + " p95", p.P95, format, compare})
-	}
-	return append(cs, cell{name + " p99", p.P99, format, compare}, cell{name + " max", p.Max, format, compare})
-}
-
-// cells returns the lines of the capacity model, with those only a run
+// add appends the lines of the capacity model, with those only a run
 // (run) or only the simulator measures.
-func (c Capacity) cells(run bool) []cell {
-	var cs []cell
-	add := func(label string, v float64, format func(float64) string, compare bool) {
-		cs = append(cs, cell{label, v, format, compare})
-	}
-	if c.MaxActiveUsers > 0 {
-		add("cap (maxActiveUsers)", float64(c.MaxActiveUsers), formatInteger, false)
-	}
-	if c.NoShowSeconds > 0 {
-		add("no-show seconds", float64(c.NoShowSeconds), formatInteger, false)
-	}
-	if run {
-		add("showed (saw ADMITTED)", float64(c.Showed), formatInteger, false)
-	} else {
-		add("time to serve everyone who shows", c.ServedMs, formatSeconds, true)
-	}
-	add("no-shows (never fetched their admission)", float64(c.NoShows), formatInteger, false)
-	add("no-shows counted by the service", float64(c.ServerNoShows), formatInteger, false)
-	if !run {
-		add("admissions wasted (net)", float64(c.Wasted), formatInteger, true)
-	}
-	add("sessions ended by the site", float64(c.SessionsEnded), formatInteger, false)
-	add("most active at once (users' view)", float64(c.MostActive), formatInteger, true)
-	if run {
-		add("read EXPIRED while polling", float64(c.Expired), formatInteger, false)
-		add("sessions ended, counted by the service", float64(c.ServerEnded), formatInteger, false)
-		add("peak active, admin counter", float64(c.PeakActiveCounter), formatInteger, false)
-	}
-	if p := c.SlotReuseMs; p != nil && p.Count > 0 {
-		cs = append(cs, percentileCells("slot reuse delay", *p, formatSeconds, false, false)...)
-	}
-	if run {
-		add("ends not followed by a move", float64(c.NotReused), formatInteger, false)
-		add("mean session", c.MeanSessionMs, formatSeconds, false)
-		add("duration (admission start to last done)", c.DurationMs, formatSeconds, false)
-		add("turnover bound", c.BoundMs, formatSeconds, false)
-		add("duration / bound", c.Ratio, formatDecimals(2), false)
-	}
-	return cs
+func (c Capacity) add(ls *lines, run bool) {
+	ls.add(c.MaxActiveUsers > 0, "cap (maxActiveUsers)", float64(c.MaxActiveUsers), formatInteger, false)
+	ls.add(c.NoShowSeconds > 0, "no-show seconds", float64(c.NoShowSeconds), formatInteger, false)
+	ls.add(run, "showed (saw ADMITTED)", float64(c.Showed), formatInteger, false)
+	ls.add(!run, "time to serve everyone who shows", c.ServedMs, formatSeconds, true)
+	ls.add(true, "no-shows (never fetched their admission)", float64(c.NoShows), formatInteger, false)
+	ls.add(true, "no-shows counted by the service", float64(c.ServerNoShows), formatInteger, false)
+	ls.add(!run, "admissions wasted (net)", float64(c.Wasted), formatInteger, true)
+	ls.add(true, "sessions ended by the site", float64(c.SessionsEnded), formatInteger, false)
+	ls.add(true, "most active at once (users' view)", float64(c.MostActive), formatInteger, true)
+	ls.add(run, "read EXPIRED while polling", float64(c.Expired), formatInteger, false)
+	ls.add(run, "sessions ended, counted by the service", float64(c.ServerEnded), formatInteger, false)
+	ls.add(run, "peak active, admin counter", float64(c.PeakActiveCounter), formatInteger, false)
+	ls.percentiles("slot reuse delay", c.SlotReuseMs, formatSeconds, false, false)
+	ls.add(run, "ends not followed by a move", float64(c.NotReused), formatInteger, false)
+	ls.add(run, "mean session", c.MeanSessionMs, formatSeconds, false)
+	ls.add(run, "duration (admission start to last done)", c.DurationMs, formatSeconds, false)
+	ls.add(run, "turnover bound", c.BoundMs, formatSeconds, false)
+	ls.add(run, "duration / bound", c.Ratio, fixed(2, 1, ""), false)
 }
 
-// cells returns the lines of a simulation's bill: the units used, the
+// add appends the lines of a simulation's bill: the units used, the
 // prices, the total and, when anyone was admitted, the total per million
 // admitted.
-func (c Cost) cells(admitted int) []cell {
+func (c Cost) add(ls *lines, admitted int) {
 	u := c.Usage
-	cs := []cell{
+	*ls = append(*ls, []cell{
 		{"DynamoDB read units", u.RRU, formatInteger, true},
 		{"DynamoDB write units", u.WRU, formatInteger, true},
 		{"Lambda GB-seconds", u.GBSeconds, formatInteger, true},
@@ -161,32 +138,28 @@ func (c Cost) cells(admitted int) []cell {
 		{"cost: CloudWatch Logs", c.Logs, USD, true},
 		{"cost: KMS", c.KMS, USD, true},
 		{"cost: total", c.Total, USD, true},
-	}
-	if admitted > 0 {
-		cs = append(cs, cell{"per million admitted", c.Total / float64(admitted) * 1e6, USD, true})
-	}
-	return cs
+	}...)
+	ls.add(admitted > 0, "per million admitted", c.Total/float64(admitted)*1e6, USD, true)
 }
 
 // formatInteger renders v rounded, with thousands separators.
 func formatInteger(v float64) string { return Thousands(int64(math.Round(v))) }
 
-// formatDecimals returns a format with n decimals.
-func formatDecimals(n int) func(float64) string {
-	return func(v float64) string { return strconv.FormatFloat(v, 'f', n, 64) }
+// fixed returns a format of v/div with n decimals, then suffix.
+func fixed(n int, div float64, suffix string) func(float64) string {
+	return func(v float64) string { return strconv.FormatFloat(v/div, 'f', n, 64) + suffix }
 }
 
-// formatSeconds renders milliseconds v as seconds with two decimals.
-func formatSeconds(v float64) string { return strconv.FormatFloat(v/1000, 'f', 2, 64) + " s" }
-
-// formatMs renders milliseconds v with two decimals.
-func formatMs(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " ms" }
+var (
+	formatSeconds = fixed(2, 1000, " s") // milliseconds as seconds
+	formatMs      = fixed(2, 1, " ms")
+)
 
 // formatBytes renders a byte count in decimal units ("4.86 GB").
 func formatBytes(v float64) string {
 	for i, unit := range []string{"GB", "MB", "kB"} {
 		if size := math.Pow(1000, float64(3-i)); v >= size {
-			return strconv.FormatFloat(v/size, 'f', 2, 64) + " " + unit
+			return fixed(2, size, " "+unit)(v)
 		}
 	}
 	return formatInteger(v) + " B"
@@ -196,15 +169,16 @@ func formatBytes(v float64) string {
 // cents from a dollar, four decimals below, two significant digits below
 // a hundredth of a cent.
 func USD(v float64) string {
+	n := 4
 	switch {
 	case v >= 1000:
 		return "$" + Thousands(int64(math.Round(v)))
 	case v >= 1:
-		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
+		n = 2
 	case v > 0 && v < 0.0001:
-		return "$" + strconv.FormatFloat(v, 'f', 1-int(math.Floor(math.Log10(v))), 64)
+		n = 1 - int(math.Floor(math.Log10(v)))
 	}
-	return "$" + strconv.FormatFloat(v, 'f', 4, 64)
+	return "$" + strconv.FormatFloat(v, 'f', n, 64)
 }
 
 // Thousands formats n with comma separators (1,234,567).
@@ -239,12 +213,10 @@ func table(results []Result) [][]string {
 		at := 0 // where a new label goes: after this result's previous one
 		for _, c := range r.cells() {
 			byLabel[i][c.label] = c
-			if j := slices.Index(labels, c.label); j >= 0 {
-				at = j + 1
-				continue
+			if !slices.Contains(labels, c.label) {
+				labels = slices.Insert(labels, at, c.label)
 			}
-			labels = slices.Insert(labels, at, c.label)
-			at++
+			at = slices.Index(labels, c.label) + 1
 		}
 	}
 	head := []string{"metric"}
@@ -258,18 +230,16 @@ func table(results []Result) [][]string {
 	for _, label := range labels {
 		line := []string{label}
 		for _, cs := range byLabel {
+			line = append(line, "–")
 			if c, ok := cs[label]; ok {
-				line = append(line, c.format(c.v))
-			} else {
-				line = append(line, "–")
+				line[len(line)-1] = c.format(c.v)
 			}
 		}
 		base, ok := byLabel[0][label]
 		for _, cs := range byLabel[1:] {
+			line = append(line, "")
 			if c, has := cs[label]; ok && has && c.compare {
-				line = append(line, change(base.v, c.v))
-			} else {
-				line = append(line, "")
+				line[len(line)-1] = change(base.v, c.v)
 			}
 		}
 		out = append(out, line)
@@ -323,14 +293,13 @@ func WriteDir(dir string, rep Report, results []Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	js, err := json.MarshalIndent(results, "", "  ")
-	if err != nil {
+	var js, b bytes.Buffer
+	if err := WriteJSON(&js, results); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, ResultsFile), append(js, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ResultsFile), js.Bytes(), 0o644); err != nil {
 		return err
 	}
-	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n```\n%s\n```\n\n", rep.Title, rep.Command)
 	if len(results) > 0 {
 		r := results[0]
@@ -344,5 +313,5 @@ func WriteDir(dir string, rep Report, results []Result) error {
 		fmt.Fprintf(&b, ", mode %s.\n\n", r.Mode)
 	}
 	b.WriteString(cmp.Or(rep.Table, MarkdownTable(results)))
-	return os.WriteFile(filepath.Join(dir, ReportFile), []byte(b.String()), 0o644)
+	return os.WriteFile(filepath.Join(dir, ReportFile), b.Bytes(), 0o644)
 }

@@ -7,173 +7,138 @@ import (
 	"time"
 )
 
-// Result is what one policy did in one run or simulation. Its JSON form is
-// the -json output contract: one object per policy. Fields marked (run)
-// are measured over HTTP only, (simulate) by the simulator only.
+// Result is what one policy did in one run or simulation; its JSON form,
+// one object per policy, is the -json output contract. (run) marks fields
+// only a load test measures, (simulate) those only the simulator does.
 type Result struct {
-	// Policy is the polling policy: "fixed:3s", "server", "tiers", …
-	Policy string `json:"policy"`
-	// Mode is "run" (real HTTP) or "simulate" (virtual clock).
-	Mode      string `json:"mode"`
-	ProgramID string `json:"programId,omitempty"`
-	Arrival   string `json:"arrival"`
-	AdmitRate string `json:"admitRate"`
-	// Abandon is the scenario's fraction of users who leave while waiting.
-	Abandon float64 `json:"abandon,omitempty"`
-	// CacheTTLMs is the delay of rate changes (simulate).
-	CacheTTLMs int64  `json:"cacheTtlMs,omitempty"`
-	Seed       uint64 `json:"seed,omitempty"`
+	Policy     string  `json:"policy"` // "fixed:3s", "server", "tiers", …
+	Mode       string  `json:"mode"`   // "run" (real HTTP) or "simulate"
+	ProgramID  string  `json:"programId,omitempty"`
+	Arrival    string  `json:"arrival"`
+	AdmitRate  string  `json:"admitRate"`
+	Abandon    float64 `json:"abandon,omitempty"`
+	CacheTTLMs int64   `json:"cacheTtlMs,omitempty"` // delay of rate changes (simulate)
+	Seed       uint64  `json:"seed,omitempty"`
 
-	Users int `json:"users"`
 	// Entered counts successful enters, Admitted the users who saw
-	// ADMITTED, Left those who left while waiting.
-	Entered  int `json:"entered"`
-	Admitted int `json:"admitted"`
-	Left     int `json:"left,omitempty"`
-	// Requests counts the virtual users' queue API requests, retries and
-	// failures included; Enters, Polls, Leaves and SessionEnds count its
-	// POSTs, GETs, DELETEs and the site's session ends (run, with a cap).
-	Requests    int64 `json:"requests"`
-	Enters      int64 `json:"enters"`
-	Polls       int64 `json:"polls"`
-	Leaves      int64 `json:"leaves,omitempty"`
-	SessionEnds int64 `json:"sessionEnds,omitempty"`
-	// PollsPerUser is Polls / Users; RequestsPerUser is Requests / Users.
+	// ADMITTED, Left those who left while waiting. Requests counts the
+	// users' queue API requests, retries and failures included: Enters,
+	// Polls, Leaves and the site's SessionEnds (run, with a cap).
+	Users           int     `json:"users"`
+	Entered         int     `json:"entered"`
+	Admitted        int     `json:"admitted"`
+	Left            int     `json:"left,omitempty"`
+	Requests        int64   `json:"requests"`
+	Enters          int64   `json:"enters"`
+	Polls           int64   `json:"polls"`
+	Leaves          int64   `json:"leaves,omitempty"`
+	SessionEnds     int64   `json:"sessionEnds,omitempty"`
 	PollsPerUser    float64 `json:"pollsPerUser"`
 	RequestsPerUser float64 `json:"requestsPerUser"`
 
-	// DurationSeconds runs from the start to the last user's ADMITTED or
-	// the timeout; AvgRps is Requests / DurationSeconds.
+	// DurationSeconds runs from the start to the last user's ADMITTED or the
+	// timeout; the series count the requests and the polls of each second.
 	DurationSeconds float64 `json:"durationSeconds"`
 	AvgRps          float64 `json:"avgRps"`
-	// PeakRps and PeakPollRps are the peaks of RpsSeries and PollSeries,
-	// the requests and the polls counted in each second of the run.
-	PeakRps     int64   `json:"peakRps"`
-	PeakPollRps int64   `json:"peakPollRps"`
-	RpsSeries   []int64 `json:"rpsSeries"`
-	PollSeries  []int64 `json:"pollSeries"`
+	PeakRps         int64   `json:"peakRps"`
+	PeakPollRps     int64   `json:"peakPollRps"`
+	RpsSeries       []int64 `json:"rpsSeries"`
+	PollSeries      []int64 `json:"pollSeries"`
 
 	// Errors counts the failed requests among Requests: transport errors,
-	// 5xx, 429 and the 4xx the bench did not expect.
-	Errors int64 `json:"errors"`
-	// AdminRequests counts the bench's own admin requests and AdminErrors
-	// the failed ones (run).
-	AdminRequests int64 `json:"adminRequests,omitempty"`
-	AdminErrors   int64 `json:"adminErrors,omitempty"`
-	// ByRoute counts every request by "METHOD route status", e.g.
-	// "GET poll 200": it sums to Requests + AdminRequests.
-	ByRoute map[string]int64 `json:"byRoute"`
-	// ErrorCodes counts the error answers by code, e.g. "PASS_UNAVAILABLE"
-	// (run).
-	ErrorCodes map[string]int64 `json:"errorCodes,omitempty"`
+	// 5xx, 429 and the 4xx the bench did not expect. ByRoute counts every
+	// request, the bench's own admin requests (run) included, by "METHOD
+	// route status" ("GET poll 200"); ErrorCodes the error answers by code.
+	Errors        int64            `json:"errors"`
+	AdminRequests int64            `json:"adminRequests,omitempty"`
+	AdminErrors   int64            `json:"adminErrors,omitempty"`
+	ByRoute       map[string]int64 `json:"byRoute"`
+	ErrorCodes    map[string]int64 `json:"errorCodes,omitempty"`
 
-	// LatencyMs is the latency of the queue API requests (run).
-	LatencyMs *Percentiles `json:"latencyMs,omitempty"`
-	// NotifyDelayMs is, per admitted user, the time from its ticket's
-	// admission to its seeing ADMITTED.
-	NotifyDelayMs Percentiles `json:"notifyDelayMs"`
+	// LatencyMs is the queue API requests' latency (run); NotifyDelayMs runs,
+	// per admitted user, from its ticket's admission to its seeing ADMITTED.
+	LatencyMs     *Percentiles `json:"latencyMs,omitempty"`
+	NotifyDelayMs Percentiles  `json:"notifyDelayMs"`
 
-	// SeenSeries counts the users who first saw ADMITTED in each second,
-	// SeenPerSecondPeak is its peak, and Passes counts the first ADMITTED
-	// answers that carried a pass (run).
+	// SeenSeries counts the users who first saw ADMITTED in each second;
+	// Passes the first ADMITTED answers that carried a pass (run).
 	SeenSeries        []int64 `json:"seenSeries,omitempty"`
 	SeenPerSecondPeak int64   `json:"seenPerSecondPeak,omitempty"`
 	Passes            int64   `json:"passes,omitempty"`
 
-	// EntersPerSecondPeak is the most enters answered with a new place in
-	// one second.
-	EntersPerSecondPeak int64 `json:"entersPerSecondPeak"`
-	// ThrottledEnters counts enters the store's throttling refused: answered
-	// 503 or 429 in a run, throttled through every retry in a simulation.
-	ThrottledEnters int64 `json:"throttledEnters"`
-	// Challenges counts the challenge fetches of a run, ChallengeSolves the
-	// proofs of work solved and ChallengeSolveMs their total time.
-	Challenges       int64   `json:"challenges,omitempty"`
-	ChallengeSolves  int64   `json:"challengeSolves,omitempty"`
-	ChallengeSolveMs float64 `json:"challengeSolveMs,omitempty"`
-	// ProgramItemWritesPerSecondMax is the most writes the program item
-	// took in one second (absent when a run's server has no partition model).
+	// EntersPerSecondPeak is the most enters given a new place in a second;
+	// ThrottledEnters the enters the store's throttling refused (503 or 429
+	// in a run, through every retry in a simulation).
+	EntersPerSecondPeak int64   `json:"entersPerSecondPeak"`
+	ThrottledEnters     int64   `json:"throttledEnters"`
+	Challenges          int64   `json:"challenges,omitempty"`       // challenge fetches (run)
+	ChallengeSolves     int64   `json:"challengeSolves,omitempty"`  // proofs of work solved
+	ChallengeSolveMs    float64 `json:"challengeSolveMs,omitempty"` // their total time
+	// ProgramItemWritesPerSecondMax is nil when a run's server has no
+	// partition model; StoreThrottles counts the calls the model refused.
 	ProgramItemWritesPerSecondMax *int64 `json:"programItemWritesPerSecondMax,omitempty"`
-	// StoreThrottles counts every call the partition model refused (simulate).
-	StoreThrottles int64 `json:"storeThrottles,omitempty"`
-	// Instances is how many service instances the simulation ran.
-	Instances int `json:"instances,omitempty"`
-	// Prequeue is the size of a shuffled opening's pre-queue.
-	Prequeue int64 `json:"prequeue,omitempty"`
-	// Gaps counts the run's ticket numbers that no user holds;
-	// DuplicateTickets the extra holders of a ticket held more than once;
-	// TicketsPastIssued the holders of a number past the last one issued
-	// (simulate).
-	Gaps              int64 `json:"gaps"`
-	DuplicateTickets  int64 `json:"duplicateTickets,omitempty"`
-	TicketsPastIssued int64 `json:"ticketsPastIssued,omitempty"`
-	// StatusRegressions counts users seen admitted whom another instance
-	// then answered otherwise, and MaxPositionRise the most a waiting
-	// user's position went up between two answers (simulate).
-	StatusRegressions int64 `json:"statusRegressions,omitempty"`
-	MaxPositionRise   int64 `json:"maxPositionRise,omitempty"`
-	// ClockSkewMs bounds each instance's clock offset either way;
-	// ClockSpreadMs is the drawn offsets' range (simulate).
-	ClockSkewMs   float64 `json:"clockSkewMs,omitempty"`
-	ClockSpreadMs float64 `json:"clockSpreadMs,omitempty"`
-	// MaxInversionMs is the longest time by which someone entered before
-	// another and is behind them (MaxInversion).
-	MaxInversionMs float64 `json:"maxInversionMs"`
+	StoreThrottles                int64  `json:"storeThrottles,omitempty"`
+	Instances                     int    `json:"instances,omitempty"` // service instances (simulate)
+	Prequeue                      int64  `json:"prequeue,omitempty"`  // a shuffled opening's pre-queue
+	// Gaps counts the ticket numbers no user holds. The rest are the
+	// simulated service's checks: extra holders of a ticket, holders of a
+	// number past the last issued, users seen admitted whom another
+	// instance then answered otherwise, the most a waiting user's position
+	// rose between two answers, and the instances' clock skew bound and
+	// drawn offsets' range.
+	Gaps              int64   `json:"gaps"`
+	DuplicateTickets  int64   `json:"duplicateTickets,omitempty"`
+	TicketsPastIssued int64   `json:"ticketsPastIssued,omitempty"`
+	StatusRegressions int64   `json:"statusRegressions,omitempty"`
+	MaxPositionRise   int64   `json:"maxPositionRise,omitempty"`
+	ClockSkewMs       float64 `json:"clockSkewMs,omitempty"`
+	ClockSpreadMs     float64 `json:"clockSpreadMs,omitempty"`
+	MaxInversionMs    float64 `json:"maxInversionMs"` // MaxInversion of the entries and places
 
-	// Cost is the AWS price of the requests (simulate).
-	Cost *Cost `json:"costUSD,omitempty"`
-	// Capacity is what happened after the admissions of a program with a
-	// Crowd.
-	Capacity *Capacity `json:"capacity,omitempty"`
+	Cost     *Cost     `json:"costUSD,omitempty"`  // the AWS price of the requests (simulate)
+	Capacity *Capacity `json:"capacity,omitempty"` // with a Crowd
 }
 
-// Capacity is what a run or a simulation measured of a program's
-// admissions once made: its cap and no-show settings, its no-shows and its
-// users' sessions. Fields marked (run) are measured over HTTP only,
-// (simulate) by the simulator only.
+// Capacity is what happened to a program's admissions once made: its cap
+// and no-show settings (0: none), its no-shows and its users' sessions.
+// (run) and (simulate) mark fields as in Result.
 type Capacity struct {
-	// MaxActiveUsers and NoShowSeconds are the program's settings (0: none).
 	MaxActiveUsers int64 `json:"maxActiveUsers,omitempty"`
 	NoShowSeconds  int64 `json:"noShowSeconds,omitempty"`
-	// Showed counts the users who saw ADMITTED (run); NoShows those who
-	// never fetched their admission; NoShowsSeen the drawn no-shows among
-	// Showed (run).
-	Showed      int64 `json:"showed,omitempty"`
-	NoShows     int64 `json:"noShows"`
-	NoShowsSeen int64 `json:"noShowsSeen,omitempty"`
-	// ServerNoShows and ServerEnded are the no-shows and ended sessions
-	// the service counted by the end.
+	// Showed counts the users who saw ADMITTED (run), NoShows those who
+	// never fetched their admission, NoShowsSeen the drawn no-shows among
+	// Showed (run); ServerNoShows and ServerEnded are the service's counts.
+	Showed        int64 `json:"showed,omitempty"`
+	NoShows       int64 `json:"noShows"`
+	NoShowsSeen   int64 `json:"noShowsSeen,omitempty"`
 	ServerNoShows int64 `json:"serverNoShows"`
 	ServerEnded   int64 `json:"serverEnded,omitempty"`
-	// Wasted counts the no-shows' admissions not given back to the line by
-	// the end (simulate).
-	Wasted int64 `json:"wasted"`
+	// Wasted counts the no-shows' admissions not given back by the end and
 	// ServedMs is when the last user who showed saw ADMITTED (simulate).
+	Wasted   int64   `json:"wasted"`
 	ServedMs float64 `json:"servedMs,omitempty"`
-	// MostActive is the most users active at once as they see it;
+	// MostActive is the most users active at once as they see it,
 	// PeakActiveCounter the largest "active" admin counter (run).
 	MostActive        int64 `json:"mostActive"`
 	PeakActiveCounter int64 `json:"peakActiveCounter,omitempty"`
-	// SessionsEnded counts the sessions the site ended, EndErrors its
-	// failed ends, Expired the users who read EXPIRED while polling (run),
+	// SessionsEnded counts the sessions the site ended and EndErrors its
+	// failed ends; Expired the users who read EXPIRED while polling and
 	// MissingPasses the ADMITTED answers without a pass (run).
 	SessionsEnded int64 `json:"sessionsEnded"`
 	EndErrors     int64 `json:"endErrors,omitempty"`
 	Expired       int64 `json:"expired,omitempty"`
 	MissingPasses int64 `json:"missingPasses,omitempty"`
-	// SlotReuseMs is, with a cap, the time from a slot's freeing to the
-	// admission that took it; NotReused counts the ends of a run after
-	// which the admitted counter never moved (run).
-	SlotReuseMs *Percentiles `json:"slotReuseMs,omitempty"`
-	NotReused   int64        `json:"notReused,omitempty"`
-	// MeanSessionMs is the mean time from ADMITTED to the session's end,
-	// DurationMs the time from the start of admission to the last user
-	// done, BoundMs the least time the turnover allows, and Ratio
-	// DurationMs / BoundMs (run).
-	MeanSessionMs float64 `json:"meanSessionMs,omitempty"`
-	DurationMs    float64 `json:"durationMs,omitempty"`
-	BoundMs       float64 `json:"boundMs,omitempty"`
-	Ratio         float64 `json:"ratio,omitempty"`
+	// SlotReuseMs runs from a slot's freeing to the admission that took it;
+	// NotReused counts the ends after which the admitted counter never
+	// moved. MeanSessionMs runs from ADMITTED to the session's end,
+	// DurationMs from the start of admission to the last user done; BoundMs
+	// is the least time the turnover allows (all run).
+	SlotReuseMs   *Percentiles `json:"slotReuseMs,omitempty"`
+	NotReused     int64        `json:"notReused,omitempty"`
+	MeanSessionMs float64      `json:"meanSessionMs,omitempty"`
+	DurationMs    float64      `json:"durationMs,omitempty"`
+	BoundMs       float64      `json:"boundMs,omitempty"`
+	Ratio         float64      `json:"ratio,omitempty"` // DurationMs / BoundMs
 }
 
 // Percentiles summarise a sample exactly (sorted samples, nearest rank).
@@ -236,26 +201,16 @@ func MaxInversion(es []Entrant) int64 {
 	})
 	var worst int64
 	latest := int64(math.MinInt64) // the latest entry among strictly earlier places
-	for i := 0; i < len(es); {
-		j := i
-		for j < len(es) && es[j].Place == es[i].Place {
-			j++
+	for i, e := range es {
+		if i > 0 && e.Place != es[i-1].Place {
+			latest = max(latest, es[i-1].EnteredMs) // the last entry of the place before
 		}
-		// es[i] entered first of its place and es[j-1] last.
 		if latest != math.MinInt64 {
-			worst = max(worst, latest-es[i].EnteredMs)
+			worst = max(worst, latest-e.EnteredMs)
 		}
-		latest = max(latest, es[j-1].EnteredMs)
-		i = j
 	}
 	return worst
 }
 
 // SeriesPeak is the largest count of a per-second series.
-func SeriesPeak(series []int64) int64 {
-	var p int64
-	for _, n := range series {
-		p = max(p, n)
-	}
-	return p
-}
+func SeriesPeak(series []int64) int64 { return slices.Max(append([]int64{0}, series...)) }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,9 +19,7 @@ import (
 
 // Arrival says when each virtual user enters: user i of n at i×Over/n, or
 // everyone at the start (a burst) when Over is zero.
-type Arrival struct {
-	Over time.Duration
-}
+type Arrival struct{ Over time.Duration }
 
 // ParseArrival reads "burst" or "uniform:DUR" (e.g. uniform:60s).
 func ParseArrival(s string) (Arrival, error) {
@@ -115,10 +114,10 @@ func ParseSchedule(spec string) (Schedule, error) {
 
 // Validate reports whether s can drive a run.
 func (s Schedule) Validate() error {
-	if len(s) == 0 {
+	switch {
+	case len(s) == 0:
 		return errors.New("rate schedule: empty")
-	}
-	if s[0].At != 0 {
+	case s[0].At != 0:
 		return errors.New("rate schedule: the first change must be at 0")
 	}
 	for i, c := range s {
@@ -179,12 +178,8 @@ type Scenario struct {
 	Users   int
 	Arrival Arrival
 	Rates   Schedule
-	// Abandon is the fraction of users, in [0, 1), who leave the queue
-	// while waiting (see Leaving).
-	Abandon float64
-	// Timeout bounds the run from its start; 0 means until every user has
-	// seen ADMITTED or left.
-	Timeout time.Duration
+	Abandon float64       // the fraction of users, in [0, 1), who leave while waiting (see Leaving)
+	Timeout time.Duration // bounds the run from its start; 0: until everyone has seen ADMITTED or left
 }
 
 // Result returns the Result of a run of sc under policy in mode, with the
@@ -196,13 +191,12 @@ func (sc Scenario) Result(policy, mode string, seed uint64) Result {
 
 // Validate reports whether sc is runnable.
 func (sc Scenario) Validate() error {
-	if sc.Users < 1 {
+	switch {
+	case sc.Users < 1:
 		return fmt.Errorf("users: %d, want at least 1", sc.Users)
-	}
-	if sc.Timeout < 0 {
+	case sc.Timeout < 0:
 		return errors.New("timeout: negative")
-	}
-	if !(sc.Abandon >= 0 && sc.Abandon < 1) {
+	case !(sc.Abandon >= 0 && sc.Abandon < 1):
 		return fmt.Errorf("abandon: %g, want a fraction in [0, 1)", sc.Abandon)
 	}
 	return sc.Rates.Validate()
@@ -222,10 +216,7 @@ func (sc Scenario) Leaving(seed uint64) []float64 {
 	for i := range perm {
 		perm[i] = int32(i)
 	}
-	frac := make([]float64, sc.Users)
-	for i := range frac {
-		frac[i] = -1
-	}
+	frac := slices.Repeat([]float64{-1}, sc.Users)
 	// A partial Fisher–Yates shuffle picks k distinct users.
 	for i := range k {
 		j := i + rng.IntN(sc.Users-i)

@@ -17,19 +17,16 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
-// Authorizer adds credentials to a request about to be sent; payload is its
-// body (nil for none).
+// Authorizer adds credentials to a request about to be sent with payload.
 type Authorizer interface {
 	Authorize(ctx context.Context, req *http.Request, payload []byte) error
 }
 
-// BearerToken authorizes with "Authorization: Bearer <token>": the local
-// server's admin secret (ADMIN_TOKEN). It goes only over https or to a
-// loopback host (BearerSafe).
+// BearerToken authorizes with "Authorization: Bearer <token>", only over
+// https or to a loopback host (BearerSafe).
 type BearerToken string
 
-// Authorize sets the Authorization header, or refuses a URL the token must
-// not go to in clear text.
+// Authorize sets the Authorization header, or refuses an unsafe URL.
 func (t BearerToken) Authorize(_ context.Context, req *http.Request, _ []byte) error {
 	if err := BearerSafe(req.URL); err != nil {
 		return err
@@ -38,9 +35,7 @@ func (t BearerToken) Authorize(_ context.Context, req *http.Request, _ []byte) e
 	return nil
 }
 
-// BearerSafe returns an error unless u is https or names a loopback host
-// (localhost, 127.0.0.0/8, ::1): a bearer token sent anywhere else in
-// clear text is anyone's on the way.
+// BearerSafe returns an error unless u is https or names a loopback host.
 func BearerSafe(u *url.URL) error {
 	if u.Scheme == "https" || Loopback(u.Host) {
 		return nil
@@ -48,8 +43,7 @@ func BearerSafe(u *url.URL) error {
 	return fmt.Errorf("a bearer token goes only over https or to a loopback host (localhost, 127.0.0.0/8, ::1), not to %s://%s", u.Scheme, u.Host)
 }
 
-// Loopback reports whether host (with or without a port) is localhost or a
-// loopback address.
+// Loopback reports whether host (with or without a port) is localhost or a loopback address.
 func Loopback(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -66,16 +60,14 @@ func Loopback(host string) bool {
 const Service = "execute-api"
 
 // SigV4 signs requests with AWS Signature Version 4 for API Gateway's IAM
-// authorizer, with credentials from Credentials (e.g. the SDK's default
-// chain) for Region, at Now (nil: time.Now).
+// authorizer, for Region at Now (nil: time.Now).
 type SigV4 struct {
 	Credentials aws.CredentialsProvider
 	Region      string
 	Now         func() time.Time
 }
 
-// Authorize signs req, its payload hashed into the signature, after every
-// other header is set.
+// Authorize signs req and payload, after every other header is set.
 func (s SigV4) Authorize(ctx context.Context, req *http.Request, payload []byte) error {
 	if s.Credentials == nil {
 		return fmt.Errorf("sign the request: no AWS credentials")
@@ -98,13 +90,11 @@ func (s SigV4) Authorize(ctx context.Context, req *http.Request, payload []byte)
 	return nil
 }
 
-// apiHost matches an API Gateway default endpoint:
-// {api-id}.execute-api.{region}.amazonaws.com (or .amazonaws.com.cn).
+// apiHost matches an API Gateway default endpoint.
 var apiHost = regexp.MustCompile(`^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$`)
 
-// RegionFromHost returns the region of an API Gateway default endpoint
-// host (with or without a port); false for any other host, e.g. a custom
-// domain name.
+// RegionFromHost returns the region of an API Gateway default endpoint host
+// (with or without a port); false for any other host.
 func RegionFromHost(host string) (string, bool) {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h

@@ -56,24 +56,19 @@ var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDelet
 // Admin reports whether o is an admin call.
 func (o Op) Admin() bool { return slices.Contains(adminOps, o) }
 
-// authorized reports whether o's request carries the admin credentials:
-// an admin operation, or the site's release of a session.
+// authorized reports whether o's request carries the admin credentials.
 func (o Op) authorized() bool { return o.Admin() || o == OpReleaseSession }
 
-// NewIdempotencyKey returns a fresh random key for an enter (128 bits of
-// crypto/rand as 26 base32 characters).
+// NewIdempotencyKey returns a fresh random key for an enter (128 bits as 26 base32 characters).
 func NewIdempotencyKey() string { return rand.Text() }
 
-// Entry is what an enter sends besides the program, each optional: a token
-// already held (answered again), an idempotency key (a retried enter gets
-// the first attempt's answer), and a proof of work (Prove).
+// Entry is what an enter optionally sends: a token held, an idempotency key and a proof of work (Prove).
 type Entry struct {
 	Token, IdempotencyKey string
 	Challenge, Solution   string
 }
 
-// ProgramAnswer is an admin call's answer: the program, and the body as
-// the server sent it, with any field this client does not know.
+// ProgramAnswer is an admin call's program, and the body as sent, with any field this client does not know.
 type ProgramAnswer struct {
 	api.Program
 	Raw json.RawMessage
@@ -85,16 +80,14 @@ type TokenAnswer struct {
 	Raw json.RawMessage
 }
 
-// route is the API route tmpl with its parameters ({programId},
-// {tokenId}, {keyId}) replaced, in order, by args, path-escaped.
+// route is the API route tmpl with its {parameters} replaced, in order, by args, path-escaped.
 func route(tmpl string, args ...string) string {
-	var b strings.Builder
 	for _, arg := range args {
-		open, end := strings.IndexByte(tmpl, '{'), strings.IndexByte(tmpl, '}')
-		b.WriteString(tmpl[:open] + url.PathEscape(arg))
-		tmpl = tmpl[end+1:]
+		before, after, _ := strings.Cut(tmpl, "{")
+		_, after, _ = strings.Cut(after, "}")
+		tmpl = before + url.PathEscape(arg) + after // escaped, arg has no braces
 	}
-	return b.String() + tmpl
+	return tmpl
 }
 
 // pageQuery is the query string of a page: cursor and limit when set.
@@ -125,8 +118,7 @@ func (c *Client) send(ctx context.Context, op Op, path string, h http.Header) er
 	return err
 }
 
-// Enter takes a place in programID's queue; created is true for a new
-// place (201), false for a token answered again (200).
+// Enter takes a place in programID's queue; created is false for a token answered again.
 func (c *Client) Enter(ctx context.Context, programID string, e Entry) (t api.Token, created bool, err error) {
 	h := http.Header{}
 	if e.Token != "" {
@@ -149,21 +141,17 @@ func (c *Client) Poll(ctx context.Context, programID, token string) (api.Token, 
 	return answer[api.Token](ctx, c, request{op: OpPoll, path: route(api.QueuePath, programID), header: http.Header{api.HeaderToken: {token}}})
 }
 
-// Leave gives up token's place in programID's queue. An admitted token
-// cannot leave: that is an *Error with Status 409.
+// Leave gives up token's place in programID's queue.
 func (c *Client) Leave(ctx context.Context, programID, token string) error {
 	return c.send(ctx, OpLeave, route(api.QueuePath, programID), http.Header{api.HeaderToken: {token}})
 }
 
-// EndSession tells the waiting room that the site is done with the holder
-// of pass, as passverify.EndSession does; under a cap their slot frees when
-// their window ends. Ending it again is no error.
+// EndSession tells the waiting room that the site is done with the holder of pass, as passverify.EndSession does.
 func (c *Client) EndSession(ctx context.Context, programID, pass string) error {
 	return c.send(ctx, OpEndSession, route(api.SessionPath, programID), http.Header{api.HeaderAdmissionPass: {pass}})
 }
 
-// ReleaseSession is EndSession with the client's admin credentials: under
-// a cap the slot also frees at once.
+// ReleaseSession is EndSession with the admin credentials: under a cap the slot frees at once.
 func (c *Client) ReleaseSession(ctx context.Context, programID, pass string) error {
 	return c.send(ctx, OpReleaseSession, route(api.AdminSessionPath, programID), http.Header{api.HeaderAdmissionPass: {pass}})
 }
@@ -173,8 +161,7 @@ func (c *Client) Challenge(ctx context.Context, programID string) (api.Challenge
 	return answer[api.Challenge](ctx, c, request{op: OpChallenge, path: route(api.ChallengePath, programID)})
 }
 
-// Prove fetches a challenge of programID and solves it on this core, and
-// returns e with the proof; bits 0 (no proof asked) leaves e as it is.
+// Prove returns e with the proof of a challenge of programID solved on this core, if one is asked.
 func (c *Client) Prove(ctx context.Context, programID string, e Entry) (Entry, error) {
 	ch, err := c.Challenge(ctx, programID)
 	if err != nil || ch.Bits == 0 {
@@ -188,9 +175,7 @@ func (c *Client) Prove(ctx context.Context, programID string, e Entry) (Entry, e
 	return e, nil
 }
 
-// NeedsProof reports whether err refused an enter for its proof of work:
-// none sent (CHALLENGE_REQUIRED) or one refused (CHALLENGE_FAILED); a new
-// proof (Prove) is then the way in.
+// NeedsProof reports whether err refused an enter for its proof of work (missing or refused).
 func NeedsProof(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && (e.Code == api.CodeChallengeRequired || e.Code == api.CodeChallengeFailed)
@@ -202,15 +187,13 @@ func (c *Client) GetProgram(ctx context.Context, programID string) (ProgramAnswe
 	return p, err
 }
 
-// PutProgram creates programID with s, or changes the settings s holds;
-// created tells which.
+// PutProgram creates programID with s, or changes the settings s holds; created tells which.
 func (c *Client) PutProgram(ctx context.Context, programID string, s api.ProgramSettings) (p ProgramAnswer, created bool, err error) {
 	p, status, err := c.program(ctx, request{op: OpPutProgram, path: route(api.AdminPath, programID), body: s, want: []int{http.StatusCreated, http.StatusOK}})
 	return p, status == http.StatusCreated, err
 }
 
-// Admit admits the next n people of programID's queue now, on top of the
-// automatic admission.
+// Admit admits the next n people of programID's queue now.
 func (c *Client) Admit(ctx context.Context, programID string, n int64) (ProgramAnswer, error) {
 	p, _, err := c.program(ctx, request{op: OpAdmit, path: route(api.AdmissionPath, programID), body: api.Admission{Count: &n}})
 	return p, err
@@ -224,8 +207,7 @@ func (c *Client) program(ctx context.Context, r request) (ProgramAnswer, int, er
 	return p, status, err
 }
 
-// ListPrograms reads a page of up to limit programs (0: the server's
-// default) from cursor ("" for the first).
+// ListPrograms reads a page of up to limit programs (0: the default) from cursor ("" for the first).
 func (c *Client) ListPrograms(ctx context.Context, cursor string, limit int) (api.ProgramList, error) {
 	return answer[api.ProgramList](ctx, c, request{op: OpListPrograms, path: api.ProgramsPath + pageQuery(cursor, limit)})
 }
@@ -235,14 +217,12 @@ func (c *Client) DeleteProgram(ctx context.Context, programID string) error {
 	return c.send(ctx, OpDeleteProgram, route(api.AdminPath, programID), nil)
 }
 
-// History reads a page of up to limit of programID's changes (0: the
-// server's default), newest first, from cursor ("" for the newest).
+// History reads a page of up to limit of programID's changes, newest first, from cursor.
 func (c *Client) History(ctx context.Context, programID, cursor string, limit int) (api.ChangeList, error) {
 	return answer[api.ChangeList](ctx, c, request{op: OpHistory, path: route(api.ChangesPath, programID) + pageQuery(cursor, limit)})
 }
 
-// IssueBypass asks for n bypass passes to programID, each valid for
-// validity (whole seconds) from when the server signs it.
+// IssueBypass asks for n bypass passes to programID, each valid for validity (whole seconds).
 func (c *Client) IssueBypass(ctx context.Context, programID string, n int64, validity time.Duration) ([]string, error) {
 	seconds := int64(validity / time.Second)
 	body := api.BypassRequest{Count: &n, ValidSeconds: &seconds}
@@ -250,8 +230,7 @@ func (c *Client) IssueBypass(ctx context.Context, programID string, n int64, val
 	return out.Passes, err
 }
 
-// Token looks up token in programID as an admin: what its holder would be
-// told (without the pass), and the times it stores. It records nothing.
+// Token looks up token in programID as an admin, recording nothing.
 func (c *Client) Token(ctx context.Context, programID, token string) (TokenAnswer, error) {
 	var t TokenAnswer
 	_, raw, err := c.do(ctx, request{op: OpGetToken, path: route(api.TokenPath, programID, token)}, &t.TokenRecord)
@@ -259,29 +238,23 @@ func (c *Client) Token(ctx context.Context, programID, token string) (TokenAnswe
 	return t, err
 }
 
-// RevokeToken revokes token in programID: it then reads REVOKED, with no
-// place, admission or pass. Revoking it again is no error.
+// RevokeToken revokes token in programID; revoking it again is no error.
 func (c *Client) RevokeToken(ctx context.Context, programID, token string) error {
 	return c.send(ctx, OpRevokeToken, route(api.TokenPath, programID, token), nil)
 }
 
 // Keys lists the keyring's signing keys, newest first, with their states.
-// A deployment that signs with fixed keys answers 409 NO_KEYRING.
 func (c *Client) Keys(ctx context.Context) (api.SigningKeys, error) {
 	return answer[api.SigningKeys](ctx, c, request{op: OpListKeys, path: api.KeysPath})
 }
 
-// RotateKey makes a new signing key, published at once, that signs from
-// 15 minutes from now. It is not repeated after a 503: the key may have
-// been made (Keys tells).
+// RotateKey makes a new signing key, published at once, that signs 15 minutes from now.
 func (c *Client) RotateKey(ctx context.Context) (api.SigningKey, error) {
 	r, err := answer[api.KeyRotation](ctx, c, request{op: OpRotateKey, path: api.KeysPath, want: []int{http.StatusCreated}})
 	return r.Key, err
 }
 
-// RevokeKey revokes the signing key kid: it leaves the JWKS and signs no
-// more; when it was the key that signs, the answer's Replacement signs in
-// its place from now. Revoking it again is no error.
+// RevokeKey revokes the signing key kid; a Replacement signs in its place if it was signing.
 func (c *Client) RevokeKey(ctx context.Context, kid string) (api.KeyRevocation, error) {
 	return answer[api.KeyRevocation](ctx, c, request{op: OpRevokeKey, path: route(api.KeyPath, kid)})
 }

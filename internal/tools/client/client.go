@@ -21,15 +21,13 @@ import (
 	"github.com/example/waitingroom/internal/clock"
 )
 
-// Exchange is one request as sent and answered, for an observer. Status is
-// 0 when no answer came; Err is nil for a wanted answer, an *Error for
-// another, else the transport's error; Canceled reports that the caller's
-// context ended the request (the failure is not the server's).
+// Exchange is one request as sent and answered, for an observer; Canceled
+// reports that the caller's context ended the request.
 type Exchange struct {
 	Op       Op
 	Sent     time.Time
 	Latency  time.Duration // from sending to the whole answer read
-	Status   int
+	Status   int           // 0 when no answer came
 	Err      error
 	Canceled bool
 }
@@ -48,32 +46,22 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithAuth authorizes the admin calls with auth; without it they go
-// without credentials.
+// WithAuth authorizes the admin calls with auth.
 func WithAuth(auth Authorizer) Option {
 	return func(c *Client) { c.auth, c.authSet = auth, true }
 }
 
-// WithHTTPClient sends the requests with hc (default: a client with a 30 s
-// timeout).
+// WithHTTPClient sends the requests with hc (default: a 30 s timeout).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
 
-// WithRetry repeats the requests the server could not serve now as r says
-// (default: each request is sent once).
+// WithRetry repeats the requests the server could not serve now as r says.
 func WithRetry(r Retry) Option { return func(c *Client) { c.retry = r } }
 
-// WithNow reads the time from now (default time.Now) for a Retry-After
-// HTTP-date in an answer without a Date header.
-func WithNow(now func() time.Time) Option { return func(c *Client) { c.now = now } }
-
-// WithObserver calls f after every request sent, retries included, before
-// the call returns, from the calling goroutine.
+// WithObserver calls f after every request sent, retries included, from the calling goroutine.
 func WithObserver(f func(Exchange)) Option { return func(c *Client) { c.observe = f } }
 
-// New returns a Client of the API at baseURL (http or https, e.g.
-// "https://abc123.execute-api.eu-west-1.amazonaws.com" or
-// "http://127.0.0.1:3000"). A bearer token is refused unless the URL is
-// https or loopback (BearerSafe).
+// New returns a Client of the API at baseURL (http or https); a bearer
+// token is refused unless the URL is https or loopback (BearerSafe).
 func New(baseURL string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -97,27 +85,24 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// request is one call of the API: what to send and the statuses of a
-// success (nil: 200).
+// request is one call of the API.
 type request struct {
 	op     Op
 	path   string // under the base URL, escaped
 	header http.Header
-	body   any // JSON; nil for none
-	want   []int
+	body   any   // JSON; nil for none
+	want   []int // the statuses of a success (nil: 200)
 }
 
-// do sends r, repeating it as c.retry says, and tells the observer of each
-// attempt. It decodes a wanted answer into out (unless nil) and returns the
-// answer's status and body.
+// do sends r, repeating it as c.retry says, decodes a wanted answer into
+// out (unless nil) and returns the answer's status and body.
 func (c *Client) do(ctx context.Context, r request, out any) (int, []byte, error) {
 	var payload []byte
 	if r.body != nil {
-		b, err := json.Marshal(r.body)
-		if err != nil {
+		var err error
+		if payload, err = json.Marshal(r.body); err != nil {
 			return 0, nil, fmt.Errorf("%s: encode the request: %w", r.op, err)
 		}
-		payload = b
 	}
 	for attempt := 1; ; attempt++ {
 		sent := time.Now()
@@ -132,12 +117,10 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, []byte, error
 	}
 }
 
-// maxAnswerBytes bounds what the client reads of an answer: the API's are
-// under a kilobyte.
+// maxAnswerBytes bounds what the client reads of an answer.
 const maxAnswerBytes = 1 << 20
 
-// once sends r with payload as its body and reads the answer: a wanted
-// status, its body decoded into out (unless nil), or else an *Error.
+// once sends r with payload once and reads the answer, as do does.
 func (c *Client) once(ctx context.Context, r request, payload []byte, out any) (int, []byte, error) {
 	method := r.op.method()
 	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+r.path, bytes.NewReader(payload))
@@ -181,8 +164,7 @@ func (c *Client) once(ctx context.Context, r request, payload []byte, out any) (
 	return resp.StatusCode, raw, nil
 }
 
-// decodeAnswer decodes raw into out; an error names the member that did
-// not decode.
+// decodeAnswer decodes raw into out; an error names the member that did not decode.
 func decodeAnswer(raw []byte, out any) error {
 	err := json.Unmarshal(raw, out)
 	if err == nil {

@@ -15,13 +15,13 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/client"
 	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 const secret = "s3cret"
@@ -362,7 +362,7 @@ func TestKeyCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	noon := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
-	ring := admissionpass.NewKeyring(memstore.New(), wrap, admissionpass.WithKeyringClock(clock.NewFake(noon)))
+	ring := admissionpass.NewKeyring(memstore.New(), wrap, admissionpass.WithKeyringClock(simclock.NewFake(noon)))
 	srv := httptest.NewServer(httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers()), httpapi.BearerAuth(secret), httpapi.WithKeyring(ring)))
 	t.Cleanup(srv.Close)
 	var ops []client.Op

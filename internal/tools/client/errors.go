@@ -14,16 +14,13 @@ import (
 	"github.com/example/waitingroom/internal/api"
 )
 
-// Error is an answer other than the one expected: the API's
-// {"code","message"}, or API Gateway's own {"message"} (Code is then
-// empty), or, failing both, the start of the body or the status text.
+// Error is an answer other than the one expected: the API's {"code","message"},
+// API Gateway's {"message"}, or the start of the body or the status text.
 type Error struct {
-	Status  int
-	Code    string
-	Message string
-	// RetryAfter is the answer's Retry-After delay (seconds or an
-	// HTTP-date); 0 when absent.
-	RetryAfter time.Duration
+	Status     int
+	Code       string
+	Message    string
+	RetryAfter time.Duration // 0 when absent
 }
 
 func (e *Error) Error() string {
@@ -33,18 +30,15 @@ func (e *Error) Error() string {
 	return e.Code + ": " + e.Message
 }
 
-// Retryable reports whether the same request may succeed later: 429 and
-// 5xx. Any other 4xx is the caller's mistake.
+// Retryable reports whether the same request may succeed later: 429 and 5xx.
 func (e *Error) Retryable() bool {
 	return e.Status == http.StatusTooManyRequests || e.Status >= 500
 }
 
-// maxMessageBytes bounds the start of a body that is not the API's JSON,
-// kept as an Error's Message.
+// maxMessageBytes bounds the start of a body kept as an Error's Message.
 const maxMessageBytes = 200
 
-// answerError reads an answer other than the one expected, received at
-// now.
+// answerError reads an answer other than the one expected, received at now.
 func answerError(resp *http.Response, raw []byte, now time.Time) *Error {
 	e := &Error{Status: resp.StatusCode}
 	e.RetryAfter, _ = ParseRetryAfter(resp.Header, now)
@@ -60,21 +54,15 @@ func answerError(resp *http.Response, raw []byte, now time.Time) *Error {
 	if len(msg) > maxMessageBytes {
 		msg = strings.ToValidUTF8(msg[:maxMessageBytes], "") + "…"
 	}
-	if msg == "" {
-		msg = http.StatusText(resp.StatusCode)
-	}
-	e.Message = msg
+	e.Message = cmp.Or(msg, http.StatusText(resp.StatusCode))
 	return e
 }
 
-// maxRetryAfterSeconds caps a Retry-After (a day) so that it fits a
-// time.Duration.
+// maxRetryAfterSeconds caps a Retry-After at a day.
 const maxRetryAfterSeconds = 24 * 60 * 60
 
-// ParseRetryAfter reads h's Retry-After: delay-seconds, or an HTTP-date
-// taken relative to the answer's Date header (now when it has none). ok is
-// false when the header is absent or malformed; a date in the past is 0,
-// and any delay is capped at a day.
+// ParseRetryAfter reads h's Retry-After: seconds, or an HTTP-date relative
+// to the Date header (else now); ok is false when absent or malformed.
 func ParseRetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
@@ -97,9 +85,7 @@ func ParseRetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
 }
 
 // RetryDelay reports whether a call that failed with err is worth sending
-// again, and after how long: an *Error's Retry-After (fallback when it has
-// none) if it is Retryable, fallback after a transport error, never once
-// ctx has ended or for any other answer.
+// again, and after how long: Retry-After, or else fallback.
 func RetryDelay(ctx context.Context, err error, fallback time.Duration) (time.Duration, bool) {
 	if err == nil || ctx.Err() != nil {
 		return 0, false
@@ -115,22 +101,17 @@ func RetryDelay(ctx context.Context, err error, fallback time.Duration) (time.Du
 }
 
 // Retry is how a Client repeats a request the server could not serve now
-// (429, or 503 for a request safe to repeat: see safeToRepeat): up to
-// Attempts in all, each after the answer's Retry-After (1 s without one,
-// or for 0), at most MaxWait. Notify, if set, hears of each retry before
-// its wait. The zero Retry sends each request once.
+// (safeToRepeat): up to Attempts in all, each after the answer's Retry-After
+// (1 s without one), at most MaxWait. The zero Retry sends each request once.
 type Retry struct {
 	Attempts int
 	MaxWait  time.Duration
-	Notify   func(err *Error, wait time.Duration, attempt int)
-	// Sleep waits before each retry: for d, or until ctx ends (then it
-	// returns ctx's error and the call gives up). Nil is the real clock's;
-	// tests record the waits asked for instead.
+	Notify   func(err *Error, wait time.Duration, attempt int) // hears of each retry
+	// Sleep waits for d before each retry, or until ctx ends (nil: the real clock's).
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// after reports whether to send again a request of method that failed with
-// err at attempt, and after how long; it tells Notify.
+// after reports whether to send again a request of method that failed with err at attempt, and after how long.
 func (r Retry) after(method string, err error, attempt int) (time.Duration, bool) {
 	var e *Error
 	if !errors.As(err, &e) || attempt >= r.Attempts || !safeToRepeat(method, e) {
@@ -144,9 +125,7 @@ func (r Retry) after(method string, err error, attempt int) (time.Duration, bool
 }
 
 // safeToRepeat reports whether a request answered e may be sent again:
-// always after a 429 or a 503 BUSY, which made no change; after another
-// 503 only for a GET, PUT or DELETE, which come to the same when made
-// twice (a DELETE repeated after it took effect may answer 404).
+// after a 429 or a 503 BUSY, or another 503 to an idempotent method.
 func safeToRepeat(method string, e *Error) bool {
 	switch {
 	case e.Status == http.StatusTooManyRequests, e.Status == http.StatusServiceUnavailable && e.Code == api.CodeBusy:

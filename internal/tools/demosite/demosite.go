@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"sync"
@@ -28,8 +29,7 @@ const (
 
 // Programs says which programs exist; *queue.Service is one.
 type Programs interface {
-	// Showing answers a *queue.Error of KindNotFound for a program that
-	// does not exist.
+	// Showing answers a *queue.Error of KindNotFound for a program that does not exist.
 	Showing(ctx context.Context, programID string) (queue.Showing, error)
 }
 
@@ -41,8 +41,7 @@ type Config struct {
 	Programs   Programs     // says which programs exist, and so get a gate
 }
 
-// URL returns the demo page of programID on the server at base (an
-// http(s) origin without a trailing slash).
+// URL returns the demo page of programID on the server at base (an http(s) origin).
 func URL(base, programID string) string {
 	return base + Prefix + url.PathEscape(programID)
 }
@@ -57,14 +56,8 @@ type Handler struct {
 	guard  *passverify.MemoryGuard
 
 	mu    sync.Mutex
-	gates map[string]*gated   // of programs that exist
-	kept  map[string]keptPass // the passes exchanged, by jti, until they expire ("" once ended here)
-}
-
-// gated is a program's Gate and its two pages behind it.
-type gated struct {
-	gate       *passverify.Gate
-	page, done http.Handler
+	gates map[string]*passverify.Gate // of programs that exist
+	kept  map[string]keptPass         // the passes exchanged, by jti, until they expire ("" once ended here)
 }
 
 // keptPass is a pass the Gate exchanged, kept to end its admission.
@@ -73,8 +66,7 @@ type keptPass struct {
 	until time.Time
 }
 
-// New returns the demo site for cfg. It fetches nothing until the first
-// pass or cookie arrives.
+// New returns the demo site for cfg; it fetches nothing until the first pass or cookie arrives.
 func New(cfg Config) (*Handler, error) {
 	if cfg.API == "" || cfg.Issuer == "" || cfg.Programs == nil {
 		return nil, errors.New("demosite: API, Issuer and Programs are required")
@@ -87,31 +79,25 @@ func New(cfg Config) (*Handler, error) {
 		mux:    http.NewServeMux(),
 		secret: make([]byte, passverify.MinCookieSecretSize),
 		guard:  passverify.NewMemoryGuard(0),
-		gates:  map[string]*gated{},
+		gates:  map[string]*passverify.Gate{},
 		kept:   map[string]keptPass{},
 	}
 	_, _ = rand.Read(h.secret) // never fails
-	h.mux.HandleFunc(Pattern, h.serve(func(g *gated) http.Handler { return g.page }))
-	h.mux.HandleFunc(DonePattern, h.serve(func(g *gated) http.Handler { return g.done }))
+	h.mux.HandleFunc(Pattern, h.serve(h.servePage))
+	h.mux.HandleFunc(DonePattern, h.serve(h.serveDone))
 	return h, nil
 }
 
-// keep records pass, exchanged for a cookie, until it expires; passes
-// already expired go.
+// keep records pass, exchanged for a cookie, until it expires; passes already expired go.
 func (h *Handler) keep(_ context.Context, c passverify.Claims, pass string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
-	for jti, k := range h.kept {
-		if now.After(k.until) {
-			delete(h.kept, jti)
-		}
-	}
+	maps.DeleteFunc(h.kept, func(_ string, k keptPass) bool { return now.After(k.until) })
 	h.kept[c.JTI] = keptPass{pass, c.ExpiresAt}
 }
 
-// passOf returns the pass kept for jti, and whether its admission was
-// ended here.
+// passOf returns the pass kept for jti, and whether its admission was ended here.
 func (h *Handler) passOf(jti string) (pass string, ended bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -119,13 +105,11 @@ func (h *Handler) passOf(jti string) (pass string, ended bool) {
 	return k.pass, ok && k.pass == ""
 }
 
-// ended records that jti's admission ended: the site refuses its cookie
-// from then on, until the pass would have expired.
+// ended records that jti's admission ended: the site refuses its cookie until the pass expires.
 func (h *Handler) ended(jti string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	k := h.kept[jti]
-	h.kept[jti] = keptPass{"", k.until}
+	h.kept[jti] = keptPass{"", h.kept[jti].until}
 }
 
 // ServeHTTP serves the demo page; any other request is a plain 404.
@@ -139,8 +123,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // errNoProgram is a program id that names no program.
 var errNoProgram = errors.New("no such program")
 
-// serve serves the handler of the request's program that pick chooses.
-func (h *Handler) serve(pick func(*gated) http.Handler) http.HandlerFunc {
+// serve serves page behind the Gate of the request's program.
+func (h *Handler) serve(page func(http.ResponseWriter, *http.Request, *passverify.Gate)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		g, err := h.gate(r.Context(), r.PathValue("programId"))
 		switch {
@@ -152,14 +136,13 @@ func (h *Handler) serve(pick func(*gated) http.Handler) http.HandlerFunc {
 			w.Header().Set("Retry-After", "5")
 			http.Error(w, "The demo site cannot check the program right now; retry shortly.", http.StatusServiceUnavailable)
 		default:
-			pick(g).ServeHTTP(w, r)
+			g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { page(w, r, g) })).ServeHTTP(w, r)
 		}
 	}
 }
 
-// gate returns the Gate of program id, built on first use if the program
-// exists; errNoProgram if it does not.
-func (h *Handler) gate(ctx context.Context, id string) (*gated, error) {
+// gate returns the Gate of program id, built on first use if the program exists, else errNoProgram.
+func (h *Handler) gate(ctx context.Context, id string) (*passverify.Gate, error) {
 	if !queue.ValidProgramID(id) {
 		return nil, errNoProgram
 	}
@@ -189,7 +172,7 @@ func (h *Handler) gate(ctx context.Context, id string) (*gated, error) {
 	if err != nil {
 		return nil, err
 	}
-	gate, err := passverify.NewGate(v, passverify.GateConfig{
+	g, err = passverify.NewGate(v, passverify.GateConfig{
 		WaitingRoomURL: "/waiting-room/" + url.PathEscape(id),
 		CookieSecrets:  [][]byte{h.secret},
 		CookiePath:     Prefix + url.PathEscape(id),
@@ -199,32 +182,37 @@ func (h *Handler) gate(ctx context.Context, id string) (*gated, error) {
 	if err != nil {
 		return nil, err
 	}
-	g = &gated{gate: gate}
-	g.page = gate.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, _ := passverify.FromContext(r.Context())
-		if _, ended := h.passOf(c.JTI); ended {
-			// Ended here: the site stops honouring it, though the pass
-			// itself stays valid until it expires.
-			g.gate.Forget(w, r)
-			w.Header().Set("Cache-Control", "no-store")
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			_ = pages.ExecuteTemplate(w, "done", c.ProgramID)
-			return
-		}
-		servePage(w, r)
-	}))
-	g.done = gate.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serveDone(w, r, g.gate) }))
 	h.gates[id] = g
 	return g, nil
 }
 
-// serveDone ends the admission of the pass behind the request's cookie
-// (the Done button), and the site's session with it.
+// servePage is the protected page, behind the Gate; a session ended here
+// gets the done page, though its pass stays valid until it expires.
+func (h *Handler) servePage(w http.ResponseWriter, r *http.Request, gate *passverify.Gate) {
+	c, ok := passverify.FromContext(r.Context())
+	if !ok { // only a Gate calls this
+		http.Error(w, "no admission", http.StatusForbidden)
+		return
+	}
+	if _, ended := h.passOf(c.JTI); ended {
+		writeDone(w, r, gate, c.ProgramID)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "private, no-store")
+	_ = pages.ExecuteTemplate(w, "page", struct {
+		Program          string
+		Ticket           int64
+		Until, UntilText string
+		Done             string
+	}{c.ProgramID, c.Ticket, c.ExpiresAt.UTC().Format(time.RFC3339), c.ExpiresAt.UTC().Format("15:04:05 UTC, 2 January 2006"), Prefix + url.PathEscape(c.ProgramID) + "/done"})
+}
+
+// serveDone ends the admission of the pass behind the request's cookie, and the site's session.
 func (h *Handler) serveDone(w http.ResponseWriter, r *http.Request, gate *passverify.Gate) {
 	w.Header().Set("Cache-Control", "no-store")
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		// Only the site's own Done button ends a session (SameSite=Lax
-		// still lets other ports and sibling hosts post).
+		// SameSite=Lax still lets other ports and sibling hosts post.
 		http.Error(w, "Cross-site requests cannot end a session.", http.StatusForbidden)
 		return
 	}
@@ -232,33 +220,32 @@ func (h *Handler) serveDone(w http.ResponseWriter, r *http.Request, gate *passve
 	pass, ended := h.passOf(c.JTI)
 	switch {
 	case ended:
-	case pass == "":
-		// Exchanged before this server started: the admission ends by
-		// itself at its expiry.
+	case pass == "": // exchanged before this server started
 		gate.Forget(w, r)
 		http.Error(w, "This demo site no longer holds your pass: your admission ends on its own when it expires.", http.StatusConflict)
 		return
 	default:
 		err := passverify.EndSession(r.Context(), h.cfg.HTTPClient, h.cfg.API, c.ProgramID, pass)
-		var se *passverify.SessionError
-		switch {
-		case errors.As(err, &se) && se.Status == http.StatusForbidden:
-			// Over or refused for good (PASS_EXPIRED, INVALID_PASS,
-			// TOKEN_REVOKED): the session ends here all the same.
-		case err != nil:
+		// A 403 (PASS_EXPIRED, INVALID_PASS, TOKEN_REVOKED) ends the session here all the same.
+		if se := (*passverify.SessionError)(nil); err != nil && !(errors.As(err, &se) && se.Status == http.StatusForbidden) {
 			w.Header().Set("Retry-After", "5")
 			http.Error(w, "The waiting room did not end your admission; try again shortly.", http.StatusBadGateway)
 			return
 		}
 		h.ended(c.JTI)
 	}
-	gate.Forget(w, r)
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = pages.ExecuteTemplate(w, "done", c.ProgramID)
+	writeDone(w, r, gate, c.ProgramID)
 }
 
-// pages are the demo site's pages in one layout: "page", the protected
-// page, and "done", after the Done button.
+// writeDone ends the site's session and writes the done page of program.
+func writeDone(w http.ResponseWriter, r *http.Request, gate *passverify.Gate, program string) {
+	gate.Forget(w, r)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = pages.ExecuteTemplate(w, "done", program)
+}
+
+// pages are the demo site's pages in one layout: "page", the protected page, and "done".
 var pages = template.Must(template.New("pages").Parse(`{{define "top"}}<!doctype html>
 <html lang="en">
 <head>
@@ -280,20 +267,3 @@ var pages = template.Must(template.New("pages").Parse(`{{define "top"}}<!doctype
 <p>This page stands for the protected ticketing site: it checked your admission pass on its own, against the waiting room's published keys.</p>
 <form method="post" action="{{.Done}}"><button type="submit">Done</button></form>
 {{template "bottom"}}{{end}}`))
-
-// servePage is the protected page, behind the Gate.
-func servePage(w http.ResponseWriter, r *http.Request) {
-	c, ok := passverify.FromContext(r.Context())
-	if !ok { // only a Gate calls this
-		http.Error(w, "no admission", http.StatusForbidden)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "private, no-store")
-	_ = pages.ExecuteTemplate(w, "page", struct {
-		Program          string
-		Ticket           int64
-		Until, UntilText string
-		Done             string
-	}{c.ProgramID, c.Ticket, c.ExpiresAt.UTC().Format(time.RFC3339), c.ExpiresAt.UTC().Format("15:04:05 UTC, 2 January 2006"), Prefix + url.PathEscape(c.ProgramID) + "/done"})
-}

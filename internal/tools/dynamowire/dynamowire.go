@@ -1,7 +1,5 @@
-// Package dynamowire reads and writes DynamoDB's JSON 1.0 protocol as an
-// http.RoundTripper in front of a DynamoDB API server sees it: the
-// operation a request calls, its body, and error answers shaped as
-// DynamoDB's, which the AWS SDK classifies as it would the real ones.
+// Package dynamowire reads and writes DynamoDB's JSON 1.0 protocol as an http.RoundTripper in front of
+// a DynamoDB API sees it: a request's operation and body, and error answers shaped as DynamoDB's.
 package dynamowire
 
 import (
@@ -15,20 +13,14 @@ import (
 	"strings"
 )
 
-// Operation returns the DynamoDB operation a request calls, from its
-// X-Amz-Target header ("DynamoDB_20120810.GetItem" gives "GetItem"), or ""
-// without one.
+// Operation returns the operation a request calls, from its X-Amz-Target header ("DynamoDB_20120810.GetItem" gives "GetItem").
 func Operation(req *http.Request) string {
 	target := req.Header.Get("X-Amz-Target")
-	if i := strings.LastIndexByte(target, '.'); i >= 0 {
-		return target[i+1:]
-	}
-	return target
+	return target[strings.LastIndexByte(target, '.')+1:]
 }
 
-// ReadBody reads req's body for a RoundTripper and returns it with a copy
-// of req that carries the same bytes, to forward: a RoundTripper must not
-// modify the request it was given.
+// ReadBody reads req's body for a RoundTripper and returns it with a copy of req that carries the same
+// bytes, to forward: a RoundTripper must not modify the request it was given.
 func ReadBody(req *http.Request) (*http.Request, []byte, error) {
 	if req.Body == nil {
 		return req, nil, nil
@@ -44,8 +36,7 @@ func ReadBody(req *http.Request) (*http.Request, []byte, error) {
 	return req, body, nil
 }
 
-// Error is the body of a DynamoDB error answer: code is the error's name
-// ("ThrottlingException"), fields are added to its __type and message.
+// Error is the body of a DynamoDB error answer named code ("ThrottlingException"), with fields added.
 func Error(code, message string, fields map[string]any) []byte {
 	v := map[string]any{"__type": "com.amazonaws.dynamodb.v20120810#" + code, "message": message}
 	maps.Copy(v, fields)
@@ -53,8 +44,7 @@ func Error(code, message string, fields map[string]any) []byte {
 	return body
 }
 
-// ErrorResponse is an answer to req with status and body (an Error), with
-// the headers DynamoDB sends and requestID as its request id.
+// ErrorResponse is an answer to req with status and body (an Error) and DynamoDB's headers, requestID its request id.
 func ErrorResponse(req *http.Request, status int, requestID string, body []byte) *http.Response {
 	h := make(http.Header)
 	h.Set("Content-Type", "application/x-amz-json-1.0")

@@ -1,6 +1,5 @@
-// Command genschemas writes the components/schemas of docs/openapi.yaml
-// from internal/api's Go types, between the document's two marker lines;
-// the rest of the document is left as it is. Run it with go generate.
+// Command genschemas writes the components/schemas of docs/openapi.yaml from internal/api's Go types,
+// between the document's two marker lines, leaving the rest as it is. Run it with go generate.
 package main
 
 import (
@@ -8,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,13 +20,12 @@ import (
 	"github.com/example/waitingroom/internal/api"
 )
 
-// The lines that enclose the generated schemas in the document.
 const (
-	beginMarker = "    # Generated from internal/api by go generate: do not edit.\n"
-	endMarker   = "    # End of the generated schemas.\n"
+	// The lines that enclose the generated schemas in the document.
+	beginMarker   = "    # Generated from internal/api by go generate: do not edit.\n"
+	endMarker     = "    # End of the generated schemas.\n"
+	apiImportPath = "github.com/example/waitingroom/internal/api"
 )
-
-const apiImportPath = "github.com/example/waitingroom/internal/api"
 
 // wireTypes are the bodies of the API, each one schema of the same name.
 var wireTypes = []any{api.Token{}, api.Program{}, api.ProgramSettings{}, api.Admission{}, api.Error{}, api.ProgramList{}, api.Change{}, api.ChangeList{}, api.TokenRecord{}, api.BypassRequest{}, api.BypassPasses{}, api.Challenge{},
@@ -37,28 +36,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: genschemas path/to/openapi.yaml")
 		os.Exit(2)
 	}
-	if err := rewrite(os.Args[1]); err != nil {
+	doc, err := os.ReadFile(os.Args[1])
+	if err == nil {
+		doc, err = withSchemas(doc, ".") // go generate runs in internal/api
+	}
+	if err == nil {
+		err = os.WriteFile(os.Args[1], doc, 0o644)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "genschemas:", err)
 		os.Exit(1)
 	}
 }
 
-// rewrite replaces the generated schemas of the document at path.
-func rewrite(path string) error {
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	out, err := withSchemas(doc, ".") // go generate runs in internal/api
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, out, 0o644)
-}
-
-// withSchemas returns doc with the schemas reflected from the Go source in
-// apiDir (internal/api, relative to the working directory) between its
-// markers.
+// withSchemas returns doc with the schemas reflected from the Go source in apiDir (internal/api,
+// relative to the working directory) between its markers.
 func withSchemas(doc []byte, apiDir string) ([]byte, error) {
 	before, rest, ok := bytes.Cut(doc, []byte(beginMarker))
 	_, after, ok2 := bytes.Cut(rest, []byte(endMarker))
@@ -75,29 +67,22 @@ func withSchemas(doc []byte, apiDir string) ([]byte, error) {
 // schemasYAML is the schemas, indented as under components/schemas.
 func schemasYAML(apiDir string) ([]byte, error) {
 	r := &jsonschema.Reflector{Anonymous: true, Mapper: mapType}
-	opts := jsonschema.WithFullComment()
 	// AddGoComments keys comments by base joined with the directory walked.
-	abs, err := filepath.Abs(apiDir)
-	if err != nil {
-		return nil, err
-	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
 	}
-	rel, err := filepath.Rel(abs, wd)
+	rel, err := filepath.Rel(filepath.Join(wd, apiDir), wd)
 	if err != nil {
 		return nil, err
 	}
 	base := path.Join(apiImportPath, filepath.ToSlash(rel))
-	if err := r.AddGoComments(base, apiDir, opts); err != nil {
+	if err := r.AddGoComments(base, apiDir, jsonschema.WithFullComment()); err != nil {
 		return nil, fmt.Errorf("read the comments of %s: %w", apiDir, err)
 	}
 	defs := jsonschema.Definitions{}
 	for _, v := range wireTypes {
-		for name, s := range r.Reflect(v).Definitions {
-			defs[name] = s
-		}
+		maps.Copy(defs, r.Reflect(v).Definitions)
 	}
 	b, err := json.Marshal(defs)
 	if err != nil {
@@ -115,17 +100,10 @@ func schemasYAML(apiDir string) ([]byte, error) {
 	if err := enc.Encode(&node); err != nil {
 		return nil, err
 	}
-	var indented strings.Builder
-	for _, line := range strings.SplitAfter(out.String(), "\n") {
-		if line != "" {
-			indented.WriteString("    " + line)
-		}
-	}
-	return []byte(indented.String()), nil
+	return []byte("    " + strings.ReplaceAll(strings.TrimSuffix(out.String(), "\n"), "\n", "\n    ") + "\n"), nil
 }
 
-// mapType gives the schema of the API's types that are not what their Go
-// kind says.
+// mapType gives the schema of the API's types that are not what their Go kind says.
 func mapType(t reflect.Type) *jsonschema.Schema {
 	switch t {
 	case reflect.TypeFor[api.Time]():
@@ -142,8 +120,8 @@ func mapType(t reflect.Type) *jsonschema.Schema {
 	return nil
 }
 
-// blockStyle clears the JSON styles of n and its children, so that the
-// encoder writes block YAML and quotes only where needed.
+// blockStyle clears the JSON styles of n and its children, so that the encoder writes block YAML
+// and quotes only where needed.
 func blockStyle(n *yaml.Node) {
 	n.Style = 0
 	for _, c := range n.Content {

@@ -1,7 +1,5 @@
-// Package localdynamo starts a local DynamoDB API server, moto_server (pip
-// install 'moto[server]') or dynalite (npm), as a child Process:
-// in its own process group, which Stop kills whole, and on Linux dying
-// with the process that started it.
+// Package localdynamo starts a local DynamoDB API server, moto_server (pip install 'moto[server]') or
+// dynalite (npm), as a child Process in its own process group, which Stop kills whole.
 package localdynamo
 
 import (
@@ -20,14 +18,17 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
-// Errors wrapped by Start's: the server's executable is not on PATH, or
-// Options.Server names no server it knows.
+// Errors wrapped by Start's: the server's executable is not on PATH, or Options.Server names no server it knows.
 var (
 	ErrNotInstalled  = errors.New("not installed")
 	ErrUnknownServer = errors.New("want moto or dynalite")
@@ -38,8 +39,7 @@ var installHint = map[string]string{
 	"dynalite": "install Node.js and dynalite: make setup installs it into .tools/ and make puts it on PATH",
 }
 
-// startTimeout bounds how long the server may take to answer after it is
-// started (moto took over 30 s on a busy 2-core machine).
+// startTimeout bounds how long the server may take to answer (moto took over 30 s on a busy 2-core machine).
 const startTimeout = 2 * time.Minute
 
 // Options choose the server and how it is reached.
@@ -47,9 +47,8 @@ type Options struct {
 	// Server is "moto" (moto_server; also when empty) or "dynalite".
 	Server string
 
-	// Serialize puts a proxy that passes one request at a time in front
-	// of the server (Endpoint is the proxy's): moto's conditional writes
-	// are not atomic (docs/operations.md).
+	// Serialize puts a proxy that passes one request at a time in front of the server
+	// (Endpoint is the proxy's): moto's conditional writes are not atomic (docs/operations.md).
 	Serialize bool
 	// Output receives the server's output; nil discards it.
 	Output io.Writer
@@ -63,9 +62,8 @@ type Server struct {
 	stop     sync.Once
 }
 
-// Start starts the server on a loopback port it binds itself (port 0) and
-// waits until it answers DynamoDB calls, ctx is done or startTimeout
-// passes. ctx bounds only the start: the server runs until Stop.
+// Start starts the server on a loopback port it binds itself (port 0) and waits until it
+// answers DynamoDB calls, ctx is done or startTimeout passes; the server runs until Stop.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	name, path, args, err := command(cmp.Or(opts.Server, "moto"))
 	if err != nil {
@@ -97,13 +95,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// dynaliteScript starts dynalite's server on port 0 of 127.0.0.1 and
-// prints the line its command prints, with the port it got.
+// dynaliteScript starts dynalite on port 0 of 127.0.0.1 and prints its command's line with the port.
 const dynaliteScript = `const s = require(process.argv[1])({createTableMs: 0, deleteTableMs: 0, updateTableMs: 0});
 s.listen(0, '127.0.0.1', () => console.log('Dynalite listening at: http://127.0.0.1:' + s.address().port));`
 
-// command is the command line that starts the server kind on port 0 of
-// 127.0.0.1, and the name of its executable.
+// command is the command line that starts the server kind on port 0 of 127.0.0.1, and its executable's name.
 func command(kind string) (name, path string, args []string, err error) {
 	switch kind {
 	case "moto":
@@ -119,8 +115,7 @@ func command(kind string) (name, path string, args []string, err error) {
 	if kind == "moto" {
 		return name, path, args, nil
 	}
-	// dynalite's command line cannot listen on port 0: its module can, run
-	// by node from the package the installed command links to.
+	// dynalite's command line cannot listen on port 0; its module, run by node, can.
 	cli, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return "", "", nil, fmt.Errorf("dynalite: %w", err)
@@ -133,21 +128,19 @@ func command(kind string) (name, path string, args []string, err error) {
 
 var listening = regexp.MustCompile(`http://(?:127\.0\.0\.1|localhost):(\d+)`)
 
-// watchPort returns a writer that passes a server's output on to w (nil
-// discards it) and a channel that receives the port of the first
-// http://127.0.0.1:PORT URL in it. Close the writer once the server exits.
-func watchPort(w io.Writer) (io.WriteCloser, <-chan int) {
+// watchPort returns a writer passing output on to w (nil discards it), and a channel receiving the first
+// http://127.0.0.1:PORT URL's port in it. Close the writer once the server exits.
+func watchPort(w io.Writer) (io.WriteCloser, <-chan string) {
 	if w == nil {
 		w = io.Discard
 	}
 	r, pw := io.Pipe()
-	found := make(chan int, 1)
+	found := make(chan string, 1)
 	go func() {
 		lines := bufio.NewScanner(io.TeeReader(r, w)) // a line over 64 KiB ends the scan
 		for lines.Scan() {
 			if m := listening.FindSubmatch(lines.Bytes()); m != nil {
-				port, _ := strconv.Atoi(string(m[1]))
-				found <- port
+				found <- string(m[1])
 				break
 			}
 		}
@@ -157,9 +150,8 @@ func watchPort(w io.Writer) (io.WriteCloser, <-chan int) {
 	return pw, found
 }
 
-// Proxy starts the proxy of Options.Serialize in front of the DynamoDB API
-// at endpoint, a server this process did not start; Endpoint is the
-// proxy's. Stop closes the proxy only.
+// Proxy starts the proxy of Options.Serialize in front of the DynamoDB API at endpoint, a server
+// this process did not start; Endpoint is the proxy's. Stop closes the proxy only.
 func Proxy(endpoint string) (*Server, error) {
 	s := &Server{endpoint: endpoint}
 	if err := s.serialize(); err != nil {
@@ -168,7 +160,6 @@ func Proxy(endpoint string) (*Server, error) {
 	return s, nil
 }
 
-// serialize puts the serializing proxy in front of s.endpoint.
 func (s *Server) serialize() error {
 	backend, err := url.Parse(s.endpoint)
 	if err != nil {
@@ -178,14 +169,23 @@ func (s *Server) serialize() error {
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	s.proxy = &http.Server{Handler: serialized(httputil.NewSingleHostReverseProxy(backend))}
+	proxy, turn := httputil.NewSingleHostReverseProxy(backend), make(chan struct{}, 1)
+	s.proxy = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // one request at a time
+		case turn <- struct{}{}:
+		case <-r.Context().Done():
+			http.Error(w, "client gone", http.StatusServiceUnavailable)
+			return
+		}
+		defer func() { <-turn }()
+		proxy.ServeHTTP(w, r)
+	})}
 	go func() { _ = s.proxy.Serve(l) }()
 	s.endpoint = "http://" + l.Addr().String()
 	return nil
 }
 
-// IsMoto reports whether the server at endpoint is moto_server: it
-// answers its own /moto-api/data.json with a JSON object.
+// IsMoto reports whether the server at endpoint is moto_server: it answers /moto-api/data.json with a JSON object.
 func IsMoto(ctx context.Context, endpoint string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(endpoint, "/")+"/moto-api/data.json", nil)
 	if err != nil {
@@ -203,8 +203,7 @@ func IsMoto(ctx context.Context, endpoint string) bool {
 // Endpoint returns the server's URL (the proxy's, with Options.Serialize).
 func (s *Server) Endpoint() string { return s.endpoint }
 
-// Stop closes the proxy, if any, and kills the server if Start started it.
-// Later calls do nothing.
+// Stop closes the proxy, if any, and kills the server if Start started it. Later calls do nothing.
 func (s *Server) Stop() {
 	s.stop.Do(func() {
 		if s.proxy != nil {
@@ -216,31 +215,14 @@ func (s *Server) Stop() {
 	})
 }
 
-// serialized passes requests to h one at a time.
-func serialized(h http.Handler) http.Handler {
-	turn := make(chan struct{}, 1)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case turn <- struct{}{}:
-		case <-r.Context().Done():
-			http.Error(w, "client gone", http.StatusServiceUnavailable)
-			return
-		}
-		defer func() { <-turn }()
-		h.ServeHTTP(w, r)
-	})
-}
-
-// ready waits until the server has printed its port, which s.endpoint
-// then names, and answered its first DynamoDB call (moto loads its backend
-// then, slower than a client's attempt timeout). It gives up when the
-// server exits, ctx is done or startTimeout passes.
-func (s *Server) ready(ctx context.Context, found <-chan int) error {
+// ready waits until the server has printed its port (s.endpoint then names it) and answered its first
+// DynamoDB call (moto loads its backend then); it gives up when it exits, ctx is done or startTimeout passes.
+func (s *Server) ready(ctx context.Context, found <-chan string) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	select {
 	case port := <-found:
-		s.endpoint = "http://127.0.0.1:" + strconv.Itoa(port)
+		s.endpoint = "http://127.0.0.1:" + port
 	case <-s.proc.Exited():
 		return errors.New("exited before listening")
 	case <-ctx.Done():
@@ -274,43 +256,28 @@ func (s *Server) ready(ctx context.Context, found <-chan int) error {
 	}
 }
 
-// FreePort asks the kernel for a free port on 127.0.0.1. Another process
-// may take it before the caller binds it; the start then fails.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// Process is a child process in its own process group, so that Kill
-// reaches whatever it forked too. On Linux it also gets SIGKILL if the
-// process that started it dies first.
+// Process is a child process in its own process group, so that Kill reaches whatever it forked
+// too; on Linux it also gets SIGKILL if the process that started it dies first.
 type Process struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd has been waited for
 	err    error         // cmd.Wait's, set before exited is closed
 }
 
-// StartProcess starts cmd, after setting its SysProcAttr, and waits for it
-// in the background. Stop it with Kill.
+// StartProcess starts cmd, after setting its SysProcAttr, and waits for it in the background. Stop it with Kill.
 func StartProcess(cmd *exec.Cmd) (*Process, error) {
 	cmd.SysProcAttr = sysProcAttr()
 	p := &Process{cmd: cmd, exited: make(chan struct{})}
-	// Pdeathsig fires when the thread that started the child ends: start
-	// and wait for it from a goroutine locked to its thread.
+	// Pdeathsig fires when the thread that started the child ends: a locked goroutine starts and waits.
 	started := make(chan error)
 	go func() {
 		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			p.err = cmd.Wait()
+			close(p.exited)
 		}
-		started <- nil
-		p.err = cmd.Wait()
-		close(p.exited)
 	}()
 	if err := <-started; err != nil {
 		return nil, err
@@ -321,10 +288,69 @@ func StartProcess(cmd *exec.Cmd) (*Process, error) {
 // Exited is closed once the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
-// Kill kills the process's group with SIGKILL, waits for the process to
-// exit and returns its exit error, as from exec.Cmd.Wait.
+// Kill kills the process's group with SIGKILL, waits for the process to exit and returns cmd.Wait's error.
 func (p *Process) Kill() error {
 	kill(p.cmd)
 	<-p.exited
 	return p.err
+}
+
+// ErrNoTTL means the table was created but the DynamoDB API has no TTL operations (dynalite).
+var ErrNoTTL = errors.New("localdynamo: the DynamoDB API does not support TTL")
+
+// noTTL wraps err in ErrNoTTL if the server does not know the operation.
+func noTTL(err error) error {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode() == "UnknownOperationException" {
+		return fmt.Errorf("%w: %w", ErrNoTTL, err)
+	}
+	return err
+}
+
+// CreateTable creates table as dynamostore.Store expects it (string keys pk and sk, on demand), waits
+// until it is ACTIVE and enables TTL on ttl, idempotently; on a server without TTL the error is ErrNoTTL.
+func CreateTable(ctx context.Context, client *dynamodb.Client, table string) error {
+	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:   &table,
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
+		},
+	})
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("localdynamo: create table %s: %w", table, err)
+	}
+	// The waiter's default first delay is 20 s; a new on-demand table is ACTIVE within seconds.
+	waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = 250 * time.Millisecond
+		o.MaxDelay = 5 * time.Second
+	})
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: &table}, 5*time.Minute); err != nil {
+		return fmt.Errorf("localdynamo: wait for table %s: %w", table, err)
+	}
+	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
+	if err != nil {
+		return fmt.Errorf("localdynamo: describe TTL of %s: %w", table, noTTL(err))
+	}
+	if d := ttl.TimeToLiveDescription; d != nil && aws.ToString(d.AttributeName) == "ttl" &&
+		(d.TimeToLiveStatus == types.TimeToLiveStatusEnabled || d.TimeToLiveStatus == types.TimeToLiveStatusEnabling) {
+		return nil
+	}
+	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: &table,
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String("ttl"),
+			Enabled:       aws.Bool(true),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("localdynamo: enable TTL on %s: %w", table, noTTL(err))
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package localdynamo
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,20 +10,14 @@ import (
 	"syscall"
 )
 
+// sysProcAttr puts the child in its own process group, so that kill reaches whatever it forked,
+// and has it die with this process.
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{
-		// Its own process group, so that kill reaches whatever it
-		// forked.
-		Setpgid: true,
-		// If this process dies without killing it, it dies with it.
-		Pdeathsig: syscall.SIGKILL,
-	}
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// kill kills the process's group and the groups of its children that moved
-// to groups of their own (as aws-lambda-rie's bootstrap does), so that
-// none outlives it. All are stopped before any is killed, so that none
-// sees another go and complains of it (rie logs its bootstrap's death).
+// kill kills the process's group and the groups its children moved to (as aws-lambda-rie's bootstrap
+// does), stopping all before killing any, so that none sees another go and complains of it.
 func kill(cmd *exec.Cmd) {
 	pid := cmd.Process.Pid
 	groups := []int{pid}
@@ -31,11 +26,10 @@ func kill(cmd *exec.Cmd) {
 			groups = append(groups, pgid)
 		}
 	}
-	for _, g := range groups {
-		_ = syscall.Kill(-g, syscall.SIGSTOP)
-	}
-	for _, g := range groups {
-		_ = syscall.Kill(-g, syscall.SIGKILL)
+	for _, sig := range []syscall.Signal{syscall.SIGSTOP, syscall.SIGKILL} {
+		for _, g := range groups {
+			_ = syscall.Kill(-g, sig)
+		}
 	}
 }
 
@@ -49,16 +43,12 @@ func children(pid int) []int {
 			continue
 		}
 		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		s := string(b)
-		rest := s[strings.LastIndexByte(s, ')')+1:]
-		fields := strings.Fields(rest)
-		if len(fields) < 2 {
+		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
 			continue
 		}
-		if ppid, _ := strconv.Atoi(fields[1]); ppid == pid {
-			if kid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
-				kids = append(kids, kid)
-			}
+		if kid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
+			kids = append(kids, kid)
 		}
 	}
 	return kids

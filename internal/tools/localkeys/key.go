@@ -1,26 +1,31 @@
-// Package localkeys holds admission pass keys without KMS, for the local
-// server, the tools and tests: keys in memory and an Issuer of fixed ones,
-// a key store in memory, a wrapper whose key lives in this process, PEM key
-// files, and the App option that signs passes with them. The Lambdas never
-// link it (deps_test.go).
+// Package localkeys holds admission pass keys without KMS, for the local server, the tools and tests:
+// keys, key stores and a key wrapper in memory, PEM key files, and the App option that signs passes
+// with them. The Lambdas never link it (deps_test.go).
 package localkeys
 
 import (
+	"cmp"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/binary"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/app"
+	"github.com/example/waitingroom/internal/config"
 )
 
-// Key is a P-256 private key held in memory: for the local server, the
-// tools and tests.
+// Key is a P-256 private key held in memory.
 type Key struct {
 	priv *ecdsa.PrivateKey
 }
@@ -56,9 +61,8 @@ type fixedKeys []admissionpass.Key
 func (f fixedKeys) SigningKey(context.Context) (admissionpass.Key, error)      { return f[0], nil }
 func (f fixedKeys) PublishedKeys(context.Context) ([]admissionpass.Key, error) { return f, nil }
 
-// FixedIssuer returns an Issuer whose passes have issuer as their iss,
-// signed with signing; others are only published in the JWKS (keys of a
-// rotation). An empty issuer works as admissionpass.NewSetIssuer's.
+// FixedIssuer returns an Issuer whose passes have issuer as their iss (empty: as admissionpass.NewSetIssuer's),
+// signed with signing; others are only published in the JWKS (keys of a rotation).
 func FixedIssuer(issuer string, signing admissionpass.Key, others ...admissionpass.Key) (*admissionpass.Issuer, error) {
 	if signing == nil {
 		return nil, errors.New("localkeys: no signing key")
@@ -118,4 +122,115 @@ func PEM(k *Key) ([]byte, error) {
 		return nil, fmt.Errorf("localkeys: marshal key: %w", err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// Wrapper is an admissionpass.KeyWrapper without KMS: it makes P-256 keys and wraps them with
+// AES-256-GCM under a random key held in this process's memory only, so only it can unwrap them.
+type Wrapper struct {
+	aead cipher.AEAD
+}
+
+var _ admissionpass.KeyWrapper = (*Wrapper)(nil)
+
+// NewWrapper returns a Wrapper with a new random key.
+func NewWrapper() (*Wrapper, error) {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // crypto/rand.Read never fails
+	block, err := aes.NewCipher(key)
+	var aead cipher.AEAD
+	if err == nil {
+		aead, err = cipher.NewGCMWithRandomNonce(block)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("localkeys: wrapping key: %w", err)
+	}
+	return &Wrapper{aead: aead}, nil
+}
+
+// NewKeyPair returns a new random P-256 key and its PKCS#8 encoding sealed with encCtx as additional data.
+func (w *Wrapper) NewKeyPair(ctx context.Context, encCtx map[string]string) (*ecdsa.PrivateKey, []byte, error) {
+	k, err := Generate()
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k.priv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("localkeys: marshal key: %w", err)
+	}
+	defer clear(der)
+	return k.priv, w.aead.Seal(nil, nil, der, encodeContext(encCtx)), nil
+}
+
+// Unwrap opens wrapped, which this wrapper must have sealed under encCtx.
+func (w *Wrapper) Unwrap(ctx context.Context, wrapped []byte, encCtx map[string]string) (*ecdsa.PrivateKey, error) {
+	der, err := w.aead.Open(nil, nil, wrapped, encodeContext(encCtx))
+	if err != nil {
+		return nil, errors.New("localkeys: unwrap: not a key this wrapper wrapped under this encryption context")
+	}
+	defer clear(der)
+	// It sealed only P-256 keys of its own making.
+	parsed, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return nil, fmt.Errorf("localkeys: unwrap: %w", err)
+	}
+	return parsed.(*ecdsa.PrivateKey), nil
+}
+
+// encodeContext serialises an encryption context as additional data: its pairs by key, each string
+// prefixed with its length, so that two contexts encode alike only if equal (nil and empty are).
+func encodeContext(encCtx map[string]string) []byte {
+	var b []byte
+	for _, k := range slices.Sorted(maps.Keys(encCtx)) {
+		for _, s := range []string{k, encCtx[k]} {
+			b = append(binary.AppendUvarint(b, uint64(len(s))), s...)
+		}
+	}
+	return b
+}
+
+// PassOption returns the App option that signs passes as p describes: app.PassOption's KMS keyring with
+// p.WrapKMSKeyID, else NewIssuer's key files, else a keyring in this process's memory (KeyStore, Wrapper).
+// The issuer is p.Issuer else iss; opts go to a keyring.
+func PassOption(ctx context.Context, p config.Pass, iss string, opts ...admissionpass.KeyringOption) (app.Option, error) {
+	switch {
+	case p.WrapKMSKeyID != "":
+		return app.PassOption(ctx, p, iss, opts...)
+	case p.KeyFile != "":
+		i, err := NewIssuer(p, iss)
+		if err != nil {
+			return nil, err
+		}
+		return app.WithPasses(i), nil
+	}
+	wrap, err := NewWrapper()
+	if err != nil {
+		return nil, err
+	}
+	// Keys this process alone can open live in its memory, whatever the store (a table outlives it).
+	return app.KeyringOf(p, iss, NewKeyStore(), wrap, opts...), nil
+}
+
+// NewIssuer returns the issuer of fixed keys p describes: PEM key files, else a P-256 key generated
+// now. The issuer is p.Issuer, else iss, else (both empty) each request's base URL.
+func NewIssuer(p config.Pass, iss string) (*admissionpass.Issuer, error) {
+	if p.KeyFile == "" {
+		k, err := Generate()
+		if err != nil {
+			return nil, err
+		}
+		return FixedIssuer(cmp.Or(p.Issuer, iss), k)
+	}
+	signing, err := ReadFile(p.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", config.EnvPassKeyFile, err)
+	}
+	var others []admissionpass.Key
+	if p.PublishedKeyFile != "" {
+		k, err := ReadFile(p.PublishedKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", config.EnvPassPublishedKeyFile, err)
+		}
+		others = append(others, k)
+	}
+	return FixedIssuer(cmp.Or(p.Issuer, iss), signing, others...)
 }

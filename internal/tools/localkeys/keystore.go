@@ -2,8 +2,8 @@ package localkeys
 
 import (
 	"bytes"
-	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -11,9 +11,7 @@ import (
 	"github.com/example/waitingroom/internal/admissionpass"
 )
 
-// KeyStore is an admissionpass.KeyStore in this process's memory: for
-// keys that only this process can open (the local server's), for the
-// in-memory store and for tests. It is safe for concurrent use.
+// KeyStore is an admissionpass.KeyStore in this process's memory, safe for concurrent use.
 type KeyStore struct {
 	mu    sync.Mutex
 	slots map[int64]memorySlot // by SignFrom, Unix ms
@@ -21,8 +19,7 @@ type KeyStore struct {
 
 var _ admissionpass.KeyStore = (*KeyStore)(nil)
 
-// memorySlot is a signing slot: the claim of its maker and, once put,
-// its key.
+// memorySlot is a signing slot: the claim of its maker and, once put, its key.
 type memorySlot struct {
 	claim     string
 	claimedAt time.Time
@@ -40,16 +37,13 @@ func (s *KeyStore) PassKeys(ctx context.Context) ([]admissionpass.StoredKey, err
 		return nil, err
 	}
 	s.mu.Lock()
-	keys := make([]admissionpass.StoredKey, 0, len(s.slots))
-	for _, slot := range s.slots {
-		if slot.key != nil {
-			keys = append(keys, copyKey(*slot.key))
+	defer s.mu.Unlock()
+	keys := []admissionpass.StoredKey{}
+	for _, ms := range slices.Sorted(maps.Keys(s.slots)) {
+		if k := s.slots[ms].key; k != nil {
+			keys = append(keys, copyKey(*k))
 		}
 	}
-	s.mu.Unlock()
-	slices.SortFunc(keys, func(a, b admissionpass.StoredKey) int {
-		return cmp.Compare(a.SignFrom.UnixMilli(), b.SignFrom.UnixMilli())
-	})
 	return keys, nil
 }
 
@@ -108,8 +102,7 @@ func (s *KeyStore) RevokePassKey(ctx context.Context, kid string, at time.Time) 
 	return admissionpass.StoredKey{}, admissionpass.ErrKeyNotFound
 }
 
-// DropExpired deletes the keys whose Expires has passed at now, as a
-// store's TTL does.
+// DropExpired deletes the keys whose Expires has passed at now, as a store's TTL does.
 func (s *KeyStore) DropExpired(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,7 +1,5 @@
-// Package localkms puts kms:GenerateDataKeyPair, which moto_server 5.2
-// lacks, in front of a local KMS API: the tests (through
-// internal/testing/kmstest) and `make invoke` (cmd/invoke) run the pass
-// keyring's KMS wrapper against moto through it.
+// Package localkms puts kms:GenerateDataKeyPair, which moto_server 5.2 lacks, in front of a local KMS API,
+// for the tests (internal/testing/kmstest) and `make invoke`.
 package localkms
 
 import (
@@ -12,7 +10,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -25,14 +22,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
+
+	"github.com/example/waitingroom/internal/tools/dynamowire"
 )
 
-// Proxy is an HTTP proxy on loopback in front of a local KMS API (moto)
-// that counts the requests it receives per operation and forwards them,
-// but for kms:GenerateDataKeyPair (ECC_NIST_P256 only): it answers that
-// itself, wrapping a new key with the upstream's kms:Encrypt under the
-// request's KeyId and EncryptionContext, so the upstream's kms:Decrypt
-// opens the blob.
+// Proxy is an HTTP proxy on loopback in front of a local KMS API (moto) that counts requests per
+// operation and forwards them, but for kms:GenerateDataKeyPair (ECC_NIST_P256 only): it answers that
+// itself, wrapping a new key with the upstream's kms:Encrypt, so the upstream's kms:Decrypt opens it.
 type Proxy struct {
 	srv      *http.Server
 	url      string
@@ -43,8 +39,7 @@ type Proxy struct {
 	calls map[string]int64 // by operation
 }
 
-// Start starts a Proxy on 127.0.0.1 in front of the KMS API at upstream (a
-// URL such as moto_server's). Stop it with Close.
+// Start starts a Proxy on 127.0.0.1 in front of the KMS API at the URL upstream. Stop it with Close.
 func Start(upstream string) (*Proxy, error) {
 	u, err := url.Parse(upstream)
 	if err != nil || u.Scheme == "" || u.Host == "" {
@@ -69,7 +64,7 @@ func Start(upstream string) (*Proxy, error) {
 	}
 	p.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			op := operation(r)
+			op := dynamowire.Operation(r)
 			p.mu.Lock()
 			p.calls[op]++
 			p.mu.Unlock()
@@ -96,14 +91,10 @@ func (p *Proxy) URL() string { return p.url }
 func (p *Proxy) Close() error {
 	err := p.srv.Close()
 	<-p.done
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
 	return err
 }
 
-// Calls returns how many requests for operation op (X-Amz-Target's name
-// after the dot, such as "Decrypt") the proxy has received.
+// Calls returns how many requests for operation op (X-Amz-Target after the dot, such as "Decrypt") it received.
 func (p *Proxy) Calls(op string) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -111,29 +102,19 @@ func (p *Proxy) Calls(op string) int64 {
 }
 
 // Total returns how many requests the proxy has received.
-func (p *Proxy) Total() int64 {
+func (p *Proxy) Total() (n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := int64(0)
 	for _, c := range p.calls {
 		n += c
 	}
 	return n
 }
 
-// operation is r's operation: X-Amz-Target after its last dot ("" without
-// one).
-func operation(r *http.Request) string {
-	target := r.Header.Get("X-Amz-Target")
-	return target[strings.LastIndexByte(target, '.')+1:]
-}
+const jsonContentType = "application/x-amz-json-1.1" // the AWS JSON 1.1 protocol's
 
-// jsonContentType is the content type of the AWS JSON 1.1 protocol.
-const jsonContentType = "application/x-amz-json-1.1"
-
-// generateDataKeyPair answers kms:GenerateDataKeyPair as AWS documents it,
-// wrapping the private key with the upstream's kms:Encrypt; the upstream's
-// errors are passed on as it answered them.
+// generateDataKeyPair answers kms:GenerateDataKeyPair as AWS documents it, wrapping the private key
+// with the upstream's kms:Encrypt; the upstream's errors are passed on as it answered them.
 func (p *Proxy) generateDataKeyPair(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		KeyId             string
@@ -155,8 +136,7 @@ func (p *Proxy) generateDataKeyPair(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "ValidationException", "localkms: the GenerateDataKeyPair shim supports neither DryRun nor Recipient")
 		return
 	}
-	// None of these fails: a P-256 key from crypto/rand, and JSON of
-	// strings and bytes.
+	// None of these fails: a P-256 key from crypto/rand, and JSON of strings and bytes.
 	priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	plain, _ := x509.MarshalPKCS8PrivateKey(priv)
 	pub, _ := x509.MarshalPKIXPublicKey(&priv.PublicKey)
@@ -195,12 +175,10 @@ func (p *Proxy) generateDataKeyPair(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
-// encryptTimeout bounds the shim's kms:Encrypt call upstream.
-const encryptTimeout = 30 * time.Second
+const encryptTimeout = 30 * time.Second // bounds the shim's kms:Encrypt call upstream
 
-// encrypt sends the upstream the TrentService.Encrypt request body with
-// r's credentials headers (moto takes the account and region from them)
-// and returns its answer.
+// encrypt sends the upstream the TrentService.Encrypt request body with r's credentials headers
+// (moto takes the account and region from them) and returns its answer.
 func (p *Proxy) encrypt(r *http.Request, body []byte) (*http.Response, []byte, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), encryptTimeout)
 	defer cancel()
@@ -221,10 +199,7 @@ func (p *Proxy) encrypt(r *http.Request, body []byte) (*http.Response, []byte, e
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, nil, err
-	}
-	return resp, out, nil
+	return resp, out, err
 }
 
 // writeError answers an AWS JSON 1.1 error of type code.

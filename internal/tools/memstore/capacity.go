@@ -23,40 +23,26 @@ type endsKey struct {
 	k       int
 }
 
-// group is one capacity group and when Sweep drops it.
-type group struct {
-	capacity.Group
-	expires time.Time
-}
-
-// ends is one end index: its places, whether a fold sealed it, and when
-// Sweep drops it.
+// ends is one end index: its places, whether a fold sealed it, and when Sweep drops it.
 type ends struct {
 	places  map[int64]bool
 	sealed  bool
 	expires time.Time
 }
 
-// mark is one mark and when Sweep drops it.
-type mark struct {
-	capacity.Mark
-	expires time.Time
-}
-
 // capRecords holds the capacity records (capacity.Store).
 type capRecords struct {
-	groups map[groupKey]group
+	groups map[groupKey]expiring[capacity.Group]
 	ends   map[endsKey]ends
-	marks  map[string][]mark // by program, in time order
+	marks  map[string][]expiring[capacity.Mark] // by program, in time order
 }
 
-// sweepCapacity deletes the capacity records past their expiry; s.mu is
-// held.
+// sweepCapacity deletes the capacity records past their expiry; s.mu is held.
 func (s *Store) sweepCapacity(now time.Time) {
-	maps.DeleteFunc(s.cap.groups, func(_ groupKey, g group) bool { return now.After(g.expires) })
+	maps.DeleteFunc(s.cap.groups, func(_ groupKey, g expiring[capacity.Group]) bool { return now.After(g.expires) })
 	maps.DeleteFunc(s.cap.ends, func(_ endsKey, e ends) bool { return now.After(e.expires) })
 	for id, marks := range s.cap.marks {
-		marks = slices.DeleteFunc(marks, func(m mark) bool { return now.After(m.expires) })
+		marks = slices.DeleteFunc(marks, func(m expiring[capacity.Mark]) bool { return now.After(m.expires) })
 		if len(marks) == 0 {
 			delete(s.cap.marks, id)
 		} else {
@@ -65,19 +51,18 @@ func (s *Store) sweepCapacity(now time.Time) {
 	}
 }
 
-// updateGroup applies edit to a copy of group k and stores it, unless edit
-// fails; it returns the group as stored afterwards.
+// updateGroup applies edit to a copy of group k and stores it unless edit fails; it returns the group as stored.
 func (s *Store) updateGroup(ctx context.Context, k groupKey, edit func(g *capacity.Group) error) (capacity.Group, error) {
 	return locked(ctx, s, func() (capacity.Group, error) {
 		stored, ok := s.cap.groups[k]
-		g := cloneGroup(stored.Group)
+		g := cloneGroup(stored.v)
 		if err := edit(&g); err != nil {
 			return capacity.Group{}, err
 		}
 		if !ok {
 			stored.expires = s.clock.Now().Add(capacity.GroupTTL)
 		}
-		s.cap.groups[k] = group{Group: g, expires: stored.expires}
+		s.cap.groups[k] = expiring[capacity.Group]{g, stored.expires}
 		return cloneGroup(g), nil
 	})
 }
@@ -173,8 +158,7 @@ func (s *Store) SealEnds(ctx context.Context, programID string, q int64, k int) 
 	})
 }
 
-// endsAt returns end index key as stored, or a new one that Sweep drops
-// capacity.EndsTTL from now; s.mu is held.
+// endsAt returns end index key as stored, or a new one expiring capacity.EndsTTL from now; s.mu is held.
 func (s *Store) endsAt(key endsKey) ends {
 	e, ok := s.cap.ends[key]
 	if !ok {
@@ -188,7 +172,7 @@ func (s *Store) PutMark(ctx context.Context, programID string, m capacity.Mark) 
 	return s.do(ctx, func() error {
 		marks := s.cap.marks[programID]
 		i, found := slices.BinarySearchFunc(marks, m.AtMs, compareMark)
-		stored := mark{Mark: m, expires: s.clock.Now().Add(capacity.MarkTTL)}
+		stored := expiring[capacity.Mark]{m, s.clock.Now().Add(capacity.MarkTTL)}
 		if found {
 			marks[i] = stored
 		} else {
@@ -209,12 +193,12 @@ func (s *Store) MarkBefore(ctx context.Context, programID string, ms int64) (cap
 		if i == 0 {
 			return capacity.Mark{}, queue.ErrNotFound
 		}
-		return marks[i-1].Mark, nil
+		return marks[i-1].v, nil
 	})
 }
 
 // compareMark orders a mark against the instant at, in Unix ms.
-func compareMark(m mark, at int64) int { return cmp.Compare(m.AtMs, at) }
+func compareMark(m expiring[capacity.Mark], at int64) int { return cmp.Compare(m.v.AtMs, at) }
 
 // ApplyFold implements capacity.Store.
 func (s *Store) ApplyFold(ctx context.Context, programID string, prevFoldedAtMs int64, next capacity.Capacity) error {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/admission"
+	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/catalog"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/queue"
@@ -34,28 +35,17 @@ func (s *Store) IndexProgram(ctx context.Context, id string) error {
 
 // ListPrograms implements queue.CatalogStore.
 func (s *Store) ListPrograms(ctx context.Context, after string, limit int) ([]string, bool, error) {
-	if err := s.lock(ctx); err != nil {
+	ids, err := locked(ctx, s, func() ([]string, error) { return slices.Sorted(maps.Keys(s.cat.listed)), nil })
+	if err != nil {
 		return nil, false, err
 	}
-	ids := make([]string, 0, len(s.cat.listed))
-	for id := range s.cat.listed {
-		if id > after {
-			ids = append(ids, id)
-		}
-	}
-	s.mu.Unlock()
-	slices.Sort(ids)
-	if len(ids) > limit {
-		return ids[:limit], true, nil
-	}
-	return ids, false, nil
+	ids = slices.DeleteFunc(ids, func(id string) bool { return id <= after })
+	return ids[:min(limit, len(ids))], len(ids) > limit, nil
 }
 
-// DeleteProgram implements queue.CatalogStore. It forgets the program's
-// shards, capacity records and history at once.
+// DeleteProgram implements queue.CatalogStore, forgetting the program's records at once.
 func (s *Store) DeleteProgram(ctx context.Context, p admission.Program, until time.Time) error {
 	return s.do(ctx, func() error {
-		// Bounded: forget the ids free again.
 		maps.DeleteFunc(s.cat.deleted, func(_ string, u time.Time) bool { return u.Before(until.Add(-catalog.DeletedRetention)) })
 		s.cat.deleted[p.ID] = until
 		cur, ok := s.programs[p.ID]
@@ -69,7 +59,7 @@ func (s *Store) DeleteProgram(ctx context.Context, p admission.Program, until ti
 		delete(s.cat.history, p.ID)
 		delete(s.cap.marks, p.ID)
 		maps.DeleteFunc(s.shards, func(k shardKey, _ tickets.Shard) bool { return k.program == p.ID })
-		maps.DeleteFunc(s.cap.groups, func(k groupKey, _ group) bool { return k.program == p.ID })
+		maps.DeleteFunc(s.cap.groups, func(k groupKey, _ expiring[capacity.Group]) bool { return k.program == p.ID })
 		maps.DeleteFunc(s.cap.ends, func(k endsKey, _ ends) bool { return k.program == p.ID })
 		return nil
 	})
@@ -106,20 +96,18 @@ func (s *Store) CommitChange(ctx context.Context, programID string, at time.Time
 
 // Changes implements queue.CatalogStore.
 func (s *Store) Changes(ctx context.Context, programID string, from history.Key, limit int) ([]history.Change, bool, error) {
-	if err := s.lock(ctx); err != nil {
-		return nil, false, err
-	}
-	defer s.mu.Unlock()
-	h := s.cat.history[programID]
-	end := len(h)
-	if from != (history.Key{}) {
-		end, _ = slices.BinarySearchFunc(h, from, compareChange)
-	}
-	var page []history.Change
-	for i := end - 1; i >= 0 && len(page) < limit; i-- {
-		page = append(page, h[i])
-	}
-	return page, end-len(page) > 0, nil
+	return locked2(ctx, s, func() ([]history.Change, bool) {
+		h := s.cat.history[programID]
+		end := len(h)
+		if from != (history.Key{}) {
+			end, _ = slices.BinarySearchFunc(h, from, compareChange)
+		}
+		var page []history.Change
+		for i := end - 1; i >= 0 && len(page) < limit; i-- {
+			page = append(page, h[i])
+		}
+		return page, end-len(page) > 0
+	})
 }
 
 // compareChange orders changes by their key (history.Key).

@@ -4,6 +4,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"sync"
@@ -25,24 +26,22 @@ type Store struct {
 	programs map[string]admission.Program
 	tokens   map[string]queue.Token
 	shards   map[shardKey]tickets.Shard
-	// changeIssued holds, per program, the tickets issued when its
-	// scheduled change landed, until MoveDrain uses it (dynamostore's
-	// changeIssued attribute).
+	// changeIssued is dynamostore's attribute: per program, the tickets
+	// issued when its scheduled change landed, until MoveDrain uses it.
 	changeIssued map[string]int64
 	cap          capRecords
 	cat          catalogRecords
-	challenges   map[string]challengeUse
-	clock        clock.Clock // dates the capacity records' expiry
+	challenges   map[string]expiring[string] // proof-of-work owners
+	clock        clock.Clock                 // dates the capacity records' expiry
 
 	*localkeys.KeyStore // the signing keys
 }
 
-// Option configures a Store.
-type Option func(*Store)
-
-// WithClock replaces the real clock that dates the capacity records'
-// expiry (Sweep drops them a TTL after the write that made them).
-func WithClock(c clock.Clock) Option { return func(s *Store) { s.clock = c } }
+// expiring is a record and when Sweep drops it.
+type expiring[T any] struct {
+	v       T
+	expires time.Time
+}
 
 var (
 	_ queue.Store            = (*Store)(nil)
@@ -54,19 +53,15 @@ var (
 )
 
 // New returns an empty Store.
-func New(opts ...Option) *Store {
-	s := &Store{
+func New() *Store {
+	return &Store{
 		programs: map[string]admission.Program{}, tokens: map[string]queue.Token{}, shards: map[shardKey]tickets.Shard{},
-		changeIssued: map[string]int64{}, challenges: map[string]challengeUse{},
+		changeIssued: map[string]int64{}, challenges: map[string]expiring[string]{},
 		KeyStore: localkeys.NewKeyStore(),
-		cap:      capRecords{groups: map[groupKey]group{}, ends: map[endsKey]ends{}, marks: map[string][]mark{}},
+		cap:      capRecords{groups: map[groupKey]expiring[capacity.Group]{}, ends: map[endsKey]ends{}, marks: map[string][]expiring[capacity.Mark]{}},
 		cat:      catalogRecords{listed: map[string]struct{}{}, deleted: map[string]time.Time{}, history: map[string][]history.Change{}},
 		clock:    clock.Real{},
 	}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
 }
 
 // CreateProgram implements queue.Store.
@@ -101,17 +96,15 @@ func (s *Store) UpdateProgram(ctx context.Context, p admission.Program, expectIs
 	})
 }
 
-// updated is p stored over cur by an update: ID, CreatedAt, Issued and
-// what tickets and shards maintain stay as in cur.
+// updated is p stored over cur: what tickets, shards and folds maintain stay as in cur.
 func updated(cur, p admission.Program) admission.Program {
 	p.CreatedAt, p.Issued, p.Shards, p.Recent = cur.CreatedAt, cur.Issued, cur.Shards, cur.Recent
 	p.Prequeue, p.PrequeueFixed = cur.Prequeue, cur.PrequeueFixed
-	p.Capacity = cur.Capacity // the fold's own (ApplyFold)
+	p.Capacity = cur.Capacity
 	return p
 }
 
-// UpdateScheduled implements queue.ScheduleStore. A write found already
-// applied (a retry) reports the count it recorded.
+// UpdateScheduled implements queue.ScheduleStore; a retry reports the count recorded.
 func (s *Store) UpdateScheduled(ctx context.Context, p admission.Program) (int64, error) {
 	return locked(ctx, s, func() (int64, error) {
 		cur, ok := s.programs[p.ID]
@@ -130,8 +123,7 @@ func (s *Store) UpdateScheduled(ctx context.Context, p admission.Program) (int64
 	})
 }
 
-// MoveDrain implements queue.ScheduleStore: only while p is the stored
-// version and issued the count UpdateScheduled recorded, which it forgets.
+// MoveDrain implements queue.ScheduleStore.
 func (s *Store) MoveDrain(ctx context.Context, p admission.Program, issued int64) error {
 	return s.do(ctx, func() error {
 		cur, ok := s.programs[p.ID]
@@ -167,8 +159,7 @@ func (s *Store) FixPrequeue(ctx context.Context, programID string, now time.Time
 	})
 }
 
-// editProgram stores edit's program in place of program id unless edit
-// fails, and returns it; queue.ErrNotFound when there is none.
+// editProgram stores and returns edit's program in place of program id unless edit fails.
 func (s *Store) editProgram(ctx context.Context, id string, edit func(admission.Program) (admission.Program, error)) (admission.Program, error) {
 	return locked(ctx, s, func() (admission.Program, error) {
 		p, err := lookup(s.programs, id)
@@ -183,7 +174,7 @@ func (s *Store) editProgram(ctx context.Context, id string, edit func(admission.
 	})
 }
 
-// shardKey names a ticket shard: shard index of program.
+// shardKey names shard index of program.
 type shardKey struct {
 	program string
 	index   int
@@ -191,39 +182,35 @@ type shardKey struct {
 
 // TakeShardTickets implements tickets.Store.
 func (s *Store) TakeShardTickets(ctx context.Context, programID string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
-	if err := s.lock(ctx); err != nil {
-		return tickets.Run{}, false, err
-	}
-	defer s.mu.Unlock()
-	k := shardKey{programID, i}
-	b, ok := s.shards[k]
-	if !ok || b.Next > b.End || b.ReservedAt.Before(notBefore.Truncate(time.Millisecond)) {
-		return tickets.Run{}, false, nil
-	}
-	r := tickets.Run{First: b.Next, Last: min(b.Next+m-1, b.End), ReservedAt: b.ReservedAt, Block: b.Start, After: b.Next + m}
-	b.Next += m
-	b.Takes++
-	s.shards[k] = b
-	return r, true, nil
+	return locked2(ctx, s, func() (tickets.Run, bool) {
+		k := shardKey{programID, i}
+		b, ok := s.shards[k]
+		if !ok || b.Next > b.End || b.ReservedAt.Before(notBefore.Truncate(time.Millisecond)) {
+			return tickets.Run{}, false
+		}
+		r := tickets.Run{First: b.Next, Last: min(b.Next+m-1, b.End), ReservedAt: b.ReservedAt, Block: b.Start, After: b.Next + m}
+		b.Next += m
+		b.Takes++
+		s.shards[k] = b
+		return r, true
+	})
 }
 
 // ClaimShard implements tickets.Store.
 func (s *Store) ClaimShard(ctx context.Context, programID string, i int, claim string, now, notBefore, claimNotBefore time.Time) (tickets.Shard, bool, error) {
-	if err := s.lock(ctx); err != nil {
-		return tickets.Shard{}, false, err
-	}
-	defer s.mu.Unlock()
-	k := shardKey{programID, i}
-	b, exists := s.shards[k]
-	usable := exists && b.Next <= b.End && !b.ReservedAt.Before(notBefore.Truncate(time.Millisecond))
-	taken := b.Claim != "" && b.Claim != claim && !b.ClaimedAt.Before(claimNotBefore.Truncate(time.Millisecond))
-	if usable || taken {
-		return tickets.Shard{}, false, nil
-	}
-	old := b
-	b.Claim, b.ClaimedAt = claim, now.Truncate(time.Millisecond)
-	s.shards[k] = b
-	return old, true, nil
+	return locked2(ctx, s, func() (tickets.Shard, bool) {
+		k := shardKey{programID, i}
+		b, exists := s.shards[k]
+		usable := exists && b.Next <= b.End && !b.ReservedAt.Before(notBefore.Truncate(time.Millisecond))
+		taken := b.Claim != "" && b.Claim != claim && !b.ClaimedAt.Before(claimNotBefore.Truncate(time.Millisecond))
+		if usable || taken {
+			return tickets.Shard{}, false
+		}
+		old := b
+		b.Claim, b.ClaimedAt = claim, now.Truncate(time.Millisecond)
+		s.shards[k] = b
+		return old, true
+	})
 }
 
 // FillShard implements tickets.Store.
@@ -257,24 +244,22 @@ func (s *Store) SetShards(ctx context.Context, programID string, from, k int) (b
 
 // TrimShard implements tickets.Store.
 func (s *Store) TrimShard(ctx context.Context, programID string, i int, start int64, reservedAt time.Time, back tickets.Run) (tickets.Run, bool, error) {
-	if err := s.lock(ctx); err != nil {
-		return tickets.Run{}, false, err
-	}
-	defer s.mu.Unlock()
-	k := shardKey{programID, i}
-	b, ok := s.shards[k]
-	if !ok || b.End == 0 || b.Start != start || !b.ReservedAt.Equal(reservedAt.Truncate(time.Millisecond)) {
-		return tickets.Run{}, false, nil
-	}
-	if back.First <= back.Last && back.First > 0 && b.Next == back.After {
-		b.Next = back.First
-	} else if b.Next > b.End {
-		return tickets.Run{}, false, nil
-	}
-	r := tickets.Run{First: b.Next, Last: b.End, ReservedAt: b.ReservedAt}
-	b.End = b.Next - 1
-	s.shards[k] = b
-	return r, true, nil
+	return locked2(ctx, s, func() (tickets.Run, bool) {
+		k := shardKey{programID, i}
+		b, ok := s.shards[k]
+		if !ok || b.End == 0 || b.Start != start || !b.ReservedAt.Equal(reservedAt.Truncate(time.Millisecond)) {
+			return tickets.Run{}, false
+		}
+		if back.First <= back.Last && back.First > 0 && b.Next == back.After {
+			b.Next = back.First
+		} else if b.Next > b.End {
+			return tickets.Run{}, false
+		}
+		r := tickets.Run{First: b.Next, Last: b.End, ReservedAt: b.ReservedAt}
+		b.End = b.Next - 1
+		s.shards[k] = b
+		return r, true
+	})
 }
 
 // ReturnTickets implements tickets.Store.
@@ -343,8 +328,7 @@ func (s *Store) ReleaseClaim(ctx context.Context, id, claim string) error {
 	})
 }
 
-// GetToken implements queue.Store. Like DynamoDB TTL it hides nothing: an
-// item past ExpiresAt is still returned until it is swept.
+// GetToken implements queue.Store; like DynamoDB TTL, it returns expired tokens until Sweep.
 func (s *Store) GetToken(ctx context.Context, id string) (queue.Token, error) {
 	return get(ctx, s, s.tokens, id)
 }
@@ -386,8 +370,7 @@ func (s *Store) mark(ctx context.Context, t queue.Token, set func(*queue.Token))
 	}, set)
 }
 
-// update applies set to token id if when holds of it, and returns the
-// token as stored afterwards.
+// update applies set to token id if when holds of it, and returns the token as stored.
 func (s *Store) update(ctx context.Context, id string, when func(queue.Token) bool, set func(*queue.Token)) (queue.Token, error) {
 	return locked(ctx, s, func() (queue.Token, error) {
 		cur, err := lookup(s.tokens, id)
@@ -399,29 +382,22 @@ func (s *Store) update(ctx context.Context, id string, when func(queue.Token) bo
 	})
 }
 
-// challengeUse is the record of a proof of work used (queue.Store.UseChallenge).
-type challengeUse struct {
-	owner   string
-	expires time.Time
-}
-
 // UseChallenge implements queue.Store.
 func (s *Store) UseChallenge(ctx context.Context, key, owner string, expires time.Time) error {
 	return s.do(ctx, func() error {
-		if u, ok := s.challenges[key]; ok && u.owner != owner {
+		if u, ok := s.challenges[key]; ok && u.v != owner {
 			return queue.ErrConflict
 		}
-		s.challenges[key] = challengeUse{owner: owner, expires: expires}
+		s.challenges[key] = expiring[string]{owner, expires}
 		return nil
 	})
 }
 
-// Sweep deletes the records past their expiry, as DynamoDB TTL does, and
-// returns how many tokens it removed.
+// Sweep deletes the records past their expiry, as DynamoDB TTL does, and returns how many tokens it removed.
 func (s *Store) Sweep(now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	maps.DeleteFunc(s.challenges, func(_ string, u challengeUse) bool { return now.After(u.expires) })
+	maps.DeleteFunc(s.challenges, func(_ string, u expiring[string]) bool { return now.After(u.expires) })
 	s.DropExpired(now)
 	s.sweepCapacity(now)
 	n := len(s.tokens)
@@ -429,23 +405,20 @@ func (s *Store) Sweep(now time.Time) int {
 	return n - len(s.tokens)
 }
 
-// lock takes s.mu unless ctx is done; the caller unlocks it.
-func (s *Store) lock(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
+// locked2 returns f's results, called with s.mu held, unless ctx is done.
+func locked2[A, B any](ctx context.Context, s *Store, f func() (A, B)) (a A, b B, err error) {
+	if err = ctx.Err(); err == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		a, b = f()
 	}
-	s.mu.Lock()
-	return nil
+	return a, b, err
 }
 
-// locked returns f's results, called with s.mu held, unless ctx is done.
+// locked is locked2 for an f that may fail.
 func locked[T any](ctx context.Context, s *Store, f func() (T, error)) (T, error) {
-	if err := s.lock(ctx); err != nil {
-		var zero T
-		return zero, err
-	}
-	defer s.mu.Unlock()
-	return f()
+	v, err, lerr := locked2(ctx, s, f)
+	return v, cmp.Or(lerr, err)
 }
 
 // do returns f's error, called with s.mu held, unless ctx is done.
@@ -454,7 +427,7 @@ func (s *Store) do(ctx context.Context, f func() error) error {
 	return err
 }
 
-// get returns m[k] read with s.mu held, queue.ErrNotFound when m has no k.
+// get returns lookup(m, k) read with s.mu held.
 func get[K comparable, V any](ctx context.Context, s *Store, m map[K]V, k K) (V, error) {
 	return locked(ctx, s, func() (V, error) { return lookup(m, k) })
 }

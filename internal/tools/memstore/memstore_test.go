@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/capacity"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/storetest"
 	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 func TestContract(t *testing.T) {
@@ -70,8 +70,8 @@ func TestPassKeys(t *testing.T) { storetest.PassKeys(t, memstore.New()) }
 func TestSweepCapacity(t *testing.T) {
 	ctx := t.Context()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
-	s := memstore.New(memstore.WithClock(clk))
+	clk := simclock.NewFake(t0)
+	s := memstore.NewWithClock(clk)
 	if _, err := s.Sight(ctx, "p", 7); err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +114,8 @@ func TestSweepCapacity(t *testing.T) {
 
 	// End indexes: kept through a day after they were made, gone after,
 	// one written again an hour later too.
-	clk = clock.NewFake(t0)
-	s = memstore.New(memstore.WithClock(clk))
+	clk = simclock.NewFake(t0)
+	s = memstore.NewWithClock(clk)
 	for _, k := range []int{0, 1} {
 		if err := s.AddEnd(ctx, "p", 3, k, 7); err != nil {
 			t.Fatal(err)

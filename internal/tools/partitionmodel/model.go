@@ -31,7 +31,7 @@ func (l Limits) Scaled(f float64) Limits {
 
 // String returns l as ParseSpec reads it.
 func (l Limits) String() string {
-	return "write=" + strconv.FormatFloat(l.WriteUnits, 'g', -1, 64) + ",read=" + strconv.FormatFloat(l.ReadUnits, 'g', -1, 64)
+	return fmt.Sprintf("write=%g,read=%g", l.WriteUnits, l.ReadUnits)
 }
 
 // ParseSpec reads a limits specification: "scale=F" (AWS's limits times F),
@@ -61,13 +61,7 @@ func ParseSpec(spec string) (Limits, error) {
 			return Limits{}, fmt.Errorf("partition limits %q: unknown key %q (scale, write, read)", part, k)
 		}
 	}
-	if write > 0 {
-		l.WriteUnits = write
-	}
-	if read > 0 {
-		l.ReadUnits = read
-	}
-	return l, nil
+	return Limits{WriteUnits: cmp.Or(write, l.WriteUnits), ReadUnits: cmp.Or(read, l.ReadUnits)}, nil
 }
 
 // bucket is a token bucket of capacity units that refills at rate a second
@@ -118,23 +112,20 @@ const (
 	Write
 )
 
-func (m *Model) part(key string) *partition {
+// bucketOf is key's partition, its bucket of kind refilled to now, and the
+// bucket's rate; m.mu must be held.
+func (m *Model) bucketOf(key string, kind Kind, now time.Time) (*partition, *bucket, float64) {
 	p := m.parts[key]
 	if p == nil {
 		p = &partition{stats: PartitionStats{Key: key}}
 		m.parts[key] = p
 	}
-	return p
-}
-
-// bucketOf is p's bucket of kind and its rate, refilled to now.
-func (m *Model) bucketOf(p *partition, kind Kind, now time.Time) (*bucket, float64) {
 	b, rate := &p.read, m.limits.ReadUnits
 	if kind == Write {
 		b, rate = &p.write, m.limits.WriteUnits
 	}
 	b.refill(now, rate)
-	return b, rate
+	return p, b, rate
 }
 
 // Admit reports whether partition key can take a request of kind at now
@@ -143,8 +134,7 @@ func (m *Model) bucketOf(p *partition, kind Kind, now time.Time) (*bucket, float
 func (m *Model) Admit(key string, kind Kind, units float64, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := m.part(key)
-	b, rate := m.bucketOf(p, kind, now)
+	p, b, rate := m.bucketOf(key, kind, now)
 	if b.tokens >= units || units > rate && b.tokens >= rate {
 		b.tokens -= units
 		return true
@@ -163,8 +153,7 @@ func (m *Model) Admit(key string, kind Kind, units float64, now time.Time) bool 
 func (m *Model) Settle(key string, kind Kind, estimate, actual float64, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := m.part(key)
-	b, rate := m.bucketOf(p, kind, now)
+	p, b, rate := m.bucketOf(key, kind, now)
 	if actual == 0 {
 		b.tokens = min(rate, b.tokens+estimate)
 		return

@@ -188,7 +188,7 @@ func newClient(t *testing.T, l partitionmodel.Limits, fake *fakeDynamo, clock *f
 	t.Helper()
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	tr := partitionmodel.New(nil, l, partitionmodel.Options{Now: clock.Now})
+	tr := partitionmodel.New(nil, l, clock.Now)
 	client := dynamodb.New(dynamodb.Options{
 		Region:           "us-east-1",
 		BaseEndpoint:     aws.String(srv.URL),
@@ -296,7 +296,7 @@ func TestSDKRetriesThrottles(t *testing.T) {
 	clock := &frozenClock{now: t0}
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	tr := partitionmodel.New(nil, partitionmodel.Limits{WriteUnits: 1, ReadUnits: 1}, partitionmodel.Options{Now: clock.Now})
+	tr := partitionmodel.New(nil, partitionmodel.Limits{WriteUnits: 1, ReadUnits: 1}, clock.Now)
 	var attempts atomic.Int32
 	counting := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		attempts.Add(1)
@@ -363,7 +363,7 @@ func TestOnDynamoAPI(t *testing.T) {
 	table := dynamotest.NewTable(t, plain)
 	// The model's clock does not move: no unit comes back once spent.
 	frozen := time.Now()
-	tr := partitionmodel.New(nil, partitionmodel.Limits{WriteUnits: 12, ReadUnits: 100}, partitionmodel.Options{Now: func() time.Time { return frozen }})
+	tr := partitionmodel.New(nil, partitionmodel.Limits{WriteUnits: 12, ReadUnits: 100}, func() time.Time { return frozen })
 	client, err := dynamostore.NewClientWithOptions(t.Context(), dynamostore.ClientOptions{Endpoint: endpoint, Transport: tr})
 	if err != nil {
 		t.Fatal(err)

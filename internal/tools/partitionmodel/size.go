@@ -89,10 +89,7 @@ func numberSize(s string) int {
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		s = s[:i]
 	}
-	digits := strings.Replace(s, ".", "", 1)
-	digits = strings.TrimLeft(digits, "0")
-	digits = strings.TrimRight(digits, "0")
-	sig := utf8.RuneCountInString(digits)
+	sig := utf8.RuneCountInString(strings.Trim(strings.Replace(s, ".", "", 1), "0"))
 	return (sig+1)/2 + 1
 }
 

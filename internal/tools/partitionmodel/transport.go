@@ -2,6 +2,7 @@ package partitionmodel
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,12 +13,6 @@ import (
 
 	"github.com/example/waitingroom/internal/tools/dynamowire"
 )
-
-// Options configure a Transport.
-type Options struct {
-	// Now is the clock (time.Now by default).
-	Now func() time.Time
-}
 
 // Transport is an http.RoundTripper in front of a DynamoDB API server that
 // applies a Model to every single-item request of this project's table
@@ -33,16 +28,12 @@ type Transport struct {
 }
 
 // New returns a Transport forwarding to base (http.DefaultTransport if nil)
-// under limits l.
-func New(base http.RoundTripper, l Limits, o Options) *Transport {
-	t := &Transport{base: base, model: NewModel(l), now: o.Now, sizes: map[string]int{}}
-	if base == nil {
-		t.base = http.DefaultTransport
+// under limits l, on the clock now (time.Now if nil).
+func New(base http.RoundTripper, l Limits, now func() time.Time) *Transport {
+	if now == nil {
+		now = time.Now
 	}
-	if o.Now == nil {
-		t.now = time.Now
-	}
-	return t
+	return &Transport{base: cmp.Or[http.RoundTripper](base, http.DefaultTransport), model: NewModel(l), now: now, sizes: map[string]int{}}
 }
 
 // Model returns the model the Transport charges, for its statistics.
@@ -87,6 +78,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.model.Admit(c.part, kind, c.estimate, t.now()) {
 		return t.throttled(req, in.TableName, kind), nil
 	}
+	// An answer lost or unread is charged the estimate: DynamoDB charges a
+	// request it applied whose answer was lost.
+	actual := c.estimate
 	resp, err := t.base.RoundTrip(req)
 	if err == nil && resp.Header.Get("Content-Encoding") == "" {
 		var raw []byte
@@ -96,13 +90,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body = io.NopCloser(bytes.NewReader(raw))
 			var out answer
 			_ = json.Unmarshal(raw, &out)
-			t.settle(c, resp.StatusCode, out)
-			return resp, nil
+			actual = t.consumed(c, resp.StatusCode, out)
 		}
 	}
-	// The answer is lost or unread: DynamoDB charges a request it applied
-	// whose answer was lost, so charge the estimate.
-	t.model.Settle(c.part, kind, c.estimate, c.estimate, t.now())
+	t.model.Settle(c.part, kind, c.estimate, actual, t.now())
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +104,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // partition and item, the item's known size and the estimated units.
 type charge struct {
 	op       string
-	kind     Kind
 	in       request
 	part, id string
 	old      int // the item's last known size
@@ -128,7 +118,7 @@ func (t *Transport) estimate(op string, kind Kind, in request) charge {
 	if op == "PutItem" {
 		key = Item{"pk": in.Item["pk"], "sk": in.Item["sk"]}
 	}
-	c := charge{op: op, kind: kind, in: in, part: in.TableName + "|" + canonical(key["pk"])}
+	c := charge{op: op, in: in, part: in.TableName + "|" + canonical(key["pk"])}
 	c.id = c.part + "|" + canonical(key["sk"])
 	t.mu.Lock()
 	c.old, c.known = t.sizes[c.id]
@@ -144,23 +134,19 @@ func (t *Transport) estimate(op string, kind Kind, in request) charge {
 	return c
 }
 
-// settle charges c the units its answer (status, out) shows it consumed
-// and remembers the item's size.
-func (t *Transport) settle(c charge, status int, out answer) {
-	now := t.now()
+// consumed is the units c consumed by its answer (status, out), 0 when the
+// server refused it (a bad request, a fault); it remembers the item's size.
+func (t *Transport) consumed(c charge, status int, out answer) float64 {
 	switch {
 	case status == http.StatusOK:
 		switch c.op {
 		case "GetItem":
-			size := 0
-			if out.Item != nil {
-				size = ItemSize(out.Item)
-			}
+			size := ItemSize(out.Item)
 			t.remember(c.id, size, out.Item != nil)
-			t.model.Settle(c.part, Read, c.estimate, ReadUnits(size, c.in.ConsistentRead), now)
+			return ReadUnits(size, c.in.ConsistentRead)
 		case "PutItem":
 			t.remember(c.id, c.newSize, true)
-			t.model.Settle(c.part, Write, c.estimate, WriteUnits(max(c.old, c.newSize)), now)
+			return WriteUnits(max(c.old, c.newSize))
 		case "UpdateItem":
 			newSize := c.newSize
 			if out.Attributes != nil && strings.EqualFold(c.in.ReturnValues, "ALL_NEW") {
@@ -171,11 +157,10 @@ func (t *Transport) settle(c charge, status int, out answer) {
 				// count it as the smallest item.
 				t.remember(c.id, 1, true)
 			}
-			t.model.Settle(c.part, Write, c.estimate, WriteUnits(max(c.old, newSize)), now)
-		case "DeleteItem":
-			t.remember(c.id, 0, false)
-			t.model.Settle(c.part, Write, c.estimate, WriteUnits(c.old), now)
+			return WriteUnits(max(c.old, newSize))
 		}
+		t.remember(c.id, 0, false) // DeleteItem
+		return WriteUnits(c.old)
 	case strings.HasSuffix(out.Type, "ConditionalCheckFailedException"):
 		// A failed condition still consumes write capacity, on the item as
 		// it stands.
@@ -184,11 +169,9 @@ func (t *Transport) settle(c charge, status int, out answer) {
 			old = ItemSize(out.Item)
 			t.remember(c.id, old, true)
 		}
-		t.model.Settle(c.part, Write, c.estimate, WriteUnits(old), now)
-	default:
-		// Refused by the server (a bad request, a fault): nothing consumed.
-		t.model.Settle(c.part, c.kind, c.estimate, 0, now)
+		return WriteUnits(old)
 	}
+	return 0
 }
 
 func (t *Transport) remember(id string, size int, exists bool) {

@@ -4,8 +4,8 @@ package prom
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
-	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -75,26 +75,15 @@ func (s *Sink) Observe(req metrics.Request) {
 	}
 }
 
-// Gatherer returns the registry, for tests and other exporters.
-func (s *Sink) Gatherer() prometheus.Gatherer { return s.reg }
-
 // Handler serves the registry in the Prometheus exposition formats.
 func (s *Sink) Handler() http.Handler {
 	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
 }
 
-// labelName is the Prometheus label of dimension dim: "ProgramId" is
-// "program_id", "HttpStatus" is "http_status".
+// camelBoundary is a lower-case letter or digit before an upper-case one.
+var camelBoundary = regexp.MustCompile(`([a-z0-9])([A-Z])`)
+
+// labelName is the Prometheus label of dimension dim: "ProgramId" is "program_id".
 func labelName(dim string) string {
-	var b strings.Builder
-	for i, c := range dim {
-		if unicode.IsUpper(c) {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			c = unicode.ToLower(c)
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
+	return strings.ToLower(camelBoundary.ReplaceAllString(dim, "${1}_${2}"))
 }

@@ -1,6 +1,5 @@
-// Package sampleevents seeds a store with the program and tokens that the
-// sample events in events/ refer to, so that `make invoke` and the tests
-// replay the same events against the same state.
+// Package sampleevents seeds a store with the programs and tokens that the sample events in events/
+// refer to, so that `make invoke` and the tests replay the same events against the same state.
 package sampleevents
 
 import (
@@ -21,49 +20,34 @@ import (
 const (
 	WaitingToken  = "waitingTokenFixture001" // ticket 734: position 234 at seed time
 	AdmittedToken = "admittedTokenFixture01" // ticket 400, admitted a minute before seed time
-	// AdmitNowToken (ticket 450) is within the admitted 500 but has no
-	// admittedAt yet: its first poll records the admission.
+	// AdmitNowToken (ticket 450) is within the admitted 500 but has no admittedAt yet: its first poll records the admission.
 	AdmitNowToken = "admitNowTokenFixture01"
 	LeavingToken  = "leavingTokenFixture001" // ticket 900, waiting
 	EndingToken   = "endingTokenFixture0001" // ticket 410, admitted a minute before seed time: its holder ends it
-	// SessionToken (ticket 420, admitted a minute before seed time) holds
-	// SessionPass, with which the site ends its admission; ExpiredToken
-	// (ticket 430) holds ExpiredPass, whose admission ended 10 minutes
-	// before seed time. The passes are JWTs of the right shape, signed by
-	// no key: the service checks a pass against the one it stored.
+	// SessionToken (ticket 420, admitted a minute before seed time) holds SessionPass, with which the site
+	// ends its admission; ExpiredToken (ticket 430) holds ExpiredPass, whose admission ended 10 minutes
+	// before seed time. The passes are JWTs signed by no key: the service checks a pass against the one it stored.
 	SessionToken = "sessionTokenFixture001"
 	ExpiredToken = "expiredTokenFixture001"
 	SessionPass  = "eyJhbGciOiJFUzI1NiIsImtpZCI6ImZpeHR1cmUta2V5IiwidHlwIjoiSldUIn0.eyJhdWQiOiJkZW1vIiwiZXhwIjoxNzc5MTg1MzQwLCJpYXQiOjE3NzkxODQ3NDAsImlzcyI6Imh0dHBzOi8vYWJjMTIzLmV4ZWN1dGUtYXBpLnVzLWVhc3QtMS5hbWF6b25hd3MuY29tIiwianRpIjoiZml4dHVyZS1zZXNzaW9uVCIsIm5iZiI6MTc3OTE4NDc0MCwic3ViIjoic2Vzc2lvblRva2VuRml4dHVyZTAwMSIsInRpY2tldCI6NDIwfQ.BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBw"
 	ExpiredPass  = "eyJhbGciOiJFUzI1NiIsImtpZCI6ImZpeHR1cmUta2V5IiwidHlwIjoiSldUIn0.eyJhdWQiOiJkZW1vIiwiZXhwIjoxNzc5MTg0ODAwLCJpYXQiOjE3NzkxODQ3NDAsImlzcyI6Imh0dHBzOi8vYWJjMTIzLmV4ZWN1dGUtYXBpLnVzLWVhc3QtMS5hbWF6b25hd3MuY29tIiwianRpIjoiZml4dHVyZS1leHBpcmVkVCIsIm5iZiI6MTc3OTE4NDc0MCwic3ViIjoiZXhwaXJlZFRva2VuRml4dHVyZTAwMSIsInRpY2tldCI6NDIwfQ.BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBw"
 	UnknownToken = "unknownTokenFixture001" // well formed, never stored
-	// RevokeToken (ticket 440, admitted a minute before seed time) is
-	// the one an admin revokes.
-	RevokeToken = "revokeTokenFixture0001"
-	// NoShowToken (ticket 5 of CappedProgramID) was admitted and never
-	// came to see: its place is sealed as a no-show.
-	NoShowToken = "noShowTokenFixture0001"
-	ProgramID   = "demo"
-	// ClosedProgramID is a program closed to new entries.
-	ClosedProgramID = "sold-out"
-	// DeletableProgramID is a closed program an event deletes.
-	DeletableProgramID = "ended-show"
-	// EndedProgramID closed to new entries at its closesAt, a minute
-	// before seed time.
-	EndedProgramID = "ended"
-	// FullProgramID is a paused program whose line is at its maxWaiting.
-	FullProgramID = "full-house"
-	// CappedProgramID admits at most 50 people at once, no-shows after
-	// 60 s; 50 of its 100 tickets are admitted, and places up to 50 are
-	// sealed as no-shows but those seen.
-	CappedProgramID = "capped"
-	// GuardedProgramID asks every enter for a proof of work of 16 bits.
-	GuardedProgramID = "guarded"
+	RevokeToken  = "revokeTokenFixture0001" // ticket 440, admitted a minute before seed time: an admin revokes it
+	// NoShowToken (ticket 5 of CappedProgramID) was admitted and never came: its place is sealed as a no-show.
+	NoShowToken        = "noShowTokenFixture0001"
+	ProgramID          = "demo"
+	ClosedProgramID    = "sold-out"   // closed to new entries
+	DeletableProgramID = "ended-show" // closed; an event deletes it
+	EndedProgramID     = "ended"      // closed to new entries at its closesAt, a minute before seed time
+	FullProgramID      = "full-house" // paused, its line at its maxWaiting
+	// CappedProgramID admits at most 50 people at once, no-shows after 60 s; 50 of its 100 tickets are
+	// admitted, and places up to 50 are sealed as no-shows but those seen.
+	CappedProgramID  = "capped"
+	GuardedProgramID = "guarded" // asks every enter for a proof of work of 16 bits
 )
 
-// Seed stores the events' programs in s: ProgramID (1,000 tickets issued,
-// 500 admitted at now, admission at 10 people per second), the closed
-// ClosedProgramID, EndedProgramID past its closesAt, the full FullProgramID (100 waiting, at most 100);
-// and the tokens above, except UnknownToken.
+// Seed stores the events' programs in s: ProgramID (1,000 tickets issued, 500 admitted at now, admission
+// at 10 people per second), the others above, and the tokens above but UnknownToken.
 func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	now = now.Truncate(time.Millisecond)
 	window := admission.DefaultAdmissionWindow
@@ -94,21 +78,19 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	if err := seedCatalog(ctx, s, now); err != nil {
 		return err
 	}
-	admittedAt := now.Add(-time.Minute)
+	// admitted is a token of ProgramID issued 40 minutes and admitted 1 minute before now.
+	admitted := func(id string, ticket int64, pass string) queue.Token {
+		return queue.Token{ID: id, ProgramID: ProgramID, Ticket: ticket, IssuedAt: now.Add(-40 * time.Minute), AdmissionPass: pass,
+			AdmittedAt: now.Add(-time.Minute), AdmissionExpiresAt: now.Add(-time.Minute).Add(window)}
+	}
+	expired := admitted(ExpiredToken, 430, ExpiredPass)
+	expired.AdmittedAt, expired.AdmissionExpiresAt = now.Add(-20*time.Minute), now.Add(-10*time.Minute)
 	tokens := []queue.Token{
 		{ID: WaitingToken, ProgramID: ProgramID, Ticket: 734, IssuedAt: now.Add(-30 * time.Minute)},
 		{ID: LeavingToken, ProgramID: ProgramID, Ticket: 900, IssuedAt: now.Add(-20 * time.Minute)},
 		{ID: AdmitNowToken, ProgramID: ProgramID, Ticket: 450, IssuedAt: now.Add(-35 * time.Minute)},
-		{ID: AdmittedToken, ProgramID: ProgramID, Ticket: 400, IssuedAt: now.Add(-40 * time.Minute),
-			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(admission.DefaultAdmissionWindow)},
-		{ID: EndingToken, ProgramID: ProgramID, Ticket: 410, IssuedAt: now.Add(-40 * time.Minute),
-			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(admission.DefaultAdmissionWindow)},
-		{ID: SessionToken, ProgramID: ProgramID, Ticket: 420, IssuedAt: now.Add(-40 * time.Minute),
-			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(admission.DefaultAdmissionWindow), AdmissionPass: SessionPass},
-		{ID: RevokeToken, ProgramID: ProgramID, Ticket: 440, IssuedAt: now.Add(-40 * time.Minute),
-			AdmittedAt: admittedAt, AdmissionExpiresAt: admittedAt.Add(admission.DefaultAdmissionWindow)},
-		{ID: ExpiredToken, ProgramID: ProgramID, Ticket: 430, IssuedAt: now.Add(-40 * time.Minute),
-			AdmittedAt: now.Add(-20 * time.Minute), AdmissionExpiresAt: now.Add(-10 * time.Minute), AdmissionPass: ExpiredPass},
+		admitted(AdmittedToken, 400, ""), admitted(EndingToken, 410, ""), admitted(SessionToken, 420, SessionPass),
+		admitted(RevokeToken, 440, ""), expired,
 	}
 	for _, t := range tokens {
 		t.ExpiresAt = now.Add(48 * time.Hour)
@@ -119,8 +101,8 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	return nil
 }
 
-// seedCapped stores CappedProgramID and NoShowToken, and seals the no-shows
-// of its first 50 places, when s keeps capacity records.
+// seedCapped stores CappedProgramID and NoShowToken, and seals the no-shows of its first 50 places,
+// when s keeps capacity records.
 func seedCapped(ctx context.Context, s queue.Store, now time.Time) error {
 	cs, ok := s.(capacity.Store)
 	if !ok {
@@ -150,8 +132,7 @@ func seedCapped(ctx context.Context, s queue.Store, now time.Time) error {
 	return nil
 }
 
-// seedCatalog lists the programs and records ProgramID's opening change,
-// made by an operator half an hour before now.
+// seedCatalog lists the programs and records ProgramID's opening change, made by an operator half an hour before now.
 func seedCatalog(ctx context.Context, s queue.Store, now time.Time) error {
 	for _, id := range []string{ProgramID, ClosedProgramID, DeletableProgramID, EndedProgramID, FullProgramID, CappedProgramID} {
 		if err := s.IndexProgram(ctx, id); err != nil {

@@ -1,6 +1,5 @@
-// Package samtemplate reads the parts of the AWS SAM template
-// (template.yaml) that the code must agree with: the functions with
-// Globals applied, their HTTP API routes, environment, policies and build
+// Package samtemplate reads the parts of the AWS SAM template (template.yaml) that the code must agree
+// with: the functions with Globals applied, their HTTP API routes, environment, policies and build
 // metadata. Short forms (!Ref, !GetAtt, ...) read as their long forms.
 package samtemplate
 
@@ -18,22 +17,18 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// DefaultRoute is the route key of an HTTP API's catch-all route; a SAM
-// HttpApi event without Path and Method creates it.
+// DefaultRoute is the route key of an HTTP API's catch-all route, which an HttpApi event without Path and Method creates.
 const DefaultRoute = "$default"
 
 // Template is a SAM template, as much of it as this project reads.
 type Template struct {
-	Transform  any                  `json:"Transform"`
 	Parameters map[string]Parameter `json:"Parameters"`
 	Globals    struct {
 		Function Function `json:"Function"`
 	} `json:"Globals"`
-	Resources map[string]Resource `json:"Resources"`
-	Outputs   map[string]any      `json:"Outputs"`
-	// Conditions are the template's conditions as written (Condition
-	// evaluates them).
-	Conditions map[string]any `json:"Conditions"`
+	Resources  map[string]Resource `json:"Resources"`
+	Outputs    map[string]any      `json:"Outputs"`
+	Conditions map[string]any      `json:"Conditions"` // as written; Condition evaluates them
 }
 
 // Parameter is a template parameter.
@@ -42,13 +37,11 @@ type Parameter struct {
 	Default        any    `json:"Default"`
 	AllowedValues  []any  `json:"AllowedValues"`
 	AllowedPattern string `json:"AllowedPattern"`
-	// MinValue and MaxValue bound a Number parameter (nil: unbounded).
-	MinValue any `json:"MinValue"`
-	MaxValue any `json:"MaxValue"`
+	MinValue       any    `json:"MinValue"` // with MaxValue, bounds a Number parameter (nil: unbounded)
+	MaxValue       any    `json:"MaxValue"`
 }
 
-// Resource is a template resource; Properties stay raw until a typed
-// accessor (Function) reads them.
+// Resource is a template resource; Properties stay raw until a typed accessor (Function) reads them.
 type Resource struct {
 	Type                string          `json:"Type"`
 	Condition           string          `json:"Condition"`
@@ -58,8 +51,7 @@ type Resource struct {
 	Properties          json.RawMessage `json:"Properties"`
 }
 
-// Function is the properties of an AWS::Serverless::Function (or of
-// Globals.Function).
+// Function is the properties of an AWS::Serverless::Function (or of Globals.Function).
 type Function struct {
 	Runtime       string   `json:"Runtime"`
 	Handler       string   `json:"Handler"`
@@ -70,14 +62,11 @@ type Function struct {
 	Environment   struct {
 		Variables map[string]any `json:"Variables"`
 	} `json:"Environment"`
-	// Policies are managed policy names, SAM policy templates or inline
-	// policy documents, as written.
-	Policies []any            `json:"Policies"`
+	Policies []any            `json:"Policies"` // managed policy names, SAM policy templates or documents, as written
 	Events   map[string]Event `json:"Events"`
 }
 
-// Event is a function's event source; the Properties are those of an
-// HttpApi event.
+// Event is a function's event source; the Properties are those of an HttpApi event.
 type Event struct {
 	Type       string `json:"Type"`
 	Properties struct {
@@ -90,9 +79,8 @@ type Event struct {
 	} `json:"Properties"`
 }
 
-// RouteKey is the HTTP API route key an HttpApi event creates, as API
-// Gateway puts it in the request's routeKey: "ANY /path", or $default for
-// an event without Path and Method.
+// RouteKey is the HTTP API route key an HttpApi event creates, as in a request's routeKey: "ANY /path",
+// or $default for an event without Path and Method.
 func (e Event) RouteKey() string {
 	p := e.Properties
 	if p.Path == "" && p.Method == "" {
@@ -127,26 +115,23 @@ func Parse(src []byte) (*Template, error) {
 	if err := doc.Decode(&tree); err != nil {
 		return nil, err
 	}
-	// Through JSON into the typed structs: encoding/json does the field
-	// matching.
-	b, err := json.Marshal(tree)
-	if err != nil {
-		return nil, err
-	}
+	// Through JSON into the typed structs: encoding/json does the field matching.
 	var t Template
-	if err := json.Unmarshal(b, &t); err != nil {
+	b, err := json.Marshal(tree)
+	if err == nil {
+		err = json.Unmarshal(b, &t)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &t, nil
 }
 
-// FunctionIDs returns the logical ids of the template's
-// AWS::Serverless::Function resources, sorted.
+// FunctionIDs returns the logical ids of the template's AWS::Serverless::Function resources, sorted.
 func (t *Template) FunctionIDs() []string { return t.IDsOfType("AWS::Serverless::Function") }
 
-// Function returns the properties of function id with Globals.Function
-// applied as SAM applies them: the function's own value wins, and
-// environment variables are merged.
+// Function returns the properties of function id with Globals.Function applied as SAM applies them:
+// the function's own value wins, and environment variables are merged.
 func (t *Template) Function(id string) (Function, error) {
 	r, ok := t.Resources[id]
 	if !ok || r.Type != "AWS::Serverless::Function" {
@@ -164,9 +149,7 @@ func (t *Template) Function(id string) (Function, error) {
 	if f.Architectures == nil {
 		f.Architectures = g.Architectures
 	}
-	if f.CodeURI == nil {
-		f.CodeURI = g.CodeURI
-	}
+	f.CodeURI = cmp.Or(f.CodeURI, g.CodeURI) // compares with nil only: safe for a map
 	vars := make(map[string]any, len(g.Environment.Variables)+len(f.Environment.Variables))
 	maps.Copy(vars, g.Environment.Variables)
 	maps.Copy(vars, f.Environment.Variables)
@@ -175,8 +158,7 @@ func (t *Template) Function(id string) (Function, error) {
 	return f, nil
 }
 
-// Properties returns resource id's properties as generic values (nil if
-// there is no such resource).
+// Properties returns resource id's properties as generic values (nil if there is no such resource).
 func (t *Template) Properties(id string) map[string]any {
 	var props map[string]any
 	if r, ok := t.Resources[id]; ok {
@@ -185,21 +167,17 @@ func (t *Template) Properties(id string) map[string]any {
 	return props
 }
 
-// MainPackage returns the directory of function id's main package by
-// this repository's convention: QueueFunction is built from
-// functions/queue.
+// MainPackage returns the directory of function id's main package: QueueFunction's is functions/queue.
 func MainPackage(id string) string {
 	return "functions/" + strings.ToLower(strings.TrimSuffix(id, "Function"))
 }
 
-// TableRefs maps the logical id of each DynamoDB table in the template to
-// name, for Env: the one table a test or tool created stands for them.
+// TableRefs maps the logical id of each DynamoDB table in the template to name, for Env.
 func (t *Template) TableRefs(name string) map[string]string {
 	return t.RefsOfType("AWS::DynamoDB::Table", name)
 }
 
-// RefsOfType maps the logical id of each resource of type typ to name, for
-// Env.
+// RefsOfType maps the logical id of each resource of type typ to name, for Env.
 func (t *Template) RefsOfType(typ, name string) map[string]string {
 	refs := map[string]string{}
 	for id, r := range t.Resources {
@@ -215,8 +193,7 @@ func (t *Template) IDsOfType(typ string) []string {
 	return slices.Sorted(maps.Keys(t.RefsOfType(typ, "")))
 }
 
-// Routes maps each HTTP API route key of the template to the logical id of
-// the function it invokes.
+// Routes maps each HTTP API route key of the template to the logical id of the function it invokes.
 func (t *Template) Routes() (map[string]string, error) {
 	routes := map[string]string{}
 	for _, id := range t.FunctionIDs() {
@@ -238,10 +215,9 @@ func (t *Template) Routes() (map[string]string, error) {
 	return routes, nil
 }
 
-// Env returns function id's environment with every value resolved to a
-// string: a literal, a !Ref to a parameter (its default) or to a resource
-// (as refs gives it), an !If at the parameters' defaults, a !Sub of such
-// !Refs. Anything else is an error.
+// Env returns function id's environment with every value resolved to a string: a literal, a !Ref to
+// a parameter (its default) or to a resource (as refs gives it), an !If at the parameters' defaults,
+// a !Sub of such !Refs. Anything else is an error.
 func (t *Template) Env(id string, refs map[string]string) (map[string]string, error) {
 	f, err := t.Function(id)
 	if err != nil {
@@ -295,11 +271,10 @@ func (t *Template) resolve(v any, refs map[string]string) (string, error) {
 	return "", fmt.Errorf("cannot resolve %v", v)
 }
 
-// subVar is a variable of a !Sub string.
 var subVar = regexp.MustCompile(`\$\{([^}]*)\}`)
 
-// sub resolves a !Sub string (its one-argument form): ${Name} as !Ref Name,
-// ${!Text} as the literal ${Text}; ${Resource.Attribute} is an error.
+// sub resolves a one-argument !Sub: ${Name} as !Ref Name, ${!Text} as the literal ${Text};
+// ${Resource.Attribute} is an error.
 func (t *Template) sub(s string, refs map[string]string) (string, error) {
 	var errs []error
 	out := subVar.ReplaceAllStringFunc(s, func(m string) string {
@@ -320,14 +295,12 @@ func (t *Template) sub(s string, refs map[string]string) (string, error) {
 	return out, errors.Join(errs...)
 }
 
-// intrinsics are the short-form tags that take the "Fn::" prefix in their
-// long form; !Ref and !Condition keep their name.
+// intrinsics are the short-form tags that take the "Fn::" prefix in their long form.
 var intrinsics = []string{"Base64", "Cidr", "FindInMap", "GetAtt", "GetAZs", "ImportValue", "Join", "Select",
 	"Split", "Sub", "Transform", "And", "Equals", "If", "Not", "Or", "ToJsonString", "Length"}
 
-// expand rewrites n's short-form intrinsic functions (!Ref x) into their
-// long form ({Ref: x}), in place, and makes every mapping key a string, so
-// that n decodes into the JSON-shaped value CloudFormation reads.
+// expand rewrites n's short-form intrinsic functions (!Ref x) into their long form ({Ref: x}) in place,
+// and makes every mapping key a string, so that n decodes into the JSON-shaped value CloudFormation reads.
 func expand(n *yaml.Node) error {
 	for i, c := range n.Content {
 		if n.Kind == yaml.MappingNode && i%2 == 0 {
@@ -366,12 +339,10 @@ func expand(n *yaml.Node) error {
 	return nil
 }
 
-// str is a YAML string node of s.
 func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
-// RouteFor returns the route key and function that API Gateway would choose
-// for a request with method and path, ranking the matching routes as it
-// does (matchPath, then the method's own before ANY); else $default.
+// RouteFor returns the route key and function that API Gateway would choose for a request with method
+// and path, ranking the matching routes as it does (matchPath, then the method's own before ANY); else $default.
 func (t *Template) RouteFor(method, path string) (key, function string, err error) {
 	routes, err := t.Routes()
 	if err != nil {
@@ -406,9 +377,8 @@ func (t *Template) RouteFor(method, path string) (key, function string, err erro
 	return best, routes[best], nil
 }
 
-// matchPath matches a request path against a route's path and ranks the
-// match: first 1 without a greedy variable, then per route segment 2 for a
-// literal, 1 for a variable, 0 for a greedy one.
+// matchPath matches a request path against a route's path and ranks the match: first 1 without a greedy
+// variable, then per route segment 2 for a literal, 1 for a variable, 0 for a greedy one.
 func matchPath(route, path string) ([]int, bool) {
 	rs := strings.Split(strings.Trim(route, "/"), "/")
 	ps := strings.Split(strings.Trim(path, "/"), "/")
@@ -435,4 +405,121 @@ func matchPath(route, path string) ([]int, bool) {
 		}
 	}
 	return rank, len(rs) == len(ps)
+}
+
+// Condition evaluates the template's condition name as CloudFormation would with the parameter values params (else their defaults).
+func (t *Template) Condition(name string, params map[string]string) (bool, error) {
+	return t.condition(name, params, nil)
+}
+
+func (t *Template) condition(name string, params map[string]string, seen []string) (bool, error) {
+	if slices.Contains(seen, name) {
+		return false, fmt.Errorf("condition %s refers to itself", name)
+	}
+	c, ok := t.Conditions[name]
+	if !ok {
+		return false, fmt.Errorf("no condition %q in the template", name)
+	}
+	v, err := t.evalBool(c, params, append(seen, name))
+	if err != nil {
+		return false, fmt.Errorf("condition %s: %w", name, err)
+	}
+	return v, nil
+}
+
+func (t *Template) evalBool(v any, params map[string]string, seen []string) (bool, error) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return false, fmt.Errorf("cannot evaluate %v as a condition", v)
+	}
+	for fn, arg := range m {
+		args, _ := arg.([]any)
+		switch fn {
+		case "Condition":
+			name, _ := arg.(string)
+			return t.condition(name, params, seen)
+		case "Fn::Equals":
+			if len(args) != 2 {
+				return false, fmt.Errorf("Fn::Equals takes 2 values, got %v", arg)
+			}
+			a, err := t.evalString(args[0], params)
+			if err != nil {
+				return false, err
+			}
+			b, err := t.evalString(args[1], params)
+			return a == b, err
+		case "Fn::Not":
+			if len(args) != 1 {
+				return false, fmt.Errorf("Fn::Not takes 1 condition, got %v", arg)
+			}
+			b, err := t.evalBool(args[0], params, seen)
+			return !b, err
+		case "Fn::And", "Fn::Or":
+			want := fn == "Fn::Or" // the value that decides
+			for _, a := range args {
+				b, err := t.evalBool(a, params, seen)
+				if err != nil || b == want {
+					return b, err
+				}
+			}
+			return !want, nil
+		}
+	}
+	return false, fmt.Errorf("cannot evaluate %v as a condition", v)
+}
+
+// evalString resolves a literal or a !Ref to a parameter, params before the parameter's default.
+func (t *Template) evalString(v any, params map[string]string) (string, error) {
+	if m, ok := v.(map[string]any); ok && len(m) == 1 {
+		if name, ok := m["Ref"].(string); ok {
+			if s, ok := params[name]; ok {
+				return s, nil
+			}
+			if _, ok := t.Parameters[name]; !ok {
+				return "", fmt.Errorf("!Ref %s: no such parameter", name)
+			}
+		}
+	}
+	return t.resolve(v, nil)
+}
+
+// ResourcesWith returns the resources that a stack deployed with the parameter values params has:
+// those without a Condition, and those whose Condition holds.
+func (t *Template) ResourcesWith(params map[string]string) (map[string]Resource, error) {
+	ids, err := deployed(t, "resource", t.Resources, params, func(r Resource) string { return r.Condition })
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Resource{}
+	for _, id := range ids {
+		out[id] = t.Resources[id]
+	}
+	return out, nil
+}
+
+// OutputsWith returns the names of the outputs that a stack deployed with the parameter values params has, sorted.
+func (t *Template) OutputsWith(params map[string]string) ([]string, error) {
+	return deployed(t, "output", t.Outputs, params, func(o any) string {
+		m, _ := o.(map[string]any)
+		c, _ := m["Condition"].(string)
+		return c
+	})
+}
+
+// deployed returns the sorted names of m's items whose condition (cond gives it; "" for none) holds with params.
+func deployed[V any](t *Template, kind string, m map[string]V, params map[string]string, cond func(V) string) ([]string, error) {
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		if c := cond(m[name]); c != "" {
+			holds, err := t.Condition(c, params)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", kind, name, err)
+			}
+			if !holds {
+				continue
+			}
+		}
+		names = append(names, name)
+	}
+	return names, nil
 }

@@ -3,7 +3,6 @@ package loadtest
 import (
 	"cmp"
 	"context"
-	"math"
 	"slices"
 	"time"
 
@@ -11,51 +10,28 @@ import (
 	"github.com/example/waitingroom/internal/tools/bench"
 )
 
-// stopsPolling reports whether u, a no-show, goes quiet at a WAITING answer
-// at position pos: when the counter, at the fastest scheduled rate, could
-// reach it by a second after its next poll, wait away.
-func (r *runner) stopsPolling(u *user, pos int64, wait time.Duration) bool {
-	if !u.noShow {
-		return false
-	}
-	return float64(pos) <= 1+math.Ceil(maxRate(r.cfg.Scenario.Rates)*(wait+time.Second).Seconds())
-}
-
-// endSession plays the site's side of an admission u saw in ans: it ends
-// the session with the pass after u's session length.
+// endSession plays the site's side of u's admission ans: it ends the session after u's session length.
 func (r *runner) endSession(ctx context.Context, u *user, ans api.Token) {
 	if !ans.ExpiresAt.IsZero() {
 		u.windowEnd = ans.ExpiresAt.Sub(r.start)
 	}
-	if ans.AdmissionPass == "" {
-		u.missingPass = true
+	if u.missingPass = ans.AdmissionPass == ""; u.missingPass || !r.sleep(ctx, u.session) {
 		return
 	}
-	if !r.sleep(ctx, u.session) {
-		return
-	}
-	var sent time.Duration
 	err := r.retrying(ctx, func() error {
-		sent = r.since()
+		u.endSent = r.since()
 		return r.client.ReleaseSession(ctx, r.cfg.ProgramID, ans.AdmissionPass)
 	})
-	if err != nil {
-		u.endFailed = ctx.Err() == nil
-		return
-	}
-	u.ended, u.endSent, u.endRecv = true, sent, r.since()
+	u.ended, u.endFailed, u.endRecv = err == nil, err != nil && ctx.Err() == nil, r.since()
 }
 
-// unmeasuredTail is how long before the last sample an end must be for
-// its slot's reuse to be judged.
+// unmeasuredTail is how long before the last sample an end must be for its slot's reuse to be judged.
 const unmeasuredTail = 5 * time.Second
 
-// capacity measures a capped run from its users and the admin samples;
-// end is the run's end from its start.
+// capacity measures a capped run from its users and the samples; end is the run's end.
 func (r *runner) capacity(users []user, end time.Duration) *bench.Capacity {
-	c := r.cfg.Crowd
+	c, samples := r.cfg.Crowd, r.samples
 	res := &bench.Capacity{MaxActiveUsers: c.MaxActive, NoShowSeconds: c.NoShowSeconds}
-	samples := r.samples
 	for _, s := range samples {
 		res.PeakActiveCounter = max(res.PeakActiveCounter, s.active)
 	}
@@ -93,7 +69,7 @@ func (r *runner) capacity(users []user, end time.Duration) *bench.Capacity {
 		}
 		done := end
 		if u.windowEnd > 0 {
-			done = min(done, u.windowEnd)
+			done = min(end, u.windowEnd)
 		}
 		if u.ended {
 			res.SessionsEnded++
@@ -121,36 +97,28 @@ func (r *runner) capacity(users []user, end time.Duration) *bench.Capacity {
 		res.MeanSessionMs = bench.Ms(sessions) / float64(res.SessionsEnded)
 	}
 	res.DurationMs = bench.Ms(last - start)
-	res.BoundMs = bench.Ms(turnoverBound(sessions, res.NoShows, c, res.Showed+res.NoShows, r.cfg.Scenario.Rates))
-	if res.BoundMs > 0 {
+	// The turnover bound is the least time admitting them can take: N / rate, or the slot time they hold
+	// shared by the cap's slots.
+	bound := (sessions + time.Duration(res.NoShows*c.NoShowSeconds)*time.Second) / time.Duration(c.MaxActive)
+	if rate := maxRate(r.cfg.Scenario.Rates); rate > 0 {
+		bound = max(bound, time.Duration(float64(res.Showed+res.NoShows)/rate*float64(time.Second)))
+	}
+	if res.BoundMs = bench.Ms(bound); res.BoundMs > 0 {
 		res.Ratio = res.DurationMs / res.BoundMs
 	}
 	return res
 }
 
-// turnoverBound is the least time admitting admitted people can take: N /
-// rate, or the slot time they hold shared by the cap's slots.
-func turnoverBound(sessions time.Duration, noShows int64, c *bench.Crowd, admitted int64, rates bench.Schedule) time.Duration {
-	var byRate time.Duration
-	if rate := maxRate(rates); rate > 0 {
-		byRate = time.Duration(float64(admitted) / rate * float64(time.Second))
-	}
-	slotTime := sessions + time.Duration(noShows)*time.Duration(c.NoShowSeconds)*time.Second
-	return max(byRate, slotTime/time.Duration(c.MaxActive))
-}
-
 // maxRate is the fastest rate of a schedule.
-func maxRate(rates bench.Schedule) float64 {
-	rate := 0.0
+func maxRate(rates bench.Schedule) (rate float64) {
 	for _, ch := range rates {
 		rate = max(rate, ch.Rate)
 	}
 	return rate
 }
 
-// reuseAfter is how long after end the sampled admitted counter next moved
-// past its level before end: ok is false when nobody waited then, or, with
-// a negative duration, when it never moved again.
+// reuseAfter is how long after end the admitted counter next moved: ok is false when nobody waited then,
+// or, with a negative duration, when it never moved again.
 func reuseAfter(samples []sample, end time.Duration) (time.Duration, bool) {
 	i, _ := slices.BinarySearchFunc(samples, end, func(s sample, t time.Duration) int { return int(s.at - t) })
 	if i == 0 {

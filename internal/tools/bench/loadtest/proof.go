@@ -12,36 +12,29 @@ import (
 // maxProofs bounds the proofs of work one user solves for its enter.
 const maxProofs = 3
 
-// enter enters the program until it is answered, with one idempotency key
-// and a proof of work when asked, and returns the answer with the last
-// attempt's send and receipt times; ok is false when it gave up.
+// enter enters the program with one idempotency key (and a proof of work when asked) until answered, and
+// returns the answer with the last attempt's send and receipt times; ok is false when it gave up.
 func (r *runner) enter(ctx context.Context) (ans api.Token, sent, recv time.Duration, ok bool) {
 	e := client.Entry{IdempotencyKey: client.NewIdempotencyKey()}
-	proofs := 0
-	for {
-		var err error
-		if r.proofs && proofs == 0 {
-			proofs++
-			e, err = r.prove(ctx, e)
-		}
-		if err == nil {
+	prove, proofs := r.proofs, 0
+	err := r.retrying(ctx, func() (err error) {
+		for {
+			if prove {
+				prove, proofs = false, proofs+1
+				if e, err = r.prove(ctx, e); err != nil {
+					return err
+				}
+			}
 			sent = r.since()
 			ans, _, err = r.client.Enter(ctx, r.cfg.ProgramID, e)
 			recv = r.since()
-			if err == nil {
-				return ans, sent, recv, true
+			if !client.NeedsProof(err) || proofs >= maxProofs {
+				return err
 			}
-			if client.NeedsProof(err) && proofs < maxProofs {
-				proofs++
-				if e, err = r.prove(ctx, e); err == nil {
-					continue
-				}
-			}
+			prove = true
 		}
-		if !r.retry(ctx, err) {
-			return ans, sent, recv, false
-		}
-	}
+	})
+	return ans, sent, recv, err == nil
 }
 
 // prove fetches a challenge and returns e with its solution.

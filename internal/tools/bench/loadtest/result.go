@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"cmp"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,12 +12,11 @@ import (
 	"github.com/example/waitingroom/internal/tools/client"
 )
 
-// tickets fills the ticket fields of res: the gaps (from the program's
-// issued counter, -1 if unknown), the duplicates and the inversion.
+// tickets fills res's gaps (issued is -1 if unknown), duplicates and inversion.
 func (r *runner) tickets(users []user, issued int64, res *bench.Result) {
-	held := map[int64]int{}
+	held := map[int64]bool{}
 	var es []bench.Entrant
-	var prequeue int64
+	var prequeue, tickets int64
 	for _, u := range users {
 		prequeue = max(prequeue, u.prequeue)
 	}
@@ -24,22 +24,20 @@ func (r *runner) tickets(users []user, issued int64, res *bench.Result) {
 		if u.ticket <= 0 {
 			continue
 		}
-		held[u.ticket]++
-		if u.issuedAtMs > 0 {
-			es = append(es, bench.Entrant{EnteredMs: u.issuedAtMs, Place: u.ticket, Prequeue: u.ticket <= prequeue})
+		held[u.ticket] = true
+		tickets++
+		if !u.issuedAt.IsZero() {
+			es = append(es, bench.Entrant{EnteredMs: u.issuedAt.UnixMilli(), Place: u.ticket, Prequeue: u.ticket <= prequeue})
 		}
 	}
-	for _, n := range held {
-		res.DuplicateTickets += int64(n - 1)
-	}
+	res.DuplicateTickets = tickets - int64(len(held))
 	res.MaxInversionMs = float64(bench.MaxInversion(es))
 	if issued >= 0 {
 		res.Gaps = max(0, issued-r.baseIssued-int64(len(held)))
 	}
 }
 
-// result is the run's measurements: the requests counted by route and
-// second, their latency, and each admitted user's notification delay.
+// result is the run's measurements of its requests and users.
 func (r *runner) result(users []user, end time.Duration) bench.Result {
 	res := r.cfg.Scenario.Result(r.cfg.Poll.String(), "run", r.cfg.Seed)
 	res.ProgramID, res.ByRoute = r.cfg.ProgramID, map[string]int64{}
@@ -49,83 +47,7 @@ func (r *runner) result(users []user, end time.Duration) bench.Result {
 	seconds := int((end + time.Second - 1) / time.Second) // the last one may be partial
 	r.countRequests(&res, seconds)
 	res.ChallengeSolves, res.ChallengeSolveMs = r.solves.Load(), bench.Ms(time.Duration(r.solveNs.Load()))
-	r.countUsers(&res, users)
-	res.SeenSeries, res.SeenPerSecondPeak = seenSeries(users, seconds)
-	res.Passes = r.passes.Load()
-	res.Finish(end)
-	return res
-}
-
-// countRequests fills res's request counts, by route and by second (of
-// seconds), and their latency.
-func (r *runner) countRequests(res *bench.Result, seconds int) {
-	res.RpsSeries = make([]int64, seconds)
-	res.PollSeries = make([]int64, seconds)
-	enters := make([]int64, seconds)
-	var lat []float64
-	for _, rec := range r.records {
-		key := string(rec.op) + " "
-		if rec.status == 0 {
-			key += "error"
-		} else {
-			key += strconv.Itoa(rec.status)
-		}
-		res.ByRoute[key]++
-		if rec.code != "" {
-			if res.ErrorCodes == nil {
-				res.ErrorCodes = map[string]int64{}
-			}
-			res.ErrorCodes[rec.code]++
-		}
-		if rec.op.Admin() {
-			res.AdminRequests++
-			if rec.failed {
-				res.AdminErrors++
-			}
-			continue
-		}
-		res.Requests++
-		if rec.failed {
-			res.Errors++
-		}
-		switch rec.op {
-		case client.OpEnter:
-			res.Enters++
-			if rec.status == http.StatusServiceUnavailable || rec.status == http.StatusTooManyRequests {
-				res.ThrottledEnters++
-			}
-			if rec.status == http.StatusCreated {
-				if s := min(int((rec.at+rec.latency)/time.Second), seconds-1); s >= 0 {
-					enters[s]++
-				}
-			}
-		case client.OpPoll:
-			res.Polls++
-		case client.OpLeave:
-			res.Leaves++
-		case client.OpEndSession, client.OpReleaseSession:
-			res.SessionEnds++
-		case client.OpChallenge:
-			res.Challenges++
-		}
-		if s := min(int(rec.at/time.Second), seconds-1); s >= 0 {
-			res.RpsSeries[s]++
-			if rec.op == client.OpPoll {
-				res.PollSeries[s]++
-			}
-		}
-		if rec.status != 0 {
-			lat = append(lat, bench.Ms(rec.latency))
-		}
-	}
-	l := bench.Summarize(lat)
-	res.LatencyMs = &l
-	res.EntersPerSecondPeak = bench.SeriesPeak(enters)
-}
-
-// countUsers fills res's user counts and the admitted users' notification
-// delays.
-func (r *runner) countUsers(res *bench.Result, users []user) {
+	res.SeenSeries = make([]int64, seconds)
 	var delays []float64
 	for _, u := range users {
 		if u.entered {
@@ -138,17 +60,86 @@ func (r *runner) countUsers(res *bench.Result, users []user) {
 			continue
 		}
 		res.Admitted++
-		at := admittedAt(r.samples, u.ticket)
+		tally(res.SeenSeries, u.seenAt)
 		// The server answered WAITING to a request sent at lastWaiting, and
 		// ADMITTED by seenAt: the admission lies in between.
-		at = min(max(at, u.lastWaiting), u.seenAt)
+		at := min(max(admittedAt(r.samples, u.ticket), u.lastWaiting), u.seenAt)
 		delays = append(delays, bench.Ms(u.seenAt-at))
 	}
 	res.NotifyDelayMs = bench.Summarize(delays)
+	res.SeenPerSecondPeak = bench.SeriesPeak(res.SeenSeries)
+	res.Passes = r.passes.Load()
+	res.Finish(end)
+	return res
 }
 
-// admittedAt estimates when the counter passed ticket, interpolating
-// between the samples around it; -1 when the samples say nothing.
+// tally counts an event at offset at in its second of series (or the last).
+func tally(series []int64, at time.Duration) {
+	if s := min(int(at/time.Second), len(series)-1); s >= 0 {
+		series[s]++
+	}
+}
+
+// countRequests fills res's request counts, by route and by second, and their latency.
+func (r *runner) countRequests(res *bench.Result, seconds int) {
+	res.RpsSeries = make([]int64, seconds)
+	res.PollSeries = make([]int64, seconds)
+	enters := make([]int64, seconds)
+	var lat []float64
+	for _, rec := range r.records {
+		status := "error"
+		if rec.Status != 0 {
+			status = strconv.Itoa(rec.Status)
+		}
+		res.ByRoute[string(rec.Op)+" "+status]++
+		if ae := (*client.Error)(nil); errors.As(rec.Err, &ae) && ae.Code != "" {
+			if res.ErrorCodes == nil {
+				res.ErrorCodes = map[string]int64{}
+			}
+			res.ErrorCodes[ae.Code]++
+		}
+		// A DELETE answered 409 (admitted before it left) is not a failure.
+		failed := rec.Err != nil && !(rec.Op == client.OpLeave && rec.Status == http.StatusConflict)
+		if rec.Op.Admin() {
+			res.AdminRequests++
+			if failed {
+				res.AdminErrors++
+			}
+			continue
+		}
+		res.Requests++
+		if failed {
+			res.Errors++
+		}
+		switch rec.Op {
+		case client.OpEnter:
+			res.Enters++
+			if rec.Status == http.StatusServiceUnavailable || rec.Status == http.StatusTooManyRequests {
+				res.ThrottledEnters++
+			}
+			if rec.Status == http.StatusCreated {
+				tally(enters, rec.at+rec.Latency)
+			}
+		case client.OpPoll:
+			res.Polls++
+			tally(res.PollSeries, rec.at)
+		case client.OpLeave:
+			res.Leaves++
+		case client.OpEndSession, client.OpReleaseSession:
+			res.SessionEnds++
+		case client.OpChallenge:
+			res.Challenges++
+		}
+		tally(res.RpsSeries, rec.at)
+		if rec.Status != 0 {
+			lat = append(lat, bench.Ms(rec.Latency))
+		}
+	}
+	res.LatencyMs = new(bench.Summarize(lat))
+	res.EntersPerSecondPeak = bench.SeriesPeak(enters)
+}
+
+// admittedAt interpolates when the counter passed ticket from the samples; -1 when they say nothing.
 func admittedAt(samples []sample, ticket int64) time.Duration {
 	// i is the first sample with admitted ≥ ticket.
 	i, _ := slices.BinarySearchFunc(samples, ticket, func(s sample, k int64) int { return cmp.Compare(s.admitted, k) })
@@ -169,18 +160,4 @@ func admittedAt(samples []sample, ticket int64) time.Duration {
 	}
 	f := (float64(ticket-a.admitted) - 0.5) / float64(b.admitted-a.admitted)
 	return a.at + time.Duration(f*float64(b.at-a.at))
-}
-
-// seenSeries returns the count of users who first saw ADMITTED in each
-// second of the run, and its peak.
-func seenSeries(users []user, seconds int) ([]int64, int64) {
-	series := make([]int64, seconds)
-	for _, u := range users {
-		if u.admitted {
-			if s := min(int(u.seenAt/time.Second), seconds-1); s >= 0 {
-				series[s]++
-			}
-		}
-	}
-	return series, bench.SeriesPeak(series)
 }

@@ -1,10 +1,11 @@
 package loadtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"math"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
@@ -16,9 +17,9 @@ type user struct {
 	entered     bool
 	leaving     float64 // fraction of the wait after which it leaves; negative: never
 	left        bool
-	ticket      int64 // from the enter answer
-	issuedAtMs  int64 // the token's issuedAt (server clock, Unix ms); 0 when unknown
-	prequeue    int64 // the size of a shuffled pre-queue, when an answer told it
+	ticket      int64     // from the enter answer
+	issuedAt    time.Time // the token's, on the server's clock; zero when unknown
+	prequeue    int64     // the size of a shuffled pre-queue, when an answer told it
 	enterAt     time.Duration
 	lastWaiting time.Duration // send time of the last WAITING answer
 	seenAt      time.Duration // receipt of ADMITTED
@@ -34,20 +35,14 @@ type user struct {
 	endSent, endRecv              time.Duration
 }
 
-// user plays one virtual user; entered is called once its enter is over,
-// whatever the outcome.
+// user plays one virtual user, calling entered once its enter is over.
 func (r *runner) user(ctx context.Context, u *user, entered func()) {
-	var once sync.Once
-	defer once.Do(entered)
 	ans, sent, recv, ok := r.enter(ctx)
+	entered()
 	if !ok {
 		return
 	}
-	u.entered, u.enterAt, u.ticket = true, recv, ans.Ticket
-	if !ans.IssuedAt.IsZero() {
-		u.issuedAtMs = ans.IssuedAt.UnixMilli()
-	}
-	once.Do(entered)
+	u.entered, u.enterAt, u.ticket, u.issuedAt = true, recv, ans.Ticket, ans.IssuedAt.Time
 	token := ans.TokenID
 	for {
 		switch ans.Status {
@@ -72,23 +67,17 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 			u.expired = ans.Status == api.StatusExpired
 			return
 		}
-		wait := r.cfg.Poll.Fixed
-		if wait == 0 {
-			wait = ans.RetryAfter()
-			if wait <= 0 {
-				wait = retryFallback
-			}
+		wait := cmp.Or(r.cfg.Poll.Fixed, ans.RetryAfter())
+		if wait <= 0 {
+			wait = retryFallback
 		}
 		if r.cfg.Poll.AtAdmission && u.polls == 0 {
-			d, ok := r.untilDue(ctx, u)
-			if !ok {
+			if wait, ok = r.untilDue(ctx, u, wait); !ok {
 				return
 			}
-			if d >= 0 {
-				wait = d
-			}
 		}
-		if r.stopsPolling(u, ans.Position, wait) {
+		// A no-show goes quiet once the counter, at the fastest rate, could reach it by a second after its next poll.
+		if u.noShow && float64(ans.Position) <= 1+math.Ceil(maxRate(r.cfg.Scenario.Rates)*(wait+time.Second).Seconds()) {
 			u.silent = true
 			return
 		}
@@ -108,25 +97,21 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 	}
 }
 
-// untilDue is, in the admission mode, how long from now u waits for its
-// first poll, once the start of admission is known: until its predicted
-// admission plus DueMargin, or -1 when there is none. ok is false when the
-// run ended first.
-func (r *runner) untilDue(ctx context.Context, u *user) (d time.Duration, ok bool) {
+// untilDue is, once the start of admission is known, u's wait for its first poll in the admission mode:
+// until its predicted admission plus DueMargin, or d without one; ok is false when the run ended first.
+func (r *runner) untilDue(ctx context.Context, u *user, d time.Duration) (_ time.Duration, ok bool) {
 	select {
 	case <-r.started.Done():
 	case <-ctx.Done():
 		return 0, false
 	}
-	at, ok := r.admissionAt(u)
-	if !ok {
-		return -1, true
+	if at, ok := r.admissionAt(u); ok {
+		d = max(0, at+DueMargin-r.since())
 	}
-	return max(0, at+DueMargin-r.since()), true
+	return d, true
 }
 
-// admissionAt is when u's ticket is predicted to be admitted, from the
-// run's start; ok is false when that is not known.
+// admissionAt is u's predicted admission from the run's start, if known.
 func (r *runner) admissionAt(u *user) (time.Duration, bool) {
 	start, k := r.admitStart.Load(), u.ticket-r.baseIssued
 	if start == 0 || k < 1 || k >= int64(len(r.plan)) || r.plan[k] < 0 {
@@ -135,9 +120,7 @@ func (r *runner) admissionAt(u *user) (time.Duration, bool) {
 	return time.Duration(start-1) + r.plan[k], true
 }
 
-// wait sleeps d before u's next poll, or leaves if u's leave instant comes
-// first (woken at the start of admission to place it), and reports whether
-// u is done (it left, or the run ended).
+// wait sleeps d before u's next poll, or until u leaves if that comes first, and reports whether u is done.
 func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duration) (done bool) {
 	until := r.since() + d
 	for {
@@ -145,31 +128,24 @@ func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duratio
 			if !r.sleep(ctx, at-r.since()) {
 				return true
 			}
-			// A 409 (admitted first) leaves u waiting: it polls at once and
-			// hears it.
 			return r.leave(ctx, u, token)
 		}
 		if u.leaving < 0 || r.admitStart.Load() != 0 {
 			return !r.sleep(ctx, until-r.since())
 		}
-		// Sleep until the poll, or until the start of admission is known.
+		// Sleep until the poll, or until the start of admission places the leave.
 		sctx, stop := context.WithCancel(ctx)
-		unhook := context.AfterFunc(r.started, stop)
+		context.AfterFunc(r.started, stop)
 		slept := r.sleep(sctx, until-r.since())
-		unhook()
 		stop()
-		if slept {
-			return false
-		}
-		if r.started.Err() == nil || ctx.Err() != nil { // the run ended
-			return true
+		if slept || r.started.Err() == nil || ctx.Err() != nil { // polls, or the run ended
+			return !slept
 		}
 	}
 }
 
-// leaveAt is when u leaves: its fraction of the wait from its enter to its
-// predicted admission (or the timeout). ok is false for a user who stays,
-// or while the start of admission is not known.
+// leaveAt is when u leaves, its fraction of the wait to its predicted admission (or the timeout), once
+// the start of admission is known; ok is false for a user who stays.
 func (r *runner) leaveAt(u *user) (time.Duration, bool) {
 	if u.leaving < 0 || r.admitStart.Load() == 0 {
 		return 0, false
@@ -184,21 +160,11 @@ func (r *runner) leaveAt(u *user) (time.Duration, bool) {
 	return u.enterAt + time.Duration(u.leaving*float64(end-u.enterAt)), true
 }
 
-// leave sends u's DELETE until it is answered, and reports whether u is
-// done; after a 409 (admitted first) u polls again.
+// leave sends u's DELETE until it is answered, and reports whether u is done: after a 409 it polls again.
 func (r *runner) leave(ctx context.Context, u *user, token string) bool {
 	u.leaving = -1
-	for {
-		err := r.client.Leave(ctx, r.cfg.ProgramID, token)
-		var ae *client.Error
-		switch {
-		case err == nil:
-			u.left = true
-			return true
-		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
-			return false
-		case !r.retry(ctx, err):
-			return true
-		}
-	}
+	err := r.retrying(ctx, func() error { return r.client.Leave(ctx, r.cfg.ProgramID, token) })
+	u.left = err == nil
+	var ae *client.Error
+	return !errors.As(err, &ae) || ae.Status != http.StatusConflict
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // vwait is one wait a run asked its clock for: by virtual user (-1 for
@@ -20,12 +20,12 @@ type vwait struct {
 	d    time.Duration
 }
 
-// vclock is a run's clock in tests: Now reads a clock.Fake (the server
+// vclock is a run's clock in tests: Now reads a simclock.Fake (the server
 // shares it through queue.WithClock), and Sleep records the wait and
 // hands it to onSleep, which by default advances the fake clock by it at
 // once. No wait takes real time, except as onSleep blocks on an event.
 type vclock struct {
-	*clock.Fake
+	*simclock.Fake
 	// onSleep, when not nil, replaces the default advance; it may block
 	// until an event of the scenario (and must return ctx's error if ctx
 	// ends first).
@@ -40,7 +40,19 @@ type vclock struct {
 	waits []vwait
 }
 
-func newVClock() *vclock { return &vclock{Fake: clock.NewFake(time.Now().Truncate(time.Second))} }
+// userOf is the index of the virtual user of ctx (samplerUser for the
+// counter sampling); ok is false for the runner's other work.
+func userOf(ctx context.Context) (index int, ok bool) {
+	index, ok = ctx.Value(userKey{}).(int)
+	return index, ok
+}
+
+// WithTimeout hides the Fake's: timeouts on a vclock run in real time.
+func (*vclock) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
+
+func newVClock() *vclock { return &vclock{Fake: simclock.NewFake(time.Now().Truncate(time.Second))} }
 
 // Sleep records the wait, then passes it to onSleep (or advances by it).
 func (c *vclock) Sleep(ctx context.Context, d time.Duration) error {

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"slices"
+	"time"
 
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/app"
@@ -26,11 +27,11 @@ func passSigner() (queue.PassSigner, error) {
 // capacityState is what a simulation that follows admissions counts from
 // the users' side.
 type capacityState struct {
-	// noShow and session are the crowd, by arrival order (bench.Crowd.Draw).
-	noShow  []bool
-	session []int64 // ms from seeing ADMITTED to the session's end; nil: the window's end
-	// noShowAfterMs is the program's time to show (-1: without a cap).
-	noShowAfterMs int64
+	// noShow and session are the crowd by arrival order (bench.Crowd.Draw):
+	// session runs from seeing ADMITTED to the session's end; nil: to the window's end.
+	noShow        []bool
+	session       []time.Duration
+	noShowAfterMs int64 // the program's time to show (-1: without a cap)
 	noShows       int
 	// active is how many users saw ADMITTED and are in their session and
 	// window; mostActive its peak.
@@ -45,11 +46,7 @@ type capacityState struct {
 // init draws cfg's crowd and reads the time to show of p, the program as
 // created.
 func (c *capacityState) init(cfg Config, p admission.Program) {
-	noShow, session := cfg.Crowd.Draw(cfg.Scenario.Users, cfg.Seed)
-	c.noShow = noShow
-	for _, d := range session {
-		c.session = append(c.session, d.Milliseconds())
-	}
+	c.noShow, c.session = cfg.Crowd.Draw(cfg.Scenario.Users, cfg.Seed)
 	c.noShowAfterMs = -1
 	if cfg.Crowd.MaxActive > 0 {
 		c.noShowAfterMs = p.AdmissionWindow.Milliseconds()
@@ -89,7 +86,7 @@ func (s *sim) admitted(u int, a answer) {
 	s.users[u].pass, s.users[u].windowEndMs = a.pass, windowEnd
 	at, event := windowEnd, windowEndEvent
 	if c.session != nil {
-		if end := s.t + c.session[u]; end < windowEnd {
+		if end := s.t + c.session[u].Milliseconds(); end < windowEnd {
 			at, event = end, sessionEndEvent
 			c.pendingEnds++
 		}

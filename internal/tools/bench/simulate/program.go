@@ -2,7 +2,6 @@ package simulate
 
 import (
 	"errors"
-	"math"
 	"math/rand/v2"
 	"time"
 
@@ -18,24 +17,22 @@ import (
 // succeeds, and a poll builds only as much of the polling.Situation as the
 // policy reads.
 type programModel struct {
-	cfg        Config
-	needs      needs
-	rng        *rand.Rand
-	prog       admission.Program
-	t          int64
-	now        time.Time
-	cur        int64 // the serving counter at the last call of serving
-	nextChange int
-	// createdPaused: the program was created paused, as a load test
-	// creates it, so that even the first change waits CacheTTL.
-	createdPaused bool
+	cfg           Config
+	positionOnly  bool // the policy reads only the position of a polling.Situation
+	rng           *rand.Rand
+	prog          admission.Program
+	t             int64
+	now           time.Time
+	cur           int64 // the serving counter at the last call of serving
+	nextChange    int
+	createdPaused bool // as a load test creates it: even the first change waits CacheTTL
 }
 
 func newProgramModel(cfg Config, createdPaused bool) *programModel {
 	return &programModel{
-		cfg:   cfg,
-		needs: needsOf(cfg.Policy.Policy),
-		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		cfg:          cfg,
+		positionOnly: positionOnly(cfg.Policy.Policy),
+		rng:          rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		// The program as the admin PUT creates it, before anyone arrives.
 		prog: admission.Program{ID: "sim", CreatedAt: Epoch, Current: pace.Segment{Paused: createdPaused},
 			Options: settings.Options{AdmissionWindow: admission.DefaultAdmissionWindow}},
@@ -71,25 +68,18 @@ func AdmissionTimes(sc bench.Scenario, delay time.Duration, createdPaused bool) 
 	for i := range at {
 		at[i] = -1
 	}
-	end := int64(math.MaxInt64)
-	if sc.Timeout > 0 {
-		end = sc.Timeout.Milliseconds()
-	} else if sc.Rates.Final() == 0 {
+	if sc.Timeout == 0 && sc.Rates.Final() == 0 {
 		return at
 	}
 	m := newProgramModel(Config{Scenario: sc, CacheTTL: delay}, createdPaused)
 	var admitted int64
-	next := 0
-	for t := int64(0); t < end && admitted < int64(sc.Users); t++ {
-		m.tick(t)
-		for ; next < sc.Users && sc.Arrival.At(next, sc.Users).Milliseconds() <= t; next++ {
-			m.prog = m.prog.WithTicketIssued(m.now)
-		}
+	steps(sc, m.tick, func(int) { m.prog = m.prog.WithTicketIssued(m.now) }, func() bool {
 		for serving := m.serving(); admitted < serving; {
 			admitted++
-			at[admitted] = time.Duration(t) * time.Millisecond
+			at[admitted] = time.Duration(m.t) * time.Millisecond
 		}
-	}
+		return admitted >= int64(sc.Users)
+	})
 	return at
 }
 
@@ -115,19 +105,15 @@ func (m *programModel) answer(tk int64) answer {
 	if tk <= m.cur {
 		return answer{ticket: tk, admitted: true}
 	}
-	var sit polling.Situation
-	switch m.needs {
-	case needsPosition:
-		sit.Position = tk - m.cur // what Situation computes, without the wait estimate
-	case needsAll:
+	sit := polling.Situation{Position: tk - m.cur} // what Situation computes, without the wait estimate
+	if !m.positionOnly {
 		sit = m.prog.Situation(tk, m.now, m.notice())
 	}
 	return answer{ticket: tk, position: tk - m.cur, retryAfter: m.cfg.Policy.Policy.RetryAfter(sit, m.rng)}
 }
 
-// notice is the answer's admission.ChangeNotice at m.t as one busy
-// instance would give it, its cache TTL being CacheTTL less the admin
-// write budget.
+// notice is the answer's admission.ChangeNotice at m.t as one busy instance
+// would give it, caching for CacheTTL less the admin write budget.
 func (m *programModel) notice() time.Duration {
 	ttl := (m.cfg.CacheTTL - admission.AdminWriteBudget).Milliseconds()
 	if ttl <= 0 {
@@ -145,27 +131,15 @@ func (m *programModel) release(string) error {
 
 func (m *programModel) finish(*bench.Result) {}
 
-// needs says how much of the polling.Situation a policy reads.
-type needs int
-
-const (
-	needsAll      needs = iota // any policy: Program.Situation
-	needsNothing               // polling.Fixed
-	needsPosition              // polling.Tiers reads the position only
-)
-
 // fullSituation makes every policy get Program.Situation (tests compare).
 var fullSituation = false
 
-func needsOf(p polling.Policy) needs {
-	if fullSituation {
-		return needsAll
-	}
+// positionOnly reports whether p reads no more of a polling.Situation than
+// its position (polling.Tiers; polling.Fixed reads nothing).
+func positionOnly(p polling.Policy) bool {
 	switch p.(type) {
-	case polling.Fixed:
-		return needsNothing
-	case polling.Tiers:
-		return needsPosition
+	case polling.Fixed, polling.Tiers:
+		return !fullSituation
 	}
-	return needsAll
+	return false
 }

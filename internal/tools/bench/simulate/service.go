@@ -9,13 +9,13 @@ import (
 
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/shuffle"
 	"github.com/example/waitingroom/internal/shufflekey"
 	"github.com/example/waitingroom/internal/tickets"
 	"github.com/example/waitingroom/internal/tools/bench"
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 // serviceProgram is the simulated program's id.
@@ -25,7 +25,7 @@ const serviceProgram = "sim"
 // simulated table (store) and the virtual clock.
 type serviceModel struct {
 	cfg   Config
-	clock *clock.Fake
+	clock *simclock.Fake
 	store *store
 	svcs  []*queue.Service
 	// shuffleKey signs every instance's shuffle seed; seed is the seed
@@ -38,14 +38,13 @@ type serviceModel struct {
 	slowest     *queue.Service
 	rng         *rand.Rand
 	ctx         context.Context
-	cur         int64 // the serving counter at the last call of serving
 	regressions int64 // admitted users the slowest instance did not see admitted
 }
 
 func newServiceModel(cfg Config) (*serviceModel, error) {
 	m := &serviceModel{
 		cfg:     cfg,
-		clock:   clock.NewFake(Epoch),
+		clock:   simclock.NewFake(Epoch),
 		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		ctx:     context.Background(),
 		offsets: clockOffsets(cfg.Seed, max(cfg.Instances, 1), cfg.ClockSkew),
@@ -60,22 +59,19 @@ func newServiceModel(cfg Config) (*serviceModel, error) {
 		writeLimit = 0 // every ticket from the program item, as before ticket shards
 	}
 	m.store = newStore(m.clock, model)
-	if cfg.Shuffle {
-		key, err := shufflekey.GenerateLocalKey()
-		if err != nil {
-			return nil, fmt.Errorf("simulate: %w", err)
-		}
-		m.shuffleKey = key
-	}
 	var signer queue.PassSigner
-	if cfg.following() {
-		var err error
-		if signer, err = passSigner(); err != nil {
-			return nil, fmt.Errorf("simulate: %w", err)
-		}
+	var err error
+	if cfg.Shuffle {
+		m.shuffleKey, err = shufflekey.GenerateLocalKey()
+	}
+	if err == nil && cfg.following() {
+		signer, err = passSigner()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
 	}
 	for i, off := range m.offsets {
-		clk, rng := clock.Offset{Base: m.clock, By: off}, rand.New(rand.NewPCG(cfg.Seed+uint64(i)+1, 7))
+		clk, rng := simclock.Offset{Base: m.clock, By: off}, rand.New(rand.NewPCG(cfg.Seed+uint64(i)+1, 7))
 		opts := []tickets.Option{tickets.WithItemWriteLimit(writeLimit), tickets.WithClock(clk), tickets.WithRand(rng)}
 		if cfg.FixedShards > 0 {
 			opts = append(opts, tickets.WithFixedSizing(cfg.FixedShards, cfg.FixedBlock))
@@ -84,10 +80,8 @@ func newServiceModel(cfg Config) (*serviceModel, error) {
 		m.svcs = append(m.svcs, queue.NewService(m.store, cfg.Policy.Policy,
 			queue.WithClock(clk), queue.WithProgramCache(time.Second), queue.WithTickets(shards),
 			queue.WithRand(rng), queue.WithShuffleKey(m.shuffleKey), queue.WithPassSigner(signer)))
-		if i == 0 || off < slices.Min(m.offsets[:i]) {
-			m.slowest = m.svcs[i]
-		}
 	}
+	m.slowest = m.svcs[slices.Index(m.offsets, slices.Min(m.offsets))]
 	if _, _, err := m.svcs[0].PutProgram(m.ctx, serviceProgram, programSettings(cfg)); err != nil {
 		return nil, fmt.Errorf("simulate: create the program: %w", err)
 	}
@@ -110,12 +104,9 @@ func programSettings(cfg Config) api.ProgramSettings {
 }
 
 // clockOffsets are n instances' clock offsets, uniform in [−skew, +skew]
-// and drawn from seed (all 0 without skew).
+// (skew ≥ 0) and drawn from seed.
 func clockOffsets(seed uint64, n int, skew time.Duration) []time.Duration {
 	offsets := make([]time.Duration, n)
-	if skew <= 0 {
-		return offsets
-	}
 	rng := rand.New(rand.NewPCG(seed, 0x5ca1ab1e))
 	for i := range offsets {
 		offsets[i] = time.Duration(rng.Int64N(2*int64(skew)+1)) - skew
@@ -137,47 +128,38 @@ func (m *serviceModel) program() admission.Program {
 	return p
 }
 
-func (m *serviceModel) serving() int64 {
-	if p, err := m.store.Store.GetProgram(m.ctx, serviceProgram); err == nil {
-		m.cur = p.Serving(m.clock.Now())
-	}
-	return m.cur
-}
+func (m *serviceModel) serving() int64 { return m.program().Serving(m.clock.Now()) }
 
 func (m *serviceModel) enter(u int) (answer, error) {
 	v, _, err := m.instance().Enter(m.ctx, serviceProgram, queue.Entry{IdempotencyKey: fmt.Sprintf("simulated-user-%010d", u)})
-	if err != nil {
-		return answer{}, err
-	}
-	return m.answer(v), nil
+	return m.answer(v, err)
 }
 
 func (m *serviceModel) poll(us *user) (answer, error) {
-	v, err := m.instance().Poll(m.ctx, serviceProgram, us.token)
+	return m.answer(m.instance().Poll(m.ctx, serviceProgram, us.token))
+}
+
+// answer reads the service's view, or passes its error on. With clock
+// skew, an admission is asked again, uncounted, of the slowest instance,
+// and a regression counted unless it answers ADMITTED too.
+func (m *serviceModel) answer(v queue.View, err error) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	return m.answer(v), nil
-}
-
-// answer reads the service's view. With clock skew, an admission is asked
-// again, uncounted, of the slowest instance, and a regression counted
-// unless it answers ADMITTED too.
-func (m *serviceModel) answer(v queue.View) answer {
 	a := answer{token: v.TokenID, ticket: v.Ticket, admitted: v.Status == queue.StatusAdmitted, pass: v.AdmissionPass, expiresAt: v.ExpiresAt}
 	if !a.admitted {
 		a.retryAfter = v.RetryAfter
 		if v.Status == queue.StatusWaiting {
 			a.position = v.Position
 		}
-		return a
+		return a, nil
 	}
 	if m.cfg.ClockSkew > 0 {
 		if w, err := m.slowest.Poll(m.ctx, serviceProgram, v.TokenID); err == nil && w.Status != queue.StatusAdmitted {
 			m.regressions++
 		}
 	}
-	return a
+	return a, nil
 }
 
 // place is us's place in the admission order: its ticket, or in a shuffled

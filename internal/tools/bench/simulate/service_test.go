@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/admission"
-	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
@@ -14,6 +13,7 @@ import (
 	"github.com/example/waitingroom/internal/tickets"
 	"github.com/example/waitingroom/internal/tools/bench"
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
+	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
 var etaDefault = bench.NamedPolicy{Name: "eta", Policy: polling.DefaultETA()}
@@ -187,7 +187,7 @@ func TestTicketCounts(t *testing.T) {
 func TestStoreChargesScheduledWrites(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := newStore(clock.NewFake(Epoch), nil)
+	s := newStore(simclock.NewFake(Epoch), nil)
 	var ss queue.ScheduleStore = s
 	p := admission.Program{ID: programKey, CreatedAt: Epoch, Options: settings.Options{AdmissionWindow: admission.DefaultAdmissionWindow}}
 	p = p.Rebased(Epoch, pace.OnePerSecond, false, 0, 0)

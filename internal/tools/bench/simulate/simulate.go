@@ -23,35 +23,22 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type Config struct {
 	Scenario bench.Scenario
 	Policy   bench.NamedPolicy
-	// Seed drives the policy's jitter and, separately, the abandoning users
-	// and the crowd.
-	Seed uint64
-	// CacheTTL is the delay of every rate change after the first.
-	CacheTTL time.Duration
+	Seed     uint64        // the policy's jitter and, apart, the abandoning users and the crowd
+	CacheTTL time.Duration // the delay of every rate change after the first
 	Prices   bench.Prices
 
-	// Service runs queue.Service itself, as does any of the fields below
-	// but Instances, FixedShards and FixedBlock; otherwise only
+	// Service runs queue.Service itself, as does any field below but
+	// Instances, FixedShards and FixedBlock; otherwise only
 	// admission.Program is stepped.
-	Service bool
-	// PartitionLimits puts DynamoDB's per-partition limits on the
-	// simulated table (nil: none).
-	PartitionLimits *partitionmodel.Limits
-	// Instances is how many service instances share the table; at least 1.
-	Instances int
-	// OpensAt, when positive, opens the program this long after the start,
-	// Shuffle with shuffleAtOpen.
-	OpensAt time.Duration
-	Shuffle bool
-	// SingleTickets takes every ticket from the program item.
-	SingleTickets bool
-	// FixedShards and FixedBlock, when FixedShards > 0, size ticket shards
-	// by tickets.WithFixedSizing.
-	FixedShards int
-	FixedBlock  int64
-	// ClockSkew sets each instance's clock off by an offset drawn
-	// uniformly in [−ClockSkew, +ClockSkew].
-	ClockSkew time.Duration
+	Service         bool
+	PartitionLimits *partitionmodel.Limits // DynamoDB's per-partition limits on the table (nil: none)
+	Instances       int                    // service instances sharing the table; at least 1
+	OpensAt         time.Duration          // when positive, the program opens this long after the start
+	Shuffle         bool                   // opens it with shuffleAtOpen
+	SingleTickets   bool                   // every ticket from the program item
+	FixedShards     int                    // when positive, tickets.WithFixedSizing(FixedShards, FixedBlock)
+	FixedBlock      int64
+	ClockSkew       time.Duration // each instance's clock is off by an offset uniform in [−ClockSkew, +ClockSkew]
 	// Crowd is the program's cap and no-show handling and what its people
 	// do once admitted; its zero value leaves sessions to the window's end.
 	Crowd bench.Crowd
@@ -67,13 +54,6 @@ func (cfg Config) following() bool { return cfg.FollowAdmissions || cfg.Crowd !=
 func (cfg Config) UsesService() bool {
 	return cfg.Service || cfg.PartitionLimits != nil || cfg.OpensAt != 0 || cfg.Shuffle || cfg.SingleTickets || cfg.ClockSkew != 0 || cfg.following()
 }
-
-// Route keys of bench.Result.ByRoute the simulator fills.
-const (
-	RouteEnter = "POST enter 201"
-	RoutePoll  = "GET poll 200"
-	RouteLeave = "DELETE leave 204"
-)
 
 // retryAfterFailure is when a user sends a failed request again.
 const retryAfterFailure = time.Second
@@ -149,21 +129,21 @@ type answer struct {
 
 // user is one virtual user; ticket 0 until it entered.
 type user struct {
-	token     string
-	ticket    int64
-	enteredMs int64
-	position  int64 // the position of its last WAITING answer; 0: none yet
-	// pass and windowEndMs are its admission pass and window's end (ms).
+	token       string
+	ticket      int64
+	enteredMs   int64
+	position    int64 // the position of its last WAITING answer; 0: none yet
 	pass        string
-	windowEndMs int64
+	windowEndMs int64 // when the admission window of pass ends
 }
 
-// Events of the wheel other than a poll (waiter.event 0).
+// Events of the wheel.
 const (
-	sessionEndEvent int32 = iota + 1 // the site ends the user's session
-	windowEndEvent                   // the user's admission window ends
-	enterEvent                       // the user sends its enter again
-	leaveEvent                       // the user leaves the queue
+	pollEvent       int32 = iota // the user polls
+	sessionEndEvent              // the site ends the user's session
+	windowEndEvent               // the user's admission window ends
+	enterEvent                   // the user sends its enter again
+	leaveEvent                   // the user leaves the queue
 )
 
 // waiter is a pending event of a user (user is its index plus one).
@@ -178,14 +158,11 @@ type sim struct {
 	model model
 	t     int64 // ms since Epoch
 	users []user
-	// admitAt is, per place, the ms at which the serving counter passed it.
-	admitAt []int64
-	// leaveAt is, per user, the ms at which it leaves (-1: never); nil
-	// when nobody does.
-	leaveAt  []int64
-	wheel    wheel
-	capacity capacityState
-
+	// admitAt is, per place, the ms at which the serving counter passed it;
+	// leaveAt, per user, the ms at which it leaves (-1: never; nil: nobody does).
+	admitAt, leaveAt []int64
+	wheel            wheel
+	capacity         capacityState
 	// r is the result as counted so far: its users, requests and series.
 	r           bench.Result
 	delays      []float64
@@ -205,8 +182,7 @@ func newSim(cfg Config) (*sim, error) {
 	}
 	n := cfg.Scenario.Users
 	s := &sim{cfg: cfg, model: m, users: make([]user, n), delays: make([]float64, 0, n),
-		r: cfg.Scenario.Result(cfg.Policy.Name, "simulate", cfg.Seed)}
-	s.wheel.init(4096)
+		r: cfg.Scenario.Result(cfg.Policy.Name, "simulate", cfg.Seed), wheel: wheel{buckets: make([][]waiter, 4096), mask: 4095}}
 	s.planLeaves()
 	if cfg.following() {
 		s.capacity.init(cfg, m.program())
@@ -215,30 +191,32 @@ func newSim(cfg Config) (*sim, error) {
 }
 
 func (s *sim) run() {
-	sc := s.cfg.Scenario
-	n := sc.Users
+	n := s.cfg.Scenario.Users
+	s.t = steps(s.cfg.Scenario, func(t int64) { s.t = t; s.model.tick(t) }, s.enter, func() bool {
+		s.advance()
+		s.wheel.drain(s.t, s.due)
+		return s.r.Admitted+s.r.Left+s.capacity.noShows == n && s.capacity.pendingEnds == 0
+	})
+}
+
+// steps is the one simulation loop: each ms t of sc until its timeout, it calls tick(t),
+// arrive for each user arriving by t, then done; it returns the ms done reported the end at, or the timeout.
+func steps(sc bench.Scenario, tick func(t int64), arrive func(u int), done func() bool) int64 {
 	end := int64(math.MaxInt64)
 	if sc.Timeout > 0 {
 		end = sc.Timeout.Milliseconds()
 	}
 	next := 0
-	for s.t = 0; s.t < end; s.t++ {
-		s.model.tick(s.t)
-		for next < n && sc.Arrival.At(next, n).Milliseconds() <= s.t {
-			s.enter(next)
-			next++
+	for t := range end {
+		tick(t)
+		for ; next < sc.Users && sc.Arrival.At(next, sc.Users).Milliseconds() <= t; next++ {
+			arrive(next)
 		}
-		s.advance()
-		if b := s.wheel.take(s.t); len(b) > 0 {
-			for _, x := range b {
-				s.due(x)
-			}
-			s.wheel.giveBack(s.t, b)
-		}
-		if s.r.Admitted+s.r.Left+s.capacity.noShows == n && s.capacity.pendingEnds == 0 {
-			break
+		if done() {
+			return t
 		}
 	}
+	return end
 }
 
 // due handles an event of the wheel.
@@ -326,20 +304,14 @@ func (s *sim) answer(u int, a answer) {
 		}
 		us.position = a.position
 	}
-	next := s.t + max(1, int64((a.retryAfter+time.Millisecond-1)/time.Millisecond))
-	if s.leaveAt != nil {
-		switch at := s.leaveAt[u]; {
-		case at < 0 || at > next:
-		case at <= s.t:
+	at, event := s.t+max(1, int64((a.retryAfter+time.Millisecond-1)/time.Millisecond)), pollEvent
+	if s.leaveAt != nil && s.leaveAt[u] >= 0 && s.leaveAt[u] <= at {
+		if at, event = s.leaveAt[u], leaveEvent; at <= s.t {
 			s.leave()
-			return
-		default:
-			// It leaves before its next poll.
-			s.wheel.add(s.t, at, waiter{user: int32(u + 1), event: leaveEvent})
 			return
 		}
 	}
-	s.wheel.add(s.t, next, waiter{user: int32(u + 1)})
+	s.wheel.add(s.t, at, waiter{user: int32(u + 1), event: event})
 }
 
 // leave is a user's DELETE before its admission.
@@ -350,8 +322,7 @@ func (s *sim) leave() {
 }
 
 // planLeaves sets leaveAt: each abandoning user leaves at its drawn fraction
-// of the wait from its enter to its admission (AdmissionTimes) or to the
-// timeout.
+// of the wait from its enter to its admission (AdmissionTimes) or timeout.
 func (s *sim) planLeaves() {
 	sc := s.cfg.Scenario
 	frac := sc.Leaving(s.cfg.Seed)
@@ -394,8 +365,7 @@ func (s *sim) count(poll bool) {
 }
 
 // ticketCounts returns the numbers in 1..issued nobody holds, the extra
-// holders of numbers held more than once, and the holders of numbers past
-// issued.
+// holders of numbers held more than once, and the holders of numbers past it.
 func (s *sim) ticketCounts(issued int64) (gaps, duplicates, past int64) {
 	holders := make([]int32, issued+1)
 	for _, us := range s.users {
@@ -419,9 +389,9 @@ func (s *sim) ticketCounts(issued int64) (gaps, duplicates, past int64) {
 func (s *sim) result() bench.Result {
 	sc, r := s.cfg.Scenario, s.r
 	r.CacheTTLMs = s.cfg.CacheTTL.Milliseconds()
-	r.ByRoute = map[string]int64{RouteEnter: r.Enters, RoutePoll: r.Polls}
+	r.ByRoute = map[string]int64{"POST enter 201": r.Enters, "GET poll 200": r.Polls}
 	if r.Leaves > 0 {
-		r.ByRoute[RouteLeave] = r.Leaves
+		r.ByRoute["DELETE leave 204"] = r.Leaves
 	}
 	r.NotifyDelayMs, r.EntersPerSecondPeak = bench.Summarize(s.delays), bench.SeriesPeak(s.enterSeries)
 	p := s.model.program()
@@ -458,11 +428,6 @@ type wheel struct {
 	spare   [][]waiter // storage of large processed buckets, for reuse
 }
 
-func (w *wheel) init(size int64) {
-	w.buckets = make([][]waiter, size)
-	w.mask = size - 1
-}
-
 // add schedules x at ms at; now is the current ms, whose bucket is
 // detached.
 func (w *wheel) add(now, at int64, x waiter) {
@@ -477,19 +442,15 @@ func (w *wheel) add(now, at int64, x waiter) {
 	w.buckets[i] = append(w.buckets[i], x)
 }
 
-// take detaches the bucket due at ms t.
-func (w *wheel) take(t int64) []waiter {
-	i := t & w.mask
-	b := w.buckets[i]
-	w.buckets[i] = nil
-	return b
-}
-
-// giveBack returns a processed bucket's storage for reuse: a small one
-// stays in its bucket, a large one goes to the few spares.
-func (w *wheel) giveBack(t int64, b []waiter) {
-	i := t & w.mask
-	switch {
+// drain calls f on each event due at ms t, then keeps the bucket's storage
+// for reuse: a small one in its bucket, a large one among the few spares.
+func (w *wheel) drain(t int64, f func(waiter)) {
+	b := w.buckets[t&w.mask]
+	w.buckets[t&w.mask] = nil
+	for _, x := range b {
+		f(x)
+	}
+	switch i := t & w.mask; {
 	case cap(b) <= 1<<16:
 		if w.buckets[i] == nil {
 			w.buckets[i] = b[:0]
@@ -507,7 +468,7 @@ func (w *wheel) grow(now, horizon int64) {
 		size *= 2
 	}
 	old, oldMask := w.buckets, w.mask
-	w.init(size)
+	w.buckets, w.mask = make([][]waiter, size), size-1
 	for i, b := range old {
 		if len(b) == 0 {
 			continue

@@ -295,7 +295,7 @@ func TestAbandonExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Left != 200 || r.Leaves != 200 || r.Admitted != 800 || r.ByRoute[RouteLeave] != 200 || r.NotifyDelayMs.Count != 800 {
+		if r.Left != 200 || r.Leaves != 200 || r.Admitted != 800 || r.ByRoute["DELETE leave 204"] != 200 || r.NotifyDelayMs.Count != 800 {
 			t.Errorf("seed %d: left %d, leaves %d, admitted %d, routes %v; want 200, 200, 800", seed, r.Left, r.Leaves, r.Admitted, r.ByRoute)
 		}
 		if r.Requests != r.Enters+r.Polls+r.Leaves || r.Enters != 1000 {

@@ -16,10 +16,8 @@ import (
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
 )
 
-// store is the simulated DynamoDB table: the in-memory store, with every
-// call on the program item and the shard items charged to the partition
-// model and refused with queue.ErrThrottled when the partition has no
-// capacity left.
+// store is the simulated DynamoDB table: the in-memory store, charging every call on the
+// program and shard items to the partition model (queue.ErrThrottled when over its limit).
 type store struct {
 	*memstore.Store
 	clock clock.Clock
@@ -61,19 +59,20 @@ func (s *store) units(id string) (float64, float64) {
 	return s.writeU, s.readU
 }
 
-// take charges one call to key; false when the partition refuses it.
-func (s *store) take(key string, kind partitionmodel.Kind, units float64) bool {
-	if s.model == nil {
-		return true
+// take charges one call to item key; queue.ErrThrottled when its partition
+// refuses it.
+func (s *store) take(key string, kind partitionmodel.Kind, units float64) error {
+	if s.model != nil && !s.model.Take(key, kind, units, s.clock.Now()) {
+		return fmt.Errorf("simulated %s item: %w", key, queue.ErrThrottled)
 	}
-	return s.model.Take(key, kind, units, s.clock.Now())
+	return nil
 }
 
 // writeProgram charges a write of the program item.
 func (s *store) writeProgram(id string) error {
 	w, _ := s.units(id)
-	if !s.take(programKey, partitionmodel.Write, w) {
-		return fmt.Errorf("simulated program item: %w", queue.ErrThrottled)
+	if err := s.take(programKey, partitionmodel.Write, w); err != nil {
+		return err
 	}
 	sec := s.clock.Now().Unix()
 	s.programWrites[sec]++
@@ -82,15 +81,13 @@ func (s *store) writeProgram(id string) error {
 }
 
 func (s *store) writeShard(i int) error {
-	if !s.take("shard"+strconv.Itoa(i), partitionmodel.Write, 1) {
-		return fmt.Errorf("simulated shard item: %w", queue.ErrThrottled)
-	}
-	return nil
+	return s.take("shard"+strconv.Itoa(i), partitionmodel.Write, 1)
 }
 
 func (s *store) GetProgram(ctx context.Context, id string) (admission.Program, error) {
-	if _, r := s.units(id); !s.take(programKey, partitionmodel.Read, r) {
-		return admission.Program{}, fmt.Errorf("simulated program item: %w", queue.ErrThrottled)
+	_, r := s.units(id)
+	if err := s.take(programKey, partitionmodel.Read, r); err != nil {
+		return admission.Program{}, err
 	}
 	return s.Store.GetProgram(ctx, id)
 }

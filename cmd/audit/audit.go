@@ -39,6 +39,9 @@ func Decode(items []map[string]types.AttributeValue, into *Items) error {
 	if into.Programs == nil {
 		into.Programs = map[string]Program{}
 	}
+	if into.Groups == nil {
+		into.Groups = map[string]map[int64]capacity.Group{}
+	}
 	for _, av := range items {
 		var key struct {
 			PK string `dynamodbav:"pk"`
@@ -85,15 +88,9 @@ func (items *Items) add(pk, sk string, av map[string]types.AttributeValue) error
 			return errors.New("no group number")
 		}
 		g, err := strconv.ParseInt(rest[i+1:], 10, 64)
-		if err != nil {
+		grp, derr := dynamostore.DecodeGroup(av)
+		if err = cmp.Or(err, derr); err != nil {
 			return err
-		}
-		grp, err := dynamostore.DecodeGroup(av)
-		if err != nil {
-			return err
-		}
-		if items.Groups == nil {
-			items.Groups = map[string]map[int64]capacity.Group{}
 		}
 		if items.Groups[rest[:i]] == nil {
 			items.Groups[rest[:i]] = map[int64]capacity.Group{}
@@ -193,19 +190,14 @@ func Audit(p Program, tokens []queue.Token) Report {
 	if p.Followed() {
 		r.Cap = auditCapacity(p, tokens, r.Checked && r.SeedErr == "" && r.PlacesWrong == 0)
 	}
-	slices.SortFunc(r.OutOfRange, func(a, b queue.Token) int {
-		return cmp.Or(cmp.Compare(a.Ticket, b.Ticket), cmp.Compare(a.ID, b.ID))
-	})
-	held := make([]int64, 0, len(holders))
-	for ticket, ids := range holders {
-		held = append(held, ticket)
-		if len(ids) > 1 {
+	slices.SortFunc(r.OutOfRange, func(a, b queue.Token) int { return cmp.Or(cmp.Compare(a.Ticket, b.Ticket), cmp.Compare(a.ID, b.ID)) })
+	held := slices.Sorted(maps.Keys(holders))
+	for _, ticket := range held {
+		if ids := holders[ticket]; len(ids) > 1 {
 			slices.Sort(ids)
 			r.Duplicates = append(r.Duplicates, Duplicate{Ticket: ticket, Tokens: ids})
 		}
 	}
-	slices.SortFunc(r.Duplicates, func(a, b Duplicate) int { return cmp.Compare(a.Ticket, b.Ticket) })
-	slices.Sort(held)
 	next := int64(1) // the lowest ticket not yet accounted for
 	for _, ticket := range append(held, p.Issued+1) {
 		if ticket > next {
@@ -254,11 +246,8 @@ func AuditAll(items Items, id string) []Report {
 		if id != "" && pid != id {
 			continue
 		}
-		p, ok := items.Programs[pid]
-		if !ok {
-			p = Program{Program: admission.Program{ID: pid}}
-		}
-		p.Groups = items.Groups[pid]
+		p, ok := items.Programs[pid] // without an item, a program of no tickets
+		p.ID, p.Groups = pid, items.Groups[pid]
 		r := Audit(p, items.Tokens)
 		r.Missing = !ok
 		reports = append(reports, r)
@@ -268,11 +257,7 @@ func AuditAll(items Items, id string) []Report {
 
 // Write prints r, listing at most limit of each kind of problem (all when limit <= 0).
 func (r Report) Write(w io.Writer, limit int) {
-	fmt.Fprintf(w, "program %s", r.Program)
-	if r.Missing {
-		fmt.Fprint(w, " (no program item: tokens only)")
-	}
-	fmt.Fprintf(w, "\n  issued      %d\n", r.Issued)
+	fmt.Fprintf(w, "program %s%s\n  issued      %d\n", r.Program, either(r.Missing, " (no program item: tokens only)", ""), r.Issued)
 	fmt.Fprintf(w, "  tokens      %d (admission seen by a poll %d, of them ended early %d; left %d, neither recorded %d)\n", r.Tokens, r.AdmittedSeen, r.Ended, r.Left, r.Unrecorded)
 	extra := 0
 	for _, d := range r.Duplicates {
@@ -284,27 +269,16 @@ func (r Report) Write(w io.Writer, limit int) {
 	if r.Issued > 0 {
 		fmt.Fprintf(w, " (%.2f %% of issued", 100*float64(r.GapCount)/float64(r.Issued))
 		if r.GapLimit > 0 {
-			rel := "within"
-			if r.GapsOver() {
-				rel = "above"
-			}
-			fmt.Fprintf(w, ", %s the limit of %g %%", rel, 100*r.GapLimit)
+			fmt.Fprintf(w, ", %s the limit of %g %%", either(r.GapsOver(), "above", "within"), 100*r.GapLimit)
 		}
 		fmt.Fprint(w, ")")
 	}
-	if n := len(r.Gaps); n > 0 {
-		shown := r.Gaps
-		if limit > 0 && n > limit {
-			shown = shown[:limit]
+	for i, g := range r.Gaps {
+		if limit > 0 && i == limit {
+			fmt.Fprintf(w, ", … (%d more runs)", len(r.Gaps)-limit)
+			break
 		}
-		runs := make([]string, len(shown))
-		for i, g := range shown {
-			runs[i] = g.String()
-		}
-		fmt.Fprintf(w, ": %s", strings.Join(runs, ", "))
-		if len(shown) < n {
-			fmt.Fprintf(w, ", … (%d more runs)", n-len(shown))
-		}
+		fmt.Fprintf(w, "%s%v", either(i == 0, ": ", ", "), g)
 	}
 	fmt.Fprintln(w)
 	writeList(w, r.Duplicates, limit, "duplicated tickets", func(d Duplicate) {
@@ -326,16 +300,16 @@ func (r Report) Write(w io.Writer, limit int) {
 	if r.Cap != nil {
 		r.Cap.write(w, limit)
 	}
-	rel := "="
-	if !r.Balanced() {
-		rel = "≠"
+	fmt.Fprintf(w, "  issued %d %s tokens %d + gaps %d\n", r.Issued, either(r.Balanced(), "=", "≠"), r.Tokens, r.GapCount)
+	fmt.Fprintln(w, either(r.OK(), "  OK", "  FAIL"))
+}
+
+// either is yes when b holds, else no.
+func either[T any](b bool, yes, no T) T {
+	if b {
+		return yes
 	}
-	fmt.Fprintf(w, "  issued %d %s tokens %d + gaps %d\n", r.Issued, rel, r.Tokens, r.GapCount)
-	if r.OK() {
-		fmt.Fprintln(w, "  OK")
-	} else {
-		fmt.Fprintln(w, "  FAIL")
-	}
+	return no
 }
 
 // writeList prints at most limit of xs (all when limit <= 0) with line, then how many more what there are.

@@ -160,11 +160,7 @@ func (c CapReport) write(w io.Writer, limit int) {
 		if c.Peak > 0 {
 			fmt.Fprintf(w, " (from %s)", pace.FromUnixMs(c.PeakAtMs).UTC().Format(time.RFC3339Nano))
 		}
-		if c.OverCap() {
-			fmt.Fprintf(w, ": ABOVE the cap of %d", c.Cap)
-		} else {
-			fmt.Fprintf(w, ", within the cap of %d", c.Cap)
-		}
+		fmt.Fprintf(w, either(c.OverCap(), ": ABOVE the cap of %d", ", within the cap of %d"), c.Cap)
 		if c.PeakLowerBound {
 			fmt.Fprintf(w, " (a lower bound: %d admitted tokens have no known place; give -shuffle-seed)", c.Unplaced)
 		}

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -74,10 +75,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, usage, config.EnvDynamoEndpoint, config.EnvTableName, defaultLocalTable)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	} else if err != nil {
 		return exitError
 	}
 	fail := func(format string, args ...any) int {
@@ -94,14 +94,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.Usage()
 		return exitError
 	}
-	endpoint := strings.TrimSpace(getenv(config.EnvDynamoEndpoint))
-	table := strings.TrimSpace(getenv(config.EnvTableName))
-	if table == "" {
-		if endpoint == "" {
-			return fail("%s is required without %s", config.EnvTableName, config.EnvDynamoEndpoint)
-		}
-		table = defaultLocalTable
+	endpoint, table := strings.TrimSpace(getenv(config.EnvDynamoEndpoint)), strings.TrimSpace(getenv(config.EnvTableName))
+	if table == "" && endpoint == "" {
+		return fail("%s is required without %s", config.EnvTableName, config.EnvDynamoEndpoint)
 	}
+	table = cmp.Or(table, defaultLocalTable)
 	client, err := dynamostore.NewClient(ctx, endpoint)
 	if err != nil {
 		return fail("%v", err)
@@ -142,10 +139,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func scan(ctx context.Context, client *dynamodb.Client, table string) (Items, int, error) {
 	var items Items
 	n := 0
-	pages := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{
-		TableName:      aws.String(table),
-		ConsistentRead: aws.Bool(true),
-	})
+	pages := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err == nil {

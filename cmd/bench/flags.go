@@ -52,34 +52,28 @@ func (s *scenarioFlags) register(fs *flag.FlagSet, timeout time.Duration, timeou
 // scenario checks the shared flags and returns the scenario they describe.
 func (s *scenarioFlags) scenario() (bench.Scenario, error) {
 	arr, err := bench.ParseArrival(s.arrival)
-	if err != nil {
-		return bench.Scenario{}, err
-	}
-	if s.admitRate < 0 || s.admitRate > pace.MaxAdmissionRate {
-		return bench.Scenario{}, fmt.Errorf("-admit-rate %g: want 0 to %g", s.admitRate, pace.MaxAdmissionRate)
-	}
 	rates := bench.ConstantRate(s.admitRate)
-	if s.rateSchedule != "" {
-		if flagGiven(s.fs, "admit-rate") {
-			return bench.Scenario{}, errors.New("-admit-rate and -rate-schedule: give one of them")
-		}
+	switch {
+	case err != nil:
+		return bench.Scenario{}, err
+	case s.admitRate < 0 || s.admitRate > pace.MaxAdmissionRate:
+		return bench.Scenario{}, fmt.Errorf("-admit-rate %g: want 0 to %g", s.admitRate, pace.MaxAdmissionRate)
+	case s.rateSchedule != "" && flagGiven(s.fs, "admit-rate"):
+		return bench.Scenario{}, errors.New("-admit-rate and -rate-schedule: give one of them")
+	case s.pausedFor < 0:
+		return bench.Scenario{}, errors.New("-paused-for: negative")
+	case s.pausedFor > 0 && s.rateSchedule != "":
+		return bench.Scenario{}, errors.New("-paused-for and -rate-schedule: give one of them (0s:RATE:paused,DURATION:RATE)")
+	case s.pausedFor > 0 && s.admitRate == 0:
+		return bench.Scenario{}, errors.New("-paused-for: the program needs a rate to resume with: set -admit-rate above 0")
+	case s.cacheTTL < 0:
+		return bench.Scenario{}, errors.New("-cache-ttl: negative")
+	case s.pausedFor > 0:
+		rates = bench.PausedFor(s.admitRate, s.pausedFor)
+	case s.rateSchedule != "":
 		if rates, err = bench.ParseSchedule(s.rateSchedule); err != nil {
 			return bench.Scenario{}, err
 		}
-	}
-	if s.pausedFor != 0 {
-		switch {
-		case s.pausedFor < 0:
-			return bench.Scenario{}, errors.New("-paused-for: negative")
-		case s.rateSchedule != "":
-			return bench.Scenario{}, errors.New("-paused-for and -rate-schedule: give one of them (0s:RATE:paused,DURATION:RATE)")
-		case s.admitRate == 0:
-			return bench.Scenario{}, errors.New("-paused-for: the program needs a rate to resume with: set -admit-rate above 0")
-		}
-		rates = bench.PausedFor(s.admitRate, s.pausedFor)
-	}
-	if s.cacheTTL < 0 {
-		return bench.Scenario{}, errors.New("-cache-ttl: negative")
 	}
 	sc := bench.Scenario{Users: s.users, Arrival: arr, Rates: rates, Abandon: s.abandon, Timeout: s.timeout}
 	return sc, sc.Validate()

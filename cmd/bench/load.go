@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -76,10 +76,8 @@ func (lf *loadFlags) check(fs *flag.FlagSet, e env) error {
 	if err != nil {
 		return err
 	}
-	if lf.existing != "" {
-		if err := existingProgram(fs, lf.existing, sc, lf.polls); err != nil {
-			return err
-		}
+	if err := existingProgram(fs, lf.existing, sc, lf.polls); err != nil {
+		return err
 	}
 	crowd, err := lf.crowd.runCrowd()
 	if err != nil {
@@ -143,22 +141,21 @@ func (lf *loadFlags) run(ctx context.Context, e env) (string, []bench.Result, er
 // programID returns a fresh program id: prefix, stamp, the mode and four
 // random hex digits.
 func programID(prefix, stamp string, m loadtest.Poll) string {
-	var b [2]byte
-	_, _ = rand.Read(b[:])
 	mode := strings.NewReplacer(":", "", ".", "").Replace(m.String())
-	return prefix + "-" + stamp + "-" + mode + "-" + hex.EncodeToString(b[:])
+	return fmt.Sprintf("%s-%s-%s-%04x", prefix, stamp, mode, rand.N(1<<16))
 }
 
 // existingProgram checks that no flag given sets up the program a run on
-// the existing program id would otherwise create.
+// the existing program id ("": none) would otherwise create.
 func existingProgram(fs *flag.FlagSet, id string, sc bench.Scenario, poll string) error {
-	if !queue.ValidProgramID(id) {
+	if id == "" {
+		return nil
+	} else if !queue.ValidProgramID(id) {
 		return fmt.Errorf("-program-id %q is not a valid program id", id)
 	}
 	var clash []string
 	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "admit-rate", "rate-schedule", "paused-for", "program", "max-active":
+		if slices.Contains([]string{"admit-rate", "rate-schedule", "paused-for", "program", "max-active"}, f.Name) {
 			clash = append(clash, "-"+f.Name)
 		}
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -46,7 +47,7 @@ type simulateFlags struct {
 	shuffle                                    bool
 	tickets, skewList                          string
 	crowd                                      crowdFlags
-	runs                                       []simulate.Config // by policy, then skew, then program
+	simulations                                // by policy, then skew, then program
 }
 
 // register defines simulate's flags on fs.
@@ -111,25 +112,16 @@ func (s *simulateFlags) check(fs *flag.FlagSet, _ env) error {
 	if s.instances < 1 {
 		return errors.New("-instances: at least 1")
 	}
-	skews, err := parseSkews(s.skewList)
-	if err != nil {
-		return err
-	}
-	sc, err := s.scenario()
-	if err != nil {
-		return err
-	}
-	crowd, err := s.crowd.crowd()
-	if err != nil {
+	skews, err1 := parseSkews(s.skewList)
+	sc, err2 := s.scenario()
+	crowd, err3 := s.crowd.crowd()
+	reg, err4 := registry(s.tiersSpec, s.etaSpec, s.steadySpec)
+	if err := cmp.Or(err1, err2, err3, err4); err != nil {
 		return err
 	}
 	base := simulate.Config{Scenario: sc, Seed: s.seed, CacheTTL: s.cacheTTL, Prices: s.prices,
 		Service: len(skews) > 1 || skews[0] != 0, PartitionLimits: limits, Instances: s.instances, OpensAt: s.opensAt, Shuffle: s.shuffle,
 		SingleTickets: s.tickets == "single", FixedShards: fixedShards, FixedBlock: fixedBlock, Crowd: crowd}
-	reg, err := registry(s.tiersSpec, s.etaSpec, s.steadySpec)
-	if err != nil {
-		return err
-	}
 	if base.UsesService() && !flagGiven(fs, "policy") {
 		s.policyList = "eta" // with the service, a poll every 3 s would be hundreds of millions of calls
 	}
@@ -151,26 +143,23 @@ func (s *simulateFlags) check(fs *flag.FlagSet, _ env) error {
 	return base.Validate()
 }
 
-// run simulates the runs in turn.
-func (s *simulateFlags) run(ctx context.Context, _ env) (string, []bench.Result, error) {
-	results, err := simulateAll(ctx, s.runs)
-	return "", results, err
-}
+// simulations are the runs simulate and tradeoff resolve their flags to.
+type simulations struct{ runs []simulate.Config }
 
-// simulateAll simulates cfgs in turn and returns their results.
-func simulateAll(ctx context.Context, cfgs []simulate.Config) ([]bench.Result, error) {
+// run simulates the runs in turn and returns their results.
+func (s *simulations) run(ctx context.Context, _ env) (string, []bench.Result, error) {
 	var results []bench.Result
-	for _, cfg := range cfgs {
+	for _, cfg := range s.runs {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		r, err := simulate.Run(cfg)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cfg.Policy.Name, err)
+			return "", nil, fmt.Errorf("%s: %w", cfg.Policy.Name, err)
 		}
 		results = append(results, r)
 	}
-	return results, nil
+	return "", results, nil
 }
 
 // parseSkews parses -clock-skew: comma-separated durations, none negative.

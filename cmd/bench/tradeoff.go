@@ -25,7 +25,7 @@ type tradeoffFlags struct {
 	scenarioFlags
 	vary, mark, etaSpec, tiersSpec, refs string
 	chosen                               string // the -mark setting, KEY=VALUE
-	runs                                 []simulate.Config
+	simulations
 }
 
 // register defines tradeoff's flags on fs.
@@ -85,8 +85,8 @@ func (t *tradeoffFlags) check(*flag.FlagSet, env) error {
 
 // run simulates each policy and returns them as a Markdown table of
 // requests per user against the p99 notify delay.
-func (t *tradeoffFlags) run(ctx context.Context, _ env) (string, []bench.Result, error) {
-	results, err := simulateAll(ctx, t.runs)
+func (t *tradeoffFlags) run(ctx context.Context, e env) (string, []bench.Result, error) {
+	_, results, err := t.simulations.run(ctx, e)
 	if err != nil {
 		return "", nil, err
 	}

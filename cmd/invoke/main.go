@@ -40,7 +40,6 @@ func main() {
 	}
 }
 
-// options are invoke's flags and its event file.
 type options struct {
 	rie, binDir, template, function string
 	endpoint, table                 string

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -51,7 +52,6 @@ func main() {
 	}
 }
 
-// localFlags are the local server's command-line flags.
 type localFlags struct {
 	addr, demo, passKey      string
 	demoRate                 float64
@@ -156,12 +156,8 @@ func run(ctx context.Context, s seams, args []string, getenv func(string) string
 	if err != nil {
 		return fmt.Errorf("challenge secret: %w", err)
 	}
-	svc := []queue.Option{queue.WithChallengeSecret(challengeSecret)}
-	if s.clock != nil {
-		svc = append(svc, queue.WithClock(s.clock))
-	}
-	a, where, model, closeStore, err := openStore(ctx, cfg, f, s, log, passes, app.WithShuffleKey(shuffle),
-		app.WithServiceOptions(svc...))
+	svc := app.WithServiceOptions(queue.WithChallengeSecret(challengeSecret), queue.WithClock(cmp.Or(s.clock, clock.Clock(clock.Real{}))))
+	a, where, model, closeStore, err := openStore(ctx, cfg, f, s, log, passes, app.WithShuffleKey(shuffle), svc)
 	if err != nil {
 		return err
 	}

@@ -183,8 +183,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 		return a.usageError(name, err.Error())
 	}
 	if len(c.args) != len(strings.Fields(cmd.args)) {
-		want := cmp.Or(cmd.args, "no arguments")
-		return a.usageError(name, fmt.Sprintf("want %s, got %d argument(s)", want, len(c.args)))
+		return a.usageError(name, fmt.Sprintf("want %s, got %d argument(s)", cmp.Or(cmd.args, "no arguments"), len(c.args)))
 	}
 	if cmd.valid != nil {
 		if err := cmd.valid(c.args); err != nil {
@@ -298,11 +297,8 @@ func hint(err error, apiURL string, bearer bool) error {
 	var advice string
 	switch {
 	case !strings.Contains(apiURL, "://"):
-		scheme := "https://"
-		if host, _, _ := strings.Cut(apiURL, "/"); client.Loopback(host) {
-			scheme = "http://"
-		}
-		advice = "a URL starts with its scheme: -url " + scheme + apiURL
+		host, _, _ := strings.Cut(apiURL, "/")
+		advice = "a URL starts with its scheme: -url " + either(client.Loopback(host), "http://", "https://") + apiURL
 	case bearer && perr == nil && u.Scheme == "http" && u.Host != "" && !loopback:
 		advice = "ADMIN_TOKEN is set: give an https -url, or unset it to sign with AWS credentials"
 	case errors.Is(err, syscall.ECONNREFUSED) && loopback:

@@ -19,6 +19,7 @@ import (
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/tickets"
+	"github.com/example/waitingroom/internal/tools/bench"
 )
 
 // The limits check assumes unless told: the template's and AWS's (docs/operations.md, "The pre-sale check").
@@ -92,7 +93,7 @@ func (a *app) checkCommand(fs *flag.FlagSet) runner {
 			}
 		} else {
 			fmt.Fprintf(a.stdout, "check %s at %s for %s people, %s enters/s at the peak\n",
-				p.ProgramID, clock(now), thousands(l.expect), rate(l.peakRate()))
+				p.ProgramID, clock(now), bench.Thousands(l.expect), rate(l.peakRate()))
 			writeTable(a.stdout, 0, rows)
 			_, err = fmt.Fprintf(a.stdout, "%d FAIL, %d WARN, %d OK\n", n[levelFail], n[levelWarn], n[levelOK])
 		}
@@ -218,11 +219,7 @@ func (c *presale) enters() {
 func (c *presale) challenge() {
 	bits := c.p.ChallengeBits
 	wait := time.Duration(1<<bits) * browserHash
-	if wait < time.Second {
-		wait = wait.Round(time.Millisecond)
-	} else {
-		wait = wait.Round(100 * time.Millisecond)
-	}
+	wait = wait.Round(either(wait < time.Second, time.Millisecond, 100*time.Millisecond))
 	says := fmt.Sprintf("%d bits: a person's browser works about %v to enter (a laptop's Chromium; phones a few times longer); without JavaScript nobody can", bits, wait)
 	switch {
 	case bits == 0:
@@ -237,10 +234,7 @@ func (c *presale) challenge() {
 // table: an enter writes the token, the ticket and its idempotency claim; an admission's
 // first poll the token, and its sighting when followed.
 func (c *presale) table() {
-	perAdmission := 1.0
-	if c.q.Followed() {
-		perAdmission = 2
-	}
+	perAdmission := either(c.q.Followed(), 2.0, 1.0)
 	r := c.p.AdmissionRatePerSecond
 	writes := 3*c.l.peakRate() + perAdmission*r
 	says := fmt.Sprintf("about %s write units/s at the peak (3 an enter, %g an admission), this program alone", rate(writes), perAdmission)
@@ -299,14 +293,14 @@ func (c *presale) capped() {
 	held := c.slotHeld()
 	switch turnover := float64(m) / held.Seconds(); {
 	case r <= 0:
-		c.add(levelOK, "capacity", fmt.Sprintf("cap %s: manual admissions wait for a free slot", thousands(m)), "")
+		c.add(levelOK, "capacity", fmt.Sprintf("cap %s: manual admissions wait for a free slot", bench.Thousands(m)), "")
 	case r < turnover:
 		c.add(levelWarn, "capacity", fmt.Sprintf("cap %s is never reached: at %s/s it takes %s to fill, and the first admitted are done after %s (the window, its minute of margin, a fold and a change delay); it costs polls and writes for nothing",
-			thousands(m), rate(r), span(secondsOf(float64(m)/r)), span(held)),
+			bench.Thousands(m), rate(r), span(secondsOf(float64(m)/r)), span(held)),
 			"if the site holds fewer at once, lower it before admission starts: wrctl put "+id+" -max-active N")
 	default:
 		c.add(levelOK, "capacity", fmt.Sprintf("cap %s fills in %s; then admission follows the slots freed: about %s/s as windows of %s end, more as the site ends sessions (DELETE /api/v1/admin/programs/%s/session)",
-			thousands(m), span(secondsOf(float64(m)/r)), rate(turnover), span(window), id), "")
+			bench.Thousands(m), span(secondsOf(float64(m)/r)), rate(turnover), span(window), id), "")
 	}
 	if c.p.NoShowSeconds == 0 {
 		c.add(levelWarn, "capacity", fmt.Sprintf("no noShowSeconds: someone admitted who never comes holds a slot for the whole window (%s)", span(window)),
@@ -334,10 +328,10 @@ func (c *presale) line() {
 	case mw == 0:
 		c.add(levelOK, "line", "no maxWaiting: the line takes everyone", "")
 	case e > mw:
-		c.add(levelWarn, "line", fmt.Sprintf("maxWaiting %s is below the %s expected: about %s get 409 QUEUE_FULL if they come before admission makes room", thousands(mw), thousands(e), thousands(e-mw)),
+		c.add(levelWarn, "line", fmt.Sprintf("maxWaiting %s is below the %s expected: about %s get 409 QUEUE_FULL if they come before admission makes room", bench.Thousands(mw), bench.Thousands(e), bench.Thousands(e-mw)),
 			"unless the limit is what is on sale: wrctl put "+id+" -max-waiting "+strconv.FormatInt(e, 10)+" (0: no limit)")
 	default:
-		c.add(levelOK, "line", fmt.Sprintf("maxWaiting %s holds the %s expected (a burst may pass it by a cache lifetime of enters)", thousands(mw), thousands(e)), "")
+		c.add(levelOK, "line", fmt.Sprintf("maxWaiting %s holds the %s expected (a burst may pass it by a cache lifetime of enters)", bench.Thousands(mw), bench.Thousands(e)), "")
 	}
 }
 
@@ -352,10 +346,8 @@ func (c *presale) wait() {
 		return
 	}
 	last := secondsOf(float64(e) / r)
-	says := fmt.Sprintf("the last of %s waits about %s at %s/s", thousands(e), span(last), rate(r))
-	if r < c.p.AdmissionRatePerSecond {
-		says += " (the cap's pace, without sessions ended early)"
-	}
+	says := fmt.Sprintf("the last of %s waits about %s at %s/s", bench.Thousands(e), span(last), rate(r))
+	says += either(r < c.p.AdmissionRatePerSecond, " (the cap's pace, without sessions ended early)", "")
 	early := max(c.p.OpensAt.Sub(c.now), 0) // from now to the opening, for those who enter now
 	switch {
 	case last > keep:
@@ -397,13 +389,11 @@ func secondsOf(s float64) time.Duration {
 
 // rate formats a number a second: a whole or big one with thousands separators, else to a tenth (a thousandth below 1).
 func rate(f float64) string {
-	switch {
-	case f >= 100 || f == math.Trunc(f):
-		return thousands(int64(math.Round(f)))
-	case f >= 1:
-		return strconv.FormatFloat(math.Round(f*10)/10, 'f', -1, 64)
+	if f >= 100 || f == math.Trunc(f) {
+		return bench.Thousands(int64(math.Round(f)))
 	}
-	return strconv.FormatFloat(math.Round(f*1000)/1000, 'f', -1, 64)
+	unit := either(f >= 1, 10.0, 1000.0)
+	return strconv.FormatFloat(math.Round(f*unit)/unit, 'f', -1, 64)
 }
 
 // clock formats an instant, in UTC to the second.

@@ -43,11 +43,7 @@ func (a *app) putCommand(fs *flag.FlagSet) runner {
 
 func (a *app) put(ctx context.Context, c *call, set api.ProgramSettings) error {
 	p, created, err := c.client.PutProgram(ctx, c.args[0], set)
-	verb := "updated"
-	if created {
-		verb = "created"
-	}
-	return a.printAnswer(c, p.Raw, verb+" program "+c.args[0], err)
+	return a.printAnswer(c, p.Raw, either(created, "created", "updated")+" program "+c.args[0], err)
 }
 
 // validAdmit checks admit's N: a whole number of at least 1.
@@ -114,17 +110,12 @@ func (a *app) listCommand(fs *flag.FlagSet) runner {
 
 // stateOf is p's state at now in a word or two.
 func stateOf(p api.Program, now time.Time) string {
-	var s []string
-	if p.Closed {
-		s = append(s, "closed")
-	}
-	if p.Paused {
-		s = append(s, "paused")
-	}
-	if !domain(p).Opened(now) {
-		s = append(s, "opens "+clock(p.OpensAt.Time))
-	}
-	return cmp.Or(strings.Join(s, ", "), "open")
+	return state(either(p.Closed, "closed", ""), either(p.Paused, "paused", ""), either(domain(p).Opened(now), "", "opens "+clock(p.OpensAt.Time)))
+}
+
+// state joins the words that are not "", "open" for none.
+func state(words ...string) string {
+	return cmp.Or(strings.Join(slices.DeleteFunc(words, func(w string) bool { return w == "" }), ", "), "open")
 }
 
 // historyCommand prints a program's changes, newest first.
@@ -259,11 +250,14 @@ func (a *app) revokeKeyCommand(fs *flag.FlagSet) runner {
 }
 
 // keyTime is t in UTC to the second, "-" for none.
-func keyTime(t api.Time) string {
-	if t.IsZero() {
-		return "-"
+func keyTime(t api.Time) string { return either(t.IsZero(), "-", clock(t.Time)) }
+
+// either is yes when b holds, else no.
+func either[T any](b bool, yes, no T) T {
+	if b {
+		return yes
 	}
-	return clock(t.Time)
+	return no
 }
 
 // writeJSON writes v as one line of JSON.

@@ -164,10 +164,7 @@ func registerSettings(fs *flag.FlagSet, now func() time.Time) func() (api.Progra
 			given[s.field], err = s.kind.parse(v, given[s.field], now)
 			return err
 		}
-		define := fs.Func
-		if s.kind == boolean {
-			define = fs.BoolFunc // -paused for -paused=true
-		}
+		define := either(s.kind == boolean, fs.BoolFunc, fs.Func) // BoolFunc: -paused for -paused=true
 		define(s.flag, s.usage+" ("+s.field+")", set)
 	}
 	return func() (set api.ProgramSettings, err error) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -14,10 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/tools/bench"
 	"github.com/example/waitingroom/internal/tools/client"
 )
 
@@ -109,18 +106,12 @@ func (f frame) lastInLine() string {
 	}
 	d := time.Duration(*f.LastInLineMs) * time.Millisecond
 	s := "in " + roundDuration(d).String() + ", at " + f.At.Add(d).Local().Format("15:04:05")
-	if f.LastInLine == "not open" {
-		s += " (after the opening)"
-	}
-	return s
+	return s + either(f.LastInLine == "not open", " (after the opening)", "")
 }
 
 // roundDuration rounds d to the second, to the minute past an hour.
 func roundDuration(d time.Duration) time.Duration {
-	if d >= time.Hour {
-		return d.Round(time.Minute)
-	}
-	return d.Round(time.Second)
+	return d.Round(either(d >= time.Hour, time.Minute, time.Second))
 }
 
 func perSecond(v *float64) string {
@@ -138,50 +129,27 @@ func (f frame) plainLine() string {
 	if f.ClosesAt != nil {
 		s += " closesAt=" + clock(*f.ClosesAt)
 	}
-	if f.Error != "" {
-		s += fmt.Sprintf(" error=%q", f.Error)
-	}
-	return s
+	return s + either(f.Error != "", fmt.Sprintf(" error=%q", f.Error), "")
 }
 
 // screen is f as the lines of the terminal view.
 func (f frame) screen(apiURL string) []string {
-	var states []string
-	if f.Paused {
-		states = append(states, "paused")
-	}
-	if f.Closed {
-		states = append(states, "closed to new entries")
-	}
-	state := cmp.Or(strings.Join(states, ", "), "open")
+	standing := state(either(f.Paused, "paused", ""), either(f.Closed, "closed to new entries", ""))
 	if f.ClosesAt != nil {
-		verb := "close"
-		if f.Closed {
-			verb = "closed"
-		}
-		state += fmt.Sprintf(" (entries %s at %s)", verb, f.ClosesAt.Local().Format("15:04:05"))
+		standing += fmt.Sprintf(" (entries %s at %s)", either(f.Closed, "closed", "close"), f.ClosesAt.Local().Format("15:04:05"))
 	}
-	rate := strconv.FormatFloat(f.Rate, 'f', -1, 64) + "/s"
-	if f.Rate == 0 {
-		rate = "0 (manual admission)"
-	}
-	status := ""
-	if f.Error != "" {
-		status = "error: " + f.Error + " (retrying)"
-	}
+	rate := either(f.Rate == 0, "0 (manual admission)", strconv.FormatFloat(f.Rate, 'f', -1, 64)+"/s")
+	status := either(f.Error != "", "error: "+f.Error+" (retrying)", "")
 	return []string{
 		fmt.Sprintf("%s · %s · %s", f.ProgramID, apiURL, f.At.Local().Format("15:04:05")),
-		fmt.Sprintf("  issued        %12s   %8s enters/s", thousands(f.Issued), perSecond(f.EntersPerSecond)),
-		fmt.Sprintf("  admitted      %12s   %8s admissions/s", thousands(f.Admitted), perSecond(f.AdmissionsPerSecond)),
-		fmt.Sprintf("  waiting       %12s   %s", thousands(f.Waiting), sparkline(f.history)),
-		fmt.Sprintf("  rate          %12s   %s", rate, state),
+		fmt.Sprintf("  issued        %12s   %8s enters/s", bench.Thousands(f.Issued), perSecond(f.EntersPerSecond)),
+		fmt.Sprintf("  admitted      %12s   %8s admissions/s", bench.Thousands(f.Admitted), perSecond(f.AdmissionsPerSecond)),
+		fmt.Sprintf("  waiting       %12s   %s", bench.Thousands(f.Waiting), sparkline(f.history)),
+		fmt.Sprintf("  rate          %12s   %s", rate, standing),
 		fmt.Sprintf("  last in line  %s", f.lastInLine()),
 		status,
 	}
 }
-
-// thousands formats n with comma separators: 48,210.
-func thousands(n int64) string { return message.NewPrinter(language.English).Sprintf("%d", n) }
 
 // display writes frames: redrawn in place on a terminal, else a line (or JSON object) each.
 type display struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/tools/bench"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -114,7 +115,7 @@ func TestSparkline(t *testing.T) {
 func TestThousands(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -45000: "-45,000"} {
-		if got := thousands(in); got != want {
+		if got := bench.Thousands(in); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", in, got, want)
 		}
 	}

@@ -132,9 +132,8 @@ type Transport struct {
 	matched   []int             // per rule: requests matched since SetRules
 	faulted   []int             // per rule: requests faulted since SetRules
 	seen      []map[string]bool // per FirstOnly rule: the bodies it saw
-	calls     map[string]int
 	faults    map[string]int
-	deadlines map[string][]time.Time
+	deadlines map[string][]time.Time // per op: of each request, as Calls counts them
 }
 
 // New returns a Transport forwarding to base (http.DefaultTransport if nil)
@@ -146,7 +145,6 @@ func New(base http.RoundTripper, seed uint64) *Transport {
 	return &Transport{
 		base:      base,
 		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		calls:     make(map[string]int),
 		faults:    make(map[string]int),
 		deadlines: make(map[string][]time.Time),
 	}
@@ -164,7 +162,6 @@ func (t *Transport) SetRules(rules ...Rule) {
 	for i := range rules {
 		t.seen[i] = make(map[string]bool)
 	}
-	clear(t.calls)
 	clear(t.faults)
 	clear(t.deadlines)
 }
@@ -186,29 +183,27 @@ func (t *Transport) Deadlines(op string) []time.Time {
 }
 
 // Calls returns how many requests for op ("" for all) came since the last SetRules.
-func (t *Transport) Calls(op string) int { return t.count(t.calls, op) }
+func (t *Transport) Calls(op string) int { return len(t.Deadlines(op)) }
 
 // Faults returns how many requests for op ("" for all) were faulted since the last SetRules.
-func (t *Transport) Faults(op string) int { return t.count(t.faults, op) }
+func (t *Transport) Faults(op string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if op != "" {
+		return t.faults[op]
+	}
+	n := 0
+	for _, c := range t.faults {
+		n += c
+	}
+	return n
+}
 
 // RuleFaults returns how many requests each rule faulted since the last SetRules.
 func (t *Transport) RuleFaults() []int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return slices.Clone(t.faulted)
-}
-
-func (t *Transport) count(m map[string]int, op string) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if op != "" {
-		return m[op]
-	}
-	n := 0
-	for _, c := range m {
-		n += c
-	}
-	return n
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -256,7 +251,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) choose(op string, body []byte, deadline time.Time) (Rule, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.calls[op]++
 	t.deadlines[op] = append(t.deadlines[op], deadline)
 	var chosen Rule
 	faulted := false

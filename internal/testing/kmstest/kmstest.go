@@ -28,7 +28,15 @@ func Client(t testing.TB) *kms.Client {
 		t.Skip("kmstest: dynalite has no KMS; run with moto_server")
 	}
 	client := ClientFor(t, dynamotest.Endpoint(t))
-	warm.Do(func() { warm.err = warmUp(client) })
+	// moto loads its KMS backend at the first KMS call: make it once, in one patient attempt.
+	warm.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), warmUpTimeout)
+		defer cancel()
+		_, warm.err = client.ListKeys(ctx, &kms.ListKeysInput{}, func(o *kms.Options) {
+			o.HTTPClient = &http.Client{Timeout: warmUpTimeout}
+			o.RetryMaxAttempts = 1
+		})
+	})
 	if warm.err != nil {
 		t.Fatalf("kmstest: first KMS call: %v", warm.err)
 	}
@@ -43,18 +51,6 @@ var warm struct {
 
 // warmUpTimeout is a hang guard on moto's first KMS call.
 const warmUpTimeout = 2 * time.Minute
-
-// warmUp makes moto's first KMS call in one patient attempt, as moto loads
-// its KMS backend then.
-func warmUp(client *kms.Client) error {
-	ctx, cancel := context.WithTimeout(context.Background(), warmUpTimeout)
-	defer cancel()
-	_, err := client.ListKeys(ctx, &kms.ListKeysInput{}, func(o *kms.Options) {
-		o.HTTPClient = &http.Client{Timeout: warmUpTimeout}
-		o.RetryMaxAttempts = 1
-	})
-	return err
-}
 
 // NewSigningKey creates an ECC_NIST_P256 SIGN_VERIFY key; see createKey.
 func NewSigningKey(t testing.TB, client *kms.Client) string {

@@ -61,11 +61,8 @@ func ReplayGuardContract(t *testing.T, newGuard func(t *testing.T) passverify.Re
 		clock := NewClock(time.Now())
 		a := Admission
 		a.AdmittedAt, a.ExpiresAt = clock.Now().Add(-time.Minute), clock.Now().Add(9*time.Minute)
-		gate, err := passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{WaitingRoomURL: WaitingRoomURL,
-			CookieSecrets: [][]byte{[]byte(rand.Text() + rand.Text())}, ReplayGuard: newGuard(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		gate := of(passverify.NewGate(room.Verifier(t, clock, nil), passverify.GateConfig{WaitingRoomURL: WaitingRoomURL,
+			CookieSecrets: [][]byte{[]byte(rand.Text() + rand.Text())}, ReplayGuard: newGuard(t)})).must(t)
 		h := gate.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("in")) }))
 		pass := room.Pass(t, a)
 		target := WithPass("https://shop.example.com/seats", pass)

@@ -52,25 +52,14 @@ type Key struct {
 // NewKey returns a new random key.
 func NewKey(t testing.TB) Key {
 	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := localkeys.NewKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Key{Key: k, Private: priv}
+	priv := of(ecdsa.GenerateKey(elliptic.P256(), rand.Reader)).must(t)
+	return Key{Key: of(localkeys.NewKey(priv)).must(t), Private: priv}
 }
 
 // KeyID returns the kid of k.
 func (k Key) KeyID(t testing.TB) string {
 	t.Helper()
-	kid, err := issuer(t, Issuer, k).KeyID(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kid
+	return of(issuer(t, Issuer, k).KeyID(context.Background())).must(t)
 }
 
 // issuer is an issuer iss of keys, the first the current one.
@@ -80,11 +69,24 @@ func issuer(t testing.TB, iss string, keys ...Key) *admissionpass.Issuer {
 	for _, k := range keys[1:] {
 		previous = append(previous, k.Key)
 	}
-	i, err := localkeys.FixedIssuer(iss, keys[0].Key, previous...)
-	if err != nil {
-		t.Fatal(err)
+	return of(localkeys.FixedIssuer(iss, keys[0].Key, previous...)).must(t)
+}
+
+// result is a call's answer and error.
+type result[T any] struct {
+	v   T
+	err error
+}
+
+func of[T any](v T, err error) result[T] { return result[T]{v, err} }
+
+// must returns the answer, stopping t if the call failed.
+func (r result[T]) must(t testing.TB) T {
+	t.Helper()
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
-	return i
+	return r.v
 }
 
 // Room is a waiting room: it signs passes with Key and serves a JWKS,
@@ -92,22 +94,24 @@ func issuer(t testing.TB, iss string, keys ...Key) *admissionpass.Issuer {
 type Room struct {
 	Key Key
 
-	srv     *httptest.Server
-	fetches atomic.Int32
+	srv          *httptest.Server
+	fetches      atomic.Int32
+	doc          atomic.Pointer[[]byte]
+	cacheControl atomic.Pointer[string]
+	status       atomic.Int64
 
-	mu           sync.Mutex
-	doc          []byte
-	cacheControl string
-	status       int
-	arrived      chan struct{} // of Hold: closed at the first held request
-	held         chan struct{} // of Hold: closed by its release
-	lastHeader   http.Header
+	mu         sync.Mutex
+	arrived    chan struct{} // of Hold: closed at the first held request
+	held       chan struct{} // of Hold: closed by its release
+	lastHeader http.Header
 }
 
 // NewRoom starts a Room, stopped when t ends.
 func NewRoom(t testing.TB) *Room {
 	t.Helper()
-	r := &Room{Key: NewKey(t), cacheControl: admissionpass.JWKSCacheControl, status: http.StatusOK}
+	r := &Room{Key: NewKey(t)}
+	r.SetCacheControl(admissionpass.JWKSCacheControl)
+	r.SetStatus(http.StatusOK)
 	r.Publish(t, r.Key)
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serveJWKS))
 	t.Cleanup(r.srv.Close)
@@ -116,8 +120,9 @@ func NewRoom(t testing.TB) *Room {
 
 func (r *Room) serveJWKS(w http.ResponseWriter, req *http.Request) {
 	r.fetches.Add(1)
+	doc, cc, status := *r.doc.Load(), *r.cacheControl.Load(), int(r.status.Load())
 	r.mu.Lock()
-	doc, cc, status, held := r.doc, r.cacheControl, r.status, r.held
+	held := r.held
 	r.lastHeader = req.Header.Clone()
 	if r.arrived != nil {
 		close(r.arrived)
@@ -147,33 +152,17 @@ func (r *Room) JWKSURL() string { return r.srv.URL + "/.well-known/jwks.json" }
 // Publish makes the JWKS hold keys, the first as the current one.
 func (r *Room) Publish(t testing.TB, keys ...Key) {
 	t.Helper()
-	doc, err := issuer(t, Issuer, keys...).JWKS(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.PublishDocument(doc)
+	r.PublishDocument(of(issuer(t, Issuer, keys...).JWKS(context.Background())).must(t))
 }
 
 // PublishDocument makes the JWKS answer doc.
-func (r *Room) PublishDocument(doc []byte) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.doc = doc
-}
+func (r *Room) PublishDocument(doc []byte) { r.doc.Store(&doc) }
 
 // SetCacheControl sets the JWKS answers' Cache-Control ("" for none).
-func (r *Room) SetCacheControl(v string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cacheControl = v
-}
+func (r *Room) SetCacheControl(v string) { r.cacheControl.Store(&v) }
 
 // SetStatus sets the JWKS answers' status; other than 200, they have no body.
-func (r *Room) SetStatus(status int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.status = status
-}
+func (r *Room) SetStatus(status int) { r.status.Store(int64(status)) }
 
 // Hold makes the JWKS answers wait until release (or the request's end);
 // arrived is closed when the first held request arrives.
@@ -209,11 +198,7 @@ func (r *Room) Pass(t testing.TB, a admissionpass.Admission, key ...Key) string 
 // IssuePass signs a pass for a by iss with key.
 func IssuePass(t testing.TB, iss string, key Key, a admissionpass.Admission) string {
 	t.Helper()
-	pass, err := issuer(t, iss, key).Issue(context.Background(), a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pass
+	return of(issuer(t, iss, key).Issue(context.Background(), a)).must(t)
 }
 
 // Verifier returns a Verifier of the Room's passes for "gala" on clock, with
@@ -224,11 +209,7 @@ func (r *Room) Verifier(t testing.TB, clock *Clock, change func(*passverify.Conf
 	if change != nil {
 		change(&cfg)
 	}
-	v, err := passverify.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return of(passverify.New(cfg)).must(t)
 }
 
 // WithPass returns target with ?admissionPass=pass added to its query.

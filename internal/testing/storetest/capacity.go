@@ -18,20 +18,17 @@ func testCapacity(t *testing.T, ps queue.Store) {
 	const id = "capped"
 	t.Run("sightings and their seal", func(t *testing.T) {
 		for _, place := range []int64{5, 2, 5, 9} { // 5 twice: one sighting
-			_, err := s.Sight(ctx, id, place)
-			checkErr(t, fmt.Sprintf("Sight(%d)", place), err, nil)
+			checkErr(t, fmt.Sprintf("Sight(%d)", place), errOf(s.Sight(ctx, id, place)), nil)
 		}
 		want := capacity.Group{Sighted: []int64{2, 5, 9}, SealedThrough: 6, Seals: []capacity.Seal{{Through: 6, At: t0}}}
 		checkCall(t, "SealSightings", answer(s.SealSightings(ctx, id, 0, 6, t0)), want)
-		_, err := s.Sight(ctx, id, 3)
-		checkErr(t, "Sight of a sealed place", err, capacity.ErrSealed)
+		checkErr(t, "Sight of a sealed place", errOf(s.Sight(ctx, id, 3)), capacity.ErrSealed)
 		// A retry after a lost answer.
 		checkCall(t, "Sight again of a sealed place seen before", answer(s.Sight(ctx, id, 5)), want)
 		checkCall(t, "SealSightings back (never)", answer(s.SealSightings(ctx, id, 0, 4, t0.Add(ms(500)))), want)
 		want.Sighted = []int64{2, 5, 7, 9}
 		checkCall(t, "Sight past the seal", answer(s.Sight(ctx, id, 7)), want)
-		g, err := s.SealSightings(ctx, id, 0, 8, t0.Add(ms(900))) // a second move
-		checkErr(t, "SealSightings further", err, nil)
+		g := answer(s.SealSightings(ctx, id, 0, 8, t0.Add(ms(900)))).must(t, "SealSightings further, a second move")
 		for place, want := range map[int64]time.Time{5: t0, 6: t0, 7: t0.Add(ms(900)), 9: {}} { // 9: not sealed
 			if at, ok := g.SealedAt(place); !at.Equal(want) || ok == want.IsZero() {
 				t.Errorf("SealedAt(%d) = %v, %v; want %v, %v", place, at, ok, want, !want.IsZero())
@@ -39,11 +36,8 @@ func testCapacity(t *testing.T, ps queue.Store) {
 		}
 		// Another group, another program: untouched.
 		checkCall(t, "Sight in group 1", answer(s.Sight(ctx, id, capacity.GroupSize+1)), capacity.Group{Sighted: []int64{capacity.GroupSize + 1}})
-		g, err = s.SealSightings(ctx, "other", 0, 1, t0)
-		checkErr(t, "SealSightings of another program", err, nil)
-		if len(g.Sighted) != 0 {
-			t.Fatalf("another program's group has sightings %v", g.Sighted)
-		}
+		g = answer(s.SealSightings(ctx, "other", 0, 1, t0)).must(t, "SealSightings of another program")
+		check(t, "another program's group's sightings", g.Sighted, nil)
 	})
 	t.Run("ends and the expiry seal", func(t *testing.T) {
 		const g1 = 3 * capacity.GroupSize
@@ -58,8 +52,7 @@ func testCapacity(t *testing.T, ps queue.Store) {
 		expired := capacity.Group{Ended: ended, ExpiredThrough: g1 + 3}
 		checkCall(t, "ExpireGroup", answer(s.ExpireGroup(ctx, id, 3, g1+3)), expired)
 		checkCall(t, "ExpireGroup back (never)", answer(s.ExpireGroup(ctx, id, 3, g1+1)), expired)
-		_, err := s.EndPlace(ctx, id, g1+3, 14)
-		checkErr(t, "EndPlace of an expired place", err, capacity.ErrSealed)
+		checkErr(t, "EndPlace of an expired place", errOf(s.EndPlace(ctx, id, g1+3, 14)), capacity.ErrSealed)
 		ended[g1+4] = 14
 		checkCall(t, "EndPlace past the expiry seal", answer(s.EndPlace(ctx, id, g1+4, 14)), expired)
 		// A retry of an end made before the seal.
@@ -71,24 +64,15 @@ func testCapacity(t *testing.T, ps queue.Store) {
 		}
 		checkErr(t, "AddEnd to another shard", s.AddEnd(ctx, id, 100, 2, 8), nil)
 		for range 2 { // sealing again reads the same
-			got, err := s.SealEnds(ctx, id, 100, 1)
-			checkErr(t, "SealEnds", err, nil)
-			if !slices.Equal(got, []int64{7, 40}) {
-				t.Fatalf("SealEnds = %v, want [7 40]", got)
-			}
+			checkCall(t, "SealEnds", answer(s.SealEnds(ctx, id, 100, 1)), []int64{7, 40})
 		}
 		checkErr(t, "AddEnd to a sealed index", s.AddEnd(ctx, id, 100, 1, 9), capacity.ErrSealed)
 		checkErr(t, "AddEnd again to a sealed index that has it", s.AddEnd(ctx, id, 100, 1, 40), nil)
-		got, err := s.SealEnds(ctx, id, 101, 0)
-		checkErr(t, "SealEnds of an empty index", err, nil)
-		if len(got) != 0 {
-			t.Fatalf("an empty index sealed with %v", got)
-		}
+		checkCall(t, "SealEnds of an empty index", answer(s.SealEnds(ctx, id, 101, 0)), nil)
 		checkErr(t, "AddEnd to a sealed empty index", s.AddEnd(ctx, id, 101, 0, 9), capacity.ErrSealed)
 	})
 	t.Run("marks", func(t *testing.T) {
-		_, err := s.MarkBefore(ctx, id, 5_000)
-		checkErr(t, "MarkBefore with none", err, queue.ErrNotFound)
+		checkErr(t, "MarkBefore with none", errOf(s.MarkBefore(ctx, id, 5_000)), queue.ErrNotFound)
 		marks := []capacity.Mark{{AtMs: 2_000, Counter: 20, NoShowThrough: 3}, {AtMs: 1_000, Counter: 10}, {AtMs: 3_000, Counter: 35, NoShowThrough: 9}}
 		for _, m := range append(marks, marks[0]) {
 			checkErr(t, "PutMark", s.PutMark(ctx, id, m), nil)
@@ -110,8 +94,7 @@ func testCapacity(t *testing.T, ps queue.Store) {
 				t.Errorf("MarkBefore(%d) = %+v, want %+v", tt.ms, got, tt.want)
 			}
 		}
-		_, err = s.MarkBefore(ctx, "other", 1<<50)
-		checkErr(t, "MarkBefore of another program", err, queue.ErrNotFound)
+		checkErr(t, "MarkBefore of another program", errOf(s.MarkBefore(ctx, "other", 1<<50)), queue.ErrNotFound)
 	})
 	t.Run("ApplyFold", func(t *testing.T) {
 		p := program("folded")
@@ -126,8 +109,7 @@ func testCapacity(t *testing.T, ps queue.Store) {
 		upd.Version++
 		upd.MaxActiveUsers = 50
 		checkErr(t, "UpdateProgram", ps.UpdateProgram(ctx, upd, p.Issued), nil)
-		_, err := ps.IssueTicket(ctx, p.ID, t0.Add(ms(10)))
-		checkErr(t, "IssueTicket", err, nil)
+		checkErr(t, "IssueTicket", errOf(ps.IssueTicket(ctx, p.ID, t0.Add(ms(10)))), nil)
 		got := storedProgram(t, ps, p.ID)
 		check(t, "stored capacity", got.Capacity, next)
 		if got.MaxActiveUsers != 50 {
@@ -145,7 +127,6 @@ func testCapacity(t *testing.T, ps queue.Store) {
 // seal returned: what the fold counts is what was accepted.
 func testCapacityConcurrent(t *testing.T, qs queue.Store) {
 	s := qs.(capacity.Store)
-	ctx := t.Context()
 	const id, places, through = "race", 48, 24
 	var mu sync.Mutex
 	accepted := map[int64]bool{}
@@ -154,7 +135,7 @@ func testCapacityConcurrent(t *testing.T, qs queue.Store) {
 	wg.Go(func() {
 		inParallel(places, func(i int) {
 			place := int64(i + 1)
-			_, err := s.Sight(ctx, id, place)
+			_, err := s.Sight(t.Context(), id, place)
 			switch {
 			case err == nil:
 				mu.Lock()
@@ -167,7 +148,7 @@ func testCapacityConcurrent(t *testing.T, qs queue.Store) {
 	})
 	wg.Go(func() {
 		var err error
-		if sealed, err = s.SealSightings(ctx, id, 0, through, t0); err != nil {
+		if sealed, err = s.SealSightings(t.Context(), id, 0, through, t0); err != nil {
 			t.Errorf("SealSightings: %v", err)
 		}
 	})

@@ -23,7 +23,6 @@ var scheduleNow = t0.Add(ms(2_000))
 // "<version>/change-<version>"), and flooded, read after five more tickets.
 func scheduleRig(t *testing.T, s queue.Store, read admission.Program, rate pace.Rate) (change, flooded admission.Program) {
 	t.Helper()
-	ctx := t.Context()
 	create(t, s, read)
 	change = read.Rebased(scheduleNow, rate, false, 0, 10*time.Second)
 	change.Changes = append([]string{fmt.Sprintf("%d/change-%d", change.Version, change.Version)}, read.Changes...)
@@ -32,9 +31,7 @@ func scheduleRig(t *testing.T, s queue.Store, read admission.Program, rate pace.
 	}
 	flooded = read
 	for range 5 {
-		var err error
-		flooded, err = s.IssueTicket(ctx, read.ID, scheduleNow)
-		checkErr(t, "IssueTicket", err, nil)
+		flooded = answer(s.IssueTicket(t.Context(), read.ID, scheduleNow)).must(t, "IssueTicket")
 	}
 	return change, flooded
 }
@@ -73,9 +70,7 @@ func testSchedule(t *testing.T, store queue.Store) {
 	}{store, store.(queue.ScheduleStore)}
 	updated := func(t *testing.T, what string, p admission.Program, want int64) {
 		t.Helper()
-		issued, err := s.UpdateScheduled(ctx, p)
-		checkErr(t, what, err, nil)
-		if issued != want {
+		if issued := answer(s.UpdateScheduled(ctx, p)).must(t, what); issued != want {
 			t.Errorf("%s: %d tickets issued, want %d", what, issued, want)
 		}
 	}
@@ -91,8 +86,7 @@ func testSchedule(t *testing.T, store queue.Store) {
 		// tickets issued when the change landed, even after one more.
 		updated(t, "UpdateScheduled repeated", change, flooded.Issued)
 		checkStoredProgram(t, s, landed)
-		_, err := s.IssueTicket(ctx, change.ID, scheduleNow)
-		checkErr(t, "IssueTicket", err, nil)
+		checkErr(t, "IssueTicket", errOf(s.IssueTicket(ctx, change.ID, scheduleNow)), nil)
 		updated(t, "UpdateScheduled repeated after a ticket", change, flooded.Issued)
 
 		before := storedProgram(t, s, change.ID)
@@ -110,8 +104,7 @@ func testSchedule(t *testing.T, store queue.Store) {
 		checkErr(t, "MoveDrain repeated", s.MoveDrain(ctx, change, flooded.Issued), nil)
 		checkStoredProgram(t, s, moved)
 		// Both writes retried after the move: together they change nothing.
-		issued, err := s.UpdateScheduled(ctx, change)
-		checkErr(t, "UpdateScheduled repeated after the move", err, nil)
+		issued := answer(s.UpdateScheduled(ctx, change)).must(t, "UpdateScheduled repeated after the move")
 		checkErr(t, "MoveDrain after that", s.MoveDrain(ctx, change, issued), nil)
 		checkStoredProgram(t, s, moved)
 	})
@@ -120,8 +113,7 @@ func testSchedule(t *testing.T, store queue.Store) {
 		change, flooded := scheduleRig(t, s, nearSaturation(), 1)
 		updated(t, "UpdateScheduled", change, flooded.Issued)
 		// A ticket between the writes leaves less room than the move.
-		_, err := s.IssueTicket(ctx, change.ID, scheduleNow)
-		checkErr(t, "IssueTicket", err, nil)
+		checkErr(t, "IssueTicket", errOf(s.IssueTicket(ctx, change.ID, scheduleNow)), nil)
 		before := storedProgram(t, s, change.ID)
 		if move := change.ScheduledDrainAtNs(flooded.Issued) - change.DrainAtNs; before.DrainAtNs <= math.MaxInt64-move {
 			t.Fatalf("drain instant %d stored, moved by %d it stays within int64", before.DrainAtNs, move)
@@ -161,8 +153,7 @@ func testSchedule(t *testing.T, store queue.Store) {
 				if tc.edit != nil {
 					tc.edit(&p)
 				}
-				_, err := s.UpdateScheduled(ctx, p)
-				checkErr(t, "UpdateScheduled", err, queue.ErrConflict)
+				checkErr(t, "UpdateScheduled", errOf(s.UpdateScheduled(ctx, p)), queue.ErrConflict)
 				checkStoredProgram(t, s, want)
 				if tc.missing {
 					checkNoProgram(t, s, p.ID, "UpdateScheduled")

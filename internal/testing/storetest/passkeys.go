@@ -24,8 +24,7 @@ func PassKeys(t *testing.T, s admissionpass.KeyStore) {
 	// stored lists the keys, checks their order, and returns those in slots.
 	stored := func(t *testing.T, slots ...time.Time) []admissionpass.StoredKey {
 		t.Helper()
-		all, err := s.PassKeys(ctx)
-		checkErr(t, "PassKeys", err, nil)
+		all := answer(s.PassKeys(ctx)).must(t, "PassKeys")
 		var in []admissionpass.StoredKey
 		for i, k := range all {
 			if i > 0 && !all[i-1].SignFrom.Before(k.SignFrom) {
@@ -168,15 +167,11 @@ func PassKeys(t *testing.T, s admissionpass.KeyStore) {
 
 	t.Run("Order", func(t *testing.T) {
 		first, second, third := slot(), slot(), slot()
-		var want []admissionpass.StoredKey
 		for _, sf := range []time.Time{second, third, first} {
 			claimed(t, sf, "maker", at, fresh, true)
 			put(t, passKey(sf, "ordered"), "maker", true)
 		}
-		for _, sf := range []time.Time{first, second, third} {
-			want = append(want, passKey(sf, "ordered"))
-		}
-		checkStored(t, want, first, second, third)
+		checkStored(t, []admissionpass.StoredKey{passKey(first, "ordered"), passKey(second, "ordered"), passKey(third, "ordered")}, first, second, third)
 	})
 
 	t.Run("Revoke", func(t *testing.T) {

@@ -72,7 +72,6 @@ func reservations() []capacity.Reservation {
 }
 
 func testProgram(t *testing.T, s queue.Store) {
-	ctx := t.Context()
 	fractional := program("fractional")
 	fractional.Current.Rate = perSecond(0.333)
 	fractional.DrainAtNs = t0.UnixNano() + 1_234_567_891
@@ -110,13 +109,12 @@ func testProgram(t *testing.T, s queue.Store) {
 		create(t, s, first)
 		second := first
 		second.Issued, second.Version, second.Current.Rate = 0, 1, perSecond(7)
-		checkErr(t, "second CreateProgram", s.CreateProgram(ctx, second), queue.ErrConflict)
+		checkErr(t, "second CreateProgram", s.CreateProgram(t.Context(), second), queue.ErrConflict)
 		checkStoredProgram(t, s, first)
 	})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
-		_, err := s.GetProgram(ctx, "missing")
-		checkErr(t, "GetProgram", err, queue.ErrNotFound)
+		checkErr(t, "GetProgram", errOf(s.GetProgram(t.Context(), "missing")), queue.ErrNotFound)
 	})
 }
 
@@ -220,7 +218,6 @@ func testUpdateProgram(t *testing.T, s queue.Store) {
 // issueFunc issues n tickets of program id at at.
 type issueFunc func(ctx context.Context, id string, at time.Time, n int64) (admission.Program, error)
 
-// issueOne issues one ticket a call with s.IssueTicket.
 func issueOne(s queue.Store) issueFunc {
 	return func(ctx context.Context, id string, at time.Time, _ int64) (admission.Program, error) {
 		return s.IssueTicket(ctx, id, at)
@@ -264,8 +261,7 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 	issueInStates(t, s, "issue", now, issueOne(s), []time.Time{now, now.Add(time.Microsecond), now.Add(time.Hour)})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
-		_, err := s.IssueTicket(ctx, "missing", now)
-		checkErr(t, "IssueTicket", err, queue.ErrNotFound)
+		checkErr(t, "IssueTicket", errOf(s.IssueTicket(ctx, "missing", now)), queue.ErrNotFound)
 		checkNoProgram(t, s, "missing", "IssueTicket")
 	})
 
@@ -276,8 +272,7 @@ func testIssueTicket(t *testing.T, s queue.Store) {
 			p.Closed = true
 			p.DrainAtNs = nowNs - 1e9 // drained: the re-anchoring write must refuse it too
 			create(t, s, p)
-			_, err := s.IssueTicket(ctx, p.ID, at)
-			checkErr(t, "IssueTicket", err, queue.ErrClosed)
+			checkErr(t, "IssueTicket", errOf(s.IssueTicket(ctx, p.ID, at)), queue.ErrClosed)
 			checkStoredProgram(t, s, p)
 			open := p
 			open.Closed = false
@@ -336,7 +331,6 @@ func programStates(now time.Time) []programState {
 }
 
 func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
-	ctx := t.Context()
 	now := t0.Add(time.Minute)
 	for _, tc := range []struct {
 		name string
@@ -363,7 +357,7 @@ func testIssueTicketConcurrent(t *testing.T, s queue.Store) {
 			errs := make([]error, tc.n)
 			start := time.Now()
 			inParallel(tc.n, func(i int) {
-				p, err := s.IssueTicket(ctx, tc.p.ID, now)
+				p, err := s.IssueTicket(t.Context(), tc.p.ID, now)
 				tickets[i], errs[i] = p.Issued, err
 			})
 			t.Logf("%d concurrent IssueTicket in %v", tc.n, time.Since(start))
@@ -401,9 +395,7 @@ func testFixPrequeue(t *testing.T, s queue.Store) {
 		t.Fatalf("WithPrequeueFixed: pre-queue %d (fixed %v), want the 40 tickets issued", fixed.Prequeue, fixed.PrequeueFixed)
 	}
 	fix("at the opening: fixed", p.ID, opens, fixed)
-	_, err := s.IssueTicket(ctx, p.ID, opens.Add(ms(1)))
-	checkErr(t, "IssueTicket", err, nil)
+	checkErr(t, "IssueTicket", errOf(s.IssueTicket(ctx, p.ID, opens.Add(ms(1)))), nil)
 	fix("again later, with one more ticket: as fixed", p.ID, opens.Add(time.Minute), fixed.WithTicketIssued(opens.Add(ms(1))))
-	_, err = ps.FixPrequeue(ctx, "missing", opens)
-	checkErr(t, "FixPrequeue of a missing program", err, queue.ErrNotFound)
+	checkErr(t, "FixPrequeue of a missing program", errOf(ps.FixPrequeue(ctx, "missing", opens)), queue.ErrNotFound)
 }

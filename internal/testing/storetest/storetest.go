@@ -72,7 +72,6 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	}
 }
 
-// withTickets runs test on a store's tickets.Store.
 func withTickets(test func(t *testing.T, s tickets.Store)) func(t *testing.T, s queue.Store) {
 	return func(t *testing.T, s queue.Store) { test(t, s.(tickets.Store)) }
 }
@@ -113,11 +112,17 @@ type call[T any] struct {
 
 func answer[T any](got T, err error) call[T] { return call[T]{got, err} }
 
+// must returns c's answer, stopping the test if it failed.
+func (c call[T]) must(t *testing.T, what string) T {
+	t.Helper()
+	checkErr(t, what, c.err, nil)
+	return c.got
+}
+
 // checkCall stops the test if c failed, and reports how it differs from want.
 func checkCall[T any](t *testing.T, what string, c call[T], want T) {
 	t.Helper()
-	checkErr(t, what, c.err, nil)
-	check(t, what, c.got, want)
+	check(t, what, c.must(t, what), want)
 }
 
 // checkErr stops the test unless got is want (errors.Is), or nil when want is.
@@ -127,6 +132,9 @@ func checkErr(t *testing.T, what string, got, want error) {
 		t.Fatalf("%s: error %v, want %v", what, got, want)
 	}
 }
+
+// errOf is the error of a store call, its answer dropped.
+func errOf[T any](_ T, err error) error { return err }
 
 // checkOK stops the test unless a conditional write answered want.
 func checkOK(t *testing.T, what string, ok bool, err error, want bool) {
@@ -144,15 +152,11 @@ func create(t *testing.T, s queue.Store, ps ...admission.Program) {
 	}
 }
 
-// storedProgram reads program id.
 func storedProgram(t *testing.T, s queue.Store, id string) admission.Program {
 	t.Helper()
-	p, err := s.GetProgram(t.Context(), id)
-	checkErr(t, "GetProgram "+id, err, nil)
-	return p
+	return answer(s.GetProgram(t.Context(), id)).must(t, "GetProgram "+id)
 }
 
-// checkStoredProgram reads the program and compares it with want.
 func checkStoredProgram(t *testing.T, s queue.Store, want admission.Program) {
 	t.Helper()
 	check(t, "stored program", storedProgram(t, s, want.ID), want)
@@ -161,8 +165,7 @@ func checkStoredProgram(t *testing.T, s queue.Store, want admission.Program) {
 // checkNoProgram stops the test unless program id is absent after what.
 func checkNoProgram(t *testing.T, s queue.Store, id, what string) {
 	t.Helper()
-	_, err := s.GetProgram(t.Context(), id)
-	checkErr(t, "GetProgram after "+what, err, queue.ErrNotFound)
+	checkErr(t, "GetProgram after "+what, errOf(s.GetProgram(t.Context(), id)), queue.ErrNotFound)
 }
 
 // oneWins calls win(0..n-1) in parallel and stops the test unless none

@@ -39,18 +39,15 @@ func testIssueTickets(t *testing.T, s tickets.Store) {
 		p := program("block-closed")
 		p.Closed = true
 		create(t, store, p)
-		_, err := s.IssueTickets(ctx, p.ID, now, 40)
-		checkErr(t, "IssueTickets on a closed program", err, queue.ErrClosed)
+		checkErr(t, "IssueTickets on a closed program", errOf(s.IssueTickets(ctx, p.ID, now, 40)), queue.ErrClosed)
 		checkStoredProgram(t, store, p)
-		_, err = s.IssueTickets(ctx, "missing", now, 40)
-		checkErr(t, "IssueTickets on a missing program", err, queue.ErrNotFound)
+		checkErr(t, "IssueTickets on a missing program", errOf(s.IssueTickets(ctx, "missing", now, 40)), queue.ErrNotFound)
 	})
 }
 
 // testIssueTicketsConcurrent: blocks issued at once never overlap, and
 // together they are every ticket.
 func testIssueTicketsConcurrent(t *testing.T, s tickets.Store) {
-	ctx := t.Context()
 	store := s.(queue.Store)
 	now := t0.Add(time.Minute)
 	p := admission.Program{ID: "blocks", CreatedAt: t0, Version: 2, Current: pace.Segment{AnchorMs: t0.UnixMilli(), Rate: perSecond(1000)}, DrainAtNs: now.UnixNano() - 1e6, Options: settings.Options{AdmissionWindow: time.Minute}}
@@ -60,7 +57,7 @@ func testIssueTicketsConcurrent(t *testing.T, s tickets.Store) {
 	var total int64
 	inParallel(concurrentReanchors, func(i int) {
 		n := int64(1 + i%7*5) // 1, 6, 11, …, 31
-		q, err := s.IssueTickets(ctx, p.ID, now, n)
+		q, err := s.IssueTickets(t.Context(), p.ID, now, n)
 		if err != nil {
 			t.Errorf("IssueTickets(%d): %v", n, err)
 			return
@@ -171,7 +168,6 @@ func testShards(t *testing.T, s tickets.Store) {
 // testShardsConcurrent: takers racing for a block get each of its numbers
 // once; of refillers racing for a used-up shard, exactly one claims it.
 func testShardsConcurrent(t *testing.T, s tickets.Store) {
-	ctx := t.Context()
 	now := t0.Add(time.Minute)
 	fresh := now.Add(-tickets.BlockLifetime)
 	const size = concurrentReanchors
@@ -181,7 +177,7 @@ func testShardsConcurrent(t *testing.T, s tickets.Store) {
 	var misses atomic.Int32
 	var errs []error
 	inParallel(size+size/2, func(int) {
-		r, ok, err := s.TakeShardTickets(ctx, "race", 0, fresh, 1)
+		r, ok, err := s.TakeShardTickets(t.Context(), "race", 0, fresh, 1)
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -198,7 +194,7 @@ func testShardsConcurrent(t *testing.T, s tickets.Store) {
 	}
 	checkEach(t, "numbers taken", got, 1, size)
 	oneWins(t, "refillers' ClaimShard", concurrentMarks, func(i int) (bool, error) {
-		_, ok, err := s.ClaimShard(ctx, "race", 0, fmt.Sprintf("refiller-%d", i), now.Add(ms(1)), fresh, fresh)
+		_, ok, err := s.ClaimShard(t.Context(), "race", 0, fmt.Sprintf("refiller-%d", i), now.Add(ms(1)), fresh, fresh)
 		return ok, err
 	})
 }
@@ -206,7 +202,6 @@ func testShardsConcurrent(t *testing.T, s tickets.Store) {
 // testSetShards: the shard count changes only from the value expected, and
 // nothing else with it.
 func testSetShards(t *testing.T, s tickets.Store) {
-	ctx := t.Context()
 	store := s.(queue.Store)
 	p := program("set-shards")
 	create(t, store, p)
@@ -222,7 +217,7 @@ func testSetShards(t *testing.T, s tickets.Store) {
 		{"SetShards(5→0)", p.ID, 5, 0, true},
 		{"SetShards on a missing program", "missing", 0, 5, false},
 	} {
-		checkCall(t, step.what, answer(s.SetShards(ctx, step.id, step.from, step.to)), step.want)
+		checkCall(t, step.what, answer(s.SetShards(t.Context(), step.id, step.from, step.to)), step.want)
 		if step.id == p.ID && step.want {
 			p.Shards = step.to
 		}
@@ -321,7 +316,6 @@ func testReturnTickets(t *testing.T, s tickets.Store) {
 	q := program("return-opened")
 	q.OpensAt, q.Shuffle, q.ShuffleNonce = t0.Add(time.Second), true, "cd"
 	create(t, store, q)
-	_, err = s.(queue.PrequeueStore).FixPrequeue(ctx, q.ID, t0.Add(2*time.Second))
-	checkErr(t, "FixPrequeue", err, nil)
+	checkErr(t, "FixPrequeue", errOf(s.(queue.PrequeueStore).FixPrequeue(ctx, q.ID, t0.Add(2*time.Second))), nil)
 	checkCall(t, "ReturnTickets after the pre-queue was fixed", answer(s.ReturnTickets(ctx, q, 40)), false)
 }

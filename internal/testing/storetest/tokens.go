@@ -57,14 +57,12 @@ func putTokens(t *testing.T, s queue.Store, toks ...queue.Token) {
 	}
 }
 
-// checkStoredToken reads the token and compares it with want.
 func checkStoredToken(t *testing.T, s queue.Store, want queue.Token) {
 	t.Helper()
 	checkCall(t, "stored token", answer(s.GetToken(t.Context(), want.ID)), want)
 }
 
 func testToken(t *testing.T, s queue.Store) {
-	ctx := t.Context()
 	for _, tc := range []struct {
 		name string
 		tok  queue.Token
@@ -88,13 +86,12 @@ func testToken(t *testing.T, s queue.Store) {
 		putTokens(t, s, first)
 		second := waiting(11)
 		second.ID = first.ID
-		checkErr(t, "second PutToken", s.PutToken(ctx, second), queue.ErrConflict)
+		checkErr(t, "second PutToken", s.PutToken(t.Context(), second), queue.ErrConflict)
 		checkStoredToken(t, s, first)
 	})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
-		_, err := s.GetToken(ctx, queue.NewTokenID())
-		checkErr(t, "GetToken", err, queue.ErrNotFound)
+		checkErr(t, "GetToken", errOf(s.GetToken(t.Context(), queue.NewTokenID())), queue.ErrNotFound)
 	})
 }
 
@@ -141,7 +138,6 @@ func later(t queue.Token) queue.Token {
 	return t
 }
 
-// admitThenEnd marks t admitted, then ends its admission.
 func admitThenEnd(ctx context.Context, s queue.Store, t queue.Token) (queue.Token, error) {
 	if _, err := markAdmitted(ctx, s, t); err != nil {
 		return queue.Token{}, err
@@ -161,7 +157,6 @@ func writeAll(t *testing.T, s queue.Store, tok, want queue.Token, writes ...mark
 }
 
 func testMark(t *testing.T, s queue.Store) {
-	ctx := t.Context()
 	for _, tc := range []struct {
 		name   string
 		writes []markFunc
@@ -196,10 +191,8 @@ func testMark(t *testing.T, s queue.Store) {
 	} {
 		t.Run(tc.op+" ErrNotFound", func(t *testing.T) {
 			tok := waiting(5)
-			_, err := tc.mark(ctx, s, tok)
-			checkErr(t, tc.op, err, queue.ErrNotFound)
-			_, err = s.GetToken(ctx, tok.ID)
-			checkErr(t, "GetToken after "+tc.op, err, queue.ErrNotFound)
+			checkErr(t, tc.op, errOf(tc.mark(t.Context(), s, tok)), queue.ErrNotFound)
+			checkErr(t, "GetToken after "+tc.op, errOf(s.GetToken(t.Context(), tok.ID)), queue.ErrNotFound)
 		})
 	}
 }
@@ -301,8 +294,7 @@ func testRevoke(t *testing.T, s queue.Store) {
 	t.Run("ErrNotFound on a claim", func(t *testing.T) {
 		c := claimOf(queue.NewTokenID(), "claim-a", t0)
 		checkCall(t, "ClaimToken", answer(s.ClaimToken(ctx, c, t0)), c)
-		_, err := revoke(ctx, s, queue.Token{ID: c.ID, ProgramID: "prog"})
-		checkErr(t, "RevokeToken", err, queue.ErrNotFound)
+		checkErr(t, "RevokeToken", errOf(revoke(ctx, s, queue.Token{ID: c.ID, ProgramID: "prog"})), queue.ErrNotFound)
 		checkStoredToken(t, s, c)
 	})
 }
@@ -341,29 +333,21 @@ func filled(id string, ticket int64) queue.Token {
 func testClaims(t *testing.T, s queue.Store) {
 	ctx := t.Context()
 	at := t0.Add(ms(2_000))
-	claimed := func(t *testing.T, what string, c queue.Token, staleBefore time.Time, want queue.Token) {
-		t.Helper()
-		checkCall(t, what, answer(s.ClaimToken(ctx, c, staleBefore)), want)
-	}
-	filledAs := func(t *testing.T, what string, tok queue.Token, claim string, want queue.Token) {
-		t.Helper()
-		checkCall(t, what, answer(s.FillToken(ctx, tok, claim)), want)
-	}
 
 	t.Run("claim, retry, lose, fill", func(t *testing.T) {
 		id := queue.NewTokenID()
 		a, b := claimOf(id, "claim-a", at), claimOf(id, "claim-b", at.Add(ms(5)))
-		claimed(t, "first claim", a, at.Add(-ms(10_000)), a)
+		checkCall(t, "first claim", answer(s.ClaimToken(ctx, a, at.Add(-ms(10_000)))), a)
 		checkStoredToken(t, s, a)
-		claimed(t, "the claim retried", a, at.Add(-ms(10_000)), a)
-		claimed(t, "another claim while a's is live", b, at, a)
-		filledAs(t, "fill by the claim that lost", filled(id, 8), "claim-b", a)
+		checkCall(t, "the claim retried", answer(s.ClaimToken(ctx, a, at.Add(-ms(10_000)))), a)
+		checkCall(t, "another claim while a's is live", answer(s.ClaimToken(ctx, b, at)), a)
+		checkCall(t, "fill by the claim that lost", answer(s.FillToken(ctx, filled(id, 8), "claim-b")), a)
 		tok := filled(id, 7)
-		filledAs(t, "fill", tok, "claim-a", tok)
+		checkCall(t, "fill", answer(s.FillToken(ctx, tok, "claim-a")), tok)
 		checkStoredToken(t, s, tok)
-		filledAs(t, "the fill retried", tok, "claim-a", tok)
+		checkCall(t, "the fill retried", answer(s.FillToken(ctx, tok, "claim-a")), tok)
 		// A token is never taken over, however old.
-		claimed(t, "claim on a token", b, at.Add(time.Hour), tok)
+		checkCall(t, "claim on a token", answer(s.ClaimToken(ctx, b, at.Add(time.Hour))), tok)
 		checkErr(t, "release of a filled claim", s.ReleaseClaim(ctx, id, "claim-a"), nil)
 		checkStoredToken(t, s, tok)
 	})
@@ -371,18 +355,18 @@ func testClaims(t *testing.T, s queue.Store) {
 	t.Run("takeover", func(t *testing.T) {
 		id := queue.NewTokenID()
 		a, b := claimOf(id, "claim-a", at), claimOf(id, "claim-b", at.Add(ms(10_001)))
-		claimed(t, "first claim", a, at.Add(-ms(10_000)), a)
-		claimed(t, "claim once a's is stale", b, at.Add(ms(1)), b)
-		filledAs(t, "fill by the claim taken over", filled(id, 8), "claim-a", b)
+		checkCall(t, "first claim", answer(s.ClaimToken(ctx, a, at.Add(-ms(10_000)))), a)
+		checkCall(t, "claim once a's is stale", answer(s.ClaimToken(ctx, b, at.Add(ms(1)))), b)
+		checkCall(t, "fill by the claim taken over", answer(s.FillToken(ctx, filled(id, 8), "claim-a")), b)
 		tok := filled(id, 9)
-		filledAs(t, "fill by the claim that took over", tok, "claim-b", tok)
+		checkCall(t, "fill by the claim that took over", answer(s.FillToken(ctx, tok, "claim-b")), tok)
 		checkStoredToken(t, s, tok)
 	})
 
 	t.Run("release", func(t *testing.T) {
 		id := queue.NewTokenID()
 		a, b := claimOf(id, "claim-a", at), claimOf(id, "claim-b", at.Add(ms(1)))
-		claimed(t, "first claim", a, at.Add(-ms(10_000)), a)
+		checkCall(t, "first claim", answer(s.ClaimToken(ctx, a, at.Add(-ms(10_000)))), a)
 		checkErr(t, "release by another claim", s.ReleaseClaim(ctx, id, "claim-b"), nil)
 		checkStoredToken(t, s, a)
 		checkErr(t, "release", s.ReleaseClaim(ctx, id, "claim-a"), nil)
@@ -390,20 +374,18 @@ func testClaims(t *testing.T, s queue.Store) {
 		released.ClaimedAt = time.Time{}
 		checkStoredToken(t, s, released)
 		// Released: stale for any enter, at once.
-		claimed(t, "claim after the release", b, t0, b)
+		checkCall(t, "claim after the release", answer(s.ClaimToken(ctx, b, t0)), b)
 		checkErr(t, "release of an absent item", s.ReleaseClaim(ctx, queue.NewTokenID(), "claim-a"), nil)
 	})
 
 	t.Run("fill of an absent item", func(t *testing.T) {
-		_, err := s.FillToken(ctx, filled(queue.NewTokenID(), 1), "claim-a")
-		checkErr(t, "FillToken", err, queue.ErrNotFound)
+		checkErr(t, "FillToken", errOf(s.FillToken(ctx, filled(queue.NewTokenID(), 1), "claim-a")), queue.ErrNotFound)
 	})
 }
 
 // testClaimsConcurrent: of the enters that claim one key's token at once (or
 // take over a stale claim), exactly one wins and all are answered its claim.
 func testClaimsConcurrent(t *testing.T, s queue.Store) {
-	ctx := t.Context()
 	at := t0.Add(ms(3_000))
 	race := func(t *testing.T, id, round string, at, staleBefore time.Time) string {
 		t.Helper()
@@ -411,7 +393,7 @@ func testClaimsConcurrent(t *testing.T, s queue.Store) {
 		oneWins(t, "racing ClaimToken", claimsPerKey, func(i int) (bool, error) {
 			claim := fmt.Sprintf("%s-%02d", round, i)
 			var err error
-			got[i], err = s.ClaimToken(ctx, claimOf(id, claim, at), staleBefore)
+			got[i], err = s.ClaimToken(t.Context(), claimOf(id, claim, at), staleBefore)
 			return got[i].Claim == claim, err
 		})
 		for i, g := range got {
@@ -426,7 +408,7 @@ func testClaimsConcurrent(t *testing.T, s queue.Store) {
 		race(t, id, "first", at, at.Add(-ms(10_000)))
 		second := race(t, id, "takeover", at.Add(ms(10_001)), at.Add(ms(1)))
 		tok := filled(id, int64(k+1))
-		checkCall(t, "fill after the race", answer(s.FillToken(ctx, tok, second)), tok)
+		checkCall(t, "fill after the race", answer(s.FillToken(t.Context(), tok, second)), tok)
 	}
 }
 
@@ -462,8 +444,7 @@ func ProofReplay(t *testing.T, s queue.Store) {
 	paused := true
 	_, _, err := svc.PutProgram(ctx, "guarded", api.ProgramSettings{Paused: &paused, ChallengeBits: new(int64(8))})
 	checkErr(t, "PutProgram", err, nil)
-	c, err := svc.Challenge(ctx, "guarded")
-	checkErr(t, "Challenge", err, nil)
+	c := answer(svc.Challenge(ctx, "guarded")).must(t, "Challenge")
 	sol, _, err := challenge.Solve(ctx, c.Challenge, c.Bits)
 	checkErr(t, "Solve", err, nil)
 	oneWins(t, "enters with one proof", claimsPerKey, func(i int) (bool, error) {
@@ -483,9 +464,7 @@ func ProofReplay(t *testing.T, s queue.Store) {
 		}
 		return true, nil
 	})
-	p, err := svc.Program(ctx, "guarded")
-	checkErr(t, "Program", err, nil)
-	if p.Issued != 1 {
+	if p := answer(svc.Program(ctx, "guarded")).must(t, "Program"); p.Issued != 1 {
 		t.Errorf("%d tickets issued with one proof, want 1", p.Issued)
 	}
 }

@@ -112,7 +112,4 @@ func (p Prices) Cost(r Result) Cost {
 }
 
 // Price sets r's Cost at prices p; r must be finished.
-func (r *Result) Price(p Prices) {
-	c := p.Cost(*r)
-	r.Cost = &c
-}
+func (r *Result) Price(p Prices) { r.Cost = new(p.Cost(*r)) }

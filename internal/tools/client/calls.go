@@ -19,7 +19,6 @@ import (
 // Op names an API call as "METHOD route"; the bench counts requests by it.
 type Op string
 
-// method is o's HTTP method.
 func (o Op) method() string {
 	m, _, _ := strings.Cut(string(o), " ")
 	return m
@@ -49,7 +48,6 @@ const (
 	OpRevokeKey   Op = "DELETE key"
 )
 
-// adminOps are the admin calls.
 var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory, OpGetToken, OpRevokeToken, OpBypass,
 	OpListKeys, OpRotateKey, OpRevokeKey}
 
@@ -121,15 +119,11 @@ func (c *Client) send(ctx context.Context, op Op, path string, h http.Header) er
 // Enter takes a place in programID's queue; created is false for a token answered again.
 func (c *Client) Enter(ctx context.Context, programID string, e Entry) (t api.Token, created bool, err error) {
 	h := http.Header{}
-	if e.Token != "" {
-		h.Set(api.HeaderToken, e.Token)
-	}
-	if e.IdempotencyKey != "" {
-		h.Set(api.HeaderIdempotencyKey, e.IdempotencyKey)
-	}
-	if e.Challenge != "" || e.Solution != "" {
-		h.Set(api.HeaderChallenge, e.Challenge)
-		h.Set(api.HeaderSolution, e.Solution)
+	for k, v := range map[string]string{api.HeaderToken: e.Token, api.HeaderIdempotencyKey: e.IdempotencyKey,
+		api.HeaderChallenge: e.Challenge, api.HeaderSolution: e.Solution} {
+		if v != "" {
+			h.Set(k, v)
+		}
 	}
 	r := request{op: OpEnter, path: route(api.QueuePath, programID), header: h, want: []int{http.StatusCreated, http.StatusOK}}
 	status, _, err := c.do(ctx, r, &t)

@@ -85,7 +85,6 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// request is one call of the API.
 type request struct {
 	op     Op
 	path   string // under the base URL, escaped
@@ -117,7 +116,6 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, []byte, error
 	}
 }
 
-// maxAnswerBytes bounds what the client reads of an answer.
 const maxAnswerBytes = 1 << 20
 
 // once sends r with payload once and reads the answer, as do does.

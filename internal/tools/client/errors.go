@@ -58,7 +58,6 @@ func answerError(resp *http.Response, raw []byte, now time.Time) *Error {
 	return e
 }
 
-// maxRetryAfterSeconds caps a Retry-After at a day.
 const maxRetryAfterSeconds = 24 * 60 * 60
 
 // ParseRetryAfter reads h's Retry-After: seconds, or an HTTP-date relative

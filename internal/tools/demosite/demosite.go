@@ -120,7 +120,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// errNoProgram is a program id that names no program.
 var errNoProgram = errors.New("no such program")
 
 // serve serves page behind the Gate of the request's program.

@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,7 +93,6 @@ func Start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error
 	}
 }
 
-// errExited is start's error when rie exits before it listens.
 var errExited = errors.New("aws-lambda-rie exited before listening")
 
 func start(rie, bootstrap string, env []string, out io.Writer) (*Emulator, error) {
@@ -231,11 +229,10 @@ func FunctionEnv(tpl *samtemplate.Template, id string, r Resources) ([]string, e
 	if os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
 		vars["AWS_REGION"] = "us-east-1"
 	}
-	env := make([]string, 0, len(vars))
-	for k, v := range vars {
-		env = append(env, k+"="+v)
+	var env []string
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, k+"="+vars[k])
 	}
-	sort.Strings(env)
 	return env, nil
 }
 
@@ -304,8 +301,7 @@ func createChallengeSecret(ctx context.Context, endpoint string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	client := secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) { o.BaseEndpoint = aws.String(endpoint) })
-	out, err := client.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String("waitingroom-challenge-" + rand.Text()),
+	out, err := secretsmanager.NewFromConfig(cfg).CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String("waitingroom-challenge-" + rand.Text()),
 		SecretString: aws.String(rand.Text() + rand.Text() + rand.Text()[:12])})
 	if err != nil {
 		return "", fmt.Errorf("create the challenge secret on the Secrets Manager API at %s (moto_server serves it): %w", endpoint, err)

@@ -30,7 +30,6 @@ type ends struct {
 	expires time.Time
 }
 
-// capRecords holds the capacity records (capacity.Store).
 type capRecords struct {
 	groups map[groupKey]expiring[capacity.Group]
 	ends   map[endsKey]ends
@@ -42,13 +41,9 @@ func (s *Store) sweepCapacity(now time.Time) {
 	maps.DeleteFunc(s.cap.groups, func(_ groupKey, g expiring[capacity.Group]) bool { return now.After(g.expires) })
 	maps.DeleteFunc(s.cap.ends, func(_ endsKey, e ends) bool { return now.After(e.expires) })
 	for id, marks := range s.cap.marks {
-		marks = slices.DeleteFunc(marks, func(m expiring[capacity.Mark]) bool { return now.After(m.expires) })
-		if len(marks) == 0 {
-			delete(s.cap.marks, id)
-		} else {
-			s.cap.marks[id] = marks
-		}
+		s.cap.marks[id] = slices.DeleteFunc(marks, func(m expiring[capacity.Mark]) bool { return now.After(m.expires) })
 	}
+	maps.DeleteFunc(s.cap.marks, func(_ string, marks []expiring[capacity.Mark]) bool { return len(marks) == 0 })
 }
 
 // updateGroup applies edit to a copy of group k and stores it unless edit fails; it returns the group as stored.

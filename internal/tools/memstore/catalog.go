@@ -35,12 +35,10 @@ func (s *Store) IndexProgram(ctx context.Context, id string) error {
 
 // ListPrograms implements queue.CatalogStore.
 func (s *Store) ListPrograms(ctx context.Context, after string, limit int) ([]string, bool, error) {
-	ids, err := locked(ctx, s, func() ([]string, error) { return slices.Sorted(maps.Keys(s.cat.listed)), nil })
-	if err != nil {
-		return nil, false, err
-	}
-	ids = slices.DeleteFunc(ids, func(id string) bool { return id <= after })
-	return ids[:min(limit, len(ids))], len(ids) > limit, nil
+	return locked2(ctx, s, func() ([]string, bool) {
+		ids := slices.DeleteFunc(slices.Sorted(maps.Keys(s.cat.listed)), func(id string) bool { return id <= after })
+		return ids[:min(limit, len(ids))], len(ids) > limit
+	})
 }
 
 // DeleteProgram implements queue.CatalogStore, forgetting the program's records at once.
@@ -102,15 +100,12 @@ func (s *Store) Changes(ctx context.Context, programID string, from history.Key,
 		if from != (history.Key{}) {
 			end, _ = slices.BinarySearchFunc(h, from, compareChange)
 		}
-		var page []history.Change
-		for i := end - 1; i >= 0 && len(page) < limit; i-- {
-			page = append(page, h[i])
-		}
-		return page, end-len(page) > 0
+		page := slices.Clone(h[end-min(max(limit, 0), end) : end])
+		slices.Reverse(page)
+		return page, end > len(page)
 	})
 }
 
-// compareChange orders changes by their key (history.Key).
 func compareChange(c history.Change, k history.Key) int {
 	return cmp.Or(c.At.Compare(k.At), cmp.Compare(c.ID, k.ID))
 }

@@ -81,7 +81,7 @@ func (s *Store) CreateProgram(ctx context.Context, p admission.Program) error {
 
 // GetProgram implements queue.Store.
 func (s *Store) GetProgram(ctx context.Context, id string) (admission.Program, error) {
-	return get(ctx, s, s.programs, id)
+	return locked(ctx, s, func() (admission.Program, error) { return lookup(s.programs, id) })
 }
 
 // UpdateProgram implements queue.Store.
@@ -99,8 +99,7 @@ func (s *Store) UpdateProgram(ctx context.Context, p admission.Program, expectIs
 // updated is p stored over cur: what tickets, shards and folds maintain stay as in cur.
 func updated(cur, p admission.Program) admission.Program {
 	p.CreatedAt, p.Issued, p.Shards, p.Recent = cur.CreatedAt, cur.Issued, cur.Shards, cur.Recent
-	p.Prequeue, p.PrequeueFixed = cur.Prequeue, cur.PrequeueFixed
-	p.Capacity = cur.Capacity
+	p.Prequeue, p.PrequeueFixed, p.Capacity = cur.Prequeue, cur.PrequeueFixed, cur.Capacity
 	return p
 }
 
@@ -174,7 +173,6 @@ func (s *Store) editProgram(ctx context.Context, id string, edit func(admission.
 	})
 }
 
-// shardKey names shard index of program.
 type shardKey struct {
 	program string
 	index   int
@@ -330,7 +328,7 @@ func (s *Store) ReleaseClaim(ctx context.Context, id, claim string) error {
 
 // GetToken implements queue.Store; like DynamoDB TTL, it returns expired tokens until Sweep.
 func (s *Store) GetToken(ctx context.Context, id string) (queue.Token, error) {
-	return get(ctx, s, s.tokens, id)
+	return locked(ctx, s, func() (queue.Token, error) { return lookup(s.tokens, id) })
 }
 
 // MarkAdmitted implements queue.Store.
@@ -349,8 +347,7 @@ func (s *Store) MarkLeft(ctx context.Context, t queue.Token) (queue.Token, error
 func (s *Store) EndAdmission(ctx context.Context, t queue.Token) (queue.Token, error) {
 	return s.update(ctx, t.ID, func(cur queue.Token) bool {
 		return !cur.AdmittedAt.IsZero() && cur.LeftAt.IsZero() && t.LeftAt.Before(cur.AdmissionExpiresAt)
-	},
-		func(cur *queue.Token) { cur.LeftAt, cur.ExpiresAt = t.LeftAt, t.ExpiresAt })
+	}, func(cur *queue.Token) { cur.LeftAt, cur.ExpiresAt = t.LeftAt, t.ExpiresAt })
 }
 
 // RevokeToken implements queue.Store.
@@ -415,7 +412,6 @@ func locked2[A, B any](ctx context.Context, s *Store, f func() (A, B)) (a A, b B
 	return a, b, err
 }
 
-// locked is locked2 for an f that may fail.
 func locked[T any](ctx context.Context, s *Store, f func() (T, error)) (T, error) {
 	v, err, lerr := locked2(ctx, s, f)
 	return v, cmp.Or(lerr, err)
@@ -425,11 +421,6 @@ func locked[T any](ctx context.Context, s *Store, f func() (T, error)) (T, error
 func (s *Store) do(ctx context.Context, f func() error) error {
 	_, err := locked(ctx, s, func() (struct{}, error) { return struct{}{}, f() })
 	return err
-}
-
-// get returns lookup(m, k) read with s.mu held.
-func get[K comparable, V any](ctx context.Context, s *Store, m map[K]V, k K) (V, error) {
-	return locked(ctx, s, func() (V, error) { return lookup(m, k) })
 }
 
 // lookup returns m[k], or queue.ErrNotFound when m has no k; s.mu is held.

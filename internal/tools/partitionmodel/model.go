@@ -7,7 +7,6 @@ package partitionmodel
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -200,11 +199,11 @@ func (m *Model) Stats() []PartitionStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]PartitionStats, 0, len(m.parts))
-	for _, k := range slices.Sorted(maps.Keys(m.parts)) {
-		out = append(out, m.parts[k].stats)
+	for _, p := range m.parts {
+		out = append(out, p.stats)
 	}
-	slices.SortStableFunc(out, func(a, b PartitionStats) int {
-		return cmp.Or(cmp.Compare(b.Writes, a.Writes), cmp.Compare(b.Reads, a.Reads))
+	slices.SortFunc(out, func(a, b PartitionStats) int {
+		return cmp.Or(cmp.Compare(b.Writes, a.Writes), cmp.Compare(b.Reads, a.Reads), strings.Compare(a.Key, b.Key))
 	})
 	return out
 }

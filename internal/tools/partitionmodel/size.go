@@ -21,10 +21,14 @@ type Item map[string]Value
 // ItemSize is the size of item in bytes as DynamoDB counts it for capacity
 // units: the sum over its attributes of the UTF-8 length of the name and
 // the size of the value (AWS, "DynamoDB item sizes and formats").
-func ItemSize(item Item) int {
+func ItemSize(item Item) int { return attributesSize(item, valueSize) }
+
+// attributesSize is the sum over item's attributes of the length of the
+// name and the size of the value.
+func attributesSize[V any](item map[string]V, size func(V) int) int {
 	n := 0
 	for name, v := range item {
-		n += len(name) + valueSize(v)
+		n += len(name) + size(v)
 	}
 	return n
 }
@@ -54,13 +58,9 @@ func valueSize(v Value) int {
 		case "L":
 			return 3 + sumOf(raw, func(e Value) int { return 1 + valueSize(e) })
 		case "M":
-			var m map[string]Value
+			var m Item
 			_ = json.Unmarshal(raw, &m)
-			n := 3
-			for name, e := range m {
-				n += 1 + len(name) + valueSize(e)
-			}
-			return n
+			return 3 + len(m) + ItemSize(m)
 		}
 	}
 	return 0
@@ -121,13 +121,7 @@ func ReadUnits(size int, consistent bool) float64 {
 }
 
 // ItemSizeOf is ItemSize of an item as the SDK holds it.
-func ItemSizeOf(item map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range item {
-		n += len(name) + avSize(v)
-	}
-	return n
-}
+func ItemSizeOf(item map[string]types.AttributeValue) int { return attributesSize(item, avSize) }
 
 func avSize(v types.AttributeValue) int {
 	switch v := v.(type) {
@@ -148,11 +142,7 @@ func avSize(v types.AttributeValue) int {
 	case *types.AttributeValueMemberL:
 		return 3 + total(v.Value, func(e types.AttributeValue) int { return 1 + avSize(e) })
 	case *types.AttributeValueMemberM:
-		n := 3
-		for name, e := range v.Value {
-			n += 1 + len(name) + avSize(e)
-		}
-		return n
+		return 3 + len(v.Value) + ItemSizeOf(v.Value)
 	}
 	return 0
 }

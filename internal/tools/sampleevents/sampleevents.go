@@ -72,7 +72,8 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 			return fmt.Errorf("seed program %s: %w", seed.id, err)
 		}
 	}
-	if err := seedCapped(ctx, s, now); err != nil {
+	capped, err := seedCapped(ctx, s, now)
+	if err != nil {
 		return err
 	}
 	if err := seedCatalog(ctx, s, now); err != nil {
@@ -92,7 +93,7 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 		admitted(AdmittedToken, 400, ""), admitted(EndingToken, 410, ""), admitted(SessionToken, 420, SessionPass),
 		admitted(RevokeToken, 440, ""), expired,
 	}
-	for _, t := range tokens {
+	for _, t := range append(tokens, capped...) {
 		t.ExpiresAt = now.Add(48 * time.Hour)
 		if err := s.PutToken(ctx, t); err != nil {
 			return fmt.Errorf("seed token %s: %w", t.ID, err)
@@ -101,35 +102,31 @@ func Seed(ctx context.Context, s queue.Store, now time.Time) error {
 	return nil
 }
 
-// seedCapped stores CappedProgramID and NoShowToken, and seals the no-shows of its first 50 places,
-// when s keeps capacity records.
-func seedCapped(ctx context.Context, s queue.Store, now time.Time) error {
+// seedCapped stores CappedProgramID and seals the no-shows of its first 50 places when s keeps
+// capacity records, and returns NoShowToken to store then.
+func seedCapped(ctx context.Context, s queue.Store, now time.Time) ([]queue.Token, error) {
 	cs, ok := s.(capacity.Store)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	p := admission.Program{ID: CappedProgramID, CreatedAt: now.Add(-time.Hour), Issued: 100,
 		Options: settings.Options{AdmissionWindow: admission.DefaultAdmissionWindow, MaxActiveUsers: 50, NoShowSeconds: 60}}
 	p = p.Rebased(now.Add(-10*time.Minute), 20*pace.OnePerSecond, false, 0, 0)
 	if err := s.CreateProgram(ctx, p); err != nil {
-		return fmt.Errorf("seed capped program: %w", err)
+		return nil, fmt.Errorf("seed capped program: %w", err)
 	}
 	for place := int64(1); place <= 50; place++ {
 		if place == 5 {
 			continue // the no-show
 		}
 		if _, err := cs.Sight(ctx, CappedProgramID, place); err != nil {
-			return fmt.Errorf("seed sightings: %w", err)
+			return nil, fmt.Errorf("seed sightings: %w", err)
 		}
 	}
 	if _, err := cs.SealSightings(ctx, CappedProgramID, 0, 50, now.Add(-8*time.Minute)); err != nil {
-		return fmt.Errorf("seed the no-show seal: %w", err)
+		return nil, fmt.Errorf("seed the no-show seal: %w", err)
 	}
-	t := queue.Token{ID: NoShowToken, ProgramID: CappedProgramID, Ticket: 5, IssuedAt: now.Add(-50 * time.Minute), ExpiresAt: now.Add(48 * time.Hour)}
-	if err := s.PutToken(ctx, t); err != nil {
-		return fmt.Errorf("seed token %s: %w", t.ID, err)
-	}
-	return nil
+	return []queue.Token{{ID: NoShowToken, ProgramID: CappedProgramID, Ticket: 5, IssuedAt: now.Add(-50 * time.Minute)}}, nil
 }
 
 // seedCatalog lists the programs and records ProgramID's opening change, made by an operator half an hour before now.

@@ -4,7 +4,6 @@
 package samtemplate
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -137,33 +136,22 @@ func (t *Template) Function(id string) (Function, error) {
 	if !ok || r.Type != "AWS::Serverless::Function" {
 		return Function{}, fmt.Errorf("no AWS::Serverless::Function %q in the template", id)
 	}
-	var f Function
+	// The function's properties decode over a copy of Globals': the ones it sets replace them, its variables join them.
+	g := t.Globals.Function
+	f := g
+	f.Architectures, f.Events, f.Policies = slices.Clone(g.Architectures), maps.Clone(g.Events), nil
+	f.Environment.Variables = maps.Clone(g.Environment.Variables)
 	if err := json.Unmarshal(r.Properties, &f); err != nil {
 		return Function{}, fmt.Errorf("%s: %w", id, err)
 	}
-	g := t.Globals.Function
-	f.Runtime = cmp.Or(f.Runtime, g.Runtime)
-	f.Handler = cmp.Or(f.Handler, g.Handler)
-	f.Timeout = cmp.Or(f.Timeout, g.Timeout)
-	f.MemorySize = cmp.Or(f.MemorySize, g.MemorySize)
-	if f.Architectures == nil {
-		f.Architectures = g.Architectures
-	}
-	f.CodeURI = cmp.Or(f.CodeURI, g.CodeURI) // compares with nil only: safe for a map
-	vars := make(map[string]any, len(g.Environment.Variables)+len(f.Environment.Variables))
-	maps.Copy(vars, g.Environment.Variables)
-	maps.Copy(vars, f.Environment.Variables)
-	f.Environment.Variables = vars
-	f.Policies = append(append([]any(nil), g.Policies...), f.Policies...)
+	f.Policies = append(slices.Clone(g.Policies), f.Policies...)
 	return f, nil
 }
 
 // Properties returns resource id's properties as generic values (nil if there is no such resource).
 func (t *Template) Properties(id string) map[string]any {
 	var props map[string]any
-	if r, ok := t.Resources[id]; ok {
-		_ = json.Unmarshal(r.Properties, &props)
-	}
+	_ = json.Unmarshal(t.Resources[id].Properties, &props) // fails, leaving nil, without such a resource
 	return props
 }
 
@@ -409,22 +397,7 @@ func matchPath(route, path string) ([]int, bool) {
 
 // Condition evaluates the template's condition name as CloudFormation would with the parameter values params (else their defaults).
 func (t *Template) Condition(name string, params map[string]string) (bool, error) {
-	return t.condition(name, params, nil)
-}
-
-func (t *Template) condition(name string, params map[string]string, seen []string) (bool, error) {
-	if slices.Contains(seen, name) {
-		return false, fmt.Errorf("condition %s refers to itself", name)
-	}
-	c, ok := t.Conditions[name]
-	if !ok {
-		return false, fmt.Errorf("no condition %q in the template", name)
-	}
-	v, err := t.evalBool(c, params, append(seen, name))
-	if err != nil {
-		return false, fmt.Errorf("condition %s: %w", name, err)
-	}
-	return v, nil
+	return t.evalBool(map[string]any{"Condition": name}, params, nil)
 }
 
 func (t *Template) evalBool(v any, params map[string]string, seen []string) (bool, error) {
@@ -437,7 +410,18 @@ func (t *Template) evalBool(v any, params map[string]string, seen []string) (boo
 		switch fn {
 		case "Condition":
 			name, _ := arg.(string)
-			return t.condition(name, params, seen)
+			c, ok := t.Conditions[name]
+			switch {
+			case slices.Contains(seen, name):
+				return false, fmt.Errorf("condition %s refers to itself", name)
+			case !ok:
+				return false, fmt.Errorf("no condition %q in the template", name)
+			}
+			b, err := t.evalBool(c, params, append(seen, name))
+			if err != nil {
+				return false, fmt.Errorf("condition %s: %w", name, err)
+			}
+			return b, nil
 		case "Fn::Equals":
 			if len(args) != 2 {
 				return false, fmt.Errorf("Fn::Equals takes 2 values, got %v", arg)
@@ -486,30 +470,23 @@ func (t *Template) evalString(v any, params map[string]string) (string, error) {
 // ResourcesWith returns the resources that a stack deployed with the parameter values params has:
 // those without a Condition, and those whose Condition holds.
 func (t *Template) ResourcesWith(params map[string]string) (map[string]Resource, error) {
-	ids, err := deployed(t, "resource", t.Resources, params, func(r Resource) string { return r.Condition })
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]Resource{}
-	for _, id := range ids {
-		out[id] = t.Resources[id]
-	}
-	return out, nil
+	return deployed(t, "resource", t.Resources, params, func(r Resource) string { return r.Condition })
 }
 
 // OutputsWith returns the names of the outputs that a stack deployed with the parameter values params has, sorted.
 func (t *Template) OutputsWith(params map[string]string) ([]string, error) {
-	return deployed(t, "output", t.Outputs, params, func(o any) string {
+	outputs, err := deployed(t, "output", t.Outputs, params, func(o any) string {
 		m, _ := o.(map[string]any)
 		c, _ := m["Condition"].(string)
 		return c
 	})
+	return slices.Sorted(maps.Keys(outputs)), err
 }
 
-// deployed returns the sorted names of m's items whose condition (cond gives it; "" for none) holds with params.
-func deployed[V any](t *Template, kind string, m map[string]V, params map[string]string, cond func(V) string) ([]string, error) {
-	var names []string
-	for _, name := range slices.Sorted(maps.Keys(m)) {
+// deployed returns m's items whose condition (cond gives it; "" for none) holds with params.
+func deployed[V any](t *Template, kind string, m map[string]V, params map[string]string, cond func(V) string) (map[string]V, error) {
+	out := map[string]V{}
+	for _, name := range slices.Sorted(maps.Keys(m)) { // in order, for the same error each time
 		if c := cond(m[name]); c != "" {
 			holds, err := t.Condition(c, params)
 			if err != nil {
@@ -519,7 +496,7 @@ func deployed[V any](t *Template, kind string, m map[string]V, params map[string
 				continue
 			}
 		}
-		names = append(names, name)
+		out[name] = m[name]
 	}
-	return names, nil
+	return out, nil
 }

@@ -110,11 +110,8 @@ func (r *runner) capacity(users []user, end time.Duration) *bench.Capacity {
 }
 
 // maxRate is the fastest rate of a schedule.
-func maxRate(rates bench.Schedule) (rate float64) {
-	for _, ch := range rates {
-		rate = max(rate, ch.Rate)
-	}
-	return rate
+func maxRate(rates bench.Schedule) float64 {
+	return slices.MaxFunc(rates, func(a, b bench.RateChange) int { return cmp.Compare(a.Rate, b.Rate) }).Rate
 }
 
 // reuseAfter is how long after end the admitted counter next moved: ok is false when nobody waited then,

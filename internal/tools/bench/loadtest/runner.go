@@ -102,19 +102,16 @@ func (r *runner) observe(ex client.Exchange) {
 	r.mu.Unlock()
 }
 
-// retry reports whether to send a failed request again, after waiting as
-// its answer asks; it answers false at once when the wait would end past
-// the run's deadline or the answer is not worth a retry.
-func (r *runner) retry(ctx context.Context, err error) bool {
-	d, ok := client.RetryDelay(ctx, err, retryFallback)
-	return ok && !r.clock.Now().Add(d).After(r.deadline) && r.sleep(ctx, d)
-}
-
-// retrying calls send until it succeeds or retry gives up, and returns its last error.
+// retrying calls send until it succeeds, waiting between failures as their answers ask, and returns its
+// last error: it gives up at once when the wait would end past the run's deadline or the answer is not
+// worth a retry.
 func (r *runner) retrying(ctx context.Context, send func() error) error {
 	for {
 		err := send()
-		if err == nil || !r.retry(ctx, err) {
+		if err == nil {
+			return nil
+		}
+		if d, ok := client.RetryDelay(ctx, err, retryFallback); !ok || r.clock.Now().Add(d).After(r.deadline) || !r.sleep(ctx, d) {
 			return err
 		}
 	}
@@ -217,19 +214,19 @@ func (r *runner) playUsers(ctx context.Context, enters *sync.WaitGroup) []user {
 	if leaving != nil || r.cfg.Poll.AtAdmission {
 		r.plan = simulate.AdmissionTimes(sc, r.cfg.CacheTTL, true)
 	}
+	var noShow []bool
+	var session []time.Duration
+	if c := r.cfg.Crowd; c != nil {
+		noShow, session = c.Draw(sc.Users, r.cfg.Seed)
+	}
 	for i := range users {
 		users[i].leaving = -1
-	}
-	for i, f := range leaving {
-		users[i].leaving = f
-	}
-	if c := r.cfg.Crowd; c != nil {
-		noShow, session := c.Draw(sc.Users, r.cfg.Seed)
-		for i, ns := range noShow {
-			users[i].noShow = ns
+		if leaving != nil {
+			users[i].leaving = leaving[i]
 		}
-		for i, d := range session {
-			users[i].session = d
+		users[i].noShow = noShow != nil && noShow[i]
+		if session != nil {
+			users[i].session = session[i]
 		}
 	}
 	track := r.cfg.trackUser

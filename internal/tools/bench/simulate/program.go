@@ -3,11 +3,13 @@ package simulate
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/tools/bench"
 )
@@ -64,10 +66,7 @@ func (m *programModel) tick(t int64) {
 // changes in force delay after their offset (the first too with
 // createdPaused); -1 marks a ticket not admitted before the timeout.
 func AdmissionTimes(sc bench.Scenario, delay time.Duration, createdPaused bool) []time.Duration {
-	at := make([]time.Duration, sc.Users+1)
-	for i := range at {
-		at[i] = -1
-	}
+	at := slices.Repeat([]time.Duration{-1}, sc.Users+1)
 	if sc.Timeout == 0 && sc.Rates.Final() == 0 {
 		return at
 	}
@@ -91,25 +90,25 @@ func (m *programModel) serving() int64 {
 }
 
 // enter issues the next ticket and answers it like Service.Enter.
-func (m *programModel) enter(int) (answer, error) {
+func (m *programModel) enter(int) (queue.View, error) {
 	m.prog = m.prog.WithTicketIssued(m.now)
 	m.serving()
 	return m.answer(m.prog.Issued), nil
 }
 
-func (m *programModel) poll(us *user) (answer, error) { return m.answer(us.ticket), nil }
+func (m *programModel) poll(us *user) (queue.View, error) { return m.answer(us.ticket), nil }
 
 // answer is the service's answer to ticket tk at m.now, the serving
 // counter at m.cur.
-func (m *programModel) answer(tk int64) answer {
+func (m *programModel) answer(tk int64) queue.View {
 	if tk <= m.cur {
-		return answer{ticket: tk, admitted: true}
+		return queue.View{Ticket: tk, Status: queue.StatusAdmitted}
 	}
 	sit := polling.Situation{Position: tk - m.cur} // what Situation computes, without the wait estimate
 	if !m.positionOnly {
 		sit = m.prog.Situation(tk, m.now, m.notice())
 	}
-	return answer{ticket: tk, position: tk - m.cur, retryAfter: m.cfg.Policy.Policy.RetryAfter(sit, m.rng)}
+	return queue.View{Ticket: tk, Status: queue.StatusWaiting, Position: tk - m.cur, RetryAfter: m.cfg.Policy.Policy.RetryAfter(sit, m.rng)}
 }
 
 // notice is the answer's admission.ChangeNotice at m.t as one busy instance

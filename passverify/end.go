@@ -20,11 +20,11 @@ const SessionPath = "/api/v1/queues/programs/{programId}/session"
 func EndSession(ctx context.Context, client *http.Client, apiBase, programID, pass string) error {
 	u := strings.TrimSuffix(apiBase, "/") + strings.ReplaceAll(SessionPath, "{programId}", url.PathEscape(programID))
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
-	var resp *http.Response
-	if err == nil {
-		req.Header.Set("X-Admission-Pass", pass)
-		resp, err = cmp.Or(client, http.DefaultClient).Do(req)
+	if err != nil {
+		return fmt.Errorf("passverify: end session: %w", err)
 	}
+	req.Header.Set("X-Admission-Pass", pass)
+	resp, err := cmp.Or(client, http.DefaultClient).Do(req)
 	if err != nil {
 		return fmt.Errorf("passverify: end session: %w", err)
 	}

@@ -181,7 +181,7 @@ func (c *crowdFlags) runCrowd() (*bench.Crowd, error) {
 }
 
 // parseSession parses -session: MIN-MAX, each a duration or a number of
-// seconds, MAX above 0; empty is none. Crowd.Validate checks the order.
+// seconds, 0 ≤ MIN ≤ MAX and MAX above 0; empty is none.
 func parseSession(spec string) (bench.Range, error) {
 	if spec == "" {
 		return bench.Range{}, nil
@@ -196,7 +196,7 @@ func parseSession(spec string) (bench.Range, error) {
 		}
 		ends[i], ok = d, ok && err == nil
 	}
-	if !ok || ends[1] <= 0 {
+	if !ok || ends[0] < 0 || ends[1] < ends[0] || ends[1] <= 0 {
 		return bench.Range{}, fmt.Errorf("-session %q: want MIN-MAX, two durations with 0 < MIN ≤ MAX or MIN 0, e.g. 5s-20s", spec)
 	}
 	return bench.Range{Min: ends[0], Max: ends[1]}, nil

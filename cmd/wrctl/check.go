@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -44,7 +43,12 @@ type checkLoad struct {
 }
 
 // peakRate is the peak of enters a second: as given, or the crowd over a minute.
-func (l checkLoad) peakRate() float64 { return cmp.Or(l.peak, float64(l.expect)/60) }
+func (l checkLoad) peakRate() float64 {
+	if l.peak > 0 {
+		return l.peak
+	}
+	return float64(l.expect) / 60
+}
 
 // level is a check's verdict.
 type level string
@@ -89,13 +93,16 @@ func (a *app) checkCommand(fs *flag.FlagSet) runner {
 		}
 		if c.json { // a finding a line
 			for _, f := range found {
-				err = cmp.Or(err, writeJSON(a.stdout, f))
+				if err = writeJSON(a.stdout, f); err != nil {
+					break
+				}
 			}
 		} else {
 			fmt.Fprintf(a.stdout, "check %s at %s for %s people, %s enters/s at the peak\n",
 				p.ProgramID, clock(now), bench.Thousands(l.expect), rate(l.peakRate()))
-			writeTable(a.stdout, 0, rows)
-			_, err = fmt.Fprintf(a.stdout, "%d FAIL, %d WARN, %d OK\n", n[levelFail], n[levelWarn], n[levelOK])
+			if err = writeTable(a.stdout, 0, rows); err == nil {
+				_, err = fmt.Fprintf(a.stdout, "%d FAIL, %d WARN, %d OK\n", n[levelFail], n[levelWarn], n[levelOK])
+			}
 		}
 		if err == nil && n[levelFail] > 0 {
 			err = fmt.Errorf("check failed: %d of %d lines FAIL", n[levelFail], len(found))

@@ -70,8 +70,12 @@ func (a *app) passesCommand(fs *flag.FlagSet) runner {
 		}
 		passes, err := c.client.IssueBypass(ctx, c.args[0], *n, *valid)
 		return a.show(c, api.BypassPasses{Passes: passes}, err, func() error {
-			_, err := fmt.Fprintln(a.stdout, strings.Join(passes, "\n")) // one a line: -n ≥ 1
-			return err
+			for _, p := range passes {
+				if _, err := fmt.Fprintln(a.stdout, p); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	}
 }

@@ -216,8 +216,14 @@ func (r *Keyring) stoppedAt(keys []StoredKey, i int) time.Time {
 	end := r.signEnd(keys[i])
 	for _, o := range keys[i+1:] {
 		if o.Revoked.IsZero() {
-			start := slices.MaxFunc([]time.Time{o.SignFrom, o.Created.Add(r.lead)}, time.Time.Compare)
-			return slices.MinFunc([]time.Time{end, start}, time.Time.Compare)
+			start := o.SignFrom
+			if lead := o.Created.Add(r.lead); lead.After(start) {
+				start = lead
+			}
+			if start.Before(end) {
+				return start
+			}
+			return end
 		}
 	}
 	return end

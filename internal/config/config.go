@@ -205,8 +205,10 @@ func (p *Pass) read(getenv func(string) string, errs *problems) {
 	case p.PublishedKeyFile != "" && p.KeyFile == "":
 		*errs = append(*errs, fmt.Errorf("%s needs %s (the key that signs)", EnvPassPublishedKeyFile, EnvPassKeyFile))
 	}
-	if u, err := url.Parse(p.KMSEndpoint); p.KMSEndpoint != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-		errs.check(EnvKMSEndpoint, fmt.Errorf("%q is not an http(s) URL", p.KMSEndpoint))
+	if p.KMSEndpoint != "" {
+		if u, err := url.Parse(p.KMSEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs.check(EnvKMSEndpoint, fmt.Errorf("%q is not an http(s) URL", p.KMSEndpoint))
+		}
 	}
 }
 

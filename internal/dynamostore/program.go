@@ -104,6 +104,9 @@ func ProgramItem(p admission.Program) (map[string]types.AttributeValue, error) {
 // DecodeProgram reads a program item (also for cmd/audit); absent attributes are zero.
 func DecodeProgram(item map[string]types.AttributeValue) (admission.Program, error) {
 	it, err := unmarshal[programItem](item)
+	if err != nil {
+		return admission.Program{}, err
+	}
 	p := admission.Program{
 		ID: it.ProgramID, CreatedAt: pace.FromUnixMs(it.CreatedAt), Version: it.Version, Issued: it.Issued,
 		Current:    pace.Segment{AnchorMs: it.AnchorMs, Base: it.Base, Rate: it.RateMilli, Paused: it.Paused, StartMs: it.StartMs},
@@ -122,7 +125,7 @@ func DecodeProgram(item map[string]types.AttributeValue) (admission.Program, err
 	if it.Capacity != nil {
 		p.Capacity = *it.Capacity
 	}
-	return p, err
+	return p, nil
 }
 
 // writers maps each write tag to the attributes programItem tags with it.

@@ -57,12 +57,15 @@ func toTokenItem(t queue.Token) tokenItem {
 // DecodeToken reads a token item or a claim (also for cmd/audit); absent attributes are zero.
 func DecodeToken(item map[string]types.AttributeValue) (queue.Token, error) {
 	it, err := unmarshal[tokenItem](item)
+	if err != nil {
+		return queue.Token{}, err
+	}
 	return queue.Token{
 		ID: it.TokenID, ProgramID: it.ProgramID, Ticket: it.Ticket,
 		IssuedAt: pace.FromUnixMs(it.IssuedAt), AdmittedAt: pace.FromUnixMs(it.AdmittedAt), AdmissionExpiresAt: pace.FromUnixMs(it.AdmissionExpiresAt),
 		LeftAt: pace.FromUnixMs(it.LeftAt), RevokedAt: pace.FromUnixMs(it.RevokedAt), AdmissionPass: it.AdmissionPass,
 		ExpiresAt: fromTTL(it.TTL), Claim: it.ClaimID, ClaimedAt: pace.FromUnixMs(it.ClaimMs),
-	}, err
+	}, nil
 }
 
 // PutToken implements queue.Store.

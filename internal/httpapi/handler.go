@@ -56,6 +56,7 @@ type api struct {
 	obs       metrics.Observer
 	unavRetry time.Duration // Retry-After of a 503
 	passes    *admissionpass.Issuer
+	jwksh     http.Handler           // the passes' JWKS, built once
 	keys      *admissionpass.Keyring // nil: fixed keys, no key routes
 }
 
@@ -81,6 +82,9 @@ func newAPI(svc *queue.Service, opts []Option) *api {
 	a := &api{svc: svc, log: slog.Default(), obs: metrics.Discard, unavRetry: 2 * time.Second}
 	for _, o := range opts {
 		o(a)
+	}
+	if a.passes != nil {
+		a.jwksh = a.passes.JWKSHandler(func(w http.ResponseWriter, r *http.Request, err error) { a.writeError(w, r, keysError(err)) })
 	}
 	return a
 }
@@ -180,10 +184,10 @@ func (a *api) challenge(w http.ResponseWriter, r *http.Request) error {
 
 // jwks serves the JWKS of the passes' keys.
 func (a *api) jwks(w http.ResponseWriter, r *http.Request) error {
-	if a.passes == nil {
+	if a.jwksh == nil {
 		return errNoRoute
 	}
-	a.passes.JWKSHandler(func(w http.ResponseWriter, r *http.Request, err error) { a.writeError(w, r, keysError(err)) }).ServeHTTP(w, r)
+	a.jwksh.ServeHTTP(w, r)
 	return nil
 }
 

@@ -381,8 +381,9 @@ func (s *Service) waiting(p admission.Program, t Token, now time.Time) View {
 	}
 	v.StatusLine = statusLine(p, v, now)
 	var sit polling.Situation
+	notice := s.cache.Notice(p, now)
 	if placed {
-		sit = p.Situation(place, now, s.cache.Notice(p, now))
+		sit = p.Situation(place, now, notice)
 		v.Position, v.EstimatedWait = sit.Position, sit.Wait
 	} else {
 		// No position, no estimate: come back after the opening, spread out.
@@ -393,7 +394,7 @@ func (s *Service) waiting(p admission.Program, t Token, now time.Time) View {
 	v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
 	if p.Followed() {
 		// Whoever polls as told fetches their admission in time to show.
-		v.RetryAfter = min(v.RetryAfter, p.PollToShow(max(s.cache.Notice(p, now), 0)))
+		v.RetryAfter = min(v.RetryAfter, p.PollToShow(max(notice, 0)))
 	}
 	return v
 }

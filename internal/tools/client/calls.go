@@ -119,10 +119,10 @@ func (c *Client) send(ctx context.Context, op Op, path string, h http.Header) er
 // Enter takes a place in programID's queue; created is false for a token answered again.
 func (c *Client) Enter(ctx context.Context, programID string, e Entry) (t api.Token, created bool, err error) {
 	h := http.Header{}
-	for k, v := range map[string]string{api.HeaderToken: e.Token, api.HeaderIdempotencyKey: e.IdempotencyKey,
-		api.HeaderChallenge: e.Challenge, api.HeaderSolution: e.Solution} {
-		if v != "" {
-			h.Set(k, v)
+	for _, kv := range [...][2]string{{api.HeaderToken, e.Token}, {api.HeaderIdempotencyKey, e.IdempotencyKey},
+		{api.HeaderChallenge, e.Challenge}, {api.HeaderSolution, e.Solution}} {
+		if kv[1] != "" {
+			h.Set(kv[0], kv[1])
 		}
 	}
 	r := request{op: OpEnter, path: route(api.QueuePath, programID), header: h, want: []int{http.StatusCreated, http.StatusOK}}

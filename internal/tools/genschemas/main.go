@@ -72,7 +72,11 @@ func schemasYAML(apiDir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rel, err := filepath.Rel(filepath.Join(wd, apiDir), wd)
+	abs, err := filepath.Abs(apiDir)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(abs, wd)
 	if err != nil {
 		return nil, err
 	}

@@ -139,7 +139,7 @@ func (t *Template) Function(id string) (Function, error) {
 	// The function's properties decode over a copy of Globals': the ones it sets replace them, its variables join them.
 	g := t.Globals.Function
 	f := g
-	f.Architectures, f.Events, f.Policies = slices.Clone(g.Architectures), maps.Clone(g.Events), nil
+	f.Architectures, f.Events, f.Policies = slices.Clone(g.Architectures), nil, nil // SAM's Globals have no Events
 	f.Environment.Variables = maps.Clone(g.Environment.Variables)
 	if err := json.Unmarshal(r.Properties, &f); err != nil {
 		return Function{}, fmt.Errorf("%s: %w", id, err)

@@ -135,8 +135,9 @@ func (r *runner) wait(ctx context.Context, u *user, token string, d time.Duratio
 		}
 		// Sleep until the poll, or until the start of admission places the leave.
 		sctx, stop := context.WithCancel(ctx)
-		context.AfterFunc(r.started, stop)
+		unhook := context.AfterFunc(r.started, stop)
 		slept := r.sleep(sctx, until-r.since())
+		unhook()
 		stop()
 		if slept || r.started.Err() == nil || ctx.Err() != nil { // polls, or the run ended
 			return !slept

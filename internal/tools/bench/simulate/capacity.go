@@ -5,9 +5,24 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/admission"
+	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/tools/bench"
+	"github.com/example/waitingroom/internal/tools/localkeys"
 )
+
+// passSigner returns a signer of admission passes with a fresh local key.
+func passSigner() (queue.PassSigner, error) {
+	key, err := localkeys.Generate()
+	if err != nil {
+		return nil, err
+	}
+	iss, err := localkeys.FixedIssuer("https://queue.example.com", key)
+	if err != nil {
+		return nil, err
+	}
+	return app.Signer(iss), nil
+}
 
 // capacityState is what a simulation that follows admissions counts from
 // the users' side.
@@ -62,13 +77,13 @@ func (s *sim) isNoShow(u int) bool {
 
 // admitted starts the session of user u, who just heard a (ADMITTED),
 // until the site ends it or the window ends.
-func (s *sim) admitted(u int, a queue.View) {
+func (s *sim) admitted(u int, a answer) {
 	c := &s.capacity
 	c.active++
 	c.mostActive = max(c.mostActive, c.active)
 	c.servedMs = s.t
-	windowEnd := max(a.ExpiresAt.Sub(Epoch).Milliseconds(), s.t+1)
-	s.users[u].pass, s.users[u].windowEndMs = a.AdmissionPass, windowEnd
+	windowEnd := max(a.expiresAt.Sub(Epoch).Milliseconds(), s.t+1)
+	s.users[u].pass, s.users[u].windowEndMs = a.pass, windowEnd
 	at, event := windowEnd, windowEndEvent
 	if c.session != nil {
 		if end := s.t + c.session[u].Milliseconds(); end < windowEnd {

@@ -3,13 +3,11 @@ package simulate
 import (
 	"errors"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/example/waitingroom/internal/admission"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
-	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/tools/bench"
 )
@@ -66,7 +64,10 @@ func (m *programModel) tick(t int64) {
 // changes in force delay after their offset (the first too with
 // createdPaused); -1 marks a ticket not admitted before the timeout.
 func AdmissionTimes(sc bench.Scenario, delay time.Duration, createdPaused bool) []time.Duration {
-	at := slices.Repeat([]time.Duration{-1}, sc.Users+1)
+	at := make([]time.Duration, sc.Users+1)
+	for i := range at {
+		at[i] = -1
+	}
 	if sc.Timeout == 0 && sc.Rates.Final() == 0 {
 		return at
 	}
@@ -90,25 +91,25 @@ func (m *programModel) serving() int64 {
 }
 
 // enter issues the next ticket and answers it like Service.Enter.
-func (m *programModel) enter(int) (queue.View, error) {
+func (m *programModel) enter(int) (answer, error) {
 	m.prog = m.prog.WithTicketIssued(m.now)
 	m.serving()
 	return m.answer(m.prog.Issued), nil
 }
 
-func (m *programModel) poll(us *user) (queue.View, error) { return m.answer(us.ticket), nil }
+func (m *programModel) poll(us *user) (answer, error) { return m.answer(us.ticket), nil }
 
 // answer is the service's answer to ticket tk at m.now, the serving
 // counter at m.cur.
-func (m *programModel) answer(tk int64) queue.View {
+func (m *programModel) answer(tk int64) answer {
 	if tk <= m.cur {
-		return queue.View{Ticket: tk, Status: queue.StatusAdmitted}
+		return answer{ticket: tk, admitted: true}
 	}
 	sit := polling.Situation{Position: tk - m.cur} // what Situation computes, without the wait estimate
 	if !m.positionOnly {
 		sit = m.prog.Situation(tk, m.now, m.notice())
 	}
-	return queue.View{Ticket: tk, Status: queue.StatusWaiting, Position: tk - m.cur, RetryAfter: m.cfg.Policy.Policy.RetryAfter(sit, m.rng)}
+	return answer{ticket: tk, position: tk - m.cur, retryAfter: m.cfg.Policy.Policy.RetryAfter(sit, m.rng)}
 }
 
 // notice is the answer's admission.ChangeNotice at m.t as one busy instance

@@ -8,16 +8,12 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/admission"
-	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/app"
-	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/shuffle"
 	"github.com/example/waitingroom/internal/shufflekey"
 	"github.com/example/waitingroom/internal/tickets"
 	"github.com/example/waitingroom/internal/tools/bench"
-	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
 	"github.com/example/waitingroom/internal/tools/simclock"
 )
@@ -68,10 +64,8 @@ func newServiceModel(cfg Config) (*serviceModel, error) {
 	if cfg.Shuffle {
 		m.shuffleKey, err = shufflekey.GenerateLocalKey()
 	}
-	if err == nil && cfg.following() { // passes signed with a fresh local key
-		var iss *admissionpass.Issuer
-		iss, err = localkeys.NewIssuer(config.Pass{}, "https://queue.example.com")
-		signer = app.Signer(iss)
+	if err == nil && cfg.following() {
+		signer, err = passSigner()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
@@ -113,6 +107,9 @@ func programSettings(cfg Config) api.ProgramSettings {
 // (skew ≥ 0) and drawn from seed.
 func clockOffsets(seed uint64, n int, skew time.Duration) []time.Duration {
 	offsets := make([]time.Duration, n)
+	if skew <= 0 {
+		return offsets
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x5ca1ab1e))
 	for i := range offsets {
 		offsets[i] = time.Duration(rng.Int64N(2*int64(skew)+1)) - skew
@@ -136,25 +133,36 @@ func (m *serviceModel) program() admission.Program {
 
 func (m *serviceModel) serving() int64 { return m.program().Serving(m.clock.Now()) }
 
-func (m *serviceModel) enter(u int) (queue.View, error) {
+func (m *serviceModel) enter(u int) (answer, error) {
 	v, _, err := m.instance().Enter(m.ctx, serviceProgram, queue.Entry{IdempotencyKey: fmt.Sprintf("simulated-user-%010d", u)})
 	return m.answer(v, err)
 }
 
-func (m *serviceModel) poll(us *user) (queue.View, error) {
+func (m *serviceModel) poll(us *user) (answer, error) {
 	return m.answer(m.instance().Poll(m.ctx, serviceProgram, us.token))
 }
 
-// answer passes the service's answer on. With clock skew, an admission is
-// asked again, uncounted, of the slowest instance, and a regression counted
-// unless it answers ADMITTED too.
-func (m *serviceModel) answer(v queue.View, err error) (queue.View, error) {
-	if err == nil && v.Status == queue.StatusAdmitted && m.cfg.ClockSkew > 0 {
+// answer reads the service's view, or passes its error on. With clock
+// skew, an admission is asked again, uncounted, of the slowest instance,
+// and a regression counted unless it answers ADMITTED too.
+func (m *serviceModel) answer(v queue.View, err error) (answer, error) {
+	if err != nil {
+		return answer{}, err
+	}
+	a := answer{token: v.TokenID, ticket: v.Ticket, admitted: v.Status == queue.StatusAdmitted, pass: v.AdmissionPass, expiresAt: v.ExpiresAt}
+	if !a.admitted {
+		a.retryAfter = v.RetryAfter
+		if v.Status == queue.StatusWaiting {
+			a.position = v.Position
+		}
+		return a, nil
+	}
+	if m.cfg.ClockSkew > 0 {
 		if w, err := m.slowest.Poll(m.ctx, serviceProgram, v.TokenID); err == nil && w.Status != queue.StatusAdmitted {
 			m.regressions++
 		}
 	}
-	return v, err
+	return a, nil
 }
 
 // place is us's place in the admission order: its ticket, or in a shuffled

@@ -108,11 +108,23 @@ type model interface {
 	tick(t int64) // moves the model to ms t of the run
 	program() admission.Program
 	serving() int64
-	enter(u int) (queue.View, error) // the answer's TokenID, AdmissionPass and ExpiresAt from the service only
-	poll(us *user) (queue.View, error)
+	enter(u int) (answer, error)
+	poll(us *user) (answer, error)
 	place(us user, p admission.Program) int64 // us's place in p's admission order
 	release(pass string) error                // ends a pass's session
 	finish(r *bench.Result)                   // adds what the model measured
+}
+
+// answer is what a user hears back: admitted, or waiting at a position
+// until retryAfter; token, pass and expiresAt come from the service only.
+type answer struct {
+	token      string
+	ticket     int64
+	admitted   bool
+	position   int64
+	retryAfter time.Duration
+	pass       string
+	expiresAt  time.Time
 }
 
 // user is one virtual user; ticket 0 until it entered.
@@ -239,14 +251,16 @@ func (s *sim) enter(u int) {
 	s.r.Enters++
 	s.count(false)
 	a, err := s.model.enter(u)
-	if errors.Is(err, queue.ErrThrottled) {
-		s.r.ThrottledEnters++
-	}
-	if s.failed(u, enterEvent, err) {
+	if err != nil {
+		s.r.Errors++
+		if errors.Is(err, queue.ErrThrottled) {
+			s.r.ThrottledEnters++
+		}
+		s.wheel.add(s.t, s.t+retryAfterFailure.Milliseconds(), waiter{user: int32(u + 1), event: enterEvent})
 		return
 	}
 	if us := &s.users[u]; us.ticket == 0 {
-		us.token, us.ticket, us.enteredMs = a.TokenID, a.Ticket, s.t
+		us.token, us.ticket, us.enteredMs = a.token, a.ticket, s.t
 		s.r.Entered++
 		s.enterSeries[s.t/1000]++
 	}
@@ -257,25 +271,20 @@ func (s *sim) enter(u int) {
 // poll is user u's poll (again, after a failure, 1 s later).
 func (s *sim) poll(u int) {
 	s.count(true)
-	if a, err := s.model.poll(&s.users[u]); !s.failed(u, pollEvent, err) {
-		s.answer(u, a)
-	}
-}
-
-// failed counts err, when not nil, and has user u send its request (event) again 1 s later.
-func (s *sim) failed(u int, event int32, err error) bool {
+	a, err := s.model.poll(&s.users[u])
 	if err != nil {
 		s.r.Errors++
-		s.wheel.add(s.t, s.t+retryAfterFailure.Milliseconds(), waiter{user: int32(u + 1), event: event})
+		s.wheel.add(s.t, s.t+retryAfterFailure.Milliseconds(), waiter{user: int32(u + 1)})
+		return
 	}
-	return err != nil
+	s.answer(u, a)
 }
 
 // answer handles what user u heard: ADMITTED ends its wait, WAITING
 // schedules its next poll, or its leave when that comes first.
-func (s *sim) answer(u int, a queue.View) {
+func (s *sim) answer(u int, a answer) {
 	us := &s.users[u]
-	if a.Status == queue.StatusAdmitted {
+	if a.admitted {
 		s.r.Admitted++
 		// From when the counter passed the place, or the user entered if
 		// that was later (a number of a block the counter had passed).
@@ -289,13 +298,13 @@ func (s *sim) answer(u int, a queue.View) {
 		}
 		return
 	}
-	if a.Position > 0 {
+	if a.position > 0 {
 		if us.position > 0 {
-			s.r.MaxPositionRise = max(s.r.MaxPositionRise, a.Position-us.position)
+			s.r.MaxPositionRise = max(s.r.MaxPositionRise, a.position-us.position)
 		}
-		us.position = a.Position
+		us.position = a.position
 	}
-	at, event := s.t+max(1, int64((a.RetryAfter+time.Millisecond-1)/time.Millisecond)), pollEvent
+	at, event := s.t+max(1, int64((a.retryAfter+time.Millisecond-1)/time.Millisecond)), pollEvent
 	if s.leaveAt != nil && s.leaveAt[u] >= 0 && s.leaveAt[u] <= at {
 		if at, event = s.leaveAt[u], leaveEvent; at <= s.t {
 			s.leave()
@@ -323,12 +332,16 @@ func (s *sim) planLeaves() {
 	admit := AdmissionTimes(sc, s.cfg.CacheTTL, false)
 	s.leaveAt = make([]int64, sc.Users)
 	for i, f := range frac {
-		enter, end := sc.Arrival.At(i, sc.Users).Milliseconds(), sc.Timeout.Milliseconds()
+		s.leaveAt[i] = -1
+		if f < 0 {
+			continue
+		}
+		enter := sc.Arrival.At(i, sc.Users).Milliseconds()
+		end := sc.Timeout.Milliseconds()
 		if admit[i+1] >= 0 {
 			end = admit[i+1].Milliseconds()
 		}
-		s.leaveAt[i] = -1
-		if f >= 0 && end > enter {
+		if end > enter {
 			s.leaveAt[i] = enter + int64(f*float64(end-enter))
 		}
 	}
@@ -412,6 +425,7 @@ func (s *sim) result() bench.Result {
 type wheel struct {
 	buckets [][]waiter
 	mask    int64
+	spare   [][]waiter // storage of large processed buckets, for reuse
 }
 
 // add schedules x at ms at; now is the current ms, whose bucket is
@@ -420,20 +434,29 @@ func (w *wheel) add(now, at int64, x waiter) {
 	if at-now > w.mask {
 		w.grow(now, at-now)
 	}
-	w.buckets[at&w.mask] = append(w.buckets[at&w.mask], x)
+	i := at & w.mask
+	if w.buckets[i] == nil && len(w.spare) > 0 {
+		w.buckets[i] = w.spare[len(w.spare)-1]
+		w.spare = w.spare[:len(w.spare)-1]
+	}
+	w.buckets[i] = append(w.buckets[i], x)
 }
 
-// drain calls f on each event due at ms t, then keeps a small bucket's
-// storage for reuse.
+// drain calls f on each event due at ms t, then keeps the bucket's storage
+// for reuse: a small one in its bucket, a large one among the few spares.
 func (w *wheel) drain(t int64, f func(waiter)) {
-	i := t & w.mask
-	b := w.buckets[i]
-	w.buckets[i] = nil
+	b := w.buckets[t&w.mask]
+	w.buckets[t&w.mask] = nil
 	for _, x := range b {
 		f(x)
 	}
-	if w.buckets[i] == nil && cap(b) <= 1<<16 {
-		w.buckets[i] = b[:0]
+	switch i := t & w.mask; {
+	case cap(b) <= 1<<16:
+		if w.buckets[i] == nil {
+			w.buckets[i] = b[:0]
+		}
+	case len(w.spare) < 4:
+		w.spare = append(w.spare, b[:0])
 	}
 }
 

@@ -84,18 +84,12 @@ func (s *store) writeShard(i int) error {
 	return s.take("shard"+strconv.Itoa(i), partitionmodel.Write, 1)
 }
 
-// charged calls call unless err, a refused charge, comes first.
-func charged[T any](err error, call func() (T, error)) (T, error) {
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return call()
-}
-
 func (s *store) GetProgram(ctx context.Context, id string) (admission.Program, error) {
 	_, r := s.units(id)
-	return charged(s.take(programKey, partitionmodel.Read, r), func() (admission.Program, error) { return s.Store.GetProgram(ctx, id) })
+	if err := s.take(programKey, partitionmodel.Read, r); err != nil {
+		return admission.Program{}, err
+	}
+	return s.Store.GetProgram(ctx, id)
 }
 
 func (s *store) UpdateProgram(ctx context.Context, p admission.Program, expectIssued int64) error {
@@ -106,7 +100,10 @@ func (s *store) UpdateProgram(ctx context.Context, p admission.Program, expectIs
 }
 
 func (s *store) UpdateScheduled(ctx context.Context, p admission.Program) (int64, error) {
-	return charged(s.writeProgram(p.ID), func() (int64, error) { return s.Store.UpdateScheduled(ctx, p) })
+	if err := s.writeProgram(p.ID); err != nil {
+		return 0, err
+	}
+	return s.Store.UpdateScheduled(ctx, p)
 }
 
 func (s *store) MoveDrain(ctx context.Context, p admission.Program, issued int64) error {
@@ -117,19 +114,31 @@ func (s *store) MoveDrain(ctx context.Context, p admission.Program, issued int64
 }
 
 func (s *store) IssueTicket(ctx context.Context, id string, now time.Time) (admission.Program, error) {
-	return charged(s.writeProgram(id), func() (admission.Program, error) { return s.Store.IssueTicket(ctx, id, now) })
+	if err := s.writeProgram(id); err != nil {
+		return admission.Program{}, err
+	}
+	return s.Store.IssueTicket(ctx, id, now)
 }
 
 func (s *store) IssueTickets(ctx context.Context, id string, now time.Time, n int64) (admission.Program, error) {
-	return charged(s.writeProgram(id), func() (admission.Program, error) { return s.Store.IssueTickets(ctx, id, now, n) })
+	if err := s.writeProgram(id); err != nil {
+		return admission.Program{}, err
+	}
+	return s.Store.IssueTickets(ctx, id, now, n)
 }
 
 func (s *store) SetShards(ctx context.Context, id string, from, k int) (bool, error) {
-	return charged(s.writeProgram(id), func() (bool, error) { return s.Store.SetShards(ctx, id, from, k) })
+	if err := s.writeProgram(id); err != nil {
+		return false, err
+	}
+	return s.Store.SetShards(ctx, id, from, k)
 }
 
 func (s *store) FixPrequeue(ctx context.Context, id string, now time.Time) (admission.Program, error) {
-	return charged(s.writeProgram(id), func() (admission.Program, error) { return s.Store.FixPrequeue(ctx, id, now) })
+	if err := s.writeProgram(id); err != nil {
+		return admission.Program{}, err
+	}
+	return s.Store.FixPrequeue(ctx, id, now)
 }
 
 func (s *store) TakeShardTickets(ctx context.Context, id string, i int, notBefore time.Time, m int64) (tickets.Run, bool, error) {
@@ -147,7 +156,10 @@ func (s *store) ClaimShard(ctx context.Context, id string, i int, claim string, 
 }
 
 func (s *store) FillShard(ctx context.Context, id string, i int, claim string, claimedAt time.Time, b tickets.Shard) (bool, error) {
-	return charged(s.writeShard(i), func() (bool, error) { return s.Store.FillShard(ctx, id, i, claim, claimedAt, b) })
+	if err := s.writeShard(i); err != nil {
+		return false, err
+	}
+	return s.Store.FillShard(ctx, id, i, claim, claimedAt, b)
 }
 
 func (s *store) TrimShard(ctx context.Context, id string, i int, start int64, reservedAt time.Time, back tickets.Run) (tickets.Run, bool, error) {
@@ -158,7 +170,10 @@ func (s *store) TrimShard(ctx context.Context, id string, i int, start int64, re
 }
 
 func (s *store) ReturnTickets(ctx context.Context, p admission.Program, from int64) (bool, error) {
-	return charged(s.writeProgram(p.ID), func() (bool, error) { return s.Store.ReturnTickets(ctx, p, from) })
+	if err := s.writeProgram(p.ID); err != nil {
+		return false, err
+	}
+	return s.Store.ReturnTickets(ctx, p, from)
 }
 
 func (s *store) ApplyFold(ctx context.Context, id string, prevFoldedAtMs int64, next capacity.Capacity) error {

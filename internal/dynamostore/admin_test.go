@@ -118,7 +118,7 @@ func TestAdmissionsCountOnce(t *testing.T) {
 				id := fmt.Sprintf("gala-%d", prog)
 				r.ft.SetRules()
 				r.pausedProgram(t, id, 1000, now)
-				svc := queue.NewService(barrierReads{r.store, &await.Barrier{N: tc.admins}}, polling.DefaultTiers(), queue.WithClock(clocktest.NewFrozen(now)))
+				svc := queue.NewService(barrierReads{r.store, &await.Barrier{N: tc.admins}}, polling.DefaultTiers(), queue.WithClock(clocktest.Patient{Frozen: clocktest.NewFrozen(now)}))
 				r.ft.SetRules(tc.faults...)
 				errs := admitConcurrently(t.Context(), svc, id, counts[:tc.admins])
 				lost += r.ft.Faults("UpdateItem")

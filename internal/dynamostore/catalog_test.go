@@ -118,7 +118,7 @@ func TestHistoryConcurrentChanges(t *testing.T) {
 	const workers, each = 8, 4
 	a := newFaultRig(t)
 	reads := &await.Barrier{N: workers}
-	clk := clocktest.NewFrozen(t0)
+	clk := clocktest.Patient{Frozen: clocktest.NewFrozen(t0)}
 	svcs := make([]*queue.Service, 2)
 	for i := range svcs {
 		svcs[i] = queue.NewService(barrierReads{dynamostore.New(a.client, a.table), reads}, polling.DefaultTiers(), queue.WithClock(clk))

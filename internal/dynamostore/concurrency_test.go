@@ -106,9 +106,9 @@ func TestConcurrency(t *testing.T) {
 	// Enters in bursts (two rounds in ten), with quiet spells of polls
 	// between them longer than a block lifetime: the instances trim their
 	// blocks and give numbers back while the workers poll, leave and are
-	// admitted. Through one instance every block at the top is its own, so
-	// it must give some back; through two the same invariants hold
-	// whatever it gives.
+	// admitted. Through one instance every block at the top is its own and
+	// each burst ends with numbers left there (forceLeftAtTop), so it must
+	// give some back; through two the same invariants hold whatever it gives.
 	run("OneInstanceShardedBursts", 1, 20, true)
 	run("TwoInstancesShardedBursts", 2, 20, true)
 }
@@ -396,6 +396,16 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 		if runCtx.Err() != nil {
 			t.Fatalf("round %d: the run did not end within %v", round, concurrencyTimeout)
 		}
+		if bursts && instances == 1 && round%burstPeriod == burstOn-1 {
+			// Whether the burst's last enters left numbers in the top
+			// block depends on their interleaving: enter until it holds
+			// some, so that there is something to give back.
+			forceLeftAtTop(t, svcs[0], dynamostore.New(client, table), func(h *history, v queue.View) {
+				workers[0].seq++
+				h.obs = append(h.obs, observation{seq: workers[0].seq, op: "enter", status: v.Status, position: v.Position})
+				workers[0].mine = append(workers[0].mine, h)
+			})
+		}
 	}
 	for _, wk := range workers {
 		histories = append(histories, wk.mine...)
@@ -504,6 +514,34 @@ func testConcurrency(t *testing.T, instances int, writeUnits float64, bursts boo
 			}
 		}
 	}
+}
+
+// forceLeftAtTop enters through svc until the top block (the shard's
+// block that ends at the last ticket) has numbers left, handing record
+// each token it got; it fails t if 64 enters leave none there.
+func forceLeftAtTop(t *testing.T, svc *queue.Service, store *dynamostore.Store, record func(*history, queue.View)) {
+	t.Helper()
+	ctx := t.Context()
+	for range 64 {
+		p, err := store.GetProgram(ctx, concurrencyProgram)
+		if err != nil {
+			t.Fatalf("read the program: %v", err)
+		}
+		for i := range p.Shards {
+			sh, err := store.GetShard(ctx, concurrencyProgram, i)
+			if err != nil {
+				t.Fatalf("read shard %d: %v", i, err)
+			}
+			if sh.End == p.Issued && sh.Next <= sh.End {
+				return
+			}
+		}
+		// A store fault or BUSY only costs an attempt.
+		if v, _, err := svc.Enter(ctx, concurrencyProgram, queue.Entry{}); err == nil {
+			record(&history{id: v.TokenID}, v)
+		}
+	}
+	t.Fatal("64 enters left no number in the top block: nothing to give back")
 }
 
 // timedOut reports whether err comes from a store call that ran out of

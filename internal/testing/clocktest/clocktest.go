@@ -88,6 +88,17 @@ func (f *Frozen) Advance(d time.Duration) { f.fake.Advance(d) }
 // Sleep returns ctx's error, at once.
 func (*Frozen) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
+// Patient is a Frozen clock whose timeouts last a minute of real time,
+// whatever they ask: a hang guard in place of a product budget (the
+// admin's 3 s), so that a loaded machine does not run that out. Use it
+// only where no call waits for the clock to move.
+type Patient struct{ *Frozen }
+
+// WithTimeout returns ctx with a real minute's deadline.
+func (Patient) WithTimeout(ctx context.Context, _ time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, time.Minute)
+}
+
 // MidSlot is the real clock shifted so that it reads the middle of its
 // current slot of length slot (slots start at multiples of slot since the
 // Unix epoch, as the keyring's do): a test that runs for less than half a

@@ -93,6 +93,9 @@ func TestEdgeModes(t *testing.T) {
 		})
 	}
 	for _, id := range tpl.IDsOfType("AWS::CloudFront::Distribution") {
+		if id == "GateDistribution" {
+			continue // the edge gate's: gate_template_test.go
+		}
 		if c := tpl.Resources[id].Condition; c != "EdgeEnabled" {
 			t.Errorf("%s has Condition %q, want EdgeEnabled", id, c)
 		}
@@ -102,8 +105,10 @@ func TestEdgeModes(t *testing.T) {
 	}
 }
 
-// TestEdgeParameterPatterns: the ARNs the edge takes are us-east-1's, as
-// CloudFront requires for a web ACL and a certificate.
+// TestEdgeParameterPatterns: the ARNs the edge and the gate take are
+// us-east-1's, as CloudFront requires for a web ACL and a certificate;
+// the gate's origin and domain are host names (no scheme, no path); every
+// one is optional (empty by default).
 func TestEdgeParameterPatterns(t *testing.T) {
 	tpl := loadTemplate(t)
 	for _, tc := range []struct {
@@ -118,8 +123,23 @@ func TestEdgeParameterPatterns(t *testing.T) {
 		{"EdgeDomainName", "queue.example.com", true},
 		{"EdgeDomainName", "https://queue.example.com", false},
 		{"EdgeDomainName", "", true},
+		{"GateOrigin", "", true},
+		{"GateOrigin", "origin.example.com", true},
+		{"GateOrigin", "https://origin.example.com", false},
+		{"GateOrigin", "origin.example.com/shop", false},
+		{"GateOrigin", "localhost", false},
+		{"GateDomainName", "", true},
+		{"GateDomainName", "www.example.com", true},
+		{"GateDomainName", "www.example.com.", false},
+		{"GateCertificateArn", "", true},
+		{"GateCertificateArn", gateParams["GateCertificateArn"], true},
+		{"GateCertificateArn", "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d", false},
 	} {
-		re, err := regexp.Compile(tpl.Parameters[tc.param].AllowedPattern)
+		p, ok := tpl.Parameters[tc.param]
+		if !ok || p.Default != "" {
+			t.Fatalf("parameter %s: %v, default %v; want one, empty by default", tc.param, ok, p.Default)
+		}
+		re, err := regexp.Compile(p.AllowedPattern)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.param, err)
 		}
@@ -159,7 +179,12 @@ func TestEdgeDistribution(t *testing.T) {
 		t.Errorf("origin %s, want https-only", got)
 	}
 
-	behaviours := edgeBehaviours(t, cfg)
+	behaviours := edgeBehaviours(cfg)
+	for _, b := range behaviours {
+		if b.viewer != "https-only" || b.origin != "HttpApi" {
+			t.Errorf("behaviour %q: viewer protocol %v, origin %v; want https-only to HttpApi", b.pattern, b.viewer, b.origin)
+		}
+	}
 	type route struct{ method, path string }
 	var public []route
 	for _, r := range httpapi.Routes {
@@ -206,20 +231,20 @@ func TestEdgeDistribution(t *testing.T) {
 	}
 }
 
+// edgeBehaviour is one cache behaviour of a CloudFront distribution.
 type edgeBehaviour struct {
-	pattern, cachePolicy, originRequestPolicy string
-	methods                                   []string
+	pattern, origin, viewer, cachePolicy, originRequestPolicy string
+	methods, functions                                        []string
+	lambdas                                                   bool
 }
 
-// edgeBehaviours returns the distribution's cache behaviours, its default
-// last (pattern "*"), each checked to be HTTPS-only on the API's origin.
-func edgeBehaviours(t *testing.T, cfg map[string]any) []edgeBehaviour {
-	t.Helper()
-	raw := append(list(cfg["CacheBehaviors"]), cfg["DefaultCacheBehavior"])
+// edgeBehaviours returns a distribution's cache behaviours in CloudFront's
+// order, its default last (pattern "*").
+func edgeBehaviours(cfg map[string]any) []edgeBehaviour {
 	var out []edgeBehaviour
-	for _, r := range raw {
+	for _, r := range append(list(cfg["CacheBehaviors"]), cfg["DefaultCacheBehavior"]) {
 		m, _ := r.(map[string]any)
-		b := edgeBehaviour{pattern: "*", cachePolicy: fmt.Sprint(m["CachePolicyId"])}
+		b := edgeBehaviour{pattern: "*", origin: fmt.Sprint(m["TargetOriginId"]), viewer: fmt.Sprint(m["ViewerProtocolPolicy"]), cachePolicy: fmt.Sprint(m["CachePolicyId"])}
 		if p, ok := m["PathPattern"].(string); ok {
 			b.pattern = p
 		}
@@ -229,9 +254,11 @@ func edgeBehaviours(t *testing.T, cfg map[string]any) []edgeBehaviour {
 		for _, v := range list(m["AllowedMethods"]) {
 			b.methods = append(b.methods, fmt.Sprint(v))
 		}
-		if m["ViewerProtocolPolicy"] != "https-only" || m["TargetOriginId"] != "HttpApi" {
-			t.Errorf("behaviour %q: viewer protocol %v, origin %v; want https-only to HttpApi", b.pattern, m["ViewerProtocolPolicy"], m["TargetOriginId"])
+		for _, f := range list(m["FunctionAssociations"]) {
+			fm, _ := f.(map[string]any)
+			b.functions = append(b.functions, fmt.Sprint(fm["EventType"], " ", fm["FunctionARN"]))
 		}
+		_, b.lambdas = m["LambdaFunctionAssociations"]
 		out = append(out, b)
 	}
 	return out

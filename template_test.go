@@ -281,7 +281,9 @@ func TestTemplatePolicies(t *testing.T) {
 			if len(f.Policies) == 0 {
 				t.Fatal("no policies: the function could not reach its table")
 			}
-			for i, p := range f.Policies {
+			// Every optional statement in: the stack with the gate.
+			policies, _ := resolveIfs(t, tpl, f.Policies, gateParams).([]any)
+			for i, p := range policies {
 				doc, ok := p.(map[string]any)
 				stmts, _ := doc["Statement"].([]any)
 				if !ok || len(stmts) == 0 {
@@ -293,6 +295,15 @@ func TestTemplatePolicies(t *testing.T) {
 					where := fmt.Sprintf("policy %d statement %d", i, j)
 					if st["Effect"] != "Allow" || st["Sid"] == challengeGrant {
 						continue // the secret's grant: TestTemplateChallengeSecret
+					}
+					if st["Sid"] == kvsGrant {
+						// The gate's store: TestGateKeyValueStoreGrants.
+						for _, a := range list(st["Action"]) {
+							if !strings.HasPrefix(fmt.Sprint(a), "cloudfront-keyvaluestore:") {
+								t.Errorf("%s (%s): action %v, beyond the gate's store", where, kvsGrant, a)
+							}
+						}
+						continue
 					}
 					for _, v := range list(st["Action"]) {
 						a := fmt.Sprint(v)

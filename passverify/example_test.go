@@ -117,7 +117,7 @@ func startWaitingRoom() (*httptest.Server, string) {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /.well-known/jwks.json", issuer.JWKSHandler(nil))
+	mux.Handle("GET /.well-known/jwks.json", issuer.JWKSHandler(nil, nil))
 	return httptest.NewServer(mux), pass
 }
 
@@ -143,8 +143,9 @@ func protect(shop http.Handler, cookieSecret []byte) (http.Handler, error) {
 }
 
 // The README's snippet, protect: a site's shop behind the gate, which
-// sends a request without a pass or a cookie to the waiting room. It
-// fetches nothing: the JWKS is read at the first pass.
+// sends a request without a pass or a cookie to the waiting room. Before
+// that it reads the JWKS for a break-glass; here, with the waiting room
+// unreachable and no copy of its JWKS, it knows of none.
 func ExampleNewGate() {
 	shop := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		claims, _ := passverify.FromContext(r.Context())
@@ -163,6 +164,50 @@ func ExampleNewGate() {
 	fmt.Println(rec.Code, rec.Header().Get("Location"))
 	// Output:
 	// 303 https://queue.example.com/waiting-room/gala
+}
+
+// During a program's break-glass (its failOpenUntil, which the waiting
+// room's JWKS lists in failOpen), the Gate lets in the visitors it would
+// send to the waiting room, and tells the site so.
+func ExampleFailOpenFromContext() {
+	key, err := localkeys.Generate()
+	if err != nil {
+		log.Fatal(err)
+	}
+	issuer, err := localkeys.FixedIssuer("https://queue.example.com", key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The waiting room: gala's break-glass is on for the next half hour.
+	until := time.Now().Add(30 * time.Minute).Truncate(time.Second)
+	room := httptest.NewServer(issuer.JWKSHandler(nil, &admissionpass.FailOpen{
+		List: func(context.Context) (map[string]time.Time, error) { return map[string]time.Time{"gala": until}, nil },
+	}))
+	defer room.Close()
+
+	v, err := passverify.New(passverify.Config{JWKSURL: room.URL, Issuer: "https://queue.example.com", ProgramID: "gala"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	secret := make([]byte, passverify.MinCookieSecretSize)
+	rand.Read(secret) // crypto/rand's Read never fails
+	gate, err := passverify.NewGate(v, passverify.GateConfig{WaitingRoomURL: "https://queue.example.com/waiting-room/gala", CookieSecrets: [][]byte{secret}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	shop := gate.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if end, ok := passverify.FailOpenFromContext(r.Context()); ok {
+			fmt.Fprintf(w, "Welcome: no queue for another %v.", time.Until(end).Round(time.Minute))
+			return
+		}
+		claims, _ := passverify.FromContext(r.Context())
+		fmt.Fprintf(w, "Welcome, ticket %d.", claims.Ticket)
+	}))
+	rec := httptest.NewRecorder()
+	shop.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "https://shop.example.com/seats", nil))
+	fmt.Println(rec.Code, rec.Body)
+	// Output:
+	// 200 Welcome: no queue for another 30m0s.
 }
 
 // TestREADMESnippet: the README's passverify snippet is protect, as

@@ -35,6 +35,7 @@ type GateConfig struct {
 	// Refused, if set, answers the requests the Gate turns away instead of
 	// the default (a 303 to WaitingRoomURL, or a 403 page for a pass
 	// already used); err is nil without a pass, else matches ErrInvalid.
+	// It is not called during the program's break-glass (Wrap).
 	Refused func(w http.ResponseWriter, r *http.Request, err error)
 	// Exchanged, if set, is given each pass the Gate exchanges and its
 	// claims, before the cookie (which does not hold the pass) is set.
@@ -78,32 +79,45 @@ func NewGate(v *Verifier, cfg GateConfig) (*Gate, error) {
 // HEAD is exchanged for a cookie (once, with a ReplayGuard) and redirected
 // (303) without it, a request with a valid cookie goes to next with its
 // claims (FromContext), and any other is refused; 503 with Retry-After when
-// the pass cannot be checked.
+// the pass cannot be checked. During the program's break-glass (the JWKS's
+// failOpen), a request that would be refused goes to next instead, marked
+// for FailOpenFromContext.
 func (g *Gate) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Only a GET or HEAD: a form posting a stranger's pass would swap the session.
 		if pass, ok := queryPass(r.URL.RawQuery); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			g.exchange(w, r, pass)
+			if err := g.exchange(w, r, pass); err != nil {
+				g.turnAway(w, r, next, err)
+			}
 			return
 		}
 		claims, err := g.session(r)
 		switch {
 		case err == nil:
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)))
+			return
 		case errors.Is(err, http.ErrNoCookie):
-			g.refuse(w, r, nil)
+			err = nil
 		case errors.Is(err, ErrInvalid):
 			g.Forget(w, r)
-			fallthrough
-		default:
-			g.refuse(w, r, err)
 		}
+		g.turnAway(w, r, next, err)
 	})
 }
 
-// exchange verifies the pass of the query and exchanges it for the cookie.
-func (g *Gate) exchange(w http.ResponseWriter, r *http.Request, pass string) {
-	w.Header().Set("Cache-Control", "no-store")
+// turnAway lets r through to next, marked, during the program's break-glass,
+// and else refuses it for err.
+func (g *Gate) turnAway(w http.ResponseWriter, r *http.Request, next http.Handler, err error) {
+	if until, ok := g.v.FailingOpen(r.Context()); ok {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), failOpenKey{}, until)))
+		return
+	}
+	g.refuse(w, r, err)
+}
+
+// exchange verifies the pass of the query and answers with the cookie, or
+// returns why it cannot, having answered nothing.
+func (g *Gate) exchange(w http.ResponseWriter, r *http.Request, pass string) error {
 	ctx := r.Context()
 	claims, s, err := g.v.verify(ctx, pass)
 	if err == nil && g.cfg.ReplayGuard != nil && !g.holds(r, claims.JTI) {
@@ -115,16 +129,17 @@ func (g *Gate) exchange(w http.ResponseWriter, r *http.Request, pass string) {
 		}
 	}
 	if err != nil {
-		g.refuse(w, r, err)
-		return
+		return err
 	}
 	if g.cfg.Exchanged != nil {
 		g.cfg.Exchanged(ctx, claims, pass)
 	}
 	maxAge := int((claims.ExpiresAt.Sub(g.v.cfg.Now()) + time.Second - 1) / time.Second)
+	w.Header().Set("Cache-Control", "no-store")
 	http.SetCookie(w, g.cookie(r, g.seal(s), max(maxAge, 1), claims.ExpiresAt))
 	w.Header().Set("Location", withoutPass(r.URL))
 	w.WriteHeader(http.StatusSeeOther)
+	return nil
 }
 
 // Forget drops the Gate's cookie from the browser that sent r.
@@ -200,6 +215,16 @@ type claimsKey struct{}
 func FromContext(ctx context.Context) (Claims, bool) {
 	c, ok := ctx.Value(claimsKey{}).(Claims)
 	return c, ok
+}
+
+type failOpenKey struct{}
+
+// FailOpenFromContext reports whether, in a handler behind a Gate, the
+// request came in without a valid pass or cookie because the program's
+// break-glass is on, and until when it lasts.
+func FailOpenFromContext(ctx context.Context) (until time.Time, ok bool) {
+	until, ok = ctx.Value(failOpenKey{}).(time.Time)
+	return until, ok
 }
 
 // queryPass returns the value of Param in rawQuery, if present.

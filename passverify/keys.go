@@ -28,15 +28,8 @@ func (v *Verifier) key(ctx context.Context, kid string) (*ecdsa.PublicKey, error
 	if current {
 		return key, nil
 	}
-	if v.onWait != nil {
-		v.onWait()
-	}
-	// The shared fetch outlives a lookup that leaves when ctx is done.
-	fetched := v.fetches.DoChan("", func() (any, error) { v.refresh(ctx); return nil, nil })
-	select {
-	case <-fetched:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", ErrKeysUnavailable, ctx.Err())
+	if err := v.await(ctx); err != nil {
+		return nil, err
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -50,6 +43,21 @@ func (v *Verifier) key(ctx context.Context, kid string) (*ecdsa.PublicKey, error
 	return nil, fmt.Errorf("%w: kid %q", ErrUnknownKey, kid)
 }
 
+// await runs, or joins, the shared refresh of the JWKS, until ctx is done.
+func (v *Verifier) await(ctx context.Context) error {
+	if v.onWait != nil {
+		v.onWait()
+	}
+	// The shared fetch outlives a lookup that leaves when ctx is done.
+	fetched := v.fetches.DoChan("", func() (any, error) { v.refresh(ctx); return nil, nil })
+	select {
+	case <-fetched:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrKeysUnavailable, ctx.Err())
+	}
+}
+
 // refresh fetches the JWKS into the cache, at most once per MinRefreshInterval.
 func (v *Verifier) refresh(ctx context.Context) {
 	v.mu.Lock()
@@ -59,41 +67,49 @@ func (v *Verifier) refresh(ctx context.Context) {
 	}
 	v.tried, v.fetching = v.cfg.Now(), true
 	v.mu.Unlock()
-	keys, ttl, err := v.fetch(ctx)
+	set, err := v.fetch(ctx)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if err == nil {
-		v.keys, v.expires = keys, v.cfg.Now().Add(ttl)
+		v.keys, v.failOpen, v.expires = set.keys, set.failOpen, v.cfg.Now().Add(set.ttl)
 	}
 	v.lastErr, v.fetching = err, false
 }
 
-// fetch reads the JWKS and how long to keep it, to its own timeout.
-func (v *Verifier) fetch(ctx context.Context) (map[string]*ecdsa.PublicKey, time.Duration, error) {
+// jwks is what a fetched JWKS gives the cache.
+type jwks struct {
+	keys     map[string]*ecdsa.PublicKey // the usable keys
+	failOpen time.Time                   // the program's break-glass end; zero: none
+	ttl      time.Duration               // how long to keep them
+}
+
+// fetch reads the JWKS, to its own timeout.
+func (v *Verifier) fetch(ctx context.Context) (jwks, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.cfg.FetchTimeout)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, v.cfg.JWKSURL, nil) // New parsed the URL
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
 	resp, err := v.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("fetch JWKS: %w", err)
+		return jwks{}, fmt.Errorf("fetch JWKS: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, 0, fmt.Errorf("fetch JWKS: %s", resp.Status)
+		return jwks{}, fmt.Errorf("fetch JWKS: %s", resp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSSize+1))
 	if err != nil {
-		return nil, 0, fmt.Errorf("read JWKS: %w", err)
+		return jwks{}, fmt.Errorf("read JWKS: %w", err)
 	}
 	if len(body) > maxJWKSSize {
-		return nil, 0, errors.New("JWKS larger than 1 MiB")
+		return jwks{}, errors.New("JWKS larger than 1 MiB")
 	}
 	var set struct {
-		Keys []json.RawMessage `json:"keys"`
+		Keys     []json.RawMessage `json:"keys"`
+		FailOpen json.RawMessage   `json:"failOpen"` // read apart: a bad one costs the break-glass, not the keys
 	}
 	if err := json.Unmarshal(body, &set); err != nil {
-		return nil, 0, fmt.Errorf("parse JWKS: %w", err)
+		return jwks{}, fmt.Errorf("parse JWKS: %w", err)
 	}
 	// Keep the keys that can verify ES256, skip the others.
 	keys := make(map[string]*ecdsa.PublicKey)
@@ -108,7 +124,21 @@ func (v *Verifier) fetch(ctx context.Context) (map[string]*ecdsa.PublicKey, time
 			keys[k.KeyID] = pub
 		}
 	}
-	return keys, v.ttl(resp.Header.Get("Cache-Control")), nil
+	return jwks{keys: keys, failOpen: v.failOpenIn(set.FailOpen), ttl: v.ttl(resp.Header.Get("Cache-Control"))}, nil
+}
+
+// failOpenIn is the program's break-glass end in a JWKS's failOpen member,
+// {"<programId>": "<RFC 3339>", ...}; zero without a valid one.
+func (v *Verifier) failOpenIn(member json.RawMessage) time.Time {
+	var ends map[string]string
+	if len(member) == 0 || json.Unmarshal(member, &ends) != nil {
+		return time.Time{}
+	}
+	end, err := time.Parse(time.RFC3339, ends[v.cfg.ProgramID])
+	if err != nil {
+		return time.Time{}
+	}
+	return end
 }
 
 // ttl is the Cache-Control max-age (RFC 9111 §5.2.2.1; a quoted value is

@@ -61,9 +61,11 @@ type Verifier struct {
 	// it has none, when its copy is past max-age, or for an unknown kid, at
 	// most once per MinRefreshInterval; concurrent lookups share one fetch.
 	// A stale known key answers while a fetch is under way or none may start.
+	// The JWKS's failOpen entry for the program is kept with the keys.
 	fetches  singleflight.Group
 	mu       sync.Mutex
 	keys     map[string]*ecdsa.PublicKey // nil until a fetch succeeds
+	failOpen time.Time                   // the program's break-glass end in the JWKS of keys
 	expires  time.Time                   // when keys need a refresh
 	tried    time.Time                   // the last fetch's start
 	lastErr  error                       // the last fetch's error
@@ -93,6 +95,26 @@ func New(cfg Config) (*Verifier, error) {
 		cfg.Now = time.Now
 	}
 	return &Verifier{cfg: cfg}, nil
+}
+
+// FailingOpen reports whether the program's break-glass lets everyone in now,
+// and until when, by the failOpen member of the last JWKS fetched (fetched
+// again past its max-age, as for a key); with no JWKS ever fetched, it is off.
+func (v *Verifier) FailingOpen(ctx context.Context) (until time.Time, ok bool) {
+	v.mu.Lock()
+	// Never wait for a fetch under way: the visitor it would turn away waits for nothing.
+	current := v.fetching || v.keys != nil && v.cfg.Now().Before(v.expires)
+	v.mu.Unlock()
+	if !current {
+		_ = v.await(ctx) // a failed fetch leaves the last copy, if any
+	}
+	v.mu.Lock()
+	until = v.failOpen
+	v.mu.Unlock()
+	if !v.cfg.Now().Before(until) {
+		return time.Time{}, false
+	}
+	return until, true
 }
 
 // ProgramID returns the program the Verifier admits to.

@@ -24,16 +24,22 @@ import (
 
 	"golang.org/x/net/netutil"
 
+	"github.com/example/waitingroom/functions/edgegate"
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
+	"github.com/example/waitingroom/internal/awsconfig"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/edgekv"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/settings"
+	"github.com/example/waitingroom/internal/tools/cfjs"
 	"github.com/example/waitingroom/internal/tools/demosite"
 	"github.com/example/waitingroom/internal/tools/localkeys"
+	"github.com/example/waitingroom/internal/tools/localkvs"
 	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/partitionmodel"
 	"github.com/example/waitingroom/internal/tools/prom"
@@ -156,24 +162,35 @@ func run(ctx context.Context, s seams, args []string, getenv func(string) string
 	if err != nil {
 		return fmt.Errorf("challenge secret: %w", err)
 	}
-	svc := app.WithServiceOptions(queue.WithChallengeSecret(challengeSecret), queue.WithClock(cmp.Or(s.clock, clock.Clock(clock.Real{}))))
-	a, where, model, closeStore, err := openStore(ctx, cfg, f, s, log, passes, app.WithShuffleKey(shuffle), svc)
+	clk := cmp.Or(s.clock, clock.Clock(clock.Real{}))
+	svc := app.WithServiceOptions(queue.WithChallengeSecret(challengeSecret), queue.WithClock(clk))
+	kvs, edgeKV, stopKVS, err := edgeStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopKVS()
+	a, where, model, closeStore, err := openStore(ctx, cfg, f, s, log, passes, app.WithShuffleKey(shuffle), svc, app.WithEdge(edgeKV))
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	gate, err := cfjs.Compile(edgegate.Source)
+	if err != nil {
+		return fmt.Errorf("edge gate: %w", err)
+	}
+	shop := gate.Handler(kvs.Reader(), clk.Now, demosite.Shop())
 	demoSite, err := demosite.New(demosite.Config{API: base, Issuer: a.Passes.Issuer(), Programs: a.Service})
 	if err != nil {
 		return err
 	}
 	secret := adminSecret(getenv, stdout)
-	if err := f.createDemoProgram(ctx, a.Service, base); err != nil {
+	if err := f.createDemoProgram(ctx, a, base); err != nil {
 		return err
 	}
 
 	conns := &connLimit{max: f.maxConns, idle: map[net.Conn]time.Time{}}
 	srv := &http.Server{
-		Handler:           handler(a, secret, demoSite, model),
+		Handler:           handler(a, secret, demoSite, shop, model),
 		ReadHeaderTimeout: min(5*time.Second, f.readTimeout),
 		// A body that stops arriving fails to read, and the handler still has time to answer.
 		ReadTimeout:    f.readTimeout,
@@ -202,24 +219,49 @@ func adminSecret(getenv func(string) string, stdout io.Writer) string {
 	return secret
 }
 
-// createDemoProgram creates the -demo-program, if any, and enters -demo-crowd people in it.
-func (f localFlags) createDemoProgram(ctx context.Context, svc *queue.Service, base string) error {
+// createDemoProgram creates the -demo-program, if any, at the edge gate in
+// front of the demo shop, and enters -demo-crowd people in it.
+func (f localFlags) createDemoProgram(ctx context.Context, a *app.App, base string) error {
 	if f.demo == "" {
 		return nil
 	}
 	set := api.ProgramSettings{
 		AdmissionRatePerSecond: new(api.Rate(f.demoRate)), Paused: new(false),
 		DisplayName: new(demoProfile.DisplayName), Message: new(demoProfile.Message), TargetURL: new(demosite.URL(base, f.demo)),
+		EdgeMode: new(settings.EdgeOn), EdgePaths: &[]string{demosite.ShopPrefix},
 	}
-	if _, _, err := svc.PutProgram(history.WithActor(ctx, history.SystemActor), f.demo, set); err != nil {
+	c, _, err := a.Service.PutProgram(history.WithActor(ctx, history.SystemActor), f.demo, set)
+	if err == nil {
+		err = a.Edge.Changed(ctx, c)
+	}
+	if err != nil {
 		return fmt.Errorf("create demo program: %w", err)
 	}
 	for range f.demoCrowd {
-		if _, _, err := svc.Enter(ctx, f.demo, queue.Entry{}); err != nil {
+		if _, _, err := a.Service.Enter(ctx, f.demo, queue.Entry{}); err != nil {
 			return fmt.Errorf("demo program's crowd: %w", err)
 		}
 	}
 	return nil
+}
+
+// edgeStore serves an emulated KeyValueStore of the edge gate on loopback
+// and returns it, its client through the SDK (as on AWS), and its stop.
+func edgeStore(ctx context.Context) (*localkvs.Server, edgekv.Store, func(), error) {
+	kvs := localkvs.New("")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("edge gate's store: %w", err)
+	}
+	srv := &http.Server{Handler: kvs, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	endpoint := "http://" + ln.Addr().String()
+	cfg, err := awsconfig.Load(ctx, endpoint)
+	if err != nil {
+		srv.Close()
+		return nil, nil, nil, fmt.Errorf("edge gate's store: %w", err)
+	}
+	return kvs, edgekv.New(edgekv.NewAPI(cfg, endpoint), kvs.ARN()), func() { srv.Close() }, nil
 }
 
 // printStartup writes the start-up lines in one write, so that a reader who sees the first sees them all.
@@ -233,6 +275,7 @@ func (f localFlags) printStartup(stdout io.Writer, addr net.Addr, base, where st
 	if f.demo != "" {
 		fmt.Fprintf(&b, "demo site: %s (targetUrl of %q)\n", demosite.URL(base, f.demo), f.demo)
 		fmt.Fprintf(&b, "waiting-room page of the demo program: %s%s%s\n", base, waitpage.PathPrefix, f.demo)
+		fmt.Fprintf(&b, "demo shop, a site with no code behind the edge gate: %s%s\n", base, demosite.ShopPrefix)
 	}
 	io.WriteString(stdout, b.String())
 }
@@ -259,7 +302,7 @@ var demoProfile = api.Profile{
 
 // handler is a's API recording into a Prometheus registry, with GET /metrics, site and the
 // partition model's counts beside it, routed by hand (a ServeMux redirects non-canonical paths).
-func handler(a *app.App, secret string, site http.Handler, model *partitionmodel.Model) http.Handler {
+func handler(a *app.App, secret string, site, shop http.Handler, model *partitionmodel.Model) http.Handler {
 	sink := prom.New()
 	a.Metrics = sink
 	local, metrics := a.LocalHandler(secret), sink.Handler()
@@ -270,6 +313,8 @@ func handler(a *app.App, secret string, site http.Handler, model *partitionmodel
 			metrics.ServeHTTP(w, r)
 		case strings.HasPrefix(r.URL.Path, demosite.Prefix):
 			site.ServeHTTP(w, r)
+		case strings.HasPrefix(r.URL.Path, demosite.ShopPrefix):
+			shop.ServeHTTP(w, r)
 		case get && r.URL.Path == partitionmodel.StatsPath:
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Cache-Control", "no-store")

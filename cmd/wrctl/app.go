@@ -59,11 +59,13 @@ Commands:
   keys             the keys that sign the passes, newest first
   keys rotate      a new signing key, which signs from 15 minutes on
   keys revoke KID  revoke a signing key (asks to type the kid again, or -yes)
+  edge ID MODE     the program at the edge gate: off, standby or on (-paths)
+  edge-keys        the edge gate's keys; edge-keys rotate (-drop) makes a new one
 
 Every command takes -url (default $WR_URL, else ` + defaultURL + `), -json,
 -timeout, -region and -profile, before the command or after it. A 429 or
 BUSY answer is retried after its Retry-After, another 503 too but for admit,
-passes and keys rotate.
+passes, keys rotate and edge-keys rotate.
 Authentication: with ADMIN_TOKEN set, the local server's bearer token (only
 over https or to a loopback host); otherwise a SigV4 signature with your
 AWS credentials (the SDK's default chain: AWS_PROFILE, AWS_ACCESS_KEY_ID,
@@ -136,6 +138,11 @@ func (a *app) commands() map[string]command {
 			run: a.rotateKey},
 		"keys revoke": {args: "KID", synopsis: "Revokes a signing key (a leaked one): it leaves the JWKS and signs no more on every instance within\na minute, and sites refuse its passes once their cached JWKS expires (within about 6 minutes);\nwhen it was the key that signs, a new key signs in its place. Asks you to type the kid again,\nunless -yes is given.",
 			flags: a.revokeKeyCommand},
+		"edge": {args: "ID MODE", synopsis: "Switches the program at the edge gate: off (it lets everyone through), standby (it gives everyone\nan edge session, so that those on the site stay when it turns on) or on (it sends those without one\nto the waiting room). -paths sets the site's paths it guards. Recorded in the history.",
+			flags: a.edgeCommand},
+		"edge-keys": {synopsis: "Prints the edge gate's keys, newest first: their id, state (next, signing, verifying) and when each\nsigns from. Subcommand: \"wrctl edge-keys rotate\".", run: a.edgeKeys},
+		"edge-keys rotate": {synopsis: "Makes a new edge key, which signs once it has reached the edges (2 minutes); the one that signed\nkeeps verifying, the one before it is dropped with the sessions it made (rotate at most once per\nedgeSessionSeconds). With -drop the new key signs at once and every other is dropped: every edge\nsession ends (a leaked key).",
+			flags: a.rotateEdgeCommand},
 		"check": {args: "ID", synopsis: "Reads the program and says, line by line (OK, WARN, FAIL, and what to do), what may go wrong\nat the announced load, following the pre-sale checklist of docs/operations.md. Exits with\nstatus 1 when any check FAILs.",
 			flags: a.checkCommand},
 	}

@@ -320,3 +320,48 @@ func writeTable(w io.Writer, flags uint, rows [][]string) error {
 	}
 	return tw.Flush()
 }
+
+// edgeCommand switches an existing program's mode at the edge gate, and its paths with -paths.
+func (a *app) edgeCommand(fs *flag.FlagSet) runner {
+	paths := fs.String("paths", "", "the site's `paths` the gate guards for the program, comma-separated prefixes (/tickets/,/cart/)")
+	return func(ctx context.Context, c *call) error {
+		if _, err := c.client.GetProgram(ctx, c.args[0]); err != nil {
+			return err // a mistyped id creates nothing
+		}
+		set := api.ProgramSettings{EdgeMode: &c.args[1]}
+		if *paths != "" {
+			set.EdgePaths = new(strings.Split(*paths, ","))
+		}
+		return a.put(ctx, c, set)
+	}
+}
+
+// edgeKeys prints the edge keys, newest first, a row each.
+func (a *app) edgeKeys(ctx context.Context, c *call) error {
+	l, err := c.client.EdgeKeys(ctx)
+	return a.show(c, l, err, func() error { return a.edgeKeyRows(l) })
+}
+
+// rotateEdgeCommand makes a new edge key (-drop: at once, the others dropped).
+func (a *app) rotateEdgeCommand(fs *flag.FlagSet) runner {
+	drop := fs.Bool("drop", false, "sign with the new key at once and drop every other: every edge session ends")
+	return func(ctx context.Context, c *call) error {
+		l, err := c.client.RotateEdgeKeys(ctx, *drop)
+		return a.show(c, l, err, func() error { return a.edgeKeyRows(l) })
+	}
+}
+
+func (a *app) edgeKeyRows(l api.EdgeKeys) error {
+	rows := [][]string{{"KEY", "STATE", "SIGNS FROM"}}
+	for _, k := range l.Keys {
+		rows = append(rows, []string{k.KeyID, k.State, keyTime(k.SignsFrom)})
+	}
+	if err := writeTable(a.stdout, 0, rows); err != nil {
+		return err
+	}
+	if len(l.Keys) == 0 {
+		_, err := fmt.Fprintln(a.stdout, "(no edge key yet: \"wrctl edge-keys rotate\" makes one)")
+		return err
+	}
+	return nil
+}

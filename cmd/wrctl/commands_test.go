@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -11,10 +13,12 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
+	waitingroom "github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/testing/clocktest"
 	"github.com/example/waitingroom/internal/testing/sigv4test"
 	"github.com/example/waitingroom/internal/tools/localkeys"
+	"github.com/example/waitingroom/internal/tools/localkvs"
 	"github.com/example/waitingroom/passverify"
 )
 
@@ -385,4 +389,76 @@ func TestKeysSigV4(t *testing.T) {
 	if r := wrctl(t, env, "keys", "-region", "us-east-1"); r.status != 1 || !strings.Contains(r.stderr, "signed for execute-api in us-east-1") {
 		t.Errorf("keys signed for another region: exit %d, stderr %s", r.status, r.stderr)
 	}
+}
+
+// TestEdge: the program at the edge gate and its keys, as an operator
+// switches them, against the API in process with an emulated store.
+func TestEdge(t *testing.T) {
+	t.Parallel()
+	passes, err := localkeys.PassOption(t.Context(), config.Pass{}, testIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvs := localkvs.New("")
+	a := newServer(t, passes, waitingroom.WithEdge(kvsReadWriter{kvs}))
+	env := adminEnv(serve(t, a.LocalHandler(testSecret)))
+	must := musts(t, env)
+
+	if r := wrctl(t, env, "edge-keys"); r.status != 0 || !strings.Contains(r.stdout, `(no edge key yet: "wrctl edge-keys rotate" makes one)`) {
+		t.Errorf("edge-keys before any: exit %d, %q", r.status, r.stdout)
+	}
+	must("put", "gala", "-paused")
+	must("edge", "gala", "standby", "-paths", "/tickets/,/cart")
+	if got := decode(t, must("get", "gala", "-json")); got["edgeMode"] != "standby" || fmt.Sprint(got["edgePaths"]) != "[/tickets/ /cart]" {
+		t.Errorf("after edge standby: %v", got)
+	}
+	must("edge", "gala", "on")
+	must("put", "gala", "-fail-open-until", "2030-01-02T03:04:05Z", "-edge-session", "10m")
+	var p struct {
+		Mode          string `json:"mode"`
+		FailOpenUntil int64  `json:"failOpenUntil"`
+		Session       int64  `json:"session"`
+	}
+	if v, _ := kvs.Get("p.gala"); json.Unmarshal([]byte(v), &p) != nil || p.Mode != "on" || p.Session != 600 || p.FailOpenUntil != time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).Unix() {
+		t.Errorf("the gate's entry: %q", v)
+	}
+	if r := wrctl(t, env, "edge", "gala", "maybe"); r.status != 1 || !strings.Contains(r.stderr, "edgeMode must be") {
+		t.Errorf("edge gala maybe: exit %d, stderr %s", r.status, r.stderr)
+	}
+	if r := wrctl(t, env, "edge", "nosuch", "on"); r.status != 1 || !strings.Contains(r.stderr, "PROGRAM_NOT_FOUND") {
+		t.Errorf("edge of a missing program: exit %d, stderr %s; want PROGRAM_NOT_FOUND, nothing created", r.status, r.stderr)
+	}
+	if r := wrctl(t, env, "get", "nosuch"); r.status != 1 {
+		t.Errorf("edge of a missing program created it: %s", r.stdout)
+	}
+	if h := must("history", "gala").stdout; !strings.Contains(h, `{"edgeMode":"on"}`) || !strings.Contains(h, `"edgeMode":"standby","edgePaths":["/tickets/","/cart"]`) {
+		t.Errorf("the history lacks the mode's changes:\n%s", h)
+	}
+
+	// The first program at the gate made a key; a rotation adds the next.
+	row := regexp.MustCompile(`(?m)^([A-Z2-7]{12})  +(next|signing|verifying)  +\S+$`)
+	rows := row.FindAllStringSubmatch(must("edge-keys").stdout, -1)
+	if len(rows) != 1 || rows[0][2] != "signing" {
+		t.Fatalf("edge-keys: %v, want one signing", rows)
+	}
+	must("edge-keys", "rotate", "-drop")
+	rows = row.FindAllStringSubmatch(must("edge-keys").stdout, -1)
+	if len(rows) != 1 || rows[0][2] != "signing" || rows[0][1] == "" {
+		t.Errorf("edge-keys after a rotation with -drop: %v, want one new signing key", rows)
+	}
+	if out := must("edge-keys", "-json").stdout; strings.Contains(out, `"k"`) {
+		t.Errorf("a secret in the output: %s", out)
+	}
+}
+
+// kvsReadWriter is an emulated store read and written in process.
+type kvsReadWriter struct{ *localkvs.Server }
+
+func (s kvsReadWriter) Get(ctx context.Context, key string) (string, error) {
+	return s.Reader().Get(ctx, key)
+}
+
+func (s kvsReadWriter) Put(_ context.Context, key, value string) error {
+	s.Set(key, value)
+	return nil
 }

@@ -43,6 +43,10 @@ var settingFlags = map[string]setting{
 	"translations":           {"text", "", texts, "a text in another language, `LANG.TEXT=VALUE` with TEXT displayName, message or notice (ko.notice=…; ko.notice= clears it); repeat it for more"},
 	"noShowSeconds":          {"no-show", "", seconds, "how long an admitted person has to fetch their pass before they are a no-show, a `duration` of 5s to 1h (0: none)"},
 	"challengeBits":          {"challenge-bits", "", integer, "the proof of work every enter must carry, in leading zero `bits` of a hash, 0 to 26 (0: none)"},
+	"edgeMode":               {"edge-mode", "", text, "the program at the edge gate: off (it lets everyone through), standby (it gives everyone an edge session) or on (it queues those without one)"},
+	"edgePaths":              {"edge-paths", "", list, "the site's `paths` the edge gate guards for the program, comma-separated prefixes (/tickets/,/cart); \"\" clears them"},
+	"edgeSessionSeconds":     {"edge-session", "", seconds, "how long an edge session lasts, a `duration` of 1m to 24h (0: the default, 1h)"},
+	"failOpenUntil":          {"fail-open-until", "", instant, "the break-glass: the edge gate and passverify let everyone through until this RFC 3339 `time` or +DURATION from now; \"\" ends it"},
 }
 
 // programSettings is every program setting put knows: one per field of api.ProgramSettings.
@@ -90,6 +94,7 @@ const (
 	seconds
 	instant
 	texts // repeated LANG.TEXT=VALUE, merged into one translations map
+	list  // comma-separated values ("" for none)
 )
 
 // parse reads s, a flag value of kind k, into its JSON value: prev is the
@@ -98,6 +103,11 @@ func (k kind) parse(s string, prev any, now func() time.Time) (any, error) {
 	switch k {
 	case texts:
 		return addText(prev, s)
+	case list:
+		if s == "" {
+			return []string{}, nil
+		}
+		return strings.Split(s, ","), nil
 	case number:
 		f, err := strconv.ParseFloat(s, 64)
 		return f, wrong(err != nil || math.IsInf(f, 0) || math.IsNaN(f), "not a number")

@@ -185,7 +185,7 @@ func TestKeyringKMSRoundTrip(t *testing.T) {
 	ring := admissionpass.NewKeyring(store, wrap, admissionpass.WithKeyringClock(clk)) // another instance
 	issuer := admissionpass.NewSetIssuer(issuerURL, ring)
 	before := proxy.Total()
-	srv := httptest.NewServer(issuer.JWKSHandler(nil))
+	srv := httptest.NewServer(issuer.JWKSHandler(nil, nil))
 	defer srv.Close()
 	now := admission.AdmittedAt.Add(time.Minute)
 	v, err := passverify.New(passverify.Config{JWKSURL: srv.URL, Issuer: issuerURL, ProgramID: "gala", Now: func() time.Time { return now }})
@@ -498,20 +498,20 @@ func TestJWKSHandler(t *testing.T) {
 	want := answer{Status: 503, Headers: map[string]string{
 		"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "Retry-After": "1",
 	}, Body: `{"code":"KEYS_UNAVAILABLE","message":"The signing keys are briefly unavailable; retry shortly."}`}
-	if diff := cmp.Diff(want, view(serve(issuer.JWKSHandler(nil)))); diff != "" {
+	if diff := cmp.Diff(want, view(serve(issuer.JWKSHandler(nil, nil)))); diff != "" {
 		t.Errorf("failing key (-want +got):\n%s", diff)
 	}
 	var seen error
 	rec := serve(issuer.JWKSHandler(func(w http.ResponseWriter, _ *http.Request, err error) {
 		seen = err
 		w.WriteHeader(http.StatusTeapot)
-	}))
+	}, nil))
 	if rec.Code != http.StatusTeapot || !errors.Is(seen, errFake) {
 		t.Errorf("onError: status %d, error %v", rec.Code, seen)
 	}
 
 	key.fail.Store(false)
-	got := view(serve(issuer.JWKSHandler(nil)))
+	got := view(serve(issuer.JWKSHandler(nil, nil)))
 	doc, _ := issuer.JWKS(t.Context())
 	want = answer{Status: 200, Headers: map[string]string{
 		"Content-Type": "application/jwk-set+json", "Cache-Control": "public, max-age=300", "Access-Control-Allow-Origin": "*",

@@ -168,9 +168,30 @@ func (i *Issuer) JWKS(ctx context.Context) ([]byte, error) {
 	return doc, nil
 }
 
-// JWKSHandler serves JWKS with JWKSCacheControl, to any origin. When the keys cannot be
-// read it calls onError, or with a nil onError answers 503 KEYS_UNAVAILABLE.
-func (i *Issuer) JWKSHandler(onError func(http.ResponseWriter, *http.Request, error)) http.Handler {
+// FailOpenTTL is how long a JWKS handler keeps its list of break-glasses: listing may read
+// every program, and the document is cacheable for JWKSMaxAge anyway.
+const FailOpenTTL = 30 * time.Second
+
+// FailOpen is where a JWKS handler learns the programs whose break-glass is on, for the
+// document's failOpen member; it lists them at most once per FailOpenTTL, and after a failed
+// List serves the last one's.
+type FailOpen struct {
+	// List returns the programs' break-glass ends; those past are left out of the document.
+	List func(context.Context) (map[string]time.Time, error)
+	// OnError, if set, is told of a List that failed.
+	OnError func(context.Context, error)
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// JWKSHandler serves JWKS with JWKSCacheControl, to any origin, and with failOpen (if not nil)
+// a failOpen member: each program whose break-glass is on, with its end (RFC 3339). When the
+// keys cannot be read it calls onError, or with a nil onError answers 503 KEYS_UNAVAILABLE.
+func (i *Issuer) JWKSHandler(onError func(http.ResponseWriter, *http.Request, error), failOpen *FailOpen) http.Handler {
+	var ends func(context.Context) map[string]time.Time
+	if failOpen != nil && failOpen.List != nil {
+		ends = failOpen.cached()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		doc, err := i.JWKS(r.Context())
 		if err != nil {
@@ -185,11 +206,66 @@ func (i *Issuer) JWKSHandler(onError func(http.ResponseWriter, *http.Request, er
 			_, _ = w.Write([]byte(`{"code":"KEYS_UNAVAILABLE","message":"The signing keys are briefly unavailable; retry shortly."}`))
 			return
 		}
+		if ends != nil {
+			doc = withFailOpen(doc, ends(r.Context()))
+		}
 		w.Header().Set("Content-Type", JWKSContentType)
 		w.Header().Set("Cache-Control", JWKSCacheControl)
 		w.Header().Set("Access-Control-Allow-Origin", "*")
 		_, _ = w.Write(doc)
 	})
+}
+
+// cached returns f.List's break-glasses still on, listed again at most once per FailOpenTTL;
+// after a failed List, those of the last one that succeeded (none before any).
+func (f FailOpen) cached() func(context.Context) map[string]time.Time {
+	now := f.Now
+	if now == nil {
+		now = time.Now
+	}
+	var (
+		mu     sync.Mutex
+		ends   map[string]time.Time
+		listed time.Time // the last List's start, failed or not
+	)
+	return func(ctx context.Context) map[string]time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if listed.IsZero() || now().Sub(listed) >= FailOpenTTL {
+			listed = now()
+			// A List that fails keeps the last one's: a break-glass is for when things fail.
+			l, err := f.List(context.WithoutCancel(ctx)) // one caller gone must not fail it for all
+			switch {
+			case err == nil:
+				ends = l
+			case f.OnError != nil:
+				f.OnError(ctx, err)
+			}
+		}
+		t := now()
+		on := make(map[string]time.Time, len(ends))
+		for id, end := range ends {
+			if t.Before(end) {
+				on[id] = end
+			}
+		}
+		return on
+	}
+}
+
+// withFailOpen is doc, a JWKS, with a failOpen member of ends, or doc itself when ends is
+// empty. RFC 7517 §5 allows a JWK Set other members, which consumers that do not know them ignore.
+func withFailOpen(doc []byte, ends map[string]time.Time) []byte {
+	if len(ends) == 0 {
+		return doc
+	}
+	member := make(map[string]string, len(ends))
+	for id, end := range ends {
+		member[id] = end.UTC().Format(time.RFC3339)
+	}
+	b, _ := json.Marshal(member) // strings: never fails
+	// doc is json.Marshal's {"keys":[…]}: the member goes before its closing brace.
+	return slices.Concat(doc[:len(doc)-1], []byte(`,"failOpen":`), b, []byte("}"))
 }
 
 // jwk is key's public JWK, worked out on its first use and kept.

@@ -28,6 +28,7 @@ const (
 	PassesPath       = "/api/v1/admin/programs/{programId}/passes"           // issues bypass passes
 	KeysPath         = "/api/v1/admin/keys"                                  // the pass signing keys: list, rotate
 	KeyPath          = "/api/v1/admin/keys/{keyId}"                          // revokes one key
+	EdgeKeysPath     = "/api/v1/admin/edge/keys"                             // the edge gate's keys: list, rotate
 	JWKSPath         = "/.well-known/jwks.json"
 )
 
@@ -100,6 +101,10 @@ type Token struct {
 	// AdmissionPass is the signed pass (a compact JWS) the protected site
 	// checks, ADMITTED only; the same in every answer.
 	AdmissionPass string `json:"admissionPass,omitempty"`
+	// EdgeToken is the token the edge gate trades for an edge session,
+	// ADMITTED only, for a program at the gate: the page adds it to the
+	// URL it sends the person to as wrEdge.
+	EdgeToken string `json:"edgeToken,omitempty"`
 	// ExpiresAt is the end of the admission window, ADMITTED and EXPIRED.
 	ExpiresAt Time `json:"expiresAt,omitzero"`
 	// LeftAt is when the token left, LEFT only.
@@ -220,7 +225,24 @@ type Program struct {
 	// BypassHeld is how many slots of the cap live bypass passes hold
 	// now; absent: none.
 	BypassHeld int64 `json:"bypassHeld,omitempty"`
+	Edge
 	Profile
+}
+
+// Edge is a program at the edge gate (docs/edge-gate.md).
+type Edge struct {
+	// EdgeMode is off (the gate lets everyone through), standby (it gives
+	// everyone an edge session) or on (it sends those without one to the
+	// waiting room); absent: off.
+	EdgeMode string `json:"edgeMode,omitempty"`
+	// EdgePaths are the path prefixes of the protected site that the gate
+	// guards for the program.
+	EdgePaths []string `json:"edgePaths,omitempty"`
+	// EdgeSessionSeconds is how long an edge session lasts; absent: 3600.
+	EdgeSessionSeconds int64 `json:"edgeSessionSeconds,omitempty"`
+	// FailOpenUntil is the break-glass: until then the gate and passverify
+	// let everyone through.
+	FailOpenUntil Time `json:"failOpenUntil,omitzero"`
 }
 
 // ProgramSettings is the body of a program PUT: absent fields keep their
@@ -261,6 +283,20 @@ type ProgramSettings struct {
 	// Translations set texts in other languages, by BCP 47 tag (at most
 	// 10 languages), merged per language and per text.
 	Translations map[string]TextSettings `json:"translations,omitempty"`
+	// EdgeMode is off, standby or on.
+	EdgeMode *string `json:"edgeMode,omitempty"`
+	// EdgePaths, at most 10 path prefixes of at most 128 bytes, each
+	// starting with /; [] clears them.
+	EdgePaths *[]string `json:"edgePaths,omitempty"`
+	// EdgeSessionSeconds, 60 to 86,400; 0 restores the default (3600).
+	EdgeSessionSeconds *int64 `json:"edgeSessionSeconds,omitempty"`
+	// FailOpenUntil is an RFC 3339 time; "" clears it.
+	FailOpenUntil *string `json:"failOpenUntil,omitempty"`
+}
+
+// Edge reports whether s sets any of the edge gate's settings.
+func (s ProgramSettings) Edge() bool {
+	return s.EdgeMode != nil || s.EdgePaths != nil || s.EdgeSessionSeconds != nil || s.FailOpenUntil != nil
 }
 
 // ProgramList is a page of the programs, in id order.
@@ -345,6 +381,32 @@ type SigningKey struct {
 	CreatedAt Time `json:"createdAt"`
 	// RevokedAt is when the key was revoked; absent unless revoked.
 	RevokedAt Time `json:"revokedAt,omitzero"`
+}
+
+// EdgeKeys is the edge gate's HMAC keys, newest first, without their
+// secrets: the answer to a listing or a rotation (docs/edge-gate.md).
+type EdgeKeys struct {
+	Keys []EdgeKey `json:"keys"`
+}
+
+// EdgeRotation is the body of an edge key rotation.
+type EdgeRotation struct {
+	// Drop makes the new key sign at once and drops every other, which
+	// ends every edge session made before (a leaked key); else the new
+	// key signs once it has reached the edges and the one before still
+	// verifies.
+	Drop bool `json:"drop,omitempty"`
+}
+
+// EdgeKey is one edge key.
+type EdgeKey struct {
+	KeyID string `json:"keyId"`
+	// State is next (published, signing from signsFrom), signing, or
+	// verifying (the previous key, which no longer signs).
+	State string `json:"state"`
+	// SignsFrom is when a rotated key starts signing (absent for a key
+	// that signed as soon as it was made, or one that no longer signs).
+	SignsFrom Time `json:"signsFrom,omitzero"`
 }
 
 // SigningKeys is the answer to a listing of the keyring: every key the

@@ -35,6 +35,8 @@ const (
 	CodeNoKeyring             = "NO_KEYRING"         // passes signed with fixed keys: no keyring
 	CodeInvalidKeyID          = "INVALID_KEY_ID"
 	CodeKeyNotFound           = "KEY_NOT_FOUND"
+	CodeEdgeUnavailable       = "EDGE_UNAVAILABLE" // the edge gate's store did not take a change
+	CodeNoEdge                = "NO_EDGE"          // no edge gate is deployed
 
 	// Codes of the HTTP layer: the request, not the queue, is at fault.
 	CodeNotFound         = "NOT_FOUND"

@@ -18,9 +18,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/awsconfig"
 	"github.com/example/waitingroom/internal/bypass"
+	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/edge"
+	"github.com/example/waitingroom/internal/edgekv"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
@@ -39,10 +43,12 @@ type App struct {
 	Service *queue.Service
 	Passes  *admissionpass.Issuer  // signs passes, publishes the JWKS; nil: none
 	Keys    *admissionpass.Keyring // the keyring Passes signs with; nil with fixed keys
+	Edge    *edge.Publisher        // keeps the edge gate's store; nil: no gate
 	Page    http.Handler           // the waiting-room page over Service
 	// Metrics records every request the handlers answer (set it before building them).
 	Metrics        metrics.Observer
 	serviceOpts    []queue.Option
+	edgeKV         edgekv.Store
 	itemWriteUnits float64
 }
 
@@ -71,6 +77,16 @@ func WithKeyring(iss string, ks admissionpass.KeyStore, wrap admissionpass.KeyWr
 // PassRetain is how long a superseded signing key stays published: the longest pass and a minute.
 const PassRetain = max(settings.MaxAdmissionWindow, bypass.MaxValidity) + time.Minute
 
+// WithEdge puts the programs behind the edge gate whose store is kv: the
+// admin routes keep it in step with them (default site rules), and
+// admitted answers carry edge tokens of its keys.
+func WithEdge(kv edgekv.Store) Option {
+	return func(a *App) {
+		a.edgeKV = kv
+		a.serviceOpts = append(a.serviceOpts, queue.WithEdgeTokens(edge.NewMinter(kv, clock.Real{})))
+	}
+}
+
 // WithShuffleKey makes key sign the seeds of shuffled openings.
 func WithShuffleKey(key shuffle.Key) Option { return WithServiceOptions(queue.WithShuffleKey(key)) }
 
@@ -96,6 +112,9 @@ func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...Option)
 		sopts = append(sopts, queue.WithPassSigner(Signer(a.Passes)))
 	}
 	a.Service = queue.NewService(store, cfg.Policy, append(sopts, a.serviceOpts...)...)
+	if a.edgeKV != nil {
+		a.Edge = edge.NewPublisher(a.edgeKV, edge.DefaultSite(), a.Service, clock.Real{})
+	}
 	a.Page = newPage(a.Service, cfg.PageLogoURL, log)
 	return a
 }
@@ -155,6 +174,13 @@ func fromEnv(ctx context.Context, getenv func(string) string, w io.Writer, queue
 			return nil, err
 		}
 		opts = append(opts, WithShuffleKey(shuffle), WithServiceOptions(queue.WithChallengeSecret(secret)))
+	}
+	if cfg.EdgeKVSARN != "" {
+		awscfg, err := awsconfig.Load(ctx, cfg.EdgeKVSEndpoint)
+		if err != nil {
+			return nil, fmt.Errorf("edge KeyValueStore client: %w", err)
+		}
+		opts = append(opts, WithEdge(edgekv.New(edgekv.NewAPI(awscfg, cfg.EdgeKVSEndpoint), cfg.EdgeKVSARN)))
 	}
 	client, err := dynamostore.NewClient(ctx, cfg.DynamoEndpoint)
 	if err != nil {
@@ -245,7 +271,7 @@ func (a *App) options() []httpapi.Option {
 
 // adminOptions are options and the keyring of the admin key routes.
 func (a *App) adminOptions() []httpapi.Option {
-	return append(a.options(), httpapi.WithKeyring(a.Keys))
+	return append(a.options(), httpapi.WithKeyring(a.Keys), httpapi.WithEdge(a.Edge))
 }
 
 // StartLambda is a function's main: it builds the App with fromEnv and serves handler's

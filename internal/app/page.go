@@ -32,7 +32,7 @@ func (p pagePrograms) Page(ctx context.Context, programID, lang string) (waitpag
 	}
 	texts := s.Profile.In(pageLanguage(lang)...)
 	return waitpage.PageInfo{DisplayName: texts.DisplayName, Message: texts.Message, TargetURL: s.Profile.TargetURL,
-		Paused: s.Paused, Closed: s.Closed, ClosesAt: s.ClosesAt}, nil
+		Paused: s.Paused, Closed: s.Closed, ClosesAt: s.ClosesAt, EdgePaths: s.Edge.Paths}, nil
 }
 
 // Enter implements waitpage.Programs; a malformed token or key is dropped (a fresh place).

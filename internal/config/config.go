@@ -46,12 +46,15 @@ const (
 	EnvSecretsEndpoint    = "SECRETS_ENDPOINT"
 	EnvChallengeSecret    = "CHALLENGE_SECRET"
 	EnvPageLogoURL        = "WAITING_ROOM_LOGO_URL"
+	// The edge gate's KeyValueStore, and a local emulator's endpoint for it.
+	EnvEdgeKVSARN      = "EDGE_KVS_ARN"
+	EnvEdgeKVSEndpoint = "EDGE_KVS_ENDPOINT"
 )
 
 // Variables lists every environment variable FromEnv reads.
 var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvPollSteady, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace,
 	EnvPassIssuer, EnvPassWrapKMSKeyID, EnvPassKeyRotation, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvShuffleKMSKeyID, EnvPageLogoURL,
-	EnvChallengeSecretARN, EnvSecretsEndpoint, EnvChallengeSecret}
+	EnvChallengeSecretARN, EnvSecretsEndpoint, EnvChallengeSecret, EnvEdgeKVSARN, EnvEdgeKVSEndpoint}
 
 // Retired lists the variables FromEnv refuses: they configured a fixed KMS key, now gone.
 var Retired = []string{"PASS_KMS_KEY_ID", "PASS_KMS_PUBLISHED_KEY_ID"}
@@ -84,6 +87,8 @@ type Config struct {
 	PageLogoURL      string // the image above the waiting-room page's title
 	// ChallengeSecretARN, SecretsEndpoint and ChallengeSecret: see EnvChallengeSecretARN.
 	ChallengeSecretARN, SecretsEndpoint, ChallengeSecret string
+	// EdgeKVSARN is the edge gate's KeyValueStore ("": no gate), at EdgeKVSEndpoint when set.
+	EdgeKVSARN, EdgeKVSEndpoint string
 }
 
 // Pass configures the signing of admission passes: a keyring wrapped by a
@@ -117,6 +122,8 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		SecretsEndpoint:    env(EnvSecretsEndpoint),
 		ChallengeSecret:    getenv(EnvChallengeSecret),
 		PageLogoURL:        env(EnvPageLogoURL),
+		EdgeKVSARN:         env(EnvEdgeKVSARN),
+		EdgeKVSEndpoint:    env(EnvEdgeKVSEndpoint),
 		PolicyName:         cmp.Or(env(EnvPollPolicy), polling.DefaultName),
 		Pass: Pass{
 			Issuer:           env(EnvPassIssuer),

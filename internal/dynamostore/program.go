@@ -49,6 +49,8 @@ type programItem struct {
 	OpensAtMs         int64 `dynamodbav:"opensAtMs,omitempty"`
 	ClosesAtMs        int64 `dynamodbav:"closesAtMs,omitempty"`
 	settings.Profile
+	settings.Edge
+	FailOpenUntilMs int64 `dynamodbav:"failOpenUntilMs,omitempty"`
 
 	ManualRateMilli pace.Rate              `dynamodbav:"manualRateMilli"`
 	LastAdmitAtMs   int64                  `dynamodbav:"lastAdmitAtMs"`
@@ -87,6 +89,7 @@ func ProgramItem(p admission.Program) (map[string]types.AttributeValue, error) {
 		Advancing: p.Settled().Advancing(), NsPerTicket: p.StepNs(), DrainAtNs: p.DrainAtNs,
 		Options: p.Options, AdmissionWindowMs: p.AdmissionWindow.Milliseconds(), Profile: p.Profile,
 		OpensAtMs: pace.UnixMs(p.OpensAt), ClosesAtMs: pace.UnixMs(p.ClosesAt),
+		Edge: p.Edge, FailOpenUntilMs: pace.UnixMs(p.Edge.FailOpenUntil),
 		ManualRateMilli: p.ManualRate, LastAdmitAtMs: pace.UnixMs(p.LastAdmitAt), LastAdmitGapMs: p.LastAdmitGap.Milliseconds(),
 		ChangeIDs: p.Changes, Shards: p.Shards, ShuffleNonce: p.ShuffleNonce, Prequeue: p.Prequeue, PrequeueFixed: p.PrequeueFixed,
 		ExtraGiven: p.ExtraGiven, CapFrom: p.CapFrom, CapRaiseAtMs: p.CapRaiseAtMs,
@@ -122,6 +125,8 @@ func DecodeProgram(item map[string]types.AttributeValue) (admission.Program, err
 	p.OpensAt = pace.FromUnixMs(it.OpensAtMs)
 	p.ClosesAt = pace.FromUnixMs(it.ClosesAtMs)
 	p.Profile = it.Profile
+	p.Edge = it.Edge
+	p.Edge.FailOpenUntil = pace.FromUnixMs(it.FailOpenUntilMs)
 	if it.Capacity != nil {
 		p.Capacity = *it.Capacity
 	}

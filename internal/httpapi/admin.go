@@ -29,7 +29,13 @@ func (a *api) putProgram(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeObject(r, &b); err != nil {
 		return err
 	}
+	if err := a.edgeFits(r.Context(), r.PathValue("programId"), b); err != nil {
+		return err
+	}
 	c, created, err := a.svc.PutProgram(r.Context(), r.PathValue("programId"), b)
+	if err == nil && (created || b.Edge()) {
+		err = a.publishEdge(r.Context(), c)
+	}
 	return writeCounters(w, r, okOrCreated(created), c, err)
 }
 
@@ -74,7 +80,12 @@ func (a *api) listPrograms(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) deleteProgram(w http.ResponseWriter, r *http.Request) error {
-	return answer(w, http.StatusNoContent, nil, a.svc.DeleteProgram(r.Context(), r.PathValue("programId")))
+	id := r.PathValue("programId")
+	err := a.svc.DeleteProgram(r.Context(), id)
+	if err == nil {
+		err = a.publishEdge(r.Context(), admission.Counters{ProgramID: id})
+	}
+	return answer(w, http.StatusNoContent, nil, err)
 }
 
 func (a *api) history(w http.ResponseWriter, r *http.Request) error {
@@ -158,7 +169,9 @@ func programOf(c admission.Counters) wire.Program {
 		ChallengeBits:          c.ChallengeBits,
 		ShuffleCommitment:      c.ShuffleCommitment,
 		BypassHeld:             c.BypassHeld,
-		Profile:                profileOf(c.Profile),
+		Edge: wire.Edge{EdgeMode: c.Edge.Mode, EdgePaths: c.Edge.Paths, EdgeSessionSeconds: c.Edge.SessionSeconds,
+			FailOpenUntil: wire.TimeOf(c.Edge.FailOpenUntil)},
+		Profile: profileOf(c.Profile),
 	}
 	if c.PrequeueFixed {
 		view.Prequeue = &c.Prequeue

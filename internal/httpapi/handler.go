@@ -6,6 +6,8 @@ package httpapi
 
 import (
 	"cmp"
+	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -17,6 +19,8 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	wire "github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/catalog"
+	"github.com/example/waitingroom/internal/edge"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/settings"
@@ -58,6 +62,7 @@ type api struct {
 	passes    *admissionpass.Issuer
 	jwksh     http.Handler           // the passes' JWKS, built once
 	keys      *admissionpass.Keyring // nil: fixed keys, no key routes
+	edge      *edge.Publisher        // nil: no edge gate
 }
 
 // NewQueue returns the public API over svc: enter, poll and leave; any
@@ -84,7 +89,10 @@ func newAPI(svc *queue.Service, opts []Option) *api {
 		o(a)
 	}
 	if a.passes != nil {
-		a.jwksh = a.passes.JWKSHandler(func(w http.ResponseWriter, r *http.Request, err error) { a.writeError(w, r, keysError(err)) })
+		a.jwksh = a.passes.JWKSHandler(func(w http.ResponseWriter, r *http.Request, err error) { a.writeError(w, r, keysError(err)) },
+			&admissionpass.FailOpen{List: a.failingOpen, OnError: func(ctx context.Context, err error) {
+				a.log.LogAttrs(ctx, slog.LevelError, "JWKS break-glasses", slog.String("requestId", requestID(ctx)), slog.String("error", err.Error()))
+			}})
 	}
 	return a
 }
@@ -191,6 +199,26 @@ func (a *api) jwks(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// failingOpen lists the programs with a break-glass end, for the JWKS's failOpen member,
+// which leaves out those past and lists again at most once per admissionpass.FailOpenTTL.
+func (a *api) failingOpen(ctx context.Context) (map[string]time.Time, error) {
+	ends := map[string]time.Time{}
+	for cursor := ""; ; {
+		l, err := a.svc.ListPrograms(ctx, cursor, catalog.MaxLimit)
+		if err != nil {
+			return nil, fmt.Errorf("list programs: %w", err)
+		}
+		for _, c := range l.Programs {
+			if !c.Edge.FailOpenUntil.IsZero() {
+				ends[c.ProgramID] = c.Edge.FailOpenUntil
+			}
+		}
+		if cursor = l.Next; cursor == "" {
+			return ends, nil
+		}
+	}
+}
+
 // writeToken answers v with status, or returns err; a WAITING token also gets Retry-After.
 func writeToken(w http.ResponseWriter, r *http.Request, status int, v queue.View, err error) error {
 	if err != nil {
@@ -248,6 +276,7 @@ func TokenOf(v queue.View, prefs ...language.Tag) wire.Token {
 		Notice:          v.Notice,
 		Paused:          v.Paused,
 		AdmissionPass:   v.AdmissionPass,
+		EdgeToken:       v.EdgeToken,
 		OpensAt:         wire.TimeOf(v.OpensAt),
 		ClosesAt:        wire.TimeOf(v.ClosesAt),
 		StatusLine:      v.StatusLine,

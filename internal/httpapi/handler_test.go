@@ -33,6 +33,8 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/challenge"
+	"github.com/example/waitingroom/internal/clock"
+	"github.com/example/waitingroom/internal/edge"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/polling"
@@ -1209,6 +1211,12 @@ func sendTo(h http.Handler, method, path string, hdr http.Header, body string) (
 // panicStore panics on every call, as a bug would.
 type panicStore struct{ queue.Store }
 
+// panicKV is an edge store that panics on every call.
+type panicKV struct{}
+
+func (panicKV) Get(context.Context, string) (string, error) { panic("boom") }
+func (panicKV) Put(context.Context, string, string) error   { panic("boom") }
+
 // panicKey panics when asked for its public half.
 type panicKey struct{ brokenKey }
 
@@ -1228,7 +1236,8 @@ func TestEveryRouteAnswers(t *testing.T) {
 	// A keyring whose store panicked stays stuck on its read: one a route.
 	buggyFor := func() http.Handler {
 		return checked(t, httpapi.New(queue.NewService(panicStore{}, polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(keys),
-			httpapi.WithKeyring(admissionpass.NewKeyring(panicKeyStore{}, &seqWrapper{}))))
+			httpapi.WithKeyring(admissionpass.NewKeyring(panicKeyStore{}, &seqWrapper{})),
+			httpapi.WithEdge(edge.NewPublisher(panicKV{}, edge.DefaultSite(), nil, clock.Real{}))))
 	}
 	lambda := checkedLambda(t, httpapi.Lambda(httpapi.New(newService(t), httpapi.IAMAuth(), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, "")))))
 	admin := http.Header{"Authorization": {"Bearer s3cret"}, api.HeaderToken: {"waitingTokenFixture001"}, api.HeaderAdmissionPass: {sampleevents.SessionPass}}
@@ -1248,8 +1257,11 @@ func TestEveryRouteAnswers(t *testing.T) {
 			if r.Admin {
 				body = bodyOf[r.Method]
 			}
-			if r.Path == api.PassesPath {
+			switch r.Path {
+			case api.PassesPath:
 				body = `{"count":1,"validSeconds":60}`
+			case api.EdgeKeysPath:
+				body = `{}`
 			}
 			if status, code := sendTo(buggyFor(), r.Method, path, admin, body); status != 500 || code != api.CodeInternal {
 				t.Errorf("a bug: %d %s", status, code)

@@ -38,4 +38,6 @@ var Routes = []Route{
 	{http.MethodGet, wire.KeysPath, true, metrics.OpAdmin, withKeyring((*api).listKeys)},
 	{http.MethodPost, wire.KeysPath, true, metrics.OpAdmin, withKeyring((*api).rotateKey)},
 	{http.MethodDelete, wire.KeyPath, true, metrics.OpAdmin, withKeyring((*api).revokeKey)},
+	{http.MethodGet, wire.EdgeKeysPath, true, metrics.OpAdmin, (*api).edgeKeys},
+	{http.MethodPost, wire.EdgeKeysPath, true, metrics.OpAdmin, (*api).rotateEdgeKeys},
 }

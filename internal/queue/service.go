@@ -54,6 +54,7 @@ type Service struct {
 	rng      *rand.Rand
 	cache    *admission.Cache
 	passes   PassSigner
+	edge     EdgeTokens
 	shuffle  shuffleSeeds
 	tickets  Tickets
 	folds    capacity.Throttle
@@ -85,6 +86,16 @@ type PassSigner interface {
 
 // WithPassSigner makes every admission carry a pass signed once by signer.
 func WithPassSigner(signer PassSigner) Option { return func(s *Service) { s.passes = signer } }
+
+// EdgeTokens mints the edge gate's token of an admission whose pass
+// expires at exp (package edge).
+type EdgeTokens interface {
+	EdgeToken(ctx context.Context, programID string, exp time.Time, pass string) (string, error)
+}
+
+// WithEdgeTokens makes the admitted answers of programs at the edge gate
+// (edge mode not off) carry an edge token minted by m.
+func WithEdgeTokens(m EdgeTokens) Option { return func(s *Service) { s.edge = m } }
 
 // WithPolicies names the polling policies a program may choose
 // ("pollingPolicy"); others get the service's default.
@@ -253,14 +264,22 @@ func (s *Service) answer(ctx context.Context, programID string, t Token) (View, 
 	if t.IssuedAt.Before(p.CreatedAt.Add(-incarnationMargin)) {
 		return View{}, errTokenNotFound // of a deleted program of that id
 	}
+	var v View
 	if t.pending() {
 		if p, err = s.withOpening(ctx, p, now); err != nil {
 			return View{}, err
 		}
 		s.maybeFold(ctx, p, now)
-		return s.view(ctx, p, t, now)
+		v, err = s.view(ctx, p, t, now)
+	} else {
+		v, err = s.view(ctx, admission.Program{}, t, now)
 	}
-	return s.view(ctx, admission.Program{}, t, now)
+	if err == nil && s.edge != nil && v.AdmissionPass != "" && p.Edge.Mode != "" {
+		if v.EdgeToken, err = s.edge.EdgeToken(ctx, programID, v.ExpiresAt, v.AdmissionPass); err != nil {
+			return View{}, &Error{Kind: KindUnavailable, Code: api.CodeEdgeUnavailable, Message: "Your pass to the site could not be made just now; retry shortly.", Err: fmt.Errorf("edge token: %w", err)}
+		}
+	}
+	return v, err
 }
 
 // withOpening is withShuffle(p), read fresh with its pre-queue fixed once an
@@ -463,6 +482,7 @@ func (s *Service) program(ctx context.Context, id string, now time.Time) (admiss
 // new entries are refused, ClosesAt: its scheduled close (zero: none).
 type Showing struct {
 	Profile  settings.Profile
+	Edge     settings.Edge
 	Paused   bool
 	Closed   bool
 	ClosesAt time.Time
@@ -478,5 +498,5 @@ func (s *Service) Showing(ctx context.Context, programID string) (Showing, error
 	if err != nil {
 		return Showing{}, err
 	}
-	return Showing{Profile: p.Profile, Paused: p.Segment(now).Paused, Closed: !p.TakesEntries(now), ClosesAt: p.ClosesAt}, nil
+	return Showing{Profile: p.Profile, Edge: p.Edge, Paused: p.Segment(now).Paused, Closed: !p.TakesEntries(now), ClosesAt: p.ClosesAt}, nil
 }

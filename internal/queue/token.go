@@ -126,6 +126,7 @@ type View struct {
 	AdmittedAt    time.Time // ADMITTED and EXPIRED
 	ExpiresAt     time.Time // ADMITTED and EXPIRED: end of the admission window
 	AdmissionPass string    // ADMITTED only
+	EdgeToken     string    // ADMITTED only, at the edge gate
 	LeftAt        time.Time // LEFT
 	RevokedAt     time.Time // REVOKED
 	// FirstSighting reports that this answer recorded the admission, for

@@ -62,6 +62,8 @@ type Options struct {
 	NoShowSeconds int64 `dynamodbav:"noShowSeconds,omitempty"`
 	// ChallengeBits is the proof of work an enter must carry (package challenge).
 	ChallengeBits int64 `dynamodbav:"challengeBits,omitempty"`
+	// Edge is the program at the edge gate.
+	Edge Edge `dynamodbav:"-"`
 	// Profile is what the program shows the people who wait.
 	Profile Profile `dynamodbav:"-"`
 }
@@ -91,6 +93,10 @@ func Apply(set api.ProgramSettings, o *Options, seg *pace.Segment, policies map[
 		change(&o.MaxActiveUsers, set.MaxActiveUsers, "maxActiveUsers", maxActiveUsers),
 		change(&o.NoShowSeconds, set.NoShowSeconds, "noShowSeconds", noShowSeconds),
 		change(&o.ChallengeBits, set.ChallengeBits, "challengeBits", challengeBits),
+		change(&o.Edge.Mode, set.EdgeMode, "edgeMode", edgeMode),
+		change(&o.Edge.Paths, set.EdgePaths, "edgePaths", edgePaths),
+		change(&o.Edge.SessionSeconds, set.EdgeSessionSeconds, "edgeSessionSeconds", edgeSession),
+		change(&o.Edge.FailOpenUntil, set.FailOpenUntil, "failOpenUntil", failOpenUntil),
 	)
 }
 

@@ -6,19 +6,53 @@ import (
 	"time"
 )
 
-func TestPassURL(t *testing.T) {
-	tests := []struct{ target, pass, want string }{
-		{"https://tickets.example.com/buy", "h.p.s", "https://tickets.example.com/buy?admissionPass=h.p.s"},
-		{"https://tickets.example.com/buy?event=7&x=a%20b#seat", "h.p.s", "https://tickets.example.com/buy?event=7&x=a%20b&admissionPass=h.p.s#seat"},
-		{"https://tickets.example.com/", "a+b/c=", "https://tickets.example.com/?admissionPass=a%2Bb%2Fc%3D"},
-		{"http://127.0.0.1:3000/demo-site/demo", "", "http://127.0.0.1:3000/demo-site/demo"},
-		{"javascript:alert(1)", "h.p.s", ""},
-		{"/relative", "h.p.s", ""},
-		{"", "h.p.s", ""},
+func TestAdmittedURL(t *testing.T) {
+	tests := []struct{ back, target, pass, edge, want string }{
+		{"", "https://tickets.example.com/buy", "h.p.s", "", "https://tickets.example.com/buy?admissionPass=h.p.s"},
+		{"", "https://tickets.example.com/buy?event=7&x=a%20b#seat", "h.p.s", "", "https://tickets.example.com/buy?event=7&x=a%20b&admissionPass=h.p.s#seat"},
+		{"", "https://tickets.example.com/", "a+b/c=", "", "https://tickets.example.com/?admissionPass=a%2Bb%2Fc%3D"},
+		{"", "http://127.0.0.1:3000/demo-site/demo", "", "", "http://127.0.0.1:3000/demo-site/demo"},
+		{"", "javascript:alert(1)", "h.p.s", "", ""},
+		{"", "/relative", "h.p.s", "", ""},
+		{"", "", "h.p.s", "", ""},
+		// Through the edge gate: back to the path, with the token only.
+		{"/shop/cart?item=3", "https://tickets.example.com/", "h.p.s", "k.gala.9.j.m", "/shop/cart?item=3&wrEdge=k.gala.9.j.m"},
+		{"/shop/", "", "h.p.s", "k.gala.9.j.m", "/shop/?wrEdge=k.gala.9.j.m"},
+		// The token goes back through the gate only; a back without a token (not at the gate) is ignored.
+		{"", "https://tickets.example.com/", "h.p.s", "k.gala.9.j.m", "https://tickets.example.com/?admissionPass=h.p.s"},
+		{"/shop/", "https://tickets.example.com/", "h.p.s", "", "https://tickets.example.com/?admissionPass=h.p.s"},
 	}
 	for _, tt := range tests {
-		if got := passURL(tt.target, tt.pass); got != tt.want {
-			t.Errorf("passURL(%q, %q) = %q, want %q", tt.target, tt.pass, got, tt.want)
+		if got := admittedURL(tt.back, tt.target, View{AdmissionPass: tt.pass, EdgeToken: tt.edge}); got != tt.want {
+			t.Errorf("admittedURL(%q, %q, %q, %q) = %q, want %q", tt.back, tt.target, tt.pass, tt.edge, got, tt.want)
+		}
+	}
+}
+
+func TestReturnPath(t *testing.T) {
+	for _, tc := range []struct {
+		v       string
+		guarded []string
+		want    string
+	}{
+		{"/shop/cart?item=3#x", []string{"/shop/"}, "/shop/cart?item=3#x"},
+		{"/SHOP/cart", []string{"/shop/"}, "/SHOP/cart"},
+		{"/shop", []string{"/shop/"}, "/shop"},
+		{"/tickets-2/x", []string{"/tickets"}, "/tickets-2/x"}, // /tickets, not /tickets/, is its prefix
+		{"/", []string{"/shop/"}, ""},                          // not guarded
+		{"/account", []string{"/shop/"}, ""},
+		{"/", []string{"/"}, "/"},
+		{"/a", nil, ""}, // not at the gate
+		{"", []string{"/"}, ""},
+		{"shop", []string{"/"}, ""},
+		{"//evil.example/", []string{"/"}, ""},
+		{"/\\evil.example", []string{"/"}, ""},
+		{"https://evil.example/", []string{"/"}, ""},
+		{"/a b", []string{"/"}, ""},
+		{"/a\nb", []string{"/"}, ""},
+	} {
+		if got := returnPath(tc.v, tc.guarded); got != tc.want {
+			t.Errorf("returnPath(%q, %q) = %q, want %q", tc.v, tc.guarded, got, tc.want)
 		}
 	}
 }

@@ -64,7 +64,7 @@ func refreshing(lang language, d *noscriptData, after time.Duration) *noscriptDa
 }
 
 // noscriptView renders v for a browser without JavaScript.
-func noscriptView(lang language, programID string, info PageInfo, v View) *noscriptData {
+func noscriptView(lang language, programID, back string, info PageInfo, v View) *noscriptData {
 	switch v.Status {
 	case api.StatusWaiting:
 		d := &noscriptData{
@@ -83,7 +83,7 @@ func noscriptView(lang language, programID string, info PageInfo, v View) *noscr
 		return refreshing(lang, d, v.RetryAfter())
 	case api.StatusAdmitted:
 		d := &noscriptData{Heading: lang.t("admittedTitle")}
-		if u := passURL(info.TargetURL, v.AdmissionPass); u != "" {
+		if u := admittedURL(back, info.TargetURL, v); u != "" {
 			d.Redirect, d.Text = u, lang.t("redirecting")
 		} else {
 			d.Text = lang.t("admittedNoTarget", "t", clock(v.ExpiresAt.Time))
@@ -119,20 +119,61 @@ func closingLine(lang language, at time.Time) string {
 	return lang.t("closedAt", "t", clock(at))
 }
 
-// passURL is target with admissionPass=pass added to its query; "" unless target is an
-// absolute http(s) URL.
-func passURL(target, pass string) string {
+// admittedURL is where v's holder goes: back (a path of this site, from
+// the edge gate) with the edge token, else target with the pass added to
+// its query; "" unless target is an absolute http(s) URL.
+func admittedURL(back, target string, v View) string {
+	if back != "" && v.EdgeToken != "" {
+		return withParams(back, "", v.EdgeToken)
+	}
 	u, err := url.Parse(target)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return ""
 	}
+	return withParams(u.String(), v.AdmissionPass, "")
+}
+
+// withParams adds admissionPass and wrEdge, those not empty, to u's query.
+func withParams(u, pass, edgeToken string) string {
+	q := url.Values{}
 	if pass != "" {
-		if u.RawQuery != "" {
-			u.RawQuery += "&"
-		}
-		u.RawQuery += "admissionPass=" + url.QueryEscape(pass)
+		q.Set("admissionPass", pass)
 	}
-	return u.String()
+	if edgeToken != "" {
+		q.Set("wrEdge", edgeToken)
+	}
+	if len(q) == 0 {
+		return u
+	}
+	u, frag, _ := strings.Cut(u, "#")
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	u += sep + q.Encode()
+	if frag != "" {
+		u += "#" + frag
+	}
+	return u
+}
+
+// returnPath is v if it is a path of this site to come back to, as the
+// edge gate sends it: rooted at one /, printable, at most 2048 bytes, and
+// under one of the program's guarded paths (as the gate reads them:
+// without case, /x/ covering /x); else "".
+func returnPath(v string, guarded []string) string {
+	if !strings.HasPrefix(v, "/") || strings.HasPrefix(v, "//") || len(v) > 2048 ||
+		strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '\\' }) {
+		return ""
+	}
+	path, _, _ := strings.Cut(strings.ToLower(v), "?")
+	for _, g := range guarded {
+		g = strings.ToLower(g)
+		if strings.HasPrefix(path, g) || strings.HasSuffix(g, "/") && path == strings.TrimSuffix(g, "/") {
+			return v
+		}
+	}
+	return ""
 }
 
 // idPattern matches the token ids and idempotency keys the fallback passes on.

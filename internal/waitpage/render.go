@@ -32,6 +32,8 @@ type pageData struct {
 	Refresh              int    // seconds until the page reloads itself (error pages); 0: never
 	// ClosesAt is Info.ClosesAt in RFC 3339, "" for none: app.js says it.
 	ClosesAt string
+	// Return is the path of this site to send the admitted back to (the edge gate's ?return=); "" for none.
+	Return   string
 	Error    *errorData
 	NoScript *noscriptData
 }

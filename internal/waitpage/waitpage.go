@@ -47,6 +47,7 @@ type PageInfo struct {
 	Paused      bool      // admission is paused (when the page loads; answers then say)
 	Closed      bool      // the program takes no new entries
 	ClosesAt    time.Time // the scheduled close to new entries; zero: none
+	EdgePaths   []string  // the site's paths the edge gate guards for the program: a ?return= must be under one
 }
 
 // View is one answer about a token: the JSON API's Token.
@@ -162,12 +163,13 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := h.data(lang, id, info)
+	d.Return = returnPath(r.URL.Query().Get("return"), info.EdgePaths)
 	w.Header().Set("Cache-Control", "private, no-store") // a person's place, pass or key
 	if tok := tokenCookie(r); tok != "" {
 		v, err := h.programs.Poll(r.Context(), id, tok, lang.code)
 		switch {
 		case err == nil:
-			d.NoScript = noscriptView(lang, id, info, v)
+			d.NoScript = noscriptView(lang, id, d.Return, info, v)
 		case errors.Is(err, ErrTokenNotFound):
 			setTokenCookie(w, r, id, "")
 			d.NoScript = joinView(lang, id, false)
@@ -229,7 +231,11 @@ func (h *Handler) enter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setTokenCookie(w, r, id, v.TokenID)
-	http.Redirect(w, r, PathPrefix+url.PathEscape(id)+"?lang="+lang.code, http.StatusSeeOther)
+	next := PathPrefix + url.PathEscape(id) + "?lang=" + lang.code
+	if back := r.PostForm.Get("return"); back != "" && returnPath(back, []string{"/"}) != "" { // checked again by the page
+		next += "&return=" + url.QueryEscape(back)
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 // notFound is every other GET under PathPrefix.

@@ -459,6 +459,15 @@ func TestCost(t *testing.T) {
 				DynamoReads: 20 * 0.125e-6, DynamoWrites: 30 * 0.625e-6, Logs: 20 * logBytes / 1e9 * 0.5,
 				KMS: (2*0.03 + 0.10) / 1e4,
 			}},
+		{"behind the edge gate, 10 site requests each, on a new distribution", func(p *Prices) { p.SiteRequests, p.CloudFrontPerMillion = 10, 1 },
+			Result{Requests: 20, Enters: 10, Entered: 10, Polls: 10, Admitted: 8, PeakRps: 15, DurationSeconds: 5},
+			Cost{
+				Usage: Usage{Requests: 20, GBSeconds: 20 * 0.25 * 0.01, Instances: 1,
+					RRU: 30, WRU: 10*3 + 8, KMS: 1 + 1, KeyPeriods: 1, LogBytes: 20 * logBytes, EdgeCalls: 10 + 8*11},
+				APIGateway: 20e-6, LambdaRequests: 20 * 0.2e-6, LambdaDuration: 20 * 0.25 * 0.01 * 0.0000133334,
+				DynamoReads: 30 * 0.125e-6, DynamoWrites: 38 * 0.625e-6, Logs: 20 * logBytes / 1e9 * 0.5,
+				KMS: (0.03 + 0.10) / 1e4, Edge: 98e-6 * (0.10 + 3*0.03 + 1),
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prices := DefaultPrices()
@@ -466,7 +475,7 @@ func TestCost(t *testing.T) {
 				tc.prices(&prices)
 			}
 			want := tc.want
-			want.Total = want.APIGateway + want.LambdaRequests + want.LambdaDuration + want.DynamoReads + want.DynamoWrites + want.Logs + want.KMS
+			want.Total = want.APIGateway + want.LambdaRequests + want.LambdaDuration + want.DynamoReads + want.DynamoWrites + want.Logs + want.KMS + want.Edge
 			if diff := cmp.Diff(want, prices.Cost(tc.r), cmpopts.EquateApprox(1e-12, 1e-12)); diff != "" {
 				t.Errorf("Cost (-want +got):\n%s", diff)
 			}

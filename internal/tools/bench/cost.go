@@ -25,6 +25,14 @@ type Prices struct {
 	KeyRotation                          time.Duration
 	// LogsPerGB prices 10⁹ bytes; the others are a request's log bytes.
 	LogsPerGB, EMFBytes, LambdaLogBytes, AccessLogBytes float64
+	// The edge gate: SiteRequests are an admitted person's requests to
+	// the protected site through it (0: no gate), each a function
+	// invocation reading EdgeKVSReads keys, as are each arrival's first
+	// request (sent to the room) and each admission's token exchange;
+	// CloudFrontPerMillion prices the distribution's requests (0 for a
+	// site already on CloudFront).
+	SiteRequests, EdgeKVSReads                                          float64
+	EdgeFunctionPerMillion, EdgeKVSReadPerMillion, CloudFrontPerMillion float64
 }
 
 // DefaultPrices returns the documented defaults.
@@ -50,6 +58,9 @@ func DefaultPrices() Prices {
 		EMFBytes:                 713,
 		LambdaLogBytes:           375,
 		AccessLogBytes:           553,
+		EdgeKVSReads:             3,
+		EdgeFunctionPerMillion:   0.10,
+		EdgeKVSReadPerMillion:    0.03,
 	}
 }
 
@@ -63,6 +74,7 @@ type Usage struct {
 	KMS        int64   `json:"kms"`        // per key period, a GenerateDataKeyPair and a Decrypt per instance
 	KeyPeriods int64   `json:"keyPeriods"` // the key rotation periods the run touches
 	LogBytes   float64 `json:"logBytes"`
+	EdgeCalls  float64 `json:"edgeCalls,omitempty"` // the edge gate's function invocations
 }
 
 // Cost is the AWS bill of a run, in US dollars.
@@ -75,11 +87,13 @@ type Cost struct {
 	DynamoWrites   float64 `json:"dynamoWrites"`
 	Logs           float64 `json:"logs"`
 	KMS            float64 `json:"kms"`
+	Edge           float64 `json:"edge,omitempty"`
 	Total          float64 `json:"total"`
 }
 
 // Cost prices r's requests, each through API Gateway and one Lambda
-// invocation, with their DynamoDB units and the signing key's KMS calls.
+// invocation, with their DynamoDB units and the signing key's KMS calls,
+// and the edge gate's invocations when p.SiteRequests is set.
 // r must be finished (its peak rate and duration set).
 func (p Prices) Cost(r Result) Cost {
 	req := float64(r.Requests)
@@ -91,6 +105,9 @@ func (p Prices) Cost(r Result) Cost {
 		WRU:        float64(r.Enters)*p.EnterWRU + float64(r.Admitted)*p.AdmitWRU + float64(r.Leaves)*p.LeaveWRU,
 		KeyPeriods: 1,
 		LogBytes:   req * (p.EMFBytes + p.LambdaLogBytes + p.AccessLogBytes),
+	}
+	if p.SiteRequests > 0 {
+		u.EdgeCalls = float64(r.Entered) + float64(r.Admitted)*(1+p.SiteRequests)
 	}
 	if p.KeyRotation > 0 {
 		u.KeyPeriods = max(1, int64(math.Ceil(r.DurationSeconds/p.KeyRotation.Seconds())))
@@ -107,7 +124,8 @@ func (p Prices) Cost(r Result) Cost {
 		Logs:           u.LogBytes / 1e9 * p.LogsPerGB,
 		KMS:            (float64(decrypts)*p.KMSSymmetricPer10k + float64(u.KeyPeriods)*p.KMSKeyPairPer10k) / 1e4,
 	}
-	c.Total = c.APIGateway + c.LambdaRequests + c.LambdaDuration + c.DynamoReads + c.DynamoWrites + c.Logs + c.KMS
+	c.Edge = u.EdgeCalls / 1e6 * (p.EdgeFunctionPerMillion + p.EdgeKVSReads*p.EdgeKVSReadPerMillion + p.CloudFrontPerMillion)
+	c.Total = c.APIGateway + c.LambdaRequests + c.LambdaDuration + c.DynamoReads + c.DynamoWrites + c.Logs + c.KMS + c.Edge
 	return c
 }
 

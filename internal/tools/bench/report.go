@@ -137,6 +137,8 @@ func (c Cost) add(ls *lines, admitted int) {
 		{"cost: DynamoDB writes", c.DynamoWrites, USD, true},
 		{"cost: CloudWatch Logs", c.Logs, USD, true},
 		{"cost: KMS", c.KMS, USD, true},
+		{"edge gate invocations", u.EdgeCalls, formatInteger, u.EdgeCalls > 0},
+		{"cost: edge gate", c.Edge, USD, u.EdgeCalls > 0},
 		{"cost: total", c.Total, USD, true},
 	}...)
 	ls.add(admitted > 0, "per million admitted", c.Total/float64(admitted)*1e6, USD, true)

@@ -45,11 +45,13 @@ const (
 	OpRevokeToken Op = "DELETE token"
 	OpListKeys    Op = "GET keys"
 	OpRotateKey   Op = "POST keys"
+	OpEdgeKeys    Op = "GET edge keys"
+	OpRotateEdge  Op = "POST edge keys"
 	OpRevokeKey   Op = "DELETE key"
 )
 
 var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory, OpGetToken, OpRevokeToken, OpBypass,
-	OpListKeys, OpRotateKey, OpRevokeKey}
+	OpListKeys, OpRotateKey, OpRevokeKey, OpEdgeKeys, OpRotateEdge}
 
 // Admin reports whether o is an admin call.
 func (o Op) Admin() bool { return slices.Contains(adminOps, o) }
@@ -246,6 +248,17 @@ func (c *Client) Keys(ctx context.Context) (api.SigningKeys, error) {
 func (c *Client) RotateKey(ctx context.Context) (api.SigningKey, error) {
 	r, err := answer[api.KeyRotation](ctx, c, request{op: OpRotateKey, path: api.KeysPath, want: []int{http.StatusCreated}})
 	return r.Key, err
+}
+
+// EdgeKeys lists the edge gate's keys, newest first, without their secrets.
+func (c *Client) EdgeKeys(ctx context.Context) (api.EdgeKeys, error) {
+	return answer[api.EdgeKeys](ctx, c, request{op: OpEdgeKeys, path: api.EdgeKeysPath})
+}
+
+// RotateEdgeKeys makes a new edge key that signs once it has reached the
+// edges; with drop, one that signs at once, the others dropped.
+func (c *Client) RotateEdgeKeys(ctx context.Context, drop bool) (api.EdgeKeys, error) {
+	return answer[api.EdgeKeys](ctx, c, request{op: OpRotateEdge, path: api.EdgeKeysPath, body: api.EdgeRotation{Drop: drop}, want: []int{http.StatusCreated}})
 }
 
 // RevokeKey revokes the signing key kid; a Replacement signs in its place if it was signing.

@@ -2,6 +2,7 @@ package demosite_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -162,5 +163,49 @@ func TestDemoSiteProgramsUnavailable(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/demo-site/gala", nil))
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || strings.Contains(rec.Body.String(), "STORE") {
 		t.Errorf("%d Retry-After %q %q, want 503 with Retry-After and no internals", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+}
+
+// TestDemoSiteBreakGlass: while the room's JWKS says the program fails
+// open, the demo page lets a visitor without a pass in, and says so.
+func TestDemoSiteBreakGlass(t *testing.T) {
+	room := passtest.NewRoom(t)
+	res, err := http.Get(room.JWKSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	err = json.NewDecoder(res.Body).Decode(&doc)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	doc["failOpen"] = map[string]string{"gala": until.Format(time.RFC3339)}
+	b, _ := json.Marshal(doc)
+	room.PublishDocument(b)
+	h, err := demosite.New(demosite.Config{API: strings.TrimSuffix(room.JWKSURL(), "/.well-known/jwks.json"), Issuer: passtest.Issuer, Programs: gala})
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := httptest.NewServer(h)
+	defer site.Close()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for id, want := range map[string]string{
+		"gala":  "Let in by the break-glass, until " + until.Format(time.RFC3339),
+		"other": "", // not its program's break-glass: sent to the room
+	} {
+		res, err := noRedirect.Get(demosite.URL(site.URL, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		switch {
+		case want != "" && (res.StatusCode != 200 || !strings.Contains(string(body), want)):
+			t.Errorf("%s: %d %q, want 200 with %q", id, res.StatusCode, body, want)
+		case want == "" && res.StatusCode != http.StatusSeeOther:
+			t.Errorf("%s: %d, want 303 to the room", id, res.StatusCode)
+		}
 	}
 }

@@ -11,6 +11,8 @@
   const program = root.dataset.program;
   const api = root.dataset.api + encodeURIComponent(program);
   const target = root.dataset.target || '';
+  // back is the path of this site the edge gate sent the person from.
+  const back = root.dataset.return || '';
   const closed = root.dataset.closed === 'true';
   // closesAt is the scheduled close to new entries (null: none), from the
   // page, then from each WAITING answer.
@@ -263,7 +265,7 @@
 
   function admitted(b) {
     stopped = true;
-    const url = passURL(target, b.admissionPass);
+    const url = back && b.edgeToken ? withParams(back, '', b.edgeToken) : passURL(target, b.admissionPass);
     if (!url) return done(t('admittedTitle'), t('admittedNoTarget', { t: timeOf(b.expiresAt) }));
     done(t('admittedTitle'), t('redirecting'));
     const go = $('go');
@@ -279,11 +281,22 @@
     try {
       const u = new URL(target, location.href);
       if (u.protocol !== 'https:' && u.protocol !== 'http:') return '';
-      if (pass) u.search = (u.search ? u.search + '&' : '?') + 'admissionPass=' + encodeURIComponent(pass);
-      return u.href;
+      return withParams(u.href, pass, '');
     } catch {
       return '';
     }
+  }
+
+  // withParams adds admissionPass and wrEdge, those given, to url's query,
+  // keeping the rest as it is.
+  function withParams(url, pass, edgeToken) {
+    let add = '';
+    if (pass) add += '&admissionPass=' + encodeURIComponent(pass);
+    if (edgeToken) add += '&wrEdge=' + encodeURIComponent(edgeToken);
+    const hash = url.indexOf('#');
+    const [base, frag] = hash < 0 ? [url, ''] : [url.slice(0, hash), url.slice(hash)];
+    if (!add) return url;
+    return base + (base.includes('?') ? add : '?' + add.slice(1)) + frag;
   }
 
   // ended stops polling and offers a button: a fresh place (a new key, the

@@ -116,7 +116,9 @@ func apply(p admission.Program, set api.ProgramSettings, now time.Time, delay ti
 }
 
 // checkCapacityChange refuses, once anyone was admitted, a new cap or
-// no-show handling, and a cap lowered or removed.
+// no-show handling, a cap lowered or removed, a changed noShowSeconds, and
+// under either a shorter admission window (the folds count the window
+// over with the current one, the passes out keep theirs).
 func checkCapacityChange(p admission.Program, set api.ProgramSettings, now time.Time, delay time.Duration) error {
 	if p.Version == 0 || p.CounterAt(pace.UnixMs(now.Add(delay))) == 0 {
 		return nil // being created, or nobody admitted before the change takes effect
@@ -131,8 +133,15 @@ func checkCapacityChange(p admission.Program, set api.ProgramSettings, now time.
 	case p.MaxActiveUsers > 0 && *n < p.MaxActiveUsers:
 		return Errorf(KindConflict, api.CodeInvalidSettings, "maxActiveUsers can only be raised once admission has started (it is %d).", p.MaxActiveUsers)
 	}
-	if n := set.NoShowSeconds; n != nil && *n > 0 && !p.Followed() {
+	switch n := set.NoShowSeconds; {
+	case n == nil || *n == p.NoShowSeconds:
+	case !p.Followed():
 		return started("noShowSeconds cannot be set")
+	default:
+		return Errorf(KindConflict, api.CodeInvalidSettings, "noShowSeconds is fixed once admission has started (it is %d): people waiting were told when to poll by it.", p.NoShowSeconds)
+	}
+	if w := set.AdmissionWindowSeconds; w != nil && p.Followed() && *w < int64(p.AdmissionWindow/time.Second) {
+		return Errorf(KindConflict, api.CodeInvalidSettings, "admissionWindowSeconds can only be raised once admission has started under a cap or no-shows (it is %d): the passes already out keep their end.", int64(p.AdmissionWindow/time.Second))
 	}
 	return nil
 }

@@ -132,8 +132,10 @@ func TestNoShowsGivenBack(t *testing.T) {
 }
 
 // TestCapacityChangesOnceStarted: once anyone is admitted, a cap or
-// no-show handling cannot start (those admitted were never followed) and
-// a cap can only be raised; before, anything goes.
+// no-show handling cannot start (those admitted were never followed), a
+// cap can only be raised, noShowSeconds is fixed, and under either the
+// window can only be raised (the passes out keep their end); before,
+// anything goes.
 func TestCapacityChangesOnceStarted(t *testing.T) {
 	ctx := t.Context()
 	svc, c := newService(t)
@@ -168,7 +170,15 @@ func TestCapacityChangesOnceStarted(t *testing.T) {
 		{"cap lowered", "capped", api.ProgramSettings{MaxActiveUsers: new(int64(4))}, true},
 		{"cap removed", "capped", api.ProgramSettings{MaxActiveUsers: new(int64(0))}, true},
 		{"cap raised", "capped", api.ProgramSettings{MaxActiveUsers: new(int64(9))}, false},
-		{"no-shows on a capped program", "capped", api.ProgramSettings{NoShowSeconds: new(int64(30))}, false},
+		{"no-shows on a capped program", "capped", api.ProgramSettings{NoShowSeconds: new(int64(30))}, true},
+		{"no-shows lowered", "shows", api.ProgramSettings{NoShowSeconds: new(int64(5))}, true},
+		{"no-shows raised", "shows", api.ProgramSettings{NoShowSeconds: new(int64(3600))}, true},
+		{"no-shows removed", "shows", api.ProgramSettings{NoShowSeconds: new(int64(0))}, true},
+		{"no-shows unchanged", "shows", api.ProgramSettings{NoShowSeconds: new(int64(30))}, false},
+		{"window shortened under a cap", "capped", api.ProgramSettings{AdmissionWindowSeconds: new(int64(60))}, true},
+		{"window shortened with no-shows", "shows", api.ProgramSettings{AdmissionWindowSeconds: new(int64(60))}, true},
+		{"window raised under a cap", "capped", api.ProgramSettings{AdmissionWindowSeconds: new(int64(1200))}, false},
+		{"window shortened, rate only", "plain", api.ProgramSettings{AdmissionWindowSeconds: new(int64(60))}, false},
 		{"a cap where no-shows are followed", "shows", api.ProgramSettings{MaxActiveUsers: new(int64(5))}, true},
 		{"plain rate", "plain", api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(5))}, false},
 	} {

@@ -25,10 +25,12 @@ type person struct {
 }
 
 // TestCapNeverExceeded is a property test: with random caps, rates, crowds,
-// no-shows, sessions ended by the site, people who leave on their own and
-// bypass passes issued by an admin, the people holding a live admission
-// or a live bypass pass (to its exp plus the verifiers' leeway) never
-// outnumber the cap, no no-show ever gets a pass, and everyone is served
+// no-shows, sessions ended by the site, people who leave on their own,
+// bypass passes issued by an admin and the admin's random changes of the
+// cap, the window, noShowSeconds and the rate (taken or refused), the
+// people holding a live admission or a live bypass pass (to its exp plus
+// the verifiers' leeway) never outnumber the cap, no no-show ever gets a
+// pass, nobody who polls as told is counted one, and everyone is served
 // or counted a no-show.
 func TestCapNeverExceeded(t *testing.T) {
 	for seed := range seeds(12) {
@@ -38,9 +40,13 @@ func TestCapNeverExceeded(t *testing.T) {
 			capacity := 1 + rng.Int64N(6)
 			ctx := t.Context()
 			svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second))
+			noShow, window := int64(5+rng.IntN(5)), int64(60)
+			if seed%2 == 1 { // the admin changes settings: room to shorten both
+				noShow, window = int64(30+rng.IntN(60)), int64(180+rng.IntN(120))
+			}
 			if _, _, err := svc.PutProgram(ctx, "p", api.ProgramSettings{
 				AdmissionRatePerSecond: new(api.Rate(float64(1 + rng.IntN(20)))), MaxActiveUsers: new(capacity),
-				NoShowSeconds: new(int64(5 + rng.IntN(5))), AdmissionWindowSeconds: new(int64(60)),
+				NoShowSeconds: new(noShow), AdmissionWindowSeconds: new(window),
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +69,30 @@ func TestCapNeverExceeded(t *testing.T) {
 			}
 			end := c.Now().Add(time.Hour)
 			var bypass []time.Time // the ends of the live bypass passes
-			issued := 0
+			issued, changes := 0, 0
+			// change is one random admin change; a refusal must be 409 INVALID_SETTINGS.
+			change := func() {
+				var set api.ProgramSettings
+				switch rng.IntN(4) {
+				case 0:
+					set.MaxActiveUsers = new(capacity - 1 + rng.Int64N(3)) // lowered (refused), kept or raised by one
+				case 1:
+					set.AdmissionWindowSeconds = new(int64(60 + rng.IntN(240)))
+				case 2:
+					set.NoShowSeconds = new([]int64{0, 5, 8, 60, 3600}[rng.IntN(5)])
+				default:
+					set.AdmissionRatePerSecond = new(api.Rate(float64(1 + rng.IntN(20))))
+				}
+				switch _, _, err := svc.PutProgram(ctx, "p", set); {
+				case err == nil:
+					changes++
+					if set.MaxActiveUsers != nil {
+						capacity = *set.MaxActiveUsers // taken: only ever a raise
+					}
+				case !hasCode(err, api.CodeInvalidSettings):
+					t.Fatalf("admin change %+v: %v", set, err)
+				}
+			}
 			for c.Now().Before(end) {
 				c.Advance(100 * time.Millisecond)
 				now := c.Now()
@@ -75,8 +104,11 @@ func TestCapNeverExceeded(t *testing.T) {
 					}
 				}
 				bypass = live
+				if seed%2 == 1 && rng.IntN(30) == 0 { // about every 3 s
+					change()
+				}
 				if issued == 0 && rng.IntN(2) == 0 || rng.IntN(20) == 0 { // at the start, then about every 2 s
-					n := 1 + rng.Int64N(capacity)
+					n := 1 + rng.Int64N(min(capacity, 1000))
 					passes, err := svc.IssueBypass(ctx, "p", n, time.Duration(60+rng.IntN(60))*time.Second)
 					switch {
 					case hasCode(err, api.CodeNoRoom):
@@ -159,7 +191,7 @@ func TestCapNeverExceeded(t *testing.T) {
 				}
 			}
 			if cs, err := svc.Program(ctx, "p"); err == nil && testing.Verbose() {
-				t.Logf("counters %+v, %d bypass passes", cs, issued)
+				t.Logf("counters %+v, %d bypass passes, %d admin changes taken", cs, issued, changes)
 			}
 			for i, pp := range people {
 				if !pp.done {

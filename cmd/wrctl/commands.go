@@ -323,16 +323,17 @@ func writeTable(w io.Writer, flags uint, rows [][]string) error {
 
 // edgeCommand switches an existing program's mode at the edge gate, and its paths with -paths.
 func (a *app) edgeCommand(fs *flag.FlagSet) runner {
-	paths := fs.String("paths", "", "the site's `paths` the gate guards for the program, comma-separated prefixes (/tickets/,/cart/)")
+	var paths *[]string // set by -paths, "" clearing them
+	fs.Func("paths", "the site's `paths` the gate guards for the program, comma-separated prefixes (/tickets/,/cart/); \"\" clears them", func(v string) error {
+		p, err := list.parse(v, nil, nil)
+		paths = new(p.([]string))
+		return err
+	})
 	return func(ctx context.Context, c *call) error {
 		if _, err := c.client.GetProgram(ctx, c.args[0]); err != nil {
 			return err // a mistyped id creates nothing
 		}
-		set := api.ProgramSettings{EdgeMode: &c.args[1]}
-		if *paths != "" {
-			set.EdgePaths = new(strings.Split(*paths, ","))
-		}
-		return a.put(ctx, c, set)
+		return a.put(ctx, c, api.ProgramSettings{EdgeMode: &c.args[1], EdgePaths: paths})
 	}
 }
 

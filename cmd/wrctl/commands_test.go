@@ -413,6 +413,14 @@ func TestEdge(t *testing.T) {
 		t.Errorf("after edge standby: %v", got)
 	}
 	must("edge", "gala", "on")
+	if got := decode(t, must("get", "gala", "-json")); fmt.Sprint(got["edgePaths"]) != "[/tickets/ /cart]" {
+		t.Errorf("edge without -paths changed them: %v", got["edgePaths"])
+	}
+	must("edge", "gala", "on", "-paths", "")
+	if got := decode(t, must("get", "gala", "-json")); got["edgePaths"] != nil {
+		t.Errorf("edge -paths \"\": %v, want none", got["edgePaths"])
+	}
+	must("edge", "gala", "on", "-paths", "/tickets/,/cart")
 	must("put", "gala", "-fail-open-until", "2030-01-02T03:04:05Z", "-edge-session", "10m")
 	var p struct {
 		Mode          string `json:"mode"`

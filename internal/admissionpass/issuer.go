@@ -172,6 +172,9 @@ func (i *Issuer) JWKS(ctx context.Context) ([]byte, error) {
 // every program, and the document is cacheable for JWKSMaxAge anyway.
 const FailOpenTTL = 30 * time.Second
 
+// FailOpenListTimeout bounds one listing of the break-glasses.
+const FailOpenListTimeout = 2 * time.Second
+
 // FailOpen is where a JWKS handler learns the programs whose break-glass is on, for the
 // document's failOpen member; it lists them at most once per FailOpenTTL, and after a failed
 // List serves the last one's.
@@ -224,24 +227,30 @@ func (f FailOpen) cached() func(context.Context) map[string]time.Time {
 		now = time.Now
 	}
 	var (
-		mu     sync.Mutex
-		ends   map[string]time.Time
-		listed time.Time // the last List's start, failed or not
+		mu      sync.Mutex
+		ends    map[string]time.Time
+		listed  time.Time // the last List's start, failed or not
+		listing bool      // one caller lists; the others serve the last list, never waiting on it
 	)
 	return func(ctx context.Context) map[string]time.Time {
 		mu.Lock()
-		defer mu.Unlock()
-		if listed.IsZero() || now().Sub(listed) >= FailOpenTTL {
-			listed = now()
-			// A List that fails keeps the last one's: a break-glass is for when things fail.
-			l, err := f.List(context.WithoutCancel(ctx)) // one caller gone must not fail it for all
-			switch {
+		if !listing && (listed.IsZero() || now().Sub(listed) >= FailOpenTTL) {
+			listed, listing = now(), true
+			mu.Unlock()
+			// Bounded, and not the caller's to cancel: the keys must not wait on a slow table.
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FailOpenListTimeout)
+			l, err := f.List(lctx)
+			cancel()
+			mu.Lock()
+			listing = false
+			switch { // a List that fails keeps the last one's: a break-glass is for when things fail
 			case err == nil:
 				ends = l
 			case f.OnError != nil:
 				f.OnError(ctx, err)
 			}
 		}
+		defer mu.Unlock()
 		t := now()
 		on := make(map[string]time.Time, len(ends))
 		for id, end := range ends {

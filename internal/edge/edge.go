@@ -117,11 +117,15 @@ func (p *Publisher) Changed(ctx context.Context, c admission.Counters) error {
 	return p.EnsureKeys(ctx)
 }
 
-// list reads every program.
 func (p *Publisher) list(ctx context.Context) ([]admission.Counters, error) {
+	return ListAll(ctx, p.programs)
+}
+
+// ListAll reads every program of programs, page by page.
+func ListAll(ctx context.Context, programs Programs) ([]admission.Counters, error) {
 	var all []admission.Counters
 	for cursor := ""; ; {
-		l, err := p.programs.ListPrograms(ctx, cursor, catalog.MaxLimit)
+		l, err := programs.ListPrograms(ctx, cursor, catalog.MaxLimit)
 		if err != nil {
 			return nil, fmt.Errorf("edge: list programs: %w", err)
 		}

@@ -27,9 +27,10 @@ type Minter struct {
 	kv    edgekv.Store
 	clock clock.Clock
 
-	mu     sync.Mutex
-	keys   edgetoken.Keys
-	readAt time.Time
+	mu      sync.Mutex
+	keys    edgetoken.Keys
+	readAt  time.Time // of the last read, failed or not
+	reading bool      // a read is under way: the others mint with the keys they have
 }
 
 // NewMinter returns a Minter of the keys in kv, on clk's time.
@@ -43,19 +44,30 @@ func (m *Minter) EdgeToken(ctx context.Context, programID string, exp time.Time,
 	if err != nil {
 		return "", err
 	}
-	return ks.Signing(now).Token(programID, exp, passJTI(pass)), nil
+	jti := passJTI(pass)
+	if jti == "" {
+		return "", errors.New("edge: the admission pass has no jti")
+	}
+	return ks.Signing(now).Token(programID, exp, jti), nil
 }
 
+// read returns the keys, read again once a KeysTTL after the last read
+// (failed or not) by one caller while the others use those it has.
 func (m *Minter) read(ctx context.Context, now time.Time) (edgetoken.Keys, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.keys.Current.ID != "" && now.Sub(m.readAt) < KeysTTL {
+	if have := m.keys.Current.ID != ""; have && (m.reading || now.Sub(m.readAt) < KeysTTL) {
+		defer m.mu.Unlock()
 		return m.keys, nil
 	}
+	m.reading = true
+	m.mu.Unlock()
 	ks, err := ReadKeys(ctx, m.kv)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reading, m.readAt = false, now
 	switch {
 	case err == nil && ks.Current.ID != "":
-		m.keys, m.readAt = ks, now
+		m.keys = ks
 	case m.keys.Current.ID != "":
 		// Stale keys still verify at the edge: better than no token.
 	case err != nil:

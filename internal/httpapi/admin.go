@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -33,7 +34,7 @@ func (a *api) putProgram(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c, created, err := a.svc.PutProgram(r.Context(), r.PathValue("programId"), b)
-	if err == nil && (created || b.Edge()) {
+	if err == nil && b.Edge() {
 		err = a.publishEdge(r.Context(), c)
 	}
 	return writeCounters(w, r, okOrCreated(created), c, err)
@@ -82,8 +83,9 @@ func (a *api) listPrograms(w http.ResponseWriter, r *http.Request) error {
 func (a *api) deleteProgram(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("programId")
 	err := a.svc.DeleteProgram(r.Context(), id)
-	if err == nil {
-		err = a.publishEdge(r.Context(), admission.Counters{ProgramID: id})
+	if err == nil || queue.ErrorKind(err) == queue.KindNotFound {
+		// Also when already gone: a DELETE sent again publishes what a 503 left out.
+		err = cmp.Or(a.publishEdge(r.Context(), admission.Counters{ProgramID: id}), err)
 	}
 	return answer(w, http.StatusNoContent, nil, err)
 }

@@ -27,7 +27,7 @@ var errNoEdge = queue.Errorf(queue.KindConflict, wire.CodeNoEdge,
 func edgeError(err error, saved bool) error {
 	msg := "The edge gate's store is briefly unavailable; retry shortly."
 	if saved {
-		msg = "The change is saved, but the edge gate did not get it: send the same change again to publish it."
+		msg = "The change is saved, but the edge gate did not get it: send the same request again to publish it."
 	}
 	return &queue.Error{Kind: queue.KindUnavailable, Code: wire.CodeEdgeUnavailable, Message: msg, Err: err}
 }

@@ -192,8 +192,16 @@ func TestEdgeAdmin(t *testing.T) {
 	if status, body := r.call("PUT", gala, `{"closed":true}`); status != 200 {
 		t.Fatalf("close: %d %s", status, body)
 	}
-	if status, body := r.call("DELETE", gala, ""); status != 204 {
-		t.Fatalf("delete: %d %s", status, body)
+	r.kvs.FailPuts(func(int) bool { return true })
+	if status, body := r.call("DELETE", gala, ""); status != 503 || !strings.Contains(body, api.CodeEdgeUnavailable) {
+		t.Fatalf("delete with the edge's store down: %d %s, want 503 %s", status, body, api.CodeEdgeUnavailable)
+	}
+	r.kvs.FailPuts(nil)
+	if got := r.entry(t, "p.gala")["mode"]; got == "off" {
+		t.Fatalf("p.gala off before the DELETE is sent again")
+	}
+	if status, body := r.call("DELETE", gala, ""); status != 404 { // deleted: sent again, it publishes
+		t.Fatalf("delete again: %d %s, want 404", status, body)
 	}
 	if got, routes := r.entry(t, "p.gala")["mode"], r.entry(t, "site")["routes"]; got != "off" || routes != nil {
 		t.Errorf("after the delete: mode %v, routes %v; want off and none", got, routes)

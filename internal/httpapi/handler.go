@@ -7,7 +7,6 @@ package httpapi
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	wire "github.com/example/waitingroom/internal/api"
-	"github.com/example/waitingroom/internal/catalog"
 	"github.com/example/waitingroom/internal/edge"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
@@ -202,21 +200,17 @@ func (a *api) jwks(w http.ResponseWriter, r *http.Request) error {
 // failingOpen lists the programs with a break-glass end, for the JWKS's failOpen member,
 // which leaves out those past and lists again at most once per admissionpass.FailOpenTTL.
 func (a *api) failingOpen(ctx context.Context) (map[string]time.Time, error) {
+	all, err := edge.ListAll(ctx, a.svc)
+	if err != nil {
+		return nil, err
+	}
 	ends := map[string]time.Time{}
-	for cursor := ""; ; {
-		l, err := a.svc.ListPrograms(ctx, cursor, catalog.MaxLimit)
-		if err != nil {
-			return nil, fmt.Errorf("list programs: %w", err)
-		}
-		for _, c := range l.Programs {
-			if !c.Edge.FailOpenUntil.IsZero() {
-				ends[c.ProgramID] = c.Edge.FailOpenUntil
-			}
-		}
-		if cursor = l.Next; cursor == "" {
-			return ends, nil
+	for _, c := range all {
+		if !c.Edge.FailOpenUntil.IsZero() {
+			ends[c.ProgramID] = c.Edge.FailOpenUntil
 		}
 	}
+	return ends, nil
 }
 
 // writeToken answers v with status, or returns err; a WAITING token also gets Retry-After.

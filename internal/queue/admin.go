@@ -116,9 +116,8 @@ func apply(p admission.Program, set api.ProgramSettings, now time.Time, delay ti
 }
 
 // checkCapacityChange refuses, once anyone was admitted, a new cap or
-// no-show handling, a cap lowered or removed, a changed noShowSeconds, and
-// under either a shorter admission window (the folds count the window
-// over with the current one, the passes out keep theirs).
+// no-show handling, a cap lowered or removed, a changed noShowSeconds,
+// and, under a cap or no-shows, a shorter admission window.
 func checkCapacityChange(p admission.Program, set api.ProgramSettings, now time.Time, delay time.Duration) error {
 	if p.Version == 0 || p.CounterAt(pace.UnixMs(now.Add(delay))) == 0 {
 		return nil // being created, or nobody admitted before the change takes effect

@@ -39,9 +39,6 @@ func (e Edge) SessionLength() time.Duration {
 	return time.Duration(e.SessionSeconds) * time.Second
 }
 
-// FailingOpen reports whether the break-glass lets everyone through at now.
-func (e Edge) FailingOpen(now time.Time) bool { return now.Before(e.FailOpenUntil) }
-
 var edgeSession = bounded(MinEdgeSessionSeconds, MaxEdgeSessionSeconds, "must be 0 (the default, 3600) or %d to %d")
 
 func edgeMode(m string) (string, string) {

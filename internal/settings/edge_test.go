@@ -63,8 +63,15 @@ func TestEdgeSettings(t *testing.T) {
 
 func TestEdgeSessionLength(t *testing.T) {
 	now := time.Date(2026, 12, 4, 20, 0, 0, 0, time.UTC)
-	e := settings.Edge{FailOpenUntil: now.Add(time.Second)}
-	if e.SessionLength() != settings.DefaultEdgeSession || !e.FailingOpen(now) || e.FailingOpen(now.Add(time.Second)) {
-		t.Errorf("%+v: session %v, failing open %v then %v", e, e.SessionLength(), e.FailingOpen(now), e.FailingOpen(now.Add(time.Second)))
+	for _, tc := range []struct {
+		e    settings.Edge
+		want time.Duration
+	}{
+		{settings.Edge{FailOpenUntil: now}, settings.DefaultEdgeSession},
+		{settings.Edge{SessionSeconds: 600}, 10 * time.Minute},
+	} {
+		if got := tc.e.SessionLength(); got != tc.want {
+			t.Errorf("%+v: session %v, want %v", tc.e, got, tc.want)
+		}
 	}
 }

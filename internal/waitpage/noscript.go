@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/edgetoken"
 )
 
 // The no-JavaScript visitor's token is kept in cookieName, one per program's page.
@@ -140,7 +141,7 @@ func withParams(u, pass, edgeToken string) string {
 		q.Set("admissionPass", pass)
 	}
 	if edgeToken != "" {
-		q.Set("wrEdge", edgeToken)
+		q.Set(edgetoken.TokenParam, edgeToken)
 	}
 	if len(q) == 0 {
 		return u

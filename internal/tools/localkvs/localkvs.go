@@ -22,8 +22,8 @@ import (
 // MaxValueBytes (else ValidationException), a store of at most MaxTotalBytes of
 // keys and values (else ServiceQuotaExceededException).
 const (
-	MaxKeyBytes   = 512
-	MaxValueBytes = 1024
+	MaxKeyBytes   = edgekv.MaxKeyBytes
+	MaxValueBytes = edgekv.MaxValueBytes
 	MaxTotalBytes = 5 << 20
 )
 

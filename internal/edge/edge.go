@@ -99,20 +99,20 @@ func NewPublisher(kv edgekv.Store, site Site, programs Programs, clk clock.Clock
 // alone): its entry, the routes of every program, and a first key when c
 // is at the gate and the store holds none.
 func (p *Publisher) Changed(ctx context.Context, c admission.Counters) error {
-	all, err := p.list(ctx)
-	if err != nil {
-		return err
-	}
 	// The program's entry first: its mode and break-glass get through even
 	// when the routes no longer fit.
 	if err := p.Program(ctx, c); err != nil {
 		return err
 	}
-	if err := p.Routes(ctx, all); err != nil {
+	err := p.update(ctx, SiteKey, func() (string, error) {
+		all, err := p.list(ctx)
+		if err != nil {
+			return "", err
+		}
+		return p.siteValue(all)
+	})
+	if err != nil || c.Edge.Mode == "" {
 		return err
-	}
-	if c.Edge.Mode == "" {
-		return nil
 	}
 	return p.EnsureKeys(ctx)
 }
@@ -152,6 +152,49 @@ func (p *Publisher) Routes(ctx context.Context, programs []admission.Counters) e
 		return fmt.Errorf("edge: publish %s: %w", SiteKey, err)
 	}
 	return nil
+}
+
+// errUnchanged is what a compute of update returns to write nothing.
+var errUnchanged = errors.New("edge: unchanged")
+
+// conditional is an edgekv.Store that writes only if nothing changed since
+// a version it read (*edgekv.Client is one).
+type conditional interface {
+	ETag(ctx context.Context) (string, error)
+	PutIf(ctx context.Context, key, value, etag string) error
+}
+
+// update writes key with what compute makes from reads it does after the
+// store's version was read, again when another write came between, so
+// that two publishers at once lose nothing; a store without versions is
+// written as it is.
+func (p *Publisher) update(ctx context.Context, key string, compute func() (string, error)) error {
+	c, ok := p.kv.(conditional)
+	for attempt := 1; ; attempt++ {
+		etag := ""
+		if ok {
+			var err error
+			if etag, err = c.ETag(ctx); err != nil {
+				return fmt.Errorf("edge: publish %s: %w", key, err)
+			}
+		}
+		v, err := compute()
+		if errors.Is(err, errUnchanged) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !ok {
+			err = p.kv.Put(ctx, key, v)
+		} else if err = c.PutIf(ctx, key, v, etag); errors.Is(err, edgekv.ErrStale) && attempt < edgekv.MaxPutAttempts {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("edge: publish %s: %w", key, err)
+		}
+		return nil
+	}
 }
 
 // ErrRoutesTooLong is the error of routes that do not fit in one store value.
@@ -219,37 +262,54 @@ func (p *Publisher) Keys(ctx context.Context) (edgetoken.Keys, error) {
 // new key signs at once and no other verifies, which ends every edge
 // session made before.
 func (p *Publisher) RotateKeys(ctx context.Context, drop bool) (edgetoken.Keys, error) {
-	now := p.clock.Now()
-	ks, err := ReadKeys(ctx, p.kv)
-	if err != nil {
-		return ks, err
-	}
-	next, err := edgetoken.NewKey(rand.Text()[:12]) // unique: two rotations in a second must not share an id
-	if err != nil {
-		return ks, err
-	}
-	switch {
-	case drop || ks.Current.ID == "":
-		ks = edgetoken.Keys{Current: next} // signs at once: no other key could
-	case now.Unix() < ks.Current.From && ks.Previous != nil:
-		// The current key has not signed yet: the new one replaces it,
-		// and the key that signs keeps signing until the new one's turn.
+	return p.updateKeys(ctx, func(ks edgetoken.Keys, now time.Time) (edgetoken.Keys, error) {
+		next, err := edgetoken.NewKey(rand.Text()[:12]) // unique: two rotations in a second must not share an id
+		if err != nil {
+			return ks, err
+		}
+		switch {
+		case drop || ks.Current.ID == "":
+			return edgetoken.Keys{Current: next}, nil // signs at once: no other key could
+		case now.Unix() < ks.Current.From && ks.Previous != nil:
+			// The current key has not signed yet: the new one replaces it,
+			// and the key that signs keeps signing until the new one's turn.
+			next.From = now.Add(Propagation).Unix()
+			ks.Current = next
+			return ks, nil
+		}
 		next.From = now.Add(Propagation).Unix()
-		ks.Current = next
-	default:
-		next.From = now.Add(Propagation).Unix()
-		ks = ks.Rotated(next)
-	}
-	return ks, p.put(ctx, KeysKey, ks)
+		return ks.Rotated(next), nil
+	})
 }
 
 // EnsureKeys makes the first key when the store holds none.
 func (p *Publisher) EnsureKeys(ctx context.Context) error {
-	ks, err := ReadKeys(ctx, p.kv)
-	if err == nil && ks.Current.ID == "" {
-		_, err = p.RotateKeys(ctx, false)
-	}
+	_, err := p.updateKeys(ctx, func(ks edgetoken.Keys, now time.Time) (edgetoken.Keys, error) {
+		if ks.Current.ID != "" {
+			return ks, errUnchanged
+		}
+		next, err := edgetoken.NewKey(rand.Text()[:12])
+		return edgetoken.Keys{Current: next}, err
+	})
 	return err
+}
+
+// updateKeys writes the keys change makes of those published, read again
+// if another write came between (update).
+func (p *Publisher) updateKeys(ctx context.Context, change func(edgetoken.Keys, time.Time) (edgetoken.Keys, error)) (edgetoken.Keys, error) {
+	var ks edgetoken.Keys
+	err := p.update(ctx, KeysKey, func() (string, error) {
+		cur, err := ReadKeys(ctx, p.kv)
+		if err == nil {
+			ks, err = change(cur, p.clock.Now())
+		}
+		if err != nil {
+			return "", err
+		}
+		b, err := json.Marshal(ks)
+		return string(b), err
+	})
+	return ks, err
 }
 
 // ReadKeys reads the keys from kv (zero Keys when none are published).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,5 +213,59 @@ func TestChanged(t *testing.T) {
 	}
 	if ks, err := pub.Keys(t.Context()); err != nil || ks.Current.ID == "" || read[edge.Program](t, emu, "p.gala").Mode != "on" {
 		t.Errorf("after Changed: keys %+v (%v), p.gala %q; want a first key and mode on", ks, err, read[edge.Program](t, emu, "p.gala").Mode)
+	}
+}
+
+// changing lists programs that change between two listings, as when
+// another admin's change is saved while this one publishes.
+type changing struct {
+	calls atomic.Int64
+	pages [][]admission.Counters
+}
+
+func (c *changing) ListPrograms(context.Context, string, int) (queue.ProgramList, error) {
+	i := min(int(c.calls.Add(1))-1, len(c.pages)-1)
+	return queue.ProgramList{Programs: c.pages[i]}, nil
+}
+
+// TestPublishRaces: a write that meets another's (forced on the store's
+// N-th put) is computed again from fresh reads, so two publishers at once
+// lose neither's routes nor keys.
+func TestPublishRaces(t *testing.T) {
+	emu := localkvs.New("")
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}
+	kv := edgekv.New(edgekv.NewAPI(cfg, srv.URL), emu.ARN())
+	gala := counters("gala", settings.Edge{Mode: settings.EdgeOn, Paths: []string{"/gala/"}})
+	opera := counters("opera", settings.Edge{Mode: settings.EdgeOn, Paths: []string{"/opera/"}})
+	progs := &changing{pages: [][]admission.Counters{{gala}, {gala, opera}}}
+	pub := edge.NewPublisher(kv, edge.DefaultSite(), progs, simclock.NewFake(t0))
+
+	// Put 1 is gala's entry; put 2, the routes listed without opera, meets
+	// opera's publisher: they are listed again, and opera is in them.
+	emu.FailPut(2)
+	if err := pub.Changed(t.Context(), gala); err != nil {
+		t.Fatal(err)
+	}
+	if got := read[edge.Site](t, emu, edge.SiteKey).Routes; len(got) != 2 || progs.calls.Load() != 2 {
+		t.Errorf("routes %v after %d listings; want gala's and opera's, listed twice", got, progs.calls.Load())
+	}
+
+	// A rotation that meets another computes again from the keys then published.
+	first, err := pub.Keys(t.Context())
+	if err != nil || first.Current.ID == "" {
+		t.Fatalf("keys after Changed: %+v, %v", first, err)
+	}
+	emu.FailPut(1)
+	ks, err := pub.RotateKeys(t.Context(), false)
+	if err != nil || ks.Previous == nil || ks.Previous.ID != first.Current.ID {
+		t.Errorf("a rotation that met another write: %+v, %v; want the first key kept as previous", ks, err)
+	}
+	if err := pub.EnsureKeys(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := pub.Keys(t.Context()); again.Current.ID != ks.Current.ID {
+		t.Errorf("EnsureKeys with keys published changed them: %s, want %s", again.Current.ID, ks.Current.ID)
 	}
 }

@@ -75,6 +75,37 @@ func (c *Client) Get(ctx context.Context, key string) (string, error) {
 	return aws.ToString(out.Value), nil
 }
 
+// ErrStale is the error of PutIf when the store changed since etag.
+var ErrStale = errors.New("edgekv: the store changed since it was read")
+
+// ETag returns the store's version: any write changes it.
+func (c *Client) ETag(ctx context.Context) (string, error) {
+	d, err := c.api.DescribeKeyValueStore(ctx, &kvs.DescribeKeyValueStoreInput{KvsARN: &c.arn})
+	if err != nil {
+		return "", fmt.Errorf("edgekv: describe: %w", err)
+	}
+	return aws.ToString(d.ETag), nil
+}
+
+// PutIf sets key to value if the store is still at etag, else ErrStale:
+// what was computed from reads made after ETag is written only if still true.
+func (c *Client) PutIf(ctx context.Context, key, value, etag string) error {
+	if err := checkKey(key); err != nil {
+		return fmt.Errorf("edgekv: put %q: %w", key, err)
+	}
+	if len(value) > MaxValueBytes {
+		return fmt.Errorf("edgekv: put %q: value of %d bytes: %w", key, len(value), ErrLimit)
+	}
+	_, err := c.api.PutKey(ctx, &kvs.PutKeyInput{KvsARN: &c.arn, Key: &key, Value: &value, IfMatch: &etag})
+	switch {
+	case stale(err):
+		return fmt.Errorf("edgekv: put %q: %w", key, ErrStale)
+	case err != nil:
+		return fmt.Errorf("edgekv: put %q: %w", key, err)
+	}
+	return nil
+}
+
 // Put sets key to value under the store's current ETag; when another write
 // changed the ETag meanwhile it reads the new one and tries again, MaxPutAttempts times in all.
 func (c *Client) Put(ctx context.Context, key, value string) error {

@@ -185,16 +185,7 @@ func TestEdgeDistribution(t *testing.T) {
 			t.Errorf("behaviour %q: viewer protocol %v, origin %v; want https-only to HttpApi", b.pattern, b.viewer, b.origin)
 		}
 	}
-	type route struct{ method, path string }
-	var public []route
-	for _, r := range httpapi.Routes {
-		if !r.Admin {
-			public = append(public, route{r.Method, r.Path})
-		}
-	}
-	for _, r := range waitpage.Routes {
-		public = append(public, route{r.Method, r.Path})
-	}
+	public := publicRoutes()
 	cached := map[string]bool{}
 	for _, r := range public {
 		p := samplePath(r.path)
@@ -229,6 +220,23 @@ func TestEdgeDistribution(t *testing.T) {
 			t.Errorf("error %s: ErrorCachingMinTTL %q, want 0", code, errs[code])
 		}
 	}
+}
+
+// route is one method and path the public side serves.
+type route struct{ method, path string }
+
+// publicRoutes are the API's public routes and the page's.
+func publicRoutes() []route {
+	var public []route
+	for _, r := range httpapi.Routes {
+		if !r.Admin {
+			public = append(public, route{r.Method, r.Path})
+		}
+	}
+	for _, r := range waitpage.Routes {
+		public = append(public, route{r.Method, r.Path})
+	}
+	return public
 }
 
 // edgeBehaviour is one cache behaviour of a CloudFront distribution.

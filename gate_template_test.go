@@ -20,9 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/waitingroom/internal/config"
-	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/tools/samtemplate"
-	"github.com/example/waitingroom/internal/waitpage"
 )
 
 var update = flag.Bool("update", false, "TestGateFunctionCode: copy "+gateJS+" into template.yaml's GateFunction")
@@ -202,16 +200,7 @@ func TestGateDistribution(t *testing.T) {
 	}
 
 	// Every route of the room, as EdgeDistribution serves it.
-	type route struct{ method, path string }
-	var public []route
-	for _, r := range httpapi.Routes {
-		if !r.Admin {
-			public = append(public, route{r.Method, r.Path})
-		}
-	}
-	for _, r := range waitpage.Routes {
-		public = append(public, route{r.Method, r.Path})
-	}
+	public := publicRoutes()
 	edgeBs := edgeBehaviours(edge)
 	for _, r := range public {
 		p := samplePath(r.path)

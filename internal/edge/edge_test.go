@@ -26,15 +26,22 @@ import (
 
 var t0 = time.Date(2026, 12, 4, 20, 0, 0, 0, time.UTC)
 
-// newPublisher is a Publisher through the SDK to an emulated store on loopback.
-func newPublisher(t *testing.T) (*edge.Publisher, *localkvs.Server, *simclock.Fake) {
+// newStore is the SDK's client of an emulated store on loopback, and the store.
+func newStore(t *testing.T) (*edgekv.Client, *localkvs.Server) {
 	t.Helper()
 	emu := localkvs.New("")
 	srv := httptest.NewServer(emu)
 	t.Cleanup(srv.Close)
 	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}
+	return edgekv.New(edgekv.NewAPI(cfg, srv.URL), emu.ARN()), emu
+}
+
+// newPublisher is a Publisher through the SDK to an emulated store on loopback.
+func newPublisher(t *testing.T) (*edge.Publisher, *localkvs.Server, *simclock.Fake) {
+	t.Helper()
+	kv, emu := newStore(t)
 	clk := simclock.NewFake(t0)
-	return edge.NewPublisher(edgekv.New(edgekv.NewAPI(cfg, srv.URL), emu.ARN()), edge.DefaultSite(), nil, clk), emu, clk
+	return edge.NewPublisher(kv, edge.DefaultSite(), nil, clk), emu, clk
 }
 
 func read[T any](t *testing.T, emu *localkvs.Server, key string) T {
@@ -179,11 +186,7 @@ func (l lister) ListPrograms(context.Context, string, int) (queue.ProgramList, e
 }
 
 func TestChanged(t *testing.T) {
-	emu := localkvs.New("")
-	srv := httptest.NewServer(emu)
-	t.Cleanup(srv.Close)
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}
-	kv := edgekv.New(edgekv.NewAPI(cfg, srv.URL), emu.ARN())
+	kv, emu := newStore(t)
 	gala := counters("gala", settings.Edge{Mode: settings.EdgeOn, Paths: []string{"/gala/"}})
 	var many lister
 	for i := range 40 {
@@ -232,11 +235,7 @@ func (c *changing) ListPrograms(context.Context, string, int) (queue.ProgramList
 // N-th put) is computed again from fresh reads, so two publishers at once
 // lose neither's routes nor keys.
 func TestPublishRaces(t *testing.T) {
-	emu := localkvs.New("")
-	srv := httptest.NewServer(emu)
-	t.Cleanup(srv.Close)
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}
-	kv := edgekv.New(edgekv.NewAPI(cfg, srv.URL), emu.ARN())
+	kv, emu := newStore(t)
 	gala := counters("gala", settings.Edge{Mode: settings.EdgeOn, Paths: []string{"/gala/"}})
 	opera := counters("opera", settings.Edge{Mode: settings.EdgeOn, Paths: []string{"/opera/"}})
 	progs := &changing{pages: [][]admission.Counters{{gala}, {gala, opera}}}

@@ -38,6 +38,7 @@ func TestSimulateCost(t *testing.T) {
 	type result struct {
 		Admitted        int     `json:"admitted"`
 		Polls           int64   `json:"polls"`
+		RpsSeries       []int64 `json:"rpsSeries"`
 		DurationSeconds float64 `json:"durationSeconds"`
 		Cost            struct {
 			Usage usage   `json:"usage"`
@@ -53,10 +54,14 @@ func TestSimulateCost(t *testing.T) {
 		want  func(r result) usage
 	}{
 		{"defaults", nil, func(r result) usage {
-			return usage{RRU: float64(2*r.Polls + 1000), WRU: 3*1000 + 1000, Instances: 10, KMS: 10 + 1,
-				LogBytes: float64(r.Polls+1000) * (713 + 375 + 553)}
+			programReads := 0.0 // each busy instance once a second
+			for _, n := range r.RpsSeries {
+				programReads += math.Ceil(float64(n) * 10 / 1000)
+			}
+			return usage{RRU: float64(r.Polls+1000) + programReads, WRU: 3*1000 + 1000, Instances: 10, KMS: 10 + 1,
+				LogBytes: float64(r.Polls+1000) * (26 + 0 + 289)}
 		}},
-		{"flags", []string{"-enter-rru", "0", "-enter-wru", "2", "-admit-wru", "2", "-lambda-ms", "20", "-key-rotation", "1s",
+		{"flags", []string{"-enter-rru", "0", "-enter-wru", "2", "-admit-wru", "2", "-lambda-ms", "20", "-key-rotation", "1s", "-program-cache-ttl", "0",
 			"-emf-bytes", "0", "-lambda-log-bytes", "0", "-access-log-bytes", "100"}, func(r result) usage {
 			periods := int64(math.Ceil(r.DurationSeconds))
 			return usage{RRU: float64(2 * r.Polls), WRU: 2*1000 + 2*1000, Instances: 20, KMS: 20*periods + periods,

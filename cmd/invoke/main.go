@@ -147,6 +147,7 @@ func invoke(ctx context.Context, o options, tpl *samtemplate.Template, event []b
 	if err != nil {
 		return nil, err
 	}
+	env = append(env, config.EnvMetricsInterval+"=0") // the invocation's metrics line, as it answers
 	bootstrap := filepath.Join(o.binDir, filepath.Base(samtemplate.MainPackage(o.function)), "bootstrap")
 	logf("invoke: %s (%s) with %s", o.function, bootstrap, o.eventFile)
 	emu, err := lambdaemu.Start(o.rie, bootstrap, env, logs)

@@ -187,7 +187,7 @@ func fromEnv(ctx context.Context, getenv func(string) string, w io.Writer, queue
 		return nil, fmt.Errorf("DynamoDB client: %w", err)
 	}
 	a := NewDynamo(cfg, client, Logger(cfg, w), opts...)
-	a.Metrics = metrics.NewEMF(os.Stdout, cfg.MetricsNamespace)
+	a.Metrics = metrics.NewEMF(os.Stdout, cfg.MetricsNamespace, metrics.WithEMFInterval(cfg.MetricsInterval))
 	return a, nil
 }
 
@@ -276,11 +276,16 @@ func (a *App) adminOptions() []httpapi.Option {
 
 // StartLambda is a function's main: it builds the App with fromEnv and serves handler's
 // routes under the Lambda runtime; a build error is a JSON line on stderr and exit status 1.
+// The metrics held are written when Lambda ends the instance (SIGTERM).
 func StartLambda(fromEnv func(context.Context, func(string) string, io.Writer) (*App, error), handler func(*App) http.Handler) {
 	a, err := fromEnv(context.Background(), os.Getenv, os.Stderr)
 	if err != nil {
 		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("cold start", "error", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(httpapi.Lambda(handler(a)))
+	var opts []lambda.Option
+	if emf, ok := a.Metrics.(*metrics.EMF); ok {
+		opts = append(opts, lambda.WithEnableSIGTERM(emf.Flush))
+	}
+	lambda.StartWithOptions(httpapi.Lambda(handler(a)), opts...)
 }

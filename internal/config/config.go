@@ -29,6 +29,7 @@ const (
 	EnvDynamoEndpoint   = "DYNAMODB_ENDPOINT"
 	EnvLogLevel         = "LOG_LEVEL"
 	EnvMetricsNamespace = "METRICS_NAMESPACE"
+	EnvMetricsInterval  = "METRICS_INTERVAL"
 
 	// Admission passes: their iss, a local KMS endpoint, and the local server's PEM key files.
 	EnvPassIssuer           = "PASS_ISSUER"
@@ -52,7 +53,7 @@ const (
 )
 
 // Variables lists every environment variable FromEnv reads.
-var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvPollSteady, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace,
+var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvPollSteady, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace, EnvMetricsInterval,
 	EnvPassIssuer, EnvPassWrapKMSKeyID, EnvPassKeyRotation, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvShuffleKMSKeyID, EnvPageLogoURL,
 	EnvChallengeSecretARN, EnvSecretsEndpoint, EnvChallengeSecret, EnvEdgeKVSARN, EnvEdgeKVSEndpoint}
 
@@ -65,6 +66,10 @@ const (
 	DefaultProgramCacheTTL = time.Second
 	MaxProgramCacheTTL     = 10 * time.Second
 )
+
+// DefaultMetricsInterval is how long an instance aggregates its metrics unless
+// METRICS_INTERVAL says otherwise (at most a minute).
+const DefaultMetricsInterval = 10 * time.Second
 
 // Config is the service's configuration.
 type Config struct {
@@ -82,6 +87,7 @@ type Config struct {
 	DynamoEndpoint   string        // overrides the DynamoDB endpoint
 	LogLevel         slog.Level    // LOG_LEVEL: debug, info, warn, error
 	MetricsNamespace string        // the CloudWatch namespace of the EMF metrics
+	MetricsInterval  time.Duration // how long an instance aggregates its EMF metrics (0: a line per request)
 	Pass             Pass
 	ShuffleKMSKeyID  string // the KMS key that signs shuffled openings' seeds (at Pass.KMSEndpoint)
 	PageLogoURL      string // the image above the waiting-room page's title
@@ -116,6 +122,7 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		TableName:          env(EnvTableName),
 		DynamoEndpoint:     env(EnvDynamoEndpoint),
 		ProgramCacheTTL:    DefaultProgramCacheTTL,
+		MetricsInterval:    DefaultMetricsInterval,
 		MetricsNamespace:   cmp.Or(env(EnvMetricsNamespace), metrics.DefaultNamespace),
 		ShuffleKMSKeyID:    env(EnvShuffleKMSKeyID),
 		ChallengeSecretARN: env(EnvChallengeSecretARN),
@@ -138,10 +145,14 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		errs = append(errs, fmt.Errorf("%s is required", EnvTableName))
 	}
 	c.readPolling(getenv, &errs)
+	var err error
 	if v := env(EnvProgramCacheTTL); v != "" {
-		ttl, err := programCacheTTL(v)
-		c.ProgramCacheTTL = ttl
+		c.ProgramCacheTTL, err = boundedDuration(v, DefaultProgramCacheTTL, MaxProgramCacheTTL)
 		errs.check(EnvProgramCacheTTL, err)
+	}
+	if v := env(EnvMetricsInterval); v != "" {
+		c.MetricsInterval, err = boundedDuration(v, DefaultMetricsInterval, time.Minute)
+		errs.check(EnvMetricsInterval, err)
 	}
 	if v := env(EnvLogLevel); v != "" && c.LogLevel.UnmarshalText([]byte(v)) != nil {
 		errs.check(EnvLogLevel, fmt.Errorf("%q is not one of debug, info, warn, error", v))
@@ -240,14 +251,14 @@ func (c *Config) readPolling(getenv func(string) string, errs *problems) {
 	errs.check(EnvPollPolicy, err)
 }
 
-// programCacheTTL parses PROGRAM_CACHE_TTL's value v.
-func programCacheTTL(v string) (time.Duration, error) {
+// boundedDuration parses v as a duration in [0, most], else returns def and why.
+func boundedDuration(v string, def, most time.Duration) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	switch {
 	case err != nil:
-		return DefaultProgramCacheTTL, fmt.Errorf("%q is not a duration (e.g. 1s, 500ms)", v)
-	case d < 0 || d > MaxProgramCacheTTL:
-		return DefaultProgramCacheTTL, fmt.Errorf("%s outside [0s, %s]", d, MaxProgramCacheTTL)
+		return def, fmt.Errorf("%q is not a duration (e.g. 1s, 500ms)", v)
+	case d < 0 || d > most:
+		return def, fmt.Errorf("%s outside [0s, %s]", d, most)
 	}
 	return d, nil
 }

@@ -23,7 +23,7 @@ func TestFromEnv(t *testing.T) {
 		check        func(t *testing.T, c config.Config)
 	}{
 		{"Defaults", map[string]string{"TABLE_NAME": "q"}, true, "", func(t *testing.T, c config.Config) {
-			if c.TableName != "q" || c.Tiers.Spec() != polling.DefaultTiersSpec || c.ProgramCacheTTL != time.Second || c.LogLevel != slog.LevelInfo {
+			if c.TableName != "q" || c.Tiers.Spec() != polling.DefaultTiersSpec || c.ProgramCacheTTL != time.Second || c.LogLevel != slog.LevelInfo || c.MetricsInterval != 10*time.Second {
 				t.Errorf("%+v", c)
 			}
 		}},
@@ -52,6 +52,12 @@ func TestFromEnv(t *testing.T) {
 		{"ErrBadTiers", map[string]string{"TABLE_NAME": "q", "POLL_TIERS": "100:1s"}, true, "POLL_TIERS", nil},
 		{"ErrBadTTL", map[string]string{"TABLE_NAME": "q", "PROGRAM_CACHE_TTL": "soon"}, true, "PROGRAM_CACHE_TTL", nil},
 		{"ErrTTLTooLong", map[string]string{"TABLE_NAME": "q", "PROGRAM_CACHE_TTL": "1m"}, true, "outside", nil},
+		{"MetricsEachRequest", map[string]string{"METRICS_INTERVAL": "0s"}, false, "", func(t *testing.T, c config.Config) {
+			if c.MetricsInterval != 0 {
+				t.Errorf("%+v", c)
+			}
+		}},
+		{"ErrMetricsInterval", map[string]string{"METRICS_INTERVAL": "2m"}, false, "METRICS_INTERVAL", nil},
 		{"MetricsNamespace", map[string]string{"METRICS_NAMESPACE": "WaitingRoom/prod"}, false, "", func(t *testing.T, c config.Config) {
 			if c.MetricsNamespace != "WaitingRoom/prod" {
 				t.Errorf("%+v", c)

@@ -1,9 +1,10 @@
 package metrics_test
 
 import (
-	"bufio"
 	"bytes"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -29,34 +30,41 @@ type published struct {
 	Values []float64
 }
 
-func parseLine(t *testing.T, line []byte) (emfspec.Document, []published) {
+// parseLines checks each of out's lines against the specification and
+// returns their metrics, sorted, and their timestamps.
+func parseLines(t *testing.T, out []byte) (got []published, stamps []int64) {
 	t.Helper()
-	doc, err := emfspec.Parse(line)
-	if err != nil {
-		t.Fatalf("not a valid EMF document: %v\n%s", err, line)
-	}
-	var out []published
-	for _, m := range doc.Metrics {
-		if m.Namespace != "WaitingRoom" {
-			t.Errorf("metric %s in namespace %q, want WaitingRoom", m.Name, m.Namespace)
+	for line := range strings.Lines(string(out)) {
+		doc, err := emfspec.Parse([]byte(strings.TrimSuffix(line, "\n")))
+		if err != nil {
+			t.Fatalf("not a valid EMF document: %v\n%s", err, line)
 		}
-		var dims []string
-		for k, v := range m.Dimensions {
-			dims = append(dims, k+"="+v)
+		stamps = append(stamps, doc.Timestamp)
+		for _, m := range doc.Metrics {
+			if m.Namespace != "WaitingRoom" {
+				t.Errorf("metric %s in namespace %q, want WaitingRoom", m.Name, m.Namespace)
+			}
+			var dims []string
+			for k, v := range m.Dimensions {
+				dims = append(dims, k+"="+v)
+			}
+			sort.Strings(dims)
+			got = append(got, published{m.Name, m.Unit, strings.Join(dims, ","), m.Values})
 		}
-		sort.Strings(dims)
-		out = append(out, published{m.Name, m.Unit, strings.Join(dims, ","), m.Values})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return doc, out
+	sort.Slice(got, func(i, j int) bool {
+		return got[i].Name < got[j].Name || got[i].Name == got[j].Name && got[i].Dims < got[j].Dims
+	})
+	return got, stamps
 }
 
 // emfNow is the EMF clock of the tests: a time with milliseconds, and
 // nanoseconds below them that the Timestamp drops.
 var emfNow = time.Date(2026, 3, 1, 12, 34, 56, 789_654_321, time.UTC)
 
-// TestEMF: each request is one EMF line with its metrics, dimensions and
-// properties, stamped with the sink's clock to the millisecond.
+// TestEMF: without an interval each request's metrics are written at
+// once, with their dimensions, stamped with the sink's clock to the
+// millisecond.
 func TestEMF(t *testing.T) {
 	latency := func(op string) published {
 		return published{"Latency", "Milliseconds", "Operation=" + op, []float64{12.345}}
@@ -124,29 +132,157 @@ func TestEMF(t *testing.T) {
 			var buf bytes.Buffer
 			tc.req.Duration = 12345 * time.Microsecond
 			metrics.NewEMF(&buf, "WaitingRoom", metrics.WithEMFClock(func() time.Time { return emfNow })).Observe(tc.req)
-			line := buf.Bytes()
-			if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' {
-				t.Fatalf("want exactly one line, got %q", line)
-			}
-			doc, got := parseLine(t, bytes.TrimSuffix(line, []byte("\n")))
+			got, stamps := parseLines(t, buf.Bytes())
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("published metrics (-want +got):\n%s\nline: %s", diff, line)
+				t.Errorf("published metrics (-want +got):\n%s\nlines: %s", diff, buf.Bytes())
 			}
-			if doc.Timestamp != emfNow.UnixMilli() {
-				t.Errorf("Timestamp %d, want the clock's %d", doc.Timestamp, emfNow.UnixMilli())
-			}
-			if doc.Root["HttpStatus"] == nil || doc.Root["Method"] != metrics.MethodLabel(tc.req.Method) {
-				t.Errorf("line lacks the HttpStatus and Method properties: %s", line)
+			for _, at := range stamps {
+				if at != emfNow.UnixMilli() {
+					t.Errorf("Timestamp %d, want the clock's %d", at, emfNow.UnixMilli())
+				}
 			}
 		})
 	}
 }
 
+// TestEMFAggregates: over an interval, the sink publishes what a line per
+// request would have, for every statistic the dashboard and alarms read:
+// each counter's sum, each level's maximum, each distribution's values
+// (so its percentiles), by dimension values and by minute; and in far
+// fewer bytes.
+func TestEMFAggregates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(32, 3))
+	ops := []metrics.Op{metrics.OpEnter, metrics.OpPoll, metrics.OpLeave, metrics.OpAdmin}
+	statuses := []int{200, 200, 200, 200, 200, 200, 201, 204, 404, 409, 429}
+	var now time.Time
+	clock := func() time.Time { return now }
+	var each, agg bytes.Buffer
+	perRequest := metrics.NewEMF(&each, "WaitingRoom", metrics.WithEMFClock(clock))
+	aggregated := metrics.NewEMF(&agg, "WaitingRoom", metrics.WithEMFClock(clock), metrics.WithEMFInterval(10*time.Second))
+	now = emfNow
+	for range 5000 {
+		now = now.Add(time.Duration(rng.Int64N(int64(40 * time.Millisecond))))
+		r := metrics.Request{Op: ops[rng.IntN(len(ops))], Method: "GET", Status: statuses[rng.IntN(len(statuses))],
+			ProgramID: []string{"gala", "expo"}[rng.IntN(2)], TokenStatus: []string{"WAITING", "ADMITTED"}[rng.IntN(2)],
+			Duration: time.Duration(rng.Int64N(int64(50 * time.Millisecond))), Admitted: rng.IntN(10) == 0,
+			RetryAfter: time.Duration(rng.Int64N(30)) * time.Second, EstimatedWait: time.Duration(rng.Int64N(600)) * time.Second,
+			Waiting: rng.Int64N(1e6), WaitingKnown: rng.IntN(2) == 0, BypassPasses: rng.Int64N(2)}
+		if rng.IntN(200) == 0 {
+			r.Status = 503
+		}
+		if r.Status >= 400 {
+			r.Code = []string{"PROGRAM_NOT_FOUND", "STORE_UNAVAILABLE", "RATE_LIMITED"}[rng.IntN(3)]
+		}
+		perRequest.Observe(r)
+		aggregated.Observe(r)
+	}
+	aggregated.Flush()
+	_, stamps := parseLines(t, agg.Bytes())
+	for _, at := range stamps {
+		if at%10_000 != 0 {
+			t.Fatalf("Timestamp %d is not the start of its interval", at)
+		}
+	}
+	if diff := cmp.Diff(byMinute(t, each.Bytes()), byMinute(t, agg.Bytes())); diff != "" {
+		t.Errorf("aggregated metrics differ from a line per request (-want +got):\n%s", diff)
+	}
+	t.Logf("a line per request: %d bytes; aggregated: %d", each.Len(), agg.Len())
+	if each.Len() < 10*agg.Len() {
+		t.Errorf("aggregated lines are %d bytes, a line per request %d: want 10 times fewer", agg.Len(), each.Len())
+	}
+}
+
+// byMinute is what CloudWatch reads of out's lines by metric, dimensions
+// and minute: sums of counters, maxima of levels, sorted values of
+// distributions.
+func byMinute(t *testing.T, out []byte) map[string][]float64 {
+	t.Helper()
+	readings := map[string][]float64{}
+	for line := range strings.Lines(string(out)) {
+		got, stamps := parseLines(t, []byte(line))
+		for _, p := range got {
+			def, ok := metricstest.ByName(p.Name)
+			if !ok {
+				t.Fatalf("metric %q is not in metrics.Defs", p.Name)
+			}
+			k := fmt.Sprintf("%s|%s|%d", p.Name, p.Dims, stamps[0]/60_000)
+			switch def.Kind {
+			case metrics.Counter:
+				readings[k] = []float64{sum(readings[k]) + sum(p.Values)}
+			case metrics.Level:
+				readings[k] = []float64{slices.Max(append(readings[k], p.Values...))}
+			default:
+				readings[k] = append(readings[k], p.Values...)
+				slices.Sort(readings[k])
+			}
+		}
+	}
+	return readings
+}
+
+func sum(vs []float64) float64 {
+	s := 0.0
+	for _, v := range vs {
+		s += v
+	}
+	return s
+}
+
+// TestEMFWritesWhenDue: an aggregating sink holds an interval's metrics
+// until a later interval starts, a 5xx is answered, or Flush; and splits a
+// distribution over lines of at most 100 values.
+func TestEMFWritesWhenDue(t *testing.T) {
+	now := emfNow.Truncate(time.Minute)
+	var buf bytes.Buffer
+	emf := metrics.NewEMF(&buf, "WaitingRoom", metrics.WithEMFClock(func() time.Time { return now }), metrics.WithEMFInterval(10*time.Second))
+	poll := metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 200, ProgramID: "gala", TokenStatus: "WAITING", Duration: time.Millisecond}
+	for range 250 {
+		emf.Observe(poll)
+	}
+	if buf.Len() != 0 {
+		t.Fatalf("wrote within the interval: %s", buf.Bytes())
+	}
+	now = now.Add(9999 * time.Millisecond)
+	emf.Observe(poll)
+	if buf.Len() != 0 {
+		t.Fatalf("wrote within the interval: %s", buf.Bytes())
+	}
+	now = now.Add(time.Millisecond)
+	emf.Observe(poll) // the next interval: the first is written
+	got, _ := parseLines(t, buf.Bytes())
+	want := []published{
+		{"Latency", "Milliseconds", "Operation=poll", slices.Repeat([]float64{1}, 100)},
+		{"Latency", "Milliseconds", "Operation=poll", slices.Repeat([]float64{1}, 100)},
+		{"Latency", "Milliseconds", "Operation=poll", slices.Repeat([]float64{1}, 51)},
+		{"Polls", "Count", "Status=WAITING", []float64{251}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the first interval (-want +got):\n%s", diff)
+	}
+	buf.Reset()
+	emf.Observe(metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 503, Code: "STORE_UNAVAILABLE"})
+	got, _ = parseLines(t, buf.Bytes())
+	want = []published{
+		{"Latency", "Milliseconds", "Operation=poll", []float64{1, 0}},
+		{"Polls", "Count", "Status=WAITING", []float64{1}},
+		{"StoreUnavailable", "Count", "", []float64{1}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a 503 writes at once (-want +got):\n%s", diff)
+	}
+	buf.Reset()
+	emf.Observe(poll)
+	emf.Flush()
+	if got, _ := parseLines(t, buf.Bytes()); len(got) != 2 {
+		t.Errorf("Flush wrote %v, want the Latency and Polls held", got)
+	}
+}
+
 // TestEMFConcurrent checks that concurrent observations never interleave
-// inside a line.
+// inside a line, and none is lost.
 func TestEMFConcurrent(t *testing.T) {
 	var buf bytes.Buffer
-	emf := metrics.NewEMF(&buf, "WaitingRoom")
+	emf := metrics.NewEMF(&buf, "WaitingRoom", metrics.WithEMFInterval(time.Millisecond))
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -156,16 +292,16 @@ func TestEMFConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	sc := bufio.NewScanner(&buf)
-	n := 0
-	for sc.Scan() {
-		if _, err := emfspec.Parse(sc.Bytes()); err != nil {
-			t.Fatalf("line %d: %v", n, err)
+	emf.Flush()
+	got, _ := parseLines(t, buf.Bytes())
+	polls := 0.0
+	for _, p := range got {
+		if p.Name == "Polls" {
+			polls += sum(p.Values)
 		}
-		n++
 	}
-	if n != 8*200 {
-		t.Errorf("%d lines, want %d", n, 8*200)
+	if polls != 8*200 {
+		t.Errorf("%v polls published, want %d", polls, 8*200)
 	}
 }
 

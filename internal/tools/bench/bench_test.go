@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/example/waitingroom/internal/admission"
+	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
@@ -432,25 +434,29 @@ func TestCost(t *testing.T) {
 		want   Cost
 	}{
 		{"a million, eta-like", nil,
-			Result{Requests: 5_000_000, Enters: 1_000_000, Polls: 4_000_000, Admitted: 1_000_000, PeakRps: 1_000_000, DurationSeconds: 1000},
+			Result{Requests: 5_000_000, Enters: 1_000_000, Polls: 4_000_000, Admitted: 1_000_000, PeakRps: 1_000_000, DurationSeconds: 1000,
+				RpsSeries: []int64{1_000_000, 4000, 20, 0}},
 			Cost{
 				Usage: Usage{Requests: 5_000_000, GBSeconds: 12_500, Instances: 10_000,
-					RRU: 4_000_000*2 + 1_000_000, WRU: 1_000_000*3 + 1_000_000,
+					// Program reads: 10,000 instances in the first second, then 40, then one for 20 requests.
+					RRU: 4_000_000 + 1_000_000 + 10_000 + 40 + 1, WRU: 1_000_000*3 + 1_000_000,
 					KMS: 10_000 + 1, KeyPeriods: 1, LogBytes: 5e6 * logBytes},
 				APIGateway: 5, LambdaRequests: 1, LambdaDuration: 12_500 * 0.0000133334,
-				DynamoReads: 9 * 0.125, DynamoWrites: 4 * 0.625, Logs: 5e6 * logBytes / 1e9 * 0.5,
+				DynamoReads: 5.010041 * 0.125, DynamoWrites: 4 * 0.625, Logs: 5e6 * logBytes / 1e9 * 0.5,
 				KMS: (10_000*0.03 + 0.10) / 1e4,
 			}},
 		{"leaves, an idle peak, three key periods", nil,
 			Result{Requests: 300, Enters: 100, Polls: 100, Leaves: 100, Admitted: 0, PeakRps: 0, DurationSeconds: 2*86400 + 1},
 			Cost{
 				Usage: Usage{Requests: 300, GBSeconds: 300 * 0.25 * 0.01, Instances: 1,
-					RRU: 100*2 + 100, WRU: 100*3 + 100, KMS: 3 + 3, KeyPeriods: 3, LogBytes: 300 * logBytes},
+					RRU: 100 + 100, WRU: 100*3 + 100, KMS: 3 + 3, KeyPeriods: 3, LogBytes: 300 * logBytes},
 				APIGateway: 300e-6, LambdaRequests: 300 * 0.2e-6, LambdaDuration: 300 * 0.25 * 0.01 * 0.0000133334,
-				DynamoReads: 300 * 0.125e-6, DynamoWrites: 400 * 0.625e-6, Logs: 300 * logBytes / 1e9 * 0.5,
+				DynamoReads: 200 * 0.125e-6, DynamoWrites: 400 * 0.625e-6, Logs: 300 * logBytes / 1e9 * 0.5,
 				KMS: (3*0.03 + 3*0.10) / 1e4,
 			}},
-		{"no rotation, no key-less enters", func(p *Prices) { p.KeyRotation, p.EnterRRU, p.EnterWRU, p.LambdaMsPerRequest = 0, 0, 2, 100 },
+		{"no rotation, no key-less enters, no program cache", func(p *Prices) {
+			p.KeyRotation, p.EnterRRU, p.EnterWRU, p.LambdaMsPerRequest, p.ProgramCacheTTL = 0, 0, 2, 100, 0
+		},
 			Result{Requests: 20, Enters: 10, Polls: 10, Admitted: 10, PeakRps: 15, DurationSeconds: 5},
 			Cost{
 				Usage: Usage{Requests: 20, GBSeconds: 20 * 0.25 * 0.1, Instances: 2,
@@ -459,13 +465,32 @@ func TestCost(t *testing.T) {
 				DynamoReads: 20 * 0.125e-6, DynamoWrites: 30 * 0.625e-6, Logs: 20 * logBytes / 1e9 * 0.5,
 				KMS: (2*0.03 + 0.10) / 1e4,
 			}},
+		{"a capped simulation: the site's session ends billed, a unit for each capacity record written", nil,
+			Result{Mode: "simulate", Requests: 20, Enters: 10, Polls: 10, Admitted: 8, SessionEnds: 6, PeakRps: 15, DurationSeconds: 5,
+				CapacityWrites: map[string]int64{"sighting": 8, "end": 6, "fold": 3}},
+			Cost{
+				Usage: Usage{Requests: 26, GBSeconds: 26 * 0.25 * 0.01, Instances: 1,
+					RRU: 10 + 10, WRU: 10*3 + 8 + 8 + 6 + 3, KMS: 1 + 1, KeyPeriods: 1, LogBytes: 26 * logBytes},
+				APIGateway: 26e-6, LambdaRequests: 26 * 0.2e-6, LambdaDuration: 26 * 0.25 * 0.01 * 0.0000133334,
+				DynamoReads: 20 * 0.125e-6, DynamoWrites: 55 * 0.625e-6, Logs: 26 * logBytes / 1e9 * 0.5,
+				KMS: (0.03 + 0.10) / 1e4,
+			}},
+		{"a run's requests hold the site's session ends already", nil,
+			Result{Mode: "run", Requests: 26, Enters: 10, Polls: 10, Admitted: 8, SessionEnds: 6, PeakRps: 15, DurationSeconds: 5},
+			Cost{
+				Usage: Usage{Requests: 26, GBSeconds: 26 * 0.25 * 0.01, Instances: 1,
+					RRU: 10 + 10, WRU: 10*3 + 8, KMS: 1 + 1, KeyPeriods: 1, LogBytes: 26 * logBytes},
+				APIGateway: 26e-6, LambdaRequests: 26 * 0.2e-6, LambdaDuration: 26 * 0.25 * 0.01 * 0.0000133334,
+				DynamoReads: 20 * 0.125e-6, DynamoWrites: 38 * 0.625e-6, Logs: 26 * logBytes / 1e9 * 0.5,
+				KMS: (0.03 + 0.10) / 1e4,
+			}},
 		{"behind the edge gate, 10 site requests each, on a new distribution", func(p *Prices) { p.SiteRequests, p.CloudFrontPerMillion = 10, 1 },
 			Result{Requests: 20, Enters: 10, Entered: 10, Polls: 10, Admitted: 8, PeakRps: 15, DurationSeconds: 5},
 			Cost{
 				Usage: Usage{Requests: 20, GBSeconds: 20 * 0.25 * 0.01, Instances: 1,
-					RRU: 30, WRU: 10*3 + 8, KMS: 1 + 1, KeyPeriods: 1, LogBytes: 20 * logBytes, EdgeCalls: 10 + 8*11},
+					RRU: 10 + 10, WRU: 10*3 + 8, KMS: 1 + 1, KeyPeriods: 1, LogBytes: 20 * logBytes, EdgeCalls: 10 + 8*11},
 				APIGateway: 20e-6, LambdaRequests: 20 * 0.2e-6, LambdaDuration: 20 * 0.25 * 0.01 * 0.0000133334,
-				DynamoReads: 30 * 0.125e-6, DynamoWrites: 38 * 0.625e-6, Logs: 20 * logBytes / 1e9 * 0.5,
+				DynamoReads: 20 * 0.125e-6, DynamoWrites: 38 * 0.625e-6, Logs: 20 * logBytes / 1e9 * 0.5,
 				KMS: (0.03 + 0.10) / 1e4, Edge: 98e-6 * (0.10 + 3*0.03 + 1),
 			}},
 	} {
@@ -495,11 +520,11 @@ func TestCostRows(t *testing.T) {
 	}
 	c := r.Cost
 	for label, want := range map[string]string{
-		"DynamoDB read units":                   "9,000",
+		"DynamoDB read units":                   "5,050",
 		"DynamoDB write units":                  "4,000",
 		"Lambda instances (peak, Little's law)": "10",
 		"KMS requests":                          "11",
-		"log bytes (EMF, Lambda, access)":       "8.21 MB",
+		"log bytes (EMF, Lambda, access)":       "1.57 MB",
 		"cost: total":                           USD(c.Total),
 		"per million admitted":                  USD(c.Total * 1000),
 	} {
@@ -507,8 +532,8 @@ func TestCostRows(t *testing.T) {
 			t.Errorf("%s: %q, want %q", label, got, want)
 		}
 	}
-	if c.Usage.RRU != 9000 {
-		t.Errorf("read units %g, want 9,000", c.Usage.RRU)
+	if c.Usage.RRU != 4000+1000+10*5 { // polls, enters, and 10 instances reading the program each of 5 busy seconds
+		t.Errorf("read units %g, want 5,050", c.Usage.RRU)
 	}
 }
 
@@ -529,12 +554,24 @@ func TestCostDefaults(t *testing.T) {
 		t.Errorf("LambdaMemoryMB %g, template's QueueFunction MemorySize %d", p.LambdaMemoryMB, fn.MemorySize)
 	}
 
+	// An instance's EMF lines over one interval of 1,000 WAITING polls,
+	// per poll: what the aggregation leaves of each.
 	var emf bytes.Buffer
-	metrics.NewEMF(&emf, metrics.DefaultNamespace).Observe(metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 200,
-		ProgramID: "spring-sale-2026", TokenStatus: "WAITING", RetryAfter: 15300 * time.Millisecond, EstimatedWait: 4 * time.Minute,
-		Waiting: 234_567, WaitingKnown: true, Duration: 6789 * time.Microsecond})
-	if float64(emf.Len()) != p.EMFBytes {
-		t.Errorf("EMFBytes %g, a WAITING poll's line has %d:\n%s", p.EMFBytes, emf.Len(), emf.String())
+	sink := metrics.NewEMF(&emf, metrics.DefaultNamespace, metrics.WithEMFInterval(config.DefaultMetricsInterval),
+		metrics.WithEMFClock(func() time.Time { return time.Unix(1768990530, 0) }))
+	const polls = 1000
+	for i := range polls {
+		sink.Observe(metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 200,
+			ProgramID: "spring-sale-2026", TokenStatus: "WAITING", RetryAfter: time.Duration(15000+i) * time.Millisecond, EstimatedWait: time.Duration(240000-i*7) * time.Millisecond,
+			Waiting: 234_567 - int64(i), WaitingKnown: true, Duration: time.Duration(6789+i*13) * time.Microsecond})
+	}
+	sink.Flush()
+	if got := math.Round(float64(emf.Len()) / polls); got != p.EMFBytes {
+		t.Errorf("EMFBytes %g, 1,000 WAITING polls aggregated take %g bytes each:\n%s", p.EMFBytes, got, emf.String())
+	}
+	// Lambda's own lines are off (SystemLogLevel WARN) exactly when they are not counted.
+	if level := fn.LoggingConfig["SystemLogLevel"]; (level == "WARN") != (p.LambdaLogBytes == 0) {
+		t.Errorf("LambdaLogBytes %g with the template's SystemLogLevel %q", p.LambdaLogBytes, level)
 	}
 
 	settings, _ := tpl.Properties("HttpApi")["AccessLogSettings"].(map[string]any)

@@ -13,11 +13,13 @@ type Prices struct {
 	APIGatewayPerMillion, LambdaRequestsPerMillion, LambdaPerGBSecond float64
 	LambdaMemoryMB, LambdaMsPerRequest                                float64
 	DynamoReadPerMillion, DynamoWritePerMillion                       float64
-	// A poll reads TokenRRUPerPoll units and ProgramReadsPerPoll program
-	// items (1 unit each); an enter (with an Idempotency-Key) reads
-	// EnterRRU and writes EnterWRU units, an admission's first sighting
-	// AdmitWRU, a leave LeaveWRU.
-	TokenRRUPerPoll, ProgramReadsPerPoll   float64
+	// A poll reads TokenRRUPerPoll units, and a request the program item
+	// (1 unit) once per ProgramCacheTTL per Lambda instance (every poll
+	// when 0); an
+	// enter (with an Idempotency-Key) reads EnterRRU and writes EnterWRU
+	// units, an admission's first sighting AdmitWRU, a leave LeaveWRU.
+	TokenRRUPerPoll                        float64
+	ProgramCacheTTL                        time.Duration
 	EnterRRU, EnterWRU, AdmitWRU, LeaveWRU float64
 	// KMS requests (Decrypt, and an ECC GenerateDataKeyPair once per
 	// KeyRotation) are priced per 10,000.
@@ -46,7 +48,7 @@ func DefaultPrices() Prices {
 		DynamoReadPerMillion:     0.125,
 		DynamoWritePerMillion:    0.625,
 		TokenRRUPerPoll:          1,
-		ProgramReadsPerPoll:      1,
+		ProgramCacheTTL:          time.Second,
 		EnterRRU:                 1,
 		EnterWRU:                 3,
 		AdmitWRU:                 1,
@@ -55,9 +57,9 @@ func DefaultPrices() Prices {
 		KMSKeyPairPer10k:         0.10,
 		KeyRotation:              24 * time.Hour,
 		LogsPerGB:                0.50,
-		EMFBytes:                 713,
-		LambdaLogBytes:           375,
-		AccessLogBytes:           553,
+		EMFBytes:                 26,
+		LambdaLogBytes:           0,
+		AccessLogBytes:           289,
 		EdgeKVSReads:             3,
 		EdgeFunctionPerMillion:   0.10,
 		EdgeKVSReadPerMillion:    0.03,
@@ -91,21 +93,30 @@ type Cost struct {
 	Total          float64 `json:"total"`
 }
 
-// Cost prices r's requests, each through API Gateway and one Lambda
-// invocation, with their DynamoDB units and the signing key's KMS calls,
-// and the edge gate's invocations when p.SiteRequests is set.
+// Cost prices r's requests (a simulation's with the site's session ends),
+// each through API Gateway and one Lambda invocation, with their DynamoDB
+// units (a unit for each capacity record written), the signing key's KMS
+// calls, and the edge gate's invocations when p.SiteRequests is set.
 // r must be finished (its peak rate and duration set).
 func (p Prices) Cost(r Result) Cost {
-	req := float64(r.Requests)
+	requests := r.Requests
+	if r.Mode != "run" {
+		requests += r.SessionEnds
+	}
+	req := float64(requests)
 	u := Usage{
-		Requests:   r.Requests,
+		Requests:   requests,
 		GBSeconds:  req * p.LambdaMemoryMB / 1024 * p.LambdaMsPerRequest / 1000,
 		Instances:  max(1, int64(math.Ceil(float64(r.PeakRps)*p.LambdaMsPerRequest/1000))),
-		RRU:        float64(r.Polls)*(p.TokenRRUPerPoll+p.ProgramReadsPerPoll) + float64(r.Enters)*p.EnterRRU,
+		RRU:        float64(r.Polls)*p.TokenRRUPerPoll + float64(r.Enters)*p.EnterRRU,
 		WRU:        float64(r.Enters)*p.EnterWRU + float64(r.Admitted)*p.AdmitWRU + float64(r.Leaves)*p.LeaveWRU,
 		KeyPeriods: 1,
 		LogBytes:   req * (p.EMFBytes + p.LambdaLogBytes + p.AccessLogBytes),
 	}
+	for _, n := range r.CapacityWrites {
+		u.WRU += float64(n)
+	}
+	u.RRU += p.programReads(r)
 	if p.SiteRequests > 0 {
 		u.EdgeCalls = float64(r.Entered) + float64(r.Admitted)*(1+p.SiteRequests)
 	}
@@ -127,6 +138,23 @@ func (p Prices) Cost(r Result) Cost {
 	c.Edge = u.EdgeCalls / 1e6 * (p.EdgeFunctionPerMillion + p.EdgeKVSReads*p.EdgeKVSReadPerMillion + p.CloudFrontPerMillion)
 	c.Total = c.APIGateway + c.LambdaRequests + c.LambdaDuration + c.DynamoReads + c.DynamoWrites + c.Logs + c.KMS + c.Edge
 	return c
+}
+
+// programReads is how many times r's requests read the program item: once
+// per ProgramCacheTTL per Lambda instance busy in each second (Little's law
+// on the second's requests), at most once per request; every poll without
+// a cache.
+func (p Prices) programReads(r Result) float64 {
+	if p.ProgramCacheTTL <= 0 {
+		return float64(r.Polls)
+	}
+	perInstance := math.Ceil(time.Second.Seconds() / p.ProgramCacheTTL.Seconds())
+	n := 0.0
+	for _, rps := range r.RpsSeries {
+		instances := math.Ceil(float64(rps) * p.LambdaMsPerRequest / 1000)
+		n += min(float64(rps), instances*perInstance)
+	}
+	return n
 }
 
 // Price sets r's Cost at prices p; r must be finished.

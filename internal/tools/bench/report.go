@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -89,6 +90,10 @@ func (r Result) cells() []cell {
 	if r.Capacity != nil {
 		r.Capacity.add(&ls, r.Mode == "run")
 	}
+	for _, kind := range slices.Sorted(maps.Keys(r.CapacityWrites)) {
+		ls.add(r.Users > 0, "capacity writes a person: "+kind, float64(r.CapacityWrites[kind])/float64(r.Users), fixed(2, 1, ""), true)
+	}
+	ls.add(r.SessionEnds > 0 && r.Mode != "run", "site's session-end calls (billed)", float64(r.SessionEnds), formatInteger, false)
 	ls.percentiles("notify delay", &r.NotifyDelayMs, formatSeconds, true, true)
 	if r.Cost != nil {
 		r.Cost.add(&ls, r.Admitted)

@@ -23,7 +23,8 @@ type Result struct {
 	// Entered counts successful enters, Admitted the users who saw
 	// ADMITTED, Left those who left while waiting. Requests counts the
 	// users' queue API requests, retries and failures included: Enters,
-	// Polls, Leaves and the site's SessionEnds (run, with a cap).
+	// Polls, Leaves and, in a run, the site's SessionEnds (with a cap; a
+	// simulation counts them apart: its Requests are the people's own).
 	Users           int     `json:"users"`
 	Entered         int     `json:"entered"`
 	Admitted        int     `json:"admitted"`
@@ -35,6 +36,9 @@ type Result struct {
 	SessionEnds     int64   `json:"sessionEnds,omitempty"`
 	PollsPerUser    float64 `json:"pollsPerUser"`
 	RequestsPerUser float64 `json:"requestsPerUser"`
+
+	// CapacityWrites counts the capacity records' writes by kind (simulate).
+	CapacityWrites map[string]int64 `json:"capacityWrites,omitempty"`
 
 	// DurationSeconds runs from the start to the last user's ADMITTED or the
 	// timeout; the series count the requests and the polls of each second.

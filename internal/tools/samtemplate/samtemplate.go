@@ -61,8 +61,9 @@ type Function struct {
 	Environment   struct {
 		Variables map[string]any `json:"Variables"`
 	} `json:"Environment"`
-	Policies []any            `json:"Policies"` // managed policy names, SAM policy templates or documents, as written
-	Events   map[string]Event `json:"Events"`
+	Policies      []any             `json:"Policies"` // managed policy names, SAM policy templates or documents, as written
+	Events        map[string]Event  `json:"Events"`
+	LoggingConfig map[string]string `json:"LoggingConfig"`
 }
 
 // Event is a function's event source; the Properties are those of an HttpApi event.

@@ -61,6 +61,18 @@ func TestCapacitySideBySide(t *testing.T) {
 				}
 			}
 
+			// Its capacity records' writes, counted by kind: a sighting for
+			// each who showed, an end for each session the site ended, a
+			// fold and a mark together; the rate-only program keeps none
+			// (or only its no-show records).
+			w := r.CapacityWrites
+			if w["sighting"] != users-noShows || w["end"] != users-noShows || w["fold"] == 0 || w["fold"] != w["mark"] || r.SessionEnds != users-noShows {
+				t.Errorf("capped: capacity writes %v, site ends %d; want %d sightings and ends, as many marks as folds", w, r.SessionEnds, users-noShows)
+			}
+			if tc.noShowSeconds == 0 && len(rateOnly.CapacityWrites) > 0 {
+				t.Errorf("rate only, no no-show handling: capacity writes %v", rateOnly.CapacityWrites)
+			}
+
 			if rc.MostActive > cap || rc.MostActive < cap/2 {
 				t.Errorf("capped: most active at once %d; want at most the cap %d, and near it", rc.MostActive, cap)
 			}

@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -193,6 +194,9 @@ func (m *serviceModel) finish(r *bench.Result) {
 		r.StoreThrottles = sum.ThrottledReads + sum.ThrottledWrites
 	}
 	r.StatusRegressions = m.regressions
+	if len(m.store.capWrites) > 0 {
+		r.CapacityWrites = maps.Clone(m.store.capWrites)
+	}
 	if m.cfg.ClockSkew > 0 {
 		r.ClockSkewMs = bench.Ms(m.cfg.ClockSkew)
 		r.ClockSpreadMs = bench.Ms(slices.Max(m.offsets) - slices.Min(m.offsets))

@@ -409,6 +409,7 @@ func (s *sim) result() bench.Result {
 	}
 	if s.cfg.following() {
 		r.Capacity = s.capacityResult(p)
+		r.SessionEnds = r.Capacity.SessionsEnded
 	}
 	s.model.finish(&r)
 	duration := time.Duration(s.t) * time.Millisecond

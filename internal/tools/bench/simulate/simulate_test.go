@@ -187,9 +187,14 @@ func TestPausedRates(t *testing.T) {
 	if r.PeakRps != 1000 || r.RpsSeries[3] != 1000 || r.RpsSeries[4] != 0 {
 		t.Errorf("peak %d, series %v", r.PeakRps, r.RpsSeries[:6])
 	}
-	// Polls read the token and the program; enters, the key's token, and
+	// Polls read the token, each busy instance the program once a second
+	// (10 in each second of 1,000 polls); enters, the key's token, and
 	// write 3 units each; each instance opens the one signing key.
-	if r.Cost == nil || r.Cost.Usage.RRU != 2*19000+1000 || r.Cost.Usage.WRU != 3*1000 || r.Cost.Usage.KMS != r.Cost.Usage.Instances+1 {
+	busy := 0.0
+	for _, n := range r.RpsSeries {
+		busy += math.Ceil(float64(n) / 100)
+	}
+	if r.Cost == nil || busy == 0 || r.Cost.Usage.RRU != 19000+1000+busy || r.Cost.Usage.WRU != 3*1000 || r.Cost.Usage.KMS != r.Cost.Usage.Instances+1 {
 		t.Errorf("cost %+v", r.Cost)
 	}
 }

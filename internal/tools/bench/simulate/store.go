@@ -27,6 +27,7 @@ type store struct {
 	writeU, readU   float64
 	programWrites   map[int64]int64 // per second, counted with or without a model
 	maxProgramWrite int64
+	capWrites       map[string]int64 // the capacity records' writes, by kind
 }
 
 var (
@@ -40,7 +41,7 @@ var (
 const programKey = "program"
 
 func newStore(c clock.Clock, model *partitionmodel.Model) *store {
-	return &store{Store: memstore.New(), clock: c, model: model, unitsAt: -1, programWrites: map[int64]int64{}}
+	return &store{Store: memstore.New(), clock: c, model: model, unitsAt: -1, programWrites: map[int64]int64{}, capWrites: map[string]int64{}}
 }
 
 // units returns the program item's write and read units (strongly
@@ -180,5 +181,48 @@ func (s *store) ApplyFold(ctx context.Context, id string, prevFoldedAtMs int64, 
 	if err := s.writeProgram(id); err != nil {
 		return err
 	}
+	s.capWrites["fold"]++
 	return s.Store.ApplyFold(ctx, id, prevFoldedAtMs, next)
+}
+
+// The capacity records' writes, counted by kind (docs/benchmarks.md, "Cost model").
+
+func (s *store) Sight(ctx context.Context, id string, place int64) (capacity.Group, error) {
+	s.capWrites["sighting"]++
+	return s.Store.Sight(ctx, id, place)
+}
+
+func (s *store) SealSightings(ctx context.Context, id string, g, through int64, now time.Time) (capacity.Group, error) {
+	s.capWrites["no-show seal"]++
+	return s.Store.SealSightings(ctx, id, g, through, now)
+}
+
+func (s *store) EndPlace(ctx context.Context, id string, place, q int64) (capacity.Group, error) {
+	s.capWrites["end"]++
+	return s.Store.EndPlace(ctx, id, place, q)
+}
+
+func (s *store) MoveEnd(ctx context.Context, id string, place, from, to int64) (capacity.Group, error) {
+	s.capWrites["end moved"]++
+	return s.Store.MoveEnd(ctx, id, place, from, to)
+}
+
+func (s *store) ExpireGroup(ctx context.Context, id string, g, through int64) (capacity.Group, error) {
+	s.capWrites["expiry seal"]++
+	return s.Store.ExpireGroup(ctx, id, g, through)
+}
+
+func (s *store) AddEnd(ctx context.Context, id string, q int64, k int, place int64) error {
+	s.capWrites["end index"]++
+	return s.Store.AddEnd(ctx, id, q, k, place)
+}
+
+func (s *store) SealEnds(ctx context.Context, id string, q int64, k int) ([]int64, error) {
+	s.capWrites["end index seal"]++
+	return s.Store.SealEnds(ctx, id, q, k)
+}
+
+func (s *store) PutMark(ctx context.Context, id string, m capacity.Mark) error {
+	s.capWrites["mark"]++
+	return s.Store.PutMark(ctx, id, m)
 }

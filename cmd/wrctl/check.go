@@ -269,7 +269,7 @@ func (c *presale) requests() {
 		reqs, why = burst, "the shuffled pre-queue's polls after the opening"
 	}
 	if c.q.Followed() {
-		every := c.q.PollToShow(c.l.cacheTTL).Seconds()
+		every := c.q.PollToShow(c.l.cacheTTL, 0).Seconds() // the most often: at the door
 		reqs += float64(c.l.expect) / every
 		why += fmt.Sprintf(", plus everyone waiting polling every %gs for no-show handling", every)
 	}
@@ -325,7 +325,7 @@ func (c *presale) noShows() {
 		c.add(levelWarn, "capacity", fmt.Sprintf("noShowSeconds %s: browsers slow a background tab's timers to about once a minute, so people who wait in another tab may be found no-shows", span(s)),
 			"wrctl put "+id+" -no-show "+span(shortNoShow)+" or more (before admission starts)")
 	default:
-		c.add(levelOK, "capacity", fmt.Sprintf("noShowSeconds %s: everyone waiting polls at least every %s", span(s), span(c.q.PollToShow(c.l.cacheTTL))), "")
+		c.add(levelOK, "capacity", fmt.Sprintf("noShowSeconds %s: everyone waiting polls at least every %s near the door", span(s), span(c.q.PollToShow(c.l.cacheTTL, 0))), "")
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 
 // Ceiling is p's ceiling on its serving counter.
 func (p Program) Ceiling() capacity.Ceiling {
-	return capacity.Ceiling{Cap: p.MaxActiveUsers, From: p.CapFrom, RaiseAtMs: p.CapRaiseAtMs, Capacity: p.Capacity, Reserved: p.Reserved}
+	return capacity.Ceiling{Cap: p.MaxActiveUsers - p.CapRaised, Capacity: p.Capacity, Reserved: p.Reserved}
 }
 
 // CounterAt is the serving counter at Unix ms under the ceiling, not
@@ -54,8 +54,13 @@ func (p Program) NoShowAfter() time.Duration {
 func (p Program) SlotFreedAfter() time.Duration { return p.Window() + capacity.ExpiryMargin }
 
 // PollToShow is the longest poll interval on a followed program when a
-// change could admit someone notice from now.
-func (p Program) PollToShow(notice time.Duration) time.Duration {
+// change could admit someone notice from now, or, for a place the ceiling
+// holds under a turnover bound, held from now (Situation.HeldEarliest):
+// half the time to show after it, within capacity.AnswerLife.
+func (p Program) PollToShow(notice, held time.Duration) time.Duration {
+	if held > 0 {
+		return max(min(max(notice, held)+p.NoShowAfter()/2, capacity.AnswerLife), time.Second)
+	}
 	return max(notice+p.NoShowAfter()/2, time.Second)
 }
 
@@ -69,7 +74,7 @@ func (p Program) Folding(now time.Time) capacity.Program {
 	return capacity.Program{
 		ID: p.ID, Capacity: p.Capacity, Capped: p.MaxActiveUsers > 0,
 		NoShowAfter: p.NoShowAfter(), FreedAfter: p.SlotFreedAfter(),
-		Rate: p.Settled().Rate, Serving: p.Serving(now),
+		Rate: p.Settled().Rate, Serving: p.Serving(now), CapRaised: p.CapRaised,
 	}
 }
 

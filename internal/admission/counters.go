@@ -24,9 +24,11 @@ type Counters struct {
 	ShuffleCommitment string
 	Prequeue          int64
 	PrequeueFixed     bool
-	// Followed: Active, Ended and NoShows count as of the last fold.
-	Followed               bool
-	Active, Ended, NoShows int64
+	// Followed: Active, Ended and NoShows count as of the last fold, and
+	// Turnover, its Spread and Bound are capacity.Capacity's rates.
+	Followed                bool
+	Active, Ended, NoShows  int64
+	Turnover, Spread, Bound float64
 	// BypassHeld is how many slots of the cap bypass passes hold.
 	BypassHeld int64
 }
@@ -60,6 +62,7 @@ func (p Program) Counters(now time.Time) Counters {
 		c.Followed = true
 		c.Ended, c.NoShows = k.Ended, k.NoShows
 		c.Active = max(admitted-k.Ended-k.NoShows-k.Expired, 0)
+		c.Turnover, c.Spread, c.Bound = k.ReleaseRate.PerSecond(), k.ReleaseSpread.PerSecond(), k.BoundRate.PerSecond()
 		c.BypassHeld = p.Ceiling().ReservedAt(pace.UnixMs(now))
 	}
 	return c

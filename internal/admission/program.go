@@ -79,8 +79,9 @@ type Program struct {
 	Capacity capacity.Capacity
 	// ExtraGiven is how many of Capacity.Owed were given back.
 	ExtraGiven int64
-	// CapFrom is the cap before a raise that takes effect at CapRaiseAtMs.
-	CapFrom, CapRaiseAtMs int64
+	// CapRaised is how much maxActiveUsers was raised since admission
+	// started: slots the folds free through the turnover bound.
+	CapRaised int64
 	// Reserved are the slots of the ceiling that bypass passes hold.
 	Reserved []capacity.Reservation
 }
@@ -351,7 +352,16 @@ func (p Program) Situation(ticket int64, now time.Time, notice time.Duration) po
 		sit.Wait = waitOf(wait)
 	}
 	if at, ok := p.earliestMs(ticket, ms, notice.Milliseconds(), at, known); ok && sit.Position > 0 {
-		if c, ok := p.Ceiling().EarliestMs(ticket, ms, notice.Milliseconds(), RoundMs(notice)); ok {
+		l := p.Ceiling()
+		c, held := l.EarliestMs(ticket, ms, notice.Milliseconds(), RoundMs(notice))
+		if t, bounded := l.TurnoverMs(ticket, ms); held && bounded && sit.Wait > 0 {
+			// Only the ceiling's budgeted rise can let the place in (a
+			// backlog may free more than a round's worth): the policies
+			// sleep on the estimate, the time to show on this.
+			sit.HeldEarliest = min(waitOf(max(t-ms, 1)), sit.Wait)
+			return sit
+		}
+		if held {
 			at = max(at, c) // the ceiling holds the place back too
 		}
 		sit.Earliest = waitOf(max(at-ms, 1))

@@ -222,6 +222,13 @@ type Program struct {
 	Active  *int64 `json:"active,omitempty"`
 	Ended   *int64 `json:"ended,omitempty"`
 	NoShows *int64 `json:"noShows,omitempty"`
+	// TurnoverPerSecond is the slots freed a second (ends, no-shows,
+	// windows over), smoothed over 30 s, and TurnoverSpreadPerSecond its
+	// uncertainty; TurnoverBoundPerSecond the most a waiting answer counts
+	// on (0 until known). Present with a cap or no-show handling.
+	TurnoverPerSecond       *float64 `json:"turnoverPerSecond,omitempty"`
+	TurnoverSpreadPerSecond *float64 `json:"turnoverSpreadPerSecond,omitempty"`
+	TurnoverBoundPerSecond  *float64 `json:"turnoverBoundPerSecond,omitempty"`
 	// BypassHeld is how many slots of the cap live bypass passes hold
 	// now; absent: none.
 	BypassHeld int64 `json:"bypassHeld,omitempty"`

@@ -57,8 +57,23 @@ type Capacity struct {
 	Level int64 `dynamodbav:"level"`
 	// Steps are the ceiling's latest rises, oldest first.
 	Steps []Step `dynamodbav:"steps"`
-	// ReleaseRate is the rate at which slots were freed lately.
-	ReleaseRate pace.Rate `dynamodbav:"releaseRate"`
+	// ReleaseRate is the rate at which slots were freed lately, smoothed
+	// over TurnoverWindow; ReleaseSpread its uncertainty.
+	ReleaseRate     pace.Rate `dynamodbav:"releaseRate"`
+	ReleaseSpread   pace.Rate `dynamodbav:"releaseSpread"`
+	MeasuredSinceMs int64     `dynamodbav:"measuredSinceMs"` // the first fold
+	// BoundRate is the turnover a waiting answer may count on: no faster
+	// than it after a burst (0: none yet). The folds release the slots they
+	// free into the ceiling from Budget and keep the rest as Backlog;
+	// Budget refills at the least of BoundRate and BoundMarks, the bounds
+	// of the last AnswerLife, the latest made at BoundMarkAtMs.
+	BoundRate     pace.Rate   `dynamodbav:"boundRate"`
+	BoundMarks    []pace.Rate `dynamodbav:"boundMarks"`
+	BoundMarkAtMs int64       `dynamodbav:"boundMarkAtMs"`
+	Budget        int64       `dynamodbav:"budget"` // thousandths of a slot
+	Backlog       int64       `dynamodbav:"backlog"`
+	// CapRaisedSeen is the Program.CapRaised the folds took as freed.
+	CapRaisedSeen int64 `dynamodbav:"capRaisedSeen"`
 
 	// FoldedAtMs is when the last fold was made (Unix ms; 0: never).
 	FoldedAtMs int64 `dynamodbav:"foldedAtMs"`

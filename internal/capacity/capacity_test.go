@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/example/waitingroom/internal/capacity"
 	"github.com/example/waitingroom/internal/pace"
@@ -118,4 +119,103 @@ func rate(perSecond float64) pace.Rate {
 		panic(fmt.Sprintf("rate %g is not a valid admission rate", perSecond))
 	}
 	return r
+}
+
+// foldEvery folds c every period for d from startMs, each fold counting
+// the ends released returns for it; it returns c and the slots the steps
+// freed by then.
+func foldEvery(c capacity.Capacity, p capacity.Program, startMs, period, d int64, released func(ms int64) int64) capacity.Capacity {
+	for ms := startMs; ms <= startMs+d; ms += period {
+		p.Capacity = c
+		c = c.Folded(p, time.UnixMilli(ms), 2*time.Second, released(ms), 0, 0)
+	}
+	return c
+}
+
+// TestTurnoverMeasured: the folds measure the slots freed a second over
+// TurnoverWindow, whatever the folds' spacing, and bound the turnover at
+// twice it and its spread, within the admission rate; before a window is
+// in, at the admission rate.
+func TestTurnoverMeasured(t *testing.T) {
+	p := capacity.Program{ID: "p", Capped: true, Rate: rate(20)}
+	for _, period := range []int64{250, 1000, 3000} {
+		// 4 a second, in whole slots: the remainder carried over.
+		freed := int64(0)
+		c := foldEvery(capacity.Capacity{}, p, 1_000_000, period, 20_000, func(ms int64) int64 {
+			n := (ms-1_000_000)*4/1000 - freed
+			freed += n
+			return n
+		})
+		if c.BoundRate != rate(20) {
+			t.Errorf("every %d ms, before a window: bound %v, want the admission rate", period, c.BoundRate)
+		}
+		c = foldEvery(c, p, 1_021_000, period, 120_000, func(ms int64) int64 {
+			n := (ms-1_000_000)*4/1000 - freed
+			freed += n
+			return n
+		})
+		if r := c.ReleaseRate.PerSecond(); r < 3.9 || r > 4.1 {
+			t.Errorf("every %d ms: measured %v/s, want about 4/s", period, r)
+		}
+		if b := c.BoundRate.PerSecond(); b < 7.8 || b > 9 {
+			t.Errorf("every %d ms: bound %v/s (spread %v), want twice the rate and its spread", period, b, c.ReleaseSpread)
+		}
+	}
+}
+
+// TestBudgetHoldsABurst: under a bound, slots freed faster than it go
+// into the ceiling at it, after a burst of BurstWindow's worth; the rest
+// waits as backlog, and nothing is lost.
+func TestBudgetHoldsABurst(t *testing.T) {
+	p := capacity.Program{ID: "p", Capped: true, Rate: rate(20)}
+	c := capacity.Capacity{FoldedAtMs: 1_000_000, BoundRate: rate(4), BoundMarks: []pace.Rate{rate(4)}, BoundMarkAtMs: 1_000_000, Budget: 12_000}
+	p.Capacity = c
+	c = c.Folded(p, time.UnixMilli(1_000_250), 2*time.Second, 100, 0, 0) // the site ends 100 sessions at once
+	if top := c.Steps[len(c.Steps)-1].Freed; top != 12 || c.Backlog != 88 {
+		t.Fatalf("a burst of 100 under a bound of 4/s: %d freed, %d held; want the full budget, BurstWindow's 12, and 88 held", top, c.Backlog)
+	}
+	c = foldEvery(c, p, 1_000_500, 250, 30_000, func(int64) int64 { return 0 })
+	top := c.Steps[len(c.Steps)-1].Freed
+	if top+c.Backlog != 100 || top > 12+4*31 {
+		t.Errorf("30 s later: %d freed, %d held; want 100 in all, freed at 4/s at most", top, c.Backlog)
+	}
+}
+
+// TestBoundRaisedSlowly: a raised bound refills the budget at the lower
+// one until every answer told under it has polled again (AnswerLife).
+func TestBoundRaisedSlowly(t *testing.T) {
+	p := capacity.Program{ID: "p", Capped: true, Rate: rate(1000)}
+	low := capacity.Capacity{FoldedAtMs: 1_000_000, MeasuredSinceMs: 900_000, ReleaseRate: rate(2), BoundRate: rate(4),
+		BoundMarks: []pace.Rate{rate(4)}, BoundMarkAtMs: 1_000_000}
+	// The turnover jumps to 50/s: the bound follows at once, the budget's refill only after AnswerLife.
+	c := foldEvery(low, p, 1_000_250, 250, 30_000, func(int64) int64 { return 12 })
+	if c.BoundRate.PerSecond() < 20 {
+		t.Fatalf("bound %v after 30 s at 48/s", c.BoundRate)
+	}
+	freed := func(c capacity.Capacity) int64 { return c.Steps[len(c.Steps)-1].Freed }
+	if got := freed(c); got > 12+4*31 {
+		t.Errorf("%d freed in 30 s after the raise, want at most the old bound's 4/s", got)
+	}
+	// Once the answers told under the old bound are out of their time,
+	// the budget refills at the new one.
+	c = foldEvery(c, p, 1_030_500, 250, capacity.AnswerLife.Milliseconds()+30_000, func(int64) int64 { return 12 })
+	before := freed(c)
+	c = foldEvery(c, p, 1_000_000+capacity.AnswerLife.Milliseconds()+61_000, 250, 10_000, func(int64) int64 { return 12 })
+	if got := freed(c) - before; got < 10*60 {
+		t.Errorf("%d freed in 10 s, %v after the raise; want the new bound's, over 60/s", got, capacity.AnswerLife+time.Minute)
+	}
+}
+
+// TestCapRaiseFreedByTheFold: a raise of the cap since admission started
+// is freed by the next fold, once, within the budget like ends.
+func TestCapRaiseFreedByTheFold(t *testing.T) {
+	p := capacity.Program{ID: "p", Capped: true, Rate: rate(20), CapRaised: 30}
+	c := capacity.Capacity{FoldedAtMs: 1_000_000, CapRaisedSeen: 10}
+	p.Capacity = c
+	c = c.Folded(p, time.UnixMilli(1_000_250), 2*time.Second, 1, 0, 0)
+	p.Capacity = c
+	c = c.Folded(p, time.UnixMilli(1_000_500), 2*time.Second, 0, 0, 0)
+	if top := c.Steps[len(c.Steps)-1].Freed; top != 21 || c.CapRaisedSeen != 30 || c.Ended != 1 {
+		t.Errorf("freed %d, raise seen %d, ended %d; want the 20 raised and the 1 end, once", top, c.CapRaisedSeen, c.Ended)
+	}
 }

@@ -5,8 +5,9 @@ import "github.com/example/waitingroom/internal/pace"
 // Ceiling bounds a capped program's serving counter: the cap + the slots
 // freed by t − those bypass passes hold at t (no cap: no ceiling).
 type Ceiling struct {
-	// Cap is maxActiveUsers, From until a raise at RaiseAtMs (Unix ms).
-	Cap, From, RaiseAtMs int64
+	// Cap is maxActiveUsers less the raises made since admission started,
+	// which the folds free as slots (Program.CapRaised).
+	Cap int64
 	// Capacity holds the slots freed, as the folds wrote them.
 	Capacity Capacity
 	// Reserved are the slots bypass passes hold (Reserve).
@@ -18,15 +19,7 @@ func (l Ceiling) At(ms int64) (int64, bool) {
 	if l.Cap <= 0 {
 		return 0, false
 	}
-	return max(pace.AddSat(l.CapAt(ms), l.Capacity.FreedAt(ms))-l.ReservedAt(ms), 0), true
-}
-
-// CapAt is the cap in effect at Unix ms.
-func (l Ceiling) CapAt(ms int64) int64 {
-	if ms < l.RaiseAtMs {
-		return l.From
-	}
-	return l.Cap
+	return max(pace.AddSat(l.Cap, l.Capacity.FreedAt(ms))-l.ReservedAt(ms), 0), true
 }
 
 // ReservedAt is how many slots bypass passes hold at Unix ms.
@@ -85,6 +78,26 @@ func (l Ceiling) EarliestMs(place, ms, notice, round int64) (int64, bool) {
 		earliest = min(earliest, reach)
 	}
 	return earliest, true
+}
+
+// TurnoverMs is a lower bound, seen at ms, on when the ceiling could let
+// place in under the turnover bound: the steps written, a burst of the
+// budget and the BoundRate from ms on (false without a cap or a bound).
+func (l Ceiling) TurnoverMs(place, ms int64) (int64, bool) {
+	c := l.Capacity
+	if l.Cap <= 0 || c.BoundRate <= 0 {
+		return 0, false
+	}
+	top := c.Level
+	if n := len(c.Steps); n > 0 {
+		top = max(top, c.Steps[n-1].Freed)
+	}
+	need := place - pace.AddSat(pace.AddSat(l.Cap, top), burstOf(c.BoundRate)/1000)
+	if need <= 0 {
+		return ms, true
+	}
+	d, _ := pace.MulDiv(uint64(need), 1e6, uint64(c.BoundRate), false)
+	return pace.AddSat(ms, d), true
 }
 
 // maxReservations bounds the bypass reservations a program keeps.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/example/waitingroom/internal/pace"
@@ -22,6 +23,18 @@ const (
 	maxGroupsPerFold = 16
 	// keptSteps bounds the steps in effect that a fold keeps.
 	keptSteps = 1
+	// TurnoverWindow is how long the release rate is smoothed over;
+	// BurstWindow is how much of BoundRate may free at once; the bound is
+	// twice the rate and its spread, and MinBound at least.
+	TurnoverWindow = 30 * time.Second
+	BurstWindow    = 3 * time.Second
+	MinBound       = pace.OnePerSecond
+	// AnswerLife is the longest a place the ceiling holds is told to
+	// sleep, and so how long a bound lowers the budget's refill after it
+	// was raised.
+	AnswerLife = 2 * time.Minute
+	// boundMarks are the bounds kept, one per AnswerLife/boundMarks.
+	boundMarks = 4
 )
 
 // Program is what a fold reads of the program it folds.
@@ -33,6 +46,7 @@ type Program struct {
 	NoShowAfter, FreedAfter time.Duration
 	Rate                    pace.Rate // the settled admission rate
 	Serving                 int64     // the serving counter at the fold
+	CapRaised               int64     // admission.Program's: raises to free
 }
 
 // Fold counts, from records it seals first, the slots freed since the last
@@ -147,23 +161,101 @@ func (c Capacity) folded(p Program, now time.Time, delay time.Duration, ended, n
 	next.NoShows += noShows
 	next.Expired += expired
 	released := ended + noShows + expired
+	if c.FoldedAtMs > 0 && nowMs > c.FoldedAtMs {
+		next.ReleaseRate, next.ReleaseSpread = c.measured(released, nowMs-c.FoldedAtMs)
+	} else if c.FoldedAtMs == 0 {
+		next.MeasuredSinceMs = nowMs
+	}
 	if p.Capped {
+		// A raise of the cap frees its slots as ends would.
+		raised := max(p.CapRaised-c.CapRaisedSeen, 0)
+		next.CapRaisedSeen = max(p.CapRaised, c.CapRaisedSeen)
+		freed := next.budgeted(c, pace.AddSat(released, raised), nowMs)
 		next.Level, next.Steps = pruned(c, nowMs)
 		target := next.Level
 		if n := len(next.Steps); n > 0 {
 			target = next.Steps[n-1].Freed
 		}
-		if released > 0 {
-			next.Steps = append(next.Steps, Step{AtMs: pace.UnixMs(now.Add(delay)), Freed: pace.AddSat(target, released), Rate: p.Rate})
+		if freed > 0 {
+			next.Steps = append(next.Steps, Step{AtMs: pace.UnixMs(now.Add(delay)), Freed: pace.AddSat(target, freed), Rate: p.Rate})
 		}
+		next.bound(c, p.Rate, nowMs)
 	} else {
 		next.Owed += noShows
 	}
-	if c.FoldedAtMs > 0 && nowMs > c.FoldedAtMs {
-		measured, _ := pace.MulDiv(uint64(released), 1e6, uint64(nowMs-c.FoldedAtMs), false)
-		next.ReleaseRate = pace.Rate((int64(c.ReleaseRate)*3 + measured) / 4)
-	}
 	return next
+}
+
+// measured is the release rate and its spread after released slots freed
+// in the last dt ms: each a mean over TurnoverWindow, weighted by time;
+// the spread from each fold's deviation scaled to the window's (as the
+// error of a mean shrinks with the root of its samples).
+func (c Capacity) measured(released, dt int64) (rate, spread pace.Rate) {
+	w := TurnoverWindow.Milliseconds()
+	r, _ := pace.MulDiv(uint64(pace.AddSat(pace.AddSat(pace.MulSat(int64(c.ReleaseRate), w), pace.MulSat(released, 1e6)), (w+dt)/2)), 1, uint64(w+dt), false)
+	sample := float64(released) * 1e6 / float64(dt)
+	dev := math.Abs(sample-float64(c.ReleaseRate)) * math.Sqrt(float64(dt)/float64(w))
+	sp := (float64(c.ReleaseSpread)*float64(w) + dev*float64(dt)) / float64(w+dt)
+	return pace.Rate(r), pace.Rate(math.Round(sp))
+}
+
+// budgeted is how many slots a fold at nowMs releases into the ceiling
+// when it counted released more: within the budget of c's bound, the
+// rest kept as next's backlog (all of them while no bound is out).
+func (next *Capacity) budgeted(c Capacity, released, nowMs int64) int64 {
+	want := pace.AddSat(c.Backlog, released)
+	if c.BoundRate <= 0 {
+		next.Backlog = 0
+		return want
+	}
+	refill := c.floor()
+	budget := min(pace.AddSat(c.Budget, pace.MulSat(nowMs-c.FoldedAtMs, int64(refill))/1000), burstOf(refill))
+	freed := min(want, budget/1000)
+	next.Budget, next.Backlog = budget-freed*1000, want-freed
+	return freed
+}
+
+// floor is the least bound of the answers that may still be out: the
+// budget refills no faster than any of them counted on.
+func (c Capacity) floor() pace.Rate {
+	r := c.BoundRate
+	for _, m := range c.BoundMarks {
+		r = min(r, m)
+	}
+	return r
+}
+
+// burstOf is the budget, in thousandths of a slot, of a bound of r: what
+// it frees in BurstWindow, and one slot at least.
+func burstOf(r pace.Rate) int64 {
+	return max(pace.MulSat(int64(r), BurstWindow.Milliseconds())/1000, 1000)
+}
+
+// bound sets next's BoundRate: the admission rate (the steps free no
+// faster), lowered to twice the measured turnover and its spread once a
+// window of it is in; and keeps in BoundMarks the least bound of each
+// AnswerLife/boundMarks, the first the current one's, to cover AnswerLife.
+func (next *Capacity) bound(c Capacity, rate pace.Rate, nowMs int64) {
+	if c.FoldedAtMs <= 0 {
+		return // the first fold comes with the first request: no answer out yet
+	}
+	target := rate
+	if c.MeasuredSinceMs <= nowMs-TurnoverWindow.Milliseconds() {
+		target = min(target, max(pace.Rate(pace.AddSat(2*int64(next.ReleaseRate), 2*int64(next.ReleaseSpread))), MinBound))
+	}
+	switch {
+	case target <= 0:
+		return // manual admission only: the last bound stays
+	case c.BoundRate <= 0:
+		next.Budget = burstOf(target) // the answers before it counted on none
+	}
+	next.BoundRate = target
+	if every := AnswerLife.Milliseconds() / boundMarks; len(c.BoundMarks) == 0 || nowMs >= c.BoundMarkAtMs+every {
+		next.BoundMarks = append([]pace.Rate{target}, c.BoundMarks[:min(len(c.BoundMarks), boundMarks)]...)
+		next.BoundMarkAtMs = nowMs
+		return
+	}
+	next.BoundMarks = append([]pace.Rate{min(c.BoundMarks[0], target)}, c.BoundMarks[1:]...)
 }
 
 // pruned is c's level and steps at nowMs, older steps folded into Level.

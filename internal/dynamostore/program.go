@@ -61,8 +61,7 @@ type programItem struct {
 	Prequeue        int64                  `dynamodbav:"prequeue,omitempty" write:"tickets"`
 	PrequeueFixed   bool                   `dynamodbav:"prequeueFixed,omitempty" write:"tickets"`
 	ExtraGiven      int64                  `dynamodbav:"extraGiven,omitempty"`
-	CapFrom         int64                  `dynamodbav:"capFrom,omitempty"`
-	CapRaiseAtMs    int64                  `dynamodbav:"capRaiseAtMs,omitempty"`
+	CapRaised       int64                  `dynamodbav:"capRaised,omitempty"`
 	Reserved        []capacity.Reservation `dynamodbav:"bypass,omitempty"` // the slots bypass passes hold
 
 	// The instants (Unix ms) of the last single tickets, newest first.
@@ -92,7 +91,7 @@ func ProgramItem(p admission.Program) (map[string]types.AttributeValue, error) {
 		Edge: p.Edge, FailOpenUntilMs: pace.UnixMs(p.Edge.FailOpenUntil),
 		ManualRateMilli: p.ManualRate, LastAdmitAtMs: pace.UnixMs(p.LastAdmitAt), LastAdmitGapMs: p.LastAdmitGap.Milliseconds(),
 		ChangeIDs: p.Changes, Shards: p.Shards, ShuffleNonce: p.ShuffleNonce, Prequeue: p.Prequeue, PrequeueFixed: p.PrequeueFixed,
-		ExtraGiven: p.ExtraGiven, CapFrom: p.CapFrom, CapRaiseAtMs: p.CapRaiseAtMs,
+		ExtraGiven: p.ExtraGiven, CapRaised: p.CapRaised,
 		Reserved: p.Reserved,
 	}
 	it.Recent1, it.Recent2, it.Recent3, it.Recent4 = p.Recent[0], p.Recent[1], p.Recent[2], p.Recent[3]
@@ -117,7 +116,7 @@ func DecodeProgram(item map[string]types.AttributeValue) (admission.Program, err
 		DrainAtNs:  it.DrainAtNs,
 		Options:    it.Options,
 		ManualRate: it.ManualRateMilli, LastAdmitAt: pace.FromUnixMs(it.LastAdmitAtMs), LastAdmitGap: time.Duration(it.LastAdmitGapMs) * time.Millisecond,
-		Changes: it.ChangeIDs, Shards: it.Shards, ShuffleNonce: it.ShuffleNonce, Prequeue: it.Prequeue, PrequeueFixed: it.PrequeueFixed, ExtraGiven: it.ExtraGiven, CapFrom: it.CapFrom, CapRaiseAtMs: it.CapRaiseAtMs,
+		Changes: it.ChangeIDs, Shards: it.Shards, ShuffleNonce: it.ShuffleNonce, Prequeue: it.Prequeue, PrequeueFixed: it.PrequeueFixed, ExtraGiven: it.ExtraGiven, CapRaised: it.CapRaised,
 		Reserved: it.Reserved,
 		Recent:   [admission.RecentTickets]int64{it.Recent1, it.Recent2, it.Recent3, it.Recent4, it.Recent5, it.Recent6, it.Recent7, it.Recent8},
 	}

@@ -23,7 +23,11 @@ type Situation struct {
 	// Earliest is the least time before the token could be admitted if admission never
 	// runs faster than the program's configured rate; 0 when the program has no rate.
 	Earliest time.Duration
-	Paused   bool // admission is paused, or is about to be by a scheduled change
+	// HeldEarliest replaces Earliest when a cap on active people holds the
+	// place back and Wait estimates the turnover: the least time before
+	// the admission for the time to show (docs/design.md, "Capacity").
+	HeldEarliest time.Duration
+	Paused       bool // admission is paused, or is about to be by a scheduled change
 }
 
 // Policy chooses the delay before a waiting client's next poll; rng is the jitter source

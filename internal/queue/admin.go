@@ -101,13 +101,13 @@ func apply(p admission.Program, set api.ProgramSettings, now time.Time, delay ti
 		return p, err
 	}
 	seg := p.Settled()
-	before := p.Ceiling().CapAt(pace.UnixMs(now.Add(delay)))
+	before, started := p.MaxActiveUsers, p.Version > 0 && p.CounterAt(pace.UnixMs(now.Add(delay))) > 0
 	if err := applySettings(set, &p.Options, &seg, policies); err != nil {
 		return p, err
 	}
-	if before > 0 && p.MaxActiveUsers > before && delay > 0 {
-		// A raised cap takes effect with the change, as a rate would.
-		p.CapFrom, p.CapRaiseAtMs = before, pace.UnixMs(now.Add(delay))
+	if started && before > 0 && p.MaxActiveUsers > before {
+		// Slots the folds free within the turnover bound, as they would ends.
+		p.CapRaised += p.MaxActiveUsers - before
 	}
 	if set.ShuffleAtOpen != nil && p.Shuffle && p.ShuffleNonce == "" {
 		p.ShuffleNonce = shuffle.NewNonce()

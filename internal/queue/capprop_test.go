@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/passverify"
 )
@@ -22,6 +23,23 @@ type person struct {
 	until    time.Time // when their slot may be reused: the site's end, or the window's
 	nextPoll time.Time
 	done     bool
+}
+
+// pollIfDue polls pp's token in program "p" if its next poll is due at
+// now, keeping the next one a WAITING answer asks for; false if not due.
+func (pp *person) pollIfDue(t *testing.T, svc *queue.Service, now time.Time) (queue.View, bool) {
+	t.Helper()
+	if now.Before(pp.nextPoll) {
+		return queue.View{}, false
+	}
+	v, err := svc.Poll(t.Context(), "p", pp.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status == queue.StatusWaiting {
+		pp.nextPoll = now.Add(v.RetryAfter)
+	}
+	return v, true
 }
 
 // TestCapNeverExceeded is a property test: with random caps, rates, crowds,
@@ -152,16 +170,12 @@ func TestCapNeverExceeded(t *testing.T) {
 						pp.done = true
 						continue
 					}
-					if now.Before(pp.nextPoll) {
+					v, due := pp.pollIfDue(t, svc, now)
+					if !due {
 						continue
-					}
-					v, err := svc.Poll(ctx, "p", pp.id)
-					if err != nil {
-						t.Fatal(err)
 					}
 					switch v.Status {
 					case queue.StatusWaiting:
-						pp.nextPoll = now.Add(v.RetryAfter)
 					case queue.StatusAdmitted:
 						if !pp.showsUp {
 							t.Fatalf("a no-show was admitted")
@@ -198,6 +212,103 @@ func TestCapNeverExceeded(t *testing.T) {
 					t.Errorf("person %d never served nor counted a no-show", i)
 				}
 			}
+		})
+	}
+}
+
+// TestTurnoverBoundKeepsTimeToShow is a property test of the turnover
+// bound (docs/design.md, "Polling under a cap"): a site keeps its
+// sessions long, so the measured turnover is low and the people far back
+// are told to sleep long, then ends every session at once, again and
+// again, while an admin may raise the cap; whoever polls as told is never
+// counted a no-show, the cap holds, and everyone is served.
+func TestTurnoverBoundKeepsTimeToShow(t *testing.T) {
+	for seed := range seeds(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, 33))
+			ctx := t.Context()
+			svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second),
+				queue.WithPolicies(polling.Named(polling.DefaultTiers(), polling.DefaultETA(), polling.DefaultSteady())))
+			capacity := 10 + rng.Int64N(30)
+			if _, _, err := svc.PutProgram(ctx, "p", api.ProgramSettings{
+				AdmissionRatePerSecond: new(api.Rate(50)), MaxActiveUsers: new(capacity), NoShowSeconds: new(int64(10)),
+				PollingPolicy: new([]string{polling.NameETA, polling.NameSteady}[seed%2]),
+			}); err != nil {
+				t.Fatal(err)
+			}
+			people := make([]*person, 300+rng.IntN(300))
+			for i := range people {
+				v, _, err := svc.Enter(ctx, "p", queue.Entry{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				people[i] = &person{id: v.TokenID, showsUp: true, nextPoll: c.Now(), session: time.Duration(30+rng.IntN(60)) * time.Second}
+			}
+			longest, bursts, raises := time.Duration(0), 0, 0
+			for end := c.Now().Add(3 * time.Hour); c.Now().Before(end); {
+				c.Advance(100 * time.Millisecond)
+				now := c.Now()
+				burst := rng.IntN(200) == 0 // about every 20 s: the site ends every session
+				if burst {
+					bursts++
+				}
+				if rng.IntN(600) == 0 { // about every minute: the admin raises the cap
+					capacity += 1 + rng.Int64N(20)
+					if _, _, err := svc.PutProgram(ctx, "p", api.ProgramSettings{MaxActiveUsers: new(capacity)}); err != nil {
+						t.Fatal(err)
+					}
+					raises++
+				}
+				active, pending := int64(0), 0
+				for _, pp := range people {
+					if pp.done {
+						continue
+					}
+					pending++
+					if !pp.from.IsZero() {
+						if burst || !now.Before(pp.from.Add(pp.session)) {
+							if err := svc.ReleaseSession(ctx, "p", pp.pass); err != nil {
+								t.Fatal(err)
+							}
+							pp.done = true
+							continue
+						}
+						active++
+						continue
+					}
+					switch v, due := pp.pollIfDue(t, svc, now); {
+					case !due:
+					case v.Status == queue.StatusWaiting:
+						longest = max(longest, v.RetryAfter)
+					case v.Status == queue.StatusAdmitted:
+						pp.pass, pp.from = v.AdmissionPass, now
+						active++
+					default:
+						t.Fatalf("at +%v: polled as told, and read %s", now.Sub(t0), v.Status)
+					}
+				}
+				if active > capacity {
+					t.Fatalf("at +%v: %d active, cap %d", now.Sub(t0), active, capacity)
+				}
+				if pending == 0 {
+					break
+				}
+			}
+			for i, pp := range people {
+				if !pp.done {
+					t.Fatalf("person %d never served", i)
+				}
+			}
+			// The scenario the bound is for: long sleeps, and bursts.
+			if longest < 30*time.Second || bursts < 3 {
+				t.Fatalf("longest sleep %v, %d bursts: the scenario did not happen", longest, bursts)
+			}
+			// The admin view shows what the folds measured.
+			if cs, err := svc.Program(ctx, "p"); err != nil || cs.Turnover <= 0 || cs.Bound < cs.Turnover || cs.Spread < 0 {
+				t.Errorf("turnover %v/s ± %v, bound %v/s (%v): want what the folds measured", cs.Turnover, cs.Spread, cs.Bound, err)
+			}
+			t.Logf("cap %d after %d raises, %d people, %d bursts, longest sleep %v, served by +%v", capacity, raises, len(people), bursts, longest, c.Now().Sub(t0))
 		})
 	}
 }

@@ -413,7 +413,7 @@ func (s *Service) waiting(p admission.Program, t Token, now time.Time) View {
 	v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
 	if p.Followed() {
 		// Whoever polls as told fetches their admission in time to show.
-		v.RetryAfter = min(v.RetryAfter, p.PollToShow(max(notice, 0)))
+		v.RetryAfter = min(v.RetryAfter, p.PollToShow(max(notice, 0), sit.HeldEarliest))
 	}
 	return v
 }

@@ -267,9 +267,11 @@ func TestCapRaiseKeepsTimeToShow(t *testing.T) {
 	}
 }
 
-// TestCapRaiseTakesEffectWithTheChange: a raised cap lets more in a change
-// delay after it is made, as a raised rate does, so every instance agrees.
-func TestCapRaiseTakesEffectWithTheChange(t *testing.T) {
+// TestCapRaiseFreesThroughTheFold: a raised cap frees its slots as ends
+// would: the next fold counts them, and they take effect a change delay
+// later, at the admission rate, so every instance agrees and no answer out
+// is surprised (the turnover bound, docs/design.md).
+func TestCapRaiseFreesThroughTheFold(t *testing.T) {
 	ctx := t.Context()
 	svc, c := newService(t, queue.WithProgramCache(time.Second))
 	if _, _, err := svc.PutProgram(ctx, "raised", api.ProgramSettings{
@@ -277,22 +279,33 @@ func TestCapRaiseTakesEffectWithTheChange(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	var last queue.View
 	for range 20 {
-		if _, _, err := svc.Enter(ctx, "raised", queue.Entry{}); err != nil {
+		v, _, err := svc.Enter(ctx, "raised", queue.Entry{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		last = v
 	}
 	c.Advance(time.Second)
 	if _, _, err := svc.PutProgram(ctx, "raised", api.ProgramSettings{MaxActiveUsers: new(int64(10))}); err != nil {
 		t.Fatal(err)
 	}
+	c.Advance(5 * time.Second)
+	if p, err := svc.Program(ctx, "raised"); err != nil || p.Admitted != 3 {
+		t.Fatalf("before any fold: admitted %d, %v; want 3", p.Admitted, err)
+	}
+	if _, err := svc.Poll(ctx, "raised", last.TokenID); err != nil { // folds
+		t.Fatal(err)
+	}
+	delay := time.Second + admission.AdminWriteBudget
 	for _, tt := range []struct {
 		wait time.Duration // since the step before
 		want int64
-	}{{0, 3}, {1999 * time.Millisecond, 3}, {time.Millisecond, 10}} {
+	}{{0, 3}, {delay - time.Millisecond, 3}, {time.Millisecond, 4}, {60 * time.Millisecond, 10}} {
 		c.Advance(tt.wait)
 		if p, err := svc.Program(ctx, "raised"); err != nil || p.Admitted != tt.want {
-			t.Errorf("at +%v after the raise: admitted %d, %v; want %d", c.Now().Sub(t0.Add(time.Second)), p.Admitted, err, tt.want)
+			t.Errorf("at +%v after the fold: admitted %d, %v; want %d", c.Now().Sub(t0.Add(6*time.Second)), p.Admitted, err, tt.want)
 		}
 	}
 }
@@ -420,6 +433,42 @@ func TestEarliestUnderTheCeiling(t *testing.T) {
 		if sit := p.Situation(tt.place, now, time.Second); sit.Earliest != tt.want {
 			t.Errorf("place %d: earliest %v, want %v", tt.place, sit.Earliest, tt.want)
 		}
+	}
+}
+
+// TestHeldEarliestUnderTheBound: under a turnover bound, a place the
+// ceiling holds has no Earliest (the policies sleep on the estimate) and a
+// HeldEarliest for its time to show: the steps written, a burst of
+// BurstWindow's worth of the bound, then the bound; the answer polls by
+// half the time to show after it, within AnswerLife.
+func TestHeldEarliestUnderTheBound(t *testing.T) {
+	p := program(1000, 0, 100, false)
+	p.MaxActiveUsers, p.NoShowSeconds = 50, 10
+	p.Capacity = capacity.Capacity{
+		Steps:       []capacity.Step{{AtMs: pace.UnixMs(t0.Add(10 * time.Second)), Freed: 20, Rate: rate(100)}},
+		ReleaseRate: rate(2), BoundRate: rate(4),
+	}
+	now := t0.Add(5 * time.Second)
+	burst := int64(capacity.BurstWindow.Seconds()) * 4
+	for _, tt := range []struct {
+		place int64
+		held  time.Duration
+		poll  time.Duration
+	}{
+		{200, time.Duration(200-50-20-burst) * time.Second / 4, time.Duration(200-50-20-burst)*time.Second/4 + 5*time.Second},
+		{1000, time.Duration(1000-50-20-burst) * time.Second / 4, capacity.AnswerLife},
+	} {
+		sit := p.Situation(tt.place, now, time.Second)
+		if sit.Earliest != 0 || sit.HeldEarliest != tt.held || sit.Wait <= sit.HeldEarliest {
+			t.Errorf("place %d: earliest %v, held %v, wait %v; want none, %v, and a longer wait", tt.place, sit.Earliest, sit.HeldEarliest, sit.Wait, tt.held)
+		}
+		if got := p.PollToShow(time.Second, sit.HeldEarliest); got != tt.poll {
+			t.Errorf("place %d: poll to show within %v, want %v", tt.place, got, tt.poll)
+		}
+	}
+	p.Capacity.BoundRate = 0 // no bound yet: the rounds, for policies and the time to show alike
+	if sit := p.Situation(200, now, time.Second); sit.HeldEarliest != 0 || sit.Earliest == 0 || p.PollToShow(time.Second, sit.HeldEarliest) != 6*time.Second {
+		t.Errorf("without a bound: %+v", sit)
 	}
 }
 

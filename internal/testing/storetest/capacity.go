@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/example/waitingroom/internal/capacity"
+	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/queue"
 )
 
@@ -100,20 +101,22 @@ func testCapacity(t *testing.T, ps queue.Store) {
 		p := program("folded")
 		create(t, ps, p)
 		next := capacity.Capacity{Level: 2, Steps: []capacity.Step{{AtMs: 5_000, Freed: 9, Rate: 2_000}, {AtMs: 6_000, Freed: 11}},
-			ReleaseRate: 1_500, FoldedAtMs: 4_000, EndsThrough: 15, NoShowThrough: 300, ExpiredThrough: 256, Owed: 1, NoShows: 7, Ended: 3, Expired: 4}
+			ReleaseRate: 1_500, ReleaseSpread: 120, MeasuredSinceMs: 1_000, BoundRate: 3_240, BoundMarks: []pace.Rate{3_240, 2_900}, BoundMarkAtMs: 3_500,
+			Budget: 9_720, Backlog: 4, CapRaisedSeen: 20,
+			FoldedAtMs: 4_000, EndsThrough: 15, NoShowThrough: 300, ExpiredThrough: 256, Owed: 1, NoShows: 7, Ended: 3, Expired: 4}
 		checkErr(t, "ApplyFold", s.ApplyFold(ctx, p.ID, 0, next), nil)
 		checkErr(t, "ApplyFold from the same fold again", s.ApplyFold(ctx, p.ID, 0, next), queue.ErrConflict)
 		checkErr(t, "ApplyFold of an absent program", s.ApplyFold(ctx, "absent", 0, next), queue.ErrNotFound)
 		// Neither an admin write nor a ticket touches the fold's state.
 		upd := p
 		upd.Version++
-		upd.MaxActiveUsers = 50
+		upd.MaxActiveUsers, upd.CapRaised = 50, 30
 		checkErr(t, "UpdateProgram", ps.UpdateProgram(ctx, upd, p.Issued), nil)
 		checkErr(t, "IssueTicket", errOf(ps.IssueTicket(ctx, p.ID, t0.Add(ms(10)))), nil)
 		got := storedProgram(t, ps, p.ID)
 		check(t, "stored capacity", got.Capacity, next)
-		if got.MaxActiveUsers != 50 {
-			t.Fatalf("MaxActiveUsers %d, want 50", got.MaxActiveUsers)
+		if got.MaxActiveUsers != 50 || got.CapRaised != 30 {
+			t.Fatalf("MaxActiveUsers %d, CapRaised %d; want 50 and 30", got.MaxActiveUsers, got.CapRaised)
 		}
 		next2 := next
 		next2.FoldedAtMs, next2.Steps = 5_000, nil

@@ -24,11 +24,12 @@ type Counters struct {
 	ShuffleCommitment string
 	Prequeue          int64
 	PrequeueFixed     bool
-	// Followed: Active, Ended and NoShows count as of the last fold, and
-	// Turnover, its Spread and Bound are capacity.Capacity's rates.
-	Followed                bool
-	Active, Ended, NoShows  int64
-	Turnover, Spread, Bound float64
+	// Followed: Active, Ended and NoShows count as of the last fold;
+	// Turnover, its Spread and Bound are capacity.Capacity's rates, and
+	// HeldBack its Backlog.
+	Followed                         bool
+	Active, Ended, NoShows, HeldBack int64
+	Turnover, Spread, Bound          float64
 	// BypassHeld is how many slots of the cap bypass passes hold.
 	BypassHeld int64
 }
@@ -62,7 +63,7 @@ func (p Program) Counters(now time.Time) Counters {
 		c.Followed = true
 		c.Ended, c.NoShows = k.Ended, k.NoShows
 		c.Active = max(admitted-k.Ended-k.NoShows-k.Expired, 0)
-		c.Turnover, c.Spread, c.Bound = k.ReleaseRate.PerSecond(), k.ReleaseSpread.PerSecond(), k.BoundRate.PerSecond()
+		c.Turnover, c.Spread, c.Bound, c.HeldBack = k.ReleaseRate.PerSecond(), k.ReleaseSpread.PerSecond(), k.BoundRate.PerSecond(), k.Backlog
 		c.BypassHeld = p.Ceiling().ReservedAt(pace.UnixMs(now))
 	}
 	return c

@@ -225,10 +225,12 @@ type Program struct {
 	// TurnoverPerSecond is the slots freed a second (ends, no-shows,
 	// windows over), smoothed over 30 s, and TurnoverSpreadPerSecond its
 	// uncertainty; TurnoverBoundPerSecond the most a waiting answer counts
-	// on (0 until known). Present with a cap or no-show handling.
+	// on (0 until known); HeldBack the slots freed that wait for the bound
+	// to let them in. Present with a cap or no-show handling.
 	TurnoverPerSecond       *float64 `json:"turnoverPerSecond,omitempty"`
 	TurnoverSpreadPerSecond *float64 `json:"turnoverSpreadPerSecond,omitempty"`
 	TurnoverBoundPerSecond  *float64 `json:"turnoverBoundPerSecond,omitempty"`
+	HeldBack                *int64   `json:"heldBack,omitempty"`
 	// BypassHeld is how many slots of the cap live bypass passes hold
 	// now; absent: none.
 	BypassHeld int64 `json:"bypassHeld,omitempty"`

@@ -72,8 +72,12 @@ type Capacity struct {
 	BoundMarkAtMs int64       `dynamodbav:"boundMarkAtMs"`
 	Budget        int64       `dynamodbav:"budget"` // thousandths of a slot
 	Backlog       int64       `dynamodbav:"backlog"`
-	// CapRaisedSeen is the Program.CapRaised the folds took as freed.
+	// CapRaisedSeen is the Program.CapRaised the folds took as freed;
+	// the places admitted from GraceFromMs to GraceUntilMs (Unix ms), after
+	// a raise, have AnswerLife more to show.
 	CapRaisedSeen int64 `dynamodbav:"capRaisedSeen"`
+	GraceFromMs   int64 `dynamodbav:"graceFromMs"`
+	GraceUntilMs  int64 `dynamodbav:"graceUntilMs"`
 
 	// FoldedAtMs is when the last fold was made (Unix ms; 0: never).
 	FoldedAtMs int64 `dynamodbav:"foldedAtMs"`

@@ -207,15 +207,66 @@ func TestBoundRaisedSlowly(t *testing.T) {
 }
 
 // TestCapRaiseFreedByTheFold: a raise of the cap since admission started
-// is freed by the next fold, once, within the budget like ends.
+// is freed by the next fold, once, at once, and the places admitted until
+// AnswerLife after it acts have AnswerLife more to show.
 func TestCapRaiseFreedByTheFold(t *testing.T) {
-	p := capacity.Program{ID: "p", Capped: true, Rate: rate(20), CapRaised: 30}
-	c := capacity.Capacity{FoldedAtMs: 1_000_000, CapRaisedSeen: 10}
+	p := capacity.Program{ID: "p", Capped: true, Rate: rate(20), CapRaised: 30, NoShowAfter: 10 * time.Second}
+	c := capacity.Capacity{FoldedAtMs: 1_000_000, CapRaisedSeen: 10, BoundRate: rate(1), BoundMarks: []pace.Rate{rate(1)}, BoundMarkAtMs: 1_000_000}
 	p.Capacity = c
-	c = c.Folded(p, time.UnixMilli(1_000_250), 2*time.Second, 1, 0, 0)
+	c = c.Folded(p, time.UnixMilli(1_000_250), 2*time.Second, 0, 0, 0)
 	p.Capacity = c
 	c = c.Folded(p, time.UnixMilli(1_000_500), 2*time.Second, 0, 0, 0)
-	if top := c.Steps[len(c.Steps)-1].Freed; top != 21 || c.CapRaisedSeen != 30 || c.Ended != 1 {
-		t.Errorf("freed %d, raise seen %d, ended %d; want the 20 raised and the 1 end, once", top, c.CapRaisedSeen, c.Ended)
+	if top := c.Steps[len(c.Steps)-1].Freed; top != 20 || c.CapRaisedSeen != 30 {
+		t.Errorf("freed %d, raise seen %d; want the 20 raised at once, once", top, c.CapRaisedSeen)
+	}
+	grace := []int64{1_000_250, 1_000_250 + 2_000 + capacity.AnswerLife.Milliseconds()}
+	if got := []int64{c.GraceFromMs, c.GraceUntilMs}; got[0] != grace[0] || got[1] != grace[1] {
+		t.Fatalf("grace %v, want %v", got, grace)
+	}
+	for _, tt := range []struct{ now, want int64 }{
+		{1_000_000, 1_000_000 - 10_000}, // before: the time to show
+		{1_020_000, 1_000_249},          // admissions before the grace, only
+		{1_200_000, 1_200_000 - 10_000 - capacity.AnswerLife.Milliseconds()}, // in it: AnswerLife more
+		{1_500_000, 1_500_000 - 10_000},                                      // its last are due: as before
+	} {
+		if got := c.NoShowBefore(time.UnixMilli(tt.now), p.NoShowAfter); got != tt.want {
+			t.Errorf("at %d, no-shows admitted by %d, want %d", tt.now, got, tt.want)
+		}
+	}
+}
+
+// TestBacklogDrains: slots freed beyond the bound raise it, which does
+// not fall while they wait; they are all in once the answers given under
+// the lower bound are out of their time.
+func TestBacklogDrains(t *testing.T) {
+	p := capacity.Program{ID: "p", Capped: true, Rate: rate(1000)}
+	c := capacity.Capacity{MeasuredSinceMs: 900_000, ReleaseRate: rate(1), BoundRate: rate(2.5), BoundMarks: []pace.Rate{rate(2.5)}, BoundMarkAtMs: 1_000_000}
+	c.FoldedAtMs = 1_000_000
+	lump := true
+	c = foldEvery(c, p, 1_000_250, 250, capacity.AnswerLife.Milliseconds()+90_000, func(int64) int64 {
+		if lump {
+			lump = false
+			return 1000 // the site ends a thousand sessions at once
+		}
+		return 0
+	})
+	if c.Backlog != 0 || c.Steps[len(c.Steps)-1].Freed != 1000 {
+		t.Errorf("%v after the lump: %d held, want all 1,000 in", capacity.AnswerLife+90*time.Second, c.Backlog)
+	}
+}
+
+// TestManualAdmissionDropsTheBound: with a rate of 0 no answer counts on a
+// bound; once those told under the last one are out of their time, the
+// folds release what they free at once.
+func TestManualAdmissionDropsTheBound(t *testing.T) {
+	p := capacity.Program{ID: "p", Capped: true}
+	c := capacity.Capacity{FoldedAtMs: 1_000_000, MeasuredSinceMs: 900_000, BoundRate: rate(1), BoundMarks: []pace.Rate{rate(1)}, BoundMarkAtMs: 1_000_000, Backlog: 500}
+	c = foldEvery(c, p, 1_000_250, 250, capacity.AnswerLife.Milliseconds(), func(int64) int64 { return 0 })
+	if c.BoundRate == 0 || c.Backlog == 0 {
+		t.Fatalf("within AnswerLife: bound %v, %d held; want the bound kept", c.BoundRate, c.Backlog)
+	}
+	c = foldEvery(c, p, 1_000_000+capacity.AnswerLife.Milliseconds()+250, 250, capacity.AnswerLife.Milliseconds(), func(int64) int64 { return 0 })
+	if c.BoundRate != 0 || c.Backlog != 0 {
+		t.Errorf("after: bound %v, %d held; want none, all in", c.BoundRate, c.Backlog)
 	}
 }

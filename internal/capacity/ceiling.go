@@ -92,11 +92,15 @@ func (l Ceiling) TurnoverMs(place, ms int64) (int64, bool) {
 	if n := len(c.Steps); n > 0 {
 		top = max(top, c.Steps[n-1].Freed)
 	}
-	need := place - pace.AddSat(pace.AddSat(l.Cap, top), burstOf(c.BoundRate)/1000)
+	over := place - pace.AddSat(l.Cap, top)
+	if over <= 0 {
+		return ms, true
+	}
+	need := pace.MulSat(over, 1000) - burstOf(c.BoundRate) // in thousandths of a slot, as the budget counts
 	if need <= 0 {
 		return ms, true
 	}
-	d, _ := pace.MulDiv(uint64(need), 1e6, uint64(c.BoundRate), false)
+	d, _ := pace.MulDiv(uint64(need), 1e3, uint64(c.BoundRate), false)
 	return pace.AddSat(ms, d), true
 }
 

@@ -92,11 +92,25 @@ func sealEnds(ctx context.Context, s Store, programID string, q int64) (int64, e
 	return ended, nil
 }
 
+// noShowBefore is the latest Unix ms at which an admission unsighted at
+// now is a no-show: noShowAfter before now, AnswerLife more for those
+// admitted in a grace (GraceFromMs to GraceUntilMs), and, places being
+// sealed in order, for those after it until the grace's last are due.
+func (c Capacity) noShowBefore(now time.Time, noShowAfter time.Duration) int64 {
+	at := pace.UnixMs(now.Add(-noShowAfter))
+	graced := at - AnswerLife.Milliseconds()
+	if at < c.GraceFromMs || graced >= c.GraceUntilMs {
+		return at
+	}
+	return max(c.GraceFromMs-1, graced)
+}
+
 // sealNoShows seals the places admitted by the latest mark older than the
 // time to show, and returns the no-shows and the cursor after it.
 func sealNoShows(ctx context.Context, s Store, p Program, now time.Time) (noShows, through int64, err error) {
 	upTo := func(m Mark) int64 { return m.Counter }
-	return sealGroups(ctx, s, p.ID, now.Add(-p.NoShowAfter), p.Capacity.NoShowThrough, upTo, func(g, from, to int64) (int64, error) {
+	at := pace.FromUnixMs(p.Capacity.noShowBefore(now, p.NoShowAfter))
+	return sealGroups(ctx, s, p.ID, at, p.Capacity.NoShowThrough, upTo, func(g, from, to int64) (int64, error) {
 		grp, err := s.SealSightings(ctx, p.ID, g, to, now)
 		if err != nil {
 			return 0, fmt.Errorf("seal group %d: %w", g, err)
@@ -167,10 +181,18 @@ func (c Capacity) folded(p Program, now time.Time, delay time.Duration, ended, n
 		next.MeasuredSinceMs = nowMs
 	}
 	if p.Capped {
-		// A raise of the cap frees its slots as ends would.
-		raised := max(p.CapRaised-c.CapRaisedSeen, 0)
-		next.CapRaisedSeen = max(p.CapRaised, c.CapRaisedSeen)
-		freed := next.budgeted(c, pace.AddSat(released, raised), nowMs)
+		freed := next.budgeted(c, released, nowMs)
+		// A raise of the cap frees its slots at once, and gives the places
+		// it admits AnswerLife more to show: their holders may sleep on
+		// answers that did not count on it.
+		if raised := p.CapRaised - c.CapRaisedSeen; raised > 0 {
+			freed = pace.AddSat(freed, raised)
+			next.CapRaisedSeen = p.CapRaised
+			if c.GraceUntilMs < nowMs {
+				next.GraceFromMs = nowMs
+			}
+			next.GraceUntilMs = pace.UnixMs(now.Add(delay + AnswerLife))
+		}
 		next.Level, next.Steps = pruned(c, nowMs)
 		target := next.Level
 		if n := len(next.Steps); n > 0 {
@@ -209,7 +231,7 @@ func (next *Capacity) budgeted(c Capacity, released, nowMs int64) int64 {
 		return want
 	}
 	refill := c.floor()
-	budget := min(pace.AddSat(c.Budget, pace.MulSat(nowMs-c.FoldedAtMs, int64(refill))/1000), burstOf(refill))
+	budget := min(pace.AddSat(c.Budget, pace.MulSat(max(nowMs-c.FoldedAtMs, 0), int64(refill))/1000), burstOf(refill))
 	freed := min(want, budget/1000)
 	next.Budget, next.Backlog = budget-freed*1000, want-freed
 	return freed
@@ -232,25 +254,38 @@ func burstOf(r pace.Rate) int64 {
 }
 
 // bound sets next's BoundRate: the admission rate (the steps free no
-// faster), lowered to twice the measured turnover and its spread once a
-// window of it is in; and keeps in BoundMarks the least bound of each
-// AnswerLife/boundMarks, the first the current one's, to cover AnswerLife.
+// faster), lowered once a window is measured to twice the turnover and its
+// spread, or the backlog over AnswerLife, and not lowered while a backlog
+// waits; and keeps in
+// BoundMarks the least bound of each AnswerLife/boundMarks, the first the
+// current one's, to cover AnswerLife.
 func (next *Capacity) bound(c Capacity, rate pace.Rate, nowMs int64) {
 	if c.FoldedAtMs <= 0 {
 		return // the first fold comes with the first request: no answer out yet
 	}
+	every := AnswerLife.Milliseconds() / boundMarks
 	target := rate
 	if c.MeasuredSinceMs <= nowMs-TurnoverWindow.Milliseconds() {
-		target = min(target, max(pace.Rate(pace.AddSat(2*int64(next.ReleaseRate), 2*int64(next.ReleaseSpread))), MinBound))
+		measured := pace.AddSat(2*int64(next.ReleaseRate), 2*int64(next.ReleaseSpread))
+		backlog, _ := pace.MulDiv(uint64(next.Backlog), 1e6, uint64(AnswerLife.Milliseconds()), true)
+		if next.Backlog > 0 {
+			measured = max(measured, int64(c.BoundRate)) // no lower while slots wait for it
+		}
+		target = min(target, max(pace.Rate(max(measured, backlog)), MinBound))
 	}
 	switch {
+	case target <= 0 && nowMs >= c.BoundMarkAtMs+2*every+AnswerLife.Milliseconds():
+		// Manual admission only bounds no answer: once those told under
+		// the last bound are out of their time, the budget goes.
+		next.BoundRate, next.BoundMarks, next.Budget = 0, nil, 0
+		return
 	case target <= 0:
-		return // manual admission only: the last bound stays
+		return
 	case c.BoundRate <= 0:
 		next.Budget = burstOf(target) // the answers before it counted on none
 	}
 	next.BoundRate = target
-	if every := AnswerLife.Milliseconds() / boundMarks; len(c.BoundMarks) == 0 || nowMs >= c.BoundMarkAtMs+every {
+	if len(c.BoundMarks) == 0 || nowMs >= c.BoundMarkAtMs+every {
 		next.BoundMarks = append([]pace.Rate{target}, c.BoundMarks[:min(len(c.BoundMarks), boundMarks)]...)
 		next.BoundMarkAtMs = nowMs
 		return

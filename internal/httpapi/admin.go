@@ -181,6 +181,7 @@ func programOf(c admission.Counters) wire.Program {
 	if c.Followed {
 		view.Active, view.Ended, view.NoShows = &c.Active, &c.Ended, &c.NoShows
 		view.TurnoverPerSecond, view.TurnoverSpreadPerSecond, view.TurnoverBoundPerSecond = &c.Turnover, &c.Spread, &c.Bound
+		view.HeldBack = &c.HeldBack
 	}
 	return view
 }

@@ -191,7 +191,7 @@ func TestHandlerEvents(t *testing.T) {
 		{"admin-create-program", 201,
 			`{"programId":"spring-gala","issued":0,"admitted":0,"waiting":0,"admissionRatePerSecond":2.5,"paused":true,"closed":false,"admissionWindowSeconds":900,"createdAt":"2026-05-19T10:00:00.123Z"}`, nil},
 		{"admin-create-capped-program", 201,
-			`{"programId":"capped-gala","issued":0,"admitted":0,"waiting":0,"admissionRatePerSecond":20,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T10:00:00.123Z","maxActiveUsers":50,"noShowSeconds":60,"active":0,"ended":0,"noShows":0,"turnoverPerSecond":0,"turnoverSpreadPerSecond":0,"turnoverBoundPerSecond":0}`, nil},
+			`{"programId":"capped-gala","issued":0,"admitted":0,"waiting":0,"admissionRatePerSecond":20,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T10:00:00.123Z","maxActiveUsers":50,"noShowSeconds":60,"active":0,"ended":0,"noShows":0,"turnoverPerSecond":0,"turnoverSpreadPerSecond":0,"turnoverBoundPerSecond":0,"heldBack":0}`, nil},
 		{"admin-error-cap-after-start", 409, `{"code":"INVALID_SETTINGS","message":"maxActiveUsers cannot be set once admission has started: the people admitted before it were not followed."}`, nil},
 		{"admin-admit", 200,
 			`{"programId":"demo","issued":1000,"admitted":505,"waiting":495,"admissionRatePerSecond":10,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T09:00:00.123Z"}`, nil},
@@ -208,7 +208,7 @@ func TestHandlerEvents(t *testing.T) {
 		{"admin-error-unknown-program", 404, `{"code":"PROGRAM_NOT_FOUND","message":"No such program."}`, nil},
 		{"admin-error-method-not-allowed", 405, `{"code":"METHOD_NOT_ALLOWED","message":"Allowed methods: DELETE, GET, PUT."}`, map[string]string{"Allow": "DELETE, GET, PUT"}},
 		{"admin-list-programs", 200,
-			`{"programs":[{"programId":"capped","issued":100,"admitted":50,"waiting":50,"admissionRatePerSecond":20,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T09:00:00.123Z","maxActiveUsers":50,"noShowSeconds":60,"active":50,"ended":0,"noShows":0,"turnoverPerSecond":0,"turnoverSpreadPerSecond":0,"turnoverBoundPerSecond":0},` +
+			`{"programs":[{"programId":"capped","issued":100,"admitted":50,"waiting":50,"admissionRatePerSecond":20,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T09:00:00.123Z","maxActiveUsers":50,"noShowSeconds":60,"active":50,"ended":0,"noShows":0,"turnoverPerSecond":0,"turnoverSpreadPerSecond":0,"turnoverBoundPerSecond":0,"heldBack":0},` +
 				`{"programId":"demo","issued":1000,"admitted":500,"waiting":500,"admissionRatePerSecond":10,"paused":false,"closed":false,"admissionWindowSeconds":600,"createdAt":"2026-05-19T09:00:00.123Z"}],"nextCursor":"ZGVtbw"}`, nil},
 		{"admin-delete-program", 204, ``, nil},
 		{"admin-error-delete-open", 409, `{"code":"PROGRAM_NOT_CLOSED","message":"Close the program (closed: true) before you delete it."}`, nil},

@@ -223,17 +223,20 @@ func TestCapNeverExceeded(t *testing.T) {
 // again, while an admin may raise the cap; whoever polls as told is never
 // counted a no-show, the cap holds, and everyone is served.
 func TestTurnoverBoundKeepsTimeToShow(t *testing.T) {
-	for seed := range seeds(8) {
+	for seed := range seeds(16) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 33))
 			ctx := t.Context()
-			svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Second),
+			svc, c := newService(t, queue.WithPassSigner(newSigner(t)), queue.WithProgramCache(time.Duration(seed%2)*time.Second),
 				queue.WithPolicies(polling.Named(polling.DefaultTiers(), polling.DefaultETA(), polling.DefaultSteady())))
-			capacity := 10 + rng.Int64N(30)
+			// Large and small caps, fast and slow rates (a slow one binds
+			// before the turnover does), the policies and the cache.
+			capacity := []int64{2 + rng.Int64N(15), 10 + rng.Int64N(30)}[seed/2%2]
+			rates := []api.Rate{0.34, 0.7, 1.66, 3.3, 50}
 			if _, _, err := svc.PutProgram(ctx, "p", api.ProgramSettings{
-				AdmissionRatePerSecond: new(api.Rate(50)), MaxActiveUsers: new(capacity), NoShowSeconds: new(int64(10)),
-				PollingPolicy: new([]string{polling.NameETA, polling.NameSteady}[seed%2]),
+				AdmissionRatePerSecond: new(rates[rng.IntN(len(rates))]), MaxActiveUsers: new(capacity), NoShowSeconds: new(int64(5 + 5*(seed%2))),
+				PollingPolicy: new([]string{polling.NameETA, polling.NameSteady, polling.NameTiers}[seed%3]),
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -253,12 +256,21 @@ func TestTurnoverBoundKeepsTimeToShow(t *testing.T) {
 				if burst {
 					bursts++
 				}
-				if rng.IntN(600) == 0 { // about every minute: the admin raises the cap
+				switch rng.IntN(600) { // about every minute each: the admin raises the cap, changes the rate, issues bypass passes
+				case 0:
 					capacity += 1 + rng.Int64N(20)
 					if _, _, err := svc.PutProgram(ctx, "p", api.ProgramSettings{MaxActiveUsers: new(capacity)}); err != nil {
 						t.Fatal(err)
 					}
 					raises++
+				case 1:
+					if _, _, err := svc.PutProgram(ctx, "p", api.ProgramSettings{AdmissionRatePerSecond: new(rates[rng.IntN(len(rates))])}); err != nil {
+						t.Fatal(err)
+					}
+				case 2:
+					if _, err := svc.IssueBypass(ctx, "p", 1+rng.Int64N(2), time.Duration(60+rng.IntN(30))*time.Second); err != nil && !hasCode(err, api.CodeNoRoom) {
+						t.Fatal(err)
+					}
 				}
 				active, pending := int64(0), 0
 				for _, pp := range people {
@@ -300,12 +312,13 @@ func TestTurnoverBoundKeepsTimeToShow(t *testing.T) {
 					t.Fatalf("person %d never served", i)
 				}
 			}
-			// The scenario the bound is for: long sleeps, and bursts.
-			if longest < 30*time.Second || bursts < 3 {
+			// The scenario the bound is for: long sleeps (but under tiers,
+			// by position), and bursts.
+			if seed%3 != 2 && longest < 30*time.Second || bursts < 3 {
 				t.Fatalf("longest sleep %v, %d bursts: the scenario did not happen", longest, bursts)
 			}
 			// The admin view shows what the folds measured.
-			if cs, err := svc.Program(ctx, "p"); err != nil || cs.Turnover <= 0 || cs.Bound < cs.Turnover || cs.Spread < 0 {
+			if cs, err := svc.Program(ctx, "p"); err != nil || cs.Turnover <= 0 || cs.Bound < min(cs.Turnover, cs.Rate) || cs.Spread < 0 {
 				t.Errorf("turnover %v/s ± %v, bound %v/s (%v): want what the folds measured", cs.Turnover, cs.Spread, cs.Bound, err)
 			}
 			t.Logf("cap %d after %d raises, %d people, %d bursts, longest sleep %v, served by +%v", capacity, raises, len(people), bursts, longest, c.Now().Sub(t0))

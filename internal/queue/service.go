@@ -408,7 +408,7 @@ func (s *Service) waiting(p admission.Program, t Token, now time.Time) View {
 		// No position, no estimate: come back after the opening, spread out.
 		sit = p.Situation(p.Issued, now, 0)
 		sit.Wait = max(p.OpensAt.Sub(now), 0) + s.jitter(p.OpeningSpread(now))
-		sit.Earliest = sit.Wait
+		sit.Earliest, sit.HeldEarliest = sit.Wait, 0
 	}
 	v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
 	if p.Followed() {

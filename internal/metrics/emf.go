@@ -23,7 +23,7 @@ type EMF struct {
 	interval  time.Duration
 	pending   map[emfKey]*emfSeries
 	oldest    int64 // the bucket start (Unix ms) of the oldest pending series
-	held      int   // the values pending
+	held      int   // the observations pending
 	wroteAt   int64 // when the last flush wrote (Unix ms)
 }
 

@@ -101,7 +101,7 @@ func apply(p admission.Program, set api.ProgramSettings, now time.Time, delay ti
 		return p, err
 	}
 	seg := p.Settled()
-	before, started := p.MaxActiveUsers, p.Version > 0 && p.CounterAt(pace.UnixMs(now.Add(delay))) > 0
+	before, started := p.MaxActiveUsers, admissionStarted(p, now, delay)
 	if err := applySettings(set, &p.Options, &seg, policies); err != nil {
 		return p, err
 	}
@@ -115,11 +115,17 @@ func apply(p admission.Program, set api.ProgramSettings, now time.Time, delay ti
 	return p.Rebased(now, seg.Rate, seg.Paused, 0, delay), nil
 }
 
+// admissionStarted reports whether p exists and has admitted someone by
+// the time a change made at now takes effect.
+func admissionStarted(p admission.Program, now time.Time, delay time.Duration) bool {
+	return p.Version > 0 && p.CounterAt(pace.UnixMs(now.Add(delay))) > 0
+}
+
 // checkCapacityChange refuses, once anyone was admitted, a new cap or
 // no-show handling, a cap lowered or removed, a changed noShowSeconds,
 // and, under a cap or no-shows, a shorter admission window.
 func checkCapacityChange(p admission.Program, set api.ProgramSettings, now time.Time, delay time.Duration) error {
-	if p.Version == 0 || p.CounterAt(pace.UnixMs(now.Add(delay))) == 0 {
+	if !admissionStarted(p, now, delay) {
 		return nil // being created, or nobody admitted before the change takes effect
 	}
 	started := func(what string) error {

@@ -60,13 +60,16 @@ build: ## Compile every package.
 # sam build (BuildMethod: makefile) runs these in the CodeUri directory
 # with ARTIFACTS_DIR set; template_test.go checks that each function of
 # template.yaml has one and that it builds the right package.
-.PHONY: build-QueueFunction build-AdminFunction
+.PHONY: build-QueueFunction build-AdminFunction build-PushSenderFunction
 build-QueueFunction: ## (sam build) The queue function's bootstrap into $(ARTIFACTS_DIR).
 	$(call need,ARTIFACTS_DIR)
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/queue
 build-AdminFunction: ## (sam build) The admin function's bootstrap into $(ARTIFACTS_DIR).
 	$(call need,ARTIFACTS_DIR)
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/admin
+build-PushSenderFunction: ## (sam build) The push sender's bootstrap into $(ARTIFACTS_DIR).
+	$(call need,ARTIFACTS_DIR)
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/pushsender
 
 .PHONY: bootstrap
 bootstrap: ## Both bootstraps for this machine, into bin/{queue,admin}/bootstrap.
@@ -144,8 +147,8 @@ race: ## The core packages under the race detector.
 	$(GOTEST) -race $(RACE_PKGS)
 
 .PHONY: emulator integration
-emulator: $(RIE) ## The real bootstraps under aws-lambda-rie, against moto_server, with events/*.json; and `make invoke`.
-	AWS_LAMBDA_RIE=$(RIE) $(GOTEST) -tags $(CHECK_TAGS) -run 'TestFunctions|TestInvoke' -v ./internal/tools/lambdaemu/ ./cmd/invoke/
+emulator: $(RIE) ## The real bootstraps under aws-lambda-rie, against moto_server, with events/*.json, the push sender's runs, and `make invoke`.
+	AWS_LAMBDA_RIE=$(RIE) $(GOTEST) -tags $(CHECK_TAGS) -run 'TestFunctions|TestInvoke|TestPushSenderFunction' -v ./internal/tools/lambdaemu/ ./cmd/invoke/
 integration: emulator ## Same as emulator.
 
 # Every fuzz target, each for FUZZTIME; CI runs a short pass.
@@ -183,7 +186,7 @@ $(REDOCLY):
 	npm install --prefix $(TOOLS)/redocly/$(REDOCLY_VERSION) --no-fund --no-audit --loglevel=error @redocly/cli@$(REDOCLY_VERSION)
 
 # What make test needs, installed when missing: Debian's packages first
-# (Node.js, Chromium's headless shell and a Korean font for the page's
+# (Node.js, Chromium and its headless shell, and a Korean font for the page's
 # screenshots, with apt-get as root or with sudo), then moto and cfn-lint
 # into a virtualenv (from PyPI), dynalite and Redocly with npm, and the Go
 # tools. Where it cannot install, it stops with the command to run.
@@ -193,13 +196,17 @@ setup: ## Install what make test needs and is missing (into .tools/; apt-get for
 	@$(SETUP_PY)
 	@$(MAKE) --no-print-directory $(DYNALITE) $(REDOCLY) $(STATICCHECK) $(RIE)
 
-# The browsers internal/testing/browser looks for, in its order.
+# The browsers internal/testing/browser looks for, in its order; and those
+# that show notifications, for its NotifyingTab (the headless shell cannot).
 BROWSERS := chromium-headless-shell headless-shell chromium chromium-browser google-chrome google-chrome-stable
+NOTIFYING := chromium chromium-browser google-chrome google-chrome-stable
 define SETUP_APT
 set -e; pkgs=""; \
 have() { command -v "$$1" >/dev/null 2>&1; }; \
 browser=""; for b in $(BROWSERS); do have $$b && browser=$$b && break; done; \
 [ -n "$$browser$$CHROMIUM" ] || pkgs="chromium-headless-shell"; \
+shows=""; for b in $(NOTIFYING); do have $$b && shows=$$b && break; done; \
+[ -n "$$shows$$CHROMIUM_NOTIFYING" ] || pkgs="$$pkgs chromium"; \
 have npm || pkgs="$$pkgs nodejs npm"; \
 if ! have moto_server || ! have cfn-lint; then python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs="$$pkgs python3-venv"; fi; \
 if [ -n "$$pkgs" ] && have fc-list && [ -z "$$(fc-list :lang=ko 2>/dev/null)" ]; then pkgs="$$pkgs fonts-nanum"; fi; \

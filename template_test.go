@@ -27,8 +27,10 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
+	"github.com/example/waitingroom/internal/notify"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/metricstest"
@@ -144,6 +146,9 @@ func routeAuthorizers(t *testing.T, tpl *samtemplate.Template) map[string]string
 			t.Fatal(err)
 		}
 		for name, e := range f.Events {
+			if id == pushSender && e.Type == "ScheduleV2" {
+				continue // its schedule: TestTemplatePushSender
+			}
 			if e.Type != "HttpApi" {
 				t.Errorf("%s event %s: type %s, want HttpApi (the handler reads payload format 2.0)", id, name, e.Type)
 				continue
@@ -180,7 +185,11 @@ func TestTemplateFunctions(t *testing.T) {
 			if !slices.Equal(f.Architectures, []string{"arm64"}) {
 				t.Errorf("Architectures %v, want [arm64] (what the Makefile builds)", f.Architectures)
 			}
-			if f.Timeout <= 0 || f.Timeout > 29 {
+			if id == pushSender {
+				if run := notify.RunFor + 3*time.Second; time.Duration(f.Timeout)*time.Second <= run {
+					t.Errorf("Timeout %d s, want more than a run and its reserve, %s", f.Timeout, run)
+				}
+			} else if f.Timeout <= 0 || f.Timeout > 29 {
 				t.Errorf("Timeout %d s, want 1..29 (inside HTTP API's 30 s)", f.Timeout)
 			}
 			if id == "QueueFunction" && time.Duration(f.Timeout)*time.Second != app.QueueTimeout {
@@ -317,8 +326,9 @@ func TestTemplatePolicies(t *testing.T) {
 						t.Errorf("%s: NotAction grants everything else", where)
 					}
 					for _, r := range list(st["Resource"]) {
-						if got := fmt.Sprint(r); got != "map[Fn::GetAtt:[QueueTable Arn]]" {
-							t.Errorf("%s: resource %s, want only !GetAtt QueueTable.Arn", where, got)
+						got := fmt.Sprint(r)
+						if got != "map[Fn::GetAtt:[QueueTable Arn]]" && (id != pushSender || got != "map[Fn::Sub:${QueueTable.Arn}/index/"+dynamostore.PushIndex+"]") {
+							t.Errorf("%s: resource %s, want only !GetAtt QueueTable.Arn (and the push index for %s)", where, got, pushSender)
 						}
 					}
 				}
@@ -346,7 +356,8 @@ func TestTemplateTable(t *testing.T) {
 	}
 	want := []string{
 		"BillingMode:PAY_PER_REQUEST",
-		"AttributeDefinitions:[map[AttributeName:pk AttributeType:S] map[AttributeName:sk AttributeType:S]]",
+		"AttributeDefinitions:[map[AttributeName:pk AttributeType:S] map[AttributeName:sk AttributeType:S] map[AttributeName:pushList AttributeType:S] map[AttributeName:pushTicket AttributeType:N]]",
+		"GlobalSecondaryIndexes:[map[IndexName:" + dynamostore.PushIndex + " KeySchema:[map[AttributeName:pushList KeyType:HASH] map[AttributeName:pushTicket KeyType:RANGE]] Projection:map[ProjectionType:KEYS_ONLY]]]",
 		"KeySchema:[map[AttributeName:pk KeyType:HASH] map[AttributeName:sk KeyType:RANGE]]",
 		"TimeToLiveSpecification:map[AttributeName:ttl Enabled:true]",
 		"PointInTimeRecoverySpecification:map[PointInTimeRecoveryEnabled:true]",
@@ -613,6 +624,16 @@ func TestTemplatePassWrapKey(t *testing.T) {
 			t.Errorf("%s's grants on the key (-want +got):\n%s", role, diff)
 		}
 	}
+	// The push sender makes and opens its VAPID key alone, under its own purpose.
+	vapid := "kms:EncryptionContext:purpose:" + notify.EncryptionPurpose
+	wantSender := []string{
+		"kms:Decrypt map[StringEquals:map[" + vapid + "]]",
+		"kms:GenerateDataKeyPair map[StringEquals:map[kms:DataKeyPairSpec:" + string(kmstypes.DataKeyPairSpecEccNistP256) + " " + vapid + "]]",
+	}
+	if diff := cmp.Diff(wantSender, slices.Sorted(slices.Values(grants[roleArn(pushSender)]))); diff != "" {
+		t.Errorf("%s's grants on the key (-want +got):\n%s", pushSender, diff)
+	}
+	users = append(users, roleArn(pushSender))
 	// Spelled out, whatever the grants above become: what no principal
 	// may do with the key, and the purpose every Decrypt and
 	// GenerateDataKeyPair statement requires.
@@ -883,6 +904,9 @@ func checkSigningKey(t *testing.T, tpl *samtemplate.Template, key, spec, algorit
 	}
 	queueFn, adminFn = keyFunctions(t, tpl)
 	signers := []string{roleArn(queueFn)}
+	if key == "ShuffleKey" {
+		signers = append(signers, roleArn(pushSender))
+	}
 	if adminSigns {
 		signers = append(signers, roleArn(adminFn))
 	}
@@ -959,7 +983,7 @@ func keyGrants(t *testing.T, tpl *samtemplate.Template, key string) map[string][
 	t.Helper()
 	grants := map[string][]string{}
 	policy, _ := tpl.Properties(key)["KeyPolicy"].(map[string]any)
-	for i, s := range list(policy["Statement"]) {
+	for i, s := range list(resolveIfs(t, tpl, policy["Statement"], pushParams)) {
 		st, _ := s.(map[string]any)
 		for _, k := range []string{"NotAction", "NotPrincipal", "NotResource"} {
 			if _, ok := st[k]; ok {
@@ -1102,4 +1126,49 @@ func TestTemplateAccessLogs(t *testing.T) {
 	if diff := cmp.Diff(want, fields); diff != "" {
 		t.Errorf("access log fields (-want +template):\n%s", diff)
 	}
+}
+
+// pushSender is the push sender's function; pushParams turn it on.
+const pushSender = "PushSenderFunction"
+
+var pushParams = map[string]string{"PushSubject": "mailto:ops@example.com"}
+
+// TestTemplatePushSender: the sender exists only with a PushSubject; the
+// schedule starts it every minute without retries (a missed run is the next
+// minute's); it reads and writes the table and its push index alone, with
+// the VAPID key's wrapper and the shuffle key's in its environment; and
+// every function knows PUSH_SUBJECT.
+func TestTemplatePushSender(t *testing.T) {
+	tpl := loadTemplate(t)
+	if got := tpl.Resources[pushSender].Condition; got != "PushEnabled" {
+		t.Errorf("%s: Condition %q, want PushEnabled", pushSender, got)
+	}
+	for params, want := range map[string]bool{"": false, pushParams["PushSubject"]: true} {
+		if holds, err := tpl.Condition("PushEnabled", map[string]string{"PushSubject": params}); err != nil || holds != want {
+			t.Errorf("PushEnabled with PushSubject %q: %v, %v; want %v", params, holds, err, want)
+		}
+	}
+	f, err := tpl.Function(pushSender)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := f.Events["EveryMinute"]
+	if !ok || e.Type != "ScheduleV2" {
+		t.Fatalf("events %v, want a ScheduleV2 EveryMinute", f.Events)
+	}
+	props := fmt.Sprint(tpl.Properties(pushSender)["Events"])
+	for _, want := range []string{"ScheduleExpression:rate(1 minute)", "RetryPolicy:map[MaximumRetryAttempts:0]"} {
+		if !strings.Contains(props, want) {
+			t.Errorf("the schedule lacks %s: %s", want, props)
+		}
+	}
+	for k, want := range map[string]string{config.EnvPassWrapKMSKeyID: "map[Ref:PassWrapKey]", config.EnvShuffleKMSKeyID: "map[Ref:ShuffleKey]", config.EnvChallengeSecretARN: "<nil>"} {
+		if got := fmt.Sprint(f.Environment.Variables[k]); got != want {
+			t.Errorf("%s: %s = %s, want %s", pushSender, k, got, want)
+		}
+	}
+	if got := fmt.Sprint(tpl.Globals.Function.Environment.Variables[config.EnvPushSubject]); got != "map[Ref:PushSubject]" {
+		t.Errorf("Globals: %s = %s, want !Ref PushSubject (the queue function offers push with it)", config.EnvPushSubject, got)
+	}
+	checkNoKMSPolicies(t, tpl, pushSender)
 }

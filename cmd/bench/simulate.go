@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +34,13 @@ instances over one table, charged with -partition-model to DynamoDB's
 per-partition limits; a refused enter is sent again 1 s later, and -policy
 defaults to eta. With -max-active or -no-show-seconds each policy runs
 twice on the same crowd: a rate-only program, then the capped one.
+
+-push-share models Web Push on the program model: that share of people
+subscribe with their enter and sleep polling.Pushed; a sender pushes "get
+ready" within 2 min of their earliest admission and "it's your turn" at
+every whole second at which the program admits them, and they poll on that
+(-push-latency after it is sent). Each policy runs once per share, and the
+bill adds the sender's Lambda and DynamoDB units.
 `
 
 // simulateFlags are the flags of simulate beyond the scenario's, and the
@@ -46,6 +55,8 @@ type simulateFlags struct {
 	opensAt                                    time.Duration
 	shuffle                                    bool
 	tickets, skewList                          string
+	pushShares                                 string
+	pushLatency                                time.Duration
 	crowd                                      crowdFlags
 	simulations                                // by policy, then skew, then program
 }
@@ -85,6 +96,11 @@ func (s *simulateFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&p.EdgeFunctionPerMillion, "price-edge-function", p.EdgeFunctionPerMillion, "CloudFront Functions, USD per million invocations")
 	fs.Float64Var(&p.EdgeKVSReadPerMillion, "price-edge-kvs-read", p.EdgeKVSReadPerMillion, "CloudFront KeyValueStore, USD per million reads")
 	fs.Float64Var(&p.CloudFrontPerMillion, "price-cloudfront", p.CloudFrontPerMillion, "CloudFront HTTPS requests of the gated site, USD per million (0: the site is on CloudFront already)")
+	fs.Float64Var(&p.SenderMsPerMinute, "sender-ms-per-minute", p.SenderMsPerMinute, "with -push-share: billed ms of the push sender Lambda per minute in which a subscribed person waits (60000: it runs its whole minute, re-evaluating every second); plus one invocation a minute")
+	fs.Float64Var(&p.SenderMemoryMB, "sender-memory-mb", p.SenderMemoryMB, "with -push-share: the push sender Lambda's memory size, MB")
+	fs.Float64Var(&p.PushWRU, "push-wru", p.PushWRU, "with -push-share: write units of each push sent, ready or turn (its conditional claim write)")
+	fs.Float64Var(&p.PushIndexWRU, "push-index-wru", p.PushIndexWRU, "with -push-share: write units a subscribed person's sender index entry costs (written with the enter, removed with the turn)")
+	fs.Float64Var(&p.PushListRRU, "push-list-rru", p.PushListRRU, "with -push-share: read units of listing one subscriber for the sender (3 reads of a ~100-byte entry, 80 to an eventually consistent unit)")
 	fs.BoolVar(&s.partitionModel, "partition-model", false, "run the service itself on a table with DynamoDB's per-partition limits (1,000 WCU and 3,000 RCU a second per partition key)")
 	fs.StringVar(&s.partitionLimits, "partition-limits", "", "with -partition-model: other limits, scale=F or write=W,read=R (see the local server's -partition-limits)")
 	fs.IntVar(&s.instances, "instances", 100, "service instances sharing the table (Lambda instances warm for the crowd), with the service")
@@ -92,6 +108,8 @@ func (s *simulateFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.shuffle, "shuffle", false, "with -opens-at: shuffle everyone who entered before the opening (shuffleAtOpen)")
 	fs.StringVar(&s.tickets, "tickets", "shards", "with the service: shards (ticket shards above a rate, sized by the pace), fixed:K,N (K shards, blocks of N, whatever the pace) or single (every ticket from the program item, as before them)")
 	s.crowd.register(fs, "none: sessions run to the window's end; any crowd flag runs the service, -max-active or -no-show-seconds beside a rate-only program")
+	fs.StringVar(&s.pushShares, "push-share", "0", "comma-separated shares of people subscribed to Web Push, each in [0, 1], e.g. 0,0.5,1: each policy runs once per share (who subscribes follows -seed, apart from the rest); program model only")
+	fs.DurationVar(&s.pushLatency, "push-latency", 500*time.Millisecond, "with -push-share: the push service's delivery time from the sender to the person's page (an assumption, not a measurement)")
 	fs.StringVar(&s.skewList, "clock-skew", "0", "comma-separated clock skews, e.g. 0,500ms: each instance's clock is off by an offset drawn uniformly in [-skew, +skew]; runs the service")
 }
 
@@ -121,12 +139,15 @@ func (s *simulateFlags) check(fs *flag.FlagSet, _ env) error {
 	sc, err2 := s.scenario()
 	crowd, err3 := s.crowd.crowd()
 	reg, err4 := registry(s.tiersSpec, s.etaSpec, s.steadySpec)
-	if err := cmp.Or(err1, err2, err3, err4); err != nil {
+	shares, err5 := parseShares(s.pushShares)
+	if err := cmp.Or(err1, err2, err3, err4, err5); err != nil {
 		return err
 	}
+	push := slices.Max(shares) > 0 // otherwise the output is as without the flag
 	base := simulate.Config{Scenario: sc, Seed: s.seed, CacheTTL: s.cacheTTL, Prices: s.prices,
 		Service: len(skews) > 1 || skews[0] != 0, PartitionLimits: limits, Instances: s.instances, OpensAt: s.opensAt, Shuffle: s.shuffle,
-		SingleTickets: s.tickets == "single", FixedShards: fixedShards, FixedBlock: fixedBlock, Crowd: crowd}
+		SingleTickets: s.tickets == "single", FixedShards: fixedShards, FixedBlock: fixedBlock, Crowd: crowd,
+		PushShare: slices.Max(shares), PushLatency: s.pushLatency, ReportPush: push}
 	if base.UsesService() && !flagGiven(fs, "policy") {
 		s.policyList = "eta" // with the service, a poll every 3 s would be hundreds of millions of calls
 	}
@@ -136,12 +157,17 @@ func (s *simulateFlags) check(fs *flag.FlagSet, _ env) error {
 	}
 	for _, named := range policies {
 		for _, skew := range skews {
-			cfg := base
-			cfg.Policy, cfg.ClockSkew = named, skew
-			if len(skews) > 1 || skew != 0 {
-				cfg.Policy.Name = fmt.Sprintf("%s, skew ±%v", named.Name, skew)
+			for _, share := range shares {
+				cfg := base
+				cfg.Policy, cfg.ClockSkew, cfg.PushShare = named, skew, share
+				if len(skews) > 1 || skew != 0 {
+					cfg.Policy.Name = fmt.Sprintf("%s, skew ±%v", named.Name, skew)
+				}
+				if push {
+					cfg.Policy.Name = fmt.Sprintf("%s, push %g%%", cfg.Policy.Name, share*100)
+				}
+				s.runs = append(s.runs, programs(cfg)...)
 			}
-			s.runs = append(s.runs, programs(cfg)...)
 		}
 	}
 	base.Policy = policies[0]
@@ -178,6 +204,19 @@ func parseSkews(list string) ([]time.Duration, error) {
 		skews = append(skews, d)
 	}
 	return skews, nil
+}
+
+// parseShares parses -push-share: comma-separated shares in [0, 1].
+func parseShares(list string) ([]float64, error) {
+	var shares []float64
+	for f := range strings.SplitSeq(list, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v >= 0 && v <= 1) {
+			return nil, fmt.Errorf("-push-share %q: want shares in [0, 1], e.g. 0,0.5,1", list)
+		}
+		shares = append(shares, v)
+	}
+	return shares, nil
 }
 
 // programs returns the programs cfg is run on: with a cap or no-show

@@ -169,11 +169,22 @@ func run(ctx context.Context, s seams, args []string, getenv func(string) string
 		return err
 	}
 	defer stopKVS()
-	a, where, model, closeStore, err := openStore(ctx, cfg, f, s, log, passes, app.WithShuffleKey(shuffle), svc, app.WithEdge(edgeKV))
+	vapidWrap, err := localkeys.NewWrapper()
+	if err != nil {
+		return err
+	}
+	// Pushes to the browsers' push services, signed by a key of the process.
+	push := app.WithPush(app.Push{Subject: cmp.Or(cfg.PushSubject, localPushSubject), Wrap: vapidWrap, Clock: clk})
+	a, where, model, closeStore, err := openStore(ctx, cfg, f, s, log, passes, app.WithShuffleKey(shuffle), svc, app.WithEdge(edgeKV), push)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	sender, err := a.Sender(ctx)
+	if err != nil {
+		return fmt.Errorf("push sender: %w", err)
+	}
+	go func() { _ = sender.Run(ctx, time.Unix(1<<40, 0)) }() // until ctx ends
 	gate, err := cfjs.Compile(edgegate.Source)
 	if err != nil {
 		return fmt.Errorf("edge gate: %w", err)
@@ -206,6 +217,10 @@ func run(ctx context.Context, s seams, args []string, getenv func(string) string
 	f.printStartup(stdout, ln.Addr(), base, where, cfg, a.Passes.Issuer())
 	return serve(ctx, srv, netutil.LimitListener(ln, f.maxConns))
 }
+
+// localPushSubject is the VAPID subject of the local server's pushes
+// unless PUSH_SUBJECT names one.
+const localPushSubject = "mailto:waiting-room@localhost"
 
 // adminSecret returns $ADMIN_TOKEN, or else a random one it prints to stdout.
 func adminSecret(getenv func(string) string, stdout io.Writer) string {

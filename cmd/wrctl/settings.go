@@ -41,6 +41,7 @@ var settingFlags = map[string]setting{
 	"maxWaiting":             {"max-waiting", "", integer, "the longest the line may be, in `people` waiting: enters beyond get QUEUE_FULL (0: no limit)"},
 	"maxActiveUsers":         {"max-active", "", integer, "the most `people` admitted at once; set before admission starts, then only raised (0: no cap)"},
 	"translations":           {"text", "", texts, "a text in another language, `LANG.TEXT=VALUE` with TEXT displayName, message or notice (ko.notice=…; ko.notice= clears it); repeat it for more"},
+	"pushLeadSeconds":        {"push-lead", "", seconds, "how long before their turn a person subscribed to push is told to get ready, a `duration` of 30s to 30m (0: 2m)"},
 	"noShowSeconds":          {"no-show", "", seconds, "how long an admitted person has to fetch their pass before they are a no-show, a `duration` of 5s to 1h (0: none)"},
 	"challengeBits":          {"challenge-bits", "", integer, "the proof of work every enter must carry, in leading zero `bits` of a hash, 0 to 26 (0: none)"},
 	"edgeMode":               {"edge-mode", "", text, "the program at the edge gate: off (it lets everyone through), standby (it gives everyone an edge session) or on (it queues those without one)"},

@@ -29,6 +29,7 @@ const (
 	KeysPath         = "/api/v1/admin/keys"                                  // the pass signing keys: list, rotate
 	KeyPath          = "/api/v1/admin/keys/{keyId}"                          // revokes one key
 	EdgeKeysPath     = "/api/v1/admin/edge/keys"                             // the edge gate's keys: list, rotate
+	PushPath         = "/api/v1/queues/programs/{programId}/push"            // a token's push subscription: put, delete
 	JWKSPath         = "/.well-known/jwks.json"
 )
 
@@ -83,6 +84,9 @@ type Token struct {
 	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
 	// EstimatedWaitMs is present while WAITING when the admission pace is known.
 	EstimatedWaitMs int64 `json:"estimatedWaitMs,omitempty"`
+	// Push is true while WAITING with a push subscription: the page is
+	// woken at its turn, and retryAfterMs is a fallback.
+	Push bool `json:"push,omitempty"`
 	// Notice is the program's notice to the people who wait, WAITING only.
 	Notice string `json:"notice,omitempty"`
 	// Paused is true while WAITING and admission is paused.
@@ -216,6 +220,9 @@ type Program struct {
 	// ChallengeBits is the proof of work an enter must carry; absent:
 	// none.
 	ChallengeBits int64 `json:"challengeBits,omitempty"`
+	// PushLeadSeconds is how long before their turn subscribed people
+	// are told to get ready; absent: 120.
+	PushLeadSeconds int64 `json:"pushLeadSeconds,omitempty"`
 	// Active, Ended and NoShows count, as of the last second's fold, the
 	// people admitted and not yet done, the admissions ended early, and
 	// the no-shows; present with a cap or no-show handling.
@@ -280,6 +287,9 @@ type ProgramSettings struct {
 	// ChallengeBits, 0 to 26, makes every enter carry a proof of work:
 	// the leading zero bits of the hash of a solved challenge; 0 removes it.
 	ChallengeBits *int64 `json:"challengeBits,omitempty"`
+	// PushLeadSeconds, 30 to 1800 (0: 120), is how long before their
+	// turn a person subscribed to push hears "get ready".
+	PushLeadSeconds *int64 `json:"pushLeadSeconds,omitempty"`
 	// DisplayName, at most 80 characters on one line; "" clears it.
 	DisplayName *string `json:"displayName,omitempty"`
 	// Message, at most 500 characters; "" clears it.
@@ -517,4 +527,27 @@ func (t *Time) UnmarshalText(b []byte) error {
 	}
 	*t = Time{v}
 	return nil
+}
+
+// PushSubscription is a browser's push subscription as
+// PushSubscription.toJSON() gives it: an https endpoint of a push service
+// and the keys (base64url) its messages are encrypted to.
+type PushSubscription struct {
+	Endpoint string `json:"endpoint"`
+	// ExpirationTime is ignored: a subscription lasts as long as its token.
+	ExpirationTime *int64   `json:"expirationTime,omitempty" jsonschema:"oneof_type=integer;null"`
+	Keys           PushKeys `json:"keys"`
+}
+
+// PushKeys are a subscription's P-256 public key and 16-byte secret.
+type PushKeys struct {
+	P256DH string `json:"p256dh"`
+	Auth   string `json:"auth"`
+}
+
+// EnterRequest is an enter's optional body: a page that holds a push
+// subscription already sends it with the enter (one the deployment cannot
+// use leaves the token unsubscribed: the answer has no push).
+type EnterRequest struct {
+	Push *PushSubscription `json:"push,omitempty"`
 }

@@ -35,8 +35,11 @@ const (
 	CodeNoKeyring             = "NO_KEYRING"         // passes signed with fixed keys: no keyring
 	CodeInvalidKeyID          = "INVALID_KEY_ID"
 	CodeKeyNotFound           = "KEY_NOT_FOUND"
-	CodeEdgeUnavailable       = "EDGE_UNAVAILABLE" // the edge gate's store did not take a change
-	CodeNoEdge                = "NO_EDGE"          // no edge gate is deployed
+	CodeEdgeUnavailable       = "EDGE_UNAVAILABLE"     // the edge gate's store did not take a change
+	CodeNoEdge                = "NO_EDGE"              // no edge gate is deployed
+	CodeInvalidSubscription   = "INVALID_SUBSCRIPTION" // a push subscription that is malformed or names no known push service
+	CodePushUnavailable       = "PUSH_UNAVAILABLE"     // this deployment sends no push
+	CodeNotWaiting            = "NOT_WAITING"          // a subscription for a token no longer waiting
 
 	// Codes of the HTTP layer: the request, not the queue, is at fault.
 	CodeNotFound         = "NOT_FOUND"

@@ -50,6 +50,7 @@ type App struct {
 	serviceOpts    []queue.Option
 	edgeKV         edgekv.Store
 	itemWriteUnits float64
+	push           *Push // nil: no push
 }
 
 // Option configures New.
@@ -115,7 +116,13 @@ func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...Option)
 	if a.edgeKV != nil {
 		a.Edge = edge.NewPublisher(a.edgeKV, edge.DefaultSite(), a.Service, clock.Real{})
 	}
-	a.Page = newPage(a.Service, cfg.PageLogoURL, log)
+	var key func(context.Context) string
+	if a.push != nil {
+		if ks, err := a.keyStore(); err == nil {
+			key = (&pushKey{ks: ks}).get
+		}
+	}
+	a.Page = newPage(a.Service, cfg.PageLogoURL, key, log)
 	return a
 }
 
@@ -127,7 +134,7 @@ func NewDynamo(cfg config.Config, client *dynamodb.Client, log *slog.Logger, opt
 // FromEnv builds the admin function's App from getenv: JSON logs to w, EMF metrics on
 // stdout; with PASS_WRAP_KMS_KEY_ID it signs bypass passes (PassOption).
 func FromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
-	return fromEnv(ctx, getenv, w, false)
+	return fromEnv(ctx, getenv, w, roleAdmin)
 }
 
 // ErrNoPassKey is QueueFromEnv's error when PASS_WRAP_KMS_KEY_ID is unset.
@@ -139,10 +146,20 @@ var ErrNoShuffleKey = errors.New("config: " + config.EnvShuffleKMSKeyID + " is r
 // QueueFromEnv builds the queue function's App: FromEnv's, which needs the pass signing,
 // the shuffle key and the challenges' secret (else ErrNoPassKey, ErrNoShuffleKey, ErrNoChallengeSecret).
 func QueueFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*App, error) {
-	return fromEnv(ctx, getenv, w, true)
+	return fromEnv(ctx, getenv, w, roleQueue)
 }
 
-func fromEnv(ctx context.Context, getenv func(string) string, w io.Writer, queueFunction bool) (*App, error) {
+// role is the function an App is built for.
+type role int
+
+const (
+	roleAdmin role = iota
+	roleQueue
+	roleSender // the push sender: the shuffle key, to read shuffled places
+)
+
+func fromEnv(ctx context.Context, getenv func(string) string, w io.Writer, r role) (*App, error) {
+	queueFunction := r == roleQueue
 	cfg, err := config.FromEnv(getenv, true)
 	if err != nil {
 		return nil, err
@@ -157,23 +174,29 @@ func fromEnv(ctx context.Context, getenv func(string) string, w io.Writer, queue
 		return nil, ErrNoChallengeSecret
 	}
 	var opts []Option
-	if cfg.Pass.WrapKMSKeyID != "" {
+	if cfg.Pass.WrapKMSKeyID != "" && r != roleSender {
 		passes, err := PassOption(ctx, cfg.Pass, "")
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, passes)
 	}
-	if queueFunction {
+	if queueFunction || r == roleSender && cfg.ShuffleKMSKeyID != "" {
 		shuffle, err := NewShuffleKey(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
+		opts = append(opts, WithShuffleKey(shuffle))
+	}
+	if queueFunction {
 		secret, err := ChallengeSecret(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, WithShuffleKey(shuffle), WithServiceOptions(queue.WithChallengeSecret(secret)))
+		opts = append(opts, WithServiceOptions(queue.WithChallengeSecret(secret)))
+	}
+	if cfg.PushSubject != "" {
+		opts = append(opts, WithPush(Push{Subject: cfg.PushSubject}))
 	}
 	if cfg.EdgeKVSARN != "" {
 		awscfg, err := awsconfig.Load(ctx, cfg.EdgeKVSEndpoint)

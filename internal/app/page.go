@@ -88,8 +88,8 @@ func pageError(ctx context.Context, err error) error {
 }
 
 // newPage is the waiting-room page over svc with logoURL, or without it if refused.
-func newPage(svc *queue.Service, logoURL string, log *slog.Logger) *waitpage.Handler {
-	opts := waitpage.Options{LogoURL: logoURL, Logger: log}
+func newPage(svc *queue.Service, logoURL string, pushKey func(context.Context) string, log *slog.Logger) *waitpage.Handler {
+	opts := waitpage.Options{LogoURL: logoURL, Logger: log, PushKey: pushKey}
 	h, err := waitpage.New(pagePrograms{svc}, opts)
 	if err != nil {
 		log.Error("waiting-room page: logo refused", "err", err)

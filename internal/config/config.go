@@ -50,12 +50,14 @@ const (
 	// The edge gate's KeyValueStore, and a local emulator's endpoint for it.
 	EnvEdgeKVSARN      = "EDGE_KVS_ARN"
 	EnvEdgeKVSEndpoint = "EDGE_KVS_ENDPOINT"
+	// The VAPID subject (mailto: or https:) of the pushes; unset: no push.
+	EnvPushSubject = "PUSH_SUBJECT"
 )
 
 // Variables lists every environment variable FromEnv reads.
 var Variables = []string{EnvTableName, EnvPollTiers, EnvPollPolicy, EnvPollETA, EnvPollSteady, EnvProgramCacheTTL, EnvDynamoEndpoint, EnvLogLevel, EnvMetricsNamespace, EnvMetricsInterval,
 	EnvPassIssuer, EnvPassWrapKMSKeyID, EnvPassKeyRotation, EnvKMSEndpoint, EnvPassKeyFile, EnvPassPublishedKeyFile, EnvShuffleKMSKeyID, EnvPageLogoURL,
-	EnvChallengeSecretARN, EnvSecretsEndpoint, EnvChallengeSecret, EnvEdgeKVSARN, EnvEdgeKVSEndpoint}
+	EnvChallengeSecretARN, EnvSecretsEndpoint, EnvChallengeSecret, EnvEdgeKVSARN, EnvEdgeKVSEndpoint, EnvPushSubject}
 
 // Retired lists the variables FromEnv refuses: they configured a fixed KMS key, now gone.
 var Retired = []string{"PASS_KMS_KEY_ID", "PASS_KMS_PUBLISHED_KEY_ID"}
@@ -95,6 +97,8 @@ type Config struct {
 	ChallengeSecretARN, SecretsEndpoint, ChallengeSecret string
 	// EdgeKVSARN is the edge gate's KeyValueStore ("": no gate), at EdgeKVSEndpoint when set.
 	EdgeKVSARN, EdgeKVSEndpoint string
+	// PushSubject is the contact pushes name to push services ("": no push).
+	PushSubject string
 }
 
 // Pass configures the signing of admission passes: a keyring wrapped by a
@@ -131,6 +135,7 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 		PageLogoURL:        env(EnvPageLogoURL),
 		EdgeKVSARN:         env(EnvEdgeKVSARN),
 		EdgeKVSEndpoint:    env(EnvEdgeKVSEndpoint),
+		PushSubject:        env(EnvPushSubject),
 		PolicyName:         cmp.Or(env(EnvPollPolicy), polling.DefaultName),
 		Pass: Pass{
 			Issuer:           env(EnvPassIssuer),
@@ -166,6 +171,9 @@ func FromEnv(getenv func(string) string, requireTable bool) (Config, error) {
 	errs.check(EnvMetricsNamespace, metrics.ValidNamespace(c.MetricsNamespace))
 	c.Pass.read(getenv, &errs)
 	errs.check(EnvPageLogoURL, waitpage.CheckLogoURL(c.PageLogoURL))
+	if s := c.PushSubject; s != "" && !strings.HasPrefix(s, "mailto:") && !strings.HasPrefix(s, "https://") {
+		errs.check(EnvPushSubject, fmt.Errorf("%q must be a mailto: or https: URL (RFC 8292)", s))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}

@@ -85,13 +85,22 @@ func (s *Store) ListPrograms(ctx context.Context, after string, limit int) ([]st
 
 // query decodes a strongly consistent query of up to limit items (0: all), forward or backward.
 func query[T any](ctx context.Context, s *Store, key expression.KeyConditionBuilder, forward bool, limit int) ([]T, error) {
+	return queryOn[T](ctx, s, "", key, forward, limit)
+}
+
+// queryOn is query on index ("": the table, strongly consistent; else
+// eventually consistent).
+func queryOn[T any](ctx context.Context, s *Store, index string, key expression.KeyConditionBuilder, forward bool, limit int) ([]T, error) {
 	expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
 	if err != nil {
 		return nil, err
 	}
 	in := &dynamodb.QueryInput{
-		TableName: &s.table, ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(forward),
+		TableName: &s.table, ConsistentRead: aws.Bool(index == ""), ScanIndexForward: aws.Bool(forward),
 		KeyConditionExpression: expr.KeyCondition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	}
+	if index != "" {
+		in.IndexName = aws.String(index)
 	}
 	if limit > 0 {
 		in.Limit = aws.Int32(int32(limit))

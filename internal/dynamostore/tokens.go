@@ -31,6 +31,16 @@ type tokenItem struct {
 	TTL                int64  `dynamodbav:"ttl,omitempty"`
 	ClaimID            string `dynamodbav:"claimId,omitempty"`
 	ClaimMs            int64  `dynamodbav:"claimMs,omitempty"`
+	// The push subscription, and its listing in PushIndex while a turn is
+	// still to tell (pushList "PUSH#<programId>", pushTicket the ticket).
+	PushEndpoint string `dynamodbav:"pushEndpoint,omitempty"`
+	PushP256DH   string `dynamodbav:"pushP256dh,omitempty"`
+	PushAuth     string `dynamodbav:"pushAuth,omitempty"`
+	PushList     string `dynamodbav:"pushList,omitempty"`
+	PushTicket   int64  `dynamodbav:"pushTicket,omitempty"`
+	PushStage    int8   `dynamodbav:"pushStage,omitempty"`
+	PushOwner    string `dynamodbav:"pushOwner,omitempty"`
+	PushedMs     int64  `dynamodbav:"pushedMs,omitempty"`
 }
 
 func tokenKey(id string) map[string]types.AttributeValue { return itemKey("TOKEN#"+id, tokenSK) }
@@ -46,12 +56,18 @@ func ttlSeconds(t time.Time) int64 {
 func fromTTL(s int64) time.Time { return pace.FromUnixMs(s * 1000) }
 
 func toTokenItem(t queue.Token) tokenItem {
-	return tokenItem{
+	it := tokenItem{
 		PK: "TOKEN#" + t.ID, SK: tokenSK, TokenID: t.ID, ProgramID: t.ProgramID, Ticket: t.Ticket,
 		IssuedAt: pace.UnixMs(t.IssuedAt), AdmittedAt: pace.UnixMs(t.AdmittedAt), AdmissionExpiresAt: pace.UnixMs(t.AdmissionExpiresAt),
 		LeftAt: pace.UnixMs(t.LeftAt), RevokedAt: pace.UnixMs(t.RevokedAt), AdmissionPass: t.AdmissionPass,
 		TTL: ttlSeconds(t.ExpiresAt), ClaimID: t.Claim, ClaimMs: pace.UnixMs(t.ClaimedAt),
+		PushEndpoint: t.Push.Endpoint, PushP256DH: t.Push.P256DH, PushAuth: t.Push.Auth,
+		PushStage: int8(t.PushStage), PushOwner: t.PushOwner, PushedMs: pace.UnixMs(t.PushedAt),
 	}
+	if t.Push.Endpoint != "" && t.PushStage < queue.PushTurn {
+		it.PushList, it.PushTicket = pushList(t.ProgramID), t.Ticket
+	}
+	return it
 }
 
 // DecodeToken reads a token item or a claim (also for cmd/audit); absent attributes are zero.
@@ -65,6 +81,8 @@ func DecodeToken(item map[string]types.AttributeValue) (queue.Token, error) {
 		IssuedAt: pace.FromUnixMs(it.IssuedAt), AdmittedAt: pace.FromUnixMs(it.AdmittedAt), AdmissionExpiresAt: pace.FromUnixMs(it.AdmissionExpiresAt),
 		LeftAt: pace.FromUnixMs(it.LeftAt), RevokedAt: pace.FromUnixMs(it.RevokedAt), AdmissionPass: it.AdmissionPass,
 		ExpiresAt: fromTTL(it.TTL), Claim: it.ClaimID, ClaimedAt: pace.FromUnixMs(it.ClaimMs),
+		Push:      queue.Subscription{Endpoint: it.PushEndpoint, P256DH: it.PushP256DH, Auth: it.PushAuth},
+		PushStage: queue.PushStage(it.PushStage), PushOwner: it.PushOwner, PushedAt: pace.FromUnixMs(it.PushedMs),
 	}, nil
 }
 

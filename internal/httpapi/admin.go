@@ -169,6 +169,7 @@ func programOf(c admission.Counters) wire.Program {
 		MaxActiveUsers:         c.MaxActiveUsers,
 		NoShowSeconds:          c.NoShowSeconds,
 		ChallengeBits:          c.ChallengeBits,
+		PushLeadSeconds:        c.PushLeadSeconds,
 		ShuffleCommitment:      c.ShuffleCommitment,
 		BypassHeld:             c.BypassHeld,
 		Edge: wire.Edge{EdgeMode: c.Edge.Mode, EdgePaths: c.Edge.Paths, EdgeSessionSeconds: c.Edge.SessionSeconds,

@@ -38,9 +38,16 @@ var strict = json.JoinOptions(
 	})),
 )
 
+// nullable are strict's rules but for null, which leaves a member as if absent:
+// what browsers' own objects (PushSubscription.toJSON) send.
+var nullable = json.JoinOptions(json.RejectUnknownMembers(true), jsontext.AllowInvalidUTF8(true))
+
 // decodeObject reads r's body as one JSON object into dst, a pointer to a struct whose
 // fields are pointers (nil when absent). Its errors are *httpError.
-func decodeObject(r *http.Request, dst any) error {
+func decodeObject(r *http.Request, dst any) error { return decodeWith(r, dst, strict, false) }
+
+// decodeWith is decodeObject under opts; with optional, an empty body leaves dst as is.
+func decodeWith(r *http.Request, dst any, opts json.Options, optional bool) error {
 	raw, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	switch {
@@ -48,6 +55,8 @@ func decodeObject(r *http.Request, dst any) error {
 		return errTooLarge
 	case err != nil:
 		return errUnreadable
+	case len(bytes.TrimSpace(raw)) == 0 && optional:
+		return nil
 	case len(bytes.TrimSpace(raw)) == 0:
 		return invalidJSON("A JSON object body is required.")
 	}
@@ -64,7 +73,7 @@ func decodeObject(r *http.Request, dst any) error {
 	if obj.Kind() != '{' {
 		return invalidJSON("The body must be a JSON object.")
 	}
-	if err := json.Unmarshal(obj, dst, strict); err != nil {
+	if err := json.Unmarshal(obj, dst, opts); err != nil {
 		return invalidJSON(memberProblem(err))
 	}
 	return nil

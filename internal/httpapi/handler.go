@@ -156,9 +156,14 @@ func header(r *http.Request, name string) string {
 }
 
 func (a *api) enter(w http.ResponseWriter, r *http.Request) error {
+	var body wire.EnterRequest
+	if err := decodeWith(r, &body, nullable, true); err != nil {
+		return err
+	}
 	v, created, err := a.svc.Enter(r.Context(), r.PathValue("programId"), queue.Entry{
 		Token: header(r, wire.HeaderToken), IdempotencyKey: header(r, wire.HeaderIdempotencyKey),
 		Challenge: header(r, wire.HeaderChallenge), Solution: header(r, wire.HeaderSolution),
+		Push: body.Push,
 	})
 	return writeToken(w, r, okOrCreated(created), v, err)
 }
@@ -166,6 +171,20 @@ func (a *api) enter(w http.ResponseWriter, r *http.Request) error {
 func (a *api) poll(w http.ResponseWriter, r *http.Request) error {
 	v, err := a.svc.Poll(r.Context(), r.PathValue("programId"), header(r, wire.HeaderToken))
 	return writeToken(w, r, http.StatusOK, v, err)
+}
+
+// subscribe stores the body's push subscription on the token in X-Queue-Token (204).
+func (a *api) subscribe(w http.ResponseWriter, r *http.Request) error {
+	var sub wire.PushSubscription
+	if err := decodeWith(r, &sub, nullable, false); err != nil {
+		return err
+	}
+	return answer(w, http.StatusNoContent, nil, a.svc.Subscribe(r.Context(), r.PathValue("programId"), header(r, wire.HeaderToken), sub))
+}
+
+// unsubscribe ends the push subscription of the token in X-Queue-Token (204).
+func (a *api) unsubscribe(w http.ResponseWriter, r *http.Request) error {
+	return answer(w, http.StatusNoContent, nil, a.svc.Unsubscribe(r.Context(), r.PathValue("programId"), header(r, wire.HeaderToken)))
 }
 
 func (a *api) leave(w http.ResponseWriter, r *http.Request) error {
@@ -263,6 +282,7 @@ func TokenOf(v queue.View, prefs ...language.Tag) wire.Token {
 		Position:        v.Position,
 		RetryAfterMs:    v.RetryAfter.Milliseconds(),
 		EstimatedWaitMs: v.EstimatedWait.Milliseconds(),
+		Push:            v.Push,
 		AdmittedAt:      wire.TimeOf(v.AdmittedAt),
 		ExpiresAt:       wire.TimeOf(v.ExpiresAt),
 		LeftAt:          wire.TimeOf(v.LeftAt),

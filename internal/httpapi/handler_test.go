@@ -3,9 +3,13 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdh"
 	"crypto/ecdsa"
+	crand "crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -45,6 +49,7 @@ import (
 	"github.com/example/waitingroom/internal/tools/memstore"
 	"github.com/example/waitingroom/internal/tools/sampleevents"
 	"github.com/example/waitingroom/internal/tools/simclock"
+	"github.com/example/waitingroom/internal/webpush"
 )
 
 // t0 is the seed time of the fixtures and the fixed clock of these tests.
@@ -1208,8 +1213,22 @@ func sendTo(h http.Handler, method, path string, hdr http.Header, body string) (
 	return w.Code, decodeCode(w.Body.String())
 }
 
-// panicStore panics on every call, as a bug would.
-type panicStore struct{ queue.Store }
+// panicPushStore panics on every call, push ones too, as a bug would.
+type panicPushStore struct {
+	queue.Store
+	queue.PushStore
+}
+
+// pushBody is a valid push subscription on push.example, as a page sends it.
+func pushBody(t *testing.T) string {
+	t.Helper()
+	k, err := ecdh.P256().GenerateKey(crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	return fmt.Sprintf(`{"endpoint":"https://push.example/s/1","expirationTime":null,"keys":{"p256dh":%q,"auth":%q}}`, enc(k.PublicKey().Bytes()), enc(make([]byte, 16)))
+}
 
 // panicKV is an edge store that panics on every call.
 type panicKV struct{}
@@ -1235,7 +1254,7 @@ func TestEveryRouteAnswers(t *testing.T) {
 	fine := checked(t, httpapi.New(newService(t), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, ""))))
 	// A keyring whose store panicked stays stuck on its read: one a route.
 	buggyFor := func() http.Handler {
-		return checked(t, httpapi.New(queue.NewService(panicStore{}, polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(keys),
+		return checked(t, httpapi.New(queue.NewService(panicPushStore{}, polling.DefaultTiers(), queue.WithPush(webpush.Hosts{"push.example"})), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard), httpapi.WithPasses(keys),
 			httpapi.WithKeyring(admissionpass.NewKeyring(panicKeyStore{}, &seqWrapper{})),
 			httpapi.WithEdge(edge.NewPublisher(panicKV{}, edge.DefaultSite(), nil, clock.Real{}))))
 	}
@@ -1262,6 +1281,8 @@ func TestEveryRouteAnswers(t *testing.T) {
 				body = `{"count":1,"validSeconds":60}`
 			case api.EdgeKeysPath:
 				body = `{}`
+			case api.PushPath:
+				body = pushBody(t)
 			}
 			if status, code := sendTo(buggyFor(), r.Method, path, admin, body); status != 500 || code != api.CodeInternal {
 				t.Errorf("a bug: %d %s", status, code)

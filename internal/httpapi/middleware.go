@@ -135,6 +135,9 @@ func screen(next http.Handler) http.Handler {
 			w.Header().Set("Connection", "close") // the body stays unread
 			writeClientError(w, r, errTooLarge)
 		default:
+			if r.Body == nil { // a server's request always has one; a handler called directly may not
+				r.Body = http.NoBody
+			}
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 			next.ServeHTTP(w, r)
 		}

@@ -23,6 +23,8 @@ var Routes = []Route{
 	{http.MethodGet, wire.QueuePath, false, metrics.OpPoll, (*api).poll},
 	{http.MethodDelete, wire.QueuePath, false, metrics.OpLeave, (*api).leave},
 	{http.MethodDelete, wire.SessionPath, false, metrics.OpLeave, (*api).endSession},
+	{http.MethodPut, wire.PushPath, false, metrics.OpOther, (*api).subscribe},
+	{http.MethodDelete, wire.PushPath, false, metrics.OpOther, (*api).unsubscribe},
 	{http.MethodGet, wire.ChallengePath, false, metrics.OpOther, (*api).challenge},
 	{http.MethodGet, wire.JWKSPath, false, metrics.OpOther, (*api).jwks},
 	{http.MethodGet, wire.ProgramsPath, true, metrics.OpAdmin, (*api).listPrograms},

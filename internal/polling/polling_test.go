@@ -238,3 +238,36 @@ func FuzzParseTiers(f *testing.F) {
 		}
 	})
 }
+
+func TestPushed(t *testing.T) {
+	fallback := [2]time.Duration{polling.PushFallback * 3 / 4, polling.PushFallback}
+	tests := []struct {
+		name string
+		s    polling.Situation
+		told time.Duration
+		want [2]time.Duration // the least and the most
+	}{
+		{"no estimate: the fallback, spread", polling.Situation{Wait: time.Second}, time.Second, fallback},
+		{"sleeps past the earliest admission by the slack", polling.Situation{Earliest: 90 * time.Second}, 5 * time.Second, [2]time.Duration{150 * time.Second, 150 * time.Second}},
+		{"held places sleep on the held estimate", polling.Situation{Earliest: time.Second, HeldEarliest: 3 * time.Minute}, time.Second, [2]time.Duration{4 * time.Minute, 4 * time.Minute}},
+		{"never past the fallback", polling.Situation{Earliest: time.Hour}, 30 * time.Second, fallback},
+		{"paused: the fallback", polling.Situation{Earliest: time.Minute, Paused: true}, 30 * time.Second, fallback},
+		{"a longer policy delay stands", polling.Situation{Earliest: time.Second}, 20 * time.Minute, [2]time.Duration{20 * time.Minute, 20 * time.Minute}},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seen := map[time.Duration]bool{}
+			for range 100 {
+				got := polling.Pushed(tt.s, tt.told, rng)
+				if got < tt.want[0] || got > tt.want[1] {
+					t.Fatalf("Pushed(%+v, %v) = %v, want within %v", tt.s, tt.told, got, tt.want)
+				}
+				seen[got] = true
+			}
+			if spread := tt.want[0] != tt.want[1]; spread != (len(seen) > 50) {
+				t.Errorf("%d distinct delays in 100; spread %v", len(seen), spread)
+			}
+		})
+	}
+}

@@ -21,7 +21,7 @@ const (
 // enterWithKey is Enter with an Idempotency-Key: the enter that claims the
 // key's token takes the one ticket and fills the claim; the others answer
 // that token within claimWait, else ENTER_IN_PROGRESS.
-func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry) (View, bool, error) {
+func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry, sub Subscription) (View, bool, error) {
 	id := idempotentTokenID(programID, e.IdempotencyKey)
 	claim := NewTokenID()
 	start := s.clock.Now()
@@ -36,7 +36,7 @@ func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry) (
 			c := Token{ID: id, ProgramID: programID, Claim: claim, ClaimedAt: now.Truncate(time.Millisecond), ExpiresAt: now.Add(claimRetention)}
 			t, err = s.store.ClaimToken(ctx, c, now.Add(-ClaimTimeout))
 			if err == nil && t.Claim == claim {
-				v, created, err := s.enterNew(ctx, programID, id, claim)
+				v, created, err := s.enterNew(ctx, programID, id, claim, sub)
 				if err != nil {
 					// Best effort: so that a retry need not wait ClaimTimeout.
 					_ = s.store.ReleaseClaim(ctx, id, claim)

@@ -42,6 +42,7 @@ import (
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/shuffle"
+	"github.com/example/waitingroom/internal/webpush"
 )
 
 // Service applies the queue's rules on top of a Store. It is safe for
@@ -60,6 +61,8 @@ type Service struct {
 	folds    capacity.Throttle
 	log      *slog.Logger
 	secret   []byte // of the proof-of-work challenges
+	// pushHosts are the push services subscriptions may name; nil: no push.
+	pushHosts webpush.Hosts
 }
 
 // Option configures a Service.
@@ -142,9 +145,11 @@ func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
 }
 
 // Entry is what a person brings to Enter ("" for none of each): a token
-// held, an idempotency key, and a proof of work (challengeBits).
+// held, an idempotency key, a proof of work (challengeBits), and a push
+// subscription (nil: none).
 type Entry struct {
 	Token, IdempotencyKey, Challenge, Solution string
+	Push                                       *api.PushSubscription
 }
 
 // Enter puts a person in programID's queue, created=true for a new ticket;
@@ -156,9 +161,25 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 	if e.IdempotencyKey != "" && !ValidIdempotencyKey(e.IdempotencyKey) {
 		return View{}, false, Errorf(KindInvalid, api.CodeInvalidIdempotencyKey, "The idempotency key must be %d to %d letters, digits, '-', '_', '.' or ':' (a random UUID fits).", MinIdempotencyKeyLen, MaxIdempotencyKeyLen)
 	}
+	var sub Subscription
+	if e.Push != nil {
+		var err error
+		if sub, err = s.subscription(*e.Push); err != nil {
+			// The enter goes on unsubscribed (push false); Subscribe says why.
+			sub, e.Push = Subscription{}, nil
+		}
+	}
 	if e.Token != "" {
 		v, err := s.Poll(ctx, programID, e.Token) // INVALID_TOKEN if malformed
 		switch {
+		case err == nil && v.Status == StatusWaiting && e.Push != nil && !v.Push:
+			// A page that subscribed since: its answer becomes a subscriber's
+			// (unless admitted meanwhile: NOT_WAITING, the answer says so).
+			if err := s.Subscribe(ctx, programID, e.Token, *e.Push); err != nil && ErrorKind(err) == KindUnavailable {
+				return View{}, false, err
+			}
+			v, err := s.Poll(ctx, programID, e.Token)
+			return v, false, err
 		case err == nil && (v.Status == StatusWaiting || v.Status == StatusAdmitted):
 			return v, false, nil
 		case err != nil && ErrorKind(err) != KindNotFound:
@@ -167,18 +188,19 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 		// Unknown, foreign, left or expired: a fresh place.
 	}
 	if e.IdempotencyKey != "" {
-		return s.enterWithKey(ctx, programID, e)
+		return s.enterWithKey(ctx, programID, e, sub)
 	}
 	id := NewTokenID()
 	if err := s.checkEntry(ctx, programID, e, id, s.clock.Now()); err != nil {
 		return View{}, false, err
 	}
-	return s.enterNew(ctx, programID, id, "")
+	return s.enterNew(ctx, programID, id, "", sub)
 }
 
 // enterNew takes a ticket and stores it as the new token id, created=true;
-// with a claim (see enterWithKey), as the fill of that claim on id.
-func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v View, created bool, err error) {
+// with a claim (see enterWithKey), as the fill of that claim on id; sub is
+// its push subscription (zero: none).
+func (s *Service) enterNew(ctx context.Context, programID, id, claim string, sub Subscription) (v View, created bool, err error) {
 	tk, err := s.takeTicket(ctx, programID, s.clock.Now())
 	p, now := tk.Program, tk.At
 	switch {
@@ -201,6 +223,7 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string) (v 
 		Ticket:    tk.Ticket,
 		IssuedAt:  now.Truncate(time.Millisecond),
 		ExpiresAt: now.Add(WaitingTokenRetention),
+		Push:      sub,
 	}
 	var stored Token
 	if claim == "" {
@@ -411,6 +434,9 @@ func (s *Service) waiting(p admission.Program, t Token, now time.Time) View {
 		sit.Earliest, sit.HeldEarliest = sit.Wait, 0
 	}
 	v.RetryAfter = s.policyOf(p).RetryAfter(sit, s.rng)
+	if v.Push = s.pushHosts != nil && t.Push != (Subscription{}); v.Push {
+		v.RetryAfter = polling.Pushed(sit, v.RetryAfter, s.rng)
+	}
 	if p.Followed() {
 		// Whoever polls as told fetches their admission in time to show.
 		v.RetryAfter = min(v.RetryAfter, p.PollToShow(max(notice, 0), sit.HeldEarliest))

@@ -64,12 +64,20 @@ type Token struct {
 	// holds the id and has no ticket yet (Store.ClaimToken); "" for a token.
 	Claim     string
 	ClaimedAt time.Time // zero once released
+	// Push is the token's push subscription (zero: none); PushStage is
+	// what a sender last claimed to tell it, by PushOwner at PushedAt.
+	Push      Subscription
+	PushStage PushStage
+	PushOwner string
+	PushedAt  time.Time
 }
 
-// pending reports whether t is neither admitted, left nor revoked in the store.
-func (t Token) pending() bool {
+// Pending reports whether t is neither admitted, left nor revoked in the store.
+func (t Token) Pending() bool {
 	return t.AdmittedAt.IsZero() && t.LeftAt.IsZero() && t.RevokedAt.IsZero()
 }
+
+func (t Token) pending() bool { return t.Pending() }
 
 // NewTokenID returns 128 bits from crypto/rand, base64url-encoded.
 func NewTokenID() string {
@@ -122,6 +130,7 @@ type View struct {
 	Shuffle       *ShuffleView
 	RetryAfter    time.Duration
 	EstimatedWait time.Duration
+	Push          bool // the token is subscribed to push
 
 	AdmittedAt    time.Time // ADMITTED and EXPIRED
 	ExpiresAt     time.Time // ADMITTED and EXPIRED: end of the admission window

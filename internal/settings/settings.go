@@ -62,6 +62,9 @@ type Options struct {
 	NoShowSeconds int64 `dynamodbav:"noShowSeconds,omitempty"`
 	// ChallengeBits is the proof of work an enter must carry (package challenge).
 	ChallengeBits int64 `dynamodbav:"challengeBits,omitempty"`
+	// PushLeadSeconds is how long before their turn a subscribed person is
+	// told to get ready (0: DefaultPushLead).
+	PushLeadSeconds int64 `dynamodbav:"pushLeadSeconds,omitempty"`
 	// Edge is the program at the edge gate.
 	Edge Edge `dynamodbav:"-"`
 	// Profile is what the program shows the people who wait.
@@ -93,6 +96,7 @@ func Apply(set api.ProgramSettings, o *Options, seg *pace.Segment, policies map[
 		change(&o.MaxActiveUsers, set.MaxActiveUsers, "maxActiveUsers", maxActiveUsers),
 		change(&o.NoShowSeconds, set.NoShowSeconds, "noShowSeconds", noShowSeconds),
 		change(&o.ChallengeBits, set.ChallengeBits, "challengeBits", challengeBits),
+		change(&o.PushLeadSeconds, set.PushLeadSeconds, "pushLeadSeconds", pushLead),
 		change(&o.Edge.Mode, set.EdgeMode, "edgeMode", edgeMode),
 		change(&o.Edge.Paths, set.EdgePaths, "edgePaths", edgePaths),
 		change(&o.Edge.SessionSeconds, set.EdgeSessionSeconds, "edgeSessionSeconds", edgeSession),
@@ -144,7 +148,18 @@ const (
 	MaxMaxActiveUsers = 100_000_000
 	MinNoShowSeconds  = 5
 	MaxNoShowSeconds  = 3600
+	MinPushLead       = 30
+	MaxPushLead       = 1800
+	DefaultPushLead   = 2 * time.Minute
 )
+
+// PushLead is how long before their turn a subscribed person hears "get ready".
+func (o Options) PushLead() time.Duration {
+	if o.PushLeadSeconds > 0 {
+		return time.Duration(o.PushLeadSeconds) * time.Second
+	}
+	return DefaultPushLead
+}
 
 // The rules of the counts: 0 (off) or a whole number within their bounds.
 var (
@@ -152,6 +167,7 @@ var (
 	maxActiveUsers = bounded(0, MaxMaxActiveUsers, "must be 0 (no cap) or at most %[2]d")
 	noShowSeconds  = bounded(MinNoShowSeconds, MaxNoShowSeconds, "must be 0 (none) or %d to %d")
 	challengeBits  = bounded(0, challenge.MaxBits, "must be 0 (no proof of work) to %[2]d")
+	pushLead       = bounded(MinPushLead, MaxPushLead, "must be 0 (the default, 120) or %d to %d")
 )
 
 // bounded is the rule of a count that is 0 or within lo..hi.

@@ -14,10 +14,12 @@ import (
 	"strings"
 )
 
-//go:embed web/app.js web/app.css web/pow.js
+//go:embed web/app.js web/app.css web/pow.js web/push.js web/push-worker.js
 var web embed.FS
 
-// textMarker is the placeholder in app.js that the text table replaces.
+// textMarker is the placeholder in a script (app.js, push.js, push-worker.js)
+// that the text table replaces: every language, with the keys the script
+// names in quotes, so that each carries only its own texts.
 const textMarker = "/*TEXT*/{}"
 
 // asset is one static file, served under its content-hashed name (with gzip).
@@ -33,20 +35,10 @@ var (
 
 // init registers each asset under its name with a hash of its content before the extension.
 func init() {
-	compact := new(bytes.Buffer)
-	if err := json.Compact(compact, textJSON); err != nil {
-		panic("waitpage: web/text.json: " + err.Error())
-	}
-	for _, name := range []string{"app.js", "app.css", "pow.js"} {
-		b, err := web.ReadFile("web/" + name)
-		if err != nil {
-			panic("waitpage: " + err.Error())
-		}
-		if name == "app.js" {
-			if bytes.Count(b, []byte(textMarker)) != 1 {
-				panic("waitpage: app.js must hold " + textMarker + " once")
-			}
-			b = bytes.Replace(b, []byte(textMarker), compact.Bytes(), 1)
+	for _, name := range []string{"app.js", "app.css", "pow.js", "push.js"} {
+		b := readWeb(name)
+		if name == "app.js" || name == "push.js" {
+			b = withTexts(name, b)
 		}
 		sum := sha256.Sum256(b)
 		ext := path.Ext(name)
@@ -57,6 +49,57 @@ func init() {
 		_ = zw.Close()
 		assets[hashed] = &asset{body: b, gz: gz.Bytes(), ctype: mime.TypeByExtension(ext)}
 		assetURL[name] = assetPrefix + hashed
+	}
+}
+
+// readWeb returns the embedded web/name.
+func readWeb(name string) []byte {
+	b, err := web.ReadFile("web/" + name)
+	if err != nil {
+		panic("waitpage: " + err.Error())
+	}
+	return b
+}
+
+// withTexts replaces the text marker in the script src, which must hold it
+// once, by the table of the texts src names: {"en": {key: text, …}, …}.
+func withTexts(name string, src []byte) []byte {
+	if bytes.Count(src, []byte(textMarker)) != 1 {
+		panic("waitpage: " + name + " must hold " + textMarker + " once")
+	}
+	table := map[string]map[string]string{}
+	for code, l := range text {
+		table[code] = map[string]string{}
+		for key, s := range l.texts {
+			if bytes.Contains(src, []byte("'"+key+"'")) || bytes.Contains(src, []byte(`"`+key+`"`)) {
+				table[code][key] = s
+			}
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(table); err != nil { // keys sorted: the same bytes, the same hash
+		panic("waitpage: " + err.Error())
+	}
+	return bytes.Replace(src, []byte(textMarker), bytes.TrimSpace(buf.Bytes()), 1)
+}
+
+// pushWorker is the service worker that shows push messages, with its texts.
+var pushWorker = withTexts("push-worker.js", readWeb("push-worker.js"))
+
+// servePushWorker is GET /waiting-room/push-worker.js: the service worker keeps
+// its URL, so it is not hashed, and the browser checks it for updates.
+func servePushWorker(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/javascript; charset=utf-8")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("Service-Worker-Allowed", PathPrefix)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Content-Length", strconv.Itoa(len(pushWorker)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(pushWorker)
 	}
 }
 

@@ -28,9 +28,12 @@ const hangGuard = 2 * time.Minute
 
 // tab opens a browser tab, instrumented, with a hang guard for the whole
 // test.
-func tab(t *testing.T) context.Context {
+func tab(t *testing.T) context.Context { return tabIn(t, browser.Tab) }
+
+// tabIn is tab in the browser of open (browser.Tab or browser.NotifyingTab).
+func tabIn(t *testing.T, open func(testing.TB) context.Context) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(browser.Tab(t), hangGuard)
+	ctx, cancel := context.WithTimeout(open(t), hangGuard)
 	t.Cleanup(cancel)
 	instrument(t, ctx)
 	return ctx
@@ -46,7 +49,7 @@ func instrument(t *testing.T, ctx context.Context) {
 }
 
 // pageRecorder records each API request the page's fetch makes (not the
-// challenge's): its document, method, start, and the moment its answer
+// challenge's, nor the push subscription's): its document, method, start, and the moment its answer
 // came, on the page's clock, in sessionStorage so that the record outlives
 // a navigation of the tab, with the most ever in flight at once in one
 // document; window.__started() counts the current document's. It also
@@ -63,7 +66,7 @@ const pageRecorder = `(() => {
   const real = window.fetch;
   window.fetch = function (input, init) {
     const url = new URL(input instanceof Request ? input.url : String(input), location.href);
-    if (!url.pathname.startsWith('/api/') || url.pathname.endsWith('/challenge')) return real.apply(this, arguments);
+    if (!url.pathname.startsWith('/api/') || /\/(challenge|push)$/.test(url.pathname)) return real.apply(this, arguments);
     const c = { doc, method: (init && init.method) || 'GET', start: performance.now(), end: -1 };
     rec.calls.push(c);
     rec.maxAtOnce = Math.max(rec.maxAtOnce, ++inFlight);

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -40,6 +41,9 @@ type fakeQueue struct {
 	// arrive, when set, is called with each API request as it arrives,
 	// before it is answered: a test holds a request by blocking in it.
 	arrive func(apiCall)
+	// pushes are the push subscription requests (PUT and DELETE), apart
+	// from calls: they are no polls.
+	pushes []apiCall
 }
 
 // script says how a program's tokens move: each poll of a WAITING token
@@ -61,6 +65,12 @@ type script struct {
 	// challengeBits asks each enter for a proof of work of that many bits
 	// (0: none), as the API's challengeBits does.
 	challengeBits int
+	// pushRetry is the retryAfterMs of the answers to a token with a push
+	// subscription (the push wakes the page earlier); retry's when 0.
+	pushRetry time.Duration
+	// refusePush drops an enter's push subscription, as the API does with
+	// one it cannot use: the token is made unsubscribed.
+	refusePush bool
 }
 
 type fakeToken struct {
@@ -71,6 +81,7 @@ type fakeToken struct {
 	expiresAt   time.Time
 	leftAt      time.Time
 	pass        string
+	push        string // the push subscription's JSON; "": none
 }
 
 // apiCall is one request to the JSON API as the fake server saw it.
@@ -79,6 +90,8 @@ type apiCall struct {
 	Lang               string        // the query's lang
 	Status             int           // HTTP status answered
 	RetryAfter         time.Duration // the delay the answer asked for; 0: none
+	Body               string        // the request's body
+	ContentType        string
 }
 
 var programIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
@@ -155,6 +168,12 @@ func (q *fakeQueue) program(id string) (*script, error) {
 }
 
 func (q *fakeQueue) enter(id, tokenID, key, lang string) (v waitpage.View, created bool, err error) {
+	return q.enterPush(id, tokenID, key, lang, "")
+}
+
+// enterPush is enter with the push subscription of the enter's body ("": none),
+// which a new token takes.
+func (q *fakeQueue) enterPush(id, tokenID, key, lang, push string) (v waitpage.View, created bool, err error) {
 	p, err := q.program(id)
 	if err != nil {
 		return v, false, err
@@ -171,7 +190,7 @@ func (q *fakeQueue) enter(id, tokenID, key, lang string) (v waitpage.View, creat
 	if p.full {
 		return v, false, waitpage.ErrFull
 	}
-	t := &fakeToken{id: rand.Text()[:22], program: id, status: api.StatusWaiting, position: p.start}
+	t := &fakeToken{id: rand.Text()[:22], program: id, status: api.StatusWaiting, position: p.start, push: push}
 	q.tokens[t.id] = t
 	if key != "" {
 		q.keys[key] = t.id
@@ -217,6 +236,10 @@ func (q *fakeQueue) view(p *script, t *fakeToken, lang string) waitpage.View {
 		v.ClosesAt = api.TimeOf(p.info.ClosesAt)
 		v.Position = t.position
 		v.RetryAfterMs = p.retry[t.answers%len(p.retry)].Milliseconds()
+		if t.push != "" && p.pushRetry > 0 {
+			v.RetryAfterMs = p.pushRetry.Milliseconds()
+		}
+		v.Push = t.push != ""
 		v.EstimatedWaitMs = (time.Duration(t.position) * p.perPerson).Milliseconds()
 		v.Notice = cmp.Or(p.texts[lang].Notice, p.notice)
 		v.Paused = p.info.Paused
@@ -266,11 +289,22 @@ func (q *fakeQueue) apiHandler() http.Handler {
 	mux.HandleFunc("POST /api/v1/queues/programs/{programId}", q.serveAPI)
 	mux.HandleFunc("GET /api/v1/queues/programs/{programId}", q.serveAPI)
 	mux.HandleFunc("GET /api/v1/queues/programs/{programId}/challenge", q.serveChallenge)
+	mux.HandleFunc("PUT /api/v1/queues/programs/{programId}/push", q.servePush)
+	mux.HandleFunc("DELETE /api/v1/queues/programs/{programId}/push", q.servePush)
 	return mux
 }
 
 func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
-	c := apiCall{Method: r.Method, Token: r.Header.Get("X-Queue-Token"), Key: r.Header.Get("Idempotency-Key"), Lang: r.URL.Query().Get("lang")}
+	c := apiCall{Method: r.Method, Token: r.Header.Get("X-Queue-Token"), Key: r.Header.Get("Idempotency-Key"), Lang: r.URL.Query().Get("lang"), ContentType: r.Header.Get("Content-Type")}
+	reqBody, _ := io.ReadAll(io.LimitReader(r.Body, 4<<10))
+	c.Body = string(reqBody)
+	var enterBody struct {
+		Push json.RawMessage `json:"push"`
+	}
+	if len(reqBody) > 0 && json.Unmarshal(reqBody, &enterBody) != nil {
+		http.Error(w, `{"code":"INVALID_REQUEST","message":"Bad body."}`, http.StatusBadRequest)
+		return
+	}
 	q.mu.Lock()
 	q.inFlight++
 	q.maxAtOnce = max(q.maxAtOnce, q.inFlight)
@@ -295,8 +329,11 @@ func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("programId")
 	refused := ""
 	if r.Method == http.MethodPost {
+		if p, ok := q.programs[id]; ok && p.refusePush {
+			enterBody.Push = nil
+		}
 		if refused = q.checkProof(id, c.Key, r.Header); refused == "" {
-			v, created, err = q.enter(id, c.Token, c.Key, c.Lang)
+			v, created, err = q.enterPush(id, c.Token, c.Key, c.Lang, string(enterBody.Push))
 		}
 	} else {
 		v, fail, err = q.poll(id, c.Token, c.Lang)
@@ -361,6 +398,9 @@ func answerJSON(v waitpage.View) map[string]any {
 		if v.Paused {
 			m["paused"] = true
 		}
+		if v.Push {
+			m["push"] = true
+		}
 	}
 	if v.AdmissionPass != "" {
 		m["admissionPass"] = v.AdmissionPass
@@ -371,6 +411,59 @@ func answerJSON(v waitpage.View) map[string]any {
 	ts("opensAt", v.OpensAt.Time)
 	ts("closesAt", v.ClosesAt.Time)
 	return m
+}
+
+// servePush is PUT (subscribe, with the subscription's JSON) and DELETE
+// (stop) of a token's push subscription: 204, or the API's errors.
+func (q *fakeQueue) servePush(w http.ResponseWriter, r *http.Request) {
+	c := apiCall{Method: r.Method, Token: r.Header.Get("X-Queue-Token"), ContentType: r.Header.Get("Content-Type")}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<10))
+	c.Body = string(body)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	tok, ok := q.tokens[c.Token]
+	var sub api.PushSubscription
+	switch {
+	case !ok || tok.program != r.PathValue("programId"):
+		c.Status = http.StatusNotFound
+	case tok.status != api.StatusWaiting:
+		c.Status = http.StatusConflict
+	case r.Method == http.MethodPut && (json.Unmarshal(body, &sub) != nil || sub.Endpoint == ""):
+		c.Status = http.StatusBadRequest
+	case r.Method == http.MethodPut:
+		tok.push, c.Status = string(body), http.StatusNoContent
+	default:
+		tok.push, c.Status = "", http.StatusNoContent
+	}
+	q.pushes = append(q.pushes, c)
+	close(q.answered)
+	q.answered = make(chan struct{})
+	if c.Status != http.StatusNoContent {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(c.Status)
+		_, _ = w.Write([]byte(`{"code":"REFUSED","message":"Refused."}`))
+		return
+	}
+	w.WriteHeader(c.Status)
+}
+
+// awaitPushes waits until the fake has answered n push requests, or ctx
+// ends, and returns them.
+func (q *fakeQueue) awaitPushes(t *testing.T, ctx context.Context, n int) []apiCall {
+	t.Helper()
+	for {
+		q.mu.Lock()
+		pushes, answered := append([]apiCall(nil), q.pushes...), q.answered
+		q.mu.Unlock()
+		if len(pushes) >= n {
+			return pushes
+		}
+		select {
+		case <-answered:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d push requests: %v; answered %+v", n, ctx.Err(), pushes)
+		}
+	}
 }
 
 func (q *fakeQueue) recorded() []apiCall {

@@ -29,7 +29,10 @@ type pageData struct {
 	Info                 PageInfo
 	Logo, API            string
 	CSS, JS, POW         string // POW: the proof of work's worker script
-	Refresh              int    // seconds until the page reloads itself (error pages); 0: never
+	// PushKey is the VAPID public key of the deployment's push, "" for none;
+	// with one the page loads Push, the script that offers notifications.
+	PushKey, Push string
+	Refresh       int // seconds until the page reloads itself (error pages); 0: never
 	// ClosesAt is Info.ClosesAt in RFC 3339, "" for none: app.js says it.
 	ClosesAt string
 	// Return is the path of this site to send the admitted back to (the edge gate's ?return=); "" for none.
@@ -48,6 +51,7 @@ func (h *Handler) data(lang language, programID string, info PageInfo) *pageData
 	d := &pageData{
 		lang: lang, Lang: lang.code, Title: cmp.Or(info.DisplayName, programID, lang.t("title")), Program: programID, Info: info,
 		Logo: h.logo, API: h.apiBase, CSS: assetURL["app.css"], JS: assetURL["app.js"], POW: assetURL["pow.js"],
+		Push: assetURL["push.js"],
 	}
 	if !info.ClosesAt.IsZero() {
 		d.ClosesAt = info.ClosesAt.UTC().Format(time.RFC3339)

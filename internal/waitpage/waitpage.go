@@ -62,6 +62,10 @@ type Options struct {
 	// Override is an html/template whose {{define}}s replace the "head", "brand" or "footer" blocks.
 	Override string
 	Logger   *slog.Logger // receives the errors shown as 503; slog.Default() when nil
+	// PushKey returns the deployment's VAPID public key (base64url, an
+	// uncompressed P-256 point: the applicationServerKey) for each page; ""
+	// or a nil PushKey: the deployment sends no push, and the page offers none.
+	PushKey func(ctx context.Context) string
 }
 
 // Route prefixes the Handler serves.
@@ -73,13 +77,19 @@ const (
 // Route is one method and path pattern the Handler serves (http.ServeMux's syntax).
 type Route struct{ Method, Path string }
 
-// Routes lists what the Handler serves: the page, the no-JavaScript enter form and the
-// assets. Every other GET under PathPrefix is a friendly 404.
+// Routes lists what the Handler serves: the page, the no-JavaScript enter form, the
+// assets and the push notifications' service worker. Every other GET under PathPrefix
+// is a friendly 404.
 var Routes = []Route{
 	{http.MethodGet, PathPrefix + "{programId}"},
 	{http.MethodPost, PathPrefix + "{programId}/enter"},
 	{http.MethodGet, assetPrefix + "{file}"},
+	{http.MethodGet, PushWorkerPath},
 }
+
+// PushWorkerPath is the service worker that shows push messages; its URL stays the
+// same across versions (not content-hashed), as a service worker's must.
+const PushWorkerPath = PathPrefix + "push-worker.js"
 
 const defaultAPIBase = "/api/v1/queues/programs/"
 
@@ -89,6 +99,7 @@ type Handler struct {
 	tmpl     *template.Template
 	apiBase  string
 	logo     string
+	pushKey  func(context.Context) string
 	csp      string
 	log      *slog.Logger
 	mux      *http.ServeMux
@@ -97,7 +108,7 @@ type Handler struct {
 // New returns a Handler over programs; it fails on an APIBase, LogoURL or Override that
 // does not parse.
 func New(programs Programs, opts Options) (*Handler, error) {
-	h := &Handler{programs: programs, apiBase: cmp.Or(opts.APIBase, defaultAPIBase), logo: opts.LogoURL, log: cmp.Or(opts.Logger, slog.Default())}
+	h := &Handler{programs: programs, apiBase: cmp.Or(opts.APIBase, defaultAPIBase), logo: opts.LogoURL, pushKey: opts.PushKey, log: cmp.Or(opts.Logger, slog.Default())}
 	apiOrigin, err := pathOrHTTPURL(h.apiBase, true)
 	if err != nil {
 		return nil, fmt.Errorf("waitpage: APIBase: %w", err)
@@ -109,7 +120,7 @@ func New(programs Programs, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Scripts only from this origin; images, styles and fonts also from https; in no frame.
+	// Scripts, and the service worker, only from this origin; images, styles and fonts also from https; in no frame.
 	h.csp = "default-src 'self'; img-src 'self' https: data:; style-src 'self' https:; font-src 'self' https:; connect-src " +
 		strings.TrimSpace("'self' "+apiOrigin) + "; base-uri 'none'; form-action 'self'; object-src 'none'; frame-ancestors 'none'"
 
@@ -117,6 +128,7 @@ func New(programs Programs, opts Options) (*Handler, error) {
 	h.mux.HandleFunc(Routes[0].Method+" "+Routes[0].Path, h.page)
 	h.mux.Handle(Routes[1].Method+" "+Routes[1].Path, http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.enter)))
 	h.mux.HandleFunc(Routes[2].Method+" "+Routes[2].Path, serveAsset)
+	h.mux.HandleFunc(Routes[3].Method+" "+Routes[3].Path, servePushWorker) // more specific than the page's
 	h.mux.HandleFunc("GET "+PathPrefix, h.notFound)
 	return h, nil
 }
@@ -164,6 +176,9 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	d := h.data(lang, id, info)
 	d.Return = returnPath(r.URL.Query().Get("return"), info.EdgePaths)
+	if h.pushKey != nil {
+		d.PushKey = h.pushKey(r.Context())
+	}
 	w.Header().Set("Cache-Control", "private, no-store") // a person's place, pass or key
 	if tok := tokenCookie(r); tok != "" {
 		v, err := h.programs.Poll(r.Context(), id, tok, lang.code)

@@ -1,5 +1,6 @@
 // Package browser runs headless Chromium for tests with chromedp: one browser
-// per test binary, stopped by Main, and one isolated tab per test (Tab). A
+// per test binary, stopped by Main, and one isolated tab per test (Tab); a
+// second, Chromium itself, for the tests of notifications (NotifyingTab). A
 // missing browser fails the test except under -short; BROWSER_VERBOSE=1
 // passes its output to stderr. Import it from _test.go files only.
 package browser
@@ -27,38 +28,56 @@ var candidates = []string{"chromium-headless-shell", "headless-shell", "chromium
 // startTimeout is a hang guard on the browser's start, for a busy machine.
 const startTimeout = 2 * time.Minute
 
+// notifying are the browsers that show notifications, in NotifyingTab's
+// order: the headless shell has no notification service (Blink reports the
+// permission denied whatever CDP grants).
+var notifying = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
+
 // ExecPath returns the browser to run: $CHROMIUM when set, else the first
 // candidate found on PATH.
-func ExecPath() (string, error) {
-	if p := os.Getenv("CHROMIUM"); p != "" {
+func ExecPath() (string, error) { return execPath("CHROMIUM", candidates) }
+
+// execPath returns $env when set, else the first of names on PATH.
+func execPath(env string, names []string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		found, err := exec.LookPath(p)
 		if err != nil {
-			return "", fmt.Errorf("CHROMIUM=%q: %w: %w", p, ErrNotInstalled, err)
+			return "", fmt.Errorf("%s=%q: %w: %w", env, p, ErrNotInstalled, err)
 		}
 		return found, nil
 	}
-	for _, name := range candidates {
+	for _, name := range names {
 		if found, err := exec.LookPath(name); err == nil {
 			return found, nil
 		}
 	}
-	return "", fmt.Errorf("none of %v on PATH: %w", candidates, ErrNotInstalled)
+	return "", fmt.Errorf("none of %v on PATH: %w", names, ErrNotInstalled)
 }
 
-// running starts the browser on first use; stop.cancel stops it.
+// running and showing start the browsers on first use; stop.cancel stops them.
 var (
-	running = sync.OnceValues(start)
-	stop    struct {
+	running = sync.OnceValues(func() (context.Context, error) { return start(ExecPath) })
+	showing = sync.OnceValues(func() (context.Context, error) {
+		return start(func() (string, error) { return execPath("CHROMIUM_NOTIFYING", notifying) })
+	})
+	stop struct {
 		sync.Mutex
-		cancel context.CancelFunc
+		cancel []context.CancelFunc
 	}
 )
 
 // Tab returns a chromedp context for a new tab in a fresh browser context
 // (no cookies, no storage), closed when t ends.
-func Tab(t testing.TB) context.Context {
+func Tab(t testing.TB) context.Context { return tabOf(t, running) }
+
+// NotifyingTab is Tab in Chromium itself ($CHROMIUM_NOTIFYING, else the
+// first of chromium, chromium-browser, google-chrome on PATH), whose pages
+// can show notifications.
+func NotifyingTab(t testing.TB) context.Context { return tabOf(t, showing) }
+
+func tabOf(t testing.TB, browser func() (context.Context, error)) context.Context {
 	t.Helper()
-	parent, err := running()
+	parent, err := browser()
 	if err != nil {
 		if errors.Is(err, ErrNotInstalled) && testing.Short() {
 			t.Skipf("browser: %v (skipped under -short)", err)
@@ -87,14 +106,14 @@ func Main(m *testing.M) {
 func Stop() {
 	stop.Lock()
 	defer stop.Unlock()
-	if stop.cancel != nil {
-		stop.cancel()
+	for _, cancel := range stop.cancel {
+		cancel()
 	}
 }
 
-// start starts the browser and returns its chromedp context.
-func start() (context.Context, error) {
-	path, err := ExecPath()
+// start starts the browser at the path find gives and returns its chromedp context.
+func start(find func() (string, error)) (context.Context, error) {
+	path, err := find()
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +139,6 @@ func start() (context.Context, error) {
 	}
 	stop.Lock()
 	defer stop.Unlock()
-	stop.cancel = cancel
+	stop.cancel = append(stop.cancel, cancel)
 	return ctx, nil
 }

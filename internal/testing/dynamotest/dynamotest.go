@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/tools/localdynamo"
 )
 
@@ -155,4 +157,15 @@ func NewTable(t testing.TB, client *dynamodb.Client) string {
 		}
 	})
 	return table
+}
+
+// NewClient returns a client of the server at endpoint through rt (nil:
+// the SDK's transport), patient enough for a busy machine.
+func NewClient(t testing.TB, endpoint string, rt http.RoundTripper) *dynamodb.Client {
+	t.Helper()
+	client, err := dynamostore.NewClientWithOptions(t.Context(), dynamostore.ClientOptions{Endpoint: endpoint, Transport: rt, AttemptTimeout: time.Minute, Backoff: dynamostore.NoBackoff})
+	if err != nil {
+		t.Fatalf("dynamotest: client: %v", err)
+	}
+	return client
 }

@@ -35,6 +35,8 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	_, prequeued := probe.(queue.PrequeueStore)
 	_, scheduled := probe.(queue.ScheduleStore)
 	_, capped := probe.(capacity.Store)
+	_, pushes := probe.(queue.PushStore)
+	_, vapid := probe.(vapidStore)
 	for _, group := range []struct {
 		name string
 		runs bool // the store implements what the group tests
@@ -65,6 +67,9 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 		{"Schedule", scheduled, testSchedule},
 		{"Capacity", capped, testCapacity},
 		{"CapacityConcurrent", capped, testCapacityConcurrent},
+		{"Push", pushes, testPush},
+		{"PushConcurrent", pushes, testPushConcurrent},
+		{"VAPIDKey", vapid, testVAPIDKey},
 	} {
 		if group.runs {
 			t.Run(group.name, func(t *testing.T) { group.test(t, newStore(t)) })

@@ -35,6 +35,21 @@ type Prices struct {
 	// site already on CloudFront).
 	SiteRequests, EdgeKVSReads                                          float64
 	EdgeFunctionPerMillion, EdgeKVSReadPerMillion, CloudFrontPerMillion float64
+	// The Web Push sender, billed for the minutes of a run in which a
+	// subscribed person waits (Result.SenderMinutes): a Lambda of
+	// SenderMemoryMB that runs SenderMsPerMinute of each such minute
+	// (re-evaluating every second), billed per GB-second at
+	// LambdaPerGBSecond, plus one invocation a minute at
+	// LambdaRequestsPerMillion.
+	SenderMsPerMinute, SenderMemoryMB float64
+	// PushWRU is the write units of a push sent, ready or turn (its
+	// conditional claim); PushIndexWRU those of a subscribed person's
+	// entry in the sender's index (written with the enter, removed with
+	// the turn); PushListRRU the read units of listing one subscriber: the
+	// sender reads its list again each minute for the lead and a minute
+	// (3 reads of a ~100-byte entry, 80 to an eventually consistent unit).
+	// A subscribed person's enter costs no extra request.
+	PushWRU, PushIndexWRU, PushListRRU float64
 }
 
 // DefaultPrices returns the documented defaults.
@@ -63,6 +78,11 @@ func DefaultPrices() Prices {
 		EdgeKVSReads:             3,
 		EdgeFunctionPerMillion:   0.10,
 		EdgeKVSReadPerMillion:    0.03,
+		SenderMsPerMinute:        60000,
+		SenderMemoryMB:           256,
+		PushWRU:                  1,
+		PushIndexWRU:             2,
+		PushListRRU:              3.0 / 80,
 	}
 }
 
@@ -77,6 +97,12 @@ type Usage struct {
 	KeyPeriods int64   `json:"keyPeriods"` // the key rotation periods the run touches
 	LogBytes   float64 `json:"logBytes"`
 	EdgeCalls  float64 `json:"edgeCalls,omitempty"` // the edge gate's function invocations
+	// The Web Push sender's: its minutes (one invocation each), its Lambda
+	// duration, and its DynamoDB units (claims and index; the query).
+	SenderMinutes   int64   `json:"senderMinutes,omitempty"`
+	SenderGBSeconds float64 `json:"senderGBSeconds,omitempty"`
+	PushWRU         float64 `json:"pushWRU,omitempty"`
+	PushRRU         float64 `json:"pushRRU,omitempty"`
 }
 
 // Cost is the AWS bill of a run, in US dollars.
@@ -90,13 +116,20 @@ type Cost struct {
 	Logs           float64 `json:"logs"`
 	KMS            float64 `json:"kms"`
 	Edge           float64 `json:"edge,omitempty"`
-	Total          float64 `json:"total"`
+	// The Web Push sender: its Lambda (invocations and duration) and its
+	// DynamoDB writes and reads (Usage.PushWRU, Usage.PushRRU), apart from
+	// the lines above.
+	PushLambda      float64 `json:"pushLambda,omitempty"`
+	PushDynamoWrite float64 `json:"pushDynamoWrites,omitempty"`
+	PushDynamoRead  float64 `json:"pushDynamoReads,omitempty"`
+	Total           float64 `json:"total"`
 }
 
 // Cost prices r's requests (a simulation's with the site's session ends),
 // each through API Gateway and one Lambda invocation, with their DynamoDB
 // units (a unit for each capacity record written), the signing key's KMS
-// calls, and the edge gate's invocations when p.SiteRequests is set.
+// calls, the edge gate's invocations when p.SiteRequests is set, and the
+// Web Push sender's Lambda and DynamoDB units when r has subscribed people.
 // r must be finished (its peak rate and duration set).
 func (p Prices) Cost(r Result) Cost {
 	requests := r.Requests
@@ -117,6 +150,10 @@ func (p Prices) Cost(r Result) Cost {
 		u.WRU += float64(n)
 	}
 	u.RRU += p.programReads(r)
+	u.SenderMinutes = r.SenderMinutes
+	u.SenderGBSeconds = float64(r.SenderMinutes) * p.SenderMsPerMinute / 1000 * p.SenderMemoryMB / 1024
+	u.PushWRU = float64(r.PushesReady+r.PushesTurn)*p.PushWRU + float64(r.Subscribed)*p.PushIndexWRU
+	u.PushRRU = float64(r.PushesTurn) * p.PushListRRU
 	if p.SiteRequests > 0 {
 		u.EdgeCalls = float64(r.Entered) + float64(r.Admitted)*(1+p.SiteRequests)
 	}
@@ -136,7 +173,11 @@ func (p Prices) Cost(r Result) Cost {
 		KMS:            (float64(decrypts)*p.KMSSymmetricPer10k + float64(u.KeyPeriods)*p.KMSKeyPairPer10k) / 1e4,
 	}
 	c.Edge = u.EdgeCalls / 1e6 * (p.EdgeFunctionPerMillion + p.EdgeKVSReads*p.EdgeKVSReadPerMillion + p.CloudFrontPerMillion)
-	c.Total = c.APIGateway + c.LambdaRequests + c.LambdaDuration + c.DynamoReads + c.DynamoWrites + c.Logs + c.KMS + c.Edge
+	c.PushLambda = float64(u.SenderMinutes)/1e6*p.LambdaRequestsPerMillion + u.SenderGBSeconds*p.LambdaPerGBSecond
+	c.PushDynamoWrite = u.PushWRU / 1e6 * p.DynamoWritePerMillion
+	c.PushDynamoRead = u.PushRRU / 1e6 * p.DynamoReadPerMillion
+	c.Total = c.APIGateway + c.LambdaRequests + c.LambdaDuration + c.DynamoReads + c.DynamoWrites + c.Logs + c.KMS + c.Edge +
+		c.PushLambda + c.PushDynamoWrite + c.PushDynamoRead
 	return c
 }
 

@@ -94,9 +94,17 @@ func (r Result) cells() []cell {
 		ls.add(r.Users > 0, "capacity writes a person: "+kind, float64(r.CapacityWrites[kind])/float64(r.Users), fixed(2, 1, ""), true)
 	}
 	ls.add(r.SessionEnds > 0 && r.Mode != "run", "site's session-end calls (billed)", float64(r.SessionEnds), formatInteger, false)
+	push := r.PushShare != nil
+	if push {
+		ls.add(true, "push share (subscribed)", *r.PushShare*100, fixed(0, 1, "%"), false)
+		ls.add(true, "subscribed people", float64(r.Subscribed), formatInteger, false)
+		ls.add(true, "pushes sent: get ready", float64(r.PushesReady), formatInteger, true)
+		ls.add(true, "pushes sent: your turn (each a poll)", float64(r.PushesTurn), formatInteger, true)
+		ls.add(true, "push sender minutes (someone subscribed waits)", float64(r.SenderMinutes), formatInteger, true)
+	}
 	ls.percentiles("notify delay", &r.NotifyDelayMs, formatSeconds, true, true)
 	if r.Cost != nil {
-		r.Cost.add(&ls, r.Admitted)
+		r.Cost.add(&ls, r.Admitted, push)
 	}
 	return ls
 }
@@ -125,9 +133,9 @@ func (c Capacity) add(ls *lines, run bool) {
 }
 
 // add appends the lines of a simulation's bill: the units used, the
-// prices, the total and, when anyone was admitted, the total per million
-// admitted.
-func (c Cost) add(ls *lines, admitted int) {
+// prices (the Web Push sender's on their own lines when push), the total
+// and, when anyone was admitted, the total per million admitted.
+func (c Cost) add(ls *lines, admitted int, push bool) {
 	u := c.Usage
 	*ls = append(*ls, []cell{
 		{"DynamoDB read units", u.RRU, formatInteger, true},
@@ -144,8 +152,14 @@ func (c Cost) add(ls *lines, admitted int) {
 		{"cost: KMS", c.KMS, USD, true},
 		{"edge gate invocations", u.EdgeCalls, formatInteger, u.EdgeCalls > 0},
 		{"cost: edge gate", c.Edge, USD, u.EdgeCalls > 0},
-		{"cost: total", c.Total, USD, true},
 	}...)
+	ls.add(push, "push sender Lambda GB-seconds", u.SenderGBSeconds, formatInteger, true)
+	ls.add(push, "push DynamoDB write units (claims, index)", u.PushWRU, formatInteger, true)
+	ls.add(push, "push DynamoDB read units (sender query)", u.PushRRU, formatInteger, true)
+	ls.add(push, "cost: push sender Lambda", c.PushLambda, USD, true)
+	ls.add(push, "cost: push DynamoDB writes", c.PushDynamoWrite, USD, true)
+	ls.add(push, "cost: push DynamoDB reads", c.PushDynamoRead, USD, true)
+	ls.add(true, "cost: total", c.Total, USD, true)
 	ls.add(admitted > 0, "per million admitted", c.Total/float64(admitted)*1e6, USD, true)
 }
 

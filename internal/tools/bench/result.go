@@ -99,6 +99,22 @@ type Result struct {
 	ClockSpreadMs     float64 `json:"clockSpreadMs,omitempty"`
 	MaxInversionMs    float64 `json:"maxInversionMs"` // MaxInversion of the entries and places
 
+	// Web Push (simulate, the program model): PushShare is the share of
+	// people subscribed (nil: push not modelled), PushLatencyMs the push
+	// service's assumed delivery time. Subscribed counts the subscribed
+	// people; PushesReady the "get ready" pushes sent (no request follows),
+	// PushesTurn the "it's your turn" pushes (each followed by a poll,
+	// counted in Polls); SenderMinutes the minutes of the run in which at
+	// least one subscribed person waited, each a minute of the sender's
+	// Lambda. Requests, RequestsPerUser and NotifyDelayMs count everyone,
+	// the subscribed included.
+	PushShare     *float64 `json:"pushShare,omitempty"`
+	PushLatencyMs float64  `json:"pushLatencyMs,omitempty"`
+	Subscribed    int      `json:"subscribed,omitempty"`
+	PushesReady   int64    `json:"pushesReady,omitempty"`
+	PushesTurn    int64    `json:"pushesTurn,omitempty"`
+	SenderMinutes int64    `json:"senderMinutes,omitempty"`
+
 	Cost     *Cost     `json:"costUSD,omitempty"`  // the AWS price of the requests (simulate)
 	Capacity *Capacity `json:"capacity,omitempty"` // with a Crowd
 }

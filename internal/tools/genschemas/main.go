@@ -28,7 +28,7 @@ const (
 )
 
 // wireTypes are the bodies of the API, each one schema of the same name.
-var wireTypes = []any{api.Token{}, api.Program{}, api.ProgramSettings{}, api.Admission{}, api.Error{}, api.ProgramList{}, api.Change{}, api.ChangeList{}, api.TokenRecord{}, api.BypassRequest{}, api.BypassPasses{}, api.Challenge{},
+var wireTypes = []any{api.Token{}, api.Program{}, api.ProgramSettings{}, api.Admission{}, api.Error{}, api.ProgramList{}, api.Change{}, api.ChangeList{}, api.TokenRecord{}, api.BypassRequest{}, api.BypassPasses{}, api.Challenge{}, api.PushSubscription{}, api.EnterRequest{},
 	api.SigningKeys{}, api.KeyRotation{}, api.KeyRevocation{}, api.EdgeKeys{}, api.EdgeRotation{}}
 
 func main() {

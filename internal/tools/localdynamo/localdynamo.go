@@ -307,7 +307,7 @@ func noTTL(err error) error {
 	return err
 }
 
-// CreateTable creates table as dynamostore.Store expects it (string keys pk and sk, on demand), waits
+// CreateTable creates table as dynamostore.Store expects it (string keys pk and sk, the push index, on demand), waits
 // until it is ACTIVE and enables TTL on ttl, idempotently; on a server without TTL the error is ErrNoTTL.
 func CreateTable(ctx context.Context, client *dynamodb.Client, table string) error {
 	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
@@ -316,11 +316,22 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("pushList"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("pushTicket"), AttributeType: types.ScalarAttributeTypeN},
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
 		},
+		// dynamostore.PushIndex, as template.yaml declares it.
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String("push"),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String("pushList"), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("pushTicket"), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+		}},
 	})
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {

@@ -25,6 +25,7 @@ type Store struct {
 	mu       sync.Mutex
 	programs map[string]admission.Program
 	tokens   map[string]queue.Token
+	vapid    *admissionpass.StoredKey // the VAPID key, once made
 	shards   map[shardKey]tickets.Shard
 	// changeIssued is dynamostore's attribute: per program, the tickets
 	// issued when its scheduled change landed, until MoveDrain uses it.
@@ -362,9 +363,7 @@ func (s *Store) RevokeToken(ctx context.Context, t queue.Token) (queue.Token, er
 
 // mark applies set to a token that is neither admitted, left nor revoked.
 func (s *Store) mark(ctx context.Context, t queue.Token, set func(*queue.Token)) (queue.Token, error) {
-	return s.update(ctx, t.ID, func(cur queue.Token) bool {
-		return cur.AdmittedAt.IsZero() && cur.LeftAt.IsZero() && cur.RevokedAt.IsZero()
-	}, set)
+	return s.update(ctx, t.ID, pending, set)
 }
 
 // update applies set to token id if when holds of it, and returns the token as stored.

@@ -95,6 +95,9 @@
     renderState();
     tick();
   });
+  // push.js: the service worker says it is the person's turn: ask at once
+  // instead of at the scheduled time (only between requests, once).
+  root.addEventListener('wr-poll', () => { if (timer) { due = 0; tick(); } });
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'visible' && timer && performance.now() >= due) tick();
   });
@@ -103,12 +106,16 @@
     inFlight = true;
     const headers = { Accept: 'application/json' };
     let method = 'GET';
+    let push;
     if (st.token) {
       headers['X-Queue-Token'] = st.token;
     } else {
       if (!st.key) { st.key = newKey(); save(); }
       method = 'POST';
       headers['Idempotency-Key'] = st.key;
+      // push.js: the subscription of an earlier visit goes with the enter.
+      push = root.pushBody && await root.pushBody();
+      if (push) headers['Content-Type'] = 'application/json';
       if (proof) {
         headers['X-Queue-Challenge'] = proof.challenge;
         headers['X-Queue-Solution'] = proof.solution;
@@ -119,7 +126,7 @@
     let body = {};
     let at;
     try {
-      res = await fetch(api + '?lang=' + lang, { method, headers, cache: 'no-store', credentials: 'same-origin' });
+      res = await fetch(api + '?lang=' + lang, { method, headers, body: push || undefined, cache: 'no-store', credentials: 'same-origin' });
       at = performance.now();
       body = await res.json().catch(() => ({}));
     } catch {
@@ -192,6 +199,7 @@
     if (b.tokenId !== st.token) st = { token: b.tokenId };
     delete st.key;
     save();
+    root.dispatchEvent(new CustomEvent('wr-answer', { detail: b })); // for push.js
     switch (b.status) {
       case 'WAITING': {
         if (!st.first || b.position > st.first) { st.first = b.position; save(); }

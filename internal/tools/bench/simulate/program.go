@@ -25,7 +25,8 @@ type programModel struct {
 	now           time.Time
 	cur           int64 // the serving counter at the last call of serving
 	nextChange    int
-	createdPaused bool // as a load test creates it: even the first change waits CacheTTL
+	createdPaused bool   // as a load test creates it: even the first change waits CacheTTL
+	push          []bool // per user: subscribed to Web Push, told polling.Pushed (nil: nobody)
 }
 
 func newProgramModel(cfg Config, createdPaused bool) *programModel {
@@ -91,17 +92,18 @@ func (m *programModel) serving() int64 {
 }
 
 // enter issues the next ticket and answers it like Service.Enter.
-func (m *programModel) enter(int) (answer, error) {
+func (m *programModel) enter(u int) (answer, error) {
 	m.prog = m.prog.WithTicketIssued(m.now)
 	m.serving()
-	return m.answer(m.prog.Issued), nil
+	return m.answer(m.prog.Issued, m.push != nil && m.push[u]), nil
 }
 
-func (m *programModel) poll(us *user) (answer, error) { return m.answer(us.ticket), nil }
+func (m *programModel) poll(us *user) (answer, error) { return m.answer(us.ticket, us.subscribed), nil }
 
 // answer is the service's answer to ticket tk at m.now, the serving
-// counter at m.cur.
-func (m *programModel) answer(tk int64) answer {
+// counter at m.cur; a subscribed person is told polling.Pushed of the
+// policy's delay.
+func (m *programModel) answer(tk int64, subscribed bool) answer {
 	if tk <= m.cur {
 		return answer{ticket: tk, admitted: true}
 	}
@@ -109,7 +111,14 @@ func (m *programModel) answer(tk int64) answer {
 	if !m.positionOnly {
 		sit = m.prog.Situation(tk, m.now, m.notice())
 	}
-	return answer{ticket: tk, position: tk - m.cur, retryAfter: m.cfg.Policy.Policy.RetryAfter(sit, m.rng)}
+	told := m.cfg.Policy.Policy.RetryAfter(sit, m.rng)
+	if subscribed {
+		if m.positionOnly {
+			sit = m.prog.Situation(tk, m.now, m.notice())
+		}
+		told = polling.Pushed(sit, told, m.rng)
+	}
+	return answer{ticket: tk, position: tk - m.cur, retryAfter: told}
 }
 
 // notice is the answer's admission.ChangeNotice at m.t as one busy instance
@@ -142,4 +151,12 @@ func positionOnly(p polling.Policy) bool {
 		return !fullSituation
 	}
 	return false
+}
+
+// earliest is the earliest admission of ticket tk at m.now, as the push
+// sender reads it: Situation.Earliest, or HeldEarliest when set; 0 when
+// unknown.
+func (m *programModel) earliest(tk int64) time.Duration {
+	sit := m.prog.Situation(tk, m.now, m.notice())
+	return max(sit.Earliest, sit.HeldEarliest)
 }

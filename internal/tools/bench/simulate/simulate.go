@@ -27,6 +27,15 @@ type Config struct {
 	CacheTTL time.Duration // the delay of every rate change after the first
 	Prices   bench.Prices
 
+	// PushShare is the share of people, in [0, 1], subscribed to Web Push
+	// (drawn from Seed apart, so that a share changes nobody else's draws),
+	// and PushLatency the push service's delivery time; the program model
+	// only (see push.go). ReportPush reports the push fields of the Result
+	// (Result.PushShare) even at share 0.
+	PushShare   float64
+	PushLatency time.Duration
+	ReportPush  bool
+
 	// Service runs queue.Service itself, as does any field below but
 	// Instances, FixedShards and FixedBlock; otherwise only
 	// admission.Program is stepped.
@@ -70,8 +79,14 @@ func (cfg Config) Validate() error {
 		return errors.New("simulate: admission ends paused (rate 0) and never admits everyone: set -timeout")
 	case sc.Users > math.MaxInt32:
 		return fmt.Errorf("simulate: at most %d users", math.MaxInt32)
+	case !(cfg.PushShare >= 0 && cfg.PushShare <= 1):
+		return fmt.Errorf("simulate: -push-share %g: want a share in [0, 1]", cfg.PushShare)
+	case cfg.PushLatency < 0:
+		return errors.New("simulate: -push-latency: negative")
 	case !cfg.UsesService():
 		return nil
+	case cfg.PushShare > 0:
+		return errors.New("simulate: -push-share is simulated on the program model only, not with the service (-partition-model, -opens-at, -shuffle, -tickets single, -clock-skew, -max-active, -no-show, -no-show-seconds, -session)")
 	case sc.Abandon > 0:
 		return errors.New("simulate: -abandon is not simulated with the service (-partition-model, -opens-at, -shuffle)")
 	case len(sc.Rates) > 1:
@@ -135,6 +150,13 @@ type user struct {
 	position    int64 // the position of its last WAITING answer; 0: none yet
 	pass        string
 	windowEndMs int64 // when the admission window of pass ends
+	// subscribed marks a user subscribed to Web Push; done one who saw
+	// ADMITTED or left; nextMs is when its pending poll or leave is due;
+	// requests counts its own requests.
+	subscribed bool
+	done       bool
+	nextMs     int64
+	requests   int32
 }
 
 // Events of the wheel.
@@ -144,6 +166,7 @@ const (
 	windowEndEvent               // the user's admission window ends
 	enterEvent                   // the user sends its enter again
 	leaveEvent                   // the user leaves the queue
+	pushEvent                    // the user receives its "turn" push
 )
 
 // waiter is a pending event of a user (user is its index plus one).
@@ -167,13 +190,15 @@ type sim struct {
 	r           bench.Result
 	delays      []float64
 	enterSeries []int64
+	push        pushState
 }
 
 func newSim(cfg Config) (*sim, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var m model = newProgramModel(cfg, false)
+	pm := newProgramModel(cfg, false)
+	var m model = pm
 	if cfg.UsesService() {
 		var err error
 		if m, err = newServiceModel(cfg); err != nil {
@@ -184,6 +209,7 @@ func newSim(cfg Config) (*sim, error) {
 	s := &sim{cfg: cfg, model: m, users: make([]user, n), delays: make([]float64, 0, n),
 		r: cfg.Scenario.Result(cfg.Policy.Name, "simulate", cfg.Seed), wheel: wheel{buckets: make([][]waiter, 4096), mask: 4095}}
 	s.planLeaves()
+	s.planPush(pm)
 	if cfg.following() {
 		s.capacity.init(cfg, m.program())
 	}
@@ -194,7 +220,9 @@ func (s *sim) run() {
 	n := s.cfg.Scenario.Users
 	s.t = steps(s.cfg.Scenario, func(t int64) { s.t = t; s.model.tick(t) }, s.enter, func() bool {
 		s.advance()
+		s.send()
 		s.wheel.drain(s.t, s.due)
+		s.push.minute(s.t)
 		return s.r.Admitted+s.r.Left+s.capacity.noShows == n && s.capacity.pendingEnds == 0
 	})
 }
@@ -226,12 +254,17 @@ func (s *sim) due(x waiter) {
 	case enterEvent:
 		s.enter(u)
 	case leaveEvent:
-		s.leave()
+		s.leave(u)
+	case pushEvent:
+		s.pushed(u)
 	case sessionEndEvent:
 		s.endSession(u)
 	case windowEndEvent:
 		s.release()
 	default:
+		if us := &s.users[u]; us.subscribed && (us.done || us.nextMs != s.t) {
+			return // a fallback poll the push made moot
+		}
 		if !s.isNoShow(u) {
 			s.poll(u)
 		}
@@ -248,6 +281,7 @@ func (s *sim) advance() {
 
 // enter is user u's enter (again, after a failure, 1 s later).
 func (s *sim) enter(u int) {
+	s.users[u].requests++
 	s.r.Enters++
 	s.count(false)
 	a, err := s.model.enter(u)
@@ -263,6 +297,7 @@ func (s *sim) enter(u int) {
 		us.token, us.ticket, us.enteredMs = a.token, a.ticket, s.t
 		s.r.Entered++
 		s.enterSeries[s.t/1000]++
+		s.push.entered(u, *us)
 	}
 	s.advance()
 	s.answer(u, a)
@@ -270,11 +305,13 @@ func (s *sim) enter(u int) {
 
 // poll is user u's poll (again, after a failure, 1 s later).
 func (s *sim) poll(u int) {
+	s.users[u].requests++
 	s.count(true)
 	a, err := s.model.poll(&s.users[u])
 	if err != nil {
 		s.r.Errors++
-		s.wheel.add(s.t, s.t+retryAfterFailure.Milliseconds(), waiter{user: int32(u + 1)})
+		s.users[u].nextMs = s.t + retryAfterFailure.Milliseconds()
+		s.wheel.add(s.t, s.users[u].nextMs, waiter{user: int32(u + 1)})
 		return
 	}
 	s.answer(u, a)
@@ -285,6 +322,7 @@ func (s *sim) poll(u int) {
 func (s *sim) answer(u int, a answer) {
 	us := &s.users[u]
 	if a.admitted {
+		s.push.settle(us)
 		s.r.Admitted++
 		// From when the counter passed the place, or the user entered if
 		// that was later (a number of a block the counter had passed).
@@ -307,15 +345,18 @@ func (s *sim) answer(u int, a answer) {
 	at, event := s.t+max(1, int64((a.retryAfter+time.Millisecond-1)/time.Millisecond)), pollEvent
 	if s.leaveAt != nil && s.leaveAt[u] >= 0 && s.leaveAt[u] <= at {
 		if at, event = s.leaveAt[u], leaveEvent; at <= s.t {
-			s.leave()
+			s.leave(u)
 			return
 		}
 	}
+	us.nextMs = at
 	s.wheel.add(s.t, at, waiter{user: int32(u + 1), event: event})
 }
 
-// leave is a user's DELETE before its admission.
-func (s *sim) leave() {
+// leave is user u's DELETE before its admission.
+func (s *sim) leave(u int) {
+	s.users[u].requests++
+	s.push.settle(&s.users[u])
 	s.r.Left++
 	s.r.Leaves++
 	s.count(false)
@@ -412,6 +453,7 @@ func (s *sim) result() bench.Result {
 		r.SessionEnds = r.Capacity.SessionsEnded
 	}
 	s.model.finish(&r)
+	s.push.finish(&r, s.cfg)
 	duration := time.Duration(s.t) * time.Millisecond
 	if sc.Timeout > 0 && r.Admitted+r.Left+s.capacity.noShows < sc.Users {
 		duration = sc.Timeout

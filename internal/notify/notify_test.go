@@ -1,0 +1,322 @@
+package notify_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/history"
+	"github.com/example/waitingroom/internal/notify"
+	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/testing/faultinject"
+	"github.com/example/waitingroom/internal/testing/pushtest"
+	"github.com/example/waitingroom/internal/tools/memstore"
+	"github.com/example/waitingroom/internal/tools/simclock"
+	"github.com/example/waitingroom/internal/webpush"
+)
+
+func TestMain(m *testing.M) {
+	dynamotest.Server = "dynalite" // locks items as DynamoDB does: the races are real
+	dynamotest.Main(m)
+}
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// store is what a rig runs on: a queue store that keeps subscriptions.
+type store interface {
+	queue.Store
+	notify.Store
+}
+
+// rig is a program, its service on a fake clock, a push service of the
+// test's own, and senders.
+type rig struct {
+	clock *simclock.Fake
+	store store
+	svc   *queue.Service
+	push  *pushtest.Service
+	key   *ecdsa.PrivateKey
+}
+
+func newRig(t *testing.T, st store, set api.ProgramSettings) *rig {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{clock: simclock.NewFake(t0), store: st, key: key, push: pushtest.New(t, &key.PublicKey)}
+	r.svc = queue.NewService(st, polling.DefaultTiers(), queue.WithClock(r.clock), queue.WithPush(webpush.Hosts{r.push.Host()}))
+	ctx := history.WithActor(t.Context(), history.SystemActor)
+	if _, _, err := r.svc.PutProgram(ctx, "gala", set); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// sender is a sender of its own (its own claims) on r.
+func (r *rig) sender() *notify.Sender {
+	client := &webpush.Client{HTTP: r.push.Client(), VAPID: webpush.NewVAPID(r.key, "mailto:ops@example.com", time.Now), Hosts: webpush.Hosts{r.push.Host()}}
+	return notify.New(r.svc, r.store, client, r.clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// enter enters n people subscribed to push and returns their subscriptions by token.
+func (r *rig) enter(t *testing.T, n int) (map[string]pushtest.Sub, []string) {
+	t.Helper()
+	subs := map[string]pushtest.Sub{}
+	var ids []string
+	for range n {
+		sub := r.push.Subscribe()
+		var wire api.PushSubscription
+		if err := json.Unmarshal([]byte(sub.JSON()), &wire); err != nil {
+			t.Fatal(err)
+		}
+		v, _, err := r.svc.Enter(t.Context(), "gala", queue.Entry{Push: &wire})
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs[v.TokenID] = sub
+		ids = append(ids, v.TokenID)
+	}
+	return subs, ids
+}
+
+// tick moves the clock a second and ticks every sender at once.
+func (r *rig) tick(t *testing.T, senders ...*notify.Sender) {
+	t.Helper()
+	r.clock.Advance(time.Second)
+	var wg sync.WaitGroup
+	for _, s := range senders {
+		wg.Go(func() {
+			if err := s.Tick(t.Context()); err != nil {
+				t.Errorf("Tick: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// stages are the stages pushed to sub, decrypted, in order.
+func (r *rig) stages(t *testing.T, sub pushtest.Sub) []string {
+	t.Helper()
+	var out []string
+	for _, p := range r.push.Received(sub.Endpoint) {
+		var pl notify.Payload
+		if err := json.Unmarshal(p.Payload, &pl); err != nil {
+			t.Fatalf("payload %q: %v", p.Payload, err)
+		}
+		if pl.Program != "Gala" {
+			t.Errorf("payload names %q, want the display name Gala", pl.Program)
+		}
+		out = append(out, pl.Stage)
+	}
+	return out
+}
+
+var gala = api.ProgramSettings{
+	AdmissionRatePerSecond: new(api.Rate(1)), Paused: new(false), DisplayName: new("Gala"),
+	PushLeadSeconds: new(int64(30)),
+}
+
+// TestTwoSendersTellEachStageOnce: two senders tick together over 60
+// subscribers admitted at 1/s; each hears "ready" once when its admission
+// comes within the lead, and its turn once, at the first tick that finds
+// it admitted.
+func TestTwoSendersTellEachStageOnce(t *testing.T) {
+	t.Parallel()
+	for name, st := range map[string]func(t *testing.T) store{
+		"memstore": func(*testing.T) store { return memstore.New() },
+		"dynalite": func(t *testing.T) store {
+			client := dynamotest.NewClient(t, dynamotest.Endpoint(t), nil)
+			return dynamostore.New(client, dynamotest.NewTable(t, client))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, st(t), gala)
+			subs, ids := r.enter(t, 60)
+			a, b := r.sender(), r.sender()
+			turnAt := map[string]time.Time{}
+			for range 90 {
+				before := map[string]int{}
+				for id, sub := range subs {
+					before[id] = len(r.push.Received(sub.Endpoint))
+				}
+				r.tick(t, a, b)
+				p, err := r.svc.PushProgram(t.Context(), "gala", r.clock.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for id, sub := range subs {
+					got := r.stages(t, sub)
+					if len(got) > before[id] && got[len(got)-1] == "turn" {
+						turnAt[id] = r.clock.Now()
+						tok, _ := r.store.GetToken(t.Context(), id)
+						if queue.StageAt(p, tok.Ticket, r.clock.Now().Add(-time.Second)) == queue.PushTurn {
+							t.Errorf("%s: turn told a tick late", id)
+						}
+					}
+				}
+			}
+			for i, id := range ids {
+				got := r.stages(t, subs[id])
+				want := []string{"ready", "turn"}
+				if i == 0 {
+					want = []string{"turn"} // admitted at the first tick
+				}
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("ticket %d (-want +got):\n%s", i+1, d)
+				}
+			}
+			// Each push was one sender's; the other found claims taken.
+			if turns := a.Counts.Turn + b.Counts.Turn; turns != 60 || a.Counts.TakenFirst+b.Counts.TakenFirst == 0 {
+				t.Errorf("a %+v, b %+v: want 60 turns, and claims found taken", a.Counts, b.Counts)
+			}
+		})
+	}
+}
+
+// TestLostClaimAnswers: every claim's first three attempts are applied
+// and their answers lost, so the store call fails; the sender's retry
+// under the same owner wins, and each stage is pushed once.
+func TestLostClaimAnswers(t *testing.T) {
+	t.Parallel()
+	ft := faultinject.New(http.DefaultTransport.(*http.Transport).Clone(), 1)
+	client := dynamotest.NewClient(t, dynamotest.Lease(t), ft)
+	r := newRig(t, dynamostore.New(client, dynamotest.NewTable(t, client)), gala)
+	subs, _ := r.enter(t, 5)
+	ft.SetRules(faultinject.Rule{Op: "UpdateItem", BodyContains: "pushOwner", Count: 3, Action: faultinject.DropResponse})
+	s := r.sender()
+	for range 10 {
+		r.tick(t, s)
+	}
+	if n := ft.Faults("UpdateItem"); n != 3 {
+		t.Fatalf("%d claims faulted, want 3", n)
+	}
+	for id, sub := range subs {
+		tok, _ := r.store.GetToken(t.Context(), id)
+		want := []string{"ready", "turn"}
+		if tok.Ticket == 1 {
+			want = []string{"turn"}
+		}
+		if d := cmp.Diff(want, r.stages(t, sub)); d != "" {
+			t.Errorf("ticket %d (-want +got):\n%s", tok.Ticket, d)
+		}
+	}
+}
+
+// TestGoneIsDropped: a push service's 410 ends the subscription; a 503
+// is sent again once its Retry-After passed, still once.
+func TestGoneIsDropped(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, memstore.New(), gala)
+	subs, ids := r.enter(t, 1)
+	r.push.Gone(subs[ids[0]].Endpoint)
+	s := r.sender()
+	r.tick(t, s)
+	tok, _ := r.store.GetToken(t.Context(), ids[0])
+	if tok.Push != (queue.Subscription{}) || s.Counts.Gone != 1 {
+		t.Errorf("gone: subscription %+v, Gone %d; want none and 1", tok.Push, s.Counts.Gone)
+	}
+}
+
+// TestRetriedOnce: a push answered 503 is sent again once its Retry-After
+// (1 s) has passed, and heard once.
+func TestRetriedOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, memstore.New(), gala)
+	subs, ids := r.enter(t, 1)
+	r.push.FailNext(1, http.StatusServiceUnavailable)
+	s := r.sender()
+	for range 3 {
+		r.tick(t, s)
+	}
+	if got := r.stages(t, subs[ids[0]]); !cmp.Equal(got, []string{"turn"}) || s.Counts.Retried != 1 {
+		t.Errorf("after a 503: %v, retried %d; want [turn] and 1", got, s.Counts.Retried)
+	}
+}
+
+// TestPushIsTheSighting: under a cap with a time to show, a person told
+// their turn by push who comes after that time still finds their pass; one
+// not subscribed is a no-show.
+func TestPushIsTheSighting(t *testing.T) {
+	t.Parallel()
+	set := gala
+	set.MaxActiveUsers, set.NoShowSeconds = new(int64(10)), new(int64(5))
+	r := newRig(t, memstore.New(), set)
+	_, ids := r.enter(t, 1)
+	plain, _, err := r.svc.Enter(t.Context(), "gala", queue.Entry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.sender()
+	for range 3 {
+		r.tick(t, s)
+	}
+	for range 60 { // past the time to show; each enter runs the folds that seal the no-shows
+		r.clock.Advance(time.Second)
+		if _, _, err := r.svc.Enter(t.Context(), "gala", queue.Entry{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, want := range map[string]queue.Status{ids[0]: queue.StatusAdmitted, plain.TokenID: queue.StatusExpired} {
+		v, err := r.svc.Poll(t.Context(), "gala", id)
+		if err != nil || v.Status != want {
+			t.Errorf("poll %s: %v, %v; want %v", id, v.Status, err, want)
+		}
+	}
+}
+
+// TestSubscribedSleepsLonger: a subscribed person's answer is the policy's
+// delay stretched to the earliest admission (polling.Pushed).
+func TestSubscribedSleepsLonger(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, memstore.New(), gala)
+	r.enter(t, 200)
+	_, ids := r.enter(t, 1)
+	plain, _, _ := r.svc.Enter(t.Context(), "gala", queue.Entry{})
+	v, err := r.svc.Poll(t.Context(), "gala", ids[0])
+	if err != nil || !v.Push {
+		t.Fatalf("poll: %+v, %v", v, err)
+	}
+	p, _ := r.svc.PushProgram(t.Context(), "gala", r.clock.Now())
+	if want := polling.Pushed(p.Situation(v.Ticket, r.clock.Now(), 0), 0, nil); v.RetryAfter < want-5*time.Second || v.RetryAfter > want {
+		t.Errorf("retry %v, want about %v", v.RetryAfter, want)
+	}
+	if w, _ := r.svc.Poll(t.Context(), "gala", plain.TokenID); w.Push || w.RetryAfter >= v.RetryAfter {
+		t.Errorf("the unsubscribed neighbour: push %v, retry %v", w.Push, w.RetryAfter)
+	}
+}
+
+// TestRunTicksEachSecond: a run ticks on each second until its end, and
+// tells every turn that comes within it.
+func TestRunTicksEachSecond(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, memstore.New(), gala)
+	subs, _ := r.enter(t, 5)
+	s := r.sender()
+	start := r.clock.Now()
+	if err := s.Run(t.Context(), start.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.clock.Now(); got.Before(start.Add(9*time.Second)) || got.After(start.Add(10*time.Second)) {
+		t.Errorf("the run ended %v after its start, want within its 10 s", got.Sub(start))
+	}
+	for _, sub := range subs {
+		if got := r.stages(t, sub); len(got) == 0 || got[len(got)-1] != "turn" {
+			t.Errorf("%s: %v, want the turn told", sub.Endpoint, got)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/example/waitingroom/internal/admissionpass"
+	"github.com/example/waitingroom/internal/queue"
+)
+
+var _ queue.PushStore = (*Store)(nil)
+
+// Subscribe implements queue.PushStore.
+func (s *Store) Subscribe(ctx context.Context, t queue.Token, sub queue.Subscription) (queue.Token, error) {
+	return s.update(ctx, t.ID, func(cur queue.Token) bool {
+		return cur.Ticket == t.Ticket && cur.Claim == "" && pending(cur) && cur.PushStage < queue.PushTurn
+	}, func(cur *queue.Token) { cur.Push = sub })
+}
+
+// Unsubscribe implements queue.PushStore.
+func (s *Store) Unsubscribe(ctx context.Context, id string) error {
+	_, err := s.update(ctx, id, func(queue.Token) bool { return true }, func(cur *queue.Token) { cur.Push = queue.Subscription{} })
+	if err == queue.ErrNotFound {
+		return nil
+	}
+	return err
+}
+
+// Subscribed implements queue.PushStore with a scan of every token.
+func (s *Store) Subscribed(ctx context.Context, programID string, after, through int64, limit int) ([]queue.PushEntry, error) {
+	return locked(ctx, s, func() ([]queue.PushEntry, error) {
+		var out []queue.PushEntry
+		for id, t := range s.tokens {
+			if t.ProgramID == programID && t.Push.Endpoint != "" && t.PushStage < queue.PushTurn && t.Ticket > after && t.Ticket <= through {
+				out = append(out, queue.PushEntry{TokenID: id, Ticket: t.Ticket})
+			}
+		}
+		slices.SortFunc(out, func(a, b queue.PushEntry) int { return cmp.Compare(a.Ticket, b.Ticket) })
+		if limit > 0 && len(out) > limit {
+			out = out[:limit]
+		}
+		return out, nil
+	})
+}
+
+// ClaimPush implements queue.PushStore.
+func (s *Store) ClaimPush(ctx context.Context, id string, stage queue.PushStage, owner string, at time.Time) (queue.Token, error) {
+	return s.update(ctx, id, func(cur queue.Token) bool {
+		return pending(cur) && cur.Push.Endpoint != "" && (cur.PushStage < stage || cur.PushStage == stage && cur.PushOwner == owner)
+	}, func(cur *queue.Token) {
+		cur.PushStage, cur.PushOwner, cur.PushedAt = stage, owner, at.Truncate(time.Millisecond)
+	})
+}
+
+// pending reports whether t is neither admitted, left nor revoked.
+func pending(t queue.Token) bool {
+	return t.AdmittedAt.IsZero() && t.LeftAt.IsZero() && t.RevokedAt.IsZero()
+}
+
+// VAPIDKey implements notify.KeyStore.
+func (s *Store) VAPIDKey(ctx context.Context) (admissionpass.StoredKey, error) {
+	return locked(ctx, s, func() (admissionpass.StoredKey, error) {
+		if s.vapid == nil {
+			return admissionpass.StoredKey{}, queue.ErrNotFound
+		}
+		return *s.vapid, nil
+	})
+}
+
+// PutVAPIDKey implements notify.KeyStore.
+func (s *Store) PutVAPIDKey(ctx context.Context, k admissionpass.StoredKey) (admissionpass.StoredKey, error) {
+	return locked(ctx, s, func() (admissionpass.StoredKey, error) {
+		if s.vapid == nil {
+			k.Created = k.Created.Truncate(time.Millisecond)
+			s.vapid = &k
+		}
+		return *s.vapid, nil
+	})
+}

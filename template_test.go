@@ -1171,4 +1171,10 @@ func TestTemplatePushSender(t *testing.T) {
 		t.Errorf("Globals: %s = %s, want !Ref PushSubject (the queue function offers push with it)", config.EnvPushSubject, got)
 	}
 	checkNoKMSPolicies(t, tpl, pushSender)
+	// It writes whole items only to make the VAPID key.
+	for _, st := range statements(f) {
+		if slices.Contains(list(st["Action"]), any("dynamodb:PutItem")) && fmt.Sprint(st["Condition"]) != "map[ForAllValues:StringEquals:map[dynamodb:LeadingKeys:[VAPID]]]" {
+			t.Errorf("%s: PutItem %v beyond the VAPID item", pushSender, st)
+		}
+	}
 }

@@ -51,7 +51,7 @@ func TestSimulatePush(t *testing.T) {
 		subscribed := int(*r.PushShare * 500)
 		u := r.Cost.Usage
 		if r.Subscribed != subscribed || r.PushesTurn != int64(subscribed) || r.PushLatencyMs != 250 ||
-			u.PushWRU != 3*float64(r.PushesReady+r.PushesTurn) || u.PushRRU != 2*float64(r.PushesTurn) {
+			u.PushWRU != 3*float64(r.PushesReady+2*r.PushesTurn) || u.PushRRU != 2*float64(r.PushesTurn) {
 			t.Errorf("%+v", r)
 		}
 	}

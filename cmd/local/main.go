@@ -34,6 +34,7 @@ import (
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/edgekv"
 	"github.com/example/waitingroom/internal/history"
+	"github.com/example/waitingroom/internal/notify"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/tools/cfjs"
@@ -184,7 +185,13 @@ func run(ctx context.Context, s seams, args []string, getenv func(string) string
 	if err != nil {
 		return fmt.Errorf("push sender: %w", err)
 	}
-	go func() { _ = sender.Run(ctx, time.Unix(1<<40, 0)) }() // until ctx ends
+	go func() { // a run a minute, as the schedule starts them on AWS
+		for ctx.Err() == nil {
+			start := clk.Now()
+			_ = sender.Run(ctx, start.Add(notify.RunFor))
+			_ = clk.Sleep(ctx, start.Add(notify.RunFor).Sub(clk.Now()))
+		}
+	}()
 	gate, err := cfjs.Compile(edgegate.Source)
 	if err != nil {
 		return fmt.Errorf("edge gate: %w", err)

@@ -43,11 +43,11 @@ func WithPush(p Push) Option {
 	}
 }
 
-// pushKeyRecheck is how long a page waits to read the VAPID key again
-// while there is none.
-const pushKeyRecheck = time.Minute
+// pushKeyRecheck is how long a page's VAPID key is kept before it is read
+// again: a key rotated (its item deleted) reaches the pages within it.
+const pushKeyRecheck = 5 * time.Minute
 
-// pushKey reads the VAPID public key for the page, kept once found.
+// pushKey reads the VAPID public key for the page, once a pushKeyRecheck.
 type pushKey struct {
 	ks      notify.KeyStore
 	mu      sync.Mutex
@@ -55,15 +55,17 @@ type pushKey struct {
 	checked time.Time
 }
 
-// get returns the key, "" while none is stored (or it cannot be read).
+// get returns the key, "" while none is stored; a failed read keeps the last.
 func (k *pushKey) get(ctx context.Context) string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.key != "" || time.Since(k.checked) < pushKeyRecheck {
+	if time.Since(k.checked) < pushKeyRecheck {
 		return k.key
 	}
 	k.checked = time.Now()
-	k.key, _ = notify.PublicKey(ctx, k.ks)
+	if key, err := notify.PublicKey(ctx, k.ks); err == nil {
+		k.key = key
+	}
 	return k.key
 }
 

@@ -92,7 +92,7 @@ func TestPushEndToEnd(t *testing.T) {
 	}
 	browser.Do(t, tab, chromedp.Click(chromedp.ID("pushOffer")))
 	browser.WaitFor(t, tab, time.Minute, `document.getElementById('pushSay').textContent === "We'll notify you when it's your turn."`)
-	listed, err := store.Subscribed(ctx, "gala", 0, 1000, 0)
+	listed, _, err := store.Subscribed(ctx, "gala", 0, 1000, 0)
 	if err != nil || len(listed) != 1 {
 		t.Fatalf("subscribed: %+v, %v; want the page's token alone", listed, err)
 	}

@@ -41,6 +41,9 @@ type tokenItem struct {
 	PushStage    int8   `dynamodbav:"pushStage,omitempty"`
 	PushOwner    string `dynamodbav:"pushOwner,omitempty"`
 	PushedMs     int64  `dynamodbav:"pushedMs,omitempty"`
+	PushTold     int8   `dynamodbav:"pushTold,omitempty"`
+	PushTries1   int8   `dynamodbav:"pushTries1,omitempty"`
+	PushTries2   int8   `dynamodbav:"pushTries2,omitempty"`
 }
 
 func tokenKey(id string) map[string]types.AttributeValue { return itemKey("TOKEN#"+id, tokenSK) }
@@ -63,9 +66,10 @@ func toTokenItem(t queue.Token) tokenItem {
 		TTL: ttlSeconds(t.ExpiresAt), ClaimID: t.Claim, ClaimMs: pace.UnixMs(t.ClaimedAt),
 		PushEndpoint: t.Push.Endpoint, PushP256DH: t.Push.P256DH, PushAuth: t.Push.Auth,
 		PushStage: int8(t.PushStage), PushOwner: t.PushOwner, PushedMs: pace.UnixMs(t.PushedAt),
+		PushTold: int8(t.PushTold), PushTries1: t.PushTries[queue.PushReady], PushTries2: t.PushTries[queue.PushTurn],
 	}
-	if t.Push.Endpoint != "" && t.PushStage < queue.PushTurn {
-		it.PushList, it.PushTicket = pushList(t.ProgramID), t.Ticket
+	if t.Push.Endpoint != "" && t.PushTold < queue.PushTurn {
+		it.PushList, it.PushTicket = pushList(t.ProgramID, t.Ticket), t.Ticket
 	}
 	return it
 }
@@ -83,6 +87,7 @@ func DecodeToken(item map[string]types.AttributeValue) (queue.Token, error) {
 		ExpiresAt: fromTTL(it.TTL), Claim: it.ClaimID, ClaimedAt: pace.FromUnixMs(it.ClaimMs),
 		Push:      queue.Subscription{Endpoint: it.PushEndpoint, P256DH: it.PushP256DH, Auth: it.PushAuth},
 		PushStage: queue.PushStage(it.PushStage), PushOwner: it.PushOwner, PushedAt: pace.FromUnixMs(it.PushedMs),
+		PushTold: queue.PushStage(it.PushTold), PushTries: [3]int8{queue.PushReady: it.PushTries1, queue.PushTurn: it.PushTries2},
 	}, nil
 }
 

@@ -11,6 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"net"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -25,8 +28,9 @@ import (
 // Bounds of a sender's work.
 const (
 	// Refill is how often a program's list of subscribers is read again
-	// (also on any change of the program), covering the next Refill.
-	Refill = time.Minute
+	// (also on any change of the program, and once its end is due): a
+	// new subscriber is seen within it.
+	Refill = 15 * time.Second
 	// MaxListed bounds the subscribers one program's list holds (the
 	// first by ticket; the list is read again once its last is due).
 	MaxListed = 250_000
@@ -34,6 +38,11 @@ const (
 	Senders = 64
 	// RunFor is how long one scheduled run sends: its minute.
 	RunFor = time.Minute
+	// Lease is how long a turn's claim is its sender's alone: a turn not
+	// told by then may be claimed and sent by another sender.
+	Lease = 20 * time.Second
+	// MaxBackoff bounds the wait before a push is sent again.
+	MaxBackoff = time.Minute
 )
 
 // Store is what a sender needs of the store: the programs and their
@@ -58,30 +67,40 @@ type Sender struct {
 	log    *slog.Logger
 	owner  string // names this sender's claims
 	lists  map[string]*list
-	listed time.Time // when the programs were last listed
+	listed time.Time  // when the programs were last listed
+	mu     sync.Mutex // Counts and the lists' maps, which the sends write
 	Counts Counts
 }
 
 // Counts are what a sender did, for its log and the tests: pushes sent
-// (Ready, Turn), subscriptions dropped on a 404 or 410 (Gone), pushes to
-// send again (Retried) or refused as our fault (Rejected), claims another
-// sender had made (TakenFirst), turns not told to a no-show (NoShows).
-type Counts struct{ Ready, Turn, Gone, Retried, Rejected, TakenFirst, NoShows int }
+// (Ready, Turn), subscriptions dropped as their push service asked (Gone),
+// as refused by it or after MaxPushTries (Dropped), pushes to send again
+// (Retried), claims another sender held (TakenFirst), turns not told to a
+// no-show (NoShows).
+type Counts struct{ Ready, Turn, Gone, Dropped, Retried, TakenFirst, NoShows int }
 
 // minus is c less b, field by field.
 func (c Counts) minus(b Counts) Counts {
-	return Counts{c.Ready - b.Ready, c.Turn - b.Turn, c.Gone - b.Gone, c.Retried - b.Retried,
-		c.Rejected - b.Rejected, c.TakenFirst - b.TakenFirst, c.NoShows - b.NoShows}
+	return Counts{c.Ready - b.Ready, c.Turn - b.Turn, c.Gone - b.Gone, c.Dropped - b.Dropped,
+		c.Retried - b.Retried, c.TakenFirst - b.TakenFirst, c.NoShows - b.NoShows}
 }
 
 // list is one program's subscribers still to tell their turn, as read.
 type list struct {
-	version int64
-	through int64
-	readAt  time.Time
-	entries []queue.PushEntry
-	told    map[string]queue.PushStage // what this sender told, by token
-	retryAt map[string]time.Time       // pushes to send again, not before
+	version  int64
+	through  int64 // the last ticket listed whole
+	complete bool  // nobody subscribed is left out up to the read's end
+	none     bool  // nobody subscribed at all: looked at once a Refill
+	readAt   time.Time
+	entries  []queue.PushEntry
+	told     map[string]queue.PushStage // what was told, by token
+	retry    map[string]backoff         // pushes to send again
+}
+
+// backoff is when to send a push again, after how many tries.
+type backoff struct {
+	at    time.Time
+	tries int
 }
 
 // New returns a sender over svc and store that pushes with push.
@@ -89,8 +108,9 @@ func New(svc *queue.Service, store Store, push Pusher, c clock.Clock, log *slog.
 	return &Sender{svc: svc, store: store, push: push, clock: c, log: log, owner: queue.NewTokenID(), lists: map[string]*list{}}
 }
 
-// Run ticks every second, on the second, until until or ctx's end, and
-// logs what it sent; its error is its last tick's.
+// Run ticks every second, on the second, until until, ctx's end, or a tick
+// that finds nobody subscribed anywhere, and logs what it sent; its error
+// is its last tick's.
 func (s *Sender) Run(ctx context.Context, until time.Time) error {
 	before := s.Counts
 	defer func() { s.log.InfoContext(ctx, "push run", "counts", s.Counts.minus(before)) }()
@@ -100,7 +120,7 @@ func (s *Sender) Run(ctx context.Context, until time.Time) error {
 			s.log.WarnContext(ctx, "push sender", "err", err)
 		}
 		next := s.clock.Now().Truncate(time.Second).Add(time.Second)
-		if !next.Before(until) {
+		if !next.Before(until) || err == nil && s.idle() {
 			return err
 		}
 		if err := s.clock.Sleep(ctx, next.Sub(s.clock.Now())); err != nil {
@@ -109,8 +129,27 @@ func (s *Sender) Run(ctx context.Context, until time.Time) error {
 	}
 }
 
-// Tick sends, at the clock's now, every push due in every program; its
-// error joins the store's failures (push services' are counted and logged).
+// idle reports whether the last look at every program found nobody subscribed.
+func (s *Sender) idle() bool {
+	for _, l := range s.lists {
+		if !l.none {
+			return false
+		}
+	}
+	return true
+}
+
+// due is one push to send.
+type due struct {
+	p     admission.Program
+	l     *list
+	e     queue.PushEntry
+	stage queue.PushStage
+}
+
+// Tick sends, at the clock's now, every push due in every program, all
+// programs' at once; its error joins the store's failures (push services'
+// are counted and logged).
 func (s *Sender) Tick(ctx context.Context) error {
 	now := s.clock.Now()
 	if now.Sub(s.listed) >= Refill {
@@ -119,11 +158,30 @@ func (s *Sender) Tick(ctx context.Context) error {
 		}
 		s.listed = now
 	}
+	var dues []due
 	var errs []error
 	for id, l := range s.lists {
-		if err := s.tickProgram(ctx, id, l, now); err != nil {
+		d, err := s.dueIn(ctx, id, l, now)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("program %s: %w", id, err))
 		}
+		dues = append(dues, d...)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(Senders)
+	for _, d := range dues {
+		g.Go(func() error {
+			if err := s.tell(gctx, d, now); err != nil {
+				s.mu.Lock()
+				errs = append(errs, fmt.Errorf("program %s: %w", d.p.ID, err))
+				s.mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, l := range s.lists {
+		l.entries = dropTold(l)
 	}
 	return errors.Join(errs...)
 }
@@ -140,7 +198,7 @@ func (s *Sender) listPrograms(ctx context.Context) error {
 		for _, id := range ids {
 			seen[id] = true
 			if s.lists[id] == nil {
-				s.lists[id] = &list{version: -1, told: map[string]queue.PushStage{}, retryAt: map[string]time.Time{}}
+				s.lists[id] = &list{version: -1, told: map[string]queue.PushStage{}, retry: map[string]backoff{}}
 			}
 			after = id
 		}
@@ -153,101 +211,66 @@ func (s *Sender) listPrograms(ctx context.Context) error {
 	return nil
 }
 
-// tickProgram tells program id's subscribers what is due at now.
-func (s *Sender) tickProgram(ctx context.Context, id string, l *list, now time.Time) error {
-	if len(l.entries) == 0 && now.Sub(l.readAt) < Refill && l.version >= 0 {
-		return nil // nobody to tell until the next read
+// dueIn reads program id (through the service's cache) and, when it
+// changed, a Refill passed or the list's end is due, its list, and returns
+// the pushes due at now.
+func (s *Sender) dueIn(ctx context.Context, id string, l *list, now time.Time) ([]due, error) {
+	if l.none && now.Sub(l.readAt) < Refill {
+		return nil, nil
 	}
 	p, err := s.svc.PushProgram(ctx, id, now)
-	if errors.Is(err, queue.ErrNotFound) || queue.ErrorKind(err) == queue.KindNotFound {
+	if queue.ErrorKind(err) == queue.KindNotFound {
 		delete(s.lists, id)
-		return nil
+		return nil, nil
 	} else if err != nil {
-		return err
+		return nil, err
 	}
-	if l.version != p.Version || now.Sub(l.readAt) >= Refill || queue.PushThrough(p, now) > l.through {
-		through := queue.PushThrough(p, now.Add(Refill))
-		entries, err := s.store.Subscribed(ctx, id, 0, through, MaxListed)
-		if err != nil {
-			return err
+	if l.version != p.Version || now.Sub(l.readAt) >= Refill || l.endDue(p, now) {
+		if err := s.read(ctx, p, l, now); err != nil {
+			return nil, err
 		}
-		if len(entries) == MaxListed {
-			through = entries[len(entries)-1].Ticket
-		}
-		l.version, l.through, l.readAt, l.entries = p.Version, through, now, entries
-	}
-	type due struct {
-		e     queue.PushEntry
-		stage queue.PushStage
 	}
 	var dues []due
 	for _, e := range l.entries {
 		st := queue.StageAt(p, e.Ticket, now)
-		if st > l.told[e.TokenID] && !now.Before(l.retryAt[e.TokenID]) {
-			dues = append(dues, due{e, st})
+		if st == queue.PushNone && (!p.Shuffle || e.Ticket > p.Prequeue) {
+			break // by ticket, nobody after is due (a shuffled pre-queue is read whole)
+		}
+		if st > l.told[e.TokenID] && !now.Before(l.retry[e.TokenID].at) {
+			dues = append(dues, due{p, l, e, st})
 		}
 	}
-	results := make([]result, len(dues))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(Senders)
-	for i, d := range dues {
-		g.Go(func() error {
-			results[i] = s.tell(gctx, p, d.e, d.stage, now)
-			return nil
-		})
-	}
-	_ = g.Wait()
-	var errs []error
-	for i, r := range results {
-		errs = append(errs, s.record(l, dues[i].e.TokenID, dues[i].stage, r, now))
-	}
-	l.entries = dropTold(l)
-	return errors.Join(errs...)
+	return dues, nil
 }
 
-// result is what telling one token came to.
-type result struct {
-	outcome    webpush.Outcome
-	retryAfter time.Duration
-	told       queue.PushStage // what the token was told, by this sender or another
-	drop       bool            // unlisted: gone, left, or a no-show
-	takenFirst bool
-	noShow     bool
-	err        error
+// endDue reports whether l no longer covers what is due in p at now.
+func (l *list) endDue(p admission.Program, now time.Time) bool {
+	if l.complete {
+		return queue.PushThrough(p, now) > l.through
+	}
+	return queue.StageAt(p, l.through, now) != queue.PushNone
 }
 
-// record notes r, telling tokenID stage, in l and the counts.
-func (s *Sender) record(l *list, tokenID string, stage queue.PushStage, r result, now time.Time) error {
-	switch {
-	case r.drop:
-		l.told[tokenID] = queue.PushTurn
-		if r.noShow {
-			s.Counts.NoShows++
-		}
-		if r.outcome == webpush.Gone {
-			s.Counts.Gone++
-		}
-		return r.err
-	case r.err != nil && r.outcome != webpush.Retry && r.outcome != webpush.Rejected:
-		return r.err // the claim failed: tried again next tick
-	case r.takenFirst:
-		s.Counts.TakenFirst++
-		l.told[tokenID] = r.told
-	case r.outcome == webpush.Retry:
-		s.Counts.Retried++
-		l.retryAt[tokenID] = now.Add(max(r.retryAfter, time.Second))
-		s.log.Warn("push to send again", "err", r.err)
-	case r.outcome == webpush.Rejected:
-		s.Counts.Rejected++
-		l.told[tokenID] = stage
-		s.log.Warn("push refused", "err", r.err)
-	case stage == queue.PushTurn:
-		s.Counts.Turn++
-		l.told[tokenID] = stage
-	default:
-		s.Counts.Ready++
-		l.told[tokenID] = stage
+// read lists p's subscribers due within a Refill, and whether there are
+// any at all when none is.
+func (s *Sender) read(ctx context.Context, p admission.Program, l *list, now time.Time) error {
+	through := queue.PushThrough(p, now.Add(Refill))
+	entries, complete, err := s.store.Subscribed(ctx, p.ID, 0, through, MaxListed)
+	if err != nil {
+		return err
 	}
+	if !complete {
+		through = entries[len(entries)-1].Ticket
+	}
+	none := false
+	if len(entries) == 0 {
+		any, _, err := s.store.Subscribed(ctx, p.ID, 0, math.MaxInt64, 1)
+		if err != nil {
+			return err
+		}
+		none = len(any) == 0
+	}
+	l.version, l.through, l.complete, l.none, l.readAt, l.entries = p.Version, through, complete, none, now, entries
 	return nil
 }
 
@@ -259,47 +282,114 @@ func dropTold(l *list) []queue.PushEntry {
 			kept = append(kept, e)
 		} else {
 			delete(l.told, e.TokenID)
-			delete(l.retryAt, e.TokenID)
+			delete(l.retry, e.TokenID)
 		}
 	}
 	return kept
 }
 
-// tell claims stage for e's token and, claimed, pushes it.
-func (s *Sender) tell(ctx context.Context, p admission.Program, e queue.PushEntry, stage queue.PushStage, now time.Time) result {
-	t, err := s.store.ClaimPush(ctx, e.TokenID, stage, s.owner, now)
+// tell claims d's stage on its token and, claimed, pushes it; a turn may be
+// taken over once another's claim is older than Lease.
+func (s *Sender) tell(ctx context.Context, d due, now time.Time) error {
+	id, stage := d.e.TokenID, d.stage
+	var staleBefore time.Time
+	if stage == queue.PushTurn {
+		staleBefore = now.Add(-Lease)
+	}
+	t, err := s.store.ClaimPush(ctx, id, stage, s.owner, now, staleBefore)
 	if err != nil && !errors.Is(err, queue.ErrNotFound) {
 		// The answer may be lost with the claim made: this owner's retry wins again.
-		t, err = s.store.ClaimPush(ctx, e.TokenID, stage, s.owner, now)
+		t, err = s.store.ClaimPush(ctx, id, stage, s.owner, now, staleBefore)
 	}
 	switch {
 	case errors.Is(err, queue.ErrNotFound):
-		return result{drop: true}
+		s.settle(d.l, id, queue.PushTurn, nil)
+		return nil
 	case err != nil:
-		return result{err: fmt.Errorf("claim %s: %w", stage, err)}
-	case t.PushOwner != s.owner || t.PushStage != stage:
-		if !t.Pending() || t.Push.Endpoint == "" {
-			return result{drop: true, err: s.store.Unsubscribe(ctx, e.TokenID)}
-		}
-		return result{takenFirst: true, told: t.PushStage}
+		return fmt.Errorf("claim %s: %w", stage, err)
+	case t.PushOwner == s.owner && t.PushStage == stage && t.PushedAt.Equal(now.Truncate(time.Millisecond)) && t.PushTold < stage:
+		// This claim (a refused one leaves the stored claim as it was).
+	case !t.Pending() || t.Push.Endpoint == "" || t.PushTries[stage] >= queue.MaxPushTries:
+		return s.drop(ctx, d.l, id, func(c *Counts) { c.Dropped++ })
+	case t.PushTold >= stage:
+		s.settle(d.l, id, t.PushTold, func(c *Counts) { c.TakenFirst++ })
+		return nil
+	default: // another sender's claim: look again when its lease is over
+		s.later(d.l, id, now.Add(Lease), func(c *Counts) { c.TakenFirst++ })
+		return nil
 	}
 	if stage == queue.PushTurn {
 		// The push is the sighting: the time to show counts from it.
-		if err := s.svc.SightPush(ctx, p, e.Ticket); errors.Is(err, queue.ErrNoShow) {
-			return result{drop: true, noShow: true}
+		if err := s.svc.SightPush(ctx, d.p, d.e.Ticket); errors.Is(err, queue.ErrNoShow) {
+			return s.drop(ctx, d.l, id, func(c *Counts) { c.NoShows++ })
 		} else if err != nil {
-			return result{outcome: webpush.Retry, err: fmt.Errorf("sight: %w", err)}
+			s.later(d.l, id, now.Add(time.Second), nil)
+			return fmt.Errorf("sight: %w", err)
 		}
 	}
 	sub, err := subscription(t.Push)
 	if err != nil {
-		return result{drop: true, err: errors.Join(err, s.store.Unsubscribe(ctx, e.TokenID))}
+		return errors.Join(err, s.drop(ctx, d.l, id, func(c *Counts) { c.Dropped++ }))
 	}
-	out, after, err := s.push.Send(ctx, sub, message(p, stage))
-	if out == webpush.Gone {
-		return result{outcome: out, drop: true, err: s.store.Unsubscribe(ctx, e.TokenID)}
+	out, after, err := s.push.Send(ctx, sub, message(d.p, stage))
+	var dns *net.DNSError
+	switch {
+	case out == webpush.Gone || out == webpush.Retry && errors.As(err, &dns) && dns.IsNotFound:
+		return s.drop(ctx, d.l, id, func(c *Counts) { c.Gone++ })
+	case out == webpush.Rejected:
+		s.log.Warn("push refused", "err", err)
+		return s.drop(ctx, d.l, id, func(c *Counts) { c.Dropped++ })
+	case out == webpush.Retry:
+		s.mu.Lock()
+		b := d.l.retry[id]
+		b.tries++
+		b.at = now.Add(min(max(after, time.Second<<b.tries), MaxBackoff))
+		d.l.retry[id] = b
+		s.Counts.Retried++
+		s.mu.Unlock()
+		s.log.Warn("push to send again", "err", err)
+		return nil
 	}
-	return result{outcome: out, retryAfter: after, err: err}
+	if stage == queue.PushTurn {
+		if err := s.store.PushTold(ctx, id, stage, s.owner); err != nil {
+			err = errors.Join(err, s.store.PushTold(ctx, id, stage, s.owner))
+			s.log.Warn("turn sent, not recorded: it may be sent again", "err", err)
+		}
+	}
+	s.settle(d.l, id, stage, func(c *Counts) {
+		if stage == queue.PushTurn {
+			c.Turn++
+		} else {
+			c.Ready++
+		}
+	})
+	return nil
+}
+
+// settle records that id was told stage, and counts.
+func (s *Sender) settle(l *list, id string, stage queue.PushStage, count func(*Counts)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.told[id] = stage
+	if count != nil {
+		count(&s.Counts)
+	}
+}
+
+// later looks at id again at at, and counts.
+func (s *Sender) later(l *list, id string, at time.Time, count func(*Counts)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.retry[id] = backoff{at: at, tries: l.retry[id].tries}
+	if count != nil {
+		count(&s.Counts)
+	}
+}
+
+// drop ends id's subscription: nothing more is told it.
+func (s *Sender) drop(ctx context.Context, l *list, id string, count func(*Counts)) error {
+	s.settle(l, id, queue.PushTurn, count)
+	return s.store.Unsubscribe(ctx, id)
 }
 
 // Payload is a push's plaintext: the program's display name and the stage.

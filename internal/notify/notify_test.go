@@ -58,7 +58,7 @@ func newRig(t *testing.T, st store, set api.ProgramSettings) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{clock: simclock.NewFake(t0), store: st, key: key, push: pushtest.New(t, &key.PublicKey)}
-	r.svc = queue.NewService(st, polling.DefaultTiers(), queue.WithClock(r.clock), queue.WithPush(webpush.Hosts{r.push.Host()}))
+	r.svc = queue.NewService(st, polling.DefaultTiers(), queue.WithClock(r.clock), queue.WithPush(r.hosts()))
 	ctx := history.WithActor(t.Context(), history.SystemActor)
 	if _, _, err := r.svc.PutProgram(ctx, "gala", set); err != nil {
 		t.Fatal(err)
@@ -66,9 +66,13 @@ func newRig(t *testing.T, st store, set api.ProgramSettings) *rig {
 	return r
 }
 
+// hosts are the push services of r: its own, and a domain that never
+// resolves (RFC 6761's .invalid).
+func (r *rig) hosts() webpush.Hosts { return webpush.Hosts{r.push.Host(), ".nx.invalid"} }
+
 // sender is a sender of its own (its own claims) on r.
 func (r *rig) sender() *notify.Sender {
-	client := &webpush.Client{HTTP: r.push.Client(), VAPID: webpush.NewVAPID(r.key, "mailto:ops@example.com", time.Now), Hosts: webpush.Hosts{r.push.Host()}}
+	client := &webpush.Client{HTTP: r.push.Client(), VAPID: webpush.NewVAPID(r.key, "mailto:ops@example.com", time.Now), Hosts: r.hosts()}
 	return notify.New(r.svc, r.store, client, r.clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
@@ -318,5 +322,121 @@ func TestRunTicksEachSecond(t *testing.T) {
 		if got := r.stages(t, sub); len(got) == 0 || got[len(got)-1] != "turn" {
 			t.Errorf("%s: %v, want the turn told", sub.Endpoint, got)
 		}
+	}
+}
+
+// TestTurnTakenOverAfterTheLease: a sender whose turn's push failed and
+// which then stopped leaves the turn to another once its claim's lease is
+// over; the turn is heard once, and the first sender, back, sends nothing.
+func TestTurnTakenOverAfterTheLease(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, memstore.New(), gala)
+	subs, ids := r.enter(t, 1)
+	a, b := r.sender(), r.sender()
+	r.push.FailNext(1, http.StatusServiceUnavailable)
+	r.tick(t, a) // a claims the turn; its push is to send again
+	if a.Counts.Retried != 1 {
+		t.Fatalf("a: %+v, want its push to send again", a.Counts)
+	}
+	for i := 1; ; i++ {
+		r.tick(t, b)
+		got := r.stages(t, subs[ids[0]])
+		if i <= int(notify.Lease/time.Second)-2 && len(got) > 0 {
+			t.Fatalf("b sent %v %d s into a's lease of %v", got, i, notify.Lease)
+		}
+		if len(got) > 0 || i > 40 {
+			break
+		}
+	}
+	for range 5 {
+		r.tick(t, a, b)
+	}
+	if got := r.stages(t, subs[ids[0]]); !cmp.Equal(got, []string{"turn"}) || b.Counts.Turn != 1 || a.Counts.Turn != 0 {
+		t.Errorf("pushes %v, a %+v, b %+v: want the turn once, by b", got, a.Counts, b.Counts)
+	}
+}
+
+// TestGivenUp: a push service that fails every push gets MaxPushTries
+// tries of the turn, then the subscription is dropped and its token polls
+// as everyone does.
+func TestGivenUp(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, memstore.New(), gala)
+	subs, ids := r.enter(t, 1)
+	r.push.FailNext(1000, http.StatusServiceUnavailable)
+	a, b := r.sender(), r.sender()
+	for range 200 {
+		r.tick(t, a, b)
+	}
+	tok, _ := r.store.GetToken(t.Context(), ids[0])
+	if tok.Push != (queue.Subscription{}) || tok.PushTries[queue.PushTurn] != queue.MaxPushTries || len(r.stages(t, subs[ids[0]])) != 0 {
+		t.Errorf("token %+v, a %+v, b %+v: want %d tries, then no subscription", tok, a.Counts, b.Counts, queue.MaxPushTries)
+	}
+	if a.Counts.Dropped+b.Counts.Dropped == 0 {
+		t.Errorf("a %+v, b %+v: want the subscription dropped", a.Counts, b.Counts)
+	}
+}
+
+// TestUnresolvableIsGone: an endpoint whose host does not resolve is
+// dropped at its first push, as a 410 is.
+func TestUnresolvableIsGone(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, memstore.New(), gala)
+	v, _, err := r.svc.Enter(t.Context(), "gala", queue.Entry{Push: &api.PushSubscription{Endpoint: "https://x.nx.invalid/push/1",
+		Keys: api.PushKeys{P256DH: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4", Auth: "BTBZMqHH6r4Tts7J_aSIgg"}}})
+	if err != nil || !v.Push {
+		t.Fatalf("enter: %+v, %v", v, err)
+	}
+	s := r.sender()
+	r.tick(t, s)
+	if tok, _ := r.store.GetToken(t.Context(), v.TokenID); tok.Push != (queue.Subscription{}) || s.Counts.Gone != 1 || s.Counts.Retried != 0 {
+		t.Errorf("token %+v, counts %+v: want the subscription dropped as gone", tok, s.Counts)
+	}
+}
+
+// TestResumeHeardAtOnce: subscribers of a paused program, none due, are
+// told their turn at the first tick after the resume admits them.
+func TestResumeHeardAtOnce(t *testing.T) {
+	t.Parallel()
+	set := gala
+	set.Paused = new(true)
+	r := newRig(t, memstore.New(), set)
+	subs, ids := r.enter(t, 3)
+	s := r.sender()
+	for range 5 {
+		r.tick(t, s)
+	}
+	ctx := history.WithActor(t.Context(), history.SystemActor)
+	if _, _, err := r.svc.PutProgram(ctx, "gala", api.ProgramSettings{Paused: new(false)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		r.tick(t, s)
+		p, _ := r.svc.PushProgram(t.Context(), "gala", r.clock.Now())
+		tok, _ := r.store.GetToken(t.Context(), ids[0])
+		if p.Admits(tok.Ticket, r.clock.Now()) {
+			if got := r.stages(t, subs[ids[0]]); len(got) == 0 || got[len(got)-1] != "turn" {
+				t.Fatalf("admitted, pushes %v: want the turn at this tick", got)
+			}
+			return
+		}
+	}
+	t.Fatal("not admitted 10 s after the resume")
+}
+
+// TestRunEndsIdle: a run that finds nobody subscribed anywhere ends at
+// once rather than idling out its minute.
+func TestRunEndsIdle(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, memstore.New(), gala)
+	if _, _, err := r.svc.Enter(t.Context(), "gala", queue.Entry{}); err != nil {
+		t.Fatal(err)
+	}
+	start := r.clock.Now()
+	if err := r.sender().Run(t.Context(), start.Add(notify.RunFor)); err != nil {
+		t.Fatal(err)
+	}
+	if d := r.clock.Now().Sub(start); d > time.Second {
+		t.Errorf("an idle run lasted %v, want one tick", d)
 	}
 }

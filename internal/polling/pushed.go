@@ -18,7 +18,7 @@ const (
 
 // Pushed is the retry delay of a subscribed person told told by the policy:
 // the earliest admission plus PushSlack, within [told, PushFallback], or
-// PushFallback while paused or without an estimate; a fallback is spread
+// PushFallback while paused or without an estimate. A fallback is spread
 // over its last quarter (rng: nil for math/rand/v2's), so that a crowd
 // that entered at once does not poll at once.
 func Pushed(s Situation, told time.Duration, rng *rand.Rand) time.Duration {

@@ -42,23 +42,32 @@ type PushEntry struct {
 	Ticket  int64
 }
 
+// MaxPushTries bounds the claims of one stage of one token: its sends.
+const MaxPushTries = 5
+
 // PushStore keeps push subscriptions on their tokens, listed by program and
-// ticket while a turn is still to tell (storetest.Push holds the contract).
+// ticket until told their turn (storetest.Push holds the contract).
 type PushStore interface {
 	// Subscribe stores sub on token t.ID, still pending with ticket
-	// t.Ticket, and lists it (a new sub replaces the old; what was told
-	// stays); it returns the token as stored (another, unchanged: not done).
+	// t.Ticket and not told its turn, and lists it (a new sub replaces the
+	// old; what was told stays); it returns the token as stored.
 	Subscribe(ctx context.Context, t Token, sub Subscription) (Token, error)
 	// Unsubscribe removes id's subscription and its listing; no error if
 	// there is none.
 	Unsubscribe(ctx context.Context, id string) error
-	// Subscribed lists up to limit tokens of programID with tickets in
-	// (after, through], by ticket; eventually consistent.
-	Subscribed(ctx context.Context, programID string, after, through int64, limit int) ([]PushEntry, error)
+	// Subscribed lists tokens of programID with tickets in (after,
+	// through], by ticket, eventually consistent: all of them (complete;
+	// limit ≤ 0 asks for all), or about limit or more, every one up to the
+	// last listed.
+	Subscribed(ctx context.Context, programID string, after, through int64, limit int) (entries []PushEntry, complete bool, err error)
 	// ClaimPush records that owner tells stage to token id at at, if it is
-	// pending, subscribed, and was told less (or this stage by owner: a
-	// retry); PushTurn also unlists it. It returns the token as stored.
-	ClaimPush(ctx context.Context, id string, stage PushStage, owner string, at time.Time) (Token, error)
+	// pending, subscribed, not told stage, claimed for it fewer than
+	// MaxPushTries times, and not by another owner at or after staleBefore
+	// (zero: ever); it returns the token as stored.
+	ClaimPush(ctx context.Context, id string, stage PushStage, owner string, at, staleBefore time.Time) (Token, error)
+	// PushTold records that owner's claim of stage on id was told (the turn
+	// unlists it); no error when the claim is no longer owner's.
+	PushTold(ctx context.Context, id string, stage PushStage, owner string) error
 }
 
 // WithPush lets waiting tokens subscribe to push, with endpoints on hosts.

@@ -65,11 +65,14 @@ type Token struct {
 	Claim     string
 	ClaimedAt time.Time // zero once released
 	// Push is the token's push subscription (zero: none); PushStage is
-	// what a sender last claimed to tell it, by PushOwner at PushedAt.
+	// what a sender last claimed to tell it, by PushOwner at PushedAt,
+	// PushTold the last stage told, PushTries the claims of each stage.
 	Push      Subscription
 	PushStage PushStage
 	PushOwner string
 	PushedAt  time.Time
+	PushTold  PushStage
+	PushTries [3]int8
 }
 
 // Pending reports whether t is neither admitted, left nor revoked in the store.

@@ -69,6 +69,7 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 		{"CapacityConcurrent", capped, testCapacityConcurrent},
 		{"Push", pushes, testPush},
 		{"PushConcurrent", pushes, testPushConcurrent},
+		{"PushListed", pushes, testPushListed},
 		{"VAPIDKey", vapid, testVAPIDKey},
 	} {
 		if group.runs {

@@ -42,12 +42,12 @@ type Prices struct {
 	// LambdaPerGBSecond, plus one invocation a minute at
 	// LambdaRequestsPerMillion.
 	SenderMsPerMinute, SenderMemoryMB float64
-	// PushWRU is the write units of a push sent, ready or turn (its
-	// conditional claim); PushIndexWRU those of a subscribed person's
+	// PushWRU is the write units of a push's conditional claim (a turn
+	// also writes that it was told, as much again); PushIndexWRU those of a subscribed person's
 	// entry in the sender's index (written with the enter, removed with
 	// the turn); PushListRRU the read units of listing one subscriber: the
-	// sender reads its list again each minute for the lead and a minute
-	// (3 reads of a ~100-byte entry, 80 to an eventually consistent unit).
+	// sender reads its list again every 15 s for the lead and 15 s (9
+	// reads of a ~100-byte entry, 80 to an eventually consistent unit).
 	// A subscribed person's enter costs no extra request.
 	PushWRU, PushIndexWRU, PushListRRU float64
 }
@@ -82,7 +82,7 @@ func DefaultPrices() Prices {
 		SenderMemoryMB:           256,
 		PushWRU:                  1,
 		PushIndexWRU:             2,
-		PushListRRU:              3.0 / 80,
+		PushListRRU:              9.0 / 80,
 	}
 }
 
@@ -152,7 +152,7 @@ func (p Prices) Cost(r Result) Cost {
 	u.RRU += p.programReads(r)
 	u.SenderMinutes = r.SenderMinutes
 	u.SenderGBSeconds = float64(r.SenderMinutes) * p.SenderMsPerMinute / 1000 * p.SenderMemoryMB / 1024
-	u.PushWRU = float64(r.PushesReady+r.PushesTurn)*p.PushWRU + float64(r.Subscribed)*p.PushIndexWRU
+	u.PushWRU = float64(r.PushesReady+2*r.PushesTurn)*p.PushWRU + float64(r.Subscribed)*p.PushIndexWRU
 	u.PushRRU = float64(r.PushesTurn) * p.PushListRRU
 	if p.SiteRequests > 0 {
 		u.EdgeCalls = float64(r.Entered) + float64(r.Admitted)*(1+p.SiteRequests)

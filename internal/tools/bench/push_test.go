@@ -29,14 +29,14 @@ func TestPushCost(t *testing.T) {
 		{"share 0", nil, base, lines{}},
 		{"share 0, reported", nil, Result{Mode: "simulate", Requests: 20, Enters: 10, Polls: 10, Admitted: 10, PeakRps: 15, DurationSeconds: 150, PushShare: new(0.0)}, lines{}},
 		{"share 1, defaults", nil, pushed, lines{
-			Usage:  [4]float64{3, 3 * 60 * 0.25, 18*1 + 10*2, 10 * 3.0 / 80},
-			Lambda: 3*0.2e-6 + 3*60*0.25*0.0000133334, Writes: 38 * 0.625e-6, Reads: 10 * 3.0 / 80 * 0.125e-6,
+			Usage:  [4]float64{3, 3 * 60 * 0.25, (8+2*10)*1 + 10*2, 10 * 9.0 / 80},
+			Lambda: 3*0.2e-6 + 3*60*0.25*0.0000133334, Writes: 48 * 0.625e-6, Reads: 10 * 9.0 / 80 * 0.125e-6,
 		}},
 		{"share 1, flags", func(p *Prices) {
 			p.SenderMsPerMinute, p.SenderMemoryMB, p.PushWRU, p.PushIndexWRU, p.PushListRRU = 6000, 256, 2, 1, 5
 		}, pushed, lines{
-			Usage:  [4]float64{3, 3 * 6 * 0.25, 18*2 + 10*1, 50},
-			Lambda: 3*0.2e-6 + 3*6*0.25*0.0000133334, Writes: 46 * 0.625e-6, Reads: 50 * 0.125e-6,
+			Usage:  [4]float64{3, 3 * 6 * 0.25, (8+2*10)*2 + 10*1, 50},
+			Lambda: 3*0.2e-6 + 3*6*0.25*0.0000133334, Writes: 66 * 0.625e-6, Reads: 50 * 0.125e-6,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

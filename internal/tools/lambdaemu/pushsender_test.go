@@ -30,8 +30,8 @@ const pushSender = "PushSenderFunction"
 // against moto, as the schedule starts it: the first invocation makes the
 // stack's VAPID key through KMS and stores it wrapped, runs until its
 // deadline's reserve and claims the turn of a subscriber already admitted
-// (its push service unreachable here: the push is to send again); the
-// second opens the same key and makes none.
+// (its push service's name does not resolve here: dropped, as a 410 is); the
+// second, finding nobody left subscribed, ends at once and makes no key.
 func TestPushSenderFunction(t *testing.T) {
 	rie := findRIE(t)
 	ctx := t.Context()

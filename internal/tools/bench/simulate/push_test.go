@@ -152,11 +152,11 @@ func TestPushTiny(t *testing.T) {
 	p := bench.DefaultPrices()
 	c := r.Cost
 	gbs := 1 * 60.0 * 256 / 1024 // a minute of the 256 MB sender
-	wantUsage := [4]float64{1, gbs, 3*1 + 3*1 + 3*2, 3 * 3.0 / 80}
+	wantUsage := [4]float64{1, gbs, 3*1 + 3*2 + 3*2, 3 * 9.0 / 80}
 	if diff := cmp.Diff(wantUsage, [4]float64{float64(c.Usage.SenderMinutes), c.Usage.SenderGBSeconds, c.Usage.PushWRU, c.Usage.PushRRU}, cmpopts.EquateApprox(1e-12, 0)); diff != "" {
 		t.Errorf("push usage: minutes, GB-s, WRU, RRU (-want +got):\n%s", diff)
 	}
-	wantCost := [3]float64{1*0.20/1e6 + gbs*0.0000133334, 12 * 0.625 / 1e6, 3 * 3.0 / 80 * 0.125 / 1e6}
+	wantCost := [3]float64{1*0.20/1e6 + gbs*0.0000133334, 15 * 0.625 / 1e6, 3 * 9.0 / 80 * 0.125 / 1e6}
 	if diff := cmp.Diff(wantCost, [3]float64{c.PushLambda, c.PushDynamoWrite, c.PushDynamoRead}, cmpopts.EquateApprox(1e-12, 0)); diff != "" {
 		t.Errorf("push cost (-want +got):\n%s", diff)
 	}

@@ -47,7 +47,7 @@ func notTold(stage queue.PushStage) expression.ConditionBuilder {
 }
 
 // Subscribe implements queue.PushStore: one UpdateItem on the pending token
-// holding t.Ticket, not told its turn.
+// holding t.Ticket, not told its turn, its tries counted afresh.
 func (s *Store) Subscribe(ctx context.Context, t queue.Token, sub queue.Subscription) (queue.Token, error) {
 	t.Push = sub
 	item, err := attributevalue.MarshalMap(toTokenItem(t))
@@ -56,7 +56,8 @@ func (s *Store) Subscribe(ctx context.Context, t queue.Token, sub queue.Subscrip
 	}
 	cond := all(expression.Name("ticket").Equal(expression.Value(t.Ticket)), waiting(), notTold(queue.PushTurn))
 	upd := setOrRemove(expression.UpdateBuilder{}, item, "pushEndpoint", "pushP256dh", "pushAuth")
-	upd = upd.Set(pushListName, expression.Value(pushList(t.ProgramID, t.Ticket))).Set(pushTicketName, expression.Value(t.Ticket))
+	upd = upd.Set(pushListName, expression.Value(pushList(t.ProgramID, t.Ticket))).Set(pushTicketName, expression.Value(t.Ticket)).
+		Remove(expression.Name(triesAttr(queue.PushReady))).Remove(expression.Name(triesAttr(queue.PushTurn))) // a new endpoint, new tries
 	out, err := s.updateItem(ctx, tokenKey(t.ID), cond, upd, types.ReturnValueAllNew)
 	if err == nil {
 		return decoded("subscribe", DecodeToken, out.Attributes, nil)

@@ -5,6 +5,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,8 +69,9 @@ type Sender struct {
 	log    *slog.Logger
 	owner  string // names this sender's claims
 	lists  map[string]*list
-	listed time.Time  // when the programs were last listed
-	mu     sync.Mutex // Counts and the lists' maps, which the sends write
+	listed time.Time       // when the programs were last listed
+	mu     sync.Mutex      // Counts, sent and the lists' maps, which the sends write
+	sent   map[string]bool // turns sent whose record failed: only the record is retried
 	Counts Counts
 }
 
@@ -97,15 +100,16 @@ type list struct {
 	retry    map[string]backoff         // pushes to send again
 }
 
-// backoff is when to send a push again, after how many tries.
+// backoff is when to look at a stage of a token again, after how many tries.
 type backoff struct {
+	stage queue.PushStage
 	at    time.Time
 	tries int
 }
 
 // New returns a sender over svc and store that pushes with push.
 func New(svc *queue.Service, store Store, push Pusher, c clock.Clock, log *slog.Logger) *Sender {
-	return &Sender{svc: svc, store: store, push: push, clock: c, log: log, owner: queue.NewTokenID(), lists: map[string]*list{}}
+	return &Sender{svc: svc, store: store, push: push, clock: c, log: log, owner: queue.NewTokenID(), lists: map[string]*list{}, sent: map[string]bool{}}
 }
 
 // Run ticks every second, on the second, until until, ctx's end, or a tick
@@ -152,14 +156,15 @@ type due struct {
 // are counted and logged).
 func (s *Sender) Tick(ctx context.Context) error {
 	now := s.clock.Now()
-	if now.Sub(s.listed) >= Refill {
-		if err := s.listPrograms(ctx); err != nil {
-			return err
-		}
-		s.listed = now
-	}
 	var dues []due
 	var errs []error
+	if now.Sub(s.listed) >= Refill {
+		if err := s.listPrograms(ctx); err != nil {
+			errs = append(errs, err) // on with the programs known
+		} else {
+			s.listed = now
+		}
+	}
 	for id, l := range s.lists {
 		d, err := s.dueIn(ctx, id, l, now)
 		if err != nil {
@@ -167,6 +172,8 @@ func (s *Sender) Tick(ctx context.Context) error {
 		}
 		dues = append(dues, d...)
 	}
+	// Turns first: a "ready" can wait, an admission's time to show cannot.
+	slices.SortStableFunc(dues, func(a, b due) int { return cmp.Compare(b.stage, a.stage) })
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(Senders)
 	for _, d := range dues {
@@ -236,7 +243,7 @@ func (s *Sender) dueIn(ctx context.Context, id string, l *list, now time.Time) (
 		if st == queue.PushNone && (!p.Shuffle || e.Ticket > p.Prequeue) {
 			break // by ticket, nobody after is due (a shuffled pre-queue is read whole)
 		}
-		if st > l.told[e.TokenID] && !now.Before(l.retry[e.TokenID].at) {
+		if b := l.retry[e.TokenID]; st > l.told[e.TokenID] && (b.stage != st || !now.Before(b.at)) {
 			dues = append(dues, due{p, l, e, st})
 		}
 	}
@@ -259,7 +266,7 @@ func (s *Sender) read(ctx context.Context, p admission.Program, l *list, now tim
 	if err != nil {
 		return err
 	}
-	if !complete {
+	if !complete && len(entries) > 0 {
 		through = entries[len(entries)-1].Ticket
 	}
 	none := false
@@ -289,41 +296,54 @@ func dropTold(l *list) []queue.PushEntry {
 }
 
 // tell claims d's stage on its token and, claimed, pushes it; a turn may be
-// taken over once another's claim is older than Lease.
+// taken over once another's claim is older than Lease, so a turn's sighting,
+// push and record must end within it.
 func (s *Sender) tell(ctx context.Context, d due, now time.Time) error {
 	id, stage := d.e.TokenID, d.stage
+	if stage == queue.PushTurn && s.unrecorded(id) {
+		return s.record(ctx, d.l, id) // sent: its record is what failed
+	}
+	at := s.clock.Now() // not the tick's: a claim waiting for a slot must not start stale
 	var staleBefore time.Time
 	if stage == queue.PushTurn {
-		staleBefore = now.Add(-Lease)
+		staleBefore = at.Add(-Lease)
 	}
-	t, err := s.store.ClaimPush(ctx, id, stage, s.owner, now, staleBefore)
+	t, err := s.store.ClaimPush(ctx, id, stage, s.owner, at, staleBefore)
 	if err != nil && !errors.Is(err, queue.ErrNotFound) {
 		// The answer may be lost with the claim made: this owner's retry wins again.
-		t, err = s.store.ClaimPush(ctx, id, stage, s.owner, now, staleBefore)
+		t, err = s.store.ClaimPush(ctx, id, stage, s.owner, at, staleBefore)
 	}
+	mine := err == nil && t.Pending() && t.Push.Endpoint != "" && t.PushOwner == s.owner && t.PushStage == stage &&
+		t.PushedAt.Equal(at.Truncate(time.Millisecond)) && t.PushTold < stage
 	switch {
 	case errors.Is(err, queue.ErrNotFound):
 		s.settle(d.l, id, queue.PushTurn, nil)
 		return nil
 	case err != nil:
 		return fmt.Errorf("claim %s: %w", stage, err)
-	case t.PushOwner == s.owner && t.PushStage == stage && t.PushedAt.Equal(now.Truncate(time.Millisecond)) && t.PushTold < stage:
-		// This claim (a refused one leaves the stored claim as it was).
-	case !t.Pending() || t.Push.Endpoint == "" || t.PushTries[stage] >= queue.MaxPushTries:
-		return s.drop(ctx, d.l, id, func(c *Counts) { c.Dropped++ })
-	case t.PushTold >= stage:
-		s.settle(d.l, id, t.PushTold, func(c *Counts) { c.TakenFirst++ })
+	case mine:
+	case !t.Pending() || t.Push.Endpoint == "":
+		return s.drop(ctx, d.l, id, nil)
+	case stage == queue.PushReady: // told, spent or another's: at most once, it is over
+		s.settle(d.l, id, stage, func(c *Counts) { c.TakenFirst++ })
 		return nil
-	default: // another sender's claim: look again when its lease is over
-		s.later(d.l, id, now.Add(Lease), func(c *Counts) { c.TakenFirst++ })
+	case t.PushTold >= stage:
+		s.settle(d.l, id, stage, func(c *Counts) { c.TakenFirst++ })
+		return nil
+	case t.PushTries[stage] >= queue.MaxPushTries && t.PushedAt.Before(staleBefore):
+		return s.drop(ctx, d.l, id, func(c *Counts) { c.Dropped++ }) // every try failed
+	default: // another sender's turn: look again when its lease is over
+		s.later(d.l, id, stage, t.PushedAt.Add(Lease), func(c *Counts) { c.TakenFirst++ })
 		return nil
 	}
+	ctx, cancel := clock.WithTimeout(ctx, s.clock, Lease-2*time.Second) // ends within the lease
+	defer cancel()
 	if stage == queue.PushTurn {
 		// The push is the sighting: the time to show counts from it.
 		if err := s.svc.SightPush(ctx, d.p, d.e.Ticket); errors.Is(err, queue.ErrNoShow) {
 			return s.drop(ctx, d.l, id, func(c *Counts) { c.NoShows++ })
 		} else if err != nil {
-			s.later(d.l, id, now.Add(time.Second), nil)
+			s.later(d.l, id, stage, now.Add(time.Second), nil)
 			return fmt.Errorf("sight: %w", err)
 		}
 	}
@@ -342,6 +362,9 @@ func (s *Sender) tell(ctx context.Context, d due, now time.Time) error {
 	case out == webpush.Retry:
 		s.mu.Lock()
 		b := d.l.retry[id]
+		if b.stage != stage {
+			b = backoff{stage: stage}
+		}
 		b.tries++
 		b.at = now.Add(min(max(after, time.Second<<b.tries), MaxBackoff))
 		d.l.retry[id] = b
@@ -350,20 +373,35 @@ func (s *Sender) tell(ctx context.Context, d due, now time.Time) error {
 		s.log.Warn("push to send again", "err", err)
 		return nil
 	}
-	if stage == queue.PushTurn {
-		if err := s.store.PushTold(ctx, id, stage, s.owner); err != nil {
-			err = errors.Join(err, s.store.PushTold(ctx, id, stage, s.owner))
-			s.log.Warn("turn sent, not recorded: it may be sent again", "err", err)
-		}
+	if stage == queue.PushReady {
+		s.settle(d.l, id, stage, func(c *Counts) { c.Ready++ })
+		return nil
 	}
-	s.settle(d.l, id, stage, func(c *Counts) {
-		if stage == queue.PushTurn {
-			c.Turn++
-		} else {
-			c.Ready++
-		}
-	})
+	s.mu.Lock()
+	s.sent[id] = true
+	s.Counts.Turn++
+	s.mu.Unlock()
+	return s.record(ctx, d.l, id)
+}
+
+// record writes that the turn this sender sent id was told; until it is
+// written the turn is not sent again, only its record retried.
+func (s *Sender) record(ctx context.Context, l *list, id string) error {
+	if err := s.store.PushTold(ctx, id, queue.PushTurn, s.owner); err != nil {
+		return fmt.Errorf("record a turn told: %w", err)
+	}
+	s.mu.Lock()
+	delete(s.sent, id)
+	s.mu.Unlock()
+	s.settle(l, id, queue.PushTurn, nil)
 	return nil
+}
+
+// unrecorded reports whether this sender sent id its turn without its record.
+func (s *Sender) unrecorded(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent[id]
 }
 
 // settle records that id was told stage, and counts.
@@ -376,11 +414,16 @@ func (s *Sender) settle(l *list, id string, stage queue.PushStage, count func(*C
 	}
 }
 
-// later looks at id again at at, and counts.
-func (s *Sender) later(l *list, id string, at time.Time, count func(*Counts)) {
+// later looks at id's stage again at at, and counts.
+func (s *Sender) later(l *list, id string, stage queue.PushStage, at time.Time, count func(*Counts)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l.retry[id] = backoff{at: at, tries: l.retry[id].tries}
+	b := l.retry[id]
+	if b.stage != stage {
+		b = backoff{stage: stage}
+	}
+	b.at = at
+	l.retry[id] = b
 	if count != nil {
 		count(&s.Counts)
 	}

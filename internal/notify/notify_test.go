@@ -1,14 +1,17 @@
 package notify_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -438,5 +441,82 @@ func TestRunEndsIdle(t *testing.T) {
 	}
 	if d := r.clock.Now().Sub(start); d > time.Second {
 		t.Errorf("an idle run lasted %v, want one tick", d)
+	}
+}
+
+// TestReadySpentTurnStill: a "ready" whose every try failed is given up;
+// the turn is still told.
+func TestReadySpentTurnStill(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, memstore.New(), gala)
+	for range 39 { // ahead, not subscribed: the turn comes 40 s in
+		if _, _, err := r.svc.Enter(t.Context(), "gala", queue.Entry{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subs, ids := r.enter(t, 1)
+	r.push.FailNext(queue.MaxPushTries, http.StatusServiceUnavailable)
+	s := r.sender()
+	for range 60 {
+		r.tick(t, s)
+	}
+	if got := r.stages(t, subs[ids[0]]); !cmp.Equal(got, []string{"turn"}) {
+		t.Errorf("pushes %v (counts %+v), want the turn after the ready's tries were spent", got, s.Counts)
+	}
+}
+
+// TestTurnAfterAReadyToRetry: a "ready" to send again does not hold back
+// the turn that comes before its retry.
+func TestTurnAfterAReadyToRetry(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, memstore.New(), gala)
+	if _, _, err := r.svc.Enter(t.Context(), "gala", queue.Entry{}); err != nil {
+		t.Fatal(err)
+	}
+	subs, ids := r.enter(t, 1)
+	r.push.FailNext(1, http.StatusServiceUnavailable) // the ready's first try
+	s := r.sender()
+	for range 5 {
+		r.tick(t, s)
+		p, _ := r.svc.PushProgram(t.Context(), "gala", r.clock.Now())
+		if tok, _ := r.store.GetToken(t.Context(), ids[0]); p.Admits(tok.Ticket, r.clock.Now()) {
+			if got := r.stages(t, subs[ids[0]]); !cmp.Equal(got, []string{"turn"}) {
+				t.Fatalf("admitted, pushes %v: want the turn at this tick", got)
+			}
+			return
+		}
+	}
+	t.Fatal("not admitted in 5 s")
+}
+
+// unrecordingStore fails the record of the first n turns told.
+type unrecordingStore struct {
+	*memstore.Store
+	n atomic.Int32
+}
+
+func (s *unrecordingStore) PushTold(ctx context.Context, id string, stage queue.PushStage, owner string) error {
+	if s.n.Add(-1) >= 0 {
+		return errors.New("store down")
+	}
+	return s.Store.PushTold(ctx, id, stage, owner)
+}
+
+// TestTurnRecordRetried: a turn sent whose record failed is not sent again:
+// its record is retried until written.
+func TestTurnRecordRetried(t *testing.T) {
+	t.Parallel()
+	st := &unrecordingStore{Store: memstore.New()}
+	st.n.Store(3)
+	r := newRig(t, st, gala)
+	subs, ids := r.enter(t, 1)
+	s := r.sender()
+	for range 60 {
+		r.clock.Advance(time.Second)
+		_ = s.Tick(t.Context()) // the failed records are its errors
+	}
+	tok, _ := st.GetToken(t.Context(), ids[0])
+	if got := r.stages(t, subs[ids[0]]); !cmp.Equal(got, []string{"turn"}) || tok.PushTold != queue.PushTurn {
+		t.Errorf("pushes %v, told %v: want the turn once, recorded", got, tok.PushTold)
 	}
 }

@@ -50,7 +50,8 @@ const MaxPushTries = 5
 type PushStore interface {
 	// Subscribe stores sub on token t.ID, still pending with ticket
 	// t.Ticket and not told its turn, and lists it (a new sub replaces the
-	// old; what was told stays); it returns the token as stored.
+	// old, its tries start again; what was told stays); it returns the
+	// token as stored.
 	Subscribe(ctx context.Context, t Token, sub Subscription) (Token, error)
 	// Unsubscribe removes id's subscription and its listing; no error if
 	// there is none.

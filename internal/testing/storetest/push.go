@@ -83,6 +83,8 @@ func testPush(t *testing.T, s queue.Store) {
 		claim(4, queue.PushTurn, "a", t0.Add(ms(int64(i))), time.Time{})
 	}
 	check(t, "tries spent", of(claim(4, queue.PushTurn, "a", t0.Add(time.Second), time.Time{})), claimed{queue.PushTurn, "a", t0.Add(ms(queue.MaxPushTries - 1)), queue.MaxPushTries})
+	answer(ps.Subscribe(ctx, toks[4], subscription(40))).must(t, "Subscribe again")
+	check(t, "a new subscription, new tries", of(claim(4, queue.PushTurn, "a", t0.Add(time.Second), time.Time{})), claimed{queue.PushTurn, "a", t0.Add(time.Second), 1})
 
 	// A token admitted, left or unsubscribed is not claimed nor subscribed.
 	adm := answer(s.MarkAdmitted(ctx, admitted(toks[1]))).must(t, "MarkAdmitted")

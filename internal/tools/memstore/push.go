@@ -16,7 +16,7 @@ var _ queue.PushStore = (*Store)(nil)
 func (s *Store) Subscribe(ctx context.Context, t queue.Token, sub queue.Subscription) (queue.Token, error) {
 	return s.update(ctx, t.ID, func(cur queue.Token) bool {
 		return cur.Ticket == t.Ticket && cur.Claim == "" && pending(cur) && cur.PushTold < queue.PushTurn
-	}, func(cur *queue.Token) { cur.Push = sub })
+	}, func(cur *queue.Token) { cur.Push, cur.PushTries = sub, [3]int8{} })
 }
 
 // Unsubscribe implements queue.PushStore.

@@ -67,10 +67,14 @@ func (s *Store) Subscribe(ctx context.Context, t queue.Token, sub queue.Subscrip
 
 // Unsubscribe implements queue.PushStore: one UpdateItem removing the
 // subscription and its listing.
-func (s *Store) Unsubscribe(ctx context.Context, id string) error {
+func (s *Store) Unsubscribe(ctx context.Context, id, endpoint string) error {
 	upd := expression.Remove(expression.Name("pushEndpoint")).Remove(expression.Name("pushP256dh")).
 		Remove(expression.Name("pushAuth")).Remove(pushListName).Remove(pushTicketName)
-	_, err := s.updateItem(ctx, tokenKey(id), expression.AttributeExists(expression.Name("pk")), upd, types.ReturnValueNone)
+	cond := expression.AttributeExists(expression.Name("pk"))
+	if endpoint != "" {
+		cond = cond.And(expression.Name("pushEndpoint").Equal(expression.Value(endpoint)))
+	}
+	_, err := s.updateItem(ctx, tokenKey(id), cond, upd, types.ReturnValueNone)
 	if _, failed := conditionFailed(err); failed {
 		return nil
 	}

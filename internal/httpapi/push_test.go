@@ -33,11 +33,11 @@ func (s *pushFaultStore) Subscribe(ctx context.Context, t queue.Token, sub queue
 	return s.Store.Subscribe(ctx, t, sub)
 }
 
-func (s *pushFaultStore) Unsubscribe(ctx context.Context, id string) error {
+func (s *pushFaultStore) Unsubscribe(ctx context.Context, id, endpoint string) error {
 	if s.fail.Load() {
 		return errPushStore
 	}
-	return s.Store.Unsubscribe(ctx, id)
+	return s.Store.Unsubscribe(ctx, id, endpoint)
 }
 
 // TestPushRoutes drives PUT and DELETE …/push and an enter with a

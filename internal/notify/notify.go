@@ -45,6 +45,9 @@ const (
 	Lease = 20 * time.Second
 	// MaxBackoff bounds the wait before a push is sent again.
 	MaxBackoff = time.Minute
+	// MaxReadies bounds the "ready" pushes a tick starts, so that a wave
+	// of them (a resume, an opening) does not hold back the next tick's turns.
+	MaxReadies = 4 * Senders
 )
 
 // Store is what a sender needs of the store: the programs and their
@@ -118,6 +121,10 @@ func New(svc *queue.Service, store Store, push Pusher, c clock.Clock, log *slog.
 func (s *Sender) Run(ctx context.Context, until time.Time) error {
 	before := s.Counts
 	defer func() { s.log.InfoContext(ctx, "push run", "counts", s.Counts.minus(before)) }()
+	s.listed = time.Time{} // a run looks afresh: the last may have ended idle
+	for _, l := range s.lists {
+		l.readAt = time.Time{}
+	}
 	for {
 		err := s.Tick(ctx)
 		if err != nil {
@@ -172,8 +179,12 @@ func (s *Sender) Tick(ctx context.Context) error {
 		}
 		dues = append(dues, d...)
 	}
-	// Turns first: a "ready" can wait, an admission's time to show cannot.
+	// Turns first, and at most MaxReadies readies: a "ready" can wait for the
+	// next tick, an admission's time to show cannot.
 	slices.SortStableFunc(dues, func(a, b due) int { return cmp.Compare(b.stage, a.stage) })
+	if i := slices.IndexFunc(dues, func(d due) bool { return d.stage == queue.PushReady }); i >= 0 && len(dues)-i > MaxReadies {
+		dues = dues[:i+MaxReadies]
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(Senders)
 	for _, d := range dues {
@@ -320,10 +331,11 @@ func (s *Sender) tell(ctx context.Context, d due, now time.Time) error {
 		s.settle(d.l, id, queue.PushTurn, nil)
 		return nil
 	case err != nil:
+		s.later(d.l, id, stage, now.Add(2*time.Second), nil)
 		return fmt.Errorf("claim %s: %w", stage, err)
 	case mine:
 	case !t.Pending() || t.Push.Endpoint == "":
-		return s.drop(ctx, d.l, id, nil)
+		return s.drop(ctx, d.l, id, "", nil)
 	case stage == queue.PushReady: // told, spent or another's: at most once, it is over
 		s.settle(d.l, id, stage, func(c *Counts) { c.TakenFirst++ })
 		return nil
@@ -331,17 +343,22 @@ func (s *Sender) tell(ctx context.Context, d due, now time.Time) error {
 		s.settle(d.l, id, stage, func(c *Counts) { c.TakenFirst++ })
 		return nil
 	case t.PushTries[stage] >= queue.MaxPushTries && t.PushedAt.Before(staleBefore):
-		return s.drop(ctx, d.l, id, func(c *Counts) { c.Dropped++ }) // every try failed
+		return s.drop(ctx, d.l, id, t.Push.Endpoint, func(c *Counts) { c.Dropped++ }) // every try failed
 	default: // another sender's turn: look again when its lease is over
 		s.later(d.l, id, stage, t.PushedAt.Add(Lease), func(c *Counts) { c.TakenFirst++ })
 		return nil
 	}
-	ctx, cancel := clock.WithTimeout(ctx, s.clock, Lease-2*time.Second) // ends within the lease
+	left := at.Add(Lease - 2*time.Second).Sub(s.clock.Now()) // the work ends within the lease
+	if left <= 0 {
+		s.later(d.l, id, stage, now.Add(time.Second), nil)
+		return nil
+	}
+	ctx, cancel := clock.WithTimeout(ctx, s.clock, left)
 	defer cancel()
 	if stage == queue.PushTurn {
 		// The push is the sighting: the time to show counts from it.
 		if err := s.svc.SightPush(ctx, d.p, d.e.Ticket); errors.Is(err, queue.ErrNoShow) {
-			return s.drop(ctx, d.l, id, func(c *Counts) { c.NoShows++ })
+			return s.drop(ctx, d.l, id, "", func(c *Counts) { c.NoShows++ })
 		} else if err != nil {
 			s.later(d.l, id, stage, now.Add(time.Second), nil)
 			return fmt.Errorf("sight: %w", err)
@@ -349,16 +366,16 @@ func (s *Sender) tell(ctx context.Context, d due, now time.Time) error {
 	}
 	sub, err := subscription(t.Push)
 	if err != nil {
-		return errors.Join(err, s.drop(ctx, d.l, id, func(c *Counts) { c.Dropped++ }))
+		return errors.Join(err, s.drop(ctx, d.l, id, t.Push.Endpoint, func(c *Counts) { c.Dropped++ }))
 	}
 	out, after, err := s.push.Send(ctx, sub, message(d.p, stage))
 	var dns *net.DNSError
 	switch {
 	case out == webpush.Gone || out == webpush.Retry && errors.As(err, &dns) && dns.IsNotFound:
-		return s.drop(ctx, d.l, id, func(c *Counts) { c.Gone++ })
+		return s.drop(ctx, d.l, id, t.Push.Endpoint, func(c *Counts) { c.Gone++ })
 	case out == webpush.Rejected:
 		s.log.Warn("push refused", "err", err)
-		return s.drop(ctx, d.l, id, func(c *Counts) { c.Dropped++ })
+		return s.drop(ctx, d.l, id, t.Push.Endpoint, func(c *Counts) { c.Dropped++ })
 	case out == webpush.Retry:
 		s.mu.Lock()
 		b := d.l.retry[id]
@@ -429,10 +446,11 @@ func (s *Sender) later(l *list, id string, stage queue.PushStage, at time.Time, 
 	}
 }
 
-// drop ends id's subscription: nothing more is told it.
-func (s *Sender) drop(ctx context.Context, l *list, id string, count func(*Counts)) error {
+// drop ends id's subscription to endpoint ("": any), nothing more is told
+// it; one the page stored since is listed again at the next read.
+func (s *Sender) drop(ctx context.Context, l *list, id, endpoint string, count func(*Counts)) error {
 	s.settle(l, id, queue.PushTurn, count)
-	return s.store.Unsubscribe(ctx, id)
+	return s.store.Unsubscribe(ctx, id, endpoint)
 }
 
 // Payload is a push's plaintext: the program's display name and the stage.

@@ -520,3 +520,41 @@ func TestTurnRecordRetried(t *testing.T) {
 		t.Errorf("pushes %v, told %v: want the turn once, recorded", got, tok.PushTold)
 	}
 }
+
+// TestRunAfterAnIdleRun: a run that ended idle leaves nothing that stops
+// the next from looking afresh at once, however soon it starts.
+func TestRunAfterAnIdleRun(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, memstore.New(), gala)
+	s := r.sender()
+	if err := s.Run(t.Context(), r.clock.Now().Add(notify.RunFor)); err != nil {
+		t.Fatal(err)
+	}
+	subs, ids := r.enter(t, 1) // due at once: ticket 1
+	r.clock.Advance(2 * time.Second)
+	if err := s.Run(t.Context(), r.clock.Now().Add(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.stages(t, subs[ids[0]]); !cmp.Equal(got, []string{"turn"}) {
+		t.Errorf("pushes %v, want the turn in the run after the idle one", got)
+	}
+}
+
+// TestReadiesBoundedPerTick: a wave of readies due at once is spread over
+// ticks, MaxReadies a tick, so that turns are not held behind it.
+func TestReadiesBoundedPerTick(t *testing.T) {
+	t.Parallel()
+	set := gala
+	set.AdmissionRatePerSecond = new(api.Rate(100))
+	r := newRig(t, memstore.New(), set)
+	r.enter(t, 3*notify.MaxReadies) // all within the lead of 30 s
+	s := r.sender()
+	r.tick(t, s)
+	if s.Counts.Ready > notify.MaxReadies || s.Counts.Ready == 0 {
+		t.Errorf("readies in the first tick: %d, want at most %d", s.Counts.Ready, notify.MaxReadies)
+	}
+	r.tick(t, s)
+	if s.Counts.Ready <= notify.MaxReadies {
+		t.Errorf("readies after two ticks: %d, want the rest sent", s.Counts.Ready)
+	}
+}

@@ -53,9 +53,9 @@ type PushStore interface {
 	// old, its tries start again; what was told stays); it returns the
 	// token as stored.
 	Subscribe(ctx context.Context, t Token, sub Subscription) (Token, error)
-	// Unsubscribe removes id's subscription and its listing; no error if
-	// there is none.
-	Unsubscribe(ctx context.Context, id string) error
+	// Unsubscribe removes id's subscription and its listing, if its endpoint
+	// is endpoint ("": whatever it is); no error if there is none.
+	Unsubscribe(ctx context.Context, id, endpoint string) error
 	// Subscribed lists tokens of programID with tickets in (after,
 	// through], by ticket, eventually consistent: all of them (complete;
 	// limit ≤ 0 asks for all), or about limit or more, every one up to the
@@ -143,7 +143,7 @@ func (s *Service) Unsubscribe(ctx context.Context, programID, tokenID string) er
 	if _, err := s.token(ctx, programID, tokenID); err != nil {
 		return err
 	}
-	if err := ps.Unsubscribe(ctx, tokenID); err != nil {
+	if err := ps.Unsubscribe(ctx, tokenID, ""); err != nil {
 		return storeError("unsubscribe", err)
 	}
 	return nil

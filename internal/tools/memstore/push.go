@@ -20,8 +20,9 @@ func (s *Store) Subscribe(ctx context.Context, t queue.Token, sub queue.Subscrip
 }
 
 // Unsubscribe implements queue.PushStore.
-func (s *Store) Unsubscribe(ctx context.Context, id string) error {
-	_, err := s.update(ctx, id, func(queue.Token) bool { return true }, func(cur *queue.Token) { cur.Push = queue.Subscription{} })
+func (s *Store) Unsubscribe(ctx context.Context, id, endpoint string) error {
+	_, err := s.update(ctx, id, func(cur queue.Token) bool { return endpoint == "" || cur.Push.Endpoint == endpoint },
+		func(cur *queue.Token) { cur.Push = queue.Subscription{} })
 	if err == queue.ErrNotFound {
 		return nil
 	}

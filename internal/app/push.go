@@ -140,9 +140,11 @@ func StartSender() {
 		os.Exit(1)
 	}
 	lambda.Start(func(ctx context.Context) error {
+		// No tick starts later than a lease before the deadline: a turn's
+		// work may last that long.
 		until := time.Now().Add(notify.RunFor)
-		if d, ok := ctx.Deadline(); ok && d.Add(-senderReserve).Before(until) {
-			until = d.Add(-senderReserve)
+		if d, ok := ctx.Deadline(); ok && d.Add(-senderReserve-notify.Lease).Before(until) {
+			until = d.Add(-senderReserve - notify.Lease)
 		}
 		return s.Run(ctx, until)
 	})

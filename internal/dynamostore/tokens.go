@@ -32,7 +32,7 @@ type tokenItem struct {
 	ClaimID            string `dynamodbav:"claimId,omitempty"`
 	ClaimMs            int64  `dynamodbav:"claimMs,omitempty"`
 	// The push subscription, and its listing in PushIndex while a turn is
-	// still to tell (pushList "PUSH#<programId>", pushTicket the ticket).
+	// still to tell (pushList "PUSH#<programId>#<ticket mod 32>", pushTicket the ticket).
 	PushEndpoint string `dynamodbav:"pushEndpoint,omitempty"`
 	PushP256DH   string `dynamodbav:"pushP256dh,omitempty"`
 	PushAuth     string `dynamodbav:"pushAuth,omitempty"`

@@ -257,6 +257,9 @@ func (c *Client) Send(ctx context.Context, sub Subscription, m Message) (Outcome
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := hc.Do(req)
 	if err != nil {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err // its message holds the endpoint, which is the browser's secret
+		}
 		return Retry, 0, fmt.Errorf("webpush: push service %s unreachable: %w", u.Host, err)
 	}
 	defer resp.Body.Close()

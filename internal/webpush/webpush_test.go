@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -648,7 +649,11 @@ func TestSendTransportError(t *testing.T) {
 		t.Fatalf("Send to a closed server = %v, %v; want Retry and an error", got, err)
 	}
 	var ue *url.Error
-	if !errors.As(err, &ue) {
+	if errors.As(err, &ue) || strings.Contains(err.Error(), "/push/abc") {
+		t.Errorf("error %v names the endpoint (a browser's secret, bound for the logs)", err)
+	}
+	var op *net.OpError
+	if !errors.As(err, &op) {
 		t.Errorf("error %v does not wrap the transport error", err)
 	}
 

@@ -61,8 +61,9 @@ func TestPushSenderFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A deployment with push; runs of 3 s rather than a minute.
-	env = append(env, config.EnvPushSubject+"=mailto:ops@example.com", "AWS_LAMBDA_FUNCTION_TIMEOUT=6")
+	// A deployment with push; runs of 7 s rather than a minute (30 s less
+	// the reserve and a lease).
+	env = append(env, config.EnvPushSubject+"=mailto:ops@example.com", "AWS_LAMBDA_FUNCTION_TIMEOUT=30")
 	var log bytes.Buffer
 	emu, err := lambdaemu.Start(rie, bootstrap, env, &log)
 	if err != nil {

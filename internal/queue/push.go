@@ -113,25 +113,26 @@ func (s *Service) Subscribe(ctx context.Context, programID, tokenID string, sub 
 	if err != nil {
 		return err
 	}
-	return s.subscribe(ctx, t, parsed)
+	_, err = s.subscribe(ctx, t, parsed)
+	return err
 }
 
-// subscribe stores sub on t, read just now.
-func (s *Service) subscribe(ctx context.Context, t Token, sub Subscription) error {
+// subscribe stores sub on t, read just now, and returns the token as stored.
+func (s *Service) subscribe(ctx context.Context, t Token, sub Subscription) (Token, error) {
 	ps, _ := s.pushStore()
-	if !t.pending() {
-		return errNotWaiting
+	if !t.Pending() {
+		return t, errNotWaiting
 	}
 	stored, err := ps.Subscribe(ctx, t, sub)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return errTokenNotFound
+		return t, errTokenNotFound
 	case err != nil:
-		return storeError("subscribe", err)
+		return t, storeError("subscribe", err)
 	case stored.Push != sub:
-		return errNotWaiting
+		return stored, errNotWaiting
 	}
-	return nil
+	return stored, nil
 }
 
 // Unsubscribe ends tokenID's push subscription; none is not an error.

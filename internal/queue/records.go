@@ -144,7 +144,7 @@ func (s *Service) Token(ctx context.Context, programID, tokenID string) (Lookup,
 		return Lookup{}, err
 	}
 	now := s.clock.Now()
-	if !t.pending() {
+	if !t.Pending() {
 		v := storedView(t, now)
 		v.AdmissionPass = "" // the holder's key to the site, not support's
 		return Lookup{View: v, Token: t}, nil

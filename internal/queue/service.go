@@ -174,11 +174,15 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 		switch {
 		case err == nil && v.Status == StatusWaiting && e.Push != nil && !v.Push:
 			// A page that subscribed since: its answer becomes a subscriber's
-			// (unless admitted meanwhile: NOT_WAITING, the answer says so).
-			if err := s.Subscribe(ctx, programID, e.Token, *e.Push); err != nil && ErrorKind(err) == KindUnavailable {
+			// (unless admitted meanwhile: the answer says so).
+			t, err := s.token(ctx, programID, e.Token)
+			if err == nil {
+				t, err = s.subscribe(ctx, t, sub)
+			}
+			if err != nil && ErrorKind(err) == KindUnavailable {
 				return View{}, false, err
 			}
-			v, err := s.Poll(ctx, programID, e.Token)
+			v, err := s.answer(ctx, programID, t)
 			return v, false, err
 		case err == nil && (v.Status == StatusWaiting || v.Status == StatusAdmitted):
 			return v, false, nil
@@ -288,7 +292,7 @@ func (s *Service) answer(ctx context.Context, programID string, t Token) (View, 
 		return View{}, errTokenNotFound // of a deleted program of that id
 	}
 	var v View
-	if t.pending() {
+	if t.Pending() {
 		if p, err = s.withOpening(ctx, p, now); err != nil {
 			return View{}, err
 		}
@@ -385,7 +389,7 @@ func (s *Service) token(ctx context.Context, programID, tokenID string) (Token, 
 // is neither admitted nor left in the store.
 func (s *Service) view(ctx context.Context, p admission.Program, t Token, now time.Time) (View, error) {
 	first := false
-	if t.pending() {
+	if t.Pending() {
 		if !p.AdmitsTicket(t.Ticket, now) {
 			return s.waiting(p, t, now), nil
 		}

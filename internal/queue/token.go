@@ -80,8 +80,6 @@ func (t Token) Pending() bool {
 	return t.AdmittedAt.IsZero() && t.LeftAt.IsZero() && t.RevokedAt.IsZero()
 }
 
-func (t Token) pending() bool { return t.Pending() }
-
 // NewTokenID returns 128 bits from crypto/rand, base64url-encoded.
 func NewTokenID() string {
 	var b [16]byte

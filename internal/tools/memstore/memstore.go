@@ -363,7 +363,7 @@ func (s *Store) RevokeToken(ctx context.Context, t queue.Token) (queue.Token, er
 
 // mark applies set to a token that is neither admitted, left nor revoked.
 func (s *Store) mark(ctx context.Context, t queue.Token, set func(*queue.Token)) (queue.Token, error) {
-	return s.update(ctx, t.ID, pending, set)
+	return s.update(ctx, t.ID, queue.Token.Pending, set)
 }
 
 // update applies set to token id if when holds of it, and returns the token as stored.

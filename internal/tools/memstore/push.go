@@ -15,7 +15,7 @@ var _ queue.PushStore = (*Store)(nil)
 // Subscribe implements queue.PushStore.
 func (s *Store) Subscribe(ctx context.Context, t queue.Token, sub queue.Subscription) (queue.Token, error) {
 	return s.update(ctx, t.ID, func(cur queue.Token) bool {
-		return cur.Ticket == t.Ticket && cur.Claim == "" && pending(cur) && cur.PushTold < queue.PushTurn
+		return cur.Ticket == t.Ticket && cur.Claim == "" && cur.Pending() && cur.PushTold < queue.PushTurn
 	}, func(cur *queue.Token) { cur.Push, cur.PushTries = sub, [3]int8{} })
 }
 
@@ -51,7 +51,7 @@ func (s *Store) Subscribed(ctx context.Context, programID string, after, through
 func (s *Store) ClaimPush(ctx context.Context, id string, stage queue.PushStage, owner string, at, staleBefore time.Time) (queue.Token, error) {
 	return s.update(ctx, id, func(cur queue.Token) bool {
 		free := cur.PushStage < stage || cur.PushStage == stage && (cur.PushOwner == owner || cur.PushedAt.Before(staleBefore))
-		return pending(cur) && cur.Push.Endpoint != "" && cur.PushTold < stage && free && cur.PushTries[stage] < queue.MaxPushTries
+		return cur.Pending() && cur.Push.Endpoint != "" && cur.PushTold < stage && free && cur.PushTries[stage] < queue.MaxPushTries
 	}, func(cur *queue.Token) {
 		cur.PushStage, cur.PushOwner, cur.PushedAt = stage, owner, at.Truncate(time.Millisecond)
 		cur.PushTries[stage]++
@@ -66,11 +66,6 @@ func (s *Store) PushTold(ctx context.Context, id string, stage queue.PushStage, 
 		return nil
 	}
 	return err
-}
-
-// pending reports whether t is neither admitted, left nor revoked.
-func pending(t queue.Token) bool {
-	return t.AdmittedAt.IsZero() && t.LeftAt.IsZero() && t.RevokedAt.IsZero()
 }
 
 // VAPIDKey implements notify.KeyStore.

@@ -337,8 +337,8 @@ func TestEdgeWebACL(t *testing.T) {
 	if method != "post" {
 		t.Errorf("scope-down method %q, want post (lowercased)", method)
 	}
-	// Every enter, and nothing else the handler serves.
-	enters := []string{"POST " + api.QueuePath}
+	// Every enter and handoff (a guess at a code), and nothing else the handler serves.
+	enters := []string{"POST " + api.QueuePath, "POST " + api.HandoffPath, "POST " + api.RedeemPath}
 	for _, r := range waitpage.Routes {
 		if r.Method == "POST" {
 			enters = append(enters, r.Method+" "+r.Path)

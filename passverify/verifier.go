@@ -3,18 +3,17 @@ package passverify
 import (
 	"cmp"
 	"context"
-	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-	"golang.org/x/sync/singleflight"
+
+	"github.com/example/waitingroom/passverify/jwks"
 )
 
 // Defaults of Config's optional fields of the same names.
@@ -57,20 +56,7 @@ type Config struct {
 type Verifier struct {
 	cfg Config // with the defaults filled in
 
-	// The key cache holds the JWKS's usable keys and fetches the JWKS when
-	// it has none, when its copy is past max-age, or for an unknown kid, at
-	// most once per MinRefreshInterval; concurrent lookups share one fetch.
-	// A stale known key answers while a fetch is under way or none may start.
-	// The JWKS's failOpen entry for the program is kept with the keys.
-	fetches  singleflight.Group
-	mu       sync.Mutex
-	keys     map[string]*ecdsa.PublicKey // nil until a fetch succeeds
-	failOpen time.Time                   // the program's break-glass end in the JWKS of keys
-	expires  time.Time                   // when keys need a refresh
-	tried    time.Time                   // the last fetch's start
-	lastErr  error                       // the last fetch's error
-	fetching bool                        // a fetch is under way
-	onWait   func()                      // tests: called as a lookup turns to the shared fetch
+	keys *jwks.Cache // the JWKS's usable keys, and the program's failOpen end in it
 }
 
 // New returns a Verifier for cfg; it fetches nothing until the first Verify.
@@ -94,23 +80,20 @@ func New(cfg Config) (*Verifier, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Verifier{cfg: cfg}, nil
+	v := &Verifier{cfg: cfg}
+	v.keys = jwks.New(jwks.Config{
+		URL: cfg.JWKSURL, Client: cfg.HTTPClient, FetchTimeout: cfg.FetchTimeout, Now: cfg.Now,
+		DefaultTTL: DefaultCacheTTL, MinTTL: cfg.MinCacheTTL, MaxTTL: cfg.MaxCacheTTL, MinRefresh: cfg.MinRefreshInterval,
+		Usable: usable, Extra: v.failOpenIn,
+	})
+	return v, nil
 }
 
 // FailingOpen reports whether the program's break-glass lets everyone in now,
 // and until when, by the failOpen member of the last JWKS fetched (fetched
 // again past its max-age, as for a key); with no JWKS ever fetched, it is off.
 func (v *Verifier) FailingOpen(ctx context.Context) (until time.Time, ok bool) {
-	v.mu.Lock()
-	// Never wait for a fetch under way: the visitor it would turn away waits for nothing.
-	current := v.fetching || v.keys != nil && v.cfg.Now().Before(v.expires)
-	v.mu.Unlock()
-	if !current {
-		_ = v.await(ctx) // a failed fetch leaves the last copy, if any
-	}
-	v.mu.Lock()
-	until = v.failOpen
-	v.mu.Unlock()
+	until, _ = v.keys.Extra(ctx).(time.Time)
 	if !v.cfg.Now().Before(until) {
 		return time.Time{}, false
 	}
@@ -130,6 +113,7 @@ type Claims struct {
 	AdmittedAt time.Time // iat and nbf: the admission, to the second
 	ExpiresAt  time.Time // exp: the end of the admission window, to the second
 	Bypass     bool      // bypass: the admin issued the pass without a place in the queue (Ticket 0)
+	Account    string    // acct: the site's account whose place it was, from its enqueue token ("": none)
 }
 
 // ErrInvalid is matched (errors.Is) by every refusal of a pass itself:
@@ -166,6 +150,7 @@ type payload struct {
 	jwt.Claims
 	Ticket *int64 `json:"ticket"`
 	Bypass bool   `json:"bypass,omitempty"`
+	Acct   string `json:"acct,omitempty"`
 }
 
 // Verify checks that pass is signed with ES256 by a key of the JWKS, for
@@ -238,5 +223,6 @@ func (v *Verifier) check(p payload) (Claims, error) {
 		AdmittedAt: p.IssuedAt.Time().UTC(),
 		ExpiresAt:  p.Expiry.Time().UTC(),
 		Bypass:     p.Bypass,
+		Account:    p.Acct,
 	}, nil
 }

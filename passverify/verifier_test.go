@@ -599,3 +599,40 @@ func TestVerifyBypass(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestVerifyAccount: a pass of an account's place carries the account in
+// Claims.Account, also through a Gate's cookie, so that a site refuses it
+// from another account; a pass without one has none.
+func TestVerifyAccount(t *testing.T) {
+	room := passtest.NewRoom(t)
+	clock := passtest.NewClock(passtest.Admission.AdmittedAt.Add(time.Minute))
+	v := room.Verifier(t, clock, nil)
+	a := passtest.Admission
+	a.Account = "alice@shop"
+	got, err := v.Verify(t.Context(), room.Pass(t, a))
+	if err != nil || got.Account != "alice@shop" {
+		t.Fatalf("Verify = %+v, %v; want account alice@shop", got, err)
+	}
+	if plain, err := v.Verify(t.Context(), room.Pass(t, passtest.Admission)); err != nil || plain.Account != "" {
+		t.Errorf("a pass without an account: %+v, %v", plain, err)
+	}
+	gate, err := passverify.NewGate(v, passverify.GateConfig{WaitingRoomURL: passtest.WaitingRoomURL, CookieSecrets: [][]byte{newSecret(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	h := gate.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := passverify.FromContext(r.Context())
+		seen = append(seen, c.Account)
+	}))
+	ex := httptest.NewRecorder()
+	h.ServeHTTP(ex, httptest.NewRequest(http.MethodGet, passtest.WithPass("https://shop.example.com/", room.Pass(t, a)), nil))
+	r := httptest.NewRequest(http.MethodGet, "https://shop.example.com/", nil)
+	for _, c := range ex.Result().Cookies() {
+		r.AddCookie(c)
+	}
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if len(seen) != 1 || seen[0] != "alice@shop" {
+		t.Errorf("accounts through the cookie: %q, want [alice@shop]", seen)
+	}
+}

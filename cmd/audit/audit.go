@@ -31,6 +31,7 @@ type Items struct {
 	Programs              map[string]Program
 	Tokens                []queue.Token                       // but the claims (claimId, no ticket)
 	Shards, Other, Claims int                                 // Other: items of no kind the audit reads
+	Handoffs              int                                 // handoff codes' items (HANDOFF#), live or not yet swept
 	Groups                map[string]map[int64]capacity.Group // by program and number
 }
 
@@ -71,6 +72,8 @@ func (items *Items) add(pk, sk string, av map[string]types.AttributeValue) error
 		items.Programs[p.ID] = Program{Program: p}
 	case "SHARD":
 		items.Shards++
+	case "HANDOFF":
+		items.Handoffs++
 	case "TOKEN":
 		t, err := dynamostore.DecodeToken(av)
 		if err != nil {
@@ -118,6 +121,12 @@ type Duplicate struct {
 	Tokens []string // sorted
 }
 
+// AccountPlaces is an account holding more than one place in a program.
+type AccountPlaces struct {
+	Account string
+	Tokens  []string // sorted
+}
+
 // Report is the audit of one program.
 type Report struct {
 	Program string
@@ -128,11 +137,24 @@ type Report struct {
 	// (waiting, or admitted and not polled since).
 	Tokens                                int
 	AdmittedSeen, Ended, Left, Unrecorded int
-	Duplicates                            []Duplicate   // tickets held by two tokens or more, ascending
-	OutOfRange                            []queue.Token // tokens whose ticket is not in 1..Issued, by ticket
-	Gaps                                  []Range       // tickets in 1..Issued no token holds, as ascending runs
-	GapCount                              int64         // the tickets in Gaps
-	GapLimit                              float64       // when positive, the largest fraction of Issued the gaps may reach
+	// Moved counts the token items a handoff moved (movedTo, movedMs): they
+	// hold no ticket, the token each names holds it, and are not in Tokens.
+	// MovesPending of them name a token not in the table (a redeem whose
+	// write of it has not happened yet, or that TTL swept): its ticket is a
+	// gap until it is. BadMoves are the moves that break the rules: a moved
+	// token admitted, or an account's, or naming a token of another ticket,
+	// one named by two, or a cycle.
+	Moved, MovesPending int
+	BadMoves            []Finding // Place: the moved token's ticket
+	// Accounts counts the tokens in Tokens that are an account's place (an
+	// enqueue token's sub); SharedAccounts the accounts holding two or more.
+	Accounts       int
+	SharedAccounts []AccountPlaces
+	Duplicates     []Duplicate   // tickets held by two tokens or more, ascending
+	OutOfRange     []queue.Token // tokens whose ticket is not in 1..Issued, by ticket
+	Gaps           []Range       // tickets in 1..Issued no token holds, as ascending runs
+	GapCount       int64         // the tickets in Gaps
+	GapLimit       float64       // when positive, the largest fraction of Issued the gaps may reach
 	// Shuffled: a shuffled opening whose pre-queue is fixed; Unrevealed:
 	// one not fixed yet; Checked: key and seed were given. SeedErr says why
 	// the seed does not verify; PlacesWrong counts the pre-queue places
@@ -153,7 +175,7 @@ func (r Report) GapsOver() bool {
 
 // OK reports whether the program passes every check of the audit.
 func (r Report) OK() bool {
-	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && r.Balanced() && !r.GapsOver() && r.SeedErr == "" && r.PlacesWrong == 0 &&
+	return len(r.Duplicates) == 0 && len(r.OutOfRange) == 0 && len(r.BadMoves) == 0 && len(r.SharedAccounts) == 0 && r.Balanced() && !r.GapsOver() && r.SeedErr == "" && r.PlacesWrong == 0 &&
 		(r.Cap == nil || r.Cap.OK())
 }
 
@@ -161,11 +183,36 @@ func (r Report) OK() bool {
 func Audit(p Program, tokens []queue.Token) Report {
 	r := Report{Program: p.ID, Issued: p.Issued, Shuffled: p.Shuffle && p.PrequeueFixed, Unrevealed: p.Shuffle && !p.PrequeueFixed}
 	holders := map[int64][]string{}
+	mine := map[string]queue.Token{} // the program's tokens by id
+	accounts := map[string][]string{}
+	var held []queue.Token        // but the moved
+	into := map[string][]string{} // the moved tokens by the token they name
+	for _, t := range tokens {
+		if t.ProgramID == p.ID {
+			mine[t.ID] = t
+			if t.MovedTo != "" {
+				into[t.MovedTo] = append(into[t.MovedTo], t.ID)
+			}
+		}
+	}
 	for _, t := range tokens {
 		if t.ProgramID != p.ID {
 			continue
 		}
+		if moved(t) {
+			r.Moved++
+			r.checkMove(t, mine, into[t.MovedTo])
+			if t.Ticket < 1 || t.Ticket > p.Issued {
+				r.OutOfRange = append(r.OutOfRange, t)
+			}
+			continue
+		}
+		held = append(held, t)
 		r.Tokens++
+		if t.Account != "" {
+			r.Accounts++
+			accounts[t.Account] = append(accounts[t.Account], t.ID)
+		}
 		switch {
 		case !t.AdmittedAt.IsZero():
 			r.AdmittedSeen++
@@ -188,18 +235,25 @@ func Audit(p Program, tokens []queue.Token) Report {
 		r.checkShuffle(p)
 	}
 	if p.Followed() {
-		r.Cap = auditCapacity(p, tokens, r.Checked && r.SeedErr == "" && r.PlacesWrong == 0)
+		r.Cap = auditCapacity(p, held, r.Checked && r.SeedErr == "" && r.PlacesWrong == 0)
 	}
+	for _, a := range slices.Sorted(maps.Keys(accounts)) {
+		if ids := accounts[a]; len(ids) > 1 {
+			slices.Sort(ids)
+			r.SharedAccounts = append(r.SharedAccounts, AccountPlaces{Account: a, Tokens: ids})
+		}
+	}
+	slices.SortStableFunc(r.BadMoves, func(a, b Finding) int { return cmp.Or(cmp.Compare(a.Place, b.Place), cmp.Compare(a.Token, b.Token)) })
 	slices.SortFunc(r.OutOfRange, func(a, b queue.Token) int { return cmp.Or(cmp.Compare(a.Ticket, b.Ticket), cmp.Compare(a.ID, b.ID)) })
-	held := slices.Sorted(maps.Keys(holders))
-	for _, ticket := range held {
+	tickets := slices.Sorted(maps.Keys(holders))
+	for _, ticket := range tickets {
 		if ids := holders[ticket]; len(ids) > 1 {
 			slices.Sort(ids)
 			r.Duplicates = append(r.Duplicates, Duplicate{Ticket: ticket, Tokens: ids})
 		}
 	}
 	next := int64(1) // the lowest ticket not yet accounted for
-	for _, ticket := range append(held, p.Issued+1) {
+	for _, ticket := range append(tickets, p.Issued+1) {
 		if ticket > next {
 			r.Gaps = append(r.Gaps, Range{next, ticket - 1})
 			r.GapCount += ticket - next
@@ -207,6 +261,52 @@ func Audit(p Program, tokens []queue.Token) Report {
 		next = ticket + 1
 	}
 	return r
+}
+
+// moved reports whether a handoff moved t's place to another token.
+func moved(t queue.Token) bool { return t.MovedTo != "" || !t.MovedAt.IsZero() }
+
+// checkMove checks moved token t against the program's tokens by id: it
+// was waiting, no account's, and names a token of its ticket that no other
+// moved token names (same: the moved tokens naming it), at the end of a
+// chain of moves that is no cycle.
+func (r *Report) checkMove(t queue.Token, tokens map[string]queue.Token, same []string) {
+	bad := func(problem string) {
+		r.BadMoves = append(r.BadMoves, Finding{Place: t.Ticket, Token: t.ID, Problem: problem})
+	}
+	switch {
+	case t.MovedTo == "" || t.MovedAt.IsZero():
+		bad("movedTo and movedMs are not both set")
+		return
+	case !t.AdmittedAt.IsZero() || t.AdmissionPass != "":
+		bad("moved, yet admitted (admittedAt or a pass)")
+	case !t.LeftAt.IsZero() || !t.RevokedAt.IsZero():
+		bad("moved, yet left or revoked too")
+	case t.Account != "":
+		bad("an account's place moved by a handoff (it follows the account)")
+	}
+	to, ok := tokens[t.MovedTo]
+	switch {
+	case !ok:
+		r.MovesPending++
+		return
+	case to.Ticket != t.Ticket:
+		bad(fmt.Sprintf("moved to token %s, which holds ticket %d", to.ID, to.Ticket))
+		return
+	}
+	if others := slices.DeleteFunc(slices.Clone(same), func(id string) bool { return id == t.ID }); len(others) > 0 {
+		slices.Sort(others)
+		bad(fmt.Sprintf("moved to token %s, as %s was too", t.MovedTo, strings.Join(others, ", ")))
+	}
+	for seen, at := 1, to; moved(at); seen++ { // the chain of moves from t
+		if at.ID == t.ID || seen > len(tokens) {
+			bad("its moves form a cycle: no token holds its ticket")
+			return
+		}
+		if at, ok = tokens[at.MovedTo]; !ok {
+			return
+		}
+	}
 }
 
 // checkShuffle verifies p's seed against its key and commitment, and that the pre-queue's places are a
@@ -263,6 +363,16 @@ func (r Report) Write(w io.Writer, limit int) {
 	for _, d := range r.Duplicates {
 		extra += len(d.Tokens) - 1
 	}
+	if r.Moved > 0 {
+		fmt.Fprintf(w, "  moved       %d tokens by handoffs, not counted above (each names the token that holds its ticket now", r.Moved)
+		if r.MovesPending > 0 {
+			fmt.Fprintf(w, "; %d name one not in the table: a redeem not finished, its ticket a gap", r.MovesPending)
+		}
+		fmt.Fprintln(w, ")")
+	}
+	if r.Accounts > 0 {
+		fmt.Fprintf(w, "  accounts    %d tokens are accounts' places (enqueue tokens), %d accounts hold more than one\n", r.Accounts, len(r.SharedAccounts))
+	}
 	fmt.Fprintf(w, "  duplicates  %d tickets (%d extra tokens)\n", len(r.Duplicates), extra)
 	fmt.Fprintf(w, "  out of range %d tokens (ticket not in 1..%d)\n", len(r.OutOfRange), r.Issued)
 	fmt.Fprintf(w, "  gaps        %d tickets without a token", r.GapCount)
@@ -286,6 +396,12 @@ func (r Report) Write(w io.Writer, limit int) {
 	})
 	writeList(w, r.OutOfRange, limit, "tokens out of range", func(t queue.Token) {
 		fmt.Fprintf(w, "  out of range: ticket %d, token %s\n", t.Ticket, t.ID)
+	})
+	writeList(w, r.BadMoves, limit, "bad moves", func(f Finding) {
+		fmt.Fprintf(w, "  bad move: ticket %d, token %s: %s\n", f.Place, f.Token, f.Problem)
+	})
+	writeList(w, r.SharedAccounts, limit, "accounts with two places", func(a AccountPlaces) {
+		fmt.Fprintf(w, "  account %q holds %d places: tokens %s\n", a.Account, len(a.Tokens), strings.Join(a.Tokens, ", "))
 	})
 	switch {
 	case r.SeedErr != "":

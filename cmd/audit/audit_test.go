@@ -471,3 +471,95 @@ func TestDecodeGroup(t *testing.T) {
 		t.Error("Decode accepted a group without its number")
 	}
 }
+
+// TestAuditMoves: a handoff leaves the old token (movedTo, movedMs) and
+// the new one with the same ticket: the moved one holds no ticket, so the
+// ticket is no duplicate and issued balances; a move that names a token
+// not stored yet leaves a gap, not a failure; a move of an admitted or an
+// account's token, to another ticket, named twice or in a cycle fails.
+func TestAuditMoves(t *testing.T) {
+	mv := func(id string, ticket int64, to string) queue.Token {
+		return queue.Token{ID: id, ProgramID: "p", Ticket: ticket, MovedTo: to, MovedAt: ms(5)}
+	}
+	for _, tc := range []struct {
+		name           string
+		tokens         []queue.Token
+		moved, pending int
+		gaps           int64
+		bad            []string // the bad moves' tokens and problems
+	}{
+		{name: "one move", tokens: []queue.Token{mv("a", 1, "b"), {ID: "b", ProgramID: "p", Ticket: 1}, {ID: "c", ProgramID: "p", Ticket: 2}}, moved: 1},
+		{name: "a chain", tokens: []queue.Token{mv("a", 1, "b"), mv("b", 1, "c"), {ID: "c", ProgramID: "p", Ticket: 1}, {ID: "d", ProgramID: "p", Ticket: 2}}, moved: 2},
+		{name: "pending", tokens: []queue.Token{mv("a", 1, "gone"), {ID: "c", ProgramID: "p", Ticket: 2}}, moved: 1, pending: 1, gaps: 1},
+		{
+			name:   "admitted",
+			tokens: []queue.Token{{ID: "a", ProgramID: "p", Ticket: 1, MovedTo: "b", MovedAt: ms(5), AdmittedAt: ms(4)}, {ID: "b", ProgramID: "p", Ticket: 1}, {ID: "c", ProgramID: "p", Ticket: 2}},
+			moved:  1, bad: []string{"a: moved, yet admitted (admittedAt or a pass)"},
+		},
+		{
+			name:   "account",
+			tokens: []queue.Token{{ID: "a", ProgramID: "p", Ticket: 1, MovedTo: "b", MovedAt: ms(5), Account: "alice"}, {ID: "b", ProgramID: "p", Ticket: 1}, {ID: "c", ProgramID: "p", Ticket: 2}},
+			moved:  1, bad: []string{"a: an account's place moved by a handoff (it follows the account)"},
+		},
+		{
+			name:   "half set",
+			tokens: []queue.Token{{ID: "a", ProgramID: "p", Ticket: 1, MovedAt: ms(5)}, {ID: "b", ProgramID: "p", Ticket: 1}, {ID: "c", ProgramID: "p", Ticket: 2}},
+			moved:  1, bad: []string{"a: movedTo and movedMs are not both set"},
+		},
+		{
+			name:   "other ticket",
+			tokens: []queue.Token{mv("a", 1, "c"), {ID: "b", ProgramID: "p", Ticket: 1}, {ID: "c", ProgramID: "p", Ticket: 2}},
+			moved:  1, bad: []string{"a: moved to token c, which holds ticket 2"},
+		},
+		{
+			name:   "named twice",
+			tokens: []queue.Token{mv("a", 1, "c"), mv("b", 1, "c"), {ID: "c", ProgramID: "p", Ticket: 1}, {ID: "d", ProgramID: "p", Ticket: 2}},
+			moved:  2, bad: []string{"a: moved to token c, as b was too", "b: moved to token c, as a was too"},
+		},
+		{
+			name:   "cycle",
+			tokens: []queue.Token{mv("a", 1, "b"), mv("b", 1, "a"), {ID: "c", ProgramID: "p", Ticket: 2}},
+			moved:  2, gaps: 1, bad: []string{"a: its moves form a cycle: no token holds its ticket", "b: its moves form a cycle: no token holds its ticket"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Audit(program("p", 2), append(tc.tokens, queue.Token{ID: "x", ProgramID: "other", Ticket: 1, MovedTo: "y", MovedAt: ms(5)}, queue.Token{ID: "y", ProgramID: "other", Ticket: 2}))
+			var bad []string
+			for _, f := range r.BadMoves {
+				bad = append(bad, f.Token+": "+f.Problem)
+			}
+			if r.Moved != tc.moved || r.MovesPending != tc.pending || r.GapCount != tc.gaps || !reflect.DeepEqual(bad, tc.bad) {
+				t.Errorf("moved %d, pending %d, gaps %d, bad moves %q; want %d, %d, %d, %q", r.Moved, r.MovesPending, r.GapCount, bad, tc.moved, tc.pending, tc.gaps, tc.bad)
+			}
+			if ok := len(tc.bad) == 0; r.OK() != ok || len(r.Duplicates) != 0 || !r.Balanced() || r.Tokens != len(tc.tokens)-tc.moved {
+				t.Errorf("OK %v, duplicates %v, balanced %v, tokens %d; want OK %v, none, balanced, %d", r.OK(), r.Duplicates, r.Balanced(), r.Tokens, ok, len(tc.tokens)-tc.moved)
+			}
+		})
+	}
+	r := Audit(program("p", 2), []queue.Token{mv("a", 1, "b"), mv("c", 2, "gone"), {ID: "b", ProgramID: "p", Ticket: 1}})
+	wantLines(t, written(r, 0),
+		"tokens      1 (admission seen by a poll 0, of them ended early 0; left 0, neither recorded 1)\n",
+		"moved       2 tokens by handoffs, not counted above (each names the token that holds its ticket now; 1 name one not in the table: a redeem not finished, its ticket a gap)\n",
+		"issued 2 = tokens 1 + gaps 1\n  OK\n")
+	r = Audit(program("p", 2), []queue.Token{mv("a", 1, "b"), {ID: "b", ProgramID: "p", Ticket: 2}, {ID: "c", ProgramID: "p", Ticket: 1}})
+	wantLines(t, written(r, 0), "bad move: ticket 1, token a: moved to token b, which holds ticket 2\n", "FAIL\n")
+}
+
+// TestAuditAccounts: an account's places are counted; an account holding
+// two places in a program fails (one place per account), in two programs
+// does not.
+func TestAuditAccounts(t *testing.T) {
+	acct := func(id, program string, ticket int64, account string) queue.Token {
+		return queue.Token{ID: id, ProgramID: program, Ticket: ticket, Account: account}
+	}
+	r := Audit(program("p", 3), []queue.Token{acct("a", "p", 1, "alice"), acct("b", "p", 2, "bob"), acct("c", "p", 3, ""), acct("d", "q", 1, "alice")})
+	if r.Accounts != 2 || len(r.SharedAccounts) != 0 || !r.OK() {
+		t.Errorf("accounts %d, shared %v, OK %v; want 2, none, OK", r.Accounts, r.SharedAccounts, r.OK())
+	}
+	wantLines(t, written(r, 0), "accounts    2 tokens are accounts' places (enqueue tokens), 0 accounts hold more than one\n")
+	r = Audit(program("p", 3), []queue.Token{acct("b", "p", 2, "alice"), acct("a", "p", 1, "alice"), acct("c", "p", 3, "")})
+	if want := []AccountPlaces{{"alice", []string{"a", "b"}}}; r.Accounts != 2 || !reflect.DeepEqual(r.SharedAccounts, want) || r.OK() {
+		t.Errorf("accounts %d, shared %v, OK %v; want 2, %v, not OK", r.Accounts, r.SharedAccounts, r.OK(), want)
+	}
+	wantLines(t, written(r, 0), `account "alice" holds 2 places: tokens a, b`+"\n", "FAIL\n")
+}

@@ -38,7 +38,10 @@ const usage = `Usage: audit [flags]
 Scans a waiting-room table and checks each program's tickets: none duplicated,
 all in 1..issued, issued = tokens + gaps. Tokens are counted by what they record:
 an admission seen by a poll (admittedAt; ended early if leftAt too), a leave
-(leftAt), or neither (waiting, or admitted and not polled since). With -shuffle-key
+(leftAt), or neither (waiting, or admitted and not polled since). A token a handoff
+moved to another device (movedTo) holds no ticket: the token it names holds the same
+one, and the move must be a waiting token's, no account's, named by no other, in no
+cycle. An account (an enqueue token's sub) holds one place. With -shuffle-key
 and -shuffle-seed (and -program), a shuffled opening's seed is verified
 (shuffle.VerifySeed) and every pre-queue place recomputed (shuffle.PlaceOf). For a
 program with a cap (maxActiveUsers), it checks from the tokens and the capacity
@@ -49,7 +52,8 @@ Environment: %s (a local DynamoDB API, e.g. http://127.0.0.1:8000; without it th
 table on AWS is scanned, and billed), %s (required on AWS; default %q with an
 endpoint).
 Exit status 1 on duplicates, tickets out of range, gaps above -max-gaps (gaps pass
-without it), or a seed or places that do not verify; with a cap, also when more
+without it), a move or an account that breaks those rules, or a seed or places that
+do not verify; with a cap, also when more
 people were active at once than the cap, a program total exceeds what the records
 show, or tokens and capacity groups disagree; 2 on a usage error or when the table
 cannot be read.
@@ -111,8 +115,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	for _, gs := range items.Groups {
 		groups += len(gs)
 	}
-	fmt.Fprintf(stdout, "table %s: %d items (%d programs, %d tokens, %d claims, %d ticket shards, %d capacity groups, %d other)\n",
-		table, scanned, len(items.Programs), len(items.Tokens), items.Claims, items.Shards, groups, items.Other)
+	fmt.Fprintf(stdout, "table %s: %d items (%d programs, %d tokens, %d claims, %d ticket shards, %d capacity groups, %d handoff codes, %d other)\n",
+		table, scanned, len(items.Programs), len(items.Tokens), items.Claims, items.Shards, groups, items.Handoffs, items.Other)
 	if p, ok := items.Programs[*program]; ok && (*shuffleKey != "" || *shuffleSeed != "") {
 		p.ShufflePublicKey, p.ShuffleSeed = *shuffleKey, *shuffleSeed
 		items.Programs[*program] = p

@@ -17,12 +17,14 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/dynamostore"
+	"github.com/example/waitingroom/internal/enqueue"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/shufflekey"
 	"github.com/example/waitingroom/internal/testing/dynamotest"
+	"github.com/example/waitingroom/internal/testing/enqueuetest"
 	"github.com/example/waitingroom/internal/testing/kmstest"
 	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/simclock"
@@ -99,7 +101,7 @@ func TestRunDynamo(t *testing.T) {
 	if code != exitOK {
 		t.Errorf("audit clean: exit %d, want 0\n%s%s", code, out, errs)
 	}
-	wantLines(t, out, "(2 programs, 8 tokens, 0 claims, 0 ticket shards, 0 capacity groups, 0 other)", "issued      4\n", "tokens      3 ",
+	wantLines(t, out, "(2 programs, 8 tokens, 0 claims, 0 ticket shards, 0 capacity groups, 0 handoff codes, 0 other)", "issued      4\n", "tokens      3 ",
 		"tokens      3 (admission seen by a poll 0, of them ended early 0; left 0, neither recorded 3)\n",
 		"gaps        1 tickets without a token (25.00 % of issued): 4\n", "issued 4 = tokens 3 + gaps 1\n  OK\n")
 
@@ -311,4 +313,66 @@ func TestRunCapped(t *testing.T) {
 			t.Errorf("planted: exit %d, output lacks %q:\n%s", code, want, out)
 		}
 	}
+}
+
+// TestRunMoves audits, on the DynamoDB API, what the service writes for
+// an account entering from two devices (one token, one ticket) and for a
+// place a handoff moved (the old token names the new, both on its
+// ticket): OK, with the moves and accounts counted; then a moved token
+// whose new token holds another ticket fails.
+func TestRunMoves(t *testing.T) {
+	ctx := t.Context()
+	client, table, runAudit := newTable(t)
+	store := dynamostore.New(client, table)
+	site := enqueuetest.New(t)
+	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithEnqueue(enqueue.NewVerifier(site.Client, nil)))
+	set := api.ProgramSettings{Paused: new(true), EnqueueJWKSURL: new(site.JWKSURL), EnqueueIssuer: new(enqueuetest.Issuer)}
+	if _, _, err := svc.PutProgram(ctx, "fans", set); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 2 { // alice's laptop and phone
+		v, _, err := svc.Enter(ctx, "fans", queue.Entry{Enqueue: site.Token(t, "fans", "alice")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, v.TokenID)
+	}
+	if ids[0] != ids[1] {
+		t.Fatalf("alice's enters answered %v", ids)
+	}
+	laptop, _, err := svc.Enter(ctx, "fans", queue.Entry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, err := svc.MakeHandoff(ctx, "fans", laptop.TokenID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	phone, moved, err := svc.Redeem(ctx, "fans", code, "phone-redeem-key-0001")
+	if err != nil || !moved || phone.Ticket != laptop.Ticket {
+		t.Fatalf("Redeem = %+v, %v, %v; want ticket %d moved", phone, moved, err, laptop.Ticket)
+	}
+
+	status, out, errs := runAudit("-program", "fans")
+	if status != exitOK {
+		t.Errorf("audit: exit %d, want 0\n%s%s", status, out, errs)
+	}
+	wantLines(t, out, "(1 programs, 3 tokens, 0 claims, ", "1 handoff codes, ", "issued      2\n",
+		"tokens      2 (admission seen by a poll 0, of them ended early 0; left 0, neither recorded 2)\n",
+		"moved       1 tokens by handoffs, not counted above (each names the token that holds its ticket now)\n",
+		"accounts    1 tokens are accounts' places (enqueue tokens), 0 accounts hold more than one\n",
+		"duplicates  0 tickets", "issued 2 = tokens 2 + gaps 0\n  OK\n")
+
+	// A moved token whose new token holds another ticket (alice's).
+	bad := queue.Token{ID: queue.NewTokenID(), ProgramID: "fans", Ticket: laptop.Ticket, IssuedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour),
+		MovedTo: ids[0], MovedAt: time.Now()}
+	if err := store.PutToken(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errs = runAudit("-program", "fans")
+	if status != exitFail {
+		t.Errorf("audit with a bad move: exit %d, want 1\n%s%s", status, out, errs)
+	}
+	wantLines(t, out, fmt.Sprintf("bad move: ticket %d, token %s: moved to token %s, which holds ticket 1\n", laptop.Ticket, bad.ID, ids[0]), "FAIL\n")
 }

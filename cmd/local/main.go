@@ -33,6 +33,7 @@ import (
 	"github.com/example/waitingroom/internal/config"
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/edgekv"
+	"github.com/example/waitingroom/internal/enqueue"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/notify"
 	"github.com/example/waitingroom/internal/queue"
@@ -93,8 +94,10 @@ Serves the waiting-room API: on an in-memory store, or on a DynamoDB API
 Admission passes are signed with -pass-key, PASS_KEY_FILE, a keyring
 wrapped by PASS_WRAP_KMS_KEY_ID, or a keyring of this process;
 their JWKS is at /.well-known/jwks.json; a demo
-protected site checks them at /demo-site/{programId}. Shuffled openings
-are seeded by SHUFFLE_KMS_KEY_ID or an RSA key generated at start.
+protected site checks them at /demo-site/{programId}, and signs enqueue
+tokens at /demo/enqueue-token (its keys: /demo/.well-known/enqueue-jwks.json).
+Shuffled openings are seeded by SHUFFLE_KMS_KEY_ID or an RSA key generated
+at start.
 
 Environment:
   %s  admin bearer secret (generated and printed when unset)
@@ -164,7 +167,8 @@ func run(ctx context.Context, s seams, args []string, getenv func(string) string
 		return fmt.Errorf("challenge secret: %w", err)
 	}
 	clk := cmp.Or(s.clock, clock.Clock(clock.Real{}))
-	svc := app.WithServiceOptions(queue.WithChallengeSecret(challengeSecret), queue.WithClock(clk))
+	svc := app.WithServiceOptions(queue.WithChallengeSecret(challengeSecret), queue.WithClock(clk),
+		queue.WithEnqueue(enqueue.NewVerifier(nil, clk.Now, enqueue.AllowHTTP()))) // the demo site's JWKS is on loopback http
 	kvs, edgeKV, stopKVS, err := edgeStore(ctx)
 	if err != nil {
 		return err
@@ -201,6 +205,10 @@ func run(ctx context.Context, s seams, args []string, getenv func(string) string
 	if err != nil {
 		return err
 	}
+	issuer, err := newDemoIssuer(base)
+	if err != nil {
+		return err
+	}
 	secret := adminSecret(getenv, stdout)
 	if err := f.createDemoProgram(ctx, a, base); err != nil {
 		return err
@@ -208,7 +216,7 @@ func run(ctx context.Context, s seams, args []string, getenv func(string) string
 
 	conns := &connLimit{max: f.maxConns, idle: map[net.Conn]time.Time{}}
 	srv := &http.Server{
-		Handler:           handler(a, secret, demoSite, shop, model),
+		Handler:           handler(a, secret, demoSite, shop, issuer, model),
 		ReadHeaderTimeout: min(5*time.Second, f.readTimeout),
 		// A body that stops arriving fails to read, and the handler still has time to answer.
 		ReadTimeout:    f.readTimeout,
@@ -221,7 +229,7 @@ func run(ctx context.Context, s seams, args []string, getenv func(string) string
 	if m, ok := a.Store.(*memstore.Store); ok {
 		go sweep(ctx, m, time.Minute)
 	}
-	f.printStartup(stdout, ln.Addr(), base, where, cfg, a.Passes.Issuer())
+	f.printStartup(stdout, ln.Addr(), base, where, cfg, a.Passes.Issuer(), issuer.issuer)
 	return serve(ctx, srv, netutil.LimitListener(ln, f.maxConns))
 }
 
@@ -287,7 +295,7 @@ func edgeStore(ctx context.Context) (*localkvs.Server, edgekv.Store, func(), err
 }
 
 // printStartup writes the start-up lines in one write, so that a reader who sees the first sees them all.
-func (f localFlags) printStartup(stdout io.Writer, addr net.Addr, base, where string, cfg config.Config, issuer string) {
+func (f localFlags) printStartup(stdout io.Writer, addr net.Addr, base, where string, cfg config.Config, issuer, enqueueIssuer string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "waiting room listening on http://%s (store: %s; default polling policy %s, tiers %s", addr, where, cfg.PolicyName, cfg.Tiers.Spec())
 	if f.demo != "" {
@@ -299,6 +307,8 @@ func (f localFlags) printStartup(stdout io.Writer, addr net.Addr, base, where st
 		fmt.Fprintf(&b, "waiting-room page of the demo program: %s%s%s\n", base, waitpage.PathPrefix, f.demo)
 		fmt.Fprintf(&b, "demo shop, a site with no code behind the edge gate: %s%s\n", base, demosite.ShopPrefix)
 	}
+	fmt.Fprintf(&b, "demo site's enqueue tokens: iss %s, keys at %s%s, a token at %s%s?program=ID&account=SUB, signed in to the queue at %s%s?program=ID&account=SUB\n",
+		enqueueIssuer, base, demoJWKSPath, base, demoTokenPath, base, demoEnterPath)
 	io.WriteString(stdout, b.String())
 }
 
@@ -324,7 +334,7 @@ var demoProfile = api.Profile{
 
 // handler is a's API recording into a Prometheus registry, with GET /metrics, site and the
 // partition model's counts beside it, routed by hand (a ServeMux redirects non-canonical paths).
-func handler(a *app.App, secret string, site, shop http.Handler, model *partitionmodel.Model) http.Handler {
+func handler(a *app.App, secret string, site, shop, issuer http.Handler, model *partitionmodel.Model) http.Handler {
 	sink := prom.New()
 	a.Metrics = sink
 	local, metrics := a.LocalHandler(secret), sink.Handler()
@@ -337,6 +347,8 @@ func handler(a *app.App, secret string, site, shop http.Handler, model *partitio
 			site.ServeHTTP(w, r)
 		case strings.HasPrefix(r.URL.Path, demosite.ShopPrefix):
 			shop.ServeHTTP(w, r)
+		case strings.HasPrefix(r.URL.Path, demoIssuerPrefix):
+			issuer.ServeHTTP(w, r)
 		case get && r.URL.Path == partitionmodel.StatsPath:
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Cache-Control", "no-store")

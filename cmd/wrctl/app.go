@@ -55,6 +55,7 @@ Commands:
   history ID    the program's admin changes, newest first, with who made them
   delete ID     delete a closed program, its id taken for 7 days (asks to type it again, or -yes)
   token ID TOKEN   where a token stands, as its holder would see it
+  token -account SUB ID   the place of the site's account SUB
   revoke ID TOKEN  revoke a token: no place, no admission, no pass
   keys             the keys that sign the passes, newest first
   keys rotate      a new signing key, which signs from 15 minutes on
@@ -123,7 +124,8 @@ func (a *app) commands() map[string]command {
 		"resume": toggle(api.ProgramSettings{Paused: new(false)}, "Restarts admission at the program's rate."),
 		"close":  toggle(api.ProgramSettings{Closed: new(true)}, "Stops new entries; people already waiting keep their place."),
 		"reopen": toggle(api.ProgramSettings{Closed: new(false)}, "Takes new entries again."),
-		"token":  {args: "ID TOKEN", synopsis: "Prints where the token stands, as its holder would see it (never the pass), and its times.", run: a.token},
+		"token": {args: "ID [TOKEN]", synopsis: "Prints where the token stands, as its holder would see it (never the pass), and its times;\nwith -account, the place of a site's account (its enqueue tokens' sub) and the account.",
+			flags: a.tokenCommand},
 		"revoke": {args: "ID TOKEN", synopsis: "Revokes the token: it reads REVOKED, with no place, admission or pass.\nA pass already handed out stays valid offline until it expires.",
 			run: a.revoke},
 		"watch": {args: "ID", sampling: true, synopsis: "Shows the crowd live: issued, admitted, waiting, the rate, when the last person in line gets in,\nenters/s and admissions/s, and the queue length over time. Redraws in place on a terminal;\nprints one line per sample otherwise (one JSON object per line with -json).",
@@ -189,7 +191,9 @@ func (a *app) run(ctx context.Context, args []string) error {
 	} else if err != nil {
 		return a.usageError(name, err.Error())
 	}
-	if len(c.args) != len(strings.Fields(cmd.args)) {
+	names := strings.Fields(cmd.args)
+	optional := len(slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !strings.HasPrefix(n, "[") }))
+	if n := len(c.args); n < len(names)-optional || n > len(names) {
 		return a.usageError(name, fmt.Sprintf("want %s, got %d argument(s)", cmp.Or(cmd.args, "no arguments"), len(c.args)))
 	}
 	if cmd.valid != nil {

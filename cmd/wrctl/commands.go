@@ -19,6 +19,7 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/catalog"
 	"github.com/example/waitingroom/internal/history"
+	"github.com/example/waitingroom/internal/tools/client"
 )
 
 // deletedRetention is how long a deleted program's id stays taken: "7 days".
@@ -80,9 +81,24 @@ func (a *app) passesCommand(fs *flag.FlagSet) runner {
 	}
 }
 
-func (a *app) token(ctx context.Context, c *call) error {
-	t, err := c.client.Token(ctx, c.args[0], c.args[1])
-	return a.printAnswer(c, t.Raw, "", err)
+// tokenCommand prints a token, or with -account an account's place, as the admin API answers it.
+func (a *app) tokenCommand(fs *flag.FlagSet) runner {
+	account := fs.String("account", "", "print the place of the site's account `SUB` (the sub of its enqueue tokens) instead of a TOKEN's")
+	return func(ctx context.Context, c *call) error {
+		var t client.TokenAnswer
+		var err error
+		switch {
+		case *account == "" && len(c.args) == 2:
+			t, err = c.client.Token(ctx, c.args[0], c.args[1])
+		case *account != "" && len(c.args) == 1:
+			t, err = c.client.AccountToken(ctx, c.args[0], *account)
+		case *account == "":
+			return a.usageError("token", "want ID TOKEN, or -account SUB ID, got 1 argument(s)")
+		default:
+			return a.usageError("token", "with -account SUB, want ID only, not a TOKEN too")
+		}
+		return a.printAnswer(c, t.Raw, "", err)
+	}
 }
 
 func (a *app) revoke(ctx context.Context, c *call) error {

@@ -15,7 +15,10 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	waitingroom "github.com/example/waitingroom/internal/app"
 	"github.com/example/waitingroom/internal/config"
+	"github.com/example/waitingroom/internal/enqueue"
+	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/clocktest"
+	"github.com/example/waitingroom/internal/testing/enqueuetest"
 	"github.com/example/waitingroom/internal/testing/sigv4test"
 	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/localkvs"
@@ -469,4 +472,112 @@ func (s kvsReadWriter) Get(ctx context.Context, key string) (string, error) {
 func (s kvsReadWriter) Put(_ context.Context, key, value string) error {
 	s.Set(key, value)
 	return nil
+}
+
+// TestAccountTokenCommand: wrctl put sets a program's enqueue settings
+// (wrctl get shows them); wrctl token -account prints the place two
+// enters of one account share, with the account; a place moved by a
+// handoff reads MOVED with movedAt.
+func TestAccountTokenCommand(t *testing.T) {
+	t.Parallel()
+	site := enqueuetest.New(t)
+	verifier := enqueue.NewVerifier(site.Client, nil)
+	env := adminEnv(serve(t, newServer(t, waitingroom.WithServiceOptions(queue.WithEnqueue(verifier))).LocalHandler(testSecret)))
+	must := musts(t, env)
+	must("put", "gala", "-paused", "-enqueue-jwks", site.JWKSURL, "-enqueue-issuer", enqueuetest.Issuer)
+	get := must("get", "gala").stdout
+	for _, line := range []string{`enqueueJwksUrl +` + regexp.QuoteMeta(site.JWKSURL), `enqueueIssuer +` + regexp.QuoteMeta(enqueuetest.Issuer)} {
+		if !regexp.MustCompile(`(?m)^  ` + line + `$`).MatchString(get) {
+			t.Errorf("wrctl get: no line %q in:\n%s", line, get)
+		}
+	}
+	must("put", "gala", "-require-enqueue-token")
+	if got := decode(t, must("get", "gala", "-json")); got["requireEnqueueToken"] != true {
+		t.Errorf("wrctl get -json after -require-enqueue-token: %v", got)
+	}
+
+	enterWith := func(h http.Header) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, env["WR_URL"]+"/api/v1/queues/programs/gala", nil)
+		req.Header = h
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	if code, body := enterWith(http.Header{}); code != http.StatusForbidden || body["code"] != api.CodeEnqueueTokenRequired {
+		t.Errorf("enter without an enqueue token: %d %v; want 403 %s", code, body, api.CodeEnqueueTokenRequired)
+	}
+	var ids []any
+	for range 2 { // two devices of alice
+		code, body := enterWith(http.Header{api.HeaderEnqueueToken: {site.Token(t, "gala", "alice@example.com")}})
+		if code != http.StatusCreated && code != http.StatusOK || body["ticket"] != 1.0 {
+			t.Fatalf("enter of alice: %d %v; want ticket 1", code, body)
+		}
+		ids = append(ids, body["tokenId"])
+	}
+	if ids[0] != ids[1] {
+		t.Errorf("alice's two enters answered tokens %v", ids)
+	}
+
+	r := must("token", "-account", "alice@example.com", "gala")
+	for _, line := range []string{`tokenId +` + regexp.QuoteMeta(ids[0].(string)), `status +WAITING`, `ticket +1`, `position +1`, `account +alice@example\.com`} {
+		if !regexp.MustCompile(`(?m)^  ` + line + `$`).MatchString(r.stdout) {
+			t.Errorf("wrctl token -account: no line %q in:\n%s", line, r.stdout)
+		}
+	}
+	if got := decode(t, must("token", "gala", "-account", "alice@example.com", "-json")); got["tokenId"] != ids[0] || got["account"] != "alice@example.com" {
+		t.Errorf("wrctl token gala -account alice@example.com -json: %v", got)
+	}
+	if got := decode(t, must("token", "gala", ids[0].(string), "-json")); got["account"] != "alice@example.com" {
+		t.Errorf("wrctl token gala TOKEN -json of alice's place: %v; want its account", got)
+	}
+	for _, tc := range []struct {
+		args   []string
+		status int
+		stderr string
+	}{
+		{[]string{"token", "-account", "bob", "gala"}, 1, "wrctl: TOKEN_NOT_FOUND: "},
+		{[]string{"token", "-account", "alice@example.com", "gala", "tok"}, 2, "with -account SUB, want ID only"},
+		{[]string{"token", "gala"}, 2, "want ID TOKEN"},
+		{[]string{"token", "gala", "a", "b"}, 2, "want ID [TOKEN], got 3 argument(s)"},
+	} {
+		if r := wrctl(t, env, tc.args...); r.status != tc.status || !strings.Contains(r.stderr, tc.stderr) || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d with %q", tc.args, r.status, r.stdout, r.stderr, tc.status, tc.stderr)
+		}
+	}
+
+	// A place without an account, moved to another device by a handoff code.
+	must("put", "gala", "-require-enqueue-token=false")
+	old := enterToken(t, env["WR_URL"], "gala")
+	post := func(path string, h http.Header, body string) map[string]any {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, env["WR_URL"]+path, strings.NewReader(body))
+		req.Header = h
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode/100 != 2 {
+			t.Fatalf("POST %s: %d %v %v", path, resp.StatusCode, out, err)
+		}
+		return out
+	}
+	h := post("/api/v1/queues/programs/gala/handoff", http.Header{api.HeaderToken: {old}}, `{"page":"`+env["WR_URL"]+`/waiting-room/gala"}`)
+	moved := post("/api/v1/queues/programs/gala/handoff/redeem", http.Header{api.HeaderIdempotencyKey: {"phone-redeem-key-0001"}}, `{"code":"`+h["code"].(string)+`"}`)
+	r = must("token", "gala", old)
+	for _, line := range []string{`status +MOVED`, `ticket +2`, `movedAt +20\d\d-.*`} {
+		if !regexp.MustCompile(`(?m)^  ` + line + `$`).MatchString(r.stdout) {
+			t.Errorf("wrctl token of a moved place: no line %q in:\n%s", line, r.stdout)
+		}
+	}
+	if got := decode(t, must("token", "gala", moved["tokenId"].(string), "-json")); got["status"] != "WAITING" || got["ticket"] != 2.0 {
+		t.Errorf("wrctl token of the place's new token: %v; want WAITING with ticket 2", got)
+	}
 }

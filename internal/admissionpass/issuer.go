@@ -29,6 +29,9 @@ type Admission struct {
 	ExpiresAt          time.Time // the end of the admission window: exp
 	// Bypass marks a pass issued by an admin (a fresh TokenID, Ticket 0): "bypass": true.
 	Bypass bool
+	// Account is the site's account whose place was admitted: "acct", as
+	// its enqueue token's sub gave it ("" for none).
+	Account string
 }
 
 // JWKS response headers: the document is public and cacheable for JWKSMaxAge.
@@ -74,12 +77,13 @@ func WithIssuer(ctx context.Context, iss string) context.Context {
 // passClaims are a pass's claims.
 type passClaims struct {
 	jwt.Claims
-	Ticket int64 `json:"ticket"`
-	Bypass bool  `json:"bypass,omitempty"`
+	Ticket  int64  `json:"ticket"`
+	Bypass  bool   `json:"bypass,omitempty"`
+	Account string `json:"acct,omitempty"`
 }
 
 // Issue signs a new pass for a: a compact ES256 JWS with claims iss, aud (the program), sub
-// (the token), a random jti, iat, nbf, exp, ticket, and bypass when a.Bypass.
+// (the token), a random jti, iat, nbf, exp, ticket, bypass when a.Bypass, and acct when a.Account.
 func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 	fromCtx, _ := ctx.Value(issuerKey{}).(string)
 	iss := cmp.Or(i.issuer, fromCtx)
@@ -106,7 +110,7 @@ func (i *Issuer) Issue(ctx context.Context, a Admission) (string, error) {
 		return "", fmt.Errorf("admissionpass: signer: %w", err)
 	}
 	at := jwt.NewNumericDate(a.AdmittedAt)
-	claims := passClaims{Ticket: a.Ticket, Bypass: a.Bypass, Claims: jwt.Claims{Issuer: iss, Subject: a.TokenID,
+	claims := passClaims{Ticket: a.Ticket, Bypass: a.Bypass, Account: a.Account, Claims: jwt.Claims{Issuer: iss, Subject: a.TokenID,
 		Audience: jwt.Audience{a.ProgramID}, ID: newJTI(), IssuedAt: at, NotBefore: at, Expiry: jwt.NewNumericDate(a.ExpiresAt)}}
 	pass, err := jwt.Signed(signer).Claims(claims).Serialize()
 	if err != nil {

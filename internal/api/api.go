@@ -23,13 +23,16 @@ const (
 	AdminPath        = "/api/v1/admin/programs/{programId}"
 	ChangesPath      = "/api/v1/admin/programs/{programId}/changes"
 	AdmissionPath    = "/api/v1/admin/programs/{programId}/admissions"
-	AdminSessionPath = "/api/v1/admin/programs/{programId}/session"          // the site's end of a session
-	TokenPath        = "/api/v1/admin/programs/{programId}/tokens/{tokenId}" // looked up or revoked by an admin
-	PassesPath       = "/api/v1/admin/programs/{programId}/passes"           // issues bypass passes
-	KeysPath         = "/api/v1/admin/keys"                                  // the pass signing keys: list, rotate
-	KeyPath          = "/api/v1/admin/keys/{keyId}"                          // revokes one key
-	EdgeKeysPath     = "/api/v1/admin/edge/keys"                             // the edge gate's keys: list, rotate
-	PushPath         = "/api/v1/queues/programs/{programId}/push"            // a token's push subscription: put, delete
+	AdminSessionPath = "/api/v1/admin/programs/{programId}/session"            // the site's end of a session
+	TokenPath        = "/api/v1/admin/programs/{programId}/tokens/{tokenId}"   // looked up or revoked by an admin
+	PassesPath       = "/api/v1/admin/programs/{programId}/passes"             // issues bypass passes
+	KeysPath         = "/api/v1/admin/keys"                                    // the pass signing keys: list, rotate
+	KeyPath          = "/api/v1/admin/keys/{keyId}"                            // revokes one key
+	EdgeKeysPath     = "/api/v1/admin/edge/keys"                               // the edge gate's keys: list, rotate
+	PushPath         = "/api/v1/queues/programs/{programId}/push"              // a token's push subscription: put, delete
+	HandoffPath      = "/api/v1/queues/programs/{programId}/handoff"           // a code that moves the token's place to another device
+	RedeemPath       = "/api/v1/queues/programs/{programId}/handoff/redeem"    // takes the place a code moves
+	AccountPath      = "/api/v1/admin/programs/{programId}/accounts/{account}" // an account's token, looked up by an admin
 	JWKSPath         = "/.well-known/jwks.json"
 )
 
@@ -49,6 +52,7 @@ const (
 	HeaderToken          = "X-Queue-Token"     // the queue token
 	HeaderAdmissionPass  = "X-Admission-Pass"  // a pass, with which its site ends the admission
 	HeaderIdempotencyKey = "Idempotency-Key"   // names an enter: its retries answer the same token
+	HeaderEnqueueToken   = "X-Enqueue-Token"   // an enter's JWT from the site, naming the account whose place it is
 	HeaderRetryAfter     = "Retry-After"       // when to poll again (WAITING) or retry (503), in seconds
 	HeaderChallenge      = "X-Queue-Challenge" // an enter's proof of work: a challenge from ChallengePath,
 	HeaderSolution       = "X-Queue-Solution"  // and its solution
@@ -64,6 +68,7 @@ const (
 	StatusExpired  Status = "EXPIRED"
 	StatusLeft     Status = "LEFT"
 	StatusRevoked  Status = "REVOKED" // an admin revoked the token: no place, no pass, for good
+	StatusMoved    Status = "MOVED"   // the place moved to another device by a handoff code
 )
 
 // Token is the answer to an enter or a poll. Fields that do not apply to
@@ -71,8 +76,9 @@ const (
 type Token struct {
 	// TokenID is the queue token, sent back in X-Queue-Token.
 	TokenID string `json:"tokenId"`
-	// Status moves WAITING to ADMITTED to EXPIRED, or WAITING to LEFT;
-	// an admin's revoke makes it REVOKED from any of them.
+	// Status moves WAITING to ADMITTED to EXPIRED, WAITING to LEFT, or
+	// WAITING to MOVED (a handoff gave the place a new token id); an
+	// admin's revoke makes it REVOKED from any of them.
 	Status Status `json:"status"`
 	// Ticket is the token's number in the program's queue (1 for the
 	// first to enter); it never changes.
@@ -115,6 +121,8 @@ type Token struct {
 	LeftAt Time `json:"leftAt,omitzero"`
 	// RevokedAt is when an admin revoked the token, REVOKED only.
 	RevokedAt Time `json:"revokedAt,omitzero"`
+	// MovedAt is when a handoff moved the place to another device, MOVED only.
+	MovedAt Time `json:"movedAt,omitzero"`
 }
 
 // TokenRecord is the admin view of a token: the answer its holder would
@@ -125,6 +133,8 @@ type TokenRecord struct {
 	Token
 	// RetainedUntil is when the store may delete the token.
 	RetainedUntil Time `json:"retainedUntil"`
+	// Account is the site's account whose place this is, if any.
+	Account string `json:"account,omitempty"`
 }
 
 // RetryAfter is the server's advice of when to poll next.
@@ -223,6 +233,12 @@ type Program struct {
 	// PushLeadSeconds is how long before their turn subscribed people
 	// are told to get ready; absent: 120.
 	PushLeadSeconds int64 `json:"pushLeadSeconds,omitempty"`
+	// EnqueueJWKSURL and EnqueueIssuer name the site's keys and issuer of
+	// enqueue tokens; absent: none accepted.
+	EnqueueJWKSURL string `json:"enqueueJwksUrl,omitempty"`
+	EnqueueIssuer  string `json:"enqueueIssuer,omitempty"`
+	// RequireEnqueueToken is true when every enter must carry one.
+	RequireEnqueueToken bool `json:"requireEnqueueToken,omitempty"`
 	// Active, Ended and NoShows count, as of the last second's fold, the
 	// people admitted and not yet done, the admissions ended early, and
 	// the no-shows; present with a cap or no-show handling.
@@ -290,6 +306,15 @@ type ProgramSettings struct {
 	// PushLeadSeconds, 30 to 1800 (0: 120), is how long before their
 	// turn a person subscribed to push hears "get ready".
 	PushLeadSeconds *int64 `json:"pushLeadSeconds,omitempty"`
+	// EnqueueJWKSURL is the site's JWKS of enqueue token keys, an absolute
+	// https URL (http only for a loopback host); "" clears it.
+	EnqueueJWKSURL *string `json:"enqueueJwksUrl,omitempty"`
+	// EnqueueIssuer is the iss of the site's enqueue tokens, at most 256
+	// printable characters; "" clears it.
+	EnqueueIssuer *string `json:"enqueueIssuer,omitempty"`
+	// RequireEnqueueToken makes every enter carry an enqueue token
+	// (ENQUEUE_TOKEN_REQUIRED without); it needs enqueueJwksUrl and enqueueIssuer.
+	RequireEnqueueToken *bool `json:"requireEnqueueToken,omitempty"`
 	// DisplayName, at most 80 characters on one line; "" clears it.
 	DisplayName *string `json:"displayName,omitempty"`
 	// Message, at most 500 characters; "" clears it.
@@ -550,4 +575,25 @@ type PushKeys struct {
 // use leaves the token unsubscribed: the answer has no push).
 type EnterRequest struct {
 	Push *PushSubscription `json:"push,omitempty"`
+}
+
+// HandoffRequest asks for a code that moves a waiting place to another
+// device; Page is the waiting page's URL, which the code's URL extends.
+type HandoffRequest struct {
+	Page string `json:"page"`
+}
+
+// Handoff is a code that moves a place to another device, once, until
+// ExpiresAt: typed there, or as URL (its fragment holds the code) or the
+// QR code of URL, QRSVG, an SVG image.
+type Handoff struct {
+	Code      string `json:"code"`
+	URL       string `json:"url"`
+	ExpiresAt Time   `json:"expiresAt"`
+	QRSVG     string `json:"qrSvg"`
+}
+
+// RedeemRequest takes the place a handoff code moves.
+type RedeemRequest struct {
+	Code string `json:"code"`
 }

@@ -35,11 +35,19 @@ const (
 	CodeNoKeyring             = "NO_KEYRING"         // passes signed with fixed keys: no keyring
 	CodeInvalidKeyID          = "INVALID_KEY_ID"
 	CodeKeyNotFound           = "KEY_NOT_FOUND"
-	CodeEdgeUnavailable       = "EDGE_UNAVAILABLE"     // the edge gate's store did not take a change
-	CodeNoEdge                = "NO_EDGE"              // no edge gate is deployed
-	CodeInvalidSubscription   = "INVALID_SUBSCRIPTION" // a push subscription that is malformed or names no known push service
-	CodePushUnavailable       = "PUSH_UNAVAILABLE"     // this deployment sends no push
-	CodeNotWaiting            = "NOT_WAITING"          // a subscription for a token no longer waiting
+	CodeEdgeUnavailable       = "EDGE_UNAVAILABLE"       // the edge gate's store did not take a change
+	CodeNoEdge                = "NO_EDGE"                // no edge gate is deployed
+	CodeInvalidSubscription   = "INVALID_SUBSCRIPTION"   // a push subscription that is malformed or names no known push service
+	CodePushUnavailable       = "PUSH_UNAVAILABLE"       // this deployment sends no push
+	CodeNotWaiting            = "NOT_WAITING"            // a subscription or handoff for a token no longer waiting
+	CodeEnqueueTokenRequired  = "ENQUEUE_TOKEN_REQUIRED" // an enter without the site's enqueue token its program asks for
+	CodeInvalidEnqueueToken   = "INVALID_ENQUEUE_TOKEN"  // an enqueue token expired, of another audience or issuer, or badly signed
+	CodeHandoffRefused        = "HANDOFF_REFUSED"        // an account's place: it follows the account, not a code
+	CodeHandoffTooSoon        = "HANDOFF_TOO_SOON"       // a new code within HandoffGap of the last
+	CodeInvalidHandoffCode    = "INVALID_HANDOFF_CODE"
+	CodeHandoffNotFound       = "HANDOFF_NOT_FOUND" // a code unknown, expired or replaced by a newer one
+	CodeHandoffUsed           = "HANDOFF_USED"      // the place was moved by another device
+	CodeInvalidPage           = "INVALID_PAGE"      // a handoff's page URL that is not the program's waiting page
 
 	// Codes of the HTTP layer: the request, not the queue, is at fault.
 	CodeNotFound         = "NOT_FOUND"

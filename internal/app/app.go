@@ -25,6 +25,7 @@ import (
 	"github.com/example/waitingroom/internal/dynamostore"
 	"github.com/example/waitingroom/internal/edge"
 	"github.com/example/waitingroom/internal/edgekv"
+	"github.com/example/waitingroom/internal/enqueue"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
@@ -105,7 +106,8 @@ func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...Option)
 	for _, o := range opts {
 		o(a)
 	}
-	sopts := []queue.Option{queue.WithPolicies(cfg.Policies), queue.WithProgramCache(cfg.ProgramCacheTTL), queue.WithLogger(log)}
+	sopts := []queue.Option{queue.WithPolicies(cfg.Policies), queue.WithProgramCache(cfg.ProgramCacheTTL), queue.WithLogger(log),
+		queue.WithEnqueue(enqueue.NewVerifier(nil, nil))}
 	if ts, ok := store.(tickets.Store); ok && a.itemWriteUnits > 0 {
 		sopts = append(sopts, queue.WithTickets(tickets.New(ts, tickets.WithItemWriteLimit(a.itemWriteUnits), tickets.WithLogger(log))))
 	}
@@ -188,7 +190,8 @@ func fromEnv(ctx context.Context, getenv func(string) string, w io.Writer, r rol
 		}
 		opts = append(opts, WithShuffleKey(shuffle))
 	}
-	if queueFunction {
+	if queueFunction || r == roleAdmin && cfg.ChallengeSecretARN != "" {
+		// The admin function keys accounts' token ids as the queue function does.
 		secret, err := ChallengeSecret(ctx, cfg)
 		if err != nil {
 			return nil, err
@@ -250,7 +253,7 @@ type passSigner struct{ iss *admissionpass.Issuer }
 
 func (s passSigner) SignPass(ctx context.Context, t queue.Token) (string, error) {
 	return s.iss.Issue(ctx, admissionpass.Admission{ProgramID: t.ProgramID, TokenID: t.ID, Ticket: t.Ticket,
-		AdmittedAt: t.AdmittedAt, ExpiresAt: t.AdmissionExpiresAt})
+		AdmittedAt: t.AdmittedAt, ExpiresAt: t.AdmissionExpiresAt, Account: t.Account})
 }
 
 func (s passSigner) SignBypass(ctx context.Context, b bypass.Pass) (string, error) {

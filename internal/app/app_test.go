@@ -250,6 +250,14 @@ func TestQueueFromEnv(t *testing.T) {
 	if admin.Passes == nil || admin.Passes.Issuer() != "" {
 		t.Errorf("the admin function's App with the pass key: Passes %v, want an issuer naming the API's base URL per request", admin.Passes)
 	}
+	// With the challenge secret, the admin function finds an account's place where the queue function put it.
+	withSecret := map[string]string{"CHALLENGE_SECRET_ARN": keys["CHALLENGE_SECRET_ARN"], "SECRETS_ENDPOINT": keys["SECRETS_ENDPOINT"]}
+	if admin, err = app.FromEnv(t.Context(), getenv(withSecret), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := admin.Service.AccountTokenID("gala", "alice"), a.Service.AccountTokenID("gala", "alice"); got != want {
+		t.Errorf("the admin function keys alice's place %s, the queue function %s", got, want)
+	}
 }
 
 // TestNewIssuer: the key files sign and publish, the issuer defaults as

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/example/waitingroom/internal/challenge"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/polling"
+	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/waitpage"
 )
 
@@ -189,9 +189,7 @@ func CheckIssuer(iss string) error {
 		return fmt.Errorf("%q is not an absolute URL such as https://queue.example.com", iss)
 	case u.User != nil || u.RawQuery != "" || strings.Contains(iss, "?") || strings.Contains(iss, "#"):
 		return fmt.Errorf("%q must have no credentials, query or fragment", iss)
-	case u.Scheme == "https":
-		return nil
-	case u.Scheme == "http" && (strings.EqualFold(u.Hostname(), "localhost") || net.ParseIP(u.Hostname()).IsLoopback()):
+	case settings.SecureURL(u):
 		return nil
 	}
 	return fmt.Errorf("%q must use https (http only for a loopback host)", iss)

@@ -80,6 +80,14 @@ func TestProofReplay(t *testing.T) {
 	storetest.ProofReplay(t, dynamostore.New(client, dynamotest.NewTable(t, client)))
 }
 
+// TestHandoffRace: 16 devices redeeming one handoff code on dynalite move
+// the place once.
+func TestHandoffRace(t *testing.T) {
+	t.Parallel()
+	client := newClientAt(t, dynamotest.Lease(t))
+	storetest.HandoffRace(t, dynamostore.New(client, dynamotest.NewTable(t, client)))
+}
+
 // TestPassKeys holds the store to admissionpass.KeyStore's contract on moto,
 // whose proxy passes one request at a time, as ProofReplay does: the
 // racing claims are decided by the condition on DynamoDB's side.

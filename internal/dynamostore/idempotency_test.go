@@ -3,7 +3,6 @@ package dynamostore_test
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,63 +17,54 @@ import (
 )
 
 // TestIdempotencyKeyParallel: 16 enters in parallel with one
-// Idempotency-Key, through two instances, take one ticket between them and
-// all answer its token; repeated for several keys, the program issued one
-// ticket per key (issue 16: 12 rounds had issued 127). In each round all
-// 16 find the key unclaimed, one claims it, and the 15 others wait for its
-// token on the instances' clock until it is filled.
+// Idempotency-Key, or with enqueue tokens of one account, through two
+// instances, take one ticket between them and all answer its token;
+// repeated for several keys, the program issued one ticket per key (issue
+// 16: 12 rounds had issued 127). In each round all 16 find the key
+// unclaimed, one claims it, and the 15 others wait for its token on the
+// instances' clock until it is filled.
 func TestIdempotencyKeyParallel(t *testing.T) {
 	t.Parallel()
-	const keys, parallel = 12, 16
-	endpoint := dynamotest.Lease(t)
-	clk := clocktest.NewManual(t0)
-	var rounds queuetest.KeyedEnters
-	svcs := make([]*queue.Service, 2)
-	var table string
-	for i := range svcs {
-		c := newClientAt(t, endpoint) // one client per instance, as each Lambda instance has its own
-		if i == 0 {
-			table = dynamotest.NewTable(t, c)
-		}
-		svcs[i] = queue.NewService(rounds.Wrap(dynamostore.New(c, table)), polling.DefaultTiers(), queue.WithClock(clk))
-	}
-	paused := true
-	if _, _, err := svcs[0].PutProgram(t.Context(), "rush", api.ProgramSettings{Paused: &paused}); err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	for k := range keys {
-		key := fmt.Sprintf("parallel-retries-key-%04d", k)
-		rounds.Round(parallel)
-		ids := make([]string, parallel)
-		var wg sync.WaitGroup
-		for i := range ids {
-			wg.Go(func() {
-				v, _, err := svcs[i%len(svcs)].Enter(ctx, "rush", queue.Entry{IdempotencyKey: key})
-				if err != nil {
-					t.Errorf("key %d, enter %d: %v", k, i, err)
+	for _, tc := range []struct {
+		name  string
+		entry func(k int) queue.Entry
+	}{
+		{"Key", func(k int) queue.Entry {
+			return queue.Entry{IdempotencyKey: fmt.Sprintf("parallel-retries-key-%04d", k)}
+		}},
+		{"Account", func(k int) queue.Entry { return queue.Entry{Enqueue: fmt.Sprintf("account:user-%d", k)} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			const keys, parallel = 12, 16
+			endpoint := dynamotest.Lease(t)
+			clk := clocktest.NewManual(t0)
+			var rounds queuetest.KeyedEnters
+			svcs := make([]*queue.Service, 2)
+			var table string
+			for i := range svcs {
+				c := newClientAt(t, endpoint) // one client per instance, as each Lambda instance has its own
+				if i == 0 {
+					table = dynamotest.NewTable(t, c)
 				}
-				ids[i] = v.TokenID
-			})
-		}
-		// The winner's fill is held until the others wait for it.
-		if err := rounds.Settle(ctx, clk, parallel, k+1); err != nil {
-			t.Fatal(err)
-		}
-		wg.Wait()
-		for _, id := range ids {
-			if id != ids[0] {
-				t.Fatalf("key %d: parallel enters answered tokens %v, want one token", k, ids)
+				svcs[i] = queue.NewService(rounds.Wrap(dynamostore.New(c, table)), polling.DefaultTiers(), queue.WithClock(clk),
+					queue.WithEnqueue(queuetest.Accounts{}), queue.WithChallengeSecret([]byte("one secret for both instances")))
 			}
-		}
-	}
-	c, err := svcs[0].Program(ctx, "rush")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d keys × %d parallel enters: %d tickets issued", keys, parallel, c.Issued)
-	if c.Issued != keys {
-		t.Errorf("%d keys, %d enters each in parallel, issued %d tickets; want %d (one per key)", keys, parallel, c.Issued, keys)
+			paused := true
+			if _, _, err := svcs[0].PutProgram(t.Context(), "rush", queuetest.TakingAccounts(api.ProgramSettings{Paused: &paused})); err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			rounds.Collide(t, svcs, clk, "rush", keys, parallel, tc.entry)
+			c, err := svcs[0].Program(ctx, "rush")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d keys × %d parallel enters: %d tickets issued", keys, parallel, c.Issued)
+			if c.Issued != keys {
+				t.Errorf("%d keys, %d enters each in parallel, issued %d tickets; want %d (one per key)", keys, parallel, c.Issued, keys)
+			}
+		})
 	}
 }
 
@@ -87,16 +77,21 @@ func TestFaultsLostClaimAnswers(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, body string // what only that PutItem's body holds
+		entry      queue.Entry
 	}{
-		{"Claim", `"claimMs"`},
-		{"Fill", `"issuedAt"`},
+		{"Claim", `"claimMs"`, queue.Entry{IdempotencyKey: "lost-answer-key-claim"}},
+		{"Fill", `"issuedAt"`, queue.Entry{IdempotencyKey: "lost-answer-key-fill"}},
+		{"AccountClaim", `"claimMs"`, queue.Entry{Enqueue: "account:alice"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newFaultRig(t)
+			r := newFaultRig(t, queue.WithEnqueue(queuetest.Accounts{}))
 			id := strings.ToLower(tc.name)
-			r.program(t, id, 10, true)
+			paused := true
+			if _, _, err := r.svc.PutProgram(t.Context(), id, queuetest.TakingAccounts(api.ProgramSettings{AdmissionRatePerSecond: new(api.Rate(10)), Paused: &paused})); err != nil {
+				t.Fatal(err)
+			}
 			r.ft.SetRules(faultinject.Rule{Op: "PutItem", BodyContains: tc.body, Count: 1, Action: faultinject.DropResponse})
-			v, created, err := r.svc.Enter(t.Context(), id, queue.Entry{IdempotencyKey: "lost-answer-key-" + id})
+			v, created, err := r.svc.Enter(t.Context(), id, tc.entry)
 			if err != nil || !created || v.Ticket != 1 {
 				t.Fatalf("enter = %+v, created %v, %v; want ticket 1, created", v, created, err)
 			}
@@ -104,7 +99,7 @@ func TestFaultsLostClaimAnswers(t *testing.T) {
 				t.Errorf("%d PutItem, %d answers lost; want 3 (claim, fill, the retry of the lost one) and 1", r.ft.Calls("PutItem"), r.ft.Faults("PutItem"))
 			}
 			r.ft.SetRules()
-			again, created, err := r.svc.Enter(t.Context(), id, queue.Entry{IdempotencyKey: "lost-answer-key-" + id})
+			again, created, err := r.svc.Enter(t.Context(), id, tc.entry)
 			if err != nil || created || again.TokenID != v.TokenID {
 				t.Errorf("retry = %+v, created %v, %v; want token %s", again, created, err, v.TokenID)
 			}

@@ -74,6 +74,9 @@ type programItem struct {
 	Recent7 int64 `dynamodbav:"recent7,omitempty" write:"tickets"`
 	Recent8 int64 `dynamodbav:"recent8,omitempty" write:"tickets"`
 
+	// Enqueue is the site's enqueue tokens (absent: none).
+	Enqueue *settings.Enqueue `dynamodbav:"enqueue,omitempty"`
+
 	// Capacity is the fold's state (absent until the first), written by ApplyFold.
 	Capacity *capacity.Capacity `dynamodbav:"capacity,omitempty" write:"fold"`
 }
@@ -99,6 +102,10 @@ func ProgramItem(p admission.Program) (map[string]types.AttributeValue, error) {
 	if !reflect.ValueOf(p.Capacity).IsZero() {
 		c := p.Capacity
 		it.Capacity = &c
+	}
+	if p.Enqueue != (settings.Enqueue{}) {
+		e := p.Enqueue
+		it.Enqueue = &e
 	}
 	return attributevalue.MarshalMap(it)
 }
@@ -128,6 +135,9 @@ func DecodeProgram(item map[string]types.AttributeValue) (admission.Program, err
 	p.Edge.FailOpenUntil = pace.FromUnixMs(it.FailOpenUntilMs)
 	if it.Capacity != nil {
 		p.Capacity = *it.Capacity
+	}
+	if it.Enqueue != nil {
+		p.Enqueue = *it.Enqueue
 	}
 	return p, nil
 }

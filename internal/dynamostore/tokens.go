@@ -44,6 +44,12 @@ type tokenItem struct {
 	PushTold     int8   `dynamodbav:"pushTold,omitempty"`
 	PushTries1   int8   `dynamodbav:"pushTries1,omitempty"`
 	PushTries2   int8   `dynamodbav:"pushTries2,omitempty"`
+	Account      string `dynamodbav:"account,omitempty"`
+	Handoff      string `dynamodbav:"handoff,omitempty"` // the hash of the last handoff code, made at handoffMs
+	HandoffMs    int64  `dynamodbav:"handoffMs,omitempty"`
+	MovedTo      string `dynamodbav:"movedTo,omitempty"`
+	MovedMs      int64  `dynamodbav:"movedMs,omitempty"`
+	Moves        int8   `dynamodbav:"moves,omitempty"`
 }
 
 func tokenKey(id string) map[string]types.AttributeValue { return itemKey("TOKEN#"+id, tokenSK) }
@@ -67,8 +73,9 @@ func toTokenItem(t queue.Token) tokenItem {
 		PushEndpoint: t.Push.Endpoint, PushP256DH: t.Push.P256DH, PushAuth: t.Push.Auth,
 		PushStage: int8(t.PushStage), PushOwner: t.PushOwner, PushedMs: pace.UnixMs(t.PushedAt),
 		PushTold: int8(t.PushTold), PushTries1: t.PushTries[queue.PushReady], PushTries2: t.PushTries[queue.PushTurn],
+		Account: t.Account, Handoff: t.Handoff, HandoffMs: pace.UnixMs(t.HandoffAt), MovedTo: t.MovedTo, MovedMs: pace.UnixMs(t.MovedAt), Moves: t.Moves,
 	}
-	if t.Push.Endpoint != "" && t.PushTold < queue.PushTurn {
+	if t.Push.Endpoint != "" && t.PushTold < queue.PushTurn && t.MovedTo == "" {
 		it.PushList, it.PushTicket = pushList(t.ProgramID, t.Ticket), t.Ticket
 	}
 	return it
@@ -88,6 +95,7 @@ func DecodeToken(item map[string]types.AttributeValue) (queue.Token, error) {
 		Push:      queue.Subscription{Endpoint: it.PushEndpoint, P256DH: it.PushP256DH, Auth: it.PushAuth},
 		PushStage: queue.PushStage(it.PushStage), PushOwner: it.PushOwner, PushedAt: pace.FromUnixMs(it.PushedMs),
 		PushTold: queue.PushStage(it.PushTold), PushTries: [3]int8{queue.PushReady: it.PushTries1, queue.PushTurn: it.PushTries2},
+		Account: it.Account, Handoff: it.Handoff, HandoffAt: pace.FromUnixMs(it.HandoffMs), MovedTo: it.MovedTo, MovedAt: pace.FromUnixMs(it.MovedMs), Moves: it.Moves,
 	}, nil
 }
 
@@ -143,12 +151,13 @@ func (s *Store) RevokeToken(ctx context.Context, t queue.Token) (queue.Token, er
 	return got, err
 }
 
-// waiting is the condition of a token neither admitted, left nor revoked.
+// waiting is the condition of a token neither admitted, left, revoked nor moved.
 func waiting() expression.ConditionBuilder {
 	return all(expression.AttributeExists(expression.Name("pk")),
 		expression.AttributeNotExists(expression.Name("admittedAt")),
 		expression.AttributeNotExists(expression.Name("leftAt")),
-		expression.AttributeNotExists(expression.Name("revokedAt")))
+		expression.AttributeNotExists(expression.Name("revokedAt")),
+		expression.AttributeNotExists(expression.Name("movedMs")))
 }
 
 // mark writes the named attributes of t's item (removing those it lacks) if

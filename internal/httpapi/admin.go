@@ -105,6 +105,12 @@ func (a *api) getToken(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, http.StatusOK, tokenRecordOf(l), err)
 }
 
+// accountToken looks up an account's place, as getToken a token's.
+func (a *api) accountToken(w http.ResponseWriter, r *http.Request) error {
+	l, err := a.svc.AccountToken(r.Context(), r.PathValue("programId"), r.PathValue("account"))
+	return answer(w, http.StatusOK, tokenRecordOf(l), err)
+}
+
 func (a *api) revokeToken(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, http.StatusNoContent, nil, a.svc.RevokeToken(r.Context(), r.PathValue("programId"), r.PathValue("tokenId")))
 }
@@ -170,6 +176,9 @@ func programOf(c admission.Counters) wire.Program {
 		NoShowSeconds:          c.NoShowSeconds,
 		ChallengeBits:          c.ChallengeBits,
 		PushLeadSeconds:        c.PushLeadSeconds,
+		EnqueueJWKSURL:         c.Enqueue.JWKSURL,
+		EnqueueIssuer:          c.Enqueue.Issuer,
+		RequireEnqueueToken:    c.Enqueue.Required,
 		ShuffleCommitment:      c.ShuffleCommitment,
 		BypassHeld:             c.BypassHeld,
 		Edge: wire.Edge{EdgeMode: c.Edge.Mode, EdgePaths: c.Edge.Paths, EdgeSessionSeconds: c.Edge.SessionSeconds,
@@ -215,7 +224,7 @@ func changeOf(c history.Change) wire.Change {
 func tokenRecordOf(l queue.Lookup) wire.TokenRecord {
 	tok, t := TokenOf(l.View), l.Token
 	tok.AdmittedAt, tok.ExpiresAt = wire.TimeOf(t.AdmittedAt), wire.TimeOf(t.AdmissionExpiresAt)
-	tok.LeftAt, tok.RevokedAt = wire.TimeOf(t.LeftAt), wire.TimeOf(t.RevokedAt)
+	tok.LeftAt, tok.RevokedAt, tok.MovedAt = wire.TimeOf(t.LeftAt), wire.TimeOf(t.RevokedAt), wire.TimeOf(t.MovedAt)
 	tok.AdmissionPass = ""
-	return wire.TokenRecord{Token: tok, RetainedUntil: wire.TimeOf(t.ExpiresAt)}
+	return wire.TokenRecord{Token: tok, RetainedUntil: wire.TimeOf(t.ExpiresAt), Account: t.Account}
 }

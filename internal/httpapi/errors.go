@@ -23,6 +23,7 @@ var statusOf = map[queue.Kind]int{
 	queue.KindInternal:    http.StatusInternalServerError,
 	queue.KindUnavailable: http.StatusServiceUnavailable,
 	queue.KindForbidden:   http.StatusForbidden,
+	queue.KindTooSoon:     http.StatusTooManyRequests,
 }
 
 // httpError is an error of the HTTP layer itself, answered with its own status.

@@ -7,8 +7,10 @@ package httpapi
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,8 +22,10 @@ import (
 	wire "github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/edge"
 	"github.com/example/waitingroom/internal/metrics"
+	"github.com/example/waitingroom/internal/qrsvg"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/settings"
+	"github.com/example/waitingroom/internal/waitpage"
 )
 
 // MaxBodyBytes bounds request bodies; larger ones get 413.
@@ -163,9 +167,59 @@ func (a *api) enter(w http.ResponseWriter, r *http.Request) error {
 	v, created, err := a.svc.Enter(r.Context(), r.PathValue("programId"), queue.Entry{
 		Token: header(r, wire.HeaderToken), IdempotencyKey: header(r, wire.HeaderIdempotencyKey),
 		Challenge: header(r, wire.HeaderChallenge), Solution: header(r, wire.HeaderSolution),
-		Push: body.Push,
+		Push: body.Push, Enqueue: header(r, wire.HeaderEnqueueToken),
 	})
+	metrics.Note(r.Context()).Account = v.Account
 	return writeToken(w, r, okOrCreated(created), v, err)
+}
+
+// handoff makes a code that moves the place of the token in X-Queue-Token to
+// another device (201), with its URL, the body's page with the code in the
+// fragment (which reaches no server), and that URL's QR code.
+func (a *api) handoff(w http.ResponseWriter, r *http.Request) error {
+	var body wire.HandoffRequest
+	if err := decodeObject(r, &body); err != nil {
+		return err
+	}
+	id := r.PathValue("programId")
+	if !validPage(r, body.Page, id) {
+		return httpErrorf(http.StatusBadRequest, wire.CodeInvalidPage, "page must be the absolute https URL of the program's waiting page, without query or fragment.")
+	}
+	code, expires, err := a.svc.MakeHandoff(r.Context(), id, header(r, wire.HeaderToken))
+	if err != nil {
+		return err
+	}
+	out := wire.Handoff{Code: code, URL: body.Page + "#handoff=" + code, ExpiresAt: wire.TimeOf(expires)}
+	if out.QRSVG, err = qrsvg.SVG(out.URL); err != nil {
+		return fmt.Errorf("handoff QR code: %w", err)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// validPage reports whether page is the absolute URL of programID's waiting
+// page, on the origin of the request's Origin (if any): https (http on a
+// loopback host), no credentials, query or fragment.
+func validPage(r *http.Request, page, programID string) bool {
+	u, err := url.Parse(page)
+	if err != nil || len(page) > 1024 || u.User != nil || u.RawQuery != "" || strings.Contains(page, "#") || u.Host == "" ||
+		!strings.HasSuffix(u.EscapedPath(), waitpage.PathPrefix+url.PathEscape(programID)) {
+		return false
+	}
+	origin := header(r, "Origin")
+	return settings.SecureURL(u) && (origin == "" || strings.EqualFold(origin, u.Scheme+"://"+u.Host))
+}
+
+// redeem moves the place of the body's handoff code to a new token (201;
+// 200 for a retry with the request's Idempotency-Key, which answers it again).
+func (a *api) redeem(w http.ResponseWriter, r *http.Request) error {
+	var body wire.RedeemRequest
+	if err := decodeObject(r, &body); err != nil {
+		return err
+	}
+	v, moved, err := a.svc.Redeem(r.Context(), r.PathValue("programId"), body.Code, header(r, wire.HeaderIdempotencyKey))
+	return writeToken(w, r, okOrCreated(moved), v, err)
 }
 
 func (a *api) poll(w http.ResponseWriter, r *http.Request) error {
@@ -287,6 +341,7 @@ func TokenOf(v queue.View, prefs ...language.Tag) wire.Token {
 		ExpiresAt:       wire.TimeOf(v.ExpiresAt),
 		LeftAt:          wire.TimeOf(v.LeftAt),
 		RevokedAt:       wire.TimeOf(v.RevokedAt),
+		MovedAt:         wire.TimeOf(v.MovedAt),
 		Notice:          v.Notice,
 		Paused:          v.Paused,
 		AdmissionPass:   v.AdmissionPass,

@@ -1217,6 +1217,7 @@ func sendTo(h http.Handler, method, path string, hdr http.Header, body string) (
 type panicPushStore struct {
 	queue.Store
 	queue.PushStore
+	queue.HandoffStore
 }
 
 // pushBody is a valid push subscription on push.example, as a page sends it.
@@ -1259,7 +1260,8 @@ func TestEveryRouteAnswers(t *testing.T) {
 			httpapi.WithEdge(edge.NewPublisher(panicKV{}, edge.DefaultSite(), nil, clock.Real{}))))
 	}
 	lambda := checkedLambda(t, httpapi.Lambda(httpapi.New(newService(t), httpapi.IAMAuth(), httpapi.WithLogger(discard), httpapi.WithPasses(passIssuer(t, "")))))
-	admin := http.Header{"Authorization": {"Bearer s3cret"}, api.HeaderToken: {"waitingTokenFixture001"}, api.HeaderAdmissionPass: {sampleevents.SessionPass}}
+	admin := http.Header{"Authorization": {"Bearer s3cret"}, api.HeaderToken: {"waitingTokenFixture001"}, api.HeaderAdmissionPass: {sampleevents.SessionPass},
+		api.HeaderIdempotencyKey: {"every-route-answers-key"}}
 	bodyOf := map[string]string{http.MethodPut: `{"paused":true}`, http.MethodPost: `{"count":1}`}
 	for _, r := range httpapi.Routes {
 		t.Run(r.Method+" "+r.Path, func(t *testing.T) {
@@ -1283,6 +1285,10 @@ func TestEveryRouteAnswers(t *testing.T) {
 				body = `{}`
 			case api.PushPath:
 				body = pushBody(t)
+			case api.HandoffPath:
+				body = `{"page":"https://queue.example.com/waiting-room/demo"}`
+			case api.RedeemPath:
+				body = `{"code":"K7QM-3XWD-9P2H-RT5A"}`
 			}
 			if status, code := sendTo(buggyFor(), r.Method, path, admin, body); status != 500 || code != api.CodeInternal {
 				t.Errorf("a bug: %d %s", status, code)

@@ -42,12 +42,13 @@ type Op string
 
 // Operations.
 const (
-	OpEnter Op = "enter"
-	OpPoll  Op = "poll"
-	OpLeave Op = "leave"
-	OpAdmin Op = "admin" // any admin route
-	OpOther Op = "other" // no route, the JWKS, a challenge
-	OpPage  Op = "page"  // the waiting-room page, its assets and its form
+	OpEnter   Op = "enter"
+	OpPoll    Op = "poll"
+	OpLeave   Op = "leave"
+	OpAdmin   Op = "admin"   // any admin route
+	OpOther   Op = "other"   // no route, the JWKS, a challenge
+	OpPage    Op = "page"    // the waiting-room page, its assets and its form
+	OpHandoff Op = "handoff" // a handoff code made or redeemed
 )
 
 // Request is one answered request, as the middleware saw it; fields that do not apply are zero.
@@ -65,6 +66,7 @@ type Request struct {
 	Waiting                   int64 // the program's queue length as the answer saw it, when WaitingKnown
 	WaitingKnown              bool
 	BypassPasses              int64 // how many bypass passes the answer issued
+	Account                   bool  // a new place is an account's (an enter with an enqueue token)
 }
 
 // Observer records requests. Implementations are safe for concurrent use.
@@ -134,6 +136,12 @@ var Defs = []Def{
 	{Name: "Enters", Unit: Count, Kind: Counter, Dimensions: []string{DimProgramID},
 		Prom: "waitingroom_enters_total", Help: "New tokens issued (201 answers to an enter), by program.",
 		Value: func(r Request) (float64, bool) { return 1, r.Op == OpEnter && r.Status == 201 }},
+	{Name: "AccountPlaces", Unit: Count, Kind: Counter, Dimensions: []string{DimProgramID},
+		Prom: "waitingroom_account_places_total", Help: "New places of accounts (201 answers to an enter with an enqueue token), by program.",
+		Value: func(r Request) (float64, bool) { return 1, r.Op == OpEnter && r.Status == 201 && r.Account }},
+	{Name: "Handoffs", Unit: Count, Kind: Counter, Dimensions: []string{DimProgramID},
+		Prom: "waitingroom_handoffs_total", Help: "Places moved to another device (201 answers to a redeem), by program.",
+		Value: func(r Request) (float64, bool) { return 1, r.Op == OpHandoff && r.Status == 201 && r.TokenStatus != "" }},
 	{Name: "Polls", Unit: Count, Kind: Counter, Dimensions: []string{DimStatus},
 		Prom: "waitingroom_polls_total", Help: "Successful polls, by the status of the token answered.",
 		Value: func(r Request) (float64, bool) { return 1, r.Op == OpPoll && r.Status == 200 && r.TokenStatus != "" }},

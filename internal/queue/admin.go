@@ -105,6 +105,9 @@ func apply(p admission.Program, set api.ProgramSettings, now time.Time, delay ti
 	if err := applySettings(set, &p.Options, &seg, policies); err != nil {
 		return p, err
 	}
+	if p.Enqueue.Required && !p.Enqueue.Accepts() {
+		return p, invalidSetting("requireEnqueueToken", "needs enqueueJwksUrl and enqueueIssuer")
+	}
 	if started && before > 0 && p.MaxActiveUsers > before {
 		// Slots the folds free within the turnover bound, as they would ends.
 		p.CapRaised += p.MaxActiveUsers - before

@@ -20,6 +20,7 @@ const (
 	KindConflict                // a request that contradicts the current state
 	KindUnavailable             // a store fault the client should retry later
 	KindForbidden               // a credential (an admission pass) that is refused
+	KindTooSoon                 // a request repeated sooner than allowed: retry after RetryAfter
 )
 
 // Error is a domain error with a stable machine-readable code and a message
@@ -66,6 +67,7 @@ var (
 	errTokenRevoked     = Errorf(KindForbidden, api.CodeTokenRevoked, "The token was revoked: its admission pass is withdrawn.")
 	errInvalidPass      = Errorf(KindForbidden, api.CodeInvalidPass, "The admission pass is not one this waiting room handed out for this program.")
 	errInvalidCursor    = Errorf(KindInvalid, api.CodeInvalidCursor, "The cursor is not one this API gave; start again without it.")
+	errInvalidKey       = Errorf(KindInvalid, api.CodeInvalidIdempotencyKey, "The idempotency key must be %d to %d letters, digits, '-', '_', '.' or ':' (a random UUID fits).", MinIdempotencyKeyLen, MaxIdempotencyKeyLen)
 	errEnterInProgress  = &Error{Kind: KindUnavailable, Code: api.CodeEnterInProgress, Message: "An enter with this idempotency key is in progress; retry shortly with the same key."}
 )
 

@@ -18,12 +18,11 @@ const (
 	claimPollMax   = 200 * time.Millisecond // longest such pause
 )
 
-// enterWithKey is Enter with an Idempotency-Key: the enter that claims the
-// key's token takes the one ticket and fills the claim; the others answer
-// that token within claimWait, else ENTER_IN_PROGRESS.
-func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry, sub Subscription) (View, bool, error) {
-	id := idempotentTokenID(programID, e.IdempotencyKey)
-	claim := NewTokenID()
+// enterWithKey is Enter as token t.ID, named by an Idempotency-Key or an
+// account: the enter that claims t.ID takes the one ticket and fills the
+// claim; the others answer that token within claimWait, else ENTER_IN_PROGRESS.
+func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry, want Token) (View, bool, error) {
+	id, claim := want.ID, NewTokenID()
 	start := s.clock.Now()
 	for pause := claimPollFirst; ; pause = min(2*pause, claimPollMax) {
 		t, err := s.store.GetToken(ctx, id)
@@ -36,7 +35,7 @@ func (s *Service) enterWithKey(ctx context.Context, programID string, e Entry, s
 			c := Token{ID: id, ProgramID: programID, Claim: claim, ClaimedAt: now.Truncate(time.Millisecond), ExpiresAt: now.Add(claimRetention)}
 			t, err = s.store.ClaimToken(ctx, c, now.Add(-ClaimTimeout))
 			if err == nil && t.Claim == claim {
-				v, created, err := s.enterNew(ctx, programID, id, claim, sub)
+				v, created, err := s.enterNew(ctx, programID, want, claim)
 				if err != nil {
 					// Best effort: so that a retry need not wait ClaimTimeout.
 					_ = s.store.ReleaseClaim(ctx, id, claim)

@@ -163,10 +163,14 @@ func (s *Service) Token(ctx context.Context, programID, tokenID string) (Lookup,
 	return Lookup{View: v, Token: t}, nil
 }
 
-// RevokeToken revokes token tokenID of programID, ending an admission it
-// held and freeing its slot; revoking again is not an error.
+// RevokeToken revokes token tokenID of programID, or the token a handoff
+// moved its place to, ending an admission it held and freeing its slot;
+// revoking again is not an error.
 func (s *Service) RevokeToken(ctx context.Context, programID, tokenID string) error {
 	_, t, err := s.adminToken(ctx, programID, tokenID)
+	for moves := 0; err == nil && t.MovedTo != "" && moves <= MaxMoves; moves++ {
+		_, t, err = s.adminToken(ctx, programID, t.MovedTo) // the place, where it went
+	}
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,8 @@ type Service struct {
 	tickets  Tickets
 	folds    capacity.Throttle
 	log      *slog.Logger
-	secret   []byte // of the proof-of-work challenges
+	secret   []byte // of the proof-of-work challenges and the accounts' token ids
+	enqueue  EnqueueVerifier
 	// pushHosts are the push services subscriptions may name; nil: no push.
 	pushHosts webpush.Hosts
 }
@@ -150,6 +151,8 @@ func NewService(store Store, policy polling.Policy, opts ...Option) *Service {
 type Entry struct {
 	Token, IdempotencyKey, Challenge, Solution string
 	Push                                       *api.PushSubscription
+	// Enqueue is the site's enqueue token, naming the account whose place it is.
+	Enqueue string
 }
 
 // Enter puts a person in programID's queue, created=true for a new ticket;
@@ -159,7 +162,11 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 		return View{}, false, errInvalidProgramID
 	}
 	if e.IdempotencyKey != "" && !ValidIdempotencyKey(e.IdempotencyKey) {
-		return View{}, false, Errorf(KindInvalid, api.CodeInvalidIdempotencyKey, "The idempotency key must be %d to %d letters, digits, '-', '_', '.' or ':' (a random UUID fits).", MinIdempotencyKeyLen, MaxIdempotencyKeyLen)
+		return View{}, false, errInvalidKey
+	}
+	account, err := s.account(ctx, programID, e.Enqueue)
+	if err != nil {
+		return View{}, false, err
 	}
 	var sub Subscription
 	if e.Push != nil {
@@ -168,6 +175,10 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 			// The enter goes on unsubscribed (push false); Subscribe says why.
 			sub, e.Push = Subscription{}, nil
 		}
+	}
+	if account != "" {
+		// The account's one place, whatever token the device holds.
+		return s.enterWithKey(ctx, programID, e, Token{ID: s.AccountTokenID(programID, account), Push: sub, Account: account})
 	}
 	if e.Token != "" {
 		v, err := s.Poll(ctx, programID, e.Token) // INVALID_TOKEN if malformed
@@ -192,19 +203,19 @@ func (s *Service) Enter(ctx context.Context, programID string, e Entry) (v View,
 		// Unknown, foreign, left or expired: a fresh place.
 	}
 	if e.IdempotencyKey != "" {
-		return s.enterWithKey(ctx, programID, e, sub)
+		return s.enterWithKey(ctx, programID, e, Token{ID: idempotentTokenID(programID, e.IdempotencyKey), Push: sub})
 	}
 	id := NewTokenID()
 	if err := s.checkEntry(ctx, programID, e, id, s.clock.Now()); err != nil {
 		return View{}, false, err
 	}
-	return s.enterNew(ctx, programID, id, "", sub)
+	return s.enterNew(ctx, programID, Token{ID: id, Push: sub}, "")
 }
 
-// enterNew takes a ticket and stores it as the new token id, created=true;
-// with a claim (see enterWithKey), as the fill of that claim on id; sub is
-// its push subscription (zero: none).
-func (s *Service) enterNew(ctx context.Context, programID, id, claim string, sub Subscription) (v View, created bool, err error) {
+// enterNew takes a ticket and stores it as the new token want.ID (with its
+// Push and Account), created=true; with a claim (see enterWithKey), as the
+// fill of that claim.
+func (s *Service) enterNew(ctx context.Context, programID string, want Token, claim string) (v View, created bool, err error) {
 	tk, err := s.takeTicket(ctx, programID, s.clock.Now())
 	p, now := tk.Program, tk.At
 	switch {
@@ -222,12 +233,13 @@ func (s *Service) enterNew(ctx context.Context, programID, id, claim string, sub
 		return View{}, false, err
 	}
 	t := Token{
-		ID:        id,
+		ID:        want.ID,
 		ProgramID: programID,
 		Ticket:    tk.Ticket,
 		IssuedAt:  now.Truncate(time.Millisecond),
 		ExpiresAt: now.Add(WaitingTokenRetention),
-		Push:      sub,
+		Push:      want.Push,
+		Account:   want.Account,
 	}
 	var stored Token
 	if claim == "" {
@@ -410,7 +422,7 @@ func (s *Service) view(ctx context.Context, p admission.Program, t Token, now ti
 // waiting is the view of t, WAITING in p at now; without a place yet
 // (a shuffled pre-queue), the next poll is a little after the opening.
 func (s *Service) waiting(p admission.Program, t Token, now time.Time) View {
-	v := View{TokenID: t.ID, Status: StatusWaiting, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Notice: p.Profile.Notice, Translations: p.Profile.Translations, Paused: p.Segment(now).Paused}
+	v := View{TokenID: t.ID, Status: StatusWaiting, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Account: t.Account != "", Notice: p.Profile.Notice, Translations: p.Profile.Translations, Paused: p.Segment(now).Paused}
 	if !p.Opened(now) {
 		v.OpensAt = p.OpensAt
 	}

@@ -339,44 +339,35 @@ func TestEnterIdempotencyKeyInvalid(t *testing.T) {
 	}
 }
 
-// TestEnterIdempotencyKeyConcurrent: enters with one key at once answer one
-// token and take one ticket between them, for every key (issue 16: each
-// took a ticket and all but one burnt it).
+// TestEnterIdempotencyKeyConcurrent: enters with one key, or with enqueue
+// tokens of one account, at once answer one token and take one ticket
+// between them, for every key and account (issue 16: each took a ticket and
+// all but one burnt it).
 func TestEnterIdempotencyKeyConcurrent(t *testing.T) {
-	const keys, parallel = 8, 16
-	clk := clocktest.NewManual(t0)
-	var rounds queuetest.KeyedEnters
-	svc := queue.NewService(rounds.Wrap(memstore.New()), polling.DefaultTiers(), queue.WithClock(clk))
-	mustPut(t, svc, "rush", 1, true)
-	ctx := t.Context()
-	for k := range keys {
-		key := fmt.Sprintf("concurrent-enter-key-%04d", k)
-		// Every enter reads the key unclaimed; the winner's fill is held
-		// until the others wait for it on the clock.
-		rounds.Round(parallel)
-		var wg sync.WaitGroup
-		ids := make([]string, parallel)
-		for i := range ids {
-			wg.Go(func() {
-				v, _, err := svc.Enter(ctx, "rush", queue.Entry{IdempotencyKey: key})
-				if err != nil {
-					t.Error(err)
-				}
-				ids[i] = v.TokenID
-			})
-		}
-		if err := rounds.Settle(ctx, clk, parallel, k+1); err != nil {
-			t.Fatal(err)
-		}
-		wg.Wait()
-		for _, id := range ids {
-			if id != ids[0] {
-				t.Fatalf("concurrent enters with one key got tokens %v; want one token", ids)
+	for _, tc := range []struct {
+		name  string
+		entry func(k int) queue.Entry
+	}{
+		{"Key", func(k int) queue.Entry {
+			return queue.Entry{IdempotencyKey: fmt.Sprintf("concurrent-enter-key-%04d", k)}
+		}},
+		{"Account", func(k int) queue.Entry { return queue.Entry{Enqueue: fmt.Sprintf("account:user-%d", k)} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const keys, parallel = 8, 16
+			clk := clocktest.NewManual(t0)
+			var rounds queuetest.KeyedEnters
+			svc := queue.NewService(rounds.Wrap(memstore.New()), polling.DefaultTiers(), queue.WithClock(clk), queue.WithEnqueue(queuetest.Accounts{}))
+			paused := true
+			if _, _, err := svc.PutProgram(t.Context(), "rush", queuetest.TakingAccounts(api.ProgramSettings{Paused: &paused})); err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	if c, _ := svc.Program(ctx, "rush"); c.Issued != keys {
-		t.Errorf("%d keys, %d concurrent enters each: issued %d tickets, want %d", keys, parallel, c.Issued, keys)
+			ctx := t.Context()
+			rounds.Collide(t, []*queue.Service{svc}, clk, "rush", keys, parallel, tc.entry)
+			if c, _ := svc.Program(ctx, "rush"); c.Issued != keys {
+				t.Errorf("%d keys, %d concurrent enters each: issued %d tickets, want %d", keys, parallel, c.Issued, keys)
+			}
+		})
 	}
 }
 

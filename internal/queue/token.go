@@ -44,6 +44,7 @@ const (
 	StatusExpired  = api.StatusExpired
 	StatusLeft     = api.StatusLeft
 	StatusRevoked  = api.StatusRevoked
+	StatusMoved    = api.StatusMoved
 )
 
 // Token is one person's place in one program's queue, as stored.
@@ -73,11 +74,21 @@ type Token struct {
 	PushedAt  time.Time
 	PushTold  PushStage
 	PushTries [3]int8
+	// Account is the site's account whose place this is (an enqueue
+	// token's sub; "" for none).
+	Account string
+	// Handoff is the hash of the token's last handoff code, made at
+	// HandoffAt; MovedTo is the token id a handoff moved the place to, at MovedAt.
+	Handoff   string
+	HandoffAt time.Time
+	MovedTo   string
+	MovedAt   time.Time
+	Moves     int8 // how often the place moved before it came to this token
 }
 
-// Pending reports whether t is neither admitted, left nor revoked in the store.
+// Pending reports whether t is neither admitted, left, revoked nor moved in the store.
 func (t Token) Pending() bool {
-	return t.AdmittedAt.IsZero() && t.LeftAt.IsZero() && t.RevokedAt.IsZero()
+	return t.AdmittedAt.IsZero() && t.LeftAt.IsZero() && t.RevokedAt.IsZero() && t.MovedAt.IsZero()
 }
 
 // NewTokenID returns 128 bits from crypto/rand, base64url-encoded.
@@ -139,6 +150,8 @@ type View struct {
 	EdgeToken     string    // ADMITTED only, at the edge gate
 	LeftAt        time.Time // LEFT
 	RevokedAt     time.Time // REVOKED
+	MovedAt       time.Time // MOVED
+	Account       bool      // the place is an account's
 	// FirstSighting reports that this answer recorded the admission, for
 	// the Admissions metric.
 	FirstSighting bool
@@ -146,12 +159,14 @@ type View struct {
 
 // storedView is the view of t, not pending, at now.
 func storedView(t Token, now time.Time) View {
-	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket}
+	v := View{TokenID: t.ID, IssuedAt: t.IssuedAt, Ticket: t.Ticket, Account: t.Account != ""}
 	switch {
 	case !t.RevokedAt.IsZero():
 		v.Status, v.RevokedAt = StatusRevoked, t.RevokedAt
 	case !t.LeftAt.IsZero():
 		v.Status, v.LeftAt = StatusLeft, t.LeftAt
+	case !t.MovedAt.IsZero():
+		v.Status, v.MovedAt = StatusMoved, t.MovedAt
 	case now.Before(t.AdmissionExpiresAt):
 		v.Status, v.AdmittedAt, v.ExpiresAt, v.AdmissionPass = StatusAdmitted, t.AdmittedAt, t.AdmissionExpiresAt, t.AdmissionPass
 	default:

@@ -68,12 +68,16 @@ func checkTargetURL(v string) error {
 		return fmt.Errorf("must not carry credentials")
 	case u.Fragment != "" || strings.Contains(v, "#"):
 		return fmt.Errorf("must not have a fragment")
-	case u.Scheme == "https":
-		return nil
-	case u.Scheme == "http" && (strings.EqualFold(u.Hostname(), "localhost") || net.ParseIP(u.Hostname()).IsLoopback()):
+	case SecureURL(u):
 		return nil
 	}
 	return fmt.Errorf("must use https (http only for localhost)")
+}
+
+// SecureURL reports whether u is https, or http on a loopback host (a local demo).
+func SecureURL(u *url.URL) bool {
+	host := u.Hostname()
+	return u.Scheme == "https" || u.Scheme == "http" && (strings.EqualFold(host, "localhost") || net.ParseIP(host).IsLoopback())
 }
 
 // changeProfile applies set's profile texts to p; "" clears one.

@@ -65,10 +65,39 @@ type Options struct {
 	// PushLeadSeconds is how long before their turn a subscribed person is
 	// told to get ready (0: DefaultPushLead).
 	PushLeadSeconds int64 `dynamodbav:"pushLeadSeconds,omitempty"`
+	// Enqueue is the site's enqueue tokens: whose place an enter takes.
+	Enqueue Enqueue `dynamodbav:"-"`
 	// Edge is the program at the edge gate.
 	Edge Edge `dynamodbav:"-"`
 	// Profile is what the program shows the people who wait.
 	Profile Profile `dynamodbav:"-"`
+}
+
+// Enqueue names the site's enqueue tokens (docs/design.md, "Accounts"):
+// its JWKS and issuer, and whether every enter must carry one.
+type Enqueue struct {
+	JWKSURL  string `dynamodbav:"jwksUrl,omitempty"`
+	Issuer   string `dynamodbav:"issuer,omitempty"`
+	Required bool   `dynamodbav:"required,omitempty"`
+}
+
+// Accepts reports whether enqueue tokens can be checked: keys and issuer are set.
+func (e Enqueue) Accepts() bool { return e.JWKSURL != "" && e.Issuer != "" }
+
+// MaxIssuerLen bounds an enqueue issuer.
+const MaxIssuerLen = 256
+
+// enqueueIssuer accepts "" or 1 to MaxIssuerLen printable ASCII characters.
+func enqueueIssuer(v string) (string, string) {
+	if len(v) > MaxIssuerLen {
+		return "", fmt.Sprintf("must be at most %d characters (got %d)", MaxIssuerLen, len(v))
+	}
+	for _, r := range v {
+		if r <= ' ' || r > '~' {
+			return "", "must be printable ASCII without spaces"
+		}
+	}
+	return v, ""
 }
 
 // Error is a value a setting's rule refuses (INVALID_SETTINGS).
@@ -97,6 +126,9 @@ func Apply(set api.ProgramSettings, o *Options, seg *pace.Segment, policies map[
 		change(&o.NoShowSeconds, set.NoShowSeconds, "noShowSeconds", noShowSeconds),
 		change(&o.ChallengeBits, set.ChallengeBits, "challengeBits", challengeBits),
 		change(&o.PushLeadSeconds, set.PushLeadSeconds, "pushLeadSeconds", pushLead),
+		change(&o.Enqueue.JWKSURL, set.EnqueueJWKSURL, "enqueueJwksUrl", profileText(checkTargetURL)),
+		change(&o.Enqueue.Issuer, set.EnqueueIssuer, "enqueueIssuer", enqueueIssuer),
+		change(&o.Enqueue.Required, set.RequireEnqueueToken, "requireEnqueueToken", anyValue[bool]),
 		change(&o.Edge.Mode, set.EdgeMode, "edgeMode", edgeMode),
 		change(&o.Edge.Paths, set.EdgePaths, "edgePaths", edgePaths),
 		change(&o.Edge.SessionSeconds, set.EdgeSessionSeconds, "edgeSessionSeconds", edgeSession),

@@ -49,8 +49,10 @@ func instrument(t *testing.T, ctx context.Context) {
 }
 
 // pageRecorder records each API request the page's fetch makes (not the
-// challenge's, nor the push subscription's): its document, method, start, and the moment its answer
-// came, on the page's clock, in sessionStorage so that the record outlives
+// challenge's, the push subscription's, a handoff's nor a DELETE; a
+// redeem's, yes):
+// its document, method, start, and the moment its answer came, on the
+// page's clock, in sessionStorage so that the record outlives
 // a navigation of the tab, with the most ever in flight at once in one
 // document; window.__started() counts the current document's. It also
 // keeps in window.__seen every text the state line showed, in order.
@@ -66,7 +68,7 @@ const pageRecorder = `(() => {
   const real = window.fetch;
   window.fetch = function (input, init) {
     const url = new URL(input instanceof Request ? input.url : String(input), location.href);
-    if (!url.pathname.startsWith('/api/') || /\/(challenge|push)$/.test(url.pathname)) return real.apply(this, arguments);
+    if (!url.pathname.startsWith('/api/') || /\/(challenge|push|handoff)$/.test(url.pathname) || (init && init.method === 'DELETE')) return real.apply(this, arguments);
     const c = { doc, method: (init && init.method) || 'GET', start: performance.now(), end: -1 };
     rec.calls.push(c);
     rec.maxAtOnce = Math.max(rec.maxAtOnce, ++inFlight);
@@ -747,9 +749,9 @@ func TestWithoutJavaScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	do(t, ctx, phone, chromedp.Navigate(srv.URL+"/waiting-room/gala"))
-	do(t, ctx, chromedp.WaitVisible(chromedp.CSS("form button")))
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS("form[method=post] button")))
 	screenshot(t, ctx, "noscript-join.png")
-	do(t, ctx, chromedp.Click(chromedp.CSS("form button")))
+	do(t, ctx, chromedp.Click(chromedp.CSS("form[method=post] button")))
 	do(t, ctx, chromedp.WaitVisible(chromedp.CSS("noscript p.position, section > p.position")))
 	pos, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("section > p.position")))
 	if err != nil || pos != "1,367" {
@@ -884,7 +886,7 @@ func TestTranslatedTexts(t *testing.T) {
 		t.Fatal(err)
 	}
 	do(t, noscript, chromedp.Navigate(eval[string](t, ctx, "location.href")))
-	do(t, noscript, chromedp.Click(chromedp.CSS("form button")))
+	do(t, noscript, chromedp.Click(chromedp.CSS("form[method=post] button")))
 	do(t, noscript, chromedp.WaitVisible(chromedp.CSS("section > p.position")))
 	notice, err := chromedp.Run(noscript, chromedp.Text(chromedp.CSS("section.card:not(#live) > p.notice")))
 	if err != nil || notice != "공지 토요일은 매진되었습니다." {
@@ -945,9 +947,9 @@ func TestWithoutJavaScriptOnAGuardedProgram(t *testing.T) {
 		t.Fatal(err)
 	}
 	do(t, ctx, chromedp.Navigate(srv.URL+"/waiting-room/gala?lang=en"))
-	do(t, ctx, chromedp.WaitVisible(chromedp.CSS("form button")))
-	do(t, ctx, chromedp.Click(chromedp.CSS("form button")))
-	do(t, ctx, chromedp.WaitNotPresent(chromedp.CSS("form button")))
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS("form[method=post] button")))
+	do(t, ctx, chromedp.Click(chromedp.CSS("form[method=post] button")))
+	do(t, ctx, chromedp.WaitNotPresent(chromedp.CSS("form[method=post] button")))
 	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
 	if err != nil || !strings.Contains(body, "turn JavaScript on, then reload this page") {
 		t.Errorf("page after the join = %q (%v), want it to say JavaScript is needed", body, err)

@@ -11,8 +11,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,7 +46,30 @@ type fakeQueue struct {
 	// pushes are the push subscription requests (PUT and DELETE), apart
 	// from calls: they are no polls.
 	pushes []apiCall
+	// handoff: the codes handed out, the redeems' keys, and the handoff
+	// requests (apart from calls: they are no polls).
+	codes      map[string]*fakeCode
+	redeemKeys map[string]fakeRedeem
+	handoffs   []apiCall
+	// loseRedeems is how many redeems to do, then answer 503 with
+	// Retry-After: 1 as if their answers were lost.
+	loseRedeems int
+	// accounts are the places of enqueue tokens: the fake takes the token
+	// itself for its account; one starting "bad" is refused.
+	accounts map[string]string
+	// leaves are the DELETEs of a place (apart from calls: they are no polls).
+	leaves []apiCall
 }
+
+// fakeCode is a handoff code of a token.
+type fakeCode struct {
+	token   string
+	expires time.Time
+	used    bool
+}
+
+// fakeRedeem is what a redeem's Idempotency-Key did: code gave token.
+type fakeRedeem struct{ code, token string }
 
 // script says how a program's tokens move: each poll of a WAITING token
 // takes step off its position, until admitAfter polls (0: never).
@@ -71,6 +96,10 @@ type script struct {
 	// refusePush drops an enter's push subscription, as the API does with
 	// one it cannot use: the token is made unsubscribed.
 	refusePush bool
+	// account makes every place an account's: a handoff, or a redeem, is refused.
+	account bool
+	// requireEnqueue refuses an enter without an enqueue token.
+	requireEnqueue bool
 }
 
 type fakeToken struct {
@@ -92,6 +121,8 @@ type apiCall struct {
 	RetryAfter         time.Duration // the delay the answer asked for; 0: none
 	Body               string        // the request's body
 	ContentType        string
+	Redeem             bool   // a POST …/handoff/redeem
+	Enqueue            string // the X-Enqueue-Token header
 }
 
 var programIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
@@ -99,6 +130,7 @@ var programIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 func newFakeQueue() *fakeQueue {
 	return &fakeQueue{
 		programs: map[string]*script{}, tokens: map[string]*fakeToken{}, keys: map[string]string{}, challenges: map[string]bool{},
+		codes: map[string]*fakeCode{}, redeemKeys: map[string]fakeRedeem{}, accounts: map[string]string{},
 		answered: make(chan struct{}),
 	}
 }
@@ -288,14 +320,18 @@ func (q *fakeQueue) apiHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/queues/programs/{programId}", q.serveAPI)
 	mux.HandleFunc("GET /api/v1/queues/programs/{programId}", q.serveAPI)
+	mux.HandleFunc("DELETE /api/v1/queues/programs/{programId}", q.serveLeave)
 	mux.HandleFunc("GET /api/v1/queues/programs/{programId}/challenge", q.serveChallenge)
 	mux.HandleFunc("PUT /api/v1/queues/programs/{programId}/push", q.servePush)
 	mux.HandleFunc("DELETE /api/v1/queues/programs/{programId}/push", q.servePush)
+	mux.HandleFunc("POST /api/v1/queues/programs/{programId}/handoff", q.serveHandoff)
+	mux.HandleFunc("POST /api/v1/queues/programs/{programId}/handoff/redeem", q.serveRedeem)
 	return mux
 }
 
 func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
-	c := apiCall{Method: r.Method, Token: r.Header.Get("X-Queue-Token"), Key: r.Header.Get("Idempotency-Key"), Lang: r.URL.Query().Get("lang"), ContentType: r.Header.Get("Content-Type")}
+	c := apiCall{Method: r.Method, Token: r.Header.Get("X-Queue-Token"), Key: r.Header.Get("Idempotency-Key"), Lang: r.URL.Query().Get("lang"), ContentType: r.Header.Get("Content-Type"),
+		Enqueue: r.Header.Get(api.HeaderEnqueueToken)}
 	reqBody, _ := io.ReadAll(io.LimitReader(r.Body, 4<<10))
 	c.Body = string(reqBody)
 	var enterBody struct {
@@ -332,8 +368,22 @@ func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
 		if p, ok := q.programs[id]; ok && p.refusePush {
 			enterBody.Push = nil
 		}
-		if refused = q.checkProof(id, c.Key, r.Header); refused == "" {
-			v, created, err = q.enterPush(id, c.Token, c.Key, c.Lang, string(enterBody.Push))
+		p, _ := q.program(id)
+		switch tid, ok := q.accounts[c.Enqueue]; {
+		case strings.HasPrefix(c.Enqueue, "bad"):
+			refused = "INVALID_ENQUEUE_TOKEN"
+		case c.Enqueue == "" && p != nil && p.requireEnqueue:
+			refused = "ENQUEUE_TOKEN_REQUIRED"
+		case ok: // the account's one place, whatever token the device holds
+			v = q.view(p, q.tokens[tid], c.Lang)
+		case c.Enqueue != "":
+			if v, created, err = q.enterPush(id, "", c.Key, c.Lang, string(enterBody.Push)); err == nil {
+				q.accounts[c.Enqueue] = v.TokenID
+			}
+		default:
+			if refused = q.checkProof(id, c.Key, r.Header); refused == "" {
+				v, created, err = q.enterPush(id, c.Token, c.Key, c.Lang, string(enterBody.Push))
+			}
 		}
 	} else {
 		v, fail, err = q.poll(id, c.Token, c.Lang)
@@ -625,4 +675,183 @@ func solvedWithin(c string, bits, n int) bool {
 		}
 	}
 	return false
+}
+
+// statusMoved is the status of a token whose place moved to another device
+// (api.StatusMoved).
+const statusMoved api.Status = "MOVED"
+
+// fakeQR is the QR code's SVG the fake's handoff answers carry.
+const fakeQR = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 29 29" role="img" shape-rendering="crispEdges">` +
+	`<path d="M4 4h7v7H4zM18 4h7v7h-7zM4 18h7v7H4zM13 13h3v3h-3z"/></svg>`
+
+// crockford is the handoff codes' alphabet.
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+// newHandoff hands out a code for tokenID, replacing its previous one, as
+// the API's handoff does; called locked.
+func (q *fakeQueue) newHandoff(tokenID string) string {
+	for c, h := range q.codes {
+		if h.token == tokenID {
+			delete(q.codes, c)
+		}
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = crockford[b[i]%32]
+	}
+	q.codes[string(b)] = &fakeCode{token: tokenID, expires: time.Now().Add(5 * time.Minute)}
+	return string(b)
+}
+
+// handoffCode is the code the API reads in s: case-insensitive, spaces
+// and dashes ignored, I and L for 1, O for 0; "" when malformed.
+func handoffCode(s string) string {
+	s = strings.NewReplacer(" ", "", "-", "", "I", "1", "L", "1", "O", "0").Replace(strings.ToUpper(s))
+	if len(s) != 16 || strings.Trim(s, crockford) != "" {
+		return ""
+	}
+	return s
+}
+
+// serveHandoff is POST …/handoff: a code that moves the token's place to
+// the browser that redeems it, with the page's URL and a QR code of it.
+func (q *fakeQueue) serveHandoff(w http.ResponseWriter, r *http.Request) {
+	c := apiCall{Method: r.Method, Token: r.Header.Get("X-Queue-Token"), ContentType: r.Header.Get("Content-Type")}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<10))
+	c.Body = string(body)
+	id := r.PathValue("programId")
+	var req struct {
+		Page string `json:"page"`
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	tok, ok := q.tokens[c.Token]
+	err := json.Unmarshal(body, &req)
+	u, uerr := url.Parse(req.Page)
+	var answer any
+	switch {
+	case !ok || tok.program != id:
+		c.Status, answer = http.StatusNotFound, apiError("TOKEN_NOT_FOUND")
+	case tok.status != api.StatusWaiting:
+		c.Status, answer = http.StatusConflict, apiError("NOT_WAITING")
+	case q.programs[id].account:
+		c.Status, answer = http.StatusConflict, apiError("HANDOFF_REFUSED")
+	case err != nil || uerr != nil || u.Scheme != "http" || u.Path != "/waiting-room/"+id || u.RawQuery != "" || u.Fragment != "":
+		c.Status, answer = http.StatusBadRequest, apiError("INVALID_REQUEST")
+	default:
+		code := q.newHandoff(tok.id)
+		c.Status, answer = http.StatusCreated, map[string]string{
+			"code": code, "url": req.Page + "#handoff=" + code, "qrSvg": fakeQR,
+			"expiresAt": q.codes[code].expires.UTC().Format(time.RFC3339),
+		}
+	}
+	q.handoffs = append(q.handoffs, c)
+	close(q.answered)
+	q.answered = make(chan struct{})
+	writeJSON(w, c.Status, answer)
+}
+
+// serveRedeem is POST …/handoff/redeem: the code's place, under a new
+// token, whose answer a retry with the same Idempotency-Key and code
+// gets again; the old token reads MOVED.
+func (q *fakeQueue) serveRedeem(w http.ResponseWriter, r *http.Request) {
+	c := apiCall{Method: r.Method, Key: r.Header.Get("Idempotency-Key"), Lang: r.URL.Query().Get("lang"), ContentType: r.Header.Get("Content-Type"), Redeem: true}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<10))
+	c.Body = string(body)
+	id := r.PathValue("programId")
+	var req struct {
+		Code string `json:"code"`
+	}
+	q.mu.Lock()
+	q.inFlight++
+	q.maxAtOnce = max(q.maxAtOnce, q.inFlight)
+	arrive := q.arrive
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.inFlight--
+		q.mu.Unlock()
+	}()
+	if arrive != nil {
+		arrive(c)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p, perr := q.program(id)
+	code := ""
+	if json.Unmarshal(body, &req) == nil {
+		code = handoffCode(req.Code)
+	}
+	h := q.codes[code]
+	var answer any
+	switch done, again := q.redeemKeys[c.Key]; {
+	case perr != nil:
+		c.Status, answer = http.StatusNotFound, apiError("PROGRAM_NOT_FOUND")
+	case c.Key == "":
+		c.Status, answer = http.StatusBadRequest, apiError("INVALID_REQUEST")
+	case code == "":
+		c.Status, answer = http.StatusBadRequest, apiError("INVALID_HANDOFF_CODE")
+	case again && done.code == code:
+		c.Status, answer = http.StatusOK, answerJSON(q.view(p, q.tokens[done.token], c.Lang))
+	case h == nil || time.Now().After(h.expires):
+		c.Status, answer = http.StatusNotFound, apiError("HANDOFF_NOT_FOUND")
+	case h.used:
+		c.Status, answer = http.StatusConflict, apiError("HANDOFF_USED")
+	case p.account:
+		c.Status, answer = http.StatusConflict, apiError("HANDOFF_REFUSED")
+	case q.tokens[h.token].status != api.StatusWaiting:
+		c.Status, answer = http.StatusConflict, apiError("NOT_WAITING")
+	default:
+		old := q.tokens[h.token]
+		t := &fakeToken{id: rand.Text()[:22], program: id, status: api.StatusWaiting, position: old.position}
+		q.tokens[t.id], old.status, h.used = t, statusMoved, true
+		q.redeemKeys[c.Key] = fakeRedeem{code, t.id}
+		c.Status, answer = http.StatusCreated, answerJSON(q.view(p, t, c.Lang))
+		if q.loseRedeems > 0 {
+			q.loseRedeems--
+			c.Status, answer, c.RetryAfter = http.StatusServiceUnavailable, apiError("STORE_UNAVAILABLE"), time.Second
+			w.Header().Set("Retry-After", "1")
+		}
+	}
+	q.calls = append(q.calls, c)
+	close(q.answered)
+	q.answered = make(chan struct{})
+	writeJSON(w, c.Status, answer)
+}
+
+// serveLeave is DELETE of the queue path: the place of X-Queue-Token
+// leaves the line (204), as the API's leave does.
+func (q *fakeQueue) serveLeave(w http.ResponseWriter, r *http.Request) {
+	c := apiCall{Method: r.Method, Token: r.Header.Get("X-Queue-Token"), Status: http.StatusNoContent}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	tok, ok := q.tokens[c.Token]
+	switch {
+	case !ok || tok.program != r.PathValue("programId"):
+		c.Status = http.StatusNotFound
+	case tok.status == api.StatusWaiting:
+		tok.status, tok.leftAt = api.StatusLeft, time.Now()
+	}
+	q.leaves = append(q.leaves, c)
+	close(q.answered)
+	q.answered = make(chan struct{})
+	if c.Status != http.StatusNoContent {
+		writeJSON(w, c.Status, apiError("TOKEN_NOT_FOUND"))
+		return
+	}
+	w.WriteHeader(c.Status)
+}
+
+// apiError is the API's error body for code.
+func apiError(code string) map[string]string {
+	return map[string]string{"code": code, "message": "Refused: " + code + "."}
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
 }

@@ -2,9 +2,13 @@ package queuetest
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
+	"testing"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/queue"
 	"github.com/example/waitingroom/internal/testing/await"
 	"github.com/example/waitingroom/internal/testing/clocktest"
@@ -77,4 +81,54 @@ func (s *KeyedEnters) Settle(ctx context.Context, clk clocktest.Manual, n, fills
 	}
 	clk.Advance(time.Second)
 	return nil
+}
+
+// Accounts is the enqueue tokens of a site for tests: the token
+// "account:NAME" names account NAME, any other is refused.
+type Accounts struct{}
+
+// Verify implements queue.EnqueueVerifier.
+func (Accounts) Verify(_ context.Context, _, _, _, raw string) (string, error) {
+	if name, ok := strings.CutPrefix(raw, "account:"); ok && name != "" {
+		return name, nil
+	}
+	return "", errors.New("not an account")
+}
+
+// TakingAccounts is set with the enqueue settings a program needs to take Accounts' tokens.
+func TakingAccounts(set api.ProgramSettings) api.ProgramSettings {
+	set.EnqueueJWKSURL, set.EnqueueIssuer = new("https://site.example/jwks.json"), new("https://site.example")
+	return set
+}
+
+// Collide makes, for each of keys rounds, parallel enters of entry(k) at
+// once through svcs in turn, all finding the key unclaimed, and fails t
+// unless each round answers one token.
+func (s *KeyedEnters) Collide(t testing.TB, svcs []*queue.Service, clk clocktest.Manual, program string, keys, parallel int, entry func(k int) queue.Entry) {
+	t.Helper()
+	ctx := t.Context()
+	for k := range keys {
+		s.Round(parallel)
+		ids := make([]string, parallel)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() {
+				v, _, err := svcs[i%len(svcs)].Enter(ctx, program, entry(k))
+				if err != nil {
+					t.Errorf("key %d, enter %d: %v", k, i, err)
+				}
+				ids[i] = v.TokenID
+			})
+		}
+		// The winner's fill is held until the others wait for it on clk.
+		if err := s.Settle(ctx, clk, parallel, k+1); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		for _, id := range ids {
+			if id != ids[0] {
+				t.Fatalf("key %d: parallel enters answered tokens %v, want one token", k, ids)
+			}
+		}
+	}
 }

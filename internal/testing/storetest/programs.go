@@ -35,7 +35,8 @@ func program(id string) admission.Program {
 		Changes:   []string{"change-3", "change-2"},
 		Options: settings.Options{
 			AdmissionWindow: 10 * time.Minute, MaxWaiting: 5000, ChallengeBits: 16,
-			Edge: settings.Edge{Mode: settings.EdgeStandby, Paths: []string{"/tickets/", "/cart"}, SessionSeconds: 600, FailOpenUntil: t0.Add(time.Hour)},
+			Edge:    settings.Edge{Mode: settings.EdgeStandby, Paths: []string{"/tickets/", "/cart"}, SessionSeconds: 600, FailOpenUntil: t0.Add(time.Hour)},
+			Enqueue: settings.Enqueue{JWKSURL: "https://shop.example.com/jwks.json", Issuer: "https://shop.example.com", Required: true},
 			Profile: settings.Profile{
 				DisplayName: "Gala — 갈라", Message: "Two nights.\nSeats for both.", Notice: "Saturday is sold out",
 				TargetURL: "https://tickets.example.com/buy?event=gala",

@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	_, capped := probe.(capacity.Store)
 	_, pushes := probe.(queue.PushStore)
 	_, vapid := probe.(vapidStore)
+	_, handoffs := probe.(queue.HandoffStore)
 	for _, group := range []struct {
 		name string
 		runs bool // the store implements what the group tests
@@ -71,6 +72,8 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 		{"PushConcurrent", pushes, testPushConcurrent},
 		{"PushListed", pushes, testPushListed},
 		{"VAPIDKey", vapid, testVAPIDKey},
+		{"Handoffs", handoffs, testHandoffs},
+		{"HandoffsConcurrent", handoffs, testHandoffsConcurrent},
 	} {
 		if group.runs {
 			t.Run(group.name, func(t *testing.T) { group.test(t, newStore(t)) })

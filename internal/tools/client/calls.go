@@ -40,8 +40,10 @@ const (
 	OpDeleteProgram  Op = "DELETE admin"
 	OpHistory        Op = "GET changes"
 	// OpBypass is an admin's issuance of bypass passes.
-	OpBypass      Op = "POST passes"
-	OpGetToken    Op = "GET token"
+	OpBypass   Op = "POST passes"
+	OpGetToken Op = "GET token"
+	// OpGetAccount is an admin's look-up of an account's place.
+	OpGetAccount  Op = "GET account"
 	OpRevokeToken Op = "DELETE token"
 	OpListKeys    Op = "GET keys"
 	OpRotateKey   Op = "POST keys"
@@ -50,7 +52,7 @@ const (
 	OpRevokeKey   Op = "DELETE key"
 )
 
-var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory, OpGetToken, OpRevokeToken, OpBypass,
+var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory, OpGetToken, OpGetAccount, OpRevokeToken, OpBypass,
 	OpListKeys, OpRotateKey, OpRevokeKey, OpEdgeKeys, OpRotateEdge}
 
 // Admin reports whether o is an admin call.
@@ -62,10 +64,12 @@ func (o Op) authorized() bool { return o.Admin() || o == OpReleaseSession }
 // NewIdempotencyKey returns a fresh random key for an enter (128 bits as 26 base32 characters).
 func NewIdempotencyKey() string { return rand.Text() }
 
-// Entry is what an enter optionally sends: a token held, an idempotency key and a proof of work (Prove).
+// Entry is what an enter optionally sends: a token held, an idempotency key, a proof of work (Prove)
+// and the site's enqueue token, which makes the place its account's.
 type Entry struct {
 	Token, IdempotencyKey string
 	Challenge, Solution   string
+	EnqueueToken          string
 }
 
 // ProgramAnswer is an admin call's program, and the body as sent, with any field this client does not know.
@@ -122,7 +126,7 @@ func (c *Client) send(ctx context.Context, op Op, path string, h http.Header) er
 func (c *Client) Enter(ctx context.Context, programID string, e Entry) (t api.Token, created bool, err error) {
 	h := http.Header{}
 	for _, kv := range [...][2]string{{api.HeaderToken, e.Token}, {api.HeaderIdempotencyKey, e.IdempotencyKey},
-		{api.HeaderChallenge, e.Challenge}, {api.HeaderSolution, e.Solution}} {
+		{api.HeaderChallenge, e.Challenge}, {api.HeaderSolution, e.Solution}, {api.HeaderEnqueueToken, e.EnqueueToken}} {
 		if kv[1] != "" {
 			h.Set(kv[0], kv[1])
 		}
@@ -230,6 +234,15 @@ func (c *Client) IssueBypass(ctx context.Context, programID string, n int64, val
 func (c *Client) Token(ctx context.Context, programID, token string) (TokenAnswer, error) {
 	var t TokenAnswer
 	_, raw, err := c.do(ctx, request{op: OpGetToken, path: route(api.TokenPath, programID, token)}, &t.TokenRecord)
+	t.Raw = raw
+	return t, err
+}
+
+// AccountToken looks up the place of account (an enqueue token's sub) in programID as an admin, as Token does;
+// the answer names the account.
+func (c *Client) AccountToken(ctx context.Context, programID, account string) (TokenAnswer, error) {
+	var t TokenAnswer
+	_, raw, err := c.do(ctx, request{op: OpGetAccount, path: route(api.AccountPath, programID, account)}, &t.TokenRecord)
 	t.Raw = raw
 	return t, err
 }

@@ -15,9 +15,11 @@ import (
 
 	"github.com/example/waitingroom/internal/admissionpass"
 	"github.com/example/waitingroom/internal/api"
+	"github.com/example/waitingroom/internal/enqueue"
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/testing/enqueuetest"
 	"github.com/example/waitingroom/internal/tools/client"
 	"github.com/example/waitingroom/internal/tools/localkeys"
 	"github.com/example/waitingroom/internal/tools/memstore"
@@ -330,6 +332,51 @@ func TestTokenCalls(t *testing.T) {
 		if !op.Admin() {
 			t.Errorf("%s is not an admin call", op)
 		}
+	}
+}
+
+// TestAccountCalls enters twice with enqueue tokens of one account, as two
+// devices do, and looks the account's place up as an admin: one token,
+// one ticket, the account named; the account goes escaped into the path.
+func TestAccountCalls(t *testing.T) {
+	site := enqueuetest.New(t)
+	h := httpapi.New(queue.NewService(memstore.New(), polling.DefaultTiers(), queue.WithEnqueue(enqueue.NewVerifier(site.Client, nil))), httpapi.BearerAuth(secret))
+	var paths []string // of the account look-ups
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/accounts/") {
+			paths = append(paths, r.URL.EscapedPath())
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c := newClient(t, srv.URL, client.WithAuth(client.BearerToken(secret)), client.WithHTTPClient(srv.Client()))
+	ctx := context.Background()
+	set := api.ProgramSettings{Paused: new(true), EnqueueJWKSURL: new(site.JWKSURL), EnqueueIssuer: new(enqueuetest.Issuer)}
+	if _, _, err := c.PutProgram(ctx, "p1", set); err != nil {
+		t.Fatal(err)
+	}
+	const account = "alice/1 ü"
+	first, created, err := c.Enter(ctx, "p1", client.Entry{EnqueueToken: site.Token(t, "p1", account)})
+	if err != nil || !created {
+		t.Fatalf("Enter with an enqueue token = %+v, %v, %v; want a new place", first, created, err)
+	}
+	again, created, err := c.Enter(ctx, "p1", client.Entry{EnqueueToken: site.Token(t, "p1", account)})
+	if err != nil || created || again.TokenID != first.TokenID || again.Ticket != first.Ticket {
+		t.Fatalf("second Enter of the account = %+v, %v, %v; want %s ticket %d answered again", again, created, err, first.TokenID, first.Ticket)
+	}
+	got, err := c.AccountToken(ctx, "p1", account)
+	if err != nil || got.TokenID != first.TokenID || got.Account != account || got.Status != api.StatusWaiting || !strings.Contains(string(got.Raw), `"account"`) {
+		t.Fatalf("AccountToken = %+v, %v; want %s of %q, WAITING, with its raw body", got, err, first.TokenID, account)
+	}
+	_, err = c.AccountToken(ctx, "p1", "bob")
+	if ae := (*client.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusNotFound || ae.Code != api.CodeTokenNotFound {
+		t.Errorf("AccountToken of an account with no place = %v; want 404 %s", err, api.CodeTokenNotFound)
+	}
+	if want := []string{"/api/v1/admin/programs/p1/accounts/alice%2F1%20%C3%BC", "/api/v1/admin/programs/p1/accounts/bob"}; !cmp.Equal(paths, want) {
+		t.Errorf("paths %q, want %q", paths, want)
+	}
+	if !client.OpGetAccount.Admin() {
+		t.Error("OpGetAccount is not an admin call")
 	}
 }
 

@@ -28,7 +28,7 @@ const (
 )
 
 // wireTypes are the bodies of the API, each one schema of the same name.
-var wireTypes = []any{api.Token{}, api.Program{}, api.ProgramSettings{}, api.Admission{}, api.Error{}, api.ProgramList{}, api.Change{}, api.ChangeList{}, api.TokenRecord{}, api.BypassRequest{}, api.BypassPasses{}, api.Challenge{}, api.PushSubscription{}, api.EnterRequest{},
+var wireTypes = []any{api.Token{}, api.Program{}, api.ProgramSettings{}, api.Admission{}, api.Error{}, api.ProgramList{}, api.Change{}, api.ChangeList{}, api.TokenRecord{}, api.BypassRequest{}, api.BypassPasses{}, api.Challenge{}, api.PushSubscription{}, api.EnterRequest{}, api.HandoffRequest{}, api.Handoff{}, api.RedeemRequest{},
 	api.SigningKeys{}, api.KeyRotation{}, api.KeyRevocation{}, api.EdgeKeys{}, api.EdgeRotation{}}
 
 func main() {
@@ -116,7 +116,7 @@ func mapType(t reflect.Type) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "number"}
 	case reflect.TypeFor[api.Status]():
 		return &jsonschema.Schema{Type: "string",
-			Enum: []any{api.StatusWaiting, api.StatusAdmitted, api.StatusExpired, api.StatusLeft, api.StatusRevoked}}
+			Enum: []any{api.StatusWaiting, api.StatusAdmitted, api.StatusExpired, api.StatusLeft, api.StatusRevoked, api.StatusMoved}}
 	case reflect.TypeFor[api.KeyState]():
 		return &jsonschema.Schema{Type: "string",
 			Enum: []any{api.KeyNext, api.KeySigning, api.KeyPublished, api.KeyRetired, api.KeyRevoked, api.KeyUnusable}}

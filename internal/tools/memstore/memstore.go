@@ -33,7 +33,8 @@ type Store struct {
 	cap          capRecords
 	cat          catalogRecords
 	challenges   map[string]expiring[string] // proof-of-work owners
-	clock        clock.Clock                 // dates the capacity records' expiry
+	handoffs     map[string]expiring[queue.Handoff]
+	clock        clock.Clock // dates the capacity records' expiry
 
 	*localkeys.KeyStore // the signing keys
 }
@@ -57,7 +58,7 @@ var (
 func New() *Store {
 	return &Store{
 		programs: map[string]admission.Program{}, tokens: map[string]queue.Token{}, shards: map[shardKey]tickets.Shard{},
-		changeIssued: map[string]int64{}, challenges: map[string]expiring[string]{},
+		changeIssued: map[string]int64{}, challenges: map[string]expiring[string]{}, handoffs: map[string]expiring[queue.Handoff]{},
 		KeyStore: localkeys.NewKeyStore(),
 		cap:      capRecords{groups: map[groupKey]expiring[capacity.Group]{}, ends: map[endsKey]ends{}, marks: map[string][]expiring[capacity.Mark]{}},
 		cat:      catalogRecords{listed: map[string]struct{}{}, deleted: map[string]time.Time{}, history: map[string][]history.Change{}},
@@ -394,6 +395,7 @@ func (s *Store) Sweep(now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	maps.DeleteFunc(s.challenges, func(_ string, u expiring[string]) bool { return now.After(u.expires) })
+	maps.DeleteFunc(s.handoffs, func(_ string, h expiring[queue.Handoff]) bool { return now.After(h.expires) })
 	s.DropExpired(now)
 	s.sweepCapacity(now)
 	n := len(s.tokens)

@@ -59,6 +59,9 @@ func TestSweep(t *testing.T) {
 // TestProofReplay: 16 enters with one proof of work take one ticket.
 func TestProofReplay(t *testing.T) { storetest.ProofReplay(t, memstore.New()) }
 
+// TestHandoffRace: 16 devices redeeming one handoff code move the place once.
+func TestHandoffRace(t *testing.T) { storetest.HandoffRace(t, memstore.New()) }
+
 // TestPassKeys holds the store to admissionpass.KeyStore's contract.
 func TestPassKeys(t *testing.T) { storetest.PassKeys(t, memstore.New()) }
 

@@ -129,7 +129,8 @@ func TestSinkNames(t *testing.T) {
 	s := prom.New()
 	s.Observe(metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 200, ProgramID: "g", TokenStatus: "ADMITTED", Admitted: true,
 		RetryAfter: time.Second, EstimatedWait: time.Second, Waiting: 1, WaitingKnown: true})
-	s.Observe(metrics.Request{Op: metrics.OpEnter, Method: "POST", Status: 201, ProgramID: "g"})
+	s.Observe(metrics.Request{Op: metrics.OpEnter, Method: "POST", Status: 201, ProgramID: "g", Account: true})
+	s.Observe(metrics.Request{Op: metrics.OpHandoff, Method: "POST", Status: 201, ProgramID: "g", TokenStatus: "WAITING"})
 	s.Observe(metrics.Request{Op: metrics.OpLeave, Method: "DELETE", Status: 204, ProgramID: "g"})
 	s.Observe(metrics.Request{Op: metrics.OpAdmin, Method: "POST", Status: 200, ProgramID: "g", BypassPasses: 3})
 	s.Observe(metrics.Request{Op: metrics.OpPoll, Method: "GET", Status: 400, Code: "INVALID_TOKEN"})

@@ -48,9 +48,10 @@
     return t('about', { d: unit(Math.round(min / 30) / 2, 'hour') });
   };
 
-  // The place, kept per program: {token, key, first}. key is the
-  // Idempotency-Key of an enter whose answer has not been kept yet; first
-  // is the first position seen, for the progress bar.
+  // The place, kept per program: {token, key, first, handoff, handoffKey}.
+  // key is the Idempotency-Key of an enter whose answer has not been kept
+  // yet; first is the first position seen, for the progress bar; handoff
+  // and handoffKey are a code to redeem and its Idempotency-Key, likewise.
   const KEY = 'waitingroom:' + program;
   const load = () => {
     try { return JSON.parse(localStorage.getItem(KEY)) || {}; } catch { return {}; }
@@ -66,6 +67,23 @@
     const other = load();
     if (other.token && other.token !== st.token) st = other; // another tab entered: share its place
   });
+  // The fragment goes before any request. A handoff link (#handoff=CODE):
+  // the code and a key stay in the place until the answer is kept (where a
+  // place is held, once the person chose it: offer). A site's enqueue
+  // token (#enqueue=JWT): in memory only, for this page's enter.
+  const link = /handoff=([\w-]+)/.exec(location.hash);
+  let enqueue = (/enqueue=([\w.-]{1,4096})(?![\w.-])/.exec(location.hash) || [])[1] || '';
+  if (/(handoff|enqueue)=/.test(location.hash)) history.replaceState(null, '', location.pathname + location.search);
+  let offer = '';
+  if (link && st.token && st.handoff !== link[1]) offer = link[1];
+  else if (link) take(link[1]);
+  // leave: this device's place, given up once a code it chose moved here.
+  let leave = st.handoff && st.token || '';
+  function take(code) {
+    if (st.handoff !== code) st.handoffKey = newKey();
+    st.handoff = code;
+    save();
+  }
 
   // Scheduling: one request at a time, never before `due`.
   let due = 0;
@@ -106,13 +124,22 @@
     inFlight = true;
     const headers = { Accept: 'application/json' };
     let method = 'GET';
+    let url = api;
     let push;
-    if (st.token) {
+    const redeem = !!st.handoff;
+    if (redeem) {
+      method = 'POST';
+      url += '/handoff/redeem';
+      headers['Idempotency-Key'] = st.handoffKey;
+      headers['Content-Type'] = 'application/json';
+      push = JSON.stringify({ code: st.handoff });
+    } else if (st.token && !enqueue) {
       headers['X-Queue-Token'] = st.token;
     } else {
       if (!st.key) { st.key = newKey(); save(); }
       method = 'POST';
       headers['Idempotency-Key'] = st.key;
+      if (enqueue) headers['X-Enqueue-Token'] = enqueue;
       // push.js: the subscription of an earlier visit goes with the enter.
       push = root.pushBody && await root.pushBody();
       if (push) headers['Content-Type'] = 'application/json';
@@ -126,7 +153,7 @@
     let body = {};
     let at;
     try {
-      res = await fetch(api + '?lang=' + lang, { method, headers, body: push || undefined, cache: 'no-store', credentials: 'same-origin' });
+      res = await fetch(url + '?lang=' + lang, { method, headers, body: push || undefined, cache: 'no-store', credentials: 'same-origin' });
       at = performance.now();
       body = await res.json().catch(() => ({}));
     } catch {
@@ -136,7 +163,7 @@
       return;
     }
     inFlight = false;
-    answer(res, body, at);
+    answer(res, body, at, redeem);
   }
 
   // The proof of work a program may ask of an enter (docs/api.md): the
@@ -175,16 +202,53 @@
     schedule(at, ms);
   }
 
-  function answer(res, body, at) {
+  function answer(res, body, at, redeem) {
     const retryAfter = parseFloat(res.headers.get('Retry-After'));
     const retryMs = retryAfter >= 0 ? retryAfter * 1000 : null;
-    if (res.ok && body.tokenId && body.status) {
+    const ok = res.ok && body.tokenId && body.status;
+    // A redeem refused, or MOVED (a retry after the new token moved on):
+    // the code goes, said (by the form where a place is held), and the page
+    // goes on without it.
+    if (redeem && (ok ? body.status === 'MOVED' : !res.ok && res.status !== 429 && res.status < 500)) {
+      delete st.handoff;
+      delete st.handoffKey;
+      save();
+      const msg = t({ HANDOFF_NOT_FOUND: 'handoffNotFound', INVALID_HANDOFF_CODE: 'handoffNotFound', HANDOFF_REFUSED: 'handoffAccount',
+        NOT_WAITING: 'handoffNotWaiting' }[body.code] || (res.ok || body.code === 'HANDOFF_USED' ? 'handoffUsed' : 'errorGeneric'));
+      if (leave) { leave = ''; $('hoSay').textContent = msg; } else say(msg);
+      return tick();
+    }
+    if (redeem && ok && leave && body.tokenId !== leave) { // the place moved here: give up this device's own, once
+      fetch(api, { method: 'DELETE', headers: { 'X-Queue-Token': leave }, cache: 'no-store', credentials: 'same-origin' }).catch(() => {});
+      $('hoIn').value = '';
+    }
+    if (redeem) leave = '';
+    // A link's code where a place is held, after that place's answer:
+    // WAITING asks, ADMITTED keeps its turn, an ended place redeems it.
+    if (offer && (ok || res.status === 404)) {
+      const code = offer;
+      offer = '';
+      if (body.status === 'WAITING') { askCode = code; $('hoAsk').hidden = false; announce($('hoAsk').firstChild.textContent); }
+      else if (body.status === 'ADMITTED') kept = true;
+      else { take(code); return schedule(at, 0); }
+    }
+    if (ok) {
       failures = 0;
       trouble = '';
+      if (!redeem) enqueue = '';
       return view(body, at, retryMs);
     }
     if (res.status === 429 || res.status >= 500 || res.ok) return retry(at, retryMs);
     switch (body.code) {
+      case 'ENQUEUE_TOKEN_REQUIRED': case 'INVALID_ENQUEUE_TOKEN': {
+        stopped = true;
+        done(t('signInTitle'), '');
+        const go = $('go');
+        go.href = passURL(target, '') || '#';
+        go.textContent = t('signIn');
+        go.hidden = !passURL(target, '');
+        return;
+      }
       case 'TOKEN_NOT_FOUND': case 'INVALID_TOKEN': return ended(t('lostTitle'), t('lost'), t('join'), true);
       case 'PROGRAM_NOT_FOUND': return ended(t('notFoundTitle'), t('notFound'), t('tryAgain'), false);
       case 'PROGRAM_CLOSED': return ended(t('closedEnter'), closesAt ? t('closedAt', { t: dateTimeOf(closesAt) }) : '', t('tryAgain'), false);
@@ -196,6 +260,11 @@
 
   function view(b, at, retryMs) {
     solves = 0;
+    if (b.status === 'MOVED') { // to another device: forget it (not a newer place another tab keeps)
+      if (load().token === b.tokenId) { st = {}; save(); }
+      stopped = true;
+      return done(t('moved'), '');
+    }
     if (b.tokenId !== st.token) st = { token: b.tokenId };
     delete st.key;
     save();
@@ -205,9 +274,13 @@
         if (!st.first || b.position > st.first) { st.first = b.position; save(); }
         waiting(b);
         const ms = typeof b.retryAfterMs === 'number' ? b.retryAfterMs : (retryMs ?? 5000);
-        return schedule(at, ms);
+        return schedule(at, st.handoff ? 0 : ms); // a code chosen meanwhile goes at once
       }
-      case 'ADMITTED': return admitted(b);
+      case 'ADMITTED': {
+        admitted(b);
+        if (kept) $('doneText').textContent = t('handoffAdmitted') + ' ' + $('doneText').textContent;
+        return;
+      }
       case 'EXPIRED': return ended(t('expiredTitle'), b.expiresAt ? t('expired', { t: timeOf(b.expiresAt) }) : t('noShow'), t('enterAgain'), true);
       case 'LEFT': return ended(t('leftTitle'), t('left', { t: timeOf(b.leftAt) }), t('enterAgain'), true);
       case 'REVOKED': return ended(t('revokedTitle'), t('revoked', { t: timeOf(b.revokedAt) }), t('enterAgain'), true);
@@ -218,12 +291,15 @@
   // Rendering.
   let last = { pos: null, state: '', said: -Infinity };
   let opensAt = null;
+  let note = ''; // about a handoff, on the state line
   const announce = (s) => { $('announce').textContent = s; };
+  const say = (s) => { note = s; renderState(); };
 
   function waiting(b) {
     paused = b.paused === true;
     opensAt = b.opensAt && Date.parse(b.opensAt) > Date.now() ? b.opensAt : null;
     closesAt = b.closesAt || null;
+    $('ho').hidden = false;
     $('pos').textContent = num.format(b.position);
     const bar = $('bar');
     bar.max = st.first;
@@ -244,11 +320,11 @@
   }
 
   function renderState() {
-    const line = offline ? t('offline') : trouble
+    const line = offline ? t('offline') : trouble || note
       || (checking !== null ? t('checking', { p: Math.round(checking * 100) + '%' }) : '')
       || (opensAt ? t('opensAt', { t: dateTimeOf(opensAt) }) : '')
       || (paused ? t('paused') : '') || (closedNow() && st.token ? t('closedWaiting') : '')
-      || (!st.token ? t('joining') : '');
+      || (st.handoff ? t('redeeming') : '') || (!st.token ? t('joining') : '');
     const el = $('state');
     el.hidden = !line;
     el.textContent = line;
@@ -264,6 +340,8 @@
   function done(title, text) {
     $('waiting').hidden = true;
     $('notice').hidden = true;
+    $('ho').hidden = true;
+    hoShow(false);
     $('done').hidden = false;
     $('doneTitle').textContent = title;
     $('doneText').textContent = text;
@@ -333,6 +411,63 @@
     renderState();
     tick();
   });
+
+  // "Continue on another device": a code, and its QR, that move this place
+  // to the browser that opens its link; for a place of an account, the
+  // server refuses.
+  const hoOpen = $('hoOpen');
+  const hoShow = (open) => { $('hoPanel').hidden = !open; hoOpen.hidden = open; };
+  const hoClose = () => { hoShow(false); hoOpen.focus(); };
+  let asking = false;
+  hoOpen.addEventListener('click', async () => {
+    if (asking) return;
+    asking = true;
+    say('');
+    let res;
+    let b = {};
+    try {
+      res = await fetch(api + '/handoff', {
+        method: 'POST', headers: { Accept: 'application/json', 'Content-Type': 'application/json', 'X-Queue-Token': st.token },
+        body: JSON.stringify({ page: location.origin + location.pathname }), cache: 'no-store', credentials: 'same-origin',
+      });
+      b = await res.json();
+    } catch { /* said below */ }
+    asking = false;
+    if (!res || !res.ok || !b.code) return say(t(b.code === 'HANDOFF_REFUSED' ? 'handoffRefused' : 'handoffFailed'));
+    $('hoCode').textContent = b.code.match(/.{1,4}/g).join(' ');
+    $('hoQr').src = 'data:image/svg+xml,' + encodeURIComponent(b.qrSvg);
+    const valid = t('handoffValid', { d: unit(Math.max(1, Math.round((Date.parse(b.expiresAt) - Date.now()) / 60000)), 'minute') });
+    $('hoValid').textContent = valid;
+    hoShow(true);
+    $('hoTitle').focus();
+    announce($('hoTitle').textContent + '. ' + valid);
+  });
+  $('hoClose').addEventListener('click', hoClose);
+  $('hoPanel').addEventListener('keydown', (e) => { if (e.key === 'Escape') hoClose(); });
+
+  // A code typed, or a link's code taken: redeemed at once (between
+  // requests); this device's place is given up once the other moved here.
+  let askCode = '';
+  let kept = false; // a link's code not used: this device was admitted
+  const redeemNow = (code) => {
+    if (st.handoff || !st.token) return;
+    $('hoSay').textContent = '';
+    leave = st.token;
+    take(code);
+    renderState();
+    if (timer) { due = 0; tick(); }
+  };
+  $('hoForm').addEventListener('submit', (e) => {
+    e.preventDefault();
+    if ($('hoIn').value.trim()) redeemNow($('hoIn').value.trim());
+  });
+  const hoAnswer = (yes) => {
+    $('hoAsk').hidden = true;
+    if (yes) redeemNow(askCode);
+    askCode = '';
+  };
+  $('hoYes').addEventListener('click', () => hoAnswer(true));
+  $('hoNo').addEventListener('click', () => hoAnswer(false));
 
   live.hidden = false;
   renderState();

@@ -10,14 +10,15 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 )
 
-//go:embed web/app.js web/app.css web/pow.js web/push.js web/push-worker.js
+//go:embed web/app.js web/app.css web/pow.js web/push.js web/push-worker.js web/handoff.js
 var web embed.FS
 
-// textMarker is the placeholder in a script (app.js, push.js, push-worker.js)
+// textMarker is the placeholder in a script (app.js, push.js, handoff.js, push-worker.js)
 // that the text table replaces: every language, with the keys the script
 // names in quotes, so that each carries only its own texts.
 const textMarker = "/*TEXT*/{}"
@@ -35,9 +36,12 @@ var (
 
 // init registers each asset under its name with a hash of its content before the extension.
 func init() {
-	for _, name := range []string{"app.js", "app.css", "pow.js", "push.js"} {
+	for _, name := range []string{"app.js", "app.css", "pow.js", "push.js", "handoff.js"} {
 		b := readWeb(name)
-		if name == "app.js" || name == "push.js" {
+		if strings.HasSuffix(name, ".js") {
+			b = stripComments(name, b)
+		}
+		if strings.HasSuffix(name, ".js") && name != "pow.js" {
 			b = withTexts(name, b)
 		}
 		sum := sha256.Sum256(b)
@@ -59,6 +63,38 @@ func readWeb(name string) []byte {
 		panic("waitpage: " + err.Error())
 	}
 	return b
+}
+
+var (
+	// lineComment is a line of a script that holds only a comment.
+	lineComment = regexp.MustCompile(`(?m)^[ \t]*//.*\n`)
+	// continued is a line that ends with a backslash (a string continued)
+	// followed by a line that starts with //.
+	continued = regexp.MustCompile(`\\\r?\n[ \t]*//`)
+)
+
+// stripComments drops the lines of the script src that hold only a
+// comment: the files keep them for their readers, the browser has no use
+// for them (about a sixth of app.js). It refuses (panics, at start-up) a
+// script where such a line may not be a comment, or may matter: inside a
+// template literal (src must hold no backquote outside its comments), in
+// a string continued by a trailing backslash (no line may end with one
+// before a // line), or inside a /* */ block it closes (no // line may
+// hold */).
+func stripComments(name string, src []byte) []byte {
+	if continued.Match(src) {
+		panic("waitpage: " + name + " continues a line with a backslash into a // line, which stripComments would drop from its string")
+	}
+	for _, line := range lineComment.FindAll(src, -1) {
+		if bytes.Contains(line, []byte("*/")) {
+			panic("waitpage: " + name + " has a // line holding */, which may close a block comment that stripComments would leave open")
+		}
+	}
+	out := lineComment.ReplaceAll(src, nil)
+	if bytes.ContainsRune(out, '`') {
+		panic("waitpage: " + name + " holds a template literal, whose lines stripComments could change")
+	}
+	return out
 }
 
 // withTexts replaces the text marker in the script src, which must hold it
@@ -86,7 +122,7 @@ func withTexts(name string, src []byte) []byte {
 }
 
 // pushWorker is the service worker that shows push messages, with its texts.
-var pushWorker = withTexts("push-worker.js", readWeb("push-worker.js"))
+var pushWorker = withTexts("push-worker.js", stripComments("push-worker.js", readWeb("push-worker.js")))
 
 // servePushWorker is GET /waiting-room/push-worker.js: the service worker keeps
 // its URL, so it is not hashed, and the browser checks it for updates.

@@ -113,7 +113,7 @@ func TestPageStatuses(t *testing.T) {
 var assetRef = regexp.MustCompile(`/waiting-room/assets/(app|push)\.([0-9a-f]{8})\.(js|css)`)
 
 // TestAssetsAreHashedAndCachedForAYear holds the first visit to its
-// budget: 28 KiB (10.5 KiB gzipped), and 34 KiB (13 KiB) with push.js,
+// budget: 25 KiB (9.5 KiB gzipped), and 30 KiB (11.5 KiB) with push.js,
 // which only a deployment with push serves.
 func TestAssetsAreHashedAndCachedForAYear(t *testing.T) {
 	for _, tc := range []struct {
@@ -122,8 +122,8 @@ func TestAssetsAreHashedAndCachedForAYear(t *testing.T) {
 		assets        int
 		budget, gzBud int
 	}{
-		{"without push", "", 2, 33 << 10, 12 << 10},
-		{"with push", "BPushKeyForTheBudget", 3, 39 << 10, 14<<10 + 512},
+		{"without push", "", 2, 25 << 10, 9<<10 + 512},
+		{"with push", "BPushKeyForTheBudget", 3, 30 << 10, 11<<10 + 512},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkAssets(t, tc.pushKey, tc.assets, tc.budget, tc.gzBud)
@@ -142,37 +142,9 @@ func checkAssets(t *testing.T, pushKey string, assets, budget, gzBudget int) {
 	}
 	var total, totalGzip int
 	for _, ref := range refs {
-		w := send(h, "GET", ref[0], nil, nil)
-		if w.Code != 200 {
-			t.Fatalf("%s: status %d", ref[0], w.Code)
-		}
-		sum := sha256.Sum256(w.Body.Bytes())
-		if got := hex.EncodeToString(sum[:4]); got != ref[2] {
-			t.Errorf("%s: the content hashes to %s", ref[0], got)
-		}
-		if got := w.Header().Get("Cache-Control"); got != "public, max-age=31536000, immutable" {
-			t.Errorf("%s: Cache-Control = %q", ref[0], got)
-		}
-		wantType := map[string]string{"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}[ref[3]]
-		if got := w.Header().Get("Content-Type"); got != wantType {
-			t.Errorf("%s: Content-Type = %q, want %q", ref[0], got, wantType)
-		}
-
-		gz := send(h, "GET", ref[0], nil, http.Header{"Accept-Encoding": {"br, gzip"}})
-		if gz.Header().Get("Content-Encoding") != "gzip" {
-			t.Fatalf("%s: not gzipped for a client that accepts it", ref[0])
-		}
-		t.Logf("%s: %d B, gzip %d B", ref[0], w.Body.Len(), gz.Body.Len())
-		totalGzip += gz.Body.Len()
-		zr, err := gzip.NewReader(gz.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plain, err := io.ReadAll(zr)
-		if err != nil || !bytes.Equal(plain, w.Body.Bytes()) {
-			t.Errorf("%s: gzip body differs from the plain one (%v)", ref[0], err)
-		}
-		total += w.Body.Len()
+		plain, gz := checkAsset(t, h, ref[0], ref[2], ref[3])
+		total += plain
+		totalGzip += gz
 	}
 	if w := send(h, "GET", "/waiting-room/assets/app.00000000.js", nil, nil); w.Code != 404 {
 		t.Errorf("unknown asset: status %d, want 404", w.Code)
@@ -189,6 +161,85 @@ func checkAssets(t *testing.T, pushKey string, assets, budget, gzBudget int) {
 	t.Logf("total: %d B, gzip %d B", total, totalGzip)
 	if total > budget || totalGzip > gzBudget {
 		t.Errorf("page and assets weigh %d B (gzip %d B), over the %d B (%d B) budget", total, totalGzip, budget, gzBudget)
+	}
+}
+
+// checkAsset checks the asset at ref (its name hashed to hash, its type
+// ext): its hash, a year's caching, its type, and its gzip, the same
+// bytes; it returns its size plain and gzipped.
+func checkAsset(t *testing.T, h http.Handler, ref, hash, ext string) (plain, gzipped int) {
+	t.Helper()
+	w := send(h, "GET", ref, nil, nil)
+	if w.Code != 200 {
+		t.Fatalf("%s: status %d", ref, w.Code)
+	}
+	sum := sha256.Sum256(w.Body.Bytes())
+	if got := hex.EncodeToString(sum[:4]); got != hash {
+		t.Errorf("%s: the content hashes to %s", ref, got)
+	}
+	if got := w.Header().Get("Cache-Control"); got != "public, max-age=31536000, immutable" {
+		t.Errorf("%s: Cache-Control = %q", ref, got)
+	}
+	wantType := map[string]string{"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}[ext]
+	if got := w.Header().Get("Content-Type"); got != wantType {
+		t.Errorf("%s: Content-Type = %q, want %q", ref, got, wantType)
+	}
+
+	gz := send(h, "GET", ref, nil, http.Header{"Accept-Encoding": {"br, gzip"}})
+	if gz.Header().Get("Content-Encoding") != "gzip" {
+		t.Fatalf("%s: not gzipped for a client that accepts it", ref)
+	}
+	t.Logf("%s: %d B, gzip %d B", ref, w.Body.Len(), gz.Body.Len())
+	gzipped = gz.Body.Len()
+	zr, err := gzip.NewReader(gz.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(unzipped, w.Body.Bytes()) {
+		t.Errorf("%s: gzip body differs from the plain one (%v)", ref, err)
+	}
+	return w.Body.Len(), gzipped
+}
+
+var handoffRef = regexp.MustCompile(` data-handoff="(/waiting-room/assets/handoff\.([0-9a-f]{8})\.js)"`)
+
+// TestHandoffScriptOnDemand: the page names handoff.js for app.js to
+// fetch when needed, and loads no script of it: a hashed asset like the
+// others, with the handoff's texts in every language (app.js has none of
+// them), within its budget of 10 KiB (4 KiB gzipped).
+func TestHandoffScriptOnDemand(t *testing.T) {
+	q := newFakeQueue()
+	q.add("gala", gala())
+	h := newHandler(t, q, waitpage.Options{})
+	page := send(h, "GET", "/waiting-room/gala", nil, nil).Body.String()
+	ref := handoffRef.FindStringSubmatch(page)
+	if ref == nil {
+		t.Fatalf("the page names no handoff script:\n%s", page)
+	}
+	if strings.Contains(page, `<script src="`+ref[1]) || strings.Count(page, "<script") != 1 {
+		t.Errorf("the page loads handoff.js, or a script other than app.js:\n%s", page)
+	}
+	plain, gz := checkAsset(t, h, ref[1], ref[2], "js")
+	if plain > 10<<10 || gz > 4<<10 {
+		t.Errorf("handoff.js weighs %d B (gzip %d B), over its 10 KiB (4 KiB) budget", plain, gz)
+	}
+	js := send(h, "GET", ref[1], nil, nil).Body.String()
+	app := send(h, "GET", assetRef.FindString(page[strings.Index(page, "<script"):]), nil, nil).Body.String()
+	for _, want := range []string{`"handoffNotFound":"This code is not valid`, `"handoffAsk":"Bring your place`, `"handoffQr":"다른 기기에서 계속하기`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("handoff.js lacks %s", want)
+		}
+	}
+	for _, unwanted := range []string{"/*TEXT*/", `"position"`} {
+		if strings.Contains(js, unwanted) {
+			t.Errorf("handoff.js holds %s", unwanted)
+		}
+	}
+	for _, unwanted := range []string{"handoffNotFound", "handoffAsk", "handoffValid"} {
+		if strings.Contains(app, unwanted) {
+			t.Errorf("app.js holds %s", unwanted)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -381,7 +382,7 @@ func TestHandoffTypedCode(t *testing.T) {
 	}
 
 	submit("0123-4567 89ab cdef")
-	waitFor(t, ctx, `document.getElementById('hoSay').textContent !== ''`)
+	drive(t, ctx, `document.getElementById('hoSay').textContent !== ''`)
 	if got := text(t, ctx, "hoSay"); got != "This code is not valid or has expired. Make a new one on the first device." {
 		t.Errorf("refusal said %q", got)
 	}
@@ -392,7 +393,7 @@ func TestHandoffTypedCode(t *testing.T) {
 	other, code := q.place(t)
 	typed := strings.ToLower(code[:4] + " " + code[4:8] + "-" + code[8:12] + " " + code[12:])
 	submit("  " + typed + " ")
-	waitFor(t, ctx, `(JSON.parse(localStorage.getItem('waitingroom:gala')) || {}).token !== '`+mine+`'`)
+	drive(t, ctx, `(JSON.parse(localStorage.getItem('waitingroom:gala')) || {}).token !== '`+mine+`'`)
 	drive(t, ctx, `__started() >= 6`)
 	rs := redeems(q.recorded())
 	if len(rs) != 2 || rs[1].Body != `{"code":"`+typed+`"}` || rs[1].Status != http.StatusCreated || rs[1].Key == "" || rs[1].Key == rs[0].Key {
@@ -402,6 +403,7 @@ func TestHandoffTypedCode(t *testing.T) {
 	if tok == "" || q.statusOf(other) != statusMoved {
 		t.Errorf("stored %q; the other device's token is %s, want MOVED", tok, q.statusOf(other))
 	}
+	q.awaitLeaves(t, ctx, 1) // after the old place's answer
 	if ls := q.leavesOf(); len(ls) != 1 || ls[0].Token != mine || ls[0].Status != http.StatusNoContent || q.statusOf(mine) != api.StatusLeft {
 		t.Errorf("DELETEs = %+v, this device's old place %s: want one, with the old token, which left", ls, q.statusOf(mine))
 	}
@@ -457,7 +459,7 @@ func TestHandoffLinkWhereAPlaceIsHeld(t *testing.T) {
 				do(t, ctx, chromedp.Click(chromedp.ID(choice)))
 				waitFor(t, ctx, `document.getElementById('hoAsk').hidden`)
 				if choice == "hoYes" {
-					waitFor(t, ctx, `(JSON.parse(localStorage.getItem('waitingroom:gala')) || {}).token !== '`+mine+`'`)
+					drive(t, ctx, `(JSON.parse(localStorage.getItem('waitingroom:gala')) || {}).token !== '`+mine+`'`)
 				}
 				drive(t, ctx, `__started() >= 6`)
 			}
@@ -472,6 +474,7 @@ func TestHandoffLinkWhereAPlaceIsHeld(t *testing.T) {
 				}
 				return
 			}
+			ls = q.awaitLeaves(t, ctx, 1) // after the old place's answer
 			tok := storedToken(t, ctx, "gala")
 			if len(rs) != 1 || rs[0].Body != `{"code":"`+code+`"}` || rs[0].Status != http.StatusCreated || q.statusOf(other) != statusMoved {
 				t.Errorf("redeems = %+v, want the link's code, moved", rs)
@@ -535,5 +538,45 @@ func TestHandoffStaleCodeForgotten(t *testing.T) {
 			}
 			q.checkSchedule(t, ctx)
 		})
+	}
+}
+
+// TestHandoffKeepsAnAdmittedPlace: a place this device holds that is
+// admitted while a typed code's redeem is under way keeps its turn: once
+// the redeem answers, the page asks that place again and, not WAITING, it
+// sends no DELETE (which would give the admission up).
+func TestHandoffKeepsAnAdmittedPlace(t *testing.T) {
+	t.Parallel()
+	q, ctx := openGala(t, gala(), "?lang=en")
+	mine := storedToken(t, ctx, "gala")
+	_, code := q.place(t)
+	q.mu.Lock()
+	q.arrive = func(c apiCall) {
+		if c.Redeem {
+			q.mu.Lock()
+			tk := q.tokens[mine]
+			tk.status, tk.expiresAt, tk.pass = api.StatusAdmitted, time.Now().Add(10*time.Minute), "h.p.s"
+			q.mu.Unlock()
+		}
+	}
+	q.mu.Unlock()
+	n := len(q.recorded())
+	do(t, ctx, chromedp.SetValue(chromedp.ID("hoIn"), code), chromedp.Click(chromedp.CSS("#hoForm [type=submit]")))
+	drive(t, ctx, `(JSON.parse(localStorage.getItem('waitingroom:gala')) || {}).token !== '`+mine+`'`)
+	// The page asks the old place once the redeem answered (a fetch of its
+	// own, on no timer).
+	for deadline := time.Now().Add(time.Minute); !slices.ContainsFunc(q.recorded()[n:], func(c apiCall) bool {
+		return c.Method == http.MethodGet && c.Token == mine && c.Status == http.StatusOK
+	}); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("requests = %+v, want a poll of the old place after the redeem", q.recorded()[n:])
+		}
+	}
+	drive(t, ctx, `__started() >= `+strconv.Itoa(started(t, ctx)+3))
+	if rs := redeems(q.recorded()[n:]); len(rs) != 1 || rs[0].Status != http.StatusCreated {
+		t.Errorf("redeems = %+v, want one, moved", rs)
+	}
+	if ls := q.leavesOf(); len(ls) != 0 || q.statusOf(mine) != api.StatusAdmitted {
+		t.Errorf("DELETEs = %+v, old place %s: want none, and the admission kept", ls, q.statusOf(mine))
 	}
 }

@@ -29,6 +29,9 @@ type pageData struct {
 	Info                 PageInfo
 	Logo, API            string
 	CSS, JS, POW         string // POW: the proof of work's worker script
+	// Handoff is the script that moves a place to another device, which
+	// app.js fetches only when needed.
+	Handoff string
 	// PushKey is the VAPID public key of the deployment's push, "" for none;
 	// with one the page loads Push, the script that offers notifications.
 	PushKey, Push string
@@ -51,7 +54,7 @@ func (h *Handler) data(lang language, programID string, info PageInfo) *pageData
 	d := &pageData{
 		lang: lang, Lang: lang.code, Title: cmp.Or(info.DisplayName, programID, lang.t("title")), Program: programID, Info: info,
 		Logo: h.logo, API: h.apiBase, CSS: assetURL["app.css"], JS: assetURL["app.js"], POW: assetURL["pow.js"],
-		Push: assetURL["push.js"],
+		Push: assetURL["push.js"], Handoff: assetURL["handoff.js"],
 	}
 	if !info.ClosesAt.IsZero() {
 		d.ClosesAt = info.ClosesAt.UTC().Format(time.RFC3339)

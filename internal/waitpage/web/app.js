@@ -68,22 +68,12 @@
     if (other.token && other.token !== st.token) st = other; // another tab entered: share its place
   });
   // The fragment goes before any request. A handoff link (#handoff=CODE):
-  // the code and a key stay in the place until the answer is kept (where a
-  // place is held, once the person chose it: offer). A site's enqueue
-  // token (#enqueue=JWT): in memory only, for this page's enter.
-  const link = /handoff=([\w-]+)/.exec(location.hash);
-  let enqueue = (/enqueue=([\w.-]{1,4096})(?![\w.-])/.exec(location.hash) || [])[1] || '';
+  // handoff.js takes it (wr.link), before any request. A site's enqueue
+  // token (#enqueue=JWT): in memory only (wr.enqueue), for this page's
+  // enter; where a place is held, handoff.js takes it and asks first.
+  const link = (/handoff=([\w-]+)/.exec(location.hash) || [])[1] || '';
+  const enqueue = (/enqueue=([\w.-]{1,4096})(?![\w.-])/.exec(location.hash) || [])[1] || '';
   if (/(handoff|enqueue)=/.test(location.hash)) history.replaceState(null, '', location.pathname + location.search);
-  let offer = '';
-  if (link && st.token && st.handoff !== link[1]) offer = link[1];
-  else if (link) take(link[1]);
-  // leave: this device's place, given up once a code it chose moved here.
-  let leave = st.handoff && st.token || '';
-  function take(code) {
-    if (st.handoff !== code) st.handoffKey = newKey();
-    st.handoff = code;
-    save();
-  }
 
   // Scheduling: one request at a time, never before `due`.
   let due = 0;
@@ -113,8 +103,9 @@
     renderState();
     tick();
   });
-  // push.js: the service worker says it is the person's turn: ask at once
-  // instead of at the scheduled time (only between requests, once).
+  // push.js: the service worker says it is the person's turn; handoff.js: a
+  // code chosen: ask at once instead of at the scheduled time (only between
+  // requests, once).
   root.addEventListener('wr-poll', () => { if (timer) { due = 0; tick(); } });
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'visible' && timer && performance.now() >= due) tick();
@@ -126,6 +117,12 @@
     let method = 'GET';
     let url = api;
     let push;
+    // A link's code, a code kept (a redeem to retry), or a site's token
+    // where a place is held: handoff.js first.
+    if ((wr.link || st.handoff || wr.enqueue && st.token) && !await hoLoad()) {
+      inFlight = false;
+      return retry(performance.now(), null);
+    }
     const redeem = !!st.handoff;
     if (redeem) {
       method = 'POST';
@@ -133,13 +130,13 @@
       headers['Idempotency-Key'] = st.handoffKey;
       headers['Content-Type'] = 'application/json';
       push = JSON.stringify({ code: st.handoff });
-    } else if (st.token && !enqueue) {
+    } else if (st.token && !wr.enqueue) {
       headers['X-Queue-Token'] = st.token;
     } else {
       if (!st.key) { st.key = newKey(); save(); }
       method = 'POST';
       headers['Idempotency-Key'] = st.key;
-      if (enqueue) headers['X-Enqueue-Token'] = enqueue;
+      if (wr.enqueue) headers['X-Enqueue-Token'] = wr.enqueue;
       // push.js: the subscription of an earlier visit goes with the enter.
       push = root.pushBody && await root.pushBody();
       if (push) headers['Content-Type'] = 'application/json';
@@ -206,36 +203,13 @@
     const retryAfter = parseFloat(res.headers.get('Retry-After'));
     const retryMs = retryAfter >= 0 ? retryAfter * 1000 : null;
     const ok = res.ok && body.tokenId && body.status;
-    // A redeem refused, or MOVED (a retry after the new token moved on):
-    // the code goes, said (by the form where a place is held), and the page
-    // goes on without it.
-    if (redeem && (ok ? body.status === 'MOVED' : !res.ok && res.status !== 429 && res.status < 500)) {
-      delete st.handoff;
-      delete st.handoffKey;
-      save();
-      const msg = t({ HANDOFF_NOT_FOUND: 'handoffNotFound', INVALID_HANDOFF_CODE: 'handoffNotFound', HANDOFF_REFUSED: 'handoffAccount',
-        NOT_WAITING: 'handoffNotWaiting' }[body.code] || (res.ok || body.code === 'HANDOFF_USED' ? 'handoffUsed' : 'errorGeneric'));
-      if (leave) { leave = ''; $('hoSay').textContent = msg; } else say(msg);
-      return tick();
-    }
-    if (redeem && ok && leave && body.tokenId !== leave) { // the place moved here: give up this device's own, once
-      fetch(api, { method: 'DELETE', headers: { 'X-Queue-Token': leave }, cache: 'no-store', credentials: 'same-origin' }).catch(() => {});
-      $('hoIn').value = '';
-    }
-    if (redeem) leave = '';
-    // A link's code where a place is held, after that place's answer:
-    // WAITING asks, ADMITTED keeps its turn, an ended place redeems it.
-    if (offer && (ok || res.status === 404)) {
-      const code = offer;
-      offer = '';
-      if (body.status === 'WAITING') { askCode = code; $('hoAsk').hidden = false; announce($('hoAsk').firstChild.textContent); }
-      else if (body.status === 'ADMITTED') kept = true;
-      else { take(code); return schedule(at, 0); }
-    }
+    // handoff.js sees a redeem's answer, or a poll's with a link's code
+    // pending, first: true when it has scheduled what comes next.
+    if (wr.ho && wr.ho.answer(res, body, at, ok, redeem)) return;
     if (ok) {
       failures = 0;
       trouble = '';
-      if (!redeem) enqueue = '';
+      if (!redeem) wr.enqueue = '';
       return view(body, at, retryMs);
     }
     if (res.status === 429 || res.status >= 500 || res.ok) return retry(at, retryMs);
@@ -278,8 +252,7 @@
       }
       case 'ADMITTED': {
         admitted(b);
-        if (kept) $('doneText').textContent = t('handoffAdmitted') + ' ' + $('doneText').textContent;
-        return;
+        return wr.ho && wr.ho.admitted();
       }
       case 'EXPIRED': return ended(t('expiredTitle'), b.expiresAt ? t('expired', { t: timeOf(b.expiresAt) }) : t('noShow'), t('enterAgain'), true);
       case 'LEFT': return ended(t('leftTitle'), t('left', { t: timeOf(b.leftAt) }), t('enterAgain'), true);
@@ -291,7 +264,7 @@
   // Rendering.
   let last = { pos: null, state: '', said: -Infinity };
   let opensAt = null;
-  let note = ''; // about a handoff, on the state line
+  let note = ''; // about a handoff, on the state line (handoff.js)
   const announce = (s) => { $('announce').textContent = s; };
   const say = (s) => { note = s; renderState(); };
 
@@ -324,7 +297,7 @@
       || (checking !== null ? t('checking', { p: Math.round(checking * 100) + '%' }) : '')
       || (opensAt ? t('opensAt', { t: dateTimeOf(opensAt) }) : '')
       || (paused ? t('paused') : '') || (closedNow() && st.token ? t('closedWaiting') : '')
-      || (st.handoff ? t('redeeming') : '') || (!st.token ? t('joining') : '');
+      || (st.handoff || wr.link && !st.token ? t('redeeming') : '') || (!st.token ? t('joining') : '');
     const el = $('state');
     el.hidden = !line;
     el.textContent = line;
@@ -341,7 +314,7 @@
     $('waiting').hidden = true;
     $('notice').hidden = true;
     $('ho').hidden = true;
-    hoShow(false);
+    if (wr.ho) wr.ho.show(false);
     $('done').hidden = false;
     $('doneTitle').textContent = title;
     $('doneText').textContent = text;
@@ -412,62 +385,29 @@
     tick();
   });
 
-  // "Continue on another device": a code, and its QR, that move this place
-  // to the browser that opens its link; for a place of an account, the
-  // server refuses.
-  const hoOpen = $('hoOpen');
-  const hoShow = (open) => { $('hoPanel').hidden = !open; hoOpen.hidden = open; };
-  const hoClose = () => { hoShow(false); hoOpen.focus(); };
-  let asking = false;
-  hoOpen.addEventListener('click', async () => {
-    if (asking) return;
-    asking = true;
-    say('');
-    let res;
-    let b = {};
-    try {
-      res = await fetch(api + '/handoff', {
-        method: 'POST', headers: { Accept: 'application/json', 'Content-Type': 'application/json', 'X-Queue-Token': st.token },
-        body: JSON.stringify({ page: location.origin + location.pathname }), cache: 'no-store', credentials: 'same-origin',
-      });
-      b = await res.json();
-    } catch { /* said below */ }
-    asking = false;
-    if (!res || !res.ok || !b.code) return say(t(b.code === 'HANDOFF_REFUSED' ? 'handoffRefused' : 'handoffFailed'));
-    $('hoCode').textContent = b.code.match(/.{1,4}/g).join(' ');
-    $('hoQr').src = 'data:image/svg+xml,' + encodeURIComponent(b.qrSvg);
-    const valid = t('handoffValid', { d: unit(Math.max(1, Math.round((Date.parse(b.expiresAt) - Date.now()) / 60000)), 'minute') });
-    $('hoValid').textContent = valid;
-    hoShow(true);
-    $('hoTitle').focus();
-    announce($('hoTitle').textContent + '. ' + valid);
-  });
-  $('hoClose').addEventListener('click', hoClose);
-  $('hoPanel').addEventListener('keydown', (e) => { if (e.key === 'Escape') hoClose(); });
-
-  // A code typed, or a link's code taken: redeemed at once (between
-  // requests); this device's place is given up once the other moved here.
-  let askCode = '';
-  let kept = false; // a link's code not used: this device was admitted
-  const redeemNow = (code) => {
-    if (st.handoff || !st.token) return;
-    $('hoSay').textContent = '';
-    leave = st.token;
-    take(code);
-    renderState();
-    if (timer) { due = 0; tick(); }
+  // "Continue on another device", the typed code and a link's code are
+  // handoff.js's, fetched only when needed: a link's code or a code kept
+  // (by request, above), a click of the button, the form focused or sent.
+  // It gets what it needs through wr, and puts its hooks in wr.ho.
+  const wr = root.wr = {
+    api, lang, link, enqueue, unit, save, newKey, say, announce, renderState, tick, schedule,
+    get st() { return st; },
   };
-  $('hoForm').addEventListener('submit', (e) => {
-    e.preventDefault();
-    if ($('hoIn').value.trim()) redeemNow($('hoIn').value.trim());
-  });
-  const hoAnswer = (yes) => {
-    $('hoAsk').hidden = true;
-    if (yes) redeemNow(askCode);
-    askCode = '';
-  };
-  $('hoYes').addEventListener('click', () => hoAnswer(true));
-  $('hoNo').addEventListener('click', () => hoAnswer(false));
+  let hoP = null;
+  function hoLoad() {
+    return hoP || (hoP = new Promise((ok) => {
+      const s = document.createElement('script');
+      s.src = root.dataset.handoff;
+      s.onload = () => ok(wr.ho);
+      s.onerror = () => { hoP = null; s.remove(); ok(null); };
+      document.head.append(s);
+    }));
+  }
+  const hoDo = (what) => hoLoad().then((h) => (h ? h[what]() : say(t('errorGeneric'))));
+  $('hoOpen').addEventListener('click', () => hoDo('open'));
+  $('hoForm').addEventListener('focusin', hoLoad);
+  $('hoForm').addEventListener('submit', (e) => { e.preventDefault(); hoDo('submit'); });
+  if (link || st.handoff) hoLoad();
 
   live.hidden = false;
   renderState();

@@ -1,0 +1,4 @@
+package waitpage
+
+// StripComments is stripComments, for the tests.
+var StripComments = stripComments

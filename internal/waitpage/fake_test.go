@@ -135,6 +135,24 @@ func newFakeQueue() *fakeQueue {
 	}
 }
 
+// begin counts request c in flight and lets the test's arrive hook see it;
+// the func it returns ends the request.
+func (q *fakeQueue) begin(c apiCall) (end func()) {
+	q.mu.Lock()
+	q.inFlight++
+	q.maxAtOnce = max(q.maxAtOnce, q.inFlight)
+	arrive := q.arrive
+	q.mu.Unlock()
+	if arrive != nil {
+		arrive(c)
+	}
+	return func() {
+		q.mu.Lock()
+		q.inFlight--
+		q.mu.Unlock()
+	}
+}
+
 func (q *fakeQueue) add(id string, s *script) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -341,19 +359,7 @@ func (q *fakeQueue) serveAPI(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"code":"INVALID_REQUEST","message":"Bad body."}`, http.StatusBadRequest)
 		return
 	}
-	q.mu.Lock()
-	q.inFlight++
-	q.maxAtOnce = max(q.maxAtOnce, q.inFlight)
-	arrive := q.arrive
-	q.mu.Unlock()
-	defer func() {
-		q.mu.Lock()
-		q.inFlight--
-		q.mu.Unlock()
-	}()
-	if arrive != nil {
-		arrive(c)
-	}
+	defer q.begin(c)()
 
 	q.mu.Lock()
 	var (
@@ -764,19 +770,7 @@ func (q *fakeQueue) serveRedeem(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Code string `json:"code"`
 	}
-	q.mu.Lock()
-	q.inFlight++
-	q.maxAtOnce = max(q.maxAtOnce, q.inFlight)
-	arrive := q.arrive
-	q.mu.Unlock()
-	defer func() {
-		q.mu.Lock()
-		q.inFlight--
-		q.mu.Unlock()
-	}()
-	if arrive != nil {
-		arrive(c)
-	}
+	defer q.begin(c)()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	p, perr := q.program(id)

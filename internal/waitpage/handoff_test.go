@@ -39,6 +39,24 @@ func (q *fakeQueue) awaitHandoffs(t *testing.T, ctx context.Context, n int) []ap
 	}
 }
 
+// awaitCall waits until a request recorded after the first n matches, or ctx ends.
+func (q *fakeQueue) awaitCall(t *testing.T, ctx context.Context, n int, match func(apiCall) bool) {
+	t.Helper()
+	for {
+		q.mu.Lock()
+		calls, answered := append([]apiCall(nil), q.calls...), q.answered
+		q.mu.Unlock()
+		if len(calls) > n && slices.ContainsFunc(calls[n:], match) {
+			return
+		}
+		select {
+		case <-answered:
+		case <-ctx.Done():
+			t.Fatalf("waiting for a request: %v; recorded %+v", ctx.Err(), calls[min(n, len(calls)):])
+		}
+	}
+}
+
 // codeOf is the code the fake handed out for tokenID.
 func (q *fakeQueue) codeOf(tokenID string) string {
 	q.mu.Lock()
@@ -565,13 +583,9 @@ func TestHandoffKeepsAnAdmittedPlace(t *testing.T) {
 	drive(t, ctx, `(JSON.parse(localStorage.getItem('waitingroom:gala')) || {}).token !== '`+mine+`'`)
 	// The page asks the old place once the redeem answered (a fetch of its
 	// own, on no timer).
-	for deadline := time.Now().Add(time.Minute); !slices.ContainsFunc(q.recorded()[n:], func(c apiCall) bool {
+	q.awaitCall(t, ctx, n, func(c apiCall) bool {
 		return c.Method == http.MethodGet && c.Token == mine && c.Status == http.StatusOK
-	}); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("requests = %+v, want a poll of the old place after the redeem", q.recorded()[n:])
-		}
-	}
+	})
 	drive(t, ctx, `__started() >= `+strconv.Itoa(started(t, ctx)+3))
 	if rs := redeems(q.recorded()[n:]); len(rs) != 1 || rs[0].Status != http.StatusCreated {
 		t.Errorf("redeems = %+v, want one, moved", rs)

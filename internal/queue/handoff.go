@@ -166,15 +166,20 @@ func (s *Service) Redeem(ctx context.Context, programID, code, key string) (v Vi
 		}
 		t, moved = stored, true
 	}
-	// The place, under its new id: what a retry finds stored, else stored
-	// now, its next code no sooner than HandoffGap and its moves counted.
-	n, err := s.putToken(ctx, Token{ID: newID, ProgramID: programID, Ticket: t.Ticket, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt,
-		HandoffAt: t.MovedAt, Moves: t.Moves + 1})
+	n, err := s.putToken(ctx, arrived(t))
 	if err != nil {
 		return View{}, false, err
 	}
 	v, err = s.answer(ctx, programID, n)
 	return v, moved, err
+}
+
+// arrived is the token that holds the place moved token t moved to: its
+// ticket and times, its next code no sooner than HandoffGap after the move,
+// its moves counted.
+func arrived(t Token) Token {
+	return Token{ID: t.MovedTo, ProgramID: t.ProgramID, Ticket: t.Ticket, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt,
+		HandoffAt: t.MovedAt, Moves: t.Moves + 1}
 }
 
 // checkMove is why handoff h may not move t, as read at now; nil if it may.

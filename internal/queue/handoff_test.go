@@ -284,3 +284,46 @@ func TestAccountPlace(t *testing.T) {
 		t.Errorf("accounts of the passes signed (-want +got):\n%s", d)
 	}
 }
+
+// failFirstPut is a store whose first PutToken of a token with Moves fails
+// (a redeem's second write), once.
+type failFirstPut struct {
+	*memstore.Store
+	failed bool
+}
+
+func (s *failFirstPut) PutToken(ctx context.Context, t queue.Token) error {
+	if t.Moves > 0 && !s.failed {
+		s.failed = true
+		return errors.New("store down")
+	}
+	return s.Store.PutToken(ctx, t)
+}
+
+// TestRevokeBetweenMoveWrites: a revoke that comes between a redeem's two
+// writes (the old token moved, the new one not stored yet) stores the
+// place under its new id revoked; the device's retry then finds it REVOKED.
+func TestRevokeBetweenMoveWrites(t *testing.T) {
+	ctx := t.Context()
+	store := &failFirstPut{Store: memstore.New()}
+	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(simclock.NewFake(t0)))
+	mustPut(t, svc, "gala", 1, true)
+	v, _, err := svc.Enter(ctx, "gala", queue.Entry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, err := svc.MakeHandoff(ctx, "gala", v.TokenID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := svc.Redeem(ctx, "gala", code, "a-device-redeem-key-1"); codeOf(err) != api.CodeUnavailable {
+		t.Fatalf("the redeem whose second write fails: %v, want STORE_UNAVAILABLE", err)
+	}
+	if err := svc.RevokeToken(ctx, "gala", v.TokenID); err != nil {
+		t.Fatalf("revoke between the writes: %v", err)
+	}
+	got, _, err := svc.Redeem(ctx, "gala", code, "a-device-redeem-key-1")
+	if err != nil || got.Status != queue.StatusRevoked || got.Ticket != v.Ticket {
+		t.Errorf("the device's retry = %+v, %v; want its place, REVOKED", got, err)
+	}
+}

@@ -169,7 +169,12 @@ func (s *Service) Token(ctx context.Context, programID, tokenID string) (Lookup,
 func (s *Service) RevokeToken(ctx context.Context, programID, tokenID string) error {
 	_, t, err := s.adminToken(ctx, programID, tokenID)
 	for moves := 0; err == nil && t.MovedTo != "" && moves <= MaxMoves; moves++ {
-		_, t, err = s.adminToken(ctx, programID, t.MovedTo) // the place, where it went
+		moved := t
+		_, t, err = s.adminToken(ctx, programID, moved.MovedTo) // the place, where it went
+		if errors.Is(err, errTokenNotFound) {
+			// Its redeem's second write is still to come: store it now, to revoke.
+			t, err = s.putToken(ctx, arrived(moved))
+		}
 	}
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package waitpage_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -100,19 +101,7 @@ func TestEnqueueToken(t *testing.T) {
 // ctx ends, and returns them.
 func (q *fakeQueue) awaitLeaves(t *testing.T, ctx context.Context, n int) []apiCall {
 	t.Helper()
-	for {
-		q.mu.Lock()
-		ls, answered := append([]apiCall(nil), q.leaves...), q.answered
-		q.mu.Unlock()
-		if len(ls) >= n {
-			return ls
-		}
-		select {
-		case <-answered:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %d DELETEs: %v; answered %+v", n, ctx.Err(), ls)
-		}
-	}
+	return q.await(t, ctx, fmt.Sprint(n, " DELETEs"), func() []apiCall { return q.leaves }, atLeast(n))
 }
 
 // TestEnqueueWhereAPlaceIsHeld: a site's link (#enqueue=JWT) opened on a

@@ -503,23 +503,33 @@ func (q *fakeQueue) servePush(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(c.Status)
 }
 
-// awaitPushes waits until the fake has answered n push requests, or ctx
-// ends, and returns them.
-func (q *fakeQueue) awaitPushes(t *testing.T, ctx context.Context, n int) []apiCall {
+// await waits until done holds of the calls list gives (both read with q.mu
+// held), or ctx ends, and returns those calls; what names them for a failure.
+func (q *fakeQueue) await(t *testing.T, ctx context.Context, what string, list func() []apiCall, done func([]apiCall) bool) []apiCall {
 	t.Helper()
 	for {
 		q.mu.Lock()
-		pushes, answered := append([]apiCall(nil), q.pushes...), q.answered
+		calls, answered := append([]apiCall(nil), list()...), q.answered
 		q.mu.Unlock()
-		if len(pushes) >= n {
-			return pushes
+		if done(calls) {
+			return calls
 		}
 		select {
 		case <-answered:
 		case <-ctx.Done():
-			t.Fatalf("waiting for %d push requests: %v; answered %+v", n, ctx.Err(), pushes)
+			t.Fatalf("waiting for %s: %v; answered %+v", what, ctx.Err(), calls)
 		}
 	}
+}
+
+// atLeast is await's done of n calls or more.
+func atLeast(n int) func([]apiCall) bool { return func(c []apiCall) bool { return len(c) >= n } }
+
+// awaitPushes waits until the fake has answered n push requests, or ctx
+// ends, and returns them.
+func (q *fakeQueue) awaitPushes(t *testing.T, ctx context.Context, n int) []apiCall {
+	t.Helper()
+	return q.await(t, ctx, fmt.Sprint(n, " push requests"), func() []apiCall { return q.pushes }, atLeast(n))
 }
 
 func (q *fakeQueue) recorded() []apiCall {
@@ -532,19 +542,7 @@ func (q *fakeQueue) recorded() []apiCall {
 // ends, and returns the calls answered.
 func (q *fakeQueue) awaitCalls(t *testing.T, ctx context.Context, n int) []apiCall {
 	t.Helper()
-	for {
-		q.mu.Lock()
-		calls, answered := append([]apiCall(nil), q.calls...), q.answered
-		q.mu.Unlock()
-		if len(calls) >= n {
-			return calls
-		}
-		select {
-		case <-answered:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %d API answers: %v; answered %+v", n, ctx.Err(), calls)
-		}
-	}
+	return q.await(t, ctx, fmt.Sprint(n, " API answers"), func() []apiCall { return q.calls }, atLeast(n))
 }
 
 // checkSchedule fails t unless each API request the page made came, on the

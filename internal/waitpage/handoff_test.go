@@ -2,6 +2,7 @@ package waitpage_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -20,41 +21,19 @@ import (
 
 const hoOpenShown = `(b => !!b && !b.hidden && b.offsetParent !== null)(document.getElementById('hoOpen'))`
 
-// handoffs waits until the fake has answered n handoff requests, or ctx
-// ends, and returns them.
+// awaitHandoffs waits until the fake has answered n handoff requests, or
+// ctx ends, and returns them.
 func (q *fakeQueue) awaitHandoffs(t *testing.T, ctx context.Context, n int) []apiCall {
 	t.Helper()
-	for {
-		q.mu.Lock()
-		hs, answered := append([]apiCall(nil), q.handoffs...), q.answered
-		q.mu.Unlock()
-		if len(hs) >= n {
-			return hs
-		}
-		select {
-		case <-answered:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %d handoff requests: %v; answered %+v", n, ctx.Err(), hs)
-		}
-	}
+	return q.await(t, ctx, fmt.Sprint(n, " handoff requests"), func() []apiCall { return q.handoffs }, atLeast(n))
 }
 
 // awaitCall waits until a request recorded after the first n matches, or ctx ends.
 func (q *fakeQueue) awaitCall(t *testing.T, ctx context.Context, n int, match func(apiCall) bool) {
 	t.Helper()
-	for {
-		q.mu.Lock()
-		calls, answered := append([]apiCall(nil), q.calls...), q.answered
-		q.mu.Unlock()
-		if len(calls) > n && slices.ContainsFunc(calls[n:], match) {
-			return
-		}
-		select {
-		case <-answered:
-		case <-ctx.Done():
-			t.Fatalf("waiting for a request: %v; recorded %+v", ctx.Err(), calls[min(n, len(calls)):])
-		}
-	}
+	q.await(t, ctx, "a request", func() []apiCall { return q.calls }, func(c []apiCall) bool {
+		return len(c) > n && slices.ContainsFunc(c[n:], match)
+	})
 }
 
 // codeOf is the code the fake handed out for tokenID.

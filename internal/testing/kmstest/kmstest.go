@@ -1,11 +1,11 @@
-// Package kmstest makes KMS keys for tests on dynamotest's moto_server (KMS
-// and DynamoDB on one endpoint), in packages whose TestMain calls dynamotest.Main.
+// Package kmstest makes KMS keys for tests on dynamotest's moto_server
+// (dynamotest.Moto, whichever DynamoDB API the binary tests on), in packages
+// whose TestMain calls dynamotest.Main.
 package kmstest
 
 import (
 	"context"
 	"net/http"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,14 +20,10 @@ import (
 	"github.com/example/waitingroom/internal/tools/localkms"
 )
 
-// Client returns a KMS client for the test binary's moto_server; under
-// DYNAMODB_TEST_SERVER=dynalite, which has no KMS, it skips t.
+// Client returns a KMS client for the tests' moto_server.
 func Client(t testing.TB) *kms.Client {
 	t.Helper()
-	if os.Getenv("DYNAMODB_TEST_SERVER") == "dynalite" {
-		t.Skip("kmstest: dynalite has no KMS; run with moto_server")
-	}
-	client := ClientFor(t, dynamotest.Endpoint(t))
+	client := ClientFor(t, dynamotest.Moto(t)) // KMS is moto's, whichever DynamoDB API the binary tests
 	// moto loads its KMS backend at the first KMS call: make it once, in one patient attempt.
 	warm.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), warmUpTimeout)
@@ -87,12 +83,12 @@ func createKey(t testing.TB, client *kms.Client, spec types.KeySpec, usage types
 // Proxy is a localkms.Proxy: it adds kms:GenerateDataKeyPair, which moto lacks.
 type Proxy = localkms.Proxy
 
-// NewProxy starts a Proxy in front of the test binary's moto_server, closed
-// when t ends; it skips t under dynalite.
+// NewProxy starts a Proxy in front of the tests' moto_server, closed when t
+// ends.
 func NewProxy(t testing.TB) *Proxy {
 	t.Helper()
-	Client(t) // skips under dynalite; moto's KMS is warm
-	p, err := localkms.Start(dynamotest.Endpoint(t))
+	Client(t) // moto's KMS is warm
+	p, err := localkms.Start(dynamotest.Moto(t))
 	if err != nil {
 		t.Fatalf("kmstest: %v", err)
 	}

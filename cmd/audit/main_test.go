@@ -30,7 +30,10 @@ import (
 	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
-func TestMain(m *testing.M) { dynamotest.Main(m) }
+func TestMain(m *testing.M) {
+	dynamotest.Server = "dynalite" // locks items as DynamoDB does: the load test's races are real
+	dynamotest.Main(m)
+}
 
 // newTable makes a fresh table on the test server (moto, or dynalite with
 // DYNAMODB_TEST_SERVER=dynalite): its client, its name, and audit run on

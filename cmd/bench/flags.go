@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,7 +50,7 @@ func (s *scenarioFlags) register(fs *flag.FlagSet, timeout time.Duration, timeou
 	fs.DurationVar(&s.cacheTTL, "cache-ttl", time.Second, cacheTTLHelp)
 	fs.Uint64Var(&s.seed, "seed", 1, "seed of the abandonment draws and, in simulate, of the policies' jitter")
 	fs.BoolVar(&s.jsonOut, "json", false, "print the results as a JSON array, one object per policy, instead of a table")
-	fs.StringVar(&s.outDir, "out", "", "also write results.json and report.md (the table) into this directory")
+	fs.StringVar(&s.outDir, "out", "", "also write results.json and report.md (the table) into this directory (run: and report.html, its program's report)")
 }
 
 // scenario checks the shared flags and returns the scenario they describe.
@@ -82,6 +86,25 @@ func (s *scenarioFlags) scenario() (bench.Scenario, error) {
 // output prints results as table ("": the results' comparison, with
 // notes), or with -json as JSON, and writes them into -out under title.
 func (s *scenarioFlags) output(e env, title string, args []string, table string, results []bench.Result) error {
+	return s.write(e, title, args, table, results, extra{})
+}
+
+// extra is what a command adds to its output: text printed under the table
+// and its notes (not with -json), and files written into -out beside the
+// results.
+type extra struct {
+	text  func(w io.Writer) error // nil: none
+	files []outFile
+}
+
+// outFile is a file of -out and the function that writes it.
+type outFile struct {
+	name  string
+	write func(w io.Writer) error
+}
+
+// write is output with x.
+func (s *scenarioFlags) write(e env, title string, args []string, table string, results []bench.Result, x extra) error {
 	if s.jsonOut {
 		if err := bench.WriteJSON(e.stdout, results); err != nil {
 			return err
@@ -94,6 +117,11 @@ func (s *scenarioFlags) output(e env, title string, args []string, table string,
 			fmt.Fprintln(e.stdout, n)
 		}
 	}
+	if x.text != nil && !s.jsonOut {
+		if err := x.text(e.stdout); err != nil {
+			return err
+		}
+	}
 	if s.outDir == "" {
 		return nil
 	}
@@ -101,8 +129,28 @@ func (s *scenarioFlags) output(e env, title string, args []string, table string,
 	if err := bench.WriteDir(s.outDir, rep, results); err != nil {
 		return err
 	}
+	names := []string{bench.ResultsFile, bench.ReportFile}
+	for _, f := range x.files {
+		if err := writeFile(filepath.Join(s.outDir, f.name), f.write); err != nil {
+			return err
+		}
+		names = append(names, f.name)
+	}
 	if !s.jsonOut {
-		fmt.Fprintf(e.stdout, "\nwrote %s/{%s,%s}\n", s.outDir, bench.ResultsFile, bench.ReportFile)
+		fmt.Fprintf(e.stdout, "\nwrote %s/{%s}\n", s.outDir, strings.Join(names, ","))
+	}
+	return nil
+}
+
+// writeFile creates name and writes it with write.
+func writeFile(name string, write func(w io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	if err := errors.Join(write(w), w.Flush(), f.Close()); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -14,10 +15,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/clock"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/report"
 	"github.com/example/waitingroom/internal/tools/bench"
 	"github.com/example/waitingroom/internal/tools/bench/loadtest"
+	"github.com/example/waitingroom/internal/tools/client"
 )
 
 // loadSynopsis describes the load test of run and compare.
@@ -31,6 +35,14 @@ server:eta creates the program with "pollingPolicy": "eta"). With
 its wait. run -program-id fills an existing program instead, leaving its
 settings and its admission to the operator (a rehearsal with wrctl).
 Loopback targets only, unless -allow-remote.
+`
+
+// runSynopsis is run's: the load test, then its program's report.
+const runSynopsis = loadSynopsis + `
+A run ends with its program's report as the admin API answers it (GET
+/api/v1/admin/programs/{id}/report) under the table, and with -out writes
+it as report.html too; a server that answers no report is one line on
+stderr, and the run does not fail.
 `
 
 const compareSynopsis = `Runs each -poll mode in turn (Before first) on the same scenario, each on
@@ -48,7 +60,16 @@ type loadFlags struct {
 	existing, passes                   string
 	crowd                              crowdFlags
 	runs                               []loadtest.Config
+	// report is the program's report after a run (nil: none, or reportErr).
+	report    *api.Report
+	reportErr error
 }
+
+// ReportHTML is the file of -out that holds a run's program report.
+const ReportHTML = "report.html"
+
+// reportBudget bounds the read of a run's program report.
+const reportBudget = 30 * time.Second
 
 // register defines the command's flags on fs.
 func (lf *loadFlags) register(fs *flag.FlagSet) {
@@ -135,7 +156,43 @@ func (lf *loadFlags) run(ctx context.Context, e env) (string, []bench.Result, er
 		}
 		results = append(results, r)
 	}
+	if !lf.compare && (!lf.jsonOut || lf.outDir != "") {
+		lf.report, lf.reportErr = programReport(ctx, lf.runs[0])
+	}
 	return "", results, nil
+}
+
+// programReport reads the report of cfg's program through the admin API.
+func programReport(ctx context.Context, cfg loadtest.Config) (*api.Report, error) {
+	c, err := client.New(cfg.BaseURL, client.WithAuth(client.BearerToken(cfg.AdminToken)))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, reportBudget)
+	defer cancel()
+	r, err := c.Report(ctx, cfg.ProgramID)
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// output is scenarioFlags.output, then, after a run, its program's report:
+// as text under the table, and as ReportHTML into -out. A report the
+// server did not answer is one line on stderr.
+func (lf *loadFlags) output(e env, title string, args []string, table string, results []bench.Result) error {
+	var x extra
+	if lf.reportErr != nil {
+		fmt.Fprintf(e.stderr, "report: %v\n", lf.reportErr)
+	}
+	if r := lf.report; r != nil {
+		x.text = func(w io.Writer) error {
+			fmt.Fprintln(w)
+			return report.WriteTable(w, *r)
+		}
+		x.files = []outFile{{ReportHTML, func(w io.Writer) error { return report.WriteHTML(w, *r) }}}
+	}
+	return lf.write(e, title, args, table, results, x)
 }
 
 // programID returns a fresh program id: prefix, stamp, the mode and four

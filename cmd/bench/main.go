@@ -58,7 +58,7 @@ var commands = map[string]struct {
 	synopsis, title string
 	flags           func() command
 }{
-	"run":      {loadSynopsis, "Loopback run", func() command { return &loadFlags{} }},
+	"run":      {runSynopsis, "Loopback run", func() command { return &loadFlags{} }},
 	"compare":  {compareSynopsis, "Loopback compare", func() command { return &loadFlags{compare: true} }},
 	"simulate": {simulateSynopsis, "Simulation", func() command { return &simulateFlags{} }},
 	"tradeoff": {tradeoffSynopsis, "Trade-off", func() command { return &tradeoffFlags{} }},

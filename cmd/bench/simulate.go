@@ -101,6 +101,8 @@ func (s *simulateFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&p.PushWRU, "push-wru", p.PushWRU, "with -push-share: write units of each push sent, ready or turn (its conditional claim write)")
 	fs.Float64Var(&p.PushIndexWRU, "push-index-wru", p.PushIndexWRU, "with -push-share: write units a subscribed person's sender index entry costs (written with the enter, removed with the turn)")
 	fs.Float64Var(&p.PushListRRU, "push-list-rru", p.PushListRRU, "with -push-share: read units of listing one subscriber for the sender (3 reads of a ~100-byte entry, 80 to an eventually consistent unit)")
+	fs.Float64Var(&p.ReportMinuteWRU, "report-minute-wru", p.ReportMinuteWRU, "write units of a minute's report tally, written by each Lambda instance busy in the minute")
+	fs.Float64Var(&p.ReportRRUPerPerson, "report-rru", p.ReportRRUPerPerson, "read units of the report's pass a person (a ~1 KB token item scanned, 4 KB a half unit)")
 	fs.BoolVar(&s.partitionModel, "partition-model", false, "run the service itself on a table with DynamoDB's per-partition limits (1,000 WCU and 3,000 RCU a second per partition key)")
 	fs.StringVar(&s.partitionLimits, "partition-limits", "", "with -partition-model: other limits, scale=F or write=W,read=R (see the local server's -partition-limits)")
 	fs.IntVar(&s.instances, "instances", 100, "service instances sharing the table (Lambda instances warm for the crowd), with the service")

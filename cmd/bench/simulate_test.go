@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,14 +55,17 @@ func TestSimulateCost(t *testing.T) {
 		want  func(r result) usage
 	}{
 		{"defaults", nil, func(r result) usage {
-			programReads := 0.0 // each busy instance once a second
-			for _, n := range r.RpsSeries {
+			programReads, tallies := 0.0, 0.0 // each busy instance once a second; a tally a minute
+			for i, n := range r.RpsSeries {
 				programReads += math.Ceil(float64(n) * 10 / 1000)
+				if i%60 == 0 {
+					tallies += math.Ceil(float64(slices.Max(r.RpsSeries[i:min(i+60, len(r.RpsSeries))])) * 10 / 1000)
+				}
 			}
-			return usage{RRU: float64(r.Polls+1000) + programReads, WRU: 3*1000 + 1000, Instances: 10, KMS: 10 + 1,
+			return usage{RRU: float64(r.Polls+1000) + programReads + 1000*0.125, WRU: 3*1000 + 1000 + tallies, Instances: 10, KMS: 10 + 1,
 				LogBytes: float64(r.Polls+1000) * (26 + 0 + 289)}
 		}},
-		{"flags", []string{"-enter-rru", "0", "-enter-wru", "2", "-admit-wru", "2", "-lambda-ms", "20", "-key-rotation", "1s", "-program-cache-ttl", "0",
+		{"flags", []string{"-enter-rru", "0", "-enter-wru", "2", "-admit-wru", "2", "-lambda-ms", "20", "-key-rotation", "1s", "-program-cache-ttl", "0", "-report-minute-wru", "0", "-report-rru", "0",
 			"-emf-bytes", "0", "-lambda-log-bytes", "0", "-access-log-bytes", "100"}, func(r result) usage {
 			periods := int64(math.Ceil(r.DurationSeconds))
 			return usage{RRU: float64(2 * r.Polls), WRU: 2*1000 + 2*1000, Instances: 20, KMS: 20*periods + periods,
@@ -89,7 +93,7 @@ func TestSimulateCost(t *testing.T) {
 		t.Fatalf("%v: %s", err, errOut)
 	}
 	for _, want := range []string{"DynamoDB write units", "Lambda instances (peak, Little's law)", "KMS requests",
-		"log bytes (EMF, Lambda, access)", "cost: CloudWatch Logs", "cost: KMS", "cost: total", "per million admitted"} {
+		"log bytes (EMF, Lambda, access)", "of them, the report's write units (minute tallies)", "cost: CloudWatch Logs", "cost: KMS", "cost: total", "per million admitted"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -53,6 +53,7 @@ Commands:
   watch ID      a live view of the crowd, refreshed every second
   check ID      what may go wrong at the announced load (-expect N), line by line
   history ID    the program's admin changes, newest first, with who made them
+  report ID     how the sale went: waits, who gave up where, estimates (-csv, -html FILE)
   delete ID     delete a closed program, its id taken for 7 days (asks to type it again, or -yes)
   token ID TOKEN   where a token stands, as its holder would see it
   token -account SUB ID   the place of the site's account SUB
@@ -132,6 +133,8 @@ func (a *app) commands() map[string]command {
 			flags: a.watchCommand},
 		"list":    {synopsis: "Prints every program: waiting, admitted, issued, rate and state.", flags: a.listCommand},
 		"history": {args: "ID", synopsis: "Prints the program's admin changes, newest first: when, when in effect, who, what.", flags: a.historyCommand},
+		"report": {args: "ID", synopsis: "Prints the program's report: people by what became of them, the waits of the admitted, who gave up\nwhere (by position and by the estimate shown), how the estimates held, requests, admin changes.\nFinal once the program closed and settled. -csv prints the per-minute series; -html FILE writes\nthe report with its charts as one page that opens offline and prints on A4.",
+			flags: a.reportCommand},
 		"delete": {args: "ID", synopsis: "Deletes a closed program: it is gone everywhere, and its id stays taken for 7 days, on the\nlocal server too (a put of it answers PROGRAM_DELETED). Asks you to type the id again, unless -yes\nis given.",
 			flags: a.deleteCommand},
 		"keys": {synopsis: "Prints the keys that sign the admission passes, newest first: their kid, state (next, signing,\npublished, retired, revoked, unusable), when each signs from, was made and was revoked.\nSubcommands: \"wrctl keys rotate\", \"wrctl keys revoke KID\".",

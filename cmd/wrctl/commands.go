@@ -10,6 +10,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"github.com/example/waitingroom/internal/api"
 	"github.com/example/waitingroom/internal/catalog"
 	"github.com/example/waitingroom/internal/history"
+	"github.com/example/waitingroom/internal/report"
 	"github.com/example/waitingroom/internal/tools/client"
 )
 
@@ -156,6 +159,47 @@ func (a *app) historyCommand(fs *flag.FlagSet) runner {
 			return writeTable(a.stdout, 0, rows)
 		})
 	}
+}
+
+// reportCommand prints a program's report, its series as CSV, or writes it as a page.
+func (a *app) reportCommand(fs *flag.FlagSet) runner {
+	csv := fs.Bool("csv", false, "print the per-minute series as CSV")
+	page := fs.String("html", "", "write the report with its charts to `FILE` (an HTML page)")
+	return func(ctx context.Context, c *call) error {
+		if n := len(slices.DeleteFunc([]bool{c.json, *csv, *page != ""}, func(b bool) bool { return !b })); n > 1 {
+			return a.usageError("report", "-json, -csv and -html are one at a time")
+		}
+		r, err := c.client.Report(ctx, c.args[0])
+		switch {
+		case err != nil || c.json:
+			return a.show(c, r, err, nil)
+		case *csv:
+			return report.WriteCSV(a.stdout, r)
+		case *page != "":
+			if err := writeFile(*page, func(w io.Writer) error { return report.WriteHTML(w, r) }); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(a.stdout, "wrote %s\n", *page)
+			return err
+		}
+		return report.WriteTable(a.stdout, r)
+	}
+}
+
+// writeFile writes name by write, replacing it only once written whole.
+func writeFile(name string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(name), ".wrctl-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := errors.Join(write(f), f.Close()); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
 }
 
 // collect reads a list page by page until its end or most items (0: all), asking a page for

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -579,5 +581,41 @@ func TestAccountTokenCommand(t *testing.T) {
 	}
 	if got := decode(t, must("token", "gala", moved["tokenId"].(string), "-json")); got["status"] != "WAITING" || got["ticket"] != 2.0 {
 		t.Errorf("wrctl token of the place's new token: %v; want WAITING with ticket 2", got)
+	}
+}
+
+// TestReport: report prints the program's report as a table, -json as the
+// API answers it, -csv its series, -html FILE its page; an unknown program
+// fails with the API's error.
+func TestReport(t *testing.T) {
+	t.Parallel()
+	url := serve(t, newAPI(t))
+	env := adminEnv(url)
+	must := musts(t, env)
+	must("put", "gala", "-paused")
+	enter(t, url, "gala", 3)
+
+	if table := must("report", "gala").stdout; !regexp.MustCompile(`(?m)^\s+arrivals\s+3$`).MatchString(table) || !strings.HasPrefix(table, "Waiting room report: gala") {
+		t.Errorf("report: want a table of 3 arrivals:\n%s", table)
+	}
+	if got := decode(t, must("report", "gala", "-json")); got["programId"] != "gala" || got["people"].(map[string]any)["waiting"] != 3.0 {
+		t.Errorf("report -json: %v", got)
+	}
+	rows := strings.Split(strings.TrimSpace(must("report", "gala", "-csv").stdout), "\n")
+	if len(rows) < 2 || rows[0] != "minute,arrivals,admitted,left,waiting,requests,peak_per_second" || !strings.Contains(rows[1], ",3,0,0,3,") {
+		t.Errorf("report -csv: want a header and the minute of 3 arrivals:\n%s", strings.Join(rows, "\n"))
+	}
+	page := filepath.Join(t.TempDir(), "gala.html")
+	if out := must("report", "gala", "-html", page).stdout; out != "wrote "+page+"\n" {
+		t.Errorf("report -html: %q", out)
+	}
+	if b, err := os.ReadFile(page); err != nil || !strings.HasPrefix(strings.ToLower(string(b)), "<!doctype html>") || !strings.Contains(string(b), "<svg") {
+		t.Errorf("report -html wrote %d bytes (%v), want a page with charts", len(b), err)
+	}
+	if r := wrctl(t, env, "report", "gala", "-csv", "-html", page); r.status != 2 || !strings.Contains(r.stderr, "one at a time") {
+		t.Errorf("report -csv -html: exit %d, stderr %s; want a usage error", r.status, r.stderr)
+	}
+	if r := wrctl(t, env, "report", "nobody"); r.status != 1 || !strings.Contains(r.stderr, "PROGRAM_NOT_FOUND") {
+		t.Errorf("report of an unknown program: exit %d, stderr %s", r.status, r.stderr)
 	}
 }

@@ -460,7 +460,7 @@ func TestErrors(t *testing.T) {
 		{"MistypedPutFlag", env, []string{"put", "gala", "-rat", "5"}, 2, `^wrctl put: flag provided but not defined: -rat\nRun "wrctl put -h" for usage\.\n$`},
 		{"BadFlagValue", env, []string{"watch", "gala", "-every", "often"}, 2, `^wrctl watch: invalid value "often" for flag -every: parse error\nRun "wrctl watch -h" for usage\.\n$`},
 		{"UnknownCommand", env, []string{"open", "gala"}, 2,
-			`^wrctl: unknown command "open" \(commands: admit, check, close, delete, edge, edge-keys, get, history, keys, list, passes, pause, put, reopen, resume, revoke, token, watch\)\nRun "wrctl -h" for usage\.\n$`},
+			`^wrctl: unknown command "open" \(commands: admit, check, close, delete, edge, edge-keys, get, history, keys, list, passes, pause, put, reopen, report, resume, revoke, token, watch\)\nRun "wrctl -h" for usage\.\n$`},
 		{"NoCommand", env, nil, 2, `^Usage: wrctl COMMAND`},
 		{"CommandHelp", env, []string{"watch", "-h"}, 0, `(?s)^Usage: wrctl watch \[flags\] ID\n.*-every duration`},
 	} {

@@ -22,6 +22,7 @@ const (
 	ProgramsPath     = "/api/v1/admin/programs"
 	AdminPath        = "/api/v1/admin/programs/{programId}"
 	ChangesPath      = "/api/v1/admin/programs/{programId}/changes"
+	ReportPath       = "/api/v1/admin/programs/{programId}/report"
 	AdmissionPath    = "/api/v1/admin/programs/{programId}/admissions"
 	AdminSessionPath = "/api/v1/admin/programs/{programId}/session"            // the site's end of a session
 	TokenPath        = "/api/v1/admin/programs/{programId}/tokens/{tokenId}"   // looked up or revoked by an admin

@@ -29,6 +29,7 @@ import (
 	"github.com/example/waitingroom/internal/httpapi"
 	"github.com/example/waitingroom/internal/metrics"
 	"github.com/example/waitingroom/internal/queue"
+	"github.com/example/waitingroom/internal/report"
 	"github.com/example/waitingroom/internal/settings"
 	"github.com/example/waitingroom/internal/shuffle"
 	"github.com/example/waitingroom/internal/shufflekey"
@@ -47,7 +48,9 @@ type App struct {
 	Edge    *edge.Publisher        // keeps the edge gate's store; nil: no gate
 	Page    http.Handler           // the waiting-room page over Service
 	// Metrics records every request the handlers answer (set it before building them).
-	Metrics        metrics.Observer
+	Metrics metrics.Observer
+	// Tally counts the requests for the programs' reports.
+	Tally          *report.Tally
 	serviceOpts    []queue.Option
 	edgeKV         edgekv.Store
 	itemWriteUnits float64
@@ -114,6 +117,8 @@ func New(cfg config.Config, store queue.Store, log *slog.Logger, opts ...Option)
 	if a.Passes != nil {
 		sopts = append(sopts, queue.WithPassSigner(Signer(a.Passes)))
 	}
+	a.Tally = report.NewTally(store, time.Now, log, queue.NewTokenID()[:8])
+	sopts = append(sopts, queue.WithReportFlush(a.Tally.Flush))
 	a.Service = queue.NewService(store, cfg.Policy, append(sopts, a.serviceOpts...)...)
 	if a.edgeKV != nil {
 		a.Edge = edge.NewPublisher(a.edgeKV, edge.DefaultSite(), a.Service, clock.Real{})
@@ -292,7 +297,7 @@ func (a *App) LocalHandler(secret string) http.Handler {
 
 // options are the handlers' logger, metrics and pass keys.
 func (a *App) options() []httpapi.Option {
-	return []httpapi.Option{httpapi.WithLogger(a.Log), httpapi.WithObserver(a.Metrics), httpapi.WithPasses(a.Passes)}
+	return []httpapi.Option{httpapi.WithLogger(a.Log), httpapi.WithObserver(metrics.Tee(a.Metrics, a.Tally)), httpapi.WithPasses(a.Passes)}
 }
 
 // adminOptions are options and the keyring of the admin key routes.
@@ -309,9 +314,13 @@ func StartLambda(fromEnv func(context.Context, func(string) string, io.Writer) (
 		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("cold start", "error", err.Error())
 		os.Exit(1)
 	}
-	var opts []lambda.Option
-	if emf, ok := a.Metrics.(*metrics.EMF); ok {
-		opts = append(opts, lambda.WithEnableSIGTERM(emf.Flush))
-	}
+	opts := []lambda.Option{lambda.WithEnableSIGTERM(func() {
+		if emf, ok := a.Metrics.(*metrics.EMF); ok {
+			emf.Flush()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), report.FlushBudget)
+		defer cancel()
+		_ = a.Tally.Flush(ctx) // the minute is lost if the store is down
+	})}
 	lambda.StartWithOptions(httpapi.Lambda(handler(a)), opts...)
 }

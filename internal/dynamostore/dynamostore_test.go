@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,7 +165,7 @@ func rawItem(t *testing.T, client *dynamodb.Client, table, pk, sk string) map[st
 }
 
 // attrString renders an attribute value as "S:x", "N:1.5", "B:0aff" (hex),
-// "BOOL:true", "L:[S:a S:b]"; "" for an absent one.
+// "BOOL:true", "L:[S:a S:b]", "SS:[a b]" (sorted); "" for an absent one.
 func attrString(av types.AttributeValue) string {
 	switch v := av.(type) {
 	case *types.AttributeValueMemberS:
@@ -175,6 +176,8 @@ func attrString(av types.AttributeValue) string {
 		return fmt.Sprintf("B:%x", v.Value)
 	case *types.AttributeValueMemberBOOL:
 		return "BOOL:" + strconv.FormatBool(v.Value)
+	case *types.AttributeValueMemberSS:
+		return "SS:[" + strings.Join(slices.Sorted(slices.Values(v.Value)), " ") + "]"
 	case *types.AttributeValueMemberL:
 		items := make([]string, len(v.Value))
 		for i, e := range v.Value {

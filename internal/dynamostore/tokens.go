@@ -50,6 +50,12 @@ type tokenItem struct {
 	MovedTo      string `dynamodbav:"movedTo,omitempty"`
 	MovedMs      int64  `dynamodbav:"movedMs,omitempty"`
 	Moves        int8   `dynamodbav:"moves,omitempty"`
+	// What the enter answered, and what a poll would have when the person
+	// left while waiting (MarkLeft): the report's.
+	EnterPos   int64 `dynamodbav:"enterPos,omitempty"`
+	EnterEstMs int64 `dynamodbav:"enterEstMs,omitempty"`
+	LeftPos    int64 `dynamodbav:"leftPos,omitempty"`
+	LeftEstMs  int64 `dynamodbav:"leftEstMs,omitempty"`
 }
 
 func tokenKey(id string) map[string]types.AttributeValue { return itemKey("TOKEN#"+id, tokenSK) }
@@ -74,6 +80,7 @@ func toTokenItem(t queue.Token) tokenItem {
 		PushStage: int8(t.PushStage), PushOwner: t.PushOwner, PushedMs: pace.UnixMs(t.PushedAt),
 		PushTold: int8(t.PushTold), PushTries1: t.PushTries[queue.PushReady], PushTries2: t.PushTries[queue.PushTurn],
 		Account: t.Account, Handoff: t.Handoff, HandoffMs: pace.UnixMs(t.HandoffAt), MovedTo: t.MovedTo, MovedMs: pace.UnixMs(t.MovedAt), Moves: t.Moves,
+		EnterPos: t.EnterPosition, EnterEstMs: t.EnterEstimate.Milliseconds(), LeftPos: t.LeftPosition, LeftEstMs: t.LeftEstimate.Milliseconds(),
 	}
 	if t.Push.Endpoint != "" && t.PushTold < queue.PushTurn && t.MovedTo == "" {
 		it.PushList, it.PushTicket = pushList(t.ProgramID, t.Ticket), t.Ticket
@@ -96,6 +103,8 @@ func DecodeToken(item map[string]types.AttributeValue) (queue.Token, error) {
 		PushStage: queue.PushStage(it.PushStage), PushOwner: it.PushOwner, PushedAt: pace.FromUnixMs(it.PushedMs),
 		PushTold: queue.PushStage(it.PushTold), PushTries: [3]int8{queue.PushReady: it.PushTries1, queue.PushTurn: it.PushTries2},
 		Account: it.Account, Handoff: it.Handoff, HandoffAt: pace.FromUnixMs(it.HandoffMs), MovedTo: it.MovedTo, MovedAt: pace.FromUnixMs(it.MovedMs), Moves: it.Moves,
+		EnterPosition: it.EnterPos, EnterEstimate: time.Duration(it.EnterEstMs) * time.Millisecond,
+		LeftPosition: it.LeftPos, LeftEstimate: time.Duration(it.LeftEstMs) * time.Millisecond,
 	}, nil
 }
 
@@ -126,9 +135,10 @@ func (s *Store) MarkAdmitted(ctx context.Context, t queue.Token) (queue.Token, e
 	return s.mark(ctx, "mark admitted", t, waiting(), names...)
 }
 
-// MarkLeft implements queue.Store.
+// MarkLeft implements queue.Store: leftAt, with where the person stood
+// (leftPos, leftEstMs), and the TTL in one conditional write.
 func (s *Store) MarkLeft(ctx context.Context, t queue.Token) (queue.Token, error) {
-	return s.mark(ctx, "mark left", t, waiting(), "leftAt", "ttl")
+	return s.mark(ctx, "mark left", t, waiting(), "leftAt", "leftPos", "leftEstMs", "ttl")
 }
 
 // EndAdmission implements queue.Store.

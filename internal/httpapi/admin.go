@@ -99,6 +99,12 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, http.StatusOK, wire.ChangeList{Changes: mapped(h.Changes, changeOf), NextCursor: h.Next}, err)
 }
 
+// report answers the program's report (queue.Service.Report).
+func (a *api) report(w http.ResponseWriter, r *http.Request) error {
+	rep, err := a.svc.Report(r.Context(), r.PathValue("programId"))
+	return answer(w, http.StatusOK, rep, err)
+}
+
 // getToken answers what a token's holder would be told, without the pass.
 func (a *api) getToken(w http.ResponseWriter, r *http.Request) error {
 	l, err := a.svc.Token(r.Context(), r.PathValue("programId"), r.PathValue("tokenId"))

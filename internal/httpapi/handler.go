@@ -169,7 +169,8 @@ func (a *api) enter(w http.ResponseWriter, r *http.Request) error {
 		Challenge: header(r, wire.HeaderChallenge), Solution: header(r, wire.HeaderSolution),
 		Push: body.Push, Enqueue: header(r, wire.HeaderEnqueueToken),
 	})
-	metrics.Note(r.Context()).Account = v.Account
+	n := metrics.Note(r.Context())
+	n.Account, n.Proof = v.Account, header(r, wire.HeaderSolution) != ""
 	return writeToken(w, r, okOrCreated(created), v, err)
 }
 
@@ -295,7 +296,10 @@ func writeToken(w http.ResponseWriter, r *http.Request, status int, v queue.View
 	n.TokenStatus, n.Admitted = string(v.Status), v.FirstSighting
 	if v.Status == queue.StatusWaiting {
 		w.Header().Set(wire.HeaderRetryAfter, strconv.FormatInt(ceilSeconds(v.RetryAfter), 10))
-		n.RetryAfter, n.EstimatedWait = v.RetryAfter, v.EstimatedWait
+		n.RetryAfter, n.EstimatedWait, n.Ticket, n.Position = v.RetryAfter, v.EstimatedWait, v.Ticket, v.Position
+		if v.Shuffle != nil && v.Shuffle.Place > 0 {
+			n.Ticket = v.Shuffle.Place // the line's order
+		}
 	}
 	if status == http.StatusCreated { // a new ticket's position is the queue's length
 		n.Waiting, n.WaitingKnown = v.Position, true

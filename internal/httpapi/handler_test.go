@@ -1100,9 +1100,9 @@ func TestObserver(t *testing.T) {
 	want := []metrics.Request{
 		{Op: metrics.OpAdmin, Method: "PUT", Status: 201, ProgramID: "gala", WaitingKnown: true},
 		{Op: metrics.OpAdmin, Method: "PUT", Status: 401, Code: "UNAUTHORIZED", ProgramID: "gala"},
-		{Op: metrics.OpEnter, Method: "POST", Status: 201, ProgramID: "gala", TokenStatus: "WAITING", RetryAfter: ms(first, "retryAfterMs"), Waiting: 1, WaitingKnown: true},
-		{Op: metrics.OpEnter, Method: "POST", Status: 201, ProgramID: "gala", TokenStatus: "WAITING", RetryAfter: ms(second, "retryAfterMs"), Waiting: 2, WaitingKnown: true},
-		{Op: metrics.OpPoll, Method: "GET", Status: 200, ProgramID: "gala", TokenStatus: "WAITING", RetryAfter: ms(poll, "retryAfterMs")},
+		{Op: metrics.OpEnter, Method: "POST", Status: 201, ProgramID: "gala", TokenStatus: "WAITING", RetryAfter: ms(first, "retryAfterMs"), Waiting: 1, WaitingKnown: true, Ticket: 1, Position: 1},
+		{Op: metrics.OpEnter, Method: "POST", Status: 201, ProgramID: "gala", TokenStatus: "WAITING", RetryAfter: ms(second, "retryAfterMs"), Waiting: 2, WaitingKnown: true, Ticket: 2, Position: 2},
+		{Op: metrics.OpPoll, Method: "GET", Status: 200, ProgramID: "gala", TokenStatus: "WAITING", RetryAfter: ms(poll, "retryAfterMs"), Ticket: 1, Position: 1},
 		{Op: metrics.OpOther, Method: "GET", Status: 404, Code: "NOT_FOUND"},
 		{Op: metrics.OpOther, Method: "PATCH", Status: 405, Code: "METHOD_NOT_ALLOWED", ProgramID: "gala"},
 		{Op: metrics.OpAdmin, Method: "POST", Status: 200, ProgramID: "gala", Waiting: 1, WaitingKnown: true},

@@ -33,6 +33,7 @@ var Routes = []Route{
 	{http.MethodGet, wire.AdminPath, true, metrics.OpAdmin, (*api).getProgram},
 	{http.MethodDelete, wire.AdminPath, true, metrics.OpAdmin, (*api).deleteProgram},
 	{http.MethodGet, wire.ChangesPath, true, metrics.OpAdmin, (*api).history},
+	{http.MethodGet, wire.ReportPath, true, metrics.OpAdmin, (*api).report},
 	{http.MethodPut, wire.AdminPath, true, metrics.OpAdmin, (*api).putProgram},
 	{http.MethodPost, wire.AdmissionPath, true, metrics.OpAdmin, (*api).admit},
 	{http.MethodDelete, wire.AdminSessionPath, true, metrics.OpAdmin, (*api).releaseSession},

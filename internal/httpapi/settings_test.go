@@ -425,3 +425,56 @@ func TestEndSessionOfADeletedProgram(t *testing.T) {
 	}
 	assertJSONEqual(t, end.Body.String(), gone)
 }
+
+// TestHandlerReport: the report route answers the program's people as its
+// tokens tell them (3 arrivals: 1 admitted, 1 left, 1 waiting), 400 to an
+// invalid id, 404 to an unknown program, and 503 with Retry-After to a
+// store fault.
+func TestHandlerReport(t *testing.T) {
+	h, c := settingsAPI(t)
+	admin := http.Header{"Authorization": {"Bearer s3cret"}}
+	if code := call(t, h, "PUT", "/api/v1/admin/programs/gala", admin, `{"paused":true}`, nil); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	var tokens []string
+	for range 3 {
+		var w api.Token
+		if code := call(t, h, "POST", "/api/v1/queues/programs/gala", nil, "", &w); code != 201 {
+			t.Fatalf("enter: %d", code)
+		}
+		tokens = append(tokens, w.TokenID)
+	}
+	if code := call(t, h, "POST", "/api/v1/admin/programs/gala/admissions", admin, `{"count":1}`, nil); code != 200 {
+		t.Fatalf("admit: %d", code)
+	}
+	c.Advance(2 * time.Second)                         // past the program cache
+	for i, method := range []string{"GET", "DELETE"} { // the first sees its turn, the second leaves
+		if code := call(t, h, method, "/api/v1/queues/programs/gala", http.Header{api.HeaderToken: {tokens[i]}}, "", nil); code >= 300 {
+			t.Fatalf("%s: %d", method, code)
+		}
+	}
+	var rep api.Report
+	if code := call(t, h, "GET", "/api/v1/admin/programs/gala/report", admin, "", &rep); code != 200 {
+		t.Fatalf("report: %d", code)
+	}
+	want := api.ReportPeople{Arrivals: 3, Admitted: 1, Left: 1, Waiting: 1}
+	if diff := cmp.Diff(want, rep.People); diff != "" || rep.ProgramID != "gala" || rep.Final || rep.Waits.MaxMs != 2000 {
+		t.Errorf("report of %s (final %v, waits %+v), people (-want +got):\n%s", rep.ProgramID, rep.Final, rep.Waits, diff)
+	}
+
+	for _, tt := range []struct {
+		name, path string
+		h          http.Handler
+		status     int
+		code       string
+	}{
+		{"invalid id", "/api/v1/admin/programs/-x/report", h, 400, api.CodeInvalidProgramID},
+		{"unknown program", "/api/v1/admin/programs/nobody/report", h, 404, api.CodeProgramNotFound},
+		{"store fault", "/api/v1/admin/programs/gala/report", checked(t, httpapi.New(queue.NewService(brokenStore{memstore.New()}, polling.DefaultTiers()), httpapi.BearerAuth("s3cret"), httpapi.WithLogger(discard))), 503, api.CodeUnavailable},
+	} {
+		w := record(tt.h, "GET", tt.path, admin, "")
+		if w.Code != tt.status || decodeCode(w.Body.String()) != tt.code || (tt.status == 503) != (w.Header().Get("Retry-After") != "") {
+			t.Errorf("%s: %d %s (Retry-After %q), want %d %s", tt.name, w.Code, w.Body, w.Header().Get("Retry-After"), tt.status, tt.code)
+		}
+	}
+}

@@ -67,6 +67,10 @@ type Request struct {
 	WaitingKnown              bool
 	BypassPasses              int64 // how many bypass passes the answer issued
 	Account                   bool  // a new place is an account's (an enter with an enqueue token)
+	// Ticket (a shuffled pre-queue's place) and Position are those of a
+	// WAITING answer, for the report's tally.
+	Ticket, Position int64
+	Proof            bool // the enter came with a proof of work
 }
 
 // Observer records requests. Implementations are safe for concurrent use.
@@ -211,4 +215,15 @@ func MethodLabel(method string) string {
 		return method
 	}
 	return MethodOther
+}
+
+// Tee is an Observer passing each Request to every one of obs.
+func Tee(obs ...Observer) Observer { return tee(obs) }
+
+type tee []Observer
+
+func (t tee) Observe(r Request) {
+	for _, o := range t {
+		o.Observe(r)
+	}
 }

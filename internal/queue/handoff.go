@@ -179,7 +179,7 @@ func (s *Service) Redeem(ctx context.Context, programID, code, key string) (v Vi
 // its moves counted.
 func arrived(t Token) Token {
 	return Token{ID: t.MovedTo, ProgramID: t.ProgramID, Ticket: t.Ticket, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt,
-		HandoffAt: t.MovedAt, Moves: t.Moves + 1}
+		HandoffAt: t.MovedAt, Moves: t.Moves + 1, EnterPosition: t.EnterPosition, EnterEstimate: t.EnterEstimate}
 }
 
 // checkMove is why handoff h may not move t, as read at now; nil if it may.

@@ -64,6 +64,8 @@ type Service struct {
 	enqueue  EnqueueVerifier
 	// pushHosts are the push services subscriptions may name; nil: no push.
 	pushHosts webpush.Hosts
+	// flushReport writes this instance's report tallies before a pass.
+	flushReport func(context.Context) error
 }
 
 // Option configures a Service.
@@ -105,6 +107,13 @@ func WithEdgeTokens(m EdgeTokens) Option { return func(s *Service) { s.edge = m 
 // ("pollingPolicy"); others get the service's default.
 func WithPolicies(named map[string]polling.Policy) Option {
 	return func(s *Service) { s.policies = named }
+}
+
+// WithReportFlush makes a report's pass first write this instance's tallies
+// with flush (report.Tally.Flush): one process serving both APIs answers its
+// last minute too.
+func WithReportFlush(flush func(context.Context) error) Option {
+	return func(s *Service) { s.flushReport = flush }
 }
 
 // WithLogger makes the service log to l instead of slog.Default().
@@ -241,6 +250,7 @@ func (s *Service) enterNew(ctx context.Context, programID string, want Token, cl
 		Push:      want.Push,
 		Account:   want.Account,
 	}
+	t.EnterPosition, t.EnterEstimate = s.standing(p, t.Ticket, now)
 	var stored Token
 	if claim == "" {
 		stored, err = s.putToken(ctx, t)
@@ -357,6 +367,9 @@ func (s *Service) Leave(ctx context.Context, programID, tokenID string) error {
 		// Waiting, or admitted but never told: it leaves without its pass.
 		left := t
 		left.LeftAt, left.ExpiresAt = now.Truncate(time.Millisecond), now.Add(endedTokenRetention)
+		if p, err := s.program(ctx, programID, now); err == nil { // for the report; its fault is not the leave's
+			left.LeftPosition, left.LeftEstimate = s.standing(p, t.Ticket, now)
+		}
 		if t, err = s.store.MarkLeft(ctx, left); err != nil {
 			return storeError("mark left", err)
 		}

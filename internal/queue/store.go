@@ -41,8 +41,8 @@ type Store interface {
 	// MarkAdmitted records the first sighting of the token's admission (its
 	// times) if it is pending, and returns the token as stored afterwards.
 	MarkAdmitted(ctx context.Context, t Token) (Token, error)
-	// MarkLeft records that a pending token left (LeftAt, ExpiresAt), and
-	// returns the token as stored afterwards.
+	// MarkLeft records that a pending token left (LeftAt, LeftPosition,
+	// LeftEstimate, ExpiresAt), and returns the token as stored afterwards.
 	MarkLeft(ctx context.Context, t Token) (Token, error)
 	// EndAdmission records that an admitted token, not left, ended at
 	// t.LeftAt within its window, and returns the token as stored afterwards.
@@ -56,6 +56,7 @@ type Store interface {
 	UseChallenge(ctx context.Context, key, owner string, expires time.Time) error
 
 	CatalogStore
+	ReportStore
 }
 
 // CatalogStore keeps the list of programs, their deletion and history.

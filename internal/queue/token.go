@@ -84,6 +84,11 @@ type Token struct {
 	MovedTo   string
 	MovedAt   time.Time
 	Moves     int8 // how often the place moved before it came to this token
+	// EnterPosition and EnterEstimate are what the enter answered;
+	// LeftPosition and LeftEstimate what a poll would have answered when
+	// the person left while waiting (MarkLeft): the report's (0: unknown).
+	EnterPosition, LeftPosition int64
+	EnterEstimate, LeftEstimate time.Duration
 }
 
 // Pending reports whether t is neither admitted, left, revoked nor moved in the store.

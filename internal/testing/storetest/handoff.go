@@ -22,7 +22,7 @@ func handoffOf(t queue.Token, hash string, at time.Duration) (queue.Handoff, que
 // its latest handoff, and a moved token is no longer pending.
 func testHandoffs(t *testing.T, s queue.Store) {
 	hs, ctx := s.(queue.HandoffStore), t.Context()
-	tok := waiting(11)
+	tok := placed(waiting(11), 11, 42*time.Second) // what the enter answered stays through the move
 	checkErr(t, "PutToken", s.PutToken(ctx, tok), nil)
 	h1, with1 := handoffOf(tok, "hash-one", ms(1_000))
 	checkErr(t, "PutHandoff", hs.PutHandoff(ctx, h1, with1, t0), nil)
@@ -59,6 +59,7 @@ func testHandoffs(t *testing.T, s queue.Store) {
 
 	arrived := waiting(14) // a place a handoff brought, of an account's kind of fields
 	arrived.HandoffAt, arrived.Moves, arrived.Account = t0.Add(ms(3_000)), 2, "alice@shop"
+	arrived = placed(arrived, 14, 90*time.Second)
 	checkErr(t, "PutToken moved here", s.PutToken(ctx, arrived), nil)
 	checkCall(t, "GetToken moved here", answer(s.GetToken(ctx, arrived.ID)), arrived)
 }

@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 	_, pushes := probe.(queue.PushStore)
 	_, vapid := probe.(vapidStore)
 	_, handoffs := probe.(queue.HandoffStore)
+	_, reports := probe.(queue.ReportStore)
 	for _, group := range []struct {
 		name string
 		runs bool // the store implements what the group tests
@@ -74,6 +75,7 @@ func Run(t *testing.T, newStore func(t *testing.T) queue.Store) {
 		{"VAPIDKey", vapid, testVAPIDKey},
 		{"Handoffs", handoffs, testHandoffs},
 		{"HandoffsConcurrent", handoffs, testHandoffsConcurrent},
+		{"Reports", reports, testReports},
 	} {
 		if group.runs {
 			t.Run(group.name, func(t *testing.T) { group.test(t, newStore(t)) })

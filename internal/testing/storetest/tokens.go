@@ -71,6 +71,7 @@ func testToken(t *testing.T, s queue.Store) {
 		{"admitted", admitted(waiting(2))},
 		{"left", left(waiting(3))},
 		{"every field", left(admitted(waiting(4)))},
+		{"the report's fields", leftAt(placed(left(waiting(6)), 600, 10*time.Minute+ms(1)), 17, ms(16_999))},
 		{"revoked", revoked(ended(waiting(1)))},
 		{"zero times stay zero", queue.Token{ID: queue.NewTokenID(), ProgramID: "prog", Ticket: 5}},
 		{"large ticket", waiting(1 << 53)},

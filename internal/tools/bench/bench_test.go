@@ -439,10 +439,11 @@ func TestCost(t *testing.T) {
 			Cost{
 				Usage: Usage{Requests: 5_000_000, GBSeconds: 12_500, Instances: 10_000,
 					// Program reads: 10,000 instances in the first second, then 40, then one for 20 requests.
-					RRU: 4_000_000 + 1_000_000 + 10_000 + 40 + 1, WRU: 1_000_000*3 + 1_000_000,
-					KMS: 10_000 + 1, KeyPeriods: 1, LogBytes: 5e6 * logBytes},
+					RRU: 4_000_000 + 1_000_000 + 10_000 + 40 + 1, WRU: 1_000_000*3 + 1_000_000 + 10_000,
+					KMS: 10_000 + 1, KeyPeriods: 1, LogBytes: 5e6 * logBytes,
+					ReportWRU: 10_000}, // a minute's tally from each of the peak second's instances
 				APIGateway: 5, LambdaRequests: 1, LambdaDuration: 12_500 * 0.0000133334,
-				DynamoReads: 5.010041 * 0.125, DynamoWrites: 4 * 0.625, Logs: 5e6 * logBytes / 1e9 * 0.5,
+				DynamoReads: 5.010041 * 0.125, DynamoWrites: 4.01 * 0.625, Logs: 5e6 * logBytes / 1e9 * 0.5,
 				KMS: (10_000*0.03 + 0.10) / 1e4,
 			}},
 		{"leaves, an idle peak, three key periods", nil,
@@ -488,9 +489,10 @@ func TestCost(t *testing.T) {
 			Result{Requests: 20, Enters: 10, Entered: 10, Polls: 10, Admitted: 8, PeakRps: 15, DurationSeconds: 5},
 			Cost{
 				Usage: Usage{Requests: 20, GBSeconds: 20 * 0.25 * 0.01, Instances: 1,
-					RRU: 10 + 10, WRU: 10*3 + 8, KMS: 1 + 1, KeyPeriods: 1, LogBytes: 20 * logBytes, EdgeCalls: 10 + 8*11},
+					RRU: 10 + 10 + 10*0.125, WRU: 10*3 + 8, KMS: 1 + 1, KeyPeriods: 1, LogBytes: 20 * logBytes, EdgeCalls: 10 + 8*11,
+					ReportRRU: 10 * 0.125}, // the report's pass over the 10 who entered
 				APIGateway: 20e-6, LambdaRequests: 20 * 0.2e-6, LambdaDuration: 20 * 0.25 * 0.01 * 0.0000133334,
-				DynamoReads: 20 * 0.125e-6, DynamoWrites: 38 * 0.625e-6, Logs: 20 * logBytes / 1e9 * 0.5,
+				DynamoReads: 21.25 * 0.125e-6, DynamoWrites: 38 * 0.625e-6, Logs: 20 * logBytes / 1e9 * 0.5,
 				KMS: (0.03 + 0.10) / 1e4, Edge: 98e-6 * (0.10 + 3*0.03 + 1),
 			}},
 	} {
@@ -511,7 +513,7 @@ func TestCost(t *testing.T) {
 // TestCostRows: a priced result shows every line, the total and the total
 // per million admitted.
 func TestCostRows(t *testing.T) {
-	r := Result{Policy: "eta", Users: 1000, Admitted: 1000, Requests: 5000, Enters: 1000, Polls: 4000, RpsSeries: []int64{1000, 1000, 1000, 1000, 1000}}
+	r := Result{Policy: "eta", Users: 1000, Admitted: 1000, Entered: 1000, Requests: 5000, Enters: 1000, Polls: 4000, RpsSeries: []int64{1000, 1000, 1000, 1000, 1000}}
 	r.Finish(100 * time.Second)
 	r.Price(DefaultPrices())
 	cells := map[string][]string{}
@@ -520,20 +522,22 @@ func TestCostRows(t *testing.T) {
 	}
 	c := r.Cost
 	for label, want := range map[string]string{
-		"DynamoDB read units":                   "5,050",
-		"DynamoDB write units":                  "4,000",
-		"Lambda instances (peak, Little's law)": "10",
-		"KMS requests":                          "11",
-		"log bytes (EMF, Lambda, access)":       "1.57 MB",
-		"cost: total":                           USD(c.Total),
-		"per million admitted":                  USD(c.Total * 1000),
+		"DynamoDB read units":                                "5,175",
+		"DynamoDB write units":                               "4,010",
+		"of them, the report's write units (minute tallies)": "10",
+		"of them, the report's read units (its pass)":        "125",
+		"Lambda instances (peak, Little's law)":              "10",
+		"KMS requests":                                       "11",
+		"log bytes (EMF, Lambda, access)":                    "1.57 MB",
+		"cost: total":                                        USD(c.Total),
+		"per million admitted":                               USD(c.Total * 1000),
 	} {
 		if got := cells[label]; len(got) != 1 || got[0] != want {
 			t.Errorf("%s: %q, want %q", label, got, want)
 		}
 	}
-	if c.Usage.RRU != 4000+1000+10*5 { // polls, enters, and 10 instances reading the program each of 5 busy seconds
-		t.Errorf("read units %g, want 5,050", c.Usage.RRU)
+	if c.Usage.RRU != 4000+1000+10*5+125 { // polls, enters, 10 instances reading the program each of 5 busy seconds, the report's pass
+		t.Errorf("read units %g, want 5,175", c.Usage.RRU)
 	}
 }
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -50,6 +51,10 @@ type Prices struct {
 	// reads of a ~100-byte entry, 80 to an eventually consistent unit).
 	// A subscribed person's enter costs no extra request.
 	PushWRU, PushIndexWRU, PushListRRU float64
+	// The report's records: each Lambda instance busy in a minute adds its
+	// tally to the minute's item (ReportMinuteWRU), and the report's pass
+	// after the sale scans every token (ReportRRUPerPerson).
+	ReportMinuteWRU, ReportRRUPerPerson float64
 }
 
 // DefaultPrices returns the documented defaults.
@@ -83,6 +88,8 @@ func DefaultPrices() Prices {
 		PushWRU:                  1,
 		PushIndexWRU:             2,
 		PushListRRU:              9.0 / 80,
+		ReportMinuteWRU:          1,
+		ReportRRUPerPerson:       0.125,
 	}
 }
 
@@ -103,6 +110,10 @@ type Usage struct {
 	SenderGBSeconds float64 `json:"senderGBSeconds,omitempty"`
 	PushWRU         float64 `json:"pushWRU,omitempty"`
 	PushRRU         float64 `json:"pushRRU,omitempty"`
+	// The report's: its minute tallies' writes and its pass's reads, also
+	// in WRU and RRU.
+	ReportWRU float64 `json:"reportWRU"`
+	ReportRRU float64 `json:"reportRRU"`
 }
 
 // Cost is the AWS bill of a run, in US dollars.
@@ -150,6 +161,9 @@ func (p Prices) Cost(r Result) Cost {
 		u.WRU += float64(n)
 	}
 	u.RRU += p.programReads(r)
+	u.ReportWRU, u.ReportRRU = p.tallyMinutes(r)*p.ReportMinuteWRU, float64(r.Entered)*p.ReportRRUPerPerson
+	u.WRU += u.ReportWRU
+	u.RRU += u.ReportRRU
 	u.SenderMinutes = r.SenderMinutes
 	u.SenderGBSeconds = float64(r.SenderMinutes) * p.SenderMsPerMinute / 1000 * p.SenderMemoryMB / 1024
 	u.PushWRU = float64(r.PushesReady+2*r.PushesTurn)*p.PushWRU + float64(r.Subscribed)*p.PushIndexWRU
@@ -194,6 +208,16 @@ func (p Prices) programReads(r Result) float64 {
 	for _, rps := range r.RpsSeries {
 		instances := math.Ceil(float64(rps) * p.LambdaMsPerRequest / 1000)
 		n += min(float64(rps), instances*perInstance)
+	}
+	return n
+}
+
+// tallyMinutes is how many minute tallies r's requests write: one a minute
+// per Lambda instance busy in it (Little's law on its busiest second).
+func (p Prices) tallyMinutes(r Result) float64 {
+	n := 0.0
+	for m := range slices.Chunk(r.RpsSeries, 60) {
+		n += math.Ceil(float64(slices.Max(m)) * p.LambdaMsPerRequest / 1000)
 	}
 	return n
 }

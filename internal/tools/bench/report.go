@@ -102,6 +102,7 @@ func (r Result) cells() []cell {
 		ls.add(true, "pushes sent: your turn (each a poll)", float64(r.PushesTurn), formatInteger, true)
 		ls.add(true, "push sender minutes (someone subscribed waits)", float64(r.SenderMinutes), formatInteger, true)
 	}
+	ls.percentiles("wait (enter to ADMITTED)", r.WaitMs, formatSeconds, true, true)
 	ls.percentiles("notify delay", &r.NotifyDelayMs, formatSeconds, true, true)
 	if r.Cost != nil {
 		r.Cost.add(&ls, r.Admitted, push)
@@ -144,6 +145,8 @@ func (c Cost) add(ls *lines, admitted int, push bool) {
 		{"Lambda instances (peak, Little's law)", float64(u.Instances), formatInteger, true},
 		{"KMS requests", float64(u.KMS), formatInteger, true},
 		{"log bytes (EMF, Lambda, access)", u.LogBytes, formatBytes, true},
+		{"of them, the report's write units (minute tallies)", u.ReportWRU, formatInteger, true},
+		{"of them, the report's read units (its pass)", u.ReportRRU, formatInteger, true},
 		{"cost: API Gateway", c.APIGateway, USD, true},
 		{"cost: Lambda", c.LambdaRequests + c.LambdaDuration, USD, true},
 		{"cost: DynamoDB reads", c.DynamoReads, USD, true},

@@ -61,8 +61,12 @@ type Result struct {
 
 	// LatencyMs is the queue API requests' latency (run); NotifyDelayMs runs,
 	// per admitted user, from its ticket's admission to its seeing ADMITTED.
+	// WaitMs runs, per admitted user, from just before it sent its
+	// successful enter to its receiving its first ADMITTED answer, on the
+	// run's clock (run): the wait a program's report shows from the tokens.
 	LatencyMs     *Percentiles `json:"latencyMs,omitempty"`
 	NotifyDelayMs Percentiles  `json:"notifyDelayMs"`
+	WaitMs        *Percentiles `json:"waitMs,omitempty"`
 
 	// SeenSeries counts the users who first saw ADMITTED in each second;
 	// Passes the first ADMITTED answers that carried a pass (run).

@@ -39,6 +39,7 @@ const (
 	OpListPrograms   Op = "GET programs"
 	OpDeleteProgram  Op = "DELETE admin"
 	OpHistory        Op = "GET changes"
+	OpReport         Op = "GET report"
 	// OpBypass is an admin's issuance of bypass passes.
 	OpBypass   Op = "POST passes"
 	OpGetToken Op = "GET token"
@@ -52,7 +53,7 @@ const (
 	OpRevokeKey   Op = "DELETE key"
 )
 
-var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory, OpGetToken, OpGetAccount, OpRevokeToken, OpBypass,
+var adminOps = []Op{OpGetProgram, OpPutProgram, OpAdmit, OpListPrograms, OpDeleteProgram, OpHistory, OpReport, OpGetToken, OpGetAccount, OpRevokeToken, OpBypass,
 	OpListKeys, OpRotateKey, OpRevokeKey, OpEdgeKeys, OpRotateEdge}
 
 // Admin reports whether o is an admin call.
@@ -220,6 +221,11 @@ func (c *Client) DeleteProgram(ctx context.Context, programID string) error {
 // History reads a page of up to limit of programID's changes, newest first, from cursor.
 func (c *Client) History(ctx context.Context, programID, cursor string, limit int) (api.ChangeList, error) {
 	return answer[api.ChangeList](ctx, c, request{op: OpHistory, path: route(api.ChangesPath, programID) + pageQuery(cursor, limit)})
+}
+
+// Report reads programID's report.
+func (c *Client) Report(ctx context.Context, programID string) (api.Report, error) {
+	return answer[api.Report](ctx, c, request{op: OpReport, path: route(api.ReportPath, programID)})
 }
 
 // IssueBypass asks for n bypass passes to programID, each valid for validity (whole seconds).

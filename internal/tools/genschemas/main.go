@@ -29,7 +29,7 @@ const (
 
 // wireTypes are the bodies of the API, each one schema of the same name.
 var wireTypes = []any{api.Token{}, api.Program{}, api.ProgramSettings{}, api.Admission{}, api.Error{}, api.ProgramList{}, api.Change{}, api.ChangeList{}, api.TokenRecord{}, api.BypassRequest{}, api.BypassPasses{}, api.Challenge{}, api.PushSubscription{}, api.EnterRequest{}, api.HandoffRequest{}, api.Handoff{}, api.RedeemRequest{},
-	api.SigningKeys{}, api.KeyRotation{}, api.KeyRevocation{}, api.EdgeKeys{}, api.EdgeRotation{}}
+	api.SigningKeys{}, api.KeyRotation{}, api.KeyRevocation{}, api.EdgeKeys{}, api.EdgeRotation{}, api.Report{}}
 
 func main() {
 	if len(os.Args) != 2 {

@@ -32,6 +32,7 @@ type Store struct {
 	changeIssued map[string]int64
 	cap          capRecords
 	cat          catalogRecords
+	rep          reportRecords
 	challenges   map[string]expiring[string] // proof-of-work owners
 	handoffs     map[string]expiring[queue.Handoff]
 	clock        clock.Clock // dates the capacity records' expiry
@@ -62,6 +63,7 @@ func New() *Store {
 		KeyStore: localkeys.NewKeyStore(),
 		cap:      capRecords{groups: map[groupKey]expiring[capacity.Group]{}, ends: map[endsKey]ends{}, marks: map[string][]expiring[capacity.Mark]{}},
 		cat:      catalogRecords{listed: map[string]struct{}{}, deleted: map[string]time.Time{}, history: map[string][]history.Change{}},
+		rep:      reportRecords{minutes: map[minuteKey]*minute{}, reports: map[string]kept{}},
 		clock:    clock.Real{},
 	}
 }
@@ -342,7 +344,9 @@ func (s *Store) MarkAdmitted(ctx context.Context, t queue.Token) (queue.Token, e
 
 // MarkLeft implements queue.Store.
 func (s *Store) MarkLeft(ctx context.Context, t queue.Token) (queue.Token, error) {
-	return s.mark(ctx, t, func(cur *queue.Token) { cur.LeftAt, cur.ExpiresAt = t.LeftAt, t.ExpiresAt })
+	return s.mark(ctx, t, func(cur *queue.Token) {
+		cur.LeftAt, cur.LeftPosition, cur.LeftEstimate, cur.ExpiresAt = t.LeftAt, t.LeftPosition, t.LeftEstimate, t.ExpiresAt
+	})
 }
 
 // EndAdmission implements queue.Store.
@@ -398,6 +402,7 @@ func (s *Store) Sweep(now time.Time) int {
 	maps.DeleteFunc(s.handoffs, func(_ string, h expiring[queue.Handoff]) bool { return now.After(h.expires) })
 	s.DropExpired(now)
 	s.sweepCapacity(now)
+	s.sweepReports(now)
 	n := len(s.tokens)
 	maps.DeleteFunc(s.tokens, func(_ string, t queue.Token) bool { return !t.ExpiresAt.IsZero() && now.After(t.ExpiresAt) })
 	return n - len(s.tokens)

@@ -1,5 +1,6 @@
 // Package simclock provides the clocks of tests and simulations: Fake,
-// which moves only when told, and Offset, a clock off by a fixed skew.
+// which moves only when told, Steps, which moves only while everyone it
+// waits for sleeps, and Offset, a clock off by a fixed skew.
 package simclock
 
 import (

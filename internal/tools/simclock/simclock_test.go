@@ -106,3 +106,71 @@ func TestWithTimeout(t *testing.T) {
 		t.Errorf("real clock: deadline %v (%v), want an hour from now", d, ok)
 	}
 }
+
+// TestSteps: the clock stands still while a party works, moves to the
+// earliest end once all sleep (waking those due within Batch with it),
+// leaves others' sleeps out of the count, and a party whose sleep is
+// canceled works again.
+func TestSteps(t *testing.T) {
+	c := simclock.NewSteps(t0)
+	c.Party = func(ctx context.Context) bool { return ctx.Value(stepsKey{}) == nil }
+	c.Batch = 20 * time.Millisecond
+	// Not a party's sleep, with none working: the clock moves at once.
+	if err := c.Sleep(context.WithValue(t.Context(), stepsKey{}, true), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	start := t0.Add(time.Minute)
+	if got := c.Now(); !got.Equal(start) {
+		t.Fatalf("after another's sleep: %v, want %v", got, start)
+	}
+	c.Track(3) // this test, a and b
+	woke := make(chan time.Time, 3)
+	party := func(d time.Duration) {
+		defer c.Track(-1)
+		if err := c.Sleep(t.Context(), d); err != nil {
+			t.Error(err)
+		}
+		woke <- c.Now()
+	}
+	go party(time.Second)
+	go party(time.Second + 10*time.Millisecond) // within the batch: wakes with a
+	if got := c.Now(); !got.Equal(start) {
+		t.Fatalf("the clock moved to %v while this party works", got)
+	}
+	if err := c.Sleep(t.Context(), 3*time.Second); err != nil { // returns once a and b are done
+		t.Fatal(err)
+	}
+	if got, want := c.Now(), start.Add(3*time.Second); !got.Equal(want) {
+		t.Errorf("after the sleep: %v, want %v", got, want)
+	}
+	for range 2 {
+		if got, want := <-woke, start.Add(time.Second); !got.Equal(want) {
+			t.Errorf("a party woke at %v, want %v", got, want)
+		}
+	}
+	// A sleep canceled by a working party: this party works again, so the
+	// other's sleep waits for its next one.
+	ctx, cancel := context.WithCancel(t.Context())
+	handled := make(chan struct{})
+	c.Track(1)
+	go func() {
+		cancel()
+		<-handled
+		party(time.Minute)
+	}()
+	if err := c.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled sleep: %v", err)
+	}
+	if got, want := c.Now(), start.Add(3*time.Second); !got.Equal(want) {
+		t.Errorf("after the canceled sleep: %v, want %v", got, want)
+	}
+	close(handled)
+	if err := c.Sleep(t.Context(), 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := <-woke, start.Add(3*time.Second+time.Minute); !got.Equal(want) {
+		t.Errorf("woke at %v, want %v", got, want)
+	}
+}
+
+type stepsKey struct{}

@@ -84,7 +84,10 @@ type Config struct {
 	// Clock, when not nil, is the run's time, Scenario.Timeout's included (ctx bounds the real time).
 	Clock clock.Clock
 
-	trackUser func(delta int) // tests: told of each user's start (+1, before it starts) and end (-1)
+	// Track, when not nil, is told of each user's start (+1, before it
+	// starts) and end (-1): a discrete-event clock counts the users it waits
+	// for with it (see UserOf).
+	Track func(delta int)
 }
 
 // CheckLoopback returns an error unless rawURL is http(s) on a loopback address.

@@ -249,6 +249,10 @@ func TestRunDrain(t *testing.T) {
 	if d := r.NotifyDelayMs; d.Count != sc.Users || d.Max > 1000 || d.P50 <= 0 {
 		t.Errorf("notify delay %+v; want %d samples in (0, 1 s]", d, sc.Users)
 	}
+	// Each wait runs from the enter, sent at the start, to the ADMITTED answer at 1 s.
+	if want := (bench.Percentiles{Count: sc.Users, P50: 1000, P95: 1000, P99: 1000, Max: 1000}); r.WaitMs == nil || *r.WaitMs != want {
+		t.Errorf("waits %+v, want %+v", r.WaitMs, want)
+	}
 	if r.DurationSeconds != 1 {
 		t.Errorf("duration %g s, want 1 s", r.DurationSeconds)
 	}
@@ -403,7 +407,7 @@ func runScheduled(t *testing.T, program string, sc bench.Scenario, opens int, ho
 		return users(ctx, w)
 	}
 	srv := newServer(t, serverOptions{clock: vc, after: after})
-	r, err := Run(hangGuard(t), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: program, Scenario: sc, Clock: vc, trackUser: track})
+	r, err := Run(hangGuard(t), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: program, Scenario: sc, Clock: vc, Track: track})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -871,7 +875,7 @@ func TestRunCapacity(t *testing.T) {
 	// The users and the counter sampling (every 100 ms) play on a clock
 	// that moves only when all of them wait.
 	track := newDriver(vc, sc.Users, 1)
-	r, err := Run(hangGuard(t), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "capped", Scenario: sc, Seed: 5, Crowd: capy, Clock: vc, trackUser: track})
+	r, err := Run(hangGuard(t), Config{BaseURL: srv.URL, AdminToken: secret, ProgramID: "capped", Scenario: sc, Seed: 5, Crowd: capy, Clock: vc, Track: track})
 	if err != nil {
 		t.Fatal(err)
 	}

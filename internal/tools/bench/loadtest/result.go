@@ -48,7 +48,7 @@ func (r *runner) result(users []user, end time.Duration) bench.Result {
 	r.countRequests(&res, seconds)
 	res.ChallengeSolves, res.ChallengeSolveMs = r.solves.Load(), bench.Ms(time.Duration(r.solveNs.Load()))
 	res.SeenSeries = make([]int64, seconds)
-	var delays []float64
+	var delays, waits []float64
 	for _, u := range users {
 		if u.entered {
 			res.Entered++
@@ -65,8 +65,10 @@ func (r *runner) result(users []user, end time.Duration) bench.Result {
 		// ADMITTED by seenAt: the admission lies in between.
 		at := min(max(admittedAt(r.samples, u.ticket), u.lastWaiting), u.seenAt)
 		delays = append(delays, bench.Ms(u.seenAt-at))
+		waits = append(waits, bench.Ms(u.seenAt-u.enterSent))
 	}
 	res.NotifyDelayMs = bench.Summarize(delays)
+	res.WaitMs = new(bench.Summarize(waits))
 	res.SeenPerSecondPeak = bench.SeriesPeak(res.SeenSeries)
 	res.Passes = r.passes.Load()
 	res.Finish(end)

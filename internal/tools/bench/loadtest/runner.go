@@ -77,6 +77,13 @@ type userKey struct{}
 
 const samplerUser = -2
 
+// UserOf returns the index of the virtual user whose work ctx is; ok is
+// false for the runner's own (its schedule and counter sampling).
+func UserOf(ctx context.Context) (index int, ok bool) {
+	index, ok = ctx.Value(userKey{}).(int)
+	return index, ok && index >= 0
+}
+
 // sleep waits d on the run's clock or until ctx ends, and reports whether
 // d elapsed: a wait that would end at or past the run's deadline only
 // lasts until it, and reports false.
@@ -229,7 +236,7 @@ func (r *runner) playUsers(ctx context.Context, enters *sync.WaitGroup) []user {
 			users[i].session = session[i]
 		}
 	}
-	track := r.cfg.trackUser
+	track := r.cfg.Track
 	if track == nil {
 		track = func(int) {}
 	}

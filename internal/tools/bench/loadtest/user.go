@@ -21,6 +21,7 @@ type user struct {
 	issuedAt    time.Time // the token's, on the server's clock; zero when unknown
 	prequeue    int64     // the size of a shuffled pre-queue, when an answer told it
 	enterAt     time.Duration
+	enterSent   time.Duration // send time of the successful enter, for the wait
 	lastWaiting time.Duration // send time of the last WAITING answer
 	seenAt      time.Duration // receipt of ADMITTED
 	admitted    bool
@@ -42,7 +43,7 @@ func (r *runner) user(ctx context.Context, u *user, entered func()) {
 	if !ok {
 		return
 	}
-	u.entered, u.enterAt, u.ticket, u.issuedAt = true, recv, ans.Ticket, ans.IssuedAt.Time
+	u.entered, u.enterSent, u.enterAt, u.ticket, u.issuedAt = true, sent, recv, ans.Ticket, ans.IssuedAt.Time
 	token := ans.TokenID
 	for {
 		switch ans.Status {

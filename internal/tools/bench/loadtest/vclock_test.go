@@ -221,7 +221,7 @@ type sleeper struct {
 }
 
 // newDriver drives c for a run of users (and extra other participants);
-// it sets c.onSleep and returns the Config.trackUser hook.
+// it sets c.onSleep and returns the Config.Track hook.
 func newDriver(c *vclock, users, extra int) func(delta int) {
 	d := &driver{c: c, extra: extra, live: users}
 	c.onSleep, c.driveSampler = d.sleep, true

@@ -189,12 +189,21 @@ func TestPausedRates(t *testing.T) {
 	}
 	// Polls read the token, each busy instance the program once a second
 	// (10 in each second of 1,000 polls); enters, the key's token, and
-	// write 3 units each; each instance opens the one signing key.
-	busy := 0.0
-	for _, n := range r.RpsSeries {
+	// write 3 units each; each instance opens the one signing key; the
+	// report's pass reads 1/8 unit a person, and each instance busy in a
+	// minute writes its tally.
+	busy, tallies := 0.0, 0.0
+	for i, n := range r.RpsSeries {
 		busy += math.Ceil(float64(n) / 100)
+		if i%60 == 0 {
+			tallies += math.Ceil(float64(slices.Max(r.RpsSeries[i:min(i+60, len(r.RpsSeries))])) / 100)
+		}
 	}
-	if r.Cost == nil || busy == 0 || r.Cost.Usage.RRU != 19000+1000+busy || r.Cost.Usage.WRU != 3*1000 || r.Cost.Usage.KMS != r.Cost.Usage.Instances+1 {
+	if r.Cost == nil {
+		t.Fatal("no cost")
+	}
+	u := r.Cost.Usage
+	if busy == 0 || u.RRU != 19000+1000+busy+125 || u.WRU != 3*1000+tallies || u.ReportWRU != tallies || u.KMS != u.Instances+1 {
 		t.Errorf("cost %+v", r.Cost)
 	}
 }

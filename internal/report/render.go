@@ -320,13 +320,18 @@ func timeChart(r Report, id, title, ylabel string) chart {
 	return c
 }
 
-// timeLine is the polyline of v over r's rows, at their middles, setting c's y ticks.
+// timeLine is the polyline of v over r's rows, at their middles (a single
+// row across the plot), setting c's y ticks.
 func timeLine(r Report, vmax int64, c *chart, v func(Row) int64, class string) polyline {
 	hi := yAxis(c, vmax)
 	pts := make([]string, len(r.Minutes))
 	for i, m := range r.Minutes {
 		px := left + (float64(i)+0.5)/float64(len(r.Minutes))*plotWidth
 		pts[i] = fmt.Sprintf("%.1f,%.1f", px, bottom-float64(v(m))/float64(hi)*plotHeight)
+	}
+	if len(r.Minutes) == 1 { // one row: a level across its width, not a point nobody sees
+		y := pts[0][strings.IndexByte(pts[0], ','):]
+		pts = []string{fmt.Sprintf("%.1f", left) + y, fmt.Sprintf("%.1f", right) + y}
 	}
 	return polyline{class, strings.Join(pts, " ")}
 }

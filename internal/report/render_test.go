@@ -184,6 +184,8 @@ func TestWriteHTML(t *testing.T) {
 		{"empty", Report{ProgramID: "none"}, nil},
 		{"built empty", Build(Program{ID: "none"}, nil, nil, nil, t0), nil},
 		{"three days", long(), []string{"carol: resume"}},
+		{"one minute", Report{ProgramID: "brief", StepMinutes: 1, From: t0, To: t0.Add(time.Minute),
+			Minutes: []Row{{At: t0, Arrivals: 3, Waiting: 3}}}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
@@ -209,6 +211,10 @@ func TestWriteHTML(t *testing.T) {
 				switch n.Data {
 				case "h1", "h2", "h3":
 					headings = append(headings, n.Data)
+				case "polyline": // a line, not a point nobody sees
+					if pts := strings.Fields(attr(n, "points")); len(tt.r.Minutes) > 0 && len(pts) < 2 {
+						t.Errorf("a polyline of %d points: %q", len(pts), pts)
+					}
 				case "svg":
 					if attr(n, "role") != "img" {
 						t.Errorf("an svg without role=img")

@@ -35,8 +35,8 @@ func TestMain(m *testing.M) {
 	dynamotest.Main(m)
 }
 
-// newTable makes a fresh table on the test server (moto, or dynalite with
-// DYNAMODB_TEST_SERVER=dynalite): its client, its name, and audit run on
+// newTable makes a fresh table on the test server (dynalite, or moto with
+// DYNAMODB_TEST_SERVER=moto): its client, its name, and audit run on
 // it with args, which returns the exit status, stdout and stderr.
 func newTable(t *testing.T) (*dynamodb.Client, string, func(args ...string) (int, string, string)) {
 	t.Helper()
@@ -57,8 +57,8 @@ func newTable(t *testing.T) (*dynamodb.Client, string, func(args ...string) (int
 }
 
 // TestRunDynamo seeds a table through dynamostore, as the service writes
-// it, and audits it through the DynamoDB API (moto, or dynalite with
-// DYNAMODB_TEST_SERVER=dynalite).
+// it, and audits it through the DynamoDB API (dynalite, or moto with
+// DYNAMODB_TEST_SERVER=moto).
 func TestRunDynamo(t *testing.T) {
 	ctx := t.Context()
 	client, table, runAudit := newTable(t)

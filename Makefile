@@ -60,7 +60,7 @@ build: ## Compile every package.
 # sam build (BuildMethod: makefile) runs these in the CodeUri directory
 # with ARTIFACTS_DIR set; template_test.go checks that each function of
 # template.yaml has one and that it builds the right package.
-.PHONY: build-QueueFunction build-AdminFunction build-PushSenderFunction
+.PHONY: build-QueueFunction build-AdminFunction build-PushSenderFunction build-ReporterFunction
 build-QueueFunction: ## (sam build) The queue function's bootstrap into $(ARTIFACTS_DIR).
 	$(call need,ARTIFACTS_DIR)
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/queue
@@ -70,6 +70,9 @@ build-AdminFunction: ## (sam build) The admin function's bootstrap into $(ARTIFA
 build-PushSenderFunction: ## (sam build) The push sender's bootstrap into $(ARTIFACTS_DIR).
 	$(call need,ARTIFACTS_DIR)
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/pushsender
+build-ReporterFunction: ## (sam build) The reporter's bootstrap into $(ARTIFACTS_DIR).
+	$(call need,ARTIFACTS_DIR)
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/reporter
 
 .PHONY: bootstrap
 bootstrap: ## Both bootstraps for this machine, into bin/{queue,admin}/bootstrap.
@@ -148,7 +151,7 @@ race: ## The core packages under the race detector.
 
 .PHONY: emulator integration
 emulator: $(RIE) ## The real bootstraps under aws-lambda-rie, against moto_server, with events/*.json, the push sender's runs, and `make invoke`.
-	AWS_LAMBDA_RIE=$(RIE) $(GOTEST) -tags $(CHECK_TAGS) -run 'TestFunctions|TestInvoke|TestPushSenderFunction' -v ./internal/tools/lambdaemu/ ./cmd/invoke/
+	AWS_LAMBDA_RIE=$(RIE) $(GOTEST) -tags $(CHECK_TAGS) -run 'TestFunctions|TestInvoke|TestPushSenderFunction|TestReporterFunction' -v ./internal/tools/lambdaemu/ ./cmd/invoke/
 integration: emulator ## Same as emulator.
 
 # Every fuzz target, each for FUZZTIME; CI runs a short pass.

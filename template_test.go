@@ -146,8 +146,8 @@ func routeAuthorizers(t *testing.T, tpl *samtemplate.Template) map[string]string
 			t.Fatal(err)
 		}
 		for name, e := range f.Events {
-			if id == pushSender && e.Type == "ScheduleV2" {
-				continue // its schedule: TestTemplatePushSender
+			if (id == pushSender || id == reporter) && e.Type == "ScheduleV2" {
+				continue // their schedules: TestTemplatePushSender, TestTemplateReporter
 			}
 			if e.Type != "HttpApi" {
 				t.Errorf("%s event %s: type %s, want HttpApi (the handler reads payload format 2.0)", id, name, e.Type)
@@ -188,6 +188,10 @@ func TestTemplateFunctions(t *testing.T) {
 			if id == pushSender {
 				if run := notify.RunFor + notify.Lease + 3*time.Second; time.Duration(f.Timeout)*time.Second < run {
 					t.Errorf("Timeout %d s, want at least a run, a turn's lease and the reserve, %s", f.Timeout, run)
+				}
+			} else if id == reporter {
+				if f.Timeout < 60 || f.Timeout > 900 {
+					t.Errorf("Timeout %d s, want minutes for a pass over the table, at most Lambda's 900", f.Timeout)
 				}
 			} else if f.Timeout <= 0 || f.Timeout > 29 {
 				t.Errorf("Timeout %d s, want 1..29 (inside HTTP API's 30 s)", f.Timeout)
@@ -319,7 +323,7 @@ func TestTemplatePolicies(t *testing.T) {
 						continue
 					}
 					allowed := allowedActions
-					if st["Sid"] == scanGrant && id == "AdminFunction" {
+					if st["Sid"] == scanGrant && (id == "AdminFunction" || id == reporter) {
 						allowed = []string{"dynamodb:Scan"}
 					}
 					for _, v := range list(st["Action"]) {
@@ -1190,5 +1194,39 @@ func TestTemplatePushSender(t *testing.T) {
 		if slices.Contains(list(st["Action"]), any("dynamodb:PutItem")) && fmt.Sprint(st["Condition"]) != "map[ForAllValues:StringEquals:map[dynamodb:LeadingKeys:[VAPID]]]" {
 			t.Errorf("%s: PutItem %v beyond the VAPID item", pushSender, st)
 		}
+	}
+}
+
+const reporter = "ReporterFunction"
+
+// TestTemplateReporter: the reporter runs every 15 minutes without retries
+// (a run missed is the next one's), and writes the report items alone.
+func TestTemplateReporter(t *testing.T) {
+	tpl := loadTemplate(t)
+	f, err := tpl.Function(reporter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := f.Events["Every15Minutes"]; !ok || e.Type != "ScheduleV2" || len(f.Events) != 1 {
+		t.Fatalf("events %v, want a ScheduleV2 Every15Minutes alone", f.Events)
+	}
+	props := fmt.Sprint(tpl.Properties(reporter)["Events"])
+	for _, want := range []string{"ScheduleExpression:rate(15 minutes)", "RetryPolicy:map[MaximumRetryAttempts:0]"} {
+		if !strings.Contains(props, want) {
+			t.Errorf("events %s lack %s", props, want)
+		}
+	}
+	var puts []string
+	for _, p := range f.Policies {
+		doc, _ := p.(map[string]any)
+		for _, s := range list(doc["Statement"]) {
+			st, _ := s.(map[string]any)
+			if slices.Contains(list(st["Action"]), any("dynamodb:PutItem")) {
+				puts = append(puts, fmt.Sprint(st["Condition"]))
+			}
+		}
+	}
+	if want := []string{"map[ForAllValues:StringLike:map[dynamodb:LeadingKeys:[REPORT#*]]]"}; !slices.Equal(puts, want) {
+		t.Errorf("PutItem grants %q, want %q", puts, want)
 	}
 }

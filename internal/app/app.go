@@ -162,7 +162,8 @@ type role int
 const (
 	roleAdmin role = iota
 	roleQueue
-	roleSender // the push sender: the shuffle key, to read shuffled places
+	roleSender   // the push sender: the shuffle key, to read shuffled places
+	roleReporter // the reporter: the store alone
 )
 
 func fromEnv(ctx context.Context, getenv func(string) string, w io.Writer, r role) (*App, error) {
@@ -181,7 +182,7 @@ func fromEnv(ctx context.Context, getenv func(string) string, w io.Writer, r rol
 		return nil, ErrNoChallengeSecret
 	}
 	var opts []Option
-	if cfg.Pass.WrapKMSKeyID != "" && r != roleSender {
+	if cfg.Pass.WrapKMSKeyID != "" && (queueFunction || r == roleAdmin) {
 		passes, err := PassOption(ctx, cfg.Pass, "")
 		if err != nil {
 			return nil, err
@@ -206,7 +207,7 @@ func fromEnv(ctx context.Context, getenv func(string) string, w io.Writer, r rol
 	if cfg.PushSubject != "" {
 		opts = append(opts, WithPush(Push{Subject: cfg.PushSubject}))
 	}
-	if cfg.EdgeKVSARN != "" {
+	if cfg.EdgeKVSARN != "" && r != roleReporter {
 		awscfg, err := awsconfig.Load(ctx, cfg.EdgeKVSEndpoint)
 		if err != nil {
 			return nil, fmt.Errorf("edge KeyValueStore client: %w", err)

@@ -3,11 +3,13 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/example/waitingroom/internal/admission"
+	"github.com/example/waitingroom/internal/catalog"
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/pace"
 	"github.com/example/waitingroom/internal/report"
@@ -199,4 +201,55 @@ func (s *Service) standing(p admission.Program, ticket int64, now time.Time) (in
 	}
 	sit := p.Situation(place, now, s.cache.Notice(p, now))
 	return sit.Position, sit.Wait
+}
+
+// SettleReports makes the final report of every program that can have one
+// and has none: closed, everyone's turn come and its no-show time and a
+// minute past, within a day of it (the tokens still there). It returns the
+// reports made; a program's failure does not stop the others.
+func (s *Service) SettleReports(ctx context.Context) (made int, err error) {
+	read := func(ctx context.Context, id string) (admission.Program, bool, error) {
+		p, err := s.store.GetProgram(ctx, id)
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrDeleted) {
+			return p, false, nil
+		}
+		return p, err == nil, err
+	}
+	var errs []error
+	for after := ""; ; {
+		programs, next, err := catalog.List(ctx, s.store, after, catalog.MaxLimit, read)
+		if err != nil {
+			return made, storeError("list programs", err)
+		}
+		for _, p := range programs {
+			ok, err := s.settle(ctx, p)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("program %s: %w", p.ID, err))
+			} else if ok {
+				made++
+			}
+		}
+		if after, _ = catalog.DecodeCursor(next); next == "" {
+			return made, errors.Join(errs...)
+		}
+	}
+}
+
+// settle makes p's final report if it is due and not made yet.
+func (s *Service) settle(ctx context.Context, p admission.Program) (bool, error) {
+	programID, now := p.ID, s.clock.Now()
+	lastTurn, ok := p.AdmissionTime(p.Issued, pace.FromUnixMs(p.Current.AnchorMs))
+	due := lastTurn.Add(p.NoShowAfter() + time.Minute)
+	if p.TakesEntries(now) || !ok || !p.AdmitsTicket(p.Issued, now) || now.Before(due) || now.After(due.Add(tokensKept)) {
+		return false, nil
+	}
+	kept, err := s.store.GetReport(ctx, programID)
+	switch {
+	case err == nil && kept.Final && kept.CreatedAt.Equal(p.CreatedAt) && !pace.FromUnixMs(p.Current.AnchorMs).After(kept.MadeAt):
+		return false, nil
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return false, storeError("get report", err)
+	}
+	r, err := s.Report(ctx, programID)
+	return err == nil && r.Final, err
 }

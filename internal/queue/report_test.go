@@ -135,3 +135,45 @@ func TestReportLate(t *testing.T) {
 		t.Errorf("a report the store cannot keep: %+v, %v; want it answered", r.People, err)
 	}
 }
+
+// TestSettleReports: a scheduled run makes the final report of a closed
+// program once settled, and only once; an open program, one not settled
+// yet and one settled more than a day ago get none.
+func TestSettleReports(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New()
+	c := simclock.NewFake(t0)
+	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithClock(c))
+	start := func(id string, closed bool) {
+		t.Helper()
+		mustPut(t, svc, id, 10, false)
+		if _, _, err := svc.Enter(ctx, id, queue.Entry{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := svc.PutProgram(ctx, id, api.ProgramSettings{Closed: new(closed)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle := func(want int) {
+		t.Helper()
+		if made, err := svc.SettleReports(ctx); err != nil || made != want {
+			t.Errorf("at %v: made %d, %v; want %d", c.Now().Sub(t0), made, err, want)
+		}
+	}
+	start("old", true)
+	c.Advance(25*time.Hour + admission.DefaultAdmissionWindow)
+	start("gala", true)
+	start("open", false)
+	settle(0) // gala not settled: its no-show time runs; old too late
+	c.Advance(admission.DefaultAdmissionWindow + 2*time.Minute)
+	settle(1) // gala
+	settle(0) // made already
+	if r, err := store.GetReport(ctx, "gala"); err != nil || !r.Final || r.People.NoShows != 1 {
+		t.Errorf("gala's report %+v, %v; want final, its one no-show", r.People, err)
+	}
+	for _, id := range []string{"open", "old"} {
+		if _, err := store.GetReport(ctx, id); !errors.Is(err, queue.ErrNotFound) {
+			t.Errorf("%s's report: %v, want none", id, err)
+		}
+	}
+}

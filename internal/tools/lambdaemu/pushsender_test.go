@@ -36,7 +36,7 @@ func TestPushSenderFunction(t *testing.T) {
 	rie := findRIE(t)
 	ctx := t.Context()
 	r := provide(t)
-	store, tpl, kmsProxy := dynamostore.New(r.client, r.table), r.tpl, r.kmsProxy
+	store, kmsProxy := dynamostore.New(r.client, r.table), r.kmsProxy
 
 	// A program admitting at 100/s and a subscriber whose turn has come.
 	svc := queue.NewService(store, polling.DefaultTiers(), queue.WithPush(webpush.DefaultHosts))
@@ -51,38 +51,9 @@ func TestPushSenderFunction(t *testing.T) {
 		t.Fatalf("enter: %+v, %v", v, err)
 	}
 
-	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", bootstrap, "./"+samtemplate.MainPackage(pushSender))
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	env, err := lambdaemu.FunctionEnv(tpl, pushSender, r.res)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A deployment with push; runs of 7 s rather than a minute (30 s less
 	// the reserve and a lease).
-	env = append(env, config.EnvPushSubject+"=mailto:ops@example.com", "AWS_LAMBDA_FUNCTION_TIMEOUT=30")
-	var log bytes.Buffer
-	emu, err := lambdaemu.Start(rie, bootstrap, env, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		emu.Stop()
-		if t.Failed() {
-			t.Logf("emulator and function output:\n%s", log.String())
-		}
-	}()
-	for i := range 2 {
-		ictx, cancel := context.WithTimeout(ctx, time.Minute)
-		out, err := emu.Invoke(ictx, []byte(`{}`))
-		cancel()
-		if err != nil || string(out) != "null" {
-			t.Fatalf("invocation %d: %s, %v", i+1, out, err)
-		}
-	}
+	log := runScheduled(t, rie, r, pushSender, config.EnvPushSubject+"=mailto:ops@example.com", "AWS_LAMBDA_FUNCTION_TIMEOUT=30")
 	if made, opened := kmsProxy.Calls("GenerateDataKeyPair"), kmsProxy.Calls("Decrypt"); made != 1 || opened != 0 {
 		t.Errorf("KMS: %d GenerateDataKeyPair, %d Decrypt; want the key made once, by the cold start that kept it", made, opened)
 	}
@@ -94,9 +65,8 @@ func TestPushSenderFunction(t *testing.T) {
 	if err != nil || tok.PushStage != queue.PushTurn {
 		t.Errorf("the subscriber's token: stage %v, %v; want its turn claimed", tok.PushStage, err)
 	}
-	emu.Stop()
 	var runs int
-	for line := range strings.Lines(log.String()) {
+	for line := range strings.Lines(log) {
 		var rec map[string]any
 		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "push run" {
 			runs++
@@ -108,4 +78,43 @@ func TestPushSenderFunction(t *testing.T) {
 	if runs != 2 {
 		t.Errorf("%d push run lines, want one an invocation", runs)
 	}
+}
+
+// runScheduled builds function id's bootstrap, runs it under the emulator
+// with the template's environment and extra, invokes it twice as its
+// schedule would, and returns the emulator's and function's output once
+// stopped (logged if t fails).
+func runScheduled(t *testing.T, rie string, r resources, id string, extra ...string) string {
+	t.Helper()
+	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
+	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", bootstrap, "./"+samtemplate.MainPackage(id))
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	env, err := lambdaemu.FunctionEnv(r.tpl, id, r.res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	emu, err := lambdaemu.Start(rie, bootstrap, append(env, extra...), &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("emulator and function output:\n%s", log.String())
+		}
+	})
+	defer emu.Stop()
+	for i := range 2 {
+		ictx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		out, err := emu.Invoke(ictx, []byte(`{}`))
+		cancel()
+		if err != nil || string(out) != "null" {
+			t.Fatalf("invocation %d: %s, %v", i+1, out, err)
+		}
+	}
+	emu.Stop()
+	return log.String()
 }

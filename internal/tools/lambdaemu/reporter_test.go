@@ -3,11 +3,7 @@
 package lambdaemu_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +13,6 @@ import (
 	"github.com/example/waitingroom/internal/history"
 	"github.com/example/waitingroom/internal/polling"
 	"github.com/example/waitingroom/internal/queue"
-	"github.com/example/waitingroom/internal/tools/lambdaemu"
-	"github.com/example/waitingroom/internal/tools/samtemplate"
 	"github.com/example/waitingroom/internal/tools/simclock"
 )
 
@@ -56,42 +50,13 @@ func TestReporterFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", bootstrap, "./"+samtemplate.MainPackage(reporterFn))
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	env, err := lambdaemu.FunctionEnv(r.tpl, reporterFn, r.res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	emu, err := lambdaemu.Start(rie, bootstrap, env, &log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		emu.Stop()
-		if t.Failed() {
-			t.Logf("emulator and function output:\n%s", log.String())
-		}
-	}()
-	for i := range 2 {
-		ictx, cancel := context.WithTimeout(ctx, time.Minute)
-		out, err := emu.Invoke(ictx, []byte(`{}`))
-		cancel()
-		if err != nil || string(out) != "null" {
-			t.Fatalf("invocation %d: %s, %v", i+1, out, err)
-		}
-	}
+	log := runScheduled(t, rie, r, reporterFn)
 	rep, err := store.GetReport(ctx, "gala")
 	if p := rep.People; err != nil || !rep.Final || p.Arrivals != 2 || p.Left != 1 || p.NoShows != 1 {
 		t.Errorf("the kept report: final %v, people %+v, %v; want final, 2 arrivals, 1 left, 1 no-show", rep.Final, p, err)
 	}
-	emu.Stop()
 	var made []float64
-	for line := range strings.Lines(log.String()) {
+	for line := range strings.Lines(log) {
 		var rec map[string]any
 		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "reports settled" {
 			n, _ := rec["made"].(float64)
